@@ -1,0 +1,34 @@
+package executors
+
+import (
+	"context"
+
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// Request is one attempt of one call, handed to an executor.
+type Request struct {
+	// Call is the decoded call; Call.Arguments holds the exact JSON bytes.
+	Call *toolwirev1.ToolCall
+	// Spec is the tool's spec at the version the call pinned.
+	Spec *toolwirev1.ToolSpec
+}
+
+// Executor runs one attempt of a call under ctx. It returns the tool's
+// output, or an error: a *tool.Error (see tool.AsError) whose type decides
+// what the worker does next. ctx carries the attempt's deadline and is
+// cancelled with a cause (caller cancel, shutdown) that the executor must
+// honour by stopping the work.
+//
+// An executor must be safe for concurrent use. It may panic: the worker
+// recovers and answers INTERNAL, but executors should not rely on that.
+type Executor interface {
+	Execute(ctx context.Context, req *Request) (*tool.Result, error)
+}
+
+// Func adapts a function to Executor.
+type Func func(ctx context.Context, req *Request) (*tool.Result, error)
+
+// Execute calls f.
+func (f Func) Execute(ctx context.Context, req *Request) (*tool.Result, error) { return f(ctx, req) }
