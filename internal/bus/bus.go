@@ -1,0 +1,239 @@
+package bus
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// Bus is a connection with the layout of one installation in place.
+type Bus struct {
+	Config   Config
+	Subjects Subjects
+	NC       *nats.Conn
+	JS       jetstream.JetStream
+
+	Calls    jetstream.Stream
+	Results  jetstream.Stream
+	Events   jetstream.Stream
+	DLQ      jetstream.Stream
+	Cancels  jetstream.KeyValue
+	Registry jetstream.KeyValue
+	Blobs    jetstream.ObjectStore
+}
+
+// Options tune the JetStream context of a Bus.
+type Options struct {
+	// MaxPendingPublishes bounds async publishes awaiting an ack. Default 4096.
+	MaxPendingPublishes int
+}
+
+// Open creates or updates every stream and bucket of cfg on nc and returns
+// the Bus. It is idempotent and safe to run from every replica at once.
+// The caller keeps ownership of nc.
+func Open(ctx context.Context, nc *nats.Conn, cfg Config, opts Options) (*Bus, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(cmp.Or(opts.MaxPendingPublishes, 4096)))
+	if err != nil {
+		return nil, fmt.Errorf("bus: jetstream: %w", err)
+	}
+	b := &Bus{Config: cfg, Subjects: cfg.Subjects(), NC: nc, JS: js}
+	if err := b.ensure(ctx); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *Bus) ensure(ctx context.Context) error {
+	c, s := b.Config, b.Subjects
+	streams := []struct {
+		dst *jetstream.Stream
+		cfg jetstream.StreamConfig
+	}{
+		{&b.Calls, jetstream.StreamConfig{
+			Name:        c.CallsStream(),
+			Description: "toolwire calls: the audit log of every admitted call",
+			Subjects:    []string{s.AllCalls()},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      c.CallsMaxAge,
+			MaxBytes:    c.CallsMaxBytes,
+			Discard:     jetstream.DiscardNew,
+			Duplicates:  c.DuplicateWindow,
+			Storage:     jetstream.FileStorage,
+			Replicas:    c.Replicas,
+			AllowDirect: true,
+			DenyPurge:   true,
+			DenyDelete:  true,
+		}},
+		{&b.Results, jetstream.StreamConfig{
+			Name:        c.ResultsStream(),
+			Description: "toolwire results: one terminal response per call",
+			Subjects:    []string{s.AllResults()},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      c.ResultsMaxAge,
+			MaxBytes:    -1,
+			Discard:     jetstream.DiscardOld,
+			Duplicates:  2 * time.Minute,
+			Storage:     jetstream.FileStorage,
+			Replicas:    c.Replicas,
+			AllowDirect: true,
+			DenyPurge:   true,
+		}},
+		{&b.Events, jetstream.StreamConfig{
+			Name:        c.EventsStream(),
+			Description: "toolwire call events: lifecycle and progress",
+			Subjects:    []string{s.AllEvents()},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      c.EventsMaxAge,
+			Discard:     jetstream.DiscardOld,
+			Storage:     jetstream.FileStorage,
+			Replicas:    c.Replicas,
+			AllowDirect: true,
+		}},
+		{&b.DLQ, jetstream.StreamConfig{
+			Name:        c.DLQStream(),
+			Description: "toolwire dead letters: exhausted and terminated calls",
+			Subjects:    []string{s.AllDLQ()},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      c.DLQMaxAge,
+			Discard:     jetstream.DiscardOld,
+			Storage:     jetstream.FileStorage,
+			Replicas:    c.Replicas,
+			AllowDirect: true,
+		}},
+	}
+	for _, st := range streams {
+		stream, err := b.JS.CreateOrUpdateStream(ctx, st.cfg)
+		if err != nil {
+			return fmt.Errorf("bus: stream %s: %w", st.cfg.Name, err)
+		}
+		if got := stream.CachedInfo().Config.Retention; got != st.cfg.Retention {
+			return fmt.Errorf("bus: stream %s has retention %s, want %s", st.cfg.Name, got, st.cfg.Retention)
+		}
+		*st.dst = stream
+	}
+	var err error
+	b.Cancels, err = b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:         c.CancelBucket(),
+		Description:    "toolwire cancel tombstones",
+		TTL:            c.CancelTTL,
+		LimitMarkerTTL: time.Minute,
+		Storage:        jetstream.FileStorage,
+		Replicas:       c.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("bus: kv %s: %w", c.CancelBucket(), err)
+	}
+	b.Registry, err = b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      c.RegistryBucket(),
+		Description: "toolwire tool registry",
+		History:     uint8(c.RegistryHistory),
+		Storage:     jetstream.FileStorage,
+		Replicas:    c.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("bus: kv %s: %w", c.RegistryBucket(), err)
+	}
+	b.Blobs, err = b.JS.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      c.BlobBucket(),
+		Description: "toolwire outputs over the inline limit",
+		TTL:         c.ResultsMaxAge,
+		Storage:     jetstream.FileStorage,
+		Replicas:    c.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("bus: object store %s: %w", c.BlobBucket(), err)
+	}
+	return nil
+}
+
+// PoolConfig describes the durable consumer shared by every replica of a
+// worker pool.
+type PoolConfig struct {
+	// Name of the pool; default the type's token (native, mcp, ...).
+	Name string
+	// Type of executor the pool runs; its calls are the pool's filter.
+	Type toolwirev1.ExecutorType
+	// AckWait before an unacknowledged call is redelivered; workers
+	// heartbeat every AckWait/3. Default 30s.
+	AckWait time.Duration
+	// MaxDeliver bounds deliveries of one call. Default 5; -1 = unbounded.
+	MaxDeliver int
+	// MaxAckPending bounds calls delivered and not yet acknowledged across
+	// the pool: size it to replicas × concurrency. Default 1024.
+	MaxAckPending int
+}
+
+// WithDefaults fills zero fields.
+func (p PoolConfig) WithDefaults() PoolConfig {
+	p.Name = cmp.Or(p.Name, TypeToken(p.Type))
+	p.AckWait = cmp.Or(p.AckWait, 30*time.Second)
+	p.MaxDeliver = cmp.Or(p.MaxDeliver, 5)
+	p.MaxAckPending = cmp.Or(p.MaxAckPending, 1024)
+	return p
+}
+
+// Validate names the first invalid field.
+func (p PoolConfig) Validate() error {
+	if _, ok := ParseType(TypeToken(p.Type)); !ok {
+		return fmt.Errorf("bus: pool %q: Type %s is not an executor type", p.Name, p.Type)
+	}
+	if p.AckWait < time.Second {
+		return fmt.Errorf("bus: pool %q: AckWait %s is below 1s", p.Name, p.AckWait)
+	}
+	if p.MaxDeliver == 0 || p.MaxDeliver < -1 {
+		return fmt.Errorf("bus: pool %q: MaxDeliver %d must be positive or -1", p.Name, p.MaxDeliver)
+	}
+	if p.MaxAckPending < 1 {
+		return fmt.Errorf("bus: pool %q: MaxAckPending %d must be positive", p.Name, p.MaxAckPending)
+	}
+	return nil
+}
+
+// EnsurePool creates or updates the pool's durable pull consumer.
+func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer, error) {
+	p = p.WithDefaults()
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	name := b.Config.PoolConsumer(p.Name)
+	cfg := jetstream.ConsumerConfig{
+		Durable:       name,
+		Description:   "toolwire worker pool " + p.Name,
+		FilterSubject: b.Subjects.CallsOfType(p.Type),
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       p.AckWait,
+		MaxDeliver:    p.MaxDeliver,
+		MaxAckPending: p.MaxAckPending,
+		MaxWaiting:    512,
+	}
+	cons, err := b.Calls.CreateOrUpdateConsumer(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("bus: consumer %s: %w", name, err)
+	}
+	if got := cons.CachedInfo().Config.DeliverPolicy; got != jetstream.DeliverNewPolicy {
+		return nil, fmt.Errorf("bus: consumer %s has deliver policy %s, want new", name, got)
+	}
+	return cons, nil
+}
+
+// IsWrongLastSequence reports whether err is the server refusing a publish
+// whose expected last sequence did not hold (a result already exists).
+func IsWrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+	}
+	return false
+}

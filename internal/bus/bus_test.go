@@ -1,0 +1,74 @@
+package bus_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/bus/bustest"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+func TestOpenIsIdempotentAndLaysOutStreams(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{Prefix: "tw"})
+	second := env.Open(t, "second") // a second Open over the same layout succeeds
+
+	ctx := t.Context()
+	info, err := second.Calls.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "TW_CALLS", info.Config.Name)
+	require.Equal(t, jetstream.LimitsPolicy, info.Config.Retention)
+	require.Equal(t, jetstream.DiscardNew, info.Config.Discard)
+	require.True(t, info.Config.AllowDirect)
+	require.True(t, info.Config.DenyPurge)
+	require.Equal(t, []string{"tw.call.>"}, info.Config.Subjects)
+
+	cons, err := second.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_SANDBOX, AckWait: 45 * time.Second})
+	require.NoError(t, err)
+	ci := cons.CachedInfo()
+	require.Equal(t, "tw_pool_sandbox", ci.Name)
+	require.Equal(t, jetstream.DeliverNewPolicy, ci.Config.DeliverPolicy)
+	require.Equal(t, "tw.call.sandbox.>", ci.Config.FilterSubject)
+	require.Equal(t, 45*time.Second, ci.Config.AckWait)
+
+	_, err = env.Bus.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_SANDBOX})
+	require.NoError(t, err, "ensuring a pool twice is harmless")
+}
+
+func TestResultIsWrittenOnce(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	ctx := t.Context()
+	subj := env.Bus.Subjects.Result("acme", "d1", "01CALL")
+	_, err := env.Bus.JS.Publish(ctx, subj, []byte("first"), jetstream.WithExpectLastSequencePerSubject(0))
+	require.NoError(t, err)
+	_, err = env.Bus.JS.Publish(ctx, subj, []byte("second"), jetstream.WithExpectLastSequencePerSubject(0))
+	require.True(t, bus.IsWrongLastSequence(err), "got %v", err)
+
+	// Any replica finds a result by call id, whatever dispatcher routed it.
+	msg, err := env.Bus.Results.GetLastMsgForSubject(ctx, env.Bus.Subjects.ResultAnyDispatcher("acme", "01CALL"))
+	require.NoError(t, err)
+	require.Equal(t, "first", string(msg.Data))
+}
+
+func TestToken(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"acme": "acme", "": "_", "a.b": "a_b", "a*": "a_", "x>": "x_", "a b\tc\n": "a_b_c_", "ünï": "ünï",
+	} {
+		require.Equal(t, want, bus.Token(in), "Token(%q)", in)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, bus.Config{}.WithDefaults().Validate())
+	require.ErrorContains(t, bus.Config{Prefix: "a.b"}.WithDefaults().Validate(), "Prefix")
+	require.ErrorContains(t, bus.Config{Replicas: 7}.WithDefaults().Validate(), "Replicas")
+	_, err := bus.StartEmbedded(context.Background(), bus.EmbeddedConfig{})
+	require.ErrorContains(t, err, "StoreDir")
+}

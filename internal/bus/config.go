@@ -1,0 +1,106 @@
+package bus
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Config is the JetStream layout of one installation. The zero value is
+// valid after WithDefaults.
+type Config struct {
+	// Prefix starts every subject and names every stream and bucket, so that
+	// several installations can share a cluster. Default "toolwire".
+	Prefix string
+	// Replicas of every stream and bucket. Default 1; use 3 on a cluster.
+	Replicas int
+	// CallsMaxAge is the audit horizon of calls. Default 720h (30 days).
+	CallsMaxAge time.Duration
+	// CallsMaxBytes bounds the calls stream; a full stream rejects new calls
+	// (OVERLOADED). Default 4 GiB; -1 = unbounded.
+	CallsMaxBytes int64
+	// ResultsMaxAge is the audit horizon of results. Default CallsMaxAge.
+	ResultsMaxAge time.Duration
+	// EventsMaxAge is how long lifecycle events are kept. Default 72h.
+	EventsMaxAge time.Duration
+	// DLQMaxAge is how long dead letters are kept. Default CallsMaxAge.
+	DLQMaxAge time.Duration
+	// DuplicateWindow is the calls stream's dedup window; at least the
+	// dispatcher's retry horizon. Default 10m.
+	DuplicateWindow time.Duration
+	// CancelTTL is how long a cancel tombstone lives. Default 24h.
+	CancelTTL time.Duration
+	// RegistryHistory is how many versions of a key the registry keeps.
+	// Default 10.
+	RegistryHistory int
+}
+
+var prefixRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
+
+// WithDefaults returns a copy of c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	c.Prefix = cmp.Or(c.Prefix, "toolwire")
+	c.Replicas = cmp.Or(c.Replicas, 1)
+	c.CallsMaxAge = cmp.Or(c.CallsMaxAge, 720*time.Hour)
+	c.CallsMaxBytes = cmp.Or(c.CallsMaxBytes, 4<<30)
+	c.ResultsMaxAge = cmp.Or(c.ResultsMaxAge, c.CallsMaxAge)
+	c.EventsMaxAge = cmp.Or(c.EventsMaxAge, 72*time.Hour)
+	c.DLQMaxAge = cmp.Or(c.DLQMaxAge, c.CallsMaxAge)
+	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, 10*time.Minute)
+	c.CancelTTL = cmp.Or(c.CancelTTL, 24*time.Hour)
+	c.RegistryHistory = cmp.Or(c.RegistryHistory, 10)
+	return c
+}
+
+// Validate returns an error naming the first invalid field.
+func (c Config) Validate() error {
+	var errs []error
+	if !prefixRe.MatchString(c.Prefix) {
+		errs = append(errs, fmt.Errorf("bus: Prefix %q must match %s", c.Prefix, prefixRe))
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("bus: Replicas %d must be 1..5", c.Replicas))
+	}
+	if c.CallsMaxBytes == 0 || c.CallsMaxBytes < -1 {
+		errs = append(errs, fmt.Errorf("bus: CallsMaxBytes %d must be positive or -1", c.CallsMaxBytes))
+	}
+	if c.DuplicateWindow > c.CallsMaxAge {
+		errs = append(errs, fmt.Errorf("bus: DuplicateWindow %s exceeds CallsMaxAge %s", c.DuplicateWindow, c.CallsMaxAge))
+	}
+	if c.RegistryHistory < 1 || c.RegistryHistory > 64 {
+		errs = append(errs, fmt.Errorf("bus: RegistryHistory %d must be 1..64", c.RegistryHistory))
+	}
+	return errors.Join(errs...)
+}
+
+// Subjects returns the subject builder of c.
+func (c Config) Subjects() Subjects { return Subjects{Prefix: c.Prefix} }
+
+func (c Config) upper() string { return strings.ToUpper(strings.ReplaceAll(c.Prefix, "-", "_")) }
+
+// CallsStream is the name of the calls stream.
+func (c Config) CallsStream() string { return c.upper() + "_CALLS" }
+
+// ResultsStream is the name of the results stream.
+func (c Config) ResultsStream() string { return c.upper() + "_RESULTS" }
+
+// EventsStream is the name of the events stream.
+func (c Config) EventsStream() string { return c.upper() + "_EVENTS" }
+
+// DLQStream is the name of the dead-letter stream.
+func (c Config) DLQStream() string { return c.upper() + "_DLQ" }
+
+// CancelBucket is the name of the cancel KV bucket.
+func (c Config) CancelBucket() string { return c.Prefix + "_cancels" }
+
+// RegistryBucket is the name of the registry KV bucket.
+func (c Config) RegistryBucket() string { return c.Prefix + "_registry" }
+
+// BlobBucket is the name of the blob Object Store bucket.
+func (c Config) BlobBucket() string { return c.Prefix + "_blobs" }
+
+// PoolConsumer is the durable name of a pool's consumer.
+func (c Config) PoolConsumer(pool string) string { return c.Prefix + "_pool_" + Token(pool) }

@@ -1,0 +1,39 @@
+// Package bus is the one place that knows toolwire's JetStream layout: it
+// starts the embedded server, connects to an external one, and creates and
+// checks every stream, consumer and bucket, idempotently, from Config.
+//
+// # Layout
+//
+// With the default prefix "toolwire":
+//
+//	stream TOOLWIRE_CALLS    toolwire.call.<type>.<tenant>.<provider>.<tool>   limits retention (the audit log)
+//	stream TOOLWIRE_RESULTS  toolwire.result.<tenant>.<dispatcher>.<call_id>   one terminal result per subject
+//	stream TOOLWIRE_EVENTS   toolwire.event.<tenant>.<dispatcher>.<call_id>    lifecycle and progress, short retention
+//	stream TOOLWIRE_DLQ      toolwire.dlq.<type>.<tenant>.<provider>.<tool>    dead letters
+//	KV     toolwire_cancels  <tenant>.<call_id>                                 cancel tombstones with per-key TTL
+//	KV     toolwire_registry <tool> and versions.<tool>.<version>              ToolSpec values
+//	Object toolwire_blobs                                                       outputs over the inline limit
+//
+// Subject tokens from user input pass through Token, so `.`, `*`, `>` and
+// white space never reach a subject.
+//
+// # Decisions
+//
+//   - CALLS uses limits retention, never work-queue: acknowledged calls stay
+//     for the audit until CallsMaxAge. Its size is bounded by CallsMaxBytes
+//     with discard-new, so a full stream rejects new calls explicitly
+//     (OVERLOADED) instead of silently dropping old, unexecuted ones.
+//   - The duplicate window (DuplicateWindow, default 10m) is at least the
+//     dispatcher's retry horizon; Nats-Msg-Id is the call id or the
+//     tenant-scoped idempotency key.
+//   - Pool consumers are durable pull consumers created with
+//     DeliverNewPolicy (DeliverAll on a limits stream would re-run history;
+//     the policy cannot change later) and explicit acks. They are created
+//     by dispatchers at start-up as well as by workers, so calls admitted
+//     before the first worker starts are not skipped.
+//   - The embedded server never installs signal handlers (NoSigs), always
+//     has an explicit store directory and limits, and syncs to disk every
+//     SyncInterval (default 1s, not the server's 2m: a longer interval can
+//     lose acknowledged writes on power loss). SyncAlways trades throughput
+//     for no loss window at all.
+package bus

@@ -1,0 +1,157 @@
+package bus
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// EmbeddedConfig configures the in-process NATS server.
+type EmbeddedConfig struct {
+	// StoreDir holds JetStream's data. Required: never empty, so data never
+	// lands in a temporary directory by accident.
+	StoreDir string
+	// ServerName; default "toolwire-embedded".
+	ServerName string
+	// MaxMemory for memory-backed streams. Default 256 MiB.
+	MaxMemory int64
+	// MaxStore for file-backed streams. Default 16 GiB.
+	MaxStore int64
+	// SyncInterval between fsyncs of the store. Default 1s. The server's own
+	// default of 2m can lose acknowledged writes on power loss.
+	SyncInterval time.Duration
+	// SyncAlways fsyncs every write: no loss window, lower throughput.
+	SyncAlways bool
+	// ListenAddr, if set (host:port, port 0 = random), opens a client
+	// listener so the nats CLI and external workers can connect. Empty =
+	// in-process connections only.
+	ListenAddr string
+	// MonitorAddr, if set, serves the NATS monitoring endpoints there.
+	MonitorAddr string
+	// Logger receives the server's log lines; nil = discard.
+	Logger *slog.Logger
+}
+
+// Embedded is a running in-process NATS server with JetStream.
+type Embedded struct {
+	Server *server.Server
+}
+
+// StartEmbedded starts the server and waits until it accepts connections.
+func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
+	if cfg.StoreDir == "" {
+		return nil, errors.New("bus: embedded server: StoreDir is required")
+	}
+	opts := &server.Options{
+		ServerName:         cmp.Or(cfg.ServerName, "toolwire-embedded"),
+		JetStream:          true,
+		StoreDir:           cfg.StoreDir,
+		JetStreamMaxMemory: cmp.Or(cfg.MaxMemory, 256<<20),
+		JetStreamMaxStore:  cmp.Or(cfg.MaxStore, 16<<30),
+		SyncInterval:       cmp.Or(cfg.SyncInterval, time.Second),
+		SyncAlways:         cfg.SyncAlways,
+		NoSigs:             true,
+		NoLog:              cfg.Logger == nil,
+		MaxPayload:         8 << 20,
+	}
+	if cfg.ListenAddr == "" {
+		opts.DontListen = true
+	} else {
+		host, port, err := splitHostPort(cfg.ListenAddr)
+		if err != nil {
+			return nil, fmt.Errorf("bus: ListenAddr: %w", err)
+		}
+		opts.Host, opts.Port = host, port
+		if port == 0 {
+			opts.Port = server.RANDOM_PORT
+		}
+	}
+	if cfg.MonitorAddr != "" {
+		host, port, err := splitHostPort(cfg.MonitorAddr)
+		if err != nil {
+			return nil, fmt.Errorf("bus: MonitorAddr: %w", err)
+		}
+		opts.HTTPHost, opts.HTTPPort = host, port
+		if port == 0 {
+			opts.HTTPPort = server.RANDOM_PORT
+		}
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("bus: embedded server: %w", err)
+	}
+	if cfg.Logger != nil {
+		s.SetLoggerV2(slogAdapter{cfg.Logger}, false, false, false)
+	}
+	s.Start()
+	deadline := 30 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		deadline = time.Until(d)
+	}
+	if !s.ReadyForConnections(deadline) {
+		s.Shutdown()
+		return nil, errors.New("bus: embedded server not ready in time")
+	}
+	return &Embedded{Server: s}, nil
+}
+
+// ClientURL is the loopback client URL, or "" without a listener.
+func (e *Embedded) ClientURL() string {
+	if e.Server.Addr() == nil {
+		return ""
+	}
+	return e.Server.ClientURL()
+}
+
+// MonitorURL is the monitoring URL, or "" without one.
+func (e *Embedded) MonitorURL() string {
+	if a := e.Server.MonitorAddr(); a != nil {
+		return "http://" + a.String()
+	}
+	return ""
+}
+
+// Connect opens an in-process client connection.
+func (e *Embedded) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
+	opts = append([]nats.Option{nats.InProcessServer(e.Server), nats.Name(name), nats.MaxReconnects(-1)}, opts...)
+	nc, err := nats.Connect("", opts...)
+	if err != nil {
+		return nil, fmt.Errorf("bus: in-process connect: %w", err)
+	}
+	return nc, nil
+}
+
+// Shutdown stops the server and waits until it has stopped.
+func (e *Embedded) Shutdown() {
+	e.Server.Shutdown()
+	e.Server.WaitForShutdown()
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("bad port %q", p)
+	}
+	return host, port, nil
+}
+
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) Noticef(format string, v ...any) { a.l.Debug(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Warnf(format string, v ...any)   { a.l.Warn(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Fatalf(format string, v ...any)  { a.l.Error(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Errorf(format string, v ...any)  { a.l.Error(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Debugf(format string, v ...any)  { a.l.Debug(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Tracef(format string, v ...any)  { a.l.Debug(fmt.Sprintf(format, v...)) }

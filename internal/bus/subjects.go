@@ -1,0 +1,149 @@
+package bus
+
+import (
+	"strings"
+	"unicode"
+
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// Token makes s safe as one subject token: `.`, `*`, `>`, white space and
+// control characters become `_`, and an empty string becomes `_`.
+func Token(s string) string {
+	if s == "" {
+		return "_"
+	}
+	clean := true
+	for _, r := range s {
+		if badTokenRune(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if badTokenRune(r) {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+func badTokenRune(r rune) bool {
+	return r == '.' || r == '*' || r == '>' || unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar
+}
+
+// TypeToken is the subject token of an executor type: native, mcp, sandbox,
+// http.
+func TypeToken(t toolwirev1.ExecutorType) string {
+	switch t {
+	case toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE:
+		return "native"
+	case toolwirev1.ExecutorType_EXECUTOR_TYPE_MCP:
+		return "mcp"
+	case toolwirev1.ExecutorType_EXECUTOR_TYPE_SANDBOX:
+		return "sandbox"
+	case toolwirev1.ExecutorType_EXECUTOR_TYPE_HTTP:
+		return "http"
+	}
+	return "unknown"
+}
+
+// ParseType is the inverse of TypeToken; ok is false for unknown names.
+func ParseType(s string) (toolwirev1.ExecutorType, bool) {
+	switch strings.ToLower(s) {
+	case "native":
+		return toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE, true
+	case "mcp":
+		return toolwirev1.ExecutorType_EXECUTOR_TYPE_MCP, true
+	case "sandbox":
+		return toolwirev1.ExecutorType_EXECUTOR_TYPE_SANDBOX, true
+	case "http":
+		return toolwirev1.ExecutorType_EXECUTOR_TYPE_HTTP, true
+	}
+	return toolwirev1.ExecutorType_EXECUTOR_TYPE_UNSPECIFIED, false
+}
+
+// AllTypes lists every executor type, in subject order.
+func AllTypes() []toolwirev1.ExecutorType {
+	return []toolwirev1.ExecutorType{
+		toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE,
+		toolwirev1.ExecutorType_EXECUTOR_TYPE_MCP,
+		toolwirev1.ExecutorType_EXECUTOR_TYPE_SANDBOX,
+		toolwirev1.ExecutorType_EXECUTOR_TYPE_HTTP,
+	}
+}
+
+// Subjects builds every subject of one installation (one prefix).
+type Subjects struct {
+	Prefix string
+}
+
+func (s Subjects) join(parts ...string) string {
+	var b strings.Builder
+	b.WriteString(s.Prefix)
+	for _, p := range parts {
+		b.WriteByte('.')
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// Call is the subject of a call: <prefix>.call.<type>.<tenant>.<provider>.<tool>.
+func (s Subjects) Call(t toolwirev1.ExecutorType, tenant, provider, tool string) string {
+	return s.join("call", TypeToken(t), Token(tenant), Token(provider), Token(tool))
+}
+
+// CallsOfType filters the calls of one executor type.
+func (s Subjects) CallsOfType(t toolwirev1.ExecutorType) string {
+	return s.join("call", TypeToken(t), ">")
+}
+
+// AllCalls filters every call.
+func (s Subjects) AllCalls() string { return s.join("call", ">") }
+
+// Result is the subject of a call's terminal response.
+func (s Subjects) Result(tenant, dispatcher, callID string) string {
+	return s.join("result", Token(tenant), Token(dispatcher), Token(callID))
+}
+
+// ResultAnyDispatcher matches the result of a call whatever dispatcher
+// routed it; used for direct gets by call id.
+func (s Subjects) ResultAnyDispatcher(tenant, callID string) string {
+	return s.join("result", Token(tenant), "*", Token(callID))
+}
+
+// ResultsOf matches every result routed to one dispatcher.
+func (s Subjects) ResultsOf(dispatcher string) string {
+	return s.join("result", "*", Token(dispatcher), "*")
+}
+
+// AllResults filters every result.
+func (s Subjects) AllResults() string { return s.join("result", ">") }
+
+// Event is the subject of a call's lifecycle events.
+func (s Subjects) Event(tenant, dispatcher, callID string) string {
+	return s.join("event", Token(tenant), Token(dispatcher), Token(callID))
+}
+
+// EventsAnyDispatcher matches the events of a call whatever dispatcher
+// routed it.
+func (s Subjects) EventsAnyDispatcher(tenant, callID string) string {
+	return s.join("event", Token(tenant), "*", Token(callID))
+}
+
+// AllEvents filters every event.
+func (s Subjects) AllEvents() string { return s.join("event", ">") }
+
+// DLQ is the subject of a dead letter.
+func (s Subjects) DLQ(t toolwirev1.ExecutorType, tenant, provider, tool string) string {
+	return s.join("dlq", TypeToken(t), Token(tenant), Token(provider), Token(tool))
+}
+
+// AllDLQ filters every dead letter.
+func (s Subjects) AllDLQ() string { return s.join("dlq", ">") }
+
+// CancelKey is the cancel bucket key of a call.
+func CancelKey(tenant, callID string) string { return Token(tenant) + "." + Token(callID) }
