@@ -1,0 +1,125 @@
+package registry
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// Schemas compiles JSON Schemas (draft 2020-12) once per schema text and
+// caches them by hash. Remote references are never fetched. Safe for
+// concurrent use.
+type Schemas struct {
+	mu    sync.RWMutex
+	cache map[[32]byte]*jsonschema.Schema
+}
+
+// DefaultSchemas is the process-wide cache.
+var DefaultSchemas = &Schemas{}
+
+// Compile returns the compiled schema of text. Empty text means "any JSON
+// object".
+func (s *Schemas) Compile(text string) (*jsonschema.Schema, error) {
+	if strings.TrimSpace(text) == "" {
+		text = `{"type":"object"}`
+	}
+	key := sha256.Sum256([]byte(text))
+	s.mu.RLock()
+	sch, ok := s.cache[key]
+	s.mu.RUnlock()
+	if ok {
+		return sch, nil
+	}
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+	if err != nil {
+		return nil, fmt.Errorf("schema is not JSON: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	const url = "mem:///schema.json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	sch, err = c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	s.mu.Lock()
+	if s.cache == nil {
+		s.cache = make(map[[32]byte]*jsonschema.Schema)
+	}
+	s.cache[key] = sch
+	s.mu.Unlock()
+	return sch, nil
+}
+
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("remote schema references are not loaded: %s", url)
+}
+
+var printer = message.NewPrinter(language.English)
+
+// ValidateArgs checks the JSON arguments against sch. It returns nil or the
+// field-level violations, sorted by field; a document that is not JSON is
+// one violation at the root.
+func ValidateArgs(sch *jsonschema.Schema, args []byte) []*toolwirev1.FieldViolation {
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return []*toolwirev1.FieldViolation{{Field: "", Message: "arguments are not valid JSON: " + err.Error()}}
+	}
+	err = sch.Validate(inst)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []*toolwirev1.FieldViolation{{Field: "", Message: err.Error()}}
+	}
+	var out []*toolwirev1.FieldViolation
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		field := pointer(e.InstanceLocation)
+		if req, ok := e.ErrorKind.(*kind.Required); ok && len(req.Missing) > 0 {
+			for _, m := range req.Missing {
+				out = append(out, &toolwirev1.FieldViolation{Field: field + "/" + escape(m), Message: "is required"})
+			}
+			return
+		}
+		out = append(out, &toolwirev1.FieldViolation{Field: field, Message: e.ErrorKind.LocalizedString(printer)})
+	}
+	walk(ve)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
+	return out
+}
+
+func pointer(loc []string) string {
+	var b strings.Builder
+	for _, p := range loc {
+		b.WriteByte('/')
+		b.WriteString(escape(p))
+	}
+	return b.String()
+}
+
+func escape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}

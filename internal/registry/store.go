@@ -1,0 +1,211 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// ErrNotFound is returned for an unknown tool or version.
+var ErrNotFound = errors.New("registry: not found")
+
+// Entry is one tool version with its compiled input schema.
+type Entry struct {
+	Spec  *toolwirev1.ToolSpec
+	Input *jsonschema.Schema
+}
+
+// Store is a live copy of the registry bucket, kept current by a watcher.
+// Entries are immutable; Store is safe for concurrent use.
+type Store struct {
+	kv     jetstream.KeyValue
+	log    *slog.Logger
+	mu     sync.RWMutex
+	cur    map[string]*Entry
+	vers   map[string]*Entry // name + "@" + version
+	ready  chan struct{}
+	done   chan struct{}
+	cancel context.CancelFunc
+}
+
+// NewStore returns a Store on kv; Start fills it.
+func NewStore(kv jetstream.KeyValue, log *slog.Logger) *Store {
+	return &Store{kv: kv, log: log, cur: map[string]*Entry{}, vers: map[string]*Entry{},
+		ready: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Start loads the bucket and returns once the initial contents are in; the
+// watcher keeps running until Stop.
+func (s *Store) Start(ctx context.Context) error {
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w, err := s.kv.WatchAll(wctx)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("registry: watch: %w", err)
+	}
+	s.cancel = cancel
+	go s.run(wctx, w)
+	select {
+	case <-s.ready:
+		return nil
+	case <-ctx.Done():
+		s.Stop()
+		return fmt.Errorf("registry: initial load: %w", ctx.Err())
+	}
+}
+
+// Ready is closed once the initial contents are loaded.
+func (s *Store) Ready() <-chan struct{} { return s.ready }
+
+// Stop ends the watcher and waits for it. Idempotent.
+func (s *Store) Stop() {
+	if s.cancel != nil {
+		s.cancel()
+		<-s.done
+	}
+}
+
+func (s *Store) run(ctx context.Context, w jetstream.KeyWatcher) {
+	defer close(s.done)
+	defer func() { _ = w.Stop() }()
+	readyOnce := sync.OnceFunc(func() { close(s.ready) })
+	defer readyOnce()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if e == nil {
+				readyOnce()
+				continue
+			}
+			s.apply(e)
+		}
+	}
+}
+
+func (s *Store) apply(e jetstream.KeyValueEntry) {
+	key := e.Key()
+	if e.Operation() != jetstream.KeyValuePut {
+		s.mu.Lock()
+		delete(s.cur, key)
+		s.mu.Unlock()
+		return
+	}
+	var spec toolwirev1.ToolSpec
+	if err := proto.Unmarshal(e.Value(), &spec); err != nil {
+		s.log.Warn("registry: undecodable spec ignored", "key", key, "err", err)
+		return
+	}
+	sch, err := DefaultSchemas.Compile(spec.InputSchemaJson)
+	if err != nil {
+		s.log.Warn("registry: spec with a bad schema ignored", "key", key, "err", err)
+		return
+	}
+	ent := &Entry{Spec: &spec, Input: sch}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.vers[spec.Name+"@"+spec.Version] = ent
+	if !strings.HasPrefix(key, "versions.") {
+		s.cur[key] = ent
+	}
+}
+
+// Get returns the current version of a tool.
+func (s *Store) Get(name string) (*Entry, error) {
+	s.mu.RLock()
+	e, ok := s.cur[name]
+	s.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: tool %q", ErrNotFound, name)
+	}
+	return e, nil
+}
+
+// GetVersion returns one version of a tool; version "" is the current one.
+func (s *Store) GetVersion(ctx context.Context, name, version string) (*Entry, error) {
+	if version == "" {
+		return s.Get(name)
+	}
+	s.mu.RLock()
+	e, ok := s.vers[name+"@"+version]
+	s.mu.RUnlock()
+	if ok {
+		return e, nil
+	}
+	kve, err := s.kv.Get(ctx, VersionKey(name, version))
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrInvalidKey) {
+			return nil, fmt.Errorf("%w: tool %q version %q", ErrNotFound, name, version)
+		}
+		return nil, fmt.Errorf("registry: get version: %w", err)
+	}
+	s.apply(kve)
+	s.mu.RLock()
+	e, ok = s.vers[name+"@"+version]
+	s.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: tool %q version %q", ErrNotFound, name, version)
+	}
+	return e, nil
+}
+
+// Filter selects tools in List.
+type Filter struct {
+	// NameGlob is a path.Match pattern on names; "" = all.
+	NameGlob string
+	// Executor; unspecified = all.
+	Executor toolwirev1.ExecutorType
+	// Scopes of the caller; a tool is listed when the caller holds all its
+	// scopes. "*" holds every scope.
+	Scopes []string
+}
+
+// List returns the current tools that pass f, sorted by name.
+func (s *Store) List(f Filter) []*Entry {
+	s.mu.RLock()
+	out := make([]*Entry, 0, len(s.cur))
+	for name, e := range s.cur {
+		if f.NameGlob != "" {
+			if ok, _ := path.Match(f.NameGlob, name); !ok {
+				continue
+			}
+		}
+		if f.Executor != toolwirev1.ExecutorType_EXECUTOR_TYPE_UNSPECIFIED && e.Spec.Executor != f.Executor {
+			continue
+		}
+		if !HasScopes(f.Scopes, e.Spec.Scopes) {
+			continue
+		}
+		out = append(out, e)
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(out, func(a, b *Entry) int { return strings.Compare(a.Spec.Name, b.Spec.Name) })
+	return out
+}
+
+// HasScopes reports whether held covers every scope in need.
+func HasScopes(held, need []string) bool {
+	if slices.Contains(held, "*") {
+		return true
+	}
+	for _, n := range need {
+		if !slices.Contains(held, n) {
+			return false
+		}
+	}
+	return true
+}
