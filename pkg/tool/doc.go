@@ -1,0 +1,59 @@
+// Package tool is the public API for writing native toolwire tools: typed
+// Go functions that a worker runs for calls published on JetStream.
+//
+// # One declaration
+//
+// A native tool is one function and the types it takes and returns:
+//
+//	type WeatherIn struct {
+//		City  string `json:"city" jsonschema:"the city to report on"`
+//		Units string `json:"units,omitempty" jsonschema:"metric or imperial"`
+//	}
+//
+//	weather := tool.Must(tool.New("weather",
+//		func(ctx context.Context, in WeatherIn) (WeatherOut, error) { ... },
+//		tool.WithSummary("Current weather of a city."), tool.ReadOnly()))
+//
+// New derives everything else from that declaration. The input JSON Schema
+// (draft 2020-12) comes from the input type: fields are required unless
+// tagged omitempty or omitzero, and a `jsonschema:"..."` tag becomes the
+// field's description. The output schema comes from the output type when
+// it is a struct. The dispatcher validates every call's arguments against
+// the input schema before queueing it, so the function sees arguments that
+// decode into its type; Invoke reports anything that still does not decode
+// as a VALIDATION error naming the field. Tool.Spec is what the registry
+// publishes; Options add the rest of the spec (title, summary, annotations,
+// timeouts, retry policy, scopes, declared intents, limits, approval).
+//
+// # Output
+//
+// What the function returns becomes a Result: content blocks for the
+// model, structured JSON for programs, intents for the orchestrator. A
+// struct is returned both ways, as structured JSON and as a text block
+// holding the same JSON; implement ContentProvider to choose the blocks, or
+// return a *Result to control everything. See Tool.Invoke.
+//
+// # Errors
+//
+// Return an *Error (Errorf, Transient, Permanent, InvalidArgument) when the
+// tool knows what went wrong: its Type, Retryable flag and SideEffects
+// decide whether the worker retries. Any other error is reported as
+// PERMANENT with possible side effects (see AsError). A function that stops
+// because its context was cancelled should return ctx.Err(): the worker
+// reports CANCELLED or TIMEOUT with the cause. A panic is recovered by the
+// executor and reported as INTERNAL.
+//
+// # Intents
+//
+// Tools do not change session state themselves; they ask the orchestrator
+// to, with EmitIntent during the call. The intents travel with the Result,
+// in order, and each is applied once. A tool may emit only the intent types
+// its spec declares (WithIntents).
+//
+// # Call information
+//
+// CallInfoFrom tells a tool which call it is executing: call id, attempt
+// and caller (tenant, agent, session, user). Use the call id as an
+// idempotency key towards external systems, so that a retried attempt does
+// not repeat a side effect.
+package tool
