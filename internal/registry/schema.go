@@ -104,6 +104,12 @@ func ValidateArgs(sch *jsonschema.Schema, args []byte) []*toolwirev1.FieldViolat
 			}
 			return
 		}
+		if ap, ok := e.ErrorKind.(*kind.AdditionalProperties); ok && len(ap.Properties) > 0 {
+			for _, p := range ap.Properties {
+				out = append(out, &toolwirev1.FieldViolation{Field: field + "/" + escape(p), Message: "is not allowed"})
+			}
+			return
+		}
 		out = append(out, &toolwirev1.FieldViolation{Field: field, Message: e.ErrorKind.LocalizedString(printer)})
 	}
 	walk(ve)

@@ -495,7 +495,7 @@ func (x *SubmitRequest) GetCall() *CallOptions {
 
 type SubmitResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Empty when admission refused the call; response then says why.
+	// Always set; a call refused at admission has an id too, for the record.
 	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	// Set when the call was refused at admission (never queued), or when the
 	// idempotency key named a call that already finished.

@@ -1,0 +1,42 @@
+// Package cliflag gives every toolwire binary the same flag conventions:
+// each flag can also be set by an environment variable (prefix plus the
+// flag name in upper snake case, e.g. --nats-url ← TOOLWIRE_NATS_URL;
+// command-line flags win), and one log/slog set-up.
+package cliflag
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+)
+
+// Parse applies environment variables, then parses args.
+func Parse(fs *flag.FlagSet, args []string, envPrefix string) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := envPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok && err == nil {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("%s: %w", name, e)
+			}
+		}
+	})
+	if err != nil {
+		fmt.Fprintln(fs.Output(), err)
+		return err
+	}
+	return fs.Parse(args)
+}
+
+// Logger returns a text slog.Logger at level ("debug", "info", "warn",
+// "error") writing to w.
+func Logger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("bad log level %q: %w", level, err)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}

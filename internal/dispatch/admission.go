@@ -1,0 +1,117 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/toolwire/toolwire/internal/registry"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// admit runs the admission pipeline: tool lookup → disabled → scopes →
+// size and depth → JSON Schema. It returns the call to publish, or the
+// error to answer with; nothing is published on error. Errors raised here
+// are never retryable and have no side effects.
+func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallOptions, callID string, now time.Time) (*toolwirev1.ToolCall, *toolwirev1.ToolError) {
+	if o.Tool == "" {
+		return nil, violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "tool", "tool name is required")
+	}
+	ent, err := d.reg.GetVersion(ctx, o.Tool, o.SpecVersion)
+	if err != nil {
+		if errors.Is(err, registry.ErrNotFound) {
+			te := preExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, fmt.Sprintf("unknown tool %q", o.Tool))
+			if o.SpecVersion != "" {
+				te.Message = fmt.Sprintf("unknown tool %q or version %q", o.Tool, o.SpecVersion)
+			}
+			te.Suggestion = "list the available tools with ListTools"
+			return nil, te
+		}
+		te := preExec(toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, "registry lookup failed")
+		d.log.Error("registry lookup failed", "tool", o.Tool, "err", err)
+		return nil, te
+	}
+	spec := ent.Spec
+	if spec.Disabled {
+		return nil, preExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, fmt.Sprintf("tool %q is disabled: %s", o.Tool, spec.DisabledReason))
+	}
+	if !registry.HasScopes(id.Scopes, spec.Scopes) {
+		return nil, preExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
+			fmt.Sprintf("tool %q needs scopes %s", o.Tool, strings.Join(spec.Scopes, ", ")))
+	}
+	args, err := argumentBytes(o)
+	if err != nil {
+		return nil, violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "", err.Error())
+	}
+	maxBytes, maxDepth := d.cfg.MaxArgsBytes, d.cfg.MaxArgsDepth
+	if l := spec.Limits; l != nil {
+		if l.MaxArgsBytes > 0 {
+			maxBytes = l.MaxArgsBytes
+		}
+		if l.MaxArgsDepth > 0 {
+			maxDepth = int(l.MaxArgsDepth)
+		}
+	}
+	if int64(len(args)) > maxBytes {
+		return nil, violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "",
+			fmt.Sprintf("arguments are %d bytes, over the limit of %d", len(args), maxBytes))
+	}
+	if depth := jsonDepth(args, maxDepth); depth > maxDepth {
+		return nil, violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "",
+			fmt.Sprintf("arguments nest deeper than the limit of %d", maxDepth))
+	}
+	if vs := registry.ValidateArgs(ent.Input, args); len(vs) > 0 {
+		parts := make([]string, 0, len(vs))
+		for _, v := range vs {
+			parts = append(parts, fieldName(v.Field)+": "+v.Message)
+		}
+		te := preExec(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "invalid arguments: "+strings.Join(parts, "; "))
+		te.Violations = vs
+		return nil, te
+	}
+
+	call := &toolwirev1.ToolCall{
+		CallId: callID, Tool: spec.Name, SpecVersion: spec.Version, Arguments: args,
+		Caller: callerOf(id, o), IdempotencyKey: o.IdempotencyKey, AcceptedAt: timestamppb.New(now),
+		ApprovalToken: o.ApprovalToken, Dispatcher: d.cfg.Name, Executor: spec.Executor, Provider: spec.Provider,
+	}
+	t := spec.GetTimeouts()
+	if s2s := tighter(t.GetScheduleToStart().AsDuration(), o.ScheduleToStart.AsDuration()); s2s > 0 {
+		call.ScheduleToStartDeadline = timestamppb.New(now.Add(s2s))
+	}
+	if s2c := tighter(t.GetScheduleToClose().AsDuration(), o.ScheduleToClose.AsDuration()); s2c > 0 {
+		call.Deadline = timestamppb.New(now.Add(s2c))
+	}
+	return call, nil
+}
+
+// tighter returns the smaller positive duration; 0 when neither is set.
+func tighter(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return max(b, 0)
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
+}
+
+// fieldName renders a JSON Pointer for messages: "/a/0/b" → "a/0/b", "" → "(root)".
+func fieldName(ptr string) string {
+	if ptr == "" {
+		return "(root)"
+	}
+	return strings.TrimPrefix(ptr, "/")
+}
+
+func violation(t toolwirev1.ErrorType, field, msg string) *toolwirev1.ToolError {
+	te := preExec(t, msg)
+	if field != "" {
+		te.Message = fieldName(field) + ": " + msg
+	}
+	te.Violations = []*toolwirev1.FieldViolation{{Field: field, Message: msg}}
+	return te
+}

@@ -1,0 +1,65 @@
+package dispatch
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/toolwire/toolwire/internal/bus"
+)
+
+// Config configures a Dispatcher.
+type Config struct {
+	// Name routes results to this replica (a subject token). It must be
+	// unique among live replicas. Default: the host name (the pod name in
+	// Kubernetes) plus a random suffix. Results survive a name change: any
+	// replica finds a result by call id.
+	Name string
+	// MaxArgsBytes bounds the arguments when the tool does not. Default 256 KiB.
+	MaxArgsBytes int64
+	// MaxArgsDepth bounds nesting when the tool does not. Default 32.
+	MaxArgsDepth int
+	// DefaultWait is how long Call waits when the request does not say.
+	// Default 60s.
+	DefaultWait time.Duration
+	// MaxWait caps any wait a request asks for. Default 15m.
+	MaxWait time.Duration
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// WithDefaults returns a copy with zero fields set.
+func (c Config) WithDefaults() Config {
+	if c.Name == "" {
+		host, _ := os.Hostname()
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		c.Name = bus.Token(cmp.Or(host, "dispatcher")) + "-" + hex.EncodeToString(b[:])
+	}
+	c.MaxArgsBytes = cmp.Or(c.MaxArgsBytes, 256<<10)
+	c.MaxArgsDepth = cmp.Or(c.MaxArgsDepth, 32)
+	c.DefaultWait = cmp.Or(c.DefaultWait, 60*time.Second)
+	c.MaxWait = cmp.Or(c.MaxWait, 15*time.Minute)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	return c
+}
+
+// Validate names the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case bus.Token(c.Name) != c.Name:
+		return fmt.Errorf("dispatch: Name %q is not a subject token", c.Name)
+	case c.MaxArgsBytes < 2:
+		return fmt.Errorf("dispatch: MaxArgsBytes %d is too small", c.MaxArgsBytes)
+	case c.MaxArgsDepth < 1:
+		return fmt.Errorf("dispatch: MaxArgsDepth %d must be positive", c.MaxArgsDepth)
+	case c.DefaultWait > c.MaxWait:
+		return errors.New("dispatch: DefaultWait exceeds MaxWait")
+	}
+	return nil
+}

@@ -1,0 +1,401 @@
+package dispatch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/registry"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// ErrStopped is returned by calls made after Stop.
+var ErrStopped = errors.New("dispatch: dispatcher stopped")
+
+// Dispatcher admits calls, publishes them and routes their results to
+// waiting callers. It is the core behind every API server.
+type Dispatcher struct {
+	bus  *bus.Bus
+	reg  *registry.Store
+	cfg  Config
+	log  *slog.Logger
+	subj bus.Subjects
+
+	mu      sync.Mutex
+	waiters map[string][]chan *toolwirev1.ToolResponse
+	sub     *nats.Subscription
+	stopped bool
+}
+
+// New returns a Dispatcher over b and the registry store reg (which the
+// caller starts and stops).
+func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Dispatcher{bus: b, reg: reg, cfg: cfg, subj: b.Subjects,
+		log:     cfg.Logger.With("component", "dispatcher", "dispatcher", cfg.Name),
+		waiters: map[string][]chan *toolwirev1.ToolResponse{}}, nil
+}
+
+// Name is the replica's routing name.
+func (d *Dispatcher) Name() string { return d.cfg.Name }
+
+// Start subscribes to this replica's results and ensures the pool
+// consumers of every executor type exist, so calls admitted before the
+// first worker starts are kept for it.
+func (d *Dispatcher) Start(ctx context.Context) error {
+	for _, t := range bus.AllTypes() {
+		if _, err := d.bus.EnsurePool(ctx, bus.PoolConfig{Type: t}); err != nil {
+			return err
+		}
+	}
+	sub, err := d.bus.NC.Subscribe(d.subj.ResultsOf(d.cfg.Name), d.onResult)
+	if err != nil {
+		return fmt.Errorf("dispatch: subscribe results: %w", err)
+	}
+	if err := sub.SetPendingLimits(-1, 256<<20); err != nil {
+		_ = sub.Unsubscribe()
+		return fmt.Errorf("dispatch: pending limits: %w", err)
+	}
+	d.mu.Lock()
+	d.sub = sub
+	d.mu.Unlock()
+	return flush(ctx, d.bus.NC)
+}
+
+// Stop stops accepting calls and releases every waiting caller: each gets
+// ErrStopped and can fetch the result later by call id from any replica.
+func (d *Dispatcher) Stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return
+	}
+	d.stopped = true
+	if d.sub != nil {
+		_ = d.sub.Unsubscribe()
+	}
+	for id, chans := range d.waiters {
+		for _, ch := range chans {
+			close(ch)
+		}
+		delete(d.waiters, id)
+	}
+}
+
+func (d *Dispatcher) onResult(m *nats.Msg) {
+	i := strings.LastIndexByte(m.Subject, '.')
+	callID := m.Subject[i+1:]
+	d.mu.Lock()
+	chans := d.waiters[callID]
+	delete(d.waiters, callID)
+	d.mu.Unlock()
+	if len(chans) == 0 {
+		return
+	}
+	resp := &toolwirev1.ToolResponse{}
+	if err := proto.Unmarshal(m.Data, resp); err != nil {
+		d.log.Error("undecodable result", "call_id", callID, "err", err)
+		resp = internalResponse(callID, "undecodable result: "+err.Error())
+	}
+	for _, ch := range chans {
+		ch <- resp
+	}
+}
+
+// wait registers a waiter for callID; cancel removes it.
+func (d *Dispatcher) wait(callID string) (ch chan *toolwirev1.ToolResponse, cancel func(), err error) {
+	ch = make(chan *toolwirev1.ToolResponse, 1)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return nil, nil, ErrStopped
+	}
+	d.waiters[callID] = append(d.waiters[callID], ch)
+	return ch, func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		chans := d.waiters[callID]
+		for i, c := range chans {
+			if c == ch {
+				chans = append(chans[:i], chans[i+1:]...)
+				break
+			}
+		}
+		if len(chans) == 0 {
+			delete(d.waiters, callID)
+		} else {
+			d.waiters[callID] = chans
+		}
+	}, nil
+}
+
+// Submitted is the outcome of admission.
+type Submitted struct {
+	CallID string
+	// Rejected is set when admission refused the call; nothing was queued.
+	Rejected *toolwirev1.ToolResponse
+	// Duplicate is set when the idempotency key named an earlier call.
+	Duplicate bool
+}
+
+// Submit admits and publishes one call without waiting for its result.
+func (d *Dispatcher) Submit(ctx context.Context, id Identity, o *toolwirev1.CallOptions) (*Submitted, error) {
+	s, _, err := d.submit(ctx, id, o, false)
+	return s, err
+}
+
+// Call admits a call and waits up to wait (0 = the default) for its
+// terminal response. When the wait ends first the state is PENDING.
+func (d *Dispatcher) Call(ctx context.Context, id Identity, o *toolwirev1.CallOptions, wait time.Duration) (*toolwirev1.CallResponse, error) {
+	s, w, err := d.submit(ctx, id, o, true)
+	if err != nil {
+		return nil, err
+	}
+	if s.Rejected != nil {
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: s.Rejected}, nil
+	}
+	if w == nil { // duplicate of an earlier call: wait like GetResult
+		r, err := d.GetResult(ctx, id, s.CallID, d.clampWait(wait))
+		if err != nil {
+			return nil, err
+		}
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: r.State, Response: r.Response}, nil
+	}
+	defer w.cancel()
+	timer := time.NewTimer(d.clampWait(wait))
+	defer timer.Stop()
+	select {
+	case resp, ok := <-w.ch:
+		if !ok {
+			return nil, ErrStopped
+		}
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
+	case <-timer.C:
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (d *Dispatcher) clampWait(w time.Duration) time.Duration {
+	if w <= 0 {
+		return d.cfg.DefaultWait
+	}
+	return min(w, d.cfg.MaxWait)
+}
+
+type waiter struct {
+	ch     chan *toolwirev1.ToolResponse
+	cancel func()
+}
+
+func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.CallOptions, withWaiter bool) (*Submitted, *waiter, error) {
+	if o == nil {
+		o = &toolwirev1.CallOptions{}
+	}
+	now := time.Now()
+	callID := ulid.Make().String()
+	call, te := d.admit(ctx, id, o, callID, now)
+	if te != nil {
+		resp := rejection(callID, o.Tool, te, now)
+		d.event(id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: o.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
+			Error: te, Caller: callerOf(id, o)})
+		return &Submitted{CallID: callID, Rejected: resp}, nil, nil
+	}
+	var w *waiter
+	if withWaiter {
+		ch, cancel, err := d.wait(callID)
+		if err != nil {
+			return nil, nil, err
+		}
+		w = &waiter{ch, cancel}
+	}
+	data, err := proto.Marshal(call)
+	if err != nil {
+		if w != nil {
+			w.cancel()
+		}
+		return nil, nil, fmt.Errorf("dispatch: marshal call: %w", err)
+	}
+	msgID := callID
+	if o.IdempotencyKey != "" {
+		sum := sha256.Sum256([]byte(id.Tenant + "\x00" + o.IdempotencyKey))
+		msgID = "idem-" + hex.EncodeToString(sum[:])
+	}
+	msg := &nats.Msg{Subject: d.subj.Call(call.Executor, id.Tenant, call.Provider, call.Tool), Data: data, Header: nats.Header{}}
+	fut, err := d.bus.JS.PublishMsgAsync(msg, jetstream.WithMsgID(msgID), jetstream.WithExpectStream(d.bus.Config.CallsStream()))
+	var ack *jetstream.PubAck
+	if err == nil {
+		select {
+		case ack = <-fut.Ok():
+		case err = <-fut.Err():
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
+		if w != nil {
+			w.cancel()
+		}
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		d.log.Warn("publish refused; answering OVERLOADED", "call_id", callID, "err", err)
+		te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, Retryable: true,
+			Message:            "the call could not be queued: " + err.Error(),
+			PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, RetryAfter: durationpb.New(time.Second)}
+		return &Submitted{CallID: callID, Rejected: rejection(callID, o.Tool, te, now)}, nil, nil
+	}
+	if ack.Duplicate {
+		if w != nil {
+			w.cancel()
+		}
+		return d.duplicate(ctx, o, call, ack.Sequence, now)
+	}
+	d.event(id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: call.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED, Caller: call.Caller})
+	return &Submitted{CallID: callID}, w, nil
+}
+
+// duplicate resolves an idempotency-key hit to the original call.
+func (d *Dispatcher) duplicate(ctx context.Context, o *toolwirev1.CallOptions, call *toolwirev1.ToolCall, seq uint64, now time.Time) (*Submitted, *waiter, error) {
+	raw, err := d.bus.Calls.GetMsg(ctx, seq)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dispatch: load original of duplicate call: %w", err)
+	}
+	orig := &toolwirev1.ToolCall{}
+	if err := proto.Unmarshal(raw.Data, orig); err != nil {
+		return nil, nil, fmt.Errorf("dispatch: decode original of duplicate call: %w", err)
+	}
+	if orig.Tool != call.Tool || sha256.Sum256(orig.Arguments) != sha256.Sum256(call.Arguments) {
+		te := preExec(toolwirev1.ErrorType_ERROR_TYPE_CONFLICT,
+			fmt.Sprintf("idempotency key already used by call %s with other arguments", orig.CallId))
+		return &Submitted{CallID: call.CallId, Rejected: rejection(call.CallId, o.Tool, te, now)}, nil, nil
+	}
+	return &Submitted{CallID: orig.CallId, Duplicate: true}, nil, nil
+}
+
+// GetResult returns the result of callID for the caller's tenant, waiting
+// up to wait for a pending call. Any replica answers for any call.
+func (d *Dispatcher) GetResult(ctx context.Context, id Identity, callID string, wait time.Duration) (*toolwirev1.GetResultResponse, error) {
+	if _, err := ulid.ParseStrict(callID); err != nil {
+		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
+	}
+	subject := d.subj.ResultAnyDispatcher(id.Tenant, callID)
+	var sub *nats.Subscription
+	ch := make(chan *nats.Msg, 1)
+	if wait > 0 {
+		var err error
+		// Subscribe first, then look: a result published in between is
+		// not missed.
+		sub, err = d.bus.NC.ChanSubscribe(subject, ch)
+		if err != nil {
+			return nil, fmt.Errorf("dispatch: subscribe result: %w", err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+		if err := flush(ctx, d.bus.NC); err != nil {
+			return nil, fmt.Errorf("dispatch: flush: %w", err)
+		}
+	}
+	resp, err := d.loadResult(ctx, subject)
+	if err != nil || resp != nil {
+		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, err
+	}
+	last, err := d.bus.Events.GetLastMsgForSubject(ctx, d.subj.EventsAnyDispatcher(id.Tenant, callID))
+	if err != nil {
+		if !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, fmt.Errorf("dispatch: look up call: %w", err)
+		}
+		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
+	}
+	if ev := (&toolwirev1.CallEvent{}); proto.Unmarshal(last.Data, ev) == nil && ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED {
+		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE,
+			Response: rejection(callID, ev.Tool, ev.Error, ev.Time.AsTime())}, nil
+	}
+	if wait <= 0 {
+		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
+	}
+	timer := time.NewTimer(min(wait, d.cfg.MaxWait))
+	defer timer.Stop()
+	select {
+	case m := <-ch:
+		resp := &toolwirev1.ToolResponse{}
+		if err := proto.Unmarshal(m.Data, resp); err != nil {
+			resp = internalResponse(callID, "undecodable result: "+err.Error())
+		}
+		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
+	case <-timer.C:
+		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (d *Dispatcher) loadResult(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error) {
+	m, err := d.bus.Results.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: load result: %w", err)
+	}
+	resp := &toolwirev1.ToolResponse{}
+	if err := proto.Unmarshal(m.Data, resp); err != nil {
+		return nil, fmt.Errorf("dispatch: decode stored result: %w", err)
+	}
+	return resp, nil
+}
+
+func (d *Dispatcher) event(tenant, callID string, ev *toolwirev1.CallEvent) {
+	ev.Time = timestamppb.Now()
+	data, err := proto.Marshal(ev)
+	if err == nil {
+		err = d.bus.NC.Publish(d.subj.Event(tenant, d.cfg.Name, callID), data)
+	}
+	if err != nil {
+		d.log.Warn("event not published", "call_id", callID, "type", ev.Type, "err", err)
+	}
+}
+
+func callerOf(id Identity, o *toolwirev1.CallOptions) *toolwirev1.Caller {
+	return &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent, Scopes: id.Scopes,
+		Session: o.Session, User: o.User, Run: o.Run, Turn: o.Turn}
+}
+
+func preExec(t toolwirev1.ErrorType, msg string) *toolwirev1.ToolError {
+	return &toolwirev1.ToolError{Type: t, Message: msg, PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
+}
+
+func rejection(callID, tool string, te *toolwirev1.ToolError, now time.Time) *toolwirev1.ToolResponse {
+	ts := timestamppb.New(now)
+	return &toolwirev1.ToolResponse{EnvelopeVersion: 1, CallId: callID, Tool: tool, Ok: false, Error: te,
+		Meta: &toolwirev1.ResponseMeta{Source: "dispatcher", AcceptedAt: ts, StartedAt: ts, FinishedAt: ts, Duration: durationpb.New(0)}}
+}
+
+func internalResponse(callID, msg string) *toolwirev1.ToolResponse {
+	return &toolwirev1.ToolResponse{EnvelopeVersion: 1, CallId: callID, Ok: false,
+		Error: &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, Message: msg,
+			PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN}}
+}
+
+// flush makes sure the server has processed our subscriptions.
+func flush(ctx context.Context, nc *nats.Conn) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return nc.FlushWithContext(ctx)
+}

@@ -1,0 +1,117 @@
+package dispatch
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Identity is who is calling, as established from credentials. It is
+// never read from a request body.
+type Identity struct {
+	Tenant string
+	Agent  string
+	Scopes []string
+}
+
+type identityKey struct{}
+
+// WithIdentity returns ctx carrying id.
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// IdentityFrom returns the identity in ctx.
+func IdentityFrom(ctx context.Context) (Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(Identity)
+	return id, ok
+}
+
+// ErrUnauthenticated is returned for a missing or unknown API key.
+var ErrUnauthenticated = errors.New("dispatch: missing or unknown API key")
+
+// Authenticator turns an HTTP request's credentials into an Identity.
+type Authenticator interface {
+	Authenticate(r *http.Request) (Identity, error)
+}
+
+// OpenAccess authenticates every request as one fixed identity. It is the
+// default when no API keys are configured: fit for a loopback listener,
+// never for a shared network.
+type OpenAccess struct{ Identity Identity }
+
+// Authenticate returns the fixed identity.
+func (o OpenAccess) Authenticate(*http.Request) (Identity, error) { return o.Identity, nil }
+
+// DefaultIdentity is the identity of OpenAccess by default.
+var DefaultIdentity = Identity{Tenant: "default", Agent: "local", Scopes: []string{"*"}}
+
+// APIKeys authenticates `Authorization: Bearer <key>` against a set of keys
+// stored as SHA-256 hashes, so the key file holds no usable secret.
+type APIKeys struct {
+	keys map[[32]byte]Identity
+}
+
+// APIKeyFile is the YAML form of an API key file:
+//
+//	keys:
+//	  - sha256: <hex of the key's SHA-256>
+//	    tenant: acme
+//	    agent: support-bot
+//	    scopes: [search, tickets]
+type APIKeyFile struct {
+	Keys []struct {
+		SHA256 string   `json:"sha256"`
+		Tenant string   `json:"tenant"`
+		Agent  string   `json:"agent"`
+		Scopes []string `json:"scopes"`
+	} `json:"keys"`
+}
+
+// LoadAPIKeys reads an API key file.
+func LoadAPIKeys(path string) (*APIKeys, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: api keys: %w", err)
+	}
+	var f APIKeyFile
+	if err := yaml.UnmarshalStrict(b, &f); err != nil {
+		return nil, fmt.Errorf("dispatch: api keys %s: %w", path, err)
+	}
+	k := &APIKeys{keys: map[[32]byte]Identity{}}
+	for i, e := range f.Keys {
+		raw, err := hex.DecodeString(e.SHA256)
+		if err != nil || len(raw) != 32 {
+			return nil, fmt.Errorf("dispatch: api keys %s: keys[%d].sha256 is not a hex SHA-256", path, i)
+		}
+		if e.Tenant == "" || e.Agent == "" {
+			return nil, fmt.Errorf("dispatch: api keys %s: keys[%d] needs tenant and agent", path, i)
+		}
+		k.keys[[32]byte(raw)] = Identity{Tenant: e.Tenant, Agent: e.Agent, Scopes: e.Scopes}
+	}
+	return k, nil
+}
+
+// Authenticate checks the bearer key.
+func (k *APIKeys) Authenticate(r *http.Request) (Identity, error) {
+	h := r.Header.Get("Authorization")
+	key, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || key == "" {
+		return Identity{}, ErrUnauthenticated
+	}
+	sum := sha256.Sum256([]byte(key))
+	for stored, id := range k.keys {
+		if subtle.ConstantTimeCompare(stored[:], sum[:]) == 1 {
+			return id, nil
+		}
+	}
+	return Identity{}, ErrUnauthenticated
+}

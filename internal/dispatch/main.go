@@ -1,0 +1,76 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/toolwire/toolwire/internal/cliflag"
+	"github.com/toolwire/toolwire/pkg/tool"
+)
+
+// Main runs the dispatcher binary with args and returns its exit code: 0
+// after a clean stop, 1 on a runtime error, 2 on bad flags.
+func Main(args []string, stderr io.Writer, tools []*tool.Tool) int {
+	fs := flag.NewFlagSet("dispatcher", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var rc RunConfig
+	var logLevel, sync string
+	fs.StringVar(&rc.DataDir, "data", "data", "data directory of the embedded NATS server")
+	fs.StringVar(&rc.HTTPAddr, "http", "127.0.0.1:8080", "API listen address")
+	fs.StringVar(&rc.NATSURL, "nats-url", "", "external NATS URL(s); empty = embedded server")
+	fs.StringVar(&rc.NATSCreds, "nats-creds", "", "NATS credentials file")
+	fs.StringVar(&rc.Workers, "workers", "", "in-process worker pools: all, none or native,mcp,sandbox,http (default all when embedded, none otherwise)")
+	fs.IntVar(&rc.Concurrency, "concurrency", 64, "calls run at once per in-process pool")
+	fs.StringVar(&rc.NATSListen, "nats-listen", "", "open a client listener on the embedded server, e.g. 127.0.0.1:4222")
+	fs.StringVar(&rc.Monitor, "monitor", "", "serve the embedded server's monitoring endpoints, e.g. 127.0.0.1:8222")
+	fs.StringVar(&sync, "nats-sync", "1s", "embedded store fsync: an interval, or \"always\"")
+	fs.StringVar(&rc.APIKeysFile, "api-keys", "", "API key file (YAML); empty = open access as the default tenant")
+	fs.StringVar(&rc.Bus.Prefix, "prefix", "toolwire", "subject and stream prefix of the installation")
+	fs.StringVar(&rc.Dispatcher.Name, "name", "", "dispatcher replica name (default host name + random suffix)")
+	fs.DurationVar(&rc.Grace, "grace", 25*time.Second, "graceful shutdown period")
+	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	if err := cliflag.Parse(fs, args, "TOOLWIRE_"); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "dispatcher: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	log, err := cliflag.Logger(stderr, logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	if sync == "always" {
+		rc.SyncAlways = true
+	} else if rc.SyncInterval, err = parseDuration(sync); err != nil {
+		fmt.Fprintf(stderr, "dispatcher: --nats-sync: %v\n", err)
+		return 2
+	}
+	rc.Logger, rc.Tools = log, tools
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := Run(ctx, rc); err != nil {
+		log.Error("dispatcher failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+
+func parseDuration(s string) (d time.Duration, err error) {
+	d, err = time.ParseDuration(s)
+	if err == nil && d <= 0 {
+		err = fmt.Errorf("%s must be positive", s)
+	}
+	return d, err
+}

@@ -1,0 +1,250 @@
+package dispatch
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/pkg/tool"
+	"github.com/toolwire/toolwire/pkg/toolworker"
+)
+
+// RunConfig configures a dispatcher process.
+type RunConfig struct {
+	// DataDir holds the embedded server's store. Default "./data".
+	DataDir string
+	// HTTPAddr serves the API, /healthz and /readyz. Default 127.0.0.1:8080.
+	HTTPAddr string
+	// NATSURL selects an external cluster; empty = the embedded server.
+	NATSURL string
+	// NATSCreds is the external cluster's credentials file.
+	NATSCreds string
+	// NATSListen opens a loopback client listener on the embedded server
+	// (e.g. 127.0.0.1:4222) for the nats CLI and external workers.
+	NATSListen string
+	// Monitor serves the embedded server's monitoring endpoints.
+	Monitor string
+	// SyncInterval of the embedded store; 0 = 1s. SyncAlways fsyncs every write.
+	SyncInterval time.Duration
+	SyncAlways   bool
+	// Workers lists the in-process worker pools: "all", "none" or types.
+	// Default "all" with the embedded server, "none" with an external one.
+	Workers string
+	// Concurrency of each in-process pool. Default 64.
+	Concurrency int
+	// APIKeysFile enables API-key authentication; empty = open access as
+	// DefaultIdentity (log warns when the listener is not loopback).
+	APIKeysFile string
+	// Bus is the JetStream layout (prefix, retention, ...).
+	Bus bus.Config
+	// Dispatcher settings (name, limits, waits).
+	Dispatcher Config
+	// Tools served by in-process native pools.
+	Tools []*tool.Tool
+	// Grace bounds the graceful stop. Default 25s.
+	Grace time.Duration
+	// Ready, if set, receives the API's listening address once serving.
+	Ready chan<- string
+	Logger *slog.Logger
+}
+
+// Run runs a dispatcher process until ctx is done, then stops it in order:
+// stop accepting HTTP requests; stop the in-process workers (in-flight
+// calls finish within the grace period and their results reach waiting
+// callers); release callers still waiting (they fetch results later by
+// call id); stop the registry watcher; drain the NATS connection; shut the
+// embedded server down.
+func Run(ctx context.Context, rc RunConfig) error {
+	log := cmp.Or(rc.Logger, slog.Default())
+	grace := cmp.Or(rc.Grace, 25*time.Second)
+	var nc *nats.Conn
+	var emb *bus.Embedded
+	var err error
+	if rc.NATSURL == "" {
+		dir := cmp.Or(rc.DataDir, "data")
+		emb, err = bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: filepath.Join(dir, "jetstream"),
+			ListenAddr: rc.NATSListen, MonitorAddr: rc.Monitor, SyncInterval: rc.SyncInterval, SyncAlways: rc.SyncAlways,
+			Logger: log.With("component", "nats-server")})
+		if err != nil {
+			return err
+		}
+		defer emb.Shutdown()
+		if nc, err = emb.Connect("toolwire-dispatcher"); err != nil {
+			return err
+		}
+		log.Info("embedded NATS server started", "data", dir, "client_url", emb.ClientURL(), "monitor", emb.MonitorURL())
+	} else {
+		if nc, err = bus.Dial(bus.ConnConfig{URL: rc.NATSURL, CredsFile: rc.NATSCreds, Name: "toolwire-dispatcher"}); err != nil {
+			return err
+		}
+	}
+	defer nc.Close()
+	b, err := bus.Open(ctx, nc, rc.Bus, bus.Options{})
+	if err != nil {
+		return err
+	}
+
+	pools, err := parseWorkers(rc.Workers, rc.NATSURL == "")
+	if err != nil {
+		return err
+	}
+	var w toolworker.Worker
+	if len(pools) > 0 {
+		w, err = toolworker.NewWorker(b, toolworker.Options{Pools: pools, Concurrency: rc.Concurrency, Tools: rc.Tools, Logger: log})
+		if err != nil {
+			return err
+		}
+		if err := w.Start(ctx); err != nil {
+			return err
+		}
+	}
+	stopWorker := func() {
+		if w == nil {
+			return
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		if err := w.Stop(sctx); err != nil {
+			log.Error("worker stop", "err", err)
+		}
+		w = nil
+	}
+	defer stopWorker()
+
+	reg := registry.NewStore(b.Registry, log)
+	if err := reg.Start(ctx); err != nil {
+		return err
+	}
+	defer reg.Stop()
+	rc.Dispatcher.Logger = cmp.Or(rc.Dispatcher.Logger, log)
+	d, err := New(b, reg, rc.Dispatcher)
+	if err != nil {
+		return err
+	}
+	if err := d.Start(ctx); err != nil {
+		return err
+	}
+	defer d.Stop()
+
+	addr := cmp.Or(rc.HTTPAddr, "127.0.0.1:8080")
+	auth, err := authenticator(rc.APIKeysFile, addr, log)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	path, h := NewService(d).Handler(auth)
+	mux.Handle(path, h)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case <-reg.Ready():
+		default:
+			http.Error(w, "registry loading", http.StatusServiceUnavailable)
+			return
+		}
+		if !nc.IsConnected() {
+			http.Error(w, "nats disconnected", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, Protocols: new(http.Protocols)}
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("dispatch: listen %s: %w", addr, err)
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("toolwire dispatcher serving", "api", "http://"+ln.Addr().String(), "dispatcher", d.Name(),
+		"nats", cmp.Or(redactedURL(rc.NATSURL), "embedded"), "workers", strings.Join(pools, ","))
+	if rc.Ready != nil {
+		rc.Ready <- ln.Addr().String()
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		return fmt.Errorf("dispatch: http: %w", err)
+	}
+	log.Info("shutting down")
+	shutdownDone := make(chan error, 1)
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	go func() { shutdownDone <- srv.Shutdown(sctx) }()
+	stopWorker()
+	d.Stop()
+	if err := <-shutdownDone; err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("http shutdown", "err", err)
+	}
+	reg.Stop()
+	if err := nc.Drain(); err != nil {
+		log.Warn("nats drain", "err", err)
+	}
+	for nc.IsDraining() {
+		select {
+		case <-sctx.Done():
+			return nil
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func parseWorkers(s string, embedded bool) ([]string, error) {
+	if s == "" {
+		if !embedded {
+			return nil, nil
+		}
+		s = "all"
+	}
+	switch s {
+	case "none":
+		return nil, nil
+	case "all":
+		return []string{"native", "mcp", "sandbox", "http"}, nil
+	}
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if _, ok := bus.ParseType(p); !ok {
+			return nil, fmt.Errorf("dispatch: --workers: unknown type %q (want all, none or native,mcp,sandbox,http)", p)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func authenticator(file, addr string, log *slog.Logger) (Authenticator, error) {
+	if file != "" {
+		return LoadAPIKeys(file)
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		log.Warn("no API keys configured: every caller is the default tenant with every scope; set --api-keys on a shared network", "http", addr)
+	}
+	return OpenAccess{Identity: DefaultIdentity}, nil
+}
+
+func redactedURL(u string) string {
+	if u == "" {
+		return ""
+	}
+	if i := strings.Index(u, "@"); i >= 0 {
+		if j := strings.Index(u, "://"); j >= 0 && j < i {
+			return u[:j+3] + "redacted" + u[i:]
+		}
+	}
+	return u
+}

@@ -1,0 +1,158 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"connectrpc.com/connect"
+	"github.com/toolwire/toolwire/internal/registry"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
+)
+
+// Service is the Connect implementation of toolwire.v1.DispatcherService
+// over a Dispatcher. Identity comes from the request context (see
+// Authenticate); a request without one is refused.
+type Service struct {
+	d *Dispatcher
+}
+
+var _ toolwirev1connect.DispatcherServiceHandler = (*Service)(nil)
+
+// NewService returns the service for d.
+func NewService(d *Dispatcher) *Service { return &Service{d: d} }
+
+// Handler returns the path and HTTP handler of the service with identity
+// established by auth for every request.
+func (s *Service) Handler(auth Authenticator, opts ...connect.HandlerOption) (string, http.Handler) {
+	path, h := toolwirev1connect.NewDispatcherServiceHandler(s, opts...)
+	return path, Authenticate(auth, h)
+}
+
+// Authenticate wraps h so that every request carries the identity auth
+// establishes; unauthenticated requests get a Connect `unauthenticated`
+// error.
+func Authenticate(auth Authenticator, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := auth.Authenticate(r)
+		if err != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"code":"unauthenticated","message":"missing or unknown API key"}`))
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), id)))
+	})
+}
+
+func identity(ctx context.Context) (Identity, error) {
+	id, ok := IdentityFrom(ctx)
+	if !ok {
+		return Identity{}, connect.NewError(connect.CodeUnauthenticated, ErrUnauthenticated)
+	}
+	return id, nil
+}
+
+func toConnectErr(err error) error {
+	switch {
+	case errors.Is(err, ErrStopped):
+		return connect.NewError(connect.CodeUnavailable, err)
+	case errors.Is(err, context.Canceled):
+		return connect.NewError(connect.CodeCanceled, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return connect.NewError(connect.CodeDeadlineExceeded, err)
+	}
+	return connect.NewError(connect.CodeInternal, err)
+}
+
+// Call submits and waits.
+func (s *Service) Call(ctx context.Context, req *connect.Request[toolwirev1.CallRequest]) (*connect.Response[toolwirev1.CallResponse], error) {
+	id, err := identity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.d.Call(ctx, id, req.Msg.Call, req.Msg.Wait.AsDuration())
+	if err != nil {
+		return nil, toConnectErr(err)
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// Submit submits without waiting.
+func (s *Service) Submit(ctx context.Context, req *connect.Request[toolwirev1.SubmitRequest]) (*connect.Response[toolwirev1.SubmitResponse], error) {
+	id, err := identity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := s.d.Submit(ctx, id, req.Msg.Call)
+	if err != nil {
+		return nil, toConnectErr(err)
+	}
+	return connect.NewResponse(&toolwirev1.SubmitResponse{CallId: sub.CallID, Response: sub.Rejected, Duplicate: sub.Duplicate}), nil
+}
+
+// GetResult returns a result by call id.
+func (s *Service) GetResult(ctx context.Context, req *connect.Request[toolwirev1.GetResultRequest]) (*connect.Response[toolwirev1.GetResultResponse], error) {
+	id, err := identity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.d.GetResult(ctx, id, req.Msg.CallId, req.Msg.Wait.AsDuration())
+	if err != nil {
+		return nil, toConnectErr(err)
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// Watch is not available yet.
+func (s *Service) Watch(context.Context, *connect.Request[toolwirev1.WatchRequest], *connect.ServerStream[toolwirev1.WatchResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("Watch arrives with the delivery-semantics work"))
+}
+
+// Cancel is not available yet.
+func (s *Service) Cancel(context.Context, *connect.Request[toolwirev1.CancelRequest]) (*connect.Response[toolwirev1.CancelResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("Cancel arrives with the delivery-semantics work"))
+}
+
+// ListTools lists the tools the caller's scopes allow.
+func (s *Service) ListTools(ctx context.Context, req *connect.Request[toolwirev1.ListToolsRequest]) (*connect.Response[toolwirev1.ListToolsResponse], error) {
+	id, err := identity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ents := s.d.reg.List(registry.Filter{NameGlob: req.Msg.NameGlob, Executor: req.Msg.Executor, Scopes: id.Scopes})
+	out := &toolwirev1.ListToolsResponse{Tools: make([]*toolwirev1.ToolSpec, len(ents))}
+	for i, e := range ents {
+		out.Tools[i] = e.Spec
+	}
+	if f := req.Msg.Format; f != toolwirev1.ToolFormat_TOOL_FORMAT_UNSPECIFIED && f != toolwirev1.ToolFormat_TOOL_FORMAT_NATIVE {
+		b, err := registry.Export(f, out.Tools)
+		if err != nil {
+			return nil, connect.NewError(connect.CodeInvalidArgument, err)
+		}
+		out.ToolsJson = string(b)
+	}
+	return connect.NewResponse(out), nil
+}
+
+// GetTool returns one tool's spec.
+func (s *Service) GetTool(ctx context.Context, req *connect.Request[toolwirev1.GetToolRequest]) (*connect.Response[toolwirev1.GetToolResponse], error) {
+	id, err := identity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ent, err := s.d.reg.GetVersion(ctx, req.Msg.Name, req.Msg.Version)
+	if err != nil || !registry.HasScopes(id.Scopes, ent.Spec.Scopes) {
+		return nil, connect.NewError(connect.CodeNotFound, registry.ErrNotFound)
+	}
+	out := &toolwirev1.GetToolResponse{Tool: ent.Spec}
+	if f := req.Msg.Format; f != toolwirev1.ToolFormat_TOOL_FORMAT_UNSPECIFIED && f != toolwirev1.ToolFormat_TOOL_FORMAT_NATIVE {
+		b, err := registry.ExportOne(f, ent.Spec)
+		if err != nil {
+			return nil, connect.NewError(connect.CodeInvalidArgument, err)
+		}
+		out.ToolJson = string(b)
+	}
+	return connect.NewResponse(out), nil
+}

@@ -1,0 +1,97 @@
+package worker
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/executors"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// Pool is one worker pool this process serves.
+type Pool struct {
+	bus.PoolConfig
+	// Concurrency is how many calls this process runs at once for the
+	// pool; it never fetches more than its free slots. Default 64.
+	Concurrency int
+}
+
+// Config configures a Worker.
+type Config struct {
+	// Name identifies this worker instance in responses and logs. Default
+	// the host name plus the process id.
+	Name string
+	// Pools served; at least one.
+	Pools []Pool
+	// Executors by type; every pool's type needs one.
+	Executors map[toolwirev1.ExecutorType]executors.Executor
+	// Specs of the tools this worker serves; published into the registry
+	// at start-up. A call for a tool or version not here is refused.
+	Specs []*toolwirev1.ToolSpec
+	// FetchWait is how long one pull request waits for calls. Default 2s.
+	FetchWait time.Duration
+	// StartToClose bounds one attempt when neither the call nor the tool
+	// says. Default 5m.
+	StartToClose time.Duration
+	// MaxInlineBytes bounds the encoded response published on the results
+	// stream; a larger output goes to the blob store and the inline
+	// response is truncated. Default 768 KiB (under NATS' 1 MiB payload).
+	MaxInlineBytes int
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// WithDefaults returns a copy of c with zero fields set.
+func (c Config) WithDefaults() Config {
+	if c.Name == "" {
+		host, _ := os.Hostname()
+		c.Name = fmt.Sprintf("%s-%d", cmp.Or(host, "worker"), os.Getpid())
+	}
+	pools := make([]Pool, len(c.Pools))
+	for i, p := range c.Pools {
+		p.PoolConfig = p.PoolConfig.WithDefaults()
+		p.Concurrency = cmp.Or(p.Concurrency, 64)
+		pools[i] = p
+	}
+	c.Pools = pools
+	c.FetchWait = cmp.Or(c.FetchWait, 2*time.Second)
+	c.StartToClose = cmp.Or(c.StartToClose, 5*time.Minute)
+	c.MaxInlineBytes = cmp.Or(c.MaxInlineBytes, 768<<10)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	return c
+}
+
+// Validate names the first invalid field.
+func (c Config) Validate() error {
+	if len(c.Pools) == 0 {
+		return errors.New("worker: Pools is empty")
+	}
+	seen := map[string]bool{}
+	for _, p := range c.Pools {
+		if err := p.PoolConfig.Validate(); err != nil {
+			return fmt.Errorf("worker: %w", err)
+		}
+		if seen[p.Name] {
+			return fmt.Errorf("worker: pool %q listed twice", p.Name)
+		}
+		seen[p.Name] = true
+		if p.Concurrency < 1 {
+			return fmt.Errorf("worker: pool %q: Concurrency %d must be positive", p.Name, p.Concurrency)
+		}
+		if c.Executors[p.Type] == nil {
+			return fmt.Errorf("worker: pool %q: no executor for %s", p.Name, p.Type)
+		}
+	}
+	if c.FetchWait < 100*time.Millisecond {
+		return fmt.Errorf("worker: FetchWait %s is below 100ms", c.FetchWait)
+	}
+	if c.MaxInlineBytes < 4096 {
+		return fmt.Errorf("worker: MaxInlineBytes %d is below 4096", c.MaxInlineBytes)
+	}
+	return nil
+}

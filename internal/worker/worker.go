@@ -1,0 +1,181 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/registry"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// ErrShutdown is the cause a running call's context is cancelled with when
+// the worker's grace period ends. Such a call is handed back (Nak without
+// delay), not failed.
+var ErrShutdown = errors.New("worker shutting down")
+
+// Worker consumes calls of its pools and executes them. Start and Stop
+// are idempotent; Stop blocks until every goroutine has ended.
+type Worker struct {
+	bus   *bus.Bus
+	cfg   Config
+	log   *slog.Logger
+	specs map[string]*toolwirev1.ToolSpec
+
+	mu          sync.Mutex
+	started     bool
+	stopped     bool
+	stopFetch   context.CancelFunc
+	execCtx     context.Context
+	cancelExec  context.CancelCauseFunc
+	fetchers    sync.WaitGroup
+	handlers    sync.WaitGroup
+	inflight    atomic.Int64
+	executed    atomic.Int64
+	handlerDone chan struct{}
+}
+
+// New returns a Worker; it does nothing until Start.
+func New(b *bus.Bus, cfg Config) (*Worker, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Worker{bus: b, cfg: cfg, log: cfg.Logger.With("component", "worker", "worker", cfg.Name)}, nil
+}
+
+// Name is the worker's instance name.
+func (w *Worker) Name() string { return w.cfg.Name }
+
+// InFlight is the number of calls being handled now.
+func (w *Worker) InFlight() int { return int(w.inflight.Load()) }
+
+// Start publishes the worker's specs, ensures its pool consumers and starts
+// fetching. It returns once fetching has begun.
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return nil
+	}
+	if w.stopped {
+		return errors.New("worker: Start after Stop")
+	}
+	stamped, err := registry.Publish(ctx, w.bus.Registry, w.cfg.Specs)
+	if err != nil {
+		return fmt.Errorf("worker: publish specs: %w", err)
+	}
+	w.specs = make(map[string]*toolwirev1.ToolSpec, len(stamped))
+	for _, s := range stamped {
+		w.specs[s.Name] = s
+	}
+	consumers := make([]jetstream.Consumer, len(w.cfg.Pools))
+	for i, p := range w.cfg.Pools {
+		cons, err := w.bus.EnsurePool(ctx, p.PoolConfig)
+		if err != nil {
+			return fmt.Errorf("worker: %w", err)
+		}
+		consumers[i] = cons
+	}
+	fetchCtx, stopFetch := context.WithCancel(context.WithoutCancel(ctx))
+	w.stopFetch = stopFetch
+	w.execCtx, w.cancelExec = context.WithCancelCause(context.WithoutCancel(ctx))
+	w.handlerDone = make(chan struct{}, 1)
+	for i, p := range w.cfg.Pools {
+		w.fetchers.Add(1)
+		go w.fetchLoop(fetchCtx, p, consumers[i])
+	}
+	w.started = true
+	w.log.Info("worker started", "pools", len(w.cfg.Pools), "tools", len(w.specs))
+	return nil
+}
+
+// Stop shuts the worker down in this order: stop fetching; let in-flight
+// calls finish (heartbeats continue) until ctx is done — the grace period;
+// then cancel the rest with ErrShutdown, which hands them back to the
+// stream at once; wait for every handler. The caller drains the connection
+// afterwards.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	if !w.started || w.stopped {
+		w.stopped = true
+		w.mu.Unlock()
+		return nil
+	}
+	w.stopped = true
+	w.mu.Unlock()
+
+	w.stopFetch()
+	w.fetchers.Wait()
+	done := make(chan struct{})
+	go func() { w.handlers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		w.log.Warn("grace period over: handing back running calls", "inflight", w.inflight.Load())
+		w.cancelExec(ErrShutdown)
+		<-done
+	}
+	w.cancelExec(ErrShutdown)
+	w.log.Info("worker stopped", "executed", w.executed.Load())
+	return nil
+}
+
+func (w *Worker) fetchLoop(ctx context.Context, p Pool, cons jetstream.Consumer) {
+	defer w.fetchers.Done()
+	log := w.log.With("pool", p.Name)
+	var inflight atomic.Int64
+	freed := make(chan struct{}, 1)
+	for ctx.Err() == nil {
+		free := int64(p.Concurrency) - inflight.Load()
+		if free <= 0 {
+			select {
+			case <-freed:
+			case <-ctx.Done():
+			}
+			continue
+		}
+		fctx, cancel := context.WithTimeout(ctx, w.cfg.FetchWait)
+		batch, err := cons.Fetch(int(free), jetstream.FetchContext(fctx))
+		if err != nil {
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			log.Warn("fetch failed", "err", err)
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+			}
+			continue
+		}
+		for msg := range batch.Messages() {
+			inflight.Add(1)
+			w.inflight.Add(1)
+			w.handlers.Add(1)
+			go func() {
+				defer func() {
+					inflight.Add(-1)
+					w.inflight.Add(-1)
+					w.handlers.Done()
+					select {
+					case freed <- struct{}{}:
+					default:
+					}
+				}()
+				w.handle(p, msg)
+			}()
+		}
+		cancel()
+		if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) &&
+			!errors.Is(err, context.Canceled) && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil {
+			log.Debug("fetch ended", "err", err)
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package toolworker
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/toolwire/toolwire/internal/cliflag"
+	"github.com/toolwire/toolwire/pkg/tool"
+)
+
+// Main runs a worker process serving tools, configured from os.Args and
+// the environment, and exits.
+func Main(tools ...*tool.Tool) {
+	os.Exit(MainArgs(os.Args[1:], os.Stderr, tools...))
+}
+
+// MainArgs is Main with explicit arguments and log output; it returns the
+// exit code.
+func MainArgs(args []string, stderr io.Writer, tools ...*tool.Tool) int {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o Options
+	var pools, logLevel string
+	fs.StringVar(&o.NATSURL, "nats-url", "nats://127.0.0.1:4222", "NATS URL(s), comma-separated")
+	fs.StringVar(&o.NATSCreds, "nats-creds", "", "NATS credentials file")
+	fs.StringVar(&o.Prefix, "prefix", "toolwire", "subject and stream prefix of the installation")
+	fs.StringVar(&o.Name, "name", "", "worker instance name (default host name and pid)")
+	fs.StringVar(&pools, "pools", "native", "executor types served: native,mcp,sandbox,http")
+	fs.IntVar(&o.Concurrency, "concurrency", 64, "calls run at once per pool")
+	fs.DurationVar(&o.AckWait, "ack-wait", 30*time.Second, "pool consumer AckWait")
+	fs.IntVar(&o.MaxDeliver, "max-deliver", 5, "pool consumer MaxDeliver")
+	fs.DurationVar(&o.Grace, "grace", 25*time.Second, "shutdown grace period for in-flight calls")
+	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	if err := cliflag.Parse(fs, args, "TOOLWIRE_"); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	log, err := cliflag.Logger(stderr, logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	o.Pools = strings.Split(pools, ",")
+	o.Tools, o.Logger = tools, log
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := Run(ctx, o); err != nil {
+		log.Error("worker failed", "err", err)
+		return 1
+	}
+	return 0
+}
+

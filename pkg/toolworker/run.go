@@ -1,0 +1,130 @@
+package toolworker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/internal/executors/native"
+	"github.com/toolwire/toolwire/internal/worker"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// Options configure a worker process.
+type Options struct {
+	// NATSURL of the cluster. Required for Run.
+	NATSURL string
+	// NATSCreds is a credentials file; optional.
+	NATSCreds string
+	// Prefix of the installation's subjects and streams. Default "toolwire".
+	Prefix string
+	// Name of this worker instance. Default host name and pid.
+	Name string
+	// Pools are the executor types served: "native", "mcp", "sandbox",
+	// "http". Default ["native"].
+	Pools []string
+	// Concurrency per pool. Default 64.
+	Concurrency int
+	// AckWait of the pool consumers. Default 30s.
+	AckWait time.Duration
+	// MaxDeliver of the pool consumers. Default 5.
+	MaxDeliver int
+	// Grace is how long a stop waits for in-flight calls. Default 25s.
+	Grace time.Duration
+	// Tools served by the native pool.
+	Tools []*tool.Tool
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Run connects to NATS, serves the pools until ctx is done, then stops
+// gracefully and drains the connection.
+func Run(ctx context.Context, o Options) error {
+	if o.NATSURL == "" {
+		return errors.New("toolworker: a NATS URL is required (--nats-url)")
+	}
+	log := cmp.Or(o.Logger, slog.Default())
+	nc, err := bus.Dial(bus.ConnConfig{URL: o.NATSURL, CredsFile: o.NATSCreds, Name: "toolwire-worker"})
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	b, err := bus.Open(ctx, nc, bus.Config{Prefix: o.Prefix}, bus.Options{})
+	if err != nil {
+		return err
+	}
+	w, err := NewWorker(b, o)
+	if err != nil {
+		return err
+	}
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	log.Info("worker serving", "worker", w.Name(), "pools", strings.Join(poolsOrDefault(o.Pools), ","))
+	<-ctx.Done()
+	stopCtx, cancel := context.WithTimeout(context.Background(), cmp.Or(o.Grace, 25*time.Second))
+	defer cancel()
+	if err := w.Stop(stopCtx); err != nil {
+		return err
+	}
+	if err := nc.Drain(); err != nil {
+		return fmt.Errorf("toolworker: drain: %w", err)
+	}
+	return nil
+}
+
+// Worker is a worker built by NewWorker: Start it, Stop it with a context
+// whose deadline is the grace period.
+type Worker interface {
+	Name() string
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+}
+
+// NewWorker builds (without starting) a worker on an open bus. Pool types
+// without an executor in this build answer their calls with PERMANENT
+// errors rather than leaving them queued.
+func NewWorker(b *bus.Bus, o Options) (Worker, error) {
+	nat, err := native.NewWithConfig(native.Config{Logger: o.Logger}, o.Tools...)
+	if err != nil {
+		return nil, err
+	}
+	execs := map[toolwirev1.ExecutorType]executors.Executor{toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE: nat}
+	for _, t := range bus.AllTypes() {
+		if execs[t] == nil {
+			execs[t] = unavailable(t)
+		}
+	}
+	var pools []worker.Pool
+	for _, name := range poolsOrDefault(o.Pools) {
+		t, ok := bus.ParseType(strings.TrimSpace(name))
+		if !ok {
+			return nil, fmt.Errorf("toolworker: unknown pool type %q (want native, mcp, sandbox or http)", name)
+		}
+		pools = append(pools, worker.Pool{Concurrency: o.Concurrency,
+			PoolConfig: bus.PoolConfig{Type: t, AckWait: o.AckWait, MaxDeliver: o.MaxDeliver}})
+	}
+	return worker.New(b, worker.Config{Name: o.Name, Pools: pools, Executors: execs, Specs: nat.Specs(), Logger: o.Logger})
+}
+
+func unavailable(t toolwirev1.ExecutorType) executors.Executor {
+	return executors.Func(func(context.Context, *executors.Request) (*tool.Result, error) {
+		return nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_PERMANENT,
+			Message:     fmt.Sprintf("executor type %s is not available in this worker build", bus.TypeToken(t)),
+			SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
+	})
+}
+
+func poolsOrDefault(p []string) []string {
+	if len(p) == 0 {
+		return []string{"native"}
+	}
+	return p
+}
