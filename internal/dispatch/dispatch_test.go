@@ -1,0 +1,245 @@
+package dispatch_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/stretchr/testify/require"
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/tools/builtin"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+func call(t *testing.T, c toolwirev1connect.DispatcherServiceClient, o *toolwirev1.CallOptions) *toolwirev1.CallResponse {
+	t.Helper()
+	resp, err := c.Call(t.Context(), connect.NewRequest(&toolwirev1.CallRequest{Call: o, Wait: durationpb.New(20 * time.Second)}))
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, resp.Msg.State)
+	return resp.Msg
+}
+
+func args(t *testing.T, m map[string]any) *structpb.Struct {
+	t.Helper()
+	s, err := structpb.NewStruct(m)
+	require.NoError(t, err)
+	return s
+}
+
+func TestCallEcho(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	r := call(t, s.Client, &toolwirev1.CallOptions{Tool: "echo", Arguments: args(t, map[string]any{"text": "hi"})})
+	require.True(t, r.Response.Ok, "%v", r.Response.Error)
+	require.Equal(t, "hi", r.Response.Content[0].GetText().Text)
+	require.JSONEq(t, `{"text":"hi"}`, r.Response.StructuredJson)
+	require.Equal(t, r.CallId, r.Response.CallId)
+	require.NotEmpty(t, r.Response.Meta.SpecVersion)
+	require.Equal(t, int32(1), r.Response.Meta.Attempt)
+}
+
+// Rejections are answered as envelopes and never reach the calls stream.
+func TestAdmissionRejectionsAreNeverQueued(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	deep := strings.Repeat(`{"a":`, 40) + "1" + strings.Repeat("}", 40)
+	cases := []struct {
+		name  string
+		opts  *toolwirev1.CallOptions
+		typ   toolwirev1.ErrorType
+		field string
+	}{
+		{"missing field", &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{}`}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "/text"},
+		{"wrong type", &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":5}`}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "/text"},
+		{"unknown field", &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":"a","txt":"b"}`}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "/txt"},
+		{"not json", &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":`}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, ""},
+		{"too deep", &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: deep}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, ""},
+		{"too big", &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":"` + strings.Repeat("x", 300<<10) + `"}`}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, ""},
+		{"unknown tool", &toolwirev1.CallOptions{Tool: "nope"}, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, ""},
+		{"unknown version", &toolwirev1.CallOptions{Tool: "echo", SpecVersion: "abc", ArgumentsJson: `{"text":"a"}`}, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, ""},
+		{"no tool", &toolwirev1.CallOptions{}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "tool"},
+	}
+	for _, tc := range cases {
+		r := call(t, s.Client, tc.opts)
+		require.False(t, r.Response.Ok, tc.name)
+		e := r.Response.Error
+		require.Equal(t, tc.typ, e.Type, "%s: %s", tc.name, e.Message)
+		require.False(t, e.Retryable, tc.name)
+		require.Equal(t, toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, e.PartialSideEffects, tc.name)
+		require.Equal(t, "dispatcher", r.Response.Meta.Source, tc.name)
+		if tc.field != "" {
+			var fields []string
+			for _, v := range e.Violations {
+				fields = append(fields, v.Field)
+			}
+			require.Contains(t, fields, tc.field, tc.name)
+			require.Contains(t, e.Message, strings.TrimPrefix(tc.field, "/"), tc.name)
+		}
+		// A rejected call id answers its rejection from any replica.
+		g, err := s.Client.GetResult(t.Context(), connect.NewRequest(&toolwirev1.GetResultRequest{CallId: r.CallId}))
+		require.NoError(t, err)
+		require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, g.Msg.State, tc.name)
+		require.Equal(t, tc.typ, g.Msg.Response.Error.Type, tc.name)
+	}
+	info, err := s.Env.Bus.Calls.Info(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, info.State.Msgs, "no rejected call may reach the calls stream")
+}
+
+// The raw string form reaches the tool byte for byte, big integers included.
+func TestArgumentsJSONArriveExactly(t *testing.T) {
+	t.Parallel()
+	raw := tool.Must(tool.New("raw", func(_ context.Context, in json.RawMessage) (string, error) { return string(in), nil }))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{raw}})
+	const exact = `{"n": 123456789012345678901234567890, "f": 1.0000000000000000001, "s":"\u00e9"}`
+	r := call(t, s.Client, &toolwirev1.CallOptions{Tool: "raw", ArgumentsJson: exact})
+	require.True(t, r.Response.Ok, "%v", r.Response.Error)
+	require.Equal(t, exact, r.Response.Content[0].GetText().Text)
+}
+
+func TestGetResultStates(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	ctx := t.Context()
+	g, err := s.Client.GetResult(ctx, connect.NewRequest(&toolwirev1.GetResultRequest{CallId: "01HZZZZZZZZZZZZZZZZZZZZZZZ"}))
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_UNKNOWN, g.Msg.State)
+	g, err = s.Client.GetResult(ctx, connect.NewRequest(&toolwirev1.GetResultRequest{CallId: "not-an-id"}))
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_UNKNOWN, g.Msg.State)
+
+	sub, err := s.Client.Submit(ctx, connect.NewRequest(&toolwirev1.SubmitRequest{Call: &toolwirev1.CallOptions{Tool: "sleep", ArgumentsJson: `{"duration":"300ms"}`}}))
+	require.NoError(t, err)
+	require.Nil(t, sub.Msg.Response)
+	g, err = s.Client.GetResult(ctx, connect.NewRequest(&toolwirev1.GetResultRequest{CallId: sub.Msg.CallId}))
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_PENDING, g.Msg.State)
+	g, err = s.Client.GetResult(ctx, connect.NewRequest(&toolwirev1.GetResultRequest{CallId: sub.Msg.CallId, Wait: durationpb.New(20 * time.Second)}))
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, g.Msg.State)
+	require.True(t, g.Msg.Response.Ok)
+}
+
+// A call submitted, its dispatcher stopped before the result, a dispatcher
+// started again: GetResult returns the result.
+func TestResultSurvivesDispatcherRestart(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true, Tools: builtin.Tools()})
+	ctx := t.Context()
+	first := s.StartDispatcher(t, dispatch.Config{Name: "first"})
+	// Register the tools without serving them yet: a worker that starts
+	// and stops at once publishes its specs.
+	w := s.StartWorker(t, builtin.Tools()...)
+	require.NoError(t, w.Stop(ctx))
+	s.WaitTool(t, "echo")
+
+	sub, err := first.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":"later"}`})
+	require.NoError(t, err)
+	require.Nil(t, sub.Rejected)
+	first.Stop()
+
+	s.StartWorker(t, builtin.Tools()...)
+	second := s.StartDispatcher(t, dispatch.Config{Name: "second"})
+	g, err := second.GetResult(ctx, dispatch.DefaultIdentity, sub.CallID, 20*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, g.State)
+	require.True(t, g.Response.Ok)
+	require.Equal(t, "later", g.Response.Content[0].GetText().Text)
+
+	// Another tenant cannot read it.
+	other := dispatch.Identity{Tenant: "other", Agent: "a", Scopes: []string{"*"}}
+	g, err = second.GetResult(ctx, other, sub.CallID, 0)
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_UNKNOWN, g.State)
+}
+
+func TestIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	o := &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":"once"}`, IdempotencyKey: "k1"}
+	a := call(t, s.Client, o)
+	b := call(t, s.Client, o)
+	require.Equal(t, a.CallId, b.CallId)
+	require.True(t, b.Response.Ok)
+	c := call(t, s.Client, &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":"other"}`, IdempotencyKey: "k1"})
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CONFLICT, c.Response.Error.Type)
+	info, err := s.Env.Bus.Calls.Info(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), info.State.Msgs)
+}
+
+func TestPanickingToolAnswersInternal(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	r := call(t, s.Client, &toolwirev1.CallOptions{Tool: "fail", ArgumentsJson: `{"type":"PANIC"}`})
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, r.Response.Error.Type)
+	require.Contains(t, r.Response.Error.Message, "panic")
+	// The worker is unharmed.
+	r = call(t, s.Client, &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":"alive"}`})
+	require.True(t, r.Response.Ok)
+}
+
+func TestToolErrorsPassThrough(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	r := call(t, s.Client, &toolwirev1.CallOptions{Tool: "fail", ArgumentsJson: `{"type":"AUTH","message":"bad token"}`})
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_AUTH, r.Response.Error.Type)
+	require.Equal(t, "bad token", r.Response.Error.Message)
+	require.Equal(t, "worker", r.Response.Meta.Source)
+}
+
+type keyAuth struct{}
+
+func (keyAuth) Authenticate(r *http.Request) (dispatch.Identity, error) {
+	if r.Header.Get("Authorization") != "Bearer secret" {
+		return dispatch.Identity{}, dispatch.ErrUnauthenticated
+	}
+	return dispatch.Identity{Tenant: "acme", Agent: "bot", Scopes: []string{"*"}}, nil
+}
+
+func TestUnauthenticatedIsRefused(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{Auth: keyAuth{}})
+	_, err := s.Client.Call(t.Context(), connect.NewRequest(&toolwirev1.CallRequest{Call: &toolwirev1.CallOptions{Tool: "echo"}}))
+	require.Equal(t, connect.CodeUnauthenticated, connect.CodeOf(err))
+
+	req := connect.NewRequest(&toolwirev1.CallRequest{Call: &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":"x"}`}})
+	req.Header().Set("Authorization", "Bearer secret")
+	resp, err := s.Client.Call(t.Context(), req)
+	require.NoError(t, err)
+	require.True(t, resp.Msg.Response.Ok)
+}
+
+func TestListAndGetTools(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	ctx := t.Context()
+	l, err := s.Client.ListTools(ctx, connect.NewRequest(&toolwirev1.ListToolsRequest{}))
+	require.NoError(t, err)
+	var names []string
+	for _, sp := range l.Msg.Tools {
+		names = append(names, sp.Name)
+	}
+	require.Equal(t, []string{"echo", "fail", "sleep"}, names)
+	for _, f := range []toolwirev1.ToolFormat{toolwirev1.ToolFormat_TOOL_FORMAT_OPENAI, toolwirev1.ToolFormat_TOOL_FORMAT_ANTHROPIC,
+		toolwirev1.ToolFormat_TOOL_FORMAT_GEMINI, toolwirev1.ToolFormat_TOOL_FORMAT_MCP} {
+		l, err := s.Client.ListTools(ctx, connect.NewRequest(&toolwirev1.ListToolsRequest{Format: f, NameGlob: "ec*"}))
+		require.NoError(t, err)
+		require.True(t, json.Valid([]byte(l.Msg.ToolsJson)), f.String())
+		require.Contains(t, l.Msg.ToolsJson, `"echo"`, f.String())
+	}
+	g, err := s.Client.GetTool(ctx, connect.NewRequest(&toolwirev1.GetToolRequest{Name: "echo"}))
+	require.NoError(t, err)
+	require.Equal(t, "echo", g.Msg.Tool.Name)
+	_, err = s.Client.GetTool(ctx, connect.NewRequest(&toolwirev1.GetToolRequest{Name: "nope"}))
+	require.Equal(t, connect.CodeNotFound, connect.CodeOf(err))
+}

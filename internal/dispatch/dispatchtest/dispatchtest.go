@@ -1,0 +1,142 @@
+// Package dispatchtest starts a whole toolwire stack in-process for tests:
+// a real embedded JetStream server (t.TempDir() store, random loopback
+// port), an optional in-process worker pool, the registry watcher, a
+// dispatcher and its Connect API on an httptest server.
+package dispatchtest
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/bus/bustest"
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/tools/builtin"
+	"github.com/toolwire/toolwire/pkg/tool"
+	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
+	"github.com/toolwire/toolwire/pkg/toolworker"
+)
+
+// Options shape a Stack. The zero value runs the built-in tools on an
+// in-process native pool.
+type Options struct {
+	// Tools served in-process; nil = the built-in tools.
+	Tools []*tool.Tool
+	// NoWorker starts no in-process worker (tests bring their own).
+	NoWorker bool
+	// Concurrency of the in-process pool; 0 = default.
+	Concurrency int
+	// Auth; nil = open access as dispatch.DefaultIdentity.
+	Auth dispatch.Authenticator
+	// Bus layout; zero = defaults.
+	Bus bus.Config
+	// Dispatcher config; zero = defaults.
+	Dispatcher dispatch.Config
+}
+
+// Stack is a running toolwire.
+type Stack struct {
+	Env        *bustest.Env
+	Registry   *registry.Store
+	Dispatcher *dispatch.Dispatcher
+	Worker     toolworker.Worker
+	// URL of the HTTP API.
+	URL string
+	// Client is a Connect client (binary protobuf) of the API.
+	Client toolwirev1connect.DispatcherServiceClient
+	opts   Options
+}
+
+// Start starts a stack; everything stops when the test ends.
+func Start(t testing.TB, opts Options) *Stack {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := &Stack{Env: bustest.Start(t, opts.Bus), opts: opts}
+	if opts.Tools == nil {
+		opts.Tools = builtin.Tools()
+	}
+	if !opts.NoWorker {
+		s.Worker = s.StartWorker(t, opts.Tools...)
+	}
+	s.Registry = registry.NewStore(s.Env.Bus.Registry, testLogger(t))
+	if err := s.Registry.Start(ctx); err != nil {
+		t.Fatalf("dispatchtest: registry: %v", err)
+	}
+	t.Cleanup(s.Registry.Stop)
+	s.Dispatcher = s.StartDispatcher(t, opts.Dispatcher)
+	auth := opts.Auth
+	if auth == nil {
+		auth = dispatch.OpenAccess{Identity: dispatch.DefaultIdentity}
+	}
+	mux := http.NewServeMux()
+	path, h := dispatch.NewService(s.Dispatcher).Handler(auth)
+	mux.Handle(path, h)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL
+	s.Client = toolwirev1connect.NewDispatcherServiceClient(srv.Client(), srv.URL)
+	for _, tl := range opts.Tools {
+		if !opts.NoWorker {
+			s.WaitTool(t, tl.Name())
+		}
+	}
+	return s
+}
+
+// StartDispatcher starts a(nother) dispatcher replica on the stack's
+// server and registry, stopped at the end of the test.
+func (s *Stack) StartDispatcher(t testing.TB, cfg dispatch.Config) *dispatch.Dispatcher {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = testLogger(t)
+	}
+	d, err := dispatch.New(s.Env.Bus, s.Registry, cfg)
+	if err != nil {
+		t.Fatalf("dispatchtest: dispatcher: %v", err)
+	}
+	if err := d.Start(t.Context()); err != nil {
+		t.Fatalf("dispatchtest: start dispatcher: %v", err)
+	}
+	t.Cleanup(d.Stop)
+	return d
+}
+
+// StartWorker starts an in-process worker serving tools on its own
+// connection; it is stopped (grace 5s) at the end of the test.
+func (s *Stack) StartWorker(t testing.TB, tools ...*tool.Tool) toolworker.Worker {
+	t.Helper()
+	b := s.Env.Open(t, "dispatchtest-worker")
+	w, err := toolworker.NewWorker(b, toolworker.Options{Tools: tools, Concurrency: s.opts.Concurrency, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatalf("dispatchtest: worker: %v", err)
+	}
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatalf("dispatchtest: start worker: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = w.Stop(ctx)
+	})
+	return w
+}
+
+// WaitTool polls until the registry lists name, failing after 10s.
+func (s *Stack) WaitTool(t testing.TB, name string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := s.Registry.Get(name); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dispatchtest: tool %q never appeared in the registry", name)
+		}
+		time.Sleep(5 * time.Millisecond) // polling with a deadline, not synchronisation by sleep
+	}
+}
