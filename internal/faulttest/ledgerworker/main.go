@@ -1,0 +1,81 @@
+// Command ledgerworker is a worker for fault tests. Its tool `ledger`
+// records every execution in a ledger file outside NATS (one JSON line per
+// event, appended with O_APPEND), so a test can count executions per call
+// independently of what toolwire reports.
+//
+//	ledgerworker --nats-url URL --ledger FILE [worker flags]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/toolwire/toolwire/pkg/tool"
+	"github.com/toolwire/toolwire/pkg/toolworker"
+)
+
+// Input of the ledger tool.
+type Input struct {
+	// Milliseconds to work before answering, honouring cancellation.
+	SleepMS int `json:"sleep_ms,omitempty"`
+	// Text echoed back.
+	Text string `json:"text,omitempty"`
+}
+
+type entry struct {
+	CallID  string `json:"call_id"`
+	Attempt int32  `json:"attempt"`
+	PID     int    `json:"pid"`
+	Phase   string `json:"phase"`
+	Text    string `json:"text,omitempty"`
+}
+
+func main() {
+	args := os.Args[1:]
+	path := os.Getenv("LEDGER_FILE")
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--ledger" && i+1 < len(args) {
+			path = args[i+1]
+			args = append(args[:i:i], args[i+2:]...)
+			break
+		}
+	}
+	if path == "" {
+		fmt.Fprintln(os.Stderr, "ledgerworker: --ledger FILE is required")
+		os.Exit(2)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	defer f.Close()
+	record := func(ctx context.Context, phase, text string) error {
+		info, _ := tool.CallInfoFrom(ctx)
+		b, _ := json.Marshal(entry{CallID: info.CallID, Attempt: info.Attempt, PID: os.Getpid(), Phase: phase, Text: text})
+		_, err := f.Write(append(b, '\n'))
+		return err
+	}
+	ledger := tool.Must(tool.New("ledger", func(ctx context.Context, in Input) (string, error) {
+		if err := record(ctx, "start", in.Text); err != nil {
+			return "", err
+		}
+		if in.SleepMS > 0 {
+			t := time.NewTimer(time.Duration(in.SleepMS) * time.Millisecond)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
+		if err := record(ctx, "done", in.Text); err != nil {
+			return "", err
+		}
+		return in.Text, nil
+	}, tool.WithDescription("Records each execution in a ledger file; for fault tests.")))
+	os.Exit(toolworker.MainArgs(args, os.Stderr, ledger))
+}
