@@ -42,6 +42,18 @@ type Config struct {
 	// stream; a larger output goes to the blob store and the inline
 	// response is truncated. Default 768 KiB (under NATS' 1 MiB payload).
 	MaxInlineBytes int
+	// MaxInProcessDelay is the longest retry delay waited for in-process
+	// (the call keeps its slot and heartbeats). Longer delays hand the call
+	// back with NakWithDelay. Default 10s.
+	MaxInProcessDelay time.Duration
+	// Watchdog is how long an execution may run on after its context ended
+	// before it is abandoned (logged, counted, heartbeats stopped so the
+	// call is redelivered after AckWait). Default 5s.
+	Watchdog time.Duration
+	// MaxArgsBytes and MaxArgsDepth repeat the dispatcher's limits for
+	// calls that bypass it. Defaults 1 MiB and 64.
+	MaxArgsBytes int64
+	MaxArgsDepth int
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -62,6 +74,10 @@ func (c Config) WithDefaults() Config {
 	c.FetchWait = cmp.Or(c.FetchWait, 2*time.Second)
 	c.StartToClose = cmp.Or(c.StartToClose, 5*time.Minute)
 	c.MaxInlineBytes = cmp.Or(c.MaxInlineBytes, 768<<10)
+	c.MaxInProcessDelay = cmp.Or(c.MaxInProcessDelay, 10*time.Second)
+	c.Watchdog = cmp.Or(c.Watchdog, 5*time.Second)
+	c.MaxArgsBytes = cmp.Or(c.MaxArgsBytes, 1<<20)
+	c.MaxArgsDepth = cmp.Or(c.MaxArgsDepth, 64)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }

@@ -22,13 +22,16 @@ import (
 const settleTimeout = 10 * time.Second
 
 // handle runs one delivered call to a settled message: every path ends in
-// an ack, a nak or a term, and every settle error is logged.
+// an ack, a nak or a term, and every settle error is logged. The one
+// exception is an execution that ignores its context past the watchdog: it
+// is abandoned unsettled and without heartbeats, so JetStream redelivers it
+// after AckWait.
 func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
-	attempt := int32(1)
+	delivery := int32(1)
 	if md, err := msg.Metadata(); err == nil {
-		attempt = int32(md.NumDelivered)
+		delivery = int32(md.NumDelivered)
 	}
 
 	call := &toolwirev1.ToolCall{}
@@ -40,12 +43,12 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 			reason += ": call_id or caller missing"
 		}
 		w.log.Warn("terminating call", "subject", msg.Subject(), "reason", reason)
-		w.deadLetter(ctx, p.Type, nil, msg, reason, nil, attempt)
+		w.deadLetter(ctx, p.Type, nil, msg, reason, nil, delivery)
 		w.settle(msg, "term", msg.TermWithReason(reason))
 		return
 	}
-	call.Attempt = attempt
-	log := w.log.With("call_id", call.CallId, "tool", call.Tool, "attempt", attempt)
+	call.Attempt = delivery
+	log := w.log.With("call_id", call.CallId, "tool", call.Tool, "delivery", delivery)
 
 	if reason := w.integrity(p, msg.Subject(), call); reason != "" {
 		w.refuse(ctx, p, msg, call, log, preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, reason))
@@ -62,51 +65,234 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 			fmt.Sprintf("unknown spec version %q of tool %q (this worker serves %q)", call.SpecVersion, call.Tool, spec.Version)))
 		return
 	}
+	if reason := checkArgs(call.Arguments, spec, w.cfg); reason != "" {
+		w.refuse(ctx, p, msg, call, log, preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, reason))
+		return
+	}
 
-	// A redelivered call may already have its result: answer from it.
-	if attempt > 1 {
+	hb := startHeartbeat(msg, p.AckWait/3, w.log)
+	defer hb.stop()
+
+	// Register for cancellation first, then look for a tombstone: a cancel
+	// arriving in between still reaches the call.
+	callCtx, cancelCall := context.WithCancelCause(w.execCtx)
+	defer cancelCall(nil)
+	defer w.cancels.register(bus.CancelKey(call.Caller.Tenant, call.CallId), cancelCall)()
+
+	var prev *toolwirev1.CallEvent
+	if delivery > 1 {
+		// A redelivered call may already have its result: answer from it.
 		if _, err := w.bus.Results.GetLastMsgForSubject(ctx, w.resultSubject(call)); err == nil {
 			log.Debug("result already published; acknowledging redelivery")
 			w.settle(msg, "ack", msg.Ack())
 			return
 		}
+		prev = w.lastEvent(ctx, call)
 	}
 	now := time.Now()
-	if dl := call.ScheduleToStartDeadline; dl != nil && now.After(dl.AsTime()) {
+	ts, err := w.tombstone(ctx, call.Caller.Tenant, call.CallId)
+	if err != nil {
+		log.Warn("cancel lookup failed; redelivering", "err", err)
+		w.settle(msg, "nak", msg.NakWithDelay(time.Second))
+		return
+	}
+	if ts != nil {
+		fx := toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE
+		if unknownOutcome(prev) {
+			fx = toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN
+		}
+		resp := w.errorResponse(call, spec, &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_CANCELLED,
+			Message: (&CancelledError{*ts}).Error() + " before it started", PartialSideEffects: fx}, now, now)
+		resp.Meta.CancelledBy, resp.Meta.CancelReason = ts.By, ts.Reason
+		w.finish(ctx, msg, call, log, resp)
+		return
+	}
+	if unknownOutcome(prev) && !safeToRerun(spec) {
+		w.stats.unknownOutcomes.Add(1)
+		w.finish(ctx, msg, call, log, w.errorResponse(call, spec, &toolwirev1.ToolError{
+			Type: toolwirev1.ErrorType_ERROR_TYPE_UNKNOWN_OUTCOME,
+			Message: fmt.Sprintf("attempt %d started and ended without a result; the tool is not idempotent, so it is not run again", prev.Attempt),
+			PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN,
+			Suggestion:         "check the tool's target for the effect before calling again"}, now, now))
+		return
+	}
+	if dl := call.ScheduleToStartDeadline; dl != nil && now.After(dl.AsTime()) && prev == nil {
 		w.finish(ctx, msg, call, log, w.errorResponse(call, spec, preExecError(toolwirev1.ErrorType_ERROR_TYPE_EXPIRED,
 			fmt.Sprintf("not started within its schedule-to-start deadline (%s late); never executed", now.Sub(dl.AsTime()).Round(time.Millisecond))), now, now))
 		return
 	}
 	if dl := call.Deadline; dl != nil && now.After(dl.AsTime()) {
-		w.finish(ctx, msg, call, log, w.errorResponse(call, spec, preExecError(toolwirev1.ErrorType_ERROR_TYPE_EXPIRED,
-			"schedule-to-close deadline passed before the call started; never executed"), now, now))
+		te := preExecError(toolwirev1.ErrorType_ERROR_TYPE_EXPIRED, "schedule-to-close deadline passed before the call started; never executed")
+		if prev != nil {
+			te = &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_TIMEOUT, Message: "schedule-to-close deadline passed",
+				PartialSideEffects: sideEffectsOf(prev)}
+		}
+		w.finish(ctx, msg, call, log, w.errorResponse(call, spec, te, now, now))
 		return
 	}
 
-	w.publishEvent(call, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED})
-	res, execErr := w.execute(msg, p, call, spec)
-	finished := time.Now()
-	w.executed.Add(1)
-	if execErr != nil && errors.Is(context.Cause(w.execCtx), ErrShutdown) && w.execCtx.Err() != nil {
-		// Interrupted by our own shutdown: not a failed attempt. Hand it back
-		// at once so another worker takes it.
-		log.Info("handing back call interrupted by shutdown")
+	rp := policyOf(spec)
+	bo := rp.backoff()
+	base := prev.GetAttempt()
+	spent := int(base)
+	for try := int32(1); ; try++ {
+		call.Attempt = base + try
+		started := time.Now()
+		w.attemptEvent(ctx, call, spec, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED})
+		res, execErr, abandoned := w.execute(callCtx, p, call, spec)
+		if abandoned {
+			// The execution ignores its context: stop heartbeating so the
+			// call moves on after AckWait; never settle it from here.
+			hb.stop()
+			w.stats.abandoned.Add(1)
+			log.Error("execution ignored its context past the watchdog; abandoned for redelivery", "watchdog", w.cfg.Watchdog)
+			return
+		}
+		finished := time.Now()
+		w.executed.Add(1)
+		if execErr == nil {
+			w.finish(ctx, msg, call, log, w.okResponse(call, spec, res, started, finished))
+			return
+		}
+		te := tool.AsError(callCtx, execErr).Proto()
+		cause := context.Cause(callCtx)
+		var ce *CancelledError
+		switch {
+		case errors.As(cause, &ce):
+			te = &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, Message: ce.Error(),
+				PartialSideEffects: cancelledSideEffects(spec, execErr)}
+			resp := w.errorResponse(call, spec, te, started, finished)
+			resp.Meta.CancelledBy, resp.Meta.CancelReason = ce.By, ce.Reason
+			w.finish(ctx, msg, call, log, resp)
+			return
+		case errors.Is(cause, ErrShutdown):
+			// Interrupted by our own shutdown: not a failed attempt. Hand it
+			// back at once so another worker takes it, recording whether a
+			// rerun is safe.
+			fx := cancelledSideEffects(spec, execErr)
+			w.attemptEvent(ctx, call, spec, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING,
+				Message: "handed back: worker shutting down",
+				Error:   &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, Message: ErrShutdown.Error(), PartialSideEffects: fx}})
+			w.handBack(ctx, p, msg, call, spec, log, 0, te)
+			return
+		}
+		if te.Type != toolwirev1.ErrorType_ERROR_TYPE_RATE_LIMIT {
+			spent++
+		}
+		if !rp.retryable(spec, te) {
+			w.finish(ctx, msg, call, log, w.errorResponse(call, spec, te, started, finished))
+			return
+		}
+		if spent >= rp.maxAttempts {
+			w.exhausted(ctx, p, msg, call, spec, log, te, started, finished)
+			return
+		}
+		delay := bo.NextBackOff()
+		if ra := te.RetryAfter.AsDuration(); ra > delay {
+			delay = ra
+		}
+		if dl := call.Deadline; dl != nil && time.Now().Add(delay).After(dl.AsTime()) {
+			te.Message += " (no time left before the call's deadline to retry)"
+			w.finish(ctx, msg, call, log, w.errorResponse(call, spec, te, started, finished))
+			return
+		}
+		w.stats.retries.Add(1)
+		w.attemptEvent(ctx, call, spec, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING,
+			Message: te.Message, Error: te, RetryDelay: durationpb.New(delay)})
+		if delay > w.cfg.MaxInProcessDelay {
+			w.handBack(ctx, p, msg, call, spec, log, delay, te)
+			return
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-callCtx.Done():
+			t.Stop()
+			// Cancelled or shut down while waiting: no attempt is running.
+			if errors.As(context.Cause(callCtx), &ce) {
+				now := time.Now()
+				resp := w.errorResponse(call, spec, &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_CANCELLED,
+					Message: ce.Error(), PartialSideEffects: te.PartialSideEffects}, now, now)
+				resp.Meta.CancelledBy, resp.Meta.CancelReason = ce.By, ce.Reason
+				w.finish(ctx, msg, call, log, resp)
+				return
+			}
+			w.handBack(ctx, p, msg, call, spec, log, 0, te)
+			return
+		}
+	}
+}
+
+// handBack returns the call to the stream for another delivery after
+// delay — unless this was the last delivery JetStream allows, in which
+// case the call ends here with MAX_ATTEMPTS.
+func (w *Worker) handBack(ctx context.Context, p Pool, msg jetstream.Msg, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, log *slog.Logger, delay time.Duration, last *toolwirev1.ToolError) {
+	if md, err := msg.Metadata(); err == nil && p.MaxDeliver > 0 && md.NumDelivered >= uint64(p.MaxDeliver) {
+		now := time.Now()
+		w.exhausted(ctx, p, msg, call, spec, log, last, now, now)
+		return
+	}
+	if delay <= 0 {
+		log.Info("handing call back")
 		w.settle(msg, "nak", msg.Nak())
 		return
 	}
-	var resp *toolwirev1.ToolResponse
-	if execErr != nil {
-		te := tool.AsError(nil, execErr).Proto()
-		resp = w.errorResponse(call, spec, te, now, finished)
-	} else {
-		resp = w.okResponse(call, spec, res, now, finished)
-	}
-	w.finish(ctx, msg, call, log, resp)
+	w.settle(msg, "nak", msg.NakWithDelay(delay))
 }
 
-// execute runs one attempt with its timeout and heartbeats, turning a
-// panic into an INTERNAL error.
-func (w *Worker) execute(msg jetstream.Msg, p Pool, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec) (res *tool.Result, err error) {
+// exhausted ends a call whose attempts are spent: a MAX_ATTEMPTS answer
+// carrying the last error, and a dead letter.
+func (w *Worker) exhausted(ctx context.Context, p Pool, msg jetstream.Msg, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, log *slog.Logger, last *toolwirev1.ToolError, started, finished time.Time) {
+	te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_MAX_ATTEMPTS,
+		Message:            fmt.Sprintf("gave up after attempt %d: %s: %s", call.Attempt, last.GetType(), last.GetMessage()),
+		PartialSideEffects: last.GetPartialSideEffects(), Suggestion: last.GetSuggestion()}
+	if te.PartialSideEffects == toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNSPECIFIED {
+		te.PartialSideEffects = toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN
+	}
+	w.deadLetter(ctx, p.Type, call, msg, "attempts exhausted", last, call.Attempt)
+	w.finish(ctx, msg, call, log, w.errorResponse(call, spec, te, started, finished))
+}
+
+// unknownOutcome reports whether the last recorded event says an attempt
+// started and may have had effects without leaving a result.
+func unknownOutcome(prev *toolwirev1.CallEvent) bool {
+	if prev == nil {
+		return false
+	}
+	switch prev.Type {
+	case toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED, toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS:
+		return true
+	case toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING:
+		return prev.GetError().GetPartialSideEffects() != toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE
+	}
+	return false
+}
+
+func sideEffectsOf(prev *toolwirev1.CallEvent) toolwirev1.PartialSideEffects {
+	if unknownOutcome(prev) {
+		return toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN
+	}
+	return toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE
+}
+
+// cancelledSideEffects says what an interrupted attempt may have changed:
+// what the tool reported, else nothing for read-only tools, else unknown.
+func cancelledSideEffects(spec *toolwirev1.ToolSpec, err error) toolwirev1.PartialSideEffects {
+	var te *tool.Error
+	if errors.As(err, &te) && te.SideEffects != toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNSPECIFIED &&
+		te.Type != toolwirev1.ErrorType_ERROR_TYPE_CANCELLED && te.Type != toolwirev1.ErrorType_ERROR_TYPE_TIMEOUT {
+		return te.SideEffects
+	}
+	if spec.GetAnnotations().GetReadOnly() {
+		return toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE
+	}
+	return toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN
+}
+
+// execute runs one attempt under its timeouts, turning a panic into an
+// INTERNAL error. abandoned is true when the executor did not return
+// within the watchdog after its context ended.
+func (w *Worker) execute(callCtx context.Context, p Pool, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec) (res *tool.Result, err error, abandoned bool) {
 	timeout := w.cfg.StartToClose
 	if d := spec.GetTimeouts().GetStartToClose(); d != nil && d.AsDuration() > 0 {
 		timeout = d.AsDuration()
@@ -114,58 +300,89 @@ func (w *Worker) execute(msg jetstream.Msg, p Pool, call *toolwirev1.ToolCall, s
 	if d := call.StartToClose; d != nil && d.AsDuration() > 0 && d.AsDuration() < timeout {
 		timeout = d.AsDuration()
 	}
-	ctx, cancel := context.WithTimeout(w.execCtx, timeout)
+	ctx, cancel := context.WithTimeout(callCtx, timeout)
 	defer cancel()
 	if dl := call.Deadline; dl != nil {
 		var c2 context.CancelFunc
 		ctx, c2 = context.WithDeadline(ctx, dl.AsTime())
 		defer c2()
 	}
-	ctx = tool.WithCallInfo(ctx, tool.CallInfo{CallID: call.CallId, Tool: call.Tool, Attempt: call.Attempt, Caller: call.Caller})
+	ctx, cancelHB := context.WithCancelCause(ctx)
+	defer cancelHB(nil)
+	rep := &reporter{w: w, call: call}
+	if hbt := spec.GetTimeouts().GetHeartbeat().AsDuration(); hbt > 0 {
+		rep.timer = time.AfterFunc(hbt, func() { cancelHB(errHeartbeatTimeout) })
+		rep.every = hbt
+		defer rep.timer.Stop()
+	}
+	ctx = tool.WithReporter(tool.WithCallInfo(ctx, tool.CallInfo{CallID: call.CallId, Tool: call.Tool, Attempt: call.Attempt, Caller: call.Caller}), rep)
 
-	hbDone := make(chan struct{})
-	defer close(hbDone)
+	// The execution writes only to its own variables: an abandoned one may
+	// still finish long after this function returned.
+	type outcome struct {
+		res *tool.Result
+		err error
+	}
+	done := make(chan outcome, 1)
 	go func() {
-		t := time.NewTicker(p.AckWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-hbDone:
-				return
-			case <-t.C:
-				if err := msg.InProgress(); err != nil {
-					w.log.Warn("heartbeat failed", "call_id", call.CallId, "err", err)
-				}
+		var o outcome
+		defer func() { done <- o }()
+		defer func() {
+			if r := recover(); r != nil {
+				w.log.Error("executor panicked", "call_id", call.CallId, "tool", call.Tool, "panic", r, "stack", string(debug.Stack()))
+				o = outcome{nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL,
+					Message: fmt.Sprintf("tool panicked: %v", r), SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN}}
 			}
-		}
+		}()
+		o.res, o.err = w.cfg.Executors[spec.Executor].Execute(ctx, &executors.Request{Call: call, Spec: spec})
 	}()
-
-	defer func() {
-		if r := recover(); r != nil {
-			w.log.Error("executor panicked", "call_id", call.CallId, "tool", call.Tool, "panic", r, "stack", string(debug.Stack()))
-			res, err = nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL,
-				Message: fmt.Sprintf("tool panicked: %v", r), SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN}
+	var o outcome
+	select {
+	case o = <-done:
+	case <-ctx.Done():
+		t := time.NewTimer(w.cfg.Watchdog)
+		defer t.Stop()
+		select {
+		case o = <-done:
+		case <-t.C:
+			return nil, nil, true
 		}
-	}()
-	exec := w.cfg.Executors[spec.Executor]
-	res, err = exec.Execute(ctx, &executors.Request{Call: call, Spec: spec})
+	}
+	res, err = o.res, o.err
 	if err == nil && res == nil {
 		res = &tool.Result{}
 	}
 	if err != nil && ctx.Err() != nil {
-		err = tool.AsError(ctx, ctxErr(ctx, err))
+		err = ctxErr(ctx, err)
+		if errors.Is(context.Cause(ctx), errHeartbeatTimeout) {
+			err = &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_TIMEOUT, Retryable: true, Cause: err,
+				Message: fmt.Sprintf("no heartbeat within %s", rep.every), SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN}
+		} else {
+			err = tool.AsError(ctx, err)
+		}
 	}
-	return res, err
+	return res, err, false
 }
 
-// ctxErr prefers the context's own error when the executor returned
-// something vaguer after its context ended.
-func ctxErr(ctx context.Context, err error) error {
-	var te *tool.Error
-	if errors.As(err, &te) {
-		return err
+var errHeartbeatTimeout = errors.New("heartbeat timeout")
+
+// reporter turns tool progress into PROGRESS events and heartbeats.
+type reporter struct {
+	w     *Worker
+	call  *toolwirev1.ToolCall
+	timer *time.Timer
+	every time.Duration
+}
+
+func (r *reporter) Progress(message string, percent float64) {
+	if r.timer != nil {
+		r.timer.Reset(r.every)
 	}
-	return ctx.Err()
+	ev := &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS, Message: message}
+	if percent >= 0 {
+		ev.Percent = &percent
+	}
+	r.w.publishEvent(r.call, ev)
 }
 
 // refuse answers a call that must not run: an error response, a dead
@@ -286,4 +503,14 @@ func (w *Worker) okResponse(call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec
 	return &toolwirev1.ToolResponse{EnvelopeVersion: 1, CallId: call.CallId, Tool: call.Tool, Ok: true,
 		Content: res.Content, StructuredJson: string(res.Structured), Intents: res.Intents,
 		Meta: w.meta(call, spec, started, finished)}
+}
+
+// ctxErr prefers the context's own error when the executor returned
+// something vaguer after its context ended.
+func ctxErr(ctx context.Context, err error) error {
+	var te *tool.Error
+	if errors.As(err, &te) {
+		return err
+	}
+	return ctx.Err()
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/registry"
@@ -39,6 +40,37 @@ type Worker struct {
 	inflight    atomic.Int64
 	executed    atomic.Int64
 	handlerDone chan struct{}
+	cancels     cancels
+	cancelSub   *nats.Subscription
+	stats       stats
+}
+
+// stats are counters of notable outcomes, read by Stats.
+type stats struct {
+	retries         atomic.Int64
+	abandoned       atomic.Int64
+	unknownOutcomes atomic.Int64
+}
+
+// Stats is a snapshot of a worker's counters.
+type Stats struct {
+	// Executed counts attempts run (each in-process retry is one).
+	Executed int64
+	// Retries counts attempts scheduled again after a retryable error.
+	Retries int64
+	// Abandoned counts executions that ignored their context past the
+	// watchdog.
+	Abandoned int64
+	// UnknownOutcomes counts calls answered UNKNOWN_OUTCOME.
+	UnknownOutcomes int64
+	// InFlight is the number of calls being handled now.
+	InFlight int64
+}
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() Stats {
+	return Stats{Executed: w.executed.Load(), Retries: w.stats.retries.Load(), Abandoned: w.stats.abandoned.Load(),
+		UnknownOutcomes: w.stats.unknownOutcomes.Load(), InFlight: w.inflight.Load()}
 }
 
 // New returns a Worker; it does nothing until Start.
@@ -83,6 +115,11 @@ func (w *Worker) Start(ctx context.Context) error {
 		}
 		consumers[i] = cons
 	}
+	sub, err := w.watchCancels()
+	if err != nil {
+		return err
+	}
+	w.cancelSub = sub
 	fetchCtx, stopFetch := context.WithCancel(context.WithoutCancel(ctx))
 	w.stopFetch = stopFetch
 	w.execCtx, w.cancelExec = context.WithCancelCause(context.WithoutCancel(ctx))
@@ -123,6 +160,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 		<-done
 	}
 	w.cancelExec(ErrShutdown)
+	_ = w.cancelSub.Unsubscribe()
 	w.log.Info("worker stopped", "executed", w.executed.Load())
 	return nil
 }
