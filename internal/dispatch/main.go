@@ -66,7 +66,6 @@ func Main(args []string, stderr io.Writer, tools []*tool.Tool) int {
 	return 0
 }
 
-
 func parseDuration(s string) (d time.Duration, err error) {
 	d, err = time.ParseDuration(s)
 	if err == nil && d <= 0 {

@@ -54,7 +54,7 @@ type RunConfig struct {
 	// Grace bounds the graceful stop. Default 25s.
 	Grace time.Duration
 	// Ready, if set, receives the API's listening address once serving.
-	Ready chan<- string
+	Ready  chan<- string
 	Logger *slog.Logger
 }
 

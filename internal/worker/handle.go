@@ -110,8 +110,8 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 	if unknownOutcome(prev) && !safeToRerun(spec) {
 		w.stats.unknownOutcomes.Add(1)
 		w.finish(ctx, msg, call, log, w.errorResponse(call, spec, &toolwirev1.ToolError{
-			Type: toolwirev1.ErrorType_ERROR_TYPE_UNKNOWN_OUTCOME,
-			Message: fmt.Sprintf("attempt %d started and ended without a result; the tool is not idempotent, so it is not run again", prev.Attempt),
+			Type:               toolwirev1.ErrorType_ERROR_TYPE_UNKNOWN_OUTCOME,
+			Message:            fmt.Sprintf("attempt %d started and ended without a result; the tool is not idempotent, so it is not run again", prev.Attempt),
 			PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN,
 			Suggestion:         "check the tool's target for the effect before calling again"}, now, now))
 		return

@@ -68,4 +68,3 @@ func (w *Worker) fitInline(ctx context.Context, call *toolwirev1.ToolCall, resp 
 	}
 	return out, nil
 }
-

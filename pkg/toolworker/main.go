@@ -60,4 +60,3 @@ func MainArgs(args []string, stderr io.Writer, tools ...*tool.Tool) int {
 	}
 	return 0
 }
-
