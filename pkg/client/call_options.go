@@ -1,0 +1,90 @@
+package client
+
+import (
+	"time"
+
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// CallOption sets a per-call option of Call and Submit.
+type CallOption func(*callSettings)
+
+type callSettings struct {
+	opts *toolwirev1.CallOptions
+	wait time.Duration
+}
+
+// WithIdempotencyKey makes the call idempotent within the caller's tenant:
+// a second call with the same key and the same tool and arguments is the
+// first call again (same call id, same result, executed once); with other
+// arguments it is answered CONFLICT.
+func WithIdempotencyKey(key string) CallOption {
+	return func(s *callSettings) { s.opts.IdempotencyKey = key }
+}
+
+// WithSession records the agent session the call belongs to (for intents,
+// session limits and the audit trail).
+func WithSession(id string) CallOption {
+	return func(s *callSettings) { s.opts.Session = id }
+}
+
+// WithUser records the end user the call acts for.
+func WithUser(id string) CallOption {
+	return func(s *callSettings) { s.opts.User = id }
+}
+
+// WithRun records the agent run the call belongs to.
+func WithRun(id string) CallOption {
+	return func(s *callSettings) { s.opts.Run = id }
+}
+
+// WithTurn records the conversation turn the call belongs to (for
+// per-turn budgets).
+func WithTurn(id string) CallOption {
+	return func(s *callSettings) { s.opts.Turn = id }
+}
+
+// WithSpecVersion pins the tool's spec version (its content hash, from
+// ToolSpec.Version); the default is the version current at admission.
+func WithSpecVersion(version string) CallOption {
+	return func(s *callSettings) { s.opts.SpecVersion = version }
+}
+
+// WithApprovalToken passes the approval token a call of a tool that needs
+// approval must carry.
+func WithApprovalToken(token string) CallOption {
+	return func(s *callSettings) { s.opts.ApprovalToken = token }
+}
+
+// WithScheduleToStart bounds how long the call may wait in the queue
+// before a worker starts it; past it the call is answered EXPIRED and never
+// runs. It can only tighten the tool's own limit; 0 keeps the tool's.
+func WithScheduleToStart(d time.Duration) CallOption {
+	return func(s *callSettings) { s.opts.ScheduleToStart = positive(d) }
+}
+
+// WithScheduleToClose bounds the whole call, queueing and every attempt
+// included; past it the call is answered TIMEOUT. It can only tighten the
+// tool's own limit; 0 keeps the tool's.
+func WithScheduleToClose(d time.Duration) CallOption {
+	return func(s *callSettings) { s.opts.ScheduleToClose = positive(d) }
+}
+
+// WithWait sets how long Call waits for the terminal response before it
+// returns a *StateError with the call id (the call keeps running). 0, the
+// default, is the dispatcher's default wait (60s unless configured), which
+// the dispatcher also caps (15m unless configured). Submit ignores it.
+//
+// When ctx has a deadline, Call waits at most until shortly before it, so
+// that a caller whose context runs out still learns the call id.
+func WithWait(d time.Duration) CallOption {
+	return func(s *callSettings) { s.wait = max(d, 0) }
+}
+
+func positive(d time.Duration) *durationpb.Duration {
+	if d <= 0 {
+		return nil
+	}
+	return durationpb.New(d)
+}

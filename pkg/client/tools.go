@@ -1,0 +1,93 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"connectrpc.com/connect"
+
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// ListOption filters ListTools and ExportTools.
+type ListOption func(*toolwirev1.ListToolsRequest)
+
+// WithNameGlob lists only the tools whose names match glob (path.Match
+// syntax, e.g. "mcp__github__*").
+func WithNameGlob(glob string) ListOption {
+	return func(r *toolwirev1.ListToolsRequest) { r.NameGlob = glob }
+}
+
+// WithExecutor lists only the tools run by executor type t.
+func WithExecutor(t toolwirev1.ExecutorType) ListOption {
+	return func(r *toolwirev1.ListToolsRequest) { r.Executor = t }
+}
+
+// ListTools returns the specs of the tools the caller's scopes allow, at
+// their current versions. Errors are transport errors wrapping the
+// *connect.Error.
+func (c *Client) ListTools(ctx context.Context, opts ...ListOption) ([]*toolwirev1.ToolSpec, error) {
+	resp, err := c.rpc.ListTools(ctx, connect.NewRequest(listRequest(toolwirev1.ToolFormat_TOOL_FORMAT_NATIVE, opts)))
+	if err != nil {
+		return nil, transportError("list tools", err)
+	}
+	return resp.Msg.GetTools(), nil
+}
+
+// ExportTools returns the tools ListTools would list as one JSON document
+// in a provider's format (OPENAI, ANTHROPIC, GEMINI or MCP), ready to pass
+// to that provider's API. It returns an error for the native format (use
+// ListTools), or a transport error wrapping the *connect.Error.
+func (c *Client) ExportTools(ctx context.Context, format toolwirev1.ToolFormat, opts ...ListOption) (json.RawMessage, error) {
+	if err := providerFormat(format); err != nil {
+		return nil, err
+	}
+	resp, err := c.rpc.ListTools(ctx, connect.NewRequest(listRequest(format, opts)))
+	if err != nil {
+		return nil, transportError("export tools", err)
+	}
+	return json.RawMessage(resp.Msg.GetToolsJson()), nil
+}
+
+// GetTool returns the current spec of the tool name. A tool that does not
+// exist, or that the caller's scopes do not allow, is an error whose
+// connect.CodeOf is connect.CodeNotFound; other errors are transport
+// errors wrapping the *connect.Error.
+func (c *Client) GetTool(ctx context.Context, name string) (*toolwirev1.ToolSpec, error) {
+	resp, err := c.rpc.GetTool(ctx, connect.NewRequest(&toolwirev1.GetToolRequest{Name: name}))
+	if err != nil {
+		return nil, transportError(fmt.Sprintf("get tool %q", name), err)
+	}
+	return resp.Msg.GetTool(), nil
+}
+
+// ExportTool returns the current definition of the tool name in a
+// provider's format (OPENAI, ANTHROPIC, GEMINI or MCP). Errors are as for
+// GetTool, plus an error for the native format.
+func (c *Client) ExportTool(ctx context.Context, name string, format toolwirev1.ToolFormat) (json.RawMessage, error) {
+	if err := providerFormat(format); err != nil {
+		return nil, err
+	}
+	resp, err := c.rpc.GetTool(ctx, connect.NewRequest(&toolwirev1.GetToolRequest{Name: name, Format: format}))
+	if err != nil {
+		return nil, transportError(fmt.Sprintf("export tool %q", name), err)
+	}
+	return json.RawMessage(resp.Msg.GetToolJson()), nil
+}
+
+func listRequest(format toolwirev1.ToolFormat, opts []ListOption) *toolwirev1.ListToolsRequest {
+	r := &toolwirev1.ListToolsRequest{Format: format}
+	for _, opt := range opts {
+		opt(r)
+	}
+	return r
+}
+
+func providerFormat(f toolwirev1.ToolFormat) error {
+	switch f {
+	case toolwirev1.ToolFormat_TOOL_FORMAT_UNSPECIFIED, toolwirev1.ToolFormat_TOOL_FORMAT_NATIVE:
+		return fmt.Errorf("toolwire client: %s is not a provider format; use ListTools or GetTool for native specs", f)
+	}
+	return nil
+}
