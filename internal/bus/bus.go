@@ -23,7 +23,13 @@ type Bus struct {
 	Results  jetstream.Stream
 	Events   jetstream.Stream
 	DLQ      jetstream.Stream
-	Cancels  jetstream.KeyValue
+	// Advisories captures the server's MaxDeliver advisories for the calls
+	// stream: advisories are core messages, lost when nobody listens.
+	Advisories jetstream.Stream
+	Cancels    jetstream.KeyValue
+	// Idempotency maps tenant-scoped idempotency keys to call ids for the
+	// audit horizon, beyond the stream's duplicate window.
+	Idempotency jetstream.KeyValue
 	Registry jetstream.KeyValue
 	Blobs    jetstream.ObjectStore
 }
@@ -111,6 +117,19 @@ func (b *Bus) ensure(ctx context.Context) error {
 			AllowDirect: true,
 		}},
 	}
+	streams = append(streams, struct {
+		dst *jetstream.Stream
+		cfg jetstream.StreamConfig
+	}{&b.Advisories, jetstream.StreamConfig{
+		Name:        c.AdvisoriesStream(),
+		Description: "toolwire: MaxDeliver advisories of the calls stream, for dead-lettering",
+		Subjects:    []string{MaxDeliverAdvisories(c.CallsStream())},
+		Retention:   jetstream.LimitsPolicy,
+		MaxAge:      7 * 24 * time.Hour,
+		Discard:     jetstream.DiscardOld,
+		Storage:     jetstream.FileStorage,
+		Replicas:    c.Replicas,
+	}})
 	for _, st := range streams {
 		stream, err := b.JS.CreateOrUpdateStream(ctx, st.cfg)
 		if err != nil {
@@ -132,6 +151,16 @@ func (b *Bus) ensure(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("bus: kv %s: %w", c.CancelBucket(), err)
+	}
+	b.Idempotency, err = b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      c.IdempotencyBucket(),
+		Description: "toolwire idempotency keys",
+		TTL:         c.CallsMaxAge,
+		Storage:     jetstream.FileStorage,
+		Replicas:    c.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("bus: kv %s: %w", c.IdempotencyBucket(), err)
 	}
 	b.Registry, err = b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      c.RegistryBucket(),
@@ -236,4 +265,10 @@ func IsWrongLastSequence(err error) bool {
 			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 	}
 	return false
+}
+
+// MaxDeliverAdvisories is the subject of the server's MaxDeliver advisories
+// for every consumer of stream.
+func MaxDeliverAdvisories(stream string) string {
+	return "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + stream + ".*"
 }

@@ -93,6 +93,15 @@ func (c Config) EventsStream() string { return c.upper() + "_EVENTS" }
 // DLQStream is the name of the dead-letter stream.
 func (c Config) DLQStream() string { return c.upper() + "_DLQ" }
 
+// AdvisoriesStream is the name of the stream capturing MaxDeliver advisories.
+func (c Config) AdvisoriesStream() string { return c.upper() + "_ADVISORIES" }
+
+// IdempotencyBucket is the name of the idempotency-key KV bucket.
+func (c Config) IdempotencyBucket() string { return c.Prefix + "_idempotency" }
+
+// ReaperConsumer is the durable consumer that dead-letters exhausted calls.
+func (c Config) ReaperConsumer() string { return c.Prefix + "_reaper" }
+
 // CancelBucket is the name of the cancel KV bucket.
 func (c Config) CancelBucket() string { return c.Prefix + "_cancels" }
 

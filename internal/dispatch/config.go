@@ -29,6 +29,9 @@ type Config struct {
 	DefaultWait time.Duration
 	// MaxWait caps any wait a request asks for. Default 15m.
 	MaxWait time.Duration
+	// MaxWaiting bounds callers waiting in Call on this replica; past it
+	// Call answers OVERLOADED. Default 100000.
+	MaxWaiting int
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -45,6 +48,7 @@ func (c Config) WithDefaults() Config {
 	c.MaxArgsDepth = cmp.Or(c.MaxArgsDepth, 32)
 	c.DefaultWait = cmp.Or(c.DefaultWait, 60*time.Second)
 	c.MaxWait = cmp.Or(c.MaxWait, 15*time.Minute)
+	c.MaxWaiting = cmp.Or(c.MaxWaiting, 100000)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }

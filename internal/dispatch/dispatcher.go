@@ -2,8 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +23,8 @@ import (
 // ErrStopped is returned by calls made after Stop.
 var ErrStopped = errors.New("dispatch: dispatcher stopped")
 
+var errOverloaded = errors.New("dispatch: too many waiting callers")
+
 // Dispatcher admits calls, publishes them and routes their results to
 // waiting callers. It is the core behind every API server.
 type Dispatcher struct {
@@ -36,7 +36,9 @@ type Dispatcher struct {
 
 	mu      sync.Mutex
 	waiters map[string][]chan *toolwirev1.ToolResponse
+	waiting int
 	sub     *nats.Subscription
+	reaper  jetstream.ConsumeContext
 	stopped bool
 }
 
@@ -72,8 +74,13 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		_ = sub.Unsubscribe()
 		return fmt.Errorf("dispatch: pending limits: %w", err)
 	}
+	reaper, err := d.startReaper(ctx)
+	if err != nil {
+		_ = sub.Unsubscribe()
+		return err
+	}
 	d.mu.Lock()
-	d.sub = sub
+	d.sub, d.reaper = sub, reaper
 	d.mu.Unlock()
 	return flush(ctx, d.bus.NC)
 }
@@ -89,6 +96,9 @@ func (d *Dispatcher) Stop() {
 	d.stopped = true
 	if d.sub != nil {
 		_ = d.sub.Unsubscribe()
+	}
+	if d.reaper != nil {
+		d.reaper.Stop()
 	}
 	for id, chans := range d.waiters {
 		for _, ch := range chans {
@@ -126,10 +136,16 @@ func (d *Dispatcher) wait(callID string) (ch chan *toolwirev1.ToolResponse, canc
 	if d.stopped {
 		return nil, nil, ErrStopped
 	}
+	if d.waiting >= d.cfg.MaxWaiting {
+		return nil, nil, errOverloaded
+	}
+	d.waiting++
 	d.waiters[callID] = append(d.waiters[callID], ch)
+	var once sync.Once
 	return ch, func() {
 		d.mu.Lock()
 		defer d.mu.Unlock()
+		once.Do(func() { d.waiting-- })
 		chans := d.waiters[callID]
 		for i, c := range chans {
 			if c == ch {
@@ -171,7 +187,7 @@ func (d *Dispatcher) Call(ctx context.Context, id Identity, o *toolwirev1.CallOp
 		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: s.Rejected}, nil
 	}
 	if w == nil { // duplicate of an earlier call: wait like GetResult
-		r, err := d.GetResult(ctx, id, s.CallID, d.clampWait(wait))
+		r, err := d.getResult(ctx, id, s.CallID, d.clampWait(wait), true)
 		if err != nil {
 			return nil, err
 		}
@@ -221,10 +237,21 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 	var w *waiter
 	if withWaiter {
 		ch, cancel, err := d.wait(callID)
+		if errors.Is(err, errOverloaded) {
+			te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, Retryable: true,
+				Message:            fmt.Sprintf("this dispatcher already has %d callers waiting", d.cfg.MaxWaiting),
+				PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, RetryAfter: durationpb.New(time.Second)}
+			return &Submitted{CallID: callID, Rejected: rejection(callID, o.Tool, te, now)}, nil, nil
+		}
 		if err != nil {
 			return nil, nil, err
 		}
 		w = &waiter{ch, cancel}
+	}
+	if o.IdempotencyKey != "" {
+		if s, done, err := d.claimKey(ctx, id, call, w); done || err != nil {
+			return s, nil, err
+		}
 	}
 	data, err := proto.Marshal(call)
 	if err != nil {
@@ -234,10 +261,6 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 		return nil, nil, fmt.Errorf("dispatch: marshal call: %w", err)
 	}
 	msgID := callID
-	if o.IdempotencyKey != "" {
-		sum := sha256.Sum256([]byte(id.Tenant + "\x00" + o.IdempotencyKey))
-		msgID = "idem-" + hex.EncodeToString(sum[:])
-	}
 	msg := &nats.Msg{Subject: d.subj.Call(call.Executor, id.Tenant, call.Provider, call.Tool), Data: data, Header: nats.Header{}}
 	fut, err := d.bus.JS.PublishMsgAsync(msg, jetstream.WithMsgID(msgID), jetstream.WithExpectStream(d.bus.Config.CallsStream()))
 	var ack *jetstream.PubAck
@@ -253,6 +276,7 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 		if w != nil {
 			w.cancel()
 		}
+		d.releaseKey(id, o)
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
@@ -262,37 +286,21 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 			PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, RetryAfter: durationpb.New(time.Second)}
 		return &Submitted{CallID: callID, Rejected: rejection(callID, o.Tool, te, now)}, nil, nil
 	}
-	if ack.Duplicate {
-		if w != nil {
-			w.cancel()
-		}
-		return d.duplicate(ctx, o, call, ack.Sequence, now)
-	}
+	_ = ack // a duplicate ack means an earlier publish of this very call landed
 	d.event(id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: call.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED, Caller: call.Caller})
 	return &Submitted{CallID: callID}, w, nil
-}
-
-// duplicate resolves an idempotency-key hit to the original call.
-func (d *Dispatcher) duplicate(ctx context.Context, o *toolwirev1.CallOptions, call *toolwirev1.ToolCall, seq uint64, now time.Time) (*Submitted, *waiter, error) {
-	raw, err := d.bus.Calls.GetMsg(ctx, seq)
-	if err != nil {
-		return nil, nil, fmt.Errorf("dispatch: load original of duplicate call: %w", err)
-	}
-	orig := &toolwirev1.ToolCall{}
-	if err := proto.Unmarshal(raw.Data, orig); err != nil {
-		return nil, nil, fmt.Errorf("dispatch: decode original of duplicate call: %w", err)
-	}
-	if orig.Tool != call.Tool || sha256.Sum256(orig.Arguments) != sha256.Sum256(call.Arguments) {
-		te := preExec(toolwirev1.ErrorType_ERROR_TYPE_CONFLICT,
-			fmt.Sprintf("idempotency key already used by call %s with other arguments", orig.CallId))
-		return &Submitted{CallID: call.CallId, Rejected: rejection(call.CallId, o.Tool, te, now)}, nil, nil
-	}
-	return &Submitted{CallID: orig.CallId, Duplicate: true}, nil, nil
 }
 
 // GetResult returns the result of callID for the caller's tenant, waiting
 // up to wait for a pending call. Any replica answers for any call.
 func (d *Dispatcher) GetResult(ctx context.Context, id Identity, callID string, wait time.Duration) (*toolwirev1.GetResultResponse, error) {
+	return d.getResult(ctx, id, callID, wait, false)
+}
+
+// getResult is GetResult; known says the call surely exists (an
+// idempotency hit whose original may still be publishing), so no events
+// yet means pending, not unknown.
+func (d *Dispatcher) getResult(ctx context.Context, id Identity, callID string, wait time.Duration, known bool) (*toolwirev1.GetResultResponse, error) {
 	if _, err := ulid.ParseStrict(callID); err != nil {
 		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
 	}
@@ -321,9 +329,10 @@ func (d *Dispatcher) GetResult(ctx context.Context, id Identity, callID string, 
 		if !errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil, fmt.Errorf("dispatch: look up call: %w", err)
 		}
-		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
-	}
-	if ev := (&toolwirev1.CallEvent{}); proto.Unmarshal(last.Data, ev) == nil && ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED {
+		if !known {
+			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
+		}
+	} else if ev := (&toolwirev1.CallEvent{}); proto.Unmarshal(last.Data, ev) == nil && ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED {
 		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE,
 			Response: rejection(callID, ev.Tool, ev.Error, ev.Time.AsTime())}, nil
 	}

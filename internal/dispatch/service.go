@@ -105,14 +105,35 @@ func (s *Service) GetResult(ctx context.Context, req *connect.Request[toolwirev1
 	return connect.NewResponse(resp), nil
 }
 
-// Watch is not available yet.
-func (s *Service) Watch(context.Context, *connect.Request[toolwirev1.WatchRequest], *connect.ServerStream[toolwirev1.WatchResponse]) error {
-	return connect.NewError(connect.CodeUnimplemented, errors.New("Watch arrives with the delivery-semantics work"))
+// Watch streams a call's events until it finishes.
+func (s *Service) Watch(ctx context.Context, req *connect.Request[toolwirev1.WatchRequest], stream *connect.ServerStream[toolwirev1.WatchResponse]) error {
+	id, err := identity(ctx)
+	if err != nil {
+		return err
+	}
+	err = s.d.Watch(ctx, id, req.Msg.CallId, func(ev *toolwirev1.CallEvent) error {
+		return stream.Send(&toolwirev1.WatchResponse{Event: ev})
+	})
+	if errors.Is(err, ErrUnknownCall) {
+		return connect.NewError(connect.CodeNotFound, err)
+	}
+	if err != nil {
+		return toConnectErr(err)
+	}
+	return nil
 }
 
-// Cancel is not available yet.
-func (s *Service) Cancel(context.Context, *connect.Request[toolwirev1.CancelRequest]) (*connect.Response[toolwirev1.CancelResponse], error) {
-	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("Cancel arrives with the delivery-semantics work"))
+// Cancel asks for a call to stop.
+func (s *Service) Cancel(ctx context.Context, req *connect.Request[toolwirev1.CancelRequest]) (*connect.Response[toolwirev1.CancelResponse], error) {
+	id, err := identity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.d.Cancel(ctx, id, req.Msg.CallId, req.Msg.Reason)
+	if err != nil {
+		return nil, toConnectErr(err)
+	}
+	return connect.NewResponse(&toolwirev1.CancelResponse{Outcome: out}), nil
 }
 
 // ListTools lists the tools the caller's scopes allow.

@@ -1,0 +1,153 @@
+package bench
+
+import (
+	"context"
+	"log/slog"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func testConfig(t testing.TB) Config {
+	return Config{TempDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+}
+
+var resultLine = regexp.MustCompile(`^RESULT system=(toolwire-nats|toolwire-http|jetstream-baseline) inflight=8 calls=200 ` +
+	`calls_per_s=[0-9.]+ p50_ms=[0-9.]+ p99_ms=[0-9.]+ p999_ms=[0-9.]+$`)
+
+func TestEveryPathAnswersEveryCall(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, path, conn, http, system string }{
+		{"nats", PathNATS, "", "", "toolwire-nats"},
+		{"http h2c", PathHTTP, "", "h2c", "toolwire-http"},
+		{"http http1", PathHTTP, "", "http1", "toolwire-http"},
+		{"baseline", PathBaseline, "", "", "jetstream-baseline"},
+		{"baseline over tcp", PathBaseline, "tcp", "", "jetstream-baseline"},
+		{"nats over tcp", PathNATS, "tcp", "", "toolwire-nats"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig(t)
+			cfg.Path, cfg.Conn, cfg.HTTP = tc.path, tc.conn, tc.http
+			cfg.InFlight, cfg.Calls, cfg.Warmup = 8, 200, 16
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+
+			r, err := Measure(ctx, cfg) // fails on the first call that does not answer ok
+			require.NoError(t, err)
+			require.Equal(t, tc.system, r.System)
+			require.Equal(t, 200, r.Calls)
+			require.Positive(t, r.P50)
+			require.LessOrEqual(t, r.P50, r.P99)
+			require.LessOrEqual(t, r.P99, r.P999)
+			require.Regexp(t, resultLine, r.Line())
+		})
+	}
+}
+
+func TestMeasureMemoryCountsWaitingCallers(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	m, err := MeasureMemory(ctx, testConfig(t), 300)
+	require.NoError(t, err)
+	require.Equal(t, 300, m.Calls)
+	// Each waiting call is one caller goroutine parked in Dispatcher.Call;
+	// other tests running in parallel make the count approximate.
+	require.InDelta(t, 300, m.Goroutines, 100)
+	require.Contains(t, m.String(), "per 10k calls in flight")
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	ok := Config{Path: PathNATS}.WithDefaults()
+	require.NoError(t, ok.Validate())
+	require.Equal(t, 2000, ok.Warmup, "warm-up defaults to a tenth of the calls")
+	for field, c := range map[string]Config{
+		"Path":     {Path: "grpc"},
+		"InFlight": {Path: PathNATS, InFlight: -1},
+		"Calls":    {Path: PathNATS, Calls: -5},
+		"Warmup":   {Path: PathNATS, Warmup: -2},
+		"Conn":     {Path: PathNATS, Conn: "udp"},
+		"HTTP":     {Path: PathHTTP, HTTP: "h3"},
+	} {
+		require.ErrorContains(t, c.WithDefaults().Validate(), field)
+	}
+}
+
+func TestPercentileIsNearestRank(t *testing.T) {
+	t.Parallel()
+	lat := make([]time.Duration, 1000)
+	for i := range lat {
+		lat[i] = time.Duration(i+1) * time.Millisecond
+	}
+	require.Equal(t, 500*time.Millisecond, percentile(lat, 0.5))
+	require.Equal(t, 990*time.Millisecond, percentile(lat, 0.99))
+	require.Equal(t, 999*time.Millisecond, percentile(lat, 0.999))
+	require.Equal(t, time.Millisecond, percentile(lat[:1], 0.999))
+	require.Zero(t, percentile(nil, 0.5))
+}
+
+func TestTemplateSubstitutesEveryCallID(t *testing.T) {
+	t.Parallel()
+	const id = "01JABCDEFGHJKMNPQRSTVWXYZ0"
+	tpl, err := newTemplate([]byte("\x0a\x1a"+id+"|meta:"+id), id)
+	require.NoError(t, err)
+	require.Equal(t, []int{2, 34}, tpl.offsets)
+	other := strings.Repeat("7", idLen)
+	require.Equal(t, "\x0a\x1a"+other+"|meta:"+other, string(tpl.with(other)))
+	require.Equal(t, "\x0a\x1a"+id+"|meta:"+id, string(tpl.data), "the template itself is unchanged")
+	_, err = newTemplate([]byte("nothing here"), id)
+	require.Error(t, err)
+}
+
+func TestWriteTableRelatesToBaseline(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	writeTable(&b, []Result{
+		{System: "jetstream-baseline", InFlight: 64, Calls: 1000, Elapsed: time.Second},
+		{System: "toolwire-nats", InFlight: 64, Calls: 800, Elapsed: time.Second},
+	})
+	require.Contains(t, b.String(), "| toolwire-nats | 64 | 800 | 800 |")
+	require.Contains(t, b.String(), "| 80% |")
+}
+
+// BenchmarkEchoNATS measures echo calls through the dispatcher core, 64 in
+// flight, on a fresh embedded server and in-process worker pool.
+func BenchmarkEchoNATS(b *testing.B) {
+	cfg := testConfig(b)
+	cfg.Path, cfg.InFlight = PathNATS, 64
+	cfg = cfg.WithDefaults()
+	ctx := b.Context()
+	e, err := startEnv(ctx, cfg)
+	require.NoError(b, err)
+	defer func() { require.NoError(b, e.close()) }()
+	s, err := startStack(ctx, e, stackOptions{worker: cfg.workerConcurrency()})
+	require.NoError(b, err)
+	defer func() { require.NoError(b, s.stop()) }()
+	_, _, err = drive(ctx, cfg.InFlight, 500, s.callNATS) // warm-up
+	require.NoError(b, err)
+
+	b.ResetTimer()
+	lat, wall, err := drive(ctx, cfg.InFlight, b.N, s.callNATS)
+	b.StopTimer()
+	require.NoError(b, err)
+	r := summarise(cfg.system(), cfg.InFlight, lat, wall)
+	b.ReportMetric(r.CallsPerSec(), "calls/s")
+	b.ReportMetric(ms(r.P99), "p99-ms")
+}

@@ -1,0 +1,93 @@
+package bench
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+)
+
+// The measurable paths.
+const (
+	PathNATS     = "nats"
+	PathHTTP     = "http"
+	PathBaseline = "baseline"
+)
+
+// Config configures one measurement.
+type Config struct {
+	// Path measured: PathNATS, PathHTTP or PathBaseline. Required.
+	Path string
+	// InFlight is how many calls are outstanding at once. Default 64.
+	InFlight int
+	// Calls measured. Default 20000.
+	Calls int
+	// Warmup calls run before the measured ones and not counted. Default
+	// Calls/10; -1 = none.
+	Warmup int
+	// Conn is how clients reach the embedded server: "inprocess" (default)
+	// or "tcp" (a loopback listener).
+	Conn string
+	// HTTP is the protocol of the http path: "h2c" (default) or "http1"
+	// (keep-alive, one connection per call in flight).
+	HTTP string
+	// CPUProfile, if set, is a file that receives a CPU profile of the
+	// measured calls (not of set-up or warm-up).
+	CPUProfile string
+	// TempDir holds the servers' store directories, each removed after its
+	// measurement. Default os.TempDir().
+	TempDir string
+	// Logger receives the components' logs. Default: warnings and errors
+	// to stderr.
+	Logger *slog.Logger
+}
+
+// WithDefaults returns a copy of c with zero fields set.
+func (c Config) WithDefaults() Config {
+	c.InFlight = cmp.Or(c.InFlight, 64)
+	c.Calls = cmp.Or(c.Calls, 20000)
+	if c.Warmup == 0 {
+		c.Warmup = c.Calls / 10
+	}
+	c.Conn = cmp.Or(c.Conn, "inprocess")
+	c.HTTP = cmp.Or(c.HTTP, "h2c")
+	c.TempDir = cmp.Or(c.TempDir, os.TempDir())
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return c
+}
+
+// Validate names the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.Path != PathNATS && c.Path != PathHTTP && c.Path != PathBaseline:
+		return fmt.Errorf("bench: Path %q must be nats, http or baseline", c.Path)
+	case c.InFlight < 1:
+		return fmt.Errorf("bench: InFlight %d must be positive", c.InFlight)
+	case c.Calls < 1:
+		return fmt.Errorf("bench: Calls %d must be positive", c.Calls)
+	case c.Warmup < -1:
+		return fmt.Errorf("bench: Warmup %d must be positive, 0 or -1", c.Warmup)
+	case c.Conn != "inprocess" && c.Conn != "tcp":
+		return fmt.Errorf("bench: Conn %q must be inprocess or tcp", c.Conn)
+	case c.HTTP != "h2c" && c.HTTP != "http1":
+		return fmt.Errorf("bench: HTTP %q must be h2c or http1", c.HTTP)
+	case c.TempDir == "":
+		return errors.New("bench: TempDir is empty")
+	}
+	return nil
+}
+
+// workerConcurrency is the in-process pool's size for a measurement:
+// never the limit.
+func (c Config) workerConcurrency() int { return max(64, c.InFlight) }
+
+// system is the name a measurement reports.
+func (c Config) system() string {
+	if c.Path == PathBaseline {
+		return "jetstream-baseline"
+	}
+	return "toolwire-" + c.Path
+}

@@ -1,0 +1,42 @@
+// Package bench measures toolwire end to end against a raw JetStream
+// baseline doing the same round trip, as DESIGN.md §11 asks: calls per
+// second and latency percentiles of the no-op echo tool at several numbers
+// of calls in flight, the ratio of each toolwire path to the baseline, and
+// the dispatcher's memory per 10,000 calls in flight.
+//
+// # Systems
+//
+//   - toolwire-nats: callers call Dispatcher.Call in-process; the call
+//     crosses NATS to an in-process worker pool and its result comes back
+//     over NATS. This is the dispatcher core without any API server.
+//   - toolwire-http: callers use the generated Connect client (binary
+//     protobuf) against a real net/http server on loopback serving
+//     dispatch.NewService(d).Handler(dispatch.OpenAccess{...}), over h2c
+//     (default) or HTTP/1.1 keep-alive with a connection per call in
+//     flight.
+//   - jetstream-baseline: the same round trip written directly against
+//     nats.go's jetstream package with nothing of toolwire in it: an async
+//     publish with a message id to a limits stream, a durable pull consumer
+//     fetching at most its free slots, a result published with
+//     ExpectLastSequencePerSubject(0) to a results stream, an ack, and the
+//     caller's receipt on a core subscription. Its payloads are the bytes
+//     of a real echo ToolCall and ToolResponse, captured from a toolwire
+//     round trip, with the call id substituted.
+//
+// # Decisions
+//
+//   - Every measurement gets a fresh embedded server (file storage in a new
+//     temporary directory, fsync every second: production's defaults), so
+//     no measurement inherits another's stream state.
+//   - Clients reach the server over in-process connections (the default of
+//     an embedded installation) unless Config.Conn is "tcp"; the caller side
+//     and the worker side always have a connection each, in toolwire and in
+//     the baseline alike.
+//   - The worker pool runs max(64, in flight) calls at once, so it is never
+//     the limit.
+//   - Load is a closed loop: InFlight goroutines each start their next call
+//     when the previous one returns. Warm-up calls run first and are not
+//     counted. Latencies are exact: every call's duration is kept and
+//     sorted (nearest-rank percentiles).
+//   - Memory per 10,000 calls in flight: see MeasureMemory.
+package bench

@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
+
+	"github.com/toolwire/toolwire/internal/cliflag"
+)
+
+// Main runs the toolwire-bench binary with args and returns its exit code:
+// 0 on success, 1 when a measurement fails, 2 on bad flags.
+//
+// With -suite it runs every level of DefaultLevels and the memory
+// measurement and prints a markdown report; otherwise it runs one
+// measurement and ends with its RESULT line.
+func Main(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("toolwire-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg Config
+	var suite, memory bool
+	var logLevel string
+	fs.BoolVar(&suite, "suite", false, "run the whole suite and print a markdown report")
+	fs.BoolVar(&memory, "memory", false, "measure only the dispatcher's memory per 10k calls in flight")
+	fs.StringVar(&cfg.Path, "path", PathNATS, "path measured: nats, http or baseline")
+	fs.IntVar(&cfg.InFlight, "inflight", 64, "calls in flight")
+	fs.IntVar(&cfg.Calls, "n", 20000, "calls measured")
+	fs.IntVar(&cfg.Warmup, "warmup", 0, "warm-up calls, not measured (0 = n/10, -1 = none)")
+	fs.StringVar(&cfg.Conn, "conn", "inprocess", "NATS connections: inprocess or tcp (loopback)")
+	fs.StringVar(&cfg.HTTP, "http", "h2c", "protocol of the http path: h2c or http1")
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured calls to this file")
+	fs.StringVar(&cfg.TempDir, "tmp", "", "directory for the servers' stores (default the system's)")
+	fs.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")
+	if err := cliflag.Parse(fs, args, "TOOLWIRE_BENCH_"); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "toolwire-bench: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	log, err := cliflag.Logger(stderr, logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	cfg.Logger = log
+	if err := cfg.WithDefaults().Validate(); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	switch {
+	case suite:
+		err = RunSuite(ctx, cfg, DefaultLevels, stdout, stderr)
+	case memory:
+		var m Memory
+		if m, err = MeasureMemory(ctx, cfg, MemoryCalls); err == nil {
+			fmt.Fprintln(stdout, "MEMORY", m)
+		}
+	default:
+		var r Result
+		if r, err = Measure(ctx, cfg); err == nil {
+			fmt.Fprintln(stdout, r.Line())
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "toolwire-bench:", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,138 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/dispatch"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// idLen is the length of a call id (a ULID).
+const idLen = 26
+
+// template is the stored bytes of one real message with the places of its
+// call id marked, so another id of the same length can be put in.
+type template struct {
+	data    []byte
+	offsets []int
+}
+
+// with returns a copy of the template carrying id, which has idLen bytes.
+func (t template) with(id string) []byte {
+	b := make([]byte, len(t.data))
+	copy(b, t.data)
+	for _, o := range t.offsets {
+		copy(b[o:o+idLen], id)
+	}
+	return b
+}
+
+func newTemplate(data []byte, callID string) (template, error) {
+	t := template{data: data}
+	for i := 0; ; {
+		j := bytes.Index(data[i:], []byte(callID))
+		if j < 0 {
+			break
+		}
+		t.offsets = append(t.offsets, i+j)
+		i += j + idLen
+	}
+	if len(t.offsets) == 0 {
+		return template{}, fmt.Errorf("bench: call id %s not found in a captured message", callID)
+	}
+	return t, nil
+}
+
+// payloads are the stored bytes of one real echo round trip.
+type payloads struct {
+	call     template // the ToolCall on the calls stream
+	result   template // the ToolResponse on the results stream
+	accepted []byte   // the ACCEPTED CallEvent (for the memory control)
+}
+
+// capturePayloads makes one echo call on a throwaway toolwire and returns
+// the exact bytes it stored.
+func capturePayloads(ctx context.Context, cfg Config) (p payloads, err error) {
+	e, err := startEnv(ctx, cfg)
+	if err != nil {
+		return p, err
+	}
+	defer func() { err = errors.Join(err, e.close()) }()
+	s, err := startStack(ctx, e, stackOptions{worker: 1})
+	if err != nil {
+		return p, err
+	}
+	defer func() { err = errors.Join(err, s.stop()) }()
+
+	resp, err := s.d.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: echoArgs}, callWait)
+	if err != nil {
+		return p, err
+	}
+	if err := checkEcho(resp); err != nil {
+		return p, err
+	}
+	id := resp.CallId
+	call, err := s.bus.Calls.GetLastMsgForSubject(ctx, s.bus.Subjects.AllCalls())
+	if err != nil {
+		return p, fmt.Errorf("bench: captured call: %w", err)
+	}
+	// A JetStream publish reaches core subscribers before the stream has
+	// stored it.
+	if err := waitMsgs(ctx, s.bus.Results, 1); err != nil {
+		return p, err
+	}
+	result, err := s.bus.Results.GetLastMsgForSubject(ctx, s.bus.Subjects.ResultAnyDispatcher(dispatch.DefaultIdentity.Tenant, id))
+	if err != nil {
+		return p, fmt.Errorf("bench: captured result: %w", err)
+	}
+	if p.call, err = newTemplate(call.Data, id); err != nil {
+		return p, err
+	}
+	if p.result, err = newTemplate(result.Data, id); err != nil {
+		return p, err
+	}
+	// Events are core publishes the events stream captures: wait for both
+	// (ACCEPTED and STARTED, in either order).
+	if err := waitMsgs(ctx, s.bus.Events, 2); err != nil {
+		return p, err
+	}
+	for seq := uint64(1); seq <= 2 && p.accepted == nil; seq++ {
+		m, err := s.bus.Events.GetMsg(ctx, seq)
+		if err != nil {
+			return p, fmt.Errorf("bench: captured event: %w", err)
+		}
+		var ev toolwirev1.CallEvent
+		if proto.Unmarshal(m.Data, &ev) == nil && ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED {
+			p.accepted = m.Data
+		}
+	}
+	if p.accepted == nil {
+		return p, errors.New("bench: no ACCEPTED event was stored")
+	}
+	return p, nil
+}
+
+// waitMsgs polls until stream holds at least n messages.
+func waitMsgs(ctx context.Context, stream jetstream.Stream, n uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		info, err := stream.Info(ctx)
+		if err == nil && info.State.Msgs >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bench: waiting for %d messages in a stream: %w", n, errors.Join(ctx.Err(), err))
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,237 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/executors/native"
+	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/tools/builtin"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
+	"github.com/toolwire/toolwire/pkg/toolworker"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// echoArgs are the arguments of every echo call.
+const echoArgs = `{"text":"ping"}`
+
+// callWait is how long a benchmark call waits for its result before it
+// counts as failed.
+const callWait = 30 * time.Second
+
+// stackOptions choose the parts of a stack.
+type stackOptions struct {
+	// worker starts an in-process worker pool of this concurrency on its
+	// own connection; 0 = no worker (the built-in specs are published
+	// into the registry instead).
+	worker int
+	// http serves the Connect API on loopback and builds a client for it.
+	http bool
+}
+
+// stack is a running toolwire: dispatcher, registry watcher, an optional
+// worker pool and an optional HTTP API, all on one env.
+type stack struct {
+	bus    *bus.Bus
+	reg    *registry.Store
+	d      *dispatch.Dispatcher
+	worker toolworker.Worker
+
+	srv       *http.Server
+	serveDone chan error
+	transport *http.Transport
+	client    toolwirev1connect.DispatcherServiceClient
+}
+
+// startStack starts a stack on e. On error everything started is stopped.
+func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err error) {
+	log := e.cfg.Logger
+	s = &stack{}
+	defer func() {
+		if err != nil {
+			s.stop()
+			s = nil
+		}
+	}()
+	nc, err := e.connect("bench-dispatcher")
+	if err != nil {
+		return nil, err
+	}
+	if s.bus, err = bus.Open(ctx, nc, bus.Config{}, bus.Options{}); err != nil {
+		return nil, err
+	}
+	if o.worker > 0 {
+		wnc, err := e.connect("bench-worker")
+		if err != nil {
+			return nil, err
+		}
+		wb, err := bus.Open(ctx, wnc, bus.Config{}, bus.Options{})
+		if err != nil {
+			return nil, err
+		}
+		w, err := toolworker.NewWorker(wb, toolworker.Options{Name: "bench-worker", Tools: builtin.Tools(), Concurrency: o.worker, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		if err := w.Start(ctx); err != nil {
+			return nil, err
+		}
+		s.worker = w
+	} else {
+		nat, err := native.NewWithConfig(native.Config{Logger: log}, builtin.Tools()...)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := registry.Publish(ctx, s.bus.Registry, nat.Specs()); err != nil {
+			return nil, err
+		}
+	}
+	reg := registry.NewStore(s.bus.Registry, log)
+	if err := reg.Start(ctx); err != nil {
+		return nil, err
+	}
+	s.reg = reg
+	if err := waitTool(ctx, reg, "echo"); err != nil {
+		return nil, err
+	}
+	d, err := dispatch.New(s.bus, reg, dispatch.Config{Name: "bench", Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Start(ctx); err != nil {
+		return nil, err
+	}
+	s.d = d
+	if o.http {
+		if err := s.serveHTTP(e.cfg); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// waitTool polls the registry until it lists name; the watcher fills it
+// asynchronously after a publish.
+func waitTool(ctx context.Context, reg *registry.Store, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := reg.Get(name); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bench: tool %q never appeared in the registry: %w", name, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// serveHTTP serves the Connect API on a loopback port the way
+// dispatch.Run does (HTTP/1.1 and h2c on one listener, default HTTP/2
+// settings) and builds a client of the configured protocol.
+func (s *stack) serveHTTP(cfg Config) error {
+	mux := http.NewServeMux()
+	path, h := dispatch.NewService(s.d).Handler(dispatch.OpenAccess{Identity: dispatch.DefaultIdentity})
+	mux.Handle(path, h)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("bench: listen: %w", err)
+	}
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, Protocols: new(http.Protocols)}
+	s.srv.Protocols.SetHTTP1(true)
+	s.srv.Protocols.SetUnencryptedHTTP2(true)
+	s.serveDone = make(chan error, 1)
+	go func() { s.serveDone <- s.srv.Serve(ln) }()
+
+	s.transport = &http.Transport{
+		Protocols:           new(http.Protocols),
+		MaxIdleConns:        0, // no limit
+		MaxIdleConnsPerHost: cfg.InFlight,
+		MaxConnsPerHost:     0, // no limit
+		IdleConnTimeout:     time.Minute,
+		ForceAttemptHTTP2:   false,
+	}
+	if cfg.HTTP == "http1" {
+		s.transport.Protocols.SetHTTP1(true)
+	} else {
+		// Prior-knowledge h2c. Past the server's stream limit per
+		// connection the transport opens more connections.
+		s.transport.Protocols.SetUnencryptedHTTP2(true)
+	}
+	s.client = toolwirev1connect.NewDispatcherServiceClient(&http.Client{Transport: s.transport}, "http://"+ln.Addr().String())
+	return nil
+}
+
+// callNATS makes one echo call through the dispatcher core.
+func (s *stack) callNATS(ctx context.Context) error {
+	resp, err := s.d.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: echoArgs}, callWait)
+	if err != nil {
+		return err
+	}
+	return checkEcho(resp)
+}
+
+// callHTTP makes one echo call through the Connect API.
+func (s *stack) callHTTP(ctx context.Context) error {
+	resp, err := s.client.Call(ctx, connect.NewRequest(&toolwirev1.CallRequest{
+		Call: &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: echoArgs},
+		Wait: durationpb.New(callWait),
+	}))
+	if err != nil {
+		return err
+	}
+	return checkEcho(resp.Msg)
+}
+
+// checkEcho fails unless the call finished with echo's answer.
+func checkEcho(r *toolwirev1.CallResponse) error {
+	if r.State != toolwirev1.CallState_CALL_STATE_DONE {
+		return fmt.Errorf("bench: call %s ended %s", r.CallId, r.State)
+	}
+	if !r.Response.GetOk() {
+		return fmt.Errorf("bench: call %s failed: %s: %s", r.CallId, r.Response.GetError().GetType(), r.Response.GetError().GetMessage())
+	}
+	if c := r.Response.GetContent(); len(c) != 1 || c[0].GetText().GetText() != "ping" {
+		return fmt.Errorf("bench: call %s answered %v, want the text ping", r.CallId, c)
+	}
+	return nil
+}
+
+// stop stops the stack in order: the HTTP server (no call is in flight by
+// then), the worker (grace 5s), the dispatcher (releasing any waiter), the
+// registry watcher. The env closes the connections afterwards.
+func (s *stack) stop() error {
+	var errs []error
+	if s.srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, s.srv.Shutdown(ctx))
+		cancel()
+		if err := <-s.serveDone; !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+		s.transport.CloseIdleConnections()
+	}
+	if s.worker != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, s.worker.Stop(ctx))
+		cancel()
+	}
+	if s.d != nil {
+		s.d.Stop()
+	}
+	if s.reg != nil {
+		s.reg.Stop()
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,52 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/worker"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// Cancel asks for a call to stop: it writes the call's tombstone (with a
+// TTL) that workers check before starting and watch while running.
+// Cancelling twice, after completion or an unknown id changes nothing.
+func (d *Dispatcher) Cancel(ctx context.Context, id Identity, callID, reason string) (toolwirev1.CancelOutcome, error) {
+	if _, err := ulid.ParseStrict(callID); err != nil {
+		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_UNKNOWN_CALL, nil
+	}
+	resp, err := d.loadResult(ctx, d.subj.ResultAnyDispatcher(id.Tenant, callID))
+	if err != nil {
+		return 0, err
+	}
+	if resp != nil {
+		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, nil
+	}
+	last, err := d.bus.Events.GetLastMsgForSubject(ctx, d.subj.EventsAnyDispatcher(id.Tenant, callID))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_UNKNOWN_CALL, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("dispatch: look up call: %w", err)
+	}
+	ev, evErr := decodeEvent(last.Data)
+	if evErr == nil && ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED {
+		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, nil
+	}
+	val, _ := json.Marshal(worker.Tombstone{By: id.Agent, Reason: reason})
+	_, err = d.bus.Cancels.Create(ctx, bus.CancelKey(id.Tenant, callID), val, jetstream.KeyTTL(d.bus.Config.CancelTTL))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_REQUESTED, nil // already requested
+	}
+	if err != nil {
+		return 0, fmt.Errorf("dispatch: write tombstone: %w", err)
+	}
+	d.event(id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED,
+		Message: reason, Caller: &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent}})
+	return toolwirev1.CancelOutcome_CANCEL_OUTCOME_REQUESTED, nil
+}

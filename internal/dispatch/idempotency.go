@@ -1,0 +1,76 @@
+package dispatch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// keyRecord is what the idempotency bucket holds per key.
+type keyRecord struct {
+	CallID   string `json:"call_id"`
+	Tool     string `json:"tool"`
+	ArgsHash string `json:"args_sha256"`
+}
+
+func idemKey(tenant, key string) string {
+	sum := sha256.Sum256([]byte(tenant + "\x00" + key))
+	return hex.EncodeToString(sum[:])
+}
+
+// claimKey binds a tenant's idempotency key to call for the audit horizon
+// (the bucket's TTL), beyond the stream's duplicate window. When the key
+// is already bound, done is true: the same tool and arguments return the
+// original call (Duplicate), anything else CONFLICT. The waiter, if any,
+// is released when done.
+func (d *Dispatcher) claimKey(ctx context.Context, id Identity, call *toolwirev1.ToolCall, w *waiter) (s *Submitted, done bool, err error) {
+	sum := sha256.Sum256(call.Arguments)
+	rec := keyRecord{CallID: call.CallId, Tool: call.Tool, ArgsHash: hex.EncodeToString(sum[:])}
+	val, _ := json.Marshal(rec)
+	key := idemKey(id.Tenant, call.IdempotencyKey)
+	_, err = d.bus.Idempotency.Create(ctx, key, val)
+	if err == nil {
+		return nil, false, nil
+	}
+	if w != nil {
+		w.cancel()
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return nil, true, fmt.Errorf("dispatch: claim idempotency key: %w", err)
+	}
+	e, err := d.bus.Idempotency.Get(ctx, key)
+	if err != nil {
+		return nil, true, fmt.Errorf("dispatch: read idempotency key: %w", err)
+	}
+	var orig keyRecord
+	if err := json.Unmarshal(e.Value(), &orig); err != nil {
+		return nil, true, fmt.Errorf("dispatch: decode idempotency key: %w", err)
+	}
+	if orig.Tool != rec.Tool || orig.ArgsHash != rec.ArgsHash {
+		te := preExec(toolwirev1.ErrorType_ERROR_TYPE_CONFLICT,
+			fmt.Sprintf("idempotency key already used by call %s with other arguments", orig.CallID))
+		te.Suggestion = "use a new idempotency key for different arguments"
+		return &Submitted{CallID: call.CallId, Rejected: rejection(call.CallId, call.Tool, te, time.Now())}, true, nil
+	}
+	return &Submitted{CallID: orig.CallID, Duplicate: true}, true, nil
+}
+
+// releaseKey unbinds a key whose call could not be queued, so a retry with
+// the same key is not pointed at a call that never existed.
+func (d *Dispatcher) releaseKey(id Identity, o *toolwirev1.CallOptions) {
+	if o.IdempotencyKey == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := d.bus.Idempotency.Delete(ctx, idemKey(id.Tenant, o.IdempotencyKey)); err != nil {
+		d.log.Warn("releasing idempotency key failed", "err", err)
+	}
+}

@@ -1,0 +1,116 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/bus"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// maxDeliverAdvisory is the part of the server's MaxDeliver advisory the
+// reaper reads.
+type maxDeliverAdvisory struct {
+	Stream     string `json:"stream"`
+	Consumer   string `json:"consumer"`
+	StreamSeq  uint64 `json:"stream_seq"`
+	Deliveries uint64 `json:"deliveries"`
+}
+
+// startReaper consumes the captured MaxDeliver advisories (one durable
+// consumer shared by every replica) and ends each exhausted call that has
+// no result yet: a dead letter and a terminal MAX_ATTEMPTS answer, so no
+// caller hangs when every delivery crashed.
+func (d *Dispatcher) startReaper(ctx context.Context) (jetstream.ConsumeContext, error) {
+	cons, err := d.bus.Advisories.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       d.bus.Config.ReaperConsumer(),
+		Description:   "toolwire: dead-letters calls that exhausted MaxDeliver",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxDeliver:    10,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: reaper consumer: %w", err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := d.reap(rctx, m.Data()); err != nil {
+			d.log.Error("reaping exhausted call failed; will retry", "err", err)
+			_ = m.NakWithDelay(time.Second)
+			return
+		}
+		if err := m.Ack(); err != nil {
+			d.log.Warn("reaper ack failed", "err", err)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: reaper: %w", err)
+	}
+	return cc, nil
+}
+
+func (d *Dispatcher) reap(ctx context.Context, advisory []byte) error {
+	var adv maxDeliverAdvisory
+	if err := json.Unmarshal(advisory, &adv); err != nil || adv.StreamSeq == 0 {
+		d.log.Warn("ignoring unreadable MaxDeliver advisory", "err", err)
+		return nil
+	}
+	raw, err := d.bus.Calls.GetMsg(ctx, adv.StreamSeq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil // aged out
+	}
+	if err != nil {
+		return fmt.Errorf("load call %d: %w", adv.StreamSeq, err)
+	}
+	typ := toolwirev1.ExecutorType_EXECUTOR_TYPE_UNSPECIFIED
+	call := &toolwirev1.ToolCall{}
+	if err := proto.Unmarshal(raw.Data, call); err != nil || call.CallId == "" {
+		dl := &toolwirev1.DeadLetter{Raw: raw.Data, Subject: raw.Subject, Reason: "undecodable call exhausted MaxDeliver",
+			Attempts: int32(adv.Deliveries), Time: timestamppb.Now(), Worker: "reaper:" + d.cfg.Name}
+		return d.publishDLQ(ctx, d.subj.DLQ(typ, "_unknown", "_unknown", "_unknown"), dl, adv.StreamSeq)
+	}
+	subject := d.subj.Result(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
+	if _, err := d.bus.Results.GetLastMsgForSubject(ctx, subject); err == nil {
+		return nil // answered after all
+	}
+	te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_MAX_ATTEMPTS,
+		Message:            fmt.Sprintf("no attempt finished after %d deliveries (workers crashed or stalled)", adv.Deliveries),
+		PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN}
+	dl := &toolwirev1.DeadLetter{Call: call, Subject: raw.Subject, Reason: "MaxDeliver exhausted", LastError: te,
+		Attempts: int32(adv.Deliveries), Time: timestamppb.Now(), Worker: "reaper:" + d.cfg.Name}
+	if err := d.publishDLQ(ctx, d.subj.DLQ(call.Executor, call.GetCaller().GetTenant(), call.Provider, call.Tool), dl, adv.StreamSeq); err != nil {
+		return err
+	}
+	now := time.Now()
+	resp := &toolwirev1.ToolResponse{EnvelopeVersion: 1, CallId: call.CallId, Tool: call.Tool, Error: te,
+		Meta: &toolwirev1.ResponseMeta{Source: "dlq", Attempt: int32(adv.Deliveries), SpecVersion: call.SpecVersion,
+			AcceptedAt: call.AcceptedAt, StartedAt: timestamppb.New(now), FinishedAt: timestamppb.New(now), Duration: durationpb.New(0)}}
+	data, err := proto.Marshal(resp)
+	if err != nil {
+		return err
+	}
+	if _, err := d.bus.JS.Publish(ctx, subject, data, jetstream.WithExpectLastSequencePerSubject(0)); err != nil && !bus.IsWrongLastSequence(err) {
+		return fmt.Errorf("publish MAX_ATTEMPTS: %w", err)
+	}
+	return nil
+}
+
+func (d *Dispatcher) publishDLQ(ctx context.Context, subject string, dl *toolwirev1.DeadLetter, seq uint64) error {
+	data, err := proto.Marshal(dl)
+	if err != nil {
+		return err
+	}
+	// The advisory's stream sequence makes the record idempotent across
+	// reaper retries within the duplicate window.
+	_, err = d.bus.JS.Publish(ctx, subject, data, jetstream.WithMsgID(fmt.Sprintf("reap-%d", seq)))
+	return err
+}
