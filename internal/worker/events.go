@@ -27,18 +27,16 @@ func (w *Worker) lastEvent(ctx context.Context, call *toolwirev1.ToolCall) *tool
 		return nil
 	}
 	if ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED || ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED {
-		// Admission and cancel requests say nothing about attempts; an
-		// attempt that started would have written STARTED after ACCEPTED.
-		if ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED {
-			return nil
-		}
+		// Admission and cancel records say nothing about attempts, and
+		// come from other connections, so they may land after an attempt's
+		// STARTED: look at every event.
 		return w.lastAttemptEvent(ctx, call)
 	}
 	return ev
 }
 
 // lastAttemptEvent scans a call's events for the newest attempt event; it
-// runs only when a cancel request is the newest event.
+// runs only for redeliveries whose newest event is not an attempt's.
 func (w *Worker) lastAttemptEvent(ctx context.Context, call *toolwirev1.ToolCall) *toolwirev1.CallEvent {
 	cons, err := w.bus.Events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{w.bus.Subjects.EventsAnyDispatcher(call.Caller.GetTenant(), call.CallId)}})
