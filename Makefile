@@ -1,0 +1,94 @@
+# toolwire — developer entry points. `make` (or `make help`) lists them.
+#
+# Tools are pinned: buf and staticcheck in tools/go.mod, the protoc plugins
+# as tool directives in go.mod. Nothing is installed globally.
+
+SHELL       := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+GO          ?= go
+BUF         := $(GO) tool -modfile=tools/go.mod buf
+STATICCHECK := $(GO) tool -modfile=tools/go.mod staticcheck
+
+# Bound on the whole test run (go test -timeout).
+TEST_TIMEOUT ?= 15m
+# Extra flags for go test, e.g. TEST_FLAGS='-run TestCall -v'.
+TEST_FLAGS   ?=
+# Arguments for the dispatcher in `make run`, e.g. ARGS='--nats-listen 127.0.0.1:4222'.
+ARGS         ?=
+# Arguments for `make bench`.
+BENCH_FLAGS  ?=
+# What `buf breaking` compares the contract with: a git revision, or
+# `none`. Empty = chosen by scripts/proto-breaking.sh (see there).
+BREAKING_AGAINST ?=
+
+.PHONY: help run build generate verify lint test bench clean \
+	verify-proto-format verify-proto-lint verify-generated verify-mod verify-breaking verify-selftest
+
+help: ## list the targets
+	@echo 'usage: make <target> [VAR=value ...]'
+	@echo
+	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z0-9_-]+:.*## / { printf "  %-20s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+run: ## run the dispatcher: embedded NATS under ./data, in-process workers, API on 127.0.0.1:8080
+	$(GO) run ./cmd/dispatcher $(ARGS)
+
+build: ## build every command (dispatcher, worker, toolctl, toolwire-bench) into ./bin
+	@mkdir -p bin
+	$(GO) build -o bin/ ./cmd/...
+
+generate: ## regenerate pkg/toolproto from proto/ (and format the .proto files)
+	$(BUF) format -w
+	rm -rf pkg/toolproto/toolwire
+	$(BUF) generate
+
+verify: verify-proto-format verify-proto-lint verify-breaking verify-generated verify-mod ## check the contract: buf format, lint and breaking; generated code current; go.mod tidy
+
+verify-proto-format: ## buf format: .proto files are formatted
+	$(BUF) format --diff --exit-code
+
+verify-proto-lint: ## buf lint (STANDARD)
+	$(BUF) lint
+
+# Regenerates into the tree, then fails if proto/ or pkg/toolproto/ differ
+# from the index: commit (or stage) proto changes together with their
+# generated code. Staged changes count as done so that a change can be
+# checked before it is committed; on a fresh clone index = HEAD.
+verify-generated: generate ## generated code matches proto/ (regenerates, then compares with git)
+	@stale=$$(git status --porcelain --untracked-files=all -- proto pkg/toolproto | grep -v '^. ' || true); \
+	if [ -n "$$stale" ]; then \
+		echo 'verify: generated code is stale: `make generate` changed proto/ or pkg/toolproto/:'; \
+		echo "$$stale"; \
+		git --no-pager diff --stat -- proto pkg/toolproto; \
+		echo 'verify: run `make generate` and commit the result with the .proto change'; \
+		exit 1; \
+	fi
+
+# tools/go.mod is not checked: tidying it needs test-only dependencies of
+# buf that the module proxy here refuses, so it is kept minimal by hand.
+verify-mod: ## go.mod and go.sum are tidy (go mod tidy -diff)
+	$(GO) mod tidy -diff
+
+verify-breaking: ## buf breaking (FILE) against the contract this change started from
+	BUF='$(BUF)' BREAKING_AGAINST='$(BREAKING_AGAINST)' scripts/proto-breaking.sh
+
+verify-selftest: ## prove `make verify` catches a stale regeneration and a breaking change (in a temporary copy)
+	scripts/verify-selftest.sh
+
+lint: ## gofmt, go vet and the pinned staticcheck
+	@unformatted=$$(git ls-files -co --exclude-standard -- '*.go' | while read -r f; do [ -e "$$f" ] && echo "$$f"; done | xargs -r gofmt -l); \
+	if [ -n "$$unformatted" ]; then echo 'lint: gofmt -w needed for:'; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+# go test also runs every fuzz target's seed corpus (testdata/fuzz and
+# f.Add); fuzzing proper is `go test -fuzz`.
+test: ## run every test with the race detector
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
+
+bench: ## run the benchmark suite (results for BENCHMARKS.md)
+	$(GO) run ./cmd/toolwire-bench -suite $(BENCH_FLAGS)
+
+clean: ## remove ./bin (./data, the embedded server's store, is kept)
+	rm -rf bin

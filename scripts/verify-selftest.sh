@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Proves that `make verify` guards the contract, in a throw-away copy of
+# the working tree committed as a fresh repository on branch main:
+#
+#   1. a field added to a .proto without regenerating → verify fails,
+#      and says the generated code is stale;
+#   2. the same change regenerated and committed → the generated-code and
+#      breaking checks pass (an added field is compatible);
+#   3. that field renamed, regenerated and committed → verify fails in
+#      buf breaking.
+#
+# The copy takes tracked and untracked files (respecting .gitignore), so it
+# tests the Makefile as it is now, not as last committed.
+set -euo pipefail
+
+root=$(git rev-parse --show-toplevel)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+copy=$tmp/repo
+mkdir "$copy"
+(
+	cd "$root"
+	git ls-files -z -co --exclude-standard |
+		while IFS= read -r -d '' f; do if [[ -e $f ]]; then printf '%s\0' "$f"; fi; done |
+		tar --null -T - -cf -
+) | tar -xf - -C "$copy"
+
+cd "$copy"
+git init -q -b main
+git add -A
+commit() { git -c user.name=verify-selftest -c user.email=selftest@invalid commit -qm "$1"; }
+commit "baseline"
+
+log=$tmp/make.log
+# expect_fail TARGET PATTERN: make TARGET must fail and print PATTERN.
+# -k runs every check, so PATTERN is found even when an unrelated one fails.
+expect_fail() {
+	if make -k --no-print-directory "$1" >"$log" 2>&1; then
+		cat "$log"
+		echo "verify-selftest: FAIL: make $1 passed, want a failure matching '$2'"
+		exit 1
+	fi
+	if ! grep -q -- "$2" "$log"; then
+		cat "$log"
+		echo "verify-selftest: FAIL: make $1 failed, but not with '$2'"
+		exit 1
+	fi
+}
+expect_pass() {
+	if ! make --no-print-directory "$@" >"$log" 2>&1; then
+		cat "$log"
+		echo "verify-selftest: FAIL: make $* failed"
+		exit 1
+	fi
+}
+
+proto=proto/toolwire/v1/call.proto
+printf '\n// SelftestProbe exists only in verify-selftest.\nmessage SelftestProbe {\n  string note = 1;\n}\n' >>"$proto"
+
+expect_fail verify "generated code is stale"
+echo "verify-selftest: ok: a .proto change without regeneration fails make verify"
+
+git checkout -q -- pkg/toolproto
+expect_pass generate
+git add -A
+commit "add SelftestProbe"
+expect_pass verify-proto-format verify-proto-lint verify-generated verify-breaking
+echo "verify-selftest: ok: the regenerated, committed change passes"
+
+sed -i 's/string note = 1;/string remark = 1;/' "$proto"
+grep -q 'string remark = 1;' "$proto"
+expect_pass generate
+git add -A
+commit "rename SelftestProbe.note"
+expect_fail verify 'changed name from "note" to "remark"'
+echo "verify-selftest: ok: a breaking change fails make verify"
