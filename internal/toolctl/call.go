@@ -1,0 +1,213 @@
+package toolctl
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolwire/toolwire/pkg/client"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// callFlags are the per-call options of call and submit.
+type callFlags struct {
+	idempotencyKey, session, user, run, turn, specVersion, approvalToken string
+	scheduleToStart, scheduleToClose                                     time.Duration
+}
+
+func (f *callFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.idempotencyKey, "idempotency-key", "", "same key and arguments = the same call, executed once")
+	fs.StringVar(&f.session, "session", "", "agent session the call belongs to")
+	fs.StringVar(&f.user, "user", "", "end user the call acts for")
+	fs.StringVar(&f.run, "run", "", "agent run the call belongs to")
+	fs.StringVar(&f.turn, "turn", "", "conversation turn the call belongs to")
+	fs.StringVar(&f.specVersion, "spec-version", "", "pin the tool's spec version (default: current)")
+	fs.StringVar(&f.approvalToken, "approval-token", "", "approval token for tools that require approval")
+	fs.DurationVar(&f.scheduleToStart, "schedule-to-start", 0, "longest wait in the queue before the call starts (0 = the tool's)")
+	fs.DurationVar(&f.scheduleToClose, "schedule-to-close", 0, "longest time for the whole call (0 = the tool's)")
+}
+
+func (f *callFlags) options() []client.CallOption {
+	return []client.CallOption{
+		client.WithIdempotencyKey(f.idempotencyKey), client.WithSession(f.session), client.WithUser(f.user),
+		client.WithRun(f.run), client.WithTurn(f.turn), client.WithSpecVersion(f.specVersion),
+		client.WithApprovalToken(f.approvalToken),
+		client.WithScheduleToStart(f.scheduleToStart), client.WithScheduleToClose(f.scheduleToClose),
+	}
+}
+
+const argsHelp = `JSON is the arguments object, sent to the tool byte for byte; "-" reads it
+from stdin; without it the arguments are {}.`
+
+func (a *app) callCommand() *cobra.Command {
+	var f callFlags
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "call TOOL [JSON]",
+		Short: "Call a tool and print its response",
+		Long: `Call a tool and wait for its response.
+
+` + argsHelp + `
+
+With -o text the tool's content is printed on stdout, and an error as
+"error: TYPE: message" plus one line per offending field on stderr. With
+-o json the whole answer is printed as JSON.`,
+		Example: `  toolctl call echo '{"text":"hi"}'
+  echo '{"duration":"2s"}' | toolctl call sleep - --wait 1s`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			callArgs, err := readArgs(cmd.InOrStdin(), args[1:])
+			if err != nil {
+				return err
+			}
+			if wait < 0 {
+				return fmt.Errorf("--wait %s: must not be negative", wait)
+			}
+			res, err := a.client.Call(cmd.Context(), args[0], callArgs, append(f.options(), client.WithWait(wait))...)
+			return a.printOutcome(res, err)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().DurationVar(&wait, "wait", 0, "longest wait for the response (0 = the dispatcher's default, 60s); then exit 3 with the call id")
+	return cmd
+}
+
+func (a *app) submitCommand() *cobra.Command {
+	var f callFlags
+	cmd := &cobra.Command{
+		Use:   "submit TOOL [JSON]",
+		Short: "Queue a call and print its id",
+		Long: `Queue a call without waiting and print its id; fetch the result with
+'toolctl get ID'. A call refused at admission is reported like a failed
+call (exit 1).
+
+` + argsHelp,
+		Example: `  id=$(toolctl submit sleep '{"duration":"10s"}') && toolctl get "$id" --wait 1m`,
+		Args:    cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			callArgs, err := readArgs(cmd.InOrStdin(), args[1:])
+			if err != nil {
+				return err
+			}
+			sub, err := a.client.Submit(cmd.Context(), args[0], callArgs, f.options()...)
+			if err != nil {
+				return &requestError{err}
+			}
+			if a.json() {
+				msg := &toolwirev1.SubmitResponse{CallId: sub.CallID, Duplicate: sub.Duplicate}
+				if sub.Result != nil {
+					msg.Response = sub.Result.Response
+				}
+				if err := a.printProto(msg); err != nil {
+					return err
+				}
+				return exitFor(sub.Result)
+			}
+			if sub.Result != nil && !sub.Result.OK() {
+				a.printToolError(sub.Result)
+				return exitCode(ExitToolError)
+			}
+			fmt.Fprintln(a.io.Stdout, sub.CallID)
+			if sub.Duplicate {
+				fmt.Fprintln(a.io.Stderr, "note: the idempotency key matched this earlier call; nothing new was queued")
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func (a *app) getCommand() *cobra.Command {
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "get CALL_ID",
+		Short: "Print the result of a call",
+		Long: `Print the result of a call by id, from any dispatcher replica, like 'call'
+prints it. Without --wait a call that is still running exits 3 at once.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if wait < 0 {
+				return fmt.Errorf("--wait %s: must not be negative", wait)
+			}
+			res, err := a.client.GetResult(cmd.Context(), args[0], wait)
+			return a.printOutcome(res, err)
+		},
+	}
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait this long for a call that is still running (0 = answer at once)")
+	return cmd
+}
+
+// readArgs returns the arguments of call and submit: none, the JSON
+// argument, or stdin for "-". It refuses text that is not JSON, so that a
+// typo is a usage error rather than a VALIDATION answer.
+func readArgs(stdin io.Reader, args []string) (json.RawMessage, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	b := []byte(args[0])
+	if args[0] == "-" {
+		var err error
+		if b, err = io.ReadAll(stdin); err != nil {
+			return nil, fmt.Errorf("read arguments from stdin: %w", err)
+		}
+		b = bytes.TrimSpace(b)
+	}
+	var check json.RawMessage
+	if err := json.Unmarshal(b, &check); err != nil {
+		return nil, fmt.Errorf("the arguments are not valid JSON: %w", err)
+	}
+	return b, nil
+}
+
+// printOutcome prints the answer of call or get and returns its exit code
+// as an error (nil for success).
+func (a *app) printOutcome(res *client.Result, err error) error {
+	var se *client.StateError
+	switch {
+	case errors.As(err, &se):
+		if a.json() {
+			if err := a.printProto(&toolwirev1.GetResultResponse{CallId: se.CallID, State: se.State}); err != nil {
+				return err
+			}
+		} else if errors.Is(err, client.ErrPending) {
+			fmt.Fprintln(a.io.Stdout, se.CallID)
+			fmt.Fprintf(a.io.Stderr, "pending: call %s has no result yet; fetch it with: toolctl get %s --wait 1m\n", se.CallID, se.CallID)
+		} else {
+			fmt.Fprintf(a.io.Stderr, "error: NOT_FOUND: no call %q is known\n", se.CallID)
+		}
+		if errors.Is(err, client.ErrPending) {
+			return exitCode(ExitPending)
+		}
+		return exitCode(ExitToolError)
+	case err != nil:
+		return &requestError{err}
+	}
+	if a.json() {
+		if err := a.printProto(&toolwirev1.GetResultResponse{CallId: res.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: res.Response}); err != nil {
+			return err
+		}
+		return exitFor(res)
+	}
+	if !res.OK() {
+		a.printToolError(res)
+		return exitCode(ExitToolError)
+	}
+	a.printContent(res)
+	return nil
+}
+
+// exitFor returns the exit code of a terminal result as an error; nil
+// for none or a success.
+func exitFor(res *client.Result) error {
+	if res != nil && !res.OK() {
+		return exitCode(ExitToolError)
+	}
+	return nil
+}

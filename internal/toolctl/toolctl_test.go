@@ -1,0 +1,338 @@
+package toolctl_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/toolctl"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// outcome is what one toolctl run printed and returned.
+type outcome struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs toolctl in-process with args, stdin and environment env.
+func run(t *testing.T, env map[string]string, stdin string, args ...string) outcome {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := toolctl.Run(t.Context(), args, toolctl.IO{
+		Stdin: strings.NewReader(stdin), Stdout: &stdout, Stderr: &stderr,
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+	})
+	return outcome{stdout.String(), stderr.String(), code}
+}
+
+type bundle struct {
+	stack *dispatchtest.Stack
+}
+
+func setup(t *testing.T, opts dispatchtest.Options) *bundle {
+	t.Helper()
+	return &bundle{stack: dispatchtest.Start(t, opts)}
+}
+
+// run runs toolctl against the bundle's dispatcher.
+func (b *bundle) run(t *testing.T, args ...string) outcome {
+	t.Helper()
+	return run(t, nil, "", append([]string{"--server", b.stack.URL}, args...)...)
+}
+
+func TestCall(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatchtest.Options{})
+
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		out := b.run(t, "call", "echo", `{"text":"hi"}`)
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		require.Equal(t, "hi\n", out.stdout)
+		require.Empty(t, out.stderr)
+	})
+
+	t.Run("ArgumentsFromStdin", func(t *testing.T) {
+		t.Parallel()
+		out := run(t, nil, "{\"text\":\"from stdin\"}\n", "--server", b.stack.URL, "call", "echo", "-")
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		require.Equal(t, "from stdin\n", out.stdout)
+	})
+
+	t.Run("SchemaViolation", func(t *testing.T) {
+		t.Parallel()
+		out := b.run(t, "call", "echo", `{"text":42}`)
+		require.Equal(t, toolctl.ExitToolError, out.code)
+		require.Empty(t, out.stdout)
+		require.Contains(t, out.stderr, "error: VALIDATION: ")
+		require.Contains(t, out.stderr, "\n  /text: ", "one line per offending field")
+	})
+
+	t.Run("MissingArguments", func(t *testing.T) {
+		t.Parallel()
+		out := b.run(t, "call", "echo")
+		require.Equal(t, toolctl.ExitToolError, out.code)
+		require.Contains(t, out.stderr, "  /text: is required")
+	})
+
+	t.Run("UnknownTool", func(t *testing.T) {
+		t.Parallel()
+		out := b.run(t, "call", "nosuch", "{}")
+		require.Equal(t, toolctl.ExitToolError, out.code)
+		require.Contains(t, out.stderr, `error: NOT_FOUND: unknown tool "nosuch"`)
+		require.Contains(t, out.stderr, "suggestion: ")
+	})
+
+	t.Run("ToolFailed", func(t *testing.T) {
+		t.Parallel()
+		out := b.run(t, "call", "fail", `{"type":"PERMANENT","message":"no luck"}`)
+		require.Equal(t, toolctl.ExitToolError, out.code)
+		require.Contains(t, out.stderr, "error: PERMANENT: no luck")
+	})
+
+	t.Run("BadJSON", func(t *testing.T) {
+		t.Parallel()
+		for _, arg := range []string{`{"text":`, `hi`, ``} {
+			out := b.run(t, "call", "echo", arg)
+			require.Equal(t, toolctl.ExitUsage, out.code, "argument %q", arg)
+			require.Contains(t, out.stderr, "not valid JSON")
+			require.Empty(t, out.stdout)
+		}
+	})
+
+	t.Run("JSONOutput", func(t *testing.T) {
+		t.Parallel()
+		out := b.run(t, "-o", "json", "call", "echo", `{"text":"hi"}`)
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		var got struct {
+			CallID   string `json:"callId"`
+			State    string `json:"state"`
+			Response struct {
+				OK      bool   `json:"ok"`
+				Tool    string `json:"tool"`
+				Content []struct {
+					Text struct{ Text string } `json:"text"`
+				} `json:"content"`
+			} `json:"response"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out.stdout), &got), out.stdout)
+		require.NotEmpty(t, got.CallID)
+		require.Equal(t, "CALL_STATE_DONE", got.State)
+		require.True(t, got.Response.OK)
+		require.Equal(t, "hi", got.Response.Content[0].Text.Text)
+		require.Contains(t, out.stdout, "\n  \"state\"", "multiline")
+
+		out = b.run(t, "-o", "json", "call", "echo", `{}`)
+		require.Equal(t, toolctl.ExitToolError, out.code, "the exit status still tells the outcome")
+		require.True(t, json.Valid([]byte(out.stdout)))
+		require.Contains(t, out.stdout, "ERROR_TYPE_VALIDATION")
+	})
+}
+
+func TestSubmitAndGet(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatchtest.Options{})
+
+	t.Run("Submit", func(t *testing.T) {
+		t.Parallel()
+		out := b.run(t, "submit", "echo", `{"text":"later"}`)
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		id := strings.TrimSpace(out.stdout)
+		require.Len(t, id, 26, "a ULID")
+
+		out = b.run(t, "get", id, "--wait", "30s")
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		require.Equal(t, "later\n", out.stdout)
+
+		out = b.run(t, "-o", "json", "get", id)
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		require.True(t, json.Valid([]byte(out.stdout)))
+		require.Contains(t, out.stdout, id)
+	})
+
+	t.Run("SubmitRejected", func(t *testing.T) {
+		t.Parallel()
+		out := b.run(t, "submit", "echo", `{"text":1}`)
+		require.Equal(t, toolctl.ExitToolError, out.code)
+		require.Empty(t, out.stdout)
+		require.Contains(t, out.stderr, "error: VALIDATION")
+
+		out = b.run(t, "-o", "json", "submit", "nosuch")
+		require.Equal(t, toolctl.ExitToolError, out.code)
+		require.Contains(t, out.stdout, "ERROR_TYPE_NOT_FOUND")
+	})
+
+	t.Run("Pending", func(t *testing.T) {
+		t.Parallel()
+		out := b.run(t, "call", "sleep", `{"duration":"500ms","text":"woke"}`, "--wait", "1ms")
+		require.Equal(t, toolctl.ExitPending, out.code, out.stderr)
+		id := strings.TrimSpace(out.stdout)
+		require.Len(t, id, 26)
+		require.Contains(t, out.stderr, "pending: call "+id)
+
+		out = b.run(t, "get", id)
+		require.Contains(t, []int{toolctl.ExitPending, toolctl.ExitOK}, out.code, "at once: pending unless the sleep already ended")
+
+		out = b.run(t, "get", id, "--wait", "30s")
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		require.Equal(t, "woke\n", out.stdout)
+	})
+
+	t.Run("TimeoutReportsTheCall", func(t *testing.T) {
+		t.Parallel()
+		out := b.run(t, "--timeout", "300ms", "-o", "json", "call", "sleep", `{"duration":"1s"}`)
+		require.Equal(t, toolctl.ExitPending, out.code, out.stderr)
+		require.Contains(t, out.stdout, "CALL_STATE_PENDING")
+	})
+
+	t.Run("UnknownCall", func(t *testing.T) {
+		t.Parallel()
+		out := b.run(t, "get", "01J00000000000000000000000")
+		require.Equal(t, toolctl.ExitToolError, out.code)
+		require.Contains(t, out.stderr, "error: NOT_FOUND")
+	})
+}
+
+func TestTools(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatchtest.Options{})
+
+	t.Run("List", func(t *testing.T) {
+		t.Parallel()
+		out := b.run(t, "tools", "list")
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		lines := strings.Split(strings.TrimSpace(out.stdout), "\n")
+		require.Len(t, lines, 4, out.stdout)
+		require.True(t, strings.HasPrefix(lines[0], "NAME"))
+		require.Regexp(t, `^echo\s+native\s+[0-9a-f]{12}\s+Returns the given text unchanged\.$`, lines[1])
+	})
+
+	t.Run("ListJSON", func(t *testing.T) {
+		t.Parallel()
+		out := b.run(t, "tools", "list", "-o", "json", "--name", "ec*")
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		var got struct {
+			Tools []struct{ Name string } `json:"tools"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out.stdout), &got))
+		require.Len(t, got.Tools, 1)
+		require.Equal(t, "echo", got.Tools[0].Name)
+	})
+
+	t.Run("ListProviderFormats", func(t *testing.T) {
+		t.Parallel()
+		for _, f := range []string{"openai", "anthropic", "gemini", "mcp"} {
+			out := b.run(t, "tools", "list", "--format", f, "--executor", "native")
+			require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+			require.True(t, json.Valid([]byte(out.stdout)), f)
+			require.Contains(t, out.stdout, `"echo"`, f)
+		}
+	})
+
+	t.Run("Show", func(t *testing.T) {
+		t.Parallel()
+		out := b.run(t, "tools", "show", "echo")
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		require.Contains(t, out.stdout, "name:         echo\n")
+		require.Contains(t, out.stdout, "input schema:\n")
+
+		out = b.run(t, "tools", "show", "echo", "-o", "json")
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		var spec struct{ Name, Version string }
+		require.NoError(t, json.Unmarshal([]byte(out.stdout), &spec))
+		require.Equal(t, "echo", spec.Name)
+		require.NotEmpty(t, spec.Version)
+
+		out = b.run(t, "tools", "show", "echo", "--format", "anthropic")
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		require.True(t, json.Valid([]byte(out.stdout)))
+	})
+
+	t.Run("ShowUnknown", func(t *testing.T) {
+		t.Parallel()
+		out := b.run(t, "tools", "show", "nosuch")
+		require.Equal(t, toolctl.ExitToolError, out.code)
+		require.Contains(t, out.stderr, `error: NOT_FOUND: unknown tool "nosuch"`)
+	})
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+
+	for _, args := range [][]string{
+		{"call"},
+		{"call", "echo", "{}", "extra"},
+		{"nope"},
+		{"-o", "yaml", "tools", "list"},
+		{"tools", "list", "--format", "cohere"},
+		{"tools", "list", "--executor", "lambda"},
+		{"tools", "show"},
+		{"get", "x", "--wait", "-1s"},
+		{"--timeout", "-1s", "tools", "list"},
+		{"--server", "127.0.0.1:8080", "tools", "list"},
+		{"call", "echo", "--no-such-flag"},
+	} {
+		out := run(t, nil, "", args...)
+		require.Equal(t, toolctl.ExitUsage, out.code, "%q: %s", args, out.stderr)
+		require.Contains(t, out.stderr, "--help", "%q", args)
+		require.Empty(t, out.stdout, "%q", args)
+	}
+
+	out := run(t, nil, "", "--help")
+	require.Equal(t, toolctl.ExitOK, out.code)
+	require.Contains(t, out.stdout, "Exit status")
+}
+
+func TestUnreachableServer(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	url := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	for _, args := range [][]string{{"call", "echo", `{"text":"hi"}`}, {"tools", "list"}, {"get", "01J00000000000000000000000"}} {
+		out := run(t, map[string]string{"TOOLWIRE_SERVER": url}, "", args...)
+		require.Equal(t, toolctl.ExitUsage, out.code, "%q", args)
+		require.Contains(t, out.stderr, "unavailable")
+		require.Contains(t, out.stderr, "Is a dispatcher serving at "+url)
+	}
+}
+
+// keyAuth accepts one bearer key.
+type keyAuth struct{ key string }
+
+func (a keyAuth) Authenticate(r *http.Request) (dispatch.Identity, error) {
+	if r.Header.Get("Authorization") != "Bearer "+a.key {
+		return dispatch.Identity{}, dispatch.ErrUnauthenticated
+	}
+	return dispatch.Identity{Tenant: "acme", Agent: "toolctl", Scopes: []string{"*"}}, nil
+}
+
+func TestEnvironment(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatchtest.Options{Auth: keyAuth{key: "s3cret"}})
+	env := map[string]string{"TOOLWIRE_SERVER": b.stack.URL, "TOOLWIRE_API_KEY": "s3cret"}
+
+	out := run(t, env, "", "call", "echo", `{"text":"hi"}`)
+	require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+	require.Equal(t, "hi\n", out.stdout)
+
+	out = run(t, env, "", "--api-key", "guess", "call", "echo", `{"text":"hi"}`)
+	require.Equal(t, toolctl.ExitUsage, out.code, "the flag wins over the environment")
+	require.Contains(t, out.stderr, "unauthenticated")
+	require.Contains(t, out.stderr, "--api-key")
+
+	out = run(t, map[string]string{"TOOLWIRE_SERVER": "http://127.0.0.1:1"}, "", "--server", b.stack.URL, "--api-key", "s3cret", "tools", "list")
+	require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+	require.Contains(t, out.stdout, "echo")
+}
