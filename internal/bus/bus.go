@@ -19,10 +19,10 @@ type Bus struct {
 	NC       *nats.Conn
 	JS       jetstream.JetStream
 
-	Calls    jetstream.Stream
-	Results  jetstream.Stream
-	Events   jetstream.Stream
-	DLQ      jetstream.Stream
+	Calls   jetstream.Stream
+	Results jetstream.Stream
+	Events  jetstream.Stream
+	DLQ     jetstream.Stream
 	// Advisories captures the server's MaxDeliver advisories for the calls
 	// stream: advisories are core messages, lost when nobody listens.
 	Advisories jetstream.Stream
@@ -30,8 +30,8 @@ type Bus struct {
 	// Idempotency maps tenant-scoped idempotency keys to call ids for the
 	// audit horizon, beyond the stream's duplicate window.
 	Idempotency jetstream.KeyValue
-	Registry jetstream.KeyValue
-	Blobs    jetstream.ObjectStore
+	Registry    jetstream.KeyValue
+	Blobs       jetstream.ObjectStore
 }
 
 // Options tune the JetStream context of a Bus.
@@ -254,6 +254,22 @@ func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer,
 		return nil, fmt.Errorf("bus: consumer %s has deliver policy %s, want new", name, got)
 	}
 	return cons, nil
+}
+
+// EnsurePoolExists creates the pool's consumer with p's settings only if
+// it does not exist yet, leaving an existing one (configured by its
+// workers) untouched. Dispatchers use it at start-up.
+func (b *Bus) EnsurePoolExists(ctx context.Context, p PoolConfig) error {
+	p = p.WithDefaults()
+	_, err := b.Calls.Consumer(ctx, b.Config.PoolConsumer(p.Name))
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("bus: consumer %s: %w", b.Config.PoolConsumer(p.Name), err)
+	}
+	_, err = b.EnsurePool(ctx, p)
+	return err
 }
 
 // IsWrongLastSequence reports whether err is the server refusing a publish

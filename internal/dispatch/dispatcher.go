@@ -62,7 +62,7 @@ func (d *Dispatcher) Name() string { return d.cfg.Name }
 // first worker starts are kept for it.
 func (d *Dispatcher) Start(ctx context.Context) error {
 	for _, t := range bus.AllTypes() {
-		if _, err := d.bus.EnsurePool(ctx, bus.PoolConfig{Type: t}); err != nil {
+		if err := d.bus.EnsurePoolExists(ctx, bus.PoolConfig{Type: t}); err != nil {
 			return err
 		}
 	}
@@ -287,7 +287,7 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 		return &Submitted{CallID: callID, Rejected: rejection(callID, o.Tool, te, now)}, nil, nil
 	}
 	_ = ack // a duplicate ack means an earlier publish of this very call landed
-	d.event(id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: call.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED, Caller: call.Caller})
+	d.accepted(ctx, id.Tenant, call)
 	return &Submitted{CallID: callID}, w, nil
 }
 
@@ -329,9 +329,12 @@ func (d *Dispatcher) getResult(ctx context.Context, id Identity, callID string, 
 		if !errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil, fmt.Errorf("dispatch: look up call: %w", err)
 		}
-		if !known {
+		// No record of the call. With a wait, wait anyway: the admission
+		// record of a call accepted during a server outage may be missing.
+		if !known && wait <= 0 {
 			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
 		}
+		known = false
 	} else if ev := (&toolwirev1.CallEvent{}); proto.Unmarshal(last.Data, ev) == nil && ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED {
 		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE,
 			Response: rejection(callID, ev.Tool, ev.Error, ev.Time.AsTime())}, nil
@@ -349,10 +352,37 @@ func (d *Dispatcher) getResult(ctx context.Context, id Identity, callID string, 
 		}
 		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
 	case <-timer.C:
+		if _, err := d.bus.Events.GetLastMsgForSubject(ctx, d.subj.EventsAnyDispatcher(id.Tenant, callID)); errors.Is(err, jetstream.ErrMsgNotFound) && !known {
+			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
+		}
 		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// accepted records the admission of a queued call in the events stream and
+// waits for the server to store it: the record is how any replica tells a
+// pending call from an unknown id. A failure is logged; the call stays
+// accepted.
+func (d *Dispatcher) accepted(ctx context.Context, tenant string, call *toolwirev1.ToolCall) {
+	ev := &toolwirev1.CallEvent{CallId: call.CallId, Tool: call.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED,
+		Caller: call.Caller, Time: call.AcceptedAt}
+	data, err := proto.Marshal(ev)
+	if err != nil {
+		return
+	}
+	fut, err := d.bus.JS.PublishMsgAsync(&nats.Msg{Subject: d.subj.Event(tenant, d.cfg.Name, call.CallId), Data: data})
+	if err == nil {
+		select {
+		case <-fut.Ok():
+			return
+		case err = <-fut.Err():
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	d.log.Warn("admission record not stored", "call_id", call.CallId, "err", err)
 }
 
 func (d *Dispatcher) loadResult(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error) {

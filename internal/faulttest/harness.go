@@ -34,7 +34,7 @@ func Binaries(t testing.TB) string {
 			"ledgerworker": "github.com/toolwire/toolwire/internal/faulttest/ledgerworker",
 			"nats-server":  "github.com/nats-io/nats-server/v2",
 		} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, name), pkg)
+			cmd := exec.Command("go", "build", "-tags", "failpoints", "-o", filepath.Join(binDir, name), pkg)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				buildErr = fmt.Errorf("build %s: %v\n%s", name, err, out)
 				return
@@ -66,8 +66,15 @@ type Proc struct {
 // Start runs bin with args; the process is killed when the test ends.
 func Start(t testing.TB, name, bin string, args ...string) *Proc {
 	t.Helper()
+	return StartEnv(t, name, nil, bin, args...)
+}
+
+// StartEnv is Start with extra environment variables ("K=V").
+func StartEnv(t testing.TB, name string, env []string, bin string, args ...string) *Proc {
+	t.Helper()
 	p := &Proc{Name: name, out: &syncBuffer{}, done: make(chan struct{})}
 	p.Cmd = exec.Command(bin, args...)
+	p.Cmd.Env = append(os.Environ(), env...)
 	p.Cmd.Stdout, p.Cmd.Stderr = p.out, p.out
 	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.Cmd.Start(); err != nil {
@@ -104,6 +111,9 @@ func (p *Proc) Wait(t testing.TB, d time.Duration) int {
 	return p.Cmd.ProcessState.ExitCode()
 }
 
+// Exited is closed when the process has exited.
+func (p *Proc) Exited() <-chan struct{} { return p.done }
+
 // Output is what the process printed so far.
 func (p *Proc) Output() string { return p.out.String() }
 
@@ -131,6 +141,8 @@ type Entry struct {
 	PID     int    `json:"pid"`
 	Phase   string `json:"phase"`
 	Text    string `json:"text"`
+	// At is when the entry was written (Unix nanoseconds).
+	At int64 `json:"at"`
 }
 
 // ReadLedger reads every entry of a ledger file.

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/internal/failpoint"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
@@ -27,6 +28,7 @@ const settleTimeout = 10 * time.Second
 // is abandoned unsettled and without heartbeats, so JetStream redelivers it
 // after AckWait.
 func (w *Worker) handle(p Pool, msg jetstream.Msg) {
+	failpoint.Inject("after-fetch")
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
 	delivery := int32(1)
@@ -402,7 +404,9 @@ func (w *Worker) refuse(ctx context.Context, p Pool, msg jetstream.Msg, call *to
 
 // finish publishes the terminal response once and then acknowledges.
 func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, call *toolwirev1.ToolCall, log *slog.Logger, resp *toolwirev1.ToolResponse) {
+	failpoint.Inject("before-result-publish")
 	err := w.publishResult(ctx, call, resp)
+	failpoint.Inject("after-result-publish")
 	switch {
 	case err == nil:
 	case bus.IsWrongLastSequence(err):

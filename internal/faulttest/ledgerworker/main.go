@@ -31,6 +31,7 @@ type entry struct {
 	PID     int    `json:"pid"`
 	Phase   string `json:"phase"`
 	Text    string `json:"text,omitempty"`
+	At      int64  `json:"at"`
 }
 
 func main() {
@@ -55,11 +56,11 @@ func main() {
 	defer f.Close()
 	record := func(ctx context.Context, phase, text string) error {
 		info, _ := tool.CallInfoFrom(ctx)
-		b, _ := json.Marshal(entry{CallID: info.CallID, Attempt: info.Attempt, PID: os.Getpid(), Phase: phase, Text: text})
+		b, _ := json.Marshal(entry{CallID: info.CallID, Attempt: info.Attempt, PID: os.Getpid(), Phase: phase, Text: text, At: time.Now().UnixNano()})
 		_, err := f.Write(append(b, '\n'))
 		return err
 	}
-	ledger := tool.Must(tool.New("ledger", func(ctx context.Context, in Input) (string, error) {
+	run := func(ctx context.Context, in Input) (string, error) {
 		if err := record(ctx, "start", in.Text); err != nil {
 			return "", err
 		}
@@ -69,6 +70,7 @@ func main() {
 			select {
 			case <-t.C:
 			case <-ctx.Done():
+				_ = record(ctx, "stopped", in.Text)
 				return "", ctx.Err()
 			}
 		}
@@ -76,6 +78,16 @@ func main() {
 			return "", err
 		}
 		return in.Text, nil
-	}, tool.WithDescription("Records each execution in a ledger file; for fault tests.")))
-	os.Exit(toolworker.MainArgs(args, os.Stderr, ledger))
+	}
+	ledger := tool.Must(tool.New("ledger", run, tool.WithDescription("Records each execution in a ledger file; not idempotent.")))
+	ledgerIdem := tool.Must(tool.New("ledger_idem", run, tool.Idempotent(),
+		tool.WithDescription("Records each execution in a ledger file; idempotent, so reruns are allowed.")))
+	poison := tool.Must(tool.New("poison", func(ctx context.Context, in Input) (string, error) {
+		if err := record(ctx, "start", in.Text); err != nil {
+			return "", err
+		}
+		os.Exit(137) // crashes the worker on every delivery
+		return "", nil
+	}, tool.Idempotent(), tool.WithDescription("Crashes its worker process; for MaxDeliver tests.")))
+	os.Exit(toolworker.MainArgs(args, os.Stderr, ledger, ledgerIdem, poison))
 }

@@ -1,0 +1,301 @@
+package faulttest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/registry"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// Cluster is a nats-server process, a dispatcher in the test process
+// connected to it over loopback TCP, and worker processes started on
+// demand. Every process is killed when the test ends.
+type Cluster struct {
+	t          testing.TB
+	bin        string
+	storeDir   string
+	port       int
+	NATS       *Proc
+	URL        string
+	Bus        *bus.Bus
+	Registry   *registry.Store
+	Dispatcher *dispatch.Dispatcher
+	// Ledger is the file every ledgerworker of the cluster appends to.
+	Ledger string
+}
+
+// NewCluster starts a nats-server process and a dispatcher.
+func NewCluster(t testing.TB) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, bin: Binaries(t), storeDir: t.TempDir(), port: freePort(t)}
+	c.Ledger = filepath.Join(t.TempDir(), "ledger.jsonl")
+	c.URL = fmt.Sprintf("nats://127.0.0.1:%d", c.port)
+	c.startNATS()
+	nc, err := bus.Dial(bus.ConnConfig{URL: c.URL, Name: "faulttest-dispatcher"})
+	if err != nil {
+		t.Fatalf("faulttest: dial: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if c.Bus, err = bus.Open(ctx, nc, bus.Config{}, bus.Options{}); err != nil {
+		t.Fatalf("faulttest: open bus: %v", err)
+	}
+	c.Registry = registry.NewStore(c.Bus.Registry, quietLogger())
+	if err := c.Registry.Start(ctx); err != nil {
+		t.Fatalf("faulttest: registry: %v", err)
+	}
+	t.Cleanup(c.Registry.Stop)
+	if c.Dispatcher, err = dispatch.New(c.Bus, c.Registry, dispatch.Config{Name: "faulttest", Logger: quietLogger()}); err != nil {
+		t.Fatalf("faulttest: dispatcher: %v", err)
+	}
+	if err := c.Dispatcher.Start(ctx); err != nil {
+		t.Fatalf("faulttest: start dispatcher: %v", err)
+	}
+	t.Cleanup(c.Dispatcher.Stop)
+	return c
+}
+
+func (c *Cluster) startNATS() {
+	c.NATS = Start(c.t, "nats-server", filepath.Join(c.bin, "nats-server"),
+		"-js", "-sd", c.storeDir, "-a", "127.0.0.1", "-p", strconv.Itoa(c.port), "-n", "faulttest")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", c.port), 100*time.Millisecond)
+		if err == nil {
+			conn.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("faulttest: nats-server not listening: %v\n%s", err, c.NATS.Output())
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// RestartNATS kills the nats-server process with SIGKILL and starts it
+// again on the same port and store; it returns how long the port was down.
+func (c *Cluster) RestartNATS() time.Duration {
+	start := time.Now()
+	c.NATS.Kill()
+	c.startNATS()
+	return time.Since(start)
+}
+
+// WorkerOptions shape a ledgerworker process.
+type WorkerOptions struct {
+	Name        string
+	Concurrency int
+	AckWait     time.Duration
+	MaxDeliver  int
+	Grace       time.Duration
+	// Failpoints sets TOOLWIRE_FAILPOINTS, e.g. "after-fetch=exit-once".
+	Failpoints string
+}
+
+// StartWorker starts a ledgerworker process serving the native pool.
+func (c *Cluster) StartWorker(o WorkerOptions) *Proc {
+	c.t.Helper()
+	args := []string{"--ledger", c.Ledger, "--nats-url", c.URL, "--name", o.Name, "--log-level", "warn"}
+	if o.Concurrency > 0 {
+		args = append(args, "--concurrency", strconv.Itoa(o.Concurrency))
+	}
+	if o.AckWait > 0 {
+		args = append(args, "--ack-wait", o.AckWait.String())
+	}
+	if o.MaxDeliver != 0 {
+		args = append(args, "--max-deliver", strconv.Itoa(o.MaxDeliver))
+	}
+	if o.Grace > 0 {
+		args = append(args, "--grace", o.Grace.String())
+	}
+	var env []string
+	if o.Failpoints != "" {
+		env = append(env, "TOOLWIRE_FAILPOINTS="+o.Failpoints)
+	}
+	p := StartEnv(c.t, o.Name, env, filepath.Join(c.bin, "ledgerworker"), args...)
+	c.WaitTool("ledger")
+	return p
+}
+
+// WaitTool polls until the registry lists name.
+func (c *Cluster) WaitTool(name string) {
+	c.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := c.Registry.Get(name); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("faulttest: tool %q never registered", name)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// Submit admits one call and returns its id, or "" when admission refused
+// it (then it was never accepted).
+func (c *Cluster) Submit(ctx context.Context, o *toolwirev1.CallOptions) (string, error) {
+	s, err := c.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, o)
+	if err != nil {
+		return "", err
+	}
+	if s.Rejected != nil {
+		return "", nil
+	}
+	return s.CallID, nil
+}
+
+// Result waits up to wait for a call's terminal response.
+func (c *Cluster) Result(ctx context.Context, callID string, wait time.Duration) (*toolwirev1.ToolResponse, error) {
+	r, err := c.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, callID, wait)
+	if err != nil {
+		return nil, err
+	}
+	if r.State != toolwirev1.CallState_CALL_STATE_DONE {
+		return nil, fmt.Errorf("call %s: %s", callID, r.State)
+	}
+	return r.Response, nil
+}
+
+// Report is the queue checker's verdict over a set of calls.
+type Report struct {
+	Submitted, Accepted, Terminal, Lost, Duplicates int
+	// Outcomes counts terminal responses by error type ("OK" for success).
+	Outcomes map[string]int
+	// Executions counts ledger "start" entries per accepted call.
+	Executions map[string]int
+	// LostIDs are the accepted calls without a terminal result.
+	LostIDs []string
+}
+
+func (r Report) String() string {
+	return fmt.Sprintf("submitted=%d accepted=%d terminal=%d lost=%d duplicates=%d outcomes=%v",
+		r.Submitted, r.Accepted, r.Terminal, r.Lost, r.Duplicates, r.Outcomes)
+}
+
+// Check waits up to wait for every accepted call's result and counts, in
+// the manner of Jepsen's queue checker: lost = accepted − terminal, and
+// duplicates = calls with more than one result message.
+func (c *Cluster) Check(ctx context.Context, submitted int, accepted []string, wait time.Duration) Report {
+	c.t.Helper()
+	rep := Report{Submitted: submitted, Accepted: len(accepted), Outcomes: map[string]int{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for _, id := range accepted {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			resp, err := c.Result(ctx, id, wait)
+			n := c.resultCount(ctx, id)
+			mu.Lock()
+			defer mu.Unlock()
+			if n > 1 {
+				rep.Duplicates++
+			}
+			if err != nil {
+				rep.Lost++
+				rep.LostIDs = append(rep.LostIDs, id)
+				return
+			}
+			rep.Terminal++
+			if resp.Ok {
+				rep.Outcomes["OK"]++
+			} else {
+				rep.Outcomes[resp.Error.Type.String()]++
+			}
+		}()
+	}
+	wg.Wait()
+	execs := Executions(ReadLedger(c.t, c.Ledger))
+	rep.Executions = map[string]int{}
+	for _, id := range accepted {
+		rep.Executions[id] = execs[id]
+	}
+	return rep
+}
+
+func (c *Cluster) resultCount(ctx context.Context, callID string) uint64 {
+	info, err := c.Bus.Results.Info(ctx, jetstream.WithSubjectFilter(c.Bus.Subjects.ResultAnyDispatcher("default", callID)))
+	if err != nil {
+		return 0
+	}
+	var n uint64
+	for _, k := range info.State.Subjects {
+		n += k
+	}
+	return n
+}
+
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("faulttest: free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Diagnose describes what the streams know of a call, for failure output.
+func (c *Cluster) Diagnose(ctx context.Context, callID string) string {
+	var out string
+	cons, err := c.Bus.Calls.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err == nil {
+		found := false
+		for {
+			batch, err := cons.FetchNoWait(500)
+			if err != nil {
+				break
+			}
+			n := 0
+			for m := range batch.Messages() {
+				n++
+				if md, _ := m.Metadata(); md != nil && !found {
+					call := &toolwirev1.ToolCall{}
+					if proto.Unmarshal(m.Data(), call) == nil && call.CallId == callID {
+						found = true
+						out += fmt.Sprintf("in CALLS at seq %d; ", md.Sequence.Stream)
+					}
+				}
+			}
+			if n == 0 {
+				break
+			}
+		}
+		if !found {
+			out += "NOT in CALLS; "
+		}
+	}
+	if ci, err := c.Bus.Calls.Consumer(ctx, c.Bus.Config.PoolConsumer("native")); err == nil {
+		if info, err := ci.Info(ctx); err == nil {
+			out += fmt.Sprintf("pool: pending=%d ack_pending=%d redelivered=%d ack_floor=%d delivered=%d; ",
+				info.NumPending, info.NumAckPending, info.NumRedelivered, info.AckFloor.Stream, info.Delivered.Stream)
+		}
+	}
+	out += fmt.Sprintf("executions=%d; results_by_info=%d; ", Executions(ReadLedger(c.t, c.Ledger))[callID], c.resultCount(ctx, callID))
+	if _, err := c.Bus.Results.GetLastMsgForSubject(ctx, c.Bus.Subjects.Result("default", "faulttest", callID)); err != nil {
+		out += "literal last-by-subject: " + err.Error() + "; "
+	} else {
+		out += "literal last-by-subject: found; "
+	}
+	if _, err := c.Bus.Results.GetLastMsgForSubject(ctx, c.Bus.Subjects.ResultAnyDispatcher("default", callID)); err != nil {
+		out += "wildcard last-by-subject: " + err.Error()
+	} else {
+		out += "wildcard last-by-subject: found"
+	}
+	return out
+}
