@@ -73,6 +73,21 @@ func TestMeasureMemoryCountsWaitingCallers(t *testing.T) {
 	require.Contains(t, m.String(), "per 10k calls in flight")
 }
 
+func TestSuitePrintsTheTable(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var out, progress strings.Builder
+	err := RunSuite(ctx, SuiteConfig{Config: testConfig(t), Levels: []Level{{InFlight: 4, Calls: 50, Warmup: -1}},
+		Rounds: 1, MemoryCalls: 200}, &out, &progress)
+	require.NoError(t, err)
+	for _, system := range []string{"jetstream-baseline", "toolwire-nats", "toolwire-http"} {
+		require.Contains(t, out.String(), "| "+system+" | 4 | 50 |")
+		require.Contains(t, progress.String(), "RESULT system="+system+" inflight=4 calls=50 ")
+	}
+	require.Contains(t, out.String(), "Memory (median of 1): dispatcher heap per 10k calls in flight")
+}
+
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	ok := Config{Path: PathNATS}.WithDefaults()
@@ -119,11 +134,16 @@ func TestTemplateSubstitutesEveryCallID(t *testing.T) {
 func TestWriteTableRelatesToBaseline(t *testing.T) {
 	t.Parallel()
 	var b strings.Builder
-	writeTable(&b, []Result{
-		{System: "jetstream-baseline", InFlight: 64, Calls: 1000, Elapsed: time.Second},
-		{System: "toolwire-nats", InFlight: 64, Calls: 800, Elapsed: time.Second},
+	writeTable(&b, []row{
+		median([]Result{
+			{System: "jetstream-baseline", InFlight: 64, Calls: 1000, Elapsed: time.Second},
+			{System: "jetstream-baseline", InFlight: 64, Calls: 1000, Elapsed: 2 * time.Second},
+			{System: "jetstream-baseline", InFlight: 64, Calls: 1000, Elapsed: time.Second / 2},
+		}),
+		median([]Result{{System: "toolwire-nats", InFlight: 64, Calls: 800, Elapsed: time.Second}}),
 	})
-	require.Contains(t, b.String(), "| toolwire-nats | 64 | 800 | 800 |")
+	require.Contains(t, b.String(), "| jetstream-baseline | 64 | 1000 | 1000 | 500–2000 |", "the median run, and the range of all")
+	require.Contains(t, b.String(), "| toolwire-nats | 64 | 800 | 800 | 800–800 |")
 	require.Contains(t, b.String(), "| 80% |")
 }
 
@@ -144,10 +164,13 @@ func BenchmarkEchoNATS(b *testing.B) {
 	require.NoError(b, err)
 
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	lat, wall, err := drive(ctx, cfg.InFlight, b.N, s.callNATS)
+	cpu := cpuTime() - cpu0
 	b.StopTimer()
 	require.NoError(b, err)
-	r := summarise(cfg.system(), cfg.InFlight, lat, wall)
+	r := summarise(cfg.system(), cfg.InFlight, lat, wall, cpu)
 	b.ReportMetric(r.CallsPerSec(), "calls/s")
 	b.ReportMetric(ms(r.P99), "p99-ms")
+	b.ReportMetric(float64(r.CPUPerCall())/float64(time.Microsecond), "cpu-µs/call")
 }

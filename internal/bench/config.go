@@ -29,8 +29,10 @@ type Config struct {
 	// Conn is how clients reach the embedded server: "inprocess" (default)
 	// or "tcp" (a loopback listener).
 	Conn string
-	// HTTP is the protocol of the http path: "h2c" (default) or "http1"
-	// (keep-alive, one connection per call in flight).
+	// HTTP is the protocol of the http path: "http1" (default: HTTP/1.1
+	// keep-alive with a connection per call in flight, what pkg/client
+	// uses by default) or "h2c" (HTTP/2 with prior knowledge, what
+	// pkg/client uses for gRPC).
 	HTTP string
 	// CPUProfile, if set, is a file that receives a CPU profile of the
 	// measured calls (not of set-up or warm-up).
@@ -51,7 +53,7 @@ func (c Config) WithDefaults() Config {
 		c.Warmup = c.Calls / 10
 	}
 	c.Conn = cmp.Or(c.Conn, "inprocess")
-	c.HTTP = cmp.Or(c.HTTP, "h2c")
+	c.HTTP = cmp.Or(c.HTTP, "http1")
 	c.TempDir = cmp.Or(c.TempDir, os.TempDir())
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

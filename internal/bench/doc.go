@@ -11,9 +11,10 @@
 //     over NATS. This is the dispatcher core without any API server.
 //   - toolwire-http: callers use the generated Connect client (binary
 //     protobuf) against a real net/http server on loopback serving
-//     dispatch.NewService(d).Handler(dispatch.OpenAccess{...}), over h2c
-//     (default) or HTTP/1.1 keep-alive with a connection per call in
-//     flight.
+//     dispatch.NewService(d).Handler(dispatch.OpenAccess{...}) with the
+//     same HTTP settings as dispatch.Run, over HTTP/1.1 keep-alive with a
+//     connection per call in flight (default, as pkg/client's default
+//     transport) or h2c.
 //   - jetstream-baseline: the same round trip written directly against
 //     nats.go's jetstream package with nothing of toolwire in it: an async
 //     publish with a message id to a limits stream, a durable pull consumer
@@ -34,6 +35,12 @@
 //     the baseline alike.
 //   - The worker pool runs max(64, in flight) calls at once, so it is never
 //     the limit.
+//   - The suite runs each level's measurements in interleaved rounds
+//     (baseline, nats, http, baseline, ...) and reports the median run, so
+//     a burst of other load on the machine hits every system alike.
+//   - Besides wall-clock throughput every run reports the process's CPU
+//     time per call (server, dispatcher, worker and callers all run in
+//     this process), which other load on the machine disturbs far less.
 //   - Load is a closed loop: InFlight goroutines each start their next call
 //     when the previous one returns. Warm-up calls run first and are not
 //     counted. Latencies are exact: every call's duration is kept and

@@ -23,15 +23,17 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var cfg Config
 	var suite, memory bool
+	var rounds int
 	var logLevel string
 	fs.BoolVar(&suite, "suite", false, "run the whole suite and print a markdown report")
 	fs.BoolVar(&memory, "memory", false, "measure only the dispatcher's memory per 10k calls in flight")
+	fs.IntVar(&rounds, "rounds", 3, "with -suite: rounds of every measurement (the table shows the median)")
 	fs.StringVar(&cfg.Path, "path", PathNATS, "path measured: nats, http or baseline")
 	fs.IntVar(&cfg.InFlight, "inflight", 64, "calls in flight")
 	fs.IntVar(&cfg.Calls, "n", 20000, "calls measured")
 	fs.IntVar(&cfg.Warmup, "warmup", 0, "warm-up calls, not measured (0 = n/10, -1 = none)")
 	fs.StringVar(&cfg.Conn, "conn", "inprocess", "NATS connections: inprocess or tcp (loopback)")
-	fs.StringVar(&cfg.HTTP, "http", "h2c", "protocol of the http path: h2c or http1")
+	fs.StringVar(&cfg.HTTP, "http", "http1", "protocol of the http path: http1 (keep-alive) or h2c")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured calls to this file")
 	fs.StringVar(&cfg.TempDir, "tmp", "", "directory for the servers' stores (default the system's)")
 	fs.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")
@@ -59,7 +61,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	switch {
 	case suite:
-		err = RunSuite(ctx, cfg, DefaultLevels, stdout, stderr)
+		err = RunSuite(ctx, SuiteConfig{Config: cfg, Rounds: rounds}, stdout, stderr)
 	case memory:
 		var m Memory
 		if m, err = MeasureMemory(ctx, cfg, MemoryCalls); err == nil {
@@ -68,6 +70,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	default:
 		var r Result
 		if r, err = Measure(ctx, cfg); err == nil {
+			fmt.Fprintf(stderr, "%s: %.1f µs of process CPU per call\n", r.System, float64(r.CPUPerCall())/1e3)
 			fmt.Fprintln(stdout, r.Line())
 		}
 	}

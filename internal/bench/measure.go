@@ -62,14 +62,16 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 	if err != nil {
 		return r, err
 	}
+	cpu0 := cpuTime()
 	lat, wall, err := drive(ctx, cfg.InFlight, cfg.Calls, call)
+	cpu := cpuTime() - cpu0
 	if perr := stopProfile(); err == nil {
 		err = perr
 	}
 	if err != nil {
 		return r, fmt.Errorf("bench: %s: %w", cfg.system(), err)
 	}
-	return summarise(cfg.system(), cfg.InFlight, lat, wall), nil
+	return summarise(cfg.system(), cfg.InFlight, lat, wall, cpu), nil
 }
 
 // startProfile starts a CPU profile into path ("" = none) and returns the

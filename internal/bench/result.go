@@ -16,6 +16,19 @@ type Result struct {
 	// Elapsed is the wall time of the measured calls.
 	Elapsed        time.Duration
 	P50, P99, P999 time.Duration
+	// CPU is the process's CPU time (user and system) during the measured
+	// calls: client, server, dispatcher and worker together, since all run
+	// in this process. Less sensitive than throughput to other load on the
+	// machine.
+	CPU time.Duration
+}
+
+// CPUPerCall is the process's CPU time per measured call.
+func (r Result) CPUPerCall() time.Duration {
+	if r.Calls == 0 {
+		return 0
+	}
+	return r.CPU / time.Duration(r.Calls)
 }
 
 // CallsPerSec is the measured throughput.
@@ -34,23 +47,24 @@ func (r Result) Line() string {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// writeTable prints results as a markdown table with each toolwire path's
+// writeTable prints rows as a markdown table with each toolwire path's
 // throughput relative to the baseline at the same number in flight.
-func writeTable(w io.Writer, results []Result) {
+func writeTable(w io.Writer, rows []row) {
 	base := map[int]float64{}
-	for _, r := range results {
+	for _, r := range rows {
 		if r.System == "jetstream-baseline" {
 			base[r.InFlight] = r.CallsPerSec()
 		}
 	}
-	fmt.Fprintln(w, "| system | in flight | calls | calls/s | p50 ms | p99 ms | p99.9 ms | vs baseline |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
-	for _, r := range results {
+	fmt.Fprintln(w, "| system | in flight | calls/run | calls/s | calls/s range | p50 ms | p99 ms | p99.9 ms | vs baseline | CPU µs/call |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range rows {
 		ratio := "—"
 		if b := base[r.InFlight]; b > 0 && r.System != "jetstream-baseline" {
 			ratio = fmt.Sprintf("%.0f%%", 100*r.CallsPerSec()/b)
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %.0f | %.2f | %.2f | %.2f | %s |\n",
-			r.System, r.InFlight, r.Calls, r.CallsPerSec(), ms(r.P50), ms(r.P99), ms(r.P999), ratio)
+		fmt.Fprintf(w, "| %s | %d | %d | %.0f | %.0f–%.0f | %.2f | %.2f | %.2f | %s | %.0f |\n",
+			r.System, r.InFlight, r.Calls, r.CallsPerSec(), r.minCPS, r.maxCPS, ms(r.P50), ms(r.P99), ms(r.P999), ratio,
+			float64(r.CPUPerCall())/float64(time.Microsecond))
 	}
 }

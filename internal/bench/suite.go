@@ -1,67 +1,116 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"time"
 )
 
 // Level is one number of calls in flight of the suite, with how many calls
-// it measures.
+// each run at that level measures.
 type Level struct {
 	InFlight, Calls, Warmup int
 }
 
-// DefaultLevels keep the whole suite around two and a half minutes on a
-// 2-core machine.
+// DefaultLevels keep the whole suite (three rounds) under about two
+// minutes on an idle 2-core machine.
 var DefaultLevels = []Level{
-	{InFlight: 1, Calls: 3000, Warmup: 300},
-	{InFlight: 64, Calls: 30000, Warmup: 3000},
-	{InFlight: 1024, Calls: 30000, Warmup: 5000},
+	{InFlight: 1, Calls: 5000, Warmup: 500},
+	{InFlight: 64, Calls: 40000, Warmup: 4000},
+	{InFlight: 1024, Calls: 40000, Warmup: 8000},
 }
 
 // MemoryCalls is how many calls the suite holds in flight to measure the
 // dispatcher's memory.
 const MemoryCalls = 10000
 
+// SuiteConfig configures RunSuite.
+type SuiteConfig struct {
+	// Config is the template of every measurement; its Path, InFlight,
+	// Calls and Warmup are set per run.
+	Config
+	// Levels measured. Default DefaultLevels.
+	Levels []Level
+	// Rounds of every measurement; each level's rounds run interleaved
+	// (baseline, nats, http, baseline, ...) and the table reports the
+	// median run. Default 3.
+	Rounds int
+	// MemoryCalls held in flight for the memory measurement. Default
+	// MemoryCalls.
+	MemoryCalls int
+}
+
+// row is the median run of one system at one level, and the spread.
+type row struct {
+	Result
+	minCPS, maxCPS float64
+}
+
 // RunSuite measures the baseline and both toolwire paths at every level,
 // then the dispatcher's memory, and writes a markdown report to out.
-// Progress and each measurement's RESULT line go to progress.
-func RunSuite(ctx context.Context, cfg Config, levels []Level, out, progress io.Writer) error {
+// Progress and each run's RESULT line go to progress.
+func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) error {
+	cfg := sc.Config
 	cfg.Path = PathBaseline
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	levels := sc.Levels
+	if len(levels) == 0 {
+		levels = DefaultLevels
+	}
+	rounds := cmp.Or(sc.Rounds, 3)
 	start := time.Now()
 	p, err := capturePayloads(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	var results []Result
+	systems := []string{PathBaseline, PathNATS, PathHTTP}
+	var rows []row
 	for _, l := range levels {
-		for _, path := range []string{PathBaseline, PathNATS, PathHTTP} {
-			c := cfg
-			c.Path, c.InFlight, c.Calls, c.Warmup = path, l.InFlight, l.Calls, l.Warmup
-			r, err := measure(ctx, c, p)
-			if err != nil {
-				return err
+		runs := make([][]Result, len(systems))
+		for range rounds {
+			for i, path := range systems {
+				c := cfg
+				c.Path, c.InFlight, c.Calls, c.Warmup = path, l.InFlight, l.Calls, l.Warmup
+				r, err := measure(ctx, c, p)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(progress, r.Line())
+				runs[i] = append(runs[i], r)
 			}
-			fmt.Fprintln(progress, r.Line())
-			results = append(results, r)
+		}
+		for _, rs := range runs {
+			rows = append(rows, median(rs))
 		}
 	}
-	mem, err := MeasureMemory(ctx, cfg, MemoryCalls)
-	if err != nil {
-		return err
+	var mems []Memory
+	for range rounds {
+		m, err := MeasureMemory(ctx, cfg, cmp.Or(sc.MemoryCalls, MemoryCalls))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(progress, "MEMORY", m)
+		mems = append(mems, m)
 	}
-	fmt.Fprintln(progress, "MEMORY", mem)
+	slices.SortFunc(mems, func(a, b Memory) int { return cmp.Compare(a.DispatcherHeap(), b.DispatcherHeap()) })
 
-	fmt.Fprintf(out, "toolwire-bench: %s, GOMAXPROCS=%d, NATS connections %s, HTTP %s, suite took %s\n\n",
-		runtime.Version(), runtime.GOMAXPROCS(0), cfg.Conn, cfg.HTTP, time.Since(start).Round(time.Second))
-	writeTable(out, results)
-	fmt.Fprintf(out, "\n%s\n", mem)
+	fmt.Fprintf(out, "toolwire-bench -suite: %s, GOMAXPROCS=%d, NATS connections %s, HTTP %s, median of %d rounds, took %s\n\n",
+		runtime.Version(), runtime.GOMAXPROCS(0), cfg.Conn, cfg.HTTP, rounds, time.Since(start).Round(time.Second))
+	writeTable(out, rows)
+	fmt.Fprintf(out, "\nMemory (median of %d): %s\n", rounds, mems[len(mems)/2])
 	return nil
+}
+
+// median returns the run with the median throughput and the range of all.
+func median(rs []Result) row {
+	s := slices.Clone(rs)
+	slices.SortFunc(s, func(a, b Result) int { return cmp.Compare(a.CallsPerSec(), b.CallsPerSec()) })
+	return row{Result: s[len(s)/2], minCPS: s[0].CallsPerSec(), maxCPS: s[len(s)-1].CallsPerSec()}
 }
