@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -190,8 +192,11 @@ func (b *Bus) ensure(ctx context.Context) error {
 type PoolConfig struct {
 	// Name of the pool; default the type's token (native, mcp, ...).
 	Name string
-	// Type of executor the pool runs; its calls are the pool's filter.
+	// Type of executor the pool runs.
 	Type toolwirev1.ExecutorType
+	// Subjects the pool consumes: one per tool it serves (ToolSubject).
+	// Empty = every call of Type.
+	Subjects []string
 	// AckWait before an unacknowledged call is redelivered; workers
 	// heartbeat every AckWait/3. Default 30s.
 	AckWait time.Duration
@@ -216,6 +221,9 @@ func (p PoolConfig) Validate() error {
 	if _, ok := ParseType(TypeToken(p.Type)); !ok {
 		return fmt.Errorf("bus: pool %q: Type %s is not an executor type", p.Name, p.Type)
 	}
+	if Token(p.Name) != p.Name {
+		return fmt.Errorf("bus: pool %q: Name is not a subject token", p.Name)
+	}
 	if p.AckWait < time.Second {
 		return fmt.Errorf("bus: pool %q: AckWait %s is below 1s", p.Name, p.AckWait)
 	}
@@ -228,23 +236,71 @@ func (p PoolConfig) Validate() error {
 	return nil
 }
 
-// EnsurePool creates or updates the pool's durable pull consumer.
+// ToolSubject is the filter subject of one tool's calls, any tenant.
+func (s Subjects) ToolSubject(t toolwirev1.ExecutorType, provider, tool string) string {
+	return s.join("call", TypeToken(t), "*", Token(provider), Token(tool))
+}
+
+// ErrPoolOverlap is returned when a pool would consume calls another pool
+// already consumes: both would run every such call.
+var ErrPoolOverlap = errors.New("bus: pools overlap")
+
+// EnsurePool creates or updates the pool's durable pull consumer. An
+// existing consumer keeps the subjects it has and gains p's: replicas of a
+// pool in a rolling upgrade may serve different tool sets, and a subject
+// is never dropped under a replica that serves it (an operator removes
+// retired tools). It refuses, with ErrPoolOverlap, subjects another pool
+// already consumes.
 func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer, error) {
 	p = p.WithDefaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	name := b.Config.PoolConsumer(p.Name)
+	want := p.Subjects
+	if len(want) == 0 {
+		want = []string{b.Subjects.CallsOfType(p.Type)}
+	}
+	subjects := map[string]bool{}
+	for _, s := range want {
+		subjects[s] = true
+	}
+	lister := b.Calls.ListConsumers(ctx)
+	for ci := range lister.Info() {
+		filters := append([]string{ci.Config.FilterSubject}, ci.Config.FilterSubjects...)
+		for _, f := range filters {
+			if f == "" {
+				continue
+			}
+			if ci.Name == name {
+				subjects[f] = true
+				continue
+			}
+			for _, s := range want {
+				if subjectsOverlap(f, s) {
+					return nil, fmt.Errorf("%w: %s of pool %s is already consumed by %s (filter %s)", ErrPoolOverlap, s, p.Name, ci.Name, f)
+				}
+			}
+		}
+	}
+	if err := lister.Err(); err != nil {
+		return nil, fmt.Errorf("bus: list consumers: %w", err)
+	}
+	filters := make([]string, 0, len(subjects))
+	for s := range subjects {
+		filters = append(filters, s)
+	}
+	slices.Sort(filters)
 	cfg := jetstream.ConsumerConfig{
-		Durable:       name,
-		Description:   "toolwire worker pool " + p.Name,
-		FilterSubject: b.Subjects.CallsOfType(p.Type),
-		DeliverPolicy: jetstream.DeliverNewPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       p.AckWait,
-		MaxDeliver:    p.MaxDeliver,
-		MaxAckPending: p.MaxAckPending,
-		MaxWaiting:    512,
+		Durable:        name,
+		Description:    "toolwire worker pool " + p.Name,
+		FilterSubjects: filters,
+		DeliverPolicy:  jetstream.DeliverNewPolicy,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        p.AckWait,
+		MaxDeliver:     p.MaxDeliver,
+		MaxAckPending:  p.MaxAckPending,
+		MaxWaiting:     512,
 	}
 	cons, err := b.Calls.CreateOrUpdateConsumer(ctx, cfg)
 	if err != nil {
@@ -256,20 +312,19 @@ func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer,
 	return cons, nil
 }
 
-// EnsurePoolExists creates the pool's consumer with p's settings only if
-// it does not exist yet, leaving an existing one (configured by its
-// workers) untouched. Dispatchers use it at start-up.
-func (b *Bus) EnsurePoolExists(ctx context.Context, p PoolConfig) error {
-	p = p.WithDefaults()
-	_, err := b.Calls.Consumer(ctx, b.Config.PoolConsumer(p.Name))
-	if err == nil {
-		return nil
+// subjectsOverlap reports whether some subject matches both filters.
+func subjectsOverlap(a, b string) bool {
+	at, bt := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(at) && i < len(bt); i++ {
+		x, y := at[i], bt[i]
+		if x == ">" || y == ">" {
+			return true
+		}
+		if x != "*" && y != "*" && x != y {
+			return false
+		}
 	}
-	if !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return fmt.Errorf("bus: consumer %s: %w", b.Config.PoolConsumer(p.Name), err)
-	}
-	_, err = b.EnsurePool(ctx, p)
-	return err
+	return len(at) == len(bt)
 }
 
 // IsWrongLastSequence reports whether err is the server refusing a publish

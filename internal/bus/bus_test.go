@@ -32,7 +32,7 @@ func TestOpenIsIdempotentAndLaysOutStreams(t *testing.T) {
 	ci := cons.CachedInfo()
 	require.Equal(t, "tw_pool_sandbox", ci.Name)
 	require.Equal(t, jetstream.DeliverNewPolicy, ci.Config.DeliverPolicy)
-	require.Equal(t, "tw.call.sandbox.>", ci.Config.FilterSubject)
+	require.Equal(t, []string{"tw.call.sandbox.>"}, ci.Config.FilterSubjects)
 	require.Equal(t, 45*time.Second, ci.Config.AckWait)
 
 	_, err = env.Bus.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_SANDBOX})
@@ -71,4 +71,27 @@ func TestConfigValidate(t *testing.T) {
 	require.ErrorContains(t, bus.Config{Replicas: 7}.WithDefaults().Validate(), "Replicas")
 	_, err := bus.StartEmbedded(context.Background(), bus.EmbeddedConfig{})
 	require.ErrorContains(t, err, "StoreDir")
+}
+
+// Two pools never consume the same tool's calls: both would run them.
+func TestPoolsMustNotOverlap(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	ctx := t.Context()
+	s := env.Bus.Subjects
+	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
+	_, err := env.Bus.EnsurePool(ctx, bus.PoolConfig{Name: "a", Type: native, Subjects: []string{s.ToolSubject(native, "builtin", "echo")}})
+	require.NoError(t, err)
+	_, err = env.Bus.EnsurePool(ctx, bus.PoolConfig{Name: "b", Type: native, Subjects: []string{s.ToolSubject(native, "builtin", "echo")}})
+	require.ErrorIs(t, err, bus.ErrPoolOverlap)
+	_, err = env.Bus.EnsurePool(ctx, bus.PoolConfig{Name: "c", Type: native})
+	require.ErrorIs(t, err, bus.ErrPoolOverlap, "a type-wide pool overlaps every tool pool of its type")
+	_, err = env.Bus.EnsurePool(ctx, bus.PoolConfig{Name: "b", Type: native, Subjects: []string{s.ToolSubject(native, "builtin", "sleep")}})
+	require.NoError(t, err)
+
+	// A replica serving more tools widens its pool; none are dropped.
+	cons, err := env.Bus.EnsurePool(ctx, bus.PoolConfig{Name: "a", Type: native, Subjects: []string{s.ToolSubject(native, "builtin", "fail")}})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{s.ToolSubject(native, "builtin", "echo"), s.ToolSubject(native, "builtin", "fail")},
+		cons.CachedInfo().Config.FilterSubjects)
 }

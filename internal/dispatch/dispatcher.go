@@ -57,15 +57,10 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 // Name is the replica's routing name.
 func (d *Dispatcher) Name() string { return d.cfg.Name }
 
-// Start subscribes to this replica's results and ensures the pool
-// consumers of every executor type exist, so calls admitted before the
-// first worker starts are kept for it.
+// Start subscribes to this replica's results and starts the reaper.
+// (Pool consumers are created by workers before they register their tools,
+// so no call is admitted before a consumer for it exists.)
 func (d *Dispatcher) Start(ctx context.Context) error {
-	for _, t := range bus.AllTypes() {
-		if err := d.bus.EnsurePoolExists(ctx, bus.PoolConfig{Type: t}); err != nil {
-			return err
-		}
-	}
 	sub, err := d.bus.NC.Subscribe(d.subj.ResultsOf(d.cfg.Name), d.onResult)
 	if err != nil {
 		return fmt.Errorf("dispatch: subscribe results: %w", err)

@@ -33,7 +33,8 @@ type Config struct {
 	// Specs of the tools this worker serves; published into the registry
 	// at start-up. A call for a tool or version not here is refused.
 	Specs []*toolwirev1.ToolSpec
-	// FetchWait is how long one pull request waits for calls. Default 2s.
+	// FetchWait is how long one pull request waits for calls; a stop waits
+	// for the current one to end. Default 1s.
 	FetchWait time.Duration
 	// StartToClose bounds one attempt when neither the call nor the tool
 	// says. Default 5m.
@@ -54,6 +55,9 @@ type Config struct {
 	// calls that bypass it. Defaults 1 MiB and 64.
 	MaxArgsBytes int64
 	MaxArgsDepth int
+	// NotServedDelay is how long a call for a tool or version this replica
+	// does not serve waits before another delivery. Default 1s.
+	NotServedDelay time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -71,13 +75,14 @@ func (c Config) WithDefaults() Config {
 		pools[i] = p
 	}
 	c.Pools = pools
-	c.FetchWait = cmp.Or(c.FetchWait, 2*time.Second)
+	c.FetchWait = cmp.Or(c.FetchWait, time.Second)
 	c.StartToClose = cmp.Or(c.StartToClose, 5*time.Minute)
 	c.MaxInlineBytes = cmp.Or(c.MaxInlineBytes, 768<<10)
 	c.MaxInProcessDelay = cmp.Or(c.MaxInProcessDelay, 10*time.Second)
 	c.Watchdog = cmp.Or(c.Watchdog, 5*time.Second)
 	c.MaxArgsBytes = cmp.Or(c.MaxArgsBytes, 1<<20)
 	c.MaxArgsDepth = cmp.Or(c.MaxArgsDepth, 64)
+	c.NotServedDelay = cmp.Or(c.NotServedDelay, time.Second)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }

@@ -56,14 +56,17 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 		w.refuse(ctx, p, msg, call, log, preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, reason))
 		return
 	}
+	// A tool or version this replica does not serve may be served by
+	// another replica of the pool (a rolling upgrade): hand it back, and
+	// refuse it only on the last delivery.
 	spec, ok := w.specs[call.Tool]
 	if !ok {
-		w.refuse(ctx, p, msg, call, log, preExecError(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND,
-			fmt.Sprintf("worker %s does not serve tool %q", w.cfg.Name, call.Tool)))
+		w.notServed(ctx, p, msg, call, log, preExecError(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND,
+			fmt.Sprintf("no worker of pool %s serves tool %q", p.Name, call.Tool)))
 		return
 	}
 	if call.SpecVersion != "" && call.SpecVersion != spec.Version {
-		w.refuse(ctx, p, msg, call, log, preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION,
+		w.notServed(ctx, p, msg, call, log, preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION,
 			fmt.Sprintf("unknown spec version %q of tool %q (this worker serves %q)", call.SpecVersion, call.Tool, spec.Version)))
 		return
 	}
@@ -223,6 +226,18 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 			return
 		}
 	}
+}
+
+// notServed hands a call this replica cannot run back to the pool, and
+// refuses it (answer, dead letter, term) on the last delivery.
+func (w *Worker) notServed(ctx context.Context, p Pool, msg jetstream.Msg, call *toolwirev1.ToolCall, log *slog.Logger, te *toolwirev1.ToolError) {
+	md, err := msg.Metadata()
+	if err == nil && (p.MaxDeliver < 0 || md.NumDelivered < uint64(p.MaxDeliver)) {
+		log.Info("handing back a call this replica does not serve", "reason", te.Message)
+		w.settle(msg, "nak", msg.NakWithDelay(w.cfg.NotServedDelay))
+		return
+	}
+	w.refuse(ctx, p, msg, call, log, te)
 }
 
 // handBack returns the call to the stream for another delivery after

@@ -99,21 +99,41 @@ func (w *Worker) Start(ctx context.Context) error {
 	if w.stopped {
 		return errors.New("worker: Start after Stop")
 	}
-	stamped, err := registry.Publish(ctx, w.bus.Registry, w.cfg.Specs)
-	if err != nil {
+	// Consumers first, then the specs: a call can only be admitted once its
+	// tool is registered, so every admitted call has a consumer waiting.
+	stamped := make([]*toolwirev1.ToolSpec, 0, len(w.cfg.Specs))
+	for _, spec := range w.cfg.Specs {
+		if err := registry.Check(spec); err != nil {
+			return fmt.Errorf("worker: %w", err)
+		}
+		stamped = append(stamped, registry.Stamp(spec))
+	}
+	var pools []Pool
+	var consumers []jetstream.Consumer
+	for _, p := range w.cfg.Pools {
+		p.Subjects = nil
+		for _, s := range stamped {
+			if s.Executor == p.Type {
+				p.Subjects = append(p.Subjects, w.bus.Subjects.ToolSubject(s.Executor, s.Provider, s.Name))
+			}
+		}
+		if len(p.Subjects) == 0 {
+			w.log.Info("pool has no tools; not consuming", "pool", p.Name)
+			continue
+		}
+		cons, err := w.bus.EnsurePool(ctx, p.PoolConfig)
+		if err != nil {
+			return fmt.Errorf("worker: %w", err)
+		}
+		pools = append(pools, p)
+		consumers = append(consumers, cons)
+	}
+	if _, err := registry.Publish(ctx, w.bus.Registry, w.cfg.Specs); err != nil {
 		return fmt.Errorf("worker: publish specs: %w", err)
 	}
 	w.specs = make(map[string]*toolwirev1.ToolSpec, len(stamped))
 	for _, s := range stamped {
 		w.specs[s.Name] = s
-	}
-	consumers := make([]jetstream.Consumer, len(w.cfg.Pools))
-	for i, p := range w.cfg.Pools {
-		cons, err := w.bus.EnsurePool(ctx, p.PoolConfig)
-		if err != nil {
-			return fmt.Errorf("worker: %w", err)
-		}
-		consumers[i] = cons
 	}
 	sub, err := w.watchCancels()
 	if err != nil {
@@ -124,12 +144,12 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.stopFetch = stopFetch
 	w.execCtx, w.cancelExec = context.WithCancelCause(context.WithoutCancel(ctx))
 	w.handlerDone = make(chan struct{}, 1)
-	for i, p := range w.cfg.Pools {
+	for i, p := range pools {
 		w.fetchers.Add(1)
 		go w.fetchLoop(fetchCtx, p, consumers[i])
 	}
 	w.started = true
-	w.log.Info("worker started", "pools", len(w.cfg.Pools), "tools", len(w.specs))
+	w.log.Info("worker started", "pools", len(pools), "tools", len(w.specs))
 	return nil
 }
 
@@ -179,7 +199,10 @@ func (w *Worker) fetchLoop(ctx context.Context, p Pool, cons jetstream.Consumer)
 			}
 			continue
 		}
-		fctx, cancel := context.WithTimeout(ctx, w.cfg.FetchWait)
+		// The pull request is never abandoned: a stop waits for it to end
+		// (at most FetchWait), since a message the server delivers to an
+		// abandoned request waits out AckWait before anyone gets it.
+		fctx, cancel := context.WithTimeout(context.Background(), w.cfg.FetchWait)
 		batch, err := cons.Fetch(int(free), jetstream.FetchContext(fctx))
 		if err != nil {
 			cancel()
@@ -211,7 +234,7 @@ func (w *Worker) fetchLoop(ctx context.Context, p Pool, cons jetstream.Consumer)
 			}()
 		}
 		cancel()
-		if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) &&
+		if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) &&
 			!errors.Is(err, context.Canceled) && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil {
 			log.Debug("fetch ended", "err", err)
 		}

@@ -34,6 +34,7 @@ func MainArgs(args []string, stderr io.Writer, tools ...*tool.Tool) int {
 	fs.StringVar(&o.Prefix, "prefix", "toolwire", "subject and stream prefix of the installation")
 	fs.StringVar(&o.Name, "name", "", "worker instance name (default host name and pid)")
 	fs.StringVar(&pools, "pools", "native", "executor types served: native,mcp,sandbox,http")
+	fs.StringVar(&o.Pool, "pool", "", "pool name; replicas serving the same tools share one (default: the type)")
 	fs.IntVar(&o.Concurrency, "concurrency", 64, "calls run at once per pool")
 	fs.DurationVar(&o.AckWait, "ack-wait", 30*time.Second, "pool consumer AckWait")
 	fs.IntVar(&o.MaxDeliver, "max-deliver", 5, "pool consumer MaxDeliver")

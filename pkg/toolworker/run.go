@@ -30,6 +30,11 @@ type Options struct {
 	// Pools are the executor types served: "native", "mcp", "sandbox",
 	// "http". Default ["native"].
 	Pools []string
+	// Pool names the worker pool: replicas with the same tools share it
+	// (one durable consumer); a worker binary with tools of its own should
+	// be a pool of its own. Default the type ("native"); with several
+	// types, "<Pool>-<type>".
+	Pool string
 	// Concurrency per pool. Default 64.
 	Concurrency int
 	// AckWait of the pool consumers. Default 30s.
@@ -108,8 +113,12 @@ func NewWorker(b *bus.Bus, o Options) (Worker, error) {
 		if !ok {
 			return nil, fmt.Errorf("toolworker: unknown pool type %q (want native, mcp, sandbox or http)", name)
 		}
+		name := o.Pool
+		if name != "" && len(poolsOrDefault(o.Pools)) > 1 {
+			name += "-" + bus.TypeToken(t)
+		}
 		pools = append(pools, worker.Pool{Concurrency: o.Concurrency,
-			PoolConfig: bus.PoolConfig{Type: t, AckWait: o.AckWait, MaxDeliver: o.MaxDeliver}})
+			PoolConfig: bus.PoolConfig{Name: name, Type: t, AckWait: o.AckWait, MaxDeliver: o.MaxDeliver}})
 	}
 	return worker.New(b, worker.Config{Name: o.Name, Pools: pools, Executors: execs, Specs: nat.Specs(), Logger: o.Logger})
 }
