@@ -9,9 +9,11 @@
 //	stream TOOLWIRE_CALLS    toolwire.call.<type>.<tenant>.<provider>.<tool>   limits retention (the audit log)
 //	stream TOOLWIRE_RESULTS  toolwire.result.<tenant>.<dispatcher>.<call_id>   one terminal result per subject
 //	stream TOOLWIRE_EVENTS   toolwire.event.<tenant>.<dispatcher>.<call_id>    lifecycle and progress, short retention
-//	stream TOOLWIRE_DLQ      toolwire.dlq.<type>.<tenant>.<provider>.<tool>    dead letters
-//	KV     toolwire_cancels  <tenant>.<call_id>                                 cancel tombstones with per-key TTL
-//	KV     toolwire_registry <tool> and versions.<tool>.<version>              ToolSpec values
+//	stream TOOLWIRE_DLQ        toolwire.dlq.<type>.<tenant>.<provider>.<tool>  dead letters
+//	stream TOOLWIRE_ADVISORIES $JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.TOOLWIRE_CALLS.*
+//	KV     toolwire_cancels     <tenant>.<call_id>                              cancel tombstones with per-key TTL
+//	KV     toolwire_idempotency sha256(tenant, key)                             idempotency keys for the audit horizon
+//	KV     toolwire_registry    <tool> and versions.<tool>.<version>            ToolSpec values
 //	Object toolwire_blobs                                                       outputs over the inline limit
 //
 // Subject tokens from user input pass through Token, so `.`, `*`, `>` and
@@ -28,9 +30,14 @@
 //     tenant-scoped idempotency key.
 //   - Pool consumers are durable pull consumers created with
 //     DeliverNewPolicy (DeliverAll on a limits stream would re-run history;
-//     the policy cannot change later) and explicit acks. They are created
-//     by dispatchers at start-up as well as by workers, so calls admitted
-//     before the first worker starts are not skipped.
+//     the policy cannot change later) and explicit acks, filtering exactly
+//     the tools the pool serves (ToolSubject). Workers create them before
+//     registering their tools, so no call is admitted before a consumer for
+//     it exists. Overlapping pools are refused (ErrPoolOverlap): on a
+//     limits stream both would run every call.
+//   - MaxDeliver advisories are captured in a stream, since they are core
+//     messages lost when nobody listens; the dispatchers' reaper ends the
+//     calls they name.
 //   - The embedded server never installs signal handlers (NoSigs), always
 //     has an explicit store directory and limits, and syncs to disk every
 //     SyncInterval (default 1s, not the server's 2m: a longer interval can

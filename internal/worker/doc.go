@@ -1,35 +1,65 @@
 // Package worker consumes calls from a pool's durable pull consumer and
-// executes them.
+// executes them under toolwire's delivery semantics.
 //
 // # The life of a delivered call
 //
-// decode → integrity (the subject agrees with the payload; the tool and its
-// pinned spec version are served here) → a redelivered call whose result
-// already exists is acknowledged without running → schedule-to-start and
-// schedule-to-close deadlines (EXPIRED, never executed late) → the
-// executor, under the attempt's timeout, with InProgress heartbeats every
-// AckWait/3 → the response, cut to the inline limit with the full output in
-// the blob store → the result published with ExpectLastSequencePerSubject(0),
-// so the server refuses a second result for the same call → ack.
+// decode → integrity (the subject agrees with the payload; size and depth
+// limits) → the tool and its pinned spec version are served here (if not,
+// the call is handed back for another replica, and refused only on its
+// last delivery) → on a redelivery, an existing result is acknowledged
+// without running, and a non-idempotent call whose earlier attempt started
+// without a result answers UNKNOWN_OUTCOME → the cancel tombstone (checked
+// after registering for cancellation, so no cancel is missed) →
+// schedule-to-start and schedule-to-close deadlines (EXPIRED, never
+// executed late) → attempts, each under its start-to-close timeout, its
+// tool heartbeat timeout and the call deadline, with InProgress heartbeats
+// every AckWait/3 → the response, cut to the inline limit with the full
+// output in the blob store → the result published with
+// ExpectLastSequencePerSubject(0), so the server refuses a second result
+// for the same call → ack. Acks therefore only ever settle a call that has
+// its one result: a late ack of a stale attempt (nats-server issue 4786)
+// cannot lose a call.
 //
-// Every message is settled on every path: undecodable calls, subjects that
-// disagree with their payload and unknown tools or versions are answered
-// (when the call can be decoded), dead-lettered and terminated — never
-// retried, never crashing the worker. A panicking tool answers INTERNAL.
+// # Retries
+//
+// Retryable errors run again in-process with exponential backoff and
+// jitter (cenkalti/backoff), bounded by the tool's RetryPolicy (defaults:
+// 3 attempts, 200ms initial, ×2, 30s max, 20% jitter) and the call deadline
+// — only when the tool is read-only or idempotent, or the error reports no
+// partial side effects. RATE_LIMIT waits its retry_after without spending
+// an attempt. A delay above MaxInProcessDelay hands the call back with
+// NakWithDelay. Exhausted attempts answer MAX_ATTEMPTS with a dead letter.
+// Crashes are retried by redelivery up to the pool's MaxDeliver; a call
+// whose every delivery crashed is ended by the dispatchers' reaper from the
+// server's MaxDeliver advisory. Attempts of tools that are not safe to rerun
+// record their STARTED event durably before running, which is how a
+// redelivery knows the outcome is unknown.
+//
+// # Cancellation
+//
+// The call's context is cancelled with a cause: CancelledError (the caller,
+// via the tombstone watched on one core subscription), ErrShutdown, a
+// deadline or a missed tool heartbeat. The answer is CANCELLED with
+// partial_side_effects from the tool, NONE for read-only tools or before
+// start, UNKNOWN otherwise; the response records who cancelled and why.
+//
+// # Watchdog
+//
+// An execution that ignores its ended context for Watchdog is abandoned:
+// logged, counted (Stats), its heartbeats stopped and the message left
+// unsettled so JetStream redelivers it after AckWait.
 //
 // # Flow control
 //
 // A pool fetches at most its free slots (Concurrency minus calls in
-// flight), so no call waits in a client buffer while its AckWait runs.
+// flight), so no call waits in a client buffer while its AckWait runs, and
+// a pull request is never abandoned (a stop waits for it to end).
 //
 // # Shutdown
 //
 // Stop ends fetching, lets in-flight calls finish while their heartbeats
 // continue, and when its context ends cancels the rest with ErrShutdown and
 // Naks them without delay: a call interrupted by shutdown is handed back,
-// not failed. (JetStream still counts that delivery toward MaxDeliver.)
-//
-// Retries of retryable errors, cancellation and dead-lettering after
-// MaxDeliver belong to the delivery-semantics work; for now every executed
-// attempt's outcome is terminal.
+// not failed (JetStream still counts that delivery toward MaxDeliver; on
+// the last delivery it ends with MAX_ATTEMPTS instead).
 package worker
