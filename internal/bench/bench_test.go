@@ -164,13 +164,25 @@ func BenchmarkEchoNATS(b *testing.B) {
 	require.NoError(b, err)
 
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	meter := startCPU()
 	lat, wall, err := drive(ctx, cfg.InFlight, b.N, s.callNATS)
-	cpu := cpuTime() - cpu0
+	cpu := meter.since()
 	b.StopTimer()
 	require.NoError(b, err)
 	r := summarise(cfg.system(), cfg.InFlight, lat, wall, cpu)
 	b.ReportMetric(r.CallsPerSec(), "calls/s")
 	b.ReportMetric(ms(r.P99), "p99-ms")
 	b.ReportMetric(float64(r.CPUPerCall())/float64(time.Microsecond), "cpu-µs/call")
+}
+
+func TestCPUMeterSeesThisProcess(t *testing.T) {
+	t.Parallel()
+	m := startCPU()
+	deadline := time.Now().Add(50 * time.Millisecond)
+	for x := 0; time.Now().Before(deadline); x++ { // burn CPU, not sleep
+		_ = x * x
+	}
+	u := m.since()
+	require.Positive(t, u.self)
+	require.GreaterOrEqual(t, u.others, time.Duration(0))
 }

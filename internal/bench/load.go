@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -59,17 +58,8 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 }
 
 // summarise turns latencies, wall and CPU time into a Result.
-func summarise(system string, inflight int, lat []time.Duration, wall, cpu time.Duration) Result {
+func summarise(system string, inflight int, lat []time.Duration, wall time.Duration, cpu cpuUse) Result {
 	slices.Sort(lat)
-	return Result{System: system, InFlight: inflight, Calls: len(lat), Elapsed: wall, CPU: cpu,
+	return Result{System: system, InFlight: inflight, Calls: len(lat), Elapsed: wall, CPU: cpu.self, OtherCPU: cpu.others,
 		P50: percentile(lat, 0.50), P99: percentile(lat, 0.99), P999: percentile(lat, 0.999)}
-}
-
-// cpuTime is the CPU time (user and system) this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

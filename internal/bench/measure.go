@@ -62,9 +62,9 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 	if err != nil {
 		return r, err
 	}
-	cpu0 := cpuTime()
+	meter := startCPU()
 	lat, wall, err := drive(ctx, cfg.InFlight, cfg.Calls, call)
-	cpu := cpuTime() - cpu0
+	cpu := meter.since()
 	if perr := stopProfile(); err == nil {
 		err = perr
 	}

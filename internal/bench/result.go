@@ -21,6 +21,18 @@ type Result struct {
 	// in this process. Less sensitive than throughput to other load on the
 	// machine.
 	CPU time.Duration
+	// OtherCPU is the CPU time the rest of the machine used meanwhile:
+	// other load that disturbed the measurement. 0 where unknown.
+	OtherCPU time.Duration
+}
+
+// OtherCores is the average number of cores the rest of the machine kept
+// busy during the measured calls.
+func (r Result) OtherCores() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return r.OtherCPU.Seconds() / r.Elapsed.Seconds()
 }
 
 // CPUPerCall is the process's CPU time per measured call.
@@ -56,15 +68,15 @@ func writeTable(w io.Writer, rows []row) {
 			base[r.InFlight] = r.CallsPerSec()
 		}
 	}
-	fmt.Fprintln(w, "| system | in flight | calls/run | calls/s | calls/s range | p50 ms | p99 ms | p99.9 ms | vs baseline | CPU µs/call |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| system | in flight | calls/run | calls/s | calls/s range | p50 ms | p99 ms | p99.9 ms | vs baseline | CPU µs/call | other load (cores) |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
 		ratio := "—"
 		if b := base[r.InFlight]; b > 0 && r.System != "jetstream-baseline" {
 			ratio = fmt.Sprintf("%.0f%%", 100*r.CallsPerSec()/b)
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %.0f | %.0f–%.0f | %.2f | %.2f | %.2f | %s | %.0f |\n",
+		fmt.Fprintf(w, "| %s | %d | %d | %.0f | %.0f–%.0f | %.2f | %.2f | %.2f | %s | %.0f | %.2f |\n",
 			r.System, r.InFlight, r.Calls, r.CallsPerSec(), r.minCPS, r.maxCPS, ms(r.P50), ms(r.P99), ms(r.P999), ratio,
-			float64(r.CPUPerCall())/float64(time.Microsecond))
+			float64(r.CPUPerCall())/float64(time.Microsecond), r.OtherCores())
 	}
 }

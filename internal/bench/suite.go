@@ -82,6 +82,8 @@ func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) erro
 				if err != nil {
 					return err
 				}
+				fmt.Fprintf(progress, "# %s inflight=%d: %.1f µs CPU/call, other load %.2f cores\n",
+					r.System, r.InFlight, float64(r.CPUPerCall())/1e3, r.OtherCores())
 				fmt.Fprintln(progress, r.Line())
 				runs[i] = append(runs[i], r)
 			}
