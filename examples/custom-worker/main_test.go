@@ -43,7 +43,7 @@ func TestCustomWorkerServesItsTool(t *testing.T) {
 	}
 
 	resp, err := s.Client.Call(t.Context(), connect.NewRequest(&toolwirev1.CallRequest{
-		Call: &toolwirev1.CallOptions{Tool: "word_count", ArgumentsJson: `{"text":"the quick brown fox\n\njumps over the lazy dog\n"}`},
+		Tool: "word_count", ArgumentsJson: `{"text":"the quick brown fox\n\njumps over the lazy dog\n"}`,
 		Wait: durationpb.New(20 * time.Second),
 	}))
 	require.NoError(t, err)
@@ -57,7 +57,7 @@ func TestCustomWorkerServesItsTool(t *testing.T) {
 	// Arguments are checked against the schema derived from WordCountIn
 	// before anything is queued.
 	resp, err = s.Client.Call(t.Context(), connect.NewRequest(&toolwirev1.CallRequest{
-		Call: &toolwirev1.CallOptions{Tool: "word_count", ArgumentsJson: `{"text":7}`},
+		Tool: "word_count", ArgumentsJson: `{"text":7}`,
 	}))
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, resp.Msg.Response.GetError().GetType())

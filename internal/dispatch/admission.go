@@ -16,7 +16,7 @@ import (
 // size and depth → JSON Schema. It returns the call to publish, or the
 // error to answer with; nothing is published on error. Errors raised here
 // are never retryable and have no side effects.
-func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallOptions, callID string, now time.Time) (*toolwirev1.ToolCall, *toolwirev1.ToolError) {
+func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, now time.Time) (*toolwirev1.ToolCall, *toolwirev1.ToolError) {
 	if o.Tool == "" {
 		return nil, violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "tool", "tool name is required")
 	}

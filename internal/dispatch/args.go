@@ -9,7 +9,7 @@ import (
 
 // argumentBytes returns the exact JSON of the call's arguments: the raw
 // string when given (byte for byte), else the encoded object, else {}.
-func argumentBytes(o *toolwirev1.CallOptions) ([]byte, error) {
+func argumentBytes(o *toolwirev1.CallRequest) ([]byte, error) {
 	if o.ArgumentsJson != "" {
 		return []byte(o.ArgumentsJson), nil
 	}

@@ -20,9 +20,10 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-func call(t *testing.T, c toolwirev1connect.DispatcherServiceClient, o *toolwirev1.CallOptions) *toolwirev1.CallResponse {
+func call(t *testing.T, c toolwirev1connect.DispatcherServiceClient, o *toolwirev1.CallRequest) *toolwirev1.CallResponse {
 	t.Helper()
-	resp, err := c.Call(t.Context(), connect.NewRequest(&toolwirev1.CallRequest{Call: o, Wait: durationpb.New(20 * time.Second)}))
+	o.Wait = durationpb.New(20 * time.Second)
+	resp, err := c.Call(t.Context(), connect.NewRequest(o))
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, resp.Msg.State)
 	return resp.Msg
@@ -38,7 +39,7 @@ func args(t *testing.T, m map[string]any) *structpb.Struct {
 func TestCallEcho(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{})
-	r := call(t, s.Client, &toolwirev1.CallOptions{Tool: "echo", Arguments: args(t, map[string]any{"text": "hi"})})
+	r := call(t, s.Client, &toolwirev1.CallRequest{Tool: "echo", Arguments: args(t, map[string]any{"text": "hi"})})
 	require.True(t, r.Response.Ok, "%v", r.Response.Error)
 	require.Equal(t, "hi", r.Response.Content[0].GetText().Text)
 	require.JSONEq(t, `{"text":"hi"}`, r.Response.StructuredJson)
@@ -54,19 +55,19 @@ func TestAdmissionRejectionsAreNeverQueued(t *testing.T) {
 	deep := strings.Repeat(`{"a":`, 40) + "1" + strings.Repeat("}", 40)
 	cases := []struct {
 		name  string
-		opts  *toolwirev1.CallOptions
+		opts  *toolwirev1.CallRequest
 		typ   toolwirev1.ErrorType
 		field string
 	}{
-		{"missing field", &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{}`}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "/text"},
-		{"wrong type", &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":5}`}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "/text"},
-		{"unknown field", &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":"a","txt":"b"}`}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "/txt"},
-		{"not json", &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":`}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, ""},
-		{"too deep", &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: deep}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, ""},
-		{"too big", &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":"` + strings.Repeat("x", 300<<10) + `"}`}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, ""},
-		{"unknown tool", &toolwirev1.CallOptions{Tool: "nope"}, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, ""},
-		{"unknown version", &toolwirev1.CallOptions{Tool: "echo", SpecVersion: "abc", ArgumentsJson: `{"text":"a"}`}, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, ""},
-		{"no tool", &toolwirev1.CallOptions{}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "tool"},
+		{"missing field", &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{}`}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "/text"},
+		{"wrong type", &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":5}`}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "/text"},
+		{"unknown field", &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"a","txt":"b"}`}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "/txt"},
+		{"not json", &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":`}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, ""},
+		{"too deep", &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: deep}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, ""},
+		{"too big", &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"` + strings.Repeat("x", 300<<10) + `"}`}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, ""},
+		{"unknown tool", &toolwirev1.CallRequest{Tool: "nope"}, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, ""},
+		{"unknown version", &toolwirev1.CallRequest{Tool: "echo", SpecVersion: "abc", ArgumentsJson: `{"text":"a"}`}, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, ""},
+		{"no tool", &toolwirev1.CallRequest{}, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "tool"},
 	}
 	for _, tc := range cases {
 		r := call(t, s.Client, tc.opts)
@@ -101,7 +102,7 @@ func TestArgumentsJSONArriveExactly(t *testing.T) {
 	raw := tool.Must(tool.New("raw", func(_ context.Context, in json.RawMessage) (string, error) { return string(in), nil }))
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{raw}})
 	const exact = `{"n": 123456789012345678901234567890, "f": 1.0000000000000000001, "s":"\u00e9"}`
-	r := call(t, s.Client, &toolwirev1.CallOptions{Tool: "raw", ArgumentsJson: exact})
+	r := call(t, s.Client, &toolwirev1.CallRequest{Tool: "raw", ArgumentsJson: exact})
 	require.True(t, r.Response.Ok, "%v", r.Response.Error)
 	require.Equal(t, exact, r.Response.Content[0].GetText().Text)
 }
@@ -117,7 +118,7 @@ func TestGetResultStates(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_UNKNOWN, g.Msg.State)
 
-	sub, err := s.Client.Submit(ctx, connect.NewRequest(&toolwirev1.SubmitRequest{Call: &toolwirev1.CallOptions{Tool: "sleep", ArgumentsJson: `{"duration":"300ms"}`}}))
+	sub, err := s.Client.Submit(ctx, connect.NewRequest(&toolwirev1.SubmitRequest{Tool: "sleep", ArgumentsJson: `{"duration":"300ms"}`}))
 	require.NoError(t, err)
 	require.Nil(t, sub.Msg.Response)
 	g, err = s.Client.GetResult(ctx, connect.NewRequest(&toolwirev1.GetResultRequest{CallId: sub.Msg.CallId}))
@@ -142,7 +143,7 @@ func TestResultSurvivesDispatcherRestart(t *testing.T) {
 	require.NoError(t, w.Stop(ctx))
 	s.WaitTool(t, "echo")
 
-	sub, err := first.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":"later"}`})
+	sub, err := first.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"later"}`})
 	require.NoError(t, err)
 	require.Nil(t, sub.Rejected)
 	first.Stop()
@@ -165,12 +166,12 @@ func TestResultSurvivesDispatcherRestart(t *testing.T) {
 func TestIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{})
-	o := &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":"once"}`, IdempotencyKey: "k1"}
+	o := &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"once"}`, IdempotencyKey: "k1"}
 	a := call(t, s.Client, o)
 	b := call(t, s.Client, o)
 	require.Equal(t, a.CallId, b.CallId)
 	require.True(t, b.Response.Ok)
-	c := call(t, s.Client, &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":"other"}`, IdempotencyKey: "k1"})
+	c := call(t, s.Client, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"other"}`, IdempotencyKey: "k1"})
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CONFLICT, c.Response.Error.Type)
 	info, err := s.Env.Bus.Calls.Info(t.Context())
 	require.NoError(t, err)
@@ -180,18 +181,18 @@ func TestIdempotencyKey(t *testing.T) {
 func TestPanickingToolAnswersInternal(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{})
-	r := call(t, s.Client, &toolwirev1.CallOptions{Tool: "fail", ArgumentsJson: `{"type":"PANIC"}`})
+	r := call(t, s.Client, &toolwirev1.CallRequest{Tool: "fail", ArgumentsJson: `{"type":"PANIC"}`})
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, r.Response.Error.Type)
 	require.Contains(t, r.Response.Error.Message, "panic")
 	// The worker is unharmed.
-	r = call(t, s.Client, &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":"alive"}`})
+	r = call(t, s.Client, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"alive"}`})
 	require.True(t, r.Response.Ok)
 }
 
 func TestToolErrorsPassThrough(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{})
-	r := call(t, s.Client, &toolwirev1.CallOptions{Tool: "fail", ArgumentsJson: `{"type":"AUTH","message":"bad token"}`})
+	r := call(t, s.Client, &toolwirev1.CallRequest{Tool: "fail", ArgumentsJson: `{"type":"AUTH","message":"bad token"}`})
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_AUTH, r.Response.Error.Type)
 	require.Equal(t, "bad token", r.Response.Error.Message)
 	require.Equal(t, "worker", r.Response.Meta.Source)
@@ -209,10 +210,10 @@ func (keyAuth) Authenticate(r *http.Request) (dispatch.Identity, error) {
 func TestUnauthenticatedIsRefused(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{Auth: keyAuth{}})
-	_, err := s.Client.Call(t.Context(), connect.NewRequest(&toolwirev1.CallRequest{Call: &toolwirev1.CallOptions{Tool: "echo"}}))
+	_, err := s.Client.Call(t.Context(), connect.NewRequest(&toolwirev1.CallRequest{Tool: "echo"}))
 	require.Equal(t, connect.CodeUnauthenticated, connect.CodeOf(err))
 
-	req := connect.NewRequest(&toolwirev1.CallRequest{Call: &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":"x"}`}})
+	req := connect.NewRequest(&toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`})
 	req.Header().Set("Authorization", "Bearer secret")
 	resp, err := s.Client.Call(t.Context(), req)
 	require.NoError(t, err)
@@ -242,4 +243,52 @@ func TestListAndGetTools(t *testing.T) {
 	require.Equal(t, "echo", g.Msg.Tool.Name)
 	_, err = s.Client.GetTool(ctx, connect.NewRequest(&toolwirev1.GetToolRequest{Name: "nope"}))
 	require.Equal(t, connect.CodeNotFound, connect.CodeOf(err))
+}
+
+// SubmitRequest and CallRequest share fields 1-12 by number, name and
+// kind, so that one converts into the other on the wire (CallOf).
+func TestSubmitAndCallRequestsAgree(t *testing.T) {
+	t.Parallel()
+	sf := (&toolwirev1.SubmitRequest{}).ProtoReflect().Descriptor().Fields()
+	cf := (&toolwirev1.CallRequest{}).ProtoReflect().Descriptor().Fields()
+	require.Equal(t, sf.Len()+1, cf.Len(), "CallRequest has exactly one more field: wait")
+	for i := range sf.Len() {
+		f := sf.Get(i)
+		g := cf.ByNumber(f.Number())
+		require.NotNil(t, g, f.Name())
+		require.Equal(t, f.Name(), g.Name())
+		require.Equal(t, f.Kind(), g.Kind(), f.Name())
+	}
+	require.Equal(t, "wait", string(cf.ByNumber(13).Name()))
+	got := dispatch.CallOf(&toolwirev1.SubmitRequest{Tool: "t", ArgumentsJson: "{}", Session: "s", ApprovalToken: "a"})
+	require.Equal(t, "t", got.Tool)
+	require.Equal(t, "s", got.Session)
+	require.Equal(t, "a", got.ApprovalToken)
+}
+
+// The JSON form an LLM toolchain or curl sends: flat, with arguments as an
+// object.
+func TestCallOverPlainJSON(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	body := strings.NewReader(`{"tool":"echo","arguments":{"text":"hi"}}`)
+	resp, err := http.Post(s.URL+"/toolwire.v1.DispatcherService/Call", "application/json", body)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var out struct {
+		State    string `json:"state"`
+		Response struct {
+			Ok      bool `json:"ok"`
+			Content []struct {
+				Text struct {
+					Text string `json:"text"`
+				} `json:"text"`
+			} `json:"content"`
+		} `json:"response"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	require.Equal(t, "CALL_STATE_DONE", out.State)
+	require.True(t, out.Response.Ok)
+	require.Equal(t, "hi", out.Response.Content[0].Text.Text)
 }

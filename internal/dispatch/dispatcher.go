@@ -166,14 +166,14 @@ type Submitted struct {
 }
 
 // Submit admits and publishes one call without waiting for its result.
-func (d *Dispatcher) Submit(ctx context.Context, id Identity, o *toolwirev1.CallOptions) (*Submitted, error) {
+func (d *Dispatcher) Submit(ctx context.Context, id Identity, o *toolwirev1.CallRequest) (*Submitted, error) {
 	s, _, err := d.submit(ctx, id, o, false)
 	return s, err
 }
 
 // Call admits a call and waits up to wait (0 = the default) for its
 // terminal response. When the wait ends first the state is PENDING.
-func (d *Dispatcher) Call(ctx context.Context, id Identity, o *toolwirev1.CallOptions, wait time.Duration) (*toolwirev1.CallResponse, error) {
+func (d *Dispatcher) Call(ctx context.Context, id Identity, o *toolwirev1.CallRequest, wait time.Duration) (*toolwirev1.CallResponse, error) {
 	s, w, err := d.submit(ctx, id, o, true)
 	if err != nil {
 		return nil, err
@@ -216,9 +216,9 @@ type waiter struct {
 	cancel func()
 }
 
-func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.CallOptions, withWaiter bool) (*Submitted, *waiter, error) {
+func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.CallRequest, withWaiter bool) (*Submitted, *waiter, error) {
 	if o == nil {
-		o = &toolwirev1.CallOptions{}
+		o = &toolwirev1.CallRequest{}
 	}
 	now := time.Now()
 	callID := ulid.Make().String()
@@ -406,7 +406,7 @@ func (d *Dispatcher) event(tenant, callID string, ev *toolwirev1.CallEvent) {
 	}
 }
 
-func callerOf(id Identity, o *toolwirev1.CallOptions) *toolwirev1.Caller {
+func callerOf(id Identity, o *toolwirev1.CallRequest) *toolwirev1.Caller {
 	return &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent, Scopes: id.Scopes,
 		Session: o.Session, User: o.User, Run: o.Run, Turn: o.Turn}
 }

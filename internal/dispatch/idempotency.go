@@ -64,7 +64,7 @@ func (d *Dispatcher) claimKey(ctx context.Context, id Identity, call *toolwirev1
 
 // releaseKey unbinds a key whose call could not be queued, so a retry with
 // the same key is not pointed at a call that never existed.
-func (d *Dispatcher) releaseKey(id Identity, o *toolwirev1.CallOptions) {
+func (d *Dispatcher) releaseKey(id Identity, o *toolwirev1.CallRequest) {
 	if o.IdempotencyKey == "" {
 		return
 	}

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"google.golang.org/protobuf/proto"
 	"net/http"
 
 	"connectrpc.com/connect"
@@ -72,7 +73,7 @@ func (s *Service) Call(ctx context.Context, req *connect.Request[toolwirev1.Call
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.d.Call(ctx, id, req.Msg.Call, req.Msg.Wait.AsDuration())
+	resp, err := s.d.Call(ctx, id, req.Msg, req.Msg.Wait.AsDuration())
 	if err != nil {
 		return nil, toConnectErr(err)
 	}
@@ -85,7 +86,7 @@ func (s *Service) Submit(ctx context.Context, req *connect.Request[toolwirev1.Su
 	if err != nil {
 		return nil, err
 	}
-	sub, err := s.d.Submit(ctx, id, req.Msg.Call)
+	sub, err := s.d.Submit(ctx, id, CallOf(req.Msg))
 	if err != nil {
 		return nil, toConnectErr(err)
 	}
@@ -176,4 +177,15 @@ func (s *Service) GetTool(ctx context.Context, req *connect.Request[toolwirev1.G
 		out.ToolJson = string(b)
 	}
 	return connect.NewResponse(out), nil
+}
+
+// CallOf returns the CallRequest with the fields of a SubmitRequest: the
+// two messages share field numbers 1-12 by design (a test keeps them in
+// step), so the wire form converts.
+func CallOf(s *toolwirev1.SubmitRequest) *toolwirev1.CallRequest {
+	out := &toolwirev1.CallRequest{}
+	if b, err := proto.Marshal(s); err == nil {
+		_ = proto.Unmarshal(b, out)
+	}
+	return out
 }

@@ -146,7 +146,7 @@ func (c *Cluster) WaitTool(name string) {
 
 // Submit admits one call and returns its id, or "" when admission refused
 // it (then it was never accepted).
-func (c *Cluster) Submit(ctx context.Context, o *toolwirev1.CallOptions) (string, error) {
+func (c *Cluster) Submit(ctx context.Context, o *toolwirev1.CallRequest) (string, error) {
 	s, err := c.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, o)
 	if err != nil {
 		return "", err

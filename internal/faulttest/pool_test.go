@@ -41,7 +41,7 @@ func TestTwoWorkerProcessesShareAPool(t *testing.T) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			results[i], errs[i] = s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity,
-				&toolwirev1.CallOptions{Tool: "ledger", ArgumentsJson: fmt.Sprintf(`{"sleep_ms":5,"text":"c%d"}`, i)}, 30*time.Second)
+				&toolwirev1.CallRequest{Tool: "ledger", ArgumentsJson: fmt.Sprintf(`{"sleep_ms":5,"text":"c%d"}`, i)}, 30*time.Second)
 		}()
 	}
 	wg.Wait()

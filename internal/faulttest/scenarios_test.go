@@ -22,13 +22,13 @@ func figure(t *testing.T, format string, args ...any) {
 	t.Logf("FIGURE %s: "+format, append([]any{t.Name()}, args...)...)
 }
 
-func ledgerCall(tool string, sleepMS int, text string) *toolwirev1.CallOptions {
-	return &toolwirev1.CallOptions{Tool: tool, ArgumentsJson: fmt.Sprintf(`{"sleep_ms":%d,"text":%q}`, sleepMS, text)}
+func ledgerCall(tool string, sleepMS int, text string) *toolwirev1.CallRequest {
+	return &toolwirev1.CallRequest{Tool: tool, ArgumentsJson: fmt.Sprintf(`{"sleep_ms":%d,"text":%q}`, sleepMS, text)}
 }
 
 // submitAll submits calls concurrently and returns the accepted ids in
 // order (empty strings for refused ones).
-func submitAll(t *testing.T, c *faulttest.Cluster, calls []*toolwirev1.CallOptions) []string {
+func submitAll(t *testing.T, c *faulttest.Cluster, calls []*toolwirev1.CallRequest) []string {
 	t.Helper()
 	ids := make([]string, len(calls))
 	var wg sync.WaitGroup
@@ -77,7 +77,7 @@ func TestKillWorkerUnderLoad(t *testing.T) {
 	c := faulttest.NewCluster(t)
 	victim := c.StartWorker(faulttest.WorkerOptions{Name: "victim", Concurrency: 8, AckWait: 2 * time.Second})
 	c.StartWorker(faulttest.WorkerOptions{Name: "survivor", Concurrency: 8, AckWait: 2 * time.Second})
-	var calls []*toolwirev1.CallOptions
+	var calls []*toolwirev1.CallRequest
 	for i := range 120 {
 		calls = append(calls, ledgerCall("ledger_idem", 150, fmt.Sprintf("c%d", i)))
 	}
@@ -252,7 +252,7 @@ func TestSIGTERMHandsBackCalls(t *testing.T) {
 	c := faulttest.NewCluster(t)
 	const ackWait = 20 * time.Second
 	leaving := c.StartWorker(faulttest.WorkerOptions{Name: "leaving", Concurrency: 8, AckWait: ackWait, Grace: time.Second})
-	var calls []*toolwirev1.CallOptions
+	var calls []*toolwirev1.CallRequest
 	for i := range 4 {
 		calls = append(calls, ledgerCall("ledger_idem", 300, fmt.Sprintf("short%d", i)))
 	}
@@ -319,7 +319,7 @@ func TestPoisonCallIsDeadLettered(t *testing.T) {
 	defer cancel()
 	poison, err := c.Submit(t.Context(), ledgerCall("poison", 0, "boom"))
 	require.NoError(t, err)
-	var healthy []*toolwirev1.CallOptions
+	var healthy []*toolwirev1.CallRequest
 	for i := range 30 {
 		healthy = append(healthy, ledgerCall("ledger_idem", 10, fmt.Sprintf("h%d", i)))
 	}
@@ -445,7 +445,7 @@ func TestScaledToZeroExpires(t *testing.T) {
 	c := faulttest.NewCluster(t)
 	w := c.StartWorker(faulttest.WorkerOptions{Name: "w"})
 	w.Kill() // registered the tools, then scaled to zero
-	var calls []*toolwirev1.CallOptions
+	var calls []*toolwirev1.CallRequest
 	for i := range 20 {
 		o := ledgerCall("ledger", 0, fmt.Sprintf("e%d", i))
 		o.ScheduleToStart = durationpb.New(300 * time.Millisecond)

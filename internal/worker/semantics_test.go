@@ -20,7 +20,7 @@ type empty struct{}
 
 func callTool(t *testing.T, s *dispatchtest.Stack, name string) *toolwirev1.ToolResponse {
 	t.Helper()
-	r, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallOptions{Tool: name}, 30*time.Second)
+	r, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: name}, 30*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
 	return r.Response
@@ -153,7 +153,7 @@ func TestCancelRunningCall(t *testing.T) {
 	}))
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{block}})
 	ctx := t.Context()
-	sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallOptions{Tool: "block"})
+	sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "block"})
 	require.NoError(t, err)
 	<-started
 	out, err := s.Dispatcher.Cancel(ctx, dispatch.DefaultIdentity, sub.CallID, "user hit stop")
@@ -192,7 +192,7 @@ func TestCancelQueuedCallNeverRuns(t *testing.T) {
 	w := s.StartWorker(t, count)
 	require.NoError(t, w.Stop(ctx))
 	s.WaitTool(t, "count")
-	sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallOptions{Tool: "count"})
+	sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "count"})
 	require.NoError(t, err)
 	out, err := s.Dispatcher.Cancel(ctx, dispatch.DefaultIdentity, sub.CallID, "changed my mind")
 	require.NoError(t, err)
@@ -215,7 +215,7 @@ func TestWatch(t *testing.T) {
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{steps}})
 	ctx := t.Context()
 	other := s.StartDispatcher(t, dispatch.Config{Name: "other"})
-	sub, err := other.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallOptions{Tool: "steps"})
+	sub, err := other.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "steps"})
 	require.NoError(t, err)
 	var types []toolwirev1.CallEventType
 	err = s.Dispatcher.Watch(ctx, dispatch.DefaultIdentity, sub.CallID, func(ev *toolwirev1.CallEvent) error {

@@ -107,7 +107,7 @@ func TestBadCallsAreTerminatedAnsweredAndDeadLettered(t *testing.T) {
 		ci, err := cons.Info(ctx)
 		return err == nil && ci.NumAckPending == 0 && ci.NumPending == 0
 	}, 20*time.Second, 10*time.Millisecond)
-	resp, err := s.Dispatcher.Call(ctx, dispatchIdentity, &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":"ok"}`}, 10*time.Second)
+	resp, err := s.Dispatcher.Call(ctx, dispatchIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"ok"}`}, 10*time.Second)
 	require.NoError(t, err)
 	require.True(t, resp.Response.Ok)
 }
@@ -121,7 +121,7 @@ func TestExpiredCallsAreNeverExecuted(t *testing.T) {
 	w := s.StartWorker(t, builtin.Tools()...)
 	require.NoError(t, w.Stop(ctx)) // registers the tools, serves nothing
 	s.WaitTool(t, "echo")
-	sub, err := s.Dispatcher.Submit(ctx, dispatchIdentity, &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: `{"text":"late"}`,
+	sub, err := s.Dispatcher.Submit(ctx, dispatchIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"late"}`,
 		ScheduleToStart: durationpbNew(time.Millisecond)})
 	require.NoError(t, err)
 	require.Nil(t, sub.Rejected)

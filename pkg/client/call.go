@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"google.golang.org/protobuf/proto"
 	"time"
 
 	"connectrpc.com/connect"
@@ -33,7 +34,8 @@ func (c *Client) Call(ctx context.Context, tool string, args any, opts ...CallOp
 	if err != nil {
 		return nil, err
 	}
-	req := &toolwirev1.CallRequest{Call: s.opts, Wait: positive(fitWait(ctx, s.wait, true))}
+	req := proto.Clone(s.opts).(*toolwirev1.CallRequest)
+	req.Wait = positive(fitWait(ctx, s.wait, true))
 	resp, err := c.rpc.Call(ctx, connect.NewRequest(req))
 	if err != nil {
 		return nil, transportError("call "+tool, err)
@@ -66,7 +68,11 @@ func (c *Client) Submit(ctx context.Context, tool string, args any, opts ...Call
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.rpc.Submit(ctx, connect.NewRequest(&toolwirev1.SubmitRequest{Call: s.opts}))
+	sreq, err := submitRequest(s.opts)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.rpc.Submit(ctx, connect.NewRequest(sreq))
 	if err != nil {
 		return nil, transportError("submit "+tool, err)
 	}
@@ -101,7 +107,7 @@ func newCallSettings(tool string, args any, opts []CallOption) (*callSettings, e
 	if err != nil {
 		return nil, fmt.Errorf("toolwire client: %s: %w", tool, err)
 	}
-	s := &callSettings{opts: &toolwirev1.CallOptions{Tool: tool, ArgumentsJson: a}}
+	s := &callSettings{opts: &toolwirev1.CallRequest{Tool: tool, ArgumentsJson: a}}
 	for _, opt := range opts {
 		opt(s)
 	}
@@ -134,4 +140,20 @@ func fitWait(ctx context.Context, wait time.Duration, zeroIsDefault bool) time.D
 		return fit
 	}
 	return wait
+}
+
+// submitRequest converts a CallRequest without its wait into the
+// SubmitRequest with the same fields (the two share field numbers 1-12).
+func submitRequest(c *toolwirev1.CallRequest) (*toolwirev1.SubmitRequest, error) {
+	c = proto.Clone(c).(*toolwirev1.CallRequest)
+	c.Wait = nil
+	b, err := proto.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("client: encode request: %w", err)
+	}
+	out := &toolwirev1.SubmitRequest{}
+	if err := proto.Unmarshal(b, out); err != nil {
+		return nil, fmt.Errorf("client: encode request: %w", err)
+	}
+	return out, nil
 }

@@ -11,7 +11,7 @@ import (
 type CallOption func(*callSettings)
 
 type callSettings struct {
-	opts *toolwirev1.CallOptions
+	opts *toolwirev1.CallRequest
 	wait time.Duration
 }
 

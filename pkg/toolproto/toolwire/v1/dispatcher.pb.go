@@ -195,8 +195,10 @@ func (CancelOutcome) EnumDescriptor() ([]byte, []int) {
 	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{2}
 }
 
-// CallOptions are the per-call settings shared by Call and Submit.
-type CallOptions struct {
+// CallRequest submits a call and waits for its terminal response. The
+// fields are flat so that a JSON client sends
+// `{"tool":"echo","arguments":{"text":"hi"}}`.
+type CallRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Tool  string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
 	// Arguments as a JSON object. Numbers pass through float64 here; use
@@ -205,7 +207,8 @@ type CallOptions struct {
 	// Arguments as the raw JSON string an LLM emitted; reaches the tool byte
 	// for byte. Takes precedence over `arguments` when both are set.
 	ArgumentsJson string `protobuf:"bytes,3,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
-	// Tenant-scoped; the same key and arguments give the same call.
+	// Tenant-scoped; the same key and arguments give the same call, for the
+	// audit horizon. The same key with other arguments answers CONFLICT.
 	IdempotencyKey string `protobuf:"bytes,4,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	Session        string `protobuf:"bytes,5,opt,name=session,proto3" json:"session,omitempty"`
 	User           string `protobuf:"bytes,6,opt,name=user,proto3" json:"user,omitempty"`
@@ -217,137 +220,16 @@ type CallOptions struct {
 	ScheduleToStart *durationpb.Duration `protobuf:"bytes,10,opt,name=schedule_to_start,json=scheduleToStart,proto3" json:"schedule_to_start,omitempty"`
 	ScheduleToClose *durationpb.Duration `protobuf:"bytes,11,opt,name=schedule_to_close,json=scheduleToClose,proto3" json:"schedule_to_close,omitempty"`
 	ApprovalToken   string               `protobuf:"bytes,12,opt,name=approval_token,json=approvalToken,proto3" json:"approval_token,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
-}
-
-func (x *CallOptions) Reset() {
-	*x = CallOptions{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[0]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *CallOptions) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*CallOptions) ProtoMessage() {}
-
-func (x *CallOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[0]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use CallOptions.ProtoReflect.Descriptor instead.
-func (*CallOptions) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{0}
-}
-
-func (x *CallOptions) GetTool() string {
-	if x != nil {
-		return x.Tool
-	}
-	return ""
-}
-
-func (x *CallOptions) GetArguments() *structpb.Struct {
-	if x != nil {
-		return x.Arguments
-	}
-	return nil
-}
-
-func (x *CallOptions) GetArgumentsJson() string {
-	if x != nil {
-		return x.ArgumentsJson
-	}
-	return ""
-}
-
-func (x *CallOptions) GetIdempotencyKey() string {
-	if x != nil {
-		return x.IdempotencyKey
-	}
-	return ""
-}
-
-func (x *CallOptions) GetSession() string {
-	if x != nil {
-		return x.Session
-	}
-	return ""
-}
-
-func (x *CallOptions) GetUser() string {
-	if x != nil {
-		return x.User
-	}
-	return ""
-}
-
-func (x *CallOptions) GetRun() string {
-	if x != nil {
-		return x.Run
-	}
-	return ""
-}
-
-func (x *CallOptions) GetTurn() string {
-	if x != nil {
-		return x.Turn
-	}
-	return ""
-}
-
-func (x *CallOptions) GetSpecVersion() string {
-	if x != nil {
-		return x.SpecVersion
-	}
-	return ""
-}
-
-func (x *CallOptions) GetScheduleToStart() *durationpb.Duration {
-	if x != nil {
-		return x.ScheduleToStart
-	}
-	return nil
-}
-
-func (x *CallOptions) GetScheduleToClose() *durationpb.Duration {
-	if x != nil {
-		return x.ScheduleToClose
-	}
-	return nil
-}
-
-func (x *CallOptions) GetApprovalToken() string {
-	if x != nil {
-		return x.ApprovalToken
-	}
-	return ""
-}
-
-type CallRequest struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	Call  *CallOptions           `protobuf:"bytes,1,opt,name=call,proto3" json:"call,omitempty"`
 	// Longest wait for the response; default 60s. When it passes the call
 	// keeps running and the answer is PENDING with the call id.
-	Wait          *durationpb.Duration `protobuf:"bytes,2,opt,name=wait,proto3" json:"wait,omitempty"`
+	Wait          *durationpb.Duration `protobuf:"bytes,13,opt,name=wait,proto3" json:"wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallRequest) Reset() {
 	*x = CallRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[1]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -359,7 +241,7 @@ func (x *CallRequest) String() string {
 func (*CallRequest) ProtoMessage() {}
 
 func (x *CallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[1]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -372,14 +254,91 @@ func (x *CallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallRequest.ProtoReflect.Descriptor instead.
 func (*CallRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{1}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{0}
 }
 
-func (x *CallRequest) GetCall() *CallOptions {
+func (x *CallRequest) GetTool() string {
 	if x != nil {
-		return x.Call
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *CallRequest) GetArguments() *structpb.Struct {
+	if x != nil {
+		return x.Arguments
 	}
 	return nil
+}
+
+func (x *CallRequest) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
+func (x *CallRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *CallRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *CallRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *CallRequest) GetRun() string {
+	if x != nil {
+		return x.Run
+	}
+	return ""
+}
+
+func (x *CallRequest) GetTurn() string {
+	if x != nil {
+		return x.Turn
+	}
+	return ""
+}
+
+func (x *CallRequest) GetSpecVersion() string {
+	if x != nil {
+		return x.SpecVersion
+	}
+	return ""
+}
+
+func (x *CallRequest) GetScheduleToStart() *durationpb.Duration {
+	if x != nil {
+		return x.ScheduleToStart
+	}
+	return nil
+}
+
+func (x *CallRequest) GetScheduleToClose() *durationpb.Duration {
+	if x != nil {
+		return x.ScheduleToClose
+	}
+	return nil
+}
+
+func (x *CallRequest) GetApprovalToken() string {
+	if x != nil {
+		return x.ApprovalToken
+	}
+	return ""
 }
 
 func (x *CallRequest) GetWait() *durationpb.Duration {
@@ -400,7 +359,7 @@ type CallResponse struct {
 
 func (x *CallResponse) Reset() {
 	*x = CallResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[2]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -412,7 +371,7 @@ func (x *CallResponse) String() string {
 func (*CallResponse) ProtoMessage() {}
 
 func (x *CallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[2]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -425,7 +384,7 @@ func (x *CallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallResponse.ProtoReflect.Descriptor instead.
 func (*CallResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{2}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *CallResponse) GetCallId() string {
@@ -449,16 +408,29 @@ func (x *CallResponse) GetResponse() *ToolResponse {
 	return nil
 }
 
+// SubmitRequest admits a call without waiting; its fields mean what they
+// mean in CallRequest.
 type SubmitRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Call          *CallOptions           `protobuf:"bytes,1,opt,name=call,proto3" json:"call,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Tool            string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	Arguments       *structpb.Struct       `protobuf:"bytes,2,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	ArgumentsJson   string                 `protobuf:"bytes,3,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	IdempotencyKey  string                 `protobuf:"bytes,4,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	Session         string                 `protobuf:"bytes,5,opt,name=session,proto3" json:"session,omitempty"`
+	User            string                 `protobuf:"bytes,6,opt,name=user,proto3" json:"user,omitempty"`
+	Run             string                 `protobuf:"bytes,7,opt,name=run,proto3" json:"run,omitempty"`
+	Turn            string                 `protobuf:"bytes,8,opt,name=turn,proto3" json:"turn,omitempty"`
+	SpecVersion     string                 `protobuf:"bytes,9,opt,name=spec_version,json=specVersion,proto3" json:"spec_version,omitempty"`
+	ScheduleToStart *durationpb.Duration   `protobuf:"bytes,10,opt,name=schedule_to_start,json=scheduleToStart,proto3" json:"schedule_to_start,omitempty"`
+	ScheduleToClose *durationpb.Duration   `protobuf:"bytes,11,opt,name=schedule_to_close,json=scheduleToClose,proto3" json:"schedule_to_close,omitempty"`
+	ApprovalToken   string                 `protobuf:"bytes,12,opt,name=approval_token,json=approvalToken,proto3" json:"approval_token,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[3]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -470,7 +442,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[3]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -483,14 +455,91 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{3}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{2}
 }
 
-func (x *SubmitRequest) GetCall() *CallOptions {
+func (x *SubmitRequest) GetTool() string {
 	if x != nil {
-		return x.Call
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *SubmitRequest) GetArguments() *structpb.Struct {
+	if x != nil {
+		return x.Arguments
 	}
 	return nil
+}
+
+func (x *SubmitRequest) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
+func (x *SubmitRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *SubmitRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *SubmitRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *SubmitRequest) GetRun() string {
+	if x != nil {
+		return x.Run
+	}
+	return ""
+}
+
+func (x *SubmitRequest) GetTurn() string {
+	if x != nil {
+		return x.Turn
+	}
+	return ""
+}
+
+func (x *SubmitRequest) GetSpecVersion() string {
+	if x != nil {
+		return x.SpecVersion
+	}
+	return ""
+}
+
+func (x *SubmitRequest) GetScheduleToStart() *durationpb.Duration {
+	if x != nil {
+		return x.ScheduleToStart
+	}
+	return nil
+}
+
+func (x *SubmitRequest) GetScheduleToClose() *durationpb.Duration {
+	if x != nil {
+		return x.ScheduleToClose
+	}
+	return nil
+}
+
+func (x *SubmitRequest) GetApprovalToken() string {
+	if x != nil {
+		return x.ApprovalToken
+	}
+	return ""
 }
 
 type SubmitResponse struct {
@@ -508,7 +557,7 @@ type SubmitResponse struct {
 
 func (x *SubmitResponse) Reset() {
 	*x = SubmitResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[4]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -520,7 +569,7 @@ func (x *SubmitResponse) String() string {
 func (*SubmitResponse) ProtoMessage() {}
 
 func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[4]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -533,7 +582,7 @@ func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResponse.ProtoReflect.Descriptor instead.
 func (*SubmitResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{4}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SubmitResponse) GetCallId() string {
@@ -568,7 +617,7 @@ type GetResultRequest struct {
 
 func (x *GetResultRequest) Reset() {
 	*x = GetResultRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[5]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -580,7 +629,7 @@ func (x *GetResultRequest) String() string {
 func (*GetResultRequest) ProtoMessage() {}
 
 func (x *GetResultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[5]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -593,7 +642,7 @@ func (x *GetResultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResultRequest.ProtoReflect.Descriptor instead.
 func (*GetResultRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{5}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetResultRequest) GetCallId() string {
@@ -621,7 +670,7 @@ type GetResultResponse struct {
 
 func (x *GetResultResponse) Reset() {
 	*x = GetResultResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[6]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -633,7 +682,7 @@ func (x *GetResultResponse) String() string {
 func (*GetResultResponse) ProtoMessage() {}
 
 func (x *GetResultResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[6]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -646,7 +695,7 @@ func (x *GetResultResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResultResponse.ProtoReflect.Descriptor instead.
 func (*GetResultResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{6}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetResultResponse) GetCallId() string {
@@ -679,7 +728,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[7]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -691,7 +740,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[7]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -704,7 +753,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{7}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *WatchRequest) GetCallId() string {
@@ -723,7 +772,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[8]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -735,7 +784,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[8]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -748,7 +797,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{8}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *WatchResponse) GetEvent() *CallEvent {
@@ -768,7 +817,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[9]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +829,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[9]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +842,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{9}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CancelRequest) GetCallId() string {
@@ -819,7 +868,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[10]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -831,7 +880,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[10]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -844,7 +893,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{10}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CancelResponse) GetOutcome() CancelOutcome {
@@ -866,7 +915,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[11]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -878,7 +927,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[11]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -891,7 +940,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{11}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListToolsRequest) GetFormat() ToolFormat {
@@ -926,7 +975,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[12]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -938,7 +987,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[12]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -951,7 +1000,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{12}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolSpec {
@@ -980,7 +1029,7 @@ type GetToolRequest struct {
 
 func (x *GetToolRequest) Reset() {
 	*x = GetToolRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[13]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -992,7 +1041,7 @@ func (x *GetToolRequest) String() string {
 func (*GetToolRequest) ProtoMessage() {}
 
 func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[13]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1005,7 +1054,7 @@ func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolRequest.ProtoReflect.Descriptor instead.
 func (*GetToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{13}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetToolRequest) GetName() string {
@@ -1040,7 +1089,7 @@ type GetToolResponse struct {
 
 func (x *GetToolResponse) Reset() {
 	*x = GetToolResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[14]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1052,7 +1101,7 @@ func (x *GetToolResponse) String() string {
 func (*GetToolResponse) ProtoMessage() {}
 
 func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[14]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1065,7 +1114,7 @@ func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolResponse.ProtoReflect.Descriptor instead.
 func (*GetToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{14}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetToolResponse) GetTool() *ToolSpec {
@@ -1086,8 +1135,8 @@ var File_toolwire_v1_dispatcher_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\n" +
-	"\x1ctoolwire/v1/dispatcher.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x17toolwire/v1/event.proto\x1a\x1atoolwire/v1/response.proto\x1a\x16toolwire/v1/spec.proto\"\xd4\x03\n" +
-	"\vCallOptions\x12\x12\n" +
+	"\x1ctoolwire/v1/dispatcher.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x17toolwire/v1/event.proto\x1a\x1atoolwire/v1/response.proto\x1a\x16toolwire/v1/spec.proto\"\x83\x04\n" +
+	"\vCallRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
 	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\x12'\n" +
@@ -1100,16 +1149,26 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x11schedule_to_start\x18\n" +
 	" \x01(\v2\x19.google.protobuf.DurationR\x0fscheduleToStart\x12E\n" +
 	"\x11schedule_to_close\x18\v \x01(\v2\x19.google.protobuf.DurationR\x0fscheduleToClose\x12%\n" +
-	"\x0eapproval_token\x18\f \x01(\tR\rapprovalToken\"j\n" +
-	"\vCallRequest\x12,\n" +
-	"\x04call\x18\x01 \x01(\v2\x18.toolwire.v1.CallOptionsR\x04call\x12-\n" +
-	"\x04wait\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x04wait\"\x8c\x01\n" +
+	"\x0eapproval_token\x18\f \x01(\tR\rapprovalToken\x12-\n" +
+	"\x04wait\x18\r \x01(\v2\x19.google.protobuf.DurationR\x04wait\"\x8c\x01\n" +
 	"\fCallResponse\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12,\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x16.toolwire.v1.CallStateR\x05state\x125\n" +
-	"\bresponse\x18\x03 \x01(\v2\x19.toolwire.v1.ToolResponseR\bresponse\"=\n" +
-	"\rSubmitRequest\x12,\n" +
-	"\x04call\x18\x01 \x01(\v2\x18.toolwire.v1.CallOptionsR\x04call\"~\n" +
+	"\bresponse\x18\x03 \x01(\v2\x19.toolwire.v1.ToolResponseR\bresponse\"\xd6\x03\n" +
+	"\rSubmitRequest\x12\x12\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
+	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
+	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\x12'\n" +
+	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12\x18\n" +
+	"\asession\x18\x05 \x01(\tR\asession\x12\x12\n" +
+	"\x04user\x18\x06 \x01(\tR\x04user\x12\x10\n" +
+	"\x03run\x18\a \x01(\tR\x03run\x12\x12\n" +
+	"\x04turn\x18\b \x01(\tR\x04turn\x12!\n" +
+	"\fspec_version\x18\t \x01(\tR\vspecVersion\x12E\n" +
+	"\x11schedule_to_start\x18\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\x0fscheduleToStart\x12E\n" +
+	"\x11schedule_to_close\x18\v \x01(\v2\x19.google.protobuf.DurationR\x0fscheduleToClose\x12%\n" +
+	"\x0eapproval_token\x18\f \x01(\tR\rapprovalToken\"~\n" +
 	"\x0eSubmitResponse\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x125\n" +
 	"\bresponse\x18\x02 \x01(\v2\x19.toolwire.v1.ToolResponseR\bresponse\x12\x1c\n" +
@@ -1185,72 +1244,72 @@ func file_toolwire_v1_dispatcher_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_toolwire_v1_dispatcher_proto_goTypes = []any{
 	(CallState)(0),              // 0: toolwire.v1.CallState
 	(ToolFormat)(0),             // 1: toolwire.v1.ToolFormat
 	(CancelOutcome)(0),          // 2: toolwire.v1.CancelOutcome
-	(*CallOptions)(nil),         // 3: toolwire.v1.CallOptions
-	(*CallRequest)(nil),         // 4: toolwire.v1.CallRequest
-	(*CallResponse)(nil),        // 5: toolwire.v1.CallResponse
-	(*SubmitRequest)(nil),       // 6: toolwire.v1.SubmitRequest
-	(*SubmitResponse)(nil),      // 7: toolwire.v1.SubmitResponse
-	(*GetResultRequest)(nil),    // 8: toolwire.v1.GetResultRequest
-	(*GetResultResponse)(nil),   // 9: toolwire.v1.GetResultResponse
-	(*WatchRequest)(nil),        // 10: toolwire.v1.WatchRequest
-	(*WatchResponse)(nil),       // 11: toolwire.v1.WatchResponse
-	(*CancelRequest)(nil),       // 12: toolwire.v1.CancelRequest
-	(*CancelResponse)(nil),      // 13: toolwire.v1.CancelResponse
-	(*ListToolsRequest)(nil),    // 14: toolwire.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),   // 15: toolwire.v1.ListToolsResponse
-	(*GetToolRequest)(nil),      // 16: toolwire.v1.GetToolRequest
-	(*GetToolResponse)(nil),     // 17: toolwire.v1.GetToolResponse
-	(*structpb.Struct)(nil),     // 18: google.protobuf.Struct
-	(*durationpb.Duration)(nil), // 19: google.protobuf.Duration
-	(*ToolResponse)(nil),        // 20: toolwire.v1.ToolResponse
-	(*CallEvent)(nil),           // 21: toolwire.v1.CallEvent
-	(ExecutorType)(0),           // 22: toolwire.v1.ExecutorType
-	(*ToolSpec)(nil),            // 23: toolwire.v1.ToolSpec
+	(*CallRequest)(nil),         // 3: toolwire.v1.CallRequest
+	(*CallResponse)(nil),        // 4: toolwire.v1.CallResponse
+	(*SubmitRequest)(nil),       // 5: toolwire.v1.SubmitRequest
+	(*SubmitResponse)(nil),      // 6: toolwire.v1.SubmitResponse
+	(*GetResultRequest)(nil),    // 7: toolwire.v1.GetResultRequest
+	(*GetResultResponse)(nil),   // 8: toolwire.v1.GetResultResponse
+	(*WatchRequest)(nil),        // 9: toolwire.v1.WatchRequest
+	(*WatchResponse)(nil),       // 10: toolwire.v1.WatchResponse
+	(*CancelRequest)(nil),       // 11: toolwire.v1.CancelRequest
+	(*CancelResponse)(nil),      // 12: toolwire.v1.CancelResponse
+	(*ListToolsRequest)(nil),    // 13: toolwire.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),   // 14: toolwire.v1.ListToolsResponse
+	(*GetToolRequest)(nil),      // 15: toolwire.v1.GetToolRequest
+	(*GetToolResponse)(nil),     // 16: toolwire.v1.GetToolResponse
+	(*structpb.Struct)(nil),     // 17: google.protobuf.Struct
+	(*durationpb.Duration)(nil), // 18: google.protobuf.Duration
+	(*ToolResponse)(nil),        // 19: toolwire.v1.ToolResponse
+	(*CallEvent)(nil),           // 20: toolwire.v1.CallEvent
+	(ExecutorType)(0),           // 21: toolwire.v1.ExecutorType
+	(*ToolSpec)(nil),            // 22: toolwire.v1.ToolSpec
 }
 var file_toolwire_v1_dispatcher_proto_depIdxs = []int32{
-	18, // 0: toolwire.v1.CallOptions.arguments:type_name -> google.protobuf.Struct
-	19, // 1: toolwire.v1.CallOptions.schedule_to_start:type_name -> google.protobuf.Duration
-	19, // 2: toolwire.v1.CallOptions.schedule_to_close:type_name -> google.protobuf.Duration
-	3,  // 3: toolwire.v1.CallRequest.call:type_name -> toolwire.v1.CallOptions
-	19, // 4: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
-	0,  // 5: toolwire.v1.CallResponse.state:type_name -> toolwire.v1.CallState
-	20, // 6: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
-	3,  // 7: toolwire.v1.SubmitRequest.call:type_name -> toolwire.v1.CallOptions
-	20, // 8: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
-	19, // 9: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
-	0,  // 10: toolwire.v1.GetResultResponse.state:type_name -> toolwire.v1.CallState
-	20, // 11: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
-	21, // 12: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
-	2,  // 13: toolwire.v1.CancelResponse.outcome:type_name -> toolwire.v1.CancelOutcome
-	1,  // 14: toolwire.v1.ListToolsRequest.format:type_name -> toolwire.v1.ToolFormat
-	22, // 15: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
-	23, // 16: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
-	1,  // 17: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
-	23, // 18: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	4,  // 19: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
-	6,  // 20: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
-	8,  // 21: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
-	10, // 22: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
-	12, // 23: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
-	14, // 24: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
-	16, // 25: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
-	5,  // 26: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
-	7,  // 27: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
-	9,  // 28: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
-	11, // 29: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
-	13, // 30: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
-	15, // 31: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
-	17, // 32: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
-	26, // [26:33] is the sub-list for method output_type
-	19, // [19:26] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	17, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
+	18, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	18, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	18, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
+	0,  // 4: toolwire.v1.CallResponse.state:type_name -> toolwire.v1.CallState
+	19, // 5: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
+	17, // 6: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
+	18, // 7: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	18, // 8: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	19, // 9: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
+	18, // 10: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
+	0,  // 11: toolwire.v1.GetResultResponse.state:type_name -> toolwire.v1.CallState
+	19, // 12: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
+	20, // 13: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
+	2,  // 14: toolwire.v1.CancelResponse.outcome:type_name -> toolwire.v1.CancelOutcome
+	1,  // 15: toolwire.v1.ListToolsRequest.format:type_name -> toolwire.v1.ToolFormat
+	21, // 16: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
+	22, // 17: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
+	1,  // 18: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
+	22, // 19: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	3,  // 20: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
+	5,  // 21: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
+	7,  // 22: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
+	9,  // 23: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
+	11, // 24: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
+	13, // 25: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
+	15, // 26: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
+	4,  // 27: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
+	6,  // 28: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
+	8,  // 29: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
+	10, // 30: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
+	12, // 31: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
+	14, // 32: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
+	16, // 33: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
+	27, // [27:34] is the sub-list for method output_type
+	20, // [20:27] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_dispatcher_proto_init() }
@@ -1267,7 +1326,7 @@ func file_toolwire_v1_dispatcher_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_dispatcher_proto_rawDesc), len(file_toolwire_v1_dispatcher_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   15,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
