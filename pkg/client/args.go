@@ -7,7 +7,7 @@ import (
 )
 
 // argumentsJSON renders a call's arguments as the exact JSON text sent in
-// CallOptions.arguments_json. nil is no arguments (the dispatcher reads
+// CallRequest.arguments_json. nil is no arguments (the dispatcher reads
 // {}); json.RawMessage, []byte and string are already JSON and sent byte
 // for byte; anything else is encoded with encoding/json (without HTML
 // escaping). The protobuf Struct field is never used: it carries numbers

@@ -26,6 +26,16 @@
 // that admitted the call, so a caller may submit through one replica and
 // fetch through another, or after a restart of either.
 //
+// # Watch and cancel
+//
+// Watch streams a call's lifecycle and progress events (ACCEPTED, then per
+// attempt STARTED, PROGRESS, RETRYING) up to its terminal event, FINISHED
+// with the response or REJECTED, from any replica; Final turns the
+// terminal event into a Result. Cancel asks a call to stop: a queued call
+// never runs, a running one has its context cancelled, and its result is
+// CANCELLED. Cancelling twice, late or an unknown id is harmless; the
+// CancelOutcome says which it was.
+//
 // # Tool errors and transport errors
 //
 // Two kinds of failure are kept apart:
@@ -50,7 +60,7 @@
 //
 // # Arguments
 //
-// Arguments travel as exact JSON text (CallOptions.arguments_json). Pass
+// Arguments travel as exact JSON text (CallRequest.arguments_json). Pass
 // the JSON an LLM emitted as a json.RawMessage, []byte or string and it
 // reaches the tool byte for byte — big integers included; pass any other
 // Go value and it is encoded with encoding/json. The protobuf Struct form
