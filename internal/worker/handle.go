@@ -36,26 +36,22 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 		delivery = int32(md.NumDelivered)
 	}
 
-	call := &toolwirev1.ToolCall{}
-	if err := proto.Unmarshal(msg.Data(), call); err != nil || call.CallId == "" || call.Caller == nil {
-		reason := "undecodable call"
-		if err != nil {
-			reason += ": " + err.Error()
-		} else {
-			reason += ": call_id or caller missing"
-		}
-		w.log.Warn("terminating call", "subject", msg.Subject(), "reason", reason)
-		w.deadLetter(ctx, p.Type, nil, msg, reason, nil, delivery)
-		w.settle(msg, "term", msg.TermWithReason(reason))
+	call, err := DecodeCall(w.bus.Subjects, p.Type, msg.Subject(), msg.Data())
+	var bad *BadCallError
+	switch {
+	case errors.As(err, &bad) && call == nil:
+		w.log.Warn("terminating call", "subject", msg.Subject(), "reason", bad.Reason)
+		w.deadLetter(ctx, p.Type, nil, msg, bad.Reason, nil, delivery)
+		w.settle(msg, "term", msg.TermWithReason(bad.Reason))
+		return
+	case errors.As(err, &bad):
+		call.Attempt = delivery
+		w.refuse(ctx, p, msg, call, w.log.With("call_id", call.CallId), preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, bad.Reason))
 		return
 	}
 	call.Attempt = delivery
 	log := w.log.With("call_id", call.CallId, "tool", call.Tool, "delivery", delivery)
 
-	if reason := w.integrity(p, msg.Subject(), call); reason != "" {
-		w.refuse(ctx, p, msg, call, log, preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, reason))
-		return
-	}
 	// A tool or version this replica does not serve may be served by
 	// another replica of the pool (a rolling upgrade): hand it back, and
 	// refuse it only on the last delivery.
@@ -464,18 +460,6 @@ func (w *Worker) publishEvent(call *toolwirev1.ToolCall, ev *toolwirev1.CallEven
 	if err := w.bus.NC.Publish(w.bus.Subjects.Event(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId), data); err != nil {
 		w.log.Debug("publish event failed", "call_id", call.CallId, "err", err)
 	}
-}
-
-// integrity checks that the subject agrees with the payload.
-func (w *Worker) integrity(p Pool, subject string, call *toolwirev1.ToolCall) string {
-	if call.Executor != p.Type {
-		return fmt.Sprintf("call of executor %s delivered to pool %s", call.Executor, p.Name)
-	}
-	want := w.bus.Subjects.Call(call.Executor, call.Caller.GetTenant(), call.Provider, call.Tool)
-	if subject != want {
-		return fmt.Sprintf("subject %q disagrees with the call (want %q)", subject, want)
-	}
-	return ""
 }
 
 func (w *Worker) deadLetter(ctx context.Context, t toolwirev1.ExecutorType, call *toolwirev1.ToolCall, msg jetstream.Msg, reason string, te *toolwirev1.ToolError, attempts int32) {

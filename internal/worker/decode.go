@@ -1,0 +1,37 @@
+package worker
+
+import (
+	"fmt"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// BadCallError says why a delivered message cannot be run. It is never
+// retried: the message is terminated with Reason and dead-lettered.
+type BadCallError struct{ Reason string }
+
+func (e *BadCallError) Error() string { return "bad call: " + e.Reason }
+
+// DecodeCall decodes a delivered call and checks its integrity: it has an
+// id and a caller, it belongs to the pool's executor type, and the subject
+// it arrived on agrees with its payload (so a tenant or tool in the subject
+// cannot be smuggled). On a *BadCallError the call is returned too when it
+// could be decoded, so that it can be answered.
+func DecodeCall(subjects bus.Subjects, pool toolwirev1.ExecutorType, subject string, data []byte) (*toolwirev1.ToolCall, error) {
+	call := &toolwirev1.ToolCall{}
+	if err := proto.Unmarshal(data, call); err != nil {
+		return nil, &BadCallError{Reason: "undecodable call: " + err.Error()}
+	}
+	if call.CallId == "" || call.Caller == nil {
+		return nil, &BadCallError{Reason: "undecodable call: call_id or caller missing"}
+	}
+	if call.Executor != pool {
+		return call, &BadCallError{Reason: fmt.Sprintf("call of executor %s delivered to a %s pool", call.Executor, pool)}
+	}
+	if want := subjects.Call(call.Executor, call.Caller.GetTenant(), call.Provider, call.Tool); subject != want {
+		return call, &BadCallError{Reason: fmt.Sprintf("subject %q disagrees with the call (want %q)", subject, want)}
+	}
+	return call, nil
+}
