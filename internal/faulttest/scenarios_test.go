@@ -186,6 +186,7 @@ func TestRestartNATSUnderLoad(t *testing.T) {
 	ctx := t.Context()
 	var mu sync.Mutex
 	var accepted []string
+	var acceptedAt []time.Time
 	submitted := 0
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -206,6 +207,7 @@ func TestRestartNATSUnderLoad(t *testing.T) {
 				submitted++
 				if err == nil && id != "" {
 					accepted = append(accepted, id)
+					acceptedAt = append(acceptedAt, time.Now())
 				}
 				mu.Unlock()
 			}
@@ -241,7 +243,13 @@ func TestRestartNATSUnderLoad(t *testing.T) {
 	require.Zero(t, rep.Lost, "accepted calls lost")
 	require.Zero(t, rep.Duplicates)
 	require.Equal(t, rep.Accepted, rep.Outcomes["OK"])
-	figure(t, "submitted=%d accepted=%d lost=%d server_down=%s", submitted, rep.Accepted, rep.Lost, gap.Round(time.Millisecond))
+	sort.Slice(acceptedAt, func(i, j int) bool { return acceptedAt[i].Before(acceptedAt[j]) })
+	var admissionGap time.Duration
+	for i := 1; i < len(acceptedAt); i++ {
+		admissionGap = max(admissionGap, acceptedAt[i].Sub(acceptedAt[i-1]))
+	}
+	figure(t, "submitted=%d accepted=%d lost=%d duplicates=%d server_restart=%s longest_admission_gap=%s",
+		submitted, rep.Accepted, rep.Lost, rep.Duplicates, gap.Round(time.Millisecond), admissionGap.Round(time.Millisecond))
 }
 
 // SIGTERM a worker mid-call: calls that finish within the grace period are
