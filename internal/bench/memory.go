@@ -110,7 +110,7 @@ func dispatcherMemory(ctx context.Context, cfg Config, calls int, m *Memory) (er
 	errs := make(chan error, 1)
 	for range calls {
 		wg.Go(func() {
-			_, err := s.d.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: echoArgs}, 15*time.Minute)
+			_, err := s.d.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: echoArgs}, 15*time.Minute)
 			if err != nil && !errors.Is(err, dispatch.ErrStopped) {
 				select {
 				case errs <- err:

@@ -70,7 +70,7 @@ func capturePayloads(ctx context.Context, cfg Config) (p payloads, err error) {
 	}
 	defer func() { err = errors.Join(err, s.stop()) }()
 
-	resp, err := s.d.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: echoArgs}, callWait)
+	resp, err := s.d.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: echoArgs}, callWait)
 	if err != nil {
 		return p, err
 	}

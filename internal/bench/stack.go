@@ -175,7 +175,7 @@ func (s *stack) serveHTTP(cfg Config) error {
 
 // callNATS makes one echo call through the dispatcher core.
 func (s *stack) callNATS(ctx context.Context) error {
-	resp, err := s.d.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: echoArgs}, callWait)
+	resp, err := s.d.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: echoArgs}, callWait)
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func (s *stack) callNATS(ctx context.Context) error {
 // callHTTP makes one echo call through the Connect API.
 func (s *stack) callHTTP(ctx context.Context) error {
 	resp, err := s.client.Call(ctx, connect.NewRequest(&toolwirev1.CallRequest{
-		Call: &toolwirev1.CallOptions{Tool: "echo", ArgumentsJson: echoArgs},
+		Tool: "echo", ArgumentsJson: echoArgs,
 		Wait: durationpb.New(callWait),
 	}))
 	if err != nil {
