@@ -1,0 +1,57 @@
+package worker_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/internal/executors/native"
+	"github.com/toolwire/toolwire/internal/worker"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// An execution that ignores its context is abandoned by the watchdog:
+// counted, heartbeats stopped, and the call moves on after AckWait — for a
+// tool that is not idempotent, as UNKNOWN_OUTCOME, never a second run.
+func TestWatchdogAbandonsStuckExecutions(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	runs := make(chan struct{}, 4)
+	stuck := tool.Must(tool.New("stuck", func(context.Context, empty) (string, error) {
+		runs <- struct{}{}
+		<-release // ignores its context
+		return "late", nil
+	}, tool.WithTimeouts(0, 50*time.Millisecond, 0, 0)))
+	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
+	nat, err := native.New(stuck)
+	require.NoError(t, err)
+	w, err := worker.New(s.Env.Open(t, "watchdog"), worker.Config{
+		Pools: []worker.Pool{{Concurrency: 2, PoolConfig: bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE,
+			AckWait: time.Second}}},
+		Executors: map[toolwirev1.ExecutorType]executors.Executor{toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE: nat},
+		Specs:     nat.Specs(), Watchdog: 100 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(t.Context()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = w.Stop(ctx)
+	})
+	s.WaitTool(t, "stuck")
+
+	r, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "stuck"}, 20*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_UNKNOWN_OUTCOME, r.Response.Error.Type)
+	require.Len(t, runs, 1, "never run a second time")
+	require.EqualValues(t, 1, w.Stats().Abandoned)
+	require.EqualValues(t, 1, w.Stats().UnknownOutcomes)
+}
