@@ -132,7 +132,9 @@ func fitWait(ctx context.Context, wait time.Duration, zeroIsDefault bool) time.D
 		return wait
 	}
 	left := time.Until(deadline)
-	fit := left - min(left/10, time.Second) // headroom for the answer to travel back
+	// Headroom for the answer to travel back: a tenth of what is left,
+	// at least 100ms (a loaded host) and at most 1s.
+	fit := left - min(max(left/10, 100*time.Millisecond), time.Second)
 	if fit <= 0 {
 		return wait
 	}

@@ -17,8 +17,8 @@ import (
 var ErrWatchEnded = errors.New("toolwire: watch ended before the call finished")
 
 // Watch calls fn with each lifecycle and progress event of the call callID,
-// in order, from its admission on — earlier events are replayed — until
-// the call's terminal event:
+// from its admission on — earlier events are replayed — until the call's
+// terminal event:
 //
 //   - CALL_EVENT_TYPE_FINISHED, which carries the terminal response in
 //     its Response field (Final turns it into a Result), or
@@ -27,11 +27,12 @@ var ErrWatchEnded = errors.New("toolwire: watch ended before the call finished")
 //
 // Watch returns nil after fn has handled the terminal event. Any
 // dispatcher replica streams any call of the caller's tenant, whichever
-// replica admitted it. Events arrive as the fabric records them: ACCEPTED,
-// then per attempt STARTED, PROGRESS and RETRYING, CANCEL_REQUESTED when
-// the call is cancelled. Lifecycle events other than the terminal one are
-// best effort and may be missing after a fault; the terminal event never
-// is.
+// replica admitted it. Events arrive in the order the fabric stored them:
+// ACCEPTED (stored once the call is queued, so a fast worker's STARTED may
+// precede it), per attempt STARTED, PROGRESS and RETRYING, and
+// CANCEL_REQUESTED when the call is cancelled. Events other than the
+// terminal one are best effort and may be missing after a fault; the
+// terminal event always comes, and always last.
 //
 // Otherwise Watch returns:
 //
