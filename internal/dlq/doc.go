@@ -1,0 +1,35 @@
+// Package dlq reads and retries the dead letters of a toolwire
+// installation: the DeadLetter records workers and the dispatcher's
+// reaper write to the DLQ stream when a call exhausted its attempts or
+// was terminated (an undecodable message, a subject that disagrees with
+// its payload, an unknown spec version). It backs `toolctl dlq`, an
+// operator tool that talks to NATS directly.
+//
+//	q, err := dlq.Open(ctx, nc, "toolwire")
+//	letters, err := q.List(ctx, dlq.ListOptions{Limit: 20, Tool: "search"})
+//	call, err := q.Retry(ctx, letters[0].Seq)
+//
+// # Read-only attachment
+//
+// Open looks the streams up by name and never creates or changes them:
+// an operator tool must not rewrite an installation's stream limits with
+// its own defaults, as bus.Open (create or update) would.
+//
+// # Retry
+//
+// Retry republishes a dead-lettered call as a new call: a fresh ULID call
+// id, the same tool, spec version, argument bytes, caller, approval token,
+// executor, provider and dispatcher routing, attempt reset and accepted
+// now. It also stores the call's ACCEPTED event, as the dispatcher does at
+// admission, so GetResult and Watch of any replica know the new id. The
+// record itself stays in the DLQ. Not carried over:
+//
+//   - the schedule-to-start and schedule-to-close deadlines, which were
+//     computed from the original acceptance and would have passed; the
+//     retried call runs under the tool's per-attempt timeouts only;
+//   - the idempotency key, which names the original call in the
+//     installation's key index; the retry is an operator's new call.
+//
+// A record whose call could not be decoded (raw bytes only) cannot be
+// retried: Retry returns ErrNotRetryable.
+package dlq
