@@ -22,7 +22,7 @@ const (
 	baseResultPrefix  = "benchbase.result.default.bench."
 	baseConsumer      = "benchbase_pool_native"
 	// baseFetchWait matches the worker's default FetchWait.
-	baseFetchWait = 2 * time.Second
+	baseFetchWait = time.Second
 )
 
 // baseline is the toolwire round trip written directly on nats.go's
@@ -41,6 +41,7 @@ type baseline struct {
 	idOffset int
 	callerJS jetstream.JetStream
 	workerJS jetstream.JetStream
+	cons     jetstream.Consumer
 	sub      *nats.Subscription
 	next     atomic.Uint64
 
@@ -91,7 +92,7 @@ func startBaseline(ctx context.Context, e *env, p payloads, concurrency int) (*b
 	}); err != nil {
 		return nil, fmt.Errorf("bench: baseline results stream: %w", err)
 	}
-	cons, err := calls.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+	b.cons, err = calls.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable: baseConsumer, FilterSubject: "benchbase.call.native.>",
 		DeliverPolicy: jetstream.DeliverNewPolicy, AckPolicy: jetstream.AckExplicitPolicy,
 		AckWait: 30 * time.Second, MaxDeliver: 5, MaxAckPending: 1024, MaxWaiting: 512,
@@ -113,7 +114,7 @@ func startBaseline(ctx context.Context, e *env, p payloads, concurrency int) (*b
 	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	b.stopFetch = stop
 	b.fetcher.Add(1)
-	go b.fetchLoop(loopCtx, cons, concurrency)
+	go b.fetchLoop(loopCtx, b.cons, concurrency)
 	return b, nil
 }
 
@@ -163,7 +164,8 @@ func (b *baseline) onResult(m *nats.Msg) {
 }
 
 // fetchLoop is the worker's consume loop: never more messages requested
-// than free slots, one goroutine per message.
+// than free slots, one goroutine per message, and a stop waits for the
+// current pull request to end.
 func (b *baseline) fetchLoop(ctx context.Context, cons jetstream.Consumer, concurrency int) {
 	defer b.fetcher.Done()
 	var inflight atomic.Int64
@@ -177,7 +179,9 @@ func (b *baseline) fetchLoop(ctx context.Context, cons jetstream.Consumer, concu
 			}
 			continue
 		}
-		fctx, cancel := context.WithTimeout(ctx, baseFetchWait)
+		// Like the worker, never abandon a pull request: a stop waits for
+		// it to end.
+		fctx, cancel := context.WithTimeout(context.Background(), baseFetchWait)
 		batch, err := cons.Fetch(int(free), jetstream.FetchContext(fctx))
 		if err != nil {
 			cancel()

@@ -141,10 +141,12 @@ func TestWriteTableRelatesToBaseline(t *testing.T) {
 			{System: "jetstream-baseline", InFlight: 64, Calls: 1000, Elapsed: time.Second / 2},
 		}),
 		median([]Result{{System: "toolwire-nats", InFlight: 64, Calls: 800, Elapsed: time.Second}}),
+		{Result: Result{System: "toolwire-http", InFlight: 64}, failed: 3},
 	})
 	require.Contains(t, b.String(), "| jetstream-baseline | 64 | 1000 | 1000 | 500–2000 |", "the median run, and the range of all")
 	require.Contains(t, b.String(), "| toolwire-nats | 64 | 800 | 800 | 800–800 |")
 	require.Contains(t, b.String(), "| 80% |")
+	require.Contains(t, b.String(), "| toolwire-http | 64 | every run failed |")
 }
 
 // BenchmarkEchoNATS measures echo calls through the dispatcher core, 64 in

@@ -70,8 +70,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	default:
 		var r Result
 		if r, err = Measure(ctx, cfg); err == nil {
-			fmt.Fprintf(stderr, "%s: %.1f µs of process CPU per call; other load on the machine: %.2f cores\n",
-				r.System, float64(r.CPUPerCall())/1e3, r.OtherCores())
+			fmt.Fprintf(stderr, "%s: %.1f µs of process CPU per call; other load on the machine: %.2f cores; %d calls redelivered\n",
+				r.System, float64(r.CPUPerCall())/1e3, r.OtherCores(), r.Redelivered)
 			fmt.Fprintln(stdout, r.Line())
 		}
 	}

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Measure runs one measurement of cfg.Path on a fresh embedded server and
@@ -34,13 +37,14 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 	defer func() { err = errors.Join(err, e.close()) }()
 
 	var call callFunc
+	var pool jetstream.Consumer
 	if cfg.Path == PathBaseline {
 		b, err := startBaseline(ctx, e, p, cfg.workerConcurrency())
 		if err != nil {
 			return r, err
 		}
 		defer func() { err = errors.Join(err, b.stop()) }()
-		call = b.call
+		call, pool = b.call, b.cons
 	} else {
 		s, err := startStack(ctx, e, stackOptions{worker: cfg.workerConcurrency(), http: cfg.Path == PathHTTP})
 		if err != nil {
@@ -51,11 +55,14 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 		if cfg.Path == PathHTTP {
 			call = s.callHTTP
 		}
+		if pool, err = s.bus.Calls.Consumer(ctx, s.bus.Config.PoolConsumer("native")); err != nil {
+			return r, err
+		}
 	}
 
 	if cfg.Warmup > 0 {
 		if _, _, err := drive(ctx, cfg.InFlight, cfg.Warmup, call); err != nil {
-			return r, fmt.Errorf("bench: %s warm-up: %w", cfg.system(), err)
+			return r, fmt.Errorf("bench: %s warm-up: %w%s", cfg.system(), err, redeliveries(ctx, pool))
 		}
 	}
 	stopProfile, err := startProfile(cfg.CPUProfile)
@@ -69,9 +76,26 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 		err = perr
 	}
 	if err != nil {
-		return r, fmt.Errorf("bench: %s: %w", cfg.system(), err)
+		return r, fmt.Errorf("bench: %s: %w%s", cfg.system(), err, redeliveries(ctx, pool))
 	}
-	return summarise(cfg.system(), cfg.InFlight, lat, wall, cpu), nil
+	r = summarise(cfg.system(), cfg.InFlight, lat, wall, cpu)
+	if info, err := pool.Info(ctx); err == nil {
+		r.Redelivered = info.NumRedelivered
+	}
+	return r, nil
+}
+
+// redeliveries explains a failed run with the pool consumer's state: a
+// call redelivered during a benchmark was lost by a worker for AckWait.
+func redeliveries(ctx context.Context, pool jetstream.Consumer) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	info, err := pool.Info(ctx)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf(" (pool consumer: %d calls redelivered, %d awaiting ack, %d pending)",
+		info.NumRedelivered, info.NumAckPending, info.NumPending)
 }
 
 // startProfile starts a CPU profile into path ("" = none) and returns the

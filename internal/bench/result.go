@@ -21,6 +21,9 @@ type Result struct {
 	// in this process. Less sensitive than throughput to other load on the
 	// machine.
 	CPU time.Duration
+	// Redelivered is how many calls the pool consumer redelivered: calls a
+	// worker lost until AckWait. Anything but 0 is a defect.
+	Redelivered int
 	// OtherCPU is the CPU time the rest of the machine used meanwhile:
 	// other load that disturbed the measurement. 0 where unknown.
 	OtherCPU time.Duration
@@ -71,12 +74,20 @@ func writeTable(w io.Writer, rows []row) {
 	fmt.Fprintln(w, "| system | in flight | calls/run | calls/s | calls/s range | p50 ms | p99 ms | p99.9 ms | vs baseline | CPU µs/call | other load (cores) |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
+		if r.Calls == 0 {
+			fmt.Fprintf(w, "| %s | %d | every run failed | | | | | | | | |\n", r.System, r.InFlight)
+			continue
+		}
+		system := r.System
+		if r.failed > 0 {
+			system += fmt.Sprintf(" (%d run(s) failed)", r.failed)
+		}
 		ratio := "—"
 		if b := base[r.InFlight]; b > 0 && r.System != "jetstream-baseline" {
 			ratio = fmt.Sprintf("%.0f%%", 100*r.CallsPerSec()/b)
 		}
 		fmt.Fprintf(w, "| %s | %d | %d | %.0f | %.0f–%.0f | %.2f | %.2f | %.2f | %s | %.0f | %.2f |\n",
-			r.System, r.InFlight, r.Calls, r.CallsPerSec(), r.minCPS, r.maxCPS, ms(r.P50), ms(r.P99), ms(r.P999), ratio,
+			system, r.InFlight, r.Calls, r.CallsPerSec(), r.minCPS, r.maxCPS, ms(r.P50), ms(r.P99), ms(r.P999), ratio,
 			float64(r.CPUPerCall())/float64(time.Microsecond), r.OtherCores())
 	}
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -20,8 +21,8 @@ type Level struct {
 // minutes on an idle 2-core machine.
 var DefaultLevels = []Level{
 	{InFlight: 1, Calls: 5000, Warmup: 500},
-	{InFlight: 64, Calls: 40000, Warmup: 4000},
-	{InFlight: 1024, Calls: 40000, Warmup: 8000},
+	{InFlight: 64, Calls: 30000, Warmup: 3000},
+	{InFlight: 1024, Calls: 30000, Warmup: 6000},
 }
 
 // MemoryCalls is how many calls the suite holds in flight to measure the
@@ -48,11 +49,15 @@ type SuiteConfig struct {
 type row struct {
 	Result
 	minCPS, maxCPS float64
+	// failed runs, left out of the median.
+	failed int
 }
 
 // RunSuite measures the baseline and both toolwire paths at every level,
 // then the dispatcher's memory, and writes a markdown report to out.
-// Progress and each run's RESULT line go to progress.
+// Progress and each run's RESULT line go to progress. A failed run (a
+// call that did not answer) is reported in the table and returned as an
+// error after the report; the other runs go on.
 func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) error {
 	cfg := sc.Config
 	cfg.Path = PathBaseline
@@ -72,6 +77,7 @@ func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) erro
 	}
 	systems := []string{PathBaseline, PathNATS, PathHTTP}
 	var rows []row
+	var failures []error
 	for _, l := range levels {
 		runs := make([][]Result, len(systems))
 		for range rounds {
@@ -79,17 +85,29 @@ func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) erro
 				c := cfg
 				c.Path, c.InFlight, c.Calls, c.Warmup = path, l.InFlight, l.Calls, l.Warmup
 				r, err := measure(ctx, c, p)
-				if err != nil {
-					return err
+				if ctx.Err() != nil {
+					return ctx.Err()
 				}
-				fmt.Fprintf(progress, "# %s inflight=%d: %.1f µs CPU/call, other load %.2f cores\n",
-					r.System, r.InFlight, float64(r.CPUPerCall())/1e3, r.OtherCores())
+				if err != nil {
+					// A failed run is reported, not hidden; the suite goes on.
+					fmt.Fprintln(progress, "FAILED", err)
+					failures = append(failures, err)
+					continue
+				}
+				fmt.Fprintf(progress, "# %s inflight=%d: %.1f µs CPU/call, other load %.2f cores, %d redelivered\n",
+					r.System, r.InFlight, float64(r.CPUPerCall())/1e3, r.OtherCores(), r.Redelivered)
 				fmt.Fprintln(progress, r.Line())
 				runs[i] = append(runs[i], r)
 			}
 		}
-		for _, rs := range runs {
-			rows = append(rows, median(rs))
+		for i, rs := range runs {
+			if len(rs) == 0 {
+				rows = append(rows, row{Result: Result{System: Config{Path: systems[i]}.system(), InFlight: l.InFlight}, failed: rounds})
+				continue
+			}
+			r := median(rs)
+			r.failed = rounds - len(rs)
+			rows = append(rows, r)
 		}
 	}
 	var mems []Memory
@@ -107,7 +125,10 @@ func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) erro
 		runtime.Version(), runtime.GOMAXPROCS(0), cfg.Conn, cfg.HTTP, rounds, time.Since(start).Round(time.Second))
 	writeTable(out, rows)
 	fmt.Fprintf(out, "\nMemory (median of %d): %s\n", rounds, mems[len(mems)/2])
-	return nil
+	for _, err := range failures {
+		fmt.Fprintf(out, "\nFAILED RUN: %v\n", err)
+	}
+	return errors.Join(failures...)
 }
 
 // median returns the run with the median throughput and the range of all.
