@@ -1,12 +1,18 @@
 // Package toolctl is the toolwire command-line tool for operators and tool
-// developers: call tools, submit calls and fetch their results, and
-// inspect the tool registry, through a dispatcher's API with pkg/client.
+// developers: call tools, submit calls, fetch, watch and cancel them, and
+// inspect the tool registry, through a dispatcher's API with pkg/client;
+// and list, show and retry dead letters through NATS with internal/dlq.
 //
 //	toolctl call echo '{"text":"hi"}'
 //	toolctl submit sleep '{"duration":"10s"}'
 //	toolctl get 01J... --wait 1m
+//	toolctl watch 01J...
+//	toolctl cancel 01J... --reason "user gave up"
 //	toolctl tools list --format openai
 //	toolctl tools show echo -o json
+//	toolctl dlq list --tool search
+//	toolctl dlq show 42
+//	toolctl dlq retry 42
 //
 // # Connection
 //
@@ -16,6 +22,14 @@
 // over the environment. --timeout bounds the whole command; a call's wait
 // ends shortly before it, so a slow call still reports its id.
 //
+// The dlq commands talk to NATS instead, as operators: --nats-url (env
+// TOOLWIRE_NATS_URL, default nats://127.0.0.1:4222), --nats-creds (env
+// TOOLWIRE_NATS_CREDS) and --prefix (env TOOLWIRE_PREFIX, default
+// toolwire). They attach to the installation's streams read-only and never
+// create or change one. `dlq retry` queues the dead call again as a new
+// call with a fresh id (deadlines and idempotency key dropped; see
+// internal/dlq) and prints the id.
+//
 // # Output
 //
 // Results go to stdout, everything else to stderr. With -o text (the
@@ -24,20 +38,28 @@
 // blocks), and its intents on stderr; a failed call prints
 // "error: TYPE: message", one "  FIELD: message" line per offending
 // field, and the suggestion and retry advice, on stderr. submit prints the
-// call id. With -o json, call and get print the whole answer (call id,
-// state and response envelope) as protobuf JSON, submit the SubmitResponse,
-// and tools the specs; the exit status still tells the outcome.
+// call id. watch prints one line per event (time, type, attempt, worker,
+// detail), then the result as get does; cancel prints the outcome
+// (REQUESTED, ALREADY_FINISHED, UNKNOWN_CALL); dlq list prints a table.
+// With -o json, call and get print the whole answer (call id, state and
+// response envelope) as protobuf JSON, submit and dlq retry the
+// SubmitResponse, cancel the CancelResponse, tools the specs and dlq show
+// the DeadLetter; watch and dlq list print one JSON object per line. The
+// exit status still tells the outcome.
 //
 // # Exit status
 //
 //   - 0 (ExitOK): the call succeeded, or the command did what it was asked.
 //   - 1 (ExitToolError): the fabric answered with an error — the tool
 //     failed, the call was refused at admission (VALIDATION, NOT_FOUND,
-//     PERMISSION_DENIED, ...), or the tool or call id named is unknown.
+//     PERMISSION_DENIED, ...), the tool, call id or dead letter named is
+//     unknown (cancel: UNKNOWN_CALL), or the dead letter holds no call to
+//     retry. cancel exits 0 for REQUESTED and ALREADY_FINISHED.
 //   - 2 (ExitUsage): bad flags or arguments, including call arguments
 //     that are not JSON (refused before anything is sent), or a request
-//     that got no answer: the dispatcher is unreachable, refused the
-//     credentials, or --timeout passed.
+//     that got no answer: the dispatcher or NATS is unreachable, refused
+//     the credentials, has no installation with the --prefix, or
+//     --timeout passed.
 //   - 3 (ExitPending): the call was accepted but has no result yet (the
 //     wait of call or get ended first). It keeps running; its id is
 //     printed on stdout, for `toolctl get ID --wait D`. A separate status,

@@ -24,6 +24,27 @@ func (a *app) printProto(m proto.Message) error {
 	return a.printJSON(b)
 }
 
+// printProtoLine prints m as protobuf JSON on one line, for streams of
+// objects (JSON lines).
+func (a *app) printProtoLine(m proto.Message) error {
+	b, err := protojson.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	return a.printJSONLine(b)
+}
+
+// printJSONLine prints a JSON document compacted onto one line.
+func (a *app) printJSONLine(doc []byte) error {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, doc); err != nil {
+		return fmt.Errorf("invalid JSON output: %w", err)
+	}
+	buf.WriteByte('\n')
+	_, err := a.io.Stdout.Write(buf.Bytes())
+	return err
+}
+
 // printJSON prints a JSON document indented.
 func (a *app) printJSON(doc []byte) error {
 	var buf bytes.Buffer

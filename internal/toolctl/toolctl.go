@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"github.com/toolwire/toolwire/internal/dlq"
 	"github.com/toolwire/toolwire/pkg/client"
 )
 
@@ -23,11 +25,12 @@ const (
 	ExitOK = 0
 	// ExitToolError: the fabric answered with an error — the tool failed,
 	// the call was refused at admission (validation, unknown tool,
-	// permissions), or the tool or call id named does not exist.
+	// permissions), or the tool, call id or dead letter named does not
+	// exist (or cannot be retried).
 	ExitToolError = 1
 	// ExitUsage: bad flags or arguments (including arguments that are not
-	// JSON), or no answer at all: the dispatcher is unreachable, refused
-	// the credentials, or --timeout passed.
+	// JSON), or no answer at all: the dispatcher or NATS is unreachable,
+	// refused the credentials, or --timeout passed.
 	ExitUsage = 2
 	// ExitPending: the call is accepted but has no result yet; its id is
 	// printed so `toolctl get` can fetch the result later.
@@ -39,6 +42,10 @@ const (
 // serves on.
 const DefaultServer = "http://127.0.0.1:8080"
 
+// DefaultNATSURL is the NATS address of the dlq commands when neither
+// --nats-url nor TOOLWIRE_NATS_URL is set.
+const DefaultNATSURL = "nats://127.0.0.1:4222"
+
 // IO is what a toolctl run reads and writes.
 type IO struct {
 	// Stdin is read by `call -` and `submit -`.
@@ -47,8 +54,9 @@ type IO struct {
 	Stdout io.Writer
 	// Stderr receives tool errors, notes and failures.
 	Stderr io.Writer
-	// LookupEnv reads TOOLWIRE_SERVER and TOOLWIRE_API_KEY; nil reads no
-	// environment.
+	// LookupEnv reads TOOLWIRE_SERVER and TOOLWIRE_API_KEY, and for the
+	// dlq commands TOOLWIRE_NATS_URL, TOOLWIRE_NATS_CREDS and
+	// TOOLWIRE_PREFIX; nil reads no environment.
 	LookupEnv func(key string) (string, bool)
 }
 
@@ -112,16 +120,20 @@ type requestError struct{ err error }
 func (e *requestError) Error() string { return e.err.Error() }
 func (e *requestError) Unwrap() error { return e.err }
 
-// app holds the global flags and the client built from them.
+// app holds the global flags and the client or NATS connection built
+// from them.
 type app struct {
 	io      IO
 	server  string
 	apiKey  string
 	output  string
 	timeout time.Duration
+	nats    natsFlags
 
 	transport *http.Transport
 	client    *client.Client
+	nc        *nats.Conn
+	queue     *dlq.Queue
 	cancel    context.CancelFunc
 }
 
@@ -129,14 +141,16 @@ func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "toolctl",
 		Short: "Call tools and inspect the registry of a toolwire dispatcher",
-		Long: `toolctl calls tools and inspects the tool registry through a toolwire
-dispatcher's API.
+		Long: `toolctl calls, watches and cancels tools and inspects the tool registry
+through a toolwire dispatcher's API; 'toolctl dlq' reads and retries dead
+letters through NATS.
 
 Exit status: 0 when the call succeeded (or the command did what it was
 asked), 1 when the fabric answered with an error (the tool failed, the call
-was refused, the tool or call is unknown), 2 for usage errors and requests
-that got no answer (unreachable server, bad API key, --timeout), 3 when the
-call has no result yet (its id is printed; fetch it with 'toolctl get').`,
+was refused, the tool, call or dead letter is unknown), 2 for usage errors
+and requests that got no answer (unreachable server, bad API key,
+--timeout), 3 when the call has no result yet (its id is printed; fetch it
+with 'toolctl get').`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		PersistentPreRunE: a.setup,
@@ -146,25 +160,23 @@ call has no result yet (its id is printed; fetch it with 'toolctl get').`,
 	f.StringVar(&a.apiKey, "api-key", "", "API key sent as a bearer token (env TOOLWIRE_API_KEY)")
 	f.StringVarP(&a.output, "output", "o", "text", "output format: text or json")
 	f.DurationVar(&a.timeout, "timeout", 0, "give up after this long (0 = no limit; a call's wait ends shortly before it)")
-	root.AddCommand(a.callCommand(), a.submitCommand(), a.getCommand(), a.toolsCommand())
+	root.AddCommand(a.callCommand(), a.submitCommand(), a.getCommand(), a.watchCommand(), a.cancelCommand(),
+		a.toolsCommand(), a.dlqCommand())
 	return root
 }
 
 // setup resolves the global flags against the environment and builds the
 // client. Flags given on the command line win over the environment.
 func (a *app) setup(cmd *cobra.Command, _ []string) error {
+	if err := a.setupCommon(cmd); err != nil {
+		return err
+	}
 	flags := cmd.Flags()
 	if v, ok := a.io.LookupEnv("TOOLWIRE_SERVER"); ok && v != "" && !flags.Changed("server") {
 		a.server = v
 	}
 	if v, ok := a.io.LookupEnv("TOOLWIRE_API_KEY"); ok && !flags.Changed("api-key") {
 		a.apiKey = v
-	}
-	if a.output != "text" && a.output != "json" {
-		return fmt.Errorf("--output %q: want text or json", a.output)
-	}
-	if a.timeout < 0 {
-		return fmt.Errorf("--timeout %s: must not be negative", a.timeout)
 	}
 	a.transport = http.DefaultTransport.(*http.Transport).Clone()
 	opts := []client.Option{client.WithHTTPClient(&http.Client{Transport: a.transport})}
@@ -176,6 +188,18 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 		return fmt.Errorf("--server: %w", err)
 	}
 	a.client = c
+	return nil
+}
+
+// setupCommon checks the flags every command shares and applies
+// --timeout to the command's context.
+func (a *app) setupCommon(cmd *cobra.Command) error {
+	if a.output != "text" && a.output != "json" {
+		return fmt.Errorf("--output %q: want text or json", a.output)
+	}
+	if a.timeout < 0 {
+		return fmt.Errorf("--timeout %s: must not be negative", a.timeout)
+	}
 	if a.timeout > 0 {
 		ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
 		a.cancel = cancel
@@ -191,10 +215,22 @@ func (a *app) close() {
 	if a.transport != nil {
 		a.transport.CloseIdleConnections()
 	}
+	if a.nc != nil {
+		a.nc.Close()
+	}
 }
 
 // hint suggests a fix for a request that got no answer.
 func (a *app) hint(err error) string {
+	switch {
+	case errors.Is(err, nats.ErrNoServers):
+		// The URL is in the error, with any password redacted.
+		return "Is NATS serving there? Set --nats-url or TOOLWIRE_NATS_URL."
+	case errors.Is(err, dlq.ErrNoInstallation):
+		return "Set --prefix or TOOLWIRE_PREFIX to the installation's prefix."
+	case errors.Is(err, context.DeadlineExceeded) && a.nc != nil && a.timeout > 0:
+		return fmt.Sprintf("No answer within --timeout %s.", a.timeout)
+	}
 	switch connect.CodeOf(err) {
 	case connect.CodeUnavailable:
 		return fmt.Sprintf("Is a dispatcher serving at %s? Set --server or TOOLWIRE_SERVER.", a.server)

@@ -1,0 +1,196 @@
+package toolctl_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/toolctl"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// flakyTool fails every attempt with a retryable error; after its two
+// attempts the worker answers MAX_ATTEMPTS and writes a dead letter.
+var flakyTool = tool.Must(tool.New("flaky", func(context.Context, json.RawMessage) (string, error) {
+	return "", tool.Transient(errors.New("upstream down"))
+}, tool.Idempotent(), tool.WithRetryPolicy(&toolwirev1.RetryPolicy{MaxAttempts: 2, InitialInterval: durationpb.New(time.Millisecond)})))
+
+// dlq runs a toolctl dlq command against the bundle's NATS server.
+func (b *bundle) dlq(t *testing.T, args ...string) outcome {
+	t.Helper()
+	return run(t, map[string]string{"TOOLWIRE_NATS_URL": b.stack.Env.URL}, "", append([]string{"dlq"}, args...)...)
+}
+
+var rowRe = regexp.MustCompile(`(?m)^(\d+)\s+(\S+)\s+flaky\s+([0-9A-Z]{26})\s+2\s+attempts exhausted \(TRANSIENT: upstream down\)$`)
+
+func TestDLQ(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatchtest.Options{Tools: []*tool.Tool{flakyTool}})
+
+	out := b.run(t, "call", "flaky", `{"n":12345678901234567890}`)
+	require.Equal(t, toolctl.ExitToolError, out.code, out.stderr)
+	require.Contains(t, out.stderr, "error: MAX_ATTEMPTS: ")
+
+	// The worker wrote the dead letter before it answered; poll anyway.
+	var row []string
+	deadline := time.Now().Add(10 * time.Second)
+	for row == nil {
+		out = b.dlq(t, "list")
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		row = rowRe.FindStringSubmatch(out.stdout)
+		require.False(t, row == nil && time.Now().After(deadline), "no dead letter listed:\n%s", out.stdout)
+	}
+	require.True(t, strings.HasPrefix(out.stdout, "SEQ "), out.stdout)
+	seq, deadID := row[1], row[3]
+
+	t.Run("ListJSON", func(t *testing.T) {
+		out := b.dlq(t, "-o", "json", "list", "--tool", "flaky", "--limit", "1")
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		var got struct {
+			Seq        uint64 `json:"seq"`
+			Subject    string `json:"subject"`
+			DeadLetter struct {
+				Call struct {
+					CallID string `json:"callId"`
+				} `json:"call"`
+				Reason string `json:"reason"`
+			} `json:"deadLetter"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out.stdout), &got), out.stdout)
+		require.Equal(t, seq, jsonNumber(got.Seq))
+		require.Equal(t, "toolwire.dlq.native.default.builtin.flaky", got.Subject)
+		require.Equal(t, deadID, got.DeadLetter.Call.CallID)
+		require.Equal(t, "attempts exhausted", got.DeadLetter.Reason)
+
+		out = b.dlq(t, "list", "--tool", "echo")
+		require.Equal(t, toolctl.ExitOK, out.code)
+		require.Equal(t, 1, strings.Count(out.stdout, "\n"), "only the header: %s", out.stdout)
+	})
+
+	t.Run("Show", func(t *testing.T) {
+		out := b.dlq(t, "show", seq)
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		dl := &toolwirev1.DeadLetter{}
+		require.NoError(t, protojson.Unmarshal([]byte(out.stdout), dl))
+		require.Equal(t, deadID, dl.GetCall().GetCallId())
+		require.Equal(t, int32(2), dl.GetAttempts())
+		require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT, dl.GetLastError().GetType())
+		require.Equal(t, "arguments: {\"n\":12345678901234567890}\n", out.stderr, "the exact argument bytes")
+
+		out = b.dlq(t, "show", "999999")
+		require.Equal(t, toolctl.ExitToolError, out.code)
+		require.Contains(t, out.stderr, "no such dead letter")
+	})
+
+	t.Run("Retry", func(t *testing.T) {
+		out := b.dlq(t, "retry", seq)
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		newID := strings.TrimSpace(out.stdout)
+		require.Len(t, newID, 26, "a ULID")
+		require.NotEqual(t, deadID, newID)
+
+		// The new call is known to the dispatcher and runs to a terminal
+		// result: it fails the same way, into the DLQ again.
+		out = b.run(t, "-o", "json", "get", newID, "--wait", "30s")
+		require.Equal(t, toolctl.ExitToolError, out.code, out.stderr)
+		var got struct {
+			State    string `json:"state"`
+			Response struct {
+				Error struct{ Type string } `json:"error"`
+			} `json:"response"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out.stdout), &got))
+		require.Equal(t, "CALL_STATE_DONE", got.State)
+		require.Equal(t, "ERROR_TYPE_MAX_ATTEMPTS", got.Response.Error.Type)
+
+		out = b.dlq(t, "-o", "json", "retry", seq)
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		var sub struct {
+			CallID string `json:"callId"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out.stdout), &sub))
+		require.Len(t, sub.CallID, 26)
+	})
+
+	t.Run("RawRecordIsNotRetryable", func(t *testing.T) {
+		env := b.stack.Env
+		data, err := proto.Marshal(&toolwirev1.DeadLetter{Raw: []byte("\xffgarbage"), Reason: "undecodable call"})
+		require.NoError(t, err)
+		ack, err := env.Bus.JS.Publish(t.Context(), env.Bus.Subjects.DLQ(toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE, "_unknown", "_unknown", "_unknown"), data)
+		require.NoError(t, err)
+
+		out := b.dlq(t, "retry", jsonNumber(ack.Sequence))
+		require.Equal(t, toolctl.ExitToolError, out.code)
+		require.Empty(t, out.stdout)
+		require.Contains(t, out.stderr, "holds no decodable call")
+
+		out = b.dlq(t, "list")
+		require.Regexp(t, `(?m)^`+jsonNumber(ack.Sequence)+`\s+\S+\s+_unknown\s+-\s+0\s+undecodable call$`, out.stdout)
+	})
+}
+
+func jsonNumber(n uint64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+func TestDLQConnection(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatchtest.Options{NoWorker: true})
+
+	t.Run("Flags", func(t *testing.T) {
+		t.Parallel()
+		out := run(t, nil, "", "dlq", "list", "--nats-url", b.stack.Env.URL, "--prefix", "toolwire")
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		require.Equal(t, "SEQ  TIME  TOOL  CALL ID  ATTEMPTS  REASON\n", out.stdout, "an empty DLQ")
+	})
+
+	t.Run("WrongPrefix", func(t *testing.T) {
+		t.Parallel()
+		out := run(t, map[string]string{"TOOLWIRE_NATS_URL": b.stack.Env.URL, "TOOLWIRE_PREFIX": "other"}, "", "dlq", "list")
+		require.Equal(t, toolctl.ExitUsage, out.code)
+		require.Contains(t, out.stderr, "OTHER_DLQ not found")
+		require.Contains(t, out.stderr, "Set --prefix or TOOLWIRE_PREFIX")
+	})
+
+	t.Run("Unreachable", func(t *testing.T) {
+		t.Parallel()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		url := "nats://" + ln.Addr().String()
+		require.NoError(t, ln.Close())
+
+		out := run(t, nil, "", "dlq", "show", "1", "--nats-url", url)
+		require.Equal(t, toolctl.ExitUsage, out.code)
+		require.Contains(t, out.stderr, ln.Addr().String())
+		require.Contains(t, out.stderr, "Is NATS serving there?")
+	})
+
+	t.Run("Usage", func(t *testing.T) {
+		t.Parallel()
+		for _, args := range [][]string{
+			{"dlq", "show"},
+			{"dlq", "show", "x"},
+			{"dlq", "retry", "0"},
+			{"dlq", "list", "--limit", "-1"},
+			{"dlq", "list", "extra"},
+			{"dlq", "list", "--prefix", "not a prefix"},
+		} {
+			out := run(t, map[string]string{"TOOLWIRE_NATS_URL": b.stack.Env.URL}, "", args...)
+			require.Equal(t, toolctl.ExitUsage, out.code, "%q: %s", args, out.stderr)
+			require.Contains(t, out.stderr, "--help", "%q", args)
+		}
+	})
+}
