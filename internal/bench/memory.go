@@ -53,9 +53,10 @@ func (m Memory) String() string {
 //
 // A stack without any worker is started (so nothing executes, nothing
 // answers, and no worker memory is counted); then calls goroutines each
-// call echo with a 15-minute wait. Once every call is stored on the calls
-// stream and its ACCEPTED event on the events stream, every caller is
-// parked in Call with its waiter registered. The live heap after two GCs
+// call echo with a 15-minute wait, in waves of 500 so that no burst of
+// submissions is refused. Once every call is stored on the calls stream
+// and its ACCEPTED record on the events stream, every caller is parked in
+// Call with its waiter registered. The live heap after two GCs
 // is compared with the one before the calls (RawHeap), as are goroutine
 // stacks. The server runs in this process, so RawHeap includes what it
 // holds for the stored calls (message cache, dedup ids, per-subject
@@ -78,6 +79,18 @@ func MeasureMemory(ctx context.Context, cfg Config, calls int) (Memory, error) {
 	}
 	err = dispatcherMemory(ctx, cfg, calls, &m)
 	return m, err
+}
+
+// memoryWave is how many callers MeasureMemory starts at once.
+const memoryWave = 500
+
+func firstErr(errs <-chan error) error {
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
 }
 
 type memSample struct {
@@ -108,30 +121,39 @@ func dispatcherMemory(ctx context.Context, cfg Config, calls int, m *Memory) (er
 	before := sample()
 	var wg sync.WaitGroup
 	errs := make(chan error, 1)
-	for range calls {
-		wg.Go(func() {
-			_, err := s.d.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: echoArgs}, 15*time.Minute)
-			if err != nil && !errors.Is(err, dispatch.ErrStopped) {
-				select {
-				case errs <- err:
-				default:
-				}
-			}
-		})
-	}
 	// Stop releases every waiting caller with ErrStopped.
 	defer wg.Wait()
 	defer s.d.Stop()
-	if err := waitMsgs(ctx, s.bus.Calls, uint64(calls)); err != nil {
-		return err
+	// Callers arrive in waves: the memory of calls in flight is the
+	// question here, not how a dispatcher takes a burst of submissions.
+	for started := 0; started < calls; {
+		wave := min(memoryWave, calls-started)
+		for range wave {
+			wg.Go(func() {
+				resp, err := s.d.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: echoArgs}, 15*time.Minute)
+				if err == nil {
+					err = fmt.Errorf("answered %s while no worker runs: %s", resp.State, resp.Response.GetError().GetMessage())
+				}
+				if !errors.Is(err, dispatch.ErrStopped) {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			})
+		}
+		started += wave
+		// A call's ACCEPTED record is stored once its publish is
+		// acknowledged: then its caller waits.
+		if err := waitMsgs(ctx, s.bus.Calls, uint64(started)); err != nil {
+			return errors.Join(err, firstErr(errs))
+		}
+		if err := waitMsgs(ctx, s.bus.Events, uint64(started)); err != nil {
+			return errors.Join(err, firstErr(errs))
+		}
 	}
-	if err := waitMsgs(ctx, s.bus.Events, uint64(calls)); err != nil {
-		return err
-	}
-	select {
-	case err := <-errs:
+	if err := firstErr(errs); err != nil {
 		return fmt.Errorf("bench: memory: a call failed: %w", err)
-	default:
 	}
 	after := sample()
 	m.RawHeap = after.heap - before.heap
