@@ -38,7 +38,6 @@ func TestEveryPathAnswersEveryCall(t *testing.T) {
 		{"http http1", PathHTTP, "", "http1", "toolwire-http"},
 		{"baseline", PathBaseline, "", "", "jetstream-baseline"},
 		{"baseline over tcp", PathBaseline, "tcp", "", "jetstream-baseline"},
-		{"nats over tcp", PathNATS, "tcp", "", "toolwire-nats"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -73,7 +73,13 @@ func MeasureMemory(ctx context.Context, cfg Config, calls int) (Memory, error) {
 	if err != nil {
 		return Memory{}, err
 	}
+	return measureMemory(ctx, cfg, p, calls)
+}
+
+// measureMemory is MeasureMemory with the payloads already captured.
+func measureMemory(ctx context.Context, cfg Config, p payloads, calls int) (Memory, error) {
 	m := Memory{Calls: calls}
+	var err error
 	if m.ServerHeap, err = serverHeap(ctx, cfg, p, calls); err != nil {
 		return m, err
 	}

@@ -214,13 +214,15 @@ func checkEcho(r *toolwirev1.CallResponse) error {
 func (s *stack) stop() error {
 	var errs []error
 	if s.srv != nil {
+		// Idle client connections first: Shutdown waits for connections
+		// to go idle and polls for it.
+		s.transport.CloseIdleConnections()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		errs = append(errs, s.srv.Shutdown(ctx))
 		cancel()
 		if err := <-s.serveDone; !errors.Is(err, http.ErrServerClosed) {
 			errs = append(errs, err)
 		}
-		s.transport.CloseIdleConnections()
 	}
 	if s.worker != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

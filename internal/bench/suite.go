@@ -112,7 +112,7 @@ func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) erro
 	}
 	var mems []Memory
 	for range rounds {
-		m, err := MeasureMemory(ctx, cfg, cmp.Or(sc.MemoryCalls, MemoryCalls))
+		m, err := measureMemory(ctx, cfg, p, cmp.Or(sc.MemoryCalls, MemoryCalls))
 		if err != nil {
 			return err
 		}
