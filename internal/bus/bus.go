@@ -38,7 +38,8 @@ type Bus struct {
 
 // Options tune the JetStream context of a Bus.
 type Options struct {
-	// MaxPendingPublishes bounds async publishes awaiting an ack. Default 4096.
+	// MaxPendingPublishes bounds async publishes awaiting an ack (each
+	// admitted call makes two). Default 65536.
 	MaxPendingPublishes int
 }
 
@@ -50,7 +51,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config, opts Options) (*Bus, e
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(cmp.Or(opts.MaxPendingPublishes, 4096)))
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(cmp.Or(opts.MaxPendingPublishes, 65536)))
 	if err != nil {
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}

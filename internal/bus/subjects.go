@@ -14,6 +14,21 @@ func Token(s string) string {
 		return "_"
 	}
 	clean := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 {
+			clean = false // decide rune by rune below
+			break
+		}
+		if c == '.' || c == '*' || c == '>' || c <= ' ' || c == 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	clean = true
 	for _, r := range s {
 		if badTokenRune(r) {
 			clean = false

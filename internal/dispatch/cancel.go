@@ -27,7 +27,7 @@ func (d *Dispatcher) Cancel(ctx context.Context, id Identity, callID, reason str
 	if resp != nil {
 		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, nil
 	}
-	last, err := d.bus.Events.GetLastMsgForSubject(ctx, d.subj.EventsAnyDispatcher(id.Tenant, callID))
+	last, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_UNKNOWN_CALL, nil
 	}

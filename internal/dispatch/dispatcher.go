@@ -35,7 +35,7 @@ type Dispatcher struct {
 	subj bus.Subjects
 
 	mu      sync.Mutex
-	waiters map[string][]chan *toolwirev1.ToolResponse
+	waiters map[string][]chan []byte
 	waiting int
 	sub     *nats.Subscription
 	reaper  jetstream.ConsumeContext
@@ -51,7 +51,7 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 	}
 	return &Dispatcher{bus: b, reg: reg, cfg: cfg, subj: b.Subjects,
 		log:     cfg.Logger.With("component", "dispatcher", "dispatcher", cfg.Name),
-		waiters: map[string][]chan *toolwirev1.ToolResponse{}}, nil
+		waiters: map[string][]chan []byte{}}, nil
 }
 
 // Name is the replica's routing name.
@@ -110,22 +110,24 @@ func (d *Dispatcher) onResult(m *nats.Msg) {
 	chans := d.waiters[callID]
 	delete(d.waiters, callID)
 	d.mu.Unlock()
-	if len(chans) == 0 {
-		return
-	}
-	resp := &toolwirev1.ToolResponse{}
-	if err := proto.Unmarshal(m.Data, resp); err != nil {
-		d.log.Error("undecodable result", "call_id", callID, "err", err)
-		resp = internalResponse(callID, "undecodable result: "+err.Error())
-	}
+	// Waiters decode the result themselves: this is the one goroutine of
+	// the subscription, so it only routes bytes.
 	for _, ch := range chans {
-		ch <- resp
+		ch <- m.Data
 	}
 }
 
+func decodeResult(callID string, data []byte) *toolwirev1.ToolResponse {
+	resp := &toolwirev1.ToolResponse{}
+	if err := proto.Unmarshal(data, resp); err != nil {
+		return internalResponse(callID, "undecodable result: "+err.Error())
+	}
+	return resp
+}
+
 // wait registers a waiter for callID; cancel removes it.
-func (d *Dispatcher) wait(callID string) (ch chan *toolwirev1.ToolResponse, cancel func(), err error) {
-	ch = make(chan *toolwirev1.ToolResponse, 1)
+func (d *Dispatcher) wait(callID string) (ch chan []byte, cancel func(), err error) {
+	ch = make(chan []byte, 1)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.stopped {
@@ -192,11 +194,11 @@ func (d *Dispatcher) Call(ctx context.Context, id Identity, o *toolwirev1.CallRe
 	timer := time.NewTimer(d.clampWait(wait))
 	defer timer.Stop()
 	select {
-	case resp, ok := <-w.ch:
+	case data, ok := <-w.ch:
 		if !ok {
 			return nil, ErrStopped
 		}
-		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, nil
 	case <-timer.C:
 		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
 	case <-ctx.Done():
@@ -212,7 +214,7 @@ func (d *Dispatcher) clampWait(w time.Duration) time.Duration {
 }
 
 type waiter struct {
-	ch     chan *toolwirev1.ToolResponse
+	ch     chan []byte
 	cancel func()
 }
 
@@ -255,13 +257,16 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 		}
 		return nil, nil, fmt.Errorf("dispatch: marshal call: %w", err)
 	}
-	msgID := callID
-	msg := &nats.Msg{Subject: d.subj.Call(call.Executor, id.Tenant, call.Provider, call.Tool), Data: data, Header: nats.Header{}}
-	fut, err := d.bus.JS.PublishMsgAsync(msg, jetstream.WithMsgID(msgID), jetstream.WithExpectStream(d.bus.Config.CallsStream()))
-	var ack *jetstream.PubAck
+	// The call and its admission record are published back to back on one
+	// connection, so the server stores the record after the call; only the
+	// call's ack is awaited.
+	msg := &nats.Msg{Subject: d.subj.Call(call.Executor, id.Tenant, call.Provider, call.Tool), Data: data}
+	fut, err := d.bus.JS.PublishMsgAsync(msg, jetstream.WithMsgID(callID), jetstream.WithExpectStream(d.bus.Config.CallsStream()))
+	recorded := false
 	if err == nil {
+		recorded = d.publishAccepted(id.Tenant, call)
 		select {
-		case ack = <-fut.Ok():
+		case <-fut.Ok():
 		case err = <-fut.Err():
 		case <-ctx.Done():
 			err = ctx.Err()
@@ -272,17 +277,21 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 			w.cancel()
 		}
 		d.releaseKey(id, o)
+		te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, Retryable: true,
+			Message:            "the call could not be queued: " + err.Error(),
+			PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, RetryAfter: durationpb.New(time.Second)}
+		if recorded {
+			// The admission record may be stored: record the refusal after
+			// it, so every replica answers this id with the refusal.
+			d.event(id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: o.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
+				Error: te, Caller: callerOf(id, o)})
+		}
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
 		d.log.Warn("publish refused; answering OVERLOADED", "call_id", callID, "err", err)
-		te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, Retryable: true,
-			Message:            "the call could not be queued: " + err.Error(),
-			PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, RetryAfter: durationpb.New(time.Second)}
 		return &Submitted{CallID: callID, Rejected: rejection(callID, o.Tool, te, now)}, nil, nil
 	}
-	_ = ack // a duplicate ack means an earlier publish of this very call landed
-	d.accepted(ctx, id.Tenant, call)
 	return &Submitted{CallID: callID}, w, nil
 }
 
@@ -319,7 +328,7 @@ func (d *Dispatcher) getResult(ctx context.Context, id Identity, callID string, 
 	if err != nil || resp != nil {
 		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, err
 	}
-	last, err := d.bus.Events.GetLastMsgForSubject(ctx, d.subj.EventsAnyDispatcher(id.Tenant, callID))
+	last, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID))
 	if err != nil {
 		if !errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil, fmt.Errorf("dispatch: look up call: %w", err)
@@ -347,7 +356,7 @@ func (d *Dispatcher) getResult(ctx context.Context, id Identity, callID string, 
 		}
 		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
 	case <-timer.C:
-		if _, err := d.bus.Events.GetLastMsgForSubject(ctx, d.subj.EventsAnyDispatcher(id.Tenant, callID)); errors.Is(err, jetstream.ErrMsgNotFound) && !known {
+		if _, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID)); errors.Is(err, jetstream.ErrMsgNotFound) && !known {
 			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
 		}
 		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
@@ -356,32 +365,30 @@ func (d *Dispatcher) getResult(ctx context.Context, id Identity, callID string, 
 	}
 }
 
-// accepted records the admission of a queued call in the events stream and
-// waits for the server to store it: the record is how any replica tells a
-// pending call from an unknown id. A failure is logged; the call stays
-// accepted.
-func (d *Dispatcher) accepted(ctx context.Context, tenant string, call *toolwirev1.ToolCall) {
+// publishAccepted records the admission of a queued call in the events
+// stream: the record is how any replica tells a pending call from an
+// unknown id. It is a core publish the stream captures, sent right after
+// the call on the same connection (so it is stored after the call) and
+// not acknowledged: waiting for a second ack per call cost a quarter of
+// the throughput. A record lost in a server outage is covered by
+// GetResult, which with a wait treats a call without a record as pending
+// for the wait. It reports whether the record was sent.
+func (d *Dispatcher) publishAccepted(tenant string, call *toolwirev1.ToolCall) bool {
 	ev := &toolwirev1.CallEvent{CallId: call.CallId, Tool: call.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED,
 		Caller: call.Caller, Time: call.AcceptedAt}
 	data, err := proto.Marshal(ev)
 	if err != nil {
-		return
+		return false
 	}
-	fut, err := d.bus.JS.PublishMsgAsync(&nats.Msg{Subject: d.subj.Event(tenant, d.cfg.Name, call.CallId), Data: data})
-	if err == nil {
-		select {
-		case <-fut.Ok():
-			return
-		case err = <-fut.Err():
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
+	if err := d.bus.NC.Publish(d.subj.Event(tenant, d.cfg.Name, call.CallId), data); err != nil {
+		d.log.Warn("admission record not sent", "call_id", call.CallId, "err", err)
+		return false
 	}
-	d.log.Warn("admission record not stored", "call_id", call.CallId, "err", err)
+	return true
 }
 
 func (d *Dispatcher) loadResult(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error) {
-	m, err := d.bus.Results.GetLastMsgForSubject(ctx, subject)
+	m, err := bus.LastMsg(ctx, d.bus.Results, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}

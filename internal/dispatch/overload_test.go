@@ -1,14 +1,18 @@
 package dispatch_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/tools/builtin"
+	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -38,6 +42,20 @@ func TestFullCallsStreamAnswersOverloaded(t *testing.T) {
 	for _, id := range accepted {
 		g, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, id, 20*time.Second)
 		require.NoError(t, err)
+		if g.State != toolwirev1.CallState_CALL_STATE_DONE {
+			cons, _ := s.Env.Bus.Calls.Consumer(ctx, s.Env.Bus.Config.PoolConsumer("native"))
+			if cons != nil {
+				ci, _ := cons.Info(ctx)
+				t.Logf("consumer: %+v delivered=%+v ackfloor=%+v pending=%d ackpending=%d redelivered=%d waiting=%d", ci.Config.FilterSubjects, ci.Delivered, ci.AckFloor, ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting)
+			}
+			si, _ := s.Env.Bus.Calls.Info(ctx)
+			t.Logf("calls: %+v", si.State)
+			ri, _ := s.Env.Bus.Results.Info(ctx, jetstream.WithSubjectFilter(">"))
+			t.Logf("results: %d %v", ri.State.Msgs, ri.State.Subjects)
+			ei, _ := s.Env.Bus.Events.Info(ctx, jetstream.WithSubjectFilter(">"))
+			t.Logf("events: %d %v", ei.State.Msgs, ei.State.Subjects)
+		}
+		require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, g.State, "call %s", id)
 		require.True(t, g.Response.Ok, "every accepted call still runs")
 	}
 }
@@ -46,17 +64,25 @@ func TestFullCallsStreamAnswersOverloaded(t *testing.T) {
 // pile of waiters.
 func TestTooManyWaitersAnswersOverloaded(t *testing.T) {
 	t.Parallel()
-	s := dispatchtest.Start(t, dispatchtest.Options{Dispatcher: dispatch.Config{MaxWaiting: 1}})
+	running := make(chan struct{})
+	release := make(chan struct{})
+	hold := tool.Must(tool.New("hold", func(context.Context, struct{}) (string, error) {
+		close(running)
+		<-release
+		return "held", nil
+	}))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{hold, builtin.Tools()[0]}, Dispatcher: dispatch.Config{MaxWaiting: 1}})
 	ctx := t.Context()
 	done := make(chan *toolwirev1.CallResponse, 1)
 	go func() {
-		r, _ := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"2s"}`}, 20*time.Second)
+		r, _ := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "hold"}, 20*time.Second)
 		done <- r
 	}()
-	require.Eventually(t, func() bool {
-		r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}, time.Second)
-		return err == nil && r.Response.GetError().GetType() == toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED
-	}, 10*time.Second, 10*time.Millisecond)
-	r := <-done
-	require.True(t, r.Response.Ok)
+	<-running // the first caller is waiting: its waiter was registered before the call was queued
+	r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}, time.Second)
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, r.Response.GetError().GetType())
+	require.True(t, r.Response.Error.Retryable)
+	close(release)
+	require.True(t, (<-done).Response.Ok)
 }

@@ -27,6 +27,9 @@ func NewService(d *Dispatcher) *Service { return &Service{d: d} }
 // Handler returns the path and HTTP handler of the service with identity
 // established by auth for every request.
 func (s *Service) Handler(auth Authenticator, opts ...connect.HandlerOption) (string, http.Handler) {
+	// Small responses are not worth compressing: gzip costs more than the
+	// bytes it saves on a typical tool response.
+	opts = append([]connect.HandlerOption{connect.WithCompressMinBytes(1024)}, opts...)
 	path, h := toolwirev1connect.NewDispatcherServiceHandler(s, opts...)
 	return path, Authenticate(auth, h)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -33,35 +34,91 @@ func (e *CancelledError) Error() string {
 	return msg
 }
 
-// cancels maps the cancel keys of running calls to their cancel functions.
-// A call registers before it checks its tombstone, and the watcher cancels
-// whatever is registered when a tombstone arrives, so no cancel is missed
-// between the check and the start.
+// cancels maps the cancel keys of running calls to their cancel functions,
+// and remembers the tombstones the watcher has seen. A call registers and
+// checks the seen tombstones under one lock, and the watcher records and
+// cancels under the same lock, so a cancel arriving at any moment reaches
+// the call. Calls accepted before the watcher went live (or long ago) also
+// look the tombstone up in the bucket.
 type cancels struct {
-	mu  sync.Mutex
-	fns map[string]context.CancelCauseFunc
+	mu        sync.Mutex
+	fns       map[string]context.CancelCauseFunc
+	seen      map[string]seenTombstone
+	liveSince time.Time
+	pruned    time.Time
 }
 
-func (c *cancels) register(key string, fn context.CancelCauseFunc) (unregister func()) {
+type seenTombstone struct {
+	ts Tombstone
+	at time.Time
+}
+
+// seenFor is how long a seen tombstone is remembered; calls accepted
+// earlier look their tombstone up in the bucket.
+const seenFor = time.Hour
+
+// clockSkew is the margin allowed between dispatcher and worker clocks.
+const clockSkew = time.Second
+
+func (c *cancels) live(now time.Time) {
+	c.mu.Lock()
+	c.liveSince = now
+	c.mu.Unlock()
+}
+
+// register records fn for key and returns the tombstone already seen for
+// it, if any; unregister removes fn.
+func (c *cancels) register(key string, fn context.CancelCauseFunc) (seen *Tombstone, unregister func()) {
 	c.mu.Lock()
 	if c.fns == nil {
 		c.fns = map[string]context.CancelCauseFunc{}
 	}
 	c.fns[key] = fn
+	if st, ok := c.seen[key]; ok {
+		seen = &st.ts
+	}
 	c.mu.Unlock()
-	return func() {
+	return seen, func() {
 		c.mu.Lock()
 		delete(c.fns, key)
 		c.mu.Unlock()
 	}
 }
 
-func (c *cancels) cancel(key string, cause error) bool {
+// lookupNeeded reports whether a call accepted at accepted must also look
+// its tombstone up in the bucket: the watcher may have missed it.
+func (c *cancels) lookupNeeded(accepted, now time.Time) bool {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.liveSince.IsZero() {
+		return true
+	}
+	horizon := c.liveSince
+	if h := now.Add(-seenFor); h.After(horizon) {
+		horizon = h
+	}
+	return accepted.Before(horizon.Add(clockSkew))
+}
+
+func (c *cancels) cancel(key string, ts Tombstone) bool {
+	now := time.Now()
+	c.mu.Lock()
+	if c.seen == nil {
+		c.seen = map[string]seenTombstone{}
+	}
+	c.seen[key] = seenTombstone{ts: ts, at: now}
+	if now.Sub(c.pruned) > time.Minute {
+		for k, st := range c.seen {
+			if now.Sub(st.at) > seenFor {
+				delete(c.seen, k)
+			}
+		}
+		c.pruned = now
+	}
 	fn := c.fns[key]
 	c.mu.Unlock()
 	if fn != nil {
-		fn(cause)
+		fn(&CancelledError{ts})
 	}
 	return fn != nil
 }
@@ -78,7 +135,7 @@ func (w *Worker) watchCancels() (*nats.Subscription, error) {
 		if err := json.Unmarshal(m.Data, &ts); err != nil {
 			ts = Tombstone{By: "unknown"}
 		}
-		if w.cancels.cancel(key, &CancelledError{ts}) {
+		if w.cancels.cancel(key, ts) {
 			w.log.Info("cancelling running call", "key", key, "by", ts.By)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/bus"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -15,7 +16,7 @@ import (
 
 // lastEvent returns the newest event recorded for a call, or nil.
 func (w *Worker) lastEvent(ctx context.Context, call *toolwirev1.ToolCall) *toolwirev1.CallEvent {
-	m, err := w.bus.Events.GetLastMsgForSubject(ctx, w.bus.Subjects.EventsAnyDispatcher(call.Caller.GetTenant(), call.CallId))
+	m, err := bus.LastMsg(ctx, w.bus.Events, w.bus.Subjects.EventsAnyDispatcher(call.Caller.GetTenant(), call.CallId))
 	if err != nil {
 		if !errors.Is(err, jetstream.ErrMsgNotFound) {
 			w.log.Warn("event lookup failed", "call_id", call.CallId, "err", err)
@@ -85,35 +86,113 @@ func (w *Worker) attemptEvent(ctx context.Context, call *toolwirev1.ToolCall, sp
 	}
 }
 
-// heartbeat sends InProgress every interval until stopped.
-type heartbeat struct {
-	once sync.Once
-	done chan struct{}
-	wg   sync.WaitGroup
+// startedEvent records that an attempt started. Tools that are not safe to
+// rerun store it durably before running (see attemptEvent). For safe tools
+// it is published only if the attempt is still running after
+// startedEventDelay, or just before its first progress event: a fast
+// call's result already records its attempt, worker and start time, and
+// skipping the event saves a stored message on the hot path.
+func (w *Worker) startedEvent(ctx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec) *lazyEvent {
+	ev := &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED}
+	if !safeToRerun(spec) {
+		w.attemptEvent(ctx, call, spec, ev)
+		return &lazyEvent{}
+	}
+	// Only what the event names is kept: the attempt number changes later.
+	snapshot := &toolwirev1.ToolCall{CallId: call.CallId, Tool: call.Tool, Attempt: call.Attempt, Caller: call.Caller, Dispatcher: call.Dispatcher}
+	l := &lazyEvent{publish: func() { w.publishEvent(snapshot, ev) }}
+	l.timer = time.AfterFunc(startedEventDelay, l.flush)
+	return l
 }
 
-func startHeartbeat(msg jetstream.Msg, every time.Duration, log *slog.Logger) *heartbeat {
-	h := &heartbeat{done: make(chan struct{})}
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-h.done:
-				return
-			case <-t.C:
-				if err := msg.InProgress(); err != nil {
-					log.Warn("heartbeat failed", "subject", msg.Subject(), "err", err)
-				}
-			}
+// lazyEvent is an event published at most once: when flushed, or never if
+// stopped first.
+type lazyEvent struct {
+	once    sync.Once
+	publish func()
+	timer   *time.Timer
+}
+
+func (l *lazyEvent) flush() {
+	l.once.Do(func() {
+		if l.publish != nil {
+			l.publish()
 		}
-	}()
+	})
+}
+
+func (l *lazyEvent) stop() {
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	l.once.Do(func() {})
+}
+
+// startedEventDelay is how long a safe-to-rerun attempt runs before its
+// STARTED event is published.
+const startedEventDelay = 100 * time.Millisecond
+
+// heartbeater sends InProgress for every call in flight of one pool, every
+// interval, from one goroutine (not one per call).
+type heartbeater struct {
+	every time.Duration
+	log   *slog.Logger
+	mu    sync.Mutex
+	msgs  map[*jetstream.Msg]struct{}
+	done  chan struct{}
+	wg    sync.WaitGroup
+}
+
+func newHeartbeater(every time.Duration, log *slog.Logger) *heartbeater {
+	h := &heartbeater{every: every, log: log, msgs: map[*jetstream.Msg]struct{}{}, done: make(chan struct{})}
+	h.wg.Add(1)
+	go h.run()
 	return h
 }
 
-func (h *heartbeat) stop() {
-	h.once.Do(func() { close(h.done) })
+// add keeps msg alive until the returned func is called (idempotent).
+func (h *heartbeater) add(msg jetstream.Msg) (remove func()) {
+	key := &msg
+	h.mu.Lock()
+	h.msgs[key] = struct{}{}
+	h.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			delete(h.msgs, key)
+			h.mu.Unlock()
+		})
+	}
+}
+
+func (h *heartbeater) run() {
+	defer h.wg.Done()
+	t := time.NewTicker(h.every)
+	defer t.Stop()
+	var batch []jetstream.Msg
+	for {
+		select {
+		case <-h.done:
+			return
+		case <-t.C:
+		}
+		batch = batch[:0]
+		h.mu.Lock()
+		for m := range h.msgs {
+			batch = append(batch, *m)
+		}
+		h.mu.Unlock()
+		for _, m := range batch {
+			if err := m.InProgress(); err != nil {
+				h.log.Warn("heartbeat failed", "subject", m.Subject(), "err", err)
+			}
+		}
+	}
+}
+
+// stop ends the heartbeats and waits for the goroutine.
+func (h *heartbeater) stop() {
+	close(h.done)
 	h.wg.Wait()
 }

@@ -71,14 +71,15 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 		return
 	}
 
-	hb := startHeartbeat(msg, p.AckWait/3, w.log)
-	defer hb.stop()
+	stopHeartbeat := w.heartbeats[p.Name].add(msg)
+	defer stopHeartbeat()
 
 	// Register for cancellation first, then look for a tombstone: a cancel
 	// arriving in between still reaches the call.
 	callCtx, cancelCall := context.WithCancelCause(w.execCtx)
 	defer cancelCall(nil)
-	defer w.cancels.register(bus.CancelKey(call.Caller.Tenant, call.CallId), cancelCall)()
+	seen, unregister := w.cancels.register(bus.CancelKey(call.Caller.Tenant, call.CallId), cancelCall)
+	defer unregister()
 
 	var prev *toolwirev1.CallEvent
 	if delivery > 1 {
@@ -91,11 +92,14 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 		prev = w.lastEvent(ctx, call)
 	}
 	now := time.Now()
-	ts, err := w.tombstone(ctx, call.Caller.Tenant, call.CallId)
-	if err != nil {
-		log.Warn("cancel lookup failed; redelivering", "err", err)
-		w.settle(msg, "nak", msg.NakWithDelay(time.Second))
-		return
+	ts := seen
+	if ts == nil && (delivery > 1 || w.cancels.lookupNeeded(call.AcceptedAt.AsTime(), now)) {
+		var err error
+		if ts, err = w.tombstone(ctx, call.Caller.Tenant, call.CallId); err != nil {
+			log.Warn("cancel lookup failed; redelivering", "err", err)
+			w.settle(msg, "nak", msg.NakWithDelay(time.Second))
+			return
+		}
 	}
 	if ts != nil {
 		fx := toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE
@@ -139,12 +143,13 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 	for try := int32(1); ; try++ {
 		call.Attempt = base + try
 		started := time.Now()
-		w.attemptEvent(ctx, call, spec, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED})
-		res, execErr, abandoned := w.execute(callCtx, p, call, spec)
+		startedEv := w.startedEvent(ctx, call, spec)
+		res, execErr, abandoned := w.execute(callCtx, call, spec, startedEv)
+		startedEv.stop()
 		if abandoned {
 			// The execution ignores its context: stop heartbeating so the
 			// call moves on after AckWait; never settle it from here.
-			hb.stop()
+			stopHeartbeat()
 			w.stats.abandoned.Add(1)
 			log.Error("execution ignored its context past the watchdog; abandoned for redelivery", "watchdog", w.cfg.Watchdog)
 			return
@@ -305,7 +310,7 @@ func cancelledSideEffects(spec *toolwirev1.ToolSpec, err error) toolwirev1.Parti
 // execute runs one attempt under its timeouts, turning a panic into an
 // INTERNAL error. abandoned is true when the executor did not return
 // within the watchdog after its context ended.
-func (w *Worker) execute(callCtx context.Context, p Pool, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec) (res *tool.Result, err error, abandoned bool) {
+func (w *Worker) execute(callCtx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, started *lazyEvent) (res *tool.Result, err error, abandoned bool) {
 	timeout := w.cfg.StartToClose
 	if d := spec.GetTimeouts().GetStartToClose(); d != nil && d.AsDuration() > 0 {
 		timeout = d.AsDuration()
@@ -322,7 +327,7 @@ func (w *Worker) execute(callCtx context.Context, p Pool, call *toolwirev1.ToolC
 	}
 	ctx, cancelHB := context.WithCancelCause(ctx)
 	defer cancelHB(nil)
-	rep := &reporter{w: w, call: call}
+	rep := &reporter{w: w, call: call, started: started}
 	if hbt := spec.GetTimeouts().GetHeartbeat().AsDuration(); hbt > 0 {
 		rep.timer = time.AfterFunc(hbt, func() { cancelHB(errHeartbeatTimeout) })
 		rep.every = hbt
@@ -381,13 +386,15 @@ var errHeartbeatTimeout = errors.New("heartbeat timeout")
 
 // reporter turns tool progress into PROGRESS events and heartbeats.
 type reporter struct {
-	w     *Worker
-	call  *toolwirev1.ToolCall
-	timer *time.Timer
-	every time.Duration
+	w       *Worker
+	call    *toolwirev1.ToolCall
+	started *lazyEvent
+	timer   *time.Timer
+	every   time.Duration
 }
 
 func (r *reporter) Progress(message string, percent float64) {
+	r.started.flush() // STARTED precedes the first progress event
 	if r.timer != nil {
 		r.timer.Reset(r.every)
 	}

@@ -42,6 +42,7 @@ type Worker struct {
 	handlerDone chan struct{}
 	cancels     cancels
 	cancelSub   *nats.Subscription
+	heartbeats  map[string]*heartbeater
 	stats       stats
 }
 
@@ -140,6 +141,11 @@ func (w *Worker) Start(ctx context.Context) error {
 		return err
 	}
 	w.cancelSub = sub
+	w.cancels.live(time.Now())
+	w.heartbeats = map[string]*heartbeater{}
+	for _, p := range pools {
+		w.heartbeats[p.Name] = newHeartbeater(p.AckWait/3, w.log.With("pool", p.Name))
+	}
 	fetchCtx, stopFetch := context.WithCancel(context.WithoutCancel(ctx))
 	w.stopFetch = stopFetch
 	w.execCtx, w.cancelExec = context.WithCancelCause(context.WithoutCancel(ctx))
@@ -180,6 +186,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 		<-done
 	}
 	w.cancelExec(ErrShutdown)
+	for _, h := range w.heartbeats {
+		h.stop()
+	}
 	_ = w.cancelSub.Unsubscribe()
 	w.log.Info("worker stopped", "executed", w.executed.Load())
 	return nil
@@ -201,11 +210,11 @@ func (w *Worker) fetchLoop(ctx context.Context, p Pool, cons jetstream.Consumer)
 		}
 		// The pull request is never abandoned: a stop waits for it to end
 		// (at most FetchWait), since a message the server delivers to an
-		// abandoned request waits out AckWait before anyone gets it.
-		fctx, cancel := context.WithTimeout(context.Background(), w.cfg.FetchWait)
-		batch, err := cons.Fetch(int(free), jetstream.FetchContext(fctx))
+		// abandoned request waits out AckWait before anyone gets it. (No
+		// FetchContext either: the client gives up shortly after the
+		// server's expiry and may drop messages still in flight to it.)
+		batch, err := cons.Fetch(int(free), jetstream.FetchMaxWait(w.cfg.FetchWait))
 		if err != nil {
-			cancel()
 			if ctx.Err() != nil {
 				return
 			}
@@ -233,7 +242,6 @@ func (w *Worker) fetchLoop(ctx context.Context, p Pool, cons jetstream.Consumer)
 				w.handle(p, msg)
 			}()
 		}
-		cancel()
 		if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) &&
 			!errors.Is(err, context.Canceled) && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil {
 			log.Debug("fetch ended", "err", err)

@@ -2,6 +2,7 @@ package dispatchtest
 
 import (
 	"log/slog"
+	"os"
 	"testing"
 )
 
@@ -13,7 +14,12 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// testLogger logs warnings and errors through t.Log.
+// testLogger logs warnings and errors through t.Log; TOOLWIRE_TEST_LOG
+// (debug, info, ...) lowers the level.
 func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	level := slog.LevelWarn
+	if v := os.Getenv("TOOLWIRE_TEST_LOG"); v != "" {
+		_ = level.UnmarshalText([]byte(v))
+	}
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
 }
