@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
@@ -87,7 +88,7 @@ func capturePayloads(ctx context.Context, cfg Config) (p payloads, err error) {
 	if err := waitMsgs(ctx, s.bus.Results, 1); err != nil {
 		return p, err
 	}
-	result, err := s.bus.Results.GetLastMsgForSubject(ctx, s.bus.Subjects.ResultAnyDispatcher(dispatch.DefaultIdentity.Tenant, id))
+	result, err := bus.LastMsg(ctx, s.bus.Results, s.bus.Subjects.ResultAnyDispatcher(dispatch.DefaultIdentity.Tenant, id))
 	if err != nil {
 		return p, fmt.Errorf("bench: captured result: %w", err)
 	}
