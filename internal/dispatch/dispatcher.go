@@ -40,6 +40,8 @@ type Dispatcher struct {
 	sub     *nats.Subscription
 	reaper  jetstream.ConsumeContext
 	stopped bool
+
+	callsStream string // cached: the name is computed from the prefix
 }
 
 // New returns a Dispatcher over b and the registry store reg (which the
@@ -49,7 +51,7 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Dispatcher{bus: b, reg: reg, cfg: cfg, subj: b.Subjects,
+	return &Dispatcher{bus: b, reg: reg, cfg: cfg, subj: b.Subjects, callsStream: b.Config.CallsStream(),
 		log:     cfg.Logger.With("component", "dispatcher", "dispatcher", cfg.Name),
 		waiters: map[string][]chan []byte{}}, nil
 }
@@ -261,7 +263,7 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 	// connection, so the server stores the record after the call; only the
 	// call's ack is awaited.
 	msg := &nats.Msg{Subject: d.subj.Call(call.Executor, id.Tenant, call.Provider, call.Tool), Data: data}
-	fut, err := d.bus.JS.PublishMsgAsync(msg, jetstream.WithMsgID(callID), jetstream.WithExpectStream(d.bus.Config.CallsStream()))
+	fut, err := d.bus.JS.PublishMsgAsync(msg, jetstream.WithMsgID(callID), jetstream.WithExpectStream(d.callsStream))
 	recorded := false
 	if err == nil {
 		recorded = d.publishAccepted(id.Tenant, call)

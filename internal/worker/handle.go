@@ -46,11 +46,11 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 		return
 	case errors.As(err, &bad):
 		call.Attempt = delivery
-		w.refuse(ctx, p, msg, call, w.log.With("call_id", call.CallId), preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, bad.Reason))
+		w.refuse(ctx, p, msg, call, callLog{w.log, call, delivery}, preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, bad.Reason))
 		return
 	}
 	call.Attempt = delivery
-	log := w.log.With("call_id", call.CallId, "tool", call.Tool, "delivery", delivery)
+	log := callLog{w.log, call, delivery}
 
 	// A tool or version this replica does not serve may be served by
 	// another replica of the pool (a rolling upgrade): hand it back, and
@@ -231,7 +231,7 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 
 // notServed hands a call this replica cannot run back to the pool, and
 // refuses it (answer, dead letter, term) on the last delivery.
-func (w *Worker) notServed(ctx context.Context, p Pool, msg jetstream.Msg, call *toolwirev1.ToolCall, log *slog.Logger, te *toolwirev1.ToolError) {
+func (w *Worker) notServed(ctx context.Context, p Pool, msg jetstream.Msg, call *toolwirev1.ToolCall, log callLog, te *toolwirev1.ToolError) {
 	md, err := msg.Metadata()
 	if err == nil && (p.MaxDeliver < 0 || md.NumDelivered < uint64(p.MaxDeliver)) {
 		log.Info("handing back a call this replica does not serve", "reason", te.Message)
@@ -244,7 +244,7 @@ func (w *Worker) notServed(ctx context.Context, p Pool, msg jetstream.Msg, call 
 // handBack returns the call to the stream for another delivery after
 // delay — unless this was the last delivery JetStream allows, in which
 // case the call ends here with MAX_ATTEMPTS.
-func (w *Worker) handBack(ctx context.Context, p Pool, msg jetstream.Msg, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, log *slog.Logger, delay time.Duration, last *toolwirev1.ToolError) {
+func (w *Worker) handBack(ctx context.Context, p Pool, msg jetstream.Msg, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, log callLog, delay time.Duration, last *toolwirev1.ToolError) {
 	if md, err := msg.Metadata(); err == nil && p.MaxDeliver > 0 && md.NumDelivered >= uint64(p.MaxDeliver) {
 		now := time.Now()
 		w.exhausted(ctx, p, msg, call, spec, log, last, now, now)
@@ -260,7 +260,7 @@ func (w *Worker) handBack(ctx context.Context, p Pool, msg jetstream.Msg, call *
 
 // exhausted ends a call whose attempts are spent: a MAX_ATTEMPTS answer
 // carrying the last error, and a dead letter.
-func (w *Worker) exhausted(ctx context.Context, p Pool, msg jetstream.Msg, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, log *slog.Logger, last *toolwirev1.ToolError, started, finished time.Time) {
+func (w *Worker) exhausted(ctx context.Context, p Pool, msg jetstream.Msg, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, log callLog, last *toolwirev1.ToolError, started, finished time.Time) {
 	te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_MAX_ATTEMPTS,
 		Message:            fmt.Sprintf("gave up after attempt %d: %s: %s", call.Attempt, last.GetType(), last.GetMessage()),
 		PartialSideEffects: last.GetPartialSideEffects(), Suggestion: last.GetSuggestion()}
@@ -407,7 +407,7 @@ func (r *reporter) Progress(message string, percent float64) {
 
 // refuse answers a call that must not run: an error response, a dead
 // letter, and Term so it is never redelivered.
-func (w *Worker) refuse(ctx context.Context, p Pool, msg jetstream.Msg, call *toolwirev1.ToolCall, log *slog.Logger, te *toolwirev1.ToolError) {
+func (w *Worker) refuse(ctx context.Context, p Pool, msg jetstream.Msg, call *toolwirev1.ToolCall, log callLog, te *toolwirev1.ToolError) {
 	log.Warn("refusing call", "reason", te.Message)
 	now := time.Now()
 	resp := w.errorResponse(call, nil, te, now, now)
@@ -421,7 +421,7 @@ func (w *Worker) refuse(ctx context.Context, p Pool, msg jetstream.Msg, call *to
 }
 
 // finish publishes the terminal response once and then acknowledges.
-func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, call *toolwirev1.ToolCall, log *slog.Logger, resp *toolwirev1.ToolResponse) {
+func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, call *toolwirev1.ToolCall, log callLog, resp *toolwirev1.ToolResponse) {
 	failpoint.Inject("before-result-publish")
 	err := w.publishResult(ctx, call, resp)
 	failpoint.Inject("after-result-publish")
@@ -524,3 +524,24 @@ func ctxErr(ctx context.Context, err error) error {
 	}
 	return ctx.Err()
 }
+
+// callLog logs with a call's attributes, built only when a line is
+// written: slog.With per call would cost an allocation-heavy handler
+// clone on the hot path.
+type callLog struct {
+	l        *slog.Logger
+	call     *toolwirev1.ToolCall
+	delivery int32
+}
+
+func (c callLog) log(level slog.Level, msg string, args ...any) {
+	if !c.l.Enabled(context.Background(), level) {
+		return
+	}
+	c.l.Log(context.Background(), level, msg, append([]any{"call_id", c.call.CallId, "tool", c.call.Tool, "delivery", c.delivery}, args...)...)
+}
+
+func (c callLog) Debug(msg string, args ...any) { c.log(slog.LevelDebug, msg, args...) }
+func (c callLog) Info(msg string, args ...any)  { c.log(slog.LevelInfo, msg, args...) }
+func (c callLog) Warn(msg string, args ...any)  { c.log(slog.LevelWarn, msg, args...) }
+func (c callLog) Error(msg string, args ...any) { c.log(slog.LevelError, msg, args...) }
