@@ -71,14 +71,20 @@ func capturePayloads(ctx context.Context, cfg Config) (p payloads, err error) {
 	}
 	defer func() { err = errors.Join(err, s.stop()) }()
 
-	resp, err := s.d.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: echoArgs}, callWait)
+	// Submitted, not called: a call waited on with Call leaves no admission
+	// record when it is fast, and the memory control needs one.
+	sub, err := s.d.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: echoArgs})
 	if err != nil {
 		return p, err
 	}
-	if err := checkEcho(resp); err != nil {
+	got, err := s.d.GetResult(ctx, dispatch.DefaultIdentity, sub.CallID, callWait)
+	if err != nil {
 		return p, err
 	}
-	id := resp.CallId
+	if err := checkEcho(&toolwirev1.CallResponse{CallId: got.CallId, State: got.State, Response: got.Response}); err != nil {
+		return p, err
+	}
+	id := sub.CallID
 	call, err := s.bus.Calls.GetLastMsgForSubject(ctx, s.bus.Subjects.AllCalls())
 	if err != nil {
 		return p, fmt.Errorf("bench: captured call: %w", err)

@@ -28,15 +28,20 @@ func (d *Dispatcher) Cancel(ctx context.Context, id Identity, callID, reason str
 		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, nil
 	}
 	last, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_UNKNOWN_CALL, nil
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		// No record yet: a recent id may be a running call whose admission
+		// record is not written yet; a tombstone for an id that never ran
+		// is harmless.
+		if !recentID(callID) {
+			return toolwirev1.CancelOutcome_CANCEL_OUTCOME_UNKNOWN_CALL, nil
+		}
+	case err != nil:
 		return 0, fmt.Errorf("dispatch: look up call: %w", err)
-	}
-	ev, evErr := decodeEvent(last.Data)
-	if evErr == nil && ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED {
-		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, nil
+	default:
+		if ev, err := decodeEvent(last.Data); err == nil && ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED {
+			return toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, nil
+		}
 	}
 	val, _ := json.Marshal(worker.Tombstone{By: id.Agent, Reason: reason})
 	_, err = d.bus.Cancels.Create(ctx, bus.CancelKey(id.Tenant, callID), val, jetstream.KeyTTL(d.bus.Config.CancelTTL))

@@ -29,6 +29,11 @@ type Config struct {
 	DefaultWait time.Duration
 	// MaxWait caps any wait a request asks for. Default 15m.
 	MaxWait time.Duration
+	// AcceptedRecordDelay is how long a call waited on in Call runs before
+	// its admission record is written (a fast call's result is its
+	// record; this saves a stored message per call). Default 50ms; -1 =
+	// at once.
+	AcceptedRecordDelay time.Duration
 	// MaxWaiting bounds callers waiting in Call on this replica; past it
 	// Call answers OVERLOADED. Default 100000.
 	MaxWaiting int
@@ -49,6 +54,10 @@ func (c Config) WithDefaults() Config {
 	c.DefaultWait = cmp.Or(c.DefaultWait, 60*time.Second)
 	c.MaxWait = cmp.Or(c.MaxWait, 15*time.Minute)
 	c.MaxWaiting = cmp.Or(c.MaxWaiting, 100000)
+	c.AcceptedRecordDelay = cmp.Or(c.AcceptedRecordDelay, 50*time.Millisecond)
+	if c.AcceptedRecordDelay < 0 {
+		c.AcceptedRecordDelay = 0
+	}
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }

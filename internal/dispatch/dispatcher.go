@@ -198,12 +198,16 @@ func (d *Dispatcher) Call(ctx context.Context, id Identity, o *toolwirev1.CallRe
 	select {
 	case data, ok := <-w.ch:
 		if !ok {
+			w.accepted.flush()
 			return nil, ErrStopped
 		}
+		w.accepted.stop()
 		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, nil
 	case <-timer.C:
+		w.accepted.flush()
 		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
 	case <-ctx.Done():
+		w.accepted.flush()
 		return nil, ctx.Err()
 	}
 }
@@ -218,6 +222,29 @@ func (d *Dispatcher) clampWait(w time.Duration) time.Duration {
 type waiter struct {
 	ch     chan []byte
 	cancel func()
+	// accepted publishes the admission record unless stopped first.
+	accepted *lazyRecord
+}
+
+// lazyRecord publishes a record once, after a delay or when flushed, and
+// never if stopped first.
+type lazyRecord struct {
+	once    sync.Once
+	publish func()
+	timer   *time.Timer
+}
+
+func newLazyRecord(delay time.Duration, publish func()) *lazyRecord {
+	l := &lazyRecord{publish: publish}
+	l.timer = time.AfterFunc(delay, l.flush)
+	return l
+}
+
+func (l *lazyRecord) flush() { l.once.Do(l.publish) }
+
+func (l *lazyRecord) stop() {
+	l.timer.Stop()
+	l.once.Do(func() {})
 }
 
 func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.CallRequest, withWaiter bool) (*Submitted, *waiter, error) {
@@ -245,7 +272,7 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 		if err != nil {
 			return nil, nil, err
 		}
-		w = &waiter{ch, cancel}
+		w = &waiter{ch: ch, cancel: cancel}
 	}
 	if o.IdempotencyKey != "" {
 		if s, done, err := d.claimKey(ctx, id, call, w); done || err != nil {
@@ -261,12 +288,17 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 	}
 	// The call and its admission record are published back to back on one
 	// connection, so the server stores the record after the call; only the
-	// call's ack is awaited.
+	// call's ack is awaited. A caller waiting in Call gets the record only
+	// if its call outlives AcceptedRecordDelay (the result of a fast call is
+	// its record); a submitted call gets it at once.
 	msg := &nats.Msg{Subject: d.subj.Call(call.Executor, id.Tenant, call.Provider, call.Tool), Data: data}
 	fut, err := d.bus.JS.PublishMsgAsync(msg, jetstream.WithMsgID(callID), jetstream.WithExpectStream(d.callsStream))
-	recorded := false
 	if err == nil {
-		recorded = d.publishAccepted(id.Tenant, call)
+		if w != nil {
+			w.accepted = newLazyRecord(d.cfg.AcceptedRecordDelay, func() { d.publishAccepted(id.Tenant, call) })
+		} else {
+			d.publishAccepted(id.Tenant, call)
+		}
 		select {
 		case <-fut.Ok():
 		case err = <-fut.Err():
@@ -276,18 +308,19 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 	}
 	if err != nil {
 		if w != nil {
+			if w.accepted != nil {
+				w.accepted.stop()
+			}
 			w.cancel()
 		}
 		d.releaseKey(id, o)
 		te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, Retryable: true,
 			Message:            "the call could not be queued: " + err.Error(),
 			PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, RetryAfter: durationpb.New(time.Second)}
-		if recorded {
-			// The admission record may be stored: record the refusal after
-			// it, so every replica answers this id with the refusal.
-			d.event(id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: o.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
-				Error: te, Caller: callerOf(id, o)})
-		}
+		// Recorded after any admission record, so every replica answers
+		// this id with the refusal.
+		d.event(id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: o.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
+			Error: te, Caller: callerOf(id, o)})
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
@@ -335,9 +368,10 @@ func (d *Dispatcher) getResult(ctx context.Context, id Identity, callID string, 
 		if !errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil, fmt.Errorf("dispatch: look up call: %w", err)
 		}
-		// No record of the call. With a wait, wait anyway: the admission
-		// record of a call accepted during a server outage may be missing.
-		if !known && wait <= 0 {
+		// No record of the call. A recent id may be a call whose record is
+		// not written yet; with a wait, wait anyway: the admission record of
+		// a call accepted during a server outage may be missing.
+		if !known && wait <= 0 && !recentID(callID) {
 			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
 		}
 		known = false
@@ -358,7 +392,7 @@ func (d *Dispatcher) getResult(ctx context.Context, id Identity, callID string, 
 		}
 		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
 	case <-timer.C:
-		if _, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID)); errors.Is(err, jetstream.ErrMsgNotFound) && !known {
+		if _, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID)); errors.Is(err, jetstream.ErrMsgNotFound) && !known && !recentID(callID) {
 			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
 		}
 		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
@@ -441,4 +475,20 @@ func flush(ctx context.Context, nc *nats.Conn) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return nc.FlushWithContext(ctx)
+}
+
+// recentWindow is how long after its id was minted a call without any
+// record still counts as possibly pending: a call waited on in Call has
+// its admission record written only after AcceptedRecordDelay.
+const recentWindow = 10 * time.Second
+
+// recentID reports whether callID was minted within recentWindow (by the
+// clock of the dispatcher that admitted it).
+func recentID(callID string) bool {
+	u, err := ulid.ParseStrict(callID)
+	if err != nil {
+		return false
+	}
+	age := time.Since(ulid.Time(u.Time()))
+	return age < recentWindow && age > -recentWindow
 }

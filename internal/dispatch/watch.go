@@ -65,7 +65,7 @@ func (d *Dispatcher) Watch(ctx context.Context, id Identity, callID string, send
 		return err
 	}
 	if resp == nil {
-		if _, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID)); errors.Is(err, jetstream.ErrMsgNotFound) {
+		if _, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID)); errors.Is(err, jetstream.ErrMsgNotFound) && !recentID(callID) {
 			return ErrUnknownCall
 		}
 	}
