@@ -59,7 +59,7 @@ func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallR
 		return nil, violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "",
 			fmt.Sprintf("arguments are %d bytes, over the limit of %d", len(args), maxBytes))
 	}
-	if depth := jsonDepth(args, maxDepth); depth > maxDepth {
+	if depth := registry.JSONDepth(args, maxDepth); depth > maxDepth {
 		return nil, violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "",
 			fmt.Sprintf("arguments nest deeper than the limit of %d", maxDepth))
 	}

@@ -22,39 +22,3 @@ func argumentBytes(o *toolwirev1.CallRequest) ([]byte, error) {
 	}
 	return []byte("{}"), nil
 }
-
-// jsonDepth returns the deepest nesting of objects and arrays in b,
-// stopping early once it passes limit. It does not validate the JSON (the
-// schema check does); it only keeps deep documents away from decoders.
-func jsonDepth(b []byte, limit int) int {
-	depth, max := 0, 0
-	inString, escaped := false, false
-	for _, c := range b {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-			if depth > max {
-				max = depth
-				if max > limit {
-					return max
-				}
-			}
-		case '}', ']':
-			depth--
-		}
-	}
-	return max
-}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/worker"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
@@ -50,7 +51,7 @@ func FuzzJSONDepth(f *testing.F) {
 		if limit < 0 || limit > 1000 {
 			return
 		}
-		if d := worker.JSONDepth(b, limit); d > limit+1 {
+		if d := registry.JSONDepth(b, limit); d > limit+1 {
 			t.Fatalf("depth %d past limit %d", d, limit)
 		}
 	})
