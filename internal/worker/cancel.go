@@ -46,6 +46,10 @@ type cancels struct {
 	seen      map[string]seenTombstone
 	liveSince time.Time
 	pruned    time.Time
+	// reconnects is the connection's reconnect count when liveSince was
+	// set: after a reconnect the watcher may have missed tombstones, so
+	// liveSince moves to the moment the new count is first seen.
+	reconnects uint64
 }
 
 type seenTombstone struct {
@@ -60,9 +64,9 @@ const seenFor = time.Hour
 // clockSkew is the margin allowed between dispatcher and worker clocks.
 const clockSkew = time.Second
 
-func (c *cancels) live(now time.Time) {
+func (c *cancels) live(now time.Time, reconnects uint64) {
 	c.mu.Lock()
-	c.liveSince = now
+	c.liveSince, c.reconnects = now, reconnects
 	c.mu.Unlock()
 }
 
@@ -87,11 +91,14 @@ func (c *cancels) register(key string, fn context.CancelCauseFunc) (seen *Tombst
 
 // lookupNeeded reports whether a call accepted at accepted must also look
 // its tombstone up in the bucket: the watcher may have missed it.
-func (c *cancels) lookupNeeded(accepted, now time.Time) bool {
+func (c *cancels) lookupNeeded(accepted, now time.Time, reconnects uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.liveSince.IsZero() {
 		return true
+	}
+	if reconnects != c.reconnects {
+		c.liveSince, c.reconnects = now, reconnects
 	}
 	horizon := c.liveSince
 	if h := now.Add(-seenFor); h.After(horizon) {

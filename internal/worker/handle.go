@@ -93,7 +93,7 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 	}
 	now := time.Now()
 	ts := seen
-	if ts == nil && (delivery > 1 || w.cancels.lookupNeeded(call.AcceptedAt.AsTime(), now)) {
+	if ts == nil && (delivery > 1 || w.cancels.lookupNeeded(call.AcceptedAt.AsTime(), now, w.bus.NC.Stats().Reconnects)) {
 		var err error
 		if ts, err = w.tombstone(ctx, call.Caller.Tenant, call.CallId); err != nil {
 			log.Warn("cancel lookup failed; redelivering", "err", err)

@@ -141,7 +141,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		return err
 	}
 	w.cancelSub = sub
-	w.cancels.live(time.Now())
+	w.cancels.live(time.Now(), w.bus.NC.Stats().Reconnects)
 	w.heartbeats = map[string]*heartbeater{}
 	for _, p := range pools {
 		w.heartbeats[p.Name] = newHeartbeater(p.AckWait/3, w.log.With("pool", p.Name))
