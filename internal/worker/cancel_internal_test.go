@@ -1,0 +1,50 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A tombstone seen before a call registers is found at registration; one
+// arriving after cancels the registered call.
+func TestCancelsRegisterAndWatchMeet(t *testing.T) {
+	t.Parallel()
+	var c cancels
+	c.live(time.Now(), 0)
+	c.cancel("acme.early", Tombstone{By: "bot"})
+	_, cancel := context.WithCancelCause(context.Background())
+	seen, unregister := c.register("acme.early", cancel)
+	require.NotNil(t, seen)
+	require.Equal(t, "bot", seen.By)
+	unregister()
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	seen, unregister = c.register("acme.late", cancel)
+	defer unregister()
+	require.Nil(t, seen)
+	require.True(t, c.cancel("acme.late", Tombstone{By: "ops", Reason: "stop"}))
+	var ce *CancelledError
+	require.True(t, errors.As(context.Cause(ctx), &ce))
+	require.Equal(t, "ops", ce.By)
+}
+
+// Only calls admitted after the watcher went live (on this connection)
+// may skip the bucket lookup.
+func TestCancelsLookupWindow(t *testing.T) {
+	t.Parallel()
+	var c cancels
+	now := time.Now()
+	require.True(t, c.lookupNeeded(now, now, 0), "before the watcher is live")
+	c.live(now, 0)
+	require.True(t, c.lookupNeeded(now.Add(-time.Minute), now, 0), "admitted before the watcher went live")
+	require.True(t, c.lookupNeeded(now.Add(clockSkew/2), now, 0), "within the clock-skew margin")
+	later := now.Add(time.Minute)
+	require.False(t, c.lookupNeeded(now.Add(30*time.Second), later, 0), "admitted while the watcher was live")
+	require.True(t, c.lookupNeeded(now.Add(30*time.Second), later, 1), "a reconnect may have lost tombstones")
+	require.False(t, c.lookupNeeded(later.Add(2*clockSkew), later.Add(3*clockSkew), 1))
+	require.True(t, c.lookupNeeded(now.Add(2*clockSkew), now.Add(2*seenFor), 1), "older than the seen window")
+}
