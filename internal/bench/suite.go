@@ -84,6 +84,9 @@ func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) erro
 			for i, path := range systems {
 				c := cfg
 				c.Path, c.InFlight, c.Calls, c.Warmup = path, l.InFlight, l.Calls, l.Warmup
+				// Every run starts from a collected heap, so none pays for
+				// the garbage of the run before it.
+				runtime.GC()
 				r, err := measure(ctx, c, p)
 				if ctx.Err() != nil {
 					return ctx.Err()

@@ -137,7 +137,7 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 	}
 
 	rp := policyOf(spec)
-	bo := rp.backoff()
+	var bo interface{ NextBackOff() time.Duration } // built on the first retry
 	base := prev.GetAttempt()
 	spent := int(base)
 	for try := int32(1); ; try++ {
@@ -192,6 +192,9 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 		if spent >= rp.maxAttempts {
 			w.exhausted(ctx, p, msg, call, spec, log, te, started, finished)
 			return
+		}
+		if bo == nil {
+			bo = rp.backoff()
 		}
 		delay := bo.NextBackOff()
 		if ra := te.RetryAfter.AsDuration(); ra > delay {
@@ -325,10 +328,11 @@ func (w *Worker) execute(callCtx context.Context, call *toolwirev1.ToolCall, spe
 		ctx, c2 = context.WithDeadline(ctx, dl.AsTime())
 		defer c2()
 	}
-	ctx, cancelHB := context.WithCancelCause(ctx)
-	defer cancelHB(nil)
 	rep := &reporter{w: w, call: call, started: started}
 	if hbt := spec.GetTimeouts().GetHeartbeat().AsDuration(); hbt > 0 {
+		var cancelHB context.CancelCauseFunc
+		ctx, cancelHB = context.WithCancelCause(ctx)
+		defer cancelHB(nil)
 		rep.timer = time.AfterFunc(hbt, func() { cancelHB(errHeartbeatTimeout) })
 		rep.every = hbt
 		defer rep.timer.Stop()
