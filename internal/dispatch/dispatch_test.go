@@ -10,6 +10,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/tools/builtin"
@@ -293,4 +294,20 @@ func TestCallOverPlainJSON(t *testing.T) {
 	require.Equal(t, "CALL_STATE_DONE", out.State)
 	require.True(t, out.Response.Ok)
 	require.Equal(t, "hi", out.Response.Content[0].Text.Text)
+}
+
+// An idempotency key outlives the stream's duplicate window: the same key
+// and arguments still give the same call, executed once.
+func TestIdempotencyKeyOutlivesDedupWindow(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{Bus: bus.Config{DuplicateWindow: 100 * time.Millisecond}})
+	o := &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"once"}`, IdempotencyKey: "late"}
+	a := call(t, s.Client, o)
+	time.Sleep(300 * time.Millisecond) // the condition under test: the duplicate window passes
+	b := call(t, s.Client, o)
+	require.Equal(t, a.CallId, b.CallId)
+	require.True(t, b.Response.Ok)
+	info, err := s.Env.Bus.Calls.Info(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), info.State.Msgs, "queued once")
 }
