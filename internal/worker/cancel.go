@@ -41,8 +41,11 @@ func (e *CancelledError) Error() string {
 // the call. Calls accepted before the watcher went live (or long ago) also
 // look the tombstone up in the bucket.
 type cancels struct {
-	mu        sync.Mutex
-	fns       map[string]context.CancelCauseFunc
+	mu  sync.Mutex
+	fns map[string][]*context.CancelCauseFunc
+	// shutdown, once set, is the cause every registered and every later
+	// call is cancelled with.
+	shutdown  error
 	seen      map[string]seenTombstone
 	liveSince time.Time
 	pruned    time.Time
@@ -73,19 +76,52 @@ func (c *cancels) live(now time.Time, reconnects uint64) {
 // register records fn for key and returns the tombstone already seen for
 // it, if any; unregister removes fn.
 func (c *cancels) register(key string, fn context.CancelCauseFunc) (seen *Tombstone, unregister func()) {
+	entry := &fn
 	c.mu.Lock()
 	if c.fns == nil {
-		c.fns = map[string]context.CancelCauseFunc{}
+		c.fns = map[string][]*context.CancelCauseFunc{}
 	}
-	c.fns[key] = fn
+	c.fns[key] = append(c.fns[key], entry)
 	if st, ok := c.seen[key]; ok {
 		seen = &st.ts
 	}
+	shutdown := c.shutdown
 	c.mu.Unlock()
+	if shutdown != nil {
+		fn(shutdown)
+	}
 	return seen, func() {
 		c.mu.Lock()
-		delete(c.fns, key)
+		entries := c.fns[key]
+		for i, e := range entries {
+			if e == entry {
+				entries = append(entries[:i], entries[i+1:]...)
+				break
+			}
+		}
+		if len(entries) == 0 {
+			delete(c.fns, key)
+		} else {
+			c.fns[key] = entries
+		}
 		c.mu.Unlock()
+	}
+}
+
+// cancelAll cancels every registered call, and every call registered
+// later, with cause.
+func (c *cancels) cancelAll(cause error) {
+	c.mu.Lock()
+	c.shutdown = cause
+	var all []context.CancelCauseFunc
+	for _, entries := range c.fns {
+		for _, e := range entries {
+			all = append(all, *e)
+		}
+	}
+	c.mu.Unlock()
+	for _, fn := range all {
+		fn(cause)
 	}
 }
 
@@ -122,12 +158,15 @@ func (c *cancels) cancel(key string, ts Tombstone) bool {
 		}
 		c.pruned = now
 	}
-	fn := c.fns[key]
+	var fns []context.CancelCauseFunc
+	for _, e := range c.fns[key] {
+		fns = append(fns, *e)
+	}
 	c.mu.Unlock()
-	if fn != nil {
+	for _, fn := range fns {
 		fn(&CancelledError{ts})
 	}
-	return fn != nil
+	return len(fns) > 0
 }
 
 // watchCancels holds one core subscription on the cancel bucket's subjects.

@@ -76,7 +76,10 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 
 	// Register for cancellation first, then look for a tombstone: a cancel
 	// arriving in between still reaches the call.
-	callCtx, cancelCall := context.WithCancelCause(w.execCtx)
+	// Not a child of a worker-wide context: a shared parent would take a
+	// lock and a map update per call. Shutdown reaches the call through
+	// the same registry that cancels reach it through.
+	callCtx, cancelCall := context.WithCancelCause(context.Background())
 	defer cancelCall(nil)
 	seen, unregister := w.cancels.register(bus.CancelKey(call.Caller.Tenant, call.CallId), cancelCall)
 	defer unregister()

@@ -33,8 +33,6 @@ type Worker struct {
 	started     bool
 	stopped     bool
 	stopFetch   context.CancelFunc
-	execCtx     context.Context
-	cancelExec  context.CancelCauseFunc
 	fetchers    sync.WaitGroup
 	handlers    sync.WaitGroup
 	inflight    atomic.Int64
@@ -148,7 +146,6 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	fetchCtx, stopFetch := context.WithCancel(context.WithoutCancel(ctx))
 	w.stopFetch = stopFetch
-	w.execCtx, w.cancelExec = context.WithCancelCause(context.WithoutCancel(ctx))
 	w.handlerDone = make(chan struct{}, 1)
 	for i, p := range pools {
 		w.fetchers.Add(1)
@@ -182,10 +179,10 @@ func (w *Worker) Stop(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		w.log.Warn("grace period over: handing back running calls", "inflight", w.inflight.Load())
-		w.cancelExec(ErrShutdown)
+		w.cancels.cancelAll(ErrShutdown)
 		<-done
 	}
-	w.cancelExec(ErrShutdown)
+	w.cancels.cancelAll(ErrShutdown)
 	for _, h := range w.heartbeats {
 		h.stop()
 	}
