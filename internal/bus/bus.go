@@ -25,6 +25,9 @@ type Bus struct {
 	Results jetstream.Stream
 	Events  jetstream.Stream
 	DLQ     jetstream.Stream
+	// Retries holds calls waiting out a long retry delay as message
+	// schedules, so that they hold no pool consumer slot.
+	Retries jetstream.Stream
 	// Advisories captures the server's MaxDeliver advisories for the calls
 	// stream: advisories are core messages, lost when nobody listens.
 	Advisories jetstream.Stream
@@ -121,6 +124,23 @@ func (b *Bus) ensure(ctx context.Context) error {
 		}},
 	}
 	streams = append(streams, struct {
+		dst *jetstream.Stream
+		cfg jetstream.StreamConfig
+	}{&b.Retries, jetstream.StreamConfig{
+		// Message schedules need discard-old and a target in the same
+		// stream (nats-server refuses them on the discard-new CALLS stream
+		// and across streams), so due retries land here and the
+		// dispatchers' mover puts them back on CALLS.
+		Name:              c.RetriesStream(),
+		Description:       "toolwire: calls waiting out a long retry delay",
+		Subjects:          []string{s.AllRetries()},
+		Retention:         jetstream.LimitsPolicy,
+		MaxAge:            c.CallsMaxAge,
+		Discard:           jetstream.DiscardOld,
+		Storage:           jetstream.FileStorage,
+		Replicas:          c.Replicas,
+		AllowMsgSchedules: true,
+	}}, struct {
 		dst *jetstream.Stream
 		cfg jetstream.StreamConfig
 	}{&b.Advisories, jetstream.StreamConfig{

@@ -93,6 +93,12 @@ func (c Config) EventsStream() string { return c.upper() + "_EVENTS" }
 // DLQStream is the name of the dead-letter stream.
 func (c Config) DLQStream() string { return c.upper() + "_DLQ" }
 
+// RetriesStream is the name of the stream of scheduled retries.
+func (c Config) RetriesStream() string { return c.upper() + "_RETRIES" }
+
+// MoverConsumer is the durable consumer that puts due retries back on CALLS.
+func (c Config) MoverConsumer() string { return c.Prefix + "_retry_mover" }
+
 // AdvisoriesStream is the name of the stream capturing MaxDeliver advisories.
 func (c Config) AdvisoriesStream() string { return c.upper() + "_ADVISORIES" }
 

@@ -10,6 +10,7 @@
 //	stream TOOLWIRE_RESULTS  toolwire.result.<tenant>.<dispatcher>.<call_id>   one terminal result per subject
 //	stream TOOLWIRE_EVENTS   toolwire.event.<tenant>.<dispatcher>.<call_id>    lifecycle and progress, short retention
 //	stream TOOLWIRE_DLQ        toolwire.dlq.<type>.<tenant>.<provider>.<tool>  dead letters
+//	stream TOOLWIRE_RETRIES    toolwire.retry.{sched,due}.<call_id>.<attempt> long retry delays as message schedules
 //	stream TOOLWIRE_ADVISORIES $JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.TOOLWIRE_CALLS.*
 //	KV     toolwire_cancels     <tenant>.<call_id>                              cancel tombstones with per-key TTL
 //	KV     toolwire_idempotency sha256(tenant, key)                             idempotency keys for the audit horizon

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -118,6 +119,22 @@ func (s Subjects) CallsOfType(t toolwirev1.ExecutorType) string {
 
 // AllCalls filters every call.
 func (s Subjects) AllCalls() string { return s.join("call", ">") }
+
+// RetrySchedule is the subject of the schedule of a call's retry.
+func (s Subjects) RetrySchedule(callID string, attempt int32) string {
+	return s.join("retry", "sched", Token(callID), strconv.Itoa(int(attempt)))
+}
+
+// RetryDue is where a call's retry lands when its schedule fires.
+func (s Subjects) RetryDue(callID string, attempt int32) string {
+	return s.join("retry", "due", Token(callID), strconv.Itoa(int(attempt)))
+}
+
+// DueRetries filters every due retry.
+func (s Subjects) DueRetries() string { return s.join("retry", "due", ">") }
+
+// AllRetries filters the retries stream.
+func (s Subjects) AllRetries() string { return s.join("retry", ">") }
 
 // Result is the subject of a call's terminal response.
 func (s Subjects) Result(tenant, dispatcher, callID string) string {

@@ -39,6 +39,7 @@ type Dispatcher struct {
 	waiting int
 	sub     *nats.Subscription
 	reaper  jetstream.ConsumeContext
+	mover   jetstream.ConsumeContext
 	stopped bool
 
 	callsStream string // cached: the name is computed from the prefix
@@ -59,7 +60,8 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 // Name is the replica's routing name.
 func (d *Dispatcher) Name() string { return d.cfg.Name }
 
-// Start subscribes to this replica's results and starts the reaper.
+// Start subscribes to this replica's results and starts the reaper and
+// the retry mover.
 // (Pool consumers are created by workers before they register their tools,
 // so no call is admitted before a consumer for it exists.)
 func (d *Dispatcher) Start(ctx context.Context) error {
@@ -76,8 +78,14 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		_ = sub.Unsubscribe()
 		return err
 	}
+	mover, err := d.startMover(ctx)
+	if err != nil {
+		reaper.Stop()
+		_ = sub.Unsubscribe()
+		return err
+	}
 	d.mu.Lock()
-	d.sub, d.reaper = sub, reaper
+	d.sub, d.reaper, d.mover = sub, reaper, mover
 	d.mu.Unlock()
 	return flush(ctx, d.bus.NC)
 }
@@ -96,6 +104,9 @@ func (d *Dispatcher) Stop() {
 	}
 	if d.reaper != nil {
 		d.reaper.Stop()
+	}
+	if d.mover != nil {
+		d.mover.Stop()
 	}
 	for id, chans := range d.waiters {
 		for _, ch := range chans {

@@ -27,8 +27,11 @@
 // 3 attempts, 200ms initial, ×2, 30s max, 20% jitter) and the call deadline
 // — only when the tool is read-only or idempotent, or the error reports no
 // partial side effects. RATE_LIMIT waits its retry_after without spending
-// an attempt. A delay above MaxInProcessDelay hands the call back with
-// NakWithDelay. Exhausted attempts answer MAX_ATTEMPTS with a dead letter.
+// an attempt. A delay above MaxInProcessDelay parks the call as a message
+// schedule in the retries stream and acks it, so it holds no consumer slot
+// while it waits; the dispatchers' mover puts it back on the calls stream,
+// and the worker that takes it treats it like a redelivery (the call
+// carries the attempt it reached). Exhausted attempts answer MAX_ATTEMPTS with a dead letter.
 // Crashes are retried by redelivery up to the pool's MaxDeliver; a call
 // whose every delivery crashed is ended by the dispatchers' reaper from the
 // server's MaxDeliver advisory. Attempts of tools that are not safe to rerun

@@ -49,6 +49,9 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 		w.refuse(ctx, p, msg, call, callLog{w.log, call, delivery}, preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, bad.Reason))
 		return
 	}
+	// A call put back on the stream after a scheduled retry carries the
+	// attempt it reached; it is handled like a redelivery.
+	rescheduled := call.Attempt > 0
 	call.Attempt = delivery
 	log := callLog{w.log, call, delivery}
 
@@ -85,7 +88,7 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 	defer unregister()
 
 	var prev *toolwirev1.CallEvent
-	if delivery > 1 {
+	if delivery > 1 || rescheduled {
 		// A redelivered call may already have its result: answer from it.
 		if _, err := w.bus.Results.GetLastMsgForSubject(ctx, w.resultSubject(call)); err == nil {
 			log.Debug("result already published; acknowledging redelivery")
@@ -96,7 +99,7 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 	}
 	now := time.Now()
 	ts := seen
-	if ts == nil && (delivery > 1 || w.cancels.lookupNeeded(call.AcceptedAt.AsTime(), now, w.bus.NC.Stats().Reconnects)) {
+	if ts == nil && (delivery > 1 || rescheduled || w.cancels.lookupNeeded(call.AcceptedAt.AsTime(), now, w.bus.NC.Stats().Reconnects)) {
 		var err error
 		if ts, err = w.tombstone(ctx, call.Caller.Tenant, call.CallId); err != nil {
 			log.Warn("cancel lookup failed; redelivering", "err", err)
@@ -212,7 +215,7 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 		w.attemptEvent(ctx, call, spec, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING,
 			Message: te.Message, Error: te, RetryDelay: durationpb.New(delay)})
 		if delay > w.cfg.MaxInProcessDelay {
-			w.handBack(ctx, p, msg, call, spec, log, delay, te)
+			w.scheduleRetry(ctx, p, msg, call, spec, log, delay, te)
 			return
 		}
 		t := time.NewTimer(delay)
@@ -245,6 +248,30 @@ func (w *Worker) notServed(ctx context.Context, p Pool, msg jetstream.Msg, call 
 		return
 	}
 	w.refuse(ctx, p, msg, call, log, te)
+}
+
+// scheduleRetry parks a call for a long retry delay as a message schedule
+// in the retries stream and acknowledges it, so it holds no consumer slot
+// while it waits; the dispatchers' mover puts it back on the calls stream
+// when the schedule fires. If the schedule cannot be written, the call is
+// handed back with NakWithDelay instead.
+func (w *Worker) scheduleRetry(ctx context.Context, p Pool, msg jetstream.Msg, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, log callLog, delay time.Duration, last *toolwirev1.ToolError) {
+	data, err := proto.Marshal(call) // carries the attempt it reached
+	if err == nil {
+		at := time.Now().Add(delay)
+		if at.Truncate(time.Second) != at { // schedules have one-second resolution: never early
+			at = at.Truncate(time.Second).Add(time.Second)
+		}
+		_, err = w.bus.JS.Publish(ctx, w.bus.Subjects.RetrySchedule(call.CallId, call.Attempt), data,
+			jetstream.WithScheduleAt(at), jetstream.WithScheduleTarget(w.bus.Subjects.RetryDue(call.CallId, call.Attempt)),
+			jetstream.WithMsgID(fmt.Sprintf("retry-%s-%d", call.CallId, call.Attempt)))
+	}
+	if err != nil {
+		log.Warn("retry schedule not written; handing back with a delay", "err", err)
+		w.handBack(ctx, p, msg, call, spec, log, delay, last)
+		return
+	}
+	w.settle(msg, "ack", msg.Ack())
 }
 
 // handBack returns the call to the stream for another delivery after

@@ -1,0 +1,58 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// startMover consumes due retries (one durable consumer shared by every
+// replica) and puts each call back on the calls stream, where its pool
+// runs the next attempt. A worker parks a call there for a long retry
+// delay so that the call holds no consumer slot while it waits.
+func (d *Dispatcher) startMover(ctx context.Context) (jetstream.ConsumeContext, error) {
+	cons, err := d.bus.Retries.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       d.bus.Config.MoverConsumer(),
+		Description:   "toolwire: puts due retries back on the calls stream",
+		FilterSubject: d.subj.DueRetries(),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: retry mover consumer: %w", err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		mctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := d.move(mctx, m.Data()); err != nil {
+			d.log.Error("moving a due retry failed; will retry", "err", err)
+			_ = m.NakWithDelay(time.Second)
+			return
+		}
+		if err := m.Ack(); err != nil {
+			d.log.Warn("retry mover ack failed", "err", err)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: retry mover: %w", err)
+	}
+	return cc, nil
+}
+
+func (d *Dispatcher) move(ctx context.Context, data []byte) error {
+	call := &toolwirev1.ToolCall{}
+	if err := proto.Unmarshal(data, call); err != nil || call.CallId == "" || call.Caller == nil {
+		d.log.Error("dropping an undecodable due retry", "err", err)
+		return nil
+	}
+	// The message id makes a repeated move within the duplicate window a
+	// no-op; a later repeat finds the call's result and is acknowledged.
+	_, err := d.bus.JS.Publish(ctx, d.subj.Call(call.Executor, call.Caller.Tenant, call.Provider, call.Tool), data,
+		jetstream.WithMsgID(fmt.Sprintf("%s-r%d", call.CallId, call.Attempt)), jetstream.WithExpectStream(d.callsStream))
+	return err
+}

@@ -1,0 +1,71 @@
+package worker_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/internal/executors/native"
+	"github.com/toolwire/toolwire/internal/worker"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// A retry delay longer than MaxInProcessDelay parks the call as a message
+// schedule: while it waits it holds no slot of the pool's consumer, and
+// when the schedule fires the call runs again.
+func TestLongRetryDelayHoldsNoSlot(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int32
+	limited := tool.Must(tool.New("limited", func(context.Context, empty) (string, error) {
+		if runs.Add(1) == 1 {
+			return "", &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_RATE_LIMIT, Retryable: true, Message: "come back later",
+				RetryAfter: 1500 * time.Millisecond, SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
+		}
+		return "done", nil
+	}))
+	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
+	nat, err := native.New(limited)
+	require.NoError(t, err)
+	w, err := worker.New(s.Env.Open(t, "scheduler"), worker.Config{
+		Pools: []worker.Pool{{Concurrency: 2, PoolConfig: bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE}}},
+		Executors: map[toolwirev1.ExecutorType]executors.Executor{toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE: nat},
+		Specs:     nat.Specs(), MaxInProcessDelay: 100 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(t.Context()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = w.Stop(ctx)
+	})
+	s.WaitTool(t, "limited")
+	ctx := t.Context()
+	sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "limited"})
+	require.NoError(t, err)
+
+	// While the schedule waits, the call is acknowledged on the pool.
+	require.Eventually(t, func() bool {
+		info, err := s.Env.Bus.Retries.Info(ctx)
+		return err == nil && info.State.Msgs >= 1
+	}, 10*time.Second, 10*time.Millisecond)
+	cons, err := s.Env.Bus.Calls.Consumer(ctx, s.Env.Bus.Config.PoolConsumer("native"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		ci, err := cons.Info(ctx)
+		return err == nil && ci.NumAckPending == 0 && runs.Load() == 1
+	}, time.Second, 5*time.Millisecond, "a waiting retry holds no consumer slot")
+
+	g, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, sub.CallID, 20*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, g.State)
+	require.True(t, g.Response.Ok, "%v", g.Response.Error)
+	require.Equal(t, int32(2), runs.Load())
+	require.Equal(t, int32(2), g.Response.Meta.Attempt)
+}
