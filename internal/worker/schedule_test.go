@@ -34,7 +34,7 @@ func TestLongRetryDelayHoldsNoSlot(t *testing.T) {
 	nat, err := native.New(limited)
 	require.NoError(t, err)
 	w, err := worker.New(s.Env.Open(t, "scheduler"), worker.Config{
-		Pools: []worker.Pool{{Concurrency: 2, PoolConfig: bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE}}},
+		Pools:     []worker.Pool{{Concurrency: 2, PoolConfig: bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE}}},
 		Executors: map[toolwirev1.ExecutorType]executors.Executor{toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE: nat},
 		Specs:     nat.Specs(), MaxInProcessDelay: 100 * time.Millisecond,
 	})
