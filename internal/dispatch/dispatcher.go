@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/lazy"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
@@ -43,6 +44,7 @@ type Dispatcher struct {
 	stopped bool
 
 	callsStream string // cached: the name is computed from the prefix
+	lazyRecords *lazy.Queue
 }
 
 // New returns a Dispatcher over b and the registry store reg (which the
@@ -53,8 +55,9 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 		return nil, err
 	}
 	return &Dispatcher{bus: b, reg: reg, cfg: cfg, subj: b.Subjects, callsStream: b.Config.CallsStream(),
-		log:     cfg.Logger.With("component", "dispatcher", "dispatcher", cfg.Name),
-		waiters: map[string][]chan []byte{}}, nil
+		lazyRecords: lazy.NewQueue(cfg.AcceptedRecordDelay),
+		log:         cfg.Logger.With("component", "dispatcher", "dispatcher", cfg.Name),
+		waiters:     map[string][]chan []byte{}}, nil
 }
 
 // Name is the replica's routing name.
@@ -84,6 +87,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		_ = sub.Unsubscribe()
 		return err
 	}
+	d.lazyRecords.Start()
 	d.mu.Lock()
 	d.sub, d.reaper, d.mover = sub, reaper, mover
 	d.mu.Unlock()
@@ -107,6 +111,7 @@ func (d *Dispatcher) Stop() {
 	}
 	if d.mover != nil {
 		d.mover.Stop()
+		d.lazyRecords.Stop()
 	}
 	for id, chans := range d.waiters {
 		for _, ch := range chans {
@@ -209,16 +214,16 @@ func (d *Dispatcher) Call(ctx context.Context, id Identity, o *toolwirev1.CallRe
 	select {
 	case data, ok := <-w.ch:
 		if !ok {
-			w.accepted.flush()
+			w.accepted.Flush()
 			return nil, ErrStopped
 		}
-		w.accepted.stop()
+		w.accepted.Stop()
 		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, nil
 	case <-timer.C:
-		w.accepted.flush()
+		w.accepted.Flush()
 		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
 	case <-ctx.Done():
-		w.accepted.flush()
+		w.accepted.Flush()
 		return nil, ctx.Err()
 	}
 }
@@ -234,28 +239,7 @@ type waiter struct {
 	ch     chan []byte
 	cancel func()
 	// accepted publishes the admission record unless stopped first.
-	accepted *lazyRecord
-}
-
-// lazyRecord publishes a record once, after a delay or when flushed, and
-// never if stopped first.
-type lazyRecord struct {
-	once    sync.Once
-	publish func()
-	timer   *time.Timer
-}
-
-func newLazyRecord(delay time.Duration, publish func()) *lazyRecord {
-	l := &lazyRecord{publish: publish}
-	l.timer = time.AfterFunc(delay, l.flush)
-	return l
-}
-
-func (l *lazyRecord) flush() { l.once.Do(l.publish) }
-
-func (l *lazyRecord) stop() {
-	l.timer.Stop()
-	l.once.Do(func() {})
+	accepted *lazy.Record
 }
 
 func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.CallRequest, withWaiter bool) (*Submitted, *waiter, error) {
@@ -306,7 +290,7 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 	fut, err := d.bus.JS.PublishMsgAsync(msg, jetstream.WithMsgID(callID), jetstream.WithExpectStream(d.callsStream))
 	if err == nil {
 		if w != nil {
-			w.accepted = newLazyRecord(d.cfg.AcceptedRecordDelay, func() { d.publishAccepted(id.Tenant, call) })
+			w.accepted = d.lazyRecords.Add(func() { d.publishAccepted(id.Tenant, call) })
 		} else {
 			d.publishAccepted(id.Tenant, call)
 		}
@@ -320,7 +304,7 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 	if err != nil {
 		if w != nil {
 			if w.accepted != nil {
-				w.accepted.stop()
+				w.accepted.Stop()
 			}
 			w.cancel()
 		}

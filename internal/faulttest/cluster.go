@@ -125,7 +125,9 @@ func (c *Cluster) StartWorker(o WorkerOptions) *Proc {
 		env = append(env, "TOOLWIRE_FAILPOINTS="+o.Failpoints)
 	}
 	p := StartEnv(c.t, o.Name, env, filepath.Join(c.bin, "ledgerworker"), args...)
-	c.WaitTool("ledger")
+	for _, name := range []string{"ledger", "ledger_idem", "poison"} {
+		c.WaitTool(name)
+	}
 	return p
 }
 

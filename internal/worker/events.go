@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/lazy"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -92,40 +93,15 @@ func (w *Worker) attemptEvent(ctx context.Context, call *toolwirev1.ToolCall, sp
 // startedEventDelay, or just before its first progress event: a fast
 // call's result already records its attempt, worker and start time, and
 // skipping the event saves a stored message on the hot path.
-func (w *Worker) startedEvent(ctx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec) *lazyEvent {
+func (w *Worker) startedEvent(ctx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec) *lazy.Record {
 	ev := &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED}
 	if !safeToRerun(spec) {
 		w.attemptEvent(ctx, call, spec, ev)
-		return &lazyEvent{}
+		return nil
 	}
 	// Only what the event names is kept: the attempt number changes later.
 	snapshot := &toolwirev1.ToolCall{CallId: call.CallId, Tool: call.Tool, Attempt: call.Attempt, Caller: call.Caller, Dispatcher: call.Dispatcher}
-	l := &lazyEvent{publish: func() { w.publishEvent(snapshot, ev) }}
-	l.timer = time.AfterFunc(startedEventDelay, l.flush)
-	return l
-}
-
-// lazyEvent is an event published at most once: when flushed, or never if
-// stopped first.
-type lazyEvent struct {
-	once    sync.Once
-	publish func()
-	timer   *time.Timer
-}
-
-func (l *lazyEvent) flush() {
-	l.once.Do(func() {
-		if l.publish != nil {
-			l.publish()
-		}
-	})
-}
-
-func (l *lazyEvent) stop() {
-	if l.timer != nil {
-		l.timer.Stop()
-	}
-	l.once.Do(func() {})
+	return w.lazyEvents.Add(func() { w.publishEvent(snapshot, ev) })
 }
 
 // startedEventDelay is how long a safe-to-rerun attempt runs before its

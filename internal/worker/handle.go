@@ -12,6 +12,7 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/executors"
 	"github.com/toolwire/toolwire/internal/failpoint"
+	"github.com/toolwire/toolwire/internal/lazy"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
@@ -151,7 +152,7 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 		started := time.Now()
 		startedEv := w.startedEvent(ctx, call, spec)
 		res, execErr, abandoned := w.execute(callCtx, call, spec, startedEv)
-		startedEv.stop()
+		startedEv.Stop()
 		if abandoned {
 			// The execution ignores its context: stop heartbeating so the
 			// call moves on after AckWait; never settle it from here.
@@ -343,7 +344,7 @@ func cancelledSideEffects(spec *toolwirev1.ToolSpec, err error) toolwirev1.Parti
 // execute runs one attempt under its timeouts, turning a panic into an
 // INTERNAL error. abandoned is true when the executor did not return
 // within the watchdog after its context ended.
-func (w *Worker) execute(callCtx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, started *lazyEvent) (res *tool.Result, err error, abandoned bool) {
+func (w *Worker) execute(callCtx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, started *lazy.Record) (res *tool.Result, err error, abandoned bool) {
 	timeout := w.cfg.StartToClose
 	if d := spec.GetTimeouts().GetStartToClose(); d != nil && d.AsDuration() > 0 {
 		timeout = d.AsDuration()
@@ -422,13 +423,13 @@ var errHeartbeatTimeout = errors.New("heartbeat timeout")
 type reporter struct {
 	w       *Worker
 	call    *toolwirev1.ToolCall
-	started *lazyEvent
+	started *lazy.Record
 	timer   *time.Timer
 	every   time.Duration
 }
 
 func (r *reporter) Progress(message string, percent float64) {
-	r.started.flush() // STARTED precedes the first progress event
+	r.started.Flush() // STARTED precedes the first progress event
 	if r.timer != nil {
 		r.timer.Reset(r.every)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/lazy"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -41,6 +42,7 @@ type Worker struct {
 	cancels     cancels
 	cancelSub   *nats.Subscription
 	heartbeats  map[string]*heartbeater
+	lazyEvents  *lazy.Queue
 	stats       stats
 }
 
@@ -140,6 +142,8 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.cancelSub = sub
 	w.cancels.live(time.Now(), w.bus.NC.Stats().Reconnects)
+	w.lazyEvents = lazy.NewQueue(startedEventDelay)
+	w.lazyEvents.Start()
 	w.heartbeats = map[string]*heartbeater{}
 	for _, p := range pools {
 		w.heartbeats[p.Name] = newHeartbeater(p.AckWait/3, w.log.With("pool", p.Name))
@@ -186,6 +190,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	for _, h := range w.heartbeats {
 		h.stop()
 	}
+	w.lazyEvents.Stop()
 	_ = w.cancelSub.Unsubscribe()
 	w.log.Info("worker stopped", "executed", w.executed.Load())
 	return nil

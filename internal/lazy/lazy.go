@@ -1,0 +1,108 @@
+// Package lazy publishes records that only matter for slow work: a record
+// is added when the work starts and published after a fixed delay unless
+// the work finished first. One goroutine per Queue replaces a timer per
+// record on the hot path.
+package lazy
+
+import (
+	"sync"
+	"time"
+)
+
+// Queue fires records after one fixed delay, in the order they were added.
+// Start it before Add; Stop it when done. Safe for concurrent use.
+type Queue struct {
+	delay time.Duration
+	tick  time.Duration
+
+	mu      sync.Mutex
+	pending []*Record
+	done    chan struct{}
+	wg      sync.WaitGroup
+	stopped bool
+}
+
+// Record is one pending record.
+type Record struct {
+	once    sync.Once
+	due     time.Time
+	publish func()
+}
+
+// NewQueue returns a queue that fires records delay after they are added,
+// checking every delay/4.
+func NewQueue(delay time.Duration) *Queue {
+	return &Queue{delay: delay, tick: max(delay/4, time.Millisecond), done: make(chan struct{})}
+}
+
+// Start starts the queue's goroutine.
+func (q *Queue) Start() {
+	q.wg.Add(1)
+	go q.run()
+}
+
+// Stop fires nothing more and waits for the goroutine. Pending records
+// are dropped unless flushed. Idempotent.
+func (q *Queue) Stop() {
+	q.mu.Lock()
+	if q.stopped {
+		q.mu.Unlock()
+		return
+	}
+	q.stopped = true
+	q.mu.Unlock()
+	close(q.done)
+	q.wg.Wait()
+}
+
+// Add schedules publish to run after the queue's delay, unless the record
+// is flushed or stopped first.
+func (q *Queue) Add(publish func()) *Record {
+	r := &Record{due: time.Now().Add(q.delay), publish: publish}
+	q.mu.Lock()
+	q.pending = append(q.pending, r)
+	q.mu.Unlock()
+	return r
+}
+
+// Flush publishes the record now if it has not been published or stopped.
+func (r *Record) Flush() {
+	if r != nil {
+		r.once.Do(r.publish)
+	}
+}
+
+// Stop makes sure the record is never published (unless it already was).
+func (r *Record) Stop() {
+	if r != nil {
+		r.once.Do(func() {})
+	}
+}
+
+func (q *Queue) run() {
+	defer q.wg.Done()
+	t := time.NewTicker(q.tick)
+	defer t.Stop()
+	var due []*Record
+	for {
+		select {
+		case <-q.done:
+			return
+		case now := <-t.C:
+			q.mu.Lock()
+			n := 0
+			for n < len(q.pending) && !q.pending[n].due.After(now) {
+				n++
+			}
+			due = append(due[:0], q.pending[:n]...)
+			// Shift rather than reslice, so the backing array does not grow
+			// without bound.
+			q.pending = append(q.pending[:0], q.pending[n:]...)
+			q.mu.Unlock()
+			for _, r := range due {
+				r.Flush()
+			}
+			clear(due)
+		}
+	}
+}

@@ -1,0 +1,45 @@
+package lazy_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/toolwire/toolwire/internal/lazy"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestQueue(t *testing.T) {
+	t.Parallel()
+	q := lazy.NewQueue(20 * time.Millisecond)
+	q.Start()
+	defer q.Stop()
+	var fired, stopped, flushed atomic.Int32
+	r1 := q.Add(func() { fired.Add(1) })
+	r2 := q.Add(func() { stopped.Add(1) })
+	r3 := q.Add(func() { flushed.Add(1) })
+	r2.Stop()
+	r3.Flush()
+	r3.Flush()
+	require.Eventually(t, func() bool { return fired.Load() == 1 }, 5*time.Second, time.Millisecond)
+	r1.Flush() // already fired: nothing more
+	require.EqualValues(t, 1, fired.Load())
+	require.EqualValues(t, 0, stopped.Load())
+	require.EqualValues(t, 1, flushed.Load())
+}
+
+func TestStopDropsPending(t *testing.T) {
+	t.Parallel()
+	q := lazy.NewQueue(time.Hour)
+	q.Start()
+	var fired atomic.Int32
+	r := q.Add(func() { fired.Add(1) })
+	q.Stop()
+	q.Stop()
+	require.Zero(t, fired.Load())
+	r.Flush() // a record can still be flushed by its owner
+	require.EqualValues(t, 1, fired.Load())
+}
