@@ -28,8 +28,9 @@ func (d *Dispatcher) Cancel(ctx context.Context, id Identity, callID, reason str
 		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, nil
 	}
 	last, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID))
+	unrecorded := errors.Is(err, jetstream.ErrMsgNotFound)
 	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
+	case unrecorded:
 		// No record yet: a recent id may be a running call whose admission
 		// record is not written yet; a tombstone for an id that never ran
 		// is harmless.
@@ -50,6 +51,17 @@ func (d *Dispatcher) Cancel(ctx context.Context, id Identity, callID, reason str
 	}
 	if err != nil {
 		return 0, fmt.Errorf("dispatch: write tombstone: %w", err)
+	}
+	// A result reaches its waiting caller before the results stream has
+	// stored it: a cancel sent right after Call returned a fast call (which
+	// leaves no admission record) may have missed it above. Look again; a
+	// result other than this cancellation means the call had finished (the
+	// tombstone is harmless either way).
+	if unrecorded {
+		if resp, err := d.loadResult(ctx, d.subj.ResultAnyDispatcher(id.Tenant, callID)); err == nil && resp != nil &&
+			resp.GetError().GetType() != toolwirev1.ErrorType_ERROR_TYPE_CANCELLED {
+			return toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, nil
+		}
 	}
 	d.event(id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED,
 		Message: reason, Caller: &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent}})
