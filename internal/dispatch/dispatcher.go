@@ -379,20 +379,34 @@ func (d *Dispatcher) getResult(ctx context.Context, id Identity, callID string, 
 	}
 	timer := time.NewTimer(min(wait, d.cfg.MaxWait))
 	defer timer.Stop()
-	select {
-	case m := <-ch:
-		resp := &toolwirev1.ToolResponse{}
-		if err := proto.Unmarshal(m.Data, resp); err != nil {
-			resp = internalResponse(callID, "undecodable result: "+err.Error())
+	// A result reaches core subscribers before the stream stores it, so
+	// one published just before the subscription can be in neither place
+	// at the first look: look again now and then while waiting.
+	recheck := time.NewTicker(250 * time.Millisecond)
+	defer recheck.Stop()
+	for {
+		select {
+		case m := <-ch:
+			resp := &toolwirev1.ToolResponse{}
+			if err := proto.Unmarshal(m.Data, resp); err != nil {
+				resp = internalResponse(callID, "undecodable result: "+err.Error())
+			}
+			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
+		case <-recheck.C:
+			if resp, err := d.loadResult(ctx, subject); err == nil && resp != nil {
+				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
+			}
+		case <-timer.C:
+			if resp, err := d.loadResult(ctx, subject); err == nil && resp != nil {
+				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
+			}
+			if _, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID)); errors.Is(err, jetstream.ErrMsgNotFound) && !known && !recentID(callID) {
+				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
+			}
+			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
-		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
-	case <-timer.C:
-		if _, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID)); errors.Is(err, jetstream.ErrMsgNotFound) && !known && !recentID(callID) {
-			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
-		}
-		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
 }
 
