@@ -15,26 +15,28 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-// lastEvent returns the newest event recorded for a call, or nil.
-func (w *Worker) lastEvent(ctx context.Context, call *toolwirev1.ToolCall) *toolwirev1.CallEvent {
+// lastEvent returns the newest event recorded for a call, or nil when
+// there is none; an error means the answer is unknown.
+func (w *Worker) lastEvent(ctx context.Context, call *toolwirev1.ToolCall) (*toolwirev1.CallEvent, error) {
 	m, err := bus.LastMsg(ctx, w.bus.Events, w.bus.Subjects.EventsAnyDispatcher(call.Caller.GetTenant(), call.CallId))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
 	if err != nil {
-		if !errors.Is(err, jetstream.ErrMsgNotFound) {
-			w.log.Warn("event lookup failed", "call_id", call.CallId, "err", err)
-		}
-		return nil
+		return nil, err
 	}
 	ev := &toolwirev1.CallEvent{}
 	if proto.Unmarshal(m.Data, ev) != nil {
-		return nil
+		// Unreadable: assume the worst, an attempt started.
+		return &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED}, nil
 	}
 	if ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED || ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED {
 		// Admission and cancel records say nothing about attempts, and
 		// come from other connections, so they may land after an attempt's
 		// STARTED: look at every event.
-		return w.lastAttemptEvent(ctx, call)
+		return w.lastAttemptEvent(ctx, call), nil
 	}
-	return ev
+	return ev, nil
 }
 
 // lastAttemptEvent scans a call's events for the newest attempt event; it
@@ -76,6 +78,8 @@ func (w *Worker) attemptEvent(ctx context.Context, call *toolwirev1.ToolCall, sp
 		w.publishEvent(call, ev)
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
 	ev.CallId, ev.Tool, ev.Attempt, ev.Worker = call.CallId, call.Tool, call.Attempt, w.cfg.Name
 	ev.Time = timestamppb.Now()
 	data, err := proto.Marshal(ev)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -20,7 +21,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-// settleTimeout bounds publishing a result, a dead letter or an ack.
+// settleTimeout bounds each server step of handling a call: a lookup,
+// publishing a result, a dead letter or an event.
 const settleTimeout = 10 * time.Second
 
 // handle runs one delivered call to a settled message: every path ends in
@@ -30,8 +32,9 @@ const settleTimeout = 10 * time.Second
 // after AckWait.
 func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 	failpoint.Inject("after-fetch")
-	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
-	defer cancel()
+	// Each step that talks to the server bounds itself (settleTimeout); a
+	// deadline for the whole call would expire under long executions.
+	ctx := context.Background()
 	delivery := int32(1)
 	if md, err := msg.Metadata(); err == nil {
 		delivery = int32(md.NumDelivered)
@@ -45,6 +48,13 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 		w.deadLetter(ctx, p.Type, nil, msg, bad.Reason, nil, delivery)
 		w.settle(msg, "term", msg.TermWithReason(bad.Reason))
 		return
+	case errors.As(err, &bad) && !w.sameTenant(msg.Subject(), call):
+		// The payload names another tenant than its subject: answering would
+		// write a result into that tenant's namespace on a stranger's word.
+		w.log.Warn("terminating call whose subject and payload name different tenants", "subject", msg.Subject(), "reason", bad.Reason)
+		w.deadLetter(ctx, p.Type, call, msg, bad.Reason, nil, delivery)
+		w.settle(msg, "term", msg.TermWithReason(bad.Reason))
+		return
 	case errors.As(err, &bad):
 		call.Attempt = delivery
 		w.refuse(ctx, p, msg, call, callLog{w.log, call, delivery}, preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, bad.Reason))
@@ -52,7 +62,8 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 	}
 	// A call put back on the stream after a scheduled retry carries the
 	// attempt it reached; it is handled like a redelivery.
-	rescheduled := call.Attempt > 0
+	carried := call.Attempt
+	rescheduled := carried > 0
 	call.Attempt = delivery
 	log := callLog{w.log, call, delivery}
 
@@ -91,18 +102,36 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 	var prev *toolwirev1.CallEvent
 	if delivery > 1 || rescheduled {
 		// A redelivered call may already have its result: answer from it.
-		if _, err := w.bus.Results.GetLastMsgForSubject(ctx, w.resultSubject(call)); err == nil {
+		lctx, cancel := context.WithTimeout(ctx, settleTimeout)
+		_, err := w.bus.Results.GetLastMsgForSubject(lctx, w.resultSubject(call))
+		if err == nil {
+			cancel()
 			log.Debug("result already published; acknowledging redelivery")
 			w.settle(msg, "ack", msg.Ack())
 			return
 		}
-		prev = w.lastEvent(ctx, call)
+		if !errors.Is(err, jetstream.ErrMsgNotFound) {
+			cancel()
+			log.Warn("result lookup failed; redelivering", "err", err)
+			w.settle(msg, "nak", msg.NakWithDelay(time.Second))
+			return
+		}
+		prev, err = w.lastEvent(lctx, call)
+		cancel()
+		if err != nil {
+			log.Warn("event lookup failed; redelivering", "err", err)
+			w.settle(msg, "nak", msg.NakWithDelay(time.Second))
+			return
+		}
 	}
 	now := time.Now()
 	ts := seen
 	if ts == nil && (delivery > 1 || rescheduled || w.cancels.lookupNeeded(call.AcceptedAt.AsTime(), now, w.bus.NC.Stats().Reconnects)) {
+		lctx, cancel := context.WithTimeout(ctx, settleTimeout)
 		var err error
-		if ts, err = w.tombstone(ctx, call.Caller.Tenant, call.CallId); err != nil {
+		ts, err = w.tombstone(lctx, call.Caller.Tenant, call.CallId)
+		cancel()
+		if err != nil {
 			log.Warn("cancel lookup failed; redelivering", "err", err)
 			w.settle(msg, "nak", msg.NakWithDelay(time.Second))
 			return
@@ -145,11 +174,26 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 
 	rp := policyOf(spec)
 	var bo interface{ NextBackOff() time.Duration } // built on the first retry
-	base := prev.GetAttempt()
+	base := max(prev.GetAttempt(), carried)
 	spent := int(base)
 	for try := int32(1); ; try++ {
 		call.Attempt = base + try
 		started := time.Now()
+		// A cancel or shutdown that arrived after the checks above, before
+		// the attempt starts: it never starts.
+		if cause := context.Cause(callCtx); cause != nil {
+			var ce *CancelledError
+			if errors.As(cause, &ce) {
+				resp := w.errorResponse(call, spec, &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_CANCELLED,
+					Message: ce.Error() + " before the attempt started", PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}, started, started)
+				resp.Meta.CancelledBy, resp.Meta.CancelReason = ce.By, ce.Reason
+				w.finish(ctx, msg, call, log, resp)
+				return
+			}
+			w.handBack(ctx, p, msg, call, spec, log, 0, &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_CANCELLED,
+				Message: cause.Error(), PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE})
+			return
+		}
 		startedEv := w.startedEvent(ctx, call, spec)
 		res, execErr, abandoned := w.execute(callCtx, call, spec, startedEv)
 		startedEv.Stop()
@@ -257,13 +301,15 @@ func (w *Worker) notServed(ctx context.Context, p Pool, msg jetstream.Msg, call 
 // when the schedule fires. If the schedule cannot be written, the call is
 // handed back with NakWithDelay instead.
 func (w *Worker) scheduleRetry(ctx context.Context, p Pool, msg jetstream.Msg, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, log callLog, delay time.Duration, last *toolwirev1.ToolError) {
+	sctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
 	data, err := proto.Marshal(call) // carries the attempt it reached
 	if err == nil {
 		at := time.Now().Add(delay)
 		if at.Truncate(time.Second) != at { // schedules have one-second resolution: never early
 			at = at.Truncate(time.Second).Add(time.Second)
 		}
-		_, err = w.bus.JS.Publish(ctx, w.bus.Subjects.RetrySchedule(call.CallId, call.Attempt), data,
+		_, err = w.bus.JS.Publish(sctx, w.bus.Subjects.RetrySchedule(call.CallId, call.Attempt), data,
 			jetstream.WithScheduleAt(at), jetstream.WithScheduleTarget(w.bus.Subjects.RetryDue(call.CallId, call.Attempt)),
 			jetstream.WithMsgID(fmt.Sprintf("retry-%s-%d", call.CallId, call.Attempt)))
 	}
@@ -443,6 +489,8 @@ func (r *reporter) Progress(message string, percent float64) {
 // refuse answers a call that must not run: an error response, a dead
 // letter, and Term so it is never redelivered.
 func (w *Worker) refuse(ctx context.Context, p Pool, msg jetstream.Msg, call *toolwirev1.ToolCall, log callLog, te *toolwirev1.ToolError) {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
 	log.Warn("refusing call", "reason", te.Message)
 	now := time.Now()
 	resp := w.errorResponse(call, nil, te, now, now)
@@ -457,6 +505,8 @@ func (w *Worker) refuse(ctx context.Context, p Pool, msg jetstream.Msg, call *to
 
 // finish publishes the terminal response once and then acknowledges.
 func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, call *toolwirev1.ToolCall, log callLog, resp *toolwirev1.ToolResponse) {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
 	failpoint.Inject("before-result-publish")
 	err := w.publishResult(ctx, call, resp)
 	failpoint.Inject("after-result-publish")
@@ -505,6 +555,8 @@ func (w *Worker) publishEvent(call *toolwirev1.ToolCall, ev *toolwirev1.CallEven
 }
 
 func (w *Worker) deadLetter(ctx context.Context, t toolwirev1.ExecutorType, call *toolwirev1.ToolCall, msg jetstream.Msg, reason string, te *toolwirev1.ToolError, attempts int32) {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
 	dl := &toolwirev1.DeadLetter{Call: call, Subject: msg.Subject(), Reason: reason, LastError: te,
 		Attempts: attempts, Time: timestamppb.Now(), Worker: w.cfg.Name}
 	subj := w.bus.Subjects.DLQ(t, "_unknown", "_unknown", "_unknown")
@@ -580,3 +632,11 @@ func (c callLog) Debug(msg string, args ...any) { c.log(slog.LevelDebug, msg, ar
 func (c callLog) Info(msg string, args ...any)  { c.log(slog.LevelInfo, msg, args...) }
 func (c callLog) Warn(msg string, args ...any)  { c.log(slog.LevelWarn, msg, args...) }
 func (c callLog) Error(msg string, args ...any) { c.log(slog.LevelError, msg, args...) }
+
+// sameTenant reports whether the tenant token of a call subject is the
+// payload's tenant.
+func (w *Worker) sameTenant(subject string, call *toolwirev1.ToolCall) bool {
+	// <prefix>.call.<type>.<tenant>.<provider>.<tool>
+	parts := strings.SplitN(subject, ".", 5)
+	return len(parts) >= 4 && parts[3] == bus.Token(call.GetCaller().GetTenant())
+}

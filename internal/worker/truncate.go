@@ -25,7 +25,9 @@ func (w *Worker) fitInline(ctx context.Context, call *toolwirev1.ToolCall, resp 
 	if len(data) <= w.cfg.MaxInlineBytes {
 		return data, nil
 	}
-	name := call.CallId + ".response.pb"
+	// Per attempt: a concurrent duplicate attempt must not overwrite the
+	// blob the stored result points at.
+	name := fmt.Sprintf("%s.%d.response.pb", call.CallId, call.Attempt)
 	sum := sha256.Sum256(data)
 	if _, err := w.bus.Blobs.PutBytes(ctx, name, data); err != nil {
 		return nil, fmt.Errorf("worker: store full output: %w", err)

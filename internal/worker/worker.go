@@ -126,6 +126,9 @@ func (w *Worker) Start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("worker: %w", err)
 		}
+		// The consumer's MaxDeliver is the one that counts: another replica
+		// may have set it.
+		p.MaxDeliver = cons.CachedInfo().Config.MaxDeliver
 		pools = append(pools, p)
 		consumers = append(consumers, cons)
 	}

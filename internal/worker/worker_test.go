@@ -80,23 +80,30 @@ func TestBadCallsAreTerminatedAnsweredAndDeadLettered(t *testing.T) {
 		_, err = b.JS.Publish(ctx, subject, data)
 		require.NoError(t, err)
 	}
-	// 2. A subject that disagrees with the payload (tenant smuggling).
+	// 2. A subject that disagrees with the payload (tenant smuggling): dead-
+	// lettered but not answered, since the answer would land in the
+	// payload's tenant on a stranger's word.
 	publish(b.Subjects.Call(native, "evil", "builtin", "echo"), valid("01J00000000000000000000001"))
+	// 2b. A subject that names another tool of the same tenant: answered.
+	publish(b.Subjects.Call(native, "default", "builtin", "sleep"), valid("01J00000000000000000000004"))
 	// 3. An unknown spec version.
 	c := valid("01J00000000000000000000002")
 	c.SpecVersion = "0000"
 	publish(b.Subjects.Call(native, "default", "builtin", "echo"), c)
-	dls := waitDLQ(t, s, 3)
+	dls := waitDLQ(t, s, 4)
 	reasons := map[string]string{}
 	for _, dl := range dls {
 		reasons[dl.GetCall().GetCallId()] = dl.Reason
 	}
 	require.Contains(t, reasons[""], "undecodable")
 	require.Contains(t, reasons["01J00000000000000000000001"], "disagrees")
+	require.Contains(t, reasons["01J00000000000000000000004"], "disagrees")
 	require.Contains(t, reasons["01J00000000000000000000002"], "unknown spec version")
 
-	r := waitResult(t, s, "default", "d1", "01J00000000000000000000001")
+	r := waitResult(t, s, "default", "d1", "01J00000000000000000000004")
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, r.Error.Type)
+	_, err = b.Results.GetLastMsgForSubject(ctx, b.Subjects.Result("default", "d1", "01J00000000000000000000001"))
+	require.ErrorIs(t, err, jetstream.ErrMsgNotFound, "no answer written on a smuggled tenant's word")
 	r = waitResult(t, s, "default", "d1", "01J00000000000000000000002")
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, r.Error.Type)
 
