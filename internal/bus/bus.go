@@ -54,7 +54,9 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config, opts Options) (*Bus, e
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(cmp.Or(opts.MaxPendingPublishes, 65536)))
+	// Async publishes time out, so that every future resolves.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(cmp.Or(opts.MaxPendingPublishes, 65536)),
+		jetstream.WithPublishAsyncTimeout(30*time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -310,4 +312,23 @@ func TestIdempotencyKeyOutlivesDedupWindow(t *testing.T) {
 	info, err := s.Env.Bus.Calls.Info(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), info.State.Msgs, "queued once")
+}
+
+// Tenants are subject tokens and KV keys: an API key file with a tenant
+// that cannot be one is refused.
+func TestAPIKeyTenantsAreChecked(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(tenant string) string {
+		p := filepath.Join(dir, tenant+".yaml")
+		body := "keys:\n  - sha256: " + strings.Repeat("ab", 32) + "\n    tenant: \"" + tenant + "\"\n    agent: bot\n"
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+		return p
+	}
+	_, err := dispatch.LoadAPIKeys(write("acme-eu_1"))
+	require.NoError(t, err)
+	for _, bad := range []string{"acme.eu", "acme:eu", "zoë", "a*"} {
+		_, err := dispatch.LoadAPIKeys(write(bad))
+		require.ErrorContains(t, err, "tenant", bad)
+	}
 }

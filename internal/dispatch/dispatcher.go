@@ -288,41 +288,58 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 	// its record); a submitted call gets it at once.
 	msg := &nats.Msg{Subject: d.subj.Call(call.Executor, id.Tenant, call.Provider, call.Tool), Data: data}
 	fut, err := d.bus.JS.PublishMsgAsync(msg, jetstream.WithMsgID(callID), jetstream.WithExpectStream(d.callsStream))
-	if err == nil {
-		if w != nil {
-			w.accepted = d.lazyRecords.Add(func() { d.publishAccepted(id.Tenant, call) })
-		} else {
-			d.publishAccepted(id.Tenant, call)
-		}
-		select {
-		case <-fut.Ok():
-		case err = <-fut.Err():
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-	}
 	if err != nil {
+		// Never sent (e.g. too many publishes in flight): refused for sure.
+		return d.refused(id, o, w, callID, now, err), nil, nil
+	}
+	if w != nil {
+		w.accepted = d.lazyRecords.Add(func() { d.publishAccepted(id.Tenant, call) })
+	} else {
+		d.publishAccepted(id.Tenant, call)
+	}
+	select {
+	case <-fut.Ok():
+	case err := <-fut.Err():
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) {
+			// The server answered and refused (e.g. the stream is full).
+			return d.refused(id, o, w, callID, now, err), nil, nil
+		}
+		// No answer (timeout, disconnect): the call may well be stored and
+		// run. Keep its idempotency key and its record, and treat it as
+		// accepted: the caller waits for, or later fetches, its result.
+		d.log.Warn("call publish unacknowledged; treating it as accepted", "call_id", callID, "err", err)
 		if w != nil {
-			if w.accepted != nil {
-				w.accepted.Stop()
-			}
+			w.accepted.Flush()
+		}
+	case <-ctx.Done():
+		// The caller left; the call may be stored: keep its key and record.
+		if w != nil {
+			w.accepted.Flush()
 			w.cancel()
 		}
-		d.releaseKey(id, o)
-		te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, Retryable: true,
-			Message:            "the call could not be queued: " + err.Error(),
-			PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, RetryAfter: durationpb.New(time.Second)}
-		// Recorded after any admission record, so every replica answers
-		// this id with the refusal.
-		d.event(id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: o.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
-			Error: te, Caller: callerOf(id, o)})
-		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
-		}
-		d.log.Warn("publish refused; answering OVERLOADED", "call_id", callID, "err", err)
-		return &Submitted{CallID: callID, Rejected: rejection(callID, o.Tool, te, now)}, nil, nil
+		return nil, nil, ctx.Err()
 	}
 	return &Submitted{CallID: callID}, w, nil
+}
+
+// refused answers a call the calls stream did not take: OVERLOADED,
+// retryable, recorded, with its idempotency key released.
+func (d *Dispatcher) refused(id Identity, o *toolwirev1.CallRequest, w *waiter, callID string, now time.Time, err error) *Submitted {
+	if w != nil {
+		w.accepted.Stop()
+		w.cancel()
+	}
+	d.releaseKey(id, o)
+	te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, Retryable: true,
+		Message:            "the call could not be queued: " + err.Error(),
+		PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, RetryAfter: durationpb.New(time.Second)}
+	// Recorded after any admission record, so every replica answers this id
+	// with the refusal.
+	d.event(id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: o.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
+		Error: te, Caller: callerOf(id, o)})
+	d.log.Warn("publish refused; answering OVERLOADED", "call_id", callID, "err", err)
+	return &Submitted{CallID: callID, Rejected: rejection(callID, o.Tool, te, now)}
 }
 
 // GetResult returns the result of callID for the caller's tenant, waiting

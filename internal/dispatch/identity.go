@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -34,6 +35,11 @@ func IdentityFrom(ctx context.Context) (Identity, bool) {
 	id, ok := ctx.Value(identityKey{}).(Identity)
 	return id, ok
 }
+
+// TenantRe is the rule tenant names follow. Tenants become subject tokens
+// and KV keys, so the rule keeps them injective and valid there (no `.`,
+// `*`, `>`, `:` or non-ASCII).
+var TenantRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // ErrUnauthenticated is returned for a missing or unknown API key.
 var ErrUnauthenticated = errors.New("dispatch: missing or unknown API key")
@@ -94,6 +100,9 @@ func LoadAPIKeys(path string) (*APIKeys, error) {
 		}
 		if e.Tenant == "" || e.Agent == "" {
 			return nil, fmt.Errorf("dispatch: api keys %s: keys[%d] needs tenant and agent", path, i)
+		}
+		if !TenantRe.MatchString(e.Tenant) {
+			return nil, fmt.Errorf("dispatch: api keys %s: keys[%d].tenant %q must match %s", path, i, e.Tenant, TenantRe)
 		}
 		k.keys[[32]byte(raw)] = Identity{Tenant: e.Tenant, Agent: e.Agent, Scopes: e.Scopes}
 	}

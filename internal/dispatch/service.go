@@ -40,6 +40,11 @@ func (s *Service) Handler(auth Authenticator, opts ...connect.HandlerOption) (st
 func Authenticate(auth Authenticator, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := auth.Authenticate(r)
+		if err == nil && !TenantRe.MatchString(id.Tenant) {
+			// A custom Authenticator produced a tenant that cannot be a
+			// subject token or KV key; refuse rather than alias tenants.
+			err = ErrUnauthenticated
+		}
 		if err != nil {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -47,12 +48,17 @@ func (d *Dispatcher) Watch(ctx context.Context, id Identity, callID string, send
 	if err != nil {
 		return fmt.Errorf("dispatch: watch events: %w", err)
 	}
+	done := make(chan struct{})
+	defer close(done) // unblocks the callback once Watch returns
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		if ev, err := decodeEvent(m.Data()); err == nil {
-			select {
-			case events <- ev:
-			case <-ctx.Done():
-			}
+		ev, err := decodeEvent(m.Data())
+		if err != nil {
+			ev = nil // counted, not sent: the drain counts stored events
+		}
+		select {
+		case events <- ev:
+		case <-ctx.Done():
+		case <-done:
 		}
 	})
 	if err != nil {
@@ -85,6 +91,9 @@ func (d *Dispatcher) Watch(ctx context.Context, id Identity, callID string, send
 		select {
 		case ev := <-events:
 			sent++
+			if ev == nil {
+				continue
+			}
 			if ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED {
 				return send(ev)
 			}
@@ -113,13 +122,23 @@ func (d *Dispatcher) drainEvents(ctx context.Context, id Identity, callID string
 			want += n
 		}
 	}
+	// Stored events arrive quickly; an event that aged out after the count
+	// must not hold FINISHED back for ever.
+	idle := time.NewTimer(2 * time.Second)
+	defer idle.Stop()
 	for *sent < want {
 		select {
 		case ev := <-events:
 			*sent++
+			idle.Reset(2 * time.Second)
+			if ev == nil {
+				continue
+			}
 			if err := send(ev); err != nil {
 				return err
 			}
+		case <-idle.C:
+			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
