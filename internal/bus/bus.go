@@ -56,7 +56,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config, opts Options) (*Bus, e
 	}
 	// Async publishes time out, so that every future resolves.
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(cmp.Or(opts.MaxPendingPublishes, 65536)),
-		jetstream.WithPublishAsyncTimeout(30*time.Second))
+		jetstream.WithPublishAsyncTimeout(5*time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}

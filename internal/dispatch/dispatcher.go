@@ -286,8 +286,8 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 	// call's ack is awaited. A caller waiting in Call gets the record only
 	// if its call outlives AcceptedRecordDelay (the result of a fast call is
 	// its record); a submitted call gets it at once.
-	msg := &nats.Msg{Subject: d.subj.Call(call.Executor, id.Tenant, call.Provider, call.Tool), Data: data}
-	fut, err := d.bus.JS.PublishMsgAsync(msg, jetstream.WithMsgID(callID), jetstream.WithExpectStream(d.callsStream))
+	subject := d.subj.Call(call.Executor, id.Tenant, call.Provider, call.Tool)
+	fut, err := d.bus.JS.PublishMsgAsync(&nats.Msg{Subject: subject, Data: data}, jetstream.WithMsgID(callID), jetstream.WithExpectStream(d.callsStream))
 	if err != nil {
 		// Never sent (e.g. too many publishes in flight): refused for sure.
 		return d.refused(id, o, w, callID, now, err), nil, nil
@@ -297,31 +297,49 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 	} else {
 		d.publishAccepted(id.Tenant, call)
 	}
-	select {
-	case <-fut.Ok():
-	case err := <-fut.Err():
+	retryUntil := time.Now().Add(publishRetryFor)
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		select {
+		case <-fut.Ok():
+			return &Submitted{CallID: callID}, w, nil
+		case err = <-fut.Err():
+		case <-ctx.Done():
+			// The caller left; the call may be stored: keep its key and record.
+			if w != nil {
+				w.accepted.Flush()
+				w.cancel()
+			}
+			return nil, nil, ctx.Err()
+		}
 		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) {
-			// The server answered and refused (e.g. the stream is full).
+		if errors.As(err, &apiErr) || time.Now().After(retryUntil) {
+			// The server answered and refused (e.g. the stream is full), or
+			// it stayed unreachable.
 			return d.refused(id, o, w, callID, now, err), nil, nil
 		}
-		// No answer (timeout, disconnect): the call may well be stored and
-		// run. Keep its idempotency key and its record, and treat it as
-		// accepted: the caller waits for, or later fetches, its result.
-		d.log.Warn("call publish unacknowledged; treating it as accepted", "call_id", callID, "err", err)
-		if w != nil {
-			w.accepted.Flush()
+		// No answer (timeout, reconnect): the call may or may not be
+		// stored. Publish it again under the same message id: the stream's
+		// duplicate window makes that store it at most once.
+		d.log.Info("call publish unacknowledged; publishing again", "call_id", callID, "err", err)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			if w != nil {
+				w.accepted.Flush()
+				w.cancel()
+			}
+			return nil, nil, ctx.Err()
 		}
-	case <-ctx.Done():
-		// The caller left; the call may be stored: keep its key and record.
-		if w != nil {
-			w.accepted.Flush()
-			w.cancel()
+		if fut, err = d.bus.JS.PublishMsgAsync(&nats.Msg{Subject: subject, Data: data}, jetstream.WithMsgID(callID), jetstream.WithExpectStream(d.callsStream)); err != nil {
+			return d.refused(id, o, w, callID, now, err), nil, nil
 		}
-		return nil, nil, ctx.Err()
 	}
-	return &Submitted{CallID: callID}, w, nil
 }
+
+// publishRetryFor bounds how long an unacknowledged call publish is
+// repeated (same message id) before the call is refused: long enough to
+// ride out a server restart or a leader election.
+const publishRetryFor = 10 * time.Second
 
 // refused answers a call the calls stream did not take: OVERLOADED,
 // retryable, recorded, with its idempotency key released.
