@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -12,6 +10,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/faulttest"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -25,7 +24,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestCustomWorkerServesItsTool(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
-	w := startWorker(t, buildExample(t), "--nats-url", s.Env.URL, "--grace", "5s")
+	w := faulttest.Start(t, "custom-worker", buildExample(t), "--nats-url", s.Env.URL, "--grace", "5s")
 
 	// Poll the registry with a deadline, and stop early if the worker dies.
 	deadline := time.Now().Add(20 * time.Second)
@@ -34,11 +33,11 @@ func TestCustomWorkerServesItsTool(t *testing.T) {
 			break
 		}
 		select {
-		case <-w.done:
-			t.Fatalf("worker exited before registering word_count: %v\n%s", w.err, w.out.String())
+		case <-w.Exited():
+			t.Fatalf("worker exited before registering word_count\n%s", w.Output())
 		default:
 		}
-		require.True(t, time.Now().Before(deadline), "word_count never appeared in the registry\n%s", w.out.String())
+		require.True(t, time.Now().Before(deadline), "word_count never appeared in the registry\n%s", w.Output())
 		time.Sleep(10 * time.Millisecond) // polling with a deadline, not synchronisation by sleep
 	}
 
@@ -62,13 +61,8 @@ func TestCustomWorkerServesItsTool(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, resp.Msg.Response.GetError().GetType())
 
-	require.NoError(t, w.cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case <-w.done:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("worker did not exit within 20s of SIGTERM\n%s", w.out.String())
-	}
-	require.NoError(t, w.err, "worker exit after SIGTERM\n%s", w.out.String())
+	require.NoError(t, w.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, w.Wait(t, 20*time.Second), "worker exit after SIGTERM\n%s", w.Output())
 }
 
 // buildExample builds this package into a temporary directory. A race
@@ -84,46 +78,4 @@ func buildExample(t *testing.T) string {
 	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
 	require.NoError(t, err, "go build:\n%s", out)
 	return bin
-}
-
-type proc struct {
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	err  error
-}
-
-// startWorker runs bin; a process still running when the test ends is
-// killed.
-func startWorker(t *testing.T, bin string, args ...string) *proc {
-	t.Helper()
-	p := &proc{cmd: exec.Command(bin, args...), out: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	require.NoError(t, p.cmd.Start())
-	go func() { p.err = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("worker output:\n%s", p.out.String())
-		}
-	})
-	return p
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -10,8 +10,6 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
-	"github.com/toolwire/toolwire/internal/executors"
-	"github.com/toolwire/toolwire/internal/executors/native"
 	"github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -31,21 +29,7 @@ func TestLongRetryDelayHoldsNoSlot(t *testing.T) {
 		return "done", nil
 	}))
 	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
-	nat, err := native.New(limited)
-	require.NoError(t, err)
-	w, err := worker.New(s.Env.Open(t, "scheduler"), worker.Config{
-		Pools:     []worker.Pool{{Concurrency: 2, PoolConfig: bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE}}},
-		Executors: map[toolwirev1.ExecutorType]executors.Executor{toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE: nat},
-		Specs:     nat.Specs(), MaxInProcessDelay: 100 * time.Millisecond,
-	})
-	require.NoError(t, err)
-	require.NoError(t, w.Start(t.Context()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = w.Stop(ctx)
-	})
-	s.WaitTool(t, "limited")
+	startCustomWorker(t, s, worker.Config{MaxInProcessDelay: 100 * time.Millisecond}, bus.PoolConfig{}, limited)
 	ctx := t.Context()
 	sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "limited"})
 	require.NoError(t, err)

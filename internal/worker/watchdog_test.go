@@ -9,8 +9,6 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
-	"github.com/toolwire/toolwire/internal/executors"
-	"github.com/toolwire/toolwire/internal/executors/native"
 	"github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -30,22 +28,7 @@ func TestWatchdogAbandonsStuckExecutions(t *testing.T) {
 		return "late", nil
 	}, tool.WithTimeouts(0, 50*time.Millisecond, 0, 0)))
 	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
-	nat, err := native.New(stuck)
-	require.NoError(t, err)
-	w, err := worker.New(s.Env.Open(t, "watchdog"), worker.Config{
-		Pools: []worker.Pool{{Concurrency: 2, PoolConfig: bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE,
-			AckWait: time.Second}}},
-		Executors: map[toolwirev1.ExecutorType]executors.Executor{toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE: nat},
-		Specs:     nat.Specs(), Watchdog: 100 * time.Millisecond,
-	})
-	require.NoError(t, err)
-	require.NoError(t, w.Start(t.Context()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = w.Stop(ctx)
-	})
-	s.WaitTool(t, "stuck")
+	w := startCustomWorker(t, s, worker.Config{Watchdog: 100 * time.Millisecond}, bus.PoolConfig{AckWait: time.Second}, stuck)
 
 	r, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "stuck"}, 20*time.Second)
 	require.NoError(t, err)
