@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -37,20 +36,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured calls to this file")
 	fs.StringVar(&cfg.TempDir, "tmp", "", "directory for the servers' stores (default the system's)")
 	fs.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")
-	if err := cliflag.Parse(fs, args, "TOOLWIRE_BENCH_"); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "toolwire-bench: unexpected arguments %q\n", fs.Args())
-		return 2
-	}
-	log, err := cliflag.Logger(stderr, logLevel)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 2
+	log, code, ok := cliflag.Setup(fs, args, "TOOLWIRE_BENCH_", &logLevel)
+	if !ok {
+		return code
 	}
 	cfg.Logger = log
 	if err := cfg.WithDefaults().Validate(); err != nil {
@@ -59,6 +47,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	var err error
 	switch {
 	case suite:
 		err = RunSuite(ctx, SuiteConfig{Config: cfg, Rounds: rounds}, stdout, stderr)

@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,21 +34,11 @@ func Main(args []string, stderr io.Writer, tools []*tool.Tool) int {
 	fs.StringVar(&rc.Dispatcher.Name, "name", "", "dispatcher replica name (default host name + random suffix)")
 	fs.DurationVar(&rc.Grace, "grace", 25*time.Second, "graceful shutdown period")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
-	if err := cliflag.Parse(fs, args, "TOOLWIRE_"); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	log, code, ok := cliflag.Setup(fs, args, "TOOLWIRE_", &logLevel)
+	if !ok {
+		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "dispatcher: unexpected arguments %q\n", fs.Args())
-		return 2
-	}
-	log, err := cliflag.Logger(stderr, logLevel)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 2
-	}
+	var err error
 	if sync == "always" {
 		rc.SyncAlways = true
 	} else if rc.SyncInterval, err = parseDuration(sync); err != nil {

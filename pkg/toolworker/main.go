@@ -2,9 +2,7 @@ package toolworker
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -40,16 +38,9 @@ func MainArgs(args []string, stderr io.Writer, tools ...*tool.Tool) int {
 	fs.IntVar(&o.MaxDeliver, "max-deliver", 5, "pool consumer MaxDeliver")
 	fs.DurationVar(&o.Grace, "grace", 25*time.Second, "shutdown grace period for in-flight calls")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
-	if err := cliflag.Parse(fs, args, "TOOLWIRE_"); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	log, err := cliflag.Logger(stderr, logLevel)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 2
+	log, code, ok := cliflag.Setup(fs, args, "TOOLWIRE_", &logLevel)
+	if !ok {
+		return code
 	}
 	o.Pools = strings.Split(pools, ",")
 	o.Tools, o.Logger = tools, log
