@@ -197,3 +197,36 @@ func CallOf(s *toolwirev1.SubmitRequest) *toolwirev1.CallRequest {
 	}
 	return out
 }
+
+// AdminScope is the scope ApproveTool needs.
+const AdminScope = "admin"
+
+// ApproveTool records the definition hash an operator approves for a tool
+// that was disabled because its definition changed. The worker serving
+// the tool sees the approval and re-enables it; the response carries the
+// spec as it stands at the time of the request.
+func (s *Service) ApproveTool(ctx context.Context, req *connect.Request[toolwirev1.ApproveToolRequest]) (*connect.Response[toolwirev1.ApproveToolResponse], error) {
+	id, err := identity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !registry.HasScopes(id.Scopes, []string{AdminScope}) {
+		return nil, connect.NewError(connect.CodePermissionDenied, errors.New(`approving a tool needs the "admin" scope`))
+	}
+	ent, err := s.d.reg.Get(req.Msg.Name)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeNotFound, registry.ErrNotFound)
+	}
+	cur := ent.Spec.GetMcp().GetDefinitionHash()
+	switch {
+	case cur == "":
+		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("tool has no external definition to approve"))
+	case req.Msg.DefinitionHash != cur:
+		return nil, connect.NewError(connect.CodeFailedPrecondition,
+			errors.New("definition hash does not match the tool's current definition "+cur))
+	}
+	if err := registry.Approve(ctx, s.d.bus.Registry, req.Msg.Name, cur); err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, err)
+	}
+	return connect.NewResponse(&toolwirev1.ApproveToolResponse{Tool: ent.Spec}), nil
+}

@@ -32,3 +32,12 @@ type Func func(ctx context.Context, req *Request) (*tool.Result, error)
 
 // Execute calls f.
 func (f Func) Execute(ctx context.Context, req *Request) (*tool.Result, error) { return f(ctx, req) }
+
+// Isolated is implemented by executors whose isolation depends on the host
+// (the sandbox). IsolationGaps names each mechanism the host lacks, such as
+// "landlock" or "seccomp"; the worker logs them at start-up and copies them
+// into the meta of every response of that executor type, so weaker
+// isolation is never silent.
+type Isolated interface {
+	IsolationGaps() []string
+}

@@ -99,6 +99,9 @@ func (s *Store) run(ctx context.Context, w jetstream.KeyWatcher) {
 
 func (s *Store) apply(e jetstream.KeyValueEntry) {
 	key := e.Key()
+	if strings.HasPrefix(key, ApprovalPrefix) {
+		return
+	}
 	if e.Operation() != jetstream.KeyValuePut {
 		s.mu.Lock()
 		delete(s.cur, key)

@@ -211,7 +211,8 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 			w.finish(ctx, msg, call, log, w.okResponse(call, spec, res, started, finished))
 			return
 		}
-		te := tool.AsError(callCtx, execErr).Proto()
+		terr := tool.AsError(callCtx, execErr)
+		te := terr.Proto()
 		cause := context.Cause(callCtx)
 		var ce *CancelledError
 		switch {
@@ -237,7 +238,9 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 			spent++
 		}
 		if !rp.retryable(spec, te) {
-			w.finish(ctx, msg, call, log, w.errorResponse(call, spec, te, started, finished))
+			resp := w.errorResponse(call, spec, te, started, finished)
+			resp.Content, resp.StructuredJson = terr.Content, string(terr.Structured)
+			w.finish(ctx, msg, call, log, resp)
 			return
 		}
 		if spent >= rp.maxAttempts {
@@ -585,8 +588,11 @@ func (w *Worker) meta(call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, star
 		StartedAt: timestamppb.New(started), FinishedAt: timestamppb.New(finished),
 		Duration: durationpb.New(finished.Sub(started)), AcceptedAt: call.AcceptedAt, SpecVersion: call.SpecVersion,
 	}
-	if spec != nil && m.SpecVersion == "" {
-		m.SpecVersion = spec.Version
+	if spec != nil {
+		if m.SpecVersion == "" {
+			m.SpecVersion = spec.Version
+		}
+		m.IsolationGaps = w.gaps[spec.Executor]
 	}
 	return m
 }

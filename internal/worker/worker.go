@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/executors"
 	"github.com/toolwire/toolwire/internal/lazy"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -29,6 +30,8 @@ type Worker struct {
 	cfg   Config
 	log   *slog.Logger
 	specs map[string]*toolwirev1.ToolSpec
+	// gaps are the isolation mechanisms each executor type lacks here.
+	gaps map[toolwirev1.ExecutorType][]string
 
 	mu          sync.Mutex
 	started     bool
@@ -80,7 +83,17 @@ func New(b *bus.Bus, cfg Config) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Worker{bus: b, cfg: cfg, log: cfg.Logger.With("component", "worker", "worker", cfg.Name)}, nil
+	w := &Worker{bus: b, cfg: cfg, log: cfg.Logger.With("component", "worker", "worker", cfg.Name),
+		gaps: map[toolwirev1.ExecutorType][]string{}}
+	for t, e := range cfg.Executors {
+		if iso, ok := e.(executors.Isolated); ok {
+			if g := iso.IsolationGaps(); len(g) > 0 {
+				w.gaps[t] = g
+				w.log.Warn("executor isolation is weaker on this host", "executor", bus.TypeToken(t), "missing", g)
+			}
+		}
+	}
+	return w, nil
 }
 
 // Name is the worker's instance name.

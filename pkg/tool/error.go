@@ -31,6 +31,11 @@ type Error struct {
 	RetryAfter time.Duration
 	// Violations lists offending fields of a VALIDATION error.
 	Violations []*toolwirev1.FieldViolation
+	// Content the failed call still shows the caller (an MCP tool's
+	// isError result keeps its blocks); nil for most errors.
+	Content []*toolwirev1.Content
+	// Structured output of the failed call as JSON, if any.
+	Structured []byte
 	// Cause is the underlying error, if any; it is not sent to callers.
 	Cause error
 }

@@ -1131,6 +1131,104 @@ func (x *GetToolResponse) GetToolJson() string {
 	return ""
 }
 
+type ApproveToolRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The definition hash being approved (ToolSpec.mcp.definition_hash of
+	// the disabled spec); a different current hash is refused.
+	DefinitionHash string `protobuf:"bytes,2,opt,name=definition_hash,json=definitionHash,proto3" json:"definition_hash,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ApproveToolRequest) Reset() {
+	*x = ApproveToolRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApproveToolRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApproveToolRequest) ProtoMessage() {}
+
+func (x *ApproveToolRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApproveToolRequest.ProtoReflect.Descriptor instead.
+func (*ApproveToolRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ApproveToolRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ApproveToolRequest) GetDefinitionHash() string {
+	if x != nil {
+		return x.DefinitionHash
+	}
+	return ""
+}
+
+type ApproveToolResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tool          *ToolSpec              `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApproveToolResponse) Reset() {
+	*x = ApproveToolResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApproveToolResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApproveToolResponse) ProtoMessage() {}
+
+func (x *ApproveToolResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApproveToolResponse.ProtoReflect.Descriptor instead.
+func (*ApproveToolResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ApproveToolResponse) GetTool() *ToolSpec {
+	if x != nil {
+		return x.Tool
+	}
+	return nil
+}
+
 var File_toolwire_v1_dispatcher_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
@@ -1203,7 +1301,12 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x06format\x18\x03 \x01(\x0e2\x17.toolwire.v1.ToolFormatR\x06format\"Y\n" +
 	"\x0fGetToolResponse\x12)\n" +
 	"\x04tool\x18\x01 \x01(\v2\x15.toolwire.v1.ToolSpecR\x04tool\x12\x1b\n" +
-	"\ttool_json\x18\x02 \x01(\tR\btoolJson*l\n" +
+	"\ttool_json\x18\x02 \x01(\tR\btoolJson\"Q\n" +
+	"\x12ApproveToolRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
+	"\x0fdefinition_hash\x18\x02 \x01(\tR\x0edefinitionHash\"@\n" +
+	"\x13ApproveToolResponse\x12)\n" +
+	"\x04tool\x18\x01 \x01(\v2\x15.toolwire.v1.ToolSpecR\x04tool*l\n" +
 	"\tCallState\x12\x1a\n" +
 	"\x16CALL_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12CALL_STATE_PENDING\x10\x01\x12\x13\n" +
@@ -1221,7 +1324,7 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x1aCANCEL_OUTCOME_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CANCEL_OUTCOME_REQUESTED\x10\x01\x12#\n" +
 	"\x1fCANCEL_OUTCOME_ALREADY_FINISHED\x10\x02\x12\x1f\n" +
-	"\x1bCANCEL_OUTCOME_UNKNOWN_CALL\x10\x032\x85\x04\n" +
+	"\x1bCANCEL_OUTCOME_UNKNOWN_CALL\x10\x032\xd7\x04\n" +
 	"\x11DispatcherService\x12;\n" +
 	"\x04Call\x12\x18.toolwire.v1.CallRequest\x1a\x19.toolwire.v1.CallResponse\x12A\n" +
 	"\x06Submit\x12\x1a.toolwire.v1.SubmitRequest\x1a\x1b.toolwire.v1.SubmitResponse\x12O\n" +
@@ -1229,7 +1332,8 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x05Watch\x12\x19.toolwire.v1.WatchRequest\x1a\x1a.toolwire.v1.WatchResponse0\x01\x12A\n" +
 	"\x06Cancel\x12\x1a.toolwire.v1.CancelRequest\x1a\x1b.toolwire.v1.CancelResponse\x12O\n" +
 	"\tListTools\x12\x1d.toolwire.v1.ListToolsRequest\x1a\x1e.toolwire.v1.ListToolsResponse\"\x03\x90\x02\x01\x12I\n" +
-	"\aGetTool\x12\x1b.toolwire.v1.GetToolRequest\x1a\x1c.toolwire.v1.GetToolResponse\"\x03\x90\x02\x01BCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
+	"\aGetTool\x12\x1b.toolwire.v1.GetToolRequest\x1a\x1c.toolwire.v1.GetToolResponse\"\x03\x90\x02\x01\x12P\n" +
+	"\vApproveTool\x12\x1f.toolwire.v1.ApproveToolRequest\x1a .toolwire.v1.ApproveToolResponseBCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
 
 var (
 	file_toolwire_v1_dispatcher_proto_rawDescOnce sync.Once
@@ -1244,7 +1348,7 @@ func file_toolwire_v1_dispatcher_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_toolwire_v1_dispatcher_proto_goTypes = []any{
 	(CallState)(0),              // 0: toolwire.v1.CallState
 	(ToolFormat)(0),             // 1: toolwire.v1.ToolFormat
@@ -1263,53 +1367,58 @@ var file_toolwire_v1_dispatcher_proto_goTypes = []any{
 	(*ListToolsResponse)(nil),   // 14: toolwire.v1.ListToolsResponse
 	(*GetToolRequest)(nil),      // 15: toolwire.v1.GetToolRequest
 	(*GetToolResponse)(nil),     // 16: toolwire.v1.GetToolResponse
-	(*structpb.Struct)(nil),     // 17: google.protobuf.Struct
-	(*durationpb.Duration)(nil), // 18: google.protobuf.Duration
-	(*ToolResponse)(nil),        // 19: toolwire.v1.ToolResponse
-	(*CallEvent)(nil),           // 20: toolwire.v1.CallEvent
-	(ExecutorType)(0),           // 21: toolwire.v1.ExecutorType
-	(*ToolSpec)(nil),            // 22: toolwire.v1.ToolSpec
+	(*ApproveToolRequest)(nil),  // 17: toolwire.v1.ApproveToolRequest
+	(*ApproveToolResponse)(nil), // 18: toolwire.v1.ApproveToolResponse
+	(*structpb.Struct)(nil),     // 19: google.protobuf.Struct
+	(*durationpb.Duration)(nil), // 20: google.protobuf.Duration
+	(*ToolResponse)(nil),        // 21: toolwire.v1.ToolResponse
+	(*CallEvent)(nil),           // 22: toolwire.v1.CallEvent
+	(ExecutorType)(0),           // 23: toolwire.v1.ExecutorType
+	(*ToolSpec)(nil),            // 24: toolwire.v1.ToolSpec
 }
 var file_toolwire_v1_dispatcher_proto_depIdxs = []int32{
-	17, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
-	18, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	18, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	18, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
+	19, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
+	20, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	20, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	20, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
 	0,  // 4: toolwire.v1.CallResponse.state:type_name -> toolwire.v1.CallState
-	19, // 5: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
-	17, // 6: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
-	18, // 7: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	18, // 8: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	19, // 9: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
-	18, // 10: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
+	21, // 5: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
+	19, // 6: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
+	20, // 7: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	20, // 8: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	21, // 9: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
+	20, // 10: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
 	0,  // 11: toolwire.v1.GetResultResponse.state:type_name -> toolwire.v1.CallState
-	19, // 12: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
-	20, // 13: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
+	21, // 12: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
+	22, // 13: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
 	2,  // 14: toolwire.v1.CancelResponse.outcome:type_name -> toolwire.v1.CancelOutcome
 	1,  // 15: toolwire.v1.ListToolsRequest.format:type_name -> toolwire.v1.ToolFormat
-	21, // 16: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
-	22, // 17: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
+	23, // 16: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
+	24, // 17: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
 	1,  // 18: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
-	22, // 19: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	3,  // 20: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
-	5,  // 21: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
-	7,  // 22: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
-	9,  // 23: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
-	11, // 24: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
-	13, // 25: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
-	15, // 26: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
-	4,  // 27: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
-	6,  // 28: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
-	8,  // 29: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
-	10, // 30: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
-	12, // 31: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
-	14, // 32: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
-	16, // 33: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
-	27, // [27:34] is the sub-list for method output_type
-	20, // [20:27] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	24, // 19: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	24, // 20: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	3,  // 21: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
+	5,  // 22: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
+	7,  // 23: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
+	9,  // 24: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
+	11, // 25: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
+	13, // 26: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
+	15, // 27: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
+	17, // 28: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
+	4,  // 29: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
+	6,  // 30: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
+	8,  // 31: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
+	10, // 32: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
+	12, // 33: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
+	14, // 34: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
+	16, // 35: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
+	18, // 36: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
+	29, // [29:37] is the sub-list for method output_type
+	21, // [21:29] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_dispatcher_proto_init() }
@@ -1326,7 +1435,7 @@ func file_toolwire_v1_dispatcher_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_dispatcher_proto_rawDesc), len(file_toolwire_v1_dispatcher_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

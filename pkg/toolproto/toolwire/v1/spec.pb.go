@@ -920,7 +920,16 @@ type SandboxConfig struct {
 	ReadOnlyPaths []string `protobuf:"bytes,6,rep,name=read_only_paths,json=readOnlyPaths,proto3" json:"read_only_paths,omitempty"`
 	WritablePaths []string `protobuf:"bytes,7,rep,name=writable_paths,json=writablePaths,proto3" json:"writable_paths,omitempty"`
 	// Exit codes mapped to error types; unmapped non-zero codes are PERMANENT.
-	ExitCodes     map[int32]ErrorType `protobuf:"bytes,8,rep,name=exit_codes,json=exitCodes,proto3" json:"exit_codes,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value,enum=toolwire.v1.ErrorType"`
+	ExitCodes map[int32]ErrorType `protobuf:"bytes,8,rep,name=exit_codes,json=exitCodes,proto3" json:"exit_codes,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value,enum=toolwire.v1.ErrorType"`
+	// Arguments whose values may start with "-" (otherwise such values are
+	// refused, so an argument cannot become an option).
+	OptionArgs []string `protobuf:"bytes,9,rep,name=option_args,json=optionArgs,proto3" json:"option_args,omitempty"`
+	// Stdout is JSON: it becomes the structured output (and a text block).
+	JsonOutput bool `protobuf:"varint,10,opt,name=json_output,json=jsonOutput,proto3" json:"json_output,omitempty"`
+	// JSON field of the stdout object that carries intents (json_output).
+	IntentsField string `protobuf:"bytes,11,opt,name=intents_field,json=intentsField,proto3" json:"intents_field,omitempty"`
+	// Fixed environment variables set for the process.
+	Env           map[string]string `protobuf:"bytes,12,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1007,6 +1016,34 @@ func (x *SandboxConfig) GetWritablePaths() []string {
 func (x *SandboxConfig) GetExitCodes() map[int32]ErrorType {
 	if x != nil {
 		return x.ExitCodes
+	}
+	return nil
+}
+
+func (x *SandboxConfig) GetOptionArgs() []string {
+	if x != nil {
+		return x.OptionArgs
+	}
+	return nil
+}
+
+func (x *SandboxConfig) GetJsonOutput() bool {
+	if x != nil {
+		return x.JsonOutput
+	}
+	return false
+}
+
+func (x *SandboxConfig) GetIntentsField() string {
+	if x != nil {
+		return x.IntentsField
+	}
+	return ""
+}
+
+func (x *SandboxConfig) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
 	}
 	return nil
 }
@@ -1111,7 +1148,16 @@ type HttpConfig struct {
 	// Hosts allowed past the SSRF guard (private addresses are blocked).
 	AllowHosts []string `protobuf:"bytes,7,rep,name=allow_hosts,json=allowHosts,proto3" json:"allow_hosts,omitempty"`
 	// JSON field of the response body that carries intents.
-	IntentsField  string `protobuf:"bytes,8,opt,name=intents_field,json=intentsField,proto3" json:"intents_field,omitempty"`
+	IntentsField string `protobuf:"bytes,8,opt,name=intents_field,json=intentsField,proto3" json:"intents_field,omitempty"`
+	// Arguments sent as query parameters.
+	QueryArgs []string `protobuf:"bytes,9,rep,name=query_args,json=queryArgs,proto3" json:"query_args,omitempty"`
+	// Ports allowed; empty = 80 and 443.
+	AllowPorts []int32 `protobuf:"varint,10,rep,packed,name=allow_ports,json=allowPorts,proto3" json:"allow_ports,omitempty"`
+	// Networks (CIDR) allowed past the SSRF guard although private,
+	// loopback or link-local.
+	AllowNetworks []string `protobuf:"bytes,11,rep,name=allow_networks,json=allowNetworks,proto3" json:"allow_networks,omitempty"`
+	// Response header that carries intents as a JSON array.
+	IntentsHeader string `protobuf:"bytes,12,opt,name=intents_header,json=intentsHeader,proto3" json:"intents_header,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1202,6 +1248,34 @@ func (x *HttpConfig) GetIntentsField() string {
 	return ""
 }
 
+func (x *HttpConfig) GetQueryArgs() []string {
+	if x != nil {
+		return x.QueryArgs
+	}
+	return nil
+}
+
+func (x *HttpConfig) GetAllowPorts() []int32 {
+	if x != nil {
+		return x.AllowPorts
+	}
+	return nil
+}
+
+func (x *HttpConfig) GetAllowNetworks() []string {
+	if x != nil {
+		return x.AllowNetworks
+	}
+	return nil
+}
+
+func (x *HttpConfig) GetIntentsHeader() string {
+	if x != nil {
+		return x.IntentsHeader
+	}
+	return ""
+}
+
 var File_toolwire_v1_spec_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_spec_proto_rawDesc = "" +
@@ -1272,7 +1346,7 @@ const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"\tMcpConfig\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12'\n" +
-	"\x0fdefinition_hash\x18\x03 \x01(\tR\x0edefinitionHash\"\x9a\x03\n" +
+	"\x0fdefinition_hash\x18\x03 \x01(\tR\x0edefinitionHash\"\xf0\x04\n" +
 	"\rSandboxConfig\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x1b\n" +
 	"\tstdin_arg\x18\x02 \x01(\tR\bstdinArg\x12\x1b\n" +
@@ -1282,10 +1356,20 @@ const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"\x0fread_only_paths\x18\x06 \x03(\tR\rreadOnlyPaths\x12%\n" +
 	"\x0ewritable_paths\x18\a \x03(\tR\rwritablePaths\x12H\n" +
 	"\n" +
-	"exit_codes\x18\b \x03(\v2).toolwire.v1.SandboxConfig.ExitCodesEntryR\texitCodes\x1aT\n" +
+	"exit_codes\x18\b \x03(\v2).toolwire.v1.SandboxConfig.ExitCodesEntryR\texitCodes\x12\x1f\n" +
+	"\voption_args\x18\t \x03(\tR\n" +
+	"optionArgs\x12\x1f\n" +
+	"\vjson_output\x18\n" +
+	" \x01(\bR\n" +
+	"jsonOutput\x12#\n" +
+	"\rintents_field\x18\v \x01(\tR\fintentsField\x125\n" +
+	"\x03env\x18\f \x03(\v2#.toolwire.v1.SandboxConfig.EnvEntryR\x03env\x1aT\n" +
 	"\x0eExitCodesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12,\n" +
-	"\x05value\x18\x02 \x01(\x0e2\x16.toolwire.v1.ErrorTypeR\x05value:\x028\x01\"\xeb\x01\n" +
+	"\x05value\x18\x02 \x01(\x0e2\x16.toolwire.v1.ErrorTypeR\x05value:\x028\x01\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xeb\x01\n" +
 	"\rSandboxLimits\x126\n" +
 	"\twall_time\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\bwallTime\x12\x1f\n" +
 	"\vcpu_seconds\x18\x02 \x01(\x03R\n" +
@@ -1294,7 +1378,7 @@ const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"\tprocesses\x18\x04 \x01(\x03R\tprocesses\x12\x1d\n" +
 	"\n" +
 	"open_files\x18\x05 \x01(\x03R\topenFiles\x12!\n" +
-	"\foutput_bytes\x18\x06 \x01(\x03R\voutputBytes\"\xf1\x03\n" +
+	"\foutput_bytes\x18\x06 \x01(\x03R\voutputBytes\"\xff\x04\n" +
 	"\n" +
 	"HttpConfig\x12\x16\n" +
 	"\x06method\x18\x01 \x01(\tR\x06method\x12!\n" +
@@ -1305,7 +1389,14 @@ const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"\x12max_response_bytes\x18\x06 \x01(\x03R\x10maxResponseBytes\x12\x1f\n" +
 	"\vallow_hosts\x18\a \x03(\tR\n" +
 	"allowHosts\x12#\n" +
-	"\rintents_field\x18\b \x01(\tR\fintentsField\x1a:\n" +
+	"\rintents_field\x18\b \x01(\tR\fintentsField\x12\x1d\n" +
+	"\n" +
+	"query_args\x18\t \x03(\tR\tqueryArgs\x12\x1f\n" +
+	"\vallow_ports\x18\n" +
+	" \x03(\x05R\n" +
+	"allowPorts\x12%\n" +
+	"\x0eallow_networks\x18\v \x03(\tR\rallowNetworks\x12%\n" +
+	"\x0eintents_header\x18\f \x01(\tR\rintentsHeader\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a@\n" +
@@ -1341,7 +1432,7 @@ func file_toolwire_v1_spec_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_v1_spec_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_toolwire_v1_spec_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_toolwire_v1_spec_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_toolwire_v1_spec_proto_goTypes = []any{
 	(ExecutorType)(0),           // 0: toolwire.v1.ExecutorType
 	(ToolCategory)(0),           // 1: toolwire.v1.ToolCategory
@@ -1357,10 +1448,11 @@ var file_toolwire_v1_spec_proto_goTypes = []any{
 	(*SandboxLimits)(nil),       // 11: toolwire.v1.SandboxLimits
 	(*HttpConfig)(nil),          // 12: toolwire.v1.HttpConfig
 	nil,                         // 13: toolwire.v1.SandboxConfig.ExitCodesEntry
-	nil,                         // 14: toolwire.v1.HttpConfig.HeadersEntry
-	nil,                         // 15: toolwire.v1.HttpConfig.SecretHeadersEntry
-	(*durationpb.Duration)(nil), // 16: google.protobuf.Duration
-	(ErrorType)(0),              // 17: toolwire.v1.ErrorType
+	nil,                         // 14: toolwire.v1.SandboxConfig.EnvEntry
+	nil,                         // 15: toolwire.v1.HttpConfig.HeadersEntry
+	nil,                         // 16: toolwire.v1.HttpConfig.SecretHeadersEntry
+	(*durationpb.Duration)(nil), // 17: google.protobuf.Duration
+	(ErrorType)(0),              // 18: toolwire.v1.ErrorType
 }
 var file_toolwire_v1_spec_proto_depIdxs = []int32{
 	0,  // 0: toolwire.v1.ToolSpec.executor:type_name -> toolwire.v1.ExecutorType
@@ -1373,25 +1465,26 @@ var file_toolwire_v1_spec_proto_depIdxs = []int32{
 	5,  // 7: toolwire.v1.ToolSpec.timeouts:type_name -> toolwire.v1.Timeouts
 	6,  // 8: toolwire.v1.ToolSpec.retry:type_name -> toolwire.v1.RetryPolicy
 	7,  // 9: toolwire.v1.ToolSpec.limits:type_name -> toolwire.v1.Limits
-	16, // 10: toolwire.v1.Timeouts.schedule_to_start:type_name -> google.protobuf.Duration
-	16, // 11: toolwire.v1.Timeouts.start_to_close:type_name -> google.protobuf.Duration
-	16, // 12: toolwire.v1.Timeouts.schedule_to_close:type_name -> google.protobuf.Duration
-	16, // 13: toolwire.v1.Timeouts.heartbeat:type_name -> google.protobuf.Duration
-	16, // 14: toolwire.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
-	16, // 15: toolwire.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
-	17, // 16: toolwire.v1.RetryPolicy.non_retryable:type_name -> toolwire.v1.ErrorType
+	17, // 10: toolwire.v1.Timeouts.schedule_to_start:type_name -> google.protobuf.Duration
+	17, // 11: toolwire.v1.Timeouts.start_to_close:type_name -> google.protobuf.Duration
+	17, // 12: toolwire.v1.Timeouts.schedule_to_close:type_name -> google.protobuf.Duration
+	17, // 13: toolwire.v1.Timeouts.heartbeat:type_name -> google.protobuf.Duration
+	17, // 14: toolwire.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
+	17, // 15: toolwire.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
+	18, // 16: toolwire.v1.RetryPolicy.non_retryable:type_name -> toolwire.v1.ErrorType
 	2,  // 17: toolwire.v1.Limits.truncate:type_name -> toolwire.v1.TruncateDirection
 	11, // 18: toolwire.v1.SandboxConfig.limits:type_name -> toolwire.v1.SandboxLimits
 	13, // 19: toolwire.v1.SandboxConfig.exit_codes:type_name -> toolwire.v1.SandboxConfig.ExitCodesEntry
-	16, // 20: toolwire.v1.SandboxLimits.wall_time:type_name -> google.protobuf.Duration
-	14, // 21: toolwire.v1.HttpConfig.headers:type_name -> toolwire.v1.HttpConfig.HeadersEntry
-	15, // 22: toolwire.v1.HttpConfig.secret_headers:type_name -> toolwire.v1.HttpConfig.SecretHeadersEntry
-	17, // 23: toolwire.v1.SandboxConfig.ExitCodesEntry.value:type_name -> toolwire.v1.ErrorType
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	14, // 20: toolwire.v1.SandboxConfig.env:type_name -> toolwire.v1.SandboxConfig.EnvEntry
+	17, // 21: toolwire.v1.SandboxLimits.wall_time:type_name -> google.protobuf.Duration
+	15, // 22: toolwire.v1.HttpConfig.headers:type_name -> toolwire.v1.HttpConfig.HeadersEntry
+	16, // 23: toolwire.v1.HttpConfig.secret_headers:type_name -> toolwire.v1.HttpConfig.SecretHeadersEntry
+	18, // 24: toolwire.v1.SandboxConfig.ExitCodesEntry.value:type_name -> toolwire.v1.ErrorType
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_spec_proto_init() }
@@ -1413,7 +1506,7 @@ func file_toolwire_v1_spec_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_spec_proto_rawDesc), len(file_toolwire_v1_spec_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -52,6 +52,9 @@ const (
 	// DispatcherServiceGetToolProcedure is the fully-qualified name of the DispatcherService's GetTool
 	// RPC.
 	DispatcherServiceGetToolProcedure = "/toolwire.v1.DispatcherService/GetTool"
+	// DispatcherServiceApproveToolProcedure is the fully-qualified name of the DispatcherService's
+	// ApproveTool RPC.
+	DispatcherServiceApproveToolProcedure = "/toolwire.v1.DispatcherService/ApproveTool"
 )
 
 // DispatcherServiceClient is a client for the toolwire.v1.DispatcherService service.
@@ -70,6 +73,10 @@ type DispatcherServiceClient interface {
 	ListTools(context.Context, *connect.Request[v1.ListToolsRequest]) (*connect.Response[v1.ListToolsResponse], error)
 	// GetTool returns one tool's spec.
 	GetTool(context.Context, *connect.Request[v1.GetToolRequest]) (*connect.Response[v1.GetToolResponse], error)
+	// ApproveTool re-enables a tool whose definition changed after it was
+	// registered (an MCP server's tool), approving exactly the definition
+	// hash given. Needs the "admin" scope.
+	ApproveTool(context.Context, *connect.Request[v1.ApproveToolRequest]) (*connect.Response[v1.ApproveToolResponse], error)
 }
 
 // NewDispatcherServiceClient constructs a client for the toolwire.v1.DispatcherService service. By
@@ -128,18 +135,25 @@ func NewDispatcherServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		approveTool: connect.NewClient[v1.ApproveToolRequest, v1.ApproveToolResponse](
+			httpClient,
+			baseURL+DispatcherServiceApproveToolProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("ApproveTool")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // dispatcherServiceClient implements DispatcherServiceClient.
 type dispatcherServiceClient struct {
-	call      *connect.Client[v1.CallRequest, v1.CallResponse]
-	submit    *connect.Client[v1.SubmitRequest, v1.SubmitResponse]
-	getResult *connect.Client[v1.GetResultRequest, v1.GetResultResponse]
-	watch     *connect.Client[v1.WatchRequest, v1.WatchResponse]
-	cancel    *connect.Client[v1.CancelRequest, v1.CancelResponse]
-	listTools *connect.Client[v1.ListToolsRequest, v1.ListToolsResponse]
-	getTool   *connect.Client[v1.GetToolRequest, v1.GetToolResponse]
+	call        *connect.Client[v1.CallRequest, v1.CallResponse]
+	submit      *connect.Client[v1.SubmitRequest, v1.SubmitResponse]
+	getResult   *connect.Client[v1.GetResultRequest, v1.GetResultResponse]
+	watch       *connect.Client[v1.WatchRequest, v1.WatchResponse]
+	cancel      *connect.Client[v1.CancelRequest, v1.CancelResponse]
+	listTools   *connect.Client[v1.ListToolsRequest, v1.ListToolsResponse]
+	getTool     *connect.Client[v1.GetToolRequest, v1.GetToolResponse]
+	approveTool *connect.Client[v1.ApproveToolRequest, v1.ApproveToolResponse]
 }
 
 // Call calls toolwire.v1.DispatcherService.Call.
@@ -177,6 +191,11 @@ func (c *dispatcherServiceClient) GetTool(ctx context.Context, req *connect.Requ
 	return c.getTool.CallUnary(ctx, req)
 }
 
+// ApproveTool calls toolwire.v1.DispatcherService.ApproveTool.
+func (c *dispatcherServiceClient) ApproveTool(ctx context.Context, req *connect.Request[v1.ApproveToolRequest]) (*connect.Response[v1.ApproveToolResponse], error) {
+	return c.approveTool.CallUnary(ctx, req)
+}
+
 // DispatcherServiceHandler is an implementation of the toolwire.v1.DispatcherService service.
 type DispatcherServiceHandler interface {
 	// Call admits a call and waits for its terminal response (or the wait).
@@ -193,6 +212,10 @@ type DispatcherServiceHandler interface {
 	ListTools(context.Context, *connect.Request[v1.ListToolsRequest]) (*connect.Response[v1.ListToolsResponse], error)
 	// GetTool returns one tool's spec.
 	GetTool(context.Context, *connect.Request[v1.GetToolRequest]) (*connect.Response[v1.GetToolResponse], error)
+	// ApproveTool re-enables a tool whose definition changed after it was
+	// registered (an MCP server's tool), approving exactly the definition
+	// hash given. Needs the "admin" scope.
+	ApproveTool(context.Context, *connect.Request[v1.ApproveToolRequest]) (*connect.Response[v1.ApproveToolResponse], error)
 }
 
 // NewDispatcherServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -247,6 +270,12 @@ func NewDispatcherServiceHandler(svc DispatcherServiceHandler, opts ...connect.H
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	dispatcherServiceApproveToolHandler := connect.NewUnaryHandler(
+		DispatcherServiceApproveToolProcedure,
+		svc.ApproveTool,
+		connect.WithSchema(dispatcherServiceMethods.ByName("ApproveTool")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/toolwire.v1.DispatcherService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case DispatcherServiceCallProcedure:
@@ -263,6 +292,8 @@ func NewDispatcherServiceHandler(svc DispatcherServiceHandler, opts ...connect.H
 			dispatcherServiceListToolsHandler.ServeHTTP(w, r)
 		case DispatcherServiceGetToolProcedure:
 			dispatcherServiceGetToolHandler.ServeHTTP(w, r)
+		case DispatcherServiceApproveToolProcedure:
+			dispatcherServiceApproveToolHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -298,4 +329,8 @@ func (UnimplementedDispatcherServiceHandler) ListTools(context.Context, *connect
 
 func (UnimplementedDispatcherServiceHandler) GetTool(context.Context, *connect.Request[v1.GetToolRequest]) (*connect.Response[v1.GetToolResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.GetTool is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) ApproveTool(context.Context, *connect.Request[v1.ApproveToolRequest]) (*connect.Response[v1.ApproveToolResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.ApproveTool is not implemented"))
 }
