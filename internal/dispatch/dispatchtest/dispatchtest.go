@@ -6,6 +6,9 @@ package dispatchtest
 
 import (
 	"context"
+	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/internal/worker"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -139,4 +142,31 @@ func (s *Stack) WaitTool(t testing.TB, name string) {
 		}
 		time.Sleep(5 * time.Millisecond) // polling with a deadline, not synchronisation by sleep
 	}
+}
+
+// StartExecutorWorker starts an in-process worker with one pool of type
+// typ served by exec, publishing specs; it is stopped (grace 5s) at the
+// end of the test. Use it with Options.NoWorker for executors other than
+// native.
+func (s *Stack) StartExecutorWorker(t testing.TB, typ toolwirev1.ExecutorType, exec executors.Executor, specs ...*toolwirev1.ToolSpec) *worker.Worker {
+	t.Helper()
+	b := s.Env.Open(t, "dispatchtest-worker-"+bus.TypeToken(typ))
+	w, err := worker.New(b, worker.Config{
+		Pools:     []worker.Pool{{Concurrency: s.opts.Concurrency, PoolConfig: bus.PoolConfig{Type: typ}}},
+		Executors: map[toolwirev1.ExecutorType]executors.Executor{typ: exec},
+		Specs:     specs,
+		Logger:    testLogger(t),
+	})
+	if err != nil {
+		t.Fatalf("dispatchtest: worker: %v", err)
+	}
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatalf("dispatchtest: start worker: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = w.Stop(ctx)
+	})
+	return w
 }
