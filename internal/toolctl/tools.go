@@ -47,7 +47,7 @@ func (a *app) toolsCommand() *cobra.Command {
 		Use:   "tools",
 		Short: "List and show the tools of the registry",
 	}
-	cmd.AddCommand(a.toolsListCommand(), a.toolsShowCommand())
+	cmd.AddCommand(a.toolsListCommand(), a.toolsShowCommand(), a.toolsApproveCommand())
 	return cmd
 }
 
@@ -148,6 +148,43 @@ func (a *app) toolsShowCommand() *cobra.Command {
 	return cmd
 }
 
+func (a *app) toolsApproveCommand() *cobra.Command {
+	var hash string
+	cmd := &cobra.Command{
+		Use:   "approve NAME --hash HASH",
+		Short: "Re-enable a tool whose definition changed, approving the new definition",
+		Long: `A tool imported from an MCP server is disabled when the server changes its
+definition after registration, so a server cannot swap a tool under the
+agents. Review the new definition with 'toolctl tools show NAME', then
+approve exactly that definition by its hash (shown as "definition" there).
+Needs credentials with the "admin" scope.`,
+		Example: `  toolctl tools show mcp__github__create_issue
+  toolctl tools approve mcp__github__create_issue --hash 3f2a...`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, err := a.client.ApproveTool(cmd.Context(), args[0], hash)
+			if err != nil {
+				switch connect.CodeOf(err) {
+				case connect.CodeNotFound:
+					return a.toolErr(args[0], err)
+				case connect.CodeFailedPrecondition, connect.CodePermissionDenied:
+					fmt.Fprintf(a.io.Stderr, "error: %v\n", err)
+					return exitCode(ExitToolError)
+				}
+				return &requestError{err}
+			}
+			if a.json() {
+				return a.printProto(spec)
+			}
+			fmt.Fprintf(a.io.Stdout, "approved %s definition %s; its worker re-enables it\n", args[0], hash)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&hash, "hash", "", "the definition hash being approved, as 'toolctl tools show' prints it (required)")
+	_ = cmd.MarkFlagRequired("hash")
+	return cmd
+}
+
 // toolErr reports an unknown tool like a NOT_FOUND answer (exit 1); other
 // errors got no answer.
 func (a *app) toolErr(name string, err error) error {
@@ -177,6 +214,7 @@ func (a *app) printSpec(s *toolwirev1.ToolSpec) error {
 	if s.GetRequiresApproval() {
 		field("approval", "required")
 	}
+	field("definition", s.GetMcp().GetDefinitionHash())
 	if s.GetDisabled() {
 		field("disabled", s.GetDisabledReason())
 	}

@@ -91,3 +91,17 @@ func providerFormat(f toolwirev1.ToolFormat) error {
 	}
 	return nil
 }
+
+// ApproveTool approves the current definition of a tool that was disabled
+// because its definition changed after registration (an MCP server's
+// tool). hash must be the definition hash the disabled spec shows
+// (ToolSpec.Mcp.DefinitionHash), so an operator approves exactly what they
+// reviewed. It needs credentials with the "admin" scope. The tool is
+// served again once its worker sees the approval.
+func (c *Client) ApproveTool(ctx context.Context, name, hash string) (*toolwirev1.ToolSpec, error) {
+	resp, err := c.rpc.ApproveTool(ctx, connect.NewRequest(&toolwirev1.ApproveToolRequest{Name: name, DefinitionHash: hash}))
+	if err != nil {
+		return nil, transportError(fmt.Sprintf("approve tool %q", name), err)
+	}
+	return resp.Msg.GetTool(), nil
+}
