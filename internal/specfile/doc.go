@@ -1,0 +1,54 @@
+// Package specfile loads tool specs declared in files: the way sandbox and
+// HTTP tools (and any tool whose behaviour is configuration, not code)
+// enter the registry.
+//
+// # Format
+//
+// A spec file is YAML (or JSON), one tool per file, named NAME.yaml. Its
+// fields are the ToolSpec's (proto field names, snake_case), with three
+// conveniences:
+//
+//   - input_schema and output_schema are written as YAML objects, not as
+//     JSON strings (input_schema_json / output_schema_json also work);
+//   - executor and category take short names: executor: sandbox,
+//     category: retrieval;
+//   - durations are strings such as "10s" or "1m30s".
+//
+// Every file must say what the tool is for twice: summary, 2 to 4 lines
+// that an agent reads to pick a tool, and doc, the full documentation
+// (usage, arguments, failure modes). provider defaults to "local".
+//
+//	name: sha256
+//	title: SHA-256 of a text
+//	summary: |
+//	  Computes the SHA-256 digest of a text.
+//	  Use it to compare or fingerprint content.
+//	doc: |
+//	  ...
+//	executor: sandbox
+//	input_schema:
+//	  type: object
+//	  properties: {text: {type: string}}
+//	  required: [text]
+//	sandbox:
+//	  argv: [sha256sum]
+//	  stdin_arg: text
+//
+// # Checks
+//
+// Load refuses, naming the file and field, a spec that does not decode,
+// has unknown fields, lacks a summary (or has more than 4 lines of one) or
+// a doc, fails registry.Check (name, executor config, schemas that
+// compile), or fails the check its executor type registers with
+// RegisterCheck (the sandbox and HTTP executors check that their template
+// variables are properties of the input schema). A worker loads its spec
+// files at start-up and refuses to start on any error: a typo never
+// reaches the registry.
+//
+// # Variables
+//
+// ${NAME} in a string value is replaced by Options.Vars[NAME] (an unknown
+// name is an error): the built-in examples use ${TOOLWIRE_HTTP} for the
+// dispatcher's own address. Values come from the operator's
+// configuration, never from call arguments.
+package specfile
