@@ -1,0 +1,159 @@
+package mcp
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolwire/toolwire/internal/registry"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// ToolName returns the toolwire name of tool of server: mcp__<server>__<tool>,
+// with every character of tool outside [a-zA-Z0-9_-] replaced by '_'. It
+// returns an error when the name would exceed registry.NameRe's 64
+// characters (the tool is then not imported).
+func ToolName(server, tool string) (string, error) {
+	if tool == "" {
+		return "", fmt.Errorf("server %s lists a tool without a name", server)
+	}
+	name := "mcp__" + server + "__" + invalidNameChars.ReplaceAllString(tool, "_")
+	if !registry.NameRe.MatchString(name) {
+		return "", fmt.Errorf("tool %q of server %s: toolwire name %q would not match %s (too long)", tool, server, name, registry.NameRe)
+	}
+	return name, nil
+}
+
+var invalidNameChars = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
+
+// DefinitionHash is the pinned identity of an MCP tool definition:
+// "sha256:" and the hex SHA-256 of the canonical JSON encoding of an
+// object holding the tool's name, title, description, input schema,
+// output schema and annotations (object keys sorted, no insignificant
+// white space, numbers as written by the server). Anything the model sees
+// or the executor relies on is covered, so a server cannot change what a
+// tool does or claims without the hash changing. `_meta` and icons are
+// not covered.
+func DefinitionHash(t *sdk.Tool) (string, error) {
+	def := map[string]any{"name": t.Name}
+	if t.Title != "" {
+		def["title"] = t.Title
+	}
+	if t.Description != "" {
+		def["description"] = t.Description
+	}
+	for k, v := range map[string]any{"inputSchema": t.InputSchema, "outputSchema": t.OutputSchema, "annotations": t.Annotations} {
+		c, err := canonical(v)
+		if err != nil {
+			return "", fmt.Errorf("tool %q: %s: %w", t.Name, k, err)
+		}
+		if c != nil {
+			def[k] = c
+		}
+	}
+	b, err := marshalCanonical(def)
+	if err != nil {
+		return "", fmt.Errorf("tool %q: %w", t.Name, err)
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// canonical returns v decoded into generic JSON values (numbers kept as
+// written), or nil when v is nil or JSON null.
+func canonical(v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var out any
+	if err := d.Decode(&out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// marshalCanonical encodes generic JSON with sorted keys (encoding/json
+// sorts map keys) and without HTML escaping.
+func marshalCanonical(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// schemaJSON is the canonical JSON text of a schema; "" for none.
+func schemaJSON(v any) (string, error) {
+	c, err := canonical(v)
+	if err != nil || c == nil {
+		return "", err
+	}
+	b, err := marshalCanonical(c)
+	return string(b), err
+}
+
+// buildSpec returns the spec of tool t of server, named name, at
+// definition hash.
+func buildSpec(server, name string, t *sdk.Tool, hash string) (*toolwirev1.ToolSpec, error) {
+	in, err := schemaJSON(t.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("input schema: %w", err)
+	}
+	out, err := schemaJSON(t.OutputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("output schema: %w", err)
+	}
+	spec := &toolwirev1.ToolSpec{
+		Name:             name,
+		Description:      t.Description,
+		Executor:         toolwirev1.ExecutorType_EXECUTOR_TYPE_MCP,
+		Config:           &toolwirev1.ToolSpec_Mcp{Mcp: &toolwirev1.McpConfig{Server: server, Tool: t.Name, DefinitionHash: hash}},
+		InputSchemaJson:  in,
+		OutputSchemaJson: out,
+		Provider:         server,
+	}
+	if a := t.Annotations; a != nil {
+		ro, idem := a.ReadOnlyHint, a.IdempotentHint
+		spec.Annotations = &toolwirev1.ToolAnnotations{
+			ReadOnly: &ro, Idempotent: &idem, Destructive: a.DestructiveHint, OpenWorld: a.OpenWorldHint,
+		}
+		spec.Title = cmp.Or(t.Title, a.Title)
+	} else {
+		spec.Title = t.Title
+	}
+	if err := registry.Check(spec); err != nil {
+		return nil, err
+	}
+	return spec, nil
+}
+
+// changedReason is the DisabledReason of a tool whose definition differs
+// from the approved one.
+func changedReason(name, approved, current string) string {
+	return fmt.Sprintf("the MCP server changed the definition of this tool from %s to %s; "+
+		"review it and approve it with: toolctl tools approve %s --hash %s", approved, current, name, current)
+}
+
+// serverName returns the server part of a toolwire MCP tool name.
+func serverName(name string) string {
+	rest, ok := strings.CutPrefix(name, "mcp__")
+	if !ok {
+		return ""
+	}
+	s, _, _ := strings.Cut(rest, "__")
+	return s
+}

@@ -1,0 +1,487 @@
+package mcp
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// Options are the dependencies of an Executor.
+type Options struct {
+	// Registry is the registry KV bucket: approvals of tool definitions
+	// are recorded (trust on first use) and watched there, and the specs
+	// of tools whose state changes after Specs handed them out are
+	// published there. Nil keeps approvals in memory (the first definition
+	// seen by this process is the approved one) and publishes nothing.
+	Registry jetstream.KeyValue
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Executor runs the tools of the configured MCP servers. It is safe for
+// concurrent use.
+type Executor struct {
+	cfg     Config
+	log     *slog.Logger
+	kv      jetstream.KeyValue
+	servers []*server
+
+	mu          sync.RWMutex
+	tools       map[string]*toolState // by toolwire name
+	handed      map[string]bool       // names Specs returned: their changes are published
+	memApproved map[string]string     // approvals without a registry
+
+	changed  chan struct{}
+	progress sync.Map // progress token -> context.Context of the call
+	tokens   atomic.Uint64
+
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// toolState is one imported tool as currently known. It is never mutated
+// once stored: a change stores a new one.
+type toolState struct {
+	server *server
+	tool   *sdk.Tool
+	// hash of the server's current definition; approved is the hash
+	// recorded in the registry. The tool is served when they are equal.
+	hash, approved string
+	spec           *toolwirev1.ToolSpec
+	input          *jsonschema.Schema
+}
+
+func (ts *toolState) enabled() bool { return ts.hash == ts.approved }
+
+var _ executors.Executor = (*Executor)(nil)
+
+// New connects to every configured server, imports its tools and returns
+// once each server has answered or failed its first attempt (at most
+// Config.StartupWait). A server that fails is logged and retried in the
+// background with backoff, unless it is Required: then New fails. ctx
+// bounds the start-up only; the executor lives until Close.
+//
+// It returns an error when cfg is invalid, the registry cannot be watched,
+// or a required server cannot be reached.
+func New(ctx context.Context, cfg Config, opts Options) (*Executor, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("mcp: config: %w", err)
+	}
+	e := &Executor{
+		cfg:         cfg,
+		log:         cmp.Or(opts.Logger, slog.Default()).With("component", "executor", "executor", "mcp"),
+		kv:          opts.Registry,
+		tools:       map[string]*toolState{},
+		handed:      map[string]bool{},
+		memApproved: map[string]string{},
+		changed:     make(chan struct{}, 1),
+	}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	if e.kv != nil {
+		w, err := e.kv.Watch(ctx, registry.ApprovalPrefix+">", jetstream.UpdatesOnly())
+		if err != nil {
+			e.cancel()
+			return nil, fmt.Errorf("mcp: watch approvals: %w", err)
+		}
+		e.wg.Add(1)
+		go e.watchApprovals(w)
+	}
+	for _, sc := range cfg.Servers {
+		s := newServer(e, sc)
+		e.servers = append(e.servers, s)
+		e.wg.Add(1)
+		go s.run(e.ctx)
+	}
+	timer := time.NewTimer(time.Duration(cfg.StartupWait))
+	defer timer.Stop()
+	var errs []error
+	for _, s := range e.servers {
+		var err error
+		select {
+		case <-s.first:
+			err = s.firstErr
+		case <-timer.C:
+			err = errors.New("no answer within the start-up wait")
+			timer.Reset(0)
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err == nil {
+			continue
+		}
+		if s.cfg.Required {
+			errs = append(errs, fmt.Errorf("required server %s: %w", s.cfg.Name, err))
+		} else {
+			e.log.WarnContext(ctx, "MCP server not available at start-up; retrying in the background", "server", s.cfg.Name, "error", err)
+		}
+	}
+	if len(errs) > 0 {
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Duration(cfg.TerminateDuration)+time.Second)
+		defer cancel()
+		_ = e.Close(closeCtx)
+		return nil, fmt.Errorf("mcp: %w", errors.Join(errs...))
+	}
+	return e, nil
+}
+
+// Specs returns the specs of the tools imported so far, sorted by name,
+// for the worker to publish at start-up. A tool whose definition differs
+// from the approved one is included, disabled. From then on the Executor
+// publishes every change of these tools' state (disabled, re-enabled,
+// removed by the server) into Options.Registry itself. Tools discovered
+// later (a server that came up late, a tool added by the server) appear in
+// later Specs results and Changed fires; they are published by whoever
+// serves them (see the package doc).
+func (e *Executor) Specs() []*toolwirev1.ToolSpec {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]*toolwirev1.ToolSpec, 0, len(e.tools))
+	for _, name := range slices.Sorted(maps.Keys(e.tools)) {
+		e.handed[name] = true
+		out = append(out, proto.CloneOf(e.tools[name].spec))
+	}
+	return out
+}
+
+// Changed receives a value (coalesced) after the set of tools or the state
+// of one changed, so that a worker serving specs dynamically can read
+// Specs again.
+func (e *Executor) Changed() <-chan struct{} { return e.changed }
+
+func (e *Executor) notifyChanged() {
+	select {
+	case e.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Execute calls the tool of req on its server.
+//
+// Before anything reaches the server it refuses, with no side effects:
+// a tool it does not hold (NOT_FOUND); a tool whose current definition is
+// not the approved one (PERMISSION_DENIED, with the approval command as
+// suggestion); a call whose spec pins another definition hash than the
+// server's current one (NOT_FOUND: that definition is gone, and the call
+// must not silently reach a different tool); arguments that do not match
+// the input schema (VALIDATION, with field violations); and a server that
+// stays disconnected for Config.SessionWait (TRANSIENT, retryable).
+// Errors of the call itself are mapped as described at callError and
+// resultError.
+func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.Result, error) {
+	name := cmp.Or(req.Spec.GetName(), req.Call.GetTool())
+	e.mu.RLock()
+	ts := e.tools[name]
+	e.mu.RUnlock()
+	if ts == nil {
+		return nil, refused(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, "no MCP tool %q in this worker", name)
+	}
+	if !ts.enabled() {
+		te := refused(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, "tool %s is disabled: %s", name, ts.spec.GetDisabledReason())
+		te.Suggestion = fmt.Sprintf("toolctl tools approve %s --hash %s", name, ts.hash)
+		return nil, te
+	}
+	if m := req.Spec.GetMcp(); m != nil && (m.DefinitionHash != ts.hash || m.Server != ts.server.cfg.Name || m.Tool != ts.tool.Name) {
+		return nil, refused(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND,
+			"the call was admitted for definition %s of tool %s, but server %s now offers definition %s; the call was not sent, call the tool again",
+			m.DefinitionHash, name, ts.server.cfg.Name, ts.hash)
+	}
+	args := req.Call.GetArguments()
+	if len(args) == 0 {
+		args = []byte("{}")
+	}
+	if v := registry.ValidateArgs(ts.input, args); len(v) > 0 {
+		te := refused(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "invalid argument %q: %s", v[0].GetField(), v[0].GetMessage())
+		te.Violations = v
+		return nil, te
+	}
+	sess, err := ts.server.session(ctx, time.Duration(e.cfg.SessionWait))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("mcp: waiting for server %s: %w", ts.server.cfg.Name, ctx.Err())
+		}
+		te := refused(toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT, "MCP server %s is not connected: %v", ts.server.cfg.Name, err)
+		te.Retryable = true
+		return nil, te
+	}
+
+	token := "toolwire-" + strconv.FormatUint(e.tokens.Add(1), 10)
+	e.progress.Store(token, ctx)
+	defer e.progress.Delete(token)
+	params := &sdk.CallToolParams{Name: ts.tool.Name, Arguments: json.RawMessage(args)}
+	params.SetProgressToken(token)
+	res, err := sess.CallTool(ctx, params)
+	if err != nil {
+		return nil, callError(ctx, ts, err)
+	}
+	return resultFromMCP(ts, res)
+}
+
+// resultFromMCP maps a CallToolResult: content blocks one to one,
+// structured content as JSON, intents from `_meta`, isError as an error.
+func resultFromMCP(ts *toolState, res *sdk.CallToolResult) (*tool.Result, error) {
+	invalid := func(format string, args ...any) *tool.Error {
+		return &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, SideEffects: sideEffectsMaybe,
+			Message: fmt.Sprintf("MCP server %s returned an invalid result: ", ts.server.cfg.Name) + fmt.Sprintf(format, args...)}
+	}
+	content, err := ContentFromMCP(res.Content)
+	if err != nil {
+		return nil, invalid("%v", err)
+	}
+	var structured []byte
+	if res.StructuredContent != nil {
+		if structured, err = json.Marshal(res.StructuredContent); err != nil {
+			return nil, invalid("structured content: %v", err)
+		}
+	}
+	if res.IsError {
+		return nil, resultError(ts, res, content, structured)
+	}
+	intents, err := intentsFromMeta(res.Meta)
+	if err != nil {
+		return nil, invalid("%v", err)
+	}
+	return &tool.Result{Content: content, Structured: structured, Intents: intents}, nil
+}
+
+// onProgress forwards a progress notification to the call that sent its
+// token, as tool.Progress on the call's context. Percent is
+// progress/total*100 when the server gives a total, else unknown (-1).
+func (e *Executor) onProgress(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+	if req.Params == nil {
+		return
+	}
+	v, ok := e.progress.Load(fmt.Sprint(req.Params.ProgressToken))
+	if !ok {
+		return // the call has returned
+	}
+	pct := -1.0
+	if t := req.Params.Total; t > 0 {
+		pct = min(max(req.Params.Progress/t*100, 0), 100)
+	}
+	msg := req.Params.Message
+	if msg == "" && req.Params.Total > 0 {
+		msg = fmt.Sprintf("%g/%g", req.Params.Progress, req.Params.Total)
+	}
+	tool.Progress(v.(context.Context), msg, pct)
+}
+
+// Close stops the executor in this order: stop reconnecting and watching;
+// close every session (a stdio server gets its stdin closed, then SIGTERM
+// and SIGKILL each after Config.TerminateDuration; its process group is
+// killed in any case); wait for every goroutine. If ctx ends first, every
+// stdio server's process group is killed at once and Close still waits
+// for the goroutines, then returns ctx's error. Calls in flight fail
+// TRANSIENT. Close is idempotent.
+func (e *Executor) Close(ctx context.Context) error {
+	e.closeOnce.Do(e.cancel)
+	done := make(chan struct{})
+	go func() { e.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	for _, s := range e.servers {
+		s.killNow()
+	}
+	<-done
+	return fmt.Errorf("mcp: close: %w", ctx.Err())
+}
+
+// approve returns the approved definition hash of name, recording hash
+// when none is (trust on first use).
+func (e *Executor) approve(ctx context.Context, name, hash string) (string, error) {
+	if e.kv != nil {
+		return registry.ApproveFirst(ctx, e.kv, name, hash)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if a, ok := e.memApproved[name]; ok {
+		return a, nil
+	}
+	e.memApproved[name] = hash
+	return hash, nil
+}
+
+// reconcile replaces the tools of s with those the server lists now, and
+// publishes what changed for tools already handed out.
+func (e *Executor) reconcile(ctx context.Context, s *server, listed []*sdk.Tool) error {
+	byName := map[string][]*sdk.Tool{}
+	for _, t := range listed {
+		name, err := ToolName(s.cfg.Name, t.Name)
+		if err != nil {
+			s.log.WarnContext(ctx, "MCP tool not imported", "tool", t.Name, "error", err)
+			continue
+		}
+		byName[name] = append(byName[name], t)
+	}
+	next := map[string]*toolState{}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		ts := byName[name]
+		if len(ts) > 1 {
+			var orig []string
+			for _, t := range ts {
+				orig = append(orig, t.Name)
+			}
+			s.log.WarnContext(ctx, "MCP tools not imported: their names collide once sanitized", "name", name, "tools", orig)
+			continue
+		}
+		t := ts[0]
+		hash, err := DefinitionHash(t)
+		if err != nil {
+			s.log.WarnContext(ctx, "MCP tool not imported", "tool", t.Name, "error", err)
+			continue
+		}
+		spec, err := buildSpec(s.cfg.Name, name, t, hash)
+		if err != nil {
+			s.log.WarnContext(ctx, "MCP tool not imported", "tool", t.Name, "error", err)
+			continue
+		}
+		approved, err := e.approve(ctx, name, hash)
+		if err != nil {
+			return err
+		}
+		input, err := registry.DefaultSchemas.Compile(spec.InputSchemaJson)
+		if err != nil { // Check compiled it already
+			return fmt.Errorf("tool %s: input schema: %w", name, err)
+		}
+		st := &toolState{server: s, tool: t, hash: hash, approved: approved, spec: spec, input: input}
+		if !st.enabled() {
+			spec.Disabled, spec.DisabledReason = true, changedReason(name, approved, hash)
+			s.log.WarnContext(ctx, "MCP tool definition differs from the approved one; tool disabled",
+				"tool", name, "approved", approved, "current", hash)
+		}
+		next[name] = st
+	}
+
+	var publish []*toolwirev1.ToolSpec
+	changed := false
+	e.mu.Lock()
+	for name, old := range e.tools {
+		if old.server != s {
+			continue
+		}
+		if _, ok := next[name]; ok {
+			continue
+		}
+		delete(e.tools, name)
+		changed = true
+		s.log.WarnContext(ctx, "MCP server no longer offers the tool; tool disabled", "tool", name)
+		if e.handed[name] {
+			gone := proto.CloneOf(old.spec)
+			gone.Disabled = true
+			gone.DisabledReason = fmt.Sprintf("MCP server %s no longer offers tool %q", s.cfg.Name, old.tool.Name)
+			publish = append(publish, gone)
+		}
+	}
+	for name, st := range next {
+		old := e.tools[name]
+		if old != nil && proto.Equal(old.spec, st.spec) && old.approved == st.approved {
+			continue
+		}
+		e.tools[name] = st
+		changed = true
+		if e.handed[name] {
+			publish = append(publish, proto.CloneOf(st.spec))
+		}
+	}
+	e.mu.Unlock()
+
+	s.log.DebugContext(ctx, "MCP tools discovered", "tools", len(next), "changed", changed)
+	if changed {
+		e.notifyChanged()
+	}
+	return e.publish(ctx, publish)
+}
+
+// publish writes specs into the registry, if there is one.
+func (e *Executor) publish(ctx context.Context, specs []*toolwirev1.ToolSpec) error {
+	if e.kv == nil || len(specs) == 0 {
+		return nil
+	}
+	slices.SortFunc(specs, func(a, b *toolwirev1.ToolSpec) int { return cmp.Compare(a.Name, b.Name) })
+	if _, err := registry.Publish(ctx, e.kv, specs); err != nil {
+		return fmt.Errorf("mcp: publish specs: %w", err)
+	}
+	for _, s := range specs {
+		e.log.InfoContext(ctx, "MCP tool spec published", "tool", s.Name, "disabled", s.Disabled,
+			"definition_hash", s.GetMcp().GetDefinitionHash())
+	}
+	return nil
+}
+
+// watchApprovals applies approvals recorded in the registry (ApproveTool,
+// toolctl tools approve) to the tools held, until Close.
+func (e *Executor) watchApprovals(w jetstream.KeyWatcher) {
+	defer e.wg.Done()
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case ent, ok := <-w.Updates():
+			if !ok {
+				e.log.Error("approval watch ended; approvals are no longer applied until restart")
+				return
+			}
+			if ent == nil || ent.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			name := ent.Key()[len(registry.ApprovalPrefix):]
+			if err := e.applyApproval(e.ctx, name, string(ent.Value())); err != nil && e.ctx.Err() == nil {
+				e.log.Error("applying an approval", "tool", name, "error", err)
+			}
+		}
+	}
+}
+
+// applyApproval records approved as the approved hash of name and
+// enables or disables the tool accordingly.
+func (e *Executor) applyApproval(ctx context.Context, name, approved string) error {
+	e.mu.Lock()
+	old := e.tools[name]
+	if old == nil || old.approved == approved {
+		e.mu.Unlock()
+		return nil
+	}
+	st := *old
+	st.approved = approved
+	st.spec = proto.CloneOf(old.spec)
+	st.spec.Disabled, st.spec.DisabledReason = false, ""
+	if !st.enabled() {
+		st.spec.Disabled, st.spec.DisabledReason = true, changedReason(name, approved, st.hash)
+	}
+	e.tools[name] = &st
+	handed := e.handed[name]
+	e.mu.Unlock()
+
+	e.log.InfoContext(ctx, "MCP tool approval changed", "tool", name, "approved", approved,
+		"current", st.hash, "enabled", st.enabled())
+	e.notifyChanged()
+	if !handed {
+		return nil
+	}
+	return e.publish(ctx, []*toolwirev1.ToolSpec{proto.CloneOf(st.spec)})
+}

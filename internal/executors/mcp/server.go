@@ -1,0 +1,225 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// server holds the one session to one configured MCP server and keeps it
+// up: it connects, imports the tools, follows tools/list_changed, and
+// reconnects (restarting a stdio server) with backoff when the session
+// ends.
+type server struct {
+	e      *Executor
+	cfg    ServerConfig
+	log    *slog.Logger
+	client *sdk.Client
+
+	// listChanged is signalled by the notification handler; the run loop
+	// lists the tools again (never on the SDK's receiving goroutine).
+	listChanged chan struct{}
+
+	// first is closed after the first connection attempt; firstErr is its
+	// outcome.
+	first    chan struct{}
+	firstErr error
+
+	mu   sync.Mutex
+	sess *sdk.ClientSession
+	// up is closed while sess is set and replaced by an open channel when
+	// the session ends, so calls can wait for the next one.
+	up   chan struct{}
+	proc *stdioProcess
+}
+
+func newServer(e *Executor, cfg ServerConfig) *server {
+	s := &server{
+		e:           e,
+		cfg:         cfg,
+		log:         e.log.With("server", cfg.Name),
+		listChanged: make(chan struct{}, 1),
+		first:       make(chan struct{}),
+		up:          make(chan struct{}),
+	}
+	s.client = sdk.NewClient(&sdk.Implementation{Name: "toolwire", Version: "1"}, &sdk.ClientOptions{
+		// No roots, sampling or elicitation: a worker has no user or model
+		// to ask.
+		Capabilities: &sdk.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			select {
+			case s.listChanged <- struct{}{}:
+			default:
+			}
+		},
+		ProgressNotificationHandler: e.onProgress,
+	})
+	return s
+}
+
+// run keeps the server connected until ctx ends.
+func (s *server) run(ctx context.Context) {
+	defer s.e.wg.Done()
+	b := backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(time.Duration(s.e.cfg.MinBackoff)),
+		backoff.WithMaxInterval(time.Duration(s.e.cfg.MaxBackoff)),
+		backoff.WithMaxElapsedTime(0),
+	)
+	firstAttempt := true
+	for {
+		started := time.Now()
+		served, err := s.serve(ctx, firstAttempt)
+		firstAttempt = false
+		if ctx.Err() != nil {
+			return
+		}
+		if served && time.Since(started) > time.Duration(s.e.cfg.MaxBackoff) {
+			b.Reset() // a session that lived long is not a crash loop
+		}
+		delay := b.NextBackOff()
+		s.log.WarnContext(ctx, "MCP server session ended; reconnecting", "error", err, "delay", delay)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// serve makes one connection, imports the tools and serves the session
+// until it ends or ctx does. served reports whether a session came up.
+func (s *server) serve(ctx context.Context, firstAttempt bool) (served bool, err error) {
+	sess, proc, err := s.connect(ctx)
+	if firstAttempt {
+		s.firstErr = err
+		close(s.first)
+	}
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	s.sess, s.proc = sess, proc
+	close(s.up)
+	s.mu.Unlock()
+	s.log.InfoContext(ctx, "MCP server connected")
+
+	done := make(chan struct{})
+	go func() { _ = sess.Wait(); close(done) }()
+	defer func() {
+		s.mu.Lock()
+		s.sess = nil
+		s.up = make(chan struct{})
+		s.mu.Unlock()
+		_ = sess.Close()
+		proc.killGroup()
+		s.mu.Lock()
+		s.proc = nil
+		s.mu.Unlock()
+		<-done
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return true, ctx.Err()
+		case <-done:
+			return true, errors.New("connection lost")
+		case <-s.listChanged:
+			lctx, cancel := context.WithTimeout(ctx, time.Duration(s.e.cfg.ConnectTimeout))
+			err := s.discover(lctx, sess)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				s.log.ErrorContext(ctx, "listing tools after tools/list_changed", "error", err)
+			}
+		}
+	}
+}
+
+// connect starts or dials the server, initializes a session and imports
+// its tools, within Config.ConnectTimeout.
+func (s *server) connect(ctx context.Context) (*sdk.ClientSession, *stdioProcess, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(s.e.cfg.ConnectTimeout))
+	defer cancel()
+	var (
+		t    sdk.Transport
+		proc *stdioProcess
+	)
+	if s.cfg.Stdio != nil {
+		t, proc = newStdioTransport(s.cfg, time.Duration(s.e.cfg.TerminateDuration), s.log)
+	} else {
+		ht, err := newHTTPTransport(s.cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		t = ht
+	}
+	sess, err := s.client.Connect(ctx, t, nil)
+	if err != nil {
+		proc.killGroup()
+		if proc != nil && proc.cmd.Process != nil {
+			_ = proc.cmd.Wait()
+		}
+		return nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	if err := s.discover(ctx, sess); err != nil {
+		_ = sess.Close()
+		proc.killGroup()
+		return nil, nil, err
+	}
+	return sess, proc, nil
+}
+
+// discover lists the server's tools and reconciles the executor's.
+func (s *server) discover(ctx context.Context, sess *sdk.ClientSession) error {
+	var tools []*sdk.Tool
+	for t, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("list tools: %w", err)
+		}
+		tools = append(tools, t)
+	}
+	return s.e.reconcile(ctx, s, tools)
+}
+
+// session returns the current session, waiting up to wait for one.
+func (s *server) session(ctx context.Context, wait time.Duration) (*sdk.ClientSession, error) {
+	var timeout <-chan time.Time
+	for {
+		s.mu.Lock()
+		sess, up := s.sess, s.up
+		s.mu.Unlock()
+		if sess != nil {
+			return sess, nil
+		}
+		if timeout == nil {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-up:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timeout:
+			return nil, fmt.Errorf("%w after %s", errNoSession, wait)
+		case <-s.e.ctx.Done():
+			return nil, errors.New("executor closed")
+		}
+	}
+}
+
+// killNow kills the process group of a stdio server at once (Close past
+// its grace period).
+func (s *server) killNow() {
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	p.killGroup()
+}
