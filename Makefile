@@ -24,7 +24,7 @@ BENCH_FLAGS  ?=
 BREAKING_AGAINST ?=
 
 .PHONY: help run build generate verify lint test bench clean \
-	verify-proto-format verify-proto-lint verify-generated verify-mod verify-breaking verify-selftest
+	verify-proto-format verify-proto-lint verify-generated verify-mod verify-breaking verify-selftest mcp-everything
 
 help: ## list the targets
 	@echo 'usage: make <target> [VAR=value ...]'
@@ -84,8 +84,16 @@ lint: ## gofmt, go vet and the pinned staticcheck
 
 # go test also runs every fuzz target's seed corpus (testdata/fuzz and
 # f.Add); fuzzing proper is `go test -fuzz`.
-test: ## run every test with the race detector
+test: mcp-everything ## run every test with the race detector
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
+
+# The npm reference MCP server the mcp executor's tests run against,
+# installed from the committed lockfile (only when missing or stale).
+mcp-everything: testdata/mcp-everything/node_modules/.package-lock.json ## install the MCP reference server for the tests (npm ci)
+
+testdata/mcp-everything/node_modules/.package-lock.json: testdata/mcp-everything/package-lock.json
+	npm ci --prefix testdata/mcp-everything --no-audit --no-fund
+	touch $@
 
 bench: ## run the benchmark suite (results for BENCHMARKS.md)
 	$(GO) run ./cmd/toolwire-bench -suite $(BENCH_FLAGS)

@@ -237,4 +237,6 @@ type metaError struct {
 	Suggestion   string `json:"suggestion"`
 }
 
-func (me metaError) retryAfter() time.Duration { return time.Duration(me.RetryAfterMs) * time.Millisecond }
+func (me metaError) retryAfter() time.Duration {
+	return time.Duration(me.RetryAfterMs) * time.Millisecond
+}
