@@ -36,7 +36,9 @@ type Bus struct {
 	// audit horizon, beyond the stream's duplicate window.
 	Idempotency jetstream.KeyValue
 	Registry    jetstream.KeyValue
-	Blobs       jetstream.ObjectStore
+	// Sessions holds the reference intent applier's session states.
+	Sessions jetstream.KeyValue
+	Blobs    jetstream.ObjectStore
 }
 
 // Options tune the JetStream context of a Bus.
@@ -196,6 +198,16 @@ func (b *Bus) ensure(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("bus: kv %s: %w", c.RegistryBucket(), err)
+	}
+	b.Sessions, err = b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      c.SessionsBucket(),
+		Description: "toolwire session states (reference intent applier)",
+		TTL:         c.CallsMaxAge,
+		Storage:     jetstream.FileStorage,
+		Replicas:    c.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("bus: kv %s: %w", c.SessionsBucket(), err)
 	}
 	b.Blobs, err = b.JS.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      c.BlobBucket(),

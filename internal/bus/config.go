@@ -111,6 +111,9 @@ func (c Config) ReaperConsumer() string { return c.Prefix + "_reaper" }
 // CancelBucket is the name of the cancel KV bucket.
 func (c Config) CancelBucket() string { return c.Prefix + "_cancels" }
 
+// SessionsBucket is the name of the session-state KV bucket.
+func (c Config) SessionsBucket() string { return c.Prefix + "_sessions" }
+
 // RegistryBucket is the name of the registry KV bucket.
 func (c Config) RegistryBucket() string { return c.Prefix + "_registry" }
 

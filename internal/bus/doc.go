@@ -15,6 +15,7 @@
 //	KV     toolwire_cancels     <tenant>.<call_id>                              cancel tombstones with per-key TTL
 //	KV     toolwire_idempotency sha256(tenant, key)                             idempotency keys for the audit horizon
 //	KV     toolwire_registry    <tool> and versions.<tool>.<version>            ToolSpec values
+//	KV     toolwire_sessions    <tenant>.<session>                              session states of the reference intent applier
 //	Object toolwire_blobs                                                       outputs over the inline limit
 //
 // Subject tokens from user input pass through Token, so `.`, `*`, `>` and

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/lazy"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -45,6 +46,7 @@ type Dispatcher struct {
 
 	callsStream string // cached: the name is computed from the prefix
 	lazyRecords *lazy.Queue
+	applier     *intents.Applier
 }
 
 // New returns a Dispatcher over b and the registry store reg (which the
@@ -55,9 +57,9 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 		return nil, err
 	}
 	return &Dispatcher{bus: b, reg: reg, cfg: cfg, subj: b.Subjects, callsStream: b.Config.CallsStream(),
-		lazyRecords: lazy.NewQueue(cfg.AcceptedRecordDelay),
-		log:         cfg.Logger.With("component", "dispatcher", "dispatcher", cfg.Name),
-		waiters:     map[string][]chan []byte{}}, nil
+		lazyRecords: lazy.NewQueue(cfg.AcceptedRecordDelay), applier: intents.NewApplier(b.Sessions, intents.ApplierConfig{}),
+		log:     cfg.Logger.With("component", "dispatcher", "dispatcher", cfg.Name),
+		waiters: map[string][]chan []byte{}}, nil
 }
 
 // Name is the replica's routing name.
@@ -194,6 +196,67 @@ func (d *Dispatcher) Submit(ctx context.Context, id Identity, o *toolwirev1.Call
 // Call admits a call and waits up to wait (0 = the default) for its
 // terminal response. When the wait ends first the state is PENDING.
 func (d *Dispatcher) Call(ctx context.Context, id Identity, o *toolwirev1.CallRequest, wait time.Duration) (*toolwirev1.CallResponse, error) {
+	if !o.ApplyIntents {
+		return d.call(ctx, id, o, wait)
+	}
+	if o.Session == "" {
+		return nil, ErrNoSession
+	}
+	resp, err := d.call(ctx, id, o, wait)
+	if err != nil || resp.State != toolwirev1.CallState_CALL_STATE_DONE {
+		return resp, err
+	}
+	sess, _, _, err := d.applier.Apply(ctx, id.Tenant, o.Session, resp.CallId, resp.Response.GetIntents())
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: apply intents of %s: %w", resp.CallId, err)
+	}
+	resp.Session = sess
+	return resp, nil
+}
+
+// ErrNoSession: intents were to be applied, but the call names no session.
+var ErrNoSession = errors.New("dispatch: apply_intents needs a session")
+
+// GetSession returns the reference applier's state of a session of the
+// caller's tenant.
+func (d *Dispatcher) GetSession(ctx context.Context, id Identity, session string) (*toolwirev1.Session, error) {
+	if session == "" {
+		return nil, ErrNoSession
+	}
+	return d.applier.Get(ctx, id.Tenant, session)
+}
+
+// ApplyIntents applies the intents of a finished call of the caller's
+// tenant to the call's session, each once. It returns ErrUnknownCall for a
+// call it does not know, ErrNotFinished while the call runs, and
+// ErrNoSession when the call named no session.
+func (d *Dispatcher) ApplyIntents(ctx context.Context, id Identity, callID string) (*toolwirev1.ApplyIntentsResponse, error) {
+	r, err := d.GetResult(ctx, id, callID, 0)
+	if err != nil {
+		return nil, err
+	}
+	switch r.State {
+	case toolwirev1.CallState_CALL_STATE_DONE:
+	case toolwirev1.CallState_CALL_STATE_PENDING:
+		return nil, ErrNotFinished
+	default:
+		return nil, ErrUnknownCall
+	}
+	session := r.Response.GetMeta().GetSession()
+	if session == "" {
+		return nil, ErrNoSession
+	}
+	sess, applied, skipped, err := d.applier.Apply(ctx, id.Tenant, session, callID, r.Response.GetIntents())
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: apply intents of %s: %w", callID, err)
+	}
+	return &toolwirev1.ApplyIntentsResponse{Session: sess, Applied: int32(applied), Skipped: int32(skipped)}, nil
+}
+
+// ErrNotFinished: the call has no result yet.
+var ErrNotFinished = errors.New("dispatch: the call has not finished")
+
+func (d *Dispatcher) call(ctx context.Context, id Identity, o *toolwirev1.CallRequest, wait time.Duration) (*toolwirev1.CallResponse, error) {
 	s, w, err := d.submit(ctx, id, o, true)
 	if err != nil {
 		return nil, err

@@ -92,7 +92,7 @@ func (d *Dispatcher) reap(ctx context.Context, advisory []byte) error {
 	}
 	now := time.Now()
 	resp := &toolwirev1.ToolResponse{EnvelopeVersion: 1, CallId: call.CallId, Tool: call.Tool, Error: te,
-		Meta: &toolwirev1.ResponseMeta{Source: "dlq", Attempt: int32(adv.Deliveries), SpecVersion: call.SpecVersion,
+		Meta: &toolwirev1.ResponseMeta{Source: "dlq", Attempt: int32(adv.Deliveries), SpecVersion: call.SpecVersion, Session: call.GetCaller().GetSession(),
 			AcceptedAt: call.AcceptedAt, StartedAt: timestamppb.New(now), FinishedAt: timestamppb.New(now), Duration: durationpb.New(0)}}
 	data, err := proto.Marshal(resp)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"connectrpc.com/connect"
+	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
@@ -71,6 +72,12 @@ func toConnectErr(err error) error {
 		return connect.NewError(connect.CodeCanceled, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return connect.NewError(connect.CodeDeadlineExceeded, err)
+	case errors.Is(err, ErrNoSession):
+		return connect.NewError(connect.CodeInvalidArgument, err)
+	case errors.Is(err, ErrNotFinished), errors.Is(err, intents.ErrContention):
+		return connect.NewError(connect.CodeFailedPrecondition, err)
+	case errors.Is(err, ErrUnknownCall):
+		return connect.NewError(connect.CodeNotFound, err)
 	}
 	return connect.NewError(connect.CodeInternal, err)
 }
@@ -229,4 +236,31 @@ func (s *Service) ApproveTool(ctx context.Context, req *connect.Request[toolwire
 		return nil, connect.NewError(connect.CodeUnavailable, err)
 	}
 	return connect.NewResponse(&toolwirev1.ApproveToolResponse{Tool: ent.Spec}), nil
+}
+
+// GetSession returns the state the reference applier keeps for a session
+// of the caller's tenant.
+func (s *Service) GetSession(ctx context.Context, req *connect.Request[toolwirev1.GetSessionRequest]) (*connect.Response[toolwirev1.GetSessionResponse], error) {
+	id, err := identity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := s.d.GetSession(ctx, id, req.Msg.Session)
+	if err != nil {
+		return nil, toConnectErr(err)
+	}
+	return connect.NewResponse(&toolwirev1.GetSessionResponse{Session: sess}), nil
+}
+
+// ApplyIntents applies a finished call's intents to its session.
+func (s *Service) ApplyIntents(ctx context.Context, req *connect.Request[toolwirev1.ApplyIntentsRequest]) (*connect.Response[toolwirev1.ApplyIntentsResponse], error) {
+	id, err := identity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.d.ApplyIntents(ctx, id, req.Msg.CallId)
+	if err != nil {
+		return nil, toConnectErr(err)
+	}
+	return connect.NewResponse(resp), nil
 }

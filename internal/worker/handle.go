@@ -13,6 +13,7 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/executors"
 	"github.com/toolwire/toolwire/internal/failpoint"
+	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/lazy"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -208,6 +209,17 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 		finished := time.Now()
 		w.executed.Add(1)
 		if execErr == nil {
+			if err := intents.Check(spec, res.Intents); err != nil {
+				// The tool ran: its side effects happened, but its intents
+				// must not reach an orchestrator.
+				w.stats.badIntents.Add(1)
+				log.Error("tool returned invalid intents; answering INTERNAL", "err", err)
+				w.finish(ctx, msg, call, log, w.errorResponse(call, spec, &toolwirev1.ToolError{
+					Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, Message: "the tool returned invalid intents: " + err.Error(),
+					PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_POSSIBLE,
+				}, started, finished))
+				return
+			}
 			w.finish(ctx, msg, call, log, w.okResponse(call, spec, res, started, finished))
 			return
 		}
@@ -584,7 +596,7 @@ func preExecError(t toolwirev1.ErrorType, msg string) *toolwirev1.ToolError {
 
 func (w *Worker) meta(call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, started, finished time.Time) *toolwirev1.ResponseMeta {
 	m := &toolwirev1.ResponseMeta{
-		Worker: w.cfg.Name, Attempt: call.Attempt, Source: "worker",
+		Worker: w.cfg.Name, Attempt: call.Attempt, Source: "worker", Session: call.GetCaller().GetSession(),
 		StartedAt: timestamppb.New(started), FinishedAt: timestamppb.New(finished),
 		Duration: durationpb.New(finished.Sub(started)), AcceptedAt: call.AcceptedAt, SpecVersion: call.SpecVersion,
 	}

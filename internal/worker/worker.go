@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/lazy"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -54,6 +55,7 @@ type stats struct {
 	retries         atomic.Int64
 	abandoned       atomic.Int64
 	unknownOutcomes atomic.Int64
+	badIntents      atomic.Int64
 }
 
 // Stats is a snapshot of a worker's counters.
@@ -67,6 +69,9 @@ type Stats struct {
 	Abandoned int64
 	// UnknownOutcomes counts calls answered UNKNOWN_OUTCOME.
 	UnknownOutcomes int64
+	// IntentViolations counts results refused because the tool returned
+	// undeclared or malformed intents.
+	IntentViolations int64
 	// InFlight is the number of calls being handled now.
 	InFlight int64
 }
@@ -74,7 +79,7 @@ type Stats struct {
 // Stats returns the worker's counters.
 func (w *Worker) Stats() Stats {
 	return Stats{Executed: w.executed.Load(), Retries: w.stats.retries.Load(), Abandoned: w.stats.abandoned.Load(),
-		UnknownOutcomes: w.stats.unknownOutcomes.Load(), InFlight: w.inflight.Load()}
+		UnknownOutcomes: w.stats.unknownOutcomes.Load(), IntentViolations: w.stats.badIntents.Load(), InFlight: w.inflight.Load()}
 }
 
 // New returns a Worker; it does nothing until Start.
@@ -119,6 +124,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	for _, spec := range w.cfg.Specs {
 		if err := registry.Check(spec); err != nil {
 			return fmt.Errorf("worker: %w", err)
+		}
+		if err := intents.CheckSpec(spec); err != nil {
+			return fmt.Errorf("worker: tool %q: %w", spec.GetName(), err)
 		}
 		stamped = append(stamped, registry.Stamp(spec))
 	}

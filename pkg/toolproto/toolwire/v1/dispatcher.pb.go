@@ -11,6 +11,7 @@ import (
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	structpb "google.golang.org/protobuf/types/known/structpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -222,7 +223,11 @@ type CallRequest struct {
 	ApprovalToken   string               `protobuf:"bytes,12,opt,name=approval_token,json=approvalToken,proto3" json:"approval_token,omitempty"`
 	// Longest wait for the response; default 60s. When it passes the call
 	// keeps running and the answer is PENDING with the call id.
-	Wait          *durationpb.Duration `protobuf:"bytes,13,opt,name=wait,proto3" json:"wait,omitempty"`
+	Wait *durationpb.Duration `protobuf:"bytes,13,opt,name=wait,proto3" json:"wait,omitempty"`
+	// Apply the response's intents to the session (the reference applier)
+	// before answering; the session's state is returned in
+	// CallResponse.session. Needs `session`.
+	ApplyIntents  bool `protobuf:"varint,14,opt,name=apply_intents,json=applyIntents,proto3" json:"apply_intents,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -348,11 +353,20 @@ func (x *CallRequest) GetWait() *durationpb.Duration {
 	return nil
 }
 
+func (x *CallRequest) GetApplyIntents() bool {
+	if x != nil {
+		return x.ApplyIntents
+	}
+	return false
+}
+
 type CallResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CallId        string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
-	State         CallState              `protobuf:"varint,2,opt,name=state,proto3,enum=toolwire.v1.CallState" json:"state,omitempty"`
-	Response      *ToolResponse          `protobuf:"bytes,3,opt,name=response,proto3" json:"response,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	CallId   string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	State    CallState              `protobuf:"varint,2,opt,name=state,proto3,enum=toolwire.v1.CallState" json:"state,omitempty"`
+	Response *ToolResponse          `protobuf:"bytes,3,opt,name=response,proto3" json:"response,omitempty"`
+	// The session after applying the response's intents (apply_intents).
+	Session       *Session `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -404,6 +418,13 @@ func (x *CallResponse) GetState() CallState {
 func (x *CallResponse) GetResponse() *ToolResponse {
 	if x != nil {
 		return x.Response
+	}
+	return nil
+}
+
+func (x *CallResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
 	}
 	return nil
 }
@@ -1229,11 +1250,422 @@ func (x *ApproveToolResponse) GetTool() *ToolSpec {
 	return nil
 }
 
+// Session is the state the reference intent applier keeps for one agent
+// session: what the built-in intents change.
+type Session struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Tenant  string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Session string                 `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	// SET_STATE values by key, as JSON text.
+	StateJson map[string]string `protobuf:"bytes,3,rep,name=state_json,json=stateJson,proto3" json:"state_json,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// END_SESSION: the session is over (reason in end_reason).
+	Ended              bool   `protobuf:"varint,4,opt,name=ended,proto3" json:"ended,omitempty"`
+	EndReason          string `protobuf:"bytes,5,opt,name=end_reason,json=endReason,proto3" json:"end_reason,omitempty"`
+	SuppressAudio      bool   `protobuf:"varint,6,opt,name=suppress_audio,json=suppressAudio,proto3" json:"suppress_audio,omitempty"`
+	SuppressTranscript bool   `protobuf:"varint,7,opt,name=suppress_transcript,json=suppressTranscript,proto3" json:"suppress_transcript,omitempty"`
+	// SET_PENDING_MESSAGE: the message to say next; empty = none.
+	PendingMessage string `protobuf:"bytes,8,opt,name=pending_message,json=pendingMessage,proto3" json:"pending_message,omitempty"`
+	// Every intent applied, in order (the most recent ones kept).
+	Log []*AppliedIntent `protobuf:"bytes,9,rep,name=log,proto3" json:"log,omitempty"`
+	// Bumped by every change.
+	Revision  uint64                 `protobuf:"varint,10,opt,name=revision,proto3" json:"revision,omitempty"`
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// Keys ("<call_id>/<intent_id>") of the most recently applied intents,
+	// remembered so that a repeated delivery applies nothing twice.
+	Applied       []string `protobuf:"bytes,12,rep,name=applied,proto3" json:"applied,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Session) Reset() {
+	*x = Session{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Session) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Session) ProtoMessage() {}
+
+func (x *Session) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Session.ProtoReflect.Descriptor instead.
+func (*Session) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Session) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *Session) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *Session) GetStateJson() map[string]string {
+	if x != nil {
+		return x.StateJson
+	}
+	return nil
+}
+
+func (x *Session) GetEnded() bool {
+	if x != nil {
+		return x.Ended
+	}
+	return false
+}
+
+func (x *Session) GetEndReason() string {
+	if x != nil {
+		return x.EndReason
+	}
+	return ""
+}
+
+func (x *Session) GetSuppressAudio() bool {
+	if x != nil {
+		return x.SuppressAudio
+	}
+	return false
+}
+
+func (x *Session) GetSuppressTranscript() bool {
+	if x != nil {
+		return x.SuppressTranscript
+	}
+	return false
+}
+
+func (x *Session) GetPendingMessage() string {
+	if x != nil {
+		return x.PendingMessage
+	}
+	return ""
+}
+
+func (x *Session) GetLog() []*AppliedIntent {
+	if x != nil {
+		return x.Log
+	}
+	return nil
+}
+
+func (x *Session) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *Session) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *Session) GetApplied() []string {
+	if x != nil {
+		return x.Applied
+	}
+	return nil
+}
+
+// AppliedIntent is one intent the applier applied.
+type AppliedIntent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CallId        string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	IntentId      string                 `protobuf:"bytes,2,opt,name=intent_id,json=intentId,proto3" json:"intent_id,omitempty"`
+	Type          string                 `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
+	PayloadJson   string                 `protobuf:"bytes,4,opt,name=payload_json,json=payloadJson,proto3" json:"payload_json,omitempty"`
+	AppliedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=applied_at,json=appliedAt,proto3" json:"applied_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppliedIntent) Reset() {
+	*x = AppliedIntent{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppliedIntent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppliedIntent) ProtoMessage() {}
+
+func (x *AppliedIntent) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppliedIntent.ProtoReflect.Descriptor instead.
+func (*AppliedIntent) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *AppliedIntent) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *AppliedIntent) GetIntentId() string {
+	if x != nil {
+		return x.IntentId
+	}
+	return ""
+}
+
+func (x *AppliedIntent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *AppliedIntent) GetPayloadJson() string {
+	if x != nil {
+		return x.PayloadJson
+	}
+	return ""
+}
+
+func (x *AppliedIntent) GetAppliedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AppliedAt
+	}
+	return nil
+}
+
+type GetSessionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSessionRequest) Reset() {
+	*x = GetSessionRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSessionRequest) ProtoMessage() {}
+
+func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
+func (*GetSessionRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *GetSessionRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+type GetSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSessionResponse) Reset() {
+	*x = GetSessionResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSessionResponse) ProtoMessage() {}
+
+func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
+func (*GetSessionResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *GetSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+type ApplyIntentsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CallId        string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyIntentsRequest) Reset() {
+	*x = ApplyIntentsRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyIntentsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyIntentsRequest) ProtoMessage() {}
+
+func (x *ApplyIntentsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyIntentsRequest.ProtoReflect.Descriptor instead.
+func (*ApplyIntentsRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ApplyIntentsRequest) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+type ApplyIntentsResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// Intents of the call applied now; ones applied before are skipped.
+	Applied       int32 `protobuf:"varint,2,opt,name=applied,proto3" json:"applied,omitempty"`
+	Skipped       int32 `protobuf:"varint,3,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyIntentsResponse) Reset() {
+	*x = ApplyIntentsResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyIntentsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyIntentsResponse) ProtoMessage() {}
+
+func (x *ApplyIntentsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyIntentsResponse.ProtoReflect.Descriptor instead.
+func (*ApplyIntentsResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ApplyIntentsResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *ApplyIntentsResponse) GetApplied() int32 {
+	if x != nil {
+		return x.Applied
+	}
+	return 0
+}
+
+func (x *ApplyIntentsResponse) GetSkipped() int32 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
 var File_toolwire_v1_dispatcher_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\n" +
-	"\x1ctoolwire/v1/dispatcher.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x17toolwire/v1/event.proto\x1a\x1atoolwire/v1/response.proto\x1a\x16toolwire/v1/spec.proto\"\x83\x04\n" +
+	"\x1ctoolwire/v1/dispatcher.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17toolwire/v1/event.proto\x1a\x1atoolwire/v1/response.proto\x1a\x16toolwire/v1/spec.proto\"\xa8\x04\n" +
 	"\vCallRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
@@ -1248,11 +1680,13 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	" \x01(\v2\x19.google.protobuf.DurationR\x0fscheduleToStart\x12E\n" +
 	"\x11schedule_to_close\x18\v \x01(\v2\x19.google.protobuf.DurationR\x0fscheduleToClose\x12%\n" +
 	"\x0eapproval_token\x18\f \x01(\tR\rapprovalToken\x12-\n" +
-	"\x04wait\x18\r \x01(\v2\x19.google.protobuf.DurationR\x04wait\"\x8c\x01\n" +
+	"\x04wait\x18\r \x01(\v2\x19.google.protobuf.DurationR\x04wait\x12#\n" +
+	"\rapply_intents\x18\x0e \x01(\bR\fapplyIntents\"\xbc\x01\n" +
 	"\fCallResponse\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12,\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x16.toolwire.v1.CallStateR\x05state\x125\n" +
-	"\bresponse\x18\x03 \x01(\v2\x19.toolwire.v1.ToolResponseR\bresponse\"\xd6\x03\n" +
+	"\bresponse\x18\x03 \x01(\v2\x19.toolwire.v1.ToolResponseR\bresponse\x12.\n" +
+	"\asession\x18\x04 \x01(\v2\x14.toolwire.v1.SessionR\asession\"\xd6\x03\n" +
 	"\rSubmitRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
@@ -1306,7 +1740,44 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
 	"\x0fdefinition_hash\x18\x02 \x01(\tR\x0edefinitionHash\"@\n" +
 	"\x13ApproveToolResponse\x12)\n" +
-	"\x04tool\x18\x01 \x01(\v2\x15.toolwire.v1.ToolSpecR\x04tool*l\n" +
+	"\x04tool\x18\x01 \x01(\v2\x15.toolwire.v1.ToolSpecR\x04tool\"\x92\x04\n" +
+	"\aSession\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x18\n" +
+	"\asession\x18\x02 \x01(\tR\asession\x12B\n" +
+	"\n" +
+	"state_json\x18\x03 \x03(\v2#.toolwire.v1.Session.StateJsonEntryR\tstateJson\x12\x14\n" +
+	"\x05ended\x18\x04 \x01(\bR\x05ended\x12\x1d\n" +
+	"\n" +
+	"end_reason\x18\x05 \x01(\tR\tendReason\x12%\n" +
+	"\x0esuppress_audio\x18\x06 \x01(\bR\rsuppressAudio\x12/\n" +
+	"\x13suppress_transcript\x18\a \x01(\bR\x12suppressTranscript\x12'\n" +
+	"\x0fpending_message\x18\b \x01(\tR\x0ependingMessage\x12,\n" +
+	"\x03log\x18\t \x03(\v2\x1a.toolwire.v1.AppliedIntentR\x03log\x12\x1a\n" +
+	"\brevision\x18\n" +
+	" \x01(\x04R\brevision\x129\n" +
+	"\n" +
+	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x18\n" +
+	"\aapplied\x18\f \x03(\tR\aapplied\x1a<\n" +
+	"\x0eStateJsonEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb7\x01\n" +
+	"\rAppliedIntent\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x1b\n" +
+	"\tintent_id\x18\x02 \x01(\tR\bintentId\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\tR\x04type\x12!\n" +
+	"\fpayload_json\x18\x04 \x01(\tR\vpayloadJson\x129\n" +
+	"\n" +
+	"applied_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt\"-\n" +
+	"\x11GetSessionRequest\x12\x18\n" +
+	"\asession\x18\x01 \x01(\tR\asession\"D\n" +
+	"\x12GetSessionResponse\x12.\n" +
+	"\asession\x18\x01 \x01(\v2\x14.toolwire.v1.SessionR\asession\".\n" +
+	"\x13ApplyIntentsRequest\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\"z\n" +
+	"\x14ApplyIntentsResponse\x12.\n" +
+	"\asession\x18\x01 \x01(\v2\x14.toolwire.v1.SessionR\asession\x12\x18\n" +
+	"\aapplied\x18\x02 \x01(\x05R\aapplied\x12\x18\n" +
+	"\askipped\x18\x03 \x01(\x05R\askipped*l\n" +
 	"\tCallState\x12\x1a\n" +
 	"\x16CALL_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12CALL_STATE_PENDING\x10\x01\x12\x13\n" +
@@ -1324,7 +1795,7 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x1aCANCEL_OUTCOME_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CANCEL_OUTCOME_REQUESTED\x10\x01\x12#\n" +
 	"\x1fCANCEL_OUTCOME_ALREADY_FINISHED\x10\x02\x12\x1f\n" +
-	"\x1bCANCEL_OUTCOME_UNKNOWN_CALL\x10\x032\xd7\x04\n" +
+	"\x1bCANCEL_OUTCOME_UNKNOWN_CALL\x10\x032\x80\x06\n" +
 	"\x11DispatcherService\x12;\n" +
 	"\x04Call\x12\x18.toolwire.v1.CallRequest\x1a\x19.toolwire.v1.CallResponse\x12A\n" +
 	"\x06Submit\x12\x1a.toolwire.v1.SubmitRequest\x1a\x1b.toolwire.v1.SubmitResponse\x12O\n" +
@@ -1333,7 +1804,10 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x06Cancel\x12\x1a.toolwire.v1.CancelRequest\x1a\x1b.toolwire.v1.CancelResponse\x12O\n" +
 	"\tListTools\x12\x1d.toolwire.v1.ListToolsRequest\x1a\x1e.toolwire.v1.ListToolsResponse\"\x03\x90\x02\x01\x12I\n" +
 	"\aGetTool\x12\x1b.toolwire.v1.GetToolRequest\x1a\x1c.toolwire.v1.GetToolResponse\"\x03\x90\x02\x01\x12P\n" +
-	"\vApproveTool\x12\x1f.toolwire.v1.ApproveToolRequest\x1a .toolwire.v1.ApproveToolResponseBCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
+	"\vApproveTool\x12\x1f.toolwire.v1.ApproveToolRequest\x1a .toolwire.v1.ApproveToolResponse\x12R\n" +
+	"\n" +
+	"GetSession\x12\x1e.toolwire.v1.GetSessionRequest\x1a\x1f.toolwire.v1.GetSessionResponse\"\x03\x90\x02\x01\x12S\n" +
+	"\fApplyIntents\x12 .toolwire.v1.ApplyIntentsRequest\x1a!.toolwire.v1.ApplyIntentsResponseBCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
 
 var (
 	file_toolwire_v1_dispatcher_proto_rawDescOnce sync.Once
@@ -1348,77 +1822,96 @@ func file_toolwire_v1_dispatcher_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_toolwire_v1_dispatcher_proto_goTypes = []any{
-	(CallState)(0),              // 0: toolwire.v1.CallState
-	(ToolFormat)(0),             // 1: toolwire.v1.ToolFormat
-	(CancelOutcome)(0),          // 2: toolwire.v1.CancelOutcome
-	(*CallRequest)(nil),         // 3: toolwire.v1.CallRequest
-	(*CallResponse)(nil),        // 4: toolwire.v1.CallResponse
-	(*SubmitRequest)(nil),       // 5: toolwire.v1.SubmitRequest
-	(*SubmitResponse)(nil),      // 6: toolwire.v1.SubmitResponse
-	(*GetResultRequest)(nil),    // 7: toolwire.v1.GetResultRequest
-	(*GetResultResponse)(nil),   // 8: toolwire.v1.GetResultResponse
-	(*WatchRequest)(nil),        // 9: toolwire.v1.WatchRequest
-	(*WatchResponse)(nil),       // 10: toolwire.v1.WatchResponse
-	(*CancelRequest)(nil),       // 11: toolwire.v1.CancelRequest
-	(*CancelResponse)(nil),      // 12: toolwire.v1.CancelResponse
-	(*ListToolsRequest)(nil),    // 13: toolwire.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),   // 14: toolwire.v1.ListToolsResponse
-	(*GetToolRequest)(nil),      // 15: toolwire.v1.GetToolRequest
-	(*GetToolResponse)(nil),     // 16: toolwire.v1.GetToolResponse
-	(*ApproveToolRequest)(nil),  // 17: toolwire.v1.ApproveToolRequest
-	(*ApproveToolResponse)(nil), // 18: toolwire.v1.ApproveToolResponse
-	(*structpb.Struct)(nil),     // 19: google.protobuf.Struct
-	(*durationpb.Duration)(nil), // 20: google.protobuf.Duration
-	(*ToolResponse)(nil),        // 21: toolwire.v1.ToolResponse
-	(*CallEvent)(nil),           // 22: toolwire.v1.CallEvent
-	(ExecutorType)(0),           // 23: toolwire.v1.ExecutorType
-	(*ToolSpec)(nil),            // 24: toolwire.v1.ToolSpec
+	(CallState)(0),                // 0: toolwire.v1.CallState
+	(ToolFormat)(0),               // 1: toolwire.v1.ToolFormat
+	(CancelOutcome)(0),            // 2: toolwire.v1.CancelOutcome
+	(*CallRequest)(nil),           // 3: toolwire.v1.CallRequest
+	(*CallResponse)(nil),          // 4: toolwire.v1.CallResponse
+	(*SubmitRequest)(nil),         // 5: toolwire.v1.SubmitRequest
+	(*SubmitResponse)(nil),        // 6: toolwire.v1.SubmitResponse
+	(*GetResultRequest)(nil),      // 7: toolwire.v1.GetResultRequest
+	(*GetResultResponse)(nil),     // 8: toolwire.v1.GetResultResponse
+	(*WatchRequest)(nil),          // 9: toolwire.v1.WatchRequest
+	(*WatchResponse)(nil),         // 10: toolwire.v1.WatchResponse
+	(*CancelRequest)(nil),         // 11: toolwire.v1.CancelRequest
+	(*CancelResponse)(nil),        // 12: toolwire.v1.CancelResponse
+	(*ListToolsRequest)(nil),      // 13: toolwire.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),     // 14: toolwire.v1.ListToolsResponse
+	(*GetToolRequest)(nil),        // 15: toolwire.v1.GetToolRequest
+	(*GetToolResponse)(nil),       // 16: toolwire.v1.GetToolResponse
+	(*ApproveToolRequest)(nil),    // 17: toolwire.v1.ApproveToolRequest
+	(*ApproveToolResponse)(nil),   // 18: toolwire.v1.ApproveToolResponse
+	(*Session)(nil),               // 19: toolwire.v1.Session
+	(*AppliedIntent)(nil),         // 20: toolwire.v1.AppliedIntent
+	(*GetSessionRequest)(nil),     // 21: toolwire.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),    // 22: toolwire.v1.GetSessionResponse
+	(*ApplyIntentsRequest)(nil),   // 23: toolwire.v1.ApplyIntentsRequest
+	(*ApplyIntentsResponse)(nil),  // 24: toolwire.v1.ApplyIntentsResponse
+	nil,                           // 25: toolwire.v1.Session.StateJsonEntry
+	(*structpb.Struct)(nil),       // 26: google.protobuf.Struct
+	(*durationpb.Duration)(nil),   // 27: google.protobuf.Duration
+	(*ToolResponse)(nil),          // 28: toolwire.v1.ToolResponse
+	(*CallEvent)(nil),             // 29: toolwire.v1.CallEvent
+	(ExecutorType)(0),             // 30: toolwire.v1.ExecutorType
+	(*ToolSpec)(nil),              // 31: toolwire.v1.ToolSpec
+	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
 }
 var file_toolwire_v1_dispatcher_proto_depIdxs = []int32{
-	19, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
-	20, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	20, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	20, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
+	26, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
+	27, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	27, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	27, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
 	0,  // 4: toolwire.v1.CallResponse.state:type_name -> toolwire.v1.CallState
-	21, // 5: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
-	19, // 6: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
-	20, // 7: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	20, // 8: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	21, // 9: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
-	20, // 10: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
-	0,  // 11: toolwire.v1.GetResultResponse.state:type_name -> toolwire.v1.CallState
-	21, // 12: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
-	22, // 13: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
-	2,  // 14: toolwire.v1.CancelResponse.outcome:type_name -> toolwire.v1.CancelOutcome
-	1,  // 15: toolwire.v1.ListToolsRequest.format:type_name -> toolwire.v1.ToolFormat
-	23, // 16: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
-	24, // 17: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
-	1,  // 18: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
-	24, // 19: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	24, // 20: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	3,  // 21: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
-	5,  // 22: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
-	7,  // 23: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
-	9,  // 24: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
-	11, // 25: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
-	13, // 26: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
-	15, // 27: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
-	17, // 28: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
-	4,  // 29: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
-	6,  // 30: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
-	8,  // 31: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
-	10, // 32: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
-	12, // 33: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
-	14, // 34: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
-	16, // 35: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
-	18, // 36: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
-	29, // [29:37] is the sub-list for method output_type
-	21, // [21:29] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	28, // 5: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
+	19, // 6: toolwire.v1.CallResponse.session:type_name -> toolwire.v1.Session
+	26, // 7: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
+	27, // 8: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	27, // 9: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	28, // 10: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
+	27, // 11: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
+	0,  // 12: toolwire.v1.GetResultResponse.state:type_name -> toolwire.v1.CallState
+	28, // 13: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
+	29, // 14: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
+	2,  // 15: toolwire.v1.CancelResponse.outcome:type_name -> toolwire.v1.CancelOutcome
+	1,  // 16: toolwire.v1.ListToolsRequest.format:type_name -> toolwire.v1.ToolFormat
+	30, // 17: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
+	31, // 18: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
+	1,  // 19: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
+	31, // 20: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	31, // 21: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	25, // 22: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
+	20, // 23: toolwire.v1.Session.log:type_name -> toolwire.v1.AppliedIntent
+	32, // 24: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	32, // 25: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
+	19, // 26: toolwire.v1.GetSessionResponse.session:type_name -> toolwire.v1.Session
+	19, // 27: toolwire.v1.ApplyIntentsResponse.session:type_name -> toolwire.v1.Session
+	3,  // 28: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
+	5,  // 29: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
+	7,  // 30: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
+	9,  // 31: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
+	11, // 32: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
+	13, // 33: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
+	15, // 34: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
+	17, // 35: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
+	21, // 36: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
+	23, // 37: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
+	4,  // 38: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
+	6,  // 39: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
+	8,  // 40: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
+	10, // 41: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
+	12, // 42: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
+	14, // 43: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
+	16, // 44: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
+	18, // 45: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
+	22, // 46: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
+	24, // 47: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
+	38, // [38:48] is the sub-list for method output_type
+	28, // [28:38] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_dispatcher_proto_init() }
@@ -1435,7 +1928,7 @@ func file_toolwire_v1_dispatcher_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_dispatcher_proto_rawDesc), len(file_toolwire_v1_dispatcher_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   16,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

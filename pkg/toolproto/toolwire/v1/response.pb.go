@@ -223,7 +223,10 @@ type ResponseMeta struct {
 	// Isolation mechanisms the host lacked for this execution.
 	IsolationGaps []string `protobuf:"bytes,12,rep,name=isolation_gaps,json=isolationGaps,proto3" json:"isolation_gaps,omitempty"`
 	// Which component answered: "worker", "dispatcher" (admission), "dlq".
-	Source        string `protobuf:"bytes,13,opt,name=source,proto3" json:"source,omitempty"`
+	Source string `protobuf:"bytes,13,opt,name=source,proto3" json:"source,omitempty"`
+	// The caller's session (from the call), so that intents can be applied
+	// to it and audits can filter by it.
+	Session       string `protobuf:"bytes,14,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -349,6 +352,13 @@ func (x *ResponseMeta) GetSource() string {
 	return ""
 }
 
+func (x *ResponseMeta) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
 // BlobRef names an object in the blob Object Store.
 type BlobRef struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -445,7 +455,7 @@ const file_toolwire_v1_response_proto_rawDesc = "" +
 	"\x06Intent\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12!\n" +
-	"\fpayload_json\x18\x03 \x01(\tR\vpayloadJson\"\xab\x04\n" +
+	"\fpayload_json\x18\x03 \x01(\tR\vpayloadJson\"\xc5\x04\n" +
 	"\fResponseMeta\x12\x16\n" +
 	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x129\n" +
@@ -464,7 +474,8 @@ const file_toolwire_v1_response_proto_rawDesc = "" +
 	" \x01(\tR\vcancelledBy\x12#\n" +
 	"\rcancel_reason\x18\v \x01(\tR\fcancelReason\x12%\n" +
 	"\x0eisolation_gaps\x18\f \x03(\tR\risolationGaps\x12\x16\n" +
-	"\x06source\x18\r \x01(\tR\x06source\"~\n" +
+	"\x06source\x18\r \x01(\tR\x06source\x12\x18\n" +
+	"\asession\x18\x0e \x01(\tR\asession\"~\n" +
 	"\aBlobRef\x12\x16\n" +
 	"\x06bucket\x18\x01 \x01(\tR\x06bucket\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +

@@ -55,6 +55,12 @@ const (
 	// DispatcherServiceApproveToolProcedure is the fully-qualified name of the DispatcherService's
 	// ApproveTool RPC.
 	DispatcherServiceApproveToolProcedure = "/toolwire.v1.DispatcherService/ApproveTool"
+	// DispatcherServiceGetSessionProcedure is the fully-qualified name of the DispatcherService's
+	// GetSession RPC.
+	DispatcherServiceGetSessionProcedure = "/toolwire.v1.DispatcherService/GetSession"
+	// DispatcherServiceApplyIntentsProcedure is the fully-qualified name of the DispatcherService's
+	// ApplyIntents RPC.
+	DispatcherServiceApplyIntentsProcedure = "/toolwire.v1.DispatcherService/ApplyIntents"
 )
 
 // DispatcherServiceClient is a client for the toolwire.v1.DispatcherService service.
@@ -77,6 +83,12 @@ type DispatcherServiceClient interface {
 	// registered (an MCP server's tool), approving exactly the definition
 	// hash given. Needs the "admin" scope.
 	ApproveTool(context.Context, *connect.Request[v1.ApproveToolRequest]) (*connect.Response[v1.ApproveToolResponse], error)
+	// GetSession returns the state the reference applier keeps for one
+	// session of the caller's tenant.
+	GetSession(context.Context, *connect.Request[v1.GetSessionRequest]) (*connect.Response[v1.GetSessionResponse], error)
+	// ApplyIntents applies the intents of a finished call to the call's
+	// session, each exactly once (safe to repeat), and returns the session.
+	ApplyIntents(context.Context, *connect.Request[v1.ApplyIntentsRequest]) (*connect.Response[v1.ApplyIntentsResponse], error)
 }
 
 // NewDispatcherServiceClient constructs a client for the toolwire.v1.DispatcherService service. By
@@ -141,19 +153,34 @@ func NewDispatcherServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(dispatcherServiceMethods.ByName("ApproveTool")),
 			connect.WithClientOptions(opts...),
 		),
+		getSession: connect.NewClient[v1.GetSessionRequest, v1.GetSessionResponse](
+			httpClient,
+			baseURL+DispatcherServiceGetSessionProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("GetSession")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		applyIntents: connect.NewClient[v1.ApplyIntentsRequest, v1.ApplyIntentsResponse](
+			httpClient,
+			baseURL+DispatcherServiceApplyIntentsProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("ApplyIntents")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // dispatcherServiceClient implements DispatcherServiceClient.
 type dispatcherServiceClient struct {
-	call        *connect.Client[v1.CallRequest, v1.CallResponse]
-	submit      *connect.Client[v1.SubmitRequest, v1.SubmitResponse]
-	getResult   *connect.Client[v1.GetResultRequest, v1.GetResultResponse]
-	watch       *connect.Client[v1.WatchRequest, v1.WatchResponse]
-	cancel      *connect.Client[v1.CancelRequest, v1.CancelResponse]
-	listTools   *connect.Client[v1.ListToolsRequest, v1.ListToolsResponse]
-	getTool     *connect.Client[v1.GetToolRequest, v1.GetToolResponse]
-	approveTool *connect.Client[v1.ApproveToolRequest, v1.ApproveToolResponse]
+	call         *connect.Client[v1.CallRequest, v1.CallResponse]
+	submit       *connect.Client[v1.SubmitRequest, v1.SubmitResponse]
+	getResult    *connect.Client[v1.GetResultRequest, v1.GetResultResponse]
+	watch        *connect.Client[v1.WatchRequest, v1.WatchResponse]
+	cancel       *connect.Client[v1.CancelRequest, v1.CancelResponse]
+	listTools    *connect.Client[v1.ListToolsRequest, v1.ListToolsResponse]
+	getTool      *connect.Client[v1.GetToolRequest, v1.GetToolResponse]
+	approveTool  *connect.Client[v1.ApproveToolRequest, v1.ApproveToolResponse]
+	getSession   *connect.Client[v1.GetSessionRequest, v1.GetSessionResponse]
+	applyIntents *connect.Client[v1.ApplyIntentsRequest, v1.ApplyIntentsResponse]
 }
 
 // Call calls toolwire.v1.DispatcherService.Call.
@@ -196,6 +223,16 @@ func (c *dispatcherServiceClient) ApproveTool(ctx context.Context, req *connect.
 	return c.approveTool.CallUnary(ctx, req)
 }
 
+// GetSession calls toolwire.v1.DispatcherService.GetSession.
+func (c *dispatcherServiceClient) GetSession(ctx context.Context, req *connect.Request[v1.GetSessionRequest]) (*connect.Response[v1.GetSessionResponse], error) {
+	return c.getSession.CallUnary(ctx, req)
+}
+
+// ApplyIntents calls toolwire.v1.DispatcherService.ApplyIntents.
+func (c *dispatcherServiceClient) ApplyIntents(ctx context.Context, req *connect.Request[v1.ApplyIntentsRequest]) (*connect.Response[v1.ApplyIntentsResponse], error) {
+	return c.applyIntents.CallUnary(ctx, req)
+}
+
 // DispatcherServiceHandler is an implementation of the toolwire.v1.DispatcherService service.
 type DispatcherServiceHandler interface {
 	// Call admits a call and waits for its terminal response (or the wait).
@@ -216,6 +253,12 @@ type DispatcherServiceHandler interface {
 	// registered (an MCP server's tool), approving exactly the definition
 	// hash given. Needs the "admin" scope.
 	ApproveTool(context.Context, *connect.Request[v1.ApproveToolRequest]) (*connect.Response[v1.ApproveToolResponse], error)
+	// GetSession returns the state the reference applier keeps for one
+	// session of the caller's tenant.
+	GetSession(context.Context, *connect.Request[v1.GetSessionRequest]) (*connect.Response[v1.GetSessionResponse], error)
+	// ApplyIntents applies the intents of a finished call to the call's
+	// session, each exactly once (safe to repeat), and returns the session.
+	ApplyIntents(context.Context, *connect.Request[v1.ApplyIntentsRequest]) (*connect.Response[v1.ApplyIntentsResponse], error)
 }
 
 // NewDispatcherServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -276,6 +319,19 @@ func NewDispatcherServiceHandler(svc DispatcherServiceHandler, opts ...connect.H
 		connect.WithSchema(dispatcherServiceMethods.ByName("ApproveTool")),
 		connect.WithHandlerOptions(opts...),
 	)
+	dispatcherServiceGetSessionHandler := connect.NewUnaryHandler(
+		DispatcherServiceGetSessionProcedure,
+		svc.GetSession,
+		connect.WithSchema(dispatcherServiceMethods.ByName("GetSession")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	dispatcherServiceApplyIntentsHandler := connect.NewUnaryHandler(
+		DispatcherServiceApplyIntentsProcedure,
+		svc.ApplyIntents,
+		connect.WithSchema(dispatcherServiceMethods.ByName("ApplyIntents")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/toolwire.v1.DispatcherService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case DispatcherServiceCallProcedure:
@@ -294,6 +350,10 @@ func NewDispatcherServiceHandler(svc DispatcherServiceHandler, opts ...connect.H
 			dispatcherServiceGetToolHandler.ServeHTTP(w, r)
 		case DispatcherServiceApproveToolProcedure:
 			dispatcherServiceApproveToolHandler.ServeHTTP(w, r)
+		case DispatcherServiceGetSessionProcedure:
+			dispatcherServiceGetSessionHandler.ServeHTTP(w, r)
+		case DispatcherServiceApplyIntentsProcedure:
+			dispatcherServiceApplyIntentsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -333,4 +393,12 @@ func (UnimplementedDispatcherServiceHandler) GetTool(context.Context, *connect.R
 
 func (UnimplementedDispatcherServiceHandler) ApproveTool(context.Context, *connect.Request[v1.ApproveToolRequest]) (*connect.Response[v1.ApproveToolResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.ApproveTool is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) GetSession(context.Context, *connect.Request[v1.GetSessionRequest]) (*connect.Response[v1.GetSessionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.GetSession is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) ApplyIntents(context.Context, *connect.Request[v1.ApplyIntentsRequest]) (*connect.Response[v1.ApplyIntentsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.ApplyIntents is not implemented"))
 }

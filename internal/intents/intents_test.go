@@ -1,0 +1,218 @@
+package intents_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/bus/bustest"
+	"github.com/toolwire/toolwire/internal/intents"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func intent(id, typ, payload string) *toolwirev1.Intent {
+	return &toolwirev1.Intent{Id: id, Type: typ, PayloadJson: payload}
+}
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	spec := &toolwirev1.ToolSpec{Name: "t", Intents: []string{intents.SetState, intents.Notify, intents.EndSession, "acme.reindex"}}
+	ok := []*toolwirev1.Intent{
+		intent("i1", intents.SetState, `{"key":"k","value":{"a":[1,2]}}`),
+		intent("i2", intents.Notify, `{"message":"hi","level":"warning"}`),
+		intent("i3", intents.EndSession, ``),
+		intent("i4", "acme.reindex", `{"index":"docs"}`),
+	}
+	if err := intents.Check(spec, ok); err != nil {
+		t.Fatalf("valid intents refused: %v", err)
+	}
+	cases := []struct {
+		name string
+		in   *toolwirev1.Intent
+		want string
+	}{
+		{"Undeclared", intent("x", intents.InjectContext, `{"text":"t"}`), "not declared"},
+		{"UndeclaredCustom", intent("x", "acme.other", `{}`), "not declared"},
+		{"NoID", intent("", intents.Notify, `{"message":"m"}`), "no id"},
+		{"RepeatedID", intent("i1", intents.Notify, `{"message":"m"}`), "repeated"},
+		{"NotObject", intent("x", "acme.reindex", `[1]`), "not a JSON object"},
+		{"NotJSON", intent("x", "acme.reindex", `{`), "not a JSON object"},
+		{"MissingField", intent("x", intents.SetState, `{"key":"k"}`), "payload invalid"},
+		{"WrongType", intent("x", intents.Notify, `{"message":5}`), "payload/message"},
+		{"BadEnum", intent("x", intents.Notify, `{"message":"m","level":"loud"}`), "payload/level"},
+		{"Extra", intent("x", intents.EndSession, `{"reason":"r","force":true}`), "payload invalid"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			in := []*toolwirev1.Intent{ok[0], c.in}
+			err := intents.Check(spec, in)
+			if !errors.Is(err, intents.ErrViolation) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("want a violation containing %q, got %v", c.want, err)
+			}
+		})
+	}
+	many := make([]*toolwirev1.Intent, intents.MaxPerResponse+1)
+	for i := range many {
+		many[i] = intent(fmt.Sprint(i), intents.EndSession, "")
+	}
+	if err := intents.Check(spec, many); err == nil || !strings.Contains(err.Error(), "at most") {
+		t.Fatalf("too many intents: %v", err)
+	}
+}
+
+func TestCheckSpec(t *testing.T) {
+	t.Parallel()
+	good := &toolwirev1.ToolSpec{Intents: []string{intents.SetState, "acme.reindex", "acme.search.refresh"}}
+	if err := intents.CheckSpec(good); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"SET_STATES", "reindex", "Acme.reindex", "acme.", ".x", "acme..x"} {
+		if err := intents.CheckSpec(&toolwirev1.ToolSpec{Intents: []string{bad}}); err == nil {
+			t.Errorf("type %q accepted", bad)
+		}
+	}
+}
+
+func newApplier(t *testing.T) *intents.Applier {
+	t.Helper()
+	env := bustest.Start(t, bus.Config{})
+	return intents.NewApplier(env.Bus.Sessions, intents.ApplierConfig{})
+}
+
+func TestApplyBuiltins(t *testing.T) {
+	t.Parallel()
+	a := newApplier(t)
+	in := []*toolwirev1.Intent{
+		intent("i1", intents.SetState, `{"key":"cart","value":{"items":[1, 2]}}`),
+		intent("i2", intents.SetState, `{"key":"tmp","value":1}`),
+		intent("i3", intents.SetState, `{"key":"tmp","value":null}`),
+		intent("i4", intents.SetPendingMessage, `{"message":"Your order is placed."}`),
+		intent("i5", intents.SuppressAudio, ``),
+		intent("i6", intents.SuppressTranscript, `{"suppress":false}`),
+		intent("i7", intents.Notify, `{"message":"order placed"}`),
+		intent("i8", intents.EndSession, `{"reason":"done"}`),
+	}
+	s, applied, skipped, err := a.Apply(t.Context(), "acme", "s-1", "call1", in)
+	if err != nil || applied != len(in) || skipped != 0 {
+		t.Fatalf("apply: %v applied=%d skipped=%d", err, applied, skipped)
+	}
+	got, err := a.Get(t.Context(), "acme", "s-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*toolwirev1.Session{s, got} {
+		if s.StateJson["cart"] != `{"items":[1,2]}` || len(s.StateJson) != 1 || s.PendingMessage != "Your order is placed." ||
+			!s.SuppressAudio || s.SuppressTranscript || !s.Ended || s.EndReason != "done" || len(s.Log) != len(in) || s.Revision != 1 {
+			t.Fatalf("session: %v", s)
+		}
+	}
+	// Tenants and odd session ids never share a key.
+	other, err := a.Get(t.Context(), "other", "s-1")
+	if err != nil || other.Revision != 0 || len(other.StateJson) != 0 {
+		t.Fatalf("another tenant sees the session: %v %v", other, err)
+	}
+	if intents.SessionKey("t", "a.b") == intents.SessionKey("t", "a_b") || strings.Count(intents.SessionKey("t", "x.>*"), ".") != 1 {
+		t.Fatal("session keys collide or leak tokens")
+	}
+	// A malformed payload applies nothing.
+	if _, _, _, err := a.Apply(t.Context(), "acme", "s-1", "call2", []*toolwirev1.Intent{
+		intent("i1", intents.SetState, `{"key":"x","value":1}`), intent("i2", intents.SetState, `{"key":5}`)}); err == nil {
+		t.Fatal("malformed payload applied")
+	}
+	if s, _ := a.Get(t.Context(), "acme", "s-1"); s.Revision != 1 {
+		t.Fatalf("a refused apply changed the session: revision %d", s.Revision)
+	}
+}
+
+// TestApplyTwice: the same response delivered twice applies each intent
+// once.
+func TestApplyTwice(t *testing.T) {
+	t.Parallel()
+	a := newApplier(t)
+	in := []*toolwirev1.Intent{
+		intent("i1", "acme.counter.bump", `{}`),
+		intent("i2", intents.SetState, `{"key":"k","value":"v"}`),
+	}
+	if _, applied, _, err := a.Apply(t.Context(), "t", "s", "c1", in); err != nil || applied != 2 {
+		t.Fatalf("first: %v %d", err, applied)
+	}
+	s, applied, skipped, err := a.Apply(t.Context(), "t", "s", "c1", in)
+	if err != nil || applied != 0 || skipped != 2 {
+		t.Fatalf("second: %v applied=%d skipped=%d", err, applied, skipped)
+	}
+	if len(s.Log) != 2 || s.Revision != 1 {
+		t.Fatalf("the repeat changed the session: %v", s)
+	}
+	// A partial repeat (one new intent) applies only the new one.
+	in = append(in, intent("i3", intents.Notify, `{"message":"m"}`))
+	if s, applied, skipped, err = a.Apply(t.Context(), "t", "s", "c1", in); err != nil || applied != 1 || skipped != 2 || len(s.Log) != 3 {
+		t.Fatalf("partial repeat: %v applied=%d skipped=%d log=%d", err, applied, skipped, len(s.Log))
+	}
+}
+
+// TestConcurrentAppliers: two appliers (separate connections) updating one
+// session at once lose no update.
+func TestConcurrentAppliers(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	appliers := []*intents.Applier{
+		intents.NewApplier(env.Bus.Sessions, intents.ApplierConfig{}),
+		intents.NewApplier(env.Open(t, "second-applier").Sessions, intents.ApplierConfig{}),
+	}
+	const perApplier = 60
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*perApplier)
+	for n, a := range appliers {
+		wg.Go(func() {
+			for i := range perApplier {
+				call := fmt.Sprintf("a%d-c%d", n, i)
+				_, applied, _, err := a.Apply(t.Context(), "t", "shared", call, []*toolwirev1.Intent{
+					intent("i1", intents.SetState, fmt.Sprintf(`{"key":%q,"value":%d}`, call, i))})
+				if err == nil && applied != 1 {
+					err = fmt.Errorf("%s applied %d", call, applied)
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	s, err := appliers[0].Get(t.Context(), "t", "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.StateJson) != 2*perApplier || s.Revision != 2*perApplier || len(s.Applied) != 2*perApplier {
+		t.Fatalf("lost updates: %d keys, revision %d, %d applied", len(s.StateJson), s.Revision, len(s.Applied))
+	}
+}
+
+func TestApplyBounds(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	a := intents.NewApplier(env.Bus.Sessions, intents.ApplierConfig{Remember: 3, MaxLog: 2})
+	for i := range 5 {
+		if _, _, _, err := a.Apply(t.Context(), "t", "s", fmt.Sprint("c", i), []*toolwirev1.Intent{intent("i1", "acme.x", "")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, _ := a.Get(t.Context(), "t", "s")
+	if len(s.Applied) != 3 || len(s.Log) != 2 || s.Applied[2] != "c4/i1" || s.Log[1].CallId != "c4" {
+		t.Fatalf("bounds: applied %v, log %d", s.Applied, len(s.Log))
+	}
+	if _, _, _, err := a.Apply(t.Context(), "t", "", "c", nil); err == nil {
+		t.Fatal("apply without a session")
+	}
+}
