@@ -1,0 +1,181 @@
+package sandbox
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// Mechanism names, as used in Config.Require and IsolationGaps.
+const (
+	// MechUserNS is the user namespace and with it the pid, net, mount, ipc
+	// and uts namespaces (all or none).
+	MechUserNS = "userns"
+	// MechProc is a fresh /proc showing only the sandbox's processes.
+	MechProc = "proc"
+	// MechTmpfs is the size-limited tmpfs working directory.
+	MechTmpfs = "tmpfs"
+	// MechLandlock is the Landlock filesystem ruleset.
+	MechLandlock = "landlock"
+	// MechLandlockScope is Landlock's IPC scoping (abstract UNIX sockets
+	// and signals to processes outside the sandbox; ABI 6).
+	MechLandlockScope = "landlock-scope"
+	// MechSeccomp is the seccomp system call filter.
+	MechSeccomp = "seccomp"
+	// MechSetuid is running as a uid other than the worker's own.
+	MechSetuid = "setuid"
+	// MechCgroup is whole-tree memory and process accounting in a cgroup.
+	// It is never used (see the package documentation) and always reported.
+	MechCgroup = "cgroup"
+)
+
+// Mechanisms lists every mechanism name, for Config.Require.
+var Mechanisms = []string{MechUserNS, MechProc, MechTmpfs, MechLandlock, MechLandlockScope, MechSeccomp, MechSetuid, MechCgroup}
+
+// Config configures an Executor. Its JSON tags let a worker embed it in a
+// YAML configuration (sigs.k8s.io/yaml). Limits here are the defaults of
+// tools whose spec leaves a SandboxLimits field zero.
+type Config struct {
+	// WallTime bounds each process in real time; a process still running
+	// is killed with its whole namespace and answers TIMEOUT. Default 30s.
+	WallTime Duration `json:"wall_time,omitempty"`
+	// CPUSeconds is RLIMIT_CPU of each process. Default 30.
+	CPUSeconds int64 `json:"cpu_seconds,omitempty"`
+	// MemoryBytes is RLIMIT_AS (address space) of each process. Default
+	// 1 GiB. -1 = unlimited (needed for programs built with the race
+	// detector or other huge-reservation runtimes).
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+	// Processes is RLIMIT_NPROC, counted per sandbox (each has its own user
+	// namespace); threads count. Default 64.
+	Processes int64 `json:"processes,omitempty"`
+	// OpenFiles is RLIMIT_NOFILE. Default 256.
+	OpenFiles int64 `json:"open_files,omitempty"`
+	// OutputBytes caps stdout plus stderr; a process writing more is
+	// stopped and its stdout kept up to the cap with a truncation marker.
+	// Default 1 MiB.
+	OutputBytes int64 `json:"output_bytes,omitempty"`
+	// TmpBytes is the size of the tmpfs working directory (mounted on /tmp
+	// in the sandbox), and RLIMIT_FSIZE. Default 64 MiB.
+	TmpBytes int64 `json:"tmp_bytes,omitempty"`
+	// StderrTailBytes is how much of the end of stderr error messages
+	// carry. Default 2048.
+	StderrTailBytes int `json:"stderr_tail_bytes,omitempty"`
+	// KillWait bounds the wait for a killed sandbox to be gone. Default 5s.
+	KillWait Duration `json:"kill_wait,omitempty"`
+	// UID and GID the sandbox runs as on the host when the worker runs as
+	// root; a non-root worker's sandbox keeps the worker's ids (reported
+	// as the "setuid" gap). Inside the sandbox the process is always uid
+	// and gid 65534. Default 65534 (nobody/nogroup).
+	UID int `json:"uid,omitempty"`
+	GID int `json:"gid,omitempty"`
+	// WorkDir is the parent of the per-call working directories used when
+	// no tmpfs can be mounted. Default os.TempDir()/toolwire-sandbox.
+	WorkDir string `json:"work_dir,omitempty"`
+	// ReadOnlyPaths are readable (and executable) by every tool, on top of
+	// a built-in system list (/usr, /bin, /lib..., the dynamic loader's
+	// configuration, /etc/passwd and /etc/group) and each spec's own.
+	// Default none.
+	ReadOnlyPaths []string `json:"read_only_paths,omitempty"`
+	// Path is PATH in the sandbox unless a spec's env sets it. Default
+	// "/usr/local/bin:/usr/bin:/bin".
+	Path string `json:"path,omitempty"`
+	// Require names mechanisms (see Mechanisms, or "all") that must work on
+	// this host: New fails if one is missing. Default none: the executor
+	// runs with what the host offers and reports the rest in
+	// IsolationGaps. "cgroup" can never be satisfied.
+	Require []string `json:"require,omitempty"`
+	// Logger receives start-up and kill diagnostics. Default slog.Default().
+	Logger *slog.Logger `json:"-"`
+}
+
+// Duration is a time.Duration written as a Go duration string in JSON
+// and YAML ("30s").
+type Duration time.Duration
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Duration(d).String() + `"`), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return fmt.Errorf("duration %s: want a string such as \"30s\"", s)
+	}
+	v, err := time.ParseDuration(s[1 : len(s)-1])
+	if err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// WithDefaults returns a copy of c with defaults filled in.
+func (c Config) WithDefaults() Config {
+	c.WallTime = cmp.Or(c.WallTime, Duration(30*time.Second))
+	c.CPUSeconds = cmp.Or(c.CPUSeconds, 30)
+	c.MemoryBytes = cmp.Or(c.MemoryBytes, 1<<30)
+	c.Processes = cmp.Or(c.Processes, 64)
+	c.OpenFiles = cmp.Or(c.OpenFiles, 256)
+	c.OutputBytes = cmp.Or(c.OutputBytes, 1<<20)
+	c.TmpBytes = cmp.Or(c.TmpBytes, 64<<20)
+	c.StderrTailBytes = cmp.Or(c.StderrTailBytes, 2048)
+	c.KillWait = cmp.Or(c.KillWait, Duration(5*time.Second))
+	c.UID = cmp.Or(c.UID, 65534)
+	c.GID = cmp.Or(c.GID, 65534)
+	c.WorkDir = cmp.Or(c.WorkDir, filepath.Join(os.TempDir(), "toolwire-sandbox"))
+	c.Path = cmp.Or(c.Path, "/usr/local/bin:/usr/bin:/bin")
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	return c
+}
+
+// Validate returns an error naming the first invalid field.
+func (c Config) Validate() error {
+	var errs []error
+	pos := func(name string, v int64) {
+		if v <= 0 {
+			errs = append(errs, fmt.Errorf("sandbox config: %s must be positive, got %d", name, v))
+		}
+	}
+	pos("wall_time", int64(c.WallTime))
+	pos("cpu_seconds", c.CPUSeconds)
+	if c.MemoryBytes != -1 && c.MemoryBytes < 16<<20 {
+		errs = append(errs, fmt.Errorf("sandbox config: memory_bytes must be -1 or at least 16 MiB, got %d", c.MemoryBytes))
+	}
+	pos("processes", c.Processes)
+	if c.OpenFiles < 16 {
+		errs = append(errs, fmt.Errorf("sandbox config: open_files must be at least 16, got %d", c.OpenFiles))
+	}
+	pos("output_bytes", c.OutputBytes)
+	if c.TmpBytes < 1<<20 {
+		errs = append(errs, fmt.Errorf("sandbox config: tmp_bytes must be at least 1 MiB, got %d", c.TmpBytes))
+	}
+	pos("stderr_tail_bytes", int64(c.StderrTailBytes))
+	pos("kill_wait", int64(c.KillWait))
+	if c.UID < 0 || c.GID < 0 {
+		errs = append(errs, fmt.Errorf("sandbox config: uid and gid must not be negative"))
+	}
+	if c.UID == 0 || c.GID == 0 {
+		errs = append(errs, fmt.Errorf("sandbox config: uid and gid must not be 0 (root)"))
+	}
+	if !filepath.IsAbs(c.WorkDir) {
+		errs = append(errs, fmt.Errorf("sandbox config: work_dir %q must be absolute", c.WorkDir))
+	}
+	for _, p := range c.ReadOnlyPaths {
+		if !filepath.IsAbs(p) {
+			errs = append(errs, fmt.Errorf("sandbox config: read_only_paths: %q must be absolute", p))
+		}
+	}
+	for _, r := range c.Require {
+		if r != "all" && !slices.Contains(Mechanisms, r) {
+			errs = append(errs, fmt.Errorf("sandbox config: require: unknown mechanism %q (known: %v or all)", r, Mechanisms))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,593 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// Executor runs sandbox tools. It is safe for concurrent use.
+type Executor struct {
+	cfg Config
+	log *slog.Logger
+
+	hostUID, hostGID int
+	userns           bool        // namespaces work
+	works            probeReport // mechanism -> "" or why not
+	gaps             []string
+
+	mu      sync.Mutex
+	closed  bool
+	running map[*os.Process]struct{}
+	waiters sync.WaitGroup // process waits that outlived a bounded kill
+}
+
+var (
+	_ executors.Executor = (*Executor)(nil)
+	_ executors.Isolated = (*Executor)(nil)
+)
+
+// New returns an Executor after probing which isolation mechanisms work
+// on this host (by starting one helper in probe mode). It returns an
+// error for an invalid cfg, when no helper can be started at all, or when
+// a mechanism named in cfg.Require is missing.
+func New(cfg Config) (*Executor, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Executor{
+		cfg:     cfg,
+		log:     cfg.Logger.With("component", "executor", "executor", "sandbox"),
+		hostUID: os.Getuid(),
+		hostGID: os.Getgid(),
+		running: map[*os.Process]struct{}{},
+	}
+	if os.Geteuid() == 0 {
+		e.hostUID, e.hostGID = cfg.UID, cfg.GID
+	}
+	if err := e.probe(); err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, r := range cfg.Require {
+		if r == "all" {
+			missing = append(missing, e.gaps...)
+		} else if slices.Contains(e.gaps, r) {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return nil, fmt.Errorf("sandbox: required isolation missing on this host: %s (%s)",
+			strings.Join(slices.Compact(missing), ", "), e.explain(missing))
+	}
+	if len(e.gaps) > 0 {
+		e.log.Warn("sandbox isolation is weaker on this host", "gaps", e.gaps, "why", e.explain(e.gaps))
+	}
+	return e, nil
+}
+
+func (e *Executor) explain(mechs []string) string {
+	var parts []string
+	for _, m := range slices.Compact(slices.Sorted(slices.Values(mechs))) {
+		if why := e.works[m]; why != "" {
+			parts = append(parts, m+": "+why)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// IsolationGaps names each mechanism this host lacks (see Mechanisms);
+// "cgroup" is always among them since cgroups are not used. The worker
+// logs them at start and copies them into every response's meta.
+func (e *Executor) IsolationGaps() []string { return slices.Clone(e.gaps) }
+
+// probe starts a helper that tries every mechanism, first in namespaces,
+// then (if those cannot be created) without.
+func (e *Executor) probe() error {
+	hc := &helperConfig{Probe: true, Dir: os.TempDir(), Namespaces: true, Proc: true, Tmpfs: true, TmpBytes: 1 << 20,
+		Landlock: true, LandlockScope: true, Seccomp: true}
+	e.userns = true
+	rep, err := e.runProbe(hc)
+	if err != nil {
+		e.log.Debug("sandbox: no user namespace", "err", err)
+		e.userns = false
+		hc.Namespaces, hc.Proc, hc.Tmpfs = false, false, false
+		if rep, err = e.runProbe(hc); err != nil {
+			return fmt.Errorf("sandbox: cannot start the helper: %w", err)
+		}
+		rep[MechUserNS] = err0(err, "user namespaces cannot be created")
+	}
+	rep[MechCgroup] = "not used: memory is bounded per process (RLIMIT_AS), processes per sandbox (RLIMIT_NPROC in its user namespace)"
+	if !e.userns {
+		rep[MechUserNS] = "user namespaces cannot be created here (no pid, net, mount, ipc or uts isolation)"
+		rep[MechProc] = "needs a user namespace"
+		rep[MechTmpfs] = "needs a user namespace; the working directory is on disk, bounded per file by RLIMIT_FSIZE"
+	}
+	if os.Geteuid() != 0 {
+		rep[MechSetuid] = "the worker is not root: the sandbox runs as the worker's own uid on the host"
+	} else {
+		rep[MechSetuid] = ""
+	}
+	e.works = rep
+	for _, m := range Mechanisms {
+		if rep[m] != "" {
+			e.gaps = append(e.gaps, m)
+		}
+	}
+	return nil
+}
+
+func err0(err error, msg string) string {
+	if err == nil {
+		return msg
+	}
+	return msg + ": " + err.Error()
+}
+
+func (e *Executor) runProbe(hc *helperConfig) (probeReport, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := e.spawn(hc, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	out, _ := io.ReadAll(p.status)
+	_ = p.status.Close()
+	_, _ = io.Copy(io.Discard, p.stdout)
+	_, _ = io.Copy(io.Discard, p.stderr)
+	_ = p.stdout.Close()
+	_ = p.stderr.Close()
+	state, werr := p.wait(ctx, e)
+	if werr != nil {
+		return nil, werr
+	}
+	var rep probeReport
+	if err := json.Unmarshal(out, &rep); err != nil || !state.Success() {
+		return nil, fmt.Errorf("helper probe failed (%s): %s", state, bytes.TrimSpace(out))
+	}
+	return rep, nil
+}
+
+// proc is one started helper.
+type proc struct {
+	cmd            *exec.Cmd
+	status         *os.File // read end: set-up errors
+	stdout, stderr *os.File // read ends
+	done           chan struct{}
+	state          *os.ProcessState
+}
+
+// spawn starts a helper with hc on its config pipe and stdin (nil = no
+// input). The caller reads the pipes and calls wait.
+func (e *Executor) spawn(hc *helperConfig, network bool, stdin []byte) (p *proc, err error) {
+	var closers []*os.File
+	defer func() {
+		for _, f := range closers {
+			_ = f.Close()
+		}
+	}()
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err != nil {
+			return nil, nil, fmt.Errorf("sandbox: pipe: %w", err)
+		}
+		return r, w, nil
+	}
+	cfgR, cfgW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, cfgR, cfgW)
+	statR, statW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, statW)
+	outR, outW, err := pipe()
+	if err != nil {
+		_ = statR.Close()
+		return nil, err
+	}
+	closers = append(closers, outW)
+	errR, errW, err := pipe()
+	if err != nil {
+		_ = statR.Close()
+		_ = outR.Close()
+		return nil, err
+	}
+	closers = append(closers, errW)
+	cmd := &exec.Cmd{
+		Path:        "/proc/self/exe",
+		Args:        []string{helperArg0},
+		Env:         []string{helperEnv + "=1"},
+		Dir:         "/",
+		Stdout:      outW,
+		Stderr:      errW,
+		ExtraFiles:  []*os.File{cfgR, statW},
+		SysProcAttr: e.sysProcAttr(network),
+	}
+	var inW *os.File
+	if stdin != nil {
+		var inR *os.File
+		if inR, inW, err = pipe(); err != nil {
+			_ = statR.Close()
+			_ = outR.Close()
+			_ = errR.Close()
+			return nil, err
+		}
+		closers = append(closers, inR)
+		cmd.Stdin = inR
+	}
+	if err := cmd.Start(); err != nil {
+		for _, f := range []*os.File{statR, outR, errR, inW} {
+			if f != nil {
+				_ = f.Close()
+			}
+		}
+		return nil, fmt.Errorf("sandbox: start helper: %w", err)
+	}
+	p = &proc{cmd: cmd, status: statR, stdout: outR, stderr: errR, done: make(chan struct{})}
+	e.mu.Lock()
+	e.running[cmd.Process] = struct{}{}
+	closed := e.closed
+	e.mu.Unlock()
+	e.waiters.Go(func() {
+		defer close(p.done)
+		_ = cmd.Wait()
+		p.state = cmd.ProcessState
+		e.mu.Lock()
+		delete(e.running, cmd.Process)
+		e.mu.Unlock()
+	})
+	if closed {
+		e.kill(cmd.Process)
+	}
+	// Config, then stdin; the helper reads its config before anything
+	// else, and a pipe holds 64 KiB, so a goroutine writes larger stdin.
+	b, _ := json.Marshal(hc)
+	if _, err := cfgW.Write(b); err != nil {
+		e.log.Debug("sandbox: write helper config", "err", err)
+	}
+	if inW != nil {
+		e.waiters.Go(func() {
+			_, _ = inW.Write(stdin) // EPIPE when the target does not read it all
+			_ = inW.Close()
+		})
+	}
+	return p, nil
+}
+
+func (e *Executor) sysProcAttr(network bool) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	root := os.Geteuid() == 0
+	if e.userns {
+		flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS)
+		if !network {
+			flags |= syscall.CLONE_NEWNET
+		}
+		a.Cloneflags = flags
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: inside, HostID: e.hostUID, Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: inside, HostID: e.hostGID, Size: 1}}
+		// A root parent may allow setgroups, so the helper drops root's
+		// supplementary groups; an unprivileged parent must deny it.
+		a.GidMappingsEnableSetgroups = root
+		a.Credential = &syscall.Credential{Uid: inside, Gid: inside, Groups: []uint32{}}
+		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
+	} else if root {
+		a.Credential = &syscall.Credential{Uid: uint32(e.hostUID), Gid: uint32(e.hostGID), Groups: []uint32{}}
+	}
+	return a
+}
+
+// kill stops a helper or target and, with it, everything in its pid
+// namespace (or, without one, its process group).
+func (e *Executor) kill(p *os.Process) {
+	_ = p.Kill()
+	if !e.userns {
+		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+	}
+}
+
+// wait waits for the process, killing it when ctx ends; the wait after a
+// kill is bounded by KillWait.
+func (p *proc) wait(ctx context.Context, e *Executor) (*os.ProcessState, error) {
+	select {
+	case <-p.done:
+		return p.state, nil
+	case <-ctx.Done():
+	}
+	e.kill(p.cmd.Process)
+	select {
+	case <-p.done:
+		return p.state, nil
+	case <-time.After(time.Duration(e.cfg.KillWait)):
+		e.log.Error("sandbox: a killed process is still not gone", "pid", p.cmd.Process.Pid, "waited", time.Duration(e.cfg.KillWait))
+		return nil, fmt.Errorf("sandbox: process %d not gone %s after SIGKILL", p.cmd.Process.Pid, time.Duration(e.cfg.KillWait))
+	}
+}
+
+// Close kills every running sandbox and waits, up to ctx, for all of them
+// to be gone. Execute fails after Close.
+func (e *Executor) Close(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	for p := range e.running {
+		e.kill(p)
+	}
+	e.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		e.waiters.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("sandbox: close: %w", ctx.Err())
+	}
+}
+
+// limits are the effective limits of one call.
+type limits struct {
+	wall                                                  time.Duration
+	cpu, memory, processes, openFiles, output, fileSize int64
+}
+
+func (e *Executor) limits(l *toolwirev1.SandboxLimits) limits {
+	pick := func(v, def int64) int64 {
+		if v != 0 {
+			return v
+		}
+		return def
+	}
+	wall := l.GetWallTime().AsDuration()
+	if wall <= 0 {
+		wall = time.Duration(e.cfg.WallTime)
+	}
+	return limits{
+		wall:      wall,
+		cpu:       pick(l.GetCpuSeconds(), e.cfg.CPUSeconds),
+		memory:    pick(l.GetMemoryBytes(), e.cfg.MemoryBytes),
+		processes: pick(l.GetProcesses(), e.cfg.Processes),
+		openFiles: pick(l.GetOpenFiles(), e.cfg.OpenFiles),
+		output:    pick(l.GetOutputBytes(), e.cfg.OutputBytes),
+		fileSize:  e.cfg.TmpBytes,
+	}
+}
+
+func (l limits) rlimits() []rlimit {
+	r := []rlimit{
+		{unix.RLIMIT_CPU, uint64(l.cpu)},
+		{unix.RLIMIT_NPROC, uint64(l.processes)},
+		{unix.RLIMIT_NOFILE, uint64(l.openFiles)},
+		{unix.RLIMIT_FSIZE, uint64(l.fileSize)},
+		{unix.RLIMIT_CORE, 0},
+	}
+	if l.memory > 0 {
+		r = append(r, rlimit{unix.RLIMIT_AS, uint64(l.memory)})
+	}
+	return r
+}
+
+// environ builds the target's environment: fixed values, then allowed
+// variables from the worker, then PATH, HOME and TMPDIR unless set.
+func (e *Executor) environ(sc *toolwirev1.SandboxConfig, dir string) []string {
+	env := map[string]string{}
+	for _, n := range sc.GetEnvAllow() {
+		if v, ok := os.LookupEnv(n); ok && n != helperEnv {
+			env[n] = v
+		}
+	}
+	for k, v := range sc.GetEnv() {
+		if k != helperEnv {
+			env[k] = v
+		}
+	}
+	for k, v := range map[string]string{"PATH": e.cfg.Path, "HOME": dir, "TMPDIR": dir} {
+		if _, ok := env[k]; !ok {
+			env[k] = v
+		}
+	}
+	out := make([]string, 0, len(env))
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range env {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		if !strings.ContainsRune(k, '=') && !strings.ContainsRune(k+env[k], 0) {
+			out = append(out, k+"="+env[k])
+		}
+	}
+	return out
+}
+
+// Execute runs the call's process in a fresh sandbox and maps its outcome.
+//
+// Errors: VALIDATION (no side effects) for arguments that cannot be
+// substituted (objects, arrays, option-looking values, NUL bytes);
+// PERMANENT for a spec without a usable sandbox config, a non-zero exit
+// (with the stderr tail) or a limit that killed the process (the message
+// names it); the mapped type for exit codes in exit_codes; TIMEOUT for the
+// wall time limit; INTERNAL for a crash by another signal or a sandbox
+// that could not be set up; and ctx's error (deadline → TIMEOUT, cancel →
+// CANCELLED through tool.AsError) when ctx ends first, after the process
+// and everything it started are gone.
+func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.Result, error) {
+	sc := req.Spec.GetSandbox()
+	tmpl, err := parseTemplate(sc)
+	if err != nil {
+		return nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_PERMANENT, Message: "sandbox spec: " + err.Error(),
+			SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
+	}
+	var args map[string]json.RawMessage
+	if err := json.Unmarshal(req.Call.GetArguments(), &args); err != nil || args == nil {
+		return nil, tool.InvalidArgument("", "arguments must be a JSON object")
+	}
+	argv, stdin, err := tmpl.build(args)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		return nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT, Message: "sandbox executor is closed", Retryable: true,
+			SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
+	}
+	lim := e.limits(sc.GetLimits())
+	hc := &helperConfig{
+		Argv: argv, Namespaces: e.userns,
+		Proc: e.works[MechProc] == "", Tmpfs: e.works[MechTmpfs] == "", TmpBytes: e.cfg.TmpBytes,
+		Landlock: e.works[MechLandlock] == "", LandlockScope: e.works[MechLandlockScope] == "",
+		ReadOnly: slices.Concat(e.cfg.ReadOnlyPaths, sc.GetReadOnlyPaths()), Writable: sc.GetWritablePaths(),
+		Seccomp: e.works[MechSeccomp] == "", Network: sc.GetNetwork(),
+		Rlimits: lim.rlimits(),
+	}
+	dir := "/tmp"
+	if !hc.Tmpfs {
+		if dir, err = e.workDir(); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err := os.RemoveAll(dir); err != nil {
+				e.log.Warn("sandbox: remove working directory", "dir", dir, "err", err)
+			}
+		}()
+		hc.Dir = dir
+	}
+	hc.Env = e.environ(sc, dir)
+	return e.run(ctx, sc, hc, lim, stdin)
+}
+
+// workDir makes a fresh per-call directory owned by the sandbox's uid.
+func (e *Executor) workDir() (string, error) {
+	if err := os.MkdirAll(e.cfg.WorkDir, 0o711); err != nil {
+		return "", fmt.Errorf("sandbox: working directory: %w", err)
+	}
+	dir, err := os.MkdirTemp(e.cfg.WorkDir, "call-")
+	if err != nil {
+		return "", fmt.Errorf("sandbox: working directory: %w", err)
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Chown(dir, e.hostUID, e.hostGID); err != nil {
+			_ = os.RemoveAll(dir)
+			return "", fmt.Errorf("sandbox: working directory: %w", err)
+		}
+	}
+	return dir, nil
+}
+
+// stopReason says why the executor killed a process.
+type stopReason int
+
+const (
+	notStopped stopReason = iota
+	stoppedCtx
+	stoppedWall
+	stoppedOutput
+)
+
+func (e *Executor) run(ctx context.Context, sc *toolwirev1.SandboxConfig, hc *helperConfig, lim limits, stdin []byte) (*tool.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sandbox: not started: %w", err)
+	}
+	p, err := e.spawn(hc, hc.Network, stdin)
+	if err != nil {
+		return nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, Message: err.Error(), Cause: err,
+			SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
+	}
+	out := newOutputs(lim.output, e.cfg.StderrTailBytes)
+	out.start(p.stdout, p.stderr)
+	var setup bytes.Buffer
+	statusDone := make(chan struct{})
+	e.waiters.Go(func() {
+		defer close(statusDone)
+		_, _ = io.Copy(&setup, io.LimitReader(p.status, 64<<10))
+	})
+	wall := time.NewTimer(lim.wall)
+	defer wall.Stop()
+	reason := notStopped
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		reason = stoppedCtx
+	case <-wall.C:
+		reason = stoppedWall
+	case <-out.over:
+		reason = stoppedOutput
+	}
+	state, werr := p.state, error(nil)
+	if reason != notStopped {
+		state, werr = p.wait(doneCtx, e) // kill now, wait bounded
+	}
+	// The whole pid namespace is gone with its init, so the pipes are at
+	// EOF; without a pid namespace a daemon may still hold them: close
+	// them after a short grace.
+	e.drain(p, out, statusDone)
+	if werr != nil {
+		if reason == stoppedCtx {
+			return nil, fmt.Errorf("sandbox: %w (and %w)", ctx.Err(), werr)
+		}
+		return nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, Message: werr.Error(), Cause: werr}
+	}
+	if reason == stoppedCtx {
+		return nil, fmt.Errorf("sandbox: process killed: %w", ctx.Err())
+	}
+	if setup.Len() > 0 {
+		return nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL,
+			Message:     "sandbox set-up failed: " + setup.String(),
+			SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
+	}
+	return e.outcome(sc, lim, reason, state, out)
+}
+
+// doneCtx is an already cancelled context: wait with it kills at once.
+var doneCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+func (e *Executor) drain(p *proc, out *outputs, statusDone <-chan struct{}) {
+	done := make(chan struct{})
+	go func() {
+		out.done.Wait()
+		<-statusDone
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		if !e.userns {
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		}
+		_ = p.stdout.Close()
+		_ = p.stderr.Close()
+		_ = p.status.Close()
+		<-done
+	}
+	_ = p.stdout.Close()
+	_ = p.stderr.Close()
+	_ = p.status.Close()
+}

@@ -1,0 +1,51 @@
+package sandbox_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/toolwire/toolwire/internal/executors/sandbox"
+)
+
+// fixtureBin is the testdata/fixture program, built once for all tests
+// (without the race detector, so it runs under RLIMIT_AS), in a directory
+// the sandbox user may traverse.
+var fixtureBin string
+
+func TestMain(m *testing.M) {
+	if sandbox.IsHelper() {
+		sandbox.RunHelper()
+	}
+	dir, err := os.MkdirTemp("", "sandbox-fixture-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	code := func() int {
+		defer os.RemoveAll(dir)
+		if err := os.Chmod(dir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		fixtureBin = filepath.Join(dir, "fixture")
+		build := exec.Command("go", "build", "-o", fixtureBin, "./testdata/fixture")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build fixture: %v\n%s", err, out)
+			return 2
+		}
+		return m.Run()
+	}()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
