@@ -216,26 +216,35 @@ func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.R
 		te.Violations = v
 		return nil, te
 	}
-	sess, err := ts.server.session(ctx, time.Duration(e.cfg.SessionWait))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("mcp: waiting for server %s: %w", ts.server.cfg.Name, ctx.Err())
-		}
-		te := refused(toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT, "MCP server %s is not connected: %v", ts.server.cfg.Name, err)
-		te.Retryable = true
-		return nil, te
-	}
-
 	token := "toolwire-" + strconv.FormatUint(e.tokens.Add(1), 10)
 	e.progress.Store(token, ctx)
 	defer e.progress.Delete(token)
-	params := &sdk.CallToolParams{Name: ts.tool.Name, Arguments: json.RawMessage(args)}
-	params.SetProgressToken(token)
-	res, err := sess.CallTool(ctx, params)
-	if err != nil {
-		return nil, callError(ctx, ts, err)
+	var stale *sdk.ClientSession
+	for {
+		sess, err := ts.server.session(ctx, time.Duration(e.cfg.SessionWait), stale)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("mcp: waiting for server %s: %w", ts.server.cfg.Name, ctx.Err())
+			}
+			te := refused(toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT, "MCP server %s is not connected: %v", ts.server.cfg.Name, err)
+			te.Retryable = true
+			return nil, te
+		}
+		params := &sdk.CallToolParams{Name: ts.tool.Name, Arguments: json.RawMessage(args)}
+		params.SetProgressToken(token)
+		res, err := sess.CallTool(ctx, params)
+		if err != nil && ctx.Err() == nil && errors.Is(err, sdk.ErrConnectionClosed) {
+			// The session was closing (its server just died): the SDK
+			// refused to send the request, so it is safe to send it again
+			// on the next session.
+			stale = sess
+			continue
+		}
+		if err != nil {
+			return nil, callError(ctx, ts, err)
+		}
+		return resultFromMCP(ts, res)
 	}
-	return resultFromMCP(ts, res)
 }
 
 // resultFromMCP maps a CallToolResult: content blocks one to one,

@@ -188,23 +188,32 @@ func (s *server) discover(ctx context.Context, sess *sdk.ClientSession) error {
 	return s.e.reconcile(ctx, s, tools)
 }
 
-// session returns the current session, waiting up to wait for one.
-func (s *server) session(ctx context.Context, wait time.Duration) (*sdk.ClientSession, error) {
+// session returns the current session other than stale, waiting up to
+// wait for one.
+func (s *server) session(ctx context.Context, wait time.Duration, stale *sdk.ClientSession) (*sdk.ClientSession, error) {
 	var timeout <-chan time.Time
 	for {
 		s.mu.Lock()
 		sess, up := s.sess, s.up
 		s.mu.Unlock()
-		if sess != nil {
+		if sess != nil && sess != stale {
 			return sess, nil
+		}
+		if sess != nil { // stale and not yet cleared: poll until it is
+			up = nil
 		}
 		if timeout == nil {
 			t := time.NewTimer(wait)
 			defer t.Stop()
 			timeout = t.C
 		}
+		var poll <-chan time.Time
+		if up == nil {
+			poll = time.After(5 * time.Millisecond)
+		}
 		select {
 		case <-up:
+		case <-poll:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-timeout:
