@@ -8,9 +8,13 @@ import (
 	"os"
 
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/executors/sandbox"
 	"github.com/toolwire/toolwire/internal/tools/builtin"
 )
 
 func main() {
+	if sandbox.IsHelper() {
+		sandbox.RunHelper()
+	}
 	os.Exit(dispatch.Main(os.Args[1:], os.Stderr, builtin.Tools()))
 }

@@ -11,12 +11,16 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/internal/cliflag"
+	"github.com/toolwire/toolwire/internal/executors/sandbox"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
 // Main runs a worker process serving tools, configured from os.Args and
 // the environment, and exits.
 func Main(tools ...*tool.Tool) {
+	if sandbox.IsHelper() {
+		sandbox.RunHelper()
+	}
 	os.Exit(MainArgs(os.Args[1:], os.Stderr, tools...))
 }
 

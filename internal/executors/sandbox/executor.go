@@ -348,7 +348,7 @@ func (e *Executor) Close(ctx context.Context) error {
 
 // limits are the effective limits of one call.
 type limits struct {
-	wall                                                  time.Duration
+	wall                                                time.Duration
 	cpu, memory, processes, openFiles, output, fileSize int64
 }
 
