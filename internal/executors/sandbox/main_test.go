@@ -1,6 +1,8 @@
 package sandbox_test
 
 import (
+	"context"
+	"time"
 	"fmt"
 	"os"
 	"os/exec"
@@ -39,7 +41,16 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "build fixture: %v\n%s", err, out)
 			return 2
 		}
-		return m.Run()
+		code := m.Run()
+		if shared != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := shared.Close(ctx); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				code = 1
+			}
+		}
+		return code
 	}()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
