@@ -235,7 +235,7 @@ func TestListAndGetTools(t *testing.T) {
 	for _, sp := range l.Msg.Tools {
 		names = append(names, sp.Name)
 	}
-	require.Equal(t, []string{"echo", "fail", "sleep"}, names)
+	require.Equal(t, []string{"echo", "fail", "remember", "sleep"}, names)
 	for _, f := range []toolwirev1.ToolFormat{toolwirev1.ToolFormat_TOOL_FORMAT_OPENAI, toolwirev1.ToolFormat_TOOL_FORMAT_ANTHROPIC,
 		toolwirev1.ToolFormat_TOOL_FORMAT_GEMINI, toolwirev1.ToolFormat_TOOL_FORMAT_MCP} {
 		l, err := s.Client.ListTools(ctx, connect.NewRequest(&toolwirev1.ListToolsRequest{Format: f, NameGlob: "ec*"}))

@@ -8,18 +8,19 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/pkg/tool"
 )
 
 // The built-in intent types (DESIGN §3).
 const (
-	EndSession         = "END_SESSION"
-	SuppressAudio      = "SUPPRESS_AUDIO"
-	SuppressTranscript = "SUPPRESS_TRANSCRIPT"
-	SetPendingMessage  = "SET_PENDING_MESSAGE"
-	SetState           = "SET_STATE"
-	EmitEvent          = "EMIT_EVENT"
-	Notify             = "NOTIFY"
-	InjectContext      = "INJECT_CONTEXT"
+	EndSession         = tool.IntentEndSession
+	SuppressAudio      = tool.IntentSuppressAudio
+	SuppressTranscript = tool.IntentSuppressTranscript
+	SetPendingMessage  = tool.IntentSetPendingMessage
+	SetState           = tool.IntentSetState
+	EmitEvent          = tool.IntentEmitEvent
+	Notify             = tool.IntentNotify
+	InjectContext      = tool.IntentInjectContext
 )
 
 // Builtin describes one built-in intent type.

@@ -1,6 +1,7 @@
 package toolctl_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -62,5 +63,36 @@ func TestToolsApprove(t *testing.T) {
 	user.stack.WaitTool(t, name)
 	if o := user.run(t, "tools", "approve", name, "--hash", "newhash"); o.code != 1 || !strings.Contains(o.stderr, "admin") {
 		t.Fatalf("approve without the admin scope: %+v", o)
+	}
+}
+
+// TestSession: toolctl call, session apply and session show.
+func TestSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatchtest.Options{})
+	o := b.run(t, "-o", "json", "submit", "remember", `{"key":"colour","value":"blue"}`, "--session", "s-9")
+	if o.code != 0 {
+		t.Fatalf("submit: %+v", o)
+	}
+	var sub struct {
+		CallID string `json:"callId"`
+	}
+	if err := json.Unmarshal([]byte(o.stdout), &sub); err != nil || sub.CallID == "" {
+		t.Fatalf("submit output %q: %v", o.stdout, err)
+	}
+	if o := b.run(t, "get", sub.CallID, "--wait", "30s"); o.code != 0 {
+		t.Fatalf("get: %+v", o)
+	}
+	for _, want := range []string{"applied 1 intent(s) to session s-9 (revision 1)", "applied 0 intent(s) to session s-9 (revision 1)"} {
+		if o := b.run(t, "session", "apply", sub.CallID); o.code != 0 || !strings.Contains(o.stdout, want) {
+			t.Fatalf("apply: want %q, got %+v", want, o)
+		}
+	}
+	o = b.run(t, "session", "show", "s-9")
+	if o.code != 0 || !strings.Contains(o.stdout, `colour = "blue"`) || !strings.Contains(o.stdout, "SET_STATE") {
+		t.Fatalf("show: %+v", o)
+	}
+	if o := b.run(t, "session", "show", "never-used"); o.code != 0 || !strings.Contains(o.stdout, "revision:     0") {
+		t.Fatalf("show empty: %+v", o)
 	}
 }

@@ -40,7 +40,11 @@ func (c *Client) Call(ctx context.Context, tool string, args any, opts ...CallOp
 	if err != nil {
 		return nil, transportError("call "+tool, err)
 	}
-	return terminal(resp.Msg.GetCallId(), resp.Msg.GetState(), resp.Msg.GetResponse())
+	r, err := terminal(resp.Msg.GetCallId(), resp.Msg.GetState(), resp.Msg.GetResponse())
+	if r != nil {
+		r.Session = resp.Msg.GetSession()
+	}
+	return r, err
 }
 
 // Submission is the outcome of Submit.

@@ -14,6 +14,9 @@ type Result struct {
 	// Response is the response envelope as the worker (or, for a call
 	// refused at admission, the dispatcher) produced it. Never nil.
 	Response *toolwirev1.ToolResponse
+	// Session is the session after the reference applier applied the
+	// response's intents (Call with WithApplyIntents); nil otherwise.
+	Session *toolwirev1.Session
 }
 
 // OK reports whether the call succeeded.

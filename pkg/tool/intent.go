@@ -11,6 +11,34 @@ import (
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
+// The built-in intent types (see Intent in the wire contract). Custom
+// types are namespaced in lower case: "acme.reindex".
+const (
+	// IntentEndSession ends the session. Payload: {"reason"?: string}.
+	IntentEndSession = "END_SESSION"
+	// IntentSuppressAudio keeps the result from being spoken. Payload:
+	// {"suppress"?: bool (default true)}.
+	IntentSuppressAudio = "SUPPRESS_AUDIO"
+	// IntentSuppressTranscript keeps the result out of the transcript.
+	// Payload: {"suppress"?: bool (default true)}.
+	IntentSuppressTranscript = "SUPPRESS_TRANSCRIPT"
+	// IntentSetPendingMessage sets what the agent says next. Payload:
+	// {"message": string}.
+	IntentSetPendingMessage = "SET_PENDING_MESSAGE"
+	// IntentSetState sets a session value; null deletes it. Payload:
+	// {"key": string, "value": any}.
+	IntentSetState = "SET_STATE"
+	// IntentEmitEvent emits a named event. Payload: {"name": string,
+	// "data"?: any}.
+	IntentEmitEvent = "EMIT_EVENT"
+	// IntentNotify notifies the user or operator. Payload: {"message":
+	// string, "level"?: "info"|"warning"|"error"}.
+	IntentNotify = "NOTIFY"
+	// IntentInjectContext adds text to the model's context. Payload:
+	// {"text": string, "role"?: "system"|"user"}.
+	IntentInjectContext = "INJECT_CONTEXT"
+)
+
 // ErrNoInvocation is returned by EmitIntent when ctx does not belong to a
 // running Invoke, including after the invocation has returned.
 var ErrNoInvocation = errors.New("tool: EmitIntent outside a running invocation")

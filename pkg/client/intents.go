@@ -1,0 +1,147 @@
+package client
+
+import (
+	"container/list"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"connectrpc.com/connect"
+
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// Two ways to apply the intents of a response (the state changes a tool
+// asks for, see tool.EmitIntent):
+//
+//   - the reference applier in the dispatcher keeps session state for you:
+//     call with WithSession and WithApplyIntents (or ApplyIntents later)
+//     and read it with GetSession;
+//   - an orchestrator with its own state implements Applier and hands each
+//     Result to ApplyTo.
+
+// WithApplyIntents makes Call apply the response's intents to the call's
+// session (WithSession is required) with the dispatcher's reference
+// applier before answering; Result.Session is the session afterwards.
+func WithApplyIntents() CallOption {
+	return func(s *callSettings) { s.opts.ApplyIntents = true }
+}
+
+// GetSession returns the state the reference applier keeps for a session
+// of your tenant; a session nothing was applied to is empty (revision 0).
+func (c *Client) GetSession(ctx context.Context, session string) (*toolwirev1.Session, error) {
+	resp, err := c.rpc.GetSession(ctx, connect.NewRequest(&toolwirev1.GetSessionRequest{Session: session}))
+	if err != nil {
+		return nil, transportError("get session", err)
+	}
+	return resp.Msg.GetSession(), nil
+}
+
+// ApplyIntents applies the intents of a finished call to the call's
+// session with the reference applier, each intent exactly once: repeating
+// it applies nothing new. It returns the session and how many intents it
+// applied now.
+func (c *Client) ApplyIntents(ctx context.Context, callID string) (*toolwirev1.Session, int, error) {
+	resp, err := c.rpc.ApplyIntents(ctx, connect.NewRequest(&toolwirev1.ApplyIntentsRequest{CallId: callID}))
+	if err != nil {
+		return nil, 0, transportError("apply intents of "+callID, err)
+	}
+	return resp.Msg.GetSession(), int(resp.Msg.GetApplied()), nil
+}
+
+// Applier applies intents to an orchestrator's own state.
+type Applier interface {
+	// Apply applies one intent of the call callID. Intents of one response
+	// arrive in order. An error stops ApplyTo; the intents after it are
+	// not applied.
+	Apply(ctx context.Context, callID string, in *toolwirev1.Intent) error
+}
+
+// ApplierFunc adapts a function to Applier.
+type ApplierFunc func(ctx context.Context, callID string, in *toolwirev1.Intent) error
+
+// Apply calls f.
+func (f ApplierFunc) Apply(ctx context.Context, callID string, in *toolwirev1.Intent) error {
+	return f(ctx, callID, in)
+}
+
+// ApplyTo hands the intents of a successful result to a, in order. A
+// failed call has no intents. Results can arrive more than once
+// (at-least-once delivery, retried requests): wrap a with Once, or
+// remember "<call id>/<intent id>" keys in your own store, to apply each
+// intent once.
+func (r *Result) ApplyTo(ctx context.Context, a Applier) error {
+	for _, in := range r.Intents() {
+		if err := a.Apply(ctx, r.CallID, in); err != nil {
+			return fmt.Errorf("client: apply intent %s (%s) of %s: %w", in.GetId(), in.GetType(), r.CallID, err)
+		}
+	}
+	return nil
+}
+
+// Payload decodes an intent's JSON payload into v (an absent payload
+// decodes as {}).
+func Payload(in *toolwirev1.Intent, v any) error {
+	p := in.GetPayloadJson()
+	if p == "" {
+		p = "{}"
+	}
+	if err := json.Unmarshal([]byte(p), v); err != nil {
+		return fmt.Errorf("client: payload of intent %s (%s): %w", in.GetId(), in.GetType(), err)
+	}
+	return nil
+}
+
+// SetState is the payload of a SET_STATE intent.
+type SetState struct {
+	Key string `json:"key"`
+	// Value is the new value as JSON; "null" deletes the key.
+	Value json.RawMessage `json:"value"`
+}
+
+// Notify is the payload of a NOTIFY intent.
+type Notify struct {
+	Message string `json:"message"`
+	// Level is "info", "warning" or "error"; empty = info.
+	Level string `json:"level,omitempty"`
+}
+
+
+// Once wraps a so that each intent (by call id and intent id) is applied
+// at most once by this process: repeats among the most recent n intents
+// are skipped (n <= 0 means 4096). A failed Apply is not remembered, so it
+// can be retried. Applies through one Once are serialised.
+func Once(a Applier, n int) Applier {
+	if n <= 0 {
+		n = 4096
+	}
+	return &once{next: a, max: n, seen: map[string]*list.Element{}, order: list.New()}
+}
+
+type once struct {
+	next  Applier
+	max   int
+	mu    sync.Mutex
+	seen  map[string]*list.Element
+	order *list.List
+}
+
+func (o *once) Apply(ctx context.Context, callID string, in *toolwirev1.Intent) error {
+	key := callID + "/" + in.GetId()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, dup := o.seen[key]; dup {
+		return nil
+	}
+	if err := o.next.Apply(ctx, callID, in); err != nil {
+		return err
+	}
+	o.seen[key] = o.order.PushBack(key)
+	if o.order.Len() > o.max {
+		oldest := o.order.Front()
+		o.order.Remove(oldest)
+		delete(o.seen, oldest.Value.(string))
+	}
+	return nil
+}
