@@ -107,7 +107,6 @@ type Notify struct {
 	Level string `json:"level,omitempty"`
 }
 
-
 // Once wraps a so that each intent (by call id and intent id) is applied
 // at most once by this process: repeats among the most recent n intents
 // are skipped (n <= 0 means 4096). A failed Apply is not remembered, so it
