@@ -36,7 +36,7 @@ const (
 	envRunning = "TOOLWIRE_MCP_RUNNING"  // directory of running block calls' marker files
 	envPIDFile = "TOOLWIRE_MCP_PIDFILE"  // file the server writes its pid into
 	envVariant = "TOOLWIRE_MCP_VARIANT"  // definition variant of the "versioned" tool
-	envChild   = "TOOLWIRE_MCP_GRANDKID" // "1": also start a grandchild process
+	envChild   = "TOOLWIRE_MCP_GRANDKID" // path of sleep(1): also start it as a grandchild
 )
 
 func TestMain(m *testing.M) {
@@ -54,10 +54,10 @@ func serveStdio() int {
 			return 1
 		}
 	}
-	if f := os.Getenv(envPIDFile); f != "" && os.Getenv(envChild) == "1" {
+	if f, sleep := os.Getenv(envPIDFile), os.Getenv(envChild); f != "" && sleep != "" {
 		// A grandchild in the server's process group, to prove the group
 		// is killed.
-		grand := exec.Command("sleep", "300")
+		grand := exec.Command(sleep, "300")
 		if err := grand.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1

@@ -1,0 +1,102 @@
+package mcp_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolwire/toolwire/internal/executors/mcp"
+)
+
+// readPID polls path until it holds a pid other than not.
+func readPID(t *testing.T, path string, not int) int {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid != not {
+				return pid
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new pid in %s", path)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// alive reports whether pid is a live process (a zombie counts as dead).
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	// pid (comm) STATE ...; comm may hold spaces, so look after the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+func waitDead(t *testing.T, pid int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) still runs", what, pid)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// TestCrashedServerRestarts: a stdio server killed from outside is
+// restarted with backoff (its whole process group cleaned up), calls
+// succeed again, and Close kills the current server's process group.
+func TestCrashedServerRestarts(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(tempDir(t), "pid")
+	sleep, err := exec.LookPath("sleep")
+	require.NoError(t, err)
+	cfg := testConfig(stdioServer(t, "crashy", map[string]string{envPIDFile: pidFile, envChild: sleep}))
+	e, err := mcp.New(t.Context(), cfg, mcp.Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = e.Close(context.Background())
+		}
+	})
+	echo := specsByTool(e)["echo"]
+	res, err := execute(e, echo, `{"text":"before"}`)
+	require.NoError(t, err)
+	require.Equal(t, "before", res.Content[0].GetText().GetText())
+
+	first := readPID(t, pidFile, 0)
+	firstGrandchild := readPID(t, pidFile+".grandchild", 0)
+	require.NoError(t, syscall.Kill(first, syscall.SIGKILL))
+	second := readPID(t, pidFile, first)
+	waitDead(t, firstGrandchild, "the crashed server's grandchild")
+
+	res, err = execute(e, echo, `{"text":"after"}`)
+	require.NoError(t, err)
+	require.Equal(t, "after", res.Content[0].GetText().GetText())
+
+	secondGrandchild := readPID(t, pidFile+".grandchild", firstGrandchild)
+	start := time.Now()
+	require.NoError(t, e.Close(t.Context()))
+	closed = true
+	require.Less(t, time.Since(start), 5*time.Second, "closing does not wait for the SDK's default 5s")
+	waitDead(t, second, "the server")
+	waitDead(t, secondGrandchild, "the server's grandchild")
+}
