@@ -46,9 +46,10 @@ type Config struct {
 	WallTime Duration `json:"wall_time,omitempty"`
 	// CPUSeconds is RLIMIT_CPU of each process. Default 30.
 	CPUSeconds int64 `json:"cpu_seconds,omitempty"`
-	// MemoryBytes is RLIMIT_AS (address space) of each process. Default
-	// 1 GiB. -1 = unlimited (needed for programs built with the race
-	// detector or other huge-reservation runtimes).
+	// MemoryBytes is RLIMIT_DATA of each process: its private writable
+	// memory (heap, anonymous mappings), not address space reserved but
+	// unused (RLIMIT_AS would stop a Go program from starting below about
+	// 900 MiB). Default 1 GiB. -1 = unlimited.
 	MemoryBytes int64 `json:"memory_bytes,omitempty"`
 	// Processes is RLIMIT_NPROC, counted per sandbox (each has its own user
 	// namespace); threads count. Default 64.

@@ -115,7 +115,7 @@ func (e *Executor) probe() error {
 		}
 		rep[MechUserNS] = err0(err, "user namespaces cannot be created")
 	}
-	rep[MechCgroup] = "not used: memory is bounded per process (RLIMIT_AS), processes per sandbox (RLIMIT_NPROC in its user namespace)"
+	rep[MechCgroup] = "not used: memory is bounded per process (RLIMIT_DATA), processes per sandbox (RLIMIT_NPROC in its user namespace)"
 	if !e.userns {
 		rep[MechUserNS] = "user namespaces cannot be created here (no pid, net, mount, ipc or uts isolation)"
 		rep[MechProc] = "needs a user namespace"
@@ -383,7 +383,7 @@ func (l limits) rlimits() []rlimit {
 		{unix.RLIMIT_CORE, 0},
 	}
 	if l.memory > 0 {
-		r = append(r, rlimit{unix.RLIMIT_AS, uint64(l.memory)})
+		r = append(r, rlimit{unix.RLIMIT_DATA, uint64(l.memory)})
 	}
 	return r
 }

@@ -325,7 +325,7 @@ func restrictLandlock(hc *helperConfig, dir string) error {
 }
 
 // execTarget sets the rlimits and execs the target without allocating in
-// between (a lowered RLIMIT_AS must not starve this runtime).
+// between (a lowered RLIMIT_DATA must not starve this runtime).
 func execTarget(status *os.File, hc *helperConfig) {
 	if len(hc.Argv) == 0 {
 		helperFail(status, errors.New("no argv"))

@@ -15,7 +15,7 @@ import (
 )
 
 // fixtureBin is the testdata/fixture program, built once for all tests
-// (without the race detector, so it runs under RLIMIT_AS), in a directory
+// (without the race detector, so it runs under small memory limits), in a directory
 // the sandbox user may traverse.
 var fixtureBin string
 

@@ -18,6 +18,9 @@ import (
 func (e *Executor) outcome(sc *toolwirev1.SandboxConfig, lim limits, reason stopReason, state *os.ProcessState, out *outputs) (*tool.Result, error) {
 	stdout := out.stdout.Bytes()
 	tail := out.stderrTail()
+	if tail == "" { // many programs report errors on stdout
+		tail = string(bytes.TrimSpace(stdout[max(0, len(stdout)-e.cfg.StderrTailBytes):]))
+	}
 	withTail := func(msg string) string {
 		if tail != "" {
 			msg += ": " + strings.ToValidUTF8(tail, "\uFFFD")
@@ -68,7 +71,7 @@ func (e *Executor) outcome(sc *toolwirev1.SandboxConfig, lim limits, reason stop
 }
 
 // memoryHint names the memory limit when the process's peak resident
-// size came within half of it: RLIMIT_AS makes allocations fail rather
+// size came within half of it: RLIMIT_DATA makes allocations fail rather
 // than send a signal, so the cause can only be inferred.
 func memoryHint(lim limits, state *os.ProcessState) string {
 	ru, ok := state.SysUsage().(*syscall.Rusage)

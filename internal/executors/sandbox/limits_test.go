@@ -1,0 +1,87 @@
+package sandbox_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolwire/toolwire/internal/executors/sandbox"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// Each bomb is stopped within about a second of reaching its limit, its
+// message names the limit, and the executor still works afterwards.
+func TestLimits(t *testing.T) {
+	e := setup(t)
+	need(t, e, sandbox.MechUserNS, sandbox.MechTmpfs)
+	const slack = 1500 * time.Millisecond // "within a second", plus process start on a loaded CI machine
+
+	t.Run("fork bomb", func(t *testing.T) {
+		t.Parallel()
+		start := time.Now()
+		te := failure(t, e, spec(fixture("forkbomb"), withLimits(&toolwirev1.SandboxLimits{Processes: 24, WallTime: wall(20 * time.Second)})), `{}`)
+		require.Less(t, time.Since(start), slack)
+		require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMANENT, te.Type)
+		require.Contains(t, te.Message, "exit code 3")
+		require.Contains(t, te.Message, "resource temporarily unavailable", "fork failed with EAGAIN at the process limit")
+		stillWorks(t, e)
+	})
+	t.Run("memory bomb", func(t *testing.T) {
+		t.Parallel()
+		start := time.Now()
+		te := failure(t, e, spec(fixture("membomb"), withLimits(&toolwirev1.SandboxLimits{MemoryBytes: 256 << 20, WallTime: wall(20 * time.Second)})), `{}`)
+		require.Less(t, time.Since(start), slack)
+		require.Contains(t, te.Message, "memory limit")
+		stillWorks(t, e)
+	})
+	t.Run("cpu spin", func(t *testing.T) {
+		t.Parallel()
+		start := time.Now()
+		te := failure(t, e, spec(fixture("spin"), withLimits(&toolwirev1.SandboxLimits{CpuSeconds: 1, WallTime: wall(20 * time.Second)})), `{}`)
+		require.Less(t, time.Since(start), time.Second+slack)
+		require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMANENT, te.Type)
+		require.Contains(t, te.Message, "cpu limit of 1s exceeded")
+		stillWorks(t, e)
+	})
+	t.Run("wall time", func(t *testing.T) {
+		t.Parallel()
+		start := time.Now()
+		te := failure(t, e, spec(fixture("sleep"), withLimits(&toolwirev1.SandboxLimits{WallTime: wall(300 * time.Millisecond)})), `{}`)
+		require.Less(t, time.Since(start), 300*time.Millisecond+slack)
+		require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_TIMEOUT, te.Type)
+		require.Contains(t, te.Message, "wall time limit of 300ms exceeded")
+		stillWorks(t, e)
+	})
+	t.Run("1 GB on stdout", func(t *testing.T) {
+		t.Parallel()
+		start := time.Now()
+		got := text(t, e, spec(fixture("flood"), withLimits(&toolwirev1.SandboxLimits{OutputBytes: 1 << 20, WallTime: wall(20 * time.Second)})), `{}`)
+		require.Less(t, time.Since(start), slack)
+		require.Equal(t, strings.Repeat("y", 1<<20), got[:1<<20])
+		require.Contains(t, got[1<<20:], "truncated")
+		require.Less(t, len(got), 1<<20+200)
+		stillWorks(t, e)
+	})
+	t.Run("full /tmp", func(t *testing.T) {
+		t.Parallel()
+		start := time.Now()
+		te := failure(t, e, spec(fixture("filltmp")), `{}`)
+		require.Less(t, time.Since(start), slack)
+		require.Contains(t, te.Message, "exit code 5")
+		// The tmpfs size and RLIMIT_FSIZE are the same 64 MiB: whichever
+		// answers first, the write stops there.
+		require.Regexp(t, `wrote 6710886[0-9]: .*(no space left on device|file too large)`, te.Message)
+		stillWorks(t, e)
+	})
+	t.Run("fd exhaustion", func(t *testing.T) {
+		t.Parallel()
+		start := time.Now()
+		te := failure(t, e, spec(fixture("fds"), withLimits(&toolwirev1.SandboxLimits{OpenFiles: 64})), `{}`)
+		require.Less(t, time.Since(start), slack)
+		require.Contains(t, te.Message, "exit code 4")
+		require.Contains(t, te.Message, "too many open files")
+		stillWorks(t, e)
+	})
+}
