@@ -2,12 +2,12 @@ package sandbox_test
 
 import (
 	"context"
-	"time"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 

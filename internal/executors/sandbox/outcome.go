@@ -57,7 +57,9 @@ func (e *Executor) outcome(sc *toolwirev1.SandboxConfig, lim limits, reason stop
 		cpu := state.UserTime() + state.SystemTime()
 		cpuLimit := time.Duration(lim.cpu) * time.Second
 		switch {
-		case sig == syscall.SIGXCPU || (sig == syscall.SIGKILL && cpu >= cpuLimit-100*time.Millisecond):
+		// The kernel sends SIGKILL at the hard limit (pid 1 ignores SIGXCPU);
+		// rusage is sampled and may read a little under the limit.
+		case sig == syscall.SIGXCPU || (sig == syscall.SIGKILL && cpu >= cpuLimit*3/4):
 			return nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_PERMANENT,
 				Message: withTail(fmt.Sprintf("cpu limit of %ds exceeded (used %s); killed by %s", lim.cpu, cpu.Round(time.Millisecond), sigName(sig)))}
 		case sig == syscall.SIGXFSZ:
