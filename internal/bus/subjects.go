@@ -117,6 +117,18 @@ func (s Subjects) CallsOfType(t toolwirev1.ExecutorType) string {
 	return s.join("call", TypeToken(t), ">")
 }
 
+// CallsOf filters the calls of a tenant and/or a tool; an empty argument
+// matches any.
+func (s Subjects) CallsOf(tenant, tool string) string {
+	tok := func(v string) string {
+		if v == "" {
+			return "*"
+		}
+		return Token(v)
+	}
+	return s.join("call", "*", tok(tenant), "*", tok(tool))
+}
+
 // AllCalls filters every call.
 func (s Subjects) AllCalls() string { return s.join("call", ">") }
 

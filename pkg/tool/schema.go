@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -26,6 +28,7 @@ func inputSchema[In any]() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("input schema: %w", err)
 	}
+	markSecrets(t, s, 0)
 	if s.Type != "object" {
 		return nil, fmt.Errorf("input type %s is not a JSON object: use a struct or a map with string keys", t)
 	}
@@ -58,4 +61,56 @@ func schemaFor(t reflect.Type) (*jsonschema.Schema, error) {
 	return jsonschema.ForType(t, &jsonschema.ForOptions{
 		TypeSchemas: map[reflect.Type]*jsonschema.Schema{rawMessageType: {}},
 	})
+}
+
+// SecretKeyword is the schema keyword that marks an argument secret: audits
+// and replays show "[REDACTED]" instead of its value. Native tools set it
+// with the struct tag `toolwire:"secret"`:
+//
+//	type In struct {
+//		User     string `json:"user"`
+//		Password string `json:"password" toolwire:"secret"`
+//	}
+const SecretKeyword = "x-toolwire-secret"
+
+// markSecrets sets SecretKeyword on the properties of s whose struct
+// fields carry the tag `toolwire:"secret"`, in nested structs and slices
+// too.
+func markSecrets(t reflect.Type, s *jsonschema.Schema, depth int) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if s == nil || depth > 16 {
+		return
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		markSecrets(t.Elem(), s.Items, depth+1)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			prop := s.Properties[name]
+			if prop == nil {
+				continue
+			}
+			if slices.Contains(strings.Split(f.Tag.Get("toolwire"), ","), "secret") {
+				if prop.Extra == nil {
+					prop.Extra = map[string]any{}
+				}
+				prop.Extra[SecretKeyword] = true
+				continue
+			}
+			markSecrets(f.Type, prop, depth+1)
+		}
+	}
 }

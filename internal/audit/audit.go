@@ -1,0 +1,490 @@
+package audit
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/registry"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+// Outcomes of a record.
+const (
+	OutcomeOK           = "ok"
+	OutcomeError        = "error" // the tool (or its execution) failed
+	OutcomeCancelled    = "cancelled"
+	OutcomeExpired      = "expired"
+	OutcomeDeadLettered = "dead_lettered"
+	OutcomePending      = "pending"     // no result yet, within the settle time
+	OutcomeMissing      = "missing"     // no result after the settle time: an anomaly
+	OutcomeUndecodable  = "undecodable" // a CALLS message that is no ToolCall
+)
+
+// ErrNoInstallation: the prefix names no installation on this server.
+var ErrNoInstallation = errors.New("audit: no toolwire installation")
+
+// Source reads an installation's streams for audits. It never creates or
+// changes a stream.
+type Source struct {
+	calls, results, events jetstream.Stream
+	registry               jetstream.KeyValue
+	subj                   bus.Subjects
+	red                    redactor
+
+	specMu sync.Mutex
+	specs  map[string]string // name@version -> input schema
+}
+
+// Open attaches to the installation with prefix on nc.
+func Open(ctx context.Context, nc *nats.Conn, prefix string) (*Source, error) {
+	cfg := bus.Config{Prefix: prefix}.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("audit: jetstream: %w", err)
+	}
+	s := &Source{subj: cfg.Subjects(), specs: map[string]string{}}
+	for _, st := range []struct {
+		dst  *jetstream.Stream
+		name string
+	}{{&s.calls, cfg.CallsStream()}, {&s.results, cfg.ResultsStream()}, {&s.events, cfg.EventsStream()}} {
+		if *st.dst, err = js.Stream(ctx, st.name); err != nil {
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				return nil, fmt.Errorf("%w with prefix %q: stream %s not found", ErrNoInstallation, prefix, st.name)
+			}
+			return nil, fmt.Errorf("audit: stream %s: %w", st.name, err)
+		}
+	}
+	if s.registry, err = js.KeyValue(ctx, cfg.RegistryBucket()); err != nil {
+		return nil, fmt.Errorf("audit: registry: %w", err)
+	}
+	return s, nil
+}
+
+// Filter selects the calls of an audit. Zero fields match everything.
+type Filter struct {
+	// Since and Until bound the time the call was admitted (stored).
+	Since, Until time.Time
+	Tenant, Session, Agent, Tool, CallID string
+	// Outcome keeps records of one outcome (OutcomeOK, ...) or, for
+	// failures, of one error type name such as "TIMEOUT".
+	Outcome string
+}
+
+// Options tune an audit run.
+type Options struct {
+	// Events adds every call's lifecycle events (one stream read per
+	// call: slower). Events are kept for the events stream's retention.
+	Events bool
+	// Settle is how long after admission a call without a result counts
+	// as pending rather than missing. Default 10m.
+	Settle time.Duration
+	// Lookups is how many result lookups run at once. Default 32.
+	Lookups int
+	// Progress, if set, is called with the number of CALLS messages read,
+	// at most every 200ms and at the end.
+	Progress func(scanned int)
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Record is one audited call: the call (arguments redacted), how it was
+// admitted, its retry re-entries, its events and its terminal response.
+type Record struct {
+	CallID      string          `json:"call_id"`
+	Seq         uint64          `json:"seq"`
+	Time        time.Time       `json:"time"`
+	Tenant      string          `json:"tenant,omitempty"`
+	Agent       string          `json:"agent,omitempty"`
+	Session     string          `json:"session,omitempty"`
+	User        string          `json:"user,omitempty"`
+	Run         string          `json:"run,omitempty"`
+	Tool        string          `json:"tool,omitempty"`
+	SpecVersion string          `json:"spec_version,omitempty"`
+	Dispatcher  string          `json:"dispatcher,omitempty"`
+	Idempotency string          `json:"idempotency_key,omitempty"`
+	Arguments   json.RawMessage `json:"arguments,omitempty"`
+	// Admission is "accepted" for every call in CALLS (refused calls
+	// never reach it; they are REJECTED events).
+	Admission string `json:"admission"`
+	// Events are the call's lifecycle events (Options.Events), as
+	// protobuf JSON.
+	Events   []json.RawMessage `json:"events,omitempty"`
+	Response json.RawMessage   `json:"response,omitempty"`
+	Outcome  string            `json:"outcome"`
+	// ErrorType is the failure's type name, for failed calls.
+	ErrorType string `json:"error_type,omitempty"`
+}
+
+// Anomaly is a completeness problem found by an audit.
+type Anomaly struct {
+	Kind   string `json:"kind"` // "missing_result", "gap", "undecodable_result"
+	CallID string `json:"call_id,omitempty"`
+	Seq    uint64 `json:"seq,omitempty"`
+	Detail string `json:"detail"`
+}
+
+// Summary counts an audit run.
+type Summary struct {
+	// Scanned counts CALLS messages read; Records the records emitted.
+	Scanned, Records int
+	// RetryEntries counts CALLS messages that re-enter a call for a
+	// retry (not calls of their own).
+	RetryEntries int
+	Outcomes     map[string]int
+	Anomalies    []Anomaly
+	// FirstSeq and LastSeq are the CALLS sequences covered.
+	FirstSeq, LastSeq uint64
+}
+
+// OK reports whether the audit found no anomaly.
+func (s *Summary) OK() bool { return len(s.Anomalies) == 0 }
+
+type job struct {
+	rec  *Record
+	call *toolwirev1.ToolCall
+	done chan struct{}
+	err  error
+}
+
+// Run streams the records f selects, in CALLS order, to emit, and returns
+// the summary. Memory stays bounded whatever the range: CALLS is read with
+// an ordered consumer and results are looked up by call id a window at a
+// time.
+func (s *Source) Run(ctx context.Context, f Filter, o Options, emit func(*Record) error) (*Summary, error) {
+	o.Settle = cmp.Or(o.Settle, 10*time.Minute)
+	o.Lookups = cmp.Or(o.Lookups, 32)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sum := &Summary{Outcomes: map[string]int{}}
+
+	work := make(chan *job)
+	ordered := make(chan *job, 4*o.Lookups)
+	var workers sync.WaitGroup
+	for range o.Lookups {
+		workers.Go(func() {
+			for j := range work {
+				j.err = s.complete(ctx, j, o)
+				close(j.done)
+			}
+		})
+	}
+	emitted := make(chan error, 1)
+	go func() {
+		var err error
+		for j := range ordered {
+			<-j.done
+			if err != nil {
+				continue // drain
+			}
+			if err = j.err; err != nil {
+				cancel(err)
+				continue
+			}
+			if err = s.account(sum, j.rec, f, emit); err != nil {
+				cancel(err)
+			}
+		}
+		emitted <- err
+	}()
+	scanErr := s.scan(ctx, f, o, sum, func(j *job) error {
+		select {
+		case ordered <- j:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		if j.call == nil {
+			close(j.done)
+			return nil
+		}
+		select {
+		case work <- j:
+			return nil
+		case <-ctx.Done():
+			close(j.done)
+			return context.Cause(ctx)
+		}
+	})
+	close(work)
+	workers.Wait()
+	close(ordered)
+	if err := <-emitted; err != nil {
+		return sum, err
+	}
+	return sum, scanErr
+}
+
+// account counts a finished record and emits it when it matches.
+func (s *Source) account(sum *Summary, r *Record, f Filter, emit func(*Record) error) error {
+	if f.Outcome != "" && f.Outcome != r.Outcome && !strings.EqualFold(f.Outcome, r.ErrorType) {
+		return nil
+	}
+	sum.Records++
+	sum.Outcomes[r.Outcome]++
+	switch r.Outcome {
+	case OutcomeMissing:
+		sum.Anomalies = append(sum.Anomalies, Anomaly{Kind: "missing_result", CallID: r.CallID, Seq: r.Seq,
+			Detail: fmt.Sprintf("accepted %s, no terminal result in RESULTS", r.Time.Format(time.RFC3339))})
+	case OutcomeUndecodable:
+		// A message someone published that is not a call: the workers
+		// dead-letter it. Counted, not an anomaly of the audit trail.
+	}
+	return emit(r)
+}
+
+// scan reads CALLS and hands one job per call (in order) to next.
+func (s *Source) scan(ctx context.Context, f Filter, o Options, sum *Summary, next func(*job) error) error {
+	info, err := s.calls.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("audit: calls stream: %w", err)
+	}
+	last := info.State.LastSeq
+	if last == 0 || info.State.Msgs == 0 {
+		return nil
+	}
+	filter := s.subj.AllCalls()
+	narrowed := f.Tenant != "" || f.Tool != ""
+	if narrowed {
+		filter = s.subj.CallsOf(f.Tenant, f.Tool)
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}
+	if !f.Since.IsZero() {
+		t := f.Since
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
+	}
+	cons, err := s.calls.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("audit: read calls: %w", err)
+	}
+	var prev uint64
+	lastProgress := time.Now()
+	defer func() {
+		if o.Progress != nil {
+			o.Progress(sum.Scanned)
+		}
+	}()
+	next0 := uint64(0)
+	for {
+		// Never ask for more than the stream holds up to the snapshot, so
+		// that the last fetch ends at once instead of waiting.
+		want := 256
+		if next0 > 0 && last-next0+1 < uint64(want) {
+			want = int(last - next0 + 1)
+		}
+		batch, err := cons.Fetch(want, jetstream.FetchMaxWait(500*time.Millisecond))
+		if err != nil {
+			return fmt.Errorf("audit: read calls: %w", err)
+		}
+		n, done, err := s.scanBatch(batch, f, o, sum, last, &prev, &lastProgress, narrowed, next)
+		if err != nil {
+			return err
+		}
+		if done || n == 0 {
+			return nil // at the snapshot's end, past Until, or caught up
+		}
+		next0 = prev + 1
+	}
+}
+
+// scanBatch handles the messages of one fetch; it always drains the batch
+// (so the fetch's goroutine ends) and reports whether the scan is done.
+func (s *Source) scanBatch(batch jetstream.MessageBatch, f Filter, o Options, sum *Summary, last uint64, prev *uint64,
+	lastProgress *time.Time, narrowed bool, next func(*job) error) (n int, done bool, err error) {
+	for msg := range batch.Messages() {
+		n++
+		if done || err != nil {
+			continue
+		}
+		md, merr := msg.Metadata()
+		if merr != nil {
+			err = fmt.Errorf("audit: read calls: %w", merr)
+			continue
+		}
+		seq := md.Sequence.Stream
+		if seq > last || (!f.Until.IsZero() && md.Timestamp.After(f.Until)) {
+			done = true
+			continue
+		}
+		sum.Scanned++
+		if sum.FirstSeq == 0 {
+			sum.FirstSeq = seq
+		}
+		sum.LastSeq = seq
+		if !narrowed && *prev != 0 && seq != *prev+1 {
+			sum.Anomalies = append(sum.Anomalies, Anomaly{Kind: "gap", Seq: *prev + 1,
+				Detail: fmt.Sprintf("CALLS sequences %d-%d are missing (deleted messages)", *prev+1, seq-1)})
+		}
+		*prev = seq
+		if o.Progress != nil && time.Since(*lastProgress) > 200*time.Millisecond {
+			o.Progress(sum.Scanned)
+			*lastProgress = time.Now()
+		}
+		if seq == last {
+			done = true
+		}
+		j, skip := s.jobOf(msg, seq, md.Timestamp, f, sum)
+		if skip {
+			continue
+		}
+		err = next(j)
+	}
+	if berr := batch.Error(); berr != nil && !errors.Is(berr, nats.ErrTimeout) && err == nil {
+		err = fmt.Errorf("audit: read calls: %w", berr)
+	}
+	return n, done, err
+}
+
+// jobOf builds the job of one CALLS message, or says to skip it.
+func (s *Source) jobOf(msg jetstream.Msg, seq uint64, stored time.Time, f Filter, sum *Summary) (*job, bool) {
+	call := &toolwirev1.ToolCall{}
+	if err := proto.Unmarshal(msg.Data(), call); err != nil || call.CallId == "" {
+		if f.CallID != "" || f.Session != "" || f.Agent != "" {
+			return nil, true
+		}
+		return &job{rec: &Record{Seq: seq, Time: stored, Admission: "none", Outcome: OutcomeUndecodable},
+			done: make(chan struct{})}, false
+	}
+	if id := msg.Headers().Get(jetstream.MsgIDHeader); id != "" && id != call.CallId {
+		// A retry re-entry (published by the retry mover), not a call.
+		sum.RetryEntries++
+		return nil, true
+	}
+	c := call.GetCaller()
+	if (f.CallID != "" && call.CallId != f.CallID) || (f.Session != "" && c.GetSession() != f.Session) ||
+		(f.Agent != "" && c.GetAgent() != f.Agent) {
+		return nil, true
+	}
+	rec := &Record{CallID: call.CallId, Seq: seq, Time: stored, Tenant: c.GetTenant(), Agent: c.GetAgent(),
+		Session: c.GetSession(), User: c.GetUser(), Run: c.GetRun(), Tool: call.Tool, SpecVersion: call.SpecVersion,
+		Dispatcher: call.Dispatcher, Idempotency: call.IdempotencyKey, Admission: "accepted"}
+	return &job{rec: rec, call: call, done: make(chan struct{})}, false
+}
+
+// complete looks up a call's result (and events) and redacts it.
+func (s *Source) complete(ctx context.Context, j *job, o Options) error {
+	call, rec := j.call, j.rec
+	rec.Arguments = s.red.redact(s.schemaOf(ctx, call.Tool, call.SpecVersion), call.Arguments)
+	subject := s.subj.ResultAnyDispatcher(call.GetCaller().GetTenant(), call.CallId)
+	if call.Dispatcher != "" {
+		subject = s.subj.Result(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
+	}
+	m, err := bus.LastMsg(ctx, s.results, subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		rec.Outcome = OutcomePending
+		if o.Now().Sub(rec.Time) > o.Settle {
+			rec.Outcome = OutcomeMissing
+		}
+	case err != nil:
+		return fmt.Errorf("audit: result of %s: %w", call.CallId, err)
+	default:
+		resp := &toolwirev1.ToolResponse{}
+		if err := proto.Unmarshal(m.Data, resp); err != nil {
+			rec.Outcome = OutcomeMissing
+			rec.ErrorType = "undecodable result"
+			break
+		}
+		rec.Response, _ = protojson.Marshal(resp)
+		rec.Outcome, rec.ErrorType = classify(resp)
+	}
+	if o.Events {
+		evs, err := s.eventsOf(ctx, call)
+		if err != nil {
+			return err
+		}
+		rec.Events = evs
+	}
+	return nil
+}
+
+func classify(r *toolwirev1.ToolResponse) (string, string) {
+	if r.GetOk() {
+		return OutcomeOK, ""
+	}
+	t := r.GetError().GetType()
+	name := strings.TrimPrefix(t.String(), "ERROR_TYPE_")
+	switch {
+	case r.GetMeta().GetSource() == "dlq" || t == toolwirev1.ErrorType_ERROR_TYPE_MAX_ATTEMPTS:
+		return OutcomeDeadLettered, name
+	case t == toolwirev1.ErrorType_ERROR_TYPE_CANCELLED:
+		return OutcomeCancelled, name
+	case t == toolwirev1.ErrorType_ERROR_TYPE_EXPIRED:
+		return OutcomeExpired, name
+	}
+	return OutcomeError, name
+}
+
+// schemaOf returns the input schema of a spec version ("" if unknown).
+func (s *Source) schemaOf(ctx context.Context, name, version string) string {
+	key := name + "@" + version
+	s.specMu.Lock()
+	sch, ok := s.specs[key]
+	s.specMu.Unlock()
+	if ok {
+		return sch
+	}
+	if e, err := s.registry.Get(ctx, registry.VersionKey(name, version)); err == nil {
+		spec := &toolwirev1.ToolSpec{}
+		if proto.Unmarshal(e.Value(), spec) == nil {
+			sch = spec.InputSchemaJson
+		}
+	}
+	s.specMu.Lock()
+	s.specs[key] = sch
+	s.specMu.Unlock()
+	return sch
+}
+
+// eventsOf reads a call's events.
+func (s *Source) eventsOf(ctx context.Context, call *toolwirev1.ToolCall) ([]json.RawMessage, error) {
+	subject := s.subj.EventsAnyDispatcher(call.GetCaller().GetTenant(), call.CallId)
+	if call.Dispatcher != "" {
+		subject = s.subj.Event(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
+	}
+	cons, err := s.events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	if err != nil {
+		return nil, fmt.Errorf("audit: events of %s: %w", call.CallId, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("audit: events of %s: %w", call.CallId, err)
+	}
+	pending := int(info.NumPending)
+	var out []json.RawMessage
+	for pending > 0 {
+		batch, err := cons.Fetch(pending, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return nil, fmt.Errorf("audit: events of %s: %w", call.CallId, err)
+		}
+		n := 0
+		for msg := range batch.Messages() {
+			n++
+			ev := &toolwirev1.CallEvent{}
+			if proto.Unmarshal(msg.Data(), ev) == nil {
+				b, _ := protojson.Marshal(ev)
+				out = append(out, b)
+			}
+		}
+		if n == 0 {
+			break
+		}
+		pending -= n
+	}
+	return out, nil
+}

@@ -1,0 +1,187 @@
+package audit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/toolwire/toolwire/internal/audit"
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/tools/builtin"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type empty struct{}
+
+type secretIn struct {
+	User     string `json:"user"`
+	Password string `json:"password" jsonschema:"the password" toolwire:"secret"`
+}
+
+// tools: echo and fail (built-in), sleep for cancellations, a tool that
+// always fails transiently (dead-lettered after two attempts) and one with
+// a secret argument.
+func tools(t *testing.T) []*tool.Tool {
+	down := tool.Must(tool.New("down", func(context.Context, empty) (string, error) {
+		return "", tool.Transient(errors.New("still down"))
+	}, tool.Idempotent(), tool.WithRetryPolicy(&toolwirev1.RetryPolicy{MaxAttempts: 2,
+		InitialInterval: durationpb.New(time.Millisecond), MaxInterval: durationpb.New(time.Millisecond)})))
+	login := tool.Must(tool.New("login", func(_ context.Context, in secretIn) (string, error) { return "hi " + in.User, nil }))
+	if !strings.Contains(login.Spec().InputSchemaJson, `"x-toolwire-secret":true`) {
+		t.Fatalf("the secret is not marked: %s", login.Spec().InputSchemaJson)
+	}
+	return append(builtin.Tools(), down, login)
+}
+
+type plan struct {
+	tool, args string
+	s2s        time.Duration
+	cancel     bool
+	want       string
+}
+
+// TestVerifyAccountsForEveryCall: 10,000 calls with mixed outcomes are
+// all accounted for with zero anomalies; deleting one result from RESULTS
+// gets exactly that call reported.
+func TestVerifyAccountsForEveryCall(t *testing.T) {
+	t.Parallel()
+	const n = 10000
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: tools(t), Concurrency: 256})
+	id := dispatch.DefaultIdentity
+	ctx := t.Context()
+	plans := []plan{
+		{tool: "echo", args: `{"text":"hi"}`, want: audit.OutcomeOK},
+		{tool: "fail", args: `{"type":"PERMANENT"}`, want: audit.OutcomeError},
+		{tool: "echo", args: `{"text":"late"}`, s2s: time.Nanosecond, want: audit.OutcomeExpired},
+		{tool: "down", args: `{}`, want: audit.OutcomeDeadLettered},
+		{tool: "login", args: `{"user":"ann","password":"hunter2"}`, want: audit.OutcomeOK},
+	}
+	want := map[string]int{}
+	ids := make([]string, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 32 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				p := plans[i%len(plans)]
+				if i%100 == 99 { // 1% cancelled while running
+					p = plan{tool: "sleep", args: `{"duration":"1m"}`, cancel: true, want: audit.OutcomeCancelled}
+				}
+				req := &toolwirev1.CallRequest{Tool: p.tool, ArgumentsJson: p.args, Session: fmt.Sprint("s", i%7)}
+				if p.s2s > 0 {
+					req.ScheduleToStart = durationpb.New(p.s2s)
+				}
+				sub, err := s.Dispatcher.Submit(ctx, id, req)
+				if err != nil || sub.Rejected != nil {
+					errs <- fmt.Errorf("submit %d: %v %v", i, err, sub)
+					return
+				}
+				ids[i] = sub.CallID
+				if p.cancel {
+					if _, err := s.Dispatcher.Cancel(ctx, id, sub.CallID, "audit test"); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// Wait for every result, and tally the outcomes we expect.
+	for i, callID := range ids {
+		r, err := s.Dispatcher.GetResult(ctx, id, callID, time.Minute)
+		if err != nil || r.State != toolwirev1.CallState_CALL_STATE_DONE {
+			t.Fatalf("call %d %s: %v %v", i, callID, r.GetState(), err)
+		}
+		want[outcomeOf(r.Response)]++
+	}
+	for _, o := range []string{audit.OutcomeOK, audit.OutcomeError, audit.OutcomeExpired, audit.OutcomeDeadLettered, audit.OutcomeCancelled} {
+		if want[o] == 0 {
+			t.Fatalf("the workload produced no %s call: %v", o, want)
+		}
+	}
+
+	src, err := audit.Open(ctx, s.Env.Bus.NC, "toolwire")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var records int
+	var sawSecret, sawRedacted bool
+	sum, err := src.Run(ctx, audit.Filter{}, audit.Options{}, func(r *audit.Record) error {
+		records++
+		if strings.Contains(string(r.Arguments), "hunter2") {
+			sawSecret = true
+		}
+		if r.Tool == "login" && strings.Contains(string(r.Arguments), audit.Redacted) && strings.Contains(string(r.Arguments), "ann") {
+			sawRedacted = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.OK() || records != n || sum.Records != n {
+		t.Fatalf("audit: %d records, summary %+v", records, sum)
+	}
+	for o, c := range want {
+		if sum.Outcomes[o] != c {
+			t.Errorf("outcome %s: audit counted %d, calls answered %d", o, sum.Outcomes[o], c)
+		}
+	}
+	if sawSecret || !sawRedacted {
+		t.Fatalf("secret shown %v, redacted form seen %v", sawSecret, sawRedacted)
+	}
+
+	// Remove the result of one call: exactly that call is reported.
+	victim := ids[n/2]
+	r, err := s.Env.Bus.Results.GetLastMsgForSubject(ctx, "toolwire.result.default.*."+victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Env.Bus.Results.DeleteMsg(ctx, r.Sequence); err != nil {
+		t.Fatal(err)
+	}
+	later := func() time.Time { return time.Now().Add(time.Hour) }
+	sum, err = src.Run(ctx, audit.Filter{}, audit.Options{Now: later}, func(*audit.Record) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Anomalies) != 1 || sum.Anomalies[0].CallID != victim || sum.Anomalies[0].Kind != "missing_result" {
+		t.Fatalf("want exactly %s reported, got %+v", victim, sum.Anomalies)
+	}
+}
+
+func outcomeOf(r *toolwirev1.ToolResponse) string {
+	switch {
+	case r.GetOk():
+		return audit.OutcomeOK
+	case r.GetMeta().GetSource() == "dlq" || r.GetError().GetType() == toolwirev1.ErrorType_ERROR_TYPE_MAX_ATTEMPTS:
+		return audit.OutcomeDeadLettered
+	case r.GetError().GetType() == toolwirev1.ErrorType_ERROR_TYPE_CANCELLED:
+		return audit.OutcomeCancelled
+	case r.GetError().GetType() == toolwirev1.ErrorType_ERROR_TYPE_EXPIRED:
+		return audit.OutcomeExpired
+	}
+	return audit.OutcomeError
+}
