@@ -133,6 +133,15 @@ func TestDefinitionChangedAfterListChanged(t *testing.T) {
 	_, err = execute(e, v1.Spec, `{"path":"a"}`)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, errorType(t, err))
 	require.EqualValues(t, 1, v2Calls.Load())
+
+	// A tool the server stops offering is published disabled and refused.
+	audio, err := s.Registry.Get("mcp__fix__audio")
+	require.NoError(t, err)
+	srv.RemoveTools("audio")
+	gone := waitSpec(t, s, "mcp__fix__audio", func(sp *toolwirev1.ToolSpec) bool { return sp.Disabled })
+	require.Contains(t, gone.DisabledReason, "no longer offers")
+	_, err = execute(e, audio.Spec, `{}`)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, errorType(t, err))
 }
 
 // TestDefinitionChangedAcrossRestart: a stdio server restarted with another

@@ -62,7 +62,8 @@ func TestContentRoundTrip(t *testing.T) {
 
 func TestContentFromMCPRefusesWhatItCannotHold(t *testing.T) {
 	t.Parallel()
-	_, err := mcp.ContentFromMCP([]sdk.Content{&sdk.TextContent{Text: "ok"}, &sdk.ToolUseContent{ID: "x", Name: "y"}}) //nolint:staticcheck // sampling content is what is refused
+	//lint:ignore SA1019 sampling content is exactly what must be refused
+	_, err := mcp.ContentFromMCP([]sdk.Content{&sdk.TextContent{Text: "ok"}, &sdk.ToolUseContent{ID: "x", Name: "y"}})
 	require.ErrorContains(t, err, "content block 1")
 	_, err = mcp.ContentToMCP([]*toolwirev1.Content{{}})
 	require.ErrorContains(t, err, "no kind")

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolwire/toolwire/internal/registry"
@@ -146,14 +145,4 @@ func buildSpec(server, name string, t *sdk.Tool, hash string) (*toolwirev1.ToolS
 func changedReason(name, approved, current string) string {
 	return fmt.Sprintf("the MCP server changed the definition of this tool from %s to %s; "+
 		"review it and approve it with: toolctl tools approve %s --hash %s", approved, current, name, current)
-}
-
-// serverName returns the server part of a toolwire MCP tool name.
-func serverName(name string) string {
-	rest, ok := strings.CutPrefix(name, "mcp__")
-	if !ok {
-		return ""
-	}
-	s, _, _ := strings.Cut(rest, "__")
-	return s
 }

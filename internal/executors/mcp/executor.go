@@ -117,16 +117,23 @@ func New(ctx context.Context, cfg Config, opts Options) (*Executor, error) {
 	timer := time.NewTimer(time.Duration(cfg.StartupWait))
 	defer timer.Stop()
 	var errs []error
+	waiting := true
 	for _, s := range e.servers {
+		if waiting {
+			select {
+			case <-s.first:
+			case <-timer.C:
+				waiting = false
+			case <-ctx.Done():
+				waiting = false
+			}
+		}
 		var err error
 		select {
 		case <-s.first:
 			err = s.firstErr
-		case <-timer.C:
-			err = errors.New("no answer within the start-up wait")
-			timer.Reset(0)
-		case <-ctx.Done():
-			err = ctx.Err()
+		default:
+			err = cmp.Or(ctx.Err(), errors.New("no answer within the start-up wait"))
 		}
 		if err == nil {
 			continue

@@ -362,3 +362,5 @@ func (b *syncBuffer) String() string {
 func (b *syncBuffer) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

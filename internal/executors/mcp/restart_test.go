@@ -100,3 +100,34 @@ func TestCrashedServerRestarts(t *testing.T) {
 	waitDead(t, second, "the server")
 	waitDead(t, secondGrandchild, "the server's grandchild")
 }
+
+// TestLateServer: a server that cannot start is not fatal unless
+// required; it is retried in the background and its tools appear once it
+// comes up.
+func TestLateServer(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := filepath.Join(tempDir(t), "server")
+	late := stdioServer(t, "late", nil)
+	late.Stdio.Command = cmd // not there yet
+	late.Required = false
+
+	required := late
+	required.Required = true
+	_, err = mcp.New(t.Context(), testConfig(required), mcp.Options{Logger: testLogger(t)})
+	require.ErrorContains(t, err, "required server late")
+
+	e := newExecutor(t, testConfig(late), mcp.Options{})
+	require.Empty(t, e.Specs())
+	require.NoError(t, os.Symlink(exe, cmd))
+	select {
+	case <-e.Changed():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the late server's tools never appeared")
+	}
+	require.NotNil(t, specsByTool(e)["echo"])
+	res, err := execute(e, specsByTool(e)["echo"], `{"text":"late"}`)
+	require.NoError(t, err)
+	require.Equal(t, "late", res.Content[0].GetText().GetText())
+}
