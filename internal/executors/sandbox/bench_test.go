@@ -1,0 +1,42 @@
+package sandbox_test
+
+import (
+	"context"
+	"os/exec"
+	"testing"
+
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// BenchmarkSpawnTrue is one sandboxed call of /bin/true: helper start,
+// namespaces, mounts, Landlock, seccomp, exec, wait, teardown.
+func BenchmarkSpawnTrue(b *testing.B) {
+	e := setup(&testing.T{})
+	s := spec([]string{"/bin/true"})
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := call(ctx, e, s, `{}`); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBareExecTrue is the baseline: os/exec of /bin/true.
+func BenchmarkBareExecTrue(b *testing.B) {
+	for b.Loop() {
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSpawnTrueNetwork(b *testing.B) {
+	e := setup(&testing.T{})
+	s := spec([]string{"/bin/true"}, func(sc *toolwirev1.SandboxConfig) { sc.Network = true })
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := call(ctx, e, s, `{}`); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
