@@ -100,7 +100,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Executor, error) {
 	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	if e.kv != nil {
-		w, err := e.kv.Watch(ctx, registry.ApprovalPrefix+">", jetstream.UpdatesOnly())
+		// The watch lives until Close, not just New's ctx.
+		w, err := e.kv.Watch(e.ctx, registry.ApprovalPrefix+">", jetstream.UpdatesOnly())
 		if err != nil {
 			e.cancel()
 			return nil, fmt.Errorf("mcp: watch approvals: %w", err)
@@ -429,7 +430,27 @@ func (e *Executor) reconcile(ctx context.Context, s *server, listed []*sdk.Tool)
 	if changed {
 		e.notifyChanged()
 	}
-	return e.publish(ctx, publish)
+	if err := e.publish(ctx, publish); err != nil {
+		return err
+	}
+	// An approval recorded while this discovery ran may have been applied
+	// to the state it replaced: read the approvals of the disabled tools
+	// again now that their state is stored.
+	for name, st := range next {
+		if st.enabled() || e.kv == nil {
+			continue
+		}
+		approved, ok, err := registry.Approved(ctx, e.kv, name)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if err := e.applyApproval(ctx, name, approved); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // publish writes specs into the registry, if there is one.

@@ -297,7 +297,10 @@ func newExecutor(t testing.TB, cfg mcp.Config, opts mcp.Options) *mcp.Executor {
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
 	}
-	e, err := mcp.New(t.Context(), cfg, opts)
+	// New's context bounds the start-up only.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	e, err := mcp.New(ctx, cfg, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
