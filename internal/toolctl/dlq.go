@@ -38,17 +38,36 @@ TOOLWIRE_NATS_CREDS) and --prefix (env TOOLWIRE_PREFIX) say where. They
 never create or change a stream.`,
 		PersistentPreRunE: a.setupNATS,
 	}
-	f := cmd.PersistentFlags()
-	f.StringVar(&a.nats.url, "nats-url", DefaultNATSURL, "NATS URL(s), comma-separated (env TOOLWIRE_NATS_URL)")
-	f.StringVar(&a.nats.creds, "nats-creds", "", "NATS credentials file (env TOOLWIRE_NATS_CREDS)")
-	f.StringVar(&a.nats.prefix, "prefix", "toolwire", "subject and stream prefix of the installation (env TOOLWIRE_PREFIX)")
+	a.natsFlags(cmd)
 	cmd.AddCommand(a.dlqListCommand(), a.dlqShowCommand(), a.dlqRetryCommand())
 	return cmd
 }
 
-// setupNATS resolves the NATS flags against the environment, connects
-// and attaches to the installation's DLQ.
+// natsFlags adds the flags of the commands that talk to NATS directly.
+func (a *app) natsFlags(cmd *cobra.Command) {
+	f := cmd.PersistentFlags()
+	f.StringVar(&a.nats.url, "nats-url", DefaultNATSURL, "NATS URL(s), comma-separated (env TOOLWIRE_NATS_URL)")
+	f.StringVar(&a.nats.creds, "nats-creds", "", "NATS credentials file (env TOOLWIRE_NATS_CREDS)")
+	f.StringVar(&a.nats.prefix, "prefix", "toolwire", "subject and stream prefix of the installation (env TOOLWIRE_PREFIX)")
+}
+
+// setupNATS connects (see connectNATS) and attaches to the installation's
+// DLQ.
 func (a *app) setupNATS(cmd *cobra.Command, _ []string) error {
+	if err := a.connectNATS(cmd); err != nil {
+		return err
+	}
+	q, err := dlq.Open(cmd.Context(), a.nc, a.nats.prefix)
+	if err != nil {
+		return &requestError{err}
+	}
+	a.queue = q
+	return nil
+}
+
+// connectNATS resolves the NATS flags against the environment and
+// connects.
+func (a *app) connectNATS(cmd *cobra.Command) error {
 	if err := a.setupCommon(cmd); err != nil {
 		return err
 	}
@@ -72,11 +91,6 @@ func (a *app) setupNATS(cmd *cobra.Command, _ []string) error {
 		return &requestError{err}
 	}
 	a.nc = nc
-	q, err := dlq.Open(cmd.Context(), nc, a.nats.prefix)
-	if err != nil {
-		return &requestError{err}
-	}
-	a.queue = q
 	return nil
 }
 

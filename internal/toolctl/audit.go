@@ -1,0 +1,196 @@
+package toolctl
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolwire/toolwire/internal/audit"
+)
+
+func (a *app) auditCommand() *cobra.Command {
+	var (
+		since, until string
+		f            audit.Filter
+		o            audit.Options
+		verify       bool
+		export       string
+	)
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Stream, verify and export the audit trail (talks to NATS directly)",
+		Long: `Stream the audit trail of an installation as JSON lines: one record per
+call admitted in the range (oldest first) with the call (arguments with
+secret values redacted), its admission, optionally its events (--events),
+its terminal response and its outcome (ok, error, cancelled, expired,
+dead_lettered, pending, missing). Filters combine.
+
+--verify checks completeness instead of printing records: every accepted
+call has its terminal result and the calls stream has no gaps; it prints
+a summary with counts per outcome and every anomaly, and exits 1 when there
+is one. A call without a result younger than --settle is pending, not
+missing.
+
+--export DIR writes the records and a manifest (counts and the SHA-256 of
+the records) into DIR, for 'toolctl audit verify-export DIR' later.
+
+Like 'dlq', it reads JetStream directly: --nats-url, --nats-creds, --prefix.
+Memory stays constant whatever the range. A progress line is shown on a
+terminal.`,
+		Example: `  toolctl audit --since 1h --tool send_email
+  toolctl audit --since 2026-11-01T00:00:00Z --until 2026-11-02T00:00:00Z --verify
+  toolctl audit --tenant acme --session s-42 --events
+  toolctl audit --since 24h --export ./audit-2026-11-21`,
+		Args: cobra.NoArgs,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return a.connectNATS(cmd)
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			now := time.Now()
+			var err error
+			if f.Since, err = parseWhen(since, now); err != nil {
+				return fmt.Errorf("--since: %w", err)
+			}
+			if f.Until, err = parseWhen(until, now); err != nil {
+				return fmt.Errorf("--until: %w", err)
+			}
+			src, err := audit.Open(cmd.Context(), a.nc, a.nats.prefix)
+			if err != nil {
+				return &requestError{err}
+			}
+			o.Progress = a.progress(now)
+			var emit func(*audit.Record) error
+			var exp *audit.Exporter
+			switch {
+			case export != "":
+				if exp, err = audit.NewExporter(export); err != nil {
+					return err
+				}
+				emit = exp.Write
+			case verify:
+				emit = func(*audit.Record) error { return nil }
+			default:
+				enc := json.NewEncoder(a.io.Stdout)
+				emit = func(r *audit.Record) error { return enc.Encode(r) }
+			}
+			sum, err := src.Run(cmd.Context(), f, o, emit)
+			a.endProgress()
+			if err != nil {
+				return &requestError{err}
+			}
+			if exp != nil {
+				m, err := exp.Close(f, sum)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.io.Stderr, "exported %d records to %s (sha256 %s)\n", m.Records, export, m.SHA256)
+			}
+			if verify || exp != nil {
+				a.printSummary(a.io.Stdout, sum)
+			}
+			if verify && !sum.OK() {
+				return exitCode(ExitToolError)
+			}
+			return nil
+		},
+	}
+	a.natsFlags(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&since, "since", "", "calls admitted at or after: RFC 3339 time or a duration before now (1h)")
+	fl.StringVar(&until, "until", "", "calls admitted at or before: RFC 3339 time or a duration before now")
+	fl.StringVar(&f.Tenant, "tenant", "", "only this tenant")
+	fl.StringVar(&f.Session, "session", "", "only this session")
+	fl.StringVar(&f.Agent, "agent", "", "only this agent")
+	fl.StringVar(&f.Tool, "tool", "", "only this tool")
+	fl.StringVar(&f.CallID, "call-id", "", "only this call")
+	fl.StringVar(&f.Outcome, "outcome", "", "only this outcome (ok, error, cancelled, expired, dead_lettered, pending, missing) or error type (TIMEOUT)")
+	fl.BoolVar(&o.Events, "events", false, "add every call's lifecycle events (slower: one read per call)")
+	fl.DurationVar(&o.Settle, "settle", 10*time.Minute, "a call without a result is pending, not missing, for this long after admission")
+	fl.BoolVar(&verify, "verify", false, "check completeness and print a summary instead of the records")
+	fl.StringVar(&export, "export", "", "write the records and a manifest into this (new or empty) directory")
+	cmd.AddCommand(a.auditVerifyExportCommand())
+	return cmd
+}
+
+func (a *app) auditVerifyExportCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify-export DIR",
+		Short: "Check an audit export against its manifest (SHA-256, counts)",
+		Args:  cobra.ExactArgs(1),
+		// Works offline: no NATS needed.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.setupCommon(cmd) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := audit.VerifyExport(args[0])
+			if err != nil {
+				fmt.Fprintf(a.io.Stderr, "error: %v\n", err)
+				return exitCode(ExitToolError)
+			}
+			fmt.Fprintf(a.io.Stdout, "export %s verified: %d records, sha256 %s, %d anomalies recorded at export\n",
+				args[0], m.Records, m.SHA256, len(m.Anomalies))
+			return nil
+		},
+	}
+}
+
+// parseWhen reads an RFC 3339 time or a duration before now; "" is zero.
+func parseWhen(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%q: a duration before now must be positive", s)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time nor a duration", s)
+	}
+	return t, nil
+}
+
+func (a *app) printSummary(w io.Writer, s *audit.Summary) {
+	fmt.Fprintf(w, "calls: %d (CALLS sequences %d-%d, %d messages read, %d retry re-entries)\n",
+		s.Records, s.FirstSeq, s.LastSeq, s.Scanned, s.RetryEntries)
+	for _, o := range slices.Sorted(maps.Keys(s.Outcomes)) {
+		fmt.Fprintf(w, "  %-14s %d\n", o, s.Outcomes[o])
+	}
+	if s.OK() {
+		fmt.Fprintln(w, "anomalies: none")
+		return
+	}
+	fmt.Fprintf(w, "anomalies: %d\n", len(s.Anomalies))
+	for _, an := range s.Anomalies {
+		fmt.Fprintf(w, "  %s %s seq %d: %s\n", an.Kind, an.CallID, an.Seq, an.Detail)
+	}
+}
+
+// progress returns a progress callback that draws one line on a terminal,
+// or nil when stderr is not one.
+func (a *app) progress(start time.Time) func(int) {
+	f, ok := a.io.Stderr.(*os.File)
+	if !ok {
+		return nil
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return nil
+	}
+	return func(n int) {
+		rate := float64(n) / max(time.Since(start).Seconds(), 1e-3)
+		fmt.Fprintf(f, "\r%s", strings.TrimSpace(fmt.Sprintf("audit: %d calls read, %.0f/s", n, rate)))
+	}
+}
+
+func (a *app) endProgress() {
+	if a.progress(time.Now()) != nil {
+		fmt.Fprintln(a.io.Stderr)
+	}
+}
