@@ -77,7 +77,7 @@ func Open(ctx context.Context, nc *nats.Conn, prefix string) (*Source, error) {
 // Filter selects the calls of an audit. Zero fields match everything.
 type Filter struct {
 	// Since and Until bound the time the call was admitted (stored).
-	Since, Until time.Time
+	Since, Until                         time.Time
 	Tenant, Session, Agent, Tool, CallID string
 	// Outcome keeps records of one outcome (OutcomeOK, ...) or, for
 	// failures, of one error type name such as "TIMEOUT".
