@@ -275,8 +275,17 @@ func httpServer(t testing.TB, srv *sdk.Server) string {
 	t.Cleanup(func() {
 		ts.CloseClientConnections()
 		ts.Close()
+		closeSessions(srv)
 	})
 	return ts.URL
+}
+
+// closeSessions ends the server-side sessions a stopped HTTP server still
+// holds (clients that never said goodbye).
+func closeSessions(srv *sdk.Server) {
+	for ss := range srv.Sessions() {
+		_ = ss.Close()
+	}
 }
 
 // testConfig is a Config with short backoffs for tests.

@@ -3,6 +3,9 @@ package mcp_test
 import (
 	"context"
 	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,9 +15,12 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/executors/mcp"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // readPID polls path until it holds a pid other than not.
@@ -130,4 +136,53 @@ func TestLateServer(t *testing.T) {
 	res, err := execute(e, specsByTool(e)["echo"], `{"text":"late"}`)
 	require.NoError(t, err)
 	require.Equal(t, "late", res.Content[0].GetText().GetText())
+}
+
+// TestHTTPServerRestarts: when a streamable HTTP server restarts (its
+// sessions are gone), the executor opens a new session and calls succeed
+// again.
+func TestHTTPServerRestarts(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	serve := func(l net.Listener) *httptest.Server {
+		srv := newFixtureServer(fixtureOptions{running: tempDir(t)})
+		ts := httptest.NewUnstartedServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+		ts.Listener = l
+		ts.Start()
+		t.Cleanup(func() {
+			ts.CloseClientConnections()
+			ts.Close()
+			closeSessions(srv)
+		})
+		return ts
+	}
+	first := serve(l)
+	e := newExecutor(t, testConfig(mcp.ServerConfig{Name: "web", HTTP: &mcp.HTTPConfig{URL: "http://" + addr}, Required: true}), mcp.Options{})
+	echo := specsByTool(e)["echo"]
+	_, err = execute(e, echo, `{"text":"one"}`)
+	require.NoError(t, err)
+
+	first.CloseClientConnections()
+	first.Close()
+	l2, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	serve(l2)
+
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, err := execute(e, echo, `{"text":"two"}`)
+		if err == nil {
+			require.Equal(t, "two", res.Content[0].GetText().GetText())
+			return
+		}
+		te := tool.AsError(context.Background(), err)
+		require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT, te.Type, "%v", err)
+		require.True(t, te.Retryable)
+		if time.Now().After(deadline) {
+			t.Fatalf("calls never succeeded after the restart: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
 }
