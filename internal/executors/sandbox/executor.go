@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -48,6 +49,12 @@ var (
 // error for an invalid cfg, when no helper can be started at all, or when
 // a mechanism named in cfg.Require is missing.
 func New(cfg Config) (*Executor, error) {
+	return newExecutor(cfg, false)
+}
+
+// newExecutor is New; noUserNS skips namespaces as if the host had none
+// (the tests' way to exercise the weaker path).
+func newExecutor(cfg Config, noUserNS bool) (*Executor, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -62,7 +69,7 @@ func New(cfg Config) (*Executor, error) {
 	if os.Geteuid() == 0 {
 		e.hostUID, e.hostGID = cfg.UID, cfg.GID
 	}
-	if err := e.probe(); err != nil {
+	if err := e.probe(noUserNS); err != nil {
 		return nil, err
 	}
 	var missing []string
@@ -101,26 +108,26 @@ func (e *Executor) IsolationGaps() []string { return slices.Clone(e.gaps) }
 
 // probe starts a helper that tries every mechanism, first in namespaces,
 // then (if those cannot be created) without.
-func (e *Executor) probe() error {
+func (e *Executor) probe(noUserNS bool) error {
 	hc := &helperConfig{Probe: true, Dir: os.TempDir(), Namespaces: true, Proc: true, Tmpfs: true, TmpBytes: 1 << 20,
 		Landlock: true, LandlockScope: true, Seccomp: true}
-	e.userns = true
-	rep, err := e.runProbe(hc)
-	if err != nil {
-		e.log.Debug("sandbox: no user namespace", "err", err)
+	e.userns = !noUserNS
+	rep, nsErr := probeReport(nil), errors.New("disabled")
+	if e.userns {
+		rep, nsErr = e.runProbe(hc)
+	}
+	if nsErr != nil {
 		e.userns = false
 		hc.Namespaces, hc.Proc, hc.Tmpfs = false, false, false
+		var err error
 		if rep, err = e.runProbe(hc); err != nil {
-			return fmt.Errorf("sandbox: cannot start the helper: %w", err)
+			return fmt.Errorf("sandbox: cannot start the helper (%w) even without namespaces (%w)", nsErr, err)
 		}
-		rep[MechUserNS] = err0(err, "user namespaces cannot be created")
-	}
-	rep[MechCgroup] = "not used: memory is bounded per process (RLIMIT_DATA), processes per sandbox (RLIMIT_NPROC in its user namespace)"
-	if !e.userns {
-		rep[MechUserNS] = "user namespaces cannot be created here (no pid, net, mount, ipc or uts isolation)"
+		rep[MechUserNS] = "no pid, net, mount, ipc or uts isolation: user namespaces cannot be created here: " + nsErr.Error()
 		rep[MechProc] = "needs a user namespace"
 		rep[MechTmpfs] = "needs a user namespace; the working directory is on disk, bounded per file by RLIMIT_FSIZE"
 	}
+	rep[MechCgroup] = "not used: memory is bounded per process (RLIMIT_DATA), processes per sandbox (RLIMIT_NPROC in its user namespace)"
 	if os.Geteuid() != 0 {
 		rep[MechSetuid] = "the worker is not root: the sandbox runs as the worker's own uid on the host"
 	} else {
@@ -133,13 +140,6 @@ func (e *Executor) probe() error {
 		}
 	}
 	return nil
-}
-
-func err0(err error, msg string) string {
-	if err == nil {
-		return msg
-	}
-	return msg + ": " + err.Error()
 }
 
 func (e *Executor) runProbe(hc *helperConfig) (probeReport, error) {
