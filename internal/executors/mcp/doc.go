@@ -146,7 +146,8 @@
 // embedded resource (text or blob, with its own `_meta`), annotations
 // (audience, priority, lastModified) and each block's `_meta` as
 // Content.meta_json. Nothing is flattened to text. A priority of exactly 0
-// is indistinguishable from none in the SDK and maps to unset. Sampling's
+// is indistinguishable from none in the SDK and maps to unset; the icons
+// of a resource link have no toolwire field and are dropped. Sampling's
 // tool_use and tool_result blocks are not valid in tool results and make
 // the result invalid (INTERNAL).
 //
