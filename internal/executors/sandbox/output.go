@@ -59,9 +59,6 @@ func (o *outputs) read(f *os.File, isStdout bool) {
 	}
 }
 
-// exceeded reports whether more than limit bytes were written.
-func (o *outputs) exceeded() bool { return o.total.Load() > o.limit }
-
 // stderrTail returns the last tailMax bytes of stderr. Call after done.
 func (o *outputs) stderrTail() string {
 	s := o.stderr
