@@ -171,6 +171,7 @@ type proc struct {
 	cmd            *exec.Cmd
 	status         *os.File // read end: set-up errors
 	stdout, stderr *os.File // read ends
+	stdin          *os.File // write end, nil without input
 	done           chan struct{}
 	state          *os.ProcessState
 }
@@ -244,7 +245,7 @@ func (e *Executor) spawn(hc *helperConfig, network bool, stdin []byte) (p *proc,
 		}
 		return nil, fmt.Errorf("sandbox: start helper: %w", err)
 	}
-	p = &proc{cmd: cmd, status: statR, stdout: outR, stderr: errR, done: make(chan struct{})}
+	p = &proc{cmd: cmd, status: statR, stdout: outR, stderr: errR, stdin: inW, done: make(chan struct{})}
 	e.mu.Lock()
 	e.running[cmd.Process] = struct{}{}
 	closed := e.closed
@@ -268,7 +269,10 @@ func (e *Executor) spawn(hc *helperConfig, network bool, stdin []byte) (p *proc,
 	}
 	if inW != nil {
 		e.waiters.Go(func() {
-			_, _ = inW.Write(stdin) // EPIPE when the target does not read it all
+			// EPIPE when the target does not read it all; ErrClosed when
+			// drain closed it because the target is gone (a daemon of a
+			// sandbox without a pid namespace may hold the read end).
+			_, _ = inW.Write(stdin)
 			_ = inW.Close()
 		})
 	}
@@ -590,4 +594,7 @@ func (e *Executor) drain(p *proc, out *outputs, statusDone <-chan struct{}) {
 	_ = p.stdout.Close()
 	_ = p.stderr.Close()
 	_ = p.status.Close()
+	if p.stdin != nil {
+		_ = p.stdin.Close()
+	}
 }

@@ -267,6 +267,13 @@ var systemReadOnly = []string{
 	"/dev/urandom", "/dev/random",
 }
 
+// networkReadOnly is added for tools with network access: name
+// resolution and CA certificates.
+var networkReadOnly = []string{
+	"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf", "/etc/services", "/etc/protocols",
+	"/etc/ssl", "/etc/ca-certificates", "/etc/pki",
+}
+
 // systemWritable are the devices every target may write.
 var systemWritable = []string{"/dev/null", "/dev/zero", "/dev/full"}
 
@@ -301,6 +308,11 @@ func restrictLandlock(hc *helperConfig, dir string) error {
 	}
 	if err := add(systemWritable, true, true); err != nil {
 		return err
+	}
+	if hc.Network {
+		if err := add(networkReadOnly, false, true); err != nil {
+			return err
+		}
 	}
 	if hc.Proc {
 		if err := add([]string{"/proc"}, false, false); err != nil {

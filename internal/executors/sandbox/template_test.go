@@ -152,6 +152,7 @@ func injectionCorpus() []string {
 		add("x" + b)
 		add(b + "x")
 		add("safe " + b + " text")
+		add("-" + b) // each also as option injection
 	}
 	return out
 }
