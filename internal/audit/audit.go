@@ -127,6 +127,12 @@ type Record struct {
 	Outcome  string            `json:"outcome"`
 	// ErrorType is the failure's type name, for failed calls.
 	ErrorType string `json:"error_type,omitempty"`
+
+	// Call is the call as stored, arguments unredacted (never printed;
+	// replays re-execute it). Nil for undecodable messages.
+	Call *toolwirev1.ToolCall `json:"-"`
+	// Result is the terminal response; nil while there is none.
+	Result *toolwirev1.ToolResponse `json:"-"`
 }
 
 // Anomaly is a completeness problem found by an audit.
@@ -373,6 +379,7 @@ func (s *Source) jobOf(msg jetstream.Msg, seq uint64, stored time.Time, f Filter
 	rec := &Record{CallID: call.CallId, Seq: seq, Time: stored, Tenant: c.GetTenant(), Agent: c.GetAgent(),
 		Session: c.GetSession(), User: c.GetUser(), Run: c.GetRun(), Tool: call.Tool, SpecVersion: call.SpecVersion,
 		Dispatcher: call.Dispatcher, Idempotency: call.IdempotencyKey, Admission: "accepted"}
+	rec.Call = call
 	return &job{rec: rec, call: call, done: make(chan struct{})}, false
 }
 
@@ -400,6 +407,7 @@ func (s *Source) complete(ctx context.Context, j *job, o Options) error {
 			rec.ErrorType = "undecodable result"
 			break
 		}
+		rec.Result = resp
 		rec.Response, _ = protojson.Marshal(resp)
 		rec.Outcome, rec.ErrorType = classify(resp)
 	}

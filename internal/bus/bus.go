@@ -78,7 +78,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 		{&b.Calls, jetstream.StreamConfig{
 			Name:        c.CallsStream(),
 			Description: "toolwire calls: the audit log of every admitted call",
-			Subjects:    []string{s.AllCalls()},
+			Subjects:    []string{s.AllCalls(), s.AllShadow()},
 			Retention:   jetstream.LimitsPolicy,
 			MaxAge:      c.CallsMaxAge,
 			MaxBytes:    c.CallsMaxBytes,
@@ -240,6 +240,9 @@ type PoolConfig struct {
 	// MaxAckPending bounds calls delivered and not yet acknowledged across
 	// the pool: size it to replicas × concurrency. Default 1024.
 	MaxAckPending int
+	// Shadow makes it a shadow pool: it consumes the shadow subjects that
+	// replays publish to (ShadowToolSubject), never live calls.
+	Shadow bool
 }
 
 // WithDefaults fills zero fields.
@@ -276,6 +279,11 @@ func (s Subjects) ToolSubject(t toolwirev1.ExecutorType, provider, tool string) 
 	return s.join("call", TypeToken(t), "*", Token(provider), Token(tool))
 }
 
+// ShadowToolSubject filters the replays of one tool, for shadow pools.
+func (s Subjects) ShadowToolSubject(t toolwirev1.ExecutorType, provider, tool string) string {
+	return s.join("shadow", TypeToken(t), "*", Token(provider), Token(tool))
+}
+
 // ErrPoolOverlap is returned when a pool would consume calls another pool
 // already consumes: both would run every such call.
 var ErrPoolOverlap = errors.New("bus: pools overlap")
@@ -295,6 +303,9 @@ func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer,
 	want := p.Subjects
 	if len(want) == 0 {
 		want = []string{b.Subjects.CallsOfType(p.Type)}
+		if p.Shadow {
+			want = []string{b.Subjects.ShadowOfType(p.Type)}
+		}
 	}
 	subjects := map[string]bool{}
 	for _, s := range want {

@@ -7,6 +7,7 @@
 // With the default prefix "toolwire":
 //
 //	stream TOOLWIRE_CALLS    toolwire.call.<type>.<tenant>.<provider>.<tool>   limits retention (the audit log)
+//	                         toolwire.shadow.<type>.<tenant>.<provider>.<tool> replays, for shadow pools only
 //	stream TOOLWIRE_RESULTS  toolwire.result.<tenant>.<dispatcher>.<call_id>   one terminal result per subject
 //	stream TOOLWIRE_EVENTS   toolwire.event.<tenant>.<dispatcher>.<call_id>    lifecycle and progress, short retention
 //	stream TOOLWIRE_DLQ        toolwire.dlq.<type>.<tenant>.<provider>.<tool>  dead letters

@@ -129,6 +129,20 @@ func (s Subjects) CallsOf(tenant, tool string) string {
 	return s.join("call", "*", tok(tenant), "*", tok(tool))
 }
 
+// Shadow is the subject of a replayed call, which only shadow pools
+// consume: <prefix>.shadow.<type>.<tenant>.<provider>.<tool>.
+func (s Subjects) Shadow(t toolwirev1.ExecutorType, tenant, provider, tool string) string {
+	return s.join("shadow", TypeToken(t), Token(tenant), Token(provider), Token(tool))
+}
+
+// ShadowOfType filters the replayed calls of one executor type.
+func (s Subjects) ShadowOfType(t toolwirev1.ExecutorType) string {
+	return s.join("shadow", TypeToken(t), ">")
+}
+
+// AllShadow filters every replayed call.
+func (s Subjects) AllShadow() string { return s.join("shadow", ">") }
+
 // AllCalls filters every call.
 func (s Subjects) AllCalls() string { return s.join("call", ">") }
 

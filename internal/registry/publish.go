@@ -17,6 +17,16 @@ func VersionKey(name, version string) string { return "versions." + name + "." +
 // version key of each, and the tool's current key when it changed. It
 // returns the stamped specs.
 func Publish(ctx context.Context, kv jetstream.KeyValue, specs []*toolwirev1.ToolSpec) ([]*toolwirev1.ToolSpec, error) {
+	return publish(ctx, kv, specs, true)
+}
+
+// PublishVersions is Publish without moving any tool's current version:
+// shadow pools make their versions known for replays this way.
+func PublishVersions(ctx context.Context, kv jetstream.KeyValue, specs []*toolwirev1.ToolSpec) ([]*toolwirev1.ToolSpec, error) {
+	return publish(ctx, kv, specs, false)
+}
+
+func publish(ctx context.Context, kv jetstream.KeyValue, specs []*toolwirev1.ToolSpec, current bool) ([]*toolwirev1.ToolSpec, error) {
 	out := make([]*toolwirev1.ToolSpec, 0, len(specs))
 	for _, spec := range specs {
 		if err := Check(spec); err != nil {
@@ -29,6 +39,10 @@ func Publish(ctx context.Context, kv jetstream.KeyValue, specs []*toolwirev1.Too
 		}
 		if _, err := kv.Put(ctx, VersionKey(s.Name, s.Version), b); err != nil {
 			return nil, fmt.Errorf("registry: put %s version: %w", s.Name, err)
+		}
+		if !current {
+			out = append(out, s)
+			continue
 		}
 		cur, err := kv.Get(ctx, s.Name)
 		switch {

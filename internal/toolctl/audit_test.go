@@ -78,3 +78,17 @@ func TestAudit(t *testing.T) {
 		t.Fatalf("verify-export of an empty dir: %+v", o)
 	}
 }
+
+// TestReplayNeedsASelection: replay refuses to replay everything by
+// accident, and reports a call it cannot find.
+func TestReplayNeedsASelection(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatchtest.Options{})
+	nats := []string{"replay", "--nats-url", b.stack.Env.URL}
+	if o := b.run(t, nats...); o.code != 2 || !strings.Contains(o.stderr, "say which calls") {
+		t.Fatalf("no selection: %+v", o)
+	}
+	if o := b.run(t, append(nats, "--call-id", "01JD0000000000000000000000")...); o.code != 1 || !strings.Contains(o.stderr, "not in the calls stream") {
+		t.Fatalf("unknown call: %+v", o)
+	}
+}

@@ -58,6 +58,12 @@ type Config struct {
 	// NotServedDelay is how long a call for a tool or version this replica
 	// does not serve waits before another delivery. Default 1s.
 	NotServedDelay time.Duration
+	// Shadow makes every pool of this worker a shadow pool: it serves the
+	// replays of its tools (toolctl replay) and never live calls, publishes
+	// its specs as versions only (the registry's current versions stay
+	// those of the live workers), and retries only in-process, so that a
+	// replay never reaches a live pool.
+	Shadow bool
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -70,6 +76,13 @@ func (c Config) WithDefaults() Config {
 	}
 	pools := make([]Pool, len(c.Pools))
 	for i, p := range c.Pools {
+		if c.Shadow {
+			// A shadow pool has a consumer of its own, never a live one.
+			p.Shadow = true
+			if p.Name == "" {
+				p.Name = "shadow-" + bus.TypeToken(p.Type)
+			}
+		}
 		p.PoolConfig = p.PoolConfig.WithDefaults()
 		p.Concurrency = cmp.Or(p.Concurrency, 64)
 		pools[i] = p
@@ -103,6 +116,9 @@ func (c Config) Validate() error {
 		seen[p.Name] = true
 		if p.Concurrency < 1 {
 			return fmt.Errorf("worker: pool %q: Concurrency %d must be positive", p.Name, p.Concurrency)
+		}
+		if p.Shadow != c.Shadow {
+			return fmt.Errorf("worker: pool %q: Shadow must match the worker's Shadow", p.Name)
 		}
 		if c.Executors[p.Type] == nil {
 			return fmt.Errorf("worker: pool %q: no executor for %s", p.Name, p.Type)

@@ -30,7 +30,10 @@ func DecodeCall(subjects bus.Subjects, pool toolwirev1.ExecutorType, subject str
 	if call.Executor != pool {
 		return call, &BadCallError{Reason: fmt.Sprintf("call of executor %s delivered to a %s pool", call.Executor, pool)}
 	}
-	if want := subjects.Call(call.Executor, call.Caller.GetTenant(), call.Provider, call.Tool); subject != want {
+	// Live calls arrive on their call subject, replays (shadow pools only
+	// consume those) on the matching shadow subject.
+	if want := subjects.Call(call.Executor, call.Caller.GetTenant(), call.Provider, call.Tool); subject != want &&
+		subject != subjects.Shadow(call.Executor, call.Caller.GetTenant(), call.Provider, call.Tool) {
 		return call, &BadCallError{Reason: fmt.Sprintf("subject %q disagrees with the call (want %q)", subject, want)}
 	}
 	return call, nil

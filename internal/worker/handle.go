@@ -274,7 +274,7 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 		w.stats.retries.Add(1)
 		w.attemptEvent(ctx, call, spec, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING,
 			Message: te.Message, Error: te, RetryDelay: durationpb.New(delay)})
-		if delay > w.cfg.MaxInProcessDelay {
+		if delay > w.cfg.MaxInProcessDelay && !w.cfg.Shadow {
 			w.scheduleRetry(ctx, p, msg, call, spec, log, delay, te)
 			return
 		}

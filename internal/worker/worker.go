@@ -136,7 +136,11 @@ func (w *Worker) Start(ctx context.Context) error {
 		p.Subjects = nil
 		for _, s := range stamped {
 			if s.Executor == p.Type {
-				p.Subjects = append(p.Subjects, w.bus.Subjects.ToolSubject(s.Executor, s.Provider, s.Name))
+				if w.cfg.Shadow {
+					p.Subjects = append(p.Subjects, w.bus.Subjects.ShadowToolSubject(s.Executor, s.Provider, s.Name))
+				} else {
+					p.Subjects = append(p.Subjects, w.bus.Subjects.ToolSubject(s.Executor, s.Provider, s.Name))
+				}
 			}
 		}
 		if len(p.Subjects) == 0 {
@@ -153,7 +157,11 @@ func (w *Worker) Start(ctx context.Context) error {
 		pools = append(pools, p)
 		consumers = append(consumers, cons)
 	}
-	if _, err := registry.Publish(ctx, w.bus.Registry, w.cfg.Specs); err != nil {
+	publish := registry.Publish
+	if w.cfg.Shadow {
+		publish = registry.PublishVersions
+	}
+	if _, err := publish(ctx, w.bus.Registry, w.cfg.Specs); err != nil {
 		return fmt.Errorf("worker: publish specs: %w", err)
 	}
 	w.specs = make(map[string]*toolwirev1.ToolSpec, len(stamped))

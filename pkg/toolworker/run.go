@@ -43,6 +43,10 @@ type Options struct {
 	MaxDeliver int
 	// Grace is how long a stop waits for in-flight calls. Default 25s.
 	Grace time.Duration
+	// Shadow makes this a shadow worker: it serves only replays (toolctl
+	// replay) of its tools, never live calls, and does not change the
+	// registry's current versions.
+	Shadow bool
 	// Tools served by the native pool.
 	Tools []*tool.Tool
 	// Logger; default slog.Default().
@@ -120,7 +124,7 @@ func NewWorker(b *bus.Bus, o Options) (Worker, error) {
 		pools = append(pools, worker.Pool{Concurrency: o.Concurrency,
 			PoolConfig: bus.PoolConfig{Name: name, Type: t, AckWait: o.AckWait, MaxDeliver: o.MaxDeliver}})
 	}
-	return worker.New(b, worker.Config{Name: o.Name, Pools: pools, Executors: execs, Specs: nat.Specs(), Logger: o.Logger})
+	return worker.New(b, worker.Config{Name: o.Name, Pools: pools, Executors: execs, Specs: nat.Specs(), Shadow: o.Shadow, Logger: o.Logger})
 }
 
 func unavailable(t toolwirev1.ExecutorType) executors.Executor {

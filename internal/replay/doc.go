@@ -1,0 +1,24 @@
+// Package replay re-executes recorded calls for an audit or a rollout
+// check (toolctl replay) and diffs the responses.
+//
+// A replay is a new call (new call id) with the original's tool, exact
+// arguments and caller, pinned to the tool's current version or a named
+// one, published on the shadow subject of the tool
+// (<prefix>.shadow.<type>.<tenant>.<provider>.<tool>) in the calls stream.
+// Only shadow pools consume shadow subjects: workers started with
+// --shadow (worker.Config.Shadow), which publish their specs as registry
+// versions without moving the current version, keep their own durable
+// consumers, and retry only in-process, so a replay never reaches a live
+// pool. Its result is written under the routing name "replay", where no
+// dispatcher listens; the original call's result, events and audit
+// record are untouched, and audits (which read the call subjects) do not
+// count replays.
+//
+// Diff compares what a caller sees: ok, the error's type and message, the
+// content blocks, the structured output and the intents, by value, naming
+// the path of each change. Meta (worker, timings) is not compared.
+//
+// A replay runs the tool again: a tool with side effects has them again,
+// on whatever the shadow pool's configuration points at. Point shadow
+// workers at staging backends.
+package replay

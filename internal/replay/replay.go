@@ -1,0 +1,159 @@
+package replay
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+	"github.com/toolwire/toolwire/internal/audit"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/registry"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// Dispatcher is the routing name replays carry: their results land under
+// it, where no dispatcher listens.
+const Dispatcher = "replay"
+
+// Options tune a replay.
+type Options struct {
+	// Version is the tool version to replay against; empty = the tool's
+	// current version.
+	Version string
+	// Wait bounds each replayed call. Default 60s.
+	Wait time.Duration
+}
+
+// Pair is one replayed call: the original and the replay, and what
+// differs.
+type Pair struct {
+	CallID          string   `json:"call_id"`
+	ReplayCallID    string   `json:"replay_call_id"`
+	Tool            string   `json:"tool"`
+	OriginalVersion string   `json:"original_version"`
+	ReplayVersion   string   `json:"replay_version"`
+	Equal           bool     `json:"equal"`
+	Changes         []Change `json:"changes"`
+	// Error says why the call could not be replayed (no shadow pool
+	// answered in time, no such version, no original result).
+	Error string `json:"error,omitempty"`
+}
+
+// Replayer re-executes recorded calls on shadow pools.
+type Replayer struct {
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	subj     bus.Subjects
+	registry jetstream.KeyValue
+	calls    string
+}
+
+// New attaches to the installation with prefix on nc.
+func New(ctx context.Context, nc *nats.Conn, prefix string) (*Replayer, error) {
+	cfg := bus.Config{Prefix: prefix}.WithDefaults()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	kv, err := js.KeyValue(ctx, cfg.RegistryBucket())
+	if err != nil {
+		return nil, fmt.Errorf("replay: registry: %w", err)
+	}
+	return &Replayer{nc: nc, js: js, subj: cfg.Subjects(), registry: kv, calls: cfg.CallsStream()}, nil
+}
+
+// Replay re-executes the call of r (an audit record with its result) on
+// the shadow pool serving the tool at the chosen version, as a new call
+// whose result never touches the original's, and diffs the responses.
+func (p *Replayer) Replay(ctx context.Context, r *audit.Record, o Options) *Pair {
+	pair := &Pair{CallID: r.CallID, Tool: r.Tool, OriginalVersion: r.SpecVersion}
+	if r.Call == nil || r.Result == nil {
+		pair.Error = "the call has no terminal result to compare with"
+		return pair
+	}
+	spec, err := p.spec(ctx, r.Tool, o.Version)
+	if err != nil {
+		pair.Error = err.Error()
+		return pair
+	}
+	pair.ReplayVersion = spec.Version
+	resp, id, err := p.execute(ctx, r.Call, spec, cmp.Or(o.Wait, time.Minute))
+	pair.ReplayCallID = id
+	if err != nil {
+		pair.Error = err.Error()
+		return pair
+	}
+	pair.Changes = Diff(r.Result, resp)
+	pair.Equal = len(pair.Changes) == 0
+	return pair
+}
+
+func (p *Replayer) spec(ctx context.Context, name, version string) (*toolwirev1.ToolSpec, error) {
+	key := name
+	if version != "" {
+		key = registry.VersionKey(name, version)
+	}
+	e, err := p.registry.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		if version != "" {
+			return nil, fmt.Errorf("tool %s has no version %s in the registry (start a shadow worker serving it)", name, version)
+		}
+		return nil, fmt.Errorf("tool %s is not in the registry", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("registry: %w", err)
+	}
+	spec := &toolwirev1.ToolSpec{}
+	if err := proto.Unmarshal(e.Value(), spec); err != nil {
+		return nil, fmt.Errorf("registry: %s: %w", key, err)
+	}
+	return spec, nil
+}
+
+// execute publishes a copy of orig, pinned to spec, on the shadow subject
+// and waits for its result.
+func (p *Replayer) execute(ctx context.Context, orig *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, wait time.Duration) (*toolwirev1.ToolResponse, string, error) {
+	now := time.Now()
+	id := ulid.Make().String()
+	call := &toolwirev1.ToolCall{
+		CallId: id, Tool: orig.Tool, SpecVersion: spec.Version, Arguments: orig.Arguments,
+		Caller: proto.CloneOf(orig.GetCaller()), Attempt: 0, AcceptedAt: timestamppb.New(now),
+		Deadline: timestamppb.New(now.Add(wait)), Dispatcher: Dispatcher,
+		Executor: spec.Executor, Provider: spec.Provider,
+	}
+	data, err := proto.Marshal(call)
+	if err != nil {
+		return nil, id, fmt.Errorf("encode: %w", err)
+	}
+	results := make(chan *nats.Msg, 1)
+	sub, err := p.nc.ChanSubscribe(p.subj.Result(call.Caller.GetTenant(), Dispatcher, id), results)
+	if err != nil {
+		return nil, id, fmt.Errorf("subscribe: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	subject := p.subj.Shadow(spec.Executor, call.Caller.GetTenant(), spec.Provider, spec.Name)
+	if _, err := p.js.Publish(ctx, subject, data, jetstream.WithMsgID(id), jetstream.WithExpectStream(p.calls)); err != nil {
+		return nil, id, fmt.Errorf("publish: %w", err)
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case m := <-results:
+		resp := &toolwirev1.ToolResponse{}
+		if err := proto.Unmarshal(m.Data, resp); err != nil {
+			return nil, id, fmt.Errorf("undecodable replay result: %w", err)
+		}
+		return resp, id, nil
+	case <-timer.C:
+		return nil, id, fmt.Errorf("no shadow pool answered within %s (is a worker running with --shadow for %s?)", wait, spec.Name)
+	case <-ctx.Done():
+		return nil, id, ctx.Err()
+	}
+}
