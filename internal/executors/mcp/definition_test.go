@@ -36,7 +36,7 @@ func TestToolName(t *testing.T) {
 func TestDefinitionHash(t *testing.T) {
 	t.Parallel()
 	def := func() *sdk.Tool {
-		// Numbers are hashed as written, even those a float64 cannot hold.
+		// A raw schema's numbers are hashed as written, even those a float64 cannot hold.
 		schema := json.RawMessage(`{"type":"object","properties":{"b":{"type":"number","maximum":1e400},"a":{"type":"string"}}}`)
 		no := false
 		return &sdk.Tool{Name: "t", Title: "T", Description: "d", InputSchema: json.RawMessage(`{"type":"object","properties":{"b":{"type":"number"},"a":{"type":"string"}}}`),

@@ -75,7 +75,7 @@
 // # Pinned definitions (trust on first use)
 //
 // DefinitionHash is "sha256:" and the SHA-256 of the canonical JSON
-// (sorted keys, numbers as written) of the tool's name, title,
+// (sorted keys, no white space) of the tool's name, title,
 // description, input schema, output schema and annotations — everything
 // the model sees or the executor relies on. The first hash seen for a
 // tool is recorded as approved (registry.ApproveFirst, key
