@@ -35,10 +35,11 @@ var invalidNameChars = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
 // "sha256:" and the hex SHA-256 of the canonical JSON encoding of an
 // object holding the tool's name, title, description, input schema,
 // output schema and annotations (object keys sorted, no insignificant
-// white space, numbers as encoding/json writes the values the SDK decoded, or as written for json.RawMessage schemas). Anything the model sees
-// or the executor relies on is covered, so a server cannot change what a
-// tool does or claims without the hash changing. `_meta` and icons are
-// not covered.
+// white space; numbers as encoding/json writes the values the SDK
+// decoded, or as written in a json.RawMessage schema). Anything the model
+// sees or the executor relies on is covered, so a server cannot change
+// what a tool does or claims without the hash changing. `_meta` and icons
+// are not covered.
 func DefinitionHash(t *sdk.Tool) (string, error) {
 	def := map[string]any{"name": t.Name}
 	if t.Title != "" {
