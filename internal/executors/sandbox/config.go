@@ -34,6 +34,10 @@ const (
 	MechCgroup = "cgroup"
 )
 
+// helperEnv is the environment variable (=1) that, with argv[0]
+// "toolwire-sandbox-helper", marks a helper process; no tool may set it.
+const helperEnv = "TOOLWIRE_SANDBOX_HELPER"
+
 // Mechanisms lists every mechanism name, for Config.Require.
 var Mechanisms = []string{MechUserNS, MechProc, MechTmpfs, MechLandlock, MechLandlockScope, MechSeccomp, MechSetuid, MechCgroup}
 

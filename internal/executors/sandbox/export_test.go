@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 // NewWithoutNamespaces is New on a host pretending to have no user

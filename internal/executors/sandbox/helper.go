@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 import (
@@ -24,7 +26,6 @@ import (
 // the sandbox and execs the target; anything it writes to fd 4 (close on
 // exec) is a set-up failure, or the probe report in probe mode.
 const (
-	helperEnv  = "TOOLWIRE_SANDBOX_HELPER"
 	helperArg0 = "toolwire-sandbox-helper"
 	configFD   = 3
 	statusFD   = 4
