@@ -34,9 +34,10 @@ type server struct {
 	mu   sync.Mutex
 	sess *sdk.ClientSession
 	// up is closed while sess is set and replaced by an open channel when
-	// the session ends, so calls can wait for the next one.
-	up   chan struct{}
-	proc *stdioProcess
+	// the session ends, so calls can wait for the next one; down is closed
+	// when sess ends.
+	up, down chan struct{}
+	proc     *stdioProcess
 }
 
 func newServer(e *Executor, cfg ServerConfig) *server {
@@ -105,8 +106,9 @@ func (s *server) serve(ctx context.Context, firstAttempt bool) (served bool, err
 	if err != nil {
 		return false, err
 	}
+	down := make(chan struct{})
 	s.mu.Lock()
-	s.sess, s.proc = sess, proc
+	s.sess, s.proc, s.down = sess, proc, down
 	close(s.up)
 	s.mu.Unlock()
 	s.log.InfoContext(ctx, "MCP server connected")
@@ -118,6 +120,7 @@ func (s *server) serve(ctx context.Context, firstAttempt bool) (served bool, err
 		s.sess = nil
 		s.up = make(chan struct{})
 		s.mu.Unlock()
+		close(down)
 		_ = sess.Close()
 		proc.killGroup()
 		s.mu.Lock()
@@ -194,26 +197,21 @@ func (s *server) session(ctx context.Context, wait time.Duration, stale *sdk.Cli
 	var timeout <-chan time.Time
 	for {
 		s.mu.Lock()
-		sess, up := s.sess, s.up
+		sess, up, down := s.sess, s.up, s.down
 		s.mu.Unlock()
 		if sess != nil && sess != stale {
 			return sess, nil
 		}
-		if sess != nil { // stale and not yet cleared: poll until it is
-			up = nil
+		if sess != nil { // stale and not yet cleared: wait until it is
+			up = down
 		}
 		if timeout == nil {
 			t := time.NewTimer(wait)
 			defer t.Stop()
 			timeout = t.C
 		}
-		var poll <-chan time.Time
-		if up == nil {
-			poll = time.After(5 * time.Millisecond)
-		}
 		select {
 		case <-up:
-		case <-poll:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-timeout:
