@@ -42,7 +42,7 @@ func deniedError(err error) *tool.Error {
 
 // requestError maps a failure of client.Do: no response was received.
 func (e *Executor) requestError(ctx context.Context, p *plan, err error) *tool.Error {
-	if te := ctxError(ctx, p, err); te != nil {
+	if te := ctxError(ctx, err); te != nil {
 		return te
 	}
 	var de *dialError
@@ -67,13 +67,17 @@ func (e *Executor) requestError(ctx context.Context, p *plan, err error) *tool.E
 }
 
 // ctxError maps the end of ctx (the caller's cancel or deadline, or the
-// executor's timeout), or returns nil if ctx is still live.
-func ctxError(ctx context.Context, p *plan, err error) *tool.Error {
+// executor's timeout), or returns nil if ctx is still live. A request cut
+// off after it may have reached the server reports unknown side effects
+// whatever its method (the server's work was interrupted, not refused);
+// one cut off while connecting reports none.
+func ctxError(ctx context.Context, err error) *tool.Error {
 	if ctx.Err() == nil {
 		return nil
 	}
 	se := unknown
-	if p.safe {
+	var de *dialError
+	if errors.As(err, &de) {
 		se = none
 	}
 	cause := context.Cause(ctx)
@@ -81,7 +85,7 @@ func ctxError(ctx context.Context, p *plan, err error) *tool.Error {
 		return &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_TIMEOUT, Message: "the HTTP request ran out of time: " + cause.Error(),
 			Retryable: true, SideEffects: se, Cause: errors.Join(err, cause)}
 	}
-	te := tool.AsError(ctx, cause)
+	te := tool.AsError(ctx, ctx.Err())
 	te.SideEffects = se
 	te.Cause = errors.Join(err, cause)
 	return te
@@ -102,7 +106,7 @@ func (e *Executor) response(ctx context.Context, p *plan, resp *http.Response, r
 	}
 	body, truncated, err := readBody(resp, limit)
 	if err != nil {
-		if te := ctxError(ctx, p, err); te != nil {
+		if te := ctxError(ctx, err); te != nil {
 			return nil, te
 		}
 		return nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT, Retryable: true,
