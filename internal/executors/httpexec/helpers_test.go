@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,6 +59,7 @@ type server struct {
 	port    int32
 	running atomic.Int64  // /block handlers still running
 	stop    chan struct{} // closed at clean-up: blocked handlers return
+	hits    atomic.Int64  // requests received
 
 	mu   sync.Mutex
 	last *http.Request // the last request seen, body read into lastBody
@@ -127,13 +129,17 @@ func newServer(t *testing.T) *server {
 		w.WriteHeader(code)
 		fmt.Fprintf(w, `{"error":"failed with %d"}`, code)
 	})
-	mux.HandleFunc("/record/", func(w http.ResponseWriter, r *http.Request) {
+	record := func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		s.mu.Lock()
 		s.last, s.body = r, b
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"path": r.URL.EscapedPath(), "query": r.URL.RawQuery})
+	}
+	mux.HandleFunc("/fail-echo", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, "bad key: "+r.Header.Get("X-Api-Key"))
 	})
 	mux.HandleFunc("/headers", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -149,8 +155,8 @@ func newServer(t *testing.T) *server {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Header().Set("Content-Encoding", "gzip")
 		zw, _ := gzip.NewWriterLevel(w, gzip.BestCompression)
-		zeros := make([]byte, 1<<20)
-		for range 256 { // 256 MiB decompressed, about 256 KiB on the wire
+		zeros := bytes.Repeat([]byte("a"), 1<<20)
+		for range 64 { // 64 MiB decompressed, about 64 KiB on the wire
 			if _, err := zw.Write(zeros); err != nil {
 				return
 			}
@@ -168,7 +174,14 @@ func newServer(t *testing.T) *server {
 		case <-s.stop:
 		}
 	})
-	s.Server = httptest.NewServer(mux)
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.hits.Add(1)
+		if strings.HasPrefix(r.URL.EscapedPath(), "/record/") { // unclean paths too: no ServeMux redirect
+			record(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
 	t.Cleanup(func() {
 		close(s.stop)
 		s.Close()

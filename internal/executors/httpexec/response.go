@@ -35,7 +35,11 @@ func (p *plan) sent() toolwirev1.PartialSideEffects {
 }
 
 func deniedError(err error) *tool.Error {
-	return &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, Message: err.Error(),
+	msg := err.Error()
+	if !errors.Is(err, errDenied) {
+		msg = errDenied.Error() + ": " + msg
+	}
+	return &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, Message: msg,
 		SideEffects: none, Cause: err,
 		Suggestion: "the tool's allow_hosts, allow_ports and allow_networks decide which addresses it may reach"}
 }

@@ -177,6 +177,9 @@ func checkSpec(spec *toolwirev1.ToolSpec, cfg *Config) (*plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpexec: tool %q: %w", spec.GetName(), err)
 	}
+	if p.url.base.User != nil {
+		return nil, fmt.Errorf("httpexec: tool %q: url_template: user information (user@host) is refused; send credentials with secret_headers", spec.GetName())
+	}
 	props, err := schemaProperties(spec.GetInputSchemaJson())
 	if err != nil {
 		return nil, fmt.Errorf("httpexec: tool %q: input schema: %w", spec.GetName(), err)

@@ -72,8 +72,6 @@ func parseURLTemplate(t string) (*urlTemplate, error) {
 		return nil, fmt.Errorf("url_template: scheme %q: want http or https", u.Scheme)
 	case u.Opaque != "" || u.Host == "":
 		return nil, errors.New("url_template: want an absolute URL with a host (scheme://host/...)")
-	case u.User != nil:
-		return nil, errors.New("url_template: user information (user@host) is refused; send credentials with secret_headers")
 	case u.Fragment != "" || strings.Contains(t, "#"):
 		return nil, errors.New("url_template: a fragment (#...) is never sent; remove it")
 	}
