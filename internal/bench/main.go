@@ -22,10 +22,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var cfg Config
 	var suite, memory bool
-	var rounds int
+	var rounds, auditCalls int
+	var auditClient string
 	var logLevel string
 	fs.BoolVar(&suite, "suite", false, "run the whole suite and print a markdown report")
 	fs.BoolVar(&memory, "memory", false, "measure only the dispatcher's memory per 10k calls in flight")
+	fs.IntVar(&auditCalls, "audit", 0, "measure the audit (records/s, peak memory) over this many calls instead")
+	fs.StringVar(&auditClient, "audit-client", "", "internal: run the audit side of -audit against this NATS URL")
 	fs.IntVar(&rounds, "rounds", 3, "with -suite: rounds of every measurement (the table shows the median)")
 	fs.StringVar(&cfg.Path, "path", PathNATS, "path measured: nats, http or baseline")
 	fs.IntVar(&cfg.InFlight, "inflight", 64, "calls in flight")
@@ -49,6 +52,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	var err error
 	switch {
+	case auditClient != "":
+		err = AuditClient(ctx, auditClient, stdout)
+	case auditCalls > 0:
+		var r AuditResult
+		if r, err = MeasureAudit(ctx, cfg, auditCalls); err == nil {
+			fmt.Fprintln(stdout, "AUDIT", r)
+		}
 	case suite:
 		err = RunSuite(ctx, SuiteConfig{Config: cfg, Rounds: rounds}, stdout, stderr)
 	case memory:
