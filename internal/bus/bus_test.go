@@ -25,7 +25,7 @@ func TestOpenIsIdempotentAndLaysOutStreams(t *testing.T) {
 	require.Equal(t, jetstream.DiscardNew, info.Config.Discard)
 	require.True(t, info.Config.AllowDirect)
 	require.True(t, info.Config.DenyPurge)
-	require.Equal(t, []string{"tw.call.>"}, info.Config.Subjects)
+	require.Equal(t, []string{"tw.call.>", "tw.shadow.>"}, info.Config.Subjects)
 
 	cons, err := second.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_SANDBOX, AckWait: 45 * time.Second})
 	require.NoError(t, err)
