@@ -300,3 +300,11 @@ func text(t *testing.T, res *tool.Result) string {
 	require.NotNil(t, res.Content[0].GetText(), "want a text block")
 	return res.Content[0].GetText().GetText()
 }
+
+// request is a call of spec with a chosen call id.
+func request(spec *toolwirev1.ToolSpec, callID, args string) *executors.Request {
+	return &executors.Request{
+		Call: &toolwirev1.ToolCall{CallId: callID, Tool: spec.GetName(), Arguments: []byte(args), Attempt: 1},
+		Spec: spec,
+	}
+}
