@@ -131,7 +131,9 @@
 // starting below about 900 MiB), processes are RLIMIT_NPROC (counted per
 // sandbox, since each has its own user namespace; threads count), CPU is
 // RLIMIT_CPU per process, and the namespace bounds the rest. A tree of
-// processes may therefore use up to processes × memory.
+// processes may therefore use up to processes × memory. Without user
+// namespaces RLIMIT_NPROC counts every process of the sandbox's uid on the
+// host, so concurrent calls share it.
 //
 // # Limits and outcomes
 //

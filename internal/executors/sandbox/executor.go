@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -414,13 +415,7 @@ func (e *Executor) environ(sc *toolwirev1.SandboxConfig, dir string) []string {
 		}
 	}
 	out := make([]string, 0, len(env))
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range env {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		if !strings.ContainsRune(k, '=') && !strings.ContainsRune(k+env[k], 0) {
 			out = append(out, k+"="+env[k])
 		}

@@ -265,7 +265,7 @@ func clip(s string) string {
 //     the option dangling; embed it ("--out={out}") or make it required;
 //   - env_allow and env names must be valid, and must not name the
 //     helper's marker variable; limits must not be negative; paths must be
-//     absolute; exit_codes must not map 0.
+//     absolute and not /tmp (the sandbox's own); exit_codes must not map 0.
 func CheckSpec(spec *toolwirev1.ToolSpec) error {
 	sc := spec.GetSandbox()
 	t, err := parseTemplate(sc)
@@ -339,6 +339,8 @@ func CheckSpec(spec *toolwirev1.ToolSpec) error {
 	for _, p := range slices.Concat(sc.GetReadOnlyPaths(), sc.GetWritablePaths()) {
 		if !filepath.IsAbs(p) {
 			bad("path %q must be absolute", p)
+		} else if filepath.Clean(p) == "/tmp" {
+			bad("path /tmp is the sandbox's own working directory and cannot be listed")
 		}
 	}
 	if _, ok := sc.GetExitCodes()[0]; ok {

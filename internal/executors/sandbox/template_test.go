@@ -113,6 +113,7 @@ func TestCheckSpec(t *testing.T) {
 		{"an unknown option_arg", mk([]string{"/bin/cat"}, func(sc *toolwirev1.SandboxConfig) { sc.OptionArgs = []string{"zz"} }), `option_args "zz"`},
 		{"a bad env name", mk([]string{"/bin/cat"}, func(sc *toolwirev1.SandboxConfig) { sc.EnvAllow = []string{"A=B"} }), "not a valid variable name"},
 		{"the helper marker", mk([]string{"/bin/cat"}, func(sc *toolwirev1.SandboxConfig) { sc.Env = map[string]string{"TOOLWIRE_SANDBOX_HELPER": "1"} }), "not a valid variable name"},
+		{"/tmp listed", mk([]string{"/bin/cat"}, func(sc *toolwirev1.SandboxConfig) { sc.ReadOnlyPaths = []string{"/tmp/"} }), "path /tmp is the sandbox's own"},
 		{"a relative path", mk([]string{"/bin/cat"}, func(sc *toolwirev1.SandboxConfig) { sc.WritablePaths = []string{"data"} }), "must be absolute"},
 		{"exit code 0 mapped", mk([]string{"/bin/cat"}, func(sc *toolwirev1.SandboxConfig) {
 			sc.ExitCodes = map[int32]toolwirev1.ErrorType{0: toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT}
