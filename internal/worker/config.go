@@ -19,6 +19,18 @@ type Pool struct {
 	// Concurrency is how many calls this process runs at once for the
 	// pool; it never fetches more than its free slots. Default 64.
 	Concurrency int
+
+	hb *heartbeater // set when the pool is served
+}
+
+// SpecSource supplies specs that change while the worker runs, such as
+// the tools of an MCP server (*mcp.Executor is one). The worker serves
+// Specs() at start and again after every Changed(): it extends its pool
+// consumers to new tools first, then swaps the specs it serves, then
+// publishes them.
+type SpecSource interface {
+	Specs() []*toolwirev1.ToolSpec
+	Changed() <-chan struct{}
 }
 
 // Config configures a Worker.
@@ -33,6 +45,8 @@ type Config struct {
 	// Specs of the tools this worker serves; published into the registry
 	// at start-up. A call for a tool or version not here is refused.
 	Specs []*toolwirev1.ToolSpec
+	// SpecSources add specs that change at run time (MCP tools).
+	SpecSources []SpecSource
 	// FetchWait is how long one pull request waits for calls; a stop waits
 	// for the current one to end. Default 1s.
 	FetchWait time.Duration

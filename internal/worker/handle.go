@@ -71,7 +71,7 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 	// A tool or version this replica does not serve may be served by
 	// another replica of the pool (a rolling upgrade): hand it back, and
 	// refuse it only on the last delivery.
-	spec, ok := w.specs[call.Tool]
+	spec, ok := (*w.specs.Load())[call.Tool]
 	if !ok {
 		w.notServed(ctx, p, msg, call, log, preExecError(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND,
 			fmt.Sprintf("no worker of pool %s serves tool %q", p.Name, call.Tool)))
@@ -87,7 +87,7 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 		return
 	}
 
-	stopHeartbeat := w.heartbeats[p.Name].add(msg)
+	stopHeartbeat := p.hb.add(msg)
 	defer stopHeartbeat()
 
 	// Register for cancellation first, then look for a tombstone: a cancel

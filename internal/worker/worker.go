@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,10 +28,14 @@ var ErrShutdown = errors.New("worker shutting down")
 // Worker consumes calls of its pools and executes them. Start and Stop
 // are idempotent; Stop blocks until every goroutine has ended.
 type Worker struct {
-	bus   *bus.Bus
-	cfg   Config
-	log   *slog.Logger
-	specs map[string]*toolwirev1.ToolSpec
+	bus *bus.Bus
+	cfg Config
+	log *slog.Logger
+	// specs by name: replaced whole (never mutated) when a SpecSource
+	// changes, read without a lock by handlers.
+	specs atomic.Pointer[map[string]*toolwirev1.ToolSpec]
+	// serving are the pools whose fetch loops run (under mu).
+	serving map[string]bool
 	// gaps are the isolation mechanisms each executor type lacks here.
 	gaps map[toolwirev1.ExecutorType][]string
 
@@ -118,10 +123,53 @@ func (w *Worker) Start(ctx context.Context) error {
 	if w.stopped {
 		return errors.New("worker: Start after Stop")
 	}
-	// Consumers first, then the specs: a call can only be admitted once its
-	// tool is registered, so every admitted call has a consumer waiting.
-	stamped := make([]*toolwirev1.ToolSpec, 0, len(w.cfg.Specs))
-	for _, spec := range w.cfg.Specs {
+	sub, err := w.watchCancels()
+	if err != nil {
+		return err
+	}
+	w.cancelSub = sub
+	w.cancels.live(time.Now(), w.bus.NC.Stats().Reconnects)
+	w.lazyEvents = lazy.NewQueue(startedEventDelay)
+	w.lazyEvents.Start()
+	w.heartbeats = map[string]*heartbeater{}
+	w.serving = map[string]bool{}
+	fetchCtx, stopFetch := context.WithCancel(context.WithoutCancel(ctx))
+	w.stopFetch = stopFetch
+	w.handlerDone = make(chan struct{}, 1)
+	if err := w.serveSpecs(ctx, fetchCtx); err != nil {
+		stopFetch()
+		w.fetchers.Wait()
+		w.lazyEvents.Stop()
+		_ = w.cancelSub.Unsubscribe()
+		return err
+	}
+	if len(w.cfg.SpecSources) > 0 {
+		w.fetchers.Add(1)
+		go w.followSources(fetchCtx)
+	}
+	w.started = true
+	w.log.Info("worker started", "pools", len(w.serving), "tools", len(*w.specs.Load()))
+	return nil
+}
+
+// allSpecs is the static specs plus those of every SpecSource now.
+func (w *Worker) allSpecs() []*toolwirev1.ToolSpec {
+	specs := slices.Clone(w.cfg.Specs)
+	for _, src := range w.cfg.SpecSources {
+		specs = append(specs, src.Specs()...)
+	}
+	return specs
+}
+
+// serveSpecs makes the worker serve the current specs (under w.mu):
+// consumers first, then the specs: a call can only be admitted once its
+// tool is registered, so every admitted call has a consumer waiting. A
+// pool's consumer only ever gains subjects (EnsurePool takes the union), so
+// calls queued for a tool that disappears are still answered.
+func (w *Worker) serveSpecs(ctx, fetchCtx context.Context) error {
+	specs := w.allSpecs()
+	stamped := make([]*toolwirev1.ToolSpec, 0, len(specs))
+	for _, spec := range specs {
 		if err := registry.Check(spec); err != nil {
 			return fmt.Errorf("worker: %w", err)
 		}
@@ -144,12 +192,17 @@ func (w *Worker) Start(ctx context.Context) error {
 			}
 		}
 		if len(p.Subjects) == 0 {
-			w.log.Info("pool has no tools; not consuming", "pool", p.Name)
+			if !w.started {
+				w.log.Info("pool has no tools yet; not consuming", "pool", p.Name)
+			}
 			continue
 		}
 		cons, err := w.bus.EnsurePool(ctx, p.PoolConfig)
 		if err != nil {
 			return fmt.Errorf("worker: %w", err)
+		}
+		if w.serving[p.Name] {
+			continue // its fetch loop runs; the consumer now filters the new subjects too
 		}
 		// The consumer's MaxDeliver is the one that counts: another replica
 		// may have set it.
@@ -161,35 +214,71 @@ func (w *Worker) Start(ctx context.Context) error {
 	if w.cfg.Shadow {
 		publish = registry.PublishVersions
 	}
-	if _, err := publish(ctx, w.bus.Registry, w.cfg.Specs); err != nil {
+	if _, err := publish(ctx, w.bus.Registry, specs); err != nil {
 		return fmt.Errorf("worker: publish specs: %w", err)
 	}
-	w.specs = make(map[string]*toolwirev1.ToolSpec, len(stamped))
+	m := make(map[string]*toolwirev1.ToolSpec, len(stamped))
 	for _, s := range stamped {
-		w.specs[s.Name] = s
+		m[s.Name] = s
 	}
-	sub, err := w.watchCancels()
-	if err != nil {
-		return err
-	}
-	w.cancelSub = sub
-	w.cancels.live(time.Now(), w.bus.NC.Stats().Reconnects)
-	w.lazyEvents = lazy.NewQueue(startedEventDelay)
-	w.lazyEvents.Start()
-	w.heartbeats = map[string]*heartbeater{}
-	for _, p := range pools {
-		w.heartbeats[p.Name] = newHeartbeater(p.AckWait/3, w.log.With("pool", p.Name))
-	}
-	fetchCtx, stopFetch := context.WithCancel(context.WithoutCancel(ctx))
-	w.stopFetch = stopFetch
-	w.handlerDone = make(chan struct{}, 1)
+	w.specs.Store(&m)
 	for i, p := range pools {
+		hb := newHeartbeater(p.AckWait/3, w.log.With("pool", p.Name))
+		w.heartbeats[p.Name] = hb
+		p.hb = hb
+		w.serving[p.Name] = true
 		w.fetchers.Add(1)
 		go w.fetchLoop(fetchCtx, p, consumers[i])
 	}
-	w.started = true
-	w.log.Info("worker started", "pools", len(pools), "tools", len(w.specs))
 	return nil
+}
+
+// followSources serves the specs again whenever a SpecSource changes,
+// until ctx ends. A failed update is logged and tried again at the next
+// change or after a minute.
+func (w *Worker) followSources(ctx context.Context) {
+	defer w.fetchers.Done()
+	changed := make(chan struct{}, 1)
+	var relays sync.WaitGroup
+	for _, src := range w.cfg.SpecSources {
+		relays.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-src.Changed():
+					select {
+					case changed <- struct{}{}:
+					default:
+					}
+				}
+			}
+		})
+	}
+	defer relays.Wait()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-retry.C:
+		}
+		w.mu.Lock()
+		var err error
+		if !w.stopped {
+			uctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err = w.serveSpecs(uctx, ctx)
+			cancel()
+		}
+		w.mu.Unlock()
+		if err != nil {
+			w.log.Error("serving changed specs failed; trying again", "err", err)
+			retry.Reset(time.Minute)
+		}
+	}
 }
 
 // Stop shuts the worker down in this order: stop fetching; let in-flight
