@@ -61,7 +61,7 @@ func (e *Executor) CheckSpec(spec *toolwirev1.ToolSpec) error {
 	if err != nil {
 		return err
 	}
-	if err := checkTarget(p.url.base, p.hosts, p.pol, p.pol.guardian()); err != nil {
+	if err := checkTarget(p.url.base, p.hosts, p.pol, p.pol.guard); err != nil {
 		return fmt.Errorf("httpexec: tool %q: url_template: %w", spec.GetName(), err)
 	}
 	return nil
@@ -164,7 +164,7 @@ func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.R
 		return nil, err
 	}
 
-	g := p.pol.guardian()
+	g := p.pol.guard
 	if err := checkTarget(hreq.URL, p.hosts, p.pol, g); err != nil {
 		return nil, deniedError(err)
 	}

@@ -29,6 +29,7 @@ type policy struct {
 	ports    []uint16
 	networks []netip.Prefix
 	key      string
+	guard    *ssrf.Guardian
 }
 
 // defaultPorts are the ports of a tool that lists none.
@@ -79,7 +80,9 @@ func newPolicy(toolPorts []int32, toolNetworks []string, cfg *Config) (*policy, 
 		key.WriteString(n.String())
 		key.WriteByte(',')
 	}
-	return &policy{ports: ports, networks: nets, key: key.String()}, nil
+	p := &policy{ports: ports, networks: nets, key: key.String()}
+	p.guard = p.newGuardian()
+	return p, nil
 }
 
 // parseNetwork parses a CIDR of allow_networks; an IPv4-mapped IPv6
@@ -120,7 +123,7 @@ func (p *policy) checkAddr(g *ssrf.Guardian, ap netip.AddrPort) error {
 	return g.SafeAddrPort(netip.AddrPortFrom(addr, ap.Port()))
 }
 
-func (p *policy) guardian() *ssrf.Guardian {
+func (p *policy) newGuardian() *ssrf.Guardian {
 	var v4, v6 []netip.Prefix
 	for _, n := range p.networks {
 		if n.Addr().Is4() {
@@ -144,7 +147,7 @@ func (e *dialError) Unwrap() error { return e.err }
 // that resolves (or re-resolves, DNS rebinding) to a refused address is
 // refused whatever the URL said.
 func (p *policy) dialFunc(r Resolver, timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	g := p.guardian()
+	g := p.guard
 	d := &net.Dialer{
 		Timeout:   timeout,
 		KeepAlive: 30 * time.Second,
@@ -267,8 +270,12 @@ func checkTarget(u *url.URL, hosts hostList, p *policy, g *ssrf.Guardian) error 
 		return fmt.Errorf("%w: no host", errDenied)
 	}
 	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	switch {
+	case port != "":
+	case u.Scheme == "http":
+		port = "80"
+	default:
+		port = "443"
 	}
 	n, err := strconv.ParseUint(port, 10, 16)
 	if err != nil || n == 0 {

@@ -66,7 +66,7 @@ type server struct {
 	body []byte
 }
 
-func newServer(t *testing.T) *server {
+func newServer(t testing.TB) *server {
 	t.Helper()
 	s := &server{stop: make(chan struct{})}
 	mux := http.NewServeMux()
