@@ -29,7 +29,6 @@ type Executor struct {
 	mu         sync.Mutex
 	transports map[string]*http.Transport // by policy key
 	plans      map[string]*plan           // by spec name and version
-	closed     bool
 }
 
 var _ executors.Executor = (*Executor)(nil)

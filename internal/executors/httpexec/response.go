@@ -219,7 +219,10 @@ func (e *Executor) result(p *plan, resp *http.Response, body []byte, truncated b
 		}
 		res.Content = append(res.Content, tool.Text(truncatedText(red.redact(body), limit)))
 	case isJSON(mt) && json.Valid(body):
-		body = red.redact(body)
+		if body = red.redact(body); !json.Valid(body) {
+			res.Content = append(res.Content, tool.Text(string(body)))
+			break
+		}
 		if body[firstNonSpace(body)] == '{' {
 			if p.intentsField != "" {
 				var in []*toolwirev1.Intent
