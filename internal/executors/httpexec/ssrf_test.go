@@ -1,10 +1,12 @@
 package httpexec_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -161,4 +163,37 @@ func TestRedirects(t *testing.T) {
 	te = toolErr(t, err)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMANENT, te.Type)
 	require.Contains(t, te.Message, "302")
+}
+
+// rebindResolver answers 127.0.0.1 (allowed) first, then 10.0.0.1.
+type rebindResolver struct{ n atomic.Int64 }
+
+func (r *rebindResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	if r.n.Add(1) == 1 {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	return []netip.Addr{netip.MustParseAddr("10.0.0.1")}, nil
+}
+
+// TestDNSRebinding: a name is resolved and checked at every dial, so a
+// name that re-resolves to a refused address is refused, although the
+// same URL passed before.
+func TestDNSRebinding(t *testing.T) {
+	t.Parallel()
+
+	r := &rebindResolver{}
+	b := setup(t, httpexec.Config{Resolver: r})
+	hc := &toolwirev1.HttpConfig{UrlTemplate: fmt.Sprintf("http://rebind.test:%d/echo?text=first", b.srv.port),
+		AllowNetworks: []string{"127.0.0.1/32"}, AllowPorts: []int32{b.srv.port}}
+	spec := &toolwirev1.ToolSpec{Name: "rebind", Config: &toolwirev1.ToolSpec_Http{Http: hc}}
+	res, err := call(t, b.exec, spec, `{}`)
+	require.NoError(t, err)
+	require.Equal(t, "first", text(t, res))
+
+	b.exec.Close() // the next call dials again (the executor stays usable)
+	_, err = call(t, b.exec, spec, `{}`)
+	te := toolErr(t, err)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, te.Type, "%v", err)
+	require.Contains(t, te.Message, "10.0.0.1")
+	require.Equal(t, int64(1), b.srv.hits.Load())
 }
