@@ -3,6 +3,8 @@ package httpexec
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"strings"
 
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -48,7 +50,7 @@ func parseArgs(raw []byte) (*args, error) {
 	if _, err := dec.Token(); err != nil {
 		return nil, tool.InvalidArgument("", "the arguments are not valid JSON")
 	}
-	if _, err := dec.Token(); err == nil {
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, tool.InvalidArgument("", "the arguments hold more than one JSON value")
 	}
 	return a, nil

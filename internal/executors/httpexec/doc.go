@@ -134,6 +134,18 @@
 // Malformed intents are INTERNAL: the server answered, but not as the tool
 // promised.
 //
+// # Configuration and start-up
+//
+// Config is JSON-tagged for a worker's YAML file; durations are written as
+// Go duration strings ("30s", see Duration). CheckSpec validates a spec
+// alone; Executor.CheckSpec adds what depends on the Config (the template's
+// host and port against the allowlists and the guard) and is what a worker
+// should call for each tool at start-up. Execute compiles a spec on every
+// call unless the registry set its version (a content hash), in which case
+// the compiled form is cached by name and version. Config.Resolver is a
+// seam for tests (names resolving to chosen addresses); the guard checks
+// whatever it returns.
+//
 // # Errors
 //
 // Statuses map as follows; the message quotes the status and up to 512

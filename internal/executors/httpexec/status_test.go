@@ -3,8 +3,11 @@ package httpexec_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
@@ -155,4 +158,25 @@ func TestTimeouts(t *testing.T) {
 	te = toolErr(t, err)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, te.Type)
 	require.Contains(t, te.Message, "the user pressed stop")
+}
+
+// TestUntrustedCertificate: a certificate that does not verify is
+// PERMANENT, and nothing was sent.
+func TestUntrustedCertificate(t *testing.T) {
+	t.Parallel()
+
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		t.Error("the request reached the server")
+	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is expected
+	t.Cleanup(srv.Close)
+	port := int32(srv.Listener.Addr().(*net.TCPAddr).Port)
+
+	b := setup(t, httpexec.Config{})
+	hc := &toolwirev1.HttpConfig{Method: http.MethodPost, UrlTemplate: srv.URL + "/",
+		AllowNetworks: []string{"127.0.0.1/32"}, AllowPorts: []int32{port}}
+	_, err := call(t, b.exec, &toolwirev1.ToolSpec{Name: "tls", Config: &toolwirev1.ToolSpec_Http{Http: hc}}, `{}`)
+	te := toolErr(t, err)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMANENT, te.Type, "%v", err)
+	require.Equal(t, seNone, te.SideEffects)
 }

@@ -63,6 +63,8 @@ func TestURLTemplateEscaping(t *testing.T) {
 		{"array value", `{"name":[1]}`, "/name"},
 		{"arguments not an object", `["name"]`, ""},
 		{"arguments not JSON", `{name`, ""},
+		{"trailing garbage", `{"name":"a"} x`, ""},
+		{"two values", `{"name":"a"} {}`, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			hits := b.srv.hits.Load()
