@@ -13,7 +13,6 @@ import (
 
 func TestConformance(t *testing.T) {
 	e := setup(t)
-	need(t, e, "userns")
 	// The Block fixture sleeps for an unusual duration, so Running can
 	// find exactly its process.
 	blockArg := fmt.Sprintf("%d.5", 900000+rand.IntN(99999))
