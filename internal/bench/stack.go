@@ -77,7 +77,7 @@ func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err erro
 		if err != nil {
 			return nil, err
 		}
-		w, err := toolworker.NewWorker(wb, toolworker.Options{Name: "bench-worker", Tools: builtin.Tools(), Concurrency: o.worker, Logger: log})
+		w, err := toolworker.NewWorker(ctx, wb, toolworker.Options{Name: "bench-worker", Tools: builtin.Tools(), Concurrency: o.worker, Logger: log})
 		if err != nil {
 			return nil, err
 		}

@@ -25,6 +25,7 @@ func Main(args []string, stderr io.Writer, tools []*tool.Tool) int {
 	fs.StringVar(&rc.NATSURL, "nats-url", "", "external NATS URL(s); empty = embedded server")
 	fs.StringVar(&rc.NATSCreds, "nats-creds", "", "NATS credentials file")
 	fs.StringVar(&rc.Workers, "workers", "", "in-process worker pools: all, none or native,mcp,sandbox,http (default all when embedded, none otherwise)")
+	fs.StringVar(&rc.WorkerConfig, "worker-config", "", "configuration of the in-process workers (the worker YAML); default: the built-in examples of every executor type")
 	fs.IntVar(&rc.Concurrency, "concurrency", 64, "calls run at once per in-process pool")
 	fs.StringVar(&rc.NATSListen, "nats-listen", "", "open a client listener on the embedded server, e.g. 127.0.0.1:4222")
 	fs.StringVar(&rc.Monitor, "monitor", "", "serve the embedded server's monitoring endpoints, e.g. 127.0.0.1:8222")

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/workerconfig"
 	"github.com/toolwire/toolwire/pkg/tool"
 	"github.com/toolwire/toolwire/pkg/toolworker"
 )
@@ -51,6 +52,9 @@ type RunConfig struct {
 	Dispatcher Config
 	// Tools served by in-process native pools.
 	Tools []*tool.Tool
+	// WorkerConfig configures the in-process workers (the worker's YAML);
+	// empty = the built-in examples of every executor type.
+	WorkerConfig string
 	// Grace bounds the graceful stop. Default 25s.
 	Grace time.Duration
 	// Ready, if set, receives the API's listening address once serving.
@@ -98,13 +102,17 @@ func Run(ctx context.Context, rc RunConfig) error {
 	if err != nil {
 		return err
 	}
+	// Listen before the workers start: the default configuration's HTTP
+	// example tool calls this address.
+	addr := cmp.Or(rc.HTTPAddr, "127.0.0.1:8080")
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("dispatch: listen %s: %w", addr, err)
+	}
+	defer ln.Close()
 	var w toolworker.Worker
 	if len(pools) > 0 {
-		w, err = toolworker.NewWorker(b, toolworker.Options{Pools: pools, Concurrency: rc.Concurrency, Tools: rc.Tools, Logger: log})
-		if err != nil {
-			return err
-		}
-		if err := w.Start(ctx); err != nil {
+		if w, err = startWorkers(ctx, b, rc, pools, ln.Addr().String(), log); err != nil {
 			return err
 		}
 	}
@@ -136,7 +144,6 @@ func Run(ctx context.Context, rc RunConfig) error {
 	}
 	defer d.Stop()
 
-	addr := cmp.Or(rc.HTTPAddr, "127.0.0.1:8080")
 	auth, err := authenticator(rc.APIKeysFile, addr, log)
 	if err != nil {
 		return err
@@ -161,10 +168,6 @@ func Run(ctx context.Context, rc RunConfig) error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, Protocols: new(http.Protocols)}
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true)
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("dispatch: listen %s: %w", addr, err)
-	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("toolwire dispatcher serving", "api", "http://"+ln.Addr().String(), "dispatcher", d.Name(),
@@ -200,6 +203,34 @@ func Run(ctx context.Context, rc RunConfig) error {
 		}
 	}
 	return nil
+}
+
+// startWorkers builds and starts the in-process workers: from
+// rc.WorkerConfig, or the default configuration (every built-in example;
+// an executor that cannot start on this host is reported and its calls
+// answered, the others still served).
+func startWorkers(ctx context.Context, b *bus.Bus, rc RunConfig, pools []string, httpAddr string, log *slog.Logger) (toolworker.Worker, error) {
+	o := workerconfig.Options{PoolTypes: pools, Concurrency: rc.Concurrency, Tools: rc.Tools, Logger: log}
+	var f *workerconfig.File
+	if rc.WorkerConfig != "" {
+		var err error
+		if f, err = workerconfig.Load(rc.WorkerConfig); err != nil {
+			return nil, err
+		}
+	} else {
+		f, o.SpecDirs = workerconfig.Default(httpAddr, log)
+		o.BestEffort = true
+	}
+	w, err := workerconfig.NewWorker(ctx, b, f, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Start(ctx); err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return nil, errors.Join(err, w.Stop(sctx))
+	}
+	return w, nil
 }
 
 func parseWorkers(s string, embedded bool) ([]string, error) {

@@ -27,6 +27,8 @@ const DefaultProvider = "local"
 type Options struct {
 	// Vars are the values of ${NAME} references.
 	Vars map[string]string
+	// Lookup, if set, gives values of names Vars lacks (os.LookupEnv).
+	Lookup func(name string) (string, bool)
 }
 
 // Check validates one executor type's config of a spec.
@@ -102,7 +104,7 @@ func Parse(b []byte, o Options) (*toolwirev1.ToolSpec, error) {
 	if err := json.Unmarshal(js, &doc); err != nil || doc == nil {
 		return nil, errors.New("not a YAML mapping")
 	}
-	if err := expand(doc, o.Vars); err != nil {
+	if err := expand(doc, o.lookup); err != nil {
 		return nil, err
 	}
 	for _, f := range []string{"input_schema", "output_schema"} {
@@ -196,8 +198,18 @@ func shortEnum(doc map[string]any, field, prefix string, values map[string]int32
 
 var varRe = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
+func (o Options) lookup(name string) (string, bool) {
+	if v, ok := o.Vars[name]; ok {
+		return v, true
+	}
+	if o.Lookup != nil {
+		return o.Lookup(name)
+	}
+	return "", false
+}
+
 // expand replaces ${NAME} in every string of v.
-func expand(v any, vars map[string]string) error {
+func expand(v any, lookup func(string) (string, bool)) error {
 	var errs []error
 	var walk func(v any) any
 	walk = func(v any) any {
@@ -213,7 +225,7 @@ func expand(v any, vars map[string]string) error {
 		case string:
 			return varRe.ReplaceAllStringFunc(x, func(m string) string {
 				name := varRe.FindStringSubmatch(m)[1]
-				val, ok := vars[name]
+				val, ok := lookup(name)
 				if !ok {
 					errs = append(errs, fmt.Errorf("unknown variable ${%s}", name))
 				}

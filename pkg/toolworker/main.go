@@ -35,7 +35,8 @@ func MainArgs(args []string, stderr io.Writer, tools ...*tool.Tool) int {
 	fs.StringVar(&o.NATSCreds, "nats-creds", "", "NATS credentials file")
 	fs.StringVar(&o.Prefix, "prefix", "toolwire", "subject and stream prefix of the installation")
 	fs.StringVar(&o.Name, "name", "", "worker instance name (default host name and pid)")
-	fs.StringVar(&pools, "pools", "native", "executor types served: native,mcp,sandbox,http")
+	fs.StringVar(&pools, "pools", "", "executor types served: native,mcp,sandbox,http (default: the config file's pools, or native)")
+	fs.StringVar(&o.ConfigFile, "config", "", "worker configuration file (YAML): pools, spec files, MCP servers, executor settings")
 	fs.StringVar(&o.Pool, "pool", "", "pool name; replicas serving the same tools share one (default: the type)")
 	fs.IntVar(&o.Concurrency, "concurrency", 64, "calls run at once per pool")
 	fs.DurationVar(&o.AckWait, "ack-wait", 30*time.Second, "pool consumer AckWait")
@@ -47,7 +48,9 @@ func MainArgs(args []string, stderr io.Writer, tools ...*tool.Tool) int {
 	if !ok {
 		return code
 	}
-	o.Pools = strings.Split(pools, ",")
+	if pools != "" {
+		o.Pools = strings.Split(pools, ",")
+	}
 	o.Tools, o.Logger = tools, log
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

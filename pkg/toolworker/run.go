@@ -10,11 +10,8 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/internal/bus"
-	"github.com/toolwire/toolwire/internal/executors"
-	"github.com/toolwire/toolwire/internal/executors/native"
-	"github.com/toolwire/toolwire/internal/worker"
+	"github.com/toolwire/toolwire/internal/workerconfig"
 	"github.com/toolwire/toolwire/pkg/tool"
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // Options configure a worker process.
@@ -47,6 +44,10 @@ type Options struct {
 	// replay) of its tools, never live calls, and does not change the
 	// registry's current versions.
 	Shadow bool
+	// ConfigFile is a worker configuration (YAML: pools, spec files of
+	// sandbox and HTTP tools, MCP servers, executor settings; see the
+	// README). Empty = native tools only.
+	ConfigFile string
 	// Tools served by the native pool.
 	Tools []*tool.Tool
 	// Logger; default slog.Default().
@@ -69,14 +70,14 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	w, err := NewWorker(b, o)
+	w, err := NewWorker(ctx, b, o)
 	if err != nil {
 		return err
 	}
 	if err := w.Start(ctx); err != nil {
 		return err
 	}
-	log.Info("worker serving", "worker", w.Name(), "pools", strings.Join(poolsOrDefault(o.Pools), ","))
+	log.Info("worker serving", "worker", w.Name(), "config", o.ConfigFile)
 	<-ctx.Done()
 	stopCtx, cancel := context.WithTimeout(context.Background(), cmp.Or(o.Grace, 25*time.Second))
 	defer cancel()
@@ -99,45 +100,25 @@ type Worker interface {
 
 // NewWorker builds (without starting) a worker on an open bus. Pool types
 // without an executor in this build answer their calls with PERMANENT
-// errors rather than leaving them queued.
-func NewWorker(b *bus.Bus, o Options) (Worker, error) {
-	nat, err := native.NewWithConfig(native.Config{Logger: o.Logger}, o.Tools...)
-	if err != nil {
-		return nil, err
-	}
-	execs := map[toolwirev1.ExecutorType]executors.Executor{toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE: nat}
-	for _, t := range bus.AllTypes() {
-		if execs[t] == nil {
-			execs[t] = unavailable(t)
+// errors rather than leaving them queued. ctx bounds start-up work such
+// as connecting to MCP servers.
+func NewWorker(ctx context.Context, b *bus.Bus, o Options) (Worker, error) {
+	var f *workerconfig.File
+	if o.ConfigFile != "" {
+		var err error
+		if f, err = workerconfig.Load(o.ConfigFile); err != nil {
+			return nil, err
 		}
 	}
-	var pools []worker.Pool
-	for _, name := range poolsOrDefault(o.Pools) {
-		t, ok := bus.ParseType(strings.TrimSpace(name))
-		if !ok {
+	pools := o.Pools
+	if len(pools) == 0 && f == nil {
+		pools = []string{"native"}
+	}
+	for _, name := range pools {
+		if _, ok := bus.ParseType(strings.TrimSpace(name)); !ok {
 			return nil, fmt.Errorf("toolworker: unknown pool type %q (want native, mcp, sandbox or http)", name)
 		}
-		name := o.Pool
-		if name != "" && len(poolsOrDefault(o.Pools)) > 1 {
-			name += "-" + bus.TypeToken(t)
-		}
-		pools = append(pools, worker.Pool{Concurrency: o.Concurrency,
-			PoolConfig: bus.PoolConfig{Name: name, Type: t, AckWait: o.AckWait, MaxDeliver: o.MaxDeliver}})
 	}
-	return worker.New(b, worker.Config{Name: o.Name, Pools: pools, Executors: execs, Specs: nat.Specs(), Shadow: o.Shadow, Logger: o.Logger})
-}
-
-func unavailable(t toolwirev1.ExecutorType) executors.Executor {
-	return executors.Func(func(context.Context, *executors.Request) (*tool.Result, error) {
-		return nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_PERMANENT,
-			Message:     fmt.Sprintf("executor type %s is not available in this worker build", bus.TypeToken(t)),
-			SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
-	})
-}
-
-func poolsOrDefault(p []string) []string {
-	if len(p) == 0 {
-		return []string{"native"}
-	}
-	return p
+	return workerconfig.NewWorker(ctx, b, f, workerconfig.Options{Name: o.Name, PoolTypes: pools, Pool: o.Pool,
+		Concurrency: o.Concurrency, AckWait: o.AckWait, MaxDeliver: o.MaxDeliver, Shadow: o.Shadow, Tools: o.Tools, Logger: o.Logger})
 }

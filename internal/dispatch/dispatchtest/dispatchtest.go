@@ -114,7 +114,7 @@ func (s *Stack) StartDispatcher(t testing.TB, cfg dispatch.Config) *dispatch.Dis
 func (s *Stack) StartWorker(t testing.TB, tools ...*tool.Tool) toolworker.Worker {
 	t.Helper()
 	b := s.Env.Open(t, "dispatchtest-worker")
-	w, err := toolworker.NewWorker(b, toolworker.Options{Tools: tools, Concurrency: s.opts.Concurrency, Logger: testLogger(t)})
+	w, err := toolworker.NewWorker(t.Context(), b, toolworker.Options{Tools: tools, Concurrency: s.opts.Concurrency, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatalf("dispatchtest: worker: %v", err)
 	}
