@@ -89,10 +89,11 @@ type Config struct {
 	// Path is PATH in the sandbox unless a spec's env sets it. Default
 	// "/usr/local/bin:/usr/bin:/bin".
 	Path string `json:"path,omitempty"`
-	// Require names mechanisms (see Mechanisms, or "all") that must work on
-	// this host: New fails if one is missing. Default none: the executor
-	// runs with what the host offers and reports the rest in
-	// IsolationGaps. "cgroup" can never be satisfied.
+	// Require names mechanisms (see Mechanisms) that must work on this
+	// host: New fails if one is missing. "all" means every one but
+	// "cgroup", which is never used and so can never be required. Default
+	// none: the executor runs with what the host offers and reports the
+	// rest in IsolationGaps.
 	Require []string `json:"require,omitempty"`
 	// Logger receives start-up and kill diagnostics. Default slog.Default().
 	Logger *slog.Logger `json:"-"`
@@ -140,7 +141,8 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate returns an error naming the first invalid field.
+// Validate returns an error naming each invalid field. Zero values are
+// invalid: validate the result of WithDefaults.
 func (c Config) Validate() error {
 	var errs []error
 	pos := func(name string, v int64) {

@@ -32,6 +32,14 @@ func TestConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(out), "wall_time: 5s")
 
+	e, err := sandbox.New(sandbox.Config{Require: []string{"all"}})
+	if err == nil {
+		require.Equal(t, []string{sandbox.MechCgroup}, e.IsolationGaps(), `"all" requires everything but cgroup`)
+		require.NoError(t, e.Close(t.Context()))
+	} else {
+		require.ErrorContains(t, err, "required isolation missing")
+	}
+
 	require.Error(t, yaml.Unmarshal([]byte("wall_time: 5\n"), &c), "durations are strings")
 	for _, tt := range []struct {
 		cfg  sandbox.Config

@@ -120,7 +120,7 @@
 // "seccomp", "setuid", and always "cgroup". A step that the probe found
 // working and that then fails is an error of the call, never a silent
 // downgrade. Config.Require names mechanisms without which New fails
-// ("all" for every one); by default the executor runs with what the host
+// ("all" for every one but cgroup); by default the executor runs with what the host
 // has and says so through IsolationGaps, which the worker logs and puts
 // in every response's meta.
 //

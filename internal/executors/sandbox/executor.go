@@ -78,7 +78,11 @@ func newExecutor(cfg Config, noUserNS bool) (*Executor, error) {
 	var missing []string
 	for _, r := range cfg.Require {
 		if r == "all" {
-			missing = append(missing, e.gaps...)
+			for _, g := range e.gaps {
+				if g != MechCgroup {
+					missing = append(missing, g)
+				}
+			}
 		} else if slices.Contains(e.gaps, r) {
 			missing = append(missing, r)
 		}
