@@ -98,6 +98,24 @@ func TestIsolation(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "pwned", string(b))
 	})
+	t.Run("paths under /tmp are bound into the sandbox's own /tmp", func(t *testing.T) {
+		under, err := os.MkdirTemp("", "sandbox-under-tmp-")
+		require.NoError(t, err)
+		defer os.RemoveAll(under)
+		require.NoError(t, os.Chmod(under, 0o777))
+		text(t, e, spec(fixture("write", "--", filepath.Join(under, "out")), func(sc *toolwirev1.SandboxConfig) {
+			sc.WritablePaths = []string{under}
+		}), `{}`)
+		b, err := os.ReadFile(filepath.Join(under, "out"))
+		require.NoError(t, err)
+		require.Equal(t, "pwned", string(b), "a writable path is the host's directory")
+		te := failure(t, e, spec(fixture("write", "--", filepath.Join(under, "ro")), func(sc *toolwirev1.SandboxConfig) {
+			sc.ReadOnlyPaths = append(sc.ReadOnlyPaths, under)
+		}), `{}`)
+		require.Contains(t, te.Message, "read-only file system")
+		te = failure(t, e, spec(fixture("read", "--", filepath.Join(under, "out"))), `{}`)
+		require.Contains(t, te.Message, "no such file or directory", "unlisted host paths under /tmp do not exist in the sandbox")
+	})
 	t.Run("network", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
