@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolwire/toolwire/internal/registry"
@@ -120,6 +121,7 @@ func buildSpec(server, name string, t *sdk.Tool, hash string) (*toolwirev1.ToolS
 	spec := &toolwirev1.ToolSpec{
 		Name:             name,
 		Description:      t.Description,
+		Summary:          summaryOf(t.Description),
 		Executor:         toolwirev1.ExecutorType_EXECUTOR_TYPE_MCP,
 		Config:           &toolwirev1.ToolSpec_Mcp{Mcp: &toolwirev1.McpConfig{Server: server, Tool: t.Name, DefinitionHash: hash}},
 		InputSchemaJson:  in,
@@ -146,4 +148,22 @@ func buildSpec(server, name string, t *sdk.Tool, hash string) (*toolwirev1.ToolS
 func changedReason(name, approved, current string) string {
 	return fmt.Sprintf("the MCP server changed the definition of this tool from %s to %s; "+
 		"review it and approve it with: toolctl tools approve %s --hash %s", approved, current, name, current)
+}
+
+// summaryOf is the summary shown to models: the description's first
+// paragraph, at most 4 lines of at most 200 characters each.
+func summaryOf(desc string) string {
+	para, _, _ := strings.Cut(strings.TrimSpace(desc), "\n\n")
+	lines := strings.Split(para, "\n")
+	if len(lines) > 4 {
+		lines = lines[:4]
+	}
+	for i, l := range lines {
+		l = strings.TrimSpace(l)
+		if r := []rune(l); len(r) > 200 {
+			l = string(r[:199]) + "…"
+		}
+		lines[i] = l
+	}
+	return strings.Join(lines, "\n")
 }
