@@ -140,8 +140,18 @@ func NewWorker(ctx context.Context, b *bus.Bus, f *File, o Options) (_ *Worker, 
 	}
 	specs := nat.Specs()
 	for _, s := range fileSpecs {
-		if execs[s.Executor] == nil {
+		exec := execs[s.Executor]
+		if exec == nil {
 			return nil, fmt.Errorf("workerconfig: tool %q is a %s tool, but no %s pool is served", s.Name, bus.TypeToken(s.Executor), bus.TypeToken(s.Executor))
+		}
+		// Checks that need the executor's settings (the HTTP executor's
+		// allowlists and SSRF guard against the URL template).
+		if c, ok := exec.(interface {
+			CheckSpec(*toolwirev1.ToolSpec) error
+		}); ok {
+			if err := c.CheckSpec(s); err != nil {
+				return nil, fmt.Errorf("workerconfig: tool %q: %w", s.Name, err)
+			}
 		}
 		specs = append(specs, s)
 	}
