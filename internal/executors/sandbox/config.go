@@ -25,6 +25,10 @@ const (
 	// MechLandlockScope is Landlock's IPC scoping (abstract UNIX sockets
 	// and signals to processes outside the sandbox; ABI 6).
 	MechLandlockScope = "landlock-scope"
+	// MechLandlockUnix is Landlock's control of connections to pathname
+	// UNIX sockets (ABI 9); without it the sandbox hides /run and /tmp,
+	// but a socket elsewhere stays reachable if its permissions allow.
+	MechLandlockUnix = "landlock-unix"
 	// MechSeccomp is the seccomp system call filter.
 	MechSeccomp = "seccomp"
 	// MechSetuid is running as a uid other than the worker's own.
@@ -39,7 +43,7 @@ const (
 const helperEnv = "TOOLWIRE_SANDBOX_HELPER"
 
 // Mechanisms lists every mechanism name, for Config.Require.
-var Mechanisms = []string{MechUserNS, MechProc, MechTmpfs, MechLandlock, MechLandlockScope, MechSeccomp, MechSetuid, MechCgroup}
+var Mechanisms = []string{MechUserNS, MechProc, MechTmpfs, MechLandlock, MechLandlockScope, MechLandlockUnix, MechSeccomp, MechSetuid, MechCgroup}
 
 // Config configures an Executor. Its JSON tags let a worker embed it in a
 // YAML configuration (sigs.k8s.io/yaml). Limits here are the defaults of

@@ -81,7 +81,9 @@
 //  3. mount a tmpfs of Config.TmpBytes on /tmp, the working directory and
 //     HOME and TMPDIR: fresh per call, gone with the namespace, and full
 //     at its size. Spec paths under /tmp, which it would hide, are opened
-//     first and bound back at the same place (read-only ones read-only);
+//     first and bound back at the same place (read-only ones read-only).
+//     With network off, an empty read-only tmpfs also hides /run, where
+//     daemons keep their UNIX sockets (unless a listed path is under it);
 //  4. drop every capability (bounding, ambient, inheritable, permitted,
 //     effective) and set no_new_privs;
 //  5. apply Landlock (best effort up to the kernel's ABI): read and
@@ -117,7 +119,10 @@
 // bounded by RLIMIT_FSIZE), still with Landlock, seccomp and rlimits.
 // IsolationGaps names what is missing: "userns" (and with it pid, net,
 // mount, ipc, uts), "proc", "tmpfs", "landlock", "landlock-scope",
-// "seccomp", "setuid", and always "cgroup". A step that the probe found
+// "landlock-unix" (Landlock before ABI 9 does not stop connect(2) to
+// pathname UNIX sockets: one outside the hidden /run and /tmp stays
+// reachable when its file permissions allow), "seccomp", "setuid", and
+// always "cgroup". A step that the probe found
 // working and that then fails is an error of the call, never a silent
 // downgrade. Config.Require names mechanisms without which New fails
 // ("all" for every one but cgroup); by default the executor runs with what the host

@@ -135,7 +135,7 @@ func RunHelper() {
 					return err
 				}
 				dir = "/tmp"
-				return nil
+				return hideRun(&hc)
 			})
 		}
 	}
@@ -156,6 +156,15 @@ func RunHelper() {
 				return fmt.Errorf("landlock ABI %d has no scopes (needs 6)", v)
 			}
 			return landlock.V11.BestEffort().RestrictScoped()
+		})
+	}
+	if hc.Probe {
+		step(MechLandlockUnix, func() error {
+			if v, _ := llsys.LandlockGetABIVersion(); v < 9 {
+				return fmt.Errorf("landlock ABI %d does not restrict connecting to pathname UNIX sockets (needs 9): "+
+					"a socket outside /run and /tmp stays reachable when its file permissions allow", v)
+			}
+			return nil
 		})
 	}
 	if hc.Seccomp {
@@ -226,6 +235,25 @@ func mountTmp(hc *helperConfig) error {
 	// Directories made for the binds are the sandbox's; the root stays
 	// private to it.
 	return nil
+}
+
+// hideRun mounts an empty read-only tmpfs on /run, where daemons keep
+// their UNIX sockets (Landlock before ABI 9 does not stop connecting to
+// them), unless the tool has network access (resolv.conf often links
+// into /run) or a listed path is under /run.
+func hideRun(hc *helperConfig) error {
+	if hc.Network {
+		return nil
+	}
+	for _, p := range slices.Concat(hc.ReadOnly, hc.Writable) {
+		if p = filepath.Clean(p); p == "/run" || strings.HasPrefix(p, "/run/") {
+			return nil
+		}
+	}
+	if fi, err := os.Stat("/run"); err != nil || !fi.IsDir() {
+		return nil
+	}
+	return unix.Mount("tmpfs", "/run", "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,nr_inodes=16,mode=0755")
 }
 
 // dropCapabilities empties the bounding, ambient, inheritable, permitted

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -115,6 +116,37 @@ func TestIsolation(t *testing.T) {
 		require.Contains(t, te.Message, "read-only file system")
 		te = failure(t, e, spec(fixture("read", "--", filepath.Join(under, "out"))), `{}`)
 		require.Contains(t, te.Message, "no such file or directory", "unlisted host paths under /tmp do not exist in the sandbox")
+	})
+	t.Run("UNIX sockets of daemons", func(t *testing.T) {
+		listen := func(path string) {
+			ln, err := net.Listen("unix", path)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = ln.Close() })
+			require.NoError(t, os.Chmod(path, 0o777))
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					_ = c.Close()
+				}
+			}()
+		}
+		if os.Geteuid() == 0 {
+			inRun := fmt.Sprintf("/run/toolwire-sandbox-test-%d.sock", os.Getpid())
+			listen(inRun)
+			te := failure(t, e, spec(fixture("connect-unix", "--", inRun)), `{}`)
+			require.Contains(t, te.Message, "no such file or directory", "/run is hidden")
+		}
+		elsewhere := filepath.Join(dir, "daemon.sock")
+		listen(elsewhere)
+		res, err := call(t.Context(), e, spec(fixture("connect-unix", "--", elsewhere)), `{}`)
+		if slices.Contains(e.IsolationGaps(), sandbox.MechLandlockUnix) {
+			require.NoError(t, err, "the reported landlock-unix gap: a socket outside /run and /tmp is reachable")
+		} else {
+			require.Error(t, err, "Landlock ABI 9 denies connecting: %v", res)
+		}
 	})
 	t.Run("network", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
