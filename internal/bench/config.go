@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 )
 
 // The measurable paths.
@@ -40,6 +41,10 @@ type Config struct {
 	// TempDir holds the servers' store directories, each removed after its
 	// measurement. Default os.TempDir().
 	TempDir string
+	// Sync is the embedded store's fsync policy: an interval such as "1s"
+	// (the default, what the dispatcher's --nats-sync defaults to) or
+	// "always" (fsync every write).
+	Sync string
 	// Logger receives the components' logs. Default: warnings and errors
 	// to stderr.
 	Logger *slog.Logger
@@ -55,6 +60,7 @@ func (c Config) WithDefaults() Config {
 	c.Conn = cmp.Or(c.Conn, "inprocess")
 	c.HTTP = cmp.Or(c.HTTP, "http1")
 	c.TempDir = cmp.Or(c.TempDir, os.TempDir())
+	c.Sync = cmp.Or(c.Sync, "1s")
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
@@ -76,6 +82,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bench: Conn %q must be inprocess or tcp", c.Conn)
 	case c.HTTP != "h2c" && c.HTTP != "http1":
 		return fmt.Errorf("bench: HTTP %q must be h2c or http1", c.HTTP)
+	case c.Sync != "always" && !positiveDuration(c.Sync):
+		return fmt.Errorf("bench: Sync %q must be a positive duration or always", c.Sync)
 	case c.TempDir == "":
 		return errors.New("bench: TempDir is empty")
 	}
@@ -92,4 +100,9 @@ func (c Config) system() string {
 		return "jetstream-baseline"
 	}
 	return "toolwire-" + c.Path
+}
+
+func positiveDuration(s string) bool {
+	d, err := time.ParseDuration(s)
+	return err == nil && d > 0
 }

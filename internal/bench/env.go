@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/toolwire/toolwire/internal/bus"
@@ -27,6 +28,11 @@ func startEnv(ctx context.Context, cfg Config) (*env, error) {
 		return nil, fmt.Errorf("bench: store directory: %w", err)
 	}
 	ec := bus.EmbeddedConfig{StoreDir: dir, ServerName: "toolwire-bench"}
+	if cfg.Sync == "always" {
+		ec.SyncAlways = true
+	} else if d, err := time.ParseDuration(cfg.Sync); err == nil {
+		ec.SyncInterval = d
+	}
 	if cfg.Conn == "tcp" {
 		ec.ListenAddr = "127.0.0.1:0"
 	}

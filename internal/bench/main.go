@@ -37,6 +37,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Conn, "conn", "inprocess", "NATS connections: inprocess or tcp (loopback)")
 	fs.StringVar(&cfg.HTTP, "http", "http1", "protocol of the http path: http1 (keep-alive) or h2c")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured calls to this file")
+	fs.StringVar(&cfg.Sync, "sync", "1s", "fsync of the embedded store: an interval, or \"always\"")
 	fs.StringVar(&cfg.TempDir, "tmp", "", "directory for the servers' stores (default the system's)")
 	fs.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")
 	log, code, ok := cliflag.Setup(fs, args, "TOOLWIRE_BENCH_", &logLevel)
