@@ -21,11 +21,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("toolwire-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg Config
-	var suite, memory bool
+	var suite, memory, execs bool
 	var rounds, auditCalls int
 	var auditClient string
 	var logLevel string
 	fs.BoolVar(&suite, "suite", false, "run the whole suite and print a markdown report")
+	fs.BoolVar(&execs, "executors", false, "measure each executor type through toolwire against the same work done directly")
 	fs.BoolVar(&memory, "memory", false, "measure only the dispatcher's memory per 10k calls in flight")
 	fs.IntVar(&auditCalls, "audit", 0, "measure the audit (records/s, peak memory) over this many calls instead")
 	fs.StringVar(&auditClient, "audit-client", "", "internal: run the audit side of -audit against this NATS URL")
@@ -53,6 +54,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	var err error
 	switch {
+	case execs:
+		var pairs []ExecutorPair
+		if pairs, err = RunExecutors(ctx, cfg, stderr); err == nil {
+			WriteExecutorTable(stdout, pairs)
+		}
 	case auditClient != "":
 		err = AuditClient(ctx, auditClient, stdout)
 	case auditCalls > 0:
