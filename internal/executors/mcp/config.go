@@ -23,35 +23,35 @@ import (
 //	        command: /usr/local/bin/files-mcp
 //	        args: ["--root", "/srv/data"]
 //	        env: [HOME, LANG]
-//	        setEnv: {LOG_LEVEL: warn}
+//	        set_env: {LOG_LEVEL: warn}
 //	    - name: search
 //	      http:
 //	        url: https://search.internal/mcp
-//	        secretHeaders: {Authorization: "env:SEARCH_TOKEN"}
+//	        secret_headers: {Authorization: "env:SEARCH_TOKEN"}
 type Config struct {
 	// Servers to connect to; names must be unique. Default: none.
 	Servers []ServerConfig `json:"servers"`
 	// ConnectTimeout bounds one connection attempt to a server: start or
 	// dial, initialize and list its tools. Default 30s.
-	ConnectTimeout Duration `json:"connectTimeout,omitempty"`
+	ConnectTimeout Duration `json:"connect_timeout,omitempty"`
 	// StartupWait is how long New waits for every server's first
 	// connection attempt before returning with the servers that answered
 	// (the others keep retrying in the background). Default: ConnectTimeout.
-	StartupWait Duration `json:"startupWait,omitempty"`
+	StartupWait Duration `json:"startup_wait,omitempty"`
 	// SessionWait is how long a call waits for a server that is
 	// (re)connecting before it fails TRANSIENT with no side effects.
 	// Default 10s.
-	SessionWait Duration `json:"sessionWait,omitempty"`
+	SessionWait Duration `json:"session_wait,omitempty"`
 	// MinBackoff and MaxBackoff bound the exponential, jittered delay
 	// between reconnection attempts (and restarts of crashed stdio
 	// servers). Defaults 200ms and 30s.
-	MinBackoff Duration `json:"minBackoff,omitempty"`
-	MaxBackoff Duration `json:"maxBackoff,omitempty"`
+	MinBackoff Duration `json:"min_backoff,omitempty"`
+	MaxBackoff Duration `json:"max_backoff,omitempty"`
 	// TerminateDuration is how long closing a stdio server waits after
 	// closing its stdin before sending SIGTERM, and again before SIGKILL;
 	// the process group is killed afterwards in any case. Default 1s (the
 	// SDK's default of 5s would hold every shutdown).
-	TerminateDuration Duration `json:"terminateDuration,omitempty"`
+	TerminateDuration Duration `json:"terminate_duration,omitempty"`
 }
 
 // ServerConfig declares one MCP server. Exactly one of Stdio and HTTP is set.
@@ -86,7 +86,7 @@ type StdioConfig struct {
 	Env []string `json:"env,omitempty"`
 	// SetEnv are fixed variables set for the server; they win over Env.
 	// Default none.
-	SetEnv map[string]string `json:"setEnv,omitempty"`
+	SetEnv map[string]string `json:"set_env,omitempty"`
 	// Dir is the working directory. Default: the worker's.
 	Dir string `json:"dir,omitempty"`
 }
@@ -102,7 +102,7 @@ type HTTPConfig struct {
 	// (a variable of the worker's environment) or "file:/path" (the file's
 	// content, trailing newline removed), resolved at every connection.
 	// Their values are never logged. Default none.
-	SecretHeaders map[string]string `json:"secretHeaders,omitempty"`
+	SecretHeaders map[string]string `json:"secret_headers,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("1.5s") in
@@ -145,15 +145,15 @@ var serverNameRe = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9-]{0,31}$`)
 func (c Config) Validate() error {
 	var errs []error
 	for name, d := range map[string]Duration{
-		"connectTimeout": c.ConnectTimeout, "startupWait": c.StartupWait, "sessionWait": c.SessionWait,
-		"minBackoff": c.MinBackoff, "maxBackoff": c.MaxBackoff, "terminateDuration": c.TerminateDuration,
+		"connect_timeout": c.ConnectTimeout, "startup_wait": c.StartupWait, "session_wait": c.SessionWait,
+		"min_backoff": c.MinBackoff, "max_backoff": c.MaxBackoff, "terminate_duration": c.TerminateDuration,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("mcp.%s: must not be negative", name))
 		}
 	}
 	if c.MaxBackoff > 0 && c.MinBackoff > c.MaxBackoff {
-		errs = append(errs, errors.New("mcp.minBackoff: must not exceed maxBackoff"))
+		errs = append(errs, errors.New("mcp.min_backoff: must not exceed max_backoff"))
 	}
 	seen := map[string]bool{}
 	for i, s := range c.Servers {
@@ -178,7 +178,7 @@ func (c Config) Validate() error {
 			}
 			for n := range s.Stdio.SetEnv {
 				if n == "" || strings.ContainsAny(n, "=\x00") {
-					errs = append(errs, fmt.Errorf("%s.stdio.setEnv: %q is not a variable name", field, n))
+					errs = append(errs, fmt.Errorf("%s.stdio.set_env: %q is not a variable name", field, n))
 				}
 			}
 		case s.HTTP != nil:
@@ -188,7 +188,7 @@ func (c Config) Validate() error {
 			}
 			for h, ref := range s.HTTP.SecretHeaders {
 				if _, err := parseSecretRef(ref); err != nil {
-					errs = append(errs, fmt.Errorf("%s.http.secretHeaders[%s]: %w", field, h, err))
+					errs = append(errs, fmt.Errorf("%s.http.secret_headers[%s]: %w", field, h, err))
 				}
 			}
 		}

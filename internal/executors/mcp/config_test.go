@@ -27,15 +27,15 @@ servers:
       command: /usr/local/bin/files-mcp
       args: ["--root", "/srv"]
       env: [HOME]
-      setEnv: {LOG_LEVEL: warn}
+      set_env: {LOG_LEVEL: warn}
       dir: /srv
   - name: search
     http:
       url: https://search.internal/mcp
       headers: {X-Team: agents}
-      secretHeaders: {Authorization: "env:SEARCH_TOKEN"}
-connectTimeout: 5s
-terminateDuration: 250ms
+      secret_headers: {Authorization: "env:SEARCH_TOKEN"}
+connect_timeout: 5s
+terminate_duration: 250ms
 `), &cfg))
 	require.NoError(t, cfg.Validate())
 	require.Equal(t, mcp.Duration(5*time.Second), cfg.ConnectTimeout)
@@ -50,7 +50,7 @@ terminateDuration: 250ms
 
 	out, err := yaml.Marshal(cfg)
 	require.NoError(t, err)
-	require.Contains(t, string(out), "connectTimeout: 5s")
+	require.Contains(t, string(out), "connect_timeout: 5s")
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -68,10 +68,10 @@ func TestConfigValidate(t *testing.T) {
 		{"no command", mcp.Config{Servers: []mcp.ServerConfig{{Name: "a", Stdio: &mcp.StdioConfig{}}}}, "stdio.command"},
 		{"bad env", mcp.Config{Servers: []mcp.ServerConfig{{Name: "a", Stdio: &mcp.StdioConfig{Command: "x", Env: []string{"A=B"}}}}}, "stdio.env"},
 		{"bad url", mcp.Config{Servers: []mcp.ServerConfig{{Name: "a", HTTP: &mcp.HTTPConfig{URL: "ftp://x"}}}}, "http.url"},
-		{"bad secret", mcp.Config{Servers: []mcp.ServerConfig{{Name: "a", HTTP: &mcp.HTTPConfig{URL: "http://x", SecretHeaders: map[string]string{"A": "vault:x"}}}}}, "secretHeaders[A]"},
+		{"bad secret", mcp.Config{Servers: []mcp.ServerConfig{{Name: "a", HTTP: &mcp.HTTPConfig{URL: "http://x", SecretHeaders: map[string]string{"A": "vault:x"}}}}}, "secret_headers[A]"},
 		{"relative file", mcp.Config{Servers: []mcp.ServerConfig{{Name: "a", HTTP: &mcp.HTTPConfig{URL: "http://x", SecretHeaders: map[string]string{"A": "file:x"}}}}}, "absolute path"},
-		{"negative", mcp.Config{SessionWait: -1}, "mcp.sessionWait"},
-		{"backoff", mcp.Config{MinBackoff: mcp.Duration(time.Minute), MaxBackoff: mcp.Duration(time.Second)}, "mcp.minBackoff"},
+		{"negative", mcp.Config{SessionWait: -1}, "mcp.session_wait"},
+		{"backoff", mcp.Config{MinBackoff: mcp.Duration(time.Minute), MaxBackoff: mcp.Duration(time.Second)}, "mcp.min_backoff"},
 	} {
 		require.ErrorContains(t, tt.cfg.Validate(), tt.want, tt.name)
 	}
