@@ -12,6 +12,7 @@ import (
 	"github.com/toolwire/toolwire/internal/executors/httpexec"
 	"github.com/toolwire/toolwire/internal/executors/mcp"
 	"github.com/toolwire/toolwire/internal/executors/sandbox"
+	"github.com/toolwire/toolwire/internal/settings"
 	"sigs.k8s.io/yaml"
 )
 
@@ -51,7 +52,7 @@ type PoolFile struct {
 	// http, mcp) or the number of CPUs × 2 (sandbox).
 	Concurrency int `json:"concurrency,omitempty"`
 	// AckWait of the pool consumer. Default 30s.
-	AckWait sandbox.Duration `json:"ack_wait,omitempty"`
+	AckWait settings.Duration `json:"ack_wait,omitempty"`
 	// MaxDeliver of the pool consumer. Default 5.
 	MaxDeliver int `json:"max_deliver,omitempty"`
 }

@@ -3,12 +3,13 @@ package httpexec
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
 	"time"
+
+	"github.com/toolwire/toolwire/internal/settings"
 )
 
 // Config configures an Executor. Its fields carry JSON tags so that it can
@@ -110,27 +111,6 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Duration is a time.Duration written in JSON and YAML as a Go duration
-// string such as "30s" or "1m30s".
-type Duration time.Duration
-
-// String returns the duration in Go's notation.
-func (d Duration) String() string { return time.Duration(d).String() }
-
-// MarshalJSON encodes d as a duration string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
-
-// UnmarshalJSON decodes a duration string; bare numbers are refused, since
-// their unit would be a guess.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration %s: want a string such as \"30s\"", b)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("duration %q: %w", s, err)
-	}
-	*d = Duration(v)
-	return nil
-}
+// Duration is a time.Duration written as a Go duration string ("30s") in
+// JSON and YAML; see settings.Duration.
+type Duration = settings.Duration

@@ -2,14 +2,14 @@ package mcp
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/toolwire/toolwire/internal/settings"
 )
 
 // Config declares the MCP servers a worker serves. It is embedded in the
@@ -107,24 +107,9 @@ type HTTPConfig struct {
 
 // Duration is a time.Duration written as a Go duration string ("1.5s") in
 // JSON and YAML.
-type Duration time.Duration
-
-// MarshalJSON implements json.Marshaler.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-// UnmarshalJSON implements json.Unmarshaler; it accepts a duration string.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration must be a string such as \"5s\": %w", err)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
+// Duration is a time.Duration written as a Go duration string ("30s") in
+// JSON and YAML; see settings.Duration.
+type Duration = settings.Duration
 
 // WithDefaults returns a copy of c with zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
@@ -196,40 +181,13 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// secretRef is a parsed "env:NAME" or "file:/path" reference.
-type secretRef struct{ kind, target string }
+// secretRef is an "env:NAME" or "file:/path" reference (settings).
+type secretRef string
 
 func parseSecretRef(ref string) (secretRef, error) {
-	kind, target, ok := strings.Cut(ref, ":")
-	switch {
-	case !ok || target == "":
-		return secretRef{}, errors.New(`want "env:NAME" or "file:/path"`)
-	case kind == "env":
-		return secretRef{kind, target}, nil
-	case kind == "file":
-		if !strings.HasPrefix(target, "/") {
-			return secretRef{}, errors.New("file references need an absolute path")
-		}
-		return secretRef{kind, target}, nil
-	}
-	return secretRef{}, fmt.Errorf("unknown secret kind %q (want env or file)", kind)
+	return secretRef(ref), settings.CheckSecretRef(ref)
 }
 
 // resolve returns the secret's value. Errors name the reference, never
 // the value.
-func (r secretRef) resolve() (string, error) {
-	switch r.kind {
-	case "env":
-		v, ok := os.LookupEnv(r.target)
-		if !ok {
-			return "", fmt.Errorf("secret env:%s is not set", r.target)
-		}
-		return v, nil
-	default:
-		b, err := os.ReadFile(r.target)
-		if err != nil {
-			return "", fmt.Errorf("secret file:%s: %w", r.target, err)
-		}
-		return strings.TrimRight(string(b), "\r\n"), nil
-	}
-}
+func (r secretRef) resolve() (string, error) { return settings.ResolveSecret(string(r)) }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/toolwire/toolwire/internal/settings"
 )
 
 // Mechanism names, as used in Config.Require and IsolationGaps.
@@ -103,28 +105,9 @@ type Config struct {
 	Logger *slog.Logger `json:"-"`
 }
 
-// Duration is a time.Duration written as a Go duration string in JSON
-// and YAML ("30s").
-type Duration time.Duration
-
-// MarshalJSON implements json.Marshaler.
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + time.Duration(d).String() + `"`), nil
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	s := string(b)
-	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
-		return fmt.Errorf("duration %s: want a string such as \"30s\"", s)
-	}
-	v, err := time.ParseDuration(s[1 : len(s)-1])
-	if err != nil {
-		return fmt.Errorf("duration: %w", err)
-	}
-	*d = Duration(v)
-	return nil
-}
+// Duration is a time.Duration written as a Go duration string ("30s") in
+// JSON and YAML; see settings.Duration.
+type Duration = settings.Duration
 
 // WithDefaults returns a copy of c with defaults filled in.
 func (c Config) WithDefaults() Config {
