@@ -10,7 +10,9 @@ import (
 
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/internal/telemetry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Pool is one worker pool this process serves.
@@ -78,8 +80,19 @@ type Config struct {
 	// those of the live workers), and retries only in-process, so that a
 	// replay never reaches a live pool.
 	Shadow bool
-	// Logger; default slog.Default().
+	// Logger; default slog.Default(). The worker logs through a
+	// telemetry.LogHandler, so lines logged with a call's context carry
+	// its trace_id and span_id.
 	Logger *slog.Logger
+	// TracerProvider makes the worker's spans (one CONSUMER span per
+	// delivery, one span per attempt, an execute_tool span per execution;
+	// see internal/telemetry). Nil = tracing off: no spans, no header
+	// reads, no cost.
+	TracerProvider trace.TracerProvider
+	// Metrics are the instruments the worker records into (create them
+	// with telemetry.NewWorkerMetrics on the registry /metrics serves).
+	// Nil = a private, unregistered set.
+	Metrics *telemetry.WorkerMetrics
 }
 
 // WithDefaults returns a copy of c with zero fields set.

@@ -87,7 +87,7 @@ func (w *Worker) attemptEvent(ctx context.Context, call *toolwirev1.ToolCall, sp
 		_, err = w.bus.JS.Publish(ctx, w.bus.Subjects.Event(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId), data)
 	}
 	if err != nil {
-		w.log.Warn("durable event not stored", "call_id", call.CallId, "type", ev.Type, "err", err)
+		w.log.WarnContext(ctx, "durable event not stored", "call_id", call.CallId, "type", ev.Type, "err", err)
 	}
 }
 

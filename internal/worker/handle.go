@@ -31,34 +31,32 @@ const settleTimeout = 10 * time.Second
 // exception is an execution that ignores its context past the watchdog: it
 // is abandoned unsettled and without heartbeats, so JetStream redelivers it
 // after AckWait.
-func (w *Worker) handle(p Pool, msg jetstream.Msg) {
+//
+// ctx carries only values (the delivery's span), never a deadline or a
+// cancellation: each step that talks to the server bounds itself
+// (settleTimeout), since a deadline for the whole call would expire under
+// long executions. delivery is the message's delivery count.
+func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery int32) {
 	failpoint.Inject("after-fetch")
-	// Each step that talks to the server bounds itself (settleTimeout); a
-	// deadline for the whole call would expire under long executions.
-	ctx := context.Background()
-	delivery := int32(1)
-	if md, err := msg.Metadata(); err == nil {
-		delivery = int32(md.NumDelivered)
-	}
 
 	call, err := DecodeCall(w.bus.Subjects, p.Type, msg.Subject(), msg.Data())
 	var bad *BadCallError
 	switch {
 	case errors.As(err, &bad) && call == nil:
-		w.log.Warn("terminating call", "subject", msg.Subject(), "reason", bad.Reason)
+		w.log.WarnContext(ctx, "terminating call", "subject", msg.Subject(), "reason", bad.Reason)
 		w.deadLetter(ctx, p.Type, nil, msg, bad.Reason, nil, delivery)
-		w.settle(msg, "term", msg.TermWithReason(bad.Reason))
+		w.settle(ctx, msg, "term", msg.TermWithReason(bad.Reason))
 		return
 	case errors.As(err, &bad) && !w.sameTenant(msg.Subject(), call):
 		// The payload names another tenant than its subject: answering would
 		// write a result into that tenant's namespace on a stranger's word.
-		w.log.Warn("terminating call whose subject and payload name different tenants", "subject", msg.Subject(), "reason", bad.Reason)
+		w.log.WarnContext(ctx, "terminating call whose subject and payload name different tenants", "subject", msg.Subject(), "reason", bad.Reason)
 		w.deadLetter(ctx, p.Type, call, msg, bad.Reason, nil, delivery)
-		w.settle(msg, "term", msg.TermWithReason(bad.Reason))
+		w.settle(ctx, msg, "term", msg.TermWithReason(bad.Reason))
 		return
 	case errors.As(err, &bad):
 		call.Attempt = delivery
-		w.refuse(ctx, p, msg, call, callLog{w.log, call, delivery}, preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, bad.Reason))
+		w.refuse(ctx, p, msg, call, callLog{ctx, w.log, call, delivery}, preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, bad.Reason))
 		return
 	}
 	// A call put back on the stream after a scheduled retry carries the
@@ -66,7 +64,8 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 	carried := call.Attempt
 	rescheduled := carried > 0
 	call.Attempt = delivery
-	log := callLog{w.log, call, delivery}
+	log := callLog{ctx, w.log, call, delivery}
+	w.annotateDelivery(ctx, call)
 
 	// A tool or version this replica does not serve may be served by
 	// another replica of the pool (a rolling upgrade): hand it back, and
@@ -95,7 +94,9 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 	// Not a child of a worker-wide context: a shared parent would take a
 	// lock and a map update per call. Shutdown reaches the call through
 	// the same registry that cancels reach it through.
-	callCtx, cancelCall := context.WithCancelCause(context.Background())
+	// ctx only adds values to context.Background(), so this is still a
+	// root for cancellation: no parent to propagate from, no lock.
+	callCtx, cancelCall := context.WithCancelCause(ctx)
 	defer cancelCall(nil)
 	seen, unregister := w.cancels.register(bus.CancelKey(call.Caller.Tenant, call.CallId), cancelCall)
 	defer unregister()
@@ -108,20 +109,20 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 		if err == nil {
 			cancel()
 			log.Debug("result already published; acknowledging redelivery")
-			w.settle(msg, "ack", msg.Ack())
+			w.settle(ctx, msg, "ack", msg.Ack())
 			return
 		}
 		if !errors.Is(err, jetstream.ErrMsgNotFound) {
 			cancel()
 			log.Warn("result lookup failed; redelivering", "err", err)
-			w.settle(msg, "nak", msg.NakWithDelay(time.Second))
+			w.settle(ctx, msg, "nak", msg.NakWithDelay(time.Second))
 			return
 		}
 		prev, err = w.lastEvent(lctx, call)
 		cancel()
 		if err != nil {
 			log.Warn("event lookup failed; redelivering", "err", err)
-			w.settle(msg, "nak", msg.NakWithDelay(time.Second))
+			w.settle(ctx, msg, "nak", msg.NakWithDelay(time.Second))
 			return
 		}
 	}
@@ -134,7 +135,7 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 		cancel()
 		if err != nil {
 			log.Warn("cancel lookup failed; redelivering", "err", err)
-			w.settle(msg, "nak", msg.NakWithDelay(time.Second))
+			w.settle(ctx, msg, "nak", msg.NakWithDelay(time.Second))
 			return
 		}
 	}
@@ -196,7 +197,9 @@ func (w *Worker) handle(p Pool, msg jetstream.Msg) {
 			return
 		}
 		startedEv := w.startedEvent(ctx, call, spec)
-		res, execErr, abandoned := w.execute(callCtx, call, spec, startedEv)
+		attemptCtx, attemptSpan := w.startAttempt(callCtx, call)
+		res, execErr, abandoned := w.execute(attemptCtx, call, spec, startedEv)
+		endAttempt(attemptSpan, execErr, abandoned)
 		startedEv.Stop()
 		if abandoned {
 			// The execution ignores its context: stop heartbeating so the
@@ -304,7 +307,7 @@ func (w *Worker) notServed(ctx context.Context, p Pool, msg jetstream.Msg, call 
 	md, err := msg.Metadata()
 	if err == nil && (p.MaxDeliver < 0 || md.NumDelivered < uint64(p.MaxDeliver)) {
 		log.Info("handing back a call this replica does not serve", "reason", te.Message)
-		w.settle(msg, "nak", msg.NakWithDelay(w.cfg.NotServedDelay))
+		w.settle(ctx, msg, "nak", msg.NakWithDelay(w.cfg.NotServedDelay))
 		return
 	}
 	w.refuse(ctx, p, msg, call, log, te)
@@ -333,7 +336,7 @@ func (w *Worker) scheduleRetry(ctx context.Context, p Pool, msg jetstream.Msg, c
 		w.handBack(ctx, p, msg, call, spec, log, delay, last)
 		return
 	}
-	w.settle(msg, "ack", msg.Ack())
+	w.settle(ctx, msg, "ack", msg.Ack())
 }
 
 // handBack returns the call to the stream for another delivery after
@@ -347,10 +350,10 @@ func (w *Worker) handBack(ctx context.Context, p Pool, msg jetstream.Msg, call *
 	}
 	if delay <= 0 {
 		log.Info("handing call back")
-		w.settle(msg, "nak", msg.Nak())
+		w.settle(ctx, msg, "nak", msg.Nak())
 		return
 	}
-	w.settle(msg, "nak", msg.NakWithDelay(delay))
+	w.settle(ctx, msg, "nak", msg.NakWithDelay(delay))
 }
 
 // exhausted ends a call whose attempts are spent: a MAX_ATTEMPTS answer
@@ -443,12 +446,12 @@ func (w *Worker) execute(callCtx context.Context, call *toolwirev1.ToolCall, spe
 		defer func() { done <- o }()
 		defer func() {
 			if r := recover(); r != nil {
-				w.log.Error("executor panicked", "call_id", call.CallId, "tool", call.Tool, "panic", r, "stack", string(debug.Stack()))
+				w.log.ErrorContext(ctx, "executor panicked", "call_id", call.CallId, "tool", call.Tool, "panic", r, "stack", string(debug.Stack()))
 				o = outcome{nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL,
 					Message: fmt.Sprintf("tool panicked: %v", r), SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN}}
 			}
 		}()
-		o.res, o.err = w.cfg.Executors[spec.Executor].Execute(ctx, &executors.Request{Call: call, Spec: spec})
+		o.res, o.err = w.executors[spec.Executor].Execute(ctx, &executors.Request{Call: call, Spec: spec})
 	}()
 	var o outcome
 	select {
@@ -511,11 +514,11 @@ func (w *Worker) refuse(ctx context.Context, p Pool, msg jetstream.Msg, call *to
 	resp := w.errorResponse(call, nil, te, now, now)
 	if err := w.publishResult(ctx, call, resp); err != nil && !bus.IsWrongLastSequence(err) {
 		log.Error("publish refusal failed; redelivering", "err", err)
-		w.settle(msg, "nak", msg.NakWithDelay(time.Second))
+		w.settle(ctx, msg, "nak", msg.NakWithDelay(time.Second))
 		return
 	}
 	w.deadLetter(ctx, p.Type, call, msg, te.Message, te, call.Attempt)
-	w.settle(msg, "term", msg.TermWithReason(te.Message))
+	w.settle(ctx, msg, "term", msg.TermWithReason(te.Message))
 }
 
 // finish publishes the terminal response once and then acknowledges.
@@ -531,15 +534,16 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, call *toolwirev1
 		log.Info("a result was already published; keeping it")
 	default:
 		log.Error("publish result failed; redelivering", "err", err)
-		w.settle(msg, "nak", msg.NakWithDelay(time.Second))
+		w.settle(ctx, msg, "nak", msg.NakWithDelay(time.Second))
 		return
 	}
-	w.settle(msg, "ack", msg.Ack())
+	w.settle(ctx, msg, "ack", msg.Ack())
 }
 
-func (w *Worker) settle(msg jetstream.Msg, verb string, err error) {
+func (w *Worker) settle(ctx context.Context, msg jetstream.Msg, verb string, err error) {
 	if err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
-		w.log.Error("settling call failed", "verb", verb, "subject", msg.Subject(), "err", err)
+		w.metrics.SettleError(verb)
+		w.log.ErrorContext(ctx, "settling call failed", "verb", verb, "subject", msg.Subject(), "err", err)
 	}
 }
 
@@ -547,7 +551,9 @@ func (w *Worker) resultSubject(call *toolwirev1.ToolCall) string {
 	return w.bus.Subjects.Result(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
 }
 
-func (w *Worker) publishResult(ctx context.Context, call *toolwirev1.ToolCall, resp *toolwirev1.ToolResponse) error {
+// publishResultNow publishes resp as the call's one result (publishResult
+// is this, observed).
+func (w *Worker) publishResultNow(ctx context.Context, call *toolwirev1.ToolCall, resp *toolwirev1.ToolResponse) error {
 	data, err := w.fitInline(ctx, call, resp)
 	if err != nil {
 		return err
@@ -585,7 +591,7 @@ func (w *Worker) deadLetter(ctx context.Context, t toolwirev1.ExecutorType, call
 		_, err = w.bus.JS.Publish(ctx, subj, data)
 	}
 	if err != nil {
-		w.log.Error("dead letter not written", "subject", msg.Subject(), "err", err)
+		w.log.ErrorContext(ctx, "dead letter not written", "subject", msg.Subject(), "err", err)
 	}
 }
 
@@ -632,18 +638,19 @@ func ctxErr(ctx context.Context, err error) error {
 
 // callLog logs with a call's attributes, built only when a line is
 // written: slog.With per call would cost an allocation-heavy handler
-// clone on the hot path.
+// clone on the hot path. Lines carry the call's context (its trace ids).
 type callLog struct {
+	ctx      context.Context
 	l        *slog.Logger
 	call     *toolwirev1.ToolCall
 	delivery int32
 }
 
 func (c callLog) log(level slog.Level, msg string, args ...any) {
-	if !c.l.Enabled(context.Background(), level) {
+	if !c.l.Enabled(c.ctx, level) {
 		return
 	}
-	c.l.Log(context.Background(), level, msg, append([]any{"call_id", c.call.CallId, "tool", c.call.Tool, "delivery", c.delivery}, args...)...)
+	c.l.Log(c.ctx, level, msg, append([]any{"call_id", c.call.CallId, "tool", c.call.Tool, "delivery", c.delivery}, args...)...)
 }
 
 func (c callLog) Debug(msg string, args ...any) { c.log(slog.LevelDebug, msg, args...) }

@@ -17,7 +17,9 @@ import (
 	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/lazy"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/telemetry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrShutdown is the cause a running call's context is cancelled with when
@@ -53,6 +55,15 @@ type Worker struct {
 	heartbeats  map[string]*heartbeater
 	lazyEvents  *lazy.Queue
 	stats       stats
+
+	// tracer is nil when tracing is off; metrics always exist.
+	tracer  trace.Tracer
+	metrics *telemetry.WorkerMetrics
+	// executors are cfg.Executors decorated with telemetry.Executor.
+	executors map[toolwirev1.ExecutorType]executors.Executor
+	// publishResult publishes a call's terminal response: the plain
+	// publish decorated with the result metrics (observe.go).
+	publishResult func(ctx context.Context, call *toolwirev1.ToolCall, resp *toolwirev1.ToolResponse) error
 }
 
 // stats are counters of notable outcomes, read by Stats.
@@ -93,9 +104,19 @@ func New(b *bus.Bus, cfg Config) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w := &Worker{bus: b, cfg: cfg, log: cfg.Logger.With("component", "worker", "worker", cfg.Name),
-		gaps: map[toolwirev1.ExecutorType][]string{}}
+	metrics := cfg.Metrics
+	if metrics == nil {
+		var err error
+		if metrics, err = telemetry.NewWorkerMetrics(nil); err != nil {
+			return nil, fmt.Errorf("worker: metrics: %w", err)
+		}
+	}
+	w := &Worker{bus: b, cfg: cfg, log: telemetry.WithTraceIDs(cfg.Logger).With("component", "worker", "worker", cfg.Name),
+		gaps: map[toolwirev1.ExecutorType][]string{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics,
+		executors: make(map[toolwirev1.ExecutorType]executors.Executor, len(cfg.Executors))}
+	w.publishResult = w.observeResults(w.publishResultNow)
 	for t, e := range cfg.Executors {
+		w.executors[t] = telemetry.Executor(e, w.tracer, metrics)
 		if iso, ok := e.(executors.Isolated); ok {
 			if g := iso.IsolationGaps(); len(g) > 0 {
 				w.gaps[t] = g
@@ -320,6 +341,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 func (w *Worker) fetchLoop(ctx context.Context, p Pool, cons jetstream.Consumer) {
 	defer w.fetchers.Done()
 	log := w.log.With("pool", p.Name)
+	deliver := w.observeDeliveries(p, cons.CachedInfo().Name, w.handle)
 	var inflight atomic.Int64
 	freed := make(chan struct{}, 1)
 	for ctx.Err() == nil {
@@ -362,7 +384,7 @@ func (w *Worker) fetchLoop(ctx context.Context, p Pool, cons jetstream.Consumer)
 					default:
 					}
 				}()
-				w.handle(p, msg)
+				deliver(msg)
 			}()
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) &&

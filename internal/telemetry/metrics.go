@@ -1,0 +1,264 @@
+package telemetry
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// latencyBuckets (seconds) span a no-op native tool (sub-millisecond) to
+// the default start-to-close bound of five minutes.
+var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
+// OutcomeOK is the outcome label of a successful call or attempt; failures
+// carry their error type in lower case ("timeout", "max_attempts", ...).
+const OutcomeOK = "ok"
+
+// outcomeNames[t] is the outcome label of error type t; index 0
+// (unspecified) is "ok".
+var outcomeNames = func() []string {
+	n := int32(0)
+	for v := range toolwirev1.ErrorType_name {
+		n = max(n, v)
+	}
+	names := make([]string, n+1)
+	for v, s := range toolwirev1.ErrorType_name {
+		names[v] = strings.ToLower(strings.TrimPrefix(s, "ERROR_TYPE_"))
+	}
+	names[0] = OutcomeOK
+	return names
+}()
+
+// Outcome is the outcome label of an error type; ERROR_TYPE_UNSPECIFIED
+// (no error) is "ok".
+func Outcome(t toolwirev1.ErrorType) string {
+	if int(t) < 0 || int(t) >= len(outcomeNames) {
+		return "unknown"
+	}
+	return outcomeNames[t]
+}
+
+// ExecutorLabel is the executor label of an executor type ("native",
+// "mcp", "sandbox", "http").
+func ExecutorLabel(t toolwirev1.ExecutorType) string {
+	return strings.ToLower(strings.TrimPrefix(t.String(), "EXECUTOR_TYPE_"))
+}
+
+// WorkerMetrics are a worker's instruments. The per-tool ones are bound
+// once per (tool, executor) and cached, so recording an attempt or a
+// result costs a lock-free map lookup and a few atomic adds.
+type WorkerMetrics struct {
+	calls        *prometheus.CounterVec
+	callDuration *prometheus.HistogramVec
+	executions   *prometheus.CounterVec
+	execDuration *prometheus.HistogramVec
+	queueWait    *prometheus.HistogramVec
+	retries      *prometheus.CounterVec
+	redeliveries *prometheus.CounterVec
+	inflight     *prometheus.GaugeVec
+	settleErrors *prometheus.CounterVec
+
+	mu    sync.Mutex
+	tools atomic.Pointer[map[toolKey]*ToolInstruments]
+}
+
+type toolKey struct {
+	tool string
+	exec toolwirev1.ExecutorType
+}
+
+// NewWorkerMetrics creates the worker's instruments and registers them
+// with reg; a nil reg leaves them unregistered (they still count). It
+// fails when reg already holds metrics of the same names (one worker per
+// registry).
+func NewWorkerMetrics(reg prometheus.Registerer) (*WorkerMetrics, error) {
+	tl := []string{"tool", "executor"}
+	m := &WorkerMetrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolwire_calls_total",
+			Help: "Calls answered by this worker (terminal results published), by tool, executor type and outcome (ok or the error type)."},
+			[]string{"tool", "executor", "outcome"}),
+		callDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "toolwire_call_duration_seconds",
+			Help:    "End to end: from admission by the dispatcher to the published result (two clocks: the dispatcher's and the worker's).",
+			Buckets: latencyBuckets}, tl),
+		executions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolwire_executions_total",
+			Help: "Attempts run by executors, by tool, executor type and outcome."}, []string{"tool", "executor", "outcome"}),
+		execDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "toolwire_execution_duration_seconds",
+			Help: "Duration of one attempt in its executor.", Buckets: latencyBuckets}, tl),
+		queueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "toolwire_queue_wait_seconds",
+			Help: "From admission by the dispatcher to the start of the first attempt.", Buckets: latencyBuckets}, tl),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolwire_retries_total",
+			Help: "Attempts after the first (in-process retries, redeliveries and scheduled retries alike)."}, tl),
+		redeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolwire_redeliveries_total",
+			Help: "Calls delivered by JetStream more than once (naks, AckWait expiries, hand-backs), by pool."}, []string{"pool"}),
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "toolwire_inflight_calls",
+			Help: "Calls being handled by this worker now, by pool."}, []string{"pool"}),
+		settleErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolwire_settle_errors_total",
+			Help: "Failed acks, naks and terms (a lost ack is a duplicate execution later), by verb."}, []string{"verb"}),
+	}
+	m.tools.Store(&map[toolKey]*ToolInstruments{})
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.calls, m.callDuration, m.executions, m.execDuration, m.queueWait,
+			m.retries, m.redeliveries, m.inflight, m.settleErrors} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+// ToolInstruments are the instruments of one tool, bound to its labels.
+type ToolInstruments struct {
+	m                              *WorkerMetrics
+	tool, exec                     string
+	callDuration, execDuration     prometheus.Observer
+	queueWait                      prometheus.Observer
+	retries                        prometheus.Counter
+	calls, executions              []atomic.Pointer[prometheus.Counter] // by error type; 0 = ok
+	callsUnknown, executionUnknown prometheus.Counter
+}
+
+// Tool returns the instruments of tool run by executor type exec.
+func (m *WorkerMetrics) Tool(tool string, exec toolwirev1.ExecutorType) *ToolInstruments {
+	k := toolKey{tool, exec}
+	if ti := (*m.tools.Load())[k]; ti != nil {
+		return ti
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.tools.Load()
+	if ti := old[k]; ti != nil {
+		return ti
+	}
+	el := ExecutorLabel(exec)
+	ti := &ToolInstruments{m: m, tool: tool, exec: el,
+		callDuration: m.callDuration.WithLabelValues(tool, el), execDuration: m.execDuration.WithLabelValues(tool, el),
+		queueWait: m.queueWait.WithLabelValues(tool, el), retries: m.retries.WithLabelValues(tool, el),
+		calls: make([]atomic.Pointer[prometheus.Counter], len(outcomeNames)), executions: make([]atomic.Pointer[prometheus.Counter], len(outcomeNames))}
+	next := make(map[toolKey]*ToolInstruments, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[k] = ti
+	m.tools.Store(&next)
+	return ti
+}
+
+// counter returns the bound counter of outcome t in slots, binding it on
+// first use.
+func (ti *ToolInstruments) counter(vec *prometheus.CounterVec, slots []atomic.Pointer[prometheus.Counter], t toolwirev1.ErrorType) prometheus.Counter {
+	if int(t) < 0 || int(t) >= len(slots) {
+		return vec.WithLabelValues(ti.tool, ti.exec, "unknown")
+	}
+	if c := slots[t].Load(); c != nil {
+		return *c
+	}
+	c := vec.WithLabelValues(ti.tool, ti.exec, outcomeNames[t])
+	slots[t].Store(&c)
+	return c
+}
+
+// Execution records one attempt: its outcome (ERROR_TYPE_UNSPECIFIED =
+// ok) and duration.
+func (ti *ToolInstruments) Execution(outcome toolwirev1.ErrorType, d time.Duration) {
+	ti.counter(ti.m.executions, ti.executions, outcome).Inc()
+	ti.execDuration.Observe(d.Seconds())
+}
+
+// QueueWait records the wait of a call from admission to its first
+// attempt.
+func (ti *ToolInstruments) QueueWait(d time.Duration) { ti.queueWait.Observe(max(d, 0).Seconds()) }
+
+// Retry counts an attempt after the first.
+func (ti *ToolInstruments) Retry() { ti.retries.Inc() }
+
+// Call records a call's terminal result: its outcome and its end-to-end
+// duration (negative = unknown, not observed).
+func (ti *ToolInstruments) Call(outcome toolwirev1.ErrorType, endToEnd time.Duration) {
+	ti.counter(ti.m.calls, ti.calls, outcome).Inc()
+	if endToEnd >= 0 {
+		ti.callDuration.Observe(endToEnd.Seconds())
+	}
+}
+
+// Pool returns the instruments of one pool.
+func (m *WorkerMetrics) Pool(name string) PoolInstruments {
+	return PoolInstruments{InFlight: m.inflight.WithLabelValues(name), Redeliveries: m.redeliveries.WithLabelValues(name)}
+}
+
+// PoolInstruments are the instruments of one pool, bound to its label.
+type PoolInstruments struct {
+	InFlight     prometheus.Gauge
+	Redeliveries prometheus.Counter
+}
+
+// SettleError counts a failed ack, nak or term.
+func (m *WorkerMetrics) SettleError(verb string) { m.settleErrors.WithLabelValues(verb).Inc() }
+
+// Admission outcomes of the dispatcher.
+const (
+	AdmissionAccepted  = "accepted"
+	AdmissionDuplicate = "duplicate"
+	AdmissionRejected  = "rejected"
+	AdmissionRefused   = "refused"
+)
+
+// DispatcherMetrics are a dispatcher's instruments.
+type DispatcherMetrics struct {
+	admissions *prometheus.CounterVec
+	rejections *prometheus.CounterVec
+	admitTime  prometheus.Observer
+	bound      map[string]prometheus.Counter
+}
+
+// NewDispatcherMetrics creates the dispatcher's instruments and registers
+// them with reg (nil = unregistered). waiting, when set, is read at scrape
+// time as the number of callers waiting in Call.
+func NewDispatcherMetrics(reg prometheus.Registerer, waiting func() float64) (*DispatcherMetrics, error) {
+	m := &DispatcherMetrics{
+		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolwire_dispatcher_calls_total",
+			Help: "Calls submitted to this dispatcher, by admission outcome: accepted (queued), duplicate (idempotency key of an earlier call), rejected (refused by admission), refused (the calls stream did not take it)."},
+			[]string{"outcome"}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolwire_dispatcher_rejections_total",
+			Help: "Calls rejected or refused, by error type."}, []string{"reason"}),
+	}
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "toolwire_dispatcher_admission_duration_seconds",
+		Help: "From receipt of a call to its acknowledged publish (admission and the calls stream's ack).", Buckets: latencyBuckets})
+	m.admitTime = h
+	m.bound = map[string]prometheus.Counter{}
+	for _, o := range []string{AdmissionAccepted, AdmissionDuplicate, AdmissionRejected, AdmissionRefused} {
+		m.bound[o] = m.admissions.WithLabelValues(o)
+	}
+	cs := []prometheus.Collector{m.admissions, m.rejections, h}
+	if waiting != nil {
+		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolwire_dispatcher_waiting_callers",
+			Help: "Callers waiting in Call for a result on this dispatcher."}, waiting))
+	}
+	if reg != nil {
+		for _, c := range cs {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+// Admitted records an admission outcome and, for accepted calls, the
+// admission time.
+func (m *DispatcherMetrics) Admitted(outcome string, d time.Duration) {
+	m.bound[outcome].Inc()
+	if outcome == AdmissionAccepted {
+		m.admitTime.Observe(d.Seconds())
+	}
+}
+
+// Rejected records a rejection (or refusal) with its error type.
+func (m *DispatcherMetrics) Rejected(outcome string, t toolwirev1.ErrorType) {
+	m.bound[outcome].Inc()
+	m.rejections.WithLabelValues(Outcome(t)).Inc()
+}

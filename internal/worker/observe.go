@@ -1,0 +1,114 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/telemetry"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// The worker's observation is middleware around its steps (see
+// internal/telemetry for the span tree and metric names):
+//
+//   - observeDeliveries wraps handle: in-flight gauge and redelivery count
+//     per pool, and, with tracing on, the CONSUMER span of the delivery,
+//     a child of the dispatcher's PRODUCER span found in the message's
+//     headers;
+//   - startAttempt/endAttempt bracket each attempt with a span, the parent
+//     of the executor's execute_tool span (made by telemetry.Executor,
+//     which also records the execution metrics);
+//   - observeResults wraps the result publish: calls by outcome and the
+//     end-to-end latency.
+
+// observeDeliveries returns next wrapped for pool p, whose consumer is
+// named consumer.
+func (w *Worker) observeDeliveries(p Pool, consumer string, next func(context.Context, Pool, jetstream.Msg, int32)) func(jetstream.Msg) {
+	pi := w.metrics.Pool(p.Name)
+	return func(msg jetstream.Msg) {
+		pi.InFlight.Inc()
+		defer pi.InFlight.Dec()
+		delivery := int32(1)
+		if md, err := msg.Metadata(); err == nil {
+			delivery = int32(md.NumDelivered)
+		}
+		if delivery > 1 {
+			pi.Redeliveries.Inc()
+		}
+		ctx := context.Background()
+		if w.tracer != nil {
+			var span trace.Span
+			ctx, span = w.tracer.Start(telemetry.Extract(ctx, msg.Headers()), "process "+consumer,
+				trace.WithSpanKind(trace.SpanKindConsumer),
+				trace.WithAttributes(telemetry.SystemNATS, telemetry.MessagingOperationName.String("process"),
+					telemetry.MessagingOperationType.String("process"), telemetry.MessagingDestinationName.String(msg.Subject()),
+					telemetry.MessagingConsumerGroupName.String(consumer), telemetry.MessagingDeliveryCount.Int(int(delivery)),
+					telemetry.Pool.String(p.Name)))
+			defer span.End()
+		}
+		next(ctx, p, msg, delivery)
+	}
+}
+
+// annotateDelivery adds the decoded call's identity to the delivery span.
+func (w *Worker) annotateDelivery(ctx context.Context, call *toolwirev1.ToolCall) {
+	if w.tracer == nil {
+		return
+	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(telemetry.MessagingMessageID.String(call.CallId), telemetry.GenAIToolName.String(call.Tool),
+			telemetry.GenAIToolCallID.String(call.CallId), telemetry.Tenant.String(call.GetCaller().GetTenant()))
+	}
+}
+
+// startAttempt starts the span of one attempt (nil when tracing is off).
+func (w *Worker) startAttempt(ctx context.Context, call *toolwirev1.ToolCall) (context.Context, trace.Span) {
+	if w.tracer == nil {
+		return ctx, nil
+	}
+	return w.tracer.Start(ctx, "attempt "+call.Tool, trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(telemetry.Attempt.Int(int(call.Attempt)), telemetry.GenAIToolName.String(call.Tool),
+			telemetry.GenAIToolCallID.String(call.CallId)))
+}
+
+// endAttempt ends an attempt's span with its outcome.
+func endAttempt(span trace.Span, err error, abandoned bool) {
+	if span == nil {
+		return
+	}
+	switch {
+	case abandoned:
+		span.SetStatus(codes.Error, "abandoned: the execution ignored its context past the watchdog")
+	case err != nil:
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// observeResults wraps a result publisher: a result the server stored is
+// counted by tool, executor and outcome, and its end-to-end latency
+// (admission to finish) observed. A result refused as a duplicate is not
+// counted again.
+func (w *Worker) observeResults(next func(context.Context, *toolwirev1.ToolCall, *toolwirev1.ToolResponse) error) func(context.Context, *toolwirev1.ToolCall, *toolwirev1.ToolResponse) error {
+	return func(ctx context.Context, call *toolwirev1.ToolCall, resp *toolwirev1.ToolResponse) error {
+		err := next(ctx, call, resp)
+		if err != nil {
+			return err
+		}
+		e2e := time.Duration(-1)
+		if a, f := resp.GetMeta().GetAcceptedAt(), resp.GetMeta().GetFinishedAt(); a != nil && f != nil {
+			e2e = f.AsTime().Sub(a.AsTime())
+		}
+		w.metrics.Tool(call.Tool, call.Executor).Call(resp.GetError().GetType(), e2e)
+		if w.tracer != nil {
+			if span := trace.SpanFromContext(ctx); span.IsRecording() && !resp.Ok {
+				span.SetAttributes(telemetry.ErrorType.String(telemetry.Outcome(resp.GetError().GetType())))
+				span.SetStatus(codes.Error, resp.GetError().GetMessage())
+			}
+		}
+		return nil
+	}
+}
