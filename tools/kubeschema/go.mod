@@ -1,0 +1,3 @@
+module github.com/toolwire/toolwire/tools/kubeschema
+
+go 1.26
