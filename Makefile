@@ -19,12 +19,29 @@ TEST_FLAGS   ?=
 ARGS         ?=
 # Arguments for `make bench`.
 BENCH_FLAGS  ?=
+# Chart checks (make chart-check): pinned tools built from the module
+# proxy into ./bin/chart (once per version), and the Kubernetes version
+# the chart is rendered and validated for: its schemas are generated from
+# the OpenAPI document of the k8s.io/kubernetes module at that version,
+# whose checksum is pinned here.
+HELM_VERSION          := v3.22.0
+KUBECONFORM_VERSION   := v0.8.0
+HELM_UNITTEST_VERSION := v1.1.2
+KUBE_VERSION          := 1.35.4
+KUBE_MODULE_SUM       := h1:o/8dBC/pHVpYoGV4OAIytAlNPZbdYVTXJHoYvXC4qzM=
+CHART_BIN     := bin/chart
+HELM          := $(CHART_BIN)/helm-$(HELM_VERSION)
+KUBECONFORM   := $(CHART_BIN)/kubeconform-$(KUBECONFORM_VERSION)
+HELM_UNITTEST := $(CHART_BIN)/helm-unittest-$(HELM_UNITTEST_VERSION)
+KUBE_SCHEMAS  := $(CHART_BIN)/kubeschema-v$(KUBE_VERSION)
+
 # What `buf breaking` compares the contract with: a git revision, or
 # `none`. Empty = chosen by scripts/proto-breaking.sh (see there).
 BREAKING_AGAINST ?=
 
 .PHONY: help run build generate verify lint test bench clean \
-	verify-proto-format verify-proto-lint verify-generated verify-mod verify-breaking verify-selftest mcp-everything
+	verify-proto-format verify-proto-lint verify-generated verify-mod verify-breaking verify-selftest mcp-everything \
+	chart-check chart-tools
 
 help: ## list the targets
 	@echo 'usage: make <target> [VAR=value ...]'
@@ -97,6 +114,26 @@ testdata/mcp-everything/node_modules/.package-lock.json: testdata/mcp-everything
 
 bench: ## run the benchmark suite (results for BENCHMARKS.md)
 	$(GO) run ./cmd/toolwire-bench -suite $(BENCH_FLAGS)
+
+chart-check: chart-tools $(KUBE_SCHEMAS)/.done ## lint, render, validate (kubeconform, strict schemas) and unit-test the Helm chart
+	HELM=$(HELM) KUBECONFORM=$(KUBECONFORM) HELM_UNITTEST=$(HELM_UNITTEST) \
+	KUBE_VERSION=$(KUBE_VERSION) SCHEMAS=$(KUBE_SCHEMAS) scripts/chart-check.sh
+
+chart-tools: $(HELM) $(KUBECONFORM) $(HELM_UNITTEST) ## build the pinned helm, kubeconform and helm-unittest into ./bin/chart
+
+$(HELM):
+	GO=$(GO) scripts/chart-tools.sh helm $(HELM_VERSION) $@
+$(KUBECONFORM):
+	GO=$(GO) scripts/chart-tools.sh kubeconform $(KUBECONFORM_VERSION) $@
+$(HELM_UNITTEST):
+	GO=$(GO) scripts/chart-tools.sh helm-unittest $(HELM_UNITTEST_VERSION) $@
+
+# Kubernetes schemas, generated offline by tools/kubeschema (a module of
+# its own, standard library only): about 2.5 MB, so not committed.
+$(KUBE_SCHEMAS)/.done: tools/kubeschema/main.go
+	cd tools/kubeschema && $(GO) run . -module k8s.io/kubernetes@v$(KUBE_VERSION) \
+		-sum '$(KUBE_MODULE_SUM)' -out $(CURDIR)/$(KUBE_SCHEMAS)
+	touch $@
 
 clean: ## remove ./bin (./data, the embedded server's store, is kept)
 	rm -rf bin

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Checks the Helm chart (make chart-check): lint, render every CI values
+# file, validate the manifests against strict Kubernetes and CRD schemas,
+# prove that bad input is refused, and run the helm-unittest suites.
+#
+# Tools and versions come from the Makefile (HELM, KUBECONFORM,
+# HELM_UNITTEST, KUBE_VERSION, SCHEMAS); see there.
+set -euo pipefail
+
+: "${HELM:?}" "${KUBECONFORM:?}" "${HELM_UNITTEST:?}" "${KUBE_VERSION:?}" "${SCHEMAS:?}"
+chart=deploy/helm/toolwire
+crds=tools/kubeschema/crds
+out=${CHART_OUT:-bin/chart/rendered}
+rm -rf "$out" && mkdir -p "$out"
+
+kubeconform() {
+	"$KUBECONFORM" -strict -summary -exit-on-error=false \
+		-schema-location "$SCHEMAS/{{ .ResourceKind }}{{ .KindSuffix }}.json" \
+		-schema-location "$crds/{{ .ResourceKind }}{{ .KindSuffix }}.json" "$@"
+}
+
+# expect_fail WHAT PATTERN CMD...: CMD must fail with PATTERN in its output.
+expect_fail() {
+	local what=$1 pattern=$2
+	shift 2
+	local got
+	if got=$("$@" 2>&1); then
+		echo "chart-check: $what: accepted, want refused" >&2
+		exit 1
+	fi
+	if ! grep -qE -- "$pattern" <<<"$got"; then
+		echo "chart-check: $what: refused, but not with /$pattern/:" >&2
+		echo "$got" >&2
+		exit 1
+	fi
+	echo "refused as expected: $what"
+}
+
+echo "--- helm lint --strict, helm template, kubeconform -strict (Kubernetes $KUBE_VERSION)"
+for values in "$chart"/ci/*-values.yaml; do
+	name=$(basename "$values" -values.yaml)
+	echo "== $name"
+	"$HELM" lint --strict --quiet --kube-version "$KUBE_VERSION" -f "$values" "$chart"
+	"$HELM" template "tw-$name" "$chart" --namespace toolwire --kube-version "$KUBE_VERSION" \
+		-f "$values" >"$out/$name.yaml"
+	# Hooks (the ensure Job) are rendered and checked too.
+	kubeconform "$out/$name.yaml"
+done
+
+echo "--- bad input is refused"
+good="$chart/ci/minimal-values.yaml"
+expect_fail "an unknown values key (schema)" "additional properties 'replica' not allowed" \
+	"$HELM" template t "$chart" --kube-version "$KUBE_VERSION" -f "$good" --set dispatcher.replica=2
+expect_fail "a pool type that does not exist (schema)" "value must be one of" \
+	"$HELM" template t "$chart" --kube-version "$KUBE_VERSION" -f "$good" \
+	--set 'pools[0].name=x' --set 'pools[0].types[0]=shell'
+expect_fail "a grace period the kubelet would cut short (template)" "must exceed preStopSeconds \+ graceSeconds" \
+	"$HELM" template t "$chart" --kube-version "$KUBE_VERSION" -f "$good" \
+	--set 'pools[0].name=x' --set 'pools[0].types[0]=native' --set 'pools[0].terminationGracePeriodSeconds=20'
+# The schemas are strict: a misspelt field and a mistyped value fail.
+sed 's/revisionHistoryLimit:/revisionHistoryLimt:/' "$out/minimal.yaml" >"$out/bad-field.yaml"
+expect_fail "a misspelt Deployment field (kubeconform)" "additional properties 'revisionHistoryLimt' not allowed" \
+	kubeconform "$out/bad-field.yaml"
+sed -E 's/lagThreshold: "([0-9]+)"/lagThreshold: \1/' "$out/full.yaml" >"$out/bad-crd.yaml"
+expect_fail "an unquoted ScaledObject trigger value (kubeconform, CRD schema)" "lagThreshold': got number, want string" \
+	kubeconform "$out/bad-crd.yaml"
+rm -f "$out"/bad-*.yaml
+
+echo "--- helm-unittest"
+"$HELM_UNITTEST" --color=false "$chart"
