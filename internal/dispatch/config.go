@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/telemetry"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures a Dispatcher.
@@ -37,8 +39,18 @@ type Config struct {
 	// MaxWaiting bounds callers waiting in Call on this replica; past it
 	// Call answers OVERLOADED. Default 100000.
 	MaxWaiting int
-	// Logger; default slog.Default().
+	// Logger; default slog.Default(). The dispatcher logs through a
+	// telemetry.LogHandler: lines logged with a call's context carry its
+	// trace_id and span_id.
 	Logger *slog.Logger
+	// TracerProvider makes the admission and publish spans; the call's
+	// trace context travels to the worker in the message headers. Nil =
+	// tracing off: no spans, no headers.
+	TracerProvider trace.TracerProvider
+	// Metrics are the instruments the dispatcher records into (create them
+	// with telemetry.NewDispatcherMetrics on the registry /metrics
+	// serves). Nil = a private, unregistered set.
+	Metrics *telemetry.DispatcherMetrics
 }
 
 // WithDefaults returns a copy with zero fields set.

@@ -16,7 +16,9 @@ import (
 	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/lazy"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/telemetry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -47,6 +49,9 @@ type Dispatcher struct {
 	callsStream string // cached: the name is computed from the prefix
 	lazyRecords *lazy.Queue
 	applier     *intents.Applier
+
+	tracer  trace.Tracer // nil = tracing off
+	metrics *telemetry.DispatcherMetrics
 }
 
 // New returns a Dispatcher over b and the registry store reg (which the
@@ -56,10 +61,23 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Dispatcher{bus: b, reg: reg, cfg: cfg, subj: b.Subjects, callsStream: b.Config.CallsStream(),
+	metrics := cfg.Metrics
+	if metrics == nil {
+		var err error
+		if metrics, err = telemetry.NewDispatcherMetrics(nil); err != nil {
+			return nil, fmt.Errorf("dispatch: metrics: %w", err)
+		}
+	}
+	d := &Dispatcher{bus: b, reg: reg, cfg: cfg, subj: b.Subjects, callsStream: b.Config.CallsStream(),
 		lazyRecords: lazy.NewQueue(cfg.AcceptedRecordDelay), applier: intents.NewApplier(b.Sessions, intents.ApplierConfig{}),
-		log:     cfg.Logger.With("component", "dispatcher", "dispatcher", cfg.Name),
-		waiters: map[string][]chan []byte{}}, nil
+		log:     telemetry.WithTraceIDs(cfg.Logger).With("component", "dispatcher", "dispatcher", cfg.Name),
+		waiters: map[string][]chan []byte{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}
+	metrics.ObserveWaiting(func() float64 {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return float64(d.waiting)
+	})
+	return d, nil
 }
 
 // Name is the replica's routing name.
@@ -305,11 +323,20 @@ type waiter struct {
 	accepted *lazy.Record
 }
 
+// submit is admitAndPublish observed (observe.go): the admission span and
+// the admission metrics.
 func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.CallRequest, withWaiter bool) (*Submitted, *waiter, error) {
 	if o == nil {
 		o = &toolwirev1.CallRequest{}
 	}
-	now := time.Now()
+	start := time.Now()
+	ctx, span := d.startAdmission(ctx, id, o)
+	s, w, err := d.admitAndPublish(ctx, id, o, withWaiter, start)
+	d.endAdmission(span, s, err, start)
+	return s, w, err
+}
+
+func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwirev1.CallRequest, withWaiter bool, now time.Time) (*Submitted, *waiter, error) {
 	callID := ulid.Make().String()
 	call, te := d.admit(ctx, id, o, callID, now)
 	if te != nil {
@@ -350,10 +377,13 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 	// if its call outlives AcceptedRecordDelay (the result of a fast call is
 	// its record); a submitted call gets it at once.
 	subject := d.subj.Call(call.Executor, id.Tenant, call.Provider, call.Tool)
-	fut, err := d.bus.JS.PublishMsgAsync(&nats.Msg{Subject: subject, Data: data}, jetstream.WithMsgID(callID), jetstream.WithExpectStream(d.callsStream))
+	ctx, pub := d.startPublish(ctx, subject, call)
+	defer pub.end()
+	fut, err := d.bus.JS.PublishMsgAsync(&nats.Msg{Subject: subject, Data: data, Header: pub.header}, jetstream.WithMsgID(callID), jetstream.WithExpectStream(d.callsStream))
 	if err != nil {
 		// Never sent (e.g. too many publishes in flight): refused for sure.
-		return d.refused(id, o, w, callID, now, err), nil, nil
+		pub.fail(err)
+		return d.refused(ctx, id, o, w, callID, now, err), nil, nil
 	}
 	if w != nil {
 		w.accepted = d.lazyRecords.Add(func() { d.publishAccepted(id.Tenant, call) })
@@ -378,12 +408,13 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 		if errors.As(err, &apiErr) || time.Now().After(retryUntil) {
 			// The server answered and refused (e.g. the stream is full), or
 			// it stayed unreachable.
-			return d.refused(id, o, w, callID, now, err), nil, nil
+			pub.fail(err)
+			return d.refused(ctx, id, o, w, callID, now, err), nil, nil
 		}
 		// No answer (timeout, reconnect): the call may or may not be
 		// stored. Publish it again under the same message id: the stream's
 		// duplicate window makes that store it at most once.
-		d.log.Info("call publish unacknowledged; publishing again", "call_id", callID, "err", err)
+		d.log.InfoContext(ctx, "call publish unacknowledged; publishing again", "call_id", callID, "err", err)
 		select {
 		case <-time.After(backoff):
 		case <-ctx.Done():
@@ -393,8 +424,9 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 			}
 			return nil, nil, ctx.Err()
 		}
-		if fut, err = d.bus.JS.PublishMsgAsync(&nats.Msg{Subject: subject, Data: data}, jetstream.WithMsgID(callID), jetstream.WithExpectStream(d.callsStream)); err != nil {
-			return d.refused(id, o, w, callID, now, err), nil, nil
+		if fut, err = d.bus.JS.PublishMsgAsync(&nats.Msg{Subject: subject, Data: data, Header: pub.header}, jetstream.WithMsgID(callID), jetstream.WithExpectStream(d.callsStream)); err != nil {
+			pub.fail(err)
+			return d.refused(ctx, id, o, w, callID, now, err), nil, nil
 		}
 	}
 }
@@ -406,7 +438,7 @@ const publishRetryFor = 10 * time.Second
 
 // refused answers a call the calls stream did not take: OVERLOADED,
 // retryable, recorded, with its idempotency key released.
-func (d *Dispatcher) refused(id Identity, o *toolwirev1.CallRequest, w *waiter, callID string, now time.Time, err error) *Submitted {
+func (d *Dispatcher) refused(ctx context.Context, id Identity, o *toolwirev1.CallRequest, w *waiter, callID string, now time.Time, err error) *Submitted {
 	if w != nil {
 		w.accepted.Stop()
 		w.cancel()
@@ -419,7 +451,7 @@ func (d *Dispatcher) refused(id Identity, o *toolwirev1.CallRequest, w *waiter, 
 	// with the refusal.
 	d.event(id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: o.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
 		Error: te, Caller: callerOf(id, o)})
-	d.log.Warn("publish refused; answering OVERLOADED", "call_id", callID, "err", err)
+	d.log.WarnContext(ctx, "publish refused; answering OVERLOADED", "call_id", callID, "err", err)
 	return &Submitted{CallID: callID, Rejected: rejection(callID, o.Tool, te, now)}
 }
 

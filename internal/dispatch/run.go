@@ -15,16 +15,20 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/telemetry"
 	"github.com/toolwire/toolwire/internal/workerconfig"
 	"github.com/toolwire/toolwire/pkg/tool"
 	"github.com/toolwire/toolwire/pkg/toolworker"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // RunConfig configures a dispatcher process.
 type RunConfig struct {
 	// DataDir holds the embedded server's store. Default "./data".
 	DataDir string
-	// HTTPAddr serves the API, /healthz and /readyz. Default 127.0.0.1:8080.
+	// HTTPAddr serves the API, /healthz, /readyz and /metrics
+	// (Prometheus: the dispatcher's, the in-process workers', the pools'
+	// lag and the DLQ depth). Default 127.0.0.1:8080.
 	HTTPAddr string
 	// NATSURL selects an external cluster; empty = the embedded server.
 	NATSURL string
@@ -60,6 +64,10 @@ type RunConfig struct {
 	// Ready, if set, receives the API's listening address once serving.
 	Ready  chan<- string
 	Logger *slog.Logger
+	// TracerProvider makes the spans of the dispatcher and its in-process
+	// workers. Nil = built from the standard OTEL_* environment (off
+	// unless it names an exporter; see telemetry.SetupTracing).
+	TracerProvider trace.TracerProvider
 }
 
 // Run runs a dispatcher process until ctx is done, then stops it in order:
@@ -71,6 +79,24 @@ type RunConfig struct {
 func Run(ctx context.Context, rc RunConfig) error {
 	log := cmp.Or(rc.Logger, slog.Default())
 	grace := cmp.Or(rc.Grace, 25*time.Second)
+	if rc.TracerProvider == nil {
+		tracing, err := telemetry.SetupTracing(ctx, "toolwire-dispatcher", nil)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tracing.Shutdown(sctx); err != nil {
+				log.Warn("flushing spans failed", "err", err)
+			}
+		}()
+		if tracing.Provider != nil {
+			rc.TracerProvider = tracing.Provider
+			log.Info("tracing on", "exporter", tracing.Exporter)
+		}
+	}
+	metrics := telemetry.NewRegistry()
 	var nc *nats.Conn
 	var emb *bus.Embedded
 	var err error
@@ -112,7 +138,11 @@ func Run(ctx context.Context, rc RunConfig) error {
 	defer ln.Close()
 	var w toolworker.Worker
 	if len(pools) > 0 {
-		if w, err = startWorkers(ctx, b, rc, pools, ln.Addr().String(), log); err != nil {
+		wm, err := telemetry.NewWorkerMetrics(metrics)
+		if err != nil {
+			return err
+		}
+		if w, err = startWorkers(ctx, b, rc, pools, ln.Addr().String(), wm, log); err != nil {
 			return err
 		}
 	}
@@ -135,6 +165,14 @@ func Run(ctx context.Context, rc RunConfig) error {
 	}
 	defer reg.Stop()
 	rc.Dispatcher.Logger = cmp.Or(rc.Dispatcher.Logger, log)
+	rc.Dispatcher.TracerProvider = cmp.Or(rc.Dispatcher.TracerProvider, rc.TracerProvider)
+	if rc.Dispatcher.Metrics == nil {
+		if rc.Dispatcher.Metrics, err = telemetry.NewDispatcherMetrics(metrics); err != nil {
+			return err
+		}
+	}
+	// Every pool's lag and the DLQ depth, read at scrape time (cached).
+	metrics.MustRegister(&telemetry.StreamStats{Calls: b.Calls, DLQ: b.DLQ, PoolPrefix: b.Config.Prefix + "_pool_"})
 	d, err := New(b, reg, rc.Dispatcher)
 	if err != nil {
 		return err
@@ -150,21 +188,23 @@ func Run(ctx context.Context, rc RunConfig) error {
 	}
 	mux := http.NewServeMux()
 	path, h := NewService(d).Handler(auth)
+	if rc.TracerProvider != nil {
+		h = telemetry.ExtractHTTP(h) // a caller's traceparent parents the admission span
+	}
 	mux.Handle(path, h)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("/healthz", telemetry.Healthz())
+	mux.Handle("/readyz", telemetry.Readyz(func(ctx context.Context) error {
 		select {
 		case <-reg.Ready():
 		default:
-			http.Error(w, "registry loading", http.StatusServiceUnavailable)
-			return
+			return errors.New("registry loading")
 		}
 		if !nc.IsConnected() {
-			http.Error(w, "nats disconnected", http.StatusServiceUnavailable)
-			return
+			return errors.New("nats disconnected")
 		}
-		_, _ = w.Write([]byte("ok\n"))
-	})
+		return telemetry.StreamsPresent(ctx, b.Calls, b.Results, b.Events, b.DLQ, b.Retries)
+	}))
+	mux.Handle("/metrics", telemetry.MetricsHandler(metrics))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, Protocols: new(http.Protocols)}
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true)
@@ -209,8 +249,9 @@ func Run(ctx context.Context, rc RunConfig) error {
 // rc.WorkerConfig, or the default configuration (every built-in example;
 // an executor that cannot start on this host is reported and its calls
 // answered, the others still served).
-func startWorkers(ctx context.Context, b *bus.Bus, rc RunConfig, pools []string, httpAddr string, log *slog.Logger) (toolworker.Worker, error) {
-	o := workerconfig.Options{PoolTypes: pools, Concurrency: rc.Concurrency, Tools: rc.Tools, Logger: log}
+func startWorkers(ctx context.Context, b *bus.Bus, rc RunConfig, pools []string, httpAddr string, wm *telemetry.WorkerMetrics, log *slog.Logger) (toolworker.Worker, error) {
+	o := workerconfig.Options{PoolTypes: pools, Concurrency: rc.Concurrency, Tools: rc.Tools, Logger: log,
+		TracerProvider: rc.TracerProvider, Metrics: wm}
 	var f *workerconfig.File
 	if rc.WorkerConfig != "" {
 		var err error

@@ -107,7 +107,8 @@ type WorkerOptions struct {
 // StartWorker starts a ledgerworker process serving the native pool.
 func (c *Cluster) StartWorker(o WorkerOptions) *Proc {
 	c.t.Helper()
-	args := []string{"--ledger", c.Ledger, "--nats-url", c.URL, "--name", o.Name, "--log-level", "warn"}
+	// --http "": several workers run on one host; no health/metrics port.
+	args := []string{"--ledger", c.Ledger, "--nats-url", c.URL, "--name", o.Name, "--log-level", "warn", "--http", ""}
 	if o.Concurrency > 0 {
 		args = append(args, "--concurrency", strconv.Itoa(o.Concurrency))
 	}

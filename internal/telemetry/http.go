@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // NewRegistry returns a Prometheus registry holding the Go runtime and
@@ -53,4 +54,16 @@ func Mux(ready ReadyFunc, g prometheus.Gatherer) *http.ServeMux {
 	mux.Handle("/readyz", Readyz(ready))
 	mux.Handle("/metrics", MetricsHandler(g))
 	return mux
+}
+
+// ExtractHTTP wraps h so that a request carrying a W3C traceparent header
+// is handled under that remote span context (the admission span becomes
+// its child). Requests without one pass through untouched.
+func ExtractHTTP(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("traceparent") != "" {
+			r = r.WithContext(propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
+		}
+		h.ServeHTTP(w, r)
+	})
 }

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -121,4 +122,18 @@ func (s *StreamStats) read() []prometheus.Metric {
 		}
 	}
 	return out
+}
+
+// StreamsPresent reports the first stream whose info cannot be read (the
+// readiness check of the JetStream layout).
+func StreamsPresent(ctx context.Context, streams ...jetstream.Stream) error {
+	for _, st := range streams {
+		if st == nil {
+			continue
+		}
+		if _, err := st.Info(ctx); err != nil {
+			return fmt.Errorf("stream %s: %w", st.CachedInfo().Config.Name, err)
+		}
+	}
+	return nil
 }

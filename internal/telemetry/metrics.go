@@ -204,7 +204,7 @@ const (
 	AdmissionAccepted  = "accepted"
 	AdmissionDuplicate = "duplicate"
 	AdmissionRejected  = "rejected"
-	AdmissionRefused   = "refused"
+	AdmissionError     = "error"
 )
 
 // DispatcherMetrics are a dispatcher's instruments.
@@ -213,15 +213,19 @@ type DispatcherMetrics struct {
 	rejections *prometheus.CounterVec
 	admitTime  prometheus.Observer
 	bound      map[string]prometheus.Counter
+	waiting    atomic.Pointer[func() float64]
 }
 
+// ObserveWaiting makes f, read at scrape time, the number of callers
+// waiting (the dispatcher sets it when it starts).
+func (m *DispatcherMetrics) ObserveWaiting(f func() float64) { m.waiting.Store(&f) }
+
 // NewDispatcherMetrics creates the dispatcher's instruments and registers
-// them with reg (nil = unregistered). waiting, when set, is read at scrape
-// time as the number of callers waiting in Call.
-func NewDispatcherMetrics(reg prometheus.Registerer, waiting func() float64) (*DispatcherMetrics, error) {
+// them with reg (nil = unregistered). One dispatcher records into them.
+func NewDispatcherMetrics(reg prometheus.Registerer) (*DispatcherMetrics, error) {
 	m := &DispatcherMetrics{
 		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolwire_dispatcher_calls_total",
-			Help: "Calls submitted to this dispatcher, by admission outcome: accepted (queued), duplicate (idempotency key of an earlier call), rejected (refused by admission), refused (the calls stream did not take it)."},
+			Help: "Calls submitted to this dispatcher, by admission outcome: accepted (queued), duplicate (idempotency key of an earlier call), rejected (refused by admission, or not taken by the calls stream), error (the caller left or the dispatcher stopped)."},
 			[]string{"outcome"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolwire_dispatcher_rejections_total",
 			Help: "Calls rejected or refused, by error type."}, []string{"reason"}),
@@ -230,14 +234,17 @@ func NewDispatcherMetrics(reg prometheus.Registerer, waiting func() float64) (*D
 		Help: "From receipt of a call to its acknowledged publish (admission and the calls stream's ack).", Buckets: latencyBuckets})
 	m.admitTime = h
 	m.bound = map[string]prometheus.Counter{}
-	for _, o := range []string{AdmissionAccepted, AdmissionDuplicate, AdmissionRejected, AdmissionRefused} {
+	for _, o := range []string{AdmissionAccepted, AdmissionDuplicate, AdmissionRejected, AdmissionError} {
 		m.bound[o] = m.admissions.WithLabelValues(o)
 	}
-	cs := []prometheus.Collector{m.admissions, m.rejections, h}
-	if waiting != nil {
-		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolwire_dispatcher_waiting_callers",
-			Help: "Callers waiting in Call for a result on this dispatcher."}, waiting))
-	}
+	cs := []prometheus.Collector{m.admissions, m.rejections, h,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolwire_dispatcher_waiting_callers",
+			Help: "Callers waiting in Call for a result on this dispatcher."}, func() float64 {
+			if f := m.waiting.Load(); f != nil {
+				return (*f)()
+			}
+			return 0
+		})}
 	if reg != nil {
 		for _, c := range cs {
 			if err := reg.Register(c); err != nil {
@@ -257,8 +264,8 @@ func (m *DispatcherMetrics) Admitted(outcome string, d time.Duration) {
 	}
 }
 
-// Rejected records a rejection (or refusal) with its error type.
-func (m *DispatcherMetrics) Rejected(outcome string, t toolwirev1.ErrorType) {
-	m.bound[outcome].Inc()
+// Rejected records a rejection with its error type.
+func (m *DispatcherMetrics) Rejected(t toolwirev1.ErrorType) {
+	m.bound[AdmissionRejected].Inc()
 	m.rejections.WithLabelValues(Outcome(t)).Inc()
 }

@@ -21,9 +21,11 @@ import (
 	"github.com/toolwire/toolwire/internal/executors/native"
 	"github.com/toolwire/toolwire/internal/executors/sandbox"
 	"github.com/toolwire/toolwire/internal/specfile"
+	"github.com/toolwire/toolwire/internal/telemetry"
 	"github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"go.opentelemetry.io/otel/trace"
 )
 
 func init() {
@@ -68,6 +70,10 @@ type Options struct {
 	BestEffort bool
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+	// TracerProvider and Metrics observe the worker (see worker.Config);
+	// nil = tracing off, metrics unregistered.
+	TracerProvider trace.TracerProvider
+	Metrics        *telemetry.WorkerMetrics
 }
 
 // Worker is a worker built from a configuration: Stop also closes its
@@ -160,7 +166,7 @@ func NewWorker(ctx context.Context, b *bus.Bus, f *File, o Options) (_ *Worker, 
 		pools = append(pools, f.pool(t, o, len(types) > 1))
 	}
 	ww, err := worker.New(b, worker.Config{Name: o.Name, Pools: pools, Executors: execs, Specs: specs,
-		SpecSources: sources, Shadow: o.Shadow, Logger: log})
+		SpecSources: sources, Shadow: o.Shadow, Logger: log, TracerProvider: o.TracerProvider, Metrics: o.Metrics})
 	if err != nil {
 		return nil, err
 	}

@@ -6,12 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/telemetry"
 	"github.com/toolwire/toolwire/internal/workerconfig"
 	"github.com/toolwire/toolwire/pkg/tool"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options configure a worker process.
@@ -52,6 +57,18 @@ type Options struct {
 	Tools []*tool.Tool
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+	// HTTPAddr is where Run serves /healthz (alive), /readyz (connected,
+	// streams and pool consumers present, specs published) and /metrics
+	// (Prometheus). Empty = no HTTP server. The --http flag's default is
+	// ":9090".
+	HTTPAddr string
+	// TracerProvider makes the worker's spans. Nil: Run builds one from
+	// the standard OTEL_* environment (off unless it names an exporter);
+	// NewWorker makes none.
+	TracerProvider trace.TracerProvider
+	// Metrics registers the worker's Prometheus metrics. Nil: Run uses the
+	// registry its /metrics serves; NewWorker registers nowhere.
+	Metrics prometheus.Registerer
 }
 
 // Run connects to NATS, serves the pools until ctx is done, then stops
@@ -61,6 +78,25 @@ func Run(ctx context.Context, o Options) error {
 		return errors.New("toolworker: a NATS URL is required (--nats-url)")
 	}
 	log := cmp.Or(o.Logger, slog.Default())
+	tracing, err := telemetry.SetupTracing(ctx, "toolwire-worker", nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tracing.Shutdown(sctx); err != nil {
+			log.Warn("flushing spans failed", "err", err)
+		}
+	}()
+	if o.TracerProvider == nil && tracing.Provider != nil {
+		o.TracerProvider = tracing.Provider
+		log.Info("tracing on", "exporter", tracing.Exporter)
+	}
+	reg := telemetry.NewRegistry()
+	if o.Metrics == nil {
+		o.Metrics = reg
+	}
 	nc, err := bus.Dial(bus.ConnConfig{URL: o.NATSURL, CredsFile: o.NATSCreds, Name: "toolwire-worker"})
 	if err != nil {
 		return err
@@ -74,16 +110,30 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	// The HTTP server starts before the worker (alive, not ready) and
+	// stops after it: /metrics covers the drain.
+	stopHTTP := func() {}
+	if o.HTTPAddr != "" {
+		if pc, ok := w.(interface{ PoolConsumers() []string }); ok {
+			reg.MustRegister(&telemetry.StreamStats{Calls: b.Calls, Consumers: pc.PoolConsumers, PoolPrefix: b.Config.Prefix + "_pool_"})
+		}
+		if stopHTTP, err = serveHTTP(o.HTTPAddr, telemetry.Mux(w.Ready, reg), log); err != nil {
+			return err
+		}
+	}
+	defer func() { stopHTTP() }()
 	if err := w.Start(ctx); err != nil {
 		return err
 	}
-	log.Info("worker serving", "worker", w.Name(), "config", o.ConfigFile)
+	log.Info("worker serving", "worker", w.Name(), "config", o.ConfigFile, "http", o.HTTPAddr)
 	<-ctx.Done()
 	stopCtx, cancel := context.WithTimeout(context.Background(), cmp.Or(o.Grace, 25*time.Second))
 	defer cancel()
 	if err := w.Stop(stopCtx); err != nil {
 		return err
 	}
+	stopHTTP()
+	stopHTTP = func() {}
 	if err := nc.Drain(); err != nil {
 		return fmt.Errorf("toolworker: drain: %w", err)
 	}
@@ -96,6 +146,9 @@ type Worker interface {
 	Name() string
 	Start(ctx context.Context) error
 	Stop(ctx context.Context) error
+	// Ready reports why the worker cannot serve calls now, or nil (the
+	// /readyz check).
+	Ready(ctx context.Context) error
 }
 
 // NewWorker builds (without starting) a worker on an open bus. Pool types
@@ -119,6 +172,37 @@ func NewWorker(ctx context.Context, b *bus.Bus, o Options) (Worker, error) {
 			return nil, fmt.Errorf("toolworker: unknown pool type %q (want native, mcp, sandbox or http)", name)
 		}
 	}
+	var metrics *telemetry.WorkerMetrics
+	if o.Metrics != nil {
+		var err error
+		if metrics, err = telemetry.NewWorkerMetrics(o.Metrics); err != nil {
+			return nil, fmt.Errorf("toolworker: metrics: %w", err)
+		}
+	}
 	return workerconfig.NewWorker(ctx, b, f, workerconfig.Options{Name: o.Name, PoolTypes: pools, Pool: o.Pool,
-		Concurrency: o.Concurrency, AckWait: o.AckWait, MaxDeliver: o.MaxDeliver, Shadow: o.Shadow, Tools: o.Tools, Logger: o.Logger})
+		Concurrency: o.Concurrency, AckWait: o.AckWait, MaxDeliver: o.MaxDeliver, Shadow: o.Shadow, Tools: o.Tools, Logger: o.Logger,
+		TracerProvider: o.TracerProvider, Metrics: metrics})
+}
+
+// serveHTTP serves h on addr until the returned stop is called; stop
+// shuts the server down (at most 5s) and waits for it.
+func serveHTTP(addr string, h http.Handler, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("toolworker: listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server failed", "err", err)
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
 }
