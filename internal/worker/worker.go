@@ -188,14 +188,54 @@ func (w *Worker) allSpecs() []*toolwirev1.ToolSpec {
 // pool's consumer only ever gains subjects (EnsurePool takes the union), so
 // calls queued for a tool that disappears are still answered.
 func (w *Worker) serveSpecs(ctx, fetchCtx context.Context) error {
+	stamped, pools, consumers, err := w.ensureSpecs(ctx)
+	if err != nil {
+		return err
+	}
+	m := make(map[string]*toolwirev1.ToolSpec, len(stamped))
+	for _, s := range stamped {
+		m[s.Name] = s
+	}
+	w.specs.Store(&m)
+	for i, p := range pools {
+		hb := newHeartbeater(p.AckWait/3, w.log.With("pool", p.Name))
+		w.heartbeats[p.Name] = hb
+		p.hb = hb
+		w.serving[p.Name] = true
+		w.fetchers.Add(1)
+		go w.fetchLoop(fetchCtx, p, consumers[i])
+	}
+	return nil
+}
+
+// Ensure creates or updates the pool consumers and publishes the specs, as
+// Start does, but fetches nothing: a deployment step makes a pool's tools
+// callable before any replica runs (a pool scaled to zero wakes up on its
+// consumer's lag, and calls are admitted only for registered tools). Call
+// it on a worker that is not started; Stop is then a no-op.
+func (w *Worker) Ensure(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started || w.stopped {
+		return errors.New("worker: Ensure on a started or stopped worker")
+	}
+	_, _, _, err := w.ensureSpecs(ctx)
+	return err
+}
+
+// ensureSpecs checks and stamps the current specs, ensures the consumer of
+// every pool that has tools, then publishes the specs (under w.mu). It
+// returns the stamped specs and the pools not yet served, with their
+// consumers.
+func (w *Worker) ensureSpecs(ctx context.Context) ([]*toolwirev1.ToolSpec, []Pool, []jetstream.Consumer, error) {
 	specs := w.allSpecs()
 	stamped := make([]*toolwirev1.ToolSpec, 0, len(specs))
 	for _, spec := range specs {
 		if err := registry.Check(spec); err != nil {
-			return fmt.Errorf("worker: %w", err)
+			return nil, nil, nil, fmt.Errorf("worker: %w", err)
 		}
 		if err := intents.CheckSpec(spec); err != nil {
-			return fmt.Errorf("worker: tool %q: %w", spec.GetName(), err)
+			return nil, nil, nil, fmt.Errorf("worker: tool %q: %w", spec.GetName(), err)
 		}
 		stamped = append(stamped, registry.Stamp(spec))
 	}
@@ -220,7 +260,7 @@ func (w *Worker) serveSpecs(ctx, fetchCtx context.Context) error {
 		}
 		cons, err := w.bus.EnsurePool(ctx, p.PoolConfig)
 		if err != nil {
-			return fmt.Errorf("worker: %w", err)
+			return nil, nil, nil, fmt.Errorf("worker: %w", err)
 		}
 		if w.serving[p.Name] {
 			continue // its fetch loop runs; the consumer now filters the new subjects too
@@ -236,22 +276,9 @@ func (w *Worker) serveSpecs(ctx, fetchCtx context.Context) error {
 		publish = registry.PublishVersions
 	}
 	if _, err := publish(ctx, w.bus.Registry, specs); err != nil {
-		return fmt.Errorf("worker: publish specs: %w", err)
+		return nil, nil, nil, fmt.Errorf("worker: publish specs: %w", err)
 	}
-	m := make(map[string]*toolwirev1.ToolSpec, len(stamped))
-	for _, s := range stamped {
-		m[s.Name] = s
-	}
-	w.specs.Store(&m)
-	for i, p := range pools {
-		hb := newHeartbeater(p.AckWait/3, w.log.With("pool", p.Name))
-		w.heartbeats[p.Name] = hb
-		p.hb = hb
-		w.serving[p.Name] = true
-		w.fetchers.Add(1)
-		go w.fetchLoop(fetchCtx, p, consumers[i])
-	}
-	return nil
+	return stamped, pools, consumers, nil
 }
 
 // followSources serves the specs again whenever a SpecSource changes,
