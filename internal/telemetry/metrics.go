@@ -113,13 +113,12 @@ func NewWorkerMetrics(reg prometheus.Registerer) (*WorkerMetrics, error) {
 
 // ToolInstruments are the instruments of one tool, bound to its labels.
 type ToolInstruments struct {
-	m                              *WorkerMetrics
-	tool, exec                     string
-	callDuration, execDuration     prometheus.Observer
-	queueWait                      prometheus.Observer
-	retries                        prometheus.Counter
-	calls, executions              []atomic.Pointer[prometheus.Counter] // by error type; 0 = ok
-	callsUnknown, executionUnknown prometheus.Counter
+	m                          *WorkerMetrics
+	tool, exec                 string
+	callDuration, execDuration prometheus.Observer
+	queueWait                  prometheus.Observer
+	retries                    prometheus.Counter
+	calls, executions          []atomic.Pointer[prometheus.Counter] // by error type; 0 = ok
 }
 
 // Tool returns the instruments of tool run by executor type exec.
