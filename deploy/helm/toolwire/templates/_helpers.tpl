@@ -140,6 +140,13 @@ pool serving several. Returned as a YAML list.
 {{- if le (int $p.terminationGracePeriodSeconds) (add (int $p.preStopSeconds) (int $p.graceSeconds)) -}}
 {{- fail (printf "pools[%s]: terminationGracePeriodSeconds (%v) must exceed preStopSeconds + graceSeconds (%v): the kubelet would kill in-flight calls" $p.name $p.terminationGracePeriodSeconds (add (int $p.preStopSeconds) (int $p.graceSeconds))) -}}
 {{- end -}}
+{{- /* The pool consumer's MaxAckPending (internal/bus: 1024) caps the
+calls delivered at once across all replicas: slots beyond it stay idle. */ -}}
+{{- $slots := int $p.concurrency | default 64 -}}
+{{- $most := ternary (int $p.autoscaling.maxReplicas) (int $p.replicas) (and $p.autoscaling.enabled true) -}}
+{{- if gt (mul $slots $most) 1024 -}}
+{{- fail (printf "pools[%s]: %d replicas × %d slots exceed the pool consumer's MaxAckPending (1024): the extra slots would never get a call; lower the replicas or the concurrency" $p.name $most $slots) -}}
+{{- end -}}
 {{- if and $p.autoscaling.enabled (lt (int $p.autoscaling.maxReplicas) (int $p.autoscaling.minReplicas)) -}}
 {{- fail (printf "pools[%s]: autoscaling.maxReplicas must be at least minReplicas" $p.name) -}}
 {{- end -}}
