@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/telemetry"
@@ -49,6 +50,11 @@ type Options struct {
 	// replay) of its tools, never live calls, and does not change the
 	// registry's current versions.
 	Shadow bool
+	// EnsureOnly makes Run create or update the pool consumers and publish
+	// the specs, then return without serving or opening HTTPAddr: a
+	// deployment step (the Helm chart's ensure Job) for pools that scale to
+	// zero, which have no replica to do it when first installed.
+	EnsureOnly bool
 	// ConfigFile is a worker configuration (YAML: pools, spec files of
 	// sandbox and HTTP tools, MCP servers, executor settings; see the
 	// README). Empty = native tools only.
@@ -69,6 +75,9 @@ type Options struct {
 	// Metrics registers the worker's Prometheus metrics. Nil: Run uses the
 	// registry its /metrics serves; NewWorker registers nowhere.
 	Metrics prometheus.Registerer
+	// Ready, if set, receives the HTTP address (HTTPAddr resolved, "" with
+	// no HTTP server) once the worker serves.
+	Ready chan<- string
 }
 
 // Run connects to NATS, serves the pools until ctx is done, then stops
@@ -110,14 +119,17 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	if o.EnsureOnly {
+		return ensureOnly(ctx, w, nc, log, o)
+	}
 	// The HTTP server starts before the worker (alive, not ready) and
 	// stops after it: /metrics covers the drain.
-	stopHTTP := func() {}
+	stopHTTP, httpAddr := func() {}, ""
 	if o.HTTPAddr != "" {
 		if pc, ok := w.(interface{ PoolConsumers() []string }); ok {
 			reg.MustRegister(&telemetry.StreamStats{Calls: b.Calls, Consumers: pc.PoolConsumers, PoolPrefix: b.Config.Prefix + "_pool_"})
 		}
-		if stopHTTP, err = serveHTTP(o.HTTPAddr, telemetry.Mux(w.Ready, reg), log); err != nil {
+		if stopHTTP, httpAddr, err = serveHTTP(o.HTTPAddr, telemetry.Mux(w.Ready, reg), log); err != nil {
 			return err
 		}
 	}
@@ -125,7 +137,10 @@ func Run(ctx context.Context, o Options) error {
 	if err := w.Start(ctx); err != nil {
 		return err
 	}
-	log.Info("worker serving", "worker", w.Name(), "config", o.ConfigFile, "http", o.HTTPAddr)
+	log.Info("worker serving", "worker", w.Name(), "config", o.ConfigFile, "http", httpAddr)
+	if o.Ready != nil {
+		o.Ready <- httpAddr
+	}
 	<-ctx.Done()
 	stopCtx, cancel := context.WithTimeout(context.Background(), cmp.Or(o.Grace, 25*time.Second))
 	defer cancel()
@@ -140,11 +155,33 @@ func Run(ctx context.Context, o Options) error {
 	return nil
 }
 
+// ensureOnly runs w.Ensure, closes the worker's executors and drains the
+// connection.
+func ensureOnly(ctx context.Context, w Worker, nc *nats.Conn, log *slog.Logger, o Options) error {
+	if o.Shadow {
+		return errors.New("toolworker: --ensure-only does not apply to a --shadow worker")
+	}
+	err := w.Ensure(ctx)
+	stopCtx, cancel := context.WithTimeout(context.Background(), cmp.Or(o.Grace, 25*time.Second))
+	defer cancel()
+	if err = errors.Join(err, w.Stop(stopCtx)); err != nil {
+		return err
+	}
+	if err := nc.Drain(); err != nil {
+		return fmt.Errorf("toolworker: drain: %w", err)
+	}
+	log.Info("pool consumers ensured and tools published; not serving (--ensure-only)", "worker", w.Name())
+	return nil
+}
+
 // Worker is a worker built by NewWorker: Start it, Stop it with a context
-// whose deadline is the grace period.
+// whose deadline is the grace period. Ensure, on a worker that is not
+// started, creates its pool consumers and publishes its specs without
+// serving.
 type Worker interface {
 	Name() string
 	Start(ctx context.Context) error
+	Ensure(ctx context.Context) error
 	Stop(ctx context.Context) error
 	// Ready reports why the worker cannot serve calls now, or nil (the
 	// /readyz check).
@@ -185,11 +222,12 @@ func NewWorker(ctx context.Context, b *bus.Bus, o Options) (Worker, error) {
 }
 
 // serveHTTP serves h on addr until the returned stop is called; stop
-// shuts the server down (at most 5s) and waits for it.
-func serveHTTP(addr string, h http.Handler, log *slog.Logger) (stop func(), err error) {
+// shuts the server down (at most 5s) and waits for it. bound is the
+// address listened on.
+func serveHTTP(addr string, h http.Handler, log *slog.Logger) (stop func(), bound string, err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("toolworker: listen %s: %w", addr, err)
+		return nil, "", fmt.Errorf("toolworker: listen %s: %w", addr, err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
@@ -204,5 +242,5 @@ func serveHTTP(addr string, h http.Handler, log *slog.Logger) (stop func(), err 
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		<-done
-	}, nil
+	}, ln.Addr().String(), nil
 }
