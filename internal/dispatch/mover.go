@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/telemetry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -29,7 +31,7 @@ func (d *Dispatcher) startMover(ctx context.Context) (jetstream.ConsumeContext, 
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		mctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := d.move(mctx, m.Data()); err != nil {
+		if err := d.move(mctx, m.Data(), m.Headers()); err != nil {
 			d.log.Error("moving a due retry failed; will retry", "err", err)
 			_ = m.NakWithDelay(time.Second)
 			return
@@ -44,7 +46,10 @@ func (d *Dispatcher) startMover(ctx context.Context) (jetstream.ConsumeContext, 
 	return cc, nil
 }
 
-func (d *Dispatcher) move(ctx context.Context, data []byte) error {
+// move puts a due retry back on the calls stream, keeping the trace
+// context the worker wrote into the schedule (the server copies a
+// schedule's headers onto the message it produces).
+func (d *Dispatcher) move(ctx context.Context, data []byte, hdr nats.Header) error {
 	call := &toolwirev1.ToolCall{}
 	if err := proto.Unmarshal(data, call); err != nil || call.CallId == "" || call.Caller == nil {
 		d.log.Error("dropping an undecodable due retry", "err", err)
@@ -52,7 +57,9 @@ func (d *Dispatcher) move(ctx context.Context, data []byte) error {
 	}
 	// The message id makes a repeated move within the duplicate window a
 	// no-op; a later repeat finds the call's result and is acknowledged.
-	_, err := d.bus.JS.Publish(ctx, d.subj.Call(call.Executor, call.Caller.Tenant, call.Provider, call.Tool), data,
+	msg := &nats.Msg{Subject: d.subj.Call(call.Executor, call.Caller.Tenant, call.Provider, call.Tool), Data: data,
+		Header: telemetry.CopyTraceContext(nil, hdr)}
+	_, err := d.bus.JS.PublishMsg(ctx, msg,
 		jetstream.WithMsgID(fmt.Sprintf("%s-r%d", call.CallId, call.Attempt)), jetstream.WithExpectStream(d.callsStream))
 	return err
 }

@@ -73,3 +73,24 @@ func Extract(ctx context.Context, h nats.Header) context.Context {
 	}
 	return propagator.Extract(ctx, HeaderCarrier(h))
 }
+
+// CopyTraceContext returns dst with the W3C trace context headers of src
+// (traceparent, tracestate), creating dst when needed; without a
+// traceparent in src it returns dst unchanged. It lets a component that
+// republishes a message (the retry mover) keep the message's trace without
+// making spans of its own.
+func CopyTraceContext(dst, src nats.Header) nats.Header {
+	c := HeaderCarrier(src)
+	tp := c.Get("traceparent")
+	if tp == "" {
+		return dst
+	}
+	if dst == nil {
+		dst = nats.Header{}
+	}
+	dst["traceparent"] = []string{tp}
+	if ts := c.Get("tracestate"); ts != "" {
+		dst["tracestate"] = []string{ts}
+	}
+	return dst
+}

@@ -30,9 +30,13 @@
 //
 // A redelivery (nak, AckWait expiry, hand-back) carries the same headers,
 // so each delivery is another CONSUMER span under the same PRODUCER span.
-// A retry parked in the retries stream for a long delay (a message
-// schedule moved back by the dispatcher's mover) is republished without
-// headers and starts a trace of its own.
+// A retry parked for a long delay (a message schedule in the retries
+// stream, put back on the calls stream by the dispatcher's mover) keeps
+// the trace too: the worker writes the delivery's context into the
+// schedule, the server copies a schedule's headers onto the message it
+// produces, and the mover copies traceparent/tracestate onto the call it
+// republishes; that delivery's CONSUMER span is a child of the delivery
+// that parked the call.
 //
 // Attributes follow the GenAI tool-execution conventions
 // (gen_ai.operation.name = execute_tool, gen_ai.tool.name,

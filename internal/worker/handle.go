@@ -9,12 +9,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/executors"
 	"github.com/toolwire/toolwire/internal/failpoint"
 	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/lazy"
+	"github.com/toolwire/toolwire/internal/telemetry"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
@@ -327,7 +329,11 @@ func (w *Worker) scheduleRetry(ctx context.Context, p Pool, msg jetstream.Msg, c
 		if at.Truncate(time.Second) != at { // schedules have one-second resolution: never early
 			at = at.Truncate(time.Second).Add(time.Second)
 		}
-		_, err = w.bus.JS.Publish(sctx, w.bus.Subjects.RetrySchedule(call.CallId, call.Attempt), data,
+		// The schedule carries the delivery's trace context (none with
+		// tracing off); the server copies it onto the due message and the
+		// mover onto the call it puts back.
+		_, err = w.bus.JS.PublishMsg(sctx, &nats.Msg{Subject: w.bus.Subjects.RetrySchedule(call.CallId, call.Attempt), Data: data,
+			Header: telemetry.Inject(ctx, nil)},
 			jetstream.WithScheduleAt(at), jetstream.WithScheduleTarget(w.bus.Subjects.RetryDue(call.CallId, call.Attempt)),
 			jetstream.WithMsgID(fmt.Sprintf("retry-%s-%d", call.CallId, call.Attempt)))
 	}
