@@ -1,0 +1,47 @@
+package toolworker_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/bus/bustest"
+	"github.com/toolwire/toolwire/pkg/tool"
+	"github.com/toolwire/toolwire/pkg/toolworker"
+)
+
+// --ensure-only leaves the pool's consumer and its registered tools behind
+// and exits 0 without serving: the Helm chart's step for pools that scale
+// to zero.
+func TestEnsureOnlyCreatesConsumerPublishesToolsAndExits(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	echo := tool.Must(tool.New("ensure_only_echo", func(_ context.Context, in struct{ Text string }) (string, error) {
+		return in.Text, nil
+	}))
+	var stderr bytes.Buffer
+	code := toolworker.MainArgs([]string{"--nats-url", env.URL, "--pool", "search", "--pools", "native",
+		"--http", "127.0.0.1:0", "--ensure-only"}, &stderr, echo)
+	require.Equal(t, 0, code, stderr.String())
+	require.Contains(t, stderr.String(), "--ensure-only")
+
+	cons, err := env.Bus.Calls.Consumer(t.Context(), "toolwire_pool_search")
+	require.NoError(t, err)
+	info, err := cons.Info(t.Context())
+	require.NoError(t, err)
+	require.Len(t, info.Config.FilterSubjects, 1)
+	require.Zero(t, info.NumWaiting, "nothing fetches from the consumer")
+	_, err = env.Bus.Registry.Get(t.Context(), "ensure_only_echo")
+	require.NoError(t, err, "the tool is registered, so calls for it are admitted")
+}
+
+func TestEnsureOnlyRefusesShadow(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	var stderr bytes.Buffer
+	code := toolworker.MainArgs([]string{"--nats-url", env.URL, "--http", "", "--shadow", "--ensure-only"}, &stderr)
+	require.Equal(t, 1, code, stderr.String())
+	require.Contains(t, stderr.String(), "--ensure-only does not apply to a --shadow worker")
+}
