@@ -69,7 +69,7 @@ func TestConfigValidate(t *testing.T) {
 		{"bad env", mcp.Config{Servers: []mcp.ServerConfig{{Name: "a", Stdio: &mcp.StdioConfig{Command: "x", Env: []string{"A=B"}}}}}, "stdio.env"},
 		{"bad url", mcp.Config{Servers: []mcp.ServerConfig{{Name: "a", HTTP: &mcp.HTTPConfig{URL: "ftp://x"}}}}, "http.url"},
 		{"bad secret", mcp.Config{Servers: []mcp.ServerConfig{{Name: "a", HTTP: &mcp.HTTPConfig{URL: "http://x", SecretHeaders: map[string]string{"A": "vault:x"}}}}}, "secret_headers[A]"},
-		{"relative file", mcp.Config{Servers: []mcp.ServerConfig{{Name: "a", HTTP: &mcp.HTTPConfig{URL: "http://x", SecretHeaders: map[string]string{"A": "file:x"}}}}}, "absolute path"},
+		{"relative file", mcp.Config{Servers: []mcp.ServerConfig{{Name: "a", HTTP: &mcp.HTTPConfig{URL: "http://x", SecretHeaders: map[string]string{"A": "file:x"}}}}}, "an absolute, clean path"},
 		{"negative", mcp.Config{SessionWait: -1}, "mcp.session_wait"},
 		{"backoff", mcp.Config{MinBackoff: mcp.Duration(time.Minute), MaxBackoff: mcp.Duration(time.Second)}, "mcp.min_backoff"},
 	} {
@@ -124,6 +124,6 @@ func TestHTTPSecretHeaders(t *testing.T) {
 		URL: ts.URL, SecretHeaders: map[string]string{"Authorization": "env:TOOLWIRE_MCP_TEST_UNSET"}}})
 	bad.StartupWait = mcp.Duration(2 * time.Second)
 	_, err = mcp.New(t.Context(), bad, mcp.Options{Logger: logs.logger()})
-	require.ErrorContains(t, err, "secret env:TOOLWIRE_MCP_TEST_UNSET is not set")
+	require.ErrorContains(t, err, "secret env:TOOLWIRE_MCP_TEST_UNSET: the variable is not set")
 	require.NotContains(t, logs.String(), "secret-value")
 }
