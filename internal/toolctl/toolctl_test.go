@@ -212,7 +212,7 @@ func TestTools(t *testing.T) {
 		out := b.run(t, "tools", "list")
 		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
 		lines := strings.Split(strings.TrimSpace(out.stdout), "\n")
-		require.Len(t, lines, 4, out.stdout)
+		require.Len(t, lines, 5, out.stdout)
 		require.True(t, strings.HasPrefix(lines[0], "NAME"))
 		require.Regexp(t, `^echo\s+native\s+[0-9a-f]{12}\s+Returns the given text unchanged\.$`, lines[1])
 	})

@@ -54,6 +54,7 @@ func TestSpecs(t *testing.T) {
 		{"echo", []any{"text"}, &toolwirev1.ToolAnnotations{ReadOnly: proto.Bool(true), Idempotent: proto.Bool(true), OpenWorld: proto.Bool(false)}},
 		{"sleep", []any{"duration"}, &toolwirev1.ToolAnnotations{ReadOnly: proto.Bool(true), Idempotent: proto.Bool(true), OpenWorld: proto.Bool(false)}},
 		{"fail", []any{"type"}, &toolwirev1.ToolAnnotations{Destructive: proto.Bool(false), OpenWorld: proto.Bool(false)}},
+		{"remember", []any{"key", "value"}, &toolwirev1.ToolAnnotations{Idempotent: proto.Bool(true), Destructive: proto.Bool(false), OpenWorld: proto.Bool(false)}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -62,7 +63,11 @@ func TestSpecs(t *testing.T) {
 			require.NotEmpty(t, spec.GetTitle())
 			require.NotEmpty(t, spec.GetDescription())
 			require.NotEmpty(t, spec.GetSummary())
-			require.Equal(t, toolwirev1.ToolCategory_TOOL_CATEGORY_UTILITY, spec.GetCategory())
+			wantCategory := toolwirev1.ToolCategory_TOOL_CATEGORY_UTILITY
+			if tt.name == "remember" {
+				wantCategory = toolwirev1.ToolCategory_TOOL_CATEGORY_ACTION // it changes session state, through an intent
+			}
+			require.Equal(t, wantCategory, spec.GetCategory())
 			require.True(t, proto.Equal(tt.annotations, spec.GetAnnotations()), "annotations: %v", spec.GetAnnotations())
 
 			var schema map[string]any
@@ -73,7 +78,7 @@ func TestSpecs(t *testing.T) {
 			}
 		})
 	}
-	require.Len(t, builtin.Tools(), 3)
+	require.Len(t, builtin.Tools(), 4)
 }
 
 func TestEcho(t *testing.T) {
