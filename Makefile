@@ -116,7 +116,7 @@ bench: ## run the benchmark suite (results for BENCHMARKS.md)
 	$(GO) run ./cmd/toolwire-bench -suite $(BENCH_FLAGS)
 
 chart-check: chart-tools $(KUBE_SCHEMAS)/.done ## lint, render, validate (kubeconform, strict schemas) and unit-test the Helm chart
-	HELM=$(HELM) KUBECONFORM=$(KUBECONFORM) HELM_UNITTEST=$(HELM_UNITTEST) \
+	GO=$(GO) HELM=$(HELM) KUBECONFORM=$(KUBECONFORM) HELM_UNITTEST=$(HELM_UNITTEST) \
 	KUBE_VERSION=$(KUBE_VERSION) SCHEMAS=$(KUBE_SCHEMAS) scripts/chart-check.sh
 
 chart-tools: $(HELM) $(KUBECONFORM) $(HELM_UNITTEST) ## build the pinned helm, kubeconform and helm-unittest into ./bin/chart

@@ -36,6 +36,9 @@ expect_fail() {
 	echo "refused as expected: $what"
 }
 
+echo "--- tools/kubeschema (the schema generator's own tests)"
+(cd tools/kubeschema && ${GO:-go} vet . && ${GO:-go} test -count=1 .)
+
 echo "--- helm lint --strict, helm template, kubeconform -strict (Kubernetes $KUBE_VERSION)"
 for values in "$chart"/ci/*-values.yaml; do
 	name=$(basename "$values" -values.yaml)
