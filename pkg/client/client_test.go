@@ -390,7 +390,7 @@ func TestTools(t *testing.T) {
 
 	specs, err := b.client.ListTools(t.Context())
 	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"echo", "sleep", "fail"}, names(specs))
+	require.ElementsMatch(t, []string{"echo", "sleep", "fail", "remember"}, names(specs))
 
 	specs, err = b.client.ListTools(t.Context(), client.WithNameGlob("ec*"), client.WithExecutor(toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE))
 	require.NoError(t, err)

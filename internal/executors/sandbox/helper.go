@@ -79,9 +79,18 @@ type probeReport map[string]string
 //		sandbox.RunHelper()
 //	}
 //
-// first thing in main (and TestMain).
+// first thing in main (and TestMain). The package's init does the same,
+// so that every binary importing the sandbox — a test binary too — acts as
+// a helper when started as one, and never runs its own main (a test binary
+// re-executed as a helper would otherwise run its tests again, recursively).
 func IsHelper() bool {
 	return len(os.Args) > 0 && os.Args[0] == helperArg0 && os.Getenv(helperEnv) == "1"
+}
+
+func init() {
+	if IsHelper() {
+		RunHelper()
+	}
 }
 
 // RunHelper sets up the sandbox described on fd 3 and execs the target.
