@@ -249,7 +249,10 @@ func (d *Dispatcher) GetSession(ctx context.Context, id Identity, session string
 // call it does not know, ErrNotFinished while the call runs, and
 // ErrNoSession when the call named no session.
 func (d *Dispatcher) ApplyIntents(ctx context.Context, id Identity, callID string) (*toolwirev1.ApplyIntentsResponse, error) {
-	r, err := d.GetResult(ctx, id, callID, 0)
+	// A caller may apply a call's intents the instant its result reached
+	// it: the result can reach the caller a moment before the results
+	// stream serves it, so wait briefly rather than answer "not finished".
+	r, err := d.GetResult(ctx, id, callID, applyWait)
 	if err != nil {
 		return nil, err
 	}
@@ -270,6 +273,9 @@ func (d *Dispatcher) ApplyIntents(ctx context.Context, id Identity, callID strin
 	}
 	return &toolwirev1.ApplyIntentsResponse{Session: sess, Applied: int32(applied), Skipped: int32(skipped)}, nil
 }
+
+// applyWait bounds how long ApplyIntents waits for a result.
+const applyWait = 2 * time.Second
 
 // ErrNotFinished: the call has no result yet.
 var ErrNotFinished = errors.New("dispatch: the call has not finished")
