@@ -34,6 +34,8 @@ HELM          := $(CHART_BIN)/helm-$(HELM_VERSION)
 KUBECONFORM   := $(CHART_BIN)/kubeconform-$(KUBECONFORM_VERSION)
 HELM_UNITTEST := $(CHART_BIN)/helm-unittest-$(HELM_UNITTEST_VERSION)
 KUBE_SCHEMAS  := $(CHART_BIN)/kubeschema-v$(KUBE_VERSION)
+# nats-server at the version go.mod pins, to check the bundled NATS config.
+NATS_SERVER   := $(CHART_BIN)/nats-server
 
 # What `buf breaking` compares the contract with: a git revision, or
 # `none`. Empty = chosen by scripts/proto-breaking.sh (see there).
@@ -115,8 +117,8 @@ testdata/mcp-everything/node_modules/.package-lock.json: testdata/mcp-everything
 bench: ## run the benchmark suite (results for BENCHMARKS.md)
 	$(GO) run ./cmd/toolwire-bench -suite $(BENCH_FLAGS)
 
-chart-check: chart-tools $(KUBE_SCHEMAS)/.done ## lint, render, validate (kubeconform, strict schemas) and unit-test the Helm chart
-	GO=$(GO) HELM=$(HELM) KUBECONFORM=$(KUBECONFORM) HELM_UNITTEST=$(HELM_UNITTEST) \
+chart-check: chart-tools $(KUBE_SCHEMAS)/.done $(NATS_SERVER) ## lint, render, validate (kubeconform, strict schemas) and unit-test the Helm chart
+	GO=$(GO) HELM=$(HELM) KUBECONFORM=$(KUBECONFORM) HELM_UNITTEST=$(HELM_UNITTEST) NATS_SERVER=$(NATS_SERVER) \
 	KUBE_VERSION=$(KUBE_VERSION) SCHEMAS=$(KUBE_SCHEMAS) scripts/chart-check.sh
 
 chart-tools: $(HELM) $(KUBECONFORM) $(HELM_UNITTEST) ## build the pinned helm, kubeconform and helm-unittest into ./bin/chart
@@ -127,6 +129,9 @@ $(KUBECONFORM):
 	GO=$(GO) scripts/chart-tools.sh kubeconform $(KUBECONFORM_VERSION) $@
 $(HELM_UNITTEST):
 	GO=$(GO) scripts/chart-tools.sh helm-unittest $(HELM_UNITTEST_VERSION) $@
+
+$(NATS_SERVER): go.mod go.sum
+	$(GO) build -trimpath -o $@ github.com/nats-io/nats-server/v2
 
 # Kubernetes schemas, generated offline by tools/kubeschema (a module of
 # its own, standard library only): about 2.5 MB, so not committed.

@@ -4,10 +4,10 @@
 # prove that bad input is refused, and run the helm-unittest suites.
 #
 # Tools and versions come from the Makefile (HELM, KUBECONFORM,
-# HELM_UNITTEST, KUBE_VERSION, SCHEMAS); see there.
+# HELM_UNITTEST, NATS_SERVER, KUBE_VERSION, SCHEMAS); see there.
 set -euo pipefail
 
-: "${HELM:?}" "${KUBECONFORM:?}" "${HELM_UNITTEST:?}" "${KUBE_VERSION:?}" "${SCHEMAS:?}"
+: "${HELM:?}" "${KUBECONFORM:?}" "${HELM_UNITTEST:?}" "${KUBE_VERSION:?}" "${SCHEMAS:?}" "${NATS_SERVER:?}"
 chart=deploy/helm/toolwire
 crds=tools/kubeschema/crds
 out=${CHART_OUT:-bin/chart/rendered}
@@ -48,6 +48,22 @@ for values in "$chart"/ci/*-values.yaml; do
 		-f "$values" >"$out/$name.yaml"
 	# Hooks (the ensure Job) are rendered and checked too.
 	kubeconform "$out/$name.yaml"
+done
+
+echo "--- the bundled NATS configuration passes nats-server -t (the go.mod's nats-server)"
+for values in "$chart"/ci/*-values.yaml; do
+	name=$(basename "$values" -values.yaml)
+	for replicas in 1 3; do
+		conf=$("$HELM" template "tw-$name" "$chart" --namespace toolwire --kube-version "$KUBE_VERSION" -f "$values" \
+			--set nats.url= --set nats.bundled.enabled=true --set nats.bundled.replicas=$replicas \
+			--set nats.monitoring.endpoint= --show-only templates/nats.yaml |
+			awk '/^  nats.conf: \|/ { f = 1; next } f && !/^    / && !/^$/ { f = 0 } f { sub(/^    /, ""); print }')
+		[ -n "$conf" ] || { echo "chart-check: no nats.conf rendered for $name" >&2; exit 1; }
+		tmp=$(mktemp -d)
+		sed -e "s|store_dir: /data|store_dir: $tmp/data|" -e "s|pid_file: .*|pid_file: $tmp/nats.pid|" <<<"$conf" >"$tmp/nats.conf"
+		POD_NAME="tw-$name-nats-0" "$NATS_SERVER" -t -c "$tmp/nats.conf"
+		rm -rf "$tmp"
+	done
 done
 
 echo "--- bad input is refused"
