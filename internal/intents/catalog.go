@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/toolwire/toolwire/internal/registry"
@@ -57,7 +58,9 @@ var Catalog = []Builtin{
 // a name, dot-separated (acme.reindex, acme.search.refresh).
 var CustomRe = regexp.MustCompile(`^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)+$`)
 
-var builtinSchemas = func() map[string]*jsonschema.Schema {
+// builtinSchemas are compiled on first use, not at package init (sandbox
+// helpers re-execute the worker binary: its inits are on every spawn).
+var builtinSchemas = sync.OnceValue(func() map[string]*jsonschema.Schema {
 	m := make(map[string]*jsonschema.Schema, len(Catalog))
 	for _, b := range Catalog {
 		s, err := registry.DefaultSchemas.Compile(b.Schema)
@@ -67,10 +70,10 @@ var builtinSchemas = func() map[string]*jsonschema.Schema {
 		m[b.Type] = s
 	}
 	return m
-}()
+})
 
 // IsBuiltin reports whether t is a built-in type.
-func IsBuiltin(t string) bool { _, ok := builtinSchemas[t]; return ok }
+func IsBuiltin(t string) bool { _, ok := builtinSchemas()[t]; return ok }
 
 // CheckType says whether t is a type a spec may declare: a built-in one or
 // a namespaced custom one.

@@ -75,7 +75,7 @@ func checkPayload(it *toolwirev1.Intent) error {
 	if err := json.Unmarshal([]byte(p), &obj); err != nil || obj == nil {
 		return errors.New("payload is not a JSON object")
 	}
-	sch := builtinSchemas[it.GetType()]
+	sch := builtinSchemas()[it.GetType()]
 	if sch == nil {
 		return nil
 	}

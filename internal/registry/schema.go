@@ -70,7 +70,7 @@ func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("remote schema references are not loaded: %s", url)
 }
 
-var printer = message.NewPrinter(language.English)
+var printer = sync.OnceValue(func() *message.Printer { return message.NewPrinter(language.English) })
 
 // ValidateArgs checks the JSON arguments against sch. It returns nil or the
 // field-level violations, sorted by field; a document that is not JSON is
@@ -110,7 +110,7 @@ func ValidateArgs(sch *jsonschema.Schema, args []byte) []*toolwirev1.FieldViolat
 			}
 			return
 		}
-		out = append(out, &toolwirev1.FieldViolation{Field: field, Message: e.ErrorKind.LocalizedString(printer)})
+		out = append(out, &toolwirev1.FieldViolation{Field: field, Message: e.ErrorKind.LocalizedString(printer())})
 	}
 	walk(ve)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })

@@ -22,14 +22,16 @@ func (o EchoOutput) ToolContent() []*toolwirev1.Content {
 	return []*toolwirev1.Content{tool.Text(o.Text)}
 }
 
-var echoTool = tool.Must(tool.New("echo",
-	func(_ context.Context, in EchoInput) (EchoOutput, error) {
-		return EchoOutput(in), nil
-	},
-	tool.WithTitle("Echo"),
-	tool.WithSummary("Returns the given text unchanged."),
-	tool.WithDescription("Returns the given text unchanged, as a text block and as structured output "+
-		`{"text": ...}. Useful to check that calls reach a worker and come back.`),
-	tool.WithCategory(toolwirev1.ToolCategory_TOOL_CATEGORY_UTILITY),
-	tool.ReadOnly(), tool.Idempotent(), tool.OpenWorld(false),
-))
+func newEchoTool() *tool.Tool {
+	return tool.Must(tool.New("echo",
+		func(_ context.Context, in EchoInput) (EchoOutput, error) {
+			return EchoOutput(in), nil
+		},
+		tool.WithTitle("Echo"),
+		tool.WithSummary("Returns the given text unchanged."),
+		tool.WithDescription("Returns the given text unchanged, as a text block and as structured output "+
+			`{"text": ...}. Useful to check that calls reach a worker and come back.`),
+		tool.WithCategory(toolwirev1.ToolCategory_TOOL_CATEGORY_UTILITY),
+		tool.ReadOnly(), tool.Idempotent(), tool.OpenWorld(false),
+	))
+}

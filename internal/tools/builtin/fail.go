@@ -20,14 +20,16 @@ type FailInput struct {
 	RetryAfter  string `json:"retry_after,omitempty" jsonschema:"earliest sensible retry, as a Go duration such as 2s"`
 }
 
-var failTool = tool.Must(tool.New("fail", fail,
-	tool.WithTitle("Fail"),
-	tool.WithSummary("Fails with the requested error type, or panics on type PANIC."),
-	tool.WithDescription("Returns the error it is asked for: its type, message, retryable flag, partial side "+
-		"effects and retry-after. Type PANIC makes the tool panic instead. Useful to test error mapping and retries."),
-	tool.WithCategory(toolwirev1.ToolCategory_TOOL_CATEGORY_UTILITY),
-	tool.Destructive(false), tool.OpenWorld(false),
-))
+func newFailTool() *tool.Tool {
+	return tool.Must(tool.New("fail", fail,
+		tool.WithTitle("Fail"),
+		tool.WithSummary("Fails with the requested error type, or panics on type PANIC."),
+		tool.WithDescription("Returns the error it is asked for: its type, message, retryable flag, partial side "+
+			"effects and retry-after. Type PANIC makes the tool panic instead. Useful to test error mapping and retries."),
+		tool.WithCategory(toolwirev1.ToolCategory_TOOL_CATEGORY_UTILITY),
+		tool.Destructive(false), tool.OpenWorld(false),
+	))
+}
 
 // fail never succeeds: it returns the *tool.Error that in describes,
 // or a VALIDATION error when in describes none.

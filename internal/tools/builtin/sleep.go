@@ -33,14 +33,16 @@ func (o SleepOutput) ToolContent() []*toolwirev1.Content {
 	return []*toolwirev1.Content{tool.Text("slept " + o.Slept)}
 }
 
-var sleepTool = tool.Must(tool.New("sleep", sleep,
-	tool.WithTitle("Sleep"),
-	tool.WithSummary("Waits for a duration (at most 1h), then returns.\nStops at once when the call is cancelled."),
-	tool.WithDescription("Waits for the given duration, then returns how long it slept and the optional text. "+
-		"It stops as soon as the call is cancelled or times out. Useful to test timeouts, cancellation and load."),
-	tool.WithCategory(toolwirev1.ToolCategory_TOOL_CATEGORY_UTILITY),
-	tool.ReadOnly(), tool.Idempotent(), tool.OpenWorld(false),
-))
+func newSleepTool() *tool.Tool {
+	return tool.Must(tool.New("sleep", sleep,
+		tool.WithTitle("Sleep"),
+		tool.WithSummary("Waits for a duration (at most 1h), then returns.\nStops at once when the call is cancelled."),
+		tool.WithDescription("Waits for the given duration, then returns how long it slept and the optional text. "+
+			"It stops as soon as the call is cancelled or times out. Useful to test timeouts, cancellation and load."),
+		tool.WithCategory(toolwirev1.ToolCategory_TOOL_CATEGORY_UTILITY),
+		tool.ReadOnly(), tool.Idempotent(), tool.OpenWorld(false),
+	))
+}
 
 // sleep waits for the duration or until ctx ends, whichever comes first,
 // and returns ctx.Err() in the second case.
