@@ -51,6 +51,8 @@ help: ## list the targets
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z0-9_-]+:.*## / { printf "  %-20s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
 run: ## run the dispatcher: embedded NATS under ./data, in-process workers, API on 127.0.0.1:8080
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory mcp-everything; \
+	else echo 'make run: npm not found: the MCP reference server will not be served'; fi
 	$(GO) run ./cmd/dispatcher $(ARGS)
 
 build: ## build every command (dispatcher, worker, toolctl, toolwire-bench) into ./bin
