@@ -32,6 +32,7 @@ func Main(args []string, stderr io.Writer, tools []*tool.Tool) int {
 	fs.StringVar(&sync, "nats-sync", "1s", "embedded store fsync: an interval, or \"always\"")
 	fs.StringVar(&rc.APIKeysFile, "api-keys", "", "API key file (YAML); empty = open access as the default tenant")
 	fs.StringVar(&rc.Bus.Prefix, "prefix", "toolwire", "subject and stream prefix of the installation")
+	fs.IntVar(&rc.Bus.Replicas, "stream-replicas", 1, "replicas of every stream and bucket (3 on a JetStream cluster; every binary of an installation must agree)")
 	fs.StringVar(&rc.Dispatcher.Name, "name", "", "dispatcher replica name (default host name + random suffix)")
 	fs.DurationVar(&rc.Grace, "grace", 25*time.Second, "graceful shutdown period")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")

@@ -34,6 +34,7 @@ func MainArgs(args []string, stderr io.Writer, tools ...*tool.Tool) int {
 	fs.StringVar(&o.NATSURL, "nats-url", "nats://127.0.0.1:4222", "NATS URL(s), comma-separated")
 	fs.StringVar(&o.NATSCreds, "nats-creds", "", "NATS credentials file")
 	fs.StringVar(&o.Prefix, "prefix", "toolwire", "subject and stream prefix of the installation")
+	fs.IntVar(&o.StreamReplicas, "stream-replicas", 1, "replicas of every stream and bucket (3 on a JetStream cluster; every binary of an installation must agree)")
 	fs.StringVar(&o.Name, "name", "", "worker instance name (default host name and pid)")
 	fs.StringVar(&pools, "pools", "", "executor types served: native,mcp,sandbox,http (default: the config file's pools, or native)")
 	fs.StringVar(&o.ConfigFile, "config", "", "worker configuration file (YAML): pools, spec files, MCP servers, executor settings")

@@ -28,6 +28,10 @@ type Options struct {
 	NATSCreds string
 	// Prefix of the installation's subjects and streams. Default "toolwire".
 	Prefix string
+	// StreamReplicas of every stream and bucket the worker creates or
+	// updates. Default 1; 3 on a JetStream cluster. Every binary of an
+	// installation must agree.
+	StreamReplicas int
 	// Name of this worker instance. Default host name and pid.
 	Name string
 	// Pools are the executor types served: "native", "mcp", "sandbox",
@@ -111,7 +115,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer nc.Close()
-	b, err := bus.Open(ctx, nc, bus.Config{Prefix: o.Prefix}, bus.Options{})
+	b, err := bus.Open(ctx, nc, bus.Config{Prefix: o.Prefix, Replicas: o.StreamReplicas}, bus.Options{})
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,7 @@ containers:
       - --nats-url={{ include "toolwire.natsURL" $root }}
       {{- with include "toolwire.natsCredsArg" $root | trim }}{{ . | nindent 6 }}{{ end }}
       - --prefix={{ $root.Values.prefix }}
+      - --stream-replicas={{ $root.Values.streamReplicas }}
       - --pool={{ $p.name }}
       - --pools={{ join "," $p.types }}
       {{- if $hasConfig }}
