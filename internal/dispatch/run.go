@@ -84,13 +84,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 		if err != nil {
 			return err
 		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := tracing.Shutdown(sctx); err != nil {
-				log.Warn("flushing spans failed", "err", err)
-			}
-		}()
+		defer tracing.Flush(log)
 		if tracing.Provider != nil {
 			rc.TracerProvider = tracing.Provider
 			log.Info("tracing on", "exporter", tracing.Exporter)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -104,4 +106,14 @@ func SetupTracing(ctx context.Context, serviceName string, lookup func(string) (
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagator)
 	return &Tracing{Provider: tp, Exporter: name, shutdown: tp.Shutdown}, nil
+}
+
+// Flush shuts t down within 5 seconds, flushing its spans, and logs a
+// failure: the deferred end of a binary's tracing.
+func (t *Tracing) Flush(log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := t.Shutdown(ctx); err != nil {
+		log.Warn("flushing spans failed", "err", err)
+	}
 }

@@ -54,12 +54,8 @@ terminal.`,
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			now := time.Now()
-			var err error
-			if f.Since, err = parseWhen(since, now); err != nil {
-				return fmt.Errorf("--since: %w", err)
-			}
-			if f.Until, err = parseWhen(until, now); err != nil {
-				return fmt.Errorf("--until: %w", err)
+			if err := parseRange(since, until, now, &f); err != nil {
+				return err
 			}
 			src, err := audit.Open(cmd.Context(), a.nc, a.nats.prefix)
 			if err != nil {
@@ -137,6 +133,18 @@ func (a *app) auditVerifyExportCommand() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// parseRange sets f's time range from the --since and --until flags.
+func parseRange(since, until string, now time.Time, f *audit.Filter) error {
+	var err error
+	if f.Since, err = parseWhen(since, now); err != nil {
+		return fmt.Errorf("--since: %w", err)
+	}
+	if f.Until, err = parseWhen(until, now); err != nil {
+		return fmt.Errorf("--until: %w", err)
+	}
+	return nil
 }
 
 // parseWhen reads an RFC 3339 time or a duration before now; "" is zero.

@@ -44,13 +44,8 @@ not be replayed.`,
 		Args:              cobra.NoArgs,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.connectNATS(cmd) },
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			now := time.Now()
-			var err error
-			if f.Since, err = parseWhen(since, now); err != nil {
-				return fmt.Errorf("--since: %w", err)
-			}
-			if f.Until, err = parseWhen(until, now); err != nil {
-				return fmt.Errorf("--until: %w", err)
+			if err := parseRange(since, until, time.Now(), &f); err != nil {
+				return err
 			}
 			if len(callIDs) == 0 && f == (audit.Filter{}) {
 				return errors.New("say which calls to replay: --call-id, or audit filters such as --tool and --since")

@@ -44,7 +44,7 @@ type Error struct {
 // records the wrapped error as Cause.
 func Errorf(t toolwirev1.ErrorType, format string, args ...any) *Error {
 	err := fmt.Errorf(format, args...)
-	return &Error{Type: t, Message: err.Error(), Cause: errors.Unwrap(err), Retryable: defaultRetryable(t)}
+	return &Error{Type: t, Message: err.Error(), Cause: errors.Unwrap(err), Retryable: DefaultRetryable(t)}
 }
 
 // Transient reports a temporary failure that a retry may fix. The tool
@@ -140,7 +140,9 @@ func AsError(ctx context.Context, err error) *Error {
 	return &Error{Type: toolwirev1.ErrorType_ERROR_TYPE_PERMANENT, Message: err.Error(), Cause: err}
 }
 
-func defaultRetryable(t toolwirev1.ErrorType) bool {
+// DefaultRetryable says whether errors of type t are retryable when
+// nothing says otherwise: TRANSIENT, RATE_LIMIT, OVERLOADED and TIMEOUT.
+func DefaultRetryable(t toolwirev1.ErrorType) bool {
 	switch t {
 	case toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT, toolwirev1.ErrorType_ERROR_TYPE_RATE_LIMIT,
 		toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, toolwirev1.ErrorType_ERROR_TYPE_TIMEOUT:

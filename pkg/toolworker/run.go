@@ -95,13 +95,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := tracing.Shutdown(sctx); err != nil {
-			log.Warn("flushing spans failed", "err", err)
-		}
-	}()
+	defer tracing.Flush(log)
 	if o.TracerProvider == nil && tracing.Provider != nil {
 		o.TracerProvider = tracing.Provider
 		log.Info("tracing on", "exporter", tracing.Exporter)

@@ -115,6 +115,14 @@ func (s *Stack) StartWorker(t testing.TB, tools ...*tool.Tool) toolworker.Worker
 	t.Helper()
 	b := s.Env.Open(t, "dispatchtest-worker")
 	w, err := toolworker.NewWorker(t.Context(), b, toolworker.Options{Tools: tools, Concurrency: s.opts.Concurrency, Logger: testLogger(t)})
+	startUntilCleanup(t, w, err)
+	return w
+}
+
+// startUntilCleanup starts w (built with err) and stops it, with a 5s
+// grace, when the test ends.
+func startUntilCleanup(t testing.TB, w toolworker.Worker, err error) {
+	t.Helper()
 	if err != nil {
 		t.Fatalf("dispatchtest: worker: %v", err)
 	}
@@ -126,7 +134,6 @@ func (s *Stack) StartWorker(t testing.TB, tools ...*tool.Tool) toolworker.Worker
 		defer cancel()
 		_ = w.Stop(ctx)
 	})
-	return w
 }
 
 // WaitTool polls until the registry lists name, failing after 10s.
@@ -157,16 +164,6 @@ func (s *Stack) StartExecutorWorker(t testing.TB, typ toolwirev1.ExecutorType, e
 		Specs:     specs,
 		Logger:    testLogger(t),
 	})
-	if err != nil {
-		t.Fatalf("dispatchtest: worker: %v", err)
-	}
-	if err := w.Start(t.Context()); err != nil {
-		t.Fatalf("dispatchtest: start worker: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = w.Stop(ctx)
-	})
+	startUntilCleanup(t, w, err)
 	return w
 }

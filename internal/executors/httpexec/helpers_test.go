@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/toolwire/toolwire/internal/logtest"
+
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -226,22 +228,7 @@ func schema(props ...string) string {
 }
 
 // syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = logtest.Buffer
 
 // fakeResolver maps names to addresses; anything else does not exist.
 type fakeResolver map[string][]netip.Addr

@@ -105,7 +105,7 @@ func TestHTTPSecretHeaders(t *testing.T) {
 		Headers:       map[string]string{"X-Team": "agents"},
 		SecretHeaders: map[string]string{"Authorization": "env:" + envName, "X-Api-Key": "file:" + file},
 	}})
-	e := newExecutor(t, cfg, mcp.Options{Logger: logs.logger()})
+	e := newExecutor(t, cfg, mcp.Options{Logger: bufferLogger(logs)})
 	res, err := execute(e, specsByTool(e)["echo"], `{"text":"hi"}`)
 	require.NoError(t, err)
 	require.Equal(t, "hi", res.Content[0].GetText().GetText())
@@ -123,7 +123,7 @@ func TestHTTPSecretHeaders(t *testing.T) {
 	bad := testConfig(mcp.ServerConfig{Name: "sec", Required: true, HTTP: &mcp.HTTPConfig{
 		URL: ts.URL, SecretHeaders: map[string]string{"Authorization": "env:TOOLWIRE_MCP_TEST_UNSET"}}})
 	bad.StartupWait = mcp.Duration(2 * time.Second)
-	_, err = mcp.New(t.Context(), bad, mcp.Options{Logger: logs.logger()})
+	_, err = mcp.New(t.Context(), bad, mcp.Options{Logger: bufferLogger(logs)})
 	require.ErrorContains(t, err, "secret env:TOOLWIRE_MCP_TEST_UNSET: the variable is not set")
 	require.NotContains(t, logs.String(), "secret-value")
 }

@@ -106,7 +106,7 @@ func resultError(ts *toolState, res *sdk.CallToolResult, content []*toolwirev1.C
 	if t, ok := parseEnum(toolwirev1.ErrorType_value, "ERROR_TYPE_", me.Type); ok && t != 0 {
 		te.Type = toolwirev1.ErrorType(t)
 	}
-	te.Retryable = defaultRetryable(te.Type)
+	te.Retryable = tool.DefaultRetryable(te.Type)
 	if me.Retryable != nil {
 		te.Retryable = *me.Retryable
 	}
@@ -130,13 +130,4 @@ func parseEnum(values map[string]int32, prefix, s string) (int32, bool) {
 	}
 	v, ok := values[prefix+s]
 	return v, ok
-}
-
-func defaultRetryable(t toolwirev1.ErrorType) bool {
-	switch t {
-	case toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT, toolwirev1.ErrorType_ERROR_TYPE_RATE_LIMIT,
-		toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, toolwirev1.ErrorType_ERROR_TYPE_TIMEOUT:
-		return true
-	}
-	return false
 }

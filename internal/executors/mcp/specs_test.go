@@ -28,7 +28,7 @@ func TestSpecs(t *testing.T) {
 	srv.AddTool(&sdk.Tool{Name: strings.Repeat("long", 16), InputSchema: obj}, noop)
 	logs := &syncBuffer{}
 	e := newExecutor(t, testConfig(mcp.ServerConfig{Name: "fx", HTTP: &mcp.HTTPConfig{URL: httpServer(t, srv)}, Required: true}),
-		mcp.Options{Logger: logs.logger()})
+		mcp.Options{Logger: bufferLogger(logs)})
 
 	specs := e.Specs()
 	var names []string
