@@ -275,7 +275,7 @@ func (f *File) loadSpecs(o Options) ([]*toolwirev1.ToolSpec, error) {
 	for k, v := range f.Vars {
 		vars[k] = v
 	}
-	so := specfile.Options{Vars: vars, Lookup: os.LookupEnv}
+	so := specfile.Options{Vars: vars, Lookup: lookupToolwireEnv}
 	var specs []*toolwirev1.ToolSpec
 	var errs []error
 	add := func(got []*toolwirev1.ToolSpec, err error) {
@@ -315,6 +315,17 @@ func (f *File) loadSpecs(o Options) ([]*toolwirev1.ToolSpec, error) {
 		seen[s.Name] = true
 	}
 	return specs, errors.Join(errs...)
+}
+
+// lookupToolwireEnv gives spec files the TOOLWIRE_* environment variables
+// only: a spec is published to the registry for every caller to read, so
+// an arbitrary variable (a token) must not be one typo away from it.
+// Secrets belong in secret_headers, resolved per call and never published.
+func lookupToolwireEnv(name string) (string, bool) {
+	if !strings.HasPrefix(name, "TOOLWIRE_") {
+		return "", false
+	}
+	return os.LookupEnv(name)
 }
 
 // Unavailable is the executor of a type this worker cannot run: every

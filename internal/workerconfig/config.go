@@ -27,8 +27,9 @@ type File struct {
 	// *.json; see internal/specfile) declaring sandbox and HTTP tools.
 	// Relative paths are relative to the configuration file.
 	Tools []string `json:"tools,omitempty"`
-	// Vars are the values of ${NAME} in spec files; the environment
-	// variable of the same name is used when a name is not listed here.
+	// Vars are the values of ${NAME} in spec files; for a name not listed
+	// here, the environment variable of that name if it starts with
+	// TOOLWIRE_ (specs are published: never put a secret in one).
 	Vars map[string]string `json:"vars,omitempty"`
 	// Sandbox configures the sandbox executor (defaults and limits).
 	Sandbox sandbox.Config `json:"sandbox,omitempty"`

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/bus/bustest"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/executors/sandbox"
 	"github.com/toolwire/toolwire/internal/tools/builtin"
@@ -144,5 +146,41 @@ func TestDefaultServesEveryType(t *testing.T) {
 	}
 	if mcpOK && types[toolwirev1.ExecutorType_EXECUTOR_TYPE_MCP] < 10 {
 		t.Errorf("the reference server's tools are not listed: %v", types)
+	}
+}
+
+// Spec files see TOOLWIRE_* environment variables only: a spec is
+// published for every caller to read.
+func TestSpecVarsFromTheEnvironment(t *testing.T) {
+	t.Setenv("TOOLWIRE_TEST_API", "http://127.0.0.1:9")
+	t.Setenv("SECRET_TOKEN", "do-not-publish")
+	dir := t.TempDir()
+	spec := func(url string) string {
+		return "name: ping\nsummary: Pings.\ndoc: Pings.\nexecutor: http\ninput_schema: {type: object}\n" +
+			"http: {method: GET, url_template: \"" + url + "\", allow_networks: [127.0.0.1/32], allow_ports: [9]}\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ping.yaml"), []byte(spec("${TOOLWIRE_TEST_API}/ping")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "worker.yaml")
+	if err := os.WriteFile(cfg, []byte("tools: [ping.yaml]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := workerconfig.Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := bustest.Start(t, bus.Config{})
+	w, err := workerconfig.NewWorker(t.Context(), env.Bus, f, workerconfig.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("a TOOLWIRE_ variable: %v", err)
+	}
+	_ = w.Stop(t.Context()) // closes its executors; it never started
+	if err := os.WriteFile(filepath.Join(dir, "ping.yaml"), []byte(spec("http://127.0.0.1:9/${SECRET_TOKEN}")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workerconfig.NewWorker(t.Context(), env.Bus, f, workerconfig.Options{Logger: slog.New(slog.DiscardHandler)}); err == nil ||
+		!strings.Contains(err.Error(), "unknown variable ${SECRET_TOKEN}") || strings.Contains(err.Error(), "do-not-publish") {
+		t.Fatalf("another variable: %v", err)
 	}
 }
