@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -57,14 +58,16 @@ func NewApplier(kv jetstream.KeyValue, cfg ApplierConfig) *Applier {
 var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
 // SessionKey is the bucket key of a tenant's session: "<tenant>.<session>"
-// when the session id is a plain token, otherwise "<tenant>.~" followed by
-// its unpadded base64url form, so that no session id can reach another
-// key.
+// when the session id is a plain token, otherwise "<tenant>.=" followed by
+// the unpadded base64url form of its SHA-256 ("=" is a legal key character
+// no plain token has), so that no session id can reach another key and
+// none is too long for one.
 func SessionKey(tenant, session string) string {
 	if plainKey.MatchString(session) {
 		return bus.Token(tenant) + "." + session
 	}
-	return bus.Token(tenant) + ".~" + base64.RawURLEncoding.EncodeToString([]byte(session))
+	sum := sha256.Sum256([]byte(session))
+	return bus.Token(tenant) + ".=" + base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 // Get returns the state of a session; a session never written is empty

@@ -122,6 +122,17 @@ func TestApplyBuiltins(t *testing.T) {
 	if intents.SessionKey("t", "a.b") == intents.SessionKey("t", "a_b") || strings.Count(intents.SessionKey("t", "x.>*"), ".") != 1 {
 		t.Fatal("session keys collide or leak tokens")
 	}
+	// Session ids that are not plain tokens round-trip through the bucket.
+	for _, id := range []string{"user:42", "a@b", "conv/1", "x.y", "~tilde", strings.Repeat("long", 100)} {
+		if _, applied, _, err := a.Apply(t.Context(), "acme", id, "c-"+id[:3], []*toolwirev1.Intent{
+			intent("i1", intents.SetState, `{"key":"k","value":1}`)}); err != nil || applied != 1 {
+			t.Fatalf("apply to session %q: %v", id, err)
+		}
+		got, err := a.Get(t.Context(), "acme", id)
+		if err != nil || got.StateJson["k"] != "1" || got.Session != id {
+			t.Fatalf("session %q: %v %v", id, got, err)
+		}
+	}
 	// A malformed payload applies nothing.
 	if _, _, _, err := a.Apply(t.Context(), "acme", "s-1", "call2", []*toolwirev1.Intent{
 		intent("i1", intents.SetState, `{"key":"x","value":1}`), intent("i2", intents.SetState, `{"key":5}`)}); err == nil {
