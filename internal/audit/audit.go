@@ -40,6 +40,7 @@ type Source struct {
 	calls, results, events jetstream.Stream
 	registry               jetstream.KeyValue
 	subj                   bus.Subjects
+	shadowPrefix           string
 	red                    redactor
 
 	specMu sync.Mutex
@@ -57,6 +58,7 @@ func Open(ctx context.Context, nc *nats.Conn, prefix string) (*Source, error) {
 		return nil, fmt.Errorf("audit: jetstream: %w", err)
 	}
 	s := &Source{subj: cfg.Subjects(), specs: map[string]string{}}
+	s.shadowPrefix = strings.TrimSuffix(s.subj.AllShadow(), ">")
 	for _, st := range []struct {
 		dst  *jetstream.Stream
 		name string
@@ -154,6 +156,15 @@ type Summary struct {
 	Anomalies    []Anomaly
 	// FirstSeq and LastSeq are the CALLS sequences covered.
 	FirstSeq, LastSeq uint64
+
+	mu sync.Mutex // guards Anomalies while Run runs
+}
+
+// addAnomaly records a (the scan and the writer both find some).
+func (s *Summary) addAnomaly(a Anomaly) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Anomalies = append(s.Anomalies, a)
 }
 
 // OK reports whether the audit found no anomaly.
@@ -245,7 +256,7 @@ func (s *Source) account(sum *Summary, r *Record, f Filter, emit func(*Record) e
 	sum.Outcomes[r.Outcome]++
 	switch r.Outcome {
 	case OutcomeMissing:
-		sum.Anomalies = append(sum.Anomalies, Anomaly{Kind: "missing_result", CallID: r.CallID, Seq: r.Seq,
+		sum.addAnomaly(Anomaly{Kind: "missing_result", CallID: r.CallID, Seq: r.Seq,
 			Detail: fmt.Sprintf("accepted %s, no terminal result in RESULTS", r.Time.Format(time.RFC3339))})
 	case OutcomeUndecodable:
 		// A message someone published that is not a call: the workers
@@ -264,12 +275,15 @@ func (s *Source) scan(ctx context.Context, f Filter, o Options, sum *Summary, ne
 	if last == 0 || info.State.Msgs == 0 {
 		return nil
 	}
-	filter := s.subj.AllCalls()
+	// Unfiltered, read the replays' shadow subjects too (they share the
+	// stream), so that sequences are contiguous and a gap means deleted
+	// messages; shadow messages are then skipped, not audited.
+	filters := []string{s.subj.AllCalls(), s.subj.AllShadow()}
 	narrowed := f.Tenant != "" || f.Tool != ""
 	if narrowed {
-		filter = s.subj.CallsOf(f.Tenant, f.Tool)
+		filters = []string{s.subj.CallsOf(f.Tenant, f.Tool)}
 	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters}
 	if !f.Since.IsZero() {
 		t := f.Since
 		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
@@ -286,6 +300,7 @@ func (s *Source) scan(ctx context.Context, f Filter, o Options, sum *Summary, ne
 		}
 	}()
 	next0 := uint64(0)
+	empties := 0
 	for {
 		// Never ask for more than the stream holds up to the snapshot, so
 		// that the last fetch ends at once instead of waiting.
@@ -301,9 +316,25 @@ func (s *Source) scan(ctx context.Context, f Filter, o Options, sum *Summary, ne
 		if err != nil {
 			return err
 		}
-		if done || n == 0 {
-			return nil // at the snapshot's end, past Until, or caught up
+		if done {
+			return nil // at the snapshot's end or past Until
 		}
+		if n == 0 {
+			// An empty fetch is the end only when the consumer has nothing
+			// pending; a stalled server (a leader election) is waited for.
+			ci, err := cons.Info(ctx)
+			if err != nil {
+				return fmt.Errorf("audit: read calls: %w", err)
+			}
+			if ci.NumPending == 0 {
+				return nil
+			}
+			if empties++; empties > 60 {
+				return fmt.Errorf("audit: read calls: no progress for 30s with %d messages pending", ci.NumPending)
+			}
+			continue
+		}
+		empties = 0
 		next0 = prev + 1
 	}
 }
@@ -333,7 +364,7 @@ func (s *Source) scanBatch(batch jetstream.MessageBatch, f Filter, o Options, su
 		}
 		sum.LastSeq = seq
 		if !narrowed && *prev != 0 && seq != *prev+1 {
-			sum.Anomalies = append(sum.Anomalies, Anomaly{Kind: "gap", Seq: *prev + 1,
+			sum.addAnomaly(Anomaly{Kind: "gap", Seq: *prev + 1,
 				Detail: fmt.Sprintf("CALLS sequences %d-%d are missing (deleted messages)", *prev+1, seq-1)})
 		}
 		*prev = seq
@@ -358,6 +389,9 @@ func (s *Source) scanBatch(batch jetstream.MessageBatch, f Filter, o Options, su
 
 // jobOf builds the job of one CALLS message, or says to skip it.
 func (s *Source) jobOf(msg jetstream.Msg, seq uint64, stored time.Time, f Filter, sum *Summary) (*job, bool) {
+	if strings.HasPrefix(msg.Subject(), s.shadowPrefix) {
+		return nil, true // a replay, not a call
+	}
 	call := &toolwirev1.ToolCall{}
 	if err := proto.Unmarshal(msg.Data(), call); err != nil || call.CallId == "" {
 		if f.CallID != "" || f.Session != "" || f.Agent != "" {
@@ -386,7 +420,11 @@ func (s *Source) jobOf(msg jetstream.Msg, seq uint64, stored time.Time, f Filter
 // complete looks up a call's result (and events) and redacts it.
 func (s *Source) complete(ctx context.Context, j *job, o Options) error {
 	call, rec := j.call, j.rec
-	rec.Arguments = s.red.redact(s.schemaOf(ctx, call.Tool, call.SpecVersion), call.Arguments)
+	if sch, ok := s.schemaOf(ctx, call.Tool, call.SpecVersion); ok {
+		rec.Arguments = s.red.redact(sch, call.Arguments)
+	} else {
+		rec.Arguments = redactedWhole
+	}
 	subject := s.subj.ResultAnyDispatcher(call.GetCaller().GetTenant(), call.CallId)
 	if call.Dispatcher != "" {
 		subject = s.subj.Result(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
@@ -438,61 +476,56 @@ func classify(r *toolwirev1.ToolResponse) (string, string) {
 	return OutcomeError, name
 }
 
-// schemaOf returns the input schema of a spec version ("" if unknown).
-func (s *Source) schemaOf(ctx context.Context, name, version string) string {
+// schemaOf returns the input schema of a spec version, and false when it
+// cannot be known (the version left the registry, or the lookup failed:
+// then the arguments are redacted whole). Only found schemas are cached.
+func (s *Source) schemaOf(ctx context.Context, name, version string) (string, bool) {
 	key := name + "@" + version
 	s.specMu.Lock()
 	sch, ok := s.specs[key]
 	s.specMu.Unlock()
 	if ok {
-		return sch
+		return sch, true
 	}
-	if e, err := s.registry.Get(ctx, registry.VersionKey(name, version)); err == nil {
-		spec := &toolwirev1.ToolSpec{}
-		if proto.Unmarshal(e.Value(), spec) == nil {
-			sch = spec.InputSchemaJson
-		}
+	e, err := s.registry.Get(ctx, registry.VersionKey(name, version))
+	if err != nil {
+		return "", false
+	}
+	spec := &toolwirev1.ToolSpec{}
+	if proto.Unmarshal(e.Value(), spec) != nil {
+		return "", false
 	}
 	s.specMu.Lock()
-	s.specs[key] = sch
+	s.specs[key] = spec.InputSchemaJson
 	s.specMu.Unlock()
-	return sch
+	return spec.InputSchemaJson, true
 }
 
-// eventsOf reads a call's events.
+// eventsOf reads a call's events by direct gets (next message of the
+// call's subject after the last one read): no consumer is created.
 func (s *Source) eventsOf(ctx context.Context, call *toolwirev1.ToolCall) ([]json.RawMessage, error) {
 	subject := s.subj.EventsAnyDispatcher(call.GetCaller().GetTenant(), call.CallId)
 	if call.Dispatcher != "" {
 		subject = s.subj.Event(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
 	}
-	cons, err := s.events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
-	if err != nil {
-		return nil, fmt.Errorf("audit: events of %s: %w", call.CallId, err)
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("audit: events of %s: %w", call.CallId, err)
-	}
-	pending := int(info.NumPending)
 	var out []json.RawMessage
-	for pending > 0 {
-		batch, err := cons.Fetch(pending, jetstream.FetchMaxWait(2*time.Second))
+	for seq := uint64(1); len(out) < maxEvents; {
+		m, err := s.events.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
 		if err != nil {
 			return nil, fmt.Errorf("audit: events of %s: %w", call.CallId, err)
 		}
-		n := 0
-		for msg := range batch.Messages() {
-			n++
-			ev := &toolwirev1.CallEvent{}
-			if proto.Unmarshal(msg.Data(), ev) == nil {
-				b, _ := protojson.Marshal(ev)
-				out = append(out, b)
-			}
+		ev := &toolwirev1.CallEvent{}
+		if proto.Unmarshal(m.Data, ev) == nil {
+			b, _ := protojson.Marshal(ev)
+			out = append(out, b)
 		}
-		if n == 0 {
-			break
-		}
-		pending -= n
+		seq = m.Sequence + 1
 	}
 	return out, nil
 }
+
+// maxEvents bounds the events of one record.
+const maxEvents = 1000

@@ -185,3 +185,44 @@ func outcomeOf(r *toolwirev1.ToolResponse) string {
 	}
 	return audit.OutcomeError
 }
+
+// TestReplaysAndEvents: shadow messages between calls are no gaps; events
+// are read without leaving consumers behind.
+func TestReplaysAndEvents(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	ctx := t.Context()
+	call := func(tool, args string) string {
+		r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: tool, ArgumentsJson: args}, 30*time.Second)
+		if err != nil || !r.Response.GetOk() {
+			t.Fatalf("%s: %v %v", tool, r, err)
+		}
+		return r.CallId
+	}
+	call("echo", `{"text":"a"}`)
+	if _, err := s.Env.Bus.JS.Publish(ctx, "toolwire.shadow.native.default.builtin.echo", []byte("a replay")); err != nil {
+		t.Fatal(err)
+	}
+	slow := call("sleep", `{"duration":"300ms"}`)
+	src, err := audit.Open(ctx, s.Env.Bus.NC, "toolwire")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events int
+	sum, err := src.Run(ctx, audit.Filter{}, audit.Options{Events: true}, func(r *audit.Record) error {
+		if r.CallID == slow {
+			events = len(r.Events)
+		}
+		return nil
+	})
+	if err != nil || !sum.OK() || sum.Records != 2 {
+		t.Fatalf("audit: %+v %v", sum, err)
+	}
+	if events < 2 {
+		t.Fatalf("the slow call's events: %d", events)
+	}
+	info, err := s.Env.Bus.Events.Info(ctx)
+	if err != nil || info.State.Consumers != 0 {
+		t.Fatalf("consumers left on EVENTS: %v %v", info.State.Consumers, err)
+	}
+}

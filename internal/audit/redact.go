@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"sync"
 
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -15,6 +16,9 @@ const SecretKeyword = tool.SecretKeyword
 
 // Redacted replaces secret values.
 const Redacted = "[REDACTED]"
+
+// redactedWhole stands for arguments that cannot be shown safely.
+var redactedWhole = json.RawMessage(`"` + Redacted + `"`)
 
 // redactor redacts arguments by the schema of a spec version; compiled
 // plans are cached per schema text.
@@ -31,6 +35,21 @@ type plan struct {
 	items  *plan
 	// additional applies to properties not named (additionalProperties).
 	additional *plan
+}
+
+// count is the number of secret values p redacts.
+func (p *plan) count() int {
+	if p == nil {
+		return 0
+	}
+	if p.secret {
+		return 1
+	}
+	n := p.items.count() + p.additional.count()
+	for _, sp := range p.props {
+		n += sp.count()
+	}
+	return n
 }
 
 func (p *plan) empty() bool {
@@ -90,6 +109,11 @@ func (r *redactor) plan(schemaJSON string) *plan {
 // secret (nothing can be shown safely).
 func (r *redactor) redact(schemaJSON string, args []byte) json.RawMessage {
 	p := r.plan(schemaJSON)
+	if strings.Contains(schemaJSON, SecretKeyword) && p.count() < strings.Count(schemaJSON, SecretKeyword) {
+		// A secret marked where the plan does not reach ($ref, allOf,
+		// patternProperties, ...): nothing can be shown safely.
+		return redactedWhole
+	}
 	if p == nil {
 		if json.Valid(args) {
 			return args
