@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -224,9 +225,16 @@ func (d *Dispatcher) Call(ctx context.Context, id Identity, o *toolwirev1.CallRe
 	if err != nil || resp.State != toolwirev1.CallState_CALL_STATE_DONE {
 		return resp, err
 	}
-	sess, _, _, err := d.applier.Apply(ctx, id.Tenant, o.Session, resp.CallId, resp.Response.GetIntents())
+	// The call's own session: an idempotent repeat answered with an earlier
+	// call's response applies to that call's session, never to another.
+	session := cmp.Or(resp.Response.GetMeta().GetSession(), o.Session)
+	sess, _, _, err := d.applier.Apply(ctx, id.Tenant, session, resp.CallId, resp.Response.GetIntents())
 	if err != nil {
-		return nil, fmt.Errorf("dispatch: apply intents of %s: %w", resp.CallId, err)
+		// The tool ran and its response is stored: answer it, say why the
+		// intents are not applied (ApplyIntents can do it later).
+		d.log.WarnContext(ctx, "applying intents failed", "call_id", resp.CallId, "err", err)
+		resp.ApplyError = err.Error()
+		return resp, nil
 	}
 	resp.Session = sess
 	return resp, nil

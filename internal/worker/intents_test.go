@@ -108,6 +108,21 @@ func TestApplyIntentsEndToEnd(t *testing.T) {
 	require.Equal(t, map[string]string{"a": "true", "b": "true"}, sess.StateJson)
 	require.Len(t, sess.Log, 4)
 
+	// An idempotent repeat naming another session applies to the first
+	// call's session, once, never to the other.
+	first, err := s.Dispatcher.Call(ctx, id, &toolwirev1.CallRequest{Tool: "bump", ArgumentsJson: `{"key":"k"}`, Session: "sess-A",
+		IdempotencyKey: "once", ApplyIntents: true}, 30*time.Second)
+	require.NoError(t, err)
+	require.Empty(t, first.ApplyError)
+	again, err := s.Dispatcher.Call(ctx, id, &toolwirev1.CallRequest{Tool: "bump", ArgumentsJson: `{"key":"k"}`, Session: "sess-B",
+		IdempotencyKey: "once", ApplyIntents: true}, 30*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, first.CallId, again.CallId)
+	require.Equal(t, "sess-A", again.Session.GetSession())
+	b, err := s.Dispatcher.GetSession(ctx, id, "sess-B")
+	require.NoError(t, err)
+	require.Zero(t, b.Revision)
+
 	// Other tenants see nothing; calls without a session cannot apply.
 	other, err := s.Dispatcher.GetSession(ctx, dispatch.Identity{Tenant: "other"}, "sess-1")
 	require.NoError(t, err)

@@ -42,7 +42,7 @@ func (c *Client) Call(ctx context.Context, tool string, args any, opts ...CallOp
 	}
 	r, err := terminal(resp.Msg.GetCallId(), resp.Msg.GetState(), resp.Msg.GetResponse())
 	if r != nil {
-		r.Session = resp.Msg.GetSession()
+		r.Session, r.ApplyError = resp.Msg.GetSession(), resp.Msg.GetApplyError()
 	}
 	return r, err
 }

@@ -17,6 +17,10 @@ type Result struct {
 	// Session is the session after the reference applier applied the
 	// response's intents (Call with WithApplyIntents); nil otherwise.
 	Session *toolwirev1.Session
+	// ApplyError says why WithApplyIntents could not apply the intents;
+	// the response is still the call's (apply them later with
+	// Client.ApplyIntents).
+	ApplyError string
 }
 
 // OK reports whether the call succeeded.

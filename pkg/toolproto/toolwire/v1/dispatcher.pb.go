@@ -366,7 +366,10 @@ type CallResponse struct {
 	State    CallState              `protobuf:"varint,2,opt,name=state,proto3,enum=toolwire.v1.CallState" json:"state,omitempty"`
 	Response *ToolResponse          `protobuf:"bytes,3,opt,name=response,proto3" json:"response,omitempty"`
 	// The session after applying the response's intents (apply_intents).
-	Session       *Session `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
+	Session *Session `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
+	// Why the intents could not be applied (apply_intents); the response is
+	// still the call's, and ApplyIntents(call_id) can apply them later.
+	ApplyError    string `protobuf:"bytes,5,opt,name=apply_error,json=applyError,proto3" json:"apply_error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -427,6 +430,13 @@ func (x *CallResponse) GetSession() *Session {
 		return x.Session
 	}
 	return nil
+}
+
+func (x *CallResponse) GetApplyError() string {
+	if x != nil {
+		return x.ApplyError
+	}
+	return ""
 }
 
 // SubmitRequest admits a call without waiting; its fields mean what they
@@ -1681,12 +1691,14 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x11schedule_to_close\x18\v \x01(\v2\x19.google.protobuf.DurationR\x0fscheduleToClose\x12%\n" +
 	"\x0eapproval_token\x18\f \x01(\tR\rapprovalToken\x12-\n" +
 	"\x04wait\x18\r \x01(\v2\x19.google.protobuf.DurationR\x04wait\x12#\n" +
-	"\rapply_intents\x18\x0e \x01(\bR\fapplyIntents\"\xbc\x01\n" +
+	"\rapply_intents\x18\x0e \x01(\bR\fapplyIntents\"\xdd\x01\n" +
 	"\fCallResponse\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12,\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x16.toolwire.v1.CallStateR\x05state\x125\n" +
 	"\bresponse\x18\x03 \x01(\v2\x19.toolwire.v1.ToolResponseR\bresponse\x12.\n" +
-	"\asession\x18\x04 \x01(\v2\x14.toolwire.v1.SessionR\asession\"\xd6\x03\n" +
+	"\asession\x18\x04 \x01(\v2\x14.toolwire.v1.SessionR\asession\x12\x1f\n" +
+	"\vapply_error\x18\x05 \x01(\tR\n" +
+	"applyError\"\xd6\x03\n" +
 	"\rSubmitRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
