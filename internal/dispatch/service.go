@@ -74,8 +74,12 @@ func toConnectErr(err error) error {
 		return connect.NewError(connect.CodeDeadlineExceeded, err)
 	case errors.Is(err, ErrNoSession):
 		return connect.NewError(connect.CodeInvalidArgument, err)
-	case errors.Is(err, ErrNotFinished), errors.Is(err, intents.ErrContention):
+	case errors.Is(err, ErrNotFinished):
 		return connect.NewError(connect.CodeFailedPrecondition, err)
+	case errors.Is(err, intents.ErrContention):
+		return connect.NewError(connect.CodeAborted, err)
+	case errors.Is(err, intents.ErrSessionFull):
+		return connect.NewError(connect.CodeResourceExhausted, err)
 	case errors.Is(err, ErrUnknownCall):
 		return connect.NewError(connect.CodeNotFound, err)
 	}

@@ -38,6 +38,18 @@ func (c ApplierConfig) withDefaults() ApplierConfig {
 	return c
 }
 
+// MaxLogBytes bounds the payload bytes a session's log keeps (the oldest
+// entries go first), and MaxStateBytes the SET_STATE values of a session:
+// a session is one KV value, under the server's payload limit.
+const (
+	MaxLogBytes   = 256 << 10
+	MaxStateBytes = 512 << 10
+)
+
+// ErrSessionFull: applying would take the session's state past
+// MaxStateBytes; nothing is applied.
+var ErrSessionFull = errors.New("intents: the session's state is full")
+
 // ErrContention is returned when Apply lost every compare-and-set race.
 var ErrContention = errors.New("intents: session updated concurrently too often; try again")
 
@@ -142,7 +154,10 @@ func (a *Applier) Apply(ctx context.Context, tenant, session, callID string, in 
 			return s, 0, skipped, nil
 		}
 		s.Applied = tail(s.Applied, a.cfg.Remember)
-		s.Log = tail(s.Log, a.cfg.MaxLog)
+		s.Log = trimLog(tail(s.Log, a.cfg.MaxLog))
+		if n := stateBytes(s); n > MaxStateBytes {
+			return nil, 0, 0, fmt.Errorf("%w: %d bytes of state values, at most %d", ErrSessionFull, n, MaxStateBytes)
+		}
 		s.Revision++
 		s.UpdatedAt = now
 		b, err := proto.Marshal(s)
@@ -170,6 +185,26 @@ func (a *Applier) Apply(ctx context.Context, tenant, session, callID string, in 
 		}
 	}
 	return nil, 0, 0, ErrContention
+}
+
+// trimLog drops the oldest entries past MaxLogBytes of payloads.
+func trimLog(log []*toolwirev1.AppliedIntent) []*toolwirev1.AppliedIntent {
+	total := 0
+	for i := len(log) - 1; i >= 0; i-- {
+		total += len(log[i].GetPayloadJson())
+		if total > MaxLogBytes {
+			return append(log[:0:0], log[i+1:]...)
+		}
+	}
+	return log
+}
+
+func stateBytes(s *toolwirev1.Session) int {
+	n := 0
+	for k, v := range s.StateJson {
+		n += len(k) + len(v)
+	}
+	return n
 }
 
 func tail[T any](s []T, n int) []T {

@@ -227,3 +227,29 @@ func TestApplyBounds(t *testing.T) {
 		t.Fatal("apply without a session")
 	}
 }
+
+// A session stays one KV value under the payload limit: the log is trimmed
+// by bytes, and state past MaxStateBytes is refused.
+func TestSessionSizeBounds(t *testing.T) {
+	t.Parallel()
+	a := newApplier(t)
+	big := strings.Repeat("x", 60<<10)
+	for i := range 20 {
+		if _, _, _, err := a.Apply(t.Context(), "t", "s", fmt.Sprint("c", i), []*toolwirev1.Intent{
+			intent("i1", intents.InjectContext, fmt.Sprintf(`{"text":%q}`, big))}); err != nil {
+			t.Fatalf("apply %d: %v", i, err)
+		}
+	}
+	s, err := a.Get(t.Context(), "t", "s")
+	if err != nil || len(s.Log) == 0 || len(s.Log) > intents.MaxLogBytes/(60<<10) || s.Log[len(s.Log)-1].CallId != "c19" {
+		t.Fatalf("log of %d entries: %v", len(s.Log), err)
+	}
+	var err2 error
+	for i := 0; i < 20 && err2 == nil; i++ {
+		_, _, _, err2 = a.Apply(t.Context(), "t", "s", fmt.Sprint("k", i), []*toolwirev1.Intent{
+			intent("i1", intents.SetState, fmt.Sprintf(`{"key":"k%d","value":%q}`, i, big))})
+	}
+	if !errors.Is(err2, intents.ErrSessionFull) {
+		t.Fatalf("state growth: %v", err2)
+	}
+}
