@@ -41,10 +41,12 @@ type Worker struct {
 	// gaps are the isolation mechanisms each executor type lacks here.
 	gaps map[toolwirev1.ExecutorType][]string
 
-	mu          sync.Mutex
-	started     bool
-	stopped     bool
-	stopFetch   context.CancelFunc
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	// stopFetch ends fetching and any spec refresh; Stop calls it before
+	// taking mu, which a refresh holds across its server round trips.
+	stopFetch   atomic.Pointer[context.CancelFunc]
 	fetchers    sync.WaitGroup
 	handlers    sync.WaitGroup
 	inflight    atomic.Int64
@@ -155,7 +157,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.heartbeats = map[string]*heartbeater{}
 	w.serving = map[string]bool{}
 	fetchCtx, stopFetch := context.WithCancel(context.WithoutCancel(ctx))
-	w.stopFetch = stopFetch
+	w.stopFetch.Store(&stopFetch)
 	w.handlerDone = make(chan struct{}, 1)
 	if err := w.serveSpecs(ctx, fetchCtx); err != nil {
 		stopFetch()
@@ -335,6 +337,9 @@ func (w *Worker) followSources(ctx context.Context) {
 // stream at once; wait for every handler. The caller drains the connection
 // afterwards.
 func (w *Worker) Stop(ctx context.Context) error {
+	if stop := w.stopFetch.Load(); stop != nil {
+		(*stop)() // first: a spec refresh in progress gives up mu at once
+	}
 	w.mu.Lock()
 	if !w.started || w.stopped {
 		w.stopped = true
@@ -344,7 +349,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 	w.stopped = true
 	w.mu.Unlock()
 
-	w.stopFetch()
+	if stop := w.stopFetch.Load(); stop != nil {
+		(*stop)()
+	}
 	w.fetchers.Wait()
 	done := make(chan struct{})
 	go func() { w.handlers.Wait(); close(done) }()
