@@ -317,12 +317,13 @@ func (f *File) loadSpecs(o Options) ([]*toolwirev1.ToolSpec, error) {
 	return specs, errors.Join(errs...)
 }
 
-// lookupToolwireEnv gives spec files the TOOLWIRE_* environment variables
-// only: a spec is published to the registry for every caller to read, so
-// an arbitrary variable (a token) must not be one typo away from it.
-// Secrets belong in secret_headers, resolved per call and never published.
+// lookupToolwireEnv gives spec files the TOOLWIRE_VAR_* environment
+// variables only: a spec is published to the registry for every caller to
+// read, so no other variable (a token, TOOLWIRE_API_KEY) may be one typo
+// away from it. Secrets belong in secret_headers, resolved per call and
+// never published.
 func lookupToolwireEnv(name string) (string, bool) {
-	if !strings.HasPrefix(name, "TOOLWIRE_") {
+	if !strings.HasPrefix(name, "TOOLWIRE_VAR_") {
 		return "", false
 	}
 	return os.LookupEnv(name)

@@ -29,7 +29,7 @@ type File struct {
 	Tools []string `json:"tools,omitempty"`
 	// Vars are the values of ${NAME} in spec files; for a name not listed
 	// here, the environment variable of that name if it starts with
-	// TOOLWIRE_ (specs are published: never put a secret in one).
+	// TOOLWIRE_VAR_ (specs are published: never put a secret in one).
 	Vars map[string]string `json:"vars,omitempty"`
 	// Sandbox configures the sandbox executor (defaults and limits).
 	Sandbox sandbox.Config `json:"sandbox,omitempty"`

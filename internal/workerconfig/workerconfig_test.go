@@ -149,17 +149,18 @@ func TestDefaultServesEveryType(t *testing.T) {
 	}
 }
 
-// Spec files see TOOLWIRE_* environment variables only: a spec is
+// Spec files see TOOLWIRE_VAR_* environment variables only: a spec is
 // published for every caller to read.
 func TestSpecVarsFromTheEnvironment(t *testing.T) {
-	t.Setenv("TOOLWIRE_TEST_API", "http://127.0.0.1:9")
+	t.Setenv("TOOLWIRE_VAR_TEST_API", "http://127.0.0.1:9")
 	t.Setenv("SECRET_TOKEN", "do-not-publish")
+	t.Setenv("TOOLWIRE_API_KEY", "do-not-publish-either")
 	dir := t.TempDir()
 	spec := func(url string) string {
 		return "name: ping\nsummary: Pings.\ndoc: Pings.\nexecutor: http\ninput_schema: {type: object}\n" +
 			"http: {method: GET, url_template: \"" + url + "\", allow_networks: [127.0.0.1/32], allow_ports: [9]}\n"
 	}
-	if err := os.WriteFile(filepath.Join(dir, "ping.yaml"), []byte(spec("${TOOLWIRE_TEST_API}/ping")), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "ping.yaml"), []byte(spec("${TOOLWIRE_VAR_TEST_API}/ping")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "worker.yaml")
@@ -182,5 +183,12 @@ func TestSpecVarsFromTheEnvironment(t *testing.T) {
 	if _, err := workerconfig.NewWorker(t.Context(), env.Bus, f, workerconfig.Options{Logger: slog.New(slog.DiscardHandler)}); err == nil ||
 		!strings.Contains(err.Error(), "unknown variable ${SECRET_TOKEN}") || strings.Contains(err.Error(), "do-not-publish") {
 		t.Fatalf("another variable: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ping.yaml"), []byte(spec("http://127.0.0.1:9/${TOOLWIRE_API_KEY}")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workerconfig.NewWorker(t.Context(), env.Bus, f, workerconfig.Options{Logger: slog.New(slog.DiscardHandler)}); err == nil ||
+		!strings.Contains(err.Error(), "unknown variable") {
+		t.Fatalf("a toolwire setting: %v", err)
 	}
 }
