@@ -78,6 +78,10 @@ not be replayed.`,
 				}
 			}
 			for _, g := range filters {
+				if n >= limit {
+					fmt.Fprintf(a.io.Stderr, "stopped at --limit %d\n", limit)
+					break
+				}
 				before := n
 				if _, err := src.Run(cmd.Context(), g, audit.Options{}, handle); err != nil && !errors.Is(err, errLimit) {
 					return &requestError{err}

@@ -93,6 +93,10 @@ func (f *File) Validate() error {
 			errs = append(errs, fmt.Errorf("pools[%d].type %q: want native, mcp, sandbox or http", i, p.Type))
 			continue
 		}
+		if seen["type:"+p.Type] {
+			errs = append(errs, fmt.Errorf("pools[%d]: a second %s pool; a worker serves each type with one pool (run another worker for another)", i, p.Type))
+		}
+		seen["type:"+p.Type] = true
 		name := p.Name
 		if name == "" {
 			name = p.Type

@@ -52,6 +52,7 @@ mcp:
 	for _, c := range []struct{ doc, want string }{
 		{"pools: [{type: shell}]", `"shell"`},
 		{"pools: [{type: http}, {type: http}]", "listed twice"},
+		{"pools: [{type: http, name: a}, {type: http, name: b}]", "a second http pool"},
 		{"pools: [{type: http, concurrency: -1}]", "negative"},
 		{"colour: blue", "colour"},
 		{"tools: ['']", "empty"},
