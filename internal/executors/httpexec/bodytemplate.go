@@ -210,8 +210,13 @@ func renderNode(b *bytes.Buffer, n *node, a *args) error {
 		}
 		enc, _ := json.Marshal(s.String()) // a string always encodes
 		b.Write(enc)
-	case objectNode:
-		b.WriteByte('{')
+	case objectNode, arrayNode:
+		// Members whose value is an absent argument are left out.
+		open, close := byte('['), byte(']')
+		if n.kind == objectNode {
+			open, close = '{', '}'
+		}
+		b.WriteByte(open)
 		first := true
 		for i, c := range n.children {
 			if c.kind == valueNode {
@@ -223,31 +228,15 @@ func renderNode(b *bytes.Buffer, n *node, a *args) error {
 				b.WriteByte(',')
 			}
 			first = false
-			b.WriteString(n.keys[i])
-			b.WriteByte(':')
+			if n.kind == objectNode {
+				b.WriteString(n.keys[i])
+				b.WriteByte(':')
+			}
 			if err := renderNode(b, c, a); err != nil {
 				return err
 			}
 		}
-		b.WriteByte('}')
-	case arrayNode:
-		b.WriteByte('[')
-		first := true
-		for _, c := range n.children {
-			if c.kind == valueNode {
-				if _, ok := a.lookup(c.name); !ok {
-					continue
-				}
-			}
-			if !first {
-				b.WriteByte(',')
-			}
-			first = false
-			if err := renderNode(b, c, a); err != nil {
-				return err
-			}
-		}
-		b.WriteByte(']')
+		b.WriteByte(close)
 	}
 	return nil
 }
