@@ -38,6 +38,9 @@ type Config struct {
 	// CPUProfile, if set, is a file that receives a CPU profile of the
 	// measured calls (not of set-up or warm-up).
 	CPUProfile string
+	// MemProfile, if set, is a file that receives an allocation profile
+	// (pprof "allocs", every allocation sampled) of the measured calls.
+	MemProfile string
 	// TempDir holds the servers' store directories, each removed after its
 	// measurement. Default os.TempDir().
 	TempDir string

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"os"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,23 +14,29 @@ import (
 // everything else on the machine.
 type cpuUse struct {
 	self, others time.Duration
+	// allocs and allocBytes are the heap allocations this process made.
+	allocs, allocBytes uint64
 }
 
 // cpuMeter measures CPU use from its creation to since.
 type cpuMeter struct {
-	self, machine time.Duration
-	machineOK     bool
+	self, machine      time.Duration
+	machineOK          bool
+	allocs, allocBytes uint64
 }
 
 func startCPU() cpuMeter {
 	m, ok := machineBusy()
-	return cpuMeter{self: selfCPU(), machine: m, machineOK: ok}
+	objs, bytes := heapAllocs()
+	return cpuMeter{self: selfCPU(), machine: m, machineOK: ok, allocs: objs, allocBytes: bytes}
 }
 
 // since returns the CPU time used since the meter started. others is 0
 // where the machine's total is unknown (no /proc/stat).
 func (c cpuMeter) since() cpuUse {
 	u := cpuUse{self: selfCPU() - c.self}
+	objs, bytes := heapAllocs()
+	u.allocs, u.allocBytes = objs-c.allocs, bytes-c.allocBytes
 	if m, ok := machineBusy(); ok && c.machineOK {
 		u.others = max(0, m-c.machine-u.self)
 	}
@@ -77,4 +84,18 @@ func machineBusy() (time.Duration, bool) {
 		}
 	}
 	return time.Duration(ticks) * time.Second / userHZ, true
+}
+
+// heapAllocs is the number and size of the heap allocations this process
+// has made (runtime/metrics: cheap, no stop-the-world).
+func heapAllocs() (objects, bytes uint64) {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		objects = s[0].Value.Uint64()
+	}
+	if s[1].Value.Kind() == metrics.KindUint64 {
+		bytes = s[1].Value.Uint64()
+	}
+	return objects, bytes
 }

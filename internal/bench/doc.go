@@ -43,7 +43,10 @@
 //     this process), which other load on the machine disturbs far less.
 //   - Load is a closed loop: InFlight goroutines each start their next call
 //     when the previous one returns. Warm-up calls run first and are not
-//     counted. Latencies are exact: every call's duration is kept and
+//     counted; for toolwire they go on until the worker has run for
+//     worker.ClockSkew, since calls admitted in a worker's first second
+//     also look their cancel key up in the bucket (a start-up cost, not the
+//     steady state measured). Latencies are exact: every call's duration is kept and
 //     sorted (nearest-rank percentiles).
 //   - Memory per 10,000 calls in flight: see MeasureMemory.
 package bench

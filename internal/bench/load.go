@@ -61,5 +61,6 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 func summarise(system string, inflight int, lat []time.Duration, wall time.Duration, cpu cpuUse) Result {
 	slices.Sort(lat)
 	return Result{System: system, InFlight: inflight, Calls: len(lat), Elapsed: wall, CPU: cpu.self, OtherCPU: cpu.others,
+		Allocs: cpu.allocs, AllocBytes: cpu.allocBytes,
 		P50: percentile(lat, 0.50), P99: percentile(lat, 0.99), P999: percentile(lat, 0.999)}
 }

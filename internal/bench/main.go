@@ -38,6 +38,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Conn, "conn", "inprocess", "NATS connections: inprocess or tcp (loopback)")
 	fs.StringVar(&cfg.HTTP, "http", "http1", "protocol of the http path: http1 (keep-alive) or h2c")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured calls to this file")
+	fs.StringVar(&cfg.MemProfile, "memprofile", "", "write an allocation profile of the measured calls to this file")
 	fs.StringVar(&cfg.Sync, "sync", "1s", "fsync of the embedded store: an interval, or \"always\"")
 	fs.StringVar(&cfg.TempDir, "tmp", "", "directory for the servers' stores (default the system's)")
 	fs.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")
@@ -76,8 +77,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	default:
 		var r Result
 		if r, err = Measure(ctx, cfg); err == nil {
-			fmt.Fprintf(stderr, "%s: %.1f µs of process CPU per call; other load on the machine: %.2f cores; %d calls redelivered\n",
-				r.System, float64(r.CPUPerCall())/1e3, r.OtherCores(), r.Redelivered)
+			objs, bytes := r.AllocsPerCall()
+			fmt.Fprintf(stderr, "%s: %.1f µs of process CPU and %.0f heap allocations (%.0f B) per call; other load on the machine: %.2f cores; %d calls redelivered\n",
+				r.System, float64(r.CPUPerCall())/1e3, objs, bytes, r.OtherCores(), r.Redelivered)
 			fmt.Fprintln(stdout, r.Line())
 		}
 	}

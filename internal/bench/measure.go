@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"time"
 
@@ -38,6 +39,7 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 
 	var call callFunc
 	var pool jetstream.Consumer
+	var warmUntil time.Time
 	if cfg.Path == PathBaseline {
 		b, err := startBaseline(ctx, e, p, cfg.workerConcurrency())
 		if err != nil {
@@ -51,7 +53,7 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 			return r, err
 		}
 		defer func() { err = errors.Join(err, s.stop()) }()
-		call = s.callNATS
+		call, warmUntil = s.callNATS, s.warmUntil
 		if cfg.Path == PathHTTP {
 			call = s.callHTTP
 		}
@@ -60,12 +62,17 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 		}
 	}
 
-	if cfg.Warmup > 0 {
-		if _, _, err := drive(ctx, cfg.InFlight, cfg.Warmup, call); err != nil {
+	// Warm-up: cfg.Warmup calls, and on until the worker's start-up window
+	// has passed (steady state is measured, not a worker's first second).
+	for n := cfg.Warmup; n > 0; n = cfg.InFlight * 16 {
+		if _, _, err := drive(ctx, cfg.InFlight, n, call); err != nil {
 			return r, fmt.Errorf("bench: %s warm-up: %w%s", cfg.system(), err, redeliveries(ctx, pool))
 		}
+		if !time.Now().Before(warmUntil) {
+			break
+		}
 	}
-	stopProfile, err := startProfile(cfg.CPUProfile)
+	stopProfile, err := startProfile(cfg.CPUProfile, cfg.MemProfile)
 	if err != nil {
 		return r, err
 	}
@@ -98,21 +105,40 @@ func redeliveries(ctx context.Context, pool jetstream.Consumer) string {
 		info.NumRedelivered, info.NumAckPending, info.NumPending)
 }
 
-// startProfile starts a CPU profile into path ("" = none) and returns the
-// function that ends it.
-func startProfile(path string) (func() error, error) {
-	if path == "" {
-		return func() error { return nil }, nil
+// startProfile starts a CPU profile into cpuPath and an allocation profile
+// into memPath ("" = none) and returns the function that ends them.
+//
+// The allocation profile samples every allocation from here on (the
+// process's earlier allocations were sampled at the default rate and
+// weigh little against a measurement's).
+func startProfile(cpuPath, memPath string) (func() error, error) {
+	stop := func() error { return nil }
+	if cpuPath != "" {
+		f, err := os.Create(cpuPath)
+		if err != nil {
+			return nil, fmt.Errorf("bench: cpu profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, errors.Join(fmt.Errorf("bench: cpu profile: %w", err), f.Close())
+		}
+		stop = func() error {
+			pprof.StopCPUProfile()
+			return f.Close()
+		}
 	}
-	f, err := os.Create(path)
+	if memPath == "" {
+		return stop, nil
+	}
+	f, err := os.Create(memPath)
 	if err != nil {
-		return nil, fmt.Errorf("bench: cpu profile: %w", err)
+		return nil, errors.Join(fmt.Errorf("bench: allocation profile: %w", err), stop())
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return nil, errors.Join(fmt.Errorf("bench: cpu profile: %w", err), f.Close())
-	}
+	rate := runtime.MemProfileRate
+	runtime.MemProfileRate = 1
+	stopCPU := stop
 	return func() error {
-		pprof.StopCPUProfile()
-		return f.Close()
+		runtime.MemProfileRate = rate
+		err := pprof.Lookup("allocs").WriteTo(f, 0)
+		return errors.Join(stopCPU(), err, f.Close())
 	}, nil
 }

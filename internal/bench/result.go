@@ -27,6 +27,17 @@ type Result struct {
 	// OtherCPU is the CPU time the rest of the machine used meanwhile:
 	// other load that disturbed the measurement. 0 where unknown.
 	OtherCPU time.Duration
+	// Allocs and AllocBytes are the heap allocations of the process during
+	// the measured calls (all parts together, as CPU).
+	Allocs, AllocBytes uint64
+}
+
+// AllocsPerCall is the heap allocations per measured call, and their bytes.
+func (r Result) AllocsPerCall() (objects, bytes float64) {
+	if r.Calls == 0 {
+		return 0, 0
+	}
+	return float64(r.Allocs) / float64(r.Calls), float64(r.AllocBytes) / float64(r.Calls)
 }
 
 // OtherCores is the average number of cores the rest of the machine kept

@@ -14,6 +14,7 @@ import (
 	"github.com/toolwire/toolwire/internal/executors/native"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/tools/builtin"
+	workerpkg "github.com/toolwire/toolwire/internal/worker"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
 	"github.com/toolwire/toolwire/pkg/toolworker"
@@ -49,6 +50,10 @@ type stack struct {
 	serveDone chan error
 	transport *http.Transport
 	client    toolwirev1connect.DispatcherServiceClient
+
+	// warmUntil is when the worker's start-up costs are over: calls
+	// admitted earlier also look their cancel key up (worker.ClockSkew).
+	warmUntil time.Time
 }
 
 // startStack starts a stack on e. On error everything started is stopped.
@@ -85,6 +90,7 @@ func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err erro
 			return nil, err
 		}
 		s.worker = w
+		s.warmUntil = time.Now().Add(workerpkg.ClockSkew)
 	} else {
 		nat, err := native.NewWithConfig(native.Config{Logger: log}, builtin.Tools()...)
 		if err != nil {

@@ -98,7 +98,12 @@ type Subjects struct {
 }
 
 func (s Subjects) join(parts ...string) string {
-	var b strings.Builder
+	n := len(s.Prefix) + len(parts)
+	for _, p := range parts {
+		n += len(p)
+	}
+	var b strings.Builder // one allocation: subjects are built per call
+	b.Grow(n)
 	b.WriteString(s.Prefix)
 	for _, p := range parts {
 		b.WriteByte('.')

@@ -40,7 +40,7 @@ type Dispatcher struct {
 	subj bus.Subjects
 
 	mu      sync.Mutex
-	waiters map[string][]chan []byte
+	waiters map[string]*waiter
 	waiting int
 	sub     *nats.Subscription
 	reaper  jetstream.ConsumeContext
@@ -72,7 +72,7 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 	d := &Dispatcher{bus: b, reg: reg, cfg: cfg, subj: b.Subjects, callsStream: b.Config.CallsStream(),
 		lazyRecords: lazy.NewQueue(cfg.AcceptedRecordDelay), applier: intents.NewApplier(b.Sessions, intents.ApplierConfig{}),
 		log:     telemetry.WithTraceIDs(cfg.Logger).With("component", "dispatcher", "dispatcher", cfg.Name),
-		waiters: map[string][]chan []byte{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}
+		waiters: map[string]*waiter{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}
 	metrics.ObserveWaiting(func() float64 {
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -134,10 +134,8 @@ func (d *Dispatcher) Stop() {
 		d.mover.Stop()
 		d.lazyRecords.Stop()
 	}
-	for id, chans := range d.waiters {
-		for _, ch := range chans {
-			close(ch)
-		}
+	for id, w := range d.waiters {
+		close(w.ch)
 		delete(d.waiters, id)
 	}
 }
@@ -146,13 +144,13 @@ func (d *Dispatcher) onResult(m *nats.Msg) {
 	i := strings.LastIndexByte(m.Subject, '.')
 	callID := m.Subject[i+1:]
 	d.mu.Lock()
-	chans := d.waiters[callID]
+	w := d.waiters[callID]
 	delete(d.waiters, callID)
 	d.mu.Unlock()
 	// Waiters decode the result themselves: this is the one goroutine of
 	// the subscription, so it only routes bytes.
-	for _, ch := range chans {
-		ch <- m.Data
+	if w != nil {
+		w.ch <- m.Data
 	}
 }
 
@@ -164,37 +162,37 @@ func decodeResult(callID string, data []byte) *toolwirev1.ToolResponse {
 	return resp
 }
 
-// wait registers a waiter for callID; cancel removes it.
-func (d *Dispatcher) wait(callID string) (ch chan []byte, cancel func(), err error) {
-	ch = make(chan []byte, 1)
+// wait registers the waiter of a new call (its id is fresh, so it is the
+// only one); cancel removes it.
+func (d *Dispatcher) wait(callID string) (*waiter, error) {
+	w := &waiter{d: d, id: callID, ch: make(chan []byte, 1)}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.stopped {
-		return nil, nil, ErrStopped
+		return nil, ErrStopped
 	}
 	if d.waiting >= d.cfg.MaxWaiting {
-		return nil, nil, errOverloaded
+		return nil, errOverloaded
 	}
 	d.waiting++
-	d.waiters[callID] = append(d.waiters[callID], ch)
-	var once sync.Once
-	return ch, func() {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		once.Do(func() { d.waiting-- })
-		chans := d.waiters[callID]
-		for i, c := range chans {
-			if c == ch {
-				chans = append(chans[:i], chans[i+1:]...)
-				break
-			}
-		}
-		if len(chans) == 0 {
-			delete(d.waiters, callID)
-		} else {
-			d.waiters[callID] = chans
-		}
-	}, nil
+	d.waiters[callID] = w
+	return w, nil
+}
+
+// cancel ends the wait: it is no longer counted, and a result arriving
+// later is dropped. Safe to call more than once.
+func (w *waiter) cancel() {
+	d := w.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if w.ended {
+		return
+	}
+	w.ended = true
+	d.waiting--
+	if d.waiters[w.id] == w {
+		delete(d.waiters, w.id)
+	}
 }
 
 // Submitted is the outcome of admission.
@@ -330,11 +328,16 @@ func (d *Dispatcher) clampWait(w time.Duration) time.Duration {
 	return min(w, d.cfg.MaxWait)
 }
 
+// waiter is a caller of Call waiting for its call's result.
 type waiter struct {
-	ch     chan []byte
-	cancel func()
+	d  *Dispatcher
+	id string
+	// ch receives the result's bytes, or is closed when the dispatcher
+	// stops.
+	ch chan []byte
 	// accepted publishes the admission record unless stopped first.
 	accepted *lazy.Record
+	ended    bool // guarded by d.mu
 }
 
 // submit is admitAndPublish observed (observe.go): the admission span and
@@ -361,7 +364,8 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 	}
 	var w *waiter
 	if withWaiter {
-		ch, cancel, err := d.wait(callID)
+		var err error
+		w, err = d.wait(callID)
 		if errors.Is(err, errOverloaded) {
 			te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, Retryable: true,
 				Message:            fmt.Sprintf("this dispatcher already has %d callers waiting", d.cfg.MaxWaiting),
@@ -371,7 +375,6 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 		if err != nil {
 			return nil, nil, err
 		}
-		w = &waiter{ch: ch, cancel: cancel}
 	}
 	if o.IdempotencyKey != "" {
 		if s, done, err := d.claimKey(ctx, id, call, w); done || err != nil {

@@ -42,7 +42,7 @@ func (e *CancelledError) Error() string {
 // look the tombstone up in the bucket.
 type cancels struct {
 	mu  sync.Mutex
-	fns map[string][]*context.CancelCauseFunc
+	fns map[string]*registration
 	// shutdown, once set, is the cause every registered and every later
 	// call is cancelled with.
 	shutdown  error
@@ -64,8 +64,11 @@ type seenTombstone struct {
 // earlier look their tombstone up in the bucket.
 const seenFor = time.Hour
 
-// clockSkew is the margin allowed between dispatcher and worker clocks.
-const clockSkew = time.Second
+// ClockSkew is the margin allowed between dispatcher and worker clocks. A
+// call admitted less than ClockSkew after the worker's cancel watch went live
+// (or reconnected) may have a tombstone the watch missed, so the worker also
+// looks its cancel key up: a start-up cost of one KV get per call.
+const ClockSkew = time.Second
 
 func (c *cancels) live(now time.Time, reconnects uint64) {
 	c.mu.Lock()
@@ -73,15 +76,24 @@ func (c *cancels) live(now time.Time, reconnects uint64) {
 	c.mu.Unlock()
 }
 
+// registration is one running call's entry in cancels: calls sharing a
+// key (redeliveries racing an abandoned execution) form a list.
+type registration struct {
+	key  string
+	fn   context.CancelCauseFunc
+	next *registration
+}
+
 // register records fn for key and returns the tombstone already seen for
-// it, if any; unregister removes fn.
-func (c *cancels) register(key string, fn context.CancelCauseFunc) (seen *Tombstone, unregister func()) {
-	entry := &fn
+// it, if any; unregister(r) removes fn.
+func (c *cancels) register(key string, fn context.CancelCauseFunc) (seen *Tombstone, r *registration) {
+	r = &registration{key: key, fn: fn}
 	c.mu.Lock()
 	if c.fns == nil {
-		c.fns = map[string][]*context.CancelCauseFunc{}
+		c.fns = map[string]*registration{}
 	}
-	c.fns[key] = append(c.fns[key], entry)
+	r.next = c.fns[key]
+	c.fns[key] = r
 	if st, ok := c.seen[key]; ok {
 		seen = &st.ts
 	}
@@ -90,21 +102,26 @@ func (c *cancels) register(key string, fn context.CancelCauseFunc) (seen *Tombst
 	if shutdown != nil {
 		fn(shutdown)
 	}
-	return seen, func() {
-		c.mu.Lock()
-		entries := c.fns[key]
-		for i, e := range entries {
-			if e == entry {
-				entries = append(entries[:i], entries[i+1:]...)
-				break
+	return seen, r
+}
+
+// unregister removes a registration.
+func (c *cancels) unregister(r *registration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for p := c.fns[r.key]; p != nil; p = p.next {
+		switch {
+		case p == r && p == c.fns[r.key]:
+			if r.next == nil {
+				delete(c.fns, r.key)
+			} else {
+				c.fns[r.key] = r.next
 			}
+			return
+		case p.next == r:
+			p.next = r.next
+			return
 		}
-		if len(entries) == 0 {
-			delete(c.fns, key)
-		} else {
-			c.fns[key] = entries
-		}
-		c.mu.Unlock()
 	}
 }
 
@@ -114,9 +131,9 @@ func (c *cancels) cancelAll(cause error) {
 	c.mu.Lock()
 	c.shutdown = cause
 	var all []context.CancelCauseFunc
-	for _, entries := range c.fns {
-		for _, e := range entries {
-			all = append(all, *e)
+	for _, r := range c.fns {
+		for ; r != nil; r = r.next {
+			all = append(all, r.fn)
 		}
 	}
 	c.mu.Unlock()
@@ -140,7 +157,7 @@ func (c *cancels) lookupNeeded(accepted, now time.Time, reconnects uint64) bool 
 	if h := now.Add(-seenFor); h.After(horizon) {
 		horizon = h
 	}
-	return accepted.Before(horizon.Add(clockSkew))
+	return accepted.Before(horizon.Add(ClockSkew))
 }
 
 func (c *cancels) cancel(key string, ts Tombstone) bool {
@@ -159,8 +176,8 @@ func (c *cancels) cancel(key string, ts Tombstone) bool {
 		c.pruned = now
 	}
 	var fns []context.CancelCauseFunc
-	for _, e := range c.fns[key] {
-		fns = append(fns, *e)
+	for r := c.fns[key]; r != nil; r = r.next {
+		fns = append(fns, r.fn)
 	}
 	c.mu.Unlock()
 	for _, fn := range fns {

@@ -17,19 +17,44 @@ func TestCancelsRegisterAndWatchMeet(t *testing.T) {
 	c.live(time.Now(), 0)
 	c.cancel("acme.early", Tombstone{By: "bot"})
 	_, cancel := context.WithCancelCause(context.Background())
-	seen, unregister := c.register("acme.early", cancel)
+	seen, reg := c.register("acme.early", cancel)
 	require.NotNil(t, seen)
 	require.Equal(t, "bot", seen.By)
-	unregister()
+	c.unregister(reg)
 
 	ctx, cancel := context.WithCancelCause(context.Background())
-	seen, unregister = c.register("acme.late", cancel)
-	defer unregister()
+	seen, reg = c.register("acme.late", cancel)
+	defer c.unregister(reg)
 	require.Nil(t, seen)
 	require.True(t, c.cancel("acme.late", Tombstone{By: "ops", Reason: "stop"}))
 	var ce *CancelledError
 	require.True(t, errors.As(context.Cause(ctx), &ce))
 	require.Equal(t, "ops", ce.By)
+}
+
+// Executions sharing a key (a redelivery racing an abandoned execution)
+// are all cancelled, and each unregisters only itself, in any order.
+func TestCancelsSharedKey(t *testing.T) {
+	t.Parallel()
+	var c cancels
+	c.live(time.Now(), 0)
+	ctxs := make([]context.Context, 3)
+	regs := make([]*registration, 3)
+	for i := range ctxs {
+		var cancel context.CancelCauseFunc
+		ctxs[i], cancel = context.WithCancelCause(context.Background())
+		_, regs[i] = c.register("acme.same", cancel)
+	}
+	c.unregister(regs[1]) // the middle of the list
+	require.True(t, c.cancel("acme.same", Tombstone{By: "ops"}))
+	require.Error(t, context.Cause(ctxs[0]))
+	require.NoError(t, context.Cause(ctxs[1]), "unregistered before the cancel")
+	require.Error(t, context.Cause(ctxs[2]))
+	c.unregister(regs[2]) // the head
+	c.unregister(regs[0])
+	c.unregister(regs[0]) // twice: no effect
+	require.Empty(t, c.fns)
+	require.False(t, c.cancel("acme.same", Tombstone{By: "ops"}))
 }
 
 // Only calls admitted after the watcher went live (on this connection)
@@ -41,10 +66,10 @@ func TestCancelsLookupWindow(t *testing.T) {
 	require.True(t, c.lookupNeeded(now, now, 0), "before the watcher is live")
 	c.live(now, 0)
 	require.True(t, c.lookupNeeded(now.Add(-time.Minute), now, 0), "admitted before the watcher went live")
-	require.True(t, c.lookupNeeded(now.Add(clockSkew/2), now, 0), "within the clock-skew margin")
+	require.True(t, c.lookupNeeded(now.Add(ClockSkew/2), now, 0), "within the clock-skew margin")
 	later := now.Add(time.Minute)
 	require.False(t, c.lookupNeeded(now.Add(30*time.Second), later, 0), "admitted while the watcher was live")
 	require.True(t, c.lookupNeeded(now.Add(30*time.Second), later, 1), "a reconnect may have lost tombstones")
-	require.False(t, c.lookupNeeded(later.Add(2*clockSkew), later.Add(3*clockSkew), 1))
-	require.True(t, c.lookupNeeded(now.Add(2*clockSkew), now.Add(2*seenFor), 1), "older than the seen window")
+	require.False(t, c.lookupNeeded(later.Add(2*ClockSkew), later.Add(3*ClockSkew), 1))
+	require.True(t, c.lookupNeeded(now.Add(2*ClockSkew), now.Add(2*seenFor), 1), "older than the seen window")
 }

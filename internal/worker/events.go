@@ -98,14 +98,18 @@ func (w *Worker) attemptEvent(ctx context.Context, call *toolwirev1.ToolCall, sp
 // call's result already records its attempt, worker and start time, and
 // skipping the event saves a stored message on the hot path.
 func (w *Worker) startedEvent(ctx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec) *lazy.Record {
-	ev := &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED}
 	if !safeToRerun(spec) {
-		w.attemptEvent(ctx, call, spec, ev)
+		w.attemptEvent(ctx, call, spec, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED})
 		return nil
 	}
-	// Only what the event names is kept: the attempt number changes later.
-	snapshot := &toolwirev1.ToolCall{CallId: call.CallId, Tool: call.Tool, Attempt: call.Attempt, Caller: call.Caller, Dispatcher: call.Dispatcher}
-	return w.lazyEvents.Add(func() { w.publishEvent(snapshot, ev) })
+	// Only what the event names is kept (the attempt number changes
+	// later), and the event is built only if it is published: most
+	// attempts end before.
+	id, name, attempt, caller, dispatcher := call.CallId, call.Tool, call.Attempt, call.Caller, call.Dispatcher
+	return w.lazyEvents.Add(func() {
+		w.publishEvent(&toolwirev1.ToolCall{CallId: id, Tool: name, Attempt: attempt, Caller: caller, Dispatcher: dispatcher},
+			&toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED})
+	})
 }
 
 // startedEventDelay is how long a safe-to-rerun attempt runs before its
@@ -118,32 +122,30 @@ type heartbeater struct {
 	every time.Duration
 	log   *slog.Logger
 	mu    sync.Mutex
-	msgs  map[*jetstream.Msg]struct{}
+	msgs  map[jetstream.Msg]struct{} // comparable: a pointer underneath
 	done  chan struct{}
 	wg    sync.WaitGroup
 }
 
 func newHeartbeater(every time.Duration, log *slog.Logger) *heartbeater {
-	h := &heartbeater{every: every, log: log, msgs: map[*jetstream.Msg]struct{}{}, done: make(chan struct{})}
+	h := &heartbeater{every: every, log: log, msgs: map[jetstream.Msg]struct{}{}, done: make(chan struct{})}
 	h.wg.Add(1)
 	go h.run()
 	return h
 }
 
-// add keeps msg alive until the returned func is called (idempotent).
-func (h *heartbeater) add(msg jetstream.Msg) (remove func()) {
-	key := &msg
+// add keeps msg alive until remove(msg).
+func (h *heartbeater) add(msg jetstream.Msg) {
 	h.mu.Lock()
-	h.msgs[key] = struct{}{}
+	h.msgs[msg] = struct{}{}
 	h.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			h.mu.Lock()
-			delete(h.msgs, key)
-			h.mu.Unlock()
-		})
-	}
+}
+
+// remove stops heartbeating msg; removing it again has no effect.
+func (h *heartbeater) remove(msg jetstream.Msg) {
+	h.mu.Lock()
+	delete(h.msgs, msg)
+	h.mu.Unlock()
 }
 
 func (h *heartbeater) run() {
@@ -160,7 +162,7 @@ func (h *heartbeater) run() {
 		batch = batch[:0]
 		h.mu.Lock()
 		for m := range h.msgs {
-			batch = append(batch, *m)
+			batch = append(batch, m)
 		}
 		h.mu.Unlock()
 		for _, m := range batch {

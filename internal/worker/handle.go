@@ -88,8 +88,8 @@ func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery
 		return
 	}
 
-	stopHeartbeat := p.hb.add(msg)
-	defer stopHeartbeat()
+	p.hb.add(msg)
+	defer p.hb.remove(msg)
 
 	// Register for cancellation first, then look for a tombstone: a cancel
 	// arriving in between still reaches the call.
@@ -100,8 +100,8 @@ func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery
 	// root for cancellation: no parent to propagate from, no lock.
 	callCtx, cancelCall := context.WithCancelCause(ctx)
 	defer cancelCall(nil)
-	seen, unregister := w.cancels.register(bus.CancelKey(call.Caller.Tenant, call.CallId), cancelCall)
-	defer unregister()
+	seen, reg := w.cancels.register(bus.CancelKey(call.Caller.Tenant, call.CallId), cancelCall)
+	defer w.cancels.unregister(reg)
 
 	var prev *toolwirev1.CallEvent
 	if delivery > 1 || rescheduled {
@@ -206,7 +206,7 @@ func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery
 		if abandoned {
 			// The execution ignores its context: stop heartbeating so the
 			// call moves on after AckWait; never settle it from here.
-			stopHeartbeat()
+			p.hb.remove(msg)
 			w.stats.abandoned.Add(1)
 			log.Error("execution ignored its context past the watchdog; abandoned for redelivery", "watchdog", w.cfg.Watchdog)
 			return
@@ -447,7 +447,7 @@ func (w *Worker) execute(callCtx context.Context, call *toolwirev1.ToolCall, spe
 		err error
 	}
 	done := make(chan outcome, 1)
-	go func() {
+	w.runners.Go(func() {
 		var o outcome
 		defer func() { done <- o }()
 		defer func() {
@@ -458,7 +458,7 @@ func (w *Worker) execute(callCtx context.Context, call *toolwirev1.ToolCall, spe
 			}
 		}()
 		o.res, o.err = w.executors[spec.Executor].Execute(ctx, &executors.Request{Call: call, Spec: spec})
-	}()
+	})
 	var o outcome
 	select {
 	case o = <-done:

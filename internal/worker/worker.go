@@ -49,6 +49,7 @@ type Worker struct {
 	stopFetch   atomic.Pointer[context.CancelFunc]
 	fetchers    sync.WaitGroup
 	handlers    sync.WaitGroup
+	runners     *runners // handlers and executions run on these
 	inflight    atomic.Int64
 	executed    atomic.Int64
 	handlerDone chan struct{}
@@ -154,6 +155,12 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.cancels.live(time.Now(), w.bus.NC.Stats().Reconnects)
 	w.lazyEvents = lazy.NewQueue(startedEventDelay)
 	w.lazyEvents.Start()
+	slots := 0
+	for _, p := range w.cfg.Pools {
+		slots += p.Concurrency
+	}
+	w.runners = newRunners(2 * slots) // a handler and an execution per call
+
 	w.heartbeats = map[string]*heartbeater{}
 	w.serving = map[string]bool{}
 	fetchCtx, stopFetch := context.WithCancel(context.WithoutCancel(ctx))
@@ -163,6 +170,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		stopFetch()
 		w.fetchers.Wait()
 		w.lazyEvents.Stop()
+		w.runners.Stop()
 		_ = w.cancelSub.Unsubscribe()
 		return err
 	}
@@ -367,6 +375,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 		h.stop()
 	}
 	w.lazyEvents.Stop()
+	w.runners.Stop()
 	_ = w.cancelSub.Unsubscribe()
 	w.log.Info("worker stopped", "executed", w.executed.Load())
 	return nil
@@ -408,7 +417,7 @@ func (w *Worker) fetchLoop(ctx context.Context, p Pool, cons jetstream.Consumer)
 			inflight.Add(1)
 			w.inflight.Add(1)
 			w.handlers.Add(1)
-			go func() {
+			w.runners.Go(func() {
 				defer func() {
 					inflight.Add(-1)
 					w.inflight.Add(-1)
@@ -419,7 +428,7 @@ func (w *Worker) fetchLoop(ctx context.Context, p Pool, cons jetstream.Consumer)
 					}
 				}()
 				deliver(msg)
-			}()
+			})
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) &&
 			!errors.Is(err, context.Canceled) && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil {
