@@ -302,8 +302,8 @@ func (d *Dispatcher) call(ctx context.Context, id Identity, o *toolwirev1.CallRe
 		return &toolwirev1.CallResponse{CallId: s.CallID, State: r.State, Response: r.Response}, nil
 	}
 	defer w.cancel()
-	timer := time.NewTimer(d.clampWait(wait))
-	defer timer.Stop()
+	timer := getTimer(d.clampWait(wait))
+	defer putTimer(timer)
 	select {
 	case data, ok := <-w.ch:
 		if !ok {
@@ -319,6 +319,24 @@ func (d *Dispatcher) call(ctx context.Context, id Identity, o *toolwirev1.CallRe
 		w.accepted.Flush()
 		return nil, ctx.Err()
 	}
+}
+
+// timers are reused across calls: a caller waiting in Call needs one, and
+// since Go 1.23 a stopped timer's channel holds no stale value, so Reset
+// on a pooled one is safe.
+var timers sync.Pool
+
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
 }
 
 func (d *Dispatcher) clampWait(w time.Duration) time.Duration {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -82,6 +83,8 @@ type registration struct {
 	key  string
 	fn   context.CancelCauseFunc
 	next *registration
+	// exec is the attempt executing now, if any, for the watchdog.
+	exec atomic.Pointer[execution]
 }
 
 // register records fn for key and returns the tombstone already seen for

@@ -48,9 +48,18 @@
 //
 // # Watchdog
 //
-// An execution that ignores its ended context for Watchdog is abandoned:
-// logged, counted (Stats), its heartbeats stopped and the message left
-// unsettled so JetStream redelivers it after AckWait.
+// An attempt runs on its handler's goroutine (no goroutine of its own, no
+// hand-off: a measurable share of a fast call). One watchdog goroutine per
+// worker visits the running attempts every Watchdog/4; an execution that
+// ignores its ended context for Watchdog (at most 1.5×Watchdog) is
+// abandoned: logged, counted (Stats), its heartbeats stopped, its slot in
+// the pool freed, and the message left unsettled so JetStream redelivers
+// it after AckWait. Its handler, when the execution finally returns,
+// leaves the call alone.
+//
+// Handlers run on long-lived goroutines (runners) that keep the stacks
+// earlier calls grew: a fresh goroutine per call grows and copies its
+// stack on every call.
 //
 // # Flow control
 //

@@ -166,7 +166,8 @@ func (h *heartbeater) run() {
 		}
 		h.mu.Unlock()
 		for _, m := range batch {
-			if err := m.InProgress(); err != nil {
+			// A call settled since the batch was taken: nothing to keep alive.
+			if err := m.InProgress(); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
 				h.log.Warn("heartbeat failed", "subject", m.Subject(), "err", err)
 			}
 		}

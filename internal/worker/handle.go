@@ -38,7 +38,7 @@ const settleTimeout = 10 * time.Second
 // cancellation: each step that talks to the server bounds itself
 // (settleTimeout), since a deadline for the whole call would expire under
 // long executions. delivery is the message's delivery count.
-func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery int32) {
+func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery int32, sl *slot) {
 	failpoint.Inject("after-fetch")
 
 	call, err := DecodeCall(w.bus.Subjects, p.Type, msg.Subject(), msg.Data())
@@ -200,15 +200,13 @@ func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery
 		}
 		startedEv := w.startedEvent(ctx, call, spec)
 		attemptCtx, attemptSpan := w.startAttempt(callCtx, call)
-		res, execErr, abandoned := w.execute(attemptCtx, call, spec, startedEv)
+		ex := &execution{hb: p.hb, msg: msg, slot: sl, log: log}
+		res, execErr, abandoned := w.execute(attemptCtx, call, spec, startedEv, reg, ex)
 		endAttempt(attemptSpan, execErr, abandoned)
 		startedEv.Stop()
 		if abandoned {
-			// The execution ignores its context: stop heartbeating so the
-			// call moves on after AckWait; never settle it from here.
-			p.hb.remove(msg)
-			w.stats.abandoned.Add(1)
-			log.Error("execution ignored its context past the watchdog; abandoned for redelivery", "watchdog", w.cfg.Watchdog)
+			// The watchdog gave up on it (watchdog.go): never settle it
+			// from here.
 			return
 		}
 		finished := time.Now()
@@ -411,10 +409,11 @@ func cancelledSideEffects(spec *toolwirev1.ToolSpec, err error) toolwirev1.Parti
 	return toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN
 }
 
-// execute runs one attempt under its timeouts, turning a panic into an
-// INTERNAL error. abandoned is true when the executor did not return
-// within the watchdog after its context ended.
-func (w *Worker) execute(callCtx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, started *lazy.Record) (res *tool.Result, err error, abandoned bool) {
+// execute runs one attempt under its timeouts on this goroutine, turning a
+// panic into an INTERNAL error. abandoned is true when the watchdog gave
+// up on the execution (it ran on for Watchdog after its context ended)
+// before it returned; res and err are then meaningless.
+func (w *Worker) execute(callCtx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, started *lazy.Record, reg *registration, ex *execution) (res *tool.Result, err error, abandoned bool) {
 	timeout := w.cfg.StartToClose
 	if d := spec.GetTimeouts().GetStartToClose(); d != nil && d.AsDuration() > 0 {
 		timeout = d.AsDuration()
@@ -440,38 +439,12 @@ func (w *Worker) execute(callCtx context.Context, call *toolwirev1.ToolCall, spe
 	}
 	ctx = tool.WithReporter(tool.WithCallInfo(ctx, tool.CallInfo{CallID: call.CallId, Tool: call.Tool, Attempt: call.Attempt, Caller: call.Caller}), rep)
 
-	// The execution writes only to its own variables: an abandoned one may
-	// still finish long after this function returned.
-	type outcome struct {
-		res *tool.Result
-		err error
+	ex.ctx = ctx
+	reg.begin(ex)
+	res, err = w.run(ctx, call, spec)
+	if !reg.end(ex) {
+		return nil, nil, true
 	}
-	done := make(chan outcome, 1)
-	w.runners.Go(func() {
-		var o outcome
-		defer func() { done <- o }()
-		defer func() {
-			if r := recover(); r != nil {
-				w.log.ErrorContext(ctx, "executor panicked", "call_id", call.CallId, "tool", call.Tool, "panic", r, "stack", string(debug.Stack()))
-				o = outcome{nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL,
-					Message: fmt.Sprintf("tool panicked: %v", r), SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN}}
-			}
-		}()
-		o.res, o.err = w.executors[spec.Executor].Execute(ctx, &executors.Request{Call: call, Spec: spec})
-	})
-	var o outcome
-	select {
-	case o = <-done:
-	case <-ctx.Done():
-		t := time.NewTimer(w.cfg.Watchdog)
-		defer t.Stop()
-		select {
-		case o = <-done:
-		case <-t.C:
-			return nil, nil, true
-		}
-	}
-	res, err = o.res, o.err
 	if err == nil && res == nil {
 		res = &tool.Result{}
 	}
@@ -485,6 +458,18 @@ func (w *Worker) execute(callCtx context.Context, call *toolwirev1.ToolCall, spe
 		}
 	}
 	return res, err, false
+}
+
+// run calls the executor, turning a panic into an INTERNAL error.
+func (w *Worker) run(ctx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec) (res *tool.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			w.log.ErrorContext(ctx, "executor panicked", "call_id", call.CallId, "tool", call.Tool, "panic", r, "stack", string(debug.Stack()))
+			res, err = nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL,
+				Message: fmt.Sprintf("tool panicked: %v", r), SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN}
+		}
+	}()
+	return w.executors[spec.Executor].Execute(ctx, &executors.Request{Call: call, Spec: spec})
 }
 
 var errHeartbeatTimeout = errors.New("heartbeat timeout")

@@ -26,9 +26,9 @@ import (
 
 // observeDeliveries returns next wrapped for pool p, whose consumer is
 // named consumer.
-func (w *Worker) observeDeliveries(p Pool, consumer string, next func(context.Context, Pool, jetstream.Msg, int32)) func(jetstream.Msg) {
+func (w *Worker) observeDeliveries(p Pool, consumer string, next func(context.Context, Pool, jetstream.Msg, int32, *slot)) func(jetstream.Msg, *slot) {
 	pi := w.metrics.Pool(p.Name)
-	return func(msg jetstream.Msg) {
+	return func(msg jetstream.Msg, sl *slot) {
 		pi.InFlight.Inc()
 		defer pi.InFlight.Dec()
 		delivery := int32(1)
@@ -49,7 +49,7 @@ func (w *Worker) observeDeliveries(p Pool, consumer string, next func(context.Co
 					telemetry.Pool.String(p.Name)))
 			defer span.End()
 		}
-		next(ctx, p, msg, delivery)
+		next(ctx, p, msg, delivery, sl)
 	}
 }
 

@@ -46,18 +46,22 @@ type Worker struct {
 	stopped bool
 	// stopFetch ends fetching and any spec refresh; Stop calls it before
 	// taking mu, which a refresh holds across its server round trips.
-	stopFetch   atomic.Pointer[context.CancelFunc]
-	fetchers    sync.WaitGroup
-	handlers    sync.WaitGroup
-	runners     *runners // handlers and executions run on these
-	inflight    atomic.Int64
-	executed    atomic.Int64
-	handlerDone chan struct{}
-	cancels     cancels
-	cancelSub   *nats.Subscription
-	heartbeats  map[string]*heartbeater
-	lazyEvents  *lazy.Queue
-	stats       stats
+	stopFetch atomic.Pointer[context.CancelFunc]
+	fetchers  sync.WaitGroup
+	handlers  sync.WaitGroup
+	runners   *runners // handlers run on these
+	// stopWatchdog ends the watchdog goroutine (watchdog.go); watching
+	// waits for it.
+	stopWatchdog chan struct{}
+	watching     sync.WaitGroup
+	inflight     atomic.Int64
+	executed     atomic.Int64
+	handlerDone  chan struct{}
+	cancels      cancels
+	cancelSub    *nats.Subscription
+	heartbeats   map[string]*heartbeater
+	lazyEvents   *lazy.Queue
+	stats        stats
 
 	// tracer is nil when tracing is off; metrics always exist.
 	tracer  trace.Tracer
@@ -159,7 +163,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	for _, p := range w.cfg.Pools {
 		slots += p.Concurrency
 	}
-	w.runners = newRunners(2 * slots) // a handler and an execution per call
+	w.runners = newRunners(slots)
+	w.stopWatchdog = make(chan struct{})
+	w.watching.Go(func() { w.watchdog(w.stopWatchdog) })
 
 	w.heartbeats = map[string]*heartbeater{}
 	w.serving = map[string]bool{}
@@ -171,6 +177,8 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.fetchers.Wait()
 		w.lazyEvents.Stop()
 		w.runners.Stop()
+		close(w.stopWatchdog)
+		w.watching.Wait()
 		_ = w.cancelSub.Unsubscribe()
 		return err
 	}
@@ -376,6 +384,8 @@ func (w *Worker) Stop(ctx context.Context) error {
 	}
 	w.lazyEvents.Stop()
 	w.runners.Stop()
+	close(w.stopWatchdog) // after the handlers: a stuck one ends through it
+	w.watching.Wait()
 	_ = w.cancelSub.Unsubscribe()
 	w.log.Info("worker stopped", "executed", w.executed.Load())
 	return nil
@@ -387,6 +397,17 @@ func (w *Worker) fetchLoop(ctx context.Context, p Pool, cons jetstream.Consumer)
 	deliver := w.observeDeliveries(p, cons.CachedInfo().Name, w.handle)
 	var inflight atomic.Int64
 	freed := make(chan struct{}, 1)
+	// free gives a call's slot back: when its handler returns, or when the
+	// watchdog abandons its execution.
+	release := func() {
+		inflight.Add(-1)
+		w.inflight.Add(-1)
+		w.handlers.Done()
+		select {
+		case freed <- struct{}{}:
+		default:
+		}
+	}
 	for ctx.Err() == nil {
 		free := int64(p.Concurrency) - inflight.Load()
 		if free <= 0 {
@@ -417,17 +438,10 @@ func (w *Worker) fetchLoop(ctx context.Context, p Pool, cons jetstream.Consumer)
 			inflight.Add(1)
 			w.inflight.Add(1)
 			w.handlers.Add(1)
+			sl := &slot{free: release}
 			w.runners.Go(func() {
-				defer func() {
-					inflight.Add(-1)
-					w.inflight.Add(-1)
-					w.handlers.Done()
-					select {
-					case freed <- struct{}{}:
-					default:
-					}
-				}()
-				deliver(msg)
+				defer sl.release()
+				deliver(msg, sl)
 			})
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) &&

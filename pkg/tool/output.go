@@ -26,7 +26,8 @@ type ContentProvider interface {
 //
 // The Result is always a fresh value whose Intents may be appended to.
 func toResult[Out any](out Out) (*Result, error) {
-	switch v := any(out).(type) {
+	v := any(out) // boxed once: every use below shares it
+	switch v := v.(type) {
 	case *Result:
 		if v == nil {
 			return &Result{}, nil
@@ -40,17 +41,17 @@ func toResult[Out any](out Out) (*Result, error) {
 	case string:
 		return &Result{Content: []*toolwirev1.Content{Text(v)}}, nil
 	}
-	if isNil(any(out)) {
+	if isNil(v) {
 		return &Result{}, nil
 	}
-	structured, err := json.Marshal(out)
+	structured, err := json.Marshal(v)
 	if err != nil {
 		return nil, &Error{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL,
 			Message: "the tool's output cannot be encoded as JSON: " + err.Error(),
 			// The function ran to completion.
 			SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_POSSIBLE, Cause: err}
 	}
-	if cp, ok := any(out).(ContentProvider); ok {
+	if cp, ok := v.(ContentProvider); ok {
 		return &Result{Content: cp.ToolContent(), Structured: structured}, nil
 	}
 	return &Result{Content: []*toolwirev1.Content{Text(string(structured))}, Structured: structured}, nil
