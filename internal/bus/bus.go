@@ -313,11 +313,7 @@ func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer,
 	}
 	lister := b.Calls.ListConsumers(ctx)
 	for ci := range lister.Info() {
-		filters := append([]string{ci.Config.FilterSubject}, ci.Config.FilterSubjects...)
-		for _, f := range filters {
-			if f == "" {
-				continue
-			}
+		for _, f := range ConsumerFilters(ci.Config) {
 			if ci.Name == name {
 				subjects[f] = true
 				continue
@@ -338,15 +334,22 @@ func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer,
 	}
 	slices.Sort(filters)
 	cfg := jetstream.ConsumerConfig{
-		Durable:        name,
-		Description:    "toolwire worker pool " + p.Name,
-		FilterSubjects: filters,
-		DeliverPolicy:  jetstream.DeliverNewPolicy,
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        p.AckWait,
-		MaxDeliver:     p.MaxDeliver,
-		MaxAckPending:  p.MaxAckPending,
-		MaxWaiting:     512,
+		Durable:       name,
+		Description:   "toolwire worker pool " + p.Name,
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       p.AckWait,
+		MaxDeliver:    p.MaxDeliver,
+		MaxAckPending: p.MaxAckPending,
+		MaxWaiting:    512,
+	}
+	// One filter goes in FilterSubject: the server serves a FilterSubjects
+	// list, even of one, through its slower multi-filter path (about 1 µs
+	// more per delivered call).
+	if len(filters) == 1 {
+		cfg.FilterSubject = filters[0]
+	} else {
+		cfg.FilterSubjects = filters
 	}
 	cons, err := b.Calls.CreateOrUpdateConsumer(ctx, cfg)
 	if err != nil {
@@ -388,4 +391,13 @@ func IsWrongLastSequence(err error) bool {
 // for every consumer of stream.
 func MaxDeliverAdvisories(stream string) string {
 	return "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + stream + ".*"
+}
+
+// ConsumerFilters returns a consumer's filter subjects, whether it has one
+// (FilterSubject) or several (FilterSubjects).
+func ConsumerFilters(cfg jetstream.ConsumerConfig) []string {
+	if cfg.FilterSubject != "" {
+		return append([]string{cfg.FilterSubject}, cfg.FilterSubjects...)
+	}
+	return cfg.FilterSubjects
 }

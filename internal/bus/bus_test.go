@@ -32,7 +32,7 @@ func TestOpenIsIdempotentAndLaysOutStreams(t *testing.T) {
 	ci := cons.CachedInfo()
 	require.Equal(t, "tw_pool_sandbox", ci.Name)
 	require.Equal(t, jetstream.DeliverNewPolicy, ci.Config.DeliverPolicy)
-	require.Equal(t, []string{"tw.call.sandbox.>"}, ci.Config.FilterSubjects)
+	require.Equal(t, []string{"tw.call.sandbox.>"}, bus.ConsumerFilters(ci.Config))
 	require.Equal(t, 45*time.Second, ci.Config.AckWait)
 
 	_, err = env.Bus.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_SANDBOX})
@@ -93,5 +93,24 @@ func TestPoolsMustNotOverlap(t *testing.T) {
 	cons, err := env.Bus.EnsurePool(ctx, bus.PoolConfig{Name: "a", Type: native, Subjects: []string{s.ToolSubject(native, "builtin", "fail")}})
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{s.ToolSubject(native, "builtin", "echo"), s.ToolSubject(native, "builtin", "fail")},
-		cons.CachedInfo().Config.FilterSubjects)
+		bus.ConsumerFilters(cons.CachedInfo().Config))
+}
+
+// A pool consumer written by an earlier version (a FilterSubjects list of
+// one) is taken over: the same filter, now in FilterSubject, which the
+// server serves on its faster single-filter path.
+func TestPoolConsumerOfOneFilterUpgrades(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{Prefix: "tw"})
+	ctx := t.Context()
+	filter := env.Bus.Subjects.CallsOfType(toolwirev1.ExecutorType_EXECUTOR_TYPE_HTTP)
+	_, err := env.Bus.Calls.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable: env.Bus.Config.PoolConsumer("http"), FilterSubjects: []string{filter},
+		DeliverPolicy: jetstream.DeliverNewPolicy, AckPolicy: jetstream.AckExplicitPolicy,
+	})
+	require.NoError(t, err)
+	cons, err := env.Bus.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_HTTP})
+	require.NoError(t, err)
+	require.Equal(t, filter, cons.CachedInfo().Config.FilterSubject)
+	require.Empty(t, cons.CachedInfo().Config.FilterSubjects)
 }

@@ -37,7 +37,7 @@ func TestEnsureCreatesConsumerAndPublishesWithoutServing(t *testing.T) {
 	info := cons.CachedInfo()
 	require.Equal(t, "toolwire_pool_search", info.Name)
 	spec := nat.Specs()[0]
-	require.Equal(t, []string{b.Subjects.ToolSubject(spec.Executor, spec.Provider, spec.Name)}, info.Config.FilterSubjects)
+	require.Equal(t, []string{b.Subjects.ToolSubject(spec.Executor, spec.Provider, spec.Name)}, bus.ConsumerFilters(info.Config))
 	require.Zero(t, info.NumWaiting, "no pull request: Ensure does not fetch")
 
 	require.NoError(t, w.Stop(t.Context()), "Stop after Ensure is a no-op")

@@ -31,7 +31,7 @@ func TestEnsureOnlyCreatesConsumerPublishesToolsAndExits(t *testing.T) {
 	require.NoError(t, err)
 	info, err := cons.Info(t.Context())
 	require.NoError(t, err)
-	require.Len(t, info.Config.FilterSubjects, 1)
+	require.Len(t, bus.ConsumerFilters(info.Config), 1)
 	require.Zero(t, info.NumWaiting, "nothing fetches from the consumer")
 	_, err = env.Bus.Registry.Get(t.Context(), "ensure_only_echo")
 	require.NoError(t, err, "the tool is registered, so calls for it are admitted")
