@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -31,10 +33,7 @@ func (w *Worker) observeDeliveries(p Pool, consumer string, next func(context.Co
 	return func(msg jetstream.Msg, sl *slot) {
 		pi.InFlight.Inc()
 		defer pi.InFlight.Dec()
-		delivery := int32(1)
-		if md, err := msg.Metadata(); err == nil {
-			delivery = int32(md.NumDelivered)
-		}
+		delivery := deliveryCount(msg)
 		if delivery > 1 {
 			pi.Redeliveries.Inc()
 		}
@@ -111,4 +110,36 @@ func (w *Worker) observeResults(next func(context.Context, *toolwirev1.ToolCall,
 		}
 		return nil
 	}
+}
+
+// deliveryCount is how many times JetStream has delivered msg (1 when
+// unknown). It reads the count from the ack subject itself, as
+// jetstream.Msg.Metadata does, without building the whole metadata on
+// every call:
+//
+//	$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<tm>.<pending>
+//	$JS.ACK.<domain>.<account hash>.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<tm>.<pending>[.<token>]
+func deliveryCount(msg jetstream.Msg) int32 {
+	reply := msg.Reply()
+	pos := -1
+	switch strings.Count(reply, ".") + 1 {
+	case 9:
+		pos = 4
+	case 11, 12:
+		pos = 6
+	}
+	if pos > 0 && strings.HasPrefix(reply, "$JS.ACK.") {
+		tok := reply
+		for range pos {
+			_, tok, _ = strings.Cut(tok, ".")
+		}
+		tok, _, _ = strings.Cut(tok, ".")
+		if n, err := strconv.ParseInt(tok, 10, 32); err == nil && n > 0 {
+			return int32(n)
+		}
+	}
+	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 0 {
+		return int32(md.NumDelivered)
+	}
+	return 1
 }
