@@ -43,10 +43,13 @@
 //     this process), which other load on the machine disturbs far less.
 //   - Load is a closed loop: InFlight goroutines each start their next call
 //     when the previous one returns. Warm-up calls run first and are not
-//     counted; for toolwire they go on until the worker has run for
-//     worker.ClockSkew, since calls admitted in a worker's first second
-//     also look their cancel key up in the bucket (a start-up cost, not the
-//     steady state measured). Latencies are exact: every call's duration is kept and
+//     counted. Every system warms up for at least worker.ClockSkew (one
+//     second), and toolwire until its worker has run that long: calls
+//     admitted in a worker's first second also look their cancel key up
+//     in the bucket (a start-up cost, not the steady state measured). The
+//     same minimum for the baseline gives both about a second's worth of
+//     stored calls when the measurement starts (the server indexes them in
+//     memory, and a larger live heap makes every GC cycle dearer). Latencies are exact: every call's duration is kept and
 //     sorted (nearest-rank percentiles).
 //   - Memory per 10,000 calls in flight: see MeasureMemory.
 package bench

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	workerpkg "github.com/toolwire/toolwire/internal/worker"
 )
 
 // Measure runs one measurement of cfg.Path on a fresh embedded server and
@@ -39,7 +40,8 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 
 	var call callFunc
 	var pool jetstream.Consumer
-	var warmUntil time.Time
+	// Every system warms up for at least minWarmup (see below).
+	warmUntil := time.Now().Add(minWarmup)
 	if cfg.Path == PathBaseline {
 		b, err := startBaseline(ctx, e, p, cfg.workerConcurrency())
 		if err != nil {
@@ -53,7 +55,10 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 			return r, err
 		}
 		defer func() { err = errors.Join(err, s.stop()) }()
-		call, warmUntil = s.callNATS, s.warmUntil
+		call = s.callNATS
+		if s.warmUntil.After(warmUntil) {
+			warmUntil = s.warmUntil
+		}
 		if cfg.Path == PathHTTP {
 			call = s.callHTTP
 		}
@@ -62,8 +67,12 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 		}
 	}
 
-	// Warm-up: cfg.Warmup calls, and on until the worker's start-up window
-	// has passed (steady state is measured, not a worker's first second).
+	// Warm-up: cfg.Warmup calls, and on for at least minWarmup and until the
+	// worker's start-up window has passed (the steady state is measured,
+	// not a worker's first second). Every system warms up for the same
+	// minimum time, so each starts its measurement with about a second's
+	// worth of calls stored, whose index the server keeps in memory (a
+	// larger live heap makes every GC cycle dearer).
 	for n := cfg.Warmup; n > 0; n = cfg.InFlight * 16 {
 		if _, _, err := drive(ctx, cfg.InFlight, n, call); err != nil {
 			return r, fmt.Errorf("bench: %s warm-up: %w%s", cfg.system(), err, redeliveries(ctx, pool))
@@ -91,6 +100,10 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 	}
 	return r, nil
 }
+
+// minWarmup is the shortest warm-up of any system: the worker's start-up
+// window (worker.ClockSkew).
+const minWarmup = workerpkg.ClockSkew
 
 // redeliveries explains a failed run with the pool consumer's state: a
 // call redelivered during a benchmark was lost by a worker for AckWait.

@@ -22,11 +22,13 @@ type Queue struct {
 	stopped bool
 }
 
-// Record is one pending record.
+// Record is one pending record. Once published or stopped it lets go of
+// its publish function (and what that holds: a stopped record stays in
+// the queue until it is due, and most are stopped).
 type Record struct {
-	once    sync.Once
+	mu      sync.Mutex
+	publish func() // nil once published or stopped
 	due     time.Time
-	publish func()
 }
 
 // NewQueue returns a queue that fires records delay after they are added,
@@ -66,16 +68,26 @@ func (q *Queue) Add(publish func()) *Record {
 }
 
 // Flush publishes the record now if it has not been published or stopped.
+// It returns once the record is published, also when another goroutine
+// publishes it meanwhile.
 func (r *Record) Flush() {
-	if r != nil {
-		r.once.Do(r.publish)
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := r.publish; p != nil {
+		r.publish = nil
+		p()
 	}
 }
 
 // Stop makes sure the record is never published (unless it already was).
 func (r *Record) Stop() {
 	if r != nil {
-		r.once.Do(func() {})
+		r.mu.Lock()
+		r.publish = nil
+		r.mu.Unlock()
 	}
 }
 
