@@ -30,7 +30,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&memory, "memory", false, "measure only the dispatcher's memory per 10k calls in flight")
 	fs.IntVar(&auditCalls, "audit", 0, "measure the audit (records/s, peak memory) over this many calls instead")
 	fs.StringVar(&auditClient, "audit-client", "", "internal: run the audit side of -audit against this NATS URL")
-	fs.IntVar(&rounds, "rounds", 3, "with -suite: rounds of every measurement (the table shows the median)")
+	fs.IntVar(&rounds, "rounds", DefaultRounds, "with -suite: rounds of every measurement (the table shows the median)")
 	fs.StringVar(&cfg.Path, "path", PathNATS, "path measured: nats, http or baseline")
 	fs.IntVar(&cfg.InFlight, "inflight", 64, "calls in flight")
 	fs.IntVar(&cfg.Calls, "n", 20000, "calls measured")

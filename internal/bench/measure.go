@@ -150,8 +150,9 @@ func startProfile(cpuPath, memPath string) (func() error, error) {
 	runtime.MemProfileRate = 1
 	stopCPU := stop
 	return func() error {
-		runtime.MemProfileRate = rate
+		runtime.GC() // the profile shows allocations as of the last GC
 		err := pprof.Lookup("allocs").WriteTo(f, 0)
+		runtime.MemProfileRate = rate // after: the profile's scale is the rate when written
 		return errors.Join(stopCPU(), err, f.Close())
 	}, nil
 }

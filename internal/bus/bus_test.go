@@ -114,3 +114,26 @@ func TestPoolConsumerOfOneFilterUpgrades(t *testing.T) {
 	require.Equal(t, filter, cons.CachedInfo().Config.FilterSubject)
 	require.Empty(t, cons.CachedInfo().Config.FilterSubjects)
 }
+
+// IsCall accepts exactly the call and shadow subjects Call and Shadow
+// build, tokens escaped alike.
+func TestIsCall(t *testing.T) {
+	t.Parallel()
+	s := bus.Subjects{Prefix: "tw"}
+	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
+	for _, c := range []struct{ tenant, provider, tool string }{
+		{"acme", "builtin", "echo"}, {"", "p", "t"}, {"a.b", "x*y", "to>ol"}, {"ünï", "p q", "t"},
+	} {
+		require.True(t, s.IsCall(s.Call(native, c.tenant, c.provider, c.tool), native, c.tenant, c.provider, c.tool), c)
+		require.True(t, s.IsCall(s.Shadow(native, c.tenant, c.provider, c.tool), native, c.tenant, c.provider, c.tool), c)
+	}
+	good := s.Call(native, "acme", "builtin", "echo")
+	for _, bad := range []string{
+		"", "tw", "tw.", good + ".x", good[:len(good)-1], "tx" + good[2:],
+		s.Call(toolwirev1.ExecutorType_EXECUTOR_TYPE_HTTP, "acme", "builtin", "echo"),
+		s.Call(native, "acme2", "builtin", "echo"), s.Call(native, "acme", "builtin2", "echo"),
+		s.Result("acme", "builtin", "echo"), "tw.dlq.native.acme.builtin.echo",
+	} {
+		require.False(t, s.IsCall(bad, native, "acme", "builtin", "echo"), bad)
+	}
+}

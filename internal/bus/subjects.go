@@ -117,6 +117,27 @@ func (s Subjects) Call(t toolwirev1.ExecutorType, tenant, provider, tool string)
 	return s.join("call", TypeToken(t), Token(tenant), Token(provider), Token(tool))
 }
 
+// IsCall reports whether subject is Call(t, tenant, provider, tool) or
+// Shadow(t, tenant, provider, tool), without building either.
+func (s Subjects) IsCall(subject string, t toolwirev1.ExecutorType, tenant, provider, tool string) bool {
+	rest, ok := strings.CutPrefix(subject, s.Prefix+".")
+	if !ok {
+		return false
+	}
+	kind, rest, _ := strings.Cut(rest, ".")
+	if kind != "call" && kind != "shadow" {
+		return false
+	}
+	for _, want := range [...]string{TypeToken(t), Token(tenant), Token(provider)} {
+		var tok string
+		tok, rest, ok = strings.Cut(rest, ".")
+		if !ok || tok != want {
+			return false
+		}
+	}
+	return rest == Token(tool)
+}
+
 // CallsOfType filters the calls of one executor type.
 func (s Subjects) CallsOfType(t toolwirev1.ExecutorType) string {
 	return s.join("call", TypeToken(t), ">")

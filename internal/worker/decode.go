@@ -32,8 +32,8 @@ func DecodeCall(subjects bus.Subjects, pool toolwirev1.ExecutorType, subject str
 	}
 	// Live calls arrive on their call subject, replays (shadow pools only
 	// consume those) on the matching shadow subject.
-	if want := subjects.Call(call.Executor, call.Caller.GetTenant(), call.Provider, call.Tool); subject != want &&
-		subject != subjects.Shadow(call.Executor, call.Caller.GetTenant(), call.Provider, call.Tool) {
+	if !subjects.IsCall(subject, call.Executor, call.Caller.GetTenant(), call.Provider, call.Tool) {
+		want := subjects.Call(call.Executor, call.Caller.GetTenant(), call.Provider, call.Tool)
 		return call, &BadCallError{Reason: fmt.Sprintf("subject %q disagrees with the call (want %q)", subject, want)}
 	}
 	return call, nil
