@@ -63,7 +63,7 @@ func (d *Dispatcher) Cancel(ctx context.Context, id Identity, callID, reason str
 			return toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, nil
 		}
 	}
-	d.event(id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED,
+	d.event(ctx, id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED,
 		Message: reason, Caller: &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent}})
 	return toolwirev1.CancelOutcome_CANCEL_OUTCOME_REQUESTED, nil
 }

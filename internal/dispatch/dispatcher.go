@@ -47,7 +47,8 @@ type Dispatcher struct {
 	mover   jetstream.ConsumeContext
 	stopped bool
 
-	callsStream string // cached: the name is computed from the prefix
+	callsStream string   // cached: the name is computed from the prefix
+	expectCalls []string // the Nats-Expected-Stream header value; never modified
 	lazyRecords *lazy.Queue
 	applier     *intents.Applier
 
@@ -69,7 +70,7 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 			return nil, fmt.Errorf("dispatch: metrics: %w", err)
 		}
 	}
-	d := &Dispatcher{bus: b, reg: reg, cfg: cfg, subj: b.Subjects, callsStream: b.Config.CallsStream(),
+	d := &Dispatcher{bus: b, reg: reg, cfg: cfg, subj: b.Subjects, callsStream: b.Config.CallsStream(), expectCalls: []string{b.Config.CallsStream()},
 		lazyRecords: lazy.NewQueue(cfg.AcceptedRecordDelay), applier: intents.NewApplier(b.Sessions, intents.ApplierConfig{}),
 		log:     telemetry.WithTraceIDs(cfg.Logger).With("component", "dispatcher", "dispatcher", cfg.Name),
 		waiters: map[string]*waiter{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}
@@ -376,7 +377,7 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 	call, te := d.admit(ctx, id, o, callID, now)
 	if te != nil {
 		resp := rejection(callID, o.Tool, te, now)
-		d.event(id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: o.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
+		d.event(ctx, id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: o.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
 			Error: te, Caller: callerOf(id, o)})
 		return &Submitted{CallID: callID, Rejected: resp}, nil, nil
 	}
@@ -414,7 +415,16 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 	subject := d.subj.Call(call.Executor, id.Tenant, call.Provider, call.Tool)
 	ctx, pub := d.startPublish(ctx, subject, call)
 	defer pub.end()
-	fut, err := d.bus.JS.PublishMsgAsync(&nats.Msg{Subject: subject, Data: data, Header: pub.header}, jetstream.WithMsgID(callID), jetstream.WithExpectStream(d.callsStream))
+	// The headers jetstream.WithMsgID and WithExpectStream would set, set
+	// directly: the options cost an allocation-heavy detour per call.
+	hdr := pub.header
+	if hdr == nil {
+		hdr = make(nats.Header, 2)
+	}
+	hdr[jetstream.MsgIDHeader] = []string{callID}
+	hdr[jetstream.ExpectedStreamHeader] = d.expectCalls
+	msg := &nats.Msg{Subject: subject, Data: data, Header: hdr}
+	fut, err := d.bus.JS.PublishMsgAsync(msg)
 	if err != nil {
 		// Never sent (e.g. too many publishes in flight): refused for sure.
 		pub.fail(err)
@@ -459,7 +469,7 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 			}
 			return nil, nil, ctx.Err()
 		}
-		if fut, err = d.bus.JS.PublishMsgAsync(&nats.Msg{Subject: subject, Data: data, Header: pub.header}, jetstream.WithMsgID(callID), jetstream.WithExpectStream(d.callsStream)); err != nil {
+		if fut, err = d.bus.JS.PublishMsgAsync(msg); err != nil {
 			pub.fail(err)
 			return d.refused(ctx, id, o, w, callID, now, err), nil, nil
 		}
@@ -484,7 +494,7 @@ func (d *Dispatcher) refused(ctx context.Context, id Identity, o *toolwirev1.Cal
 		PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, RetryAfter: durationpb.New(time.Second)}
 	// Recorded after any admission record, so every replica answers this id
 	// with the refusal.
-	d.event(id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: o.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
+	d.event(ctx, id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: o.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
 		Error: te, Caller: callerOf(id, o)})
 	d.log.WarnContext(ctx, "publish refused; answering OVERLOADED", "call_id", callID, "err", err)
 	return &Submitted{CallID: callID, Rejected: rejection(callID, o.Tool, te, now)}
@@ -612,16 +622,25 @@ func (d *Dispatcher) loadResult(ctx context.Context, subject string) (*toolwirev
 	return resp, nil
 }
 
-func (d *Dispatcher) event(tenant, callID string, ev *toolwirev1.CallEvent) {
+// event records a dispatcher's event of a call and waits (at most
+// eventTimeout) until the events stream has stored it: a rejection or a
+// cancel request is answered only once every replica can read it back.
+// These are not on the path of an admitted call.
+func (d *Dispatcher) event(ctx context.Context, tenant, callID string, ev *toolwirev1.CallEvent) {
 	ev.Time = timestamppb.Now()
 	data, err := proto.Marshal(ev)
 	if err == nil {
-		err = d.bus.NC.Publish(d.subj.Event(tenant, d.cfg.Name, callID), data)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
+		_, err = d.bus.JS.Publish(ctx, d.subj.Event(tenant, d.cfg.Name, callID), data)
+		cancel()
 	}
 	if err != nil {
-		d.log.Warn("event not published", "call_id", callID, "type", ev.Type, "err", err)
+		d.log.WarnContext(ctx, "event not recorded", "call_id", callID, "type", ev.Type, "err", err)
 	}
 }
+
+// eventTimeout bounds how long recording a dispatcher's event may take.
+const eventTimeout = 2 * time.Second
 
 func callerOf(id Identity, o *toolwirev1.CallRequest) *toolwirev1.Caller {
 	return &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent, Scopes: id.Scopes,

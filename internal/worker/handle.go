@@ -549,9 +549,14 @@ func (w *Worker) publishResultNow(ctx context.Context, call *toolwirev1.ToolCall
 	if err != nil {
 		return err
 	}
-	_, err = w.bus.JS.Publish(ctx, w.resultSubject(call), data, jetstream.WithExpectLastSequencePerSubject(0))
+	_, err = w.bus.JS.PublishMsg(ctx, &nats.Msg{Subject: w.resultSubject(call), Data: data, Header: firstOnSubject})
 	return err
 }
+
+// firstOnSubject is the header jetstream.WithExpectLastSequencePerSubject(0)
+// sets (the result is stored only if its subject has none yet), shared by
+// every result publish: nothing writes to it.
+var firstOnSubject = nats.Header{jetstream.ExpectedLastSubjSeqHeader: {"0"}}
 
 func (w *Worker) publishEvent(call *toolwirev1.ToolCall, ev *toolwirev1.CallEvent) {
 	ev.CallId, ev.Tool, ev.Attempt, ev.Worker = call.CallId, call.Tool, call.Attempt, w.cfg.Name
