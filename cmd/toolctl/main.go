@@ -1,6 +1,3 @@
-// Command toolctl calls, watches and cancels tools and inspects the tool
-// registry of a toolwire dispatcher, and lists and retries dead letters.
-// See internal/toolctl for the commands and exit statuses.
 package main
 
 import (

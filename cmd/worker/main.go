@@ -1,6 +1,3 @@
-// Command worker serves toolwire worker pools with the built-in tools:
-//
-//	worker --nats-url nats://127.0.0.1:4222 --pools native --concurrency 64
 package main
 
 import (

@@ -1,7 +1,3 @@
-// Package cliflag gives every toolwire binary the same flag conventions:
-// each flag can also be set by an environment variable (prefix plus the
-// flag name in upper snake case, e.g. --nats-url ← TOOLWIRE_NATS_URL;
-// command-line flags win), and one log/slog set-up.
 package cliflag
 
 import (

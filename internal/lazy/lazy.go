@@ -1,7 +1,3 @@
-// Package lazy publishes records that only matter for slow work: a record
-// is added when the work starts and published after a fixed delay unless
-// the work finished first. One goroutine per Queue replaces a timer per
-// record on the hot path.
 package lazy
 
 import (

@@ -1,4 +1,3 @@
-// Package logtest helps tests read what a component logged.
 package logtest
 
 import (

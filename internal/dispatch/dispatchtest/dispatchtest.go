@@ -1,7 +1,3 @@
-// Package dispatchtest starts a whole toolwire stack in-process for tests:
-// a real embedded JetStream server (t.TempDir() store, random loopback
-// port), an optional in-process worker pool, the registry watcher, a
-// dispatcher and its Connect API on an httptest server.
 package dispatchtest
 
 import (

@@ -1,9 +1,3 @@
-// Command ledgerworker is a worker for fault tests. Its tool `ledger`
-// records every execution in a ledger file outside NATS (one JSON line per
-// event, appended with O_APPEND), so a test can count executions per call
-// independently of what toolwire reports.
-//
-//	ledgerworker --nats-url URL --ledger FILE [worker flags]
 package main
 
 import (

@@ -1,0 +1,63 @@
+// Package audit reads an installation's audit trail: every call stored in
+// the calls stream, joined with its terminal result (and, on request, its
+// lifecycle events), with secret arguments redacted and the trail checked
+// for completeness; and it writes and verifies exports an auditor can
+// check later. toolctl audit and internal/replay are built on it.
+//
+// # Reading
+//
+// Open attaches to the streams (calls, results, events) and the registry
+// bucket of the installation with a prefix; it never creates or changes
+// one, and answers ErrNoInstallation when a stream is missing. Source.Run
+// emits one Record per call, in calls-stream order, up to the stream's
+// last sequence when the run starts. It reads the calls stream with an
+// ordered consumer (256 messages a fetch) and looks each call's result up
+// by subject with a direct get, Options.Lookups (32) at a time, so memory
+// stays bounded whatever the range. A Filter selects by admission time
+// (Since, Until), tenant and tool (both narrow the consumer's subject
+// filter), session, agent, call id, and outcome or error type name (such
+// as "TIMEOUT"). Options.Events adds each call's events, read by direct
+// gets (at most 1000 a call; slower, and events live only as long as the
+// events stream keeps them). A server that stalls is waited for up to
+// 30s.
+//
+// Not every calls-stream message is a call of its own: replays on the
+// shadow subjects are skipped, and retry re-entries put back by the
+// dispatchers' mover (a message id other than the call id) are counted in
+// Summary.RetryEntries, not audited twice.
+//
+// # Outcomes and completeness
+//
+// A record's outcome is ok, error, cancelled, expired, dead_lettered
+// (MAX_ATTEMPTS or a response from the reaper), pending (no result yet,
+// within Options.Settle of admission, default 10m), missing (no result
+// after that, or an undecodable one: an anomaly) or undecodable (a calls-stream message
+// that is no ToolCall: counted, not an anomaly; the workers dead-letter
+// it). Without a tenant or tool filter the scan also reads the shadow
+// subjects, so sequences are contiguous and a gap in them (deleted
+// messages) is reported as an anomaly. Summary.OK reports an audit without
+// anomalies.
+//
+// # Redaction
+//
+// A property that the pinned spec version's input schema marks
+// "x-toolwire-secret": true (SecretKeyword) is replaced by "[REDACTED]" in
+// every record; the schemas are read from the registry's versions and
+// cached. Marks are followed through properties, items and
+// additionalProperties. When a mark sits where that does not reach ($ref,
+// allOf, patternProperties, ...), when the spec version is no longer in
+// the registry, or when arguments that should be redacted are not JSON,
+// the arguments are redacted whole: nothing is shown that might be
+// secret. Record.Call keeps the call as stored, unredacted, for replays;
+// it is never printed.
+//
+// # Exports
+//
+// An Exporter writes records into a new (or empty) directory: records.jsonl,
+// one JSON record a line, then on Close, after an fsync, manifest.json with
+// the format (toolwire-audit-export/v1), the filter, the counts per
+// outcome, the anomalies, the calls-stream sequences covered and the
+// records file's SHA-256. VerifyExport checks the hash, the record count,
+// the counts per outcome and that every line is a record; each difference
+// matches ErrExportMismatch.
+package audit

@@ -1,0 +1,52 @@
+// Package workerconfig builds a worker from its YAML configuration
+// (worker --config FILE, the dispatcher's --worker-config): the pools it
+// serves, the spec files of its sandbox and HTTP tools with the values of
+// their ${NAME} placeholders, its MCP servers, and the settings of the
+// sandbox, HTTP and MCP executors. pkg/toolworker (the worker binary and
+// custom workers) and the dispatcher's in-process workers are built here.
+//
+// # The file
+//
+// Every section is optional; unknown fields are errors. A worker serves
+// each executor type with at most one pool. Pool settings come from the
+// file's pool, then from the command line (Options): concurrency 64
+// (native, http, mcp) or twice the number of CPUs (sandbox), AckWait 30s
+// and MaxDeliver 5 when neither sets them. The pools served are the
+// --pools flag's, else the file's, else one of every type with something
+// to serve: native when the binary has native tools, the types of the
+// spec files' tools, mcp when servers are listed (native when nothing is).
+//
+// Spec files and directories (*.yaml, *.yml, *.json; see internal/specfile)
+// are relative to the configuration file. A tool declared twice, or a tool
+// whose type no pool of this worker serves, is an error; executors that
+// can check more do (the HTTP executor its allowlists and SSRF guard
+// against the URL template). ${NAME} takes its value from Options.Vars,
+// then the file's vars (which win), and otherwise only from environment
+// variables named TOOLWIRE_VAR_*: specs are published to the registry for
+// every caller to read, so no other variable is one typo away from being
+// published. Secrets belong in secret_headers, resolved per call.
+// Importing the package registers the sandbox and HTTP spec checks with
+// internal/specfile.
+//
+// # Executors
+//
+// Each type served gets one executor. An executor that cannot start (an
+// mcp pool without servers, say) stops the worker from being built, unless
+// Options.BestEffort (the dispatcher's default configuration): then it is
+// logged and its calls are answered PERMANENT "not available"
+// (Unavailable), never left queued. Worker.Stop stops the worker, then
+// closes the executors (MCP sessions and server processes, sandboxes,
+// HTTP connections) in reverse order.
+//
+// # The default configuration
+//
+// Default is what the dispatcher's in-process workers serve when it is
+// given no configuration: the example spec files embedded in
+// examples/tools (the sandbox tools sha256 and grep_lines, and the HTTP
+// tool toolwire_catalog, which calls the dispatcher's own API through the
+// vars TOOLWIRE_HTTP and TOOLWIRE_HTTP_PORT, so it works offline) and,
+// when node is on PATH and the reference server is installed (`make
+// mcp-everything`, or TOOLWIRE_MCP_EVERYTHING naming its dist/index.js),
+// the MCP reference server over stdio. What it leaves out, it logs at
+// Info.
+package workerconfig
