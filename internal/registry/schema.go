@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -76,7 +75,7 @@ var printer = sync.OnceValue(func() *message.Printer { return message.NewPrinter
 // field-level violations, sorted by field; a document that is not JSON is
 // one violation at the root.
 func ValidateArgs(sch *jsonschema.Schema, args []byte) []*toolwirev1.FieldViolation {
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	inst, err := parseJSON(args)
 	if err != nil {
 		return []*toolwirev1.FieldViolation{{Field: "", Message: "arguments are not valid JSON: " + err.Error()}}
 	}
