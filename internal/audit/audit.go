@@ -139,7 +139,7 @@ type Record struct {
 
 // Anomaly is a completeness problem found by an audit.
 type Anomaly struct {
-	Kind   string `json:"kind"` // "missing_result", "gap", "undecodable_result"
+	Kind   string `json:"kind"` // "missing_result" (also for an undecodable one) or "gap"
 	CallID string `json:"call_id,omitempty"`
 	Seq    uint64 `json:"seq,omitempty"`
 	Detail string `json:"detail"`

@@ -389,6 +389,9 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 			te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, Retryable: true,
 				Message:            fmt.Sprintf("this dispatcher already has %d callers waiting", d.cfg.MaxWaiting),
 				PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, RetryAfter: durationpb.New(time.Second)}
+			// Recorded like every refusal: any replica answers the id.
+			d.event(ctx, id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: o.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
+				Error: te, Caller: callerOf(id, o)})
 			return &Submitted{CallID: callID, Rejected: rejection(callID, o.Tool, te, now)}, nil, nil
 		}
 		if err != nil {

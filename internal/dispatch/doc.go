@@ -41,7 +41,8 @@
 //
 // A replica with Config.MaxWaiting (100,000) callers already waiting in
 // Call answers a new Call OVERLOADED (retryable, retry_after 1s) without
-// publishing or recording anything.
+// publishing it; the refusal is recorded as a REJECTED event like every
+// other, so any replica answers the call id with it.
 //
 // # Idempotency keys
 //

@@ -83,6 +83,11 @@ func TestTooManyWaitersAnswersOverloaded(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, r.Response.GetError().GetType())
 	require.True(t, r.Response.Error.Retryable)
+	// The refusal is recorded: GetResult answers it, here as anywhere.
+	g, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, r.CallId, 0)
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, g.State)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, g.Response.GetError().GetType())
 	close(release)
 	require.True(t, (<-done).Response.Ok)
 }

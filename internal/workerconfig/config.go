@@ -84,7 +84,7 @@ func Parse(b []byte) (*File, error) {
 	return f, nil
 }
 
-// Validate names the first invalid field.
+// Validate reports every invalid field, joined.
 func (f *File) Validate() error {
 	var errs []error
 	seen := map[string]bool{}
