@@ -160,6 +160,21 @@ func (c *Cluster) Submit(ctx context.Context, o *toolwirev1.CallRequest) (string
 	return s.CallID, nil
 }
 
+// Call admits one call and waits up to wait for it, as an agent does. It
+// returns the call's id when the call was accepted (answered, or pending
+// and stored), "" when it was refused (a refusal is an answer too: the
+// caller knows the call will not run).
+func (c *Cluster) Call(ctx context.Context, o *toolwirev1.CallRequest, wait time.Duration) (string, error) {
+	r, err := c.Dispatcher.Call(ctx, dispatch.DefaultIdentity, o, wait)
+	if err != nil {
+		return "", err
+	}
+	if r.State == toolwirev1.CallState_CALL_STATE_DONE && r.Response.GetMeta().GetSource() == "dispatcher" {
+		return "", nil // refused by admission
+	}
+	return r.CallId, nil
+}
+
 // Result waits up to wait for a call's terminal response.
 func (c *Cluster) Result(ctx context.Context, callID string, wait time.Duration) (*toolwirev1.ToolResponse, error) {
 	r, err := c.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, callID, wait)
