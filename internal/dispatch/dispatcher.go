@@ -303,52 +303,22 @@ func (d *Dispatcher) call(ctx context.Context, id Identity, o *toolwirev1.CallRe
 		return &toolwirev1.CallResponse{CallId: s.CallID, State: r.State, Response: r.Response}, nil
 	}
 	defer w.cancel()
-	pp := w.publishing
-	if pp != nil {
-		defer pp.pub.end()
-	}
 	timer := getTimer(d.clampWait(wait))
 	defer putTimer(timer)
-	for {
-		// The ack is not awaited on its own: a result implies it, and only
-		// a failed publish (Err) or the end of the wait needs it.
-		var failed <-chan error
-		if pp != nil && !pp.done {
-			failed = pp.fut.Err()
-		}
-		select {
-		case data, ok := <-w.ch:
-			if !ok {
-				w.accepted.Flush()
-				return nil, ErrStopped
-			}
-			w.accepted.Stop()
-			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, nil
-		case err := <-failed:
-			r, err := pp.failed(ctx, w, err)
-			if err != nil {
-				return nil, err
-			}
-			if r != nil {
-				return &toolwirev1.CallResponse{CallId: r.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: r.Rejected}, nil
-			}
-		case <-timer.C:
-			// PENDING only for a call known to be stored.
-			if pp != nil {
-				r, err := pp.await(ctx, w)
-				if err != nil {
-					return nil, err
-				}
-				if r != nil {
-					return &toolwirev1.CallResponse{CallId: r.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: r.Rejected}, nil
-				}
-			}
+	select {
+	case data, ok := <-w.ch:
+		if !ok {
 			w.accepted.Flush()
-			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
-		case <-ctx.Done():
-			w.accepted.Flush()
-			return nil, ctx.Err()
+			return nil, ErrStopped
 		}
+		w.accepted.Stop()
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, nil
+	case <-timer.C:
+		w.accepted.Flush()
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
+	case <-ctx.Done():
+		w.accepted.Flush()
+		return nil, ctx.Err()
 	}
 }
 
@@ -386,9 +356,7 @@ type waiter struct {
 	ch chan []byte
 	// accepted publishes the admission record unless stopped first.
 	accepted *lazy.Record
-	// publishing is the call's publish until it is known to be stored.
-	publishing *publishing
-	ended      bool // guarded by d.mu
+	ended    bool // guarded by d.mu
 }
 
 // submit is admitAndPublish observed (observe.go): the admission span and
@@ -449,6 +417,7 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 	// its record); a submitted call gets it at once.
 	subject := d.subj.Call(call.Executor, id.Tenant, call.Provider, call.Tool)
 	ctx, pub := d.startPublish(ctx, subject, call)
+	defer pub.end()
 	// The headers jetstream.WithMsgID and WithExpectStream would set, set
 	// directly: the options cost an allocation-heavy detour per call.
 	hdr := pub.header
@@ -462,98 +431,52 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 	if err != nil {
 		// Never sent (e.g. too many publishes in flight): refused for sure.
 		pub.fail(err)
-		pub.end()
 		return d.refused(ctx, id, o, w, callID, now, err), nil, nil
 	}
-	pp := &publishing{d: d, id: id, o: o, callID: callID, now: now, msg: msg, fut: fut, pub: pub,
-		retryUntil: time.Now().Add(publishRetryFor), backoff: 50 * time.Millisecond}
 	if w != nil {
-		// A caller waiting in Call does not wait for the ack on its own:
-		// its result implies it (call waits on both), which spares a
-		// wake-up per call.
 		w.accepted = d.lazyRecords.Add(func() { d.publishAccepted(id.Tenant, call) })
-		w.publishing = pp
-		return &Submitted{CallID: callID}, w, nil
+	} else {
+		d.publishAccepted(id.Tenant, call)
 	}
-	defer pub.end()
-	d.publishAccepted(id.Tenant, call)
-	if s, err := pp.await(ctx, nil); s != nil || err != nil {
-		return s, nil, err
-	}
-	return &Submitted{CallID: callID}, nil, nil
-}
-
-// publishing is a call published and not yet known to be stored.
-type publishing struct {
-	d          *Dispatcher
-	id         Identity
-	o          *toolwirev1.CallRequest
-	callID     string
-	now        time.Time
-	msg        *nats.Msg
-	fut        jetstream.PubAckFuture
-	pub        publishSpan
-	retryUntil time.Time
-	backoff    time.Duration
-	done       bool // acknowledged, or refused
-}
-
-// await waits until the call is stored (nil, nil) or refused (the
-// refusal), or ctx ends (ctx's error; the call may be stored: its key and
-// record are kept). w is the caller's waiter, if any.
-func (p *publishing) await(ctx context.Context, w *waiter) (*Submitted, error) {
-	for !p.done {
+	retryUntil := time.Now().Add(publishRetryFor)
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
 		select {
-		case <-p.fut.Ok():
-			p.done = true
-		case err := <-p.fut.Err():
-			if s, err := p.failed(ctx, w, err); s != nil || err != nil {
-				return s, err
-			}
+		case <-fut.Ok():
+			return &Submitted{CallID: callID}, w, nil
+		case err = <-fut.Err():
 		case <-ctx.Done():
-			return nil, p.left(ctx, w)
+			// The caller left; the call may be stored: keep its key and record.
+			if w != nil {
+				w.accepted.Flush()
+				w.cancel()
+			}
+			return nil, nil, ctx.Err()
+		}
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) || time.Now().After(retryUntil) {
+			// The server answered and refused (e.g. the stream is full), or
+			// it stayed unreachable.
+			pub.fail(err)
+			return d.refused(ctx, id, o, w, callID, now, err), nil, nil
+		}
+		// No answer (timeout, reconnect): the call may or may not be
+		// stored. Publish it again under the same message id: the stream's
+		// duplicate window makes that store it at most once.
+		d.log.InfoContext(ctx, "call publish unacknowledged; publishing again", "call_id", callID, "err", err)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			if w != nil {
+				w.accepted.Flush()
+				w.cancel()
+			}
+			return nil, nil, ctx.Err()
+		}
+		if fut, err = d.bus.JS.PublishMsgAsync(msg); err != nil {
+			pub.fail(err)
+			return d.refused(ctx, id, o, w, callID, now, err), nil, nil
 		}
 	}
-	return nil, nil
-}
-
-// failed handles a publish that got no ack: a refusal by the server, or
-// no answer for publishRetryFor, refuses the call (the refusal is
-// returned); otherwise the call is published again under the same message
-// id, which the stream stores at most once (nil, nil).
-func (p *publishing) failed(ctx context.Context, w *waiter, err error) (*Submitted, error) {
-	d := p.d
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) || time.Now().After(p.retryUntil) {
-		p.pub.fail(err)
-		p.done = true
-		return d.refused(ctx, p.id, p.o, w, p.callID, p.now, err), nil
-	}
-	d.log.InfoContext(ctx, "call publish unacknowledged; publishing again", "call_id", p.callID, "err", err)
-	t := getTimer(p.backoff)
-	defer putTimer(t)
-	p.backoff = min(2*p.backoff, time.Second)
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		return nil, p.left(ctx, w)
-	}
-	if p.fut, err = d.bus.JS.PublishMsgAsync(p.msg); err != nil {
-		p.pub.fail(err)
-		p.done = true
-		return d.refused(ctx, p.id, p.o, w, p.callID, p.now, err), nil
-	}
-	return nil, nil
-}
-
-// left is the caller leaving while its call may be stored: keep its key
-// and admission record.
-func (p *publishing) left(ctx context.Context, w *waiter) error {
-	if w != nil {
-		w.accepted.Flush()
-		w.cancel()
-	}
-	return ctx.Err()
 }
 
 // publishRetryFor bounds how long an unacknowledged call publish is

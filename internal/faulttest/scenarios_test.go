@@ -184,10 +184,8 @@ func TestRestartNATSUnderLoad(t *testing.T) {
 	restartUnderLoad(t, c, func(ctx context.Context, o *toolwirev1.CallRequest) (string, error) { return c.Submit(ctx, o) })
 }
 
-// The same with callers waiting in Call: a call's own publish is not
-// awaited separately from its result there, so a restart exercises that
-// path's republishing too. Every call answers; none accepted is lost or
-// run twice.
+// The same with callers waiting in Call, as agents do: every call
+// answers; none accepted is lost or run twice.
 func TestRestartNATSUnderLoadWithCall(t *testing.T) {
 	t.Parallel()
 	c := faulttest.NewCluster(t)
