@@ -149,21 +149,29 @@ func (p *jsonParser) object(depth int) (any, error) {
 			return nil, err
 		}
 		m[k.(string)] = v
-		p.space()
-		if p.pos >= len(p.data) {
-			return nil, errJSONEnd
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-			p.space()
-		case '}':
-			p.pos++
-			return m, nil
-		default:
-			return nil, p.unexpected("after object key:value pair")
+		if more, err := p.more('}', "after object key:value pair"); !more || err != nil {
+			return m, err
 		}
 	}
+}
+
+// more reads what follows a member of an object or array: a comma (true)
+// or its closing bracket (false).
+func (p *jsonParser) more(closing byte, context string) (bool, error) {
+	p.space()
+	if p.pos >= len(p.data) {
+		return false, errJSONEnd
+	}
+	switch p.data[p.pos] {
+	case ',':
+		p.pos++
+		p.space()
+		return true, nil
+	case closing:
+		p.pos++
+		return false, nil
+	}
+	return false, p.unexpected(context)
 }
 
 func (p *jsonParser) array(depth int) (any, error) {
@@ -183,19 +191,8 @@ func (p *jsonParser) array(depth int) (any, error) {
 			return nil, err
 		}
 		a = append(a, v)
-		p.space()
-		if p.pos >= len(p.data) {
-			return nil, errJSONEnd
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-			p.space()
-		case ']':
-			p.pos++
-			return a, nil
-		default:
-			return nil, p.unexpected("after array element")
+		if more, err := p.more(']', "after array element"); !more || err != nil {
+			return a, err
 		}
 	}
 }
