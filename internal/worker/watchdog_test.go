@@ -38,3 +38,37 @@ func TestWatchdogAbandonsStuckExecutions(t *testing.T) {
 	require.EqualValues(t, 1, w.Stats().Abandoned)
 	require.EqualValues(t, 1, w.Stats().UnknownOutcomes)
 }
+
+// Abandoning an execution frees its slot in the pool: with every slot held
+// by executions that ignore their context, other calls still run once the
+// watchdog has given up on them.
+func TestWatchdogFreesTheSlot(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	runs := make(chan struct{}, 4)
+	stuck := tool.Must(tool.New("stuck_slot", func(context.Context, empty) (string, error) {
+		runs <- struct{}{}
+		<-release // ignores its context
+		return "late", nil
+	}, tool.WithTimeouts(0, 50*time.Millisecond, 0, 0)))
+	echo := tool.Must(tool.New("echo_slot", func(_ context.Context, in struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return in.Text, nil
+	}))
+	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
+	w := startCustomWorker(t, s, worker.Config{Watchdog: 100 * time.Millisecond}, bus.PoolConfig{AckWait: time.Minute}, stuck, echo)
+	for range 2 { // the pool's two slots
+		sub, err := s.Dispatcher.Submit(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "stuck_slot"})
+		require.NoError(t, err)
+		require.Nil(t, sub.Rejected)
+	}
+	<-runs
+	<-runs
+	r, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo_slot", ArgumentsJson: `{"text":"through"}`}, 20*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
+	require.True(t, r.Response.Ok, "%v", r.Response.GetError())
+	require.EqualValues(t, 2, w.Stats().Abandoned)
+}
