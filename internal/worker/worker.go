@@ -28,7 +28,10 @@ import (
 var ErrShutdown = errors.New("worker shutting down")
 
 // Worker consumes calls of its pools and executes them. Start and Stop
-// are idempotent; Stop blocks until every goroutine has ended.
+// are idempotent; Stop blocks until every handler and the worker's own
+// goroutines have ended. Two exceptions end on their own afterwards: an
+// execution the watchdog abandoned ends when its tool returns, and idle
+// handler goroutines (runners) exit the moment Stop releases them.
 type Worker struct {
 	bus *bus.Bus
 	cfg Config
