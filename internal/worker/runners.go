@@ -2,12 +2,15 @@ package worker
 
 import "sync"
 
-// runners runs functions on goroutines that outlive them. A call's
-// handler and its execution each need a goroutine of their own (the
-// watchdog must be able to walk away from an execution); a fresh goroutine
-// per call starts on a small stack and grows it, copying, on every call
-// (JSON decoding alone takes it past the first sizes). A runner keeps the
-// stack earlier calls grew.
+// runners runs functions on goroutines that outlive them. Each call's
+// handler (which also runs its execution, see watchdog.go) needs a
+// goroutine of its own; a fresh goroutine per call starts on a small stack
+// and grows it, copying, on every call (JSON decoding alone takes it past
+// the first sizes). A runner keeps the stack earlier calls grew.
+//
+// A runner serves one call after another, so what a tool leaves on its
+// goroutine stays for the next call: a tool must undo
+// runtime.LockOSThread and goroutine labels it sets (pkg/tool says so).
 //
 // Go never blocks: with no idle runner it starts one. A runner that
 // finishes goes idle unless maxIdle runners already are, and then ends;

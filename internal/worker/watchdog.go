@@ -75,8 +75,11 @@ func (w *Worker) watchdog(done <-chan struct{}) {
 		select {
 		case <-done:
 			return
-		case now := <-t.C:
-			stuck = w.cancels.overdue(now, w.cfg.Watchdog, stuck[:0])
+		case <-t.C:
+			// The time of the visit, not the tick's: a tick delivered late
+			// carries its scheduled time, which would date an execution's
+			// end too early and cut its grace short.
+			stuck = w.cancels.overdue(time.Now(), w.cfg.Watchdog, stuck[:0])
 			for _, ex := range stuck {
 				w.abandon(ex)
 			}

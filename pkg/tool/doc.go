@@ -56,4 +56,12 @@
 // and caller (tenant, agent, session, user). Use the call id as an
 // idempotency key towards external systems, so that a retried attempt does
 // not repeat a side effect.
+//
+// # Goroutines
+//
+// A worker runs a tool on a goroutine that serves one call after another.
+// Honour the context (a tool that ignores it past the worker's watchdog is
+// abandoned, and its goroutine is held until it returns), and undo what
+// stays with a goroutine: pair runtime.LockOSThread with UnlockOSThread and
+// restore goroutine labels before returning.
 package tool
