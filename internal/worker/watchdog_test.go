@@ -14,19 +14,25 @@ import (
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
+// stuckTool is a tool that ignores its context (start-to-close 50 ms) until
+// the test ends; runs receives a value as each execution starts.
+func stuckTool(t *testing.T, name string) (*tool.Tool, chan struct{}) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	runs := make(chan struct{}, 4)
+	return tool.Must(tool.New(name, func(context.Context, empty) (string, error) {
+		runs <- struct{}{}
+		<-release // ignores its context
+		return "late", nil
+	}, tool.WithTimeouts(0, 50*time.Millisecond, 0, 0))), runs
+}
+
 // An execution that ignores its context is abandoned by the watchdog:
 // counted, heartbeats stopped, and the call moves on after AckWait — for a
 // tool that is not idempotent, as UNKNOWN_OUTCOME, never a second run.
 func TestWatchdogAbandonsStuckExecutions(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	runs := make(chan struct{}, 4)
-	stuck := tool.Must(tool.New("stuck", func(context.Context, empty) (string, error) {
-		runs <- struct{}{}
-		<-release // ignores its context
-		return "late", nil
-	}, tool.WithTimeouts(0, 50*time.Millisecond, 0, 0)))
+	stuck, runs := stuckTool(t, "stuck")
 	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
 	w := startCustomWorker(t, s, worker.Config{Watchdog: 100 * time.Millisecond}, bus.PoolConfig{AckWait: time.Second}, stuck)
 
@@ -44,14 +50,7 @@ func TestWatchdogAbandonsStuckExecutions(t *testing.T) {
 // watchdog has given up on them.
 func TestWatchdogFreesTheSlot(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	runs := make(chan struct{}, 4)
-	stuck := tool.Must(tool.New("stuck_slot", func(context.Context, empty) (string, error) {
-		runs <- struct{}{}
-		<-release // ignores its context
-		return "late", nil
-	}, tool.WithTimeouts(0, 50*time.Millisecond, 0, 0)))
+	stuck, runs := stuckTool(t, "stuck_slot")
 	echo := tool.Must(tool.New("echo_slot", func(_ context.Context, in struct {
 		Text string `json:"text"`
 	}) (string, error) {
