@@ -28,6 +28,44 @@ import (
 // publishing a result, a dead letter or an event.
 const settleTimeout = 10 * time.Second
 
+// settleContext returns ctx bounded by settleTimeout for one server step.
+// A ctx that carries nothing (tracing off) gets a context shared by every
+// call: its deadline is settleTimeout to settleTimeout+settleRenew away
+// (it is replaced when older than settleRenew), so a fast call's steps
+// need no deadline context and timer of their own. A shared context is
+// never cancelled early: it ends with its deadline.
+func (w *Worker) settleContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx != context.Background() {
+		return context.WithTimeout(ctx, settleTimeout)
+	}
+	now := time.Now()
+	sh := w.settleShared.Load()
+	if sh == nil || now.After(sh.renew) {
+		next := &sharedSettle{renew: now.Add(settleRenew)}
+		next.ctx, next.cancel = context.WithTimeout(context.Background(), settleTimeout+settleRenew)
+		if w.settleShared.CompareAndSwap(sh, next) {
+			sh = next
+		} else {
+			next.cancel()
+			sh = w.settleShared.Load()
+		}
+	}
+	return sh.ctx, noCancel
+}
+
+// settleRenew is how long a shared settle context is handed out.
+const settleRenew = time.Second
+
+type sharedSettle struct {
+	ctx context.Context
+	// cancel is called only by Stop: replaced contexts end with their
+	// deadline, since calls may still be using them.
+	cancel context.CancelFunc
+	renew  time.Time
+}
+
+func noCancel() {}
+
 // handle runs one delivered call to a settled message: every path ends in
 // an ack, a nak or a term, and every settle error is logged. The one
 // exception is an execution that ignores its context past the watchdog: it
@@ -514,7 +552,7 @@ func (w *Worker) refuse(ctx context.Context, p Pool, msg jetstream.Msg, call *to
 
 // finish publishes the terminal response once and then acknowledges.
 func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, call *toolwirev1.ToolCall, log callLog, resp *toolwirev1.ToolResponse) {
-	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	ctx, cancel := w.settleContext(ctx)
 	defer cancel()
 	failpoint.Inject("before-result-publish")
 	err := w.publishResult(ctx, call, resp)

@@ -49,10 +49,11 @@ type Worker struct {
 	stopped bool
 	// stopFetch ends fetching and any spec refresh; Stop calls it before
 	// taking mu, which a refresh holds across its server round trips.
-	stopFetch atomic.Pointer[context.CancelFunc]
-	fetchers  sync.WaitGroup
-	handlers  sync.WaitGroup
-	runners   *runners // handlers run on these
+	stopFetch    atomic.Pointer[context.CancelFunc]
+	fetchers     sync.WaitGroup
+	handlers     sync.WaitGroup
+	runners      *runners                     // handlers run on these
+	settleShared atomic.Pointer[sharedSettle] // see settleContext
 	// stopWatchdog ends the watchdog goroutine (watchdog.go); watching
 	// waits for it.
 	stopWatchdog chan struct{}
@@ -389,6 +390,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 	w.runners.Stop()
 	close(w.stopWatchdog) // after the handlers: a stuck one ends through it
 	w.watching.Wait()
+	if sh := w.settleShared.Load(); sh != nil {
+		sh.cancel()
+	}
 	_ = w.cancelSub.Unsubscribe()
 	w.log.Info("worker stopped", "executed", w.executed.Load())
 	return nil
