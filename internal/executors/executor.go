@@ -41,3 +41,11 @@ func (f Func) Execute(ctx context.Context, req *Request) (*tool.Result, error) {
 type Isolated interface {
 	IsolationGaps() []string
 }
+
+// SpecIsolated is implemented by executors whose isolation also differs by
+// tool: SpecIsolationGaps names the gaps of one tool on top of the host's
+// (the sandbox's "host-network" for a tool with network access). The
+// worker adds them to the meta of that tool's responses.
+type SpecIsolated interface {
+	SpecIsolationGaps(*toolwirev1.ToolSpec) []string
+}

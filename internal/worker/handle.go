@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -645,6 +646,11 @@ func (w *Worker) meta(call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, star
 			m.SpecVersion = spec.Version
 		}
 		m.IsolationGaps = w.gaps[spec.Executor]
+		if si := w.specGaps[spec.Executor]; si != nil {
+			if extra := si.SpecIsolationGaps(spec); len(extra) > 0 {
+				m.IsolationGaps = slices.Concat(m.IsolationGaps, extra)
+			}
+		}
 	}
 	return m
 }

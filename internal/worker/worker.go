@@ -43,6 +43,8 @@ type Worker struct {
 	serving map[string]bool
 	// gaps are the isolation mechanisms each executor type lacks here.
 	gaps map[toolwirev1.ExecutorType][]string
+	// specGaps add the gaps of one tool (a sandbox tool with network).
+	specGaps map[toolwirev1.ExecutorType]executors.SpecIsolated
 
 	mu      sync.Mutex
 	started bool
@@ -128,6 +130,12 @@ func New(b *bus.Bus, cfg Config) (*Worker, error) {
 	w.publishResult = w.observeResults(w.publishResultNow)
 	for t, e := range cfg.Executors {
 		w.executors[t] = telemetry.Executor(e, w.tracer, metrics)
+		if si, ok := e.(executors.SpecIsolated); ok {
+			if w.specGaps == nil {
+				w.specGaps = map[toolwirev1.ExecutorType]executors.SpecIsolated{}
+			}
+			w.specGaps[t] = si
+		}
 		if iso, ok := e.(executors.Isolated); ok {
 			if g := iso.IsolationGaps(); len(g) > 0 {
 				w.gaps[t] = g

@@ -193,3 +193,43 @@ func TestSpecVarsFromTheEnvironment(t *testing.T) {
 		t.Fatalf("a toolwire setting: %v", err)
 	}
 }
+
+// A sandbox tool with network access shares the worker's network
+// namespace: the worker refuses to start with one unless the operator
+// allowed it (sandbox.host_network), and then says so in the responses.
+func TestNetworkSandboxToolNeedsHostNetwork(t *testing.T) {
+	dir := t.TempDir()
+	toolFile := "name: fetch\nsummary: Fetches.\ndoc: Fetches.\nexecutor: sandbox\n" +
+		"input_schema: {type: object}\nsandbox: {argv: [/bin/true], network: true}\n"
+	if err := os.WriteFile(filepath.Join(dir, "fetch.yaml"), []byte(toolFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := bustest.Start(t, bus.Config{})
+	for _, c := range []struct {
+		config string
+		ok     bool
+	}{
+		{"tools: [fetch.yaml]\n", false},
+		{"tools: [fetch.yaml]\nsandbox: {host_network: true, egress_ports: [443]}\n", true},
+	} {
+		cfg := filepath.Join(dir, "worker.yaml")
+		if err := os.WriteFile(cfg, []byte(c.config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := workerconfig.Load(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := workerconfig.NewWorker(t.Context(), env.Bus, f, workerconfig.Options{Logger: slog.New(slog.DiscardHandler)})
+		if !c.ok {
+			if err == nil || !strings.Contains(err.Error(), "sandbox.host_network") {
+				t.Fatalf("%q: want a refusal naming sandbox.host_network, got %v", c.config, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", c.config, err)
+		}
+		_ = w.Stop(t.Context()) // closes its executors; it never started
+	}
+}

@@ -33,7 +33,7 @@ func BenchmarkBareExecTrue(b *testing.B) {
 }
 
 func BenchmarkSpawnTrueNetwork(b *testing.B) {
-	e := setup(&testing.T{})
+	e := setupNet(&testing.T{})
 	s := spec([]string{"/bin/true"}, func(sc *toolwirev1.SandboxConfig) { sc.Network = true })
 	ctx := context.Background()
 	for b.Loop() {

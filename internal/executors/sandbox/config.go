@@ -38,6 +38,14 @@ const (
 	// MechCgroup is whole-tree memory and process accounting in a cgroup.
 	// It is never used (see the package documentation) and always reported.
 	MechCgroup = "cgroup"
+	// GapHostNetwork is reported for tools with network access: they share
+	// the worker's network namespace (see Config.HostNetwork). It is a gap
+	// of the tool, not of the host, and cannot be required.
+	GapHostNetwork = "host-network"
+	// GapLandlockNet is reported for tools with network access when the
+	// kernel's Landlock cannot restrict TCP ports (ABI 4): such a tool may
+	// connect to any local service.
+	GapLandlockNet = "landlock-net"
 )
 
 // helperEnv is the environment variable (=1) that, with argv[0]
@@ -101,6 +109,22 @@ type Config struct {
 	// none: the executor runs with what the host offers and reports the
 	// rest in IsolationGaps.
 	Require []string `json:"require,omitempty"`
+	// HostNetwork lets tools whose spec sets network: true run. The sandbox
+	// cannot give such a tool a network namespace of its own with egress
+	// (that needs a user-mode network stack or host routing), so it shares
+	// the worker's network namespace, loopback included: the worker's NATS
+	// connection, the dispatcher's API and every other local service are
+	// one connect(2) away. With Landlock ABI 4 or later the sandbox then
+	// allows TCP connect only to EgressPorts and no TCP bind, which keeps
+	// services on other ports out of reach; without it nothing does, and
+	// the response says "landlock-net". Every response of such a tool
+	// carries the "host-network" gap in meta.isolation_gaps. Default false:
+	// a worker refuses to start with a network tool, and a call of one
+	// answers PERMANENT.
+	HostNetwork bool `json:"host_network,omitempty"`
+	// EgressPorts are the TCP ports network tools may connect to (see
+	// HostNetwork). Default [443, 80].
+	EgressPorts []uint16 `json:"egress_ports,omitempty"`
 	// Logger receives start-up and kill diagnostics. Default slog.Default().
 	Logger *slog.Logger `json:"-"`
 }
@@ -124,6 +148,9 @@ func (c Config) WithDefaults() Config {
 	c.GID = cmp.Or(c.GID, 65534)
 	c.WorkDir = cmp.Or(c.WorkDir, filepath.Join(os.TempDir(), "toolwire-sandbox"))
 	c.Path = cmp.Or(c.Path, "/usr/local/bin:/usr/bin:/bin")
+	if c.EgressPorts == nil {
+		c.EgressPorts = []uint16{443, 80}
+	}
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
@@ -165,6 +192,9 @@ func (c Config) Validate() error {
 		if !filepath.IsAbs(p) {
 			errs = append(errs, fmt.Errorf("sandbox config: read_only_paths: %q must be absolute", p))
 		}
+	}
+	if slices.Contains(c.EgressPorts, 0) {
+		errs = append(errs, errors.New("sandbox config: egress_ports: 0 is not a port"))
 	}
 	for _, r := range c.Require {
 		if r != "all" && !slices.Contains(Mechanisms, r) {

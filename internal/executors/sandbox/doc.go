@@ -94,7 +94,8 @@
 //     spec's read_only_paths; read and write on /tmp, /dev/null, /dev/zero,
 //     /dev/full and the spec's writable_paths; nothing else, not even
 //     listing "/". With network off, TCP bind and connect are also denied
-//     (ABI 4). A second layer scopes signals and abstract UNIX sockets to
+//     (ABI 4); with network on, TCP bind is denied and connect allowed only
+//     to Config.EgressPorts (see "Tools with network access" below). A second layer scopes signals and abstract UNIX sockets to
 //     the sandbox (ABI 6);
 //  6. load seccomp filters: EPERM for kernel and namespace administration
 //     (mount, setns, unshare, clone with CLONE_NEWUSER, pivot_root, ...),
@@ -108,6 +109,24 @@
 //     thread (capabilities, no_new_privs and seccomp are per thread), with
 //     nothing allocated between the rlimits and the exec. The target is
 //     pid 1 of its namespace.
+//
+// # Tools with network access
+//
+// A spec with network: true gets no network namespace: the sandbox has no
+// way to give a namespace of its own egress without a user-mode network
+// stack or changes to the host's routing, so such a tool shares the
+// worker's network namespace, and with it the worker's loopback — its
+// NATS connection's server, the dispatcher's API when it runs on the same
+// host, and any other local service. That is an operator's decision, not a
+// tool author's: a worker refuses to start with such a tool (Executor.
+// CheckSpec) and the executor refuses its calls (PERMANENT) unless
+// Config.HostNetwork is set. Then Landlock (ABI 4) limits the tool's TCP
+// connections to Config.EgressPorts (default 443 and 80) and denies TCP
+// bind, so local services on other ports — NATS on 4222, the API on 8080
+// — are out of reach; UDP stays open for name resolution. Every response
+// of such a tool carries "host-network" in meta.isolation_gaps, and
+// "landlock-net" as well where the kernel's Landlock cannot limit ports
+// (then nothing stops the tool from reaching every local service).
 //
 // # Probing and gaps
 //

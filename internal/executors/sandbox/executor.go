@@ -113,6 +113,38 @@ func (e *Executor) explain(mechs []string) string {
 // logs them at start and copies them into every response's meta.
 func (e *Executor) IsolationGaps() []string { return slices.Clone(e.gaps) }
 
+// errNetworkNotAllowed refuses a network tool on a worker whose operator
+// has not accepted that it shares the worker's network (HostNetwork).
+var errNetworkNotAllowed = errors.New("sandbox: the tool asks for network access, which shares the worker's network " +
+	"namespace (its loopback included); this worker's sandbox config does not allow it (set sandbox.host_network: true " +
+	"to accept that, with TCP limited to sandbox.egress_ports)")
+
+// CheckSpec validates spec as the package's CheckSpec does, and refuses a
+// tool with network access unless Config.HostNetwork allows it. Workers
+// call it at start-up for every sandbox tool they serve.
+func (e *Executor) CheckSpec(spec *toolwirev1.ToolSpec) error {
+	if err := CheckSpec(spec); err != nil {
+		return err
+	}
+	if spec.GetSandbox().GetNetwork() && !e.cfg.HostNetwork {
+		return errNetworkNotAllowed
+	}
+	return nil
+}
+
+// SpecIsolationGaps names the gaps of one tool on top of IsolationGaps:
+// "host-network" for a tool with network access, and "landlock-net" when
+// the kernel cannot then limit its TCP ports.
+func (e *Executor) SpecIsolationGaps(spec *toolwirev1.ToolSpec) []string {
+	if !spec.GetSandbox().GetNetwork() {
+		return nil
+	}
+	if e.works[MechLandlock] != "" || !landlockNet() {
+		return []string{GapHostNetwork, GapLandlockNet}
+	}
+	return []string{GapHostNetwork}
+}
+
 // probe starts a helper that tries every mechanism, first in namespaces,
 // then (if those cannot be created) without.
 func (e *Executor) probe(noUserNS bool) error {
@@ -440,6 +472,10 @@ func (e *Executor) environ(sc *toolwirev1.SandboxConfig, dir string) []string {
 // and everything it started are gone.
 func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.Result, error) {
 	sc := req.Spec.GetSandbox()
+	if sc.GetNetwork() && !e.cfg.HostNetwork {
+		return nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_PERMANENT, Message: errNetworkNotAllowed.Error(),
+			SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
+	}
 	tmpl, err := parseTemplate(sc)
 	if err != nil {
 		return nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_PERMANENT, Message: "sandbox spec: " + err.Error(),
@@ -468,6 +504,9 @@ func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.R
 		ReadOnly: slices.Concat(e.cfg.ReadOnlyPaths, sc.GetReadOnlyPaths()), Writable: sc.GetWritablePaths(),
 		Seccomp: e.works[MechSeccomp] == "", Network: sc.GetNetwork(),
 		Rlimits: lim.rlimits(),
+	}
+	if hc.Network {
+		hc.EgressPorts = e.cfg.EgressPorts
 	}
 	dir := "/tmp"
 	if !hc.Tmpfs {

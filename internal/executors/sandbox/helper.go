@@ -60,6 +60,9 @@ type helperConfig struct {
 	// Seccomp loads the filter; Network leaves sockets of every family.
 	Seccomp bool `json:"seccomp,omitempty"`
 	Network bool `json:"network,omitempty"`
+	// EgressPorts are the TCP ports a Network target may connect to
+	// (Landlock ABI 4); it may bind none.
+	EgressPorts []uint16 `json:"egress_ports,omitempty"`
 	// Rlimits are set last, just before exec.
 	Rlimits []rlimit `json:"rlimits,omitempty"`
 }
@@ -371,7 +374,20 @@ func restrictLandlock(hc *helperConfig, dir string) error {
 	if !hc.Network {
 		return landlock.V11.BestEffort().RestrictNet()
 	}
-	return nil
+	// A network tool: no TCP bind, TCP connect only to the egress ports.
+	// UDP is not restricted (V4 has no UDP rights): name resolution needs
+	// it, and nothing of toolwire's listens on UDP.
+	var netRules []landlock.Rule
+	for _, p := range hc.EgressPorts {
+		netRules = append(netRules, landlock.ConnectTCP(p))
+	}
+	return landlock.V4.BestEffort().RestrictNet(netRules...)
+}
+
+// landlockNet reports whether the kernel's Landlock restricts TCP ports.
+func landlockNet() bool {
+	v, err := llsys.LandlockGetABIVersion()
+	return err == nil && v >= 4
 }
 
 // execTarget sets the rlimits and execs the target without allocating in

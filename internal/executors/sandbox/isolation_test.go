@@ -172,7 +172,7 @@ func TestIsolation(t *testing.T) {
 		require.Empty(t, accepted)
 		// With network on, the same tool reaches the listener: the test
 		// can see a connection, so the refusals above are the sandbox's.
-		text(t, e, spec(fixture("connect", "--", addr), func(sc *toolwirev1.SandboxConfig) { sc.Network = true }), `{}`)
+		text(t, setupNet(t), spec(fixture("connect", "--", addr), func(sc *toolwirev1.SandboxConfig) { sc.Network = true }), `{}`)
 		<-accepted
 	})
 }

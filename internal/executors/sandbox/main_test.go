@@ -50,10 +50,14 @@ func TestMain(m *testing.M) {
 			return 2
 		}
 		code := m.Run()
-		if shared != nil {
+		for _, e := range []*sandbox.Executor{shared, sharedNet} {
+			if e == nil {
+				continue
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := shared.Close(ctx); err != nil {
+			err := e.Close(ctx)
+			cancel()
+			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				code = 1
 			}

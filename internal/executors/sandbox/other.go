@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/executors"
 	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // errUnsupported is returned by New off Linux: every mechanism the
@@ -29,6 +30,12 @@ func (*Executor) Execute(context.Context, *executors.Request) (*tool.Result, err
 
 // IsolationGaps names every mechanism: none exists off Linux.
 func (*Executor) IsolationGaps() []string { return slices.Clone(Mechanisms) }
+
+// SpecIsolationGaps names nothing more: every mechanism is missing already.
+func (*Executor) SpecIsolationGaps(*toolwirev1.ToolSpec) []string { return nil }
+
+// CheckSpec validates spec as the package's CheckSpec does.
+func (*Executor) CheckSpec(spec *toolwirev1.ToolSpec) error { return CheckSpec(spec) }
 
 // Close does nothing.
 func (*Executor) Close(context.Context) error { return nil }

@@ -24,7 +24,7 @@ func TestSeccomp(t *testing.T) {
 	require.Equal(t, "ptrace=1\nmount=1\nunshare=1\nkeyctl=1\nbpf=1\nio_uring_setup=1\nclone3=38\n"+
 		"socket_inet=1\nsocket_netlink=1\nsocket_unix=0\nkill_pid1=0\n",
 		text(t, e, spec(fixture("syscalls")), `{}`))
-	withNet := text(t, e, spec(fixture("syscalls"), func(sc *toolwirev1.SandboxConfig) { sc.Network = true }), `{}`)
+	withNet := text(t, setupNet(t), spec(fixture("syscalls"), func(sc *toolwirev1.SandboxConfig) { sc.Network = true }), `{}`)
 	require.Contains(t, withNet, "socket_inet=0\n", "network on allows every socket family")
 	require.Contains(t, withNet, "ptrace=1\n")
 }

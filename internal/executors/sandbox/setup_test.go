@@ -28,6 +28,10 @@ var (
 	sharedOnce sync.Once
 	shared     *sandbox.Executor
 	sharedErr  error
+
+	sharedNetOnce sync.Once
+	sharedNet     *sandbox.Executor
+	sharedNetErr  error
 )
 
 // setup returns the executor the tests share (New probes the host by
@@ -37,6 +41,20 @@ func setup(t *testing.T) *sandbox.Executor {
 	sharedOnce.Do(func() { shared, sharedErr = sandbox.New(sandbox.Config{}) })
 	require.NoError(t, sharedErr)
 	return shared
+}
+
+// setupNet returns a shared executor whose operator allowed network tools
+// (HostNetwork), with TCP egress to any port: the tests of network tools
+// that are not about the egress ports use it. Close runs in TestMain.
+func setupNet(t *testing.T) *sandbox.Executor {
+	t.Helper()
+	all := make([]uint16, 0, 65535)
+	for p := 1; p <= 65535; p++ {
+		all = append(all, uint16(p))
+	}
+	sharedNetOnce.Do(func() { sharedNet, sharedNetErr = sandbox.New(sandbox.Config{HostNetwork: true, EgressPorts: all}) })
+	require.NoError(t, sharedNetErr)
+	return sharedNet
 }
 
 // need fails (with CI=true) or skips the test when the host lacks a
