@@ -50,14 +50,23 @@ help: ## list the targets
 	@echo
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z0-9_-]+:.*## / { printf "  %-20s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
-run: ## run the dispatcher: embedded NATS under ./data, in-process workers, API on 127.0.0.1:8080
+run: ## build, then run the dispatcher: embedded NATS under ./data, in-process workers, API on 127.0.0.1:8080
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory mcp-everything; \
 	else echo 'make run: npm not found: the MCP reference server will not be served'; fi
-	$(GO) run ./cmd/dispatcher $(ARGS)
+	@$(MAKE) --no-print-directory build
+	./bin/dispatcher $(ARGS)
 
+# The first build downloads the modules and compiles everything: minutes
+# on two cores, so it says so and counts the packages as they compile (-v
+# names only what is not cached: a warm build prints "up to date"); any
+# other line (a download, an error) is printed as it is.
 build: ## build every command (dispatcher, worker, toolctl, toolwire-bench) into ./bin
 	@mkdir -p bin
-	$(GO) build -o bin/ ./cmd/...
+	@echo 'make build: building ./bin (the first build downloads modules and compiles for several minutes on 2 cores) ...'
+	@$(GO) build -v -o bin/ ./cmd/... 2>&1 | awk ' \
+	  /^[^ ]+$$/ { n++; if (tty) printf "\r  %d packages compiled", n; else if (n % 50 == 0) print "  " n " packages compiled"; next } \
+	  { if (tty && n) print ""; print; fflush() } \
+	  END { if (tty && n) print ""; print n ? "  " n " packages compiled" : "  up to date" }' tty=$$([ -t 1 ] && echo 1 || echo 0)
 
 generate: ## regenerate pkg/toolproto from proto/ (and format the .proto files)
 	$(BUF) format -w

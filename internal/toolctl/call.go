@@ -56,8 +56,9 @@ func (a *app) callCommand() *cobra.Command {
 ` + argsHelp + `
 
 With -o text the tool's content is printed on stdout, and an error as
-"error: TYPE: message" plus one line per offending field on stderr. With
--o json the whole answer is printed as JSON.`,
+"error: TYPE: message" plus one line per offending field on stderr,
+followed by "call: ID" on stderr (the id for get, watch, session apply and
+audit). With -o json the whole answer is printed as JSON.`,
 		Example: `  toolctl call echo '{"text":"hi"}'
   echo '{"duration":"2s"}' | toolctl call sleep - --wait 1s`,
 		Args: cobra.RangeArgs(1, 2),
@@ -70,7 +71,13 @@ With -o text the tool's content is printed on stdout, and an error as
 				return fmt.Errorf("--wait %s: must not be negative", wait)
 			}
 			res, err := a.client.Call(cmd.Context(), args[0], callArgs, append(f.options(), client.WithWait(wait))...)
-			return a.printOutcome(res, err)
+			code := a.printOutcome(res, err)
+			if res != nil && res.CallID != "" && !a.json() {
+				// On stderr, so stdout stays the tool's output: the id for
+				// get, watch, cancel, session apply and audit.
+				fmt.Fprintf(a.io.Stderr, "call: %s\n", res.CallID)
+			}
+			return code
 		},
 	}
 	f.register(cmd)

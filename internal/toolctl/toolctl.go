@@ -97,6 +97,13 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 		return ExitOK
 	case errors.As(err, &code):
 		return int(code)
+	case errors.As(err, &failed) && answered(failed.err):
+		// The dispatcher answered, with a refusal: like a tool error.
+		fmt.Fprintf(stdio.Stderr, "error: %v\n", failed.err)
+		if hint := a.hint(failed.err); hint != "" {
+			fmt.Fprintln(stdio.Stderr, hint)
+		}
+		return ExitToolError
 	case errors.As(err, &failed):
 		fmt.Fprintf(stdio.Stderr, "toolctl: %v\n", failed.err)
 		if hint := a.hint(failed.err); hint != "" {
@@ -106,6 +113,20 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 	}
 	fmt.Fprintf(stdio.Stderr, "toolctl: %v\nRun '%s --help' for usage.\n", err, cmd.CommandPath())
 	return ExitUsage
+}
+
+// answered reports whether err is the dispatcher's answer to the request
+// (an unknown id, a refusal) rather than no answer at all (unreachable,
+// bad credentials, a timeout): the first exits ExitToolError, the second
+// ExitUsage, the same for every command.
+func answered(err error) bool {
+	switch connect.CodeOf(err) {
+	case connect.CodeNotFound, connect.CodeInvalidArgument, connect.CodeFailedPrecondition,
+		connect.CodePermissionDenied, connect.CodeAlreadyExists, connect.CodeResourceExhausted,
+		connect.CodeOutOfRange, connect.CodeAborted:
+		return true
+	}
+	return false
 }
 
 // exitCode ends a command whose outcome is already printed.

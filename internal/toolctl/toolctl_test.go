@@ -59,7 +59,18 @@ func TestCall(t *testing.T) {
 		out := b.run(t, "call", "echo", `{"text":"hi"}`)
 		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
 		require.Equal(t, "hi\n", out.stdout)
-		require.Empty(t, out.stderr)
+		require.Regexp(t, `^call: [0-9A-Z]{26}\n$`, out.stderr, "the call id, for get, watch and session apply")
+	})
+
+	t.Run("UnknownIDsExitOneEverywhere", func(t *testing.T) {
+		t.Parallel()
+		for _, args := range [][]string{
+			{"get", "01J00000000000000000000009"},
+			{"session", "apply", "01J00000000000000000000009"},
+		} {
+			out := b.run(t, args...)
+			require.Equal(t, toolctl.ExitToolError, out.code, "%v: %s", args, out.stderr)
+		}
 	})
 
 	t.Run("ArgumentsFromStdin", func(t *testing.T) {
