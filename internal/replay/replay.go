@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -84,6 +85,14 @@ func (p *Replayer) Replay(ctx context.Context, r *audit.Record, o Options) *Pair
 		return pair
 	}
 	pair.ReplayVersion = spec.Version
+	subject := p.subj.Shadow(spec.Executor, r.Call.GetCaller().GetTenant(), spec.Provider, spec.Name)
+	if ok, err := p.served(ctx, subject); err != nil || !ok {
+		pair.Error = fmt.Sprintf("no shadow pool serves %s: start a worker with --shadow serving it", spec.Name)
+		if err != nil {
+			pair.Error = err.Error()
+		}
+		return pair
+	}
 	resp, id, err := p.execute(ctx, r.Call, spec, cmp.Or(o.Wait, time.Minute))
 	pair.ReplayCallID = id
 	if err != nil {
@@ -93,6 +102,65 @@ func (p *Replayer) Replay(ctx context.Context, r *audit.Record, o Options) *Pair
 	pair.Changes = Diff(r.Result, resp)
 	pair.Equal = len(pair.Changes) == 0
 	return pair
+}
+
+// ErrNoShadowPool is returned by CheckShadowPools when no shadow pool
+// exists at all: every replay would wait its full Wait for nothing.
+var ErrNoShadowPool = errors.New("replay: no shadow pool is running: start a worker with --shadow " +
+	"(for example `worker --nats-url URL --shadow`) serving the tools to replay")
+
+// CheckShadowPools returns ErrNoShadowPool when no pool consumes replays,
+// so a replay can fail at once instead of after a wait per call.
+func (p *Replayer) CheckShadowPools(ctx context.Context) error {
+	filters, err := p.shadowFilters(ctx)
+	if err != nil {
+		return err
+	}
+	if len(filters) == 0 {
+		return ErrNoShadowPool
+	}
+	return nil
+}
+
+// served reports whether a shadow pool consumes subject.
+func (p *Replayer) served(ctx context.Context, subject string) (bool, error) {
+	filters, err := p.shadowFilters(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, f := range filters {
+		if bus.SubjectMatches(f, subject) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// shadowFilters lists the filter subjects of the calls stream's durable
+// consumers that consume replays (shadow pools).
+func (p *Replayer) shadowFilters(ctx context.Context) ([]string, error) {
+	stream, err := p.js.Stream(ctx, p.calls)
+	if err != nil {
+		return nil, fmt.Errorf("replay: calls stream: %w", err)
+	}
+	shadow := p.subj.AllShadow()
+	shadow = shadow[:len(shadow)-1] // "<prefix>.shadow."
+	var filters []string
+	lister := stream.ListConsumers(ctx)
+	for info := range lister.Info() {
+		if info.Config.Durable == "" {
+			continue // an audit's or a replay's own ephemeral consumer, not a pool
+		}
+		for _, f := range bus.ConsumerFilters(info.Config) {
+			if strings.HasPrefix(f, shadow) {
+				filters = append(filters, f)
+			}
+		}
+	}
+	if err := lister.Err(); err != nil {
+		return nil, fmt.Errorf("replay: list pools: %w", err)
+	}
+	return filters, nil
 }
 
 func (p *Replayer) spec(ctx context.Context, name, version string) (*toolwirev1.ToolSpec, error) {

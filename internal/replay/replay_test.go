@@ -3,6 +3,7 @@ package replay_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -160,4 +161,39 @@ func mustVersion(t *testing.T, tl *tool.Tool) string {
 	}
 	t.Fatal("no spec")
 	return ""
+}
+
+// Without a shadow pool a replay fails at once, naming the fix, instead
+// of waiting its full Wait for each call.
+func TestReplayWithoutShadowPoolFailsFast(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{greet("hello")}})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "greet", ArgumentsJson: `{"name":"Ada"}`}, 20*time.Second)
+	if err != nil || !r.Response.GetOk() {
+		t.Fatalf("call: %v %v", r, err)
+	}
+	rp, err := replay.New(ctx, s.Env.Bus.NC, "toolwire")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rp.CheckShadowPools(ctx); !errors.Is(err, replay.ErrNoShadowPool) {
+		t.Fatalf("CheckShadowPools = %v, want ErrNoShadowPool", err)
+	}
+	src, err := audit.Open(ctx, s.Env.Bus.NC, "toolwire")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pairs []*replay.Pair
+	if _, err := src.Run(ctx, audit.Filter{CallID: r.CallId}, audit.Options{}, func(rec *audit.Record) error {
+		// A Wait longer than the test's deadline: waiting would fail it.
+		pairs = append(pairs, rp.Replay(ctx, rec, replay.Options{Wait: time.Hour}))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pairs) != 1 || !strings.Contains(pairs[0].Error, "no shadow pool serves greet") {
+		t.Fatalf("pairs: %+v", *pairs[0])
+	}
 }

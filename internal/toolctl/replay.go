@@ -58,6 +58,13 @@ not be replayed.`,
 			if err != nil {
 				return &requestError{err}
 			}
+			if err := rp.CheckShadowPools(cmd.Context()); err != nil {
+				if errors.Is(err, replay.ErrNoShadowPool) {
+					fmt.Fprintf(a.io.Stderr, "error: %v\n", err)
+					return exitCode(ExitToolError)
+				}
+				return &requestError{err}
+			}
 			differ, n := false, 0
 			handle := func(r *audit.Record) error {
 				if n >= limit {
