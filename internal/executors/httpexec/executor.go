@@ -17,6 +17,7 @@ import (
 	"code.dny.dev/ssrf"
 
 	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/internal/redact"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -174,9 +175,13 @@ func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.R
 	start := time.Now()
 	resp, err := client.Do(hreq)
 	if err != nil {
+		// net/http's errors quote the URL, arguments included: the values
+		// of secret arguments are redacted from the log line and the error
+		// (as the worker redacts every result and error; internal/redact).
+		sec := redact.ForSpec(req.Spec).Secrets(req.Call.GetArguments())
 		e.log.DebugContext(ctx, "http tool request failed", "tool", req.Spec.GetName(), "call_id", req.Call.GetCallId(),
-			"method", p.method, "host", hreq.URL.Host, "error", err, "duration", time.Since(start))
-		return nil, e.requestError(ctx, p, err)
+			"method", p.method, "host", hreq.URL.Host, "error", sec.Err(err), "duration", time.Since(start))
+		return nil, sec.Err(e.requestError(ctx, p, err))
 	}
 	defer resp.Body.Close()
 	res, err := e.response(ctx, p, resp, red)
@@ -292,9 +297,12 @@ func appendQuery(q *strings.Builder, name string, v []byte) error {
 }
 
 // checkRedirect bounds and re-checks redirects. Secret headers are
-// dropped when a redirect leaves the original scheme, host and port.
+// dropped when a redirect leaves the original scheme, host and port, and
+// Referer is never sent: net/http sets it on a redirect to the URL that
+// redirected, query (arguments) included.
 func (e *Executor) checkRedirect(p *plan, g *ssrf.Guardian) func(*http.Request, []*http.Request) error {
 	return func(next *http.Request, via []*http.Request) error {
+		next.Header.Del("Referer")
 		if e.cfg.MaxRedirects < 0 {
 			return http.ErrUseLastResponse
 		}
