@@ -159,7 +159,10 @@ func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.R
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, time.Duration(e.cfg.Timeout), errExecutorTimeout)
 	defer cancel()
-	hreq, red, err := e.newRequest(ctx, p, a, req.Call.GetCallId())
+	// The values of secret arguments (nil for a tool without any): the
+	// body redactor removes them too, and net/http's errors quote the URL.
+	sec := redact.ForSpec(req.Spec).Secrets(req.Call.GetArguments())
+	hreq, red, err := e.newRequest(ctx, p, a, req.Call.GetCallId(), sec)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +181,6 @@ func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.R
 		// net/http's errors quote the URL, arguments included: the values
 		// of secret arguments are redacted from the log line and the error
 		// (as the worker redacts every result and error; internal/redact).
-		sec := redact.ForSpec(req.Spec).Secrets(req.Call.GetArguments())
 		e.log.DebugContext(ctx, "http tool request failed", "tool", req.Spec.GetName(), "call_id", req.Call.GetCallId(),
 			"method", p.method, "host", hreq.URL.Host, "error", sec.Err(err), "duration", time.Since(start))
 		return nil, sec.Err(e.requestError(ctx, p, err))
@@ -191,7 +193,7 @@ func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.R
 }
 
 // newRequest fills the templates and headers.
-func (e *Executor) newRequest(ctx context.Context, p *plan, a *args, callID string) (*http.Request, *redactor, error) {
+func (e *Executor) newRequest(ctx context.Context, p *plan, a *args, callID string, sec *redact.Secrets) (*http.Request, *redactor, error) {
 	rawURL, err := p.url.expand(a)
 	if err != nil {
 		return nil, nil, err
@@ -257,7 +259,7 @@ func (e *Executor) newRequest(ctx context.Context, p *plan, a *args, callID stri
 		hreq.Header[s.header] = []string{v}
 		values = append(values, v)
 	}
-	return hreq, newRedactor(values), nil
+	return hreq, newRedactor(values, sec), nil
 }
 
 // appendQuery adds name=value pairs: a scalar once, an array's scalars
