@@ -78,6 +78,9 @@ func newSecrets(values []string) *Secrets {
 // percent-encoded as a query value, a path segment, a path and by the strict
 // unreserved-only rule of the http executor's URL templates.
 func forms(v string) []string {
+	if unreserved(v) { // every form is v itself (the usual token)
+		return []string{v}
+	}
 	out := []string{v}
 	add := func(f string) {
 		if f != "" && !slices.Contains(out, f) {
@@ -105,6 +108,17 @@ func jsonInner(v string, escapeHTML bool) string {
 	_ = enc.Encode(v) // a string always encodes
 	s := strings.TrimSuffix(b.String(), "\n")
 	return s[1 : len(s)-1]
+}
+
+// unreserved reports whether s holds only RFC 3986 unreserved bytes,
+// which no escaping changes.
+func unreserved(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c == '-' || c == '.' || c == '_' || c == '~' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 const upperhex = "0123456789ABCDEF"
