@@ -277,12 +277,12 @@ func TestCanaryNeverLeaves(t *testing.T) {
 	for _, s := range b.spans.Ended() {
 		spans = append(spans, s.Name(), s.Status().Description)
 		for _, kv := range s.Attributes() {
-			spans = append(spans, kv.Value.Emit())
+			spans = append(spans, kv.Value.String())
 		}
 		for _, e := range s.Events() {
 			spans = append(spans, e.Name)
 			for _, kv := range e.Attributes {
-				spans = append(spans, kv.Value.Emit())
+				spans = append(spans, kv.Value.String())
 			}
 		}
 	}
