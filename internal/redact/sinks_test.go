@@ -182,7 +182,7 @@ func TestCanaryNeverLeaves(t *testing.T) {
 	// Cancelled while running.
 	sub, err := b.d.Submit(ctx, id, &toolwirev1.CallRequest{Tool: "canary", ArgumentsJson: args("cancel", canarySecret)})
 	require.NoError(t, err)
-	require.Equal(t, sub.CallID, <-started)
+	require.Equal(t, sub.CallID, receive(t, started))
 	_, err = b.d.Cancel(ctx, id, sub.CallID, "the user gave up")
 	require.NoError(t, err)
 	res, err := b.d.GetResult(ctx, id, sub.CallID, 20*time.Second)
@@ -194,7 +194,7 @@ func TestCanaryNeverLeaves(t *testing.T) {
 	// audit redacts it when it reads it.
 	sub, err = b.d.Submit(ctx, id, &toolwirev1.CallRequest{Tool: "canary", ArgumentsJson: args("park", canarySecret)})
 	require.NoError(t, err)
-	require.Equal(t, sub.CallID, <-started)
+	require.Equal(t, sub.CallID, receive(t, started))
 	env := b.stack.Env
 	old, err := proto.Marshal(&toolwirev1.ToolResponse{EnvelopeVersion: 1, CallId: sub.CallID, Tool: "canary", Ok: true,
 		Content: []*toolwirev1.Content{tool.Text("old worker says " + canarySecret)}})
@@ -351,6 +351,18 @@ func messages(t *testing.T, st jetstream.Stream) []jetstream.Msg {
 		if n == 0 {
 			return out
 		}
+	}
+}
+
+// receive waits for the next value of ch, failing after 20s.
+func receive(t *testing.T, ch <-chan string) string {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call never started")
+		return ""
 	}
 }
 
