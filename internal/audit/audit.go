@@ -13,9 +13,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/redact"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -41,7 +41,6 @@ type Source struct {
 	registry               jetstream.KeyValue
 	subj                   bus.Subjects
 	shadowPrefix           string
-	red                    redactor
 
 	specMu sync.Mutex
 	specs  map[string]string // name@version -> input schema
@@ -420,11 +419,8 @@ func (s *Source) jobOf(msg jetstream.Msg, seq uint64, stored time.Time, f Filter
 // complete looks up a call's result (and events) and redacts it.
 func (s *Source) complete(ctx context.Context, j *job, o Options) error {
 	call, rec := j.call, j.rec
-	if sch, ok := s.schemaOf(ctx, call.Tool, call.SpecVersion); ok {
-		rec.Arguments = s.red.redact(sch, call.Arguments)
-	} else {
-		rec.Arguments = redactedWhole
-	}
+	sch, known := s.schemaOf(ctx, call.Tool, call.SpecVersion)
+	sec := redactRecord(rec, sch, known)
 	subject := s.subj.ResultAnyDispatcher(call.GetCaller().GetTenant(), call.CallId)
 	if call.Dispatcher != "" {
 		subject = s.subj.Result(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
@@ -446,11 +442,11 @@ func (s *Source) complete(ctx context.Context, j *job, o Options) error {
 			break
 		}
 		rec.Result = resp
-		rec.Response, _ = protojson.Marshal(resp)
+		rec.Response = redactResponse(sec, resp)
 		rec.Outcome, rec.ErrorType = classify(resp)
 	}
 	if o.Events {
-		evs, err := s.eventsOf(ctx, call)
+		evs, err := s.eventsOf(ctx, call, sec)
 		if err != nil {
 			return err
 		}
@@ -503,7 +499,7 @@ func (s *Source) schemaOf(ctx context.Context, name, version string) (string, bo
 
 // eventsOf reads a call's events by direct gets (next message of the
 // call's subject after the last one read): no consumer is created.
-func (s *Source) eventsOf(ctx context.Context, call *toolwirev1.ToolCall) ([]json.RawMessage, error) {
+func (s *Source) eventsOf(ctx context.Context, call *toolwirev1.ToolCall, sec *redact.Secrets) ([]json.RawMessage, error) {
 	subject := s.subj.EventsAnyDispatcher(call.GetCaller().GetTenant(), call.CallId)
 	if call.Dispatcher != "" {
 		subject = s.subj.Event(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
@@ -517,9 +513,7 @@ func (s *Source) eventsOf(ctx context.Context, call *toolwirev1.ToolCall) ([]jso
 		if err != nil {
 			return nil, fmt.Errorf("audit: events of %s: %w", call.CallId, err)
 		}
-		ev := &toolwirev1.CallEvent{}
-		if proto.Unmarshal(m.Data, ev) == nil {
-			b, _ := protojson.Marshal(ev)
+		if b, ok := redactEvent(sec, m.Data); ok {
 			out = append(out, b)
 		}
 		seq = m.Sequence + 1

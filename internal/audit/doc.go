@@ -40,16 +40,22 @@
 //
 // # Redaction
 //
-// A property that the pinned spec version's input schema marks
+// Redaction is internal/redact's, the one step every sink of the fabric
+// uses. A property that the pinned spec version's input schema marks
 // "x-toolwire-secret": true (SecretKeyword) is replaced by "[REDACTED]" in
-// every record; the schemas are read from the registry's versions and
-// cached. Marks are followed through properties, items and
-// additionalProperties. When a mark sits where that does not reach ($ref,
-// allOf, patternProperties, ...), when the spec version is no longer in
-// the registry, or when arguments that should be redacted are not JSON,
-// the arguments are redacted whole: nothing is shown that might be
-// secret. Record.Call keeps the call as stored, unredacted, for replays;
-// it is never printed.
+// every record's arguments, whatever the length of its value; the schemas
+// are read from the registry's versions and cached. Marks are followed
+// through properties, items and additionalProperties. When a mark sits
+// where that does not reach ($ref, allOf, patternProperties, ...), when
+// the spec version is no longer in the registry, or when arguments that
+// should be redacted are not JSON, the arguments are redacted whole:
+// nothing is shown that might be secret. The values of the secret
+// arguments are also replaced wherever they occur in the record's
+// response (content, structured output, error, as in Record.Result, which
+// replays diff) and events, so a result stored before workers redacted
+// (or by a worker that does not) shows no secret either; without the
+// schema every argument value counts as secret there. Record.Call keeps
+// the call as stored, unredacted, for replays; it is never printed.
 //
 // # Exports
 //

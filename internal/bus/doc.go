@@ -46,4 +46,10 @@
 //     SyncInterval (default 1s, not the server's 2m: a longer interval can
 //     lose acknowledged writes on power loss). SyncAlways trades throughput
 //     for no loss window at all.
+//   - EncryptionKey encrypts the embedded server's store at rest
+//     (nats-server's JetStreamKey; ChaCha20-Poly1305 or AES-GCM): the calls
+//     stream stores arguments, secret ones included, in clear otherwise. A
+//     key shorter than MinEncryptionKeyBytes is refused, errors never show
+//     it, and a store written in clear is encrypted when the server first
+//     starts with a key. A lost key makes the store unreadable.
 package bus

@@ -38,6 +38,16 @@ type EmbeddedConfig struct {
 	MonitorAddr string
 	// Logger receives the server's log lines; nil = discard.
 	Logger *slog.Logger
+	// EncryptionKey, if set, encrypts the JetStream store at rest with a
+	// key derived from it (nats-server's JetStreamKey): calls, with their
+	// arguments, results, events, dead letters. At least
+	// MinEncryptionKeyBytes; keep it outside the data directory. A store
+	// written in clear is encrypted when the server starts with a key; a
+	// store whose key is lost cannot be read. Empty = not encrypted.
+	EncryptionKey string
+	// EncryptionCipher is "chacha" (ChaCha20-Poly1305, the default) or
+	// "aes" (AES-GCM); only with EncryptionKey.
+	EncryptionCipher string
 }
 
 // Embedded is a running in-process NATS server with JetStream.
@@ -61,6 +71,9 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		NoSigs:             true,
 		NoLog:              cfg.Logger == nil,
 		MaxPayload:         8 << 20,
+	}
+	if err := applyEncryption(opts, cfg); err != nil {
+		return nil, err
 	}
 	if cfg.ListenAddr == "" {
 		opts.DontListen = true

@@ -376,6 +376,7 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 	callID := ulid.Make().String()
 	call, te := d.admit(ctx, id, o, callID, now)
 	if te != nil {
+		d.redactRefusal(ctx, o, te)
 		resp := rejection(callID, o.Tool, te, now)
 		d.event(ctx, id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: o.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
 			Error: te, Caller: callerOf(id, o)})

@@ -39,6 +39,13 @@
 // carries as deadlines the tighter of the tool's and the request's
 // schedule-to-start and schedule-to-close timeouts.
 //
+// A refusal quotes no secret: the values of the arguments the tool's input
+// schema marks secret ("x-toolwire-secret": true) are replaced by
+// "[REDACTED]" in its message and violations (a JSON Schema `pattern` or
+// `enum` error quotes the value) before it is answered, recorded as a
+// REJECTED event or set on the admission span (internal/redact, which
+// also says why values under 4 bytes are replaced only where quoted).
+//
 // A replica with Config.MaxWaiting (100,000) callers already waiting in
 // Call answers a new Call OVERLOADED (retryable, retry_after 1s) without
 // publishing it; the refusal is recorded as a REJECTED event like every

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -30,6 +31,8 @@ func Main(args []string, stderr io.Writer, tools []*tool.Tool) int {
 	fs.StringVar(&rc.NATSListen, "nats-listen", "", "open a client listener on the embedded server, e.g. 127.0.0.1:4222")
 	fs.StringVar(&rc.Monitor, "monitor", "", "serve the embedded server's monitoring endpoints, e.g. 127.0.0.1:8222")
 	fs.StringVar(&sync, "nats-sync", "1s", "embedded store fsync: an interval, or \"always\"")
+	fs.StringVar(&rc.NATSEncryptionKey, "nats-encryption-key", "", "encrypt the embedded store at rest with the key in file:/path or env:NAME (never the key itself)")
+	fs.StringVar(&rc.NATSEncryptionCipher, "nats-encryption-cipher", "", "cipher of --nats-encryption-key: chacha (default) or aes")
 	fs.StringVar(&rc.APIKeysFile, "api-keys", "", "API key file (YAML); empty = open access as the default tenant")
 	fs.StringVar(&rc.Bus.Prefix, "prefix", "toolwire", "subject and stream prefix of the installation")
 	fs.IntVar(&rc.Bus.Replicas, "stream-replicas", 1, "replicas of every stream and bucket (3 on a JetStream cluster; every binary of an installation must agree)")
@@ -45,6 +48,11 @@ func Main(args []string, stderr io.Writer, tools []*tool.Tool) int {
 		rc.SyncAlways = true
 	} else if rc.SyncInterval, err = parseDuration(sync); err != nil {
 		fmt.Fprintf(stderr, "dispatcher: --nats-sync: %v\n", err)
+		return 2
+	}
+	if k := rc.NATSEncryptionKey; k != "" && !strings.HasPrefix(k, "file:") && !strings.HasPrefix(k, "env:") {
+		// Not echoed: it may be the key itself.
+		fmt.Fprintln(stderr, "dispatcher: --nats-encryption-key: want file:/path or env:NAME, never the key itself (the value is not shown)")
 		return 2
 	}
 	rc.Logger, rc.Tools = log, tools

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/settings"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	"github.com/toolwire/toolwire/internal/workerconfig"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -39,6 +40,13 @@ type RunConfig struct {
 	NATSListen string
 	// Monitor serves the embedded server's monitoring endpoints.
 	Monitor string
+	// NATSEncryptionKey refers to the key that encrypts the embedded
+	// server's JetStream store at rest (bus.EmbeddedConfig.EncryptionKey):
+	// "file:/absolute/path" or "env:NAME", never the key itself. Empty =
+	// the store is not encrypted. NATSEncryptionCipher is "chacha"
+	// (default) or "aes". Embedded server only: an external cluster
+	// encrypts with its own jetstream { key } setting.
+	NATSEncryptionKey, NATSEncryptionCipher string
 	// SyncInterval of the embedded store; 0 = 1s. SyncAlways fsyncs every write.
 	SyncInterval time.Duration
 	SyncAlways   bool
@@ -94,11 +102,15 @@ func Run(ctx context.Context, rc RunConfig) error {
 	var nc *nats.Conn
 	var emb *bus.Embedded
 	var err error
+	key, err := encryptionKey(rc)
+	if err != nil {
+		return err
+	}
 	if rc.NATSURL == "" {
 		dir := cmp.Or(rc.DataDir, "data")
 		emb, err = bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: filepath.Join(dir, "jetstream"),
 			ListenAddr: rc.NATSListen, MonitorAddr: rc.Monitor, SyncInterval: rc.SyncInterval, SyncAlways: rc.SyncAlways,
-			Logger: log.With("component", "nats-server")})
+			Logger: log.With("component", "nats-server"), EncryptionKey: key, EncryptionCipher: rc.NATSEncryptionCipher})
 		if err != nil {
 			return err
 		}
@@ -266,6 +278,22 @@ func startWorkers(ctx context.Context, b *bus.Bus, rc RunConfig, pools []string,
 		return nil, errors.Join(err, w.Stop(sctx))
 	}
 	return w, nil
+}
+
+// encryptionKey resolves rc.NATSEncryptionKey; errors name the reference,
+// never the key.
+func encryptionKey(rc RunConfig) (string, error) {
+	if rc.NATSEncryptionKey == "" {
+		return "", nil
+	}
+	if rc.NATSURL != "" {
+		return "", errors.New("dispatch: an encryption key applies to the embedded server only; encrypt an external cluster with its jetstream { key } setting")
+	}
+	key, err := settings.ResolveSecret(rc.NATSEncryptionKey)
+	if err != nil {
+		return "", fmt.Errorf("dispatch: NATS encryption key: %w", err)
+	}
+	return key, nil
 }
 
 func parseWorkers(s string, embedded bool) ([]string, error) {

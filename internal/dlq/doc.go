@@ -32,4 +32,15 @@
 //
 // A record whose call could not be decoded (raw bytes only) cannot be
 // retried: Retry returns ErrNotRetryable.
+//
+// # Showing a letter
+//
+// A dead letter stores its call as it ran, secret arguments in clear (a
+// retry runs it). Queue.Shown returns the copy to print, redacted as
+// audits redact (internal/redact): the argument fields the spec version's
+// schema marks secret replaced, their values replaced in the reason and
+// the last error, arguments of a version no longer in the registry (or
+// when the registry bucket cannot be read) replaced whole, and the raw
+// bytes of an undecodable call withheld. Open therefore also attaches to
+// the registry bucket, read only.
 package dlq

@@ -23,6 +23,10 @@ type Queue struct {
 	subj  bus.Subjects
 	dlq   jetstream.Stream
 	calls jetstream.Stream
+	// registry holds the spec versions whose schemas say which arguments
+	// Shown redacts; nil when it cannot be read.
+	registry jetstream.KeyValue
+	schemas  schemas
 }
 
 // Open attaches to the DLQ and calls streams of the installation whose
@@ -53,5 +57,6 @@ func Open(ctx context.Context, nc *nats.Conn, prefix string) (*Queue, error) {
 		}
 		*s.dst = st
 	}
+	q.registry = openRegistry(ctx, js, cfg.RegistryBucket())
 	return q, nil
 }

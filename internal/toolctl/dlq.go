@@ -2,6 +2,7 @@ package toolctl
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,7 +103,9 @@ func (a *app) dlqListCommand() *cobra.Command {
 		Long: `List the newest dead letters (--limit), oldest first. With -o text: one row
 each with the sequence (for 'dlq show' and 'dlq retry'), time, tool, call
 id, attempts and reason. With -o json: one object per line with seq,
-subject, stored and deadLetter (the DeadLetter as protobuf JSON).`,
+subject, stored and deadLetter (the DeadLetter as protobuf JSON), and
+rawBytesWithheld for an undecodable call. Secret arguments are redacted as
+'dlq show' says.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Limit < 0 {
@@ -114,7 +117,7 @@ subject, stored and deadLetter (the DeadLetter as protobuf JSON).`,
 			}
 			if a.json() {
 				for _, l := range letters {
-					if err := a.printLetterLine(l); err != nil {
+					if err := a.printLetterLine(cmd.Context(), l); err != nil {
 						return err
 					}
 				}
@@ -123,8 +126,9 @@ subject, stored and deadLetter (the DeadLetter as protobuf JSON).`,
 			tw := tabwriter.NewWriter(a.io.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SEQ\tTIME\tTOOL\tCALL ID\tATTEMPTS\tREASON")
 			for _, l := range letters {
+				shown, _ := a.queue.Shown(cmd.Context(), l)
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", l.Seq, l.Time().Local().Format(time.RFC3339), l.Tool(),
-					cmp.Or(l.Record.GetCall().GetCallId(), "-"), l.Record.GetAttempts(), reason(l.Record))
+					cmp.Or(l.Record.GetCall().GetCallId(), "-"), l.Record.GetAttempts(), reason(shown))
 			}
 			return tw.Flush()
 		},
@@ -147,18 +151,21 @@ func reason(dl *toolwirev1.DeadLetter) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// printLetterLine prints a letter as one JSON object on one line.
-func (a *app) printLetterLine(l *dlq.Letter) error {
-	rec, err := protojson.Marshal(l.Record)
+// printLetterLine prints a letter, redacted (dlq.Queue.Shown), as one
+// JSON object on one line.
+func (a *app) printLetterLine(ctx context.Context, l *dlq.Letter) error {
+	shown, withheld := a.queue.Shown(ctx, l)
+	rec, err := protojson.Marshal(shown)
 	if err != nil {
 		return fmt.Errorf("encode output: %w", err)
 	}
 	doc, err := json.Marshal(struct {
-		Seq        uint64          `json:"seq"`
-		Subject    string          `json:"subject"`
-		Stored     time.Time       `json:"stored"`
-		DeadLetter json.RawMessage `json:"deadLetter"`
-	}{l.Seq, l.Subject, l.Stored.UTC(), rec})
+		Seq         uint64          `json:"seq"`
+		Subject     string          `json:"subject"`
+		Stored      time.Time       `json:"stored"`
+		DeadLetter  json.RawMessage `json:"deadLetter"`
+		RawWithheld int             `json:"rawBytesWithheld,omitempty"`
+	}{l.Seq, l.Subject, l.Stored.UTC(), rec, withheld})
 	if err != nil {
 		return fmt.Errorf("encode output: %w", err)
 	}
@@ -188,10 +195,16 @@ func (a *app) dlqShowCommand() *cobra.Command {
 		Use:   "show SEQ",
 		Short: "Print one dead letter",
 		Long: `Print the dead letter at stream sequence SEQ as protobuf JSON: the call
-(its arguments base64-encoded, as protobuf JSON writes bytes) or the raw
-bytes of an undecodable one, the reason, the last error, the attempts, the
-time and the worker. With -o text the arguments also follow on stderr as
-text.`,
+(its arguments base64-encoded, as protobuf JSON writes bytes), the reason,
+the last error, the attempts, the time and the worker. With -o text the
+arguments also follow on stderr as text.
+
+Secret arguments are redacted as 'toolctl audit' redacts them: the fields
+the spec version's input schema marks secret show "[REDACTED]", and their
+values are replaced in the reason and the last error; when the spec
+version is no longer in the registry, the arguments are redacted whole.
+The raw bytes of an undecodable call are withheld (their size is printed
+on stderr). 'dlq retry' runs the call as stored.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			seq, err := parseSeq(args[0])
@@ -202,11 +215,15 @@ text.`,
 			if err != nil {
 				return a.letterError(err)
 			}
-			if err := a.printProto(l.Record); err != nil {
+			shown, withheld := a.queue.Shown(cmd.Context(), l)
+			if err := a.printProto(shown); err != nil {
 				return err
 			}
-			if args := l.Record.GetCall().GetArguments(); !a.json() && len(args) > 0 && utf8.Valid(args) {
+			if args := shown.GetCall().GetArguments(); !a.json() && len(args) > 0 && utf8.Valid(args) {
 				fmt.Fprintf(a.io.Stderr, "arguments: %s\n", args)
+			}
+			if withheld > 0 {
+				fmt.Fprintf(a.io.Stderr, "raw: %d bytes of an undecodable call withheld (they may hold secret arguments)\n", withheld)
 			}
 			return nil
 		},

@@ -2,6 +2,7 @@ package toolctl_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net"
@@ -193,4 +194,74 @@ func TestDLQConnection(t *testing.T) {
 			require.Contains(t, out.stderr, "--help", "%q", args)
 		}
 	})
+}
+
+type secretIn struct {
+	User  string `json:"user"`
+	Token string `json:"token" toolwire:"secret"`
+}
+
+const dlqCanary = "dlq-canary-61c2e8f0"
+
+// TestDLQRedactsSecrets: dlq list and show print a dead letter of a tool
+// with a secret argument as audit does: the field redacted, its value
+// replaced in the reason and last error, also in a letter written before
+// workers redacted them; the raw bytes of an undecodable call withheld.
+func TestDLQRedactsSecrets(t *testing.T) {
+	t.Parallel()
+	leaky := tool.Must(tool.New("leaky", func(_ context.Context, in secretIn) (string, error) {
+		return "", tool.Transient(errors.New("upstream refused token " + in.Token))
+	}, tool.Idempotent(), tool.WithRetryPolicy(&toolwirev1.RetryPolicy{MaxAttempts: 2, InitialInterval: durationpb.New(time.Millisecond)})))
+	b := setup(t, dispatchtest.Options{Tools: []*tool.Tool{leaky}})
+	args := `{"user":"ann","token":"` + dlqCanary + `"}`
+	out := b.run(t, "call", "leaky", args)
+	require.Equal(t, toolctl.ExitToolError, out.code, out.stderr)
+	require.NotContains(t, out.stdout+out.stderr, dlqCanary)
+
+	// A letter as an older worker wrote it: reason and error in clear.
+	env := b.stack.Env
+	spec, err := b.stack.Registry.Get("leaky")
+	require.NoError(t, err)
+	old := &toolwirev1.DeadLetter{Reason: "refused " + dlqCanary, Attempts: 1,
+		LastError: &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, Message: "'" + dlqCanary + "' does not match"},
+		Call: &toolwirev1.ToolCall{CallId: "01OLDLETTER0000000000000000", Tool: "leaky", SpecVersion: spec.Spec.Version,
+			Arguments: []byte(args), Caller: &toolwirev1.Caller{Tenant: "default"}}}
+	raw, err := proto.Marshal(&toolwirev1.ToolCall{Tool: "leaky", Arguments: []byte(args)}) // no call id: undecodable
+	require.NoError(t, err)
+	for _, dl := range []*toolwirev1.DeadLetter{old, {Raw: raw, Reason: "undecodable call"}} {
+		data, err := proto.Marshal(dl)
+		require.NoError(t, err)
+		_, err = env.Bus.JS.Publish(t.Context(), env.Bus.Subjects.DLQ(toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE, "default", "builtin", "leaky"), data)
+		require.NoError(t, err)
+	}
+
+	var list outcome
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		list = b.dlq(t, "list")
+		require.Equal(t, toolctl.ExitOK, list.code, list.stderr)
+		if strings.Count(list.stdout, "\n") == 4 { // the header and three letters
+			break
+		}
+		require.False(t, time.Now().After(deadline), "letters missing:\n%s", list.stdout)
+	}
+	jsonList := b.dlq(t, "-o", "json", "list")
+	require.Equal(t, toolctl.ExitOK, jsonList.code, jsonList.stderr)
+	require.Contains(t, jsonList.stdout, `"rawBytesWithheld":`)
+	seen := []string{list.stdout, list.stderr, jsonList.stdout, jsonList.stderr}
+	for _, line := range regexp.MustCompile(`(?m)^(\d+)\s`).FindAllStringSubmatch(list.stdout, -1) {
+		for _, o := range []string{"text", "json"} {
+			show := b.dlq(t, "-o", o, "show", line[1])
+			require.Equal(t, toolctl.ExitOK, show.code, show.stderr)
+			seen = append(seen, show.stdout, show.stderr)
+		}
+	}
+	all := strings.Join(seen, "\n")
+	require.Contains(t, all, "[REDACTED]")
+	require.Contains(t, all, `arguments: {"token":"[REDACTED]","user":"ann"}`, "the other fields are shown")
+	require.Contains(t, all, "raw: ")
+	for _, s := range seen {
+		require.NotContains(t, s, dlqCanary)
+		require.NotContains(t, s, base64.StdEncoding.EncodeToString([]byte(args)), "nor base64-encoded")
+	}
 }

@@ -28,7 +28,12 @@
 // toolwire). They attach to the installation's streams read-only and never
 // create or change one. `dlq retry` queues the dead call again as a new
 // call with a fresh id (deadlines and idempotency key dropped; see
-// internal/dlq) and prints the id.
+// internal/dlq) and prints the id. `dlq list` and `dlq show` redact secret
+// arguments as `toolctl audit` does (dlq.Queue.Shown): fields the spec
+// version's schema marks secret print as "[REDACTED]", their values are
+// replaced in reasons and errors, arguments of a version no longer in the
+// registry are redacted whole, and the raw bytes of an undecodable call
+// are withheld. They read the registry bucket for the schemas.
 //
 // # Output
 //

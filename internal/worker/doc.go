@@ -13,12 +13,27 @@
 // schedule-to-start and schedule-to-close deadlines (EXPIRED, never
 // executed late) → attempts, each under its start-to-close timeout, its
 // tool heartbeat timeout and the call deadline, with InProgress heartbeats
-// every AckWait/3 → the response, cut to the inline limit with the full
+// every AckWait/3 → redaction of the values of secret arguments (see
+// below) → the response, cut to the inline limit with the full
 // output in the blob store → the result published with
 // ExpectLastSequencePerSubject(0), so the server refuses a second result
 // for the same call → ack. Acks therefore only ever settle a call that has
 // its one result: a late ack of a stale attempt (nats-server issue 4786)
 // cannot lose a call.
+//
+// # Redaction
+//
+// The values of the arguments a tool's input schema marks secret
+// (internal/redact) never leave the worker in clear: each executor is
+// wrapped (inside the telemetry decorator) so that an attempt's result
+// and error are redacted before spans, RETRYING events, logs or responses
+// see them, and every sink redacts what it writes whatever built it — the
+// response before it is stored (inline or in the blob store), refusals
+// (before their log line and term reason), dead letters' reasons and
+// errors, events and the worker's log lines about a call. A tool without
+// secret fields pays one substring search of its schema per layer.
+// Stored in clear: the call itself, as the calls and retries streams and
+// dead letters keep it to run it.
 //
 // # Retries
 //

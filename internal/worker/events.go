@@ -80,6 +80,7 @@ func (w *Worker) attemptEvent(ctx context.Context, call *toolwirev1.ToolCall, sp
 	}
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
+	w.redactEvent(call, ev)
 	ev.CallId, ev.Tool, ev.Attempt, ev.Worker = call.CallId, call.Tool, call.Attempt, w.cfg.Name
 	ev.Time = timestamppb.Now()
 	data, err := proto.Marshal(ev)

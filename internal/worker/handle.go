@@ -97,7 +97,7 @@ func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery
 		return
 	case errors.As(err, &bad):
 		call.Attempt = delivery
-		w.refuse(ctx, p, msg, call, callLog{ctx, w.log, call, delivery}, preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, bad.Reason))
+		w.refuse(ctx, p, msg, call, callLog{ctx, w, call, delivery}, preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, bad.Reason))
 		return
 	}
 	// A call put back on the stream after a scheduled retry carries the
@@ -105,7 +105,7 @@ func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery
 	carried := call.Attempt
 	rescheduled := carried > 0
 	call.Attempt = delivery
-	log := callLog{ctx, w.log, call, delivery}
+	log := callLog{ctx, w, call, delivery}
 	w.annotateDelivery(ctx, call)
 
 	// A tool or version this replica does not serve may be served by
@@ -503,9 +503,11 @@ func (w *Worker) execute(callCtx context.Context, call *toolwirev1.ToolCall, spe
 func (w *Worker) run(ctx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec) (res *tool.Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			w.log.ErrorContext(ctx, "executor panicked", "call_id", call.CallId, "tool", call.Tool, "panic", r, "stack", string(debug.Stack()))
+			sec := w.secretsOf(call)
+			w.log.ErrorContext(ctx, "executor panicked", "call_id", call.CallId, "tool", call.Tool, "panic", sec.String(fmt.Sprint(r)),
+				"stack", sec.String(string(debug.Stack())))
 			res, err = nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL,
-				Message: fmt.Sprintf("tool panicked: %v", r), SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN}
+				Message: sec.String(fmt.Sprintf("tool panicked: %v", r)), SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN}
 		}
 	}()
 	return w.executors[spec.Executor].Execute(ctx, &executors.Request{Call: call, Spec: spec})
@@ -539,6 +541,7 @@ func (r *reporter) Progress(message string, percent float64) {
 func (w *Worker) refuse(ctx context.Context, p Pool, msg jetstream.Msg, call *toolwirev1.ToolCall, log callLog, te *toolwirev1.ToolError) {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
+	w.secretsOf(call).ToolError(te) // before the log line and the term reason
 	log.Warn("refusing call", "reason", te.Message)
 	now := time.Now()
 	resp := w.errorResponse(call, nil, te, now, now)
@@ -555,6 +558,7 @@ func (w *Worker) refuse(ctx context.Context, p Pool, msg jetstream.Msg, call *to
 func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, call *toolwirev1.ToolCall, log callLog, resp *toolwirev1.ToolResponse) {
 	ctx, cancel := w.settleContext(ctx)
 	defer cancel()
+	w.secretsOf(call).Response(resp) // before it is stored, inline or as a blob
 	failpoint.Inject("before-result-publish")
 	err := w.publishResult(ctx, call, resp)
 	failpoint.Inject("after-result-publish")
@@ -598,6 +602,7 @@ func (w *Worker) publishResultNow(ctx context.Context, call *toolwirev1.ToolCall
 var firstOnSubject = nats.Header{jetstream.ExpectedLastSubjSeqHeader: {"0"}}
 
 func (w *Worker) publishEvent(call *toolwirev1.ToolCall, ev *toolwirev1.CallEvent) {
+	w.redactEvent(call, ev)
 	ev.CallId, ev.Tool, ev.Attempt, ev.Worker = call.CallId, call.Tool, call.Attempt, w.cfg.Name
 	ev.Time = timestamppb.Now()
 	data, err := proto.Marshal(ev)
@@ -613,6 +618,10 @@ func (w *Worker) publishEvent(call *toolwirev1.ToolCall, ev *toolwirev1.CallEven
 func (w *Worker) deadLetter(ctx context.Context, t toolwirev1.ExecutorType, call *toolwirev1.ToolCall, msg jetstream.Msg, reason string, te *toolwirev1.ToolError, attempts int32) {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
+	if sec := w.secretsOf(call); sec != nil {
+		reason = sec.String(reason)
+		sec.ToolError(te)
+	}
 	dl := &toolwirev1.DeadLetter{Call: call, Subject: msg.Subject(), Reason: reason, LastError: te,
 		Attempts: attempts, Time: timestamppb.Now(), Worker: w.cfg.Name}
 	subj := w.bus.Subjects.DLQ(t, "_unknown", "_unknown", "_unknown")
@@ -678,19 +687,22 @@ func ctxErr(ctx context.Context, err error) error {
 
 // callLog logs with a call's attributes, built only when a line is
 // written: slog.With per call would cost an allocation-heavy handler
-// clone on the hot path. Lines carry the call's context (its trace ids).
+// clone on the hot path. Lines carry the call's context (its trace ids);
+// the strings and errors among their arguments are redacted.
 type callLog struct {
 	ctx      context.Context
-	l        *slog.Logger
+	w        *Worker
 	call     *toolwirev1.ToolCall
 	delivery int32
 }
 
 func (c callLog) log(level slog.Level, msg string, args ...any) {
-	if !c.l.Enabled(c.ctx, level) {
+	l := c.w.log
+	if !l.Enabled(c.ctx, level) {
 		return
 	}
-	c.l.Log(c.ctx, level, msg, append([]any{"call_id", c.call.CallId, "tool", c.call.Tool, "delivery", c.delivery}, args...)...)
+	args = redactArgs(c.w.secretsOf(c.call), args)
+	l.Log(c.ctx, level, msg, append([]any{"call_id", c.call.CallId, "tool", c.call.Tool, "delivery", c.delivery}, args...)...)
 }
 
 func (c callLog) Debug(msg string, args ...any) { c.log(slog.LevelDebug, msg, args...) }

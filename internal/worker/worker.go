@@ -72,7 +72,8 @@ type Worker struct {
 	// tracer is nil when tracing is off; metrics always exist.
 	tracer  trace.Tracer
 	metrics *telemetry.WorkerMetrics
-	// executors are cfg.Executors decorated with telemetry.Executor.
+	// executors are cfg.Executors decorated with telemetry.Executor and,
+	// inside it, redactingExecutor (redact.go).
 	executors map[toolwirev1.ExecutorType]executors.Executor
 	// publishResult publishes a call's terminal response: the plain
 	// publish decorated with the result metrics (observe.go).
@@ -129,7 +130,7 @@ func New(b *bus.Bus, cfg Config) (*Worker, error) {
 		executors: make(map[toolwirev1.ExecutorType]executors.Executor, len(cfg.Executors))}
 	w.publishResult = w.observeResults(w.publishResultNow)
 	for t, e := range cfg.Executors {
-		w.executors[t] = telemetry.Executor(e, w.tracer, metrics)
+		w.executors[t] = telemetry.Executor(redactingExecutor{e}, w.tracer, metrics)
 		if si, ok := e.(executors.SpecIsolated); ok {
 			if w.specGaps == nil {
 				w.specGaps = map[toolwirev1.ExecutorType]executors.SpecIsolated{}

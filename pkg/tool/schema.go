@@ -63,9 +63,12 @@ func schemaFor(t reflect.Type) (*jsonschema.Schema, error) {
 	})
 }
 
-// SecretKeyword is the schema keyword that marks an argument secret: audits
-// and replays show "[REDACTED]" instead of its value. Native tools set it
-// with the struct tag `toolwire:"secret"`:
+// SecretKeyword is the schema keyword that marks an argument secret: its
+// value is replaced by "[REDACTED]" wherever the fabric shows or stores
+// what a call produced — answers, errors, events, logs, dead letters,
+// stored responses, audits and replays (the calls stream keeps the call
+// itself, to run it). Native tools set it with the struct tag
+// `toolwire:"secret"`:
 //
 //	type In struct {
 //		User     string `json:"user"`

@@ -65,9 +65,18 @@
 // headers or bodies. Because servers echo headers, secret values of 8
 // bytes or more are also replaced by "[REDACTED]" in response bodies,
 // error messages and intents (raw and JSON-escaped forms). Secret headers
-// are dropped on a redirect to another scheme, host or port. Names that
-// the executor or transport own (Host, Content-Length, Idempotency-Key,
-// ...) cannot be configured, and one name cannot be set twice.
+// are dropped on a redirect to another scheme, host or port, and no
+// redirect carries a Referer (net/http would send the redirecting URL,
+// query and all, to the next host). Names that the executor or transport
+// own (Host, Content-Length, Idempotency-Key, ...) cannot be configured,
+// and one name cannot be set twice.
+//
+// Arguments the input schema marks secret ("x-toolwire-secret": true) are
+// redacted like everything a call produces (internal/redact): net/http's
+// errors quote the URL, so the error of a failed request and its debug log
+// line show "[REDACTED]" for their values, in every encoding the URL
+// carries them in. The worker redacts results and errors of every
+// executor the same way.
 //
 // Every request other than GET, HEAD and OPTIONS carries
 // "Idempotency-Key: <call id>": the same key on every attempt of a call,

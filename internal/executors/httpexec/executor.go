@@ -17,6 +17,7 @@ import (
 	"code.dny.dev/ssrf"
 
 	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/internal/redact"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -158,7 +159,10 @@ func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.R
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, time.Duration(e.cfg.Timeout), errExecutorTimeout)
 	defer cancel()
-	hreq, red, err := e.newRequest(ctx, p, a, req.Call.GetCallId())
+	// The values of secret arguments (nil for a tool without any): the
+	// body redactor removes them too, and net/http's errors quote the URL.
+	sec := redact.ForSpec(req.Spec).Secrets(req.Call.GetArguments())
+	hreq, red, err := e.newRequest(ctx, p, a, req.Call.GetCallId(), sec)
 	if err != nil {
 		return nil, err
 	}
@@ -174,9 +178,12 @@ func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.R
 	start := time.Now()
 	resp, err := client.Do(hreq)
 	if err != nil {
+		// net/http's errors quote the URL, arguments included: the values
+		// of secret arguments are redacted from the log line and the error
+		// (as the worker redacts every result and error; internal/redact).
 		e.log.DebugContext(ctx, "http tool request failed", "tool", req.Spec.GetName(), "call_id", req.Call.GetCallId(),
-			"method", p.method, "host", hreq.URL.Host, "error", err, "duration", time.Since(start))
-		return nil, e.requestError(ctx, p, err)
+			"method", p.method, "host", hreq.URL.Host, "error", sec.Err(err), "duration", time.Since(start))
+		return nil, sec.Err(e.requestError(ctx, p, err))
 	}
 	defer resp.Body.Close()
 	res, err := e.response(ctx, p, resp, red)
@@ -186,7 +193,7 @@ func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.R
 }
 
 // newRequest fills the templates and headers.
-func (e *Executor) newRequest(ctx context.Context, p *plan, a *args, callID string) (*http.Request, *redactor, error) {
+func (e *Executor) newRequest(ctx context.Context, p *plan, a *args, callID string, sec *redact.Secrets) (*http.Request, *redactor, error) {
 	rawURL, err := p.url.expand(a)
 	if err != nil {
 		return nil, nil, err
@@ -252,7 +259,7 @@ func (e *Executor) newRequest(ctx context.Context, p *plan, a *args, callID stri
 		hreq.Header[s.header] = []string{v}
 		values = append(values, v)
 	}
-	return hreq, newRedactor(values), nil
+	return hreq, newRedactor(values, sec), nil
 }
 
 // appendQuery adds name=value pairs: a scalar once, an array's scalars
@@ -292,9 +299,12 @@ func appendQuery(q *strings.Builder, name string, v []byte) error {
 }
 
 // checkRedirect bounds and re-checks redirects. Secret headers are
-// dropped when a redirect leaves the original scheme, host and port.
+// dropped when a redirect leaves the original scheme, host and port, and
+// Referer is never sent: net/http sets it on a redirect to the URL that
+// redirected, query (arguments) included.
 func (e *Executor) checkRedirect(p *plan, g *ssrf.Guardian) func(*http.Request, []*http.Request) error {
 	return func(next *http.Request, via []*http.Request) error {
+		next.Header.Del("Referer")
 		if e.cfg.MaxRedirects < 0 {
 			return http.ErrUseLastResponse
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/toolwire/toolwire/internal/redact"
 	"github.com/toolwire/toolwire/internal/settings"
 )
 
@@ -30,13 +31,16 @@ const redacted = "[REDACTED]"
 
 // redactor removes secret values from response bodies, in raw form and in
 // JSON string-escaped form, so a server that echoes request headers does
-// not hand a credential to the model.
+// not hand a credential to the model; and the values of secret arguments
+// (internal/redact), so that a body is clean before any of it is cut for
+// a message (a cut secret would no longer be found whole).
 type redactor struct {
 	needles [][]byte
+	args    *redact.Secrets
 }
 
-func newRedactor(values []string) *redactor {
-	var r redactor
+func newRedactor(values []string, args *redact.Secrets) *redactor {
+	r := redactor{args: args}
 	for _, v := range values {
 		if len(v) < minRedactBytes {
 			continue
@@ -59,11 +63,11 @@ func (r *redactor) redact(b []byte) []byte {
 			b = bytes.ReplaceAll(b, n, []byte(redacted))
 		}
 	}
-	return b
+	return r.args.Bytes(b)
 }
 
 func (r *redactor) redactString(s string) string {
-	if r == nil || len(r.needles) == 0 {
+	if r == nil || (len(r.needles) == 0 && r.args == nil) {
 		return s
 	}
 	return string(r.redact([]byte(s)))

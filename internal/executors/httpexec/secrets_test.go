@@ -2,6 +2,7 @@ package httpexec_test
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -115,5 +116,57 @@ func TestIdempotencyKey(t *testing.T) {
 			want = ""
 		}
 		require.Equal(t, want, got.Header.Get("Idempotency-Key"), m)
+	}
+}
+
+// secretSchema marks the argument token secret.
+const secretSchema = `{"type":"object","properties":{"token":{"type":"string","x-toolwire-secret":true},"to":{"type":"string"}}}`
+
+const argSecret = "arg-secret-5d1c09ab77 /&?"
+
+// TestRedirectSendsNoReferer: net/http sends the redirecting URL (its
+// query holds arguments) as Referer to the next host; the executor never
+// lets it.
+func TestRedirectSendsNoReferer(t *testing.T) {
+	t.Parallel()
+	b := setup(t, httpexec.Config{})
+	other := newServer(t)
+	spec := b.srv.spec("redirect-referer", http.MethodGet, "/redirect", nil, func(hc *toolwirev1.HttpConfig) {
+		hc.QueryArgs = []string{"to", "token"}
+		hc.AllowPorts = []int32{b.srv.port, other.port}
+	})
+	spec.InputSchemaJson = secretSchema
+	res, err := call(t, b.exec, spec, fmt.Sprintf(`{"to":%q,"token":%q}`, other.URL+"/headers", argSecret))
+	require.NoError(t, err)
+	got := text(t, res)
+	require.Contains(t, got, "User-Agent", "the second host answered with the headers it received")
+	require.NotContains(t, got, "Referer")
+	require.NotContains(t, got, "arg-secret")
+}
+
+// TestSecretArgumentsInErrorsAndLogs: net/http's error quotes the URL,
+// secret query argument included; neither the error nor the debug log
+// line shows it.
+func TestSecretArgumentsInErrorsAndLogs(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close()) // nothing listens there now: connection refused
+
+	b := setup(t, httpexec.Config{})
+	spec := b.srv.spec("refused", http.MethodGet, "/echo", nil, func(hc *toolwirev1.HttpConfig) {
+		hc.UrlTemplate = fmt.Sprintf("http://127.0.0.1:%d/v1/{token}", port)
+		hc.QueryArgs = []string{"to"}
+		hc.AllowPorts = []int32{int32(port)}
+	})
+	spec.InputSchemaJson = secretSchema
+	_, err = call(t, b.exec, spec, fmt.Sprintf(`{"token":%q,"to":%q}`, argSecret, argSecret))
+	te := toolErr(t, err)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT, te.Type, te.Message)
+	require.Contains(t, te.Message, "[REDACTED]")
+	require.Contains(t, b.logs.String(), "http tool request failed")
+	for _, s := range []string{te.Error(), b.logs.String()} {
+		require.NotContains(t, s, "5d1c09ab77")
 	}
 }

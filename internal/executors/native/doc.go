@@ -10,8 +10,10 @@
 // A panicking tool does not take the worker down: Execute recovers it,
 // logs the stack at Error and answers INTERNAL ("tool panicked: ...") with
 // unknown side effects, since the tool may have done anything before it
-// panicked. Panics in goroutines a tool starts itself cannot be recovered
-// and still crash the process.
+// panicked. The panic value, in the log line and the answer, shows
+// "[REDACTED]" for the values of secret arguments (internal/redact).
+// Panics in goroutines a tool starts itself cannot be recovered and still
+// crash the process.
 //
 // Everything else — timeouts, retries, cancellation causes, heartbeats,
 // truncation — belongs to the worker around the executor. Errors returned

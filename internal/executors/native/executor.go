@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/internal/redact"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -108,12 +109,14 @@ func (e *Executor) Execute(ctx context.Context, req *executors.Request) (res *to
 	}
 	defer func() {
 		if r := recover(); r != nil {
+			// A panic value may quote a secret argument (internal/redact).
+			sec := redact.ForSpec(req.Spec).Secrets(req.Call.GetArguments())
 			e.log.ErrorContext(ctx, "native tool panicked",
 				"tool", name, "call_id", req.Call.GetCallId(), "attempt", req.Call.GetAttempt(),
-				"panic", r, "stack", string(debug.Stack()))
+				"panic", sec.String(fmt.Sprint(r)), "stack", string(debug.Stack()))
 			res, err = nil, &tool.Error{
 				Type:        toolwirev1.ErrorType_ERROR_TYPE_INTERNAL,
-				Message:     fmt.Sprintf("tool panicked: %v", r),
+				Message:     sec.String(fmt.Sprintf("tool panicked: %v", r)),
 				SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN,
 			}
 		}

@@ -198,6 +198,19 @@ func TestExecuteLogsPanics(t *testing.T) {
 	require.Contains(t, rec["stack"], "native_test.setup", "the stack shows where the tool panicked")
 }
 
+// TestPanicsShowNoSecret: a panic that quotes a secret argument shows
+// "[REDACTED]" in the log line and the error.
+func TestPanicsShowNoSecret(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	req := request("panics", `{"text":"panic-secret-3e81"}`)
+	req.Spec.InputSchemaJson = `{"type":"object","properties":{"text":{"type":"string","x-toolwire-secret":true}}}`
+	_, err := b.exec.Execute(context.Background(), req)
+	require.ErrorContains(t, err, "tool panicked: [REDACTED]")
+	require.Contains(t, b.logs.String(), `"panic":"[REDACTED]"`)
+	require.NotContains(t, b.logs.String(), "panic-secret")
+}
+
 func TestExecutePassesThrough(t *testing.T) {
 	t.Parallel()
 

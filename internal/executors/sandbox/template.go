@@ -151,7 +151,7 @@ func (t *template) build(args map[string]json.RawMessage) (argv []string, stdin 
 			}
 			if j == 0 && strings.HasPrefix(v, "-") && !t.optional[s.arg] {
 				return nil, nil, tool.InvalidArgument("/"+s.arg,
-					fmt.Sprintf("value %q starts with \"-\" and would be read as an option", clip(v)))
+					fmt.Sprintf("value %s starts with \"-\" and would be read as an option", quoted(v)))
 			}
 			b.WriteString(v)
 		}
@@ -240,11 +240,14 @@ func canonicalNumber(field, s string) (string, error) {
 	return strconv.FormatFloat(f, 'f', -1, 64), nil
 }
 
-func clip(s string) string {
+// quoted quotes a value for a message, whole or not at all: a value cut
+// short could be the start of a secret argument, which the worker's
+// redaction (internal/redact) finds only whole.
+func quoted(s string) string {
 	if len(s) > 40 {
-		return s[:40] + "…"
+		return fmt.Sprintf("of %d bytes", len(s))
 	}
-	return s
+	return strconv.Quote(s)
 }
 
 // CheckSpec validates a sandbox tool's spec at start-up (or when the

@@ -56,7 +56,10 @@ func TestArguments(t *testing.T) {
 	}{
 		{"an object", `{"a":{"x":1}}`, "/a", "objects and arrays cannot be passed"},
 		{"an array", `{"b":[1]}`, "/b", "objects and arrays cannot be passed"},
-		{"an option-looking value", `{"a":"-rf"}`, "/a", `starts with "-"`},
+		{"an option-looking value", `{"a":"-rf"}`, "/a", `value "-rf" starts with "-"`},
+		// Quoted whole or not at all: a cut value may be a secret's start,
+		// which redaction finds only whole.
+		{"a long option-looking value", `{"a":"-123456789012345678901234567890123456789012345"}`, "/a", `value of 46 bytes starts with "-"`},
 		{"a negative number", `{"n":-1}`, "/n", `starts with "-"`},
 		{"a NUL byte", `{"a":"x\u0000y"}`, "/a", "NUL byte"},
 		{"arguments that are not an object", `["a"]`, "", "must be a JSON object"},
