@@ -245,6 +245,9 @@ var ErrNoSession = errors.New("dispatch: apply_intents needs a session")
 // GetSession returns the reference applier's state of a session of the
 // caller's tenant.
 func (d *Dispatcher) GetSession(ctx context.Context, id Identity, session string) (*toolwirev1.Session, error) {
+	if err := checkTenant(id); err != nil {
+		return nil, err
+	}
 	if session == "" {
 		return nil, ErrNoSession
 	}
@@ -364,6 +367,9 @@ type waiter struct {
 func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.CallRequest, withWaiter bool) (*Submitted, *waiter, error) {
 	if o == nil {
 		o = &toolwirev1.CallRequest{}
+	}
+	if err := checkTenant(id); err != nil {
+		return nil, nil, err // not even a rejection can be recorded without mapping the tenant
 	}
 	start := time.Now()
 	ctx, span := d.startAdmission(ctx, id, o)
@@ -506,6 +512,9 @@ func (d *Dispatcher) refused(ctx context.Context, id Identity, o *toolwirev1.Cal
 // GetResult returns the result of callID for the caller's tenant, waiting
 // up to wait for a pending call. Any replica answers for any call.
 func (d *Dispatcher) GetResult(ctx context.Context, id Identity, callID string, wait time.Duration) (*toolwirev1.GetResultResponse, error) {
+	if err := checkTenant(id); err != nil {
+		return nil, err
+	}
 	return d.getResult(ctx, id, callID, wait, false)
 }
 
