@@ -46,6 +46,10 @@ type Dispatcher struct {
 	reaper  jetstream.ConsumeContext
 	mover   jetstream.ConsumeContext
 	stopped bool
+	// sweepStop ends the orphan sweeper (orphans.go); sweepDone is closed
+	// when it has ended. Nil when it does not run.
+	sweepStop context.CancelFunc
+	sweepDone chan struct{}
 
 	callsStream string   // cached: the name is computed from the prefix
 	expectCalls []string // the Nats-Expected-Stream header value; never modified
@@ -85,8 +89,8 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 // Name is the replica's routing name.
 func (d *Dispatcher) Name() string { return d.cfg.Name }
 
-// Start subscribes to this replica's results and starts the reaper and
-// the retry mover.
+// Start subscribes to this replica's results and starts the reaper, the
+// retry mover and the orphan sweeper.
 // (Pool consumers are created by workers before they register their tools,
 // so no call is admitted before a consumer for it exists.)
 func (d *Dispatcher) Start(ctx context.Context) error {
@@ -112,6 +116,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.lazyRecords.Start()
 	d.mu.Lock()
 	d.sub, d.reaper, d.mover = sub, reaper, mover
+	d.startSweeper()
 	d.mu.Unlock()
 	return flush(ctx, d.bus.NC)
 }
@@ -135,6 +140,7 @@ func (d *Dispatcher) Stop() {
 		d.mover.Stop()
 		d.lazyRecords.Stop()
 	}
+	d.stopSweeper()
 	for id, w := range d.waiters {
 		close(w.ch)
 		delete(d.waiters, id)
