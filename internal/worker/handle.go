@@ -94,7 +94,7 @@ func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery
 		// tenant's namespace on a stranger's word (or under a mapped
 		// name). A call whose tenant is no valid name is dead-lettered
 		// raw, under no tenant, rather than under a mapped one.
-		w.log.WarnContext(ctx, "terminating call whose subject and payload name different tenants", "subject", msg.Subject(), "reason", bad.Reason)
+		w.log.WarnContext(ctx, "terminating call whose tenant cannot be answered", "subject", msg.Subject(), "reason", bad.Reason)
 		dl := call
 		if !bus.ValidTenant(call.GetCaller().GetTenant()) {
 			dl = nil
