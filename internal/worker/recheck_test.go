@@ -74,8 +74,22 @@ func TestWorkerValidatesArgumentsAgainstThePinnedSchema(t *testing.T) {
 		got.Store(in.Path)
 		return in.Path, nil
 	}))
-	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{read}})
+	tight := tool.Must(tool.New("tight", func(_ context.Context, in pathArgs) (string, error) {
+		runs.Add(1)
+		return in.Path, nil
+	}, tool.WithLimits(&toolwirev1.Limits{MaxArgsBytes: 64, MaxArgsDepth: 2})))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{read, tight}})
 	raw := rawCalls{t, s}
+	// The size and depth limits of the spec version, before any parsing.
+	raw.publish(raw.call("01J00000000000000000000A06", "tight", `{"path":"`+strings.Repeat("x", 100)+`"}`))
+	raw.publish(raw.call("01J00000000000000000000A07", "tight", `{"path":[[["deep"]]]}`))
+	for id, want := range map[string]string{"01J00000000000000000000A06": "over the limit of 64", "01J00000000000000000000A07": "deeper than the limit of 2"} {
+		r := waitResult(t, s, "default", "d1", id)
+		require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, r.Error.GetType(), id)
+		require.Contains(t, r.Error.Message, want, id)
+	}
+	waitDLQ(t, s, 2)
+
 	cases := []struct {
 		id, args, field, message string
 	}{
@@ -87,7 +101,7 @@ func TestWorkerValidatesArgumentsAgainstThePinnedSchema(t *testing.T) {
 	for _, c := range cases {
 		raw.publish(raw.call(c.id, "read", c.args))
 	}
-	dls := waitDLQ(t, s, uint64(len(cases)))
+	dls := waitDLQ(t, s, uint64(2+len(cases)))
 	byID := map[string]*toolwirev1.DeadLetter{}
 	for _, dl := range dls {
 		byID[dl.GetCall().GetCallId()] = dl
