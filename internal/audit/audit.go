@@ -181,6 +181,10 @@ type job struct {
 // an ordered consumer and results are looked up by call id a window at a
 // time.
 func (s *Source) Run(ctx context.Context, f Filter, o Options, emit func(*Record) error) (*Summary, error) {
+	if f.Tenant != "" && !bus.ValidTenant(f.Tenant) {
+		// Never mapped to a subject token: a.b would read tenant a_b.
+		return nil, fmt.Errorf("audit: tenant filter %q does not match %s", f.Tenant, bus.TenantPattern)
+	}
 	o.Settle = cmp.Or(o.Settle, 10*time.Minute)
 	o.Lookups = cmp.Or(o.Lookups, 32)
 	if o.Now == nil {

@@ -13,7 +13,10 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/audit"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/bus/bustest"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/tools/builtin"
@@ -225,4 +228,19 @@ func TestReplaysAndEvents(t *testing.T) {
 	if err != nil || info.State.Consumers != 0 {
 		t.Fatalf("consumers left on EVENTS: %v %v", info.State.Consumers, err)
 	}
+}
+
+// A tenant filter that is no valid tenant name is refused, never mapped to
+// a subject token (a.b would read tenant a_b's calls).
+func TestTenantFilterIsNeverMapped(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	src, err := audit.Open(t.Context(), env.Bus.NC, "toolwire")
+	require.NoError(t, err)
+	for _, tenant := range []string{"a.b", "a b", "a*", "zoë"} {
+		_, err := src.Run(t.Context(), audit.Filter{Tenant: tenant}, audit.Options{}, func(*audit.Record) error { return nil })
+		require.ErrorContains(t, err, "tenant filter", tenant)
+	}
+	_, err = src.Run(t.Context(), audit.Filter{Tenant: "a_b"}, audit.Options{}, func(*audit.Record) error { return nil })
+	require.NoError(t, err)
 }

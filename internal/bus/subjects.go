@@ -8,6 +8,30 @@ import (
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
+// TenantPattern is the rule tenant names follow. Tenants become subject
+// tokens and KV keys as they are, so the rule keeps them valid and
+// injective there: no `.`, `*`, `>`, `:`, white space or non-ASCII. A
+// tenant name that breaks it is refused wherever it enters (API keys, raw
+// calls at the worker, audit and DLQ filters), never mapped to a token:
+// mapping would make two tenants share one (`a.b` and `a_b`).
+const TenantPattern = `^[A-Za-z0-9_-]{1,64}$`
+
+// ValidTenant reports whether tenant follows TenantPattern (without a
+// regular expression: it is checked on every call).
+func ValidTenant(tenant string) bool {
+	if len(tenant) == 0 || len(tenant) > 64 {
+		return false
+	}
+	for i := 0; i < len(tenant); i++ {
+		switch c := tenant[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // Token makes s safe as one subject token: `.`, `*`, `>`, white space and
 // control characters become `_`, and an empty string becomes `_`.
 func Token(s string) string {

@@ -7,13 +7,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // admit runs the admission pipeline: tool lookup → disabled → scopes →
-// size and depth → JSON Schema. It returns the call to publish, or the
+// size and depth → JSON Schema → approval. It returns the call to publish, or the
 // error to answer with; nothing is published on error. Errors raised here
 // are never retryable and have no side effects.
 func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, now time.Time) (*toolwirev1.ToolCall, *toolwirev1.ToolError) {
@@ -84,6 +85,12 @@ func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallR
 	}
 	if s2c := tighter(t.GetScheduleToClose().AsDuration(), o.ScheduleToClose.AsDuration()); s2c > 0 {
 		call.Deadline = timestamppb.New(now.Add(s2c))
+	}
+	// Approval fails closed: a tool that requires it runs only when an
+	// approval covers this exact call, and until the approval flow exists
+	// none does (internal/policy).
+	if te := policy.CheckApproval(ctx, spec, call); te != nil {
+		return nil, te
 	}
 	return call, nil
 }

@@ -17,6 +17,9 @@ import (
 // TTL) that workers check before starting and watch while running.
 // Cancelling twice, after completion or an unknown id changes nothing.
 func (d *Dispatcher) Cancel(ctx context.Context, id Identity, callID, reason string) (toolwirev1.CancelOutcome, error) {
+	if err := checkTenant(id); err != nil {
+		return 0, err
+	}
 	if _, err := ulid.ParseStrict(callID); err != nil {
 		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_UNKNOWN_CALL, nil
 	}

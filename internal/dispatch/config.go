@@ -39,6 +39,15 @@ type Config struct {
 	// MaxWaiting bounds callers waiting in Call on this replica; past it
 	// Call answers OVERLOADED. Default 100000.
 	MaxWaiting int
+	// OrphanSweep is how often the dispatcher looks for calls on a subject
+	// that no pool consumer filters (a raw publish for an unknown type or
+	// tool, or calls left behind by a deleted pool) and ends them: a dead
+	// letter and a NOT_FOUND answer (orphans.go). Default 1m; negative =
+	// never.
+	OrphanSweep time.Duration
+	// OrphanGrace is how old such a call must be before it is ended.
+	// Default 1m.
+	OrphanGrace time.Duration
 	// Logger; default slog.Default(). The dispatcher logs through a
 	// telemetry.LogHandler: lines logged with a call's context carry its
 	// trace_id and span_id.
@@ -70,6 +79,8 @@ func (c Config) WithDefaults() Config {
 	if c.AcceptedRecordDelay < 0 {
 		c.AcceptedRecordDelay = 0
 	}
+	c.OrphanSweep = cmp.Or(c.OrphanSweep, time.Minute)
+	c.OrphanGrace = cmp.Or(c.OrphanGrace, time.Minute)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
@@ -85,6 +96,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("dispatch: MaxArgsDepth %d must be positive", c.MaxArgsDepth)
 	case c.DefaultWait > c.MaxWait:
 		return errors.New("dispatch: DefaultWait exceeds MaxWait")
+	case c.OrphanGrace < 0:
+		return fmt.Errorf("dispatch: OrphanGrace %s must not be negative", c.OrphanGrace)
 	}
 	return nil
 }

@@ -46,6 +46,10 @@ type Dispatcher struct {
 	reaper  jetstream.ConsumeContext
 	mover   jetstream.ConsumeContext
 	stopped bool
+	// sweepStop ends the orphan sweeper (orphans.go); sweepDone is closed
+	// when it has ended. Nil when it does not run.
+	sweepStop context.CancelFunc
+	sweepDone chan struct{}
 
 	callsStream string   // cached: the name is computed from the prefix
 	expectCalls []string // the Nats-Expected-Stream header value; never modified
@@ -85,8 +89,8 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 // Name is the replica's routing name.
 func (d *Dispatcher) Name() string { return d.cfg.Name }
 
-// Start subscribes to this replica's results and starts the reaper and
-// the retry mover.
+// Start subscribes to this replica's results and starts the reaper, the
+// retry mover and the orphan sweeper.
 // (Pool consumers are created by workers before they register their tools,
 // so no call is admitted before a consumer for it exists.)
 func (d *Dispatcher) Start(ctx context.Context) error {
@@ -112,6 +116,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.lazyRecords.Start()
 	d.mu.Lock()
 	d.sub, d.reaper, d.mover = sub, reaper, mover
+	d.startSweeper()
 	d.mu.Unlock()
 	return flush(ctx, d.bus.NC)
 }
@@ -135,6 +140,7 @@ func (d *Dispatcher) Stop() {
 		d.mover.Stop()
 		d.lazyRecords.Stop()
 	}
+	d.stopSweeper()
 	for id, w := range d.waiters {
 		close(w.ch)
 		delete(d.waiters, id)
@@ -245,6 +251,9 @@ var ErrNoSession = errors.New("dispatch: apply_intents needs a session")
 // GetSession returns the reference applier's state of a session of the
 // caller's tenant.
 func (d *Dispatcher) GetSession(ctx context.Context, id Identity, session string) (*toolwirev1.Session, error) {
+	if err := checkTenant(id); err != nil {
+		return nil, err
+	}
 	if session == "" {
 		return nil, ErrNoSession
 	}
@@ -364,6 +373,9 @@ type waiter struct {
 func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.CallRequest, withWaiter bool) (*Submitted, *waiter, error) {
 	if o == nil {
 		o = &toolwirev1.CallRequest{}
+	}
+	if err := checkTenant(id); err != nil {
+		return nil, nil, err // not even a rejection can be recorded without mapping the tenant
 	}
 	start := time.Now()
 	ctx, span := d.startAdmission(ctx, id, o)
@@ -507,6 +519,9 @@ func (d *Dispatcher) refused(ctx context.Context, id Identity, o *toolwirev1.Cal
 // GetResult returns the result of callID for the caller's tenant, waiting
 // up to wait for a pending call. Any replica answers for any call.
 func (d *Dispatcher) GetResult(ctx context.Context, id Identity, callID string, wait time.Duration) (*toolwirev1.GetResultResponse, error) {
+	if err := checkTenant(id); err != nil {
+		return nil, err
+	}
 	return d.getResult(ctx, id, callID, wait, false)
 }
 

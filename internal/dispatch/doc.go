@@ -12,7 +12,10 @@
 // a request body. An Authenticator turns an HTTP request into an Identity;
 // Authenticate wraps the API handler with it and answers a Connect
 // `unauthenticated` error (HTTP 401) when it fails or yields a tenant that
-// does not match TenantRe (tenants become subject tokens and KV keys).
+// does not match TenantRe (tenants become subject tokens and KV keys as
+// they are). The Dispatcher's own methods refuse such an identity too
+// (ErrBadTenant), before anything is recorded: a tenant is never mapped to
+// a token, since a.b and a_b would then share one.
 // OpenAccess, the default without an API key file, makes every request
 // DefaultIdentity (tenant default, agent local, scopes *); Run logs a
 // warning when its listener is not loopback. APIKeys checks
@@ -28,12 +31,21 @@
 // or the spec_version the request pins) → it is not disabled → the caller
 // holds all of its scopes → the arguments are within the size and nesting
 // limits (the tool spec's, else Config.MaxArgsBytes, 256 KiB, and
-// MaxArgsDepth, 32) → they are valid against the tool's input JSON Schema.
+// MaxArgsDepth, 32) → they are valid against the tool's input JSON Schema
+// → approval (policy.CheckApproval): a tool whose spec requires approval
+// runs only when an approval covers the exact call, and until the approval
+// flow exists none does, so such a call is refused with
+// CONFIRMATION_REQUIRED whatever its approval_token holds (fail closed).
 // The arguments are the request's arguments_json byte for byte when given,
-// else its arguments object encoded as JSON, else {}. A refusal is
-// answered at once as a ToolResponse (source "dispatcher") with VALIDATION
-// (each offending field named by a JSON Pointer in violations), NOT_FOUND
-// (unknown or disabled tool) or PERMISSION_DENIED, not retryable, with
+// else its arguments object encoded as JSON, else {}; a request that sets
+// both is refused (VALIDATION), since the caller could not tell which one
+// ran. An object that repeats a key anywhere in the arguments is refused
+// (VALIDATION, the violation's field the repeated member's JSON Pointer,
+// the message naming the key): with "last wins" the schema and the tool
+// could read different values. A refusal is answered at once as a
+// ToolResponse (source "dispatcher") with VALIDATION (each offending field
+// named by a JSON Pointer in violations), NOT_FOUND (unknown or disabled
+// tool), PERMISSION_DENIED or CONFIRMATION_REQUIRED, not retryable, with
 // partial_side_effects NONE (a failed registry read answers INTERNAL);
 // nothing is published. The admitted ToolCall pins the spec version and
 // carries as deadlines the tighter of the tool's and the request's
@@ -149,6 +161,30 @@
 // <call_id>-r<attempt> and the trace context the worker wrote. Both retry
 // a failed message after 1s.
 //
+// # Orphan sweeper
+//
+// A call on a subject no pool consumer filters would never be delivered:
+// admission only queues calls of tools a worker registered after creating
+// its consumer, but a raw NATS publish (an unknown executor type, a tool no
+// pool serves) or a deleted pool leaves such calls behind. Every
+// Config.OrphanSweep (1m; negative = never) each replica lists the calls
+// stream's subjects (one stream info request, paged), keeps those that no
+// pool consumer's filter matches (consumers named <prefix>_pool_*; audits
+// and watchers deliver to no worker), and ends every call on them stored
+// more than Config.OrphanGrace (1m) ago, at most 1000 per sweep: a dead
+// letter (message id orphan-<stream sequence>) and a NOT_FOUND answer
+// (source "dlq", side effects NONE: nothing ran) published with
+// ExpectLastSequencePerSubject(0), unless the call has a result already. A
+// message that is not a call, names a tenant that is no valid name, or
+// whose subject names another tenant than its payload cannot be answered
+// safely: it is dead-lettered raw under tenant _unknown. Every replica
+// sweeps; the message id and the result fence make that harmless. What a
+// replica has swept is kept in memory: after a restart an answered call
+// is recognised by its result, but an unanswerable one older than the DLQ
+// stream's duplicate window (2m) is dead-lettered again. A subject that a
+// pool starts to filter only after calls arrived on it is not swept (the
+// pool, created with DeliverNew, will not deliver them either).
+//
 // # Intents
 //
 // Call with apply_intents (which needs a session) applies the response's
@@ -163,7 +199,11 @@
 // behind Authenticate and compresses only responses of 1 KiB or more.
 // ListTools shows only the tools whose scopes the caller holds all of;
 // GetTool answers NotFound for the others; ApproveTool needs the "admin"
-// scope. Run serves it with /healthz, /readyz (registry loaded, NATS
+// scope. Both show a tool's executor configuration (the spec's config:
+// sandbox argv, environment and paths; HTTP URL and body templates,
+// headers, allowed hosts and networks; MCP server, tool and definition
+// hash) to the "admin" scope only ("*" holds it); everyone else gets the
+// spec with no config set, its executor type kept (toolView). Run serves it with /healthz, /readyz (registry loaded, NATS
 // connected, streams present) and /metrics on one listener (default
 // 127.0.0.1:8080) speaking HTTP/1.1 and unencrypted HTTP/2 (h2c), with a
 // 10s ReadHeaderTimeout and no other server timeout, so long waits and

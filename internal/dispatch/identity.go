@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/toolwire/toolwire/internal/bus"
 	"sigs.k8s.io/yaml"
 )
 
@@ -36,10 +37,25 @@ func IdentityFrom(ctx context.Context) (Identity, bool) {
 	return id, ok
 }
 
-// TenantRe is the rule tenant names follow. Tenants become subject tokens
-// and KV keys, so the rule keeps them injective and valid there (no `.`,
-// `*`, `>`, `:` or non-ASCII).
-var TenantRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// TenantRe is the rule tenant names follow (bus.TenantPattern). Tenants
+// become subject tokens and KV keys as they are, so the rule keeps them
+// injective and valid there (no `.`, `*`, `>`, `:` or non-ASCII); a tenant
+// that breaks it is refused, never mapped to a token.
+var TenantRe = regexp.MustCompile(bus.TenantPattern)
+
+// ErrBadTenant is returned for an identity whose tenant does not follow
+// TenantRe (possible only for identities built in Go: Authenticate
+// refuses such credentials).
+var ErrBadTenant = errors.New("dispatch: tenant name must match " + bus.TenantPattern)
+
+// checkTenant refuses an identity whose tenant cannot be a subject token
+// as it is.
+func checkTenant(id Identity) error {
+	if !bus.ValidTenant(id.Tenant) {
+		return fmt.Errorf("%w: %q", ErrBadTenant, id.Tenant)
+	}
+	return nil
+}
 
 // ErrUnauthenticated is returned for a missing or unknown API key.
 var ErrUnauthenticated = errors.New("dispatch: missing or unknown API key")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
@@ -53,6 +54,12 @@ func (d *Dispatcher) move(ctx context.Context, data []byte, hdr nats.Header) err
 	call := &toolwirev1.ToolCall{}
 	if err := proto.Unmarshal(data, call); err != nil || call.CallId == "" || call.Caller == nil {
 		d.log.Error("dropping an undecodable due retry", "err", err)
+		return nil
+	}
+	if !bus.ValidTenant(call.Caller.Tenant) {
+		// Never mapped to a subject token (a.b would run as a_b); workers
+		// only park calls of valid tenants, so this one was forged.
+		d.log.Error("dropping a due retry whose tenant is no valid tenant name", "call_id", call.CallId)
 		return nil
 	}
 	// The message id makes a repeated move within the duplicate window a

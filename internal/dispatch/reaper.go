@@ -78,6 +78,13 @@ func (d *Dispatcher) reap(ctx context.Context, advisory []byte) error {
 			Attempts: int32(adv.Deliveries), Time: timestamppb.Now(), Worker: "reaper:" + d.cfg.Name}
 		return d.publishDLQ(ctx, d.subj.DLQ(typ, "_unknown", "_unknown", "_unknown"), dl, adv.StreamSeq)
 	}
+	if !answerable(raw.Subject, call) {
+		// No answer into a tenant's results on a stranger's word, nor under
+		// a mapped tenant name.
+		dl := &toolwirev1.DeadLetter{Raw: raw.Data, Subject: raw.Subject, Reason: "call exhausted MaxDeliver; its tenant cannot be answered",
+			Attempts: int32(adv.Deliveries), Time: timestamppb.Now(), Worker: "reaper:" + d.cfg.Name}
+		return d.publishDLQ(ctx, d.subj.DLQ(typ, "_unknown", "_unknown", "_unknown"), dl, adv.StreamSeq)
+	}
 	subject := d.subj.Result(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
 	if _, err := d.bus.Results.GetLastMsgForSubject(ctx, subject); err == nil {
 		return nil // answered after all

@@ -156,7 +156,8 @@ func (s *Service) Cancel(ctx context.Context, req *connect.Request[toolwirev1.Ca
 	return connect.NewResponse(&toolwirev1.CancelResponse{Outcome: out}), nil
 }
 
-// ListTools lists the tools the caller's scopes allow.
+// ListTools lists the tools the caller's scopes allow; executor
+// configuration only to the admin scope (toolView).
 func (s *Service) ListTools(ctx context.Context, req *connect.Request[toolwirev1.ListToolsRequest]) (*connect.Response[toolwirev1.ListToolsResponse], error) {
 	id, err := identity(ctx)
 	if err != nil {
@@ -165,7 +166,7 @@ func (s *Service) ListTools(ctx context.Context, req *connect.Request[toolwirev1
 	ents := s.d.reg.List(registry.Filter{NameGlob: req.Msg.NameGlob, Executor: req.Msg.Executor, Scopes: id.Scopes})
 	out := &toolwirev1.ListToolsResponse{Tools: make([]*toolwirev1.ToolSpec, len(ents))}
 	for i, e := range ents {
-		out.Tools[i] = e.Spec
+		out.Tools[i] = toolView(id, e.Spec)
 	}
 	if f := req.Msg.Format; f != toolwirev1.ToolFormat_TOOL_FORMAT_UNSPECIFIED && f != toolwirev1.ToolFormat_TOOL_FORMAT_NATIVE {
 		b, err := registry.Export(f, out.Tools)
@@ -177,7 +178,8 @@ func (s *Service) ListTools(ctx context.Context, req *connect.Request[toolwirev1
 	return connect.NewResponse(out), nil
 }
 
-// GetTool returns one tool's spec.
+// GetTool returns one tool's spec; executor configuration only to the
+// admin scope (toolView).
 func (s *Service) GetTool(ctx context.Context, req *connect.Request[toolwirev1.GetToolRequest]) (*connect.Response[toolwirev1.GetToolResponse], error) {
 	id, err := identity(ctx)
 	if err != nil {
@@ -187,7 +189,7 @@ func (s *Service) GetTool(ctx context.Context, req *connect.Request[toolwirev1.G
 	if err != nil || !registry.HasScopes(id.Scopes, ent.Spec.Scopes) {
 		return nil, connect.NewError(connect.CodeNotFound, registry.ErrNotFound)
 	}
-	out := &toolwirev1.GetToolResponse{Tool: ent.Spec}
+	out := &toolwirev1.GetToolResponse{Tool: toolView(id, ent.Spec)}
 	if f := req.Msg.Format; f != toolwirev1.ToolFormat_TOOL_FORMAT_UNSPECIFIED && f != toolwirev1.ToolFormat_TOOL_FORMAT_NATIVE {
 		b, err := registry.ExportOne(f, ent.Spec)
 		if err != nil {

@@ -28,6 +28,9 @@ func decodeEvent(b []byte) (*toolwirev1.CallEvent, error) {
 // terminal response. It returns when the call finished, ctx ended or send
 // failed.
 func (d *Dispatcher) Watch(ctx context.Context, id Identity, callID string, send func(*toolwirev1.CallEvent) error) error {
+	if err := checkTenant(id); err != nil {
+		return err
+	}
 	if _, err := ulid.ParseStrict(callID); err != nil {
 		return ErrUnknownCall
 	}

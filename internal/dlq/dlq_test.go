@@ -243,6 +243,14 @@ func TestRetryRefused(t *testing.T) {
 	_, err = b.queue.Retry(t.Context(), raw+1)
 	require.ErrorIs(t, err, dlq.ErrNotFound)
 
+	// A call whose tenant is no valid tenant name is never retried under a
+	// mapped one (a.b as a_b).
+	dotted := deadCall("echo")
+	dotted.Caller.Tenant = "a.b"
+	_, err = b.queue.Retry(t.Context(), b.write(t, dotted, "tenant"))
+	require.ErrorIs(t, err, dlq.ErrNotRetryable)
+	require.Contains(t, err.Error(), `"a.b"`)
+
 	info, err := b.env.Bus.Calls.Info(t.Context())
 	require.NoError(t, err)
 	require.Zero(t, info.State.Msgs, "nothing was queued")

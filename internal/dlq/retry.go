@@ -11,11 +11,13 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/toolwire/toolwire/internal/bus"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // ErrNotRetryable is returned by Retry for a dead letter that holds no
-// decodable call (raw bytes only): there is nothing to republish.
+// decodable call (raw bytes only): there is nothing to republish; or whose
+// call names a tenant that is not bus.ValidTenant.
 var ErrNotRetryable = errors.New("dlq: the dead letter holds no decodable call")
 
 // ErrNoAdmissionRecord is returned, with the new call, by Retry when the
@@ -41,6 +43,11 @@ func (q *Queue) Retry(ctx context.Context, seq uint64) (*toolwirev1.ToolCall, er
 	dead := l.Record.GetCall()
 	if dead == nil {
 		return nil, fmt.Errorf("%w at sequence %d (%s)", ErrNotRetryable, seq, l.Record.GetReason())
+	}
+	if t := dead.GetCaller().GetTenant(); !bus.ValidTenant(t) {
+		// Never mapped to a subject token: the retry would run as another
+		// tenant (a.b as a_b).
+		return nil, fmt.Errorf("%w at sequence %d: tenant %q does not match %s", ErrNotRetryable, seq, t, bus.TenantPattern)
 	}
 	call := retryOf(dead, time.Now())
 	data, err := proto.Marshal(call)

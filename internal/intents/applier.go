@@ -73,7 +73,8 @@ var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 // when the session id is a plain token, otherwise "<tenant>.=" followed by
 // the unpadded base64url form of its SHA-256 ("=" is a legal key character
 // no plain token has), so that no session id can reach another key and
-// none is too long for one.
+// none is too long for one. Get and Apply refuse a tenant that is not
+// bus.ValidTenant rather than map it.
 func SessionKey(tenant, session string) string {
 	if plainKey.MatchString(session) {
 		return bus.Token(tenant) + "." + session
@@ -90,6 +91,9 @@ func (a *Applier) Get(ctx context.Context, tenant, session string) (*toolwirev1.
 }
 
 func (a *Applier) load(ctx context.Context, tenant, session string) (*toolwirev1.Session, uint64, error) {
+	if !bus.ValidTenant(tenant) {
+		return nil, 0, fmt.Errorf("intents: tenant %q does not match %s", tenant, bus.TenantPattern)
+	}
 	e, err := a.kv.Get(ctx, SessionKey(tenant, session))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
@@ -116,6 +120,9 @@ func (a *Applier) load(ctx context.Context, tenant, session string) (*toolwirev1
 func (a *Applier) Apply(ctx context.Context, tenant, session, callID string, in []*toolwirev1.Intent) (*toolwirev1.Session, int, int, error) {
 	if session == "" {
 		return nil, 0, 0, errors.New("intents: no session to apply to")
+	}
+	if !bus.ValidTenant(tenant) {
+		return nil, 0, 0, fmt.Errorf("intents: tenant %q does not match %s", tenant, bus.TenantPattern)
 	}
 	for i, it := range in {
 		if it.GetId() == "" {

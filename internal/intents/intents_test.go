@@ -226,6 +226,14 @@ func TestApplyBounds(t *testing.T) {
 	if _, _, _, err := a.Apply(t.Context(), "t", "", "c", nil); err == nil {
 		t.Fatal("apply without a session")
 	}
+	// A tenant that is no valid tenant name is refused, never mapped to a
+	// key (a.b would share tenant a_b's sessions).
+	if _, _, _, err := a.Apply(t.Context(), "a.b", "s", "c", nil); err == nil || !strings.Contains(err.Error(), "tenant") {
+		t.Fatalf("apply for tenant a.b: %v", err)
+	}
+	if _, err := a.Get(t.Context(), "a.b", "s"); err == nil || !strings.Contains(err.Error(), "tenant") {
+		t.Fatalf("get for tenant a.b: %v", err)
+	}
 }
 
 // A session stays one KV value under the payload limit: the log is trimmed

@@ -18,8 +18,10 @@ import (
 // buffer and a scanner per document, about twice this.
 //
 // As encoding/json does, invalid UTF-8 in a string becomes U+FFFD per
-// byte, a lone surrogate escape U+FFFD, and of repeated object keys the
-// last wins.
+// byte and a lone surrogate escape U+FFFD. Unlike it, an object that
+// repeats a key (after unescaping) is an error, a *DuplicateKeyError, at
+// every nesting level: with "last wins" a validator and a tool that reads
+// the first occurrence could see different arguments.
 func parseJSON(data []byte) (any, error) {
 	p := jsonParser{data: data}
 	p.space()
@@ -39,6 +41,28 @@ func parseJSON(data []byte) (any, error) {
 const maxJSONDepth = 10000
 
 var errJSONEnd = errors.New("unexpected end of JSON input")
+
+// DuplicateKeyError reports an object that repeats a key.
+type DuplicateKeyError struct {
+	// Pointer is the JSON Pointer of the repeated member, e.g. "/a/0/path".
+	Pointer string
+	// Key is the repeated key.
+	Key string
+}
+
+func (e *DuplicateKeyError) Error() string {
+	return fmt.Sprintf("duplicate key %q at %s", e.Key, e.Pointer)
+}
+
+// within prefixes the pointer of a duplicate found inside a member; other
+// errors pass through. It runs only on the error path.
+func within(err error, token string) error {
+	var dup *DuplicateKeyError
+	if errors.As(err, &dup) {
+		dup.Pointer = "/" + escape(token) + dup.Pointer
+	}
+	return err
+}
 
 type jsonParser struct {
 	data []byte
@@ -146,9 +170,13 @@ func (p *jsonParser) object(depth int) (any, error) {
 		p.space()
 		v, err := p.value(depth)
 		if err != nil {
-			return nil, err
+			return nil, within(err, k.(string))
 		}
+		n := len(m)
 		m[k.(string)] = v
+		if len(m) == n {
+			return nil, &DuplicateKeyError{Pointer: "/" + escape(k.(string)), Key: k.(string)}
+		}
 		if more, err := p.more('}', "after object key:value pair"); !more || err != nil {
 			return m, err
 		}
@@ -188,7 +216,7 @@ func (p *jsonParser) array(depth int) (any, error) {
 	for {
 		v, err := p.value(depth)
 		if err != nil {
-			return nil, err
+			return nil, within(err, strconv.Itoa(len(a)))
 		}
 		a = append(a, v)
 		if more, err := p.more(']', "after array element"); !more || err != nil {

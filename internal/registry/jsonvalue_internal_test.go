@@ -2,6 +2,7 @@ package registry
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 
@@ -24,6 +25,12 @@ var jsonCorpus = []string{
 func sameAsLibrary(t testing.TB, data []byte) {
 	want, wantErr := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	got, err := parseJSON(data)
+	if dup := (*DuplicateKeyError)(nil); errors.As(err, &dup) {
+		// The one deliberate difference: the library keeps the last of
+		// repeated keys, parseJSON refuses them (before reading on, so a
+		// truncated document may fail with this error instead).
+		return
+	}
 	if (wantErr != nil) != (err != nil) {
 		t.Fatalf("%q: library error %v, ours %v", data, wantErr, err)
 	}
@@ -33,7 +40,7 @@ func sameAsLibrary(t testing.TB, data []byte) {
 }
 
 // parseJSON returns what jsonschema.UnmarshalJSON returns, and fails
-// where it fails.
+// where it fails, except that it refuses repeated keys.
 func TestParseJSONMatchesLibrary(t *testing.T) {
 	t.Parallel()
 	for _, s := range jsonCorpus {
@@ -53,4 +60,26 @@ func FuzzParseJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { sameAsLibrary(t, data) })
+}
+
+// Repeated keys are refused at every level, with the pointer of the
+// repeated member; keys that differ only before unescaping are the same
+// key.
+func TestParseJSONRefusesDuplicateKeys(t *testing.T) {
+	t.Parallel()
+	for doc, want := range map[string]string{
+		`{"path":"a","path":"/etc/passwd"}`:          "/path",
+		`{"a":{"b":1,"b":2}}`:                        "/a/b",
+		`{"a":[0,{"x":1},{"y":1,"y":2}]}`:            "/a/2/y",
+		`[[{"k":1,"\u006b":2}]]`:                     "/0/0/k",
+		`{"a/b":{"~":1,"~":2}}`:                      "/a~1b/~0",
+		`{"ok":1,"nested":{"deep":[{"z":1,"z":1}]}}`: "/nested/deep/0/z",
+	} {
+		_, err := parseJSON([]byte(doc))
+		var dup *DuplicateKeyError
+		require.ErrorAs(t, err, &dup, doc)
+		require.Equal(t, want, dup.Pointer, doc)
+	}
+	_, err := parseJSON([]byte(`{"a":{"k":1},"b":{"k":1},"c":[{"k":1},{"k":2}]}`))
+	require.NoError(t, err, "the same key in different objects is no repeat")
 }

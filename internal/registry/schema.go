@@ -73,10 +73,15 @@ var printer = sync.OnceValue(func() *message.Printer { return message.NewPrinter
 
 // ValidateArgs checks the JSON arguments against sch. It returns nil or the
 // field-level violations, sorted by field; a document that is not JSON is
-// one violation at the root.
+// one violation at the root, and an object that repeats a key (at any
+// level) one violation at the repeated member, naming the key.
 func ValidateArgs(sch *jsonschema.Schema, args []byte) []*toolwirev1.FieldViolation {
 	inst, err := parseJSON(args)
 	if err != nil {
+		var dup *DuplicateKeyError
+		if errors.As(err, &dup) {
+			return []*toolwirev1.FieldViolation{{Field: dup.Pointer, Message: fmt.Sprintf("duplicate key %q", dup.Key)}}
+		}
 		return []*toolwirev1.FieldViolation{{Field: "", Message: "arguments are not valid JSON: " + err.Error()}}
 	}
 	err = sch.Validate(inst)

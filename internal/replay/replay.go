@@ -188,6 +188,11 @@ func (p *Replayer) spec(ctx context.Context, name, version string) (*toolwirev1.
 // execute publishes a copy of orig, pinned to spec, on the shadow subject
 // and waits for its result.
 func (p *Replayer) execute(ctx context.Context, orig *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, wait time.Duration) (*toolwirev1.ToolResponse, string, error) {
+	if t := orig.GetCaller().GetTenant(); !bus.ValidTenant(t) {
+		// Never mapped to a subject token: the replay would answer as
+		// another tenant (a.b as a_b).
+		return nil, "", fmt.Errorf("tenant %q does not match %s", t, bus.TenantPattern)
+	}
 	now := time.Now()
 	id := ulid.Make().String()
 	call := &toolwirev1.ToolCall{

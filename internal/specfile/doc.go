@@ -4,7 +4,14 @@
 //
 // # Format
 //
-// A spec file is YAML (or JSON), one tool per file, named NAME.yaml. Its
+// A spec file is YAML 1.2 (or JSON), one tool per file, named NAME.yaml,
+// read with go.yaml.in/yaml/v3. Only the core schema's true and false
+// (also True, TRUE, False, FALSE) are booleans: y, yes, on, off, n, no and
+// the other YAML 1.1 words are strings, as values and as keys, so a
+// schema property named n or on keeps its name (YAML 1.1 readers turn it
+// into "false" or "true", and its constraints then guard nothing). A
+// mapping key is always its text (key 2 is "2"), a key repeated in one
+// mapping is an error, and anchors, aliases and merge keys (<<) work. Its
 // fields are the ToolSpec's (proto field names, snake_case), with three
 // conveniences:
 //

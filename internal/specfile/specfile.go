@@ -14,7 +14,6 @@ import (
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/encoding/protojson"
-	"sigs.k8s.io/yaml"
 )
 
 // MaxSummaryLines is the longest summary a spec file may give.
@@ -96,12 +95,12 @@ func Load(fsys fs.FS, name string, o Options) (*toolwirev1.ToolSpec, error) {
 
 // Parse decodes and checks one spec document.
 func Parse(b []byte, o Options) (*toolwirev1.ToolSpec, error) {
-	js, err := yaml.YAMLToJSON(b)
+	v, err := decodeYAML(b)
 	if err != nil {
 		return nil, fmt.Errorf("not YAML: %w", err)
 	}
-	var doc map[string]any
-	if err := json.Unmarshal(js, &doc); err != nil || doc == nil {
+	doc, ok := v.(map[string]any)
+	if !ok {
 		return nil, errors.New("not a YAML mapping")
 	}
 	if err := expand(doc, o.lookup); err != nil {
@@ -115,7 +114,10 @@ func Parse(b []byte, o Options) (*toolwirev1.ToolSpec, error) {
 		if _, isObj := v.(map[string]any); !isObj {
 			return nil, fmt.Errorf("%s: want a mapping (a JSON Schema object)", f)
 		}
-		s, _ := json.Marshal(v)
+		s, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
 		delete(doc, f)
 		doc[f+"_json"] = string(s)
 	}
@@ -134,7 +136,10 @@ func Parse(b []byte, o Options) (*toolwirev1.ToolSpec, error) {
 			}
 		}
 	}
-	js, _ = json.Marshal(doc)
+	js, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("not a tool spec: %w", err)
+	}
 	spec := &toolwirev1.ToolSpec{}
 	if err := protojson.Unmarshal(js, spec); err != nil {
 		return nil, fmt.Errorf("not a tool spec: %w", err)

@@ -1,11 +1,14 @@
 package specfile_test
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/fstest"
 
+	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/specfile"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -157,5 +160,128 @@ func TestLoadDir(t *testing.T) {
 	}
 	if specs, err := specfile.LoadDir(fsys, "other", specfile.Options{}); err != nil || len(specs) != 1 {
 		t.Fatalf("other: %v %v", specs, err)
+	}
+}
+
+// yaml11Words are every word YAML 1.1 reads as a boolean.
+var yaml11Words = strings.Fields("y Y yes Yes YES n N no No NO true True TRUE false False FALSE on On ON off Off OFF")
+
+// Spec files are YAML 1.2: only true and false (also True, TRUE, False,
+// FALSE) are booleans. Every other YAML 1.1 boolean word stays a string,
+// and a mapping key is always its text. Before, a property named n became
+// "false", so {"n": 99999} passed a maximum of 10 on n.
+func TestYAML11BooleanWordsStayWords(t *testing.T) {
+	t.Parallel()
+	var props, enum strings.Builder
+	var onlyYAML11 []string // the words YAML 1.2 does not read as booleans
+	for _, w := range yaml11Words {
+		fmt.Fprintf(&props, "    %s: {type: integer, maximum: 10}\n", w)
+		fmt.Fprintf(&enum, "%s, ", w)
+		if strings.ToLower(w) != "true" && strings.ToLower(w) != "false" {
+			onlyYAML11 = append(onlyYAML11, w)
+		}
+	}
+	doc := `
+name: words
+summary: Takes every YAML 1.1 boolean word.
+doc: A test of YAML 1.2 reading.
+executor: sandbox
+input_schema:
+  type: object
+  properties:
+` + props.String() + `    answer: {enum: [` + strings.TrimSuffix(enum.String(), ", ") + `]}
+  required: [` + strings.Join(onlyYAML11, ", ") + `]
+sandbox:
+  argv: [echo]
+`
+	spec, err := specfile.Parse([]byte(doc), specfile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Properties map[string]struct {
+			Maximum *float64 `json:"maximum"`
+			Enum    []any    `json:"enum"`
+		} `json:"properties"`
+		Required []any `json:"required"`
+	}
+	if err := json.Unmarshal([]byte(spec.InputSchemaJson), &schema); err != nil {
+		t.Fatal(err)
+	}
+	if len(schema.Properties) != len(yaml11Words)+1 {
+		t.Fatalf("properties %v, want one per word plus answer", schema.Properties)
+	}
+	booleans := map[string]any{"true": true, "True": true, "TRUE": true, "false": false, "False": false, "FALSE": false}
+	for i, w := range yaml11Words {
+		if p, ok := schema.Properties[w]; !ok || p.Maximum == nil || *p.Maximum != 10 {
+			t.Errorf("property %q lost or changed: %v", w, schema.Properties)
+		}
+		want := any(w)
+		if b, ok := booleans[w]; ok {
+			want = b
+		}
+		if got := schema.Properties["answer"].Enum[i]; got != want {
+			t.Errorf("enum value %q read as %#v, want %#v", w, got, want)
+		}
+	}
+
+	if len(schema.Required) != len(onlyYAML11) {
+		t.Fatalf("required %v, want %v", schema.Required, onlyYAML11)
+	}
+	for i, w := range onlyYAML11 {
+		if schema.Required[i] != w {
+			t.Errorf("required[%d] = %#v, want the string %q", i, schema.Required[i], w)
+		}
+	}
+
+	// The schema does what it says: 99999 is over the maximum on n, y, on...
+	input, err := registry.DefaultSchemas.Compile(spec.InputSchemaJson)
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid := map[string]any{}
+	for _, w := range yaml11Words {
+		valid[w] = 1
+	}
+	args, _ := json.Marshal(valid)
+	if vs := registry.ValidateArgs(input, args); len(vs) != 0 {
+		t.Fatalf("valid arguments refused: %v", vs)
+	}
+	for _, w := range []string{"n", "y", "on", "off", "yes", "no", "True"} {
+		valid[w] = 99999
+		args, _ := json.Marshal(valid)
+		vs := registry.ValidateArgs(input, args)
+		if len(vs) != 1 || vs[0].Field != "/"+w {
+			t.Errorf("%s=99999: violations %v, want one at /%s", w, vs, w)
+		}
+		valid[w] = 1
+	}
+}
+
+// A YAML 1.1 word where the spec wants a boolean is an error, not a
+// silent true; a key repeated in one mapping is an error; anchors and
+// merge keys still work.
+func TestYAML12Strictness(t *testing.T) {
+	t.Parallel()
+	base := func(edit func(string) string) []byte { return []byte(edit(sandboxSpec)) }
+	if _, err := specfile.Parse(base(func(s string) string {
+		return strings.Replace(s, "{read_only: true, idempotent: true}", "{read_only: yes, idempotent: true}", 1)
+	}), specfile.Options{}); err == nil || !strings.Contains(err.Error(), `"yes"`) {
+		t.Fatalf("read_only: yes: %v", err)
+	}
+	if _, err := specfile.Parse(base(func(s string) string { return s + "title: again\n" }), specfile.Options{}); err == nil ||
+		!strings.Contains(err.Error(), `"title" repeated`) {
+		t.Fatalf("repeated key: %v", err)
+	}
+	spec, err := specfile.Parse(base(func(s string) string {
+		s = strings.Replace(s, "    text: {type: string, maxLength: 100000}", "    text: &text {type: string, maxLength: 100000}\n    other: *text\n    more: {<<: *text, maxLength: 5}", 1)
+		return s
+	}), specfile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(spec.InputSchemaJson, `"other":{"maxLength":100000,"type":"string"}`) ||
+		!strings.Contains(spec.InputSchemaJson, `"more":{"maxLength":5,"type":"string"}`) {
+		t.Fatalf("aliases and merges: %s", spec.InputSchemaJson)
 	}
 }

@@ -73,8 +73,8 @@
 // are bound once per (tool, executor) and kept in a copy-on-write map, so
 // a call records without locks or allocations. Names:
 //
-// Worker (its --http address, default :9090, and the dispatcher for its
-// in-process workers):
+// Worker (its --http address, default 127.0.0.1:9090, and the dispatcher
+// for its in-process workers):
 //
 //	toolwire_calls_total{tool,executor,outcome}            terminal results published; outcome = ok or the error type (timeout, max_attempts, ...)
 //	toolwire_call_duration_seconds{tool,executor}          end to end: admission → result (dispatcher's and worker's clocks)

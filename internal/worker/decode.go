@@ -15,9 +15,10 @@ type BadCallError struct{ Reason string }
 func (e *BadCallError) Error() string { return "bad call: " + e.Reason }
 
 // DecodeCall decodes a delivered call and checks its integrity: it has an
-// id and a caller, it belongs to the pool's executor type, and the subject
-// it arrived on agrees with its payload (so a tenant or tool in the subject
-// cannot be smuggled). On a *BadCallError the call is returned too when it
+// id and a caller whose tenant is a valid tenant name (bus.ValidTenant),
+// it belongs to the pool's executor type, and the subject it arrived on
+// agrees with its payload (so a tenant or tool in the subject cannot be
+// smuggled; the tenant token must equal the tenant exactly). On a *BadCallError the call is returned too when it
 // could be decoded, so that it can be answered.
 func DecodeCall(subjects bus.Subjects, pool toolwirev1.ExecutorType, subject string, data []byte) (*toolwirev1.ToolCall, error) {
 	call := &toolwirev1.ToolCall{}
@@ -26,6 +27,11 @@ func DecodeCall(subjects bus.Subjects, pool toolwirev1.ExecutorType, subject str
 	}
 	if call.CallId == "" || call.Caller == nil {
 		return nil, &BadCallError{Reason: "undecodable call: call_id or caller missing"}
+	}
+	if !bus.ValidTenant(call.Caller.Tenant) {
+		// Refused, never mapped to a subject token: a.b would run and be
+		// answered as tenant a_b.
+		return call, &BadCallError{Reason: fmt.Sprintf("tenant %q is not a valid tenant name (%s)", call.Caller.Tenant, bus.TenantPattern)}
 	}
 	if call.Executor != pool {
 		return call, &BadCallError{Reason: fmt.Sprintf("call of executor %s delivered to a %s pool", call.Executor, pool)}

@@ -12,7 +12,8 @@ import (
 )
 
 // FuzzDecodeCall: no input crashes decoding, and a call accepted by
-// DecodeCall always names itself and its caller and matches its subject.
+// DecodeCall always names itself and a caller with a valid tenant name,
+// and matches its subject.
 func FuzzDecodeCall(f *testing.F) {
 	subj := bus.Subjects{Prefix: "toolwire"}
 	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
@@ -20,6 +21,9 @@ func FuzzDecodeCall(f *testing.F) {
 		Executor: native, Provider: "builtin", Arguments: []byte(`{"text":"x"}`)})
 	f.Add(subj.Call(native, "acme", "builtin", "echo"), good)
 	f.Add(subj.Call(native, "evil", "builtin", "echo"), good)
+	dotted, _ := proto.Marshal(&toolwirev1.ToolCall{CallId: "01J0", Tool: "echo", Caller: &toolwirev1.Caller{Tenant: "a.b"},
+		Executor: native, Provider: "builtin", Arguments: []byte(`{"text":"x"}`)})
+	f.Add(subj.Call(native, "a_b", "builtin", "echo"), dotted)
 	f.Add("toolwire.call.native.acme.builtin.echo", []byte{})
 	f.Add("toolwire.call.native.acme.builtin.echo", []byte("\xff\xff\xff"))
 	f.Add("x", []byte{0x0a, 0x80})
@@ -34,6 +38,9 @@ func FuzzDecodeCall(f *testing.F) {
 		}
 		if call.CallId == "" || call.Caller == nil {
 			t.Fatal("accepted a call without id or caller")
+		}
+		if !bus.ValidTenant(call.Caller.Tenant) {
+			t.Fatalf("accepted tenant %q, which is no valid tenant name", call.Caller.Tenant)
 		}
 		if subject != subj.Call(call.Executor, call.Caller.Tenant, call.Provider, call.Tool) {
 			t.Fatal("accepted a call whose subject disagrees")

@@ -3,10 +3,17 @@
 //
 // # The life of a delivered call
 //
-// decode → integrity (the subject agrees with the payload; size and depth
-// limits) → the tool and its pinned spec version are served here (if not,
-// the call is handed back for another replica, and refused only on its
-// last delivery) → on a redelivery, an existing result is acknowledged
+// decode → integrity (the caller's tenant is a valid tenant name,
+// bus.ValidTenant, and the subject's tenant token is exactly it; the
+// subject agrees with the payload) → the tool and its pinned spec version
+// are served here (if not, the call is handed back for another replica,
+// and refused only on its last delivery) → what admission checked, again,
+// since a call can arrive by a raw NATS publish: size and depth limits,
+// the arguments against the input schema of the version served (compiled
+// once per version, when the worker starts serving it; repeated keys
+// refused), and approval (policy.CheckApproval: a tool that requires
+// approval is refused with CONFIRMATION_REQUIRED, as no approval is
+// accepted yet) → on a redelivery, an existing result is acknowledged
 // without running, and a non-idempotent call whose earlier attempt started
 // without a result answers UNKNOWN_OUTCOME → the cancel tombstone (checked
 // after registering for cancellation, so no cancel is missed) →
@@ -52,6 +59,16 @@
 // server's MaxDeliver advisory. Attempts of tools that are not safe to rerun
 // record their STARTED event durably before running, which is how a
 // redelivery knows the outcome is unknown.
+//
+// # Refused calls
+//
+// A call that fails the checks above is answered (an error response,
+// VALIDATION, NOT_FOUND or CONFIRMATION_REQUIRED, not retryable, side
+// effects NONE), dead-lettered and terminated. Two are not answered: a
+// call whose subject names another tenant than its payload, and a call
+// whose tenant is no valid name (never mapped to a token: a.b would be
+// answered as a_b). They are dead-lettered (VALIDATION; the second raw,
+// under tenant _unknown) and terminated.
 //
 // # Cancellation
 //

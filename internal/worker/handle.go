@@ -17,6 +17,7 @@ import (
 	"github.com/toolwire/toolwire/internal/failpoint"
 	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/lazy"
+	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -89,10 +90,17 @@ func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery
 		w.settle(ctx, msg, "term", msg.TermWithReason(bad.Reason))
 		return
 	case errors.As(err, &bad) && !w.sameTenant(msg.Subject(), call):
-		// The payload names another tenant than its subject: answering would
-		// write a result into that tenant's namespace on a stranger's word.
-		w.log.WarnContext(ctx, "terminating call whose subject and payload name different tenants", "subject", msg.Subject(), "reason", bad.Reason)
-		w.deadLetter(ctx, p.Type, call, msg, bad.Reason, nil, delivery)
+		// The payload names another tenant than its subject, or a tenant
+		// that is no valid name: answering would write a result into a
+		// tenant's namespace on a stranger's word (or under a mapped
+		// name). A call whose tenant is no valid name is dead-lettered
+		// raw, under no tenant, rather than under a mapped one.
+		w.log.WarnContext(ctx, "terminating call whose tenant cannot be answered", "subject", msg.Subject(), "reason", bad.Reason)
+		dl := call
+		if !bus.ValidTenant(call.GetCaller().GetTenant()) {
+			dl = nil
+		}
+		w.deadLetter(ctx, p.Type, dl, msg, bad.Reason, preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, bad.Reason), delivery)
 		w.settle(ctx, msg, "term", msg.TermWithReason(bad.Reason))
 		return
 	case errors.As(err, &bad):
@@ -111,19 +119,26 @@ func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery
 	// A tool or version this replica does not serve may be served by
 	// another replica of the pool (a rolling upgrade): hand it back, and
 	// refuse it only on the last delivery.
-	spec, ok := (*w.specs.Load())[call.Tool]
+	ent, ok := (*w.specs.Load())[call.Tool]
 	if !ok {
 		w.notServed(ctx, p, msg, call, log, preExecError(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND,
 			fmt.Sprintf("no worker of pool %s serves tool %q", p.Name, call.Tool)))
 		return
 	}
+	spec := ent.Spec
 	if call.SpecVersion != "" && call.SpecVersion != spec.Version {
 		w.notServed(ctx, p, msg, call, log, preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION,
 			fmt.Sprintf("unknown spec version %q of tool %q (this worker serves %q)", call.SpecVersion, call.Tool, spec.Version)))
 		return
 	}
-	if reason := checkArgs(call.Arguments, spec, w.cfg); reason != "" {
-		w.refuse(ctx, p, msg, call, log, preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, reason))
+	// What admission checked, checked again: a call can arrive without
+	// passing a dispatcher (args.go).
+	if te := checkArgs(call.Arguments, ent, w.cfg); te != nil {
+		w.refuse(ctx, p, msg, call, log, te)
+		return
+	}
+	if te := policy.CheckApproval(ctx, spec, call); te != nil {
+		w.refuse(ctx, p, msg, call, log, te)
 		return
 	}
 
@@ -711,9 +726,11 @@ func (c callLog) Warn(msg string, args ...any)  { c.log(slog.LevelWarn, msg, arg
 func (c callLog) Error(msg string, args ...any) { c.log(slog.LevelError, msg, args...) }
 
 // sameTenant reports whether the tenant token of a call subject is the
-// payload's tenant.
+// payload's tenant exactly, and a valid tenant name: a tenant is never
+// mapped to a token (a.b would answer as a_b).
 func (w *Worker) sameTenant(subject string, call *toolwirev1.ToolCall) bool {
 	// <prefix>.call.<type>.<tenant>.<provider>.<tool>
+	tenant := call.GetCaller().GetTenant()
 	parts := strings.SplitN(subject, ".", 5)
-	return len(parts) >= 4 && parts[3] == bus.Token(call.GetCaller().GetTenant())
+	return len(parts) >= 4 && parts[3] == tenant && bus.ValidTenant(tenant)
 }

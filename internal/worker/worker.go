@@ -36,9 +36,10 @@ type Worker struct {
 	bus *bus.Bus
 	cfg Config
 	log *slog.Logger
-	// specs by name: replaced whole (never mutated) when a SpecSource
-	// changes, read without a lock by handlers.
-	specs atomic.Pointer[map[string]*toolwirev1.ToolSpec]
+	// specs by name, each with its input schema compiled once per version:
+	// replaced whole (never mutated) when a SpecSource changes, read
+	// without a lock by handlers.
+	specs atomic.Pointer[map[string]*registry.Entry]
 	// serving are the pools whose fetch loops run (under mu).
 	serving map[string]bool
 	// gaps are the isolation mechanisms each executor type lacks here.
@@ -223,9 +224,15 @@ func (w *Worker) serveSpecs(ctx, fetchCtx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m := make(map[string]*toolwirev1.ToolSpec, len(stamped))
+	m := make(map[string]*registry.Entry, len(stamped))
 	for _, s := range stamped {
-		m[s.Name] = s
+		// Compiled (and checked) by registry.Check in ensureSpecs: this
+		// is the cached schema.
+		input, err := registry.DefaultSchemas.Compile(s.InputSchemaJson)
+		if err != nil {
+			return fmt.Errorf("worker: tool %q: input schema: %w", s.Name, err)
+		}
+		m[s.Name] = &registry.Entry{Spec: s, Input: input}
 	}
 	w.specs.Store(&m)
 	for i, p := range pools {

@@ -103,7 +103,10 @@ func WithLimits(l *toolwirev1.Limits) Option {
 	return func(s *toolwirev1.ToolSpec) { s.Limits = proto.CloneOf(l) }
 }
 
-// RequiresApproval makes every call need a signed approval token.
+// RequiresApproval makes every call need an approval that covers it. The
+// approval flow does not exist yet, so no approval is accepted: every call
+// of such a tool is refused with CONFIRMATION_REQUIRED, at admission and
+// again by the worker (it fails closed).
 func RequiresApproval() Option {
 	return func(s *toolwirev1.ToolSpec) { s.RequiresApproval = true }
 }

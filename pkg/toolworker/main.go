@@ -45,7 +45,7 @@ func MainArgs(args []string, stderr io.Writer, tools ...*tool.Tool) int {
 	fs.DurationVar(&o.Grace, "grace", 25*time.Second, "shutdown grace period for in-flight calls")
 	fs.BoolVar(&o.Shadow, "shadow", false, "serve only replays (toolctl replay) of this worker's tools, never live calls")
 	fs.BoolVar(&o.EnsureOnly, "ensure-only", false, "create the pool consumers and publish the tools, then exit without serving (a deployment step for pools that scale to zero)")
-	fs.StringVar(&o.HTTPAddr, "http", ":9090", "serve /healthz, /readyz and /metrics on this address; empty = off")
+	fs.StringVar(&o.HTTPAddr, "http", DefaultHTTPAddr, "serve /healthz, /readyz and /metrics on this address (loopback by default; :9090 for every interface, e.g. for Kubernetes probes); empty = off")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	log, code, ok := cliflag.Setup(fs, args, "TOOLWIRE_", &logLevel)
 	if !ok {

@@ -20,6 +20,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
+// DefaultHTTPAddr is the worker's --http default: loopback only, so the
+// worker's metrics and health endpoints are not offered to the network
+// unless the operator asks (the Helm chart passes --http=:<httpPort> for
+// its probes and scrapes).
+const DefaultHTTPAddr = "127.0.0.1:9090"
+
 // Options configure a worker process.
 type Options struct {
 	// NATSURL of the cluster. Required for Run.
@@ -70,7 +76,7 @@ type Options struct {
 	// HTTPAddr is where Run serves /healthz (alive), /readyz (connected,
 	// streams and pool consumers present, specs published) and /metrics
 	// (Prometheus). Empty = no HTTP server. The --http flag's default is
-	// ":9090".
+	// DefaultHTTPAddr, loopback only.
 	HTTPAddr string
 	// TracerProvider makes the worker's spans. Nil: Run builds one from
 	// the standard OTEL_* environment (off unless it names an exporter);
