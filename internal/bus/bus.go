@@ -361,10 +361,6 @@ func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer,
 	return cons, nil
 }
 
-// SubjectMatches reports whether the literal subject (no wildcards, as
-// every published subject is) matches filter, which may hold `*` and `>`.
-func SubjectMatches(filter, subject string) bool { return subjectsOverlap(filter, subject) }
-
 // subjectsOverlap reports whether some subject matches both filters.
 func subjectsOverlap(a, b string) bool {
 	at, bt := strings.Split(a, "."), strings.Split(b, ".")

@@ -48,11 +48,11 @@ func (w *Worker) secretsOf(call *toolwirev1.ToolCall) *redact.Secrets {
 	if call == nil {
 		return nil
 	}
-	spec := (*w.specs.Load())[call.Tool]
-	if spec == nil || (call.SpecVersion != "" && call.SpecVersion != spec.Version) {
+	ent := (*w.specs.Load())[call.Tool]
+	if ent == nil || (call.SpecVersion != "" && call.SpecVersion != ent.Spec.Version) {
 		return nil
 	}
-	plan := redact.ForSpec(spec)
+	plan := redact.ForSpec(ent.Spec)
 	if plan == nil {
 		return nil
 	}
