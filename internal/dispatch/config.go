@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"time"
 
@@ -39,6 +40,36 @@ type Config struct {
 	// MaxWaiting bounds callers waiting in Call on this replica; past it
 	// Call answers OVERLOADED. Default 100000.
 	MaxWaiting int
+	// MaxRequestBytes bounds an API request body (after decompression),
+	// applied while it is read: a longer body is refused with
+	// resource_exhausted before it is decoded. Default MaxArgsBytes plus
+	// 64 KiB (320 KiB), a little above the argument limit; a tool whose
+	// spec allows larger arguments needs it raised.
+	MaxRequestBytes int64
+	// MaxRequestValues bounds the object members and array elements, at
+	// any depth, of a request body, counted by a cheap scan before the
+	// body is decoded (the structured arguments form is decoded into a
+	// google.protobuf.Struct, which costs far more per value than the
+	// arguments_json string). Past it the request is refused with
+	// invalid_argument. Default 10000.
+	MaxRequestValues int
+	// MaxRequestDepth bounds the nesting of objects and arrays in a
+	// request body, the request's own object included, checked by the same
+	// scan. Default twice MaxArgsDepth (64).
+	MaxRequestDepth int
+	// WatchGrace is how long Watch waits for the first record of a call
+	// id minted in the last 10s that has none yet (its admission record may
+	// still be on its way) before it answers ErrUnknownCall. Default 5s.
+	WatchGrace time.Duration
+	// MaxWatchesPerCaller bounds the concurrent Watches of one caller
+	// (tenant and agent) on this replica; past it Watch answers
+	// ErrTooManyWatches. Default 100; -1 = no cap.
+	MaxWatchesPerCaller int
+	// MaxWaitingPerCaller bounds the callers of one caller identity
+	// (tenant and agent) waiting on this replica in Call or in GetResult
+	// with a wait; past it they are answered ErrTooManyWaiting. Default
+	// 10000; -1 = no cap.
+	MaxWaitingPerCaller int
 	// Logger; default slog.Default(). The dispatcher logs through a
 	// telemetry.LogHandler: lines logged with a call's context carry its
 	// trace_id and span_id.
@@ -66,6 +97,12 @@ func (c Config) WithDefaults() Config {
 	c.DefaultWait = cmp.Or(c.DefaultWait, 60*time.Second)
 	c.MaxWait = cmp.Or(c.MaxWait, 15*time.Minute)
 	c.MaxWaiting = cmp.Or(c.MaxWaiting, 100000)
+	c.MaxRequestBytes = cmp.Or(c.MaxRequestBytes, c.MaxArgsBytes+64<<10)
+	c.MaxRequestValues = cmp.Or(c.MaxRequestValues, 10000)
+	c.MaxRequestDepth = cmp.Or(c.MaxRequestDepth, 2*c.MaxArgsDepth)
+	c.WatchGrace = cmp.Or(c.WatchGrace, 5*time.Second)
+	c.MaxWatchesPerCaller = cmp.Or(c.MaxWatchesPerCaller, 100)
+	c.MaxWaitingPerCaller = cmp.Or(c.MaxWaitingPerCaller, 10000)
 	c.AcceptedRecordDelay = cmp.Or(c.AcceptedRecordDelay, 50*time.Millisecond)
 	if c.AcceptedRecordDelay < 0 {
 		c.AcceptedRecordDelay = 0
@@ -85,6 +122,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("dispatch: MaxArgsDepth %d must be positive", c.MaxArgsDepth)
 	case c.DefaultWait > c.MaxWait:
 		return errors.New("dispatch: DefaultWait exceeds MaxWait")
+	case c.MaxRequestBytes < 1<<10 || c.MaxRequestBytes > math.MaxInt32:
+		return fmt.Errorf("dispatch: MaxRequestBytes %d must be between 1 KiB and 2 GiB", c.MaxRequestBytes)
+	case c.MaxRequestValues < 1:
+		return fmt.Errorf("dispatch: MaxRequestValues %d must be positive", c.MaxRequestValues)
+	case c.MaxRequestDepth < 2:
+		return fmt.Errorf("dispatch: MaxRequestDepth %d must be at least 2", c.MaxRequestDepth)
+	case c.WatchGrace < 0:
+		return fmt.Errorf("dispatch: WatchGrace %s must not be negative", c.WatchGrace)
+	case c.MaxWatchesPerCaller < -1:
+		return fmt.Errorf("dispatch: MaxWatchesPerCaller %d must be positive or -1", c.MaxWatchesPerCaller)
+	case c.MaxWaitingPerCaller < -1:
+		return fmt.Errorf("dispatch: MaxWaitingPerCaller %d must be positive or -1", c.MaxWaitingPerCaller)
 	}
 	return nil
 }
