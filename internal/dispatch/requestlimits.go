@@ -21,7 +21,8 @@ import (
 //     also after gzip decompression (boundedGzip), so an oversized body is
 //     refused with resource_exhausted having cost at most the limit;
 //   - the number of object members and array elements and the nesting of
-//     a body the limit admits (Config.MaxRequestValues, MaxRequestDepth),
+//     a body the limit admits (Config.MaxArgsValues plus requestFields,
+//     MaxRequestDepth),
 //     by a scan that allocates nothing, before protojson or proto builds the
 //     message: a google.protobuf.Struct costs about 600 bytes of allocation
 //     per value, so a body of a few hundred KiB of short keys would cost
@@ -32,9 +33,13 @@ import (
 // limit is never cut by the body limit instead of the message limit.
 const bodySlack = 1 << 10
 
+// requestFields is what the body scan allows above MaxArgsValues: the
+// request's own fields, so arguments within the limit always reach
+// admission, which answers those over it with VALIDATION.
+const requestFields = 64
+
 // errRequestTooComplex is returned by the codecs for a request body over
-// MaxRequestValues or MaxRequestDepth; Connect answers it as
-// invalid_argument.
+// the values or depth limit; Connect answers it as invalid_argument.
 var errRequestTooComplex = errors.New("request too complex")
 
 // requestLimits are the limits a Service's codecs apply.
@@ -66,12 +71,25 @@ func LimitBody(h http.Handler, maxBytes int64) http.Handler {
 	return http.MaxBytesHandler(h, maxBytes+bodySlack)
 }
 
-// scanJSON checks a JSON body against the limits without decoding it:
-// values counts the separators and the containers outside strings (the
-// members and elements, with an empty container counted once), depth the
-// open containers. Malformed JSON is left to the decoder.
+// scanJSON checks a JSON body against the limits without decoding it.
+// Malformed JSON is left to the decoder.
 func (l requestLimits) scanJSON(b []byte) error {
-	values, depth := 0, 0
+	values, depth := jsonShape(b, l.values, l.depth)
+	if depth > l.depth {
+		return fmt.Errorf("%w: JSON nests deeper than %d levels", errRequestTooComplex, l.depth)
+	}
+	if values > l.values {
+		return fmt.Errorf("%w: more than %d JSON members and elements", errRequestTooComplex, l.values)
+	}
+	return nil
+}
+
+// jsonShape counts the members and elements of JSON text (the separators
+// and the containers outside strings: an empty container counts once) and
+// its deepest nesting, stopping as soon as either passes its limit. It
+// allocates nothing.
+func jsonShape(b []byte, maxValues, maxDepth int) (values, deepest int) {
+	depth := 0
 	inString, escaped := false, false
 	for _, c := range b {
 		if inString {
@@ -90,20 +108,21 @@ func (l requestLimits) scanJSON(b []byte) error {
 			inString = true
 		case '{', '[':
 			depth++
-			if depth > l.depth {
-				return fmt.Errorf("%w: JSON nests deeper than %d levels", errRequestTooComplex, l.depth)
+			if depth > deepest {
+				if deepest = depth; deepest > maxDepth {
+					return values, deepest
+				}
 			}
 			fallthrough
 		case ',':
-			values++
-			if values > l.values {
-				return fmt.Errorf("%w: more than %d JSON members and elements; send large arguments as arguments_json", errRequestTooComplex, l.values)
+			if values++; values > maxValues {
+				return values, deepest
 			}
 		case '}', ']':
 			depth--
 		}
 	}
-	return nil
+	return values, deepest
 }
 
 // Well-known messages the binary scan treats as JSON.
@@ -146,7 +165,7 @@ func (s *protoScan) message(b []byte, md protoreflect.MessageDescriptor, depth, 
 		if counted {
 			s.values++
 			if s.values > s.limits.values {
-				return fmt.Errorf("%w: more than %d fields, members and elements; send large arguments as arguments_json", errRequestTooComplex, s.limits.values)
+				return fmt.Errorf("%w: more than %d fields, members and elements", errRequestTooComplex, s.limits.values)
 			}
 		}
 		if typ != protowire.BytesType {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/tools/builtin"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -31,11 +32,13 @@ func countingTool(runs *atomic.Int64) *tool.Tool {
 	}))
 }
 
-// limitsStack serves the counting tool behind the real HTTP API.
+// limitsStack serves the counting tool and the built-in tools behind the
+// real HTTP API.
 func limitsStack(t *testing.T, cfg dispatch.Config) (*dispatchtest.Stack, *atomic.Int64) {
 	t.Helper()
 	runs := new(atomic.Int64)
-	return dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{countingTool(runs)}, Dispatcher: cfg}), runs
+	tools := append(builtin.Tools(), countingTool(runs))
+	return dispatchtest.Start(t, dispatchtest.Options{Tools: tools, Dispatcher: cfg}), runs
 }
 
 // connectError is the JSON error body of the Connect protocol.
@@ -195,13 +198,13 @@ func manyKeys(n int) string {
 // deep, are refused before protojson builds them, in JSON and in binary.
 func TestStructuredArgumentsAreBounded(t *testing.T) {
 	t.Parallel()
-	s, runs := limitsStack(t, dispatch.Config{MaxRequestValues: 1000})
+	s, runs := limitsStack(t, dispatch.Config{MaxArgsValues: 1000}) // the body scan allows 1064
 	cases := map[string]struct {
 		body string
 		want string
 	}{
-		"many keys":     {manyKeys(1001), "more than 1000 JSON members and elements"},
-		"long array":    {`{"tool":"count","arguments":{"a":[` + strings.Repeat("0,", 1000) + `0]}}`, "more than 1000"},
+		"many keys":     {manyKeys(1100), "more than 1064 JSON members and elements"},
+		"long array":    {`{"tool":"count","arguments":{"a":[` + strings.Repeat("0,", 1100) + `0]}}`, "more than 1064"},
 		"deep objects":  {`{"tool":"count","arguments":` + strings.Repeat(`{"a":`, 70) + "1" + strings.Repeat("}", 70) + "}", "deeper than 64 levels"},
 		"deep arrays":   {`{"tool":"count","arguments":{"a":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + "}}", "deeper than 64 levels"},
 		"unknown field": {`{"tool":"count","zzz":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "}", "deeper than 64 levels"},
@@ -216,7 +219,7 @@ func TestStructuredArgumentsAreBounded(t *testing.T) {
 
 	// Binary protobuf, through the Connect client.
 	wide := map[string]any{}
-	for i := range 1001 {
+	for i := range 1100 {
 		wide[fmt.Sprint("k", i)] = i
 	}
 	var deep any = 1.0
@@ -224,7 +227,7 @@ func TestStructuredArgumentsAreBounded(t *testing.T) {
 		deep = map[string]any{"a": deep}
 	}
 	for name, v := range map[string]map[string]any{"many keys": wide, "deep": deep.(map[string]any),
-		"long array": {"a": make([]any, 1001)}} {
+		"long array": {"a": make([]any, 1100)}} {
 		st, err := structpb.NewStruct(v)
 		require.NoError(t, err, name)
 		_, err = s.Client.Call(t.Context(), connect.NewRequest(&toolwirev1.CallRequest{Tool: "count", Arguments: st}))
@@ -244,6 +247,39 @@ func TestStructuredArgumentsAreBounded(t *testing.T) {
 	require.Equal(t, int64(2), runs.Load())
 }
 
+// Admission bounds the members and elements of the arguments in either
+// form (arguments_json is a string the body scan does not look into), and
+// a rejection lists a bounded number of violations.
+func TestArgumentValuesAreBoundedAtAdmission(t *testing.T) {
+	t.Parallel()
+	s, runs := limitsStack(t, dispatch.Config{MaxArgsValues: 1000})
+	wide := strings.TrimPrefix(strings.TrimSuffix(manyKeys(1001), "}"), `{"tool":"count","arguments":`)
+	for name, o := range map[string]*toolwirev1.CallRequest{
+		"arguments_json": {Tool: "count", ArgumentsJson: wide},
+		"arguments":      {Tool: "count", Arguments: mustStruct(t, wide)},
+	} {
+		r := call(t, s.Client, o)
+		require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, r.Response.GetError().GetType(), name)
+		require.Contains(t, r.Response.Error.Message, "more than the limit of 1000 members and elements", name)
+	}
+	require.Zero(t, runs.Load())
+	r := call(t, s.Client, &toolwirev1.CallRequest{Tool: "count", ArgumentsJson: strings.TrimPrefix(strings.TrimSuffix(manyKeys(999), "}"), `{"tool":"count","arguments":`)})
+	require.True(t, r.Response.GetOk(), "%v", r.Response.GetError())
+
+	// 30 unknown fields and a missing one: 31 violations, 20 listed.
+	r = call(t, s.Client, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: strings.TrimPrefix(strings.TrimSuffix(manyKeys(30), "}"), `{"tool":"count","arguments":`)})
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, r.Response.GetError().GetType())
+	require.Len(t, r.Response.Error.Violations, 20)
+	require.Contains(t, r.Response.Error.Message, "and 11 more")
+}
+
+func mustStruct(t *testing.T, js string) *structpb.Struct {
+	t.Helper()
+	st := &structpb.Struct{}
+	require.NoError(t, st.UnmarshalJSON([]byte(js)))
+	return st
+}
+
 // A legal request at the argument limit still works in both encodings:
 // the body limit sits a little above the argument limit.
 func TestRequestAtTheArgumentLimitWorks(t *testing.T) {
@@ -260,4 +296,22 @@ func TestRequestAtTheArgumentLimitWorks(t *testing.T) {
 	status, ce := postJSON(t, s.URL, "Call", strings.NewReader(body), nil)
 	require.Equal(t, http.StatusOK, status, "%+v", ce)
 	require.Equal(t, int64(2), runs.Load())
+}
+
+// The API's gzip decompressor stops inflating a little past its limit
+// instead of inflating the whole bomb to measure it.
+func TestBoundedGzipStopsAtItsLimit(t *testing.T) {
+	t.Parallel()
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	_, err := io.Copy(zw, io.LimitReader(newEndless(100<<20), 100<<20))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	dec, err := dispatch.NewBoundedGzip(&bomb, 64<<10)
+	require.NoError(t, err)
+	n, err := io.Copy(io.Discard, dec)
+	var mbe *http.MaxBytesError
+	require.ErrorAs(t, err, &mbe)
+	require.Equal(t, int64(64<<10+1), n, "one byte past the limit, as Connect reads")
+	require.NoError(t, dec.Close())
 }

@@ -27,14 +27,14 @@ func NewService(d *Dispatcher) *Service { return &Service{d: d} }
 
 // Handler returns the path and HTTP handler of the service with identity
 // established by auth for every request, and every request bounded by the
-// dispatcher's request limits (Config.MaxRequestBytes, MaxRequestValues,
+// dispatcher's request limits (Config.MaxRequestBytes, MaxArgsValues,
 // MaxRequestDepth) before it is decoded.
 func (s *Service) Handler(auth Authenticator, opts ...connect.HandlerOption) (string, http.Handler) {
 	cfg := s.d.cfg
 	// Small responses are not worth compressing: gzip costs more than the
 	// bytes it saves on a typical tool response.
 	base := append([]connect.HandlerOption{connect.WithCompressMinBytes(1024)},
-		requestLimits{values: cfg.MaxRequestValues, depth: cfg.MaxRequestDepth}.handlerOptions(cfg.MaxRequestBytes)...)
+		requestLimits{values: cfg.MaxArgsValues + requestFields, depth: cfg.MaxRequestDepth}.handlerOptions(cfg.MaxRequestBytes)...)
 	path, h := toolwirev1connect.NewDispatcherServiceHandler(s, append(base, opts...)...)
 	return path, LimitBody(Authenticate(auth, h), cfg.MaxRequestBytes)
 }
