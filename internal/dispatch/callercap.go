@@ -68,10 +68,3 @@ func (c *callerCaps) release(kind capKind, id Identity) {
 	}
 	c.n[k]--
 }
-
-// held reports how many slots of kind id holds (for tests and metrics).
-func (c *callerCaps) held(kind capKind, id Identity) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n[capKey{kind: kind, tenant: id.Tenant, agent: id.Agent}]
-}
