@@ -139,7 +139,7 @@
 // result published just before the Watch subscribed can be in neither
 // place at the first look (a fast call waited on in Call has no other
 // record): Watch looks the stored result up again every 250ms during the
-// grace and every 5s after it, so it never waits for ever on a result it
+// grace and every 30s after it, so it never waits for ever on a result it
 // missed. Its consumer is deleted when the Watch ends, however it ends (an
 // ordered consumer's Stop leaves it on the server), with an inactivity
 // threshold of 10s as the backstop when a dispatcher dies mid-Watch.

@@ -60,11 +60,13 @@ type watch struct {
 // it, so a result published just before the Watch subscribed can be in
 // neither place at the first look (a fast call leaves no other record):
 // the stored result is looked up again every watchRecheck while the
-// grace lasts, then every watchRecheckLate, so no Watch waits for ever on
-// a result it missed.
+// grace lasts. By then such a result is stored; later looks, every
+// watchRecheckLate, only cover a result whose core message was lost (core
+// delivery is at most once, e.g. across a reconnect), so no Watch waits
+// for ever on a result it missed.
 const (
 	watchRecheck     = 250 * time.Millisecond
-	watchRecheckLate = 5 * time.Second
+	watchRecheckLate = 30 * time.Second
 	// watchInactive is the server's backstop for a Watch's consumer: it
 	// deletes one left without pull requests this long (a dispatcher that
 	// died mid-Watch). A Watch deletes its consumer itself when it ends.
