@@ -5,4 +5,5 @@
 //
 //	toolwire-bench -suite                          # the whole suite, a markdown report
 //	toolwire-bench -path nats -inflight 64 -n 20000  # one measurement, ending with a RESULT line
+//	toolwire-bench -attack                         # hostile requests: time to refusal and dispatcher memory
 package main

@@ -52,4 +52,22 @@
 //     memory, and a larger live heap makes every GC cycle dearer). Latencies are exact: every call's duration is kept and
 //     sorted (nearest-rank percentiles).
 //   - Memory per 10,000 calls in flight: see MeasureMemory.
+//
+// # Hostile requests
+//
+// MeasureAttacks (toolwire-bench -attack) sends each class of Attacks —
+// bodies over the size limit (100 MB streamed, a million keys), bodies at
+// the limit shaped to be dear to decode (many keys, long arrays, deep
+// objects and arrays, in JSON and binary protobuf), a gzip bomb, and the
+// widest arguments the limits admit in either form — alone and ten at
+// once, five rounds each, to a dispatcher process of its own (this binary
+// with -attack-server: dispatch.Run with its defaults, embedded server and
+// in-process workers), over HTTP/1.1 on loopback. For each it reports the
+// answer (every request must get the expected one or the run fails), the
+// median and slowest time from sending a request to its answer, the
+// dispatcher's CPU time per request (/proc/<pid>/stat, 10ms ticks), its
+// peak resident memory growth (VmHWM, reset through clear_refs before the
+// first round, less VmRSS then) and the resident memory it still holds a
+// second after the last round. A fresh process per measurement keeps one
+// attack's heap from hiding the next one's growth.
 package bench

@@ -119,7 +119,7 @@ func measurePair(ctx context.Context, cfg Config, name string, typ toolwirev1.Ex
 	if err := waitTool(ctx, reg, spec.Name); err != nil {
 		return p, err
 	}
-	d, err := dispatch.New(b, reg, dispatch.Config{Name: "bench", Logger: cfg.Logger})
+	d, err := dispatch.New(b, reg, dispatch.Config{Name: "bench", Logger: cfg.Logger, MaxWaitingPerCaller: -1})
 	if err != nil {
 		return p, err
 	}

@@ -21,13 +21,17 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("toolwire-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg Config
-	var suite, memory, execs bool
+	var suite, memory, execs, attack bool
+	var attackServer, attackMatch string
 	var rounds, auditCalls int
 	var auditClient string
 	var logLevel string
 	fs.BoolVar(&suite, "suite", false, "run the whole suite and print a markdown report")
 	fs.BoolVar(&execs, "executors", false, "measure each executor type through toolwire against the same work done directly")
 	fs.BoolVar(&memory, "memory", false, "measure only the dispatcher's memory per 10k calls in flight")
+	fs.BoolVar(&attack, "attack", false, "send hostile requests to a dispatcher process (oversized, deep, wide, compressed) and measure the time to each answer and its memory")
+	fs.StringVar(&attackMatch, "attack-match", "", "with -attack: only the attacks whose name contains this")
+	fs.StringVar(&attackServer, "attack-server", "", "internal: run the dispatcher side of -attack with its store in this directory")
 	fs.IntVar(&auditCalls, "audit", 0, "measure the audit (records/s, peak memory) over this many calls instead")
 	fs.StringVar(&auditClient, "audit-client", "", "internal: run the audit side of -audit against this NATS URL")
 	fs.IntVar(&rounds, "rounds", DefaultRounds, "with -suite: rounds of every measurement (the table shows the median)")
@@ -59,6 +63,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		var pairs []ExecutorPair
 		if pairs, err = RunExecutors(ctx, cfg, stderr); err == nil {
 			WriteExecutorTable(stdout, pairs)
+		}
+	case attackServer != "":
+		err = AttackServer(ctx, attackServer, stdout, log)
+	case attack:
+		var rs []AttackResult
+		if rs, err = MeasureAttacks(ctx, cfg, attackMatch, stderr); err == nil {
+			WriteAttackTable(stdout, rs)
 		}
 	case auditClient != "":
 		err = AuditClient(ctx, auditClient, stdout)

@@ -108,7 +108,7 @@ func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err erro
 	if err := waitTool(ctx, reg, "echo"); err != nil {
 		return nil, err
 	}
-	d, err := dispatch.New(s.bus, reg, dispatch.Config{Name: "bench", Logger: log})
+	d, err := dispatch.New(s.bus, reg, dispatch.Config{Name: "bench", Logger: log, MaxWaitingPerCaller: -1})
 	if err != nil {
 		return nil, err
 	}

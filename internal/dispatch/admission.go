@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -64,10 +65,21 @@ func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallR
 		return nil, violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "",
 			fmt.Sprintf("arguments nest deeper than the limit of %d", maxDepth))
 	}
+	if n, _ := jsonShape(args, d.cfg.MaxArgsValues, math.MaxInt); n > d.cfg.MaxArgsValues {
+		return nil, violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "",
+			fmt.Sprintf("arguments have more than the limit of %d members and elements", d.cfg.MaxArgsValues))
+	}
 	if vs := registry.ValidateArgs(ent.Input, args); len(vs) > 0 {
-		parts := make([]string, 0, len(vs))
+		// A rejection names at most maxViolations: it is stored as an
+		// event and answered, and must not grow with the arguments.
+		more := len(vs) - maxViolations
+		vs = vs[:min(len(vs), maxViolations)]
+		parts := make([]string, 0, len(vs)+1)
 		for _, v := range vs {
 			parts = append(parts, fieldName(v.Field)+": "+v.Message)
+		}
+		if more > 0 {
+			parts = append(parts, fmt.Sprintf("and %d more", more))
 		}
 		te := preExec(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "invalid arguments: "+strings.Join(parts, "; "))
 		te.Violations = vs
@@ -94,6 +106,9 @@ func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallR
 	}
 	return call, nil
 }
+
+// maxViolations bounds the violations a rejection lists.
+const maxViolations = 20
 
 // tighter returns the smaller positive duration; 0 when neither is set.
 func tighter(a, b time.Duration) time.Duration {

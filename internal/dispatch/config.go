@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"time"
 
@@ -26,6 +27,17 @@ type Config struct {
 	MaxArgsBytes int64
 	// MaxArgsDepth bounds nesting when the tool does not. Default 32.
 	MaxArgsDepth int
+	// MaxArgsValues bounds the object members and array elements, at any
+	// depth, of a call's arguments in either form; admission refuses more
+	// with VALIDATION before the schema sees them (the schema check costs
+	// time and memory per value). The API also counts a request body's
+	// members and elements by a scan that allocates nothing, before
+	// decoding it (a google.protobuf.Struct costs about 600 bytes of
+	// allocation per value), and refuses a body with more than
+	// MaxArgsValues plus 64 with invalid_argument. Default 2048: the widest
+	// arguments it admits, ten at once, are answered in well under 100ms
+	// (docs/reliability.md, "Request limits").
+	MaxArgsValues int
 	// DefaultWait is how long Call waits when the request does not say.
 	// Default 60s.
 	DefaultWait time.Duration
@@ -48,6 +60,29 @@ type Config struct {
 	// OrphanGrace is how old such a call must be before it is ended.
 	// Default 1m.
 	OrphanGrace time.Duration
+	// MaxRequestBytes bounds an API request body (after decompression),
+	// applied while it is read: a longer body is refused with
+	// resource_exhausted before it is decoded. Default MaxArgsBytes plus
+	// 64 KiB (320 KiB), a little above the argument limit; a tool whose
+	// spec allows larger arguments needs it raised.
+	MaxRequestBytes int64
+	// MaxRequestDepth bounds the nesting of objects and arrays in a
+	// request body, the request's own object included, checked by the same
+	// scan. Default twice MaxArgsDepth (64).
+	MaxRequestDepth int
+	// WatchGrace is how long Watch waits for the first record of a call
+	// id minted in the last 10s that has none yet (its admission record may
+	// still be on its way) before it answers ErrUnknownCall. Default 5s.
+	WatchGrace time.Duration
+	// MaxWatchesPerCaller bounds the concurrent Watches of one caller
+	// (tenant and agent) on this replica; past it Watch answers
+	// ErrTooManyWatches. Default 100; -1 = no cap.
+	MaxWatchesPerCaller int
+	// MaxWaitingPerCaller bounds the callers of one caller identity
+	// (tenant and agent) waiting on this replica in Call or in GetResult
+	// with a wait; past it they are answered ErrTooManyWaiting. Default
+	// 10000; -1 = no cap.
+	MaxWaitingPerCaller int
 	// Logger; default slog.Default(). The dispatcher logs through a
 	// telemetry.LogHandler: lines logged with a call's context carry its
 	// trace_id and span_id.
@@ -72,9 +107,15 @@ func (c Config) WithDefaults() Config {
 	}
 	c.MaxArgsBytes = cmp.Or(c.MaxArgsBytes, 256<<10)
 	c.MaxArgsDepth = cmp.Or(c.MaxArgsDepth, 32)
+	c.MaxArgsValues = cmp.Or(c.MaxArgsValues, 2048)
 	c.DefaultWait = cmp.Or(c.DefaultWait, 60*time.Second)
 	c.MaxWait = cmp.Or(c.MaxWait, 15*time.Minute)
 	c.MaxWaiting = cmp.Or(c.MaxWaiting, 100000)
+	c.MaxRequestBytes = cmp.Or(c.MaxRequestBytes, c.MaxArgsBytes+64<<10)
+	c.MaxRequestDepth = cmp.Or(c.MaxRequestDepth, 2*c.MaxArgsDepth)
+	c.WatchGrace = cmp.Or(c.WatchGrace, 5*time.Second)
+	c.MaxWatchesPerCaller = cmp.Or(c.MaxWatchesPerCaller, 100)
+	c.MaxWaitingPerCaller = cmp.Or(c.MaxWaitingPerCaller, 10000)
 	c.AcceptedRecordDelay = cmp.Or(c.AcceptedRecordDelay, 50*time.Millisecond)
 	if c.AcceptedRecordDelay < 0 {
 		c.AcceptedRecordDelay = 0
@@ -98,6 +139,18 @@ func (c Config) Validate() error {
 		return errors.New("dispatch: DefaultWait exceeds MaxWait")
 	case c.OrphanGrace < 0:
 		return fmt.Errorf("dispatch: OrphanGrace %s must not be negative", c.OrphanGrace)
+	case c.MaxRequestBytes < 1<<10 || c.MaxRequestBytes > math.MaxInt32:
+		return fmt.Errorf("dispatch: MaxRequestBytes %d must be between 1 KiB and 2 GiB", c.MaxRequestBytes)
+	case c.MaxArgsValues < 1:
+		return fmt.Errorf("dispatch: MaxArgsValues %d must be positive", c.MaxArgsValues)
+	case c.MaxRequestDepth < 2:
+		return fmt.Errorf("dispatch: MaxRequestDepth %d must be at least 2", c.MaxRequestDepth)
+	case c.WatchGrace < 0:
+		return fmt.Errorf("dispatch: WatchGrace %s must not be negative", c.WatchGrace)
+	case c.MaxWatchesPerCaller < -1:
+		return fmt.Errorf("dispatch: MaxWatchesPerCaller %d must be positive or -1", c.MaxWatchesPerCaller)
+	case c.MaxWaitingPerCaller < -1:
+		return fmt.Errorf("dispatch: MaxWaitingPerCaller %d must be positive or -1", c.MaxWaitingPerCaller)
 	}
 	return nil
 }

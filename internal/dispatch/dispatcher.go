@@ -58,6 +58,11 @@ type Dispatcher struct {
 
 	tracer  trace.Tracer // nil = tracing off
 	metrics *telemetry.DispatcherMetrics
+
+	caps callerCaps // per-caller Watches and waiting requests
+	// lookResult is loadResult; a test replaces it to pin an interleaving
+	// the server's asynchronous store makes rare.
+	lookResult func(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error)
 }
 
 // New returns a Dispatcher over b and the registry store reg (which the
@@ -78,6 +83,7 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 		lazyRecords: lazy.NewQueue(cfg.AcceptedRecordDelay), applier: intents.NewApplier(b.Sessions, intents.ApplierConfig{}),
 		log:     telemetry.WithTraceIDs(cfg.Logger).With("component", "dispatcher", "dispatcher", cfg.Name),
 		waiters: map[string]*waiter{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}
+	d.lookResult = d.loadResult
 	metrics.ObserveWaiting(func() float64 {
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -297,6 +303,12 @@ const applyWait = 2 * time.Second
 var ErrNotFinished = errors.New("dispatch: the call has not finished")
 
 func (d *Dispatcher) call(ctx context.Context, id Identity, o *toolwirev1.CallRequest, wait time.Duration) (*toolwirev1.CallResponse, error) {
+	// The caller's slot is taken before admission: a refused Call leaves
+	// no trace.
+	if err := d.caps.acquire(capWaiting, id, d.cfg.MaxWaitingPerCaller); err != nil {
+		return nil, err
+	}
+	defer d.caps.release(capWaiting, id)
 	s, w, err := d.submit(ctx, id, o, true)
 	if err != nil {
 		return nil, err
@@ -517,10 +529,17 @@ func (d *Dispatcher) refused(ctx context.Context, id Identity, o *toolwirev1.Cal
 }
 
 // GetResult returns the result of callID for the caller's tenant, waiting
-// up to wait for a pending call. Any replica answers for any call.
+// up to wait for a pending call. Any replica answers for any call. A wait
+// counts against Config.MaxWaitingPerCaller (ErrTooManyWaiting).
 func (d *Dispatcher) GetResult(ctx context.Context, id Identity, callID string, wait time.Duration) (*toolwirev1.GetResultResponse, error) {
 	if err := checkTenant(id); err != nil {
 		return nil, err
+	}
+	if wait > 0 {
+		if err := d.caps.acquire(capWaiting, id, d.cfg.MaxWaitingPerCaller); err != nil {
+			return nil, err
+		}
+		defer d.caps.release(capWaiting, id)
 	}
 	return d.getResult(ctx, id, callID, wait, false)
 }

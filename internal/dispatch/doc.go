@@ -31,11 +31,16 @@
 // or the spec_version the request pins) → it is not disabled → the caller
 // holds all of its scopes → the arguments are within the size and nesting
 // limits (the tool spec's, else Config.MaxArgsBytes, 256 KiB, and
-// MaxArgsDepth, 32) → they are valid against the tool's input JSON Schema
-// → approval (policy.CheckApproval): a tool whose spec requires approval
-// runs only when an approval covers the exact call, and until the approval
-// flow exists none does, so such a call is refused with
-// CONFIRMATION_REQUIRED whatever its approval_token holds (fail closed).
+// MaxArgsDepth, 32) → they have at most Config.MaxArgsValues (2048) object
+// members and array elements, counted by a scan that allocates nothing →
+// they are valid against the tool's input JSON Schema (a schema refusal
+// lists at most 20 violations; its message ends "and N more" when there
+// were others, so a rejection, answered and stored as an event, does not
+// grow with the arguments) → approval (policy.CheckApproval): a tool whose
+// spec requires approval runs only when an approval covers the exact call,
+// and until the approval flow exists none does, so such a call is refused
+// with CONFIRMATION_REQUIRED whatever its approval_token holds (fail
+// closed).
 // The arguments are the request's arguments_json byte for byte when given,
 // else its arguments object encoded as JSON, else {}; a request that sets
 // both is refused (VALIDATION), since the caller could not tell which one
@@ -141,10 +146,34 @@
 // recording a CANCEL_REQUESTED event; a second cancel finds the tombstone,
 // answers REQUESTED and records nothing.
 //
-// Watch subscribes to the call's result, then replays the call's stored
-// events from admission on, whichever replica admitted it, and ends with a
-// FINISHED event carrying the terminal response once the stored events are
-// sent; a REJECTED event ends it too. An unknown id is ErrUnknownCall.
+// Watch subscribes to the call's result, looks for the stored result and
+// any event of the call, then replays the call's stored events from
+// admission on through an ordered consumer, whichever replica admitted it,
+// and ends with a FINISHED event carrying the terminal response once the
+// stored events are sent; a REJECTED event ends it too. An id that is not
+// a ULID, or has no record and was not minted in the last 10s, is
+// ErrUnknownCall at once (no consumer is made); a recent id without any
+// record gets Config.WatchGrace (5s) to show one, then is ErrUnknownCall.
+// A result reaches core subscribers before the stream stores it, so a
+// result published just before the Watch subscribed can be in neither
+// place at the first look (a fast call waited on in Call has no other
+// record): Watch looks the stored result up again every 250ms during the
+// grace and every 30s after it, so it never waits for ever on a result it
+// missed. Its consumer is deleted when the Watch ends, however it ends (an
+// ordered consumer's Stop leaves it on the server), with an inactivity
+// threshold of 10s as the backstop when a dispatcher dies mid-Watch.
+//
+// # Caps per caller
+//
+// A caller is a tenant and agent. On each replica it may hold at most
+// Config.MaxWatchesPerCaller (100) Watches and Config.MaxWaitingPerCaller
+// (10,000) requests waiting in Call or in GetResult with a wait; past
+// either, Watch answers ErrTooManyWatches and Call or GetResult
+// ErrTooManyWaiting (the API's resource_exhausted). Call takes its slot
+// before admission, so a refused Call leaves no trace; every slot is given
+// back however the request ends. The caps are per replica, not per
+// installation: they bound what one caller can make one process hold.
+// Config.MaxWaiting (100,000) still bounds all callers of a replica.
 //
 // # Reaper and retry mover
 //
@@ -197,6 +226,24 @@
 //
 // Service.Handler serves DispatcherService (Connect, gRPC, gRPC-Web, JSON)
 // behind Authenticate and compresses only responses of 1 KiB or more.
+//
+// Every request is bounded before it is decoded. Its body is read through
+// http.MaxBytesReader and Connect's read limit (Config.MaxRequestBytes,
+// default MaxArgsBytes plus 64 KiB: 320 KiB), also after gzip
+// decompression, whose inflating stops a byte past the limit: a longer
+// body is answered resource_exhausted having cost at most the limit, and
+// the connection is closed rather than the rest read. Run applies the same
+// body limit to every route of its server. The codecs (binary protobuf and
+// JSON) then scan the body without allocating and refuse with
+// invalid_argument one with more than MaxArgsValues plus 64 object members,
+// array elements or fields, or nested deeper than Config.MaxRequestDepth
+// (default twice MaxArgsDepth: 64): a google.protobuf.Struct (the
+// structured arguments form) costs about 600 bytes of allocation per value
+// to build, so an unbounded count would let a body within the byte limit
+// cost tens of MiB. An unauthenticated request is refused before its body
+// is read. Headers are bounded by net/http's default of 1 MiB.
+// docs/reliability.md ("Request limits") gives the attacks tried and the
+// measured time and memory of each refusal.
 // ListTools shows only the tools whose scopes the caller holds all of;
 // GetTool answers NotFound for the others; ApproveTool needs the "admin"
 // scope. Both show a tool's executor configuration (the spec's config:
@@ -221,4 +268,30 @@
 // watcher, the NATS connection (drained), the embedded server. Main parses
 // the flags (each also TOOLWIRE_<NAME>, see internal/cliflag) and exits 0
 // after a clean stop, 1 on a runtime error and 2 on bad flags.
+//
+// # Decisions on limits
+//
+// Where the issue that introduced the limits was silent:
+//
+//   - The body limit is MaxArgsBytes plus 64 KiB, not more: in the JSON
+//     encoding arguments_json is a JSON string, so its quotes and
+//     backslashes count twice, and arguments near the limit that are rich
+//     in quotes need the object form, binary protobuf (pkg/client) or a
+//     larger --max-request-bytes. A tool whose spec allows more than
+//     MaxArgsBytes needs the body limit raised too.
+//   - MaxArgsValues applies to both argument forms at admission, since
+//     arguments_json is a string the body scan cannot see into and the
+//     schema check costs time and memory per value. Its default, 2048, is
+//     the largest round figure for which the widest arguments it admits,
+//     ten at once, were answered within 100ms on a busy 2-core machine;
+//     a tool spec cannot raise it (the spec has no such field yet).
+//   - The body scan allows 64 values above MaxArgsValues, so arguments at
+//     the limit reach admission and its VALIDATION answer; only bodies far
+//     over it are cut short as invalid_argument.
+//   - Exceeding the values or depth scan is invalid_argument (the codec's
+//     code in Connect), not resource_exhausted: the body is within its
+//     size, its shape is what is refused.
+//   - The per-caller caps are per replica and kept in memory: shared caps
+//     across replicas belong to the rate limits and budgets of the policy
+//     design.
 package dispatch

@@ -211,7 +211,8 @@ func Run(ctx context.Context, rc RunConfig) error {
 		return telemetry.StreamsPresent(ctx, b.Calls, b.Results, b.Events, b.DLQ, b.Retries)
 	}))
 	mux.Handle("/metrics", telemetry.MetricsHandler(metrics))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, Protocols: new(http.Protocols)}
+	// Every route's body is bounded while read, not only the API's.
+	srv := &http.Server{Handler: LimitBody(mux, d.cfg.MaxRequestBytes), ReadHeaderTimeout: 10 * time.Second, Protocols: new(http.Protocols)}
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true)
 	serveErr := make(chan error, 1)

@@ -26,13 +26,17 @@ var _ toolwirev1connect.DispatcherServiceHandler = (*Service)(nil)
 func NewService(d *Dispatcher) *Service { return &Service{d: d} }
 
 // Handler returns the path and HTTP handler of the service with identity
-// established by auth for every request.
+// established by auth for every request, and every request bounded by the
+// dispatcher's request limits (Config.MaxRequestBytes, MaxArgsValues,
+// MaxRequestDepth) before it is decoded.
 func (s *Service) Handler(auth Authenticator, opts ...connect.HandlerOption) (string, http.Handler) {
+	cfg := s.d.cfg
 	// Small responses are not worth compressing: gzip costs more than the
 	// bytes it saves on a typical tool response.
-	opts = append([]connect.HandlerOption{connect.WithCompressMinBytes(1024)}, opts...)
-	path, h := toolwirev1connect.NewDispatcherServiceHandler(s, opts...)
-	return path, Authenticate(auth, h)
+	base := append([]connect.HandlerOption{connect.WithCompressMinBytes(1024)},
+		requestLimits{values: cfg.MaxArgsValues + requestFields, depth: cfg.MaxRequestDepth}.handlerOptions(cfg.MaxRequestBytes)...)
+	path, h := toolwirev1connect.NewDispatcherServiceHandler(s, append(base, opts...)...)
+	return path, LimitBody(Authenticate(auth, h), cfg.MaxRequestBytes)
 }
 
 // Authenticate wraps h so that every request carries the identity auth
@@ -78,7 +82,7 @@ func toConnectErr(err error) error {
 		return connect.NewError(connect.CodeFailedPrecondition, err)
 	case errors.Is(err, intents.ErrContention):
 		return connect.NewError(connect.CodeAborted, err)
-	case errors.Is(err, intents.ErrSessionFull):
+	case errors.Is(err, intents.ErrSessionFull), errors.Is(err, ErrTooManyWatches), errors.Is(err, ErrTooManyWaiting):
 		return connect.NewError(connect.CodeResourceExhausted, err)
 	case errors.Is(err, ErrUnknownCall):
 		return connect.NewError(connect.CodeNotFound, err)

@@ -25,8 +25,11 @@ func decodeEvent(b []byte) (*toolwirev1.CallEvent, error) {
 
 // Watch sends the events of a call — from its admission on, whichever
 // replica admitted it — and ends with a FINISHED event carrying the
-// terminal response. It returns when the call finished, ctx ended or send
-// failed.
+// terminal response, or with a REJECTED event. It returns when the call
+// finished, ctx ended or send failed; ErrUnknownCall for an id with no
+// record (one minted in the last 10s gets Config.WatchGrace to show one);
+// ErrTooManyWatches when the caller already has
+// Config.MaxWatchesPerCaller Watches open here.
 func (d *Dispatcher) Watch(ctx context.Context, id Identity, callID string, send func(*toolwirev1.CallEvent) error) error {
 	if err := checkTenant(id); err != nil {
 		return err
@@ -34,10 +37,54 @@ func (d *Dispatcher) Watch(ctx context.Context, id Identity, callID string, send
 	if _, err := ulid.ParseStrict(callID); err != nil {
 		return ErrUnknownCall
 	}
-	// Subscribe to the result first, then replay the events: a result
-	// published in between is not missed.
+	if err := d.caps.acquire(capWatch, id, d.cfg.MaxWatchesPerCaller); err != nil {
+		return err
+	}
+	defer d.caps.release(capWatch, id)
+	w := &watch{d: d, id: id, callID: callID, send: send, resultSubject: d.subj.ResultAnyDispatcher(id.Tenant, callID),
+		eventsSubject: d.subj.EventsAnyDispatcher(id.Tenant, callID)}
+	return w.run(ctx)
+}
+
+// watch is one Watch stream.
+type watch struct {
+	d             *Dispatcher
+	id            Identity
+	callID        string
+	send          func(*toolwirev1.CallEvent) error
+	resultSubject string
+	eventsSubject string
+
+	events chan *toolwirev1.CallEvent // delivered by the consumer; nil = undecodable
+	sent   uint64                     // events taken from the channel
+}
+
+// Watch timing. A result reaches core subscribers before the stream stores
+// it, so a result published just before the Watch subscribed can be in
+// neither place at the first look (a fast call leaves no other record):
+// the stored result is looked up again every watchRecheck while the
+// grace lasts. By then such a result is stored; later looks, every
+// watchRecheckLate, only cover a result whose core message was lost (core
+// delivery is at most once, e.g. across a reconnect), so no Watch waits
+// for ever on a result it missed.
+const (
+	watchRecheck     = 250 * time.Millisecond
+	watchRecheckLate = 30 * time.Second
+	// watchInactive is the server's backstop for a Watch's consumer: it
+	// deletes one left without pull requests this long (a dispatcher that
+	// died mid-Watch). A Watch deletes its consumer itself when it ends.
+	watchInactive = 10 * time.Second
+	// watchCleanup bounds the deletion of a Watch's consumer.
+	watchCleanup = 2 * time.Second
+)
+
+func (w *watch) run(ctx context.Context) error {
+	d := w.d
+	// Subscribe to the result first, then look: a result published after
+	// the subscription is not missed; one published before it is stored
+	// (looked up now and again below).
 	results := make(chan *nats.Msg, 1)
-	sub, err := d.bus.NC.ChanSubscribe(d.subj.ResultAnyDispatcher(id.Tenant, callID), results)
+	sub, err := d.bus.NC.ChanSubscribe(w.resultSubject, results)
 	if err != nil {
 		return fmt.Errorf("dispatch: subscribe result: %w", err)
 	}
@@ -45,74 +92,141 @@ func (d *Dispatcher) Watch(ctx context.Context, id Identity, callID string, send
 	if err := flush(ctx, d.bus.NC); err != nil {
 		return err
 	}
-	events := make(chan *toolwirev1.CallEvent, 64)
-	cons, err := d.bus.Events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{d.subj.EventsAnyDispatcher(id.Tenant, callID)}})
+	resp, err := d.lookResult(ctx, w.resultSubject)
 	if err != nil {
-		return fmt.Errorf("dispatch: watch events: %w", err)
+		return err
 	}
-	done := make(chan struct{})
-	defer close(done) // unblocks the callback once Watch returns
+	known := resp != nil
+	if !known {
+		if known, err = w.hasEvents(ctx); err != nil {
+			return err
+		}
+		if !known && !recentID(w.callID) {
+			return ErrUnknownCall // no consumer made for an id nobody admitted
+		}
+	}
+	// The consumer replays the stored events from the first, so it may be
+	// made after the looks above without missing any.
+	stop, err := w.consume(ctx)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	if resp != nil {
+		return w.finish(ctx, resp)
+	}
+	grace := time.NewTimer(d.cfg.WatchGrace)
+	defer grace.Stop()
+	recheck := time.NewTicker(watchRecheck)
+	defer recheck.Stop()
+	for {
+		select {
+		case ev := <-w.events:
+			w.sent++
+			known = true
+			if ev == nil {
+				continue
+			}
+			if ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED {
+				return w.send(ev)
+			}
+			if err := w.send(ev); err != nil {
+				return err
+			}
+		case m := <-results:
+			return w.finish(ctx, decodeResult(w.callID, m.Data))
+		case <-recheck.C:
+			if resp, err := d.lookResult(ctx, w.resultSubject); err == nil && resp != nil {
+				return w.finish(ctx, resp)
+			}
+		case <-grace.C:
+			recheck.Reset(watchRecheckLate)
+			if resp, err := d.lookResult(ctx, w.resultSubject); err == nil && resp != nil {
+				return w.finish(ctx, resp)
+			}
+			if known {
+				continue
+			}
+			// Still no record: nobody admitted this id (or its record was
+			// lost with a server; GetResult with a wait covers that case).
+			if known, err = w.hasEvents(ctx); err != nil {
+				return err
+			}
+			if !known {
+				return ErrUnknownCall
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// hasEvents reports whether the events stream holds any event of the call.
+func (w *watch) hasEvents(ctx context.Context) (bool, error) {
+	_, err := bus.LastMsg(ctx, w.d.bus.Events, w.eventsSubject)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	}
+	return false, fmt.Errorf("dispatch: look up call: %w", err)
+}
+
+// consume starts the ordered consumer of the call's events; stop ends it
+// and deletes it on the server (an ordered consumer's Stop leaves it there
+// until its inactivity threshold).
+func (w *watch) consume(ctx context.Context) (stop func(), err error) {
+	d := w.d
+	cons, err := d.bus.Events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{w.eventsSubject}, InactiveThreshold: watchInactive})
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: watch events: %w", err)
+	}
+	w.events = make(chan *toolwirev1.CallEvent, 64)
+	done := make(chan struct{}) // unblocks the callback once the Watch ends
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		ev, err := decodeEvent(m.Data())
 		if err != nil {
 			ev = nil // counted, not sent: the drain counts stored events
 		}
 		select {
-		case events <- ev:
-		case <-ctx.Done():
+		case w.events <- ev:
 		case <-done:
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("dispatch: watch events: %w", err)
+		w.deleteConsumer(ctx, cons)
+		return nil, fmt.Errorf("dispatch: watch events: %w", err)
 	}
-	defer cc.Stop()
+	return func() {
+		close(done)
+		cc.Stop()
+		w.deleteConsumer(ctx, cons)
+	}, nil
+}
 
-	resp, err := d.loadResult(ctx, d.subj.ResultAnyDispatcher(id.Tenant, callID))
-	if err != nil {
+// deleteConsumer deletes the ordered consumer's current server consumer,
+// also when ctx has ended (the caller left).
+func (w *watch) deleteConsumer(ctx context.Context, cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), watchCleanup)
+	defer cancel()
+	if err := w.d.bus.Events.DeleteConsumer(ctx, info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		w.d.log.DebugContext(ctx, "watch consumer not deleted; the server removes it when inactive", "consumer", info.Name, "err", err)
+	}
+}
+
+// finish sends the events already stored, then FINISHED.
+func (w *watch) finish(ctx context.Context, resp *toolwirev1.ToolResponse) error {
+	if err := w.d.drainEvents(ctx, w.id, w.callID, w.events, &w.sent, w.send); err != nil {
 		return err
 	}
-	if resp == nil {
-		if _, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID)); errors.Is(err, jetstream.ErrMsgNotFound) && !recentID(callID) {
-			return ErrUnknownCall
-		}
-	}
-	var sent uint64
-	finish := func(resp *toolwirev1.ToolResponse) error {
-		// Send the events already stored, then FINISHED.
-		if err := d.drainEvents(ctx, id, callID, events, &sent, send); err != nil {
-			return err
-		}
-		return send(&toolwirev1.CallEvent{CallId: callID, Tool: resp.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_FINISHED,
-			Time: timestamppb.Now(), Attempt: resp.GetMeta().GetAttempt(), Worker: resp.GetMeta().GetWorker(), Response: resp})
-	}
-	if resp != nil {
-		return finish(resp)
-	}
-	for {
-		select {
-		case ev := <-events:
-			sent++
-			if ev == nil {
-				continue
-			}
-			if ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED {
-				return send(ev)
-			}
-			if err := send(ev); err != nil {
-				return err
-			}
-		case m := <-results:
-			resp := &toolwirev1.ToolResponse{}
-			if err := proto.Unmarshal(m.Data, resp); err != nil {
-				resp = internalResponse(callID, "undecodable result: "+err.Error())
-			}
-			return finish(resp)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return w.send(&toolwirev1.CallEvent{CallId: w.callID, Tool: resp.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_FINISHED,
+		Time: timestamppb.Now(), Attempt: resp.GetMeta().GetAttempt(), Worker: resp.GetMeta().GetWorker(), Response: resp})
 }
 
 // drainEvents forwards what the consumer has delivered and what is still

@@ -1,0 +1,33 @@
+package dispatch
+
+import (
+	"context"
+	"io"
+	"sync/atomic"
+
+	"connectrpc.com/connect"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// MissFirstResultLook makes the first stored-result lookup of d's next
+// Watch find nothing, as when a result reached core subscribers before
+// the Watch subscribed and the stream had not stored it yet at its first
+// look (the server stores asynchronously, so a test cannot pin that
+// interleaving otherwise). Call it before d serves anything.
+func MissFirstResultLook(d *Dispatcher) {
+	var missed atomic.Bool
+	look := d.loadResult
+	d.lookResult = func(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error) {
+		if missed.CompareAndSwap(false, true) {
+			return nil, nil
+		}
+		return look(ctx, subject)
+	}
+}
+
+// NewBoundedGzip returns the API's gzip decompressor for src with the
+// output limit max.
+func NewBoundedGzip(src io.Reader, max int64) (connect.Decompressor, error) {
+	g := &boundedGzip{max: max}
+	return g, g.Reset(src)
+}
