@@ -237,3 +237,11 @@ func randomSecret() (string, error) {
 	}
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
+
+// RetryOfHeader names, on a retry schedule a worker writes, the calls
+// stream sequence of the delivery it retries. The dispatchers' mover puts
+// a due retry back on the calls stream only if that stored call is the
+// same call (every field but the attempt): a worker credential may write
+// retry schedules, and must not be able to queue a call of its own making
+// through them.
+const RetryOfHeader = "Toolwire-Retry-Of"
