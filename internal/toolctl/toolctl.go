@@ -55,8 +55,9 @@ type IO struct {
 	// Stderr receives tool errors, notes and failures.
 	Stderr io.Writer
 	// LookupEnv reads TOOLWIRE_SERVER and TOOLWIRE_API_KEY, and for the
-	// dlq commands TOOLWIRE_NATS_URL, TOOLWIRE_NATS_CREDS and
-	// TOOLWIRE_PREFIX; nil reads no environment.
+	// NATS commands (dlq, audit, replay) TOOLWIRE_NATS_URL,
+	// TOOLWIRE_NATS_CREDS, TOOLWIRE_PREFIX and TOOLWIRE_DATA; nil reads no
+	// environment.
 	LookupEnv func(key string) (string, bool)
 }
 
