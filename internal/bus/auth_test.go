@@ -337,3 +337,32 @@ func TestBindAttachesWithoutRewriting(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, jetstream.LimitsPolicy, info.Config.Retention)
 }
+
+// What an MCP executor does with a worker credential: watch the registry's
+// approvals, write one, and stop watching, within the role's permissions.
+func TestWorkerWatchesTheRegistry(t *testing.T) {
+	t.Parallel()
+	e := startAuth(t, bus.Config{})
+	nc, v := e.dialRole(t, bus.RoleWorker)
+	ctx := t.Context()
+	wb, err := bus.Open(ctx, nc, bus.Config{}, bus.Options{Bind: true})
+	require.NoError(t, err)
+	w, err := wb.Registry.Watch(ctx, "approvals.>", jetstream.UpdatesOnly())
+	require.NoError(t, err)
+	_, err = wb.Registry.Create(ctx, "approvals.search", []byte("hash"))
+	require.NoError(t, err)
+	select {
+	case ent := <-w.Updates():
+		require.Equal(t, "approvals.search", ent.Key())
+	case <-time.After(10 * time.Second):
+		t.Fatal("no update")
+	}
+	require.NoError(t, w.Stop())
+	got, err := wb.Registry.Get(ctx, "approvals.search")
+	require.NoError(t, err)
+	require.Equal(t, "hash", string(got.Value()))
+	require.NoError(t, nc.Flush())
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	require.Empty(t, v.errs)
+}
