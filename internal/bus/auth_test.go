@@ -306,7 +306,7 @@ func TestLocalCredentials(t *testing.T) {
 	for _, url := range []string{"nats://127.0.0.1:4222", "localhost:4222", "nats://[::1]:4222,nats://127.0.0.2:4223"} {
 		require.Equal(t, want, bus.LocalCredentials(data, bus.RoleOperator, url), url)
 	}
-	for _, url := range []string{"nats://10.0.0.1:4222", "nats://127.0.0.1:4222,nats://nats.example:4222", ""} {
+	for _, url := range []string{"nats://10.0.0.1:4222", "nats://127.0.0.1:4222,nats://nats.example:4222", "nats://u:p@127.0.0.1:4222", ""} {
 		require.Empty(t, bus.LocalCredentials(data, bus.RoleOperator, url), url)
 	}
 	require.Empty(t, bus.LocalCredentials(t.TempDir(), bus.RoleOperator, "nats://127.0.0.1:4222"), "no such file")

@@ -228,8 +228,9 @@ func credsOption(path string) (nats.Option, error) {
 // LocalCredentials returns the credentials file of role that a dispatcher
 // with data directory dataDir made for its embedded server ("" = the
 // default, ./data), if every server of urls is on this machine (a
-// loopback address or localhost) and the file exists; otherwise "". It is
-// how toolctl and the worker find their credentials without flags.
+// loopback address or localhost), none carries credentials of its own
+// (user info), and the file exists; otherwise "". It is how toolctl and
+// the worker find their credentials without flags.
 func LocalCredentials(dataDir, role, urls string) string {
 	if urls == "" {
 		return ""
@@ -254,7 +255,7 @@ func isLoopbackURL(s string) bool {
 		s = "nats://" + s
 	}
 	u, err := url.Parse(s)
-	if err != nil {
+	if err != nil || u.User != nil {
 		return false
 	}
 	return IsLoopbackHost(u.Hostname())
