@@ -126,16 +126,19 @@ func operatorPermissions(c Config) Permissions {
 	s := c.Subjects()
 	calls, events, results, dlq := c.CallsStream(), c.EventsStream(), c.ResultsStream(), c.DLQStream()
 	registry := kvStream(c.RegistryBucket())
-	pub := []string{}
-	for _, st := range []string{calls, results, events, dlq, registry} {
-		pub = append(pub, jsAPI+"STREAM.INFO."+st)
+	// Metadata: the account's stream names (nats stream ls), and the
+	// layout's streams and consumers (nats stream info, nats consumer
+	// ls|info; what the commands look up). Never a message.
+	pub := []string{jsAPI + "INFO", jsAPI + "STREAM.NAMES", jsAPI + "STREAM.LIST"}
+	for _, st := range c.layoutStreams() {
+		pub = append(pub, jsAPI+"STREAM.INFO."+st, jsAPI+"CONSUMER.NAMES."+st, jsAPI+"CONSUMER.LIST."+st,
+			jsAPI+"CONSUMER.INFO."+st+".*")
 	}
 	pub = append(pub,
 		// audit: ordered consumers over CALLS (several filters: the
 		// filters are not in the subject), stored results and events.
 		jsAPI+"CONSUMER.CREATE."+calls+".*",
 		jsAPI+"CONSUMER.CREATE."+calls+".*."+s.AllCalls(),
-		jsAPI+"CONSUMER.INFO."+calls+".*",
 		jsAPI+"CONSUMER.MSG.NEXT."+calls+".*",
 		jsAPI+"CONSUMER.DELETE."+calls+".*",
 		jsAPI+"DIRECT.GET."+results+".>",
@@ -143,7 +146,6 @@ func operatorPermissions(c Config) Permissions {
 		jsAPI+"DIRECT.GET."+events+".>",
 		// dlq list and show: an ordered consumer over DLQ, gets by sequence.
 		jsAPI+"CONSUMER.CREATE."+dlq+".*."+s.AllDLQ(),
-		jsAPI+"CONSUMER.INFO."+dlq+".*",
 		jsAPI+"CONSUMER.MSG.NEXT."+dlq+".*",
 		jsAPI+"CONSUMER.DELETE."+dlq+".*",
 		jsAPI+"DIRECT.GET."+dlq,

@@ -366,3 +366,40 @@ func TestWorkerWatchesTheRegistry(t *testing.T) {
 	defer v.mu.Unlock()
 	require.Empty(t, v.errs)
 }
+
+// An operator sees the layout's metadata (what `nats stream ls|info` and
+// `nats consumer ls|info` show with its nkey), never a call.
+func TestOperatorInspectsTheLayout(t *testing.T) {
+	t.Parallel()
+	e := startAuth(t, bus.Config{})
+	ctx := t.Context()
+	_, err := e.bus.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE})
+	require.NoError(t, err)
+	nc, v := e.dialRole(t, bus.RoleOperator)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	_, err = js.AccountInfo(ctx)
+	require.NoError(t, err)
+	names := js.StreamNames(ctx)
+	var streams []string
+	for n := range names.Name() {
+		streams = append(streams, n)
+	}
+	require.NoError(t, names.Err())
+	require.Contains(t, streams, e.bus.Config.CallsStream())
+	calls, err := js.Stream(ctx, e.bus.Config.CallsStream())
+	require.NoError(t, err)
+	lister := calls.ListConsumers(ctx)
+	var consumers []string
+	for ci := range lister.Info() {
+		consumers = append(consumers, ci.Name)
+	}
+	require.NoError(t, lister.Err())
+	require.Contains(t, consumers, e.bus.Config.PoolConsumer("native"))
+	_, err = calls.Consumer(ctx, e.bus.Config.PoolConsumer("native"))
+	require.NoError(t, err)
+	require.NoError(t, nc.Flush())
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	require.Empty(t, v.errs)
+}

@@ -70,7 +70,9 @@
 //     result and events, publish results, events, dead letters and retry
 //     schedules, read and watch cancel tombstones, read and write the
 //     registry bucket, write blobs.
-//   - RoleOperator: read CALLS, RESULTS, EVENTS, DLQ and the registry
+//   - RoleOperator: see the layout's metadata (stream and consumer info,
+//     the account's stream names: the nats CLI's stream and consumer
+//     listings), read CALLS, RESULTS, EVENTS, DLQ and the registry
 //     (ordered consumers and direct gets), request a dead-letter retry from
 //     a dispatcher (DLQRetrySubject), publish replays on shadow subjects
 //     and hear their results.
