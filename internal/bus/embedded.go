@@ -76,6 +76,9 @@ type Embedded struct {
 const internalUserName = "toolwire-in-process"
 
 // StartEmbedded starts the server and waits until it accepts connections.
+// It returns an error, before starting anything, for a ListenAddr without
+// Users (whatever the address) and for a user without a name or
+// credentials, or with both an nkey and a password.
 func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if cfg.StoreDir == "" {
 		return nil, errors.New("bus: embedded server: StoreDir is required")
