@@ -61,8 +61,10 @@ for values in "$chart"/ci/*-values.yaml; do
 		[ -n "$conf" ] || { echo "chart-check: no nats.conf rendered for $name" >&2; exit 1; }
 		tmp=$(mktemp -d)
 		sed -e "s|store_dir: /data|store_dir: $tmp/data|" -e "s|pid_file: .*|pid_file: $tmp/nats.pid|" <<<"$conf" >"$tmp/nats.conf"
-		# TOOLWIRE_JETSTREAM_KEY: the encryption key a Secret provides.
-		POD_NAME="tw-$name-nats-0" TOOLWIRE_JETSTREAM_KEY=chart-check-key-0123456789abcdef \
+		# The servers read the roles' passwords and the encryption key (as a
+		# Secret provides them) from their environment.
+		POD_NAME="tw-$name-nats-0" TOOLWIRE_NATS_DISPATCHER_PASSWORD=d TOOLWIRE_NATS_WORKER_PASSWORD=w \
+			TOOLWIRE_NATS_OPERATOR_PASSWORD=o TOOLWIRE_JETSTREAM_KEY=chart-check-key-0123456789abcdef \
 			"$NATS_SERVER" -t -c "$tmp/nats.conf"
 		rm -rf "$tmp"
 	done

@@ -60,7 +60,7 @@ func MeasureAudit(ctx context.Context, cfg Config, calls int) (r AuditResult, er
 		return r, fmt.Errorf("bench: audit: %w", err)
 	}
 	var out, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, self, "-audit-client", e.srv.ClientURL())
+	cmd := exec.CommandContext(ctx, self, "-audit-client", e.url)
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
 		return r, fmt.Errorf("bench: audit client: %w: %s", err, stderr.String())

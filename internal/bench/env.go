@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -18,7 +19,13 @@ type env struct {
 	dir   string
 	srv   *bus.Embedded
 	conns []*nats.Conn
+	// url is the listener's URL with the password of the bench user (every
+	// permission); "" without a listener.
+	url string
 }
+
+// benchUser is the listener's user with every permission.
+const benchUser = "bench"
 
 // startEnv starts a server whose store lives in a new temporary
 // directory. close stops it and removes the directory.
@@ -33,14 +40,16 @@ func startEnv(ctx context.Context, cfg Config) (*env, error) {
 	} else if d, err := time.ParseDuration(cfg.Sync); err == nil {
 		ec.SyncInterval = d
 	}
+	password := rand.Text()
 	if cfg.Conn == "tcp" {
 		ec.ListenAddr = "127.0.0.1:0"
+		ec.Users = []bus.User{{Name: benchUser, Password: password}}
 	}
 	srv, err := bus.StartEmbedded(ctx, ec)
 	if err != nil {
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
-	return &env{cfg: cfg, dir: dir, srv: srv}, nil
+	return &env{cfg: cfg, dir: dir, srv: srv, url: srv.ClientURLWithPassword(benchUser, password)}, nil
 }
 
 // connect opens a client connection of the configured kind; close closes
@@ -49,7 +58,7 @@ func (e *env) connect(name string) (*nats.Conn, error) {
 	var nc *nats.Conn
 	var err error
 	if e.cfg.Conn == "tcp" {
-		nc, err = bus.Dial(bus.ConnConfig{URL: e.srv.ClientURL(), Name: name})
+		nc, err = bus.Dial(bus.ConnConfig{URL: e.url, Name: name})
 	} else {
 		nc, err = e.srv.Connect(name)
 	}

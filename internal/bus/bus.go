@@ -39,6 +39,8 @@ type Bus struct {
 	// Sessions holds the reference intent applier's session states.
 	Sessions jetstream.KeyValue
 	Blobs    jetstream.ObjectStore
+
+	bind bool // Options.Bind
 }
 
 // Options tune the JetStream context of a Bus.
@@ -46,6 +48,12 @@ type Options struct {
 	// MaxPendingPublishes bounds async publishes awaiting an ack (each
 	// admitted call makes two). Default 65536.
 	MaxPendingPublishes int
+	// Bind makes Open attach to the layout as it is instead of creating or
+	// updating it: each stream and bucket is looked up, and only one that
+	// does not exist yet is created. Workers bind: their credentials
+	// (RoleWorker) may look streams up but not manage them, and a
+	// worker's defaults must not rewrite the limits a dispatcher set.
+	Bind bool
 }
 
 // Open creates or updates every stream and bucket of cfg on nc and returns
@@ -62,7 +70,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config, opts Options) (*Bus, e
 	if err != nil {
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}
-	b := &Bus{Config: cfg, Subjects: cfg.Subjects(), NC: nc, JS: js}
+	b := &Bus{Config: cfg, Subjects: cfg.Subjects(), NC: nc, JS: js, bind: opts.Bind}
 	if err := b.ensure(ctx); err != nil {
 		return nil, err
 	}
@@ -158,7 +166,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 		Replicas:    c.Replicas,
 	}})
 	for _, st := range streams {
-		stream, err := b.JS.CreateOrUpdateStream(ctx, st.cfg)
+		stream, err := b.stream(ctx, st.cfg)
 		if err != nil {
 			return fmt.Errorf("bus: stream %s: %w", st.cfg.Name, err)
 		}
@@ -168,7 +176,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 		*st.dst = stream
 	}
 	var err error
-	b.Cancels, err = b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	b.Cancels, err = b.keyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:         c.CancelBucket(),
 		Description:    "toolwire cancel tombstones",
 		TTL:            c.CancelTTL,
@@ -179,7 +187,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("bus: kv %s: %w", c.CancelBucket(), err)
 	}
-	b.Idempotency, err = b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	b.Idempotency, err = b.keyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      c.IdempotencyBucket(),
 		Description: "toolwire idempotency keys",
 		TTL:         c.CallsMaxAge,
@@ -189,7 +197,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("bus: kv %s: %w", c.IdempotencyBucket(), err)
 	}
-	b.Registry, err = b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	b.Registry, err = b.keyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      c.RegistryBucket(),
 		Description: "toolwire tool registry",
 		History:     uint8(c.RegistryHistory),
@@ -199,7 +207,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("bus: kv %s: %w", c.RegistryBucket(), err)
 	}
-	b.Sessions, err = b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	b.Sessions, err = b.keyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      c.SessionsBucket(),
 		Description: "toolwire session states (reference intent applier)",
 		TTL:         c.CallsMaxAge,
@@ -209,7 +217,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("bus: kv %s: %w", c.SessionsBucket(), err)
 	}
-	b.Blobs, err = b.JS.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+	b.Blobs, err = b.objectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      c.BlobBucket(),
 		Description: "toolwire outputs over the inline limit",
 		TTL:         c.ResultsMaxAge,
@@ -220,6 +228,55 @@ func (b *Bus) ensure(ctx context.Context) error {
 		return fmt.Errorf("bus: object store %s: %w", c.BlobBucket(), err)
 	}
 	return nil
+}
+
+// stream creates or updates the stream of cfg, or with bind looks it up
+// and creates it only if it does not exist.
+func (b *Bus) stream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	if b.bind {
+		st, err := b.JS.Stream(ctx, cfg.Name)
+		if !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return st, err
+		}
+		st, err = b.JS.CreateStream(ctx, cfg)
+		return st, missing(err)
+	}
+	return b.JS.CreateOrUpdateStream(ctx, cfg)
+}
+
+// keyValue is stream for a KV bucket.
+func (b *Bus) keyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	if b.bind {
+		kv, err := b.JS.KeyValue(ctx, cfg.Bucket)
+		if !errors.Is(err, jetstream.ErrBucketNotFound) {
+			return kv, err
+		}
+		kv, err = b.JS.CreateKeyValue(ctx, cfg)
+		return kv, missing(err)
+	}
+	return b.JS.CreateOrUpdateKeyValue(ctx, cfg)
+}
+
+// objectStore is stream for an Object Store bucket.
+func (b *Bus) objectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
+	if b.bind {
+		obj, err := b.JS.ObjectStore(ctx, cfg.Bucket)
+		if !errors.Is(err, jetstream.ErrBucketNotFound) {
+			return obj, err
+		}
+		obj, err = b.JS.CreateObjectStore(ctx, cfg)
+		return obj, missing(err)
+	}
+	return b.JS.CreateOrUpdateObjectStore(ctx, cfg)
+}
+
+// missing explains the failure to create a part of the layout that a
+// binding client found missing.
+func missing(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("not found, and creating it failed (a dispatcher creates the layout: start one first, or use credentials that may create streams): %w", err)
 }
 
 // PoolConfig describes the durable consumer shared by every replica of a

@@ -11,10 +11,17 @@ import (
 type ConnConfig struct {
 	// URL, or a comma-separated list of URLs.
 	URL string
-	// CredsFile is a NATS credentials file (JWT + nkey seed); optional.
+	// CredsFile is a credentials file; optional. Any of: a NATS user
+	// credentials file (JWT and nkey seed), an nkey seed file (what a
+	// dispatcher writes under <data>/credentials), or one "user:password"
+	// line (what the Helm chart's bundled NATS hands out).
 	CredsFile string
 	// Name shown in the server's connection list.
 	Name string
+	// InboxPrefix of the connection's inboxes; "" = nats.go's _INBOX.
+	// Give a role's connections InboxPrefix(cfg, role): the role's
+	// permissions allow subscribing to those inboxes only.
+	InboxPrefix string
 }
 
 // Dial connects to an external server, reconnecting for ever.
@@ -27,7 +34,14 @@ func Dial(cfg ConnConfig, opts ...nats.Option) (*nats.Conn, error) {
 		nats.RetryOnFailedConnect(false),
 	}
 	if cfg.CredsFile != "" {
-		all = append(all, nats.UserCredentials(cfg.CredsFile))
+		opt, err := credsOption(cfg.CredsFile)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, opt)
+	}
+	if cfg.InboxPrefix != "" {
+		all = append(all, nats.CustomInboxPrefix(cfg.InboxPrefix))
 	}
 	all = append(all, opts...)
 	nc, err := nats.Connect(cfg.URL, all...)

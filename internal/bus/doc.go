@@ -52,4 +52,61 @@
 //     key shorter than MinEncryptionKeyBytes is refused, errors never show
 //     it, and a store written in clear is encrypted when the server first
 //     starts with a key. A lost key makes the store unreadable.
+//   - Open creates or updates the layout (dispatchers); with Options.Bind
+//     it looks it up and creates only what is missing (workers: their
+//     credentials may not manage streams, and a worker's defaults must not
+//     rewrite the limits a dispatcher set).
+//
+// # Authentication and permissions
+//
+// Every NATS client authenticates. The embedded server's client listener
+// (EmbeddedConfig.ListenAddr) needs Users: StartEmbedded refuses a
+// listener without any, on loopback or not, so there is never an open
+// listener. In-process connections (Embedded.Connect) authenticate as an
+// internal user with every permission whose random password lives in
+// memory only and which the server accepts on in-process connections
+// only.
+//
+// Outside the dispatcher there are two roles, each with the NATS
+// permissions RolePermissions derives from the installation's prefix (the
+// table is in docs/reliability.md, "NATS permission table"):
+//
+//   - RoleWorker: attach to the layout (stream info only), ensure, fetch
+//     from and settle pool consumers on CALLS, read a redelivered call's
+//     result and events, publish results, events, dead letters and retry
+//     schedules, read and watch cancel tombstones, read and write the
+//     registry bucket, write blobs.
+//   - RoleOperator: see the layout's metadata (stream and consumer info,
+//     the account's stream names: the nats CLI's stream and consumer
+//     listings), read CALLS, RESULTS, EVENTS, DLQ and the registry
+//     (ordered consumers and direct gets), request a dead-letter retry from
+//     a dispatcher (DLQRetrySubject), publish replays on shadow subjects
+//     and hear their results.
+//
+// Neither may publish a call, manage a stream or bucket, read CALLS by
+// direct get, or subscribe to call subjects or another role's inboxes:
+// each role's connections use InboxPrefix(cfg, role), and may subscribe
+// to those inboxes only. A retry schedule names the calls stream sequence
+// of the call it retries (RetryOfHeader), which the dispatchers' mover
+// checks, so retry schedules cannot queue calls of a worker's making.
+//
+// What permissions cannot express: a pool consumer with several filters
+// carries them in the request body, which permissions cannot see, and a
+// consumer name cannot be matched by prefix, so a worker credential may
+// create a consumer over any calls (per-pool isolation needs separate
+// installations); result and event subjects are per call id, so a worker
+// credential may publish a result for any call whose id it knows; any
+// registry key is writable by workers. docs/reliability.md lists these.
+//
+// # Credentials files
+//
+// EnsureCredentials keeps one nkey seed per role in a directory (0700,
+// files 0600, made once, reused, refused when group or others may read
+// them); a dispatcher with a listener keeps them under
+// <data>/credentials (CredentialsDir, CredentialsFile). ConnConfig's
+// CredsFile takes such a seed file, a NATS user credentials file (JWT and
+// seed), or one "user:password" line (the Helm chart's bundled NATS);
+// errors name the file, never its content. LocalCredentials finds a role's
+// seed under a data directory when every server URL is on loopback: how
+// toolctl and the worker find theirs on the dispatcher's machine.
 package bus

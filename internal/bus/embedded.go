@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -32,8 +33,15 @@ type EmbeddedConfig struct {
 	SyncAlways bool
 	// ListenAddr, if set (host:port, port 0 = random), opens a client
 	// listener so the nats CLI and external workers can connect. Empty =
-	// in-process connections only.
+	// in-process connections only. A listener needs Users: it never
+	// accepts a client without credentials, on loopback or not.
 	ListenAddr string
+	// Users may connect through the client listener, each with a password
+	// or an nkey and its permissions. Required with ListenAddr. In-process
+	// connections (Connect) never need them: they authenticate as an
+	// internal user with every permission, which can connect in process
+	// only.
+	Users []User
 	// MonitorAddr, if set, serves the NATS monitoring endpoints there.
 	MonitorAddr string
 	// Logger receives the server's log lines; nil = discard.
@@ -50,12 +58,37 @@ type EmbeddedConfig struct {
 	EncryptionCipher string
 }
 
+// User is a NATS user of the embedded server's client listener.
+type User struct {
+	// Name identifies the user: its user name with Password, a label in
+	// errors with NKey.
+	Name string
+	// NKey is the user's public nkey ("U..."): the client signs the
+	// server's nonce with the seed, which never crosses the wire. Set NKey
+	// or Password, not both.
+	NKey string
+	// Password of user Name.
+	Password string
+	// Permissions of the user; nil = every subject (an administrator).
+	Permissions *Permissions
+}
+
 // Embedded is a running in-process NATS server with JetStream.
 type Embedded struct {
 	Server *server.Server
+	// internalUser and internalPassword authenticate in-process
+	// connections; the password is random, kept in memory only, and the
+	// user can connect in process only.
+	internalUser, internalPassword string
 }
 
+// internalUserName is the user of in-process connections.
+const internalUserName = "toolwire-in-process"
+
 // StartEmbedded starts the server and waits until it accepts connections.
+// It returns an error, before starting anything, for a ListenAddr without
+// Users (whatever the address) and for a user without a name or
+// credentials, or with both an nkey and a password.
 func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if cfg.StoreDir == "" {
 		return nil, errors.New("bus: embedded server: StoreDir is required")
@@ -82,6 +115,13 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		if err != nil {
 			return nil, fmt.Errorf("bus: ListenAddr: %w", err)
 		}
+		if len(cfg.Users) == 0 {
+			where := "a loopback"
+			if !IsLoopbackHost(host) {
+				where = "a non-loopback"
+			}
+			return nil, fmt.Errorf("bus: embedded server: %s client listener (%s) needs credentials (Users): it never accepts unauthenticated clients", where, cfg.ListenAddr)
+		}
 		opts.Host, opts.Port = host, port
 		if port == 0 {
 			opts.Port = server.RANDOM_PORT
@@ -96,6 +136,13 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		if port == 0 {
 			opts.HTTPPort = server.RANDOM_PORT
 		}
+	}
+	internalPassword, err := randomSecret()
+	if err != nil {
+		return nil, err
+	}
+	if err := authorize(opts, cfg.Users, internalPassword); err != nil {
+		return nil, err
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
@@ -113,7 +160,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		s.Shutdown()
 		return nil, errors.New("bus: embedded server not ready in time")
 	}
-	return &Embedded{Server: s}, nil
+	return &Embedded{Server: s, internalUser: internalUserName, internalPassword: internalPassword}, nil
 }
 
 // ClientURL is the loopback client URL, or "" without a listener.
@@ -124,6 +171,18 @@ func (e *Embedded) ClientURL() string {
 	return e.Server.ClientURL()
 }
 
+// ClientURLWithPassword is ClientURL carrying user and password (a
+// password user of Users), for clients that take only a URL; "" without a
+// listener. Never log it.
+func (e *Embedded) ClientURLWithPassword(user, password string) string {
+	u, err := url.Parse(e.ClientURL())
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	u.User = url.UserPassword(user, password)
+	return u.String()
+}
+
 // MonitorURL is the monitoring URL, or "" without one.
 func (e *Embedded) MonitorURL() string {
 	if a := e.Server.MonitorAddr(); a != nil {
@@ -132,9 +191,10 @@ func (e *Embedded) MonitorURL() string {
 	return ""
 }
 
-// Connect opens an in-process client connection.
+// Connect opens an in-process client connection with every permission.
 func (e *Embedded) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
-	opts = append([]nats.Option{nats.InProcessServer(e.Server), nats.Name(name), nats.MaxReconnects(-1)}, opts...)
+	opts = append([]nats.Option{nats.InProcessServer(e.Server), nats.Name(name), nats.MaxReconnects(-1),
+		nats.UserInfo(e.internalUser, e.internalPassword)}, opts...)
 	nc, err := nats.Connect("", opts...)
 	if err != nil {
 		return nil, fmt.Errorf("bus: in-process connect: %w", err)

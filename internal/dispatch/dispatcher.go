@@ -45,6 +45,7 @@ type Dispatcher struct {
 	sub     *nats.Subscription
 	reaper  jetstream.ConsumeContext
 	mover   jetstream.ConsumeContext
+	retries *nats.Subscription // dead-letter retries operators request (dlqretry.go)
 	stopped bool
 	// sweepStop ends the orphan sweeper (orphans.go); sweepDone is closed
 	// when it has ended. Nil when it does not run.
@@ -119,9 +120,16 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		_ = sub.Unsubscribe()
 		return err
 	}
+	retries, err := d.serveDLQRetries(ctx)
+	if err != nil {
+		mover.Stop()
+		reaper.Stop()
+		_ = sub.Unsubscribe()
+		return err
+	}
 	d.lazyRecords.Start()
 	d.mu.Lock()
-	d.sub, d.reaper, d.mover = sub, reaper, mover
+	d.sub, d.reaper, d.mover, d.retries = sub, reaper, mover, retries
 	d.startSweeper()
 	d.mu.Unlock()
 	return flush(ctx, d.bus.NC)
@@ -138,6 +146,9 @@ func (d *Dispatcher) Stop() {
 	d.stopped = true
 	if d.sub != nil {
 		_ = d.sub.Unsubscribe()
+	}
+	if d.retries != nil {
+		_ = d.retries.Unsubscribe()
 	}
 	if d.reaper != nil {
 		d.reaper.Stop()

@@ -187,8 +187,20 @@
 // replaces a result; no caller waits forever. The mover reads due retries
 // from the retries stream (calls a worker parked there for a long retry
 // delay) and puts each back on its calls subject with the message id
-// <call_id>-r<attempt> and the trace context the worker wrote. Both retry
-// a failed message after 1s.
+// <call_id>-r<attempt> and the trace context the worker wrote. It first
+// checks that the due retry retries a stored call: the schedule names the
+// calls stream sequence of the delivery it retries (bus.RetryOfHeader),
+// and the call stored there must equal it in every field but the attempt.
+// Anything else is dropped with an error log: worker credentials may write
+// retry schedules, and a schedule must not queue a call admission never
+// saw. Both retry a failed message after 1s.
+//
+// # Dead-letter retries
+//
+// Start also serves `toolctl dlq retry` (dlq.ServeRetries, one queue group
+// of every replica): an operator's NATS credentials may not publish calls,
+// so the operator asks a dispatcher, which republishes the dead call as a
+// new call (see internal/dlq).
 //
 // # Orphan sweeper
 //
@@ -259,7 +271,14 @@
 // in the message headers.
 //
 // Run uses the embedded NATS server (store under <DataDir>/jetstream) unless
-// NATSURL names an external cluster, and starts in-process worker pools
+// NATSURL names an external cluster. The embedded server's client listener
+// (NATSListen) always requires credentials: on its first start with one,
+// Run makes an nkey per role (bus.RoleWorker, bus.RoleOperator) under
+// <DataDir>/credentials (directory 0700, files 0600; bus.EnsureCredentials)
+// and reuses them on later starts; it logs the files' paths, never their
+// content, and warns when the listener is not on loopback (NATS traffic is
+// not encrypted). The dispatcher and its in-process workers connect in
+// process with every permission. Run starts in-process worker pools
 // (default every type with the embedded server, none with an external one)
 // from WorkerConfig or, without one, the built-in examples of
 // internal/workerconfig. It stops in order: HTTP, the in-process workers

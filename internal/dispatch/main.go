@@ -28,7 +28,7 @@ func Main(args []string, stderr io.Writer, tools []*tool.Tool) int {
 	fs.StringVar(&rc.Workers, "workers", "", "in-process worker pools: all, none or native,mcp,sandbox,http (default all when embedded, none otherwise)")
 	fs.StringVar(&rc.WorkerConfig, "worker-config", "", "configuration of the in-process workers (the worker YAML); default: the built-in examples of every executor type")
 	fs.IntVar(&rc.Concurrency, "concurrency", 64, "calls run at once per in-process pool")
-	fs.StringVar(&rc.NATSListen, "nats-listen", "", "open a client listener on the embedded server, e.g. 127.0.0.1:4222")
+	fs.StringVar(&rc.NATSListen, "nats-listen", "", "open a client listener on the embedded server, e.g. 127.0.0.1:4222; it requires the credentials made once under <data>/credentials (worker.nk, operator.nk)")
 	fs.StringVar(&rc.Monitor, "monitor", "", "serve the embedded server's monitoring endpoints, e.g. 127.0.0.1:8222")
 	fs.StringVar(&sync, "nats-sync", "1s", "embedded store fsync: an interval, or \"always\"")
 	fs.StringVar(&rc.NATSEncryptionKey, "nats-encryption-key", "", "encrypt the embedded store at rest with the key in file:/path or env:NAME (never the key itself)")

@@ -2,7 +2,9 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -62,6 +64,14 @@ func (d *Dispatcher) move(ctx context.Context, data []byte, hdr nats.Header) err
 		d.log.Error("dropping a due retry whose tenant is no valid tenant name", "call_id", call.CallId)
 		return nil
 	}
+	if why, err := d.retryOfStoredCall(ctx, call, hdr); err != nil {
+		return err
+	} else if why != "" {
+		// Not the retry of a stored call: a retry schedule is no way to
+		// queue a call that admission never saw.
+		d.log.Error("dropping a due retry that does not retry a stored call", "call_id", call.CallId, "reason", why)
+		return nil
+	}
 	// The message id makes a repeated move within the duplicate window a
 	// no-op; a later repeat finds the call's result and is acknowledged.
 	msg := &nats.Msg{Subject: d.subj.Call(call.Executor, call.Caller.Tenant, call.Provider, call.Tool), Data: data,
@@ -69,4 +79,32 @@ func (d *Dispatcher) move(ctx context.Context, data []byte, hdr nats.Header) err
 	_, err := d.bus.JS.PublishMsg(ctx, msg,
 		jetstream.WithMsgID(fmt.Sprintf("%s-r%d", call.CallId, call.Attempt)), jetstream.WithExpectStream(d.callsStream))
 	return err
+}
+
+// retryOfStoredCall checks that a due retry retries a call the calls
+// stream holds: the schedule names the stream sequence of the delivery it
+// retries (bus.RetryOfHeader), and the call stored there must equal it in
+// every field but the attempt. It returns why not, or an error when the
+// stored call cannot be read now (the move is tried again).
+func (d *Dispatcher) retryOfStoredCall(ctx context.Context, due *toolwirev1.ToolCall, hdr nats.Header) (string, error) {
+	seq, err := strconv.ParseUint(hdr.Get(bus.RetryOfHeader), 10, 64)
+	if err != nil || seq == 0 {
+		return "no " + bus.RetryOfHeader + " header", nil
+	}
+	m, err := d.bus.Calls.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return fmt.Sprintf("no call at sequence %d", seq), nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("dispatch: read the call a retry retries: %w", err)
+	}
+	stored := &toolwirev1.ToolCall{}
+	if err := proto.Unmarshal(m.Data, stored); err != nil {
+		return fmt.Sprintf("undecodable call at sequence %d", seq), nil
+	}
+	stored.Attempt = due.Attempt
+	if !proto.Equal(stored, due) {
+		return fmt.Sprintf("the call at sequence %d is another call", seq), nil
+	}
+	return "", nil
 }

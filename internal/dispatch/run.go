@@ -35,8 +35,11 @@ type RunConfig struct {
 	NATSURL string
 	// NATSCreds is the external cluster's credentials file.
 	NATSCreds string
-	// NATSListen opens a loopback client listener on the embedded server
-	// (e.g. 127.0.0.1:4222) for the nats CLI and external workers.
+	// NATSListen opens a client listener on the embedded server (e.g.
+	// 127.0.0.1:4222) for the nats CLI, toolctl's NATS commands and
+	// external workers. It always requires credentials: the dispatcher
+	// makes one nkey per role (worker, operator) once, under
+	// <DataDir>/credentials (see listenerUsers), and reuses them.
 	NATSListen string
 	// Monitor serves the embedded server's monitoring endpoints.
 	Monitor string
@@ -108,8 +111,12 @@ func Run(ctx context.Context, rc RunConfig) error {
 	}
 	if rc.NATSURL == "" {
 		dir := cmp.Or(rc.DataDir, "data")
+		users, err := listenerUsers(rc, dir, log)
+		if err != nil {
+			return err
+		}
 		emb, err = bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: filepath.Join(dir, "jetstream"),
-			ListenAddr: rc.NATSListen, MonitorAddr: rc.Monitor, SyncInterval: rc.SyncInterval, SyncAlways: rc.SyncAlways,
+			ListenAddr: rc.NATSListen, Users: users, MonitorAddr: rc.Monitor, SyncInterval: rc.SyncInterval, SyncAlways: rc.SyncAlways,
 			Logger: log.With("component", "nats-server"), EncryptionKey: key, EncryptionCipher: rc.NATSEncryptionCipher})
 		if err != nil {
 			return err
@@ -250,6 +257,43 @@ func Run(ctx context.Context, rc RunConfig) error {
 		}
 	}
 	return nil
+}
+
+// listenerUsers returns the users of the embedded server's client
+// listener: none without one; otherwise the managed credentials under
+// <dir>/credentials, made on the first start with a listener and reused
+// after (bus.EnsureCredentials), with the permissions of their roles for
+// this installation's prefix. It logs where the credentials are (never
+// the secrets), and warns when the listener is not on loopback: the
+// credentials guard it, but NATS traffic is not encrypted.
+func listenerUsers(rc RunConfig, dir string, log *slog.Logger) ([]bus.User, error) {
+	if rc.NATSListen == "" {
+		return nil, nil
+	}
+	host, _, err := net.SplitHostPort(rc.NATSListen)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: --nats-listen %q: %w", rc.NATSListen, err)
+	}
+	creds, created, err := bus.EnsureCredentials(bus.CredentialsDir(dir))
+	if err != nil {
+		return nil, err
+	}
+	users, err := creds.Users(rc.Bus)
+	if err != nil {
+		return nil, err
+	}
+	attrs := []any{"listen", rc.NATSListen}
+	for _, role := range bus.Roles() {
+		attrs = append(attrs, role+"_credentials", bus.CredentialsFile(creds.Dir, role))
+	}
+	if len(created) > 0 {
+		attrs = append(attrs, "created", strings.Join(created, ","))
+	}
+	log.Info("NATS client listener requires credentials: workers use --nats-creds <worker file>, toolctl finds the operator file under the data directory", attrs...)
+	if !bus.IsLoopbackHost(host) {
+		log.Warn("NATS client listener is not on loopback: clients need credentials, but NATS traffic (calls, arguments, results) is not encrypted; use it on a trusted network only", "listen", rc.NATSListen)
+	}
+	return users, nil
 }
 
 // startWorkers builds and starts the in-process workers: from

@@ -17,7 +17,10 @@
 //
 // # Retry
 //
-// Retry republishes a dead-lettered call as a new call: a fresh ULID call
+// Operators do not publish calls (their NATS role, bus.RoleOperator, may
+// not): RequestRetry sends the sequence to bus.DLQRetrySubject, where
+// dispatchers serve ServeRetries in one queue group and run Retry. A
+// dispatcher's Retry republishes a dead-lettered call as a new call: a fresh ULID call
 // id, the same tool, spec version, argument bytes, caller, approval token,
 // executor, provider and dispatcher routing, attempt reset and accepted
 // now. It also stores the call's ACCEPTED event, as the dispatcher does at

@@ -20,8 +20,8 @@ import (
 )
 
 // Dispatcher is the routing name replays carry: their results land under
-// it, where no dispatcher listens.
-const Dispatcher = "replay"
+// it, where no dispatcher listens (the operator role may subscribe to them).
+const Dispatcher = bus.ReplayDispatcher
 
 // Options tune a replay.
 type Options struct {

@@ -23,7 +23,7 @@ import (
 
 // natsFlags say how the dlq commands reach NATS.
 type natsFlags struct {
-	url, creds, prefix string
+	url, creds, prefix, data string
 }
 
 func (a *app) dlqCommand() *cobra.Command {
@@ -33,10 +33,14 @@ func (a *app) dlqCommand() *cobra.Command {
 		Long: `List, show and retry the dead letters of an installation: the calls that
 exhausted their attempts or were terminated (undecodable, inconsistent, of
 an unknown spec version), as workers and the dispatcher record them in the
-DLQ stream. These operator commands talk to NATS directly, not to a
-dispatcher: --nats-url (env TOOLWIRE_NATS_URL), --nats-creds (env
-TOOLWIRE_NATS_CREDS) and --prefix (env TOOLWIRE_PREFIX) say where. They
-never create or change a stream.`,
+DLQ stream. These operator commands talk to NATS directly: --nats-url (env
+TOOLWIRE_NATS_URL), --nats-creds (env TOOLWIRE_NATS_CREDS) and --prefix
+(env TOOLWIRE_PREFIX) say where. Without --nats-creds, on a loopback URL,
+they use the operator credentials a dispatcher with --nats-listen made
+under its data directory (--data, env TOOLWIRE_DATA, default ./data):
+<data>/credentials/operator.nk. They never create or change a stream, and
+'retry' asks a dispatcher to queue the call again (operator credentials may
+not publish calls).`,
 		PersistentPreRunE: a.setupNATS,
 	}
 	a.natsFlags(cmd)
@@ -50,6 +54,7 @@ func (a *app) natsFlags(cmd *cobra.Command) {
 	f.StringVar(&a.nats.url, "nats-url", DefaultNATSURL, "NATS URL(s), comma-separated (env TOOLWIRE_NATS_URL)")
 	f.StringVar(&a.nats.creds, "nats-creds", "", "NATS credentials file (env TOOLWIRE_NATS_CREDS)")
 	f.StringVar(&a.nats.prefix, "prefix", "toolwire", "subject and stream prefix of the installation (env TOOLWIRE_PREFIX)")
+	f.StringVar(&a.nats.data, "data", "data", "the dispatcher's data directory: without --nats-creds and with a loopback --nats-url, use its credentials/operator.nk (env TOOLWIRE_DATA)")
 }
 
 // setupNATS connects (see connectNATS) and attaches to the installation's
@@ -79,6 +84,7 @@ func (a *app) connectNATS(cmd *cobra.Command) error {
 		{"nats-url", "TOOLWIRE_NATS_URL", &a.nats.url},
 		{"nats-creds", "TOOLWIRE_NATS_CREDS", &a.nats.creds},
 		{"prefix", "TOOLWIRE_PREFIX", &a.nats.prefix},
+		{"data", "TOOLWIRE_DATA", &a.nats.data},
 	} {
 		if v, ok := a.io.LookupEnv(e.env); ok && v != "" && !cmd.Flags().Changed(e.flag) {
 			*e.dst = v
@@ -87,7 +93,12 @@ func (a *app) connectNATS(cmd *cobra.Command) error {
 	if err := (bus.Config{Prefix: a.nats.prefix}).WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("--prefix: %w", err)
 	}
-	nc, err := bus.Dial(bus.ConnConfig{URL: a.nats.url, CredsFile: a.nats.creds, Name: "toolctl"})
+	if a.nats.creds == "" {
+		// On the dispatcher's machine: the operator credentials it made.
+		a.nats.creds = bus.LocalCredentials(a.nats.data, bus.RoleOperator, a.nats.url)
+	}
+	nc, err := bus.Dial(bus.ConnConfig{URL: a.nats.url, CredsFile: a.nats.creds, Name: "toolctl",
+		InboxPrefix: bus.InboxPrefix(bus.Config{Prefix: a.nats.prefix}, bus.RoleOperator)})
 	if err != nil {
 		return &requestError{err}
 	}
@@ -244,6 +255,10 @@ now. Its schedule-to-start and schedule-to-close deadlines are dropped
 (it names the original call). The dead letter stays. A dead letter whose
 call could not be decoded cannot be retried (exit 1).
 
+A dispatcher of the installation queues the call: toolctl sends it the
+request over NATS (operator credentials may not publish calls), so one
+must be running.
+
 With -o json it prints a SubmitResponse with the new call id.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -251,19 +266,20 @@ With -o json it prints a SubmitResponse with the new call id.`,
 			if err != nil {
 				return err
 			}
-			call, err := a.queue.Retry(cmd.Context(), seq)
-			if call == nil {
+			// A dispatcher queues it: operator credentials may not publish calls.
+			id, err := a.queue.RequestRetry(cmd.Context(), seq)
+			if id == "" {
 				return a.letterError(err)
 			}
 			if a.json() {
-				if err := a.printProto(&toolwirev1.SubmitResponse{CallId: call.CallId}); err != nil {
+				if err := a.printProto(&toolwirev1.SubmitResponse{CallId: id}); err != nil {
 					return err
 				}
 			} else {
-				fmt.Fprintln(a.io.Stdout, call.CallId)
+				fmt.Fprintln(a.io.Stdout, id)
 			}
 			if err != nil { // queued, but without its admission record
-				fmt.Fprintf(a.io.Stderr, "warning: %v\nfetch its result with a wait: toolctl get %s --wait 1m\n", err, call.CallId)
+				fmt.Fprintf(a.io.Stderr, "warning: %v\nfetch its result with a wait: toolctl get %s --wait 1m\n", err, id)
 			}
 			return nil
 		},

@@ -22,18 +22,26 @@
 // over the environment. --timeout bounds the whole command; a call's wait
 // ends shortly before it, so a slow call still reports its id.
 //
-// The dlq commands talk to NATS instead, as operators: --nats-url (env
-// TOOLWIRE_NATS_URL, default nats://127.0.0.1:4222), --nats-creds (env
-// TOOLWIRE_NATS_CREDS) and --prefix (env TOOLWIRE_PREFIX, default
-// toolwire). They attach to the installation's streams read-only and never
-// create or change one. `dlq retry` queues the dead call again as a new
-// call with a fresh id (deadlines and idempotency key dropped; see
-// internal/dlq) and prints the id. `dlq list` and `dlq show` redact secret
-// arguments as `toolctl audit` does (dlq.Queue.Shown): fields the spec
-// version's schema marks secret print as "[REDACTED]", their values are
-// replaced in reasons and errors, arguments of a version no longer in the
-// registry are redacted whole, and the raw bytes of an undecodable call
-// are withheld. They read the registry bucket for the schemas.
+// The dlq, audit and replay commands talk to NATS instead, as the operator
+// role (bus.RoleOperator): --nats-url (env TOOLWIRE_NATS_URL, default
+// nats://127.0.0.1:4222), --nats-creds (env TOOLWIRE_NATS_CREDS: a NATS
+// .creds file, an nkey seed file or one "user:password" line) and --prefix
+// (env TOOLWIRE_PREFIX, default toolwire). Without --nats-creds, when every
+// URL is on loopback, they use the operator credentials a dispatcher with
+// --nats-listen made under its data directory: --data (env TOOLWIRE_DATA,
+// default ./data), file credentials/operator.nk, if it exists; a refusal
+// says how to give credentials. They dial with the operator's inbox
+// prefix, attach to the installation's streams read-only and never create
+// or change one. `dlq retry` asks a dispatcher (over NATS; operators may
+// not publish calls) to queue the dead call again as a new call with a
+// fresh id (deadlines and idempotency key dropped; see internal/dlq) and
+// prints the id.
+// `dlq list` and `dlq show` redact secret arguments as `toolctl audit`
+// does (dlq.Queue.Shown): fields the spec version's schema marks secret
+// print as "[REDACTED]", their values are replaced in reasons and errors,
+// arguments of a version no longer in the registry are redacted whole,
+// and the raw bytes of an undecodable call are withheld. They read the
+// registry bucket for the schemas.
 //
 // # Output
 //

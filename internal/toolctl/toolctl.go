@@ -55,8 +55,9 @@ type IO struct {
 	// Stderr receives tool errors, notes and failures.
 	Stderr io.Writer
 	// LookupEnv reads TOOLWIRE_SERVER and TOOLWIRE_API_KEY, and for the
-	// dlq commands TOOLWIRE_NATS_URL, TOOLWIRE_NATS_CREDS and
-	// TOOLWIRE_PREFIX; nil reads no environment.
+	// NATS commands (dlq, audit, replay) TOOLWIRE_NATS_URL,
+	// TOOLWIRE_NATS_CREDS, TOOLWIRE_PREFIX and TOOLWIRE_DATA; nil reads no
+	// environment.
 	LookupEnv func(key string) (string, bool)
 }
 
@@ -249,6 +250,13 @@ func (a *app) hint(err error) string {
 		return "Is NATS serving there? Set --nats-url or TOOLWIRE_NATS_URL."
 	case errors.Is(err, dlq.ErrNoInstallation):
 		return "Set --prefix or TOOLWIRE_PREFIX to the installation's prefix."
+	case errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked):
+		if a.nats.creds == "" {
+			return "NATS wants credentials: set --nats-creds or TOOLWIRE_NATS_CREDS, or, on the dispatcher's machine with a loopback --nats-url, --data or TOOLWIRE_DATA to its data directory (toolctl then uses <data>/credentials/operator.nk)."
+		}
+		return fmt.Sprintf("NATS refused the credentials in %s.", a.nats.creds)
+	case errors.Is(err, dlq.ErrNoDispatcher):
+		return "Start a dispatcher of the installation (it serves 'dlq retry'), or set --prefix to its prefix."
 	case errors.Is(err, context.DeadlineExceeded) && a.nc != nil && a.timeout > 0:
 		return fmt.Sprintf("No answer within --timeout %s.", a.timeout)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -384,8 +385,17 @@ func (w *Worker) scheduleRetry(ctx context.Context, p Pool, msg jetstream.Msg, c
 		// The schedule carries the delivery's trace context (none with
 		// tracing off); the server copies it onto the due message and the
 		// mover onto the call it puts back.
+		// It names the delivery it retries: the mover checks the call
+		// against the stored one (bus.RetryOfHeader).
+		hdr := telemetry.Inject(ctx, nil)
+		if md, merr := msg.Metadata(); merr == nil {
+			if hdr == nil {
+				hdr = nats.Header{}
+			}
+			hdr.Set(bus.RetryOfHeader, strconv.FormatUint(md.Sequence.Stream, 10))
+		}
 		_, err = w.bus.JS.PublishMsg(sctx, &nats.Msg{Subject: w.bus.Subjects.RetrySchedule(call.CallId, call.Attempt), Data: data,
-			Header: telemetry.Inject(ctx, nil)},
+			Header: hdr},
 			jetstream.WithScheduleAt(at), jetstream.WithScheduleTarget(w.bus.Subjects.RetryDue(call.CallId, call.Attempt)),
 			jetstream.WithMsgID(fmt.Sprintf("retry-%s-%d", call.CallId, call.Attempt)))
 	}

@@ -17,4 +17,15 @@
 // --nats-creds, --pools, --concurrency, --grace, ...), stops on SIGTERM or
 // SIGINT (finishing in-flight calls within --grace, handing the rest back),
 // and exits 0 after a clean stop, 1 on a runtime error and 2 on bad flags.
+//
+// # Credentials
+//
+// A worker connects as the worker role (bus.RoleWorker): --nats-creds
+// takes a NATS .creds file, an nkey seed file or one "user:password" line.
+// Without it, on a loopback --nats-url, the worker uses the worker
+// credentials a dispatcher with --nats-listen made under its data
+// directory (--data, default ./data: <data>/credentials/worker.nk) if they
+// exist. It dials with the role's inbox prefix and attaches to the
+// installation's streams as they are (bus.Options.Bind): it creates only
+// what is missing and never rewrites the limits a dispatcher set.
 package toolworker

@@ -30,8 +30,17 @@ const DefaultHTTPAddr = "127.0.0.1:9090"
 type Options struct {
 	// NATSURL of the cluster. Required for Run.
 	NATSURL string
-	// NATSCreds is a credentials file; optional.
+	// NATSCreds is a credentials file; optional. Any of: a NATS user
+	// credentials file (JWT and nkey seed), an nkey seed file (as a
+	// dispatcher with --nats-listen writes), or one "user:password" line.
+	// Empty, with NATSURL on loopback: DataDir's worker credentials, if
+	// they exist.
 	NATSCreds string
+	// DataDir is the data directory of a dispatcher on this machine whose
+	// embedded server the worker connects to: with NATSCreds empty and
+	// NATSURL on loopback, the worker uses <DataDir>/credentials/worker.nk
+	// if it exists. Default "data".
+	DataDir string
 	// Prefix of the installation's subjects and streams. Default "toolwire".
 	Prefix string
 	// StreamReplicas of every stream and bucket the worker creates or
@@ -110,12 +119,23 @@ func Run(ctx context.Context, o Options) error {
 	if o.Metrics == nil {
 		o.Metrics = reg
 	}
-	nc, err := bus.Dial(bus.ConnConfig{URL: o.NATSURL, CredsFile: o.NATSCreds, Name: "toolwire-worker"})
+	creds := o.NATSCreds
+	if creds == "" {
+		// On the dispatcher's machine: the worker credentials it made.
+		if creds = bus.LocalCredentials(o.DataDir, bus.RoleWorker, o.NATSURL); creds != "" {
+			log.Info("using the dispatcher's worker credentials", "file", creds)
+		}
+	}
+	cfg := bus.Config{Prefix: o.Prefix, Replicas: o.StreamReplicas}
+	nc, err := bus.Dial(bus.ConnConfig{URL: o.NATSURL, CredsFile: creds, Name: "toolwire-worker",
+		InboxPrefix: bus.InboxPrefix(cfg, bus.RoleWorker)})
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	b, err := bus.Open(ctx, nc, bus.Config{Prefix: o.Prefix, Replicas: o.StreamReplicas}, bus.Options{})
+	// Bind: the worker attaches to the layout a dispatcher made (worker
+	// credentials may not manage streams) and never rewrites its limits.
+	b, err := bus.Open(ctx, nc, cfg, bus.Options{Bind: true})
 	if err != nil {
 		return err
 	}

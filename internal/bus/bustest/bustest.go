@@ -2,6 +2,7 @@ package bustest
 
 import (
 	"context"
+	"crypto/rand"
 	"testing"
 	"time"
 
@@ -13,9 +14,14 @@ type Env struct {
 	Server *bus.Embedded
 	Bus    *bus.Bus
 	// URL is the loopback client URL, for worker processes and second
-	// connections.
+	// connections. It carries the password of a user with every
+	// permission (the listener never accepts a client without
+	// credentials): hand it to trusted test processes only.
 	URL string
 }
+
+// User is the listener's user that URL authenticates as.
+const User = "bustest"
 
 // Start starts a server with a loopback listener and opens the layout with
 // cfg (zero = defaults). Everything stops when the test ends.
@@ -23,7 +29,9 @@ func Start(t testing.TB, cfg bus.Config) *Env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: t.TempDir(), ListenAddr: "127.0.0.1:0", SyncInterval: time.Minute})
+	password := rand.Text()
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: t.TempDir(), ListenAddr: "127.0.0.1:0", SyncInterval: time.Minute,
+		Users: []bus.User{{Name: User, Password: password}}})
 	if err != nil {
 		t.Fatalf("bustest: start server: %v", err)
 	}
@@ -37,7 +45,7 @@ func Start(t testing.TB, cfg bus.Config) *Env {
 	if err != nil {
 		t.Fatalf("bustest: open bus: %v", err)
 	}
-	return &Env{Server: srv, Bus: b, URL: srv.ClientURL()}
+	return &Env{Server: srv, Bus: b, URL: srv.ClientURLWithPassword(User, password)}
 }
 
 // Open opens a second Bus on a new connection to the same server, as

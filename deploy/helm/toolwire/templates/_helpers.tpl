@@ -155,21 +155,40 @@ calls delivered at once across all replicas: slots beyond it stay idle. */ -}}
 {{- end -}}
 {{- end }}
 
-{{/* Volume and mount of the NATS credentials, when configured. */}}
+{{/* The Secret of the bundled NATS's passwords and credentials files. */}}
+{{- define "toolwire.natsAuthSecret" -}}
+{{ include "toolwire.fullname" . }}-nats-auth
+{{- end }}
+
+{{/*
+Volume, mount and flag of a role's NATS credentials file (--nats-creds):
+with the bundled NATS, the role's file in its auth Secret ("dispatcher" or
+"worker"); with an external one, nats.credentials (workerKey for workers,
+when set). Takes (dict "root" $ "role" ROLE).
+*/}}
 {{- define "toolwire.natsCredsVolume" -}}
-{{- if .Values.nats.credentials.existingSecret }}
+{{- $n := .root.Values.nats }}
+{{- if $n.bundled.enabled }}
 - name: nats-creds
   secret:
-    secretName: {{ .Values.nats.credentials.existingSecret }}
+    secretName: {{ include "toolwire.natsAuthSecret" .root }}
     defaultMode: 0440
     items:
-      - key: {{ .Values.nats.credentials.key }}
+      - key: {{ .role }}.creds
+        path: nats.creds
+{{- else if $n.credentials.existingSecret }}
+- name: nats-creds
+  secret:
+    secretName: {{ $n.credentials.existingSecret }}
+    defaultMode: 0440
+    items:
+      - key: {{ if and (eq .role "worker") $n.credentials.workerKey }}{{ $n.credentials.workerKey }}{{ else }}{{ $n.credentials.key }}{{ end }}
         path: nats.creds
 {{- end }}
 {{- end }}
 
 {{- define "toolwire.natsCredsMount" -}}
-{{- if .Values.nats.credentials.existingSecret }}
+{{- if or .root.Values.nats.bundled.enabled .root.Values.nats.credentials.existingSecret }}
 - name: nats-creds
   mountPath: /etc/toolwire/nats
   readOnly: true
@@ -177,7 +196,7 @@ calls delivered at once across all replicas: slots beyond it stay idle. */ -}}
 {{- end }}
 
 {{- define "toolwire.natsCredsArg" -}}
-{{- if .Values.nats.credentials.existingSecret }}
+{{- if or .root.Values.nats.bundled.enabled .root.Values.nats.credentials.existingSecret }}
 - --nats-creds=/etc/toolwire/nats/nats.creds
 {{- end }}
 {{- end }}

@@ -30,7 +30,7 @@ containers:
       {{- toYaml $p.command | nindent 6 }}
     args:
       - --nats-url={{ include "toolwire.natsURL" $root }}
-      {{- with include "toolwire.natsCredsArg" $root | trim }}{{ . | nindent 6 }}{{ end }}
+      {{- with include "toolwire.natsCredsArg" (dict "root" $root "role" "worker") | trim }}{{ . | nindent 6 }}{{ end }}
       - --prefix={{ $root.Values.prefix }}
       - --stream-replicas={{ $root.Values.streamReplicas }}
       - --pool={{ $p.name }}
@@ -106,7 +106,7 @@ containers:
         mountPath: /etc/toolwire/worker
         readOnly: true
       {{- end }}
-      {{- with include "toolwire.natsCredsMount" $root | trim }}{{ . | nindent 6 }}{{ end }}
+      {{- with include "toolwire.natsCredsMount" (dict "root" $root "role" "worker") | trim }}{{ . | nindent 6 }}{{ end }}
       {{- with $p.extraVolumeMounts }}
       {{- toYaml . | nindent 6 }}
       {{- end }}
@@ -126,7 +126,7 @@ volumes:
           path: specs/{{ $file }}
         {{- end }}
   {{- end }}
-  {{- with include "toolwire.natsCredsVolume" $root | trim }}{{ . | nindent 2 }}{{ end }}
+  {{- with include "toolwire.natsCredsVolume" (dict "root" $root "role" "worker") | trim }}{{ . | nindent 2 }}{{ end }}
   {{- with $p.extraVolumes }}
   {{- toYaml . | nindent 2 }}
   {{- end }}

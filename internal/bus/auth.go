@@ -1,0 +1,249 @@
+package bus
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
+)
+
+// Roles of the NATS users an installation hands out. The dispatcher itself
+// (and its in-process workers) connect in process with every permission;
+// everything else that connects to NATS is one of these.
+const (
+	// RoleWorker is a worker process of any pool: it consumes calls from
+	// pool consumers, publishes results, events, dead letters and retry
+	// schedules, reads cancel tombstones and writes its tools' specs.
+	RoleWorker = "worker"
+	// RoleOperator is toolctl's audit, dlq and replay commands: it reads
+	// the streams, asks a dispatcher to retry a dead letter and publishes
+	// replays on shadow subjects. It never publishes a call.
+	RoleOperator = "operator"
+)
+
+// Roles lists every role, in the order credentials are made.
+func Roles() []string { return []string{RoleWorker, RoleOperator} }
+
+// Permissions are the subjects a NATS user may publish and subscribe to
+// (allow lists: everything else is denied).
+type Permissions struct {
+	Publish   []string
+	Subscribe []string
+}
+
+// InboxPrefix is the inbox prefix of a role's connections. Replies to a
+// role's JetStream API requests and the calls a pull request fetches
+// arrive on its inbox, so each role subscribes only to its own inboxes:
+// no role sees what is delivered to another (the default _INBOX. is the
+// dispatcher's).
+func InboxPrefix(c Config, role string) string {
+	return "_INBOX_" + c.WithDefaults().Prefix + "_" + role
+}
+
+// RolePermissions returns the NATS permissions of role (RoleWorker or
+// RoleOperator) for the installation c. They name JetStream API subjects
+// exactly (stream, consumer and bucket names of c), so they hold for one
+// prefix only. See the package doc ("Permissions") for what each role can
+// and cannot do.
+func RolePermissions(c Config, role string) (Permissions, error) {
+	c = c.WithDefaults()
+	if err := c.Validate(); err != nil {
+		return Permissions{}, err
+	}
+	switch role {
+	case RoleWorker:
+		return workerPermissions(c), nil
+	case RoleOperator:
+		return operatorPermissions(c), nil
+	}
+	return Permissions{}, fmt.Errorf("bus: unknown role %q (want %s or %s)", role, RoleWorker, RoleOperator)
+}
+
+const jsAPI = "$JS.API."
+
+func kvStream(bucket string) string  { return "KV_" + bucket }
+func objStream(bucket string) string { return "OBJ_" + bucket }
+
+func workerPermissions(c Config) Permissions {
+	s := c.Subjects()
+	calls, events, results := c.CallsStream(), c.EventsStream(), c.ResultsStream()
+	registry, cancels := kvStream(c.RegistryBucket()), kvStream(c.CancelBucket())
+	pub := []string{}
+	// Attaching to the layout (Open with Bind): stream info of every
+	// stream and bucket, nothing created or changed.
+	for _, st := range c.layoutStreams() {
+		pub = append(pub, jsAPI+"STREAM.INFO."+st)
+	}
+	pub = append(pub,
+		// Pool consumers on CALLS: list (overlap check), create or update
+		// (one filter: the filter is in the subject; several: it is not),
+		// look up, fetch and settle.
+		jsAPI+"CONSUMER.LIST."+calls,
+		jsAPI+"CONSUMER.CREATE."+calls+".*",
+		jsAPI+"CONSUMER.CREATE."+calls+".*."+s.AllCalls(),
+		jsAPI+"CONSUMER.CREATE."+calls+".*."+s.AllShadow(),
+		jsAPI+"CONSUMER.INFO."+calls+".*",
+		jsAPI+"CONSUMER.MSG.NEXT."+calls+".*",
+		"$JS.ACK."+calls+".>",
+		// A redelivered call: its stored result and its events (last
+		// event by subject, or an ordered consumer over one call's events).
+		jsAPI+"DIRECT.GET."+results+".>",
+		jsAPI+"DIRECT.GET."+events+".>",
+		jsAPI+"CONSUMER.CREATE."+events+".*."+s.AllEvents(),
+		jsAPI+"CONSUMER.MSG.NEXT."+events+".*",
+		jsAPI+"CONSUMER.DELETE."+events+".*",
+		// What a worker writes.
+		s.AllResults(),
+		s.AllEvents(),
+		s.AllDLQ(),
+		s.join("retry", "sched", ">"),
+		// Cancel tombstones: looked up by key (watched by subscription).
+		jsAPI+"DIRECT.GET."+cancels+".>",
+		// The registry: specs and MCP definition approvals read, written
+		// and watched.
+		jsAPI+"DIRECT.GET."+registry+".>",
+		"$KV."+c.RegistryBucket()+".>",
+		jsAPI+"CONSUMER.CREATE."+registry+".*.$KV."+c.RegistryBucket()+".>",
+		jsAPI+"CONSUMER.DELETE."+registry+".*",
+		"$JS.FC."+registry+".>",
+		// Outputs over the inline limit: chunks and meta written, meta read.
+		"$O."+c.BlobBucket()+".>",
+		jsAPI+"DIRECT.GET."+objStream(c.BlobBucket())+".>",
+	)
+	sub := []string{
+		InboxPrefix(c, RoleWorker) + ".>",
+		"$KV." + c.CancelBucket() + ".>",
+	}
+	return Permissions{Publish: pub, Subscribe: sub}
+}
+
+func operatorPermissions(c Config) Permissions {
+	s := c.Subjects()
+	calls, events, results, dlq := c.CallsStream(), c.EventsStream(), c.ResultsStream(), c.DLQStream()
+	registry := kvStream(c.RegistryBucket())
+	// Metadata: the account's stream names (nats stream ls), and the
+	// layout's streams and consumers (nats stream info, nats consumer
+	// ls|info; what the commands look up). Never a message.
+	pub := []string{jsAPI + "INFO", jsAPI + "STREAM.NAMES", jsAPI + "STREAM.LIST"}
+	for _, st := range c.layoutStreams() {
+		pub = append(pub, jsAPI+"STREAM.INFO."+st, jsAPI+"CONSUMER.NAMES."+st, jsAPI+"CONSUMER.LIST."+st,
+			jsAPI+"CONSUMER.INFO."+st+".*")
+	}
+	pub = append(pub,
+		// audit: ordered consumers over CALLS (several filters: the
+		// filters are not in the subject), stored results and events.
+		jsAPI+"CONSUMER.CREATE."+calls+".*",
+		jsAPI+"CONSUMER.CREATE."+calls+".*."+s.AllCalls(),
+		jsAPI+"CONSUMER.MSG.NEXT."+calls+".*",
+		jsAPI+"CONSUMER.DELETE."+calls+".*",
+		jsAPI+"DIRECT.GET."+results+".>",
+		jsAPI+"DIRECT.GET."+events,
+		jsAPI+"DIRECT.GET."+events+".>",
+		// dlq list and show: an ordered consumer over DLQ, gets by sequence.
+		jsAPI+"CONSUMER.CREATE."+dlq+".*."+s.AllDLQ(),
+		jsAPI+"CONSUMER.MSG.NEXT."+dlq+".*",
+		jsAPI+"CONSUMER.DELETE."+dlq+".*",
+		jsAPI+"DIRECT.GET."+dlq,
+		// dlq retry: a request a dispatcher serves (DLQRetrySubject).
+		DLQRetrySubject(c),
+		// The registry, read (audit's schemas, replay's versions).
+		jsAPI+"DIRECT.GET."+registry+".>",
+		// replay: calls on shadow subjects, which only shadow pools consume.
+		s.AllShadow(),
+	)
+	sub := []string{
+		InboxPrefix(c, RoleOperator) + ".>",
+		// replay waits for its shadow results with a core subscription.
+		s.join("result", "*", ReplayDispatcher, "*"),
+	}
+	return Permissions{Publish: pub, Subscribe: sub}
+}
+
+// ReplayDispatcher is the dispatcher token of replayed calls: their
+// results go to <prefix>.result.<tenant>.replay.<call id>.
+const ReplayDispatcher = "replay"
+
+// DLQRetrySubject is where toolctl asks a dispatcher to retry a dead
+// letter (internal/dlq serves it): operators never publish calls
+// themselves.
+func DLQRetrySubject(c Config) string {
+	return c.WithDefaults().Subjects().join("admin", "dlq", "retry")
+}
+
+// layoutStreams names every stream of the layout, buckets included (their
+// streams), in Open's order.
+func (c Config) layoutStreams() []string {
+	return []string{c.CallsStream(), c.ResultsStream(), c.EventsStream(), c.DLQStream(), c.RetriesStream(),
+		c.AdvisoriesStream(), kvStream(c.CancelBucket()), kvStream(c.IdempotencyBucket()),
+		kvStream(c.RegistryBucket()), kvStream(c.SessionsBucket()), objStream(c.BlobBucket())}
+}
+
+// authorize sets the users of opts: an in-process-only internal user with
+// password internalPassword and every permission, and users for the
+// client listener (standard connections only).
+func authorize(opts *server.Options, users []User, internalPassword string) error {
+	opts.Users = []*server.User{{Username: internalUserName, Password: internalPassword,
+		AllowedConnectionTypes: map[string]struct{}{jwt.ConnectionTypeInProcess: {}}}}
+	standard := func() map[string]struct{} { return map[string]struct{}{jwt.ConnectionTypeStandard: {}} }
+	seen := map[string]bool{internalUserName: true}
+	for _, u := range users {
+		switch {
+		case u.Name == "":
+			return errors.New("bus: embedded server: a user has no Name")
+		case seen[u.Name]:
+			return fmt.Errorf("bus: embedded server: user %q given twice", u.Name)
+		case u.NKey != "" && u.Password != "":
+			return fmt.Errorf("bus: embedded server: user %q has both NKey and Password", u.Name)
+		case u.NKey != "":
+			if !nkeys.IsValidPublicUserKey(u.NKey) {
+				return fmt.Errorf("bus: embedded server: user %q: NKey is not a public user nkey", u.Name)
+			}
+			opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: u.NKey, Permissions: serverPermissions(u.Permissions),
+				AllowedConnectionTypes: standard()})
+		case u.Password != "":
+			opts.Users = append(opts.Users, &server.User{Username: u.Name, Password: u.Password,
+				Permissions: serverPermissions(u.Permissions), AllowedConnectionTypes: standard()})
+		default:
+			return fmt.Errorf("bus: embedded server: user %q has neither NKey nor Password", u.Name)
+		}
+		seen[u.Name] = true
+	}
+	return nil
+}
+
+// serverPermissions converts p; an empty allow list allows nothing (the
+// server reads an empty one as no restriction).
+func serverPermissions(p *Permissions) *server.Permissions {
+	if p == nil {
+		return nil
+	}
+	list := func(allow []string) *server.SubjectPermission {
+		if len(allow) == 0 {
+			return &server.SubjectPermission{Deny: []string{">"}}
+		}
+		return &server.SubjectPermission{Allow: slices.Clone(allow)}
+	}
+	return &server.Permissions{Publish: list(p.Publish), Subscribe: list(p.Subscribe)}
+}
+
+// randomSecret returns 32 random bytes, base64url-encoded.
+func randomSecret() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("bus: random secret: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// RetryOfHeader names, on a retry schedule a worker writes, the calls
+// stream sequence of the delivery it retries. The dispatchers' mover puts
+// a due retry back on the calls stream only if that stored call is the
+// same call (every field but the attempt): a worker credential may write
+// retry schedules, and must not be able to queue a call of its own making
+// through them.
+const RetryOfHeader = "Toolwire-Retry-Of"

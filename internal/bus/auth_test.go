@@ -1,0 +1,405 @@
+package bus_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"github.com/toolwire/toolwire/internal/bus"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// authEnv is an embedded server whose listener has the managed role
+// credentials, with the layout opened in process.
+type authEnv struct {
+	srv   *bus.Embedded
+	bus   *bus.Bus
+	creds *bus.Credentials
+	url   string
+}
+
+func startAuth(t *testing.T, cfg bus.Config) *authEnv {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	creds, _, err := bus.EnsureCredentials(filepath.Join(t.TempDir(), "credentials"))
+	require.NoError(t, err)
+	users, err := creds.Users(cfg)
+	require.NoError(t, err)
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: t.TempDir(), ListenAddr: "127.0.0.1:0", Users: users,
+		SyncInterval: time.Minute})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect("admin")
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	b, err := bus.Open(ctx, nc, cfg, bus.Options{})
+	require.NoError(t, err)
+	return &authEnv{srv: srv, bus: b, creds: creds, url: srv.ClientURL()}
+}
+
+// violations collects a connection's permission violations.
+type violations struct {
+	mu   sync.Mutex
+	errs []string
+	got  chan struct{}
+}
+
+func (v *violations) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
+	if !errors.Is(err, nats.ErrPermissionViolation) {
+		return
+	}
+	v.mu.Lock()
+	v.errs = append(v.errs, err.Error())
+	v.mu.Unlock()
+	select {
+	case v.got <- struct{}{}:
+	default:
+	}
+}
+
+// waitFor waits until a violation mentioning subject arrives.
+func (v *violations) waitFor(t *testing.T, subject string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		v.mu.Lock()
+		for _, e := range v.errs {
+			if strings.Contains(e, `"`+subject+`"`) {
+				v.mu.Unlock()
+				return
+			}
+		}
+		v.mu.Unlock()
+		select {
+		case <-v.got:
+		case <-deadline:
+			t.Fatalf("no permission violation for %s; got %q", subject, v.errs)
+		}
+	}
+}
+
+// dialRole connects with role's credentials and inbox prefix.
+func (e *authEnv) dialRole(t *testing.T, role string) (*nats.Conn, *violations) {
+	t.Helper()
+	v := &violations{got: make(chan struct{}, 1)}
+	nc, err := bus.Dial(bus.ConnConfig{URL: e.url, Name: role, CredsFile: bus.CredentialsFile(e.creds.Dir, role),
+		InboxPrefix: bus.InboxPrefix(e.bus.Config, role)}, nats.ErrorHandler(v.handler))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	return nc, v
+}
+
+func TestListenerNeverOpensWithoutCredentials(t *testing.T) {
+	t.Parallel()
+	for _, addr := range []string{"127.0.0.1:0", "0.0.0.0:0", "[::]:0"} {
+		_, err := bus.StartEmbedded(t.Context(), bus.EmbeddedConfig{StoreDir: t.TempDir(), ListenAddr: addr})
+		require.ErrorContains(t, err, "needs credentials", addr)
+	}
+	_, err := bus.StartEmbedded(t.Context(), bus.EmbeddedConfig{StoreDir: t.TempDir(), ListenAddr: "0.0.0.0:0",
+		Users: []bus.User{{Name: "nobody"}}})
+	require.ErrorContains(t, err, "neither NKey nor Password")
+}
+
+func TestListenerRefusesClientsWithoutValidCredentials(t *testing.T) {
+	t.Parallel()
+	e := startAuth(t, bus.Config{})
+
+	_, err := nats.Connect(e.url, nats.MaxReconnects(0))
+	require.ErrorIs(t, err, nats.ErrAuthorization, "no credentials")
+	_, err = nats.Connect(e.url, nats.UserInfo("toolwire-in-process", "guess"), nats.MaxReconnects(0))
+	require.ErrorIs(t, err, nats.ErrAuthorization, "the in-process user over TCP")
+
+	// A seed of the right kind that the server does not know.
+	stranger, _, err := bus.EnsureCredentials(filepath.Join(t.TempDir(), "other"))
+	require.NoError(t, err)
+	_, err = bus.Dial(bus.ConnConfig{URL: e.url, CredsFile: bus.CredentialsFile(stranger.Dir, bus.RoleWorker)}, nats.MaxReconnects(0))
+	require.ErrorIs(t, err, nats.ErrAuthorization, "an unknown nkey")
+
+	// In-process connections need nothing.
+	nc, err := e.srv.Connect("in-process")
+	require.NoError(t, err)
+	nc.Close()
+	for _, role := range bus.Roles() {
+		nc, _ := e.dialRole(t, role)
+		require.NoError(t, nc.Flush(), role)
+	}
+}
+
+func TestOperatorCannotPublishCalls(t *testing.T) {
+	t.Parallel()
+	e := startAuth(t, bus.Config{})
+	nc, v := e.dialRole(t, bus.RoleOperator)
+	subject := e.bus.Subjects.Call(toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE, "acme", "builtin", "echo")
+	require.NoError(t, nc.Publish(subject, []byte("forged")))
+	v.waitFor(t, subject)
+	// Nor through a retry schedule the dispatchers' mover would requeue.
+	retry := e.bus.Subjects.RetrySchedule("01FORGED", 1)
+	require.NoError(t, nc.Publish(retry, []byte("forged")))
+	v.waitFor(t, retry)
+	info, err := e.bus.Calls.Info(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, info.State.Msgs, "nothing reached CALLS")
+}
+
+func TestWorkerBoundaries(t *testing.T) {
+	t.Parallel()
+	e := startAuth(t, bus.Config{})
+	nc, v := e.dialRole(t, bus.RoleWorker)
+	ctx := t.Context()
+
+	// A worker attaches to the layout and may ensure a pool consumer.
+	wb, err := bus.Open(ctx, nc, bus.Config{}, bus.Options{Bind: true})
+	require.NoError(t, err)
+	_, err = wb.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE})
+	require.NoError(t, err)
+
+	// It may not forge calls (skipping admission) ...
+	call := e.bus.Subjects.Call(toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE, "acme", "builtin", "echo")
+	require.NoError(t, nc.Publish(call, []byte("forged")))
+	v.waitFor(t, call)
+	// ... read stored calls directly, or listen to them ...
+	get := "$JS.API.DIRECT.GET." + e.bus.Config.CallsStream()
+	require.NoError(t, nc.PublishRequest(get, nc.NewRespInbox(), []byte(`{"seq":1}`)))
+	v.waitFor(t, get)
+	_, err = nc.SubscribeSync(e.bus.Subjects.AllCalls())
+	require.NoError(t, err)
+	v.waitFor(t, e.bus.Subjects.AllCalls())
+	// ... see what other roles' inboxes receive (the dispatcher's fetches
+	// and gets) ...
+	_, err = nc.SubscribeSync("_INBOX.>")
+	require.NoError(t, err)
+	v.waitFor(t, "_INBOX.>")
+	// ... or change the layout.
+	_, err = nc.Request("$JS.API.STREAM.DELETE."+e.bus.Config.CallsStream(), nil, time.Second)
+	require.Error(t, err)
+	v.waitFor(t, "$JS.API.STREAM.DELETE."+e.bus.Config.CallsStream())
+	_, err = nc.Request("$JS.API.STREAM.UPDATE."+e.bus.Config.CallsStream(), nil, time.Second)
+	require.Error(t, err)
+	v.waitFor(t, "$JS.API.STREAM.UPDATE."+e.bus.Config.CallsStream())
+	info, err := e.bus.Calls.Info(ctx)
+	require.NoError(t, err)
+	require.Zero(t, info.State.Msgs)
+}
+
+func TestOperatorCannotSeeWorkerInboxes(t *testing.T) {
+	t.Parallel()
+	e := startAuth(t, bus.Config{})
+	nc, v := e.dialRole(t, bus.RoleOperator)
+	inbox := bus.InboxPrefix(e.bus.Config, bus.RoleWorker) + ".>"
+	_, err := nc.SubscribeSync(inbox)
+	require.NoError(t, err)
+	v.waitFor(t, inbox)
+}
+
+func TestPermissionsFollowThePrefix(t *testing.T) {
+	t.Parallel()
+	p, err := bus.RolePermissions(bus.Config{Prefix: "acme-tw"}, bus.RoleWorker)
+	require.NoError(t, err)
+	for _, s := range append(p.Publish, p.Subscribe...) {
+		require.True(t, strings.Contains(s, "acme-tw") || strings.Contains(s, "ACME_TW"), "%s names no part of the installation", s)
+	}
+	_, err = bus.RolePermissions(bus.Config{}, "root")
+	require.ErrorContains(t, err, "unknown role")
+}
+
+func TestEnsureCredentials(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "credentials")
+	first, created, err := bus.EnsureCredentials(dir)
+	require.NoError(t, err)
+	require.Equal(t, bus.Roles(), created)
+	fi, err := os.Stat(dir)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+	for _, role := range bus.Roles() {
+		fi, err := os.Stat(bus.CredentialsFile(dir, role))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), role)
+		require.True(t, strings.HasPrefix(first.PublicKey(role), "U"), role)
+	}
+	leftovers, err := filepath.Glob(filepath.Join(dir, ".seed-*"))
+	require.NoError(t, err)
+	require.Empty(t, leftovers)
+
+	// Reused, not remade.
+	again, created, err := bus.EnsureCredentials(dir)
+	require.NoError(t, err)
+	require.Empty(t, created)
+	for _, role := range bus.Roles() {
+		require.Equal(t, first.PublicKey(role), again.PublicKey(role))
+	}
+
+	// A missing one is made; the others stay.
+	require.NoError(t, os.Remove(bus.CredentialsFile(dir, bus.RoleOperator)))
+	again, created, err = bus.EnsureCredentials(dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{bus.RoleOperator}, created)
+	require.Equal(t, first.PublicKey(bus.RoleWorker), again.PublicKey(bus.RoleWorker))
+	require.NotEqual(t, first.PublicKey(bus.RoleOperator), again.PublicKey(bus.RoleOperator))
+
+	// Files others may read, and files that hold no seed, are refused,
+	// never rewritten.
+	worker := bus.CredentialsFile(dir, bus.RoleWorker)
+	require.NoError(t, os.Chmod(worker, 0o644))
+	_, _, err = bus.EnsureCredentials(dir)
+	require.ErrorContains(t, err, "chmod 600")
+	require.NoError(t, os.Chmod(worker, 0o600))
+	require.NoError(t, os.WriteFile(worker, []byte("SUPERSECRETNOTASEED\n"), 0o600))
+	_, _, err = bus.EnsureCredentials(dir)
+	require.ErrorContains(t, err, "not an nkey seed")
+	require.NotContains(t, err.Error(), "SUPERSECRET")
+	require.NoError(t, os.Chmod(dir, 0o755))
+	_, _, err = bus.EnsureCredentials(dir)
+	require.ErrorContains(t, err, "chmod 700")
+}
+
+func TestCredentialsFileKinds(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	creds, _, err := bus.EnsureCredentials(filepath.Join(t.TempDir(), "credentials"))
+	require.NoError(t, err)
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: t.TempDir(), ListenAddr: "127.0.0.1:0", Users: []bus.User{
+		{Name: "seed", NKey: creds.PublicKey(bus.RoleWorker)},
+		{Name: "alice", Password: "pass:word"},
+	}})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	for name, file := range map[string]string{
+		"nkey seed":     bus.CredentialsFile(creds.Dir, bus.RoleWorker),
+		"user:password": write("alice", "alice:pass:word\n"),
+	} {
+		nc, err := bus.Dial(bus.ConnConfig{URL: srv.ClientURL(), CredsFile: file}, nats.MaxReconnects(0))
+		require.NoError(t, err, name)
+		nc.Close()
+	}
+	_, err = bus.Dial(bus.ConnConfig{URL: srv.ClientURL(), CredsFile: write("wrong", "alice:nope")}, nats.MaxReconnects(0))
+	require.ErrorIs(t, err, nats.ErrAuthorization)
+	_, err = bus.Dial(bus.ConnConfig{URL: srv.ClientURL(), CredsFile: write("junk", "hunter2\n")})
+	require.ErrorContains(t, err, "neither a NATS credentials file")
+	require.NotContains(t, err.Error(), "hunter2")
+	_, err = bus.Dial(bus.ConnConfig{URL: srv.ClientURL(), CredsFile: filepath.Join(dir, "absent")})
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestLocalCredentials(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	_, _, err := bus.EnsureCredentials(bus.CredentialsDir(data))
+	require.NoError(t, err)
+	want := bus.CredentialsFile(bus.CredentialsDir(data), bus.RoleOperator)
+	for _, url := range []string{"nats://127.0.0.1:4222", "localhost:4222", "nats://[::1]:4222,nats://127.0.0.2:4223"} {
+		require.Equal(t, want, bus.LocalCredentials(data, bus.RoleOperator, url), url)
+	}
+	for _, url := range []string{"nats://10.0.0.1:4222", "nats://127.0.0.1:4222,nats://nats.example:4222", "nats://u:p@127.0.0.1:4222", ""} {
+		require.Empty(t, bus.LocalCredentials(data, bus.RoleOperator, url), url)
+	}
+	require.Empty(t, bus.LocalCredentials(t.TempDir(), bus.RoleOperator, "nats://127.0.0.1:4222"), "no such file")
+}
+
+func TestBindAttachesWithoutRewriting(t *testing.T) {
+	t.Parallel()
+	e := startAuth(t, bus.Config{CallsMaxAge: 48 * time.Hour})
+	nc, _ := e.dialRole(t, bus.RoleWorker)
+	// A worker's defaults (CallsMaxAge 720h) do not rewrite the
+	// dispatcher's settings.
+	wb, err := bus.Open(t.Context(), nc, bus.Config{}, bus.Options{Bind: true})
+	require.NoError(t, err)
+	info, err := wb.Calls.Info(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 48*time.Hour, info.Config.MaxAge)
+
+	// A binding client with every permission creates what is missing.
+	fresh, err := bus.StartEmbedded(t.Context(), bus.EmbeddedConfig{StoreDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(fresh.Shutdown)
+	fnc, err := fresh.Connect("binder")
+	require.NoError(t, err)
+	t.Cleanup(fnc.Close)
+	fb, err := bus.Open(t.Context(), fnc, bus.Config{}, bus.Options{Bind: true})
+	require.NoError(t, err)
+	info, err = fb.Calls.Info(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, jetstream.LimitsPolicy, info.Config.Retention)
+}
+
+// What an MCP executor does with a worker credential: watch the registry's
+// approvals, write one, and stop watching, within the role's permissions.
+func TestWorkerWatchesTheRegistry(t *testing.T) {
+	t.Parallel()
+	e := startAuth(t, bus.Config{})
+	nc, v := e.dialRole(t, bus.RoleWorker)
+	ctx := t.Context()
+	wb, err := bus.Open(ctx, nc, bus.Config{}, bus.Options{Bind: true})
+	require.NoError(t, err)
+	w, err := wb.Registry.Watch(ctx, "approvals.>", jetstream.UpdatesOnly())
+	require.NoError(t, err)
+	_, err = wb.Registry.Create(ctx, "approvals.search", []byte("hash"))
+	require.NoError(t, err)
+	select {
+	case ent := <-w.Updates():
+		require.Equal(t, "approvals.search", ent.Key())
+	case <-time.After(10 * time.Second):
+		t.Fatal("no update")
+	}
+	require.NoError(t, w.Stop())
+	got, err := wb.Registry.Get(ctx, "approvals.search")
+	require.NoError(t, err)
+	require.Equal(t, "hash", string(got.Value()))
+	require.NoError(t, nc.Flush())
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	require.Empty(t, v.errs)
+}
+
+// An operator sees the layout's metadata (what `nats stream ls|info` and
+// `nats consumer ls|info` show with its nkey), never a call.
+func TestOperatorInspectsTheLayout(t *testing.T) {
+	t.Parallel()
+	e := startAuth(t, bus.Config{})
+	ctx := t.Context()
+	_, err := e.bus.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE})
+	require.NoError(t, err)
+	nc, v := e.dialRole(t, bus.RoleOperator)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	_, err = js.AccountInfo(ctx)
+	require.NoError(t, err)
+	names := js.StreamNames(ctx)
+	var streams []string
+	for n := range names.Name() {
+		streams = append(streams, n)
+	}
+	require.NoError(t, names.Err())
+	require.Contains(t, streams, e.bus.Config.CallsStream())
+	calls, err := js.Stream(ctx, e.bus.Config.CallsStream())
+	require.NoError(t, err)
+	lister := calls.ListConsumers(ctx)
+	var consumers []string
+	for ci := range lister.Info() {
+		consumers = append(consumers, ci.Name)
+	}
+	require.NoError(t, lister.Err())
+	require.Contains(t, consumers, e.bus.Config.PoolConsumer("native"))
+	_, err = calls.Consumer(ctx, e.bus.Config.PoolConsumer("native"))
+	require.NoError(t, err)
+	require.NoError(t, nc.Flush())
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	require.Empty(t, v.errs)
+}

@@ -1,0 +1,86 @@
+package dispatch_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// The mover puts a due retry back on CALLS only if it retries a stored
+// call: a worker credential may write retry schedules, and a schedule of
+// its own making must not queue a call admission never saw.
+func TestMoverRequeuesOnlyRetriesOfStoredCalls(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	ctx := t.Context()
+	b := s.Env.Bus
+	// A stored call, admitted and run as usual.
+	sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo",
+		ArgumentsJson: `{"text":"admitted"}`})
+	require.NoError(t, err)
+	_, err = s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, sub.CallID, 20*time.Second)
+	require.NoError(t, err)
+	stored, err := bus.LastMsg(ctx, b.Calls, b.Subjects.AllCalls())
+	require.NoError(t, err)
+	call := &toolwirev1.ToolCall{}
+	require.NoError(t, proto.Unmarshal(stored.Data, call))
+	require.Equal(t, sub.CallID, call.CallId)
+
+	forged := proto.CloneOf(call)
+	forged.CallId, forged.Arguments = "01FORGEDFORGEDFORGEDFORGED", []byte(`{"text":"never admitted"}`)
+	forged.Caller.Tenant = "other"
+	retry := proto.CloneOf(call)
+	retry.Attempt = 1
+	for _, c := range []struct {
+		name string
+		call *toolwirev1.ToolCall
+		of   string // RetryOfHeader
+	}{
+		{"no header", forged, ""},
+		{"header naming another call", forged, strconv.FormatUint(stored.Sequence, 10)},
+		{"header naming no call", forged, "999999"},
+		{"the retry of the stored call", retry, strconv.FormatUint(stored.Sequence, 10)},
+	} {
+		data, err := proto.Marshal(c.call)
+		require.NoError(t, err)
+		m := &nats.Msg{Subject: b.Subjects.RetryDue(c.call.CallId, 1), Data: data, Header: nats.Header{}}
+		if c.of != "" {
+			m.Header.Set(bus.RetryOfHeader, c.of)
+		}
+		_, err = b.JS.PublishMsg(ctx, m)
+		require.NoError(t, err, c.name)
+	}
+	// Wait until the mover has settled every due retry.
+	mover, err := b.Retries.Consumer(ctx, b.Config.MoverConsumer())
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		ci, err := mover.Info(ctx)
+		return err == nil && ci.NumPending == 0 && ci.NumAckPending == 0 && ci.AckFloor.Stream > 0
+	}, 20*time.Second, 10*time.Millisecond)
+
+	// Only the genuine retry reached CALLS.
+	cons, err := b.Calls.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	require.NoError(t, err)
+	var ids []string
+	var attempts []int32
+	for {
+		m, err := cons.Next(jetstream.FetchMaxWait(500 * time.Millisecond))
+		if err != nil {
+			break
+		}
+		c := &toolwirev1.ToolCall{}
+		require.NoError(t, proto.Unmarshal(m.Data(), c))
+		ids, attempts = append(ids, c.CallId), append(attempts, c.Attempt)
+	}
+	require.Equal(t, []string{sub.CallID, sub.CallID}, ids)
+	require.Equal(t, []int32{0, 1}, attempts)
+}
