@@ -91,4 +91,12 @@ func TestReplayNeedsASelection(t *testing.T) {
 	if o := b.run(t, append(nats, "--call-id", "01JD0000000000000000000000")...); o.code != 1 || !strings.Contains(o.stderr, "not in the calls stream") {
 		t.Fatalf("unknown call: %+v", o)
 	}
+	// A recorded call and no shadow pool: refused at once, naming the fix,
+	// not after a --wait per call.
+	if o := b.run(t, "call", "echo", `{"text":"x"}`); o.code != 0 {
+		t.Fatalf("call: %+v", o)
+	}
+	if o := b.run(t, append(nats, "--tool", "echo", "--since", "1h", "--wait", "1h")...); o.code != 1 || !strings.Contains(o.stderr, "no shadow pool is running") {
+		t.Fatalf("no shadow pool: %+v", o)
+	}
 }

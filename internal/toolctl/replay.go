@@ -58,17 +58,17 @@ not be replayed.`,
 			if err != nil {
 				return &requestError{err}
 			}
-			if err := rp.CheckShadowPools(cmd.Context()); err != nil {
-				if errors.Is(err, replay.ErrNoShadowPool) {
-					fmt.Fprintf(a.io.Stderr, "error: %v\n", err)
-					return exitCode(ExitToolError)
-				}
-				return &requestError{err}
-			}
 			differ, n := false, 0
 			handle := func(r *audit.Record) error {
 				if n >= limit {
 					return errLimit
+				}
+				if n == 0 {
+					// Before the first replay: without a shadow pool each
+					// would wait its full --wait for nothing.
+					if err := rp.CheckShadowPools(cmd.Context()); err != nil {
+						return err
+					}
 				}
 				n++
 				p := rp.Replay(cmd.Context(), r, o)
@@ -90,7 +90,10 @@ not be replayed.`,
 					break
 				}
 				before := n
-				if _, err := src.Run(cmd.Context(), g, audit.Options{}, handle); err != nil && !errors.Is(err, errLimit) {
+				if _, err := src.Run(cmd.Context(), g, audit.Options{}, handle); errors.Is(err, replay.ErrNoShadowPool) {
+					fmt.Fprintf(a.io.Stderr, "error: %v\n", err)
+					return exitCode(ExitToolError)
+				} else if err != nil && !errors.Is(err, errLimit) {
 					return &requestError{err}
 				}
 				if g.CallID != "" && n == before {

@@ -51,7 +51,8 @@ func TestNetworkToolCannotReachLocalServices(t *testing.T) {
 	probe := setup(t)
 	need(t, probe, sandbox.MechLandlock)
 	// A real NATS server with a loopback listener, as a worker's.
-	nats, err := bus.StartEmbedded(t.Context(), bus.EmbeddedConfig{StoreDir: t.TempDir(), ListenAddr: "127.0.0.1:0"})
+	nats, err := bus.StartEmbedded(t.Context(), bus.EmbeddedConfig{StoreDir: t.TempDir(), ListenAddr: "127.0.0.1:0",
+		Users: []bus.User{{Name: "worker", Password: "a-password-the-tool-does-not-have"}}})
 	require.NoError(t, err)
 	t.Cleanup(nats.Server.Shutdown)
 	natsURL, err := url.Parse(nats.ClientURL())
