@@ -2,9 +2,11 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -28,7 +30,7 @@ func Main(args []string, stderr io.Writer, tools []*tool.Tool) int {
 	fs.StringVar(&rc.Workers, "workers", "", "in-process worker pools: all, none or native,mcp,sandbox,http (default all when embedded, none otherwise)")
 	fs.StringVar(&rc.WorkerConfig, "worker-config", "", "configuration of the in-process workers (the worker YAML); default: the built-in examples of every executor type")
 	fs.IntVar(&rc.Concurrency, "concurrency", 64, "calls run at once per in-process pool")
-	fs.StringVar(&rc.NATSListen, "nats-listen", "", "open a client listener on the embedded server, e.g. 127.0.0.1:4222; it requires the credentials made once under <data>/credentials (worker.nk, operator.nk)")
+	fs.StringVar(&rc.NATSListen, "nats-listen", DefaultNATSListen, "client listener of the embedded server (\"none\" = in-process connections only); it requires the credentials made once under <data>/credentials (worker.nk, operator.nk), which toolctl and workers on this machine find themselves")
 	fs.StringVar(&rc.Monitor, "monitor", "", "serve the embedded server's monitoring endpoints, e.g. 127.0.0.1:8222")
 	fs.StringVar(&sync, "nats-sync", "1s", "embedded store fsync: an interval, or \"always\"")
 	fs.StringVar(&rc.NATSEncryptionKey, "nats-encryption-key", "", "encrypt the embedded store at rest with the key in file:/path or env:NAME (never the key itself)")
@@ -60,15 +62,47 @@ func Main(args []string, stderr io.Writer, tools []*tool.Tool) int {
 		fmt.Fprintln(stderr, "dispatcher: --nats-encryption-key: want file:/path or env:NAME, never the key itself (the value is not shown)")
 		return 2
 	}
+	if rc.NATSListen == "none" || rc.NATSURL != "" {
+		rc.NATSListen = "" // an external server has its own listeners
+	}
 	rc.Logger, rc.Tools = log, tools
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	if err := Run(ctx, rc); err != nil {
+	// The first SIGTERM or SIGINT starts the graceful stop; a second one
+	// ends it at once (Hurry: running calls are handed back).
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hurry, done := make(chan struct{}), make(chan struct{})
+	rc.Hurry = hurry
+	go func() { // owned: ends when Run has returned
+		for _, next := range []func(){cancel, func() { close(hurry) }} {
+			select {
+			case <-sigs:
+				next()
+			case <-done:
+				return
+			}
+		}
+	}()
+	err = Run(ctx, rc)
+	close(done)
+	if errors.Is(err, ErrDataDirInUse) {
+		fmt.Fprintf(stderr, "dispatcher: %v\n", err)
+		return 1
+	}
+	if err != nil {
 		log.Error("dispatcher failed", "err", err)
 		return 1
 	}
 	return 0
 }
+
+// DefaultNATSListen is the embedded server's client listener unless
+// --nats-listen says otherwise: loopback only, with credentials, so that
+// `toolctl audit`, `dlq` and `replay` and workers on this machine work
+// with no flag.
+const DefaultNATSListen = "127.0.0.1:4222"
 
 func parseDuration(s string) (d time.Duration, err error) {
 	d, err = time.ParseDuration(s)

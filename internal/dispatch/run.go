@@ -72,6 +72,10 @@ type RunConfig struct {
 	WorkerConfig string
 	// Grace bounds the graceful stop. Default 25s.
 	Grace time.Duration
+	// Hurry, if set, ends the graceful stop early once closed (a second
+	// Ctrl-C): calls still running are cancelled with the shutdown cause
+	// and handed back for redelivery at once.
+	Hurry <-chan struct{}
 	// Ready, if set, receives the API's listening address once serving.
 	Ready  chan<- string
 	Logger *slog.Logger
@@ -109,8 +113,15 @@ func Run(ctx context.Context, rc RunConfig) error {
 	if err != nil {
 		return err
 	}
+	var lock *dataLock
 	if rc.NATSURL == "" {
 		dir := cmp.Or(rc.DataDir, "data")
+		// One process per store: a second embedded server on the same
+		// directory would corrupt it. Refused before anything is opened.
+		if lock, err = lockDataDir(dir); err != nil {
+			return err
+		}
+		defer lock.release()
 		users, err := listenerUsers(rc, dir, log)
 		if err != nil {
 			return err
@@ -159,18 +170,20 @@ func Run(ctx context.Context, rc RunConfig) error {
 			return err
 		}
 	}
-	stopWorker := func() {
+	stopWorker := func(ctx context.Context) {
 		if w == nil {
 			return
 		}
-		sctx, cancel := context.WithTimeout(context.Background(), grace)
-		defer cancel()
-		if err := w.Stop(sctx); err != nil {
+		if err := w.Stop(ctx); err != nil {
 			log.Error("worker stop", "err", err)
 		}
 		w = nil
 	}
-	defer stopWorker()
+	defer func() { // on an early return; the graceful stop below stops it first
+		sctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		stopWorker(sctx)
+	}()
 
 	reg := registry.NewStore(b.Registry, log)
 	if err := reg.Start(ctx); err != nil {
@@ -226,6 +239,9 @@ func Run(ctx context.Context, rc RunConfig) error {
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("toolwire dispatcher serving", "api", "http://"+ln.Addr().String(), "dispatcher", d.Name(),
 		"nats", cmp.Or(redactedURL(rc.NATSURL), "embedded"), "workers", strings.Join(pools, ","))
+	if lock != nil {
+		lock.describe("http://" + ln.Addr().String())
+	}
 	if rc.Ready != nil {
 		rc.Ready <- ln.Addr().String()
 	}
@@ -235,14 +251,35 @@ func Run(ctx context.Context, rc RunConfig) error {
 	case err := <-serveErr:
 		return fmt.Errorf("dispatch: http: %w", err)
 	}
-	log.Info("shutting down")
-	shutdownDone := make(chan error, 1)
+	inFlight := 0
+	if f, ok := w.(interface{ InFlight() int }); ok {
+		inFlight = f.InFlight()
+	}
+	if inFlight > 0 && rc.Hurry != nil {
+		log.Info("shutting down: waiting for the calls in flight to finish; interrupt again to hand them back now",
+			"in_flight", inFlight, "grace", grace)
+	} else {
+		log.Info("shutting down", "in_flight", inFlight, "grace", grace)
+	}
+	// The graceful stop's context, shared by every step below: the grace
+	// period, cut short by Hurry.
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
+	if rc.Hurry != nil {
+		go func() { // ends with sctx, at the latest when Run returns
+			select {
+			case <-rc.Hurry:
+				log.Info("shutting down now: handing the calls in flight back for redelivery")
+				cancel()
+			case <-sctx.Done():
+			}
+		}()
+	}
+	shutdownDone := make(chan error, 1)
 	go func() { shutdownDone <- srv.Shutdown(sctx) }()
-	stopWorker()
+	stopWorker(sctx)
 	d.Stop()
-	if err := <-shutdownDone; err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	if err := <-shutdownDone; err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		log.Warn("http shutdown", "err", err)
 	}
 	reg.Stop()

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,7 @@ type command struct {
 	line   string
 	argv   []string
 	prints string
+	exit   int // from an "# exits N" comment
 }
 
 // TestReadmeQuickStart runs every command of the README's quick start.
@@ -52,7 +54,8 @@ func TestReadmeQuickStart(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	api := startDispatcher(t, ctx, root, bin)
+	data := t.TempDir()
+	api, natsURL := startDispatcher(t, ctx, root, bin, data)
 
 	var lastCallID string
 	for _, c := range cmds {
@@ -81,11 +84,21 @@ func TestReadmeQuickStart(t *testing.T) {
 		}
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "TOOLWIRE_SERVER="+api)
+		// The defaults of the README (127.0.0.1:8080, nats://127.0.0.1:4222,
+		// ./data) point at this test's dispatcher.
+		cmd.Env = append(os.Environ(), "TOOLWIRE_SERVER="+api, "TOOLWIRE_NATS_URL="+natsURL, "TOOLWIRE_DATA="+data)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("%s: %v\nstdout: %s\nstderr: %s", c.line, err, stdout.String(), stderr.String())
+		err := cmd.Run()
+		code := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatalf("%s: %v", c.line, err)
+		}
+		if code != c.exit {
+			t.Fatalf("%s: exit code %d, the README says %d\nstdout: %s\nstderr: %s", c.line, code, c.exit, stdout.String(), stderr.String())
 		}
 		if m := callIDLine.FindStringSubmatch(stderr.String()); m != nil {
 			lastCallID = m[1]
@@ -97,14 +110,17 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 }
 
-var callIDLine = regexp.MustCompile(`(?m)^call: ([0-9A-Z]{26})$`)
+var (
+	callIDLine = regexp.MustCompile(`(?m)^call: ([0-9A-Z]{26})$`)
+	exitsRe    = regexp.MustCompile(`^exits (\d+)`)
+)
 
 // startDispatcher starts ./bin/dispatcher as `make run` does, on a random
 // port and a temporary data directory, and returns its API's URL once it
 // serves. It is stopped with SIGTERM when the test ends and must exit 0.
-func startDispatcher(t *testing.T, ctx context.Context, root, bin string) string {
+func startDispatcher(t *testing.T, ctx context.Context, root, bin, data string) (api, natsURL string) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(bin, "dispatcher"), "--data", t.TempDir(), "--http", "127.0.0.1:0")
+	cmd := exec.Command(filepath.Join(bin, "dispatcher"), "--data", data, "--http", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0")
 	cmd.Dir = root
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -114,21 +130,26 @@ func startDispatcher(t *testing.T, ctx context.Context, root, bin string) string
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	serving := make(chan string, 1)
+	serving := make(chan [2]string, 1)
 	var logMu sync.Mutex
 	var log strings.Builder
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		apiRe := regexp.MustCompile(`toolwire dispatcher serving.* api=(http://[0-9.:]+)`)
+		natsRe := regexp.MustCompile(`embedded NATS server started.* client_url=(nats://[0-9.:]+)`)
+		var natsURL string
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			logMu.Lock()
 			log.WriteString(sc.Text() + "\n")
 			logMu.Unlock()
+			if m := natsRe.FindStringSubmatch(sc.Text()); m != nil {
+				natsURL = m[1]
+			}
 			if m := apiRe.FindStringSubmatch(sc.Text()); m != nil {
-				serving <- m[1]
+				serving <- [2]string{m[1], natsURL}
 			}
 		}
 	}()
@@ -149,14 +170,17 @@ func startDispatcher(t *testing.T, ctx context.Context, root, bin string) string
 		}
 	})
 	select {
-	case api := <-serving:
-		return api
+	case urls := <-serving:
+		if urls[1] == "" {
+			t.Fatalf("the dispatcher logged no NATS client URL:\n%s", dump())
+		}
+		return urls[0], urls[1]
 	case <-done:
 		t.Fatalf("the dispatcher exited before serving:\n%s", dump())
 	case <-ctx.Done():
 		t.Fatalf("the dispatcher did not serve in time:\n%s", dump())
 	}
-	return ""
+	return "", ""
 }
 
 // quickStart returns the commands of the "## Quick start" section's sh
@@ -193,11 +217,16 @@ func quickStart(readme string) ([]command, error) {
 		if err != nil {
 			return nil, fmt.Errorf("quick start line %q: %w", line, err)
 		}
-		prints := ""
-		if p, ok := strings.CutPrefix(strings.TrimSpace(comment), "prints: "); ok {
+		prints, exit := "", 0
+		comment = strings.TrimSpace(comment)
+		if p, ok := strings.CutPrefix(comment, "prints: "); ok {
 			prints = p
 		}
-		// Commands separated by ";".
+		if m := exitsRe.FindStringSubmatch(comment); m != nil {
+			exit, _ = strconv.Atoi(m[1])
+		}
+		// Commands separated by ";"; the comment speaks of the last.
+		before := len(cmds)
 		var cur []string
 		flush := func() {
 			if len(cur) > 0 && cur[0] != "make" {
@@ -213,8 +242,8 @@ func quickStart(readme string) ([]command, error) {
 			cur = append(cur, w)
 		}
 		flush()
-		if prints != "" && len(cmds) > 0 {
-			cmds[len(cmds)-1].prints = prints
+		if len(cmds) > before {
+			cmds[len(cmds)-1].prints, cmds[len(cmds)-1].exit = prints, exit
 		}
 	}
 	return cmds, nil

@@ -84,12 +84,20 @@ type Worker struct {
 	closers []func(context.Context) error
 }
 
+// closeWait bounds closing the executors once the worker has stopped.
+const closeWait = 5 * time.Second
+
 // Stop stops the worker (see worker.Worker.Stop), then closes the
-// executors within ctx.
+// executors. Closing gets its own closeWait, not what is left of ctx: a
+// grace period spent on running calls (handed back when it ran out) must
+// not turn closing the executors (ending MCP servers' and sandboxes'
+// processes) into an error.
 func (w *Worker) Stop(ctx context.Context) error {
 	err := w.Worker.Stop(ctx)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeWait)
+	defer cancel()
 	for _, c := range slices.Backward(w.closers) {
-		err = errors.Join(err, c(ctx))
+		err = errors.Join(err, c(cctx))
 	}
 	return err
 }
