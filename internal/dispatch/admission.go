@@ -29,7 +29,7 @@ func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallR
 			if o.SpecVersion != "" {
 				te.Message = fmt.Sprintf("unknown tool %q or version %q", o.Tool, o.SpecVersion)
 			}
-			te.Suggestion = "list the available tools with ListTools"
+			te.Suggestion = d.unknownToolHint(id, o.Tool)
 			return nil, te
 		}
 		te := preExec(toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, "registry lookup failed")
@@ -136,4 +136,19 @@ func violation(t toolwirev1.ErrorType, field, msg string) *toolwirev1.ToolError 
 	}
 	te.Violations = []*toolwirev1.FieldViolation{{Field: field, Message: msg}}
 	return te
+}
+
+// unknownToolHint suggests the tools the caller may have meant (among
+// those it can see), and how to list them all.
+func (d *Dispatcher) unknownToolHint(id Identity, name string) string {
+	const list = "list the tools you can call with `toolctl tools list` (the ListTools RPC)"
+	visible := d.reg.List(registry.Filter{Scopes: id.Scopes})
+	names := make([]string, 0, len(visible))
+	for _, e := range visible {
+		names = append(names, e.Spec.Name)
+	}
+	if similar := registry.Similar(name, names); len(similar) > 0 {
+		return "did you mean " + strings.Join(similar, " or ") + "? " + list
+	}
+	return list
 }

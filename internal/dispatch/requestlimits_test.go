@@ -315,3 +315,24 @@ func TestBoundedGzipStopsAtItsLimit(t *testing.T) {
 	require.Equal(t, int64(64<<10+1), n, "one byte past the limit, as Connect reads")
 	require.NoError(t, dec.Close())
 }
+
+// curl -d without a Content-Type (form encoding) gets a 415 that says what
+// to send, not an empty body.
+func TestUnsupportedContentTypeIsExplained(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	for _, ct := range []string{"", "application/x-www-form-urlencoded", "text/plain"} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL+"/toolwire.v1.DispatcherService/Call",
+			strings.NewReader(`{"tool":"echo","arguments":{"text":"hi"}}`))
+		require.NoError(t, err)
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode, ct)
+		require.Contains(t, string(body), "Content-Type: application/json", ct)
+	}
+}

@@ -36,7 +36,7 @@ func (s *Service) Handler(auth Authenticator, opts ...connect.HandlerOption) (st
 	base := append([]connect.HandlerOption{connect.WithCompressMinBytes(1024)},
 		requestLimits{values: cfg.MaxArgsValues + requestFields, depth: cfg.MaxRequestDepth}.handlerOptions(cfg.MaxRequestBytes)...)
 	path, h := toolwirev1connect.NewDispatcherServiceHandler(s, append(base, opts...)...)
-	return path, LimitBody(Authenticate(auth, h), cfg.MaxRequestBytes)
+	return path, explainContentType(LimitBody(Authenticate(auth, h), cfg.MaxRequestBytes))
 }
 
 // Authenticate wraps h so that every request carries the identity auth

@@ -102,6 +102,9 @@ func TestCall(t *testing.T) {
 		require.Equal(t, toolctl.ExitToolError, out.code)
 		require.Contains(t, out.stderr, `error: NOT_FOUND: unknown tool "nosuch"`)
 		require.Contains(t, out.stderr, "suggestion: ")
+		require.Contains(t, out.stderr, "toolctl tools list", "the hint names the command, not the RPC")
+		out = b.run(t, "call", "ecoh", "{}")
+		require.Contains(t, out.stderr, "suggestion: did you mean echo? ")
 	})
 
 	t.Run("ToolFailed", func(t *testing.T) {
