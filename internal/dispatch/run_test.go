@@ -93,7 +93,11 @@ func TestHurryEndsTheGracePeriod(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	_ = resp.Body.Close()
-	<-started
+	select {
+	case <-started:
+	case <-time.After(time.Minute): // far below the package's timeout
+		t.Fatal("the call never started")
+	}
 	cancel()
 	// Polled, not slept: the stop has begun once it says so.
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "interrupt again to hand them back now") },

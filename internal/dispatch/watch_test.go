@@ -132,7 +132,11 @@ func TestWatchesPerCallerAreCapped(t *testing.T) {
 			return nil
 		})
 	}()
-	<-open
+	select {
+	case <-open:
+	case <-time.After(time.Minute): // far below the package's timeout
+		t.Fatal("the first Watch never opened")
+	}
 	_, err = watchAll(ctx, clientAs(s, "alice"), long.CallID)
 	require.Equal(t, connect.CodeResourceExhausted, connect.CodeOf(err), "%v", err)
 	require.ErrorIs(t, d.Watch(ctx, alice, long.CallID, nil), dispatch.ErrTooManyWatches)

@@ -160,7 +160,13 @@ func startDispatcher(t *testing.T, ctx context.Context, root, bin, data string) 
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
-		<-done
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute): // the grace period is 25 s
+			_ = cmd.Process.Kill()
+			<-done
+			t.Errorf("the dispatcher did not stop within 2 minutes of SIGINT:\n%s", dump())
+		}
 		err := cmd.Wait()
 		if err != nil {
 			t.Errorf("the dispatcher did not exit cleanly on SIGINT: %v\n%s", err, dump())

@@ -204,7 +204,11 @@ func TestSubmitAndGet(t *testing.T) {
 
 	t.Run("TimeoutReportsTheCall", func(t *testing.T) {
 		t.Parallel()
-		out := b.run(t, "--timeout", "300ms", "-o", "json", "call", "sleep", `{"duration":"1s"}`)
+		// The dispatcher is asked to wait a little less than --timeout and
+		// answers PENDING in the headroom left (a tenth of the timeout,
+		// 500ms here): with --timeout 300ms the headroom was 100ms, which
+		// a loaded host could miss (exit 2, no answer).
+		out := b.run(t, "--timeout", "5s", "-o", "json", "call", "sleep", `{"duration":"60s"}`)
 		require.Equal(t, toolctl.ExitPending, out.code, out.stderr)
 		require.Contains(t, out.stdout, "CALL_STATE_PENDING")
 	})

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -173,6 +174,10 @@ func TestIsolation(t *testing.T) {
 		// With network on, the same tool reaches the listener: the test
 		// can see a connection, so the refusals above are the sandbox's.
 		text(t, setupNet(t), spec(fixture("connect", "--", addr), func(sc *toolwirev1.SandboxConfig) { sc.Network = true }), `{}`)
-		<-accepted
+		select {
+		case <-accepted:
+		case <-time.After(time.Minute): // far below the package's timeout
+			t.Fatal("the listener saw no connection")
+		}
 	})
 }
