@@ -102,6 +102,13 @@ func (d *Dispatcher) retryOfStoredCall(ctx context.Context, due *toolwirev1.Tool
 	if err := proto.Unmarshal(m.Data, stored); err != nil {
 		return fmt.Sprintf("undecodable call at sequence %d", seq), nil
 	}
+	// Only a live call admission stored: the calls stream also holds
+	// replays (shadow subjects, published by operators), which a retry
+	// must never turn into live calls.
+	if stored.Caller == nil || !bus.ValidTenant(stored.Caller.Tenant) ||
+		m.Subject != d.subj.Call(stored.Executor, stored.Caller.Tenant, stored.Provider, stored.Tool) {
+		return fmt.Sprintf("the message at sequence %d is no live call (subject %s)", seq, m.Subject), nil
+	}
 	stored.Attempt = due.Attempt
 	if !proto.Equal(stored, due) {
 		return fmt.Sprintf("the call at sequence %d is another call", seq), nil

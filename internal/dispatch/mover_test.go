@@ -84,3 +84,35 @@ func TestMoverRequeuesOnlyRetriesOfStoredCalls(t *testing.T) {
 	require.Equal(t, []string{sub.CallID, sub.CallID}, ids)
 	require.Equal(t, []int32{0, 1}, attempts)
 }
+
+// The calls stream also stores replays (shadow subjects, which operators
+// publish): a retry schedule naming one is dropped, never moved onto a
+// live call subject.
+func TestMoverNeverPromotesReplays(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	ctx := t.Context()
+	b := s.Env.Bus
+	c := &toolwirev1.ToolCall{CallId: "01JZZZZZZZZZZZZZZZZZZZZZZZ", Tool: "echo", Provider: "builtin",
+		Executor: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE, Caller: &toolwirev1.Caller{Tenant: "victim"},
+		Arguments: []byte(`{"text":"never admitted"}`), Dispatcher: bus.ReplayDispatcher}
+	data, err := proto.Marshal(c)
+	require.NoError(t, err)
+	ack, err := b.JS.Publish(ctx, b.Subjects.Shadow(c.Executor, "victim", "builtin", "echo"), data)
+	require.NoError(t, err)
+	c.Attempt = 1
+	data, err = proto.Marshal(c)
+	require.NoError(t, err)
+	m := &nats.Msg{Subject: b.Subjects.RetryDue(c.CallId, 1), Data: data, Header: nats.Header{}}
+	m.Header.Set(bus.RetryOfHeader, strconv.FormatUint(ack.Sequence, 10))
+	_, err = b.JS.PublishMsg(ctx, m)
+	require.NoError(t, err)
+	mover, err := b.Retries.Consumer(ctx, b.Config.MoverConsumer())
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		ci, err := mover.Info(ctx)
+		return err == nil && ci.NumPending == 0 && ci.NumAckPending == 0 && ci.AckFloor.Stream > 0
+	}, 20*time.Second, 10*time.Millisecond)
+	_, err = bus.LastMsg(ctx, b.Calls, b.Subjects.Call(c.Executor, "victim", "builtin", "echo"))
+	require.ErrorIs(t, err, jetstream.ErrMsgNotFound, "the replay became a live call")
+}

@@ -95,6 +95,32 @@ func compileNode(schema any, depth int) *node {
 	return n
 }
 
+// countMarks counts the schema objects anywhere in v marked secret
+// (Keyword: true), not those inside one already marked (its whole value is
+// redacted). A mark that compileNode does not reach makes the two counts
+// differ: the plan is then incomplete. The keyword set to false, or
+// mentioned in a description, is no mark.
+func countMarks(v any) int {
+	switch x := v.(type) {
+	case map[string]any:
+		if s, _ := x[Keyword].(bool); s {
+			return 1
+		}
+		n := 0
+		for _, e := range x {
+			n += countMarks(e)
+		}
+		return n
+	case []any:
+		n := 0
+		for _, e := range x {
+			n += countMarks(e)
+		}
+		return n
+	}
+	return 0
+}
+
 // plans caches compiled plans by schema text (only of schemas that carry
 // the keyword); it is emptied when it passes maxPlans.
 var (
@@ -119,9 +145,9 @@ func Compile(schemaJSON string) *Plan {
 		return p.(*Plan)
 	}
 	var schema any
-	_ = json.Unmarshal([]byte(schemaJSON), &schema)
+	err := json.Unmarshal([]byte(schemaJSON), &schema)
 	root := compileNode(schema, 0)
-	p := &Plan{root: root, complete: root.count() == strings.Count(schemaJSON, Keyword)}
+	p := &Plan{root: root, complete: err == nil && root.count() == countMarks(schema)}
 	if planCount.Add(1) > maxPlans {
 		plans.Clear()
 		planCount.Store(1)

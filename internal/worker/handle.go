@@ -97,11 +97,10 @@ func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery
 		// name). A call whose tenant is no valid name is dead-lettered
 		// raw, under no tenant, rather than under a mapped one.
 		w.log.WarnContext(ctx, "terminating call whose tenant cannot be answered", "subject", msg.Subject(), "reason", bad.Reason)
-		dl := call
-		if !bus.ValidTenant(call.GetCaller().GetTenant()) {
-			dl = nil
-		}
-		w.deadLetter(ctx, p.Type, dl, msg, bad.Reason, preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, bad.Reason), delivery)
+		// Raw (no call) in every case: a letter keeping the call would let
+		// `dlq retry` queue it for the payload's tenant on that stranger's
+		// word, as the reaper and the orphan sweeper also never do.
+		w.deadLetter(ctx, p.Type, nil, msg, bad.Reason, preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, bad.Reason), delivery)
 		w.settle(ctx, msg, "term", msg.TermWithReason(bad.Reason))
 		return
 	case errors.As(err, &bad):
