@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -92,11 +93,17 @@ func TestBadCallsAreTerminatedAnsweredAndDeadLettered(t *testing.T) {
 	publish(b.Subjects.Call(native, "default", "builtin", "echo"), c)
 	dls := waitDLQ(t, s, 4)
 	reasons := map[string]string{}
+	var raw []string // letters without a call, which dlq retry cannot queue
 	for _, dl := range dls {
+		if dl.GetCall() == nil {
+			raw = append(raw, dl.Reason)
+			continue
+		}
 		reasons[dl.GetCall().GetCallId()] = dl.Reason
 	}
-	require.Contains(t, reasons[""], "undecodable")
-	require.Contains(t, reasons["01J00000000000000000000001"], "disagrees")
+	require.Len(t, raw, 2, "the undecodable call, and the call filed under another tenant's subject")
+	require.Contains(t, strings.Join(raw, "\n"), "undecodable")
+	require.Contains(t, strings.Join(raw, "\n"), `"toolwire.call.native.evil.builtin.echo" disagrees`)
 	require.Contains(t, reasons["01J00000000000000000000004"], "disagrees")
 	require.Contains(t, reasons["01J00000000000000000000002"], "unknown spec version")
 
