@@ -90,13 +90,16 @@ func workerPermissions(c Config) Permissions {
 		jsAPI+"CONSUMER.INFO."+calls+".*",
 		jsAPI+"CONSUMER.MSG.NEXT."+calls+".*",
 		"$JS.ACK."+calls+".>",
-		// A redelivered call: its stored result and its events (last
-		// event by subject, or an ordered consumer over one call's events).
+		// A redelivered call: its stored result and its events, read by
+		// direct gets (last by subject, next by subject). No consumer on a
+		// stream the worker writes: a push consumer delivers wherever its
+		// creator says, and the server does not check that subject against
+		// the creator's permissions, so a role that writes a stream and may
+		// create consumers on it could have the server publish its writes
+		// on any subject (a forged dead-letter retry request, say).
 		jsAPI+"DIRECT.GET."+results+".>",
+		jsAPI+"DIRECT.GET."+events,
 		jsAPI+"DIRECT.GET."+events+".>",
-		jsAPI+"CONSUMER.CREATE."+events+".*."+s.AllEvents(),
-		jsAPI+"CONSUMER.MSG.NEXT."+events+".*",
-		jsAPI+"CONSUMER.DELETE."+events+".*",
 		// What a worker writes.
 		s.AllResults(),
 		s.AllEvents(),
@@ -104,13 +107,11 @@ func workerPermissions(c Config) Permissions {
 		s.join("retry", "sched", ">"),
 		// Cancel tombstones: looked up by key (watched by subscription).
 		jsAPI+"DIRECT.GET."+cancels+".>",
-		// The registry: specs and MCP definition approvals read, written
-		// and watched.
+		// The registry: specs and MCP definition approvals read and
+		// written; approvals are heard by a core subscription (below), not
+		// a KV watch, for the same reason: no consumer.
 		jsAPI+"DIRECT.GET."+registry+".>",
 		"$KV."+c.RegistryBucket()+".>",
-		jsAPI+"CONSUMER.CREATE."+registry+".*.$KV."+c.RegistryBucket()+".>",
-		jsAPI+"CONSUMER.DELETE."+registry+".*",
-		"$JS.FC."+registry+".>",
 		// Outputs over the inline limit: chunks and meta written, meta read.
 		"$O."+c.BlobBucket()+".>",
 		jsAPI+"DIRECT.GET."+objStream(c.BlobBucket())+".>",
@@ -118,6 +119,7 @@ func workerPermissions(c Config) Permissions {
 	sub := []string{
 		InboxPrefix(c, RoleWorker) + ".>",
 		"$KV." + c.CancelBucket() + ".>",
+		"$KV." + c.RegistryBucket() + ".approvals.>",
 	}
 	return Permissions{Publish: pub, Subscribe: sub}
 }

@@ -337,9 +337,10 @@ func TestBindAttachesWithoutRewriting(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, jetstream.LimitsPolicy, info.Config.Retention)
 }
-
-// What an MCP executor does with a worker credential: watch the registry's
-// approvals, write one, and stop watching, within the role's permissions.
+// A worker hears approvals through a core subscription on their keys and
+// reads them by direct get; it may create no consumer on a stream it
+// writes (EVENTS, the registry): a push consumer would let the server
+// deliver its writes onto any subject.
 func TestWorkerWatchesTheRegistry(t *testing.T) {
 	t.Parallel()
 	e := startAuth(t, bus.Config{})
@@ -347,24 +348,34 @@ func TestWorkerWatchesTheRegistry(t *testing.T) {
 	ctx := t.Context()
 	wb, err := bus.Open(ctx, nc, bus.Config{}, bus.Options{Bind: true})
 	require.NoError(t, err)
-	w, err := wb.Registry.Watch(ctx, "approvals.>", jetstream.UpdatesOnly())
+	heard := make(chan *nats.Msg, 1)
+	sub, err := nc.ChanSubscribe("$KV."+wb.Config.RegistryBucket()+".approvals.>", heard)
 	require.NoError(t, err)
+	require.NoError(t, nc.Flush())
 	_, err = wb.Registry.Create(ctx, "approvals.search", []byte("hash"))
 	require.NoError(t, err)
 	select {
-	case ent := <-w.Updates():
-		require.Equal(t, "approvals.search", ent.Key())
+	case m := <-heard:
+		require.True(t, strings.HasSuffix(m.Subject, ".approvals.search"), m.Subject)
 	case <-time.After(10 * time.Second):
 		t.Fatal("no update")
 	}
-	require.NoError(t, w.Stop())
+	require.NoError(t, sub.Unsubscribe())
 	got, err := wb.Registry.Get(ctx, "approvals.search")
 	require.NoError(t, err)
 	require.Equal(t, "hash", string(got.Value()))
 	require.NoError(t, nc.Flush())
 	v.mu.Lock()
-	defer v.mu.Unlock()
 	require.Empty(t, v.errs)
+	v.mu.Unlock()
+
+	// No consumer on the registry or EVENTS, push or pull.
+	for _, stream := range []jetstream.Stream{wb.Events} {
+		_, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{FilterSubject: wb.Subjects.AllEvents()})
+		require.Error(t, err, "a consumer on EVENTS")
+	}
+	_, err = wb.Registry.Watch(ctx, "approvals.>", jetstream.UpdatesOnly())
+	require.Error(t, err, "a KV watch is a consumer on the registry")
 }
 
 // An operator sees the layout's metadata (what `nats stream ls|info` and

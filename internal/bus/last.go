@@ -1,8 +1,11 @@
 package bus
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -41,4 +44,39 @@ func LastMsg(ctx context.Context, stream jetstream.Stream, filter string) (*jets
 		return nil, jetstream.ErrMsgNotFound
 	}
 	return last, nil
+}
+
+// AllMsgs returns every message of stream on subjects matching filter,
+// oldest first, without a consumer: the literal subjects are resolved as
+// in LastMsg, then each is read forward by direct gets of the next
+// message on it. Meant for the handful of messages of one call (its
+// events); a role that reads this way needs no consumer on the stream.
+func AllMsgs(ctx context.Context, stream jetstream.Stream, filter string) ([]*jetstream.RawStreamMsg, error) {
+	subjects := []string{filter}
+	if strings.ContainsAny(filter, "*>") {
+		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
+		if err != nil {
+			return nil, fmt.Errorf("bus: subjects of %s: %w", filter, err)
+		}
+		subjects = subjects[:0]
+		for s := range info.State.Subjects {
+			subjects = append(subjects, s)
+		}
+	}
+	var out []*jetstream.RawStreamMsg
+	for _, subject := range subjects {
+		for seq := uint64(1); ; {
+			m, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("bus: read %s: %w", subject, err)
+			}
+			out = append(out, m)
+			seq = m.Sequence + 1
+		}
+	}
+	slices.SortFunc(out, func(a, b *jetstream.RawStreamMsg) int { return cmp.Compare(a.Sequence, b.Sequence) })
+	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -48,7 +49,16 @@ const retryTimeout = 10 * time.Second
 // publish calls (bus.RoleOperator), a dispatcher's may. Every replica
 // subscribes in one queue group, so each request is served once.
 func ServeRetries(nc *nats.Conn, q *Queue, log *slog.Logger) (*nats.Subscription, error) {
+	operatorInboxes := bus.InboxPrefix(q.cfg, bus.RoleOperator) + "."
 	sub, err := nc.QueueSubscribe(bus.DLQRetrySubject(q.cfg), retryQueueGroup, func(m *nats.Msg) {
+		// Only an operator's request (its replies go to the operator
+		// inboxes) or a dispatcher's own (_INBOX.): a message the server
+		// delivers from a push consumer that someone pointed here carries
+		// a $JS.ACK reply, and is no request of anyone allowed to ask.
+		if !strings.HasPrefix(m.Reply, operatorInboxes) && !strings.HasPrefix(m.Reply, nats.InboxPrefix) {
+			log.Warn("dead letter retry request refused: not from an operator", "reply", m.Reply)
+			return
+		}
 		reply := q.serveRetry(m.Data)
 		if reply.Error != "" {
 			log.Warn("dead letter retry refused", "code", reply.Code, "err", reply.Error)

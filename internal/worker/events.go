@@ -42,28 +42,18 @@ func (w *Worker) lastEvent(ctx context.Context, call *toolwirev1.ToolCall) (*too
 // lastAttemptEvent scans a call's events for the newest attempt event; it
 // runs only for redeliveries whose newest event is not an attempt's.
 func (w *Worker) lastAttemptEvent(ctx context.Context, call *toolwirev1.ToolCall) *toolwirev1.CallEvent {
-	cons, err := w.bus.Events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{w.bus.Subjects.EventsAnyDispatcher(call.Caller.GetTenant(), call.CallId)}})
+	// Direct gets, not a consumer: a worker's credentials may create no
+	// consumer on EVENTS (bus.RoleWorker).
+	msgs, err := bus.AllMsgs(ctx, w.bus.Events, w.bus.Subjects.EventsAnyDispatcher(call.Caller.GetTenant(), call.CallId))
 	if err != nil {
 		return &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED} // be conservative
 	}
 	var last *toolwirev1.CallEvent
-	for {
-		batch, err := cons.FetchNoWait(100)
-		if err != nil {
-			break
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			ev := &toolwirev1.CallEvent{}
-			if proto.Unmarshal(m.Data(), ev) == nil && ev.Type != toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED &&
-				ev.Type != toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED {
-				last = ev
-			}
-		}
-		if n == 0 {
-			break
+	for _, m := range msgs {
+		ev := &toolwirev1.CallEvent{}
+		if proto.Unmarshal(m.Data, ev) == nil && ev.Type != toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED &&
+			ev.Type != toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED {
+			last = ev
 		}
 	}
 	return last

@@ -265,7 +265,7 @@ func (f *File) executor(ctx context.Context, b *bus.Bus, t toolwirev1.ExecutorTy
 		if len(f.MCP.Servers) == 0 {
 			return nil, nil, nil, errors.New("mcp: no servers configured (mcp.servers)")
 		}
-		e, err := mcp.New(ctx, f.MCP, mcp.Options{Registry: b.Registry, Logger: log})
+		e, err := mcp.New(ctx, f.MCP, mcp.Options{Registry: b.Registry, Conn: b.NC, Logger: log})
 		if err != nil {
 			return nil, nil, nil, err
 		}

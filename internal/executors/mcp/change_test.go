@@ -74,7 +74,7 @@ func TestDefinitionChangedAfterListChanged(t *testing.T) {
 	srv := newFixtureServer(fixtureOptions{running: tempDir(t), variant: "v1"})
 	url := httpServer(t, srv)
 	e := newExecutor(t, testConfig(mcp.ServerConfig{Name: "fix", HTTP: &mcp.HTTPConfig{URL: url}, Required: true}),
-		mcp.Options{Registry: s.Env.Bus.Registry})
+		mcp.Options{Registry: s.Env.Bus.Registry, Conn: s.Env.Bus.NC})
 	const name = "mcp__fix__versioned"
 	s.StartExecutorWorker(t, mcpType, e, e.Specs()...)
 	s.WaitTool(t, name)
@@ -154,7 +154,7 @@ func TestDefinitionChangedAcrossRestart(t *testing.T) {
 	const name = "mcp__fix__versioned"
 
 	e1, err := mcp.New(t.Context(), testConfig(stdioServer(t, "fix", map[string]string{envVariant: "v1"})),
-		mcp.Options{Registry: kv, Logger: testLogger(t)})
+		mcp.Options{Registry: kv, Conn: s.Env.Bus.NC, Logger: testLogger(t)})
 	require.NoError(t, err)
 	w1 := s.StartExecutorWorker(t, mcpType, e1, e1.Specs()...)
 	s.WaitTool(t, name)
@@ -165,7 +165,7 @@ func TestDefinitionChangedAcrossRestart(t *testing.T) {
 	require.NoError(t, w1.Stop(t.Context()))
 	require.NoError(t, e1.Close(t.Context()))
 
-	e2 := newExecutor(t, testConfig(stdioServer(t, "fix", map[string]string{envVariant: "v2"})), mcp.Options{Registry: kv})
+	e2 := newExecutor(t, testConfig(stdioServer(t, "fix", map[string]string{envVariant: "v2"})), mcp.Options{Registry: kv, Conn: s.Env.Bus.NC})
 	specs := specsByTool(e2)
 	require.True(t, specs["versioned"].Disabled)
 	newHash := specs["versioned"].GetMcp().GetDefinitionHash()

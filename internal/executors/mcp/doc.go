@@ -4,7 +4,7 @@
 //
 // # Use
 //
-//	e, err := mcp.New(ctx, cfg.MCP, mcp.Options{Registry: bus.Registry, Logger: log})
+//	e, err := mcp.New(ctx, cfg.MCP, mcp.Options{Registry: bus.Registry, Conn: bus.NC, Logger: log})
 //	...
 //	worker.New(b, worker.Config{
 //		Executors: map[toolwirev1.ExecutorType]executors.Executor{toolwirev1.ExecutorType_EXECUTOR_TYPE_MCP: e},

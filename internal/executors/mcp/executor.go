@@ -10,11 +10,13 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"google.golang.org/protobuf/proto"
@@ -33,6 +35,13 @@ type Options struct {
 	// published there. Nil keeps approvals in memory (the first definition
 	// seen by this process is the approved one) and publishes nothing.
 	Registry jetstream.KeyValue
+	// Conn hears approvals as they are written: a core subscription on the
+	// registry's approval keys ($KV.<bucket>.approval.>), not a KV watch,
+	// so that a worker's NATS credentials need no consumer on the registry
+	// stream (a role that may create consumers on a stream it also writes
+	// could have the server deliver its writes onto any subject). Required
+	// with Registry.
+	Conn *nats.Conn
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -100,14 +109,20 @@ func New(ctx context.Context, cfg Config, opts Options) (*Executor, error) {
 	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	if e.kv != nil {
-		// The watch lives until Close, not just New's ctx.
-		w, err := e.kv.Watch(e.ctx, registry.ApprovalPrefix+">", jetstream.UpdatesOnly())
+		if opts.Conn == nil {
+			e.cancel()
+			return nil, errors.New("mcp: Options.Conn is required with Options.Registry")
+		}
+		// The subscription lives until Close, not just New's ctx.
+		approvals := make(chan *nats.Msg, 64)
+		prefix := "$KV." + e.kv.Bucket() + "."
+		sub, err := opts.Conn.ChanSubscribe(prefix+registry.ApprovalPrefix+">", approvals)
 		if err != nil {
 			e.cancel()
 			return nil, fmt.Errorf("mcp: watch approvals: %w", err)
 		}
 		e.wg.Add(1)
-		go e.watchApprovals(w)
+		go e.watchApprovals(sub, approvals, prefix)
 	}
 	for _, sc := range cfg.Servers {
 		s := newServer(e, sc)
@@ -471,26 +486,47 @@ func (e *Executor) publish(ctx context.Context, specs []*toolwirev1.ToolSpec) er
 
 // watchApprovals applies approvals recorded in the registry (ApproveTool,
 // toolctl tools approve) to the tools held, until Close.
-func (e *Executor) watchApprovals(w jetstream.KeyWatcher) {
+func (e *Executor) watchApprovals(sub *nats.Subscription, approvals <-chan *nats.Msg, prefix string) {
 	defer e.wg.Done()
-	defer func() { _ = w.Stop() }()
+	defer func() { _ = sub.Unsubscribe() }()
 	for {
 		select {
 		case <-e.ctx.Done():
 			return
-		case ent, ok := <-w.Updates():
-			if !ok {
-				e.log.Error("approval watch ended; approvals are no longer applied until restart")
-				return
+		case m := <-approvals:
+			// A core subscription also hears publishes the stream refused
+			// (a trust-on-first-use create of a key that exists): the
+			// message only says that an approval may have changed, the
+			// stored value says what it is.
+			name := strings.TrimPrefix(m.Subject, prefix+registry.ApprovalPrefix)
+			approved, ok, err := e.storedApproval(name, string(m.Data))
+			if err == nil && ok {
+				err = e.applyApproval(e.ctx, name, approved)
 			}
-			if ent == nil || ent.Operation() != jetstream.KeyValuePut {
-				continue
-			}
-			name := ent.Key()[len(registry.ApprovalPrefix):]
-			if err := e.applyApproval(e.ctx, name, string(ent.Value())); err != nil && e.ctx.Err() == nil {
+			if err != nil && e.ctx.Err() == nil {
 				e.log.Error("applying an approval", "tool", name, "error", err)
 			}
 		}
+	}
+}
+
+// storedApproval reads the approval of name as stored, giving the stream
+// up to about two seconds to store heard (a core subscriber hears a
+// publish as the stream receives it, before it is stored, and also when
+// the stream refuses it).
+func (e *Executor) storedApproval(name, heard string) (string, bool, error) {
+	wait := 20 * time.Millisecond
+	for {
+		approved, ok, err := registry.Approved(e.ctx, e.kv, name)
+		if err != nil || (ok && approved == heard) || wait > time.Second {
+			return approved, ok, err
+		}
+		select {
+		case <-e.ctx.Done():
+			return "", false, e.ctx.Err()
+		case <-time.After(wait):
+		}
+		wait *= 2
 	}
 }
 

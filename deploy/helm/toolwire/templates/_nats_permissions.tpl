@@ -29,10 +29,8 @@ every permission.
     "$JS.API.CONSUMER.MSG.NEXT.{{ $u }}_CALLS.*"
     "$JS.ACK.{{ $u }}_CALLS.>"
     "$JS.API.DIRECT.GET.{{ $u }}_RESULTS.>"
+    "$JS.API.DIRECT.GET.{{ $u }}_EVENTS"
     "$JS.API.DIRECT.GET.{{ $u }}_EVENTS.>"
-    "$JS.API.CONSUMER.CREATE.{{ $u }}_EVENTS.*.{{ $p }}.event.>"
-    "$JS.API.CONSUMER.MSG.NEXT.{{ $u }}_EVENTS.*"
-    "$JS.API.CONSUMER.DELETE.{{ $u }}_EVENTS.*"
     "{{ $p }}.result.>"
     "{{ $p }}.event.>"
     "{{ $p }}.dlq.>"
@@ -40,15 +38,13 @@ every permission.
     "$JS.API.DIRECT.GET.KV_{{ $p }}_cancels.>"
     "$JS.API.DIRECT.GET.KV_{{ $p }}_registry.>"
     "$KV.{{ $p }}_registry.>"
-    "$JS.API.CONSUMER.CREATE.KV_{{ $p }}_registry.*.$KV.{{ $p }}_registry.>"
-    "$JS.API.CONSUMER.DELETE.KV_{{ $p }}_registry.*"
-    "$JS.FC.KV_{{ $p }}_registry.>"
     "$O.{{ $p }}_blobs.>"
     "$JS.API.DIRECT.GET.OBJ_{{ $p }}_blobs.>"
   ]}
   subscribe: {allow: [
     "_INBOX_{{ $p }}_worker.>"
     "$KV.{{ $p }}_cancels.>"
+    "$KV.{{ $p }}_registry.approvals.>"
   ]}
 }
 {{- end }}
