@@ -337,6 +337,7 @@ func TestBindAttachesWithoutRewriting(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, jetstream.LimitsPolicy, info.Config.Retention)
 }
+
 // A worker hears approvals through a core subscription on their keys and
 // reads them by direct get; it may create no consumer on a stream it
 // writes (EVENTS, the registry): a push consumer would let the server
