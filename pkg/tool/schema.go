@@ -77,8 +77,8 @@ func schemaFor(t reflect.Type) (*jsonschema.Schema, error) {
 const SecretKeyword = "x-toolwire-secret"
 
 // markSecrets sets SecretKeyword on the properties of s whose struct
-// fields carry the tag `toolwire:"secret"`, in nested structs and slices
-// too.
+// fields carry the tag `toolwire:"secret"`, in nested structs, slices and
+// map values too.
 func markSecrets(t reflect.Type, s *jsonschema.Schema, depth int) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -89,6 +89,8 @@ func markSecrets(t reflect.Type, s *jsonschema.Schema, depth int) {
 	switch t.Kind() {
 	case reflect.Slice, reflect.Array:
 		markSecrets(t.Elem(), s.Items, depth+1)
+	case reflect.Map:
+		markSecrets(t.Elem(), s.AdditionalProperties, depth+1)
 	case reflect.Struct:
 		for i := range t.NumField() {
 			f := t.Field(i)

@@ -3,6 +3,7 @@ package tool_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,4 +132,24 @@ func TestOutputSchema(t *testing.T) {
 			require.JSONEq(t, tt.want, got)
 		})
 	}
+}
+
+// A secret field is marked wherever it sits: nested structs, slices and
+// map values.
+func TestSecretFieldsAreMarkedEverywhere(t *testing.T) {
+	t.Parallel()
+	type account struct {
+		User     string `json:"user"`
+		Password string `json:"password" toolwire:"secret"`
+	}
+	type in struct {
+		Token    string             `json:"token" toolwire:"secret"`
+		One      account            `json:"one"`
+		List     []account          `json:"list"`
+		Accounts map[string]account `json:"accounts"`
+	}
+	tl, err := tool.New("accounts", func(context.Context, in) (string, error) { return "", nil })
+	require.NoError(t, err)
+	schema := tl.Spec().GetInputSchemaJson()
+	require.Equal(t, 4, strings.Count(schema, `"`+tool.SecretKeyword+`":true`), schema)
 }
