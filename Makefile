@@ -15,7 +15,7 @@ STATICCHECK := $(GO) tool -modfile=tools/go.mod staticcheck
 TEST_TIMEOUT ?= 15m
 # Extra flags for go test, e.g. TEST_FLAGS='-run TestCall -v'.
 TEST_FLAGS   ?=
-# Arguments for the dispatcher in `make run`, e.g. ARGS='--nats-listen 127.0.0.1:4222'.
+# Arguments for the dispatcher in `make run`, e.g. ARGS='--http 127.0.0.1:9080'.
 ARGS         ?=
 # Arguments for `make bench`.
 BENCH_FLAGS  ?=
