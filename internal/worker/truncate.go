@@ -200,6 +200,8 @@ func cut(resp *toolwirev1.ToolResponse, text string, lim outputLimits, callID st
 		pos = end
 		var keep string
 		switch {
+		case (!lim.tail && k == 0) || (lim.tail && k == len(text)):
+			continue // no text kept: not even an empty block (and its newline)
 		case !lim.tail && end <= k, lim.tail && start >= k:
 			keep = t.Text.GetText()
 		case !lim.tail && start < k:
@@ -233,8 +235,9 @@ func hasText(resp *toolwirev1.ToolResponse) bool {
 }
 
 // headCut returns the end of the longest head of text within maxBytes and
-// maxLines, at a character boundary and without a trailing newline (the
-// marker line follows it).
+// maxLines, at a character boundary, less a newline it ends with (the
+// marker's newline follows it: joined, they are at most maxLines+1
+// lines).
 func headCut(text string, maxBytes, maxLines int64) int {
 	end := len(text)
 	if maxLines < int64(len(text)) { // else no cut by lines is possible
@@ -258,15 +261,15 @@ func headCut(text string, maxBytes, maxLines int64) int {
 	for end > 0 && end < len(text) && !utf8.RuneStart(text[end]) {
 		end--
 	}
-	for end > 0 && text[end-1] == '\n' {
-		end--
+	if end > 0 && text[end-1] == '\n' {
+		end-- // one: the marker's newline takes its place
 	}
 	return end
 }
 
 // tailCut returns the start of the longest tail of text within maxBytes
-// and maxLines, at a character boundary and without a leading newline
-// (the marker line precedes it).
+// and maxLines, at a character boundary (the marker line and a newline
+// precede it: at most maxLines+1 lines).
 func tailCut(text string, maxBytes, maxLines int64) int {
 	start := 0
 	if maxLines < int64(len(text)) { // else no cut by lines is possible
@@ -279,15 +282,12 @@ func tailCut(text string, maxBytes, maxLines int64) int {
 		for n := int64(0); n < maxLines && i >= 0; n++ {
 			i = strings.LastIndexByte(text[:i], '\n')
 		}
-		start = i + 1
+		start = min(i+1, len(text)) // maxLines 0: nothing
 	}
 	if int64(len(text)-start) > maxBytes {
 		start = len(text) - int(maxBytes)
 	}
 	for start < len(text) && !utf8.RuneStart(text[start]) {
-		start++
-	}
-	for start < len(text) && text[start] == '\n' {
 		start++
 	}
 	return start
