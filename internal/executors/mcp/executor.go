@@ -71,9 +71,9 @@ type toolState struct {
 	hash, approved string
 	// unavailable says why the tool cannot be called whatever its
 	// approval (it requires task augmentation); empty when it can.
-	unavailable    string
-	spec           *toolwirev1.ToolSpec
-	input          *jsonschema.Schema
+	unavailable string
+	spec        *toolwirev1.ToolSpec
+	input       *jsonschema.Schema
 }
 
 // enabled reports whether the tool is served: its definition is the

@@ -32,7 +32,7 @@ type server struct {
 	first    chan struct{}
 	firstErr error
 
-	mu   sync.Mutex
+	mu sync.Mutex
 	// capture sees the messages of the current connection (rawCapture);
 	// listed is what the tools/list results of the discovery under way
 	// said that the SDK's Tool type drops (by MCP tool name).
