@@ -39,8 +39,10 @@ var invalidNameChars = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
 // white space; numbers as encoding/json writes the values the SDK
 // decoded, or as written in a json.RawMessage schema). Anything the model
 // sees or the executor relies on is covered, so a server cannot change
-// what a tool does or claims without the hash changing. `_meta` and icons
-// are not covered.
+// what a tool does or claims without the hash changing. `_meta`, icons and
+// execution.taskSupport are not covered: a tool that comes to require
+// task augmentation is disabled without an approval step, and enabled
+// again when it no longer does.
 func DefinitionHash(t *sdk.Tool) (string, error) {
 	def := map[string]any{"name": t.Name}
 	if t.Title != "" {
