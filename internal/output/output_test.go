@@ -153,3 +153,32 @@ func TestReadsEndWithTheirContext(t *testing.T) {
 	_, err = output.Grep(ctx, strings.NewReader("x\nx\n"), re, 0, 0)
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+// 64 MiB of log lines searched for a rare pattern, and read at its end.
+func BenchmarkGrepAndRead(b *testing.B) {
+	var sb strings.Builder
+	for i := 0; sb.Len() < 64<<20; i++ {
+		sb.WriteString("2026-01-02T03:04:05Z INFO worker: call finished ok in 12ms\n")
+	}
+	text := sb.String()
+	re, err := output.Compile(`panic: |fatal error`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("grep", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		for b.Loop() {
+			if _, err := output.Grep(context.Background(), strings.NewReader(text), re, 0, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("read-at-end", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		for b.Loop() {
+			if _, err := output.Read(context.Background(), strings.NewReader(text), int64(len(text))-output.DefaultLimit, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
