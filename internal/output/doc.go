@@ -16,5 +16,9 @@
 // (Compile). Both stream their input: memory stays bounded by MaxLimit
 // however large the output is; time grows with the bytes before the range
 // (the object store is read from its start), bounded by the caller's
-// context.
+// context (GetOutput: one minute). Measured on a busy 2-core machine over
+// 64 MiB of log lines (BenchmarkGrepAndRead): Grep 50 MB/s for a literal
+// alternation, 24 MB/s case-insensitive (Go's regexp; matching a whole
+// chunk instead of line by line was no faster); Read skips at about
+// 9 GB/s in memory.
 package output
