@@ -48,12 +48,19 @@ func newRawCapture(onList func(json.RawMessage), onCall func(string, json.RawMes
 
 // sent records a request whose result is wanted.
 func (c *rawCapture) sent(msg jsonrpc.Message) {
-	req, ok := msg.(*jsonrpc.Request)
-	if c == nil || !ok || !req.IsCall() {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		c.sentCall(req.ID, req.Method, req.Params)
+	}
+}
+
+// sentCall records the request id, of method with params, whose result
+// is wanted.
+func (c *rawCapture) sentCall(id jsonrpc.ID, method string, params json.RawMessage) {
+	if c == nil {
 		return
 	}
 	var key string
-	switch req.Method {
+	switch method {
 	case "tools/list":
 		key = listKey
 	case "tools/call":
@@ -62,7 +69,7 @@ func (c *rawCapture) sent(msg jsonrpc.Message) {
 				ProgressToken any `json:"progressToken"`
 			} `json:"_meta"`
 		}
-		if json.Unmarshal(req.Params, &p) != nil {
+		if json.Unmarshal(params, &p) != nil {
 			return
 		}
 		tok, ok := p.Meta.ProgressToken.(string)
@@ -74,34 +81,73 @@ func (c *rawCapture) sent(msg jsonrpc.Message) {
 		return
 	}
 	c.mu.Lock()
-	c.pending[req.ID] = key
+	c.pending[id] = key
 	if key != listKey {
-		c.byToken[key] = req.ID
+		c.byToken[key] = id
 	}
 	c.mu.Unlock()
 }
 
 // received hands the result of a recorded request on.
 func (c *rawCapture) received(msg jsonrpc.Message) {
-	resp, ok := msg.(*jsonrpc.Response)
-	if c == nil || !ok {
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.receivedResult(resp.ID, resp.Result, resp.Error != nil)
+	}
+}
+
+// receivedResult hands the result of request id on (nothing for a
+// failed request).
+func (c *rawCapture) receivedResult(id jsonrpc.ID, result json.RawMessage, failed bool) {
+	if c == nil {
 		return
 	}
 	c.mu.Lock()
-	key, ok := c.pending[resp.ID]
-	delete(c.pending, resp.ID)
+	key, ok := c.pending[id]
+	delete(c.pending, id)
 	if ok && key != listKey {
 		delete(c.byToken, key)
 	}
 	c.mu.Unlock()
-	if !ok || resp.Error != nil || len(resp.Result) == 0 {
+	if !ok || failed || len(result) == 0 {
 		return
 	}
 	if key == listKey {
-		c.onList(resp.Result)
+		c.onList(result)
 	} else {
-		c.onCall(key, resp.Result)
+		c.onCall(key, result)
 	}
+}
+
+// waiting reports whether any request awaits its result.
+func (c *rawCapture) waiting() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending) > 0
+}
+
+// envelope is what a capture reads of a JSON-RPC message on HTTP: with
+// encoding/json into these few fields (the SDK's decoder costs tens of
+// KiB per message).
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+// decodeEnvelope reads a JSON-RPC message (not a batch) and its id.
+func decodeEnvelope(data []byte) (envelope, jsonrpc.ID, bool) {
+	var env envelope
+	if json.Unmarshal(data, &env) != nil || len(env.ID) == 0 {
+		return env, jsonrpc.ID{}, false
+	}
+	var raw any
+	if json.Unmarshal(env.ID, &raw) != nil {
+		return env, jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(raw)
+	return env, id, err == nil && id.IsValid()
 }
 
 // forget drops the request of a call that returned without its result
@@ -158,9 +204,9 @@ func captureRoundTrip(c *rawCapture, base http.RoundTripper, req *http.Request) 
 		if body, err := req.GetBody(); err == nil {
 			data, err := io.ReadAll(io.LimitReader(body, maxCaptured+1))
 			_ = body.Close()
-			if err == nil && len(data) <= maxCaptured {
-				if msg, err := jsonrpc.DecodeMessage(data); err == nil {
-					c.sent(msg)
+			if err == nil && len(data) <= maxCaptured && bytes.Contains(data, []byte(`"tools/`)) {
+				if env, id, ok := decodeEnvelope(data); ok && env.Method != "" {
+					c.sentCall(id, env.Method, env.Params)
 				}
 			}
 		}
@@ -280,10 +326,10 @@ func (b *captureBody) endLine() {
 func (b *captureBody) flush() {
 	data, over := b.data, b.over
 	b.data, b.over = nil, false
-	if over || len(bytes.TrimSpace(data)) == 0 {
+	if over || len(bytes.TrimSpace(data)) == 0 || !b.capture.waiting() {
 		return
 	}
-	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
-		b.capture.received(msg)
+	if env, id, ok := decodeEnvelope(data); ok && env.Method == "" {
+		b.capture.receivedResult(id, env.Result, len(env.Error) > 0 && string(env.Error) != "null")
 	}
 }
