@@ -234,6 +234,25 @@
 // in apply_error. ApplyIntents applies a finished call's intents later
 // (each intent once); GetSession reads a session's state.
 //
+// # Output
+//
+// GetOutput (output.go) reads the output text of a finished call (package
+// output: its text blocks joined by newlines) by byte range or by an RE2
+// pattern, all of it also when the worker cut the inline response to the
+// tool's limits: then from the output text the worker stored in the blob
+// store (ResponseMeta.full_text), streamed, so memory stays bounded by the
+// read's limit (at most 1 MiB) whatever the output's size. A call is found
+// like GetResult finds it, on the caller's tenant's result subject, so
+// another tenant's call is unknown (or pending, for a recent id); a result
+// whose references leave the call (another bucket, another call's object)
+// is not followed. A result stored with the whole response only (no
+// output text: an older worker) is decoded in memory, up to 64 MiB. Each
+// read counts as one of the caller's waiting requests
+// (MaxWaitingPerCaller) and ends after a minute (it reads the blob from
+// its start, so time grows with the offset). A bad pattern or a negative
+// range is invalid_argument; an output the blob store no longer holds is
+// not_found.
+//
 // # The API server
 //
 // Service.Handler serves DispatcherService (Connect, gRPC, gRPC-Web, JSON)

@@ -107,13 +107,14 @@ func (s *Secrets) content(c *toolwirev1.Content) *toolwirev1.Content {
 	return c
 }
 
-// Response redacts a response's content, structured output and error.
+// Response redacts a response's content, structured output, metadata and error.
 func (s *Secrets) Response(r *toolwirev1.ToolResponse) {
 	if s == nil || r == nil {
 		return
 	}
 	r.Content = s.Contents(r.Content)
 	r.StructuredJson = s.JSON(r.StructuredJson)
+	r.MetaJson = s.JSON(r.MetaJson)
 	s.ToolError(r.Error)
 	if m := r.Meta; m != nil {
 		m.CancelReason = s.String(m.CancelReason)
@@ -141,19 +142,20 @@ func (s *Secrets) DeadLetter(dl *toolwirev1.DeadLetter) {
 	s.ToolError(dl.LastError)
 }
 
-// Result returns res, or a redacted copy when its content or structured
-// output holds a secret. Intents are kept.
+// Result returns res, or a redacted copy when its content, structured
+// output or metadata holds a secret. Intents are kept.
 func (s *Secrets) Result(res *tool.Result) *tool.Result {
 	if s == nil || res == nil {
 		return res
 	}
 	content := s.Contents(res.Content)
 	structured := s.JSONBytes(res.Structured)
-	if sameSlice(content, res.Content) && sameBytes(structured, res.Structured) {
+	meta := s.JSONBytes(res.Meta)
+	if sameSlice(content, res.Content) && sameBytes(structured, res.Structured) && sameBytes(meta, res.Meta) {
 		return res
 	}
 	c := *res
-	c.Content, c.Structured = content, structured
+	c.Content, c.Structured, c.Meta = content, structured, meta
 	return &c
 }
 
@@ -180,7 +182,7 @@ func sameBytes(a, b []byte) bool {
 
 // Err returns err with its text redacted: a *tool.Error in its chain
 // becomes a redacted copy (message, suggestion, violations, content,
-// structured output; its cause is kept for errors.Is and errors.As, and is
+// structured output, metadata; its cause is kept for errors.Is and errors.As, and is
 // never shown to callers), found first by errors.As; an error whose text
 // holds a secret is wrapped so that Error() is redacted while errors.Is
 // and errors.As still see the original. err itself is returned when
@@ -203,8 +205,9 @@ func (s *Secrets) Err(err error) error {
 	c.Violations = s.violations(te.Violations)
 	c.Content = s.Contents(te.Content)
 	c.Structured = s.JSONBytes(te.Structured)
+	c.Meta = s.JSONBytes(te.Meta)
 	same := c.Message == te.Message && c.Suggestion == te.Suggestion && sameViolations(c.Violations, te.Violations) &&
-		sameSlice(c.Content, te.Content) && sameBytes(c.Structured, te.Structured)
+		sameSlice(c.Content, te.Content) && sameBytes(c.Structured, te.Structured) && sameBytes(c.Meta, te.Meta)
 	switch {
 	case same && red == msg:
 		return err

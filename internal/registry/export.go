@@ -10,7 +10,8 @@ import (
 // Export renders specs as the tool list of an LLM provider, as JSON:
 // OpenAI (chat-completions `tools`), Anthropic (`tools`), Gemini
 // (`functionDeclarations` with `parametersJsonSchema`) or MCP
-// (`tools/list` result). Descriptions are the summary when the spec has
+// (`tools/list` result, with the tools' icons and `_meta`; never
+// `execution`: toolwire serves calls without task augmentation). Descriptions are the summary when the spec has
 // one, so models always see the short form; the full doc is on demand.
 func Export(format toolwirev1.ToolFormat, specs []*toolwirev1.ToolSpec) ([]byte, error) {
 	items := make([]any, 0, len(specs))
@@ -63,6 +64,26 @@ func exportOne(format toolwirev1.ToolFormat, s *toolwirev1.ToolSpec) (any, error
 		}
 		if s.OutputSchemaJson != "" {
 			t["outputSchema"] = json.RawMessage(s.OutputSchemaJson)
+		}
+		if len(s.Icons) > 0 {
+			icons := make([]map[string]any, len(s.Icons))
+			for i, ic := range s.Icons {
+				m := map[string]any{"src": ic.Src}
+				if ic.MimeType != "" {
+					m["mimeType"] = ic.MimeType
+				}
+				if len(ic.Sizes) > 0 {
+					m["sizes"] = ic.Sizes
+				}
+				if ic.Theme != "" {
+					m["theme"] = ic.Theme
+				}
+				icons[i] = m
+			}
+			t["icons"] = icons
+		}
+		if s.MetaJson != "" && json.Valid([]byte(s.MetaJson)) {
+			t["_meta"] = json.RawMessage(s.MetaJson)
 		}
 		if a := s.Annotations; a != nil {
 			ann := map[string]any{}

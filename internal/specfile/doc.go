@@ -17,8 +17,8 @@
 //
 //   - input_schema and output_schema are written as YAML objects, not as
 //     JSON strings (input_schema_json / output_schema_json also work);
-//   - executor and category take short names: executor: sandbox,
-//     category: retrieval;
+//   - executor, category and limits.truncate take short names: executor:
+//     sandbox, category: retrieval, truncate: tail;
 //   - durations are strings such as "10s" or "1m30s".
 //
 // Every file must say what the tool is for twice: summary, 2 to 4 lines

@@ -127,6 +127,11 @@ func Parse(b []byte, o Options) (*toolwirev1.ToolSpec, error) {
 	if err := shortEnum(doc, "category", "TOOL_CATEGORY_", toolwirev1.ToolCategory_value); err != nil {
 		return nil, err
 	}
+	if lim, ok := doc["limits"].(map[string]any); ok {
+		if err := shortEnum(lim, "truncate", "TRUNCATE_DIRECTION_", toolwirev1.TruncateDirection_value); err != nil {
+			return nil, fmt.Errorf("limits: %w", err)
+		}
+	}
 	if sb, ok := doc["sandbox"].(map[string]any); ok {
 		if codes, ok := sb["exit_codes"].(map[string]any); ok {
 			for k := range codes {

@@ -62,6 +62,26 @@ func TestParseSandbox(t *testing.T) {
 	}
 }
 
+// Output limits take the direction by its short name.
+func TestParseOutputLimits(t *testing.T) {
+	t.Parallel()
+	for dir, want := range map[string]toolwirev1.TruncateDirection{
+		"tail":                    toolwirev1.TruncateDirection_TRUNCATE_DIRECTION_TAIL,
+		"HEAD":                    toolwirev1.TruncateDirection_TRUNCATE_DIRECTION_HEAD,
+		"TRUNCATE_DIRECTION_TAIL": toolwirev1.TruncateDirection_TRUNCATE_DIRECTION_TAIL,
+	} {
+		doc := sandboxSpec + "limits: {max_output_bytes: 4096, max_output_lines: 100, truncate: " + dir + "}\n"
+		spec, err := specfile.Parse([]byte(doc), specfile.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := spec.GetLimits()
+		if l.GetMaxOutputBytes() != 4096 || l.GetMaxOutputLines() != 100 || l.GetTruncate() != want {
+			t.Fatalf("%s: limits %v", dir, l)
+		}
+	}
+}
+
 func TestParseVars(t *testing.T) {
 	t.Parallel()
 	doc := `
@@ -111,6 +131,7 @@ func TestParseRefuses(t *testing.T) {
 		{"WrongConfig", base(func(s string) string { return strings.Replace(s, "executor: sandbox", "executor: http", 1) }), "needs its config"},
 		{"Version", base(func(s string) string { return s + "version: abc\n" }), "set by the registry"},
 		{"BadExitCode", base(func(s string) string { return strings.Replace(s, "{2: validation}", "{2: oops}", 1) }), "exit_codes"},
+		{"BadTruncate", base(func(s string) string { return s + "limits: {truncate: middle}\n" }), `limits: truncate: unknown value "middle"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -6,6 +6,7 @@
 //	toolctl call echo '{"text":"hi"}'
 //	toolctl submit sleep '{"duration":"10s"}'
 //	toolctl get 01J... --wait 1m
+//	toolctl output 01J... --grep 'FAIL|panic'
 //	toolctl watch 01J...
 //	toolctl cancel 01J... --reason "user gave up"
 //	toolctl tools list --format openai
@@ -59,6 +60,16 @@
 // SubmitResponse, cancel the CancelResponse, tools the specs and dlq show
 // the DeadLetter; watch and dlq list print one JSON object per line. The
 // exit status still tells the outcome.
+//
+// A result cut to the tool's output limits prints its marker line (how
+// much is shown, and the command that reads on) and, on stderr, a note
+// naming `toolctl output ID`. output prints a call's output text (its
+// text blocks joined by newlines), all of it: --limit bytes (default
+// 64 KiB, at most 1 MiB) from --offset, with a note on stderr giving the
+// offset to read on from, or --all to the end; with --grep, the matching
+// lines as NUMBER:TEXT. With -o json it prints each GetOutputResponse on
+// a line. It exits as get does (3 for a running call, 1 for an unknown
+// one or a bad pattern).
 //
 // # Exit status
 //

@@ -76,9 +76,7 @@ func (a *app) printContent(res *client.Result) {
 		fmt.Fprintf(a.io.Stderr, "intent: %s %s\n", in.GetType(), in.GetPayloadJson())
 	}
 	if m := res.Response.GetMeta(); m.GetTruncated() {
-		ref := m.GetFullOutput()
-		fmt.Fprintf(a.io.Stderr, "note: the output was truncated; the full output (%d bytes) is object %q in bucket %q\n",
-			ref.GetSize(), ref.GetName(), ref.GetBucket())
+		fmt.Fprintf(a.io.Stderr, "note: the output was truncated to the tool's limits; read all of it with: toolctl output %s\n", res.CallID)
 	}
 }
 

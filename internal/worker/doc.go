@@ -21,8 +21,9 @@
 // executed late) → attempts, each under its start-to-close timeout, its
 // tool heartbeat timeout and the call deadline, with InProgress heartbeats
 // every AckWait/3 → redaction of the values of secret arguments (see
-// below) → the response, cut to the inline limit with the full
-// output in the blob store → the result published with
+// below) → the response, cut to the tool's output limits and the inline
+// limit with the whole output in the blob store (see Output) → the result
+// published with
 // ExpectLastSequencePerSubject(0), so the server refuses a second result
 // for the same call → ack. Acks therefore only ever settle a call that has
 // its one result: a late ack of a stale attempt (nats-server issue 4786)
@@ -41,6 +42,31 @@
 // secret fields pays one substring search of its schema per layer.
 // Stored in clear: the call itself, as the calls and retries streams and
 // dead letters keep it to run it.
+//
+// # Output
+//
+// A tool's limits.max_output_bytes and max_output_lines bound its output
+// text inline (package output: the text blocks joined by newlines, or the
+// structured JSON when there is no text block), the marker line included;
+// Config.MaxInlineBytes bounds the encoded response. A response over
+// either is published cut (fitInline): the text blocks keep their order,
+// annotations and `_meta`; the block across the cut is shortened at a
+// character and the blocks beyond it left out, as are other blocks beyond
+// it; one marker line says how much is shown and the toolctl output
+// command that reads the rest, at the end (head) or at the start (tail,
+// limits.truncate TAIL); structured JSON longer than the byte limit is
+// left out (it cannot be cut and stay JSON); meta.truncated is set. The
+// whole (redacted) response goes to the blob store as
+// "<call_id>.<attempt>.response.pb" (meta.full_output) and its output
+// text as "<call_id>.<attempt>.output.txt" (meta.full_text), which the
+// dispatcher's GetOutput serves. Decisions where the issue was silent:
+// the limits count the output text, not other blocks (an image is kept
+// whole while the encoded response fits, else left out with the rest);
+// the marker counts toward the limits (a byte limit below the marker keeps
+// a shortened marker only); a head cut ends without its newline (the
+// marker's takes its place) and offers --offset at the cut; when the cut
+// response still passes the inline limit, it keeps half the inline limit
+// of text and nothing else.
 //
 // # Retries
 //

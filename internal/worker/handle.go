@@ -308,7 +308,7 @@ func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery
 		}
 		if !rp.retryable(spec, te) {
 			resp := w.errorResponse(call, spec, te, started, finished)
-			resp.Content, resp.StructuredJson = terr.Content, string(terr.Structured)
+			resp.Content, resp.StructuredJson, resp.MetaJson = terr.Content, string(terr.Structured), string(terr.Meta)
 			w.finish(ctx, msg, call, log, resp)
 			return
 		}
@@ -695,7 +695,7 @@ func (w *Worker) errorResponse(call *toolwirev1.ToolCall, spec *toolwirev1.ToolS
 
 func (w *Worker) okResponse(call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, res *tool.Result, started, finished time.Time) *toolwirev1.ToolResponse {
 	return &toolwirev1.ToolResponse{EnvelopeVersion: 1, CallId: call.CallId, Tool: call.Tool, Ok: true,
-		Content: res.Content, StructuredJson: string(res.Structured), Intents: res.Intents,
+		Content: res.Content, StructuredJson: string(res.Structured), Intents: res.Intents, MetaJson: string(res.Meta),
 		Meta: w.meta(call, spec, started, finished)}
 }
 

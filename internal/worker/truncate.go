@@ -1,72 +1,306 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
+	"strings"
 	"unicode/utf8"
 
+	"github.com/toolwire/toolwire/internal/output"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
 )
 
-// fitInline encodes resp for the results stream. When the encoding is over
-// MaxInlineBytes, the full response goes to the blob store and the inline
-// response keeps the head of its text with a clear marker, truncated=true
-// and a reference to the full output.
+// outputLimits are the inline limits of a call's output text (package
+// output); 0 = none.
+type outputLimits struct {
+	bytes, lines int64
+	tail         bool
+}
+
+// limitsOf returns the output limits of the spec this worker serves for
+// call (none when it serves no such spec: the call is refused anyway).
+func (w *Worker) limitsOf(call *toolwirev1.ToolCall) outputLimits {
+	ent := (*w.specs.Load())[call.GetTool()]
+	if ent == nil || (call.SpecVersion != "" && call.SpecVersion != ent.Spec.Version) {
+		return outputLimits{}
+	}
+	l := ent.Spec.GetLimits()
+	return outputLimits{bytes: max(l.GetMaxOutputBytes(), 0), lines: int64(max(l.GetMaxOutputLines(), 0)),
+		tail: l.GetTruncate() == toolwirev1.TruncateDirection_TRUNCATE_DIRECTION_TAIL}
+}
+
+// over reports whether resp passes the limits: its output text's bytes or
+// lines, or its structured JSON's bytes.
+func (l outputLimits) over(resp *toolwirev1.ToolResponse) bool {
+	if l.bytes == 0 && l.lines == 0 {
+		return false
+	}
+	if l.bytes > 0 && int64(len(resp.StructuredJson)) > l.bytes {
+		return true
+	}
+	text := output.Text(resp)
+	return (l.bytes > 0 && int64(len(text)) > l.bytes) || (l.lines > 0 && output.Lines(text) > l.lines)
+}
+
+// fitInline encodes resp for the results stream. When its output passes
+// the tool's limits (limits.max_output_bytes and max_output_lines), or the
+// encoding is over MaxInlineBytes, the whole response and its output text
+// go to the blob store, and the inline response keeps what fits of the
+// text, from its head or its tail (limits.truncate), with a marker line
+// saying how to read the rest (cut), truncated=true and references to
+// both blobs. resp has been redacted already (finish).
 func (w *Worker) fitInline(ctx context.Context, call *toolwirev1.ToolCall, resp *toolwirev1.ToolResponse) ([]byte, error) {
 	data, err := proto.Marshal(resp)
 	if err != nil {
 		return nil, fmt.Errorf("worker: marshal response: %w", err)
 	}
-	if len(data) <= w.cfg.MaxInlineBytes {
+	lim := w.limitsOf(call)
+	if len(data) <= w.cfg.MaxInlineBytes && !lim.over(resp) {
 		return data, nil
 	}
+	text := output.Text(resp)
 	// Per attempt: a concurrent duplicate attempt must not overwrite the
-	// blob the stored result points at.
-	name := fmt.Sprintf("%s.%d.response.pb", call.CallId, call.Attempt)
-	sum := sha256.Sum256(data)
-	if _, err := w.bus.Blobs.PutBytes(ctx, name, data); err != nil {
-		return nil, fmt.Errorf("worker: store full output: %w", err)
+	// blobs the stored result points at.
+	full, err := w.putBlob(ctx, fmt.Sprintf("%s.%d.response.pb", call.CallId, call.Attempt), data,
+		"application/x-protobuf; messageType=toolwire.v1.ToolResponse")
+	if err != nil {
+		return nil, err
 	}
-	ref := &toolwirev1.BlobRef{Bucket: w.bus.Config.BlobBucket(), Name: name, Size: int64(len(data)),
-		Sha256: hex.EncodeToString(sum[:]), MimeType: "application/x-protobuf; messageType=toolwire.v1.ToolResponse"}
-
-	var text bytes.Buffer
-	budget := w.cfg.MaxInlineBytes / 2
-	for _, c := range resp.Content {
-		if t := c.GetText(); t != nil {
-			text.WriteString(t.Text)
-			text.WriteByte('\n')
-			if text.Len() > budget {
-				break
-			}
+	fullText, err := w.putBlob(ctx, fmt.Sprintf("%s.%d.output.txt", call.CallId, call.Attempt), []byte(text),
+		"text/plain; charset=utf-8")
+	if err != nil {
+		return nil, err
+	}
+	if lim.bytes > 0 || lim.lines > 0 {
+		short := cut(resp, text, lim, call.CallId, false)
+		short.Meta.Truncated, short.Meta.FullOutput, short.Meta.FullText = true, full, fullText
+		out, err := proto.Marshal(short)
+		if err != nil {
+			return nil, fmt.Errorf("worker: marshal truncated response: %w", err)
+		}
+		if len(out) <= w.cfg.MaxInlineBytes {
+			return out, nil
 		}
 	}
-	head := text.Bytes()
-	if len(head) > budget {
-		head = head[:budget]
-		for len(head) > 0 && !utf8.Valid(head) {
-			head = head[:len(head)-1]
-		}
+	// Still too large (other blocks, the tool's limits above the inline
+	// one): half the inline limit of text, nothing else.
+	budget := int64(w.cfg.MaxInlineBytes / 2)
+	lim.bytes = min(cmpOr(lim.bytes, math.MaxInt64), budget)
+	short := cut(resp, text, lim, call.CallId, true)
+	if int64(len(short.MetaJson)) > budget/2 {
+		short.MetaJson = ""
 	}
-	short := proto.Clone(resp).(*toolwirev1.ToolResponse)
-	short.Content = []*toolwirev1.Content{
-		tool.Text(string(head)),
-		tool.Text(fmt.Sprintf("[output truncated: the full response is %d bytes; stored as %s/%s]", len(data), ref.Bucket, ref.Name)),
-	}
-	if len(short.StructuredJson) > budget/2 {
-		short.StructuredJson = ""
-	}
-	short.Intents = resp.Intents
-	short.Meta.Truncated = true
-	short.Meta.FullOutput = ref
+	short.Meta.Truncated, short.Meta.FullOutput, short.Meta.FullText = true, full, fullText
 	out, err := proto.Marshal(short)
 	if err != nil {
 		return nil, fmt.Errorf("worker: marshal truncated response: %w", err)
 	}
 	return out, nil
+}
+
+func cmpOr(v, or int64) int64 {
+	if v > 0 {
+		return v
+	}
+	return or
+}
+
+// putBlob stores data in the blob store under name.
+func (w *Worker) putBlob(ctx context.Context, name string, data []byte, mime string) (*toolwirev1.BlobRef, error) {
+	if _, err := w.bus.Blobs.PutBytes(ctx, name, data); err != nil {
+		return nil, fmt.Errorf("worker: store full output: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return &toolwirev1.BlobRef{Bucket: w.bus.Config.BlobBucket(), Name: name, Size: int64(len(data)),
+		Sha256: hex.EncodeToString(sum[:]), MimeType: mime}, nil
+}
+
+// cut returns a copy of resp whose output text (text, of resp) is cut to
+// lim, the marker line included, keeping the head or the tail. Text
+// blocks keep their order, annotations and `_meta`, the block across the
+// cut is shortened and those beyond it are left out; other blocks stay
+// where they were when on the kept side. Structured JSON longer than the
+// byte limit is left out (it cannot be cut and stay JSON); when the
+// response has no text block its structured JSON is the text, cut into a
+// text block. Bare keeps text blocks only.
+func cut(resp *toolwirev1.ToolResponse, text string, lim outputLimits, callID string, bare bool) *toolwirev1.ToolResponse {
+	short := proto.CloneOf(resp)
+	if short.Meta == nil {
+		short.Meta = &toolwirev1.ResponseMeta{}
+	}
+	noText := !hasText(resp)
+	if noText || bare || (lim.bytes > 0 && int64(len(short.StructuredJson)) > lim.bytes) {
+		short.StructuredJson = ""
+	}
+	content := resp.Content
+	if noText && text != "" {
+		content = append(content[:len(content):len(content)], tool.Text(text))
+	}
+	total, lines := int64(len(text)), output.Lines(text)
+
+	// The marker's length with the largest numbers it can carry, so that
+	// the real one is no longer.
+	mark := func(keptLines, keptBytes, from int64) string {
+		if lim.tail {
+			return fmt.Sprintf("[output truncated: showing the last %d of %d lines (%d of %d bytes, from byte %d); the whole output: toolctl output %s]",
+				keptLines, lines, keptBytes, total, from, callID)
+		}
+		return fmt.Sprintf("[output truncated: showing the first %d of %d lines (%d of %d bytes); read on with: toolctl output %s --offset %d]",
+			keptLines, lines, keptBytes, total, callID, from)
+	}
+	room := int64(len(mark(lines, total, total)))
+	budgetBytes, budgetLines := int64(math.MaxInt64), int64(math.MaxInt64)
+	if lim.bytes > 0 {
+		budgetBytes = max(lim.bytes-room-1, 0) // the marker and its newline
+	}
+	if lim.lines > 0 {
+		budgetLines = max(lim.lines-1, 0)
+	}
+
+	var k int // the cut: text[:k] is kept (head), text[k:] (tail)
+	var marker string
+	if lim.tail {
+		k = tailCut(text, budgetBytes, budgetLines)
+		kept := text[k:]
+		marker = mark(output.Lines(kept), int64(len(kept)), int64(k))
+	} else {
+		k = headCut(text, budgetBytes, budgetLines)
+		kept := text[:k]
+		marker = mark(output.Lines(kept), int64(k), int64(k))
+	}
+	if lim.bytes > 0 && int64(len(marker)) > lim.bytes {
+		marker = shorten("[output truncated]", lim.bytes)
+	}
+
+	out := make([]*toolwirev1.Content, 0, len(content)+1)
+	if lim.tail {
+		out = append(out, tool.Text(marker))
+	}
+	pos := 0 // where the next text block starts in text
+	seen := false
+	for _, c := range content {
+		t, ok := c.GetKind().(*toolwirev1.Content_Text)
+		if !ok {
+			// Other blocks stay when on the kept side of the cut.
+			if !bare && ((!lim.tail && pos <= k) || (lim.tail && pos >= k)) {
+				out = append(out, c)
+			}
+			continue
+		}
+		if seen {
+			pos++ // the newline joining it to the previous block
+		}
+		seen = true
+		start, end := pos, pos+len(t.Text.GetText())
+		pos = end
+		var keep string
+		switch {
+		case (!lim.tail && k == 0) || (lim.tail && k == len(text)):
+			continue // no text kept: not even an empty block (and its newline)
+		case !lim.tail && end <= k, lim.tail && start >= k:
+			keep = t.Text.GetText()
+		case !lim.tail && start < k:
+			keep = text[start:k]
+		case lim.tail && end > k:
+			keep = text[k:end]
+		default:
+			continue
+		}
+		b := proto.CloneOf(c)
+		b.GetText().Text = keep
+		if bare {
+			b.MetaJson = ""
+		}
+		out = append(out, b)
+	}
+	if !lim.tail {
+		out = append(out, tool.Text(marker))
+	}
+	short.Content = out
+	return short
+}
+
+func hasText(resp *toolwirev1.ToolResponse) bool {
+	for _, c := range resp.GetContent() {
+		if c.GetText() != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// headCut returns the end of the longest head of text within maxBytes and
+// maxLines, at a character boundary, less a newline it ends with (the
+// marker's newline follows it: joined, they are at most maxLines+1
+// lines).
+func headCut(text string, maxBytes, maxLines int64) int {
+	end := len(text)
+	if maxLines < int64(len(text)) { // else no cut by lines is possible
+		i, n := 0, int64(0)
+		for n < maxLines {
+			j := strings.IndexByte(text[i:], '\n')
+			if j < 0 {
+				i = len(text)
+				break
+			}
+			i += j + 1
+			n++
+		}
+		if n == maxLines {
+			end = i
+		}
+	}
+	if int64(end) > maxBytes {
+		end = int(maxBytes)
+	}
+	for end > 0 && end < len(text) && !utf8.RuneStart(text[end]) {
+		end--
+	}
+	if end > 0 && text[end-1] == '\n' {
+		end-- // one: the marker's newline takes its place
+	}
+	return end
+}
+
+// tailCut returns the start of the longest tail of text within maxBytes
+// and maxLines, at a character boundary (the marker line and a newline
+// precede it: at most maxLines+1 lines).
+func tailCut(text string, maxBytes, maxLines int64) int {
+	start := 0
+	if maxLines < int64(len(text)) { // else no cut by lines is possible
+		i := len(text)
+		if i > 0 && text[i-1] == '\n' {
+			i-- // the last line's own newline
+		}
+		// Back over maxLines newlines: text[i+1:] holds the last maxLines
+		// lines (all of text when it has no more).
+		for n := int64(0); n < maxLines && i >= 0; n++ {
+			i = strings.LastIndexByte(text[:i], '\n')
+		}
+		start = min(i+1, len(text)) // maxLines 0: nothing
+	}
+	if int64(len(text)-start) > maxBytes {
+		start = len(text) - int(maxBytes)
+	}
+	for start < len(text) && !utf8.RuneStart(text[start]) {
+		start++
+	}
+	return start
+}
+
+// shorten cuts s to at most n bytes at a character boundary.
+func shorten(s string, n int64) string {
+	if int64(len(s)) <= n {
+		return s
+	}
+	end := int(n)
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end]
 }

@@ -26,6 +26,12 @@
 // that admitted the call, so a caller may submit through one replica and
 // fetch through another, or after a restart of either.
 //
+// A response over the tool's output limits (limits.max_output_bytes and
+// max_output_lines) arrives cut, with a marker line and
+// Meta.Truncated set; GetOutput reads the whole output text by byte range
+// (OutputQuery.Offset, Limit) or by pattern (Grep), page by page until
+// Eof.
+//
 // # Watch and cancel
 //
 // Watch streams a call's lifecycle and progress events (ACCEPTED, then per

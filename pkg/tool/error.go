@@ -36,6 +36,9 @@ type Error struct {
 	Content []*toolwirev1.Content
 	// Structured output of the failed call as JSON, if any.
 	Structured []byte
+	// Meta is the failed call's own metadata as a JSON object (an MCP
+	// tool's isError result `_meta`), if any.
+	Meta []byte
 	// Cause is the underlying error, if any; it is not sent to callers.
 	Cause error
 }

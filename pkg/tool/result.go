@@ -15,6 +15,10 @@ type Result struct {
 	Structured []byte
 	// Intents for the orchestrator, in the order they apply.
 	Intents []*toolwirev1.Intent
+	// Meta is the tool's own metadata of the result as a JSON object (an
+	// MCP tool's result `_meta`), passed on as ToolResponse.meta_json; nil
+	// when there is none.
+	Meta []byte
 }
 
 // Text returns a text content block.

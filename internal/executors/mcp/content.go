@@ -1,8 +1,10 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -11,10 +13,13 @@ import (
 )
 
 // ContentFromMCP maps MCP content blocks one to one onto toolwire content:
-// text, image, audio, resource link and embedded resource (text or blob),
-// each with its annotations and its `_meta` (as Content.meta_json; an
-// embedded resource's own `_meta` as EmbeddedResource.meta_json). Image
-// and audio bytes are the decoded bytes. It returns an error for a kind
+// text, image, audio, resource link (with its icons) and embedded resource
+// (text or blob), each with its annotations and its `_meta` (as
+// Content.meta_json; an embedded resource's own `_meta` as
+// EmbeddedResource.meta_json). Image and audio bytes are the decoded
+// bytes. An annotation's priority is kept when it is not 0; the SDK's
+// type cannot tell a priority of 0 from none, so the executor restores
+// those from the result's JSON (zeroPriorities). It returns an error for a kind
 // toolwire has no block for (sampling's tool_use and tool_result, which
 // are not valid in tool results) rather than dropping or flattening it.
 func ContentFromMCP(blocks []sdk.Content) ([]*toolwirev1.Content, error) {
@@ -48,6 +53,7 @@ func contentFromMCP(b sdk.Content) (*toolwirev1.Content, error) {
 	case *sdk.ResourceLink:
 		c.Kind = &toolwirev1.Content_ResourceLink{ResourceLink: &toolwirev1.ResourceLink{
 			Uri: v.URI, Name: v.Name, Title: v.Title, Description: v.Description, MimeType: v.MIMEType, Size: v.Size,
+			Icons: IconsFromMCP(v.Icons),
 		}}
 		meta, ann = v.Meta, v.Annotations
 	case *sdk.EmbeddedResource:
@@ -112,7 +118,7 @@ func contentToMCP(c *toolwirev1.Content) (sdk.Content, error) {
 	case *toolwirev1.Content_ResourceLink:
 		l := k.ResourceLink
 		return &sdk.ResourceLink{URI: l.GetUri(), Name: l.GetName(), Title: l.GetTitle(), Description: l.GetDescription(),
-			MIMEType: l.GetMimeType(), Size: l.Size, Meta: meta, Annotations: ann}, nil
+			MIMEType: l.GetMimeType(), Size: l.Size, Meta: meta, Annotations: ann, Icons: IconsToMCP(l.GetIcons())}, nil
 	case *toolwirev1.Content_Resource:
 		r := k.Resource
 		rmeta, err := metaFromJSON(r.GetMetaJson())
@@ -144,6 +150,59 @@ func annotationsFromMCP(a *sdk.Annotations) *toolwirev1.ContentAnnotations {
 	}
 	if a.Priority != 0 {
 		out.Priority = proto.Float64(a.Priority)
+	}
+	return out
+}
+
+// zeroPriorities sets the priority of the blocks whose annotations say
+// `"priority": 0` in raw, the JSON of the CallToolResult content came
+// from (block i of content is block i of raw's content). Without raw
+// nothing changes.
+func zeroPriorities(content []*toolwirev1.Content, raw json.RawMessage) {
+	if len(raw) == 0 || !bytes.Contains(raw, []byte(`"priority"`)) {
+		return
+	}
+	var res struct {
+		Content []struct {
+			Annotations *struct {
+				Priority *float64 `json:"priority"`
+			} `json:"annotations"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(raw, &res) != nil || len(res.Content) != len(content) {
+		return
+	}
+	for i, b := range res.Content {
+		if b.Annotations == nil || b.Annotations.Priority == nil || *b.Annotations.Priority != 0 {
+			continue
+		}
+		if content[i].Annotations == nil {
+			content[i].Annotations = &toolwirev1.ContentAnnotations{}
+		}
+		content[i].Annotations.Priority = proto.Float64(0)
+	}
+}
+
+// IconsFromMCP maps MCP icons onto toolwire's, in order.
+func IconsFromMCP(icons []sdk.Icon) []*toolwirev1.Icon {
+	if len(icons) == 0 {
+		return nil
+	}
+	out := make([]*toolwirev1.Icon, len(icons))
+	for i, ic := range icons {
+		out[i] = &toolwirev1.Icon{Src: ic.Source, MimeType: ic.MIMEType, Sizes: slices.Clone(ic.Sizes), Theme: string(ic.Theme)}
+	}
+	return out
+}
+
+// IconsToMCP is the inverse of IconsFromMCP.
+func IconsToMCP(icons []*toolwirev1.Icon) []sdk.Icon {
+	if len(icons) == 0 {
+		return nil
+	}
+	out := make([]sdk.Icon, len(icons))
+	for i, ic := range icons {
+		out[i] = sdk.Icon{Source: ic.GetSrc(), MIMEType: ic.GetMimeType(), Sizes: slices.Clone(ic.GetSizes()), Theme: sdk.IconTheme(ic.GetTheme())}
 	}
 	return out
 }

@@ -23,7 +23,7 @@ func TestContentRoundTrip(t *testing.T) {
 		&sdk.ImageContent{Data: fixturePNG, MIMEType: "image/png", Annotations: ann},
 		&sdk.AudioContent{Data: fixtureWAV, MIMEType: "audio/wav", Meta: meta},
 		&sdk.ResourceLink{URI: "file:///a.txt", Name: "a.txt", Title: "A", Description: "an a", MIMEType: "text/plain", Size: &size, Meta: meta, Annotations: ann},
-		&sdk.ResourceLink{URI: "https://x.example/b", Name: "b"},
+		&sdk.ResourceLink{URI: "https://x.example/b", Name: "b", Icons: fixtureIcons},
 		&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "file:///t.txt", MIMEType: "text/plain", Text: "text", Meta: sdk.Meta{"r": true}}, Meta: meta, Annotations: ann},
 		&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "file:///b.bin", MIMEType: "application/octet-stream", Blob: []byte{0, 1, 2, 255}}},
 	}
@@ -38,6 +38,8 @@ func TestContentRoundTrip(t *testing.T) {
 	require.Equal(t, fixturePNG, tw[2].GetImage().Data)
 	require.Equal(t, "audio/wav", tw[3].GetAudio().MimeType)
 	require.Equal(t, int64(42), tw[4].GetResourceLink().GetSize())
+	require.Len(t, tw[5].GetResourceLink().GetIcons(), 2, "a resource link's icons")
+	require.Equal(t, []string{"48x48", "96x96"}, tw[5].GetResourceLink().GetIcons()[0].GetSizes())
 	require.Equal(t, "text", tw[6].GetResource().GetText())
 	require.JSONEq(t, `{"r":true}`, tw[6].GetResource().MetaJson)
 	require.Equal(t, []byte{0, 1, 2, 255}, tw[7].GetResource().GetBlob())

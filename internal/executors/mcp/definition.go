@@ -39,8 +39,10 @@ var invalidNameChars = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
 // white space; numbers as encoding/json writes the values the SDK
 // decoded, or as written in a json.RawMessage schema). Anything the model
 // sees or the executor relies on is covered, so a server cannot change
-// what a tool does or claims without the hash changing. `_meta` and icons
-// are not covered.
+// what a tool does or claims without the hash changing. `_meta`, icons and
+// execution.taskSupport are not covered: a tool that comes to require
+// task augmentation is disabled without an approval step, and enabled
+// again when it no longer does.
 func DefinitionHash(t *sdk.Tool) (string, error) {
 	def := map[string]any{"name": t.Name}
 	if t.Title != "" {
@@ -107,26 +109,47 @@ func schemaJSON(v any) (string, error) {
 	return string(b), err
 }
 
+// maxToolExtraBytes bounds a tool's icons and its `_meta` in its spec
+// (each, encoded): a spec is one registry value, and a data: URI icon
+// can be large. Larger ones are left out of the spec (and logged).
+const maxToolExtraBytes = 64 << 10
+
 // buildSpec returns the spec of tool t of server, named name, at
-// definition hash.
-func buildSpec(server, name string, t *sdk.Tool, hash string) (*toolwirev1.ToolSpec, error) {
+// definition hash, with extra (what tools/list said that t lacks). It
+// keeps t's icons and `_meta` and the server's execution.taskSupport;
+// dropped names the fields left out for their size.
+func buildSpec(server, name string, t *sdk.Tool, hash string, extra listedTool) (spec *toolwirev1.ToolSpec, dropped []string, err error) {
 	in, err := schemaJSON(t.InputSchema)
 	if err != nil {
-		return nil, fmt.Errorf("input schema: %w", err)
+		return nil, nil, fmt.Errorf("input schema: %w", err)
 	}
 	out, err := schemaJSON(t.OutputSchema)
 	if err != nil {
-		return nil, fmt.Errorf("output schema: %w", err)
+		return nil, nil, fmt.Errorf("output schema: %w", err)
 	}
-	spec := &toolwirev1.ToolSpec{
-		Name:             name,
-		Description:      t.Description,
-		Summary:          summaryOf(t.Description),
-		Executor:         toolwirev1.ExecutorType_EXECUTOR_TYPE_MCP,
-		Config:           &toolwirev1.ToolSpec_Mcp{Mcp: &toolwirev1.McpConfig{Server: server, Tool: t.Name, DefinitionHash: hash}},
+	meta, err := metaJSON(t.Meta)
+	if err != nil {
+		return nil, nil, fmt.Errorf("_meta: %w", err)
+	}
+	if len(meta) > maxToolExtraBytes {
+		meta, dropped = "", append(dropped, "_meta")
+	}
+	icons := IconsFromMCP(t.Icons)
+	if b, err := json.Marshal(t.Icons); err != nil || len(b) > maxToolExtraBytes {
+		icons, dropped = nil, append(dropped, "icons")
+	}
+	spec = &toolwirev1.ToolSpec{
+		Name:        name,
+		Description: t.Description,
+		Summary:     summaryOf(t.Description),
+		Executor:    toolwirev1.ExecutorType_EXECUTOR_TYPE_MCP,
+		Config: &toolwirev1.ToolSpec_Mcp{Mcp: &toolwirev1.McpConfig{Server: server, Tool: t.Name, DefinitionHash: hash,
+			TaskSupport: extra.TaskSupport}},
 		InputSchemaJson:  in,
 		OutputSchemaJson: out,
 		Provider:         server,
+		Icons:            icons,
+		MetaJson:         meta,
 	}
 	if a := t.Annotations; a != nil {
 		ro, idem := a.ReadOnlyHint, a.IdempotentHint
@@ -138,9 +161,33 @@ func buildSpec(server, name string, t *sdk.Tool, hash string) (*toolwirev1.ToolS
 		spec.Title = t.Title
 	}
 	if err := registry.Check(spec); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return spec, nil
+	return spec, dropped, nil
+}
+
+// TaskRequired is the execution.taskSupport value of a tool that can only
+// be called with task augmentation.
+const TaskRequired = "required"
+
+// unavailableReason says why tool of server cannot be called whatever
+// its approval, from what tools/list said of it; empty when it can.
+// toolwire calls tools without task augmentation (the SDK has none), so a
+// tool that requires it would fail every call: it is disabled instead.
+func unavailableReason(server, tool string, extra listedTool) string {
+	if extra.TaskSupport != TaskRequired {
+		return ""
+	}
+	return fmt.Sprintf("MCP server %s requires task augmentation to call tool %q (execution.taskSupport %q), "+
+		"which toolwire does not use", server, tool, TaskRequired)
+}
+
+// disabledReason is the DisabledReason of a tool that is not enabled.
+func (ts *toolState) disabledReason(name string) string {
+	if ts.unavailable != "" {
+		return ts.unavailable
+	}
+	return changedReason(name, ts.approved, ts.hash)
 }
 
 // changedReason is the DisabledReason of a tool whose definition differs

@@ -68,9 +68,33 @@
 // collides with another tool of the server, or whose schemas do not
 // compile is not imported, with a warning naming it. The spec carries
 // the executor type MCP, provider S, McpConfig{server, tool,
-// definition_hash}, the title (or annotations' title), the description,
-// the input and output schemas as canonical JSON text and the annotations
-// as ToolAnnotations.
+// definition_hash, task_support}, the title (or annotations' title), the description,
+// the input and output schemas as canonical JSON text, the annotations
+// as ToolAnnotations, the tool's icons (ToolSpec.icons) and `_meta`
+// (ToolSpec.meta_json; each left out, with a warning, past 64 KiB: a spec
+// is one registry value) and its execution.taskSupport as the server wrote
+// it (McpConfig.task_support).
+//
+// A tool whose taskSupport is "required" can only be called with task
+// augmentation (SEP-1686), which toolwire does not use (the SDK has none):
+// it is imported disabled, its DisabledReason saying so, whatever its
+// approval; admission refuses its calls with NOT_FOUND and the reason, and
+// so does Execute. "optional" tools are served with plain calls.
+//
+// # Fields the SDK's types drop
+//
+// The SDK's Tool type has no `execution`, and its Annotations cannot tell
+// a priority of 0 from none (float64 with omitempty). Each connection
+// therefore has a rawCapture that sees the JSON-RPC messages as they pass
+// and keeps the raw result of every tools/list and tools/call (matched by
+// JSON-RPC id; a call by its progress token) before the SDK returns it:
+// for stdio a wrapped Connection; for streamable HTTP the round trips of
+// its http.Client (the request body, and the response body — a JSON body
+// or server-sent events — as the SDK reads it), since a wrapped
+// Connection would hide the SDK's own optional interfaces of its HTTP
+// connection (the negotiated protocol version header, the standalone SSE
+// stream). A message over 32 MiB is not captured: its zero priorities and
+// its tools' execution are then lost, as with the SDK alone.
 //
 // # Pinned definitions (trust on first use)
 //
@@ -145,9 +169,10 @@
 // ContentToMCP): text, image, audio (decoded bytes), resource link,
 // embedded resource (text or blob, with its own `_meta`), annotations
 // (audience, priority, lastModified) and each block's `_meta` as
-// Content.meta_json. Nothing is flattened to text. A priority of exactly 0
-// is indistinguishable from none in the SDK and maps to unset; the icons
-// of a resource link have no toolwire field and are dropped. Sampling's
+// Content.meta_json, and a resource link's icons (ResourceLink.icons).
+// Nothing is flattened to text. A priority of exactly 0 is restored from
+// the result's JSON (see Fields the SDK's types drop); ContentToMCP cannot
+// write it back (the SDK omits it). Sampling's
 // tool_use and tool_result blocks are not valid in tool results and make
 // the result invalid (INTERNAL).
 //
@@ -161,12 +186,13 @@
 //
 // They become Result.Intents in order with ids i1, i2, ...; a malformed
 // list makes the result invalid (INTERNAL). Intents of an isError result
-// are ignored.
+// are ignored. The result's whole `_meta` (intents and the server's own
+// keys included) is kept as Result.Meta, ToolResponse.meta_json.
 //
 // # Errors
 //
 // An isError result is a *tool.Error that keeps the result's content
-// blocks (Content) and structured output (Structured); its message is the
+// blocks (Content), structured output (Structured) and `_meta` (Meta); its message is the
 // text of its text blocks. Its type is PERMANENT with possible side
 // effects, unless the result's `_meta` (MetaError) says otherwise:
 //

@@ -71,9 +71,9 @@ func callError(ctx context.Context, ts *toolState, err error) error {
 
 // resultError is the error of an isError result: PERMANENT with possible
 // side effects unless its `_meta["toolwire/error"]` says otherwise. It
-// keeps the result's blocks and structured output; its message is the
-// text of its text blocks.
-func resultError(ts *toolState, res *sdk.CallToolResult, content []*toolwirev1.Content, structured []byte) *tool.Error {
+// keeps the result's blocks, structured output and `_meta`; its message is
+// the text of its text blocks.
+func resultError(ts *toolState, res *sdk.CallToolResult, content []*toolwirev1.Content, structured, meta []byte) *tool.Error {
 	var texts []string
 	for _, c := range content {
 		if t := c.GetText(); t != nil && t.Text != "" {
@@ -86,6 +86,7 @@ func resultError(ts *toolState, res *sdk.CallToolResult, content []*toolwirev1.C
 		SideEffects: sideEffectsMaybe,
 		Content:     content,
 		Structured:  structured,
+		Meta:        meta,
 	}
 	if te.Message == "" {
 		te.Message = fmt.Sprintf("tool %s of MCP server %s reported an error", ts.tool.Name, ts.server.cfg.Name)

@@ -62,10 +62,10 @@ var everythingArgs = map[string]string{
 }
 
 // everythingUnsupported are tools the reference server lists that no
-// client without the experimental tasks API (SEP-1686) can call: the Go
-// SDK v1.8.0 has none, and its Tool type drops the `execution` field that
-// says so, so the executor imports them and the server refuses each call.
-// The test pins that the refusal arrives as a clear error.
+// client without the experimental tasks API (SEP-1686) can call
+// (`execution.taskSupport: "required"`): the Go SDK v1.8.0 has none, so
+// the executor imports them disabled, with the reason, and a call is
+// refused at admission with it.
 var everythingUnsupported = map[string]string{
 	"simulate-research-query": "requires task augmentation",
 }
@@ -201,7 +201,13 @@ func runEverything(t *testing.T, sc mcp.ServerConfig) {
 	for _, name := range listed {
 		sp := byTool[name]
 		require.NotNil(t, sp, "tool %s was imported", name)
-		require.False(t, sp.Disabled)
+		if why, ok := everythingUnsupported[name]; ok {
+			require.True(t, sp.Disabled, "%s is not advertised as callable", name)
+			require.Contains(t, sp.DisabledReason, why)
+			require.Equal(t, mcp.TaskRequired, sp.GetMcp().GetTaskSupport())
+		} else {
+			require.False(t, sp.Disabled, name)
+		}
 		s.WaitTool(t, sp.Name)
 		args, ok := everythingArgs[name]
 		if !ok {
@@ -215,6 +221,7 @@ func runEverything(t *testing.T, sc mcp.ServerConfig) {
 			resp := call(t, s, sp.Name, args)
 			if why, ok := everythingUnsupported[name]; ok {
 				require.False(t, resp.Ok)
+				require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, resp.Error.Type, "refused at admission: %v", resp.Error)
 				require.Contains(t, resp.Error.Message, why)
 				return
 			}

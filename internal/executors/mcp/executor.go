@@ -60,7 +60,7 @@ type Executor struct {
 	memApproved map[string]string     // approvals without a registry
 
 	changed  chan struct{}
-	progress sync.Map // progress token -> context.Context of the call
+	progress sync.Map // progress token -> *pendingCall
 	tokens   atomic.Uint64
 
 	ctx       context.Context
@@ -75,13 +75,34 @@ type toolState struct {
 	server *server
 	tool   *sdk.Tool
 	// hash of the server's current definition; approved is the hash
-	// recorded in the registry. The tool is served when they are equal.
+	// recorded in the registry. The tool is served when they are equal
+	// and unavailable is empty.
 	hash, approved string
-	spec           *toolwirev1.ToolSpec
-	input          *jsonschema.Schema
+	// unavailable says why the tool cannot be called whatever its
+	// approval (it requires task augmentation); empty when it can.
+	unavailable string
+	spec        *toolwirev1.ToolSpec
+	input       *jsonschema.Schema
 }
 
-func (ts *toolState) enabled() bool { return ts.hash == ts.approved }
+// enabled reports whether the tool is served: its definition is the
+// approved one and nothing makes it unavailable.
+func (ts *toolState) enabled() bool { return ts.hash == ts.approved && ts.unavailable == "" }
+
+// pendingCall is a call on its way to the server, by progress token.
+type pendingCall struct {
+	ctx context.Context
+	// raw is the JSON of the call's result as the server sent it (see
+	// rawCapture), when it was captured.
+	raw atomic.Pointer[json.RawMessage]
+}
+
+// onCallResult keeps the raw result of the call with progress token.
+func (e *Executor) onCallResult(token string, raw json.RawMessage) {
+	if v, ok := e.progress.Load(token); ok {
+		v.(*pendingCall).raw.Store(&raw)
+	}
+}
 
 var _ executors.Executor = (*Executor)(nil)
 
@@ -220,6 +241,9 @@ func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.R
 	if ts == nil {
 		return nil, refused(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, "no MCP tool %q in this worker", name)
 	}
+	if ts.unavailable != "" {
+		return nil, refused(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, "tool %s is disabled: %s", name, ts.unavailable)
+	}
 	if !ts.enabled() {
 		te := refused(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, "tool %s is disabled: %s", name, ts.spec.GetDisabledReason())
 		te.Suggestion = fmt.Sprintf("toolctl tools approve %s --hash %s", name, ts.hash)
@@ -240,8 +264,10 @@ func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.R
 		return nil, te
 	}
 	token := "toolwire-" + strconv.FormatUint(e.tokens.Add(1), 10)
-	e.progress.Store(token, ctx)
+	pc := &pendingCall{ctx: ctx}
+	e.progress.Store(token, pc)
 	defer e.progress.Delete(token)
+	defer ts.server.forget(token)
 	var stale *sdk.ClientSession
 	for {
 		sess, err := ts.server.session(ctx, time.Duration(e.cfg.SessionWait), stale)
@@ -266,13 +292,19 @@ func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.R
 		if err != nil {
 			return nil, callError(ctx, ts, err)
 		}
-		return resultFromMCP(ts, res)
+		var raw json.RawMessage
+		if r := pc.raw.Load(); r != nil {
+			raw = *r
+		}
+		return resultFromMCP(ts, res, raw)
 	}
 }
 
-// resultFromMCP maps a CallToolResult: content blocks one to one,
-// structured content as JSON, intents from `_meta`, isError as an error.
-func resultFromMCP(ts *toolState, res *sdk.CallToolResult) (*tool.Result, error) {
+// resultFromMCP maps a CallToolResult: content blocks one to one (zero
+// priorities from raw, the result's JSON when it was captured),
+// structured content as JSON, `_meta` as it is and intents from it,
+// isError as an error.
+func resultFromMCP(ts *toolState, res *sdk.CallToolResult, raw json.RawMessage) (*tool.Result, error) {
 	invalid := func(format string, args ...any) *tool.Error {
 		return &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, SideEffects: sideEffectsMaybe,
 			Message: fmt.Sprintf("MCP server %s returned an invalid result: ", ts.server.cfg.Name) + fmt.Sprintf(format, args...)}
@@ -281,6 +313,11 @@ func resultFromMCP(ts *toolState, res *sdk.CallToolResult) (*tool.Result, error)
 	if err != nil {
 		return nil, invalid("%v", err)
 	}
+	zeroPriorities(content, raw)
+	meta, err := metaJSON(res.Meta)
+	if err != nil {
+		return nil, invalid("_meta: %v", err)
+	}
 	var structured []byte
 	if res.StructuredContent != nil {
 		if structured, err = json.Marshal(res.StructuredContent); err != nil {
@@ -288,13 +325,17 @@ func resultFromMCP(ts *toolState, res *sdk.CallToolResult) (*tool.Result, error)
 		}
 	}
 	if res.IsError {
-		return nil, resultError(ts, res, content, structured)
+		return nil, resultError(ts, res, content, structured, []byte(meta))
 	}
 	intents, err := intentsFromMeta(res.Meta)
 	if err != nil {
 		return nil, invalid("%v", err)
 	}
-	return &tool.Result{Content: content, Structured: structured, Intents: intents}, nil
+	r := &tool.Result{Content: content, Structured: structured, Intents: intents}
+	if meta != "" {
+		r.Meta = []byte(meta)
+	}
+	return r, nil
 }
 
 // onProgress forwards a progress notification to the call that sent its
@@ -308,6 +349,7 @@ func (e *Executor) onProgress(_ context.Context, req *sdk.ProgressNotificationCl
 	if !ok {
 		return // the call has returned
 	}
+	ctx := v.(*pendingCall).ctx
 	pct := -1.0
 	if t := req.Params.Total; t > 0 {
 		pct = min(max(req.Params.Progress/t*100, 0), 100)
@@ -316,7 +358,7 @@ func (e *Executor) onProgress(_ context.Context, req *sdk.ProgressNotificationCl
 	if msg == "" && req.Params.Total > 0 {
 		msg = fmt.Sprintf("%g/%g", req.Params.Progress, req.Params.Total)
 	}
-	tool.Progress(v.(context.Context), msg, pct)
+	tool.Progress(ctx, msg, pct)
 }
 
 // Close stops the executor in this order: stop reconnecting and watching;
@@ -357,9 +399,10 @@ func (e *Executor) approve(ctx context.Context, name, hash string) (string, erro
 	return hash, nil
 }
 
-// reconcile replaces the tools of s with those the server lists now, and
-// publishes what changed for tools already handed out.
-func (e *Executor) reconcile(ctx context.Context, s *server, listed []*sdk.Tool) error {
+// reconcile replaces the tools of s with those the server lists now (with
+// extra, what the listing said that the SDK's Tool drops), and publishes
+// what changed for tools already handed out.
+func (e *Executor) reconcile(ctx context.Context, s *server, listed []*sdk.Tool, extra map[string]listedTool) error {
 	byName := map[string][]*sdk.Tool{}
 	for _, t := range listed {
 		name, err := ToolName(s.cfg.Name, t.Name)
@@ -386,10 +429,13 @@ func (e *Executor) reconcile(ctx context.Context, s *server, listed []*sdk.Tool)
 			s.log.WarnContext(ctx, "MCP tool not imported", "tool", t.Name, "error", err)
 			continue
 		}
-		spec, err := buildSpec(s.cfg.Name, name, t, hash)
+		spec, dropped, err := buildSpec(s.cfg.Name, name, t, hash, extra[t.Name])
 		if err != nil {
 			s.log.WarnContext(ctx, "MCP tool not imported", "tool", t.Name, "error", err)
 			continue
+		}
+		if len(dropped) > 0 {
+			s.log.WarnContext(ctx, "MCP tool fields left out of its spec: too large", "tool", t.Name, "fields", dropped)
 		}
 		approved, err := e.approve(ctx, name, hash)
 		if err != nil {
@@ -399,9 +445,14 @@ func (e *Executor) reconcile(ctx context.Context, s *server, listed []*sdk.Tool)
 		if err != nil { // Check compiled it already
 			return fmt.Errorf("tool %s: input schema: %w", name, err)
 		}
-		st := &toolState{server: s, tool: t, hash: hash, approved: approved, spec: spec, input: input}
-		if !st.enabled() {
-			spec.Disabled, spec.DisabledReason = true, changedReason(name, approved, hash)
+		st := &toolState{server: s, tool: t, hash: hash, approved: approved, spec: spec, input: input,
+			unavailable: unavailableReason(s.cfg.Name, t.Name, extra[t.Name])}
+		switch {
+		case st.unavailable != "":
+			spec.Disabled, spec.DisabledReason = true, st.disabledReason(name)
+			s.log.WarnContext(ctx, "MCP tool requires task augmentation; tool disabled", "tool", name)
+		case !st.enabled():
+			spec.Disabled, spec.DisabledReason = true, st.disabledReason(name)
 			s.log.WarnContext(ctx, "MCP tool definition differs from the approved one; tool disabled",
 				"tool", name, "approved", approved, "current", hash)
 		}
@@ -544,7 +595,7 @@ func (e *Executor) applyApproval(ctx context.Context, name, approved string) err
 	st.spec = proto.CloneOf(old.spec)
 	st.spec.Disabled, st.spec.DisabledReason = false, ""
 	if !st.enabled() {
-		st.spec.Disabled, st.spec.DisabledReason = true, changedReason(name, approved, st.hash)
+		st.spec.Disabled, st.spec.DisabledReason = true, st.disabledReason(name)
 	}
 	e.tools[name] = &st
 	handed := e.handed[name]

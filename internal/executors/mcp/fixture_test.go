@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"image"
 	"image/color"
@@ -39,6 +40,7 @@ const (
 	envPIDFile = "TOOLWIRE_MCP_PIDFILE"  // file the server writes its pid into
 	envVariant = "TOOLWIRE_MCP_VARIANT"  // definition variant of the "versioned" tool
 	envChild   = "TOOLWIRE_MCP_GRANDKID" // path of sleep(1): also start it as a grandchild
+	envDecor   = "TOOLWIRE_MCP_DECORATE" // "1": add what the SDK cannot say (decorate)
 )
 
 func TestMain(m *testing.M) {
@@ -71,7 +73,11 @@ func serveStdio() int {
 		variant: os.Getenv(envVariant),
 		panics:  true,
 	})
-	if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+	var t sdk.Transport = &sdk.StdioTransport{}
+	if os.Getenv(envDecor) == "1" {
+		t = decoratingTransport{t}
+	}
+	if err := srv.Run(context.Background(), t); err != nil {
 		fmt.Fprintln(os.Stderr, "fixture server:", err)
 	}
 	return 0
@@ -221,6 +227,19 @@ func newFixtureServer(o fixtureOptions) *sdk.Server {
 				panic("fixture panic")
 			})
 	}
+	// The fields the mapping must keep (fields_test.go).
+	sdk.AddTool(srv, &sdk.Tool{Name: "annotated"},
+		func(context.Context, *sdk.CallToolRequest, empty) (*sdk.CallToolResult, any, error) {
+			return annotatedResult(), nil, nil
+		})
+	sdk.AddTool(srv, decoratedTool(), func(context.Context, *sdk.CallToolRequest, empty) (*sdk.CallToolResult, any, error) {
+		return text("decorated"), nil, nil
+	})
+	for _, name := range []string{"task_only", "task_optional"} {
+		sdk.AddTool(srv, &sdk.Tool{Name: name}, func(context.Context, *sdk.CallToolRequest, empty) (*sdk.CallToolResult, any, error) {
+			return text(name + " called without a task"), nil, nil
+		})
+	}
 	srv.AddTool(versionedTool(o.variant), func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		return text("versioned " + o.variant), nil
 	})
@@ -364,3 +383,149 @@ func bufferLogger(b *syncBuffer) *slog.Logger {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// fixtureIcons are icons of the decorated tool and the annotated result's
+// resource link.
+var fixtureIcons = []sdk.Icon{
+	{Source: "https://toolwire.example/icon.png", MIMEType: "image/png", Sizes: []string{"48x48", "96x96"}, Theme: sdk.IconThemeLight},
+	{Source: "data:image/svg+xml;base64,PHN2Zy8+", Sizes: []string{"any"}},
+}
+
+// annotatedResult is the result of the annotated tool: annotations with
+// priority 0 (the text "priority:0 ..."; the SDK cannot send that 0,
+// decorate adds it) and 0.5, a resource link with icons, and a result
+// _meta.
+func annotatedResult() *sdk.CallToolResult {
+	return &sdk.CallToolResult{
+		Meta: sdk.Meta{"acme/trace": "t-1", "acme/nested": map[string]any{"list": []any{1, "two", nil}}},
+		Content: []sdk.Content{
+			&sdk.TextContent{Text: "priority:0 least important", Annotations: &sdk.Annotations{Audience: []sdk.Role{"user"}}},
+			&sdk.TextContent{Text: "half", Annotations: &sdk.Annotations{Priority: 0.5}},
+			&sdk.TextContent{Text: "priority:0 and nothing else"},
+			&sdk.ResourceLink{URI: "file:///toolwire/link.txt", Name: "link.txt", Icons: fixtureIcons},
+		},
+	}
+}
+
+// decoratedTool has a _meta and icons.
+func decoratedTool() *sdk.Tool {
+	return &sdk.Tool{Name: "decorated", Icons: fixtureIcons,
+		Meta: sdk.Meta{"acme/ui": map[string]any{"widget": "table", "rows": 3}}}
+}
+
+// decorate adds to a server's results what the SDK's types cannot say:
+// the execution.taskSupport of the task_* tools in tools/list ("required"
+// and "optional"), and priority 0 in the annotations of the text blocks
+// that start with "priority:0".
+func decorate(msg jsonrpc.Message) jsonrpc.Message {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || len(resp.Result) == 0 {
+		return msg
+	}
+	var res map[string]any
+	if json.Unmarshal(resp.Result, &res) != nil {
+		return msg
+	}
+	changed := false
+	tools, _ := res["tools"].([]any)
+	for _, t := range tools {
+		m, _ := t.(map[string]any)
+		switch m["name"] {
+		case "task_only":
+			m["execution"], changed = map[string]any{"taskSupport": "required"}, true
+		case "task_optional":
+			m["execution"], changed = map[string]any{"taskSupport": "optional"}, true
+		}
+	}
+	content, _ := res["content"].([]any)
+	for _, c := range content {
+		m, _ := c.(map[string]any)
+		if s, _ := m["text"].(string); strings.HasPrefix(s, "priority:0") {
+			ann, _ := m["annotations"].(map[string]any)
+			if ann == nil {
+				ann = map[string]any{}
+			}
+			ann["priority"] = 0
+			m["annotations"], changed = ann, true
+		}
+	}
+	if !changed {
+		return msg
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return msg
+	}
+	out := *resp
+	out.Result = b
+	return &out
+}
+
+// decoratingTransport decorates what a stdio server writes.
+type decoratingTransport struct{ sdk.Transport }
+
+func (t decoratingTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return decoratingConn{c}, nil
+}
+
+type decoratingConn struct{ sdk.Connection }
+
+func (c decoratingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	return c.Connection.Write(ctx, decorate(msg))
+}
+
+// decoratedHTTPServer serves srv over streamable HTTP (answers as JSON
+// bodies or as server-sent events) with its POST answers decorated; it
+// stops at the end of the test.
+func decoratedHTTPServer(t testing.TB, srv *sdk.Server, jsonResponse bool) string {
+	t.Helper()
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv },
+		&sdk.StreamableHTTPOptions{JSONResponse: jsonResponse})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		switch rec.Header().Get("Content-Type") {
+		case "application/json":
+			if msg, err := jsonrpc.DecodeMessage(body); err == nil {
+				if b, err := jsonrpc.EncodeMessage(decorate(msg)); err == nil {
+					body = b
+				}
+			}
+		case "text/event-stream":
+			lines := strings.Split(string(body), "\n")
+			for i, l := range lines {
+				data, ok := strings.CutPrefix(l, "data: ")
+				if !ok {
+					continue
+				}
+				if msg, err := jsonrpc.DecodeMessage([]byte(data)); err == nil {
+					if b, err := jsonrpc.EncodeMessage(decorate(msg)); err == nil {
+						lines[i] = "data: " + string(b)
+					}
+				}
+			}
+			body = []byte(strings.Join(lines, "\n"))
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.Header().Del("Content-Length")
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+		closeSessions(srv)
+	})
+	return ts.URL
+}

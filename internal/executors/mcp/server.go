@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,8 +32,13 @@ type server struct {
 	first    chan struct{}
 	firstErr error
 
-	mu   sync.Mutex
-	sess *sdk.ClientSession
+	mu sync.Mutex
+	// capture sees the messages of the current connection (rawCapture);
+	// listed is what the tools/list results of the discovery under way
+	// said that the SDK's Tool type drops (by MCP tool name).
+	capture *rawCapture
+	listed  map[string]listedTool
+	sess    *sdk.ClientSession
 	// up is closed while sess is set and replaced by an open channel when
 	// the session ends, so calls can wait for the next one; down is closed
 	// when sess ends.
@@ -154,10 +160,16 @@ func (s *server) connect(ctx context.Context) (*sdk.ClientSession, *stdioProcess
 		t    sdk.Transport
 		proc *stdioProcess
 	)
+	capture := newRawCapture(s.onToolsList, s.e.onCallResult)
+	s.mu.Lock()
+	s.capture = capture
+	s.mu.Unlock()
 	if s.cfg.Stdio != nil {
-		t, proc = newStdioTransport(s.cfg, time.Duration(s.e.cfg.TerminateDuration), s.log)
+		var ct *sdk.CommandTransport
+		ct, proc = newStdioTransport(s.cfg, time.Duration(s.e.cfg.TerminateDuration), s.log)
+		t = captureTransport{Transport: ct, capture: capture}
 	} else {
-		ht, err := newHTTPTransport(s.cfg)
+		ht, err := newHTTPTransport(s.cfg, capture)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -181,6 +193,9 @@ func (s *server) connect(ctx context.Context) (*sdk.ClientSession, *stdioProcess
 
 // discover lists the server's tools and reconciles the executor's.
 func (s *server) discover(ctx context.Context, sess *sdk.ClientSession) error {
+	s.mu.Lock()
+	s.listed = map[string]listedTool{}
+	s.mu.Unlock()
 	var tools []*sdk.Tool
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
@@ -188,7 +203,55 @@ func (s *server) discover(ctx context.Context, sess *sdk.ClientSession) error {
 		}
 		tools = append(tools, t)
 	}
-	return s.e.reconcile(ctx, s, tools)
+	s.mu.Lock()
+	listed := s.listed
+	s.listed = nil
+	s.mu.Unlock()
+	return s.e.reconcile(ctx, s, tools, listed)
+}
+
+// listedTool is what a tools/list result says of a tool that the SDK's
+// Tool type drops.
+type listedTool struct {
+	// TaskSupport is the tool's execution.taskSupport: "forbidden",
+	// "optional", "required" or empty.
+	TaskSupport string
+}
+
+// onToolsList records the fields of a tools/list result (one page) that
+// the SDK drops, for the discovery under way.
+func (s *server) onToolsList(raw json.RawMessage) {
+	var res struct {
+		Tools []struct {
+			Name      string `json:"name"`
+			Execution *struct {
+				TaskSupport string `json:"taskSupport"`
+			} `json:"execution"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		s.log.Debug("tools/list result not read for its execution fields", "error", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listed == nil {
+		return // not listed by discover
+	}
+	for _, t := range res.Tools {
+		if t.Execution != nil {
+			s.listed[t.Name] = listedTool{TaskSupport: t.Execution.TaskSupport}
+		}
+	}
+}
+
+// forget drops what the current connection keeps for the call with
+// progress token.
+func (s *server) forget(token string) {
+	s.mu.Lock()
+	c := s.capture
+	s.mu.Unlock()
+	c.forget(token)
 }
 
 // session returns the current session other than stale, waiting up to

@@ -98,9 +98,9 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 var _ io.Writer = (*lineLogger)(nil)
 
 // newHTTPTransport returns the transport of one connection to a streamable
-// HTTP server. Secret headers are resolved now, so a rotated file or
-// variable takes effect at the next connection.
-func newHTTPTransport(s ServerConfig) (*sdk.StreamableClientTransport, error) {
+// HTTP server, its messages seen by capture. Secret headers are resolved
+// now, so a rotated file or variable takes effect at the next connection.
+func newHTTPTransport(s ServerConfig, capture *rawCapture) (*sdk.StreamableClientTransport, error) {
 	h := make(http.Header, len(s.HTTP.Headers)+len(s.HTTP.SecretHeaders))
 	for k, v := range s.HTTP.Headers {
 		h.Set(k, v)
@@ -116,25 +116,27 @@ func newHTTPTransport(s ServerConfig) (*sdk.StreamableClientTransport, error) {
 		}
 		h.Set(k, v)
 	}
-	client := &http.Client{Transport: &headerTransport{base: http.DefaultTransport, header: h}}
+	client := &http.Client{Transport: &headerTransport{base: http.DefaultTransport, header: h, capture: capture}}
 	return &sdk.StreamableClientTransport{Endpoint: s.HTTP.URL, HTTPClient: client, MaxRetries: 2}, nil
 }
 
-// headerTransport adds fixed headers to every request.
+// headerTransport adds fixed headers to every request, and shows the
+// messages to capture (captureRoundTrip).
 type headerTransport struct {
-	base   http.RoundTripper
-	header http.Header
+	base    http.RoundTripper
+	header  http.Header
+	capture *rawCapture
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if len(t.header) == 0 {
-		return t.base.RoundTrip(req)
+		return captureRoundTrip(t.capture, t.base, req)
 	}
 	r := req.Clone(req.Context())
 	for k, v := range t.header {
 		r.Header[k] = v
 	}
-	return t.base.RoundTrip(r)
+	return captureRoundTrip(t.capture, t.base, r)
 }
 
 // errNoSession is the cause of calls that found their server down.

@@ -320,13 +320,15 @@ func (x *AudioContent) GetMimeType() string {
 
 // ResourceLink points at a resource without embedding it.
 type ResourceLink struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Uri           string                 `protobuf:"bytes,1,opt,name=uri,proto3" json:"uri,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	Title         string                 `protobuf:"bytes,3,opt,name=title,proto3" json:"title,omitempty"`
-	Description   string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
-	MimeType      string                 `protobuf:"bytes,5,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
-	Size          *int64                 `protobuf:"varint,6,opt,name=size,proto3,oneof" json:"size,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Uri         string                 `protobuf:"bytes,1,opt,name=uri,proto3" json:"uri,omitempty"`
+	Name        string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Title       string                 `protobuf:"bytes,3,opt,name=title,proto3" json:"title,omitempty"`
+	Description string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	MimeType    string                 `protobuf:"bytes,5,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
+	Size        *int64                 `protobuf:"varint,6,opt,name=size,proto3,oneof" json:"size,omitempty"`
+	// Icons of the resource (MCP's `icons`).
+	Icons         []*Icon `protobuf:"bytes,7,rep,name=icons,proto3" json:"icons,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -403,6 +405,87 @@ func (x *ResourceLink) GetSize() int64 {
 	return 0
 }
 
+func (x *ResourceLink) GetIcons() []*Icon {
+	if x != nil {
+		return x.Icons
+	}
+	return nil
+}
+
+// Icon is an icon of a tool or a resource (MCP's Icon).
+type Icon struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// URI of the image: an https URL or a data: URI.
+	Src string `protobuf:"bytes,1,opt,name=src,proto3" json:"src,omitempty"`
+	// MIME type, when the URI's own is missing or generic.
+	MimeType string `protobuf:"bytes,2,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
+	// Sizes the image suits, e.g. "48x48" or "any".
+	Sizes []string `protobuf:"bytes,3,rep,name=sizes,proto3" json:"sizes,omitempty"`
+	// "light" or "dark": the background the icon is designed for; empty =
+	// any.
+	Theme         string `protobuf:"bytes,4,opt,name=theme,proto3" json:"theme,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Icon) Reset() {
+	*x = Icon{}
+	mi := &file_toolwire_v1_content_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Icon) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Icon) ProtoMessage() {}
+
+func (x *Icon) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_content_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Icon.ProtoReflect.Descriptor instead.
+func (*Icon) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_content_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Icon) GetSrc() string {
+	if x != nil {
+		return x.Src
+	}
+	return ""
+}
+
+func (x *Icon) GetMimeType() string {
+	if x != nil {
+		return x.MimeType
+	}
+	return ""
+}
+
+func (x *Icon) GetSizes() []string {
+	if x != nil {
+		return x.Sizes
+	}
+	return nil
+}
+
+func (x *Icon) GetTheme() string {
+	if x != nil {
+		return x.Theme
+	}
+	return ""
+}
+
 // EmbeddedResource carries a resource's contents inline.
 type EmbeddedResource struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -420,7 +503,7 @@ type EmbeddedResource struct {
 
 func (x *EmbeddedResource) Reset() {
 	*x = EmbeddedResource{}
-	mi := &file_toolwire_v1_content_proto_msgTypes[5]
+	mi := &file_toolwire_v1_content_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -432,7 +515,7 @@ func (x *EmbeddedResource) String() string {
 func (*EmbeddedResource) ProtoMessage() {}
 
 func (x *EmbeddedResource) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_content_proto_msgTypes[5]
+	mi := &file_toolwire_v1_content_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -445,7 +528,7 @@ func (x *EmbeddedResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbeddedResource.ProtoReflect.Descriptor instead.
 func (*EmbeddedResource) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_content_proto_rawDescGZIP(), []int{5}
+	return file_toolwire_v1_content_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *EmbeddedResource) GetUri() string {
@@ -524,7 +607,7 @@ type ContentAnnotations struct {
 
 func (x *ContentAnnotations) Reset() {
 	*x = ContentAnnotations{}
-	mi := &file_toolwire_v1_content_proto_msgTypes[6]
+	mi := &file_toolwire_v1_content_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +619,7 @@ func (x *ContentAnnotations) String() string {
 func (*ContentAnnotations) ProtoMessage() {}
 
 func (x *ContentAnnotations) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_content_proto_msgTypes[6]
+	mi := &file_toolwire_v1_content_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +632,7 @@ func (x *ContentAnnotations) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContentAnnotations.ProtoReflect.Descriptor instead.
 func (*ContentAnnotations) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_content_proto_rawDescGZIP(), []int{6}
+	return file_toolwire_v1_content_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ContentAnnotations) GetAudience() []string {
@@ -594,15 +677,21 @@ const file_toolwire_v1_content_proto_rawDesc = "" +
 	"\tmime_type\x18\x02 \x01(\tR\bmimeType\"?\n" +
 	"\fAudioContent\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x1b\n" +
-	"\tmime_type\x18\x02 \x01(\tR\bmimeType\"\xab\x01\n" +
+	"\tmime_type\x18\x02 \x01(\tR\bmimeType\"\xd4\x01\n" +
 	"\fResourceLink\x12\x10\n" +
 	"\x03uri\x18\x01 \x01(\tR\x03uri\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
 	"\x05title\x18\x03 \x01(\tR\x05title\x12 \n" +
 	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x1b\n" +
 	"\tmime_type\x18\x05 \x01(\tR\bmimeType\x12\x17\n" +
-	"\x04size\x18\x06 \x01(\x03H\x00R\x04size\x88\x01\x01B\a\n" +
-	"\x05_size\"\x96\x01\n" +
+	"\x04size\x18\x06 \x01(\x03H\x00R\x04size\x88\x01\x01\x12'\n" +
+	"\x05icons\x18\a \x03(\v2\x11.toolwire.v1.IconR\x05iconsB\a\n" +
+	"\x05_size\"a\n" +
+	"\x04Icon\x12\x10\n" +
+	"\x03src\x18\x01 \x01(\tR\x03src\x12\x1b\n" +
+	"\tmime_type\x18\x02 \x01(\tR\bmimeType\x12\x14\n" +
+	"\x05sizes\x18\x03 \x03(\tR\x05sizes\x12\x14\n" +
+	"\x05theme\x18\x04 \x01(\tR\x05theme\"\x96\x01\n" +
 	"\x10EmbeddedResource\x12\x10\n" +
 	"\x03uri\x18\x01 \x01(\tR\x03uri\x12\x1b\n" +
 	"\tmime_type\x18\x02 \x01(\tR\bmimeType\x12\x14\n" +
@@ -629,28 +718,30 @@ func file_toolwire_v1_content_proto_rawDescGZIP() []byte {
 	return file_toolwire_v1_content_proto_rawDescData
 }
 
-var file_toolwire_v1_content_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_toolwire_v1_content_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_toolwire_v1_content_proto_goTypes = []any{
 	(*Content)(nil),            // 0: toolwire.v1.Content
 	(*TextContent)(nil),        // 1: toolwire.v1.TextContent
 	(*ImageContent)(nil),       // 2: toolwire.v1.ImageContent
 	(*AudioContent)(nil),       // 3: toolwire.v1.AudioContent
 	(*ResourceLink)(nil),       // 4: toolwire.v1.ResourceLink
-	(*EmbeddedResource)(nil),   // 5: toolwire.v1.EmbeddedResource
-	(*ContentAnnotations)(nil), // 6: toolwire.v1.ContentAnnotations
+	(*Icon)(nil),               // 5: toolwire.v1.Icon
+	(*EmbeddedResource)(nil),   // 6: toolwire.v1.EmbeddedResource
+	(*ContentAnnotations)(nil), // 7: toolwire.v1.ContentAnnotations
 }
 var file_toolwire_v1_content_proto_depIdxs = []int32{
 	1, // 0: toolwire.v1.Content.text:type_name -> toolwire.v1.TextContent
 	2, // 1: toolwire.v1.Content.image:type_name -> toolwire.v1.ImageContent
 	3, // 2: toolwire.v1.Content.audio:type_name -> toolwire.v1.AudioContent
 	4, // 3: toolwire.v1.Content.resource_link:type_name -> toolwire.v1.ResourceLink
-	5, // 4: toolwire.v1.Content.resource:type_name -> toolwire.v1.EmbeddedResource
-	6, // 5: toolwire.v1.Content.annotations:type_name -> toolwire.v1.ContentAnnotations
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	6, // 4: toolwire.v1.Content.resource:type_name -> toolwire.v1.EmbeddedResource
+	7, // 5: toolwire.v1.Content.annotations:type_name -> toolwire.v1.ContentAnnotations
+	5, // 6: toolwire.v1.ResourceLink.icons:type_name -> toolwire.v1.Icon
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_content_proto_init() }
@@ -666,18 +757,18 @@ func file_toolwire_v1_content_proto_init() {
 		(*Content_Resource)(nil),
 	}
 	file_toolwire_v1_content_proto_msgTypes[4].OneofWrappers = []any{}
-	file_toolwire_v1_content_proto_msgTypes[5].OneofWrappers = []any{
+	file_toolwire_v1_content_proto_msgTypes[6].OneofWrappers = []any{
 		(*EmbeddedResource_Text)(nil),
 		(*EmbeddedResource_Blob)(nil),
 	}
-	file_toolwire_v1_content_proto_msgTypes[6].OneofWrappers = []any{}
+	file_toolwire_v1_content_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_content_proto_rawDesc), len(file_toolwire_v1_content_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1671,6 +1671,275 @@ func (x *ApplyIntentsResponse) GetSkipped() int32 {
 	return 0
 }
 
+// GetOutputRequest reads a call's output text: its text blocks joined by
+// newlines (its structured JSON when it has no text block), the whole of
+// it when the inline response was truncated.
+type GetOutputRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	CallId string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// Byte offset to read from. With a pattern: the lines that start at or
+	// after it are searched.
+	Offset int64 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	// Most bytes of text to return (the matching lines' text with a
+	// pattern); zero = 64 KiB, at most 1 MiB (larger is lowered to it).
+	Limit int64 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	// When set, return only the lines that match this RE2 regular
+	// expression (Go regexp syntax, at most 1,024 bytes); a line longer
+	// than 1 MiB is searched in pieces of at most 1 MiB.
+	Grep          string `protobuf:"bytes,4,opt,name=grep,proto3" json:"grep,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetOutputRequest) Reset() {
+	*x = GetOutputRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetOutputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetOutputRequest) ProtoMessage() {}
+
+func (x *GetOutputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetOutputRequest.ProtoReflect.Descriptor instead.
+func (*GetOutputRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *GetOutputRequest) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *GetOutputRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *GetOutputRequest) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *GetOutputRequest) GetGrep() string {
+	if x != nil {
+		return x.Grep
+	}
+	return ""
+}
+
+type GetOutputResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	CallId string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// DONE when the output is here; PENDING or UNKNOWN otherwise (nothing
+	// else is set).
+	State CallState `protobuf:"varint,2,opt,name=state,proto3,enum=toolwire.v1.CallState" json:"state,omitempty"`
+	// The text from offset (without a pattern). A range never splits a
+	// character: offset and next_offset are moved to character boundaries.
+	Text string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	// The lines that match the pattern, in order (with a pattern).
+	Lines []*OutputLine `protobuf:"bytes,4,rep,name=lines,proto3" json:"lines,omitempty"`
+	// Where the text (or the first line searched) starts.
+	Offset int64 `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
+	// Where the next read starts: offset plus the bytes read (or searched).
+	NextOffset int64 `protobuf:"varint,6,opt,name=next_offset,json=nextOffset,proto3" json:"next_offset,omitempty"`
+	// Size of the whole output text in bytes.
+	Size int64 `protobuf:"varint,7,opt,name=size,proto3" json:"size,omitempty"`
+	// next_offset reached the end of the output.
+	Eof bool `protobuf:"varint,8,opt,name=eof,proto3" json:"eof,omitempty"`
+	// The inline response was truncated; this reads the whole output.
+	Truncated     bool `protobuf:"varint,9,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetOutputResponse) Reset() {
+	*x = GetOutputResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetOutputResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetOutputResponse) ProtoMessage() {}
+
+func (x *GetOutputResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetOutputResponse.ProtoReflect.Descriptor instead.
+func (*GetOutputResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *GetOutputResponse) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *GetOutputResponse) GetState() CallState {
+	if x != nil {
+		return x.State
+	}
+	return CallState_CALL_STATE_UNSPECIFIED
+}
+
+func (x *GetOutputResponse) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *GetOutputResponse) GetLines() []*OutputLine {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
+func (x *GetOutputResponse) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *GetOutputResponse) GetNextOffset() int64 {
+	if x != nil {
+		return x.NextOffset
+	}
+	return 0
+}
+
+func (x *GetOutputResponse) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *GetOutputResponse) GetEof() bool {
+	if x != nil {
+		return x.Eof
+	}
+	return false
+}
+
+func (x *GetOutputResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+// OutputLine is a line of an output text that matched a pattern.
+type OutputLine struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1-based line number.
+	Number int64 `protobuf:"varint,1,opt,name=number,proto3" json:"number,omitempty"`
+	// Byte offset of the text in the output.
+	Offset int64 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	// The line without its newline (a piece of it when the line is longer
+	// than 1 MiB, or longer than the rest of the limit: then cut is set).
+	Text          string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	Cut           bool   `protobuf:"varint,4,opt,name=cut,proto3" json:"cut,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OutputLine) Reset() {
+	*x = OutputLine{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OutputLine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OutputLine) ProtoMessage() {}
+
+func (x *OutputLine) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OutputLine.ProtoReflect.Descriptor instead.
+func (*OutputLine) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *OutputLine) GetNumber() int64 {
+	if x != nil {
+		return x.Number
+	}
+	return 0
+}
+
+func (x *OutputLine) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *OutputLine) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *OutputLine) GetCut() bool {
+	if x != nil {
+		return x.Cut
+	}
+	return false
+}
+
 var File_toolwire_v1_dispatcher_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
@@ -1789,7 +2058,29 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x14ApplyIntentsResponse\x12.\n" +
 	"\asession\x18\x01 \x01(\v2\x14.toolwire.v1.SessionR\asession\x12\x18\n" +
 	"\aapplied\x18\x02 \x01(\x05R\aapplied\x12\x18\n" +
-	"\askipped\x18\x03 \x01(\x05R\askipped*l\n" +
+	"\askipped\x18\x03 \x01(\x05R\askipped\"m\n" +
+	"\x10GetOutputRequest\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x03R\x05limit\x12\x12\n" +
+	"\x04grep\x18\x04 \x01(\tR\x04grep\"\x9a\x02\n" +
+	"\x11GetOutputResponse\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12,\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x16.toolwire.v1.CallStateR\x05state\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\x12-\n" +
+	"\x05lines\x18\x04 \x03(\v2\x17.toolwire.v1.OutputLineR\x05lines\x12\x16\n" +
+	"\x06offset\x18\x05 \x01(\x03R\x06offset\x12\x1f\n" +
+	"\vnext_offset\x18\x06 \x01(\x03R\n" +
+	"nextOffset\x12\x12\n" +
+	"\x04size\x18\a \x01(\x03R\x04size\x12\x10\n" +
+	"\x03eof\x18\b \x01(\bR\x03eof\x12\x1c\n" +
+	"\ttruncated\x18\t \x01(\bR\ttruncated\"b\n" +
+	"\n" +
+	"OutputLine\x12\x16\n" +
+	"\x06number\x18\x01 \x01(\x03R\x06number\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\x12\x10\n" +
+	"\x03cut\x18\x04 \x01(\bR\x03cut*l\n" +
 	"\tCallState\x12\x1a\n" +
 	"\x16CALL_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12CALL_STATE_PENDING\x10\x01\x12\x13\n" +
@@ -1807,7 +2098,7 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x1aCANCEL_OUTCOME_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CANCEL_OUTCOME_REQUESTED\x10\x01\x12#\n" +
 	"\x1fCANCEL_OUTCOME_ALREADY_FINISHED\x10\x02\x12\x1f\n" +
-	"\x1bCANCEL_OUTCOME_UNKNOWN_CALL\x10\x032\x80\x06\n" +
+	"\x1bCANCEL_OUTCOME_UNKNOWN_CALL\x10\x032\xd1\x06\n" +
 	"\x11DispatcherService\x12;\n" +
 	"\x04Call\x12\x18.toolwire.v1.CallRequest\x1a\x19.toolwire.v1.CallResponse\x12A\n" +
 	"\x06Submit\x12\x1a.toolwire.v1.SubmitRequest\x1a\x1b.toolwire.v1.SubmitResponse\x12O\n" +
@@ -1819,7 +2110,8 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\vApproveTool\x12\x1f.toolwire.v1.ApproveToolRequest\x1a .toolwire.v1.ApproveToolResponse\x12R\n" +
 	"\n" +
 	"GetSession\x12\x1e.toolwire.v1.GetSessionRequest\x1a\x1f.toolwire.v1.GetSessionResponse\"\x03\x90\x02\x01\x12S\n" +
-	"\fApplyIntents\x12 .toolwire.v1.ApplyIntentsRequest\x1a!.toolwire.v1.ApplyIntentsResponseBCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
+	"\fApplyIntents\x12 .toolwire.v1.ApplyIntentsRequest\x1a!.toolwire.v1.ApplyIntentsResponse\x12O\n" +
+	"\tGetOutput\x12\x1d.toolwire.v1.GetOutputRequest\x1a\x1e.toolwire.v1.GetOutputResponse\"\x03\x90\x02\x01BCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
 
 var (
 	file_toolwire_v1_dispatcher_proto_rawDescOnce sync.Once
@@ -1834,7 +2126,7 @@ func file_toolwire_v1_dispatcher_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_toolwire_v1_dispatcher_proto_goTypes = []any{
 	(CallState)(0),                // 0: toolwire.v1.CallState
 	(ToolFormat)(0),               // 1: toolwire.v1.ToolFormat
@@ -1861,69 +2153,76 @@ var file_toolwire_v1_dispatcher_proto_goTypes = []any{
 	(*GetSessionResponse)(nil),    // 22: toolwire.v1.GetSessionResponse
 	(*ApplyIntentsRequest)(nil),   // 23: toolwire.v1.ApplyIntentsRequest
 	(*ApplyIntentsResponse)(nil),  // 24: toolwire.v1.ApplyIntentsResponse
-	nil,                           // 25: toolwire.v1.Session.StateJsonEntry
-	(*structpb.Struct)(nil),       // 26: google.protobuf.Struct
-	(*durationpb.Duration)(nil),   // 27: google.protobuf.Duration
-	(*ToolResponse)(nil),          // 28: toolwire.v1.ToolResponse
-	(*CallEvent)(nil),             // 29: toolwire.v1.CallEvent
-	(ExecutorType)(0),             // 30: toolwire.v1.ExecutorType
-	(*ToolSpec)(nil),              // 31: toolwire.v1.ToolSpec
-	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
+	(*GetOutputRequest)(nil),      // 25: toolwire.v1.GetOutputRequest
+	(*GetOutputResponse)(nil),     // 26: toolwire.v1.GetOutputResponse
+	(*OutputLine)(nil),            // 27: toolwire.v1.OutputLine
+	nil,                           // 28: toolwire.v1.Session.StateJsonEntry
+	(*structpb.Struct)(nil),       // 29: google.protobuf.Struct
+	(*durationpb.Duration)(nil),   // 30: google.protobuf.Duration
+	(*ToolResponse)(nil),          // 31: toolwire.v1.ToolResponse
+	(*CallEvent)(nil),             // 32: toolwire.v1.CallEvent
+	(ExecutorType)(0),             // 33: toolwire.v1.ExecutorType
+	(*ToolSpec)(nil),              // 34: toolwire.v1.ToolSpec
+	(*timestamppb.Timestamp)(nil), // 35: google.protobuf.Timestamp
 }
 var file_toolwire_v1_dispatcher_proto_depIdxs = []int32{
-	26, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
-	27, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	27, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	27, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
+	29, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
+	30, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	30, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	30, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
 	0,  // 4: toolwire.v1.CallResponse.state:type_name -> toolwire.v1.CallState
-	28, // 5: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
+	31, // 5: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
 	19, // 6: toolwire.v1.CallResponse.session:type_name -> toolwire.v1.Session
-	26, // 7: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
-	27, // 8: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	27, // 9: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	28, // 10: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
-	27, // 11: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
+	29, // 7: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
+	30, // 8: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	30, // 9: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	31, // 10: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
+	30, // 11: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
 	0,  // 12: toolwire.v1.GetResultResponse.state:type_name -> toolwire.v1.CallState
-	28, // 13: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
-	29, // 14: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
+	31, // 13: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
+	32, // 14: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
 	2,  // 15: toolwire.v1.CancelResponse.outcome:type_name -> toolwire.v1.CancelOutcome
 	1,  // 16: toolwire.v1.ListToolsRequest.format:type_name -> toolwire.v1.ToolFormat
-	30, // 17: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
-	31, // 18: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
+	33, // 17: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
+	34, // 18: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
 	1,  // 19: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
-	31, // 20: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	31, // 21: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	25, // 22: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
+	34, // 20: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	34, // 21: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	28, // 22: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
 	20, // 23: toolwire.v1.Session.log:type_name -> toolwire.v1.AppliedIntent
-	32, // 24: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	32, // 25: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
+	35, // 24: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	35, // 25: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
 	19, // 26: toolwire.v1.GetSessionResponse.session:type_name -> toolwire.v1.Session
 	19, // 27: toolwire.v1.ApplyIntentsResponse.session:type_name -> toolwire.v1.Session
-	3,  // 28: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
-	5,  // 29: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
-	7,  // 30: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
-	9,  // 31: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
-	11, // 32: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
-	13, // 33: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
-	15, // 34: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
-	17, // 35: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
-	21, // 36: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
-	23, // 37: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
-	4,  // 38: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
-	6,  // 39: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
-	8,  // 40: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
-	10, // 41: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
-	12, // 42: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
-	14, // 43: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
-	16, // 44: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
-	18, // 45: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
-	22, // 46: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
-	24, // 47: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
-	38, // [38:48] is the sub-list for method output_type
-	28, // [28:38] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	0,  // 28: toolwire.v1.GetOutputResponse.state:type_name -> toolwire.v1.CallState
+	27, // 29: toolwire.v1.GetOutputResponse.lines:type_name -> toolwire.v1.OutputLine
+	3,  // 30: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
+	5,  // 31: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
+	7,  // 32: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
+	9,  // 33: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
+	11, // 34: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
+	13, // 35: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
+	15, // 36: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
+	17, // 37: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
+	21, // 38: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
+	23, // 39: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
+	25, // 40: toolwire.v1.DispatcherService.GetOutput:input_type -> toolwire.v1.GetOutputRequest
+	4,  // 41: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
+	6,  // 42: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
+	8,  // 43: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
+	10, // 44: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
+	12, // 45: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
+	14, // 46: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
+	16, // 47: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
+	18, // 48: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
+	22, // 49: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
+	24, // 50: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
+	26, // 51: toolwire.v1.DispatcherService.GetOutput:output_type -> toolwire.v1.GetOutputResponse
+	41, // [41:52] is the sub-list for method output_type
+	30, // [30:41] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_dispatcher_proto_init() }
@@ -1940,7 +2239,7 @@ func file_toolwire_v1_dispatcher_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_dispatcher_proto_rawDesc), len(file_toolwire_v1_dispatcher_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   23,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

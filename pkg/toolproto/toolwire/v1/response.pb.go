@@ -37,9 +37,12 @@ type ToolResponse struct {
 	// Set when ok is false.
 	Error *ToolError `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
 	// State changes the orchestrator applies, in order.
-	Intents       []*Intent     `protobuf:"bytes,7,rep,name=intents,proto3" json:"intents,omitempty"`
-	Meta          *ResponseMeta `protobuf:"bytes,8,opt,name=meta,proto3" json:"meta,omitempty"`
-	Tool          string        `protobuf:"bytes,9,opt,name=tool,proto3" json:"tool,omitempty"`
+	Intents []*Intent     `protobuf:"bytes,7,rep,name=intents,proto3" json:"intents,omitempty"`
+	Meta    *ResponseMeta `protobuf:"bytes,8,opt,name=meta,proto3" json:"meta,omitempty"`
+	Tool    string        `protobuf:"bytes,9,opt,name=tool,proto3" json:"tool,omitempty"`
+	// The tool's own metadata of the result (MCP's result `_meta`), as JSON
+	// text; empty when it gave none.
+	MetaJson      string `protobuf:"bytes,10,opt,name=meta_json,json=metaJson,proto3" json:"meta_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -137,6 +140,13 @@ func (x *ToolResponse) GetTool() string {
 	return ""
 }
 
+func (x *ToolResponse) GetMetaJson() string {
+	if x != nil {
+		return x.MetaJson
+	}
+	return ""
+}
+
 // Intent is a state change a tool asks the orchestrator to make. Built-in
 // types: END_SESSION, SUPPRESS_AUDIO, SUPPRESS_TRANSCRIPT,
 // SET_PENDING_MESSAGE, SET_STATE, EMIT_EVENT, NOTIFY, INJECT_CONTEXT; custom
@@ -212,8 +222,11 @@ type ResponseMeta struct {
 	StartedAt  *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
 	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
 	Duration   *durationpb.Duration   `protobuf:"bytes,5,opt,name=duration,proto3" json:"duration,omitempty"`
-	// Output was cut to the inline limits; full_output holds all of it.
-	Truncated   bool                   `protobuf:"varint,6,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	// Output was cut to the inline limits (the tool's limits.max_output_*
+	// and the worker's inline limit, keeping the head or the tail as
+	// limits.truncate says); full_output holds all of it.
+	Truncated bool `protobuf:"varint,6,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	// The whole response (a ToolResponse, binary protobuf) when truncated.
 	FullOutput  *BlobRef               `protobuf:"bytes,7,opt,name=full_output,json=fullOutput,proto3" json:"full_output,omitempty"`
 	SpecVersion string                 `protobuf:"bytes,8,opt,name=spec_version,json=specVersion,proto3" json:"spec_version,omitempty"`
 	AcceptedAt  *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=accepted_at,json=acceptedAt,proto3" json:"accepted_at,omitempty"`
@@ -226,7 +239,11 @@ type ResponseMeta struct {
 	Source string `protobuf:"bytes,13,opt,name=source,proto3" json:"source,omitempty"`
 	// The caller's session (from the call), so that intents can be applied
 	// to it and audits can filter by it.
-	Session       string `protobuf:"bytes,14,opt,name=session,proto3" json:"session,omitempty"`
+	Session string `protobuf:"bytes,14,opt,name=session,proto3" json:"session,omitempty"`
+	// The text of the whole output when truncated: its text blocks joined by
+	// newlines (its structured JSON when it has no text block), UTF-8.
+	// DispatcherService.GetOutput reads it by offset, limit and pattern.
+	FullText      *BlobRef `protobuf:"bytes,15,opt,name=full_text,json=fullText,proto3" json:"full_text,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -359,6 +376,13 @@ func (x *ResponseMeta) GetSession() string {
 	return ""
 }
 
+func (x *ResponseMeta) GetFullText() *BlobRef {
+	if x != nil {
+		return x.FullText
+	}
+	return nil
+}
+
 // BlobRef names an object in the blob Object Store.
 type BlobRef struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -441,7 +465,7 @@ var File_toolwire_v1_response_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_response_proto_rawDesc = "" +
 	"\n" +
-	"\x1atoolwire/v1/response.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\"\xdb\x02\n" +
+	"\x1atoolwire/v1/response.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\"\xf8\x02\n" +
 	"\fToolResponse\x12)\n" +
 	"\x10envelope_version\x18\x01 \x01(\rR\x0fenvelopeVersion\x12\x17\n" +
 	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x0e\n" +
@@ -451,11 +475,13 @@ const file_toolwire_v1_response_proto_rawDesc = "" +
 	"\x05error\x18\x06 \x01(\v2\x16.toolwire.v1.ToolErrorR\x05error\x12-\n" +
 	"\aintents\x18\a \x03(\v2\x13.toolwire.v1.IntentR\aintents\x12-\n" +
 	"\x04meta\x18\b \x01(\v2\x19.toolwire.v1.ResponseMetaR\x04meta\x12\x12\n" +
-	"\x04tool\x18\t \x01(\tR\x04tool\"O\n" +
+	"\x04tool\x18\t \x01(\tR\x04tool\x12\x1b\n" +
+	"\tmeta_json\x18\n" +
+	" \x01(\tR\bmetaJson\"O\n" +
 	"\x06Intent\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12!\n" +
-	"\fpayload_json\x18\x03 \x01(\tR\vpayloadJson\"\xc5\x04\n" +
+	"\fpayload_json\x18\x03 \x01(\tR\vpayloadJson\"\xf8\x04\n" +
 	"\fResponseMeta\x12\x16\n" +
 	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x129\n" +
@@ -475,7 +501,8 @@ const file_toolwire_v1_response_proto_rawDesc = "" +
 	"\rcancel_reason\x18\v \x01(\tR\fcancelReason\x12%\n" +
 	"\x0eisolation_gaps\x18\f \x03(\tR\risolationGaps\x12\x16\n" +
 	"\x06source\x18\r \x01(\tR\x06source\x12\x18\n" +
-	"\asession\x18\x0e \x01(\tR\asession\"~\n" +
+	"\asession\x18\x0e \x01(\tR\asession\x121\n" +
+	"\tfull_text\x18\x0f \x01(\v2\x14.toolwire.v1.BlobRefR\bfullText\"~\n" +
 	"\aBlobRef\x12\x16\n" +
 	"\x06bucket\x18\x01 \x01(\tR\x06bucket\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
@@ -507,20 +534,21 @@ var file_toolwire_v1_response_proto_goTypes = []any{
 	(*durationpb.Duration)(nil),   // 7: google.protobuf.Duration
 }
 var file_toolwire_v1_response_proto_depIdxs = []int32{
-	4, // 0: toolwire.v1.ToolResponse.content:type_name -> toolwire.v1.Content
-	5, // 1: toolwire.v1.ToolResponse.error:type_name -> toolwire.v1.ToolError
-	1, // 2: toolwire.v1.ToolResponse.intents:type_name -> toolwire.v1.Intent
-	2, // 3: toolwire.v1.ToolResponse.meta:type_name -> toolwire.v1.ResponseMeta
-	6, // 4: toolwire.v1.ResponseMeta.started_at:type_name -> google.protobuf.Timestamp
-	6, // 5: toolwire.v1.ResponseMeta.finished_at:type_name -> google.protobuf.Timestamp
-	7, // 6: toolwire.v1.ResponseMeta.duration:type_name -> google.protobuf.Duration
-	3, // 7: toolwire.v1.ResponseMeta.full_output:type_name -> toolwire.v1.BlobRef
-	6, // 8: toolwire.v1.ResponseMeta.accepted_at:type_name -> google.protobuf.Timestamp
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	4,  // 0: toolwire.v1.ToolResponse.content:type_name -> toolwire.v1.Content
+	5,  // 1: toolwire.v1.ToolResponse.error:type_name -> toolwire.v1.ToolError
+	1,  // 2: toolwire.v1.ToolResponse.intents:type_name -> toolwire.v1.Intent
+	2,  // 3: toolwire.v1.ToolResponse.meta:type_name -> toolwire.v1.ResponseMeta
+	6,  // 4: toolwire.v1.ResponseMeta.started_at:type_name -> google.protobuf.Timestamp
+	6,  // 5: toolwire.v1.ResponseMeta.finished_at:type_name -> google.protobuf.Timestamp
+	7,  // 6: toolwire.v1.ResponseMeta.duration:type_name -> google.protobuf.Duration
+	3,  // 7: toolwire.v1.ResponseMeta.full_output:type_name -> toolwire.v1.BlobRef
+	6,  // 8: toolwire.v1.ResponseMeta.accepted_at:type_name -> google.protobuf.Timestamp
+	3,  // 9: toolwire.v1.ResponseMeta.full_text:type_name -> toolwire.v1.BlobRef
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_response_proto_init() }

@@ -240,8 +240,13 @@ type ToolSpec struct {
 	// A disabled tool is listed but not callable; disabled_reason says why.
 	Disabled       bool   `protobuf:"varint,23,opt,name=disabled,proto3" json:"disabled,omitempty"`
 	DisabledReason string `protobuf:"bytes,24,opt,name=disabled_reason,json=disabledReason,proto3" json:"disabled_reason,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Icons of the tool for user interfaces (MCP's tool `icons`).
+	Icons []*Icon `protobuf:"bytes,25,rep,name=icons,proto3" json:"icons,omitempty"`
+	// The tool's own metadata (MCP's tool `_meta`), as JSON text; empty
+	// when it has none.
+	MetaJson      string `protobuf:"bytes,26,opt,name=meta_json,json=metaJson,proto3" json:"meta_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ToolSpec) Reset() {
@@ -453,6 +458,20 @@ func (x *ToolSpec) GetDisabled() bool {
 func (x *ToolSpec) GetDisabledReason() string {
 	if x != nil {
 		return x.DisabledReason
+	}
+	return ""
+}
+
+func (x *ToolSpec) GetIcons() []*Icon {
+	if x != nil {
+		return x.Icons
+	}
+	return nil
+}
+
+func (x *ToolSpec) GetMetaJson() string {
+	if x != nil {
+		return x.MetaJson
 	}
 	return ""
 }
@@ -722,7 +741,13 @@ type Limits struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	MaxArgsBytes int64                  `protobuf:"varint,1,opt,name=max_args_bytes,json=maxArgsBytes,proto3" json:"max_args_bytes,omitempty"`
 	MaxArgsDepth int32                  `protobuf:"varint,2,opt,name=max_args_depth,json=maxArgsDepth,proto3" json:"max_args_depth,omitempty"`
-	// Inline output limits; the full output goes to the blob store.
+	// Inline output limits, on the output's text (its text blocks joined by
+	// newlines, the truncation marker included): a longer output is cut to
+	// them, keeping the head or the tail (truncate), and the whole output
+	// goes to the blob store (ResponseMeta.full_output, full_text), read
+	// back with DispatcherService.GetOutput. Structured output longer than
+	// max_output_bytes is left out of the inline response. Zero = no limit
+	// but the worker's inline limit on the encoded response (768 KiB).
 	MaxOutputBytes int64             `protobuf:"varint,3,opt,name=max_output_bytes,json=maxOutputBytes,proto3" json:"max_output_bytes,omitempty"`
 	MaxOutputLines int32             `protobuf:"varint,4,opt,name=max_output_lines,json=maxOutputLines,proto3" json:"max_output_lines,omitempty"`
 	Truncate       TruncateDirection `protobuf:"varint,5,opt,name=truncate,proto3,enum=toolwire.v1.TruncateDirection" json:"truncate,omitempty"`
@@ -850,8 +875,13 @@ type McpConfig struct {
 	Tool string `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
 	// Hash of the server's tool definition when it was approved.
 	DefinitionHash string `protobuf:"bytes,3,opt,name=definition_hash,json=definitionHash,proto3" json:"definition_hash,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The server's `execution.taskSupport` for the tool, as it wrote it:
+	// "forbidden", "optional" or "required"; empty when it said nothing
+	// (which means "forbidden"). toolwire calls tools without task
+	// augmentation, so a tool that requires it is disabled.
+	TaskSupport   string `protobuf:"bytes,4,opt,name=task_support,json=taskSupport,proto3" json:"task_support,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *McpConfig) Reset() {
@@ -901,6 +931,13 @@ func (x *McpConfig) GetTool() string {
 func (x *McpConfig) GetDefinitionHash() string {
 	if x != nil {
 		return x.DefinitionHash
+	}
+	return ""
+}
+
+func (x *McpConfig) GetTaskSupport() string {
+	if x != nil {
+		return x.TaskSupport
 	}
 	return ""
 }
@@ -1280,7 +1317,7 @@ var File_toolwire_v1_spec_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"\n" +
-	"\x16toolwire/v1/spec.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x17toolwire/v1/error.proto\"\xc6\a\n" +
+	"\x16toolwire/v1/spec.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\"\x8c\b\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
@@ -1306,7 +1343,9 @@ const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"\aversion\x18\x15 \x01(\tR\aversion\x12\x1a\n" +
 	"\bprovider\x18\x16 \x01(\tR\bprovider\x12\x1a\n" +
 	"\bdisabled\x18\x17 \x01(\bR\bdisabled\x12'\n" +
-	"\x0fdisabled_reason\x18\x18 \x01(\tR\x0edisabledReasonB\b\n" +
+	"\x0fdisabled_reason\x18\x18 \x01(\tR\x0edisabledReason\x12'\n" +
+	"\x05icons\x18\x19 \x03(\v2\x11.toolwire.v1.IconR\x05icons\x12\x1b\n" +
+	"\tmeta_json\x18\x1a \x01(\tR\bmetaJsonB\b\n" +
 	"\x06config\"\xdf\x01\n" +
 	"\x0fToolAnnotations\x12 \n" +
 	"\tread_only\x18\x01 \x01(\bH\x00R\breadOnly\x88\x01\x01\x12%\n" +
@@ -1342,11 +1381,12 @@ const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"\x10max_output_lines\x18\x04 \x01(\x05R\x0emaxOutputLines\x12:\n" +
 	"\btruncate\x18\x05 \x01(\x0e2\x1e.toolwire.v1.TruncateDirectionR\btruncate\"*\n" +
 	"\fNativeConfig\x12\x1a\n" +
-	"\bfunction\x18\x01 \x01(\tR\bfunction\"`\n" +
+	"\bfunction\x18\x01 \x01(\tR\bfunction\"\x83\x01\n" +
 	"\tMcpConfig\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12'\n" +
-	"\x0fdefinition_hash\x18\x03 \x01(\tR\x0edefinitionHash\"\xf0\x04\n" +
+	"\x0fdefinition_hash\x18\x03 \x01(\tR\x0edefinitionHash\x12!\n" +
+	"\ftask_support\x18\x04 \x01(\tR\vtaskSupport\"\xf0\x04\n" +
 	"\rSandboxConfig\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x1b\n" +
 	"\tstdin_arg\x18\x02 \x01(\tR\bstdinArg\x12\x1b\n" +
@@ -1451,8 +1491,9 @@ var file_toolwire_v1_spec_proto_goTypes = []any{
 	nil,                         // 14: toolwire.v1.SandboxConfig.EnvEntry
 	nil,                         // 15: toolwire.v1.HttpConfig.HeadersEntry
 	nil,                         // 16: toolwire.v1.HttpConfig.SecretHeadersEntry
-	(*durationpb.Duration)(nil), // 17: google.protobuf.Duration
-	(ErrorType)(0),              // 18: toolwire.v1.ErrorType
+	(*Icon)(nil),                // 17: toolwire.v1.Icon
+	(*durationpb.Duration)(nil), // 18: google.protobuf.Duration
+	(ErrorType)(0),              // 19: toolwire.v1.ErrorType
 }
 var file_toolwire_v1_spec_proto_depIdxs = []int32{
 	0,  // 0: toolwire.v1.ToolSpec.executor:type_name -> toolwire.v1.ExecutorType
@@ -1465,26 +1506,27 @@ var file_toolwire_v1_spec_proto_depIdxs = []int32{
 	5,  // 7: toolwire.v1.ToolSpec.timeouts:type_name -> toolwire.v1.Timeouts
 	6,  // 8: toolwire.v1.ToolSpec.retry:type_name -> toolwire.v1.RetryPolicy
 	7,  // 9: toolwire.v1.ToolSpec.limits:type_name -> toolwire.v1.Limits
-	17, // 10: toolwire.v1.Timeouts.schedule_to_start:type_name -> google.protobuf.Duration
-	17, // 11: toolwire.v1.Timeouts.start_to_close:type_name -> google.protobuf.Duration
-	17, // 12: toolwire.v1.Timeouts.schedule_to_close:type_name -> google.protobuf.Duration
-	17, // 13: toolwire.v1.Timeouts.heartbeat:type_name -> google.protobuf.Duration
-	17, // 14: toolwire.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
-	17, // 15: toolwire.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
-	18, // 16: toolwire.v1.RetryPolicy.non_retryable:type_name -> toolwire.v1.ErrorType
-	2,  // 17: toolwire.v1.Limits.truncate:type_name -> toolwire.v1.TruncateDirection
-	11, // 18: toolwire.v1.SandboxConfig.limits:type_name -> toolwire.v1.SandboxLimits
-	13, // 19: toolwire.v1.SandboxConfig.exit_codes:type_name -> toolwire.v1.SandboxConfig.ExitCodesEntry
-	14, // 20: toolwire.v1.SandboxConfig.env:type_name -> toolwire.v1.SandboxConfig.EnvEntry
-	17, // 21: toolwire.v1.SandboxLimits.wall_time:type_name -> google.protobuf.Duration
-	15, // 22: toolwire.v1.HttpConfig.headers:type_name -> toolwire.v1.HttpConfig.HeadersEntry
-	16, // 23: toolwire.v1.HttpConfig.secret_headers:type_name -> toolwire.v1.HttpConfig.SecretHeadersEntry
-	18, // 24: toolwire.v1.SandboxConfig.ExitCodesEntry.value:type_name -> toolwire.v1.ErrorType
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	17, // 10: toolwire.v1.ToolSpec.icons:type_name -> toolwire.v1.Icon
+	18, // 11: toolwire.v1.Timeouts.schedule_to_start:type_name -> google.protobuf.Duration
+	18, // 12: toolwire.v1.Timeouts.start_to_close:type_name -> google.protobuf.Duration
+	18, // 13: toolwire.v1.Timeouts.schedule_to_close:type_name -> google.protobuf.Duration
+	18, // 14: toolwire.v1.Timeouts.heartbeat:type_name -> google.protobuf.Duration
+	18, // 15: toolwire.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
+	18, // 16: toolwire.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
+	19, // 17: toolwire.v1.RetryPolicy.non_retryable:type_name -> toolwire.v1.ErrorType
+	2,  // 18: toolwire.v1.Limits.truncate:type_name -> toolwire.v1.TruncateDirection
+	11, // 19: toolwire.v1.SandboxConfig.limits:type_name -> toolwire.v1.SandboxLimits
+	13, // 20: toolwire.v1.SandboxConfig.exit_codes:type_name -> toolwire.v1.SandboxConfig.ExitCodesEntry
+	14, // 21: toolwire.v1.SandboxConfig.env:type_name -> toolwire.v1.SandboxConfig.EnvEntry
+	18, // 22: toolwire.v1.SandboxLimits.wall_time:type_name -> google.protobuf.Duration
+	15, // 23: toolwire.v1.HttpConfig.headers:type_name -> toolwire.v1.HttpConfig.HeadersEntry
+	16, // 24: toolwire.v1.HttpConfig.secret_headers:type_name -> toolwire.v1.HttpConfig.SecretHeadersEntry
+	19, // 25: toolwire.v1.SandboxConfig.ExitCodesEntry.value:type_name -> toolwire.v1.ErrorType
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_spec_proto_init() }
@@ -1492,6 +1534,7 @@ func file_toolwire_v1_spec_proto_init() {
 	if File_toolwire_v1_spec_proto != nil {
 		return
 	}
+	file_toolwire_v1_content_proto_init()
 	file_toolwire_v1_error_proto_init()
 	file_toolwire_v1_spec_proto_msgTypes[0].OneofWrappers = []any{
 		(*ToolSpec_Native)(nil),

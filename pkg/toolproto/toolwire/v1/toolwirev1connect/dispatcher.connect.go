@@ -61,6 +61,9 @@ const (
 	// DispatcherServiceApplyIntentsProcedure is the fully-qualified name of the DispatcherService's
 	// ApplyIntents RPC.
 	DispatcherServiceApplyIntentsProcedure = "/toolwire.v1.DispatcherService/ApplyIntents"
+	// DispatcherServiceGetOutputProcedure is the fully-qualified name of the DispatcherService's
+	// GetOutput RPC.
+	DispatcherServiceGetOutputProcedure = "/toolwire.v1.DispatcherService/GetOutput"
 )
 
 // DispatcherServiceClient is a client for the toolwire.v1.DispatcherService service.
@@ -89,6 +92,10 @@ type DispatcherServiceClient interface {
 	// ApplyIntents applies the intents of a finished call to the call's
 	// session, each exactly once (safe to repeat), and returns the session.
 	ApplyIntents(context.Context, *connect.Request[v1.ApplyIntentsRequest]) (*connect.Response[v1.ApplyIntentsResponse], error)
+	// GetOutput reads the whole output text of a finished call of the
+	// caller's tenant, also when the response was truncated: a byte range,
+	// or the lines matching a pattern.
+	GetOutput(context.Context, *connect.Request[v1.GetOutputRequest]) (*connect.Response[v1.GetOutputResponse], error)
 }
 
 // NewDispatcherServiceClient constructs a client for the toolwire.v1.DispatcherService service. By
@@ -166,6 +173,13 @@ func NewDispatcherServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(dispatcherServiceMethods.ByName("ApplyIntents")),
 			connect.WithClientOptions(opts...),
 		),
+		getOutput: connect.NewClient[v1.GetOutputRequest, v1.GetOutputResponse](
+			httpClient,
+			baseURL+DispatcherServiceGetOutputProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("GetOutput")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -181,6 +195,7 @@ type dispatcherServiceClient struct {
 	approveTool  *connect.Client[v1.ApproveToolRequest, v1.ApproveToolResponse]
 	getSession   *connect.Client[v1.GetSessionRequest, v1.GetSessionResponse]
 	applyIntents *connect.Client[v1.ApplyIntentsRequest, v1.ApplyIntentsResponse]
+	getOutput    *connect.Client[v1.GetOutputRequest, v1.GetOutputResponse]
 }
 
 // Call calls toolwire.v1.DispatcherService.Call.
@@ -233,6 +248,11 @@ func (c *dispatcherServiceClient) ApplyIntents(ctx context.Context, req *connect
 	return c.applyIntents.CallUnary(ctx, req)
 }
 
+// GetOutput calls toolwire.v1.DispatcherService.GetOutput.
+func (c *dispatcherServiceClient) GetOutput(ctx context.Context, req *connect.Request[v1.GetOutputRequest]) (*connect.Response[v1.GetOutputResponse], error) {
+	return c.getOutput.CallUnary(ctx, req)
+}
+
 // DispatcherServiceHandler is an implementation of the toolwire.v1.DispatcherService service.
 type DispatcherServiceHandler interface {
 	// Call admits a call and waits for its terminal response (or the wait).
@@ -259,6 +279,10 @@ type DispatcherServiceHandler interface {
 	// ApplyIntents applies the intents of a finished call to the call's
 	// session, each exactly once (safe to repeat), and returns the session.
 	ApplyIntents(context.Context, *connect.Request[v1.ApplyIntentsRequest]) (*connect.Response[v1.ApplyIntentsResponse], error)
+	// GetOutput reads the whole output text of a finished call of the
+	// caller's tenant, also when the response was truncated: a byte range,
+	// or the lines matching a pattern.
+	GetOutput(context.Context, *connect.Request[v1.GetOutputRequest]) (*connect.Response[v1.GetOutputResponse], error)
 }
 
 // NewDispatcherServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -332,6 +356,13 @@ func NewDispatcherServiceHandler(svc DispatcherServiceHandler, opts ...connect.H
 		connect.WithSchema(dispatcherServiceMethods.ByName("ApplyIntents")),
 		connect.WithHandlerOptions(opts...),
 	)
+	dispatcherServiceGetOutputHandler := connect.NewUnaryHandler(
+		DispatcherServiceGetOutputProcedure,
+		svc.GetOutput,
+		connect.WithSchema(dispatcherServiceMethods.ByName("GetOutput")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/toolwire.v1.DispatcherService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case DispatcherServiceCallProcedure:
@@ -354,6 +385,8 @@ func NewDispatcherServiceHandler(svc DispatcherServiceHandler, opts ...connect.H
 			dispatcherServiceGetSessionHandler.ServeHTTP(w, r)
 		case DispatcherServiceApplyIntentsProcedure:
 			dispatcherServiceApplyIntentsHandler.ServeHTTP(w, r)
+		case DispatcherServiceGetOutputProcedure:
+			dispatcherServiceGetOutputHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -401,4 +434,8 @@ func (UnimplementedDispatcherServiceHandler) GetSession(context.Context, *connec
 
 func (UnimplementedDispatcherServiceHandler) ApplyIntents(context.Context, *connect.Request[v1.ApplyIntentsRequest]) (*connect.Response[v1.ApplyIntentsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.ApplyIntents is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) GetOutput(context.Context, *connect.Request[v1.GetOutputRequest]) (*connect.Response[v1.GetOutputResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.GetOutput is not implemented"))
 }
