@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -42,11 +41,19 @@ type Dispatcher struct {
 	mu      sync.Mutex
 	waiters map[string]*waiter
 	waiting int
-	sub     *nats.Subscription
-	reaper  jetstream.ConsumeContext
-	mover   jetstream.ConsumeContext
-	retries *nats.Subscription // dead-letter retries operators request (dlqretry.go)
-	stopped bool
+	// results consumes the stored results routed to this replica
+	// (results.go); resultsCons is its consumer, deleted at Stop.
+	results     jetstream.ConsumeContext
+	resultsCons jetstream.Consumer
+	// status reports the connection's reconnects; the goroutine reading
+	// it ends when reconnectsStop is closed, then closes reconnectsDone.
+	status         chan nats.Status
+	reconnectsStop chan struct{}
+	reconnectsDone chan struct{}
+	reaper         jetstream.ConsumeContext
+	mover          jetstream.ConsumeContext
+	retries        *nats.Subscription // dead-letter retries operators request (dlqretry.go)
+	stopped        bool
 	// sweepStop ends the orphan sweeper (orphans.go); sweepDone is closed
 	// when it has ended. Nil when it does not run.
 	sweepStop context.CancelFunc
@@ -96,40 +103,43 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 // Name is the replica's routing name.
 func (d *Dispatcher) Name() string { return d.cfg.Name }
 
-// Start subscribes to this replica's results and starts the reaper, the
+// Start consumes this replica's stored results and starts the reaper, the
 // retry mover and the orphan sweeper.
 // (Pool consumers are created by workers before they register their tools,
 // so no call is admitted before a consumer for it exists.)
 func (d *Dispatcher) Start(ctx context.Context) error {
-	sub, err := d.bus.NC.Subscribe(d.subj.ResultsOf(d.cfg.Name), d.onResult)
+	cons, results, err := d.followResults(ctx)
 	if err != nil {
-		return fmt.Errorf("dispatch: subscribe results: %w", err)
+		return err
 	}
-	if err := sub.SetPendingLimits(-1, 256<<20); err != nil {
-		_ = sub.Unsubscribe()
-		return fmt.Errorf("dispatch: pending limits: %w", err)
+	stopResults := func() {
+		results.Stop()
+		d.deleteResultsConsumer(cons)
 	}
 	reaper, err := d.startReaper(ctx)
 	if err != nil {
-		_ = sub.Unsubscribe()
+		stopResults()
 		return err
 	}
 	mover, err := d.startMover(ctx)
 	if err != nil {
 		reaper.Stop()
-		_ = sub.Unsubscribe()
+		stopResults()
 		return err
 	}
 	retries, err := d.serveDLQRetries(ctx)
 	if err != nil {
 		mover.Stop()
 		reaper.Stop()
-		_ = sub.Unsubscribe()
+		stopResults()
 		return err
 	}
 	d.lazyRecords.Start()
 	d.mu.Lock()
-	d.sub, d.reaper, d.mover, d.retries = sub, reaper, mover, retries
+	d.results, d.resultsCons, d.reaper, d.mover, d.retries = results, cons, reaper, mover, retries
+	d.status = d.bus.NC.StatusChanged(nats.CONNECTED)
+	d.reconnectsStop, d.reconnectsDone = make(chan struct{}), make(chan struct{})
+	go d.watchReconnects(d.status, d.reconnectsStop)
 	d.startSweeper()
 	d.mu.Unlock()
 	return flush(ctx, d.bus.NC)
@@ -139,13 +149,17 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 // ErrStopped and can fetch the result later by call id from any replica.
 func (d *Dispatcher) Stop() {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.stopped {
+		d.mu.Unlock()
 		return
 	}
 	d.stopped = true
-	if d.sub != nil {
-		_ = d.sub.Unsubscribe()
+	if d.results != nil {
+		d.results.Stop()
+	}
+	if d.status != nil {
+		d.bus.NC.RemoveStatusListener(d.status)
+		close(d.reconnectsStop)
 	}
 	if d.retries != nil {
 		_ = d.retries.Unsubscribe()
@@ -162,19 +176,14 @@ func (d *Dispatcher) Stop() {
 		close(w.ch)
 		delete(d.waiters, id)
 	}
-}
-
-func (d *Dispatcher) onResult(m *nats.Msg) {
-	i := strings.LastIndexByte(m.Subject, '.')
-	callID := m.Subject[i+1:]
-	d.mu.Lock()
-	w := d.waiters[callID]
-	delete(d.waiters, callID)
+	cons, reconnectsDone := d.resultsCons, d.reconnectsDone
 	d.mu.Unlock()
-	// Waiters decode the result themselves: this is the one goroutine of
-	// the subscription, so it only routes bytes.
-	if w != nil {
-		w.ch <- m.Data
+	// Outside the lock: a recheck of waiters takes it.
+	if reconnectsDone != nil {
+		<-reconnectsDone
+	}
+	if cons != nil {
+		d.deleteResultsConsumer(cons)
 	}
 }
 
@@ -188,8 +197,8 @@ func decodeResult(callID string, data []byte) *toolwirev1.ToolResponse {
 
 // wait registers the waiter of a new call (its id is fresh, so it is the
 // only one); cancel removes it.
-func (d *Dispatcher) wait(callID string) (*waiter, error) {
-	w := &waiter{d: d, id: callID, ch: make(chan []byte, 1)}
+func (d *Dispatcher) wait(tenant, callID string) (*waiter, error) {
+	w := &waiter{d: d, id: callID, tenant: tenant, ch: make(chan []byte, 1)}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.stopped {
@@ -347,6 +356,12 @@ func (d *Dispatcher) call(ctx context.Context, id Identity, o *toolwirev1.CallRe
 		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, nil
 	case <-timer.C:
 		w.accepted.Flush()
+		// A last look before answering PENDING: the result may be stored
+		// and its delivery late (a consumer being made again after a
+		// failover or a reconnect).
+		if data, err := d.storedResult(w.tenant, s.CallID); err == nil && data != nil {
+			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, nil
+		}
 		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
 	case <-ctx.Done():
 		w.accepted.Flush()
@@ -381,10 +396,11 @@ func (d *Dispatcher) clampWait(w time.Duration) time.Duration {
 
 // waiter is a caller of Call waiting for its call's result.
 type waiter struct {
-	d  *Dispatcher
-	id string
-	// ch receives the result's bytes, or is closed when the dispatcher
-	// stops.
+	d      *Dispatcher
+	id     string
+	tenant string
+	// ch receives the stored result's bytes, or is closed when the
+	// dispatcher stops.
 	ch chan []byte
 	// accepted publishes the admission record unless stopped first.
 	accepted *lazy.Record
@@ -420,7 +436,7 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 	var w *waiter
 	if withWaiter {
 		var err error
-		w, err = d.wait(callID)
+		w, err = d.wait(id.Tenant, callID)
 		if errors.Is(err, errOverloaded) {
 			te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, Retryable: true,
 				Message:            fmt.Sprintf("this dispatcher already has %d callers waiting", d.cfg.MaxWaiting),
