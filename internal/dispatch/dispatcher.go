@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -235,12 +236,28 @@ type Submitted struct {
 	Rejected *toolwirev1.ToolResponse
 	// Duplicate is set when the idempotency key named an earlier call.
 	Duplicate bool
+	// Finished is, for a Duplicate, the earlier call's terminal response
+	// when it has one (its result, or its refusal); nil while it runs.
+	Finished *toolwirev1.ToolResponse
 }
 
-// Submit admits and publishes one call without waiting for its result.
+// Submit admits and publishes one call without waiting for its result. A
+// duplicate of a call that has finished carries its terminal response.
 func (d *Dispatcher) Submit(ctx context.Context, id Identity, o *toolwirev1.CallRequest) (*Submitted, error) {
 	s, _, err := d.submit(ctx, id, o, false)
-	return s, err
+	if err != nil || !s.Duplicate {
+		return s, err
+	}
+	r, err := d.getResult(ctx, id, s.CallID, 0, true)
+	if err != nil {
+		// Still a duplicate: the caller fetches the result by id.
+		d.log.WarnContext(ctx, "looking up the call of a repeated idempotency key failed", "call_id", s.CallID, "err", err)
+		return s, nil
+	}
+	if r.State == toolwirev1.CallState_CALL_STATE_DONE {
+		s.Finished = r.Response
+	}
+	return s, nil
 }
 
 // Call admits a call and waits up to wait (0 = the default) for its
@@ -627,11 +644,12 @@ func (d *Dispatcher) getResult(ctx context.Context, id Identity, callID string, 
 	for {
 		select {
 		case m := <-ch:
-			resp := &toolwirev1.ToolResponse{}
-			if err := proto.Unmarshal(m.Data, resp); err != nil {
-				resp = internalResponse(callID, "undecodable result: "+err.Error())
+			// Only a hint: a result reaches core subscribers also when the
+			// stream refuses it or never answers, and only a stored result
+			// is the call's. Not stored yet: the next look finds it.
+			if resp, err := d.confirmResult(ctx, m.Subject); err == nil && resp != nil {
+				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
 			}
-			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
 		case <-recheck.C:
 			if resp, err := d.loadResult(ctx, subject); err == nil && resp != nil {
 				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
@@ -670,6 +688,19 @@ func (d *Dispatcher) publishAccepted(tenant string, call *toolwirev1.ToolCall) b
 		return false
 	}
 	return true
+}
+
+// confirmResult returns the result stored on subject, the literal subject
+// of a result seen on a core subscription, or nil when none is stored.
+func (d *Dispatcher) confirmResult(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error) {
+	m, err := d.bus.Results.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: confirm result: %w", err)
+	}
+	return decodeResult(subject[strings.LastIndexByte(subject, '.')+1:], m.Data), nil
 }
 
 func (d *Dispatcher) loadResult(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error) {
