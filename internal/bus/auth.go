@@ -91,9 +91,12 @@ func workerPermissions(c Config) Permissions {
 		jsAPI+"CONSUMER.MSG.NEXT."+calls+".*",
 		"$JS.ACK."+calls+".>",
 		// A redelivered call: its stored result and its events (last
-		// event by subject, or an ordered consumer over one call's events).
+		// event by subject, or an ordered consumer over one call's events),
+		// read from the streams' leaders (LastMsgFromLeader).
 		jsAPI+"DIRECT.GET."+results+".>",
 		jsAPI+"DIRECT.GET."+events+".>",
+		jsAPI+"STREAM.MSG.GET."+results,
+		jsAPI+"STREAM.MSG.GET."+events,
 		jsAPI+"CONSUMER.CREATE."+events+".*."+s.AllEvents(),
 		jsAPI+"CONSUMER.MSG.NEXT."+events+".*",
 		jsAPI+"CONSUMER.DELETE."+events+".*",

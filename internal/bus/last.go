@@ -2,9 +2,13 @@ package bus
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -41,4 +45,79 @@ func LastMsg(ctx context.Context, stream jetstream.Stream, filter string) (*jets
 		return nil, jetstream.ErrMsgNotFound
 	}
 	return last, nil
+}
+
+// LastMsgFromLeader is LastMsg answered by the stream's leader alone. Any
+// replica of a replicated stream answers a direct get (what LastMsg
+// does), also one that has not yet stored what the leader acknowledged
+// (a replica serves direct gets from 90% caught up); a decision that must
+// see every stored message — a redelivered call looking for its result
+// or for the STARTED event of an earlier attempt — reads the leader.
+func LastMsgFromLeader(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, filter string) (*jetstream.RawStreamMsg, error) {
+	subjects := []string{filter}
+	if strings.ContainsAny(filter, "*>") {
+		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
+		if err != nil {
+			return nil, fmt.Errorf("bus: subjects of %s: %w", filter, err)
+		}
+		subjects = subjects[:0]
+		for subject := range info.State.Subjects {
+			subjects = append(subjects, subject)
+		}
+	}
+	name := stream.CachedInfo().Config.Name
+	var last *jetstream.RawStreamMsg
+	for _, subject := range subjects {
+		m, err := leaderLastMsg(ctx, js.Conn(), name, subject)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if last == nil || m.Sequence > last.Sequence {
+			last = m
+		}
+	}
+	if last == nil {
+		return nil, jetstream.ErrMsgNotFound
+	}
+	return last, nil
+}
+
+// leaderLastMsg is the stream API's (not the direct) get of the last
+// message on subject, which only the stream's leader answers.
+func leaderLastMsg(ctx context.Context, nc *nats.Conn, stream, subject string) (*jetstream.RawStreamMsg, error) {
+	req, err := json.Marshal(struct {
+		LastFor string `json:"last_by_subj"`
+	}{subject})
+	if err != nil {
+		return nil, fmt.Errorf("bus: get %s: %w", subject, err)
+	}
+	r, err := nc.RequestWithContext(ctx, jsAPI+"STREAM.MSG.GET."+stream, req)
+	if err != nil {
+		return nil, fmt.Errorf("bus: get %s from the leader of %s: %w", subject, stream, err)
+	}
+	var resp struct {
+		Error   *jetstream.APIError `json:"error"`
+		Message *struct {
+			Subject  string    `json:"subject"`
+			Sequence uint64    `json:"seq"`
+			Data     []byte    `json:"data"`
+			Time     time.Time `json:"time"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(r.Data, &resp); err != nil {
+		return nil, fmt.Errorf("bus: get %s from the leader of %s: %w", subject, stream, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return nil, jetstream.ErrMsgNotFound
+	case resp.Error != nil:
+		return nil, fmt.Errorf("bus: get %s from the leader of %s: %w", subject, stream, resp.Error)
+	case resp.Message == nil:
+		return nil, fmt.Errorf("bus: get %s from the leader of %s: %w", subject, stream, jetstream.ErrInvalidJetStreamResponse)
+	}
+	m := resp.Message
+	return &jetstream.RawStreamMsg{Subject: m.Subject, Sequence: m.Sequence, Data: m.Data, Time: m.Time}, nil
 }

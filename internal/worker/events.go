@@ -17,9 +17,11 @@ import (
 )
 
 // lastEvent returns the newest event recorded for a call, or nil when
-// there is none; an error means the answer is unknown.
+// there is none; an error means the answer is unknown. It reads the
+// events stream's leader: a replica that lags could miss the STARTED
+// event that makes a rerun unsafe.
 func (w *Worker) lastEvent(ctx context.Context, call *toolwirev1.ToolCall) (*toolwirev1.CallEvent, error) {
-	m, err := bus.LastMsg(ctx, w.bus.Events, w.bus.Subjects.EventsAnyDispatcher(call.Caller.GetTenant(), call.CallId))
+	m, err := bus.LastMsgFromLeader(ctx, w.bus.JS, w.bus.Events, w.bus.Subjects.EventsAnyDispatcher(call.Caller.GetTenant(), call.CallId))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}

@@ -161,8 +161,9 @@ func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery
 	var prev *toolwirev1.CallEvent
 	if delivery > 1 || rescheduled {
 		// A redelivered call may already have its result: answer from it.
+		// Read from the leader: a replica that lags would say none.
 		lctx, cancel := context.WithTimeout(ctx, settleTimeout)
-		_, err := w.bus.Results.GetLastMsgForSubject(lctx, w.resultSubject(call))
+		_, err := bus.LastMsgFromLeader(lctx, w.bus.JS, w.bus.Results, w.resultSubject(call))
 		if err == nil {
 			cancel()
 			log.Debug("result already published; acknowledging redelivery")

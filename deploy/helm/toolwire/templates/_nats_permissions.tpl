@@ -30,6 +30,8 @@ every permission.
     "$JS.ACK.{{ $u }}_CALLS.>"
     "$JS.API.DIRECT.GET.{{ $u }}_RESULTS.>"
     "$JS.API.DIRECT.GET.{{ $u }}_EVENTS.>"
+    "$JS.API.STREAM.MSG.GET.{{ $u }}_RESULTS"
+    "$JS.API.STREAM.MSG.GET.{{ $u }}_EVENTS"
     "$JS.API.CONSUMER.CREATE.{{ $u }}_EVENTS.*.{{ $p }}.event.>"
     "$JS.API.CONSUMER.MSG.NEXT.{{ $u }}_EVENTS.*"
     "$JS.API.CONSUMER.DELETE.{{ $u }}_EVENTS.*"
