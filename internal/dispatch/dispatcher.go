@@ -42,19 +42,22 @@ type Dispatcher struct {
 	mu      sync.Mutex
 	waiters map[string]*waiter
 	waiting int
+	reaper  jetstream.ConsumeContext
+	mover   jetstream.ConsumeContext
+	retries *nats.Subscription // dead-letter retries operators request (dlqretry.go)
+	stopped bool
+
 	// results consumes the stored results routed to this replica
 	// (results.go); resultsCons is its consumer, deleted at Stop.
 	results     jetstream.ConsumeContext
 	resultsCons jetstream.Consumer
-	// status reports the connection's reconnects; the goroutine reading
-	// it ends when reconnectsStop is closed, then closes reconnectsDone.
-	status         chan nats.Status
-	reconnectsStop chan struct{}
-	reconnectsDone chan struct{}
-	reaper         jetstream.ConsumeContext
-	mover          jetstream.ConsumeContext
-	retries        *nats.Subscription // dead-letter retries operators request (dlqretry.go)
-	stopped        bool
+	// status reports the connection's reconnects to the goroutine that
+	// then looks up the results of waiting callers (results.go);
+	// stopRechecks ends it, and rechecksDone is closed when it has.
+	status       chan nats.Status
+	stopRechecks context.CancelFunc
+	rechecksDone chan struct{}
+
 	// sweepStop ends the orphan sweeper (orphans.go); sweepDone is closed
 	// when it has ended. Nil when it does not run.
 	sweepStop context.CancelFunc
@@ -109,7 +112,8 @@ func (d *Dispatcher) Name() string { return d.cfg.Name }
 // (Pool consumers are created by workers before they register their tools,
 // so no call is admitted before a consumer for it exists.)
 func (d *Dispatcher) Start(ctx context.Context) error {
-	cons, results, err := d.followResults(ctx)
+	recheck := make(chan struct{}, 1) // the results consumer failed
+	cons, results, err := d.followResults(ctx, recheck)
 	if err != nil {
 		return err
 	}
@@ -139,8 +143,10 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.mu.Lock()
 	d.results, d.resultsCons, d.reaper, d.mover, d.retries = results, cons, reaper, mover, retries
 	d.status = d.bus.NC.StatusChanged(nats.CONNECTED)
-	d.reconnectsStop, d.reconnectsDone = make(chan struct{}), make(chan struct{})
-	go d.watchReconnects(d.status, d.reconnectsStop)
+	var rctx context.Context
+	rctx, d.stopRechecks = context.WithCancel(context.WithoutCancel(ctx))
+	d.rechecksDone = make(chan struct{})
+	go d.recheckOnFailures(rctx, d.status, recheck, d.rechecksDone)
 	d.startSweeper()
 	d.mu.Unlock()
 	return flush(ctx, d.bus.NC)
@@ -160,7 +166,7 @@ func (d *Dispatcher) Stop() {
 	}
 	if d.status != nil {
 		d.bus.NC.RemoveStatusListener(d.status)
-		close(d.reconnectsStop)
+		d.stopRechecks()
 	}
 	if d.retries != nil {
 		_ = d.retries.Unsubscribe()
@@ -177,11 +183,11 @@ func (d *Dispatcher) Stop() {
 		close(w.ch)
 		delete(d.waiters, id)
 	}
-	cons, reconnectsDone := d.resultsCons, d.reconnectsDone
+	cons, rechecksDone := d.resultsCons, d.rechecksDone
 	d.mu.Unlock()
 	// Outside the lock: a recheck of waiters takes it.
-	if reconnectsDone != nil {
-		<-reconnectsDone
+	if rechecksDone != nil {
+		<-rechecksDone
 	}
 	if cons != nil {
 		d.deleteResultsConsumer(cons)
@@ -376,7 +382,7 @@ func (d *Dispatcher) call(ctx context.Context, id Identity, o *toolwirev1.CallRe
 		// A last look before answering PENDING: the result may be stored
 		// and its delivery late (a consumer being made again after a
 		// failover or a reconnect).
-		if data, err := d.storedResult(w.tenant, s.CallID); err == nil && data != nil {
+		if data, err := d.storedResult(ctx, w.tenant, s.CallID); err == nil && data != nil {
 			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, nil
 		}
 		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil

@@ -30,10 +30,11 @@ const (
 	// replica that died: deleted after this long without pull requests.
 	resultsInactive = time.Minute
 	// recheckTimeout bounds one look at the results stream for a waiter.
-	recheckTimeout = 5 * time.Second
-	// recheckRetries and recheckBackoff: after a reconnect, waiters whose
-	// look failed (the stream may have no leader yet) are looked at again,
-	// backing off from recheckBackoff, up to recheckRetries times.
+	recheckTimeout = 2 * time.Second
+	// recheckRetries and recheckBackoff: after a reconnect or a failure of
+	// the consumer, waiters whose look failed (the stream may have no
+	// leader yet) are looked at again, backing off from recheckBackoff, in
+	// up to recheckRetries passes.
 	recheckRetries = 6
 	recheckBackoff = 250 * time.Millisecond
 )
@@ -44,7 +45,9 @@ const (
 // an ordered consumer (no acks, memory, one replica) that the client makes
 // again from the next sequence when it fails (missed heartbeats, a
 // reconnect, a gap), so no stored result is skipped.
-func (d *Dispatcher) followResults(ctx context.Context) (jetstream.Consumer, jetstream.ConsumeContext, error) {
+// Failures the consumer reports are signalled on failed (without
+// blocking).
+func (d *Dispatcher) followResults(ctx context.Context, failed chan<- struct{}) (jetstream.Consumer, jetstream.ConsumeContext, error) {
 	info, err := d.bus.Results.Info(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("dispatch: results stream: %w", err)
@@ -59,6 +62,10 @@ func (d *Dispatcher) followResults(ctx context.Context) (jetstream.Consumer, jet
 	cc, err := cons.Consume(d.onStored, jetstream.PullExpiry(resultsExpiry), jetstream.PullHeartbeat(resultsHeartbeat),
 		jetstream.PullMaxBytes(resultsMaxBytes), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			d.log.Debug("results consumer", "err", err)
+			select {
+			case failed <- struct{}{}:
+			default:
+			}
 		}))
 	if err != nil {
 		d.deleteResultsConsumer(cons)
@@ -104,29 +111,35 @@ func (d *Dispatcher) deleteResultsConsumer(cons jetstream.Consumer) {
 	}
 }
 
-// watchReconnects looks at the results stream for every waiting caller
-// after each reconnect of the replica's connection: a result stored while
-// it was away is found even if the consumer is slow to come back (a new
-// leader to elect). It returns when done is closed.
-func (d *Dispatcher) watchReconnects(status chan nats.Status, done <-chan struct{}) {
-	defer close(d.reconnectsDone)
+// recheckOnFailures looks up the stored result of every waiting caller
+// after each reconnect of the replica's connection and each failure the
+// results consumer reports (missed heartbeats: its server died; it is
+// being made again): a result stored meanwhile is answered without waiting
+// for the consumer to be back (a leader to elect). Any replica of the
+// results stream answers these direct gets. It returns when ctx ends,
+// closing done.
+func (d *Dispatcher) recheckOnFailures(ctx context.Context, status chan nats.Status, failed <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
 	for {
 		select {
-		case <-done:
+		case <-ctx.Done():
 			return
 		case _, ok := <-status:
 			if !ok {
 				return
 			}
-			d.recheckWaiters(done)
+		case <-failed:
 		}
+		d.recheckWaiters(ctx)
 	}
 }
 
 // recheckWaiters looks up the stored result of every waiting caller and
-// answers those that have one. Lookups that fail are tried again, backing
-// off, a few times; it gives up early when done is closed.
-func (d *Dispatcher) recheckWaiters(done <-chan struct{}) {
+// answers those that have one. When a lookup fails (the stream is not
+// answering) the pass stops there and the rest are looked at again,
+// backing off from recheckBackoff, up to recheckRetries passes: a pass
+// costs at most one failed lookup.
+func (d *Dispatcher) recheckWaiters(ctx context.Context) {
 	type waiting struct{ id, tenant string }
 	d.mu.Lock()
 	todo := make([]waiting, 0, len(d.waiters))
@@ -135,44 +148,39 @@ func (d *Dispatcher) recheckWaiters(done <-chan struct{}) {
 	}
 	d.mu.Unlock()
 	backoff := recheckBackoff
-	for try := 0; len(todo) > 0; try++ {
-		failed := todo[:0]
-		for _, w := range todo {
-			select {
-			case <-done:
-				return
-			default:
+	for pass := 1; ; pass++ {
+		for len(todo) > 0 {
+			data, err := d.storedResult(ctx, todo[0].tenant, todo[0].id)
+			if err != nil {
+				break
 			}
-			data, err := d.storedResult(w.tenant, w.id)
-			switch {
-			case err != nil:
-				failed = append(failed, w)
-			case data != nil:
-				d.deliver(w.id, data)
+			if data != nil {
+				d.deliver(todo[0].id, data)
 			}
+			todo = todo[1:]
 		}
-		todo = failed
-		if len(todo) == 0 || try+1 >= recheckRetries {
-			break
+		if len(todo) == 0 || ctx.Err() != nil {
+			return
+		}
+		if pass >= recheckRetries {
+			d.log.Warn("results of waiting callers not looked up; the results consumer delivers them", "waiters", len(todo))
+			return
 		}
 		t := time.NewTimer(backoff)
 		select {
-		case <-done:
+		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
 		}
 		backoff *= 2
 	}
-	if len(todo) > 0 {
-		d.log.Warn("results not looked up after a reconnect; the results consumer delivers them", "waiters", len(todo))
-	}
 }
 
 // storedResult returns the stored result of a call routed to this replica,
 // nil when there is none.
-func (d *Dispatcher) storedResult(tenant, callID string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), recheckTimeout)
+func (d *Dispatcher) storedResult(ctx context.Context, tenant, callID string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, recheckTimeout)
 	defer cancel()
 	m, err := d.bus.Results.GetLastMsgForSubject(ctx, d.subj.Result(tenant, d.cfg.Name, callID))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
