@@ -139,11 +139,14 @@
 // 15m); when the wait passes first it looks the stored result up once more
 // (a direct get on the call's own result subject) and only without one
 // answers PENDING with the call id; the call keeps running. After every
-// reconnect of the replica's connection the stored result of every waiting
-// caller is looked up the same way (a lookup that fails, the stream
-// perhaps electing a leader, is tried again up to six times, backing off
-// from 250ms): a result stored while the connection was away is answered
-// without waiting for the consumer to be made again. Config.Name (default
+// reconnect of the replica's connection, and every failure its results
+// consumer reports (missed heartbeats: the consumer's server died), the
+// stored result of every waiting caller is looked up the same way (a
+// direct get, which any replica of the stream answers; a pass stops at
+// the first lookup that fails, the stream perhaps electing a leader, and
+// is tried again up to six times, backing off from 250ms): a result stored
+// meanwhile is answered without waiting for the consumer to be made
+// again. Config.Name (default
 // the host name plus a random suffix) must be unique among live replicas;
 // results survive a name change, since they are found by call id.
 //
