@@ -161,9 +161,6 @@ func (d *Dispatcher) Stop() {
 		return
 	}
 	d.stopped = true
-	if d.results != nil {
-		d.results.Stop()
-	}
 	if d.status != nil {
 		d.bus.NC.RemoveStatusListener(d.status)
 		d.stopRechecks()
@@ -183,13 +180,16 @@ func (d *Dispatcher) Stop() {
 		close(w.ch)
 		delete(d.waiters, id)
 	}
-	cons, rechecksDone := d.resultsCons, d.rechecksDone
+	results, cons, rechecksDone := d.results, d.resultsCons, d.rechecksDone
 	d.mu.Unlock()
-	// Outside the lock: a recheck of waiters takes it.
+	// Outside the lock: a recheck of waiters takes it, and stopping the
+	// results consumer waits for an attempt to make it again (during an
+	// outage, up to about 20s).
 	if rechecksDone != nil {
 		<-rechecksDone
 	}
-	if cons != nil {
+	if results != nil {
+		results.Stop()
 		d.deleteResultsConsumer(cons)
 	}
 }
