@@ -167,16 +167,22 @@
 // RePublish, or a confirming read before answering); it was chosen by
 // measuring the nats path, go run ./cmd/toolwire-bench -path nats -n 20000
 // (64 in flight), on the 2-core development VM, 2026-11-23, in interleaved
-// rounds. Other helpers loaded the host (1.2-1.6 cores in most rounds), so
-// calls/s swung between identical rounds (7,000-26,000 for the old code);
-// CPU per call and allocations per call are the steadier figures:
+// rounds. Other helpers loaded the host (1-1.6 cores in most rounds), so
+// calls/s swung between identical rounds (8,000-25,700 for the old code);
+// CPU and allocations per call are the steadier figures:
 //
-//   - the core subscription (before): 67.6-73.5 µs of CPU per call (median
-//     70.2 over five rounds), 236-237 heap allocations;
-//   - the ordered consumer (chosen): 71.5-77.3 µs (median 76.6), 245-246
-//     allocations, calls/s in the same range as the core subscription's in
-//     the same rounds (7,000-11,000): within the host's noise, about 5% more
-//     CPU, most of it the server's consumer delivery;
+//   - the core subscription (before): 61.5-73.8 µs of CPU per call (median
+//     70.2 over eleven rounds), 236-237 heap allocations; 22,013-23,291
+//     calls/s in the three rounds on a quiet host (other load at most 0.22
+//     cores);
+//   - the ordered consumer (chosen): 69.7-79.2 µs (median 76.0 over eleven
+//     rounds), 245-246 allocations; 21,376 calls/s in its one round on a
+//     quiet host (other load 0.13 cores), and in the busy rounds the same
+//     range as the core subscription's. That is about 8% more CPU per call
+//     and 3-8% fewer calls/s, within today's spread between a quiet and a
+//     busy host (BENCHMARKS.md: 22,061-29,684 calls/s at 64 in flight);
+//     the extra work is mostly the server's (consumer delivery: a read of
+//     the stored message, a reply subject, a timer);
 //   - a confirming read (the core message as a hint, then a direct get of
 //     the result before answering): 91.7-109.1 µs, 308-309 allocations
 //     (three rounds): a request per call.
