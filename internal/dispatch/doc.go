@@ -168,7 +168,7 @@
 // measuring the nats path, go run ./cmd/toolwire-bench -path nats -n 20000
 // (64 in flight), on the 2-core development VM, 2026-11-23, in interleaved
 // rounds. Other helpers loaded the host (1-1.6 cores in most rounds), so
-// calls/s swung between identical rounds (8,000-25,700 for the old code);
+// calls/s swung between identical rounds (7,900-25,700 for the old code);
 // CPU and allocations per call are the steadier figures:
 //
 //   - the core subscription (before): 61.5-73.8 µs of CPU per call (median
