@@ -90,16 +90,19 @@ func workerPermissions(c Config) Permissions {
 		jsAPI+"CONSUMER.INFO."+calls+".*",
 		jsAPI+"CONSUMER.MSG.NEXT."+calls+".*",
 		"$JS.ACK."+calls+".>",
-		// A redelivered call: its stored result and its events, read by
-		// direct gets (last by subject, next by subject). No consumer on a
-		// stream the worker writes: a push consumer delivers wherever its
-		// creator says, and the server does not check that subject against
-		// the creator's permissions, so a role that writes a stream and may
-		// create consumers on it could have the server publish its writes
-		// on any subject (a forged dead-letter retry request, say).
+		// A redelivered call: its stored result and its events, read from
+		// the streams' leaders (LastMsgFromLeader, AllMsgsFromLeader) or
+		// by direct gets. No consumer on a stream the worker writes: a push
+		// consumer delivers wherever its creator says, and the server does
+		// not check that subject against the creator's permissions, so a
+		// role that writes a stream and may create consumers on it could
+		// have the server publish its writes on any subject (a forged
+		// dead-letter retry request, say).
 		jsAPI+"DIRECT.GET."+results+".>",
 		jsAPI+"DIRECT.GET."+events,
 		jsAPI+"DIRECT.GET."+events+".>",
+		jsAPI+"STREAM.MSG.GET."+results,
+		jsAPI+"STREAM.MSG.GET."+events,
 		// What a worker writes.
 		s.AllResults(),
 		s.AllEvents(),

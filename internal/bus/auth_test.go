@@ -161,6 +161,11 @@ func TestWorkerBoundaries(t *testing.T) {
 	require.NoError(t, err)
 	_, err = wb.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE})
 	require.NoError(t, err)
+	// It reads a redelivered call's result and events from the leaders.
+	_, err = bus.LastMsgFromLeader(ctx, wb.JS, wb.Results, e.bus.Subjects.Result("acme", "d1", "01CALL"))
+	require.ErrorIs(t, err, jetstream.ErrMsgNotFound)
+	_, err = bus.LastMsgFromLeader(ctx, wb.JS, wb.Events, e.bus.Subjects.Event("acme", "d1", "01CALL"))
+	require.ErrorIs(t, err, jetstream.ErrMsgNotFound)
 
 	// It may not forge calls (skipping admission) ...
 	call := e.bus.Subjects.Call(toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE, "acme", "builtin", "echo")

@@ -3,11 +3,14 @@ package bus
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -46,12 +49,13 @@ func LastMsg(ctx context.Context, stream jetstream.Stream, filter string) (*jets
 	return last, nil
 }
 
-// AllMsgs returns every message of stream on subjects matching filter,
-// oldest first, without a consumer: the literal subjects are resolved as
-// in LastMsg, then each is read forward by direct gets of the next
-// message on it. Meant for the handful of messages of one call (its
-// events); a role that reads this way needs no consumer on the stream.
-func AllMsgs(ctx context.Context, stream jetstream.Stream, filter string) ([]*jetstream.RawStreamMsg, error) {
+// LastMsgFromLeader is LastMsg answered by the stream's leader alone. Any
+// replica of a replicated stream answers a direct get (what LastMsg
+// does), also one that has not yet stored what the leader acknowledged
+// (a replica serves direct gets from 90% caught up); a decision that must
+// see every stored message — a redelivered call looking for its result
+// or for the STARTED event of an earlier attempt — reads the leader.
+func LastMsgFromLeader(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, filter string) (*jetstream.RawStreamMsg, error) {
 	subjects := []string{filter}
 	if strings.ContainsAny(filter, "*>") {
 		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
@@ -59,19 +63,107 @@ func AllMsgs(ctx context.Context, stream jetstream.Stream, filter string) ([]*je
 			return nil, fmt.Errorf("bus: subjects of %s: %w", filter, err)
 		}
 		subjects = subjects[:0]
-		for s := range info.State.Subjects {
-			subjects = append(subjects, s)
+		for subject := range info.State.Subjects {
+			subjects = append(subjects, subject)
 		}
 	}
+	name := stream.CachedInfo().Config.Name
+	var last *jetstream.RawStreamMsg
+	for _, subject := range subjects {
+		m, err := leaderLastMsg(ctx, js.Conn(), name, subject)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if last == nil || m.Sequence > last.Sequence {
+			last = m
+		}
+	}
+	if last == nil {
+		return nil, jetstream.ErrMsgNotFound
+	}
+	return last, nil
+}
+
+// getRequest is a stream API get: the last message on LastFor, or the
+// first at or after Seq on NextFor.
+type getRequest struct {
+	LastFor string `json:"last_by_subj,omitempty"`
+	Seq     uint64 `json:"seq,omitempty"`
+	NextFor string `json:"next_by_subj,omitempty"`
+}
+
+// leaderLastMsg is the stream API's (not the direct) get of the last
+// message on subject, which only the stream's leader answers.
+func leaderLastMsg(ctx context.Context, nc *nats.Conn, stream, subject string) (*jetstream.RawStreamMsg, error) {
+	return leaderGet(ctx, nc, stream, subject, getRequest{LastFor: subject})
+}
+
+// leaderGet sends get to the stream API, which only the leader answers.
+func leaderGet(ctx context.Context, nc *nats.Conn, stream, subject string, get getRequest) (*jetstream.RawStreamMsg, error) {
+	req, err := json.Marshal(get)
+	if err != nil {
+		return nil, fmt.Errorf("bus: get %s: %w", subject, err)
+	}
+	r, err := nc.RequestWithContext(ctx, jsAPI+"STREAM.MSG.GET."+stream, req)
+	if err != nil {
+		return nil, fmt.Errorf("bus: get %s from the leader of %s: %w", subject, stream, err)
+	}
+	var resp struct {
+		Error   *jetstream.APIError `json:"error"`
+		Message *struct {
+			Subject  string    `json:"subject"`
+			Sequence uint64    `json:"seq"`
+			Data     []byte    `json:"data"`
+			Time     time.Time `json:"time"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(r.Data, &resp); err != nil {
+		return nil, fmt.Errorf("bus: get %s from the leader of %s: %w", subject, stream, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return nil, jetstream.ErrMsgNotFound
+	case resp.Error != nil:
+		return nil, fmt.Errorf("bus: get %s from the leader of %s: %w", subject, stream, resp.Error)
+	case resp.Message == nil:
+		return nil, fmt.Errorf("bus: get %s from the leader of %s: %w", subject, stream, jetstream.ErrInvalidJetStreamResponse)
+	}
+	m := resp.Message
+	return &jetstream.RawStreamMsg{Subject: m.Subject, Sequence: m.Sequence, Data: m.Data, Time: m.Time}, nil
+}
+
+// AllMsgsFromLeader returns every message of stream on subjects matching
+// filter, oldest first, read from the stream's leader without a consumer:
+// the literal subjects are resolved as in LastMsg, then each is read
+// forward by the stream API's get of the next message on it (which only
+// the leader answers, so nothing it acknowledged is missed). Meant for the
+// handful of messages of one call (its events); a role that reads this
+// way needs no consumer on the stream (see RoleWorker).
+func AllMsgsFromLeader(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, filter string) ([]*jetstream.RawStreamMsg, error) {
+	subjects := []string{filter}
+	if strings.ContainsAny(filter, "*>") {
+		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
+		if err != nil {
+			return nil, fmt.Errorf("bus: subjects of %s: %w", filter, err)
+		}
+		subjects = subjects[:0]
+		for subject := range info.State.Subjects {
+			subjects = append(subjects, subject)
+		}
+	}
+	name := stream.CachedInfo().Config.Name
 	var out []*jetstream.RawStreamMsg
 	for _, subject := range subjects {
 		for seq := uint64(1); ; {
-			m, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+			m, err := leaderGet(ctx, js.Conn(), name, subject, getRequest{Seq: seq, NextFor: subject})
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				break
 			}
 			if err != nil {
-				return nil, fmt.Errorf("bus: read %s: %w", subject, err)
+				return nil, err
 			}
 			out = append(out, m)
 			seq = m.Sequence + 1

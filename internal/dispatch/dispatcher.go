@@ -42,11 +42,22 @@ type Dispatcher struct {
 	mu      sync.Mutex
 	waiters map[string]*waiter
 	waiting int
-	sub     *nats.Subscription
 	reaper  jetstream.ConsumeContext
 	mover   jetstream.ConsumeContext
 	retries *nats.Subscription // dead-letter retries operators request (dlqretry.go)
 	stopped bool
+
+	// results consumes the stored results routed to this replica
+	// (results.go); resultsCons is its consumer, deleted at Stop.
+	results     jetstream.ConsumeContext
+	resultsCons jetstream.Consumer
+	// status reports the connection's reconnects to the goroutine that
+	// then looks up the results of waiting callers (results.go);
+	// stopRechecks ends it, and rechecksDone is closed when it has.
+	status       chan nats.Status
+	stopRechecks context.CancelFunc
+	rechecksDone chan struct{}
+
 	// sweepStop ends the orphan sweeper (orphans.go); sweepDone is closed
 	// when it has ended. Nil when it does not run.
 	sweepStop context.CancelFunc
@@ -96,40 +107,46 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 // Name is the replica's routing name.
 func (d *Dispatcher) Name() string { return d.cfg.Name }
 
-// Start subscribes to this replica's results and starts the reaper, the
+// Start consumes this replica's stored results and starts the reaper, the
 // retry mover and the orphan sweeper.
 // (Pool consumers are created by workers before they register their tools,
 // so no call is admitted before a consumer for it exists.)
 func (d *Dispatcher) Start(ctx context.Context) error {
-	sub, err := d.bus.NC.Subscribe(d.subj.ResultsOf(d.cfg.Name), d.onResult)
+	recheck := make(chan struct{}, 1) // the results consumer failed
+	cons, results, err := d.followResults(ctx, recheck)
 	if err != nil {
-		return fmt.Errorf("dispatch: subscribe results: %w", err)
+		return err
 	}
-	if err := sub.SetPendingLimits(-1, 256<<20); err != nil {
-		_ = sub.Unsubscribe()
-		return fmt.Errorf("dispatch: pending limits: %w", err)
+	stopResults := func() {
+		results.Stop()
+		d.deleteResultsConsumer(cons)
 	}
 	reaper, err := d.startReaper(ctx)
 	if err != nil {
-		_ = sub.Unsubscribe()
+		stopResults()
 		return err
 	}
 	mover, err := d.startMover(ctx)
 	if err != nil {
 		reaper.Stop()
-		_ = sub.Unsubscribe()
+		stopResults()
 		return err
 	}
 	retries, err := d.serveDLQRetries(ctx)
 	if err != nil {
 		mover.Stop()
 		reaper.Stop()
-		_ = sub.Unsubscribe()
+		stopResults()
 		return err
 	}
 	d.lazyRecords.Start()
 	d.mu.Lock()
-	d.sub, d.reaper, d.mover, d.retries = sub, reaper, mover, retries
+	d.results, d.resultsCons, d.reaper, d.mover, d.retries = results, cons, reaper, mover, retries
+	d.status = d.bus.NC.StatusChanged(nats.CONNECTED)
+	var rctx context.Context
+	rctx, d.stopRechecks = context.WithCancel(context.WithoutCancel(ctx))
+	d.rechecksDone = make(chan struct{})
+	go d.recheckOnFailures(rctx, d.status, recheck, d.rechecksDone)
 	d.startSweeper()
 	d.mu.Unlock()
 	return flush(ctx, d.bus.NC)
@@ -139,13 +156,14 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 // ErrStopped and can fetch the result later by call id from any replica.
 func (d *Dispatcher) Stop() {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.stopped {
+		d.mu.Unlock()
 		return
 	}
 	d.stopped = true
-	if d.sub != nil {
-		_ = d.sub.Unsubscribe()
+	if d.status != nil {
+		d.bus.NC.RemoveStatusListener(d.status)
+		d.stopRechecks()
 	}
 	if d.retries != nil {
 		_ = d.retries.Unsubscribe()
@@ -162,19 +180,17 @@ func (d *Dispatcher) Stop() {
 		close(w.ch)
 		delete(d.waiters, id)
 	}
-}
-
-func (d *Dispatcher) onResult(m *nats.Msg) {
-	i := strings.LastIndexByte(m.Subject, '.')
-	callID := m.Subject[i+1:]
-	d.mu.Lock()
-	w := d.waiters[callID]
-	delete(d.waiters, callID)
+	results, cons, rechecksDone := d.results, d.resultsCons, d.rechecksDone
 	d.mu.Unlock()
-	// Waiters decode the result themselves: this is the one goroutine of
-	// the subscription, so it only routes bytes.
-	if w != nil {
-		w.ch <- m.Data
+	// Outside the lock: a recheck of waiters takes it, and stopping the
+	// results consumer waits for an attempt to make it again (during an
+	// outage, up to about 20s).
+	if rechecksDone != nil {
+		<-rechecksDone
+	}
+	if results != nil {
+		results.Stop()
+		d.deleteResultsConsumer(cons)
 	}
 }
 
@@ -188,8 +204,8 @@ func decodeResult(callID string, data []byte) *toolwirev1.ToolResponse {
 
 // wait registers the waiter of a new call (its id is fresh, so it is the
 // only one); cancel removes it.
-func (d *Dispatcher) wait(callID string) (*waiter, error) {
-	w := &waiter{d: d, id: callID, ch: make(chan []byte, 1)}
+func (d *Dispatcher) wait(tenant, callID string) (*waiter, error) {
+	w := &waiter{d: d, id: callID, tenant: tenant, ch: make(chan []byte, 1)}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.stopped {
@@ -226,12 +242,28 @@ type Submitted struct {
 	Rejected *toolwirev1.ToolResponse
 	// Duplicate is set when the idempotency key named an earlier call.
 	Duplicate bool
+	// Finished is, for a Duplicate, the earlier call's terminal response
+	// when it has one (its result, or its refusal); nil while it runs.
+	Finished *toolwirev1.ToolResponse
 }
 
-// Submit admits and publishes one call without waiting for its result.
+// Submit admits and publishes one call without waiting for its result. A
+// duplicate of a call that has finished carries its terminal response.
 func (d *Dispatcher) Submit(ctx context.Context, id Identity, o *toolwirev1.CallRequest) (*Submitted, error) {
 	s, _, err := d.submit(ctx, id, o, false)
-	return s, err
+	if err != nil || !s.Duplicate {
+		return s, err
+	}
+	r, err := d.getResult(ctx, id, s.CallID, 0, true)
+	if err != nil {
+		// Still a duplicate: the caller fetches the result by id.
+		d.log.WarnContext(ctx, "looking up the call of a repeated idempotency key failed", "call_id", s.CallID, "err", err)
+		return s, nil
+	}
+	if r.State == toolwirev1.CallState_CALL_STATE_DONE {
+		s.Finished = r.Response
+	}
+	return s, nil
 }
 
 // Call admits a call and waits up to wait (0 = the default) for its
@@ -347,6 +379,12 @@ func (d *Dispatcher) call(ctx context.Context, id Identity, o *toolwirev1.CallRe
 		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, nil
 	case <-timer.C:
 		w.accepted.Flush()
+		// A last look before answering PENDING: the result may be stored
+		// and its delivery late (a consumer being made again after a
+		// failover or a reconnect).
+		if data, err := d.storedResult(ctx, w.tenant, s.CallID); err == nil && data != nil {
+			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, nil
+		}
 		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
 	case <-ctx.Done():
 		w.accepted.Flush()
@@ -381,10 +419,11 @@ func (d *Dispatcher) clampWait(w time.Duration) time.Duration {
 
 // waiter is a caller of Call waiting for its call's result.
 type waiter struct {
-	d  *Dispatcher
-	id string
-	// ch receives the result's bytes, or is closed when the dispatcher
-	// stops.
+	d      *Dispatcher
+	id     string
+	tenant string
+	// ch receives the stored result's bytes, or is closed when the
+	// dispatcher stops.
 	ch chan []byte
 	// accepted publishes the admission record unless stopped first.
 	accepted *lazy.Record
@@ -420,7 +459,7 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 	var w *waiter
 	if withWaiter {
 		var err error
-		w, err = d.wait(callID)
+		w, err = d.wait(id.Tenant, callID)
 		if errors.Is(err, errOverloaded) {
 			te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, Retryable: true,
 				Message:            fmt.Sprintf("this dispatcher already has %d callers waiting", d.cfg.MaxWaiting),
@@ -611,11 +650,12 @@ func (d *Dispatcher) getResult(ctx context.Context, id Identity, callID string, 
 	for {
 		select {
 		case m := <-ch:
-			resp := &toolwirev1.ToolResponse{}
-			if err := proto.Unmarshal(m.Data, resp); err != nil {
-				resp = internalResponse(callID, "undecodable result: "+err.Error())
+			// Only a hint: a result reaches core subscribers also when the
+			// stream refuses it or never answers, and only a stored result
+			// is the call's. Not stored yet: the next look finds it.
+			if resp, err := d.confirmResult(ctx, m.Subject); err == nil && resp != nil {
+				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
 			}
-			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
 		case <-recheck.C:
 			if resp, err := d.loadResult(ctx, subject); err == nil && resp != nil {
 				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
@@ -654,6 +694,19 @@ func (d *Dispatcher) publishAccepted(tenant string, call *toolwirev1.ToolCall) b
 		return false
 	}
 	return true
+}
+
+// confirmResult returns the result stored on subject, the literal subject
+// of a result seen on a core subscription, or nil when none is stored.
+func (d *Dispatcher) confirmResult(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error) {
+	m, err := d.bus.Results.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: confirm result: %w", err)
+	}
+	return decodeResult(subject[strings.LastIndexByte(subject, '.')+1:], m.Data), nil
 }
 
 func (d *Dispatcher) loadResult(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error) {

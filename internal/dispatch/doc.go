@@ -76,7 +76,9 @@
 // audit horizon), not just the calls stream's duplicate window. When the
 // key is already bound, the same tool and arguments answer the original
 // call id (Submitted.Duplicate; Call then waits for that call as GetResult
-// does); anything else answers CONFLICT. A call the calls stream does not
+// does, and Submit answers its terminal response, Submitted.Finished, when
+// it has finished: its result or its refusal); anything else answers
+// CONFLICT. A call the calls stream does not
 // take releases its key.
 //
 // # Publishing
@@ -116,13 +118,35 @@
 //
 // # Results
 //
-// Start opens one core subscription per replica,
-// toolwire.result.*.<Config.Name>.* (a JetStream publish reaches core
-// subscribers too), and a map of waiting callers by call id. The
-// subscription's goroutine only routes the bytes; each waiter decodes its
-// own result. Call waits up to the request's wait (0 = Config.DefaultWait,
-// 60s; at most Config.MaxWait, 15m); when the wait passes first it answers
-// PENDING with the call id and the call keeps running. Config.Name (default
+// A waiting caller is told only a result the results stream has stored:
+// the result GetResult serves for ever after. A worker's JetStream publish
+// also reaches core subscribers when the stream refuses it or never
+// answers it (a cluster whose results stream has no leader), and a
+// redelivery may then store another result, so a core message is never an
+// answer.
+//
+// Start makes one consumer per replica on the results stream, filtered to
+// toolwire.result.*.<Config.Name>.* and starting after the stream's last
+// message: an ordered consumer (no acks, memory storage, one replica),
+// which the client makes again from the next stream sequence when it
+// misses two heartbeats (1s apart), when the connection reconnects or when
+// a delivery is out of order, so no stored result is skipped. Its pull
+// requests buffer at most 64 MiB and expire after 5s; Stop deletes it, and
+// an inactivity threshold of 1m is the backstop for a replica that dies.
+// Its goroutine only routes the bytes to the map of waiting callers by
+// call id; each waiter decodes its own result. Call waits up to the
+// request's wait (0 = Config.DefaultWait, 60s; at most Config.MaxWait,
+// 15m); when the wait passes first it looks the stored result up once more
+// (a direct get on the call's own result subject) and only without one
+// answers PENDING with the call id; the call keeps running. After every
+// reconnect of the replica's connection, and every failure its results
+// consumer reports (missed heartbeats: the consumer's server died), the
+// stored result of every waiting caller is looked up the same way (a
+// direct get, which any replica of the stream answers; a pass stops at
+// the first lookup that fails, the stream perhaps electing a leader, and
+// is tried again up to six times, backing off from 250ms): a result stored
+// meanwhile is answered without waiting for the consumer to be made
+// again. Config.Name (default
 // the host name plus a random suffix) must be unique among live replicas;
 // results survive a name change, since they are found by call id.
 //
@@ -131,9 +155,45 @@
 // toolwire.result.<tenant>.*.<call_id>; without one, a REJECTED event
 // answers the rejection, an id without any record (and not minted in the
 // last 10s) is UNKNOWN, and anything else is PENDING. With a wait it
-// subscribes to the result before looking, so none is missed, looks at the
-// stream again every 250ms, and waits up to the wait (at most MaxWait). An
-// id that is not a ULID is UNKNOWN.
+// subscribes (a core subscription) to the result before looking, so none
+// is missed, looks at the stream again every 250ms, and waits up to the
+// wait (at most MaxWait). A message on that subscription is only a hint:
+// GetResult answers the result stored on its subject, and one not stored
+// (yet) is found by a later look. An id that is not a ULID is UNKNOWN.
+//
+// # Decision: how a replica learns that a result is stored
+//
+// Issue 12 left the means open (a consumer on the results stream, stream
+// RePublish, or a confirming read before answering); it was chosen by
+// measuring the nats path, go run ./cmd/toolwire-bench -path nats -n 20000
+// (64 in flight), on the 2-core development VM, 2026-11-23, in interleaved
+// rounds. Other helpers loaded the host (1-1.6 cores in most rounds), so
+// calls/s swung between identical rounds (7,900-25,700 for the old code);
+// CPU and allocations per call are the steadier figures:
+//
+//   - the core subscription (before): 61.5-73.8 µs of CPU per call (median
+//     70.2 over eleven rounds), 236-237 heap allocations; 22,013-23,291
+//     calls/s in the three rounds on a quiet host (other load at most 0.22
+//     cores);
+//   - the ordered consumer (chosen): 69.7-79.2 µs (median 76.0 over eleven
+//     rounds), 245-246 allocations; 21,376 calls/s in its one round on a
+//     quiet host (other load 0.13 cores), and in the busy rounds the same
+//     range as the core subscription's. That is about 8% more CPU per call
+//     and 3-8% fewer calls/s, within today's spread between a quiet and a
+//     busy host (BENCHMARKS.md: 22,061-29,684 calls/s at 64 in flight);
+//     the extra work is mostly the server's (consumer delivery: a read of
+//     the stored message, a reply subject, a timer);
+//   - a confirming read (the core message as a hint, then a direct get of
+//     the result before answering): 91.7-109.1 µs, 308-309 allocations
+//     (three rounds): a request per call.
+//
+// RePublish was not measured: its message is a core message too (lost
+// across a reconnect, like the subscription's), and only the leader that
+// applied the write sends it, so a leader lost between storing and
+// republishing leaves a stored result nobody announces, where the consumer
+// resumes from the stream sequence it reached. A push ordered consumer
+// (nats.go's legacy JetStream API) cost no less than the pull one and was
+// not kept.
 //
 // # Cancel and Watch
 //
@@ -150,10 +210,12 @@
 // any event of the call, then replays the call's stored events from
 // admission on through an ordered consumer, whichever replica admitted it,
 // and ends with a FINISHED event carrying the terminal response once the
-// stored events are sent; a REJECTED event ends it too. An id that is not
-// a ULID, or has no record and was not minted in the last 10s, is
-// ErrUnknownCall at once (no consumer is made); a recent id without any
-// record gets Config.WatchGrace (5s) to show one, then is ErrUnknownCall.
+// stored events are sent (the stored result: a message on the result's
+// core subscription is only a hint, as for GetResult); a REJECTED event
+// ends it too. An id that is not a ULID, or has no record and was not
+// minted in the last 10s, is ErrUnknownCall at once (no consumer is
+// made); a recent id without any record gets Config.WatchGrace (5s) to
+// show one, then is ErrUnknownCall.
 // A result reaches core subscribers before the stream stores it, so a
 // result published just before the Watch subscribed can be in neither
 // place at the first look (a fast call waited on in Call has no other

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"google.golang.org/protobuf/proto"
@@ -113,7 +114,7 @@ func (s *Service) Submit(ctx context.Context, req *connect.Request[toolwirev1.Su
 	if err != nil {
 		return nil, toConnectErr(err)
 	}
-	return connect.NewResponse(&toolwirev1.SubmitResponse{CallId: sub.CallID, Response: sub.Rejected, Duplicate: sub.Duplicate}), nil
+	return connect.NewResponse(&toolwirev1.SubmitResponse{CallId: sub.CallID, Response: cmp.Or(sub.Rejected, sub.Finished), Duplicate: sub.Duplicate}), nil
 }
 
 // GetResult returns a result by call id.

@@ -66,7 +66,9 @@ type watch struct {
 // grace lasts. By then such a result is stored; later looks, every
 // watchRecheckLate, only cover a result whose core message was lost (core
 // delivery is at most once, e.g. across a reconnect), so no Watch waits
-// for ever on a result it missed.
+// for ever on a result it missed. A core message is only a hint: the
+// Watch ends with the stored result, looked up on the message's subject
+// at once and, when not stored yet, again after watchRecheck.
 const (
 	watchRecheck     = 250 * time.Millisecond
 	watchRecheckLate = 30 * time.Second
@@ -119,6 +121,7 @@ func (w *watch) run(ctx context.Context) error {
 	defer grace.Stop()
 	recheck := time.NewTicker(watchRecheck)
 	defer recheck.Stop()
+	late := false // the grace has passed: look every watchRecheckLate
 	for {
 		select {
 		case ev := <-w.events:
@@ -134,12 +137,22 @@ func (w *watch) run(ctx context.Context) error {
 				return err
 			}
 		case m := <-results:
-			return w.finish(ctx, decodeResult(w.callID, m.Data))
+			// Only a hint: a result reaches core subscribers also when the
+			// stream refuses it or never answers, and only the stored
+			// result is the call's. Not stored yet: look again soon.
+			if resp, err := d.confirmResult(ctx, m.Subject); err == nil && resp != nil {
+				return w.finish(ctx, resp)
+			}
+			recheck.Reset(watchRecheck)
 		case <-recheck.C:
 			if resp, err := d.lookResult(ctx, w.resultSubject); err == nil && resp != nil {
 				return w.finish(ctx, resp)
 			}
+			if late {
+				recheck.Reset(watchRecheckLate)
+			}
 		case <-grace.C:
+			late = true
 			recheck.Reset(watchRecheckLate)
 			if resp, err := d.lookResult(ctx, w.resultSubject); err == nil && resp != nil {
 				return w.finish(ctx, resp)

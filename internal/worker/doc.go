@@ -15,7 +15,8 @@
 // approval is refused with CONFIRMATION_REQUIRED, as no approval is
 // accepted yet) → on a redelivery, an existing result is acknowledged
 // without running, and a non-idempotent call whose earlier attempt started
-// without a result answers UNKNOWN_OUTCOME → the cancel tombstone (checked
+// without a result answers UNKNOWN_OUTCOME (both read from the streams'
+// leaders, see below) → the cancel tombstone (checked
 // after registering for cancellation, so no cancel is missed) →
 // schedule-to-start and schedule-to-close deadlines (EXPIRED, never
 // executed late) → attempts, each under its start-to-close timeout, its
@@ -85,6 +86,33 @@
 // server's MaxDeliver advisory. Attempts of tools that are not safe to rerun
 // record their STARTED event durably before running, which is how a
 // redelivery knows the outcome is unknown.
+//
+// # No durable record, no step that needs it
+//
+// A tool that is neither read-only nor idempotent runs only once its
+// attempt's STARTED event is stored. When the events stream does not
+// acknowledge it (an error, or no answer within 10s: a cluster electing
+// a leader, a full stream), nothing has run: the call is handed back with
+// NakWithDelay (1s, doubling with each delivery up to 8s), counted in
+// Stats.NotStarted, not as a failed attempt; the pool's MaxDeliver still
+// bounds the deliveries, and the last one ends the call with MAX_ATTEMPTS
+// (side effects NONE) and a dead letter. Before handing it back the worker
+// tries for 2s to store a RETRYING event with side effects NONE: a STARTED
+// stored without its acknowledgement reaching the worker would otherwise
+// make the next delivery answer UNKNOWN_OUTCOME (the safe side, never a
+// second run).
+//
+// The same holds for the other records a later decision reads. A RETRYING
+// event is what lets the delivery of a call parked for a long retry delay
+// run it again; when it is not stored, the retry waits in-process instead
+// (the next attempt's STARTED supersedes the last one). The RETRYING event
+// of a call handed back at shutdown is not waited for: without it the
+// redelivery reads the attempt's STARTED and answers UNKNOWN_OUTCOME. A
+// redelivery reads the stored result and the last attempt event from the
+// streams' leaders (bus.LastMsgFromLeader: a replica that lags would answer
+// "none"), and a scan of a call's events that ends before the number of
+// events the leader counts is an error: on any error the call is handed
+// back (NakWithDelay 1s), never run on a guess.
 //
 // # Refused calls
 //

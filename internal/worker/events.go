@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -16,9 +17,11 @@ import (
 )
 
 // lastEvent returns the newest event recorded for a call, or nil when
-// there is none; an error means the answer is unknown.
+// there is none; an error means the answer is unknown. It reads the
+// events stream's leader: a replica that lags could miss the STARTED
+// event that makes a rerun unsafe.
 func (w *Worker) lastEvent(ctx context.Context, call *toolwirev1.ToolCall) (*toolwirev1.CallEvent, error) {
-	m, err := bus.LastMsg(ctx, w.bus.Events, w.bus.Subjects.EventsAnyDispatcher(call.Caller.GetTenant(), call.CallId))
+	m, err := bus.LastMsgFromLeader(ctx, w.bus.JS, w.bus.Events, w.bus.Subjects.EventsAnyDispatcher(call.Caller.GetTenant(), call.CallId))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}
@@ -34,19 +37,22 @@ func (w *Worker) lastEvent(ctx context.Context, call *toolwirev1.ToolCall) (*too
 		// Admission and cancel records say nothing about attempts, and
 		// come from other connections, so they may land after an attempt's
 		// STARTED: look at every event.
-		return w.lastAttemptEvent(ctx, call), nil
+		return w.lastAttemptEvent(ctx, call)
 	}
 	return ev, nil
 }
 
 // lastAttemptEvent scans a call's events for the newest attempt event; it
-// runs only for redeliveries whose newest event is not an attempt's.
-func (w *Worker) lastAttemptEvent(ctx context.Context, call *toolwirev1.ToolCall) *toolwirev1.CallEvent {
-	// Direct gets, not a consumer: a worker's credentials may create no
-	// consumer on EVENTS (bus.RoleWorker).
-	msgs, err := bus.AllMsgs(ctx, w.bus.Events, w.bus.Subjects.EventsAnyDispatcher(call.Caller.GetTenant(), call.CallId))
+// runs only for redeliveries whose newest event is not an attempt's. A
+// scan cut short is an error, never "no attempt": a STARTED it did not
+// reach would let a tool that is not safe to rerun run again. It reads
+// from the leader of EVENTS (a lagging replica could miss a stored
+// STARTED), by gets, not a consumer: a worker's credentials may create no
+// consumer on EVENTS (bus.RoleWorker).
+func (w *Worker) lastAttemptEvent(ctx context.Context, call *toolwirev1.ToolCall) (*toolwirev1.CallEvent, error) {
+	msgs, err := bus.AllMsgsFromLeader(ctx, w.bus.JS, w.bus.Events, w.bus.Subjects.EventsAnyDispatcher(call.Caller.GetTenant(), call.CallId))
 	if err != nil {
-		return &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED} // be conservative
+		return nil, fmt.Errorf("worker: scan events: %w", err)
 	}
 	var last *toolwirev1.CallEvent
 	for _, m := range msgs {
@@ -56,19 +62,27 @@ func (w *Worker) lastAttemptEvent(ctx context.Context, call *toolwirev1.ToolCall
 			last = ev
 		}
 	}
-	return last
+	return last, nil
 }
 
 // attemptEvent records an attempt's event. For tools that are not safe to
 // rerun the event is stored durably before the attempt proceeds, so a
 // crash mid-attempt is known as an unknown outcome afterwards; for safe
-// tools it is a cheap best-effort publish.
-func (w *Worker) attemptEvent(ctx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, ev *toolwirev1.CallEvent) {
+// tools it is a cheap best-effort publish. It returns an error when a
+// durable event was not stored (or may not have been: no answer); the
+// caller decides what must not happen without it.
+func (w *Worker) attemptEvent(ctx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, ev *toolwirev1.CallEvent) error {
 	if safeToRerun(spec) {
 		w.publishEvent(call, ev)
-		return
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	return w.durableEvent(ctx, call, ev, settleTimeout)
+}
+
+// durableEvent publishes ev and waits, at most timeout, until the events
+// stream has stored it.
+func (w *Worker) durableEvent(ctx context.Context, call *toolwirev1.ToolCall, ev *toolwirev1.CallEvent, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	w.redactEvent(call, ev)
 	ev.CallId, ev.Tool, ev.Attempt, ev.Worker = call.CallId, call.Tool, call.Attempt, w.cfg.Name
@@ -79,19 +93,21 @@ func (w *Worker) attemptEvent(ctx context.Context, call *toolwirev1.ToolCall, sp
 	}
 	if err != nil {
 		w.log.WarnContext(ctx, "durable event not stored", "call_id", call.CallId, "type", ev.Type, "err", err)
+		return fmt.Errorf("worker: %s event not stored: %w", ev.Type, err)
 	}
+	return nil
 }
 
 // startedEvent records that an attempt started. Tools that are not safe to
-// rerun store it durably before running (see attemptEvent). For safe tools
-// it is published only if the attempt is still running after
+// rerun store it durably before running (see attemptEvent): the error says
+// it was not stored, and the attempt must not run. For safe tools it is
+// published only if the attempt is still running after
 // startedEventDelay, or just before its first progress event: a fast
 // call's result already records its attempt, worker and start time, and
 // skipping the event saves a stored message on the hot path.
-func (w *Worker) startedEvent(ctx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec) *lazy.Record {
+func (w *Worker) startedEvent(ctx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec) (*lazy.Record, error) {
 	if !safeToRerun(spec) {
-		w.attemptEvent(ctx, call, spec, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED})
-		return nil
+		return nil, w.attemptEvent(ctx, call, spec, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED})
 	}
 	// Only what the event names is kept (the attempt number changes
 	// later), and the event is built only if it is published: most
@@ -100,8 +116,43 @@ func (w *Worker) startedEvent(ctx context.Context, call *toolwirev1.ToolCall, sp
 	return w.lazyEvents.Add(func() {
 		w.publishEvent(&toolwirev1.ToolCall{CallId: id, Tool: name, Attempt: attempt, Caller: caller, Dispatcher: dispatcher},
 			&toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED})
-	})
+	}), nil
 }
+
+// notStarted hands back a call whose attempt could not record its durable
+// STARTED event: nothing ran, and nothing may run without that record (a
+// redelivery reads it to know that a tool that is not safe to rerun may
+// have had effects). It first tries, briefly, to record that the attempt
+// never ran, since a STARTED that was stored without its acknowledgement
+// reaching the worker would otherwise make the redelivery answer
+// UNKNOWN_OUTCOME. The delay grows with the delivery count: the events
+// stream may be electing a leader.
+func (w *Worker) notStarted(ctx context.Context, p Pool, msg jetstream.Msg, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, log callLog, cause error) {
+	w.stats.notStarted.Add(1)
+	te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT, Retryable: true,
+		Message:            "handed back without running: its STARTED event was not stored: " + cause.Error(),
+		PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
+	log.Warn("STARTED event not stored; handing the call back without running it", "err", cause)
+	_ = w.durableEvent(ctx, call, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING, Message: te.Message, Error: te},
+		notStartedNoteTimeout)
+	delay := notStartedDelay
+	if md, err := msg.Metadata(); err == nil {
+		for n := uint64(1); n < md.NumDelivered && delay < notStartedMaxDelay; n++ {
+			delay *= 2
+		}
+	}
+	w.handBack(ctx, p, msg, call, spec, log, min(delay, notStartedMaxDelay), te)
+}
+
+// A call handed back because its STARTED event was not stored waits
+// notStartedDelay before its next delivery, doubling with each delivery up
+// to notStartedMaxDelay; the note that it never ran gets
+// notStartedNoteTimeout.
+const (
+	notStartedDelay       = time.Second
+	notStartedMaxDelay    = 8 * time.Second
+	notStartedNoteTimeout = 2 * time.Second
+)
 
 // startedEventDelay is how long a safe-to-rerun attempt runs before its
 // STARTED event is published.

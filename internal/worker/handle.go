@@ -160,8 +160,9 @@ func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery
 	var prev *toolwirev1.CallEvent
 	if delivery > 1 || rescheduled {
 		// A redelivered call may already have its result: answer from it.
+		// Read from the leader: a replica that lags would say none.
 		lctx, cancel := context.WithTimeout(ctx, settleTimeout)
-		_, err := w.bus.Results.GetLastMsgForSubject(lctx, w.resultSubject(call))
+		_, err := bus.LastMsgFromLeader(lctx, w.bus.JS, w.bus.Results, w.resultSubject(call))
 		if err == nil {
 			cancel()
 			log.Debug("result already published; acknowledging redelivery")
@@ -252,7 +253,12 @@ func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery
 				Message: cause.Error(), PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE})
 			return
 		}
-		startedEv := w.startedEvent(ctx, call, spec)
+		startedEv, err := w.startedEvent(ctx, call, spec)
+		if err != nil {
+			// No durable STARTED, no execution.
+			w.notStarted(ctx, p, msg, call, spec, log, err)
+			return
+		}
 		attemptCtx, attemptSpan := w.startAttempt(callCtx, call)
 		ex := &execution{hb: p.hb, msg: msg, slot: sl, log: log}
 		res, execErr, abandoned := w.execute(attemptCtx, call, spec, startedEv, reg, ex)
@@ -297,7 +303,9 @@ func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery
 			// back at once so another worker takes it, recording whether a
 			// rerun is safe.
 			fx := cancelledSideEffects(spec, execErr)
-			w.attemptEvent(ctx, call, spec, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING,
+			// Not stored, the redelivery reads this attempt's STARTED and
+			// answers UNKNOWN_OUTCOME: the safe side.
+			_ = w.attemptEvent(ctx, call, spec, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING,
 				Message: "handed back: worker shutting down",
 				Error:   &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, Message: ErrShutdown.Error(), PartialSideEffects: fx}})
 			w.handBack(ctx, p, msg, call, spec, log, 0, te)
@@ -329,9 +337,13 @@ func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery
 			return
 		}
 		w.stats.retries.Add(1)
-		w.attemptEvent(ctx, call, spec, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING,
-			Message: te.Message, Error: te, RetryDelay: durationpb.New(delay)})
-		if delay > w.cfg.MaxInProcessDelay && !w.cfg.Shadow {
+		recorded := w.attemptEvent(ctx, call, spec, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING,
+			Message: te.Message, Error: te, RetryDelay: durationpb.New(delay)}) == nil
+		// The delivery that takes a parked call reads this RETRYING event
+		// to know that a tool that is not safe to rerun may run again; not
+		// stored, the retry waits here instead (the next attempt's STARTED
+		// record supersedes the last one).
+		if delay > w.cfg.MaxInProcessDelay && !w.cfg.Shadow && recorded {
 			w.scheduleRetry(ctx, p, msg, call, spec, log, delay, te)
 			return
 		}

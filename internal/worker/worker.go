@@ -86,6 +86,7 @@ type stats struct {
 	retries         atomic.Int64
 	abandoned       atomic.Int64
 	unknownOutcomes atomic.Int64
+	notStarted      atomic.Int64
 	badIntents      atomic.Int64
 }
 
@@ -100,6 +101,9 @@ type Stats struct {
 	Abandoned int64
 	// UnknownOutcomes counts calls answered UNKNOWN_OUTCOME.
 	UnknownOutcomes int64
+	// NotStarted counts deliveries handed back without running because
+	// their durable STARTED event was not stored.
+	NotStarted int64
 	// IntentViolations counts results refused because the tool returned
 	// undeclared or malformed intents.
 	IntentViolations int64
@@ -110,7 +114,7 @@ type Stats struct {
 // Stats returns the worker's counters.
 func (w *Worker) Stats() Stats {
 	return Stats{Executed: w.executed.Load(), Retries: w.stats.retries.Load(), Abandoned: w.stats.abandoned.Load(),
-		UnknownOutcomes: w.stats.unknownOutcomes.Load(), IntentViolations: w.stats.badIntents.Load(), InFlight: w.inflight.Load()}
+		UnknownOutcomes: w.stats.unknownOutcomes.Load(), NotStarted: w.stats.notStarted.Load(), IntentViolations: w.stats.badIntents.Load(), InFlight: w.inflight.Load()}
 }
 
 // New returns a Worker; it does nothing until Start.

@@ -303,6 +303,8 @@ func TestIdempotencyKey(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, sub.Duplicate)
 	require.Equal(t, first.CallID, sub.CallID)
+	require.NotNil(t, sub.Result, "the earlier call has finished: its response")
+	require.Equal(t, "once", sub.Result.Text())
 
 	other, err := b.client.Call(t.Context(), "echo", map[string]string{"text": "twice"}, client.WithIdempotencyKey("k-1"))
 	require.NoError(t, err)

@@ -31,6 +31,8 @@ every permission.
     "$JS.API.DIRECT.GET.{{ $u }}_RESULTS.>"
     "$JS.API.DIRECT.GET.{{ $u }}_EVENTS"
     "$JS.API.DIRECT.GET.{{ $u }}_EVENTS.>"
+    "$JS.API.STREAM.MSG.GET.{{ $u }}_RESULTS"
+    "$JS.API.STREAM.MSG.GET.{{ $u }}_EVENTS"
     "{{ $p }}.result.>"
     "{{ $p }}.event.>"
     "{{ $p }}.dlq.>"

@@ -1,0 +1,193 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Results reach waiting callers only once the results stream has stored
+// them (doc.go, "Results"): a JetStream publish also reaches core
+// subscribers when the stream refuses it or never answers (a cluster with
+// no RESULTS leader), and a result that was not stored is not the call's
+// result.
+const (
+	// resultsExpiry and resultsHeartbeat shape the pull requests of the
+	// replica's results consumer: with no results, one request every
+	// resultsExpiry; a consumer that stops sending heartbeats (its server
+	// died) is noticed after two missed ones and made again from the next
+	// stream sequence.
+	resultsExpiry    = 5 * time.Second
+	resultsHeartbeat = time.Second
+	// resultsMaxBytes bounds the results a replica buffers unread.
+	resultsMaxBytes = 64 << 20
+	// resultsInactive is the server's backstop for the consumer of a
+	// replica that died: deleted after this long without pull requests.
+	resultsInactive = time.Minute
+	// recheckTimeout bounds one look at the results stream for a waiter.
+	recheckTimeout = 2 * time.Second
+	// recheckRetries and recheckBackoff: after a reconnect or a failure of
+	// the consumer, waiters whose look failed (the stream may have no
+	// leader yet) are looked at again, backing off from recheckBackoff, in
+	// up to recheckRetries passes.
+	recheckRetries = 6
+	recheckBackoff = 250 * time.Millisecond
+)
+
+// followResults consumes the results routed to this replica
+// (toolwire.result.*.<name>.*) from the results stream, starting after the
+// last message stored now: results of calls admitted from here on. It is
+// an ordered consumer (no acks, memory, one replica) that the client makes
+// again from the next sequence when it fails (missed heartbeats, a
+// reconnect, a gap), so no stored result is skipped.
+// Failures the consumer reports are signalled on failed (without
+// blocking).
+func (d *Dispatcher) followResults(ctx context.Context, failed chan<- struct{}) (jetstream.Consumer, jetstream.ConsumeContext, error) {
+	info, err := d.bus.Results.Info(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dispatch: results stream: %w", err)
+	}
+	cons, err := d.bus.Results.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{d.subj.ResultsOf(d.cfg.Name)},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy, OptStartSeq: info.State.LastSeq + 1,
+		InactiveThreshold: resultsInactive})
+	if err != nil {
+		return nil, nil, fmt.Errorf("dispatch: results consumer: %w", err)
+	}
+	cc, err := cons.Consume(d.onStored, jetstream.PullExpiry(resultsExpiry), jetstream.PullHeartbeat(resultsHeartbeat),
+		jetstream.PullMaxBytes(resultsMaxBytes), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			d.log.Debug("results consumer", "err", err)
+			select {
+			case failed <- struct{}{}:
+			default:
+			}
+		}))
+	if err != nil {
+		d.deleteResultsConsumer(cons)
+		return nil, nil, fmt.Errorf("dispatch: consume results: %w", err)
+	}
+	return cons, cc, nil
+}
+
+// onStored routes a stored result to its waiter. It runs on the
+// consumer's one goroutine, so it only routes bytes: waiters decode their
+// own result.
+func (d *Dispatcher) onStored(m jetstream.Msg) {
+	subject := m.Subject()
+	d.deliver(subject[strings.LastIndexByte(subject, '.')+1:], m.Data())
+}
+
+// deliver hands data, a stored result, to the waiter of callID if there is
+// one; it reports whether there was. A waiter gets at most one result: it
+// leaves the map here.
+func (d *Dispatcher) deliver(callID string, data []byte) bool {
+	d.mu.Lock()
+	w := d.waiters[callID]
+	delete(d.waiters, callID)
+	d.mu.Unlock()
+	if w == nil {
+		return false
+	}
+	w.ch <- data
+	return true
+}
+
+// deleteResultsConsumer deletes the results consumer's current server
+// consumer (an ordered consumer's Stop leaves it there until inactive).
+func (d *Dispatcher) deleteResultsConsumer(cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), watchCleanup)
+	defer cancel()
+	if err := d.bus.Results.DeleteConsumer(ctx, info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		d.log.Debug("results consumer not deleted; the server removes it when inactive", "consumer", info.Name, "err", err)
+	}
+}
+
+// recheckOnFailures looks up the stored result of every waiting caller
+// after each reconnect of the replica's connection and each failure the
+// results consumer reports (missed heartbeats: its server died; it is
+// being made again): a result stored meanwhile is answered without waiting
+// for the consumer to be back (a leader to elect). Any replica of the
+// results stream answers these direct gets. It returns when ctx ends,
+// closing done.
+func (d *Dispatcher) recheckOnFailures(ctx context.Context, status chan nats.Status, failed <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-status:
+			if !ok {
+				return
+			}
+		case <-failed:
+		}
+		d.recheckWaiters(ctx)
+	}
+}
+
+// recheckWaiters looks up the stored result of every waiting caller and
+// answers those that have one. When a lookup fails (the stream is not
+// answering) the pass stops there and the rest are looked at again,
+// backing off from recheckBackoff, up to recheckRetries passes: a pass
+// costs at most one failed lookup.
+func (d *Dispatcher) recheckWaiters(ctx context.Context) {
+	type waiting struct{ id, tenant string }
+	d.mu.Lock()
+	todo := make([]waiting, 0, len(d.waiters))
+	for id, w := range d.waiters {
+		todo = append(todo, waiting{id, w.tenant})
+	}
+	d.mu.Unlock()
+	backoff := recheckBackoff
+	for pass := 1; ; pass++ {
+		for len(todo) > 0 {
+			data, err := d.storedResult(ctx, todo[0].tenant, todo[0].id)
+			if err != nil {
+				break
+			}
+			if data != nil {
+				d.deliver(todo[0].id, data)
+			}
+			todo = todo[1:]
+		}
+		if len(todo) == 0 || ctx.Err() != nil {
+			return
+		}
+		if pass >= recheckRetries {
+			d.log.Warn("results of waiting callers not looked up; the results consumer delivers them", "waiters", len(todo))
+			return
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff *= 2
+	}
+}
+
+// storedResult returns the stored result of a call routed to this replica,
+// nil when there is none.
+func (d *Dispatcher) storedResult(ctx context.Context, tenant, callID string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, recheckTimeout)
+	defer cancel()
+	m, err := d.bus.Results.GetLastMsgForSubject(ctx, d.subj.Result(tenant, d.cfg.Name, callID))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: look up result of %s: %w", callID, err)
+	}
+	return m.Data, nil
+}
