@@ -137,3 +137,31 @@ func TestIsCall(t *testing.T) {
 		require.False(t, s.IsCall(bad, native, "acme", "builtin", "echo"), bad)
 	}
 }
+
+// An audit's or a replay's consumer left on the calls stream (its process
+// died; the server removes it only after its inactivity threshold) is no
+// pool: a pool over the same calls still starts.
+func TestNonPoolConsumersNeverBlockAPool(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	ctx := t.Context()
+	s := env.Bus.Subjects
+	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
+	// What toolctl audit reads with: an ordered consumer over every call.
+	audit, err := env.Bus.Calls.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{s.AllCalls(), s.AllShadow()}})
+	require.NoError(t, err)
+	_, err = audit.FetchNoWait(1) // the ordered consumer exists on the server once it reads
+	require.NoError(t, err)
+	require.NotNil(t, audit.CachedInfo())
+	// An operator's own durable consumer (an export) is no pool either.
+	_, err = env.Bus.Calls.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "export", FilterSubject: s.AllCalls(),
+		AckPolicy: jetstream.AckNonePolicy})
+	require.NoError(t, err)
+
+	cons, err := env.Bus.EnsurePool(ctx, bus.PoolConfig{Type: native, Subjects: []string{s.ToolSubject(native, "builtin", "echo")}})
+	require.NoError(t, err, "the audit's consumer must not count as an overlapping pool")
+	require.True(t, env.Bus.Config.IsPoolConsumer(cons.CachedInfo()))
+	require.False(t, env.Bus.Config.IsPoolConsumer(audit.CachedInfo()))
+	_, err = env.Bus.EnsurePool(ctx, bus.PoolConfig{Name: "other", Type: native})
+	require.ErrorIs(t, err, bus.ErrPoolOverlap, "pools still may not overlap each other")
+}
