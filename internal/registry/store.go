@@ -99,7 +99,7 @@ func (s *Store) run(ctx context.Context, w jetstream.KeyWatcher) {
 
 func (s *Store) apply(e jetstream.KeyValueEntry) {
 	key := e.Key()
-	if strings.HasPrefix(key, ApprovalPrefix) {
+	if strings.HasPrefix(key, ApprovalPrefix) || strings.HasPrefix(key, SourcePrefix) {
 		return
 	}
 	if e.Operation() != jetstream.KeyValuePut {
