@@ -51,6 +51,9 @@ type Dispatcher struct {
 	// when it has ended. Nil when it does not run.
 	sweepStop context.CancelFunc
 	sweepDone chan struct{}
+	// pools is admission's view of the pool consumers (poolcheck.go); nil
+	// when Config.PoolCheck is negative.
+	pools *poolCheck
 
 	callsStream string   // cached: the name is computed from the prefix
 	expectCalls []string // the Nats-Expected-Stream header value; never modified
@@ -85,6 +88,9 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 		log:     telemetry.WithTraceIDs(cfg.Logger).With("component", "dispatcher", "dispatcher", cfg.Name),
 		waiters: map[string]*waiter{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}
 	d.lookResult = d.loadResult
+	if cfg.PoolCheck > 0 {
+		d.pools = newPoolCheck(b, cfg.PoolCheck, d.log)
+	}
 	metrics.ObserveWaiting(func() float64 {
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -97,9 +103,11 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 func (d *Dispatcher) Name() string { return d.cfg.Name }
 
 // Start subscribes to this replica's results and starts the reaper, the
-// retry mover and the orphan sweeper.
+// retry mover, the orphan sweeper and the listing of the pool consumers
+// that admission checks calls against (poolcheck.go).
 // (Pool consumers are created by workers before they register their tools,
-// so no call is admitted before a consumer for it exists.)
+// and admission refuses a call no pool consumer filters, so no call is
+// admitted before a consumer for it exists.)
 func (d *Dispatcher) Start(ctx context.Context) error {
 	sub, err := d.bus.NC.Subscribe(d.subj.ResultsOf(d.cfg.Name), d.onResult)
 	if err != nil {
@@ -131,6 +139,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.mu.Lock()
 	d.sub, d.reaper, d.mover, d.retries = sub, reaper, mover, retries
 	d.startSweeper()
+	d.pools.start()
 	d.mu.Unlock()
 	return flush(ctx, d.bus.NC)
 }
@@ -158,6 +167,7 @@ func (d *Dispatcher) Stop() {
 		d.lazyRecords.Stop()
 	}
 	d.stopSweeper()
+	d.pools.end()
 	for id, w := range d.waiters {
 		close(w.ch)
 		delete(d.waiters, id)
