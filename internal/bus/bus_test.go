@@ -2,9 +2,11 @@ package bus_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/bus"
@@ -164,4 +166,28 @@ func TestNonPoolConsumersNeverBlockAPool(t *testing.T) {
 	require.False(t, env.Bus.Config.IsPoolConsumer(audit.CachedInfo()))
 	_, err = env.Bus.EnsurePool(ctx, bus.PoolConfig{Name: "other", Type: native})
 	require.ErrorIs(t, err, bus.ErrPoolOverlap, "pools still may not overlap each other")
+}
+
+// Unavailable tells errors worth waiting out at start-up (no server yet,
+// no JetStream leader) from final ones.
+func TestUnavailable(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("bus: connect: %w", nats.ErrNoServers), true},
+		{fmt.Errorf("bus: stream X: %w", context.DeadlineExceeded), true},
+		{fmt.Errorf("bus: stream X: %w", &jetstream.APIError{Code: 503, ErrorCode: 10008}), true},
+		{fmt.Errorf("bus: stream X: %w", &jetstream.APIError{Code: 503, ErrorCode: 10118}), true},
+		{jetstream.ErrJetStreamNotEnabled, true},
+		{nats.ErrNoResponders, true},
+		{nil, false},
+		{context.Canceled, false},
+		{fmt.Errorf("bus: connect: %w", nats.ErrAuthorization), false},
+		{fmt.Errorf("worker: %w", bus.ErrPoolOverlap), false},
+		{&jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamNameInUse}, false},
+	} {
+		require.Equal(t, c.want, bus.Unavailable(c.err), "%v", c.err)
+	}
 }
