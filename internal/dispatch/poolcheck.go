@@ -54,6 +54,38 @@ type poolCheck struct {
 type poolView struct {
 	cov coverage
 	at  time.Time // when the listing began
+	// tools memoises whether a tool's calls are covered, so that a call of
+	// a covered tool costs a map lookup and no allocation. Only used when
+	// no filter names a tenant (cov.other is empty: every filter is a
+	// tool's or a type's), since then the answer holds for every tenant.
+	mu    sync.RWMutex
+	tools map[toolKey]bool
+}
+
+// toolKey names one tool's calls, any tenant.
+type toolKey struct {
+	t              toolwirev1.ExecutorType
+	provider, tool string
+}
+
+// covers reports whether a pool consumer of v filters the calls of tool
+// for tenant.
+func (v *poolView) covers(subj bus.Subjects, k toolKey, tenant string) bool {
+	if len(v.cov.other) > 0 {
+		return v.cov.covers(subj.Call(k.t, tenant, k.provider, k.tool))
+	}
+	v.mu.RLock()
+	ok, known := v.tools[k]
+	v.mu.RUnlock()
+	if known {
+		return ok
+	}
+	// No filter names a tenant: any tenant token answers for all.
+	ok = v.cov.covers(subj.Call(k.t, "_", k.provider, k.tool))
+	v.mu.Lock()
+	v.tools[k] = ok
+	v.mu.Unlock()
+	return ok
 }
 
 func newPoolCheck(b *bus.Bus, every time.Duration, log *slog.Logger) *poolCheck {
@@ -67,10 +99,10 @@ func (d *Dispatcher) checkPool(ctx context.Context, id Identity, ent *registry.E
 		return nil
 	}
 	spec := ent.Spec
-	subject := d.subj.Call(spec.Executor, id.Tenant, spec.Provider, spec.Name)
-	if d.pools.served(ctx, subject, ent.Seen) {
+	if d.pools.served(ctx, toolKey{spec.Executor, spec.Provider, spec.Name}, id.Tenant, ent.Seen) {
 		return nil
 	}
+	subject := d.subj.Call(spec.Executor, id.Tenant, spec.Provider, spec.Name)
 	te := preExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND,
 		fmt.Sprintf("tool %q has no worker pool: no pool consumer takes its calls (%s), so it would never run", spec.Name, subject))
 	te.Suggestion = "start a worker that serves the tool (a worker creates its pool's consumer when it starts; " +
@@ -78,11 +110,11 @@ func (d *Dispatcher) checkPool(ctx context.Context, id Identity, ent *registry.E
 	return te
 }
 
-// served reports whether a pool consumer filters subject, for a tool
-// whose spec the registry store took in at seen.
-func (p *poolCheck) served(ctx context.Context, subject string, seen time.Time) bool {
+// served reports whether a pool consumer filters the calls of tool k for
+// tenant, for a tool whose spec the registry store took in at seen.
+func (p *poolCheck) served(ctx context.Context, k toolKey, tenant string, seen time.Time) bool {
 	v := p.view.Load()
-	if v != nil && v.cov.covers(subject) {
+	if v != nil && v.covers(p.b.Subjects, k, tenant) {
 		return true
 	}
 	fresh := time.Now().Add(-poolCheckMinAge)
@@ -96,7 +128,7 @@ func (p *poolCheck) served(ctx context.Context, subject string, seen time.Time) 
 			return true // admitted: the orphan sweeper is the backstop
 		}
 	}
-	return v.cov.covers(subject)
+	return v.covers(p.b.Subjects, k, tenant)
 }
 
 // refresh lists the pool consumers, unless a listing begun at fresh or
@@ -117,7 +149,7 @@ func (p *poolCheck) refresh(ctx context.Context, fresh time.Time) (*poolView, er
 	if err != nil {
 		return nil, err
 	}
-	v := &poolView{cov: cov, at: at}
+	v := &poolView{cov: cov, at: at, tools: map[toolKey]bool{}}
 	p.view.Store(v)
 	return v, nil
 }
