@@ -12,7 +12,7 @@ func TestPoolViewCoversWithoutAllocating(t *testing.T) {
 	subj := bus.Subjects{Prefix: "toolwire"}
 	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
 	v := &poolView{cov: coverage{prefix: "toolwire", exact: map[string]bool{
-		subj.ToolSubject(native, "builtin", "echo"):                 true,
+		subj.ToolSubject(native, "builtin", "echo"):                  true,
 		subj.CallsOfType(toolwirev1.ExecutorType_EXECUTOR_TYPE_HTTP): true,
 	}}, tools: map[toolKey]bool{}}
 	echo := toolKey{native, "builtin", "echo"}
