@@ -41,7 +41,10 @@
 // doubling up to 5s, with jitter, each retry logged at Warn ("NATS cluster
 // not ready; retrying worker start-up", with the step and the error), for
 // as long as the process runs; a signal ends the wait (exit 1, naming what
-// it waited for). Other errors end the start-up at once: credentials
+// it waited for). The HTTP server (--http) starts before the wait:
+// /healthz answers while the worker waits, so startup and liveness probes
+// pass, and /readyz answers 503 "waiting for the NATS cluster" until the
+// worker serves. Other errors end the start-up at once: credentials
 // refused, a pool overlapping another, a tool name another pool defines.
 // Before, the worker exited on the first timeout ("bus: stream …: context
 // deadline exceeded") and in Kubernetes crash-looped until the cluster

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -85,7 +86,8 @@ type Options struct {
 	Logger *slog.Logger
 	// HTTPAddr is where Run serves /healthz (alive), /readyz (connected,
 	// streams and pool consumers present, specs published) and /metrics
-	// (Prometheus). Empty = no HTTP server. The --http flag's default is
+	// (Prometheus), from before it connects: a worker waiting for its
+	// cluster is alive and not ready. Empty = no HTTP server. The --http flag's default is
 	// DefaultHTTPAddr, loopback only.
 	HTTPAddr string
 	// TracerProvider makes the worker's spans. Nil: Run builds one from
@@ -136,6 +138,25 @@ func Run(ctx context.Context, o Options) error {
 	if err := cfg.WithDefaults().Validate(); err != nil {
 		return err // before any retry: no server makes it valid
 	}
+	// The HTTP server starts first (alive, not ready) and stops after the
+	// worker: a worker waiting for its cluster answers its liveness and
+	// startup probes, and /metrics covers the drain. Not for
+	// --ensure-only, which never serves.
+	var serving atomic.Pointer[Worker]
+	ready := func(ctx context.Context) error {
+		if w := serving.Load(); w != nil {
+			return (*w).Ready(ctx)
+		}
+		return errors.New("worker starting: waiting for the NATS cluster")
+	}
+	stopHTTP, httpAddr := func() {}, ""
+	if o.HTTPAddr != "" && !o.EnsureOnly {
+		var err error
+		if stopHTTP, httpAddr, err = serveHTTP(o.HTTPAddr, telemetry.Mux(ready, reg), log); err != nil {
+			return err
+		}
+	}
+	defer func() { stopHTTP() }()
 	// Start-up waits for the cluster (untilAvailable): a worker that
 	// starts before NATS, or while the cluster has no JetStream leader,
 	// retries instead of exiting.
@@ -164,18 +185,12 @@ func Run(ctx context.Context, o Options) error {
 	if o.EnsureOnly {
 		return ensureOnly(ctx, w, nc, log, o)
 	}
-	// The HTTP server starts before the worker (alive, not ready) and
-	// stops after it: /metrics covers the drain.
-	stopHTTP, httpAddr := func() {}, ""
 	if o.HTTPAddr != "" {
 		if pc, ok := w.(interface{ PoolConsumers() []string }); ok {
 			reg.MustRegister(&telemetry.StreamStats{Calls: b.Calls, Consumers: pc.PoolConsumers, PoolPrefix: b.Config.Prefix + "_pool_"})
 		}
-		if stopHTTP, httpAddr, err = serveHTTP(o.HTTPAddr, telemetry.Mux(w.Ready, reg), log); err != nil {
-			return err
-		}
 	}
-	defer func() { stopHTTP() }()
+	serving.Store(&w)
 	if err := untilAvailable(ctx, log, "start the pools", func() error { return w.Start(ctx) }); err != nil {
 		return errors.Join(err, w.Stop(context.WithoutCancel(ctx)))
 	}

@@ -2,6 +2,8 @@ package toolworker_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,15 @@ import (
 	"github.com/toolwire/toolwire/pkg/tool"
 	"github.com/toolwire/toolwire/pkg/toolworker"
 )
+
+// status GETs url and returns the status code.
+func status(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
 
 // waitLog polls logs until it contains want, failing after d.
 func waitLog(t *testing.T, logs *logtest.Buffer, want string, d time.Duration, done <-chan error) {
@@ -62,6 +73,8 @@ func TestWorkerWaitsForAClusterLeader(t *testing.T) {
 }
 
 // A worker started before its NATS server retries until the server is up.
+// While it waits it is alive but not ready: its startup and liveness
+// probes pass, so Kubernetes does not restart it.
 func TestWorkerWaitsForTheServer(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
@@ -70,10 +83,14 @@ func TestWorkerWaitsForTheServer(t *testing.T) {
 	defer cancel()
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	go func() {
-		done <- toolworker.Run(ctx, toolworker.Options{NATSURL: c.URL(0), Logger: logs.JSONLogger(), Ready: ready, Grace: time.Second})
+		done <- toolworker.Run(ctx, toolworker.Options{NATSURL: c.URL(0), Logger: logs.JSONLogger(), Ready: ready, Grace: time.Second,
+			HTTPAddr: httpAddr})
 	}()
 	waitLog(t, &logs, "connect to NATS", 30*time.Second, done)
+	require.Equal(t, http.StatusOK, status(t, "http://"+httpAddr+"/healthz"), "alive while waiting")
+	require.Equal(t, http.StatusServiceUnavailable, status(t, "http://"+httpAddr+"/readyz"), "not ready while waiting")
 	c.start(0)
 	c.start(1)
 	select {
@@ -83,6 +100,7 @@ func TestWorkerWaitsForTheServer(t *testing.T) {
 	case <-time.After(90 * time.Second):
 		t.Fatalf("the worker never served:\n%s", logs.String())
 	}
+	require.Equal(t, http.StatusOK, status(t, "http://"+httpAddr+"/readyz"), "ready once serving")
 	cancel()
 	require.NoError(t, <-done)
 
