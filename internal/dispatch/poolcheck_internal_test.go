@@ -43,3 +43,19 @@ func TestPoolViewCoversWithoutAllocating(t *testing.T) {
 		t.Fatal("a tenant's own filter is not answered per tenant")
 	}
 }
+
+func BenchmarkPoolViewCovers(b *testing.B) {
+	subj := bus.Subjects{Prefix: "toolwire"}
+	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
+	v := &poolView{cov: coverage{prefix: "toolwire", exact: map[string]bool{subj.ToolSubject(native, "builtin", "echo"): true}},
+		tools: map[toolKey]bool{}}
+	echo := toolKey{native, "builtin", "echo"}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if !v.covers(subj, echo, "acme") {
+				b.Fatal("not covered")
+			}
+		}
+	})
+}

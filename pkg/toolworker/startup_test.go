@@ -61,8 +61,10 @@ func TestWorkerWaitsForAClusterLeader(t *testing.T) {
 	waitLog(t, &logs, "retrying worker start-up", 60*time.Second, done)
 
 	c.start(1) // two of three: a leader can be elected
+	quorum := time.Now()
 	select {
 	case <-ready:
+		t.Logf("serving %s after the second node started", time.Since(quorum).Round(time.Millisecond))
 	case err := <-done:
 		t.Fatalf("the worker ended: %v\n%s", err, logs.String())
 	case <-time.After(90 * time.Second):
