@@ -291,10 +291,12 @@ func (s *Source) scan(ctx context.Context, f Filter, o Options, sum *Summary, ne
 		t := f.Since
 		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
 	}
-	cons, err := s.calls.OrderedConsumer(ctx, cfg)
+	// A Scan: no consumer of the audit's is left on CALLS when it ends.
+	cons, err := bus.NewScan(ctx, s.calls, cfg)
 	if err != nil {
 		return fmt.Errorf("audit: read calls: %w", err)
 	}
+	defer func() { _ = cons.Close() }()
 	var prev uint64
 	lastProgress := time.Now()
 	defer func() {

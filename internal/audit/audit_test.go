@@ -244,3 +244,36 @@ func TestTenantFilterIsNeverMapped(t *testing.T) {
 	_, err = src.Run(t.Context(), audit.Filter{Tenant: "a_b"}, audit.Options{}, func(*audit.Record) error { return nil })
 	require.NoError(t, err)
 }
+
+// An audit leaves no consumer on CALLS, whether it reads to the end (over
+// several fetches, each of which replaces the ordered consumer's server
+// consumer) or its reader stops early: a consumer left behind would
+// outlive the command by minutes.
+func TestAuditLeavesNoConsumer(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	ctx := t.Context()
+	const n = 600 // several fetch batches
+	for i := range n {
+		_, err := env.Bus.JS.Publish(ctx, env.Bus.Subjects.Call(toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE, "acme", "builtin", "echo"),
+			fmt.Appendf(nil, "not a call %d", i))
+		require.NoError(t, err)
+	}
+	src, err := audit.Open(ctx, env.Bus.NC, "toolwire")
+	require.NoError(t, err)
+	consumers := func() int {
+		info, err := env.Bus.Calls.Info(ctx)
+		require.NoError(t, err)
+		return info.State.Consumers
+	}
+
+	sum, err := src.Run(ctx, audit.Filter{}, audit.Options{}, func(*audit.Record) error { return nil })
+	require.NoError(t, err)
+	require.EqualValues(t, n, sum.Scanned)
+	require.Zero(t, consumers(), "a finished audit leaves no consumer")
+
+	stop := errors.New("reader stopped")
+	_, err = src.Run(ctx, audit.Filter{}, audit.Options{}, func(*audit.Record) error { return stop })
+	require.ErrorIs(t, err, stop)
+	require.Zero(t, consumers(), "an audit stopped early leaves no consumer")
+}

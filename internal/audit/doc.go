@@ -11,7 +11,10 @@
 // one, and answers ErrNoInstallation when a stream is missing. Source.Run
 // emits one Record per call, in calls-stream order, up to the stream's
 // last sequence when the run starts. It reads the calls stream with an
-// ordered consumer (256 messages a fetch) and looks each call's result up
+// ordered consumer (256 messages a fetch; a bus.Scan, so no consumer of
+// the audit's is left on CALLS when it ends, however it ends, and one left
+// by a killed process expires after a minute; none of them ever counts as
+// a pool) and looks each call's result up
 // by subject with a direct get, Options.Lookups (32) at a time, so memory
 // stays bounded whatever the range. A Filter selects by admission time
 // (Since, Until), tenant and tool (both narrow the consumer's subject

@@ -31,8 +31,9 @@ const callWait = 30 * time.Second
 // stackOptions choose the parts of a stack.
 type stackOptions struct {
 	// worker starts an in-process worker pool of this concurrency on its
-	// own connection; 0 = no worker (the built-in specs are published
-	// into the registry instead).
+	// own connection; 0 = no worker (the native pool's consumer is
+	// created and the built-in specs are published, as a worker would, so
+	// calls are admitted and stay queued).
 	worker int
 	// http serves the Connect API on loopback and builds a client for it.
 	http bool
@@ -94,6 +95,10 @@ func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err erro
 	} else {
 		nat, err := native.NewWithConfig(native.Config{Logger: log}, builtin.Tools()...)
 		if err != nil {
+			return nil, err
+		}
+		// A pool's consumer first: admission refuses calls no pool takes.
+		if _, err := s.bus.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE}); err != nil {
 			return nil, err
 		}
 		if _, err := registry.Publish(ctx, s.bus.Registry, nat.Specs()); err != nil {

@@ -350,7 +350,9 @@ var ErrPoolOverlap = errors.New("bus: pools overlap")
 // pool in a rolling upgrade may serve different tool sets, and a subject
 // is never dropped under a replica that serves it (an operator removes
 // retired tools). It refuses, with ErrPoolOverlap, subjects another pool
-// already consumes.
+// already consumes; consumers that are not pools' (IsPoolConsumer: an
+// audit's or a replay's ordered consumer, still there until its inactivity
+// threshold when its process died) are ignored.
 func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer, error) {
 	p = p.WithDefaults()
 	if err := p.Validate(); err != nil {
@@ -370,6 +372,9 @@ func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer,
 	}
 	lister := b.Calls.ListConsumers(ctx)
 	for ci := range lister.Info() {
+		if !b.Config.IsPoolConsumer(ci) {
+			continue // an audit's, a replay's: it runs no call
+		}
 		for _, f := range ConsumerFilters(ci.Config) {
 			if ci.Name == name {
 				subjects[f] = true

@@ -2,9 +2,11 @@ package bus_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/bus"
@@ -135,5 +137,57 @@ func TestIsCall(t *testing.T) {
 		s.Result("acme", "builtin", "echo"), "tw.dlq.native.acme.builtin.echo",
 	} {
 		require.False(t, s.IsCall(bad, native, "acme", "builtin", "echo"), bad)
+	}
+}
+
+// An audit's or a replay's consumer left on the calls stream (its process
+// died; the server removes it only after its inactivity threshold) is no
+// pool: a pool over the same calls still starts.
+func TestNonPoolConsumersNeverBlockAPool(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	ctx := t.Context()
+	s := env.Bus.Subjects
+	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
+	// What toolctl audit reads with: an ordered consumer over every call.
+	audit, err := env.Bus.Calls.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{s.AllCalls(), s.AllShadow()}})
+	require.NoError(t, err)
+	_, err = audit.FetchNoWait(1) // the ordered consumer exists on the server once it reads
+	require.NoError(t, err)
+	require.NotNil(t, audit.CachedInfo())
+	// An operator's own durable consumer (an export) is no pool either.
+	_, err = env.Bus.Calls.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "export", FilterSubject: s.AllCalls(),
+		AckPolicy: jetstream.AckNonePolicy})
+	require.NoError(t, err)
+
+	cons, err := env.Bus.EnsurePool(ctx, bus.PoolConfig{Type: native, Subjects: []string{s.ToolSubject(native, "builtin", "echo")}})
+	require.NoError(t, err, "the audit's consumer must not count as an overlapping pool")
+	require.True(t, env.Bus.Config.IsPoolConsumer(cons.CachedInfo()))
+	require.False(t, env.Bus.Config.IsPoolConsumer(audit.CachedInfo()))
+	_, err = env.Bus.EnsurePool(ctx, bus.PoolConfig{Name: "other", Type: native})
+	require.ErrorIs(t, err, bus.ErrPoolOverlap, "pools still may not overlap each other")
+}
+
+// Unavailable tells errors worth waiting out at start-up (no server yet,
+// no JetStream leader) from final ones.
+func TestUnavailable(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("bus: connect: %w", nats.ErrNoServers), true},
+		{fmt.Errorf("bus: stream X: %w", context.DeadlineExceeded), true},
+		{fmt.Errorf("bus: stream X: %w", &jetstream.APIError{Code: 503, ErrorCode: 10008}), true},
+		{fmt.Errorf("bus: stream X: %w", &jetstream.APIError{Code: 503, ErrorCode: 10118}), true},
+		{jetstream.ErrJetStreamNotEnabled, true},
+		{nats.ErrNoResponders, true},
+		{nil, false},
+		{context.Canceled, false},
+		{fmt.Errorf("bus: connect: %w", nats.ErrAuthorization), false},
+		{fmt.Errorf("worker: %w", bus.ErrPoolOverlap), false},
+		{&jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamNameInUse}, false},
+	} {
+		require.Equal(t, c.want, bus.Unavailable(c.err), "%v", c.err)
 	}
 }

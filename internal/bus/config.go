@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Config is the JetStream layout of one installation. The zero value is
@@ -122,3 +124,11 @@ func (c Config) BlobBucket() string { return c.Prefix + "_blobs" }
 
 // PoolConsumer is the durable name of a pool's consumer.
 func (c Config) PoolConsumer(pool string) string { return c.Prefix + "_pool_" + Token(pool) }
+
+// IsPoolConsumer reports whether ci is a worker pool's consumer: a durable
+// named by PoolConsumer. Every other consumer of the calls stream (an
+// audit's or a replay's ordered consumer, an operator's own) delivers to
+// no worker: it never makes a call runnable, and never blocks a pool.
+func (c Config) IsPoolConsumer(ci *jetstream.ConsumerInfo) bool {
+	return ci != nil && ci.Config.Durable != "" && strings.HasPrefix(ci.Name, c.Prefix+"_pool_")
+}

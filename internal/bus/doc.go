@@ -16,6 +16,7 @@
 //	KV     toolwire_cancels     <tenant>.<call_id>                              cancel tombstones with per-key TTL
 //	KV     toolwire_idempotency sha256(tenant, key)                             idempotency keys for the audit horizon
 //	KV     toolwire_registry    <tool> and versions.<tool>.<version>            ToolSpec values
+//	                            sources.<tool>, approvals.<tool>                the pool defining each tool, MCP approvals
 //	KV     toolwire_sessions    <tenant>.<session>                              session states of the reference intent applier
 //	Object toolwire_blobs                                                       outputs over the inline limit
 //
@@ -38,6 +39,20 @@
 //     registering their tools, so no call is admitted before a consumer for
 //     it exists. Overlapping pools are refused (ErrPoolOverlap): on a
 //     limits stream both would run every call.
+//   - A pool consumer is a durable named <prefix>_pool_<pool>
+//     (Config.IsPoolConsumer). Every other consumer of CALLS (an audit's
+//     or a replay's ordered consumer, an operator's export) runs no call:
+//     EnsurePool ignores it, so it never blocks a pool, even left behind by
+//     a process that died. Before, an audit's leftover consumer made every
+//     pool start-up fail "pools overlap" for the 5 minutes of its
+//     inactivity threshold. One-off reads use a Scan, which deletes every
+//     server consumer it made (an ordered consumer makes one per fetch)
+//     when it ends, and whose consumers otherwise expire after
+//     ScanInactive (1m).
+//   - Unavailable tells start-up errors worth waiting out (no server
+//     reachable, a request timed out or found no responder, JetStream
+//     unavailable or without a leader, too few peers) from final ones;
+//     workers retry their start-up on them (pkg/toolworker).
 //   - MaxDeliver advisories are captured in a stream, since they are core
 //     messages lost when nobody listens; the dispatchers' reaper ends the
 //     calls they name.

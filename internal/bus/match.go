@@ -20,3 +20,6 @@ func SubjectMatches(filter, subject string) bool {
 		filter, subject = fRest, sRest
 	}
 }
+
+// FiltersOverlap reports whether some subject matches both filters.
+func FiltersOverlap(a, b string) bool { return subjectsOverlap(a, b) }

@@ -15,7 +15,8 @@ import (
 )
 
 // admit runs the admission pipeline: tool lookup → disabled → scopes →
-// size and depth → JSON Schema → approval. It returns the call to publish, or the
+// a pool consumes it (poolcheck.go) → size and depth → JSON Schema →
+// approval. It returns the call to publish, or the
 // error to answer with; nothing is published on error. Errors raised here
 // are never retryable and have no side effects.
 func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, now time.Time) (*toolwirev1.ToolCall, *toolwirev1.ToolError) {
@@ -43,6 +44,9 @@ func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallR
 	if !registry.HasScopes(id.Scopes, spec.Scopes) {
 		return nil, preExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
 			fmt.Sprintf("tool %q needs scopes %s", o.Tool, strings.Join(spec.Scopes, ", ")))
+	}
+	if te := d.checkPool(ctx, id, ent); te != nil {
+		return nil, te
 	}
 	args, err := argumentBytes(o)
 	if err != nil {

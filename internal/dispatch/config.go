@@ -60,6 +60,13 @@ type Config struct {
 	// OrphanGrace is how old such a call must be before it is ended.
 	// Default 1m.
 	OrphanGrace time.Duration
+	// PoolCheck is how often admission's view of the pool consumers is
+	// listed again: a call for a tool no pool consumer filters is refused
+	// NOT_FOUND (poolcheck.go; a miss is looked up in a fresh listing
+	// first, so a pool that just started is never missed). Default 10s;
+	// negative = no check (such calls are queued, and the orphan sweeper
+	// ends them).
+	PoolCheck time.Duration
 	// MaxRequestBytes bounds an API request body (after decompression),
 	// applied while it is read: a longer body is refused with
 	// resource_exhausted before it is decoded. Default MaxArgsBytes plus
@@ -122,6 +129,7 @@ func (c Config) WithDefaults() Config {
 	}
 	c.OrphanSweep = cmp.Or(c.OrphanSweep, time.Minute)
 	c.OrphanGrace = cmp.Or(c.OrphanGrace, time.Minute)
+	c.PoolCheck = cmp.Or(c.PoolCheck, 10*time.Second)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }

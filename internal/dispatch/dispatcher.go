@@ -62,6 +62,9 @@ type Dispatcher struct {
 	// when it has ended. Nil when it does not run.
 	sweepStop context.CancelFunc
 	sweepDone chan struct{}
+	// pools is admission's view of the pool consumers (poolcheck.go); nil
+	// when Config.PoolCheck is negative.
+	pools *poolCheck
 
 	callsStream string   // cached: the name is computed from the prefix
 	expectCalls []string // the Nats-Expected-Stream header value; never modified
@@ -96,6 +99,9 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 		log:     telemetry.WithTraceIDs(cfg.Logger).With("component", "dispatcher", "dispatcher", cfg.Name),
 		waiters: map[string]*waiter{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}
 	d.lookResult = d.loadResult
+	if cfg.PoolCheck > 0 {
+		d.pools = newPoolCheck(b, cfg.PoolCheck, d.log)
+	}
 	metrics.ObserveWaiting(func() float64 {
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -108,9 +114,11 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 func (d *Dispatcher) Name() string { return d.cfg.Name }
 
 // Start consumes this replica's stored results and starts the reaper, the
-// retry mover and the orphan sweeper.
+// retry mover, the orphan sweeper and the listing of the pool consumers
+// that admission checks calls against (poolcheck.go).
 // (Pool consumers are created by workers before they register their tools,
-// so no call is admitted before a consumer for it exists.)
+// and admission refuses a call no pool consumer filters, so no call is
+// admitted before a consumer for it exists.)
 func (d *Dispatcher) Start(ctx context.Context) error {
 	recheck := make(chan struct{}, 1) // the results consumer failed
 	cons, results, err := d.followResults(ctx, recheck)
@@ -148,6 +156,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.rechecksDone = make(chan struct{})
 	go d.recheckOnFailures(rctx, d.status, recheck, d.rechecksDone)
 	d.startSweeper()
+	d.pools.start()
 	d.mu.Unlock()
 	return flush(ctx, d.bus.NC)
 }
@@ -176,6 +185,7 @@ func (d *Dispatcher) Stop() {
 		d.lazyRecords.Stop()
 	}
 	d.stopSweeper()
+	d.pools.end()
 	for id, w := range d.waiters {
 		close(w.ch)
 		delete(d.waiters, id)

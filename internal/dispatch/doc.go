@@ -29,7 +29,8 @@
 // Submit and Call give the call a fresh ULID and admit it, in order: a
 // tool name is present → the tool is in the registry (its current version,
 // or the spec_version the request pins) → it is not disabled → the caller
-// holds all of its scopes → the arguments are within the size and nesting
+// holds all of its scopes → a worker pool consumes its calls (see "Pool
+// check" below) → the arguments are within the size and nesting
 // limits (the tool spec's, else Config.MaxArgsBytes, 256 KiB, and
 // MaxArgsDepth, 32) → they have at most Config.MaxArgsValues (2048) object
 // members and array elements, counted by a scan that allocates nothing →
@@ -50,7 +51,7 @@
 // could read different values. A refusal is answered at once as a
 // ToolResponse (source "dispatcher") with VALIDATION (each offending field
 // named by a JSON Pointer in violations), NOT_FOUND (unknown or disabled
-// tool), PERMISSION_DENIED or CONFIRMATION_REQUIRED, not retryable, with
+// tool, or no pool consumes its calls), PERMISSION_DENIED or CONFIRMATION_REQUIRED, not retryable, with
 // partial_side_effects NONE (a failed registry read answers INTERNAL);
 // nothing is published. The admitted ToolCall pins the spec version and
 // carries as deadlines the tighter of the tool's and the request's
@@ -264,11 +265,36 @@
 // so the operator asks a dispatcher, which republishes the dead call as a
 // new call (see internal/dlq).
 //
+// # Pool check
+//
+// No call is admitted unless a pool consumer filters its subject: a tool
+// registered with no pool to run it (a worker that published what it does
+// not serve, a pool whose consumer an operator deleted) is refused
+// NOT_FOUND, not retryable, side effects NONE, message "tool X has no
+// worker pool: no pool consumer takes its calls (<subject>)", suggestion
+// to start a worker serving it. Before, such calls were accepted and
+// stayed PENDING for good (a pool created later with DeliverNew never
+// delivers them). NOT_FOUND, like an unknown tool: from the caller's side
+// the tool cannot be run here, and retrying the same call does not help
+// until an operator acts. Admission stays cheap: it reads a cached view of
+// the pool consumers' filters (poolcheck.go; consumers named
+// <prefix>_pool_*, never an audit's or a watcher's), listed again every
+// Config.PoolCheck (10s; negative = no check) by one goroutine per
+// replica. A subject the view does not cover is looked up in a fresh
+// listing before it is refused when the view began before the registry
+// store took the tool's spec in (a worker creates its consumer before it
+// publishes its specs, so a pool that just started is never missed) or is
+// over 1s old; such listings are shared by concurrent callers, so a flood
+// of calls for a tool no pool serves costs at most one listing a second.
+// A deleted pool's tools are refused within Config.PoolCheck. When the
+// consumers cannot be listed (no stream leader), calls are admitted and a
+// warning logged (at most every 10s): the orphan sweeper below ends any
+// that no pool consumes after all.
+//
 // # Orphan sweeper
 //
 // A call on a subject no pool consumer filters would never be delivered:
-// admission only queues calls of tools a worker registered after creating
-// its consumer, but a raw NATS publish (an unknown executor type, a tool no
+// admission refuses calls no pool consumes (above), but a raw NATS publish (an unknown executor type, a tool no
 // pool serves) or a deleted pool leaves such calls behind. Every
 // Config.OrphanSweep (1m; negative = never) each replica lists the calls
 // stream's subjects (one stream info request, paged), keeps those that no

@@ -220,12 +220,14 @@ type coverage struct {
 }
 
 // coverage lists the pool consumers' filters.
-func (s *sweeper) coverage(ctx context.Context) (coverage, error) {
-	c := coverage{prefix: s.d.bus.Config.Prefix, exact: map[string]bool{}}
-	poolPrefix := strings.TrimSuffix(s.d.bus.Config.PoolConsumer("x"), "x")
-	lister := s.d.bus.Calls.ListConsumers(ctx)
+func (s *sweeper) coverage(ctx context.Context) (coverage, error) { return listCoverage(ctx, s.d.bus) }
+
+// listCoverage lists the filters of b's pool consumers.
+func listCoverage(ctx context.Context, b *bus.Bus) (coverage, error) {
+	c := coverage{prefix: b.Config.Prefix, exact: map[string]bool{}}
+	lister := b.Calls.ListConsumers(ctx)
 	for ci := range lister.Info() {
-		if !strings.HasPrefix(ci.Name, poolPrefix) {
+		if !b.Config.IsPoolConsumer(ci) {
 			continue // audits, watchers: they deliver to no worker
 		}
 		for _, f := range bus.ConsumerFilters(ci.Config) {

@@ -140,6 +140,12 @@ func TestListManyLetters(t *testing.T) {
 	letters, err = b.queue.List(t.Context(), dlq.ListOptions{Limit: 3})
 	require.NoError(t, err)
 	require.Equal(t, []uint64{last - 2, last - 1, last}, seqs(letters))
+
+	// Listing leaves no consumer on DLQ: each fetch's replaced consumer and
+	// the last one are deleted, not left for the inactivity threshold.
+	info, err := b.env.Bus.DLQ.Info(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, info.State.Consumers)
 }
 
 func TestGet(t *testing.T) {

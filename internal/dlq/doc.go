@@ -13,7 +13,8 @@
 //
 // Open looks the streams up by name and never creates or changes them:
 // an operator tool must not rewrite an installation's stream limits with
-// its own defaults, as bus.Open (create or update) would.
+// its own defaults, as bus.Open (create or update) would. List reads with
+// a bus.Scan: it leaves no consumer on the DLQ stream when it returns.
 //
 // # Retry
 //

@@ -84,10 +84,11 @@ func (q *Queue) List(ctx context.Context, opts ListOptions) ([]*Letter, error) {
 	if total == 0 {
 		return nil, nil
 	}
-	cons, err := q.dlq.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	cons, err := bus.NewScan(ctx, q.dlq, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
 	if err != nil {
 		return nil, fmt.Errorf("dlq: read: %w", err)
 	}
+	defer func() { _ = cons.Close() }() // no consumer left on DLQ
 	var out []*Letter
 	for {
 		batch, err := cons.FetchNoWait(fetchBatch)

@@ -10,6 +10,30 @@
 // pin an older version and a worker can tell a stale version from an
 // unknown one. Workers publish the specs they serve at start-up and write
 // only when the version changed, so restarts do not churn the bucket.
+// Keys `approvals.<tool>` hold approved MCP definition hashes and keys
+// `sources.<tool>` the Source of each tool; the Store ignores both.
+//
+// # Sources: one definition per name
+//
+// A tool's definition source is the worker pool that serves it, named by
+// the pool (bus.PoolConfig.Name, the durable consumer every replica of the
+// pool shares), recorded as a Source (pool, the subject filter it serves
+// the tool on, and the worker that wrote it) under `sources.<tool>`.
+// Before a live worker extends its consumer or publishes a spec it claims
+// the name (Claim): a name nobody claimed is its pool's (Create: of two
+// pools starting at once, one wins); a name its own pool holds stays its
+// pool's whatever the version, so replicas and rolling upgrades publish
+// freely; a name another pool holds is refused with a *ClaimError
+// (ErrClaimed) naming both, which stops the worker at start-up, unless the
+// spec is the registry's current definition (nothing would change) or the
+// holder no longer serves it: its pool's consumer is gone or no longer
+// filters the holder's subject (an operator retired the tool from that
+// pool), never within ClaimGrace (30s) of the claim, while the holder may
+// still be creating its consumer. Then the claimant takes the name over.
+// Shadow workers claim nothing: they publish versions only. Tools
+// registered before sources were recorded have none; the first pool to
+// publish one after the upgrade claims it. Before, two pools publishing
+// one name replaced each other's spec silently, last writer wins.
 //
 // # Versions
 //

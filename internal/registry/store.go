@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -23,6 +24,11 @@ var ErrNotFound = errors.New("registry: not found")
 type Entry struct {
 	Spec  *toolwirev1.ToolSpec
 	Input *jsonschema.Schema
+	// Seen is when the Store took the entry in. A worker creates its pool
+	// consumer before it publishes a spec, so a consumer listing begun
+	// after Seen shows the pool of the spec (the dispatcher's consumer
+	// check relies on it).
+	Seen time.Time
 }
 
 // Store is a live copy of the registry bucket, kept current by a watcher.
@@ -99,7 +105,7 @@ func (s *Store) run(ctx context.Context, w jetstream.KeyWatcher) {
 
 func (s *Store) apply(e jetstream.KeyValueEntry) {
 	key := e.Key()
-	if strings.HasPrefix(key, ApprovalPrefix) {
+	if strings.HasPrefix(key, ApprovalPrefix) || strings.HasPrefix(key, SourcePrefix) {
 		return
 	}
 	if e.Operation() != jetstream.KeyValuePut {
@@ -118,7 +124,7 @@ func (s *Store) apply(e jetstream.KeyValueEntry) {
 		s.log.Warn("registry: spec with a bad schema ignored", "key", key, "err", err)
 		return
 	}
-	ent := &Entry{Spec: &spec, Input: sch}
+	ent := &Entry{Spec: &spec, Input: sch, Seen: time.Now()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.vers[spec.Name+"@"+spec.Version] = ent

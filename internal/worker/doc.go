@@ -147,6 +147,18 @@
 // earlier calls grew: a fresh goroutine per call grows and copies its
 // stack on every call.
 //
+// # What a worker publishes
+//
+// Start (and Ensure) publishes exactly the tools of the pools the worker
+// serves, after creating or extending those pools' consumers: a spec of
+// an executor type none of its pools runs, or two specs of one name, stop
+// the start-up with an error, since such a tool would be registered with
+// nobody to run its calls (admitted, then PENDING for good) or would
+// replace another silently. Each name is claimed for the worker's pool in
+// the registry first (registry.Claim, claims.go): a name another pool
+// defines differently is refused, naming both pools. Shadow workers claim
+// nothing.
+//
 // # Flow control
 //
 // A pool fetches at most its free slots (Concurrency minus calls in

@@ -67,8 +67,11 @@ type Worker struct {
 	cancels      cancels
 	cancelSub    *nats.Subscription
 	heartbeats   map[string]*heartbeater
-	lazyEvents   *lazy.Queue
-	stats        stats
+	// claimed maps each tool this worker's pools hold in the registry to
+	// the subject it was claimed on (claims.go; under mu).
+	claimed    map[string]string
+	lazyEvents *lazy.Queue
+	stats      stats
 
 	// tracer is nil when tracing is off; metrics always exist.
 	tracer  trace.Tracer
@@ -265,8 +268,9 @@ func (w *Worker) Ensure(ctx context.Context) error {
 	return err
 }
 
-// ensureSpecs checks and stamps the current specs, ensures the consumer of
-// every pool that has tools, then publishes the specs (under w.mu). It
+// ensureSpecs checks and stamps the current specs, claims their names
+// (claims.go), ensures the consumer of every pool that has tools, then
+// publishes the specs (under w.mu). It
 // returns the stamped specs and the pools not yet served, with their
 // consumers.
 func (w *Worker) ensureSpecs(ctx context.Context) ([]*toolwirev1.ToolSpec, []Pool, []jetstream.Consumer, error) {
@@ -280,6 +284,12 @@ func (w *Worker) ensureSpecs(ctx context.Context) ([]*toolwirev1.ToolSpec, []Poo
 			return nil, nil, nil, fmt.Errorf("worker: tool %q: %w", spec.GetName(), err)
 		}
 		stamped = append(stamped, registry.Stamp(spec))
+	}
+	if err := w.checkSpecs(stamped); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := w.claimSpecs(ctx, stamped); err != nil {
+		return nil, nil, nil, err
 	}
 	var pools []Pool
 	var consumers []jetstream.Consumer

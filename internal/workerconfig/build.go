@@ -152,7 +152,15 @@ func NewWorker(ctx context.Context, b *bus.Bus, f *File, o Options) (_ *Worker, 
 			sources = append(sources, src)
 		}
 	}
-	specs := nat.Specs()
+	// The binary's native tools are published only by a worker that runs
+	// them: registered without a native pool, their calls would be
+	// admitted and never delivered.
+	var specs []*toolwirev1.ToolSpec
+	if execs[toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE] != nil {
+		specs = nat.Specs()
+	} else if len(o.Tools) > 0 {
+		log.Info("native tools not published: this worker serves no native pool", "tools", len(o.Tools))
+	}
 	for _, s := range fileSpecs {
 		exec := execs[s.Executor]
 		if exec == nil {

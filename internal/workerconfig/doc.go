@@ -15,6 +15,13 @@
 // --pools flag's, else the file's, else one of every type with something
 // to serve: native when the binary has native tools, the types of the
 // spec files' tools, mcp when servers are listed (native when nothing is).
+// The binary's native tools (Options.Tools: the built-in echo, fail,
+// remember and sleep of the worker binary) are published only when a
+// native pool is served: `worker --pools http` registers its HTTP tools
+// alone, never native tools that nothing would run. A spec-file tool and a
+// native tool of one name in one worker are refused (worker.Worker.Start),
+// and a name another pool defines is refused at start-up naming both
+// (registry.Claim).
 //
 // Spec files and directories (*.yaml, *.yml, *.json; see internal/specfile)
 // are relative to the configuration file. A tool declared twice, or a tool

@@ -28,4 +28,35 @@
 // exist. It dials with the role's inbox prefix and attaches to the
 // installation's streams as they are (bus.Options.Bind): it creates only
 // what is missing and never rewrites the limits a dispatcher set.
+//
+// # Start-up
+//
+// A worker may start before NATS, or while its cluster has no JetStream
+// leader (a rolling restart of the NATS nodes, a cluster that lost its
+// quorum): connecting, attaching to the streams and starting the pools
+// (or, with --ensure-only, ensuring them) are retried while the error
+// says the cluster cannot answer yet (bus.Unavailable: no server
+// reachable, a timed-out JetStream request, "JetStream system temporarily
+// unavailable", no stream leader, too few peers), every 250ms at first,
+// doubling up to 5s, with jitter, each retry logged at Warn ("NATS cluster
+// not ready; retrying worker start-up", with the step and the error), for
+// as long as the process runs; a signal ends the wait (exit 1, naming what
+// it waited for). The HTTP server (--http) starts before the wait:
+// /healthz answers while the worker waits, so startup and liveness probes
+// pass, and /readyz answers 503 "waiting for the NATS cluster" until the
+// worker serves. Other errors end the start-up at once: credentials
+// refused, a pool overlapping another, a tool name another pool defines.
+// Before, the worker exited on the first timeout ("bus: stream …: context
+// deadline exceeded") and in Kubernetes crash-looped until the cluster
+// recovered.
+//
+// # What a worker publishes
+//
+// A worker registers the tools of the pools it serves and nothing else:
+// the native tools passed to Main only when it serves a native pool (the
+// stock worker binary with --pools http registers no echo, fail, remember
+// or sleep). A tool name another pool defines differently is refused at
+// start-up with an error naming both pools (see internal/registry,
+// "Sources"); replicas of one pool, and its next version in a rolling
+// upgrade, publish freely.
 package toolworker

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -84,7 +86,8 @@ type Options struct {
 	Logger *slog.Logger
 	// HTTPAddr is where Run serves /healthz (alive), /readyz (connected,
 	// streams and pool consumers present, specs published) and /metrics
-	// (Prometheus). Empty = no HTTP server. The --http flag's default is
+	// (Prometheus), from before it connects: a worker waiting for its
+	// cluster is alive and not ready. Empty = no HTTP server. The --http flag's default is
 	// DefaultHTTPAddr, loopback only.
 	HTTPAddr string
 	// TracerProvider makes the worker's spans. Nil: Run builds one from
@@ -100,7 +103,12 @@ type Options struct {
 }
 
 // Run connects to NATS, serves the pools until ctx is done, then stops
-// gracefully and drains the connection.
+// gracefully and drains the connection. Until the worker serves, an
+// error that says NATS cannot answer yet (bus.Unavailable: no server
+// reachable, no JetStream leader in the cluster) is retried with backoff
+// and logged at each retry, for as long as ctx lasts; other errors
+// (credentials refused, a pool or tool name another pool holds) end Run
+// at once.
 func Run(ctx context.Context, o Options) error {
 	if o.NATSURL == "" {
 		return errors.New("toolworker: a NATS URL is required (--nats-url)")
@@ -127,16 +135,47 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	cfg := bus.Config{Prefix: o.Prefix, Replicas: o.StreamReplicas}
-	nc, err := bus.Dial(bus.ConnConfig{URL: o.NATSURL, CredsFile: creds, Name: "toolwire-worker",
-		InboxPrefix: bus.InboxPrefix(cfg, bus.RoleWorker)})
-	if err != nil {
+	if err := cfg.WithDefaults().Validate(); err != nil {
+		return err // before any retry: no server makes it valid
+	}
+	// The HTTP server starts first (alive, not ready) and stops after the
+	// worker: a worker waiting for its cluster answers its liveness and
+	// startup probes, and /metrics covers the drain. Not for
+	// --ensure-only, which never serves.
+	var serving atomic.Pointer[Worker]
+	ready := func(ctx context.Context) error {
+		if w := serving.Load(); w != nil {
+			return (*w).Ready(ctx)
+		}
+		return errors.New("worker starting: waiting for the NATS cluster")
+	}
+	stopHTTP, httpAddr := func() {}, ""
+	if o.HTTPAddr != "" && !o.EnsureOnly {
+		var err error
+		if stopHTTP, httpAddr, err = serveHTTP(o.HTTPAddr, telemetry.Mux(ready, reg), log); err != nil {
+			return err
+		}
+	}
+	defer func() { stopHTTP() }()
+	// Start-up waits for the cluster (untilAvailable): a worker that
+	// starts before NATS, or while the cluster has no JetStream leader,
+	// retries instead of exiting.
+	var nc *nats.Conn
+	if err := untilAvailable(ctx, log, "connect to NATS", func() (err error) {
+		nc, err = bus.Dial(bus.ConnConfig{URL: o.NATSURL, CredsFile: creds, Name: "toolwire-worker",
+			InboxPrefix: bus.InboxPrefix(cfg, bus.RoleWorker)})
+		return err
+	}); err != nil {
 		return err
 	}
 	defer nc.Close()
 	// Bind: the worker attaches to the layout a dispatcher made (worker
 	// credentials may not manage streams) and never rewrites its limits.
-	b, err := bus.Open(ctx, nc, cfg, bus.Options{Bind: true})
-	if err != nil {
+	var b *bus.Bus
+	if err := untilAvailable(ctx, log, "attach to the streams", func() (err error) {
+		b, err = bus.Open(ctx, nc, cfg, bus.Options{Bind: true})
+		return err
+	}); err != nil {
 		return err
 	}
 	w, err := NewWorker(ctx, b, o)
@@ -146,20 +185,14 @@ func Run(ctx context.Context, o Options) error {
 	if o.EnsureOnly {
 		return ensureOnly(ctx, w, nc, log, o)
 	}
-	// The HTTP server starts before the worker (alive, not ready) and
-	// stops after it: /metrics covers the drain.
-	stopHTTP, httpAddr := func() {}, ""
 	if o.HTTPAddr != "" {
 		if pc, ok := w.(interface{ PoolConsumers() []string }); ok {
 			reg.MustRegister(&telemetry.StreamStats{Calls: b.Calls, Consumers: pc.PoolConsumers, PoolPrefix: b.Config.Prefix + "_pool_"})
 		}
-		if stopHTTP, httpAddr, err = serveHTTP(o.HTTPAddr, telemetry.Mux(w.Ready, reg), log); err != nil {
-			return err
-		}
 	}
-	defer func() { stopHTTP() }()
-	if err := w.Start(ctx); err != nil {
-		return err
+	serving.Store(&w)
+	if err := untilAvailable(ctx, log, "start the pools", func() error { return w.Start(ctx) }); err != nil {
+		return errors.Join(err, w.Stop(context.WithoutCancel(ctx)))
 	}
 	log.Info("worker serving", "worker", w.Name(), "config", o.ConfigFile, "http", httpAddr)
 	if o.Ready != nil {
@@ -185,7 +218,7 @@ func ensureOnly(ctx context.Context, w Worker, nc *nats.Conn, log *slog.Logger, 
 	if o.Shadow {
 		return errors.New("toolworker: --ensure-only does not apply to a --shadow worker")
 	}
-	err := w.Ensure(ctx)
+	err := untilAvailable(ctx, log, "ensure the pools", func() error { return w.Ensure(ctx) })
 	stopCtx, cancel := context.WithTimeout(context.Background(), cmp.Or(o.Grace, 25*time.Second))
 	defer cancel()
 	if err = errors.Join(err, w.Stop(stopCtx)); err != nil {
@@ -267,4 +300,36 @@ func serveHTTP(addr string, h http.Handler, log *slog.Logger) (stop func(), boun
 		_ = srv.Shutdown(ctx)
 		<-done
 	}, ln.Addr().String(), nil
+}
+
+// Start-up retries wait startRetryFirst, doubling up to startRetryMax.
+const (
+	startRetryFirst = 250 * time.Millisecond
+	startRetryMax   = 5 * time.Second
+)
+
+// untilAvailable runs step until it succeeds, fails with an error that is
+// not bus.Unavailable, or ctx ends; each retry is logged with its error.
+func untilAvailable(ctx context.Context, log *slog.Logger, what string, step func() error) error {
+	wait := startRetryFirst
+	for attempt := 1; ; attempt++ {
+		err := step()
+		if err == nil || !bus.Unavailable(err) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("toolworker: stopped before the NATS cluster was ready (%s): %w", what, err)
+		}
+		// Jitter: replicas restarted together do not retry in step.
+		d := wait/2 + rand.N(wait/2+1)
+		log.Warn("NATS cluster not ready; retrying worker start-up", "step", what, "attempt", attempt, "retry_in", d.Round(time.Millisecond), "err", err)
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("toolworker: stopped before the NATS cluster was ready (%s): %w", what, err)
+		case <-t.C:
+		}
+		wait = min(2*wait, startRetryMax)
+	}
 }

@@ -1,0 +1,87 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/registry"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// checkSpecs refuses specs this worker cannot publish as a whole: a tool
+// of an executor type none of its pools runs (registered, its calls would
+// be admitted with no consumer and never delivered), and two tools of one
+// name (one would silently replace the other in the registry).
+func (w *Worker) checkSpecs(specs []*toolwirev1.ToolSpec) error {
+	seen := make(map[string]*toolwirev1.ToolSpec, len(specs))
+	for _, s := range specs {
+		if _, ok := w.poolOf(s.Executor); !ok {
+			return fmt.Errorf("worker: tool %q is a %s tool, but this worker serves no %s pool: nothing would run its calls",
+				s.Name, bus.TypeToken(s.Executor), bus.TypeToken(s.Executor))
+		}
+		if prev, ok := seen[s.Name]; ok {
+			return fmt.Errorf("worker: tool %q is defined twice (a %s tool of provider %q and a %s tool of provider %q): rename one",
+				s.Name, bus.TypeToken(prev.Executor), prev.Provider, bus.TypeToken(s.Executor), s.Provider)
+		}
+		seen[s.Name] = s
+	}
+	return nil
+}
+
+// poolOf returns the pool of executor type t.
+func (w *Worker) poolOf(t toolwirev1.ExecutorType) (Pool, bool) {
+	for _, p := range w.cfg.Pools {
+		if p.Type == t {
+			return p, true
+		}
+	}
+	return Pool{}, false
+}
+
+// claimSpecs makes this worker's pools the sources of its tools in the
+// registry (registry.Claim), before any consumer is extended or spec
+// published: a tool another pool defines differently is refused with an
+// error naming both. Shadow workers claim nothing: they publish versions
+// only and never change what a name means. Called under w.mu; a tool
+// claimed once on a subject is not claimed again.
+func (w *Worker) claimSpecs(ctx context.Context, stamped []*toolwirev1.ToolSpec) error {
+	if w.cfg.Shadow {
+		return nil
+	}
+	if w.claimed == nil {
+		w.claimed = map[string]string{}
+	}
+	for _, s := range stamped {
+		p, _ := w.poolOf(s.Executor) // checkSpecs found it
+		src := registry.Source{Pool: p.Name, Subject: w.bus.Subjects.ToolSubject(s.Executor, s.Provider, s.Name), Worker: w.cfg.Name}
+		if w.claimed[s.Name] == src.Subject {
+			continue
+		}
+		if err := registry.Claim(ctx, w.bus.Registry, s, src, registry.ClaimOptions{Held: w.poolServes}); err != nil {
+			return fmt.Errorf("worker: %w", err)
+		}
+		w.claimed[s.Name] = src.Subject
+	}
+	return nil
+}
+
+// poolServes reports whether src's pool consumer still consumes src's
+// subject: registry.Claim's test of whether a claim holds.
+func (w *Worker) poolServes(ctx context.Context, src registry.Source) (bool, error) {
+	cons, err := w.bus.Calls.Consumer(ctx, w.bus.Config.PoolConsumer(src.Pool))
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("pool consumer: %w", err)
+	}
+	for _, f := range bus.ConsumerFilters(cons.CachedInfo().Config) {
+		if bus.FiltersOverlap(f, src.Subject) {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,71 @@
+package toolworker_test
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// cluster is a three-node JetStream cluster in this process, whose nodes
+// the test starts one by one.
+type cluster struct {
+	t       *testing.T
+	clients [3]int // client ports
+	routes  [3]int // cluster ports
+	dirs    [3]string
+	nodes   [3]*server.Server
+}
+
+func newCluster(t *testing.T) *cluster {
+	c := &cluster{t: t}
+	for i := range 3 {
+		c.clients[i], c.routes[i], c.dirs[i] = freePort(t), freePort(t), t.TempDir()
+	}
+	return c
+}
+
+// URL is node i's client URL.
+func (c *cluster) URL(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", c.clients[i]) }
+
+// start starts node i and waits until it accepts clients.
+func (c *cluster) start(i int) {
+	c.t.Helper()
+	var routes []string
+	for j, p := range c.routes {
+		if j != i { // the cluster's size is the routes' count plus one
+			routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
+		}
+	}
+	opts := &server.Options{
+		ServerName: fmt.Sprintf("node-%d", i), Host: "127.0.0.1", Port: c.clients[i],
+		JetStream: true, StoreDir: c.dirs[i], JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 64 << 30, // limits, not allocations
+		Cluster: server.ClusterOpts{Name: "toolworker-test", Host: "127.0.0.1", Port: c.routes[i]},
+		Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
+		NoSigs:  true, NoLog: true,
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		c.t.Fatalf("node %d: %v", i, err)
+	}
+	s.Start()
+	c.t.Cleanup(s.Shutdown)
+	if !s.ReadyForConnections(20 * time.Second) {
+		c.t.Fatalf("node %d never accepted clients", i)
+	}
+	c.nodes[i] = s
+}
+
+// freePort returns a loopback port nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
