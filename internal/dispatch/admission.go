@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -65,11 +64,12 @@ func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallR
 		return nil, violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "",
 			fmt.Sprintf("arguments are %d bytes, over the limit of %d", len(args), maxBytes))
 	}
-	if depth := registry.JSONDepth(args, maxDepth); depth > maxDepth {
+	n, depth := registry.JSONShape(args, d.cfg.MaxArgsValues, maxDepth)
+	if depth > maxDepth {
 		return nil, violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "",
 			fmt.Sprintf("arguments nest deeper than the limit of %d", maxDepth))
 	}
-	if n, _ := jsonShape(args, d.cfg.MaxArgsValues, math.MaxInt); n > d.cfg.MaxArgsValues {
+	if n > d.cfg.MaxArgsValues {
 		return nil, violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "",
 			fmt.Sprintf("arguments have more than the limit of %d members and elements", d.cfg.MaxArgsValues))
 	}

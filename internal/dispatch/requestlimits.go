@@ -12,6 +12,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/toolwire/toolwire/internal/registry"
 )
 
 // Request limits. Every API request is bounded before it is decoded:
@@ -74,7 +76,7 @@ func LimitBody(h http.Handler, maxBytes int64) http.Handler {
 // scanJSON checks a JSON body against the limits without decoding it.
 // Malformed JSON is left to the decoder.
 func (l requestLimits) scanJSON(b []byte) error {
-	values, depth := jsonShape(b, l.values, l.depth)
+	values, depth := registry.JSONShape(b, l.values, l.depth)
 	if depth > l.depth {
 		return fmt.Errorf("%w: JSON nests deeper than %d levels", errRequestTooComplex, l.depth)
 	}
@@ -82,47 +84,6 @@ func (l requestLimits) scanJSON(b []byte) error {
 		return fmt.Errorf("%w: more than %d JSON members and elements", errRequestTooComplex, l.values)
 	}
 	return nil
-}
-
-// jsonShape counts the members and elements of JSON text (the separators
-// and the containers outside strings: an empty container counts once) and
-// its deepest nesting, stopping as soon as either passes its limit. It
-// allocates nothing.
-func jsonShape(b []byte, maxValues, maxDepth int) (values, deepest int) {
-	depth := 0
-	inString, escaped := false, false
-	for _, c := range b {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-			if depth > deepest {
-				if deepest = depth; deepest > maxDepth {
-					return values, deepest
-				}
-			}
-			fallthrough
-		case ',':
-			if values++; values > maxValues {
-				return values, deepest
-			}
-		case '}', ']':
-			depth--
-		}
-	}
-	return values, deepest
 }
 
 // Well-known messages the binary scan treats as JSON.
