@@ -26,17 +26,43 @@ func LastMsg(ctx context.Context, stream jetstream.Stream, filter string) (*jets
 	if !strings.ContainsAny(filter, "*>") {
 		return stream.GetLastMsgForSubject(ctx, filter)
 	}
+	return lastOf(ctx, stream, filter, func(subject string) (*jetstream.RawStreamMsg, error) {
+		return stream.GetLastMsgForSubject(ctx, subject)
+	})
+}
+
+// literalSubjects resolves filter to the literal subjects stream holds
+// messages on (stream info with a subject filter); a literal filter is
+// itself.
+func literalSubjects(ctx context.Context, stream jetstream.Stream, filter string) ([]string, error) {
+	if !strings.ContainsAny(filter, "*>") {
+		return []string{filter}, nil
+	}
 	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
 		return nil, fmt.Errorf("bus: subjects of %s: %w", filter, err)
 	}
-	var last *jetstream.RawStreamMsg
+	subjects := make([]string, 0, len(info.State.Subjects))
 	for subject := range info.State.Subjects {
-		m, err := stream.GetLastMsgForSubject(ctx, subject)
+		subjects = append(subjects, subject)
+	}
+	return subjects, nil
+}
+
+// lastOf returns the newest of the last messages get reads on each
+// literal subject of filter, or jetstream.ErrMsgNotFound.
+func lastOf(ctx context.Context, stream jetstream.Stream, filter string, get func(subject string) (*jetstream.RawStreamMsg, error)) (*jetstream.RawStreamMsg, error) {
+	subjects, err := literalSubjects(ctx, stream, filter)
+	if err != nil {
+		return nil, err
+	}
+	var last *jetstream.RawStreamMsg
+	for _, subject := range subjects {
+		m, err := get(subject)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
 		if err != nil {
-			if err == jetstream.ErrMsgNotFound {
-				continue
-			}
 			return nil, err
 		}
 		if last == nil || m.Sequence > last.Sequence {
@@ -56,35 +82,10 @@ func LastMsg(ctx context.Context, stream jetstream.Stream, filter string) (*jets
 // see every stored message — a redelivered call looking for its result
 // or for the STARTED event of an earlier attempt — reads the leader.
 func LastMsgFromLeader(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, filter string) (*jetstream.RawStreamMsg, error) {
-	subjects := []string{filter}
-	if strings.ContainsAny(filter, "*>") {
-		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
-		if err != nil {
-			return nil, fmt.Errorf("bus: subjects of %s: %w", filter, err)
-		}
-		subjects = subjects[:0]
-		for subject := range info.State.Subjects {
-			subjects = append(subjects, subject)
-		}
-	}
 	name := stream.CachedInfo().Config.Name
-	var last *jetstream.RawStreamMsg
-	for _, subject := range subjects {
-		m, err := leaderLastMsg(ctx, js.Conn(), name, subject)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if last == nil || m.Sequence > last.Sequence {
-			last = m
-		}
-	}
-	if last == nil {
-		return nil, jetstream.ErrMsgNotFound
-	}
-	return last, nil
+	return lastOf(ctx, stream, filter, func(subject string) (*jetstream.RawStreamMsg, error) {
+		return leaderLastMsg(ctx, js.Conn(), name, subject)
+	})
 }
 
 // getRequest is a stream API get: the last message on LastFor, or the
@@ -143,16 +144,9 @@ func leaderGet(ctx context.Context, nc *nats.Conn, stream, subject string, get g
 // handful of messages of one call (its events); a role that reads this
 // way needs no consumer on the stream (see RoleWorker).
 func AllMsgsFromLeader(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, filter string) ([]*jetstream.RawStreamMsg, error) {
-	subjects := []string{filter}
-	if strings.ContainsAny(filter, "*>") {
-		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
-		if err != nil {
-			return nil, fmt.Errorf("bus: subjects of %s: %w", filter, err)
-		}
-		subjects = subjects[:0]
-		for subject := range info.State.Subjects {
-			subjects = append(subjects, subject)
-		}
+	subjects, err := literalSubjects(ctx, stream, filter)
+	if err != nil {
+		return nil, err
 	}
 	name := stream.CachedInfo().Config.Name
 	var out []*jetstream.RawStreamMsg
