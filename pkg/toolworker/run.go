@@ -135,7 +135,7 @@ func Run(ctx context.Context, o Options) error {
 	defer nc.Close()
 	// Bind: the worker attaches to the layout a dispatcher made (worker
 	// credentials may not manage streams) and never rewrites its limits.
-	b, err := bus.Open(ctx, nc, cfg, bus.Options{Bind: true})
+	b, err := bus.Open(ctx, nc, cfg, bus.Options{Bind: true, Logger: log})
 	if err != nil {
 		return err
 	}
