@@ -1,0 +1,471 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/telemetry"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// Explicit overload: admission refuses a call with OVERLOADED, before
+// anything is queued, when its pool's backlog is at its bound, when the
+// pool would start it only after its schedule-to-start, or when a store
+// the call writes is nearly full. See doc.go, "Overload".
+//
+// Admission never asks the server: it reads loadView, a cached view that
+// one goroutine refreshes every Config.LoadRefresh (one consumer listing
+// of the calls stream) and, every storeRefresh, the use of every store
+// (one stream info each and the account's info). Between refreshes each
+// pool counts what this replica admitted, so one replica never overshoots
+// a bound; other replicas' admissions since the last read are what it
+// cannot see.
+
+// storeRefresh is how often the stores' use is read: stores fill over
+// minutes, pools over seconds.
+const storeRefresh = 2 * time.Second
+
+// rateWindow is the span over which a pool's drain rate is measured, and
+// rateHalfLife how fast its busiest rate is forgotten.
+const (
+	rateWindow   = 2 * time.Second
+	rateHalfLife = 10 * time.Second
+)
+
+// Bounds of a refusal's retry_after.
+const (
+	minRetryAfter   = time.Second
+	maxRetryAfter   = time.Minute
+	storeRetryAfter = 30 * time.Second
+)
+
+// loadView is the dispatcher's cached view of what admission must not
+// overrun. Admission reads it lock-free (check); the refresh goroutine
+// alone writes it.
+type loadView struct {
+	d *Dispatcher
+
+	snap atomic.Pointer[loadSnap]
+
+	// Refresh goroutine only (and start, before it runs).
+	pools      map[string]*poolLoad // by consumer name
+	filters    map[string][]string  // by consumer name
+	streams    map[string]jetstream.Stream
+	storesAt   time.Time
+	stores     []storeUse
+	failing    bool // the last refresh failed (logged once per streak)
+	stop       context.CancelFunc
+	done       chan struct{}
+	poolPrefix string
+}
+
+// loadSnap is one refresh's view; replaced whole, never modified.
+type loadSnap struct {
+	pools  []poolRoute
+	routes *routeCache // shared by snapshots with the same pools and filters
+	stores []storeUse
+	// full is a store every call may write that is past the high-water
+	// mark; keyedFull one that calls with an idempotency key write.
+	full, keyedFull *storeUse
+}
+
+// storeUse is one store's use at the last read.
+type storeUse struct {
+	bus.Store
+	bytes int64
+	// account marks the JetStream account's own limit, not a store.
+	account bool
+}
+
+// poolRoute is a pool and its consumer's filters at one refresh.
+type poolRoute struct {
+	*poolLoad
+	filters []string
+}
+
+// routeCache maps call subjects to their pool (nil: none); it stops
+// growing at maxRoutes (subjects carry the tenant).
+type routeCache struct {
+	m sync.Map
+	n atomic.Int64
+}
+
+const maxRoutes = 100000
+
+// poolLoad is one pool consumer's backlog and drain rate.
+type poolLoad struct {
+	name     string // the pool's name
+	consumer string
+	bound    int64 // -1 = none
+
+	// Read by admission, written by the refresh.
+	pending, ackPending atomic.Int64
+	admitted            atomic.Int64 // by this replica, ever
+	admittedAtRead      atomic.Int64 // admitted when the last read was sent
+	rate                atomic.Uint64 // float64 bits: calls/s at its busiest recently; 0 = unknown
+
+	// Refresh goroutine only.
+	samples        []rateSample
+	peak           float64
+	lastDelivered  uint64
+	lastAckPending int64
+	lastAt         time.Time
+}
+
+type rateSample struct {
+	done float64
+	dt   time.Duration
+}
+
+func newLoadView(d *Dispatcher) *loadView {
+	return &loadView{d: d, pools: map[string]*poolLoad{}, filters: map[string][]string{}, streams: map[string]jetstream.Stream{},
+		poolPrefix: strings.TrimSuffix(d.bus.Config.PoolConsumer("x"), "x")}
+}
+
+// start reads the view once, so that the first calls are checked too, and
+// starts the refresh goroutine; stop ends it.
+func (v *loadView) start(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	v.refresh(rctx, time.Now())
+	cancel()
+	ctx, v.stop = context.WithCancel(context.Background())
+	v.done = make(chan struct{})
+	go func() {
+		defer close(v.done)
+		v.run(ctx)
+	}()
+}
+
+func (v *loadView) stopRefresh() {
+	if v.stop != nil {
+		v.stop()
+		<-v.done
+	}
+}
+
+func (v *loadView) run(ctx context.Context) {
+	t := time.NewTicker(v.d.cfg.LoadRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			rctx, cancel := context.WithTimeout(ctx, max(v.d.cfg.LoadRefresh, 2*time.Second))
+			v.refresh(rctx, now)
+			cancel()
+		}
+	}
+}
+
+// refresh reads the pool consumers (and, when due, the stores) and
+// publishes a new snapshot. A failed read keeps the previous figures: the
+// local admission counts still grow, so a bound still holds against this
+// replica's own admissions.
+func (v *loadView) refresh(ctx context.Context, now time.Time) {
+	err := v.readPools(ctx, now)
+	if now.Sub(v.storesAt) >= storeRefresh {
+		if serr := v.readStores(ctx); serr == nil {
+			v.storesAt = now
+		} else {
+			err = errors.Join(err, serr)
+		}
+	}
+	switch {
+	case err != nil && !v.failing && ctx.Err() == nil:
+		v.d.log.Warn("reading pool backlogs and store use failed; admission uses the last figures", "err", err)
+		v.failing = true
+	case err == nil && v.failing:
+		v.d.log.Info("reading pool backlogs and store use works again")
+		v.failing = false
+	}
+	v.publish()
+}
+
+// readPools lists the pool consumers of the calls stream.
+func (v *loadView) readPools(ctx context.Context, now time.Time) error {
+	bases := make(map[string]int64, len(v.pools))
+	for name, p := range v.pools {
+		bases[name] = p.admitted.Load()
+	}
+	seen := map[string]bool{}
+	lister := v.d.bus.Calls.ListConsumers(ctx)
+	for ci := range lister.Info() {
+		if !strings.HasPrefix(ci.Name, v.poolPrefix) {
+			continue // audits, replays: they deliver to no worker
+		}
+		seen[ci.Name] = true
+		p := v.pools[ci.Name]
+		if p == nil {
+			name := strings.TrimPrefix(ci.Name, v.poolPrefix)
+			p = &poolLoad{name: name, consumer: ci.Name, bound: v.d.cfg.backlogBound(name)}
+			v.pools[ci.Name] = p
+		}
+		v.filters[ci.Name] = bus.ConsumerFilters(ci.Config)
+		p.pending.Store(int64(ci.NumPending))
+		p.ackPending.Store(int64(ci.NumAckPending))
+		p.admittedAtRead.Store(bases[ci.Name])
+		p.measure(ci.Delivered.Consumer, int64(ci.NumAckPending), now)
+	}
+	if err := lister.Err(); err != nil {
+		return fmt.Errorf("list pool consumers: %w", err)
+	}
+	for name := range v.pools {
+		if !seen[name] {
+			delete(v.pools, name) // deleted pool
+			delete(v.filters, name)
+		}
+	}
+	return nil
+}
+
+// measure updates the pool's drain rate from the consumer's delivered
+// sequence and ack-pending count: calls finished since the last read are
+// those delivered since, less the growth of those awaiting their ack (a
+// redelivery counts as a finished call: a slight overestimate). The rate
+// kept is the busiest over rateWindow, forgotten with rateHalfLife: a
+// pool drains at its capacity only while it has a backlog, which is when
+// the estimate matters.
+func (p *poolLoad) measure(delivered uint64, ackPending int64, now time.Time) {
+	defer func() { p.lastDelivered, p.lastAckPending, p.lastAt = delivered, ackPending, now }()
+	if p.lastAt.IsZero() || delivered < p.lastDelivered {
+		p.samples = p.samples[:0] // first read, or the consumer was made again
+		return
+	}
+	dt := now.Sub(p.lastAt)
+	if dt <= 0 {
+		return
+	}
+	done := max(float64(delivered-p.lastDelivered)-float64(ackPending-p.lastAckPending), 0)
+	p.samples = append(p.samples, rateSample{done, dt})
+	var sumDone float64
+	var sumDT time.Duration
+	for i := len(p.samples) - 1; i >= 0; i-- {
+		sumDone, sumDT = sumDone+p.samples[i].done, sumDT+p.samples[i].dt
+		if sumDT >= rateWindow {
+			p.samples = slices.Delete(p.samples, 0, i)
+			break
+		}
+	}
+	p.peak = max(p.peak*math.Exp2(-dt.Seconds()/rateHalfLife.Seconds()), sumDone/sumDT.Seconds())
+	if p.peak < 0.01 {
+		p.peak = 0
+	}
+	p.rate.Store(math.Float64bits(p.peak))
+}
+
+// readStores reads the use of every store and of the account.
+func (v *loadView) readStores(ctx context.Context) error {
+	var errs []error
+	var uses []storeUse
+	for _, s := range v.d.bus.Config.Stores() {
+		st := v.streams[s.Stream]
+		if st == nil {
+			var err error
+			if st, err = v.d.bus.JS.Stream(ctx, s.Stream); err != nil {
+				errs = append(errs, fmt.Errorf("stream %s: %w", s.Stream, err))
+				continue
+			}
+			v.streams[s.Stream] = st
+		}
+		info, err := st.Info(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("stream %s: %w", s.Stream, err))
+			continue
+		}
+		// The live limit: an operator may have changed it since start-up.
+		s.MaxBytes = info.Config.MaxBytes
+		uses = append(uses, storeUse{Store: s, bytes: int64(info.State.Bytes)})
+	}
+	if ai, err := v.d.bus.JS.AccountInfo(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("account info: %w", err))
+	} else if ai.Limits.MaxStore > 0 {
+		uses = append(uses, storeUse{Store: bus.Store{Name: "account", Stream: "(account)", MaxBytes: ai.Limits.MaxStore, Use: bus.UsedByEveryCall},
+			bytes: int64(ai.Store), account: true})
+	}
+	if len(uses) > 0 || len(errs) == 0 {
+		v.stores = uses
+	}
+	return errors.Join(errs...)
+}
+
+// publish makes the current figures the snapshot admission reads.
+func (v *loadView) publish() {
+	s := &loadSnap{stores: v.stores}
+	for name, p := range v.pools {
+		s.pools = append(s.pools, poolRoute{p, v.filters[name]})
+	}
+	slices.SortFunc(s.pools, func(a, b poolRoute) int { return strings.Compare(a.consumer, b.consumer) })
+	s.routes = &routeCache{}
+	if old := v.snap.Load(); old != nil && slices.EqualFunc(old.pools, s.pools, func(x, y poolRoute) bool {
+		return x.poolLoad == y.poolLoad && slices.Equal(x.filters, y.filters)
+	}) {
+		s.routes = old.routes
+	}
+	hw := v.d.cfg.StoreHighWater
+	for i := range s.stores {
+		u := &s.stores[i]
+		if u.MaxBytes <= 0 || float64(u.bytes) < hw*float64(u.MaxBytes) {
+			continue
+		}
+		switch {
+		case u.Use == bus.UsedByEveryCall && s.full == nil:
+			s.full = u
+		case u.Use == bus.UsedByKeyedCalls && s.keyedFull == nil:
+			s.keyedFull = u
+		}
+	}
+	v.snap.Store(s)
+}
+
+// route returns the pool whose consumer filters subject, or nil.
+func (s *loadSnap) route(subject string) *poolLoad {
+	if p, ok := s.routes.m.Load(subject); ok {
+		return p.(*poolLoad)
+	}
+	var found *poolLoad
+	for _, p := range s.pools {
+		if slices.ContainsFunc(p.filters, func(f string) bool { return bus.SubjectMatches(f, subject) }) {
+			found = p.poolLoad
+			break
+		}
+	}
+	if s.routes.n.Add(1) <= maxRoutes {
+		s.routes.m.Store(subject, found)
+	}
+	return found
+}
+
+// check decides whether a call on subject may be admitted: nil, and the
+// call is counted against its pool, or the OVERLOADED refusal and which
+// cause and target it was about. s2s is the call's schedule-to-start (0 =
+// none); keyed says it has an idempotency key.
+func (v *loadView) check(subject string, keyed bool, s2s time.Duration) (te *toolwirev1.ToolError, cause, target string) {
+	s := v.snap.Load()
+	if s == nil {
+		return nil, "", ""
+	}
+	if u := s.full; u != nil || keyed && s.keyedFull != nil {
+		if u == nil {
+			u = s.keyedFull
+		}
+		return v.d.storeRefusal(u), telemetry.OverloadStore, u.Name
+	}
+	p := s.route(subject)
+	if p == nil {
+		return nil, "", ""
+	}
+	// Counted first, so that concurrent admissions never all pass at
+	// bound-1; given back on refusal.
+	n := p.admitted.Add(1)
+	since := n - 1 - p.admittedAtRead.Load()
+	pending := p.pending.Load() + max(since, 0)
+	backlog := pending + p.ackPending.Load()
+	rate := math.Float64frombits(p.rate.Load())
+	if p.bound >= 0 && backlog >= p.bound {
+		p.admitted.Add(-1)
+		after := minRetryAfter
+		if rate > 0 {
+			after = time.Duration(float64(backlog-p.bound+1) / rate * float64(time.Second))
+		}
+		te := overloaded(fmt.Sprintf("pool %s has %d calls queued or running, at its bound of %d", p.name, backlog, p.bound), after)
+		te.Suggestion = "retry after retry_after; the pool needs more workers, or a larger bound (--pool-max-backlog)"
+		return te, telemetry.OverloadBacklog, p.name
+	}
+	if s2s > 0 && rate > 0 {
+		if wait := time.Duration(float64(pending) / rate * float64(time.Second)); wait > s2s {
+			p.admitted.Add(-1)
+			te := overloaded(fmt.Sprintf("pool %s would start this call in about %s, after its schedule-to-start of %s (%d calls queued, finishing about %.0f a second)",
+				p.name, wait.Round(time.Millisecond), s2s, pending, rate), wait-s2s)
+			te.Suggestion = "retry after retry_after, or allow a longer schedule_to_start"
+			return te, telemetry.OverloadExpectedWait, p.name
+		}
+	}
+	return nil, "", ""
+}
+
+// storeRefusal is the OVERLOADED answer to a call that would write a
+// nearly full store.
+func (d *Dispatcher) storeRefusal(u *storeUse) *toolwirev1.ToolError {
+	pct := int(math.Round(100 * float64(u.bytes) / float64(u.MaxBytes)))
+	hw := int(math.Round(100 * d.cfg.StoreHighWater))
+	if u.account {
+		te := overloaded(fmt.Sprintf("the JetStream account's storage is %d%% full (%s of %s): new calls are refused until it is below %d%%",
+			pct, bus.FormatBytes(u.bytes), bus.FormatBytes(u.MaxBytes), hw), storeRetryAfter)
+		te.Suggestion = "raise the account's storage limit, or lower the stores' limits (--stream-max-bytes)"
+		return te
+	}
+	te := overloaded(fmt.Sprintf("the %s store (stream %s) is %d%% full (%s of %s): new calls are refused until it is below %d%%",
+		u.Name, u.Stream, pct, bus.FormatBytes(u.bytes), bus.FormatBytes(u.MaxBytes), hw), storeRetryAfter)
+	te.Suggestion = fmt.Sprintf("raise its limit (--stream-max-bytes %s=SIZE) or shorten how long it keeps messages", u.Name)
+	return te
+}
+
+// overloaded is an OVERLOADED error: retryable, nothing ran, retry_after
+// within [minRetryAfter, maxRetryAfter].
+func overloaded(msg string, retryAfter time.Duration) *toolwirev1.ToolError {
+	return &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, Retryable: true, Message: msg,
+		PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE,
+		RetryAfter:         durationpb.New(min(max(retryAfter, minRetryAfter), maxRetryAfter).Round(time.Millisecond))}
+}
+
+// metrics returns the view for the metrics (read at scrape time).
+func (v *loadView) metrics() ([]telemetry.PoolLoad, []telemetry.StoreLoad) {
+	s := v.snap.Load()
+	if s == nil {
+		return nil, nil
+	}
+	pools := make([]telemetry.PoolLoad, 0, len(s.pools))
+	for _, p := range s.pools {
+		since := max(p.admitted.Load()-p.admittedAtRead.Load(), 0)
+		pending := p.pending.Load() + since
+		rate := math.Float64frombits(p.rate.Load())
+		var wait time.Duration
+		if rate > 0 {
+			wait = time.Duration(float64(pending) / rate * float64(time.Second))
+		}
+		pools = append(pools, telemetry.PoolLoad{Pool: p.name, Backlog: pending + p.ackPending.Load(), Bound: p.bound, DrainRate: rate, ExpectedWait: wait})
+	}
+	stores := make([]telemetry.StoreLoad, 0, len(s.stores))
+	for _, u := range s.stores {
+		stores = append(stores, telemetry.StoreLoad{Store: u.Name, Bytes: u.bytes, MaxBytes: u.MaxBytes})
+	}
+	return pools, stores
+}
+
+// refuseOverloaded answers a call refused by the load view. The refusal
+// is recorded like every other, as a REJECTED event, but with a core
+// publish the events stream captures and nobody waits for: a refusal
+// under overload must cost far less than an admission.
+func (d *Dispatcher) refuseOverloaded(id Identity, o *toolwirev1.CallRequest, callID string, te *toolwirev1.ToolError, cause, target string, now time.Time) *Submitted {
+	d.metrics.Overloaded(cause, target)
+	ev := &toolwirev1.CallEvent{CallId: callID, Tool: o.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
+		Error: te, Caller: callerOf(id, o), Time: timestamppb.New(now)}
+	if data, err := proto.Marshal(ev); err == nil {
+		if err := d.bus.NC.Publish(d.subj.Event(id.Tenant, d.cfg.Name, callID), data); err != nil {
+			d.log.Debug("refusal not recorded", "call_id", callID, "err", err)
+		}
+	}
+	return &Submitted{CallID: callID, Rejected: rejection(callID, o.Tool, te, now)}
+}
+
+// scheduleToStart is how long call may wait to start from now; 0 = no
+// bound.
+func scheduleToStart(call *toolwirev1.ToolCall, now time.Time) time.Duration {
+	if dl := call.GetScheduleToStartDeadline(); dl != nil {
+		return max(dl.AsTime().Sub(now), time.Nanosecond)
+	}
+	return 0
+}
