@@ -119,7 +119,11 @@ type PhaseStats struct {
 	// HeapPeak is the process's peak heap in use (every part runs in this
 	// process), GoroutinesPeak its peak goroutines, BacklogPeak the pool
 	// consumer's peak NumPending + NumAckPending (sampled every 100ms).
-	HeapPeak       uint64
+	HeapPeak uint64
+	// HeapLive is the heap still in use after a collection at the end of
+	// the phase (its calls answered for the baseline and recovery, still
+	// in flight for the overload).
+	HeapLive       uint64
 	GoroutinesPeak int
 	BacklogPeak    uint64
 }
@@ -193,6 +197,7 @@ func MeasureOverload(ctx context.Context, oc OverloadConfig, progress io.Writer)
 	m.setPhase(phaseRecovery)
 	m.offer(ctx, r.Capacity/2, oc.Recovery)
 	m.wg.Wait()
+	m.live[phaseRecovery] = liveHeap()
 	if err := ctx.Err(); err != nil {
 		return r, err
 	}
@@ -214,16 +219,29 @@ type overloadRun struct {
 
 	mu      sync.Mutex
 	phase   int
-	records []callRecord
+	records []callRecord // every call but the refused ones
+	refused [phases][]time.Duration
 	peaks   [phases]struct {
 		heap       uint64
 		goroutines int
 		backlog    uint64
 	}
 	capacityDone int
+	live         [phases]uint64 // HeapLive; written by the measuring goroutine only
+}
+
+// liveHeap collects and returns the heap in use.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
 
 func (m *overloadRun) setPhase(p int) {
+	if p > phaseCapacity {
+		m.live[p-1] = liveHeap()
+	}
 	m.mu.Lock()
 	m.phase = p
 	m.mu.Unlock()
@@ -308,7 +326,11 @@ func (m *overloadRun) one(ctx context.Context) {
 		rec.queued = meta.GetStartedAt().AsTime().Sub(meta.GetAcceptedAt().AsTime())
 	}
 	m.mu.Lock()
-	m.records = append(m.records, rec)
+	if rec.outcome == outcomeOverloaded { // most calls: kept small
+		m.refused[phase] = append(m.refused[phase], rec.took)
+	} else {
+		m.records = append(m.records, rec)
+	}
 	m.mu.Unlock()
 }
 
@@ -340,7 +362,17 @@ func (m *overloadRun) sample(ctx context.Context, pool jetstream.Consumer) {
 func (m *overloadRun) summarise(r *OverloadResult, end time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var ok, refused, queued [phases][]time.Duration
+	var ok, queued [phases][]time.Duration
+	refused := m.refused
+	for p := range phases {
+		if n := len(refused[p]); n > 0 {
+			if r.Phases[p].Outcomes == nil {
+				r.Phases[p].Outcomes = map[string]int{}
+			}
+			r.Phases[p].Sent += n
+			r.Phases[p].Outcomes[outcomeOverloaded] = n
+		}
+	}
 	for _, rec := range m.records {
 		ps := &r.Phases[rec.phase]
 		ps.Sent++
@@ -352,8 +384,6 @@ func (m *overloadRun) summarise(r *OverloadResult, end time.Time) {
 		case outcomeOK:
 			ok[rec.phase] = append(ok[rec.phase], rec.took)
 			queued[rec.phase] = append(queued[rec.phase], rec.queued)
-		case outcomeOverloaded:
-			refused[rec.phase] = append(refused[rec.phase], rec.took)
 		}
 	}
 	r.Phases[phaseCapacity].Offered = r.Capacity
@@ -373,6 +403,7 @@ func (m *overloadRun) summarise(r *OverloadResult, end time.Time) {
 		}
 		ps.RefusalP50, ps.RefusalP99 = percentile(refused[p], 0.5), percentile(refused[p], 0.99)
 		ps.HeapPeak, ps.GoroutinesPeak, ps.BacklogPeak = m.peaks[p].heap, m.peaks[p].goroutines, m.peaks[p].backlog
+		ps.HeapLive = m.live[p]
 	}
 	// Recovery: the p99 latency of the calls sent in each second after the
 	// overload, until it stays under the limit.
@@ -414,20 +445,20 @@ func WriteOverload(w io.Writer, r OverloadResult) {
 	}
 	fmt.Fprintf(w, "toolwire-bench -overload: %s, GOMAXPROCS=%d; pool of %d slots running a %s tool; %gx its capacity for %s; schedule-to-start %s; backlog bound %s\n\n",
 		runtime.Version(), runtime.GOMAXPROCS(0), oc.Concurrency, oc.Service, oc.Factor, oc.For, s2s, bound)
-	fmt.Fprintf(w, "| phase | offered calls/s | sent | ok | refused | expired | other | ok latency p50 / p99 / max | queue wait p99 / max | refusal p50 / p99 | heap peak | goroutines peak | pool backlog peak |\n")
+	fmt.Fprintf(w, "| phase | offered calls/s | sent | ok | refused | expired | other | ok latency p50 / p99 / max | queue wait p99 / max | refusal p50 / p99 | heap peak / live at end | goroutines peak | pool backlog peak |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for p := range phases {
 		ps := r.Phases[p]
 		other := ps.Sent - ps.Outcomes[outcomeOK] - ps.Outcomes[outcomeOverloaded] - ps.Outcomes[outcomeExpired]
 		if p == phaseCapacity { // a closed loop: only its throughput counts
-			fmt.Fprintf(w, "| %s | %.0f (measured) | %d | %d | | | | | | | %.0f MiB | %d | %d |\n",
-				phaseNames[p], ps.Offered, ps.Sent, ps.Sent, float64(ps.HeapPeak)/(1<<20), ps.GoroutinesPeak, ps.BacklogPeak)
+			fmt.Fprintf(w, "| %s | %.0f (measured) | %d | %d | | | | | | | %.0f / %.0f MiB | %d | %d |\n",
+				phaseNames[p], ps.Offered, ps.Sent, ps.Sent, float64(ps.HeapPeak)/(1<<20), float64(ps.HeapLive)/(1<<20), ps.GoroutinesPeak, ps.BacklogPeak)
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %d | %d | %d | %d | %d | %s / %s / %s | %s / %s | %s / %s | %.0f MiB | %d | %d |\n",
+		fmt.Fprintf(w, "| %s | %.0f | %d | %d | %d | %d | %d | %s / %s / %s | %s / %s | %s / %s | %.0f / %.0f MiB | %d | %d |\n",
 			phaseNames[p], ps.Offered, ps.Sent, ps.Outcomes[outcomeOK], ps.Outcomes[outcomeOverloaded], ps.Outcomes[outcomeExpired], other,
 			fmtDur(ps.P50), fmtDur(ps.P99), fmtDur(ps.Max), fmtDur(ps.QueueP99), fmtDur(ps.QueueMax), fmtDur(ps.RefusalP50), fmtDur(ps.RefusalP99),
-			float64(ps.HeapPeak)/(1<<20), ps.GoroutinesPeak, ps.BacklogPeak)
+			float64(ps.HeapPeak)/(1<<20), float64(ps.HeapLive)/(1<<20), ps.GoroutinesPeak, ps.BacklogPeak)
 	}
 	rec := "never, within the recovery phase"
 	if r.Recovered >= 0 {

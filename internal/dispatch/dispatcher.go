@@ -452,7 +452,7 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 			w.cancel()
 		}
 		d.releaseKey(id, o)
-		return d.refuseOverloaded(id, o, callID, te, cause, target, now), nil, nil
+		return d.refuseOverloaded(o, callID, te, cause, target, now), nil, nil
 	}
 	data, err := proto.Marshal(call)
 	if err != nil {
