@@ -89,11 +89,12 @@
 //     Config.MaxBacklog (10,000) or the pool's Config.PoolMaxBacklog;
 //     retry_after is the time the pool needs to work off the excess at its
 //     drain rate (at least 1s, at most 1m).
-//   - the call has a schedule-to-start and its pool would start it later:
-//     the expected wait is the pool's queued calls (NumPending and what
-//     this replica admitted since) over its drain rate, and retry_after is
-//     the excess. Without a drain rate measured yet (no call finished),
-//     this check does not refuse.
+//   - the call has a schedule-to-start and its pool would start it after
+//     90% of it: the expected wait is the pool's queued calls (NumPending
+//     and what this replica admitted since) over its drain rate, and the
+//     last 10% is headroom for the estimate's error, so that an accepted
+//     call starts in time; retry_after is the excess. Without a drain rate
+//     measured yet (no call finished), this check does not refuse.
 //
 // The view is cached: admission never asks the server. One goroutine per
 // replica lists the calls stream's pool consumers every Config.LoadRefresh
@@ -106,13 +107,14 @@
 // admitted, so one replica never overshoots a bound; what other replicas
 // admitted since the last read it cannot see, so N replicas may overshoot
 // by what N-1 of them admit in 500ms. A pool's drain rate is the calls it
-// finished per second (delivered less the growth of ack-pending) over the
-// last 2s, kept at its busiest and forgotten with a 10s half-life: a pool
-// drains at its capacity only while it has a backlog, which is when the
-// estimate matters; when the load jumps the estimate lags by up to 2s and
-// refuses calls with a schedule-to-start a little early. A failed read
-// keeps the last figures (logged once per streak). A call whose subject no
-// pool consumer filters is not checked here.
+// finished per second (delivered, less the growth of ack-pending) over the
+// last 2s: while the pool has a backlog, its capacity. When the load jumps
+// it lags by up to 2s and refuses calls with a schedule-to-start a little
+// early; when nothing finished in the window (the workers are gone) it is
+// the busiest rate seen, halving every 10s, so the expected wait grows
+// rather than becoming unknown. A failed read keeps the last figures
+// (logged once per streak). A call whose subject no pool consumer filters
+// is not checked here.
 //
 // An overload refusal is not recorded as a REJECTED event, unlike the
 // other refusals: under overload most calls are refused, and a stored
@@ -124,8 +126,8 @@
 // UNKNOWN. The figures are in the metrics
 // (toolwire_dispatcher_pool_backlog, _backlog_bound, _drain_rate,
 // _expected_wait_seconds, toolwire_store_bytes, toolwire_store_max_bytes,
-// toolwire_dispatcher_overload_refusals_total)
-// and in docs/reliability.md ("Overload").
+// toolwire_dispatcher_overload_refusals_total) and in docs/reliability.md
+// ("Overload").
 //
 // # Idempotency keys
 //

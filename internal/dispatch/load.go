@@ -110,9 +110,9 @@ type poolLoad struct {
 
 	// Read by admission, written by the refresh.
 	pending, ackPending atomic.Int64
-	admitted            atomic.Int64 // by this replica, ever
-	admittedAtRead      atomic.Int64 // admitted when the last read was sent
-	rate                atomic.Uint64 // float64 bits: calls/s at its busiest recently; 0 = unknown
+	admitted            atomic.Int64  // by this replica, ever
+	admittedAtRead      atomic.Int64  // admitted when the last read was sent
+	rate                atomic.Uint64 // float64 bits: calls/s it drains at (see measure); 0 = unknown
 
 	// Refresh goroutine only.
 	samples        []rateSample
@@ -233,9 +233,11 @@ func (v *loadView) readPools(ctx context.Context, now time.Time) error {
 // sequence and ack-pending count: calls finished since the last read are
 // those delivered since, less the growth of those awaiting their ack (a
 // redelivery counts as a finished call: a slight overestimate). The rate
-// kept is the busiest over rateWindow, forgotten with rateHalfLife: a
-// pool drains at its capacity only while it has a backlog, which is when
-// the estimate matters.
+// is the mean over the last rateWindow: while the pool has a backlog,
+// which is when the estimate matters, that is its capacity. When nothing
+// finished in the window it is the busiest window seen, forgotten with
+// rateHalfLife, so that a pool that stopped draining (its workers gone)
+// looks slower and slower rather than unknown.
 func (p *poolLoad) measure(delivered uint64, ackPending int64, now time.Time) {
 	defer func() { p.lastDelivered, p.lastAckPending, p.lastAt = delivered, ackPending, now }()
 	if p.lastAt.IsZero() || delivered < p.lastDelivered {
@@ -257,11 +259,16 @@ func (p *poolLoad) measure(delivered uint64, ackPending int64, now time.Time) {
 			break
 		}
 	}
-	p.peak = max(p.peak*math.Exp2(-dt.Seconds()/rateHalfLife.Seconds()), sumDone/sumDT.Seconds())
+	window := sumDone / sumDT.Seconds()
+	p.peak = max(p.peak*math.Exp2(-dt.Seconds()/rateHalfLife.Seconds()), window)
 	if p.peak < 0.01 {
 		p.peak = 0
 	}
-	p.rate.Store(math.Float64bits(p.peak))
+	rate := window
+	if rate == 0 {
+		rate = p.peak
+	}
+	p.rate.Store(math.Float64bits(rate))
 }
 
 // readStores reads the use of every store and of the account.
@@ -383,10 +390,12 @@ func (v *loadView) check(subject string, keyed bool, s2s time.Duration) (te *too
 		return te, telemetry.OverloadBacklog, p.name
 	}
 	if s2s > 0 && rate > 0 {
-		if wait := time.Duration(float64(pending) / rate * float64(time.Second)); wait > s2s {
+		// Refused past 90% of the schedule-to-start: the rest is headroom
+		// for the estimate's error, so that an accepted call starts in time.
+		if wait := time.Duration(float64(pending) / rate * float64(time.Second)); wait > s2s*9/10 {
 			p.admitted.Add(-1)
 			te := overloaded(fmt.Sprintf("pool %s would start this call in about %s, after its schedule-to-start of %s (%d calls queued, finishing about %.0f a second)",
-				p.name, wait.Round(time.Millisecond), s2s, pending, rate), wait-s2s)
+				p.name, wait.Round(time.Millisecond), s2s, pending, rate), wait-s2s*9/10)
 			te.Suggestion = "retry after retry_after, or allow a longer schedule_to_start"
 			return te, telemetry.OverloadExpectedWait, p.name
 		}

@@ -97,7 +97,7 @@
 //	toolwire_pool_lag_messages{pool} (every pool), toolwire_dlq_messages
 //	toolwire_dispatcher_pool_backlog{pool}                 the dispatcher's view of a pool's calls queued or running (admission's, see internal/dispatch "Overload")
 //	toolwire_dispatcher_pool_backlog_bound{pool}           the backlog past which it refuses (absent: no bound)
-//	toolwire_dispatcher_pool_drain_rate{pool}              calls/s the pool recently finished at its busiest
+//	toolwire_dispatcher_pool_drain_rate{pool}              calls/s the pool finished over the last 2s
 //	toolwire_dispatcher_pool_expected_wait_seconds{pool}   queued calls over the drain rate
 //	toolwire_dispatcher_overload_refusals_total{cause,target}  OVERLOADED at admission: cause backlog, expected_wait or store; target the pool or store
 //	toolwire_store_bytes{store}, toolwire_store_max_bytes{store}  use and limit of every stream and bucket (read every 2s)

@@ -17,8 +17,8 @@ type PoolLoad struct {
 	Backlog int64
 	// Bound is the backlog past which admission refuses; -1 = none.
 	Bound int64
-	// DrainRate is the calls per second the pool has recently finished
-	// at its busiest (its estimated capacity); 0 = not measured yet.
+	// DrainRate is the calls per second the pool finished over the last
+	// 2s (its capacity while it has a backlog); 0 = not measured yet.
 	DrainRate float64
 	// ExpectedWait is how long a call admitted now would wait to start.
 	ExpectedWait time.Duration
@@ -38,7 +38,7 @@ var (
 	poolBoundDesc = prometheus.NewDesc("toolwire_dispatcher_pool_backlog_bound",
 		"The backlog past which this dispatcher refuses a pool's calls with OVERLOADED (absent = no bound).", []string{"pool"}, nil)
 	poolRateDesc = prometheus.NewDesc("toolwire_dispatcher_pool_drain_rate",
-		"Calls per second a pool recently finished at its busiest, as this dispatcher measured it (its estimated capacity).", []string{"pool"}, nil)
+		"Calls per second a pool finished over the last 2s, as this dispatcher measured it (its capacity while it has a backlog; when none finished, its busiest rate, halving every 10s).", []string{"pool"}, nil)
 	poolWaitDesc = prometheus.NewDesc("toolwire_dispatcher_pool_expected_wait_seconds",
 		"How long a call admitted now would wait to start: the pool's queued calls over its drain rate.", []string{"pool"}, nil)
 	storeBytesDesc = prometheus.NewDesc("toolwire_store_bytes",
