@@ -305,8 +305,10 @@ func (m *overloadRun) one(ctx context.Context) {
 		req.ScheduleToStart = durationpb.New(m.oc.ScheduleToStart)
 	}
 	rec := callRecord{phase: phase, sent: time.Now(), queued: -1}
-	// Long enough for the longest backlog an unbounded pool could build.
-	resp, err := m.s.d.Call(ctx, dispatch.DefaultIdentity, req, time.Duration(m.oc.Factor)*m.oc.For+callWait)
+	// Long enough for the longest backlog an unbounded pool could build:
+	// (Factor-1)·For of work, drained at half the capacity while the
+	// recovery load goes on.
+	resp, err := m.s.d.Call(ctx, dispatch.DefaultIdentity, req, time.Duration(2*m.oc.Factor)*m.oc.For+callWait)
 	rec.took = time.Since(rec.sent)
 	switch {
 	case err != nil:

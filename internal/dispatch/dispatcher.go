@@ -447,7 +447,7 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 	// Overload (load.go): after the key, so that a repeat of an accepted
 	// call still answers that call.
 	subject := d.subj.Call(call.Executor, id.Tenant, call.Provider, call.Tool)
-	if te, cause, target := d.load.check(subject, o.IdempotencyKey != "", scheduleToStart(call, now)); te != nil {
+	if te, cause, target := d.load.check(ctx, subject, o.IdempotencyKey != "", scheduleToStart(call, now)); te != nil {
 		if w != nil {
 			w.cancel()
 		}

@@ -56,6 +56,13 @@ type loadView struct {
 	d *Dispatcher
 
 	snap atomic.Pointer[loadSnap]
+	// kick asks for a read before the next tick (admission, before a
+	// refusal that rests on its own admissions since the last read; never
+	// blocking), and
+	// refreshed is the last read done: its done is closed when the next
+	// one is.
+	kick      chan struct{}
+	refreshed atomic.Pointer[refreshGen]
 
 	// Refresh goroutine only (and start, before it runs).
 	pools      map[string]*poolLoad // by consumer name
@@ -67,6 +74,12 @@ type loadView struct {
 	stop       context.CancelFunc
 	done       chan struct{}
 	poolPrefix string
+}
+
+// refreshGen is one read of the view.
+type refreshGen struct {
+	at   time.Time     // when it was done
+	done chan struct{} // closed when the next read is done
 }
 
 // loadSnap is one refresh's view; replaced whole, never modified.
@@ -112,6 +125,7 @@ type poolLoad struct {
 	pending, ackPending atomic.Int64
 	admitted            atomic.Int64  // by this replica, ever
 	admittedAtRead      atomic.Int64  // admitted when the last read was sent
+	readAt              atomic.Int64  // when the last read was sent, Unix ns
 	rate                atomic.Uint64 // float64 bits: calls/s it drains at (see measure); 0 = unknown
 
 	// Refresh goroutine only.
@@ -128,8 +142,10 @@ type rateSample struct {
 }
 
 func newLoadView(d *Dispatcher) *loadView {
-	return &loadView{d: d, pools: map[string]*poolLoad{}, filters: map[string][]string{}, streams: map[string]jetstream.Stream{},
+	v := &loadView{d: d, kick: make(chan struct{}, 1), pools: map[string]*poolLoad{}, filters: map[string][]string{}, streams: map[string]jetstream.Stream{},
 		poolPrefix: strings.TrimSuffix(d.bus.Config.PoolConsumer("x"), "x")}
+	v.refreshed.Store(&refreshGen{done: make(chan struct{})})
+	return v
 }
 
 // start reads the view once, so that the first calls are checked too, and
@@ -156,17 +172,33 @@ func (v *loadView) stopRefresh() {
 func (v *loadView) run(ctx context.Context) {
 	t := time.NewTicker(v.d.cfg.LoadRefresh)
 	defer t.Stop()
+	last := time.Now()
 	for {
+		var now time.Time
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
-			rctx, cancel := context.WithTimeout(ctx, max(v.d.cfg.LoadRefresh, 2*time.Second))
-			v.refresh(rctx, now)
-			cancel()
+		case now = <-t.C:
+		case <-v.kick:
+			if early := minKickInterval - time.Since(last); early > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(early):
+				}
+			}
+			now = time.Now()
 		}
+		rctx, cancel := context.WithTimeout(ctx, max(v.d.cfg.LoadRefresh, 2*time.Second))
+		v.refresh(rctx, now)
+		cancel()
+		last = time.Now()
 	}
 }
+
+// minKickInterval is the shortest time between two reads asked for by
+// admission (kick): at most 50 a second per replica.
+const minKickInterval = 20 * time.Millisecond
 
 // refresh reads the pool consumers (and, when due, the stores) and
 // publishes a new snapshot. A failed read keeps the previous figures: the
@@ -190,6 +222,7 @@ func (v *loadView) refresh(ctx context.Context, now time.Time) {
 		v.failing = false
 	}
 	v.publish()
+	close(v.refreshed.Swap(&refreshGen{at: time.Now(), done: make(chan struct{})}).done)
 }
 
 // readPools lists the pool consumers of the calls stream.
@@ -198,6 +231,7 @@ func (v *loadView) readPools(ctx context.Context, now time.Time) error {
 	for name, p := range v.pools {
 		bases[name] = p.admitted.Load()
 	}
+	sent := time.Now()
 	seen := map[string]bool{}
 	lister := v.d.bus.Calls.ListConsumers(ctx)
 	for ci := range lister.Info() {
@@ -215,6 +249,7 @@ func (v *loadView) readPools(ctx context.Context, now time.Time) error {
 		p.pending.Store(int64(ci.NumPending))
 		p.ackPending.Store(int64(ci.NumAckPending))
 		p.admittedAtRead.Store(bases[ci.Name])
+		p.readAt.Store(sent.UnixNano())
 		p.measure(ci.Delivered.Consumer, int64(ci.NumAckPending), now)
 	}
 	if err := lister.Err(); err != nil {
@@ -357,7 +392,7 @@ func (s *loadSnap) route(subject string) *poolLoad {
 // call is counted against its pool, or the OVERLOADED refusal and which
 // cause and target it was about. s2s is the call's schedule-to-start (0 =
 // none); keyed says it has an idempotency key.
-func (v *loadView) check(subject string, keyed bool, s2s time.Duration) (te *toolwirev1.ToolError, cause, target string) {
+func (v *loadView) check(ctx context.Context, subject string, keyed bool, s2s time.Duration) (te *toolwirev1.ToolError, cause, target string) {
 	s := v.snap.Load()
 	if s == nil {
 		return nil, "", ""
@@ -372,35 +407,102 @@ func (v *loadView) check(subject string, keyed bool, s2s time.Duration) (te *too
 	if p == nil {
 		return nil, "", ""
 	}
+	te, cause, local := v.checkPool(p, s2s)
+	if te == nil {
+		return nil, "", ""
+	}
+	// A refusal that only this replica's admissions since the last read
+	// bring about waits for the next read (at most minKickInterval away,
+	// plus the read) and rests on it, not on the estimate alone: a fast
+	// pool finishes many calls between reads, and its drain rate may not
+	// be known yet, or be off. Callers waiting meanwhile share one read.
+	if local {
+		g := v.refreshed.Load()
+		select {
+		case v.kick <- struct{}{}:
+		default:
+		}
+		t := time.NewTimer(confirmWait)
+		select {
+		case <-g.done:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		if te, cause, _ = v.checkPool(p, s2s); te == nil {
+			return nil, "", ""
+		}
+	}
+	return te, cause, p.name
+}
+
+// confirmWait bounds the wait for a fresh read before a refusal.
+const confirmWait = time.Second
+
+// checkPool is check for pool p with the figures at hand: nil, and the
+// call is counted against p, or the refusal, its cause, and whether the
+// last read alone would have admitted the call (local: the refusal rests
+// on this replica's admissions since).
+func (v *loadView) checkPool(p *poolLoad, s2s time.Duration) (te *toolwirev1.ToolError, cause string, local bool) {
 	// Counted first, so that concurrent admissions never all pass at
 	// bound-1; given back on refusal.
 	n := p.admitted.Add(1)
-	since := n - 1 - p.admittedAtRead.Load()
-	pending := p.pending.Load() + max(since, 0)
-	backlog := pending + p.ackPending.Load()
-	rate := math.Float64frombits(p.rate.Load())
-	if p.bound >= 0 && backlog >= p.bound {
+	e := p.estimate(n-1, time.Now())
+	if p.bound >= 0 && e.backlog >= p.bound {
 		p.admitted.Add(-1)
 		after := minRetryAfter
-		if rate > 0 {
-			after = time.Duration(float64(backlog-p.bound+1) / rate * float64(time.Second))
+		if e.rate > 0 {
+			after = time.Duration(float64(e.backlog-p.bound+1) / e.rate * float64(time.Second))
 		}
-		te := overloaded(fmt.Sprintf("pool %s has %d calls queued or running, at its bound of %d", p.name, backlog, p.bound), after)
+		te := overloaded(fmt.Sprintf("pool %s has %d calls queued or running, at its bound of %d", p.name, e.backlog, p.bound), after)
 		te.Suggestion = "retry after retry_after; the pool needs more workers, or a larger bound (--pool-max-backlog)"
-		return te, telemetry.OverloadBacklog, p.name
+		return te, telemetry.OverloadBacklog, e.readBacklog < p.bound
 	}
-	if s2s > 0 && rate > 0 {
+	if s2s > 0 && e.rate > 0 {
 		// Refused past 90% of the schedule-to-start: the rest is headroom
 		// for the estimate's error, so that an accepted call starts in time.
-		if wait := time.Duration(float64(pending) / rate * float64(time.Second)); wait > s2s*9/10 {
+		limit := s2s * 9 / 10
+		if wait := e.wait(e.pending); wait > limit {
 			p.admitted.Add(-1)
 			te := overloaded(fmt.Sprintf("pool %s would start this call in about %s, after its schedule-to-start of %s (%d calls queued, finishing about %.0f a second)",
-				p.name, wait.Round(time.Millisecond), s2s, pending, rate), wait-s2s*9/10)
+				p.name, wait.Round(time.Millisecond), s2s, e.pending, e.rate), wait-limit)
 			te.Suggestion = "retry after retry_after, or allow a longer schedule_to_start"
-			return te, telemetry.OverloadExpectedWait, p.name
+			return te, telemetry.OverloadExpectedWait, e.wait(e.readPending) <= limit
 		}
 	}
-	return nil, "", ""
+	return nil, "", false
+}
+
+// loadEstimate is a pool's load now.
+type loadEstimate struct {
+	// pending and backlog count this replica's admissions since the last
+	// read; readPending and readBacklog do not.
+	pending, backlog, readPending, readBacklog int64
+	rate                                       float64
+}
+
+// wait is how long pending calls take to start at the drain rate.
+func (e loadEstimate) wait(pending int64) time.Duration {
+	if e.rate <= 0 {
+		return 0
+	}
+	return time.Duration(float64(pending) / e.rate * float64(time.Second))
+}
+
+// estimate returns the pool's calls queued and its backlog (queued and
+// running) now, with admitted calls admitted by this replica so far: the
+// last read, plus what this replica admitted since, less what the pool
+// finished since at its drain rate. Without the last term a busy pool
+// would look full between reads: a fast pool finishes many times its
+// bound in one LoadRefresh.
+func (p *poolLoad) estimate(admitted int64, now time.Time) loadEstimate {
+	e := loadEstimate{rate: math.Float64frombits(p.rate.Load())}
+	since := max(admitted-p.admittedAtRead.Load(), 0)
+	done := int64(e.rate * now.Sub(time.Unix(0, p.readAt.Load())).Seconds())
+	pending, ackPending := p.pending.Load(), p.ackPending.Load()
+	e.readPending, e.readBacklog = max(pending-done, 0), max(pending+ackPending-done, 0)
+	e.pending, e.backlog = max(pending+since-done, 0), max(pending+ackPending+since-done, 0)
+	return e
 }
 
 // storeRefusal is the OVERLOADED answer to a call that would write a
@@ -436,14 +538,8 @@ func (v *loadView) metrics() ([]telemetry.PoolLoad, []telemetry.StoreLoad) {
 	}
 	pools := make([]telemetry.PoolLoad, 0, len(s.pools))
 	for _, p := range s.pools {
-		since := max(p.admitted.Load()-p.admittedAtRead.Load(), 0)
-		pending := p.pending.Load() + since
-		rate := math.Float64frombits(p.rate.Load())
-		var wait time.Duration
-		if rate > 0 {
-			wait = time.Duration(float64(pending) / rate * float64(time.Second))
-		}
-		pools = append(pools, telemetry.PoolLoad{Pool: p.name, Backlog: pending + p.ackPending.Load(), Bound: p.bound, DrainRate: rate, ExpectedWait: wait})
+		e := p.estimate(p.admitted.Load(), time.Now())
+		pools = append(pools, telemetry.PoolLoad{Pool: p.name, Backlog: e.backlog, Bound: p.bound, DrainRate: e.rate, ExpectedWait: e.wait(e.pending)})
 	}
 	stores := make([]telemetry.StoreLoad, 0, len(s.stores))
 	for _, u := range s.stores {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -276,5 +277,38 @@ func TestOverloadFlagsAreChecked(t *testing.T) {
 		var stderr bytes.Buffer
 		require.Equal(t, 2, dispatch.Main(tt.args, &stderr, nil), tt.args)
 		require.Contains(t, stderr.String(), tt.want)
+	}
+}
+
+// A pool that finishes many times its bound between two reads of its
+// backlog is never refused: calls finished since the last read are not
+// taken for a backlog (they were, until the dispatcher learned to read
+// again early and to count the pool's drain rate).
+func TestFastPoolIsNotTakenForAFullOne(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{Concurrency: 8,
+		Dispatcher: dispatch.Config{PoolMaxBacklog: map[string]int{"native": 200}, LoadRefresh: time.Hour}})
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	refused := make(chan string, 1)
+	for range 4 {
+		wg.Go(func() {
+			for range 500 { // 2000 calls, ten times the bound
+				r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}, 20*time.Second)
+				if err == nil && !r.Response.GetOk() {
+					select {
+					case refused <- r.Response.GetError().GetMessage():
+					default:
+					}
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case msg := <-refused:
+		t.Fatalf("refused: %s", msg)
+	default:
 	}
 }
