@@ -103,10 +103,16 @@
 // requests a second per replica) and reads every store's stream info and
 // the account's info every 2s (stores fill over minutes). A call's pool is
 // the consumer whose filter matches its subject (bus.SubjectMatches),
-// cached per subject. Between reads each pool counts what this replica
-// admitted, so one replica never overshoots a bound; what other replicas
-// admitted since the last read it cannot see, so N replicas may overshoot
-// by what N-1 of them admit in 500ms. A pool's drain rate is the calls it
+// cached per subject. Between reads a pool's backlog is estimated: the
+// last read, plus what this replica admitted since (so one replica does
+// not overshoot a bound), less what the pool finished since at its drain
+// rate (a fast pool finishes many times its bound between two reads). A
+// refusal that only this replica's admissions since the last read bring
+// about is not made on that estimate: the caller waits for the next read
+// (asked for at once, at most one every 20ms; callers waiting meanwhile
+// share it) and is judged on it. What other replicas admitted since the
+// last read a replica cannot see, so N replicas may overshoot a bound by
+// what N-1 of them admit in 500ms. A pool's drain rate is the calls it
 // finished per second (delivered, less the growth of ack-pending) over the
 // last 2s: while the pool has a backlog, its capacity. When the load jumps
 // it lags by up to 2s and refuses calls with a schedule-to-start a little

@@ -412,10 +412,14 @@ func (v *loadView) check(ctx context.Context, subject string, keyed bool, s2s ti
 		return nil, "", ""
 	}
 	// A refusal that only this replica's admissions since the last read
-	// bring about waits for the next read (at most minKickInterval away,
-	// plus the read) and rests on it, not on the estimate alone: a fast
-	// pool finishes many calls between reads, and its drain rate may not
-	// be known yet, or be off. Callers waiting meanwhile share one read.
+	// bring about, on a pool without a queue of a refresh interval's
+	// worth, waits for the next read (at most minKickInterval away, plus
+	// the read) and rests on it, not on the estimate alone: a fast pool
+	// finishes many calls between reads, and while it has no queue its
+	// drain rate is the rate calls arrived at, not what it can finish.
+	// Callers waiting meanwhile share one read. A pool with such a queue
+	// drains at its capacity until the next read: the estimate is
+	// trusted, and the refusal is at once.
 	if local {
 		g := v.refreshed.Load()
 		select {
@@ -440,14 +444,15 @@ func (v *loadView) check(ctx context.Context, subject string, keyed bool, s2s ti
 const confirmWait = time.Second
 
 // checkPool is check for pool p with the figures at hand: nil, and the
-// call is counted against p, or the refusal, its cause, and whether the
-// last read alone would have admitted the call (local: the refusal rests
-// on this replica's admissions since).
+// call is counted against p, or the refusal, its cause, and whether it
+// needs a fresh read (local): the last read alone would have admitted the
+// call, and the pool had less than a refresh interval's worth of calls
+// queued then, so its drain rate may be below what it finishes now.
 func (v *loadView) checkPool(p *poolLoad, s2s time.Duration) (te *toolwirev1.ToolError, cause string, local bool) {
 	// Counted first, so that concurrent admissions never all pass at
 	// bound-1; given back on refusal.
 	n := p.admitted.Add(1)
-	e := p.estimate(n-1, time.Now())
+	e := p.estimate(n-1, time.Now(), v.d.cfg.LoadRefresh)
 	if p.bound >= 0 && e.backlog >= p.bound {
 		p.admitted.Add(-1)
 		after := minRetryAfter
@@ -456,7 +461,7 @@ func (v *loadView) checkPool(p *poolLoad, s2s time.Duration) (te *toolwirev1.Too
 		}
 		te := overloaded(fmt.Sprintf("pool %s has %d calls queued or running, at its bound of %d", p.name, e.backlog, p.bound), after)
 		te.Suggestion = "retry after retry_after; the pool needs more workers, or a larger bound (--pool-max-backlog)"
-		return te, telemetry.OverloadBacklog, e.readBacklog < p.bound
+		return te, telemetry.OverloadBacklog, e.readBacklog < p.bound && !e.draining
 	}
 	if s2s > 0 && e.rate > 0 {
 		// Refused past 90% of the schedule-to-start: the rest is headroom
@@ -467,7 +472,7 @@ func (v *loadView) checkPool(p *poolLoad, s2s time.Duration) (te *toolwirev1.Too
 			te := overloaded(fmt.Sprintf("pool %s would start this call in about %s, after its schedule-to-start of %s (%d calls queued, finishing about %.0f a second)",
 				p.name, wait.Round(time.Millisecond), s2s, e.pending, e.rate), wait-limit)
 			te.Suggestion = "retry after retry_after, or allow a longer schedule_to_start"
-			return te, telemetry.OverloadExpectedWait, e.wait(e.readPending) <= limit
+			return te, telemetry.OverloadExpectedWait, e.wait(e.readPending) <= limit && !e.draining
 		}
 	}
 	return nil, "", false
@@ -479,6 +484,10 @@ type loadEstimate struct {
 	// read; readPending and readBacklog do not.
 	pending, backlog, readPending, readBacklog int64
 	rate                                       float64
+	// draining: the last read found at least a refresh interval's worth
+	// of calls queued, so the pool stays busy until the next read and
+	// drains at its capacity: the estimate can be trusted.
+	draining bool
 }
 
 // wait is how long pending calls take to start at the drain rate.
@@ -495,11 +504,12 @@ func (e loadEstimate) wait(pending int64) time.Duration {
 // finished since at its drain rate. Without the last term a busy pool
 // would look full between reads: a fast pool finishes many times its
 // bound in one LoadRefresh.
-func (p *poolLoad) estimate(admitted int64, now time.Time) loadEstimate {
+func (p *poolLoad) estimate(admitted int64, now time.Time, refresh time.Duration) loadEstimate {
 	e := loadEstimate{rate: math.Float64frombits(p.rate.Load())}
 	since := max(admitted-p.admittedAtRead.Load(), 0)
 	done := int64(e.rate * now.Sub(time.Unix(0, p.readAt.Load())).Seconds())
 	pending, ackPending := p.pending.Load(), p.ackPending.Load()
+	e.draining = e.rate > 0 && float64(pending) >= e.rate*refresh.Seconds()
 	e.readPending, e.readBacklog = max(pending-done, 0), max(pending+ackPending-done, 0)
 	e.pending, e.backlog = max(pending+since-done, 0), max(pending+ackPending+since-done, 0)
 	return e
@@ -538,7 +548,7 @@ func (v *loadView) metrics() ([]telemetry.PoolLoad, []telemetry.StoreLoad) {
 	}
 	pools := make([]telemetry.PoolLoad, 0, len(s.pools))
 	for _, p := range s.pools {
-		e := p.estimate(p.admitted.Load(), time.Now())
+		e := p.estimate(p.admitted.Load(), time.Now(), v.d.cfg.LoadRefresh)
 		pools = append(pools, telemetry.PoolLoad{Pool: p.name, Backlog: e.backlog, Bound: p.bound, DrainRate: e.rate, ExpectedWait: e.wait(e.pending)})
 	}
 	stores := make([]telemetry.StoreLoad, 0, len(s.stores))
