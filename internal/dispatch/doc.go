@@ -107,10 +107,14 @@
 // last read, plus what this replica admitted since (so one replica does
 // not overshoot a bound), less what the pool finished since at its drain
 // rate (a fast pool finishes many times its bound between two reads). A
-// refusal that only this replica's admissions since the last read bring
-// about is not made on that estimate: the caller waits for the next read
-// (asked for at once, at most one every 20ms; callers waiting meanwhile
-// share it) and is judged on it. What other replicas admitted since the
+// pool whose last read found at least a refresh interval's worth of calls
+// queued stays busy until the next read, so it drains at its capacity and
+// the estimate is trusted: refusals are at once. Otherwise a refusal that
+// only this replica's admissions since the last read bring about is not
+// made on the estimate (the pool's rate is then the rate calls arrived
+// at, not what it can finish): the caller waits for the next read, asked
+// for at once (at most one every 20ms; callers waiting meanwhile share
+// it), and is judged on it. What other replicas admitted since the
 // last read a replica cannot see, so N replicas may overshoot a bound by
 // what N-1 of them admit in 500ms. A pool's drain rate is the calls it
 // finished per second (delivered, less the growth of ack-pending) over the

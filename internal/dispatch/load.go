@@ -26,10 +26,10 @@ import (
 // Admission never asks the server: it reads loadView, a cached view that
 // one goroutine refreshes every Config.LoadRefresh (one consumer listing
 // of the calls stream) and, every storeRefresh, the use of every store
-// (one stream info each and the account's info). Between refreshes each
-// pool counts what this replica admitted, so one replica never overshoots
-// a bound; other replicas' admissions since the last read are what it
-// cannot see.
+// (one stream info each and the account's info). Between refreshes a
+// pool's backlog is estimated (poolLoad.estimate), and a refusal the
+// estimate alone cannot carry waits for a fresh read (check); other
+// replicas' admissions since the last read are what it cannot see.
 
 // storeRefresh is how often the stores' use is read: stores fill over
 // minutes, pools over seconds.
@@ -58,9 +58,8 @@ type loadView struct {
 	snap atomic.Pointer[loadSnap]
 	// kick asks for a read before the next tick (admission, before a
 	// refusal that rests on its own admissions since the last read; never
-	// blocking), and
-	// refreshed is the last read done: its done is closed when the next
-	// one is.
+	// blocking), and refreshed is the last read done: its done is closed
+	// when the next one is.
 	kick      chan struct{}
 	refreshed atomic.Pointer[refreshGen]
 
@@ -201,11 +200,10 @@ func (v *loadView) run(ctx context.Context) {
 const minKickInterval = 20 * time.Millisecond
 
 // refresh reads the pool consumers (and, when due, the stores) and
-// publishes a new snapshot. A failed read keeps the previous figures: the
-// local admission counts still grow, so a bound still holds against this
-// replica's own admissions.
+// publishes a new snapshot. A failed read keeps the previous figures, and
+// the estimates go on from them.
 func (v *loadView) refresh(ctx context.Context, now time.Time) {
-	err := v.readPools(ctx, now)
+	err := v.readPools(ctx)
 	if now.Sub(v.storesAt) >= storeRefresh {
 		if serr := v.readStores(ctx); serr == nil {
 			v.storesAt = now
@@ -226,7 +224,7 @@ func (v *loadView) refresh(ctx context.Context, now time.Time) {
 }
 
 // readPools lists the pool consumers of the calls stream.
-func (v *loadView) readPools(ctx context.Context, now time.Time) error {
+func (v *loadView) readPools(ctx context.Context) error {
 	bases := make(map[string]int64, len(v.pools))
 	for name, p := range v.pools {
 		bases[name] = p.admitted.Load()
@@ -250,7 +248,7 @@ func (v *loadView) readPools(ctx context.Context, now time.Time) error {
 		p.ackPending.Store(int64(ci.NumAckPending))
 		p.admittedAtRead.Store(bases[ci.Name])
 		p.readAt.Store(sent.UnixNano())
-		p.measure(ci.Delivered.Consumer, int64(ci.NumAckPending), now)
+		p.measure(ci.Delivered.Consumer, int64(ci.NumAckPending), sent)
 	}
 	if err := lister.Err(); err != nil {
 		return fmt.Errorf("list pool consumers: %w", err)
