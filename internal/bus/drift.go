@@ -54,7 +54,7 @@ func (b *Bus) logDrift(ctx context.Context, kind, name string, before, after any
 // (keys starting "_nats.") is left out.
 func drift(before, after any) []string {
 	bv, av := reflect.Indirect(reflect.ValueOf(before)), reflect.Indirect(reflect.ValueOf(after))
-	if bv.Type() != av.Type() || bv.Kind() != reflect.Struct {
+	if !bv.IsValid() || !av.IsValid() || bv.Type() != av.Type() || bv.Kind() != reflect.Struct {
 		return nil
 	}
 	var out []string
