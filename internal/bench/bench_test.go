@@ -187,3 +187,24 @@ func TestCPUMeterSeesThisProcess(t *testing.T) {
 	require.Positive(t, u.self)
 	require.GreaterOrEqual(t, u.others, time.Duration(0))
 }
+
+// The overload mode answers every call it sends (ok, refused, or expired
+// unstarted), refuses some during the overload, and reports it.
+func TestOverloadModeAnswersEveryCall(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	r, err := MeasureOverload(ctx, OverloadConfig{Config: testConfig(t), For: 2 * time.Second, Recovery: time.Second, Baseline: time.Second}, testWriter{t})
+	require.NoError(t, err)
+	require.Positive(t, r.Capacity)
+	for p, ps := range r.Phases[phaseBaseline:] {
+		for o := range ps.Outcomes {
+			require.Contains(t, []string{outcomeOK, outcomeOverloaded, outcomeExpired}, o, "phase %s", phaseNames[p+phaseBaseline])
+		}
+	}
+	require.Positive(t, r.Phases[phaseOverload].Outcomes[outcomeOverloaded], "10x the capacity is refused in part")
+	require.Positive(t, r.Phases[phaseOverload].Outcomes[outcomeOK])
+	var out strings.Builder
+	WriteOverload(&out, r)
+	require.Contains(t, out.String(), "| overload | ")
+}

@@ -70,4 +70,29 @@
 // first round, less VmRSS then) and the resident memory it still holds a
 // second after the last round. A fresh process per measurement keeps one
 // attack's heap from hiding the next one's growth.
+//
+// # Overload
+//
+// MeasureOverload (toolwire-bench -overload) offers one pool many times
+// its capacity and reports what the dispatcher's explicit overload does
+// with it (internal/dispatch, "Overload"). The pool (Concurrency slots, 8)
+// runs the built-in sleep tool for Service (20ms), so the pool, not the
+// dispatcher, is the bottleneck on a small machine. Phases: the capacity,
+// measured with a closed loop of 4 × Concurrency callers for Baseline
+// (5s); then open-loop load, every call on its own goroutine whatever the
+// answers: half the capacity for Baseline, Factor (10) times the capacity
+// for For (20s; docs/reliability.md reports 60s), half the capacity for
+// Recovery (15s). Every call carries ScheduleToStart (2s; negative =
+// none). For each phase it reports the calls sent, answered ok, refused
+// OVERLOADED and EXPIRED (accepted, then not started within their
+// schedule-to-start, so never run), the latency of ok calls and their
+// queue wait (accepted → started, from the response), the time to a
+// refusal, the peak heap and the heap still live after a collection at the
+// phase's end (every part runs in this process: the server's index of
+// stored calls is most of it), peak goroutines, and the pool consumer's
+// peak backlog (sampled every 100ms). Recovery is when the p99 latency of
+// the calls sent in each second after the overload came back, for good,
+// under twice the baseline's p99 (at least the baseline's plus 50ms).
+// MaxBacklog sets the dispatcher's pool bound (-1 = none: with no
+// schedule-to-start either, the behaviour before explicit overload).
 package bench

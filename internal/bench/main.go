@@ -7,6 +7,7 @@ import (
 	"io"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/toolwire/toolwire/internal/cliflag"
 )
@@ -21,7 +22,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("toolwire-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg Config
-	var suite, memory, execs, attack bool
+	var suite, memory, execs, attack, overload bool
+	var oc OverloadConfig
 	var attackServer, attackMatch string
 	var rounds, auditCalls int
 	var auditClient string
@@ -32,6 +34,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&attack, "attack", false, "send hostile requests to a dispatcher process (oversized, deep, wide, compressed) and measure the time to each answer and its memory")
 	fs.StringVar(&attackMatch, "attack-match", "", "with -attack: only the attacks whose name contains this")
 	fs.StringVar(&attackServer, "attack-server", "", "internal: run the dispatcher side of -attack with its store in this directory")
+	fs.BoolVar(&overload, "overload", false, "offer a pool many times its capacity and measure what is accepted, refused, run in time, and how latency recovers")
+	fs.DurationVar(&oc.Service, "overload-service", 20*time.Millisecond, "with -overload: how long each call runs")
+	fs.IntVar(&oc.Concurrency, "overload-concurrency", 8, "with -overload: the pool's slots")
+	fs.Float64Var(&oc.Factor, "overload-factor", 10, "with -overload: offered load in multiples of the measured capacity")
+	fs.DurationVar(&oc.For, "overload-for", 20*time.Second, "with -overload: how long the overload lasts")
+	fs.DurationVar(&oc.Recovery, "overload-recovery", 15*time.Second, "with -overload: how long the light load after it lasts")
+	fs.DurationVar(&oc.ScheduleToStart, "overload-s2s", 2*time.Second, "with -overload: every call's schedule-to-start (-1s = none)")
+	fs.IntVar(&oc.MaxBacklog, "overload-backlog", 0, "with -overload: the dispatcher's pool backlog bound (0 = its default, -1 = none)")
 	fs.IntVar(&auditCalls, "audit", 0, "measure the audit (records/s, peak memory) over this many calls instead")
 	fs.StringVar(&auditClient, "audit-client", "", "internal: run the audit side of -audit against this NATS URL")
 	fs.IntVar(&rounds, "rounds", DefaultRounds, "with -suite: rounds of every measurement (the table shows the median)")
@@ -73,6 +83,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 	case auditClient != "":
 		err = AuditClient(ctx, auditClient, stdout)
+	case overload:
+		oc.Config = cfg
+		var r OverloadResult
+		if r, err = MeasureOverload(ctx, oc, stderr); err == nil {
+			WriteOverload(stdout, r)
+		}
 	case auditCalls > 0:
 		var r AuditResult
 		if r, err = MeasureAudit(ctx, cfg, auditCalls); err == nil {

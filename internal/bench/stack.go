@@ -37,6 +37,8 @@ type stackOptions struct {
 	worker int
 	// http serves the Connect API on loopback and builds a client for it.
 	http bool
+	// maxBacklog is the dispatcher's pool backlog bound (0 = its default).
+	maxBacklog int
 }
 
 // stack is a running toolwire: dispatcher, registry watcher, an optional
@@ -113,7 +115,7 @@ func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err erro
 	if err := waitTool(ctx, reg, "echo"); err != nil {
 		return nil, err
 	}
-	d, err := dispatch.New(s.bus, reg, dispatch.Config{Name: "bench", Logger: log, MaxWaitingPerCaller: -1})
+	d, err := dispatch.New(s.bus, reg, dispatch.Config{Name: "bench", Logger: log, MaxWaitingPerCaller: -1, MaxBacklog: o.maxBacklog})
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -41,6 +42,7 @@ type Bus struct {
 	Blobs    jetstream.ObjectStore
 
 	bind bool // Options.Bind
+	log  *slog.Logger
 }
 
 // Options tune the JetStream context of a Bus.
@@ -54,6 +56,9 @@ type Options struct {
 	// (RoleWorker) may look streams up but not manage them, and a
 	// worker's defaults must not rewrite the limits a dispatcher set.
 	Bind bool
+	// Logger receives the settings Open and EnsurePool put back (see
+	// drift.go). Default slog.Default().
+	Logger *slog.Logger
 }
 
 // Open creates or updates every stream and bucket of cfg on nc and returns
@@ -70,7 +75,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config, opts Options) (*Bus, e
 	if err != nil {
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}
-	b := &Bus{Config: cfg, Subjects: cfg.Subjects(), NC: nc, JS: js, bind: opts.Bind}
+	b := &Bus{Config: cfg, Subjects: cfg.Subjects(), NC: nc, JS: js, bind: opts.Bind, log: cmp.Or(opts.Logger, slog.Default())}
 	if err := b.ensure(ctx); err != nil {
 		return nil, err
 	}
@@ -104,7 +109,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 			Subjects:    []string{s.AllResults()},
 			Retention:   jetstream.LimitsPolicy,
 			MaxAge:      c.ResultsMaxAge,
-			MaxBytes:    -1,
+			MaxBytes:    c.ResultsMaxBytes,
 			Discard:     jetstream.DiscardOld,
 			Duplicates:  2 * time.Minute,
 			Storage:     jetstream.FileStorage,
@@ -118,6 +123,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 			Subjects:    []string{s.AllEvents()},
 			Retention:   jetstream.LimitsPolicy,
 			MaxAge:      c.EventsMaxAge,
+			MaxBytes:    c.EventsMaxBytes,
 			Discard:     jetstream.DiscardOld,
 			Storage:     jetstream.FileStorage,
 			Replicas:    c.Replicas,
@@ -129,6 +135,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 			Subjects:    []string{s.AllDLQ()},
 			Retention:   jetstream.LimitsPolicy,
 			MaxAge:      c.DLQMaxAge,
+			MaxBytes:    c.DLQMaxBytes,
 			Discard:     jetstream.DiscardOld,
 			Storage:     jetstream.FileStorage,
 			Replicas:    c.Replicas,
@@ -148,6 +155,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 		Subjects:          []string{s.AllRetries()},
 		Retention:         jetstream.LimitsPolicy,
 		MaxAge:            c.CallsMaxAge,
+		MaxBytes:          c.RetriesMaxBytes,
 		Discard:           jetstream.DiscardOld,
 		Storage:           jetstream.FileStorage,
 		Replicas:          c.Replicas,
@@ -160,7 +168,8 @@ func (b *Bus) ensure(ctx context.Context) error {
 		Description: "toolwire: MaxDeliver advisories of the calls stream, for dead-lettering",
 		Subjects:    []string{MaxDeliverAdvisories(c.CallsStream())},
 		Retention:   jetstream.LimitsPolicy,
-		MaxAge:      7 * 24 * time.Hour,
+		MaxAge:      advisoriesMaxAge,
+		MaxBytes:    c.AdvisoriesMaxBytes,
 		Discard:     jetstream.DiscardOld,
 		Storage:     jetstream.FileStorage,
 		Replicas:    c.Replicas,
@@ -180,6 +189,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 		Bucket:         c.CancelBucket(),
 		Description:    "toolwire cancel tombstones",
 		TTL:            c.CancelTTL,
+		MaxBytes:       c.CancelsMaxBytes,
 		LimitMarkerTTL: time.Minute,
 		Storage:        jetstream.FileStorage,
 		Replicas:       c.Replicas,
@@ -191,6 +201,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 		Bucket:      c.IdempotencyBucket(),
 		Description: "toolwire idempotency keys",
 		TTL:         c.CallsMaxAge,
+		MaxBytes:    c.IdempotencyMaxBytes,
 		Storage:     jetstream.FileStorage,
 		Replicas:    c.Replicas,
 	})
@@ -201,6 +212,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 		Bucket:      c.RegistryBucket(),
 		Description: "toolwire tool registry",
 		History:     uint8(c.RegistryHistory),
+		MaxBytes:    c.RegistryMaxBytes,
 		Storage:     jetstream.FileStorage,
 		Replicas:    c.Replicas,
 	})
@@ -211,6 +223,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 		Bucket:      c.SessionsBucket(),
 		Description: "toolwire session states (reference intent applier)",
 		TTL:         c.CallsMaxAge,
+		MaxBytes:    c.SessionsMaxBytes,
 		Storage:     jetstream.FileStorage,
 		Replicas:    c.Replicas,
 	})
@@ -221,6 +234,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 		Bucket:      c.BlobBucket(),
 		Description: "toolwire outputs over the inline limit",
 		TTL:         c.ResultsMaxAge,
+		MaxBytes:    c.BlobsMaxBytes,
 		Storage:     jetstream.FileStorage,
 		Replicas:    c.Replicas,
 	})
@@ -239,9 +253,15 @@ func (b *Bus) stream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream
 			return st, err
 		}
 		st, err = b.JS.CreateStream(ctx, cfg)
-		return st, missing(err)
+		return st, missing(b.Config.storeFullHint(err))
 	}
-	return b.JS.CreateOrUpdateStream(ctx, cfg)
+	live := b.liveStream(ctx, cfg.Name)
+	st, err := b.JS.CreateOrUpdateStream(ctx, cfg)
+	if err != nil {
+		return nil, b.Config.storeFullHint(err)
+	}
+	b.logDrift(ctx, "stream", cfg.Name, live, st.CachedInfo().Config)
+	return st, nil
 }
 
 // keyValue is stream for a KV bucket.
@@ -252,9 +272,16 @@ func (b *Bus) keyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetst
 			return kv, err
 		}
 		kv, err = b.JS.CreateKeyValue(ctx, cfg)
-		return kv, missing(err)
+		return kv, missing(b.Config.storeFullHint(err))
 	}
-	return b.JS.CreateOrUpdateKeyValue(ctx, cfg)
+	name := "KV_" + cfg.Bucket
+	live := b.liveStream(ctx, name)
+	kv, err := b.JS.CreateOrUpdateKeyValue(ctx, cfg)
+	if err != nil {
+		return nil, b.Config.storeFullHint(err)
+	}
+	b.logDrift(ctx, "stream", name, live, b.liveStream(ctx, name))
+	return kv, nil
 }
 
 // objectStore is stream for an Object Store bucket.
@@ -265,9 +292,16 @@ func (b *Bus) objectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) 
 			return obj, err
 		}
 		obj, err = b.JS.CreateObjectStore(ctx, cfg)
-		return obj, missing(err)
+		return obj, missing(b.Config.storeFullHint(err))
 	}
-	return b.JS.CreateOrUpdateObjectStore(ctx, cfg)
+	name := "OBJ_" + cfg.Bucket
+	live := b.liveStream(ctx, name)
+	obj, err := b.JS.CreateOrUpdateObjectStore(ctx, cfg)
+	if err != nil {
+		return nil, b.Config.storeFullHint(err)
+	}
+	b.logDrift(ctx, "stream", name, live, b.liveStream(ctx, name))
+	return obj, nil
 }
 
 // missing explains the failure to create a part of the layout that a
@@ -370,8 +404,12 @@ func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer,
 	for _, s := range want {
 		subjects[s] = true
 	}
+	var live *jetstream.ConsumerConfig // what the server has, to log what the update puts back
 	lister := b.Calls.ListConsumers(ctx)
 	for ci := range lister.Info() {
+		if ci.Name == name {
+			live = &ci.Config
+		}
 		if !b.Config.IsPoolConsumer(ci) {
 			continue // an audit's, a replay's: it runs no call
 		}
@@ -419,6 +457,12 @@ func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer,
 	}
 	if got := cons.CachedInfo().Config.DeliverPolicy; got != jetstream.DeliverNewPolicy {
 		return nil, fmt.Errorf("bus: consumer %s has deliver policy %s, want new", name, got)
+	}
+	if live != nil { // filters only ever grow, by design: not a difference
+		after := cons.CachedInfo().Config
+		before := *live
+		before.FilterSubject, before.FilterSubjects, after.FilterSubject, after.FilterSubjects = "", nil, "", nil
+		b.logDrift(ctx, "consumer", name, &before, &after)
 	}
 	return cons, nil
 }

@@ -24,6 +24,33 @@ type Config struct {
 	// CallsMaxBytes bounds the calls stream; a full stream rejects new calls
 	// (OVERLOADED). Default 4 GiB; -1 = unbounded.
 	CallsMaxBytes int64
+	// The byte limits of the other streams and buckets: Stores lists them
+	// all with what happens when each is full. Each -1 = unbounded, which
+	// lets the store fill the server's. The defaults, with CallsMaxBytes,
+	// sum to 8 GiB (ReservedBytes), which every server holding a replica
+	// reserves and which must fit in its max_file_store.
+
+	// ResultsMaxBytes bounds the results stream. Default 2 GiB.
+	ResultsMaxBytes int64
+	// EventsMaxBytes bounds the events stream. Default 1 GiB.
+	EventsMaxBytes int64
+	// DLQMaxBytes bounds the dead-letter stream. Default 128 MiB.
+	DLQMaxBytes int64
+	// RetriesMaxBytes bounds the stream of parked retries. Default 128 MiB.
+	RetriesMaxBytes int64
+	// AdvisoriesMaxBytes bounds the captured MaxDeliver advisories.
+	// Default 32 MiB.
+	AdvisoriesMaxBytes int64
+	// CancelsMaxBytes bounds the cancel bucket. Default 32 MiB.
+	CancelsMaxBytes int64
+	// IdempotencyMaxBytes bounds the idempotency bucket. Default 128 MiB.
+	IdempotencyMaxBytes int64
+	// RegistryMaxBytes bounds the registry bucket. Default 32 MiB.
+	RegistryMaxBytes int64
+	// SessionsMaxBytes bounds the session bucket. Default 32 MiB.
+	SessionsMaxBytes int64
+	// BlobsMaxBytes bounds the blob object store. Default 512 MiB.
+	BlobsMaxBytes int64
 	// ResultsMaxAge is the audit horizon of results. Default CallsMaxAge.
 	ResultsMaxAge time.Duration
 	// EventsMaxAge is how long lifecycle events are kept. Default 72h.
@@ -47,7 +74,9 @@ func (c Config) WithDefaults() Config {
 	c.Prefix = cmp.Or(c.Prefix, "toolwire")
 	c.Replicas = cmp.Or(c.Replicas, 1)
 	c.CallsMaxAge = cmp.Or(c.CallsMaxAge, 720*time.Hour)
-	c.CallsMaxBytes = cmp.Or(c.CallsMaxBytes, 4<<30)
+	for _, l := range c.byteLimits() {
+		*l.field = cmp.Or(*l.field, l.def)
+	}
 	c.ResultsMaxAge = cmp.Or(c.ResultsMaxAge, c.CallsMaxAge)
 	c.EventsMaxAge = cmp.Or(c.EventsMaxAge, 72*time.Hour)
 	c.DLQMaxAge = cmp.Or(c.DLQMaxAge, c.CallsMaxAge)
@@ -66,8 +95,10 @@ func (c Config) Validate() error {
 	if c.Replicas < 1 || c.Replicas > 5 {
 		errs = append(errs, fmt.Errorf("bus: Replicas %d must be 1..5", c.Replicas))
 	}
-	if c.CallsMaxBytes == 0 || c.CallsMaxBytes < -1 {
-		errs = append(errs, fmt.Errorf("bus: CallsMaxBytes %d must be positive or -1", c.CallsMaxBytes))
+	for _, l := range c.byteLimits() {
+		if *l.field == 0 || *l.field < -1 {
+			errs = append(errs, fmt.Errorf("bus: %s %d must be positive or -1", l.name, *l.field))
+		}
 	}
 	if c.DuplicateWindow > c.CallsMaxAge {
 		errs = append(errs, fmt.Errorf("bus: DuplicateWindow %s exceeds CallsMaxAge %s", c.DuplicateWindow, c.CallsMaxAge))

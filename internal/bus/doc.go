@@ -23,12 +23,64 @@
 // Subject tokens from user input pass through Token, so `.`, `*`, `>` and
 // white space never reach a subject.
 //
+// # Limits
+//
+// Every stream and bucket has a byte limit (Config.*MaxBytes; Stores
+// lists them) and, where it makes sense, an age limit:
+//
+//	store        max bytes  max age        when full
+//	calls        4 GiB      CallsMaxAge    refuses new calls (discard new): OVERLOADED
+//	results      2 GiB      ResultsMaxAge  drops its oldest results
+//	events       1 GiB      EventsMaxAge   drops its oldest events
+//	dlq          128 MiB    DLQMaxAge      drops its oldest dead letters
+//	retries      128 MiB    CallsMaxAge    drops its oldest parked retries (their calls are lost)
+//	advisories   32 MiB     7 days         drops its oldest advisories (the reaper reads them at once)
+//	cancels      32 MiB     CancelTTL      refuses new tombstones: Cancel fails
+//	idempotency  128 MiB    CallsMaxAge    refuses new keys: calls with a key fail
+//	registry     32 MiB     none           refuses new tool versions: a worker's start-up fails
+//	sessions     32 MiB     CallsMaxAge    refuses new session states: applying intents fails
+//	blobs        512 MiB    ResultsMaxAge  refuses new outputs over the inline limit
+//
+// No store may fill on the path of an admitted call: a dispatcher refuses
+// new calls with OVERLOADED once a store they may write (Store.Use) is
+// past 90% of its limit (internal/dispatch, "Overload"), so the last 10%
+// is for the calls already admitted, and a discard-old store drops old
+// messages rather than refuse an admitted call's. The limits sum to 8 GiB
+// (ReservedBytes), which the server reserves for the layout: each store
+// can fill only itself, never the server's store under another (unbounded
+// streams shared the server's, and a full one made CALLS fail). A server
+// whose max_file_store cannot hold the reservation refuses the layout,
+// and Open says what to change (IsStorageExhausted). -1 makes a store
+// unbounded, which brings that risk back.
+//
+// # Settings that differ from the live server
+//
+// The configuration wins. Open creates or updates every stream and
+// bucket, and EnsurePool every pool consumer, from the configuration; an
+// operator's edit on the server (nats stream edit) is put back at the next
+// start of a dispatcher (and of a worker, for its pool consumers). It is
+// not put back silently: each store's and consumer's settings are read
+// before the update, and every setting the update changed is logged at
+// warn with the live and the configured value ("max_bytes: 1048576 →
+// 2147483648"; a pool's filters, which only ever grow, are not counted).
+// To change a setting for good, change the configuration: the dispatcher's
+// --stream-max-bytes and the like. Workers bind (Options.Bind) and change
+// no store, so they log nothing for stores.
+//
 // # Decisions
 //
 //   - CALLS uses limits retention, never work-queue: acknowledged calls stay
 //     for the audit until CallsMaxAge. Its size is bounded by CallsMaxBytes
 //     with discard-new, so a full stream rejects new calls explicitly
 //     (OVERLOADED) instead of silently dropping old, unexecuted ones.
+//   - The default limits (above) sum to 8 GiB so that the layout fits the
+//     Helm chart's bundled NATS (max_file_store 9 GiB) and the embedded
+//     server (16 GiB): calls half of it, results half of the rest, as the
+//     audit log's two halves; the stores of small records get tens of MiB.
+//     Results, events, dead letters, retries and advisories keep
+//     discard-old (retries need it for message schedules), so that an
+//     admitted call's write never fails for want of room; buckets and the
+//     object store are discard-new (nats.go makes them so).
 //   - The duplicate window (DuplicateWindow, default 10m) is at least the
 //     dispatcher's retry horizon; Nats-Msg-Id is the call id or the
 //     tenant-scoped idempotency key.

@@ -51,6 +51,22 @@ type Config struct {
 	// MaxWaiting bounds callers waiting in Call on this replica; past it
 	// Call answers OVERLOADED. Default 100000.
 	MaxWaiting int
+	// MaxBacklog bounds each pool's backlog: its calls queued and running,
+	// the pool consumer's NumPending + NumAckPending as this replica sees
+	// it (read every LoadRefresh, plus what it admitted since). A call
+	// for a pool at its bound is answered OVERLOADED with a retry_after,
+	// and nothing is queued. Default 10000; -1 = no bound.
+	MaxBacklog int
+	// PoolMaxBacklog overrides MaxBacklog by pool name; -1 = no bound.
+	PoolMaxBacklog map[string]int
+	// LoadRefresh is how often the pool consumers' backlogs are read (one
+	// consumer listing of the calls stream; the stores' use is read every
+	// 2s, or every LoadRefresh when longer). Default 500ms.
+	LoadRefresh time.Duration
+	// StoreHighWater is the share of a store's byte limit past which
+	// calls that would write it are answered OVERLOADED, so that the calls
+	// already admitted still have room to finish. Default 0.9.
+	StoreHighWater float64
 	// OrphanSweep is how often the dispatcher looks for calls on a subject
 	// that no pool consumer filters (a raw publish for an unknown type or
 	// tool, or calls left behind by a deleted pool) and ends them: a dead
@@ -127,6 +143,9 @@ func (c Config) WithDefaults() Config {
 	if c.AcceptedRecordDelay < 0 {
 		c.AcceptedRecordDelay = 0
 	}
+	c.MaxBacklog = cmp.Or(c.MaxBacklog, 10000)
+	c.LoadRefresh = cmp.Or(c.LoadRefresh, 500*time.Millisecond)
+	c.StoreHighWater = cmp.Or(c.StoreHighWater, 0.9)
 	c.OrphanSweep = cmp.Or(c.OrphanSweep, time.Minute)
 	c.OrphanGrace = cmp.Or(c.OrphanGrace, time.Minute)
 	c.PoolCheck = cmp.Or(c.PoolCheck, 10*time.Second)
@@ -159,6 +178,25 @@ func (c Config) Validate() error {
 		return fmt.Errorf("dispatch: MaxWatchesPerCaller %d must be positive or -1", c.MaxWatchesPerCaller)
 	case c.MaxWaitingPerCaller < -1:
 		return fmt.Errorf("dispatch: MaxWaitingPerCaller %d must be positive or -1", c.MaxWaitingPerCaller)
+	case c.MaxBacklog < -1:
+		return fmt.Errorf("dispatch: MaxBacklog %d must be positive or -1", c.MaxBacklog)
+	case c.LoadRefresh < 10*time.Millisecond:
+		return fmt.Errorf("dispatch: LoadRefresh %s is below 10ms", c.LoadRefresh)
+	case c.StoreHighWater <= 0 || c.StoreHighWater > 1:
+		return fmt.Errorf("dispatch: StoreHighWater %g must be above 0 and at most 1", c.StoreHighWater)
+	}
+	for pool, n := range c.PoolMaxBacklog {
+		if n == 0 || n < -1 {
+			return fmt.Errorf("dispatch: PoolMaxBacklog[%s] %d must be positive or -1", pool, n)
+		}
 	}
 	return nil
+}
+
+// backlogBound is pool's backlog bound; -1 = none.
+func (c Config) backlogBound(pool string) int64 {
+	if n, ok := c.PoolMaxBacklog[pool]; ok {
+		return int64(n)
+	}
+	return int64(c.MaxBacklog)
 }

@@ -75,6 +75,7 @@ type Dispatcher struct {
 	metrics *telemetry.DispatcherMetrics
 
 	caps callerCaps // per-caller Watches and waiting requests
+	load *loadView  // pool backlogs and store use, for admission (load.go)
 	// lookResult is loadResult; a test replaces it to pin an interleaving
 	// the server's asynchronous store makes rare.
 	lookResult func(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error)
@@ -102,6 +103,8 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 	if cfg.PoolCheck > 0 {
 		d.pools = newPoolCheck(b, cfg.PoolCheck, d.log)
 	}
+	d.load = newLoadView(d)
+	metrics.ObserveLoad(d.load.metrics)
 	metrics.ObserveWaiting(func() float64 {
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -148,6 +151,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		return err
 	}
 	d.lazyRecords.Start()
+	d.load.start(ctx)
 	d.mu.Lock()
 	d.results, d.resultsCons, d.reaper, d.mover, d.retries = results, cons, reaper, mover, retries
 	d.status = d.bus.NC.StatusChanged(nats.CONNECTED)
@@ -186,6 +190,7 @@ func (d *Dispatcher) Stop() {
 	}
 	d.stopSweeper()
 	d.pools.end()
+	d.load.stopRefresh()
 	for id, w := range d.waiters {
 		close(w.ch)
 		delete(d.waiters, id)
@@ -488,6 +493,16 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 			return s, nil, err
 		}
 	}
+	// Overload (load.go): after the key, so that a repeat of an accepted
+	// call still answers that call.
+	subject := d.subj.Call(call.Executor, id.Tenant, call.Provider, call.Tool)
+	if te, cause, target := d.load.check(ctx, subject, o.IdempotencyKey != "", scheduleToStart(call, now)); te != nil {
+		if w != nil {
+			w.cancel()
+		}
+		d.releaseKey(id, o)
+		return d.refuseOverloaded(o, callID, te, cause, target, now), nil, nil
+	}
 	data, err := proto.Marshal(call)
 	if err != nil {
 		if w != nil {
@@ -500,7 +515,6 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 	// call's ack is awaited. A caller waiting in Call gets the record only
 	// if its call outlives AcceptedRecordDelay (the result of a fast call is
 	// its record); a submitted call gets it at once.
-	subject := d.subj.Call(call.Executor, id.Tenant, call.Provider, call.Tool)
 	ctx, pub := d.startPublish(ctx, subject, call)
 	defer pub.end()
 	// The headers jetstream.WithMsgID and WithExpectStream would set, set

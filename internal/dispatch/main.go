@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/cliflag"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
@@ -44,6 +46,14 @@ func Main(args []string, stderr io.Writer, tools []*tool.Tool) int {
 	fs.DurationVar(&rc.Dispatcher.WatchGrace, "watch-grace", 5*time.Second, "how long Watch waits for the first record of a recent call id before answering not_found")
 	fs.IntVar(&rc.Dispatcher.MaxWatchesPerCaller, "max-watches-per-caller", 100, "concurrent Watches per caller (tenant and agent) on this replica; -1 = no cap")
 	fs.IntVar(&rc.Dispatcher.MaxWaitingPerCaller, "max-waiting-per-caller", 10000, "callers per caller identity waiting in Call or GetResult on this replica; -1 = no cap")
+	fs.IntVar(&rc.Dispatcher.MaxBacklog, "max-backlog", 10000, "calls queued or running per pool past which new calls are refused OVERLOADED; -1 = no bound")
+	fs.Func("pool-max-backlog", "per-pool --max-backlog, e.g. sandbox=200,mcp=5000 (-1 = no bound)", func(s string) error {
+		m, err := parsePoolBacklog(s)
+		rc.Dispatcher.PoolMaxBacklog = m
+		return err
+	})
+	fs.DurationVar(&rc.Dispatcher.LoadRefresh, "load-refresh", 500*time.Millisecond, "how often the pools' backlogs are read for admission")
+	fs.Func("stream-max-bytes", "byte limits of the streams and buckets, e.g. results=8GiB,blobs=1GiB (stores: "+strings.Join(bus.StoreNames(), ", ")+"; -1 = unbounded)", rc.Bus.ParseMaxBytes)
 	fs.DurationVar(&rc.Grace, "grace", 25*time.Second, "graceful shutdown period")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	log, code, ok := cliflag.Setup(fs, args, "TOOLWIRE_", &logLevel)
@@ -96,6 +106,23 @@ func Main(args []string, stderr io.Writer, tools []*tool.Tool) int {
 		return 1
 	}
 	return 0
+}
+
+// parsePoolBacklog reads "pool=N,pool=N".
+func parsePoolBacklog(s string) (map[string]int, error) {
+	m := map[string]int{}
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		pool, n, ok := strings.Cut(part, "=")
+		v, err := strconv.Atoi(strings.TrimSpace(n))
+		if !ok || err != nil || v == 0 || v < -1 {
+			return nil, fmt.Errorf("%q: want pool=N, N positive or -1", part)
+		}
+		m[strings.TrimSpace(pool)] = v
+	}
+	return m, nil
 }
 
 // DefaultNATSListen is the embedded server's client listener unless

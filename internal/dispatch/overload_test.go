@@ -1,8 +1,10 @@
 package dispatch_test
 
 import (
+	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/toolwire/toolwire/internal/tools/builtin"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // A full calls stream refuses new calls explicitly: OVERLOADED, retryable,
@@ -90,4 +93,222 @@ func TestTooManyWaitersAnswersOverloaded(t *testing.T) {
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, g.Response.GetError().GetType())
 	close(release)
 	require.True(t, (<-done).Response.Ok)
+}
+
+// A pool at its backlog bound refuses at admission: OVERLOADED with a
+// retry_after, for Submit and Call alike, recorded, and nothing queued.
+// Admission resumes once the backlog has drained.
+func TestPoolPastItsBoundIsRefusedAtAdmission(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{}, 8)
+	release := make(chan struct{})
+	hold := tool.Must(tool.New("hold", func(ctx context.Context, _ struct{}) (string, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return "held", nil
+	}))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{hold, builtin.Tools()[0]}, Concurrency: 2,
+		Dispatcher: dispatch.Config{PoolMaxBacklog: map[string]int{"native": 3}, LoadRefresh: 20 * time.Millisecond}})
+	ctx := t.Context()
+	var held []string
+	for range 3 { // two run, one waits
+		sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "hold"})
+		require.NoError(t, err)
+		require.Nil(t, sub.Rejected)
+		held = append(held, sub.CallID)
+	}
+	<-started
+	<-started
+	before := callsStored(t, s)
+
+	sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`})
+	require.NoError(t, err)
+	requireOverloaded(t, sub.Rejected, "pool native has 3 calls queued or running, at its bound of 3")
+	c, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}, 5*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, c.State)
+	requireOverloaded(t, c.Response, "at its bound of 3")
+	require.Equal(t, before, callsStored(t, s), "a refused call is never queued")
+	// Not recorded (a stored message per refusal would let an overload
+	// fill the events store): only the refused caller has the answer.
+	last, err := bus.LastMsg(ctx, s.Env.Bus.Events, s.Env.Bus.Subjects.EventsAnyDispatcher("default", sub.CallID))
+	require.ErrorIs(t, err, jetstream.ErrMsgNotFound, "%v", last)
+
+	close(release)
+	for _, id := range held {
+		g, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, id, 20*time.Second)
+		require.NoError(t, err)
+		require.True(t, g.Response.GetOk(), "held calls finish")
+	}
+	var accepted string
+	requireEventually(t, func() bool {
+		sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`})
+		require.NoError(t, err)
+		accepted = sub.CallID
+		return sub.Rejected == nil
+	}, "admission resumes once the backlog has drained")
+	g, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, accepted, 20*time.Second)
+	require.NoError(t, err)
+	require.True(t, g.Response.GetOk())
+}
+
+// A call that its pool would start only after its schedule-to-start is
+// refused at once; a call without one is still accepted, and the same
+// call is accepted once the backlog is gone.
+func TestExpectedWaitPastScheduleToStartIsRefused(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{Concurrency: 1, Dispatcher: dispatch.Config{LoadRefresh: 20 * time.Millisecond}})
+	ctx := t.Context()
+	sleep := func(s2s time.Duration) *toolwirev1.CallRequest {
+		r := &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"40ms"}`}
+		if s2s > 0 {
+			r.ScheduleToStart = durationpb.New(s2s)
+		}
+		return r
+	}
+	var queued []string
+	for range 100 { // about 4s of work for one slot
+		sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, sleep(0))
+		require.NoError(t, err)
+		require.Nil(t, sub.Rejected)
+		queued = append(queued, sub.CallID)
+	}
+	var refused *toolwirev1.ToolResponse
+	requireEventually(t, func() bool { // once the pool's rate is measured
+		sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, sleep(100*time.Millisecond))
+		require.NoError(t, err)
+		refused = sub.Rejected
+		return refused != nil
+	}, "a call that would start too late is refused")
+	requireOverloaded(t, refused, "after its schedule-to-start of ")
+	require.Contains(t, refused.Error.Message, "pool native would start this call in about")
+	sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, sleep(0))
+	require.NoError(t, err)
+	require.Nil(t, sub.Rejected, "a call without a schedule-to-start waits its turn")
+	queued = append(queued, sub.CallID)
+
+	for _, id := range queued {
+		_, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, id, 30*time.Second)
+		require.NoError(t, err)
+	}
+	requireEventually(t, func() bool {
+		sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, sleep(time.Second))
+		require.NoError(t, err)
+		return sub.Rejected == nil
+	}, "once the backlog is gone the same call is accepted")
+}
+
+// A store every call writes that is nearly full refuses new calls with
+// OVERLOADED before it fills, naming it; nothing is queued.
+func TestNearlyFullStoreRefusesAdmission(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{Bus: bus.Config{ResultsMaxBytes: 64 << 10},
+		Dispatcher: dispatch.Config{LoadRefresh: 20 * time.Millisecond}})
+	ctx := t.Context()
+	big := `{"text":"` + strings.Repeat("x", 2000) + `"}`
+	var refused *toolwirev1.ToolResponse
+	for i := 0; refused == nil; i++ {
+		require.Less(t, i, 2000, "the results store never refused")
+		r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: big}, 20*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
+		if !r.Response.Ok {
+			refused = r.Response
+		}
+	}
+	requireOverloaded(t, refused, "the results store (stream TOOLWIRE_RESULTS) is ")
+	require.Contains(t, refused.Error.Message, "of 64KiB): new calls are refused until it is below 90%")
+	require.Equal(t, 30*time.Second, refused.Error.RetryAfter.AsDuration())
+	require.Contains(t, refused.Error.Suggestion, "--stream-max-bytes results=")
+	before := callsStored(t, s)
+	r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: big}, 20*time.Second)
+	require.NoError(t, err)
+	requireOverloaded(t, r.Response, "the results store")
+	require.Equal(t, before, callsStored(t, s), "a refused call is never queued")
+}
+
+func requireOverloaded(t *testing.T, r *toolwirev1.ToolResponse, msg string) {
+	t.Helper()
+	require.NotNil(t, r, "want a refusal")
+	require.False(t, r.Ok)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, r.Error.GetType(), r.Error.GetMessage())
+	require.True(t, r.Error.Retryable)
+	require.GreaterOrEqual(t, r.Error.RetryAfter.AsDuration(), time.Second)
+	require.Equal(t, toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, r.Error.PartialSideEffects)
+	require.Contains(t, r.Error.Message, msg)
+}
+
+// callsStored is the number of messages in the calls stream.
+func callsStored(t *testing.T, s *dispatchtest.Stack) uint64 {
+	t.Helper()
+	info, err := s.Env.Bus.Calls.Info(t.Context())
+	require.NoError(t, err)
+	return info.State.Msgs
+}
+
+// requireEventually polls cond every 20ms until it holds, failing after
+// 20s.
+func requireEventually(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never happened: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline, not synchronisation by sleep
+	}
+}
+
+// The overload and storage flags refuse what they cannot read.
+func TestOverloadFlagsAreChecked(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pool-max-backlog", "sandbox"}, "want pool=N"},
+		{[]string{"--pool-max-backlog", "sandbox=0"}, "want pool=N"},
+		{[]string{"--stream-max-bytes", "results=1GB"}, "KiB, MiB, GiB or TiB"},
+		{[]string{"--stream-max-bytes", "audit=1GiB"}, `no store "audit"`},
+	} {
+		var stderr bytes.Buffer
+		require.Equal(t, 2, dispatch.Main(tt.args, &stderr, nil), tt.args)
+		require.Contains(t, stderr.String(), tt.want)
+	}
+}
+
+// A pool that finishes many times its bound between two reads of its
+// backlog is never refused: calls finished since the last read are not
+// taken for a backlog (they were, until the dispatcher learned to read
+// again early and to count the pool's drain rate).
+func TestFastPoolIsNotTakenForAFullOne(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{Concurrency: 8,
+		Dispatcher: dispatch.Config{PoolMaxBacklog: map[string]int{"native": 200}, LoadRefresh: time.Hour}})
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	refused := make(chan string, 1)
+	for range 4 {
+		wg.Go(func() {
+			for range 500 { // 2000 calls, ten times the bound
+				r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}, 20*time.Second)
+				if err == nil && !r.Response.GetOk() {
+					select {
+					case refused <- r.Response.GetError().GetMessage():
+					default:
+					}
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case msg := <-refused:
+		t.Fatalf("refused: %s", msg)
+	default:
+	}
 }

@@ -143,7 +143,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 		}
 	}
 	defer nc.Close()
-	b, err := bus.Open(ctx, nc, rc.Bus, bus.Options{})
+	b, err := bus.Open(ctx, nc, rc.Bus, bus.Options{Logger: log})
 	if err != nil {
 		return err
 	}

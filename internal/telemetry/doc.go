@@ -95,6 +95,12 @@
 //	toolwire_dispatcher_admission_duration_seconds         receipt → acknowledged publish of accepted calls
 //	toolwire_dispatcher_waiting_callers                    callers waiting in Call
 //	toolwire_pool_lag_messages{pool} (every pool), toolwire_dlq_messages
+//	toolwire_dispatcher_pool_backlog{pool}                 the dispatcher's view of a pool's calls queued or running (admission's, see internal/dispatch "Overload")
+//	toolwire_dispatcher_pool_backlog_bound{pool}           the backlog past which it refuses (absent: no bound)
+//	toolwire_dispatcher_pool_drain_rate{pool}              calls/s the pool finished over the last 2s
+//	toolwire_dispatcher_pool_expected_wait_seconds{pool}   queued calls over the drain rate
+//	toolwire_dispatcher_overload_refusals_total{cause,target}  OVERLOADED at admission: cause backlog, expected_wait or store; target the pool or store
+//	toolwire_store_bytes{store}, toolwire_store_max_bytes{store}  use and limit of every stream and bucket (read every 2s)
 //
 // The lag and DLQ gauges are read from JetStream (consumer and stream
 // info) at scrape time by StreamStats and cached for 2s, so scrapes cost

@@ -213,6 +213,8 @@ type DispatcherMetrics struct {
 	admitTime  prometheus.Observer
 	bound      map[string]prometheus.Counter
 	waiting    atomic.Pointer[func() float64]
+	load       loadCollector // load.go
+	overloads  *prometheus.CounterVec
 }
 
 // ObserveWaiting makes f, read at scrape time, the number of callers
@@ -228,6 +230,8 @@ func NewDispatcherMetrics(reg prometheus.Registerer) (*DispatcherMetrics, error)
 			[]string{"outcome"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolwire_dispatcher_rejections_total",
 			Help: "Calls rejected or refused, by error type."}, []string{"reason"}),
+		overloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolwire_dispatcher_overload_refusals_total",
+			Help: "Calls refused OVERLOADED at admission, by cause (backlog, expected_wait, store) and target (the pool, or the store)."}, []string{"cause", "target"}),
 	}
 	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "toolwire_dispatcher_admission_duration_seconds",
 		Help: "From receipt of a call to its acknowledged publish (admission and the calls stream's ack).", Buckets: latencyBuckets})
@@ -236,7 +240,7 @@ func NewDispatcherMetrics(reg prometheus.Registerer) (*DispatcherMetrics, error)
 	for _, o := range []string{AdmissionAccepted, AdmissionDuplicate, AdmissionRejected, AdmissionError} {
 		m.bound[o] = m.admissions.WithLabelValues(o)
 	}
-	cs := []prometheus.Collector{m.admissions, m.rejections, h,
+	cs := []prometheus.Collector{m.admissions, m.rejections, h, m.overloads, &m.load,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolwire_dispatcher_waiting_callers",
 			Help: "Callers waiting in Call for a result on this dispatcher."}, func() float64 {
 			if f := m.waiting.Load(); f != nil {

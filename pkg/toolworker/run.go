@@ -173,7 +173,7 @@ func Run(ctx context.Context, o Options) error {
 	// credentials may not manage streams) and never rewrites its limits.
 	var b *bus.Bus
 	if err := untilAvailable(ctx, log, "attach to the streams", func() (err error) {
-		b, err = bus.Open(ctx, nc, cfg, bus.Options{Bind: true})
+		b, err = bus.Open(ctx, nc, cfg, bus.Options{Bind: true, Logger: log})
 		return err
 	}); err != nil {
 		return err

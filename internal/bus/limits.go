@@ -1,0 +1,205 @@
+package bus
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Store is one stream or bucket of the layout with the limits Open gives
+// it.
+type Store struct {
+	// Name is the store's short name, as --stream-max-bytes takes it:
+	// calls, results, events, dlq, retries, advisories, cancels,
+	// idempotency, registry, sessions, blobs.
+	Name string
+	// Stream is the JetStream stream that holds it (KV_<bucket> and
+	// OBJ_<bucket> for buckets).
+	Stream string
+	// MaxBytes is its byte limit; -1 = unbounded.
+	MaxBytes int64
+	// MaxAge is how long a message (a key, an object) is kept; 0 = until
+	// MaxBytes pushes it out, or for ever.
+	MaxAge time.Duration
+	// DiscardNew: when the store is full it refuses writes. Otherwise it
+	// drops its oldest messages to take new ones.
+	DiscardNew bool
+	// Use says which admitted calls may write the store.
+	Use CallUse
+}
+
+// CallUse says which admitted calls may write a store: a dispatcher
+// refuses new calls before such a store fills (internal/dispatch).
+type CallUse int
+
+const (
+	// UsedByNoCall: written on other paths only (dead letters, advisories,
+	// cancel requests, tool registration, intents applied to sessions).
+	UsedByNoCall CallUse = iota
+	// UsedByEveryCall: any admitted call may write it (the call itself,
+	// its events, its result, a parked retry, a large output).
+	UsedByEveryCall
+	// UsedByKeyedCalls: only calls with an idempotency key write it.
+	UsedByKeyedCalls
+)
+
+// advisoriesMaxAge is how long MaxDeliver advisories are kept: the reaper
+// reads them at once, so this only matters while no dispatcher runs.
+const advisoriesMaxAge = 7 * 24 * time.Hour
+
+// byteLimit is one MaxBytes field of Config with its store and default.
+type byteLimit struct {
+	field *int64
+	name  string // the Config field
+	store string // Store.Name
+	def   int64
+}
+
+func (c *Config) byteLimits() []byteLimit {
+	return []byteLimit{
+		{&c.CallsMaxBytes, "CallsMaxBytes", "calls", 4 << 30},
+		{&c.ResultsMaxBytes, "ResultsMaxBytes", "results", 2 << 30},
+		{&c.EventsMaxBytes, "EventsMaxBytes", "events", 1 << 30},
+		{&c.DLQMaxBytes, "DLQMaxBytes", "dlq", 128 << 20},
+		{&c.RetriesMaxBytes, "RetriesMaxBytes", "retries", 128 << 20},
+		{&c.AdvisoriesMaxBytes, "AdvisoriesMaxBytes", "advisories", 32 << 20},
+		{&c.CancelsMaxBytes, "CancelsMaxBytes", "cancels", 32 << 20},
+		{&c.IdempotencyMaxBytes, "IdempotencyMaxBytes", "idempotency", 128 << 20},
+		{&c.RegistryMaxBytes, "RegistryMaxBytes", "registry", 32 << 20},
+		{&c.SessionsMaxBytes, "SessionsMaxBytes", "sessions", 32 << 20},
+		{&c.BlobsMaxBytes, "BlobsMaxBytes", "blobs", 512 << 20},
+	}
+}
+
+// Stores lists every stream and bucket of c (after WithDefaults) with its
+// limits, in layout order.
+func (c Config) Stores() []Store {
+	kv, obj := func(b string) string { return "KV_" + b }, func(b string) string { return "OBJ_" + b }
+	return []Store{
+		{"calls", c.CallsStream(), c.CallsMaxBytes, c.CallsMaxAge, true, UsedByEveryCall},
+		{"results", c.ResultsStream(), c.ResultsMaxBytes, c.ResultsMaxAge, false, UsedByEveryCall},
+		{"events", c.EventsStream(), c.EventsMaxBytes, c.EventsMaxAge, false, UsedByEveryCall},
+		{"dlq", c.DLQStream(), c.DLQMaxBytes, c.DLQMaxAge, false, UsedByNoCall},
+		{"retries", c.RetriesStream(), c.RetriesMaxBytes, c.CallsMaxAge, false, UsedByEveryCall},
+		{"advisories", c.AdvisoriesStream(), c.AdvisoriesMaxBytes, advisoriesMaxAge, false, UsedByNoCall},
+		{"cancels", kv(c.CancelBucket()), c.CancelsMaxBytes, c.CancelTTL, true, UsedByNoCall},
+		{"idempotency", kv(c.IdempotencyBucket()), c.IdempotencyMaxBytes, c.CallsMaxAge, true, UsedByKeyedCalls},
+		{"registry", kv(c.RegistryBucket()), c.RegistryMaxBytes, 0, true, UsedByNoCall},
+		{"sessions", kv(c.SessionsBucket()), c.SessionsMaxBytes, c.CallsMaxAge, true, UsedByNoCall},
+		{"blobs", obj(c.BlobBucket()), c.BlobsMaxBytes, c.ResultsMaxAge, true, UsedByEveryCall},
+	}
+}
+
+// ReservedBytes is what the layout reserves on every server that holds a
+// replica of its streams: the sum of the bounded stores' MaxBytes. It must
+// fit in the server's max_file_store (the embedded server's MaxStore).
+func (c Config) ReservedBytes() int64 {
+	var n int64
+	for _, s := range c.Stores() {
+		n += max(s.MaxBytes, 0)
+	}
+	return n
+}
+
+// SetMaxBytes sets the byte limit of the store named store (a Store.Name).
+func (c *Config) SetMaxBytes(store string, n int64) error {
+	var names []string
+	for _, l := range c.byteLimits() {
+		if l.store == store {
+			*l.field = n
+			return nil
+		}
+		names = append(names, l.store)
+	}
+	return fmt.Errorf("bus: no store %q (want one of %s)", store, strings.Join(names, ", "))
+}
+
+// ParseMaxBytes reads "store=size,store=size" (e.g. "results=8GiB,blobs=1GiB")
+// into c's byte limits; size as ParseBytes reads it.
+func (c *Config) ParseMaxBytes(s string) error {
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, size, ok := strings.Cut(part, "=")
+		if !ok {
+			return fmt.Errorf("bus: %q: want store=size", part)
+		}
+		n, err := ParseBytes(strings.TrimSpace(size))
+		if err != nil {
+			return err
+		}
+		if err := c.SetMaxBytes(strings.TrimSpace(name), n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ParseBytes reads a size in bytes: a whole number, optionally with the
+// suffix KiB, MiB, GiB or TiB; -1 = unbounded.
+func ParseBytes(s string) (int64, error) {
+	if s == "-1" {
+		return -1, nil
+	}
+	mult := int64(1)
+	for i, suffix := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		if rest, ok := strings.CutSuffix(s, suffix); ok {
+			s, mult = rest, int64(1)<<(10*(i+1))
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("bus: size %q: want a positive number of bytes, optionally with KiB, MiB, GiB or TiB, or -1", s)
+	}
+	return n * mult, nil
+}
+
+// IsStorageExhausted reports whether err is a server refusing a stream
+// because its limits do not fit the storage left (error 10047).
+func IsStorageExhausted(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == 10047
+}
+
+// storeFullHint completes the error of a stream the server refused for
+// want of storage.
+func (c Config) storeFullHint(err error) error {
+	if !IsStorageExhausted(err) {
+		return err
+	}
+	return fmt.Errorf("%w (the layout reserves %s on each server, the sum of its stores' byte limits: raise the server's max_file_store or lower the limits with --stream-max-bytes)",
+		err, FormatBytes(c.ReservedBytes()))
+}
+
+// FormatBytes renders n in the largest binary unit that divides it, as
+// ParseBytes reads it.
+func FormatBytes(n int64) string {
+	if n < 0 {
+		return "unbounded"
+	}
+	units := []string{"TiB", "GiB", "MiB", "KiB"}
+	for i, u := range units {
+		size := int64(1) << (10 * (len(units) - i))
+		if n >= size && n%size == 0 {
+			return strconv.FormatInt(n/size, 10) + u
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// StoreNames lists the names SetMaxBytes takes, in layout order.
+func StoreNames() []string {
+	var c Config
+	names := []string{}
+	for _, l := range c.byteLimits() {
+		names = append(names, l.store)
+	}
+	return names
+}

@@ -1,0 +1,164 @@
+package bus_test
+
+import (
+	"bytes"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/bus/bustest"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// Every stream and bucket of the layout has a byte limit, and the age
+// limit Stores states; no stream of the account is left out of Stores.
+func TestEveryStoreIsBounded(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	ctx := t.Context()
+	stores := env.Bus.Config.Stores()
+	want := map[string]bus.Store{}
+	for _, s := range stores {
+		want[s.Stream] = s
+	}
+	seen := 0
+	l := env.Bus.JS.ListStreams(ctx)
+	for info := range l.Info() {
+		s, ok := want[info.Config.Name]
+		require.True(t, ok, "stream %s is not in Stores", info.Config.Name)
+		seen++
+		require.Positive(t, info.Config.MaxBytes, "stream %s has no byte limit", info.Config.Name)
+		require.Equal(t, s.MaxBytes, info.Config.MaxBytes, s.Name)
+		require.Equal(t, s.MaxAge, info.Config.MaxAge, s.Name)
+		require.Equal(t, s.DiscardNew, info.Config.Discard == jetstream.DiscardNew, s.Name)
+	}
+	require.NoError(t, l.Err())
+	require.Equal(t, len(stores), seen, "every store exists")
+	require.Equal(t, int64(8<<30), env.Bus.Config.ReservedBytes(), "the defaults reserve 8 GiB")
+	require.Len(t, bus.StoreNames(), len(stores))
+}
+
+// A limit set by name reaches its stream.
+func TestStoreLimitsAreConfigurable(t *testing.T) {
+	t.Parallel()
+	var cfg bus.Config
+	require.NoError(t, cfg.ParseMaxBytes("results=3MiB, blobs=1GiB,events=-1"))
+	require.ErrorContains(t, cfg.ParseMaxBytes("nope=1KiB"), `no store "nope"`)
+	require.ErrorContains(t, cfg.ParseMaxBytes("results"), "store=size")
+	require.ErrorContains(t, cfg.ParseMaxBytes("results=1GB"), "KiB, MiB, GiB or TiB")
+	require.ErrorContains(t, cfg.ParseMaxBytes("results=0"), "positive")
+	env := bustest.Start(t, cfg)
+	info, err := env.Bus.Results.Info(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, int64(3<<20), info.Config.MaxBytes)
+	info, err = env.Bus.Events.Info(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, int64(-1), info.Config.MaxBytes, "-1 is unbounded, on purpose")
+	require.Equal(t, "3MiB", bus.FormatBytes(3<<20))
+	require.Equal(t, "1000", bus.FormatBytes(1000))
+}
+
+// A server without room for the layout's limits is refused with what to
+// change, not a bare error code.
+func TestLayoutTooLargeForTheServerSaysWhatToChange(t *testing.T) {
+	t.Parallel()
+	srv, err := bus.StartEmbedded(t.Context(), bus.EmbeddedConfig{StoreDir: t.TempDir(), MaxStore: 1 << 30})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect("test")
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	_, err = bus.Open(t.Context(), nc, bus.Config{}, bus.Options{})
+	require.True(t, bus.IsStorageExhausted(err), "got %v", err)
+	require.ErrorContains(t, err, "reserves 8GiB")
+	require.ErrorContains(t, err, "--stream-max-bytes")
+}
+
+// An operator's edit on the server is put back by the configuration, and
+// never silently: every setting changed is logged with both values.
+func TestLiveSettingsThatDifferAreLogged(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	ctx := t.Context()
+	_, err := env.Bus.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE})
+	require.NoError(t, err)
+
+	// The operator edits a stream, a bucket and a pool consumer.
+	info, err := env.Bus.Results.Info(ctx)
+	require.NoError(t, err)
+	edited := info.Config
+	edited.MaxBytes, edited.MaxAge = 1<<20, time.Hour
+	_, err = env.Bus.JS.UpdateStream(ctx, edited)
+	require.NoError(t, err)
+	kv, err := env.Bus.JS.Stream(ctx, "KV_toolwire_idempotency")
+	require.NoError(t, err)
+	kvCfg := kv.CachedInfo().Config
+	kvCfg.MaxBytes = 4 << 20
+	_, err = env.Bus.JS.UpdateStream(ctx, kvCfg)
+	require.NoError(t, err)
+	pool, err := env.Bus.Calls.Consumer(ctx, "toolwire_pool_native")
+	require.NoError(t, err)
+	poolCfg := pool.CachedInfo().Config
+	poolCfg.MaxAckPending = 7
+	_, err = env.Bus.Calls.UpdateConsumer(ctx, poolCfg)
+	require.NoError(t, err)
+
+	// The next start applies the configuration and says what it changed.
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	nc, err := bus.Dial(bus.ConnConfig{URL: env.URL, Name: "restart"})
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	b, err := bus.Open(ctx, nc, bus.Config{}, bus.Options{Logger: log})
+	require.NoError(t, err)
+	_, err = b.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE})
+	require.NoError(t, err)
+	out := logs.String()
+	require.Contains(t, out, "stream=TOOLWIRE_RESULTS")
+	require.Contains(t, out, "max_bytes: 1048576 → 2147483648")
+	require.Contains(t, out, "max_age: 1h0m0s → 720h0m0s")
+	require.Contains(t, out, "stream=KV_toolwire_idempotency")
+	require.Contains(t, out, "max_bytes: 4194304 → 134217728")
+	require.Contains(t, out, "consumer=toolwire_pool_native")
+	require.Contains(t, out, "max_ack_pending: 7 → 1024")
+	require.Contains(t, out, "the configuration is applied")
+	require.NotContains(t, out, "TOOLWIRE_CALLS", "unchanged stores are not logged")
+	info, err = b.Results.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(2<<30), info.Config.MaxBytes, "the configuration wins")
+
+	// Nothing differs now: nothing is logged.
+	logs.Reset()
+	_, err = bus.Open(ctx, nc, bus.Config{}, bus.Options{Logger: log})
+	require.NoError(t, err)
+	_, err = b.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE})
+	require.NoError(t, err)
+	require.Empty(t, logs.String())
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Reset()
+}
