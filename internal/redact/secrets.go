@@ -96,7 +96,7 @@ func forms(v string) []string {
 	add(url.QueryEscape(v))
 	add(url.PathEscape(v))
 	add((&url.URL{Path: v}).EscapedPath()) // as url.URL.String writes a path
-	add(escapeUnreserved(v))
+	add(PercentEncode(v))
 	return out
 }
 
@@ -123,9 +123,10 @@ func unreserved(s string) bool {
 
 const upperhex = "0123456789ABCDEF"
 
-// escapeUnreserved percent-encodes every byte but ALPHA / DIGIT / "-" /
-// "." / "_" / "~" (RFC 3986 unreserved).
-func escapeUnreserved(s string) string {
+// PercentEncode percent-encodes every byte of s but ALPHA / DIGIT / "-" /
+// "." / "_" / "~" (RFC 3986 unreserved): how the http executor puts a
+// value into a URL, and so one of the forms a secret is looked for in.
+func PercentEncode(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]

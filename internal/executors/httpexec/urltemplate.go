@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/toolwire/toolwire/internal/redact"
 )
 
 // urlTemplate is a parsed url_template: RFC 6570 level 1 (simple string
@@ -162,22 +164,7 @@ func (ut *urlTemplate) expand(a *args) (string, error) {
 				return "", argError(p.name, fmt.Sprintf("%q cannot be a URL path segment", v))
 			}
 		}
-		escapeUnreserved(&b, v)
+		b.WriteString(redact.PercentEncode(v))
 	}
 	return b.String(), nil
-}
-
-const upperhex = "0123456789ABCDEF"
-
-func escapeUnreserved(b *strings.Builder, s string) {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '-' || c == '.' || c == '_' || c == '~' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('%')
-		b.WriteByte(upperhex[c>>4])
-		b.WriteByte(upperhex[c&15])
-	}
 }
