@@ -42,10 +42,12 @@
 //	blobs        512 MiB    ResultsMaxAge  refuses new outputs over the inline limit
 //
 // No store may fill on the path of an admitted call: a dispatcher refuses
-// new calls with OVERLOADED once a store they may write (Store.Use) is
-// past 90% of its limit (internal/dispatch, "Overload"), so the last 10%
-// is for the calls already admitted, and a discard-old store drops old
-// messages rather than refuse an admitted call's. The limits sum to 8 GiB
+// new calls with OVERLOADED once a discard-new store they may write
+// (Store.Use: calls, idempotency) is past 90% of its limit
+// (internal/dispatch, "Overload"), so the last 10% is for the calls
+// already admitted; a discard-old store drops old messages rather than
+// refuse a write and never refuses a call; blobs are copies a worker may
+// go without (a cut response keeps its result). The limits sum to 8 GiB
 // (ReservedBytes), which the server reserves for the layout: each store
 // can fill only itself, never the server's store under another (unbounded
 // streams shared the server's, and a full one made CALLS fail). A server

@@ -90,7 +90,9 @@ func (c Config) Stores() []Store {
 		{"idempotency", kv(c.IdempotencyBucket()), c.IdempotencyMaxBytes, c.CallsMaxAge, true, UsedByKeyedCalls},
 		{"registry", kv(c.RegistryBucket()), c.RegistryMaxBytes, 0, true, UsedByNoCall},
 		{"sessions", kv(c.SessionsBucket()), c.SessionsMaxBytes, c.CallsMaxAge, true, UsedByNoCall},
-		{"blobs", obj(c.BlobBucket()), c.BlobsMaxBytes, c.ResultsMaxAge, true, UsedByEveryCall},
+		// Blobs are copies: a worker that cannot store one keeps the cut
+		// response inline, so a full blob store never refuses admission.
+		{"blobs", obj(c.BlobBucket()), c.BlobsMaxBytes, c.ResultsMaxAge, true, UsedByNoCall},
 	}
 }
 

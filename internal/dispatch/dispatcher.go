@@ -500,6 +500,14 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 		if w != nil {
 			w.cancel()
 		}
+		if o.IdempotencyKey != "" {
+			// A retry with the same key may have found the key claimed and
+			// now waits on this call id: record the refusal before the key
+			// is released, so that it gets this answer (overload refusals
+			// of calls without a key are not stored: load.go).
+			d.event(ctx, id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: o.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
+				Error: te, Caller: callerOf(id, o)})
+		}
 		d.releaseKey(id, o)
 		return d.refuseOverloaded(o, callID, te, cause, target, now), nil, nil
 	}

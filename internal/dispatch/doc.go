@@ -77,10 +77,13 @@
 // published. It is refused OVERLOADED — retryable, side effects NONE, a
 // retry_after, nothing queued, its key released — when:
 //
-//   - a store the call may write is past Config.StoreHighWater (90%) of
-//     its byte limit: calls, results, events, retries and blobs for every
-//     call, idempotency for calls with a key, and the JetStream account's
-//     storage when the account has a limit (bus.Store.Use). The message
+//   - a store the call may write and that refuses writes when full is past
+//     Config.StoreHighWater (90%) of its byte limit: calls for every call,
+//     idempotency for calls with a key, and the JetStream account's
+//     storage when the account has a limit (bus.Store.Use). Discard-old
+//     stores (results, events, retries) never refuse a call: they drop
+//     their oldest messages (refusing until those aged out would refuse
+//     every call for days); blobs are optional copies. The message
 //     names the store, its use and its limit; retry_after 30s. The 10%
 //     left is for the calls already admitted: their results, events,
 //     retries and outputs must never be what fails.

@@ -355,7 +355,12 @@ func (v *loadView) publish() {
 	hw := v.d.cfg.StoreHighWater
 	for i := range s.stores {
 		u := &s.stores[i]
-		if u.MaxBytes <= 0 || float64(u.bytes) < hw*float64(u.MaxBytes) {
+		// Only a store that refuses writes when full (discard new: calls,
+		// idempotency keys) refuses admission as it fills. A discard-old
+		// store (results, events, retries) drops its oldest messages and
+		// never blocks a write; refusing calls until its oldest messages
+		// aged out would refuse every call for days (events are kept 72 h).
+		if !u.DiscardNew || u.MaxBytes <= 0 || float64(u.bytes) < hw*float64(u.MaxBytes) {
 			continue
 		}
 		switch {
@@ -560,10 +565,12 @@ func (v *loadView) metrics() ([]telemetry.PoolLoad, []telemetry.StoreLoad) {
 // refusals it is not recorded as a REJECTED event: under overload most
 // calls are refused, and a stored message per refusal (about 3,400 a
 // second in toolwire-bench -overload) would grow the server's memory with
-// every refused call id and fill the events store, whose use then refuses
-// every call. The caller has the answer; the refusal is counted in the
-// metrics; the call id, never queued, is UNKNOWN to GetResult once it is
-// no longer recent (10s).
+// every refused call id and fill the events store. The caller has the
+// answer; the refusal is counted in the metrics; the call id, never
+// queued, is UNKNOWN to GetResult once it is no longer recent (10s). A
+// call with an idempotency key is the exception: its refusal is recorded
+// (admitAndPublish), since a retry with the same key may be waiting on
+// its call id.
 func (d *Dispatcher) refuseOverloaded(o *toolwirev1.CallRequest, callID string, te *toolwirev1.ToolError, cause, target string, now time.Time) *Submitted {
 	d.metrics.Overloaded(cause, target)
 	return &Submitted{CallID: callID, Rejected: rejection(callID, o.Tool, te, now)}

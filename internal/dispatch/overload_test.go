@@ -136,6 +136,17 @@ func TestPoolPastItsBoundIsRefusedAtAdmission(t *testing.T) {
 	// fill the events store): only the refused caller has the answer.
 	last, err := bus.LastMsg(ctx, s.Env.Bus.Events, s.Env.Bus.Subjects.EventsAnyDispatcher("default", sub.CallID))
 	require.ErrorIs(t, err, jetstream.ErrMsgNotFound, "%v", last)
+	// A call with an idempotency key is the exception: a retry with the
+	// same key may be waiting on its call id, so its refusal is recorded
+	// and any replica answers that id with it.
+	keyed, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`,
+		IdempotencyKey: "k-1"})
+	require.NoError(t, err)
+	requireOverloaded(t, keyed.Rejected, "at its bound of 3")
+	g, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, keyed.CallID, 0)
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, g.State)
+	requireOverloaded(t, g.Response, "at its bound of 3")
 
 	close(release)
 	for _, id := range held {
@@ -150,7 +161,7 @@ func TestPoolPastItsBoundIsRefusedAtAdmission(t *testing.T) {
 		accepted = sub.CallID
 		return sub.Rejected == nil
 	}, "admission resumes once the backlog has drained")
-	g, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, accepted, 20*time.Second)
+	g, err = s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, accepted, 20*time.Second)
 	require.NoError(t, err)
 	require.True(t, g.Response.GetOk())
 }
@@ -205,13 +216,13 @@ func TestExpectedWaitPastScheduleToStartIsRefused(t *testing.T) {
 // OVERLOADED before it fills, naming it; nothing is queued.
 func TestNearlyFullStoreRefusesAdmission(t *testing.T) {
 	t.Parallel()
-	s := dispatchtest.Start(t, dispatchtest.Options{Bus: bus.Config{ResultsMaxBytes: 64 << 10},
+	s := dispatchtest.Start(t, dispatchtest.Options{Bus: bus.Config{CallsMaxBytes: 64 << 10},
 		Dispatcher: dispatch.Config{LoadRefresh: 20 * time.Millisecond}})
 	ctx := t.Context()
 	big := `{"text":"` + strings.Repeat("x", 2000) + `"}`
 	var refused *toolwirev1.ToolResponse
 	for i := 0; refused == nil; i++ {
-		require.Less(t, i, 2000, "the results store never refused")
+		require.Less(t, i, 2000, "the calls store never refused")
 		r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: big}, 20*time.Second)
 		require.NoError(t, err)
 		require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
@@ -219,14 +230,25 @@ func TestNearlyFullStoreRefusesAdmission(t *testing.T) {
 			refused = r.Response
 		}
 	}
-	requireOverloaded(t, refused, "the results store (stream TOOLWIRE_RESULTS) is ")
+	// The first refusal may be the server's own (the store filled between
+	// two reads of its use, every 2s); the view's refusal follows.
+	requireOverloaded(t, refused, "")
+	require.Eventually(t, func() bool {
+		r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: big}, 20*time.Second)
+		if err == nil && !r.Response.Ok && strings.Contains(r.Response.Error.Message, "the calls store (stream TOOLWIRE_CALLS) is ") {
+			refused = r.Response
+			return true
+		}
+		return false
+	}, 30*time.Second, 50*time.Millisecond, "the store's use was never read as nearly full")
+	requireOverloaded(t, refused, "the calls store (stream TOOLWIRE_CALLS) is ")
 	require.Contains(t, refused.Error.Message, "of 64KiB): new calls are refused until it is below 90%")
 	require.Equal(t, 30*time.Second, refused.Error.RetryAfter.AsDuration())
-	require.Contains(t, refused.Error.Suggestion, "--stream-max-bytes results=")
+	require.Contains(t, refused.Error.Suggestion, "--stream-max-bytes calls=")
 	before := callsStored(t, s)
 	r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: big}, 20*time.Second)
 	require.NoError(t, err)
-	requireOverloaded(t, r.Response, "the results store")
+	requireOverloaded(t, r.Response, "the calls store")
 	require.Equal(t, before, callsStored(t, s), "a refused call is never queued")
 }
 
@@ -310,5 +332,25 @@ func TestFastPoolIsNotTakenForAFullOne(t *testing.T) {
 	case msg := <-refused:
 		t.Fatalf("refused: %s", msg)
 	default:
+	}
+}
+
+// A full discard-old store (results, events) drops its oldest messages and
+// never refuses admission: refusing until they aged out would refuse every
+// call for as long as the store keeps them (review finding).
+func TestFullDiscardOldStoreNeverRefuses(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{Bus: bus.Config{ResultsMaxBytes: 64 << 10, EventsMaxBytes: 64 << 10},
+		Dispatcher: dispatch.Config{LoadRefresh: 20 * time.Millisecond}})
+	ctx := t.Context()
+	big := `{"text":"` + strings.Repeat("x", 2000) + `"}`
+	// At least 200 calls (about 400 KB of results: the store is full many
+	// times over) and for longer than the view's 2s between reads of store
+	// use, so that a read sees the store full.
+	start := time.Now()
+	for i := 0; i < 200 || time.Since(start) < 5*time.Second; i++ {
+		r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: big}, 20*time.Second)
+		require.NoError(t, err)
+		require.True(t, r.Response.Ok, "call %d: %v", i, r.Response.Error)
 	}
 }

@@ -66,15 +66,21 @@ func (w *Worker) fitInline(ctx context.Context, call *toolwirev1.ToolCall, resp 
 	text := output.Text(resp)
 	// Per attempt: a concurrent duplicate attempt must not overwrite the
 	// blobs the stored result points at.
+	// The copies are optional; the result is not: a copy that cannot be
+	// stored (a full or unreachable blob store) leaves the cut response
+	// without its reference (GetOutput then answers that the full output
+	// is gone) rather than losing what the tool did.
 	full, err := w.putBlob(ctx, fmt.Sprintf("%s.%d.response.pb", call.CallId, call.Attempt), data,
 		"application/x-protobuf; messageType=toolwire.v1.ToolResponse")
 	if err != nil {
-		return nil, err
+		w.log.WarnContext(ctx, "full response not stored; the result keeps what fits inline", "call_id", call.CallId, "err", err)
+		full = nil
 	}
 	fullText, err := w.putBlob(ctx, fmt.Sprintf("%s.%d.output.txt", call.CallId, call.Attempt), []byte(text),
 		"text/plain; charset=utf-8")
 	if err != nil {
-		return nil, err
+		w.log.WarnContext(ctx, "full output text not stored; the result keeps what fits inline", "call_id", call.CallId, "err", err)
+		fullText = nil
 	}
 	if lim.bytes > 0 || lim.lines > 0 {
 		short := cut(resp, text, lim, call.CallId, false)
