@@ -145,6 +145,7 @@ func Read(ctx context.Context, r io.Reader, offset, limit int64) (Range, error) 
 		offset++
 	}
 	buf := make([]byte, 0, min(limit, chunk))
+	atEnd := false
 	for int64(len(buf)) < limit {
 		if err := ctx.Err(); err != nil {
 			return Range{}, fmt.Errorf("output: read: %w", err)
@@ -154,22 +155,27 @@ func Read(ctx context.Context, r io.Reader, offset, limit int64) (Range, error) 
 		k, err := io.ReadFull(br, buf[len(buf):len(buf)+n])
 		buf = buf[:len(buf)+k]
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			atEnd = true
 			break
 		}
 		if err != nil {
 			return Range{}, fmt.Errorf("output: read: %w", err)
 		}
 	}
-	// An end inside a character moves to its start.
-	for i := len(buf) - 1; i >= 0 && i >= len(buf)-utf8.UTFMax; i-- {
+	// An end inside a character moves to its start, unless the text itself
+	// ends there (it ends with a broken character: shown replaced, and the
+	// range still reaches the end, so a reader paging to the end stops).
+	read := int64(len(buf))
+	for i := len(buf) - 1; !atEnd && i >= 0 && i >= len(buf)-utf8.UTFMax; i-- {
 		if utf8.RuneStart(buf[i]) {
 			if !utf8.FullRune(buf[i:]) {
 				buf = buf[:i]
+				read = int64(i)
 			}
 			break
 		}
 	}
-	return Range{Text: strings.ToValidUTF8(string(buf), "\uFFFD"), Offset: offset, Next: offset + int64(len(buf))}, nil
+	return Range{Text: strings.ToValidUTF8(string(buf), "\uFFFD"), Offset: offset, Next: offset + read}, nil
 }
 
 // chunk is the unit of reading.

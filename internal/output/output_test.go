@@ -182,3 +182,14 @@ func BenchmarkGrepAndRead(b *testing.B) {
 		}
 	})
 }
+
+// A text that ends inside a character (never valid UTF-8 there) is still
+// read to its end: a reader paging until the end stops.
+func TestReadReachesTheEndOfABrokenText(t *testing.T) {
+	t.Parallel()
+	text := "abc\xe2\x82" // "€" cut short
+	r, err := output.Read(t.Context(), strings.NewReader(text), 0, 100)
+	require.NoError(t, err)
+	require.Equal(t, int64(len(text)), r.Next)
+	require.True(t, utf8.ValidString(r.Text))
+}
