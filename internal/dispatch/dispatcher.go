@@ -188,15 +188,17 @@ func (d *Dispatcher) Stop() {
 		d.mover.Stop()
 		d.lazyRecords.Stop()
 	}
-	d.stopSweeper()
-	d.pools.end()
-	d.load.stopRefresh()
 	for id, w := range d.waiters {
 		close(w.ch)
 		delete(d.waiters, id)
 	}
 	results, cons, rechecksDone := d.results, d.resultsCons, d.rechecksDone
 	d.mu.Unlock()
+	// Outside the lock too: each may be in a server read for seconds, and a
+	// metrics scrape or a waiter's cancel takes the lock (review finding).
+	d.stopSweeper()
+	d.pools.end()
+	d.load.stopRefresh()
 	// Outside the lock: a recheck of waiters takes it, and stopping the
 	// results consumer waits for an attempt to make it again (during an
 	// outage, up to about 20s).
