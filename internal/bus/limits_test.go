@@ -1,9 +1,7 @@
 package bus_test
 
 import (
-	"bytes"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/bus/bustest"
+	"github.com/toolwire/toolwire/internal/logtest"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -108,7 +107,7 @@ func TestLiveSettingsThatDifferAreLogged(t *testing.T) {
 	require.NoError(t, err)
 
 	// The next start applies the configuration and says what it changed.
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	nc, err := bus.Dial(bus.ConnConfig{URL: env.URL, Name: "restart"})
 	require.NoError(t, err)
@@ -138,27 +137,4 @@ func TestLiveSettingsThatDifferAreLogged(t *testing.T) {
 	_, err = b.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE})
 	require.NoError(t, err)
 	require.Empty(t, logs.String())
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) Reset() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.Reset()
 }

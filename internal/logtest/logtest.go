@@ -26,6 +26,13 @@ func (b *Buffer) String() string {
 	return b.buf.String()
 }
 
+// Reset forgets everything written so far.
+func (b *Buffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
+}
+
 // JSONLogger returns a logger writing JSON lines at debug level into b.
 func (b *Buffer) JSONLogger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
