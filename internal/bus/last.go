@@ -151,18 +151,37 @@ func AllMsgsFromLeader(ctx context.Context, js jetstream.JetStream, stream jetst
 	name := stream.CachedInfo().Config.Name
 	var out []*jetstream.RawStreamMsg
 	for _, subject := range subjects {
-		for seq := uint64(1); ; {
-			m, err := leaderGet(ctx, js.Conn(), name, subject, getRequest{Seq: seq, NextFor: subject})
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				break
-			}
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, m)
-			seq = m.Sequence + 1
+		if out, err = subjectMsgs(ctx, js.Conn(), name, subject, 0, out); err != nil {
+			return nil, err
 		}
 	}
 	slices.SortFunc(out, func(a, b *jetstream.RawStreamMsg) int { return cmp.Compare(a.Sequence, b.Sequence) })
+	return out, nil
+}
+
+// MsgsBeforeFromLeader returns the messages of stream on the literal
+// subject stored before sequence before, oldest first, read from the
+// stream's leader as AllMsgsFromLeader reads.
+func MsgsBeforeFromLeader(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, subject string, before uint64) ([]*jetstream.RawStreamMsg, error) {
+	return subjectMsgs(ctx, js.Conn(), stream.CachedInfo().Config.Name, subject, before, nil)
+}
+
+// subjectMsgs appends to out the messages on the literal subject, read
+// forward from the leader, up to (not including) sequence before; 0 = all.
+func subjectMsgs(ctx context.Context, nc *nats.Conn, stream, subject string, before uint64, out []*jetstream.RawStreamMsg) ([]*jetstream.RawStreamMsg, error) {
+	for seq := uint64(1); before == 0 || seq < before; {
+		m, err := leaderGet(ctx, nc, stream, subject, getRequest{Seq: seq, NextFor: subject})
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if before != 0 && m.Sequence >= before {
+			break
+		}
+		out = append(out, m)
+		seq = m.Sequence + 1
+	}
 	return out, nil
 }

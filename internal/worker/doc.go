@@ -114,6 +114,27 @@
 // events the leader counts is an error: on any error the call is handed
 // back (NakWithDelay 1s), never run on a guess.
 //
+// Two deliveries of one call can both look and find no earlier attempt: a
+// worker that stalls past AckWait before its STARTED is stored (a GC
+// pause, SIGSTOP, a leader election on EVENTS) and the redelivery that
+// JetStream hands another worker meanwhile. So, for a tool that is not
+// safe to rerun, a stored STARTED is a claim that is checked before the
+// attempt runs: the worker reads back, from the leader, the call's events
+// stored before its STARTED, and if another delivery recorded the same or
+// a later attempt first it neither runs nor settles (Stats.ClaimsLost):
+// its delivery is stale, or, if not, the next one reads the winner's
+// STARTED. When the events cannot be read back (retried for 10s) the call
+// is handed back without the RETRYING note, since another delivery may
+// be running the attempt: the next delivery answers UNKNOWN_OUTCOME.
+//
+// One window remains: a STARTED stored without its acknowledgement
+// reaching the worker is followed by the RETRYING note above; if, in the
+// same moment, the delivery is stale and another worker's STARTED for
+// the same attempt was stored before it, the note lets a later delivery
+// run the next attempt while that worker may still run this one. It needs
+// a lost publish acknowledgement and a delivery stalled past AckWait
+// together; the fault tests have not produced it.
+//
 // # Refused calls
 //
 // A call that fails the checks above is answered (an error response,

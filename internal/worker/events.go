@@ -33,7 +33,7 @@ func (w *Worker) lastEvent(ctx context.Context, call *toolwirev1.ToolCall) (*too
 		// Unreadable: assume the worst, an attempt started.
 		return &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED}, nil
 	}
-	if ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED || ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED {
+	if !attemptEventType(ev.Type) {
 		// Admission and cancel records say nothing about attempts, and
 		// come from other connections, so they may land after an attempt's
 		// STARTED: look at every event.
@@ -57,8 +57,7 @@ func (w *Worker) lastAttemptEvent(ctx context.Context, call *toolwirev1.ToolCall
 	var last *toolwirev1.CallEvent
 	for _, m := range msgs {
 		ev := &toolwirev1.CallEvent{}
-		if proto.Unmarshal(m.Data, ev) == nil && ev.Type != toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED &&
-			ev.Type != toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED {
+		if proto.Unmarshal(m.Data, ev) == nil && attemptEventType(ev.Type) {
 			last = ev
 		}
 	}
@@ -76,26 +75,98 @@ func (w *Worker) attemptEvent(ctx context.Context, call *toolwirev1.ToolCall, sp
 		w.publishEvent(call, ev)
 		return nil
 	}
-	return w.durableEvent(ctx, call, ev, settleTimeout)
+	_, err := w.durableEvent(ctx, call, ev, settleTimeout)
+	return err
 }
 
 // durableEvent publishes ev and waits, at most timeout, until the events
-// stream has stored it.
-func (w *Worker) durableEvent(ctx context.Context, call *toolwirev1.ToolCall, ev *toolwirev1.CallEvent, timeout time.Duration) error {
+// stream has stored it; it returns the event's stream sequence.
+func (w *Worker) durableEvent(ctx context.Context, call *toolwirev1.ToolCall, ev *toolwirev1.CallEvent, timeout time.Duration) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	w.redactEvent(call, ev)
 	ev.CallId, ev.Tool, ev.Attempt, ev.Worker = call.CallId, call.Tool, call.Attempt, w.cfg.Name
 	ev.Time = timestamppb.Now()
 	data, err := proto.Marshal(ev)
+	var ack *jetstream.PubAck
 	if err == nil {
-		_, err = w.bus.JS.Publish(ctx, w.bus.Subjects.Event(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId), data)
+		ack, err = w.bus.JS.Publish(ctx, w.eventSubject(call), data)
 	}
 	if err != nil {
 		w.log.WarnContext(ctx, "durable event not stored", "call_id", call.CallId, "type", ev.Type, "err", err)
-		return fmt.Errorf("worker: %s event not stored: %w", ev.Type, err)
+		return 0, fmt.Errorf("worker: %s event not stored: %w", ev.Type, err)
+	}
+	return ack.Sequence, nil
+}
+
+// eventSubject is the subject of a call's events: the same for every
+// delivery of the call, since it names the dispatcher that admitted it.
+func (w *Worker) eventSubject(call *toolwirev1.ToolCall) string {
+	return w.bus.Subjects.Event(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
+}
+
+// errClaimLost says another delivery of the call recorded the start of
+// this attempt (or a later one) before this delivery did.
+var errClaimLost = errors.New("worker: another delivery of the call started it first")
+
+// durableStart stores the STARTED event of an attempt of a tool that is
+// not safe to rerun, then makes sure this delivery is the one that
+// started it. Two deliveries of one call can both pass the look at the
+// call's events (handle): a worker that stalls past AckWait before its
+// STARTED is stored (a long GC pause, SIGSTOP, a leader election) and the
+// redelivery that JetStream hands to another worker meanwhile. Both then
+// store a STARTED for the same attempt; the stream orders them, and the
+// one stored first wins. The loser returns errClaimLost and must neither
+// run nor settle the call: its delivery is stale, or, if it is not, the
+// next delivery reads the winner's STARTED. When the events cannot be
+// read back it returns errStartUnconfirmed.
+func (w *Worker) durableStart(ctx context.Context, call *toolwirev1.ToolCall) error {
+	seq, err := w.durableEvent(ctx, call, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED}, settleTimeout)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	var earlier []*jetstream.RawStreamMsg
+	for {
+		// The leader that stored the event may be gone the moment after:
+		// retry until the next one answers.
+		if earlier, err = bus.MsgsBeforeFromLeader(rctx, w.bus.JS, w.bus.Events, w.eventSubject(call), seq); err == nil {
+			break
+		}
+		select {
+		case <-rctx.Done():
+			return fmt.Errorf("%w: %w", errStartUnconfirmed, err)
+		case <-time.After(readBackRetry):
+		}
+	}
+	for _, m := range earlier {
+		ev := &toolwirev1.CallEvent{}
+		if proto.Unmarshal(m.Data, ev) != nil {
+			return fmt.Errorf("%w (an unreadable event at %d)", errClaimLost, m.Sequence)
+		}
+		if attemptEventType(ev.Type) && ev.Attempt >= call.Attempt {
+			return fmt.Errorf("%w (%s of attempt %d by %q at %d)", errClaimLost, ev.Type, ev.Attempt, ev.Worker, m.Sequence)
+		}
 	}
 	return nil
+}
+
+// errStartUnconfirmed says an attempt's STARTED was stored but the events
+// before it could not be read back: the attempt must not run, and no note
+// that it did not run may be written either (another delivery may be
+// running it); the call is handed back, and its next delivery reads this
+// STARTED as an attempt of unknown outcome.
+var errStartUnconfirmed = errors.New("worker: STARTED stored but not read back")
+
+// readBackRetry is the pause between reads of a call's events after its
+// STARTED was stored.
+const readBackRetry = 250 * time.Millisecond
+
+// attemptEventType says whether an event of type t is written by an
+// attempt (not by admission or a cancel request).
+func attemptEventType(t toolwirev1.CallEventType) bool {
+	return t != toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED && t != toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED
 }
 
 // startedEvent records that an attempt started. Tools that are not safe to
@@ -107,7 +178,7 @@ func (w *Worker) durableEvent(ctx context.Context, call *toolwirev1.ToolCall, ev
 // skipping the event saves a stored message on the hot path.
 func (w *Worker) startedEvent(ctx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec) (*lazy.Record, error) {
 	if !safeToRerun(spec) {
-		return nil, w.attemptEvent(ctx, call, spec, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED})
+		return nil, w.durableStart(ctx, call)
 	}
 	// Only what the event names is kept (the attempt number changes
 	// later), and the event is built only if it is published: most
@@ -133,7 +204,7 @@ func (w *Worker) notStarted(ctx context.Context, p Pool, msg jetstream.Msg, call
 		Message:            "handed back without running: its STARTED event was not stored: " + cause.Error(),
 		PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
 	log.Warn("STARTED event not stored; handing the call back without running it", "err", cause)
-	_ = w.durableEvent(ctx, call, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING, Message: te.Message, Error: te},
+	_, _ = w.durableEvent(ctx, call, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING, Message: te.Message, Error: te},
 		notStartedNoteTimeout)
 	delay := notStartedDelay
 	if md, err := msg.Metadata(); err == nil {

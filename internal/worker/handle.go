@@ -254,6 +254,20 @@ func (w *Worker) handle(ctx context.Context, p Pool, msg jetstream.Msg, delivery
 			return
 		}
 		startedEv, err := w.startedEvent(ctx, call, spec)
+		if errors.Is(err, errClaimLost) {
+			// Another delivery runs it: leave this one unsettled
+			// (durableStart).
+			w.stats.claimsLost.Add(1)
+			log.Warn("another delivery started this call first; leaving this delivery to it", "err", err)
+			return
+		}
+		if errors.Is(err, errStartUnconfirmed) {
+			w.stats.notStarted.Add(1)
+			log.Warn("STARTED stored but not confirmed; handing the call back without running it", "err", err)
+			w.handBack(ctx, p, msg, call, spec, log, notStartedDelay, &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT,
+				Retryable: true, Message: err.Error(), PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE})
+			return
+		}
 		if err != nil {
 			// No durable STARTED, no execution.
 			w.notStarted(ctx, p, msg, call, spec, log, err)

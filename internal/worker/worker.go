@@ -90,6 +90,7 @@ type stats struct {
 	abandoned       atomic.Int64
 	unknownOutcomes atomic.Int64
 	notStarted      atomic.Int64
+	claimsLost      atomic.Int64
 	badIntents      atomic.Int64
 }
 
@@ -107,6 +108,10 @@ type Stats struct {
 	// NotStarted counts deliveries handed back without running because
 	// their durable STARTED event was not stored.
 	NotStarted int64
+	// ClaimsLost counts deliveries left unsettled, without running,
+	// because another delivery of the call had started the same attempt
+	// first (a delivery that went stale past AckWait).
+	ClaimsLost int64
 	// IntentViolations counts results refused because the tool returned
 	// undeclared or malformed intents.
 	IntentViolations int64
@@ -117,7 +122,8 @@ type Stats struct {
 // Stats returns the worker's counters.
 func (w *Worker) Stats() Stats {
 	return Stats{Executed: w.executed.Load(), Retries: w.stats.retries.Load(), Abandoned: w.stats.abandoned.Load(),
-		UnknownOutcomes: w.stats.unknownOutcomes.Load(), NotStarted: w.stats.notStarted.Load(), IntentViolations: w.stats.badIntents.Load(), InFlight: w.inflight.Load()}
+		UnknownOutcomes: w.stats.unknownOutcomes.Load(), NotStarted: w.stats.notStarted.Load(),
+		ClaimsLost: w.stats.claimsLost.Load(), IntentViolations: w.stats.badIntents.Load(), InFlight: w.inflight.Load()}
 }
 
 // New returns a Worker; it does nothing until Start.
