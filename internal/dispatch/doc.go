@@ -212,13 +212,14 @@
 // call id; each waiter decodes its own result. Call waits up to the
 // request's wait (0 = Config.DefaultWait, 60s; at most Config.MaxWait,
 // 15m); when the wait passes first it looks the stored result up once more
-// (a direct get on the call's own result subject) and only without one
-// answers PENDING with the call id; the call keeps running. After every
-// reconnect of the replica's connection, and every failure its results
-// consumer reports (missed heartbeats: the consumer's server died), the
-// stored result of every waiting caller is looked up the same way (a
-// direct get, which any replica of the stream answers; a pass stops at
-// the first lookup that fails, the stream perhaps electing a leader, and
+// (a get on the call's own result subject that only the stream's leader
+// answers: a replica that lags could say "none" for a stored result) and
+// only without one answers PENDING with the call id; the call keeps
+// running. After every reconnect of the replica's connection, and every
+// failure its results consumer reports (missed heartbeats: the consumer's
+// server died), the stored result of every waiting caller is looked up
+// the same way (a pass stops at the first lookup that fails, the stream
+// perhaps electing a leader, and
 // is tried again up to six times, backing off from 250ms): a result stored
 // meanwhile is answered without waiting for the consumer to be made
 // again. Config.Name (default

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/bus"
 )
 
 // Results reach waiting callers only once the results stream has stored
@@ -178,11 +179,13 @@ func (d *Dispatcher) recheckWaiters(ctx context.Context) {
 }
 
 // storedResult returns the stored result of a call routed to this replica,
-// nil when there is none.
+// nil when there is none. It reads the stream's leader: a replica that
+// lags would say "none" for a result the leader acknowledged, and a
+// caller would be told PENDING for a call that is done.
 func (d *Dispatcher) storedResult(ctx context.Context, tenant, callID string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, recheckTimeout)
 	defer cancel()
-	m, err := d.bus.Results.GetLastMsgForSubject(ctx, d.subj.Result(tenant, d.cfg.Name, callID))
+	m, err := bus.LastMsgFromLeader(ctx, d.bus.JS, d.bus.Results, d.subj.Result(tenant, d.cfg.Name, callID))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}
