@@ -149,6 +149,8 @@ func operatorPermissions(c Config) Permissions {
 		jsAPI+"DIRECT.GET."+results+".>",
 		jsAPI+"DIRECT.GET."+events,
 		jsAPI+"DIRECT.GET."+events+".>",
+		// replay: its shadow results, confirmed by the leader.
+		jsAPI+"STREAM.MSG.GET."+results,
 		// dlq list and show: an ordered consumer over DLQ, gets by sequence.
 		jsAPI+"CONSUMER.CREATE."+dlq+".*."+s.AllDLQ(),
 		jsAPI+"CONSUMER.MSG.NEXT."+dlq+".*",
@@ -163,7 +165,7 @@ func operatorPermissions(c Config) Permissions {
 	)
 	sub := []string{
 		InboxPrefix(c, RoleOperator) + ".>",
-		// replay waits for its shadow results with a core subscription.
+		// replay: a core message hints that a shadow result is stored.
 		s.join("result", "*", ReplayDispatcher, "*"),
 	}
 	return Permissions{Publish: pub, Subscribe: sub}

@@ -12,7 +12,11 @@
 // pool. Its result is written under the routing name "replay", where no
 // dispatcher listens; the original call's result, events and audit
 // record are untouched, and audits (which read the call subjects) do not
-// count replays.
+// count replays. The replay's answer is the result the results stream
+// stored, read from its leader: a core message on the result subject is
+// only a hint to look (a JetStream publish reaches core subscribers even
+// when the stream does not store it), and the replay also looks every
+// second, so a hint lost in a reconnect costs at most that.
 //
 // Diff compares what a caller sees: ok, the error's type and message, the
 // content blocks, the structured output and the intents, by value, naming

@@ -54,6 +54,7 @@ type Replayer struct {
 	subj     bus.Subjects
 	registry jetstream.KeyValue
 	calls    string
+	results  jetstream.Stream
 }
 
 // New attaches to the installation with prefix on nc.
@@ -67,7 +68,11 @@ func New(ctx context.Context, nc *nats.Conn, prefix string) (*Replayer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay: registry: %w", err)
 	}
-	return &Replayer{nc: nc, js: js, subj: cfg.Subjects(), registry: kv, calls: cfg.CallsStream()}, nil
+	results, err := js.Stream(ctx, cfg.ResultsStream())
+	if err != nil {
+		return nil, fmt.Errorf("replay: results: %w", err)
+	}
+	return &Replayer{nc: nc, js: js, subj: cfg.Subjects(), registry: kv, calls: cfg.CallsStream(), results: results}, nil
 }
 
 // Replay re-executes the call of r (an audit record with its result) on
@@ -217,16 +222,43 @@ func (p *Replayer) execute(ctx context.Context, orig *toolwirev1.ToolCall, spec 
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	select {
-	case m := <-results:
+	look := time.NewTicker(lookEvery)
+	defer look.Stop()
+	resultSubject := p.subj.Result(call.Caller.GetTenant(), Dispatcher, id)
+	var lookErr error
+	for {
+		select {
+		case <-results:
+		case <-look.C:
+		case <-timer.C:
+			if lookErr != nil {
+				return nil, id, fmt.Errorf("no stored shadow result within %s: %w", wait, lookErr)
+			}
+			return nil, id, fmt.Errorf("no shadow pool answered within %s (is a worker running with --shadow for %s?)", wait, spec.Name)
+		case <-ctx.Done():
+			return nil, id, ctx.Err()
+		}
+		// The core message is a hint: it also arrives when the stream
+		// did not store the result. Only the stored one is the answer.
+		m, err := bus.LastMsgFromLeader(ctx, p.js, p.results, resultSubject)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // not stored (yet)
+		}
+		if err != nil && ctx.Err() == nil {
+			lookErr = err // no leader, perhaps: look again
+			continue
+		}
+		if err != nil {
+			return nil, id, err
+		}
 		resp := &toolwirev1.ToolResponse{}
 		if err := proto.Unmarshal(m.Data, resp); err != nil {
 			return nil, id, fmt.Errorf("undecodable replay result: %w", err)
 		}
 		return resp, id, nil
-	case <-timer.C:
-		return nil, id, fmt.Errorf("no shadow pool answered within %s (is a worker running with --shadow for %s?)", wait, spec.Name)
-	case <-ctx.Done():
-		return nil, id, ctx.Err()
 	}
 }
+
+// lookEvery is how often a replay looks for its stored shadow result
+// between hints.
+const lookEvery = time.Second

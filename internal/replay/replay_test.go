@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/audit"
 	"github.com/toolwire/toolwire/internal/bus"
@@ -195,5 +197,85 @@ func TestReplayWithoutShadowPoolFailsFast(t *testing.T) {
 	}
 	if len(pairs) != 1 || !strings.Contains(pairs[0].Error, "no shadow pool serves greet") {
 		t.Fatalf("pairs: %+v", *pairs[0])
+	}
+}
+
+// A replay's answer is the result the stream stored. A shadow worker's
+// JetStream publish reaches the replay's core subscription even when the
+// stream refuses it; that message must not become the replay's answer
+// (issue 12: replay took any core message). Here a stand-in shadow worker
+// first publishes a result the stream refuses, then stores another: the
+// replay reports the stored one.
+func TestReplayAnswersOnlyTheStoredResult(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{greet("hello")}})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "greet", ArgumentsJson: `{"name":"Ada"}`}, 20*time.Second)
+	if err != nil || !r.Response.GetOk() {
+		t.Fatalf("call: %v %v", r, err)
+	}
+	b := s.Env.Bus
+	live, _ := s.Registry.Get("greet")
+	shadow := b.Subjects.Shadow(live.Spec.Executor, "default", live.Spec.Provider, "greet")
+	cons, err := b.JS.CreateConsumer(ctx, b.Config.CallsStream(), jetstream.ConsumerConfig{Durable: "stand-in-shadow",
+		FilterSubject: shadow, AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan error, 1)
+	go func() {
+		m, err := cons.Next(jetstream.FetchContext(ctx))
+		if err != nil {
+			answered <- err
+			return
+		}
+		call := &toolwirev1.ToolCall{}
+		if err := proto.Unmarshal(m.Data(), call); err != nil {
+			answered <- err
+			return
+		}
+		subject := b.Subjects.Result("default", bus.ReplayDispatcher, call.CallId)
+		refused, _ := proto.Marshal(&toolwirev1.ToolResponse{EnvelopeVersion: 1, CallId: call.CallId, Ok: true,
+			StructuredJson: `{"greeting":"never stored","length":12}`})
+		if _, err := b.JS.Publish(ctx, subject, refused, jetstream.WithExpectLastSequencePerSubject(999)); err == nil {
+			answered <- errors.New("the stream stored a publish it must refuse")
+			return
+		}
+		stored, _ := proto.Marshal(&toolwirev1.ToolResponse{EnvelopeVersion: 1, CallId: call.CallId, Ok: true,
+			StructuredJson: `{"greeting":"stored","length":6}`})
+		_, err = b.JS.Publish(ctx, subject, stored)
+		answered <- errors.Join(err, m.Ack())
+	}()
+
+	rp, err := replay.New(ctx, b.NC, "toolwire")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := audit.Open(ctx, b.NC, "toolwire")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pairs []*replay.Pair
+	if _, err := src.Run(ctx, audit.Filter{CallID: r.CallId}, audit.Options{}, func(rec *audit.Record) error {
+		pairs = append(pairs, rp.Replay(ctx, rec, replay.Options{Wait: 30 * time.Second}))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-answered; err != nil {
+		t.Fatal(err)
+	}
+	if len(pairs) != 1 || pairs[0].Error != "" {
+		t.Fatalf("pairs: %+v", pairs)
+	}
+	var got string
+	for _, c := range pairs[0].Changes {
+		if c.Field == "structured.greeting" {
+			got = string(c.Replay)
+		}
+	}
+	if got != `"stored"` {
+		t.Fatalf("the replay answered %s, not the stored result (changes: %+v)", got, pairs[0].Changes)
 	}
 }

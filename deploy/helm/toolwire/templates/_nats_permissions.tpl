@@ -110,6 +110,7 @@ every permission.
     "$JS.API.DIRECT.GET.{{ $u }}_RESULTS.>"
     "$JS.API.DIRECT.GET.{{ $u }}_EVENTS"
     "$JS.API.DIRECT.GET.{{ $u }}_EVENTS.>"
+    "$JS.API.STREAM.MSG.GET.{{ $u }}_RESULTS"
     "$JS.API.CONSUMER.CREATE.{{ $u }}_DLQ.*.{{ $p }}.dlq.>"
     "$JS.API.CONSUMER.MSG.NEXT.{{ $u }}_DLQ.*"
     "$JS.API.CONSUMER.DELETE.{{ $u }}_DLQ.*"
