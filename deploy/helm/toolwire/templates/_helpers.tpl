@@ -200,3 +200,23 @@ when set). Takes (dict "root" $ "role" ROLE).
 - --nats-creds=/etc/toolwire/nats/nats.creds
 {{- end }}
 {{- end }}
+
+{{/*
+toolwire.flagMap renders a map as the value of a flag that takes
+key=value pairs (--pool-max-backlog, --stream-max-bytes): sorted by key,
+comma-separated; whole numbers are printed as integers (a YAML number
+reaches templates as a float, and 1000000 would print as 1e+06).
+*/}}
+{{- define "toolwire.flagMap" -}}
+{{- $m := . -}}
+{{- $pairs := list -}}
+{{- range $k := keys $m | sortAlpha -}}
+{{- $v := index $m $k -}}
+{{- if kindIs "string" $v -}}
+{{- $pairs = append $pairs (printf "%s=%s" $k $v) -}}
+{{- else -}}
+{{- $pairs = append $pairs (printf "%s=%d" $k (int64 $v)) -}}
+{{- end -}}
+{{- end -}}
+{{- join "," $pairs -}}
+{{- end -}}
