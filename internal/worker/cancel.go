@@ -87,6 +87,16 @@ type registration struct {
 	exec atomic.Pointer[execution]
 }
 
+// begin makes ex the running attempt of the call registered as r.
+func (r *registration) begin(ex *execution) { r.exec.Store(ex) }
+
+// end marks the attempt returned; false means the watchdog abandoned it
+// first.
+func (r *registration) end(ex *execution) bool {
+	r.exec.Store(nil)
+	return ex.state.CompareAndSwap(execRunning, execReturned)
+}
+
 // register records fn for key and returns the tombstone already seen for
 // it, if any; unregister(r) removes fn.
 func (c *cancels) register(key string, fn context.CancelCauseFunc) (seen *Tombstone, r *registration) {

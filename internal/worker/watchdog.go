@@ -56,16 +56,6 @@ func (s *slot) release() {
 	}
 }
 
-// begin makes ex the running attempt of the call registered as r.
-func (r *registration) begin(ex *execution) { r.exec.Store(ex) }
-
-// end marks the attempt returned; false means the watchdog abandoned it
-// first.
-func (r *registration) end(ex *execution) bool {
-	r.exec.Store(nil)
-	return ex.state.CompareAndSwap(execRunning, execReturned)
-}
-
 // watchdog visits the running calls until done is closed.
 func (w *Worker) watchdog(done <-chan struct{}) {
 	t := time.NewTicker(max(w.cfg.Watchdog/4, time.Millisecond))
