@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -24,11 +25,11 @@ func checkArgs(args []byte, ent *registry.Entry, cfg Config) *toolwirev1.ToolErr
 		}
 	}
 	if int64(len(args)) > maxBytes {
-		return preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION,
+		return envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION,
 			fmt.Sprintf("arguments are %d bytes, over the limit of %d", len(args), maxBytes))
 	}
 	if d := registry.JSONDepth(args, maxDepth); d > maxDepth {
-		return preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION,
+		return envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION,
 			fmt.Sprintf("arguments nest deeper than the limit of %d", maxDepth))
 	}
 	vs := registry.ValidateArgs(ent.Input, args)
@@ -43,7 +44,7 @@ func checkArgs(args []byte, ent *registry.Entry, cfg Config) *toolwirev1.ToolErr
 		}
 		parts = append(parts, field+": "+v.Message)
 	}
-	te := preExecError(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "invalid arguments: "+strings.Join(parts, "; "))
+	te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "invalid arguments: "+strings.Join(parts, "; "))
 	te.Violations = vs
 	return te
 }

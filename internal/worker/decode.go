@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/toolwire/toolwire/internal/bus"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -43,4 +44,14 @@ func DecodeCall(subjects bus.Subjects, pool toolwirev1.ExecutorType, subject str
 		return call, &BadCallError{Reason: fmt.Sprintf("subject %q disagrees with the call (want %q)", subject, want)}
 	}
 	return call, nil
+}
+
+// sameTenant reports whether the tenant token of a call subject is the
+// payload's tenant exactly, and a valid tenant name: a tenant is never
+// mapped to a token (a.b would answer as a_b).
+func (w *Worker) sameTenant(subject string, call *toolwirev1.ToolCall) bool {
+	// <prefix>.call.<type>.<tenant>.<provider>.<tool>
+	tenant := call.GetCaller().GetTenant()
+	parts := strings.SplitN(subject, ".", 5)
+	return len(parts) >= 4 && parts[3] == tenant && bus.ValidTenant(tenant)
 }

@@ -196,21 +196,21 @@ func (w *Worker) startedEvent(ctx context.Context, call *toolwirev1.ToolCall, sp
 // reaching the worker would otherwise make the redelivery answer
 // UNKNOWN_OUTCOME. The delay grows with the delivery count: the events
 // stream may be electing a leader.
-func (w *Worker) notStarted(ctx context.Context, p Pool, msg jetstream.Msg, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, log callLog, cause error) {
-	w.stats.notStarted.Add(1)
+func (d *delivery) notStarted(cause error) outcome {
+	d.w.stats.notStarted.Add(1)
 	te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT, Retryable: true,
 		Message:            "handed back without running: its STARTED event was not stored: " + cause.Error(),
 		PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
-	log.Warn("STARTED event not stored; handing the call back without running it", "err", cause)
-	_, _ = w.durableEvent(ctx, call, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING, Message: te.Message, Error: te},
+	d.log().Warn("STARTED event not stored; handing the call back without running it", "err", cause)
+	_, _ = d.w.durableEvent(d.ctx, d.call, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING, Message: te.Message, Error: te},
 		notStartedNoteTimeout)
 	delay := notStartedDelay
-	if md, err := msg.Metadata(); err == nil {
+	if md, err := d.msg.Metadata(); err == nil {
 		for n := uint64(1); n < md.NumDelivered && delay < notStartedMaxDelay; n++ {
 			delay *= 2
 		}
 	}
-	w.handBack(ctx, p, msg, call, spec, log, min(delay, notStartedMaxDelay), te)
+	return handBack(min(delay, notStartedMaxDelay), te)
 }
 
 // A call handed back because its STARTED event was not stored waits
@@ -226,3 +226,42 @@ const (
 // startedEventDelay is how long a safe-to-rerun attempt runs before its
 // STARTED event is published.
 const startedEventDelay = 100 * time.Millisecond
+
+// publishEvent publishes an event of call, best effort: a core publish
+// the events stream captures.
+func (w *Worker) publishEvent(call *toolwirev1.ToolCall, ev *toolwirev1.CallEvent) {
+	w.redactEvent(call, ev)
+	ev.CallId, ev.Tool, ev.Attempt, ev.Worker = call.CallId, call.Tool, call.Attempt, w.cfg.Name
+	ev.Time = timestamppb.Now()
+	data, err := proto.Marshal(ev)
+	if err != nil {
+		return
+	}
+	if err := w.bus.NC.Publish(w.eventSubject(call), data); err != nil {
+		w.log.Debug("publish event failed", "call_id", call.CallId, "err", err)
+	}
+}
+
+// unknownOutcome reports whether the last recorded event says an attempt
+// started and may have had effects without leaving a result.
+func unknownOutcome(prev *toolwirev1.CallEvent) bool {
+	if prev == nil {
+		return false
+	}
+	switch prev.Type {
+	case toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED, toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS:
+		return true
+	case toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING:
+		return prev.GetError().GetPartialSideEffects() != toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE
+	}
+	return false
+}
+
+// sideEffectsOf says what earlier attempts may have changed, by the last
+// attempt event.
+func sideEffectsOf(prev *toolwirev1.CallEvent) toolwirev1.PartialSideEffects {
+	if unknownOutcome(prev) {
+		return toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN
+	}
+	return toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE
+}

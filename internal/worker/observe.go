@@ -27,12 +27,13 @@ import (
 //     end-to-end latency.
 
 // observeDeliveries returns next wrapped for pool p, whose consumer is
-// named consumer.
-func (w *Worker) observeDeliveries(p Pool, consumer string, next func(context.Context, Pool, jetstream.Msg, int32, *slot)) func(jetstream.Msg, *slot) {
+// named consumer. It sets the delivery's context (its span) and count.
+func (w *Worker) observeDeliveries(p Pool, consumer string, next func(*delivery)) func(*delivery) {
 	pi := w.metrics.Pool(p.Name)
-	return func(msg jetstream.Msg, sl *slot) {
+	return func(d *delivery) {
 		pi.InFlight.Inc()
 		defer pi.InFlight.Dec()
+		msg := d.msg
 		delivery := deliveryCount(msg)
 		if delivery > 1 {
 			pi.Redeliveries.Inc()
@@ -48,7 +49,8 @@ func (w *Worker) observeDeliveries(p Pool, consumer string, next func(context.Co
 					telemetry.Pool.String(p.Name)))
 			defer span.End()
 		}
-		next(ctx, p, msg, delivery, sl)
+		d.ctx, d.count = ctx, delivery
+		next(d)
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // An attempt runs on its handler's goroutine, not on one of its own: a
@@ -35,12 +33,9 @@ type execution struct {
 	// endedAt is when the watchdog first saw ctx ended; only the watchdog
 	// goroutine touches it.
 	endedAt time.Time
-
-	// What abandoning needs.
-	hb   *heartbeater
-	msg  jetstream.Msg
-	slot *slot
-	log  callLog
+	// d is the delivery the attempt is of: abandoning stops its heartbeats
+	// and frees its slot.
+	d *delivery
 }
 
 // slot is a call's place in its pool: released once, by the handler when
@@ -105,8 +100,9 @@ func (c *cancels) overdue(now time.Time, watchdog time.Duration, out []*executio
 // heartbeats, so the call moves on after AckWait; the handler never
 // settles it.
 func (w *Worker) abandon(ex *execution) {
-	ex.hb.remove(ex.msg)
+	d := ex.d
+	d.pool.hb.remove(d.msg)
 	w.stats.abandoned.Add(1)
-	ex.log.Error("execution ignored its context past the watchdog; abandoned for redelivery", "watchdog", w.cfg.Watchdog)
-	ex.slot.release()
+	d.log().Error("execution ignored its context past the watchdog; abandoned for redelivery", "watchdog", w.cfg.Watchdog)
+	d.slot.release()
 }

@@ -437,7 +437,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 func (w *Worker) fetchLoop(ctx context.Context, p Pool, cons jetstream.Consumer) {
 	defer w.fetchers.Done()
 	log := w.log.With("pool", p.Name)
-	deliver := w.observeDeliveries(p, cons.CachedInfo().Name, w.handle)
+	deliver := w.observeDeliveries(p, cons.CachedInfo().Name, (*delivery).handle)
 	var inflight atomic.Int64
 	freed := make(chan struct{}, 1)
 	// free gives a call's slot back: when its handler returns, or when the
@@ -481,10 +481,11 @@ func (w *Worker) fetchLoop(ctx context.Context, p Pool, cons jetstream.Consumer)
 			inflight.Add(1)
 			w.inflight.Add(1)
 			w.handlers.Add(1)
-			sl := &slot{free: release}
+			d := &delivery{w: w, pool: &p, msg: msg}
+			d.slot.free = release
 			w.runners.Go(func() {
-				defer sl.release()
-				deliver(msg, sl)
+				defer d.slot.release()
+				deliver(d)
 			})
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) &&

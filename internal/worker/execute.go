@@ -1,0 +1,120 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/internal/lazy"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// execute runs the attempt under way on this goroutine under its
+// timeouts: start-to-close, the tool's heartbeat timeout and the call's
+// deadline. A panic becomes an INTERNAL error. abandoned is true when the
+// watchdog gave up on the execution (it ran on for Watchdog after its
+// context ended) before it returned; res and err are then meaningless.
+func (d *delivery) execute(callCtx context.Context, started *lazy.Record) (res *tool.Result, err error, abandoned bool) {
+	call, spec := d.call, d.spec
+	timeout := d.w.cfg.StartToClose
+	if t := spec.GetTimeouts().GetStartToClose(); t != nil && t.AsDuration() > 0 {
+		timeout = t.AsDuration()
+	}
+	if t := call.StartToClose; t != nil && t.AsDuration() > 0 && t.AsDuration() < timeout {
+		timeout = t.AsDuration()
+	}
+	ctx, cancel := context.WithTimeout(callCtx, timeout)
+	defer cancel()
+	if dl := call.Deadline; dl != nil {
+		var c2 context.CancelFunc
+		ctx, c2 = context.WithDeadline(ctx, dl.AsTime())
+		defer c2()
+	}
+	rep := &reporter{w: d.w, call: call, started: started}
+	if hbt := spec.GetTimeouts().GetHeartbeat().AsDuration(); hbt > 0 {
+		var cancelHB context.CancelCauseFunc
+		ctx, cancelHB = context.WithCancelCause(ctx)
+		defer cancelHB(nil)
+		rep.timer = time.AfterFunc(hbt, func() { cancelHB(errHeartbeatTimeout) })
+		rep.every = hbt
+		defer rep.timer.Stop()
+	}
+	ctx = tool.WithReporter(tool.WithCallInfo(ctx, tool.CallInfo{CallID: call.CallId, Tool: call.Tool, Attempt: call.Attempt, Caller: call.Caller}), rep)
+
+	// The first attempt's view is part of the delivery; a later one gets
+	// its own, since the watchdog may still be looking at the first.
+	ex := &d.first
+	if ex.d != nil {
+		ex = &execution{}
+	}
+	ex.d, ex.ctx = d, ctx
+	d.reg.begin(ex)
+	res, err = d.w.run(ctx, call, spec)
+	if !d.reg.end(ex) {
+		return nil, nil, true
+	}
+	if err == nil && res == nil {
+		res = &tool.Result{}
+	}
+	if err != nil && ctx.Err() != nil {
+		err = ctxErr(ctx, err)
+		if errors.Is(context.Cause(ctx), errHeartbeatTimeout) {
+			err = &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_TIMEOUT, Retryable: true, Cause: err,
+				Message: fmt.Sprintf("no heartbeat within %s", rep.every), SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN}
+		} else {
+			err = tool.AsError(ctx, err)
+		}
+	}
+	return res, err, false
+}
+
+// run calls the executor, turning a panic into an INTERNAL error.
+func (w *Worker) run(ctx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec) (res *tool.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			sec := w.secretsOf(call)
+			w.log.ErrorContext(ctx, "executor panicked", "call_id", call.CallId, "tool", call.Tool, "panic", sec.String(fmt.Sprint(r)),
+				"stack", sec.String(string(debug.Stack())))
+			res, err = nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL,
+				Message: sec.String(fmt.Sprintf("tool panicked: %v", r)), SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN}
+		}
+	}()
+	return w.executors[spec.Executor].Execute(ctx, &executors.Request{Call: call, Spec: spec})
+}
+
+// ctxErr prefers the context's own error when the executor returned
+// something vaguer after its context ended.
+func ctxErr(ctx context.Context, err error) error {
+	var te *tool.Error
+	if errors.As(err, &te) {
+		return err
+	}
+	return ctx.Err()
+}
+
+var errHeartbeatTimeout = errors.New("heartbeat timeout")
+
+// reporter turns tool progress into PROGRESS events and heartbeats.
+type reporter struct {
+	w       *Worker
+	call    *toolwirev1.ToolCall
+	started *lazy.Record
+	timer   *time.Timer
+	every   time.Duration
+}
+
+func (r *reporter) Progress(message string, percent float64) {
+	r.started.Flush() // STARTED precedes the first progress event
+	if r.timer != nil {
+		r.timer.Reset(r.every)
+	}
+	ev := &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS, Message: message}
+	if percent >= 0 {
+		ev.Percent = &percent
+	}
+	r.w.publishEvent(r.call, ev)
+}

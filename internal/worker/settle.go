@@ -1,0 +1,290 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/failpoint"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// verb says how an outcome settles the delivered message.
+type verb uint8
+
+const (
+	// undecided: no outcome yet; the call goes on to its next step.
+	undecided verb = iota
+	// verbLeave settles nothing: the watchdog abandoned the execution, or
+	// another delivery started the attempt first. JetStream redelivers the
+	// message after AckWait.
+	verbLeave
+	// verbAck publishes the answer (resp), if any, as the call's one
+	// result, then acks; a failed publish naks after a second instead.
+	// With a reason, the call is dead-lettered first (attempts
+	// exhausted).
+	verbAck
+	// verbNak naks with delay: a lookup failed, or the call is not served
+	// here.
+	verbNak
+	// verbHandBack naks with delay (none: at once): the call did not run
+	// to an answer here. On the last delivery JetStream allows, it is
+	// answered MAX_ATTEMPTS with its last error (err) instead.
+	verbHandBack
+	// verbTerm refuses the call: err answers it (redacted first), it is
+	// dead-lettered and terminated. A call not to be answered (no call)
+	// is dead-lettered raw with reason and terminated.
+	verbTerm
+	// verbSchedule parks the call as a message schedule for delay in the
+	// retries stream and acks it (retry.go); unwritten, it is handed back
+	// with the delay.
+	verbSchedule
+)
+
+// outcome is what a step decided about the call: a verb and what it
+// needs. The zero outcome decides nothing.
+type outcome struct {
+	verb  verb
+	resp  *toolwirev1.ToolResponse
+	err   *toolwirev1.ToolError
+	delay time.Duration
+	// reason dead-letters the call (verbAck, verbTerm).
+	reason string
+}
+
+// decided reports whether o settles the call.
+func (o outcome) decided() bool { return o.verb != undecided }
+
+func leave() outcome       { return outcome{verb: verbLeave} }
+func acknowledge() outcome { return outcome{verb: verbAck} }
+
+func answer(resp *toolwirev1.ToolResponse) outcome { return outcome{verb: verbAck, resp: resp} }
+
+func retryLater(delay time.Duration) outcome { return outcome{verb: verbNak, delay: delay} }
+
+func handBack(delay time.Duration, last *toolwirev1.ToolError) outcome {
+	return outcome{verb: verbHandBack, delay: delay, err: last}
+}
+
+func refusal(te *toolwirev1.ToolError) outcome { return outcome{verb: verbTerm, err: te} }
+
+// terminate ends a call that is not to be answered: dead-lettered raw with
+// reason and te (if any), and terminated.
+func terminate(reason string, te *toolwirev1.ToolError) outcome {
+	return outcome{verb: verbTerm, reason: reason, err: te}
+}
+
+func park(delay time.Duration, last *toolwirev1.ToolError) outcome {
+	return outcome{verb: verbSchedule, delay: delay, err: last}
+}
+
+// exhausted ends a call whose attempts are spent: a MAX_ATTEMPTS answer
+// carrying the last error, and a dead letter.
+func (d *delivery) exhausted(last *toolwirev1.ToolError) outcome {
+	te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_MAX_ATTEMPTS,
+		Message:            fmt.Sprintf("gave up after attempt %d: %s: %s", d.call.Attempt, last.GetType(), last.GetMessage()),
+		PartialSideEffects: last.GetPartialSideEffects(), Suggestion: last.GetSuggestion()}
+	if te.PartialSideEffects == toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNSPECIFIED {
+		te.PartialSideEffects = toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN
+	}
+	return outcome{verb: verbAck, resp: d.errorResponse(te), err: last, reason: "attempts exhausted"}
+}
+
+// settle carries out o. Acks therefore only ever settle a call that has
+// its one result.
+func (d *delivery) settle(o outcome) {
+	switch o.verb {
+	case verbLeave:
+	case verbAck:
+		if o.reason != "" {
+			d.deadLetter(d.ctx, o.reason, o.err)
+		}
+		if o.resp == nil {
+			d.settled("ack", d.msg.Ack())
+			return
+		}
+		d.finish(o.resp)
+	case verbNak:
+		d.settled("nak", d.msg.NakWithDelay(o.delay))
+	case verbHandBack:
+		d.handBack(o.delay, o.err)
+	case verbTerm:
+		if d.call == nil {
+			d.deadLetter(d.ctx, o.reason, o.err)
+			d.settled("term", d.msg.TermWithReason(o.reason))
+			return
+		}
+		d.refuse(o.err)
+	case verbSchedule:
+		d.park(o.delay, o.err)
+	default: // a step returned no outcome: never leave the call hanging
+		d.w.log.ErrorContext(d.ctx, "call left undecided; redelivering", "subject", d.msg.Subject())
+		d.settled("nak", d.msg.NakWithDelay(time.Second))
+	}
+}
+
+// finish publishes the terminal response once and then acknowledges.
+func (d *delivery) finish(resp *toolwirev1.ToolResponse) {
+	ctx, cancel := d.w.settleContext(d.ctx)
+	defer cancel()
+	d.w.secretsOf(d.call).Response(resp) // before it is stored, inline or as a blob
+	failpoint.Inject("before-result-publish")
+	err := d.w.publishResult(ctx, d.call, resp)
+	failpoint.Inject("after-result-publish")
+	switch {
+	case err == nil:
+	case bus.IsWrongLastSequence(err):
+		d.log().Info("a result was already published; keeping it")
+	default:
+		d.log().Error("publish result failed; redelivering", "err", err)
+		d.settled("nak", d.msg.NakWithDelay(time.Second))
+		return
+	}
+	d.settled("ack", d.msg.Ack())
+}
+
+// refuse answers a call that must not run: an error response, a dead
+// letter, and Term so it is never redelivered.
+func (d *delivery) refuse(te *toolwirev1.ToolError) {
+	ctx, cancel := context.WithTimeout(d.ctx, settleTimeout)
+	defer cancel()
+	d.w.secretsOf(d.call).ToolError(te) // before the log line and the term reason
+	d.log().Warn("refusing call", "reason", te.Message)
+	now := time.Now()
+	resp := envelope.Error(d.call.CallId, d.call.Tool, te, d.w.meta(d.call, nil, now, now))
+	if err := d.w.publishResult(ctx, d.call, resp); err != nil && !bus.IsWrongLastSequence(err) {
+		d.log().Error("publish refusal failed; redelivering", "err", err)
+		d.settled("nak", d.msg.NakWithDelay(time.Second))
+		return
+	}
+	d.deadLetter(ctx, te.Message, te)
+	d.settled("term", d.msg.TermWithReason(te.Message))
+}
+
+// handBack returns the call to the stream for another delivery after
+// delay — unless this was the last delivery JetStream allows, in which
+// case the call ends here with MAX_ATTEMPTS.
+func (d *delivery) handBack(delay time.Duration, last *toolwirev1.ToolError) {
+	if md, err := d.msg.Metadata(); err == nil && d.pool.MaxDeliver > 0 && md.NumDelivered >= uint64(d.pool.MaxDeliver) {
+		d.started = time.Now()
+		d.finished = d.started
+		d.settle(d.exhausted(last))
+		return
+	}
+	if delay <= 0 {
+		d.log().Info("handing call back")
+		d.settled("nak", d.msg.Nak())
+		return
+	}
+	d.settled("nak", d.msg.NakWithDelay(delay))
+}
+
+// settled logs and counts a failed ack, nak or term (verb): a lost ack is
+// a duplicate execution later.
+func (d *delivery) settled(verb string, err error) {
+	if err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+		d.w.metrics.SettleError(verb)
+		d.w.log.ErrorContext(d.ctx, "settling call failed", "verb", verb, "subject", d.msg.Subject(), "err", err)
+	}
+}
+
+// deadLetter records the call (raw when it is not to be answered) in the
+// dead-letter stream with reason and its last error te.
+func (d *delivery) deadLetter(ctx context.Context, reason string, te *toolwirev1.ToolError) {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	w, call, msg := d.w, d.call, d.msg
+	if sec := w.secretsOf(call); sec != nil {
+		reason = sec.String(reason)
+		sec.ToolError(te)
+	}
+	attempts := d.count
+	if call != nil {
+		attempts = call.Attempt
+	}
+	dl := &toolwirev1.DeadLetter{Call: call, Subject: msg.Subject(), Reason: reason, LastError: te,
+		Attempts: attempts, Time: timestamppb.Now(), Worker: w.cfg.Name}
+	subj := w.bus.Subjects.DLQ(d.pool.Type, "_unknown", "_unknown", "_unknown")
+	if call == nil {
+		dl.Raw = msg.Data()
+	} else {
+		subj = w.bus.Subjects.DLQ(d.pool.Type, call.GetCaller().GetTenant(), call.Provider, call.Tool)
+	}
+	data, err := proto.Marshal(dl)
+	if err == nil {
+		_, err = w.bus.JS.Publish(ctx, subj, data)
+	}
+	if err != nil {
+		w.log.ErrorContext(ctx, "dead letter not written", "subject", msg.Subject(), "err", err)
+	}
+}
+
+func (w *Worker) resultSubject(call *toolwirev1.ToolCall) string {
+	return w.bus.Subjects.Result(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
+}
+
+// publishResultNow publishes resp as the call's one result (publishResult
+// is this, observed) with ExpectLastSequencePerSubject(0), so the server
+// refuses a second result for the same call.
+func (w *Worker) publishResultNow(ctx context.Context, call *toolwirev1.ToolCall, resp *toolwirev1.ToolResponse) error {
+	data, err := w.fitInline(ctx, call, resp)
+	if err != nil {
+		return err
+	}
+	_, err = w.bus.JS.PublishMsg(ctx, &nats.Msg{Subject: w.resultSubject(call), Data: data, Header: firstOnSubject})
+	return err
+}
+
+// firstOnSubject is the header jetstream.WithExpectLastSequencePerSubject(0)
+// sets (the result is stored only if its subject has none yet), shared by
+// every result publish: nothing writes to it.
+var firstOnSubject = nats.Header{jetstream.ExpectedLastSubjSeqHeader: {"0"}}
+
+// settleTimeout bounds each server step of handling a call: a lookup,
+// publishing a result, a dead letter or an event.
+const settleTimeout = 10 * time.Second
+
+// settleContext returns ctx bounded by settleTimeout for one server step.
+// A ctx that carries nothing (tracing off) gets a context shared by every
+// call: its deadline is settleTimeout to settleTimeout+settleRenew away
+// (it is replaced when older than settleRenew), so a fast call's steps
+// need no deadline context and timer of their own. A shared context is
+// never cancelled early: it ends with its deadline.
+func (w *Worker) settleContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx != context.Background() {
+		return context.WithTimeout(ctx, settleTimeout)
+	}
+	now := time.Now()
+	sh := w.settleShared.Load()
+	if sh == nil || now.After(sh.renew) {
+		next := &sharedSettle{renew: now.Add(settleRenew)}
+		next.ctx, next.cancel = context.WithTimeout(context.Background(), settleTimeout+settleRenew)
+		if w.settleShared.CompareAndSwap(sh, next) {
+			sh = next
+		} else {
+			next.cancel()
+			sh = w.settleShared.Load()
+		}
+	}
+	return sh.ctx, noCancel
+}
+
+// settleRenew is how long a shared settle context is handed out.
+const settleRenew = time.Second
+
+type sharedSettle struct {
+	ctx context.Context
+	// cancel is called only by Stop: replaced contexts end with their
+	// deadline, since calls may still be using them.
+	cancel context.CancelFunc
+	renew  time.Time
+}
+
+func noCancel() {}
