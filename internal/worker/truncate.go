@@ -83,7 +83,7 @@ func (w *Worker) fitInline(ctx context.Context, call *toolwirev1.ToolCall, resp 
 		fullText = nil
 	}
 	if lim.bytes > 0 || lim.lines > 0 {
-		short := cut(resp, text, lim, call.CallId, false)
+		short := cut(resp, text, lim, cutOptions{callID: call.CallId})
 		short.Meta.Truncated, short.Meta.FullOutput, short.Meta.FullText = true, full, fullText
 		out, err := proto.Marshal(short)
 		if err != nil {
@@ -97,7 +97,7 @@ func (w *Worker) fitInline(ctx context.Context, call *toolwirev1.ToolCall, resp 
 	// one): half the inline limit of text, nothing else.
 	budget := int64(w.cfg.MaxInlineBytes / 2)
 	lim.bytes = min(cmpOr(lim.bytes, math.MaxInt64), budget)
-	short := cut(resp, text, lim, call.CallId, true)
+	short := cut(resp, text, lim, cutOptions{callID: call.CallId, bare: true})
 	if int64(len(short.MetaJson)) > budget/2 {
 		short.MetaJson = ""
 	}
@@ -126,6 +126,12 @@ func (w *Worker) putBlob(ctx context.Context, name string, data []byte, mime str
 		Sha256: hex.EncodeToString(sum[:]), MimeType: mime}, nil
 }
 
+// cutOptions say how cut marks and trims a response.
+type cutOptions struct {
+	callID string // the call the marker line names
+	bare   bool   // keep text blocks only, without their _meta
+}
+
 // cut returns a copy of resp whose output text (text, of resp) is cut to
 // lim, the marker line included, keeping the head or the tail. Text
 // blocks keep their order, annotations and `_meta`, the block across the
@@ -134,23 +140,28 @@ func (w *Worker) putBlob(ctx context.Context, name string, data []byte, mime str
 // byte limit is left out (it cannot be cut and stay JSON); when the
 // response has no text block its structured JSON is the text, cut into a
 // text block. Bare keeps text blocks only.
-func cut(resp *toolwirev1.ToolResponse, text string, lim outputLimits, callID string, bare bool) *toolwirev1.ToolResponse {
+func cut(resp *toolwirev1.ToolResponse, text string, lim outputLimits, opt cutOptions) *toolwirev1.ToolResponse {
 	short := proto.CloneOf(resp)
 	if short.Meta == nil {
 		short.Meta = &toolwirev1.ResponseMeta{}
 	}
 	noText := !hasText(resp)
-	if noText || bare || (lim.bytes > 0 && int64(len(short.StructuredJson)) > lim.bytes) {
+	if noText || opt.bare || (lim.bytes > 0 && int64(len(short.StructuredJson)) > lim.bytes) {
 		short.StructuredJson = ""
 	}
 	content := resp.Content
 	if noText && text != "" {
 		content = append(content[:len(content):len(content)], tool.Text(text))
 	}
-	total, lines := int64(len(text)), output.Lines(text)
+	k, marker := cutPoint(text, lim, opt.callID)
+	short.Content = textCut{text: text, k: k, marker: marker, tail: lim.tail, bare: opt.bare}.blocks(content)
+	return short
+}
 
-	// The marker's length with the largest numbers it can carry, so that
-	// the real one is no longer.
+// cutPoint returns where text is cut to lim, the marker line included
+// (text[:k] is kept for a head, text[k:] for a tail), and the marker.
+func cutPoint(text string, lim outputLimits, callID string) (k int, marker string) {
+	total, lines := int64(len(text)), output.Lines(text)
 	mark := func(keptLines, keptBytes, from int64) string {
 		if lim.tail {
 			return fmt.Sprintf("[output truncated: showing the last %d of %d lines (%d of %d bytes, from byte %d); the whole output: toolctl output %s]",
@@ -159,6 +170,8 @@ func cut(resp *toolwirev1.ToolResponse, text string, lim outputLimits, callID st
 		return fmt.Sprintf("[output truncated: showing the first %d of %d lines (%d of %d bytes); read on with: toolctl output %s --offset %d]",
 			keptLines, lines, keptBytes, total, callID, from)
 	}
+	// The marker's length with the largest numbers it can carry, so that
+	// the real one is no longer.
 	room := int64(len(mark(lines, total, total)))
 	budgetBytes, budgetLines := int64(math.MaxInt64), int64(math.MaxInt64)
 	if lim.bytes > 0 {
@@ -167,9 +180,6 @@ func cut(resp *toolwirev1.ToolResponse, text string, lim outputLimits, callID st
 	if lim.lines > 0 {
 		budgetLines = max(lim.lines-1, 0)
 	}
-
-	var k int // the cut: text[:k] is kept (head), text[k:] (tail)
-	var marker string
 	if lim.tail {
 		k = tailCut(text, budgetBytes, budgetLines)
 		kept := text[k:]
@@ -182,19 +192,34 @@ func cut(resp *toolwirev1.ToolResponse, text string, lim outputLimits, callID st
 	if lim.bytes > 0 && int64(len(marker)) > lim.bytes {
 		marker = shorten("[output truncated]", lim.bytes)
 	}
+	return k, marker
+}
 
+// textCut is a cut of an output text at k, with its marker line.
+type textCut struct {
+	text       string
+	k          int
+	marker     string
+	tail, bare bool
+}
+
+// blocks returns the content blocks (whose text blocks, joined by
+// newlines, are c.text) kept by the cut, the marker first for a tail and
+// last for a head.
+func (c textCut) blocks(content []*toolwirev1.Content) []*toolwirev1.Content {
+	text, k, tail := c.text, c.k, c.tail
 	out := make([]*toolwirev1.Content, 0, len(content)+1)
-	if lim.tail {
-		out = append(out, tool.Text(marker))
+	if tail {
+		out = append(out, tool.Text(c.marker))
 	}
 	pos := 0 // where the next text block starts in text
 	seen := false
-	for _, c := range content {
-		t, ok := c.GetKind().(*toolwirev1.Content_Text)
+	for _, b := range content {
+		t, ok := b.GetKind().(*toolwirev1.Content_Text)
 		if !ok {
 			// Other blocks stay when on the kept side of the cut.
-			if !bare && ((!lim.tail && pos <= k) || (lim.tail && pos >= k)) {
-				out = append(out, c)
+			if !c.bare && ((!tail && pos <= k) || (tail && pos >= k)) {
+				out = append(out, b)
 			}
 			continue
 		}
@@ -206,29 +231,28 @@ func cut(resp *toolwirev1.ToolResponse, text string, lim outputLimits, callID st
 		pos = end
 		var keep string
 		switch {
-		case (!lim.tail && k == 0) || (lim.tail && k == len(text)):
+		case (!tail && k == 0) || (tail && k == len(text)):
 			continue // no text kept: not even an empty block (and its newline)
-		case !lim.tail && end <= k, lim.tail && start >= k:
+		case !tail && end <= k, tail && start >= k:
 			keep = t.Text.GetText()
-		case !lim.tail && start < k:
+		case !tail && start < k:
 			keep = text[start:k]
-		case lim.tail && end > k:
+		case tail && end > k:
 			keep = text[k:end]
 		default:
 			continue
 		}
-		b := proto.CloneOf(c)
-		b.GetText().Text = keep
-		if bare {
-			b.MetaJson = ""
+		kb := proto.CloneOf(b)
+		kb.GetText().Text = keep
+		if c.bare {
+			kb.MetaJson = ""
 		}
-		out = append(out, b)
+		out = append(out, kb)
 	}
-	if !lim.tail {
-		out = append(out, tool.Text(marker))
+	if !tail {
+		out = append(out, tool.Text(c.marker))
 	}
-	short.Content = out
-	return short
+	return out
 }
 
 func hasText(resp *toolwirev1.ToolResponse) bool {

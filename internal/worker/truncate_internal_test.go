@@ -54,7 +54,7 @@ func TestCutStaysWithinTheLimits(t *testing.T) {
 		text := output.Text(resp)
 		lim := outputLimits{bytes: int64(rng.IntN(1500)), lines: int64(rng.IntN(60)), tail: rng.IntN(2) == 0}
 		name := fmt.Sprintf("case %d: %+v", i, lim)
-		short := cut(resp, text, lim, "01CALL", false)
+		short := cut(resp, text, lim, cutOptions{callID: "01CALL"})
 		inline := output.Text(short)
 		require.True(t, utf8.ValidString(inline), name)
 		if lim.bytes > 0 {
@@ -95,14 +95,14 @@ func TestCutKeepsTheHeadOrTheTail(t *testing.T) {
 	resp := &toolwirev1.ToolResponse{Content: []*toolwirev1.Content{tool.Text(text), tool.Image([]byte{1}, "image/png")},
 		StructuredJson: `{"big":"` + strings.Repeat("x", 5000) + `"}`, Meta: &toolwirev1.ResponseMeta{}}
 
-	head := cut(resp, text, outputLimits{bytes: 4096, lines: 100}, "01CALL", false)
+	head := cut(resp, text, outputLimits{bytes: 4096, lines: 100}, cutOptions{callID: "01CALL"})
 	kept, marker := inlineParts(t, head, false)
 	require.Equal(t, strings.Join(strings.Fields(text)[:99], "\n"), kept, "the first 99 lines")
 	require.Equal(t, "[output truncated: showing the first 99 of 67387 lines (287 of 393216 bytes); read on with: toolctl output 01CALL --offset 287]", marker)
 	require.Empty(t, head.StructuredJson, "structured output over the byte limit is left out")
 	require.Len(t, head.Content, 2, "the image was after the cut: left out")
 
-	tail := cut(resp, text, outputLimits{bytes: 4096, lines: 100, tail: true}, "01CALL", false)
+	tail := cut(resp, text, outputLimits{bytes: 4096, lines: 100, tail: true}, cutOptions{callID: "01CALL"})
 	kept, marker = inlineParts(t, tail, true)
 	require.Equal(t, strings.Join(strings.Fields(text)[67387-99:], "\n")+"\n", kept, "the last 99 lines")
 	require.Contains(t, marker, "showing the last 99 of 67387 lines")
@@ -112,7 +112,7 @@ func TestCutKeepsTheHeadOrTheTail(t *testing.T) {
 	// Bytes bind: one long line.
 	long := strings.Repeat("0123456789", 40000)
 	one := &toolwirev1.ToolResponse{Content: []*toolwirev1.Content{tool.Text(long)}, Meta: &toolwirev1.ResponseMeta{}}
-	short := cut(one, long, outputLimits{bytes: 4096, lines: 100, tail: true}, "01CALL", false)
+	short := cut(one, long, outputLimits{bytes: 4096, lines: 100, tail: true}, cutOptions{callID: "01CALL"})
 	inline := output.Text(short)
 	require.LessOrEqual(t, len(inline), 4096)
 	require.Greater(t, len(inline), 3900)
@@ -121,7 +121,7 @@ func TestCutKeepsTheHeadOrTheTail(t *testing.T) {
 
 	// No text block: the structured JSON is the text.
 	js := &toolwirev1.ToolResponse{StructuredJson: `{"k":"` + strings.Repeat("v", 10000) + `"}`, Meta: &toolwirev1.ResponseMeta{}}
-	short = cut(js, output.Text(js), outputLimits{bytes: 1000}, "01CALL", false)
+	short = cut(js, output.Text(js), outputLimits{bytes: 1000}, cutOptions{callID: "01CALL"})
 	require.Empty(t, short.StructuredJson)
 	kept, _ = inlineParts(t, short, false)
 	require.True(t, strings.HasPrefix(js.StructuredJson, kept))
