@@ -55,6 +55,7 @@ func (d *delivery) execute(callCtx context.Context, started *lazy.Record) (res *
 	d.reg.begin(ex)
 	res, err = d.w.run(ctx, call, spec)
 	if !d.reg.end(ex) {
+		d.w.stats.abandonedRunning.Add(-1)
 		return nil, nil, true
 	}
 	if err == nil && res == nil {

@@ -1,6 +1,9 @@
 package worker
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // runners runs functions on goroutines that outlive them. Each call's
 // handler (which also runs its execution, see watchdog.go) needs a
@@ -16,15 +19,21 @@ import "sync"
 // finishes goes idle unless maxIdle runners already are, and then ends;
 // so an execution abandoned by the watchdog holds its runner only until it
 // returns. Stop ends the idle runners; busy ones end when their function
-// returns. Go must not be called after Stop.
+// returns, and Wait waits for them. Go must not be called after Stop.
 type runners struct {
 	idle chan chan func()
 	done chan struct{}
 	once sync.Once
+
+	mu      sync.Mutex
+	live    int  // runners started and not ended
+	stopped bool // Stop was called
+	// ended is closed once Stop was called and every runner has ended.
+	ended chan struct{}
 }
 
 func newRunners(maxIdle int) *runners {
-	return &runners{idle: make(chan chan func(), max(maxIdle, 1)), done: make(chan struct{})}
+	return &runners{idle: make(chan chan func(), max(maxIdle, 1)), done: make(chan struct{}), ended: make(chan struct{})}
 }
 
 // Go runs f on an idle runner, or on a new one.
@@ -37,10 +46,14 @@ func (r *runners) Go(f func()) {
 	}
 	jobs := make(chan func(), 1)
 	jobs <- f
+	r.mu.Lock()
+	r.live++
+	r.mu.Unlock()
 	go r.run(jobs)
 }
 
 func (r *runners) run(jobs chan func()) {
+	defer r.exit()
 	for {
 		select {
 		case f := <-jobs:
@@ -56,5 +69,29 @@ func (r *runners) run(jobs chan func()) {
 	}
 }
 
+// exit counts a runner out.
+func (r *runners) exit() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.live--
+	if r.live == 0 && r.stopped {
+		close(r.ended)
+	}
+}
+
 // Stop ends the idle runners and every runner when its function returns.
-func (r *runners) Stop() { r.once.Do(func() { close(r.done) }) }
+func (r *runners) Stop() {
+	r.once.Do(func() {
+		close(r.done)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.stopped = true
+		if r.live == 0 {
+			close(r.ended)
+		}
+	})
+}
+
+// Wait waits, after Stop, until every runner has ended (nil) or ctx ends
+// (its error).
+func (r *runners) Wait(ctx context.Context) error { return waitFor(ctx, r.ended) }

@@ -103,6 +103,7 @@ func (w *Worker) abandon(ex *execution) {
 	d := ex.d
 	d.pool.hb.remove(d.msg)
 	w.stats.abandoned.Add(1)
+	w.stats.abandonedRunning.Add(1)
 	d.log().Error("execution ignored its context past the watchdog; abandoned for redelivery", "watchdog", w.cfg.Watchdog)
 	d.slot.release()
 }

@@ -28,10 +28,9 @@ import (
 var ErrShutdown = errors.New("worker shutting down")
 
 // Worker consumes calls of its pools and executes them. Start and Stop
-// are idempotent; Stop blocks until every handler and the worker's own
-// goroutines have ended. Two exceptions end on their own afterwards: an
-// execution the watchdog abandoned ends when its tool returns, and idle
-// handler goroutines (runners) exit the moment Stop releases them.
+// are idempotent; Stop blocks until every goroutine the worker owns has
+// ended, or, when only executions the watchdog abandoned still run (their
+// tools ignore their context), until its context ends, and then says so.
 type Worker struct {
 	bus *bus.Bus
 	cfg Config
@@ -63,10 +62,11 @@ type Worker struct {
 	watching     sync.WaitGroup
 	inflight     atomic.Int64
 	executed     atomic.Int64
-	handlerDone  chan struct{}
-	cancels      cancels
-	cancelSub    *nats.Subscription
-	heartbeats   map[string]*heartbeater
+	// shutDown is closed once Stop's sequence is done (shutdown).
+	shutDown   chan struct{}
+	cancels    cancels
+	cancelSub  *nats.Subscription
+	heartbeats map[string]*heartbeater
 	// claimed maps each tool this worker's pools hold in the registry to
 	// the subject it was claimed on (claims.go; under mu).
 	claimed    map[string]string
@@ -86,12 +86,15 @@ type Worker struct {
 
 // stats are counters of notable outcomes, read by Stats.
 type stats struct {
-	retries         atomic.Int64
-	abandoned       atomic.Int64
-	unknownOutcomes atomic.Int64
-	notStarted      atomic.Int64
-	claimsLost      atomic.Int64
-	badIntents      atomic.Int64
+	retries   atomic.Int64
+	abandoned atomic.Int64
+	// abandonedRunning counts abandoned executions that have not
+	// returned yet.
+	abandonedRunning atomic.Int64
+	unknownOutcomes  atomic.Int64
+	notStarted       atomic.Int64
+	claimsLost       atomic.Int64
+	badIntents       atomic.Int64
 }
 
 // Stats is a snapshot of a worker's counters.
@@ -198,7 +201,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.serving = map[string]bool{}
 	fetchCtx, stopFetch := context.WithCancel(context.WithoutCancel(ctx))
 	w.stopFetch.Store(&stopFetch)
-	w.handlerDone = make(chan struct{}, 1)
+	w.shutDown = make(chan struct{})
 	if err := w.serveSpecs(ctx, fetchCtx); err != nil {
 		stopFetch()
 		w.fetchers.Wait()
@@ -390,21 +393,46 @@ func (w *Worker) followSources(ctx context.Context) {
 // Stop shuts the worker down in this order: stop fetching; let in-flight
 // calls finish (heartbeats continue) until ctx is done — the grace period;
 // then cancel the rest with ErrShutdown, which hands them back to the
-// stream at once; wait for every handler. The caller drains the connection
-// afterwards.
+// stream at once, and wait for their handlers (the watchdog abandons an
+// execution that ignores its context meanwhile); stop the heartbeats, the
+// STARTED queue, the handler goroutines (runners), the watchdog and the
+// cancel subscription; wait for the worker's goroutines to end. The
+// caller drains the connection afterwards.
+//
+// Stop returns nil once every goroutine the worker owns has ended, and
+// ctx's error if ctx ended while some still ran: the only ones it cannot
+// end are executions the watchdog abandoned, which end when their tool
+// returns. A call handed back at the end of the grace period is no error:
+// its handler has ended. Stop is idempotent, and safe to call
+// concurrently: a later call waits, with its own ctx, for what still runs.
 func (w *Worker) Stop(ctx context.Context) error {
 	if stop := w.stopFetch.Load(); stop != nil {
 		(*stop)() // first: a spec refresh in progress gives up mu at once
 	}
 	w.mu.Lock()
-	if !w.started || w.stopped {
-		w.stopped = true
-		w.mu.Unlock()
-		return nil
-	}
+	started, first := w.started, !w.stopped
 	w.stopped = true
 	w.mu.Unlock()
+	if !started {
+		return nil
+	}
+	if first {
+		w.shutdown(ctx)
+	}
+	if err := waitFor(ctx, w.shutDown); err != nil {
+		return err
+	}
+	err := w.runners.Wait(ctx)
+	if err == nil || w.stats.abandonedRunning.Load() > 0 {
+		return err
+	}
+	// Every handler has returned: the runners left end at once.
+	return w.runners.Wait(context.WithoutCancel(ctx))
+}
 
+// shutdown is Stop's sequence, run once; it closes w.shutDown when done.
+func (w *Worker) shutdown(ctx context.Context) {
+	defer close(w.shutDown)
 	if stop := w.stopFetch.Load(); stop != nil {
 		(*stop)()
 	}
@@ -431,7 +459,22 @@ func (w *Worker) Stop(ctx context.Context) error {
 	}
 	_ = w.cancelSub.Unsubscribe()
 	w.log.Info("worker stopped", "executed", w.executed.Load())
-	return nil
+}
+
+// waitFor waits until ch is closed (nil) or ctx ends (its error), whichever
+// comes first; a closed ch wins over an ended ctx.
+func waitFor(ctx context.Context, ch <-chan struct{}) error {
+	select {
+	case <-ch:
+		return nil
+	default:
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (w *Worker) fetchLoop(ctx context.Context, p Pool, cons jetstream.Consumer) {
