@@ -17,6 +17,10 @@
 //     refusal, duration 0).
 //   - PreExec: the error of a call that never ran: not retryable, no
 //     partial side effects. Expired is PreExec with EXPIRED.
+//   - Interrupted: the CANCELLED error of an attempt cancelled, or of a
+//     call handed back at shutdown.
+//   - NotRun: the error of a call handed back without running, which may
+//     run later (TRANSIENT, retryable, no side effects).
 //
 // The callers fill ResponseMeta: what it records (the worker, its
 // attempt, the isolation gaps of its host) only the component answering

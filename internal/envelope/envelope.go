@@ -43,8 +43,21 @@ type Cancel struct {
 // why.
 func Cancelled(callID, toolName string, c Cancel, meta *toolwirev1.ResponseMeta) *toolwirev1.ToolResponse {
 	meta.CancelledBy, meta.CancelReason = c.By, c.Reason
-	return Error(callID, toolName, &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, Message: c.Message,
-		PartialSideEffects: c.SideEffects}, meta)
+	return Error(callID, toolName, Interrupted(c.Message, c.SideEffects), meta)
+}
+
+// Interrupted is the CANCELLED error of a call whose attempt was
+// interrupted or never started (by its caller, by a shutdown), with what
+// the attempt may have changed.
+func Interrupted(msg string, fx toolwirev1.PartialSideEffects) *toolwirev1.ToolError {
+	return &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, Message: msg, PartialSideEffects: fx}
+}
+
+// NotRun is the error of a call handed back without running, which may
+// run later: TRANSIENT, retryable, no side effects.
+func NotRun(msg string) *toolwirev1.ToolError {
+	return &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT, Retryable: true, Message: msg,
+		PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
 }
 
 // Rejection is the dispatcher's answer to a call it refused at admission

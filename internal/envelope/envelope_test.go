@@ -42,6 +42,11 @@ func TestEnvelopes(t *testing.T) {
 				Duration: durationpb.New(0)}}},
 		"pre-execution error": {envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, "no such tool"),
 			&toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, Message: "no such tool", PartialSideEffects: none}},
+		"interrupted": {envelope.Interrupted("worker shutting down", toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN),
+			&toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, Message: "worker shutting down",
+				PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN}},
+		"not run": {envelope.NotRun("handed back"), &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT,
+			Retryable: true, Message: "handed back", PartialSideEffects: none}},
 		"expired": {envelope.Expired("too late"),
 			&toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_EXPIRED, Message: "too late", PartialSideEffects: none}},
 	} {

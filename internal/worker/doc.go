@@ -192,5 +192,29 @@
 // continue, and when its context ends cancels the rest with ErrShutdown and
 // Naks them without delay: a call interrupted by shutdown is handed back,
 // not failed (JetStream still counts that delivery toward MaxDeliver; on
-// the last delivery it ends with MAX_ATTEMPTS instead).
+// the last delivery it ends with MAX_ATTEMPTS instead). It then stops the
+// worker's own goroutines and waits for them. Stop returns nil once every
+// goroutine the worker owns has ended — a call handed back at the end of
+// the grace period is no error — and its context's error when it gave up
+// on executions the watchdog abandoned (tools that ignore their context:
+// they end when the tool returns). Stop is idempotent and may be called
+// concurrently; a later call waits again, with its own context, for what
+// still runs.
+//
+// # Where the code is
+//
+// handle.go is the life of a delivered call, top to bottom: a delivery
+// value per delivered message holds what every step needs (the message,
+// the call, the spec served, the pool, its slot, the timing of the
+// attempt), and its methods are the steps — decode, precheck, register,
+// recheck, gate, attempt, decide. Each step either leaves the call to the
+// next one or decides an outcome, which settle.go carries out: ack (after
+// publishing the answer), nak, hand back, term or a retry schedule.
+// retry.go runs the attempts under the retry policy; execute.go runs one
+// attempt under its timeouts; response.go builds the answers with
+// internal/envelope. Around the path: events.go (attempt events and the
+// STARTED claim), cancel.go (tombstones, and the registrations of running
+// calls), watchdog.go, heartbeat.go, runners.go, truncate.go (Output),
+// redact.go, observe.go (metrics and spans), args.go and decode.go (the
+// checks), and worker.go (start, fetch, stop).
 package worker

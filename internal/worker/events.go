@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/lazy"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
@@ -198,9 +199,7 @@ func (w *Worker) startedEvent(ctx context.Context, call *toolwirev1.ToolCall, sp
 // stream may be electing a leader.
 func (d *delivery) notStarted(cause error) outcome {
 	d.w.stats.notStarted.Add(1)
-	te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT, Retryable: true,
-		Message:            "handed back without running: its STARTED event was not stored: " + cause.Error(),
-		PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
+	te := envelope.NotRun("handed back without running: its STARTED event was not stored: " + cause.Error())
 	d.log().Warn("STARTED event not stored; handing the call back without running it", "err", cause)
 	_, _ = d.w.durableEvent(d.ctx, d.call, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING, Message: te.Message, Error: te},
 		notStartedNoteTimeout)

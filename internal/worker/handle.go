@@ -305,8 +305,7 @@ func (d *delivery) interrupted(cause error) outcome {
 	if errors.As(cause, &ce) {
 		return answer(d.cancelled(ce, " before the attempt started", toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE))
 	}
-	return handBack(0, &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_CANCELLED,
-		Message: cause.Error(), PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE})
+	return handBack(0, envelope.Interrupted(cause.Error(), toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE))
 }
 
 // notRun decides a call whose attempt may not start: its STARTED event
@@ -322,8 +321,7 @@ func (d *delivery) notRun(err error) outcome {
 	case errors.Is(err, errStartUnconfirmed):
 		d.w.stats.notStarted.Add(1)
 		d.log().Warn("STARTED stored but not confirmed; handing the call back without running it", "err", err)
-		return handBack(notStartedDelay, &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT,
-			Retryable: true, Message: err.Error(), PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE})
+		return handBack(notStartedDelay, envelope.NotRun(err.Error()))
 	}
 	// No durable STARTED, no execution.
 	return d.notStarted(err)
@@ -350,7 +348,7 @@ func (d *delivery) decide(res *tool.Result, execErr error) (outcome, *tool.Error
 		// answers UNKNOWN_OUTCOME: the safe side.
 		_ = d.w.attemptEvent(d.ctx, d.call, d.spec, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING,
 			Message: "handed back: worker shutting down",
-			Error:   &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, Message: ErrShutdown.Error(), PartialSideEffects: fx}})
+			Error:   envelope.Interrupted(ErrShutdown.Error(), fx)})
 		return handBack(0, terr.Proto()), nil
 	}
 	return outcome{}, terr
