@@ -151,7 +151,7 @@ func waitTool(ctx context.Context, reg *registry.Store, name string) error {
 }
 
 // serveHTTP serves the Connect API on a loopback port the way
-// dispatch.Run does (HTTP/1.1 and h2c on one listener, default HTTP/2
+// dispatchd.Run does (HTTP/1.1 and h2c on one listener, default HTTP/2
 // settings) and builds a client of the configured protocol.
 func (s *stack) serveHTTP(cfg Config) error {
 	mux := http.NewServeMux()

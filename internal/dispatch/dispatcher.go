@@ -821,3 +821,6 @@ func recentID(callID string) bool {
 	age := time.Since(ulid.Time(u.Time()))
 	return age < recentWindow && age > -recentWindow
 }
+
+// Config returns the dispatcher's configuration, defaults filled in.
+func (d *Dispatcher) Config() Config { return d.cfg }
