@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/internal/executors/observed"
 	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/lazy"
 	"github.com/toolwire/toolwire/internal/registry"
@@ -144,7 +145,7 @@ func New(b *bus.Bus, cfg Config) (*Worker, error) {
 		executors: make(map[toolwirev1.ExecutorType]executors.Executor, len(cfg.Executors))}
 	w.publishResult = w.observeResults(w.publishResultNow)
 	for t, e := range cfg.Executors {
-		w.executors[t] = telemetry.Executor(redactingExecutor{e}, w.tracer, metrics)
+		w.executors[t] = observed.Executor(redactingExecutor{e}, w.tracer, metrics)
 		if si, ok := e.(executors.SpecIsolated); ok {
 			if w.specGaps == nil {
 				w.specGaps = map[toolwirev1.ExecutorType]executors.SpecIsolated{}
