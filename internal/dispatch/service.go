@@ -4,8 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"google.golang.org/protobuf/proto"
 	"net/http"
+
+	"google.golang.org/protobuf/proto"
 
 	"connectrpc.com/connect"
 	"github.com/toolwire/toolwire/internal/intents"
