@@ -243,7 +243,9 @@ func (s *stack) stop() error {
 		cancel()
 	}
 	if s.d != nil {
-		s.d.Stop()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, s.d.Stop(ctx))
+		cancel()
 	}
 	if s.reg != nil {
 		s.reg.Stop()

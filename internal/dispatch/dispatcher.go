@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/lazy"
@@ -34,26 +33,13 @@ type Dispatcher struct {
 	mu      sync.Mutex
 	waiters map[string]*waiter
 	waiting int
-	reaper  jetstream.ConsumeContext
-	mover   jetstream.ConsumeContext
-	retries *nats.Subscription // dead-letter retries operators request (dlqretry.go)
 	stopped bool
+	// running ends what Start started, newest first (lifecycle.go); set
+	// by Start, guarded by mu. stopDone lists the channels Stop waits for:
+	// set by the first Stop.
+	running  []stopper
+	stopDone []<-chan struct{}
 
-	// results consumes the stored results routed to this replica
-	// (results.go); resultsCons is its consumer, deleted at Stop.
-	results     jetstream.ConsumeContext
-	resultsCons jetstream.Consumer
-	// status reports the connection's reconnects to the goroutine that
-	// then looks up the results of waiting callers (results.go);
-	// stopRechecks ends it, and rechecksDone is closed when it has.
-	status       chan nats.Status
-	stopRechecks context.CancelFunc
-	rechecksDone chan struct{}
-
-	// sweepStop ends the orphan sweeper (orphans.go); sweepDone is closed
-	// when it has ended. Nil when it does not run.
-	sweepStop context.CancelFunc
-	sweepDone chan struct{}
 	// pools is admission's view of the pool consumers (poolcheck.go); nil
 	// when Config.PoolCheck is negative.
 	pools *poolCheck
@@ -107,101 +93,6 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 
 // Name is the replica's routing name.
 func (d *Dispatcher) Name() string { return d.cfg.Name }
-
-// Start consumes this replica's stored results and starts the reaper, the
-// retry mover, the orphan sweeper and the listing of the pool consumers
-// that admission checks calls against (poolcheck.go).
-// (Pool consumers are created by workers before they register their tools,
-// and admission refuses a call no pool consumer filters, so no call is
-// admitted before a consumer for it exists.)
-func (d *Dispatcher) Start(ctx context.Context) error {
-	recheck := make(chan struct{}, 1) // the results consumer failed
-	cons, results, err := d.followResults(ctx, recheck)
-	if err != nil {
-		return err
-	}
-	stopResults := func() {
-		results.Stop()
-		d.deleteResultsConsumer(cons)
-	}
-	reaper, err := d.startReaper(ctx)
-	if err != nil {
-		stopResults()
-		return err
-	}
-	mover, err := d.startMover(ctx)
-	if err != nil {
-		reaper.Stop()
-		stopResults()
-		return err
-	}
-	retries, err := d.serveDLQRetries(ctx)
-	if err != nil {
-		mover.Stop()
-		reaper.Stop()
-		stopResults()
-		return err
-	}
-	d.lazyRecords.Start()
-	d.load.start(ctx)
-	d.mu.Lock()
-	d.results, d.resultsCons, d.reaper, d.mover, d.retries = results, cons, reaper, mover, retries
-	d.status = d.bus.NC.StatusChanged(nats.CONNECTED)
-	var rctx context.Context
-	rctx, d.stopRechecks = context.WithCancel(context.WithoutCancel(ctx))
-	d.rechecksDone = make(chan struct{})
-	go d.recheckOnFailures(rctx, d.status, recheck, d.rechecksDone)
-	d.startSweeper()
-	d.pools.start()
-	d.mu.Unlock()
-	return flush(ctx, d.bus.NC)
-}
-
-// Stop stops accepting calls and releases every waiting caller: each gets
-// ErrStopped and can fetch the result later by call id from any replica.
-func (d *Dispatcher) Stop() {
-	d.mu.Lock()
-	if d.stopped {
-		d.mu.Unlock()
-		return
-	}
-	d.stopped = true
-	if d.status != nil {
-		d.bus.NC.RemoveStatusListener(d.status)
-		d.stopRechecks()
-	}
-	if d.retries != nil {
-		_ = d.retries.Unsubscribe()
-	}
-	if d.reaper != nil {
-		d.reaper.Stop()
-	}
-	if d.mover != nil {
-		d.mover.Stop()
-		d.lazyRecords.Stop()
-	}
-	for id, w := range d.waiters {
-		close(w.ch)
-		delete(d.waiters, id)
-	}
-	results, cons, rechecksDone := d.results, d.resultsCons, d.rechecksDone
-	d.mu.Unlock()
-	// Outside the lock too: each may be in a server read for seconds, and a
-	// metrics scrape or a waiter's cancel takes the lock (review finding).
-	d.stopSweeper()
-	d.pools.end()
-	d.load.stopRefresh()
-	// Outside the lock: a recheck of waiters takes it, and stopping the
-	// results consumer waits for an attempt to make it again (during an
-	// outage, up to about 20s).
-	if rechecksDone != nil {
-		<-rechecksDone
-	}
-	if results != nil {
-		results.Stop()
-		d.deleteResultsConsumer(cons)
-	}
-}
 
 // flush makes sure the server has processed our subscriptions.
 func flush(ctx context.Context, nc *nats.Conn) error {

@@ -344,6 +344,21 @@
 // so the operator asks a dispatcher, which republishes the dead call as a
 // new call (see internal/dlq).
 //
+// # Start and Stop
+//
+// Start starts what the dispatcher runs besides its callers' requests: the
+// results consumer, the reaper, the retry mover, the dead-letter retry
+// service, the queue of admission records, the load view, the rechecks of
+// waiters after a reconnect, the orphan sweeper and the pool listing
+// (lifecycle.go). A Start that fails stops what it had started. Stop(ctx)
+// marks the dispatcher stopped (a later Call gets ErrStopped), releases
+// every waiting caller with ErrStopped, tells everything Start started to
+// end, newest first, and waits until all of it has (the last callback of
+// each consumer returned, the results consumer deleted on the server).
+// When ctx ends first it returns ctx's error; what was told to end still
+// ends, and a later Stop waits for it again. Stop is idempotent. Watches
+// are not Stop's: each ends with its request.
+//
 // # Pool check
 //
 // No call is admitted unless a pool consumer filters its subject: a tool

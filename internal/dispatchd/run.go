@@ -280,7 +280,11 @@ func startDispatcher(ctx context.Context, b *bus.Bus, reg *registry.Store, rc Ru
 // the graceful stop, and again (a no-op then: Stop is idempotent) on an
 // early return of Run.
 func stopDispatcher(d *dispatch.Dispatcher, grace time.Duration, log *slog.Logger) {
-	d.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := d.Stop(ctx); err != nil {
+		log.Warn("dispatcher stop", "err", err)
+	}
 }
 
 // gracePeriod logs the start of the graceful stop and returns its
