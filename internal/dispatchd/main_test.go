@@ -1,8 +1,9 @@
 package dispatchd_test
 
 import (
-	"os"
 	"testing"
+
+	"go.uber.org/goleak"
 
 	"github.com/toolwire/toolwire/internal/executors/sandbox"
 )
@@ -11,5 +12,5 @@ func TestMain(m *testing.M) {
 	if sandbox.IsHelper() { // the default configuration's sandbox pool runs this binary
 		sandbox.RunHelper()
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
