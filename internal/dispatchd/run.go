@@ -131,15 +131,9 @@ func Run(ctx context.Context, rc RunConfig) error {
 		return fmt.Errorf("dispatch: listen %s: %w", addr, err)
 	}
 	defer ln.Close()
-	var w toolworker.Worker
-	if len(pools) > 0 {
-		wm, err := telemetry.NewWorkerMetrics(metrics)
-		if err != nil {
-			return err
-		}
-		if w, err = startWorkers(ctx, b, rc, pools, ln.Addr().String(), wm, log); err != nil {
-			return err
-		}
+	w, err := startWorkers(ctx, b, rc, pools, ln.Addr().String(), metrics, log)
+	if err != nil {
+		return err
 	}
 	stopWorker := func(ctx context.Context) {
 		if w == nil {

@@ -8,22 +8,30 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	"github.com/toolwire/toolwire/internal/workerconfig"
 	"github.com/toolwire/toolwire/pkg/toolworker"
 )
 
-// startWorkers builds and starts the in-process workers: from
+// startWorkers builds and starts the in-process workers, none without
+// pools (nil), their metrics registered on metrics: from
 // rc.WorkerConfig, or the default configuration (every built-in example;
 // an executor that cannot start on this host is reported and its calls
 // answered, the others still served).
-func startWorkers(ctx context.Context, b *bus.Bus, rc RunConfig, pools []string, httpAddr string, wm *telemetry.WorkerMetrics, log *slog.Logger) (toolworker.Worker, error) {
+func startWorkers(ctx context.Context, b *bus.Bus, rc RunConfig, pools []string, httpAddr string, metrics *prometheus.Registry, log *slog.Logger) (toolworker.Worker, error) {
+	if len(pools) == 0 {
+		return nil, nil
+	}
+	wm, err := telemetry.NewWorkerMetrics(metrics)
+	if err != nil {
+		return nil, err
+	}
 	o := workerconfig.Options{PoolTypes: pools, Concurrency: rc.Concurrency, Tools: rc.Tools, Logger: log,
 		TracerProvider: rc.TracerProvider, Metrics: wm}
 	var f *workerconfig.File
 	if rc.WorkerConfig != "" {
-		var err error
 		if f, err = workerconfig.Load(rc.WorkerConfig); err != nil {
 			return nil, err
 		}

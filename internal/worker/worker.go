@@ -77,7 +77,7 @@ type Worker struct {
 	// tracer is nil when tracing is off; metrics always exist.
 	tracer  trace.Tracer
 	metrics *telemetry.WorkerMetrics
-	// executors are cfg.Executors decorated with telemetry.Executor and,
+	// executors are cfg.Executors decorated with observed.Executor and,
 	// inside it, redactingExecutor (redact.go).
 	executors map[toolwirev1.ExecutorType]executors.Executor
 	// publishResult publishes a call's terminal response: the plain
