@@ -13,10 +13,12 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-// outgoing is an admitted call on its way to the calls stream.
+// outgoing is an admitted call on its way to the calls stream. Its
+// request travels beside it, not in it: a pointer stored in a struct
+// counts as escaping, and the request the API decoded (or a caller's own,
+// in process) would then be allocated on the heap for every call.
 type outgoing struct {
 	id      Identity
-	o       *toolwirev1.CallRequest
 	w       *waiter // the caller waiting in Call; nil for Submit
 	callID  string
 	now     time.Time // when it was admitted
@@ -30,7 +32,7 @@ type outgoing struct {
 // it is unanswered (doc.go, "Publishing"). A call the stream refuses, or
 // that stays unanswered for publishRetryFor, is refused OVERLOADED
 // (refused).
-func (d *Dispatcher) publish(ctx context.Context, c *outgoing) (*Submitted, *waiter, error) {
+func (d *Dispatcher) publish(ctx context.Context, o *toolwirev1.CallRequest, c *outgoing) (*Submitted, *waiter, error) {
 	id, w, callID, call, subject := c.id, c.w, c.callID, c.call, c.subject
 	data, err := proto.Marshal(call)
 	if err != nil {
@@ -59,7 +61,7 @@ func (d *Dispatcher) publish(ctx context.Context, c *outgoing) (*Submitted, *wai
 	if err != nil {
 		// Never sent (e.g. too many publishes in flight): refused for sure.
 		pub.fail(err)
-		return d.refused(ctx, c, err), nil, nil
+		return d.refused(ctx, o, c, err), nil, nil
 	}
 	if w != nil {
 		w.accepted = d.lazyRecords.Add(func() { d.publishAccepted(id.Tenant, call) })
@@ -85,7 +87,7 @@ func (d *Dispatcher) publish(ctx context.Context, c *outgoing) (*Submitted, *wai
 			// The server answered and refused (e.g. the stream is full), or
 			// it stayed unreachable.
 			pub.fail(err)
-			return d.refused(ctx, c, err), nil, nil
+			return d.refused(ctx, o, c, err), nil, nil
 		}
 		// No answer (timeout, reconnect): the call may or may not be
 		// stored. Publish it again under the same message id: the stream's
@@ -102,7 +104,7 @@ func (d *Dispatcher) publish(ctx context.Context, c *outgoing) (*Submitted, *wai
 		}
 		if fut, err = d.bus.JS.PublishMsgAsync(msg); err != nil {
 			pub.fail(err)
-			return d.refused(ctx, c, err), nil, nil
+			return d.refused(ctx, o, c, err), nil, nil
 		}
 	}
 }
@@ -114,8 +116,8 @@ const publishRetryFor = 10 * time.Second
 
 // refused answers a call the calls stream did not take: OVERLOADED,
 // retryable, recorded, with its idempotency key released.
-func (d *Dispatcher) refused(ctx context.Context, c *outgoing, err error) *Submitted {
-	id, o, w, callID, now := c.id, c.o, c.w, c.callID, c.now
+func (d *Dispatcher) refused(ctx context.Context, o *toolwirev1.CallRequest, c *outgoing, err error) *Submitted {
+	id, w, callID, now := c.id, c.w, c.callID, c.now
 	if w != nil {
 		w.accepted.Stop()
 		w.cancel()

@@ -105,7 +105,7 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 		d.releaseKey(id, o)
 		return d.refuseOverloaded(o, callID, te, cause, target, now), nil, nil
 	}
-	return d.publish(ctx, &outgoing{id: id, o: o, w: w, callID: callID, now: now, call: call, subject: subject})
+	return d.publish(ctx, o, &outgoing{id: id, w: w, callID: callID, now: now, call: call, subject: subject})
 }
 
 // refuse records the refusal of a call as a REJECTED event (so that any
