@@ -320,7 +320,8 @@
 // # Reaper and retry mover
 //
 // Start also consumes two durable consumers that every replica shares, so
-// each message is handled once. The reaper reads the server's MaxDeliver
+// each message is handled once (made by bus.EnsureReaper and
+// bus.EnsureMover). The reaper reads the server's MaxDeliver
 // advisories captured in the advisories stream: a call whose every
 // delivery crashed or stalled and that has no result gets a dead letter
 // (message id reap-<stream sequence>, so a retry does not duplicate it)
