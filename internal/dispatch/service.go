@@ -4,9 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"net/http"
-
 	"google.golang.org/protobuf/proto"
+	"net/http"
 
 	"connectrpc.com/connect"
 	"github.com/toolwire/toolwire/internal/intents"
