@@ -5,6 +5,6 @@
 // cluster.
 //
 // The flags (each also settable as TOOLWIRE_<FLAG>) and the exit statuses
-// are those of internal/dispatch's Main. The binary is also the sandbox
+// are those of internal/dispatchd's Main. The binary is also the sandbox
 // executor's helper, which the in-process sandbox pool re-executes.
 package main

@@ -3,7 +3,7 @@ package main
 import (
 	"os"
 
-	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatchd"
 	"github.com/toolwire/toolwire/internal/executors/sandbox"
 	"github.com/toolwire/toolwire/internal/tools/builtin"
 )
@@ -12,5 +12,5 @@ func main() {
 	if sandbox.IsHelper() {
 		sandbox.RunHelper()
 	}
-	os.Exit(dispatch.Main(os.Args[1:], os.Stderr, builtin.Tools()))
+	os.Exit(dispatchd.Main(os.Args[1:], os.Stderr, builtin.Tools()))
 }

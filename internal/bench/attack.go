@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatchd"
 	"github.com/toolwire/toolwire/internal/tools/builtin"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
@@ -424,7 +425,7 @@ func AttackServer(ctx context.Context, dir string, stdout io.Writer, log *slog.L
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- dispatch.Run(ctx, dispatch.RunConfig{DataDir: dir, HTTPAddr: "127.0.0.1:0",
+		done <- dispatchd.Run(ctx, dispatchd.RunConfig{DataDir: dir, HTTPAddr: "127.0.0.1:0",
 			Tools: builtin.Tools(), Ready: ready, Logger: log, Grace: 5 * time.Second})
 	}()
 	select {

@@ -12,7 +12,7 @@
 //   - toolwire-http: callers use the generated Connect client (binary
 //     protobuf) against a real net/http server on loopback serving
 //     dispatch.NewService(d).Handler(dispatch.OpenAccess{...}) with the
-//     same HTTP settings as dispatch.Run, over HTTP/1.1 keep-alive with a
+//     same HTTP settings as dispatchd.Run, over HTTP/1.1 keep-alive with a
 //     connection per call in flight (default, as pkg/client's default
 //     transport) or h2c.
 //   - jetstream-baseline: the same round trip written directly against
@@ -61,7 +61,7 @@
 // objects and arrays, in JSON and binary protobuf), a gzip bomb, and the
 // widest arguments the limits admit in either form — alone and ten at
 // once, five rounds each, to a dispatcher process of its own (this binary
-// with -attack-server: dispatch.Run with its defaults, embedded server and
+// with -attack-server: dispatchd.Run with its defaults, embedded server and
 // in-process workers), over HTTP/1.1 on loopback. For each it reports the
 // answer (every request must get the expected one or the run fails), the
 // median and slowest time from sending a request to its answer, the

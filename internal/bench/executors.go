@@ -126,7 +126,11 @@ func measurePair(ctx context.Context, cfg Config, name string, typ toolwirev1.Ex
 	if err := d.Start(ctx); err != nil {
 		return p, err
 	}
-	defer d.Stop()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err = errors.Join(err, d.Stop(sctx))
+	}()
 	through := func(ctx context.Context) error {
 		r, err := d.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: spec.Name, ArgumentsJson: args}, callWait)
 		if err != nil {

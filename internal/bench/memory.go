@@ -129,7 +129,11 @@ func dispatcherMemory(ctx context.Context, cfg Config, calls int, m *Memory) (er
 	errs := make(chan error, 1)
 	// Stop releases every waiting caller with ErrStopped.
 	defer wg.Wait()
-	defer s.d.Stop()
+	defer func() { // s.stop stops it again and reports its error
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.d.Stop(sctx)
+	}()
 	// Callers arrive in waves: the memory of calls in flight is the
 	// question here, not how a dispatcher takes a burst of submissions.
 	for started := 0; started < calls; {

@@ -151,7 +151,7 @@ func waitTool(ctx context.Context, reg *registry.Store, name string) error {
 }
 
 // serveHTTP serves the Connect API on a loopback port the way
-// dispatch.Run does (HTTP/1.1 and h2c on one listener, default HTTP/2
+// dispatchd.Run does (HTTP/1.1 and h2c on one listener, default HTTP/2
 // settings) and builds a client of the configured protocol.
 func (s *stack) serveHTTP(cfg Config) error {
 	mux := http.NewServeMux()
@@ -243,7 +243,9 @@ func (s *stack) stop() error {
 		cancel()
 	}
 	if s.d != nil {
-		s.d.Stop()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, s.d.Stop(ctx))
+		cancel()
 	}
 	if s.reg != nil {
 		s.reg.Stop()

@@ -103,6 +103,11 @@
 //     server consumer it made (an ordered consumer makes one per fetch)
 //     when it ends, and whose consumers otherwise expire after
 //     ScanInactive (1m).
+//   - The dispatchers share two durable consumers, made by EnsureReaper
+//     (<prefix>_reaper on the advisories stream: MaxDeliver advisories,
+//     from the first) and EnsureMover (<prefix>_retry_mover on the retries
+//     stream: due retries, from the first), so each message is handled by
+//     one replica. The cancel bucket's values are Tombstones (JSON).
 //   - Unavailable tells start-up errors worth waiting out (no server
 //     reachable, a request timed out or found no responder, JetStream
 //     unavailable or without a leader, too few peers) from final ones;

@@ -51,42 +51,7 @@ func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallR
 	if err != nil {
 		return nil, violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "", err.Error())
 	}
-	maxBytes, maxDepth := d.cfg.MaxArgsBytes, d.cfg.MaxArgsDepth
-	if l := spec.Limits; l != nil {
-		if l.MaxArgsBytes > 0 {
-			maxBytes = l.MaxArgsBytes
-		}
-		if l.MaxArgsDepth > 0 {
-			maxDepth = int(l.MaxArgsDepth)
-		}
-	}
-	if int64(len(args)) > maxBytes {
-		return nil, violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "",
-			fmt.Sprintf("arguments are %d bytes, over the limit of %d", len(args), maxBytes))
-	}
-	n, depth := registry.JSONShape(args, d.cfg.MaxArgsValues, maxDepth)
-	if depth > maxDepth {
-		return nil, violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "",
-			fmt.Sprintf("arguments nest deeper than the limit of %d", maxDepth))
-	}
-	if n > d.cfg.MaxArgsValues {
-		return nil, violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "",
-			fmt.Sprintf("arguments have more than the limit of %d members and elements", d.cfg.MaxArgsValues))
-	}
-	if vs := registry.ValidateArgs(ent.Input, args); len(vs) > 0 {
-		// A rejection names at most maxViolations: it is stored as an
-		// event and answered, and must not grow with the arguments.
-		more := len(vs) - maxViolations
-		vs = vs[:min(len(vs), maxViolations)]
-		parts := make([]string, 0, len(vs)+1)
-		for _, v := range vs {
-			parts = append(parts, fieldName(v.Field)+": "+v.Message)
-		}
-		if more > 0 {
-			parts = append(parts, fmt.Sprintf("and %d more", more))
-		}
-		te := preExec(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "invalid arguments: "+strings.Join(parts, "; "))
-		te.Violations = vs
+	if te := d.checkArgs(ent, args); te != nil {
 		return nil, te
 	}
 
@@ -109,6 +74,53 @@ func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallR
 		return nil, te
 	}
 	return call, nil
+}
+
+// checkArgs checks a call's arguments against the size and nesting limits
+// (the tool spec's, else the Config's), the count of members and elements
+// (Config.MaxArgsValues), and the tool's input schema; it returns the
+// refusal, or nil.
+func (d *Dispatcher) checkArgs(ent *registry.Entry, args []byte) *toolwirev1.ToolError {
+	spec := ent.Spec
+	maxBytes, maxDepth := d.cfg.MaxArgsBytes, d.cfg.MaxArgsDepth
+	if l := spec.Limits; l != nil {
+		if l.MaxArgsBytes > 0 {
+			maxBytes = l.MaxArgsBytes
+		}
+		if l.MaxArgsDepth > 0 {
+			maxDepth = int(l.MaxArgsDepth)
+		}
+	}
+	if int64(len(args)) > maxBytes {
+		return violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "",
+			fmt.Sprintf("arguments are %d bytes, over the limit of %d", len(args), maxBytes))
+	}
+	n, depth := registry.JSONShape(args, d.cfg.MaxArgsValues, maxDepth)
+	if depth > maxDepth {
+		return violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "",
+			fmt.Sprintf("arguments nest deeper than the limit of %d", maxDepth))
+	}
+	if n > d.cfg.MaxArgsValues {
+		return violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "",
+			fmt.Sprintf("arguments have more than the limit of %d members and elements", d.cfg.MaxArgsValues))
+	}
+	if vs := registry.ValidateArgs(ent.Input, args); len(vs) > 0 {
+		// A rejection names at most maxViolations: it is stored as an
+		// event and answered, and must not grow with the arguments.
+		more := len(vs) - maxViolations
+		vs = vs[:min(len(vs), maxViolations)]
+		parts := make([]string, 0, len(vs)+1)
+		for _, v := range vs {
+			parts = append(parts, fieldName(v.Field)+": "+v.Message)
+		}
+		if more > 0 {
+			parts = append(parts, fmt.Sprintf("and %d more", more))
+		}
+		te := preExec(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "invalid arguments: "+strings.Join(parts, "; "))
+		te.Violations = vs
+		return te
+	}
+	return nil
 }
 
 // maxViolations bounds the violations a rejection lists.

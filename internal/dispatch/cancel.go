@@ -9,7 +9,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 	"github.com/toolwire/toolwire/internal/bus"
-	"github.com/toolwire/toolwire/internal/worker"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -47,7 +46,7 @@ func (d *Dispatcher) Cancel(ctx context.Context, id Identity, callID, reason str
 			return toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, nil
 		}
 	}
-	val, _ := json.Marshal(worker.Tombstone{By: id.Agent, Reason: reason})
+	val, _ := json.Marshal(bus.Tombstone{By: id.Agent, Reason: reason})
 	_, err = d.bus.Cancels.Create(ctx, bus.CancelKey(id.Tenant, callID), val, jetstream.KeyTTL(d.bus.Config.CancelTTL))
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_REQUESTED, nil // already requested

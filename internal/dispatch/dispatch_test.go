@@ -149,7 +149,7 @@ func TestResultSurvivesDispatcherRestart(t *testing.T) {
 	sub, err := first.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"later"}`})
 	require.NoError(t, err)
 	require.Nil(t, sub.Rejected)
-	first.Stop()
+	require.NoError(t, first.Stop(ctx))
 
 	s.StartWorker(t, builtin.Tools()...)
 	second := s.StartDispatcher(t, dispatch.Config{Name: "second"})

@@ -1,8 +1,11 @@
 // Package dispatch is the dispatcher core: it establishes who is calling,
 // admits a call, publishes it on the calls stream and hands the terminal
 // response back to the caller waiting for it. Dispatcher is the core;
-// Service serves it as toolwire.v1.DispatcherService over Connect; Run and
-// Main make the dispatcher process (cmd/dispatcher). Several replicas can
+// Service serves it as toolwire.v1.DispatcherService over Connect. The
+// dispatcher process that runs it (flags, embedded NATS server, HTTP
+// server, in-process workers) is internal/dispatchd, which cmd/dispatcher
+// runs; this package imports no worker, worker configuration or executor
+// package. Several replicas can
 // run side by side: any of them answers GetResult, Cancel and Watch for any
 // call.
 //
@@ -17,8 +20,9 @@
 // (ErrBadTenant), before anything is recorded: a tenant is never mapped to
 // a token, since a.b and a_b would then share one.
 // OpenAccess, the default without an API key file, makes every request
-// DefaultIdentity (tenant default, agent local, scopes *); Run logs a
-// warning when its listener is not loopback. APIKeys checks
+// DefaultIdentity (tenant default, agent local, scopes *); the dispatcher
+// process (internal/dispatchd) logs a warning when its listener is not
+// loopback. APIKeys checks
 // `Authorization: Bearer <key>` in constant time against the SHA-256
 // hashes of an APIKeyFile, so the file holds no usable secret. A call's
 // Caller is the identity plus the session, user, run and turn the request
@@ -316,7 +320,8 @@
 // # Reaper and retry mover
 //
 // Start also consumes two durable consumers that every replica shares, so
-// each message is handled once. The reaper reads the server's MaxDeliver
+// each message is handled once (made by bus.EnsureReaper and
+// bus.EnsureMover). The reaper reads the server's MaxDeliver
 // advisories captured in the advisories stream: a call whose every
 // delivery crashed or stalled and that has no result gets a dead letter
 // (message id reap-<stream sequence>, so a retry does not duplicate it)
@@ -339,6 +344,21 @@
 // of every replica): an operator's NATS credentials may not publish calls,
 // so the operator asks a dispatcher, which republishes the dead call as a
 // new call (see internal/dlq).
+//
+// # Start and Stop
+//
+// Start starts what the dispatcher runs besides its callers' requests: the
+// results consumer, the reaper, the retry mover, the dead-letter retry
+// service, the queue of admission records, the load view, the rechecks of
+// waiters after a reconnect, the orphan sweeper and the pool listing
+// (lifecycle.go). A Start that fails stops what it had started. Stop(ctx)
+// marks the dispatcher stopped (a later Call gets ErrStopped), releases
+// every waiting caller with ErrStopped, tells everything Start started to
+// end, newest first, and waits until all of it has (the last callback of
+// each consumer returned, the results consumer deleted on the server).
+// When ctx ends first it returns ctx's error; what was told to end still
+// ends, and a later Stop waits for it again. Stop is idempotent. Watches
+// are not Stop's: each ends with its request.
 //
 // # Pool check
 //
@@ -426,8 +446,9 @@
 // default MaxArgsBytes plus 64 KiB: 320 KiB), also after gzip
 // decompression, whose inflating stops a byte past the limit: a longer
 // body is answered resource_exhausted having cost at most the limit, and
-// the connection is closed rather than the rest read. Run applies the same
-// body limit to every route of its server. The codecs (binary protobuf and
+// the connection is closed rather than the rest read. The dispatcher
+// process (internal/dispatchd) applies the same body limit to every route
+// of its server. The codecs (binary protobuf and
 // JSON) then scan the body without allocating and refuse with
 // invalid_argument one with more than MaxArgsValues plus 64 object members,
 // array elements or fields, or nested deeper than Config.MaxRequestDepth
@@ -444,31 +465,11 @@
 // sandbox argv, environment and paths; HTTP URL and body templates,
 // headers, allowed hosts and networks; MCP server, tool and definition
 // hash) to the "admin" scope only ("*" holds it); everyone else gets the
-// spec with no config set, its executor type kept (toolView). Run serves it with /healthz, /readyz (registry loaded, NATS
-// connected, streams present) and /metrics on one listener (default
-// 127.0.0.1:8080) speaking HTTP/1.1 and unencrypted HTTP/2 (h2c), with a
-// 10s ReadHeaderTimeout and no other server timeout, so long waits and
-// watches are not cut off. With tracing on, a caller's traceparent parents
+// spec with no config set, its executor type kept (toolView). The dispatcher process serves the
+// API with /healthz, /readyz and /metrics on one listener
+// (internal/dispatchd). With tracing on, a caller's traceparent parents
 // the admission span, and the call's trace context travels to the worker
 // in the message headers.
-//
-// Run uses the embedded NATS server (store under <DataDir>/jetstream) unless
-// NATSURL names an external cluster. The embedded server's client listener
-// (NATSListen) always requires credentials: on its first start with one,
-// Run makes an nkey per role (bus.RoleWorker, bus.RoleOperator) under
-// <DataDir>/credentials (directory 0700, files 0600; bus.EnsureCredentials)
-// and reuses them on later starts; it logs the files' paths, never their
-// content, and warns when the listener is not on loopback (NATS traffic is
-// not encrypted). The dispatcher and its in-process workers connect in
-// process with every permission. Run starts in-process worker pools
-// (default every type with the embedded server, none with an external one)
-// from WorkerConfig or, without one, the built-in examples of
-// internal/workerconfig. It stops in order: HTTP, the in-process workers
-// (in-flight calls finish within Grace, 25s), waiting callers (released
-// with ErrStopped; they fetch their results later by id), the registry
-// watcher, the NATS connection (drained), the embedded server. Main parses
-// the flags (each also TOOLWIRE_<NAME>, see internal/cliflag) and exits 0
-// after a clean stop, 1 on a runtime error and 2 on bad flags.
 //
 // # Decisions on limits
 //

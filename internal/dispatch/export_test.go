@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"io"
+	"sync"
 	"sync/atomic"
 
 	"connectrpc.com/connect"
@@ -30,4 +31,13 @@ func MissFirstResultLook(d *Dispatcher) {
 func NewBoundedGzip(src io.Reader, max int64) (connect.Decompressor, error) {
 	g := &boundedGzip{max: max}
 	return g, g.Reset(src)
+}
+
+// HoldStop makes d's next Stop wait, besides everything d started, for
+// release to be called, as when a goroutine of d is slow to end (a
+// server read during an outage). Call it after Start.
+func HoldStop(d *Dispatcher) (release func()) {
+	held := make(chan struct{})
+	d.own(func() <-chan struct{} { return held })
+	return sync.OnceFunc(func() { close(held) })
 }

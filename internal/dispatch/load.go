@@ -148,7 +148,7 @@ func newLoadView(d *Dispatcher) *loadView {
 }
 
 // start reads the view once, so that the first calls are checked too, and
-// starts the refresh goroutine; stop ends it.
+// starts the refresh goroutine; stopRefresh ends it.
 func (v *loadView) start(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	v.refresh(rctx, time.Now())
@@ -161,11 +161,14 @@ func (v *loadView) start(ctx context.Context) {
 	}()
 }
 
-func (v *loadView) stopRefresh() {
-	if v.stop != nil {
-		v.stop()
-		<-v.done
+// stopRefresh tells the refresh goroutine to stop and returns a channel
+// closed once it has.
+func (v *loadView) stopRefresh() <-chan struct{} {
+	if v.stop == nil {
+		return closedChan
 	}
+	v.stop()
+	return v.done
 }
 
 func (v *loadView) run(ctx context.Context) {

@@ -20,16 +20,9 @@ import (
 // runs the next attempt. A worker parks a call there for a long retry
 // delay so that the call holds no consumer slot while it waits.
 func (d *Dispatcher) startMover(ctx context.Context) (jetstream.ConsumeContext, error) {
-	cons, err := d.bus.Retries.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:       d.bus.Config.MoverConsumer(),
-		Description:   "toolwire: puts due retries back on the calls stream",
-		FilterSubject: d.subj.DueRetries(),
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
+	cons, err := d.bus.EnsureMover(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("dispatch: retry mover consumer: %w", err)
+		return nil, fmt.Errorf("dispatch: %w", err)
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		mctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

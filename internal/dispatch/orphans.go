@@ -39,25 +39,22 @@ type sweeper struct {
 	swept map[string]uint64
 }
 
-// startSweeper starts the orphan sweeper unless Config.OrphanSweep is -1;
-// stopSweeper ends it.
-func (d *Dispatcher) startSweeper() {
+// startSweeper starts the orphan sweeper unless Config.OrphanSweep is -1
+// (then it returns nil); the stopper it returns ends it.
+func (d *Dispatcher) startSweeper() stopper {
 	if d.cfg.OrphanSweep < 0 {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	d.sweepStop, d.sweepDone = cancel, make(chan struct{})
+	done := make(chan struct{})
 	s := &sweeper{d: d, swept: map[string]uint64{}}
 	go func() {
-		defer close(d.sweepDone)
+		defer close(done)
 		s.run(ctx)
 	}()
-}
-
-func (d *Dispatcher) stopSweeper() {
-	if d.sweepStop != nil {
-		d.sweepStop()
-		<-d.sweepDone
+	return func() <-chan struct{} {
+		cancel()
+		return done
 	}
 }
 

@@ -1,7 +1,6 @@
 package dispatch_test
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"sync"
@@ -281,24 +280,6 @@ func requireEventually(t *testing.T, cond func() bool, what string) {
 			t.Fatalf("never happened: %s", what)
 		}
 		time.Sleep(20 * time.Millisecond) // polling with a deadline, not synchronisation by sleep
-	}
-}
-
-// The overload and storage flags refuse what they cannot read.
-func TestOverloadFlagsAreChecked(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--pool-max-backlog", "sandbox"}, "want pool=N"},
-		{[]string{"--pool-max-backlog", "sandbox=0"}, "want pool=N"},
-		{[]string{"--stream-max-bytes", "results=1GB"}, "KiB, MiB, GiB or TiB"},
-		{[]string{"--stream-max-bytes", "audit=1GiB"}, `no store "audit"`},
-	} {
-		var stderr bytes.Buffer
-		require.Equal(t, 2, dispatch.Main(tt.args, &stderr, nil), tt.args)
-		require.Contains(t, stderr.String(), tt.want)
 	}
 }
 

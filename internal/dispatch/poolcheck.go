@@ -200,17 +200,19 @@ func (p *poolCheck) run(ctx context.Context) {
 	}
 }
 
-// end stops the listing goroutine and waits for it. Idempotent; a nil
-// poolCheck does nothing.
-func (p *poolCheck) end() {
+// end tells the listing goroutine to stop and returns a channel closed
+// once it has. Idempotent; a nil or never started poolCheck returns a
+// closed channel.
+func (p *poolCheck) end() <-chan struct{} {
 	if p == nil {
-		return
+		return closedChan
 	}
 	p.mu.Lock()
 	stop, done := p.stop, p.done
 	p.mu.Unlock()
-	if stop != nil {
-		stop()
-		<-done
+	if stop == nil {
+		return closedChan
 	}
+	stop()
+	return done
 }

@@ -29,16 +29,9 @@ type maxDeliverAdvisory struct {
 // no result yet: a dead letter and a terminal MAX_ATTEMPTS answer, so no
 // caller hangs when every delivery crashed.
 func (d *Dispatcher) startReaper(ctx context.Context) (jetstream.ConsumeContext, error) {
-	cons, err := d.bus.Advisories.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:       d.bus.Config.ReaperConsumer(),
-		Description:   "toolwire: dead-letters calls that exhausted MaxDeliver",
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
-		MaxDeliver:    10,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
+	cons, err := d.bus.EnsureReaper(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("dispatch: reaper consumer: %w", err)
+		return nil, fmt.Errorf("dispatch: %w", err)
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -67,8 +67,8 @@ func (l requestLimits) handlerOptions(maxBytes int64) []connect.HandlerOption {
 // LimitBody wraps h so that no request body is read past maxBytes plus
 // the framing of one message; a handler reading past it gets an
 // *http.MaxBytesError (Connect answers resource_exhausted) and the
-// connection is closed. Run wraps its whole server with it; Service.Handler
-// applies it to the API.
+// connection is closed. The dispatcher process (internal/dispatchd) wraps
+// its whole server with it; Service.Handler applies it to the API.
 func LimitBody(h http.Handler, maxBytes int64) http.Handler {
 	return http.MaxBytesHandler(h, maxBytes+bodySlack)
 }

@@ -234,7 +234,11 @@ func TestCallFindsResultStoredWhileReconnecting(t *testing.T) {
 	d, err := dispatch.New(b, s.Registry, dispatch.Config{Name: "proxied"})
 	require.NoError(t, err)
 	require.NoError(t, d.Start(t.Context()))
-	t.Cleanup(d.Stop)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		require.NoError(t, d.Stop(ctx))
+	})
 
 	const wait = 45 * time.Second
 	type answer struct {

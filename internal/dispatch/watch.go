@@ -117,6 +117,15 @@ func (w *watch) run(ctx context.Context) error {
 	if resp != nil {
 		return w.finish(ctx, resp)
 	}
+	return w.follow(ctx, results, known)
+}
+
+// follow sends the call's events as the consumer delivers them until the
+// call's stored result (FINISHED) or a REJECTED event ends the Watch,
+// looking the stored result up again as "Watch timing" says; known says
+// the call has a record already.
+func (w *watch) follow(ctx context.Context, results <-chan *nats.Msg, known bool) error {
+	d := w.d
 	grace := time.NewTimer(d.cfg.WatchGrace)
 	defer grace.Stop()
 	recheck := time.NewTicker(watchRecheck)
@@ -162,6 +171,7 @@ func (w *watch) run(ctx context.Context) error {
 			}
 			// Still no record: nobody admitted this id (or its record was
 			// lost with a server; GetResult with a wait covers that case).
+			var err error
 			if known, err = w.hasEvents(ctx); err != nil {
 				return err
 			}

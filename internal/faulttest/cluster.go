@@ -63,7 +63,11 @@ func NewCluster(t testing.TB) *Cluster {
 	if err := c.Dispatcher.Start(ctx); err != nil {
 		t.Fatalf("faulttest: start dispatcher: %v", err)
 	}
-	t.Cleanup(c.Dispatcher.Stop)
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = c.Dispatcher.Stop(sctx)
+	})
 	return c
 }
 

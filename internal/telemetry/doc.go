@@ -1,7 +1,8 @@
 // Package telemetry is toolwire's observability: traces, metrics, trace
 // ids in logs, health endpoints. Components do not call it from inside
 // their work; they are wrapped by it (STYLE habit 10): the executor
-// decorator (Executor), the worker's delivery, attempt and result-publish
+// decorator (internal/executors/observed, which uses this package's
+// metrics and attributes), the worker's delivery, attempt and result-publish
 // middleware (internal/worker/observe.go) and the dispatcher's admission
 // and publish wrappers (internal/dispatch/observe.go) are the only places
 // that make spans or record metrics.

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/bus/bustest"
-	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatchd"
 	"github.com/toolwire/toolwire/pkg/client"
 	"github.com/toolwire/toolwire/pkg/tool"
 	"github.com/toolwire/toolwire/pkg/toolworker"
@@ -41,7 +41,7 @@ func run(t *testing.T, f func(ctx context.Context, ready chan<- string) error) s
 }
 
 // The binaries' own endpoints: the worker process (toolworker.Run with
-// --http) and the dispatcher process (dispatch.Run, on its API address)
+// --http) and the dispatcher process (dispatchd.Run, on its API address)
 // serve /healthz, /readyz and /metrics, and the metrics count the calls.
 func TestBinariesServeHealthReadinessAndMetrics(t *testing.T) {
 	t.Parallel()
@@ -52,7 +52,7 @@ func TestBinariesServeHealthReadinessAndMetrics(t *testing.T) {
 			Grace: 5 * time.Second, Ready: ready, Logger: quiet})
 	})
 	apiAddr := run(t, func(ctx context.Context, ready chan<- string) error {
-		return dispatch.Run(ctx, dispatch.RunConfig{NATSURL: env.URL, Workers: "none", HTTPAddr: "127.0.0.1:0", Grace: 5 * time.Second,
+		return dispatchd.Run(ctx, dispatchd.RunConfig{NATSURL: env.URL, Workers: "none", HTTPAddr: "127.0.0.1:0", Grace: 5 * time.Second,
 			Ready: ready, Logger: quiet})
 	})
 	c, err := client.New("http://" + apiAddr)

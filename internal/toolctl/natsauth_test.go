@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/bus"
-	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatchd"
 	"github.com/toolwire/toolwire/internal/logtest"
 	"github.com/toolwire/toolwire/internal/toolctl"
 	"github.com/toolwire/toolwire/pkg/client"
@@ -25,7 +25,7 @@ import (
 	"github.com/toolwire/toolwire/pkg/toolworker"
 )
 
-// authStack is a dispatcher process (dispatch.Run) whose embedded server
+// authStack is a dispatcher process (dispatchd.Run) whose embedded server
 // listens on loopback with the managed credentials, and worker processes
 // (toolworker.Run) that connect over TCP as the worker role.
 type authStack struct {
@@ -66,7 +66,7 @@ func startAuthStack(t *testing.T, tools ...*tool.Tool) *authStack {
 	s := &authStack{data: t.TempDir(), logs: &logtest.Buffer{}}
 	ready := make(chan string, 1)
 	api := runUntilCleanup(t, func(ctx context.Context) error {
-		return dispatch.Run(ctx, dispatch.RunConfig{DataDir: s.data, HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0",
+		return dispatchd.Run(ctx, dispatchd.RunConfig{DataDir: s.data, HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0",
 			Workers: "none", Grace: 5 * time.Second, Ready: ready, Logger: s.logs.JSONLogger()})
 	}, ready)
 	m := clientURLRe.FindStringSubmatch(s.logs.String())

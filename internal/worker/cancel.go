@@ -15,17 +15,9 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 )
 
-// Tombstone is the value of a cancel key.
-type Tombstone struct {
-	// By names who cancelled: the caller's agent, an operator, ...
-	By string `json:"by"`
-	// Reason given with the cancel, if any.
-	Reason string `json:"reason,omitempty"`
-}
-
 // CancelledError is the cause a call's context is cancelled with when its
 // caller cancels it.
-type CancelledError struct{ Tombstone }
+type CancelledError struct{ bus.Tombstone }
 
 func (e *CancelledError) Error() string {
 	msg := "cancelled by " + e.By
@@ -57,7 +49,7 @@ type cancels struct {
 }
 
 type seenTombstone struct {
-	ts Tombstone
+	ts bus.Tombstone
 	at time.Time
 }
 
@@ -99,7 +91,7 @@ func (r *registration) end(ex *execution) bool {
 
 // register records fn for key and returns the tombstone already seen for
 // it, if any; unregister(r) removes fn.
-func (c *cancels) register(key string, fn context.CancelCauseFunc) (seen *Tombstone, r *registration) {
+func (c *cancels) register(key string, fn context.CancelCauseFunc) (seen *bus.Tombstone, r *registration) {
 	r = &registration{key: key, fn: fn}
 	c.mu.Lock()
 	if c.fns == nil {
@@ -173,7 +165,7 @@ func (c *cancels) lookupNeeded(accepted, now time.Time, reconnects uint64) bool 
 	return accepted.Before(horizon.Add(ClockSkew))
 }
 
-func (c *cancels) cancel(key string, ts Tombstone) bool {
+func (c *cancels) cancel(key string, ts bus.Tombstone) bool {
 	now := time.Now()
 	c.mu.Lock()
 	if c.seen == nil {
@@ -207,9 +199,9 @@ func (w *Worker) watchCancels() (*nats.Subscription, error) {
 			return // DEL or PURGE: nothing to cancel
 		}
 		key := strings.TrimPrefix(m.Subject, prefix)
-		var ts Tombstone
+		var ts bus.Tombstone
 		if err := json.Unmarshal(m.Data, &ts); err != nil {
-			ts = Tombstone{By: "unknown"}
+			ts = bus.Tombstone{By: "unknown"}
 		}
 		if w.cancels.cancel(key, ts) {
 			w.log.Info("cancelling running call", "key", key, "by", ts.By)
@@ -222,7 +214,7 @@ func (w *Worker) watchCancels() (*nats.Subscription, error) {
 }
 
 // tombstone returns the cancel record of a call, or nil.
-func (w *Worker) tombstone(ctx context.Context, tenant, callID string) (*Tombstone, error) {
+func (w *Worker) tombstone(ctx context.Context, tenant, callID string) (*bus.Tombstone, error) {
 	e, err := w.bus.Cancels.Get(ctx, bus.CancelKey(tenant, callID))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
@@ -230,9 +222,9 @@ func (w *Worker) tombstone(ctx context.Context, tenant, callID string) (*Tombsto
 	if err != nil {
 		return nil, err
 	}
-	var ts Tombstone
+	var ts bus.Tombstone
 	if json.Unmarshal(e.Value(), &ts) != nil {
-		ts = Tombstone{By: "unknown"}
+		ts = bus.Tombstone{By: "unknown"}
 	}
 	return &ts, nil
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolwire/toolwire/internal/bus"
 )
 
 // A tombstone seen before a call registers is found at registration; one
@@ -15,7 +17,7 @@ func TestCancelsRegisterAndWatchMeet(t *testing.T) {
 	t.Parallel()
 	var c cancels
 	c.live(time.Now(), 0)
-	c.cancel("acme.early", Tombstone{By: "bot"})
+	c.cancel("acme.early", bus.Tombstone{By: "bot"})
 	_, cancel := context.WithCancelCause(context.Background())
 	seen, reg := c.register("acme.early", cancel)
 	require.NotNil(t, seen)
@@ -26,7 +28,7 @@ func TestCancelsRegisterAndWatchMeet(t *testing.T) {
 	seen, reg = c.register("acme.late", cancel)
 	defer c.unregister(reg)
 	require.Nil(t, seen)
-	require.True(t, c.cancel("acme.late", Tombstone{By: "ops", Reason: "stop"}))
+	require.True(t, c.cancel("acme.late", bus.Tombstone{By: "ops", Reason: "stop"}))
 	var ce *CancelledError
 	require.True(t, errors.As(context.Cause(ctx), &ce))
 	require.Equal(t, "ops", ce.By)
@@ -46,7 +48,7 @@ func TestCancelsSharedKey(t *testing.T) {
 		_, regs[i] = c.register("acme.same", cancel)
 	}
 	c.unregister(regs[1]) // the middle of the list
-	require.True(t, c.cancel("acme.same", Tombstone{By: "ops"}))
+	require.True(t, c.cancel("acme.same", bus.Tombstone{By: "ops"}))
 	require.Error(t, context.Cause(ctxs[0]))
 	require.NoError(t, context.Cause(ctxs[1]), "unregistered before the cancel")
 	require.Error(t, context.Cause(ctxs[2]))
@@ -54,7 +56,7 @@ func TestCancelsSharedKey(t *testing.T) {
 	c.unregister(regs[0])
 	c.unregister(regs[0]) // twice: no effect
 	require.Empty(t, c.fns)
-	require.False(t, c.cancel("acme.same", Tombstone{By: "ops"}))
+	require.False(t, c.cancel("acme.same", bus.Tombstone{By: "ops"}))
 }
 
 // Only calls admitted after the watcher went live (on this connection)

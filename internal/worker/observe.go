@@ -21,7 +21,7 @@ import (
 //     a child of the dispatcher's PRODUCER span found in the message's
 //     headers;
 //   - startAttempt/endAttempt bracket each attempt with a span, the parent
-//     of the executor's execute_tool span (made by telemetry.Executor,
+//     of the executor's execute_tool span (made by observed.Executor,
 //     which also records the execution metrics);
 //   - observeResults wraps the result publish: calls by outcome and the
 //     end-to-end latency.

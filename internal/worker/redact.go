@@ -12,7 +12,7 @@ import (
 // The values of a call's secret arguments (internal/redact) are removed
 // at two layers:
 //
-//   - redactingExecutor wraps each executor, inside telemetry.Executor:
+//   - redactingExecutor wraps each executor, inside observed.Executor:
 //     an attempt's result and error are redacted before anything sees
 //     them (spans, RETRYING events, responses, logs);
 //   - the sinks redact what they write, whatever built it: finish (the

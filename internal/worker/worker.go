@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/internal/executors/observed"
 	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/lazy"
 	"github.com/toolwire/toolwire/internal/registry"
@@ -76,7 +77,7 @@ type Worker struct {
 	// tracer is nil when tracing is off; metrics always exist.
 	tracer  trace.Tracer
 	metrics *telemetry.WorkerMetrics
-	// executors are cfg.Executors decorated with telemetry.Executor and,
+	// executors are cfg.Executors decorated with observed.Executor and,
 	// inside it, redactingExecutor (redact.go).
 	executors map[toolwirev1.ExecutorType]executors.Executor
 	// publishResult publishes a call's terminal response: the plain
@@ -147,7 +148,7 @@ func New(b *bus.Bus, cfg Config) (*Worker, error) {
 		executors: make(map[toolwirev1.ExecutorType]executors.Executor, len(cfg.Executors))}
 	w.publishResult = w.observeResults(w.publishResultNow)
 	for t, e := range cfg.Executors {
-		w.executors[t] = telemetry.Executor(redactingExecutor{e}, w.tracer, metrics)
+		w.executors[t] = observed.Executor(redactingExecutor{e}, w.tracer, metrics)
 		if si, ok := e.(executors.SpecIsolated); ok {
 			if w.specGaps == nil {
 				w.specGaps = map[toolwirev1.ExecutorType]executors.SpecIsolated{}

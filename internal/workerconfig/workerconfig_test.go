@@ -1,10 +1,8 @@
 package workerconfig_test
 
 import (
-	"context"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,12 +10,8 @@ import (
 
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/bus/bustest"
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/executors/sandbox"
-	"github.com/toolwire/toolwire/internal/tools/builtin"
 	"github.com/toolwire/toolwire/internal/workerconfig"
-	"github.com/toolwire/toolwire/pkg/client"
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 func TestMain(m *testing.M) {
@@ -62,91 +56,6 @@ mcp:
 		if _, err := workerconfig.Parse([]byte(c.doc)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: want an error containing %q, got %v", c.doc, c.want, err)
 		}
-	}
-}
-
-// TestDefaultServesEveryType: `dispatcher` with no configuration serves a
-// working example of every executor type.
-func TestDefaultServesEveryType(t *testing.T) {
-	index, err := filepath.Abs(filepath.Join("..", "..", workerconfig.EverythingIndex))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, nodeErr := exec.LookPath("node")
-	_, indexErr := os.Stat(index)
-	mcpOK := nodeErr == nil && indexErr == nil
-	if !mcpOK && os.Getenv("CI") == "true" {
-		t.Fatalf("the MCP reference server is missing (node: %v, %v); `make test` installs it", nodeErr, indexErr)
-	}
-	t.Setenv("TOOLWIRE_MCP_EVERYTHING", index)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- dispatch.Run(ctx, dispatch.RunConfig{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Tools: builtin.Tools(),
-			Ready: ready, Logger: slog.New(slog.DiscardHandler)})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		t.Fatal(err)
-	}
-	c, err := client.New("http://" + addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cctx, ccancel := context.WithTimeout(ctx, 60*time.Second)
-	defer ccancel()
-	calls := []struct{ tool, args, want string }{
-		{"echo", `{"text":"native"}`, "native"},
-		{"sha256", `{"text":"hello"}`, "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"},
-		{"grep_lines", `{"pattern":"-b","text":"a\n-b"}`, "2:-b"},
-		{"toolwire_catalog", `{}`, `"sha256"`},
-	}
-	if mcpOK {
-		calls = append(calls, struct{ tool, args, want string }{"mcp__everything__echo", `{"message":"over mcp"}`, "over mcp"})
-	} else {
-		t.Log("MCP reference server not installed: its call is not checked (CI requires it)")
-	}
-	for _, call := range calls {
-		res, err := c.Call(cctx, call.tool, []byte(call.args))
-		if err != nil {
-			t.Fatalf("%s: %v", call.tool, err)
-		}
-		if err := res.Err(); err != nil {
-			t.Fatalf("%s: %v", call.tool, err)
-		}
-		if !strings.Contains(res.Text(), call.want) {
-			t.Errorf("%s answered %q, want it to contain %q", call.tool, res.Text(), call.want)
-		}
-		if res.Response.GetMeta().GetWorker() == "" {
-			t.Errorf("%s: no worker in meta", call.tool)
-		}
-	}
-	specs, err := c.ListTools(cctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	types := map[toolwirev1.ExecutorType]int{}
-	for _, s := range specs {
-		types[s.Executor]++
-	}
-	for _, typ := range []toolwirev1.ExecutorType{toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE,
-		toolwirev1.ExecutorType_EXECUTOR_TYPE_SANDBOX, toolwirev1.ExecutorType_EXECUTOR_TYPE_HTTP} {
-		if types[typ] == 0 {
-			t.Errorf("no %s tool listed: %v", typ, types)
-		}
-	}
-	if mcpOK && types[toolwirev1.ExecutorType_EXECUTOR_TYPE_MCP] < 10 {
-		t.Errorf("the reference server's tools are not listed: %v", types)
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatchd"
 	"github.com/toolwire/toolwire/internal/tools/builtin"
 	"github.com/toolwire/toolwire/pkg/client"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -51,7 +51,7 @@ func ExampleClient_Call() {
 	// VALIDATION /text got number, want string
 }
 
-// startDispatcher runs dispatch.Run on a loopback port with its data in a
+// startDispatcher runs dispatchd.Run on a loopback port with its data in a
 // temporary directory, and returns the API's base URL and a function that
 // stops it.
 func startDispatcher() (baseURL string, stop func()) {
@@ -63,7 +63,7 @@ func startDispatcher() (baseURL string, stop func()) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- dispatch.Run(ctx, dispatch.RunConfig{DataDir: dir, HTTPAddr: "127.0.0.1:0", Tools: builtin.Tools(),
+		done <- dispatchd.Run(ctx, dispatchd.RunConfig{DataDir: dir, HTTPAddr: "127.0.0.1:0", Tools: builtin.Tools(),
 			Ready: ready, Logger: slog.New(slog.DiscardHandler)})
 	}()
 	select {

@@ -101,7 +101,13 @@ func (s *Stack) StartDispatcher(t testing.TB, cfg dispatch.Config) *dispatch.Dis
 	if err := d.Start(t.Context()); err != nil {
 		t.Fatalf("dispatchtest: start dispatcher: %v", err)
 	}
-	t.Cleanup(d.Stop)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := d.Stop(ctx); err != nil {
+			t.Errorf("dispatchtest: stop dispatcher: %v", err)
+		}
+	})
 	return d
 }
 

@@ -1,4 +1,4 @@
-package dispatch_test
+package dispatchd_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/bus"
-	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatchd"
 	"github.com/toolwire/toolwire/internal/logtest"
 )
 
@@ -24,7 +24,7 @@ func runListening(t *testing.T, data, listen string, logs *logtest.Buffer) (port
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan string, 1), make(chan error, 1)
 	go func() {
-		done <- dispatch.Run(ctx, dispatch.RunConfig{DataDir: data, HTTPAddr: "127.0.0.1:0", NATSListen: listen, Workers: "none",
+		done <- dispatchd.Run(ctx, dispatchd.RunConfig{DataDir: data, HTTPAddr: "127.0.0.1:0", NATSListen: listen, Workers: "none",
 			Grace: 5 * time.Second, Ready: ready, Logger: logs.JSONLogger()})
 	}()
 	stopped := false
@@ -88,7 +88,7 @@ func TestNATSListenerRefusesExposedCredentials(t *testing.T) {
 	_, _, err := bus.EnsureCredentials(bus.CredentialsDir(data))
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(bus.CredentialsFile(bus.CredentialsDir(data), bus.RoleWorker), 0o644))
-	err = dispatch.Run(t.Context(), dispatch.RunConfig{DataDir: data, HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0",
+	err = dispatchd.Run(t.Context(), dispatchd.RunConfig{DataDir: data, HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0",
 		Workers: "none", Logger: (&logtest.Buffer{}).JSONLogger()})
 	require.ErrorContains(t, err, "chmod 600")
 }

@@ -1,4 +1,4 @@
-package dispatch
+package dispatchd
 
 import (
 	"bytes"

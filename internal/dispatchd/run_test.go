@@ -1,4 +1,4 @@
-package dispatch_test
+package dispatchd_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatchd"
 	"github.com/toolwire/toolwire/internal/logtest"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
@@ -24,9 +24,9 @@ func TestDataDirIsLocked(t *testing.T) {
 	t.Parallel()
 	data := t.TempDir()
 	stop := runIdle(t, data)
-	err := dispatch.Run(t.Context(), dispatch.RunConfig{DataDir: data, HTTPAddr: "127.0.0.1:0", Workers: "none",
+	err := dispatchd.Run(t.Context(), dispatchd.RunConfig{DataDir: data, HTTPAddr: "127.0.0.1:0", Workers: "none",
 		Logger: slog.New(slog.DiscardHandler)})
-	require.ErrorIs(t, err, dispatch.ErrDataDirInUse)
+	require.ErrorIs(t, err, dispatchd.ErrDataDirInUse)
 	require.Regexp(t, `dispatcher pid \d+ \(API http://127\.0\.0\.1:\d+\) holds `, err.Error())
 	stop()
 	// Released with the first: the directory is usable again.
@@ -39,7 +39,7 @@ func runIdle(t *testing.T, data string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan string, 1), make(chan error, 1)
 	go func() {
-		done <- dispatch.Run(ctx, dispatch.RunConfig{DataDir: data, HTTPAddr: "127.0.0.1:0", Workers: "none",
+		done <- dispatchd.Run(ctx, dispatchd.RunConfig{DataDir: data, HTTPAddr: "127.0.0.1:0", Workers: "none",
 			Ready: ready, Logger: slog.New(slog.DiscardHandler)})
 	}()
 	select {
@@ -78,7 +78,7 @@ func TestHurryEndsTheGracePeriod(t *testing.T) {
 	workerConfig := filepath.Join(t.TempDir(), "worker.yaml")
 	require.NoError(t, os.WriteFile(workerConfig, []byte("pools: [{type: native}]\n"), 0o600))
 	go func() {
-		done <- dispatch.Run(ctx, dispatch.RunConfig{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Workers: "native",
+		done <- dispatchd.Run(ctx, dispatchd.RunConfig{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Workers: "native",
 			WorkerConfig: workerConfig, Tools: []*tool.Tool{block}, Grace: time.Hour, Hurry: hurry, Ready: ready,
 			Logger: logs.JSONLogger()})
 	}()

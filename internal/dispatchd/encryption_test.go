@@ -1,4 +1,4 @@
-package dispatch_test
+package dispatchd_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatchd"
 	"github.com/toolwire/toolwire/internal/tools/builtin"
 	"github.com/toolwire/toolwire/pkg/client"
 )
@@ -30,7 +30,7 @@ func TestEncryptionKeyEncryptsTheEmbeddedStore(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- dispatch.Run(ctx, dispatch.RunConfig{DataDir: dir, HTTPAddr: "127.0.0.1:0", Tools: builtin.Tools(),
+		done <- dispatchd.Run(ctx, dispatchd.RunConfig{DataDir: dir, HTTPAddr: "127.0.0.1:0", Tools: builtin.Tools(),
 			NATSEncryptionKey: "file:" + keyFile, Ready: ready, Logger: slog.New(slog.DiscardHandler)})
 	}()
 	var addr string
@@ -63,7 +63,7 @@ func TestEncryptionKeyEncryptsTheEmbeddedStore(t *testing.T) {
 func TestEncryptionKeyIsNeverAFlagValue(t *testing.T) {
 	t.Parallel()
 	var stderr bytes.Buffer
-	code := dispatch.Main([]string{"--nats-encryption-key", "my-plain-key-value-1234"}, &stderr, nil)
+	code := dispatchd.Main([]string{"--nats-encryption-key", "my-plain-key-value-1234"}, &stderr, nil)
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr.String(), "want file:/path or env:NAME")
 	require.NotContains(t, stderr.String(), "my-plain-key-value-1234")

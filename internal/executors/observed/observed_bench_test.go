@@ -1,10 +1,11 @@
-package telemetry_test
+package observed_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/internal/executors/observed"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -27,7 +28,7 @@ func BenchmarkExecutorDecorator(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		e    executors.Executor
-	}{{"bare", inner}, {"decorated", telemetry.Executor(inner, nil, m)}} {
+	}{{"bare", inner}, {"decorated", observed.Executor(inner, nil, m)}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			ctx := context.Background()

@@ -1,27 +1,22 @@
-package telemetry
+// Package observed decorates an executor with its observation: the
+// execute_tool span and the execution metrics of every attempt
+// (telemetry.WorkerMetrics). The executor is not changed and never sees
+// the difference: observability stays out of executors (STYLE habit 10).
+// It is a package of its own so that telemetry, which the dispatcher core
+// uses too, does not depend on the executor seam.
+package observed
 
 import (
 	"context"
 	"time"
 
 	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/internal/telemetry"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 )
-
-// ScopeName is the instrumentation scope of toolwire's tracers.
-const ScopeName = "github.com/toolwire/toolwire"
-
-// Tracer returns toolwire's tracer from tp, or nil when tp is nil
-// (tracing off: callers then skip span work altogether).
-func Tracer(tp trace.TracerProvider) trace.Tracer {
-	if tp == nil {
-		return nil
-	}
-	return tp.Tracer(ScopeName)
-}
 
 // Executor decorates e with the observation of every attempt: an
 // `execute_tool <tool>` span (GenAI semantic conventions; a child of the
@@ -29,14 +24,14 @@ func Tracer(tp trace.TracerProvider) trace.Tracer {
 // and the execution metrics of m: outcome and duration, the queue wait of
 // a first attempt, and the count of later attempts. e is not changed and
 // never sees the difference: observability stays out of executors.
-func Executor(e executors.Executor, tracer trace.Tracer, m *WorkerMetrics) executors.Executor {
+func Executor(e executors.Executor, tracer trace.Tracer, m *telemetry.WorkerMetrics) executors.Executor {
 	return &observedExecutor{next: e, tracer: tracer, m: m}
 }
 
 type observedExecutor struct {
 	next   executors.Executor
 	tracer trace.Tracer
-	m      *WorkerMetrics
+	m      *telemetry.WorkerMetrics
 }
 
 // Unwrap returns the decorated executor.
@@ -55,8 +50,8 @@ func (x *observedExecutor) Execute(ctx context.Context, req *executors.Request) 
 	var span trace.Span
 	if x.tracer != nil {
 		ctx, span = x.tracer.Start(ctx, "execute_tool "+req.Spec.GetName(), trace.WithSpanKind(trace.SpanKindInternal),
-			trace.WithAttributes(OpExecuteTool, GenAIToolName.String(req.Spec.GetName()), GenAIToolCallID.String(req.Call.GetCallId()),
-				GenAIToolType.String("function"), ExecutorType.String(ExecutorLabel(req.Spec.GetExecutor())), Attempt.Int(int(req.Call.GetAttempt()))))
+			trace.WithAttributes(telemetry.OpExecuteTool, telemetry.GenAIToolName.String(req.Spec.GetName()), telemetry.GenAIToolCallID.String(req.Call.GetCallId()),
+				telemetry.GenAIToolType.String("function"), telemetry.ExecutorType.String(telemetry.ExecutorLabel(req.Spec.GetExecutor())), telemetry.Attempt.Int(int(req.Call.GetAttempt()))))
 	}
 	panicked := true
 	defer func() {
@@ -70,7 +65,7 @@ func (x *observedExecutor) Execute(ctx context.Context, req *executors.Request) 
 		ti.Execution(outcome, time.Since(start))
 		if span != nil {
 			if outcome != toolwirev1.ErrorType_ERROR_TYPE_UNSPECIFIED {
-				span.SetAttributes(ErrorType.String(Outcome(outcome)))
+				span.SetAttributes(telemetry.ErrorType.String(telemetry.Outcome(outcome)))
 				msg := "panic"
 				if err != nil {
 					msg = err.Error()

@@ -1,0 +1,63 @@
+package dispatch
+
+import (
+	"context"
+	"time"
+
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// publishAccepted records the admission of a queued call in the events
+// stream: the record is how any replica tells a pending call from an
+// unknown id. It is a core publish the stream captures, sent right after
+// the call on the same connection (so it is stored after the call) and
+// not acknowledged: waiting for a second ack per call cost a quarter of
+// the throughput. A record lost in a server outage is covered by
+// GetResult, which with a wait treats a call without a record as pending
+// for the wait. It reports whether the record was sent.
+func (d *Dispatcher) publishAccepted(tenant string, call *toolwirev1.ToolCall) bool {
+	ev := &toolwirev1.CallEvent{CallId: call.CallId, Tool: call.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED,
+		Caller: call.Caller, Time: call.AcceptedAt}
+	data, err := proto.Marshal(ev)
+	if err != nil {
+		return false
+	}
+	if err := d.bus.NC.Publish(d.subj.Event(tenant, d.cfg.Name, call.CallId), data); err != nil {
+		d.log.Warn("admission record not sent", "call_id", call.CallId, "err", err)
+		return false
+	}
+	return true
+}
+
+// event records a dispatcher's event of a call and waits (at most
+// eventTimeout) until the events stream has stored it: a rejection or a
+// cancel request is answered only once every replica can read it back.
+// These are not on the path of an admitted call.
+func (d *Dispatcher) event(ctx context.Context, tenant, callID string, ev *toolwirev1.CallEvent) {
+	ev.Time = timestamppb.Now()
+	data, err := proto.Marshal(ev)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
+		_, err = d.bus.JS.Publish(ctx, d.subj.Event(tenant, d.cfg.Name, callID), data)
+		cancel()
+	}
+	if err != nil {
+		d.log.WarnContext(ctx, "event not recorded", "call_id", callID, "type", ev.Type, "err", err)
+	}
+}
+
+// eventTimeout bounds how long recording a dispatcher's event may take.
+const eventTimeout = 2 * time.Second
+
+// recordRejection records the refusal te of a call as its REJECTED event.
+func (d *Dispatcher) recordRejection(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, te *toolwirev1.ToolError) {
+	d.event(ctx, id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: o.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
+		Error: te, Caller: callerOf(id, o)})
+}
+
+func callerOf(id Identity, o *toolwirev1.CallRequest) *toolwirev1.Caller {
+	return &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent, Scopes: id.Scopes,
+		Session: o.Session, User: o.User, Run: o.Run, Turn: o.Turn}
+}

@@ -1,0 +1,168 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+	"github.com/toolwire/toolwire/internal/bus"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// decodeResult decodes a stored result; one that does not decode is
+// answered INTERNAL.
+func decodeResult(callID string, data []byte) *toolwirev1.ToolResponse {
+	resp := &toolwirev1.ToolResponse{}
+	if err := proto.Unmarshal(data, resp); err != nil {
+		return internalResponse(callID, "undecodable result: "+err.Error())
+	}
+	return resp
+}
+
+// GetResult returns the result of callID for the caller's tenant, waiting
+// up to wait for a pending call. Any replica answers for any call. A wait
+// counts against Config.MaxWaitingPerCaller (ErrTooManyWaiting).
+func (d *Dispatcher) GetResult(ctx context.Context, id Identity, callID string, wait time.Duration) (*toolwirev1.GetResultResponse, error) {
+	if err := checkTenant(id); err != nil {
+		return nil, err
+	}
+	if wait > 0 {
+		if err := d.caps.acquire(capWaiting, id, d.cfg.MaxWaitingPerCaller); err != nil {
+			return nil, err
+		}
+		defer d.caps.release(capWaiting, id)
+	}
+	return d.getResult(ctx, id, callID, wait, false)
+}
+
+// getResult is GetResult; known says the call surely exists (an
+// idempotency hit whose original may still be publishing), so no events
+// yet means pending, not unknown.
+func (d *Dispatcher) getResult(ctx context.Context, id Identity, callID string, wait time.Duration, known bool) (*toolwirev1.GetResultResponse, error) {
+	if _, err := ulid.ParseStrict(callID); err != nil {
+		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
+	}
+	subject := d.subj.ResultAnyDispatcher(id.Tenant, callID)
+	var sub *nats.Subscription
+	ch := make(chan *nats.Msg, 1)
+	if wait > 0 {
+		var err error
+		// Subscribe first, then look: a result published in between is
+		// not missed.
+		sub, err = d.bus.NC.ChanSubscribe(subject, ch)
+		if err != nil {
+			return nil, fmt.Errorf("dispatch: subscribe result: %w", err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+		if err := flush(ctx, d.bus.NC); err != nil {
+			return nil, fmt.Errorf("dispatch: flush: %w", err)
+		}
+	}
+	resp, err := d.loadResult(ctx, subject)
+	if err != nil || resp != nil {
+		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, err
+	}
+	last, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID))
+	if err != nil {
+		if !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, fmt.Errorf("dispatch: look up call: %w", err)
+		}
+		// No record of the call. A recent id may be a call whose record is
+		// not written yet; with a wait, wait anyway: the admission record of
+		// a call accepted during a server outage may be missing.
+		if !known && wait <= 0 && !recentID(callID) {
+			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
+		}
+		known = false
+	} else if ev := (&toolwirev1.CallEvent{}); proto.Unmarshal(last.Data, ev) == nil && ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED {
+		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE,
+			Response: rejection(callID, ev.Tool, ev.Error, ev.Time.AsTime())}, nil
+	}
+	if wait <= 0 {
+		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
+	}
+	timer := time.NewTimer(min(wait, d.cfg.MaxWait))
+	defer timer.Stop()
+	// A result reaches core subscribers before the stream stores it, so
+	// one published just before the subscription can be in neither place
+	// at the first look: look again now and then while waiting.
+	recheck := time.NewTicker(250 * time.Millisecond)
+	defer recheck.Stop()
+	for {
+		select {
+		case m := <-ch:
+			// Only a hint: a result reaches core subscribers also when the
+			// stream refuses it or never answers, and only a stored result
+			// is the call's. Not stored yet: the next look finds it.
+			if resp, err := d.confirmResult(ctx, m.Subject); err == nil && resp != nil {
+				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
+			}
+		case <-recheck.C:
+			if resp, err := d.loadResult(ctx, subject); err == nil && resp != nil {
+				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
+			}
+		case <-timer.C:
+			if resp, err := d.loadResult(ctx, subject); err == nil && resp != nil {
+				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
+			}
+			if _, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID)); errors.Is(err, jetstream.ErrMsgNotFound) && !known && !recentID(callID) {
+				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
+			}
+			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// confirmResult returns the result stored on subject, the literal subject
+// of a result seen on a core subscription, or nil when none is stored.
+func (d *Dispatcher) confirmResult(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error) {
+	m, err := d.bus.Results.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: confirm result: %w", err)
+	}
+	return decodeResult(subject[strings.LastIndexByte(subject, '.')+1:], m.Data), nil
+}
+
+// loadResult returns the result stored on subject (a call's result
+// subject or ResultAnyDispatcher), or nil when none is stored.
+func (d *Dispatcher) loadResult(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error) {
+	m, err := bus.LastMsg(ctx, d.bus.Results, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: load result: %w", err)
+	}
+	resp := &toolwirev1.ToolResponse{}
+	if err := proto.Unmarshal(m.Data, resp); err != nil {
+		return nil, fmt.Errorf("dispatch: decode stored result: %w", err)
+	}
+	return resp, nil
+}
+
+// recentWindow is how long after its id was minted a call without any
+// record still counts as possibly pending: a call waited on in Call has
+// its admission record written only after AcceptedRecordDelay.
+const recentWindow = 10 * time.Second
+
+// recentID reports whether callID was minted within recentWindow (by the
+// clock of the dispatcher that admitted it).
+func recentID(callID string) bool {
+	u, err := ulid.ParseStrict(callID)
+	if err != nil {
+		return false
+	}
+	age := time.Since(ulid.Time(u.Time()))
+	return age < recentWindow && age > -recentWindow
+}

@@ -1,0 +1,134 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// outgoing is an admitted call on its way to the calls stream. Its
+// request travels beside it, not in it: a pointer stored in a struct
+// counts as escaping, and the request the API decoded (or a caller's own,
+// in process) would then be allocated on the heap for every call.
+type outgoing struct {
+	id      Identity
+	w       *waiter // the caller waiting in Call; nil for Submit
+	callID  string
+	now     time.Time // when it was admitted
+	call    *toolwirev1.ToolCall
+	subject string // its calls subject
+}
+
+// publish publishes an admitted call on the calls stream with its message
+// id (the call id), sends its admission record, and awaits the call's
+// acknowledgement, publishing it again under the same message id while
+// it is unanswered (doc.go, "Publishing"). A call the stream refuses, or
+// that stays unanswered for publishRetryFor, is refused OVERLOADED
+// (refused).
+func (d *Dispatcher) publish(ctx context.Context, o *toolwirev1.CallRequest, c *outgoing) (*Submitted, *waiter, error) {
+	id, w, callID, call, subject := c.id, c.w, c.callID, c.call, c.subject
+	data, err := proto.Marshal(call)
+	if err != nil {
+		if w != nil {
+			w.cancel()
+		}
+		return nil, nil, fmt.Errorf("dispatch: marshal call: %w", err)
+	}
+	// The call and its admission record are published back to back on one
+	// connection, so the server stores the record after the call; only the
+	// call's ack is awaited. A caller waiting in Call gets the record only
+	// if its call outlives AcceptedRecordDelay (the result of a fast call is
+	// its record); a submitted call gets it at once.
+	ctx, pub := d.startPublish(ctx, subject, call)
+	defer pub.end()
+	// The headers jetstream.WithMsgID and WithExpectStream would set, set
+	// directly: the options cost an allocation-heavy detour per call.
+	hdr := pub.header
+	if hdr == nil {
+		hdr = make(nats.Header, 2)
+	}
+	hdr[jetstream.MsgIDHeader] = []string{callID}
+	hdr[jetstream.ExpectedStreamHeader] = d.expectCalls
+	msg := &nats.Msg{Subject: subject, Data: data, Header: hdr}
+	fut, err := d.bus.JS.PublishMsgAsync(msg)
+	if err != nil {
+		// Never sent (e.g. too many publishes in flight): refused for sure.
+		pub.fail(err)
+		return d.refused(ctx, o, c, err), nil, nil
+	}
+	if w != nil {
+		w.accepted = d.lazyRecords.Add(func() { d.publishAccepted(id.Tenant, call) })
+	} else {
+		d.publishAccepted(id.Tenant, call)
+	}
+	retryUntil := time.Now().Add(publishRetryFor)
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		select {
+		case <-fut.Ok():
+			return &Submitted{CallID: callID}, w, nil
+		case err = <-fut.Err():
+		case <-ctx.Done():
+			// The caller left; the call may be stored: keep its key and record.
+			if w != nil {
+				w.accepted.Flush()
+				w.cancel()
+			}
+			return nil, nil, ctx.Err()
+		}
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) || time.Now().After(retryUntil) {
+			// The server answered and refused (e.g. the stream is full), or
+			// it stayed unreachable.
+			pub.fail(err)
+			return d.refused(ctx, o, c, err), nil, nil
+		}
+		// No answer (timeout, reconnect): the call may or may not be
+		// stored. Publish it again under the same message id: the stream's
+		// duplicate window makes that store it at most once.
+		d.log.InfoContext(ctx, "call publish unacknowledged; publishing again", "call_id", callID, "err", err)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			if w != nil {
+				w.accepted.Flush()
+				w.cancel()
+			}
+			return nil, nil, ctx.Err()
+		}
+		if fut, err = d.bus.JS.PublishMsgAsync(msg); err != nil {
+			pub.fail(err)
+			return d.refused(ctx, o, c, err), nil, nil
+		}
+	}
+}
+
+// publishRetryFor bounds how long an unacknowledged call publish is
+// repeated (same message id) before the call is refused: long enough to
+// ride out a server restart or a leader election.
+const publishRetryFor = 10 * time.Second
+
+// refused answers a call the calls stream did not take: OVERLOADED,
+// retryable, recorded, with its idempotency key released.
+func (d *Dispatcher) refused(ctx context.Context, o *toolwirev1.CallRequest, c *outgoing, err error) *Submitted {
+	id, w, callID, now := c.id, c.w, c.callID, c.now
+	if w != nil {
+		w.accepted.Stop()
+		w.cancel()
+	}
+	d.releaseKey(id, o)
+	te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, Retryable: true,
+		Message:            "the call could not be queued: " + err.Error(),
+		PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, RetryAfter: durationpb.New(time.Second)}
+	// Recorded after any admission record, so every replica answers this id
+	// with the refusal.
+	s := d.refuse(ctx, id, o, callID, te, now)
+	d.log.WarnContext(ctx, "publish refused; answering OVERLOADED", "call_id", callID, "err", err)
+	return s
+}

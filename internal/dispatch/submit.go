@@ -1,0 +1,116 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// Submitted is the outcome of admission.
+type Submitted struct {
+	CallID string
+	// Rejected is set when admission refused the call; nothing was queued.
+	Rejected *toolwirev1.ToolResponse
+	// Duplicate is set when the idempotency key named an earlier call.
+	Duplicate bool
+	// Finished is, for a Duplicate, the earlier call's terminal response
+	// when it has one (its result, or its refusal); nil while it runs.
+	Finished *toolwirev1.ToolResponse
+}
+
+// Submit admits and publishes one call without waiting for its result. A
+// duplicate of a call that has finished carries its terminal response.
+func (d *Dispatcher) Submit(ctx context.Context, id Identity, o *toolwirev1.CallRequest) (*Submitted, error) {
+	s, _, err := d.submit(ctx, id, o, false)
+	if err != nil || !s.Duplicate {
+		return s, err
+	}
+	r, err := d.getResult(ctx, id, s.CallID, 0, true)
+	if err != nil {
+		// Still a duplicate: the caller fetches the result by id.
+		d.log.WarnContext(ctx, "looking up the call of a repeated idempotency key failed", "call_id", s.CallID, "err", err)
+		return s, nil
+	}
+	if r.State == toolwirev1.CallState_CALL_STATE_DONE {
+		s.Finished = r.Response
+	}
+	return s, nil
+}
+
+// submit is admitAndPublish observed (observe.go): the admission span and
+// the admission metrics.
+func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.CallRequest, withWaiter bool) (*Submitted, *waiter, error) {
+	if o == nil {
+		o = &toolwirev1.CallRequest{}
+	}
+	if err := checkTenant(id); err != nil {
+		return nil, nil, err // not even a rejection can be recorded without mapping the tenant
+	}
+	start := time.Now()
+	ctx, span := d.startAdmission(ctx, id, o)
+	s, w, err := d.admitAndPublish(ctx, id, o, withWaiter, start)
+	d.endAdmission(span, s, err, start)
+	return s, w, err
+}
+
+// admitAndPublish admits the call (admission.go), then, unless a waiter
+// slot, its idempotency key or the load refuses it, publishes it
+// (publish.go). A refusal is answered in Submitted.Rejected.
+func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwirev1.CallRequest, withWaiter bool, now time.Time) (*Submitted, *waiter, error) {
+	callID := ulid.Make().String()
+	call, te := d.admit(ctx, id, o, callID, now)
+	if te != nil {
+		d.redactRefusal(ctx, o, te)
+		return d.refuse(ctx, id, o, callID, te, now), nil, nil
+	}
+	var w *waiter
+	if withWaiter {
+		var err error
+		w, err = d.wait(id.Tenant, callID)
+		if errors.Is(err, errOverloaded) {
+			te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, Retryable: true,
+				Message:            fmt.Sprintf("this dispatcher already has %d callers waiting", d.cfg.MaxWaiting),
+				PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, RetryAfter: durationpb.New(time.Second)}
+			// Recorded like every refusal: any replica answers the id.
+			return d.refuse(ctx, id, o, callID, te, now), nil, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	if o.IdempotencyKey != "" {
+		if s, done, err := d.claimKey(ctx, id, call, w); done || err != nil {
+			return s, nil, err
+		}
+	}
+	// Overload (load.go): after the key, so that a repeat of an accepted
+	// call still answers that call.
+	subject := d.subj.Call(call.Executor, id.Tenant, call.Provider, call.Tool)
+	if te, cause, target := d.load.check(ctx, subject, o.IdempotencyKey != "", scheduleToStart(call, now)); te != nil {
+		if w != nil {
+			w.cancel()
+		}
+		if o.IdempotencyKey != "" {
+			// A retry with the same key may have found the key claimed and
+			// now waits on this call id: record the refusal before the key
+			// is released, so that it gets this answer (overload refusals
+			// of calls without a key are not stored: load.go).
+			d.recordRejection(ctx, id, o, callID, te)
+		}
+		d.releaseKey(id, o)
+		return d.refuseOverloaded(o, callID, te, cause, target, now), nil, nil
+	}
+	return d.publish(ctx, o, &outgoing{id: id, w: w, callID: callID, now: now, call: call, subject: subject})
+}
+
+// refuse records the refusal of a call as a REJECTED event (so that any
+// replica answers its id with it) and answers it.
+func (d *Dispatcher) refuse(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, te *toolwirev1.ToolError, now time.Time) *Submitted {
+	d.recordRejection(ctx, id, o, callID, te)
+	return &Submitted{CallID: callID, Rejected: rejection(callID, o.Tool, te, now)}
+}

@@ -1,0 +1,139 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/toolwire/toolwire/internal/lazy"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// The waiters of this replica: a caller of Call waits for its call's
+// stored result, which the replica's results consumer (results.go) hands
+// to it by call id.
+
+// errOverloaded: the replica has Config.MaxWaiting callers waiting.
+var errOverloaded = errors.New("dispatch: too many waiting callers")
+
+// waiter is a caller of Call waiting for its call's result.
+type waiter struct {
+	d      *Dispatcher
+	id     string
+	tenant string
+	// ch receives the stored result's bytes, or is closed when the
+	// dispatcher stops.
+	ch chan []byte
+	// accepted publishes the admission record unless stopped first.
+	accepted *lazy.Record
+	ended    bool // guarded by d.mu
+}
+
+// wait registers the waiter of a new call (its id is fresh, so it is the
+// only one); cancel removes it.
+func (d *Dispatcher) wait(tenant, callID string) (*waiter, error) {
+	w := &waiter{d: d, id: callID, tenant: tenant, ch: make(chan []byte, 1)}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return nil, ErrStopped
+	}
+	if d.waiting >= d.cfg.MaxWaiting {
+		return nil, errOverloaded
+	}
+	d.waiting++
+	d.waiters[callID] = w
+	return w, nil
+}
+
+// cancel ends the wait: it is no longer counted, and a result arriving
+// later is dropped. Safe to call more than once.
+func (w *waiter) cancel() {
+	d := w.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if w.ended {
+		return
+	}
+	w.ended = true
+	d.waiting--
+	if d.waiters[w.id] == w {
+		delete(d.waiters, w.id)
+	}
+}
+
+// call is Call without intents: it admits and publishes the call, then
+// waits for its result (or, for a repeat of an idempotency key, for the
+// original call's, as GetResult does).
+func (d *Dispatcher) call(ctx context.Context, id Identity, o *toolwirev1.CallRequest, wait time.Duration) (*toolwirev1.CallResponse, error) {
+	// The caller's slot is taken before admission: a refused Call leaves
+	// no trace.
+	if err := d.caps.acquire(capWaiting, id, d.cfg.MaxWaitingPerCaller); err != nil {
+		return nil, err
+	}
+	defer d.caps.release(capWaiting, id)
+	s, w, err := d.submit(ctx, id, o, true)
+	if err != nil {
+		return nil, err
+	}
+	if s.Rejected != nil {
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: s.Rejected}, nil
+	}
+	if w == nil { // duplicate of an earlier call: wait like GetResult
+		r, err := d.getResult(ctx, id, s.CallID, d.clampWait(wait), true)
+		if err != nil {
+			return nil, err
+		}
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: r.State, Response: r.Response}, nil
+	}
+	defer w.cancel()
+	timer := getTimer(d.clampWait(wait))
+	defer putTimer(timer)
+	select {
+	case data, ok := <-w.ch:
+		if !ok {
+			w.accepted.Flush()
+			return nil, ErrStopped
+		}
+		w.accepted.Stop()
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, nil
+	case <-timer.C:
+		w.accepted.Flush()
+		// A last look before answering PENDING: the result may be stored
+		// and its delivery late (a consumer being made again after a
+		// failover or a reconnect).
+		if data, err := d.storedResult(ctx, w.tenant, s.CallID); err == nil && data != nil {
+			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, nil
+		}
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
+	case <-ctx.Done():
+		w.accepted.Flush()
+		return nil, ctx.Err()
+	}
+}
+
+// timers are reused across calls: a caller waiting in Call needs one, and
+// since Go 1.23 a stopped timer's channel holds no stale value, so Reset
+// on a pooled one is safe.
+var timers sync.Pool
+
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
+}
+
+func (d *Dispatcher) clampWait(w time.Duration) time.Duration {
+	if w <= 0 {
+		return d.cfg.DefaultWait
+	}
+	return min(w, d.cfg.MaxWait)
+}

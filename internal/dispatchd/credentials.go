@@ -1,0 +1,65 @@
+package dispatchd
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/settings"
+)
+
+// listenerUsers returns the users of the embedded server's client
+// listener: none without one; otherwise the managed credentials under
+// <dir>/credentials, made on the first start with a listener and reused
+// after (bus.EnsureCredentials), with the permissions of their roles for
+// this installation's prefix. It logs where the credentials are (never
+// the secrets), and warns when the listener is not on loopback: the
+// credentials guard it, but NATS traffic is not encrypted.
+func listenerUsers(rc RunConfig, dir string, log *slog.Logger) ([]bus.User, error) {
+	if rc.NATSListen == "" {
+		return nil, nil
+	}
+	host, _, err := net.SplitHostPort(rc.NATSListen)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: --nats-listen %q: %w", rc.NATSListen, err)
+	}
+	creds, created, err := bus.EnsureCredentials(bus.CredentialsDir(dir))
+	if err != nil {
+		return nil, err
+	}
+	users, err := creds.Users(rc.Bus)
+	if err != nil {
+		return nil, err
+	}
+	attrs := []any{"listen", rc.NATSListen}
+	for _, role := range bus.Roles() {
+		attrs = append(attrs, role+"_credentials", bus.CredentialsFile(creds.Dir, role))
+	}
+	if len(created) > 0 {
+		attrs = append(attrs, "created", strings.Join(created, ","))
+	}
+	log.Info("NATS client listener requires credentials: workers use --nats-creds <worker file>, toolctl finds the operator file under the data directory", attrs...)
+	if !bus.IsLoopbackHost(host) {
+		log.Warn("NATS client listener is not on loopback: clients need credentials, but NATS traffic (calls, arguments, results) is not encrypted; use it on a trusted network only", "listen", rc.NATSListen)
+	}
+	return users, nil
+}
+
+// encryptionKey resolves rc.NATSEncryptionKey; errors name the reference,
+// never the key.
+func encryptionKey(rc RunConfig) (string, error) {
+	if rc.NATSEncryptionKey == "" {
+		return "", nil
+	}
+	if rc.NATSURL != "" {
+		return "", errors.New("dispatch: an encryption key applies to the embedded server only; encrypt an external cluster with its jetstream { key } setting")
+	}
+	key, err := settings.ResolveSecret(rc.NATSEncryptionKey)
+	if err != nil {
+		return "", fmt.Errorf("dispatch: NATS encryption key: %w", err)
+	}
+	return key, nil
+}

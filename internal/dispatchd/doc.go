@@ -1,0 +1,56 @@
+// Package dispatchd is the dispatcher process (cmd/dispatcher): Main
+// parses its flags and Run assembles and runs it — the embedded NATS
+// server or a connection to an external cluster, the listener's
+// credentials, the data directory's lock, the in-process worker pools,
+// the registry, the dispatcher core (internal/dispatch) and the HTTP
+// server — and stops it in order. The core knows none of this: it imports
+// no worker, worker configuration or executor package, so that it can be
+// embedded, tested and benchmarked on its own.
+//
+// # Serving
+//
+// Run serves the API (dispatch.Service) with /healthz, /readyz (registry
+// loaded, NATS connected, streams present) and /metrics (Prometheus: the
+// dispatcher's, the in-process workers', the pools' lag and the DLQ
+// depth) on one listener (default 127.0.0.1:8080) speaking HTTP/1.1 and
+// unencrypted HTTP/2 (h2c), with a 10s ReadHeaderTimeout and no other
+// server timeout, so long waits and watches are not cut off. Every route's
+// body is bounded while read (dispatch.LimitBody with the dispatcher's
+// MaxRequestBytes), not only the API's. With tracing on, a caller's
+// traceparent parents the admission span, and the call's trace context
+// travels to the worker in the message headers. Without an API key file
+// every caller is dispatch.DefaultIdentity, and Run logs a warning when
+// its listener is not loopback.
+//
+// # NATS
+//
+// Run uses the embedded NATS server (store under <DataDir>/jetstream) unless
+// NATSURL names an external cluster. One process holds a data directory at
+// a time: Run takes an exclusive lock on <DataDir>/dispatcher.lock (the
+// file names the holder's pid and API address) before it opens anything,
+// and a second dispatcher on the directory gets ErrDataDirInUse naming the
+// holder. The embedded server's client listener
+// (NATSListen) always requires credentials: on its first start with one,
+// Run makes an nkey per role (bus.RoleWorker, bus.RoleOperator) under
+// <DataDir>/credentials (directory 0700, files 0600; bus.EnsureCredentials)
+// and reuses them on later starts; it logs the files' paths, never their
+// content, and warns when the listener is not on loopback (NATS traffic is
+// not encrypted). The dispatcher and its in-process workers connect in
+// process with every permission. NATSEncryptionKey encrypts the embedded
+// store at rest; it is a reference (file:/path or env:NAME), never the key.
+//
+// # In-process workers and the stop
+//
+// Run starts in-process worker pools
+// (default every type with the embedded server, none with an external one)
+// from WorkerConfig or, without one, the built-in examples of
+// internal/workerconfig. It stops in order: HTTP, the in-process workers
+// (in-flight calls finish within Grace, 25s), the dispatcher (waiting
+// callers released with dispatch.ErrStopped; they fetch their results
+// later by id; its goroutines waited for, at most Grace), the registry
+// watcher, the NATS connection (drained), the embedded server. A closed
+// Hurry (Main: a second SIGTERM or SIGINT) ends the wait for the calls in
+// flight at once: they are handed back for redelivery. Main parses
+// the flags (each also TOOLWIRE_<NAME>, see internal/cliflag) and exits 0
+// after a clean stop, 1 on a runtime error and 2 on bad flags.
+package dispatchd

@@ -1,0 +1,28 @@
+package dispatchd_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolwire/toolwire/internal/dispatchd"
+)
+
+// The overload and storage flags refuse what they cannot read.
+func TestOverloadFlagsAreChecked(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pool-max-backlog", "sandbox"}, "want pool=N"},
+		{[]string{"--pool-max-backlog", "sandbox=0"}, "want pool=N"},
+		{[]string{"--stream-max-bytes", "results=1GB"}, "KiB, MiB, GiB or TiB"},
+		{[]string{"--stream-max-bytes", "audit=1GiB"}, `no store "audit"`},
+	} {
+		var stderr bytes.Buffer
+		require.Equal(t, 2, dispatchd.Main(tt.args, &stderr, nil), tt.args)
+		require.Contains(t, stderr.String(), tt.want)
+	}
+}

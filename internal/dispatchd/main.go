@@ -1,0 +1,146 @@
+package dispatchd
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/cliflag"
+	"github.com/toolwire/toolwire/pkg/tool"
+)
+
+// Main runs the dispatcher binary with args and returns its exit code: 0
+// after a clean stop, 1 on a runtime error, 2 on bad flags.
+func Main(args []string, stderr io.Writer, tools []*tool.Tool) int {
+	fs := flag.NewFlagSet("dispatcher", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var rc RunConfig
+	var logLevel, sync string
+	defineFlags(fs, &rc, &logLevel, &sync)
+	log, code, ok := cliflag.Setup(fs, args, "TOOLWIRE_", &logLevel)
+	if !ok {
+		return code
+	}
+	var err error
+	if sync == "always" {
+		rc.SyncAlways = true
+	} else if rc.SyncInterval, err = parseDuration(sync); err != nil {
+		fmt.Fprintf(stderr, "dispatcher: --nats-sync: %v\n", err)
+		return 2
+	}
+	if k := rc.NATSEncryptionKey; k != "" && !strings.HasPrefix(k, "file:") && !strings.HasPrefix(k, "env:") {
+		// Not echoed: it may be the key itself.
+		fmt.Fprintln(stderr, "dispatcher: --nats-encryption-key: want file:/path or env:NAME, never the key itself (the value is not shown)")
+		return 2
+	}
+	if rc.NATSListen == "none" || rc.NATSURL != "" {
+		rc.NATSListen = "" // an external server has its own listeners
+	}
+	rc.Logger, rc.Tools = log, tools
+	// The first SIGTERM or SIGINT starts the graceful stop; a second one
+	// ends it at once (Hurry: running calls are handed back).
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hurry, done := make(chan struct{}), make(chan struct{})
+	rc.Hurry = hurry
+	go func() { // owned: ends when Run has returned
+		for _, next := range []func(){cancel, func() { close(hurry) }} {
+			select {
+			case <-sigs:
+				next()
+			case <-done:
+				return
+			}
+		}
+	}()
+	err = Run(ctx, rc)
+	close(done)
+	if errors.Is(err, ErrDataDirInUse) {
+		fmt.Fprintf(stderr, "dispatcher: %v\n", err)
+		return 1
+	}
+	if err != nil {
+		log.Error("dispatcher failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// defineFlags defines the dispatcher's flags on fs, into rc, logLevel and
+// sync (--nats-sync, read by Main).
+func defineFlags(fs *flag.FlagSet, rc *RunConfig, logLevel, sync *string) {
+	fs.StringVar(&rc.DataDir, "data", "data", "data directory of the embedded NATS server")
+	fs.StringVar(&rc.HTTPAddr, "http", "127.0.0.1:8080", "API listen address")
+	fs.StringVar(&rc.NATSURL, "nats-url", "", "external NATS URL(s); empty = embedded server")
+	fs.StringVar(&rc.NATSCreds, "nats-creds", "", "NATS credentials file")
+	fs.StringVar(&rc.Workers, "workers", "", "in-process worker pools: all, none or native,mcp,sandbox,http (default all when embedded, none otherwise)")
+	fs.StringVar(&rc.WorkerConfig, "worker-config", "", "configuration of the in-process workers (the worker YAML); default: the built-in examples of every executor type")
+	fs.IntVar(&rc.Concurrency, "concurrency", 64, "calls run at once per in-process pool")
+	fs.StringVar(&rc.NATSListen, "nats-listen", DefaultNATSListen, "client listener of the embedded server (\"none\" = in-process connections only); it requires the credentials made once under <data>/credentials (worker.nk, operator.nk), which toolctl and workers on this machine find themselves")
+	fs.StringVar(&rc.Monitor, "monitor", "", "serve the embedded server's monitoring endpoints, e.g. 127.0.0.1:8222")
+	fs.StringVar(sync, "nats-sync", "1s", "embedded store fsync: an interval, or \"always\"")
+	fs.StringVar(&rc.NATSEncryptionKey, "nats-encryption-key", "", "encrypt the embedded store at rest with the key in file:/path or env:NAME (never the key itself)")
+	fs.StringVar(&rc.NATSEncryptionCipher, "nats-encryption-cipher", "", "cipher of --nats-encryption-key: chacha (default) or aes")
+	fs.StringVar(&rc.APIKeysFile, "api-keys", "", "API key file (YAML); empty = open access as the default tenant")
+	fs.StringVar(&rc.Bus.Prefix, "prefix", "toolwire", "subject and stream prefix of the installation")
+	fs.IntVar(&rc.Bus.Replicas, "stream-replicas", 1, "replicas of every stream and bucket (3 on a JetStream cluster; every binary of an installation must agree)")
+	fs.StringVar(&rc.Dispatcher.Name, "name", "", "dispatcher replica name (default host name + random suffix)")
+	fs.Int64Var(&rc.Dispatcher.MaxRequestBytes, "max-request-bytes", 0, "largest API request body, in bytes, refused with resource_exhausted while read (0 = the argument limit plus 64 KiB: 327680)")
+	fs.IntVar(&rc.Dispatcher.MaxArgsValues, "max-args-values", 2048, "most object members and array elements in a call's arguments (and, plus 64, in an API request)")
+	fs.DurationVar(&rc.Dispatcher.WatchGrace, "watch-grace", 5*time.Second, "how long Watch waits for the first record of a recent call id before answering not_found")
+	fs.IntVar(&rc.Dispatcher.MaxWatchesPerCaller, "max-watches-per-caller", 100, "concurrent Watches per caller (tenant and agent) on this replica; -1 = no cap")
+	fs.IntVar(&rc.Dispatcher.MaxWaitingPerCaller, "max-waiting-per-caller", 10000, "callers per caller identity waiting in Call or GetResult on this replica; -1 = no cap")
+	fs.IntVar(&rc.Dispatcher.MaxBacklog, "max-backlog", 10000, "calls queued or running per pool past which new calls are refused OVERLOADED; -1 = no bound")
+	fs.Func("pool-max-backlog", "per-pool --max-backlog, e.g. sandbox=200,mcp=5000 (-1 = no bound)", func(s string) error {
+		m, err := parsePoolBacklog(s)
+		rc.Dispatcher.PoolMaxBacklog = m
+		return err
+	})
+	fs.DurationVar(&rc.Dispatcher.LoadRefresh, "load-refresh", 500*time.Millisecond, "how often the pools' backlogs are read for admission")
+	fs.Func("stream-max-bytes", "byte limits of the streams and buckets, e.g. results=8GiB,blobs=1GiB (stores: "+strings.Join(bus.StoreNames(), ", ")+"; -1 = unbounded)", rc.Bus.ParseMaxBytes)
+	fs.DurationVar(&rc.Grace, "grace", 25*time.Second, "graceful shutdown period")
+	fs.StringVar(logLevel, "log-level", "info", "debug, info, warn or error")
+}
+
+// parsePoolBacklog reads "pool=N,pool=N".
+func parsePoolBacklog(s string) (map[string]int, error) {
+	m := map[string]int{}
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		pool, n, ok := strings.Cut(part, "=")
+		v, err := strconv.Atoi(strings.TrimSpace(n))
+		if !ok || err != nil || v == 0 || v < -1 {
+			return nil, fmt.Errorf("%q: want pool=N, N positive or -1", part)
+		}
+		m[strings.TrimSpace(pool)] = v
+	}
+	return m, nil
+}
+
+// DefaultNATSListen is the embedded server's client listener unless
+// --nats-listen says otherwise: loopback only, with credentials, so that
+// `toolctl audit`, `dlq` and `replay` and workers on this machine work
+// with no flag.
+const DefaultNATSListen = "127.0.0.1:4222"
+
+func parseDuration(s string) (d time.Duration, err error) {
+	d, err = time.ParseDuration(s)
+	if err == nil && d <= 0 {
+		err = fmt.Errorf("%s must be positive", s)
+	}
+	return d, err
+}
