@@ -57,7 +57,7 @@ type delivery struct {
 	reg     *registration
 	// seen is the call's cancel tombstone, if register or recheck found
 	// one; prev is the last attempt event an earlier delivery left.
-	seen *Tombstone
+	seen *bus.Tombstone
 	prev *toolwirev1.CallEvent
 
 	// started and finished time the attempt under way, or the moment of a
