@@ -15,9 +15,9 @@ import (
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/tools/builtin"
 	workerpkg "github.com/toolwire/toolwire/internal/worker"
+	"github.com/toolwire/toolwire/internal/workerconfig"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
-	"github.com/toolwire/toolwire/pkg/toolworker"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
@@ -47,7 +47,7 @@ type stack struct {
 	bus    *bus.Bus
 	reg    *registry.Store
 	d      *dispatch.Dispatcher
-	worker toolworker.Worker
+	worker *workerconfig.Worker
 
 	srv       *http.Server
 	serveDone chan error
@@ -85,7 +85,7 @@ func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err erro
 		if err != nil {
 			return nil, err
 		}
-		w, err := toolworker.NewWorker(ctx, wb, toolworker.Options{Name: "bench-worker", Tools: builtin.Tools(), Concurrency: o.worker, Logger: log})
+		w, err := workerconfig.NewWorker(ctx, wb, nil, workerconfig.Options{Name: "bench-worker", Tools: builtin.Tools(), Concurrency: o.worker, Logger: log})
 		if err != nil {
 			return nil, err
 		}

@@ -17,8 +17,8 @@ import (
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/telemetry"
+	"github.com/toolwire/toolwire/internal/workerconfig"
 	"github.com/toolwire/toolwire/pkg/tool"
-	"github.com/toolwire/toolwire/pkg/toolworker"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -284,10 +284,10 @@ func stopDispatcher(d *dispatch.Dispatcher, grace time.Duration, log *slog.Logge
 // gracePeriod logs the start of the graceful stop and returns its
 // context, shared by every step of the stop: the grace period, cut short
 // when rc.Hurry is closed (a second interrupt).
-func gracePeriod(rc RunConfig, w toolworker.Worker, grace time.Duration, log *slog.Logger) (context.Context, context.CancelFunc) {
+func gracePeriod(rc RunConfig, w *workerconfig.Worker, grace time.Duration, log *slog.Logger) (context.Context, context.CancelFunc) {
 	inFlight := 0
-	if f, ok := w.(interface{ InFlight() int }); ok {
-		inFlight = f.InFlight()
+	if w != nil {
+		inFlight = w.InFlight()
 	}
 	if inFlight > 0 && rc.Hurry != nil {
 		log.Info("shutting down: waiting for the calls in flight to finish; interrupt again to hand them back now",

@@ -12,7 +12,6 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	"github.com/toolwire/toolwire/internal/workerconfig"
-	"github.com/toolwire/toolwire/pkg/toolworker"
 )
 
 // startWorkers builds and starts the in-process workers, none without
@@ -20,7 +19,7 @@ import (
 // rc.WorkerConfig, or the default configuration (every built-in example;
 // an executor that cannot start on this host is reported and its calls
 // answered, the others still served).
-func startWorkers(ctx context.Context, b *bus.Bus, rc RunConfig, pools []string, httpAddr string, metrics *prometheus.Registry, log *slog.Logger) (toolworker.Worker, error) {
+func startWorkers(ctx context.Context, b *bus.Bus, rc RunConfig, pools []string, httpAddr string, metrics *prometheus.Registry, log *slog.Logger) (*workerconfig.Worker, error) {
 	if len(pools) == 0 {
 		return nil, nil
 	}

@@ -18,9 +18,9 @@ import (
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/telemetry"
+	"github.com/toolwire/toolwire/internal/workerconfig"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	"github.com/toolwire/toolwire/pkg/toolworker"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -58,7 +58,7 @@ func failTool() *tool.Tool {
 type bundle struct {
 	stack      *dispatchtest.Stack
 	dispatcher *dispatch.Dispatcher
-	worker     toolworker.Worker
+	worker     *workerconfig.Worker
 	dreg, wreg *prometheus.Registry
 }
 
@@ -69,7 +69,9 @@ func setup(t *testing.T, tp trace.TracerProvider, tools ...*tool.Tool) bundle {
 	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true, Tools: tools})
 	bd := bundle{stack: s, dreg: prometheus.NewRegistry(), wreg: prometheus.NewRegistry()}
 	b := s.Env.Open(t, "observed-worker")
-	w, err := toolworker.NewWorker(t.Context(), b, toolworker.Options{Tools: tools, TracerProvider: tp, Metrics: bd.wreg})
+	wm, err := telemetry.NewWorkerMetrics(bd.wreg)
+	require.NoError(t, err)
+	w, err := workerconfig.NewWorker(t.Context(), b, nil, workerconfig.Options{Tools: tools, TracerProvider: tp, Metrics: wm})
 	require.NoError(t, err)
 	require.NoError(t, w.Start(t.Context()))
 	t.Cleanup(func() {
@@ -78,7 +80,7 @@ func setup(t *testing.T, tp trace.TracerProvider, tools ...*tool.Tool) bundle {
 		_ = w.Stop(ctx)
 	})
 	bd.worker = w
-	bd.wreg.MustRegister(&telemetry.StreamStats{Calls: b.Calls, Consumers: w.(interface{ PoolConsumers() []string }).PoolConsumers,
+	bd.wreg.MustRegister(&telemetry.StreamStats{Calls: b.Calls, Consumers: w.PoolConsumers,
 		PoolPrefix: b.Config.Prefix + "_pool_"})
 	dm, err := telemetry.NewDispatcherMetrics(bd.dreg)
 	require.NoError(t, err)

@@ -4,6 +4,10 @@
 // their ${NAME} placeholders, its MCP servers, and the settings of the
 // sandbox, HTTP and MCP executors. pkg/toolworker (the worker binary and
 // custom workers) and the dispatcher's in-process workers are built here.
+// NewWorker is the internal constructor of a worker on an open bus (the
+// dispatcher process, tests, benchmarks): pkg/toolworker's public API
+// names no internal type, so it offers only Main, MainArgs, Run and
+// Options.
 //
 // # The file
 //

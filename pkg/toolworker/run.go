@@ -91,11 +91,10 @@ type Options struct {
 	// DefaultHTTPAddr, loopback only.
 	HTTPAddr string
 	// TracerProvider makes the worker's spans. Nil: Run builds one from
-	// the standard OTEL_* environment (off unless it names an exporter);
-	// NewWorker makes none.
+	// the standard OTEL_* environment (off unless it names an exporter).
 	TracerProvider trace.TracerProvider
 	// Metrics registers the worker's Prometheus metrics. Nil: Run uses the
-	// registry its /metrics serves; NewWorker registers nowhere.
+	// registry its /metrics serves.
 	Metrics prometheus.Registerer
 	// Ready, if set, receives the HTTP address (HTTPAddr resolved, "" with
 	// no HTTP server) once the worker serves.
@@ -142,10 +141,10 @@ func Run(ctx context.Context, o Options) error {
 	// worker: a worker waiting for its cluster answers its liveness and
 	// startup probes, and /metrics covers the drain. Not for
 	// --ensure-only, which never serves.
-	var serving atomic.Pointer[Worker]
+	var serving atomic.Pointer[workerconfig.Worker]
 	ready := func(ctx context.Context) error {
 		if w := serving.Load(); w != nil {
-			return (*w).Ready(ctx)
+			return w.Ready(ctx)
 		}
 		return errors.New("worker starting: waiting for the NATS cluster")
 	}
@@ -178,7 +177,7 @@ func Run(ctx context.Context, o Options) error {
 	}); err != nil {
 		return err
 	}
-	w, err := NewWorker(ctx, b, o)
+	w, err := newWorker(ctx, b, o)
 	if err != nil {
 		return err
 	}
@@ -186,11 +185,9 @@ func Run(ctx context.Context, o Options) error {
 		return ensureOnly(ctx, w, nc, log, o)
 	}
 	if o.HTTPAddr != "" {
-		if pc, ok := w.(interface{ PoolConsumers() []string }); ok {
-			reg.MustRegister(&telemetry.StreamStats{Calls: b.Calls, Consumers: pc.PoolConsumers, PoolPrefix: b.Config.Prefix + "_pool_"})
-		}
+		reg.MustRegister(&telemetry.StreamStats{Calls: b.Calls, Consumers: w.PoolConsumers, PoolPrefix: b.Config.Prefix + "_pool_"})
 	}
-	serving.Store(&w)
+	serving.Store(w)
 	if err := untilAvailable(ctx, log, "start the pools", func() error { return w.Start(ctx) }); err != nil {
 		return errors.Join(err, w.Stop(context.WithoutCancel(ctx)))
 	}
@@ -199,57 +196,49 @@ func Run(ctx context.Context, o Options) error {
 		o.Ready <- httpAddr
 	}
 	<-ctx.Done()
-	stopCtx, cancel := context.WithTimeout(context.Background(), cmp.Or(o.Grace, 25*time.Second))
-	defer cancel()
-	if err := w.Stop(stopCtx); err != nil {
-		return err
-	}
+	err = stopWorker(w, o)
 	stopHTTP()
 	stopHTTP = func() {}
-	if err := nc.Drain(); err != nil {
-		return fmt.Errorf("toolworker: drain: %w", err)
-	}
-	return nil
+	return errors.Join(err, drain(nc))
 }
 
 // ensureOnly runs w.Ensure, closes the worker's executors and drains the
 // connection.
-func ensureOnly(ctx context.Context, w Worker, nc *nats.Conn, log *slog.Logger, o Options) error {
+func ensureOnly(ctx context.Context, w *workerconfig.Worker, nc *nats.Conn, log *slog.Logger, o Options) error {
 	if o.Shadow {
 		return errors.New("toolworker: --ensure-only does not apply to a --shadow worker")
 	}
 	err := untilAvailable(ctx, log, "ensure the pools", func() error { return w.Ensure(ctx) })
-	stopCtx, cancel := context.WithTimeout(context.Background(), cmp.Or(o.Grace, 25*time.Second))
-	defer cancel()
-	if err = errors.Join(err, w.Stop(stopCtx)); err != nil {
+	if err = errors.Join(err, stopWorker(w, o), drain(nc)); err != nil {
 		return err
-	}
-	if err := nc.Drain(); err != nil {
-		return fmt.Errorf("toolworker: drain: %w", err)
 	}
 	log.Info("pool consumers ensured and tools published; not serving (--ensure-only)", "worker", w.Name())
 	return nil
 }
 
-// Worker is a worker built by NewWorker: Start it, Stop it with a context
-// whose deadline is the grace period. Ensure, on a worker that is not
-// started, creates its pool consumers and publishes its specs without
-// serving.
-type Worker interface {
-	Name() string
-	Start(ctx context.Context) error
-	Ensure(ctx context.Context) error
-	Stop(ctx context.Context) error
-	// Ready reports why the worker cannot serve calls now, or nil (the
-	// /readyz check).
-	Ready(ctx context.Context) error
+// stopWorker stops w within the grace period (o.Grace, default 25s). Its
+// error (the grace period's, when it gave up on a call that would not
+// stop) does not end the stop: the connection is still drained.
+func stopWorker(w *workerconfig.Worker, o Options) error {
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(o.Grace, 25*time.Second))
+	defer cancel()
+	return w.Stop(ctx)
 }
 
-// NewWorker builds (without starting) a worker on an open bus. Pool types
-// without an executor in this build answer their calls with PERMANENT
-// errors rather than leaving them queued. ctx bounds start-up work such
-// as connecting to MCP servers.
-func NewWorker(ctx context.Context, b *bus.Bus, o Options) (Worker, error) {
+// drain drains nc: what the worker published is flushed before it closes.
+func drain(nc *nats.Conn) error {
+	if err := nc.Drain(); err != nil {
+		return fmt.Errorf("toolworker: drain: %w", err)
+	}
+	return nil
+}
+
+// newWorker builds (without starting) the worker o describes on an open
+// bus: o.ConfigFile's configuration, o's pools, tools and observation.
+// Pool types without an executor in this build answer their calls with
+// PERMANENT errors rather than leaving them queued. ctx bounds start-up
+// work such as connecting to MCP servers.
+func newWorker(ctx context.Context, b *bus.Bus, o Options) (*workerconfig.Worker, error) {
 	var f *workerconfig.File
 	if o.ConfigFile != "" {
 		var err error

@@ -15,9 +15,9 @@ import (
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/tools/builtin"
+	"github.com/toolwire/toolwire/internal/workerconfig"
 	"github.com/toolwire/toolwire/pkg/tool"
 	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
-	"github.com/toolwire/toolwire/pkg/toolworker"
 )
 
 // Options shape a Stack. The zero value runs the built-in tools on an
@@ -42,7 +42,7 @@ type Stack struct {
 	Env        *bustest.Env
 	Registry   *registry.Store
 	Dispatcher *dispatch.Dispatcher
-	Worker     toolworker.Worker
+	Worker     *workerconfig.Worker
 	// URL of the HTTP API.
 	URL string
 	// Client is a Connect client (binary protobuf) of the API.
@@ -113,17 +113,24 @@ func (s *Stack) StartDispatcher(t testing.TB, cfg dispatch.Config) *dispatch.Dis
 
 // StartWorker starts an in-process worker serving tools on its own
 // connection; it is stopped (grace 5s) at the end of the test.
-func (s *Stack) StartWorker(t testing.TB, tools ...*tool.Tool) toolworker.Worker {
+func (s *Stack) StartWorker(t testing.TB, tools ...*tool.Tool) *workerconfig.Worker {
 	t.Helper()
 	b := s.Env.Open(t, "dispatchtest-worker")
-	w, err := toolworker.NewWorker(t.Context(), b, toolworker.Options{Tools: tools, Concurrency: s.opts.Concurrency, Logger: testLogger(t)})
+	w, err := workerconfig.NewWorker(t.Context(), b, nil, workerconfig.Options{Tools: tools, Concurrency: s.opts.Concurrency, Logger: testLogger(t)})
 	startUntilCleanup(t, w, err)
 	return w
 }
 
+// startable is a worker: *worker.Worker, or one built from a
+// configuration (*workerconfig.Worker), which also closes its executors.
+type startable interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+}
+
 // startUntilCleanup starts w (built with err) and stops it, with a 5s
 // grace, when the test ends.
-func startUntilCleanup(t testing.TB, w toolworker.Worker, err error) {
+func startUntilCleanup(t testing.TB, w startable, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("dispatchtest: worker: %v", err)
