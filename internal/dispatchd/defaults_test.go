@@ -12,7 +12,6 @@ import (
 
 	"github.com/toolwire/toolwire/internal/dispatchd"
 	"github.com/toolwire/toolwire/internal/tools/builtin"
-	"github.com/toolwire/toolwire/internal/workerconfig"
 	"github.com/toolwire/toolwire/pkg/client"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -20,7 +19,7 @@ import (
 // TestDefaultServesEveryType: `dispatcher` with no configuration serves a
 // working example of every executor type.
 func TestDefaultServesEveryType(t *testing.T) {
-	index, err := filepath.Abs(filepath.Join("..", "..", workerconfig.EverythingIndex))
+	index, err := filepath.Abs(filepath.Join("..", "..", dispatchd.EverythingIndex))
 	if err != nil {
 		t.Fatal(err)
 	}

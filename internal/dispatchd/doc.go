@@ -43,8 +43,8 @@
 //
 // Run starts in-process worker pools
 // (default every type with the embedded server, none with an external one)
-// from WorkerConfig or, without one, the built-in examples of
-// internal/workerconfig. It stops in order: HTTP, the in-process workers
+// from WorkerConfig (the worker's YAML; see internal/workerconfig) or,
+// without one, the default configuration (below). It stops in order: HTTP, the in-process workers
 // (in-flight calls finish within Grace, 25s), the dispatcher (waiting
 // callers released with dispatch.ErrStopped; they fetch their results
 // later by id; its goroutines waited for, at most Grace), the registry
@@ -53,4 +53,18 @@
 // flight at once: they are handed back for redelivery. Main parses
 // the flags (each also TOOLWIRE_<NAME>, see internal/cliflag) and exits 0
 // after a clean stop, 1 on a runtime error and 2 on bad flags.
+//
+// # The default configuration
+//
+// Without WorkerConfig the in-process workers serve the built-in
+// examples of every executor type: the spec files of defaultspecs,
+// embedded in this package (the sandbox tools sha256 and grep_lines, and
+// the HTTP tool toolwire_catalog, which calls the dispatcher's own API
+// through the vars TOOLWIRE_HTTP and TOOLWIRE_HTTP_PORT, so it works
+// offline) and, when node is on PATH and the reference server is
+// installed (`make mcp-everything`, or TOOLWIRE_MCP_EVERYTHING naming its
+// dist/index.js; EverythingIndex), the MCP reference server over stdio.
+// An executor that cannot start on this host is logged and its calls
+// answered PERMANENT (workerconfig.Options.BestEffort); what the
+// configuration leaves out, Run logs at Info.
 package dispatchd

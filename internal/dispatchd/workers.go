@@ -35,7 +35,7 @@ func startWorkers(ctx context.Context, b *bus.Bus, rc RunConfig, pools []string,
 			return nil, err
 		}
 	} else {
-		f, o.SpecDirs = workerconfig.Default(httpAddr, log)
+		f, o.SpecDirs = defaultWorkers(httpAddr, log)
 		o.BestEffort = true
 	}
 	w, err := workerconfig.NewWorker(ctx, b, f, o)

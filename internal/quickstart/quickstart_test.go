@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolwire/toolwire/internal/workerconfig"
+	"github.com/toolwire/toolwire/internal/dispatchd"
 )
 
 // command is one command of the quick start: its words as the shell would
@@ -74,7 +74,7 @@ func TestReadmeQuickStart(t *testing.T) {
 			t.Fatalf("quick start command %q: only ./bin/ commands and curl are run by this test", c.line)
 		}
 		if slices.ContainsFunc(argv, func(w string) bool { return strings.HasPrefix(w, "mcp__everything__") }) {
-			if _, err := os.Stat(filepath.Join(root, workerconfig.EverythingIndex)); err != nil {
+			if _, err := os.Stat(filepath.Join(root, dispatchd.EverythingIndex)); err != nil {
 				if os.Getenv("CI") == "true" {
 					t.Fatalf("%s: the MCP reference server is not installed (make mcp-everything): %v", c.line, err)
 				}

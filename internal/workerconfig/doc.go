@@ -49,15 +49,7 @@
 // closes the executors (MCP sessions and server processes, sandboxes,
 // HTTP connections) in reverse order.
 //
-// # The default configuration
-//
-// Default is what the dispatcher's in-process workers serve when it is
-// given no configuration: the example spec files embedded in
-// examples/tools (the sandbox tools sha256 and grep_lines, and the HTTP
-// tool toolwire_catalog, which calls the dispatcher's own API through the
-// vars TOOLWIRE_HTTP and TOOLWIRE_HTTP_PORT, so it works offline) and,
-// when node is on PATH and the reference server is installed (`make
-// mcp-everything`, or TOOLWIRE_MCP_EVERYTHING naming its dist/index.js),
-// the MCP reference server over stdio. What it leaves out, it logs at
-// Info.
+// The dispatcher's default configuration (its in-process workers without
+// --worker-config) is internal/dispatchd's, which embeds its example spec
+// files and passes them as Options.SpecDirs.
 package workerconfig

@@ -1,7 +1,8 @@
-package workerconfig
+package dispatchd
 
 import (
 	"cmp"
+	"embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,22 +11,32 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/toolwire/toolwire/examples/tools"
 	"github.com/toolwire/toolwire/internal/executors/mcp"
+	"github.com/toolwire/toolwire/internal/workerconfig"
 )
 
 // EverythingIndex is where `make mcp-everything` installs the MCP
 // reference server's entry point, relative to the repository root.
 const EverythingIndex = "testdata/mcp-everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 
-// Default is the configuration of the dispatcher's in-process workers when
-// none is given: the built-in examples of every executor type — the
-// sandbox and HTTP tools of examples/tools (the HTTP one calls this
-// dispatcher's API at httpAddr, so it works offline) and, when Node.js and
-// the reference server are installed, the MCP reference server over stdio.
-// What it leaves out, it says at Info.
-func Default(httpAddr string, log *slog.Logger) (*File, []SpecDir) {
-	f := &File{Vars: map[string]string{}}
+// defaultSpecs holds the example spec files the default configuration
+// serves (defaultspecs/*.yaml), embedded so that `dispatcher` with no
+// flags serves them from any directory.
+//
+//go:embed defaultspecs/*.yaml
+var defaultSpecs embed.FS
+
+// defaultSpecDir is defaultSpecs' directory of spec files.
+const defaultSpecDir = "defaultspecs"
+
+// defaultWorkers is the configuration of the in-process workers when none
+// is given: the built-in examples of every executor type — the sandbox and
+// HTTP tools of defaultspecs (the HTTP one calls this dispatcher's API at
+// httpAddr, so it works offline) and, when Node.js and the reference
+// server are installed, the MCP reference server over stdio. What it
+// leaves out, it says at Info.
+func defaultWorkers(httpAddr string, log *slog.Logger) (*workerconfig.File, []workerconfig.SpecDir) {
+	f := &workerconfig.File{Vars: map[string]string{}}
 	if host, port, err := net.SplitHostPort(httpAddr); err == nil {
 		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 			host = "127.0.0.1"
@@ -39,7 +50,7 @@ func Default(httpAddr string, log *slog.Logger) (*File, []SpecDir) {
 	} else {
 		f.MCP.Servers = []mcp.ServerConfig{srv}
 	}
-	return f, []SpecDir{{FS: tools.FS, Dir: "."}}
+	return f, []workerconfig.SpecDir{{FS: defaultSpecs, Dir: defaultSpecDir}}
 }
 
 // everything is the reference server's config, if it can run here.

@@ -1,16 +1,15 @@
-package tools_test
+package dispatchd
 
 import (
 	"testing"
 
-	"github.com/toolwire/toolwire/examples/tools"
 	"github.com/toolwire/toolwire/internal/specfile"
 )
 
 // TestSpecsLoad: every example spec file is valid.
 func TestSpecsLoad(t *testing.T) {
 	t.Parallel()
-	specs, err := specfile.LoadDir(tools.FS, ".", specfile.Options{Vars: map[string]string{
+	specs, err := specfile.LoadDir(defaultSpecs, defaultSpecDir, specfile.Options{Vars: map[string]string{
 		"TOOLWIRE_HTTP": "http://127.0.0.1:8080", "TOOLWIRE_HTTP_PORT": "8080"}})
 	if err != nil {
 		t.Fatal(err)
