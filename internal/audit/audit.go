@@ -31,8 +31,9 @@ const (
 	OutcomeUndecodable  = "undecodable" // a CALLS message that is no ToolCall
 )
 
-// ErrNoInstallation: the prefix names no installation on this server.
-var ErrNoInstallation = errors.New("audit: no toolwire installation")
+// ErrNoInstallation: the prefix names no installation on this server
+// (bus.ErrNoInstallation, which dlq.ErrNoInstallation is too).
+var ErrNoInstallation = bus.ErrNoInstallation
 
 // Source reads an installation's streams for audits. It never creates or
 // changes a stream.
@@ -46,32 +47,17 @@ type Source struct {
 	specs  map[string]string // name@version -> input schema
 }
 
-// Open attaches to the installation with prefix on nc.
+// Open attaches to the installation with prefix on nc (bus.OpenView).
 func Open(ctx context.Context, nc *nats.Conn, prefix string) (*Source, error) {
-	cfg := bus.Config{Prefix: prefix}.WithDefaults()
-	if err := cfg.Validate(); err != nil {
+	v, err := bus.OpenView(ctx, nc, prefix)
+	if err != nil {
 		return nil, err
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, fmt.Errorf("audit: jetstream: %w", err)
+	if v.Registry == nil {
+		return nil, fmt.Errorf("audit: registry: %w", v.RegistryErr)
 	}
-	s := &Source{subj: cfg.Subjects(), specs: map[string]string{}}
+	s := &Source{calls: v.Calls, results: v.Results, events: v.Events, registry: v.Registry, subj: v.Subjects, specs: map[string]string{}}
 	s.shadowPrefix = strings.TrimSuffix(s.subj.AllShadow(), ">")
-	for _, st := range []struct {
-		dst  *jetstream.Stream
-		name string
-	}{{&s.calls, cfg.CallsStream()}, {&s.results, cfg.ResultsStream()}, {&s.events, cfg.EventsStream()}} {
-		if *st.dst, err = js.Stream(ctx, st.name); err != nil {
-			if errors.Is(err, jetstream.ErrStreamNotFound) {
-				return nil, fmt.Errorf("%w with prefix %q: stream %s not found", ErrNoInstallation, prefix, st.name)
-			}
-			return nil, fmt.Errorf("audit: stream %s: %w", st.name, err)
-		}
-	}
-	if s.registry, err = js.KeyValue(ctx, cfg.RegistryBucket()); err != nil {
-		return nil, fmt.Errorf("audit: registry: %w", err)
-	}
 	return s, nil
 }
 

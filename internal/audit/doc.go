@@ -7,8 +7,9 @@
 // # Reading
 //
 // Open attaches to the streams (calls, results, events) and the registry
-// bucket of the installation with a prefix; it never creates or changes
-// one, and answers ErrNoInstallation when a stream is missing. Source.Run
+// bucket of the installation with a prefix through bus.OpenView, the
+// read-only view dlq and replay share; it never creates or changes one,
+// and answers ErrNoInstallation when a stream is missing. Source.Run
 // emits one Record per call, in calls-stream order, up to the stream's
 // last sequence when the run starts. It reads the calls stream with an
 // ordered consumer (256 messages a fetch; a bus.Scan, so no consumer of

@@ -69,6 +69,16 @@
 // --stream-max-bytes and the like. Workers bind (Options.Bind) and change
 // no store, so they log nothing for stores.
 //
+// # The read-only view
+//
+// The operator's tools (audit, dlq, replay) attach through OpenView: it
+// looks the streams CALLS, RESULTS, EVENTS and DLQ and the registry
+// bucket up once and changes nothing, so a tool never rewrites an
+// installation's limits with its defaults. A missing stream is
+// ErrNoInstallation (the prefix is wrong), naming every stream missing; a
+// registry that cannot be read is left to the tool (View.RegistryErr: the
+// DLQ then fails closed on what it shows, audit and replay refuse).
+//
 // # Decisions
 //
 //   - CALLS uses limits retention, never work-queue: acknowledged calls stay

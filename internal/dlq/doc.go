@@ -11,7 +11,8 @@
 //
 // # Read-only attachment
 //
-// Open looks the streams up by name and never creates or changes them:
+// Open looks the streams up by name (bus.OpenView, the read-only view
+// audit and replay share) and never creates or changes them:
 // an operator tool must not rewrite an installation's stream limits with
 // its own defaults, as bus.Open (create or update) would. List reads with
 // a bus.Scan: it leaves no consumer on the DLQ stream when it returns.

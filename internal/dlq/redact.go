@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/redact"
@@ -79,12 +78,3 @@ func (q *Queue) schemaOf(ctx context.Context, name, version string) (string, boo
 	return spec.InputSchemaJson, true
 }
 
-// openRegistry attaches to the registry bucket (read only); nil when it
-// cannot be read, so that Shown fails closed.
-func openRegistry(ctx context.Context, js jetstream.JetStream, bucket string) jetstream.KeyValue {
-	kv, err := js.KeyValue(ctx, bucket)
-	if err != nil {
-		return nil
-	}
-	return kv
-}

@@ -22,6 +22,10 @@
 // content blocks, the structured output and the intents, by value, naming
 // the path of each change. Meta (worker, timings) is not compared.
 //
+// New attaches to the installation read only, through bus.OpenView (the
+// view audit and dlq share): the calls and results streams and the
+// registry, looked up once.
+//
 // A replay runs the tool again: a tool with side effects has them again,
 // on whatever the shadow pool's configuration points at. Point shadow
 // workers at staging backends.

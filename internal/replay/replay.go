@@ -53,26 +53,20 @@ type Replayer struct {
 	js       jetstream.JetStream
 	subj     bus.Subjects
 	registry jetstream.KeyValue
-	calls    string
+	calls    jetstream.Stream
 	results  jetstream.Stream
 }
 
 // New attaches to the installation with prefix on nc.
 func New(ctx context.Context, nc *nats.Conn, prefix string) (*Replayer, error) {
-	cfg := bus.Config{Prefix: prefix}.WithDefaults()
-	js, err := jetstream.New(nc)
+	v, err := bus.OpenView(ctx, nc, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
-	kv, err := js.KeyValue(ctx, cfg.RegistryBucket())
-	if err != nil {
-		return nil, fmt.Errorf("replay: registry: %w", err)
+	if v.Registry == nil {
+		return nil, fmt.Errorf("replay: registry: %w", v.RegistryErr)
 	}
-	results, err := js.Stream(ctx, cfg.ResultsStream())
-	if err != nil {
-		return nil, fmt.Errorf("replay: results: %w", err)
-	}
-	return &Replayer{nc: nc, js: js, subj: cfg.Subjects(), registry: kv, calls: cfg.CallsStream(), results: results}, nil
+	return &Replayer{nc: nc, js: v.JS, subj: v.Subjects, registry: v.Registry, calls: v.Calls, results: v.Results}, nil
 }
 
 // Replay re-executes the call of r (an audit record with its result) on
@@ -144,14 +138,10 @@ func (p *Replayer) served(ctx context.Context, subject string) (bool, error) {
 // shadowFilters lists the filter subjects of the calls stream's durable
 // consumers that consume replays (shadow pools).
 func (p *Replayer) shadowFilters(ctx context.Context) ([]string, error) {
-	stream, err := p.js.Stream(ctx, p.calls)
-	if err != nil {
-		return nil, fmt.Errorf("replay: calls stream: %w", err)
-	}
 	shadow := p.subj.AllShadow()
 	shadow = shadow[:len(shadow)-1] // "<prefix>.shadow."
 	var filters []string
-	lister := stream.ListConsumers(ctx)
+	lister := p.calls.ListConsumers(ctx)
 	for info := range lister.Info() {
 		if info.Config.Durable == "" {
 			continue // an audit's or a replay's own ephemeral consumer, not a pool
@@ -217,7 +207,7 @@ func (p *Replayer) execute(ctx context.Context, orig *toolwirev1.ToolCall, spec 
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	subject := p.subj.Shadow(spec.Executor, call.Caller.GetTenant(), spec.Provider, spec.Name)
-	if _, err := p.js.Publish(ctx, subject, data, jetstream.WithMsgID(id), jetstream.WithExpectStream(p.calls)); err != nil {
+	if _, err := p.js.Publish(ctx, subject, data, jetstream.WithMsgID(id), jetstream.WithExpectStream(p.calls.CachedInfo().Config.Name)); err != nil {
 		return nil, id, fmt.Errorf("publish: %w", err)
 	}
 	timer := time.NewTimer(wait)
