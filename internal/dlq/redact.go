@@ -77,4 +77,3 @@ func (q *Queue) schemaOf(ctx context.Context, name, version string) (string, boo
 	q.schemas.mu.Unlock()
 	return spec.InputSchemaJson, true
 }
-
