@@ -255,7 +255,7 @@ func measureHTTP(ctx context.Context, cfg Config) (ExecutorPair, error) {
 	if err != nil {
 		return ExecutorPair{}, fmt.Errorf("bench: http: %w", err)
 	}
-	defer exe.Close()
+	defer func() { _ = exe.Close(context.Background()) }()
 	spec := &toolwirev1.ToolSpec{Name: "get_echo", Provider: "bench", Summary: "Echo over HTTP.", Description: "Echo over HTTP.",
 		Executor: toolwirev1.ExecutorType_EXECUTOR_TYPE_HTTP, Annotations: readOnly(),
 		InputSchemaJson: `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`,

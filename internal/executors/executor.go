@@ -27,6 +27,24 @@ type Executor interface {
 	Execute(ctx context.Context, req *Request) (*tool.Result, error)
 }
 
+// Closer is implemented by executors that hold resources beyond a call:
+// MCP sessions and server processes, sandboxes, HTTP connections. Whoever
+// owns an executor closes it through Close once the worker serving it has
+// stopped; ctx bounds the wait, and Close returns ctx's error if it gave
+// up. Close is idempotent. An executor without resources does not
+// implement it.
+type Closer interface {
+	Close(ctx context.Context) error
+}
+
+// Close closes e if it is a Closer, and does nothing (nil) otherwise.
+func Close(ctx context.Context, e Executor) error {
+	if c, ok := e.(Closer); ok {
+		return c.Close(ctx)
+	}
+	return nil
+}
+
 // Func adapts a function to Executor.
 type Func func(ctx context.Context, req *Request) (*tool.Result, error)
 

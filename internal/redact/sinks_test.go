@@ -107,7 +107,7 @@ func startCanaryStack(t *testing.T, started chan<- string) *canaryBundle {
 	require.NoError(t, ln.Close())
 	hx, err := httpexec.New(httpexec.Config{Logger: log})
 	require.NoError(t, err)
-	t.Cleanup(hx.Close)
+	t.Cleanup(func() { _ = hx.Close(context.Background()) })
 
 	once := &toolwirev1.RetryPolicy{MaxAttempts: 1}
 	specs := []*toolwirev1.ToolSpec{

@@ -78,10 +78,11 @@ type Options struct {
 
 // Worker is a worker built from a configuration: Stop also closes its
 // executors (MCP sessions and server processes, sandboxes, HTTP
-// connections).
+// connections) through executors.Closer.
 type Worker struct {
 	*worker.Worker
-	closers []func(context.Context) error
+	// execs are the executors built, in the order built.
+	execs []executors.Executor
 }
 
 // closeWait bounds closing the executors once the worker has stopped.
@@ -96,8 +97,14 @@ func (w *Worker) Stop(ctx context.Context) error {
 	err := w.Worker.Stop(ctx)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeWait)
 	defer cancel()
-	for _, c := range slices.Backward(w.closers) {
-		err = errors.Join(err, c(cctx))
+	return errors.Join(err, w.closeExecutors(cctx))
+}
+
+// closeExecutors closes the executors, last built first.
+func (w *Worker) closeExecutors(ctx context.Context) error {
+	var err error
+	for _, e := range slices.Backward(w.execs) {
+		err = errors.Join(err, executors.Close(ctx, e))
 	}
 	return err
 }
@@ -115,9 +122,7 @@ func NewWorker(ctx context.Context, b *bus.Bus, f *File, o Options) (_ *Worker, 
 		if err != nil {
 			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			for _, c := range slices.Backward(w.closers) {
-				_ = c(cctx)
-			}
+			_ = w.closeExecutors(cctx)
 		}
 	}()
 
@@ -136,7 +141,7 @@ func NewWorker(ctx context.Context, b *bus.Bus, f *File, o Options) (_ *Worker, 
 		if execs[t] != nil {
 			continue
 		}
-		exec, closer, src, err := f.executor(ctx, b, t, nat, log)
+		exec, src, err := f.executor(ctx, b, t, nat, log)
 		if err != nil {
 			if !o.BestEffort {
 				return nil, err
@@ -145,9 +150,7 @@ func NewWorker(ctx context.Context, b *bus.Bus, f *File, o Options) (_ *Worker, 
 			exec = Unavailable(t, err.Error())
 		}
 		execs[t] = exec
-		if closer != nil {
-			w.closers = append(w.closers, closer)
-		}
+		w.execs = append(w.execs, exec)
 		if src != nil {
 			sources = append(sources, src)
 		}
@@ -247,39 +250,40 @@ func (f *File) pool(t toolwirev1.ExecutorType, o Options, several bool) worker.P
 		AckWait: cmp.Or(time.Duration(pf.AckWait), o.AckWait), MaxDeliver: cmp.Or(pf.MaxDeliver, o.MaxDeliver)}}
 }
 
-// executor builds the executor of type t.
+// executor builds the executor of type t (closed by Worker.Stop if it is
+// an executors.Closer).
 func (f *File) executor(ctx context.Context, b *bus.Bus, t toolwirev1.ExecutorType, nat *native.Executor, log *slog.Logger) (
-	executors.Executor, func(context.Context) error, worker.SpecSource, error) {
+	executors.Executor, worker.SpecSource, error) {
 	switch t {
 	case toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE:
-		return nat, nil, nil, nil
+		return nat, nil, nil
 	case toolwirev1.ExecutorType_EXECUTOR_TYPE_SANDBOX:
 		cfg := f.Sandbox
 		cfg.Logger = log
 		e, err := sandbox.New(cfg)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
-		return e, e.Close, nil, nil
+		return e, nil, nil
 	case toolwirev1.ExecutorType_EXECUTOR_TYPE_HTTP:
 		cfg := f.HTTP
 		cfg.Logger = log
 		e, err := httpexec.New(cfg)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
-		return e, func(context.Context) error { e.Close(); return nil }, nil, nil
+		return e, nil, nil
 	case toolwirev1.ExecutorType_EXECUTOR_TYPE_MCP:
 		if len(f.MCP.Servers) == 0 {
-			return nil, nil, nil, errors.New("mcp: no servers configured (mcp.servers)")
+			return nil, nil, errors.New("mcp: no servers configured (mcp.servers)")
 		}
 		e, err := mcp.New(ctx, f.MCP, mcp.Options{Registry: b.Registry, Conn: b.NC, Logger: log})
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
-		return e, e.Close, e, nil
+		return e, e, nil
 	}
-	return nil, nil, nil, fmt.Errorf("workerconfig: no executor for %s", t)
+	return nil, nil, fmt.Errorf("workerconfig: no executor for %s", t)
 }
 
 // loadSpecs loads the File's spec files and o's spec directories.

@@ -46,8 +46,8 @@
 // Options.BestEffort (the dispatcher's default configuration): then it is
 // logged and its calls are answered PERMANENT "not available"
 // (Unavailable), never left queued. Worker.Stop stops the worker, then
-// closes the executors (MCP sessions and server processes, sandboxes,
-// HTTP connections) in reverse order.
+// closes the executors that are an executors.Closer (MCP sessions and
+// server processes, sandboxes, HTTP connections) in reverse order.
 //
 // The dispatcher's default configuration (its in-process workers without
 // --worker-config) is internal/dispatchd's, which embeds its example spec

@@ -1,6 +1,7 @@
 package httpexec_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"testing"
@@ -19,7 +20,7 @@ func BenchmarkExecutor(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer exec.Close()
+	defer func() { _ = exec.Close(context.Background()) }()
 	spec := srv.spec("echo", http.MethodGet, "/echo", []string{"text"},
 		func(hc *toolwirev1.HttpConfig) { hc.QueryArgs = []string{"text"} })
 	spec.Version = "sha256:bench" // as the registry sets it: the compiled spec is cached

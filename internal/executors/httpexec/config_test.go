@@ -1,6 +1,7 @@
 package httpexec_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -85,7 +86,7 @@ func TestExecutorWideAllowlists(t *testing.T) {
 
 	wide, err := httpexec.New(httpexec.Config{AllowNetworks: []string{"127.0.0.1/32"}, AllowPorts: []int{int(b.srv.port)}})
 	require.NoError(t, err)
-	defer wide.Close()
+	defer func() { _ = wide.Close(context.Background()) }()
 	res, err := call(t, wide, spec, `{}`)
 	require.NoError(t, err)
 	require.Equal(t, "wide", text(t, res))

@@ -113,7 +113,7 @@
 // Tools with the same ports and networks share one http.Transport and its
 // keep-alive connections; tools with different ones never do, so a
 // connection admitted under a wider policy is not reused under a narrower
-// one. Close closes idle connections.
+// one. Close(ctx) (executors.Closer) closes idle connections.
 //
 // # Responses
 //

@@ -47,7 +47,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	defer exec.Close()
+	defer func() { _ = exec.Close(context.Background()) }()
 
 	res, err := exec.Execute(context.Background(), &executors.Request{
 		Call: &toolwirev1.ToolCall{CallId: "01CALL", Tool: "create_issue",

@@ -22,6 +22,9 @@ import (
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
+// The worker's owner closes an Executor through executors.Closer.
+var _ executors.Closer = (*Executor)(nil)
+
 // Executor runs http tools. It is safe for concurrent use.
 type Executor struct {
 	cfg Config
@@ -67,16 +70,17 @@ func (e *Executor) CheckSpec(spec *toolwirev1.ToolSpec) error {
 	return nil
 }
 
-// Close closes the idle connections of every transport. Requests under
-// way are not interrupted (their contexts do that); the Executor remains
-// usable.
-func (e *Executor) Close() {
+// Close closes the idle connections of every transport (executors.Closer;
+// it does not wait, so it always returns nil). Requests under way are not
+// interrupted (their contexts do that); the Executor remains usable.
+func (e *Executor) Close(context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, t := range e.transports {
 		t.CloseIdleConnections()
 	}
 	clear(e.transports)
+	return nil
 }
 
 // plan returns the compiled HttpConfig of spec, cached by name and version

@@ -253,7 +253,7 @@ func setup(t *testing.T, cfg httpexec.Config) *bundle {
 	cfg.Logger = slog.New(slog.NewJSONHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	exec, err := httpexec.New(cfg)
 	require.NoError(t, err)
-	t.Cleanup(exec.Close)
+	t.Cleanup(func() { _ = exec.Close(context.Background()) })
 	b.exec = exec
 	return b
 }

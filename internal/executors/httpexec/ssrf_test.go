@@ -190,7 +190,7 @@ func TestDNSRebinding(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "first", text(t, res))
 
-	b.exec.Close() // the next call dials again (the executor stays usable)
+	require.NoError(t, b.exec.Close(t.Context())) // the next call dials again (the executor stays usable)
 	_, err = call(t, b.exec, spec, `{}`)
 	te := toolErr(t, err)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, te.Type, "%v", err)

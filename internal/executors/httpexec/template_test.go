@@ -1,6 +1,7 @@
 package httpexec_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -235,7 +236,7 @@ func TestCheckSpec(t *testing.T) {
 	t.Run("executor checks: the template's address and port", func(t *testing.T) {
 		exec, err := httpexec.New(httpexec.Config{})
 		require.NoError(t, err)
-		defer exec.Close()
+		defer func() { _ = exec.Close(context.Background()) }()
 		require.ErrorContains(t, exec.CheckSpec(spec(func(hc *toolwirev1.HttpConfig) { hc.UrlTemplate = "http://127.0.0.1/{id}" })), "127.0.0.1")
 		require.ErrorContains(t, exec.CheckSpec(spec(func(hc *toolwirev1.HttpConfig) { hc.UrlTemplate = "https://a.example:8443/{id}" })), "port 8443")
 		require.NoError(t, exec.CheckSpec(spec(func(hc *toolwirev1.HttpConfig) {

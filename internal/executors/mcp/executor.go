@@ -46,6 +46,9 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// The worker's owner closes an Executor through executors.Closer.
+var _ executors.Closer = (*Executor)(nil)
+
 // Executor runs the tools of the configured MCP servers. It is safe for
 // concurrent use.
 type Executor struct {

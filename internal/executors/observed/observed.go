@@ -37,6 +37,10 @@ type observedExecutor struct {
 // Unwrap returns the decorated executor.
 func (x *observedExecutor) Unwrap() executors.Executor { return x.next }
 
+// Close closes the decorated executor if it is an executors.Closer: the
+// decoration holds nothing of its own.
+func (x *observedExecutor) Close(ctx context.Context) error { return executors.Close(ctx, x.next) }
+
 func (x *observedExecutor) Execute(ctx context.Context, req *executors.Request) (res *tool.Result, err error) {
 	ti := x.m.Tool(req.Spec.GetName(), req.Spec.GetExecutor())
 	start := time.Now()

@@ -26,6 +26,9 @@ import (
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
+// The worker's owner closes an Executor through executors.Closer.
+var _ executors.Closer = (*Executor)(nil)
+
 // Executor runs sandbox tools. It is safe for concurrent use.
 type Executor struct {
 	cfg Config

@@ -17,6 +17,9 @@ import (
 // sandbox relies on (namespaces, Landlock, seccomp) is Linux's.
 var errUnsupported = errors.New("sandbox: only supported on Linux")
 
+// The worker's owner closes an Executor through executors.Closer.
+var _ executors.Closer = (*Executor)(nil)
+
 // Executor runs sandbox tools; off Linux it cannot be created.
 type Executor struct{}
 
