@@ -15,7 +15,9 @@ import (
 // and counts its calls.
 type closing struct{ closed int }
 
-func (*closing) Execute(context.Context, *executors.Request) (*tool.Result, error) { return &tool.Result{}, nil }
+func (*closing) Execute(context.Context, *executors.Request) (*tool.Result, error) {
+	return &tool.Result{}, nil
+}
 
 func (c *closing) Close(ctx context.Context) error {
 	c.closed++
