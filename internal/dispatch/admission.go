@@ -20,7 +20,7 @@ import (
 // are never retryable and have no side effects.
 func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, now time.Time) (*toolwirev1.ToolCall, *toolwirev1.ToolError) {
 	if o.Tool == "" {
-		return nil, violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "tool", "tool name is required")
+		return nil, registry.Violation("tool", "tool name is required")
 	}
 	ent, err := d.reg.GetVersion(ctx, o.Tool, o.SpecVersion)
 	if err != nil {
@@ -49,7 +49,7 @@ func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallR
 	}
 	args, err := argumentBytes(o)
 	if err != nil {
-		return nil, violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "", err.Error())
+		return nil, registry.Violation("", err.Error())
 	}
 	if te := d.checkArgs(ent, args); te != nil {
 		return nil, te
@@ -76,55 +76,14 @@ func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallR
 	return call, nil
 }
 
-// checkArgs checks a call's arguments against the size and nesting limits
-// (the tool spec's, else the Config's), the count of members and elements
-// (Config.MaxArgsValues), and the tool's input schema; it returns the
-// refusal, or nil.
+// checkArgs checks a call's arguments (registry.CheckArgs) against the
+// size and nesting limits (the tool spec's, else the Config's), the count
+// of members and elements (Config.MaxArgsValues), and the tool's input
+// schema; it returns the refusal, or nil.
 func (d *Dispatcher) checkArgs(ent *registry.Entry, args []byte) *toolwirev1.ToolError {
-	spec := ent.Spec
-	maxBytes, maxDepth := d.cfg.MaxArgsBytes, d.cfg.MaxArgsDepth
-	if l := spec.Limits; l != nil {
-		if l.MaxArgsBytes > 0 {
-			maxBytes = l.MaxArgsBytes
-		}
-		if l.MaxArgsDepth > 0 {
-			maxDepth = int(l.MaxArgsDepth)
-		}
-	}
-	if int64(len(args)) > maxBytes {
-		return violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "",
-			fmt.Sprintf("arguments are %d bytes, over the limit of %d", len(args), maxBytes))
-	}
-	n, depth := registry.JSONShape(args, d.cfg.MaxArgsValues, maxDepth)
-	if depth > maxDepth {
-		return violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "",
-			fmt.Sprintf("arguments nest deeper than the limit of %d", maxDepth))
-	}
-	if n > d.cfg.MaxArgsValues {
-		return violation(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "",
-			fmt.Sprintf("arguments have more than the limit of %d members and elements", d.cfg.MaxArgsValues))
-	}
-	if vs := registry.ValidateArgs(ent.Input, args); len(vs) > 0 {
-		// A rejection names at most maxViolations: it is stored as an
-		// event and answered, and must not grow with the arguments.
-		more := len(vs) - maxViolations
-		vs = vs[:min(len(vs), maxViolations)]
-		parts := make([]string, 0, len(vs)+1)
-		for _, v := range vs {
-			parts = append(parts, fieldName(v.Field)+": "+v.Message)
-		}
-		if more > 0 {
-			parts = append(parts, fmt.Sprintf("and %d more", more))
-		}
-		te := preExec(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, "invalid arguments: "+strings.Join(parts, "; "))
-		te.Violations = vs
-		return te
-	}
-	return nil
+	return registry.CheckArgs(ent, args, registry.ArgLimits{MaxBytes: d.cfg.MaxArgsBytes, MaxDepth: d.cfg.MaxArgsDepth,
+		MaxValues: d.cfg.MaxArgsValues})
 }
-
-// maxViolations bounds the violations a rejection lists.
-const maxViolations = 20
 
 // tighter returns the smaller positive duration; 0 when neither is set.
 func tighter(a, b time.Duration) time.Duration {
@@ -135,23 +94,6 @@ func tighter(a, b time.Duration) time.Duration {
 		return a
 	}
 	return min(a, b)
-}
-
-// fieldName renders a JSON Pointer for messages: "/a/0/b" → "a/0/b", "" → "(root)".
-func fieldName(ptr string) string {
-	if ptr == "" {
-		return "(root)"
-	}
-	return strings.TrimPrefix(ptr, "/")
-}
-
-func violation(t toolwirev1.ErrorType, field, msg string) *toolwirev1.ToolError {
-	te := preExec(t, msg)
-	if field != "" {
-		te.Message = fieldName(field) + ": " + msg
-	}
-	te.Violations = []*toolwirev1.FieldViolation{{Field: field, Message: msg}}
-	return te
 }
 
 // unknownToolHint suggests the tools the caller may have meant (among

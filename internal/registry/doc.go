@@ -40,4 +40,15 @@
 // A version is the hex SHA-256 of the deterministic protobuf encoding of
 // the spec with its version and disabled fields cleared: any change of
 // schema, description, timeouts or executor config is a new version.
+//
+// # Arguments
+//
+// CheckArgs is the one check of a call's arguments: the dispatcher runs it
+// at admission, and the worker again (a call can be published around the
+// dispatcher). It applies the size and nesting limits (the spec's
+// Limits, else the caller's ArgLimits), the count of members and
+// elements (when ArgLimits.MaxValues is set: the dispatcher's
+// MaxArgsValues), then the input schema (ValidateArgs), and answers a
+// VALIDATION pre-execution error (internal/envelope) listing at most
+// MaxViolations violations.
 package registry

@@ -11,7 +11,7 @@
 // since a call can arrive by a raw NATS publish: size and depth limits,
 // the arguments against the input schema of the version served (compiled
 // once per version, when the worker starts serving it; repeated keys
-// refused), and approval (policy.CheckApproval: a tool that requires
+// refused; registry.CheckArgs, admission's own check), and approval (policy.CheckApproval: a tool that requires
 // approval is refused with CONFIRMATION_REQUIRED, as no approval is
 // accepted yet) → on a redelivery, an existing result is acknowledged
 // without running, and a non-idempotent call whose earlier attempt started
@@ -215,6 +215,6 @@
 // internal/envelope. Around the path: events.go (attempt events and the
 // STARTED claim), cancel.go (tombstones, and the registrations of running
 // calls), watchdog.go, heartbeat.go, runners.go, truncate.go (Output),
-// redact.go, observe.go (metrics and spans), args.go and decode.go (the
-// checks), and worker.go (start, fetch, stop).
+// redact.go, observe.go (metrics and spans), decode.go (the checks;
+// the arguments' is registry.CheckArgs), and worker.go (start, fetch, stop).
 package worker

@@ -12,6 +12,7 @@ import (
 	"github.com/toolwire/toolwire/internal/failpoint"
 	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/policy"
+	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -138,8 +139,8 @@ func (d *delivery) decode() outcome {
 // it does not serve may be served by another replica of the pool (a
 // rolling upgrade): the call is handed back, and refused only on its last
 // delivery. What admission checked is checked again, since a call can
-// arrive without passing a dispatcher: its arguments (args.go) and
-// approval.
+// arrive without passing a dispatcher: its arguments
+// (registry.CheckArgs, admission's check) and approval.
 func (d *delivery) precheck() outcome {
 	call := d.call
 	ent, ok := (*d.w.specs.Load())[call.Tool]
@@ -151,7 +152,7 @@ func (d *delivery) precheck() outcome {
 		return d.notServed(envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION,
 			fmt.Sprintf("unknown spec version %q of tool %q (this worker serves %q)", call.SpecVersion, call.Tool, ent.Spec.Version)))
 	}
-	if te := checkArgs(call.Arguments, ent, d.w.cfg); te != nil {
+	if te := registry.CheckArgs(ent, call.Arguments, registry.ArgLimits{MaxBytes: d.w.cfg.MaxArgsBytes, MaxDepth: d.w.cfg.MaxArgsDepth}); te != nil {
 		return refusal(te)
 	}
 	if te := policy.CheckApproval(d.ctx, ent.Spec, call); te != nil {
