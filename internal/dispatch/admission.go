@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -25,23 +26,23 @@ func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallR
 	ent, err := d.reg.GetVersion(ctx, o.Tool, o.SpecVersion)
 	if err != nil {
 		if errors.Is(err, registry.ErrNotFound) {
-			te := preExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, fmt.Sprintf("unknown tool %q", o.Tool))
+			te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, fmt.Sprintf("unknown tool %q", o.Tool))
 			if o.SpecVersion != "" {
 				te.Message = fmt.Sprintf("unknown tool %q or version %q", o.Tool, o.SpecVersion)
 			}
 			te.Suggestion = d.unknownToolHint(id, o.Tool)
 			return nil, te
 		}
-		te := preExec(toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, "registry lookup failed")
+		te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, "registry lookup failed")
 		d.log.Error("registry lookup failed", "tool", o.Tool, "err", err)
 		return nil, te
 	}
 	spec := ent.Spec
 	if spec.Disabled {
-		return nil, preExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, fmt.Sprintf("tool %q is disabled: %s", o.Tool, spec.DisabledReason))
+		return nil, envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, fmt.Sprintf("tool %q is disabled: %s", o.Tool, spec.DisabledReason))
 	}
 	if !registry.HasScopes(id.Scopes, spec.Scopes) {
-		return nil, preExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
+		return nil, envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
 			fmt.Sprintf("tool %q needs scopes %s", o.Tool, strings.Join(spec.Scopes, ", ")))
 	}
 	if te := d.checkPool(ctx, id, ent); te != nil {

@@ -7,7 +7,10 @@
 // runs; this package imports no worker, worker configuration or executor
 // package. Several replicas can
 // run side by side: any of them answers GetResult, Cancel and Watch for any
-// call.
+// call. The answers the dispatcher gives itself (rejections, OVERLOADED,
+// the reaper's and the sweeper's dead-letter answers) are built by
+// internal/envelope, and arguments are checked by registry.CheckArgs, the
+// check the worker repeats.
 //
 // # Identity
 //

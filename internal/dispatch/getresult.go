@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/envelope"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -20,7 +21,7 @@ import (
 func decodeResult(callID string, data []byte) *toolwirev1.ToolResponse {
 	resp := &toolwirev1.ToolResponse{}
 	if err := proto.Unmarshal(data, resp); err != nil {
-		return internalResponse(callID, "undecodable result: "+err.Error())
+		return envelope.Error(callID, "", envelope.Internal("undecodable result: "+err.Error()), nil)
 	}
 	return resp
 }
@@ -82,7 +83,7 @@ func (d *Dispatcher) getResult(ctx context.Context, id Identity, callID string, 
 		known = false
 	} else if ev := (&toolwirev1.CallEvent{}); proto.Unmarshal(last.Data, ev) == nil && ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED {
 		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE,
-			Response: rejection(callID, ev.Tool, ev.Error, ev.Time.AsTime())}, nil
+			Response: envelope.Rejection(callID, ev.Tool, ev.Error, ev.Time.AsTime())}, nil
 	}
 	if wait <= 0 {
 		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil

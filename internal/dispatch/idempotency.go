@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/envelope"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -54,10 +55,10 @@ func (d *Dispatcher) claimKey(ctx context.Context, id Identity, call *toolwirev1
 		return nil, true, fmt.Errorf("dispatch: decode idempotency key: %w", err)
 	}
 	if orig.Tool != rec.Tool || orig.ArgsHash != rec.ArgsHash {
-		te := preExec(toolwirev1.ErrorType_ERROR_TYPE_CONFLICT,
+		te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CONFLICT,
 			fmt.Sprintf("idempotency key already used by call %s with other arguments", orig.CallID))
 		te.Suggestion = "use a new idempotency key for different arguments"
-		return &Submitted{CallID: call.CallId, Rejected: rejection(call.CallId, call.Tool, te, time.Now())}, true, nil
+		return &Submitted{CallID: call.CallId, Rejected: envelope.Rejection(call.CallId, call.Tool, te, time.Now())}, true, nil
 	}
 	return &Submitted{CallID: orig.CallID, Duplicate: true}, true, nil
 }

@@ -13,9 +13,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // Explicit overload: admission refuses a call with OVERLOADED, before
@@ -541,9 +541,7 @@ func (d *Dispatcher) storeRefusal(u *storeUse) *toolwirev1.ToolError {
 // overloaded is an OVERLOADED error: retryable, nothing ran, retry_after
 // within [minRetryAfter, maxRetryAfter].
 func overloaded(msg string, retryAfter time.Duration) *toolwirev1.ToolError {
-	return &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, Retryable: true, Message: msg,
-		PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE,
-		RetryAfter:         durationpb.New(min(max(retryAfter, minRetryAfter), maxRetryAfter).Round(time.Millisecond))}
+	return envelope.Overloaded(msg, min(max(retryAfter, minRetryAfter), maxRetryAfter).Round(time.Millisecond))
 }
 
 // metrics returns the view for the metrics (read at scrape time).
@@ -576,7 +574,7 @@ func (v *loadView) metrics() ([]telemetry.PoolLoad, []telemetry.StoreLoad) {
 // its call id.
 func (d *Dispatcher) refuseOverloaded(o *toolwirev1.CallRequest, callID string, te *toolwirev1.ToolError, cause, target string, now time.Time) *Submitted {
 	d.metrics.Overloaded(cause, target)
-	return &Submitted{CallID: callID, Rejected: rejection(callID, o.Tool, te, now)}
+	return &Submitted{CallID: callID, Rejected: envelope.Rejection(callID, o.Tool, te, now)}
 }
 
 // scheduleToStart is how long call may wait to start from now; 0 = no

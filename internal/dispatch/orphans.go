@@ -11,9 +11,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/envelope"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -151,7 +151,7 @@ func (s *sweeper) sweepSubject(ctx context.Context, subject string, cutoff time.
 // a stranger's word) is dead-lettered raw under no tenant.
 func (s *sweeper) end(ctx context.Context, m *jetstream.RawStreamMsg) error {
 	d := s.d
-	te := preExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND,
+	te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND,
 		fmt.Sprintf("no worker pool consumes the subject %s: the call was never delivered", m.Subject))
 	te.Suggestion = "call tools through the dispatcher; check that a worker pool serves the tool"
 	dl := &toolwirev1.DeadLetter{Subject: m.Subject, Reason: "no pool consumes the subject", LastError: te,
@@ -173,10 +173,7 @@ func (s *sweeper) end(ctx context.Context, m *jetstream.RawStreamMsg) error {
 	if err := d.deadLetter(ctx, d.subj.DLQ(call.Executor, tenant, call.Provider, call.Tool), dl, msgID); err != nil {
 		return err
 	}
-	now := timestamppb.Now()
-	resp := &toolwirev1.ToolResponse{EnvelopeVersion: 1, CallId: call.CallId, Tool: call.Tool, Error: te,
-		Meta: &toolwirev1.ResponseMeta{Source: "dlq", SpecVersion: call.SpecVersion, Session: call.Caller.GetSession(),
-			AcceptedAt: call.AcceptedAt, StartedAt: now, FinishedAt: now, Duration: durationpb.New(0)}}
+	resp := envelope.DeadLettered(call, te, 0, time.Now())
 	data, err := proto.Marshal(resp)
 	if err != nil {
 		return err

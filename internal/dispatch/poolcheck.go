@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -103,7 +104,7 @@ func (d *Dispatcher) checkPool(ctx context.Context, id Identity, ent *registry.E
 		return nil
 	}
 	subject := d.subj.Call(spec.Executor, id.Tenant, spec.Provider, spec.Name)
-	te := preExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND,
+	te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND,
 		fmt.Sprintf("tool %q has no worker pool: no pool consumer takes its calls (%s), so it would never run", spec.Name, subject))
 	te.Suggestion = "start a worker that serves the tool (a worker creates its pool's consumer when it starts; " +
 		"`worker --ensure-only` creates it for a pool scaled to zero)"

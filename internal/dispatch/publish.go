@@ -8,9 +8,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/envelope"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // outgoing is an admitted call on its way to the calls stream. Its
@@ -123,9 +123,7 @@ func (d *Dispatcher) refused(ctx context.Context, o *toolwirev1.CallRequest, c *
 		w.cancel()
 	}
 	d.releaseKey(id, o)
-	te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, Retryable: true,
-		Message:            "the call could not be queued: " + err.Error(),
-		PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, RetryAfter: durationpb.New(time.Second)}
+	te := envelope.Overloaded("the call could not be queued: "+err.Error(), time.Second)
 	// Recorded after any admission record, so every replica answers this id
 	// with the refusal.
 	s := d.refuse(ctx, id, o, callID, te, now)

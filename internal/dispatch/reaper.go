@@ -9,9 +9,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/envelope"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -90,10 +90,7 @@ func (d *Dispatcher) reap(ctx context.Context, advisory []byte) error {
 	if err := d.publishDLQ(ctx, d.subj.DLQ(call.Executor, call.GetCaller().GetTenant(), call.Provider, call.Tool), dl, adv.StreamSeq); err != nil {
 		return err
 	}
-	now := time.Now()
-	resp := &toolwirev1.ToolResponse{EnvelopeVersion: 1, CallId: call.CallId, Tool: call.Tool, Error: te,
-		Meta: &toolwirev1.ResponseMeta{Source: "dlq", Attempt: int32(adv.Deliveries), SpecVersion: call.SpecVersion, Session: call.GetCaller().GetSession(),
-			AcceptedAt: call.AcceptedAt, StartedAt: timestamppb.New(now), FinishedAt: timestamppb.New(now), Duration: durationpb.New(0)}}
+	resp := envelope.DeadLettered(call, te, int32(adv.Deliveries), time.Now())
 	data, err := proto.Marshal(resp)
 	if err != nil {
 		return err

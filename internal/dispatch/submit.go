@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+	"github.com/toolwire/toolwire/internal/envelope"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // Submitted is the outcome of admission.
@@ -73,9 +73,7 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 		var err error
 		w, err = d.wait(id.Tenant, callID)
 		if errors.Is(err, errOverloaded) {
-			te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, Retryable: true,
-				Message:            fmt.Sprintf("this dispatcher already has %d callers waiting", d.cfg.MaxWaiting),
-				PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, RetryAfter: durationpb.New(time.Second)}
+			te := envelope.Overloaded(fmt.Sprintf("this dispatcher already has %d callers waiting", d.cfg.MaxWaiting), time.Second)
 			// Recorded like every refusal: any replica answers the id.
 			return d.refuse(ctx, id, o, callID, te, now), nil, nil
 		}
@@ -112,5 +110,5 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 // replica answers its id with it) and answers it.
 func (d *Dispatcher) refuse(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, te *toolwirev1.ToolError, now time.Time) *Submitted {
 	d.recordRejection(ctx, id, o, callID, te)
-	return &Submitted{CallID: callID, Rejected: rejection(callID, o.Tool, te, now)}
+	return &Submitted{CallID: callID, Rejected: envelope.Rejection(callID, o.Tool, te, now)}
 }

@@ -75,6 +75,33 @@ func PreExec(t toolwirev1.ErrorType, msg string) *toolwirev1.ToolError {
 		PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
 }
 
+// Overloaded is the error of a call refused because toolwire is
+// overloaded: retryable after retryAfter, nothing ran.
+func Overloaded(msg string, retryAfter time.Duration) *toolwirev1.ToolError {
+	return &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, Retryable: true, Message: msg,
+		PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, RetryAfter: durationpb.New(retryAfter)}
+}
+
+// Internal is an INTERNAL error of toolwire itself (a stored result it
+// cannot read, say): what the call changed is unknown.
+func Internal(msg string) *toolwirev1.ToolError {
+	return &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, Message: msg,
+		PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN}
+}
+
+// DeadLettered is the dispatcher's answer to a call it dead-lettered
+// without an answer from a worker (the reaper: attempts exhausted; the
+// orphan sweeper: a call no pool consumes) at the moment at, after
+// attempts deliveries (0 when none is known): meta.source "dlq", the
+// call's spec version, session and admission time, started and finished
+// at, duration 0.
+func DeadLettered(call *toolwirev1.ToolCall, te *toolwirev1.ToolError, attempts int32, at time.Time) *toolwirev1.ToolResponse {
+	ts := timestamppb.New(at)
+	return Error(call.GetCallId(), call.GetTool(), te, &toolwirev1.ResponseMeta{Source: "dlq", Attempt: attempts,
+		SpecVersion: call.GetSpecVersion(), Session: call.GetCaller().GetSession(), AcceptedAt: call.GetAcceptedAt(),
+		StartedAt: ts, FinishedAt: ts, Duration: durationpb.New(0)})
+}
+
 // Expired is the error of a call whose deadline passed before it started:
 // PreExec with EXPIRED.
 func Expired(msg string) *toolwirev1.ToolError {

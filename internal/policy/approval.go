@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/toolwire/toolwire/internal/envelope"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -23,11 +24,8 @@ func CheckApproval(ctx context.Context, spec *toolwirev1.ToolSpec, call *toolwir
 	if !spec.GetRequiresApproval() || ApprovalCovers(ctx, spec, call) {
 		return nil
 	}
-	return &toolwirev1.ToolError{
-		Type:               toolwirev1.ErrorType_ERROR_TYPE_CONFIRMATION_REQUIRED,
-		Message:            fmt.Sprintf("tool %q requires approval, and no approval covers this call", spec.GetName()),
-		Retryable:          false,
-		PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE,
-		Suggestion:         "this installation cannot grant approvals yet: calls to a tool that requires approval are refused",
-	}
+	te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CONFIRMATION_REQUIRED,
+		fmt.Sprintf("tool %q requires approval, and no approval covers this call", spec.GetName()))
+	te.Suggestion = "this installation cannot grant approvals yet: calls to a tool that requires approval are refused"
+	return te
 }

@@ -80,6 +80,9 @@ func Final(ev *toolwirev1.CallEvent) *Result {
 		}
 		return &Result{CallID: ev.GetCallId(), Response: ev.GetResponse()}
 	case toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED:
+		// The one envelope built outside internal/envelope: a public
+		// package may not import it. Version 1 is envelope.Version (a
+		// test holds them equal).
 		return &Result{CallID: ev.GetCallId(), Response: &toolwirev1.ToolResponse{EnvelopeVersion: 1,
 			CallId: ev.GetCallId(), Tool: ev.GetTool(), Error: ev.GetError(),
 			Meta: &toolwirev1.ResponseMeta{Source: "dispatcher", AcceptedAt: ev.GetTime(), FinishedAt: ev.GetTime()}}}
