@@ -2,13 +2,14 @@
 // every stream, bucket, subject and durable consumer, starts the embedded
 // server, connects to an external one, and creates and checks every
 // stream, durable consumer and bucket, idempotently, from Config. No other
-// package creates one. What lives inside a store belongs to the package
-// that writes it: the registry's keys (internal/registry), the sessions'
-// keys (internal/intents), the idempotency keys (internal/dispatch), the
-// blob names (internal/worker); and readers make their own short-lived
-// ordered consumers (the dispatcher's results consumer and Watches, and
-// Scans). The cancel bucket's key and value (CancelKey, Tombstone) are
-// this package's, since dispatchers write them and workers read them.
+// package creates one of them. What lives inside a store belongs to the
+// package that writes it: the registry's keys (internal/registry), the
+// sessions' keys (internal/intents), the idempotency keys
+// (internal/dispatch), the blob names (internal/worker); and readers make
+// their own short-lived ordered consumers (the dispatcher's results
+// consumer and Watches, and Scans). The cancel bucket's key and value
+// (CancelKey, Tombstone) are this package's, since dispatchers write them
+// and workers read them.
 //
 // # Layout
 //
