@@ -1,6 +1,15 @@
-// Package bus is the one place that knows toolwire's JetStream layout: it
-// starts the embedded server, connects to an external one, and creates and
-// checks every stream, consumer and bucket, idempotently, from Config.
+// Package bus is where toolwire's JetStream layout is defined: it names
+// every stream, bucket, subject and durable consumer, starts the embedded
+// server, connects to an external one, and creates and checks every
+// stream, durable consumer and bucket, idempotently, from Config. No other
+// package creates one of them. What lives inside a store belongs to the
+// package that writes it: the registry's keys (internal/registry), the
+// sessions' keys (internal/intents), the idempotency keys
+// (internal/dispatch), the blob names (internal/worker); and readers make
+// their own short-lived ordered consumers (the dispatcher's results
+// consumer and Watches, and Scans). The cancel bucket's key and value
+// (CancelKey, Tombstone) are this package's, since dispatchers write them
+// and workers read them.
 //
 // # Layout
 //
@@ -94,8 +103,9 @@
 //     admitted call's write never fails for want of room; buckets and the
 //     object store are discard-new (nats.go makes them so).
 //   - The duplicate window (DuplicateWindow, default 10m) is at least the
-//     dispatcher's retry horizon; Nats-Msg-Id is the call id or the
-//     tenant-scoped idempotency key.
+//     dispatcher's retry horizon; Nats-Msg-Id is the call id
+//     (<call_id>-r<attempt> for a retry the mover puts back). Idempotency
+//     keys live in their own bucket, for the audit horizon.
 //   - Pool consumers are durable pull consumers created with
 //     DeliverNewPolicy (DeliverAll on a limits stream would re-run history;
 //     the policy cannot change later) and explicit acks, filtering exactly

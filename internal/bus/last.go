@@ -151,7 +151,7 @@ func AllMsgsFromLeader(ctx context.Context, js jetstream.JetStream, stream jetst
 	name := stream.CachedInfo().Config.Name
 	var out []*jetstream.RawStreamMsg
 	for _, subject := range subjects {
-		if out, err = subjectMsgs(ctx, js.Conn(), name, subject, 0, out); err != nil {
+		if out, err = subjectMsgs(ctx, js.Conn(), name, subject, 1, 0, out); err != nil {
 			return nil, err
 		}
 	}
@@ -159,17 +159,18 @@ func AllMsgsFromLeader(ctx context.Context, js jetstream.JetStream, stream jetst
 	return out, nil
 }
 
-// MsgsBeforeFromLeader returns the messages of stream on the literal
-// subject stored before sequence before, oldest first, read from the
-// stream's leader as AllMsgsFromLeader reads.
-func MsgsBeforeFromLeader(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, subject string, before uint64) ([]*jetstream.RawStreamMsg, error) {
-	return subjectMsgs(ctx, js.Conn(), stream.CachedInfo().Config.Name, subject, before, nil)
+// MsgsBetweenFromLeader returns the messages of stream on the literal
+// subject stored at sequence from or later and before sequence before,
+// oldest first, read from the stream's leader as AllMsgsFromLeader reads.
+func MsgsBetweenFromLeader(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, subject string, from, before uint64) ([]*jetstream.RawStreamMsg, error) {
+	return subjectMsgs(ctx, js.Conn(), stream.CachedInfo().Config.Name, subject, max(from, 1), before, nil)
 }
 
 // subjectMsgs appends to out the messages on the literal subject, read
-// forward from the leader, up to (not including) sequence before; 0 = all.
-func subjectMsgs(ctx context.Context, nc *nats.Conn, stream, subject string, before uint64, out []*jetstream.RawStreamMsg) ([]*jetstream.RawStreamMsg, error) {
-	for seq := uint64(1); before == 0 || seq < before; {
+// forward from the leader from sequence from up to (not including)
+// sequence before; before 0 = to the end.
+func subjectMsgs(ctx context.Context, nc *nats.Conn, stream, subject string, from, before uint64, out []*jetstream.RawStreamMsg) ([]*jetstream.RawStreamMsg, error) {
+	for seq := from; before == 0 || seq < before; {
 		m, err := leaderGet(ctx, nc, stream, subject, getRequest{Seq: seq, NextFor: subject})
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break

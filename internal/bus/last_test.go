@@ -45,3 +45,38 @@ func TestLastMsgFromLeader(t *testing.T) {
 		require.Equal(t, direct.Subject, m.Subject, filter)
 	}
 }
+
+// MsgsBetweenFromLeader reads one literal subject from a sequence up to
+// (not including) another: what a worker reads back after storing its
+// STARTED event. Messages on other subjects, before from and at or after
+// before are left out; before 0 reads to the end.
+func TestMsgsBetweenFromLeader(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	ctx := t.Context()
+	b := env.Bus
+	subject, other := b.Subjects.Event("acme", "d1", "01CALL"), b.Subjects.Event("acme", "d1", "01OTHER")
+	var seqs []uint64 // of subject's messages
+	for i, s := range []string{subject, other, subject, subject, other, subject} {
+		ack, err := b.JS.Publish(ctx, s, []byte{byte('a' + i)})
+		require.NoError(t, err)
+		if s == subject {
+			seqs = append(seqs, ack.Sequence)
+		}
+	}
+	read := func(from, before uint64) []uint64 {
+		msgs, err := bus.MsgsBetweenFromLeader(ctx, b.JS, b.Events, subject, from, before)
+		require.NoError(t, err)
+		var got []uint64
+		for _, m := range msgs {
+			require.Equal(t, subject, m.Subject)
+			got = append(got, m.Sequence)
+		}
+		return got
+	}
+	require.Equal(t, seqs, read(0, 0), "everything")
+	require.Equal(t, seqs[:3], read(1, seqs[3]), "before the last")
+	require.Equal(t, seqs[1:3], read(seqs[0]+1, seqs[3]), "between")
+	require.Empty(t, read(seqs[1], seqs[1]), "an empty range")
+	require.Equal(t, seqs[3:], read(seqs[3], 0), "to the end")
+}

@@ -240,7 +240,8 @@
 // last 10s) is UNKNOWN, and anything else is PENDING. With a wait it
 // subscribes (a core subscription) to the result before looking, so none
 // is missed, looks at the stream again every 250ms, and waits up to the
-// wait (at most MaxWait). A message on that subscription is only a hint:
+// wait (at most MaxWait); its last look, before it answers PENDING, reads
+// the stream's leader. A message on that subscription is only a hint:
 // GetResult answers the result stored on its subject, and one not stored
 // (yet) is found by a later look. An id that is not a ULID is UNKNOWN.
 //

@@ -109,7 +109,7 @@ func (d *Dispatcher) getResult(ctx context.Context, id Identity, callID string, 
 				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
 			}
 		case <-timer.C:
-			if resp, err := d.loadResult(ctx, subject); err == nil && resp != nil {
+			if resp, err := d.lastLook(ctx, subject); err == nil && resp != nil {
 				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
 			}
 			if _, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID)); errors.Is(err, jetstream.ErrMsgNotFound) && !known && !recentID(callID) {
@@ -138,7 +138,18 @@ func (d *Dispatcher) confirmResult(ctx context.Context, subject string) (*toolwi
 // loadResult returns the result stored on subject (a call's result
 // subject or ResultAnyDispatcher), or nil when none is stored.
 func (d *Dispatcher) loadResult(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error) {
-	m, err := bus.LastMsg(ctx, d.bus.Results, subject)
+	return decodeStored(bus.LastMsg(ctx, d.bus.Results, subject))
+}
+
+// lastLook is loadResult answered by the results stream's leader: the look
+// before a wait ends PENDING, where a replica that lags would say "none"
+// for a result the leader acknowledged.
+func (d *Dispatcher) lastLook(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error) {
+	return decodeStored(bus.LastMsgFromLeader(ctx, d.bus.JS, d.bus.Results, subject))
+}
+
+// decodeStored decodes a stored result; nil when there is none.
+func decodeStored(m *jetstream.RawStreamMsg, err error) (*toolwirev1.ToolResponse, error) {
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}

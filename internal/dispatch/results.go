@@ -116,8 +116,8 @@ func (d *Dispatcher) deleteResultsConsumer(cons jetstream.Consumer) {
 // after each reconnect of the replica's connection and each failure the
 // results consumer reports (missed heartbeats: its server died; it is
 // being made again): a result stored meanwhile is answered without waiting
-// for the consumer to be back (a leader to elect). Any replica of the
-// results stream answers these direct gets. It returns when ctx ends,
+// for the consumer to be back (a leader to elect). The results stream's
+// leader answers these gets (storedResult). It returns when ctx ends,
 // closing done.
 func (d *Dispatcher) recheckOnFailures(ctx context.Context, status chan nats.Status, failed <-chan struct{}, done chan<- struct{}) {
 	defer close(done)

@@ -7,4 +7,11 @@
 //
 // The package has no code of its own; its test reads the README, builds
 // ./cmd/... into a temporary directory and runs the binaries.
+//
+// Its other tests keep README.md and docs/*.md honest without running
+// anything: TestDocsCodeReferences checks that every file and function
+// they name as `path/file.go:Function` (or `:Type.Method`, relative to the
+// repository root) exists — docs/architecture.md tells the life of a call
+// as such hops — and TestDocsLinks that every relative link reaches a file
+// and every #anchor a heading.
 package quickstart

@@ -230,8 +230,13 @@ func (p *Replayer) execute(ctx context.Context, orig *toolwirev1.ToolCall, spec 
 		}
 		// The core message is a hint: it also arrives when the stream
 		// did not store the result. Only the stored one is the answer.
-		m, err := bus.LastMsgFromLeader(ctx, p.js, p.results, resultSubject)
+		// Each look is bounded: a request nobody answers (no leader, or
+		// lost in a reconnect) must not outlast the wait.
+		lctx, cancel := context.WithTimeout(ctx, lookTimeout)
+		m, err := bus.LastMsgFromLeader(lctx, p.js, p.results, resultSubject)
+		cancel()
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			lookErr = nil
 			continue // not stored (yet)
 		}
 		if err != nil && ctx.Err() == nil {
@@ -249,6 +254,9 @@ func (p *Replayer) execute(ctx context.Context, orig *toolwirev1.ToolCall, spec 
 	}
 }
 
-// lookEvery is how often a replay looks for its stored shadow result
-// between hints.
-const lookEvery = time.Second
+// A replay looks for its stored shadow result on every hint and every
+// lookEvery, each look for at most lookTimeout.
+const (
+	lookEvery   = time.Second
+	lookTimeout = 2 * time.Second
+)

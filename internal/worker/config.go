@@ -60,8 +60,8 @@ type Config struct {
 	// response is truncated. Default 768 KiB (under NATS' 1 MiB payload).
 	MaxInlineBytes int
 	// MaxInProcessDelay is the longest retry delay waited for in-process
-	// (the call keeps its slot and heartbeats). Longer delays hand the call
-	// back with NakWithDelay. Default 10s.
+	// (the call keeps its slot and heartbeats). Longer delays park the call
+	// in the retries stream until it is due (retry.go). Default 10s.
 	MaxInProcessDelay time.Duration
 	// Watchdog is how long an execution may run on after its context ended
 	// before it is abandoned (logged, counted, heartbeats stopped so the

@@ -123,9 +123,13 @@
 // stored before its STARTED, and if another delivery recorded the same or
 // a later attempt first it neither runs nor settles (Stats.ClaimsLost):
 // its delivery is stale, or, if not, the next one reads the winner's
-// STARTED. When the events cannot be read back (retried for 10s) the call
-// is handed back without the RETRYING note, since another delivery may
-// be running the attempt: the next delivery answers UNKNOWN_OUTCOME.
+// STARTED. The read starts after the delivery's own previous STARTED (an
+// in-process retry), each read gets 2s and a failed one is tried again
+// for up to 10s (an election on EVENTS). When the events still cannot be
+// read back the delivery is left unsettled too, without the RETRYING
+// note, since another delivery may be running the attempt (a nak, even a
+// stale one, would hand the call to a third worker meanwhile): its next
+// delivery, after AckWait, answers UNKNOWN_OUTCOME.
 //
 // One window remains: a STARTED stored without its acknowledgement
 // reaching the worker is followed by the RETRYING note above; if, in the

@@ -119,48 +119,75 @@ var errClaimLost = errors.New("worker: another delivery of the call started it f
 // run nor settle the call: its delivery is stale, or, if it is not, the
 // next delivery reads the winner's STARTED. When the events cannot be
 // read back it returns errStartUnconfirmed.
-func (w *Worker) durableStart(ctx context.Context, call *toolwirev1.ToolCall) error {
+//
+// after is the sequence of this delivery's previous STARTED (an
+// in-process retry), 0 for its first attempt: a competing STARTED of this
+// attempt or a later one can only be stored after it, so the events
+// before it are not read again. durableStart returns the sequence of the
+// STARTED it stored.
+func (w *Worker) durableStart(ctx context.Context, call *toolwirev1.ToolCall, after uint64) (uint64, error) {
 	seq, err := w.durableEvent(ctx, call, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED}, settleTimeout)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, settleTimeout)
-	defer cancel()
-	var earlier []*jetstream.RawStreamMsg
-	for {
-		// The leader that stored the event may be gone the moment after:
-		// retry until the next one answers.
-		if earlier, err = bus.MsgsBeforeFromLeader(rctx, w.bus.JS, w.bus.Events, w.eventSubject(call), seq); err == nil {
-			break
-		}
-		select {
-		case <-rctx.Done():
-			return fmt.Errorf("%w: %w", errStartUnconfirmed, err)
-		case <-time.After(readBackRetry):
-		}
+	earlier, err := w.eventsBetween(ctx, call, after+1, seq)
+	if err != nil {
+		return seq, fmt.Errorf("%w: %w", errStartUnconfirmed, err)
 	}
 	for _, m := range earlier {
 		ev := &toolwirev1.CallEvent{}
 		if proto.Unmarshal(m.Data, ev) != nil {
-			return fmt.Errorf("%w (an unreadable event at %d)", errClaimLost, m.Sequence)
+			return seq, fmt.Errorf("%w (an unreadable event at %d)", errClaimLost, m.Sequence)
 		}
 		if attemptEventType(ev.Type) && ev.Attempt >= call.Attempt {
-			return fmt.Errorf("%w (%s of attempt %d by %q at %d)", errClaimLost, ev.Type, ev.Attempt, ev.Worker, m.Sequence)
+			return seq, fmt.Errorf("%w (%s of attempt %d by %q at %d)", errClaimLost, ev.Type, ev.Attempt, ev.Worker, m.Sequence)
 		}
 	}
-	return nil
+	return seq, nil
+}
+
+// eventsBetween reads a call's events stored from sequence from up to
+// before, from the leader, for at most settleTimeout. The leader that
+// stored the last of them may be gone the moment after, and the others
+// do not answer until one of them leads: each read gets readBackTry, and
+// a read that fails is tried again.
+func (w *Worker) eventsBetween(ctx context.Context, call *toolwirev1.ToolCall, from, before uint64) ([]*jetstream.RawStreamMsg, error) {
+	deadline := time.Now().Add(settleTimeout)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, min(time.Until(deadline), readBackTry))
+		msgs, err := bus.MsgsBetweenFromLeader(rctx, w.bus.JS, w.bus.Events, w.eventSubject(call), from, before)
+		cancel()
+		if err == nil {
+			return msgs, nil
+		}
+		if time.Until(deadline) < readBackRetry {
+			return nil, err
+		}
+		t := time.NewTimer(readBackRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
 }
 
 // errStartUnconfirmed says an attempt's STARTED was stored but the events
-// before it could not be read back: the attempt must not run, and no note
-// that it did not run may be written either (another delivery may be
-// running it); the call is handed back, and its next delivery reads this
-// STARTED as an attempt of unknown outcome.
+// before it could not be read back: the attempt must not run, no note
+// that it did not run may be written (another delivery may be running
+// it), and the delivery is left unsettled, like a lost claim: a nak would
+// act even if this delivery is stale, and hand the call to a third
+// worker while the winner runs it. The call's next delivery, after
+// AckWait, reads this STARTED as an attempt of unknown outcome.
 var errStartUnconfirmed = errors.New("worker: STARTED stored but not read back")
 
-// readBackRetry is the pause between reads of a call's events after its
-// STARTED was stored.
-const readBackRetry = 250 * time.Millisecond
+// Reading back a call's events after its STARTED was stored: each read
+// gets readBackTry, and a failed one is tried again after readBackRetry.
+const (
+	readBackTry   = 2 * time.Second
+	readBackRetry = 250 * time.Millisecond
+)
 
 // attemptEventType says whether an event of type t is written by an
 // attempt (not by admission or a cancel request).
@@ -175,9 +202,12 @@ func attemptEventType(t toolwirev1.CallEventType) bool {
 // startedEventDelay, or just before its first progress event: a fast
 // call's result already records its attempt, worker and start time, and
 // skipping the event saves a stored message on the hot path.
-func (w *Worker) startedEvent(ctx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec) (*lazy.Record, error) {
+//
+// after and the sequence returned are durableStart's (0 for safe tools).
+func (w *Worker) startedEvent(ctx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, after uint64) (*lazy.Record, uint64, error) {
 	if !safeToRerun(spec) {
-		return nil, w.durableStart(ctx, call)
+		seq, err := w.durableStart(ctx, call, after)
+		return nil, seq, err
 	}
 	// Only what the event names is kept (the attempt number changes
 	// later), and the event is built only if it is published: most
@@ -186,7 +216,7 @@ func (w *Worker) startedEvent(ctx context.Context, call *toolwirev1.ToolCall, sp
 	return w.lazyEvents.Add(func() {
 		w.publishEvent(&toolwirev1.ToolCall{CallId: id, Tool: name, Attempt: attempt, Caller: caller, Dispatcher: dispatcher},
 			&toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED})
-	}), nil
+	}), 0, nil
 }
 
 // notStarted hands back a call whose attempt could not record its durable

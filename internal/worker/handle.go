@@ -60,6 +60,9 @@ type delivery struct {
 	// one; prev is the last attempt event an earlier delivery left.
 	seen *bus.Tombstone
 	prev *toolwirev1.CallEvent
+	// startedSeq is the stream sequence of the last STARTED this
+	// delivery stored (durableStart), 0 before the first.
+	startedSeq uint64
 
 	// started and finished time the attempt under way, or the moment of a
 	// decision taken before any.
@@ -281,7 +284,8 @@ func (d *delivery) attempt() (outcome, *tool.Error) {
 	if cause := context.Cause(d.callCtx); cause != nil {
 		return d.interrupted(cause), nil
 	}
-	startedEv, err := d.w.startedEvent(d.ctx, d.call, d.spec)
+	startedEv, seq, err := d.w.startedEvent(d.ctx, d.call, d.spec, d.startedSeq)
+	d.startedSeq = max(d.startedSeq, seq)
 	if err != nil {
 		return d.notRun(err), nil
 	}
@@ -321,8 +325,8 @@ func (d *delivery) notRun(err error) outcome {
 		return leave()
 	case errors.Is(err, errStartUnconfirmed):
 		d.w.stats.notStarted.Add(1)
-		d.log().Warn("STARTED stored but not confirmed; handing the call back without running it", "err", err)
-		return handBack(notStartedDelay, envelope.NotRun(err.Error()))
+		d.log().Warn("STARTED stored but not confirmed; leaving the call unrun to its next delivery", "err", err)
+		return leave()
 	}
 	// No durable STARTED, no execution.
 	return d.notStarted(err)

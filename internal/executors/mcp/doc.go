@@ -132,13 +132,14 @@
 // Specs handed out: disabled, re-enabled, no longer offered (published
 // disabled). Tools first discovered later (a server that came up after
 // start, a tool the server added) appear in Specs and fire Changed but are
-// not published by the executor, because today's worker only consumes the
-// subjects and versions of the specs it was started with: an enabled spec
-// nobody consumes would admit calls that never run. For the same reason a
-// re-approved changed definition (a new spec version) is executed only by
-// a worker that re-reads Specs (or restarts); a definition changed while
-// the worker was down and approved later is served by the running worker,
-// as its start-up spec already had the new version (disabled).
+// not published by the executor: an enabled spec nobody consumes would
+// admit calls that never run. The worker publishes them: it serves the
+// executor as a SpecSource (internal/worker), reads Specs again after
+// every Changed, extends its pool consumer to the new tools and only then
+// serves and publishes their specs. A re-approved changed definition (a
+// new spec version) reaches the running worker the same way; a worker
+// given only the start-up Specs, without the executor as its SpecSource,
+// serves neither until it restarts.
 //
 // # Calls
 //
