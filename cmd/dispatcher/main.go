@@ -3,9 +3,9 @@ package main
 import (
 	"os"
 
+	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatchd"
 	"github.com/toolwire/toolwire/internal/executors/sandbox"
-	"github.com/toolwire/toolwire/internal/tools/builtin"
 )
 
 func main() {

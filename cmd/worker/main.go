@@ -1,8 +1,8 @@
 package main
 
 import (
+	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/executors/sandbox"
-	"github.com/toolwire/toolwire/internal/tools/builtin"
 	"github.com/toolwire/toolwire/pkg/toolworker"
 )
 

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/executors/native"
 	"github.com/toolwire/toolwire/internal/registry"
-	"github.com/toolwire/toolwire/internal/tools/builtin"
 	workerpkg "github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/internal/workerconfig"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"

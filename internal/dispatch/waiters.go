@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolwire/toolwire/internal/lazy"
+	"github.com/toolwire/toolwire/internal/delayed"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -26,7 +26,7 @@ type waiter struct {
 	// dispatcher stops.
 	ch chan []byte
 	// accepted publishes the admission record unless stopped first.
-	accepted *lazy.Record
+	accepted *delayed.Record
 	ended    bool // guarded by d.mu
 }
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/toolwire/toolwire/internal/bus"
-	"github.com/toolwire/toolwire/internal/settings"
+	"github.com/toolwire/toolwire/internal/configvalue"
 )
 
 // listenerUsers returns the users of the embedded server's client
@@ -57,7 +57,7 @@ func encryptionKey(rc RunConfig) (string, error) {
 	if rc.NATSURL != "" {
 		return "", errors.New("dispatch: an encryption key applies to the embedded server only; encrypt an external cluster with its jetstream { key } setting")
 	}
-	key, err := settings.ResolveSecret(rc.NATSEncryptionKey)
+	key, err := configvalue.ResolveSecret(rc.NATSEncryptionKey)
 	if err != nil {
 		return "", fmt.Errorf("dispatch: NATS encryption key: %w", err)
 	}

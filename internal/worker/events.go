@@ -8,8 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/delayed"
 	"github.com/toolwire/toolwire/internal/envelope"
-	"github.com/toolwire/toolwire/internal/lazy"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -204,7 +204,7 @@ func attemptEventType(t toolwirev1.CallEventType) bool {
 // skipping the event saves a stored message on the hot path.
 //
 // after and the sequence returned are durableStart's (0 for safe tools).
-func (w *Worker) startedEvent(ctx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, after uint64) (*lazy.Record, uint64, error) {
+func (w *Worker) startedEvent(ctx context.Context, call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, after uint64) (*delayed.Record, uint64, error) {
 	if !safeToRerun(spec) {
 		seq, err := w.durableStart(ctx, call, after)
 		return nil, seq, err

@@ -7,8 +7,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/delayed"
 	"github.com/toolwire/toolwire/internal/executors"
-	"github.com/toolwire/toolwire/internal/lazy"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -18,7 +18,7 @@ import (
 // deadline. A panic becomes an INTERNAL error. abandoned is true when the
 // watchdog gave up on the execution (it ran on for Watchdog after its
 // context ended) before it returned; res and err are then meaningless.
-func (d *delivery) execute(callCtx context.Context, started *lazy.Record) (res *tool.Result, err error, abandoned bool) {
+func (d *delivery) execute(callCtx context.Context, started *delayed.Record) (res *tool.Result, err error, abandoned bool) {
 	call, spec := d.call, d.spec
 	timeout := d.w.cfg.StartToClose
 	if t := spec.GetTimeouts().GetStartToClose(); t != nil && t.AsDuration() > 0 {
@@ -103,7 +103,7 @@ var errHeartbeatTimeout = errors.New("heartbeat timeout")
 type reporter struct {
 	w       *Worker
 	call    *toolwirev1.ToolCall
-	started *lazy.Record
+	started *delayed.Record
 	timer   *time.Timer
 	every   time.Duration
 }

@@ -13,10 +13,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/delayed"
 	"github.com/toolwire/toolwire/internal/executors"
 	"github.com/toolwire/toolwire/internal/executors/observed"
 	"github.com/toolwire/toolwire/internal/intents"
-	"github.com/toolwire/toolwire/internal/lazy"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -71,7 +71,7 @@ type Worker struct {
 	// claimed maps each tool this worker's pools hold in the registry to
 	// the subject it was claimed on (claims.go; under mu).
 	claimed    map[string]string
-	lazyEvents *lazy.Queue
+	lazyEvents *delayed.Queue
 	stats      stats
 
 	// tracer is nil when tracing is off; metrics always exist.
@@ -188,7 +188,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.cancelSub = sub
 	w.cancels.live(time.Now(), w.bus.NC.Stats().Reconnects)
-	w.lazyEvents = lazy.NewQueue(startedEventDelay)
+	w.lazyEvents = delayed.NewQueue(startedEventDelay)
 	w.lazyEvents.Start()
 	slots := 0
 	for _, p := range w.cfg.Pools {

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/configvalue"
 	"github.com/toolwire/toolwire/internal/executors/httpexec"
 	"github.com/toolwire/toolwire/internal/executors/mcp"
 	"github.com/toolwire/toolwire/internal/executors/sandbox"
-	"github.com/toolwire/toolwire/internal/settings"
 	"sigs.k8s.io/yaml"
 )
 
@@ -53,7 +53,7 @@ type PoolFile struct {
 	// http, mcp) or the number of CPUs × 2 (sandbox).
 	Concurrency int `json:"concurrency,omitempty"`
 	// AckWait of the pool consumer. Default 30s.
-	AckWait settings.Duration `json:"ack_wait,omitempty"`
+	AckWait configvalue.Duration `json:"ack_wait,omitempty"`
 	// MaxDeliver of the pool consumer. Default 5.
 	MaxDeliver int `json:"max_deliver,omitempty"`
 }

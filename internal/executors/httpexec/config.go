@@ -9,7 +9,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/toolwire/toolwire/internal/settings"
+	"github.com/toolwire/toolwire/internal/configvalue"
 )
 
 // Config configures an Executor. Its fields carry JSON tags so that it can
@@ -112,5 +112,5 @@ func (c Config) Validate() error {
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s") in
-// JSON and YAML; see settings.Duration.
-type Duration = settings.Duration
+// JSON and YAML; see configvalue.Duration.
+type Duration = configvalue.Duration

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/toolwire/toolwire/internal/configvalue"
 	"github.com/toolwire/toolwire/internal/redact"
-	"github.com/toolwire/toolwire/internal/settings"
 )
 
 // secretRef is one entry of secret_headers: a header and where its value
@@ -16,12 +16,12 @@ type secretRef struct {
 }
 
 // checkSecretRef checks the form of a reference, not that it resolves.
-func checkSecretRef(ref string) error { return settings.CheckSecretRef(ref) }
+func checkSecretRef(ref string) error { return configvalue.CheckSecretRef(ref) }
 
 // resolveSecret reads a secret at call time, so a rotated file or a
 // changed environment is seen by the next call. Errors name the reference,
 // never the value.
-func resolveSecret(ref string) (string, error) { return settings.ResolveSecret(ref) }
+func resolveSecret(ref string) (string, error) { return configvalue.ResolveSecret(ref) }
 
 // minRedactBytes is the shortest secret redacted from response bodies:
 // shorter values would mangle ordinary text and are not worth guessing.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolwire/toolwire/internal/settings"
+	"github.com/toolwire/toolwire/internal/configvalue"
 )
 
 // Config declares the MCP servers a worker serves. It is embedded in the
@@ -108,8 +108,8 @@ type HTTPConfig struct {
 // Duration is a time.Duration written as a Go duration string ("1.5s") in
 // JSON and YAML.
 // Duration is a time.Duration written as a Go duration string ("30s") in
-// JSON and YAML; see settings.Duration.
-type Duration = settings.Duration
+// JSON and YAML; see configvalue.Duration.
+type Duration = configvalue.Duration
 
 // WithDefaults returns a copy of c with zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
@@ -185,9 +185,9 @@ func (c Config) Validate() error {
 type secretRef string
 
 func parseSecretRef(ref string) (secretRef, error) {
-	return secretRef(ref), settings.CheckSecretRef(ref)
+	return secretRef(ref), configvalue.CheckSecretRef(ref)
 }
 
 // resolve returns the secret's value. Errors name the reference, never
 // the value.
-func (r secretRef) resolve() (string, error) { return settings.ResolveSecret(string(r)) }
+func (r secretRef) resolve() (string, error) { return configvalue.ResolveSecret(string(r)) }

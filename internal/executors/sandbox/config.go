@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/toolwire/toolwire/internal/settings"
+	"github.com/toolwire/toolwire/internal/configvalue"
 )
 
 // Mechanism names, as used in Config.Require and IsolationGaps.
@@ -130,8 +130,8 @@ type Config struct {
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s") in
-// JSON and YAML; see settings.Duration.
-type Duration = settings.Duration
+// JSON and YAML; see configvalue.Duration.
+type Duration = configvalue.Duration
 
 // WithDefaults returns a copy of c with defaults filled in.
 func (c Config) WithDefaults() Config {

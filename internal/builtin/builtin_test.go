@@ -9,8 +9,8 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/registry"
-	"github.com/toolwire/toolwire/internal/tools/builtin"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )

@@ -1,4 +1,4 @@
-package settings_test
+package configvalue_test
 
 import (
 	"encoding/json"
@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolwire/toolwire/internal/settings"
+	"github.com/toolwire/toolwire/internal/configvalue"
 )
 
 func TestDuration(t *testing.T) {
-	var d settings.Duration
+	var d configvalue.Duration
 	if err := json.Unmarshal([]byte(`"1m30s"`), &d); err != nil || time.Duration(d) != 90*time.Second {
 		t.Fatalf("%v %v", d, err)
 	}
@@ -21,7 +21,7 @@ func TestDuration(t *testing.T) {
 			t.Errorf("%s accepted", bad)
 		}
 	}
-	if b, _ := json.Marshal(settings.Duration(2 * time.Second)); string(b) != `"2s"` {
+	if b, _ := json.Marshal(configvalue.Duration(2 * time.Second)); string(b) != `"2s"` {
 		t.Fatalf("marshal: %s", b)
 	}
 }
@@ -34,7 +34,7 @@ func TestSecrets(t *testing.T) {
 	}
 	t.Setenv("TW_SETTINGS_SECRET", "from-env")
 	for ref, want := range map[string]string{"env:TW_SETTINGS_SECRET": "from-env", "file:" + file: "s3cr3t-value"} {
-		if got, err := settings.ResolveSecret(ref); err != nil || got != want {
+		if got, err := configvalue.ResolveSecret(ref); err != nil || got != want {
 			t.Errorf("%s = %q, %v", ref, got, err)
 		}
 	}
@@ -42,7 +42,7 @@ func TestSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ref := range []string{"env:TW_SETTINGS_UNSET", "file:" + file, "file:relative", "vault:x", "env:1X", "file:" + dir + "/../x"} {
-		_, err := settings.ResolveSecret(ref)
+		_, err := configvalue.ResolveSecret(ref)
 		if err == nil {
 			t.Errorf("%s resolved", ref)
 		} else if strings.Contains(err.Error(), "lines") && strings.Contains(err.Error(), "two") {

@@ -1,4 +1,4 @@
-package lazy_test
+package delayed_test
 
 import (
 	"sync/atomic"
@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/toolwire/toolwire/internal/lazy"
+	"github.com/toolwire/toolwire/internal/delayed"
 	"go.uber.org/goleak"
 )
 
@@ -14,7 +14,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestQueue(t *testing.T) {
 	t.Parallel()
-	q := lazy.NewQueue(20 * time.Millisecond)
+	q := delayed.NewQueue(20 * time.Millisecond)
 	q.Start()
 	defer q.Stop()
 	var fired, stopped, flushed atomic.Int32
@@ -33,7 +33,7 @@ func TestQueue(t *testing.T) {
 
 func TestStopDropsPending(t *testing.T) {
 	t.Parallel()
-	q := lazy.NewQueue(time.Hour)
+	q := delayed.NewQueue(time.Hour)
 	q.Start()
 	var fired atomic.Int32
 	r := q.Add(func() { fired.Add(1) })
