@@ -185,7 +185,7 @@
 // captures, sent right after the call on the same connection (so it is
 // stored after the call) and not acknowledged: a second acknowledgement
 // per call cost a quarter of the throughput. Submit sends it at once. For
-// a call waited on with Call it is queued (package lazy) and sent only if
+// a call waited on with Call it is queued (package delayed) and sent only if
 // the call outlives Config.AcceptedRecordDelay (default 50ms; -1 = at
 // once), or when the wait ends without a result: a fast call's result is
 // its record. A call id minted less than 10s ago without any record is
