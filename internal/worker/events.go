@@ -213,7 +213,7 @@ func (w *Worker) startedEvent(ctx context.Context, call *toolwirev1.ToolCall, sp
 	// later), and the event is built only if it is published: most
 	// attempts end before.
 	id, name, attempt, caller, dispatcher := call.CallId, call.Tool, call.Attempt, call.Caller, call.Dispatcher
-	return w.lazyEvents.Add(func() {
+	return w.delayedEvents.Add(func() {
 		w.publishEvent(&toolwirev1.ToolCall{CallId: id, Tool: name, Attempt: attempt, Caller: caller, Dispatcher: dispatcher},
 			&toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED})
 	}), 0, nil

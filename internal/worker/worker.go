@@ -71,7 +71,7 @@ type Worker struct {
 	// claimed maps each tool this worker's pools hold in the registry to
 	// the subject it was claimed on (claims.go; under mu).
 	claimed    map[string]string
-	lazyEvents *delayed.Queue
+	delayedEvents *delayed.Queue
 	stats      stats
 
 	// tracer is nil when tracing is off; metrics always exist.
@@ -188,8 +188,8 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.cancelSub = sub
 	w.cancels.live(time.Now(), w.bus.NC.Stats().Reconnects)
-	w.lazyEvents = delayed.NewQueue(startedEventDelay)
-	w.lazyEvents.Start()
+	w.delayedEvents = delayed.NewQueue(startedEventDelay)
+	w.delayedEvents.Start()
 	slots := 0
 	for _, p := range w.cfg.Pools {
 		slots += p.Concurrency
@@ -206,7 +206,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err := w.serveSpecs(ctx, fetchCtx); err != nil {
 		stopFetch()
 		w.fetchers.Wait()
-		w.lazyEvents.Stop()
+		w.delayedEvents.Stop()
 		w.runners.Stop()
 		close(w.stopWatchdog)
 		w.watching.Wait()
@@ -451,7 +451,7 @@ func (w *Worker) shutdown(ctx context.Context) {
 	for _, h := range w.heartbeats {
 		h.stop()
 	}
-	w.lazyEvents.Stop()
+	w.delayedEvents.Stop()
 	w.runners.Stop()
 	close(w.stopWatchdog) // after the handlers: a stuck one ends through it
 	w.watching.Wait()
