@@ -150,16 +150,12 @@ func (d *Decision) Reason() string {
 // Decide does not mark an approval used: when Decision.Approval is set,
 // the caller must consume its nonce before publishing the call.
 func (p *Policy) Decide(in Input) Decision {
-	return p.decide(&in)
-}
-
-func (p *Policy) decide(in *Input) Decision {
 	var d Decision
 	if p == nil {
 		if in.Tool.GetRequiresApproval() {
 			d.RequiresApproval = true
 			d.Outcome = Ask
-			cover(in, &d)
+			cover(&in, &d)
 			return d
 		}
 		d.Outcome = Allow
@@ -224,7 +220,7 @@ func (p *Policy) decide(in *Input) Decision {
 		}
 	}
 	if outcome == Ask {
-		cover(in, &d)
+		cover(&in, &d)
 	}
 	return d
 }
@@ -253,9 +249,10 @@ func cover(in *Input, d *Decision) {
 }
 
 // evaluator evaluates rules for one decision; the CEL activation is made
-// on the first condition evaluated.
+// on the first condition evaluated. It holds a copy of the Input, so
+// that the Input stays on the caller's stack.
 type evaluator struct {
-	in  *Input
+	in  Input
 	act *activation
 }
 
@@ -287,7 +284,7 @@ func (e *evaluator) eval(r *rule) (bool, error) {
 	if r.when == nil {
 		return true, nil
 	}
-	ok, err := evalWhen(r.when, e.activation())
+	ok, err := r.when.eval(e.activation())
 	if err != nil {
 		return r.info.Effect != Allow, err
 	}
@@ -313,7 +310,7 @@ func (e *evaluator) argsMatch(r *rule) bool {
 
 func (e *evaluator) activation() *activation {
 	if e.act == nil {
-		e.act = &activation{argsIn: e.in.Args, callerIn: e.in.Caller, toolIn: e.in.Tool}
+		e.act = newActivation(&e.in)
 	}
 	return e.act
 }

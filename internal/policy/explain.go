@@ -50,7 +50,7 @@ func (p *Policy) Explain(in Input) Explanation {
 		return x
 	}
 	layers := p.layersFor(in.Caller)
-	e := evaluator{in: &in}
+	e := evaluator{in: in}
 	for i, l := range layers {
 		if l == nil {
 			if i == 1 && in.Caller.GetAgent() != "" {
@@ -112,7 +112,7 @@ func (e *evaluator) consider(r *rule) Considered {
 		c.Note = strings.Join(notes, "; ")
 		return c
 	}
-	ok, err := evalWhen(r.when, e.activation())
+	ok, err := r.when.eval(e.activation())
 	switch {
 	case err != nil:
 		c.Matched = r.info.Effect != Allow

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"cel.dev/cel-go/cel"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -123,7 +122,7 @@ type rule struct {
 	info  RuleInfo
 	tools []*glob
 	args  []*argPattern
-	when  cel.Program // nil: no condition
+	when  *condition // nil: no condition
 }
 
 // unconditional reports whether the rule has neither args nor when: its
