@@ -109,6 +109,10 @@ func decodeDocument(data []byte) (*document, problems) {
 	}
 	d := decoder{ps: &ps}
 	doc := &document{tenant: docLayer{field: "tenant"}}
+	if len(root.Content) == 0 {
+		ps.add(0, "", "the document is empty")
+		return nil, ps
+	}
 	top := root.Content[0]
 	if top.Kind == yaml.ScalarNode && top.ShortTag() == "!!null" {
 		ps.add(top.Line, "", "the document is empty")
@@ -581,9 +585,12 @@ func yamlNumber(n *yaml.Node) (string, error) {
 	if neg {
 		t = "-" + t
 	}
-	out, err := appendCanonicalNumber(nil, t)
-	if err != nil || !jsonNumberRE.MatchString(t) {
+	if !jsonNumberRE.MatchString(t) {
 		return "", fmt.Errorf("%q is not a number JSON can hold", n.Value)
+	}
+	out, err := appendCanonicalNumber(nil, t)
+	if err != nil {
+		return "", fmt.Errorf("%q is not a number JSON can hold: %w", n.Value, err)
 	}
 	return string(out), nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/policy"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // problems parses doc and returns the problems of its refusal.
@@ -232,4 +233,40 @@ tenant:
 	require.Equal(t, map[string]string{"n": "5", "flag": "true", "none": "null"}, r.Args)
 	require.Equal(t, "caller.session != ''", p.Rules()[1].When)
 	require.Equal(t, "amy", p.Rules()[1].Agent)
+}
+
+// FuzzParse: no document makes Parse panic; a document it accepts runs
+// its tests, decides, explains and hides without panicking, and parsing
+// it again gives the same version.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		starter, benchDoc(), "tenant: {default: deny}", "agents: {a: {rules: [{id: x, effect: ask, tools: ['*'], when: 'args.x == 1'}]}}",
+		"tenant:\n  rules:\n    - {id: a, effect: deny, tools: [x], args: {a.b: '[a-', c: 1.5e3, d: null}}\n",
+		"tests: [{tool: x, args: {a: [1, {b: 0x10}]}, caller: {scopes: [a]}, expect: allow}]", "&a [*a]", "{",
+	} {
+		f.Add([]byte(s))
+	}
+	args := mustArgs(`{"x":1,"path":"/etc/x","a":{"b":[1,"2"]}}`)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := policy.Parse(data)
+		if err != nil {
+			require.ErrorIs(t, err, policy.ErrInvalid)
+			return
+		}
+		_ = p.RunTests(nil)
+		for _, tool := range []string{"x", "fs_read", ""} {
+			in := policy.Input{Tool: &toolwirev1.ToolSpec{Name: tool}, Args: args, Caller: caller}
+			d := p.Decide(in)
+			require.NotZero(t, d.Outcome)
+			x := p.Explain(in)
+			require.Equal(t, d.Outcome, x.Decision.Outcome)
+			_ = x.String()
+			p.Hidden(tool, caller)
+		}
+		again, err := policy.Parse(data)
+		require.NoError(t, err)
+		require.Equal(t, p.Version(), again.Version())
+		_, err = policy.Canonicalize(p.Canonical())
+		require.NoError(t, err)
+	})
 }

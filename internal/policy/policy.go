@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -150,6 +151,9 @@ func (l *layer) candidatesFor(name string) *candidates {
 			c.by[r.info.Effect] = append(c.by[r.info.Effect], r)
 			c.n++
 		}
+	}
+	if full := l.cache.Load(); full != nil && len(*full) >= maxCachedTools {
+		return c // the cache is full: no lock, no copy
 	}
 	l.cacheMu.Lock()
 	defer l.cacheMu.Unlock()
@@ -357,14 +361,29 @@ func canonicalDocument(doc *document) ([]byte, error) {
 		Default string  `json:"default,omitempty"`
 		Rules   []cRule `json:"rules,omitempty"`
 	}
+	type cCaller struct {
+		Tenant  string   `json:"tenant,omitempty"`
+		Agent   string   `json:"agent,omitempty"`
+		Session string   `json:"session,omitempty"`
+		User    string   `json:"user,omitempty"`
+		Run     string   `json:"run,omitempty"`
+		Turn    string   `json:"turn,omitempty"`
+		Scopes  []string `json:"scopes,omitempty"`
+	}
+	type cAnnotations struct {
+		ReadOnly    *bool `json:"read_only,omitempty"`
+		Destructive *bool `json:"destructive,omitempty"`
+		Idempotent  *bool `json:"idempotent,omitempty"`
+		OpenWorld   *bool `json:"open_world,omitempty"`
+	}
 	type cTest struct {
-		Name             string                      `json:"name,omitempty"`
-		Tool             string                      `json:"tool"`
-		Args             json.RawMessage             `json:"args,omitempty"`
-		Caller           *toolwirev1.Caller          `json:"caller,omitempty"`
-		Expect           string                      `json:"expect"`
-		RequiresApproval *bool                       `json:"requires_approval,omitempty"`
-		Annotations      *toolwirev1.ToolAnnotations `json:"annotations,omitempty"`
+		Name             string          `json:"name,omitempty"`
+		Tool             string          `json:"tool"`
+		Args             json.RawMessage `json:"args,omitempty"`
+		Caller           *cCaller        `json:"caller,omitempty"`
+		Expect           string          `json:"expect"`
+		RequiresApproval *bool           `json:"requires_approval,omitempty"`
+		Annotations      *cAnnotations   `json:"annotations,omitempty"`
 	}
 	type cDoc struct {
 		Tenant *cLayer            `json:"tenant,omitempty"`
@@ -407,7 +426,7 @@ func canonicalDocument(doc *document) ([]byte, error) {
 		cd.Agents[a.name] = cl
 	}
 	for _, t := range doc.tests {
-		ct := cTest{Name: t.name, Tool: t.tool, Expect: t.expect.String(), RequiresApproval: t.requiresApproval, Annotations: t.annotations}
+		ct := cTest{Name: t.name, Tool: t.tool, Expect: t.expect.String(), RequiresApproval: t.requiresApproval}
 		if t.args != nil {
 			c, err := Canonicalize(t.args)
 			if err != nil {
@@ -417,13 +436,17 @@ func canonicalDocument(doc *document) ([]byte, error) {
 				ct.Args = c
 			}
 		}
-		if t.caller != nil && (t.caller.Tenant != "" || t.caller.Agent != "" || t.caller.Session != "" ||
-			t.caller.User != "" || t.caller.Run != "" || t.caller.Turn != "" || len(t.caller.Scopes) > 0) {
-			ct.Caller = t.caller
+		if c := t.caller; c != nil {
+			cc := cCaller{Tenant: c.Tenant, Agent: c.Agent, Session: c.Session, User: c.User, Run: c.Run, Turn: c.Turn, Scopes: c.Scopes}
+			if !reflect.ValueOf(cc).IsZero() {
+				ct.Caller = &cc
+			}
 		}
-		if ct.Annotations != nil && ct.Annotations.ReadOnly == nil && ct.Annotations.Destructive == nil &&
-			ct.Annotations.Idempotent == nil && ct.Annotations.OpenWorld == nil {
-			ct.Annotations = nil
+		if a := t.annotations; a != nil {
+			ca := cAnnotations{ReadOnly: a.ReadOnly, Destructive: a.Destructive, Idempotent: a.Idempotent, OpenWorld: a.OpenWorld}
+			if ca != (cAnnotations{}) {
+				ct.Annotations = &ca
+			}
 		}
 		cd.Tests = append(cd.Tests, ct)
 	}
