@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -455,13 +454,4 @@ func canonicalDocument(doc *document) ([]byte, error) {
 		return nil, err
 	}
 	return Canonicalize(b)
-}
-
-// joinIDs renders rule ids for messages.
-func joinIDs(ms []Match) string {
-	ids := make([]string, len(ms))
-	for i, m := range ms {
-		ids[i] = m.ID
-	}
-	return strings.Join(ids, ", ")
 }
