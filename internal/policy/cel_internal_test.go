@@ -1,0 +1,83 @@
+package policy
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"cel.dev/cel-go/cel"
+	"github.com/stretchr/testify/require"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// The cheap program (no cost tracking) runs only where CEL's static
+// estimate proves the cost limit out of reach: for inputs as large as
+// the condition's fastUpTo, the actual cost stays within the estimate
+// and the limit, and past it the tracked program runs.
+func TestCheapProgramIsWithinTheLimit(t *testing.T) {
+	t.Parallel()
+	env, err := celEnv()
+	require.NoError(t, err)
+	for _, src := range []string{
+		`has(args.size) && args.size > 1000 && tool.annotations.destructive`,
+		`caller.session.startsWith('blocked') || 'banned' in caller.scopes`,
+		`args.path.matches('^/data/.*[.]csv$')`,
+		`args.items.all(x, x.size() > 0)`,
+		`args.exists(k, k.startsWith("x"))`,
+		`args.path.split('/').size() > 3`,
+		`args.path + args.path == "x"`,
+		`args.path.lowerAscii().contains('secret')`,
+		`args.items.map(x, x + x).exists(y, y == 'aa')`,
+		`sets.contains(caller.scopes, ['admin'])`,
+	} {
+		c, ps := compileWhen(src)
+		require.Nil(t, ps, src)
+		require.Positive(t, c.fastUpTo, "%s is never cheap", src)
+		ast, iss := env.Compile(src)
+		require.NoError(t, iss.Err())
+		measure, err := env.Program(ast, cel.EvalOptions(cel.OptTrackCost))
+		require.NoError(t, err)
+		est, err := env.EstimateCost(ast, sizeBound(c.fastUpTo))
+		require.NoError(t, err)
+
+		// The largest input of that size: one long string, a list of as
+		// many one-character strings as fit, scopes as many as fit.
+		n := c.fastUpTo
+		var args *Args
+		for k := n / 4; ; k -= k/8 + 1 {
+			items := make([]string, k/2)
+			for i := range items {
+				items[i] = "a"
+			}
+			raw, err := json.Marshal(map[string]any{"path": strings.Repeat("/x", k/2), "items": items, "size": 5000})
+			require.NoError(t, err)
+			if len(raw) <= n {
+				args, err = ParseArgs(raw)
+				require.NoError(t, err)
+				break
+			}
+		}
+		scopes := make([]string, n/2)
+		for i := range scopes {
+			scopes[i] = "s"
+		}
+		in := &Input{Args: args, Caller: &toolwirev1.Caller{Session: strings.Repeat("s", n), Scopes: scopes}, Tool: &toolwirev1.ToolSpec{Name: "t"}}
+		act := newActivation(in)
+		require.LessOrEqual(t, act.maxSize(), n, src)
+		_, det, err := measure.Eval(act)
+		require.NoError(t, err, src)
+		actual := *det.ActualCost()
+		require.LessOrEqual(t, actual, est.Max, "%s: actual cost over the estimate", src)
+		require.LessOrEqual(t, actual, uint64(CostLimit), src)
+		t.Logf("%-70s fastUpTo=%6d estimate=%6d actual=%6d", src, n, est.Max, actual)
+
+		// One size larger: the tracked program runs.
+		big, err := ParseArgs([]byte(`{"path":"` + strings.Repeat("x", n+1) + `"}`))
+		require.NoError(t, err)
+		require.Greater(t, newActivation(&Input{Args: big, Tool: in.Tool}).maxSize(), c.fastUpTo)
+	}
+	c, ps := compileWhen(`args.items.all(x, args.items.all(y, x != y || true))`)
+	require.Nil(t, ps)
+	require.Zero(t, c.fastUpTo, "a nested loop over the arguments is always tracked")
+	require.Nil(t, c.cheap)
+}
