@@ -3,6 +3,7 @@ package faulttest
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/logtest"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
@@ -33,23 +35,41 @@ type Cluster struct {
 	Dispatcher *dispatch.Dispatcher
 	// Ledger is the file every ledgerworker of the cluster appends to.
 	Ledger string
+	// Nodes are the nats-server processes of a cluster made by
+	// NewCluster3 (NATS is nil then); nil for NewCluster.
+	Nodes []*Node
+	// DispatcherLog holds what the dispatcher logged (info and above) on
+	// a cluster made by NewCluster3; nil for NewCluster, whose dispatcher
+	// logs nothing.
+	DispatcherLog *logtest.Buffer
+	// replicas of every stream and bucket: 1, or 3 on a cluster.
+	replicas int
 }
 
 // NewCluster starts a nats-server process and a dispatcher.
 func NewCluster(t testing.TB) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, bin: Binaries(t), storeDir: t.TempDir(), port: freePort(t)}
+	c := &Cluster{t: t, bin: Binaries(t), storeDir: t.TempDir(), port: freePort(t), replicas: 1}
 	c.Ledger = filepath.Join(t.TempDir(), "ledger.jsonl")
 	c.URL = fmt.Sprintf("nats://127.0.0.1:%d", c.port)
 	c.startNATS()
+	c.startDispatcher(bus.Config{}, quietLogger())
+	return c
+}
+
+// startDispatcher opens the layout cfg describes on c.URL and starts the
+// registry and a dispatcher in the test process.
+func (c *Cluster) startDispatcher(cfg bus.Config, log *slog.Logger) {
+	t := c.t
+	t.Helper()
 	nc, err := bus.Dial(bus.ConnConfig{URL: c.URL, Name: "faulttest-dispatcher"})
 	if err != nil {
 		t.Fatalf("faulttest: dial: %v", err)
 	}
 	t.Cleanup(nc.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if c.Bus, err = bus.Open(ctx, nc, bus.Config{}, bus.Options{}); err != nil {
+	if c.Bus, err = bus.Open(ctx, nc, cfg, bus.Options{}); err != nil {
 		t.Fatalf("faulttest: open bus: %v", err)
 	}
 	c.Registry = registry.NewStore(c.Bus.Registry, quietLogger())
@@ -57,7 +77,7 @@ func NewCluster(t testing.TB) *Cluster {
 		t.Fatalf("faulttest: registry: %v", err)
 	}
 	t.Cleanup(c.Registry.Stop)
-	if c.Dispatcher, err = dispatch.New(c.Bus, c.Registry, dispatch.Config{Name: "faulttest", Logger: quietLogger()}); err != nil {
+	if c.Dispatcher, err = dispatch.New(c.Bus, c.Registry, dispatch.Config{Name: "faulttest", Logger: log}); err != nil {
 		t.Fatalf("faulttest: dispatcher: %v", err)
 	}
 	if err := c.Dispatcher.Start(ctx); err != nil {
@@ -68,7 +88,6 @@ func NewCluster(t testing.TB) *Cluster {
 		defer cancel()
 		_ = c.Dispatcher.Stop(sctx)
 	})
-	return c
 }
 
 func (c *Cluster) startNATS() {
@@ -91,6 +110,9 @@ func (c *Cluster) startNATS() {
 // RestartNATS kills the nats-server process with SIGKILL and starts it
 // again on the same port and store; it returns how long the port was down.
 func (c *Cluster) RestartNATS() time.Duration {
+	if c.NATS == nil {
+		c.t.Fatalf("faulttest: RestartNATS on a cluster: use KillNode and RestartNode")
+	}
 	start := time.Now()
 	c.NATS.Kill()
 	c.startNATS()
@@ -124,6 +146,9 @@ func (c *Cluster) StartWorker(o WorkerOptions) *Proc {
 	}
 	if o.Grace > 0 {
 		args = append(args, "--grace", o.Grace.String())
+	}
+	if c.replicas > 1 {
+		args = append(args, "--stream-replicas", strconv.Itoa(c.replicas))
 	}
 	var env []string
 	if o.Failpoints != "" {

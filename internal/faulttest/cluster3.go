@@ -1,0 +1,432 @@
+package faulttest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/logtest"
+)
+
+// Node is one nats-server process of a cluster made by NewCluster3.
+type Node struct {
+	// Name is the node's server_name: what StreamInfo.Cluster.Leader says.
+	Name string
+	// URL is the node's client URL.
+	URL  string
+	Proc *Proc
+	// conf is the node's configuration file; port, the client port.
+	conf string
+	port int
+	http int
+}
+
+// ClusterLayout is the layout of the streams on a cluster made by
+// NewCluster3: three replicas, and byte limits small enough that each
+// node's reservation (bus.Config.ReservedBytes, about 170 MiB) fits the
+// nodes' max_file_store (ClusterMaxFileStore) on a CI machine's disk. The
+// defaults reserve 8 GiB per node.
+func ClusterLayout() bus.Config {
+	return bus.Config{
+		Replicas:            3,
+		CallsMaxBytes:       64 << 20,
+		ResultsMaxBytes:     32 << 20,
+		EventsMaxBytes:      32 << 20,
+		DLQMaxBytes:         4 << 20,
+		RetriesMaxBytes:     4 << 20,
+		AdvisoriesMaxBytes:  2 << 20,
+		CancelsMaxBytes:     2 << 20,
+		IdempotencyMaxBytes: 8 << 20,
+		RegistryMaxBytes:    4 << 20,
+		SessionsMaxBytes:    2 << 20,
+		BlobsMaxBytes:       16 << 20,
+	}
+}
+
+// ClusterMaxFileStore and ClusterMaxMemStore are each node's JetStream
+// limits (bytes): limits on what the node accounts, not allocations.
+const (
+	ClusterMaxFileStore = 256 << 20
+	ClusterMaxMemStore  = 64 << 20
+)
+
+// NewCluster3 starts a three-node JetStream cluster of nats-server
+// processes on loopback (every port chosen at random; each node with a
+// store directory and a configuration file of its own), then the
+// dispatcher in the test process with the layout of ClusterLayout, given
+// every node's URL. Workers (StartWorker) are given every URL too, and
+// --stream-replicas 3. The dispatcher logs at debug level into
+// DispatcherLog.
+func NewCluster3(t testing.TB) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, bin: Binaries(t), replicas: 3, DispatcherLog: &logtest.Buffer{}}
+	c.Ledger = filepath.Join(t.TempDir(), "ledger.jsonl")
+	const n = 3
+	clusterPorts := make([]int, n)
+	for i := range n {
+		c.Nodes = append(c.Nodes, &Node{Name: fmt.Sprintf("n%d", i), port: freePort(t), http: freePort(t)})
+		clusterPorts[i] = freePort(t)
+	}
+	var urls []string
+	for i, node := range c.Nodes {
+		node.URL = fmt.Sprintf("nats://127.0.0.1:%d", node.port)
+		urls = append(urls, node.URL)
+		var routes []string
+		for j, p := range clusterPorts {
+			if j != i {
+				routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
+			}
+		}
+		dir := t.TempDir()
+		node.conf = filepath.Join(dir, "nats.conf")
+		conf := fmt.Sprintf(`server_name: %s
+listen: "127.0.0.1:%d"
+http: "127.0.0.1:%d"
+jetstream {
+  store_dir: %q
+  max_file_store: %d
+  max_memory_store: %d
+}
+cluster {
+  name: faulttest
+  listen: "127.0.0.1:%d"
+  routes: [%s]
+}
+`, node.Name, node.port, node.http, filepath.Join(dir, "store"), ClusterMaxFileStore, ClusterMaxMemStore,
+			clusterPorts[i], strings.Join(routes, ", "))
+		if err := os.WriteFile(node.conf, []byte(conf), 0o600); err != nil {
+			t.Fatalf("faulttest: %v", err)
+		}
+	}
+	c.URL = strings.Join(urls, ",")
+	for i := range c.Nodes {
+		c.startNode(i)
+	}
+	c.WaitHealthy(60 * time.Second)
+	log := slog.New(slog.NewTextHandler(c.DispatcherLog, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c.startDispatcher(ClusterLayout(), log)
+	return c
+}
+
+func (c *Cluster) startNode(i int) {
+	node := c.Nodes[i]
+	node.Proc = Start(c.t, "nats-server "+node.Name, filepath.Join(c.bin, "nats-server"), "-c", node.conf)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", node.port), 100*time.Millisecond)
+		if err == nil {
+			conn.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("faulttest: %s not listening: %v\n%s", node.Name, err, node.Proc.Output())
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// KillNode kills node i's nats-server with SIGKILL: no lame-duck mode, no
+// leader hand-over; the other nodes notice only by missed heartbeats.
+func (c *Cluster) KillNode(i int) { c.Nodes[i].Proc.Kill() }
+
+// RestartNode starts node i again, on the same ports and store, after
+// KillNode.
+func (c *Cluster) RestartNode(i int) {
+	c.t.Helper()
+	select {
+	case <-c.Nodes[i].Proc.Exited():
+	default:
+		c.t.Fatalf("faulttest: RestartNode(%d): %s is running", i, c.Nodes[i].Name)
+	}
+	c.startNode(i)
+}
+
+// NodeNamed returns the index of the node with the server name, or -1.
+func (c *Cluster) NodeNamed(name string) int {
+	for i, n := range c.Nodes {
+		if n.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// StreamLeader returns the index of the node leading stream (a stream
+// name: c.Bus.Config.CallsStream(), ...), waiting up to wait for the
+// stream to have a leader.
+func (c *Cluster) StreamLeader(ctx context.Context, stream string, wait time.Duration) (int, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		i, err := c.streamLeader(ctx, stream)
+		if err == nil || time.Now().After(deadline) {
+			return i, err
+		}
+		select {
+		case <-ctx.Done():
+			return -1, ctx.Err()
+		case <-time.After(50 * time.Millisecond): // polling with a deadline
+		}
+	}
+}
+
+func (c *Cluster) streamLeader(ctx context.Context, stream string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	s, err := c.Bus.JS.Stream(ctx, stream)
+	if err != nil {
+		return -1, fmt.Errorf("faulttest: stream %s: %w", stream, err)
+	}
+	info := s.CachedInfo()
+	if info.Cluster == nil || c.NodeNamed(info.Cluster.Leader) < 0 {
+		return -1, fmt.Errorf("faulttest: stream %s has no leader", stream)
+	}
+	return c.NodeNamed(info.Cluster.Leader), nil
+}
+
+// Leads lists what node i leads now: the streams (and buckets' streams),
+// the calls stream's durable consumers ("consumer NAME"), "meta" for the
+// JetStream meta group, and "results consumer" when it hosts a consumer
+// of the results stream (the dispatcher's, of one replica). What cannot
+// be looked up is left out.
+func (c *Cluster) Leads(ctx context.Context, i int) []string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var out []string
+	if c.MetaLeader(ctx) == c.Nodes[i].Name {
+		out = append(out, "meta")
+	}
+	names := c.Bus.JS.StreamNames(ctx)
+	var streams []string
+	for name := range names.Name() {
+		streams = append(streams, name)
+	}
+	slices.Sort(streams)
+	for _, name := range streams {
+		if l, err := c.streamLeader(ctx, name); err == nil && l == i {
+			out = append(out, name)
+		}
+	}
+	cons := c.Bus.Calls.ListConsumers(ctx)
+	for ci := range cons.Info() {
+		if ci.Config.Durable != "" && ci.Cluster != nil && ci.Cluster.Leader == c.Nodes[i].Name {
+			out = append(out, "consumer "+ci.Name)
+		}
+	}
+	results := c.Bus.Results.ListConsumers(ctx)
+	for ci := range results.Info() {
+		if ci.Cluster != nil && ci.Cluster.Leader == c.Nodes[i].Name {
+			out = append(out, "results consumer")
+		}
+	}
+	return out
+}
+
+// ResultsConsumerSince returns how long after at the oldest consumer of
+// the results stream created after at was created (the dispatcher's
+// results consumer, made again after its node died), or -1.
+func (c *Cluster) ResultsConsumerSince(ctx context.Context, at time.Time) time.Duration {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	first := time.Duration(-1)
+	results := c.Bus.Results.ListConsumers(ctx)
+	for ci := range results.Info() {
+		if d := ci.Created.Sub(at); d > 0 && (first < 0 || d < first) {
+			first = d
+		}
+	}
+	return first
+}
+
+// MetaLeader asks the live nodes' monitoring endpoints for the name of
+// the JetStream meta group's leader; "" when none knows one. A node that
+// has not noticed yet that the leader died still names it.
+func (c *Cluster) MetaLeader(ctx context.Context) string {
+	for _, n := range c.Nodes {
+		var jsz struct {
+			Meta *struct {
+				Leader string `json:"leader"`
+			} `json:"meta_cluster"`
+		}
+		if err := n.get(ctx, "/jsz", &jsz); err == nil && jsz.Meta != nil && jsz.Meta.Leader != "" {
+			return jsz.Meta.Leader
+		}
+	}
+	return ""
+}
+
+// get reads a monitoring endpoint of the node into v (when not nil); it
+// fails unless the endpoint answers 200.
+func (n *Node) get(ctx context.Context, path string, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", n.http, path), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s: %s", n.Name, path, resp.Status)
+	}
+	if v == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// WaitHealthy waits up to wait until every node is up and healthy
+// (/healthz: JetStream current, every stream and consumer it holds
+// current) and, once the dispatcher runs, every stream has a leader and
+// two current replicas. It fails the test when the cluster does not heal.
+func (c *Cluster) WaitHealthy(wait time.Duration) {
+	c.t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(wait)
+	for {
+		err := c.healthy(ctx)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("faulttest: cluster not healthy after %s: %v", wait, err)
+		}
+		time.Sleep(100 * time.Millisecond) // polling with a deadline
+	}
+}
+
+func (c *Cluster) healthy(ctx context.Context) error {
+	for _, n := range c.Nodes {
+		select {
+		case <-n.Proc.Exited():
+			return fmt.Errorf("%s is down", n.Name)
+		default:
+		}
+		if err := n.get(ctx, "/healthz", nil); err != nil {
+			return err
+		}
+	}
+	if c.Bus == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	names := c.Bus.JS.StreamNames(ctx)
+	var errs []error
+	for name := range names.Name() {
+		s, err := c.Bus.JS.Stream(ctx, name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		info := s.CachedInfo()
+		if info.Cluster == nil || info.Cluster.Leader == "" {
+			errs = append(errs, fmt.Errorf("stream %s has no leader", name))
+			continue
+		}
+		current := 0
+		for _, r := range info.Cluster.Replicas {
+			if r.Current && !r.Offline {
+				current++
+			}
+		}
+		if current != len(c.Nodes)-1 {
+			errs = append(errs, fmt.Errorf("stream %s: %d of %d replicas current", name, current, len(c.Nodes)-1))
+		}
+	}
+	if err := names.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// ResultCounts scans the results stream once and returns how many results
+// it stores for each call id.
+func (c *Cluster) ResultCounts(ctx context.Context) (map[string]int, error) {
+	cons, err := c.Bus.Results.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return nil, fmt.Errorf("faulttest: results scan: %w", err)
+	}
+	info, err := c.Bus.Results.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("faulttest: results info: %w", err)
+	}
+	out := map[string]int{}
+	var seen uint64
+	for seen < info.State.LastSeq {
+		batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return nil, fmt.Errorf("faulttest: results scan: %w", err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				return nil, fmt.Errorf("faulttest: results scan: %w", err)
+			}
+			seen = md.Sequence.Stream
+			s := m.Subject()
+			out[s[strings.LastIndexByte(s, '.')+1:]]++
+		}
+		if err := batch.Error(); err != nil {
+			return nil, fmt.Errorf("faulttest: results scan: %w", err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Elections returns, for each of leads (what Leads returned for a node:
+// stream names and "consumer NAME" of the calls stream; "meta" and
+// "results consumer" are left out), how long after at its current leader was elected; -1 for one
+// that has no leader now or was elected before at.
+func (c *Cluster) Elections(ctx context.Context, leads []string, at time.Time) map[string]time.Duration {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out := map[string]time.Duration{}
+	for _, what := range leads {
+		var ci *jetstream.ClusterInfo
+		if name, ok := strings.CutPrefix(what, "consumer "); ok {
+			if cons, err := c.Bus.Calls.Consumer(ctx, name); err == nil {
+				ci = cons.CachedInfo().Cluster
+			}
+		} else if what != "meta" && what != "results consumer" {
+			if s, err := c.Bus.JS.Stream(ctx, what); err == nil {
+				ci = s.CachedInfo().Cluster
+			}
+		} else {
+			continue
+		}
+		out[what] = -1
+		if ci != nil && ci.LeaderSince != nil && ci.LeaderSince.After(at) {
+			out[what] = ci.LeaderSince.Sub(at)
+		}
+	}
+	return out
+}
+
+// StepDown asks the leader of stream to step down (another node is
+// elected at once).
+func (c *Cluster) StepDown(ctx context.Context, stream string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := c.Bus.NC.RequestWithContext(ctx, "$JS.API.STREAM.LEADER.STEPDOWN."+stream, nil)
+	return err
+}
