@@ -397,7 +397,7 @@ func faultTarget(t *testing.T, c *faulttest.Cluster, f *fault) int {
 // ledgerReport is the verdict of checkLedger.
 type ledgerReport struct {
 	submits, calls, accepted, refused, answered, pending int
-	lost, duplicates, mismatched, reruns, refusedRan       int
+	lost, duplicates, mismatched, reruns, refusedRan     int
 	// outcomes counts stored results by tool and type ("OK" for success).
 	outcomes map[string]int
 	problems []string
