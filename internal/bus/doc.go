@@ -132,6 +132,17 @@
 //     reachable, a request timed out or found no responder, JetStream
 //     unavailable or without a leader, too few peers) from final ones;
 //     workers retry their start-up on them (pkg/toolworker).
+//   - Reads only a stream's leader answers (LastMsgFromLeader,
+//     AllMsgsFromLeader) are sent again every second (leaderAttempt) while
+//     nobody answers or a member says the stream has no leader, until
+//     their context ends: after a leader dies the stream has none for the
+//     servers' election timeout (4 to 9 s), and a request sent meanwhile is
+//     never answered; it used to hold a worker's slot for its whole 10 s
+//     context although the new leader answered seconds before.
+//   - Dial PINGs every 3 s and reconnects after 2 unanswered PINGs: a
+//     server that goes silent without closing the connection (a frozen
+//     process or host) is left after 6 to 9 s, not nats.go's 4 to 6
+//     minutes (connect.go; docs/reliability.md, "On a cluster").
 //   - MaxDeliver advisories are captured in a stream, since they are core
 //     messages lost when nobody listens; the dispatchers' reaper ends the
 //     calls they name.

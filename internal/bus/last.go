@@ -38,7 +38,11 @@ func literalSubjects(ctx context.Context, stream jetstream.Stream, filter string
 	if !strings.ContainsAny(filter, "*>") {
 		return []string{filter}, nil
 	}
-	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
+	var info *jetstream.StreamInfo
+	err := leaderRetry(ctx, func(ctx context.Context) (err error) {
+		info, err = stream.Info(ctx, jetstream.WithSubjectFilter(filter))
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("bus: subjects of %s: %w", filter, err)
 	}
@@ -108,10 +112,6 @@ func leaderGet(ctx context.Context, nc *nats.Conn, stream, subject string, get g
 	if err != nil {
 		return nil, fmt.Errorf("bus: get %s: %w", subject, err)
 	}
-	r, err := nc.RequestWithContext(ctx, jsAPI+"STREAM.MSG.GET."+stream, req)
-	if err != nil {
-		return nil, fmt.Errorf("bus: get %s from the leader of %s: %w", subject, stream, err)
-	}
 	var resp struct {
 		Error   *jetstream.APIError `json:"error"`
 		Message *struct {
@@ -121,7 +121,21 @@ func leaderGet(ctx context.Context, nc *nats.Conn, stream, subject string, get g
 			Time     time.Time `json:"time"`
 		} `json:"message"`
 	}
-	if err := json.Unmarshal(r.Data, &resp); err != nil {
+	err = leaderRetry(ctx, func(ctx context.Context) error {
+		r, err := nc.RequestWithContext(ctx, jsAPI+"STREAM.MSG.GET."+stream, req)
+		if err != nil {
+			return err
+		}
+		resp.Error, resp.Message = nil, nil
+		if err := json.Unmarshal(r.Data, &resp); err != nil {
+			return err
+		}
+		if resp.Error != nil && resp.Error.ErrorCode == jsErrClusterNotAvailable {
+			return resp.Error
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("bus: get %s from the leader of %s: %w", subject, stream, err)
 	}
 	switch {
@@ -185,4 +199,58 @@ func subjectMsgs(ctx context.Context, nc *nats.Conn, stream, subject string, fro
 		seq = m.Sequence + 1
 	}
 	return out, nil
+}
+
+// leaderAttempt bounds one request that only a stream's leader answers.
+// After a leader dies (kill -9, a frozen process) the stream has no leader
+// for 4 to 9 s (the servers' RAFT election timeout), and a request sent
+// meanwhile is answered by nobody: it would wait for its whole context
+// (a worker's lookup: 10 s) although a new leader answers a second later.
+// Sent again every leaderAttempt, a read is answered within about
+// leaderAttempt of the election. A leader too busy to answer within it is
+// asked again, which costs one more read.
+const leaderAttempt = time.Second
+
+// leaderRetryBackoff spaces requests that failed at once (no responders,
+// or a member answering that the stream has no leader yet).
+const leaderRetryBackoff = 100 * time.Millisecond
+
+// jsErrClusterNotAvailable is the error code of the server's answer "JetStream
+// system temporarily unavailable": a member of the stream's group knows
+// it has no leader (an election is under way).
+const jsErrClusterNotAvailable = 10008
+
+// leaderRetry runs request, a read only a stream's leader answers, each
+// time bounded by leaderAttempt, until it succeeds, fails for a reason
+// other than a missing leader, or ctx ends. The error is the last
+// attempt's.
+func leaderRetry(ctx context.Context, request func(context.Context) error) error {
+	for {
+		start := time.Now()
+		actx, cancel := context.WithTimeout(ctx, leaderAttempt)
+		err := request(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !noLeader(err) {
+			return err
+		}
+		if wait := leaderRetryBackoff - time.Since(start); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return err
+			case <-t.C:
+			}
+		}
+	}
+}
+
+// noLeader reports whether err may mean that the stream has no leader now:
+// no answer, no responders, or a member saying so.
+func noLeader(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == jsErrClusterNotAvailable
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
 }
