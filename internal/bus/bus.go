@@ -61,6 +61,17 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// PublishAsyncTimeout is how long an asynchronous publish (the
+// dispatcher's call publish) waits for its ack before it fails and is
+// published again. A stream whose leader went silent (a frozen or
+// partitioned node: its connections stay open) answers nothing until the
+// others elect a new leader (4 to 9 s); a publish sent just before the
+// election waits out this timeout, so admission resumes up to this long
+// after the election (5 s before: a frozen calls leader stalled admission
+// 10 s and refused calls). An ack slower than this, on a healthy but
+// overloaded server, costs a second publish the duplicate window drops.
+const PublishAsyncTimeout = 2 * time.Second
+
 // Open creates or updates every stream and bucket of cfg on nc and returns
 // the Bus. It is idempotent and safe to run from every replica at once.
 // The caller keeps ownership of nc.
@@ -71,7 +82,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config, opts Options) (*Bus, e
 	}
 	// Async publishes time out, so that every future resolves.
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(cmp.Or(opts.MaxPendingPublishes, 65536)),
-		jetstream.WithPublishAsyncTimeout(5*time.Second))
+		jetstream.WithPublishAsyncTimeout(PublishAsyncTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}

@@ -111,8 +111,11 @@ func (d *Dispatcher) publish(ctx context.Context, o *toolwirev1.CallRequest, c *
 
 // publishRetryFor bounds how long an unacknowledged call publish is
 // repeated (same message id) before the call is refused: long enough to
-// ride out a server restart or a leader election.
-const publishRetryFor = 10 * time.Second
+// ride out a server restart or a leader election. An election after a
+// leader's crash takes 4 to 9 s, and a client of a silent server leaves it
+// after 6 to 9 s (bus.Dial): with 10 s, calls were refused although the
+// cluster was back a second later.
+const publishRetryFor = 15 * time.Second
 
 // refused answers a call the calls stream did not take: OVERLOADED,
 // retryable, recorded, with its idempotency key released.
