@@ -22,9 +22,13 @@ import (
 // bounds are generous so that a loaded CI machine does not flake: the
 // figures, not these bounds, are what docs/reliability.md states.
 const (
-	// clusterStallBound bounds the longest admission stall and the time to
-	// the first answer after a leader is killed.
+	// clusterStallBound bounds the longest admission stall after a fault
+	// (measured: 4-9 s, the servers' election timeout).
 	clusterStallBound = 20 * time.Second
+	// clusterAnswerResumeBound bounds the time from a fault to the first
+	// answer to a call made after it (measured: up to 13 s, when the node
+	// hosting the dispatcher's results consumer dies).
+	clusterAnswerResumeBound = 30 * time.Second
 	// clusterCallWait is how long Call callers wait for their result.
 	clusterCallWait = 3 * time.Second
 	// clusterAnswerBound bounds how long past its wait a caller may wait
@@ -352,7 +356,12 @@ func TestClusterLeaderKills(t *testing.T) {
 		t.Error(p)
 	}
 	require.Less(t, worstStall, clusterStallBound, "admission resumes after a leader loss")
-	require.Less(t, worstFirst, clusterStallBound, "answers resume after a leader loss")
+	require.Less(t, worstFirst, clusterAnswerResumeBound, "answers resume after a leader loss")
+	// An unacknowledged call publish is repeated for 15 s, longer than an
+	// election and than a client's move off a silent server: no call is
+	// refused. (With 5 s per attempt for 10 s, calls were refused while a
+	// frozen leader's stream elected another.)
+	require.Zero(t, rep.refused, "calls refused during a failover")
 }
 
 // elections formats Cluster.Elections, shortest first.
