@@ -169,11 +169,18 @@
 // toolwire.call.<type>.<tenant>.<provider>.<tool> with the Nats-Msg-Id and
 // Nats-Expected-Stream headers (the call id and the calls stream), set
 // directly rather than through jetstream's publish options. Only the
-// call's acknowledgement is awaited. A publish left unanswered (timeout,
-// reconnect) is sent again under the same message id, backing off from
-// 50ms to 1s, for up to 10s: the duplicate window stores it at most once.
-// A publish the server refuses (e.g. the calls stream is full), one that
-// cannot be sent, or one still unanswered after 10s is answered OVERLOADED
+// call's acknowledgement is awaited, at most 2s (bus.PublishAsyncTimeout).
+// A publish left unanswered (timeout, reconnect, no stream leader) is sent
+// again under the same message id, backing off from 50ms to 1s, for up to
+// 15s: the duplicate window stores it at most once. 2s, not nats.go's
+// usual 5s, so that admission resumes within about 2s of an election when
+// the old leader went silent rather than away (a publish sent just before
+// the election waits out the timeout); 15s outlasts an election (4 to 9s)
+// and a client's move off a silent server (6 to 9s), which 10s did not:
+// calls were refused although the cluster was back (docs/reliability.md,
+// "On a cluster"). A publish the server refuses (e.g. the calls stream is
+// full), one that cannot be sent, or one still unanswered after 15s is
+// answered OVERLOADED
 // (retryable, retry_after 1s) and recorded as a REJECTED event. When the
 // caller's context ends while the acknowledgement is awaited the call may
 // be stored, so its key and admission record are kept.
