@@ -64,7 +64,8 @@ const (
 
 // NewCluster3 starts a three-node JetStream cluster of nats-server
 // processes on loopback (every port chosen at random; each node with a
-// store directory and a configuration file of its own), then the
+// store directory and a configuration file of its own; routes PING every
+// 2 s, 2 outstanding, as the Helm chart's bundled cluster), then the
 // dispatcher in the test process with the layout of ClusterLayout, given
 // every node's URL. Workers (StartWorker) are given every URL too, and
 // --stream-replicas 3. The dispatcher logs at debug level into
@@ -103,6 +104,10 @@ cluster {
   name: faulttest
   listen: "127.0.0.1:%d"
   routes: [%s]
+  # as the Helm chart's bundled cluster: a silent peer is dropped after
+  # 4-6 s, not the routes' default 60-90 s
+  ping_interval: "2s"
+  ping_max: 2
 }
 `, node.Name, node.port, node.http, filepath.Join(dir, "store"), ClusterMaxFileStore, ClusterMaxMemStore,
 			clusterPorts[i], strings.Join(routes, ", "))

@@ -48,6 +48,8 @@ type op struct {
 	accepted bool
 	done     *toolwirev1.ToolResponse
 	refused  *toolwirev1.ToolResponse
+	// stored is the call's stored result (checkLedger).
+	stored *toolwirev1.ToolResponse
 }
 
 // clusterLoad is steady load from several callers: Submit callers and Call
@@ -300,10 +302,31 @@ func TestClusterLeaderKills(t *testing.T) {
 	stopped = true
 	ops := load.snapshot()
 
+	// Why publishes were repeated, and what else the dispatcher warned of.
+	reasons := map[string]int{}
+	for _, line := range strings.Split(c.DispatcherLog.String(), "\n") {
+		if strings.Contains(line, "level=INFO") && !strings.Contains(line, "publishing again") {
+			continue
+		}
+		msg, _, _ := strings.Cut(line, " call_id=")
+		if _, e, ok := strings.Cut(line, " err="); ok {
+			msg += " err=" + e
+		}
+		if _, m, ok := strings.Cut(msg, " msg="); ok {
+			reasons[m]++
+		}
+	}
+	for m, n := range reasons {
+		t.Logf("dispatcher log: %d× %s", n, m)
+	}
+
+	// The ledger.
+	rep := checkLedger(t, c, ops)
+
 	// Figures per fault: the admission stall (the longest gap between
 	// accepted Submits), the answer stall (between answers to Call
-	// callers) and the time from the fault to the first answer to a call
-	// made after it.
+	// callers), the time from the fault to the first answer to a call
+	// made after it, and to the first result stored for such a call.
 	var accepts, answers []time.Time
 	for _, o := range ops {
 		if !o.call && o.accepted {
@@ -325,32 +348,20 @@ func TestClusterLeaderKills(t *testing.T) {
 				first = o.end.Sub(k.at)
 			}
 		}
+		// When the workers stored again: the first result of a call made
+		// after the fault (its worker's finish time).
+		stored := time.Duration(-1)
+		for _, o := range ops {
+			if f := o.stored.GetMeta().GetFinishedAt(); o.start.After(k.at) && f != nil && (stored < 0 || f.AsTime().Sub(k.at) < stored) {
+				stored = f.AsTime().Sub(k.at)
+			}
+		}
 		worstStall, worstFirst = max(worstStall, admission), max(worstFirst, first)
-		figure(t, "fault=%d %s %s node=%s worker_killed=%v admission_stall=%s answer_stall=%s first_answer_after_kill=%s publish_retries=%d heal=%s led_meta=%v elected_after=%s",
+		figure(t, "fault=%d %s %s node=%s worker_killed=%v admission_stall=%s answer_stall=%s first_answer=%s first_stored=%s publish_retries=%d heal=%s led_meta=%v elected_after=%s",
 			i+1, k.how, k.target, k.node, k.worker, admission.Round(time.Millisecond), answerGap.Round(time.Millisecond),
-			first.Round(time.Millisecond), k.retries, k.healed.Sub(k.at).Round(time.Millisecond), slices.Contains(k.leads, "meta"), elections(k.elected))
+			first.Round(time.Millisecond), stored.Round(time.Millisecond), k.retries, k.healed.Sub(k.at).Round(time.Millisecond), slices.Contains(k.leads, "meta"), elections(k.elected))
 	}
 
-	// Why publishes were repeated, and what else the dispatcher warned of.
-	reasons := map[string]int{}
-	for _, line := range strings.Split(c.DispatcherLog.String(), "\n") {
-		if strings.Contains(line, "level=INFO") && !strings.Contains(line, "publishing again") {
-			continue
-		}
-		msg, _, _ := strings.Cut(line, " call_id=")
-		if _, e, ok := strings.Cut(line, " err="); ok {
-			msg += " err=" + e
-		}
-		if _, m, ok := strings.Cut(msg, " msg="); ok {
-			reasons[m]++
-		}
-	}
-	for m, n := range reasons {
-		t.Logf("dispatcher log: %d× %s", n, m)
-	}
-
-	// The ledger.
-	rep := checkLedger(t, c, ops)
 	figure(t, "%s longest_admission_stall=%s longest_first_answer=%s", rep, worstStall.Round(time.Millisecond), worstFirst.Round(time.Millisecond))
 	for _, p := range rep.problems {
 		t.Error(p)
@@ -492,6 +503,7 @@ func checkLedger(t *testing.T, c *faulttest.Cluster, ops []*op) ledgerReport {
 			continue
 		}
 		s := stored[i]
+		o.stored = s.Response
 		if o.refused != nil {
 			rep.refused++
 			// A refusal is stored (a REJECTED record) or, for an overload
