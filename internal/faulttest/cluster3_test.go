@@ -369,10 +369,14 @@ func TestClusterLeaderKills(t *testing.T) {
 	require.Less(t, worstStall, clusterStallBound, "admission resumes after a leader loss")
 	require.Less(t, worstFirst, clusterAnswerResumeBound, "answers resume after a leader loss")
 	// An unacknowledged call publish is repeated for 15 s, longer than an
-	// election and than a client's move off a silent server: no call is
-	// refused. (With 5 s per attempt for 10 s, calls were refused while a
-	// frozen leader's stream elected another.)
-	require.Zero(t, rep.refused, "calls refused during a failover")
+	// election (4-9 s) and than a client's move off a silent server: no
+	// call is refused unless admission stalled about that long (an
+	// election on a starved machine: 12 s was seen under load). With 5 s
+	// per attempt for 10 s, calls were refused after a 10 s stall while a
+	// frozen leader's stream had elected another after 5.4 s.
+	if rep.refused > 0 {
+		require.Greater(t, worstStall, 13*time.Second, "%d calls refused, though admission never stalled near the 15 s retry horizon", rep.refused)
+	}
 }
 
 // elections formats Cluster.Elections, shortest first.
