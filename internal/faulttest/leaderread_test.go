@@ -52,10 +52,10 @@ func TestClusterLeaderReadRidesOutAnElection(t *testing.T) {
 // within seconds: its peers drop its routes after 2 unanswered PINGs 2 s
 // apart (the configuration the Helm chart ships). With the servers'
 // default for routes (a PING every 30 s at most, dropped after 60-90 s),
-// freezing the leader of the cancel bucket made 40 of 128 gets hang for
-// the whole 40 s measured — direct gets (KV reads, result and cancel
-// look-ups) that any replica serves — and workers handed their calls
-// back until the routes dropped.
+// freezing the leader of the cancel bucket made 40 of 64 pairs of gets
+// hang throughout the 40 s measured — direct gets (KV reads, result and
+// cancel look-ups) that any replica serves — and workers handed their
+// calls back until the routes dropped.
 func TestClusterFrozenPeerStopsServingReads(t *testing.T) {
 	c := faulttest.NewCluster3(t)
 	ctx := t.Context()
