@@ -180,10 +180,10 @@
 // calls were refused although the cluster was back (docs/reliability.md,
 // "On a cluster"). A publish the server refuses (e.g. the calls stream is
 // full), one that cannot be sent, or one still unanswered after 15s is
-// answered OVERLOADED
-// (retryable, retry_after 1s) and recorded as a REJECTED event. When the
-// caller's context ends while the acknowledgement is awaited the call may
-// be stored, so its key and admission record are kept.
+// answered OVERLOADED (retryable, retry_after 1s) and recorded as a
+// REJECTED event. When the caller's context ends while the acknowledgement
+// is awaited the call may be stored, so its key and admission record are
+// kept.
 //
 // # Records of admission, rejection and cancellation
 //
