@@ -138,7 +138,11 @@
 //     their context ends: after a leader dies the stream has none for the
 //     servers' election timeout (4 to 9 s), and a request sent meanwhile is
 //     never answered; it used to hold a worker's slot for its whole 10 s
-//     context although the new leader answered seconds before.
+//     context although the new leader answered seconds before. Their
+//     wildcard filters are resolved only from the leader's stream info:
+//     without a leader every member answers info from its own store, and
+//     a lagging one listed no subject for a STARTED event the leader had
+//     stored, so a redelivery ran a tool that is not safe to rerun again.
 //   - Dial PINGs every 3 s and reconnects after 2 unanswered PINGs: a
 //     server that goes silent without closing the connection (a frozen
 //     process or host) is left after 6 to 9 s, not nats.go's 4 to 6

@@ -26,21 +26,29 @@ func LastMsg(ctx context.Context, stream jetstream.Stream, filter string) (*jets
 	if !strings.ContainsAny(filter, "*>") {
 		return stream.GetLastMsgForSubject(ctx, filter)
 	}
-	return lastOf(ctx, stream, filter, func(subject string) (*jetstream.RawStreamMsg, error) {
+	return lastOf(ctx, stream, filter, false, func(subject string) (*jetstream.RawStreamMsg, error) {
 		return stream.GetLastMsgForSubject(ctx, subject)
 	})
 }
 
 // literalSubjects resolves filter to the literal subjects stream holds
 // messages on (stream info with a subject filter); a literal filter is
-// itself.
-func literalSubjects(ctx context.Context, stream jetstream.Stream, filter string) ([]string, error) {
+// itself. With fromLeader only the stream's leader's answer counts: while
+// a replicated stream has no leader, every member that knows it answers
+// stream info from its own store, and a member that lags lists no subject
+// for a message the leader stored (a redelivery took that for "no
+// STARTED" and ran a tool that is not safe to rerun a second time); such
+// an answer names no leader and is asked again.
+func literalSubjects(ctx context.Context, stream jetstream.Stream, filter string, fromLeader bool) ([]string, error) {
 	if !strings.ContainsAny(filter, "*>") {
 		return []string{filter}, nil
 	}
 	var info *jetstream.StreamInfo
 	err := leaderRetry(ctx, func(ctx context.Context) (err error) {
 		info, err = stream.Info(ctx, jetstream.WithSubjectFilter(filter))
+		if err == nil && fromLeader && info.Cluster != nil && info.Cluster.Leader == "" {
+			return errNoLeader
+		}
 		return err
 	})
 	if err != nil {
@@ -55,8 +63,8 @@ func literalSubjects(ctx context.Context, stream jetstream.Stream, filter string
 
 // lastOf returns the newest of the last messages get reads on each
 // literal subject of filter, or jetstream.ErrMsgNotFound.
-func lastOf(ctx context.Context, stream jetstream.Stream, filter string, get func(subject string) (*jetstream.RawStreamMsg, error)) (*jetstream.RawStreamMsg, error) {
-	subjects, err := literalSubjects(ctx, stream, filter)
+func lastOf(ctx context.Context, stream jetstream.Stream, filter string, fromLeader bool, get func(subject string) (*jetstream.RawStreamMsg, error)) (*jetstream.RawStreamMsg, error) {
+	subjects, err := literalSubjects(ctx, stream, filter, fromLeader)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +95,7 @@ func lastOf(ctx context.Context, stream jetstream.Stream, filter string, get fun
 // or for the STARTED event of an earlier attempt — reads the leader.
 func LastMsgFromLeader(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, filter string) (*jetstream.RawStreamMsg, error) {
 	name := stream.CachedInfo().Config.Name
-	return lastOf(ctx, stream, filter, func(subject string) (*jetstream.RawStreamMsg, error) {
+	return lastOf(ctx, stream, filter, true, func(subject string) (*jetstream.RawStreamMsg, error) {
 		return leaderLastMsg(ctx, js.Conn(), name, subject)
 	})
 }
@@ -158,7 +166,7 @@ func leaderGet(ctx context.Context, nc *nats.Conn, stream, subject string, get g
 // handful of messages of one call (its events); a role that reads this
 // way needs no consumer on the stream (see RoleWorker).
 func AllMsgsFromLeader(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, filter string) ([]*jetstream.RawStreamMsg, error) {
-	subjects, err := literalSubjects(ctx, stream, filter)
+	subjects, err := literalSubjects(ctx, stream, filter, true)
 	if err != nil {
 		return nil, err
 	}
@@ -245,9 +253,16 @@ func leaderRetry(ctx context.Context, request func(context.Context) error) error
 	}
 }
 
+// errNoLeader: an answer from a member of a stream that has no leader
+// now.
+var errNoLeader = errors.New("the stream has no leader")
+
 // noLeader reports whether err may mean that the stream has no leader now:
 // no answer, no responders, or a member saying so.
 func noLeader(err error) bool {
+	if errors.Is(err, errNoLeader) {
+		return true
+	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		return apiErr.ErrorCode == jsErrClusterNotAvailable

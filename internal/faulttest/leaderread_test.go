@@ -107,3 +107,79 @@ func TestClusterFrozenPeerStopsServingReads(t *testing.T) {
 	figure(t, "frozen=%s reads=%d hung=%d last_hung_read_after=%s", victim.Name, reads, hung, lastHung.Round(time.Millisecond))
 	require.Less(t, lastHung, 15*time.Second, "reads still hang on the frozen node")
 }
+
+// A read only the leader may answer never takes a lagging replica's word
+// for "nothing stored". While a replicated stream has no leader, every
+// member that knows it answers stream info from its own store; resolving
+// a wildcard filter (a call's events on any dispatcher) from such an
+// answer, a redelivery found no STARTED event that the leader had stored
+// and ran a tool that is not safe to rerun a second time (2 such calls in
+// one run of TestClusterLeaderKills). Here a member that missed the event
+// (frozen while it was stored) is resumed while the leader is frozen,
+// and read through a connection to it, so its stale answer comes first.
+func TestClusterLeaderReadNeverAnswersFromALaggingReplica(t *testing.T) {
+	c := faulttest.NewCluster3(t)
+	started := time.Now()
+	ctx := t.Context()
+	stream := c.Bus.Config.EventsStream()
+	own := c.NodeNamed(c.Bus.NC.ConnectedServerName())
+	require.GreaterOrEqual(t, own, 0)
+	leader := -1
+	for leader < 0 {
+		c.WaitHealthy(time.Minute)
+		l, err := c.StreamLeader(ctx, stream, 30*time.Second)
+		require.NoError(t, err)
+		if l != own {
+			leader = l
+		} else {
+			require.NoError(t, c.StepDown(ctx, stream))
+		}
+	}
+	lagging := 3 - own - leader
+	// The lagging member misses the event: stored by the leader and the
+	// test's own node.
+	require.NoError(t, c.Nodes[lagging].Proc.Signal(syscall.SIGSTOP))
+	callID := "01J00000000000000000000002"
+	_, err := c.Bus.JS.Publish(ctx, c.Bus.Subjects.Event("default", "faulttest", callID), []byte("STARTED"))
+	require.NoError(t, err)
+	// The leader goes silent; the lagging member comes back. A member
+	// answers info without a leader only once JetStream has run 10 s.
+	require.NoError(t, c.Nodes[leader].Proc.Signal(syscall.SIGSTOP))
+	for time.Since(started) < 12*time.Second {
+		time.Sleep(100 * time.Millisecond) // the server's start-up threshold passing, not a synchronisation
+	}
+	require.NoError(t, c.Nodes[lagging].Proc.Signal(syscall.SIGCONT))
+	defer func() { _ = c.Nodes[leader].Proc.Signal(syscall.SIGCONT) }()
+	nc, err := bus.Dial(bus.ConnConfig{URL: c.Nodes[lagging].URL, Name: "faulttest-lagging-reader"})
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	var events jetstream.Stream
+	require.Eventually(t, func() bool {
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		events, err = js.Stream(sctx, stream)
+		return err == nil
+	}, 30*time.Second, 50*time.Millisecond)
+	// Until the test's own node is elected (it alone holds the event and
+	// a quorum with the lagging one), every read either waits or finds it.
+	filter := c.Bus.Subjects.EventsAnyDispatcher("default", callID)
+	at := time.Now()
+	found := 0
+	for found < 3 {
+		require.Less(t, time.Since(at), time.Minute, "the event was never found")
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		m, err := bus.LastMsgFromLeader(rctx, js, events, filter)
+		all, errAll := bus.AllMsgsFromLeader(rctx, js, events, filter)
+		cancel()
+		require.NotErrorIs(t, err, jetstream.ErrMsgNotFound, "a lagging member's answer was taken for the leader's")
+		require.False(t, errAll == nil && len(all) == 0, "a lagging member's answer was taken for the leader's")
+		if err == nil && errAll == nil {
+			require.Equal(t, "STARTED", string(m.Data))
+			require.Len(t, all, 1)
+			found++
+		}
+	}
+	figure(t, "found_after=%s (since the lagging member came back)", time.Since(at).Round(time.Millisecond))
+}
