@@ -70,9 +70,9 @@ type Worker struct {
 	heartbeats map[string]*heartbeater
 	// claimed maps each tool this worker's pools hold in the registry to
 	// the subject it was claimed on (claims.go; under mu).
-	claimed    map[string]string
+	claimed       map[string]string
 	delayedEvents *delayed.Queue
-	stats      stats
+	stats         stats
 
 	// tracer is nil when tracing is off; metrics always exist.
 	tracer  trace.Tracer
