@@ -360,8 +360,20 @@ func (c *Cluster) healthy(ctx context.Context) error {
 }
 
 // ResultCounts scans the results stream once and returns how many results
-// it stores for each call id.
+// it stores for each call id. A scan that fails (a cluster just healed may
+// answer a request with no responders) is made again, for up to a minute.
 func (c *Cluster) ResultCounts(ctx context.Context) (map[string]int, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out, err := c.resultCounts(ctx)
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return out, err
+		}
+		time.Sleep(500 * time.Millisecond) // polling with a deadline
+	}
+}
+
+func (c *Cluster) resultCounts(ctx context.Context) (map[string]int, error) {
 	cons, err := c.Bus.Results.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
 	if err != nil {
 		return nil, fmt.Errorf("faulttest: results scan: %w", err)

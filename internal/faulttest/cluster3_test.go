@@ -490,7 +490,14 @@ func checkLedger(t *testing.T, c *faulttest.Cluster, ops []*op) ledgerReport {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			stored[i], errs[i] = c.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, o.id, wait)
+			// A look-up that fails (a cluster just healed may answer a
+			// request with no responders) is made again: the question is
+			// what is stored, not whether one request gets through.
+			for attempt := 0; attempt < 5; attempt++ {
+				if stored[i], errs[i] = c.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, o.id, wait); errs[i] == nil {
+					break
+				}
+			}
 		}()
 	}
 	wg.Wait()
