@@ -44,10 +44,10 @@ type Dispatcher struct {
 	// when Config.PoolCheck is negative.
 	pools *poolCheck
 
-	callsStream string   // cached: the name is computed from the prefix
-	expectCalls []string // the Nats-Expected-Stream header value; never modified
-	lazyRecords *delayed.Queue
-	applier     *intents.Applier
+	callsStream    string   // cached: the name is computed from the prefix
+	expectCalls    []string // the Nats-Expected-Stream header value; never modified
+	delayedRecords *delayed.Queue
+	applier        *intents.Applier
 
 	tracer  trace.Tracer // nil = tracing off
 	metrics *telemetry.DispatcherMetrics
@@ -74,7 +74,7 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 		}
 	}
 	d := &Dispatcher{bus: b, reg: reg, cfg: cfg, subj: b.Subjects, callsStream: b.Config.CallsStream(), expectCalls: []string{b.Config.CallsStream()},
-		lazyRecords: delayed.NewQueue(cfg.AcceptedRecordDelay), applier: intents.NewApplier(b.Sessions, intents.ApplierConfig{}),
+		delayedRecords: delayed.NewQueue(cfg.AcceptedRecordDelay), applier: intents.NewApplier(b.Sessions, intents.ApplierConfig{}),
 		log:     telemetry.WithTraceIDs(cfg.Logger).With("component", "dispatcher", "dispatcher", cfg.Name),
 		waiters: map[string]*waiter{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}
 	d.lookResult = d.loadResult

@@ -30,6 +30,12 @@ var closedChan = func() chan struct{} {
 // When Start fails it stops what it had started, as Stop does (within
 // ctx), and the dispatcher is stopped.
 func (d *Dispatcher) Start(ctx context.Context) error {
+	d.mu.Lock()
+	stopped := d.stopped
+	d.mu.Unlock()
+	if stopped {
+		return ErrStopped // a stopped dispatcher does not start again
+	}
 	err := d.start(ctx)
 	if err == nil {
 		err = flush(ctx, d.bus.NC)
@@ -75,9 +81,9 @@ func (d *Dispatcher) start(ctx context.Context) error {
 		return err
 	}
 	d.own(subscriptionStopper(retries))
-	d.lazyRecords.Start()
+	d.delayedRecords.Start()
 	d.own(func() <-chan struct{} {
-		d.lazyRecords.Stop() // waits for its goroutine, which only publishes records
+		d.delayedRecords.Stop() // waits for its goroutine, which only publishes records
 		return closedChan
 	})
 	d.load.start(ctx)

@@ -71,4 +71,7 @@ func TestStopBeforeStart(t *testing.T) {
 	require.NoError(t, d.Stop(t.Context()))
 	_, err = d.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}, time.Second)
 	require.ErrorIs(t, err, dispatch.ErrStopped)
+	// A stopped dispatcher does not start again (it used to return nil
+	// with nothing running).
+	require.ErrorIs(t, d.Start(t.Context()), dispatch.ErrStopped)
 }

@@ -64,7 +64,7 @@ func (d *Dispatcher) publish(ctx context.Context, o *toolwirev1.CallRequest, c *
 		return d.refused(ctx, o, c, err), nil, nil
 	}
 	if w != nil {
-		w.accepted = d.lazyRecords.Add(func() { d.publishAccepted(id.Tenant, call) })
+		w.accepted = d.delayedRecords.Add(func() { d.publishAccepted(id.Tenant, call) })
 	} else {
 		d.publishAccepted(id.Tenant, call)
 	}

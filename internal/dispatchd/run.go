@@ -194,7 +194,11 @@ func Run(ctx context.Context, rc RunConfig) error {
 		log.Warn("http shutdown", "err", err)
 	}
 	reg.Stop()
-	drain(sctx, nc, log)
+	// Its own budget: a worker that gave up on a stuck tool has used up
+	// sctx, and closing mid-drain would drop what is being flushed.
+	dctx, dcancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer dcancel()
+	drain(dctx, nc, log)
 	return nil
 }
 
@@ -310,6 +314,9 @@ func gracePeriod(rc RunConfig, w *workerconfig.Worker, grace time.Duration, log 
 }
 
 // drain drains nc, waiting for it until ctx ends.
+// drainTimeout bounds the final drain of the process's connection.
+const drainTimeout = 5 * time.Second
+
 func drain(ctx context.Context, nc *nats.Conn, log *slog.Logger) {
 	if err := nc.Drain(); err != nil {
 		log.Warn("nats drain", "err", err)

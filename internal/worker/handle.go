@@ -200,9 +200,10 @@ func (d *delivery) unregister() {
 // rescheduled call: a result (the redelivery is acknowledged without
 // running), the last attempt event (prev) and the cancel tombstone. A
 // first delivery looks its tombstone up too when the cancel watcher may
-// have missed it (cancels.lookupNeeded). Every read is from the streams'
-// leaders (a replica that lags would say none); on any error the call is
-// handed back, never run on a guess.
+// have missed it (cancels.lookupNeeded). The result and the events are
+// read from the streams' leaders (a replica that lags would say none); the
+// tombstone is a KV get. On any error the call is given back (a nak, 1s),
+// never run on a guess.
 func (d *delivery) recheck() outcome {
 	w, call := d.w, d.call
 	again := d.count > 1 || d.carried > 0

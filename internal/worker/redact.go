@@ -37,6 +37,9 @@ func (x redactingExecutor) Execute(ctx context.Context, req *executors.Request) 
 	return sec.Result(res), sec.Err(err)
 }
 
+// Close closes the decorated executor (executors.Closer).
+func (x redactingExecutor) Close(ctx context.Context) error { return executors.Close(ctx, x.next) }
+
 // Unwrap returns the decorated executor.
 func (x redactingExecutor) Unwrap() executors.Executor { return x.next }
 
