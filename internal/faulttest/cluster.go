@@ -16,6 +16,7 @@ import (
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/logtest"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/testport"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -288,14 +289,8 @@ func (c *Cluster) resultCount(ctx context.Context, callID string) uint64 {
 	return n
 }
 
-func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("faulttest: free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// freePort is a port that stays the node's across restarts (testport).
+func freePort(t testing.TB) int { return testport.Free(t) }
 
 // Diagnose describes what the streams know of a call, for failure output.
 func (c *Cluster) Diagnose(ctx context.Context, callID string) string {

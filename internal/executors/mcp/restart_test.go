@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/executors/mcp"
+	"github.com/toolwire/toolwire/internal/testport"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -143,7 +145,8 @@ func TestLateServer(t *testing.T) {
 // again.
 func TestHTTPServerRestarts(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	// A port below the ephemeral range: the server restarts on it.
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", testport.Free(t)))
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	serve := func(l net.Listener) *httptest.Server {
