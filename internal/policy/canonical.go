@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/toolwire/toolwire/internal/registry"
 )
 
 // Errors of ParseArgs and Canonicalize. Each is wrapped with the offset
@@ -385,19 +387,11 @@ func (p *jsonParser) str() (string, error) {
 		}
 		e := p.data[p.pos+1]
 		p.pos += 2
+		if c, ok := registry.JSONEscape(e); ok {
+			buf = append(buf, c)
+			continue
+		}
 		switch e {
-		case '"', '\\', '/':
-			buf = append(buf, e)
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
 		case 'u':
 			r, ok := p.hex4()
 			if !ok {

@@ -317,19 +317,13 @@ func (p *jsonParser) escaped(start int) (any, error) {
 		if p.pos >= len(p.data) {
 			return nil, errJSONEnd
 		}
-		switch e := p.data[p.pos]; e {
-		case '"', '\\', '/':
-			b = append(b, e)
-		case 'b':
-			b = append(b, '\b')
-		case 'f':
-			b = append(b, '\f')
-		case 'n':
-			b = append(b, '\n')
-		case 'r':
-			b = append(b, '\r')
-		case 't':
-			b = append(b, '\t')
+		e := p.data[p.pos]
+		if c, ok := JSONEscape(e); ok {
+			b = append(b, c)
+			p.pos++
+			continue
+		}
+		switch e {
 		case 'u':
 			r, ok := p.hex4(p.pos + 1)
 			if !ok {
@@ -416,4 +410,25 @@ func fixUTF8(s []byte) []byte {
 		s = s[size:]
 	}
 	return out
+}
+
+// JSONEscape returns the byte a one-character JSON string escape (\n,
+// \", …: the letter after the backslash) stands for; false for \u and
+// for what is no escape.
+func JSONEscape(e byte) (byte, bool) {
+	switch e {
+	case '"', '\\', '/':
+		return e, true
+	case 'b':
+		return '\b', true
+	case 'f':
+		return '\f', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	}
+	return 0, false
 }
