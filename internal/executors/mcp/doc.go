@@ -207,7 +207,9 @@
 // JSON-RPC errors: -32602 invalid params → VALIDATION, no side effects
 // (but an "unknown tool" message → NOT_FOUND); -32601 method not found →
 // NOT_FOUND, no side effects; any other code → PERMANENT, side effects
-// possible. A connection lost mid-call → TRANSIENT, retryable, side
+// possible. A connection lost mid-call, or an HTTP request that failed
+// before a response came (the SDK's -32005 "rejected by transport", as on
+// a connection a restarting server cut) → TRANSIENT, retryable, side
 // effects NONE for read-only tools and UNKNOWN otherwise (the worker
 // reruns it only when the tool's annotations say it is read-only or
 // idempotent). A stdio server that panics dies, so a panicking tool is

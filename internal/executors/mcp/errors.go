@@ -25,6 +25,11 @@ func refused(t toolwirev1.ErrorType, format string, args ...any) *tool.Error {
 	return &tool.Error{Type: t, Message: fmt.Sprintf(format, args...), SideEffects: sideEffectsNone}
 }
 
+// codeRejectedByTransport is the code of the SDK's jsonrpc2.ErrRejected,
+// which it does not export: its client wraps with it every HTTP request
+// that failed before a response came.
+const codeRejectedByTransport = -32005
+
 // callError maps an error of CallTool (not an isError result):
 //
 //   - the call's context ended: the context's error, wrapped, which
@@ -35,7 +40,10 @@ func refused(t toolwirev1.ErrorType, format string, args ...any) *tool.Error {
 //     an unknown tool with -32602, as the MCP specification asks);
 //   - -32601 method not found: NOT_FOUND with no side effects;
 //   - any other JSON-RPC error: PERMANENT, side effects possible;
-//   - anything else (the connection was lost or closed mid-call):
+//   - anything else (the connection was lost or closed mid-call), and the
+//     SDK's "rejected by transport" (-32005, its wrapping of an HTTP
+//     request that failed, such as one sent on a connection the server
+//     had just cut when it restarted):
 //     TRANSIENT and retryable, side effects NONE for read-only tools and
 //     UNKNOWN otherwise (the worker reruns only tools safe to rerun).
 func callError(ctx context.Context, ts *toolState, err error) error {
@@ -43,7 +51,7 @@ func callError(ctx context.Context, ts *toolState, err error) error {
 		return fmt.Errorf("mcp: call of %s: %w", ts.spec.GetName(), ctx.Err())
 	}
 	var we *jsonrpc.Error
-	if errors.As(err, &we) {
+	if errors.As(err, &we) && we.Code != codeRejectedByTransport {
 		msg := fmt.Sprintf("MCP server %s: %s (JSON-RPC error %d)", ts.server.cfg.Name, we.Message, we.Code)
 		switch we.Code {
 		case jsonrpc.CodeInvalidParams:

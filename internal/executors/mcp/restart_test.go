@@ -3,8 +3,6 @@ package mcp_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/executors/mcp"
-	"github.com/toolwire/toolwire/internal/testport"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -141,37 +139,41 @@ func TestLateServer(t *testing.T) {
 }
 
 // TestHTTPServerRestarts: when a streamable HTTP server restarts (its
-// sessions are gone), the executor opens a new session and calls succeed
-// again.
+// connections are cut and its sessions are gone), the executor opens a new
+// session and calls succeed again. The restart keeps the listening socket:
+// a port given up and bound again may be taken in between by any process
+// on the machine (a CI run lost it once), and the client cannot tell a new
+// process from a new server behind the same socket.
 func TestHTTPServerRestarts(t *testing.T) {
 	t.Parallel()
-	// A port below the ephemeral range: the server restarts on it.
-	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", testport.Free(t)))
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	serve := func(l net.Listener) *httptest.Server {
+	var current atomic.Pointer[sdk.Server]
+	serverFor := func(*http.Request) *sdk.Server { return current.Load() }
+	var handler atomic.Pointer[http.Handler]
+	start := func() {
 		srv := newFixtureServer(fixtureOptions{running: tempDir(t)})
-		ts := httptest.NewUnstartedServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
-		ts.Listener = l
-		ts.Start()
-		t.Cleanup(func() {
-			ts.CloseClientConnections()
-			ts.Close()
-			closeSessions(srv)
-		})
-		return ts
+		h := http.Handler(sdk.NewStreamableHTTPHandler(serverFor, nil))
+		current.Store(srv)
+		handler.Store(&h)
+		t.Cleanup(func() { closeSessions(srv) })
 	}
-	first := serve(l)
-	e := newExecutor(t, testConfig(mcp.ServerConfig{Name: "web", HTTP: &mcp.HTTPConfig{URL: "http://" + addr}, Required: true}), mcp.Options{})
+	start()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		(*handler.Load()).ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+	})
+	e := newExecutor(t, testConfig(mcp.ServerConfig{Name: "web", HTTP: &mcp.HTTPConfig{URL: ts.URL}, Required: true}), mcp.Options{})
 	echo := specsByTool(e)["echo"]
-	_, err = execute(e, echo, `{"text":"one"}`)
+	_, err := execute(e, echo, `{"text":"one"}`)
 	require.NoError(t, err)
 
-	first.CloseClientConnections()
-	first.Close()
-	l2, err := net.Listen("tcp", addr)
-	require.NoError(t, err)
-	serve(l2)
+	// The restart: a new server with no sessions, every connection cut.
+	old := current.Load()
+	start()
+	ts.CloseClientConnections()
+	closeSessions(old)
 
 	deadline := time.Now().Add(20 * time.Second)
 	for {
