@@ -14,6 +14,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -28,6 +29,9 @@ func Free(t testing.TB) int {
 			break
 		}
 		p := minPort + rand.IntN(low-minPort)
+		if _, taken := given.LoadOrStore(p, true); taken {
+			continue
+		}
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err != nil {
 			continue
@@ -42,6 +46,11 @@ func Free(t testing.TB) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// given holds the ports handed out in this process: a port a test gave up
+// for a moment (a node killed before its restart) is never handed to
+// another test of the same package.
+var given sync.Map
 
 // minPort is the lowest port Free hands out.
 const minPort = 20000
