@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/internal/envelope"
-	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -16,12 +15,27 @@ import (
 
 // admit runs the admission pipeline: tool lookup → disabled → scopes →
 // a pool consumes it (poolcheck.go) → size and depth → JSON Schema →
-// approval. It returns the call to publish, or the
-// error to answer with; nothing is published on error. Errors raised here
+// policy and approval (policy.go). It returns the call to publish, or the
+// error to answer with, and the policy decision when the policy step was
+// reached (to record); nothing is published on error. Errors raised here
 // are never retryable and have no side effects.
-func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, now time.Time) (*toolwirev1.ToolCall, *toolwirev1.ToolError) {
+func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, now time.Time) (*toolwirev1.ToolCall, *toolwirev1.ToolError, *toolwirev1.PolicyDecision) {
+	call, spec, te := d.check(ctx, id, o, callID, now)
+	if te != nil {
+		return nil, te, nil
+	}
+	pd, te := d.applyPolicy(ctx, id, spec, call, now)
+	if te != nil {
+		return nil, te, pd
+	}
+	return call, nil, pd
+}
+
+// check runs the admission steps before the policy: it returns the call
+// as it would be published and the tool's spec, or the refusal.
+func (d *Dispatcher) check(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, now time.Time) (*toolwirev1.ToolCall, *toolwirev1.ToolSpec, *toolwirev1.ToolError) {
 	if o.Tool == "" {
-		return nil, registry.Violation("tool", "tool name is required")
+		return nil, nil, registry.Violation("tool", "tool name is required")
 	}
 	ent, err := d.reg.GetVersion(ctx, o.Tool, o.SpecVersion)
 	if err != nil {
@@ -31,29 +45,29 @@ func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallR
 				te.Message = fmt.Sprintf("unknown tool %q or version %q", o.Tool, o.SpecVersion)
 			}
 			te.Suggestion = d.unknownToolHint(id, o.Tool)
-			return nil, te
+			return nil, nil, te
 		}
 		te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, "registry lookup failed")
 		d.log.Error("registry lookup failed", "tool", o.Tool, "err", err)
-		return nil, te
+		return nil, nil, te
 	}
 	spec := ent.Spec
 	if spec.Disabled {
-		return nil, envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, fmt.Sprintf("tool %q is disabled: %s", o.Tool, spec.DisabledReason))
+		return nil, nil, envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, fmt.Sprintf("tool %q is disabled: %s", o.Tool, spec.DisabledReason))
 	}
 	if !registry.HasScopes(id.Scopes, spec.Scopes) {
-		return nil, envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
+		return nil, nil, envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
 			fmt.Sprintf("tool %q needs scopes %s", o.Tool, strings.Join(spec.Scopes, ", ")))
 	}
 	if te := d.checkPool(ctx, id, ent); te != nil {
-		return nil, te
+		return nil, nil, te
 	}
 	args, err := argumentBytes(o)
 	if err != nil {
-		return nil, registry.Violation("", err.Error())
+		return nil, nil, registry.Violation("", err.Error())
 	}
 	if te := d.checkArgs(ent, args); te != nil {
-		return nil, te
+		return nil, nil, te
 	}
 
 	call := &toolwirev1.ToolCall{
@@ -68,13 +82,7 @@ func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallR
 	if s2c := tighter(t.GetScheduleToClose().AsDuration(), o.ScheduleToClose.AsDuration()); s2c > 0 {
 		call.Deadline = timestamppb.New(now.Add(s2c))
 	}
-	// Approval fails closed: a tool that requires it runs only when an
-	// approval covers this exact call, and until the approval flow exists
-	// none does (internal/policy).
-	if te := policy.CheckApproval(ctx, spec, call); te != nil {
-		return nil, te
-	}
-	return call, nil
+	return call, spec, nil
 }
 
 // checkArgs checks a call's arguments (registry.CheckArgs) against the

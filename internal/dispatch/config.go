@@ -18,6 +18,9 @@ import (
 
 // Config configures a Dispatcher.
 type Config struct {
+	// Policies gives the policy in force per tenant (policy.go); nil = no
+	// policy: every call allowed, but tools that require approval ask.
+	Policies PolicySource
 	// Name routes results to this replica (a subject token). It must be
 	// unique among live replicas. Default: the host name (the pod name in
 	// Kubernetes) plus a random suffix. Results survive a name change: any

@@ -256,7 +256,7 @@ func TestSubmitAndCallRequestsAgree(t *testing.T) {
 	t.Parallel()
 	sf := (&toolwirev1.SubmitRequest{}).ProtoReflect().Descriptor().Fields()
 	cf := (&toolwirev1.CallRequest{}).ProtoReflect().Descriptor().Fields()
-	require.Equal(t, sf.Len()+2, cf.Len(), "CallRequest has exactly two more fields: wait and apply_intents")
+	require.Equal(t, sf.Len()+3, cf.Len(), "CallRequest has exactly three more fields: wait, apply_intents and wait_for_approval")
 	for i := range sf.Len() {
 		f := sf.Get(i)
 		g := cf.ByNumber(f.Number())

@@ -20,6 +20,10 @@ import (
 func (d *Dispatcher) publishAccepted(tenant string, call *toolwirev1.ToolCall) bool {
 	ev := &toolwirev1.CallEvent{CallId: call.CallId, Tool: call.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED,
 		Caller: call.Caller, Time: call.AcceptedAt}
+	if call.PolicyVersion != "" || call.ApprovalId != "" || call.GrantId != "" {
+		ev.Policy = &toolwirev1.PolicyDecision{Outcome: toolwirev1.PolicyOutcome_POLICY_OUTCOME_ALLOW, Version: call.PolicyVersion,
+			RuleId: call.PolicyRule, ApprovalId: call.ApprovalId, GrantId: call.GrantId}
+	}
 	data, err := proto.Marshal(ev)
 	if err != nil {
 		return false
@@ -52,9 +56,10 @@ func (d *Dispatcher) event(ctx context.Context, tenant, callID string, ev *toolw
 const eventTimeout = 2 * time.Second
 
 // recordRejection records the refusal te of a call as its REJECTED event.
-func (d *Dispatcher) recordRejection(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, te *toolwirev1.ToolError) {
+// pd is the policy decision that refused it, nil when another step did.
+func (d *Dispatcher) recordRejection(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, te *toolwirev1.ToolError, pd *toolwirev1.PolicyDecision) {
 	d.event(ctx, id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: o.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
-		Error: te, Caller: callerOf(id, o)})
+		Error: te, Caller: callerOf(id, o), Policy: pd})
 }
 
 func callerOf(id Identity, o *toolwirev1.CallRequest) *toolwirev1.Caller {

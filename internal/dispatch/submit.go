@@ -63,10 +63,10 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 // (publish.go). A refusal is answered in Submitted.Rejected.
 func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwirev1.CallRequest, withWaiter bool, now time.Time) (*Submitted, *waiter, error) {
 	callID := ulid.Make().String()
-	call, te := d.admit(ctx, id, o, callID, now)
+	call, te, pd := d.admit(ctx, id, o, callID, now)
 	if te != nil {
 		d.redactRefusal(ctx, o, te)
-		return d.refuse(ctx, id, o, callID, te, now), nil, nil
+		return d.refuseDecided(ctx, id, o, callID, te, pd, now), nil, nil
 	}
 	var w *waiter
 	if withWaiter {
@@ -98,7 +98,7 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 			// now waits on this call id: record the refusal before the key
 			// is released, so that it gets this answer (overload refusals
 			// of calls without a key are not stored: load.go).
-			d.recordRejection(ctx, id, o, callID, te)
+			d.recordRejection(ctx, id, o, callID, te, nil)
 		}
 		d.releaseKey(id, o)
 		return d.refuseOverloaded(o, callID, te, cause, target, now), nil, nil
@@ -109,6 +109,12 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 // refuse records the refusal of a call as a REJECTED event (so that any
 // replica answers its id with it) and answers it.
 func (d *Dispatcher) refuse(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, te *toolwirev1.ToolError, now time.Time) *Submitted {
-	d.recordRejection(ctx, id, o, callID, te)
+	return d.refuseDecided(ctx, id, o, callID, te, nil, now)
+}
+
+// refuseDecided is refuse with the policy decision that refused, if one
+// did, in the record.
+func (d *Dispatcher) refuseDecided(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, te *toolwirev1.ToolError, pd *toolwirev1.PolicyDecision, now time.Time) *Submitted {
+	d.recordRejection(ctx, id, o, callID, te, pd)
 	return &Submitted{CallID: callID, Rejected: envelope.Rejection(callID, o.Tool, te, now)}
 }

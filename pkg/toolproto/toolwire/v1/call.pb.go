@@ -150,7 +150,15 @@ type ToolCall struct {
 	Dispatcher string       `protobuf:"bytes,13,opt,name=dispatcher,proto3" json:"dispatcher,omitempty"`
 	Executor   ExecutorType `protobuf:"varint,14,opt,name=executor,proto3,enum=toolwire.v1.ExecutorType" json:"executor,omitempty"`
 	// `builtin` or the MCP server name.
-	Provider      string `protobuf:"bytes,15,opt,name=provider,proto3" json:"provider,omitempty"`
+	Provider string `protobuf:"bytes,15,opt,name=provider,proto3" json:"provider,omitempty"`
+	// The approval that let the call run (the id of its record); the worker
+	// checks the record before executing. Empty = none.
+	ApprovalId string `protobuf:"bytes,16,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
+	// The grant that covered the call; the worker checks it too.
+	GrantId string `protobuf:"bytes,17,opt,name=grant_id,json=grantId,proto3" json:"grant_id,omitempty"`
+	// The policy version and rule that admitted the call, for the audit.
+	PolicyVersion string `protobuf:"bytes,18,opt,name=policy_version,json=policyVersion,proto3" json:"policy_version,omitempty"`
+	PolicyRule    string `protobuf:"bytes,19,opt,name=policy_rule,json=policyRule,proto3" json:"policy_rule,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -290,6 +298,34 @@ func (x *ToolCall) GetProvider() string {
 	return ""
 }
 
+func (x *ToolCall) GetApprovalId() string {
+	if x != nil {
+		return x.ApprovalId
+	}
+	return ""
+}
+
+func (x *ToolCall) GetGrantId() string {
+	if x != nil {
+		return x.GrantId
+	}
+	return ""
+}
+
+func (x *ToolCall) GetPolicyVersion() string {
+	if x != nil {
+		return x.PolicyVersion
+	}
+	return ""
+}
+
+func (x *ToolCall) GetPolicyRule() string {
+	if x != nil {
+		return x.PolicyRule
+	}
+	return ""
+}
+
 var File_toolwire_v1_call_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_call_proto_rawDesc = "" +
@@ -302,7 +338,7 @@ const file_toolwire_v1_call_proto_rawDesc = "" +
 	"\x04user\x18\x04 \x01(\tR\x04user\x12\x10\n" +
 	"\x03run\x18\x05 \x01(\tR\x03run\x12\x16\n" +
 	"\x06scopes\x18\x06 \x03(\tR\x06scopes\x12\x12\n" +
-	"\x04turn\x18\a \x01(\tR\x04turn\"\x91\x05\n" +
+	"\x04turn\x18\a \x01(\tR\x04turn\"\x95\x06\n" +
 	"\bToolCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12!\n" +
@@ -322,7 +358,13 @@ const file_toolwire_v1_call_proto_rawDesc = "" +
 	"dispatcher\x18\r \x01(\tR\n" +
 	"dispatcher\x125\n" +
 	"\bexecutor\x18\x0e \x01(\x0e2\x19.toolwire.v1.ExecutorTypeR\bexecutor\x12\x1a\n" +
-	"\bprovider\x18\x0f \x01(\tR\bproviderBCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
+	"\bprovider\x18\x0f \x01(\tR\bprovider\x12\x1f\n" +
+	"\vapproval_id\x18\x10 \x01(\tR\n" +
+	"approvalId\x12\x19\n" +
+	"\bgrant_id\x18\x11 \x01(\tR\agrantId\x12%\n" +
+	"\x0epolicy_version\x18\x12 \x01(\tR\rpolicyVersion\x12\x1f\n" +
+	"\vpolicy_rule\x18\x13 \x01(\tR\n" +
+	"policyRuleBCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
 
 var (
 	file_toolwire_v1_call_proto_rawDescOnce sync.Once

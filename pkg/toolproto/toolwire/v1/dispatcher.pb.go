@@ -35,6 +35,9 @@ const (
 	CallState_CALL_STATE_DONE CallState = 2
 	// No such call is known.
 	CallState_CALL_STATE_UNKNOWN CallState = 3
+	// Parked by an ask decision until an approver decides; `response` is
+	// the CONFIRMATION_REQUIRED answer with the approval id.
+	CallState_CALL_STATE_AWAITING_APPROVAL CallState = 4
 )
 
 // Enum value maps for CallState.
@@ -44,12 +47,14 @@ var (
 		1: "CALL_STATE_PENDING",
 		2: "CALL_STATE_DONE",
 		3: "CALL_STATE_UNKNOWN",
+		4: "CALL_STATE_AWAITING_APPROVAL",
 	}
 	CallState_value = map[string]int32{
-		"CALL_STATE_UNSPECIFIED": 0,
-		"CALL_STATE_PENDING":     1,
-		"CALL_STATE_DONE":        2,
-		"CALL_STATE_UNKNOWN":     3,
+		"CALL_STATE_UNSPECIFIED":       0,
+		"CALL_STATE_PENDING":           1,
+		"CALL_STATE_DONE":              2,
+		"CALL_STATE_UNKNOWN":           3,
+		"CALL_STATE_AWAITING_APPROVAL": 4,
 	}
 )
 
@@ -227,9 +232,13 @@ type CallRequest struct {
 	// Apply the response's intents to the session (the reference applier)
 	// before answering; the session's state is returned in
 	// CallResponse.session. Needs `session`.
-	ApplyIntents  bool `protobuf:"varint,14,opt,name=apply_intents,json=applyIntents,proto3" json:"apply_intents,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ApplyIntents bool `protobuf:"varint,14,opt,name=apply_intents,json=applyIntents,proto3" json:"apply_intents,omitempty"`
+	// When the policy asks for approval: keep waiting (up to `wait`) for the
+	// approval and the call's result, instead of answering
+	// CONFIRMATION_REQUIRED with the approval id at once.
+	WaitForApproval bool `protobuf:"varint,15,opt,name=wait_for_approval,json=waitForApproval,proto3" json:"wait_for_approval,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *CallRequest) Reset() {
@@ -356,6 +365,13 @@ func (x *CallRequest) GetWait() *durationpb.Duration {
 func (x *CallRequest) GetApplyIntents() bool {
 	if x != nil {
 		return x.ApplyIntents
+	}
+	return false
+}
+
+func (x *CallRequest) GetWaitForApproval() bool {
+	if x != nil {
+		return x.WaitForApproval
 	}
 	return false
 }
@@ -581,7 +597,10 @@ type SubmitResponse struct {
 	// idempotency key named a call that already finished.
 	Response *ToolResponse `protobuf:"bytes,2,opt,name=response,proto3" json:"response,omitempty"`
 	// The idempotency key matched an earlier call.
-	Duplicate     bool `protobuf:"varint,3,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	Duplicate bool `protobuf:"varint,3,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	// PENDING when queued, DONE when `response` is terminal,
+	// AWAITING_APPROVAL when parked (`response` is CONFIRMATION_REQUIRED).
+	State         CallState `protobuf:"varint,4,opt,name=state,proto3,enum=toolwire.v1.CallState" json:"state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -635,6 +654,13 @@ func (x *SubmitResponse) GetDuplicate() bool {
 		return x.Duplicate
 	}
 	return false
+}
+
+func (x *SubmitResponse) GetState() CallState {
+	if x != nil {
+		return x.State
+	}
+	return CallState_CALL_STATE_UNSPECIFIED
 }
 
 type GetResultRequest struct {
@@ -1940,11 +1966,1285 @@ func (x *OutputLine) GetCut() bool {
 	return false
 }
 
+type ListApprovalsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unset = every state.
+	State ApprovalState `protobuf:"varint,1,opt,name=state,proto3,enum=toolwire.v1.ApprovalState" json:"state,omitempty"`
+	// Glob on tool names; empty = all.
+	Tool    string `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	Agent   string `protobuf:"bytes,3,opt,name=agent,proto3" json:"agent,omitempty"`
+	Session string `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
+	// Most approvals to return; zero = 100, at most 1,000.
+	Limit         int32 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListApprovalsRequest) Reset() {
+	*x = ListApprovalsRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListApprovalsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListApprovalsRequest) ProtoMessage() {}
+
+func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
+func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ListApprovalsRequest) GetState() ApprovalState {
+	if x != nil {
+		return x.State
+	}
+	return ApprovalState_APPROVAL_STATE_UNSPECIFIED
+}
+
+func (x *ListApprovalsRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ListApprovalsRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *ListApprovalsRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *ListApprovalsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListApprovalsResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Approvals []*Approval            `protobuf:"bytes,1,rep,name=approvals,proto3" json:"approvals,omitempty"`
+	// More approvals matched than limit.
+	Truncated     bool `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListApprovalsResponse) Reset() {
+	*x = ListApprovalsResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListApprovalsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListApprovalsResponse) ProtoMessage() {}
+
+func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
+func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ListApprovalsResponse) GetApprovals() []*Approval {
+	if x != nil {
+		return x.Approvals
+	}
+	return nil
+}
+
+func (x *ListApprovalsResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+type GetApprovalRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetApprovalRequest) Reset() {
+	*x = GetApprovalRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetApprovalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetApprovalRequest) ProtoMessage() {}
+
+func (x *GetApprovalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetApprovalRequest.ProtoReflect.Descriptor instead.
+func (*GetApprovalRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GetApprovalRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type GetApprovalResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Approval      *Approval              `protobuf:"bytes,1,opt,name=approval,proto3" json:"approval,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetApprovalResponse) Reset() {
+	*x = GetApprovalResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetApprovalResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetApprovalResponse) ProtoMessage() {}
+
+func (x *GetApprovalResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetApprovalResponse.ProtoReflect.Descriptor instead.
+func (*GetApprovalResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *GetApprovalResponse) GetApproval() *Approval {
+	if x != nil {
+		return x.Approval
+	}
+	return nil
+}
+
+type ApproveRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Unset = once.
+	Scope ApprovalScope `protobuf:"varint,2,opt,name=scope,proto3,enum=toolwire.v1.ApprovalScope" json:"scope,omitempty"`
+	// For a grant: argument field path -> glob the later calls must match.
+	ArgsPattern map[string]string `protobuf:"bytes,3,rep,name=args_pattern,json=argsPattern,proto3" json:"args_pattern,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// For a grant: how long it lasts; zero = the dispatcher's default
+	// grant lifetime.
+	Ttl    *durationpb.Duration `protobuf:"bytes,4,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	Reason string               `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// For a grant: the tool glob it covers; empty = the parked call's tool.
+	Tool          string `protobuf:"bytes,6,opt,name=tool,proto3" json:"tool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApproveRequest) Reset() {
+	*x = ApproveRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApproveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApproveRequest) ProtoMessage() {}
+
+func (x *ApproveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApproveRequest.ProtoReflect.Descriptor instead.
+func (*ApproveRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ApproveRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ApproveRequest) GetScope() ApprovalScope {
+	if x != nil {
+		return x.Scope
+	}
+	return ApprovalScope_APPROVAL_SCOPE_UNSPECIFIED
+}
+
+func (x *ApproveRequest) GetArgsPattern() map[string]string {
+	if x != nil {
+		return x.ArgsPattern
+	}
+	return nil
+}
+
+func (x *ApproveRequest) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+func (x *ApproveRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ApproveRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+type ApproveResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Approval *Approval              `protobuf:"bytes,1,opt,name=approval,proto3" json:"approval,omitempty"`
+	// The grant stored, for a session, agent or tenant scope.
+	Grant         *Grant `protobuf:"bytes,2,opt,name=grant,proto3" json:"grant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApproveResponse) Reset() {
+	*x = ApproveResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApproveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApproveResponse) ProtoMessage() {}
+
+func (x *ApproveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApproveResponse.ProtoReflect.Descriptor instead.
+func (*ApproveResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ApproveResponse) GetApproval() *Approval {
+	if x != nil {
+		return x.Approval
+	}
+	return nil
+}
+
+func (x *ApproveResponse) GetGrant() *Grant {
+	if x != nil {
+		return x.Grant
+	}
+	return nil
+}
+
+type DenyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Told to the caller; required.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DenyRequest) Reset() {
+	*x = DenyRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DenyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DenyRequest) ProtoMessage() {}
+
+func (x *DenyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DenyRequest.ProtoReflect.Descriptor instead.
+func (*DenyRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *DenyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *DenyRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type DenyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Approval      *Approval              `protobuf:"bytes,1,opt,name=approval,proto3" json:"approval,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DenyResponse) Reset() {
+	*x = DenyResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DenyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DenyResponse) ProtoMessage() {}
+
+func (x *DenyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DenyResponse.ProtoReflect.Descriptor instead.
+func (*DenyResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *DenyResponse) GetApproval() *Approval {
+	if x != nil {
+		return x.Approval
+	}
+	return nil
+}
+
+type ListGrantsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Agent         string                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	Session       string                 `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGrantsRequest) Reset() {
+	*x = ListGrantsRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGrantsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGrantsRequest) ProtoMessage() {}
+
+func (x *ListGrantsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGrantsRequest.ProtoReflect.Descriptor instead.
+func (*ListGrantsRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ListGrantsRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *ListGrantsRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+type ListGrantsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Grants        []*Grant               `protobuf:"bytes,1,rep,name=grants,proto3" json:"grants,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGrantsResponse) Reset() {
+	*x = ListGrantsResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGrantsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGrantsResponse) ProtoMessage() {}
+
+func (x *ListGrantsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGrantsResponse.ProtoReflect.Descriptor instead.
+func (*ListGrantsResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ListGrantsResponse) GetGrants() []*Grant {
+	if x != nil {
+		return x.Grants
+	}
+	return nil
+}
+
+type RevokeGrantRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeGrantRequest) Reset() {
+	*x = RevokeGrantRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeGrantRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeGrantRequest) ProtoMessage() {}
+
+func (x *RevokeGrantRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeGrantRequest.ProtoReflect.Descriptor instead.
+func (*RevokeGrantRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *RevokeGrantRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type RevokeGrantResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The grant existed and is gone.
+	Revoked       bool `protobuf:"varint,1,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeGrantResponse) Reset() {
+	*x = RevokeGrantResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeGrantResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeGrantResponse) ProtoMessage() {}
+
+func (x *RevokeGrantResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeGrantResponse.ProtoReflect.Descriptor instead.
+func (*RevokeGrantResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *RevokeGrantResponse) GetRevoked() bool {
+	if x != nil {
+		return x.Revoked
+	}
+	return false
+}
+
+type ApplyPolicyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The policy document (YAML), at most 1 MiB.
+	Document string `protobuf:"bytes,1,opt,name=document,proto3" json:"document,omitempty"`
+	Comment  string `protobuf:"bytes,2,opt,name=comment,proto3" json:"comment,omitempty"`
+	// Check (parse, compile, run its tests) without applying.
+	DryRun        bool `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyPolicyRequest) Reset() {
+	*x = ApplyPolicyRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyPolicyRequest) ProtoMessage() {}
+
+func (x *ApplyPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyPolicyRequest.ProtoReflect.Descriptor instead.
+func (*ApplyPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ApplyPolicyRequest) GetDocument() string {
+	if x != nil {
+		return x.Document
+	}
+	return ""
+}
+
+func (x *ApplyPolicyRequest) GetComment() string {
+	if x != nil {
+		return x.Comment
+	}
+	return ""
+}
+
+func (x *ApplyPolicyRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type ApplyPolicyResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Version *PolicyVersion         `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	// False when the document was already the one in force.
+	Changed bool `protobuf:"varint,2,opt,name=changed,proto3" json:"changed,omitempty"`
+	// The document's tests that ran (all passed).
+	TestsPassed   int32 `protobuf:"varint,3,opt,name=tests_passed,json=testsPassed,proto3" json:"tests_passed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyPolicyResponse) Reset() {
+	*x = ApplyPolicyResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyPolicyResponse) ProtoMessage() {}
+
+func (x *ApplyPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyPolicyResponse.ProtoReflect.Descriptor instead.
+func (*ApplyPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ApplyPolicyResponse) GetVersion() *PolicyVersion {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+func (x *ApplyPolicyResponse) GetChanged() bool {
+	if x != nil {
+		return x.Changed
+	}
+	return false
+}
+
+func (x *ApplyPolicyResponse) GetTestsPassed() int32 {
+	if x != nil {
+		return x.TestsPassed
+	}
+	return 0
+}
+
+type GetPolicyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty = the version in force.
+	Version       string `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPolicyRequest) Reset() {
+	*x = GetPolicyRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPolicyRequest) ProtoMessage() {}
+
+func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPolicyRequest.ProtoReflect.Descriptor instead.
+func (*GetPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *GetPolicyRequest) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+type GetPolicyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unset when no policy is in force for the tenant.
+	Version *PolicyVersion `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	// The document as applied, comments kept.
+	Document      string `protobuf:"bytes,2,opt,name=document,proto3" json:"document,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPolicyResponse) Reset() {
+	*x = GetPolicyResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPolicyResponse) ProtoMessage() {}
+
+func (x *GetPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPolicyResponse.ProtoReflect.Descriptor instead.
+func (*GetPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *GetPolicyResponse) GetVersion() *PolicyVersion {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+func (x *GetPolicyResponse) GetDocument() string {
+	if x != nil {
+		return x.Document
+	}
+	return ""
+}
+
+type ListPolicyVersionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Zero = 20, at most 64.
+	Limit         int32 `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPolicyVersionsRequest) Reset() {
+	*x = ListPolicyVersionsRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPolicyVersionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPolicyVersionsRequest) ProtoMessage() {}
+
+func (x *ListPolicyVersionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPolicyVersionsRequest.ProtoReflect.Descriptor instead.
+func (*ListPolicyVersionsRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ListPolicyVersionsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListPolicyVersionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Newest first; the first is in force (unless the policy was removed).
+	Versions      []*PolicyVersion `protobuf:"bytes,1,rep,name=versions,proto3" json:"versions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPolicyVersionsResponse) Reset() {
+	*x = ListPolicyVersionsResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPolicyVersionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPolicyVersionsResponse) ProtoMessage() {}
+
+func (x *ListPolicyVersionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPolicyVersionsResponse.ProtoReflect.Descriptor instead.
+func (*ListPolicyVersionsResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ListPolicyVersionsResponse) GetVersions() []*PolicyVersion {
+	if x != nil {
+		return x.Versions
+	}
+	return nil
+}
+
+// ExplainRequest is a call to decide about, and on whose behalf.
+type ExplainRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tool          string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	ArgumentsJson string                 `protobuf:"bytes,2,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	// Empty = the current version.
+	SpecVersion string `protobuf:"bytes,3,opt,name=spec_version,json=specVersion,proto3" json:"spec_version,omitempty"`
+	// Of the caller's tenant; empty agent = the caller's own.
+	Agent   string   `protobuf:"bytes,4,opt,name=agent,proto3" json:"agent,omitempty"`
+	Session string   `protobuf:"bytes,5,opt,name=session,proto3" json:"session,omitempty"`
+	User    string   `protobuf:"bytes,6,opt,name=user,proto3" json:"user,omitempty"`
+	Run     string   `protobuf:"bytes,7,opt,name=run,proto3" json:"run,omitempty"`
+	Scopes  []string `protobuf:"bytes,8,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	// Decide as if this approval were presented.
+	ApprovalId string `protobuf:"bytes,9,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
+	// Decide with this policy version instead of the one in force.
+	PolicyVersion string `protobuf:"bytes,10,opt,name=policy_version,json=policyVersion,proto3" json:"policy_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainRequest) Reset() {
+	*x = ExplainRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainRequest) ProtoMessage() {}
+
+func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
+func (*ExplainRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ExplainRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ExplainRequest) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
+func (x *ExplainRequest) GetSpecVersion() string {
+	if x != nil {
+		return x.SpecVersion
+	}
+	return ""
+}
+
+func (x *ExplainRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *ExplainRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *ExplainRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *ExplainRequest) GetRun() string {
+	if x != nil {
+		return x.Run
+	}
+	return ""
+}
+
+func (x *ExplainRequest) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *ExplainRequest) GetApprovalId() string {
+	if x != nil {
+		return x.ApprovalId
+	}
+	return ""
+}
+
+func (x *ExplainRequest) GetPolicyVersion() string {
+	if x != nil {
+		return x.PolicyVersion
+	}
+	return ""
+}
+
+// ExplainedRule is one rule the decision looked at.
+type ExplainedRule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// "tenant", or "agent <name>".
+	Layer string `protobuf:"bytes,2,opt,name=layer,proto3" json:"layer,omitempty"`
+	// "allow", "ask" or "deny".
+	Effect  string `protobuf:"bytes,3,opt,name=effect,proto3" json:"effect,omitempty"`
+	Matched bool   `protobuf:"varint,4,opt,name=matched,proto3" json:"matched,omitempty"`
+	Reason  string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Why it matched or not: argument values against patterns, the
+	// condition's value or error.
+	Note string `protobuf:"bytes,6,opt,name=note,proto3" json:"note,omitempty"`
+	// Line in the document.
+	Line          int32 `protobuf:"varint,7,opt,name=line,proto3" json:"line,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainedRule) Reset() {
+	*x = ExplainedRule{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainedRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainedRule) ProtoMessage() {}
+
+func (x *ExplainedRule) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainedRule.ProtoReflect.Descriptor instead.
+func (*ExplainedRule) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ExplainedRule) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ExplainedRule) GetLayer() string {
+	if x != nil {
+		return x.Layer
+	}
+	return ""
+}
+
+func (x *ExplainedRule) GetEffect() string {
+	if x != nil {
+		return x.Effect
+	}
+	return ""
+}
+
+func (x *ExplainedRule) GetMatched() bool {
+	if x != nil {
+		return x.Matched
+	}
+	return false
+}
+
+func (x *ExplainedRule) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ExplainedRule) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *ExplainedRule) GetLine() int32 {
+	if x != nil {
+		return x.Line
+	}
+	return 0
+}
+
+type ExplainResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Decision *PolicyDecision        `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"`
+	// The applicable layers with their defaults.
+	Layers []string `protobuf:"bytes,2,rep,name=layers,proto3" json:"layers,omitempty"`
+	// Every rule of those layers that names the tool.
+	Rules []*ExplainedRule `protobuf:"bytes,3,rep,name=rules,proto3" json:"rules,omitempty"`
+	// Rules that do not name the tool.
+	Others int32 `protobuf:"varint,4,opt,name=others,proto3" json:"others,omitempty"`
+	// The grant that covered the ask, if any.
+	Grant *Grant `protobuf:"bytes,5,opt,name=grant,proto3" json:"grant,omitempty"`
+	// Why the approval presented did not cover the call.
+	ApprovalError string `protobuf:"bytes,6,opt,name=approval_error,json=approvalError,proto3" json:"approval_error,omitempty"`
+	// Rules whose condition could not be evaluated.
+	Errors        []string `protobuf:"bytes,7,rep,name=errors,proto3" json:"errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainResponse) Reset() {
+	*x = ExplainResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainResponse) ProtoMessage() {}
+
+func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
+func (*ExplainResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ExplainResponse) GetDecision() *PolicyDecision {
+	if x != nil {
+		return x.Decision
+	}
+	return nil
+}
+
+func (x *ExplainResponse) GetLayers() []string {
+	if x != nil {
+		return x.Layers
+	}
+	return nil
+}
+
+func (x *ExplainResponse) GetRules() []*ExplainedRule {
+	if x != nil {
+		return x.Rules
+	}
+	return nil
+}
+
+func (x *ExplainResponse) GetOthers() int32 {
+	if x != nil {
+		return x.Others
+	}
+	return 0
+}
+
+func (x *ExplainResponse) GetGrant() *Grant {
+	if x != nil {
+		return x.Grant
+	}
+	return nil
+}
+
+func (x *ExplainResponse) GetApprovalError() string {
+	if x != nil {
+		return x.ApprovalError
+	}
+	return ""
+}
+
+func (x *ExplainResponse) GetErrors() []string {
+	if x != nil {
+		return x.Errors
+	}
+	return nil
+}
+
 var File_toolwire_v1_dispatcher_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\n" +
-	"\x1ctoolwire/v1/dispatcher.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17toolwire/v1/event.proto\x1a\x1atoolwire/v1/response.proto\x1a\x16toolwire/v1/spec.proto\"\xa8\x04\n" +
+	"\x1ctoolwire/v1/dispatcher.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17toolwire/v1/event.proto\x1a\x18toolwire/v1/policy.proto\x1a\x1atoolwire/v1/response.proto\x1a\x16toolwire/v1/spec.proto\"\xd4\x04\n" +
 	"\vCallRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
@@ -1960,7 +3260,8 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x11schedule_to_close\x18\v \x01(\v2\x19.google.protobuf.DurationR\x0fscheduleToClose\x12%\n" +
 	"\x0eapproval_token\x18\f \x01(\tR\rapprovalToken\x12-\n" +
 	"\x04wait\x18\r \x01(\v2\x19.google.protobuf.DurationR\x04wait\x12#\n" +
-	"\rapply_intents\x18\x0e \x01(\bR\fapplyIntents\"\xdd\x01\n" +
+	"\rapply_intents\x18\x0e \x01(\bR\fapplyIntents\x12*\n" +
+	"\x11wait_for_approval\x18\x0f \x01(\bR\x0fwaitForApproval\"\xdd\x01\n" +
 	"\fCallResponse\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12,\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x16.toolwire.v1.CallStateR\x05state\x125\n" +
@@ -1981,11 +3282,12 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x11schedule_to_start\x18\n" +
 	" \x01(\v2\x19.google.protobuf.DurationR\x0fscheduleToStart\x12E\n" +
 	"\x11schedule_to_close\x18\v \x01(\v2\x19.google.protobuf.DurationR\x0fscheduleToClose\x12%\n" +
-	"\x0eapproval_token\x18\f \x01(\tR\rapprovalToken\"~\n" +
+	"\x0eapproval_token\x18\f \x01(\tR\rapprovalToken\"\xac\x01\n" +
 	"\x0eSubmitResponse\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x125\n" +
 	"\bresponse\x18\x02 \x01(\v2\x19.toolwire.v1.ToolResponseR\bresponse\x12\x1c\n" +
-	"\tduplicate\x18\x03 \x01(\bR\tduplicate\"Z\n" +
+	"\tduplicate\x18\x03 \x01(\bR\tduplicate\x12,\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x16.toolwire.v1.CallStateR\x05state\"Z\n" +
 	"\x10GetResultRequest\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12-\n" +
 	"\x04wait\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x04wait\"\x91\x01\n" +
@@ -2080,12 +3382,99 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x06number\x18\x01 \x01(\x03R\x06number\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x12\n" +
 	"\x04text\x18\x03 \x01(\tR\x04text\x12\x10\n" +
-	"\x03cut\x18\x04 \x01(\bR\x03cut*l\n" +
+	"\x03cut\x18\x04 \x01(\bR\x03cut\"\xa2\x01\n" +
+	"\x14ListApprovalsRequest\x120\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x1a.toolwire.v1.ApprovalStateR\x05state\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x14\n" +
+	"\x05agent\x18\x03 \x01(\tR\x05agent\x12\x18\n" +
+	"\asession\x18\x04 \x01(\tR\asession\x12\x14\n" +
+	"\x05limit\x18\x05 \x01(\x05R\x05limit\"j\n" +
+	"\x15ListApprovalsResponse\x123\n" +
+	"\tapprovals\x18\x01 \x03(\v2\x15.toolwire.v1.ApprovalR\tapprovals\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"$\n" +
+	"\x12GetApprovalRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"H\n" +
+	"\x13GetApprovalResponse\x121\n" +
+	"\bapproval\x18\x01 \x01(\v2\x15.toolwire.v1.ApprovalR\bapproval\"\xbc\x02\n" +
+	"\x0eApproveRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x120\n" +
+	"\x05scope\x18\x02 \x01(\x0e2\x1a.toolwire.v1.ApprovalScopeR\x05scope\x12O\n" +
+	"\fargs_pattern\x18\x03 \x03(\v2,.toolwire.v1.ApproveRequest.ArgsPatternEntryR\vargsPattern\x12+\n" +
+	"\x03ttl\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x12\n" +
+	"\x04tool\x18\x06 \x01(\tR\x04tool\x1a>\n" +
+	"\x10ArgsPatternEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"n\n" +
+	"\x0fApproveResponse\x121\n" +
+	"\bapproval\x18\x01 \x01(\v2\x15.toolwire.v1.ApprovalR\bapproval\x12(\n" +
+	"\x05grant\x18\x02 \x01(\v2\x12.toolwire.v1.GrantR\x05grant\"5\n" +
+	"\vDenyRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"A\n" +
+	"\fDenyResponse\x121\n" +
+	"\bapproval\x18\x01 \x01(\v2\x15.toolwire.v1.ApprovalR\bapproval\"C\n" +
+	"\x11ListGrantsRequest\x12\x14\n" +
+	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x18\n" +
+	"\asession\x18\x02 \x01(\tR\asession\"@\n" +
+	"\x12ListGrantsResponse\x12*\n" +
+	"\x06grants\x18\x01 \x03(\v2\x12.toolwire.v1.GrantR\x06grants\"$\n" +
+	"\x12RevokeGrantRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"/\n" +
+	"\x13RevokeGrantResponse\x12\x18\n" +
+	"\arevoked\x18\x01 \x01(\bR\arevoked\"c\n" +
+	"\x12ApplyPolicyRequest\x12\x1a\n" +
+	"\bdocument\x18\x01 \x01(\tR\bdocument\x12\x18\n" +
+	"\acomment\x18\x02 \x01(\tR\acomment\x12\x17\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"\x88\x01\n" +
+	"\x13ApplyPolicyResponse\x124\n" +
+	"\aversion\x18\x01 \x01(\v2\x1a.toolwire.v1.PolicyVersionR\aversion\x12\x18\n" +
+	"\achanged\x18\x02 \x01(\bR\achanged\x12!\n" +
+	"\ftests_passed\x18\x03 \x01(\x05R\vtestsPassed\",\n" +
+	"\x10GetPolicyRequest\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\tR\aversion\"e\n" +
+	"\x11GetPolicyResponse\x124\n" +
+	"\aversion\x18\x01 \x01(\v2\x1a.toolwire.v1.PolicyVersionR\aversion\x12\x1a\n" +
+	"\bdocument\x18\x02 \x01(\tR\bdocument\"1\n" +
+	"\x19ListPolicyVersionsRequest\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\"T\n" +
+	"\x1aListPolicyVersionsResponse\x126\n" +
+	"\bversions\x18\x01 \x03(\v2\x1a.toolwire.v1.PolicyVersionR\bversions\"\xa4\x02\n" +
+	"\x0eExplainRequest\x12\x12\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\x12%\n" +
+	"\x0earguments_json\x18\x02 \x01(\tR\rargumentsJson\x12!\n" +
+	"\fspec_version\x18\x03 \x01(\tR\vspecVersion\x12\x14\n" +
+	"\x05agent\x18\x04 \x01(\tR\x05agent\x12\x18\n" +
+	"\asession\x18\x05 \x01(\tR\asession\x12\x12\n" +
+	"\x04user\x18\x06 \x01(\tR\x04user\x12\x10\n" +
+	"\x03run\x18\a \x01(\tR\x03run\x12\x16\n" +
+	"\x06scopes\x18\b \x03(\tR\x06scopes\x12\x1f\n" +
+	"\vapproval_id\x18\t \x01(\tR\n" +
+	"approvalId\x12%\n" +
+	"\x0epolicy_version\x18\n" +
+	" \x01(\tR\rpolicyVersion\"\xa7\x01\n" +
+	"\rExplainedRule\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05layer\x18\x02 \x01(\tR\x05layer\x12\x16\n" +
+	"\x06effect\x18\x03 \x01(\tR\x06effect\x12\x18\n" +
+	"\amatched\x18\x04 \x01(\bR\amatched\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x12\n" +
+	"\x04note\x18\x06 \x01(\tR\x04note\x12\x12\n" +
+	"\x04line\x18\a \x01(\x05R\x04line\"\x95\x02\n" +
+	"\x0fExplainResponse\x127\n" +
+	"\bdecision\x18\x01 \x01(\v2\x1b.toolwire.v1.PolicyDecisionR\bdecision\x12\x16\n" +
+	"\x06layers\x18\x02 \x03(\tR\x06layers\x120\n" +
+	"\x05rules\x18\x03 \x03(\v2\x1a.toolwire.v1.ExplainedRuleR\x05rules\x12\x16\n" +
+	"\x06others\x18\x04 \x01(\x05R\x06others\x12(\n" +
+	"\x05grant\x18\x05 \x01(\v2\x12.toolwire.v1.GrantR\x05grant\x12%\n" +
+	"\x0eapproval_error\x18\x06 \x01(\tR\rapprovalError\x12\x16\n" +
+	"\x06errors\x18\a \x03(\tR\x06errors*\x8e\x01\n" +
 	"\tCallState\x12\x1a\n" +
 	"\x16CALL_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12CALL_STATE_PENDING\x10\x01\x12\x13\n" +
 	"\x0fCALL_STATE_DONE\x10\x02\x12\x16\n" +
-	"\x12CALL_STATE_UNKNOWN\x10\x03*\xa1\x01\n" +
+	"\x12CALL_STATE_UNKNOWN\x10\x03\x12 \n" +
+	"\x1cCALL_STATE_AWAITING_APPROVAL\x10\x04*\xa1\x01\n" +
 	"\n" +
 	"ToolFormat\x12\x1b\n" +
 	"\x17TOOL_FORMAT_UNSPECIFIED\x10\x00\x12\x16\n" +
@@ -2098,7 +3487,7 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x1aCANCEL_OUTCOME_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CANCEL_OUTCOME_REQUESTED\x10\x01\x12#\n" +
 	"\x1fCANCEL_OUTCOME_ALREADY_FINISHED\x10\x02\x12\x1f\n" +
-	"\x1bCANCEL_OUTCOME_UNKNOWN_CALL\x10\x032\xd1\x06\n" +
+	"\x1bCANCEL_OUTCOME_UNKNOWN_CALL\x10\x032\x88\r\n" +
 	"\x11DispatcherService\x12;\n" +
 	"\x04Call\x12\x18.toolwire.v1.CallRequest\x1a\x19.toolwire.v1.CallResponse\x12A\n" +
 	"\x06Submit\x12\x1a.toolwire.v1.SubmitRequest\x1a\x1b.toolwire.v1.SubmitResponse\x12O\n" +
@@ -2111,7 +3500,18 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\n" +
 	"GetSession\x12\x1e.toolwire.v1.GetSessionRequest\x1a\x1f.toolwire.v1.GetSessionResponse\"\x03\x90\x02\x01\x12S\n" +
 	"\fApplyIntents\x12 .toolwire.v1.ApplyIntentsRequest\x1a!.toolwire.v1.ApplyIntentsResponse\x12O\n" +
-	"\tGetOutput\x12\x1d.toolwire.v1.GetOutputRequest\x1a\x1e.toolwire.v1.GetOutputResponse\"\x03\x90\x02\x01BCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
+	"\tGetOutput\x12\x1d.toolwire.v1.GetOutputRequest\x1a\x1e.toolwire.v1.GetOutputResponse\"\x03\x90\x02\x01\x12[\n" +
+	"\rListApprovals\x12!.toolwire.v1.ListApprovalsRequest\x1a\".toolwire.v1.ListApprovalsResponse\"\x03\x90\x02\x01\x12U\n" +
+	"\vGetApproval\x12\x1f.toolwire.v1.GetApprovalRequest\x1a .toolwire.v1.GetApprovalResponse\"\x03\x90\x02\x01\x12D\n" +
+	"\aApprove\x12\x1b.toolwire.v1.ApproveRequest\x1a\x1c.toolwire.v1.ApproveResponse\x12;\n" +
+	"\x04Deny\x12\x18.toolwire.v1.DenyRequest\x1a\x19.toolwire.v1.DenyResponse\x12R\n" +
+	"\n" +
+	"ListGrants\x12\x1e.toolwire.v1.ListGrantsRequest\x1a\x1f.toolwire.v1.ListGrantsResponse\"\x03\x90\x02\x01\x12P\n" +
+	"\vRevokeGrant\x12\x1f.toolwire.v1.RevokeGrantRequest\x1a .toolwire.v1.RevokeGrantResponse\x12P\n" +
+	"\vApplyPolicy\x12\x1f.toolwire.v1.ApplyPolicyRequest\x1a .toolwire.v1.ApplyPolicyResponse\x12O\n" +
+	"\tGetPolicy\x12\x1d.toolwire.v1.GetPolicyRequest\x1a\x1e.toolwire.v1.GetPolicyResponse\"\x03\x90\x02\x01\x12j\n" +
+	"\x12ListPolicyVersions\x12&.toolwire.v1.ListPolicyVersionsRequest\x1a'.toolwire.v1.ListPolicyVersionsResponse\"\x03\x90\x02\x01\x12I\n" +
+	"\aExplain\x12\x1b.toolwire.v1.ExplainRequest\x1a\x1c.toolwire.v1.ExplainResponse\"\x03\x90\x02\x01BCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
 
 var (
 	file_toolwire_v1_dispatcher_proto_rawDescOnce sync.Once
@@ -2126,103 +3526,168 @@ func file_toolwire_v1_dispatcher_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_toolwire_v1_dispatcher_proto_goTypes = []any{
-	(CallState)(0),                // 0: toolwire.v1.CallState
-	(ToolFormat)(0),               // 1: toolwire.v1.ToolFormat
-	(CancelOutcome)(0),            // 2: toolwire.v1.CancelOutcome
-	(*CallRequest)(nil),           // 3: toolwire.v1.CallRequest
-	(*CallResponse)(nil),          // 4: toolwire.v1.CallResponse
-	(*SubmitRequest)(nil),         // 5: toolwire.v1.SubmitRequest
-	(*SubmitResponse)(nil),        // 6: toolwire.v1.SubmitResponse
-	(*GetResultRequest)(nil),      // 7: toolwire.v1.GetResultRequest
-	(*GetResultResponse)(nil),     // 8: toolwire.v1.GetResultResponse
-	(*WatchRequest)(nil),          // 9: toolwire.v1.WatchRequest
-	(*WatchResponse)(nil),         // 10: toolwire.v1.WatchResponse
-	(*CancelRequest)(nil),         // 11: toolwire.v1.CancelRequest
-	(*CancelResponse)(nil),        // 12: toolwire.v1.CancelResponse
-	(*ListToolsRequest)(nil),      // 13: toolwire.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),     // 14: toolwire.v1.ListToolsResponse
-	(*GetToolRequest)(nil),        // 15: toolwire.v1.GetToolRequest
-	(*GetToolResponse)(nil),       // 16: toolwire.v1.GetToolResponse
-	(*ApproveToolRequest)(nil),    // 17: toolwire.v1.ApproveToolRequest
-	(*ApproveToolResponse)(nil),   // 18: toolwire.v1.ApproveToolResponse
-	(*Session)(nil),               // 19: toolwire.v1.Session
-	(*AppliedIntent)(nil),         // 20: toolwire.v1.AppliedIntent
-	(*GetSessionRequest)(nil),     // 21: toolwire.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),    // 22: toolwire.v1.GetSessionResponse
-	(*ApplyIntentsRequest)(nil),   // 23: toolwire.v1.ApplyIntentsRequest
-	(*ApplyIntentsResponse)(nil),  // 24: toolwire.v1.ApplyIntentsResponse
-	(*GetOutputRequest)(nil),      // 25: toolwire.v1.GetOutputRequest
-	(*GetOutputResponse)(nil),     // 26: toolwire.v1.GetOutputResponse
-	(*OutputLine)(nil),            // 27: toolwire.v1.OutputLine
-	nil,                           // 28: toolwire.v1.Session.StateJsonEntry
-	(*structpb.Struct)(nil),       // 29: google.protobuf.Struct
-	(*durationpb.Duration)(nil),   // 30: google.protobuf.Duration
-	(*ToolResponse)(nil),          // 31: toolwire.v1.ToolResponse
-	(*CallEvent)(nil),             // 32: toolwire.v1.CallEvent
-	(ExecutorType)(0),             // 33: toolwire.v1.ExecutorType
-	(*ToolSpec)(nil),              // 34: toolwire.v1.ToolSpec
-	(*timestamppb.Timestamp)(nil), // 35: google.protobuf.Timestamp
+	(CallState)(0),                     // 0: toolwire.v1.CallState
+	(ToolFormat)(0),                    // 1: toolwire.v1.ToolFormat
+	(CancelOutcome)(0),                 // 2: toolwire.v1.CancelOutcome
+	(*CallRequest)(nil),                // 3: toolwire.v1.CallRequest
+	(*CallResponse)(nil),               // 4: toolwire.v1.CallResponse
+	(*SubmitRequest)(nil),              // 5: toolwire.v1.SubmitRequest
+	(*SubmitResponse)(nil),             // 6: toolwire.v1.SubmitResponse
+	(*GetResultRequest)(nil),           // 7: toolwire.v1.GetResultRequest
+	(*GetResultResponse)(nil),          // 8: toolwire.v1.GetResultResponse
+	(*WatchRequest)(nil),               // 9: toolwire.v1.WatchRequest
+	(*WatchResponse)(nil),              // 10: toolwire.v1.WatchResponse
+	(*CancelRequest)(nil),              // 11: toolwire.v1.CancelRequest
+	(*CancelResponse)(nil),             // 12: toolwire.v1.CancelResponse
+	(*ListToolsRequest)(nil),           // 13: toolwire.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),          // 14: toolwire.v1.ListToolsResponse
+	(*GetToolRequest)(nil),             // 15: toolwire.v1.GetToolRequest
+	(*GetToolResponse)(nil),            // 16: toolwire.v1.GetToolResponse
+	(*ApproveToolRequest)(nil),         // 17: toolwire.v1.ApproveToolRequest
+	(*ApproveToolResponse)(nil),        // 18: toolwire.v1.ApproveToolResponse
+	(*Session)(nil),                    // 19: toolwire.v1.Session
+	(*AppliedIntent)(nil),              // 20: toolwire.v1.AppliedIntent
+	(*GetSessionRequest)(nil),          // 21: toolwire.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),         // 22: toolwire.v1.GetSessionResponse
+	(*ApplyIntentsRequest)(nil),        // 23: toolwire.v1.ApplyIntentsRequest
+	(*ApplyIntentsResponse)(nil),       // 24: toolwire.v1.ApplyIntentsResponse
+	(*GetOutputRequest)(nil),           // 25: toolwire.v1.GetOutputRequest
+	(*GetOutputResponse)(nil),          // 26: toolwire.v1.GetOutputResponse
+	(*OutputLine)(nil),                 // 27: toolwire.v1.OutputLine
+	(*ListApprovalsRequest)(nil),       // 28: toolwire.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),      // 29: toolwire.v1.ListApprovalsResponse
+	(*GetApprovalRequest)(nil),         // 30: toolwire.v1.GetApprovalRequest
+	(*GetApprovalResponse)(nil),        // 31: toolwire.v1.GetApprovalResponse
+	(*ApproveRequest)(nil),             // 32: toolwire.v1.ApproveRequest
+	(*ApproveResponse)(nil),            // 33: toolwire.v1.ApproveResponse
+	(*DenyRequest)(nil),                // 34: toolwire.v1.DenyRequest
+	(*DenyResponse)(nil),               // 35: toolwire.v1.DenyResponse
+	(*ListGrantsRequest)(nil),          // 36: toolwire.v1.ListGrantsRequest
+	(*ListGrantsResponse)(nil),         // 37: toolwire.v1.ListGrantsResponse
+	(*RevokeGrantRequest)(nil),         // 38: toolwire.v1.RevokeGrantRequest
+	(*RevokeGrantResponse)(nil),        // 39: toolwire.v1.RevokeGrantResponse
+	(*ApplyPolicyRequest)(nil),         // 40: toolwire.v1.ApplyPolicyRequest
+	(*ApplyPolicyResponse)(nil),        // 41: toolwire.v1.ApplyPolicyResponse
+	(*GetPolicyRequest)(nil),           // 42: toolwire.v1.GetPolicyRequest
+	(*GetPolicyResponse)(nil),          // 43: toolwire.v1.GetPolicyResponse
+	(*ListPolicyVersionsRequest)(nil),  // 44: toolwire.v1.ListPolicyVersionsRequest
+	(*ListPolicyVersionsResponse)(nil), // 45: toolwire.v1.ListPolicyVersionsResponse
+	(*ExplainRequest)(nil),             // 46: toolwire.v1.ExplainRequest
+	(*ExplainedRule)(nil),              // 47: toolwire.v1.ExplainedRule
+	(*ExplainResponse)(nil),            // 48: toolwire.v1.ExplainResponse
+	nil,                                // 49: toolwire.v1.Session.StateJsonEntry
+	nil,                                // 50: toolwire.v1.ApproveRequest.ArgsPatternEntry
+	(*structpb.Struct)(nil),            // 51: google.protobuf.Struct
+	(*durationpb.Duration)(nil),        // 52: google.protobuf.Duration
+	(*ToolResponse)(nil),               // 53: toolwire.v1.ToolResponse
+	(*CallEvent)(nil),                  // 54: toolwire.v1.CallEvent
+	(ExecutorType)(0),                  // 55: toolwire.v1.ExecutorType
+	(*ToolSpec)(nil),                   // 56: toolwire.v1.ToolSpec
+	(*timestamppb.Timestamp)(nil),      // 57: google.protobuf.Timestamp
+	(ApprovalState)(0),                 // 58: toolwire.v1.ApprovalState
+	(*Approval)(nil),                   // 59: toolwire.v1.Approval
+	(ApprovalScope)(0),                 // 60: toolwire.v1.ApprovalScope
+	(*Grant)(nil),                      // 61: toolwire.v1.Grant
+	(*PolicyVersion)(nil),              // 62: toolwire.v1.PolicyVersion
+	(*PolicyDecision)(nil),             // 63: toolwire.v1.PolicyDecision
 }
 var file_toolwire_v1_dispatcher_proto_depIdxs = []int32{
-	29, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
-	30, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	30, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	30, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
+	51, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
+	52, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	52, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	52, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
 	0,  // 4: toolwire.v1.CallResponse.state:type_name -> toolwire.v1.CallState
-	31, // 5: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
+	53, // 5: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
 	19, // 6: toolwire.v1.CallResponse.session:type_name -> toolwire.v1.Session
-	29, // 7: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
-	30, // 8: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	30, // 9: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	31, // 10: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
-	30, // 11: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
-	0,  // 12: toolwire.v1.GetResultResponse.state:type_name -> toolwire.v1.CallState
-	31, // 13: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
-	32, // 14: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
-	2,  // 15: toolwire.v1.CancelResponse.outcome:type_name -> toolwire.v1.CancelOutcome
-	1,  // 16: toolwire.v1.ListToolsRequest.format:type_name -> toolwire.v1.ToolFormat
-	33, // 17: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
-	34, // 18: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
-	1,  // 19: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
-	34, // 20: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	34, // 21: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	28, // 22: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
-	20, // 23: toolwire.v1.Session.log:type_name -> toolwire.v1.AppliedIntent
-	35, // 24: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	35, // 25: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
-	19, // 26: toolwire.v1.GetSessionResponse.session:type_name -> toolwire.v1.Session
-	19, // 27: toolwire.v1.ApplyIntentsResponse.session:type_name -> toolwire.v1.Session
-	0,  // 28: toolwire.v1.GetOutputResponse.state:type_name -> toolwire.v1.CallState
-	27, // 29: toolwire.v1.GetOutputResponse.lines:type_name -> toolwire.v1.OutputLine
-	3,  // 30: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
-	5,  // 31: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
-	7,  // 32: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
-	9,  // 33: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
-	11, // 34: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
-	13, // 35: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
-	15, // 36: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
-	17, // 37: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
-	21, // 38: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
-	23, // 39: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
-	25, // 40: toolwire.v1.DispatcherService.GetOutput:input_type -> toolwire.v1.GetOutputRequest
-	4,  // 41: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
-	6,  // 42: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
-	8,  // 43: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
-	10, // 44: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
-	12, // 45: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
-	14, // 46: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
-	16, // 47: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
-	18, // 48: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
-	22, // 49: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
-	24, // 50: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
-	26, // 51: toolwire.v1.DispatcherService.GetOutput:output_type -> toolwire.v1.GetOutputResponse
-	41, // [41:52] is the sub-list for method output_type
-	30, // [30:41] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	51, // 7: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
+	52, // 8: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	52, // 9: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	53, // 10: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
+	0,  // 11: toolwire.v1.SubmitResponse.state:type_name -> toolwire.v1.CallState
+	52, // 12: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
+	0,  // 13: toolwire.v1.GetResultResponse.state:type_name -> toolwire.v1.CallState
+	53, // 14: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
+	54, // 15: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
+	2,  // 16: toolwire.v1.CancelResponse.outcome:type_name -> toolwire.v1.CancelOutcome
+	1,  // 17: toolwire.v1.ListToolsRequest.format:type_name -> toolwire.v1.ToolFormat
+	55, // 18: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
+	56, // 19: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
+	1,  // 20: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
+	56, // 21: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	56, // 22: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	49, // 23: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
+	20, // 24: toolwire.v1.Session.log:type_name -> toolwire.v1.AppliedIntent
+	57, // 25: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	57, // 26: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
+	19, // 27: toolwire.v1.GetSessionResponse.session:type_name -> toolwire.v1.Session
+	19, // 28: toolwire.v1.ApplyIntentsResponse.session:type_name -> toolwire.v1.Session
+	0,  // 29: toolwire.v1.GetOutputResponse.state:type_name -> toolwire.v1.CallState
+	27, // 30: toolwire.v1.GetOutputResponse.lines:type_name -> toolwire.v1.OutputLine
+	58, // 31: toolwire.v1.ListApprovalsRequest.state:type_name -> toolwire.v1.ApprovalState
+	59, // 32: toolwire.v1.ListApprovalsResponse.approvals:type_name -> toolwire.v1.Approval
+	59, // 33: toolwire.v1.GetApprovalResponse.approval:type_name -> toolwire.v1.Approval
+	60, // 34: toolwire.v1.ApproveRequest.scope:type_name -> toolwire.v1.ApprovalScope
+	50, // 35: toolwire.v1.ApproveRequest.args_pattern:type_name -> toolwire.v1.ApproveRequest.ArgsPatternEntry
+	52, // 36: toolwire.v1.ApproveRequest.ttl:type_name -> google.protobuf.Duration
+	59, // 37: toolwire.v1.ApproveResponse.approval:type_name -> toolwire.v1.Approval
+	61, // 38: toolwire.v1.ApproveResponse.grant:type_name -> toolwire.v1.Grant
+	59, // 39: toolwire.v1.DenyResponse.approval:type_name -> toolwire.v1.Approval
+	61, // 40: toolwire.v1.ListGrantsResponse.grants:type_name -> toolwire.v1.Grant
+	62, // 41: toolwire.v1.ApplyPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
+	62, // 42: toolwire.v1.GetPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
+	62, // 43: toolwire.v1.ListPolicyVersionsResponse.versions:type_name -> toolwire.v1.PolicyVersion
+	63, // 44: toolwire.v1.ExplainResponse.decision:type_name -> toolwire.v1.PolicyDecision
+	47, // 45: toolwire.v1.ExplainResponse.rules:type_name -> toolwire.v1.ExplainedRule
+	61, // 46: toolwire.v1.ExplainResponse.grant:type_name -> toolwire.v1.Grant
+	3,  // 47: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
+	5,  // 48: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
+	7,  // 49: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
+	9,  // 50: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
+	11, // 51: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
+	13, // 52: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
+	15, // 53: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
+	17, // 54: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
+	21, // 55: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
+	23, // 56: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
+	25, // 57: toolwire.v1.DispatcherService.GetOutput:input_type -> toolwire.v1.GetOutputRequest
+	28, // 58: toolwire.v1.DispatcherService.ListApprovals:input_type -> toolwire.v1.ListApprovalsRequest
+	30, // 59: toolwire.v1.DispatcherService.GetApproval:input_type -> toolwire.v1.GetApprovalRequest
+	32, // 60: toolwire.v1.DispatcherService.Approve:input_type -> toolwire.v1.ApproveRequest
+	34, // 61: toolwire.v1.DispatcherService.Deny:input_type -> toolwire.v1.DenyRequest
+	36, // 62: toolwire.v1.DispatcherService.ListGrants:input_type -> toolwire.v1.ListGrantsRequest
+	38, // 63: toolwire.v1.DispatcherService.RevokeGrant:input_type -> toolwire.v1.RevokeGrantRequest
+	40, // 64: toolwire.v1.DispatcherService.ApplyPolicy:input_type -> toolwire.v1.ApplyPolicyRequest
+	42, // 65: toolwire.v1.DispatcherService.GetPolicy:input_type -> toolwire.v1.GetPolicyRequest
+	44, // 66: toolwire.v1.DispatcherService.ListPolicyVersions:input_type -> toolwire.v1.ListPolicyVersionsRequest
+	46, // 67: toolwire.v1.DispatcherService.Explain:input_type -> toolwire.v1.ExplainRequest
+	4,  // 68: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
+	6,  // 69: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
+	8,  // 70: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
+	10, // 71: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
+	12, // 72: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
+	14, // 73: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
+	16, // 74: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
+	18, // 75: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
+	22, // 76: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
+	24, // 77: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
+	26, // 78: toolwire.v1.DispatcherService.GetOutput:output_type -> toolwire.v1.GetOutputResponse
+	29, // 79: toolwire.v1.DispatcherService.ListApprovals:output_type -> toolwire.v1.ListApprovalsResponse
+	31, // 80: toolwire.v1.DispatcherService.GetApproval:output_type -> toolwire.v1.GetApprovalResponse
+	33, // 81: toolwire.v1.DispatcherService.Approve:output_type -> toolwire.v1.ApproveResponse
+	35, // 82: toolwire.v1.DispatcherService.Deny:output_type -> toolwire.v1.DenyResponse
+	37, // 83: toolwire.v1.DispatcherService.ListGrants:output_type -> toolwire.v1.ListGrantsResponse
+	39, // 84: toolwire.v1.DispatcherService.RevokeGrant:output_type -> toolwire.v1.RevokeGrantResponse
+	41, // 85: toolwire.v1.DispatcherService.ApplyPolicy:output_type -> toolwire.v1.ApplyPolicyResponse
+	43, // 86: toolwire.v1.DispatcherService.GetPolicy:output_type -> toolwire.v1.GetPolicyResponse
+	45, // 87: toolwire.v1.DispatcherService.ListPolicyVersions:output_type -> toolwire.v1.ListPolicyVersionsResponse
+	48, // 88: toolwire.v1.DispatcherService.Explain:output_type -> toolwire.v1.ExplainResponse
+	68, // [68:89] is the sub-list for method output_type
+	47, // [47:68] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_dispatcher_proto_init() }
@@ -2231,6 +3696,7 @@ func file_toolwire_v1_dispatcher_proto_init() {
 		return
 	}
 	file_toolwire_v1_event_proto_init()
+	file_toolwire_v1_policy_proto_init()
 	file_toolwire_v1_response_proto_init()
 	file_toolwire_v1_spec_proto_init()
 	type x struct{}
@@ -2239,7 +3705,7 @@ func file_toolwire_v1_dispatcher_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_dispatcher_proto_rawDesc), len(file_toolwire_v1_dispatcher_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   26,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -33,7 +34,8 @@ const (
 	// Unknown tool, tool version or call.
 	ErrorType_ERROR_TYPE_NOT_FOUND         ErrorType = 2
 	ErrorType_ERROR_TYPE_PERMISSION_DENIED ErrorType = 3
-	// The call needs an approval token.
+	// The call waits for an approval (error.approval says which), or the
+	// approval it presented does not cover it.
 	ErrorType_ERROR_TYPE_CONFIRMATION_REQUIRED ErrorType = 4
 	// The session's mode forbids the tool.
 	ErrorType_ERROR_TYPE_MODE_RESTRICTED ErrorType = 5
@@ -204,7 +206,10 @@ type ToolError struct {
 	// Earliest sensible retry, for RATE_LIMIT and OVERLOADED.
 	RetryAfter *durationpb.Duration `protobuf:"bytes,6,opt,name=retry_after,json=retryAfter,proto3" json:"retry_after,omitempty"`
 	// Field-level problems of a VALIDATION error.
-	Violations    []*FieldViolation `protobuf:"bytes,7,rep,name=violations,proto3" json:"violations,omitempty"`
+	Violations []*FieldViolation `protobuf:"bytes,7,rep,name=violations,proto3" json:"violations,omitempty"`
+	// For CONFIRMATION_REQUIRED: the approval to ask for (or the token to
+	// send back).
+	Approval      *ApprovalRequired `protobuf:"bytes,8,opt,name=approval,proto3" json:"approval,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -288,6 +293,13 @@ func (x *ToolError) GetViolations() []*FieldViolation {
 	return nil
 }
 
+func (x *ToolError) GetApproval() *ApprovalRequired {
+	if x != nil {
+		return x.Approval
+	}
+	return nil
+}
+
 // FieldViolation names one offending field of the arguments.
 type FieldViolation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -342,11 +354,77 @@ func (x *FieldViolation) GetMessage() string {
 	return ""
 }
 
+// ApprovalRequired is what a CONFIRMATION_REQUIRED error carries.
+type ApprovalRequired struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The parked call's approval; an approver approves it by this id.
+	ApprovalId string `protobuf:"bytes,1,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
+	// Signed token that binds this exact call (caller, tool@version,
+	// arguments), for orchestrators that confirm with their own user and
+	// send the same call again with it; set only when the dispatchers hold
+	// token keys and the caller has the "confirm" scope.
+	Token         string                 `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalRequired) Reset() {
+	*x = ApprovalRequired{}
+	mi := &file_toolwire_v1_error_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalRequired) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalRequired) ProtoMessage() {}
+
+func (x *ApprovalRequired) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_error_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalRequired.ProtoReflect.Descriptor instead.
+func (*ApprovalRequired) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_error_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ApprovalRequired) GetApprovalId() string {
+	if x != nil {
+		return x.ApprovalId
+	}
+	return ""
+}
+
+func (x *ApprovalRequired) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *ApprovalRequired) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
 var File_toolwire_v1_error_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_error_proto_rawDesc = "" +
 	"\n" +
-	"\x17toolwire/v1/error.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\"\xdb\x02\n" +
+	"\x17toolwire/v1/error.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x96\x03\n" +
 	"\tToolError\x12*\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x16.toolwire.v1.ErrorTypeR\x04type\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1c\n" +
@@ -359,10 +437,17 @@ const file_toolwire_v1_error_proto_rawDesc = "" +
 	"retryAfter\x12;\n" +
 	"\n" +
 	"violations\x18\a \x03(\v2\x1b.toolwire.v1.FieldViolationR\n" +
-	"violations\"@\n" +
+	"violations\x129\n" +
+	"\bapproval\x18\b \x01(\v2\x1d.toolwire.v1.ApprovalRequiredR\bapproval\"@\n" +
 	"\x0eFieldViolation\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage*\xbd\x04\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x84\x01\n" +
+	"\x10ApprovalRequired\x12\x1f\n" +
+	"\vapproval_id\x18\x01 \x01(\tR\n" +
+	"approvalId\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\tR\x05token\x129\n" +
+	"\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt*\xbd\x04\n" +
 	"\tErrorType\x12\x1a\n" +
 	"\x16ERROR_TYPE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15ERROR_TYPE_VALIDATION\x10\x01\x12\x18\n" +
@@ -404,24 +489,28 @@ func file_toolwire_v1_error_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_v1_error_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_toolwire_v1_error_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_toolwire_v1_error_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_toolwire_v1_error_proto_goTypes = []any{
-	(ErrorType)(0),              // 0: toolwire.v1.ErrorType
-	(PartialSideEffects)(0),     // 1: toolwire.v1.PartialSideEffects
-	(*ToolError)(nil),           // 2: toolwire.v1.ToolError
-	(*FieldViolation)(nil),      // 3: toolwire.v1.FieldViolation
-	(*durationpb.Duration)(nil), // 4: google.protobuf.Duration
+	(ErrorType)(0),                // 0: toolwire.v1.ErrorType
+	(PartialSideEffects)(0),       // 1: toolwire.v1.PartialSideEffects
+	(*ToolError)(nil),             // 2: toolwire.v1.ToolError
+	(*FieldViolation)(nil),        // 3: toolwire.v1.FieldViolation
+	(*ApprovalRequired)(nil),      // 4: toolwire.v1.ApprovalRequired
+	(*durationpb.Duration)(nil),   // 5: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
 }
 var file_toolwire_v1_error_proto_depIdxs = []int32{
 	0, // 0: toolwire.v1.ToolError.type:type_name -> toolwire.v1.ErrorType
 	1, // 1: toolwire.v1.ToolError.partial_side_effects:type_name -> toolwire.v1.PartialSideEffects
-	4, // 2: toolwire.v1.ToolError.retry_after:type_name -> google.protobuf.Duration
+	5, // 2: toolwire.v1.ToolError.retry_after:type_name -> google.protobuf.Duration
 	3, // 3: toolwire.v1.ToolError.violations:type_name -> toolwire.v1.FieldViolation
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	4, // 4: toolwire.v1.ToolError.approval:type_name -> toolwire.v1.ApprovalRequired
+	6, // 5: toolwire.v1.ApprovalRequired.expires_at:type_name -> google.protobuf.Timestamp
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_error_proto_init() }
@@ -435,7 +524,7 @@ func file_toolwire_v1_error_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_error_proto_rawDesc), len(file_toolwire_v1_error_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   2,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

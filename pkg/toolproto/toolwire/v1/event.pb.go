@@ -40,29 +40,46 @@ const (
 	CallEventType_CALL_EVENT_TYPE_FINISHED CallEventType = 6
 	// Refused at admission; nothing was queued.
 	CallEventType_CALL_EVENT_TYPE_REJECTED CallEventType = 7
+	// Parked by an ask decision until an approver decides (approval).
+	CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL CallEventType = 8
+	// Approved (approval); the call is published next.
+	CallEventType_CALL_EVENT_TYPE_APPROVED CallEventType = 9
+	// Denied by an approver (approval); FINISHED follows with
+	// PERMISSION_DENIED.
+	CallEventType_CALL_EVENT_TYPE_APPROVAL_DENIED CallEventType = 10
+	// Not decided in time; FINISHED follows with EXPIRED.
+	CallEventType_CALL_EVENT_TYPE_APPROVAL_EXPIRED CallEventType = 11
 )
 
 // Enum value maps for CallEventType.
 var (
 	CallEventType_name = map[int32]string{
-		0: "CALL_EVENT_TYPE_UNSPECIFIED",
-		1: "CALL_EVENT_TYPE_ACCEPTED",
-		2: "CALL_EVENT_TYPE_STARTED",
-		3: "CALL_EVENT_TYPE_PROGRESS",
-		4: "CALL_EVENT_TYPE_RETRYING",
-		5: "CALL_EVENT_TYPE_CANCEL_REQUESTED",
-		6: "CALL_EVENT_TYPE_FINISHED",
-		7: "CALL_EVENT_TYPE_REJECTED",
+		0:  "CALL_EVENT_TYPE_UNSPECIFIED",
+		1:  "CALL_EVENT_TYPE_ACCEPTED",
+		2:  "CALL_EVENT_TYPE_STARTED",
+		3:  "CALL_EVENT_TYPE_PROGRESS",
+		4:  "CALL_EVENT_TYPE_RETRYING",
+		5:  "CALL_EVENT_TYPE_CANCEL_REQUESTED",
+		6:  "CALL_EVENT_TYPE_FINISHED",
+		7:  "CALL_EVENT_TYPE_REJECTED",
+		8:  "CALL_EVENT_TYPE_AWAITING_APPROVAL",
+		9:  "CALL_EVENT_TYPE_APPROVED",
+		10: "CALL_EVENT_TYPE_APPROVAL_DENIED",
+		11: "CALL_EVENT_TYPE_APPROVAL_EXPIRED",
 	}
 	CallEventType_value = map[string]int32{
-		"CALL_EVENT_TYPE_UNSPECIFIED":      0,
-		"CALL_EVENT_TYPE_ACCEPTED":         1,
-		"CALL_EVENT_TYPE_STARTED":          2,
-		"CALL_EVENT_TYPE_PROGRESS":         3,
-		"CALL_EVENT_TYPE_RETRYING":         4,
-		"CALL_EVENT_TYPE_CANCEL_REQUESTED": 5,
-		"CALL_EVENT_TYPE_FINISHED":         6,
-		"CALL_EVENT_TYPE_REJECTED":         7,
+		"CALL_EVENT_TYPE_UNSPECIFIED":       0,
+		"CALL_EVENT_TYPE_ACCEPTED":          1,
+		"CALL_EVENT_TYPE_STARTED":           2,
+		"CALL_EVENT_TYPE_PROGRESS":          3,
+		"CALL_EVENT_TYPE_RETRYING":          4,
+		"CALL_EVENT_TYPE_CANCEL_REQUESTED":  5,
+		"CALL_EVENT_TYPE_FINISHED":          6,
+		"CALL_EVENT_TYPE_REJECTED":          7,
+		"CALL_EVENT_TYPE_AWAITING_APPROVAL": 8,
+		"CALL_EVENT_TYPE_APPROVED":          9,
+		"CALL_EVENT_TYPE_APPROVAL_DENIED":   10,
+		"CALL_EVENT_TYPE_APPROVAL_EXPIRED":  11,
 	}
 )
 
@@ -115,7 +132,12 @@ type CallEvent struct {
 	Response *ToolResponse `protobuf:"bytes,11,opt,name=response,proto3" json:"response,omitempty"`
 	Tool     string        `protobuf:"bytes,12,opt,name=tool,proto3" json:"tool,omitempty"`
 	// Caller of the call, on ACCEPTED and REJECTED (the admission record).
-	Caller        *Caller `protobuf:"bytes,13,opt,name=caller,proto3" json:"caller,omitempty"`
+	Caller *Caller `protobuf:"bytes,13,opt,name=caller,proto3" json:"caller,omitempty"`
+	// The policy decision, on ACCEPTED, REJECTED and AWAITING_APPROVAL.
+	Policy *PolicyDecision `protobuf:"bytes,14,opt,name=policy,proto3" json:"policy,omitempty"`
+	// The approval, on AWAITING_APPROVAL, APPROVED, APPROVAL_DENIED and
+	// APPROVAL_EXPIRED.
+	Approval      *Approval `protobuf:"bytes,15,opt,name=approval,proto3" json:"approval,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -241,6 +263,20 @@ func (x *CallEvent) GetCaller() *Caller {
 	return nil
 }
 
+func (x *CallEvent) GetPolicy() *PolicyDecision {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+func (x *CallEvent) GetApproval() *Approval {
+	if x != nil {
+		return x.Approval
+	}
+	return nil
+}
+
 // DeadLetter is the record written to `<prefix>.dlq.<type>.<tenant>.<provider>.<tool>`
 // when a call is exhausted or terminated.
 type DeadLetter struct {
@@ -350,7 +386,7 @@ var File_toolwire_v1_event_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_event_proto_rawDesc = "" +
 	"\n" +
-	"\x17toolwire/v1/event.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16toolwire/v1/call.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\x1a\x1atoolwire/v1/response.proto\"\x8d\x04\n" +
+	"\x17toolwire/v1/event.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16toolwire/v1/call.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\x1a\x18toolwire/v1/policy.proto\x1a\x1atoolwire/v1/response.proto\"\xf5\x04\n" +
 	"\tCallEvent\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12.\n" +
 	"\x04type\x18\x02 \x01(\x0e2\x1a.toolwire.v1.CallEventTypeR\x04type\x12.\n" +
@@ -366,7 +402,9 @@ const file_toolwire_v1_event_proto_rawDesc = "" +
 	"retryDelay\x125\n" +
 	"\bresponse\x18\v \x01(\v2\x19.toolwire.v1.ToolResponseR\bresponse\x12\x12\n" +
 	"\x04tool\x18\f \x01(\tR\x04tool\x12+\n" +
-	"\x06caller\x18\r \x01(\v2\x13.toolwire.v1.CallerR\x06callerB\n" +
+	"\x06caller\x18\r \x01(\v2\x13.toolwire.v1.CallerR\x06caller\x123\n" +
+	"\x06policy\x18\x0e \x01(\v2\x1b.toolwire.v1.PolicyDecisionR\x06policy\x121\n" +
+	"\bapproval\x18\x0f \x01(\v2\x15.toolwire.v1.ApprovalR\bapprovalB\n" +
 	"\n" +
 	"\b_percent\"\x96\x02\n" +
 	"\n" +
@@ -379,7 +417,7 @@ const file_toolwire_v1_event_proto_rawDesc = "" +
 	"last_error\x18\x05 \x01(\v2\x16.toolwire.v1.ToolErrorR\tlastError\x12\x1a\n" +
 	"\battempts\x18\x06 \x01(\x05R\battempts\x12.\n" +
 	"\x04time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x16\n" +
-	"\x06worker\x18\b \x01(\tR\x06worker*\x89\x02\n" +
+	"\x06worker\x18\b \x01(\tR\x06worker*\x99\x03\n" +
 	"\rCallEventType\x12\x1f\n" +
 	"\x1bCALL_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CALL_EVENT_TYPE_ACCEPTED\x10\x01\x12\x1b\n" +
@@ -388,7 +426,12 @@ const file_toolwire_v1_event_proto_rawDesc = "" +
 	"\x18CALL_EVENT_TYPE_RETRYING\x10\x04\x12$\n" +
 	" CALL_EVENT_TYPE_CANCEL_REQUESTED\x10\x05\x12\x1c\n" +
 	"\x18CALL_EVENT_TYPE_FINISHED\x10\x06\x12\x1c\n" +
-	"\x18CALL_EVENT_TYPE_REJECTED\x10\aBCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
+	"\x18CALL_EVENT_TYPE_REJECTED\x10\a\x12%\n" +
+	"!CALL_EVENT_TYPE_AWAITING_APPROVAL\x10\b\x12\x1c\n" +
+	"\x18CALL_EVENT_TYPE_APPROVED\x10\t\x12#\n" +
+	"\x1fCALL_EVENT_TYPE_APPROVAL_DENIED\x10\n" +
+	"\x12$\n" +
+	" CALL_EVENT_TYPE_APPROVAL_EXPIRED\x10\vBCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
 
 var (
 	file_toolwire_v1_event_proto_rawDescOnce sync.Once
@@ -414,7 +457,9 @@ var file_toolwire_v1_event_proto_goTypes = []any{
 	(*durationpb.Duration)(nil),   // 6: google.protobuf.Duration
 	(*ToolResponse)(nil),          // 7: toolwire.v1.ToolResponse
 	(*Caller)(nil),                // 8: toolwire.v1.Caller
-	(*ToolCall)(nil),              // 9: toolwire.v1.ToolCall
+	(*PolicyDecision)(nil),        // 9: toolwire.v1.PolicyDecision
+	(*Approval)(nil),              // 10: toolwire.v1.Approval
+	(*ToolCall)(nil),              // 11: toolwire.v1.ToolCall
 }
 var file_toolwire_v1_event_proto_depIdxs = []int32{
 	0,  // 0: toolwire.v1.CallEvent.type:type_name -> toolwire.v1.CallEventType
@@ -424,14 +469,16 @@ var file_toolwire_v1_event_proto_depIdxs = []int32{
 	6,  // 4: toolwire.v1.CallEvent.retry_delay:type_name -> google.protobuf.Duration
 	7,  // 5: toolwire.v1.CallEvent.response:type_name -> toolwire.v1.ToolResponse
 	8,  // 6: toolwire.v1.CallEvent.caller:type_name -> toolwire.v1.Caller
-	9,  // 7: toolwire.v1.DeadLetter.call:type_name -> toolwire.v1.ToolCall
-	5,  // 8: toolwire.v1.DeadLetter.last_error:type_name -> toolwire.v1.ToolError
-	3,  // 9: toolwire.v1.DeadLetter.time:type_name -> google.protobuf.Timestamp
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	9,  // 7: toolwire.v1.CallEvent.policy:type_name -> toolwire.v1.PolicyDecision
+	10, // 8: toolwire.v1.CallEvent.approval:type_name -> toolwire.v1.Approval
+	11, // 9: toolwire.v1.DeadLetter.call:type_name -> toolwire.v1.ToolCall
+	5,  // 10: toolwire.v1.DeadLetter.last_error:type_name -> toolwire.v1.ToolError
+	3,  // 11: toolwire.v1.DeadLetter.time:type_name -> google.protobuf.Timestamp
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_event_proto_init() }
@@ -442,6 +489,7 @@ func file_toolwire_v1_event_proto_init() {
 	file_toolwire_v1_call_proto_init()
 	file_toolwire_v1_content_proto_init()
 	file_toolwire_v1_error_proto_init()
+	file_toolwire_v1_policy_proto_init()
 	file_toolwire_v1_response_proto_init()
 	file_toolwire_v1_event_proto_msgTypes[0].OneofWrappers = []any{}
 	type x struct{}

@@ -64,6 +64,35 @@ const (
 	// DispatcherServiceGetOutputProcedure is the fully-qualified name of the DispatcherService's
 	// GetOutput RPC.
 	DispatcherServiceGetOutputProcedure = "/toolwire.v1.DispatcherService/GetOutput"
+	// DispatcherServiceListApprovalsProcedure is the fully-qualified name of the DispatcherService's
+	// ListApprovals RPC.
+	DispatcherServiceListApprovalsProcedure = "/toolwire.v1.DispatcherService/ListApprovals"
+	// DispatcherServiceGetApprovalProcedure is the fully-qualified name of the DispatcherService's
+	// GetApproval RPC.
+	DispatcherServiceGetApprovalProcedure = "/toolwire.v1.DispatcherService/GetApproval"
+	// DispatcherServiceApproveProcedure is the fully-qualified name of the DispatcherService's Approve
+	// RPC.
+	DispatcherServiceApproveProcedure = "/toolwire.v1.DispatcherService/Approve"
+	// DispatcherServiceDenyProcedure is the fully-qualified name of the DispatcherService's Deny RPC.
+	DispatcherServiceDenyProcedure = "/toolwire.v1.DispatcherService/Deny"
+	// DispatcherServiceListGrantsProcedure is the fully-qualified name of the DispatcherService's
+	// ListGrants RPC.
+	DispatcherServiceListGrantsProcedure = "/toolwire.v1.DispatcherService/ListGrants"
+	// DispatcherServiceRevokeGrantProcedure is the fully-qualified name of the DispatcherService's
+	// RevokeGrant RPC.
+	DispatcherServiceRevokeGrantProcedure = "/toolwire.v1.DispatcherService/RevokeGrant"
+	// DispatcherServiceApplyPolicyProcedure is the fully-qualified name of the DispatcherService's
+	// ApplyPolicy RPC.
+	DispatcherServiceApplyPolicyProcedure = "/toolwire.v1.DispatcherService/ApplyPolicy"
+	// DispatcherServiceGetPolicyProcedure is the fully-qualified name of the DispatcherService's
+	// GetPolicy RPC.
+	DispatcherServiceGetPolicyProcedure = "/toolwire.v1.DispatcherService/GetPolicy"
+	// DispatcherServiceListPolicyVersionsProcedure is the fully-qualified name of the
+	// DispatcherService's ListPolicyVersions RPC.
+	DispatcherServiceListPolicyVersionsProcedure = "/toolwire.v1.DispatcherService/ListPolicyVersions"
+	// DispatcherServiceExplainProcedure is the fully-qualified name of the DispatcherService's Explain
+	// RPC.
+	DispatcherServiceExplainProcedure = "/toolwire.v1.DispatcherService/Explain"
 )
 
 // DispatcherServiceClient is a client for the toolwire.v1.DispatcherService service.
@@ -96,6 +125,35 @@ type DispatcherServiceClient interface {
 	// caller's tenant, also when the response was truncated: a byte range,
 	// or the lines matching a pattern.
 	GetOutput(context.Context, *connect.Request[v1.GetOutputRequest]) (*connect.Response[v1.GetOutputResponse], error)
+	// ListApprovals lists the approvals of the caller's tenant, newest
+	// first. Needs the "approve" scope.
+	ListApprovals(context.Context, *connect.Request[v1.ListApprovalsRequest]) (*connect.Response[v1.ListApprovalsResponse], error)
+	// GetApproval returns one approval. Needs the "approve" scope.
+	GetApproval(context.Context, *connect.Request[v1.GetApprovalRequest]) (*connect.Response[v1.GetApprovalResponse], error)
+	// Approve approves a parked call, once or as a grant for its session,
+	// agent or tenant; the call is then published. Needs the "approve" scope.
+	Approve(context.Context, *connect.Request[v1.ApproveRequest]) (*connect.Response[v1.ApproveResponse], error)
+	// Deny denies a parked call; its caller gets PERMISSION_DENIED with the
+	// reason. Needs the "approve" scope.
+	Deny(context.Context, *connect.Request[v1.DenyRequest]) (*connect.Response[v1.DenyResponse], error)
+	// ListGrants lists the standing grants of the caller's tenant. Needs the
+	// "approve" scope.
+	ListGrants(context.Context, *connect.Request[v1.ListGrantsRequest]) (*connect.Response[v1.ListGrantsResponse], error)
+	// RevokeGrant removes a grant. Needs the "approve" scope.
+	RevokeGrant(context.Context, *connect.Request[v1.RevokeGrantRequest]) (*connect.Response[v1.RevokeGrantResponse], error)
+	// ApplyPolicy stores a policy document for the caller's tenant and puts
+	// it in force on every replica. A document that does not parse, or whose
+	// tests fail, is refused. Needs the "admin" scope.
+	ApplyPolicy(context.Context, *connect.Request[v1.ApplyPolicyRequest]) (*connect.Response[v1.ApplyPolicyResponse], error)
+	// GetPolicy returns the policy document in force for the caller's
+	// tenant, or one version of it. Needs the "admin" scope.
+	GetPolicy(context.Context, *connect.Request[v1.GetPolicyRequest]) (*connect.Response[v1.GetPolicyResponse], error)
+	// ListPolicyVersions lists the documents applied for the caller's
+	// tenant, newest first. Needs the "admin" scope.
+	ListPolicyVersions(context.Context, *connect.Request[v1.ListPolicyVersionsRequest]) (*connect.Response[v1.ListPolicyVersionsResponse], error)
+	// Explain decides a call as admission would, without running it, and
+	// says why. Needs the "admin" scope.
+	Explain(context.Context, *connect.Request[v1.ExplainRequest]) (*connect.Response[v1.ExplainResponse], error)
 }
 
 // NewDispatcherServiceClient constructs a client for the toolwire.v1.DispatcherService service. By
@@ -180,22 +238,98 @@ func NewDispatcherServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		listApprovals: connect.NewClient[v1.ListApprovalsRequest, v1.ListApprovalsResponse](
+			httpClient,
+			baseURL+DispatcherServiceListApprovalsProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("ListApprovals")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		getApproval: connect.NewClient[v1.GetApprovalRequest, v1.GetApprovalResponse](
+			httpClient,
+			baseURL+DispatcherServiceGetApprovalProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("GetApproval")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		approve: connect.NewClient[v1.ApproveRequest, v1.ApproveResponse](
+			httpClient,
+			baseURL+DispatcherServiceApproveProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("Approve")),
+			connect.WithClientOptions(opts...),
+		),
+		deny: connect.NewClient[v1.DenyRequest, v1.DenyResponse](
+			httpClient,
+			baseURL+DispatcherServiceDenyProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("Deny")),
+			connect.WithClientOptions(opts...),
+		),
+		listGrants: connect.NewClient[v1.ListGrantsRequest, v1.ListGrantsResponse](
+			httpClient,
+			baseURL+DispatcherServiceListGrantsProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("ListGrants")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		revokeGrant: connect.NewClient[v1.RevokeGrantRequest, v1.RevokeGrantResponse](
+			httpClient,
+			baseURL+DispatcherServiceRevokeGrantProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("RevokeGrant")),
+			connect.WithClientOptions(opts...),
+		),
+		applyPolicy: connect.NewClient[v1.ApplyPolicyRequest, v1.ApplyPolicyResponse](
+			httpClient,
+			baseURL+DispatcherServiceApplyPolicyProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("ApplyPolicy")),
+			connect.WithClientOptions(opts...),
+		),
+		getPolicy: connect.NewClient[v1.GetPolicyRequest, v1.GetPolicyResponse](
+			httpClient,
+			baseURL+DispatcherServiceGetPolicyProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("GetPolicy")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		listPolicyVersions: connect.NewClient[v1.ListPolicyVersionsRequest, v1.ListPolicyVersionsResponse](
+			httpClient,
+			baseURL+DispatcherServiceListPolicyVersionsProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("ListPolicyVersions")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		explain: connect.NewClient[v1.ExplainRequest, v1.ExplainResponse](
+			httpClient,
+			baseURL+DispatcherServiceExplainProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("Explain")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // dispatcherServiceClient implements DispatcherServiceClient.
 type dispatcherServiceClient struct {
-	call         *connect.Client[v1.CallRequest, v1.CallResponse]
-	submit       *connect.Client[v1.SubmitRequest, v1.SubmitResponse]
-	getResult    *connect.Client[v1.GetResultRequest, v1.GetResultResponse]
-	watch        *connect.Client[v1.WatchRequest, v1.WatchResponse]
-	cancel       *connect.Client[v1.CancelRequest, v1.CancelResponse]
-	listTools    *connect.Client[v1.ListToolsRequest, v1.ListToolsResponse]
-	getTool      *connect.Client[v1.GetToolRequest, v1.GetToolResponse]
-	approveTool  *connect.Client[v1.ApproveToolRequest, v1.ApproveToolResponse]
-	getSession   *connect.Client[v1.GetSessionRequest, v1.GetSessionResponse]
-	applyIntents *connect.Client[v1.ApplyIntentsRequest, v1.ApplyIntentsResponse]
-	getOutput    *connect.Client[v1.GetOutputRequest, v1.GetOutputResponse]
+	call               *connect.Client[v1.CallRequest, v1.CallResponse]
+	submit             *connect.Client[v1.SubmitRequest, v1.SubmitResponse]
+	getResult          *connect.Client[v1.GetResultRequest, v1.GetResultResponse]
+	watch              *connect.Client[v1.WatchRequest, v1.WatchResponse]
+	cancel             *connect.Client[v1.CancelRequest, v1.CancelResponse]
+	listTools          *connect.Client[v1.ListToolsRequest, v1.ListToolsResponse]
+	getTool            *connect.Client[v1.GetToolRequest, v1.GetToolResponse]
+	approveTool        *connect.Client[v1.ApproveToolRequest, v1.ApproveToolResponse]
+	getSession         *connect.Client[v1.GetSessionRequest, v1.GetSessionResponse]
+	applyIntents       *connect.Client[v1.ApplyIntentsRequest, v1.ApplyIntentsResponse]
+	getOutput          *connect.Client[v1.GetOutputRequest, v1.GetOutputResponse]
+	listApprovals      *connect.Client[v1.ListApprovalsRequest, v1.ListApprovalsResponse]
+	getApproval        *connect.Client[v1.GetApprovalRequest, v1.GetApprovalResponse]
+	approve            *connect.Client[v1.ApproveRequest, v1.ApproveResponse]
+	deny               *connect.Client[v1.DenyRequest, v1.DenyResponse]
+	listGrants         *connect.Client[v1.ListGrantsRequest, v1.ListGrantsResponse]
+	revokeGrant        *connect.Client[v1.RevokeGrantRequest, v1.RevokeGrantResponse]
+	applyPolicy        *connect.Client[v1.ApplyPolicyRequest, v1.ApplyPolicyResponse]
+	getPolicy          *connect.Client[v1.GetPolicyRequest, v1.GetPolicyResponse]
+	listPolicyVersions *connect.Client[v1.ListPolicyVersionsRequest, v1.ListPolicyVersionsResponse]
+	explain            *connect.Client[v1.ExplainRequest, v1.ExplainResponse]
 }
 
 // Call calls toolwire.v1.DispatcherService.Call.
@@ -253,6 +387,56 @@ func (c *dispatcherServiceClient) GetOutput(ctx context.Context, req *connect.Re
 	return c.getOutput.CallUnary(ctx, req)
 }
 
+// ListApprovals calls toolwire.v1.DispatcherService.ListApprovals.
+func (c *dispatcherServiceClient) ListApprovals(ctx context.Context, req *connect.Request[v1.ListApprovalsRequest]) (*connect.Response[v1.ListApprovalsResponse], error) {
+	return c.listApprovals.CallUnary(ctx, req)
+}
+
+// GetApproval calls toolwire.v1.DispatcherService.GetApproval.
+func (c *dispatcherServiceClient) GetApproval(ctx context.Context, req *connect.Request[v1.GetApprovalRequest]) (*connect.Response[v1.GetApprovalResponse], error) {
+	return c.getApproval.CallUnary(ctx, req)
+}
+
+// Approve calls toolwire.v1.DispatcherService.Approve.
+func (c *dispatcherServiceClient) Approve(ctx context.Context, req *connect.Request[v1.ApproveRequest]) (*connect.Response[v1.ApproveResponse], error) {
+	return c.approve.CallUnary(ctx, req)
+}
+
+// Deny calls toolwire.v1.DispatcherService.Deny.
+func (c *dispatcherServiceClient) Deny(ctx context.Context, req *connect.Request[v1.DenyRequest]) (*connect.Response[v1.DenyResponse], error) {
+	return c.deny.CallUnary(ctx, req)
+}
+
+// ListGrants calls toolwire.v1.DispatcherService.ListGrants.
+func (c *dispatcherServiceClient) ListGrants(ctx context.Context, req *connect.Request[v1.ListGrantsRequest]) (*connect.Response[v1.ListGrantsResponse], error) {
+	return c.listGrants.CallUnary(ctx, req)
+}
+
+// RevokeGrant calls toolwire.v1.DispatcherService.RevokeGrant.
+func (c *dispatcherServiceClient) RevokeGrant(ctx context.Context, req *connect.Request[v1.RevokeGrantRequest]) (*connect.Response[v1.RevokeGrantResponse], error) {
+	return c.revokeGrant.CallUnary(ctx, req)
+}
+
+// ApplyPolicy calls toolwire.v1.DispatcherService.ApplyPolicy.
+func (c *dispatcherServiceClient) ApplyPolicy(ctx context.Context, req *connect.Request[v1.ApplyPolicyRequest]) (*connect.Response[v1.ApplyPolicyResponse], error) {
+	return c.applyPolicy.CallUnary(ctx, req)
+}
+
+// GetPolicy calls toolwire.v1.DispatcherService.GetPolicy.
+func (c *dispatcherServiceClient) GetPolicy(ctx context.Context, req *connect.Request[v1.GetPolicyRequest]) (*connect.Response[v1.GetPolicyResponse], error) {
+	return c.getPolicy.CallUnary(ctx, req)
+}
+
+// ListPolicyVersions calls toolwire.v1.DispatcherService.ListPolicyVersions.
+func (c *dispatcherServiceClient) ListPolicyVersions(ctx context.Context, req *connect.Request[v1.ListPolicyVersionsRequest]) (*connect.Response[v1.ListPolicyVersionsResponse], error) {
+	return c.listPolicyVersions.CallUnary(ctx, req)
+}
+
+// Explain calls toolwire.v1.DispatcherService.Explain.
+func (c *dispatcherServiceClient) Explain(ctx context.Context, req *connect.Request[v1.ExplainRequest]) (*connect.Response[v1.ExplainResponse], error) {
+	return c.explain.CallUnary(ctx, req)
+}
+
 // DispatcherServiceHandler is an implementation of the toolwire.v1.DispatcherService service.
 type DispatcherServiceHandler interface {
 	// Call admits a call and waits for its terminal response (or the wait).
@@ -283,6 +467,35 @@ type DispatcherServiceHandler interface {
 	// caller's tenant, also when the response was truncated: a byte range,
 	// or the lines matching a pattern.
 	GetOutput(context.Context, *connect.Request[v1.GetOutputRequest]) (*connect.Response[v1.GetOutputResponse], error)
+	// ListApprovals lists the approvals of the caller's tenant, newest
+	// first. Needs the "approve" scope.
+	ListApprovals(context.Context, *connect.Request[v1.ListApprovalsRequest]) (*connect.Response[v1.ListApprovalsResponse], error)
+	// GetApproval returns one approval. Needs the "approve" scope.
+	GetApproval(context.Context, *connect.Request[v1.GetApprovalRequest]) (*connect.Response[v1.GetApprovalResponse], error)
+	// Approve approves a parked call, once or as a grant for its session,
+	// agent or tenant; the call is then published. Needs the "approve" scope.
+	Approve(context.Context, *connect.Request[v1.ApproveRequest]) (*connect.Response[v1.ApproveResponse], error)
+	// Deny denies a parked call; its caller gets PERMISSION_DENIED with the
+	// reason. Needs the "approve" scope.
+	Deny(context.Context, *connect.Request[v1.DenyRequest]) (*connect.Response[v1.DenyResponse], error)
+	// ListGrants lists the standing grants of the caller's tenant. Needs the
+	// "approve" scope.
+	ListGrants(context.Context, *connect.Request[v1.ListGrantsRequest]) (*connect.Response[v1.ListGrantsResponse], error)
+	// RevokeGrant removes a grant. Needs the "approve" scope.
+	RevokeGrant(context.Context, *connect.Request[v1.RevokeGrantRequest]) (*connect.Response[v1.RevokeGrantResponse], error)
+	// ApplyPolicy stores a policy document for the caller's tenant and puts
+	// it in force on every replica. A document that does not parse, or whose
+	// tests fail, is refused. Needs the "admin" scope.
+	ApplyPolicy(context.Context, *connect.Request[v1.ApplyPolicyRequest]) (*connect.Response[v1.ApplyPolicyResponse], error)
+	// GetPolicy returns the policy document in force for the caller's
+	// tenant, or one version of it. Needs the "admin" scope.
+	GetPolicy(context.Context, *connect.Request[v1.GetPolicyRequest]) (*connect.Response[v1.GetPolicyResponse], error)
+	// ListPolicyVersions lists the documents applied for the caller's
+	// tenant, newest first. Needs the "admin" scope.
+	ListPolicyVersions(context.Context, *connect.Request[v1.ListPolicyVersionsRequest]) (*connect.Response[v1.ListPolicyVersionsResponse], error)
+	// Explain decides a call as admission would, without running it, and
+	// says why. Needs the "admin" scope.
+	Explain(context.Context, *connect.Request[v1.ExplainRequest]) (*connect.Response[v1.ExplainResponse], error)
 }
 
 // NewDispatcherServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -363,6 +576,72 @@ func NewDispatcherServiceHandler(svc DispatcherServiceHandler, opts ...connect.H
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	dispatcherServiceListApprovalsHandler := connect.NewUnaryHandler(
+		DispatcherServiceListApprovalsProcedure,
+		svc.ListApprovals,
+		connect.WithSchema(dispatcherServiceMethods.ByName("ListApprovals")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	dispatcherServiceGetApprovalHandler := connect.NewUnaryHandler(
+		DispatcherServiceGetApprovalProcedure,
+		svc.GetApproval,
+		connect.WithSchema(dispatcherServiceMethods.ByName("GetApproval")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	dispatcherServiceApproveHandler := connect.NewUnaryHandler(
+		DispatcherServiceApproveProcedure,
+		svc.Approve,
+		connect.WithSchema(dispatcherServiceMethods.ByName("Approve")),
+		connect.WithHandlerOptions(opts...),
+	)
+	dispatcherServiceDenyHandler := connect.NewUnaryHandler(
+		DispatcherServiceDenyProcedure,
+		svc.Deny,
+		connect.WithSchema(dispatcherServiceMethods.ByName("Deny")),
+		connect.WithHandlerOptions(opts...),
+	)
+	dispatcherServiceListGrantsHandler := connect.NewUnaryHandler(
+		DispatcherServiceListGrantsProcedure,
+		svc.ListGrants,
+		connect.WithSchema(dispatcherServiceMethods.ByName("ListGrants")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	dispatcherServiceRevokeGrantHandler := connect.NewUnaryHandler(
+		DispatcherServiceRevokeGrantProcedure,
+		svc.RevokeGrant,
+		connect.WithSchema(dispatcherServiceMethods.ByName("RevokeGrant")),
+		connect.WithHandlerOptions(opts...),
+	)
+	dispatcherServiceApplyPolicyHandler := connect.NewUnaryHandler(
+		DispatcherServiceApplyPolicyProcedure,
+		svc.ApplyPolicy,
+		connect.WithSchema(dispatcherServiceMethods.ByName("ApplyPolicy")),
+		connect.WithHandlerOptions(opts...),
+	)
+	dispatcherServiceGetPolicyHandler := connect.NewUnaryHandler(
+		DispatcherServiceGetPolicyProcedure,
+		svc.GetPolicy,
+		connect.WithSchema(dispatcherServiceMethods.ByName("GetPolicy")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	dispatcherServiceListPolicyVersionsHandler := connect.NewUnaryHandler(
+		DispatcherServiceListPolicyVersionsProcedure,
+		svc.ListPolicyVersions,
+		connect.WithSchema(dispatcherServiceMethods.ByName("ListPolicyVersions")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	dispatcherServiceExplainHandler := connect.NewUnaryHandler(
+		DispatcherServiceExplainProcedure,
+		svc.Explain,
+		connect.WithSchema(dispatcherServiceMethods.ByName("Explain")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/toolwire.v1.DispatcherService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case DispatcherServiceCallProcedure:
@@ -387,6 +666,26 @@ func NewDispatcherServiceHandler(svc DispatcherServiceHandler, opts ...connect.H
 			dispatcherServiceApplyIntentsHandler.ServeHTTP(w, r)
 		case DispatcherServiceGetOutputProcedure:
 			dispatcherServiceGetOutputHandler.ServeHTTP(w, r)
+		case DispatcherServiceListApprovalsProcedure:
+			dispatcherServiceListApprovalsHandler.ServeHTTP(w, r)
+		case DispatcherServiceGetApprovalProcedure:
+			dispatcherServiceGetApprovalHandler.ServeHTTP(w, r)
+		case DispatcherServiceApproveProcedure:
+			dispatcherServiceApproveHandler.ServeHTTP(w, r)
+		case DispatcherServiceDenyProcedure:
+			dispatcherServiceDenyHandler.ServeHTTP(w, r)
+		case DispatcherServiceListGrantsProcedure:
+			dispatcherServiceListGrantsHandler.ServeHTTP(w, r)
+		case DispatcherServiceRevokeGrantProcedure:
+			dispatcherServiceRevokeGrantHandler.ServeHTTP(w, r)
+		case DispatcherServiceApplyPolicyProcedure:
+			dispatcherServiceApplyPolicyHandler.ServeHTTP(w, r)
+		case DispatcherServiceGetPolicyProcedure:
+			dispatcherServiceGetPolicyHandler.ServeHTTP(w, r)
+		case DispatcherServiceListPolicyVersionsProcedure:
+			dispatcherServiceListPolicyVersionsHandler.ServeHTTP(w, r)
+		case DispatcherServiceExplainProcedure:
+			dispatcherServiceExplainHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -438,4 +737,44 @@ func (UnimplementedDispatcherServiceHandler) ApplyIntents(context.Context, *conn
 
 func (UnimplementedDispatcherServiceHandler) GetOutput(context.Context, *connect.Request[v1.GetOutputRequest]) (*connect.Response[v1.GetOutputResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.GetOutput is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) ListApprovals(context.Context, *connect.Request[v1.ListApprovalsRequest]) (*connect.Response[v1.ListApprovalsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.ListApprovals is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) GetApproval(context.Context, *connect.Request[v1.GetApprovalRequest]) (*connect.Response[v1.GetApprovalResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.GetApproval is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) Approve(context.Context, *connect.Request[v1.ApproveRequest]) (*connect.Response[v1.ApproveResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.Approve is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) Deny(context.Context, *connect.Request[v1.DenyRequest]) (*connect.Response[v1.DenyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.Deny is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) ListGrants(context.Context, *connect.Request[v1.ListGrantsRequest]) (*connect.Response[v1.ListGrantsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.ListGrants is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) RevokeGrant(context.Context, *connect.Request[v1.RevokeGrantRequest]) (*connect.Response[v1.RevokeGrantResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.RevokeGrant is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) ApplyPolicy(context.Context, *connect.Request[v1.ApplyPolicyRequest]) (*connect.Response[v1.ApplyPolicyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.ApplyPolicy is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) GetPolicy(context.Context, *connect.Request[v1.GetPolicyRequest]) (*connect.Response[v1.GetPolicyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.GetPolicy is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) ListPolicyVersions(context.Context, *connect.Request[v1.ListPolicyVersionsRequest]) (*connect.Response[v1.ListPolicyVersionsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.ListPolicyVersions is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) Explain(context.Context, *connect.Request[v1.ExplainRequest]) (*connect.Response[v1.ExplainResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.Explain is not implemented"))
 }
