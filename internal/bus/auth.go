@@ -115,6 +115,9 @@ func workerPermissions(c Config) Permissions {
 		// a KV watch, for the same reason: no consumer.
 		jsAPI+"DIRECT.GET."+registry+".>",
 		"$KV."+c.RegistryBucket()+".>",
+		// Approval records, nonces and grants: read by key, for the
+		// re-check before executing (never written).
+		jsAPI+"DIRECT.GET."+kvStream(c.ApprovalsBucket())+".>",
 		// Outputs over the inline limit: chunks and meta written, meta read.
 		"$O."+c.BlobBucket()+".>",
 		jsAPI+"DIRECT.GET."+objStream(c.BlobBucket())+".>",
@@ -187,7 +190,8 @@ func DLQRetrySubject(c Config) string {
 func (c Config) layoutStreams() []string {
 	return []string{c.CallsStream(), c.ResultsStream(), c.EventsStream(), c.DLQStream(), c.RetriesStream(),
 		c.AdvisoriesStream(), kvStream(c.CancelBucket()), kvStream(c.IdempotencyBucket()),
-		kvStream(c.RegistryBucket()), kvStream(c.SessionsBucket()), objStream(c.BlobBucket())}
+		kvStream(c.RegistryBucket()), kvStream(c.SessionsBucket()), kvStream(c.PoliciesBucket()),
+		kvStream(c.ApprovalsBucket()), objStream(c.BlobBucket())}
 }
 
 // authorize sets the users of opts: an in-process-only internal user with

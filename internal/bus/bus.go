@@ -39,7 +39,14 @@ type Bus struct {
 	Registry    jetstream.KeyValue
 	// Sessions holds the reference intent applier's session states.
 	Sessions jetstream.KeyValue
-	Blobs    jetstream.ObjectStore
+	// Policies holds the policy documents (by content hash) and which one
+	// is in force per tenant, with its history (internal/policystore).
+	Policies jetstream.KeyValue
+	// Approvals holds parked calls awaiting approval, approval records,
+	// used nonces and grants (internal/approvals); keys carry their own
+	// TTLs.
+	Approvals jetstream.KeyValue
+	Blobs     jetstream.ObjectStore
 
 	bind bool // Options.Bind
 	log  *slog.Logger
@@ -240,6 +247,28 @@ func (b *Bus) ensure(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("bus: kv %s: %w", c.SessionsBucket(), err)
+	}
+	b.Policies, err = b.keyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      c.PoliciesBucket(),
+		Description: "toolwire policy documents",
+		History:     64,
+		MaxBytes:    c.PoliciesMaxBytes,
+		Storage:     jetstream.FileStorage,
+		Replicas:    c.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("bus: kv %s: %w", c.PoliciesBucket(), err)
+	}
+	b.Approvals, err = b.keyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:         c.ApprovalsBucket(),
+		Description:    "toolwire approvals and grants",
+		MaxBytes:       c.ApprovalsMaxBytes,
+		LimitMarkerTTL: time.Minute,
+		Storage:        jetstream.FileStorage,
+		Replicas:       c.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("bus: kv %s: %w", c.ApprovalsBucket(), err)
 	}
 	b.Blobs, err = b.objectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      c.BlobBucket(),

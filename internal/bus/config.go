@@ -49,7 +49,12 @@ type Config struct {
 	RegistryMaxBytes int64
 	// SessionsMaxBytes bounds the session bucket. Default 32 MiB.
 	SessionsMaxBytes int64
-	// BlobsMaxBytes bounds the blob object store. Default 512 MiB.
+	// PoliciesMaxBytes bounds the policy bucket. Default 32 MiB.
+	PoliciesMaxBytes int64
+	// ApprovalsMaxBytes bounds the approvals bucket (parked calls, approval
+	// records, grants). Default 96 MiB.
+	ApprovalsMaxBytes int64
+	// BlobsMaxBytes bounds the blob object store. Default 384 MiB.
 	BlobsMaxBytes int64
 	// ResultsMaxAge is the audit horizon of results. Default CallsMaxAge.
 	ResultsMaxAge time.Duration
@@ -146,6 +151,12 @@ func (c Config) CancelBucket() string { return c.Prefix + "_cancels" }
 
 // SessionsBucket is the name of the session-state KV bucket.
 func (c Config) SessionsBucket() string { return c.Prefix + "_sessions" }
+
+// PoliciesBucket is the name of the policy KV bucket.
+func (c Config) PoliciesBucket() string { return c.Prefix + "_policies" }
+
+// ApprovalsBucket is the name of the approvals KV bucket.
+func (c Config) ApprovalsBucket() string { return c.Prefix + "_approvals" }
 
 // RegistryBucket is the name of the registry KV bucket.
 func (c Config) RegistryBucket() string { return c.Prefix + "_registry" }

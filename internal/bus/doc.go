@@ -48,7 +48,9 @@
 //	idempotency  128 MiB    CallsMaxAge    refuses new keys: calls with a key fail
 //	registry     32 MiB     none           refuses new tool versions: a worker's start-up fails
 //	sessions     32 MiB     CallsMaxAge    refuses new session states: applying intents fails
-//	blobs        512 MiB    ResultsMaxAge  refuses new outputs over the inline limit
+//	policies     32 MiB     none           refuses new policy documents: an apply fails
+//	approvals    96 MiB     per key        refuses new approvals: an asked call is refused (fails closed)
+//	blobs        384 MiB    ResultsMaxAge  refuses new outputs over the inline limit
 //
 // No store may fill on the path of an admitted call: a dispatcher refuses
 // new calls with OVERLOADED once a discard-new store they may write

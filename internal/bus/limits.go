@@ -71,7 +71,9 @@ func (c *Config) byteLimits() []byteLimit {
 		{&c.IdempotencyMaxBytes, "IdempotencyMaxBytes", "idempotency", 128 << 20},
 		{&c.RegistryMaxBytes, "RegistryMaxBytes", "registry", 32 << 20},
 		{&c.SessionsMaxBytes, "SessionsMaxBytes", "sessions", 32 << 20},
-		{&c.BlobsMaxBytes, "BlobsMaxBytes", "blobs", 512 << 20},
+		{&c.PoliciesMaxBytes, "PoliciesMaxBytes", "policies", 32 << 20},
+		{&c.ApprovalsMaxBytes, "ApprovalsMaxBytes", "approvals", 96 << 20},
+		{&c.BlobsMaxBytes, "BlobsMaxBytes", "blobs", 384 << 20},
 	}
 }
 
@@ -90,6 +92,8 @@ func (c Config) Stores() []Store {
 		{"idempotency", kv(c.IdempotencyBucket()), c.IdempotencyMaxBytes, c.CallsMaxAge, true, UsedByKeyedCalls},
 		{"registry", kv(c.RegistryBucket()), c.RegistryMaxBytes, 0, true, UsedByNoCall},
 		{"sessions", kv(c.SessionsBucket()), c.SessionsMaxBytes, c.CallsMaxAge, true, UsedByNoCall},
+		{"policies", kv(c.PoliciesBucket()), c.PoliciesMaxBytes, 0, true, UsedByNoCall},
+		{"approvals", kv(c.ApprovalsBucket()), c.ApprovalsMaxBytes, 0, true, UsedByNoCall},
 		// Blobs are copies: a worker that cannot store one keeps the cut
 		// response inline, so a full blob store never refuses admission.
 		{"blobs", obj(c.BlobBucket()), c.BlobsMaxBytes, c.ResultsMaxAge, true, UsedByNoCall},
