@@ -48,6 +48,10 @@ type Config struct {
 	// (the default, what the dispatcher's --nats-sync defaults to) or
 	// "always" (fsync every write).
 	Sync string
+	// Policy puts the 50-rule policy (policytest.FiftyRules, globs and CEL
+	// conditions; the benchmark call is allowed after 20 rules are
+	// evaluated) in force on the dispatcher.
+	Policy bool
 	// Logger receives the components' logs. Default: warnings and errors
 	// to stderr.
 	Logger *slog.Logger
@@ -101,6 +105,9 @@ func (c Config) workerConcurrency() int { return max(64, c.InFlight) }
 func (c Config) system() string {
 	if c.Path == PathBaseline {
 		return "jetstream-baseline"
+	}
+	if c.Policy {
+		return "toolwire-" + c.Path + "+policy"
 	}
 	return "toolwire-" + c.Path
 }

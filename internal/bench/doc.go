@@ -15,6 +15,12 @@
 //     same HTTP settings as dispatchd.Run, over HTTP/1.1 keep-alive with a
 //     connection per call in flight (default, as pkg/client's default
 //     transport) or h2c.
+//   - toolwire-nats+policy: toolwire-nats with a 50-rule policy in force
+//     (policytest.FiftyRules: 30 tenant rules and 20 in the caller's agent
+//     layer, 20 of them on every tool with argument globs or CEL
+//     conditions); the echo call is allowed after 20 rules are evaluated.
+//     The suite reports its calls/s as a share of toolwire-nats' at each
+//     level (the goal is at least 0.9× at 64 in flight).
 //   - jetstream-baseline: the same round trip written directly against
 //     nats.go's jetstream package with nothing of toolwire in it: an async
 //     publish with a message id to a limits stream, a durable pull consumer
@@ -36,7 +42,8 @@
 //   - The worker pool runs max(64, in flight) calls at once, so it is never
 //     the limit.
 //   - The suite runs each level's measurements in interleaved rounds
-//     (baseline, nats, http, baseline, ...) and reports the median run, so
+//     (baseline, nats, nats+policy, http, baseline, ...) and reports the
+//     median run, so
 //     a burst of other load on the machine hits every system alike.
 //   - Besides wall-clock throughput every run reports the process's CPU
 //     time per call (server, dispatcher, worker and callers all run in

@@ -50,7 +50,13 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 		defer func() { err = errors.Join(err, b.stop()) }()
 		call, pool = b.call, b.cons
 	} else {
-		s, err := startStack(ctx, e, stackOptions{worker: cfg.workerConcurrency(), http: cfg.Path == PathHTTP})
+		o := stackOptions{worker: cfg.workerConcurrency(), http: cfg.Path == PathHTTP}
+		if cfg.Policy {
+			if o.policy, err = benchPolicy(); err != nil {
+				return r, err
+			}
+		}
+		s, err := startStack(ctx, e, o)
 		if err != nil {
 			return r, err
 		}

@@ -102,3 +102,22 @@ func writeTable(w io.Writer, rows []row) {
 			float64(r.CPUPerCall())/float64(time.Microsecond), r.OtherCores())
 	}
 }
+
+// writePolicyCost states, per level, the calls/s of the nats path with the
+// 50-rule policy in force as a share of the same path without a policy in
+// the same suite (the goal: at least 90% at 64 in flight).
+func writePolicyCost(w io.Writer, rows []row) {
+	plain := map[int]float64{}
+	for _, r := range rows {
+		if r.System == (Config{Path: PathNATS}).system() {
+			plain[r.InFlight] = r.CallsPerSec()
+		}
+	}
+	for _, r := range rows {
+		if r.System != (Config{Path: PathNATS, Policy: true}).system() || r.Calls == 0 || plain[r.InFlight] == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\nWith the 50-rule policy at %d in flight: %.0f calls/s, %.2f× the calls/s without a policy.\n",
+			r.InFlight, r.CallsPerSec(), r.CallsPerSec()/plain[r.InFlight])
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/executors/native"
+	"github.com/toolwire/toolwire/internal/policy"
+	"github.com/toolwire/toolwire/internal/policy/policytest"
 	"github.com/toolwire/toolwire/internal/registry"
 	workerpkg "github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/internal/workerconfig"
@@ -39,6 +41,8 @@ type stackOptions struct {
 	http bool
 	// maxBacklog is the dispatcher's pool backlog bound (0 = its default).
 	maxBacklog int
+	// policy is the policy in force on the dispatcher; nil = none.
+	policy *policy.Policy
 }
 
 // stack is a running toolwire: dispatcher, registry watcher, an optional
@@ -115,7 +119,8 @@ func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err erro
 	if err := waitTool(ctx, reg, "echo"); err != nil {
 		return nil, err
 	}
-	d, err := dispatch.New(s.bus, reg, dispatch.Config{Name: "bench", Logger: log, MaxWaitingPerCaller: -1, MaxBacklog: o.maxBacklog})
+	d, err := dispatch.New(s.bus, reg, dispatch.Config{Name: "bench", Logger: log, MaxWaitingPerCaller: -1, MaxBacklog: o.maxBacklog,
+		Policies: onePolicy{o.policy}})
 	if err != nil {
 		return nil, err
 	}
@@ -251,4 +256,19 @@ func (s *stack) stop() error {
 		s.reg.Stop()
 	}
 	return errors.Join(errs...)
+}
+
+// onePolicy is a dispatch.PolicySource with one policy for every tenant.
+type onePolicy struct{ p *policy.Policy }
+
+func (o onePolicy) For(string) *policy.Policy { return o.p }
+
+// benchPolicy is the policy of Config.Policy: policytest.FiftyRules for
+// the bench caller's agent, allowing echo.
+func benchPolicy() (*policy.Policy, error) {
+	p, err := policy.Parse([]byte(policytest.FiftyRules(dispatch.DefaultIdentity.Agent, "echo")))
+	if err != nil {
+		return nil, fmt.Errorf("bench: policy: %w", err)
+	}
+	return p, nil
 }

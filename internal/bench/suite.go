@@ -80,15 +80,17 @@ func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) erro
 	if err != nil {
 		return err
 	}
-	systems := []string{PathBaseline, PathNATS, PathHTTP}
+	// The nats path runs twice: without a policy and with the 50-rule
+	// policy in force (Config.Policy), interleaved like the rest.
+	systems := []Config{{Path: PathBaseline}, {Path: PathNATS}, {Path: PathNATS, Policy: true}, {Path: PathHTTP}}
 	var rows []row
 	var failures []error
 	for _, l := range levels {
 		runs := make([][]Result, len(systems))
 		for range rounds {
-			for i, path := range systems {
+			for i, sys := range systems {
 				c := cfg
-				c.Path, c.InFlight, c.Calls, c.Warmup = path, l.InFlight, l.Calls, l.Warmup
+				c.Path, c.Policy, c.InFlight, c.Calls, c.Warmup = sys.Path, sys.Policy, l.InFlight, l.Calls, l.Warmup
 				// Every run starts from a collected heap, so none pays for
 				// the garbage of the run before it.
 				runtime.GC()
@@ -110,7 +112,7 @@ func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) erro
 		}
 		for i, rs := range runs {
 			if len(rs) == 0 {
-				rows = append(rows, row{Result: Result{System: Config{Path: systems[i]}.system(), InFlight: l.InFlight}, failed: rounds})
+				rows = append(rows, row{Result: Result{System: systems[i].system(), InFlight: l.InFlight}, failed: rounds})
 				continue
 			}
 			r := median(rs)
@@ -132,6 +134,7 @@ func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) erro
 	fmt.Fprintf(out, "toolwire-bench -suite: %s, GOMAXPROCS=%d, NATS connections %s, HTTP %s, median of %d rounds, took %s\n\n",
 		runtime.Version(), runtime.GOMAXPROCS(0), cfg.Conn, cfg.HTTP, rounds, time.Since(start).Round(time.Second))
 	writeTable(out, rows)
+	writePolicyCost(out, rows)
 	fmt.Fprintf(out, "\nMemory (median of %d): %s\n", rounds, mems[len(mems)/2])
 	for _, err := range failures {
 		fmt.Fprintf(out, "\nFAILED RUN: %v\n", err)

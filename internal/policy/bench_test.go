@@ -7,44 +7,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/policy"
+	"github.com/toolwire/toolwire/internal/policy/policytest"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
-// benchDoc is a 50-rule policy: 30 tenant rules and 20 in the caller's
-// agent layer; of them 20 apply to every tool ("*"), half with an args
-// glob and half with a CEL condition, and 30 name specific tools by glob.
-// The benchmark call is allowed: no deny matches, so every ask and allow
-// rule that names the tool is evaluated.
-func benchDoc() string {
-	var b strings.Builder
-	rule := func(indent string, id, effect, tools, extra string) {
-		fmt.Fprintf(&b, "%s  - {id: %s, effect: %s, tools: [%s]%s}\n", indent, id, effect, tools, extra)
-	}
-	b.WriteString("tenant:\n  default: allow\n  rules:\n")
-	for i := range 5 {
-		rule("  ", fmt.Sprintf("t-args-deny-%d", i), "deny", `"*"`, fmt.Sprintf(`, args: {path: "/secret%d/**"}, reason: no`, i))
-		rule("  ", fmt.Sprintf("t-cel-ask-%d", i), "ask", `"*"`, fmt.Sprintf(`, when: "has(args.size) && args.size > %d && tool.annotations.destructive"`, 1000+i))
-	}
-	for i := range 5 {
-		rule("  ", fmt.Sprintf("t-nested-%d", i), "deny", `"*"`, fmt.Sprintf(`, args: {repo.owner: "evil-%d-*"}`, i))
-		rule("  ", fmt.Sprintf("t-cel-deny-%d", i), "deny", `"*"`, fmt.Sprintf(`, when: "caller.session.startsWith('blocked-%d') || 'banned%d' in caller.scopes"`, i, i))
-	}
-	for i := range 10 {
-		rule("  ", fmt.Sprintf("t-tool-%d", i), []string{"deny", "ask"}[i%2], fmt.Sprintf(`"tool_%d*", "mcp__srv%d__*"`, i, i), "")
-	}
-	b.WriteString("agents:\n  bot:\n    default: ask\n    rules:\n")
-	for i := range 20 {
-		switch {
-		case i < 10:
-			rule("    ", fmt.Sprintf("a-tool-%d", i), "allow", fmt.Sprintf(`"tool_%d", "other_%d_*"`, i, i), "")
-		case i < 15:
-			rule("    ", fmt.Sprintf("a-args-%d", i), "allow", `"fs_*"`, fmt.Sprintf(`, args: {path: "/data/**", repo.owner: "acme-*"}, when: "args.size < %d"`, 10000+i))
-		default:
-			rule("    ", fmt.Sprintf("a-deny-%d", i), "deny", `"fs_delete", "fs_chmod"`, "")
-		}
-	}
-	return b.String()
-}
+// benchDoc is the 50-rule policy (policytest.FiftyRules) with the
+// caller's agent layer "bot".
+func benchDoc() string { return policytest.FiftyRules("bot") }
 
 func benchPolicy(tb testing.TB) *policy.Policy {
 	tb.Helper()
