@@ -110,6 +110,10 @@ func (h *Holder) Start(ctx context.Context) error {
 }
 
 func (h *Holder) doStart(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		close(h.done)
+		return fmt.Errorf("policystore: start: %w", err)
+	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w, err := h.kv.Watch(wctx, currentPrefix+">")
 	if err != nil {
