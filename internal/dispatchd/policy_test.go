@@ -104,3 +104,48 @@ func TestPolicyFlagRefusesABadDocument(t *testing.T) {
 	require.ErrorIs(t, err, policy.ErrTestsFailed)
 	require.Contains(t, err.Error(), "line 13: tests[2]")
 }
+
+// starterPolicy is the production starter policy of docs/policy.md.
+const starterPolicy = "../../docs/examples/policy-starter.yaml"
+
+// The starter policy of the docs parses and its tests pass, on their own
+// and against the registry of a dispatcher started with it; under it the
+// built-in tools run.
+func TestStarterPolicyOfTheDocs(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(starterPolicy)
+	require.NoError(t, err)
+	p, err := policy.Parse(src)
+	require.NoError(t, err)
+	require.NoError(t, p.RunTests(nil))
+	require.GreaterOrEqual(t, p.Tests(), 8)
+
+	workerConfig := filepath.Join(t.TempDir(), "worker.yaml")
+	require.NoError(t, os.WriteFile(workerConfig, []byte("pools: [{type: native}]\n"), 0o600))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready, done := make(chan string, 1), make(chan error, 1)
+	go func() {
+		done <- dispatchd.Run(ctx, dispatchd.RunConfig{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Workers: "native",
+			WorkerConfig: workerConfig, Tools: builtin.Tools(), PolicyFile: starterPolicy, Ready: ready,
+			Logger: slog.New(slog.DiscardHandler)})
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("dispatcher refused the starter policy: %v", err)
+	}
+	c := toolwirev1connect.NewDispatcherServiceClient(http.DefaultClient, "http://"+addr)
+	for tool, args := range map[string]string{"echo": `{"text":"hi"}`, "remember": `{"key":"k","value":"v"}`} {
+		resp, err := c.Call(t.Context(), connect.NewRequest(&toolwirev1.CallRequest{Tool: tool, ArgumentsJson: args}))
+		require.NoError(t, err)
+		require.True(t, resp.Msg.Response.GetOk(), "%s: %v", tool, resp.Msg.Response.GetError())
+	}
+	x, err := c.Explain(t.Context(), connect.NewRequest(&toolwirev1.ExplainRequest{Tool: "sleep", ArgumentsJson: `{"duration":"1s"}`, Agent: "support-bot"}))
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.PolicyOutcome_POLICY_OUTCOME_DENY, x.Msg.Decision.GetOutcome())
+	require.Equal(t, "agent", x.Msg.Decision.GetDefaultLayer())
+	cancel()
+	require.NoError(t, <-done)
+}

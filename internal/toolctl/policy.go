@@ -366,14 +366,19 @@ func (a *app) printExplanation(x *toolwirev1.ExplainResponse) {
 // decidedBy says in one line what decided.
 func decidedBy(d *toolwirev1.PolicyDecision) string {
 	var s string
+	// The reason is what a refused or asked caller is told.
+	refused := d.GetOutcome() != toolwirev1.PolicyOutcome_POLICY_OUTCOME_ALLOW && d.GetReason() != ""
 	switch {
 	case d.GetRuleId() != "":
 		s = "rule " + d.GetRuleId()
-		if d.GetReason() != "" && d.GetReason() != d.GetRuleId() {
+		if refused && d.GetReason() != d.GetRuleId() {
 			s += ": " + d.GetReason()
 		}
 	case d.GetDefaultLayer() != "":
 		s = fmt.Sprintf("the %s layer's default", d.GetDefaultLayer())
+		if refused {
+			s += ": " + d.GetReason()
+		}
 	case d.GetRequiresApproval():
 		s = "the tool requires approval"
 	case d.GetVersion() == "":
