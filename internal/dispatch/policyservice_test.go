@@ -21,10 +21,10 @@ import (
 	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
 )
 
-// identities authenticates "Bearer <key>" as the identity under key.
-type identities map[string]dispatch.Identity
+// policyIdentities authenticates "Bearer <key>" as the identity under key.
+type policyIdentities map[string]dispatch.Identity
 
-func (k identities) Authenticate(r *http.Request) (dispatch.Identity, error) {
+func (k policyIdentities) Authenticate(r *http.Request) (dispatch.Identity, error) {
 	key, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	id, ok := k[key]
 	if !ok {
@@ -34,7 +34,7 @@ func (k identities) Authenticate(r *http.Request) (dispatch.Identity, error) {
 }
 
 // policyKeys: admins and users of tenants acme and beta.
-var policyKeys = identities{
+var policyKeys = policyIdentities{
 	"acme-admin": {Tenant: "acme", Agent: "ops", Scopes: []string{"admin"}},
 	"acme-bot":   {Tenant: "acme", Agent: "bot", Scopes: []string{"tools"}},
 	"beta-admin": {Tenant: "beta", Agent: "ops", Scopes: []string{"*"}},
@@ -69,14 +69,14 @@ tests:
     expect: allow
 `
 
-func applyPolicy(t *testing.T, c toolwirev1connect.DispatcherServiceClient, key, doc string) *toolwirev1.ApplyPolicyResponse {
+func policyApply(t *testing.T, c toolwirev1connect.DispatcherServiceClient, key, doc string) *toolwirev1.ApplyPolicyResponse {
 	t.Helper()
 	resp, err := c.ApplyPolicy(t.Context(), as(key, &toolwirev1.ApplyPolicyRequest{Document: doc, Comment: "test"}))
 	require.NoError(t, err)
 	return resp.Msg
 }
 
-func callAs(t *testing.T, c toolwirev1connect.DispatcherServiceClient, key string, o *toolwirev1.CallRequest) *toolwirev1.CallResponse {
+func policyCall(t *testing.T, c toolwirev1connect.DispatcherServiceClient, key string, o *toolwirev1.CallRequest) *toolwirev1.CallResponse {
 	t.Helper()
 	o.Wait = nil
 	resp, err := c.Call(t.Context(), as(key, o))
@@ -85,8 +85,8 @@ func callAs(t *testing.T, c toolwirev1connect.DispatcherServiceClient, key strin
 	return resp.Msg
 }
 
-// events returns the events of a call, up to its terminal one.
-func events(t *testing.T, c toolwirev1connect.DispatcherServiceClient, key, callID string) []*toolwirev1.CallEvent {
+// policyEvents returns the events of a call, up to its terminal one.
+func policyEvents(t *testing.T, c toolwirev1connect.DispatcherServiceClient, key, callID string) []*toolwirev1.CallEvent {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
@@ -101,7 +101,7 @@ func events(t *testing.T, c toolwirev1connect.DispatcherServiceClient, key, call
 	return out
 }
 
-func eventOf(evs []*toolwirev1.CallEvent, typ toolwirev1.CallEventType) *toolwirev1.CallEvent {
+func policyEventOf(evs []*toolwirev1.CallEvent, typ toolwirev1.CallEventType) *toolwirev1.CallEvent {
 	i := slices.IndexFunc(evs, func(e *toolwirev1.CallEvent) bool { return e.Type == typ })
 	if i < 0 {
 		return nil
@@ -116,7 +116,7 @@ func eventOf(evs []*toolwirev1.CallEvent, typ toolwirev1.CallEventType) *toolwir
 func TestPolicyDecisionsAreAnsweredAndRecorded(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{Auth: policyKeys, Dispatcher: dispatch.Config{AcceptedRecordDelay: -1}})
-	applied := applyPolicy(t, s.Client, "acme-admin", echoRules)
+	applied := policyApply(t, s.Client, "acme-admin", echoRules)
 	require.True(t, applied.Changed)
 	require.Equal(t, int32(2), applied.TestsPassed)
 	version := applied.Version.Version
@@ -125,7 +125,7 @@ func TestPolicyDecisionsAreAnsweredAndRecorded(t *testing.T) {
 	require.Equal(t, "ops", applied.Version.AppliedBy)
 
 	// Denied: the reason, not the rule's text; nothing queued.
-	r := callAs(t, s.Client, "acme-bot", &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"secret plans"}`})
+	r := policyCall(t, s.Client, "acme-bot", &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"secret plans"}`})
 	require.False(t, r.Response.Ok)
 	e := r.Response.Error
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, e.Type)
@@ -133,7 +133,7 @@ func TestPolicyDecisionsAreAnsweredAndRecorded(t *testing.T) {
 	require.NotContains(t, e.Message, "secret*", "the rule's pattern is private")
 	require.NotContains(t, e.Message, "no-secrets", "a rule with a reason is not named")
 	requireNothingQueued(t, s)
-	rej := eventOf(events(t, s.Client, "acme-bot", r.CallId), toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED)
+	rej := policyEventOf(policyEvents(t, s.Client, "acme-bot", r.CallId), toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED)
 	require.NotNil(t, rej)
 	require.Equal(t, toolwirev1.PolicyOutcome_POLICY_OUTCOME_DENY, rej.Policy.GetOutcome())
 	require.Equal(t, version, rej.Policy.GetVersion())
@@ -141,32 +141,32 @@ func TestPolicyDecisionsAreAnsweredAndRecorded(t *testing.T) {
 	require.Equal(t, "secrets stay home", rej.Policy.GetReason())
 
 	// A condition decides too.
-	r = callAs(t, s.Client, "acme-bot", &toolwirev1.CallRequest{Tool: "fail", ArgumentsJson: `{"type":"TRANSIENT"}`})
+	r = policyCall(t, s.Client, "acme-bot", &toolwirev1.CallRequest{Tool: "fail", ArgumentsJson: `{"type":"TRANSIENT"}`})
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.Response.GetError().GetType())
 	require.Contains(t, r.Response.Error.Message, "only permanent failures")
 
 	// Allowed: the version and rule on the ACCEPTED event and the call.
 	sub, err := s.Client.Submit(t.Context(), as("acme-bot", &toolwirev1.SubmitRequest{Tool: "echo", ArgumentsJson: `{"text":"hi"}`}))
 	require.NoError(t, err)
-	evs := events(t, s.Client, "acme-bot", sub.Msg.CallId)
-	acc := eventOf(evs, toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED)
-	require.NotNil(t, acc, "events: %v", evs)
+	evs := policyEvents(t, s.Client, "acme-bot", sub.Msg.CallId)
+	acc := policyEventOf(evs, toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED)
+	require.NotNil(t, acc, "policyEvents: %v", evs)
 	require.Equal(t, toolwirev1.PolicyOutcome_POLICY_OUTCOME_ALLOW, acc.Policy.GetOutcome())
 	require.Equal(t, version, acc.Policy.GetVersion())
 	require.Equal(t, "echo-ok", acc.Policy.GetRuleId())
-	fin := eventOf(evs, toolwirev1.CallEventType_CALL_EVENT_TYPE_FINISHED)
+	fin := policyEventOf(evs, toolwirev1.CallEventType_CALL_EVENT_TYPE_FINISHED)
 	require.True(t, fin.GetResponse().GetOk())
-	stored := storedCall(t, s, sub.Msg.CallId)
+	stored := policyStoredCall(t, s, sub.Msg.CallId)
 	require.Equal(t, version, stored.PolicyVersion)
 	require.Equal(t, "echo-ok", stored.PolicyRule)
 
 	// Another tenant is not under acme's document.
-	r = callAs(t, s.Client, "beta-bot", &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"secret plans"}`})
+	r = policyCall(t, s.Client, "beta-bot", &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"secret plans"}`})
 	require.True(t, r.Response.Ok, "%v", r.Response.Error)
 }
 
-// storedCall reads a call back from the calls stream.
-func storedCall(t *testing.T, s *dispatchtest.Stack, callID string) *toolwirev1.ToolCall {
+// policyStoredCall reads a call back from the calls stream.
+func policyStoredCall(t *testing.T, s *dispatchtest.Stack, callID string) *toolwirev1.ToolCall {
 	t.Helper()
 	ctx := t.Context()
 	cons, err := s.Env.Bus.Calls.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{s.Env.Bus.Subjects.AllCalls()}})
@@ -213,7 +213,7 @@ func TestApplyPolicyRefusesNamingTheLine(t *testing.T) {
 	s := dispatchtest.Start(t, dispatchtest.Options{Auth: policyKeys, NoWorker: true,
 		Dispatcher: dispatch.Config{MaxRequestBytes: 2 << 20}})
 	ctx := t.Context()
-	good := applyPolicy(t, s.Client, "acme-admin", echoRules)
+	good := policyApply(t, s.Client, "acme-admin", echoRules)
 
 	badCEL := strings.Replace(echoRules, `when: args.type != "PERMANENT"`, `when: args.type !=`, 1)
 	_, err := s.Client.ApplyPolicy(ctx, as("acme-admin", &toolwirev1.ApplyPolicyRequest{Document: badCEL}))
@@ -241,7 +241,7 @@ func TestApplyPolicyRefusesNamingTheLine(t *testing.T) {
 	require.Contains(t, err.Error(), "at most 1048576")
 	big := pad(policy.MaxDocumentBytes)
 	require.Len(t, big, policy.MaxDocumentBytes)
-	res := applyPolicy(t, s.Client, "acme-admin", big)
+	res := policyApply(t, s.Client, "acme-admin", big)
 	require.False(t, res.Changed, "only a comment differs")
 	cur, err = s.Client.GetPolicy(ctx, as("acme-admin", &toolwirev1.GetPolicyRequest{}))
 	require.NoError(t, err)
@@ -269,12 +269,12 @@ func TestPolicyTenantsAreIsolated(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Policies.Wait(ctx, policystore.Installation, inst.Version.Version))
 
-	acme := applyPolicy(t, s.Client, "acme-admin", echoRules)
-	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, callAs(t, s.Client, "acme-bot", secret).Response.GetError().GetType())
-	require.True(t, callAs(t, s.Client, "beta-bot", secret).Response.Ok, "beta is under the installation document")
-	beta := callAs(t, s.Client, "beta-bot", &toolwirev1.CallRequest{Tool: "fail", ArgumentsJson: `{"type":"PERMANENT"}`})
+	acme := policyApply(t, s.Client, "acme-admin", echoRules)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, policyCall(t, s.Client, "acme-bot", secret).Response.GetError().GetType())
+	require.True(t, policyCall(t, s.Client, "beta-bot", secret).Response.Ok, "beta is under the installation document")
+	beta := policyCall(t, s.Client, "beta-bot", &toolwirev1.CallRequest{Tool: "fail", ArgumentsJson: `{"type":"PERMANENT"}`})
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, beta.Response.GetError().GetType(), "installation default deny")
-	acmeFail := callAs(t, s.Client, "acme-bot", &toolwirev1.CallRequest{Tool: "fail", ArgumentsJson: `{"type":"PERMANENT"}`})
+	acmeFail := policyCall(t, s.Client, "acme-bot", &toolwirev1.CallRequest{Tool: "fail", ArgumentsJson: `{"type":"PERMANENT"}`})
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMANENT, acmeFail.Response.GetError().GetType(), "acme's own document replaces the installation's")
 
 	got, err := s.Client.GetPolicy(ctx, as("beta-admin", &toolwirev1.GetPolicyRequest{}))
@@ -287,7 +287,7 @@ func TestPolicyTenantsAreIsolated(t *testing.T) {
 	_, err = s.Client.GetPolicy(ctx, as("beta-admin", &toolwirev1.GetPolicyRequest{Version: "sha256:../acme"}))
 	require.Equal(t, connect.CodeNotFound, connect.CodeOf(err))
 
-	second := applyPolicy(t, s.Client, "acme-admin", "tenant: {default: allow}\n")
+	second := policyApply(t, s.Client, "acme-admin", "tenant: {default: allow}\n")
 	vs, err := s.Client.ListPolicyVersions(ctx, as("acme-admin", &toolwirev1.ListPolicyVersionsRequest{}))
 	require.NoError(t, err)
 	require.Len(t, vs.Msg.Versions, 2)
@@ -311,7 +311,7 @@ func TestListToolsHidesDeniedTools(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{Auth: policyKeys})
 	ctx := t.Context()
-	applyPolicy(t, s.Client, "acme-admin", `tenant:
+	policyApply(t, s.Client, "acme-admin", `tenant:
   rules:
     - {id: no-fail, effect: deny, tools: [fail]}
     - {id: short-sleeps, effect: deny, tools: [sleep], when: "args.ms > 1000"}
@@ -339,13 +339,13 @@ agents:
 	_, err = s.Client.GetTool(ctx, as("acme-bot", &toolwirev1.GetToolRequest{Name: "sleep"}))
 	require.NoError(t, err)
 
-	r := callAs(t, s.Client, "acme-bot", &toolwirev1.CallRequest{Tool: "fai", ArgumentsJson: `{}`})
+	r := policyCall(t, s.Client, "acme-bot", &toolwirev1.CallRequest{Tool: "fai", ArgumentsJson: `{}`})
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, r.Response.Error.Type)
 	require.NotContains(t, r.Response.Error.Suggestion, "fail", "a hidden tool is not suggested")
-	r = callAs(t, s.Client, "beta-bot", &toolwirev1.CallRequest{Tool: "fai", ArgumentsJson: `{}`})
+	r = policyCall(t, s.Client, "beta-bot", &toolwirev1.CallRequest{Tool: "fai", ArgumentsJson: `{}`})
 	require.Contains(t, r.Response.Error.Suggestion, "did you mean fail?")
 
-	r = callAs(t, s.Client, "acme-bot", &toolwirev1.CallRequest{Tool: "fail", ArgumentsJson: `{"type":"PERMANENT"}`})
+	r = policyCall(t, s.Client, "acme-bot", &toolwirev1.CallRequest{Tool: "fail", ArgumentsJson: `{"type":"PERMANENT"}`})
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.Response.Error.Type)
 	require.Contains(t, r.Response.Error.Message, "no-fail", "a rule without reason is named by its id")
 }
@@ -356,8 +356,8 @@ func TestExplain(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{Auth: policyKeys})
 	ctx := t.Context()
-	first := applyPolicy(t, s.Client, "acme-admin", echoRules)
-	applyPolicy(t, s.Client, "acme-admin", echoRules+`agents:
+	first := policyApply(t, s.Client, "acme-admin", echoRules)
+	policyApply(t, s.Client, "acme-admin", echoRules+`agents:
   bot:
     default: deny
     rules:

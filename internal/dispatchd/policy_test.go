@@ -33,7 +33,7 @@ tests:
     expect: allow
 `
 
-func writeFile(t *testing.T, content string) string {
+func writePolicyFile(t *testing.T, content string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "policy.yaml")
 	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
@@ -44,7 +44,7 @@ func writeFile(t *testing.T, content string) string {
 // tenant is under it, and GetPolicy shows it as the installation's.
 func TestPolicyFlagAppliesTheInstallationDocument(t *testing.T) {
 	t.Parallel()
-	file := writeFile(t, echoDenied)
+	file := writePolicyFile(t, echoDenied)
 	workerConfig := filepath.Join(t.TempDir(), "worker.yaml")
 	require.NoError(t, os.WriteFile(workerConfig, []byte("pools: [{type: native}]\n"), 0o600))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -86,7 +86,7 @@ func TestPolicyFlagRefusesABadDocument(t *testing.T) {
 		{"tenant:\n  rules:\n    - {id: x, effect: deny, tools: [\"*\"], when: \"args.a ==\"}\n", "line 3: tenant.rules[0].when"},
 	} {
 		var stderr bytes.Buffer
-		code := dispatchd.Main([]string{"--data", t.TempDir(), "--http", "127.0.0.1:0", "--workers", "none", "--policy", writeFile(t, tt.doc)}, &stderr, nil)
+		code := dispatchd.Main([]string{"--data", t.TempDir(), "--http", "127.0.0.1:0", "--workers", "none", "--policy", writePolicyFile(t, tt.doc)}, &stderr, nil)
 		require.Equal(t, 1, code, stderr.String())
 		require.Contains(t, stderr.String(), "dispatcher: --policy ")
 		require.Contains(t, stderr.String(), tt.want)
@@ -96,7 +96,7 @@ func TestPolicyFlagRefusesABadDocument(t *testing.T) {
 	require.Contains(t, stderr.String(), "no such file")
 
 	// Tests run against the registry, so they fail once the store is up.
-	failing := writeFile(t, echoDenied+"  - tool: echo\n    expect: allow\n")
+	failing := writePolicyFile(t, echoDenied+"  - tool: echo\n    expect: allow\n")
 	err := dispatchd.Run(t.Context(), dispatchd.RunConfig{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Workers: "none",
 		PolicyFile: failing, Logger: slog.New(slog.DiscardHandler)})
 	var perr *dispatchd.PolicyError

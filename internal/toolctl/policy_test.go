@@ -16,10 +16,10 @@ import (
 	"github.com/toolwire/toolwire/internal/toolctl"
 )
 
-// policyKeys authenticates "Bearer <key>" as the identity under key.
-type policyKeys map[string]dispatch.Identity
+// policyAuth authenticates "Bearer <key>" as the identity under key.
+type policyAuth map[string]dispatch.Identity
 
-func (k policyKeys) Authenticate(r *http.Request) (dispatch.Identity, error) {
+func (k policyAuth) Authenticate(r *http.Request) (dispatch.Identity, error) {
 	key, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	id, ok := k[key]
 	if !ok {
@@ -28,7 +28,7 @@ func (k policyKeys) Authenticate(r *http.Request) (dispatch.Identity, error) {
 	return id, nil
 }
 
-var acmeKeys = policyKeys{
+var policyAcmeKeys = policyAuth{
 	"admin": {Tenant: "acme", Agent: "ops", Scopes: []string{"admin"}},
 	"bot":   {Tenant: "acme", Agent: "bot", Scopes: []string{"tools"}},
 }
@@ -51,7 +51,7 @@ tests:
     expect: deny
 `
 
-func policyFile(t *testing.T, doc string) string {
+func writePolicy(t *testing.T, doc string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "policy.yaml")
 	require.NoError(t, os.WriteFile(p, []byte(doc), 0o600))
@@ -59,7 +59,7 @@ func policyFile(t *testing.T, doc string) string {
 }
 
 // as runs toolctl with the API key key.
-func (b *bundle) as(t *testing.T, key string, args ...string) outcome {
+func (b *bundle) policyAs(t *testing.T, key string, args ...string) outcome {
 	t.Helper()
 	return b.run(t, append([]string{"--api-key", key}, args...)...)
 }
@@ -69,62 +69,62 @@ func (b *bundle) as(t *testing.T, key string, args ...string) outcome {
 // rule's reason, explain says which rule and why.
 func TestPolicyCommands(t *testing.T) {
 	t.Parallel()
-	b := setup(t, dispatchtest.Options{Auth: acmeKeys})
+	b := setup(t, dispatchtest.Options{Auth: policyAcmeKeys})
 
-	badCEL := policyFile(t, "tenant:\n  rules:\n    - id: bad\n      effect: deny\n      tools: [\"*\"]\n      when: args.x ==\n")
-	o := b.as(t, "admin", "policy", "apply", badCEL)
+	badCEL := writePolicy(t, "tenant:\n  rules:\n    - id: bad\n      effect: deny\n      tools: [\"*\"]\n      when: args.x ==\n")
+	o := b.policyAs(t, "admin", "policy", "apply", badCEL)
 	require.Equal(t, toolctl.ExitToolError, o.code, o.stderr)
 	require.Contains(t, o.stderr, "error: the policy was refused: invalid document:\n  line 6: tenant.rules[0].when")
 
-	failing := policyFile(t, strings.Replace(secretsPolicy, "expect: deny", "expect: allow", 1))
-	o = b.as(t, "admin", "policy", "apply", failing)
+	failing := writePolicy(t, strings.Replace(secretsPolicy, "expect: deny", "expect: allow", 1))
+	o = b.policyAs(t, "admin", "policy", "apply", failing)
 	require.Equal(t, toolctl.ExitToolError, o.code, o.stderr)
 	require.Contains(t, o.stderr, "1 of 1 tests fail:\n  line 14: tests[0]: echo: expected allow, got deny")
 
-	good := policyFile(t, secretsPolicy)
-	o = b.as(t, "admin", "policy", "apply", good, "--dry-run")
+	good := writePolicy(t, secretsPolicy)
+	o = b.policyAs(t, "admin", "policy", "apply", good, "--dry-run")
 	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
 	require.Contains(t, o.stdout, "dry run: the document is valid; applying it would put sha256:")
-	o = b.as(t, "admin", "policy", "show")
+	o = b.policyAs(t, "admin", "policy", "show")
 	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
 	require.Contains(t, o.stderr, "no policy in force")
 
-	o = b.as(t, "admin", "policy", "apply", good, "--comment", "no secrets")
+	o = b.policyAs(t, "admin", "policy", "apply", good, "--comment", "no secrets")
 	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
 	require.Regexp(t, `^applied sha256:[0-9a-f]{64} \(2 rules, 1 tests passed\) for tenant acme\n$`, o.stdout)
-	o = b.as(t, "admin", "policy", "apply", good)
+	o = b.policyAs(t, "admin", "policy", "apply", good)
 	require.Contains(t, o.stdout, "unchanged: sha256:")
 
 	// A deny answers the reason, not the rule.
-	o = b.as(t, "bot", "call", "echo", `{"text":"secret plans"}`)
+	o = b.policyAs(t, "bot", "call", "echo", `{"text":"secret plans"}`)
 	require.Equal(t, toolctl.ExitToolError, o.code)
 	require.Contains(t, o.stderr, "error: PERMISSION_DENIED: policy denies this call of \"echo\": secrets stay home")
 	require.NotContains(t, o.stderr, "secret*")
 
-	o = b.as(t, "admin", "policy", "show")
+	o = b.policyAs(t, "admin", "policy", "show")
 	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
 	require.Equal(t, secretsPolicy, o.stdout, "as applied, comments kept")
 	require.Contains(t, o.stderr, "tenant acme, applied ")
 	require.Contains(t, o.stderr, "by ops: no secrets")
 
 	// diff: a changed rule, then a comment only.
-	changed := policyFile(t, strings.Replace(secretsPolicy, `"secret*"`, `"*secret*"`, 1))
-	o = b.as(t, "admin", "policy", "diff", changed)
+	changed := writePolicy(t, strings.Replace(secretsPolicy, `"secret*"`, `"*secret*"`, 1))
+	o = b.policyAs(t, "admin", "policy", "diff", changed)
 	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
 	require.Contains(t, o.stdout, "--- in force: sha256:")
 	require.Contains(t, o.stdout, "+++ "+changed+"\n")
 	require.Contains(t, o.stdout, "\n-      args: {text: \"secret*\"}\n+      args: {text: \"*secret*\"}\n")
 	require.Contains(t, o.stderr, " is version sha256:")
-	recommented := policyFile(t, strings.Replace(secretsPolicy, "# acme:", "# ACME:", 1))
-	o = b.as(t, "admin", "policy", "diff", recommented)
+	recommented := writePolicy(t, strings.Replace(secretsPolicy, "# acme:", "# ACME:", 1))
+	o = b.policyAs(t, "admin", "policy", "diff", recommented)
 	require.Contains(t, o.stderr, "only comments or layout differ")
-	o = b.as(t, "admin", "policy", "diff", good)
+	o = b.policyAs(t, "admin", "policy", "diff", good)
 	require.Empty(t, o.stdout)
 	require.Contains(t, o.stderr, "is the document in force")
 
-	o = b.as(t, "admin", "policy", "apply", changed)
+	o = b.policyAs(t, "admin", "policy", "apply", changed)
 	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
-	o = b.as(t, "admin", "policy", "history")
+	o = b.policyAs(t, "admin", "policy", "history")
 	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
 	lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
 	require.Len(t, lines, 3, o.stdout)
@@ -133,7 +133,7 @@ func TestPolicyCommands(t *testing.T) {
 	require.Contains(t, lines[2], "no secrets")
 
 	// explain: the rule that decided, with its layer, and why.
-	o = b.as(t, "admin", "policy", "explain", "echo", `{"text":"my *secret* plans"}`, "--agent", "bot", "--session", "s-1")
+	o = b.policyAs(t, "admin", "policy", "explain", "echo", `{"text":"my *secret* plans"}`, "--agent", "bot", "--session", "s-1")
 	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
 	require.Contains(t, o.stdout, "outcome:  deny\n")
 	require.Contains(t, o.stdout, "decided:  rule no-secrets: secrets stay home\n")
@@ -141,20 +141,20 @@ func TestPolicyCommands(t *testing.T) {
 	require.Regexp(t, `yes +deny +tenant +no-secrets +8 +args\.text is "my \*secret\* plans"`, o.stdout)
 	require.Regexp(t, `yes +allow +tenant +echo-ok +5 +no args or when`, o.stdout)
 	require.Contains(t, o.stdout, "reason of no-secrets: secrets stay home")
-	o = b.as(t, "admin", "-o", "json", "policy", "explain", "echo", `{"text":"hi"}`)
+	o = b.policyAs(t, "admin", "-o", "json", "policy", "explain", "echo", `{"text":"hi"}`)
 	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
 	var x struct {
 		Decision struct{ Outcome, RuleID string } `json:"decision"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(o.stdout), &x))
 	require.Equal(t, "POLICY_OUTCOME_ALLOW", x.Decision.Outcome)
-	o = b.as(t, "admin", "policy", "explain", "echo", `{"a":1,"a":2}`)
+	o = b.policyAs(t, "admin", "policy", "explain", "echo", `{"a":1,"a":2}`)
 	require.Equal(t, toolctl.ExitToolError, o.code)
 	require.Contains(t, o.stderr, "VALIDATION")
 
 	// Without the admin scope nothing works.
 	for _, args := range [][]string{{"policy", "show"}, {"policy", "history"}, {"policy", "apply", good}, {"policy", "explain", "echo"}} {
-		o = b.as(t, "bot", args...)
+		o = b.policyAs(t, "bot", args...)
 		require.Equal(t, toolctl.ExitToolError, o.code, "%v: %+v", args, o)
 		require.Contains(t, o.stderr, `"admin" scope`, args)
 	}
@@ -165,8 +165,8 @@ func TestPolicyCommands(t *testing.T) {
 // the reason.
 func TestAuditShowsPolicyDecisions(t *testing.T) {
 	t.Parallel()
-	b := setup(t, dispatchtest.Options{Auth: acmeKeys})
-	o := b.as(t, "admin", "-o", "json", "policy", "apply", policyFile(t, secretsPolicy))
+	b := setup(t, dispatchtest.Options{Auth: policyAcmeKeys})
+	o := b.policyAs(t, "admin", "-o", "json", "policy", "apply", writePolicy(t, secretsPolicy))
 	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
 	var applied struct {
 		Version struct{ Version string } `json:"version"`
@@ -175,9 +175,9 @@ func TestAuditShowsPolicyDecisions(t *testing.T) {
 	version := applied.Version.Version
 	require.NotEmpty(t, version)
 
-	require.Equal(t, toolctl.ExitOK, b.as(t, "bot", "call", "echo", `{"text":"hello"}`).code)
-	require.Equal(t, toolctl.ExitToolError, b.as(t, "bot", "call", "echo", `{"text":"secret plans"}`).code)
-	require.Equal(t, toolctl.ExitToolError, b.as(t, "bot", "call", "nosuch", `{}`).code)
+	require.Equal(t, toolctl.ExitOK, b.policyAs(t, "bot", "call", "echo", `{"text":"hello"}`).code)
+	require.Equal(t, toolctl.ExitToolError, b.policyAs(t, "bot", "call", "echo", `{"text":"secret plans"}`).code)
+	require.Equal(t, toolctl.ExitToolError, b.policyAs(t, "bot", "call", "nosuch", `{}`).code)
 
 	type record struct {
 		Tool, Admission, Outcome string
