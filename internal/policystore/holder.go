@@ -154,6 +154,9 @@ func (h *Holder) run(ctx context.Context, w jetstream.KeyWatcher) {
 			return
 		case e, ok := <-w.Updates():
 			if !ok {
+				if ctx.Err() == nil {
+					h.log.Error("policy watch ended (connection closed): the policies in force on this replica no longer change")
+				}
 				return
 			}
 			if e == nil {
