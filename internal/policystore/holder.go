@@ -126,6 +126,8 @@ func (h *Holder) doStart(ctx context.Context) error {
 	select {
 	case <-h.ready:
 		return nil
+	case <-h.done:
+		return errors.New("policystore: the watch ended before the initial load (connection closed)")
 	case <-ctx.Done():
 		cancel() // not Stop: it would wait for this Once
 		<-h.done
