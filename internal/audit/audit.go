@@ -105,8 +105,15 @@ type Record struct {
 	Idempotency string          `json:"idempotency_key,omitempty"`
 	Arguments   json.RawMessage `json:"arguments,omitempty"`
 	// Admission is "accepted" for every call in CALLS (refused calls
-	// never reach it; they are REJECTED events).
+	// never reach it; they are REJECTED events, which Refusals reads:
+	// "rejected").
 	Admission string `json:"admission"`
+	// Policy is what the policy decided: for an admitted call the version
+	// in force and the rule that allowed it (or the grant or approval
+	// that covered an ask), for a refusal by the policy the version, the
+	// rule and the reason the caller was told. Absent when no policy was
+	// in force (or another admission step refused the call).
+	Policy *Policy `json:"policy,omitempty"`
 	// Events are the call's lifecycle events (Options.Events), as
 	// protobuf JSON.
 	Events   []json.RawMessage `json:"events,omitempty"`
@@ -120,6 +127,44 @@ type Record struct {
 	Call *toolwirev1.ToolCall `json:"-"`
 	// Result is the terminal response; nil while there is none.
 	Result *toolwirev1.ToolResponse `json:"-"`
+}
+
+// Policy is the audit's view of a policy decision (DESIGN §6).
+type Policy struct {
+	// Outcome is "allow", "ask" or "deny".
+	Outcome string `json:"outcome"`
+	// Version is the policy document's version ("sha256:<hex>").
+	Version string `json:"version,omitempty"`
+	// Rule is the id of the rule that decided; empty when a layer's
+	// default (Default: "tenant" or "agent") or the tool's
+	// requires_approval decided.
+	Rule             string `json:"rule,omitempty"`
+	Default          string `json:"default,omitempty"`
+	RequiresApproval bool   `json:"requires_approval,omitempty"`
+	// Reason is what a refused or asked caller was told.
+	Reason string `json:"reason,omitempty"`
+	// Grant and Approval covered an ask, which made it an allow.
+	Grant    string `json:"grant,omitempty"`
+	Approval string `json:"approval,omitempty"`
+}
+
+// policyOfCall is the decision an admitted call carries; nil without one.
+func policyOfCall(c *toolwirev1.ToolCall) *Policy {
+	if c.PolicyVersion == "" && c.PolicyRule == "" && c.GrantId == "" && c.ApprovalId == "" {
+		return nil
+	}
+	return &Policy{Outcome: "allow", Version: c.PolicyVersion, Rule: c.PolicyRule, Grant: c.GrantId, Approval: c.ApprovalId}
+}
+
+// policyOfDecision is the audit's form of a recorded decision; nil for
+// none.
+func policyOfDecision(d *toolwirev1.PolicyDecision) *Policy {
+	if d == nil {
+		return nil
+	}
+	return &Policy{Outcome: strings.ToLower(strings.TrimPrefix(d.Outcome.String(), "POLICY_OUTCOME_")), Version: d.Version,
+		Rule: d.RuleId, Default: d.DefaultLayer, RequiresApproval: d.RequiresApproval, Reason: d.Reason,
+		Grant: d.GrantId, Approval: d.ApprovalId}
 }
 
 // Anomaly is a completeness problem found by an audit.
@@ -403,7 +448,7 @@ func (s *Source) jobOf(msg jetstream.Msg, seq uint64, stored time.Time, f Filter
 	}
 	rec := &Record{CallID: call.CallId, Seq: seq, Time: stored, Tenant: c.GetTenant(), Agent: c.GetAgent(),
 		Session: c.GetSession(), User: c.GetUser(), Run: c.GetRun(), Tool: call.Tool, SpecVersion: call.SpecVersion,
-		Dispatcher: call.Dispatcher, Idempotency: call.IdempotencyKey, Admission: "accepted"}
+		Dispatcher: call.Dispatcher, Idempotency: call.IdempotencyKey, Admission: "accepted", Policy: policyOfCall(call)}
 	rec.Call = call
 	return &job{rec: rec, call: call, done: make(chan struct{})}, false
 }

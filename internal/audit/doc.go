@@ -30,6 +30,17 @@
 // dispatchers' mover (a message id other than the call id) are counted in
 // Summary.RetryEntries, not audited twice.
 //
+// Each record carries the policy decision that admitted the call
+// (Record.Policy, from the call's policy_version, policy_rule, grant_id
+// and approval_id: the version of the document in force and the rule that
+// allowed it, or the grant or approval that covered an ask; absent when no
+// policy was in force). Calls admission refused never reach the calls
+// stream: Source.Refusals reads their REJECTED events from the events
+// stream instead (same filters, oldest first, for as long as the events
+// stream keeps them), as records with outcome "rejected", the error
+// answered and, when the policy refused, its version, rule and the reason
+// the caller was told.
+//
 // # Outcomes and completeness
 //
 // A record's outcome is ok, error, cancelled, expired, dead_lettered

@@ -109,7 +109,7 @@ func tighter(a, b time.Duration) time.Duration {
 // those it can see), and how to list them all.
 func (d *Dispatcher) unknownToolHint(id Identity, name string) string {
 	const list = "list the tools you can call with `toolctl tools list` (the ListTools RPC)"
-	visible := d.reg.List(registry.Filter{Scopes: id.Scopes})
+	visible := d.visibleEntries(id, d.reg.List(registry.Filter{Scopes: id.Scopes}))
 	names := make([]string, 0, len(visible))
 	for _, e := range visible {
 		names = append(names, e.Spec.Name)

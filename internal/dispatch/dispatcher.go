@@ -12,6 +12,7 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/delayed"
 	"github.com/toolwire/toolwire/internal/intents"
+	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -49,6 +50,10 @@ type Dispatcher struct {
 	delayedRecords *delayed.Queue
 	applier        *intents.Applier
 
+	// policies stores the policy documents the policy RPCs apply and
+	// show (policyservice.go); cfg.Policies is what decides.
+	policies *policystore.Store
+
 	tracer  trace.Tracer // nil = tracing off
 	metrics *telemetry.DispatcherMetrics
 
@@ -78,6 +83,7 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 		log:     telemetry.WithTraceIDs(cfg.Logger).With("component", "dispatcher", "dispatcher", cfg.Name),
 		waiters: map[string]*waiter{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}
 	d.lookResult = d.loadResult
+	d.policies = policystore.NewStore(b.Policies, d.log)
 	if cfg.PoolCheck > 0 {
 		d.pools = newPoolCheck(b, cfg.PoolCheck, d.log)
 	}

@@ -482,6 +482,50 @@
 // the admission span, and the call's trace context travels to the worker
 // in the message headers.
 //
+// # Policy
+//
+// After the schema, admission decides the call by the policy in force for
+// the caller's tenant (Config.Policies; internal/policystore's Holder in
+// the dispatcher process): the tenant's own document, else the
+// installation document (--policy), else none (allow, but tools that
+// require approval ask). A deny is answered PERMISSION_DENIED with the
+// deciding rule's reason (its id when it has none), never the rule's
+// text, and recorded on the REJECTED event with the policy version and
+// rule id; an allowed call carries both (ToolCall.policy_version,
+// policy_rule) and its ACCEPTED event records them (policy.go). ListTools,
+// GetTool and the unknown-tool hint hide the tools an unconditional deny
+// covers for the caller (policy.Policy.Hidden); their calls are still
+// decided, and denied, by the policy.
+//
+// The policy RPCs (policyservice.go) need the "admin" scope and act on the
+// caller's tenant, from its credentials:
+//
+//   - ApplyPolicy parses the document (at most policy.MaxDocumentBytes,
+//     checked before parsing), compiles its conditions and runs its tests
+//     against the registry's current specs, and refuses with
+//     invalid_argument naming each problem's line; else it stores it
+//     (policystore) and answers once it is in force on this replica (at
+//     most 5s; the other replicas follow within about a second). A dry
+//     run only checks. A document travels in the request body, so
+//     --max-request-bytes (default 320 KiB) bounds it first: a larger one
+//     is refused with resource_exhausted while read; raise the flag to
+//     apply documents up to 1 MiB. A dispatcher built without
+//     Config.Policies refuses to apply (failed_precondition): it would
+//     store a document it does not enforce.
+//   - GetPolicy returns the document in force as applied (comments kept),
+//     or one version; ListPolicyVersions the applies, newest first. A
+//     tenant without a document of its own gets the installation's
+//     (PolicyVersion.tenant "*").
+//   - Explain decides a call as admission would, without validating or
+//     running it, on behalf of the request's agent (default the caller's
+//     own, with its scopes), session, user and run in the caller's tenant,
+//     with the policy in force or another version, and says why: the
+//     applicable layers, every rule naming the tool with its layer,
+//     effect, line, whether it matched and why (argument values against
+//     patterns, a condition's value or error), the grant that covered an
+//     ask. Arguments ParseArgs refuses are invalid_argument ("VALIDATION:
+//     arguments_json: ..."). It shows rule text: it is for admins only.
+//
 // # Decisions on limits
 //
 // Where the issue that introduced the limits was silent:

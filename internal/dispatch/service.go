@@ -168,7 +168,7 @@ func (s *Service) ListTools(ctx context.Context, req *connect.Request[toolwirev1
 	if err != nil {
 		return nil, err
 	}
-	ents := s.d.reg.List(registry.Filter{NameGlob: req.Msg.NameGlob, Executor: req.Msg.Executor, Scopes: id.Scopes})
+	ents := s.d.visibleEntries(id, s.d.reg.List(registry.Filter{NameGlob: req.Msg.NameGlob, Executor: req.Msg.Executor, Scopes: id.Scopes}))
 	out := &toolwirev1.ListToolsResponse{Tools: make([]*toolwirev1.ToolSpec, len(ents))}
 	for i, e := range ents {
 		out.Tools[i] = toolView(id, e.Spec)
@@ -191,7 +191,7 @@ func (s *Service) GetTool(ctx context.Context, req *connect.Request[toolwirev1.G
 		return nil, err
 	}
 	ent, err := s.d.reg.GetVersion(ctx, req.Msg.Name, req.Msg.Version)
-	if err != nil || !registry.HasScopes(id.Scopes, ent.Spec.Scopes) {
+	if err != nil || !registry.HasScopes(id.Scopes, ent.Spec.Scopes) || !s.d.listable(id)(ent.Spec.Name) {
 		return nil, connect.NewError(connect.CodeNotFound, registry.ErrNotFound)
 	}
 	out := &toolwirev1.GetToolResponse{Tool: toolView(id, ent.Spec)}

@@ -21,3 +21,28 @@ func toolView(id Identity, spec *toolwirev1.ToolSpec) *toolwirev1.ToolSpec {
 	c.Config = nil
 	return c
 }
+
+// listable returns whether id may see a tool in ListTools, GetTool and
+// the unknown-tool hint as far as the policy goes: a tool that an
+// unconditional deny covers for the caller (policy.Policy.Hidden) is
+// hidden. Its calls are still decided, and denied, by the policy.
+func (d *Dispatcher) listable(id Identity) func(name string) bool {
+	p := d.policyFor(id.Tenant)
+	if p == nil {
+		return func(string) bool { return true }
+	}
+	caller := &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent, Scopes: id.Scopes}
+	return func(name string) bool { return !p.Hidden(name, caller) }
+}
+
+// visibleEntries drops from ents the tools the policy hides from id.
+func (d *Dispatcher) visibleEntries(id Identity, ents []*registry.Entry) []*registry.Entry {
+	ok := d.listable(id)
+	out := ents[:0]
+	for _, e := range ents {
+		if ok(e.Spec.Name) {
+			out = append(out, e)
+		}
+	}
+	return out
+}

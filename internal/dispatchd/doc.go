@@ -54,6 +54,21 @@
 // the flags (each also TOOLWIRE_<NAME>, see internal/cliflag) and exits 0
 // after a clean stop, 1 on a runtime error and 2 on bad flags.
 //
+// # Policy
+//
+// Run starts a policy holder (internal/policystore) before the dispatcher
+// and hands it over as dispatch.Config.Policies, so the first call is
+// decided by the documents in force; it stops after the dispatcher.
+// PolicyFile (--policy) is read and parsed before anything starts (a
+// syntax or condition error stops the start at once), then, once the
+// registry is loaded, applied as the installation document with its tests
+// run against the registry's specs; a refusal is a *PolicyError naming
+// the file and the lines, which Main prints and exits 1 with. The same
+// document at the next start changes nothing; a replica started with
+// another file puts that one in force for every replica (the installation
+// document is one for the installation), so give every replica the same
+// file.
+//
 // # The default configuration
 //
 // Without WorkerConfig the in-process workers serve the built-in

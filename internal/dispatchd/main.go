@@ -67,7 +67,8 @@ func Main(args []string, stderr io.Writer, tools []*tool.Tool) int {
 	}()
 	err = Run(ctx, rc)
 	close(done)
-	if errors.Is(err, ErrDataDirInUse) {
+	var perr *PolicyError
+	if errors.Is(err, ErrDataDirInUse) || errors.As(err, &perr) {
 		fmt.Fprintf(stderr, "dispatcher: %v\n", err)
 		return 1
 	}
@@ -110,6 +111,7 @@ func defineFlags(fs *flag.FlagSet, rc *RunConfig, logLevel, sync *string) {
 	})
 	fs.DurationVar(&rc.Dispatcher.LoadRefresh, "load-refresh", 500*time.Millisecond, "how often the pools' backlogs are read for admission")
 	fs.Func("stream-max-bytes", "byte limits of the streams and buckets, e.g. results=8GiB,blobs=1GiB (stores: "+strings.Join(bus.StoreNames(), ", ")+"; -1 = unbounded)", rc.Bus.ParseMaxBytes)
+	fs.StringVar(&rc.PolicyFile, "policy", "", "policy document (YAML) applied at start as the installation's, in force for every tenant without its own; the dispatcher does not start when it does not parse or its tests fail")
 	fs.DurationVar(&rc.Grace, "grace", 25*time.Second, "graceful shutdown period")
 	fs.StringVar(logLevel, "log-level", "info", "debug, info, warn or error")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	"github.com/toolwire/toolwire/internal/workerconfig"
@@ -69,6 +70,12 @@ type RunConfig struct {
 	// WorkerConfig configures the in-process workers (the worker's YAML);
 	// empty = the built-in examples of every executor type.
 	WorkerConfig string
+	// PolicyFile, if set, is applied as the installation policy document
+	// at start (internal/policystore): in force for every tenant without
+	// a document of its own. Run refuses to start when it does not parse,
+	// a condition does not compile or its tests fail (the error names the
+	// lines). The same document again changes nothing.
+	PolicyFile string
 	// Grace bounds the graceful stop. Default 25s.
 	Grace time.Duration
 	// Hurry, if set, ends the graceful stop early once closed (a second
@@ -88,8 +95,8 @@ type RunConfig struct {
 // stop accepting HTTP requests; stop the in-process workers (in-flight
 // calls finish within the grace period and their results reach waiting
 // callers); release callers still waiting (they fetch results later by
-// call id); stop the registry watcher; drain the NATS connection; shut the
-// embedded server down.
+// call id); stop the registry watcher and the policy holder; drain the
+// NATS connection; shut the embedded server down.
 func Run(ctx context.Context, rc RunConfig) error {
 	log := cmp.Or(rc.Logger, slog.Default())
 	grace := cmp.Or(rc.Grace, 25*time.Second)
@@ -105,6 +112,10 @@ func Run(ctx context.Context, rc RunConfig) error {
 		}
 	}
 	metrics := telemetry.NewRegistry()
+	policyDoc, err := readPolicyFile(rc.PolicyFile)
+	if err != nil {
+		return err
+	}
 	key, err := encryptionKey(rc)
 	if err != nil {
 		return err
@@ -155,6 +166,21 @@ func Run(ctx context.Context, rc RunConfig) error {
 		return err
 	}
 	defer reg.Stop()
+	if policyDoc != nil {
+		if err := applyPolicyFile(ctx, b, reg, rc.PolicyFile, policyDoc, log); err != nil {
+			return err
+		}
+	}
+	stopPolicies := func() {}
+	if rc.Dispatcher.Policies == nil {
+		holder := policystore.NewHolder(b.Policies, log)
+		if err := holder.Start(ctx); err != nil {
+			return err
+		}
+		stopPolicies = holder.Stop
+		defer holder.Stop() // after the dispatcher's stop (deferred below)
+		rc.Dispatcher.Policies = holder
+	}
 	d, err := startDispatcher(ctx, b, reg, rc, metrics, log)
 	if err != nil {
 		return err
@@ -194,6 +220,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 		log.Warn("http shutdown", "err", err)
 	}
 	reg.Stop()
+	stopPolicies()
 	// Its own budget: a worker that gave up on a stuck tool has used up
 	// sctx, and closing mid-drain would drop what is being flushed.
 	dctx, dcancel := context.WithTimeout(context.Background(), drainTimeout)

@@ -86,6 +86,14 @@ func (p *Policy) Rules() []*RuleInfo {
 	return p.rules
 }
 
+// Tests returns how many tests the document has (`tests:`).
+func (p *Policy) Tests() int {
+	if p == nil {
+		return 0
+	}
+	return len(p.tests)
+}
+
 // Agents returns the agents that have a layer, sorted.
 func (p *Policy) Agents() []string {
 	if p == nil {

@@ -2,6 +2,7 @@ package toolctl
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -22,6 +23,7 @@ func (a *app) auditCommand() *cobra.Command {
 		o            audit.Options
 		verify       bool
 		export       string
+		rejected     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "audit",
@@ -38,6 +40,13 @@ a summary with counts per outcome and every anomaly, and exits 1 when there
 is one. A call without a result younger than --settle is pending, not
 missing.
 
+Each record's "policy" says why the call was allowed: the policy version
+in force and the rule that allowed it (or the grant or approval that
+covered an ask); it is absent when no policy was in force. --rejected
+prints the calls admission refused instead (their REJECTED events: outcome
+"rejected", the error answered and, for a policy refusal, the policy
+version, the rule and the reason the caller was told).
+
 --export DIR writes the records and a manifest (counts and the SHA-256 of
 the records) into DIR, for 'toolctl audit verify-export DIR' later.
 
@@ -47,7 +56,8 @@ terminal.`,
 		Example: `  toolctl audit --since 1h --tool send_email
   toolctl audit --since 2026-11-01T00:00:00Z --until 2026-11-02T00:00:00Z --verify
   toolctl audit --tenant acme --session s-42 --events
-  toolctl audit --since 24h --export ./audit-2026-11-21`,
+  toolctl audit --since 24h --export ./audit-2026-11-21
+  toolctl audit --since 1h --rejected --outcome PERMISSION_DENIED`,
 		Args: cobra.NoArgs,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			return a.connectNATS(cmd)
@@ -57,11 +67,23 @@ terminal.`,
 			if err := parseRange(since, until, now, &f); err != nil {
 				return err
 			}
+			if rejected && (verify || export != "") {
+				return errors.New("--rejected lists refusals; it does not combine with --verify or --export")
+			}
 			src, err := audit.Open(cmd.Context(), a.nc, a.nats.prefix)
 			if err != nil {
 				return &requestError{err}
 			}
 			o.Progress = a.progress(now)
+			if rejected {
+				enc := json.NewEncoder(a.io.Stdout)
+				_, err := src.Refusals(cmd.Context(), f, o, func(r *audit.Record) error { return enc.Encode(r) })
+				a.endProgress()
+				if err != nil {
+					return &requestError{err}
+				}
+				return nil
+			}
 			var emit func(*audit.Record) error
 			var exp *audit.Exporter
 			switch {
@@ -109,6 +131,7 @@ terminal.`,
 	fl.StringVar(&f.Outcome, "outcome", "", "only this outcome (ok, error, cancelled, expired, dead_lettered, pending, missing) or error type (TIMEOUT)")
 	fl.BoolVar(&o.Events, "events", false, "add every call's lifecycle events (slower: one read per call)")
 	fl.DurationVar(&o.Settle, "settle", 10*time.Minute, "a call without a result is pending, not missing, for this long after admission")
+	fl.BoolVar(&rejected, "rejected", false, "print the calls admission refused (REJECTED events) instead of the admitted ones")
 	fl.BoolVar(&verify, "verify", false, "check completeness and print a summary instead of the records")
 	fl.StringVar(&export, "export", "", "write the records and a manifest into this (new or empty) directory")
 	cmd.AddCommand(a.auditVerifyExportCommand())

@@ -14,6 +14,8 @@
 //	toolctl dlq list --tool search
 //	toolctl dlq show 42
 //	toolctl dlq retry 42
+//	toolctl policy apply policy.yaml --comment "ask before deleting"
+//	toolctl policy explain fs_delete '{"path":"/srv/x"}' --agent bot
 //
 // # Connection
 //
@@ -43,6 +45,27 @@
 // arguments of a version no longer in the registry are redacted whole,
 // and the raw bytes of an undecodable call are withheld. They read the
 // registry bucket for the schemas.
+//
+// # Policy
+//
+// The policy commands (policy.go; the "admin" scope; the tenant is the
+// credentials') go through the API: `policy apply FILE` (--comment,
+// --dry-run; "-" reads stdin) prints the version applied, "unchanged" or
+// the dry run's verdict, and a refused document's problems one a line
+// with their lines (exit 1); `policy show [--version V]` prints the
+// document as applied on stdout and which version it is on stderr;
+// `policy diff FILE` prints the unified diff from the document in force to
+// FILE (policystore.Diff) and on stderr whether the rules differ or only
+// comments and layout (it exits 0 either way); `policy history` a table
+// of the applies, newest first; `policy explain TOOL [JSON]` (--agent,
+// --session, --user, --run, --scopes, --approval, --spec-version,
+// --policy-version) the outcome, the version, what decided, the layers,
+// a table of every rule naming the tool (matched, effect, layer, id, line,
+// why) with their reasons, and the grant or approval used. With -o json
+// each prints the RPC's response. `audit` records carry the decision that
+// allowed each call ("policy": version and rule, or grant or approval);
+// `audit --rejected` prints the calls admission refused, with the policy
+// version, rule and reason when the policy refused them.
 //
 // # Output
 //

@@ -183,7 +183,8 @@ with 'toolctl get').`,
 	f.StringVarP(&a.output, "output", "o", "text", "output format: text or json")
 	f.DurationVar(&a.timeout, "timeout", 0, "give up after this long (0 = no limit; a call's wait ends shortly before it)")
 	root.AddCommand(a.callCommand(), a.submitCommand(), a.getCommand(), a.watchCommand(), a.cancelCommand(),
-		a.toolsCommand(), a.dlqCommand(), a.sessionCommand(), a.auditCommand(), a.replayCommand(), a.outputCommand())
+		a.toolsCommand(), a.dlqCommand(), a.sessionCommand(), a.auditCommand(), a.replayCommand(), a.outputCommand(),
+		a.policyCommand())
 	return root
 }
 

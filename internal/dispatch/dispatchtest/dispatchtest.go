@@ -14,6 +14,7 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/bus/bustest"
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/workerconfig"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -42,7 +43,10 @@ type Stack struct {
 	Env        *bustest.Env
 	Registry   *registry.Store
 	Dispatcher *dispatch.Dispatcher
-	Worker     *workerconfig.Worker
+	// Policies is the policy holder of Dispatcher (when the options gave
+	// it no Policies of their own).
+	Policies *policystore.Holder
+	Worker   *workerconfig.Worker
 	// URL of the HTTP API.
 	URL string
 	// Client is a Connect client (binary protobuf) of the API.
@@ -68,6 +72,7 @@ func Start(t testing.TB, opts Options) *Stack {
 	}
 	t.Cleanup(s.Registry.Stop)
 	s.Dispatcher = s.StartDispatcher(t, opts.Dispatcher)
+	s.Policies, _ = s.Dispatcher.Config().Policies.(*policystore.Holder)
 	auth := opts.Auth
 	if auth == nil {
 		auth = dispatch.OpenAccess{Identity: dispatch.DefaultIdentity}
@@ -94,6 +99,9 @@ func (s *Stack) StartDispatcher(t testing.TB, cfg dispatch.Config) *dispatch.Dis
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger(t)
 	}
+	if cfg.Policies == nil {
+		cfg.Policies = s.StartPolicies(t, s.Env.Bus)
+	}
 	d, err := dispatch.New(s.Env.Bus, s.Registry, cfg)
 	if err != nil {
 		t.Fatalf("dispatchtest: dispatcher: %v", err)
@@ -109,6 +117,20 @@ func (s *Stack) StartDispatcher(t testing.TB, cfg dispatch.Config) *dispatch.Dis
 		}
 	})
 	return d
+}
+
+// StartPolicies starts a policy holder on b (as every dispatcher runs
+// one), stopped at the end of the test.
+func (s *Stack) StartPolicies(t testing.TB, b *bus.Bus) *policystore.Holder {
+	t.Helper()
+	h := policystore.NewHolder(b.Policies, testLogger(t))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := h.Start(ctx); err != nil {
+		t.Fatalf("dispatchtest: policies: %v", err)
+	}
+	t.Cleanup(h.Stop)
+	return h
 }
 
 // StartWorker starts an in-process worker serving tools on its own

@@ -1,0 +1,103 @@
+// Package policystore stores policy documents (internal/policy) in the
+// policies KV bucket (bus.Bus.Policies), versioned by content hash, and
+// keeps the ones in force in every dispatcher (Holder, the dispatcher's
+// dispatch.PolicySource).
+//
+// # Scopes and keys
+//
+// A document is in force for a scope: one tenant (TenantScope; the
+// tenant's admin applies it with `toolctl policy apply`, ApplyPolicy, the
+// tenant taken from the credentials), or the installation (Installation;
+// the dispatcher flag --policy), in force for every tenant without a
+// document of its own. A tenant's own document replaces the installation
+// document for that tenant; it does not add to it.
+//
+//	key                              value
+//	doc.install.<hex>                an installation document's source, as applied (comments kept)
+//	doc.tenant.<tenant>.<hex>        a tenant document's source
+//	current.install                  the installation's in-force record (JSON: version, applied_at, applied_by, comment, rules, tests)
+//	current.tenant.<tenant>          the tenant's in-force record
+//
+// <hex> is the document's version without its "sha256:" prefix (the
+// SHA-256 of its canonical form, policy.Policy.Version). Tenant names
+// match bus.TenantPattern, which has no dot, so "install" and
+// "tenant.<tenant>" never collide whatever a tenant is called ("_all" and
+// "install" included), and one tenant's keys are never another's.
+//
+// The history of a scope is the KV history of its in-force key: the bucket
+// keeps 64 revisions per key (HistoryDepth), so History lists the last 64
+// applies, newest first. Documents no history entry names any more are
+// purged by the next Apply of the scope once they are ten minutes old
+// (a concurrent Apply stores its document before its record), so a scope
+// holds about 64 documents at most. Remove deletes the in-force key (the
+// tenant falls back to the installation document); the API offers no
+// removal yet.
+//
+// # Apply
+//
+// Store.Apply parses the document (policy.Parse: at most
+// policy.MaxDocumentBytes, checked before parsing; every CEL condition
+// compiled), runs its own tests (RunTests, with the registry's specs
+// through ApplyOptions.Lookup, so tests see real annotations) and refuses
+// with the policy package's error, which names every problem's or failed
+// test's line. Then it stores the source under its version and writes the
+// in-force record. The document is written before the record, so a
+// replica that sees the record always finds the document. Applying the
+// version already in force records nothing (Applied.Changed false), but
+// stores the new source when only comments or layout differ (show shows
+// the latest). A dry run checks and answers without writing. Concurrent
+// applies of one scope: the last record written wins.
+//
+// On an external NATS server the largest document is bounded by the
+// server's max_payload (1 MiB by default, less the KV headers); the
+// embedded server allows 8 MiB, so policy.MaxDocumentBytes bounds it.
+//
+// # Holder
+//
+// A Holder watches the in-force keys (current.>), reads and parses each
+// new document once (a version already in force for another scope is
+// shared, not parsed again) and publishes an immutable snapshot with an
+// atomic pointer, so For, on the path of every call, takes no lock. For
+// returns the tenant's own policy, else the installation's, else nil (no
+// policy: every call allowed, as before policies existed, but tools that
+// require approval ask). Start returns once the documents in force when
+// it was called are loaded, so a dispatcher decides its first call with
+// them; Stop ends the watch goroutine and waits for it. Wait blocks until
+// this replica has a given version in force: ApplyPolicy answers only then,
+// so a call through the replica that applied a document is decided by it.
+//
+// A document that cannot be loaded from the store — its read fails after
+// retries, it is missing, or it does not parse (a newer dispatcher wrote
+// something this build refuses) — must not open everything up: the
+// replica keeps the last good policy of that scope in force and logs an
+// error; when the scope never had one on this replica (a restart), every
+// call of the scope is denied by a built-in policy whose rule
+// "policy-unavailable" says so in the PERMISSION_DENIED answer and in the
+// audit. Fail closed is deny, never allow. Applying a good document again
+// repairs it. Wait reports such a version as ErrNotInForce.
+//
+// # Propagation
+//
+// The time from Apply returning to the change being in force on every
+// replica is one KV watch delivery plus one document read and parse.
+// TestThreeReplicasSeePolicyChange measures it with 3 dispatchers, each
+// with its own NATS connection and Holder, on one embedded JetStream, over
+// 20 applies (60 observations), and checks each replica's next call is
+// decided by the new document:
+//
+//	go test ./internal/policystore/ -run TestThreeReplicasSeePolicyChange -count=3 -v
+//
+// On the 2-core test machine: from Apply returning, p50 0.15 ms and max
+// 3 ms (with -race: p50 0.04 ms, max 2.6 ms; the replicas often have it
+// before Apply returns); from Apply starting, its write included, p50
+// 0.7 ms and max 3.7 ms (-race: 3.6 ms and 7.6 ms). The design asks for
+// one second; the test fails past 5 s, for busy CI machines.
+//
+// # Diff
+//
+// Diff renders the unified diff of two sources (`toolctl policy diff`):
+// common prefix and suffix kept, a shortest edit script (Myers) for the
+// rest when it needs at most 2000 edits, else the differing middle shown
+// removed and added whole, so two unrelated large documents cost bounded
+// time and memory.
+package policystore

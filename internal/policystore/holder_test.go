@@ -1,0 +1,169 @@
+package policystore_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/bus/bustest"
+	"github.com/toolwire/toolwire/internal/policy"
+	"github.com/toolwire/toolwire/internal/policystore"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+func startHolder(t *testing.T, b *bus.Bus) *policystore.Holder {
+	t.Helper()
+	h := policystore.NewHolder(b.Policies, nil)
+	require.NoError(t, h.Start(ctxWait(t)))
+	t.Cleanup(h.Stop)
+	return h
+}
+
+// decide decides a call of tool with args by tenant under h.
+func decide(h *policystore.Holder, tenant, tool, args string) policy.Decision {
+	a, err := policy.ParseArgs([]byte(args))
+	if err != nil {
+		panic(err)
+	}
+	return h.For(tenant).Decide(policy.Input{Tool: &toolwirev1.ToolSpec{Name: tool}, Args: a,
+		Caller: &toolwirev1.Caller{Tenant: tenant, Agent: "a"}})
+}
+
+// A tenant's own document replaces the installation's for that tenant
+// only; every other tenant falls back to the installation document; with
+// neither there is no policy; removing a tenant's document falls back.
+func TestHolderTenantFallsBackToInstallation(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	s := policystore.NewStore(env.Bus.Policies, nil)
+	h := startHolder(t, env.Bus)
+	ctx := ctxWait(t)
+	require.Nil(t, h.For("acme"), "no document: no policy")
+
+	inst := apply(t, s, policystore.Installation, denyEtc)
+	require.NoError(t, h.Wait(ctx, policystore.Installation, inst.Version.Version))
+	for _, tn := range []string{"acme", "beta", "_all"} {
+		require.Equal(t, inst.Version.Version, h.For(tn).Version(), tn)
+	}
+
+	acme := tenant(t, "acme")
+	own := apply(t, s, acme, denyAllDoc)
+	require.NoError(t, h.Wait(ctx, acme, own.Version.Version))
+	require.Equal(t, own.Version.Version, h.For("acme").Version())
+	require.Equal(t, inst.Version.Version, h.For("beta").Version(), "tenant acme's apply never affects beta")
+	require.Equal(t, policy.Deny, decide(h, "acme", "echo", `{}`).Outcome)
+	require.Equal(t, policy.Allow, decide(h, "beta", "echo", `{}`).Outcome)
+	require.Equal(t, own.Version.Version, h.InForce(acme))
+	require.Empty(t, h.InForce(tenant(t, "beta")))
+
+	require.NoError(t, s.Remove(ctx, acme))
+	require.NoError(t, h.Wait(ctx, acme, ""))
+	require.Equal(t, inst.Version.Version, h.For("acme").Version())
+
+	require.NoError(t, s.Remove(ctx, policystore.Installation))
+	require.NoError(t, h.Wait(ctx, policystore.Installation, ""))
+	require.Nil(t, h.For("acme"))
+}
+
+// Start returns with the documents in force already loaded: the first
+// call is decided by them.
+func TestHolderStartLoadsWhatIsInForce(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	s := policystore.NewStore(env.Bus.Policies, nil)
+	inst := apply(t, s, policystore.Installation, denyEtc)
+	own := apply(t, s, tenant(t, "acme"), denyAllDoc)
+	h := startHolder(t, env.Bus)
+	require.Equal(t, own.Version.Version, h.For("acme").Version())
+	require.Equal(t, inst.Version.Version, h.For("other").Version())
+	require.Equal(t, policy.Deny, decide(h, "other", "fs_read", `{"path":"/etc/passwd"}`).Outcome)
+}
+
+// A document that cannot be loaded never opens everything up: the last
+// good policy of the scope stays in force, and a scope that never had
+// one on this replica denies every call, saying why.
+func TestHolderFailsClosed(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	s := policystore.NewStore(env.Bus.Policies, nil)
+	h := startHolder(t, env.Bus)
+	ctx := ctxWait(t)
+	kv := env.Bus.Policies
+	record := func(version string) []byte {
+		b, err := json.Marshal(map[string]any{"version": version, "applied_at": time.Now(), "rules": 1})
+		require.NoError(t, err)
+		return b
+	}
+	missing := "sha256:" + strings.Repeat("a", 64)
+	broken := "sha256:" + strings.Repeat("b", 64)
+
+	// No document behind the record, no earlier policy: deny everything.
+	_, err := kv.Put(ctx, "current.tenant.acme", record(missing))
+	require.NoError(t, err)
+	require.ErrorIs(t, h.Wait(ctx, tenant(t, "acme"), missing), policystore.ErrNotInForce)
+	require.Equal(t, policystore.DenyAllVersion, h.For("acme").Version())
+	d := decide(h, "acme", "echo", `{}`)
+	require.Equal(t, policy.Deny, d.Outcome)
+	require.Equal(t, "policy-unavailable", d.RuleID())
+	require.Contains(t, d.Reason(), "could not be loaded")
+	require.Nil(t, h.For("beta"), "other tenants are not affected")
+
+	// A good apply repairs it.
+	good := apply(t, s, tenant(t, "acme"), denyEtc)
+	require.NoError(t, h.Wait(ctx, tenant(t, "acme"), good.Version.Version))
+	require.Equal(t, policy.Allow, decide(h, "acme", "echo", `{}`).Outcome)
+
+	// A document that does not parse, or an undecodable record: the last
+	// good one stays.
+	_, err = kv.Put(ctx, "doc.tenant.acme."+strings.Repeat("b", 64), []byte("tenant: [not a layer"))
+	require.NoError(t, err)
+	_, err = kv.Put(ctx, "current.tenant.acme", record(broken))
+	require.NoError(t, err)
+	require.ErrorIs(t, h.Wait(ctx, tenant(t, "acme"), broken), policystore.ErrNotInForce)
+	require.Equal(t, good.Version.Version, h.For("acme").Version())
+	_, err = kv.Put(ctx, "current.tenant.acme", []byte("{not json"))
+	require.NoError(t, err)
+	require.ErrorIs(t, h.Wait(ctx, tenant(t, "acme"), ""), policystore.ErrNotInForce)
+	require.Equal(t, good.Version.Version, h.For("acme").Version())
+
+	// A replica started now has no last good document: it denies.
+	_, err = kv.Put(ctx, "current.tenant.acme", record(broken))
+	require.NoError(t, err)
+	fresh := startHolder(t, env.Bus)
+	require.Equal(t, policystore.DenyAllVersion, fresh.For("acme").Version())
+
+	// Keys of no scope are ignored.
+	_, err = kv.Put(ctx, "current.elsewhere", record(missing))
+	require.NoError(t, err)
+	_, err = kv.Put(ctx, "current.tenant.a_b.c", record(missing))
+	require.NoError(t, err)
+	require.Nil(t, fresh.For("elsewhere"))
+}
+
+// Stop is safe before Start and twice; a second Start is refused; a Start
+// whose context ends first fails and leaves nothing running.
+func TestHolderLifecycle(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	h := policystore.NewHolder(env.Bus.Policies, nil)
+	h.Stop()
+	h.Stop()
+	require.Error(t, h.Start(t.Context()), "a stopped holder does not start")
+
+	h = policystore.NewHolder(env.Bus.Policies, nil)
+	require.NoError(t, h.Start(t.Context()))
+	require.Error(t, h.Start(t.Context()))
+	h.Stop()
+	h.Stop()
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	h = policystore.NewHolder(env.Bus.Policies, nil)
+	require.Error(t, h.Start(ctx))
+	h.Stop()
+}

@@ -1,0 +1,10 @@
+package policystore_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Every Holder's watch goroutine has ended when the tests have.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

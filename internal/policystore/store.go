@@ -1,0 +1,464 @@
+package policystore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/policy"
+)
+
+// Errors of the Store.
+var (
+	// ErrNoPolicy: no document is in force for the scope.
+	ErrNoPolicy = errors.New("policystore: no policy in force")
+	// ErrUnknownVersion: the scope has no document of that version.
+	ErrUnknownVersion = errors.New("policystore: unknown policy version")
+	// ErrBadScope: a scope that names neither the installation nor a
+	// valid tenant.
+	ErrBadScope = errors.New("policystore: bad scope")
+	// ErrBadComment: a comment over MaxCommentBytes or not UTF-8.
+	ErrBadComment = errors.New("policystore: bad comment")
+)
+
+// MaxCommentBytes bounds the comment of an apply.
+const MaxCommentBytes = 1024
+
+// HistoryDepth is how many applies of a scope History can list: the
+// bucket's history per key (bus: Policies, History 64).
+const HistoryDepth = 64
+
+// Key layout of the policies bucket. A tenant name matches
+// bus.TenantPattern (letters, digits, _ and -), so it never holds a dot:
+// "install" and "tenant.<t>" can never be the same token, whatever the
+// tenant is called (even "_all" or "install").
+const (
+	currentPrefix = "current."
+	docPrefix     = "doc."
+	installToken  = "install"
+	tenantToken   = "tenant."
+)
+
+// Scope is whose document it is: the installation's (Installation), in
+// force for every tenant without one of its own, or one tenant's
+// (TenantScope). The zero Scope is invalid.
+type Scope struct {
+	tenant  string
+	install bool
+}
+
+// Installation is the scope of the installation document (the dispatcher
+// flag --policy).
+var Installation = Scope{install: true}
+
+// TenantScope returns the scope of tenant's own document.
+func TenantScope(tenant string) (Scope, error) {
+	if !bus.ValidTenant(tenant) {
+		return Scope{}, fmt.Errorf("%w: tenant %q does not match %s", ErrBadScope, tenant, bus.TenantPattern)
+	}
+	return Scope{tenant: tenant}, nil
+}
+
+// IsInstallation reports whether s is the installation scope.
+func (s Scope) IsInstallation() bool { return s.install }
+
+// Tenant returns the tenant of s, "*" for the installation (the form the
+// API's PolicyVersion.tenant uses).
+func (s Scope) Tenant() string {
+	if s.install {
+		return "*"
+	}
+	return s.tenant
+}
+
+// String renders the scope for logs: "installation" or "tenant acme".
+func (s Scope) String() string {
+	if s.install {
+		return "installation"
+	}
+	return "tenant " + s.tenant
+}
+
+func (s Scope) valid() bool { return s.install || bus.ValidTenant(s.tenant) }
+
+// token is the scope's part of a key.
+func (s Scope) token() string {
+	if s.install {
+		return installToken
+	}
+	return tenantToken + s.tenant
+}
+
+// scopeOfToken is the inverse of token.
+func scopeOfToken(tok string) (Scope, bool) {
+	if tok == installToken {
+		return Installation, true
+	}
+	t, ok := strings.CutPrefix(tok, tenantToken)
+	if !ok || !bus.ValidTenant(t) {
+		return Scope{}, false
+	}
+	return Scope{tenant: t}, true
+}
+
+func currentKey(s Scope) string { return currentPrefix + s.token() }
+
+// versionRe is the form of a policy version.
+var versionRe = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// ValidVersion reports whether v has the form of a policy version,
+// "sha256:" and 64 lower-case hex digits.
+func ValidVersion(v string) bool { return versionRe.MatchString(v) }
+
+func docKey(s Scope, version string) string {
+	return docPrefix + s.token() + "." + strings.TrimPrefix(version, "sha256:")
+}
+
+// record is the value of a scope's in-force key: which document, and who
+// applied it when and why. Its history is the scope's history.
+type record struct {
+	Version   string    `json:"version"`
+	AppliedAt time.Time `json:"applied_at"`
+	AppliedBy string    `json:"applied_by,omitempty"`
+	Comment   string    `json:"comment,omitempty"`
+	Rules     int       `json:"rules"`
+	Tests     int       `json:"tests"`
+}
+
+// Version describes one applied document.
+type Version struct {
+	// Version is the document's version, "sha256:<hex>" (policy.Policy.Version).
+	Version string
+	Scope   Scope
+	// AppliedAt is when it was applied (the applying dispatcher's clock).
+	AppliedAt time.Time
+	// AppliedBy is who applied it: the agent identity of an API caller,
+	// "--policy" for the dispatcher flag.
+	AppliedBy string
+	Comment   string
+	// Rules and Tests count the document's rules and tests.
+	Rules, Tests int
+}
+
+func (r *record) version(s Scope) Version {
+	return Version{Version: r.Version, Scope: s, AppliedAt: r.AppliedAt, AppliedBy: r.AppliedBy, Comment: r.Comment,
+		Rules: r.Rules, Tests: r.Tests}
+}
+
+func decodeRecord(b []byte) (*record, error) {
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("policystore: undecodable in-force record: %w", err)
+	}
+	if !ValidVersion(r.Version) {
+		return nil, fmt.Errorf("policystore: in-force record names no valid version (%q)", r.Version)
+	}
+	return &r, nil
+}
+
+// Document is a stored document: its version and its source as applied,
+// comments kept.
+type Document struct {
+	Version Version
+	Source  []byte
+}
+
+// Store reads and writes the policies bucket (bus.Bus.Policies): the
+// documents by content hash, each scope's in-force record and its
+// history. It holds no state of its own and is safe for concurrent use.
+type Store struct {
+	kv    jetstream.KeyValue
+	log   *slog.Logger
+	grace time.Duration // pruneGrace; a test shortens it
+}
+
+// NewStore returns a Store over kv; log may be nil.
+func NewStore(kv jetstream.KeyValue, log *slog.Logger) *Store {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Store{kv: kv, log: log.With("component", "policystore"), grace: pruneGrace}
+}
+
+// ApplyOptions tune Apply.
+type ApplyOptions struct {
+	// AppliedBy and Comment are recorded with the apply.
+	AppliedBy, Comment string
+	// DryRun checks the document (parse, compile, tests) and says whether
+	// it would change what is in force, without storing anything.
+	DryRun bool
+	// Lookup gives the document's tests the registry's tool specs; nil =
+	// bare specs (policy.Policy.RunTests).
+	Lookup policy.ToolLookup
+}
+
+// Applied is the result of an Apply.
+type Applied struct {
+	// Version is the document's: the record stored, or the one already
+	// in force when nothing changed (with its own time, author and
+	// comment), or, for a dry run that would change it, the record that
+	// would be stored (AppliedAt zero).
+	Version Version
+	// Changed is false when the document was already the one in force.
+	Changed bool
+	// TestsPassed counts the document's tests, which all passed.
+	TestsPassed int
+	// Policy is the parsed document.
+	Policy *policy.Policy
+}
+
+// Apply parses src (policy.Parse), runs its tests (policy.Policy.RunTests
+// with o.Lookup) and, unless o.DryRun, stores it and puts it in force for
+// scope. A document that does not parse is refused with the
+// *policy.InvalidError (errors.Is policy.ErrInvalid) naming each problem's
+// line; one whose tests fail with the *policy.TestsError (errors.Is
+// policy.ErrTestsFailed) naming each failed test's line. Applying the
+// version already in force changes nothing (Changed false) but the
+// stored source, when only its comments or layout differ.
+func (s *Store) Apply(ctx context.Context, scope Scope, src []byte, o ApplyOptions) (*Applied, error) {
+	if !scope.valid() {
+		return nil, ErrBadScope
+	}
+	if len(o.Comment) > MaxCommentBytes || !utf8.ValidString(o.Comment) {
+		return nil, fmt.Errorf("%w: at most %d bytes of UTF-8", ErrBadComment, MaxCommentBytes)
+	}
+	p, err := policy.Parse(src) // refuses more than policy.MaxDocumentBytes before parsing
+	if err != nil {
+		return nil, fmt.Errorf("policystore: %w", err)
+	}
+	if err := p.RunTests(o.Lookup); err != nil {
+		return nil, fmt.Errorf("policystore: %w", err)
+	}
+	out := &Applied{Policy: p, TestsPassed: p.Tests(), Changed: true}
+	rec := &record{Version: p.Version(), AppliedBy: o.AppliedBy, Comment: o.Comment, Rules: len(p.Rules()), Tests: p.Tests()}
+	out.Version = rec.version(scope)
+	cur, err := s.current(ctx, scope)
+	if err != nil && !errors.Is(err, ErrNoPolicy) {
+		return nil, err
+	}
+	if cur != nil && cur.Version == p.Version() {
+		out.Changed, out.Version = false, cur.version(scope)
+		if !o.DryRun {
+			// The same rules; keep the newest comments and layout for show.
+			if err := s.putDoc(ctx, scope, p); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	if o.DryRun {
+		return out, nil
+	}
+	if err := s.putDoc(ctx, scope, p); err != nil {
+		return nil, err
+	}
+	rec.AppliedAt = time.Now().UTC()
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("policystore: encode record: %w", err)
+	}
+	if _, err := s.kv.Put(ctx, currentKey(scope), data); err != nil {
+		return nil, fmt.Errorf("policystore: put %s in force: %w", scope, err)
+	}
+	out.Version = rec.version(scope)
+	s.log.InfoContext(ctx, "policy applied", "scope", scope.String(), "version", rec.Version, "applied_by", rec.AppliedBy,
+		"rules", rec.Rules, "tests", rec.Tests)
+	if err := s.prune(ctx, scope); err != nil {
+		s.log.WarnContext(ctx, "old policy documents not pruned", "scope", scope.String(), "err", err)
+	}
+	return out, nil
+}
+
+// putDoc stores p's source under its version, unless the same text is
+// there already.
+func (s *Store) putDoc(ctx context.Context, scope Scope, p *policy.Policy) error {
+	key := docKey(scope, p.Version())
+	e, err := s.kv.Get(ctx, key)
+	switch {
+	case err == nil && bytes.Equal(e.Value(), p.Source()):
+		return nil
+	case err != nil && !errors.Is(err, jetstream.ErrKeyNotFound):
+		return fmt.Errorf("policystore: read document: %w", err)
+	}
+	if _, err := s.kv.Put(ctx, key, p.Source()); err != nil {
+		return fmt.Errorf("policystore: store document (%d bytes): %w", len(p.Source()), err)
+	}
+	return nil
+}
+
+// current returns scope's in-force record, ErrNoPolicy without one.
+func (s *Store) current(ctx context.Context, scope Scope) (*record, error) {
+	e, err := s.kv.Get(ctx, currentKey(scope))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, ErrNoPolicy
+	}
+	if err != nil {
+		return nil, fmt.Errorf("policystore: read %s in force: %w", scope, err)
+	}
+	return decodeRecord(e.Value())
+}
+
+// Current returns the document in force for scope (its own: a tenant
+// without one gets ErrNoPolicy, not the installation's).
+func (s *Store) Current(ctx context.Context, scope Scope) (*Document, error) {
+	if !scope.valid() {
+		return nil, ErrBadScope
+	}
+	rec, err := s.current(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	src, err := s.source(ctx, scope, rec.Version)
+	if err != nil {
+		return nil, err
+	}
+	return &Document{Version: rec.version(scope), Source: src}, nil
+}
+
+// Get returns scope's document of version: with its latest apply record
+// when the history still holds one, else with the version alone.
+func (s *Store) Get(ctx context.Context, scope Scope, version string) (*Document, error) {
+	if !scope.valid() {
+		return nil, ErrBadScope
+	}
+	if !ValidVersion(version) {
+		return nil, fmt.Errorf("%w: %q is not sha256:<64 hex digits>", ErrUnknownVersion, version)
+	}
+	src, err := s.source(ctx, scope, version)
+	if err != nil {
+		return nil, err
+	}
+	doc := &Document{Version: Version{Version: version, Scope: scope}, Source: src}
+	hist, err := s.History(ctx, scope, HistoryDepth)
+	if err != nil && !errors.Is(err, ErrNoPolicy) {
+		return nil, err
+	}
+	if i := slices.IndexFunc(hist, func(v Version) bool { return v.Version == version }); i >= 0 {
+		doc.Version = hist[i]
+	}
+	return doc, nil
+}
+
+func (s *Store) source(ctx context.Context, scope Scope, version string) ([]byte, error) {
+	e, err := s.kv.Get(ctx, docKey(scope, version))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, fmt.Errorf("%w: %s has no document %s", ErrUnknownVersion, scope, version)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("policystore: read document %s: %w", version, err)
+	}
+	return e.Value(), nil
+}
+
+// History lists scope's applies, newest first, at most limit (at most
+// HistoryDepth are kept). The first is in force. ErrNoPolicy when the
+// scope never had a document.
+func (s *Store) History(ctx context.Context, scope Scope, limit int) ([]Version, error) {
+	if !scope.valid() {
+		return nil, ErrBadScope
+	}
+	if limit <= 0 || limit > HistoryDepth {
+		limit = HistoryDepth
+	}
+	ents, err := s.kv.History(ctx, currentKey(scope))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, ErrNoPolicy
+	}
+	if err != nil {
+		return nil, fmt.Errorf("policystore: history of %s: %w", scope, err)
+	}
+	var out []Version
+	for _, e := range slices.Backward(ents) {
+		if len(out) == limit {
+			break
+		}
+		if e.Operation() != jetstream.KeyValuePut {
+			continue // a removal
+		}
+		rec, err := decodeRecord(e.Value())
+		if err != nil {
+			s.log.WarnContext(ctx, "undecodable policy history entry skipped", "scope", scope.String(), "revision", e.Revision(), "err", err)
+			continue
+		}
+		out = append(out, rec.version(scope))
+	}
+	return out, nil
+}
+
+// Remove takes scope's document out of force: a tenant falls back to the
+// installation document, the installation to no policy. The documents and
+// the history stay.
+func (s *Store) Remove(ctx context.Context, scope Scope) error {
+	if !scope.valid() {
+		return ErrBadScope
+	}
+	if err := s.kv.Delete(ctx, currentKey(scope)); err != nil {
+		return fmt.Errorf("policystore: remove %s: %w", scope, err)
+	}
+	return nil
+}
+
+// pruneGrace is how old an unreferenced document must be before prune
+// removes it: a concurrent Apply stores its document before the record
+// that names it.
+const pruneGrace = 10 * time.Minute
+
+// prune purges scope's documents that no entry of its history names and
+// that are older than pruneGrace, so that the bucket holds at most about
+// HistoryDepth documents per scope.
+func (s *Store) prune(ctx context.Context, scope Scope) error {
+	docs, err := listMeta(ctx, s.kv, docPrefix+scope.token()+".*")
+	if err != nil || len(docs) <= HistoryDepth {
+		return err
+	}
+	hist, err := s.History(ctx, scope, HistoryDepth)
+	if err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	for _, v := range hist {
+		keep[docKey(scope, v.Version)] = true
+	}
+	for _, d := range docs {
+		if keep[d.Key()] || time.Since(d.Created()) < s.grace {
+			continue
+		}
+		if err := s.kv.Purge(ctx, d.Key()); err != nil {
+			return fmt.Errorf("purge %s: %w", d.Key(), err)
+		}
+	}
+	return nil
+}
+
+// listMeta returns the latest entries (headers only) of the keys filter
+// matches.
+func listMeta(ctx context.Context, kv jetstream.KeyValue, filter string) ([]jetstream.KeyValueEntry, error) {
+	w, err := kv.WatchFiltered(ctx, []string{filter}, jetstream.MetaOnly(), jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("policystore: list %s: %w", filter, err)
+	}
+	defer func() { _ = w.Stop() }()
+	var out []jetstream.KeyValueEntry
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok || e == nil {
+				return out, nil
+			}
+			out = append(out, e)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("policystore: list %s: %w", filter, ctx.Err())
+		}
+	}
+}
