@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/delayed"
 	"github.com/toolwire/toolwire/internal/intents"
@@ -52,6 +53,12 @@ type Dispatcher struct {
 	tracer  trace.Tracer // nil = tracing off
 	metrics *telemetry.DispatcherMetrics
 
+	// The approval flow (approve.go): the approvals bucket, the tracker
+	// of the records the sweep acts on, and the grants in force.
+	approvals *approvals.Store
+	tracker   *approvals.Tracker
+	grants    *approvals.GrantIndex
+
 	caps callerCaps // per-caller Watches and waiting requests
 	load *loadView  // pool backlogs and store use, for admission (load.go)
 	// lookResult is loadResult; a test replaces it to pin an interleaving
@@ -78,6 +85,9 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 		log:     telemetry.WithTraceIDs(cfg.Logger).With("component", "dispatcher", "dispatcher", cfg.Name),
 		waiters: map[string]*waiter{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}
 	d.lookResult = d.loadResult
+	d.approvals = approvals.NewStore(b, cfg.ApprovalRetention)
+	d.tracker = approvals.NewTracker(d.approvals, d.log)
+	d.grants = approvals.NewGrantIndex(d.approvals, d.log)
 	if cfg.PoolCheck > 0 {
 		d.pools = newPoolCheck(b, cfg.PoolCheck, d.log)
 	}
