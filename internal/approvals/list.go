@@ -134,19 +134,22 @@ func (s *Store) scan(ctx context.Context, filter string, fn func(Summary)) error
 	if info == nil || info.NumPending == 0 {
 		return nil
 	}
-	for {
-		batch, err := cons.Fetch(1000, jetstream.FetchContext(ctx))
+	// Each fetch asks for what is left (at most 1000), so it returns as
+	// soon as those arrive rather than waiting out its expiry.
+	left := info.NumPending
+	for left > 0 {
+		batch, err := cons.Fetch(int(min(left, 1000)), jetstream.FetchContext(ctx))
 		if err != nil {
 			return fmt.Errorf("approvals: scan: %w", err)
 		}
-		got, last := 0, uint64(1)
+		got := 0
 		for m := range batch.Messages() {
 			got++
 			md, err := m.Metadata()
 			if err != nil {
 				continue
 			}
-			last = md.NumPending
+			left = md.NumPending
 			if sum, ok := summaryOf(m.Subject()[len(s.subject):], m.Headers(), md.Sequence.Stream); ok {
 				fn(sum)
 			}
@@ -154,13 +157,11 @@ func (s *Store) scan(ctx context.Context, filter string, fn func(Summary)) error
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 			return fmt.Errorf("approvals: scan: %w", err)
 		}
-		if last == 0 {
-			return nil
-		}
 		if got == 0 && ctx.Err() != nil {
 			return fmt.Errorf("approvals: scan: %w", ctx.Err())
 		}
 	}
+	return nil
 }
 
 func (s *Store) deleteConsumer(cons jetstream.Consumer) {

@@ -169,8 +169,8 @@ func getRecord(ctx context.Context, kv jetstream.KeyValue, tenant, id string) (*
 // ConsumeNonce marks nonce used by call callID of tenant: a KV create, so
 // of everything that tries, one succeeds. It returns nil when the nonce
 // is now (or already was) marked for callID, ErrNonceUsed when another
-// call used it. The mark is kept until ttl from now (at least the
-// retention), so it outlives the approval that carries the nonce.
+// call used it. The mark is kept until until plus the retention, so it
+// outlives the approval that carries the nonce.
 func (s *Store) ConsumeNonce(ctx context.Context, tenant, nonce, callID string, until time.Time) error {
 	if !validNonce(nonce) || !bus.ValidTenant(tenant) {
 		return fmt.Errorf("%w: malformed nonce", ErrNonceUsed)

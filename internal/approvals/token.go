@@ -174,11 +174,13 @@ func (k *Keys) Verify(token string) (*policy.Approval, error) {
 	if !known {
 		return nil, fmt.Errorf("%w: it was signed with a key this installation does not hold", ErrBadToken)
 	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
+	// Strict: a token has one spelling (no unused bits set), so no two
+	// texts verify as the same token.
+	got, err := strictB64.DecodeString(sig)
 	if err != nil || !hmac.Equal(got, mac(key, body)) {
 		return nil, ErrBadToken
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(payload)
+	raw, err := strictB64.DecodeString(payload)
 	if err != nil {
 		return nil, ErrBadToken
 	}
@@ -190,6 +192,8 @@ func (k *Keys) Verify(token string) (*policy.Approval, error) {
 	}
 	return &a, nil
 }
+
+var strictB64 = base64.RawURLEncoding.Strict()
 
 // tokenPayload is what a token binds: the approval without approver and
 // reason (a token is the caller's own confirmation).

@@ -24,7 +24,7 @@ import (
 //     duplicate window), a denied or expired one answered.
 //
 // An approved record whose decision is older than the calls stream's
-// duplicate window, less approvalWindowMargin, is not published again:
+// duplicate window, less a margin (republishWithin), is not published again:
 // a first publish that reached the stream but was never marked could no
 // longer be told from none, so the call is answered UNKNOWN_OUTCOME
 // instead of perhaps running twice. It takes every replica being down for
@@ -43,6 +43,13 @@ const (
 	// approvalActTimeout bounds the sweep's work on one record.
 	approvalActTimeout = finishTimeout
 )
+
+// republishWithin is how long after its decision the sweep still
+// publishes an approved call: the calls stream's duplicate window less a
+// margin (approvalWindowMargin, at most half the window).
+func republishWithin(window time.Duration) time.Duration {
+	return window - min(approvalWindowMargin, window/2)
+}
 
 // startApprovalSweep starts the sweep; the stopper ends it.
 func (d *Dispatcher) startApprovalSweep() stopper {
@@ -112,7 +119,7 @@ func (d *Dispatcher) sweepApproval(ctx context.Context, s approvals.Summary) err
 		return nil
 	case rec.Approval.GetState() != toolwirev1.ApprovalState_APPROVAL_STATE_APPROVED:
 		return d.finishDecided(ctx, rec)
-	case now.Sub(rec.Approval.GetDecidedAt().AsTime()) < d.bus.Config.DuplicateWindow-approvalWindowMargin:
+	case now.Sub(rec.Approval.GetDecidedAt().AsTime()) < republishWithin(d.bus.Config.DuplicateWindow):
 		d.log.Info("approval sweep: publishing an approved call its approver left unpublished", "call_id", rec.ID())
 		return d.finishApproved(ctx, rec)
 	}

@@ -457,6 +457,11 @@ func stateName(s toolwirev1.ApprovalState) string {
 // duplicate window is stored once), its ACCEPTED record, and the record
 // marked published.
 func (d *Dispatcher) finishApproved(ctx context.Context, rec *approvals.Record) error {
+	if hook := d.beforeFinish.Load(); hook != nil {
+		if err := (*hook)(); err != nil {
+			return err
+		}
+	}
 	tenant, callID := rec.Tenant(), rec.ID()
 	if err := d.approvals.ConsumeNonce(ctx, tenant, rec.Binding.Nonce, callID, rec.Binding.Expires); err != nil {
 		if !errors.Is(err, approvals.ErrNonceUsed) {

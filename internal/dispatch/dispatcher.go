@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -61,6 +62,10 @@ type Dispatcher struct {
 
 	caps callerCaps // per-caller Watches and waiting requests
 	load *loadView  // pool backlogs and store use, for admission (load.go)
+	// beforeFinish, when set (a test), runs before an approved call is
+	// finished; an error stops the finishing there, as a replica that
+	// stopped right after the decision would.
+	beforeFinish atomic.Pointer[func() error]
 	// lookResult is loadResult; a test replaces it to pin an interleaving
 	// the server's asynchronous store makes rare.
 	lookResult func(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error)
