@@ -477,7 +477,7 @@ func (d *Dispatcher) finishApproved(ctx context.Context, rec *approvals.Record) 
 	if err := d.publishCall(ctx, rec.Call); err != nil {
 		return err
 	}
-	d.publishAccepted(tenant, rec.Call)
+	d.publishAcceptedAt(tenant, rec.Call, timestamppb.Now())
 	return d.markPublished(ctx, rec)
 }
 
