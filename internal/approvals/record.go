@@ -41,6 +41,10 @@ type Record struct {
 	// stream. A decided record that is not published is finished by the
 	// sweep (doc.go, "Crash safety").
 	Published bool
+	// CancelledBy is set when the record was denied because its caller
+	// cancelled the parked call (who cancelled): its answer is CANCELLED,
+	// not PERMISSION_DENIED.
+	CancelledBy string
 	// Revision is the stored revision the record was read at (the
 	// compare-and-set of Update); 0 for a record not stored yet.
 	Revision uint64
@@ -72,6 +76,7 @@ type stored struct {
 	Nonce           string           `json:"nonce"`
 	Binding         *policy.Approval `json:"binding,omitempty"`
 	Published       bool             `json:"published,omitempty"`
+	CancelledBy     string           `json:"cancelled_by,omitempty"`
 }
 
 func (r *Record) encode() ([]byte, error) {
@@ -84,7 +89,7 @@ func (r *Record) encode() ([]byte, error) {
 		return nil, fmt.Errorf("approvals: encode call: %w", err)
 	}
 	return json.Marshal(stored{Format: recordFormat, Approval: a, Call: c, ScheduleToStart: r.ScheduleToStart,
-		ScheduleToClose: r.ScheduleToClose, Nonce: r.Nonce, Binding: r.Binding, Published: r.Published})
+		ScheduleToClose: r.ScheduleToClose, Nonce: r.Nonce, Binding: r.Binding, Published: r.Published, CancelledBy: r.CancelledBy})
 }
 
 // decodeRecord decodes a stored record read at revision rev.
@@ -97,7 +102,8 @@ func decodeRecord(data []byte, rev uint64) (*Record, error) {
 		return nil, fmt.Errorf("%w: format %d, want %d", ErrCorrupt, s.Format, recordFormat)
 	}
 	r := &Record{Approval: &toolwirev1.Approval{}, Call: &toolwirev1.ToolCall{}, ScheduleToStart: s.ScheduleToStart,
-		ScheduleToClose: s.ScheduleToClose, Nonce: s.Nonce, Binding: s.Binding, Published: s.Published, Revision: rev}
+		ScheduleToClose: s.ScheduleToClose, Nonce: s.Nonce, Binding: s.Binding, Published: s.Published, CancelledBy: s.CancelledBy,
+		Revision: rev}
 	if err := proto.Unmarshal(s.Approval, r.Approval); err != nil {
 		return nil, fmt.Errorf("%w: approval: %w", ErrCorrupt, err)
 	}

@@ -531,6 +531,11 @@ func (d *Dispatcher) finishDecided(ctx context.Context, rec *approvals.Record) e
 	switch a.GetState() {
 	case toolwirev1.ApprovalState_APPROVAL_STATE_DENIED:
 		d.approvalEvent(ctx, rec, toolwirev1.CallEventType_CALL_EVENT_TYPE_APPROVAL_DENIED, nil)
+		if rec.CancelledBy != "" {
+			te = envelope.Interrupted(fmt.Sprintf("cancelled by %s while it waited for approval; it never ran", rec.CancelledBy),
+				toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE)
+			break
+		}
 		te = envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
 			fmt.Sprintf("an approver denied this call of %q: %s", a.GetTool(), a.GetReason()))
 		te.Suggestion = "do not retry this call as it is"
@@ -595,4 +600,34 @@ func grantView(g *approvals.Grant) *toolwirev1.Grant {
 		out.ExpiresAt = timestamppb.New(g.Expires)
 	}
 	return out
+}
+
+// cancelParked ends a parked call its caller cancelled: the record is
+// denied (the same compare-and-set as a decision; one that lost to an
+// approver leaves the call to the worker, which finds the tombstone) and
+// the call answered CANCELLED. Failures are logged: the tombstone alone
+// keeps the call from running.
+func (d *Dispatcher) cancelParked(ctx context.Context, id Identity, callID, reason string) {
+	rec, err := d.approvals.Get(ctx, id.Tenant, callID)
+	if err != nil || rec.Decided() {
+		return
+	}
+	why := "cancelled by its caller"
+	if reason != "" {
+		why += ": " + reason
+	}
+	decided(rec, toolwirev1.ApprovalState_APPROVAL_STATE_DENIED, approvalBy{who: id.Agent, reason: why}, time.Now())
+	rec.CancelledBy = id.Agent
+	if err := d.approvals.Update(ctx, rec); err != nil {
+		if !errors.Is(err, approvals.ErrConflict) {
+			d.log.WarnContext(ctx, "ending a cancelled parked call failed; its tombstone keeps it from running", "call_id", callID, "err", err)
+		}
+		return
+	}
+	d.tracker.Note(rec)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	if err := d.finishDecided(fctx, rec); err != nil {
+		d.log.WarnContext(ctx, "answering a cancelled parked call failed; the approval sweep answers it", "call_id", callID, "err", err)
+	}
 }

@@ -459,3 +459,25 @@ func TestUnpublishedPastTheDuplicateWindowIsUnknownOutcome(t *testing.T) {
 }
 
 func busWithWindow(d time.Duration) bus.Config { return bus.Config{DuplicateWindow: d} }
+
+// Cancelling a parked call ends it at once: CANCELLED (nothing ran), its
+// approval denied by the cancelling agent, and an approver comes too late.
+func TestCancelEndsAParkedCall(t *testing.T) {
+	t.Parallel()
+	s := startApprovals(t, dispatch.Config{})
+	ctx := t.Context()
+	id := s.submit(t, &toolwirev1.SubmitRequest{Tool: "wipe", ArgumentsJson: `{"path":"/"}`}).CallId
+	out, err := s.Dispatcher.Cancel(ctx, dispatch.DefaultIdentity, id, "changed my mind")
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CancelOutcome_CANCEL_OUTCOME_REQUESTED, out)
+	r := waitResult(t, s.Stack, id)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, r.Error.Type, r.Error.Message)
+	require.Equal(t, toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, r.Error.PartialSideEffects)
+	a, err := s.Dispatcher.GetApproval(ctx, approver, id)
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.ApprovalState_APPROVAL_STATE_DENIED, a.State)
+	require.Equal(t, "cancelled by its caller: changed my mind", a.Reason)
+	_, _, err = s.Dispatcher.Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: id})
+	require.ErrorIs(t, err, dispatch.ErrApprovalDecided)
+	require.Zero(t, s.l.total())
+}

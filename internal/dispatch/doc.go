@@ -380,7 +380,9 @@
 // expired call answered. An approved call still unpublished when the
 // window is nearly over is answered UNKNOWN_OUTCOME rather than published
 // blind (approvalsweep.go). Events of a decision carry message ids, so a
-// decision finished twice is recorded once.
+// decision finished twice is recorded once. Cancel of a parked call ends
+// it at once: its approval is denied by the cancelling agent and the call
+// answered CANCELLED (nothing ran).
 //
 // # Caps per caller
 //
