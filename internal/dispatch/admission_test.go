@@ -13,10 +13,6 @@ import (
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
-type pathIn struct {
-	Path string `json:"path"`
-}
-
 // requireNothingQueued checks that the calls stream holds no call.
 func requireNothingQueued(t *testing.T, s *dispatchtest.Stack) {
 	t.Helper()

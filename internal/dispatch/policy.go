@@ -27,17 +27,12 @@ func (d *Dispatcher) policyFor(tenant string) *policy.Policy {
 }
 
 // decide is the policy step of admission (DESIGN §6), after the schema:
-// it decides the call and returns the decision to record. Arguments the
-// canonical reader refuses (duplicate keys, invalid UTF-8 the schema let
-// through) are answered VALIDATION: two readers must never see two
+// it decides the call, with the approval it presents (a verified token's
+// binding; nil for none), and returns the decision to record. Arguments
+// the canonical reader refuses (duplicate keys, invalid UTF-8 the schema
+// let through) are answered VALIDATION: two readers must never see two
 // different calls in one text.
-func (d *Dispatcher) decide(id Identity, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, now time.Time) (policy.Decision, *policy.Args, *toolwirev1.ToolError) {
-	return d.decideWith(id, spec, call, now, nil)
-}
-
-// decideWith is decide with the approval the call presents (a verified
-// token's binding), nil for none.
-func (d *Dispatcher) decideWith(id Identity, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, now time.Time, presented *policy.Approval) (policy.Decision, *policy.Args, *toolwirev1.ToolError) {
+func (d *Dispatcher) decide(id Identity, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, now time.Time, presented *policy.Approval) (policy.Decision, *policy.Args, *toolwirev1.ToolError) {
 	args, err := policy.ParseArgs(call.Arguments)
 	if err != nil {
 		return policy.Decision{}, nil, registry.Violation("", err.Error())
@@ -131,7 +126,7 @@ func (d *Dispatcher) applyPolicy(_ context.Context, id Identity, spec *toolwirev
 			return nil, te, nil
 		}
 	}
-	dec, args, te := d.decideWith(id, spec, call, now, presented)
+	dec, args, te := d.decide(id, spec, call, now, presented)
 	if te != nil {
 		return nil, te, nil
 	}
