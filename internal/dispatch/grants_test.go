@@ -46,22 +46,26 @@ func TestGrantsCoverLaterCalls(t *testing.T) {
 	require.Contains(t, msg, "writes need a person")
 	require.NotContains(t, msg, "/**", "the rule's text stays private")
 
+	approvedAt := time.Now()
 	a, g, err := s.Dispatcher.Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: first.CallId,
 		Scope: toolwirev1.ApprovalScope_APPROVAL_SCOPE_SESSION, ArgsPattern: map[string]string{"path": "/tmp/**"},
 		Ttl: durationpb.New(time.Hour), Reason: "tmp is fine"})
 	require.NoError(t, err)
+	t.Logf("FIGURE Approve took %s", time.Since(approvedAt).Round(time.Microsecond))
+	returned := time.Now()
 	require.NotNil(t, g)
 	require.Equal(t, g.Id, a.GrantId)
 	require.Equal(t, "session", g.Layer)
 	require.Equal(t, "s1", g.Session)
 	require.Equal(t, "fs_write", g.Tool, "the call's tool by default")
-	require.True(t, waitResult(t, s.Stack, first.CallId).Ok)
 
 	// In force on the other replica as soon as its watch delivers it.
 	require.Eventually(t, func() bool {
 		gs, err := other.ListGrants(ctx, approver, "", "s1")
 		return err == nil && len(gs) == 1
-	}, 10*time.Second, 5*time.Millisecond)
+	}, 10*time.Second, time.Millisecond)
+	t.Logf("FIGURE a grant is in force on the other replica %s after Approve returned", time.Since(returned).Round(time.Microsecond))
+	require.True(t, waitResult(t, s.Stack, first.CallId).Ok)
 	covered, err := other.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "fs_write",
 		ArgumentsJson: `{"path":"/tmp/b/c"}`, Session: "s1"})
 	require.NoError(t, err)
