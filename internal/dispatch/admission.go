@@ -17,18 +17,20 @@ import (
 // a pool consumes it (poolcheck.go) → size and depth → JSON Schema →
 // policy and approval (policy.go). It returns the call to publish, or the
 // error to answer with, and the policy decision when the policy step was
-// reached (to record); nothing is published on error. Errors raised here
-// are never retryable and have no side effects.
-func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, now time.Time) (*toolwirev1.ToolCall, *toolwirev1.ToolError, *toolwirev1.PolicyDecision) {
+// reached (to record); nothing is published on error. An ask (or a call
+// an approval token covers) also returns what is left to do instead of a
+// plain publish (asked: approve.go). Errors raised here are never
+// retryable and have no side effects.
+func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, now time.Time) (*toolwirev1.ToolCall, *toolwirev1.ToolError, *toolwirev1.PolicyDecision, *asked) {
 	call, spec, te := d.check(ctx, id, o, callID, now)
 	if te != nil {
-		return nil, te, nil
+		return nil, te, nil, nil
 	}
-	pd, te := d.applyPolicy(ctx, id, spec, call, now)
+	pd, te, ask := d.applyPolicy(ctx, id, spec, call, now)
 	if te != nil {
-		return nil, te, pd
+		return nil, te, pd, nil
 	}
-	return call, nil, pd
+	return call, nil, pd, ask
 }
 
 // check runs the admission steps before the policy: it returns the call

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
@@ -14,55 +13,12 @@ import (
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
-type pathIn struct {
-	Path string `json:"path"`
-}
-
 // requireNothingQueued checks that the calls stream holds no call.
 func requireNothingQueued(t *testing.T, s *dispatchtest.Stack) {
 	t.Helper()
 	info, err := s.Env.Bus.Calls.Info(t.Context())
 	require.NoError(t, err)
 	require.Zero(t, info.State.Msgs, "a refused call reached the calls stream")
-}
-
-// Approval fails closed: a call to a tool that requires approval is
-// refused at admission with CONFIRMATION_REQUIRED (never queued), with no
-// token and with any token, since no approval is accepted yet. Before, it
-// ran.
-func TestApprovalFailsClosedAtAdmission(t *testing.T) {
-	t.Parallel()
-	var runs atomic.Int32
-	wipe := tool.Must(tool.New("wipe", func(_ context.Context, in pathIn) (string, error) {
-		runs.Add(1)
-		return "wiped " + in.Path, nil
-	}, tool.RequiresApproval()))
-	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{wipe}})
-	for _, token := range []string{"", "garbage"} {
-		r := call(t, s.Client, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: `{"path":"/"}`, ApprovalToken: token})
-		require.False(t, r.Response.Ok, token)
-		e := r.Response.Error
-		require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CONFIRMATION_REQUIRED, e.Type, "token %q: %s", token, e.Message)
-		require.False(t, e.Retryable, token)
-		require.Equal(t, toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, e.PartialSideEffects, token)
-		require.Equal(t, "dispatcher", r.Response.Meta.Source, token)
-		require.Contains(t, e.Message, "requires approval", token)
-
-		// Recorded like every refusal: any replica answers the id.
-		g, err := s.Client.GetResult(t.Context(), connect.NewRequest(&toolwirev1.GetResultRequest{CallId: r.CallId}))
-		require.NoError(t, err)
-		require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CONFIRMATION_REQUIRED, g.Msg.Response.GetError().GetType(), token)
-
-		sub, err := s.Client.Submit(t.Context(), connect.NewRequest(&toolwirev1.SubmitRequest{Tool: "wipe", ArgumentsJson: `{"path":"/"}`, ApprovalToken: token}))
-		require.NoError(t, err)
-		require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CONFIRMATION_REQUIRED, sub.Msg.Response.GetError().GetType(), token)
-	}
-	requireNothingQueued(t, s)
-	require.Zero(t, runs.Load())
-
-	// Validation still comes first: invalid arguments are VALIDATION.
-	r := call(t, s.Client, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: `{}`})
-	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, r.Response.Error.Type)
 }
 
 // Duplicate keys inside arguments_json are refused with VALIDATION naming

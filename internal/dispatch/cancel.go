@@ -13,7 +13,9 @@ import (
 )
 
 // Cancel asks for a call to stop: it writes the call's tombstone (with a
-// TTL) that workers check before starting and watch while running.
+// TTL) that workers check before starting and watch while running. A call
+// parked for approval is ended at once: its approval is denied (by the
+// cancelling agent) and it is answered CANCELLED.
 // Cancelling twice, after completion or an unknown id changes nothing.
 func (d *Dispatcher) Cancel(ctx context.Context, id Identity, callID, reason string) (toolwirev1.CancelOutcome, error) {
 	if err := checkTenant(id); err != nil {
@@ -31,6 +33,7 @@ func (d *Dispatcher) Cancel(ctx context.Context, id Identity, callID, reason str
 	}
 	last, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID))
 	unrecorded := errors.Is(err, jetstream.ErrMsgNotFound)
+	parked := false
 	switch {
 	case unrecorded:
 		// No record yet: a recent id may be a running call whose admission
@@ -44,6 +47,8 @@ func (d *Dispatcher) Cancel(ctx context.Context, id Identity, callID, reason str
 	default:
 		if ev, err := decodeEvent(last.Data); err == nil && ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED {
 			return toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, nil
+		} else if err == nil {
+			parked = ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL
 		}
 	}
 	val, _ := json.Marshal(bus.Tombstone{By: id.Agent, Reason: reason})
@@ -67,5 +72,9 @@ func (d *Dispatcher) Cancel(ctx context.Context, id Identity, callID, reason str
 	}
 	d.event(ctx, id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED,
 		Message: reason, Caller: &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent}})
+	if parked {
+		// Waiting for an approver: nothing runs, so it ends here.
+		d.cancelParked(ctx, id, callID, reason)
+	}
 	return toolwirev1.CancelOutcome_CANCEL_OUTCOME_REQUESTED, nil
 }

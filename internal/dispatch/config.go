@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	"go.opentelemetry.io/otel/trace"
@@ -21,6 +22,29 @@ type Config struct {
 	// Policies gives the policy in force per tenant (policy.go); nil = no
 	// policy: every call allowed, but tools that require approval ask.
 	Policies PolicySource
+	// ApprovalTTL is how long a call an ask decision parked waits for an
+	// approver; then it expires (EXPIRED answer, APPROVAL_EXPIRED event).
+	// It is also the life of an approval token, and of an approval's
+	// binding for a call that has no schedule-to-close deadline. Default
+	// 24h.
+	ApprovalTTL time.Duration
+	// GrantTTL is the life of a grant whose approver gave none. Default
+	// 24h.
+	GrantTTL time.Duration
+	// ApprovalRetention is how long decided approval records and used
+	// nonces are kept (per-key TTL in the approvals bucket), for the
+	// audit. Default: the bus's CallsMaxAge (the calls' audit horizon).
+	ApprovalRetention time.Duration
+	// ApprovalSweep is how often each replica expires the approvals past
+	// their TTL and finishes decisions a stopped replica left unpublished
+	// (approve.go). Default 2s.
+	ApprovalSweep time.Duration
+	// TokenKeys are the approval token keys shared by the dispatchers
+	// (approvals.LoadKeys); with them, a caller holding the "confirm"
+	// scope gets a signed token with CONFIRMATION_REQUIRED and may send
+	// the call again with it. Nil = no tokens: none is issued, and a call
+	// presenting one is refused.
+	TokenKeys *approvals.Keys
 	// Name routes results to this replica (a subject token). It must be
 	// unique among live replicas. Default: the host name (the pod name in
 	// Kubernetes) plus a random suffix. Results survive a name change: any
@@ -152,6 +176,9 @@ func (c Config) WithDefaults() Config {
 	c.OrphanSweep = cmp.Or(c.OrphanSweep, time.Minute)
 	c.OrphanGrace = cmp.Or(c.OrphanGrace, time.Minute)
 	c.PoolCheck = cmp.Or(c.PoolCheck, 10*time.Second)
+	c.ApprovalTTL = cmp.Or(c.ApprovalTTL, 24*time.Hour)
+	c.GrantTTL = cmp.Or(c.GrantTTL, 24*time.Hour)
+	c.ApprovalSweep = cmp.Or(c.ApprovalSweep, 2*time.Second)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
@@ -187,6 +214,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("dispatch: LoadRefresh %s is below 10ms", c.LoadRefresh)
 	case c.StoreHighWater <= 0 || c.StoreHighWater > 1:
 		return fmt.Errorf("dispatch: StoreHighWater %g must be above 0 and at most 1", c.StoreHighWater)
+	case c.ApprovalTTL < time.Second:
+		return fmt.Errorf("dispatch: ApprovalTTL %s is below 1s", c.ApprovalTTL)
+	case c.GrantTTL < time.Second:
+		return fmt.Errorf("dispatch: GrantTTL %s is below 1s", c.GrantTTL)
+	case c.ApprovalRetention < 0:
+		return fmt.Errorf("dispatch: ApprovalRetention %s must not be negative", c.ApprovalRetention)
+	case c.ApprovalSweep < 10*time.Millisecond:
+		return fmt.Errorf("dispatch: ApprovalSweep %s is below 10ms", c.ApprovalSweep)
 	}
 	for pool, n := range c.PoolMaxBacklog {
 		if n == 0 || n < -1 {

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/delayed"
 	"github.com/toolwire/toolwire/internal/intents"
@@ -57,8 +59,18 @@ type Dispatcher struct {
 	tracer  trace.Tracer // nil = tracing off
 	metrics *telemetry.DispatcherMetrics
 
+	// The approval flow (approve.go): the approvals bucket, the tracker
+	// of the records the sweep acts on, and the grants in force.
+	approvals *approvals.Store
+	tracker   *approvals.Tracker
+	grants    *approvals.GrantIndex
+
 	caps callerCaps // per-caller Watches and waiting requests
 	load *loadView  // pool backlogs and store use, for admission (load.go)
+	// beforeFinish, when set (a test), runs before an approved call is
+	// finished; an error stops the finishing there, as a replica that
+	// stopped right after the decision would.
+	beforeFinish atomic.Pointer[func() error]
 	// lookResult is loadResult; a test replaces it to pin an interleaving
 	// the server's asynchronous store makes rare.
 	lookResult func(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error)
@@ -84,6 +96,9 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 		waiters: map[string]*waiter{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}
 	d.lookResult = d.loadResult
 	d.policies = policystore.NewStore(b.Policies, d.log)
+	d.approvals = approvals.NewStore(b, cfg.ApprovalRetention)
+	d.tracker = approvals.NewTracker(d.approvals, d.log)
+	d.grants = approvals.NewGrantIndex(d.approvals, d.log)
 	if cfg.PoolCheck > 0 {
 		d.pools = newPoolCheck(b, cfg.PoolCheck, d.log)
 	}

@@ -18,8 +18,14 @@ import (
 // GetResult, which with a wait treats a call without a record as pending
 // for the wait. It reports whether the record was sent.
 func (d *Dispatcher) publishAccepted(tenant string, call *toolwirev1.ToolCall) bool {
+	return d.publishAcceptedAt(tenant, call, call.AcceptedAt)
+}
+
+// publishAcceptedAt is publishAccepted with the event's time: an approved
+// call is queued when it is approved, not when it was admitted.
+func (d *Dispatcher) publishAcceptedAt(tenant string, call *toolwirev1.ToolCall, at *timestamppb.Timestamp) bool {
 	ev := &toolwirev1.CallEvent{CallId: call.CallId, Tool: call.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED,
-		Caller: call.Caller, Time: call.AcceptedAt}
+		Caller: call.Caller, Time: at}
 	if call.PolicyVersion != "" || call.ApprovalId != "" || call.GrantId != "" {
 		ev.Policy = &toolwirev1.PolicyDecision{Outcome: toolwirev1.PolicyOutcome_POLICY_OUTCOME_ALLOW, Version: call.PolicyVersion,
 			RuleId: call.PolicyRule, ApprovalId: call.ApprovalId, GrantId: call.GrantId}

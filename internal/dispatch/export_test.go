@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -40,4 +41,20 @@ func HoldStop(d *Dispatcher) (release func()) {
 	held := make(chan struct{})
 	d.own(func() <-chan struct{} { return held })
 	return sync.OnceFunc(func() { close(held) })
+}
+
+// StopAfterNextApprovals makes d stop after recording its next n
+// approvals, before finishing them (the nonce, the events, the publish),
+// as a replica killed right after its compare-and-set would: the
+// approval sweep must publish them. Call it after Start.
+func StopAfterNextApprovals(d *Dispatcher, n int32) {
+	var left atomic.Int32
+	left.Store(n)
+	hook := func() error {
+		if left.Add(-1) >= 0 {
+			return errors.New("dispatch: stopped after the decision (test)")
+		}
+		return nil
+	}
+	d.beforeFinish.Store(&hook)
 }

@@ -69,6 +69,10 @@ func (d *Dispatcher) getResult(ctx context.Context, id Identity, callID string, 
 	if err != nil || resp != nil {
 		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, err
 	}
+	// The last event decides: REJECTED is terminal; AWAITING_APPROVAL is a
+	// call parked for an approver; any other (APPROVED included) a call
+	// on its way.
+	var awaiting *toolwirev1.ToolResponse
 	last, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID))
 	if err != nil {
 		if !errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -76,16 +80,30 @@ func (d *Dispatcher) getResult(ctx context.Context, id Identity, callID string, 
 		}
 		// No record of the call. A recent id may be a call whose record is
 		// not written yet; with a wait, wait anyway: the admission record of
-		// a call accepted during a server outage may be missing.
+		// a call accepted during a server outage may be missing. A parked
+		// call whose event was lost still has its approval record.
 		if !known && wait <= 0 && !recentID(callID) {
+			if awaiting, parked := d.parkedAnswer(ctx, id, callID); awaiting != nil {
+				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, Response: awaiting}, nil
+			} else if parked {
+				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
+			}
 			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
 		}
 		known = false
-	} else if ev := (&toolwirev1.CallEvent{}); proto.Unmarshal(last.Data, ev) == nil && ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED {
-		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE,
-			Response: envelope.Rejection(callID, ev.Tool, ev.Error, ev.Time.AsTime())}, nil
+	} else if ev := (&toolwirev1.CallEvent{}); proto.Unmarshal(last.Data, ev) == nil {
+		switch ev.Type {
+		case toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED:
+			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE,
+				Response: envelope.Rejection(callID, ev.Tool, ev.Error, ev.Time.AsTime())}, nil
+		case toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL:
+			awaiting = awaitingEventAnswer(callID, ev)
+		}
 	}
 	if wait <= 0 {
+		if awaiting != nil {
+			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, Response: awaiting}, nil
+		}
 		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
 	}
 	timer := time.NewTimer(min(wait, d.cfg.MaxWait))
@@ -112,14 +130,51 @@ func (d *Dispatcher) getResult(ctx context.Context, id Identity, callID string, 
 			if resp, err := d.lastLook(ctx, subject); err == nil && resp != nil {
 				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
 			}
-			if _, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID)); errors.Is(err, jetstream.ErrMsgNotFound) && !known && !recentID(callID) {
-				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
+			last, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID))
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				if awaiting, found := d.parkedAnswer(ctx, id, callID); awaiting != nil {
+					return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, Response: awaiting}, nil
+				} else if !found && !known && !recentID(callID) {
+					return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
+				}
+			} else if ev := (&toolwirev1.CallEvent{}); err == nil && proto.Unmarshal(last.Data, ev) == nil &&
+				ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL {
+				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL,
+					Response: awaitingEventAnswer(callID, ev)}, nil
 			}
 			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// awaitingEventAnswer is the answer to a call whose last event is
+// AWAITING_APPROVAL: the CONFIRMATION_REQUIRED error it recorded (never
+// with the token, which no record keeps).
+func awaitingEventAnswer(callID string, ev *toolwirev1.CallEvent) *toolwirev1.ToolResponse {
+	te := ev.GetError()
+	if te == nil {
+		te = envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CONFIRMATION_REQUIRED, "this call waits for an approval")
+		te.Approval = &toolwirev1.ApprovalRequired{ApprovalId: callID, ExpiresAt: ev.GetApproval().GetExpiresAt()}
+	}
+	call := &toolwirev1.ToolCall{Tool: ev.GetTool(), SpecVersion: ev.GetApproval().GetSpecVersion(), Caller: ev.GetCaller()}
+	return awaitingResponse(callID, call, te, ev.GetTime().AsTime())
+}
+
+// parkedAnswer looks up the approval record of a call without events (its
+// AWAITING_APPROVAL event may have been lost): the answer of a call still
+// parked (nil for a decided one), and whether a record exists at all.
+func (d *Dispatcher) parkedAnswer(ctx context.Context, id Identity, callID string) (*toolwirev1.ToolResponse, bool) {
+	rec, err := d.approvals.Get(ctx, id.Tenant, callID)
+	if err != nil {
+		return nil, false
+	}
+	if rec.Decided() {
+		return nil, true
+	}
+	te := awaitingError(rec, rec.Approval.GetDecision().GetReason())
+	return awaitingResponse(callID, rec.Call, te, rec.Approval.GetCreatedAt().AsTime()), true
 }
 
 // confirmResult returns the result stored on subject, the literal subject

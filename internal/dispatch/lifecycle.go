@@ -22,8 +22,9 @@ var closedChan = func() chan struct{} {
 
 // Start consumes this replica's stored results and starts the reaper, the
 // retry mover, the dead-letter retry service, the orphan sweeper, the
-// load view and the listing of the pool consumers that admission checks
-// calls against (poolcheck.go).
+// load view, the listing of the pool consumers that admission checks
+// calls against (poolcheck.go), and the approval flow's grant index,
+// record tracker and sweep (approve.go).
 // (Pool consumers are created by workers before they register their tools,
 // and admission refuses a call no pool consumer filters, so no call is
 // admitted before a consumer for it exists.)
@@ -94,6 +95,18 @@ func (d *Dispatcher) start(ctx context.Context) error {
 	}
 	d.pools.start()
 	d.own(d.pools.end)
+	// The approval flow: the grants in force (loaded before Start
+	// returns, so admission decides with them), the tracker of the records
+	// the sweep acts on, and the sweep.
+	if err := d.grants.Start(ctx); err != nil {
+		return err
+	}
+	d.own(d.grants.Stop)
+	if err := d.tracker.Start(ctx); err != nil {
+		return err
+	}
+	d.own(d.tracker.Stop)
+	d.own(d.startApprovalSweep())
 	return nil
 }
 
@@ -158,7 +171,8 @@ func subscriptionStopper(sub *nats.Subscription) stopper {
 // waits until all of it has: the results consumer (and its server
 // consumer deleted), the reaper, the retry mover, the dead-letter retry
 // service, the admission record queue, the load view, the rechecks of
-// waiters, the orphan sweeper and the pool listing. When ctx ends first
+// waiters, the orphan sweeper, the pool listing, the grant index, the
+// approval tracker and the approval sweep. When ctx ends first
 // it returns ctx's error; what was told to end still ends, and a later
 // Stop waits for it again. Stop is idempotent and safe for concurrent
 // use, also before Start and after a failed Start. Watches are not

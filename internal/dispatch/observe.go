@@ -39,6 +39,9 @@ func (d *Dispatcher) endAdmission(span trace.Span, s *Submitted, err error, star
 	case s.Duplicate:
 		outcome = telemetry.AdmissionDuplicate
 		d.metrics.Admitted(outcome, 0)
+	case s.Awaiting != nil:
+		outcome = telemetry.AdmissionAwaitingApproval
+		d.metrics.Admitted(outcome, 0)
 	default:
 		d.metrics.Admitted(outcome, time.Since(start))
 	}

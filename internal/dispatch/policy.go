@@ -27,13 +27,14 @@ func (d *Dispatcher) policyFor(tenant string) *policy.Policy {
 }
 
 // decide is the policy step of admission (DESIGN §6), after the schema:
-// it decides the call and returns the decision to record. Arguments the
-// canonical reader refuses (duplicate keys, invalid UTF-8 the schema let
-// through) are answered VALIDATION: two readers must never see two
+// it decides the call, with the approval it presents (a verified token's
+// binding; nil for none), and returns the decision to record. Arguments
+// the canonical reader refuses (duplicate keys, invalid UTF-8 the schema
+// let through) are answered VALIDATION: two readers must never see two
 // different calls in one text.
-func (d *Dispatcher) decide(id Identity, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, now time.Time) (policy.Decision, *policy.Args, *toolwirev1.ToolError) {
+func (d *Dispatcher) decide(id Identity, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, now time.Time, presented *policy.Approval) (policy.Decision, *policy.Args, *toolwirev1.ToolError) {
 	p := d.policyFor(id.Tenant)
-	if p == nil && !spec.GetRequiresApproval() && call.ApprovalToken == "" {
+	if p == nil && presented == nil && !spec.GetRequiresApproval() && call.ApprovalToken == "" {
 		// Nothing to decide: no policy allows every call of a tool that
 		// does not require approval (and parsing its arguments once more
 		// would cost every call).
@@ -43,13 +44,19 @@ func (d *Dispatcher) decide(id Identity, spec *toolwirev1.ToolSpec, call *toolwi
 	if err != nil {
 		return policy.Decision{}, nil, registry.Violation("", err.Error())
 	}
-	in := policy.Input{Tool: spec, Args: args, Caller: call.Caller, Now: now, Grants: d.grantSource()}
+	in := policy.Input{Tool: spec, Args: args, Caller: call.Caller, Now: now, Grants: d.grantSource(), Approval: presented}
 	return p.Decide(in), args, nil
 }
 
-// grantSource is where Decide finds grants: none until approvals are
-// wired.
-func (d *Dispatcher) grantSource() policy.GrantSource { return nil }
+// grantSource is where Decide finds grants: every replica's index of the
+// grants in the approvals bucket, kept current by a watch
+// (approvals.GrantIndex).
+func (d *Dispatcher) grantSource() policy.GrantSource {
+	if d.grants == nil {
+		return nil
+	}
+	return d.grants
+}
 
 // decisionRecord is what the audit keeps of a decision.
 func decisionRecord(dec *policy.Decision) *toolwirev1.PolicyDecision {
@@ -93,24 +100,58 @@ func denied(tool string, dec *policy.Decision) *toolwirev1.ToolError {
 	return te
 }
 
-// applyPolicy runs the policy step for an admitted call: a deny or an ask
-// is returned as the refusal (an ask fails closed until it can be parked);
-// an allow stamps the call with what allowed it.
-func (d *Dispatcher) applyPolicy(_ context.Context, id Identity, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, now time.Time) (*toolwirev1.PolicyDecision, *toolwirev1.ToolError) {
-	dec, _, te := d.decide(id, spec, call, now)
+// asked is what the policy step leaves for after the idempotency key:
+// park the call for an approver (an ask), or redeem the approval token
+// that covered it.
+type asked struct {
+	pd   *toolwirev1.PolicyDecision
+	spec *toolwirev1.ToolSpec
+	args *policy.Args
+	// reason is what the caller is told the approval is for
+	// (Decision.Reason: never a rule's text).
+	reason string
+	// token is the verified binding of the approval token that covered the
+	// call, nil for an ask; the call then takes its id (the parked call's)
+	// and minted is the id admission gave it, under which a refusal is
+	// recorded.
+	token  *policy.Approval
+	minted string
+}
+
+// applyPolicy runs the policy step for an admitted call: a deny is
+// returned as the refusal; an ask as the approval to park the call for
+// (asked; approve.go), and so is a call an approval token covers (its
+// token is redeemed, approve.go); an allow stamps the call with what
+// allowed it. A token is taken off the call whatever happens: it is never
+// stored or published.
+func (d *Dispatcher) applyPolicy(_ context.Context, id Identity, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, now time.Time) (*toolwirev1.PolicyDecision, *toolwirev1.ToolError, *asked) {
+	var presented *policy.Approval
+	if token := call.ApprovalToken; token != "" {
+		call.ApprovalToken = ""
+		var te *toolwirev1.ToolError
+		if presented, te = d.verifyToken(id, spec, token); te != nil {
+			return nil, te, nil
+		}
+	}
+	dec, args, te := d.decide(id, spec, call, now, presented)
 	if te != nil {
-		return nil, te
+		return nil, te, nil
 	}
 	pd := decisionRecord(&dec)
 	switch dec.Outcome {
 	case policy.Deny:
-		return pd, denied(spec.Name, &dec)
+		return pd, denied(spec.Name, &dec), nil
 	case policy.Ask:
-		te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CONFIRMATION_REQUIRED,
-			fmt.Sprintf("this call of %q needs approval: %s", spec.Name, dec.Reason()))
-		return pd, te
+		if presented != nil {
+			return pd, tokenRefused(spec.Name, "it does not cover this call: "+dec.ApprovalError), nil
+		}
+		call.PolicyVersion, call.PolicyRule = pd.Version, pd.RuleId
+		return pd, nil, &asked{pd: pd, spec: spec, args: args, reason: dec.Reason()}
 	}
 	call.PolicyVersion, call.PolicyRule = pd.Version, pd.RuleId
 	call.ApprovalId, call.GrantId = pd.ApprovalId, pd.GrantId
-	return pd, nil
+	if dec.Approval != nil {
+		return pd, nil, &asked{pd: pd, spec: spec, args: args, reason: dec.Reason(), token: dec.Approval}
+	}
+	return pd, nil, nil
 }

@@ -58,9 +58,6 @@ func policyError(err error) error {
 	return connect.NewError(connect.CodeUnavailable, err)
 }
 
-// errNotYet answers the RPCs not implemented yet (the approval stubs).
-var errNotYet = errors.New("not implemented yet")
-
 // errNoPolicySource: the dispatcher was built without Config.Policies, so
 // a document applied through it would be stored but not enforced by it.
 var errNoPolicySource = errors.New("this dispatcher enforces no policy documents (no policy source configured)")
@@ -261,11 +258,18 @@ func (s *Service) Explain(ctx context.Context, req *connect.Request[toolwirev1.E
 	return connect.NewResponse(explanationProto(&x, approvalErr)), nil
 }
 
-// approvalFor returns the approval record approvalID names, for Explain
-// to decide as if the call presented it. The approval flow plugs in here;
-// until it does, no approval can be looked up.
-func (d *Dispatcher) approvalFor(context.Context, Identity, string) (*policy.Approval, error) {
-	return nil, errors.New("approval records cannot be looked up on this dispatcher")
+// approvalFor returns the binding of the approval approvalID names in the
+// caller's tenant, for Explain to decide as if the call presented it: an
+// approval that was not approved (pending, denied, expired) binds nothing.
+func (d *Dispatcher) approvalFor(ctx context.Context, id Identity, approvalID string) (*policy.Approval, error) {
+	rec, err := d.approvals.Get(ctx, id.Tenant, approvalID)
+	if err != nil {
+		return nil, fmt.Errorf("approval %s: %w", approvalID, err)
+	}
+	if rec.Binding == nil {
+		return nil, fmt.Errorf("approval %s is %s, not approved", approvalID, rec.Approval.GetState())
+	}
+	return rec.Binding, nil
 }
 
 // explanationProto maps an Explanation to the API's ExplainResponse.

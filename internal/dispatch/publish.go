@@ -68,43 +68,56 @@ func (d *Dispatcher) publish(ctx context.Context, o *toolwirev1.CallRequest, c *
 	} else {
 		d.publishAccepted(id.Tenant, call)
 	}
+	switch err := d.awaitCall(ctx, msg, fut); {
+	case err == nil:
+		return &Submitted{CallID: callID}, w, nil
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		// The caller left; the call may be stored: keep its key and record.
+		if w != nil {
+			w.accepted.Flush()
+			w.cancel()
+		}
+		return nil, nil, ctx.Err()
+	default:
+		pub.fail(err)
+		return d.refused(ctx, o, c, err), nil, nil
+	}
+}
+
+// awaitCall awaits the acknowledgement of a call the calls stream was
+// sent as msg (fut), publishing it again under the same message id while
+// it is unanswered (doc.go, "Publishing"). It returns nil once the stream
+// has stored the call, ctx's error when ctx ended first (the call may be
+// stored), or the error that refused it: the server's answer, a publish
+// that could not be sent, or the last error after publishRetryFor.
+func (d *Dispatcher) awaitCall(ctx context.Context, msg *nats.Msg, fut jetstream.PubAckFuture) error {
 	retryUntil := time.Now().Add(publishRetryFor)
 	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		var err error
 		select {
 		case <-fut.Ok():
-			return &Submitted{CallID: callID}, w, nil
+			return nil
 		case err = <-fut.Err():
 		case <-ctx.Done():
-			// The caller left; the call may be stored: keep its key and record.
-			if w != nil {
-				w.accepted.Flush()
-				w.cancel()
-			}
-			return nil, nil, ctx.Err()
+			return ctx.Err()
 		}
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) || time.Now().After(retryUntil) {
 			// The server answered and refused (e.g. the stream is full), or
 			// it stayed unreachable.
-			pub.fail(err)
-			return d.refused(ctx, o, c, err), nil, nil
+			return err
 		}
 		// No answer (timeout, reconnect): the call may or may not be
 		// stored. Publish it again under the same message id: the stream's
 		// duplicate window makes that store it at most once.
-		d.log.InfoContext(ctx, "call publish unacknowledged; publishing again", "call_id", callID, "err", err)
+		d.log.InfoContext(ctx, "call publish unacknowledged; publishing again", "call_id", msg.Header.Get(jetstream.MsgIDHeader), "err", err)
 		select {
 		case <-time.After(backoff):
 		case <-ctx.Done():
-			if w != nil {
-				w.accepted.Flush()
-				w.cancel()
-			}
-			return nil, nil, ctx.Err()
+			return ctx.Err()
 		}
 		if fut, err = d.bus.JS.PublishMsgAsync(msg); err != nil {
-			pub.fail(err)
-			return d.refused(ctx, o, c, err), nil, nil
+			return err
 		}
 	}
 }

@@ -114,7 +114,14 @@ func (s *Service) Submit(ctx context.Context, req *connect.Request[toolwirev1.Su
 	if err != nil {
 		return nil, toConnectErr(err)
 	}
-	return connect.NewResponse(&toolwirev1.SubmitResponse{CallId: sub.CallID, Response: cmp.Or(sub.Rejected, sub.Finished), Duplicate: sub.Duplicate}), nil
+	out := &toolwirev1.SubmitResponse{CallId: sub.CallID, Duplicate: sub.Duplicate, State: toolwirev1.CallState_CALL_STATE_PENDING}
+	switch {
+	case sub.Awaiting != nil:
+		out.State, out.Response = toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, sub.Awaiting
+	case sub.Rejected != nil || sub.Finished != nil:
+		out.State, out.Response = toolwirev1.CallState_CALL_STATE_DONE, cmp.Or(sub.Rejected, sub.Finished)
+	}
+	return connect.NewResponse(out), nil
 }
 
 // GetResult returns a result by call id.

@@ -21,6 +21,11 @@ type Submitted struct {
 	// Finished is, for a Duplicate, the earlier call's terminal response
 	// when it has one (its result, or its refusal); nil while it runs.
 	Finished *toolwirev1.ToolResponse
+	// Awaiting is set when the call is parked for an approver (an ask
+	// decision; for a Duplicate, the earlier call still is): the
+	// CONFIRMATION_REQUIRED answer with the approval id (and, for a
+	// caller with the "confirm" scope, the token). Not terminal.
+	Awaiting *toolwirev1.ToolResponse
 }
 
 // Submit admits and publishes one call without waiting for its result. A
@@ -36,8 +41,11 @@ func (d *Dispatcher) Submit(ctx context.Context, id Identity, o *toolwirev1.Call
 		d.log.WarnContext(ctx, "looking up the call of a repeated idempotency key failed", "call_id", s.CallID, "err", err)
 		return s, nil
 	}
-	if r.State == toolwirev1.CallState_CALL_STATE_DONE {
+	switch r.State {
+	case toolwirev1.CallState_CALL_STATE_DONE:
 		s.Finished = r.Response
+	case toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL:
+		s.Awaiting = r.Response
 	}
 	return s, nil
 }
@@ -60,16 +68,26 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 
 // admitAndPublish admits the call (admission.go), then, unless a waiter
 // slot, its idempotency key or the load refuses it, publishes it
-// (publish.go). A refusal is answered in Submitted.Rejected.
+// (publish.go). A refusal is answered in Submitted.Rejected. A call the
+// policy asks about is parked instead (approve.go), and a call an
+// approval token covers is the parked call it approves: it takes that
+// call's id and is published as it.
 func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwirev1.CallRequest, withWaiter bool, now time.Time) (*Submitted, *waiter, error) {
 	callID := ulid.Make().String()
-	call, te, pd := d.admit(ctx, id, o, callID, now)
+	call, te, pd, ask := d.admit(ctx, id, o, callID, now)
 	if te != nil {
 		d.redactRefusal(ctx, o, te)
 		return d.refuseDecided(ctx, id, o, callID, te, pd, now), nil, nil
 	}
+	if ask != nil && ask.token != nil {
+		ask.minted, callID = callID, ask.token.ID
+		call.CallId = callID
+	}
+	parked := ask != nil && ask.token == nil
 	var w *waiter
-	if withWaiter {
+	// A parked call is waited on only when the caller asked to wait for
+	// the approval; otherwise it is answered at once.
+	if withWaiter && (!parked || o.WaitForApproval) {
 		var err error
 		w, err = d.wait(id.Tenant, callID)
 		if errors.Is(err, errOverloaded) {
@@ -85,6 +103,12 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 		if s, done, err := d.claimKey(ctx, id, call, w); done || err != nil {
 			return s, nil, err
 		}
+	}
+	switch {
+	case parked:
+		return d.park(ctx, o, &outgoing{id: id, w: w, callID: callID, now: now, call: call}, ask)
+	case ask != nil:
+		return d.redeem(ctx, o, &outgoing{id: id, w: w, callID: callID, now: now, call: call}, ask)
 	}
 	// Overload (load.go): after the key, so that a repeat of an accepted
 	// call still answers that call.

@@ -65,7 +65,10 @@ func (w *waiter) cancel() {
 
 // call is Call without intents: it admits and publishes the call, then
 // waits for its result (or, for a repeat of an idempotency key, for the
-// original call's, as GetResult does).
+// original call's, as GetResult does). A call parked for an approver is
+// answered AWAITING_APPROVAL at once, or, with wait_for_approval, waited
+// for like any call: its result once approved and run (or its denial),
+// AWAITING_APPROVAL when the wait ends while it is still parked.
 func (d *Dispatcher) call(ctx context.Context, id Identity, o *toolwirev1.CallRequest, wait time.Duration) (*toolwirev1.CallResponse, error) {
 	// The caller's slot is taken before admission: a refused Call leaves
 	// no trace.
@@ -80,7 +83,18 @@ func (d *Dispatcher) call(ctx context.Context, id Identity, o *toolwirev1.CallRe
 	if s.Rejected != nil {
 		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: s.Rejected}, nil
 	}
+	if s.Awaiting != nil && w == nil {
+		// Parked for an approver, and the caller did not ask to wait for
+		// the approval: the CONFIRMATION_REQUIRED answer at once.
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, Response: s.Awaiting}, nil
+	}
 	if w == nil { // duplicate of an earlier call: wait like GetResult
+		if !o.WaitForApproval {
+			// An earlier call still parked is answered at once, as it was.
+			if r, err := d.getResult(ctx, id, s.CallID, 0, true); err == nil && r.State == toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL {
+				return &toolwirev1.CallResponse{CallId: s.CallID, State: r.State, Response: r.Response}, nil
+			}
+		}
 		r, err := d.getResult(ctx, id, s.CallID, d.clampWait(wait), true)
 		if err != nil {
 			return nil, err
@@ -106,11 +120,21 @@ func (d *Dispatcher) call(ctx context.Context, id Identity, o *toolwirev1.CallRe
 		if data, err := d.storedResult(ctx, w.tenant, s.CallID); err == nil && data != nil {
 			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, nil
 		}
+		if s.Awaiting != nil && d.stillParked(ctx, w.tenant, s.CallID) {
+			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, Response: s.Awaiting}, nil
+		}
 		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
 	case <-ctx.Done():
 		w.accepted.Flush()
 		return nil, ctx.Err()
 	}
+}
+
+// stillParked reports whether call callID of tenant still waits for an
+// approver (its approval record is pending).
+func (d *Dispatcher) stillParked(ctx context.Context, tenant, callID string) bool {
+	rec, err := d.approvals.Get(ctx, tenant, callID)
+	return err == nil && !rec.Decided()
 }
 
 // timers are reused across calls: a caller waiting in Call needs one, and

@@ -69,6 +69,19 @@
 // document is one for the installation), so give every replica the same
 // file.
 //
+// # Approvals
+//
+// --approval-ttl (default 24h) is how long a call an ask decision parked
+// waits for an approver before it expires; --grant-ttl (default 24h) the
+// life of a grant whose approver gave none. --approval-token-keys FILE
+// turns the token form on: the file holds "id:base64key" lines (at least
+// 32 bytes a key, mode 0600 or stricter, at most 64 KiB); the first key
+// signs, every key verifies. Every replica must read the same keys; a
+// rotation is done in rolling steps (add the new key second, roll out;
+// move it first, roll out; remove the old key once the tokens it signed
+// have expired, roll out). A bad file stops the start; the keys are never
+// logged (only their ids and count).
+//
 // # The default configuration
 //
 // Without WorkerConfig the in-process workers serve the built-in

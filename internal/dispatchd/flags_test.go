@@ -20,6 +20,7 @@ func TestOverloadFlagsAreChecked(t *testing.T) {
 		{[]string{"--pool-max-backlog", "sandbox=0"}, "want pool=N"},
 		{[]string{"--stream-max-bytes", "results=1GB"}, "KiB, MiB, GiB or TiB"},
 		{[]string{"--stream-max-bytes", "audit=1GiB"}, `no store "audit"`},
+		{[]string{"--approval-ttl", "soon"}, "invalid value"},
 	} {
 		var stderr bytes.Buffer
 		require.Equal(t, 2, dispatchd.Main(tt.args, &stderr, nil), tt.args)

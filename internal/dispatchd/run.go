@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/policystore"
@@ -63,8 +64,14 @@ type RunConfig struct {
 	APIKeysFile string
 	// Bus is the JetStream layout (prefix, retention, ...).
 	Bus bus.Config
-	// Dispatcher settings (name, limits, waits).
+	// Dispatcher settings (name, limits, waits, approvals).
 	Dispatcher dispatch.Config
+	// ApprovalTokenKeys names the approval token key file
+	// (approvals.LoadKeys: "id:base64key" lines, mode 0600 or stricter;
+	// the first key signs, every key verifies). Empty = no approval tokens
+	// (unless Dispatcher.TokenKeys is set). Every replica must hold the
+	// same keys.
+	ApprovalTokenKeys string
 	// Tools served by in-process native pools.
 	Tools []*tool.Tool
 	// WorkerConfig configures the in-process workers (the worker's YAML);
@@ -115,6 +122,15 @@ func Run(ctx context.Context, rc RunConfig) error {
 	policyDoc, err := readPolicyFile(rc.PolicyFile)
 	if err != nil {
 		return err
+	}
+	if rc.ApprovalTokenKeys != "" {
+		// Read before anything starts: a bad key file is a bad start.
+		keys, err := approvals.LoadKeys(rc.ApprovalTokenKeys)
+		if err != nil {
+			return err
+		}
+		rc.Dispatcher.TokenKeys = keys
+		log.Info("approval tokens on", "keys", keys.String())
 	}
 	key, err := encryptionKey(rc)
 	if err != nil {

@@ -273,11 +273,13 @@
 // Candidate rules per tool name are cached per layer (copy-on-write, no
 // lock on the read path) for up to 4096 names.
 //
-// # Approval until the flow is wired
+// # Where approvals live
 //
-// CheckApproval and ApprovalCovers (approval.go) are what the dispatcher
-// and the worker call today: no approval covers any call, so a tool that
-// requires approval fails closed with CONFIRMATION_REQUIRED. Wiring the
-// flow replaces them with Decide (the dispatcher) and Approval.CheckCall
-// (the worker).
+// The engine only checks bindings. Parking asked calls, approving and
+// denying them, storing grants, issuing and verifying tokens and marking
+// nonces used belong to internal/approvals (the store, over the
+// approvals bucket) and internal/dispatch (the flow); the worker's
+// re-check before executing is approvals.CheckCall, which reads the
+// approval record or grant a call names and checks it with
+// Approval.CheckCall and Grant.Covers.
 package policy

@@ -204,6 +204,9 @@ const (
 	AdmissionDuplicate = "duplicate"
 	AdmissionRejected  = "rejected"
 	AdmissionError     = "error"
+	// AdmissionAwaitingApproval: an ask decision parked the call for an
+	// approver (not queued yet).
+	AdmissionAwaitingApproval = "awaiting_approval"
 )
 
 // DispatcherMetrics are a dispatcher's instruments.
@@ -226,7 +229,7 @@ func (m *DispatcherMetrics) ObserveWaiting(f func() float64) { m.waiting.Store(&
 func NewDispatcherMetrics(reg prometheus.Registerer) (*DispatcherMetrics, error) {
 	m := &DispatcherMetrics{
 		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolwire_dispatcher_calls_total",
-			Help: "Calls submitted to this dispatcher, by admission outcome: accepted (queued), duplicate (idempotency key of an earlier call), rejected (refused by admission, or not taken by the calls stream), error (the caller left or the dispatcher stopped)."},
+			Help: "Calls submitted to this dispatcher, by admission outcome: accepted (queued), duplicate (idempotency key of an earlier call), rejected (refused by admission, or not taken by the calls stream), awaiting_approval (parked for an approver), error (the caller left or the dispatcher stopped)."},
 			[]string{"outcome"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolwire_dispatcher_rejections_total",
 			Help: "Calls rejected or refused, by error type."}, []string{"reason"}),
@@ -237,7 +240,7 @@ func NewDispatcherMetrics(reg prometheus.Registerer) (*DispatcherMetrics, error)
 		Help: "From receipt of a call to its acknowledged publish (admission and the calls stream's ack).", Buckets: latencyBuckets})
 	m.admitTime = h
 	m.bound = map[string]prometheus.Counter{}
-	for _, o := range []string{AdmissionAccepted, AdmissionDuplicate, AdmissionRejected, AdmissionError} {
+	for _, o := range []string{AdmissionAccepted, AdmissionDuplicate, AdmissionRejected, AdmissionError, AdmissionAwaitingApproval} {
 		m.bound[o] = m.admissions.WithLabelValues(o)
 	}
 	cs := []prometheus.Collector{m.admissions, m.rejections, h, m.overloads, &m.load,

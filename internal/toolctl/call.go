@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolwire/toolwire/pkg/client"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // callFlags are the per-call options of call and submit.
@@ -48,6 +49,7 @@ from stdin; without it the arguments are {}.`
 func (a *app) callCommand() *cobra.Command {
 	var f callFlags
 	var wait time.Duration
+	var waitForApproval bool
 	cmd := &cobra.Command{
 		Use:   "call TOOL [JSON]",
 		Short: "Call a tool and print its response",
@@ -58,7 +60,12 @@ func (a *app) callCommand() *cobra.Command {
 With -o text the tool's content is printed on stdout, and an error as
 "error: TYPE: message" plus one line per offending field on stderr,
 followed by "call: ID" on stderr (the id for get, watch, session apply and
-audit). With -o json the whole answer is printed as JSON.`,
+audit). With -o json the whole answer is printed as JSON.
+
+When the policy asks for approval the call is parked, not run: the call id
+(which is the approval id) is printed on stdout and, on stderr, why and the
+command that approves it; the exit status is 3. With --wait-for-approval
+the call waits (up to --wait) for an approver instead, then for its result.`,
 		Example: `  toolctl call echo '{"text":"hi"}'
   echo '{"duration":"2s"}' | toolctl call sleep - --wait 1s`,
 		Args: cobra.RangeArgs(1, 2),
@@ -70,7 +77,11 @@ audit). With -o json the whole answer is printed as JSON.`,
 			if wait < 0 {
 				return fmt.Errorf("--wait %s: must not be negative", wait)
 			}
-			res, err := a.client.Call(cmd.Context(), args[0], callArgs, append(f.options(), client.WithWait(wait))...)
+			opts := append(f.options(), client.WithWait(wait))
+			if waitForApproval {
+				opts = append(opts, client.WithWaitForApproval())
+			}
+			res, err := a.client.Call(cmd.Context(), args[0], callArgs, opts...)
 			code := a.printOutcome(res, err)
 			if res != nil && res.CallID != "" && !a.json() {
 				// On stderr, so stdout stays the tool's output: the id for
@@ -82,6 +93,7 @@ audit). With -o json the whole answer is printed as JSON.`,
 	}
 	f.register(cmd)
 	cmd.Flags().DurationVar(&wait, "wait", 0, "longest wait for the response (0 = the dispatcher's default, 60s); then exit 3 with the call id")
+	cmd.Flags().BoolVar(&waitForApproval, "wait-for-approval", false, "when the policy asks for approval, keep waiting for an approver and the result")
 	return cmd
 }
 
@@ -111,10 +123,20 @@ call (exit 1).
 				if sub.Result != nil {
 					msg.Response = sub.Result.Response
 				}
+				if sub.Approval != nil {
+					msg.State, msg.Response = toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, awaitingProto(sub.Approval)
+					if err := a.printProto(msg); err != nil {
+						return err
+					}
+					return exitCode(ExitPending)
+				}
 				if err := a.printProto(msg); err != nil {
 					return err
 				}
 				return exitFor(sub.Result)
+			}
+			if sub.Approval != nil {
+				return a.printOutcome(nil, sub.Approval)
 			}
 			if sub.Result != nil && !sub.Result.OK() {
 				a.printToolError(sub.Result)
@@ -177,7 +199,18 @@ func readArgs(stdin io.Reader, args []string) (json.RawMessage, error) {
 // as an error (nil for success).
 func (a *app) printOutcome(res *client.Result, err error) error {
 	var se *client.StateError
+	var ask *client.ApprovalRequiredError
 	switch {
+	case errors.As(err, &ask):
+		if a.json() {
+			if err := a.printProto(&toolwirev1.GetResultResponse{CallId: ask.CallID, State: toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL,
+				Response: awaitingProto(ask)}); err != nil {
+				return err
+			}
+			return exitCode(ExitPending)
+		}
+		a.printAwaiting(ask)
+		return exitCode(ExitPending)
 	case errors.As(err, &se):
 		if a.json() {
 			if err := a.printProto(&toolwirev1.GetResultResponse{CallId: se.CallID, State: se.State}); err != nil {
@@ -217,4 +250,37 @@ func exitFor(res *client.Result) error {
 		return exitCode(ExitToolError)
 	}
 	return nil
+}
+
+// printAwaiting prints a parked call: its id on stdout (the approval id,
+// for get, watch and approvals), and on stderr why, until when, and the
+// commands that approve or deny it; a token when one was issued.
+func (a *app) printAwaiting(ask *client.ApprovalRequiredError) {
+	fmt.Fprintln(a.io.Stdout, ask.CallID)
+	w := a.io.Stderr
+	fmt.Fprintf(w, "awaiting approval: %s\n", ask.Reason)
+	if !ask.ExpiresAt.IsZero() {
+		fmt.Fprintf(w, "expires: %s\n", stamp(ask.ExpiresAt))
+	}
+	fmt.Fprintf(w, "approve it with: toolctl approvals approve %s\n", ask.ApprovalID)
+	fmt.Fprintf(w, "deny it with:    toolctl approvals deny %s --reason '...'\n", ask.ApprovalID)
+	fmt.Fprintf(w, "its result:      toolctl get %s --wait 1m\n", ask.CallID)
+	if ask.Token != "" {
+		fmt.Fprintf(w, "or, once your user confirmed, call again with --approval-token %s\n", ask.Token)
+	}
+}
+
+// awaitingProto is the CONFIRMATION_REQUIRED answer of a parked call, for
+// -o json.
+func awaitingProto(ask *client.ApprovalRequiredError) *toolwirev1.ToolResponse {
+	te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_CONFIRMATION_REQUIRED, Message: ask.Reason,
+		PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE,
+		Approval:           &toolwirev1.ApprovalRequired{ApprovalId: ask.ApprovalID, Token: ask.Token}}
+	if ask.Err != nil {
+		te.Suggestion = ask.Err.Suggestion
+	}
+	if !ask.ExpiresAt.IsZero() {
+		te.Approval.ExpiresAt = timestamppb.New(ask.ExpiresAt)
+	}
+	return &toolwirev1.ToolResponse{CallId: ask.CallID, Error: te}
 }

@@ -16,6 +16,26 @@
 //	toolctl dlq retry 42
 //	toolctl policy apply policy.yaml --comment "ask before deleting"
 //	toolctl policy explain fs_delete '{"path":"/srv/x"}' --agent bot
+//	toolctl approvals list --state pending
+//	toolctl approvals approve 01J... --for session --args-pattern path='/tmp/**'
+//	toolctl approvals deny 01J... --reason "not on production"
+//	toolctl grants list
+//
+// # Approvals
+//
+// A call the policy asks about is parked for an approver: call and submit
+// print its id (the approval id) on stdout and, on stderr, why, until
+// when, and the commands that approve or deny it (with the token, when
+// one was issued), and exit 3; call --wait-for-approval waits for the
+// approval and the result instead. `approvals list` (--state, --tool,
+// --agent, --session, --limit) prints a table newest first, `show` one
+// approval (arguments redacted by the tool's secret fields), `approve ID`
+// runs the call, once or with --for session|agent|tenant as a grant
+// (--args-pattern field=glob, repeatable; --tool glob; --ttl), `deny ID
+// --reason` answers its caller PERMISSION_DENIED; `grants list` and
+// `grants revoke ID` manage grants. They need the "approve" scope. watch
+// shows the approval events (the approval id and expiry, who approved,
+// for what, the reason).
 //
 // # Connection
 //
@@ -108,7 +128,8 @@
 //     the credentials, has no installation with the --prefix, or
 //     --timeout passed.
 //   - 3 (ExitPending): the call was accepted but has no result yet (the
-//     wait of call or get ended first). It keeps running; its id is
+//     wait of call or get ended first, or it waits for an approver). It
+//     keeps running (or waiting); its id is
 //     printed on stdout, for `toolctl get ID --wait D`. A separate status,
 //     so scripts can poll without parsing output.
 package toolctl

@@ -32,8 +32,9 @@ const (
 	// JSON), or no answer at all: the dispatcher or NATS is unreachable,
 	// refused the credentials, or --timeout passed.
 	ExitUsage = 2
-	// ExitPending: the call is accepted but has no result yet; its id is
-	// printed so `toolctl get` can fetch the result later.
+	// ExitPending: the call is accepted but has no result yet — it runs,
+	// or it waits for an approver — and its id is printed so `toolctl get`
+	// can fetch the result later.
 	ExitPending = 3
 )
 
@@ -172,7 +173,7 @@ asked), 1 when the fabric answered with an error (the tool failed, the call
 was refused, the tool, call or dead letter is unknown), 2 for usage errors
 and requests that got no answer (unreachable server, bad API key,
 --timeout), 3 when the call has no result yet (its id is printed; fetch it
-with 'toolctl get').`,
+with 'toolctl get'), also when it waits for an approver ('toolctl approvals').`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		PersistentPreRunE: a.setup,
@@ -184,7 +185,7 @@ with 'toolctl get').`,
 	f.DurationVar(&a.timeout, "timeout", 0, "give up after this long (0 = no limit; a call's wait ends shortly before it)")
 	root.AddCommand(a.callCommand(), a.submitCommand(), a.getCommand(), a.watchCommand(), a.cancelCommand(),
 		a.toolsCommand(), a.dlqCommand(), a.sessionCommand(), a.auditCommand(), a.replayCommand(), a.outputCommand(),
-		a.policyCommand())
+		a.policyCommand(), a.approvalsCommand(), a.grantsCommand())
 	return root
 }
 

@@ -21,8 +21,8 @@ call finishes.
 
 With -o text each event is one line on stdout — time, type, attempt, worker
 and the event's detail (progress percent and message, the error of a failed
-attempt and the retry delay, a cancel's reason) — and the call's result
-follows as 'get' prints it. With -o json each event is one CallEvent as
+attempt and the retry delay, a cancel's reason, an approval's id, approver and
+reason) — and the call's result follows as 'get' prints it. With -o json each event is one CallEvent as
 protobuf JSON per line, the last one FINISHED with the response (or
 REJECTED). The exit status is that of 'get' for the result.`,
 		Example: `  id=$(toolctl submit sleep '{"duration":"5s"}') && toolctl watch "$id"`,
@@ -78,6 +78,19 @@ func eventLine(ev *toolwirev1.CallEvent) string {
 	if d := ev.GetRetryDelay(); d != nil {
 		fmt.Fprintf(&b, " retry_in=%s", d.AsDuration())
 	}
+	if ap := ev.GetApproval(); ap != nil {
+		switch ev.GetType() {
+		case toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL:
+			fmt.Fprintf(&b, " approval=%s expires=%s", ap.GetId(), stamp(ap.GetExpiresAt().AsTime()))
+		default:
+			if by := ap.GetApprover(); by != "" {
+				fmt.Fprintf(&b, " by=%s", by)
+			}
+			if s := ap.GetScope(); s > toolwirev1.ApprovalScope_APPROVAL_SCOPE_ONCE {
+				fmt.Fprintf(&b, " for=%s grant=%s", strings.ToLower(strings.TrimPrefix(s.String(), "APPROVAL_SCOPE_")), ap.GetGrantId())
+			}
+		}
+	}
 	if r := ev.GetResponse(); r != nil {
 		if r.GetOk() {
 			b.WriteString(" ok")
@@ -88,6 +101,9 @@ func eventLine(ev *toolwirev1.CallEvent) string {
 	msg := ev.GetMessage()
 	if msg == "" {
 		msg = ev.GetError().GetMessage()
+	}
+	if msg == "" {
+		msg = ev.GetApproval().GetReason() // an approver's reason, an expiry's
 	}
 	if msg != "" {
 		b.WriteString(": ")

@@ -11,11 +11,17 @@
 // since a call can arrive by a raw NATS publish: size and depth limits,
 // the arguments against the input schema of the version served (compiled
 // once per version, when the worker starts serving it; repeated keys
-// refused; registry.CheckArgs, admission's own check), and approval (policy.CheckApproval: a tool that requires
-// approval is refused with CONFIRMATION_REQUIRED, as no approval is
-// accepted yet) → on a redelivery, an existing result is acknowledged
-// without running, and a non-idempotent call whose earlier attempt started
-// without a result answers UNKNOWN_OUTCOME (both read from the streams'
+// refused; registry.CheckArgs, admission's own check), and approval
+// (approvals.CheckCall, read by key from the approvals bucket: a call
+// that names an approval runs only if that approval is its own, APPROVED,
+// bound to exactly this caller, tool, spec version and arguments, not
+// expired, and its nonce was consumed by this call; a call that names a
+// grant only if the grant exists and covers it; a call of a tool that
+// requires approval that names neither never runs — each refused
+// CONFIRMATION_REQUIRED and dead-lettered; a bucket that cannot be read
+// hands the call back) → on a redelivery, an existing result is
+// acknowledged without running, and a non-idempotent call whose earlier
+// attempt started without a result answers UNKNOWN_OUTCOME (both read from the streams'
 // leaders, see below) → the cancel tombstone (checked
 // after registering for cancellation, so no cancel is missed) →
 // schedule-to-start and schedule-to-close deadlines (EXPIRED, never

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/failpoint"
 	"github.com/toolwire/toolwire/internal/intents"
-	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -143,7 +143,7 @@ func (d *delivery) decode() outcome {
 // rolling upgrade): the call is handed back, and refused only on its last
 // delivery. What admission checked is checked again, since a call can
 // arrive without passing a dispatcher: its arguments
-// (registry.CheckArgs, admission's check) and approval.
+// (registry.CheckArgs, admission's check) and approval (checkApproval).
 func (d *delivery) precheck() outcome {
 	call := d.call
 	ent, ok := (*d.w.specs.Load())[call.Tool]
@@ -158,11 +158,41 @@ func (d *delivery) precheck() outcome {
 	if te := registry.CheckArgs(ent, call.Arguments, registry.ArgLimits{MaxBytes: d.w.cfg.MaxArgsBytes, MaxDepth: d.w.cfg.MaxArgsDepth}); te != nil {
 		return refusal(te)
 	}
-	if te := policy.CheckApproval(d.ctx, ent.Spec, call); te != nil {
-		return refusal(te)
+	if o := d.checkApproval(ent.Spec); o.decided() {
+		return o
 	}
 	d.spec = ent.Spec
 	return outcome{}
+}
+
+// checkApproval is the approval step, the worker's re-check of what
+// admission decided (approvals.CheckCall): a call that names an approval
+// or a grant, or whose tool requires approval, runs only if the approval
+// record (or grant) in the approvals bucket covers it exactly; otherwise
+// it is refused CONFIRMATION_REQUIRED (answered, dead-lettered,
+// terminated), never run. A bucket that cannot be read hands the call
+// back (1s), never runs it on a guess. Other calls cost nothing here.
+func (d *delivery) checkApproval(spec *toolwirev1.ToolSpec) outcome {
+	call := d.call
+	if call.ApprovalId == "" && call.GrantId == "" && !spec.GetRequiresApproval() {
+		return outcome{}
+	}
+	ctx, cancel := context.WithTimeout(d.ctx, settleTimeout)
+	err := approvals.CheckCall(ctx, d.w.bus.Approvals, spec, call, time.Now())
+	cancel()
+	var refused *approvals.RefusedError
+	switch {
+	case err == nil:
+		return outcome{}
+	case errors.As(err, &refused):
+		d.w.stats.approvalRefusals.Add(1)
+		te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CONFIRMATION_REQUIRED,
+			fmt.Sprintf("the worker's approval check refused this call of %q: %s", call.Tool, refused.Reason))
+		te.Suggestion = "submit the call through a dispatcher, which asks for (and records) the approval it needs"
+		return refusal(te)
+	}
+	d.log().Warn("approval lookup failed; redelivering", "err", err)
+	return retryLater(time.Second)
 }
 
 // notServed hands a call this replica cannot run back to the pool, and

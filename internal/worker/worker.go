@@ -96,6 +96,7 @@ type stats struct {
 	notStarted       atomic.Int64
 	claimsLost       atomic.Int64
 	badIntents       atomic.Int64
+	approvalRefusals atomic.Int64
 }
 
 // Stats is a snapshot of a worker's counters.
@@ -119,6 +120,9 @@ type Stats struct {
 	// IntentViolations counts results refused because the tool returned
 	// undeclared or malformed intents.
 	IntentViolations int64
+	// ApprovalRefusals counts calls the approval re-check refused (no
+	// approval or grant covers them: CONFIRMATION_REQUIRED, dead letter).
+	ApprovalRefusals int64
 	// InFlight is the number of calls being handled now.
 	InFlight int64
 }
@@ -127,7 +131,8 @@ type Stats struct {
 func (w *Worker) Stats() Stats {
 	return Stats{Executed: w.executed.Load(), Retries: w.stats.retries.Load(), Abandoned: w.stats.abandoned.Load(),
 		UnknownOutcomes: w.stats.unknownOutcomes.Load(), NotStarted: w.stats.notStarted.Load(),
-		ClaimsLost: w.stats.claimsLost.Load(), IntentViolations: w.stats.badIntents.Load(), InFlight: w.inflight.Load()}
+		ClaimsLost: w.stats.claimsLost.Load(), IntentViolations: w.stats.badIntents.Load(),
+		ApprovalRefusals: w.stats.approvalRefusals.Load(), InFlight: w.inflight.Load()}
 }
 
 // New returns a Worker; it does nothing until Start.

@@ -24,6 +24,9 @@ import (
 //
 //   - a *StateError matching ErrPending when the wait ended first; the call
 //     keeps running and its StateError.CallID fetches the result later;
+//   - an *ApprovalRequiredError when the policy asked for approval and
+//     the call is parked for an approver (at once, or, with
+//     WithWaitForApproval, when the wait ended while it still was);
 //   - an error from encoding args;
 //   - a transport error (unreachable dispatcher, bad API key, ctx done),
 //     which wraps the *connect.Error: connect.CodeOf(err) gives its code.
@@ -58,8 +61,11 @@ type Submission struct {
 	// Result is set when the call already has its terminal response: it
 	// was refused at admission (nothing was queued; Result.Err says why)
 	// or it is a duplicate of a call that has finished. Otherwise the
-	// call is queued: fetch its result with GetResult.
+	// call is queued (or parked): fetch its result with GetResult.
 	Result *Result
+	// Approval is set when the policy asked for approval: the call is
+	// parked for an approver (see ApprovalRequiredError).
+	Approval *ApprovalRequiredError
 }
 
 // Submit submits a call of tool with args without waiting for it; args is
@@ -81,7 +87,11 @@ func (c *Client) Submit(ctx context.Context, tool string, args any, opts ...Call
 		return nil, transportError("submit "+tool, err)
 	}
 	sub := &Submission{CallID: resp.Msg.GetCallId(), Duplicate: resp.Msg.GetDuplicate()}
-	if r := resp.Msg.GetResponse(); r != nil {
+	r := resp.Msg.GetResponse()
+	switch {
+	case resp.Msg.GetState() == toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL:
+		sub.Approval = approvalRequired(sub.CallID, r)
+	case r != nil:
 		sub.Result = &Result{CallID: sub.CallID, Response: r}
 	}
 	return sub, nil
@@ -118,11 +128,16 @@ func newCallSettings(tool string, args any, opts []CallOption) (*callSettings, e
 	return s, nil
 }
 
-// terminal turns a (call id, state, response) answer into a Result or a
-// *StateError.
+// terminal turns a (call id, state, response) answer into a Result, an
+// *ApprovalRequiredError (a parked call) or a *StateError.
 func terminal(callID string, state toolwirev1.CallState, resp *toolwirev1.ToolResponse) (*Result, error) {
 	if state == toolwirev1.CallState_CALL_STATE_DONE && resp != nil {
 		return &Result{CallID: callID, Response: resp}, nil
+	}
+	if state == toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL {
+		if e := approvalRequired(callID, resp); e != nil {
+			return nil, e
+		}
 	}
 	return nil, &StateError{CallID: callID, State: state}
 }

@@ -51,8 +51,12 @@ func WithSpecVersion(version string) CallOption {
 	return func(s *callSettings) { s.opts.SpecVersion = version }
 }
 
-// WithApprovalToken passes the approval token a call of a tool that needs
-// approval must carry.
+// WithApprovalToken sends the call again with the approval token of its
+// *ApprovalRequiredError, once the orchestrator's user confirmed it: the
+// call runs as the parked call (its id), once. It needs the "confirm"
+// scope; a token that does not match the call exactly (caller, tool,
+// version, arguments), has expired or was used is refused
+// CONFIRMATION_REQUIRED.
 func WithApprovalToken(token string) CallOption {
 	return func(s *callSettings) { s.opts.ApprovalToken = token }
 }

@@ -64,6 +64,24 @@
 // return a *StateError (ErrPending, or ErrUnknownCall for an id the
 // dispatcher does not know) carrying the call id.
 //
+// # Approvals
+//
+// When the dispatcher's policy asks for approval (a rule, or a tool whose
+// spec requires approval), the call is parked for an approver, never
+// queued: Call and GetResult return an *ApprovalRequiredError carrying
+// the approval id (which is the call id), its expiry, the reason and,
+// for a caller with the "confirm" scope when the dispatchers hold token
+// keys, a token; Submit reports it in Submission.Approval. It unwraps to
+// the CONFIRMATION_REQUIRED *ToolError. WithWaitForApproval makes Call
+// wait instead, for the result once approved and run, or the denial.
+// An approver (the "approve" scope) lists (ListApprovals, GetApproval),
+// approves (Approve; ApproveFor a session, agent or tenant also stores a
+// grant covering later calls, shaped by WithArgsPattern, WithGrantTool
+// and WithGrantTTL) or denies (Deny, with a reason the caller is told as
+// PERMISSION_DENIED); ListGrants and RevokeGrant manage grants. An
+// orchestrator that confirms with its own user sends the same call again
+// with WithApprovalToken(err.Token): it runs as the parked call, once.
+//
 // # Arguments
 //
 // Arguments travel as exact JSON text (CallRequest.arguments_json). Pass

@@ -41,6 +41,9 @@ type ToolError struct {
 	RetryAfter time.Duration
 	// Violations are the offending fields of a VALIDATION error.
 	Violations []*toolwirev1.FieldViolation
+	// Approval is, for CONFIRMATION_REQUIRED, the approval the call waits
+	// for (or nil, when an approval token it presented was refused).
+	Approval *toolwirev1.ApprovalRequired
 }
 
 // Error returns "toolwire: TOOL: TYPE: message".
@@ -93,7 +96,7 @@ func toolError(resp *toolwirev1.ToolResponse) *ToolError {
 		CallID: resp.GetCallId(), Tool: resp.GetTool(),
 		Type: pe.GetType(), Message: pe.GetMessage(), Retryable: pe.GetRetryable(),
 		SideEffects: pe.GetPartialSideEffects(), Suggestion: pe.GetSuggestion(),
-		RetryAfter: pe.GetRetryAfter().AsDuration(), Violations: pe.GetViolations(),
+		RetryAfter: pe.GetRetryAfter().AsDuration(), Violations: pe.GetViolations(), Approval: pe.GetApproval(),
 	}
 }
 
