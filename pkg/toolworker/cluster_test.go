@@ -2,7 +2,7 @@ package toolworker_test
 
 import (
 	"fmt"
-	"net"
+	"github.com/toolwire/toolwire/internal/testport"
 	"strings"
 	"testing"
 	"time"
@@ -59,13 +59,8 @@ func (c *cluster) start(i int) {
 	c.nodes[i] = s
 }
 
-// freePort returns a loopback port nothing listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// freePort returns a loopback port below the ephemeral range (testport):
+// these tests start servers on ports clients already dial, and a dial of
+// an ephemeral port nothing listens on can connect the client to itself
+// and hold the port (a CI run saw "node 0 never accepted clients").
+func freePort(t *testing.T) int { return testport.Free(t) }

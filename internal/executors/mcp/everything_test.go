@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/toolwire/toolwire/internal/testport"
 	"net"
 	"os"
 	"os/exec"
@@ -125,10 +126,10 @@ func TestEverythingStreamableHTTP(t *testing.T) {
 // a free loopback port until the test ends, and returns its MCP URL.
 func startEverythingHTTP(t *testing.T, node, index string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
+	// Below the ephemeral range (testport): the port is dialled until the
+	// server listens, and a dial of an ephemeral port nothing listens on
+	// can connect to itself and hold the port.
+	port := testport.Free(t)
 	cmd := exec.Command(node, index, "streamableHttp")
 	cmd.Env = []string{"PORT=" + strconv.Itoa(port)}
 	cmd.Dir = filepath.Dir(index)
