@@ -51,6 +51,8 @@ func ClusterLayout() bus.Config {
 		IdempotencyMaxBytes: 8 << 20,
 		RegistryMaxBytes:    4 << 20,
 		SessionsMaxBytes:    2 << 20,
+		PoliciesMaxBytes:    2 << 20,
+		ApprovalsMaxBytes:   4 << 20,
 		BlobsMaxBytes:       16 << 20,
 	}
 }

@@ -560,3 +560,12 @@ func checkLedger(t *testing.T, c *faulttest.Cluster, ops []*op) ledgerReport {
 	}
 	return rep
 }
+
+// TestClusterLayoutFitsTheNodes: every store of the layout has a small
+// limit (a store added to the layout without one takes its default and
+// the nodes refuse the layout after a restart: "insufficient storage").
+func TestClusterLayoutFitsTheNodes(t *testing.T) {
+	t.Parallel()
+	c := faulttest.ClusterLayout().WithDefaults()
+	require.LessOrEqual(t, c.ReservedBytes(), int64(faulttest.ClusterMaxFileStore*3/4), "reserved %d MiB", c.ReservedBytes()>>20)
+}
