@@ -125,6 +125,7 @@ func leaderGet(ctx context.Context, nc *nats.Conn, stream, subject string, get g
 		Message *struct {
 			Subject  string    `json:"subject"`
 			Sequence uint64    `json:"seq"`
+			Header   []byte    `json:"hdrs"`
 			Data     []byte    `json:"data"`
 			Time     time.Time `json:"time"`
 		} `json:"message"`
@@ -155,7 +156,13 @@ func leaderGet(ctx context.Context, nc *nats.Conn, stream, subject string, get g
 		return nil, fmt.Errorf("bus: get %s from the leader of %s: %w", subject, stream, jetstream.ErrInvalidJetStreamResponse)
 	}
 	m := resp.Message
-	return &jetstream.RawStreamMsg{Subject: m.Subject, Sequence: m.Sequence, Data: m.Data, Time: m.Time}, nil
+	var hdr nats.Header
+	if len(m.Header) > 0 {
+		if hdr, err = nats.DecodeHeadersMsg(m.Header); err != nil {
+			return nil, fmt.Errorf("bus: get %s from the leader of %s: headers: %w", subject, stream, err)
+		}
+	}
+	return &jetstream.RawStreamMsg{Subject: m.Subject, Sequence: m.Sequence, Header: hdr, Data: m.Data, Time: m.Time}, nil
 }
 
 // AllMsgsFromLeader returns every message of stream on subjects matching

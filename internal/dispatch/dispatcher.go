@@ -95,7 +95,7 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 		log:     telemetry.WithTraceIDs(cfg.Logger).With("component", "dispatcher", "dispatcher", cfg.Name),
 		waiters: map[string]*waiter{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}
 	d.lookResult = d.loadResult
-	d.policies = policystore.NewStore(b.Policies, d.log)
+	d.policies = policystore.NewStore(b, d.log)
 	d.approvals = approvals.NewStore(b, cfg.ApprovalRetention)
 	d.tracker = approvals.NewTracker(d.approvals, d.log)
 	d.grants = approvals.NewGrantIndex(d.approvals, d.log)

@@ -52,6 +52,8 @@ func policyError(err error) error {
 		return connect.NewError(connect.CodeInvalidArgument, err)
 	case errors.Is(err, policystore.ErrUnknownVersion), errors.Is(err, policystore.ErrNoPolicy):
 		return connect.NewError(connect.CodeNotFound, err)
+	case errors.Is(err, policystore.ErrQuota):
+		return connect.NewError(connect.CodeResourceExhausted, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return toConnectErr(err)
 	}
@@ -65,7 +67,7 @@ var errNoPolicySource = errors.New("this dispatcher enforces no policy documents
 // policyWaiter is a PolicySource that can wait until this replica has a
 // version in force (policystore.Holder).
 type policyWaiter interface {
-	Wait(ctx context.Context, scope policystore.Scope, version string) error
+	Wait(ctx context.Context, scope policystore.Scope, version string, revision uint64) error
 }
 
 // policyWait bounds how long ApplyPolicy waits for its document to be in
@@ -85,7 +87,8 @@ func (d *Dispatcher) toolLookup(name string) *toolwirev1.ToolSpec {
 // tests pass against the registry's specs) and, unless it is a dry run,
 // stores it and puts it in force for the caller's tenant, in place of the
 // installation document. It answers once the document is in force on this
-// replica (at most policyWait); the others follow within about a second.
+// replica (at most policyWait; InForce says whether it is); the others
+// follow within about a second.
 func (s *Service) ApplyPolicy(ctx context.Context, req *connect.Request[toolwirev1.ApplyPolicyRequest]) (*connect.Response[toolwirev1.ApplyPolicyResponse], error) {
 	id, err := requireAdmin(ctx, "applying a policy")
 	if err != nil {
@@ -107,19 +110,18 @@ func (s *Service) ApplyPolicy(ctx context.Context, req *connect.Request[toolwire
 	if err != nil {
 		return nil, policyError(err)
 	}
-	if res.Changed && !req.Msg.DryRun {
-		if w, ok := s.d.cfg.Policies.(policyWaiter); ok {
-			wctx, cancel := context.WithTimeout(ctx, policyWait)
-			err := w.Wait(wctx, scope, res.Version.Version)
-			cancel()
-			if err != nil {
-				s.d.log.WarnContext(ctx, "applied policy not yet in force on this replica", "tenant", id.Tenant,
-					"version", res.Version.Version, "err", err)
-			}
+	inForce := false
+	if w, ok := s.d.cfg.Policies.(policyWaiter); ok && !req.Msg.DryRun {
+		wctx, cancel := context.WithTimeout(ctx, policyWait)
+		err := w.Wait(wctx, scope, res.Version.Version, res.Revision)
+		cancel()
+		if inForce = err == nil; !inForce {
+			s.d.log.WarnContext(ctx, "applied policy not in force on this replica", "tenant", id.Tenant,
+				"version", res.Version.Version, "err", err)
 		}
 	}
 	return connect.NewResponse(&toolwirev1.ApplyPolicyResponse{Version: versionProto(res.Version), Changed: res.Changed,
-		TestsPassed: int32(res.TestsPassed)}), nil
+		TestsPassed: int32(res.TestsPassed), InForce: inForce}), nil
 }
 
 // GetPolicy returns the document in force for the caller's tenant (its

@@ -73,6 +73,7 @@ func policyApply(t *testing.T, c toolwirev1connect.DispatcherServiceClient, key,
 	t.Helper()
 	resp, err := c.ApplyPolicy(t.Context(), as(key, &toolwirev1.ApplyPolicyRequest{Document: doc, Comment: "test"}))
 	require.NoError(t, err)
+	require.True(t, resp.Msg.InForce, "in force on the replica that answered")
 	return resp.Msg
 }
 
@@ -263,11 +264,11 @@ func TestPolicyTenantsAreIsolated(t *testing.T) {
 	ctx := t.Context()
 	secret := &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"secret"}`}
 
-	inst, err := policystore.NewStore(s.Env.Bus.Policies, nil).Apply(ctx, policystore.Installation,
+	inst, err := policystore.NewStore(s.Env.Bus, nil).Apply(ctx, policystore.Installation,
 		[]byte("tenant:\n  default: deny\n  rules:\n    - {id: echo-only, effect: allow, tools: [echo]}\n"),
 		policystore.ApplyOptions{AppliedBy: "--policy"})
 	require.NoError(t, err)
-	require.NoError(t, s.Policies.Wait(ctx, policystore.Installation, inst.Version.Version))
+	require.NoError(t, s.Policies.Wait(ctx, policystore.Installation, inst.Version.Version, inst.Revision))
 
 	acme := policyApply(t, s.Client, "acme-admin", echoRules)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, policyCall(t, s.Client, "acme-bot", secret).Response.GetError().GetType())

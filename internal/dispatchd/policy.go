@@ -61,7 +61,7 @@ func applyPolicyFile(ctx context.Context, b *bus.Bus, reg *registry.Store, file 
 		}
 		return e.Spec
 	}
-	res, err := policystore.NewStore(b.Policies, log).Apply(ctx, policystore.Installation, src,
+	res, err := policystore.NewStore(b, log).Apply(ctx, policystore.Installation, src,
 		policystore.ApplyOptions{AppliedBy: "--policy", Comment: "--policy " + filepath.Base(file), Lookup: lookup})
 	if errors.Is(err, policy.ErrInvalid) || errors.Is(err, policy.ErrTestsFailed) {
 		return &PolicyError{File: file, Err: err}

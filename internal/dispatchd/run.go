@@ -189,7 +189,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 	}
 	stopPolicies := func() {}
 	if rc.Dispatcher.Policies == nil {
-		holder := policystore.NewHolder(b.Policies, log)
+		holder := policystore.NewHolder(b, log)
 		if err := holder.Start(ctx); err != nil {
 			return err
 		}

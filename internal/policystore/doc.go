@@ -26,12 +26,38 @@
 //
 // The history of a scope is the KV history of its in-force key: the bucket
 // keeps 64 revisions per key (HistoryDepth), so History lists the last 64
-// applies, newest first. Documents no history entry names any more are
-// purged by the next Apply of the scope once they are ten minutes old
-// (a concurrent Apply stores its document before its record), so a scope
-// holds about 64 documents at most. Remove deletes the in-force key (the
-// tenant falls back to the installation document); the API offers no
-// removal yet.
+// applies, newest first. Remove deletes the in-force key (the tenant falls
+// back to the installation document); the API offers no removal.
+//
+// # Storage and quotas
+//
+// The bucket is shared by every tenant, so one tenant must not be able to
+// fill it:
+//
+//   - A document is written as its key's only revision (a subject rollup),
+//     whatever the bucket's history: applying the same rules with new
+//     comments a thousand times keeps one copy.
+//   - A scope keeps the documents of its KeepDocuments (16) latest versions,
+//     as long as they take at most ScopeQuotaBytes/2; History still lists
+//     older applies, but Get answers ErrUnknownVersion for their documents.
+//     A pruned document's subject is purged from the stream, leaving no
+//     marker behind.
+//   - A document written within the last minute is never pruned (a
+//     concurrent Apply writes its document before its record, and writes
+//     it again when it puts an old version back in force), so a burst of
+//     applies is bounded by a quota checked before anything is written: a
+//     scope holds at most ScopeQuotaBytes (4 MiB) in at most
+//     ScopeMaxDocuments (64) documents. An apply past it is refused with
+//     ErrQuota (RESOURCE_EXHAUSTED) and stores nothing; a minute later the
+//     older documents can be pruned. In practice: four documents of a
+//     megabyte a minute, or thousands of small ones.
+//   - A full bucket (bus.Config.PoliciesMaxBytes, 32 MiB: eight tenants
+//     each at their quota) refuses an apply with ErrQuota too. Calls are
+//     never affected: they only read.
+//
+// The sizes come from the server (a headers-only read of the scope's
+// documents), not from records, so a document whose record was never
+// written is counted too.
 //
 // # Apply
 //
@@ -40,13 +66,23 @@
 // compiled), runs its own tests (RunTests, with the registry's specs
 // through ApplyOptions.Lookup, so tests see real annotations) and refuses
 // with the policy package's error, which names every problem's or failed
-// test's line. Then it stores the source under its version and writes the
-// in-force record. The document is written before the record, so a
-// replica that sees the record always finds the document. Applying the
-// version already in force records nothing (Applied.Changed false), but
-// stores the new source when only comments or layout differ (show shows
-// the latest). A dry run checks and answers without writing. Concurrent
-// applies of one scope: the last record written wins.
+// test's line. Then it checks the quota, stores the source under its
+// version and writes the in-force record. The document is written before
+// the record, so a replica that sees the record finds the document.
+//
+// Apply reads the record in force from the bucket's leader
+// (bus.KVGetFromLeader): on a replicated bucket a direct get may be
+// answered by a replica that has not yet stored the latest apply, and
+// Apply would take an old version for the one in force ("unchanged") when
+// another is. The record is then written with a compare-and-set against
+// the revision read; when a concurrent apply of the scope wrote first,
+// Apply reads again and decides against what it wrote (the last apply to
+// write wins, and none is decided on a stale read). Applying the version
+// already in force records nothing (Applied.Changed false), but stores the
+// new source when only comments or layout differ (show shows the latest),
+// and stores the document again if it went missing. A dry run checks and
+// answers without writing. Every read of a document (Current, Get, the
+// Holder's load) goes to the leader too.
 //
 // On an external NATS server the largest document is bounded by the
 // server's max_payload (1 MiB by default, less the KV headers); the
@@ -73,8 +109,20 @@
 // error; when the scope never had one on this replica (a restart), every
 // call of the scope is denied by a built-in policy whose rule
 // "policy-unavailable" says so in the PERMISSION_DENIED answer and in the
-// audit. Fail closed is deny, never allow. Applying a good document again
-// repairs it. Wait reports such a version as ErrNotInForce.
+// audit. Fail closed is deny, never allow. The replica reads the record
+// and its document again from the leader every second, doubling to every
+// 30 s, until it loads: applying the same document again (which stores
+// it if it went missing) or a new one repairs every replica.
+//
+// The watch is made again whenever it ends (its subscription closed): a
+// replica whose watch stopped would otherwise keep its policies for good.
+// The new watch delivers every in-force record; a scope it does not name
+// was removed meanwhile.
+//
+// Wait waits for a record revision (Applied.Revision), not a version, so
+// an apply that a concurrent one replaced does not wait in vain
+// (ErrSuperseded). ApplyPolicy answers in_force false when its replica
+// did not have the version in force within 5 s.
 //
 // # Propagation
 //

@@ -1,11 +1,68 @@
 package policystore
 
-import "time"
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
 
 // DenyAllVersion is the version of the built-in policy a scope gets when
 // its document cannot be loaded and it never had one.
 var DenyAllVersion = denyAll.Version()
 
-// SetPruneGrace sets how old an unreferenced document of s must be to be
-// purged.
+// SetPruneGrace sets how recently written a document of s must be to be
+// kept whatever the history says.
 func SetPruneGrace(s *Store, d time.Duration) { s.grace = d }
+
+// EndWatchOnce makes h's first watch one whose updates end when the
+// returned function is called (as when its subscription closes); the
+// watches after it are real.
+func EndWatchOnce(h *Holder) (end func()) {
+	var once sync.Once
+	stop := make(chan struct{})
+	first := true
+	h.watch = func(ctx context.Context) (jetstream.KeyWatcher, error) {
+		w, err := h.kv.Watch(ctx, currentPrefix+">")
+		if err != nil || !first {
+			return w, err
+		}
+		first = false
+		return &endingWatcher{KeyWatcher: w, stop: stop, out: make(chan jetstream.KeyValueEntry)}, nil
+	}
+	return func() { once.Do(func() { close(stop) }) }
+}
+
+// endingWatcher forwards a real watch's updates until stop is closed,
+// then closes its own.
+type endingWatcher struct {
+	jetstream.KeyWatcher
+	stop  chan struct{}
+	out   chan jetstream.KeyValueEntry
+	start sync.Once
+}
+
+func (w *endingWatcher) Updates() <-chan jetstream.KeyValueEntry {
+	w.start.Do(func() {
+		go func() {
+			defer close(w.out)
+			for {
+				select {
+				case <-w.stop:
+					return
+				case e, ok := <-w.KeyWatcher.Updates():
+					if !ok {
+						return
+					}
+					select {
+					case w.out <- e:
+					case <-w.stop:
+						return
+					}
+				}
+			}
+		}()
+	})
+	return w.out
+}

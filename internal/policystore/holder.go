@@ -11,8 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/policy"
 )
 
@@ -27,10 +29,14 @@ var ErrNotInForce = errors.New("policystore: the document could not be put in fo
 // write), so that For takes no lock. It is the dispatcher's
 // dispatch.PolicySource. Start it before the first For.
 type Holder struct {
-	kv  jetstream.KeyValue
-	log *slog.Logger
+	kv     jetstream.KeyValue
+	nc     *nats.Conn
+	bucket string
+	log    *slog.Logger
 
 	snap atomic.Pointer[snapshot]
+	// watch watches the in-force keys (a test makes one that ends).
+	watch func(ctx context.Context) (jetstream.KeyWatcher, error)
 
 	ready  chan struct{}
 	done   chan struct{}
@@ -43,6 +49,8 @@ type Holder struct {
 type held struct {
 	// stored is the version the scope's in-force record names.
 	stored string
+	// revision is the record's revision.
+	revision uint64
 	// policy decides: the stored version's document, or when it could
 	// not be loaded (failed) the last good one or denyAll.
 	policy *policy.Policy
@@ -78,6 +86,19 @@ func (s *snapshot) with(scope Scope, h *held) *snapshot {
 	return n
 }
 
+// anyFailed reports whether some scope's document could not be loaded.
+func (s *snapshot) anyFailed() bool {
+	if s.install != nil && s.install.failed {
+		return true
+	}
+	for _, h := range s.tenants {
+		if h.failed {
+			return true
+		}
+	}
+	return false
+}
+
 // loaded returns a policy of version already held and loaded, nil if none.
 func (s *snapshot) loaded(version string) *policy.Policy {
 	if h := s.install; h != nil && !h.failed && h.stored == version {
@@ -91,13 +112,14 @@ func (s *snapshot) loaded(version string) *policy.Policy {
 	return nil
 }
 
-// NewHolder returns a Holder over the policies bucket kv; log may be nil.
-func NewHolder(kv jetstream.KeyValue, log *slog.Logger) *Holder {
+// NewHolder returns a Holder over b's policies bucket; log may be nil.
+func NewHolder(b *bus.Bus, log *slog.Logger) *Holder {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Holder{kv: kv, log: log.With("component", "policy-holder"), ready: make(chan struct{}), done: make(chan struct{})}
+	h := &Holder{kv: b.Policies, nc: b.NC, bucket: b.Policies.Bucket(), log: log.With("component", "policy-holder"), ready: make(chan struct{}), done: make(chan struct{})}
 	h.snap.Store(&snapshot{tenants: map[string]*held{}, next: make(chan struct{})})
+	h.watch = func(ctx context.Context) (jetstream.KeyWatcher, error) { return h.kv.Watch(ctx, currentPrefix+">") }
 	return h
 }
 
@@ -115,7 +137,7 @@ func (h *Holder) doStart(ctx context.Context) error {
 		return fmt.Errorf("policystore: start: %w", err)
 	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w, err := h.kv.Watch(wctx, currentPrefix+">")
+	w, err := h.watch(wctx)
 	if err != nil {
 		cancel()
 		close(h.done)
@@ -146,28 +168,132 @@ func (h *Holder) Stop() {
 	})
 }
 
+// Back-offs of the holder: how soon a watch that ended is made again,
+// and how soon a scope whose document could not be loaded is tried again
+// (each doubling up to its maximum).
+var (
+	rewatchMin, rewatchMax = 100 * time.Millisecond, 10 * time.Second
+	reloadMin, reloadMax   = time.Second, 30 * time.Second
+)
+
+// run follows the watch until ctx ends, watching again whenever the watch
+// ends (its connection closed and reopened, say): a replica whose watch
+// stopped would otherwise keep its policies for good.
 func (h *Holder) run(ctx context.Context, w jetstream.KeyWatcher) {
 	defer close(h.done)
-	defer func() { _ = w.Stop() }()
-	readyOnce := sync.OnceFunc(func() { close(h.ready) })
+	ready := sync.OnceFunc(func() { close(h.ready) })
+	reload := reloadMin
+	for wait := rewatchMin; ; {
+		if h.follow(ctx, w, ready, &reload) {
+			wait = rewatchMin
+		}
+		_ = w.Stop()
+		for w = nil; w == nil; {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			var err error
+			if w, err = h.watch(ctx); err != nil {
+				w = nil
+				h.log.Warn("policy watch not made again; the policies in force here do not change meanwhile", "err", err, "retry_in", wait)
+			}
+			wait = min(2*wait, rewatchMax)
+		}
+	}
+}
+
+// follow applies w's changes until w or ctx ends. It reports whether w
+// delivered the values in force when it was made (after which a scope it
+// did not name has been removed meanwhile). While a scope's document
+// cannot be loaded it is tried again every *reload (doubling).
+func (h *Holder) follow(ctx context.Context, w jetstream.KeyWatcher, ready func(), reload *time.Duration) bool {
+	seen := map[Scope]bool{}
+	initial := true
+	var retry <-chan time.Time
 	for {
+		if retry == nil && h.snap.Load().anyFailed() {
+			retry = time.After(*reload)
+		}
 		select {
 		case <-ctx.Done():
-			return
+			return !initial
+		case <-retry:
+			retry = nil
+			if h.reloadFailed(ctx) {
+				*reload = min(2**reload, reloadMax)
+			} else {
+				*reload = reloadMin
+			}
 		case e, ok := <-w.Updates():
 			if !ok {
 				if ctx.Err() == nil {
-					h.log.Error("policy watch ended (connection closed): the policies in force on this replica no longer change")
+					h.log.Warn("policy watch ended; watching again")
 				}
-				return
+				return !initial
 			}
 			if e == nil {
-				readyOnce()
+				if initial {
+					h.dropUnseen(seen)
+					initial = false
+					ready()
+				}
 				continue
 			}
-			h.handle(ctx, e)
+			if scope, ok := h.handle(ctx, e); ok && initial {
+				seen[scope] = true
+			}
 		}
 	}
+}
+
+// dropUnseen removes the scopes a new watch's initial values did not name:
+// removed while no watch ran.
+func (h *Holder) dropUnseen(seen map[Scope]bool) {
+	cur := h.snap.Load()
+	n := cur
+	if cur.install != nil && !seen[Installation] {
+		n = n.with(Installation, nil)
+	}
+	for t := range cur.tenants {
+		if !seen[Scope{tenant: t}] {
+			n = n.with(Scope{tenant: t}, nil)
+		}
+	}
+	if n != cur {
+		h.publish(n)
+	}
+}
+
+// reloadFailed reads the in-force record of each scope whose document
+// could not be loaded again (from the leader) and loads it; it reports
+// whether some scope still failed.
+func (h *Holder) reloadFailed(ctx context.Context) bool {
+	cur := h.snap.Load()
+	failed := []Scope{}
+	if cur.install != nil && cur.install.failed {
+		failed = append(failed, Installation)
+	}
+	for t, e := range cur.tenants {
+		if e.failed {
+			failed = append(failed, Scope{tenant: t})
+		}
+	}
+	for _, scope := range failed {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		e, err := bus.KVGetFromLeader(rctx, h.nc, h.bucket, currentKey(scope))
+		cancel()
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			h.publish(h.snap.Load().with(scope, nil))
+		case err != nil:
+			h.log.Warn("policy record not read again", "scope", scope.String(), "err", err)
+		default:
+			h.put(ctx, scope, e.Value, e.Revision)
+		}
+	}
+	return h.snap.Load().anyFailed()
 }
 
 // For returns the policy in force for tenant: its own document, else the
@@ -192,19 +318,31 @@ func (h *Holder) InForce(scope Scope) string {
 	return ""
 }
 
-// Wait returns once this replica has put version in force for scope
-// ("" = scope's document removed), ErrNotInForce when it saw version but
-// could not load it, or ctx's error.
-func (h *Holder) Wait(ctx context.Context, scope Scope, version string) error {
+// ErrSuperseded: Wait saw a later record of the scope than the one it
+// waited for, naming another version.
+var ErrSuperseded = errors.New("policystore: a later apply replaced the version")
+
+// Wait returns once this replica has seen scope's in-force record at
+// revision (Applied.Revision, or a KV put's) or later: nil when it names
+// version and is loaded, ErrNotInForce when it names version but could
+// not be loaded (it is tried again meanwhile), ErrSuperseded when a later
+// record names another version; or ctx's error. Revision 0 with version
+// "" waits for the scope's removal.
+func (h *Holder) Wait(ctx context.Context, scope Scope, version string, revision uint64) error {
 	for {
 		s := h.snap.Load()
 		e := s.get(scope)
 		switch {
-		case e == nil && version == "":
-			return nil
-		case e != nil && e.stored == version && e.failed:
+		case revision == 0 && version == "":
+			if e == nil {
+				return nil
+			}
+		case e == nil || e.revision < revision:
+		case e.stored != version:
+			return fmt.Errorf("%w: %s %s by %s", ErrSuperseded, scope, version, e.stored)
+		case e.failed:
 			return fmt.Errorf("%w: %s %s", ErrNotInForce, scope, version)
-		case e != nil && e.stored == version:
+		default:
 			return nil
 		}
 		select {
@@ -221,32 +359,41 @@ func (h *Holder) publish(n *snapshot) {
 	close(old.next)
 }
 
-// handle applies one change of an in-force key.
-func (h *Holder) handle(ctx context.Context, e jetstream.KeyValueEntry) {
+// handle applies one change of an in-force key and returns its scope.
+func (h *Holder) handle(ctx context.Context, e jetstream.KeyValueEntry) (Scope, bool) {
 	scope, ok := scopeOfToken(strings.TrimPrefix(e.Key(), currentPrefix))
 	if !ok {
 		h.log.Warn("policy key of no scope ignored", "key", e.Key())
-		return
+		return Scope{}, false
 	}
-	cur := h.snap.Load()
 	if e.Operation() != jetstream.KeyValuePut {
-		h.publish(cur.with(scope, nil))
+		h.publish(h.snap.Load().with(scope, nil))
 		h.log.Info("policy removed", "scope", scope.String())
+		return scope, true
+	}
+	h.put(ctx, scope, e.Value(), e.Revision())
+	return scope, true
+}
+
+// put puts the record value (of revision) in force for scope.
+func (h *Holder) put(ctx context.Context, scope Scope, value []byte, revision uint64) {
+	cur := h.snap.Load()
+	rec, err := decodeRecord(value)
+	if err != nil {
+		h.publish(cur.with(scope, h.failed(cur, scope, "", revision, err)))
 		return
 	}
-	rec, err := decodeRecord(e.Value())
-	if err != nil {
-		h.publish(cur.with(scope, h.failed(cur, scope, "", err)))
-		return
+	if prev := cur.get(scope); prev != nil && !prev.failed && prev.stored == rec.Version && prev.revision == revision {
+		return // a new watch's initial value: in force already
 	}
 	p := cur.loaded(rec.Version)
 	if p == nil {
 		if p, err = h.load(ctx, scope, rec.Version); err != nil {
-			h.publish(cur.with(scope, h.failed(cur, scope, rec.Version, err)))
+			h.publish(cur.with(scope, h.failed(cur, scope, rec.Version, revision, err)))
 			return
 		}
 	}
-	h.publish(cur.with(scope, &held{stored: rec.Version, policy: p}))
+	h.publish(cur.with(scope, &held{stored: rec.Version, revision: revision, policy: p}))
 	h.log.Info("policy in force", "scope", scope.String(), "version", rec.Version, "applied_by", rec.AppliedBy)
 }
 
@@ -254,12 +401,12 @@ func (h *Holder) handle(ctx context.Context, e jetstream.KeyValueEntry) {
 // names (version) cannot be loaded: the last good policy of the scope, or,
 // when it never had one, denyAll. Never allow-all: a tenant whose
 // policy cannot be read is not left without one.
-func (h *Holder) failed(cur *snapshot, scope Scope, version string, err error) *held {
-	out := &held{stored: version, failed: true, policy: denyAll}
+func (h *Holder) failed(cur *snapshot, scope Scope, version string, revision uint64, err error) *held {
+	out := &held{stored: version, revision: revision, failed: true, policy: denyAll}
 	if prev := cur.get(scope); prev != nil {
 		out.policy = prev.policy
 	}
-	h.log.Error("policy document not loaded: the previous policy stays in force, or every call is denied when there is none",
+	h.log.Error("policy document not loaded: the previous policy stays in force, or every call is denied when there is none; trying again",
 		"scope", scope.String(), "version", version, "keeps", out.policy.Version(), "err", err)
 	return out
 }
@@ -272,7 +419,7 @@ var loadBackoff = 200 * time.Millisecond
 
 // load reads and parses scope's document of version.
 func (h *Holder) load(ctx context.Context, scope Scope, version string) (*policy.Policy, error) {
-	var e jetstream.KeyValueEntry
+	var e *bus.KVEntry
 	var err error
 	for i := range loadAttempts {
 		if i > 0 {
@@ -283,7 +430,7 @@ func (h *Holder) load(ctx context.Context, scope Scope, version string) (*policy
 			}
 		}
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		e, err = h.kv.Get(rctx, docKey(scope, version))
+		e, err = bus.KVGetFromLeader(rctx, h.nc, h.bucket, docKey(scope, version))
 		cancel()
 		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) || ctx.Err() != nil {
 			break
@@ -292,7 +439,7 @@ func (h *Holder) load(ctx context.Context, scope Scope, version string) (*policy
 	if err != nil {
 		return nil, fmt.Errorf("read document: %w", err)
 	}
-	p, err := policy.Parse(e.Value())
+	p, err := policy.Parse(e.Value)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ import (
 
 func startHolder(t *testing.T, b *bus.Bus) *policystore.Holder {
 	t.Helper()
-	h := policystore.NewHolder(b.Policies, nil)
+	h := policystore.NewHolder(b, nil)
 	require.NoError(t, h.Start(ctxWait(t)))
 	t.Cleanup(h.Stop)
 	return h
@@ -40,20 +40,20 @@ func decide(h *policystore.Holder, tenant, tool, args string) policy.Decision {
 func TestHolderTenantFallsBackToInstallation(t *testing.T) {
 	t.Parallel()
 	env := bustest.Start(t, bus.Config{})
-	s := policystore.NewStore(env.Bus.Policies, nil)
+	s := policystore.NewStore(env.Bus, nil)
 	h := startHolder(t, env.Bus)
 	ctx := ctxWait(t)
 	require.Nil(t, h.For("acme"), "no document: no policy")
 
 	inst := apply(t, s, policystore.Installation, denyEtc)
-	require.NoError(t, h.Wait(ctx, policystore.Installation, inst.Version.Version))
+	require.NoError(t, h.Wait(ctx, policystore.Installation, inst.Version.Version, inst.Revision))
 	for _, tn := range []string{"acme", "beta", "_all"} {
 		require.Equal(t, inst.Version.Version, h.For(tn).Version(), tn)
 	}
 
 	acme := tenant(t, "acme")
 	own := apply(t, s, acme, denyAllDoc)
-	require.NoError(t, h.Wait(ctx, acme, own.Version.Version))
+	require.NoError(t, h.Wait(ctx, acme, own.Version.Version, own.Revision))
 	require.Equal(t, own.Version.Version, h.For("acme").Version())
 	require.Equal(t, inst.Version.Version, h.For("beta").Version(), "tenant acme's apply never affects beta")
 	require.Equal(t, policy.Deny, decide(h, "acme", "echo", `{}`).Outcome)
@@ -62,11 +62,11 @@ func TestHolderTenantFallsBackToInstallation(t *testing.T) {
 	require.Empty(t, h.InForce(tenant(t, "beta")))
 
 	require.NoError(t, s.Remove(ctx, acme))
-	require.NoError(t, h.Wait(ctx, acme, ""))
+	require.NoError(t, h.Wait(ctx, acme, "", 0))
 	require.Equal(t, inst.Version.Version, h.For("acme").Version())
 
 	require.NoError(t, s.Remove(ctx, policystore.Installation))
-	require.NoError(t, h.Wait(ctx, policystore.Installation, ""))
+	require.NoError(t, h.Wait(ctx, policystore.Installation, "", 0))
 	require.Nil(t, h.For("acme"))
 }
 
@@ -75,7 +75,7 @@ func TestHolderTenantFallsBackToInstallation(t *testing.T) {
 func TestHolderStartLoadsWhatIsInForce(t *testing.T) {
 	t.Parallel()
 	env := bustest.Start(t, bus.Config{})
-	s := policystore.NewStore(env.Bus.Policies, nil)
+	s := policystore.NewStore(env.Bus, nil)
 	inst := apply(t, s, policystore.Installation, denyEtc)
 	own := apply(t, s, tenant(t, "acme"), denyAllDoc)
 	h := startHolder(t, env.Bus)
@@ -90,7 +90,7 @@ func TestHolderStartLoadsWhatIsInForce(t *testing.T) {
 func TestHolderFailsClosed(t *testing.T) {
 	t.Parallel()
 	env := bustest.Start(t, bus.Config{})
-	s := policystore.NewStore(env.Bus.Policies, nil)
+	s := policystore.NewStore(env.Bus, nil)
 	h := startHolder(t, env.Bus)
 	ctx := ctxWait(t)
 	kv := env.Bus.Policies
@@ -103,9 +103,9 @@ func TestHolderFailsClosed(t *testing.T) {
 	broken := "sha256:" + strings.Repeat("b", 64)
 
 	// No document behind the record, no earlier policy: deny everything.
-	_, err := kv.Put(ctx, "current.tenant.acme", record(missing))
+	rev, err := kv.Put(ctx, "current.tenant.acme", record(missing))
 	require.NoError(t, err)
-	require.ErrorIs(t, h.Wait(ctx, tenant(t, "acme"), missing), policystore.ErrNotInForce)
+	require.ErrorIs(t, h.Wait(ctx, tenant(t, "acme"), missing, rev), policystore.ErrNotInForce)
 	require.Equal(t, policystore.DenyAllVersion, h.For("acme").Version())
 	d := decide(h, "acme", "echo", `{}`)
 	require.Equal(t, policy.Deny, d.Outcome)
@@ -115,20 +115,20 @@ func TestHolderFailsClosed(t *testing.T) {
 
 	// A good apply repairs it.
 	good := apply(t, s, tenant(t, "acme"), denyEtc)
-	require.NoError(t, h.Wait(ctx, tenant(t, "acme"), good.Version.Version))
+	require.NoError(t, h.Wait(ctx, tenant(t, "acme"), good.Version.Version, good.Revision))
 	require.Equal(t, policy.Allow, decide(h, "acme", "echo", `{}`).Outcome)
 
 	// A document that does not parse, or an undecodable record: the last
 	// good one stays.
 	_, err = kv.Put(ctx, "doc.tenant.acme."+strings.Repeat("b", 64), []byte("tenant: [not a layer"))
 	require.NoError(t, err)
-	_, err = kv.Put(ctx, "current.tenant.acme", record(broken))
+	rev, err = kv.Put(ctx, "current.tenant.acme", record(broken))
 	require.NoError(t, err)
-	require.ErrorIs(t, h.Wait(ctx, tenant(t, "acme"), broken), policystore.ErrNotInForce)
+	require.ErrorIs(t, h.Wait(ctx, tenant(t, "acme"), broken, rev), policystore.ErrNotInForce)
 	require.Equal(t, good.Version.Version, h.For("acme").Version())
-	_, err = kv.Put(ctx, "current.tenant.acme", []byte("{not json"))
+	rev, err = kv.Put(ctx, "current.tenant.acme", []byte("{not json"))
 	require.NoError(t, err)
-	require.ErrorIs(t, h.Wait(ctx, tenant(t, "acme"), ""), policystore.ErrNotInForce)
+	require.ErrorIs(t, h.Wait(ctx, tenant(t, "acme"), "", rev), policystore.ErrNotInForce)
 	require.Equal(t, good.Version.Version, h.For("acme").Version())
 
 	// A replica started now has no last good document: it denies.
@@ -150,12 +150,12 @@ func TestHolderFailsClosed(t *testing.T) {
 func TestHolderLifecycle(t *testing.T) {
 	t.Parallel()
 	env := bustest.Start(t, bus.Config{})
-	h := policystore.NewHolder(env.Bus.Policies, nil)
+	h := policystore.NewHolder(env.Bus, nil)
 	h.Stop()
 	h.Stop()
 	require.Error(t, h.Start(t.Context()), "a stopped holder does not start")
 
-	h = policystore.NewHolder(env.Bus.Policies, nil)
+	h = policystore.NewHolder(env.Bus, nil)
 	require.NoError(t, h.Start(t.Context()))
 	require.Error(t, h.Start(t.Context()))
 	h.Stop()
@@ -163,7 +163,64 @@ func TestHolderLifecycle(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	h = policystore.NewHolder(env.Bus.Policies, nil)
+	h = policystore.NewHolder(env.Bus, nil)
 	require.Error(t, h.Start(ctx))
 	h.Stop()
+}
+
+// A replica that could not load the document in force tries again: once
+// the document is there (applying the same document again stores it),
+// the replica puts it in force, with no new apply recorded.
+func TestHolderRetriesADocumentItCouldNotLoad(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	s := policystore.NewStore(env.Bus, nil)
+	h := startHolder(t, env.Bus)
+	ctx := ctxWait(t)
+	p, err := policy.Parse([]byte(denyEtc))
+	require.NoError(t, err)
+	rec, err := json.Marshal(map[string]any{"version": p.Version(), "applied_at": time.Now(), "rules": 1})
+	require.NoError(t, err)
+
+	// The record names a document the bucket does not hold (lost, or
+	// never stored): every call of the tenant is denied.
+	rev, err := env.Bus.Policies.Put(ctx, "current.tenant.acme", rec)
+	require.NoError(t, err)
+	require.ErrorIs(t, h.Wait(ctx, tenant(t, "acme"), p.Version(), rev), policystore.ErrNotInForce)
+	require.Equal(t, policystore.DenyAllVersion, h.For("acme").Version())
+
+	// Applying the same document again records nothing new but stores the
+	// document; the replica loads it on its own.
+	again := apply(t, s, tenant(t, "acme"), denyEtc)
+	require.False(t, again.Changed)
+	require.Equal(t, rev, again.Revision)
+	require.Eventually(t, func() bool { return h.For("acme").Version() == p.Version() }, 10*time.Second, 20*time.Millisecond,
+		"the replica loads the document once it is stored")
+	require.NoError(t, h.Wait(ctx, tenant(t, "acme"), p.Version(), rev))
+	hist, err := s.History(ctx, tenant(t, "acme"), 0)
+	require.NoError(t, err)
+	require.Len(t, hist, 1)
+}
+
+// A watch that ends is made again: what changed meanwhile is in force
+// afterwards, a removal included.
+func TestHolderWatchesAgain(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	s := policystore.NewStore(env.Bus, nil)
+	ctx := ctxWait(t)
+	a := apply(t, s, tenant(t, "acme"), denyEtc)
+	apply(t, s, tenant(t, "beta"), denyEtc)
+	h := policystore.NewHolder(env.Bus, nil)
+	ended := policystore.EndWatchOnce(h)
+	require.NoError(t, h.Start(ctx))
+	t.Cleanup(h.Stop)
+	require.Equal(t, a.Version.Version, h.For("acme").Version())
+
+	ended() // the first watch ends; the holder watches again
+	b := apply(t, s, tenant(t, "acme"), denyAllDoc)
+	require.NoError(t, s.Remove(ctx, tenant(t, "beta")))
+	require.NoError(t, h.Wait(ctx, tenant(t, "acme"), b.Version.Version, b.Revision))
+	require.NoError(t, h.Wait(ctx, tenant(t, "beta"), "", 0))
+	require.Nil(t, h.For("beta"))
 }

@@ -43,7 +43,7 @@ func TestThreeReplicasSeePolicyChange(t *testing.T) {
 		})
 		replicas = append(replicas, replica{h, d})
 	}
-	store := policystore.NewStore(s.Env.Bus.Policies, nil)
+	store := policystore.NewStore(s.Env.Bus, nil)
 	scope := tenant(t, "acme")
 	id := dispatch.Identity{Tenant: "acme", Agent: "bot", Scopes: []string{"*"}}
 	docs := []string{
@@ -65,7 +65,7 @@ func TestThreeReplicasSeePolicyChange(t *testing.T) {
 			wg.Go(func() {
 				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 				defer cancel()
-				err := r.h.Wait(ctx, scope, a.Version.Version)
+				err := r.h.Wait(ctx, scope, a.Version.Version, a.Revision)
 				seen := time.Now()
 				mu.Lock()
 				defer mu.Unlock()

@@ -9,10 +9,12 @@ import (
 	"log/slog"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolwire/toolwire/internal/bus"
@@ -30,6 +32,10 @@ var (
 	ErrBadScope = errors.New("policystore: bad scope")
 	// ErrBadComment: a comment over MaxCommentBytes or not UTF-8.
 	ErrBadComment = errors.New("policystore: bad comment")
+	// ErrQuota: the scope holds ScopeQuotaBytes of documents (or
+	// ScopeMaxDocuments), none old enough to prune; or the bucket is full.
+	// Nothing was stored.
+	ErrQuota = errors.New("policystore: policy storage quota exceeded")
 )
 
 // MaxCommentBytes bounds the comment of an apply.
@@ -38,6 +44,20 @@ const MaxCommentBytes = 1024
 // HistoryDepth is how many applies of a scope History can list: the
 // bucket's history per key (bus: Policies, History 64).
 const HistoryDepth = 64
+
+// Bounds of one scope's documents in the shared bucket (doc.go, "Storage
+// and quotas").
+const (
+	// ScopeQuotaBytes bounds the documents one scope holds, the one being
+	// applied included.
+	ScopeQuotaBytes = 4 << 20
+	// ScopeMaxDocuments bounds how many documents one scope holds.
+	ScopeMaxDocuments = 64
+	// KeepDocuments is how many of a scope's latest versions keep their
+	// documents (within ScopeQuotaBytes/2): older history entries are
+	// still listed, but their documents are pruned.
+	KeepDocuments = 16
+)
 
 // Key layout of the policies bucket. A tenant name matches
 // bus.TenantPattern (letters, digits, _ and -), so it never holds a dot:
@@ -178,17 +198,21 @@ type Document struct {
 // documents by content hash, each scope's in-force record and its
 // history. It holds no state of its own and is safe for concurrent use.
 type Store struct {
-	kv    jetstream.KeyValue
-	log   *slog.Logger
-	grace time.Duration // pruneGrace; a test shortens it
+	kv     jetstream.KeyValue
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	bucket string
+	log    *slog.Logger
+	grace  time.Duration // pruneGrace; a test shortens it
 }
 
-// NewStore returns a Store over kv; log may be nil.
-func NewStore(kv jetstream.KeyValue, log *slog.Logger) *Store {
+// NewStore returns a Store over b's policies bucket; log may be nil.
+func NewStore(b *bus.Bus, log *slog.Logger) *Store {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{kv: kv, log: log.With("component", "policystore"), grace: pruneGrace}
+	return &Store{kv: b.Policies, nc: b.NC, js: b.JS, bucket: b.Policies.Bucket(),
+		log: log.With("component", "policystore"), grace: pruneGrace}
 }
 
 // ApplyOptions tune Apply.
@@ -212,6 +236,9 @@ type Applied struct {
 	Version Version
 	// Changed is false when the document was already the one in force.
 	Changed bool
+	// Revision is the in-force record's revision (the one written, or the
+	// one already in force): Holder.Wait waits for it.
+	Revision uint64
 	// TestsPassed counts the document's tests, which all passed.
 	TestsPassed int
 	// Policy is the parsed document.
@@ -243,33 +270,43 @@ func (s *Store) Apply(ctx context.Context, scope Scope, src []byte, o ApplyOptio
 	out := &Applied{Policy: p, TestsPassed: p.Tests(), Changed: true}
 	rec := &record{Version: p.Version(), AppliedBy: o.AppliedBy, Comment: o.Comment, Rules: len(p.Rules()), Tests: p.Tests()}
 	out.Version = rec.version(scope)
-	cur, err := s.current(ctx, scope)
-	if err != nil && !errors.Is(err, ErrNoPolicy) {
-		return nil, err
-	}
-	if cur != nil && cur.Version == p.Version() {
-		out.Changed, out.Version = false, cur.version(scope)
-		if !o.DryRun {
-			// The same rules; keep the newest comments and layout for show.
-			if err := s.putDoc(ctx, scope, p); err != nil {
+	for attempt := 1; ; attempt++ {
+		cur, rev, err := s.current(ctx, scope)
+		if err != nil && !errors.Is(err, ErrNoPolicy) {
+			return nil, err
+		}
+		if cur != nil && cur.Version == p.Version() {
+			out.Changed, out.Version, out.Revision = false, cur.version(scope), rev
+			if !o.DryRun {
+				// The same rules; keep the newest comments and layout
+				// for show, and the document itself if it went missing.
+				if err := s.putDoc(ctx, scope, p, false); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
+		}
+		if o.DryRun {
+			return out, nil
+		}
+		if attempt == 1 {
+			if err := s.checkQuota(ctx, scope, p); err != nil {
+				return nil, err
+			}
+			// Written again even when stored: a fresh write is what
+			// keeps prune off a document about to be in force again.
+			if err := s.putDoc(ctx, scope, p, true); err != nil {
 				return nil, err
 			}
 		}
-		return out, nil
-	}
-	if o.DryRun {
-		return out, nil
-	}
-	if err := s.putDoc(ctx, scope, p); err != nil {
-		return nil, err
-	}
-	rec.AppliedAt = time.Now().UTC()
-	data, err := json.Marshal(rec)
-	if err != nil {
-		return nil, fmt.Errorf("policystore: encode record: %w", err)
-	}
-	if _, err := s.kv.Put(ctx, currentKey(scope), data); err != nil {
-		return nil, fmt.Errorf("policystore: put %s in force: %w", scope, err)
+		rec.AppliedAt = time.Now().UTC()
+		if out.Revision, err = s.putRecord(ctx, scope, rec, rev); err != nil {
+			if errors.Is(err, jetstream.ErrKeyExists) && attempt < applyAttempts {
+				continue // a concurrent apply: decide against what it wrote
+			}
+			return nil, err
+		}
+		break
 	}
 	out.Version = rec.version(scope)
 	s.log.InfoContext(ctx, "policy applied", "scope", scope.String(), "version", rec.Version, "applied_by", rec.AppliedBy,
@@ -280,33 +317,78 @@ func (s *Store) Apply(ctx context.Context, scope Scope, src []byte, o ApplyOptio
 	return out, nil
 }
 
-// putDoc stores p's source under its version, unless the same text is
-// there already.
-func (s *Store) putDoc(ctx context.Context, scope Scope, p *policy.Policy) error {
-	key := docKey(scope, p.Version())
-	e, err := s.kv.Get(ctx, key)
-	switch {
-	case err == nil && bytes.Equal(e.Value(), p.Source()):
-		return nil
-	case err != nil && !errors.Is(err, jetstream.ErrKeyNotFound):
-		return fmt.Errorf("policystore: read document: %w", err)
+// applyAttempts bounds how often Apply reads the in-force record again
+// when a concurrent apply of the scope wrote it first.
+const applyAttempts = 5
+
+// putRecord writes scope's in-force record, replacing revision rev (0:
+// none yet), and returns its revision; jetstream.ErrKeyExists when
+// another write came first.
+func (s *Store) putRecord(ctx context.Context, scope Scope, rec *record, rev uint64) (uint64, error) {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return 0, fmt.Errorf("policystore: encode record: %w", err)
 	}
-	if _, err := s.kv.Put(ctx, key, p.Source()); err != nil {
-		return fmt.Errorf("policystore: store document (%d bytes): %w", len(p.Source()), err)
+	var out uint64
+	if rev == 0 {
+		out, err = s.kv.Create(ctx, currentKey(scope), data)
+	} else {
+		out, err = s.kv.Update(ctx, currentKey(scope), data, rev)
+	}
+	if err != nil {
+		return 0, storeError(fmt.Sprintf("put %s in force", scope), err)
+	}
+	return out, nil
+}
+
+// storeError wraps a failed write: ErrQuota when the bucket is full.
+func storeError(what string, err error) error {
+	if bus.StoreFull(err) {
+		return fmt.Errorf("%w: %s: the policies bucket is full: %w", ErrQuota, what, err)
+	}
+	return fmt.Errorf("policystore: %s: %w", what, err)
+}
+
+// putDoc stores p's source under its version as the key's only
+// revision (a rollup: a new layout of the same rules replaces the old
+// one, never piles up history). Unless always, a document stored with the
+// same text (read from the leader) is left as it is.
+func (s *Store) putDoc(ctx context.Context, scope Scope, p *policy.Policy, always bool) error {
+	key := docKey(scope, p.Version())
+	if !always {
+		e, err := bus.KVGetFromLeader(ctx, s.nc, s.bucket, key)
+		switch {
+		case err == nil && bytes.Equal(e.Value, p.Source()):
+			return nil
+		case err != nil && !errors.Is(err, jetstream.ErrKeyNotFound):
+			return fmt.Errorf("policystore: read document: %w", err)
+		}
+	}
+	if _, err := bus.KVPutRollup(ctx, s.js, s.bucket, key, p.Source()); err != nil {
+		return storeError(fmt.Sprintf("store document (%d bytes)", len(p.Source())), err)
 	}
 	return nil
 }
 
-// current returns scope's in-force record, ErrNoPolicy without one.
-func (s *Store) current(ctx context.Context, scope Scope) (*record, error) {
-	e, err := s.kv.Get(ctx, currentKey(scope))
+// current returns scope's in-force record as the bucket's leader has it,
+// ErrNoPolicy without one, and the revision of the key's latest entry (a
+// removal's included; 0 when never written) for a compare-and-set. A
+// direct get (any replica) could return a record a later apply replaced,
+// and Apply would take a version for the one in force when it is not.
+func (s *Store) current(ctx context.Context, scope Scope) (*record, uint64, error) {
+	e, err := bus.KVGetFromLeader(ctx, s.nc, s.bucket, currentKey(scope))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, ErrNoPolicy
+		var rev uint64
+		if e != nil {
+			rev = e.Revision
+		}
+		return nil, rev, ErrNoPolicy
 	}
 	if err != nil {
-		return nil, fmt.Errorf("policystore: read %s in force: %w", scope, err)
+		return nil, 0, fmt.Errorf("policystore: read %s in force: %w", scope, err)
 	}
-	return decodeRecord(e.Value())
+	rec, err := decodeRecord(e.Value)
+	return rec, e.Revision, err
 }
 
 // Current returns the document in force for scope (its own: a tenant
@@ -315,7 +397,7 @@ func (s *Store) Current(ctx context.Context, scope Scope) (*Document, error) {
 	if !scope.valid() {
 		return nil, ErrBadScope
 	}
-	rec, err := s.current(ctx, scope)
+	rec, _, err := s.current(ctx, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -351,14 +433,14 @@ func (s *Store) Get(ctx context.Context, scope Scope, version string) (*Document
 }
 
 func (s *Store) source(ctx context.Context, scope Scope, version string) ([]byte, error) {
-	e, err := s.kv.Get(ctx, docKey(scope, version))
+	e, err := bus.KVGetFromLeader(ctx, s.nc, s.bucket, docKey(scope, version))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, fmt.Errorf("%w: %s has no document %s", ErrUnknownVersion, scope, version)
+		return nil, fmt.Errorf("%w: %s has no document %s (never applied, or pruned)", ErrUnknownVersion, scope, version)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("policystore: read document %s: %w", version, err)
 	}
-	return e.Value(), nil
+	return e.Value, nil
 }
 
 // History lists scope's applies, newest first, at most limit (at most
@@ -409,56 +491,132 @@ func (s *Store) Remove(ctx context.Context, scope Scope) error {
 	return nil
 }
 
-// pruneGrace is how old an unreferenced document must be before prune
-// removes it: a concurrent Apply stores its document before the record
-// that names it.
-const pruneGrace = 10 * time.Minute
+// pruneGrace is how recently written a document must be for prune to
+// keep it whatever the history says: a concurrent Apply writes its
+// document (again, when it puts an old version back in force) before the
+// record that names it.
+const pruneGrace = time.Minute
 
-// prune purges scope's documents that no entry of its history names and
-// that are older than pruneGrace, so that the bucket holds at most about
-// HistoryDepth documents per scope.
+// docMeta describes one stored document of a scope.
+type docMeta struct {
+	version string
+	bytes   int
+	written time.Time
+}
+
+// checkQuota refuses p when storing it would take scope past
+// ScopeQuotaBytes or ScopeMaxDocuments, after pruning what can be.
+func (s *Store) checkQuota(ctx context.Context, scope Scope, p *policy.Policy) error {
+	for pruned := false; ; pruned = true {
+		docs, err := s.docs(ctx, scope)
+		if err != nil {
+			return err
+		}
+		n, used := 1, len(p.Source())
+		for _, d := range docs {
+			if d.version != p.Version() {
+				n, used = n+1, used+d.bytes
+			}
+		}
+		if n <= ScopeMaxDocuments && used <= ScopeQuotaBytes {
+			return nil
+		}
+		if pruned {
+			return fmt.Errorf("%w: %s would hold %d documents of %d bytes (at most %d, %d bytes); documents applied in the last %s are kept, so retry then",
+				ErrQuota, scope, n, used, ScopeMaxDocuments, ScopeQuotaBytes, s.grace)
+		}
+		if err := s.prune(ctx, scope); err != nil {
+			return err
+		}
+	}
+}
+
+// prune removes scope's documents but the newest history entry's and those
+// of the next newest versions while they number KeepDocuments and take
+// ScopeQuotaBytes/2, keeping any written in the last grace (see
+// pruneGrace). A removed document leaves nothing in the bucket: its
+// subject is purged from the stream (a KV purge would leave a marker for
+// ever).
 func (s *Store) prune(ctx context.Context, scope Scope) error {
-	docs, err := listMeta(ctx, s.kv, docPrefix+scope.token()+".*")
-	if err != nil || len(docs) <= HistoryDepth {
+	docs, err := s.docs(ctx, scope)
+	if err != nil || len(docs) <= 1 {
 		return err
 	}
+	size := make(map[string]int, len(docs))
+	for _, d := range docs {
+		size[d.version] = d.bytes
+	}
 	hist, err := s.History(ctx, scope, HistoryDepth)
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrNoPolicy) {
 		return err
 	}
 	keep := map[string]bool{}
-	for _, v := range hist {
-		keep[docKey(scope, v.Version)] = true
-	}
-	for _, d := range docs {
-		if keep[d.Key()] || time.Since(d.Created()) < s.grace {
+	kept := 0
+	for i, v := range hist {
+		if keep[v.Version] {
 			continue
 		}
-		if err := s.kv.Purge(ctx, d.Key()); err != nil {
-			return fmt.Errorf("purge %s: %w", d.Key(), err)
+		if i > 0 && (len(keep) == KeepDocuments || kept+size[v.Version] > ScopeQuotaBytes/2) {
+			break
+		}
+		keep[v.Version] = true
+		kept += size[v.Version]
+	}
+	stream, err := s.js.Stream(ctx, "KV_"+s.bucket)
+	if err != nil {
+		return fmt.Errorf("policystore: prune: %w", err)
+	}
+	for _, d := range docs {
+		if keep[d.version] || time.Since(d.written) < s.grace {
+			continue
+		}
+		subject := "$KV." + s.bucket + "." + docKey(scope, d.version)
+		if err := stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+			return fmt.Errorf("policystore: prune %s: %w", subject, err)
 		}
 	}
 	return nil
 }
 
-// listMeta returns the latest entries (headers only) of the keys filter
-// matches.
-func listMeta(ctx context.Context, kv jetstream.KeyValue, filter string) ([]jetstream.KeyValueEntry, error) {
-	w, err := kv.WatchFiltered(ctx, []string{filter}, jetstream.MetaOnly(), jetstream.IgnoreDeletes())
+// docs lists scope's stored documents, read with their headers only: the
+// server tells each one's size (Nats-Msg-Size) without its body.
+func (s *Store) docs(ctx context.Context, scope Scope) ([]docMeta, error) {
+	prefix := "$KV." + s.bucket + "." + docPrefix + scope.token() + "."
+	stream, err := s.js.Stream(ctx, "KV_"+s.bucket)
 	if err != nil {
-		return nil, fmt.Errorf("policystore: list %s: %w", filter, err)
+		return nil, fmt.Errorf("policystore: list documents: %w", err)
 	}
-	defer func() { _ = w.Stop() }()
-	var out []jetstream.KeyValueEntry
-	for {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok || e == nil {
-				return out, nil
-			}
-			out = append(out, e)
-		case <-ctx.Done():
-			return nil, fmt.Errorf("policystore: list %s: %w", filter, ctx.Err())
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(prefix+"*"))
+	if err != nil {
+		return nil, fmt.Errorf("policystore: list documents: %w", err)
+	}
+	n := len(info.State.Subjects)
+	if n == 0 {
+		return nil, nil
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{prefix + "*"},
+		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, HeadersOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("policystore: list documents: %w", err)
+	}
+	batch, err := cons.Fetch(n, jetstream.FetchMaxWait(2*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("policystore: list documents: %w", err)
+	}
+	out := make([]docMeta, 0, n)
+	for m := range batch.Messages() {
+		if m.Headers().Get("KV-Operation") != "" {
+			continue // a purge marker of an older build
 		}
+		md, err := m.Metadata()
+		if err != nil {
+			continue
+		}
+		size, _ := strconv.Atoi(m.Headers().Get("Nats-Msg-Size"))
+		out = append(out, docMeta{version: "sha256:" + strings.TrimPrefix(m.Subject(), prefix), bytes: size, written: md.Timestamp})
 	}
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+		return nil, fmt.Errorf("policystore: list documents: %w", err)
+	}
+	return out, nil
 }

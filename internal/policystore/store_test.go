@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/bus"
@@ -60,7 +61,7 @@ func apply(t *testing.T, s *policystore.Store, scope policystore.Scope, src stri
 func TestApplyRefusesNamingTheLine(t *testing.T) {
 	t.Parallel()
 	env := bustest.Start(t, bus.Config{})
-	s := policystore.NewStore(env.Bus.Policies, nil)
+	s := policystore.NewStore(env.Bus, nil)
 	scope := tenant(t, "acme")
 
 	badCEL := "tenant:\n  rules:\n    - id: bad\n      effect: deny\n      tools: [\"*\"]\n      when: args.x ==\n"
@@ -104,7 +105,7 @@ func TestApplyRefusesNamingTheLine(t *testing.T) {
 func TestApplyShowHistory(t *testing.T) {
 	t.Parallel()
 	env := bustest.Start(t, bus.Config{})
-	s := policystore.NewStore(env.Bus.Policies, nil)
+	s := policystore.NewStore(env.Bus, nil)
 	scope := tenant(t, "acme")
 	ctx := t.Context()
 
@@ -166,7 +167,7 @@ func TestApplyShowHistory(t *testing.T) {
 func TestScopesAreIsolated(t *testing.T) {
 	t.Parallel()
 	env := bustest.Start(t, bus.Config{})
-	s := policystore.NewStore(env.Bus.Policies, nil)
+	s := policystore.NewStore(env.Bus, nil)
 	ctx := t.Context()
 	inst := apply(t, s, policystore.Installation, denyEtc)
 	for _, name := range []string{"_all", "install", "tenant", "current", "doc"} {
@@ -188,12 +189,13 @@ func TestScopesAreIsolated(t *testing.T) {
 	}
 }
 
-// Documents no history entry names are purged, after a grace, once a
-// scope has more than the history holds.
+// A scope keeps the documents of its KeepDocuments latest versions; the
+// history lists older applies, whose documents are pruned once written
+// longer ago than the grace.
 func TestOldDocumentsArePruned(t *testing.T) {
 	t.Parallel()
 	env := bustest.Start(t, bus.Config{})
-	s := policystore.NewStore(env.Bus.Policies, nil)
+	s := policystore.NewStore(env.Bus, nil)
 	scope := tenant(t, "acme")
 	policystore.SetPruneGrace(s, 0)
 	var versions []string
@@ -205,10 +207,99 @@ func TestOldDocumentsArePruned(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, hist, policystore.HistoryDepth)
 	require.Equal(t, versions[len(versions)-1], hist[0].Version)
-	_, err = s.Get(t.Context(), scope, versions[0])
-	require.ErrorIs(t, err, policystore.ErrUnknownVersion, "the oldest document left the history and was purged")
-	_, err = s.Get(t.Context(), scope, versions[len(versions)-policystore.HistoryDepth])
-	require.NoError(t, err, "every document the history names is kept")
+	for i, v := range versions {
+		_, err = s.Get(t.Context(), scope, v)
+		if i < len(versions)-policystore.KeepDocuments {
+			require.ErrorIs(t, err, policystore.ErrUnknownVersion, "apply %d: pruned", i)
+		} else {
+			require.NoError(t, err, "apply %d: one of the latest %d", i, policystore.KeepDocuments)
+		}
+	}
+	require.Equal(t, policystore.KeepDocuments, countKeys(t, env.Bus, "doc.tenant.acme.>"))
+}
+
+// countKeys counts the bucket's stored messages on keys matching filter:
+// a pruned document leaves nothing behind.
+func countKeys(t *testing.T, b *bus.Bus, filter string) int {
+	t.Helper()
+	st, err := b.JS.Stream(t.Context(), "KV_"+b.Policies.Bucket())
+	require.NoError(t, err)
+	info, err := st.Info(t.Context(), jetstream.WithSubjectFilter("$KV."+b.Policies.Bucket()+"."+filter))
+	require.NoError(t, err)
+	n := 0
+	for _, c := range info.State.Subjects {
+		n += int(c)
+	}
+	return n
+}
+
+// One tenant cannot fill the shared bucket: a document is stored as its
+// key's only revision, however often its layout changes, and a scope
+// holds at most ScopeQuotaBytes of documents; past it, applies are
+// refused with ErrQuota until older documents can be pruned.
+func TestOneTenantCannotFillTheBucket(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	s := policystore.NewStore(env.Bus, nil)
+	ctx := t.Context()
+	acme := tenant(t, "acme")
+
+	for i := range 20 {
+		a := apply(t, s, acme, fmt.Sprintf("# layout %d\n%s", i, denyAllDoc))
+		require.Equal(t, i == 0, a.Changed)
+	}
+	require.Equal(t, 1, countKeys(t, env.Bus, "doc.tenant.acme.>"), "one revision per document")
+	cur, err := s.Current(ctx, acme)
+	require.NoError(t, err)
+	require.Contains(t, string(cur.Source), "# layout 19")
+
+	// Megabyte documents, each a new version: the fifth within the grace
+	// would take the scope past its quota.
+	big := func(i int) []byte {
+		pad := strings.Repeat("x", policy.MaxDocumentBytes-200)
+		return fmt.Appendf(nil, "# %s\ntenant:\n  rules:\n    - {id: r%d, effect: allow, tools: [t%d]}\n", pad, i, i)
+	}
+	n := 0
+	for ; n < 10; n++ {
+		_, err = s.Apply(ctx, acme, big(n), policystore.ApplyOptions{})
+		if err != nil {
+			break
+		}
+	}
+	require.ErrorIs(t, err, policystore.ErrQuota)
+	require.Contains(t, err.Error(), "retry")
+	require.Equal(t, policystore.ScopeQuotaBytes/policy.MaxDocumentBytes, n, "documents of about a megabyte applied before the refusal")
+	_, err = s.Apply(ctx, tenant(t, "beta"), big(0), policystore.ApplyOptions{})
+	require.NoError(t, err, "another tenant is not affected")
+
+	// Once the grace has passed, older documents are pruned and applies
+	// go on.
+	policystore.SetPruneGrace(s, 0)
+	for i := n; i < n+3; i++ {
+		_, err = s.Apply(ctx, acme, big(i), policystore.ApplyOptions{})
+		require.NoError(t, err)
+	}
+}
+
+// A full bucket refuses an apply with ErrQuota, and nothing changes.
+func TestFullBucketRefusesApplies(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{PoliciesMaxBytes: 256 << 10})
+	s := policystore.NewStore(env.Bus, nil)
+	ctx := t.Context()
+	doc := func(i int) []byte {
+		pad := strings.Repeat("x", 100<<10)
+		return fmt.Appendf(nil, "# %s\ntenant:\n  rules:\n    - {id: r%d, effect: allow, tools: [t%d]}\n", pad, i, i)
+	}
+	var err error
+	i := 0
+	for ; i < 10 && err == nil; i++ {
+		_, err = s.Apply(ctx, tenant(t, fmt.Sprintf("t%d", i)), doc(i), policystore.ApplyOptions{})
+	}
+	require.ErrorIs(t, err, policystore.ErrQuota)
+	require.Contains(t, err.Error(), "full")
+	_, err = s.Current(ctx, tenant(t, fmt.Sprintf("t%d", i-1)))
+	require.ErrorIs(t, err, policystore.ErrNoPolicy, "the refused apply put nothing in force")
 }
 
 // ctxWait is a bounded context for waits on replicas.

@@ -118,6 +118,9 @@ the document already in force changes nothing.`,
 			default:
 				fmt.Fprintf(a.io.Stdout, "unchanged: %s is already in force\n", what)
 			}
+			if !o.DryRun && !res.GetInForce() {
+				fmt.Fprintln(a.io.Stderr, "warning: the dispatcher that answered does not have it in force yet (see its log); it is stored, and every dispatcher keeps trying to load it")
+			}
 			return nil
 		},
 	}

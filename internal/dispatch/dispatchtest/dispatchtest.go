@@ -123,7 +123,7 @@ func (s *Stack) StartDispatcher(t testing.TB, cfg dispatch.Config) *dispatch.Dis
 // one), stopped at the end of the test.
 func (s *Stack) StartPolicies(t testing.TB, b *bus.Bus) *policystore.Holder {
 	t.Helper()
-	h := policystore.NewHolder(b.Policies, testLogger(t))
+	h := policystore.NewHolder(b, testLogger(t))
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := h.Start(ctx); err != nil {

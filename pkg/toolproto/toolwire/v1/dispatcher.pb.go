@@ -2678,7 +2678,12 @@ type ApplyPolicyResponse struct {
 	// False when the document was already the one in force.
 	Changed bool `protobuf:"varint,2,opt,name=changed,proto3" json:"changed,omitempty"`
 	// The document's tests that ran (all passed).
-	TestsPassed   int32 `protobuf:"varint,3,opt,name=tests_passed,json=testsPassed,proto3" json:"tests_passed,omitempty"`
+	TestsPassed int32 `protobuf:"varint,3,opt,name=tests_passed,json=testsPassed,proto3" json:"tests_passed,omitempty"`
+	// True when the replica that answered had the version in force when it
+	// answered. False on a dry run, when a later apply replaced it, or when
+	// the replica could not load it within 5 s: the apply is stored all the
+	// same, and every replica keeps trying to load it.
+	InForce       bool `protobuf:"varint,4,opt,name=in_force,json=inForce,proto3" json:"in_force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2732,6 +2737,13 @@ func (x *ApplyPolicyResponse) GetTestsPassed() int32 {
 		return x.TestsPassed
 	}
 	return 0
+}
+
+func (x *ApplyPolicyResponse) GetInForce() bool {
+	if x != nil {
+		return x.InForce
+	}
+	return false
 }
 
 type GetPolicyRequest struct {
@@ -3426,11 +3438,12 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x12ApplyPolicyRequest\x12\x1a\n" +
 	"\bdocument\x18\x01 \x01(\tR\bdocument\x12\x18\n" +
 	"\acomment\x18\x02 \x01(\tR\acomment\x12\x17\n" +
-	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"\x88\x01\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"\xa3\x01\n" +
 	"\x13ApplyPolicyResponse\x124\n" +
 	"\aversion\x18\x01 \x01(\v2\x1a.toolwire.v1.PolicyVersionR\aversion\x12\x18\n" +
 	"\achanged\x18\x02 \x01(\bR\achanged\x12!\n" +
-	"\ftests_passed\x18\x03 \x01(\x05R\vtestsPassed\",\n" +
+	"\ftests_passed\x18\x03 \x01(\x05R\vtestsPassed\x12\x19\n" +
+	"\bin_force\x18\x04 \x01(\bR\ainForce\",\n" +
 	"\x10GetPolicyRequest\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\"e\n" +
 	"\x11GetPolicyResponse\x124\n" +

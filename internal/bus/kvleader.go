@@ -1,0 +1,84 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// KVEntry is one key of a KV bucket as its stream's leader stores it.
+type KVEntry struct {
+	Value []byte
+	// Revision is the entry's stream sequence: what kv.Update expects
+	// to replace it.
+	Revision uint64
+	// Created is when the entry was stored.
+	Created time.Time
+}
+
+// KVGetFromLeader reads key of bucket from the leader of the bucket's
+// stream. kv.Get is a direct get, which any replica of a replicated bucket
+// answers, also one that has not yet stored what the leader acknowledged:
+// a decision that must see the latest write (is this version the one in
+// force? is the document its record names stored?) reads the leader.
+//
+// A key never written, or whose latest entry is a delete or a purge, is
+// jetstream.ErrKeyNotFound; for such a delete or purge the returned
+// entry (with the error) carries the marker's revision, so that a
+// compare-and-set can replace it.
+func KVGetFromLeader(ctx context.Context, nc *nats.Conn, bucket, key string) (*KVEntry, error) {
+	subject := "$KV." + bucket + "." + key
+	m, err := leaderLastMsg(ctx, nc, "KV_"+bucket, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, fmt.Errorf("bus: %s: %w", key, jetstream.ErrKeyNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	e := &KVEntry{Value: m.Data, Revision: m.Sequence, Created: m.Time}
+	switch m.Header.Get(kvOperationHeader) {
+	case "DEL", "PURGE":
+		e.Value = nil
+		return e, fmt.Errorf("bus: %s: %w", key, jetstream.ErrKeyNotFound)
+	}
+	return e, nil
+}
+
+// KVPutRollup stores value under key of bucket and removes every earlier
+// revision of the key in the same write (a subject rollup), so the key
+// holds one revision whatever the bucket's history: for values that are
+// written again whole (a policy document's new layout) and must not pile
+// up history in a shared bucket. It returns the new revision.
+func KVPutRollup(ctx context.Context, js jetstream.JetStream, bucket, key string, value []byte) (uint64, error) {
+	msg := nats.NewMsg("$KV." + bucket + "." + key)
+	msg.Data = value
+	msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	ack, err := js.PublishMsg(ctx, msg)
+	if err != nil {
+		return 0, fmt.Errorf("bus: put %s: %w", key, err)
+	}
+	return ack.Sequence, nil
+}
+
+// kvOperationHeader marks a KV delete or purge.
+const kvOperationHeader = "KV-Operation"
+
+// StoreFull reports whether err is a write refused because the stream or
+// bucket holds its maximum bytes or messages (its discard policy is
+// "new").
+func StoreFull(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == jsErrStoreFailed && strings.Contains(apiErr.Description, "maximum")
+	}
+	return false
+}
+
+// jsErrStoreFailed is the server's "storage failed" (JSStreamStoreFailedF),
+// which carries "maximum bytes exceeded" and "maximum messages exceeded".
+const jsErrStoreFailed = 10077
