@@ -185,6 +185,16 @@ func DLQRetrySubject(c Config) string {
 	return c.WithDefaults().Subjects().join("admin", "dlq", "retry")
 }
 
+// PolicyChangedSubject is where a dispatcher that applied a policy
+// document says so (the payload: the scope's key token), so that every
+// dispatcher reads that scope's record from the leader at once instead of
+// waiting for its watch, which after a failover of the bucket's leader
+// comes back only once its heartbeats are missed (about 15 s). Core NATS:
+// a hint, never the record.
+func PolicyChangedSubject(c Config) string {
+	return c.WithDefaults().Subjects().join("admin", "policy", "changed")
+}
+
 // layoutStreams names every stream of the layout, buckets included (their
 // streams), in Open's order.
 func (c Config) layoutStreams() []string {

@@ -37,6 +37,10 @@ type Holder struct {
 	snap atomic.Pointer[snapshot]
 	// watch watches the in-force keys (a test makes one that ends).
 	watch func(ctx context.Context) (jetstream.KeyWatcher, error)
+	// changed is bus.PolicyChangedSubject; nudges carries the scopes
+	// announced on it to the watch goroutine.
+	changed string
+	nudges  chan Scope
 
 	ready  chan struct{}
 	done   chan struct{}
@@ -117,7 +121,8 @@ func NewHolder(b *bus.Bus, log *slog.Logger) *Holder {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Holder{kv: b.Policies, nc: b.NC, bucket: b.Policies.Bucket(), log: log.With("component", "policy-holder"), ready: make(chan struct{}), done: make(chan struct{})}
+	h := &Holder{kv: b.Policies, nc: b.NC, bucket: b.Policies.Bucket(), changed: bus.PolicyChangedSubject(b.Config),
+		nudges: make(chan Scope, 64), log: log.With("component", "policy-holder"), ready: make(chan struct{}), done: make(chan struct{})}
 	h.snap.Store(&snapshot{tenants: map[string]*held{}, next: make(chan struct{})})
 	h.watch = func(ctx context.Context) (jetstream.KeyWatcher, error) { return h.kv.Watch(ctx, currentPrefix+">") }
 	return h
@@ -137,14 +142,24 @@ func (h *Holder) doStart(ctx context.Context) error {
 		return fmt.Errorf("policystore: start: %w", err)
 	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	sub, err := h.nc.Subscribe(h.changed, h.nudge)
+	if err != nil {
+		cancel()
+		close(h.done)
+		return fmt.Errorf("policystore: subscribe %s: %w", h.changed, err)
+	}
 	w, err := h.watch(wctx)
 	if err != nil {
+		_ = sub.Unsubscribe()
 		cancel()
 		close(h.done)
 		return fmt.Errorf("policystore: watch: %w", err)
 	}
 	h.cancel = cancel
-	go h.run(wctx, w)
+	go func() {
+		defer func() { _ = sub.Unsubscribe() }()
+		h.run(wctx, w)
+	}()
 	select {
 	case <-h.ready:
 		return nil
@@ -226,6 +241,8 @@ func (h *Holder) follow(ctx context.Context, w jetstream.KeyWatcher, ready func(
 			} else {
 				*reload = reloadMin
 			}
+		case scope := <-h.nudges:
+			h.reload(ctx, scope)
 		case e, ok := <-w.Updates():
 			if !ok {
 				if ctx.Err() == nil {
@@ -248,6 +265,20 @@ func (h *Holder) follow(ctx context.Context, w jetstream.KeyWatcher, ready func(
 	}
 }
 
+// nudge passes an announced change (bus.PolicyChangedSubject) to the
+// watch goroutine; when it is busy the announcement is dropped, the watch
+// brings the change all the same.
+func (h *Holder) nudge(m *nats.Msg) {
+	scope, ok := scopeOfToken(string(m.Data))
+	if !ok {
+		return
+	}
+	select {
+	case h.nudges <- scope:
+	default:
+	}
+}
+
 // dropUnseen removes the scopes a new watch's initial values did not name:
 // removed while no watch ran.
 func (h *Holder) dropUnseen(seen map[Scope]bool) {
@@ -266,6 +297,24 @@ func (h *Holder) dropUnseen(seen map[Scope]bool) {
 	}
 }
 
+// reload reads scope's in-force record from the leader and puts it in
+// force.
+func (h *Holder) reload(ctx context.Context, scope Scope) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	e, err := bus.KVGetFromLeader(rctx, h.nc, h.bucket, currentKey(scope))
+	cancel()
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		if e != nil {
+			h.remove(scope, e.Revision)
+		}
+	case err != nil:
+		h.log.Warn("policy record not read", "scope", scope.String(), "err", err)
+	default:
+		h.put(ctx, scope, e.Value, e.Revision)
+	}
+}
+
 // reloadFailed reads the in-force record of each scope whose document
 // could not be loaded again (from the leader) and loads it; it reports
 // whether some scope still failed.
@@ -281,17 +330,7 @@ func (h *Holder) reloadFailed(ctx context.Context) bool {
 		}
 	}
 	for _, scope := range failed {
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		e, err := bus.KVGetFromLeader(rctx, h.nc, h.bucket, currentKey(scope))
-		cancel()
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-			h.publish(h.snap.Load().with(scope, nil))
-		case err != nil:
-			h.log.Warn("policy record not read again", "scope", scope.String(), "err", err)
-		default:
-			h.put(ctx, scope, e.Value, e.Revision)
-		}
+		h.reload(ctx, scope)
 	}
 	return h.snap.Load().anyFailed()
 }
@@ -367,24 +406,35 @@ func (h *Holder) handle(ctx context.Context, e jetstream.KeyValueEntry) (Scope, 
 		return Scope{}, false
 	}
 	if e.Operation() != jetstream.KeyValuePut {
-		h.publish(h.snap.Load().with(scope, nil))
-		h.log.Info("policy removed", "scope", scope.String())
+		h.remove(scope, e.Revision())
 		return scope, true
 	}
 	h.put(ctx, scope, e.Value(), e.Revision())
 	return scope, true
 }
 
+// remove takes scope's document out of force, unless a later record is
+// in force already (the watch can deliver after a read from the leader).
+func (h *Holder) remove(scope Scope, revision uint64) {
+	cur := h.snap.Load()
+	prev := cur.get(scope)
+	if prev == nil || prev.revision > revision {
+		return
+	}
+	h.publish(cur.with(scope, nil))
+	h.log.Info("policy removed", "scope", scope.String())
+}
+
 // put puts the record value (of revision) in force for scope.
 func (h *Holder) put(ctx context.Context, scope Scope, value []byte, revision uint64) {
 	cur := h.snap.Load()
+	if prev := cur.get(scope); prev != nil && (prev.revision > revision || !prev.failed && prev.revision == revision) {
+		return // in force already, or older than what is (the watch lags a read from the leader)
+	}
 	rec, err := decodeRecord(value)
 	if err != nil {
 		h.publish(cur.with(scope, h.failed(cur, scope, "", revision, err)))
 		return
-	}
-	if prev := cur.get(scope); prev != nil && !prev.failed && prev.stored == rec.Version && prev.revision == revision {
-		return // a new watch's initial value: in force already
 	}
 	p := cur.loaded(rec.Version)
 	if p == nil {

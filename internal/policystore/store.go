@@ -202,8 +202,10 @@ type Store struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	bucket string
-	log    *slog.Logger
-	grace  time.Duration // pruneGrace; a test shortens it
+	// changed is bus.PolicyChangedSubject.
+	changed string
+	log     *slog.Logger
+	grace   time.Duration // pruneGrace; a test shortens it
 }
 
 // NewStore returns a Store over b's policies bucket; log may be nil.
@@ -211,7 +213,7 @@ func NewStore(b *bus.Bus, log *slog.Logger) *Store {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{kv: b.Policies, nc: b.NC, js: b.JS, bucket: b.Policies.Bucket(),
+	return &Store{kv: b.Policies, nc: b.NC, js: b.JS, bucket: b.Policies.Bucket(), changed: bus.PolicyChangedSubject(b.Config),
 		log: log.With("component", "policystore"), grace: pruneGrace}
 }
 
@@ -309,6 +311,9 @@ func (s *Store) Apply(ctx context.Context, scope Scope, src []byte, o ApplyOptio
 		break
 	}
 	out.Version = rec.version(scope)
+	if err := s.nc.Publish(s.changed, []byte(scope.token())); err != nil {
+		s.log.WarnContext(ctx, "policy change not announced; replicas see it through their watch", "err", err)
+	}
 	s.log.InfoContext(ctx, "policy applied", "scope", scope.String(), "version", rec.Version, "applied_by", rec.AppliedBy,
 		"rules", rec.Rules, "tests", rec.Tests)
 	if err := s.prune(ctx, scope); err != nil {
