@@ -32,6 +32,10 @@ const DefaultBucketMaxBytes = 64 << 20
 // largest is a concurrency key at MaxConcurrency holders.
 const MaxValueBytes = 1 + MaxConcurrency*holderBytes
 
+// headerBytes is room for the headers of a write (the expected revision
+// and the TTL), which the server counts in a message's size.
+const headerBytes = 256
+
 // markerTTL is how long the server keeps the marker it writes when a key's
 // TTL runs out. The bucket needs markers for per-key TTLs; the store reads
 // a marker as an absent key.
@@ -68,7 +72,7 @@ func EnsureBucket(ctx context.Context, js jetstream.JetStream, cfg BucketConfig)
 		Bucket:         cfg.Name,
 		Description:    "toolwire rate limits, concurrency slots, budgets and loop-guard runs",
 		History:        1,
-		MaxValueSize:   MaxValueBytes,
+		MaxValueSize:   MaxValueBytes + headerBytes,
 		MaxBytes:       cfg.MaxBytes,
 		Storage:        cfg.Storage,
 		Replicas:       cfg.Replicas,

@@ -105,6 +105,47 @@ func (s *Store) Usage(ctx context.Context, key Key, b Budget, now time.Time) (Us
 	return usage(b, st.used, start, end), nil
 }
 
+// Refund gives back units that Spend admitted at spentAt (it finds the
+// same window) and returns the window's usage: for a call that was
+// admitted but never queued. The usage never drops below zero. Refund only
+// what an allowed Spend spent, once: a refund of anything else hands
+// another caller's units to the next spender.
+func (s *Store) Refund(ctx context.Context, key Key, units int64, b Budget, spentAt time.Time) (Usage, error) {
+	if err := b.validate(); err != nil {
+		return Usage{}, err
+	}
+	if units < 1 || units > MaxUnits {
+		return Usage{}, fmt.Errorf("%w: refund of %d units not in 1..2^62", ErrInvalid, units)
+	}
+	k, err := key.bucketKey(kindBudget)
+	if err != nil {
+		return Usage{}, err
+	}
+	start, end := b.window(spentAt)
+	t := &refundTxn{units: units, now: time.Now().UnixNano(), end: end.UnixNano()}
+	if err := s.do(ctx, windowKey(k, start.Unix()), newBudgetState, t); err != nil {
+		return Usage{}, err
+	}
+	return usage(b, t.used, start, end), nil
+}
+
+type refundTxn struct {
+	units, now, end int64
+	used            int64
+}
+
+func (t *refundTxn) apply(s state) bool {
+	st := s.(*budgetState)
+	if st.used == 0 {
+		t.used = 0
+		return false
+	}
+	st.now, st.end = max(st.now, t.now), max(st.end, t.end)
+	st.used = max(st.used-t.units, 0)
+	t.used = st.used
+	return true
+}
+
 type spendTxn struct {
 	units, limit, now, end int64
 	allowed                bool

@@ -360,7 +360,7 @@ func (s *Store) read(ctx context.Context, subject string) (uint64, []byte, error
 // write stores value at subject if its last revision is still rev, to be
 // removed by the server after ttl.
 func (s *Store) write(ctx context.Context, subject string, value []byte, rev uint64, ttl time.Duration) error {
-	ttl = max((ttl+time.Second-1).Truncate(time.Second), time.Second)
+	ttl = max((ttl + time.Second - 1).Truncate(time.Second), time.Second)
 	m := &nats.Msg{Subject: subject, Data: value, Header: make(nats.Header, 2)}
 	_, err := s.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(ttl))
 	if err != nil {
