@@ -282,3 +282,49 @@ func TestKeysExpireOnTheirOwn(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 }
+
+// A replica never refuses on the value it last wrote: after another
+// replica released a slot or refunded a budget, the first one's next
+// request reads and is admitted.
+func TestCachedValueNeverDecidesARefusal(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	// Written from the cache whenever they can be: every request here
+	// comes less than the default CacheGap after the last.
+	cfg := limits.Config{CacheGap: time.Nanosecond}
+	a, b := e.inProcess(t, cfg), e.inProcess(t, cfg)
+	ctx, now := t.Context(), time.Now()
+
+	slots := key(t, "slots")
+	for _, id := range []string{"x", "y"} {
+		ok, err := a.Acquire(ctx, slots, 2, id, time.Minute, now)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	require.NoError(t, b.Release(ctx, slots, "x"))
+	ok, err := a.Acquire(ctx, slots, 2, "z", time.Minute, now)
+	require.NoError(t, err)
+	require.True(t, ok, "a's cached value holds x, the bucket does not")
+
+	budget, bud := key(t, "budget"), limits.Budget{Limit: 1, Window: time.Hour}
+	ok, _, err = a.Spend(ctx, budget, 1, bud, now)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = b.Refund(ctx, budget, 1, bud, now)
+	require.NoError(t, err)
+	ok, _, err = a.Spend(ctx, budget, 1, bud, now)
+	require.NoError(t, err)
+	require.True(t, ok, "a's cached value is spent, the bucket's is refunded")
+
+	// And a write on a stale cached value is refused by the server, then
+	// made on a fresh read: b's spend after a's is not lost.
+	loop := key(t, "session")
+	fp := fingerprint("t{}")
+	for want := 1; want <= 4; want++ {
+		s := []*limits.Store{a, b}[want%2]
+		n, err := s.Repeat(ctx, loop, fp, time.Minute, now)
+		require.NoError(t, err)
+		require.Equal(t, want, n)
+	}
+	require.NotZero(t, a.Stats().Conflicts+b.Stats().Conflicts)
+}
