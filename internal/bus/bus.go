@@ -46,7 +46,10 @@ type Bus struct {
 	// used nonces and grants (internal/approvals); keys carry their own
 	// TTLs.
 	Approvals jetstream.KeyValue
-	Blobs     jetstream.ObjectStore
+	// Limits holds the counts of rate limits, concurrency slots, budgets
+	// and the loop guard (internal/limits); keys carry their own TTLs.
+	Limits jetstream.KeyValue
+	Blobs  jetstream.ObjectStore
 
 	bind bool // Options.Bind
 	log  *slog.Logger
@@ -269,6 +272,10 @@ func (b *Bus) ensure(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("bus: kv %s: %w", c.ApprovalsBucket(), err)
+	}
+	b.Limits, err = b.keyValue(ctx, LimitsKeyValueConfig(c.LimitsBucket(), c.Replicas, c.LimitsMaxBytes))
+	if err != nil {
+		return fmt.Errorf("bus: kv %s: %w", c.LimitsBucket(), err)
 	}
 	b.Blobs, err = b.objectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      c.BlobBucket(),
@@ -546,4 +553,27 @@ func ConsumerFilters(cfg jetstream.ConsumerConfig) []string {
 		return append([]string{cfg.FilterSubject}, cfg.FilterSubjects...)
 	}
 	return cfg.FilterSubjects
+}
+
+// LimitsValueBytes bounds one value of the limits bucket: the largest the
+// limits store writes (a concurrency key at its most holders,
+// limits.MaxValueBytes) plus room for a write's headers, which the server
+// counts (a test of internal/limits holds the two together).
+const LimitsValueBytes = 32 << 10
+
+// LimitsKeyValueConfig is the limits bucket's configuration: one revision
+// per key (a count is replaced whole, by compare-and-set), per-key TTLs
+// with markers (a count ends with its window or lease), and discard new
+// when full, so a count is never silently forgotten.
+func LimitsKeyValueConfig(bucket string, replicas int, maxBytes int64) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:         bucket,
+		Description:    "toolwire rate limits, concurrency slots, budgets and loop-guard runs",
+		History:        1,
+		MaxValueSize:   LimitsValueBytes,
+		MaxBytes:       maxBytes,
+		Storage:        jetstream.FileStorage,
+		Replicas:       max(replicas, 1),
+		LimitMarkerTTL: time.Minute,
+	}
 }

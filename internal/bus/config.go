@@ -54,7 +54,10 @@ type Config struct {
 	// ApprovalsMaxBytes bounds the approvals bucket (parked calls, approval
 	// records, grants). Default 96 MiB.
 	ApprovalsMaxBytes int64
-	// BlobsMaxBytes bounds the blob object store. Default 384 MiB.
+	// LimitsMaxBytes bounds the limits bucket (rate, concurrency, budget
+	// and loop-guard counts; internal/limits). Default 64 MiB.
+	LimitsMaxBytes int64
+	// BlobsMaxBytes bounds the blob object store. Default 320 MiB.
 	BlobsMaxBytes int64
 	// ResultsMaxAge is the audit horizon of results. Default CallsMaxAge.
 	ResultsMaxAge time.Duration
@@ -157,6 +160,9 @@ func (c Config) PoliciesBucket() string { return c.Prefix + "_policies" }
 
 // ApprovalsBucket is the name of the approvals KV bucket.
 func (c Config) ApprovalsBucket() string { return c.Prefix + "_approvals" }
+
+// LimitsBucket is the name of the limits KV bucket.
+func (c Config) LimitsBucket() string { return c.Prefix + "_limits" }
 
 // RegistryBucket is the name of the registry KV bucket.
 func (c Config) RegistryBucket() string { return c.Prefix + "_registry" }

@@ -50,7 +50,8 @@
 //	sessions     32 MiB     CallsMaxAge    refuses new session states: applying intents fails
 //	policies     32 MiB     none           refuses new policy documents: an apply fails
 //	approvals    96 MiB     per key        refuses new approvals: an asked call is refused (fails closed)
-//	blobs        384 MiB    ResultsMaxAge  refuses new outputs over the inline limit
+//	limits       64 MiB     per key        refuses new counts: a call a limit covers is refused (fails closed)
+//	blobs        320 MiB    ResultsMaxAge  refuses new outputs over the inline limit
 //
 // No store may fill on the path of an admitted call: a dispatcher refuses
 // new calls with OVERLOADED once a discard-new store they may write

@@ -53,6 +53,7 @@ func ClusterLayout() bus.Config {
 		SessionsMaxBytes:    2 << 20,
 		PoliciesMaxBytes:    2 << 20,
 		ApprovalsMaxBytes:   4 << 20,
+		LimitsMaxBytes:      4 << 20,
 		BlobsMaxBytes:       16 << 20,
 	}
 }

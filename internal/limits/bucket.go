@@ -4,9 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolwire/toolwire/internal/bus"
 )
 
 // BucketConfig is the layout of the limits bucket.
@@ -36,11 +37,6 @@ const MaxValueBytes = 1 + MaxConcurrency*holderBytes
 // and the TTL), which the server counts in a message's size.
 const headerBytes = 256
 
-// markerTTL is how long the server keeps the marker it writes when a key's
-// TTL runs out. The bucket needs markers for per-key TTLs; the store reads
-// a marker as an absent key.
-const markerTTL = time.Minute
-
 func (c BucketConfig) withDefaults() BucketConfig {
 	c.Replicas = cmp.Or(c.Replicas, 1)
 	c.MaxBytes = cmp.Or(c.MaxBytes, DefaultBucketMaxBytes)
@@ -62,22 +58,19 @@ func (c BucketConfig) validate() error {
 }
 
 // EnsureBucket creates the limits bucket, or updates it to cfg, and
-// returns it. Idempotent: every dispatcher may call it at start-up.
+// returns it: the configuration of the bus layout (bus.LimitsKeyValueConfig;
+// a dispatcher's bus.Open makes it as bus.Bus.Limits). For stores outside
+// a bus layout (tests). Idempotent.
 func EnsureBucket(ctx context.Context, js jetstream.JetStream, cfg BucketConfig) (jetstream.KeyValue, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:         cfg.Name,
-		Description:    "toolwire rate limits, concurrency slots, budgets and loop-guard runs",
-		History:        1,
-		MaxValueSize:   MaxValueBytes + headerBytes,
-		MaxBytes:       cfg.MaxBytes,
-		Storage:        cfg.Storage,
-		Replicas:       cfg.Replicas,
-		LimitMarkerTTL: markerTTL,
-	})
+	kc := bus.LimitsKeyValueConfig(cfg.Name, cfg.Replicas, cfg.MaxBytes)
+	if cfg.Storage != jetstream.FileStorage {
+		kc.Storage = cfg.Storage
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, kc)
 	if err != nil {
 		return nil, fmt.Errorf("limits: bucket %s: %w", cfg.Name, err)
 	}

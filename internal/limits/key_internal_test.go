@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolwire/toolwire/internal/bus"
 )
 
 // Plain tokens reach the bucket key as they are; anything else is hashed,
@@ -34,4 +36,12 @@ func TestBucketKeyHashesWhatIsNotPlain(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(k, "loop.acme.="), k)
 	require.LessOrEqual(t, len(windowKey(k, 1<<62)), MaxKeyLen)
+}
+
+// The bus layout's limits bucket takes the largest value the store writes,
+// with room for a write's headers.
+func TestBusBucketHoldsTheLargestValue(t *testing.T) {
+	if got, want := bus.LimitsValueBytes, MaxValueBytes+headerBytes; got < want {
+		t.Fatalf("bus.LimitsValueBytes %d < %d", got, want)
+	}
 }
