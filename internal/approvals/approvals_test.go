@@ -287,7 +287,6 @@ func TestCheckCall(t *testing.T) {
 	b := setup(t)
 	ctx := t.Context()
 	now := time.Now()
-	kv := b.env.Bus.Approvals
 	spec := &toolwirev1.ToolSpec{Name: "wipe", Version: "v1", RequiresApproval: true}
 
 	pending := newRecord("acme", "bot", "s1", "wipe", now)
@@ -307,7 +306,7 @@ func TestCheckCall(t *testing.T) {
 		return &toolwirev1.ToolCall{CallId: c.CallId, Tool: c.Tool, SpecVersion: c.SpecVersion, Arguments: []byte(`{ "path" : "/tmp/x" }`),
 			Caller: &toolwirev1.Caller{Tenant: "acme", Agent: "bot", Session: "s1"}, ApprovalId: approved.ID()}
 	}
-	require.NoError(t, approvals.CheckCall(ctx, kv, spec, good(), now), "the same arguments, spaced differently")
+	require.NoError(t, approvals.CheckCall(ctx, b.env.Bus, spec, good(), now), "the same arguments, spaced differently")
 	for what, change := range map[string]func(c *toolwirev1.ToolCall){
 		"no approval":             func(c *toolwirev1.ToolCall) { c.ApprovalId = "" },
 		"another call's approval": func(c *toolwirev1.ToolCall) { c.CallId = ulid.Make().String() },
@@ -324,12 +323,12 @@ func TestCheckCall(t *testing.T) {
 	} {
 		c := good()
 		change(c)
-		err := approvals.CheckCall(ctx, kv, spec, c, now)
+		err := approvals.CheckCall(ctx, b.env.Bus, spec, c, now)
 		require.ErrorIs(t, err, approvals.ErrRefused, what)
 		var re *approvals.RefusedError
 		require.True(t, errors.As(err, &re), what)
 	}
-	require.ErrorIs(t, approvals.CheckCall(ctx, kv, spec, good(), now.Add(2*time.Hour)), approvals.ErrRefused, "expired")
+	require.ErrorIs(t, approvals.CheckCall(ctx, b.env.Bus, spec, good(), now.Add(2*time.Hour)), approvals.ErrRefused, "expired")
 
 	// The nonce names another call: used by it.
 	stolen := newRecord("acme", "bot", "s1", "wipe", now)
@@ -339,7 +338,7 @@ func TestCheckCall(t *testing.T) {
 	require.NoError(t, b.store.ConsumeNonce(ctx, "acme", stolen.Nonce, ulid.Make().String(), now.Add(time.Hour)))
 	c := good()
 	c.CallId, c.ApprovalId = stolen.ID(), stolen.ID()
-	err := approvals.CheckCall(ctx, kv, spec, c, now)
+	err := approvals.CheckCall(ctx, b.env.Bus, spec, c, now)
 	require.ErrorIs(t, err, approvals.ErrRefused)
 	require.Contains(t, err.Error(), "used by call")
 
@@ -349,17 +348,17 @@ func TestCheckCall(t *testing.T) {
 	require.NoError(t, b.store.PutGrant(ctx, g))
 	byGrant := good()
 	byGrant.ApprovalId, byGrant.GrantId = "", g.ID
-	require.NoError(t, approvals.CheckCall(ctx, kv, spec, byGrant, now))
+	require.NoError(t, approvals.CheckCall(ctx, b.env.Bus, spec, byGrant, now))
 	byGrant.Arguments = []byte(`{"path":"/etc/passwd"}`)
-	require.ErrorIs(t, approvals.CheckCall(ctx, kv, spec, byGrant, now), approvals.ErrRefused, "arguments the grant does not cover")
+	require.ErrorIs(t, approvals.CheckCall(ctx, b.env.Bus, spec, byGrant, now), approvals.ErrRefused, "arguments the grant does not cover")
 	byGrant.Arguments = []byte(`{"path":"/tmp/x"}`)
 	byGrant.Caller.Session = "s2"
-	require.ErrorIs(t, approvals.CheckCall(ctx, kv, spec, byGrant, now), approvals.ErrRefused, "another session")
+	require.ErrorIs(t, approvals.CheckCall(ctx, b.env.Bus, spec, byGrant, now), approvals.ErrRefused, "another session")
 
 	// A tool that does not require approval, and a call naming nothing:
 	// nothing to check, no read.
-	require.NoError(t, approvals.CheckCall(ctx, kv, &toolwirev1.ToolSpec{Name: "echo"}, &toolwirev1.ToolCall{CallId: "c"}, now))
-	require.ErrorIs(t, approvals.CheckCall(ctx, kv, spec, &toolwirev1.ToolCall{CallId: "c", Tool: "wipe"}, now), approvals.ErrRefused)
+	require.NoError(t, approvals.CheckCall(ctx, b.env.Bus, &toolwirev1.ToolSpec{Name: "echo"}, &toolwirev1.ToolCall{CallId: "c"}, now))
+	require.ErrorIs(t, approvals.CheckCall(ctx, b.env.Bus, spec, &toolwirev1.ToolCall{CallId: "c", Tool: "wipe"}, now), approvals.ErrRefused)
 }
 
 // A bucket that cannot be read is no refusal: the worker hands the call
@@ -371,7 +370,7 @@ func TestCheckCallReadFailureIsNotARefusal(t *testing.T) {
 	cancel()
 	call := &toolwirev1.ToolCall{CallId: ulid.Make().String(), Caller: &toolwirev1.Caller{Tenant: "acme"}}
 	call.ApprovalId = call.CallId
-	err := approvals.CheckCall(ctx, b.env.Bus.Approvals, &toolwirev1.ToolSpec{Name: "wipe"}, call, time.Now())
+	err := approvals.CheckCall(ctx, b.env.Bus, &toolwirev1.ToolSpec{Name: "wipe"}, call, time.Now())
 	require.Error(t, err)
 	require.NotErrorIs(t, err, approvals.ErrRefused)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/policy"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -48,20 +47,20 @@ func refused(format string, a ...any) error { return &RefusedError{Reason: fmt.S
 // A call naming neither, of a tool that does not require approval, costs
 // nothing: there is nothing to check (a policy's ask rules are the
 // dispatcher's; workers hold no policy).
-func CheckCall(ctx context.Context, kv jetstream.KeyValue, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, now time.Time) error {
+func CheckCall(ctx context.Context, b *bus.Bus, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, now time.Time) error {
 	tenant := call.GetCaller().GetTenant()
 	switch {
 	case call.GetApprovalId() != "":
-		return checkApproval(ctx, kv, call, tenant, now)
+		return checkApproval(ctx, leaderReader(b), call, tenant, now)
 	case call.GetGrantId() != "":
-		return checkGrant(ctx, kv, spec, call, tenant, now)
+		return checkGrant(ctx, leaderReader(b), spec, call, tenant, now)
 	case spec.GetRequiresApproval():
 		return refused("tool %q requires approval, and the call names no approval", spec.GetName())
 	}
 	return nil
 }
 
-func checkApproval(ctx context.Context, kv jetstream.KeyValue, call *toolwirev1.ToolCall, tenant string, now time.Time) error {
+func checkApproval(ctx context.Context, read reader, call *toolwirev1.ToolCall, tenant string, now time.Time) error {
 	id := call.GetApprovalId()
 	if !ValidID(id) || !bus.ValidTenant(tenant) {
 		return refused("approval id %q is malformed", id)
@@ -69,7 +68,7 @@ func checkApproval(ctx context.Context, kv jetstream.KeyValue, call *toolwirev1.
 	if id != call.GetCallId() {
 		return refused("approval %s approves another call, not %s", id, call.GetCallId())
 	}
-	r, err := getRecord(ctx, kv, tenant, id)
+	r, err := getRecord(ctx, read, tenant, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return refused("approval %s has no record (never approved, or past its retention)", id)
@@ -84,7 +83,7 @@ func checkApproval(ctx context.Context, kv jetstream.KeyValue, call *toolwirev1.
 	if err := r.Binding.CheckCall(call, now); err != nil {
 		return refused("approval %s does not cover this call: %v", id, err)
 	}
-	user, err := nonceUser(ctx, kv, tenant, r.Binding.Nonce)
+	user, err := nonceUser(ctx, read, tenant, r.Binding.Nonce)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return refused("approval %s was never consumed", id)
@@ -96,9 +95,9 @@ func checkApproval(ctx context.Context, kv jetstream.KeyValue, call *toolwirev1.
 	return nil
 }
 
-func checkGrant(ctx context.Context, kv jetstream.KeyValue, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, tenant string, now time.Time) error {
+func checkGrant(ctx context.Context, read reader, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, tenant string, now time.Time) error {
 	id := call.GetGrantId()
-	g, err := getGrant(ctx, kv, tenant, id)
+	g, err := getGrant(ctx, read, tenant, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return refused("grant %q does not exist (revoked, expired or never made)", id)

@@ -83,7 +83,14 @@
 // expired) or does not cover it (policy.Grant.Covers); and a call of a
 // tool that requires approval that names neither. A bucket that cannot
 // be read is another error: the call is handed back, never run on a
-// guess. Redeliveries and retries of an approved call pass (same call
+// guess. Every read (the worker's and the dispatcher's: Get, GetGrant,
+// ConsumeNonce's look at who used a nonce, RevokeGrant) goes to the
+// bucket's leader (bus.KVGetFromLeader): on a replicated bucket a direct
+// get may be answered by a replica that has not stored the latest write,
+// and a worker would have refused a call approved a moment before as
+// "pending" or "never consumed" (and dead-lettered it), or a revoke would
+// have found no grant to revoke. Worker credentials allow that get and
+// nothing else on the bucket. Redeliveries and retries of an approved call pass (same call
 // id); a dead letter retried as a new call does not (a new id: approvals
 // are once). The binding expires with the call's schedule-to-close
 // deadline, or, without one, the dispatcher's ApprovalTTL after the

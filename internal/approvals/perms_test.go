@@ -47,7 +47,7 @@ func TestWorkerCredentialsReadButNeverWrite(t *testing.T) {
 	require.NoError(t, err)
 	call := &toolwirev1.ToolCall{CallId: r.ID(), Tool: "wipe", SpecVersion: "v1", Arguments: r.Call.Arguments,
 		Caller: r.Call.Caller, ApprovalId: r.ID()}
-	require.NoError(t, approvals.CheckCall(ctx, wb.Approvals, &toolwirev1.ToolSpec{Name: "wipe", Version: "v1"}, call, now))
+	require.NoError(t, approvals.CheckCall(ctx, wb, &toolwirev1.ToolSpec{Name: "wipe", Version: "v1"}, call, now))
 
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
 	defer wcancel()

@@ -32,9 +32,11 @@ var (
 
 // Store reads and writes the approvals bucket (bus.Bus.Approvals). It is
 // safe for concurrent use. The dispatcher writes; workers only read
-// (their NATS permissions allow direct gets of the bucket, nothing else).
+// (their NATS permissions allow gets of the bucket, nothing else). Every
+// read goes to the bucket's leader (leaderReader).
 type Store struct {
 	kv      jetstream.KeyValue
+	read    reader
 	js      jetstream.JetStream
 	stream  string // the bucket's stream
 	subject string // the bucket's key prefix, "$KV.<bucket>."
@@ -49,7 +51,7 @@ func NewStore(b *bus.Bus, retain time.Duration) *Store {
 		retain = b.Config.CallsMaxAge
 	}
 	bucket := b.Config.ApprovalsBucket()
-	return &Store{kv: b.Approvals, js: b.JS, stream: "KV_" + bucket, subject: "$KV." + bucket + ".", retain: retain}
+	return &Store{kv: b.Approvals, read: leaderReader(b), js: b.JS, stream: "KV_" + bucket, subject: "$KV." + bucket + ".", retain: retain}
 }
 
 // Retain is how long decided records are kept.
@@ -82,18 +84,6 @@ func (s *Store) write(ctx context.Context, key string, rev uint64, data []byte, 
 		return 0, fmt.Errorf("approvals: write %s: %w", key, err)
 	}
 	return ack.Sequence, nil
-}
-
-// get reads key; ErrNotFound when it has no value.
-func (s *Store) get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
-	e, err := s.kv.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("approvals: read %s: %w", key, err)
-	}
-	return e, nil
 }
 
 // recordTTL is how long a record is kept from now: a pending one until its
@@ -150,20 +140,39 @@ func (s *Store) Get(ctx context.Context, tenant, id string) (*Record, error) {
 	if !ValidID(id) || !bus.ValidTenant(tenant) {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	return getRecord(ctx, s.kv, tenant, id)
+	return getRecord(ctx, s.read, tenant, id)
 }
 
-// getRecord reads a record through kv (the worker has a KeyValue only).
-func getRecord(ctx context.Context, kv jetstream.KeyValue, tenant, id string) (*Record, error) {
-	key := CallKey(tenant, id)
-	e, err := kv.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return nil, fmt.Errorf("%w: approval %s", ErrNotFound, id)
+// reader reads key of the approvals bucket from its stream's leader:
+// ErrNotFound when it has no value.
+type reader func(ctx context.Context, key string) (*bus.KVEntry, error)
+
+// leaderReader reads b's approvals bucket from its leader. A direct get
+// (kv.Get) may be answered by a replica that has not yet stored the
+// latest write: a worker would refuse a call approved a millisecond ago
+// as "pending" or "never consumed", an approver would not find a call
+// just parked on another replica.
+func leaderReader(b *bus.Bus) reader {
+	bucket := b.Approvals.Bucket()
+	return func(ctx context.Context, key string) (*bus.KVEntry, error) {
+		e, err := bus.KVGetFromLeader(ctx, b.NC, bucket, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("approvals: read %s: %w", key, err)
+		}
+		return e, nil
 	}
+}
+
+// getRecord reads the record of call id in tenant.
+func getRecord(ctx context.Context, read reader, tenant, id string) (*Record, error) {
+	e, err := read(ctx, CallKey(tenant, id))
 	if err != nil {
-		return nil, fmt.Errorf("approvals: read %s: %w", key, err)
+		return nil, err
 	}
-	return decodeRecord(e.Value(), e.Revision())
+	return decodeRecord(e.Value, e.Revision)
 }
 
 // ConsumeNonce marks nonce used by call callID of tenant: a KV create, so
@@ -181,11 +190,11 @@ func (s *Store) ConsumeNonce(ctx context.Context, tenant, nonce, callID string, 
 	if !errors.Is(err, ErrConflict) {
 		return err
 	}
-	e, gerr := s.get(ctx, key)
+	e, gerr := s.read(ctx, key)
 	if gerr != nil {
 		return gerr
 	}
-	if used := string(e.Value()); used != callID {
+	if used := string(e.Value); used != callID {
 		return fmt.Errorf("%w (by call %s)", ErrNonceUsed, used)
 	}
 	return nil
@@ -193,18 +202,15 @@ func (s *Store) ConsumeNonce(ctx context.Context, tenant, nonce, callID string, 
 
 // nonceUser returns the call id that consumed nonce; ErrNotFound when
 // nobody did.
-func nonceUser(ctx context.Context, kv jetstream.KeyValue, tenant, nonce string) (string, error) {
+func nonceUser(ctx context.Context, read reader, tenant, nonce string) (string, error) {
 	if !validNonce(nonce) {
 		return "", fmt.Errorf("%w: malformed nonce", ErrNotFound)
 	}
-	e, err := kv.Get(ctx, NonceKey(tenant, nonce))
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return "", fmt.Errorf("%w: nonce", ErrNotFound)
-	}
+	e, err := read(ctx, NonceKey(tenant, nonce))
 	if err != nil {
-		return "", fmt.Errorf("approvals: read nonce: %w", err)
+		return "", err
 	}
-	return string(e.Value()), nil
+	return string(e.Value), nil
 }
 
 // Grant is a stored grant: the policy engine's Grant and when it was made.
@@ -241,21 +247,18 @@ func (s *Store) PutGrant(ctx context.Context, g *Grant) error {
 
 // GetGrant reads grant id of tenant; ErrNotFound when there is none.
 func (s *Store) GetGrant(ctx context.Context, tenant, id string) (*Grant, error) {
-	return getGrant(ctx, s.kv, tenant, id)
+	return getGrant(ctx, s.read, tenant, id)
 }
 
-func getGrant(ctx context.Context, kv jetstream.KeyValue, tenant, id string) (*Grant, error) {
+func getGrant(ctx context.Context, read reader, tenant, id string) (*Grant, error) {
 	if !ValidID(id) || !bus.ValidTenant(tenant) {
 		return nil, fmt.Errorf("%w: grant %q", ErrNotFound, id)
 	}
-	e, err := kv.Get(ctx, GrantKey(tenant, id))
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return nil, fmt.Errorf("%w: grant %s", ErrNotFound, id)
-	}
+	e, err := read(ctx, GrantKey(tenant, id))
 	if err != nil {
-		return nil, fmt.Errorf("approvals: read grant %s: %w", id, err)
+		return nil, err
 	}
-	return decodeGrant(e.Value())
+	return decodeGrant(e.Value)
 }
 
 func decodeGrant(data []byte) (*Grant, error) {
@@ -274,14 +277,14 @@ func (s *Store) RevokeGrant(ctx context.Context, tenant, id string) (bool, error
 		return false, nil
 	}
 	key := GrantKey(tenant, id)
-	e, err := s.get(ctx, key)
+	e, err := s.read(ctx, key)
 	if errors.Is(err, ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	if err := s.kv.Purge(ctx, key, jetstream.LastRevision(e.Revision()), jetstream.PurgeTTL(grantMarkerTTL)); err != nil {
+	if err := s.kv.Purge(ctx, key, jetstream.LastRevision(e.Revision), jetstream.PurgeTTL(grantMarkerTTL)); err != nil {
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || bus.IsWrongLastSequence(err) {
 			return false, nil // revoked (or expired) meanwhile
 		}

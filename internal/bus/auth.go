@@ -115,9 +115,11 @@ func workerPermissions(c Config) Permissions {
 		// a KV watch, for the same reason: no consumer.
 		jsAPI+"DIRECT.GET."+registry+".>",
 		"$KV."+c.RegistryBucket()+".>",
-		// Approval records, nonces and grants: read by key, for the
-		// re-check before executing (never written).
-		jsAPI+"DIRECT.GET."+kvStream(c.ApprovalsBucket())+".>",
+		// Approval records, nonces and grants: read by key from the
+		// bucket's leader (a replica that lags would call an approval
+		// just made "pending"), for the re-check before executing (never
+		// written).
+		jsAPI+"STREAM.MSG.GET."+kvStream(c.ApprovalsBucket()),
 		// Outputs over the inline limit: chunks and meta written, meta read.
 		"$O."+c.BlobBucket()+".>",
 		jsAPI+"DIRECT.GET."+objStream(c.BlobBucket())+".>",

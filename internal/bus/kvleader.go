@@ -27,8 +27,8 @@ type KVEntry struct {
 // a decision that must see the latest write (is this version the one in
 // force? is the document its record names stored?) reads the leader.
 //
-// A key never written, or whose latest entry is a delete or a purge, is
-// jetstream.ErrKeyNotFound; for such a delete or purge the returned
+// A key never written, or whose latest entry is a delete, a purge or a
+// TTL's end marker, is jetstream.ErrKeyNotFound; for such a delete or purge the returned
 // entry (with the error) carries the marker's revision, so that a
 // compare-and-set can replace it.
 func KVGetFromLeader(ctx context.Context, nc *nats.Conn, bucket, key string) (*KVEntry, error) {
@@ -41,8 +41,9 @@ func KVGetFromLeader(ctx context.Context, nc *nats.Conn, bucket, key string) (*K
 		return nil, err
 	}
 	e := &KVEntry{Value: m.Data, Revision: m.Sequence, Created: m.Time}
-	switch m.Header.Get(kvOperationHeader) {
-	case "DEL", "PURGE":
+	if m.Header.Get(kvOperationHeader) != "" || m.Header.Get(jetstream.MarkerReasonHeader) != "" {
+		// A delete or purge, or the marker the server writes when a
+		// key's TTL ends (buckets with per-key TTLs).
 		e.Value = nil
 		return e, fmt.Errorf("bus: %s: %w", key, jetstream.ErrKeyNotFound)
 	}

@@ -178,7 +178,7 @@ func (d *delivery) checkApproval(spec *toolwirev1.ToolSpec) outcome {
 		return outcome{}
 	}
 	ctx, cancel := context.WithTimeout(d.ctx, settleTimeout)
-	err := approvals.CheckCall(ctx, d.w.bus.Approvals, spec, call, time.Now())
+	err := approvals.CheckCall(ctx, d.w.bus, spec, call, time.Now())
 	cancel()
 	var refused *approvals.RefusedError
 	switch {

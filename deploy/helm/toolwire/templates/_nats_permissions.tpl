@@ -43,7 +43,7 @@ every permission.
     "$JS.API.DIRECT.GET.KV_{{ $p }}_cancels.>"
     "$JS.API.DIRECT.GET.KV_{{ $p }}_registry.>"
     "$KV.{{ $p }}_registry.>"
-    "$JS.API.DIRECT.GET.KV_{{ $p }}_approvals.>"
+    "$JS.API.STREAM.MSG.GET.KV_{{ $p }}_approvals"
     "$O.{{ $p }}_blobs.>"
     "$JS.API.DIRECT.GET.OBJ_{{ $p }}_blobs.>"
   ]}
