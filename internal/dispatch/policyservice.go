@@ -124,6 +124,44 @@ func (s *Service) ApplyPolicy(ctx context.Context, req *connect.Request[toolwire
 		TestsPassed: int32(res.TestsPassed), InForce: inForce}), nil
 }
 
+// RemovePolicy takes the caller's tenant's own document out of force; the
+// tenant falls back to the installation document. It answers once this
+// replica has the removal in force (at most policyWait).
+func (s *Service) RemovePolicy(ctx context.Context, req *connect.Request[toolwirev1.RemovePolicyRequest]) (*connect.Response[toolwirev1.RemovePolicyResponse], error) {
+	id, err := requireAdmin(ctx, "removing a policy")
+	if err != nil {
+		return nil, err
+	}
+	if s.d.cfg.Policies == nil {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, errNoPolicySource)
+	}
+	scope, err := tenantScope(id)
+	if err != nil {
+		return nil, err
+	}
+	removed, rev, err := s.d.policies.Remove(ctx, scope)
+	if err != nil {
+		return nil, policyError(err)
+	}
+	if w, ok := s.d.cfg.Policies.(policyWaiter); ok && removed {
+		wctx, cancel := context.WithTimeout(ctx, policyWait)
+		if err := w.Wait(wctx, scope, "", rev); err != nil {
+			s.d.log.WarnContext(ctx, "policy removal not in force on this replica", "tenant", id.Tenant, "err", err)
+		}
+		cancel()
+	}
+	out := &toolwirev1.RemovePolicyResponse{Removed: removed}
+	if doc, err := s.d.policies.Current(ctx, policystore.Installation); err == nil {
+		out.InForce = versionProto(doc.Version)
+	} else if !errors.Is(err, policystore.ErrNoPolicy) {
+		return nil, policyError(err)
+	}
+	if removed {
+		s.d.log.InfoContext(ctx, "tenant policy removed", "tenant", id.Tenant, "by", id.Agent)
+	}
+	return connect.NewResponse(out), nil
+}
+
 // GetPolicy returns the document in force for the caller's tenant (its
 // own, else the installation document, with tenant "*"), or one version
 // of either.

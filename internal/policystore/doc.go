@@ -27,7 +27,8 @@
 // The history of a scope is the KV history of its in-force key: the bucket
 // keeps 64 revisions per key (HistoryDepth), so History lists the last 64
 // applies, newest first. Remove deletes the in-force key (the tenant falls
-// back to the installation document); the API offers no removal.
+// back to the installation document): RemovePolicy, `toolctl policy
+// remove`, by compare-and-set and announced like an apply.
 //
 // # Storage and quotas
 //

@@ -365,20 +365,21 @@ var ErrSuperseded = errors.New("policystore: a later apply replaced the version"
 // revision (Applied.Revision, or a KV put's) or later: nil when it names
 // version and is loaded, ErrNotInForce when it names version but could
 // not be loaded (it is tried again meanwhile), ErrSuperseded when a later
-// record names another version; or ctx's error. Revision 0 with version
-// "" waits for the scope's removal.
+// record names another version; or ctx's error. Version "" waits for the
+// scope's removal (at revision, a removal's; 0 = any), or for an
+// undecodable record at revision (ErrNotInForce).
 func (h *Holder) Wait(ctx context.Context, scope Scope, version string, revision uint64) error {
 	for {
 		s := h.snap.Load()
 		e := s.get(scope)
 		switch {
-		case revision == 0 && version == "":
-			if e == nil {
-				return nil
+		case e == nil:
+			if version == "" {
+				return nil // removed
 			}
-		case e == nil || e.revision < revision:
+		case e.revision < revision, version == "" && revision == 0:
 		case e.stored != version:
-			return fmt.Errorf("%w: %s %s by %s", ErrSuperseded, scope, version, e.stored)
+			return fmt.Errorf("%w: %s %q by %s", ErrSuperseded, scope, version, e.stored)
 		case e.failed:
 			return fmt.Errorf("%w: %s %s", ErrNotInForce, scope, version)
 		default:

@@ -61,12 +61,19 @@ func TestHolderTenantFallsBackToInstallation(t *testing.T) {
 	require.Equal(t, own.Version.Version, h.InForce(acme))
 	require.Empty(t, h.InForce(tenant(t, "beta")))
 
-	require.NoError(t, s.Remove(ctx, acme))
-	require.NoError(t, h.Wait(ctx, acme, "", 0))
+	removed, rev, err := s.Remove(ctx, acme)
+	require.NoError(t, err)
+	require.True(t, removed)
+	require.NoError(t, h.Wait(ctx, acme, "", rev))
 	require.Equal(t, inst.Version.Version, h.For("acme").Version())
+	removed, _, err = s.Remove(ctx, acme)
+	require.NoError(t, err)
+	require.False(t, removed, "nothing of its own left to remove")
 
-	require.NoError(t, s.Remove(ctx, policystore.Installation))
-	require.NoError(t, h.Wait(ctx, policystore.Installation, "", 0))
+	removed, rev, err = s.Remove(ctx, policystore.Installation)
+	require.NoError(t, err)
+	require.True(t, removed)
+	require.NoError(t, h.Wait(ctx, policystore.Installation, "", rev))
 	require.Nil(t, h.For("acme"))
 }
 
@@ -219,7 +226,8 @@ func TestHolderWatchesAgain(t *testing.T) {
 
 	ended() // the first watch ends; the holder watches again
 	b := apply(t, s, tenant(t, "acme"), denyAllDoc)
-	require.NoError(t, s.Remove(ctx, tenant(t, "beta")))
+	_, _, err := s.Remove(ctx, tenant(t, "beta"))
+	require.NoError(t, err)
 	require.NoError(t, h.Wait(ctx, tenant(t, "acme"), b.Version.Version, b.Revision))
 	require.NoError(t, h.Wait(ctx, tenant(t, "beta"), "", 0))
 	require.Nil(t, h.For("beta"))

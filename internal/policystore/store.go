@@ -485,15 +485,39 @@ func (s *Store) History(ctx context.Context, scope Scope, limit int) ([]Version,
 
 // Remove takes scope's document out of force: a tenant falls back to the
 // installation document, the installation to no policy. The documents and
-// the history stay.
-func (s *Store) Remove(ctx context.Context, scope Scope) error {
+// the history stay. It reports whether scope had a document in force, and
+// the removal's revision (Holder.Wait with version "" and it waits for
+// it); the removal is a compare-and-set against the record read from the
+// leader, announced like an apply.
+func (s *Store) Remove(ctx context.Context, scope Scope) (removed bool, revision uint64, err error) {
 	if !scope.valid() {
-		return ErrBadScope
+		return false, 0, ErrBadScope
 	}
-	if err := s.kv.Delete(ctx, currentKey(scope)); err != nil {
-		return fmt.Errorf("policystore: remove %s: %w", scope, err)
+	for attempt := 1; ; attempt++ {
+		_, rev, err := s.current(ctx, scope)
+		if errors.Is(err, ErrNoPolicy) {
+			return false, 0, nil
+		}
+		if err != nil {
+			return false, 0, err
+		}
+		err = s.kv.Delete(ctx, currentKey(scope), jetstream.LastRevision(rev))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) && !bus.IsWrongLastSequence(err) || attempt == applyAttempts {
+			return false, 0, storeError(fmt.Sprintf("remove %s", scope), err)
+		}
 	}
-	return nil
+	_, rev, err := s.current(ctx, scope)
+	if !errors.Is(err, ErrNoPolicy) && err != nil {
+		return true, 0, err
+	}
+	if err := s.nc.Publish(s.changed, []byte(scope.token())); err != nil {
+		s.log.WarnContext(ctx, "policy removal not announced; replicas see it through their watch", "err", err)
+	}
+	s.log.InfoContext(ctx, "policy removed", "scope", scope.String())
+	return true, rev, nil
 }
 
 // pruneGrace is how recently written a document must be for prune to

@@ -28,7 +28,7 @@ command needs the "admin" scope. A tenant without a document of its own is
 under the installation's (the dispatcher's --policy), shown as tenant "*".`,
 	}
 	cmd.AddCommand(a.policyApplyCommand(), a.policyShowCommand(), a.policyDiffCommand(), a.policyHistoryCommand(),
-		a.policyExplainCommand())
+		a.policyExplainCommand(), a.policyRemoveCommand())
 	return cmd
 }
 
@@ -399,4 +399,34 @@ func decidedBy(d *toolwirev1.PolicyDecision) string {
 		s += "; the ask is covered by approval " + d.GetApprovalId()
 	}
 	return s
+}
+
+func (a *app) policyRemoveCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove",
+		Short: "Take your tenant's own document out of force (back to the installation's)",
+		Long: `Take your tenant's own policy document out of force: the tenant is under the
+installation document (the dispatcher's --policy) again, or under no policy
+when there is none. The history stays; apply a document to bring one back.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := a.client.RemovePolicy(cmd.Context())
+			if err != nil {
+				return a.printRefusal(err)
+			}
+			if a.json() {
+				return a.printProto(res)
+			}
+			now := "no policy (every call allowed, tools that require approval ask)"
+			if v := res.GetInForce(); v != nil {
+				now = "the installation document " + v.GetVersion()
+			}
+			if res.GetRemoved() {
+				fmt.Fprintf(a.io.Stdout, "removed; in force now: %s\n", now)
+			} else {
+				fmt.Fprintf(a.io.Stdout, "your tenant has no document of its own; in force: %s\n", now)
+			}
+			return nil
+		},
+	}
 }

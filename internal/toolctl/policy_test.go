@@ -152,8 +152,21 @@ func TestPolicyCommands(t *testing.T) {
 	require.Equal(t, toolctl.ExitToolError, o.code)
 	require.Contains(t, o.stderr, "VALIDATION")
 
+	// remove: back to no policy (this test has no installation document);
+	// the deny no longer applies.
+	o = b.policyAs(t, "admin", "policy", "remove")
+	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
+	require.Equal(t, "removed; in force now: no policy (every call allowed, tools that require approval ask)\n", o.stdout)
+	o = b.policyAs(t, "bot", "call", "echo", `{"text":"secret plans"}`)
+	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
+	o = b.policyAs(t, "admin", "policy", "remove")
+	require.Contains(t, o.stdout, "your tenant has no document of its own")
+	o = b.policyAs(t, "admin", "policy", "history")
+	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
+	require.Contains(t, o.stdout, "no secrets", "the history stays")
+
 	// Without the admin scope nothing works.
-	for _, args := range [][]string{{"policy", "show"}, {"policy", "history"}, {"policy", "apply", good}, {"policy", "explain", "echo"}} {
+	for _, args := range [][]string{{"policy", "show"}, {"policy", "history"}, {"policy", "apply", good}, {"policy", "explain", "echo"}, {"policy", "remove"}} {
 		o = b.policyAs(t, "bot", args...)
 		require.Equal(t, toolctl.ExitToolError, o.code, "%v: %+v", args, o)
 		require.Contains(t, o.stderr, `"admin" scope`, args)

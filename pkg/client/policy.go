@@ -39,6 +39,18 @@ func (c *Client) ApplyPolicy(ctx context.Context, document []byte, o ApplyPolicy
 	return resp.Msg, nil
 }
 
+// RemovePolicy takes the caller's tenant's own policy document out of
+// force: the tenant is under the installation document again (the
+// response's InForce, unset when there is none). Removed is false when
+// the tenant had no document of its own. Needs the "admin" scope.
+func (c *Client) RemovePolicy(ctx context.Context) (*toolwirev1.RemovePolicyResponse, error) {
+	resp, err := c.rpc.RemovePolicy(ctx, connect.NewRequest(&toolwirev1.RemovePolicyRequest{}))
+	if err != nil {
+		return nil, transportError("remove policy", err)
+	}
+	return resp.Msg, nil
+}
+
 // GetPolicy returns the policy document in force for the caller's tenant
 // (its own, else the installation's, whose PolicyVersion.Tenant is "*"),
 // as applied, comments kept; version, when not empty, names an earlier

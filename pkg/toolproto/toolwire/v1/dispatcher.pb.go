@@ -2746,6 +2746,97 @@ func (x *ApplyPolicyResponse) GetInForce() bool {
 	return false
 }
 
+type RemovePolicyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemovePolicyRequest) Reset() {
+	*x = RemovePolicyRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemovePolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemovePolicyRequest) ProtoMessage() {}
+
+func (x *RemovePolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemovePolicyRequest.ProtoReflect.Descriptor instead.
+func (*RemovePolicyRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{39}
+}
+
+type RemovePolicyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when the tenant had no document of its own.
+	Removed bool `protobuf:"varint,1,opt,name=removed,proto3" json:"removed,omitempty"`
+	// What is in force for the tenant now: the installation document
+	// (tenant "*"), or unset for no policy.
+	InForce       *PolicyVersion `protobuf:"bytes,2,opt,name=in_force,json=inForce,proto3" json:"in_force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemovePolicyResponse) Reset() {
+	*x = RemovePolicyResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemovePolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemovePolicyResponse) ProtoMessage() {}
+
+func (x *RemovePolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemovePolicyResponse.ProtoReflect.Descriptor instead.
+func (*RemovePolicyResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *RemovePolicyResponse) GetRemoved() bool {
+	if x != nil {
+		return x.Removed
+	}
+	return false
+}
+
+func (x *RemovePolicyResponse) GetInForce() *PolicyVersion {
+	if x != nil {
+		return x.InForce
+	}
+	return nil
+}
+
 type GetPolicyRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Empty = the version in force.
@@ -2756,7 +2847,7 @@ type GetPolicyRequest struct {
 
 func (x *GetPolicyRequest) Reset() {
 	*x = GetPolicyRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[39]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2768,7 +2859,7 @@ func (x *GetPolicyRequest) String() string {
 func (*GetPolicyRequest) ProtoMessage() {}
 
 func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[39]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2781,7 +2872,7 @@ func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{39}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetPolicyRequest) GetVersion() string {
@@ -2803,7 +2894,7 @@ type GetPolicyResponse struct {
 
 func (x *GetPolicyResponse) Reset() {
 	*x = GetPolicyResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[40]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2815,7 +2906,7 @@ func (x *GetPolicyResponse) String() string {
 func (*GetPolicyResponse) ProtoMessage() {}
 
 func (x *GetPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[40]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2828,7 +2919,7 @@ func (x *GetPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{40}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetPolicyResponse) GetVersion() *PolicyVersion {
@@ -2855,7 +2946,7 @@ type ListPolicyVersionsRequest struct {
 
 func (x *ListPolicyVersionsRequest) Reset() {
 	*x = ListPolicyVersionsRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[41]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2867,7 +2958,7 @@ func (x *ListPolicyVersionsRequest) String() string {
 func (*ListPolicyVersionsRequest) ProtoMessage() {}
 
 func (x *ListPolicyVersionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[41]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2880,7 +2971,7 @@ func (x *ListPolicyVersionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPolicyVersionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPolicyVersionsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{41}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListPolicyVersionsRequest) GetLimit() int32 {
@@ -2900,7 +2991,7 @@ type ListPolicyVersionsResponse struct {
 
 func (x *ListPolicyVersionsResponse) Reset() {
 	*x = ListPolicyVersionsResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[42]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2912,7 +3003,7 @@ func (x *ListPolicyVersionsResponse) String() string {
 func (*ListPolicyVersionsResponse) ProtoMessage() {}
 
 func (x *ListPolicyVersionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[42]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2925,7 +3016,7 @@ func (x *ListPolicyVersionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPolicyVersionsResponse.ProtoReflect.Descriptor instead.
 func (*ListPolicyVersionsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{42}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListPolicyVersionsResponse) GetVersions() []*PolicyVersion {
@@ -2958,7 +3049,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[43]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2970,7 +3061,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[43]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2983,7 +3074,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{43}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ExplainRequest) GetTool() string {
@@ -3077,7 +3168,7 @@ type ExplainedRule struct {
 
 func (x *ExplainedRule) Reset() {
 	*x = ExplainedRule{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[44]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3089,7 +3180,7 @@ func (x *ExplainedRule) String() string {
 func (*ExplainedRule) ProtoMessage() {}
 
 func (x *ExplainedRule) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[44]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3102,7 +3193,7 @@ func (x *ExplainedRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainedRule.ProtoReflect.Descriptor instead.
 func (*ExplainedRule) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{44}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ExplainedRule) GetId() string {
@@ -3175,7 +3266,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[45]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3187,7 +3278,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[45]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3200,7 +3291,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{45}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ExplainResponse) GetDecision() *PolicyDecision {
@@ -3443,7 +3534,11 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\v2\x1a.toolwire.v1.PolicyVersionR\aversion\x12\x18\n" +
 	"\achanged\x18\x02 \x01(\bR\achanged\x12!\n" +
 	"\ftests_passed\x18\x03 \x01(\x05R\vtestsPassed\x12\x19\n" +
-	"\bin_force\x18\x04 \x01(\bR\ainForce\",\n" +
+	"\bin_force\x18\x04 \x01(\bR\ainForce\"\x15\n" +
+	"\x13RemovePolicyRequest\"g\n" +
+	"\x14RemovePolicyResponse\x12\x18\n" +
+	"\aremoved\x18\x01 \x01(\bR\aremoved\x125\n" +
+	"\bin_force\x18\x02 \x01(\v2\x1a.toolwire.v1.PolicyVersionR\ainForce\",\n" +
 	"\x10GetPolicyRequest\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\"e\n" +
 	"\x11GetPolicyResponse\x124\n" +
@@ -3500,7 +3595,7 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x1aCANCEL_OUTCOME_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CANCEL_OUTCOME_REQUESTED\x10\x01\x12#\n" +
 	"\x1fCANCEL_OUTCOME_ALREADY_FINISHED\x10\x02\x12\x1f\n" +
-	"\x1bCANCEL_OUTCOME_UNKNOWN_CALL\x10\x032\x88\r\n" +
+	"\x1bCANCEL_OUTCOME_UNKNOWN_CALL\x10\x032\xdd\r\n" +
 	"\x11DispatcherService\x12;\n" +
 	"\x04Call\x12\x18.toolwire.v1.CallRequest\x1a\x19.toolwire.v1.CallResponse\x12A\n" +
 	"\x06Submit\x12\x1a.toolwire.v1.SubmitRequest\x1a\x1b.toolwire.v1.SubmitResponse\x12O\n" +
@@ -3521,7 +3616,8 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\n" +
 	"ListGrants\x12\x1e.toolwire.v1.ListGrantsRequest\x1a\x1f.toolwire.v1.ListGrantsResponse\"\x03\x90\x02\x01\x12P\n" +
 	"\vRevokeGrant\x12\x1f.toolwire.v1.RevokeGrantRequest\x1a .toolwire.v1.RevokeGrantResponse\x12P\n" +
-	"\vApplyPolicy\x12\x1f.toolwire.v1.ApplyPolicyRequest\x1a .toolwire.v1.ApplyPolicyResponse\x12O\n" +
+	"\vApplyPolicy\x12\x1f.toolwire.v1.ApplyPolicyRequest\x1a .toolwire.v1.ApplyPolicyResponse\x12S\n" +
+	"\fRemovePolicy\x12 .toolwire.v1.RemovePolicyRequest\x1a!.toolwire.v1.RemovePolicyResponse\x12O\n" +
 	"\tGetPolicy\x12\x1d.toolwire.v1.GetPolicyRequest\x1a\x1e.toolwire.v1.GetPolicyResponse\"\x03\x90\x02\x01\x12j\n" +
 	"\x12ListPolicyVersions\x12&.toolwire.v1.ListPolicyVersionsRequest\x1a'.toolwire.v1.ListPolicyVersionsResponse\"\x03\x90\x02\x01\x12I\n" +
 	"\aExplain\x12\x1b.toolwire.v1.ExplainRequest\x1a\x1c.toolwire.v1.ExplainResponse\"\x03\x90\x02\x01BCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
@@ -3539,7 +3635,7 @@ func file_toolwire_v1_dispatcher_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_toolwire_v1_dispatcher_proto_goTypes = []any{
 	(CallState)(0),                     // 0: toolwire.v1.CallState
 	(ToolFormat)(0),                    // 1: toolwire.v1.ToolFormat
@@ -3583,124 +3679,129 @@ var file_toolwire_v1_dispatcher_proto_goTypes = []any{
 	(*RevokeGrantResponse)(nil),        // 39: toolwire.v1.RevokeGrantResponse
 	(*ApplyPolicyRequest)(nil),         // 40: toolwire.v1.ApplyPolicyRequest
 	(*ApplyPolicyResponse)(nil),        // 41: toolwire.v1.ApplyPolicyResponse
-	(*GetPolicyRequest)(nil),           // 42: toolwire.v1.GetPolicyRequest
-	(*GetPolicyResponse)(nil),          // 43: toolwire.v1.GetPolicyResponse
-	(*ListPolicyVersionsRequest)(nil),  // 44: toolwire.v1.ListPolicyVersionsRequest
-	(*ListPolicyVersionsResponse)(nil), // 45: toolwire.v1.ListPolicyVersionsResponse
-	(*ExplainRequest)(nil),             // 46: toolwire.v1.ExplainRequest
-	(*ExplainedRule)(nil),              // 47: toolwire.v1.ExplainedRule
-	(*ExplainResponse)(nil),            // 48: toolwire.v1.ExplainResponse
-	nil,                                // 49: toolwire.v1.Session.StateJsonEntry
-	nil,                                // 50: toolwire.v1.ApproveRequest.ArgsPatternEntry
-	(*structpb.Struct)(nil),            // 51: google.protobuf.Struct
-	(*durationpb.Duration)(nil),        // 52: google.protobuf.Duration
-	(*ToolResponse)(nil),               // 53: toolwire.v1.ToolResponse
-	(*CallEvent)(nil),                  // 54: toolwire.v1.CallEvent
-	(ExecutorType)(0),                  // 55: toolwire.v1.ExecutorType
-	(*ToolSpec)(nil),                   // 56: toolwire.v1.ToolSpec
-	(*timestamppb.Timestamp)(nil),      // 57: google.protobuf.Timestamp
-	(ApprovalState)(0),                 // 58: toolwire.v1.ApprovalState
-	(*Approval)(nil),                   // 59: toolwire.v1.Approval
-	(ApprovalScope)(0),                 // 60: toolwire.v1.ApprovalScope
-	(*Grant)(nil),                      // 61: toolwire.v1.Grant
-	(*PolicyVersion)(nil),              // 62: toolwire.v1.PolicyVersion
-	(*PolicyDecision)(nil),             // 63: toolwire.v1.PolicyDecision
+	(*RemovePolicyRequest)(nil),        // 42: toolwire.v1.RemovePolicyRequest
+	(*RemovePolicyResponse)(nil),       // 43: toolwire.v1.RemovePolicyResponse
+	(*GetPolicyRequest)(nil),           // 44: toolwire.v1.GetPolicyRequest
+	(*GetPolicyResponse)(nil),          // 45: toolwire.v1.GetPolicyResponse
+	(*ListPolicyVersionsRequest)(nil),  // 46: toolwire.v1.ListPolicyVersionsRequest
+	(*ListPolicyVersionsResponse)(nil), // 47: toolwire.v1.ListPolicyVersionsResponse
+	(*ExplainRequest)(nil),             // 48: toolwire.v1.ExplainRequest
+	(*ExplainedRule)(nil),              // 49: toolwire.v1.ExplainedRule
+	(*ExplainResponse)(nil),            // 50: toolwire.v1.ExplainResponse
+	nil,                                // 51: toolwire.v1.Session.StateJsonEntry
+	nil,                                // 52: toolwire.v1.ApproveRequest.ArgsPatternEntry
+	(*structpb.Struct)(nil),            // 53: google.protobuf.Struct
+	(*durationpb.Duration)(nil),        // 54: google.protobuf.Duration
+	(*ToolResponse)(nil),               // 55: toolwire.v1.ToolResponse
+	(*CallEvent)(nil),                  // 56: toolwire.v1.CallEvent
+	(ExecutorType)(0),                  // 57: toolwire.v1.ExecutorType
+	(*ToolSpec)(nil),                   // 58: toolwire.v1.ToolSpec
+	(*timestamppb.Timestamp)(nil),      // 59: google.protobuf.Timestamp
+	(ApprovalState)(0),                 // 60: toolwire.v1.ApprovalState
+	(*Approval)(nil),                   // 61: toolwire.v1.Approval
+	(ApprovalScope)(0),                 // 62: toolwire.v1.ApprovalScope
+	(*Grant)(nil),                      // 63: toolwire.v1.Grant
+	(*PolicyVersion)(nil),              // 64: toolwire.v1.PolicyVersion
+	(*PolicyDecision)(nil),             // 65: toolwire.v1.PolicyDecision
 }
 var file_toolwire_v1_dispatcher_proto_depIdxs = []int32{
-	51, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
-	52, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	52, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	52, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
+	53, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
+	54, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	54, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	54, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
 	0,  // 4: toolwire.v1.CallResponse.state:type_name -> toolwire.v1.CallState
-	53, // 5: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
+	55, // 5: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
 	19, // 6: toolwire.v1.CallResponse.session:type_name -> toolwire.v1.Session
-	51, // 7: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
-	52, // 8: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	52, // 9: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	53, // 10: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
+	53, // 7: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
+	54, // 8: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	54, // 9: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	55, // 10: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
 	0,  // 11: toolwire.v1.SubmitResponse.state:type_name -> toolwire.v1.CallState
-	52, // 12: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
+	54, // 12: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
 	0,  // 13: toolwire.v1.GetResultResponse.state:type_name -> toolwire.v1.CallState
-	53, // 14: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
-	54, // 15: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
+	55, // 14: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
+	56, // 15: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
 	2,  // 16: toolwire.v1.CancelResponse.outcome:type_name -> toolwire.v1.CancelOutcome
 	1,  // 17: toolwire.v1.ListToolsRequest.format:type_name -> toolwire.v1.ToolFormat
-	55, // 18: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
-	56, // 19: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
+	57, // 18: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
+	58, // 19: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
 	1,  // 20: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
-	56, // 21: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	56, // 22: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	49, // 23: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
+	58, // 21: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	58, // 22: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	51, // 23: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
 	20, // 24: toolwire.v1.Session.log:type_name -> toolwire.v1.AppliedIntent
-	57, // 25: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	57, // 26: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
+	59, // 25: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	59, // 26: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
 	19, // 27: toolwire.v1.GetSessionResponse.session:type_name -> toolwire.v1.Session
 	19, // 28: toolwire.v1.ApplyIntentsResponse.session:type_name -> toolwire.v1.Session
 	0,  // 29: toolwire.v1.GetOutputResponse.state:type_name -> toolwire.v1.CallState
 	27, // 30: toolwire.v1.GetOutputResponse.lines:type_name -> toolwire.v1.OutputLine
-	58, // 31: toolwire.v1.ListApprovalsRequest.state:type_name -> toolwire.v1.ApprovalState
-	59, // 32: toolwire.v1.ListApprovalsResponse.approvals:type_name -> toolwire.v1.Approval
-	59, // 33: toolwire.v1.GetApprovalResponse.approval:type_name -> toolwire.v1.Approval
-	60, // 34: toolwire.v1.ApproveRequest.scope:type_name -> toolwire.v1.ApprovalScope
-	50, // 35: toolwire.v1.ApproveRequest.args_pattern:type_name -> toolwire.v1.ApproveRequest.ArgsPatternEntry
-	52, // 36: toolwire.v1.ApproveRequest.ttl:type_name -> google.protobuf.Duration
-	59, // 37: toolwire.v1.ApproveResponse.approval:type_name -> toolwire.v1.Approval
-	61, // 38: toolwire.v1.ApproveResponse.grant:type_name -> toolwire.v1.Grant
-	59, // 39: toolwire.v1.DenyResponse.approval:type_name -> toolwire.v1.Approval
-	61, // 40: toolwire.v1.ListGrantsResponse.grants:type_name -> toolwire.v1.Grant
-	62, // 41: toolwire.v1.ApplyPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
-	62, // 42: toolwire.v1.GetPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
-	62, // 43: toolwire.v1.ListPolicyVersionsResponse.versions:type_name -> toolwire.v1.PolicyVersion
-	63, // 44: toolwire.v1.ExplainResponse.decision:type_name -> toolwire.v1.PolicyDecision
-	47, // 45: toolwire.v1.ExplainResponse.rules:type_name -> toolwire.v1.ExplainedRule
-	61, // 46: toolwire.v1.ExplainResponse.grant:type_name -> toolwire.v1.Grant
-	3,  // 47: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
-	5,  // 48: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
-	7,  // 49: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
-	9,  // 50: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
-	11, // 51: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
-	13, // 52: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
-	15, // 53: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
-	17, // 54: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
-	21, // 55: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
-	23, // 56: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
-	25, // 57: toolwire.v1.DispatcherService.GetOutput:input_type -> toolwire.v1.GetOutputRequest
-	28, // 58: toolwire.v1.DispatcherService.ListApprovals:input_type -> toolwire.v1.ListApprovalsRequest
-	30, // 59: toolwire.v1.DispatcherService.GetApproval:input_type -> toolwire.v1.GetApprovalRequest
-	32, // 60: toolwire.v1.DispatcherService.Approve:input_type -> toolwire.v1.ApproveRequest
-	34, // 61: toolwire.v1.DispatcherService.Deny:input_type -> toolwire.v1.DenyRequest
-	36, // 62: toolwire.v1.DispatcherService.ListGrants:input_type -> toolwire.v1.ListGrantsRequest
-	38, // 63: toolwire.v1.DispatcherService.RevokeGrant:input_type -> toolwire.v1.RevokeGrantRequest
-	40, // 64: toolwire.v1.DispatcherService.ApplyPolicy:input_type -> toolwire.v1.ApplyPolicyRequest
-	42, // 65: toolwire.v1.DispatcherService.GetPolicy:input_type -> toolwire.v1.GetPolicyRequest
-	44, // 66: toolwire.v1.DispatcherService.ListPolicyVersions:input_type -> toolwire.v1.ListPolicyVersionsRequest
-	46, // 67: toolwire.v1.DispatcherService.Explain:input_type -> toolwire.v1.ExplainRequest
-	4,  // 68: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
-	6,  // 69: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
-	8,  // 70: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
-	10, // 71: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
-	12, // 72: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
-	14, // 73: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
-	16, // 74: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
-	18, // 75: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
-	22, // 76: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
-	24, // 77: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
-	26, // 78: toolwire.v1.DispatcherService.GetOutput:output_type -> toolwire.v1.GetOutputResponse
-	29, // 79: toolwire.v1.DispatcherService.ListApprovals:output_type -> toolwire.v1.ListApprovalsResponse
-	31, // 80: toolwire.v1.DispatcherService.GetApproval:output_type -> toolwire.v1.GetApprovalResponse
-	33, // 81: toolwire.v1.DispatcherService.Approve:output_type -> toolwire.v1.ApproveResponse
-	35, // 82: toolwire.v1.DispatcherService.Deny:output_type -> toolwire.v1.DenyResponse
-	37, // 83: toolwire.v1.DispatcherService.ListGrants:output_type -> toolwire.v1.ListGrantsResponse
-	39, // 84: toolwire.v1.DispatcherService.RevokeGrant:output_type -> toolwire.v1.RevokeGrantResponse
-	41, // 85: toolwire.v1.DispatcherService.ApplyPolicy:output_type -> toolwire.v1.ApplyPolicyResponse
-	43, // 86: toolwire.v1.DispatcherService.GetPolicy:output_type -> toolwire.v1.GetPolicyResponse
-	45, // 87: toolwire.v1.DispatcherService.ListPolicyVersions:output_type -> toolwire.v1.ListPolicyVersionsResponse
-	48, // 88: toolwire.v1.DispatcherService.Explain:output_type -> toolwire.v1.ExplainResponse
-	68, // [68:89] is the sub-list for method output_type
-	47, // [47:68] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	60, // 31: toolwire.v1.ListApprovalsRequest.state:type_name -> toolwire.v1.ApprovalState
+	61, // 32: toolwire.v1.ListApprovalsResponse.approvals:type_name -> toolwire.v1.Approval
+	61, // 33: toolwire.v1.GetApprovalResponse.approval:type_name -> toolwire.v1.Approval
+	62, // 34: toolwire.v1.ApproveRequest.scope:type_name -> toolwire.v1.ApprovalScope
+	52, // 35: toolwire.v1.ApproveRequest.args_pattern:type_name -> toolwire.v1.ApproveRequest.ArgsPatternEntry
+	54, // 36: toolwire.v1.ApproveRequest.ttl:type_name -> google.protobuf.Duration
+	61, // 37: toolwire.v1.ApproveResponse.approval:type_name -> toolwire.v1.Approval
+	63, // 38: toolwire.v1.ApproveResponse.grant:type_name -> toolwire.v1.Grant
+	61, // 39: toolwire.v1.DenyResponse.approval:type_name -> toolwire.v1.Approval
+	63, // 40: toolwire.v1.ListGrantsResponse.grants:type_name -> toolwire.v1.Grant
+	64, // 41: toolwire.v1.ApplyPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
+	64, // 42: toolwire.v1.RemovePolicyResponse.in_force:type_name -> toolwire.v1.PolicyVersion
+	64, // 43: toolwire.v1.GetPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
+	64, // 44: toolwire.v1.ListPolicyVersionsResponse.versions:type_name -> toolwire.v1.PolicyVersion
+	65, // 45: toolwire.v1.ExplainResponse.decision:type_name -> toolwire.v1.PolicyDecision
+	49, // 46: toolwire.v1.ExplainResponse.rules:type_name -> toolwire.v1.ExplainedRule
+	63, // 47: toolwire.v1.ExplainResponse.grant:type_name -> toolwire.v1.Grant
+	3,  // 48: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
+	5,  // 49: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
+	7,  // 50: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
+	9,  // 51: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
+	11, // 52: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
+	13, // 53: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
+	15, // 54: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
+	17, // 55: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
+	21, // 56: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
+	23, // 57: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
+	25, // 58: toolwire.v1.DispatcherService.GetOutput:input_type -> toolwire.v1.GetOutputRequest
+	28, // 59: toolwire.v1.DispatcherService.ListApprovals:input_type -> toolwire.v1.ListApprovalsRequest
+	30, // 60: toolwire.v1.DispatcherService.GetApproval:input_type -> toolwire.v1.GetApprovalRequest
+	32, // 61: toolwire.v1.DispatcherService.Approve:input_type -> toolwire.v1.ApproveRequest
+	34, // 62: toolwire.v1.DispatcherService.Deny:input_type -> toolwire.v1.DenyRequest
+	36, // 63: toolwire.v1.DispatcherService.ListGrants:input_type -> toolwire.v1.ListGrantsRequest
+	38, // 64: toolwire.v1.DispatcherService.RevokeGrant:input_type -> toolwire.v1.RevokeGrantRequest
+	40, // 65: toolwire.v1.DispatcherService.ApplyPolicy:input_type -> toolwire.v1.ApplyPolicyRequest
+	42, // 66: toolwire.v1.DispatcherService.RemovePolicy:input_type -> toolwire.v1.RemovePolicyRequest
+	44, // 67: toolwire.v1.DispatcherService.GetPolicy:input_type -> toolwire.v1.GetPolicyRequest
+	46, // 68: toolwire.v1.DispatcherService.ListPolicyVersions:input_type -> toolwire.v1.ListPolicyVersionsRequest
+	48, // 69: toolwire.v1.DispatcherService.Explain:input_type -> toolwire.v1.ExplainRequest
+	4,  // 70: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
+	6,  // 71: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
+	8,  // 72: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
+	10, // 73: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
+	12, // 74: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
+	14, // 75: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
+	16, // 76: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
+	18, // 77: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
+	22, // 78: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
+	24, // 79: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
+	26, // 80: toolwire.v1.DispatcherService.GetOutput:output_type -> toolwire.v1.GetOutputResponse
+	29, // 81: toolwire.v1.DispatcherService.ListApprovals:output_type -> toolwire.v1.ListApprovalsResponse
+	31, // 82: toolwire.v1.DispatcherService.GetApproval:output_type -> toolwire.v1.GetApprovalResponse
+	33, // 83: toolwire.v1.DispatcherService.Approve:output_type -> toolwire.v1.ApproveResponse
+	35, // 84: toolwire.v1.DispatcherService.Deny:output_type -> toolwire.v1.DenyResponse
+	37, // 85: toolwire.v1.DispatcherService.ListGrants:output_type -> toolwire.v1.ListGrantsResponse
+	39, // 86: toolwire.v1.DispatcherService.RevokeGrant:output_type -> toolwire.v1.RevokeGrantResponse
+	41, // 87: toolwire.v1.DispatcherService.ApplyPolicy:output_type -> toolwire.v1.ApplyPolicyResponse
+	43, // 88: toolwire.v1.DispatcherService.RemovePolicy:output_type -> toolwire.v1.RemovePolicyResponse
+	45, // 89: toolwire.v1.DispatcherService.GetPolicy:output_type -> toolwire.v1.GetPolicyResponse
+	47, // 90: toolwire.v1.DispatcherService.ListPolicyVersions:output_type -> toolwire.v1.ListPolicyVersionsResponse
+	50, // 91: toolwire.v1.DispatcherService.Explain:output_type -> toolwire.v1.ExplainResponse
+	70, // [70:92] is the sub-list for method output_type
+	48, // [48:70] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_dispatcher_proto_init() }
@@ -3718,7 +3819,7 @@ func file_toolwire_v1_dispatcher_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_dispatcher_proto_rawDesc), len(file_toolwire_v1_dispatcher_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   48,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -84,6 +84,9 @@ const (
 	// DispatcherServiceApplyPolicyProcedure is the fully-qualified name of the DispatcherService's
 	// ApplyPolicy RPC.
 	DispatcherServiceApplyPolicyProcedure = "/toolwire.v1.DispatcherService/ApplyPolicy"
+	// DispatcherServiceRemovePolicyProcedure is the fully-qualified name of the DispatcherService's
+	// RemovePolicy RPC.
+	DispatcherServiceRemovePolicyProcedure = "/toolwire.v1.DispatcherService/RemovePolicy"
 	// DispatcherServiceGetPolicyProcedure is the fully-qualified name of the DispatcherService's
 	// GetPolicy RPC.
 	DispatcherServiceGetPolicyProcedure = "/toolwire.v1.DispatcherService/GetPolicy"
@@ -145,6 +148,10 @@ type DispatcherServiceClient interface {
 	// it in force on every replica. A document that does not parse, or whose
 	// tests fail, is refused. Needs the "admin" scope.
 	ApplyPolicy(context.Context, *connect.Request[v1.ApplyPolicyRequest]) (*connect.Response[v1.ApplyPolicyResponse], error)
+	// RemovePolicy takes the caller's tenant's own document out of force:
+	// the tenant is then under the installation document again (or under no
+	// policy). Its history stays. Needs the "admin" scope.
+	RemovePolicy(context.Context, *connect.Request[v1.RemovePolicyRequest]) (*connect.Response[v1.RemovePolicyResponse], error)
 	// GetPolicy returns the policy document in force for the caller's
 	// tenant, or one version of it. Needs the "admin" scope.
 	GetPolicy(context.Context, *connect.Request[v1.GetPolicyRequest]) (*connect.Response[v1.GetPolicyResponse], error)
@@ -283,6 +290,12 @@ func NewDispatcherServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(dispatcherServiceMethods.ByName("ApplyPolicy")),
 			connect.WithClientOptions(opts...),
 		),
+		removePolicy: connect.NewClient[v1.RemovePolicyRequest, v1.RemovePolicyResponse](
+			httpClient,
+			baseURL+DispatcherServiceRemovePolicyProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("RemovePolicy")),
+			connect.WithClientOptions(opts...),
+		),
 		getPolicy: connect.NewClient[v1.GetPolicyRequest, v1.GetPolicyResponse](
 			httpClient,
 			baseURL+DispatcherServiceGetPolicyProcedure,
@@ -327,6 +340,7 @@ type dispatcherServiceClient struct {
 	listGrants         *connect.Client[v1.ListGrantsRequest, v1.ListGrantsResponse]
 	revokeGrant        *connect.Client[v1.RevokeGrantRequest, v1.RevokeGrantResponse]
 	applyPolicy        *connect.Client[v1.ApplyPolicyRequest, v1.ApplyPolicyResponse]
+	removePolicy       *connect.Client[v1.RemovePolicyRequest, v1.RemovePolicyResponse]
 	getPolicy          *connect.Client[v1.GetPolicyRequest, v1.GetPolicyResponse]
 	listPolicyVersions *connect.Client[v1.ListPolicyVersionsRequest, v1.ListPolicyVersionsResponse]
 	explain            *connect.Client[v1.ExplainRequest, v1.ExplainResponse]
@@ -422,6 +436,11 @@ func (c *dispatcherServiceClient) ApplyPolicy(ctx context.Context, req *connect.
 	return c.applyPolicy.CallUnary(ctx, req)
 }
 
+// RemovePolicy calls toolwire.v1.DispatcherService.RemovePolicy.
+func (c *dispatcherServiceClient) RemovePolicy(ctx context.Context, req *connect.Request[v1.RemovePolicyRequest]) (*connect.Response[v1.RemovePolicyResponse], error) {
+	return c.removePolicy.CallUnary(ctx, req)
+}
+
 // GetPolicy calls toolwire.v1.DispatcherService.GetPolicy.
 func (c *dispatcherServiceClient) GetPolicy(ctx context.Context, req *connect.Request[v1.GetPolicyRequest]) (*connect.Response[v1.GetPolicyResponse], error) {
 	return c.getPolicy.CallUnary(ctx, req)
@@ -487,6 +506,10 @@ type DispatcherServiceHandler interface {
 	// it in force on every replica. A document that does not parse, or whose
 	// tests fail, is refused. Needs the "admin" scope.
 	ApplyPolicy(context.Context, *connect.Request[v1.ApplyPolicyRequest]) (*connect.Response[v1.ApplyPolicyResponse], error)
+	// RemovePolicy takes the caller's tenant's own document out of force:
+	// the tenant is then under the installation document again (or under no
+	// policy). Its history stays. Needs the "admin" scope.
+	RemovePolicy(context.Context, *connect.Request[v1.RemovePolicyRequest]) (*connect.Response[v1.RemovePolicyResponse], error)
 	// GetPolicy returns the policy document in force for the caller's
 	// tenant, or one version of it. Needs the "admin" scope.
 	GetPolicy(context.Context, *connect.Request[v1.GetPolicyRequest]) (*connect.Response[v1.GetPolicyResponse], error)
@@ -621,6 +644,12 @@ func NewDispatcherServiceHandler(svc DispatcherServiceHandler, opts ...connect.H
 		connect.WithSchema(dispatcherServiceMethods.ByName("ApplyPolicy")),
 		connect.WithHandlerOptions(opts...),
 	)
+	dispatcherServiceRemovePolicyHandler := connect.NewUnaryHandler(
+		DispatcherServiceRemovePolicyProcedure,
+		svc.RemovePolicy,
+		connect.WithSchema(dispatcherServiceMethods.ByName("RemovePolicy")),
+		connect.WithHandlerOptions(opts...),
+	)
 	dispatcherServiceGetPolicyHandler := connect.NewUnaryHandler(
 		DispatcherServiceGetPolicyProcedure,
 		svc.GetPolicy,
@@ -680,6 +709,8 @@ func NewDispatcherServiceHandler(svc DispatcherServiceHandler, opts ...connect.H
 			dispatcherServiceRevokeGrantHandler.ServeHTTP(w, r)
 		case DispatcherServiceApplyPolicyProcedure:
 			dispatcherServiceApplyPolicyHandler.ServeHTTP(w, r)
+		case DispatcherServiceRemovePolicyProcedure:
+			dispatcherServiceRemovePolicyHandler.ServeHTTP(w, r)
 		case DispatcherServiceGetPolicyProcedure:
 			dispatcherServiceGetPolicyHandler.ServeHTTP(w, r)
 		case DispatcherServiceListPolicyVersionsProcedure:
@@ -765,6 +796,10 @@ func (UnimplementedDispatcherServiceHandler) RevokeGrant(context.Context, *conne
 
 func (UnimplementedDispatcherServiceHandler) ApplyPolicy(context.Context, *connect.Request[v1.ApplyPolicyRequest]) (*connect.Response[v1.ApplyPolicyResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.ApplyPolicy is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) RemovePolicy(context.Context, *connect.Request[v1.RemovePolicyRequest]) (*connect.Response[v1.RemovePolicyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.RemovePolicy is not implemented"))
 }
 
 func (UnimplementedDispatcherServiceHandler) GetPolicy(context.Context, *connect.Request[v1.GetPolicyRequest]) (*connect.Response[v1.GetPolicyResponse], error) {
