@@ -18,12 +18,17 @@ const TenantPattern = `^[A-Za-z0-9_-]{1,64}$`
 
 // ValidTenant reports whether tenant follows TenantPattern (without a
 // regular expression: it is checked on every call).
-func ValidTenant(tenant string) bool {
-	if len(tenant) == 0 || len(tenant) > 64 {
+func ValidTenant(tenant string) bool { return PlainToken(tenant, 64) }
+
+// PlainToken reports whether s is 1 to max bytes of letters, digits, _
+// and - (TenantPattern's alphabet): safe as it is in a subject token and
+// a KV key.
+func PlainToken(s string, max int) bool {
+	if len(s) == 0 || len(s) > max {
 		return false
 	}
-	for i := 0; i < len(tenant); i++ {
-		switch c := tenant[i]; {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
 		default:
 			return false

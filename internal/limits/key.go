@@ -100,16 +100,4 @@ func writeToken(b *strings.Builder, s string, max int) {
 	b.Write(enc[:])
 }
 
-func plain(s string, max int) bool {
-	if len(s) == 0 || len(s) > max {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
+func plain(s string, max int) bool { return bus.PlainToken(s, max) }
