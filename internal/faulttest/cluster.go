@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/logtest"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/testport"
@@ -34,6 +35,9 @@ type Cluster struct {
 	Bus        *bus.Bus
 	Registry   *registry.Store
 	Dispatcher *dispatch.Dispatcher
+	// Policies is the dispatcher's policy holder (no policy in force
+	// until a test applies one).
+	Policies *policystore.Holder
 	// Ledger is the file every ledgerworker of the cluster appends to.
 	Ledger string
 	// Nodes are the nats-server processes of a cluster made by
@@ -78,7 +82,12 @@ func (c *Cluster) startDispatcher(cfg bus.Config, log *slog.Logger) {
 		t.Fatalf("faulttest: registry: %v", err)
 	}
 	t.Cleanup(c.Registry.Stop)
-	if c.Dispatcher, err = dispatch.New(c.Bus, c.Registry, dispatch.Config{Name: "faulttest", Logger: log}); err != nil {
+	c.Policies = policystore.NewHolder(c.Bus, quietLogger())
+	if err := c.Policies.Start(ctx); err != nil {
+		t.Fatalf("faulttest: policies: %v", err)
+	}
+	t.Cleanup(c.Policies.Stop)
+	if c.Dispatcher, err = dispatch.New(c.Bus, c.Registry, dispatch.Config{Name: "faulttest", Logger: log, Policies: c.Policies}); err != nil {
 		t.Fatalf("faulttest: dispatcher: %v", err)
 	}
 	if err := c.Dispatcher.Start(ctx); err != nil {
