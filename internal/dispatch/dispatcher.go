@@ -14,6 +14,7 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/delayed"
 	"github.com/toolwire/toolwire/internal/intents"
+	"github.com/toolwire/toolwire/internal/limits"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/telemetry"
@@ -64,6 +65,13 @@ type Dispatcher struct {
 	approvals *approvals.Store
 	tracker   *approvals.Tracker
 	grants    *approvals.GrantIndex
+
+	// Limits (limits.go): the shared counts (guarded by mu; made by
+	// Start), the concurrency slots of the calls admitted here, and the
+	// releases under way.
+	limitsStore *limits.Store
+	slots       slotHolder
+	slotWork    sync.WaitGroup
 
 	caps callerCaps // per-caller Watches and waiting requests
 	load *loadView  // pool backlogs and store use, for admission (load.go)

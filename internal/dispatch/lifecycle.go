@@ -107,6 +107,11 @@ func (d *Dispatcher) start(ctx context.Context) error {
 	}
 	d.own(d.tracker.Stop)
 	d.own(d.startApprovalSweep())
+	lim, err := d.startLimits(ctx)
+	if err != nil {
+		return err
+	}
+	d.own(lim)
 	return nil
 }
 

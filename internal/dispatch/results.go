@@ -80,7 +80,9 @@ func (d *Dispatcher) followResults(ctx context.Context, failed chan<- struct{}) 
 // own result.
 func (d *Dispatcher) onStored(m jetstream.Msg) {
 	subject := m.Subject()
-	d.deliver(subject[strings.LastIndexByte(subject, '.')+1:], m.Data())
+	callID := subject[strings.LastIndexByte(subject, '.')+1:]
+	d.deliver(callID, m.Data())
+	d.settled(callID)
 }
 
 // deliver hands data, a stored result, to the waiter of callID if there is

@@ -127,7 +127,24 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 		d.releaseKey(id, o)
 		return d.refuseOverloaded(o, callID, te, cause, target, now), nil, nil
 	}
-	return d.publish(ctx, o, &outgoing{id: id, w: w, callID: callID, now: now, call: call, subject: subject})
+	// Limits (limits.go): last, so that a refusal above spends nothing.
+	t, te, lpd := d.takeLimits(ctx, call, pd, now)
+	if te != nil {
+		if w != nil {
+			w.cancel()
+		}
+		if o.IdempotencyKey != "" {
+			d.releaseKey(id, o)
+		}
+		return d.refuseDecided(ctx, id, o, callID, te, lpd, now), nil, nil
+	}
+	s, w, err := d.publish(ctx, o, &outgoing{id: id, w: w, callID: callID, now: now, call: call, subject: subject})
+	if s != nil && s.Rejected != nil {
+		d.giveBack(context.WithoutCancel(ctx), t)
+	} else {
+		d.hold(call, t)
+	}
+	return s, w, err
 }
 
 // refuse records the refusal of a call as a REJECTED event (so that any

@@ -24,6 +24,7 @@ type document struct {
 	tenant docLayer
 	agents []docAgent // file order; names unique
 	tests  []docTest
+	limits []docLimit // limits.go
 }
 
 type docAgent struct {
@@ -122,6 +123,7 @@ func decodeDocument(data []byte) (*document, problems) {
 		"tenant": func(_, v *yaml.Node) { d.layer(v, &doc.tenant) },
 		"agents": func(_, v *yaml.Node) { doc.agents = d.agents(v) },
 		"tests":  func(_, v *yaml.Node) { doc.tests = d.tests(v) },
+		"limits": func(_, v *yaml.Node) { doc.limits = d.limits(v) },
 	}, nil)
 	return doc, ps
 }

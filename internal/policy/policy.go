@@ -29,6 +29,7 @@ type Policy struct {
 	agentList []string // sorted
 	rules     []*RuleInfo
 	tests     []docTest
+	limits    []*Limit // limits.go
 }
 
 // RuleInfo describes one rule of a policy. Explain and the audit name a
@@ -218,6 +219,7 @@ func Parse(data []byte) (*Policy, error) {
 		p.agentList = append(p.agentList, a.name)
 	}
 	slices.Sort(p.agentList)
+	p.limits = compileLimits(doc.limits, ids, &ps)
 	for _, t := range doc.tests {
 		if t.tool == "" {
 			ps.add(t.line, t.field+".tool", "must not be empty")
@@ -396,6 +398,7 @@ func canonicalDocument(doc *document) ([]byte, error) {
 		Tenant *cLayer            `json:"tenant,omitempty"`
 		Agents map[string]*cLayer `json:"agents,omitempty"`
 		Tests  []cTest            `json:"tests,omitempty"`
+		Limits []map[string]any   `json:"limits,omitempty"`
 	}
 	layerOf := func(dl *docLayer) *cLayer {
 		cl := &cLayer{}
@@ -422,6 +425,7 @@ func canonicalDocument(doc *document) ([]byte, error) {
 	}
 	var cd cDoc
 	cd.Tenant = layerOf(&doc.tenant)
+	cd.Limits = canonicalLimits(doc.limits)
 	for _, a := range doc.agents {
 		if cd.Agents == nil {
 			cd.Agents = map[string]*cLayer{}

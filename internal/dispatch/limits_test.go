@@ -1,0 +1,153 @@
+package dispatch_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/policystore"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// limitsStack is a stack with a second dispatcher replica (its own limits
+// store and policy holder) and the installation document doc in force on
+// both.
+func policyLimitsStack(t *testing.T, doc string) (*dispatchtest.Stack, []*dispatch.Dispatcher) {
+	t.Helper()
+	s := dispatchtest.Start(t, dispatchtest.Options{Concurrency: 8})
+	other := s.StartDispatcher(t, dispatch.Config{Name: "replica-2"})
+	a, err := policystore.NewStore(s.Env.Bus, nil).Apply(t.Context(), policystore.Installation, []byte(doc), policystore.ApplyOptions{})
+	require.NoError(t, err)
+	for _, d := range []*dispatch.Dispatcher{s.Dispatcher, other} {
+		require.NoError(t, d.Config().Policies.(*policystore.Holder).Wait(t.Context(), policystore.Installation, a.Version.Version, a.Revision))
+	}
+	return s, []*dispatch.Dispatcher{s.Dispatcher, other}
+}
+
+func session(name string) dispatch.Identity {
+	return dispatch.Identity{Tenant: "acme", Agent: "bot-" + name, Scopes: []string{"*"}}
+}
+
+// A budget of N calls per session admits exactly N across two replicas
+// called at once; the rest are refused BUDGET_EXCEEDED with the window's
+// reset, and spend nothing (another limit's refusal gives the units back).
+func TestBudgetAdmitsExactlyNAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	s, replicas := policyLimitsStack(t, `limits:
+  - id: per-session
+    key: session
+    tools: [echo]
+    budget: {units: 7, window: 24h}
+`)
+	_ = s
+	var mu sync.Mutex
+	counts := map[toolwirev1.ErrorType]int{}
+	var wg sync.WaitGroup
+	for i := range 30 {
+		wg.Go(func() {
+			o := &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"hi"}`, Session: "s-1"}
+			r, err := replicas[i%2].Call(t.Context(), session("a"), o, 30*time.Second)
+			require.NoError(t, err)
+			require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
+			mu.Lock()
+			defer mu.Unlock()
+			counts[r.Response.GetError().GetType()]++
+			if e := r.Response.GetError(); e != nil {
+				require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_BUDGET_EXCEEDED, e.Type, e.Message)
+				require.Positive(t, e.GetRetryAfter().AsDuration())
+				require.Contains(t, e.Message, `limit "per-session"`)
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, 7, counts[toolwirev1.ErrorType_ERROR_TYPE_UNSPECIFIED], "exactly the budget ran: %v", counts)
+	require.Equal(t, 23, counts[toolwirev1.ErrorType_ERROR_TYPE_BUDGET_EXCEEDED])
+
+	// Another session has a budget of its own; another tool none.
+	r, err := replicas[0].Call(t.Context(), session("a"), &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"hi"}`, Session: "s-2"}, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, r.Response.Ok, "%v", r.Response.GetError())
+}
+
+// A rate refuses RATE_LIMIT with retry_after; the budget units the refused
+// call had spent are given back; a refusal is recorded with the limit.
+func TestRateRefusesAndRefusedCallsSpendNothing(t *testing.T) {
+	t.Parallel()
+	_, replicas := policyLimitsStack(t, `limits:
+  - id: slow
+    key: agent
+    rate: {count: 2, per: 1h}
+  - id: daily
+    key: agent
+    budget: {units: 100, window: 24h}
+    reason: a hundred calls a day
+`)
+	call := func(i int) *toolwirev1.ToolResponse {
+		r, err := replicas[i%2].Call(t.Context(), session("r"), &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"hi"}`}, 30*time.Second)
+		require.NoError(t, err)
+		return r.Response
+	}
+	require.True(t, call(0).Ok)
+	require.True(t, call(1).Ok)
+	for i := range 5 {
+		r := call(i)
+		require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_RATE_LIMIT, r.GetError().GetType(), "%v", r.GetError())
+		require.Greater(t, r.GetError().GetRetryAfter().AsDuration(), 20*time.Minute, "the next unit comes in half an hour")
+		require.True(t, r.GetError().Retryable)
+	}
+	u, err := replicas[0].Usage(t.Context(), session("r"), dispatch.UsageFilter{})
+	require.NoError(t, err)
+	require.Len(t, u, 2)
+	require.Equal(t, "daily", u[0].Limit)
+	require.EqualValues(t, 2, u[0].Used, "the five refused calls spent nothing")
+	require.EqualValues(t, 98, u[0].Remaining)
+	require.Equal(t, "a hundred calls a day", u[0].Reason)
+}
+
+// A concurrency cap holds across replicas: with a cap of 1, a second call
+// while one runs is refused RATE_LIMIT; once the first has finished its
+// slot is back.
+func TestConcurrencyCapAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	_, replicas := policyLimitsStack(t, `limits:
+  - id: one-at-a-time
+    key: tenant
+    tools: [sleep]
+    concurrency: 1
+`)
+	first, err := replicas[0].Submit(t.Context(), session("c"), &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"2s"}`})
+	require.NoError(t, err)
+	require.Nil(t, first.Rejected)
+	second, err := replicas[1].Submit(t.Context(), session("c"), &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"1ms"}`})
+	require.NoError(t, err)
+	require.NotNil(t, second.Rejected, "one runs already")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_RATE_LIMIT, second.Rejected.GetError().GetType())
+	r, err := replicas[0].GetResult(t.Context(), session("c"), first.CallID, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, r.Response.Ok)
+	require.Eventually(t, func() bool {
+		s, err := replicas[1].Submit(context.WithoutCancel(t.Context()), session("c"), &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"1ms"}`})
+		return err == nil && s.Rejected == nil
+	}, 20*time.Second, 50*time.Millisecond, "the slot comes back with the first call's result")
+}
+
+// A key CEL cannot evaluate for a call refuses it (fail closed), naming
+// the limit.
+func TestLimitKeyThatCannotBeEvaluatedRefuses(t *testing.T) {
+	t.Parallel()
+	_, replicas := policyLimitsStack(t, `limits:
+  - id: per-repo
+    key: string(args.repo)
+    tools: [echo]
+    concurrency: 5
+`)
+	r, err := replicas[0].Call(t.Context(), session("k"), &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"no repo"}`}, 30*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.Response.GetError().GetType())
+	require.Contains(t, r.Response.GetError().GetMessage(), `limit "per-repo" cannot count this call`)
+}
