@@ -77,15 +77,15 @@ func TestLimitsParse(t *testing.T) {
 // Bad entries are refused naming their line.
 func TestLimitsRefused(t *testing.T) {
 	for doc, want := range map[string]string{
-		"limits:\n  - id: a\n    key: session\n":                                                  "line 2: limits[0]: needs a rate, a concurrency or a budget",
-		"limits:\n  - id: a\n    key: session\n    rate: {count: 0, per: 1s}\n":                   "line 4: limits[0].rate.count: must be a whole number from 1",
-		"limits:\n  - id: a\n    key: session\n    rate: {count: 1, per: 1ns}\n":                  "line 4: limits[0].rate.per: must be a duration from 1ms",
-		"limits:\n  - id: a\n    key: args.x ==\n    concurrency: 1\n":                             "line 3: limits[0].key: is not one of tenant",
-		"limits:\n  - id: a\n    key: args.x > 1\n    concurrency: 1\n":                             "line 3: limits[0].key: is not one of tenant",
-		"limits:\n  - id: a\n    key: session\n    concurrency: 2000\n":                            "line 4: limits[0].concurrency: at most 1024",
-		"limits:\n  - id: a\n    key: session\n    budget: {units: 5, window: 1500ms}\n":           "limits[0].budget.window: must be whole seconds",
-		"limits:\n  - id: a\n    key: session\n    rate: {count: 1, per: 1s}\n    cost: 3\n":       "line 5: limits[0].cost: 3 is above the burst 1",
-		"limits:\n  - id: a\n    key: session\n    concurrency: 1\n    frequency: 2\n":             "line 5: limits[0].frequency: unknown field",
+		"limits:\n  - id: a\n    key: session\n":                                                                         "line 2: limits[0]: needs a rate, a concurrency or a budget",
+		"limits:\n  - id: a\n    key: session\n    rate: {count: 0, per: 1s}\n":                                          "line 4: limits[0].rate.count: must be a whole number from 1",
+		"limits:\n  - id: a\n    key: session\n    rate: {count: 1, per: 1ns}\n":                                         "line 4: limits[0].rate.per: must be a duration from 1ms",
+		"limits:\n  - id: a\n    key: args.x ==\n    concurrency: 1\n":                                                   "line 3: limits[0].key: is not one of tenant",
+		"limits:\n  - id: a\n    key: args.x > 1\n    concurrency: 1\n":                                                  "line 3: limits[0].key: is not one of tenant",
+		"limits:\n  - id: a\n    key: session\n    concurrency: 2000\n":                                                  "line 4: limits[0].concurrency: at most 1024",
+		"limits:\n  - id: a\n    key: session\n    budget: {units: 5, window: 1500ms}\n":                                 "limits[0].budget.window: must be whole seconds",
+		"limits:\n  - id: a\n    key: session\n    rate: {count: 1, per: 1s}\n    cost: 3\n":                             "line 5: limits[0].cost: 3 is above the burst 1",
+		"limits:\n  - id: a\n    key: session\n    concurrency: 1\n    frequency: 2\n":                                   "line 5: limits[0].frequency: unknown field",
 		"tenant:\n  rules:\n    - {id: a, effect: allow, tools: [x]}\nlimits:\n  - {id: a, key: tool, concurrency: 1}\n": "line 5: limits[0].id: \"a\" is already used on line 3",
 	} {
 		_, err := policy.Parse([]byte(doc))
