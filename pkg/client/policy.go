@@ -87,3 +87,21 @@ func (c *Client) Explain(ctx context.Context, req *toolwirev1.ExplainRequest) (*
 	}
 	return resp.Msg, nil
 }
+
+// UsageOptions name whose usage GetUsage reads: empty = the caller's own
+// agent. Another agent needs the "admin" scope.
+type UsageOptions struct {
+	Agent, Session, User, Run string
+}
+
+// GetUsage reads the limits in force for the caller's tenant: each
+// limit's rate, concurrency (calls running) and budget (used, remaining,
+// reset).
+func (c *Client) GetUsage(ctx context.Context, o UsageOptions) (*toolwirev1.GetUsageResponse, error) {
+	resp, err := c.rpc.GetUsage(ctx, connect.NewRequest(&toolwirev1.GetUsageRequest{Agent: o.Agent, Session: o.Session,
+		User: o.User, Run: o.Run}))
+	if err != nil {
+		return nil, transportError("get usage", err)
+	}
+	return resp.Msg, nil
+}

@@ -2746,6 +2746,286 @@ func (x *ApplyPolicyResponse) GetInForce() bool {
 	return false
 }
 
+type GetUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty = the caller's own agent.
+	Agent         string `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	Session       string `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	User          string `protobuf:"bytes,3,opt,name=user,proto3" json:"user,omitempty"`
+	Run           string `protobuf:"bytes,4,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUsageRequest) Reset() {
+	*x = GetUsageRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageRequest) ProtoMessage() {}
+
+func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
+func (*GetUsageRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *GetUsageRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *GetUsageRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *GetUsageRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *GetUsageRequest) GetRun() string {
+	if x != nil {
+		return x.Run
+	}
+	return ""
+}
+
+// LimitUsage is one limit of the policy in force, as it stands for one key.
+type LimitUsage struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Limit  string                 `protobuf:"bytes,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	Reason string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// How the limit counts: tenant, agent, session, user, run, tool or a CEL
+	// expression.
+	Key string `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// The key read; empty for tool and CEL keys, which depend on each call
+	// (nothing is read for them).
+	Value string `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
+	// The rate, when the limit has one: rate_count per rate_per, rate_burst
+	// at once.
+	RateCount int64                `protobuf:"varint,5,opt,name=rate_count,json=rateCount,proto3" json:"rate_count,omitempty"`
+	RatePer   *durationpb.Duration `protobuf:"bytes,6,opt,name=rate_per,json=ratePer,proto3" json:"rate_per,omitempty"`
+	RateBurst int64                `protobuf:"varint,7,opt,name=rate_burst,json=rateBurst,proto3" json:"rate_burst,omitempty"`
+	// The concurrency cap, when the limit has one, and the calls running.
+	Concurrency int32 `protobuf:"varint,8,opt,name=concurrency,proto3" json:"concurrency,omitempty"`
+	InFlight    int32 `protobuf:"varint,9,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	// The budget, when the limit has one: budget_units per budget_window,
+	// and the current window's use.
+	BudgetUnits   int64                  `protobuf:"varint,10,opt,name=budget_units,json=budgetUnits,proto3" json:"budget_units,omitempty"`
+	BudgetWindow  *durationpb.Duration   `protobuf:"bytes,11,opt,name=budget_window,json=budgetWindow,proto3" json:"budget_window,omitempty"`
+	Used          int64                  `protobuf:"varint,12,opt,name=used,proto3" json:"used,omitempty"`
+	Remaining     int64                  `protobuf:"varint,13,opt,name=remaining,proto3" json:"remaining,omitempty"`
+	ResetAt       *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=reset_at,json=resetAt,proto3" json:"reset_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitUsage) Reset() {
+	*x = LimitUsage{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitUsage) ProtoMessage() {}
+
+func (x *LimitUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitUsage.ProtoReflect.Descriptor instead.
+func (*LimitUsage) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *LimitUsage) GetLimit() string {
+	if x != nil {
+		return x.Limit
+	}
+	return ""
+}
+
+func (x *LimitUsage) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *LimitUsage) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *LimitUsage) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *LimitUsage) GetRateCount() int64 {
+	if x != nil {
+		return x.RateCount
+	}
+	return 0
+}
+
+func (x *LimitUsage) GetRatePer() *durationpb.Duration {
+	if x != nil {
+		return x.RatePer
+	}
+	return nil
+}
+
+func (x *LimitUsage) GetRateBurst() int64 {
+	if x != nil {
+		return x.RateBurst
+	}
+	return 0
+}
+
+func (x *LimitUsage) GetConcurrency() int32 {
+	if x != nil {
+		return x.Concurrency
+	}
+	return 0
+}
+
+func (x *LimitUsage) GetInFlight() int32 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
+func (x *LimitUsage) GetBudgetUnits() int64 {
+	if x != nil {
+		return x.BudgetUnits
+	}
+	return 0
+}
+
+func (x *LimitUsage) GetBudgetWindow() *durationpb.Duration {
+	if x != nil {
+		return x.BudgetWindow
+	}
+	return nil
+}
+
+func (x *LimitUsage) GetUsed() int64 {
+	if x != nil {
+		return x.Used
+	}
+	return 0
+}
+
+func (x *LimitUsage) GetRemaining() int64 {
+	if x != nil {
+		return x.Remaining
+	}
+	return 0
+}
+
+func (x *LimitUsage) GetResetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ResetAt
+	}
+	return nil
+}
+
+type GetUsageResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Limits []*LimitUsage          `protobuf:"bytes,1,rep,name=limits,proto3" json:"limits,omitempty"`
+	// The policy version the limits are from; empty without a policy.
+	PolicyVersion string `protobuf:"bytes,2,opt,name=policy_version,json=policyVersion,proto3" json:"policy_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUsageResponse) Reset() {
+	*x = GetUsageResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageResponse) ProtoMessage() {}
+
+func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
+func (*GetUsageResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *GetUsageResponse) GetLimits() []*LimitUsage {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *GetUsageResponse) GetPolicyVersion() string {
+	if x != nil {
+		return x.PolicyVersion
+	}
+	return ""
+}
+
 type RemovePolicyRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2754,7 +3034,7 @@ type RemovePolicyRequest struct {
 
 func (x *RemovePolicyRequest) Reset() {
 	*x = RemovePolicyRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[39]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2766,7 +3046,7 @@ func (x *RemovePolicyRequest) String() string {
 func (*RemovePolicyRequest) ProtoMessage() {}
 
 func (x *RemovePolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[39]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2779,7 +3059,7 @@ func (x *RemovePolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePolicyRequest.ProtoReflect.Descriptor instead.
 func (*RemovePolicyRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{39}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{42}
 }
 
 type RemovePolicyResponse struct {
@@ -2795,7 +3075,7 @@ type RemovePolicyResponse struct {
 
 func (x *RemovePolicyResponse) Reset() {
 	*x = RemovePolicyResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[40]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2807,7 +3087,7 @@ func (x *RemovePolicyResponse) String() string {
 func (*RemovePolicyResponse) ProtoMessage() {}
 
 func (x *RemovePolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[40]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2820,7 +3100,7 @@ func (x *RemovePolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePolicyResponse.ProtoReflect.Descriptor instead.
 func (*RemovePolicyResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{40}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RemovePolicyResponse) GetRemoved() bool {
@@ -2847,7 +3127,7 @@ type GetPolicyRequest struct {
 
 func (x *GetPolicyRequest) Reset() {
 	*x = GetPolicyRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[41]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2859,7 +3139,7 @@ func (x *GetPolicyRequest) String() string {
 func (*GetPolicyRequest) ProtoMessage() {}
 
 func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[41]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2872,7 +3152,7 @@ func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{41}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetPolicyRequest) GetVersion() string {
@@ -2894,7 +3174,7 @@ type GetPolicyResponse struct {
 
 func (x *GetPolicyResponse) Reset() {
 	*x = GetPolicyResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[42]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2906,7 +3186,7 @@ func (x *GetPolicyResponse) String() string {
 func (*GetPolicyResponse) ProtoMessage() {}
 
 func (x *GetPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[42]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2919,7 +3199,7 @@ func (x *GetPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{42}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetPolicyResponse) GetVersion() *PolicyVersion {
@@ -2946,7 +3226,7 @@ type ListPolicyVersionsRequest struct {
 
 func (x *ListPolicyVersionsRequest) Reset() {
 	*x = ListPolicyVersionsRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[43]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2958,7 +3238,7 @@ func (x *ListPolicyVersionsRequest) String() string {
 func (*ListPolicyVersionsRequest) ProtoMessage() {}
 
 func (x *ListPolicyVersionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[43]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2971,7 +3251,7 @@ func (x *ListPolicyVersionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPolicyVersionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPolicyVersionsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{43}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListPolicyVersionsRequest) GetLimit() int32 {
@@ -2991,7 +3271,7 @@ type ListPolicyVersionsResponse struct {
 
 func (x *ListPolicyVersionsResponse) Reset() {
 	*x = ListPolicyVersionsResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[44]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3003,7 +3283,7 @@ func (x *ListPolicyVersionsResponse) String() string {
 func (*ListPolicyVersionsResponse) ProtoMessage() {}
 
 func (x *ListPolicyVersionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[44]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3016,7 +3296,7 @@ func (x *ListPolicyVersionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPolicyVersionsResponse.ProtoReflect.Descriptor instead.
 func (*ListPolicyVersionsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{44}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListPolicyVersionsResponse) GetVersions() []*PolicyVersion {
@@ -3049,7 +3329,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[45]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3061,7 +3341,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[45]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3074,7 +3354,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{45}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ExplainRequest) GetTool() string {
@@ -3168,7 +3448,7 @@ type ExplainedRule struct {
 
 func (x *ExplainedRule) Reset() {
 	*x = ExplainedRule{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[46]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3180,7 +3460,7 @@ func (x *ExplainedRule) String() string {
 func (*ExplainedRule) ProtoMessage() {}
 
 func (x *ExplainedRule) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[46]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3193,7 +3473,7 @@ func (x *ExplainedRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainedRule.ProtoReflect.Descriptor instead.
 func (*ExplainedRule) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{46}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ExplainedRule) GetId() string {
@@ -3266,7 +3546,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[47]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3278,7 +3558,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[47]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3291,7 +3571,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{47}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ExplainResponse) GetDecision() *PolicyDecision {
@@ -3534,7 +3814,34 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\v2\x1a.toolwire.v1.PolicyVersionR\aversion\x12\x18\n" +
 	"\achanged\x18\x02 \x01(\bR\achanged\x12!\n" +
 	"\ftests_passed\x18\x03 \x01(\x05R\vtestsPassed\x12\x19\n" +
-	"\bin_force\x18\x04 \x01(\bR\ainForce\"\x15\n" +
+	"\bin_force\x18\x04 \x01(\bR\ainForce\"g\n" +
+	"\x0fGetUsageRequest\x12\x14\n" +
+	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x18\n" +
+	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
+	"\x04user\x18\x03 \x01(\tR\x04user\x12\x10\n" +
+	"\x03run\x18\x04 \x01(\tR\x03run\"\xe1\x03\n" +
+	"\n" +
+	"LimitUsage\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\tR\x05limit\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x04 \x01(\tR\x05value\x12\x1d\n" +
+	"\n" +
+	"rate_count\x18\x05 \x01(\x03R\trateCount\x124\n" +
+	"\brate_per\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\aratePer\x12\x1d\n" +
+	"\n" +
+	"rate_burst\x18\a \x01(\x03R\trateBurst\x12 \n" +
+	"\vconcurrency\x18\b \x01(\x05R\vconcurrency\x12\x1b\n" +
+	"\tin_flight\x18\t \x01(\x05R\binFlight\x12!\n" +
+	"\fbudget_units\x18\n" +
+	" \x01(\x03R\vbudgetUnits\x12>\n" +
+	"\rbudget_window\x18\v \x01(\v2\x19.google.protobuf.DurationR\fbudgetWindow\x12\x12\n" +
+	"\x04used\x18\f \x01(\x03R\x04used\x12\x1c\n" +
+	"\tremaining\x18\r \x01(\x03R\tremaining\x125\n" +
+	"\breset_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\aresetAt\"j\n" +
+	"\x10GetUsageResponse\x12/\n" +
+	"\x06limits\x18\x01 \x03(\v2\x17.toolwire.v1.LimitUsageR\x06limits\x12%\n" +
+	"\x0epolicy_version\x18\x02 \x01(\tR\rpolicyVersion\"\x15\n" +
 	"\x13RemovePolicyRequest\"g\n" +
 	"\x14RemovePolicyResponse\x12\x18\n" +
 	"\aremoved\x18\x01 \x01(\bR\aremoved\x125\n" +
@@ -3595,7 +3902,7 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x1aCANCEL_OUTCOME_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CANCEL_OUTCOME_REQUESTED\x10\x01\x12#\n" +
 	"\x1fCANCEL_OUTCOME_ALREADY_FINISHED\x10\x02\x12\x1f\n" +
-	"\x1bCANCEL_OUTCOME_UNKNOWN_CALL\x10\x032\xdd\r\n" +
+	"\x1bCANCEL_OUTCOME_UNKNOWN_CALL\x10\x032\xab\x0e\n" +
 	"\x11DispatcherService\x12;\n" +
 	"\x04Call\x12\x18.toolwire.v1.CallRequest\x1a\x19.toolwire.v1.CallResponse\x12A\n" +
 	"\x06Submit\x12\x1a.toolwire.v1.SubmitRequest\x1a\x1b.toolwire.v1.SubmitResponse\x12O\n" +
@@ -3619,7 +3926,8 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\vApplyPolicy\x12\x1f.toolwire.v1.ApplyPolicyRequest\x1a .toolwire.v1.ApplyPolicyResponse\x12S\n" +
 	"\fRemovePolicy\x12 .toolwire.v1.RemovePolicyRequest\x1a!.toolwire.v1.RemovePolicyResponse\x12O\n" +
 	"\tGetPolicy\x12\x1d.toolwire.v1.GetPolicyRequest\x1a\x1e.toolwire.v1.GetPolicyResponse\"\x03\x90\x02\x01\x12j\n" +
-	"\x12ListPolicyVersions\x12&.toolwire.v1.ListPolicyVersionsRequest\x1a'.toolwire.v1.ListPolicyVersionsResponse\"\x03\x90\x02\x01\x12I\n" +
+	"\x12ListPolicyVersions\x12&.toolwire.v1.ListPolicyVersionsRequest\x1a'.toolwire.v1.ListPolicyVersionsResponse\"\x03\x90\x02\x01\x12L\n" +
+	"\bGetUsage\x12\x1c.toolwire.v1.GetUsageRequest\x1a\x1d.toolwire.v1.GetUsageResponse\"\x03\x90\x02\x01\x12I\n" +
 	"\aExplain\x12\x1b.toolwire.v1.ExplainRequest\x1a\x1c.toolwire.v1.ExplainResponse\"\x03\x90\x02\x01BCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
 
 var (
@@ -3635,7 +3943,7 @@ func file_toolwire_v1_dispatcher_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_toolwire_v1_dispatcher_proto_goTypes = []any{
 	(CallState)(0),                     // 0: toolwire.v1.CallState
 	(ToolFormat)(0),                    // 1: toolwire.v1.ToolFormat
@@ -3679,129 +3987,138 @@ var file_toolwire_v1_dispatcher_proto_goTypes = []any{
 	(*RevokeGrantResponse)(nil),        // 39: toolwire.v1.RevokeGrantResponse
 	(*ApplyPolicyRequest)(nil),         // 40: toolwire.v1.ApplyPolicyRequest
 	(*ApplyPolicyResponse)(nil),        // 41: toolwire.v1.ApplyPolicyResponse
-	(*RemovePolicyRequest)(nil),        // 42: toolwire.v1.RemovePolicyRequest
-	(*RemovePolicyResponse)(nil),       // 43: toolwire.v1.RemovePolicyResponse
-	(*GetPolicyRequest)(nil),           // 44: toolwire.v1.GetPolicyRequest
-	(*GetPolicyResponse)(nil),          // 45: toolwire.v1.GetPolicyResponse
-	(*ListPolicyVersionsRequest)(nil),  // 46: toolwire.v1.ListPolicyVersionsRequest
-	(*ListPolicyVersionsResponse)(nil), // 47: toolwire.v1.ListPolicyVersionsResponse
-	(*ExplainRequest)(nil),             // 48: toolwire.v1.ExplainRequest
-	(*ExplainedRule)(nil),              // 49: toolwire.v1.ExplainedRule
-	(*ExplainResponse)(nil),            // 50: toolwire.v1.ExplainResponse
-	nil,                                // 51: toolwire.v1.Session.StateJsonEntry
-	nil,                                // 52: toolwire.v1.ApproveRequest.ArgsPatternEntry
-	(*structpb.Struct)(nil),            // 53: google.protobuf.Struct
-	(*durationpb.Duration)(nil),        // 54: google.protobuf.Duration
-	(*ToolResponse)(nil),               // 55: toolwire.v1.ToolResponse
-	(*CallEvent)(nil),                  // 56: toolwire.v1.CallEvent
-	(ExecutorType)(0),                  // 57: toolwire.v1.ExecutorType
-	(*ToolSpec)(nil),                   // 58: toolwire.v1.ToolSpec
-	(*timestamppb.Timestamp)(nil),      // 59: google.protobuf.Timestamp
-	(ApprovalState)(0),                 // 60: toolwire.v1.ApprovalState
-	(*Approval)(nil),                   // 61: toolwire.v1.Approval
-	(ApprovalScope)(0),                 // 62: toolwire.v1.ApprovalScope
-	(*Grant)(nil),                      // 63: toolwire.v1.Grant
-	(*PolicyVersion)(nil),              // 64: toolwire.v1.PolicyVersion
-	(*PolicyDecision)(nil),             // 65: toolwire.v1.PolicyDecision
+	(*GetUsageRequest)(nil),            // 42: toolwire.v1.GetUsageRequest
+	(*LimitUsage)(nil),                 // 43: toolwire.v1.LimitUsage
+	(*GetUsageResponse)(nil),           // 44: toolwire.v1.GetUsageResponse
+	(*RemovePolicyRequest)(nil),        // 45: toolwire.v1.RemovePolicyRequest
+	(*RemovePolicyResponse)(nil),       // 46: toolwire.v1.RemovePolicyResponse
+	(*GetPolicyRequest)(nil),           // 47: toolwire.v1.GetPolicyRequest
+	(*GetPolicyResponse)(nil),          // 48: toolwire.v1.GetPolicyResponse
+	(*ListPolicyVersionsRequest)(nil),  // 49: toolwire.v1.ListPolicyVersionsRequest
+	(*ListPolicyVersionsResponse)(nil), // 50: toolwire.v1.ListPolicyVersionsResponse
+	(*ExplainRequest)(nil),             // 51: toolwire.v1.ExplainRequest
+	(*ExplainedRule)(nil),              // 52: toolwire.v1.ExplainedRule
+	(*ExplainResponse)(nil),            // 53: toolwire.v1.ExplainResponse
+	nil,                                // 54: toolwire.v1.Session.StateJsonEntry
+	nil,                                // 55: toolwire.v1.ApproveRequest.ArgsPatternEntry
+	(*structpb.Struct)(nil),            // 56: google.protobuf.Struct
+	(*durationpb.Duration)(nil),        // 57: google.protobuf.Duration
+	(*ToolResponse)(nil),               // 58: toolwire.v1.ToolResponse
+	(*CallEvent)(nil),                  // 59: toolwire.v1.CallEvent
+	(ExecutorType)(0),                  // 60: toolwire.v1.ExecutorType
+	(*ToolSpec)(nil),                   // 61: toolwire.v1.ToolSpec
+	(*timestamppb.Timestamp)(nil),      // 62: google.protobuf.Timestamp
+	(ApprovalState)(0),                 // 63: toolwire.v1.ApprovalState
+	(*Approval)(nil),                   // 64: toolwire.v1.Approval
+	(ApprovalScope)(0),                 // 65: toolwire.v1.ApprovalScope
+	(*Grant)(nil),                      // 66: toolwire.v1.Grant
+	(*PolicyVersion)(nil),              // 67: toolwire.v1.PolicyVersion
+	(*PolicyDecision)(nil),             // 68: toolwire.v1.PolicyDecision
 }
 var file_toolwire_v1_dispatcher_proto_depIdxs = []int32{
-	53, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
-	54, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	54, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	54, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
+	56, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
+	57, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	57, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	57, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
 	0,  // 4: toolwire.v1.CallResponse.state:type_name -> toolwire.v1.CallState
-	55, // 5: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
+	58, // 5: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
 	19, // 6: toolwire.v1.CallResponse.session:type_name -> toolwire.v1.Session
-	53, // 7: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
-	54, // 8: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	54, // 9: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	55, // 10: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
+	56, // 7: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
+	57, // 8: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	57, // 9: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	58, // 10: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
 	0,  // 11: toolwire.v1.SubmitResponse.state:type_name -> toolwire.v1.CallState
-	54, // 12: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
+	57, // 12: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
 	0,  // 13: toolwire.v1.GetResultResponse.state:type_name -> toolwire.v1.CallState
-	55, // 14: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
-	56, // 15: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
+	58, // 14: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
+	59, // 15: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
 	2,  // 16: toolwire.v1.CancelResponse.outcome:type_name -> toolwire.v1.CancelOutcome
 	1,  // 17: toolwire.v1.ListToolsRequest.format:type_name -> toolwire.v1.ToolFormat
-	57, // 18: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
-	58, // 19: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
+	60, // 18: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
+	61, // 19: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
 	1,  // 20: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
-	58, // 21: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	58, // 22: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	51, // 23: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
+	61, // 21: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	61, // 22: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	54, // 23: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
 	20, // 24: toolwire.v1.Session.log:type_name -> toolwire.v1.AppliedIntent
-	59, // 25: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	59, // 26: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
+	62, // 25: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	62, // 26: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
 	19, // 27: toolwire.v1.GetSessionResponse.session:type_name -> toolwire.v1.Session
 	19, // 28: toolwire.v1.ApplyIntentsResponse.session:type_name -> toolwire.v1.Session
 	0,  // 29: toolwire.v1.GetOutputResponse.state:type_name -> toolwire.v1.CallState
 	27, // 30: toolwire.v1.GetOutputResponse.lines:type_name -> toolwire.v1.OutputLine
-	60, // 31: toolwire.v1.ListApprovalsRequest.state:type_name -> toolwire.v1.ApprovalState
-	61, // 32: toolwire.v1.ListApprovalsResponse.approvals:type_name -> toolwire.v1.Approval
-	61, // 33: toolwire.v1.GetApprovalResponse.approval:type_name -> toolwire.v1.Approval
-	62, // 34: toolwire.v1.ApproveRequest.scope:type_name -> toolwire.v1.ApprovalScope
-	52, // 35: toolwire.v1.ApproveRequest.args_pattern:type_name -> toolwire.v1.ApproveRequest.ArgsPatternEntry
-	54, // 36: toolwire.v1.ApproveRequest.ttl:type_name -> google.protobuf.Duration
-	61, // 37: toolwire.v1.ApproveResponse.approval:type_name -> toolwire.v1.Approval
-	63, // 38: toolwire.v1.ApproveResponse.grant:type_name -> toolwire.v1.Grant
-	61, // 39: toolwire.v1.DenyResponse.approval:type_name -> toolwire.v1.Approval
-	63, // 40: toolwire.v1.ListGrantsResponse.grants:type_name -> toolwire.v1.Grant
-	64, // 41: toolwire.v1.ApplyPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
-	64, // 42: toolwire.v1.RemovePolicyResponse.in_force:type_name -> toolwire.v1.PolicyVersion
-	64, // 43: toolwire.v1.GetPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
-	64, // 44: toolwire.v1.ListPolicyVersionsResponse.versions:type_name -> toolwire.v1.PolicyVersion
-	65, // 45: toolwire.v1.ExplainResponse.decision:type_name -> toolwire.v1.PolicyDecision
-	49, // 46: toolwire.v1.ExplainResponse.rules:type_name -> toolwire.v1.ExplainedRule
-	63, // 47: toolwire.v1.ExplainResponse.grant:type_name -> toolwire.v1.Grant
-	3,  // 48: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
-	5,  // 49: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
-	7,  // 50: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
-	9,  // 51: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
-	11, // 52: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
-	13, // 53: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
-	15, // 54: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
-	17, // 55: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
-	21, // 56: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
-	23, // 57: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
-	25, // 58: toolwire.v1.DispatcherService.GetOutput:input_type -> toolwire.v1.GetOutputRequest
-	28, // 59: toolwire.v1.DispatcherService.ListApprovals:input_type -> toolwire.v1.ListApprovalsRequest
-	30, // 60: toolwire.v1.DispatcherService.GetApproval:input_type -> toolwire.v1.GetApprovalRequest
-	32, // 61: toolwire.v1.DispatcherService.Approve:input_type -> toolwire.v1.ApproveRequest
-	34, // 62: toolwire.v1.DispatcherService.Deny:input_type -> toolwire.v1.DenyRequest
-	36, // 63: toolwire.v1.DispatcherService.ListGrants:input_type -> toolwire.v1.ListGrantsRequest
-	38, // 64: toolwire.v1.DispatcherService.RevokeGrant:input_type -> toolwire.v1.RevokeGrantRequest
-	40, // 65: toolwire.v1.DispatcherService.ApplyPolicy:input_type -> toolwire.v1.ApplyPolicyRequest
-	42, // 66: toolwire.v1.DispatcherService.RemovePolicy:input_type -> toolwire.v1.RemovePolicyRequest
-	44, // 67: toolwire.v1.DispatcherService.GetPolicy:input_type -> toolwire.v1.GetPolicyRequest
-	46, // 68: toolwire.v1.DispatcherService.ListPolicyVersions:input_type -> toolwire.v1.ListPolicyVersionsRequest
-	48, // 69: toolwire.v1.DispatcherService.Explain:input_type -> toolwire.v1.ExplainRequest
-	4,  // 70: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
-	6,  // 71: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
-	8,  // 72: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
-	10, // 73: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
-	12, // 74: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
-	14, // 75: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
-	16, // 76: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
-	18, // 77: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
-	22, // 78: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
-	24, // 79: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
-	26, // 80: toolwire.v1.DispatcherService.GetOutput:output_type -> toolwire.v1.GetOutputResponse
-	29, // 81: toolwire.v1.DispatcherService.ListApprovals:output_type -> toolwire.v1.ListApprovalsResponse
-	31, // 82: toolwire.v1.DispatcherService.GetApproval:output_type -> toolwire.v1.GetApprovalResponse
-	33, // 83: toolwire.v1.DispatcherService.Approve:output_type -> toolwire.v1.ApproveResponse
-	35, // 84: toolwire.v1.DispatcherService.Deny:output_type -> toolwire.v1.DenyResponse
-	37, // 85: toolwire.v1.DispatcherService.ListGrants:output_type -> toolwire.v1.ListGrantsResponse
-	39, // 86: toolwire.v1.DispatcherService.RevokeGrant:output_type -> toolwire.v1.RevokeGrantResponse
-	41, // 87: toolwire.v1.DispatcherService.ApplyPolicy:output_type -> toolwire.v1.ApplyPolicyResponse
-	43, // 88: toolwire.v1.DispatcherService.RemovePolicy:output_type -> toolwire.v1.RemovePolicyResponse
-	45, // 89: toolwire.v1.DispatcherService.GetPolicy:output_type -> toolwire.v1.GetPolicyResponse
-	47, // 90: toolwire.v1.DispatcherService.ListPolicyVersions:output_type -> toolwire.v1.ListPolicyVersionsResponse
-	50, // 91: toolwire.v1.DispatcherService.Explain:output_type -> toolwire.v1.ExplainResponse
-	70, // [70:92] is the sub-list for method output_type
-	48, // [48:70] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	63, // 31: toolwire.v1.ListApprovalsRequest.state:type_name -> toolwire.v1.ApprovalState
+	64, // 32: toolwire.v1.ListApprovalsResponse.approvals:type_name -> toolwire.v1.Approval
+	64, // 33: toolwire.v1.GetApprovalResponse.approval:type_name -> toolwire.v1.Approval
+	65, // 34: toolwire.v1.ApproveRequest.scope:type_name -> toolwire.v1.ApprovalScope
+	55, // 35: toolwire.v1.ApproveRequest.args_pattern:type_name -> toolwire.v1.ApproveRequest.ArgsPatternEntry
+	57, // 36: toolwire.v1.ApproveRequest.ttl:type_name -> google.protobuf.Duration
+	64, // 37: toolwire.v1.ApproveResponse.approval:type_name -> toolwire.v1.Approval
+	66, // 38: toolwire.v1.ApproveResponse.grant:type_name -> toolwire.v1.Grant
+	64, // 39: toolwire.v1.DenyResponse.approval:type_name -> toolwire.v1.Approval
+	66, // 40: toolwire.v1.ListGrantsResponse.grants:type_name -> toolwire.v1.Grant
+	67, // 41: toolwire.v1.ApplyPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
+	57, // 42: toolwire.v1.LimitUsage.rate_per:type_name -> google.protobuf.Duration
+	57, // 43: toolwire.v1.LimitUsage.budget_window:type_name -> google.protobuf.Duration
+	62, // 44: toolwire.v1.LimitUsage.reset_at:type_name -> google.protobuf.Timestamp
+	43, // 45: toolwire.v1.GetUsageResponse.limits:type_name -> toolwire.v1.LimitUsage
+	67, // 46: toolwire.v1.RemovePolicyResponse.in_force:type_name -> toolwire.v1.PolicyVersion
+	67, // 47: toolwire.v1.GetPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
+	67, // 48: toolwire.v1.ListPolicyVersionsResponse.versions:type_name -> toolwire.v1.PolicyVersion
+	68, // 49: toolwire.v1.ExplainResponse.decision:type_name -> toolwire.v1.PolicyDecision
+	52, // 50: toolwire.v1.ExplainResponse.rules:type_name -> toolwire.v1.ExplainedRule
+	66, // 51: toolwire.v1.ExplainResponse.grant:type_name -> toolwire.v1.Grant
+	3,  // 52: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
+	5,  // 53: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
+	7,  // 54: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
+	9,  // 55: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
+	11, // 56: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
+	13, // 57: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
+	15, // 58: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
+	17, // 59: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
+	21, // 60: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
+	23, // 61: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
+	25, // 62: toolwire.v1.DispatcherService.GetOutput:input_type -> toolwire.v1.GetOutputRequest
+	28, // 63: toolwire.v1.DispatcherService.ListApprovals:input_type -> toolwire.v1.ListApprovalsRequest
+	30, // 64: toolwire.v1.DispatcherService.GetApproval:input_type -> toolwire.v1.GetApprovalRequest
+	32, // 65: toolwire.v1.DispatcherService.Approve:input_type -> toolwire.v1.ApproveRequest
+	34, // 66: toolwire.v1.DispatcherService.Deny:input_type -> toolwire.v1.DenyRequest
+	36, // 67: toolwire.v1.DispatcherService.ListGrants:input_type -> toolwire.v1.ListGrantsRequest
+	38, // 68: toolwire.v1.DispatcherService.RevokeGrant:input_type -> toolwire.v1.RevokeGrantRequest
+	40, // 69: toolwire.v1.DispatcherService.ApplyPolicy:input_type -> toolwire.v1.ApplyPolicyRequest
+	45, // 70: toolwire.v1.DispatcherService.RemovePolicy:input_type -> toolwire.v1.RemovePolicyRequest
+	47, // 71: toolwire.v1.DispatcherService.GetPolicy:input_type -> toolwire.v1.GetPolicyRequest
+	49, // 72: toolwire.v1.DispatcherService.ListPolicyVersions:input_type -> toolwire.v1.ListPolicyVersionsRequest
+	42, // 73: toolwire.v1.DispatcherService.GetUsage:input_type -> toolwire.v1.GetUsageRequest
+	51, // 74: toolwire.v1.DispatcherService.Explain:input_type -> toolwire.v1.ExplainRequest
+	4,  // 75: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
+	6,  // 76: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
+	8,  // 77: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
+	10, // 78: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
+	12, // 79: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
+	14, // 80: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
+	16, // 81: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
+	18, // 82: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
+	22, // 83: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
+	24, // 84: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
+	26, // 85: toolwire.v1.DispatcherService.GetOutput:output_type -> toolwire.v1.GetOutputResponse
+	29, // 86: toolwire.v1.DispatcherService.ListApprovals:output_type -> toolwire.v1.ListApprovalsResponse
+	31, // 87: toolwire.v1.DispatcherService.GetApproval:output_type -> toolwire.v1.GetApprovalResponse
+	33, // 88: toolwire.v1.DispatcherService.Approve:output_type -> toolwire.v1.ApproveResponse
+	35, // 89: toolwire.v1.DispatcherService.Deny:output_type -> toolwire.v1.DenyResponse
+	37, // 90: toolwire.v1.DispatcherService.ListGrants:output_type -> toolwire.v1.ListGrantsResponse
+	39, // 91: toolwire.v1.DispatcherService.RevokeGrant:output_type -> toolwire.v1.RevokeGrantResponse
+	41, // 92: toolwire.v1.DispatcherService.ApplyPolicy:output_type -> toolwire.v1.ApplyPolicyResponse
+	46, // 93: toolwire.v1.DispatcherService.RemovePolicy:output_type -> toolwire.v1.RemovePolicyResponse
+	48, // 94: toolwire.v1.DispatcherService.GetPolicy:output_type -> toolwire.v1.GetPolicyResponse
+	50, // 95: toolwire.v1.DispatcherService.ListPolicyVersions:output_type -> toolwire.v1.ListPolicyVersionsResponse
+	44, // 96: toolwire.v1.DispatcherService.GetUsage:output_type -> toolwire.v1.GetUsageResponse
+	53, // 97: toolwire.v1.DispatcherService.Explain:output_type -> toolwire.v1.ExplainResponse
+	75, // [75:98] is the sub-list for method output_type
+	52, // [52:75] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_dispatcher_proto_init() }
@@ -3819,7 +4136,7 @@ func file_toolwire_v1_dispatcher_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_dispatcher_proto_rawDesc), len(file_toolwire_v1_dispatcher_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   50,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -93,6 +93,9 @@ const (
 	// DispatcherServiceListPolicyVersionsProcedure is the fully-qualified name of the
 	// DispatcherService's ListPolicyVersions RPC.
 	DispatcherServiceListPolicyVersionsProcedure = "/toolwire.v1.DispatcherService/ListPolicyVersions"
+	// DispatcherServiceGetUsageProcedure is the fully-qualified name of the DispatcherService's
+	// GetUsage RPC.
+	DispatcherServiceGetUsageProcedure = "/toolwire.v1.DispatcherService/GetUsage"
 	// DispatcherServiceExplainProcedure is the fully-qualified name of the DispatcherService's Explain
 	// RPC.
 	DispatcherServiceExplainProcedure = "/toolwire.v1.DispatcherService/Explain"
@@ -158,6 +161,11 @@ type DispatcherServiceClient interface {
 	// ListPolicyVersions lists the documents applied for the caller's
 	// tenant, newest first. Needs the "admin" scope.
 	ListPolicyVersions(context.Context, *connect.Request[v1.ListPolicyVersionsRequest]) (*connect.Response[v1.ListPolicyVersionsResponse], error)
+	// GetUsage reads the limits in force for the caller's tenant: each
+	// limit's rate, concurrency (calls running) and budget (used, remaining,
+	// reset) for the caller's own agent, or, with the "admin" scope, another
+	// agent, session, user or run of the tenant.
+	GetUsage(context.Context, *connect.Request[v1.GetUsageRequest]) (*connect.Response[v1.GetUsageResponse], error)
 	// Explain decides a call as admission would, without running it, and
 	// says why. Needs the "admin" scope.
 	Explain(context.Context, *connect.Request[v1.ExplainRequest]) (*connect.Response[v1.ExplainResponse], error)
@@ -310,6 +318,13 @@ func NewDispatcherServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		getUsage: connect.NewClient[v1.GetUsageRequest, v1.GetUsageResponse](
+			httpClient,
+			baseURL+DispatcherServiceGetUsageProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("GetUsage")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 		explain: connect.NewClient[v1.ExplainRequest, v1.ExplainResponse](
 			httpClient,
 			baseURL+DispatcherServiceExplainProcedure,
@@ -343,6 +358,7 @@ type dispatcherServiceClient struct {
 	removePolicy       *connect.Client[v1.RemovePolicyRequest, v1.RemovePolicyResponse]
 	getPolicy          *connect.Client[v1.GetPolicyRequest, v1.GetPolicyResponse]
 	listPolicyVersions *connect.Client[v1.ListPolicyVersionsRequest, v1.ListPolicyVersionsResponse]
+	getUsage           *connect.Client[v1.GetUsageRequest, v1.GetUsageResponse]
 	explain            *connect.Client[v1.ExplainRequest, v1.ExplainResponse]
 }
 
@@ -451,6 +467,11 @@ func (c *dispatcherServiceClient) ListPolicyVersions(ctx context.Context, req *c
 	return c.listPolicyVersions.CallUnary(ctx, req)
 }
 
+// GetUsage calls toolwire.v1.DispatcherService.GetUsage.
+func (c *dispatcherServiceClient) GetUsage(ctx context.Context, req *connect.Request[v1.GetUsageRequest]) (*connect.Response[v1.GetUsageResponse], error) {
+	return c.getUsage.CallUnary(ctx, req)
+}
+
 // Explain calls toolwire.v1.DispatcherService.Explain.
 func (c *dispatcherServiceClient) Explain(ctx context.Context, req *connect.Request[v1.ExplainRequest]) (*connect.Response[v1.ExplainResponse], error) {
 	return c.explain.CallUnary(ctx, req)
@@ -516,6 +537,11 @@ type DispatcherServiceHandler interface {
 	// ListPolicyVersions lists the documents applied for the caller's
 	// tenant, newest first. Needs the "admin" scope.
 	ListPolicyVersions(context.Context, *connect.Request[v1.ListPolicyVersionsRequest]) (*connect.Response[v1.ListPolicyVersionsResponse], error)
+	// GetUsage reads the limits in force for the caller's tenant: each
+	// limit's rate, concurrency (calls running) and budget (used, remaining,
+	// reset) for the caller's own agent, or, with the "admin" scope, another
+	// agent, session, user or run of the tenant.
+	GetUsage(context.Context, *connect.Request[v1.GetUsageRequest]) (*connect.Response[v1.GetUsageResponse], error)
 	// Explain decides a call as admission would, without running it, and
 	// says why. Needs the "admin" scope.
 	Explain(context.Context, *connect.Request[v1.ExplainRequest]) (*connect.Response[v1.ExplainResponse], error)
@@ -664,6 +690,13 @@ func NewDispatcherServiceHandler(svc DispatcherServiceHandler, opts ...connect.H
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	dispatcherServiceGetUsageHandler := connect.NewUnaryHandler(
+		DispatcherServiceGetUsageProcedure,
+		svc.GetUsage,
+		connect.WithSchema(dispatcherServiceMethods.ByName("GetUsage")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	dispatcherServiceExplainHandler := connect.NewUnaryHandler(
 		DispatcherServiceExplainProcedure,
 		svc.Explain,
@@ -715,6 +748,8 @@ func NewDispatcherServiceHandler(svc DispatcherServiceHandler, opts ...connect.H
 			dispatcherServiceGetPolicyHandler.ServeHTTP(w, r)
 		case DispatcherServiceListPolicyVersionsProcedure:
 			dispatcherServiceListPolicyVersionsHandler.ServeHTTP(w, r)
+		case DispatcherServiceGetUsageProcedure:
+			dispatcherServiceGetUsageHandler.ServeHTTP(w, r)
 		case DispatcherServiceExplainProcedure:
 			dispatcherServiceExplainHandler.ServeHTTP(w, r)
 		default:
@@ -808,6 +843,10 @@ func (UnimplementedDispatcherServiceHandler) GetPolicy(context.Context, *connect
 
 func (UnimplementedDispatcherServiceHandler) ListPolicyVersions(context.Context, *connect.Request[v1.ListPolicyVersionsRequest]) (*connect.Response[v1.ListPolicyVersionsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.ListPolicyVersions is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) GetUsage(context.Context, *connect.Request[v1.GetUsageRequest]) (*connect.Response[v1.GetUsageResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.GetUsage is not implemented"))
 }
 
 func (UnimplementedDispatcherServiceHandler) Explain(context.Context, *connect.Request[v1.ExplainRequest]) (*connect.Response[v1.ExplainResponse], error) {
