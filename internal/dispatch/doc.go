@@ -47,7 +47,9 @@
 // grow with the arguments) → policy and approval (policy.go): the policy
 // in force decides (internal/policy); a deny answers PERMISSION_DENIED;
 // an ask (a rule, requires_approval, or a default) that no grant and no
-// valid approval token covers parks the call (see "Approvals" below).
+// valid approval token covers parks the call (see "Approvals" below) →
+// the limits of the policy in force (limits.go, "Limits and budgets"
+// below), the last step, just before the call is published.
 // The arguments are the request's arguments_json byte for byte when given,
 // else its arguments object encoded as JSON, else {}; a request that sets
 // both is refused (VALIDATION), since the caller could not tell which one
@@ -615,9 +617,43 @@
 //   - A parked call's AWAITING_APPROVAL answer counts in the admission
 //     metrics as awaiting_approval, not accepted.
 //
-// # Decisions on limits
+// # Limits and budgets
 //
-// Where the issue that introduced the limits was silent:
+// The policy in force for the caller's tenant may hold limits
+// (internal/policy, limits.go): rates, concurrency caps and budgets per
+// key, counted in the shared limits bucket (internal/limits) by the last
+// admission step, so a call refused by any other step spends nothing.
+// Slots are taken first, budget units next, rate units last (GCRA cannot
+// give one back); a refusal by a later limit, or a publish that fails,
+// gives back what was taken. RATE_LIMIT (rates, caps) and BUDGET_EXCEEDED
+// carry retry_after and the limit's id, and the refusal's decision record
+// names "limit:<id>". A limits bucket that cannot be reached or is full
+// refuses OVERLOADED: a limit is never skipped. No limit covering the
+// tool costs a policy lookup and nothing else.
+//
+// Where the issue was silent:
+//
+//   - Slots are leases (30 s) renewed every 10 s by the replica that
+//     admitted the call, which releases them when the call's result
+//     reaches its results consumer (results are routed to the admitting
+//     replica). A replica that dies stops renewing: its slots come back
+//     within 30 s. A call whose result never comes (its publish ended with
+//     the caller's context and it was never stored) is renewed until its
+//     deadline, or for an hour without one.
+//   - A concurrency cap refuses at once (RATE_LIMIT, retry_after 1 s); it
+//     does not queue the call.
+//   - Calls published by an approval (parked asks) are not counted again
+//     when approved, and take no concurrency slot: a known gap.
+//   - A call without the key's field (no session) is counted under an
+//     empty value with the tenant's other such calls; a CEL key or cost
+//     that cannot be evaluated refuses the call (fail closed).
+//   - Usage reads budgets and calls in flight for the keys it can name
+//     (tenant, agent, session, user, run); limits keyed by tool or CEL are
+//     listed without figures.
+//
+// # Decisions on request limits
+//
+// Where the issue that introduced the request limits was silent:
 //
 //   - The body limit is MaxArgsBytes plus 64 KiB, not more: in the JSON
 //     encoding arguments_json is a JSON string, so its quotes and

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
@@ -17,6 +18,7 @@ import (
 	"github.com/toolwire/toolwire/internal/policy"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 const echoDenied = `tenant:
@@ -146,6 +148,61 @@ func TestStarterPolicyOfTheDocs(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.PolicyOutcome_POLICY_OUTCOME_DENY, x.Msg.Decision.GetOutcome())
 	require.Equal(t, "agent", x.Msg.Decision.GetDefaultLayer())
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// The limits example of the docs parses, and its limits refuse as the
+// docs say: a third concurrent sleep of one agent is refused RATE_LIMIT.
+func TestLimitsExampleOfTheDocs(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("../../docs/examples/policy-limits.yaml")
+	require.NoError(t, err)
+	p, err := policy.Parse(src)
+	require.NoError(t, err)
+	require.Len(t, p.Limits(), 4)
+	require.Len(t, p.LimitsFor("sleep"), 4)
+	require.Len(t, p.LimitsFor("echo"), 2)
+	cost := p.Limits()[3]
+	require.Equal(t, "tenant-cost", cost.ID)
+	args, err := policy.ParseArgs([]byte(`{"duration":"2m"}`))
+	require.NoError(t, err)
+	n, err := cost.CostOf(&policy.Input{Tool: &toolwirev1.ToolSpec{Name: "sleep"}, Args: args})
+	require.NoError(t, err)
+	require.EqualValues(t, 100, n)
+
+	workerConfig := filepath.Join(t.TempDir(), "worker.yaml")
+	require.NoError(t, os.WriteFile(workerConfig, []byte("pools: [{type: native, concurrency: 8}]\n"), 0o600))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready, done := make(chan string, 1), make(chan error, 1)
+	go func() {
+		done <- dispatchd.Run(ctx, dispatchd.RunConfig{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Workers: "native",
+			WorkerConfig: workerConfig, Tools: builtin.Tools(), PolicyFile: "../../docs/examples/policy-limits.yaml", Ready: ready,
+			Logger: slog.New(slog.DiscardHandler)})
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("dispatcher refused the limits example: %v", err)
+	}
+	c := toolwirev1connect.NewDispatcherServiceClient(http.DefaultClient, "http://"+addr)
+	var ids []string
+	for range 2 {
+		resp, err := c.Submit(t.Context(), connect.NewRequest(&toolwirev1.SubmitRequest{Tool: "sleep", ArgumentsJson: `{"duration":"3s"}`}))
+		require.NoError(t, err)
+		require.Nil(t, resp.Msg.GetResponse().GetError(), "two sleeps may run")
+		ids = append(ids, resp.Msg.CallId)
+	}
+	resp, err := c.Submit(t.Context(), connect.NewRequest(&toolwirev1.SubmitRequest{Tool: "sleep", ArgumentsJson: `{"duration":"1ms"}`}))
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_RATE_LIMIT, resp.Msg.GetResponse().GetError().GetType(), "the third is refused")
+	for _, id := range ids {
+		r, err := c.GetResult(t.Context(), connect.NewRequest(&toolwirev1.GetResultRequest{CallId: id, Wait: durationpb.New(30 * time.Second)}))
+		require.NoError(t, err)
+		require.True(t, r.Msg.GetResponse().GetOk())
+	}
 	cancel()
 	require.NoError(t, <-done)
 }
