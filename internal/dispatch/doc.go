@@ -642,8 +642,10 @@
 //     deadline, or for an hour without one.
 //   - A concurrency cap refuses at once (RATE_LIMIT, retry_after 1 s); it
 //     does not queue the call.
-//   - Calls published by an approval (parked asks) are not counted again
-//     when approved, and take no concurrency slot: a known gap.
+//   - An ask is counted when it is parked (rates and budgets: past them
+//     it is refused, not parked), and not again when an approval publishes
+//     it; it takes no concurrency slot, neither while it waits nor when
+//     it runs: a known gap.
 //   - A call without the key's field (no session) is counted under an
 //     empty value with the tenant's other such calls; a CEL key or cost
 //     that cannot be evaluated refuses the call (fail closed).

@@ -63,7 +63,7 @@ type limitPlan struct {
 // BUDGET_EXCEEDED with retry_after, with the decision record naming the
 // limit. An unreachable or full limits bucket refuses the call
 // OVERLOADED: a limit is never skipped.
-func (d *Dispatcher) takeLimits(ctx context.Context, call *toolwirev1.ToolCall, pd *toolwirev1.PolicyDecision, now time.Time) (*taken, *toolwirev1.ToolError, *toolwirev1.PolicyDecision) {
+func (d *Dispatcher) takeLimits(ctx context.Context, call *toolwirev1.ToolCall, pd *toolwirev1.PolicyDecision, now time.Time, slots bool) (*taken, *toolwirev1.ToolError, *toolwirev1.PolicyDecision) {
 	p := d.policyFor(call.GetCaller().GetTenant())
 	ls := p.LimitsFor(call.Tool)
 	if len(ls) == 0 {
@@ -87,7 +87,7 @@ func (d *Dispatcher) takeLimits(ctx context.Context, call *toolwirev1.ToolCall, 
 		return nil, te, limitDecision(p, pd, l, te.Message)
 	}
 	for _, pl := range plans {
-		if pl.l.Concurrency == 0 {
+		if pl.l.Concurrency == 0 || !slots {
 			continue
 		}
 		ok, err := store.Acquire(ctx, pl.key, pl.l.Concurrency, call.CallId, slotLease, now)
@@ -127,6 +127,25 @@ func (d *Dispatcher) takeLimits(ctx context.Context, call *toolwirev1.ToolCall, 
 		}
 	}
 	return t, nil, nil
+}
+
+// limitCall runs the limits step for an admitted call (takeLimits); a
+// refusal is recorded and answered (the waiter released, the idempotency
+// key released after the refusal is recorded, so a retry with the key
+// finds it), and returned as refused.
+func (d *Dispatcher) limitCall(ctx context.Context, id Identity, o *toolwirev1.CallRequest, w *waiter, call *toolwirev1.ToolCall, pd *toolwirev1.PolicyDecision, now time.Time, slots bool) (*taken, *Submitted) {
+	t, te, lpd := d.takeLimits(ctx, call, pd, now, slots)
+	if te == nil {
+		return t, nil
+	}
+	if w != nil {
+		w.cancel()
+	}
+	s := d.refuseDecided(ctx, id, o, call.CallId, te, lpd, now)
+	if o.IdempotencyKey != "" {
+		d.releaseKey(id, o)
+	}
+	return nil, s
 }
 
 // planLimits resolves each limit's key and cost for the call; a key or

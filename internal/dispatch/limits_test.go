@@ -151,3 +151,26 @@ func TestLimitKeyThatCannotBeEvaluatedRefuses(t *testing.T) {
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.Response.GetError().GetType())
 	require.Contains(t, r.Response.GetError().GetMessage(), `limit "per-repo" cannot count this call`)
 }
+
+// An ask is counted when it is parked: past the budget it is refused, not
+// parked for an approver.
+func TestAsksAreCountedWhenParked(t *testing.T) {
+	t.Parallel()
+	_, replicas := policyLimitsStack(t, `tenant:
+  rules:
+    - {id: echo-asks, effect: ask, tools: [echo]}
+limits:
+  - id: one-ask
+    key: agent
+    tools: [echo]
+    budget: {units: 1, window: 1h}
+    concurrency: 1
+`)
+	first, err := replicas[0].Submit(t.Context(), session("p"), &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"a"}`})
+	require.NoError(t, err)
+	require.NotNil(t, first.Awaiting, "parked")
+	second, err := replicas[1].Submit(t.Context(), session("p"), &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"b"}`})
+	require.NoError(t, err)
+	require.Nil(t, second.Awaiting, "not parked")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_BUDGET_EXCEEDED, second.Rejected.GetError().GetType())
+}

@@ -106,8 +106,20 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 	}
 	switch {
 	case parked:
-		return d.park(ctx, o, &outgoing{id: id, w: w, callID: callID, now: now, call: call}, ask)
+		// An ask is counted against its limits when it is parked (its
+		// rates and budgets; no slot while it waits): a refusal parks
+		// nothing.
+		t, refused := d.limitCall(ctx, id, o, w, call, pd, now, false)
+		if refused != nil {
+			return refused, nil, nil
+		}
+		s, w, err := d.park(ctx, o, &outgoing{id: id, w: w, callID: callID, now: now, call: call}, ask)
+		if s != nil && s.Rejected != nil {
+			d.giveBack(context.WithoutCancel(ctx), t)
+		}
+		return s, w, err
 	case ask != nil:
+		// The parked call a token approves: counted when it was parked.
 		return d.redeem(ctx, o, &outgoing{id: id, w: w, callID: callID, now: now, call: call}, ask)
 	}
 	// Overload (load.go): after the key, so that a repeat of an accepted
@@ -128,15 +140,9 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 		return d.refuseOverloaded(o, callID, te, cause, target, now), nil, nil
 	}
 	// Limits (limits.go): last, so that a refusal above spends nothing.
-	t, te, lpd := d.takeLimits(ctx, call, pd, now)
-	if te != nil {
-		if w != nil {
-			w.cancel()
-		}
-		if o.IdempotencyKey != "" {
-			d.releaseKey(id, o)
-		}
-		return d.refuseDecided(ctx, id, o, callID, te, lpd, now), nil, nil
+	t, refused := d.limitCall(ctx, id, o, w, call, pd, now, true)
+	if refused != nil {
+		return refused, nil, nil
 	}
 	s, w, err := d.publish(ctx, o, &outgoing{id: id, w: w, callID: callID, now: now, call: call, subject: subject})
 	if s != nil && s.Rejected != nil {
