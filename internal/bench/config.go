@@ -52,6 +52,10 @@ type Config struct {
 	// conditions; the benchmark call is allowed after 20 rules are
 	// evaluated) in force on the dispatcher.
 	Policy bool
+	// Limits puts a policy with one rate limit and one budget on every
+	// call (per agent: the bench's one caller, so every call counts on the
+	// same two keys of the limits bucket), never reached, in force.
+	Limits bool
 	// Logger receives the components' logs. Default: warnings and errors
 	// to stderr.
 	Logger *slog.Logger
@@ -108,6 +112,9 @@ func (c Config) system() string {
 	}
 	if c.Policy {
 		return "toolwire-" + c.Path + "+policy"
+	}
+	if c.Limits {
+		return "toolwire-" + c.Path + "+limits"
 	}
 	return "toolwire-" + c.Path
 }

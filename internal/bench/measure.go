@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/policy"
 	workerpkg "github.com/toolwire/toolwire/internal/worker"
 )
 
@@ -54,6 +55,11 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 		if cfg.Policy {
 			if o.policy, err = benchPolicy(); err != nil {
 				return r, err
+			}
+		}
+		if cfg.Limits {
+			if o.policy, err = policy.Parse([]byte(limitsPolicy)); err != nil {
+				return r, fmt.Errorf("bench: limits policy: %w", err)
 			}
 		}
 		s, err := startStack(ctx, e, o)

@@ -114,10 +114,16 @@ func writePolicyCost(w io.Writer, rows []row) {
 		}
 	}
 	for _, r := range rows {
-		if r.System != (Config{Path: PathNATS, Policy: true}).system() || r.Calls == 0 || plain[r.InFlight] == 0 {
+		if r.Calls == 0 || plain[r.InFlight] == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\nWith the 50-rule policy at %d in flight: %.0f calls/s, %.2f× the calls/s without a policy.\n",
-			r.InFlight, r.CallsPerSec(), r.CallsPerSec()/plain[r.InFlight])
+		switch r.System {
+		case (Config{Path: PathNATS, Policy: true}).system():
+			fmt.Fprintf(w, "\nWith the 50-rule policy at %d in flight: %.0f calls/s, %.2f× the calls/s without a policy.\n",
+				r.InFlight, r.CallsPerSec(), r.CallsPerSec()/plain[r.InFlight])
+		case (Config{Path: PathNATS, Limits: true}).system():
+			fmt.Fprintf(w, "\nWith a rate limit and a budget on every call at %d in flight: %.0f calls/s, %.2f× the calls/s without a policy.\n",
+				r.InFlight, r.CallsPerSec(), r.CallsPerSec()/plain[r.InFlight])
+		}
 	}
 }

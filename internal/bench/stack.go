@@ -263,6 +263,19 @@ type onePolicy struct{ p *policy.Policy }
 
 func (o onePolicy) For(string) *policy.Policy { return o.p }
 
+// limitsPolicy is the policy of Config.Limits: every call allowed, one
+// rate and one budget per agent on every tool, never reached.
+const limitsPolicy = `tenant:
+  default: allow
+limits:
+  - id: agent-rate
+    key: agent
+    rate: {count: 1000000, per: 1s, burst: 1000000}
+  - id: agent-budget
+    key: agent
+    budget: {units: 1000000000, window: 24h}
+`
+
 // benchPolicy is the policy of Config.Policy: policytest.FiftyRules for
 // the bench caller's agent, allowing echo.
 func benchPolicy() (*policy.Policy, error) {

@@ -82,7 +82,7 @@ func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) erro
 	}
 	// The nats path runs twice: without a policy and with the 50-rule
 	// policy in force (Config.Policy), interleaved like the rest.
-	systems := []Config{{Path: PathBaseline}, {Path: PathNATS}, {Path: PathNATS, Policy: true}, {Path: PathHTTP}}
+	systems := []Config{{Path: PathBaseline}, {Path: PathNATS}, {Path: PathNATS, Policy: true}, {Path: PathNATS, Limits: true}, {Path: PathHTTP}}
 	var rows []row
 	var failures []error
 	for _, l := range levels {
