@@ -617,6 +617,22 @@
 //   - A parked call's AWAITING_APPROVAL answer counts in the admission
 //     metrics as awaiting_approval, not accepted.
 //
+// # Loop guard
+//
+// For a call the policy allowed, the loop guard (loopguard.go; DESIGN §6:
+// after the policy and approval, before the limits) counts how many times
+// in a row the same call (policy.Fingerprint: tool and canonical
+// arguments) was made in its session (or run), in the limits bucket that
+// every replica shares (limits.Store.Repeat), and from the document's
+// thresholds (defaults 3, 5, 10) warns (loop_count on the call, its
+// ACCEPTED record and its response's meta), asks (the call is parked,
+// rule "loop-guard") or denies (PERMISSION_DENIED, rule "loop-guard").
+// Where the issue was silent: it is on whenever a policy document is in
+// force (none, no guard, as no rules); calls without a session (run) are
+// not guarded; it fails open when the bucket cannot be reached (a safety
+// net: the limits, which must hold, fail closed); only the document's own
+// section can exempt tools, never an agent layer, a grant or a caller.
+//
 // # Limits and budgets
 //
 // The policy in force for the caller's tenant may hold limits

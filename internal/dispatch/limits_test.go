@@ -2,6 +2,7 @@ package dispatch_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func TestBudgetAdmitsExactlyNAcrossReplicas(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 30 {
 		wg.Go(func() {
-			o := &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"hi"}`, Session: "s-1"}
+			o := &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: fmt.Sprintf(`{"text":"hi %d"}`, i), Session: "s-1"}
 			r, err := replicas[i%2].Call(t.Context(), session("a"), o, 30*time.Second)
 			require.NoError(t, err)
 			require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)

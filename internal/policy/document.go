@@ -25,6 +25,7 @@ type document struct {
 	agents []docAgent // file order; names unique
 	tests  []docTest
 	limits []docLimit // limits.go
+	loop   *docLoop   // loopguard.go; nil = the defaults
 }
 
 type docAgent struct {
@@ -120,10 +121,11 @@ func decodeDocument(data []byte) (*document, problems) {
 		return nil, ps
 	}
 	d.mapping(top, "", map[string]func(k, v *yaml.Node){
-		"tenant": func(_, v *yaml.Node) { d.layer(v, &doc.tenant) },
-		"agents": func(_, v *yaml.Node) { doc.agents = d.agents(v) },
-		"tests":  func(_, v *yaml.Node) { doc.tests = d.tests(v) },
-		"limits": func(_, v *yaml.Node) { doc.limits = d.limits(v) },
+		"tenant":     func(_, v *yaml.Node) { d.layer(v, &doc.tenant) },
+		"agents":     func(_, v *yaml.Node) { doc.agents = d.agents(v) },
+		"tests":      func(_, v *yaml.Node) { doc.tests = d.tests(v) },
+		"limits":     func(_, v *yaml.Node) { doc.limits = d.limits(v) },
+		"loop_guard": func(_, v *yaml.Node) { doc.loop = d.loopGuard(v) },
 	}, nil)
 	return doc, ps
 }

@@ -307,7 +307,7 @@ func compileLimit(dl *docLimit, ids map[string]int, ps *problems) *Limit {
 		ps.add(dl.line, dl.field+".id", "must not be empty")
 		ok = false
 	case ids[dl.id] != 0:
-		ps.add(dl.line, dl.field+".id", "%q is already used on line %d", dl.id, ids[dl.id])
+		ps.add(dl.line, dl.field+".id", "%q is already used at line %d", dl.id, ids[dl.id])
 		ok = false
 	default:
 		ids[dl.id] = dl.line

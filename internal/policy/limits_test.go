@@ -86,10 +86,63 @@ func TestLimitsRefused(t *testing.T) {
 		"limits:\n  - id: a\n    key: session\n    budget: {units: 5, window: 1500ms}\n":                                 "limits[0].budget.window: must be whole seconds",
 		"limits:\n  - id: a\n    key: session\n    rate: {count: 1, per: 1s}\n    cost: 3\n":                             "line 5: limits[0].cost: 3 is above the burst 1",
 		"limits:\n  - id: a\n    key: session\n    concurrency: 1\n    frequency: 2\n":                                   "line 5: limits[0].frequency: unknown field",
-		"tenant:\n  rules:\n    - {id: a, effect: allow, tools: [x]}\nlimits:\n  - {id: a, key: tool, concurrency: 1}\n": "line 5: limits[0].id: \"a\" is already used on line 3",
+		"tenant:\n  rules:\n    - {id: a, effect: allow, tools: [x]}\nlimits:\n  - {id: a, key: tool, concurrency: 1}\n": "line 5: limits[0].id: \"a\" is already used at line 3",
 	} {
 		_, err := policy.Parse([]byte(doc))
 		require.ErrorIs(t, err, policy.ErrInvalid, doc)
 		require.Contains(t, err.Error(), want, doc)
 	}
+}
+
+// The loop guard: defaults without the section, thresholds in order,
+// exemptions by glob, off when disabled; the fingerprint ignores key
+// order, number forms and white space.
+func TestLoopGuardParse(t *testing.T) {
+	p, err := policy.Parse([]byte("tenant:\n  default: allow\n"))
+	require.NoError(t, err)
+	g := p.LoopGuard()
+	require.NotNil(t, g, "on by default in every document")
+	require.Equal(t, policy.LoopGuard{Window: 10 * time.Minute, Warn: 3, Ask: 5, Deny: 10, Scope: "session"}, *g)
+
+	p, err = policy.Parse([]byte("loop_guard:\n  warn: 2\n  ask: 0\n  deny: 4\n  window: 1m\n  scope: run\n  exempt: [poll_*]\n"))
+	require.NoError(t, err)
+	g = p.LoopGuard()
+	require.Equal(t, 2, g.Warn)
+	require.Equal(t, 0, g.Ask)
+	require.Equal(t, 4, g.Deny)
+	require.Equal(t, "run", g.Scope)
+	require.False(t, g.Guards("poll_status"))
+	require.True(t, g.Guards("echo"))
+
+	p, err = policy.Parse([]byte("loop_guard: {enabled: false}\n"))
+	require.NoError(t, err)
+	require.Nil(t, p.LoopGuard())
+	var none *policy.Policy
+	require.Nil(t, none.LoopGuard(), "no policy, no guard")
+
+	for doc, want := range map[string]string{
+		"loop_guard:\n  warn: 5\n  ask: 5\n":    "line 3: loop_guard.ask: 5 must be above warn (5)",
+		"loop_guard:\n  deny: 2\n":              "loop_guard.deny: 2 must be above ask (5)",
+		"loop_guard:\n  scope: turn\n":          "line 2: loop_guard.scope: must be session or run",
+		"loop_guard:\n  exempt: [\"[\"]\n":      "line 2: loop_guard.exempt[0]",
+		"loop_guard:\n  warn: -1\n":             "line 2: loop_guard.warn: must be from 0",
+		"agents:\n  bot:\n    loop_guard: {}\n": "line 3: agents.bot.loop_guard: unknown field",
+	} {
+		_, err := policy.Parse([]byte(doc))
+		require.ErrorIs(t, err, policy.ErrInvalid, doc)
+		require.Contains(t, err.Error(), want, doc)
+	}
+
+	a, err := policy.Fingerprint("echo", []byte(`{"a":1,"b":[2.0, "x"]}`))
+	require.NoError(t, err)
+	for _, same := range []string{`{"b":[2,"x"],"a":1.0}`, "{ \"b\" : [ 2e0 , \"x\" ] ,\n \"a\" : 10e-1 }"} {
+		b, err := policy.Fingerprint("echo", []byte(same))
+		require.NoError(t, err)
+		require.Equal(t, a, b, same)
+	}
+	other, err := policy.Fingerprint("echo2", []byte(`{"a":1,"b":[2.0, "x"]}`))
+	require.NoError(t, err)
+	require.NotEqual(t, a, other)
+	_, err = policy.Fingerprint("echo", []byte(`{"a":1,"a":2}`))
+	require.Error(t, err, "duplicate keys are not one call")
 }

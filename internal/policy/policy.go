@@ -29,7 +29,8 @@ type Policy struct {
 	agentList []string // sorted
 	rules     []*RuleInfo
 	tests     []docTest
-	limits    []*Limit // limits.go
+	limits    []*Limit   // limits.go
+	loop      *LoopGuard // loopguard.go; nil = off
 }
 
 // RuleInfo describes one rule of a policy. Explain and the audit name a
@@ -220,6 +221,7 @@ func Parse(data []byte) (*Policy, error) {
 	}
 	slices.Sort(p.agentList)
 	p.limits = compileLimits(doc.limits, ids, &ps)
+	p.loop = compileLoopGuard(doc.loop, &ps)
 	for _, t := range doc.tests {
 		if t.tool == "" {
 			ps.add(t.line, t.field+".tool", "must not be empty")
@@ -399,6 +401,7 @@ func canonicalDocument(doc *document) ([]byte, error) {
 		Agents map[string]*cLayer `json:"agents,omitempty"`
 		Tests  []cTest            `json:"tests,omitempty"`
 		Limits []map[string]any   `json:"limits,omitempty"`
+		Loop   map[string]any     `json:"loop_guard,omitempty"`
 	}
 	layerOf := func(dl *docLayer) *cLayer {
 		cl := &cLayer{}
@@ -426,6 +429,7 @@ func canonicalDocument(doc *document) ([]byte, error) {
 	var cd cDoc
 	cd.Tenant = layerOf(&doc.tenant)
 	cd.Limits = canonicalLimits(doc.limits)
+	cd.Loop = canonicalLoop(doc.loop)
 	for _, a := range doc.agents {
 		if cd.Agents == nil {
 			cd.Agents = map[string]*cLayer{}

@@ -44,7 +44,7 @@ func (d *delivery) meta() *toolwirev1.ResponseMeta {
 // serves (nil for a refusal).
 func (w *Worker) meta(call *toolwirev1.ToolCall, spec *toolwirev1.ToolSpec, started, finished time.Time) *toolwirev1.ResponseMeta {
 	m := &toolwirev1.ResponseMeta{
-		Worker: w.cfg.Name, Attempt: call.Attempt, Source: "worker", Session: call.GetCaller().GetSession(),
+		Worker: w.cfg.Name, Attempt: call.Attempt, Source: "worker", Session: call.GetCaller().GetSession(), LoopCount: call.LoopCount,
 		StartedAt: timestamppb.New(started), FinishedAt: timestamppb.New(finished),
 		Duration: durationpb.New(finished.Sub(started)), AcceptedAt: call.AcceptedAt, SpecVersion: call.SpecVersion,
 	}

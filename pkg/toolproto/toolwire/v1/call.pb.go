@@ -159,6 +159,10 @@ type ToolCall struct {
 	// The policy version and rule that admitted the call, for the audit.
 	PolicyVersion string `protobuf:"bytes,18,opt,name=policy_version,json=policyVersion,proto3" json:"policy_version,omitempty"`
 	PolicyRule    string `protobuf:"bytes,19,opt,name=policy_rule,json=policyRule,proto3" json:"policy_rule,omitempty"`
+	// The loop guard warned (docs/policy.md, "Loop guard"): this exact call
+	// was made this many times in a row in its session; the worker copies it
+	// into the response's meta. 0 otherwise.
+	LoopCount     int32 `protobuf:"varint,20,opt,name=loop_count,json=loopCount,proto3" json:"loop_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -326,6 +330,13 @@ func (x *ToolCall) GetPolicyRule() string {
 	return ""
 }
 
+func (x *ToolCall) GetLoopCount() int32 {
+	if x != nil {
+		return x.LoopCount
+	}
+	return 0
+}
+
 var File_toolwire_v1_call_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_call_proto_rawDesc = "" +
@@ -338,7 +349,7 @@ const file_toolwire_v1_call_proto_rawDesc = "" +
 	"\x04user\x18\x04 \x01(\tR\x04user\x12\x10\n" +
 	"\x03run\x18\x05 \x01(\tR\x03run\x12\x16\n" +
 	"\x06scopes\x18\x06 \x03(\tR\x06scopes\x12\x12\n" +
-	"\x04turn\x18\a \x01(\tR\x04turn\"\x95\x06\n" +
+	"\x04turn\x18\a \x01(\tR\x04turn\"\xb4\x06\n" +
 	"\bToolCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12!\n" +
@@ -364,7 +375,9 @@ const file_toolwire_v1_call_proto_rawDesc = "" +
 	"\bgrant_id\x18\x11 \x01(\tR\agrantId\x12%\n" +
 	"\x0epolicy_version\x18\x12 \x01(\tR\rpolicyVersion\x12\x1f\n" +
 	"\vpolicy_rule\x18\x13 \x01(\tR\n" +
-	"policyRuleBCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
+	"policyRule\x12\x1d\n" +
+	"\n" +
+	"loop_count\x18\x14 \x01(\x05R\tloopCountBCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
 
 var (
 	file_toolwire_v1_call_proto_rawDescOnce sync.Once

@@ -137,7 +137,10 @@ type CallEvent struct {
 	Policy *PolicyDecision `protobuf:"bytes,14,opt,name=policy,proto3" json:"policy,omitempty"`
 	// The approval, on AWAITING_APPROVAL, APPROVED, APPROVAL_DENIED and
 	// APPROVAL_EXPIRED.
-	Approval      *Approval `protobuf:"bytes,15,opt,name=approval,proto3" json:"approval,omitempty"`
+	Approval *Approval `protobuf:"bytes,15,opt,name=approval,proto3" json:"approval,omitempty"`
+	// ACCEPTED: the loop guard's count when it warned (this exact call made
+	// that many times in a row in its session); 0 otherwise.
+	LoopCount     int32 `protobuf:"varint,16,opt,name=loop_count,json=loopCount,proto3" json:"loop_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -277,6 +280,13 @@ func (x *CallEvent) GetApproval() *Approval {
 	return nil
 }
 
+func (x *CallEvent) GetLoopCount() int32 {
+	if x != nil {
+		return x.LoopCount
+	}
+	return 0
+}
+
 // DeadLetter is the record written to `<prefix>.dlq.<type>.<tenant>.<provider>.<tool>`
 // when a call is exhausted or terminated.
 type DeadLetter struct {
@@ -386,7 +396,7 @@ var File_toolwire_v1_event_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_event_proto_rawDesc = "" +
 	"\n" +
-	"\x17toolwire/v1/event.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16toolwire/v1/call.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\x1a\x18toolwire/v1/policy.proto\x1a\x1atoolwire/v1/response.proto\"\xf5\x04\n" +
+	"\x17toolwire/v1/event.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16toolwire/v1/call.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\x1a\x18toolwire/v1/policy.proto\x1a\x1atoolwire/v1/response.proto\"\x94\x05\n" +
 	"\tCallEvent\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12.\n" +
 	"\x04type\x18\x02 \x01(\x0e2\x1a.toolwire.v1.CallEventTypeR\x04type\x12.\n" +
@@ -404,7 +414,9 @@ const file_toolwire_v1_event_proto_rawDesc = "" +
 	"\x04tool\x18\f \x01(\tR\x04tool\x12+\n" +
 	"\x06caller\x18\r \x01(\v2\x13.toolwire.v1.CallerR\x06caller\x123\n" +
 	"\x06policy\x18\x0e \x01(\v2\x1b.toolwire.v1.PolicyDecisionR\x06policy\x121\n" +
-	"\bapproval\x18\x0f \x01(\v2\x15.toolwire.v1.ApprovalR\bapprovalB\n" +
+	"\bapproval\x18\x0f \x01(\v2\x15.toolwire.v1.ApprovalR\bapproval\x12\x1d\n" +
+	"\n" +
+	"loop_count\x18\x10 \x01(\x05R\tloopCountB\n" +
 	"\n" +
 	"\b_percent\"\x96\x02\n" +
 	"\n" +

@@ -243,7 +243,10 @@ type ResponseMeta struct {
 	// The text of the whole output when truncated: its text blocks joined by
 	// newlines (its structured JSON when it has no text block), UTF-8.
 	// DispatcherService.GetOutput reads it by offset, limit and pattern.
-	FullText      *BlobRef `protobuf:"bytes,15,opt,name=full_text,json=fullText,proto3" json:"full_text,omitempty"`
+	FullText *BlobRef `protobuf:"bytes,15,opt,name=full_text,json=fullText,proto3" json:"full_text,omitempty"`
+	// The loop guard warned: this exact call (tool and canonical arguments)
+	// was made this many times in a row in its session. 0 otherwise.
+	LoopCount     int32 `protobuf:"varint,16,opt,name=loop_count,json=loopCount,proto3" json:"loop_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -383,6 +386,13 @@ func (x *ResponseMeta) GetFullText() *BlobRef {
 	return nil
 }
 
+func (x *ResponseMeta) GetLoopCount() int32 {
+	if x != nil {
+		return x.LoopCount
+	}
+	return 0
+}
+
 // BlobRef names an object in the blob Object Store.
 type BlobRef struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -481,7 +491,7 @@ const file_toolwire_v1_response_proto_rawDesc = "" +
 	"\x06Intent\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12!\n" +
-	"\fpayload_json\x18\x03 \x01(\tR\vpayloadJson\"\xf8\x04\n" +
+	"\fpayload_json\x18\x03 \x01(\tR\vpayloadJson\"\x97\x05\n" +
 	"\fResponseMeta\x12\x16\n" +
 	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x129\n" +
@@ -502,7 +512,9 @@ const file_toolwire_v1_response_proto_rawDesc = "" +
 	"\x0eisolation_gaps\x18\f \x03(\tR\risolationGaps\x12\x16\n" +
 	"\x06source\x18\r \x01(\tR\x06source\x12\x18\n" +
 	"\asession\x18\x0e \x01(\tR\asession\x121\n" +
-	"\tfull_text\x18\x0f \x01(\v2\x14.toolwire.v1.BlobRefR\bfullText\"~\n" +
+	"\tfull_text\x18\x0f \x01(\v2\x14.toolwire.v1.BlobRefR\bfullText\x12\x1d\n" +
+	"\n" +
+	"loop_count\x18\x10 \x01(\x05R\tloopCount\"~\n" +
 	"\aBlobRef\x12\x16\n" +
 	"\x06bucket\x18\x01 \x01(\tR\x06bucket\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +

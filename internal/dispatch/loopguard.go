@@ -1,0 +1,85 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/toolwire/toolwire/internal/limits"
+	"github.com/toolwire/toolwire/internal/policy"
+	"github.com/toolwire/toolwire/internal/registry"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// loopGuardID names the loop guard in decision records and as the
+// limits store's key.
+const loopGuardID = "loop-guard"
+
+// loopGuard is the loop-guard step of admission (DESIGN §6: after the
+// policy and approval, before the limits), for a call the policy allowed:
+// it counts the call's run — the same tool and canonical arguments in a
+// row in its session (or run) — in the shared limits bucket, and from the
+// document's thresholds warns (the call runs with loop_count set, which
+// its response's meta and its ACCEPTED record carry), asks (the call is
+// parked for an approver) or denies. A call without a session (run) is not
+// guarded. When the count cannot be read (the limits bucket unreachable)
+// the guard lets the call through and logs it: it is a safety net
+// against runaway agents, and the limits, which must hold, fail closed on
+// their own.
+func (d *Dispatcher) loopGuard(ctx context.Context, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, pd *toolwirev1.PolicyDecision) (*toolwirev1.PolicyDecision, *toolwirev1.ToolError, *asked) {
+	p := d.policyFor(call.GetCaller().GetTenant())
+	g := p.LoopGuard()
+	if g == nil || !g.Guards(call.Tool) {
+		return pd, nil, nil
+	}
+	scope := call.GetCaller().GetSession()
+	if g.Scope == "run" {
+		scope = call.GetCaller().GetRun()
+	}
+	store := d.limitStore()
+	if scope == "" || store == nil {
+		return pd, nil, nil
+	}
+	fp, err := policy.Fingerprint(call.Tool, call.Arguments)
+	if err != nil {
+		return pd, registry.Violation("", err.Error()), nil
+	}
+	n, err := store.Repeat(ctx, limits.Key{Tenant: call.GetCaller().GetTenant(), Limit: loopGuardID, Value: scope}, fp, g.Window,
+		call.AcceptedAt.AsTime())
+	if err != nil {
+		d.log.WarnContext(ctx, "the loop guard could not count a call; it runs unguarded", "call_id", call.CallId, "err", err)
+		return pd, nil, nil
+	}
+	what := fmt.Sprintf("the same call of %q with the same arguments %d times in a row in this %s", call.Tool, n, g.Scope)
+	guarded := func(outcome toolwirev1.PolicyOutcome) *toolwirev1.PolicyDecision {
+		out := &toolwirev1.PolicyDecision{Outcome: outcome, Version: p.Version(), RuleId: loopGuardID, Reason: "loop guard: " + what}
+		if pd != nil {
+			out.RequiresApproval = pd.RequiresApproval
+		}
+		return out
+	}
+	switch {
+	case g.Deny > 0 && n >= g.Deny:
+		te := loopDenied(what)
+		return guarded(toolwirev1.PolicyOutcome_POLICY_OUTCOME_DENY), te, nil
+	case g.Ask > 0 && n >= g.Ask:
+		args, err := policy.ParseArgs(call.Arguments)
+		if err != nil {
+			return pd, registry.Violation("", err.Error()), nil
+		}
+		gpd := guarded(toolwirev1.PolicyOutcome_POLICY_OUTCOME_ASK)
+		call.PolicyVersion, call.PolicyRule, call.ApprovalId, call.GrantId = gpd.Version, gpd.RuleId, "", ""
+		return gpd, nil, &asked{pd: gpd, spec: spec, args: args, reason: "loop guard: " + what + "; an approver must agree to it running again"}
+	case g.Warn > 0 && n >= g.Warn:
+		call.LoopCount = int32(n)
+	}
+	return pd, nil, nil
+}
+
+// loopDenied is the answer to a call the loop guard denies.
+func loopDenied(what string) *toolwirev1.ToolError {
+	te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
+		Message:            "loop guard: " + what + "; it is not run again",
+		PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
+	te.Suggestion = "stop repeating this call: its answer will not change; try something else, or pause (a pause longer than the guard's window starts over)"
+	return te
+}
