@@ -42,10 +42,10 @@ type dispatcherProc struct {
 }
 
 // startDispatcherProc starts a dispatcher process named name on natsURL,
-// serving on port, and waits until it is ready.
-func startDispatcherProc(t *testing.T, name, natsURL string, port int) *dispatcherProc {
+// serving on port (with extra flags), and waits until it is ready.
+func startDispatcherProc(t *testing.T, name, natsURL string, port int, extra ...string) *dispatcherProc {
 	t.Helper()
-	args := []string{"--nats-url", natsURL, "--http", fmt.Sprintf("127.0.0.1:%d", port), "--name", name, "--log-level", "warn"}
+	args := append([]string{"--nats-url", natsURL, "--http", fmt.Sprintf("127.0.0.1:%d", port), "--name", name, "--log-level", "warn"}, extra...)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childArgs+"="+strings.Join(args, "\x1f"))
 	p := &dispatcherProc{cmd: cmd, out: &bytes.Buffer{}, done: make(chan struct{}), url: fmt.Sprintf("http://127.0.0.1:%d", port)}
