@@ -268,6 +268,14 @@ func (d *Dispatcher) hold(call *toolwirev1.ToolCall, t *taken) {
 	d.slots.mu.Unlock()
 }
 
+// unhold stops tracking the slots of a call that was not published (they
+// are given back by giveBack).
+func (d *Dispatcher) unhold(callID string) {
+	d.slots.mu.Lock()
+	delete(d.slots.calls, callID)
+	d.slots.mu.Unlock()
+}
+
 // settled releases the slots of a call whose result this replica saw. It
 // runs on the results consumer's goroutine: the release runs on its own.
 func (d *Dispatcher) settled(callID string) {

@@ -175,3 +175,25 @@ limits:
 	require.Nil(t, second.Awaiting, "not parked")
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_BUDGET_EXCEEDED, second.Rejected.GetError().GetType())
 }
+
+// Fast calls under a cap of one: each one's slot is released with its
+// result, however soon the result comes (even before the publish of the
+// call has returned), so the next call is admitted within moments, not
+// after the lease.
+func TestSlotsOfFastCallsAreReleased(t *testing.T) {
+	t.Parallel()
+	_, replicas := policyLimitsStack(t, `loop_guard: {enabled: false}
+limits:
+  - id: one
+    key: tenant
+    tools: [echo]
+    concurrency: 1
+`)
+	for i := range 10 {
+		require.Eventually(t, func() bool {
+			r, err := replicas[0].Call(context.WithoutCancel(t.Context()), session("f"), &toolwirev1.CallRequest{Tool: "echo",
+				ArgumentsJson: `{"text":"fast"}`}, 30*time.Second)
+			return err == nil && r.Response.Ok
+		}, 5*time.Second, 10*time.Millisecond, "call %d admitted once the one before released its slot", i)
+	}
+}

@@ -144,11 +144,14 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 	if refused != nil {
 		return refused, nil, nil
 	}
+	// Held before the publish: a fast call's result can reach this
+	// replica's results consumer (which releases the slots) before the
+	// publish returns.
+	d.hold(call, t)
 	s, w, err := d.publish(ctx, o, &outgoing{id: id, w: w, callID: callID, now: now, call: call, subject: subject})
 	if s != nil && s.Rejected != nil {
+		d.unhold(callID)
 		d.giveBack(context.WithoutCancel(ctx), t)
-	} else {
-		d.hold(call, t)
 	}
 	return s, w, err
 }
