@@ -244,6 +244,9 @@ func (d *Dispatcher) giveBack(ctx context.Context, t *taken) {
 type slotHolder struct {
 	mu    sync.Mutex
 	calls map[string]*heldSlots
+	// closed: Stop began; no release starts any more (their leases end
+	// them).
+	closed bool
 }
 
 type heldSlots struct {
@@ -282,11 +285,12 @@ func (d *Dispatcher) settled(callID string) {
 	d.slots.mu.Lock()
 	h := d.slots.calls[callID]
 	delete(d.slots.calls, callID)
-	d.slots.mu.Unlock()
-	if h == nil {
+	if h == nil || d.slots.closed {
+		d.slots.mu.Unlock()
 		return
 	}
-	d.slotWork.Add(1)
+	d.slotWork.Add(1) // under mu: before the stopper's Wait (it sets closed under mu first)
+	d.slots.mu.Unlock()
 	go func() {
 		defer d.slotWork.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -318,6 +322,9 @@ func (d *Dispatcher) startSlotRenewal() stopper {
 	}()
 	return func() <-chan struct{} {
 		cancel()
+		d.slots.mu.Lock()
+		d.slots.closed = true
+		d.slots.mu.Unlock()
 		all := make(chan struct{})
 		go func() {
 			<-done
