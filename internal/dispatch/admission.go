@@ -15,8 +15,8 @@ import (
 
 // admit runs the admission pipeline: tool lookup → disabled → scopes →
 // a pool consumes it (poolcheck.go) → size and depth → JSON Schema →
-// policy and approval (policy.go) → the loop guard (loopguard.go). It
-// returns the call to publish, or the
+// before-hooks (hooks.go) → policy and approval (policy.go) → the loop
+// guard (loopguard.go). It returns the call to publish, or the
 // error to answer with, and the policy decision when the policy step was
 // reached (to record); nothing is published on error. An ask (or a call
 // an approval token covers) also returns what is left to do instead of a
@@ -27,9 +27,17 @@ func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallR
 	if te != nil {
 		return nil, te, nil, nil
 	}
+	te, hpd, hookAsk := d.beforeHooks(ctx, id, spec, call)
+	if te != nil {
+		return nil, te, hpd, nil
+	}
 	pd, te, ask := d.applyPolicy(ctx, id, spec, call, now)
 	if te != nil {
 		return nil, te, pd, nil
+	}
+	if ask == nil && hookAsk != nil {
+		// A hook asks and no rule denies (deny wins).
+		return call, nil, hookAsk.pd, hookAsk
 	}
 	if ask == nil {
 		if pd, te, ask = d.loopGuard(ctx, spec, call, pd); te != nil {

@@ -66,7 +66,7 @@ type limitPlan struct {
 func (d *Dispatcher) takeLimits(ctx context.Context, call *toolwirev1.ToolCall, pd *toolwirev1.PolicyDecision, now time.Time, slots bool) (*taken, *toolwirev1.ToolError, *toolwirev1.PolicyDecision) {
 	p := d.policyFor(call.GetCaller().GetTenant())
 	ls := p.LimitsFor(call.Tool)
-	if len(ls) == 0 {
+	if len(ls) == 0 || isHookCall(ctx) {
 		return nil, nil, nil
 	}
 	ent, err := d.reg.GetVersion(ctx, call.Tool, call.SpecVersion)

@@ -28,7 +28,7 @@ const loopGuardID = "loop-guard"
 func (d *Dispatcher) loopGuard(ctx context.Context, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, pd *toolwirev1.PolicyDecision) (*toolwirev1.PolicyDecision, *toolwirev1.ToolError, *asked) {
 	p := d.policyFor(call.GetCaller().GetTenant())
 	g := p.LoopGuard()
-	if g == nil || !g.Guards(call.Tool) {
+	if g == nil || !g.Guards(call.Tool) || isHookCall(ctx) {
 		return pd, nil, nil
 	}
 	scope := call.GetCaller().GetSession()

@@ -26,6 +26,7 @@ type document struct {
 	tests  []docTest
 	limits []docLimit // limits.go
 	loop   *docLoop   // loopguard.go; nil = the defaults
+	hooks  []docHook  // hooks.go
 }
 
 type docAgent struct {
@@ -126,6 +127,7 @@ func decodeDocument(data []byte) (*document, problems) {
 		"tests":      func(_, v *yaml.Node) { doc.tests = d.tests(v) },
 		"limits":     func(_, v *yaml.Node) { doc.limits = d.limits(v) },
 		"loop_guard": func(_, v *yaml.Node) { doc.loop = d.loopGuard(v) },
+		"hooks":      func(_, v *yaml.Node) { doc.hooks = d.hooks(v) },
 	}, nil)
 	return doc, ps
 }

@@ -31,6 +31,7 @@ type Policy struct {
 	tests     []docTest
 	limits    []*Limit   // limits.go
 	loop      *LoopGuard // loopguard.go; nil = off
+	hooks     []*Hook    // hooks.go; in the order they run
 }
 
 // RuleInfo describes one rule of a policy. Explain and the audit name a
@@ -222,6 +223,7 @@ func Parse(data []byte) (*Policy, error) {
 	slices.Sort(p.agentList)
 	p.limits = compileLimits(doc.limits, ids, &ps)
 	p.loop = compileLoopGuard(doc.loop, &ps)
+	p.hooks = compileHooks(doc.hooks, ids, &ps)
 	for _, t := range doc.tests {
 		if t.tool == "" {
 			ps.add(t.line, t.field+".tool", "must not be empty")
@@ -402,6 +404,7 @@ func canonicalDocument(doc *document) ([]byte, error) {
 		Tests  []cTest            `json:"tests,omitempty"`
 		Limits []map[string]any   `json:"limits,omitempty"`
 		Loop   map[string]any     `json:"loop_guard,omitempty"`
+		Hooks  []map[string]any   `json:"hooks,omitempty"`
 	}
 	layerOf := func(dl *docLayer) *cLayer {
 		cl := &cLayer{}
@@ -430,6 +433,7 @@ func canonicalDocument(doc *document) ([]byte, error) {
 	cd.Tenant = layerOf(&doc.tenant)
 	cd.Limits = canonicalLimits(doc.limits)
 	cd.Loop = canonicalLoop(doc.loop)
+	cd.Hooks = canonicalHooks(doc.hooks)
 	for _, a := range doc.agents {
 		if cd.Agents == nil {
 			cd.Agents = map[string]*cLayer{}

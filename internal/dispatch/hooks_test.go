@@ -1,0 +1,156 @@
+package dispatch_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolwire/toolwire/internal/builtin"
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/policystore"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// hookLog records which hooks looked at which calls, in order.
+type hookLog struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (l *hookLog) add(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen = append(l.seen, s)
+}
+
+func (l *hookLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.seen
+	l.seen = nil
+	return out
+}
+
+// guardTool is a before-hook: it answers by the text of the echo call it
+// looks at.
+func guardTool(log *hookLog) *tool.Tool {
+	return tool.Must(tool.New("guard", func(ctx context.Context, in dispatch.HookRequest) (dispatch.HookAnswer, error) {
+		var args struct {
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(in.Arguments, &args)
+		log.add(in.Hook + ":" + in.Tool + ":" + args.Text)
+		switch {
+		case in.Hook != "first":
+			return dispatch.HookAnswer{Action: "continue"}, nil
+		case args.Text == "deny-me":
+			return dispatch.HookAnswer{Action: "deny", Reason: "not this text"}, nil
+		case args.Text == "ask-me":
+			return dispatch.HookAnswer{Action: "ask", Reason: "a person should look"}, nil
+		case args.Text == "rewrite-me":
+			return dispatch.HookAnswer{Action: "rewrite", Arguments: json.RawMessage(`{"text":"rewritten secret"}`)}, nil
+		case args.Text == "bad-rewrite":
+			return dispatch.HookAnswer{Action: "rewrite", Arguments: json.RawMessage(`{"text":5}`)}, nil
+		case args.Text == "slow":
+			select {
+			case <-time.After(10 * time.Second):
+			case <-ctx.Done():
+				return dispatch.HookAnswer{}, ctx.Err()
+			}
+		}
+		return dispatch.HookAnswer{Action: "continue"}, nil
+	}))
+}
+
+func hooksStack(t *testing.T, doc string) (*dispatchtest.Stack, *hookLog) {
+	t.Helper()
+	log := &hookLog{}
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), guardTool(log)), Concurrency: 8})
+	a, err := policystore.NewStore(s.Env.Bus, nil).Apply(t.Context(), policystore.Installation, []byte(doc), policystore.ApplyOptions{})
+	require.NoError(t, err)
+	require.NoError(t, s.Policies.Wait(t.Context(), policystore.Installation, a.Version.Version, a.Revision))
+	return s, log
+}
+
+const hooksDoc = `tenant:
+  default: allow
+  rules:
+    - id: no-secret
+      effect: deny
+      tools: [echo]
+      args: {text: "*secret*"}
+      reason: secrets stay home
+hooks:
+  - {id: second, phase: before, tool: guard, tools: [echo], priority: 20}
+  - {id: first, phase: before, tool: guard, tools: [echo], priority: 10, timeout: 300ms}
+`
+
+func echoCall(t *testing.T, s *dispatchtest.Stack, text string) *toolwirev1.CallResponse {
+	t.Helper()
+	args, err := json.Marshal(map[string]string{"text": text})
+	require.NoError(t, err)
+	r, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: string(args)}, 30*time.Second)
+	require.NoError(t, err)
+	return r
+}
+
+// Before-hooks run in priority order on the calls they cover, and can
+// deny, ask, or rewrite the arguments (validated again; the rules see the
+// rewritten form); hooks never run on a hook's own call.
+func TestBeforeHooks(t *testing.T) {
+	t.Parallel()
+	s, log := hooksStack(t, hooksDoc)
+
+	r := echoCall(t, s, "hello")
+	require.True(t, r.Response.Ok, "%v", r.Response.GetError())
+	require.Equal(t, []string{"first:echo:hello", "second:echo:hello"}, log.take(), "priority order, and no hook on the hooks' own calls")
+
+	r = echoCall(t, s, "deny-me")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.Response.GetError().GetType())
+	require.Contains(t, r.Response.GetError().GetMessage(), `hook "first" denies this call of "echo": not this text`)
+	require.Equal(t, []string{"first:echo:deny-me"}, log.take(), "a deny stops the hooks")
+
+	r = echoCall(t, s, "rewrite-me")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.Response.GetError().GetType(), "the rules see the rewritten text")
+	require.Contains(t, r.Response.GetError().GetMessage(), "secrets stay home")
+	require.Equal(t, []string{"first:echo:rewrite-me", "second:echo:rewritten secret"}, log.take(), "later hooks see the rewrite too")
+
+	r = echoCall(t, s, "bad-rewrite")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, r.Response.GetError().GetType())
+	require.Contains(t, r.Response.GetError().GetMessage(), `hook "first" rewrote the arguments into ones the tool refuses`)
+	log.take()
+
+	r = echoCall(t, s, "ask-me")
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, r.State)
+	require.Contains(t, r.Response.GetError().GetMessage(), "a person should look")
+	log.take()
+
+	// A hook that does not answer in time refuses the call (failure:
+	// closed, the default), retryable.
+	r = echoCall(t, s, "slow")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT, r.Response.GetError().GetType())
+	require.True(t, r.Response.GetError().GetRetryable())
+	require.Contains(t, r.Response.GetError().GetMessage(), `hook "first" could not look at this call`)
+
+	// Other tools are not hooked; nor is a direct call of the hook tool.
+	log.take()
+	rr, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"1ms"}`}, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, rr.Response.Ok)
+	require.Empty(t, log.take())
+}
+
+// failure: open lets the call through when its hook times out.
+func TestBeforeHookFailOpen(t *testing.T) {
+	t.Parallel()
+	s, _ := hooksStack(t, strings.Replace(hooksDoc, "timeout: 300ms}", "timeout: 300ms, failure: open}", 1))
+	r := echoCall(t, s, "slow")
+	require.True(t, r.Response.Ok, "%v", r.Response.GetError())
+}
