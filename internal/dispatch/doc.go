@@ -617,6 +617,22 @@
 //   - A parked call's AWAITING_APPROVAL answer counts in the admission
 //     metrics as awaiting_approval, not accepted.
 //
+// # Hooks
+//
+// Before-hooks (hooks.go) run after the JSON Schema and before the policy
+// rules: each hook the policy in force binds to the call's tool is called,
+// in priority order, through this dispatcher's own Call (a call of the
+// tenant by agent "hook:<id>", marked in its context so that it runs no
+// hooks, loop guard or limits, and is allowed without the rules: the
+// operator named it), with the hook's timeout as its schedule-to-close and
+// wait. Its answer continues, stops the hooks (allow: the rules still
+// decide), denies, asks (unless a rule denies) or rewrites the arguments,
+// which are validated again. Where the issue was silent: a failed hook
+// refuses TRANSIENT (retryable) unless its failure is open; a hook's
+// refusals are recorded with rule "hook:<id>"; a direct call of a hook
+// tool runs no hooks. After-hooks are not built: a document that binds one
+// is refused.
+//
 // # Loop guard
 //
 // For a call the policy allowed, the loop guard (loopguard.go; DESIGN §6:
