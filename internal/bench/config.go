@@ -56,6 +56,9 @@ type Config struct {
 	// call (per agent: the bench's one caller, so every call counts on the
 	// same two keys of the limits bucket), never reached, in force.
 	Limits bool
+	// Hook puts a policy with one native before-hook on every call in
+	// force (its cost is a second call through the fleet per call).
+	Hook bool
 	// Logger receives the components' logs. Default: warnings and errors
 	// to stderr.
 	Logger *slog.Logger
@@ -115,6 +118,9 @@ func (c Config) system() string {
 	}
 	if c.Limits {
 		return "toolwire-" + c.Path + "+limits"
+	}
+	if c.Hook {
+		return "toolwire-" + c.Path + "+hook"
 	}
 	return "toolwire-" + c.Path
 }

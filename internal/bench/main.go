@@ -47,6 +47,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&rounds, "rounds", DefaultRounds, "with -suite: rounds of every measurement (the table shows the median)")
 	fs.StringVar(&cfg.Path, "path", PathNATS, "path measured: nats, http or baseline")
 	fs.BoolVar(&cfg.Policy, "policy", false, "put a 50-rule policy (globs and CEL) in force on the dispatcher")
+	fs.BoolVar(&cfg.Hook, "hook", false, "put a policy with one native before-hook on every call in force on the dispatcher")
 	fs.BoolVar(&cfg.Limits, "limits", false, "put a policy with one rate limit and one budget on every call in force on the dispatcher")
 	fs.IntVar(&cfg.InFlight, "inflight", 64, "calls in flight")
 	fs.IntVar(&cfg.Calls, "n", 20000, "calls measured")

@@ -57,6 +57,11 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 				return r, err
 			}
 		}
+		if cfg.Hook {
+			if o.policy, err = policy.Parse([]byte(hookPolicy)); err != nil {
+				return r, fmt.Errorf("bench: hook policy: %w", err)
+			}
+		}
 		if cfg.Limits {
 			if o.policy, err = policy.Parse([]byte(limitsPolicy)); err != nil {
 				return r, fmt.Errorf("bench: limits policy: %w", err)

@@ -18,6 +18,7 @@ import (
 	"github.com/toolwire/toolwire/internal/registry"
 	workerpkg "github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/internal/workerconfig"
+	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -89,7 +90,7 @@ func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err erro
 		if err != nil {
 			return nil, err
 		}
-		w, err := workerconfig.NewWorker(ctx, wb, nil, workerconfig.Options{Name: "bench-worker", Tools: builtin.Tools(), Concurrency: o.worker, Logger: log})
+		w, err := workerconfig.NewWorker(ctx, wb, nil, workerconfig.Options{Name: "bench-worker", Tools: benchTools(), Concurrency: o.worker, Logger: log})
 		if err != nil {
 			return nil, err
 		}
@@ -99,7 +100,7 @@ func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err erro
 		s.worker = w
 		s.warmUntil = time.Now().Add(workerpkg.ClockSkew)
 	} else {
-		nat, err := native.NewWithConfig(native.Config{Logger: log}, builtin.Tools()...)
+		nat, err := native.NewWithConfig(native.Config{Logger: log}, benchTools()...)
 		if err != nil {
 			return nil, err
 		}
@@ -262,6 +263,23 @@ func (s *stack) stop() error {
 type onePolicy struct{ p *policy.Policy }
 
 func (o onePolicy) For(string) *policy.Policy { return o.p }
+
+// benchTools are the built-in tools and bench_hook, a native before-hook
+// that lets every call go on (Config.Hook).
+func benchTools() []*tool.Tool {
+	return append(builtin.Tools(), tool.Must(tool.New("bench_hook", func(context.Context, dispatch.HookRequest) (dispatch.HookAnswer, error) {
+		return dispatch.HookAnswer{Action: "continue"}, nil
+	})))
+}
+
+// hookPolicy is the policy of Config.Hook: every call allowed, one native
+// before-hook on echo.
+const hookPolicy = `tenant:
+  default: allow
+loop_guard: {enabled: false}
+hooks:
+  - {id: bench, phase: before, tool: bench_hook, tools: [echo]}
+`
 
 // limitsPolicy is the policy of Config.Limits: every call allowed, one
 // rate and one budget per agent on every tool, never reached.
