@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/policy"
+	"github.com/toolwire/toolwire/internal/redact"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -116,7 +117,14 @@ func (d *Dispatcher) beforeHooks(ctx context.Context, id Identity, spec *toolwir
 // callHook calls hook h on the call and reads its answer.
 func (d *Dispatcher) callHook(ctx context.Context, id Identity, h *policy.Hook, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall) (*HookAnswer, error) {
 	c := call.GetCaller()
-	req, err := json.Marshal(HookRequest{Hook: h.ID, Tool: call.Tool, SpecVersion: spec.GetVersion(), Arguments: call.Arguments,
+	// A hook never sees the values the tool's schema marks secret (a hook
+	// may be a third party's webhook, and its call is stored and audited
+	// like any): they reach it as redact.Redacted.
+	args := json.RawMessage(call.Arguments)
+	if plan := redact.ForSpec(spec); plan != nil {
+		args = plan.Arguments(call.Arguments)
+	}
+	req, err := json.Marshal(HookRequest{Hook: h.ID, Tool: call.Tool, SpecVersion: spec.GetVersion(), Arguments: args,
 		Caller: HookCaller{Tenant: c.GetTenant(), Agent: c.GetAgent(), Session: c.GetSession(), User: c.GetUser(), Run: c.GetRun()}})
 	if err != nil {
 		return nil, err

@@ -154,3 +154,32 @@ func TestBeforeHookFailOpen(t *testing.T) {
 	r := echoCall(t, s, "slow")
 	require.True(t, r.Response.Ok, "%v", r.Response.GetError())
 }
+
+// A hook never sees an argument the tool's schema marks secret.
+func TestHooksNeverSeeSecrets(t *testing.T) {
+	t.Parallel()
+	log := &hookLog{}
+	login := tool.Must(tool.New("login", func(_ context.Context, in struct {
+		User     string `json:"user"`
+		Password string `json:"password" toolwire:"secret"`
+	}) (string, error) {
+		return "ok", nil
+	}))
+	seen := tool.Must(tool.New("look", func(_ context.Context, in dispatch.HookRequest) (dispatch.HookAnswer, error) {
+		log.add(string(in.Arguments))
+		return dispatch.HookAnswer{Action: "continue"}, nil
+	}))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), login, seen)})
+	a, err := policystore.NewStore(s.Env.Bus, nil).Apply(t.Context(), policystore.Installation,
+		[]byte("tenant: {default: allow}\nhooks:\n  - {id: look, phase: before, tool: look, tools: [login]}\n"), policystore.ApplyOptions{})
+	require.NoError(t, err)
+	require.NoError(t, s.Policies.Wait(t.Context(), policystore.Installation, a.Version.Version, a.Revision))
+	r, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "login",
+		ArgumentsJson: `{"user":"ann","password":"canary-4711"}`}, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, r.Response.Ok, "%v", r.Response.GetError())
+	got := log.take()
+	require.Len(t, got, 1)
+	require.Contains(t, got[0], `"user":"ann"`)
+	require.NotContains(t, got[0], "canary-4711")
+}
