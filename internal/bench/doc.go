@@ -29,6 +29,11 @@
 //     [-limits]`, alternated three times on the 2-core machine: 24,960 /
 //     21,033, 24,645 / 21,319 and 24,791 / 21,377 calls/s, 0.84-0.87×; p50
 //     2.2 → 2.55 ms; CPU 72 → 87 µs and 246 → 299 allocations per call.
+//   - toolwire-nats+hook: toolwire-nats with one native before-hook
+//     (bench_hook, which lets every call go on) on every call: a second
+//     call through the fleet per call. Measured (-hook, alternated twice,
+//     20,000 calls): 18,803 / 5,288 and 16,857 / 4,993 calls/s
+//     (0.28-0.30×), p50 2.8 → 10.5 ms, CPU 98 → 341 µs per call.
 //   - jetstream-baseline: the same round trip written directly against
 //     nats.go's jetstream package with nothing of toolwire in it: an async
 //     publish with a message id to a limits stream, a durable pull consumer
