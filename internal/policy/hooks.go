@@ -141,17 +141,7 @@ func compileHooks(dhs []docHook, ids map[string]int, ps *problems) []*Hook {
 	var out []*Hook
 	for i := range dhs {
 		dh := &dhs[i]
-		ok := true
-		switch {
-		case dh.id == "":
-			ps.add(dh.line, dh.field+".id", "must not be empty")
-			ok = false
-		case ids[dh.id] != 0:
-			ps.add(dh.line, dh.field+".id", "%q is already used at line %d", dh.id, ids[dh.id])
-			ok = false
-		default:
-			ids[dh.id] = dh.line
-		}
+		ok := claimID(dh.id, dh.line, dh.field, ids, ps)
 		switch dh.phase {
 		case "before":
 		case "after":
@@ -181,18 +171,9 @@ func compileHooks(dhs []docHook, ids map[string]int, ps *problems) []*Hook {
 			ps.add(dh.failureLine, dh.field+".failure", "must be closed or open, not %q", dh.failure)
 			ok = false
 		}
-		if len(dh.tools) == 0 {
-			dh.tools = []docString{{"*", dh.line}}
-		}
-		for j, t := range dh.tools {
-			g, err := compileGlob(t.s)
-			if err != nil {
-				ps.add(t.line, fmt.Sprintf("%s.tools[%d]", dh.field, j), "%v", err)
-				ok = false
-				continue
-			}
-			h.tools = append(h.tools, g)
-		}
+		var globsOK bool
+		h.tools, globsOK = compileToolGlobs(dh.tools, dh.line, dh.field, ps)
+		ok = ok && globsOK
 		if ok {
 			out = append(out, h)
 		}

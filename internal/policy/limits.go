@@ -300,18 +300,43 @@ func compileLimits(dls []docLimit, ids map[string]int, ps *problems) []*Limit {
 	return out
 }
 
-func compileLimit(dl *docLimit, ids map[string]int, ps *problems) *Limit {
-	ok := true
+// claimID records id (of an entry at line) as used, or says why it
+// cannot be: rules, limits and hooks share one namespace.
+func claimID(id string, line int, field string, ids map[string]int, ps *problems) bool {
 	switch {
-	case dl.id == "":
-		ps.add(dl.line, dl.field+".id", "must not be empty")
-		ok = false
-	case ids[dl.id] != 0:
-		ps.add(dl.line, dl.field+".id", "%q is already used at line %d", dl.id, ids[dl.id])
-		ok = false
-	default:
-		ids[dl.id] = dl.line
+	case id == "":
+		ps.add(line, field+".id", "must not be empty")
+		return false
+	case ids[id] != 0:
+		ps.add(line, field+".id", "%q is already used at line %d", id, ids[id])
+		return false
 	}
+	ids[id] = line
+	return true
+}
+
+// compileToolGlobs compiles an entry's tools globs (every tool when it
+// names none).
+func compileToolGlobs(tools []docString, line int, field string, ps *problems) ([]*glob, bool) {
+	if len(tools) == 0 {
+		tools = []docString{{"*", line}}
+	}
+	ok := true
+	var out []*glob
+	for i, t := range tools {
+		g, err := compileGlob(t.s)
+		if err != nil {
+			ps.add(t.line, fmt.Sprintf("%s.tools[%d]", field, i), "%v", err)
+			ok = false
+			continue
+		}
+		out = append(out, g)
+	}
+	return out, ok
+}
+
+func compileLimit(dl *docLimit, ids map[string]int, ps *problems) *Limit {
+	ok := claimID(dl.id, dl.line, dl.field, ids, ps)
 	l := &Limit{ID: dl.id, Line: dl.line, Reason: dl.reason, Key: dl.key, Rate: dl.rate, Budget: dl.budget,
 		Concurrency: int(dl.concurrency), cost: 1}
 	if dl.rate == nil && dl.concurrency == 0 && dl.budget == nil {
@@ -327,18 +352,9 @@ func compileLimit(dl *docLimit, ids map[string]int, ps *problems) *Limit {
 			ok = false
 		}
 	}
-	if len(dl.tools) == 0 {
-		dl.tools = []docString{{"*", dl.line}}
-	}
-	for i, t := range dl.tools {
-		g, err := compileGlob(t.s)
-		if err != nil {
-			ps.add(t.line, fmt.Sprintf("%s.tools[%d]", dl.field, i), "%v", err)
-			ok = false
-			continue
-		}
-		l.tools = append(l.tools, g)
-	}
+	var globsOK bool
+	l.tools, globsOK = compileToolGlobs(dl.tools, dl.line, dl.field, ps)
+	ok = ok && globsOK
 	if !slices.Contains(limitKeys, dl.key) && dl.key != "" {
 		prg, err := compileExpr(dl.key, types.StringType)
 		if err != nil {
