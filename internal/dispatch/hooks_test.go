@@ -89,7 +89,7 @@ const hooksDoc = `tenant:
       reason: secrets stay home
 hooks:
   - {id: second, phase: before, tool: guard, tools: [echo], priority: 20}
-  - {id: first, phase: before, tool: guard, tools: [echo], priority: 10, timeout: 300ms}
+  - {id: first, phase: before, tool: guard, tools: [echo], priority: 10, timeout: 3s}
 `
 
 func echoCall(t *testing.T, s *dispatchtest.Stack, text string) *toolwirev1.CallResponse {
@@ -150,7 +150,7 @@ func TestBeforeHooks(t *testing.T) {
 // failure: open lets the call through when its hook times out.
 func TestBeforeHookFailOpen(t *testing.T) {
 	t.Parallel()
-	s, _ := hooksStack(t, strings.Replace(hooksDoc, "timeout: 300ms}", "timeout: 300ms, failure: open}", 1))
+	s, _ := hooksStack(t, strings.Replace(hooksDoc, "timeout: 3s}", "timeout: 3s, failure: open}", 1))
 	r := echoCall(t, s, "slow")
 	require.True(t, r.Response.Ok, "%v", r.Response.GetError())
 }

@@ -121,7 +121,7 @@ func TestConcurrencyCapAcrossReplicas(t *testing.T) {
     tools: [sleep]
     concurrency: 1
 `)
-	first, err := replicas[0].Submit(t.Context(), session("c"), &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"2s"}`})
+	first, err := replicas[0].Submit(t.Context(), session("c"), &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"5s"}`})
 	require.NoError(t, err)
 	require.Nil(t, first.Rejected)
 	second, err := replicas[1].Submit(t.Context(), session("c"), &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"1ms"}`})
