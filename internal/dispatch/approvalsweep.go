@@ -53,11 +53,17 @@ func republishWithin(window time.Duration) time.Duration {
 
 // startApprovalSweep starts the sweep; the stopper ends it.
 func (d *Dispatcher) startApprovalSweep() stopper {
+	return every(d.cfg.ApprovalSweep, d.sweepApprovals)
+}
+
+// every runs fn every interval on a goroutine of its own until the
+// returned stopper ends it (fn's context is cancelled then).
+func every(interval time.Duration, fn func(context.Context)) stopper {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(d.cfg.ApprovalSweep)
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
@@ -65,7 +71,7 @@ func (d *Dispatcher) startApprovalSweep() stopper {
 				return
 			case <-t.C:
 			}
-			d.sweepApprovals(ctx)
+			fn(ctx)
 		}
 	}()
 	return func() <-chan struct{} {

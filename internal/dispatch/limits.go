@@ -305,23 +305,9 @@ func (d *Dispatcher) settled(callID string) {
 
 // startSlotRenewal renews the leases of the held slots every slotRenew.
 func (d *Dispatcher) startSlotRenewal() stopper {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(slotRenew)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				d.renewSlots(ctx)
-			}
-		}
-	}()
+	renew := every(slotRenew, d.renewSlots)
 	return func() <-chan struct{} {
-		cancel()
+		done := renew()
 		d.slots.mu.Lock()
 		d.slots.closed = true
 		d.slots.mu.Unlock()
