@@ -120,6 +120,8 @@ func workerPermissions(c Config) Permissions {
 		// just made "pending"), for the re-check before executing (never
 		// written).
 		jsAPI+"STREAM.MSG.GET."+kvStream(c.ApprovalsBucket()),
+		// A call's after-hooks, run by a dispatcher (AfterHookSubject).
+		AfterHookSubject(c),
 		// Outputs over the inline limit: chunks and meta written, meta read.
 		"$O."+c.BlobBucket()+".>",
 		jsAPI+"DIRECT.GET."+objStream(c.BlobBucket())+".>",
@@ -185,6 +187,14 @@ const ReplayDispatcher = "replay"
 // themselves.
 func DLQRetrySubject(c Config) string {
 	return c.WithDefaults().Subjects().join("admin", "dlq", "retry")
+}
+
+// AfterHookSubject is where a worker asks the dispatchers (one queue
+// group) to run a call's after-hooks on its response (dispatch serves it):
+// hooks are tools, called through the fleet, and a worker's credentials
+// may not publish calls.
+func AfterHookSubject(c Config) string {
+	return c.WithDefaults().Subjects().join("hook", "after")
 }
 
 // PolicyChangedSubject is where a dispatcher that applied a policy

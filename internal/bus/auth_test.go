@@ -167,6 +167,16 @@ func TestWorkerBoundaries(t *testing.T) {
 	_, err = bus.LastMsgFromLeader(ctx, wb.JS, wb.Events, e.bus.Subjects.Event("acme", "d1", "01CALL"))
 	require.ErrorIs(t, err, jetstream.ErrMsgNotFound)
 
+	// It asks the dispatchers to run a call's after-hooks, and gets
+	// their reply.
+	hooks, err := e.bus.NC.Subscribe(bus.AfterHookSubject(e.bus.Config), func(m *nats.Msg) { _ = m.Respond([]byte("ran")) })
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = hooks.Unsubscribe() })
+	require.NoError(t, e.bus.NC.Flush())
+	reply, err := nc.Request(bus.AfterHookSubject(e.bus.Config), []byte("call"), 10*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, "ran", string(reply.Data))
+
 	// It may not forge calls (skipping admission) ...
 	call := e.bus.Subjects.Call(toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE, "acme", "builtin", "echo")
 	require.NoError(t, nc.Publish(call, []byte("forged")))

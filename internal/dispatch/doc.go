@@ -630,8 +630,25 @@
 // which are validated again. Where the issue was silent: a failed hook
 // refuses TRANSIENT (retryable) unless its failure is open; a hook's
 // refusals are recorded with rule "hook:<id>"; a direct call of a hook
-// tool runs no hooks. After-hooks are not built: a document that binds one
-// is refused.
+// tool runs no hooks.
+//
+// After-hooks (afterhooks.go): admission names in the call the
+// after-hooks the policy binds to its tool (ToolCall.after_hooks); the
+// worker that ran it sends its response to bus.AfterHookSubject, which
+// every replica serves in one queue group (at most 256 requests at once
+// per replica, each on its own goroutine, all ended by Stop; past that
+// "busy", and the worker asks again). A request is served only from a
+// worker's inbox (a message a push consumer was pointed at the subject
+// carries a $JS.ACK reply). The dispatcher calls each named hook that the
+// tenant's policy in force still binds to the tool — never a tool the
+// request names on its own — as a before-hook is called, and answers the
+// new content, the notes for the response's meta, or the error of a
+// withheld result. Where the issue was silent: "redact" drops what the
+// hook does not give back (a redactor that forgets the structured copy
+// of a text does not leak it), "replace" keeps it; "withhold" refuses the
+// result; a failed hook withholds the result unless its failure is open;
+// a dispatcher that stops while serving answers "retry" (another replica
+// serves it), never a hook failure.
 //
 // # Loop guard
 //

@@ -114,35 +114,56 @@ func (d *Dispatcher) beforeHooks(ctx context.Context, id Identity, spec *toolwir
 	return nil, nil, nil
 }
 
-// callHook calls hook h on the call and reads its answer.
+// callHook calls before-hook h on the call and reads its answer.
 func (d *Dispatcher) callHook(ctx context.Context, id Identity, h *policy.Hook, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall) (*HookAnswer, error) {
-	c := call.GetCaller()
-	// A hook never sees the values the tool's schema marks secret (a hook
-	// may be a third party's webhook, and its call is stored and audited
-	// like any): they reach it as redact.Redacted.
-	args := json.RawMessage(call.Arguments)
-	if plan := redact.ForSpec(spec); plan != nil {
-		args = plan.Arguments(call.Arguments)
-	}
-	req, err := json.Marshal(HookRequest{Hook: h.ID, Tool: call.Tool, SpecVersion: spec.GetVersion(), Arguments: args,
-		Caller: HookCaller{Tenant: c.GetTenant(), Agent: c.GetAgent(), Session: c.GetSession(), User: c.GetUser(), Run: c.GetRun()}})
-	if err != nil {
+	var ans HookAnswer
+	req := HookRequest{Hook: h.ID, Tool: call.Tool, SpecVersion: spec.GetVersion(), Arguments: hookArguments(spec, call), Caller: hookCaller(call)}
+	if err := d.hookCall(ctx, id.Tenant, h, req, &ans); err != nil {
 		return nil, err
+	}
+	return &ans, nil
+}
+
+// hookArguments are the call's arguments as a hook sees them: a hook
+// never sees the values the tool's schema marks secret (a hook may be a
+// third party's webhook, and its call is stored and audited like any):
+// they reach it as redact.Redacted.
+func hookArguments(spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall) json.RawMessage {
+	if plan := redact.ForSpec(spec); plan != nil {
+		return plan.Arguments(call.Arguments)
+	}
+	return json.RawMessage(call.Arguments)
+}
+
+func hookCaller(call *toolwirev1.ToolCall) HookCaller {
+	c := call.GetCaller()
+	return HookCaller{Tenant: c.GetTenant(), Agent: c.GetAgent(), Session: c.GetSession(), User: c.GetUser(), Run: c.GetRun()}
+}
+
+// hookCall calls hook h of tenant's policy through the fleet with req as
+// its arguments, and reads its answer into ans: the hook's structured
+// result, or its first text block, as JSON. The call is the fleet's own
+// (agent "hook:<id>"): hooks, the loop guard and the limits never run on
+// it, and it is bounded by the hook's timeout.
+func (d *Dispatcher) hookCall(ctx context.Context, tenant string, h *policy.Hook, req, ans any) error {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return err
 	}
 	hctx, cancel := context.WithTimeout(context.WithValue(ctx, hookCallKey{}, h.ID), h.Timeout+time.Second)
 	defer cancel()
-	hid := Identity{Tenant: id.Tenant, Agent: "hook:" + h.ID, Scopes: []string{"*"}}
-	r, err := d.Call(hctx, hid, &toolwirev1.CallRequest{Tool: h.Tool, ArgumentsJson: string(req),
+	hid := Identity{Tenant: tenant, Agent: "hook:" + h.ID, Scopes: []string{"*"}}
+	r, err := d.Call(hctx, hid, &toolwirev1.CallRequest{Tool: h.Tool, ArgumentsJson: string(data),
 		ScheduleToClose: durationpb.New(h.Timeout)}, h.Timeout)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if r.State != toolwirev1.CallState_CALL_STATE_DONE {
-		return nil, fmt.Errorf("no answer within %s", h.Timeout)
+		return fmt.Errorf("no answer within %s", h.Timeout)
 	}
 	if !r.Response.GetOk() {
 		e := r.Response.GetError()
-		return nil, fmt.Errorf("%s: %s", e.GetType(), e.GetMessage())
+		return fmt.Errorf("%s: %s", e.GetType(), e.GetMessage())
 	}
 	raw := r.Response.GetStructuredJson()
 	if raw == "" {
@@ -153,11 +174,10 @@ func (d *Dispatcher) callHook(ctx context.Context, id Identity, h *policy.Hook, 
 			}
 		}
 	}
-	var ans HookAnswer
-	if err := json.Unmarshal([]byte(raw), &ans); err != nil {
-		return nil, fmt.Errorf("its answer is not a hook answer (JSON with an action): %w", err)
+	if err := json.Unmarshal([]byte(raw), ans); err != nil {
+		return fmt.Errorf("its answer is not a hook answer (JSON with an action): %w", err)
 	}
-	return &ans, nil
+	return nil
 }
 
 // rewrite replaces the call's arguments with the hook's, validated against

@@ -21,7 +21,8 @@ var closedChan = func() chan struct{} {
 }()
 
 // Start consumes this replica's stored results and starts the reaper, the
-// retry mover, the dead-letter retry service, the orphan sweeper, the
+// retry mover, the dead-letter retry service, the after-hook service
+// (afterhooks.go), the orphan sweeper, the
 // load view, the listing of the pool consumers that admission checks
 // calls against (poolcheck.go), and the approval flow's grant index,
 // record tracker and sweep (approve.go).
@@ -82,6 +83,11 @@ func (d *Dispatcher) start(ctx context.Context) error {
 		return err
 	}
 	d.own(subscriptionStopper(retries))
+	afterHooks, err := d.serveAfterHooks(ctx)
+	if err != nil {
+		return err
+	}
+	d.own(afterHooks)
 	d.delayedRecords.Start()
 	d.own(func() <-chan struct{} {
 		d.delayedRecords.Stop() // waits for its goroutine, which only publishes records
@@ -175,7 +181,7 @@ func subscriptionStopper(sub *nats.Subscription) stopper {
 // replica), tells everything Start started to end, newest first, and
 // waits until all of it has: the results consumer (and its server
 // consumer deleted), the reaper, the retry mover, the dead-letter retry
-// service, the admission record queue, the load view, the rechecks of
+// service, the after-hook service (its hook calls under way), the admission record queue, the load view, the rechecks of
 // waiters, the orphan sweeper, the pool listing, the grant index, the
 // approval tracker and the approval sweep. When ctx ends first
 // it returns ctx's error; what was told to end still ends, and a later

@@ -11,12 +11,13 @@ import (
 )
 
 // Hooks of a document (doc.go, "Hooks"): registered tools the dispatcher
-// calls, through the fleet, on the calls of the tools they cover, before
-// the policy rules decide.
+// calls, through the fleet, on the calls of the tools they cover — before
+// the policy rules decide (phase before), or on the response before it is
+// stored (phase after).
 //
 //	hooks:
 //	  - id: secrets
-//	    phase: before        # the only phase built yet
+//	    phase: before        # before (admission) or after (the response)
 //	    tool: scan_secrets   # the hook: any registered tool
 //	    tools: ["*"]         # the calls it looks at
 //	    priority: 10         # lower runs first; ties by id
@@ -38,8 +39,11 @@ const (
 
 // Hook is one compiled hook binding.
 type Hook struct {
-	ID       string
-	Tool     string
+	ID   string
+	Tool string
+	// After is true for an after-hook (phase after), false for a
+	// before-hook.
+	After    bool
 	Priority int
 	Timeout  time.Duration
 	// FailOpen lets the call through when the hook fails or times out;
@@ -61,17 +65,36 @@ func (h *Hook) Covers(tool string) bool {
 // BeforeHooks returns the before-hooks that look at calls of tool, in the
 // order they run (priority, then id); none for a tool that is itself a
 // hook of the document (hooks never run on hook calls).
-func (p *Policy) BeforeHooks(tool string) []*Hook {
+func (p *Policy) BeforeHooks(tool string) []*Hook { return p.phaseHooks(tool, false) }
+
+// AfterHooks returns the after-hooks that look at the responses of tool's
+// calls, in the order they run; none for a hook's own tool.
+func (p *Policy) AfterHooks(tool string) []*Hook { return p.phaseHooks(tool, true) }
+
+func (p *Policy) phaseHooks(tool string, after bool) []*Hook {
 	if p == nil || len(p.hooks) == 0 || p.IsHook(tool) {
 		return nil
 	}
 	var out []*Hook
 	for _, h := range p.hooks {
-		if h.Covers(tool) {
+		if h.After == after && h.Covers(tool) {
 			out = append(out, h)
 		}
 	}
 	return out
+}
+
+// Hook returns the hook with id, or nil.
+func (p *Policy) Hook(id string) *Hook {
+	if p == nil {
+		return nil
+	}
+	for _, h := range p.hooks {
+		if h.ID == id {
+			return h
+		}
+	}
+	return nil
 }
 
 // IsHook reports whether tool is the tool of one of the document's hooks.
@@ -142,20 +165,19 @@ func compileHooks(dhs []docHook, ids map[string]int, ps *problems) []*Hook {
 	for i := range dhs {
 		dh := &dhs[i]
 		ok := claimID(dh.id, dh.line, dh.field, ids, ps)
+		h := &Hook{ID: dh.id, Tool: dh.tool, Priority: int(dh.priority), Timeout: DefaultHookTimeout}
 		switch dh.phase {
 		case "before":
 		case "after":
-			ps.add(dh.phaseLine, dh.field+".phase", "after-hooks are not supported yet (only before)")
-			ok = false
+			h.After = true
 		default:
-			ps.add(dh.phaseLine, dh.field+".phase", "must be before, not %q", dh.phase)
+			ps.add(dh.phaseLine, dh.field+".phase", "must be before or after, not %q", dh.phase)
 			ok = false
 		}
 		if dh.tool == "" {
 			ps.add(dh.line, dh.field+".tool", "must not be empty")
 			ok = false
 		}
-		h := &Hook{ID: dh.id, Tool: dh.tool, Priority: int(dh.priority), Timeout: DefaultHookTimeout}
 		if dh.timeout > 0 {
 			h.Timeout = min(dh.timeout, MaxHookTimeout)
 			if dh.timeout > MaxHookTimeout {

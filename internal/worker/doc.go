@@ -28,7 +28,8 @@
 // executed late) → attempts, each under its start-to-close timeout, its
 // tool heartbeat timeout and the call deadline, with InProgress heartbeats
 // every AckWait/3 → redaction of the values of secret arguments (see
-// below) → the response, cut to the tool's output limits and the inline
+// below) → the after-hooks the call names, run by a dispatcher (see
+// After-hooks) → the response, cut to the tool's output limits and the inline
 // limit with the whole output in the blob store (see Output) → the result
 // published with
 // ExpectLastSequencePerSubject(0), so the server refuses a second result
@@ -49,6 +50,26 @@
 // secret fields pays one substring search of its schema per layer.
 // Stored in clear: the call itself, as the calls and retries streams and
 // dead letters keep it to run it.
+//
+// # After-hooks
+//
+// A call whose attempt ran and that names after-hooks (admission binds
+// them from the policy, docs/policy.md "Hooks") has its terminal response
+// looked at before it is stored (afterhooks.go). DESIGN §6 puts them
+// before the redaction; they run after it here, so that a hook — perhaps
+// a third party's webhook — never sees a secret argument's value. They
+// run before the output is cut, so they see all of it and nothing they
+// redact reaches the blob store. Hooks are tools, and a worker's
+// credentials may not publish calls, so the worker sends the response to
+// bus.AfterHookSubject, where the dispatchers (one queue group) call the
+// hooks through the fleet and answer what they made of it; a busy or
+// absent dispatcher is asked again (100 ms doubling to 2 s) within the
+// hooks' timeouts plus a second each and 5 s. Past that every hook has
+// failed: the response is stored unchanged if every hook fails open, and
+// withheld (INTERNAL, no content, intents dropped) otherwise. The worker
+// applies the reply itself: a failed call keeps its error and outcome
+// whatever the hooks answered. The delivery's heartbeats go on while it
+// waits.
 //
 // # Output
 //

@@ -63,6 +63,9 @@ type delivery struct {
 	// startedSeq is the stream sequence of the last STARTED this
 	// delivery stored (durableStart), 0 before the first.
 	startedSeq uint64
+	// ran is set once an attempt of this delivery has run: its response
+	// is the after-hooks' to look at (afterhooks.go).
+	ran bool
 
 	// started and finished time the attempt under way, or the moment of a
 	// decision taken before any.
@@ -330,6 +333,7 @@ func (d *delivery) attempt() (outcome, *tool.Error) {
 		return leave(), nil
 	}
 	d.finished = time.Now()
+	d.ran = true
 	d.w.executed.Add(1)
 	return d.decide(res, execErr)
 }

@@ -132,9 +132,10 @@ func (d *delivery) settle(o outcome) {
 
 // finish publishes the terminal response once and then acknowledges.
 func (d *delivery) finish(resp *toolwirev1.ToolResponse) {
+	d.w.secretsOf(d.call).Response(resp) // before it is stored, inline or as a blob
+	resp = d.afterHooks(resp)            // after the redaction: hooks never see secrets
 	ctx, cancel := d.w.settleContext(d.ctx)
 	defer cancel()
-	d.w.secretsOf(d.call).Response(resp) // before it is stored, inline or as a blob
 	failpoint.Inject("before-result-publish")
 	err := d.w.publishResult(ctx, d.call, resp)
 	failpoint.Inject("after-result-publish")

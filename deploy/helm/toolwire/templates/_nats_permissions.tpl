@@ -44,6 +44,7 @@ every permission.
     "$JS.API.DIRECT.GET.KV_{{ $p }}_registry.>"
     "$KV.{{ $p }}_registry.>"
     "$JS.API.STREAM.MSG.GET.KV_{{ $p }}_approvals"
+    "{{ $p }}.hook.after"
     "$O.{{ $p }}_blobs.>"
     "$JS.API.DIRECT.GET.OBJ_{{ $p }}_blobs.>"
   ]}

@@ -162,7 +162,11 @@ type ToolCall struct {
 	// The loop guard warned (docs/policy.md, "Loop guard"): this exact call
 	// was made this many times in a row in its session; the worker copies it
 	// into the response's meta. 0 otherwise.
-	LoopCount     int32 `protobuf:"varint,20,opt,name=loop_count,json=loopCount,proto3" json:"loop_count,omitempty"`
+	LoopCount int32 `protobuf:"varint,20,opt,name=loop_count,json=loopCount,proto3" json:"loop_count,omitempty"`
+	// The after-hooks the policy in force bound to the call's tool when it
+	// was admitted (docs/policy.md, "Hooks"), in the order they run: the
+	// worker has a dispatcher run them on its response before it is stored.
+	AfterHooks    []*AfterHookBinding `protobuf:"bytes,21,rep,name=after_hooks,json=afterHooks,proto3" json:"after_hooks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -337,6 +341,89 @@ func (x *ToolCall) GetLoopCount() int32 {
 	return 0
 }
 
+func (x *ToolCall) GetAfterHooks() []*AfterHookBinding {
+	if x != nil {
+		return x.AfterHooks
+	}
+	return nil
+}
+
+// AfterHookBinding names an after-hook a call was admitted with. A
+// dispatcher runs it as the policy in force binds it then; the worker
+// keeps the timeout and failure mode to bound its wait, and to decide
+// when no dispatcher answers.
+type AfterHookBinding struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The hook's id in the policy document.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The registered tool that is the hook.
+	Tool    string               `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	Timeout *durationpb.Duration `protobuf:"bytes,3,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	// The result is stored unchanged when the hook fails; false (the
+	// default) withholds it.
+	FailOpen      bool `protobuf:"varint,4,opt,name=fail_open,json=failOpen,proto3" json:"fail_open,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AfterHookBinding) Reset() {
+	*x = AfterHookBinding{}
+	mi := &file_toolwire_v1_call_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AfterHookBinding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AfterHookBinding) ProtoMessage() {}
+
+func (x *AfterHookBinding) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_call_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AfterHookBinding.ProtoReflect.Descriptor instead.
+func (*AfterHookBinding) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_call_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *AfterHookBinding) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *AfterHookBinding) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *AfterHookBinding) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
+	}
+	return nil
+}
+
+func (x *AfterHookBinding) GetFailOpen() bool {
+	if x != nil {
+		return x.FailOpen
+	}
+	return false
+}
+
 var File_toolwire_v1_call_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_call_proto_rawDesc = "" +
@@ -349,7 +436,7 @@ const file_toolwire_v1_call_proto_rawDesc = "" +
 	"\x04user\x18\x04 \x01(\tR\x04user\x12\x10\n" +
 	"\x03run\x18\x05 \x01(\tR\x03run\x12\x16\n" +
 	"\x06scopes\x18\x06 \x03(\tR\x06scopes\x12\x12\n" +
-	"\x04turn\x18\a \x01(\tR\x04turn\"\xb4\x06\n" +
+	"\x04turn\x18\a \x01(\tR\x04turn\"\xf4\x06\n" +
 	"\bToolCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12!\n" +
@@ -377,7 +464,14 @@ const file_toolwire_v1_call_proto_rawDesc = "" +
 	"\vpolicy_rule\x18\x13 \x01(\tR\n" +
 	"policyRule\x12\x1d\n" +
 	"\n" +
-	"loop_count\x18\x14 \x01(\x05R\tloopCountBCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
+	"loop_count\x18\x14 \x01(\x05R\tloopCount\x12>\n" +
+	"\vafter_hooks\x18\x15 \x03(\v2\x1d.toolwire.v1.AfterHookBindingR\n" +
+	"afterHooks\"\x88\x01\n" +
+	"\x10AfterHookBinding\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x123\n" +
+	"\atimeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12\x1b\n" +
+	"\tfail_open\x18\x04 \x01(\bR\bfailOpenBCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
 
 var (
 	file_toolwire_v1_call_proto_rawDescOnce sync.Once
@@ -391,26 +485,29 @@ func file_toolwire_v1_call_proto_rawDescGZIP() []byte {
 	return file_toolwire_v1_call_proto_rawDescData
 }
 
-var file_toolwire_v1_call_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_toolwire_v1_call_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_toolwire_v1_call_proto_goTypes = []any{
 	(*Caller)(nil),                // 0: toolwire.v1.Caller
 	(*ToolCall)(nil),              // 1: toolwire.v1.ToolCall
-	(*timestamppb.Timestamp)(nil), // 2: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 3: google.protobuf.Duration
-	(ExecutorType)(0),             // 4: toolwire.v1.ExecutorType
+	(*AfterHookBinding)(nil),      // 2: toolwire.v1.AfterHookBinding
+	(*timestamppb.Timestamp)(nil), // 3: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 4: google.protobuf.Duration
+	(ExecutorType)(0),             // 5: toolwire.v1.ExecutorType
 }
 var file_toolwire_v1_call_proto_depIdxs = []int32{
 	0, // 0: toolwire.v1.ToolCall.caller:type_name -> toolwire.v1.Caller
-	2, // 1: toolwire.v1.ToolCall.accepted_at:type_name -> google.protobuf.Timestamp
-	2, // 2: toolwire.v1.ToolCall.schedule_to_start_deadline:type_name -> google.protobuf.Timestamp
-	2, // 3: toolwire.v1.ToolCall.deadline:type_name -> google.protobuf.Timestamp
-	3, // 4: toolwire.v1.ToolCall.start_to_close:type_name -> google.protobuf.Duration
-	4, // 5: toolwire.v1.ToolCall.executor:type_name -> toolwire.v1.ExecutorType
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	3, // 1: toolwire.v1.ToolCall.accepted_at:type_name -> google.protobuf.Timestamp
+	3, // 2: toolwire.v1.ToolCall.schedule_to_start_deadline:type_name -> google.protobuf.Timestamp
+	3, // 3: toolwire.v1.ToolCall.deadline:type_name -> google.protobuf.Timestamp
+	4, // 4: toolwire.v1.ToolCall.start_to_close:type_name -> google.protobuf.Duration
+	5, // 5: toolwire.v1.ToolCall.executor:type_name -> toolwire.v1.ExecutorType
+	2, // 6: toolwire.v1.ToolCall.after_hooks:type_name -> toolwire.v1.AfterHookBinding
+	4, // 7: toolwire.v1.AfterHookBinding.timeout:type_name -> google.protobuf.Duration
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_call_proto_init() }
@@ -425,7 +522,7 @@ func file_toolwire_v1_call_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_call_proto_rawDesc), len(file_toolwire_v1_call_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

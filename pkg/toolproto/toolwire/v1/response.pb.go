@@ -246,7 +246,9 @@ type ResponseMeta struct {
 	FullText *BlobRef `protobuf:"bytes,15,opt,name=full_text,json=fullText,proto3" json:"full_text,omitempty"`
 	// The loop guard warned: this exact call (tool and canonical arguments)
 	// was made this many times in a row in its session. 0 otherwise.
-	LoopCount     int32 `protobuf:"varint,16,opt,name=loop_count,json=loopCount,proto3" json:"loop_count,omitempty"`
+	LoopCount int32 `protobuf:"varint,16,opt,name=loop_count,json=loopCount,proto3" json:"loop_count,omitempty"`
+	// What the after-hooks did to the response, in the order they ran.
+	Hooks         []*HookNote `protobuf:"bytes,17,rep,name=hooks,proto3" json:"hooks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -393,6 +395,96 @@ func (x *ResponseMeta) GetLoopCount() int32 {
 	return 0
 }
 
+func (x *ResponseMeta) GetHooks() []*HookNote {
+	if x != nil {
+		return x.Hooks
+	}
+	return nil
+}
+
+// HookNote records one after-hook's look at a response.
+type HookNote struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The hook's id in the policy document.
+	Hook string `protobuf:"bytes,1,opt,name=hook,proto3" json:"hook,omitempty"`
+	// continue, annotate, redact, replace, withhold; failed (the hook gave
+	// no answer, and its failure mode decided); unbound (no longer bound by
+	// the policy in force, so it did not run).
+	Action string `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// What an annotating hook said of the response.
+	Annotations map[string]string `protobuf:"bytes,4,rep,name=annotations,proto3" json:"annotations,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The policy version that bound the hook when it ran.
+	PolicyVersion string `protobuf:"bytes,5,opt,name=policy_version,json=policyVersion,proto3" json:"policy_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HookNote) Reset() {
+	*x = HookNote{}
+	mi := &file_toolwire_v1_response_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HookNote) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HookNote) ProtoMessage() {}
+
+func (x *HookNote) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_response_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HookNote.ProtoReflect.Descriptor instead.
+func (*HookNote) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_response_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *HookNote) GetHook() string {
+	if x != nil {
+		return x.Hook
+	}
+	return ""
+}
+
+func (x *HookNote) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *HookNote) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *HookNote) GetAnnotations() map[string]string {
+	if x != nil {
+		return x.Annotations
+	}
+	return nil
+}
+
+func (x *HookNote) GetPolicyVersion() string {
+	if x != nil {
+		return x.PolicyVersion
+	}
+	return ""
+}
+
 // BlobRef names an object in the blob Object Store.
 type BlobRef struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -408,7 +500,7 @@ type BlobRef struct {
 
 func (x *BlobRef) Reset() {
 	*x = BlobRef{}
-	mi := &file_toolwire_v1_response_proto_msgTypes[3]
+	mi := &file_toolwire_v1_response_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -420,7 +512,7 @@ func (x *BlobRef) String() string {
 func (*BlobRef) ProtoMessage() {}
 
 func (x *BlobRef) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_response_proto_msgTypes[3]
+	mi := &file_toolwire_v1_response_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -433,7 +525,7 @@ func (x *BlobRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlobRef.ProtoReflect.Descriptor instead.
 func (*BlobRef) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_response_proto_rawDescGZIP(), []int{3}
+	return file_toolwire_v1_response_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *BlobRef) GetBucket() string {
@@ -491,7 +583,7 @@ const file_toolwire_v1_response_proto_rawDesc = "" +
 	"\x06Intent\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12!\n" +
-	"\fpayload_json\x18\x03 \x01(\tR\vpayloadJson\"\x97\x05\n" +
+	"\fpayload_json\x18\x03 \x01(\tR\vpayloadJson\"\xc4\x05\n" +
 	"\fResponseMeta\x12\x16\n" +
 	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x129\n" +
@@ -514,7 +606,17 @@ const file_toolwire_v1_response_proto_rawDesc = "" +
 	"\asession\x18\x0e \x01(\tR\asession\x121\n" +
 	"\tfull_text\x18\x0f \x01(\v2\x14.toolwire.v1.BlobRefR\bfullText\x12\x1d\n" +
 	"\n" +
-	"loop_count\x18\x10 \x01(\x05R\tloopCount\"~\n" +
+	"loop_count\x18\x10 \x01(\x05R\tloopCount\x12+\n" +
+	"\x05hooks\x18\x11 \x03(\v2\x15.toolwire.v1.HookNoteR\x05hooks\"\xff\x01\n" +
+	"\bHookNote\x12\x12\n" +
+	"\x04hook\x18\x01 \x01(\tR\x04hook\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\tR\x06action\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12H\n" +
+	"\vannotations\x18\x04 \x03(\v2&.toolwire.v1.HookNote.AnnotationsEntryR\vannotations\x12%\n" +
+	"\x0epolicy_version\x18\x05 \x01(\tR\rpolicyVersion\x1a>\n" +
+	"\x10AnnotationsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"~\n" +
 	"\aBlobRef\x12\x16\n" +
 	"\x06bucket\x18\x01 \x01(\tR\x06bucket\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
@@ -534,33 +636,37 @@ func file_toolwire_v1_response_proto_rawDescGZIP() []byte {
 	return file_toolwire_v1_response_proto_rawDescData
 }
 
-var file_toolwire_v1_response_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_toolwire_v1_response_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_toolwire_v1_response_proto_goTypes = []any{
 	(*ToolResponse)(nil),          // 0: toolwire.v1.ToolResponse
 	(*Intent)(nil),                // 1: toolwire.v1.Intent
 	(*ResponseMeta)(nil),          // 2: toolwire.v1.ResponseMeta
-	(*BlobRef)(nil),               // 3: toolwire.v1.BlobRef
-	(*Content)(nil),               // 4: toolwire.v1.Content
-	(*ToolError)(nil),             // 5: toolwire.v1.ToolError
-	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 7: google.protobuf.Duration
+	(*HookNote)(nil),              // 3: toolwire.v1.HookNote
+	(*BlobRef)(nil),               // 4: toolwire.v1.BlobRef
+	nil,                           // 5: toolwire.v1.HookNote.AnnotationsEntry
+	(*Content)(nil),               // 6: toolwire.v1.Content
+	(*ToolError)(nil),             // 7: toolwire.v1.ToolError
+	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 9: google.protobuf.Duration
 }
 var file_toolwire_v1_response_proto_depIdxs = []int32{
-	4,  // 0: toolwire.v1.ToolResponse.content:type_name -> toolwire.v1.Content
-	5,  // 1: toolwire.v1.ToolResponse.error:type_name -> toolwire.v1.ToolError
+	6,  // 0: toolwire.v1.ToolResponse.content:type_name -> toolwire.v1.Content
+	7,  // 1: toolwire.v1.ToolResponse.error:type_name -> toolwire.v1.ToolError
 	1,  // 2: toolwire.v1.ToolResponse.intents:type_name -> toolwire.v1.Intent
 	2,  // 3: toolwire.v1.ToolResponse.meta:type_name -> toolwire.v1.ResponseMeta
-	6,  // 4: toolwire.v1.ResponseMeta.started_at:type_name -> google.protobuf.Timestamp
-	6,  // 5: toolwire.v1.ResponseMeta.finished_at:type_name -> google.protobuf.Timestamp
-	7,  // 6: toolwire.v1.ResponseMeta.duration:type_name -> google.protobuf.Duration
-	3,  // 7: toolwire.v1.ResponseMeta.full_output:type_name -> toolwire.v1.BlobRef
-	6,  // 8: toolwire.v1.ResponseMeta.accepted_at:type_name -> google.protobuf.Timestamp
-	3,  // 9: toolwire.v1.ResponseMeta.full_text:type_name -> toolwire.v1.BlobRef
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	8,  // 4: toolwire.v1.ResponseMeta.started_at:type_name -> google.protobuf.Timestamp
+	8,  // 5: toolwire.v1.ResponseMeta.finished_at:type_name -> google.protobuf.Timestamp
+	9,  // 6: toolwire.v1.ResponseMeta.duration:type_name -> google.protobuf.Duration
+	4,  // 7: toolwire.v1.ResponseMeta.full_output:type_name -> toolwire.v1.BlobRef
+	8,  // 8: toolwire.v1.ResponseMeta.accepted_at:type_name -> google.protobuf.Timestamp
+	4,  // 9: toolwire.v1.ResponseMeta.full_text:type_name -> toolwire.v1.BlobRef
+	3,  // 10: toolwire.v1.ResponseMeta.hooks:type_name -> toolwire.v1.HookNote
+	5,  // 11: toolwire.v1.HookNote.annotations:type_name -> toolwire.v1.HookNote.AnnotationsEntry
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_response_proto_init() }
@@ -576,7 +682,7 @@ func file_toolwire_v1_response_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_response_proto_rawDesc), len(file_toolwire_v1_response_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
