@@ -80,10 +80,14 @@ func TestSuitePrintsTheTable(t *testing.T) {
 	err := RunSuite(ctx, SuiteConfig{Config: testConfig(t), Levels: []Level{{InFlight: 4, Calls: 50, Warmup: -1}},
 		Rounds: 1, MemoryCalls: 200}, &out, &progress)
 	require.NoError(t, err)
-	for _, system := range []string{"jetstream-baseline", "toolwire-nats", "toolwire-http"} {
+	for _, system := range []string{"jetstream-baseline", "toolwire-nats", "toolwire-nats+policy", "toolwire-nats+limits", "toolwire-nats+hook", "toolwire-http"} {
 		require.Contains(t, out.String(), "| "+system+" | 4 | 50 |")
 		require.Contains(t, progress.String(), "RESULT system="+system+" inflight=4 calls=50 ")
 	}
+	// Each variant of the nats path is stated against the plain one.
+	require.Contains(t, out.String(), "With the 50-rule policy at 4 in flight:")
+	require.Contains(t, out.String(), "With a rate limit and a budget on every call at 4 in flight:")
+	require.Contains(t, out.String(), "With one native before-hook on every call at 4 in flight:")
 	require.Contains(t, out.String(), "Memory (median of 1): dispatcher heap per 10k calls in flight")
 }
 

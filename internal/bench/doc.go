@@ -30,10 +30,15 @@
 //     21,033, 24,645 / 21,319 and 24,791 / 21,377 calls/s, 0.84-0.87×; p50
 //     2.2 → 2.55 ms; CPU 72 → 87 µs and 246 → 299 allocations per call.
 //   - toolwire-nats+hook: toolwire-nats with one native before-hook
-//     (bench_hook, which lets every call go on) on every call: a second
-//     call through the fleet per call. Measured (-hook, alternated twice,
-//     20,000 calls): 18,803 / 5,288 and 16,857 / 4,993 calls/s
-//     (0.28-0.30×), p50 2.8 → 10.5 ms, CPU 98 → 341 µs per call.
+//     (bench_hook, read-only and idempotent, which lets every call go on)
+//     on every call: a second call through the fleet per call; reported
+//     as a share of toolwire-nats' calls/s, with the p50 and the CPU per
+//     call it adds. Measured (-hook, alternated twice, 20,000 calls at 64
+//     in flight): 23,425 / 10,206 and 23,027 / 10,341 calls/s (0.44-0.45×),
+//     p50 2.3 → 5.2 ms (+2.9 ms), CPU 76 → 174 µs per call (+98 µs). A hook
+//     tool that is neither read-only nor idempotent needs a durable
+//     STARTED before each run: 7,199 calls/s, p50 7.7 ms, 233 µs (the
+//     profile that found it).
 //   - jetstream-baseline: the same round trip written directly against
 //     nats.go's jetstream package with nothing of toolwire in it: an async
 //     publish with a message id to a limits stream, a durable pull consumer

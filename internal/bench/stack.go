@@ -265,11 +265,13 @@ type onePolicy struct{ p *policy.Policy }
 func (o onePolicy) For(string) *policy.Policy { return o.p }
 
 // benchTools are the built-in tools and bench_hook, a native before-hook
-// that lets every call go on (Config.Hook).
+// that lets every call go on (Config.Hook). Like any hook that only looks,
+// it is read-only and idempotent: its calls need no durable STARTED
+// before they run.
 func benchTools() []*tool.Tool {
 	return append(builtin.Tools(), tool.Must(tool.New("bench_hook", func(context.Context, dispatch.HookRequest) (dispatch.HookAnswer, error) {
 		return dispatch.HookAnswer{Action: "continue"}, nil
-	})))
+	}, tool.ReadOnly(), tool.Idempotent())))
 }
 
 // hookPolicy is the policy of Config.Hook: every call allowed, one native

@@ -80,9 +80,12 @@ func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) erro
 	if err != nil {
 		return err
 	}
-	// The nats path runs twice: without a policy and with the 50-rule
-	// policy in force (Config.Policy), interleaved like the rest.
-	systems := []Config{{Path: PathBaseline}, {Path: PathNATS}, {Path: PathNATS, Policy: true}, {Path: PathNATS, Limits: true}, {Path: PathHTTP}}
+	// The nats path runs four times: without a policy, with the 50-rule
+	// policy in force (Config.Policy), with a rate limit and a budget on
+	// every call (Config.Limits) and with one native before-hook
+	// (Config.Hook), interleaved like the rest.
+	systems := []Config{{Path: PathBaseline}, {Path: PathNATS}, {Path: PathNATS, Policy: true}, {Path: PathNATS, Limits: true},
+		{Path: PathNATS, Hook: true}, {Path: PathHTTP}}
 	var rows []row
 	var failures []error
 	for _, l := range levels {
@@ -90,7 +93,8 @@ func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) erro
 		for range rounds {
 			for i, sys := range systems {
 				c := cfg
-				c.Path, c.Policy, c.InFlight, c.Calls, c.Warmup = sys.Path, sys.Policy, l.InFlight, l.Calls, l.Warmup
+				c.Path, c.Policy, c.Limits, c.Hook = sys.Path, sys.Policy, sys.Limits, sys.Hook
+				c.InFlight, c.Calls, c.Warmup = l.InFlight, l.Calls, l.Warmup
 				// Every run starts from a collected heap, so none pays for
 				// the garbage of the run before it.
 				runtime.GC()
