@@ -689,8 +689,12 @@
 //     within 30 s. A call whose result never comes (its publish ended with
 //     the caller's context and it was never stored) is renewed until its
 //     deadline, or for an hour without one.
-//   - A concurrency cap refuses at once (RATE_LIMIT, retry_after 1 s); it
-//     does not queue the call.
+//   - A concurrency cap refuses at once (RATE_LIMIT, retry_after 1 s)
+//     unless the limit has a wait (at most 30 s): admission then tries
+//     again, 20 ms doubling to 250 ms, until a slot is free, the wait ends,
+//     the call's schedule-to-start deadline passes or the caller goes. It
+//     polls rather than queues: no order among waiters, no state to lose
+//     when a replica dies, and each try is one read of the key.
 //   - An ask is counted when it is parked (rates and budgets: past them
 //     it is refused, not parked), and not again when an approval publishes
 //     it; it takes no concurrency slot, neither while it waits nor when

@@ -90,12 +90,16 @@ func (d *Dispatcher) takeLimits(ctx context.Context, call *toolwirev1.ToolCall, 
 		if pl.l.Concurrency == 0 || !slots {
 			continue
 		}
-		ok, err := store.Acquire(ctx, pl.key, pl.l.Concurrency, call.CallId, slotLease, now)
+		ok, err := acquireSlot(ctx, store, pl, call, now)
 		if err != nil {
 			return refuse(pl.l, limitsUnavailable(err))
 		}
 		if !ok {
-			return refuse(pl.l, rateLimited(pl.l, fmt.Sprintf("%d calls of this key are running (limit %q)", pl.l.Concurrency, pl.l.ID), time.Second))
+			msg := fmt.Sprintf("%d calls of this key are running (limit %q)", pl.l.Concurrency, pl.l.ID)
+			if pl.l.Wait > 0 {
+				msg += "; waited for a slot until the limit's wait or the call's schedule-to-start ran out"
+			}
+			return refuse(pl.l, rateLimited(pl.l, msg, time.Second))
 		}
 		t.slots = append(t.slots, pl.key)
 	}
@@ -127,6 +131,37 @@ func (d *Dispatcher) takeLimits(ctx context.Context, call *toolwirev1.ToolCall, 
 		}
 	}
 	return t, nil, nil
+}
+
+// acquireSlot takes a concurrency slot of pl's key for the call; over the
+// cap, it tries again (20 ms doubling to 250 ms) for the limit's wait, and
+// never past the call's schedule-to-start deadline or ctx: false when no
+// slot came free by then.
+func acquireSlot(ctx context.Context, store *limits.Store, pl limitPlan, call *toolwirev1.ToolCall, now time.Time) (bool, error) {
+	ok, err := store.Acquire(ctx, pl.key, pl.l.Concurrency, call.CallId, slotLease, now)
+	if ok || err != nil || pl.l.Wait <= 0 {
+		return ok, err
+	}
+	deadline := now.Add(pl.l.Wait)
+	if dl := call.GetScheduleToStartDeadline(); dl != nil && dl.AsTime().Before(deadline) {
+		deadline = dl.AsTime()
+	}
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	pause := 20 * time.Millisecond
+	for {
+		t := time.NewTimer(pause)
+		select {
+		case <-wctx.Done():
+			t.Stop()
+			return false, nil
+		case <-t.C:
+		}
+		if ok, err = store.Acquire(ctx, pl.key, pl.l.Concurrency, call.CallId, slotLease, time.Now()); ok || err != nil {
+			return ok, err
+		}
+		pause = min(2*pause, 250*time.Millisecond)
+	}
 }
 
 // limitCall runs the limits step for an admitted call (takeLimits); a

@@ -13,6 +13,7 @@ import (
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/policystore"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // limitsStack is a stack with a second dispatcher replica (its own limits
@@ -135,6 +136,37 @@ func TestConcurrencyCapAcrossReplicas(t *testing.T) {
 		s, err := replicas[1].Submit(context.WithoutCancel(t.Context()), session("c"), &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"1ms"}`})
 		return err == nil && s.Rejected == nil
 	}, 20*time.Second, 50*time.Millisecond, "the slot comes back with the first call's result")
+}
+
+// With a wait, a call over a concurrency cap waits for a slot instead of
+// being refused: it is admitted once the running call's result frees it
+// (on another replica), and refused RATE_LIMIT when no slot comes free
+// within its schedule-to-start.
+func TestConcurrencyWaitTakesAFreedSlot(t *testing.T) {
+	t.Parallel()
+	_, replicas := policyLimitsStack(t, `limits:
+  - id: one-at-a-time
+    key: tenant
+    tools: [sleep]
+    concurrency: 1
+    wait: 25s
+`)
+	first, err := replicas[0].Submit(t.Context(), session("w"), &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"500ms"}`})
+	require.NoError(t, err)
+	require.Nil(t, first.Rejected)
+	second, err := replicas[1].Submit(t.Context(), session("w"), &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"10s"}`})
+	require.NoError(t, err)
+	require.Nil(t, second.Rejected, "it waited for the slot")
+	r, err := replicas[0].GetResult(t.Context(), session("w"), first.CallID, 0)
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State, "the second was admitted only once the first had its result")
+
+	third, err := replicas[0].Submit(t.Context(), session("w"), &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"1ms"}`,
+		ScheduleToStart: durationpb.New(300 * time.Millisecond)})
+	require.NoError(t, err)
+	require.NotNil(t, third.Rejected, "no slot within its schedule-to-start")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_RATE_LIMIT, third.Rejected.GetError().GetType())
+	require.Contains(t, third.Rejected.GetError().GetMessage(), "waited")
 }
 
 // A key CEL cannot evaluate for a call refuses it (fail closed), naming

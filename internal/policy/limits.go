@@ -23,6 +23,7 @@ import (
 //	    tools: ["*"]            # default: every tool
 //	    rate: {count: 10, per: 1s, burst: 20}
 //	    concurrency: 4
+//	    wait: 2s                # a call over the cap waits this long for a slot (default 0: refused at once; at most 30s)
 //	    budget: {units: 500, window: 24h}
 //	    cost: 1                 # units a call spends: a number, or a CEL int (default 1)
 //	    reason: ten calls a second per session
@@ -38,6 +39,9 @@ const (
 	maxLimitUnits = 1 << 30
 	// maxLimitPeriod bounds a rate period and a budget window.
 	maxLimitPeriod = 366 * 24 * time.Hour
+	// MaxConcurrencyWait bounds how long a call over a concurrency cap
+	// waits for a slot.
+	MaxConcurrencyWait = 30 * time.Second
 )
 
 // The keys a limit may count per without CEL.
@@ -51,6 +55,8 @@ type docLimit struct {
 	rateLine                     int
 	concurrency                  int64
 	concLine                     int
+	wait                         time.Duration
+	waitLine                     int
 	budget                       *LimitBudget
 	budgetLine                   int
 }
@@ -80,7 +86,10 @@ type Limit struct {
 	Key         string
 	Rate        *LimitRate
 	Concurrency int
-	Budget      *LimitBudget
+	// Wait is how long a call over the concurrency cap waits for a slot
+	// before it is refused (0: refused at once).
+	Wait   time.Duration
+	Budget *LimitBudget
 
 	tools    []*glob
 	keyExpr  cel.Program
@@ -225,6 +234,10 @@ func (d decoder) limit(n *yaml.Node, field string) docLimit {
 				d.ps.add(v.Line, field+".concurrency", "at most %d", MaxConcurrency)
 			}
 		},
+		"wait": func(_, v *yaml.Node) {
+			l.wait, _ = d.period(v, field+".wait", time.Millisecond)
+			l.waitLine = v.Line
+		},
 		"budget": func(_, v *yaml.Node) {
 			b := &LimitBudget{}
 			l.budget, l.budgetLine = b, v.Line
@@ -338,9 +351,17 @@ func compileToolGlobs(tools []docString, line int, field string, ps *problems) (
 func compileLimit(dl *docLimit, ids map[string]int, ps *problems) *Limit {
 	ok := claimID(dl.id, dl.line, dl.field, ids, ps)
 	l := &Limit{ID: dl.id, Line: dl.line, Reason: dl.reason, Key: dl.key, Rate: dl.rate, Budget: dl.budget,
-		Concurrency: int(dl.concurrency), cost: 1}
+		Concurrency: int(dl.concurrency), Wait: dl.wait, cost: 1}
 	if dl.rate == nil && dl.concurrency == 0 && dl.budget == nil {
 		ps.add(dl.line, dl.field, "needs a rate, a concurrency or a budget")
+		ok = false
+	}
+	switch {
+	case dl.wait > 0 && dl.concurrency == 0:
+		ps.add(dl.waitLine, dl.field+".wait", "is the wait for a concurrency slot: it needs a concurrency")
+		ok = false
+	case dl.wait > MaxConcurrencyWait:
+		ps.add(dl.waitLine, dl.field+".wait", "at most %s", MaxConcurrencyWait)
 		ok = false
 	}
 	if r := dl.rate; r != nil {
@@ -423,6 +444,9 @@ func canonicalLimits(dls []docLimit) []map[string]any {
 		}
 		if l.concurrency > 0 {
 			c["concurrency"] = l.concurrency
+		}
+		if l.wait > 0 {
+			c["wait"] = l.wait.String()
 		}
 		if b := l.budget; b != nil {
 			c["budget"] = map[string]any{"units": b.Units, "window": b.Window.String()}

@@ -86,6 +86,8 @@ func TestLimitsRefused(t *testing.T) {
 		"limits:\n  - id: a\n    key: session\n    budget: {units: 5, window: 1500ms}\n":                                 "limits[0].budget.window: must be whole seconds",
 		"limits:\n  - id: a\n    key: session\n    rate: {count: 1, per: 1s}\n    cost: 3\n":                             "line 5: limits[0].cost: 3 is above the burst 1",
 		"limits:\n  - id: a\n    key: session\n    concurrency: 1\n    frequency: 2\n":                                   "line 5: limits[0].frequency: unknown field",
+		"limits:\n  - id: a\n    key: session\n    rate: {count: 1, per: 1s}\n    wait: 1s\n":                            "line 5: limits[0].wait: is the wait for a concurrency slot: it needs a concurrency",
+		"limits:\n  - id: a\n    key: session\n    concurrency: 1\n    wait: 1m\n":                                       "line 5: limits[0].wait: at most 30s",
 		"tenant:\n  rules:\n    - {id: a, effect: allow, tools: [x]}\nlimits:\n  - {id: a, key: tool, concurrency: 1}\n": "line 5: limits[0].id: \"a\" is already used at line 3",
 	} {
 		_, err := policy.Parse([]byte(doc))
