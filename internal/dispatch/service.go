@@ -175,11 +175,7 @@ func (s *Service) ListTools(ctx context.Context, req *connect.Request[toolwirev1
 	if err != nil {
 		return nil, err
 	}
-	ents := s.d.visibleEntries(id, s.d.reg.List(registry.Filter{NameGlob: req.Msg.NameGlob, Executor: req.Msg.Executor, Scopes: id.Scopes}))
-	out := &toolwirev1.ListToolsResponse{Tools: make([]*toolwirev1.ToolSpec, len(ents))}
-	for i, e := range ents {
-		out.Tools[i] = toolView(id, e.Spec)
-	}
+	out := &toolwirev1.ListToolsResponse{Tools: s.d.VisibleTools(id, registry.Filter{NameGlob: req.Msg.NameGlob, Executor: req.Msg.Executor})}
 	if f := req.Msg.Format; f != toolwirev1.ToolFormat_TOOL_FORMAT_UNSPECIFIED && f != toolwirev1.ToolFormat_TOOL_FORMAT_NATIVE {
 		b, err := registry.Export(f, out.Tools)
 		if err != nil {

@@ -11,7 +11,10 @@ import (
 )
 
 // Call admits a call and waits up to wait (0 = the default) for its
-// terminal response. When the wait ends first the state is PENDING.
+// terminal response. When the wait ends first the state is PENDING. When
+// ctx ends first, the error is ctx's and, for an admitted call, the
+// response still names it (state PENDING), so that the caller can cancel
+// it or fetch its result.
 func (d *Dispatcher) Call(ctx context.Context, id Identity, o *toolwirev1.CallRequest, wait time.Duration) (*toolwirev1.CallResponse, error) {
 	if !o.ApplyIntents {
 		return d.call(ctx, id, o, wait)

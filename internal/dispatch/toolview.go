@@ -46,3 +46,16 @@ func (d *Dispatcher) visibleEntries(id Identity, ents []*registry.Entry) []*regi
 	}
 	return out
 }
+
+// VisibleTools returns the specs id may see, as ListTools shows them:
+// the registry's tools that match f and id's scopes, less those the
+// policy hides from id, executor configuration only for the admin scope.
+func (d *Dispatcher) VisibleTools(id Identity, f registry.Filter) []*toolwirev1.ToolSpec {
+	f.Scopes = id.Scopes
+	ents := d.visibleEntries(id, d.reg.List(f))
+	out := make([]*toolwirev1.ToolSpec, len(ents))
+	for i, e := range ents {
+		out[i] = toolView(id, e.Spec)
+	}
+	return out
+}

@@ -126,7 +126,9 @@ func (d *Dispatcher) call(ctx context.Context, id Identity, o *toolwirev1.CallRe
 		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
 	case <-ctx.Done():
 		w.accepted.Flush()
-		return nil, ctx.Err()
+		// The call was admitted: its id comes with the error, so that the
+		// caller can cancel it or fetch its result later.
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING}, ctx.Err()
 	}
 }
 

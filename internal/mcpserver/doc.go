@@ -1,0 +1,45 @@
+// Package mcpserver makes a dispatcher an MCP server for the whole fleet
+// (DESIGN §13, docs/mcp.md): Streamable HTTP on /mcp of the API port,
+// built on the official Go SDK in stateless mode, serving the protocol
+// revisions 2026-07-28, 2025-11-25 and 2025-06-18.
+//
+// # No state per instance
+//
+// The SDK serves each request with a temporary session, and nothing of a
+// client is kept between requests: any replica answers any request. The
+// tool list is the registry (every replica watches it), and a call is a
+// toolwire call, whose state is in JetStream.
+//
+// # Tools
+//
+// tools/list and tools/call are answered by a receiving middleware, not by
+// tools registered in the SDK: the list is per caller (the tools its
+// scopes and the policy let it see, as ListTools), in name order, with the
+// names the registry has (so they never change when a pool or a server is
+// added), 100 per page (the cursor is the page's last name, opaque), and
+// cacheScope private. A tool's MCP form is registry.ExportOne's (title,
+// description from the summary, schemas, annotations, icons, _meta).
+//
+// tools/call is dispatch.Call: admission, policy, approvals (the call
+// waits for an approver, like wait_for_approval), limits and the loop
+// guard apply unchanged. The response maps one to one: content blocks
+// (the MCP executor's mapping, internal/executors/mcp), structuredContent,
+// the tool's _meta, and a failure as isError with the error's text and,
+// in _meta "io.toolwire/error", its type, retryability, side effects,
+// suggestion and retry-after. "io.toolwire/call_id" names the call. An
+// unknown tool is a JSON-RPC invalid-params error (the client's mistake,
+// not the tool's). When the client goes away (the request's context ends:
+// a closed stream, or notifications/cancelled), the call is cancelled, and
+// the cancel reaches the worker.
+//
+// # Auth
+//
+// Callers present the dispatcher's API keys as bearer tokens; a missing or
+// unknown key is answered 401 with a WWW-Authenticate challenge naming the
+// protected resource metadata (RFC 9728, served at MetadataPath). A
+// request with an Origin header that is neither the endpoint's own origin
+// nor an allowed one is refused 403, and the SDK refuses a loopback
+// listener reached under a name that is not loopback (DNS rebinding). The
+// client's token authenticates it here and goes nowhere else: no tool,
+// worker or MCP server behind the fleet sees it.
+package mcpserver

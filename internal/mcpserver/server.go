@@ -1,0 +1,172 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwire/toolwire/internal/dispatch"
+)
+
+// Path is where the endpoint is served on the dispatcher's API port.
+const Path = "/mcp"
+
+// MetadataPath serves the endpoint's OAuth protected resource metadata
+// (RFC 9728: the well-known prefix, then the resource's path).
+const MetadataPath = "/.well-known/oauth-protected-resource" + Path
+
+// ProtocolVersions are the MCP revisions served, newest first.
+var ProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18"}
+
+// Config shapes a Server.
+type Config struct {
+	// Version is the server's version in its implementation info.
+	Version string
+	// AllowedOrigins are the browser origins (scheme://host[:port]) allowed
+	// besides the endpoint's own; a request with any other Origin header is
+	// refused 403 (DNS rebinding protection).
+	AllowedOrigins []string
+	// PageSize bounds the tools of one tools/list page; 0 = 100.
+	PageSize int
+	// MaxRequestBytes bounds a request body; 0 = 4 MiB.
+	MaxRequestBytes int64
+	Logger          *slog.Logger
+}
+
+// Server is the MCP face of one dispatcher (doc.go).
+type Server struct {
+	d    *dispatch.Dispatcher
+	auth dispatch.Authenticator
+	cfg  Config
+	log  *slog.Logger
+	sdk  *mcp.Server
+	h    http.Handler
+
+	// tools caches each spec version's MCP form.
+	mu    sync.Mutex
+	tools map[string]*mcp.Tool
+}
+
+// New returns the MCP server of d, authenticating callers with auth.
+func New(d *dispatch.Dispatcher, auth dispatch.Authenticator, cfg Config) *Server {
+	if cfg.PageSize <= 0 {
+		cfg.PageSize = 100
+	}
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = mcp.DefaultMaxRequestBodyBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{d: d, auth: auth, cfg: cfg, log: cfg.Logger, tools: map[string]*mcp.Tool{}}
+	s.sdk = mcp.NewServer(&mcp.Implementation{Name: "toolwire", Title: "toolwire", Version: cfg.Version},
+		&mcp.ServerOptions{HasTools: true, Logger: cfg.Logger, SupportedProtocolVersions: ProtocolVersions,
+			Instructions: "Every tool of this toolwire installation that your credentials may use. Calls are validated, " +
+				"governed by policy (some may wait for a person's approval), limited, retried and audited."})
+	s.sdk.AddReceivingMiddleware(s.receive)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.sdk }, &mcp.StreamableHTTPOptions{
+		Stateless: true, Logger: cfg.Logger, MaxRequestBodyBytes: cfg.MaxRequestBytes,
+		// A client that goes away (closes the stream) ends the call's
+		// context, which cancels the call (tools.go).
+		PropagateRequestCancellation: true,
+	})
+	s.h = s.checkOrigin(s.authenticate(h))
+	return s
+}
+
+// Handler serves the endpoint (Path) and its protected resource metadata
+// (MetadataPath) on mux.
+func (s *Server) Handle(mux *http.ServeMux) {
+	mux.Handle(Path, s.h)
+	mux.Handle(MetadataPath, http.HandlerFunc(s.metadata))
+}
+
+// authenticate identifies the caller by the dispatcher's API keys, sent as
+// a bearer token. An unknown or missing key is answered 401 with a
+// WWW-Authenticate challenge naming the protected resource metadata.
+func (s *Server) authenticate(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := s.auth.Authenticate(r)
+		if err == nil && !dispatch.TenantRe.MatchString(id.Tenant) {
+			err = dispatch.ErrUnauthenticated
+		}
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+metadataURL(r)+`"`)
+			http.Error(w, "missing or unknown API key: send it as Authorization: Bearer <key>", http.StatusUnauthorized)
+			return
+		}
+		// The client's token is the caller's credential here and nowhere
+		// else: no tool, worker or MCP server behind the fleet sees it.
+		r = r.WithContext(dispatch.WithIdentity(r.Context(), id))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// checkOrigin refuses a request whose Origin header names neither the
+// endpoint's own origin nor an allowed one.
+func (s *Server) checkOrigin(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r) {
+			http.Error(w, "origin not allowed", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) originAllowed(origin string, r *http.Request) bool {
+	if slices.Contains(s.cfg.AllowedOrigins, origin) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
+}
+
+// metadataURL is the URL of the endpoint's protected resource metadata as
+// the request reached it.
+func metadataURL(r *http.Request) string { return baseURL(r) + MetadataPath }
+
+func baseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// identity is the caller of a request the endpoint authenticated.
+func identity(ctx context.Context) (dispatch.Identity, error) {
+	id, ok := dispatch.IdentityFrom(ctx)
+	if !ok {
+		return dispatch.Identity{}, errUnauthenticated
+	}
+	return id, nil
+}
+
+var errUnauthenticated = errors.New("mcpserver: the request carries no authenticated caller")
+
+// metadata serves the endpoint's OAuth protected resource metadata (RFC
+// 9728): the resource and the bearer method. toolwire issues its API keys
+// itself and names no authorization server.
+func (s *Server) metadata(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"resource":                 baseURL(r) + Path,
+		"bearer_methods_supported": []string{"header"},
+		"resource_name":            "toolwire",
+		"scopes_supported":         []string{},
+	})
+}

@@ -1,0 +1,230 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwire/toolwire/internal/dispatch"
+	mcpexec "github.com/toolwire/toolwire/internal/executors/mcp"
+	"github.com/toolwire/toolwire/internal/registry"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// receive answers tools/list and tools/call from the registry and the
+// dispatcher; every other method is the SDK's.
+func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/list":
+			id, err := s.caller(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			return s.listTools(id, req.(*mcp.ListToolsRequest))
+		case "tools/call":
+			id, err := s.caller(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			return s.callTool(ctx, id, req.(*mcp.CallToolRequest))
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// caller is the authenticated caller of req: from the request context
+// (authenticate), or, where the SDK runs the method on a context of its
+// own, from the request's headers, checked again.
+func (s *Server) caller(ctx context.Context, req mcp.Request) (dispatch.Identity, error) {
+	if id, err := identity(ctx); err == nil {
+		return id, nil
+	}
+	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+		id, err := s.auth.Authenticate(&http.Request{Header: ex.Header})
+		if err == nil && dispatch.TenantRe.MatchString(id.Tenant) {
+			return id, nil
+		}
+	}
+	return dispatch.Identity{}, errUnauthenticated
+}
+
+// listTools answers one page of the tools the caller may see, in name
+// order, as the registry names them. The cursor is the last name of the
+// page before (opaque to clients).
+func (s *Server) listTools(id dispatch.Identity, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
+	after := ""
+	if req.Params != nil && req.Params.Cursor != "" {
+		c := req.Params.Cursor
+		b, err := base64.RawURLEncoding.DecodeString(c)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
+		}
+		after = string(b)
+	}
+	res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
+	// Private: the list is this caller's (scopes and policy).
+	res.CacheScope = "private"
+	for _, spec := range s.d.VisibleTools(id, registry.Filter{}) {
+		if spec.Name <= after {
+			continue
+		}
+		if len(res.Tools) == s.cfg.PageSize {
+			res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(res.Tools[len(res.Tools)-1].Name))
+			break
+		}
+		t, err := s.tool(spec)
+		if err != nil {
+			s.log.Warn("a tool has no MCP form; left out of tools/list", "tool", spec.Name, "err", err)
+			continue
+		}
+		res.Tools = append(res.Tools, t)
+	}
+	return res, nil
+}
+
+// tool is spec's MCP form (registry.ExportOne's, cached per version).
+func (s *Server) tool(spec *toolwirev1.ToolSpec) (*mcp.Tool, error) {
+	key := spec.Name + "@" + spec.Version
+	s.mu.Lock()
+	t, ok := s.tools[key]
+	s.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	b, err := registry.ExportOne(toolwirev1.ToolFormat_TOOL_FORMAT_MCP, spec)
+	if err != nil {
+		return nil, err
+	}
+	t = &mcp.Tool{}
+	if err := json.Unmarshal(b, t); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if len(s.tools) > 10000 { // bounded: versions come and go
+		clear(s.tools)
+	}
+	s.tools[key] = t
+	s.mu.Unlock()
+	return t, nil
+}
+
+// callTool runs a tools/call as a toolwire call: admission, policy,
+// approvals, limits and the loop guard apply unchanged. It waits for the
+// call's result (through an approval, too); the client going away (its
+// context ends) cancels the call.
+func (s *Server) callTool(ctx context.Context, id dispatch.Identity, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p := req.Params
+	if p == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
+	}
+	args := string(p.Arguments)
+	if args == "" || args == "null" {
+		args = "{}"
+	}
+	wait := s.d.Config().MaxWait
+	r, err := s.d.Call(ctx, id, &toolwirev1.CallRequest{Tool: p.Name, ArgumentsJson: args, WaitForApproval: true}, wait)
+	for err == nil && r.State != toolwirev1.CallState_CALL_STATE_DONE {
+		var g *toolwirev1.GetResultResponse
+		started := time.Now()
+		if g, err = s.d.GetResult(ctx, id, r.CallId, wait); err == nil {
+			r = &toolwirev1.CallResponse{CallId: r.CallId, State: g.State, Response: g.Response}
+			if r.State != toolwirev1.CallState_CALL_STATE_DONE && time.Since(started) < time.Second {
+				err = pause(ctx, time.Second) // a parked call is answered at once: poll it
+			}
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil && r != nil && r.CallId != "" {
+			s.cancel(ctx, id, r.CallId)
+		}
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("toolwire: %w", err)
+	}
+	resp := r.Response
+	if resp.GetError().GetType() == toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND && resp.GetMeta().GetSource() == "dispatcher" {
+		// An unknown tool is the client's protocol error, not the tool's.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: resp.GetError().GetMessage()}
+	}
+	return result(resp)
+}
+
+// cancel cancels a call whose client went away.
+func (s *Server) cancel(ctx context.Context, id dispatch.Identity, callID string) {
+	cctx, done := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer done()
+	if _, err := s.d.Cancel(cctx, id, callID, "the MCP client went away"); err != nil {
+		s.log.Warn("cancelling the call of a client that went away failed", "call_id", callID, "err", err)
+	}
+}
+
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// result maps a toolwire response onto an MCP tool result, one to one:
+// content blocks (the MCP executor's mapping), structured content, the
+// tool's `_meta`, and a failure as isError with the error's message as
+// text and its type, retryability and side effects in `_meta`.
+func result(resp *toolwirev1.ToolResponse) (*mcp.CallToolResult, error) {
+	content, err := mcpexec.ContentToMCP(resp.GetContent())
+	if err != nil {
+		return nil, fmt.Errorf("toolwire: the result has no MCP form: %w", err)
+	}
+	res := &mcp.CallToolResult{Content: content, IsError: !resp.GetOk()}
+	if res.Content == nil {
+		res.Content = []mcp.Content{}
+	}
+	if sj := resp.GetStructuredJson(); sj != "" {
+		res.StructuredContent = json.RawMessage(sj)
+	}
+	meta := mcp.Meta{}
+	if mj := resp.GetMetaJson(); mj != "" {
+		if err := json.Unmarshal([]byte(mj), &meta); err != nil {
+			meta = mcp.Meta{}
+		}
+	}
+	meta[MetaCallID] = resp.GetCallId()
+	if e := resp.GetError(); e != nil {
+		if len(res.Content) == 0 {
+			res.Content = []mcp.Content{&mcp.TextContent{Text: e.GetMessage()}}
+		}
+		te := map[string]any{"type": e.GetType().String(), "message": e.GetMessage(), "retryable": e.GetRetryable(),
+			"side_effects": e.GetPartialSideEffects().String()}
+		if e.GetSuggestion() != "" {
+			te["suggestion"] = e.GetSuggestion()
+		}
+		if ra := e.GetRetryAfter(); ra != nil {
+			te["retry_after_ms"] = ra.AsDuration().Milliseconds()
+		}
+		meta[MetaError] = te
+	}
+	res.Meta = meta
+	return res, nil
+}
+
+// Keys of toolwire's `_meta` in tool results.
+const (
+	// MetaCallID is the toolwire call id: GetResult, Watch and audits name
+	// the call by it.
+	MetaCallID = "io.toolwire/call_id"
+	// MetaError is a failed call's error: type, message, retryable,
+	// side_effects, suggestion, retry_after_ms.
+	MetaError = "io.toolwire/error"
+)
