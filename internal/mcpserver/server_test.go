@@ -2,18 +2,28 @@ package mcpserver_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/mcpserver"
+	"github.com/toolwire/toolwire/internal/policystore"
+	"github.com/toolwire/toolwire/pkg/tool"
 )
 
 // endpoint serves the stack's dispatcher as an MCP server with auth.
@@ -74,4 +84,149 @@ func TestListAndCallAtEachRevision(t *testing.T) {
 			require.JSONEq(t, `{"text":"hi `+v+`"}`, string(b))
 		})
 	}
+}
+
+// A tools/call with a progress token gets the worker's progress as
+// notifications; a client that goes away cancels the call, and the cancel
+// reaches the worker: the tool's context ends.
+func TestProgressAndCancelByDisconnect(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{}, 1)
+	cancelled := make(chan error, 1)
+	slow := tool.Must(tool.New("slow", func(ctx context.Context, in struct {
+		Steps int `json:"steps"`
+	}) (string, error) {
+		for i := range in.Steps {
+			tool.Progress(ctx, fmt.Sprintf("step %d", i+1), float64(100*(i+1)/in.Steps))
+		}
+		if in.Steps > 0 {
+			return "done", nil
+		}
+		started <- struct{}{}
+		<-ctx.Done()
+		cancelled <- context.Cause(ctx)
+		return "", ctx.Err()
+	}))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), slow)})
+	url := endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity})
+
+	var mu sync.Mutex
+	var got []string
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, fmt.Sprintf("%s %.0f/%.0f", r.Params.Message, r.Params.Progress, r.Params.Total))
+		}})
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"steps": 3}}
+	params.SetProgressToken("p1")
+	res, err := cs.CallTool(t.Context(), params)
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	mu.Lock()
+	require.Equal(t, []string{"step 1 33/100", "step 2 66/100", "step 3 100/100"}, got)
+	mu.Unlock()
+
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"steps": 0}})
+		errc <- err
+	}()
+	<-started
+	cancel()
+	require.Error(t, <-errc)
+	select {
+	case cause := <-cancelled:
+		require.ErrorContains(t, cause, "the MCP client went away")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the cancel did not reach the worker")
+	}
+}
+
+// apiKeys writes an API key file with key for tenant acme, agent bot and
+// scopes, and loads it.
+func apiKeys(t *testing.T, key string, scopes ...string) *dispatch.APIKeys {
+	t.Helper()
+	sum := sha256.Sum256([]byte(key))
+	f := filepath.Join(t.TempDir(), "keys.yaml")
+	doc := fmt.Sprintf("keys:\n  - sha256: %s\n    tenant: acme\n    agent: bot\n    scopes: [%s]\n", hex.EncodeToString(sum[:]), `"`+strings.Join(scopes, `", "`)+`"`)
+	require.NoError(t, os.WriteFile(f, []byte(doc), 0o600))
+	k, err := dispatch.LoadAPIKeys(f)
+	require.NoError(t, err)
+	return k
+}
+
+// Without a key (or with a wrong one) the endpoint answers 401 with a
+// challenge naming its protected resource metadata, which is served; a
+// foreign Origin is refused 403; the key's scopes and the policy decide
+// what tools/list shows and tools/call runs.
+func TestAuth(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	url := endpoint(t, s.Dispatcher, apiKeys(t, "good-key", "*"))
+	post := func(key, origin string) *http.Response {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp
+	}
+	for _, key := range []string{"", "bad-key"} {
+		resp := post(key, "")
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		ch := resp.Header.Get("WWW-Authenticate")
+		require.Contains(t, ch, `Bearer resource_metadata="`)
+		meta := strings.TrimSuffix(strings.SplitN(ch, `resource_metadata="`, 2)[1], `"`)
+		mr, err := http.Get(meta)
+		require.NoError(t, err)
+		var m map[string]any
+		require.NoError(t, json.NewDecoder(mr.Body).Decode(&m))
+		_ = mr.Body.Close()
+		require.Equal(t, url, m["resource"])
+	}
+	require.Equal(t, http.StatusForbidden, post("good-key", "http://evil.example").StatusCode)
+
+	cs := connect(t, url, "good-key", "")
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "who"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+}
+
+// A tool the policy denies is absent from tools/list and refused on call,
+// as an isError result naming the error's type in _meta.
+func TestPolicyThroughMCP(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	a, err := policystore.NewStore(s.Env.Bus, nil).Apply(t.Context(), policystore.Installation,
+		[]byte("tenant:\n  default: allow\n  rules:\n    - {id: no-sleep, effect: deny, tools: [sleep], reason: nobody sleeps here}\n"), policystore.ApplyOptions{})
+	require.NoError(t, err)
+	require.NoError(t, s.Policies.Wait(t.Context(), policystore.Installation, a.Version.Version, a.Revision))
+	cs := connect(t, endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity}), "any", "")
+	lt, err := cs.ListTools(t.Context(), nil)
+	require.NoError(t, err)
+	for _, tl := range lt.Tools {
+		require.NotEqual(t, "sleep", tl.Name)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"duration": "1ms"}})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	require.Contains(t, res.Content[0].(*mcp.TextContent).Text, "nobody sleeps here")
+	require.Equal(t, "ERROR_TYPE_PERMISSION_DENIED", res.Meta[mcpserver.MetaError].(map[string]any)["type"])
+	require.NotEmpty(t, res.Meta[mcpserver.MetaCallID])
+
+	_, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "no_such_tool"})
+	require.ErrorContains(t, err, `unknown tool "no_such_tool"`)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -118,8 +117,9 @@ func (s *Server) tool(spec *toolwirev1.ToolSpec) (*mcp.Tool, error) {
 
 // callTool runs a tools/call as a toolwire call: admission, policy,
 // approvals, limits and the loop guard apply unchanged. It waits for the
-// call's result (through an approval, too); the client going away (its
-// context ends) cancels the call.
+// call's result (through an approval, too), relaying the worker's
+// progress when the client sent a progress token; the client going away
+// (its context ends) cancels the call.
 func (s *Server) callTool(ctx context.Context, id dispatch.Identity, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p := req.Params
 	if p == nil {
@@ -129,33 +129,97 @@ func (s *Server) callTool(ctx context.Context, id dispatch.Identity, req *mcp.Ca
 	if args == "" || args == "null" {
 		args = "{}"
 	}
-	wait := s.d.Config().MaxWait
-	r, err := s.d.Call(ctx, id, &toolwirev1.CallRequest{Tool: p.Name, ArgumentsJson: args, WaitForApproval: true}, wait)
-	for err == nil && r.State != toolwirev1.CallState_CALL_STATE_DONE {
-		var g *toolwirev1.GetResultResponse
-		started := time.Now()
-		if g, err = s.d.GetResult(ctx, id, r.CallId, wait); err == nil {
-			r = &toolwirev1.CallResponse{CallId: r.CallId, State: g.State, Response: g.Response}
-			if r.State != toolwirev1.CallState_CALL_STATE_DONE && time.Since(started) < time.Second {
-				err = pause(ctx, time.Second) // a parked call is answered at once: poll it
-			}
-		}
-	}
+	sub, err := s.d.Submit(ctx, id, &toolwirev1.CallRequest{Tool: p.Name, ArgumentsJson: args})
 	if err != nil {
-		if ctx.Err() != nil && r != nil && r.CallId != "" {
-			s.cancel(ctx, id, r.CallId)
-		}
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, err
+		return nil, fmt.Errorf("toolwire: %w", err)
+	}
+	if sub.Rejected != nil {
+		return refused(sub.Rejected)
+	}
+	if token := p.GetProgressToken(); token != nil && req.Session != nil {
+		pctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.relayProgress(pctx, id, sub.CallID, token, req.Session)
+		}()
+		defer func() {
+			// The watch ends by itself at the call's FINISHED event: let
+			// it deliver the progress before it (bounded), then stop it.
+			t := time.NewTimer(progressDrain)
+			select {
+			case <-done:
+			case <-t.C:
+			}
+			t.Stop()
+			stop()
+			<-done
+		}()
+	}
+	resp, err := s.await(ctx, id, sub.CallID)
+	if err != nil {
+		if ctx.Err() != nil {
+			s.cancel(ctx, id, sub.CallID)
+			return nil, ctx.Err()
 		}
 		return nil, fmt.Errorf("toolwire: %w", err)
 	}
-	resp := r.Response
-	if resp.GetError().GetType() == toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND && resp.GetMeta().GetSource() == "dispatcher" {
-		// An unknown tool is the client's protocol error, not the tool's.
+	return result(resp)
+}
+
+// progressDrain bounds the wait for a call's last progress
+// notifications once its result is in.
+const progressDrain = 5 * time.Second
+
+// await waits for the call's terminal response; a call parked for an
+// approver is looked at again every second.
+func (s *Server) await(ctx context.Context, id dispatch.Identity, callID string) (*toolwirev1.ToolResponse, error) {
+	wait := s.d.Config().MaxWait
+	for {
+		started := time.Now()
+		g, err := s.d.GetResult(ctx, id, callID, wait)
+		if err != nil {
+			return nil, err
+		}
+		if g.State == toolwirev1.CallState_CALL_STATE_DONE {
+			return g.Response, nil
+		}
+		if time.Since(started) < time.Second {
+			if err := pause(ctx, time.Second); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// refused answers a call admission refused: an unknown tool is the
+// client's protocol error, anything else the tool's isError result.
+func refused(resp *toolwirev1.ToolResponse) (*mcp.CallToolResult, error) {
+	if resp.GetError().GetType() == toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: resp.GetError().GetMessage()}
 	}
 	return result(resp)
+}
+
+// relayProgress sends the call's PROGRESS events to the client as
+// progress notifications for token, until ctx ends: percent as progress
+// of 100 when the tool gave one, otherwise a count.
+func (s *Server) relayProgress(ctx context.Context, id dispatch.Identity, callID string, token any, ss *mcp.ServerSession) {
+	n := 0.0
+	err := s.d.Watch(ctx, id, callID, func(ev *toolwirev1.CallEvent) error {
+		if ev.Type != toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS {
+			return nil
+		}
+		n++
+		pp := &mcp.ProgressNotificationParams{ProgressToken: token, Message: ev.Message, Progress: n}
+		if ev.Percent != nil {
+			pp.Progress, pp.Total = *ev.Percent, 100
+		}
+		return ss.NotifyProgress(ctx, pp)
+	})
+	if err != nil && ctx.Err() == nil {
+		s.log.Debug("progress relay ended", "call_id", callID, "err", err)
+	}
 }
 
 // cancel cancels a call whose client went away.
