@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -95,6 +96,18 @@ func defineFlags(fs *flag.FlagSet, rc *RunConfig, logLevel, sync *string) {
 	fs.StringVar(&rc.NATSEncryptionKey, "nats-encryption-key", "", "encrypt the embedded store at rest with the key in file:/path or env:NAME (never the key itself)")
 	fs.StringVar(&rc.NATSEncryptionCipher, "nats-encryption-cipher", "", "cipher of --nats-encryption-key: chacha (default) or aes")
 	fs.StringVar(&rc.APIKeysFile, "api-keys", "", "API key file (YAML); empty = open access as the default tenant")
+	fs.Func("mcp-allowed-origins", "browser origins (scheme://host[:port], comma-separated) allowed on /mcp besides the endpoint's own", func(v string) error {
+		for o := range strings.SplitSeq(v, ",") {
+			if o = strings.TrimSpace(o); o != "" {
+				u, err := url.Parse(o)
+				if err != nil || u.Scheme == "" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+					return fmt.Errorf("%q is not an origin (scheme://host[:port])", o)
+				}
+				rc.MCPAllowedOrigins = append(rc.MCPAllowedOrigins, strings.TrimSuffix(o, "/"))
+			}
+		}
+		return nil
+	})
 	fs.StringVar(&rc.Bus.Prefix, "prefix", "toolwire", "subject and stream prefix of the installation")
 	fs.IntVar(&rc.Bus.Replicas, "stream-replicas", 1, "replicas of every stream and bucket (3 on a JetStream cluster; every binary of an installation must agree)")
 	fs.StringVar(&rc.Dispatcher.Name, "name", "", "dispatcher replica name (default host name + random suffix)")

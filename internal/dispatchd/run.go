@@ -16,6 +16,7 @@ import (
 	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/mcpserver"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/telemetry"
@@ -32,6 +33,9 @@ type RunConfig struct {
 	// (Prometheus: the dispatcher's, the in-process workers', the pools'
 	// lag and the DLQ depth). Default 127.0.0.1:8080.
 	HTTPAddr string
+	// MCPAllowedOrigins are the browser origins allowed on /mcp besides
+	// the endpoint's own (internal/mcpserver).
+	MCPAllowedOrigins []string
 	// NATSURL selects an external cluster; empty = the embedded server.
 	NATSURL string
 	// NATSCreds is the external cluster's credentials file.
@@ -207,7 +211,8 @@ func Run(ctx context.Context, rc RunConfig) error {
 	if err != nil {
 		return err
 	}
-	srv := newServer(d, auth, rc.TracerProvider != nil, reg, b, metrics)
+	srv := newServer(d, auth, rc.TracerProvider != nil, reg, b, metrics,
+		mcpserver.Config{AllowedOrigins: rc.MCPAllowedOrigins, Logger: log.With("component", "mcp")})
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("toolwire dispatcher serving", "api", "http://"+ln.Addr().String(), "dispatcher", d.Name(),

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -28,7 +29,8 @@ var ProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18"}
 
 // Config shapes a Server.
 type Config struct {
-	// Version is the server's version in its implementation info.
+	// Version is the server's version in its implementation info; empty =
+	// the binary's module version.
 	Version string
 	// AllowedOrigins are the browser origins (scheme://host[:port]) allowed
 	// besides the endpoint's own; a request with any other Origin header is
@@ -36,7 +38,8 @@ type Config struct {
 	AllowedOrigins []string
 	// PageSize bounds the tools of one tools/list page; 0 = 100.
 	PageSize int
-	// MaxRequestBytes bounds a request body; 0 = 4 MiB.
+	// MaxRequestBytes bounds a request body; 0 = the dispatcher's
+	// (dispatch.Config.MaxRequestBytes).
 	MaxRequestBytes int64
 	Logger          *slog.Logger
 }
@@ -61,14 +64,20 @@ func New(d *dispatch.Dispatcher, auth dispatch.Authenticator, cfg Config) *Serve
 		cfg.PageSize = 100
 	}
 	if cfg.MaxRequestBytes <= 0 {
-		cfg.MaxRequestBytes = mcp.DefaultMaxRequestBodyBytes
+		cfg.MaxRequestBytes = d.Config().MaxRequestBytes
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Version == "" {
+		cfg.Version = "devel"
+		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+			cfg.Version = bi.Main.Version
+		}
+	}
 	s := &Server{d: d, auth: auth, cfg: cfg, log: cfg.Logger, tools: map[string]*mcp.Tool{}}
 	s.sdk = mcp.NewServer(&mcp.Implementation{Name: "toolwire", Title: "toolwire", Version: cfg.Version},
-		&mcp.ServerOptions{HasTools: true, Logger: cfg.Logger, SupportedProtocolVersions: ProtocolVersions,
+		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}, Logger: cfg.Logger, SupportedProtocolVersions: ProtocolVersions,
 			Instructions: "Every tool of this toolwire installation that your credentials may use. Calls are validated, " +
 				"governed by policy (some may wait for a person's approval), limited, retried and audited."})
 	s.sdk.AddReceivingMiddleware(s.receive)
