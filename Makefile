@@ -42,7 +42,7 @@ NATS_SERVER   := $(CHART_BIN)/nats-server
 BREAKING_AGAINST ?=
 
 .PHONY: help run build generate verify lint test bench clean \
-	verify-proto-format verify-proto-lint verify-generated verify-mod verify-breaking verify-selftest mcp-everything \
+	verify-proto-format verify-proto-lint verify-generated verify-mod verify-breaking verify-selftest mcp-everything mcp-clients \
 	chart-check chart-tools
 
 help: ## list the targets
@@ -114,7 +114,7 @@ lint: ## gofmt, go vet and the pinned staticcheck
 
 # go test also runs every fuzz target's seed corpus (testdata/fuzz and
 # f.Add); fuzzing proper is `go test -fuzz`.
-test: mcp-everything ## run every test with the race detector
+test: mcp-everything mcp-clients ## run every test with the race detector
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
 
 # The npm reference MCP server the mcp executor's tests run against,
@@ -123,6 +123,15 @@ mcp-everything: testdata/mcp-everything/node_modules/.package-lock.json ## insta
 
 testdata/mcp-everything/node_modules/.package-lock.json: testdata/mcp-everything/package-lock.json
 	npm ci --prefix testdata/mcp-everything --no-audit --no-fund
+	touch $@
+
+# The npm MCP clients the MCP endpoint's tests run (the conformance suite,
+# the Inspector, and the Node.js 22 they need, itself an npm package),
+# installed from the committed lockfile (only when missing or stale).
+mcp-clients: testdata/mcp-clients/node_modules/.package-lock.json ## install the MCP conformance suite and Inspector for the tests (npm ci)
+
+testdata/mcp-clients/node_modules/.package-lock.json: testdata/mcp-clients/package-lock.json
+	npm ci --prefix testdata/mcp-clients --no-audit --no-fund
 	touch $@
 
 bench: ## run the benchmark suite (results for BENCHMARKS.md)

@@ -59,16 +59,19 @@ func TestEveryPathAnswersEveryCall(t *testing.T) {
 	}
 }
 
+// Not parallel: the goroutine count is the process's, and the other
+// tests' goroutines would be counted with the waiting callers.
 func TestMeasureMemoryCountsWaitingCallers(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	m, err := MeasureMemory(ctx, testConfig(t), 300)
 	require.NoError(t, err)
 	require.Equal(t, 300, m.Calls)
 	// Each waiting call is one caller goroutine parked in Dispatcher.Call;
-	// other tests running in parallel make the count approximate.
-	require.InDelta(t, 300, m.Goroutines, 100)
+	// the process's own background work (NATS, timers) makes the growth
+	// approximate, never smaller.
+	require.GreaterOrEqual(t, m.Goroutines, 300-10)
+	require.LessOrEqual(t, m.Goroutines, 2*300)
 	require.Contains(t, m.String(), "per 10k calls in flight")
 }
 

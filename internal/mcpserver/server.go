@@ -41,7 +41,22 @@ type Config struct {
 	// MaxRequestBytes bounds a request body; 0 = the dispatcher's
 	// (dispatch.Config.MaxRequestBytes).
 	MaxRequestBytes int64
-	Logger          *slog.Logger
+	// Extra is what an embedding program serves besides the fleet's
+	// tools; nil = nothing.
+	Extra  *Extra
+	Logger *slog.Logger
+}
+
+// Extra adds an embedding program's own prompts, resources, resource
+// templates and completions to the endpoint. They are served by this
+// process, not the fleet: every replica must add the same ones, or a
+// client would see them come and go between requests. Tools added here are
+// never served: tools/list and tools/call are the fleet's.
+type Extra struct {
+	// Setup adds prompts, resources and resource templates.
+	Setup func(*mcp.Server)
+	// Complete answers completion/complete; nil = no completions.
+	Complete func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error)
 }
 
 // Server is the MCP face of one dispatcher (doc.go).
@@ -76,10 +91,17 @@ func New(d *dispatch.Dispatcher, auth dispatch.Authenticator, cfg Config) *Serve
 		}
 	}
 	s := &Server{d: d, auth: auth, cfg: cfg, log: cfg.Logger, tools: map[string]*mcp.Tool{}}
-	s.sdk = mcp.NewServer(&mcp.Implementation{Name: "toolwire", Title: "toolwire", Version: cfg.Version},
-		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}, Logger: cfg.Logger, SupportedProtocolVersions: ProtocolVersions,
-			Instructions: "Every tool of this toolwire installation that your credentials may use. Calls are validated, " +
-				"governed by policy (some may wait for a person's approval), limited, retried and audited."})
+	opts := &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		Logger: cfg.Logger, SupportedProtocolVersions: ProtocolVersions,
+		Instructions: "Every tool of this toolwire installation that your credentials may use. Calls are validated, " +
+			"governed by policy (some may wait for a person's approval), limited, retried and audited."}
+	if cfg.Extra != nil && cfg.Extra.Complete != nil {
+		opts.CompletionHandler = cfg.Extra.Complete
+	}
+	s.sdk = mcp.NewServer(&mcp.Implementation{Name: "toolwire", Title: "toolwire", Version: cfg.Version}, opts)
+	if cfg.Extra != nil && cfg.Extra.Setup != nil {
+		cfg.Extra.Setup(s.sdk)
+	}
 	s.sdk.AddReceivingMiddleware(s.receive)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.sdk }, &mcp.StreamableHTTPOptions{
 		Stateless: true, Logger: cfg.Logger, MaxRequestBodyBytes: cfg.MaxRequestBytes,

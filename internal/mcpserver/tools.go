@@ -33,10 +33,44 @@ func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 			if err != nil {
 				return nil, err
 			}
-			return s.callTool(ctx, id, req.(*mcp.CallToolRequest))
+			r := req.(*mcp.CallToolRequest)
+			res, err := s.callTool(ctx, id, r)
+			if err != nil || !statelessClient(r.Session) {
+				return res, err
+			}
+			return completeResult{res}, nil
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// statelessClient reports whether the client speaks the stateless
+// revision (2026-07-28 and later), whose results carry a resultType: the
+// SDK gives a session of such a client no initialize parameters.
+func statelessClient(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return true
+	}
+	p := ss.InitializeParams()
+	return p == nil || p.ProtocolVersion >= "2026-07-28"
+}
+
+// completeResult is a tool result marked complete ("resultType":
+// "complete"), as the stateless revision wants every result of tools/call
+// marked. The SDK marks the results of the tools it runs itself, and
+// tools/call is answered here, not by the SDK.
+type completeResult struct{ *mcp.CallToolResult }
+
+func (r completeResult) MarshalJSON() ([]byte, error) {
+	b, err := r.CallToolResult.MarshalJSON()
+	if err != nil || len(b) < 2 || b[0] != '{' {
+		return b, err
+	}
+	head := `{"resultType":"complete"`
+	if len(b) > 2 {
+		head += ","
+	}
+	return append([]byte(head), b[1:]...), nil
 }
 
 // caller is the authenticated caller of req: from the request context
@@ -169,7 +203,7 @@ func (s *Server) callTool(ctx context.Context, id dispatch.Identity, req *mcp.Ca
 
 // progressDrain bounds the wait for a call's last progress
 // notifications once its result is in.
-const progressDrain = 5 * time.Second
+const progressDrain = 15 * time.Second
 
 // await waits for the call's terminal response; a call parked for an
 // approver is looked at again every second.
