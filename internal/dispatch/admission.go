@@ -84,7 +84,7 @@ func (d *Dispatcher) check(ctx context.Context, id Identity, o *toolwirev1.CallR
 	if err != nil {
 		return nil, nil, registry.Violation("", err.Error())
 	}
-	if te := d.checkArgs(ent, args); te != nil {
+	if te := d.checkArgs(ctx, ent, args); te != nil {
 		return nil, nil, te
 	}
 
@@ -106,10 +106,17 @@ func (d *Dispatcher) check(ctx context.Context, id Identity, o *toolwirev1.CallR
 // checkArgs checks a call's arguments (registry.CheckArgs) against the
 // size and nesting limits (the tool spec's, else the Config's), the count
 // of members and elements (Config.MaxArgsValues), and the tool's input
-// schema; it returns the refusal, or nil.
-func (d *Dispatcher) checkArgs(ent *registry.Entry, args []byte) *toolwirev1.ToolError {
-	return registry.CheckArgs(ent, args, registry.ArgLimits{MaxBytes: d.cfg.MaxArgsBytes, MaxDepth: d.cfg.MaxArgsDepth,
-		MaxValues: d.cfg.MaxArgsValues})
+// schema; it returns the refusal, or nil. A hook's own call is not held to
+// MaxArgsValues: its arguments are the dispatcher's request, holding the
+// hooked call's arguments and, for an after-hook, its whole response,
+// which no such count limits (the bytes and the nesting still bound it:
+// the hook tool's spec may raise them).
+func (d *Dispatcher) checkArgs(ctx context.Context, ent *registry.Entry, args []byte) *toolwirev1.ToolError {
+	l := registry.ArgLimits{MaxBytes: d.cfg.MaxArgsBytes, MaxDepth: d.cfg.MaxArgsDepth, MaxValues: d.cfg.MaxArgsValues}
+	if isHookCall(ctx) {
+		l.MaxValues = 0
+	}
+	return registry.CheckArgs(ent, args, l)
 }
 
 // tighter returns the smaller positive duration; 0 when neither is set.

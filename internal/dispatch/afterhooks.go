@@ -82,6 +82,12 @@ const (
 	maxHookAnnotations     = 16
 	maxHookAnnotationKey   = 64
 	maxHookAnnotationValue = 1024
+	// maxHookReason bounds the reason an after-hook gives: it is kept in
+	// the response's meta and, for a withhold, in its error.
+	maxHookReason = 1024
+	// maxAfterHooksPerCall bounds the after-hooks one request may name (a
+	// policy binds far fewer to a tool).
+	maxAfterHooksPerCall = 64
 	// maxAfterHookWork bounds the after-hook requests one dispatcher
 	// serves at once; past it a request is answered "busy" and the worker
 	// asks again (any replica may take it).
@@ -148,9 +154,21 @@ func (d *Dispatcher) serveAfterHooks(ctx context.Context) (stopper, error) {
 	}, nil
 }
 
+// respondAfterHooks answers a worker. A reply that cannot be sent (one
+// over the connection's payload limit) is replaced by a small one that
+// withholds the result: the worker must not take the silence for hooks
+// that did not answer, which fail open ones would let pass.
 func (d *Dispatcher) respondAfterHooks(m *nats.Msg, reply *toolwirev1.AfterHookReply) {
 	data, err := proto.Marshal(reply)
 	if err == nil {
+		err = m.Respond(data)
+	}
+	if err == nil {
+		return
+	}
+	d.log.Warn("after-hook reply failed; the result is withheld", "err", err)
+	if data, err = proto.Marshal(&toolwirev1.AfterHookReply{Notes: reply.Notes,
+		Withheld: hookWithheld("", fmt.Errorf("the after-hooks' answer could not be sent: %w", err))}); err == nil {
 		err = m.Respond(data)
 	}
 	if err != nil {
@@ -175,10 +193,19 @@ func (d *Dispatcher) runAfterHooks(ctx context.Context, data []byte) *toolwirev1
 	if err != nil {
 		return &toolwirev1.AfterHookReply{RetryReason: "the tool's spec could not be read: " + err.Error()}
 	}
+	if len(call.AfterHooks) > maxAfterHooksPerCall {
+		return &toolwirev1.AfterHookReply{Withheld: hookWithheld("", fmt.Errorf("the call names %d after-hooks (at most %d)",
+			len(call.AfterHooks), maxAfterHooksPerCall))}
+	}
 	p := d.policyFor(tenant)
 	v := hookView{content: resp.Content, structured: resp.StructuredJson}
 	reply := &toolwirev1.AfterHookReply{}
+	seen := make(map[string]bool, len(call.AfterHooks))
 	for _, b := range call.AfterHooks {
+		if seen[b.GetId()] {
+			continue // each hook looks once
+		}
+		seen[b.GetId()] = true
 		h := p.Hook(b.GetId())
 		if h == nil || !h.After || !h.Covers(call.Tool) || p.IsHook(call.Tool) {
 			reply.Notes = append(reply.Notes, &toolwirev1.HookNote{Hook: b.GetId(), Action: "unbound", PolicyVersion: p.Version()})
@@ -273,10 +300,12 @@ func (v *hookView) hookResponse(resp *toolwirev1.ToolResponse) (HookResponse, er
 	return hr, nil
 }
 
-// apply takes what an after-hook answered into v and its note; an answer
-// it cannot take is an error (the hook's failure mode decides).
+// apply takes what an after-hook answered into v and its note, whole or
+// not at all; an answer it cannot take is an error (the hook's failure
+// mode decides), and leaves v as it was. The reason is cut to
+// maxHookReason bytes.
 func (v *hookView) apply(ans *AfterHookAnswer, note *toolwirev1.HookNote) error {
-	note.Action, note.Reason = ans.Action, ans.Reason
+	note.Action, note.Reason = ans.Action, cutUTF8(ans.Reason, maxHookReason)
 	if note.Action == "" {
 		note.Action = "continue"
 	}
@@ -284,14 +313,35 @@ func (v *hookView) apply(ans *AfterHookAnswer, note *toolwirev1.HookNote) error 
 		return err
 	}
 	note.Annotations = ans.Annotations
-	switch note.Action {
+	next := *v
+	if err := next.take(note.Action, ans); err != nil {
+		return err
+	}
+	*v = next
+	return nil
+}
+
+// cutUTF8 is s cut to at most n bytes on a character boundary.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// take applies action's content and structured output to v.
+func (v *hookView) take(action string, ans *AfterHookAnswer) error {
+	switch action {
 	case "continue", "annotate", "withhold":
 		return nil
 	case "redact", "replace":
 	default:
 		return fmt.Errorf("unknown action %q (want continue, annotate, redact, replace or withhold)", ans.Action)
 	}
-	if note.Action == "redact" {
+	if action == "redact" {
 		// What the redactor does not give back does not pass.
 		v.content, v.structured, v.changed, v.redacted = nil, "", true, true
 	}

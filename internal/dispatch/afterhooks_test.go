@@ -41,6 +41,10 @@ func scrubTool(log *hookLog) *tool.Tool {
 				Content: json.RawMessage(`[{"type":"text","text":"[redacted]"}]`)}, nil
 		case text == "withhold-me":
 			return dispatch.AfterHookAnswer{Action: "withhold", Reason: "not for your eyes"}, nil
+		case text == "bad-redact":
+			return dispatch.AfterHookAnswer{Action: "redact", Content: json.RawMessage(`[{"type":"nonsense"}]`)}, nil
+		case text == "long-reason":
+			return dispatch.AfterHookAnswer{Action: "withhold", Reason: strings.Repeat("é", 4000)}, nil
 		case text == "bad-content":
 			return dispatch.AfterHookAnswer{Action: "replace", Content: json.RawMessage(`[{"type":"nonsense"}]`)}, nil
 		case text == "slow":
@@ -66,7 +70,12 @@ hooks:
 func afterHooksStack(t *testing.T, doc string) (*dispatchtest.Stack, *hookLog) {
 	t.Helper()
 	log := &hookLog{}
-	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), scrubTool(log)), Concurrency: 8})
+	rows := tool.Must(tool.New("rows", func(_ context.Context, in struct {
+		N int `json:"n"`
+	}) (map[string][]int, error) {
+		return map[string][]int{"rows": make([]int, in.N)}, nil
+	}, tool.ReadOnly()))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), scrubTool(log), rows), Concurrency: 8})
 	a, err := policystore.NewStore(s.Env.Bus, nil).Apply(t.Context(), policystore.Installation, []byte(doc), policystore.ApplyOptions{})
 	require.NoError(t, err)
 	require.NoError(t, s.Policies.Wait(t.Context(), policystore.Installation, a.Version.Version, a.Revision))
@@ -170,4 +179,40 @@ func TestAfterHookFailOpen(t *testing.T) {
 	require.True(t, r.Response.Ok, "%v", r.Response.GetError())
 	require.Equal(t, "slow", r.Response.Content[0].GetText().GetText())
 	require.Equal(t, []string{"scrub:failed", "tag:annotate"}, hookActions(r.Response))
+}
+
+// An answer a fail-open hook cannot give leaves the response as it was
+// (a redaction that fails wipes nothing); a reason is kept at 1 KiB.
+func TestAfterHookAnswersTakenWholeOrNotAtAll(t *testing.T) {
+	t.Parallel()
+	s, _ := afterHooksStack(t, strings.Replace(afterHooksDoc, "timeout: 3s}", "timeout: 3s, failure: open}", 1))
+	r := echoCall(t, s, "bad-redact")
+	require.True(t, r.Response.Ok, "%v", r.Response.GetError())
+	require.Equal(t, "bad-redact", r.Response.Content[0].GetText().GetText())
+	require.JSONEq(t, `{"text":"bad-redact"}`, r.Response.StructuredJson)
+	require.Equal(t, []string{"scrub:failed", "tag:annotate"}, hookActions(r.Response))
+
+	r = echoCall(t, s, "long-reason")
+	require.False(t, r.Response.Ok)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.Response.Error.Type)
+	reason := r.Response.Meta.Hooks[0].Reason
+	require.LessOrEqual(t, len(reason), 1024)
+	require.Equal(t, strings.Repeat("é", 512), reason, "cut on a character boundary")
+}
+
+// A result with more members and elements than a call's arguments may
+// have (the after-hook's request holds it) is still looked at, not
+// withheld for its size.
+func TestAfterHookOnAResultOfManyValues(t *testing.T) {
+	t.Parallel()
+	s, log := afterHooksStack(t, `tenant: {default: allow}
+hooks:
+  - {id: scrub, phase: after, tool: scrub, tools: [rows], timeout: 10s}
+`)
+	r, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "rows",
+		ArgumentsJson: `{"n":5000}`}, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, r.Response.Ok, "%v", r.Response.GetError())
+	require.Equal(t, []string{"scrub:continue"}, hookActions(r.Response))
+	require.Len(t, log.take(), 1)
 }

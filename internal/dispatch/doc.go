@@ -648,7 +648,13 @@
 // of a text does not leak it), "replace" keeps it; "withhold" refuses the
 // result; a failed hook withholds the result unless its failure is open;
 // a dispatcher that stops while serving answers "retry" (another replica
-// serves it), never a hook failure.
+// serves it), never a hook failure. An answer is taken whole or not at all
+// (a failed redaction wipes nothing); a reason is cut to 1 KiB; each hook
+// runs once however often a request names it, and a request naming more
+// than 64 is refused; a reply too large to send is replaced by one that
+// withholds the result. A hook's own call is not held to MaxArgsValues
+// (its arguments carry a whole response); its bytes and nesting are, as
+// any call's, and the hook tool's spec may raise them.
 //
 // # Loop guard
 //

@@ -190,7 +190,7 @@ func (d *Dispatcher) rewrite(ctx context.Context, h *policy.Hook, call *toolwire
 	if err != nil {
 		return envelope.Overloaded("the tool's spec could not be read to check a hook's rewrite", time.Second)
 	}
-	if te := d.checkArgs(ent, args); te != nil {
+	if te := d.checkArgs(ctx, ent, args); te != nil {
 		te.Message = fmt.Sprintf("hook %q rewrote the arguments into ones the tool refuses: %s", h.ID, te.Message)
 		return te
 	}
