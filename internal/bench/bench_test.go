@@ -27,7 +27,7 @@ func testConfig(t testing.TB) Config {
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 }
 
-var resultLine = regexp.MustCompile(`^RESULT system=(toolwire-nats|toolwire-http|jetstream-baseline) inflight=8 calls=200 ` +
+var resultLine = regexp.MustCompile(`^RESULT system=(toolwire-nats|toolwire-http|toolwire-mcp|jetstream-baseline) inflight=8 calls=200 ` +
 	`calls_per_s=[0-9.]+ p50_ms=[0-9.]+ p99_ms=[0-9.]+ p999_ms=[0-9.]+$`)
 
 func TestEveryPathAnswersEveryCall(t *testing.T) {
@@ -36,6 +36,7 @@ func TestEveryPathAnswersEveryCall(t *testing.T) {
 		{"nats", PathNATS, "", "", "toolwire-nats"},
 		{"http h2c", PathHTTP, "", "h2c", "toolwire-http"},
 		{"http http1", PathHTTP, "", "http1", "toolwire-http"},
+		{"mcp", PathMCP, "", "", "toolwire-mcp"},
 		{"baseline", PathBaseline, "", "", "jetstream-baseline"},
 		{"baseline over tcp", PathBaseline, "tcp", "", "jetstream-baseline"},
 	} {
@@ -83,7 +84,7 @@ func TestSuitePrintsTheTable(t *testing.T) {
 	err := RunSuite(ctx, SuiteConfig{Config: testConfig(t), Levels: []Level{{InFlight: 4, Calls: 50, Warmup: -1}},
 		Rounds: 1, MemoryCalls: 200}, &out, &progress)
 	require.NoError(t, err)
-	for _, system := range []string{"jetstream-baseline", "toolwire-nats", "toolwire-nats+policy", "toolwire-nats+limits", "toolwire-nats+hook", "toolwire-http"} {
+	for _, system := range []string{"jetstream-baseline", "toolwire-nats", "toolwire-nats+policy", "toolwire-nats+limits", "toolwire-nats+hook", "toolwire-http", "toolwire-mcp"} {
 		require.Contains(t, out.String(), "| "+system+" | 4 | 50 |")
 		require.Contains(t, progress.String(), "RESULT system="+system+" inflight=4 calls=50 ")
 	}
@@ -91,6 +92,7 @@ func TestSuitePrintsTheTable(t *testing.T) {
 	require.Contains(t, out.String(), "With the 50-rule policy at 4 in flight:")
 	require.Contains(t, out.String(), "With a rate limit and a budget on every call at 4 in flight:")
 	require.Contains(t, out.String(), "With one native before-hook on every call at 4 in flight:")
+	require.Contains(t, out.String(), "MCP tools/call at 4 in flight:")
 	require.Contains(t, out.String(), "Memory (median of 1): dispatcher heap per 10k calls in flight")
 }
 

@@ -14,11 +14,15 @@ const (
 	PathNATS     = "nats"
 	PathHTTP     = "http"
 	PathBaseline = "baseline"
+	// PathMCP is tools/call through the dispatcher's MCP endpoint (/mcp),
+	// by the official Go SDK's client at the 2026-07-28 revision, over
+	// the same HTTP as PathHTTP.
+	PathMCP = "mcp"
 )
 
 // Config configures one measurement.
 type Config struct {
-	// Path measured: PathNATS, PathHTTP or PathBaseline. Required.
+	// Path measured: PathNATS, PathHTTP, PathMCP or PathBaseline. Required.
 	Path string
 	// InFlight is how many calls are outstanding at once. Default 64.
 	InFlight int
@@ -84,8 +88,8 @@ func (c Config) WithDefaults() Config {
 // Validate names the first invalid field.
 func (c Config) Validate() error {
 	switch {
-	case c.Path != PathNATS && c.Path != PathHTTP && c.Path != PathBaseline:
-		return fmt.Errorf("bench: Path %q must be nats, http or baseline", c.Path)
+	case c.Path != PathNATS && c.Path != PathHTTP && c.Path != PathMCP && c.Path != PathBaseline:
+		return fmt.Errorf("bench: Path %q must be nats, http, mcp or baseline", c.Path)
 	case c.InFlight < 1:
 		return fmt.Errorf("bench: InFlight %d must be positive", c.InFlight)
 	case c.Calls < 1:

@@ -51,7 +51,7 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 		defer func() { err = errors.Join(err, b.stop()) }()
 		call, pool = b.call, b.cons
 	} else {
-		o := stackOptions{worker: cfg.workerConcurrency(), http: cfg.Path == PathHTTP}
+		o := stackOptions{worker: cfg.workerConcurrency(), http: cfg.Path == PathHTTP || cfg.Path == PathMCP, mcp: cfg.Path == PathMCP}
 		if cfg.Policy {
 			if o.policy, err = benchPolicy(); err != nil {
 				return r, err
@@ -76,8 +76,11 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 		if s.warmUntil.After(warmUntil) {
 			warmUntil = s.warmUntil
 		}
-		if cfg.Path == PathHTTP {
+		switch cfg.Path {
+		case PathHTTP:
 			call = s.callHTTP
+		case PathMCP:
+			call = s.callMCP
 		}
 		if pool, err = s.bus.Calls.Consumer(ctx, s.bus.Config.PoolConsumer("native")); err != nil {
 			return r, err

@@ -109,10 +109,21 @@ func writeTable(w io.Writer, rows []row) {
 func writePolicyCost(w io.Writer, rows []row) {
 	plain := map[int]float64{}
 	plainRow := map[int]row{}
+	connect := map[int]row{}
 	for _, r := range rows {
-		if r.System == (Config{Path: PathNATS}).system() {
+		switch r.System {
+		case (Config{Path: PathNATS}).system():
 			plain[r.InFlight] = r.CallsPerSec()
 			plainRow[r.InFlight] = r
+		case (Config{Path: PathHTTP}).system():
+			connect[r.InFlight] = r
+		}
+	}
+	for _, r := range rows {
+		if c := connect[r.InFlight]; r.System == (Config{Path: PathMCP}).system() && r.Calls > 0 && c.Calls > 0 {
+			fmt.Fprintf(w, "\nMCP tools/call at %d in flight: %.0f calls/s (p50 %.2f ms, p99 %.2f ms), %.2f× the Connect Call's %.0f calls/s (p50 %.2f ms, p99 %.2f ms).\n",
+				r.InFlight, r.CallsPerSec(), float64(r.P50)/1e6, float64(r.P99)/1e6, r.CallsPerSec()/c.CallsPerSec(),
+				c.CallsPerSec(), float64(c.P50)/1e6, float64(c.P99)/1e6)
 		}
 	}
 	for _, r := range rows {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -9,10 +10,12 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/executors/native"
+	"github.com/toolwire/toolwire/internal/mcpserver"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/policy/policytest"
 	"github.com/toolwire/toolwire/internal/registry"
@@ -40,6 +43,9 @@ type stackOptions struct {
 	worker int
 	// http serves the Connect API on loopback and builds a client for it.
 	http bool
+	// mcp serves the MCP endpoint too and connects an MCP client to it
+	// (with http).
+	mcp bool
 	// maxBacklog is the dispatcher's pool backlog bound (0 = its default).
 	maxBacklog int
 	// policy is the policy in force on the dispatcher; nil = none.
@@ -58,6 +64,8 @@ type stack struct {
 	serveDone chan error
 	transport *http.Transport
 	client    toolwirev1connect.DispatcherServiceClient
+	base      string             // the HTTP server's URL
+	mcp       *mcp.ClientSession // with stackOptions.mcp
 
 	// warmUntil is when the worker's start-up costs are over: calls
 	// admitted earlier also look their cancel key up (worker.ClockSkew).
@@ -134,6 +142,11 @@ func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err erro
 			return nil, err
 		}
 	}
+	if o.mcp {
+		if err := s.connectMCP(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -163,6 +176,7 @@ func (s *stack) serveHTTP(cfg Config) error {
 	mux := http.NewServeMux()
 	path, h := dispatch.NewService(s.d).Handler(dispatch.OpenAccess{Identity: dispatch.DefaultIdentity})
 	mux.Handle(path, h)
+	mcpserver.New(s.d, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity}, mcpserver.Config{Version: "bench"}).Handle(mux)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("bench: listen: %w", err)
@@ -188,7 +202,40 @@ func (s *stack) serveHTTP(cfg Config) error {
 		// connection the transport opens more connections.
 		s.transport.Protocols.SetUnencryptedHTTP2(true)
 	}
-	s.client = toolwirev1connect.NewDispatcherServiceClient(&http.Client{Transport: s.transport}, "http://"+ln.Addr().String())
+	s.base = "http://" + ln.Addr().String()
+	s.client = toolwirev1connect.NewDispatcherServiceClient(&http.Client{Transport: s.transport}, s.base)
+	return nil
+}
+
+// connectMCP connects the official Go SDK's client to the MCP endpoint,
+// at the stateless revision, over the stack's HTTP transport: every call
+// is a POST of its own, like the Connect client's.
+func (s *stack) connectMCP(ctx context.Context) error {
+	c := mcp.NewClient(&mcp.Implementation{Name: "toolwire-bench", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.base + mcpserver.Path,
+		HTTPClient: &http.Client{Transport: s.transport}}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		return fmt.Errorf("bench: connect the MCP client: %w", err)
+	}
+	s.mcp = cs
+	return nil
+}
+
+// callMCP makes one echo call as an MCP tools/call.
+func (s *stack) callMCP(ctx context.Context) error {
+	res, err := s.mcp.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(echoArgs)})
+	if err != nil {
+		return err
+	}
+	if res.IsError {
+		return fmt.Errorf("bench: MCP call failed: %v", res.Content)
+	}
+	if len(res.Content) != 1 {
+		return fmt.Errorf("bench: MCP call answered %d blocks, want the text ping", len(res.Content))
+	}
+	if t, ok := res.Content[0].(*mcp.TextContent); !ok || t.Text != "ping" {
+		return fmt.Errorf("bench: MCP call answered %v, want the text ping", res.Content[0])
+	}
 	return nil
 }
 
@@ -232,6 +279,9 @@ func checkEcho(r *toolwirev1.CallResponse) error {
 // registry watcher. The env closes the connections afterwards.
 func (s *stack) stop() error {
 	var errs []error
+	if s.mcp != nil {
+		errs = append(errs, s.mcp.Close())
+	}
 	if s.srv != nil {
 		// Idle client connections first: Shutdown waits for connections
 		// to go idle and polls for it.

@@ -85,7 +85,7 @@ func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) erro
 	// every call (Config.Limits) and with one native before-hook
 	// (Config.Hook), interleaved like the rest.
 	systems := []Config{{Path: PathBaseline}, {Path: PathNATS}, {Path: PathNATS, Policy: true}, {Path: PathNATS, Limits: true},
-		{Path: PathNATS, Hook: true}, {Path: PathHTTP}}
+		{Path: PathNATS, Hook: true}, {Path: PathHTTP}, {Path: PathMCP}}
 	var rows []row
 	var failures []error
 	for _, l := range levels {

@@ -240,9 +240,18 @@ const jsErrClusterNotAvailable = 10008
 // other than a missing leader, or ctx ends. The error is the last
 // attempt's.
 func leaderRetry(ctx context.Context, request func(context.Context) error) error {
+	return LeaderRetry(ctx, leaderAttempt, request)
+}
+
+// LeaderRetry runs request, work that needs a stream's leader (its API,
+// a consumer of it), each time bounded by attempt, until it succeeds,
+// fails for a reason other than a missing leader (no answer, no
+// responders, a member saying there is none), or ctx ends: what rides out
+// a leader's election. The error is the last attempt's.
+func LeaderRetry(ctx context.Context, attempt time.Duration, request func(context.Context) error) error {
 	for {
 		start := time.Now()
-		actx, cancel := context.WithTimeout(ctx, leaderAttempt)
+		actx, cancel := context.WithTimeout(ctx, attempt)
 		err := request(actx)
 		cancel()
 		if err == nil || ctx.Err() != nil || !noLeader(err) {

@@ -608,8 +608,24 @@ func (s *Store) prune(ctx context.Context, scope Scope) error {
 }
 
 // docs lists scope's stored documents, read with their headers only: the
-// server tells each one's size (Nats-Msg-Size) without its body.
+// server tells each one's size (Nats-Msg-Size) without its body. Each
+// attempt is bounded, and one that finds the bucket's stream without a
+// leader (an election under way) is made again until ctx ends: a request
+// lost in a failover must not hold an apply for as long as its context.
 func (s *Store) docs(ctx context.Context, scope Scope) ([]docMeta, error) {
+	var out []docMeta
+	err := bus.LeaderRetry(ctx, docsAttempt, func(ctx context.Context) error {
+		var err error
+		out, err = s.docsOnce(ctx, scope)
+		return err
+	})
+	return out, err
+}
+
+// docsAttempt bounds one attempt of docs.
+const docsAttempt = 10 * time.Second
+
+func (s *Store) docsOnce(ctx context.Context, scope Scope) ([]docMeta, error) {
 	prefix := "$KV." + s.bucket + "." + docPrefix + scope.token() + "."
 	stream, err := s.js.Stream(ctx, "KV_"+s.bucket)
 	if err != nil {
