@@ -105,20 +105,13 @@ func TestParkedCallSurvivesDispatcherKill(t *testing.T) {
 		mu.Unlock()
 		return "wiped " + in.Path, nil
 	}, tool.RequiresApproval()))
-	w, err := workerconfig.NewWorker(ctx, env.Open(t, "worker"), nil, workerconfig.Options{Tools: []*tool.Tool{wipe},
-		Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	require.NoError(t, w.Start(ctx))
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer scancel()
-		_ = w.Stop(sctx)
-	})
+	startWorker(ctx, t, env, workerconfig.Options{Tools: []*tool.Tool{wipe}})
 
 	port := testport.Free(t)
 	a := startDispatcherProc(t, "replica-a", env.URL, port)
 	client := toolwirev1connect.NewDispatcherServiceClient(http.DefaultClient, a.url)
 	var sub *connect.Response[toolwirev1.SubmitResponse]
+	var err error
 	require.Eventually(t, func() bool { // the worker's tool reaches the process's registry
 		sub, err = client.Submit(ctx, connect.NewRequest(&toolwirev1.SubmitRequest{Tool: "wipe", ArgumentsJson: `{"path":"/srv"}`}))
 		return err == nil && sub.Msg.State == toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL
@@ -169,4 +162,19 @@ func TestApprovalTokenKeyFileIsChecked(t *testing.T) {
 		ApprovalTokenKeys: path, Logger: slog.New(slog.DiscardHandler)})
 	require.ErrorIs(t, err, approvals.ErrKeyFile)
 	require.NotContains(t, err.Error(), secret)
+}
+
+// startWorker starts an in-process worker on env with opts (its logs
+// discarded), stopped when the test ends.
+func startWorker(ctx context.Context, t *testing.T, env *bustest.Env, opts workerconfig.Options) {
+	t.Helper()
+	opts.Logger = slog.New(slog.DiscardHandler)
+	w, err := workerconfig.NewWorker(ctx, env.Open(t, "worker"), nil, opts)
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		_ = w.Stop(sctx)
+	})
 }

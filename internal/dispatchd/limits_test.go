@@ -3,7 +3,6 @@ package dispatchd_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -75,15 +74,7 @@ func TestLimitsHoldAcrossDispatcherProcesses(t *testing.T) {
 			return "ok", nil
 		}))
 	}
-	w, err := workerconfig.NewWorker(ctx, env.Open(t, "worker"), nil, workerconfig.Options{Concurrency: 16,
-		Tools: []*tool.Tool{slow, quick("fast"), quick("once")}, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	require.NoError(t, w.Start(ctx))
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer scancel()
-		_ = w.Stop(sctx)
-	})
+	startWorker(ctx, t, env, workerconfig.Options{Concurrency: 16, Tools: []*tool.Tool{slow, quick("fast"), quick("once")}})
 	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
 	require.NoError(t, os.WriteFile(policyFile, []byte(limitsProof), 0o600))
 	var procs []*dispatcherProc

@@ -2,7 +2,6 @@ package dispatchd_test
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -47,15 +46,7 @@ func TestMCPAnyReplicaAnswersAnyRequest(t *testing.T) {
 	env := bustest.Start(t, bus.Config{})
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	w, err := workerconfig.NewWorker(ctx, env.Open(t, "worker"), nil, workerconfig.Options{Tools: builtin.Tools(),
-		Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	require.NoError(t, w.Start(ctx))
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer scancel()
-		_ = w.Stop(sctx)
-	})
+	startWorker(ctx, t, env, workerconfig.Options{Tools: builtin.Tools()})
 	a := startDispatcherProc(t, "replica-a", env.URL, testport.Free(t))
 	b := startDispatcherProc(t, "replica-b", env.URL, testport.Free(t))
 	lb := &alternate{hosts: []string{strings.TrimPrefix(a.url, "http://"), strings.TrimPrefix(b.url, "http://")}, got: map[string]int{}}

@@ -29,8 +29,19 @@
 // suggestion and retry-after. "io.toolwire/call_id" names the call. An
 // unknown tool is a JSON-RPC invalid-params error (the client's mistake,
 // not the tool's). When the client goes away (the request's context ends:
-// a closed stream, or notifications/cancelled), the call is cancelled, and
-// the cancel reaches the worker.
+// a closed stream, or notifications/cancelled; for revisions before
+// 2026-07-28, whose requests the SDK gives a context that never ends, the
+// HTTP request's end), the call is cancelled, and the cancel reaches the
+// worker; so is a call whose wait fails otherwise (nobody would take its
+// result). A call whose records are gone (UNKNOWN) ends the wait with an
+// error. A tool's _meta that is no object is dropped, and a tool cannot
+// set toolwire's own keys in it.
+//
+// Where the issue was silent: an embedding program may add prompts,
+// resources and completions of its own (Config.Extra; the conformance
+// suite's fixtures are added so), served by the SDK on each replica, never
+// tools; results of tools/call carry resultType "complete" for clients of
+// the stateless revision, as the SDK marks the results of tools it runs.
 //
 // # Auth
 //
@@ -39,7 +50,10 @@
 // protected resource metadata (RFC 9728, served at MetadataPath). A
 // request with an Origin header that is neither the endpoint's own origin
 // nor an allowed one is refused 403, and the SDK refuses a loopback
-// listener reached under a name that is not loopback (DNS rebinding). The
+// listener reached under a name that is not loopback (DNS rebinding).
+// Without API keys (open access) a Host that is a name — not an IP
+// address, localhost or an allowed origin's host — is refused too, on any
+// listener: a rebound page sends its own name as Host and Origin. The
 // client's token authenticates it here and goes nowhere else: no tool,
 // worker or MCP server behind the fleet sees it.
 package mcpserver

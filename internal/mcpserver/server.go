@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"runtime/debug"
@@ -136,21 +137,54 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 		}
 		// The client's token is the caller's credential here and nowhere
 		// else: no tool, worker or MCP server behind the fleet sees it.
-		r = r.WithContext(dispatch.WithIdentity(r.Context(), id))
-		h.ServeHTTP(w, r)
+		ctx := dispatch.WithIdentity(r.Context(), id)
+		// The SDK gives a request of a revision before 2026-07-28 a
+		// context that never ends: the HTTP request's own is kept to
+		// cancel a call whose client went away (tools.go).
+		ctx = context.WithValue(ctx, httpRequestKey{}, r.Context())
+		h.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
+// httpRequestKey keys the HTTP request's context in a call's context.
+type httpRequestKey struct{}
+
 // checkOrigin refuses a request whose Origin header names neither the
-// endpoint's own origin nor an allowed one.
+// endpoint's own origin nor an allowed one. Without API keys (open
+// access: anyone who reaches the port is the default caller) it also
+// refuses a Host that is not an IP address, localhost or an allowed
+// origin's host: a page whose name was rebound to the dispatcher's
+// address (DNS rebinding) sends its own name as both Host and Origin.
 func (s *Server) checkOrigin(h http.Handler) http.Handler {
+	_, open := s.auth.(dispatch.OpenAccess)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r) {
 			http.Error(w, "origin not allowed", http.StatusForbidden)
 			return
 		}
+		if open && !s.hostAllowed(r.Host) {
+			http.Error(w, "host not allowed: without API keys the endpoint answers only to an IP address, localhost or an allowed origin's host", http.StatusForbidden)
+			return
+		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+func (s *Server) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if net.ParseIP(host) != nil || strings.EqualFold(host, "localhost") {
+		return true
+	}
+	for _, o := range s.cfg.AllowedOrigins {
+		if u, err := url.Parse(o); err == nil && strings.EqualFold(u.Host, hostport) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) originAllowed(origin string, r *http.Request) bool {

@@ -25,6 +25,7 @@ import (
 	"github.com/toolwire/toolwire/internal/mcpserver"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // endpoint serves the stack's dispatcher as an MCP server with auth.
@@ -137,21 +138,74 @@ func TestProgressAndCancelByDisconnect(t *testing.T) {
 	require.Eventually(t, func() bool { return len(progress()) >= 3 }, 30*time.Second, 10*time.Millisecond)
 	require.Equal(t, []string{"step 1 33/100", "step 2 66/100", "step 3 100/100"}, progress())
 
-	ctx, cancel := context.WithCancel(t.Context())
-	errc := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"steps": 0}})
-		errc <- err
-	}()
-	<-started
-	cancel()
-	require.Error(t, <-errc)
-	select {
-	case cause := <-cancelled:
-		require.ErrorContains(t, cause, "the MCP client went away")
-	case <-time.After(30 * time.Second):
-		t.Fatal("the cancel did not reach the worker")
+	// At every revision: the SDK ends the request's context only for the
+	// stateless one; for the others the HTTP request's end is the sign.
+	for _, v := range mcpserver.ProtocolVersions {
+		cs := connect(t, url, "any", v)
+		ctx, cancel := context.WithCancel(t.Context())
+		errc := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"steps": 0}})
+			errc <- err
+		}()
+		<-started
+		cancel()
+		require.Error(t, <-errc)
+		select {
+		case cause := <-cancelled:
+			require.ErrorContains(t, cause, "the MCP client went away", v)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: the cancel did not reach the worker", v)
+		}
 	}
+}
+
+// A tool's own _meta passes as it is, except what is no object ("null")
+// and toolwire's own keys, which a tool cannot set.
+func TestToolMetaEdgeCases(t *testing.T) {
+	t.Parallel()
+	withMeta := tool.Must(tool.New("with_meta", func(_ context.Context, in struct {
+		Meta string `json:"meta"`
+	}) (*tool.Result, error) {
+		return &tool.Result{Content: []*toolwirev1.Content{tool.Text("ok")}, Meta: []byte(in.Meta)}, nil
+	}))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), withMeta)})
+	cs := connect(t, endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity}), "any", "")
+	for meta, want := range map[string]map[string]any{
+		"null": {},
+		`{"io.toolwire/error":{"type":"fake"},"mine":1}`: {"mine": float64(1)},
+	} {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "with_meta", Arguments: map[string]any{"meta": meta}})
+		require.NoError(t, err, meta)
+		require.False(t, res.IsError, "%v", res.Content)
+		require.NotEmpty(t, res.Meta[mcpserver.MetaCallID])
+		delete(res.Meta, mcpserver.MetaCallID)
+		delete(res.Meta, "io.modelcontextprotocol/serverInfo")
+		require.Equal(t, want, map[string]any(res.Meta), meta)
+	}
+}
+
+// Without API keys, a Host that is a name (not an IP address, localhost
+// or an allowed origin's host) is refused: DNS rebinding sends the
+// attacker's name as Host and Origin alike.
+func TestOpenAccessRefusesRebindingHosts(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	url := endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity})
+	status := func(host string) int {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		require.NoError(t, err)
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Origin", "http://"+host)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusForbidden, status("evil.example:8080"))
+	require.Equal(t, http.StatusOK, status(strings.TrimPrefix(strings.TrimSuffix(url, mcpserver.Path), "http://")))
 }
 
 // apiKeys writes an API key file with key for tenant acme, agent bot and

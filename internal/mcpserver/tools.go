@@ -163,6 +163,15 @@ func (s *Server) callTool(ctx context.Context, id dispatch.Identity, req *mcp.Ca
 	if args == "" || args == "null" {
 		args = "{}"
 	}
+	// A request of a revision before 2026-07-28 gets a context from the
+	// SDK that never ends: the HTTP request's ending is the client going
+	// away.
+	if rc, ok := ctx.Value(httpRequestKey{}).(context.Context); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(rc, cancel)()
+	}
 	sub, err := s.d.Submit(ctx, id, &toolwirev1.CallRequest{Tool: p.Name, ArgumentsJson: args})
 	if err != nil {
 		return nil, fmt.Errorf("toolwire: %w", err)
@@ -192,8 +201,10 @@ func (s *Server) callTool(ctx context.Context, id dispatch.Identity, req *mcp.Ca
 	}
 	resp, err := s.await(ctx, id, sub.CallID)
 	if err != nil {
+		// Nobody waits for the call any more (the client went away, or
+		// the wait was refused): it is cancelled, not left to run.
+		s.cancel(ctx, id, sub.CallID)
 		if ctx.Err() != nil {
-			s.cancel(ctx, id, sub.CallID)
 			return nil, ctx.Err()
 		}
 		return nil, fmt.Errorf("toolwire: %w", err)
@@ -215,8 +226,11 @@ func (s *Server) await(ctx context.Context, id dispatch.Identity, callID string)
 		if err != nil {
 			return nil, err
 		}
-		if g.State == toolwirev1.CallState_CALL_STATE_DONE {
+		switch g.State {
+		case toolwirev1.CallState_CALL_STATE_DONE:
 			return g.Response, nil
+		case toolwirev1.CallState_CALL_STATE_UNKNOWN:
+			return nil, fmt.Errorf("call %s is unknown (its records are gone)", callID)
 		}
 		if time.Since(started) < time.Second {
 			if err := pause(ctx, time.Second); err != nil {
@@ -294,10 +308,12 @@ func result(resp *toolwirev1.ToolResponse) (*mcp.CallToolResult, error) {
 	}
 	meta := mcp.Meta{}
 	if mj := resp.GetMetaJson(); mj != "" {
-		if err := json.Unmarshal([]byte(mj), &meta); err != nil {
+		// Anything but an object ("null" too) is no _meta.
+		if err := json.Unmarshal([]byte(mj), &meta); err != nil || meta == nil {
 			meta = mcp.Meta{}
 		}
 	}
+	delete(meta, MetaError) // toolwire's key: the tool's own never passes for it
 	meta[MetaCallID] = resp.GetCallId()
 	if e := resp.GetError(); e != nil {
 		if len(res.Content) == 0 {

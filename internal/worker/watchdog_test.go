@@ -74,5 +74,8 @@ func TestWatchdogFreesTheSlot(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
 	require.True(t, r.Response.Ok, "%v", r.Response.GetError())
-	require.EqualValues(t, 2, w.Stats().Abandoned)
+	// The echo took the first slot freed; the second stuck call is
+	// abandoned at its own watchdog, which a busy machine may reach later.
+	require.Eventually(t, func() bool { return w.Stats().Abandoned == 2 }, 30*time.Second, 10*time.Millisecond,
+		"abandoned: %d", w.Stats().Abandoned)
 }
