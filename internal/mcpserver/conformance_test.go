@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/mcpserver"
+	"github.com/toolwire/toolwire/internal/testdeps"
 )
 
 // mcpClientsDir holds the npm MCP clients the tests run (`make
@@ -35,11 +35,7 @@ func mcpClients(t *testing.T) (node, modules string) {
 	t.Helper()
 	missing := func(format string, args ...any) {
 		t.Helper()
-		msg := fmt.Sprintf(format, args...) + " (run `make mcp-clients`)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testdeps.Missing(t, "run `make mcp-clients`", format, args...)
 	}
 	modules, err := filepath.Abs(filepath.Join(mcpClientsDir, "node_modules"))
 	require.NoError(t, err)

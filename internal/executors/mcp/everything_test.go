@@ -3,7 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"github.com/toolwire/toolwire/internal/testdeps"
 	"github.com/toolwire/toolwire/internal/testport"
 	"net"
 	"os"
@@ -35,11 +35,7 @@ func everything(t *testing.T) (node, index string) {
 	t.Helper()
 	missing := func(format string, args ...any) {
 		t.Helper()
-		msg := fmt.Sprintf(format, args...) + " (run `make mcp-everything`)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testdeps.Missing(t, "run `make mcp-everything`", format, args...)
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
