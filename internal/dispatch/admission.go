@@ -87,11 +87,16 @@ func (d *Dispatcher) check(ctx context.Context, id Identity, o *toolwirev1.CallR
 	if te := d.checkArgs(ctx, ent, args); te != nil {
 		return nil, nil, te
 	}
+	input, te := d.input(ctx, id, o, args, now)
+	if te != nil {
+		return nil, nil, te
+	}
 
 	call := &toolwirev1.ToolCall{
 		CallId: callID, Tool: spec.Name, SpecVersion: spec.Version, Arguments: args,
 		Caller: callerOf(id, o), IdempotencyKey: o.IdempotencyKey, AcceptedAt: timestamppb.New(now),
 		ApprovalToken: o.ApprovalToken, Dispatcher: d.cfg.Name, Executor: spec.Executor, Provider: spec.Provider,
+		Input: input, ClientCapabilitiesJson: o.ClientCapabilitiesJson,
 	}
 	t := spec.GetTimeouts()
 	if s2s := tighter(t.GetScheduleToStart().AsDuration(), o.ScheduleToStart.AsDuration()); s2s > 0 {

@@ -70,6 +70,9 @@ type Config struct {
 	DefaultWait time.Duration
 	// MaxWait caps any wait a request asks for. Default 15m.
 	MaxWait time.Duration
+	// InputTTL is how long after a tool asked for input (an input-required
+	// response) a call may continue it. Default 1h.
+	InputTTL time.Duration
 	// AcceptedRecordDelay is how long a call waited on in Call runs before
 	// its admission record is written (a fast call's result is its
 	// record; this saves a stored message per call). Default 50ms; -1 =
@@ -160,6 +163,7 @@ func (c Config) WithDefaults() Config {
 	c.MaxArgsValues = cmp.Or(c.MaxArgsValues, 2048)
 	c.DefaultWait = cmp.Or(c.DefaultWait, 60*time.Second)
 	c.MaxWait = cmp.Or(c.MaxWait, 15*time.Minute)
+	c.InputTTL = cmp.Or(c.InputTTL, time.Hour)
 	c.MaxWaiting = cmp.Or(c.MaxWaiting, 100000)
 	c.MaxRequestBytes = cmp.Or(c.MaxRequestBytes, c.MaxArgsBytes+64<<10)
 	c.MaxRequestDepth = cmp.Or(c.MaxRequestDepth, 2*c.MaxArgsDepth)

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -193,6 +194,11 @@ func (d *Dispatcher) rewrite(ctx context.Context, h *policy.Hook, call *toolwire
 	if te := d.checkArgs(ctx, ent, args); te != nil {
 		te.Message = fmt.Sprintf("hook %q rewrote the arguments into ones the tool refuses: %s", h.ID, te.Message)
 		return te
+	}
+	if len(call.CallerArgsSha256) == 0 {
+		// An input-required answer binds the arguments the caller sent.
+		sum := sha256.Sum256(call.Arguments)
+		call.CallerArgsSha256 = sum[:]
 	}
 	call.Arguments = []byte(args)
 	return nil

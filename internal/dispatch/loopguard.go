@@ -28,7 +28,9 @@ const loopGuardID = "loop-guard"
 func (d *Dispatcher) loopGuard(ctx context.Context, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, pd *toolwirev1.PolicyDecision) (*toolwirev1.PolicyDecision, *toolwirev1.ToolError, *asked) {
 	p := d.policyFor(call.GetCaller().GetTenant())
 	g := p.LoopGuard()
-	if g == nil || !g.Guards(call.Tool) || isHookCall(ctx) {
+	// A call that answers a tool's request for input is a step of the
+	// call it continues, not a repeat of it.
+	if g == nil || !g.Guards(call.Tool) || isHookCall(ctx) || call.GetInput().GetPreviousCallId() != "" {
 		return pd, nil, nil
 	}
 	scope := call.GetCaller().GetSession()

@@ -125,6 +125,7 @@ func defineFlags(fs *flag.FlagSet, rc *RunConfig, logLevel, sync *string) {
 	fs.DurationVar(&rc.Dispatcher.LoadRefresh, "load-refresh", 500*time.Millisecond, "how often the pools' backlogs are read for admission")
 	fs.Func("stream-max-bytes", "byte limits of the streams and buckets, e.g. results=8GiB,blobs=1GiB (stores: "+strings.Join(bus.StoreNames(), ", ")+"; -1 = unbounded)", rc.Bus.ParseMaxBytes)
 	fs.StringVar(&rc.PolicyFile, "policy", "", "policy document (YAML) applied at start as the installation's, in force for every tenant without its own; the dispatcher does not start when it does not parse or its tests fail")
+	fs.DurationVar(&rc.Dispatcher.InputTTL, "input-ttl", time.Hour, "how long after a tool asked its caller for input a call may answer it (docs/mcp.md, \"Tools that ask for input\")")
 	fs.DurationVar(&rc.Dispatcher.ApprovalTTL, "approval-ttl", 24*time.Hour, "how long a call parked for approval waits for an approver before it expires (EXPIRED); also the life of an approval token")
 	fs.DurationVar(&rc.Dispatcher.GrantTTL, "grant-ttl", 24*time.Hour, "life of a grant (approve --for session|agent|tenant) whose approver gave no --ttl")
 	fs.StringVar(&rc.ApprovalTokenKeys, "approval-token-keys", "", "file of approval token keys, one \"id:base64key\" a line (mode 0600; the first signs, all verify; the same file on every replica); empty = no tokens")

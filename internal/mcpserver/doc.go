@@ -42,6 +42,25 @@
 // suite's fixtures are added so), served by the SDK on each replica, never
 // tools; results of tools/call carry resultType "complete" for clients of
 // the stateless revision, as the SDK marks the results of tools it runs.
+// The Extra's prompts and resources are declared without listChanged: the
+// set is fixed, the same on every replica.
+//
+// # Tools that ask for input
+//
+// A tool's input-required answer (tool.NeedInput) is an input-required
+// result (SEP-2322) whose requestState is "toolwire-input." and the
+// asking call's id: the tool's state stays in the results stream, and the
+// client's retry is a call that continues the asking one
+// (CallRequest.continues), checked by the dispatcher (internal/dispatch,
+// input.go) against the stored response — tenant, tool, arguments, age.
+// That is the integrity protection the protocol asks of request state,
+// without a key to share between replicas: nothing the client holds is
+// trusted. A requestState that is not ours, or that the dispatcher
+// refuses, is invalid params (-32602); a tool asking for what the
+// client's declared capabilities (request _meta) do not cover is -32021
+// naming them. Clients of older revisions get an error naming 2026-07-28:
+// their input would come back on a request that may reach another replica.
+// docs/mcp.md, "Tools that ask for input".
 //
 // # Auth
 //

@@ -71,7 +71,7 @@ func fixed(name, description string, content ...*toolwirev1.Content) *tool.Tool 
 
 // conformanceTools are the suite's fixture tools as toolwire tools.
 func conformanceTools() []*tool.Tool {
-	return []*tool.Tool{
+	return append([]*tool.Tool{
 		fixed("test_simple_text", "Returns a simple text response", tool.Text("This is a simple text response for testing.")),
 		fixed("test_image_content", "Returns an image", tool.Image(pngPixel, "image/png")),
 		fixed("test_audio_content", "Returns audio", audio(wavSilence, "audio/wav")),
@@ -89,6 +89,152 @@ func conformanceTools() []*tool.Tool {
 		tool.Must(tool.New("test_error_handling", func(context.Context, none) (string, error) {
 			return "", tool.Permanent(errors.New("this tool intentionally returns an error for testing"))
 		}, tool.WithDescription("Always fails"), tool.ReadOnly())),
+		tool.Must(tool.New("test_logging_tool", func(context.Context, none) (string, error) {
+			return "nothing logged: the request set no log level", nil
+		}, tool.WithDescription("Logs nothing unless asked"), tool.ReadOnly())),
+	}, inputTools()...)
+}
+
+// object is a flat JSON Schema object of string or boolean properties, all
+// required.
+func object(props map[string]string) map[string]any {
+	p, req := map[string]any{}, []string{}
+	for name, typ := range props {
+		p[name] = map[string]any{"type": typ}
+		req = append(req, name)
+	}
+	return map[string]any{"type": "object", "properties": p, "required": req}
+}
+
+// asking is a fixture tool that asks for input: next returns the result
+// once the answers it needs are in, or the input to ask for.
+func asking(name string, next func(ctx context.Context, a *tool.Answers) (*tool.Result, error)) *tool.Tool {
+	return tool.Must(tool.New(name, func(ctx context.Context, _ none) (*tool.Result, error) {
+		a := tool.InputFrom(ctx)
+		if a == nil {
+			a = &tool.Answers{}
+		}
+		return next(ctx, a)
+	}, tool.WithDescription("Asks its caller for input (SEP-2322)"), tool.ReadOnly()))
+}
+
+// inputTools are the suite's fixture tools of the input-required result
+// scenarios and the stateless scenario's diagnostics.
+func inputTools() []*tool.Tool {
+	askName := tool.Elicit("What is your name?", object(map[string]string{"name": "string"}))
+	elicitName := func(_ context.Context, a *tool.Answers) (*tool.Result, error) {
+		var in struct{ Name string }
+		if ok, err := a.Elicited("user_name", &in); err != nil || !ok {
+			return tool.NeedInput(map[string]tool.InputRequest{"user_name": askName}, nil), nil
+		}
+		return &tool.Result{Content: []*toolwirev1.Content{tool.Text("Hello, " + in.Name + "!")}}, nil
+	}
+	text := func(s string) *tool.Result { return &tool.Result{Content: []*toolwirev1.Content{tool.Text(s)}} }
+	return []*tool.Tool{
+		asking("test_input_required_result_elicitation", elicitName),
+		asking("test_input_required_result_sampling", func(_ context.Context, a *tool.Answers) (*tool.Result, error) {
+			raw, ok := a.Responses["capital_question"]
+			if !ok {
+				return tool.NeedInput(map[string]tool.InputRequest{
+					"capital_question": tool.Sample("What is the capital of France?", 100)}, nil), nil
+			}
+			var r struct {
+				Content struct{ Text string } `json:"content"`
+			}
+			_ = json.Unmarshal(raw, &r)
+			return text("The model answered: " + r.Content.Text), nil
+		}),
+		asking("test_input_required_result_list_roots", func(_ context.Context, a *tool.Answers) (*tool.Result, error) {
+			raw, ok := a.Responses["client_roots"]
+			if !ok {
+				return tool.NeedInput(map[string]tool.InputRequest{"client_roots": tool.ListRoots()}, nil), nil
+			}
+			var r struct {
+				Roots []struct{ URI string } `json:"roots"`
+			}
+			_ = json.Unmarshal(raw, &r)
+			var uris []string
+			for _, x := range r.Roots {
+				uris = append(uris, x.URI)
+			}
+			return text("Roots: " + strings.Join(uris, ", ")), nil
+		}),
+		asking("test_input_required_result_request_state", func(_ context.Context, a *tool.Answers) (*tool.Result, error) {
+			if _, ok := a.Responses["confirm"]; !ok {
+				return tool.NeedInput(map[string]tool.InputRequest{
+					"confirm": tool.Elicit("Please confirm", object(map[string]string{"ok": "boolean"}))}, []byte("round-1")), nil
+			}
+			if string(a.State) != "round-1" {
+				return nil, tool.InvalidArgument("requestState", "not the state of round 1")
+			}
+			return text("state-ok: confirmed"), nil
+		}),
+		asking("test_input_required_result_multiple_inputs", func(_ context.Context, a *tool.Answers) (*tool.Result, error) {
+			keys := []string{"user_name", "greeting", "client_roots"}
+			for _, k := range keys {
+				if _, ok := a.Responses[k]; !ok {
+					return tool.NeedInput(map[string]tool.InputRequest{
+						"user_name":    askName,
+						"greeting":     tool.Sample("Generate a greeting", 50),
+						"client_roots": tool.ListRoots(),
+					}, []byte("multiple")), nil
+				}
+			}
+			return text("Got all three answers"), nil
+		}),
+		asking("test_input_required_result_multi_round", func(_ context.Context, a *tool.Answers) (*tool.Result, error) {
+			switch string(a.State) {
+			case "round-1":
+				var in struct{ Name string }
+				if ok, err := a.Elicited("step1", &in); err == nil && ok {
+					return tool.NeedInput(map[string]tool.InputRequest{"step2": tool.Elicit("Step 2: What is your favorite color?",
+						object(map[string]string{"color": "string"}))}, []byte("round-2:"+in.Name)), nil
+				}
+			default:
+				if name, ok := strings.CutPrefix(string(a.State), "round-2:"); ok {
+					var in struct{ Color string }
+					if ok, err := a.Elicited("step2", &in); err == nil && ok {
+						return text(name + " likes " + in.Color), nil
+					}
+				}
+			}
+			return tool.NeedInput(map[string]tool.InputRequest{"step1": tool.Elicit("Step 1: What is your name?",
+				object(map[string]string{"name": "string"}))}, []byte("round-1")), nil
+		}),
+		asking("test_input_required_result_tampered_state", func(_ context.Context, a *tool.Answers) (*tool.Result, error) {
+			if string(a.State) == "signed" {
+				return text("state verified"), nil
+			}
+			return tool.NeedInput(map[string]tool.InputRequest{
+				"confirm": tool.Elicit("Please confirm", object(map[string]string{"ok": "boolean"}))}, []byte("signed")), nil
+		}),
+		asking("test_input_required_result_capabilities", func(ctx context.Context, a *tool.Answers) (*tool.Result, error) {
+			if len(a.Responses) > 0 {
+				return text("Thanks"), nil
+			}
+			ask := map[string]tool.InputRequest{}
+			if tool.ClientCan(ctx, tool.MethodElicit) {
+				ask["user_name"] = askName
+			}
+			if tool.ClientCan(ctx, tool.MethodSample) {
+				ask["greeting"] = tool.Sample("Generate a greeting", 50)
+			}
+			if len(ask) == 0 {
+				return text("The client can answer nothing: going on without input"), nil
+			}
+			return tool.NeedInput(ask, nil), nil
+		}),
+		// The stateless scenario's diagnostics: a tool that needs sampling
+		// whatever the client declared (the endpoint refuses it -32021),
+		// and one that asks for an elicitation (its answer is the only
+		// frame of the response stream).
+		asking("test_missing_capability", func(_ context.Context, a *tool.Answers) (*tool.Result, error) {
+			if _, ok := a.Responses["sample"]; ok {
+				return text("sampled"), nil
+			}
+			return tool.NeedInput(map[string]tool.InputRequest{"sample": tool.Sample("Say hello", 20)}, nil), nil
+		}),
+		asking("test_streaming_elicitation", elicitName),
 	}
 }
 
@@ -124,6 +270,15 @@ func conformanceExtra() *mcpserver.Extra {
 				func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 					return prompt(user(&mcp.ImageContent{Data: pngPixel, MIMEType: "image/png"}),
 						user(text("Please analyze the image above."))), nil
+				})
+			s.AddPrompt(&mcp.Prompt{Name: "test_input_required_result_prompt", Description: "A prompt that asks for context first"},
+				func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+					if ans, ok := r.Params.InputResponses["user_context"].(*mcp.ElicitResult); ok && ans.Action == "accept" {
+						return prompt(user(text(fmt.Sprintf("Use this context: %v", ans.Content["context"])))), nil
+					}
+					return &mcp.GetPromptResult{InputRequests: mcp.InputRequestMap{"user_context": &mcp.ElicitParams{
+						Message:         "What context should the prompt use?",
+						RequestedSchema: object(map[string]string{"context": "string"})}}}, nil
 				})
 			s.AddResource(&mcp.Resource{Name: "static-text", URI: "test://static-text", MIMEType: "text/plain",
 				Description: "A static text resource"},

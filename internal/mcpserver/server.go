@@ -51,7 +51,10 @@ type Config struct {
 // Extra adds an embedding program's own prompts, resources, resource
 // templates and completions to the endpoint. They are served by this
 // process, not the fleet: every replica must add the same ones, or a
-// client would see them come and go between requests. Tools added here are
+// client would see them come and go between requests; and they are fixed
+// (the prompts and resources capabilities are declared without
+// listChanged), as a change on one replica could not reach a client
+// listening on another. With an Extra, both capabilities are declared. Tools added here are
 // never served: tools/list and tools/call are the fleet's.
 type Extra struct {
 	// Setup adds prompts, resources and resource templates.
@@ -96,7 +99,12 @@ func New(d *dispatch.Dispatcher, auth dispatch.Authenticator, cfg Config) *Serve
 		Logger: cfg.Logger, SupportedProtocolVersions: ProtocolVersions,
 		Instructions: "Every tool of this toolwire installation that your credentials may use. Calls are validated, " +
 			"governed by policy (some may wait for a person's approval), limited, retried and audited."}
-	if cfg.Extra != nil && cfg.Extra.Complete != nil {
+	if cfg.Extra != nil {
+		// The Extra is the same fixed set on every replica: no list ever
+		// changes, and a change made on one replica could not reach a
+		// client listening on another.
+		opts.Capabilities.Prompts = &mcp.PromptCapabilities{}
+		opts.Capabilities.Resources = &mcp.ResourceCapabilities{}
 		opts.CompletionHandler = cfg.Extra.Complete
 	}
 	s.sdk = mcp.NewServer(&mcp.Implementation{Name: "toolwire", Title: "toolwire", Version: cfg.Version}, opts)

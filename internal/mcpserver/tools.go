@@ -33,12 +33,7 @@ func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 			if err != nil {
 				return nil, err
 			}
-			r := req.(*mcp.CallToolRequest)
-			res, err := s.callTool(ctx, id, r)
-			if err != nil || !statelessClient(r.Session) {
-				return res, err
-			}
-			return completeResult{res}, nil
+			return s.callTool(ctx, id, req.(*mcp.CallToolRequest))
 		}
 		return next(ctx, method, req)
 	}
@@ -154,7 +149,7 @@ func (s *Server) tool(spec *toolwirev1.ToolSpec) (*mcp.Tool, error) {
 // call's result (through an approval, too), relaying the worker's
 // progress when the client sent a progress token; the client going away
 // (its context ends) cancels the call.
-func (s *Server) callTool(ctx context.Context, id dispatch.Identity, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) callTool(ctx context.Context, id dispatch.Identity, req *mcp.CallToolRequest) (mcp.Result, error) {
 	p := req.Params
 	if p == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
@@ -172,12 +167,20 @@ func (s *Server) callTool(ctx context.Context, id dispatch.Identity, req *mcp.Ca
 		defer cancel()
 		defer context.AfterFunc(rc, cancel)()
 	}
-	sub, err := s.d.Submit(ctx, id, &toolwirev1.CallRequest{Tool: p.Name, ArgumentsJson: args})
+	cr := &toolwirev1.CallRequest{Tool: p.Name, ArgumentsJson: args}
+	stateless := statelessClient(req.Session)
+	if stateless {
+		if err := inputOf(p, cr); err != nil {
+			return nil, err
+		}
+	}
+	sub, err := s.d.Submit(ctx, id, cr)
 	if err != nil {
 		return nil, fmt.Errorf("toolwire: %w", err)
 	}
 	if sub.Rejected != nil {
-		return refused(sub.Rejected)
+		res, err := refused(sub.Rejected)
+		return mark(res, err, stateless)
 	}
 	if token := p.GetProgressToken(); token != nil && req.Session != nil {
 		pctx, stop := context.WithCancel(ctx)
@@ -209,7 +212,23 @@ func (s *Server) callTool(ctx context.Context, id dispatch.Identity, req *mcp.Ca
 		}
 		return nil, fmt.Errorf("toolwire: %w", err)
 	}
-	return result(resp)
+	if resp.GetInputRequired() != nil {
+		return askInput(resp, stateless, cr.ClientCapabilitiesJson)
+	}
+	res, err := result(resp)
+	return mark(res, err, stateless)
+}
+
+// mark marks a tool result complete for a client of the stateless
+// revision (completeResult).
+func mark(res *mcp.CallToolResult, err error, stateless bool) (mcp.Result, error) {
+	switch {
+	case err != nil:
+		return nil, err
+	case stateless:
+		return completeResult{res}, nil
+	}
+	return res, nil
 }
 
 // progressDrain bounds the wait for a call's last progress
@@ -243,8 +262,9 @@ func (s *Server) await(ctx context.Context, id dispatch.Identity, callID string)
 // refused answers a call admission refused: an unknown tool is the
 // client's protocol error, anything else the tool's isError result.
 func refused(resp *toolwirev1.ToolResponse) (*mcp.CallToolResult, error) {
-	if resp.GetError().GetType() == toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: resp.GetError().GetMessage()}
+	e := resp.GetError()
+	if e.GetType() == toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND || isInputViolation(e) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.GetMessage()}
 	}
 	return result(resp)
 }

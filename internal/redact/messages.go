@@ -119,7 +119,19 @@ func (s *Secrets) Response(r *toolwirev1.ToolResponse) {
 	if m := r.Meta; m != nil {
 		m.CancelReason = s.String(m.CancelReason)
 	}
+	if in := r.InputRequired; in != nil {
+		for k, q := range in.Requests {
+			if p := s.JSON(q.GetParamsJson()); p != q.GetParamsJson() {
+				in.Requests[k] = &toolwirev1.InputRequest{Method: q.GetMethod(), ParamsJson: p}
+			}
+		}
+	}
 }
+
+// ErrSecretInState is the error of a tool whose input-required answer
+// keeps a secret argument's value in its state, which is stored with the
+// response and cannot be redacted (the tool gets it back byte for byte).
+var ErrSecretInState = errors.New("the tool's input state holds the value of a secret argument")
 
 // Event redacts an event's message, partial content, error and response.
 func (s *Secrets) Event(ev *toolwirev1.CallEvent) {
@@ -157,6 +169,35 @@ func (s *Secrets) Result(res *tool.Result) *tool.Result {
 	c := *res
 	c.Content, c.Structured, c.Meta = content, structured, meta
 	return &c
+}
+
+// Input returns in with the params of every request that holds a secret
+// redacted (in itself when none does), or ErrSecretInState.
+func (s *Secrets) Input(in *tool.Input) (*tool.Input, error) {
+	if s == nil || in == nil {
+		return in, nil
+	}
+	if st := string(in.State); s.String(st) != st {
+		return nil, ErrSecretInState
+	}
+	var out *tool.Input
+	for k, q := range in.Requests {
+		p := s.JSONBytes(q.Params)
+		if sameBytes(p, q.Params) {
+			continue
+		}
+		if out == nil {
+			out = &tool.Input{State: in.State, Requests: make(map[string]tool.InputRequest, len(in.Requests))}
+			for k2, q2 := range in.Requests {
+				out.Requests[k2] = q2
+			}
+		}
+		out.Requests[k] = tool.InputRequest{Method: q.Method, Params: p}
+	}
+	if out == nil {
+		return in, nil
+	}
+	return out, nil
 }
 
 // JSONBytes is JSON for bytes; b itself is returned when it holds no

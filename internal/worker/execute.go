@@ -43,7 +43,8 @@ func (d *delivery) execute(callCtx context.Context, started *delayed.Record) (re
 		rep.every = hbt
 		defer rep.timer.Stop()
 	}
-	ctx = tool.WithReporter(tool.WithCallInfo(ctx, tool.CallInfo{CallID: call.CallId, Tool: call.Tool, Attempt: call.Attempt, Caller: call.Caller}), rep)
+	ctx = tool.WithReporter(tool.WithCallInfo(ctx, tool.CallInfo{CallID: call.CallId, Tool: call.Tool, Attempt: call.Attempt, Caller: call.Caller,
+		Input: call.Input, ClientCapabilities: call.ClientCapabilitiesJson}), rep)
 
 	// The first attempt's view is part of the delivery; a later one gets
 	// its own, since the watchdog may still be looking at the first.

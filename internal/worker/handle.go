@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"time"
@@ -407,7 +408,35 @@ func (d *delivery) succeeded(res *tool.Result) outcome {
 			PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_POSSIBLE,
 		}))
 	}
+	if res.Input != nil {
+		return d.inputRequired(res)
+	}
 	return answer(d.okResponse(res))
+}
+
+// inputRequired answers an attempt whose tool asks its caller for input
+// (tool.NeedInput), bound to the arguments the caller sent; one that
+// also returns output, or breaks the input's limits, is the tool's bug.
+func (d *delivery) inputRequired(res *tool.Result) outcome {
+	in, err := res.Input.Proto()
+	if err == nil && (len(res.Content) > 0 || len(res.Structured) > 0 || len(res.Intents) > 0) {
+		err = errors.New("tool: an input-required answer has no content, structured output or intents")
+	}
+	if err != nil {
+		d.log().Error("tool returned an invalid input-required answer; answering INTERNAL", "err", err)
+		return answer(d.errorResponse(&toolwirev1.ToolError{
+			Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, Message: "the tool's input-required answer is invalid: " + err.Error(),
+			PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_POSSIBLE,
+		}))
+	}
+	in.ArgsSha256 = d.call.CallerArgsSha256
+	if len(in.ArgsSha256) == 0 {
+		sum := sha256.Sum256(d.call.Arguments)
+		in.ArgsSha256 = sum[:]
+	}
+	resp := d.okResponse(&tool.Result{Meta: res.Meta})
+	resp.InputRequired = in
+	return answer(resp)
 }
 
 // log is the call's logger (log.go).

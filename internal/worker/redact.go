@@ -34,6 +34,16 @@ func (x redactingExecutor) Execute(ctx context.Context, req *executors.Request) 
 		return res, err
 	}
 	sec := plan.Secrets(req.Call.GetArguments())
+	if res != nil && res.Input != nil && err == nil {
+		in, ierr := sec.Input(res.Input)
+		if ierr != nil {
+			return nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, Message: ierr.Error(),
+				SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_POSSIBLE}
+		}
+		c := *res
+		c.Input = in
+		res = &c
+	}
 	return sec.Result(res), sec.Err(err)
 }
 

@@ -12,6 +12,12 @@ type CallInfo struct {
 	Tool    string
 	Attempt int32
 	Caller  *toolwirev1.Caller
+	// Input is set when the call continues an exchange in which the tool
+	// asked for input (read it with InputFrom).
+	Input *toolwirev1.InputRound
+	// ClientCapabilities are the caller's declared client capabilities as
+	// a JSON object; empty when it declared none (see ClientCan).
+	ClientCapabilities string
 }
 
 type callInfoKey struct{}

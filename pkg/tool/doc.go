@@ -50,6 +50,19 @@
 // in order, and each is applied once. A tool may emit only the intent types
 // its spec declares (WithIntents).
 //
+// # Asking the caller for input
+//
+// A tool that needs its caller's input before it can finish (a user's
+// confirmation, a completion from the caller's model, its roots) returns
+// NeedInput with its requests (Elicit, Sample, ListRoots) and a state of
+// its own; the call ends there, and the caller answers with a new call of
+// the same tool and arguments, in which InputFrom gives the tool the
+// answers and its state back. The state stays in the fleet: callers hold
+// only the call id, so they cannot alter it; but it is stored with the
+// response, so it must hold no secret (a state holding a secret argument's
+// value is refused). ClientCan says what the caller declared it can
+// answer. docs/mcp.md, "Tools that ask for input", has the rules.
+//
 // # Call information
 //
 // CallInfoFrom tells a tool which call it is executing: call id, attempt

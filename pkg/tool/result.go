@@ -19,6 +19,10 @@ type Result struct {
 	// MCP tool's result `_meta`), passed on as ToolResponse.meta_json; nil
 	// when there is none.
 	Meta []byte
+	// Input, when set, is the tool's answer that it needs its caller's
+	// input first (NeedInput); the Result then has no content, structured
+	// output or intents.
+	Input *Input
 }
 
 // Text returns a text content block.

@@ -166,9 +166,21 @@ type ToolCall struct {
 	// The after-hooks the policy in force bound to the call's tool when it
 	// was admitted (docs/policy.md, "Hooks"), in the order they run: the
 	// worker has a dispatcher run them on its response before it is stored.
-	AfterHooks    []*AfterHookBinding `protobuf:"bytes,21,rep,name=after_hooks,json=afterHooks,proto3" json:"after_hooks,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	AfterHooks []*AfterHookBinding `protobuf:"bytes,21,rep,name=after_hooks,json=afterHooks,proto3" json:"after_hooks,omitempty"`
+	// This call answers the input a tool asked for (docs/mcp.md, "Tools that
+	// ask for input"); unset otherwise.
+	Input *InputRound `protobuf:"bytes,22,opt,name=input,proto3" json:"input,omitempty"`
+	// The client capabilities the caller declared, as a JSON object (MCP's
+	// clientCapabilities: "elicitation", "sampling", "roots"), so that a
+	// tool asks only for input the caller can give. Empty when the caller
+	// declared none.
+	ClientCapabilitiesJson string `protobuf:"bytes,23,opt,name=client_capabilities_json,json=clientCapabilitiesJson,proto3" json:"client_capabilities_json,omitempty"`
+	// The SHA-256 of the arguments as the caller sent them, set only when a
+	// before-hook rewrote them: an input-required response is bound to the
+	// caller's arguments (InputRequired.args_sha256).
+	CallerArgsSha256 []byte `protobuf:"bytes,24,opt,name=caller_args_sha256,json=callerArgsSha256,proto3" json:"caller_args_sha256,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ToolCall) Reset() {
@@ -348,6 +360,97 @@ func (x *ToolCall) GetAfterHooks() []*AfterHookBinding {
 	return nil
 }
 
+func (x *ToolCall) GetInput() *InputRound {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *ToolCall) GetClientCapabilitiesJson() string {
+	if x != nil {
+		return x.ClientCapabilitiesJson
+	}
+	return ""
+}
+
+func (x *ToolCall) GetCallerArgsSha256() []byte {
+	if x != nil {
+		return x.CallerArgsSha256
+	}
+	return nil
+}
+
+// InputRound is a call that continues an exchange in which the tool asked
+// its caller for input (an MCP input-required result, SEP-2322): the
+// dispatcher read the round before from the results stream and checked
+// that it is the same tenant's, tool's and arguments' and still fresh.
+type InputRound struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call whose response asked for the input.
+	PreviousCallId string `protobuf:"bytes,1,opt,name=previous_call_id,json=previousCallId,proto3" json:"previous_call_id,omitempty"`
+	// The tool's state from that response (InputRequired.state), as stored:
+	// never bytes the caller sent.
+	State []byte `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	// The caller's answers, by the keys of the requests, each a JSON object
+	// (an MCP ElicitResult, CreateMessageResult or ListRootsResult) as text.
+	// Keys the round before did not ask for are dropped.
+	ResponsesJson map[string]string `protobuf:"bytes,3,rep,name=responses_json,json=responsesJson,proto3" json:"responses_json,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputRound) Reset() {
+	*x = InputRound{}
+	mi := &file_toolwire_v1_call_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputRound) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputRound) ProtoMessage() {}
+
+func (x *InputRound) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_call_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputRound.ProtoReflect.Descriptor instead.
+func (*InputRound) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_call_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *InputRound) GetPreviousCallId() string {
+	if x != nil {
+		return x.PreviousCallId
+	}
+	return ""
+}
+
+func (x *InputRound) GetState() []byte {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *InputRound) GetResponsesJson() map[string]string {
+	if x != nil {
+		return x.ResponsesJson
+	}
+	return nil
+}
+
 // AfterHookBinding names an after-hook a call was admitted with. A
 // dispatcher runs it as the policy in force binds it then; the worker
 // keeps the timeout and failure mode to bound its wait, and to decide
@@ -368,7 +471,7 @@ type AfterHookBinding struct {
 
 func (x *AfterHookBinding) Reset() {
 	*x = AfterHookBinding{}
-	mi := &file_toolwire_v1_call_proto_msgTypes[2]
+	mi := &file_toolwire_v1_call_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -380,7 +483,7 @@ func (x *AfterHookBinding) String() string {
 func (*AfterHookBinding) ProtoMessage() {}
 
 func (x *AfterHookBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_call_proto_msgTypes[2]
+	mi := &file_toolwire_v1_call_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -393,7 +496,7 @@ func (x *AfterHookBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AfterHookBinding.ProtoReflect.Descriptor instead.
 func (*AfterHookBinding) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_call_proto_rawDescGZIP(), []int{2}
+	return file_toolwire_v1_call_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *AfterHookBinding) GetId() string {
@@ -436,7 +539,7 @@ const file_toolwire_v1_call_proto_rawDesc = "" +
 	"\x04user\x18\x04 \x01(\tR\x04user\x12\x10\n" +
 	"\x03run\x18\x05 \x01(\tR\x03run\x12\x16\n" +
 	"\x06scopes\x18\x06 \x03(\tR\x06scopes\x12\x12\n" +
-	"\x04turn\x18\a \x01(\tR\x04turn\"\xf4\x06\n" +
+	"\x04turn\x18\a \x01(\tR\x04turn\"\x8b\b\n" +
 	"\bToolCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12!\n" +
@@ -466,7 +569,18 @@ const file_toolwire_v1_call_proto_rawDesc = "" +
 	"\n" +
 	"loop_count\x18\x14 \x01(\x05R\tloopCount\x12>\n" +
 	"\vafter_hooks\x18\x15 \x03(\v2\x1d.toolwire.v1.AfterHookBindingR\n" +
-	"afterHooks\"\x88\x01\n" +
+	"afterHooks\x12-\n" +
+	"\x05input\x18\x16 \x01(\v2\x17.toolwire.v1.InputRoundR\x05input\x128\n" +
+	"\x18client_capabilities_json\x18\x17 \x01(\tR\x16clientCapabilitiesJson\x12,\n" +
+	"\x12caller_args_sha256\x18\x18 \x01(\fR\x10callerArgsSha256\"\xe1\x01\n" +
+	"\n" +
+	"InputRound\x12(\n" +
+	"\x10previous_call_id\x18\x01 \x01(\tR\x0epreviousCallId\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\fR\x05state\x12Q\n" +
+	"\x0eresponses_json\x18\x03 \x03(\v2*.toolwire.v1.InputRound.ResponsesJsonEntryR\rresponsesJson\x1a@\n" +
+	"\x12ResponsesJsonEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x88\x01\n" +
 	"\x10AfterHookBinding\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x123\n" +
@@ -485,29 +599,33 @@ func file_toolwire_v1_call_proto_rawDescGZIP() []byte {
 	return file_toolwire_v1_call_proto_rawDescData
 }
 
-var file_toolwire_v1_call_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_toolwire_v1_call_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_toolwire_v1_call_proto_goTypes = []any{
 	(*Caller)(nil),                // 0: toolwire.v1.Caller
 	(*ToolCall)(nil),              // 1: toolwire.v1.ToolCall
-	(*AfterHookBinding)(nil),      // 2: toolwire.v1.AfterHookBinding
-	(*timestamppb.Timestamp)(nil), // 3: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 4: google.protobuf.Duration
-	(ExecutorType)(0),             // 5: toolwire.v1.ExecutorType
+	(*InputRound)(nil),            // 2: toolwire.v1.InputRound
+	(*AfterHookBinding)(nil),      // 3: toolwire.v1.AfterHookBinding
+	nil,                           // 4: toolwire.v1.InputRound.ResponsesJsonEntry
+	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 6: google.protobuf.Duration
+	(ExecutorType)(0),             // 7: toolwire.v1.ExecutorType
 }
 var file_toolwire_v1_call_proto_depIdxs = []int32{
-	0, // 0: toolwire.v1.ToolCall.caller:type_name -> toolwire.v1.Caller
-	3, // 1: toolwire.v1.ToolCall.accepted_at:type_name -> google.protobuf.Timestamp
-	3, // 2: toolwire.v1.ToolCall.schedule_to_start_deadline:type_name -> google.protobuf.Timestamp
-	3, // 3: toolwire.v1.ToolCall.deadline:type_name -> google.protobuf.Timestamp
-	4, // 4: toolwire.v1.ToolCall.start_to_close:type_name -> google.protobuf.Duration
-	5, // 5: toolwire.v1.ToolCall.executor:type_name -> toolwire.v1.ExecutorType
-	2, // 6: toolwire.v1.ToolCall.after_hooks:type_name -> toolwire.v1.AfterHookBinding
-	4, // 7: toolwire.v1.AfterHookBinding.timeout:type_name -> google.protobuf.Duration
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	0,  // 0: toolwire.v1.ToolCall.caller:type_name -> toolwire.v1.Caller
+	5,  // 1: toolwire.v1.ToolCall.accepted_at:type_name -> google.protobuf.Timestamp
+	5,  // 2: toolwire.v1.ToolCall.schedule_to_start_deadline:type_name -> google.protobuf.Timestamp
+	5,  // 3: toolwire.v1.ToolCall.deadline:type_name -> google.protobuf.Timestamp
+	6,  // 4: toolwire.v1.ToolCall.start_to_close:type_name -> google.protobuf.Duration
+	7,  // 5: toolwire.v1.ToolCall.executor:type_name -> toolwire.v1.ExecutorType
+	3,  // 6: toolwire.v1.ToolCall.after_hooks:type_name -> toolwire.v1.AfterHookBinding
+	2,  // 7: toolwire.v1.ToolCall.input:type_name -> toolwire.v1.InputRound
+	4,  // 8: toolwire.v1.InputRound.responses_json:type_name -> toolwire.v1.InputRound.ResponsesJsonEntry
+	6,  // 9: toolwire.v1.AfterHookBinding.timeout:type_name -> google.protobuf.Duration
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_call_proto_init() }
@@ -522,7 +640,7 @@ func file_toolwire_v1_call_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_call_proto_rawDesc), len(file_toolwire_v1_call_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

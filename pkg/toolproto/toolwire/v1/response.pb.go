@@ -42,7 +42,11 @@ type ToolResponse struct {
 	Tool    string        `protobuf:"bytes,9,opt,name=tool,proto3" json:"tool,omitempty"`
 	// The tool's own metadata of the result (MCP's result `_meta`), as JSON
 	// text; empty when it gave none.
-	MetaJson      string `protobuf:"bytes,10,opt,name=meta_json,json=metaJson,proto3" json:"meta_json,omitempty"`
+	MetaJson string `protobuf:"bytes,10,opt,name=meta_json,json=metaJson,proto3" json:"meta_json,omitempty"`
+	// The tool needs its caller's input before it can finish: ok is true,
+	// content empty, and the caller answers with a new call that continues
+	// this one (CallRequest.continues). Unset for every other response.
+	InputRequired *InputRequired `protobuf:"bytes,11,opt,name=input_required,json=inputRequired,proto3" json:"input_required,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -147,6 +151,137 @@ func (x *ToolResponse) GetMetaJson() string {
 	return ""
 }
 
+func (x *ToolResponse) GetInputRequired() *InputRequired {
+	if x != nil {
+		return x.InputRequired
+	}
+	return nil
+}
+
+// InputRequired is a tool's request for its caller's input (MCP's
+// InputRequiredResult, SEP-2322).
+type InputRequired struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What to ask, by keys the tool chose; the answers come back under them.
+	Requests map[string]*InputRequest `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The tool's own state, handed back to it with the answers
+	// (InputRound.state). It stays in the fleet: a caller holds only the
+	// call id. At most 64 KiB.
+	State []byte `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	// The SHA-256 of the arguments the caller sent; the answering call must
+	// send the same.
+	ArgsSha256    []byte `protobuf:"bytes,3,opt,name=args_sha256,json=argsSha256,proto3" json:"args_sha256,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputRequired) Reset() {
+	*x = InputRequired{}
+	mi := &file_toolwire_v1_response_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputRequired) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputRequired) ProtoMessage() {}
+
+func (x *InputRequired) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_response_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputRequired.ProtoReflect.Descriptor instead.
+func (*InputRequired) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_response_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *InputRequired) GetRequests() map[string]*InputRequest {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+func (x *InputRequired) GetState() []byte {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *InputRequired) GetArgsSha256() []byte {
+	if x != nil {
+		return x.ArgsSha256
+	}
+	return nil
+}
+
+// InputRequest is one thing a tool asks its caller for: an MCP request
+// the client answers ("elicitation/create", "sampling/createMessage",
+// "roots/list") with its params.
+type InputRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Method string                 `protobuf:"bytes,1,opt,name=method,proto3" json:"method,omitempty"`
+	// The request's params as a JSON object.
+	ParamsJson    string `protobuf:"bytes,2,opt,name=params_json,json=paramsJson,proto3" json:"params_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputRequest) Reset() {
+	*x = InputRequest{}
+	mi := &file_toolwire_v1_response_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputRequest) ProtoMessage() {}
+
+func (x *InputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_response_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputRequest.ProtoReflect.Descriptor instead.
+func (*InputRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_response_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *InputRequest) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *InputRequest) GetParamsJson() string {
+	if x != nil {
+		return x.ParamsJson
+	}
+	return ""
+}
+
 // Intent is a state change a tool asks the orchestrator to make. Built-in
 // types: END_SESSION, SUPPRESS_AUDIO, SUPPRESS_TRANSCRIPT,
 // SET_PENDING_MESSAGE, SET_STATE, EMIT_EVENT, NOTIFY, INJECT_CONTEXT; custom
@@ -164,7 +299,7 @@ type Intent struct {
 
 func (x *Intent) Reset() {
 	*x = Intent{}
-	mi := &file_toolwire_v1_response_proto_msgTypes[1]
+	mi := &file_toolwire_v1_response_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -176,7 +311,7 @@ func (x *Intent) String() string {
 func (*Intent) ProtoMessage() {}
 
 func (x *Intent) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_response_proto_msgTypes[1]
+	mi := &file_toolwire_v1_response_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -189,7 +324,7 @@ func (x *Intent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Intent.ProtoReflect.Descriptor instead.
 func (*Intent) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_response_proto_rawDescGZIP(), []int{1}
+	return file_toolwire_v1_response_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Intent) GetId() string {
@@ -255,7 +390,7 @@ type ResponseMeta struct {
 
 func (x *ResponseMeta) Reset() {
 	*x = ResponseMeta{}
-	mi := &file_toolwire_v1_response_proto_msgTypes[2]
+	mi := &file_toolwire_v1_response_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -267,7 +402,7 @@ func (x *ResponseMeta) String() string {
 func (*ResponseMeta) ProtoMessage() {}
 
 func (x *ResponseMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_response_proto_msgTypes[2]
+	mi := &file_toolwire_v1_response_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -280,7 +415,7 @@ func (x *ResponseMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResponseMeta.ProtoReflect.Descriptor instead.
 func (*ResponseMeta) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_response_proto_rawDescGZIP(), []int{2}
+	return file_toolwire_v1_response_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ResponseMeta) GetWorker() string {
@@ -422,7 +557,7 @@ type HookNote struct {
 
 func (x *HookNote) Reset() {
 	*x = HookNote{}
-	mi := &file_toolwire_v1_response_proto_msgTypes[3]
+	mi := &file_toolwire_v1_response_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -434,7 +569,7 @@ func (x *HookNote) String() string {
 func (*HookNote) ProtoMessage() {}
 
 func (x *HookNote) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_response_proto_msgTypes[3]
+	mi := &file_toolwire_v1_response_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -447,7 +582,7 @@ func (x *HookNote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookNote.ProtoReflect.Descriptor instead.
 func (*HookNote) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_response_proto_rawDescGZIP(), []int{3}
+	return file_toolwire_v1_response_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *HookNote) GetHook() string {
@@ -500,7 +635,7 @@ type BlobRef struct {
 
 func (x *BlobRef) Reset() {
 	*x = BlobRef{}
-	mi := &file_toolwire_v1_response_proto_msgTypes[4]
+	mi := &file_toolwire_v1_response_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -512,7 +647,7 @@ func (x *BlobRef) String() string {
 func (*BlobRef) ProtoMessage() {}
 
 func (x *BlobRef) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_response_proto_msgTypes[4]
+	mi := &file_toolwire_v1_response_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -525,7 +660,7 @@ func (x *BlobRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlobRef.ProtoReflect.Descriptor instead.
 func (*BlobRef) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_response_proto_rawDescGZIP(), []int{4}
+	return file_toolwire_v1_response_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *BlobRef) GetBucket() string {
@@ -567,7 +702,7 @@ var File_toolwire_v1_response_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_response_proto_rawDesc = "" +
 	"\n" +
-	"\x1atoolwire/v1/response.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\"\xf8\x02\n" +
+	"\x1atoolwire/v1/response.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\"\xbb\x03\n" +
 	"\fToolResponse\x12)\n" +
 	"\x10envelope_version\x18\x01 \x01(\rR\x0fenvelopeVersion\x12\x17\n" +
 	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x0e\n" +
@@ -579,7 +714,20 @@ const file_toolwire_v1_response_proto_rawDesc = "" +
 	"\x04meta\x18\b \x01(\v2\x19.toolwire.v1.ResponseMetaR\x04meta\x12\x12\n" +
 	"\x04tool\x18\t \x01(\tR\x04tool\x12\x1b\n" +
 	"\tmeta_json\x18\n" +
-	" \x01(\tR\bmetaJson\"O\n" +
+	" \x01(\tR\bmetaJson\x12A\n" +
+	"\x0einput_required\x18\v \x01(\v2\x1a.toolwire.v1.InputRequiredR\rinputRequired\"\xe4\x01\n" +
+	"\rInputRequired\x12D\n" +
+	"\brequests\x18\x01 \x03(\v2(.toolwire.v1.InputRequired.RequestsEntryR\brequests\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\fR\x05state\x12\x1f\n" +
+	"\vargs_sha256\x18\x03 \x01(\fR\n" +
+	"argsSha256\x1aV\n" +
+	"\rRequestsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12/\n" +
+	"\x05value\x18\x02 \x01(\v2\x19.toolwire.v1.InputRequestR\x05value:\x028\x01\"G\n" +
+	"\fInputRequest\x12\x16\n" +
+	"\x06method\x18\x01 \x01(\tR\x06method\x12\x1f\n" +
+	"\vparams_json\x18\x02 \x01(\tR\n" +
+	"paramsJson\"O\n" +
 	"\x06Intent\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12!\n" +
@@ -636,37 +784,43 @@ func file_toolwire_v1_response_proto_rawDescGZIP() []byte {
 	return file_toolwire_v1_response_proto_rawDescData
 }
 
-var file_toolwire_v1_response_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_toolwire_v1_response_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_toolwire_v1_response_proto_goTypes = []any{
 	(*ToolResponse)(nil),          // 0: toolwire.v1.ToolResponse
-	(*Intent)(nil),                // 1: toolwire.v1.Intent
-	(*ResponseMeta)(nil),          // 2: toolwire.v1.ResponseMeta
-	(*HookNote)(nil),              // 3: toolwire.v1.HookNote
-	(*BlobRef)(nil),               // 4: toolwire.v1.BlobRef
-	nil,                           // 5: toolwire.v1.HookNote.AnnotationsEntry
-	(*Content)(nil),               // 6: toolwire.v1.Content
-	(*ToolError)(nil),             // 7: toolwire.v1.ToolError
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 9: google.protobuf.Duration
+	(*InputRequired)(nil),         // 1: toolwire.v1.InputRequired
+	(*InputRequest)(nil),          // 2: toolwire.v1.InputRequest
+	(*Intent)(nil),                // 3: toolwire.v1.Intent
+	(*ResponseMeta)(nil),          // 4: toolwire.v1.ResponseMeta
+	(*HookNote)(nil),              // 5: toolwire.v1.HookNote
+	(*BlobRef)(nil),               // 6: toolwire.v1.BlobRef
+	nil,                           // 7: toolwire.v1.InputRequired.RequestsEntry
+	nil,                           // 8: toolwire.v1.HookNote.AnnotationsEntry
+	(*Content)(nil),               // 9: toolwire.v1.Content
+	(*ToolError)(nil),             // 10: toolwire.v1.ToolError
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 12: google.protobuf.Duration
 }
 var file_toolwire_v1_response_proto_depIdxs = []int32{
-	6,  // 0: toolwire.v1.ToolResponse.content:type_name -> toolwire.v1.Content
-	7,  // 1: toolwire.v1.ToolResponse.error:type_name -> toolwire.v1.ToolError
-	1,  // 2: toolwire.v1.ToolResponse.intents:type_name -> toolwire.v1.Intent
-	2,  // 3: toolwire.v1.ToolResponse.meta:type_name -> toolwire.v1.ResponseMeta
-	8,  // 4: toolwire.v1.ResponseMeta.started_at:type_name -> google.protobuf.Timestamp
-	8,  // 5: toolwire.v1.ResponseMeta.finished_at:type_name -> google.protobuf.Timestamp
-	9,  // 6: toolwire.v1.ResponseMeta.duration:type_name -> google.protobuf.Duration
-	4,  // 7: toolwire.v1.ResponseMeta.full_output:type_name -> toolwire.v1.BlobRef
-	8,  // 8: toolwire.v1.ResponseMeta.accepted_at:type_name -> google.protobuf.Timestamp
-	4,  // 9: toolwire.v1.ResponseMeta.full_text:type_name -> toolwire.v1.BlobRef
-	3,  // 10: toolwire.v1.ResponseMeta.hooks:type_name -> toolwire.v1.HookNote
-	5,  // 11: toolwire.v1.HookNote.annotations:type_name -> toolwire.v1.HookNote.AnnotationsEntry
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	9,  // 0: toolwire.v1.ToolResponse.content:type_name -> toolwire.v1.Content
+	10, // 1: toolwire.v1.ToolResponse.error:type_name -> toolwire.v1.ToolError
+	3,  // 2: toolwire.v1.ToolResponse.intents:type_name -> toolwire.v1.Intent
+	4,  // 3: toolwire.v1.ToolResponse.meta:type_name -> toolwire.v1.ResponseMeta
+	1,  // 4: toolwire.v1.ToolResponse.input_required:type_name -> toolwire.v1.InputRequired
+	7,  // 5: toolwire.v1.InputRequired.requests:type_name -> toolwire.v1.InputRequired.RequestsEntry
+	11, // 6: toolwire.v1.ResponseMeta.started_at:type_name -> google.protobuf.Timestamp
+	11, // 7: toolwire.v1.ResponseMeta.finished_at:type_name -> google.protobuf.Timestamp
+	12, // 8: toolwire.v1.ResponseMeta.duration:type_name -> google.protobuf.Duration
+	6,  // 9: toolwire.v1.ResponseMeta.full_output:type_name -> toolwire.v1.BlobRef
+	11, // 10: toolwire.v1.ResponseMeta.accepted_at:type_name -> google.protobuf.Timestamp
+	6,  // 11: toolwire.v1.ResponseMeta.full_text:type_name -> toolwire.v1.BlobRef
+	5,  // 12: toolwire.v1.ResponseMeta.hooks:type_name -> toolwire.v1.HookNote
+	8,  // 13: toolwire.v1.HookNote.annotations:type_name -> toolwire.v1.HookNote.AnnotationsEntry
+	2,  // 14: toolwire.v1.InputRequired.RequestsEntry.value:type_name -> toolwire.v1.InputRequest
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_response_proto_init() }
@@ -682,7 +836,7 @@ func file_toolwire_v1_response_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_response_proto_rawDesc), len(file_toolwire_v1_response_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,118 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// Tools that ask for input (docs/mcp.md, "Tools that ask for input"): a
+// tool answers a call with an input-required response (its requests and
+// its own state), and the caller answers with a new call that continues
+// it, naming the first call's id. The state never travels through the
+// caller: the dispatcher reads it from the stored response and checks
+// that the response is the caller's tenant's (the results subject is per
+// tenant), of the same tool, asked for input, is fresh (Config.InputTTL),
+// and was made for the same arguments (their SHA-256). A caller can thus
+// only continue its own tenant's exchanges with the same call; it cannot
+// make up or alter a tool's state.
+
+// Bounds of an answering call's input, checked before anything is read.
+const (
+	// maxInputResponses bounds the answers of one call (tool.MaxInputRequests).
+	maxInputResponses = tool.MaxInputRequests
+	// maxCapabilitiesBytes bounds the declared client capabilities.
+	maxCapabilitiesBytes = 8 << 10
+)
+
+// ContinuesField names the request field of a refused continuation (the
+// field of its violation): the MCP face answers it as invalid params.
+const ContinuesField = "continues"
+
+// input returns what the call o brings its tool: the round it continues
+// (nil for none) and the client capabilities it declares, or the refusal.
+// args are the arguments as the caller sent them.
+func (d *Dispatcher) input(ctx context.Context, id Identity, o *toolwirev1.CallRequest, args []byte, now time.Time) (*toolwirev1.InputRound, *toolwirev1.ToolError) {
+	if c := o.ClientCapabilitiesJson; c != "" {
+		if len(c) > maxCapabilitiesBytes || !isObject([]byte(c)) {
+			return nil, registry.Violation("client_capabilities_json", fmt.Sprintf("must be a JSON object of at most %d bytes", maxCapabilitiesBytes))
+		}
+	}
+	if o.Continues == "" && len(o.InputResponsesJson) == 0 {
+		return nil, nil
+	}
+	if len(o.InputResponsesJson) > maxInputResponses {
+		return nil, registry.Violation("input_responses_json", fmt.Sprintf("%d answers, at most %d", len(o.InputResponsesJson), maxInputResponses))
+	}
+	for k, v := range o.InputResponsesJson {
+		if k == "" || len(k) > 128 || !isObject([]byte(v)) {
+			return nil, registry.Violation("input_responses_json", fmt.Sprintf("answer %.128q: the key must have 1 to 128 bytes and the answer be a JSON object", k))
+		}
+	}
+	in := &toolwirev1.InputRound{ResponsesJson: o.InputResponsesJson}
+	if o.Continues == "" {
+		// Answers without the round they answer: the tool gets them, and
+		// no state.
+		return in, nil
+	}
+	asked, te := d.askedInput(ctx, id, o, args, now)
+	if te != nil {
+		return nil, te
+	}
+	in.PreviousCallId, in.State = o.Continues, asked.State
+	// Only the answers to what was asked reach the tool.
+	in.ResponsesJson = make(map[string]string, len(asked.Requests))
+	for k, v := range o.InputResponsesJson {
+		if _, ok := asked.Requests[k]; ok {
+			in.ResponsesJson[k] = v
+		}
+	}
+	return in, nil
+}
+
+// askedInput reads and checks the input-required response the call o
+// continues.
+func (d *Dispatcher) askedInput(ctx context.Context, id Identity, o *toolwirev1.CallRequest, args []byte, now time.Time) (*toolwirev1.InputRequired, *toolwirev1.ToolError) {
+	bad := func(msg string) *toolwirev1.ToolError {
+		return registry.Violation(ContinuesField, msg)
+	}
+	if _, err := ulid.ParseStrict(o.Continues); err != nil {
+		return nil, bad("not a call id")
+	}
+	resp, err := d.loadResult(ctx, d.subj.ResultAnyDispatcher(id.Tenant, o.Continues))
+	if err != nil {
+		d.log.WarnContext(ctx, "reading the call an answer continues failed", "continues", o.Continues, "err", err)
+		return nil, envelope.Overloaded("the call this one continues could not be read; try again", time.Second)
+	}
+	switch {
+	case resp == nil:
+		return nil, bad("no finished call " + o.Continues + " of this tenant")
+	case resp.GetInputRequired() == nil:
+		return nil, bad("call " + o.Continues + " did not ask for input")
+	case resp.GetTool() != o.Tool:
+		return nil, bad(fmt.Sprintf("call %s was of tool %q, not %q", o.Continues, resp.GetTool(), o.Tool))
+	case now.After(resp.GetMeta().GetFinishedAt().AsTime().Add(d.cfg.InputTTL)):
+		return nil, bad(fmt.Sprintf("call %s asked for input more than %s ago: start over", o.Continues, d.cfg.InputTTL))
+	}
+	sum := sha256.Sum256(args)
+	if !bytes.Equal(sum[:], resp.GetInputRequired().GetArgsSha256()) {
+		return nil, bad("the arguments differ from those of call " + o.Continues + ": send the same ones")
+	}
+	return resp.GetInputRequired(), nil
+}
+
+// isObject reports whether b is one JSON object.
+func isObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 1 && b[0] == '{' && json.Valid(b)
+}
