@@ -74,7 +74,7 @@ type Server struct {
 
 	// tools caches each spec version's MCP form.
 	mu    sync.Mutex
-	tools map[string]*mcp.Tool
+	tools map[string]json.RawMessage
 }
 
 // New returns the MCP server of d, authenticating callers with auth.
@@ -94,7 +94,7 @@ func New(d *dispatch.Dispatcher, auth dispatch.Authenticator, cfg Config) *Serve
 			cfg.Version = bi.Main.Version
 		}
 	}
-	s := &Server{d: d, auth: auth, cfg: cfg, log: cfg.Logger, tools: map[string]*mcp.Tool{}}
+	s := &Server{d: d, auth: auth, cfg: cfg, log: cfg.Logger, tools: map[string]json.RawMessage{}}
 	opts := &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		Logger: cfg.Logger, SupportedProtocolVersions: ProtocolVersions,
 		Instructions: "Every tool of this toolwire installation that your credentials may use. Calls are validated, " +

@@ -86,26 +86,30 @@ func (s *Server) caller(ctx context.Context, req mcp.Request) (dispatch.Identity
 
 // listTools answers one page of the tools the caller may see, in name
 // order, as the registry names them. The cursor is the last name of the
-// page before (opaque to clients).
-func (s *Server) listTools(id dispatch.Identity, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
+// page before (opaque to clients). The page is written from each tool's
+// cached MCP form (registry.ExportOne's JSON), which has fields the SDK's
+// Tool has not (execution.taskSupport).
+func (s *Server) listTools(id dispatch.Identity, req *mcp.ListToolsRequest) (mcp.Result, error) {
 	after := ""
 	if req.Params != nil && req.Params.Cursor != "" {
-		c := req.Params.Cursor
-		b, err := base64.RawURLEncoding.DecodeString(c)
+		b, err := base64.RawURLEncoding.DecodeString(req.Params.Cursor)
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
 		}
 		after = string(b)
 	}
-	res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
 	// Private: the list is this caller's (scopes and policy).
-	res.CacheScope = "private"
+	page := toolPage{CacheScope: "private", Tools: []json.RawMessage{}}
+	if statelessClient(req.Session) {
+		page.ResultType = "complete"
+	}
+	last := ""
 	for _, spec := range s.d.VisibleTools(id, registry.Filter{}) {
 		if spec.Name <= after {
 			continue
 		}
-		if len(res.Tools) == s.cfg.PageSize {
-			res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(res.Tools[len(res.Tools)-1].Name))
+		if len(page.Tools) == s.cfg.PageSize {
+			page.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(last))
 			break
 		}
 		t, err := s.tool(spec)
@@ -113,13 +117,37 @@ func (s *Server) listTools(id dispatch.Identity, req *mcp.ListToolsRequest) (*mc
 			s.log.Warn("a tool has no MCP form; left out of tools/list", "tool", spec.Name, "err", err)
 			continue
 		}
-		res.Tools = append(res.Tools, t)
+		page.Tools, last = append(page.Tools, t), spec.Name
 	}
-	return res, nil
+	raw, err := json.Marshal(page)
+	if err != nil {
+		return nil, fmt.Errorf("toolwire: tools/list: %w", err)
+	}
+	return rawResult{ListToolsResult: &mcp.ListToolsResult{}, raw: raw}, nil
 }
 
-// tool is spec's MCP form (registry.ExportOne's, cached per version).
-func (s *Server) tool(spec *toolwirev1.ToolSpec) (*mcp.Tool, error) {
+// toolPage is a tools/list result.
+type toolPage struct {
+	// ResultType is "complete" for clients of the stateless revision.
+	ResultType string            `json:"resultType,omitempty"`
+	Tools      []json.RawMessage `json:"tools"`
+	NextCursor string            `json:"nextCursor,omitempty"`
+	CacheScope string            `json:"cacheScope,omitempty"`
+	// TTLMs is 0: a list depends on the registry and the policy, which
+	// change at any time.
+	TTLMs int `json:"ttlMs"`
+}
+
+// rawResult is a tools/list result already written.
+type rawResult struct {
+	*mcp.ListToolsResult
+	raw json.RawMessage
+}
+
+func (r rawResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
+
+// tool is spec's MCP form (registry.ExportOne's JSON, cached per version).
+func (s *Server) tool(spec *toolwirev1.ToolSpec) (json.RawMessage, error) {
 	key := spec.Name + "@" + spec.Version
 	s.mu.Lock()
 	t, ok := s.tools[key]
@@ -127,12 +155,8 @@ func (s *Server) tool(spec *toolwirev1.ToolSpec) (*mcp.Tool, error) {
 	if ok {
 		return t, nil
 	}
-	b, err := registry.ExportOne(toolwirev1.ToolFormat_TOOL_FORMAT_MCP, spec)
+	t, err := registry.ExportOne(toolwirev1.ToolFormat_TOOL_FORMAT_MCP, spec)
 	if err != nil {
-		return nil, err
-	}
-	t = &mcp.Tool{}
-	if err := json.Unmarshal(b, t); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()

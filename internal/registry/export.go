@@ -10,9 +10,10 @@ import (
 // Export renders specs as the tool list of an LLM provider, as JSON:
 // OpenAI (chat-completions `tools`), Anthropic (`tools`), Gemini
 // (`functionDeclarations` with `parametersJsonSchema`) or MCP
-// (`tools/list` result, with the tools' icons and `_meta`; never
-// `execution`: toolwire serves calls without task augmentation). Descriptions are the summary when the spec has
-// one, so models always see the short form; the full doc is on demand.
+// (`tools/list` result, with the tools' icons, `_meta` and
+// `execution.taskSupport`, which the fleet's MCP endpoint honours;
+// docs/mcp.md). Descriptions are the summary when the spec has one, so
+// models always see the short form; the full doc is on demand.
 func Export(format toolwirev1.ToolFormat, specs []*toolwirev1.ToolSpec) ([]byte, error) {
 	items := make([]any, 0, len(specs))
 	for _, s := range specs {
@@ -85,6 +86,7 @@ func exportOne(format toolwirev1.ToolFormat, s *toolwirev1.ToolSpec) (any, error
 		if s.MetaJson != "" && json.Valid([]byte(s.MetaJson)) {
 			t["_meta"] = json.RawMessage(s.MetaJson)
 		}
+		t["execution"] = map[string]any{"taskSupport": TaskSupportName(s.TaskSupport)}
 		if a := s.Annotations; a != nil {
 			ann := map[string]any{}
 			if a.ReadOnly != nil {
@@ -106,4 +108,16 @@ func exportOne(format toolwirev1.ToolFormat, s *toolwirev1.ToolSpec) (any, error
 		return t, nil
 	}
 	return nil, fmt.Errorf("registry: format %s has no JSON rendering", format)
+}
+
+// TaskSupportName is MCP's name of ts ("forbidden", "optional",
+// "required"); unset is "optional".
+func TaskSupportName(ts toolwirev1.TaskSupport) string {
+	switch ts {
+	case toolwirev1.TaskSupport_TASK_SUPPORT_FORBIDDEN:
+		return "forbidden"
+	case toolwirev1.TaskSupport_TASK_SUPPORT_REQUIRED:
+		return "required"
+	}
+	return "optional"
 }

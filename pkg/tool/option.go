@@ -125,3 +125,11 @@ func duration(d time.Duration) *durationpb.Duration {
 	}
 	return durationpb.New(d)
 }
+
+// WithTaskSupport says whether an MCP client may get the tool's calls as
+// tasks (docs/mcp.md, "Tasks"): TASK_SUPPORT_FORBIDDEN keeps every request
+// open until the result, TASK_SUPPORT_REQUIRED refuses clients that cannot
+// poll a task. Unset is TASK_SUPPORT_OPTIONAL.
+func WithTaskSupport(ts toolwirev1.TaskSupport) Option {
+	return func(s *toolwirev1.ToolSpec) { s.TaskSupport = ts }
+}

@@ -189,6 +189,65 @@ func (TruncateDirection) EnumDescriptor() ([]byte, []int) {
 	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{2}
 }
 
+// TaskSupport says whether the MCP endpoint may answer a call of the tool
+// as a task (the Tasks extension) rather than keep the request open.
+type TaskSupport int32
+
+const (
+	// As TASK_SUPPORT_OPTIONAL.
+	TaskSupport_TASK_SUPPORT_UNSPECIFIED TaskSupport = 0
+	// Never a task: the request stays open until the result.
+	TaskSupport_TASK_SUPPORT_FORBIDDEN TaskSupport = 1
+	// A task when the client declared the extension and the call outlives
+	// the endpoint's threshold.
+	TaskSupport_TASK_SUPPORT_OPTIONAL TaskSupport = 2
+	// Only for clients that declared the extension; others are refused.
+	TaskSupport_TASK_SUPPORT_REQUIRED TaskSupport = 3
+)
+
+// Enum value maps for TaskSupport.
+var (
+	TaskSupport_name = map[int32]string{
+		0: "TASK_SUPPORT_UNSPECIFIED",
+		1: "TASK_SUPPORT_FORBIDDEN",
+		2: "TASK_SUPPORT_OPTIONAL",
+		3: "TASK_SUPPORT_REQUIRED",
+	}
+	TaskSupport_value = map[string]int32{
+		"TASK_SUPPORT_UNSPECIFIED": 0,
+		"TASK_SUPPORT_FORBIDDEN":   1,
+		"TASK_SUPPORT_OPTIONAL":    2,
+		"TASK_SUPPORT_REQUIRED":    3,
+	}
+)
+
+func (x TaskSupport) Enum() *TaskSupport {
+	p := new(TaskSupport)
+	*p = x
+	return p
+}
+
+func (x TaskSupport) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TaskSupport) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolwire_v1_spec_proto_enumTypes[3].Descriptor()
+}
+
+func (TaskSupport) Type() protoreflect.EnumType {
+	return &file_toolwire_v1_spec_proto_enumTypes[3]
+}
+
+func (x TaskSupport) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TaskSupport.Descriptor instead.
+func (TaskSupport) EnumDescriptor() ([]byte, []int) {
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{3}
+}
+
 // ToolSpec describes one version of one tool. Its version is the content
 // hash of every other field, computed by the registry.
 type ToolSpec struct {
@@ -244,7 +303,10 @@ type ToolSpec struct {
 	Icons []*Icon `protobuf:"bytes,25,rep,name=icons,proto3" json:"icons,omitempty"`
 	// The tool's own metadata (MCP's tool `_meta`), as JSON text; empty
 	// when it has none.
-	MetaJson      string `protobuf:"bytes,26,opt,name=meta_json,json=metaJson,proto3" json:"meta_json,omitempty"`
+	MetaJson string `protobuf:"bytes,26,opt,name=meta_json,json=metaJson,proto3" json:"meta_json,omitempty"`
+	// Whether an MCP client may get the tool's calls as tasks (MCP's
+	// `execution.taskSupport`; docs/mcp.md, "Tasks").
+	TaskSupport   TaskSupport `protobuf:"varint,27,opt,name=task_support,json=taskSupport,proto3,enum=toolwire.v1.TaskSupport" json:"task_support,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -474,6 +536,13 @@ func (x *ToolSpec) GetMetaJson() string {
 		return x.MetaJson
 	}
 	return ""
+}
+
+func (x *ToolSpec) GetTaskSupport() TaskSupport {
+	if x != nil {
+		return x.TaskSupport
+	}
+	return TaskSupport_TASK_SUPPORT_UNSPECIFIED
 }
 
 type isToolSpec_Config interface {
@@ -1317,7 +1386,7 @@ var File_toolwire_v1_spec_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"\n" +
-	"\x16toolwire/v1/spec.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\"\x8c\b\n" +
+	"\x16toolwire/v1/spec.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\"\xc9\b\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
@@ -1345,7 +1414,8 @@ const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"\bdisabled\x18\x17 \x01(\bR\bdisabled\x12'\n" +
 	"\x0fdisabled_reason\x18\x18 \x01(\tR\x0edisabledReason\x12'\n" +
 	"\x05icons\x18\x19 \x03(\v2\x11.toolwire.v1.IconR\x05icons\x12\x1b\n" +
-	"\tmeta_json\x18\x1a \x01(\tR\bmetaJsonB\b\n" +
+	"\tmeta_json\x18\x1a \x01(\tR\bmetaJson\x12;\n" +
+	"\ftask_support\x18\x1b \x01(\x0e2\x18.toolwire.v1.TaskSupportR\vtaskSupportB\b\n" +
 	"\x06config\"\xdf\x01\n" +
 	"\x0fToolAnnotations\x12 \n" +
 	"\tread_only\x18\x01 \x01(\bH\x00R\breadOnly\x88\x01\x01\x12%\n" +
@@ -1457,7 +1527,12 @@ const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"\x11TruncateDirection\x12\"\n" +
 	"\x1eTRUNCATE_DIRECTION_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17TRUNCATE_DIRECTION_HEAD\x10\x01\x12\x1b\n" +
-	"\x17TRUNCATE_DIRECTION_TAIL\x10\x02BCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
+	"\x17TRUNCATE_DIRECTION_TAIL\x10\x02*}\n" +
+	"\vTaskSupport\x12\x1c\n" +
+	"\x18TASK_SUPPORT_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16TASK_SUPPORT_FORBIDDEN\x10\x01\x12\x19\n" +
+	"\x15TASK_SUPPORT_OPTIONAL\x10\x02\x12\x19\n" +
+	"\x15TASK_SUPPORT_REQUIRED\x10\x03BCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
 
 var (
 	file_toolwire_v1_spec_proto_rawDescOnce sync.Once
@@ -1471,62 +1546,64 @@ func file_toolwire_v1_spec_proto_rawDescGZIP() []byte {
 	return file_toolwire_v1_spec_proto_rawDescData
 }
 
-var file_toolwire_v1_spec_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_toolwire_v1_spec_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
 var file_toolwire_v1_spec_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_toolwire_v1_spec_proto_goTypes = []any{
 	(ExecutorType)(0),           // 0: toolwire.v1.ExecutorType
 	(ToolCategory)(0),           // 1: toolwire.v1.ToolCategory
 	(TruncateDirection)(0),      // 2: toolwire.v1.TruncateDirection
-	(*ToolSpec)(nil),            // 3: toolwire.v1.ToolSpec
-	(*ToolAnnotations)(nil),     // 4: toolwire.v1.ToolAnnotations
-	(*Timeouts)(nil),            // 5: toolwire.v1.Timeouts
-	(*RetryPolicy)(nil),         // 6: toolwire.v1.RetryPolicy
-	(*Limits)(nil),              // 7: toolwire.v1.Limits
-	(*NativeConfig)(nil),        // 8: toolwire.v1.NativeConfig
-	(*McpConfig)(nil),           // 9: toolwire.v1.McpConfig
-	(*SandboxConfig)(nil),       // 10: toolwire.v1.SandboxConfig
-	(*SandboxLimits)(nil),       // 11: toolwire.v1.SandboxLimits
-	(*HttpConfig)(nil),          // 12: toolwire.v1.HttpConfig
-	nil,                         // 13: toolwire.v1.SandboxConfig.ExitCodesEntry
-	nil,                         // 14: toolwire.v1.SandboxConfig.EnvEntry
-	nil,                         // 15: toolwire.v1.HttpConfig.HeadersEntry
-	nil,                         // 16: toolwire.v1.HttpConfig.SecretHeadersEntry
-	(*Icon)(nil),                // 17: toolwire.v1.Icon
-	(*durationpb.Duration)(nil), // 18: google.protobuf.Duration
-	(ErrorType)(0),              // 19: toolwire.v1.ErrorType
+	(TaskSupport)(0),            // 3: toolwire.v1.TaskSupport
+	(*ToolSpec)(nil),            // 4: toolwire.v1.ToolSpec
+	(*ToolAnnotations)(nil),     // 5: toolwire.v1.ToolAnnotations
+	(*Timeouts)(nil),            // 6: toolwire.v1.Timeouts
+	(*RetryPolicy)(nil),         // 7: toolwire.v1.RetryPolicy
+	(*Limits)(nil),              // 8: toolwire.v1.Limits
+	(*NativeConfig)(nil),        // 9: toolwire.v1.NativeConfig
+	(*McpConfig)(nil),           // 10: toolwire.v1.McpConfig
+	(*SandboxConfig)(nil),       // 11: toolwire.v1.SandboxConfig
+	(*SandboxLimits)(nil),       // 12: toolwire.v1.SandboxLimits
+	(*HttpConfig)(nil),          // 13: toolwire.v1.HttpConfig
+	nil,                         // 14: toolwire.v1.SandboxConfig.ExitCodesEntry
+	nil,                         // 15: toolwire.v1.SandboxConfig.EnvEntry
+	nil,                         // 16: toolwire.v1.HttpConfig.HeadersEntry
+	nil,                         // 17: toolwire.v1.HttpConfig.SecretHeadersEntry
+	(*Icon)(nil),                // 18: toolwire.v1.Icon
+	(*durationpb.Duration)(nil), // 19: google.protobuf.Duration
+	(ErrorType)(0),              // 20: toolwire.v1.ErrorType
 }
 var file_toolwire_v1_spec_proto_depIdxs = []int32{
 	0,  // 0: toolwire.v1.ToolSpec.executor:type_name -> toolwire.v1.ExecutorType
-	8,  // 1: toolwire.v1.ToolSpec.native:type_name -> toolwire.v1.NativeConfig
-	9,  // 2: toolwire.v1.ToolSpec.mcp:type_name -> toolwire.v1.McpConfig
-	10, // 3: toolwire.v1.ToolSpec.sandbox:type_name -> toolwire.v1.SandboxConfig
-	12, // 4: toolwire.v1.ToolSpec.http:type_name -> toolwire.v1.HttpConfig
-	4,  // 5: toolwire.v1.ToolSpec.annotations:type_name -> toolwire.v1.ToolAnnotations
+	9,  // 1: toolwire.v1.ToolSpec.native:type_name -> toolwire.v1.NativeConfig
+	10, // 2: toolwire.v1.ToolSpec.mcp:type_name -> toolwire.v1.McpConfig
+	11, // 3: toolwire.v1.ToolSpec.sandbox:type_name -> toolwire.v1.SandboxConfig
+	13, // 4: toolwire.v1.ToolSpec.http:type_name -> toolwire.v1.HttpConfig
+	5,  // 5: toolwire.v1.ToolSpec.annotations:type_name -> toolwire.v1.ToolAnnotations
 	1,  // 6: toolwire.v1.ToolSpec.category:type_name -> toolwire.v1.ToolCategory
-	5,  // 7: toolwire.v1.ToolSpec.timeouts:type_name -> toolwire.v1.Timeouts
-	6,  // 8: toolwire.v1.ToolSpec.retry:type_name -> toolwire.v1.RetryPolicy
-	7,  // 9: toolwire.v1.ToolSpec.limits:type_name -> toolwire.v1.Limits
-	17, // 10: toolwire.v1.ToolSpec.icons:type_name -> toolwire.v1.Icon
-	18, // 11: toolwire.v1.Timeouts.schedule_to_start:type_name -> google.protobuf.Duration
-	18, // 12: toolwire.v1.Timeouts.start_to_close:type_name -> google.protobuf.Duration
-	18, // 13: toolwire.v1.Timeouts.schedule_to_close:type_name -> google.protobuf.Duration
-	18, // 14: toolwire.v1.Timeouts.heartbeat:type_name -> google.protobuf.Duration
-	18, // 15: toolwire.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
-	18, // 16: toolwire.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
-	19, // 17: toolwire.v1.RetryPolicy.non_retryable:type_name -> toolwire.v1.ErrorType
-	2,  // 18: toolwire.v1.Limits.truncate:type_name -> toolwire.v1.TruncateDirection
-	11, // 19: toolwire.v1.SandboxConfig.limits:type_name -> toolwire.v1.SandboxLimits
-	13, // 20: toolwire.v1.SandboxConfig.exit_codes:type_name -> toolwire.v1.SandboxConfig.ExitCodesEntry
-	14, // 21: toolwire.v1.SandboxConfig.env:type_name -> toolwire.v1.SandboxConfig.EnvEntry
-	18, // 22: toolwire.v1.SandboxLimits.wall_time:type_name -> google.protobuf.Duration
-	15, // 23: toolwire.v1.HttpConfig.headers:type_name -> toolwire.v1.HttpConfig.HeadersEntry
-	16, // 24: toolwire.v1.HttpConfig.secret_headers:type_name -> toolwire.v1.HttpConfig.SecretHeadersEntry
-	19, // 25: toolwire.v1.SandboxConfig.ExitCodesEntry.value:type_name -> toolwire.v1.ErrorType
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	6,  // 7: toolwire.v1.ToolSpec.timeouts:type_name -> toolwire.v1.Timeouts
+	7,  // 8: toolwire.v1.ToolSpec.retry:type_name -> toolwire.v1.RetryPolicy
+	8,  // 9: toolwire.v1.ToolSpec.limits:type_name -> toolwire.v1.Limits
+	18, // 10: toolwire.v1.ToolSpec.icons:type_name -> toolwire.v1.Icon
+	3,  // 11: toolwire.v1.ToolSpec.task_support:type_name -> toolwire.v1.TaskSupport
+	19, // 12: toolwire.v1.Timeouts.schedule_to_start:type_name -> google.protobuf.Duration
+	19, // 13: toolwire.v1.Timeouts.start_to_close:type_name -> google.protobuf.Duration
+	19, // 14: toolwire.v1.Timeouts.schedule_to_close:type_name -> google.protobuf.Duration
+	19, // 15: toolwire.v1.Timeouts.heartbeat:type_name -> google.protobuf.Duration
+	19, // 16: toolwire.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
+	19, // 17: toolwire.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
+	20, // 18: toolwire.v1.RetryPolicy.non_retryable:type_name -> toolwire.v1.ErrorType
+	2,  // 19: toolwire.v1.Limits.truncate:type_name -> toolwire.v1.TruncateDirection
+	12, // 20: toolwire.v1.SandboxConfig.limits:type_name -> toolwire.v1.SandboxLimits
+	14, // 21: toolwire.v1.SandboxConfig.exit_codes:type_name -> toolwire.v1.SandboxConfig.ExitCodesEntry
+	15, // 22: toolwire.v1.SandboxConfig.env:type_name -> toolwire.v1.SandboxConfig.EnvEntry
+	19, // 23: toolwire.v1.SandboxLimits.wall_time:type_name -> google.protobuf.Duration
+	16, // 24: toolwire.v1.HttpConfig.headers:type_name -> toolwire.v1.HttpConfig.HeadersEntry
+	17, // 25: toolwire.v1.HttpConfig.secret_headers:type_name -> toolwire.v1.HttpConfig.SecretHeadersEntry
+	20, // 26: toolwire.v1.SandboxConfig.ExitCodesEntry.value:type_name -> toolwire.v1.ErrorType
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_spec_proto_init() }
@@ -1548,7 +1625,7 @@ func file_toolwire_v1_spec_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_spec_proto_rawDesc), len(file_toolwire_v1_spec_proto_rawDesc)),
-			NumEnums:      3,
+			NumEnums:      4,
 			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
