@@ -49,7 +49,11 @@ type Bus struct {
 	// Limits holds the counts of rate limits, concurrency slots, budgets
 	// and the loop guard (internal/limits); keys carry their own TTLs.
 	Limits jetstream.KeyValue
-	Blobs  jetstream.ObjectStore
+	// Tasks holds the MCP endpoint's tasks: the call a task is at, and the
+	// answers it was given (internal/mcpserver); kept TasksTTL after the
+	// last change.
+	Tasks jetstream.KeyValue
+	Blobs jetstream.ObjectStore
 
 	bind bool // Options.Bind
 	log  *slog.Logger
@@ -276,6 +280,18 @@ func (b *Bus) ensure(ctx context.Context) error {
 	b.Limits, err = b.keyValue(ctx, LimitsKeyValueConfig(c.LimitsBucket(), c.Replicas, c.LimitsMaxBytes))
 	if err != nil {
 		return fmt.Errorf("bus: kv %s: %w", c.LimitsBucket(), err)
+	}
+	b.Tasks, err = b.keyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      c.TasksBucket(),
+		Description: "toolwire MCP tasks: the call each is at and the answers it was given",
+		History:     1,
+		TTL:         TasksTTL,
+		MaxBytes:    c.TasksMaxBytes,
+		Storage:     jetstream.FileStorage,
+		Replicas:    c.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("bus: kv %s: %w", c.TasksBucket(), err)
 	}
 	b.Blobs, err = b.objectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      c.BlobBucket(),
@@ -560,6 +576,10 @@ func ConsumerFilters(cfg jetstream.ConsumerConfig) []string {
 // limits.MaxValueBytes) plus room for a write's headers, which the server
 // counts (a test of internal/limits holds the two together).
 const LimitsValueBytes = 32 << 10
+
+// TasksTTL is how long an MCP task's record is kept after its last
+// change: the task's ttlMs.
+const TasksTTL = 24 * time.Hour
 
 // LimitsKeyValueConfig is the limits bucket's configuration: one revision
 // per key (a count is replaced whole, by compare-and-set), per-key TTLs

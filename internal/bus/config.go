@@ -57,7 +57,9 @@ type Config struct {
 	// LimitsMaxBytes bounds the limits bucket (rate, concurrency, budget
 	// and loop-guard counts; internal/limits). Default 64 MiB.
 	LimitsMaxBytes int64
-	// BlobsMaxBytes bounds the blob object store. Default 320 MiB.
+	// TasksMaxBytes bounds the MCP tasks bucket. Default 32 MiB.
+	TasksMaxBytes int64
+	// BlobsMaxBytes bounds the blob object store. Default 288 MiB.
 	BlobsMaxBytes int64
 	// ResultsMaxAge is the audit horizon of results. Default CallsMaxAge.
 	ResultsMaxAge time.Duration
@@ -160,6 +162,9 @@ func (c Config) PoliciesBucket() string { return c.Prefix + "_policies" }
 
 // ApprovalsBucket is the name of the approvals KV bucket.
 func (c Config) ApprovalsBucket() string { return c.Prefix + "_approvals" }
+
+// TasksBucket is the name of the MCP tasks KV bucket.
+func (c Config) TasksBucket() string { return c.Prefix + "_tasks" }
 
 // LimitsBucket is the name of the limits KV bucket.
 func (c Config) LimitsBucket() string { return c.Prefix + "_limits" }

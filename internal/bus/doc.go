@@ -51,7 +51,8 @@
 //	policies     32 MiB     none           refuses new policy documents: an apply fails
 //	approvals    96 MiB     per key        refuses new approvals: an asked call is refused (fails closed)
 //	limits       64 MiB     per key        refuses new counts: a call a limit covers is refused (fails closed)
-//	blobs        320 MiB    ResultsMaxAge  refuses new outputs over the inline limit
+//	tasks        32 MiB     24h            refuses new MCP tasks: a task-supporting call waits for its result instead
+//	blobs        288 MiB    ResultsMaxAge  refuses new outputs over the inline limit
 //
 // No store may fill on the path of an admitted call: a dispatcher refuses
 // new calls with OVERLOADED once a discard-new store they may write

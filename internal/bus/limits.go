@@ -74,7 +74,8 @@ func (c *Config) byteLimits() []byteLimit {
 		{&c.PoliciesMaxBytes, "PoliciesMaxBytes", "policies", 32 << 20},
 		{&c.ApprovalsMaxBytes, "ApprovalsMaxBytes", "approvals", 96 << 20},
 		{&c.LimitsMaxBytes, "LimitsMaxBytes", "limits", 64 << 20},
-		{&c.BlobsMaxBytes, "BlobsMaxBytes", "blobs", 320 << 20},
+		{&c.TasksMaxBytes, "TasksMaxBytes", "tasks", 32 << 20},
+		{&c.BlobsMaxBytes, "BlobsMaxBytes", "blobs", 288 << 20},
 	}
 }
 
@@ -96,6 +97,7 @@ func (c Config) Stores() []Store {
 		{"policies", kv(c.PoliciesBucket()), c.PoliciesMaxBytes, 0, true, UsedByNoCall},
 		{"approvals", kv(c.ApprovalsBucket()), c.ApprovalsMaxBytes, 0, true, UsedByNoCall},
 		{"limits", kv(c.LimitsBucket()), c.LimitsMaxBytes, 0, true, UsedByNoCall},
+		{"tasks", kv(c.TasksBucket()), c.TasksMaxBytes, TasksTTL, true, UsedByNoCall},
 		// Blobs are copies: a worker that cannot store one keeps the cut
 		// response inline, so a full blob store never refuses admission.
 		{"blobs", obj(c.BlobBucket()), c.BlobsMaxBytes, c.ResultsMaxAge, true, UsedByNoCall},

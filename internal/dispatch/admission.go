@@ -87,7 +87,7 @@ func (d *Dispatcher) check(ctx context.Context, id Identity, o *toolwirev1.CallR
 	if te := d.checkArgs(ctx, ent, args); te != nil {
 		return nil, nil, te
 	}
-	input, te := d.input(ctx, id, o, args, now)
+	input, te := d.input(ctx, id, o, spec.Version, args, now)
 	if te != nil {
 		return nil, nil, te
 	}

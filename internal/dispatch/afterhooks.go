@@ -49,6 +49,18 @@ type HookResponse struct {
 	Content           json.RawMessage `json:"content"`
 	StructuredContent json.RawMessage `json:"structured_content,omitempty"`
 	Error             *HookError      `json:"error,omitempty"`
+	// InputRequests, when the tool asks its caller for input instead of
+	// answering (docs/mcp.md), are what it asks, by key: each
+	// {"method":…,"params":…}. Such a response can be passed, annotated or
+	// withheld, not redacted or replaced: a hook that must change what is
+	// asked withholds it.
+	InputRequests map[string]HookInputRequest `json:"input_requests,omitempty"`
+}
+
+// HookInputRequest is one thing a tool asks its caller for.
+type HookInputRequest struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
 }
 
 // HookError is the error of a failed call an after-hook looks at.
@@ -198,7 +210,7 @@ func (d *Dispatcher) runAfterHooks(ctx context.Context, data []byte) *toolwirev1
 			len(call.AfterHooks), maxAfterHooksPerCall))}
 	}
 	p := d.policyFor(tenant)
-	v := hookView{content: resp.Content, structured: resp.StructuredJson}
+	v := hookView{content: resp.Content, structured: resp.StructuredJson, input: resp.GetInputRequired() != nil}
 	reply := &toolwirev1.AfterHookReply{}
 	seen := make(map[string]bool, len(call.AfterHooks))
 	for _, b := range call.AfterHooks {
@@ -276,6 +288,8 @@ type hookView struct {
 	structured string
 	changed    bool
 	redacted   bool
+	// input: the response asks the caller for input.
+	input bool
 }
 
 func (v *hookView) hookResponse(resp *toolwirev1.ToolResponse) (HookResponse, error) {
@@ -296,6 +310,12 @@ func (v *hookView) hookResponse(resp *toolwirev1.ToolResponse) (HookResponse, er
 	}
 	if e := resp.Error; e != nil {
 		hr.Error = &HookError{Type: e.Type.String(), Message: e.Message}
+	}
+	if in := resp.GetInputRequired(); in != nil {
+		hr.InputRequests = make(map[string]HookInputRequest, len(in.GetRequests()))
+		for k, r := range in.GetRequests() {
+			hr.InputRequests[k] = HookInputRequest{Method: r.GetMethod(), Params: json.RawMessage(r.GetParamsJson())}
+		}
 	}
 	return hr, nil
 }
@@ -338,6 +358,9 @@ func (v *hookView) take(action string, ans *AfterHookAnswer) error {
 	case "continue", "annotate", "withhold":
 		return nil
 	case "redact", "replace":
+		if v.input {
+			return fmt.Errorf("%s of a request for input: it can be passed, annotated or withheld", action)
+		}
 	default:
 		return fmt.Errorf("unknown action %q (want continue, annotate, redact, replace or withhold)", ans.Action)
 	}

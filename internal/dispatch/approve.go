@@ -207,6 +207,10 @@ func (d *Dispatcher) redeem(ctx context.Context, o *toolwirev1.CallRequest, c *o
 		return refuse(tokenRefused(call.Tool, fmt.Sprintf("its approval is %s already", stateName(rec.Approval.GetState()))))
 	case rec.Nonce != a.token.Nonce:
 		return refuse(tokenRefused(call.Tool, "it does not belong to this approval"))
+	case roundDigest(rec.Call.GetInput()) != roundDigest(call.GetInput()):
+		// The token binds the arguments; the answers of a round are bound
+		// here: the call presented answers as the parked one did.
+		return refuse(tokenRefused(call.Tool, "it was given for a call with other answers"))
 	}
 	approve(rec, call, a.args.Hash(), approvalBy{who: id.Agent, reason: "confirmed by the caller with its approval token",
 		scope: toolwirev1.ApprovalScope_APPROVAL_SCOPE_ONCE}, now, d.cfg.ApprovalTTL)

@@ -218,6 +218,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("dispatch: LoadRefresh %s is below 10ms", c.LoadRefresh)
 	case c.StoreHighWater <= 0 || c.StoreHighWater > 1:
 		return fmt.Errorf("dispatch: StoreHighWater %g must be above 0 and at most 1", c.StoreHighWater)
+	case c.InputTTL < 0:
+		return fmt.Errorf("dispatch: InputTTL %s is negative", c.InputTTL)
 	case c.ApprovalTTL < time.Second:
 		return fmt.Errorf("dispatch: ApprovalTTL %s is below 1s", c.ApprovalTTL)
 	case c.GrantTTL < time.Second:

@@ -250,8 +250,8 @@ func TestListAndGetTools(t *testing.T) {
 	require.Equal(t, connect.CodeNotFound, connect.CodeOf(err))
 }
 
-// SubmitRequest and CallRequest share fields 1-12 by number, name and
-// kind, so that one converts into the other on the wire (CallOf).
+// SubmitRequest and CallRequest share fields 1-12 and 16-18 by number,
+// name and kind, so that one converts into the other on the wire (CallOf).
 func TestSubmitAndCallRequestsAgree(t *testing.T) {
 	t.Parallel()
 	sf := (&toolwirev1.SubmitRequest{}).ProtoReflect().Descriptor().Fields()
@@ -265,7 +265,10 @@ func TestSubmitAndCallRequestsAgree(t *testing.T) {
 		require.Equal(t, f.Kind(), g.Kind(), f.Name())
 	}
 	require.Equal(t, "wait", string(cf.ByNumber(13).Name()))
-	got := dispatch.CallOf(&toolwirev1.SubmitRequest{Tool: "t", ArgumentsJson: "{}", Session: "s", ApprovalToken: "a"})
+	got := dispatch.CallOf(&toolwirev1.SubmitRequest{Tool: "t", ArgumentsJson: "{}", Session: "s", ApprovalToken: "a",
+		Continues: "c", InputResponsesJson: map[string]string{"k": "{}"}})
+	require.Equal(t, "c", got.Continues)
+	require.Equal(t, map[string]string{"k": "{}"}, got.InputResponsesJson)
 	require.Equal(t, "t", got.Tool)
 	require.Equal(t, "s", got.Session)
 	require.Equal(t, "a", got.ApprovalToken)

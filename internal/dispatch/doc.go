@@ -46,9 +46,10 @@
 // were others, so a rejection, answered and stored as an event, does not
 // grow with the arguments) → a call that answers a tool's request for
 // input (CallRequest.continues) continues a stored input-required
-// response of the caller's tenant, the same tool and arguments (their
-// SHA-256), at most Config.InputTTL old (input.go; VALIDATION naming the
-// field "continues" otherwise) → policy and approval (policy.go): the policy
+// response of the caller's tenant, the same tool at the same spec version
+// and the same arguments (their canonical form's SHA-256), at most
+// Config.InputTTL old (input.go; VALIDATION naming the field "continues"
+// otherwise) → policy and approval (policy.go): the policy
 // in force decides (internal/policy); a deny answers PERMISSION_DENIED;
 // an ask (a rule, requires_approval, or a default) that no grant and no
 // valid approval token covers parks the call (see "Approvals" below) →

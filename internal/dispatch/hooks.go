@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -196,9 +195,9 @@ func (d *Dispatcher) rewrite(ctx context.Context, h *policy.Hook, call *toolwire
 		return te
 	}
 	if len(call.CallerArgsSha256) == 0 {
-		// An input-required answer binds the arguments the caller sent.
-		sum := sha256.Sum256(call.Arguments)
-		call.CallerArgsSha256 = sum[:]
+		// An input-required answer binds the arguments the caller sent
+		// (admitted: they parse).
+		call.CallerArgsSha256, _ = policy.ArgsDigest(call.Arguments)
 	}
 	call.Arguments = []byte(args)
 	return nil

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,6 +21,9 @@ type keyRecord struct {
 	CallID   string `json:"call_id"`
 	Tool     string `json:"tool"`
 	ArgsHash string `json:"args_sha256"`
+	// Round is the digest of the round a call answering a tool's request
+	// for input continues (roundDigest); empty for other calls.
+	Round string `json:"round,omitempty"`
 }
 
 func idemKey(tenant, key string) string {
@@ -33,7 +38,7 @@ func idemKey(tenant, key string) string {
 // is released when done.
 func (d *Dispatcher) claimKey(ctx context.Context, id Identity, call *toolwirev1.ToolCall, w *waiter) (s *Submitted, done bool, err error) {
 	sum := sha256.Sum256(call.Arguments)
-	rec := keyRecord{CallID: call.CallId, Tool: call.Tool, ArgsHash: hex.EncodeToString(sum[:])}
+	rec := keyRecord{CallID: call.CallId, Tool: call.Tool, ArgsHash: hex.EncodeToString(sum[:]), Round: roundDigest(call.Input)}
 	val, _ := json.Marshal(rec)
 	key := idemKey(id.Tenant, call.IdempotencyKey)
 	_, err = d.bus.Idempotency.Create(ctx, key, val)
@@ -54,9 +59,9 @@ func (d *Dispatcher) claimKey(ctx context.Context, id Identity, call *toolwirev1
 	if err := json.Unmarshal(e.Value(), &orig); err != nil {
 		return nil, true, fmt.Errorf("dispatch: decode idempotency key: %w", err)
 	}
-	if orig.Tool != rec.Tool || orig.ArgsHash != rec.ArgsHash {
+	if orig.Tool != rec.Tool || orig.ArgsHash != rec.ArgsHash || orig.Round != rec.Round {
 		te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CONFLICT,
-			fmt.Sprintf("idempotency key already used by call %s with other arguments", orig.CallID))
+			fmt.Sprintf("idempotency key already used by call %s with other arguments or answers", orig.CallID))
 		te.Suggestion = "use a new idempotency key for different arguments"
 		return &Submitted{CallID: call.CallId, Rejected: envelope.Rejection(call.CallId, call.Tool, te, time.Now())}, true, nil
 	}
@@ -74,4 +79,21 @@ func (d *Dispatcher) releaseKey(id Identity, o *toolwirev1.CallRequest) {
 	if err := d.bus.Idempotency.Delete(ctx, idemKey(id.Tenant, o.IdempotencyKey)); err != nil {
 		d.log.Warn("releasing idempotency key failed", "err", err)
 	}
+}
+
+// roundDigest is a digest of the round in: the call it continues and the
+// answers; empty for none.
+func roundDigest(in *toolwirev1.InputRound) string {
+	if in == nil {
+		return ""
+	}
+	h := sha256.New()
+	h.Write([]byte(in.GetPreviousCallId()))
+	for _, k := range slices.Sorted(maps.Keys(in.GetResponsesJson())) {
+		h.Write([]byte{0})
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+		h.Write([]byte(in.GetResponsesJson()[k]))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

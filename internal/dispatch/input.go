@@ -3,7 +3,6 @@ package dispatch
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -39,10 +39,11 @@ const (
 // field of its violation): the MCP face answers it as invalid params.
 const ContinuesField = "continues"
 
-// input returns what the call o brings its tool: the round it continues
-// (nil for none) and the client capabilities it declares, or the refusal.
-// args are the arguments as the caller sent them.
-func (d *Dispatcher) input(ctx context.Context, id Identity, o *toolwirev1.CallRequest, args []byte, now time.Time) (*toolwirev1.InputRound, *toolwirev1.ToolError) {
+// input returns the round the call o continues (nil for none), or the
+// refusal; it checks the client capabilities o declares. args are the
+// arguments as the caller sent them, specVersion the version the call
+// runs.
+func (d *Dispatcher) input(ctx context.Context, id Identity, o *toolwirev1.CallRequest, specVersion string, args []byte, now time.Time) (*toolwirev1.InputRound, *toolwirev1.ToolError) {
 	if c := o.ClientCapabilitiesJson; c != "" {
 		if len(c) > maxCapabilitiesBytes || !isObject([]byte(c)) {
 			return nil, registry.Violation("client_capabilities_json", fmt.Sprintf("must be a JSON object of at most %d bytes", maxCapabilitiesBytes))
@@ -59,13 +60,14 @@ func (d *Dispatcher) input(ctx context.Context, id Identity, o *toolwirev1.CallR
 			return nil, registry.Violation("input_responses_json", fmt.Sprintf("answer %.128q: the key must have 1 to 128 bytes and the answer be a JSON object", k))
 		}
 	}
-	in := &toolwirev1.InputRound{ResponsesJson: o.InputResponsesJson}
 	if o.Continues == "" {
-		// Answers without the round they answer: the tool gets them, and
-		// no state.
-		return in, nil
+		// Answers without the round they answer (MCP's requestState is
+		// optional): the tool gets them as the caller's word alone, with
+		// no previous call and no state (tool.Answers).
+		return &toolwirev1.InputRound{ResponsesJson: o.InputResponsesJson}, nil
 	}
-	asked, te := d.askedInput(ctx, id, o, args, now)
+	in := &toolwirev1.InputRound{}
+	asked, te := d.askedInput(ctx, id, o, specVersion, args, now)
 	if te != nil {
 		return nil, te
 	}
@@ -81,8 +83,9 @@ func (d *Dispatcher) input(ctx context.Context, id Identity, o *toolwirev1.CallR
 }
 
 // askedInput reads and checks the input-required response the call o
-// continues.
-func (d *Dispatcher) askedInput(ctx context.Context, id Identity, o *toolwirev1.CallRequest, args []byte, now time.Time) (*toolwirev1.InputRequired, *toolwirev1.ToolError) {
+// continues: o's tenant's, of o's tool at the spec version it runs now,
+// asked for input at most Config.InputTTL ago, for the same arguments.
+func (d *Dispatcher) askedInput(ctx context.Context, id Identity, o *toolwirev1.CallRequest, specVersion string, args []byte, now time.Time) (*toolwirev1.InputRequired, *toolwirev1.ToolError) {
 	bad := func(msg string) *toolwirev1.ToolError {
 		return registry.Violation(ContinuesField, msg)
 	}
@@ -103,9 +106,11 @@ func (d *Dispatcher) askedInput(ctx context.Context, id Identity, o *toolwirev1.
 		return nil, bad(fmt.Sprintf("call %s was of tool %q, not %q", o.Continues, resp.GetTool(), o.Tool))
 	case now.After(resp.GetMeta().GetFinishedAt().AsTime().Add(d.cfg.InputTTL)):
 		return nil, bad(fmt.Sprintf("call %s asked for input more than %s ago: start over", o.Continues, d.cfg.InputTTL))
+	case resp.GetMeta().GetSpecVersion() != specVersion:
+		return nil, bad(fmt.Sprintf("tool %q changed since call %s asked for input: start over", o.Tool, o.Continues))
 	}
-	sum := sha256.Sum256(args)
-	if !bytes.Equal(sum[:], resp.GetInputRequired().GetArgsSha256()) {
+	digest, err := policy.ArgsDigest(args)
+	if err != nil || !bytes.Equal(digest, resp.GetInputRequired().GetArgsSha256()) {
 		return nil, bad("the arguments differ from those of call " + o.Continues + ": send the same ones")
 	}
 	return resp.GetInputRequired(), nil

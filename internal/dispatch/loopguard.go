@@ -2,6 +2,8 @@ package dispatch
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/toolwire/toolwire/internal/limits"
@@ -28,9 +30,7 @@ const loopGuardID = "loop-guard"
 func (d *Dispatcher) loopGuard(ctx context.Context, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, pd *toolwirev1.PolicyDecision) (*toolwirev1.PolicyDecision, *toolwirev1.ToolError, *asked) {
 	p := d.policyFor(call.GetCaller().GetTenant())
 	g := p.LoopGuard()
-	// A call that answers a tool's request for input is a step of the
-	// call it continues, not a repeat of it.
-	if g == nil || !g.Guards(call.Tool) || isHookCall(ctx) || call.GetInput().GetPreviousCallId() != "" {
+	if g == nil || !g.Guards(call.Tool) || isHookCall(ctx) {
 		return pd, nil, nil
 	}
 	scope := call.GetCaller().GetSession()
@@ -44,6 +44,13 @@ func (d *Dispatcher) loopGuard(ctx context.Context, spec *toolwirev1.ToolSpec, c
 	fp, err := policy.Fingerprint(call.Tool, call.Arguments)
 	if err != nil {
 		return pd, registry.Violation("", err.Error()), nil
+	}
+	if r := roundDigest(call.Input); r != "" {
+		// A call that answers a tool's request for input is the next step
+		// of an exchange, not a repeat of the call that asked; answering
+		// the same round again is.
+		sum := sha256.Sum256([]byte(fp + "\x00" + r))
+		fp = hex.EncodeToString(sum[:])
 	}
 	n, err := store.Repeat(ctx, limits.Key{Tenant: call.GetCaller().GetTenant(), Limit: loopGuardID, Value: scope}, fp, g.Window,
 		call.AcceptedAt.AsTime())

@@ -20,7 +20,7 @@ import (
 // retry, with inputResponses and that requestState, is a new call that
 // continues the first (CallRequest.continues), and the dispatcher hands
 // the tool its own state back from the stored response. So the state
-// never leaves the fleet and cannot be altered: a requestState that is
+// cannot be altered: a requestState that is
 // not one of ours, or names a call that is not this tenant's, of this
 // tool and arguments, and fresh, is invalid params (-32602).
 //

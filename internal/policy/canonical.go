@@ -110,6 +110,17 @@ func (a *Args) orEmpty() *Args {
 	return a
 }
 
+// ArgsDigest is the SHA-256 of the canonical form of a call's arguments
+// (ParseArgs): two spellings of the same arguments have one digest.
+func ArgsDigest(raw []byte) ([]byte, error) {
+	a, err := ParseArgs(raw)
+	if err != nil {
+		return nil, err
+	}
+	sum := a.SHA256()
+	return sum[:], nil
+}
+
 // Canonicalize returns the canonical form of any JSON text: no white space
 // outside strings; object members sorted by the UTF-8 bytes of their keys
 // (that is, by code point); strings with only `"`, `\` and control

@@ -195,6 +195,10 @@ func (p *Replayer) execute(ctx context.Context, orig *toolwirev1.ToolCall, spec 
 		Caller: proto.CloneOf(orig.GetCaller()), Attempt: 0, AcceptedAt: timestamppb.New(now),
 		Deadline: timestamppb.New(now.Add(wait)), Dispatcher: Dispatcher,
 		Executor: spec.Executor, Provider: spec.Provider,
+		// A round that answered a tool's request for input is replayed
+		// with the answers and state it ran with.
+		Input: proto.CloneOf(orig.GetInput()), ClientCapabilitiesJson: orig.ClientCapabilitiesJson,
+		CallerArgsSha256: orig.CallerArgsSha256,
 	}
 	data, err := proto.Marshal(call)
 	if err != nil {

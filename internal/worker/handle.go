@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/failpoint"
 	"github.com/toolwire/toolwire/internal/intents"
+	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -431,8 +431,8 @@ func (d *delivery) inputRequired(res *tool.Result) outcome {
 	}
 	in.ArgsSha256 = d.call.CallerArgsSha256
 	if len(in.ArgsSha256) == 0 {
-		sum := sha256.Sum256(d.call.Arguments)
-		in.ArgsSha256 = sum[:]
+		// Admitted arguments parse: the dispatcher checked them.
+		in.ArgsSha256, _ = policy.ArgsDigest(d.call.Arguments)
 	}
 	resp := d.okResponse(&tool.Result{Meta: res.Meta})
 	resp.InputRequired = in

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/toolwire/toolwire/internal/envelope"
 	"math"
 	"strings"
 	"unicode/utf8"
@@ -58,6 +59,14 @@ func (w *Worker) fitInline(ctx context.Context, call *toolwirev1.ToolCall, resp 
 	data, err := proto.Marshal(resp)
 	if err != nil {
 		return nil, fmt.Errorf("worker: marshal response: %w", err)
+	}
+	if resp.GetInputRequired() != nil && len(data) > w.cfg.MaxInlineBytes {
+		// A request for input is never cut: the caller could not answer
+		// half of it.
+		te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL,
+			Message:            fmt.Sprintf("the tool's request for input is %d bytes, over the inline limit of %d", len(data), w.cfg.MaxInlineBytes),
+			PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_POSSIBLE}
+		return proto.Marshal(envelope.Error(resp.CallId, resp.Tool, te, resp.Meta))
 	}
 	lim := w.limitsOf(call)
 	if len(data) <= w.cfg.MaxInlineBytes && !lim.over(resp) {

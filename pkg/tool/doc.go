@@ -57,11 +57,12 @@
 // NeedInput with its requests (Elicit, Sample, ListRoots) and a state of
 // its own; the call ends there, and the caller answers with a new call of
 // the same tool and arguments, in which InputFrom gives the tool the
-// answers and its state back. The state stays in the fleet: callers hold
-// only the call id, so they cannot alter it; but it is stored with the
-// response, so it must hold no secret (a state holding a secret argument's
-// value is refused). ClientCan says what the caller declared it can
-// answer. docs/mcp.md, "Tools that ask for input", has the rules.
+// answers and its state back. Callers hold only the call id, so they
+// cannot alter the state; but it is stored with the response, which the
+// tenant's callers can read, so it must hold no secret (a state holding a
+// readable copy of a secret argument's value is refused). ClientCan says
+// what the caller declared it can answer. docs/mcp.md, "Tools that ask
+// for input", has the rules.
 //
 // # Call information
 //

@@ -25,6 +25,9 @@ const (
 	MaxInputRequests = 64
 	// MaxInputStateBytes bounds the state of one answer.
 	MaxInputStateBytes = 64 << 10
+	// MaxInputParamsBytes bounds the params of all the requests of one
+	// answer together.
+	MaxInputParamsBytes = 128 << 10
 )
 
 // Input is a tool's answer that it needs its caller's input before it can
@@ -35,9 +38,10 @@ const (
 type Input struct {
 	// Requests by keys the tool chooses; the answers come back under them.
 	Requests map[string]InputRequest
-	// State is the tool's own, handed back with the answers. It stays in
-	// the fleet (the caller holds only the call id) but is stored with the
-	// response: it must hold no secret. At most MaxInputStateBytes.
+	// State is the tool's own, handed back with the answers. The caller
+	// holds only the call id and cannot alter it, but it is stored with
+	// the response, which the tenant's callers can read: it must hold no
+	// secret. At most MaxInputStateBytes.
 	State []byte
 }
 
@@ -119,8 +123,12 @@ func (a *Answers) Elicited(key string, v any) (bool, error) {
 	return true, nil
 }
 
-// InputFrom returns the answers of the call ctx runs, when it continues an
-// exchange; nil otherwise.
+// InputFrom returns the answers the call ctx runs brings; nil when it
+// brings none. Answers with a PreviousCallID answer that call's requests,
+// and State is the tool's own from it, both checked by the dispatcher;
+// answers without one (a caller that sent no request state, which MCP
+// allows) are the caller's word alone, with no State: a tool that must
+// know it asked — a confirmation before a destructive act — checks State.
 func InputFrom(ctx context.Context) *Answers {
 	info, ok := CallInfoFrom(ctx)
 	if !ok || info.Input == nil {
@@ -179,7 +187,11 @@ func (in *Input) Proto() (*toolwirev1.InputRequired, error) {
 		return nil, fmt.Errorf("tool: input state of %d bytes, at most %d", len(in.State), MaxInputStateBytes)
 	}
 	out := &toolwirev1.InputRequired{Requests: make(map[string]*toolwirev1.InputRequest, len(in.Requests)), State: in.State}
+	total := 0
 	for k, r := range in.Requests {
+		if total += len(r.Params); total > MaxInputParamsBytes {
+			return nil, fmt.Errorf("tool: the input requests' params are over %d bytes", MaxInputParamsBytes)
+		}
 		if k == "" || len(k) > 128 {
 			return nil, fmt.Errorf("tool: input request key %q: 1 to 128 bytes", k)
 		}

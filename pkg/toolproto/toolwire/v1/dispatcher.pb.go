@@ -502,8 +502,13 @@ type SubmitRequest struct {
 	ScheduleToStart *durationpb.Duration   `protobuf:"bytes,10,opt,name=schedule_to_start,json=scheduleToStart,proto3" json:"schedule_to_start,omitempty"`
 	ScheduleToClose *durationpb.Duration   `protobuf:"bytes,11,opt,name=schedule_to_close,json=scheduleToClose,proto3" json:"schedule_to_close,omitempty"`
 	ApprovalToken   string                 `protobuf:"bytes,12,opt,name=approval_token,json=approvalToken,proto3" json:"approval_token,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// As CallRequest's: the call a tool asked for input in, the answers, and
+	// the client capabilities the caller declares.
+	Continues              string            `protobuf:"bytes,16,opt,name=continues,proto3" json:"continues,omitempty"`
+	InputResponsesJson     map[string]string `protobuf:"bytes,17,rep,name=input_responses_json,json=inputResponsesJson,proto3" json:"input_responses_json,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	ClientCapabilitiesJson string            `protobuf:"bytes,18,opt,name=client_capabilities_json,json=clientCapabilitiesJson,proto3" json:"client_capabilities_json,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *SubmitRequest) Reset() {
@@ -616,6 +621,27 @@ func (x *SubmitRequest) GetScheduleToClose() *durationpb.Duration {
 func (x *SubmitRequest) GetApprovalToken() string {
 	if x != nil {
 		return x.ApprovalToken
+	}
+	return ""
+}
+
+func (x *SubmitRequest) GetContinues() string {
+	if x != nil {
+		return x.Continues
+	}
+	return ""
+}
+
+func (x *SubmitRequest) GetInputResponsesJson() map[string]string {
+	if x != nil {
+		return x.InputResponsesJson
+	}
+	return nil
+}
+
+func (x *SubmitRequest) GetClientCapabilitiesJson() string {
+	if x != nil {
+		return x.ClientCapabilitiesJson
 	}
 	return ""
 }
@@ -3688,7 +3714,7 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\bresponse\x18\x03 \x01(\v2\x19.toolwire.v1.ToolResponseR\bresponse\x12.\n" +
 	"\asession\x18\x04 \x01(\v2\x14.toolwire.v1.SessionR\asession\x12\x1f\n" +
 	"\vapply_error\x18\x05 \x01(\tR\n" +
-	"applyError\"\xd6\x03\n" +
+	"applyError\"\xed\x05\n" +
 	"\rSubmitRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
@@ -3702,7 +3728,13 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x11schedule_to_start\x18\n" +
 	" \x01(\v2\x19.google.protobuf.DurationR\x0fscheduleToStart\x12E\n" +
 	"\x11schedule_to_close\x18\v \x01(\v2\x19.google.protobuf.DurationR\x0fscheduleToClose\x12%\n" +
-	"\x0eapproval_token\x18\f \x01(\tR\rapprovalToken\"\xac\x01\n" +
+	"\x0eapproval_token\x18\f \x01(\tR\rapprovalToken\x12\x1c\n" +
+	"\tcontinues\x18\x10 \x01(\tR\tcontinues\x12d\n" +
+	"\x14input_responses_json\x18\x11 \x03(\v22.toolwire.v1.SubmitRequest.InputResponsesJsonEntryR\x12inputResponsesJson\x128\n" +
+	"\x18client_capabilities_json\x18\x12 \x01(\tR\x16clientCapabilitiesJson\x1aE\n" +
+	"\x17InputResponsesJsonEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\r\x10\x0eJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"\xac\x01\n" +
 	"\x0eSubmitResponse\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x125\n" +
 	"\bresponse\x18\x02 \x01(\v2\x19.toolwire.v1.ToolResponseR\bresponse\x12\x1c\n" +
@@ -3980,7 +4012,7 @@ func file_toolwire_v1_dispatcher_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_toolwire_v1_dispatcher_proto_goTypes = []any{
 	(CallState)(0),                     // 0: toolwire.v1.CallState
 	(ToolFormat)(0),                    // 1: toolwire.v1.ToolFormat
@@ -4037,127 +4069,129 @@ var file_toolwire_v1_dispatcher_proto_goTypes = []any{
 	(*ExplainedRule)(nil),              // 52: toolwire.v1.ExplainedRule
 	(*ExplainResponse)(nil),            // 53: toolwire.v1.ExplainResponse
 	nil,                                // 54: toolwire.v1.CallRequest.InputResponsesJsonEntry
-	nil,                                // 55: toolwire.v1.Session.StateJsonEntry
-	nil,                                // 56: toolwire.v1.ApproveRequest.ArgsPatternEntry
-	(*structpb.Struct)(nil),            // 57: google.protobuf.Struct
-	(*durationpb.Duration)(nil),        // 58: google.protobuf.Duration
-	(*ToolResponse)(nil),               // 59: toolwire.v1.ToolResponse
-	(*CallEvent)(nil),                  // 60: toolwire.v1.CallEvent
-	(ExecutorType)(0),                  // 61: toolwire.v1.ExecutorType
-	(*ToolSpec)(nil),                   // 62: toolwire.v1.ToolSpec
-	(*timestamppb.Timestamp)(nil),      // 63: google.protobuf.Timestamp
-	(ApprovalState)(0),                 // 64: toolwire.v1.ApprovalState
-	(*Approval)(nil),                   // 65: toolwire.v1.Approval
-	(ApprovalScope)(0),                 // 66: toolwire.v1.ApprovalScope
-	(*Grant)(nil),                      // 67: toolwire.v1.Grant
-	(*PolicyVersion)(nil),              // 68: toolwire.v1.PolicyVersion
-	(*PolicyDecision)(nil),             // 69: toolwire.v1.PolicyDecision
+	nil,                                // 55: toolwire.v1.SubmitRequest.InputResponsesJsonEntry
+	nil,                                // 56: toolwire.v1.Session.StateJsonEntry
+	nil,                                // 57: toolwire.v1.ApproveRequest.ArgsPatternEntry
+	(*structpb.Struct)(nil),            // 58: google.protobuf.Struct
+	(*durationpb.Duration)(nil),        // 59: google.protobuf.Duration
+	(*ToolResponse)(nil),               // 60: toolwire.v1.ToolResponse
+	(*CallEvent)(nil),                  // 61: toolwire.v1.CallEvent
+	(ExecutorType)(0),                  // 62: toolwire.v1.ExecutorType
+	(*ToolSpec)(nil),                   // 63: toolwire.v1.ToolSpec
+	(*timestamppb.Timestamp)(nil),      // 64: google.protobuf.Timestamp
+	(ApprovalState)(0),                 // 65: toolwire.v1.ApprovalState
+	(*Approval)(nil),                   // 66: toolwire.v1.Approval
+	(ApprovalScope)(0),                 // 67: toolwire.v1.ApprovalScope
+	(*Grant)(nil),                      // 68: toolwire.v1.Grant
+	(*PolicyVersion)(nil),              // 69: toolwire.v1.PolicyVersion
+	(*PolicyDecision)(nil),             // 70: toolwire.v1.PolicyDecision
 }
 var file_toolwire_v1_dispatcher_proto_depIdxs = []int32{
-	57, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
-	58, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	58, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	58, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
+	58, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
+	59, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	59, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	59, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
 	54, // 4: toolwire.v1.CallRequest.input_responses_json:type_name -> toolwire.v1.CallRequest.InputResponsesJsonEntry
 	0,  // 5: toolwire.v1.CallResponse.state:type_name -> toolwire.v1.CallState
-	59, // 6: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
+	60, // 6: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
 	19, // 7: toolwire.v1.CallResponse.session:type_name -> toolwire.v1.Session
-	57, // 8: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
-	58, // 9: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	58, // 10: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	59, // 11: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
-	0,  // 12: toolwire.v1.SubmitResponse.state:type_name -> toolwire.v1.CallState
-	58, // 13: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
-	0,  // 14: toolwire.v1.GetResultResponse.state:type_name -> toolwire.v1.CallState
-	59, // 15: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
-	60, // 16: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
-	2,  // 17: toolwire.v1.CancelResponse.outcome:type_name -> toolwire.v1.CancelOutcome
-	1,  // 18: toolwire.v1.ListToolsRequest.format:type_name -> toolwire.v1.ToolFormat
-	61, // 19: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
-	62, // 20: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
-	1,  // 21: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
-	62, // 22: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	62, // 23: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	55, // 24: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
-	20, // 25: toolwire.v1.Session.log:type_name -> toolwire.v1.AppliedIntent
-	63, // 26: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	63, // 27: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
-	19, // 28: toolwire.v1.GetSessionResponse.session:type_name -> toolwire.v1.Session
-	19, // 29: toolwire.v1.ApplyIntentsResponse.session:type_name -> toolwire.v1.Session
-	0,  // 30: toolwire.v1.GetOutputResponse.state:type_name -> toolwire.v1.CallState
-	27, // 31: toolwire.v1.GetOutputResponse.lines:type_name -> toolwire.v1.OutputLine
-	64, // 32: toolwire.v1.ListApprovalsRequest.state:type_name -> toolwire.v1.ApprovalState
-	65, // 33: toolwire.v1.ListApprovalsResponse.approvals:type_name -> toolwire.v1.Approval
-	65, // 34: toolwire.v1.GetApprovalResponse.approval:type_name -> toolwire.v1.Approval
-	66, // 35: toolwire.v1.ApproveRequest.scope:type_name -> toolwire.v1.ApprovalScope
-	56, // 36: toolwire.v1.ApproveRequest.args_pattern:type_name -> toolwire.v1.ApproveRequest.ArgsPatternEntry
-	58, // 37: toolwire.v1.ApproveRequest.ttl:type_name -> google.protobuf.Duration
-	65, // 38: toolwire.v1.ApproveResponse.approval:type_name -> toolwire.v1.Approval
-	67, // 39: toolwire.v1.ApproveResponse.grant:type_name -> toolwire.v1.Grant
-	65, // 40: toolwire.v1.DenyResponse.approval:type_name -> toolwire.v1.Approval
-	67, // 41: toolwire.v1.ListGrantsResponse.grants:type_name -> toolwire.v1.Grant
-	68, // 42: toolwire.v1.ApplyPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
-	58, // 43: toolwire.v1.LimitUsage.rate_per:type_name -> google.protobuf.Duration
-	58, // 44: toolwire.v1.LimitUsage.budget_window:type_name -> google.protobuf.Duration
-	63, // 45: toolwire.v1.LimitUsage.reset_at:type_name -> google.protobuf.Timestamp
-	43, // 46: toolwire.v1.GetUsageResponse.limits:type_name -> toolwire.v1.LimitUsage
-	68, // 47: toolwire.v1.RemovePolicyResponse.in_force:type_name -> toolwire.v1.PolicyVersion
-	68, // 48: toolwire.v1.GetPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
-	68, // 49: toolwire.v1.ListPolicyVersionsResponse.versions:type_name -> toolwire.v1.PolicyVersion
-	69, // 50: toolwire.v1.ExplainResponse.decision:type_name -> toolwire.v1.PolicyDecision
-	52, // 51: toolwire.v1.ExplainResponse.rules:type_name -> toolwire.v1.ExplainedRule
-	67, // 52: toolwire.v1.ExplainResponse.grant:type_name -> toolwire.v1.Grant
-	3,  // 53: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
-	5,  // 54: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
-	7,  // 55: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
-	9,  // 56: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
-	11, // 57: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
-	13, // 58: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
-	15, // 59: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
-	17, // 60: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
-	21, // 61: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
-	23, // 62: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
-	25, // 63: toolwire.v1.DispatcherService.GetOutput:input_type -> toolwire.v1.GetOutputRequest
-	28, // 64: toolwire.v1.DispatcherService.ListApprovals:input_type -> toolwire.v1.ListApprovalsRequest
-	30, // 65: toolwire.v1.DispatcherService.GetApproval:input_type -> toolwire.v1.GetApprovalRequest
-	32, // 66: toolwire.v1.DispatcherService.Approve:input_type -> toolwire.v1.ApproveRequest
-	34, // 67: toolwire.v1.DispatcherService.Deny:input_type -> toolwire.v1.DenyRequest
-	36, // 68: toolwire.v1.DispatcherService.ListGrants:input_type -> toolwire.v1.ListGrantsRequest
-	38, // 69: toolwire.v1.DispatcherService.RevokeGrant:input_type -> toolwire.v1.RevokeGrantRequest
-	40, // 70: toolwire.v1.DispatcherService.ApplyPolicy:input_type -> toolwire.v1.ApplyPolicyRequest
-	45, // 71: toolwire.v1.DispatcherService.RemovePolicy:input_type -> toolwire.v1.RemovePolicyRequest
-	47, // 72: toolwire.v1.DispatcherService.GetPolicy:input_type -> toolwire.v1.GetPolicyRequest
-	49, // 73: toolwire.v1.DispatcherService.ListPolicyVersions:input_type -> toolwire.v1.ListPolicyVersionsRequest
-	42, // 74: toolwire.v1.DispatcherService.GetUsage:input_type -> toolwire.v1.GetUsageRequest
-	51, // 75: toolwire.v1.DispatcherService.Explain:input_type -> toolwire.v1.ExplainRequest
-	4,  // 76: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
-	6,  // 77: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
-	8,  // 78: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
-	10, // 79: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
-	12, // 80: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
-	14, // 81: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
-	16, // 82: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
-	18, // 83: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
-	22, // 84: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
-	24, // 85: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
-	26, // 86: toolwire.v1.DispatcherService.GetOutput:output_type -> toolwire.v1.GetOutputResponse
-	29, // 87: toolwire.v1.DispatcherService.ListApprovals:output_type -> toolwire.v1.ListApprovalsResponse
-	31, // 88: toolwire.v1.DispatcherService.GetApproval:output_type -> toolwire.v1.GetApprovalResponse
-	33, // 89: toolwire.v1.DispatcherService.Approve:output_type -> toolwire.v1.ApproveResponse
-	35, // 90: toolwire.v1.DispatcherService.Deny:output_type -> toolwire.v1.DenyResponse
-	37, // 91: toolwire.v1.DispatcherService.ListGrants:output_type -> toolwire.v1.ListGrantsResponse
-	39, // 92: toolwire.v1.DispatcherService.RevokeGrant:output_type -> toolwire.v1.RevokeGrantResponse
-	41, // 93: toolwire.v1.DispatcherService.ApplyPolicy:output_type -> toolwire.v1.ApplyPolicyResponse
-	46, // 94: toolwire.v1.DispatcherService.RemovePolicy:output_type -> toolwire.v1.RemovePolicyResponse
-	48, // 95: toolwire.v1.DispatcherService.GetPolicy:output_type -> toolwire.v1.GetPolicyResponse
-	50, // 96: toolwire.v1.DispatcherService.ListPolicyVersions:output_type -> toolwire.v1.ListPolicyVersionsResponse
-	44, // 97: toolwire.v1.DispatcherService.GetUsage:output_type -> toolwire.v1.GetUsageResponse
-	53, // 98: toolwire.v1.DispatcherService.Explain:output_type -> toolwire.v1.ExplainResponse
-	76, // [76:99] is the sub-list for method output_type
-	53, // [53:76] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	58, // 8: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
+	59, // 9: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	59, // 10: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	55, // 11: toolwire.v1.SubmitRequest.input_responses_json:type_name -> toolwire.v1.SubmitRequest.InputResponsesJsonEntry
+	60, // 12: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
+	0,  // 13: toolwire.v1.SubmitResponse.state:type_name -> toolwire.v1.CallState
+	59, // 14: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
+	0,  // 15: toolwire.v1.GetResultResponse.state:type_name -> toolwire.v1.CallState
+	60, // 16: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
+	61, // 17: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
+	2,  // 18: toolwire.v1.CancelResponse.outcome:type_name -> toolwire.v1.CancelOutcome
+	1,  // 19: toolwire.v1.ListToolsRequest.format:type_name -> toolwire.v1.ToolFormat
+	62, // 20: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
+	63, // 21: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
+	1,  // 22: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
+	63, // 23: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	63, // 24: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	56, // 25: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
+	20, // 26: toolwire.v1.Session.log:type_name -> toolwire.v1.AppliedIntent
+	64, // 27: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	64, // 28: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
+	19, // 29: toolwire.v1.GetSessionResponse.session:type_name -> toolwire.v1.Session
+	19, // 30: toolwire.v1.ApplyIntentsResponse.session:type_name -> toolwire.v1.Session
+	0,  // 31: toolwire.v1.GetOutputResponse.state:type_name -> toolwire.v1.CallState
+	27, // 32: toolwire.v1.GetOutputResponse.lines:type_name -> toolwire.v1.OutputLine
+	65, // 33: toolwire.v1.ListApprovalsRequest.state:type_name -> toolwire.v1.ApprovalState
+	66, // 34: toolwire.v1.ListApprovalsResponse.approvals:type_name -> toolwire.v1.Approval
+	66, // 35: toolwire.v1.GetApprovalResponse.approval:type_name -> toolwire.v1.Approval
+	67, // 36: toolwire.v1.ApproveRequest.scope:type_name -> toolwire.v1.ApprovalScope
+	57, // 37: toolwire.v1.ApproveRequest.args_pattern:type_name -> toolwire.v1.ApproveRequest.ArgsPatternEntry
+	59, // 38: toolwire.v1.ApproveRequest.ttl:type_name -> google.protobuf.Duration
+	66, // 39: toolwire.v1.ApproveResponse.approval:type_name -> toolwire.v1.Approval
+	68, // 40: toolwire.v1.ApproveResponse.grant:type_name -> toolwire.v1.Grant
+	66, // 41: toolwire.v1.DenyResponse.approval:type_name -> toolwire.v1.Approval
+	68, // 42: toolwire.v1.ListGrantsResponse.grants:type_name -> toolwire.v1.Grant
+	69, // 43: toolwire.v1.ApplyPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
+	59, // 44: toolwire.v1.LimitUsage.rate_per:type_name -> google.protobuf.Duration
+	59, // 45: toolwire.v1.LimitUsage.budget_window:type_name -> google.protobuf.Duration
+	64, // 46: toolwire.v1.LimitUsage.reset_at:type_name -> google.protobuf.Timestamp
+	43, // 47: toolwire.v1.GetUsageResponse.limits:type_name -> toolwire.v1.LimitUsage
+	69, // 48: toolwire.v1.RemovePolicyResponse.in_force:type_name -> toolwire.v1.PolicyVersion
+	69, // 49: toolwire.v1.GetPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
+	69, // 50: toolwire.v1.ListPolicyVersionsResponse.versions:type_name -> toolwire.v1.PolicyVersion
+	70, // 51: toolwire.v1.ExplainResponse.decision:type_name -> toolwire.v1.PolicyDecision
+	52, // 52: toolwire.v1.ExplainResponse.rules:type_name -> toolwire.v1.ExplainedRule
+	68, // 53: toolwire.v1.ExplainResponse.grant:type_name -> toolwire.v1.Grant
+	3,  // 54: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
+	5,  // 55: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
+	7,  // 56: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
+	9,  // 57: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
+	11, // 58: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
+	13, // 59: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
+	15, // 60: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
+	17, // 61: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
+	21, // 62: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
+	23, // 63: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
+	25, // 64: toolwire.v1.DispatcherService.GetOutput:input_type -> toolwire.v1.GetOutputRequest
+	28, // 65: toolwire.v1.DispatcherService.ListApprovals:input_type -> toolwire.v1.ListApprovalsRequest
+	30, // 66: toolwire.v1.DispatcherService.GetApproval:input_type -> toolwire.v1.GetApprovalRequest
+	32, // 67: toolwire.v1.DispatcherService.Approve:input_type -> toolwire.v1.ApproveRequest
+	34, // 68: toolwire.v1.DispatcherService.Deny:input_type -> toolwire.v1.DenyRequest
+	36, // 69: toolwire.v1.DispatcherService.ListGrants:input_type -> toolwire.v1.ListGrantsRequest
+	38, // 70: toolwire.v1.DispatcherService.RevokeGrant:input_type -> toolwire.v1.RevokeGrantRequest
+	40, // 71: toolwire.v1.DispatcherService.ApplyPolicy:input_type -> toolwire.v1.ApplyPolicyRequest
+	45, // 72: toolwire.v1.DispatcherService.RemovePolicy:input_type -> toolwire.v1.RemovePolicyRequest
+	47, // 73: toolwire.v1.DispatcherService.GetPolicy:input_type -> toolwire.v1.GetPolicyRequest
+	49, // 74: toolwire.v1.DispatcherService.ListPolicyVersions:input_type -> toolwire.v1.ListPolicyVersionsRequest
+	42, // 75: toolwire.v1.DispatcherService.GetUsage:input_type -> toolwire.v1.GetUsageRequest
+	51, // 76: toolwire.v1.DispatcherService.Explain:input_type -> toolwire.v1.ExplainRequest
+	4,  // 77: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
+	6,  // 78: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
+	8,  // 79: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
+	10, // 80: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
+	12, // 81: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
+	14, // 82: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
+	16, // 83: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
+	18, // 84: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
+	22, // 85: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
+	24, // 86: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
+	26, // 87: toolwire.v1.DispatcherService.GetOutput:output_type -> toolwire.v1.GetOutputResponse
+	29, // 88: toolwire.v1.DispatcherService.ListApprovals:output_type -> toolwire.v1.ListApprovalsResponse
+	31, // 89: toolwire.v1.DispatcherService.GetApproval:output_type -> toolwire.v1.GetApprovalResponse
+	33, // 90: toolwire.v1.DispatcherService.Approve:output_type -> toolwire.v1.ApproveResponse
+	35, // 91: toolwire.v1.DispatcherService.Deny:output_type -> toolwire.v1.DenyResponse
+	37, // 92: toolwire.v1.DispatcherService.ListGrants:output_type -> toolwire.v1.ListGrantsResponse
+	39, // 93: toolwire.v1.DispatcherService.RevokeGrant:output_type -> toolwire.v1.RevokeGrantResponse
+	41, // 94: toolwire.v1.DispatcherService.ApplyPolicy:output_type -> toolwire.v1.ApplyPolicyResponse
+	46, // 95: toolwire.v1.DispatcherService.RemovePolicy:output_type -> toolwire.v1.RemovePolicyResponse
+	48, // 96: toolwire.v1.DispatcherService.GetPolicy:output_type -> toolwire.v1.GetPolicyResponse
+	50, // 97: toolwire.v1.DispatcherService.ListPolicyVersions:output_type -> toolwire.v1.ListPolicyVersionsResponse
+	44, // 98: toolwire.v1.DispatcherService.GetUsage:output_type -> toolwire.v1.GetUsageResponse
+	53, // 99: toolwire.v1.DispatcherService.Explain:output_type -> toolwire.v1.ExplainResponse
+	77, // [77:100] is the sub-list for method output_type
+	54, // [54:77] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_dispatcher_proto_init() }
@@ -4175,7 +4209,7 @@ func file_toolwire_v1_dispatcher_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_dispatcher_proto_rawDesc), len(file_toolwire_v1_dispatcher_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   54,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

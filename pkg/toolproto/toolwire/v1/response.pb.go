@@ -165,8 +165,8 @@ type InputRequired struct {
 	// What to ask, by keys the tool chose; the answers come back under them.
 	Requests map[string]*InputRequest `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// The tool's own state, handed back to it with the answers
-	// (InputRound.state). It stays in the fleet: a caller holds only the
-	// call id. At most 64 KiB.
+	// (InputRound.state), read from the stored response: a caller cannot
+	// alter it (it can read it). At most 64 KiB.
 	State []byte `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
 	// The SHA-256 of the arguments the caller sent; the answering call must
 	// send the same.
