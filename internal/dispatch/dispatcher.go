@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nats-io/nats.go/jetstream"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -132,3 +133,6 @@ func flush(ctx context.Context, nc *nats.Conn) error {
 
 // Config returns the dispatcher's configuration, defaults filled in.
 func (d *Dispatcher) Config() Config { return d.cfg }
+
+// Tasks is the bucket of the MCP endpoint's tasks (bus.Bus.Tasks).
+func (d *Dispatcher) Tasks() jetstream.KeyValue { return d.bus.Tasks }

@@ -59,3 +59,14 @@ func (d *Dispatcher) VisibleTools(id Identity, f registry.Filter) []*toolwirev1.
 	}
 	return out
 }
+
+// TaskSupport is the current spec's task support of tool name (MCP's
+// execution.taskSupport); unspecified for a tool the registry does not
+// hold.
+func (d *Dispatcher) TaskSupport(name string) toolwirev1.TaskSupport {
+	e, err := d.reg.Get(name)
+	if err != nil {
+		return toolwirev1.TaskSupport_TASK_SUPPORT_UNSPECIFIED
+	}
+	return e.Spec.GetTaskSupport()
+}

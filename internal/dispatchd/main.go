@@ -96,6 +96,7 @@ func defineFlags(fs *flag.FlagSet, rc *RunConfig, logLevel, sync *string) {
 	fs.StringVar(&rc.NATSEncryptionKey, "nats-encryption-key", "", "encrypt the embedded store at rest with the key in file:/path or env:NAME (never the key itself)")
 	fs.StringVar(&rc.NATSEncryptionCipher, "nats-encryption-cipher", "", "cipher of --nats-encryption-key: chacha (default) or aes")
 	fs.StringVar(&rc.APIKeysFile, "api-keys", "", "API key file (YAML); empty = open access as the default tenant")
+	fs.DurationVar(&rc.MCPTaskAfter, "mcp-task-after", time.Second, "how long a tools/call of an MCP client that declared the Tasks extension waits for the result before it is answered as a task (docs/mcp.md, \"Tasks\")")
 	fs.Func("mcp-allowed-origins", "browser origins (scheme://host[:port], comma-separated) allowed on /mcp besides the endpoint's own", func(v string) error {
 		for o := range strings.SplitSeq(v, ",") {
 			if o = strings.TrimSpace(o); o != "" {

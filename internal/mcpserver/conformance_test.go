@@ -68,7 +68,7 @@ func conformanceServer(t *testing.T) string {
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: conformanceTools()})
 	mux := http.NewServeMux()
 	mcpserver.New(s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity},
-		mcpserver.Config{Version: "conformance", Extra: conformanceExtra()}).Handle(mux)
+		mcpserver.Config{Version: "conformance", Extra: conformanceExtra(), TaskAfter: taskAfter}).Handle(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL + mcpserver.Path
@@ -85,12 +85,35 @@ func TestConformance(t *testing.T) {
 	defer cancel()
 	expected, err := filepath.Abs("testdata/conformance-expected-failures.yaml")
 	require.NoError(t, err)
+	dir := cmp.Or(os.Getenv("TOOLWIRE_CONFORMANCE_OUT"), t.TempDir())
 	cmd := exec.CommandContext(ctx, node, filepath.Join(modules, "@modelcontextprotocol", "conformance", "dist", "index.js"),
-		"server", "--url", url, "--requirements", "2026-07-28", "--expected-failures", expected, "-o", cmp.Or(os.Getenv("TOOLWIRE_CONFORMANCE_OUT"), t.TempDir()))
+		"server", "--url", url, "--requirements", "2026-07-28", "--expected-failures", expected, "-o", dir)
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
 	out, err := cmd.CombinedOutput()
 	t.Logf("conformance suite:\n%s", out)
 	require.NoError(t, err, "the conformance suite failed (its output is above)")
+
+	// The Tasks extension's scenarios are run and reported, not scored
+	// (an extension): every check of theirs must pass too.
+	runs, err := filepath.Glob(filepath.Join(dir, "server-tasks-*", "checks.json"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(runs), 10, "the tasks scenarios ran")
+	passed := 0
+	for _, f := range runs {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var checks []struct {
+			ID, Status, ErrorMessage string
+		}
+		require.NoError(t, json.Unmarshal(b, &checks), f)
+		for _, c := range checks {
+			require.Contains(t, []string{"SUCCESS", "INFO", "SKIPPED"}, c.Status, "%s: %s: %s", filepath.Base(filepath.Dir(f)), c.ID, c.ErrorMessage)
+			if c.Status == "SUCCESS" {
+				passed++
+			}
+		}
+	}
+	t.Logf("tasks scenarios: %d, checks passed: %d", len(runs), passed)
 }
 
 // The MCP Inspector's CLI lists the tools and calls one through the

@@ -62,6 +62,22 @@
 // their input would come back on a request that may reach another replica.
 // docs/mcp.md, "Tools that ask for input".
 //
+// # Tasks
+//
+// The Tasks extension (tasks.go) runs on toolwire's calls: a tools/call of
+// a stateless client that declared the extension waits Config.TaskAfter
+// for the result and then answers a task whose id is the call id. The
+// task's record (tasks bucket, key tenant.id, compare-and-set) names the
+// call it is at and the answers given; tasks/get reads the record and the
+// call's state on any replica; tasks/update adds answers, and once every
+// request of the call it is at has one, the answering call is submitted
+// with the asking call's id as its idempotency key, so that replicas
+// racing on it submit one. A task without a record (expired, or another
+// tenant's: the tenant is in the key) is unknown (-32602). Where the
+// extension was silent: a call parked for approval is "working" with a
+// statusMessage, toolwire's own failures (INTERNAL) are "failed", a
+// tool's are "completed" with isError; no notifications/tasks are sent.
+//
 // # Auth
 //
 // Callers present the dispatcher's API keys as bearer tokens; a missing or

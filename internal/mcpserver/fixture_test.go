@@ -11,6 +11,7 @@ import (
 	"image/color"
 	"image/png"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -92,7 +93,102 @@ func conformanceTools() []*tool.Tool {
 		tool.Must(tool.New("test_logging_tool", func(context.Context, none) (string, error) {
 			return "nothing logged: the request set no log level", nil
 		}, tool.WithDescription("Logs nothing unless asked"), tool.ReadOnly())),
-	}, inputTools()...)
+	}, append(inputTools(), taskTools()...)...)
+}
+
+// taskAfter is how long the conformance endpoint waits before a call
+// becomes a task; the task fixtures work for working longer (taskWork),
+// so that which calls become tasks does not hang on the host's speed.
+const (
+	taskAfter = 2 * time.Second
+	taskWork  = 3 * time.Second
+)
+
+// work sleeps d, or until ctx ends.
+func work(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// taskTools are the fixture tools of the suite's tasks scenarios.
+func taskTools() []*tool.Tool {
+	once := tool.WithRetryPolicy(&toolwirev1.RetryPolicy{MaxAttempts: 1})
+	text := func(s string) *tool.Result { return &tool.Result{Content: []*toolwirev1.Content{tool.Text(s)}} }
+	confirm := tool.Elicit("Confirm?", object(map[string]string{"confirm": "boolean"}))
+	return []*tool.Tool{
+		tool.Must(tool.New("greet", func(_ context.Context, in struct {
+			Name string `json:"name"`
+		}) (string, error) {
+			return "Hello, " + in.Name + "!", nil
+		}, tool.WithDescription("Greets, at once"), tool.WithTaskSupport(toolwirev1.TaskSupport_TASK_SUPPORT_FORBIDDEN))),
+		tool.Must(tool.New("slow_compute", func(ctx context.Context, in struct {
+			Seconds float64 `json:"seconds"`
+			Label   string  `json:"label,omitempty"`
+		}) (string, error) {
+			if err := work(ctx, time.Duration(in.Seconds*float64(time.Second))+taskWork-taskAfter/2); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("computed %s after %gs", in.Label, in.Seconds), nil
+		}, tool.WithDescription("Works for a while"), once)),
+		tool.Must(tool.New("failing_job", func(ctx context.Context, _ none) (string, error) {
+			if err := work(ctx, taskWork); err != nil {
+				return "", err
+			}
+			return "", tool.Permanent(errors.New("the job failed"))
+		}, tool.WithDescription("Fails after a while"), once, tool.WithTaskSupport(toolwirev1.TaskSupport_TASK_SUPPORT_REQUIRED))),
+		tool.Must(tool.New("protocol_error_job", func(ctx context.Context, _ none) (string, error) {
+			if err := work(ctx, taskWork); err != nil {
+				return "", err
+			}
+			panic("the job broke")
+		}, tool.WithDescription("Breaks after a while"), once)),
+		tool.Must(tool.New("confirm_delete", func(ctx context.Context, in struct {
+			Filename string `json:"filename"`
+		}) (*tool.Result, error) {
+			var c struct{ Confirm bool }
+			if a := tool.InputFrom(ctx); a != nil && a.PreviousCallID != "" {
+				if ok, err := a.Elicited("confirm", &c); err == nil && ok && c.Confirm {
+					return text("deleted " + in.Filename), nil
+				}
+				return text("kept " + in.Filename), nil
+			}
+			if err := work(ctx, taskWork); err != nil {
+				return nil, err
+			}
+			return tool.NeedInput(map[string]tool.InputRequest{"confirm": tool.Elicit("Delete "+in.Filename+"?",
+				object(map[string]string{"confirm": "boolean"}))}, nil), nil
+		}, tool.WithDescription("Asks before it deletes, after a while"))),
+		asking("multi_input", func(ctx context.Context, a *tool.Answers) (*tool.Result, error) {
+			if _, ok := a.Responses["first"]; ok && a.PreviousCallID != "" {
+				if _, ok := a.Responses["second"]; ok {
+					return text("got both"), nil
+				}
+			}
+			if err := work(ctx, taskWork); err != nil {
+				return nil, err
+			}
+			return tool.NeedInput(map[string]tool.InputRequest{"first": confirm, "second": confirm}, nil), nil
+		}),
+		tool.Must(tool.New("test_tool_with_task", func(ctx context.Context, _ none) (*tool.Result, error) {
+			var who struct{ Name string }
+			if a := tool.InputFrom(ctx); a != nil {
+				if ok, err := a.Elicited("user_name", &who); err == nil && ok {
+					if err := work(ctx, taskWork); err != nil {
+						return nil, err
+					}
+					return text("Hello, " + who.Name + ", from a task"), nil
+				}
+			}
+			return tool.NeedInput(map[string]tool.InputRequest{
+				"user_name": tool.Elicit("What is your name?", object(map[string]string{"name": "string"}))}, nil), nil
+		}, tool.WithDescription("Asks, then works as a task"), tool.WithTaskSupport(toolwirev1.TaskSupport_TASK_SUPPORT_REQUIRED))),
+	}
 }
 
 // object is a flat JSON Schema object of string or boolean properties, all

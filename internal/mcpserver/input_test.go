@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -196,15 +197,17 @@ func TestForeignRequestStateIsInvalidParams(t *testing.T) {
 
 // postRPC posts one JSON-RPC message of the stateless revision and returns
 // the response message (the last data line of an event stream).
-func postRPC(t *testing.T, ctx context.Context, url string, body []byte) []byte {
+func postRPC(t *testing.T, ctx context.Context, url string, body []byte, header ...string) []byte {
 	t.Helper()
 	var m struct {
 		Method string `json:"method"`
 		Params struct {
-			Name string `json:"name"`
+			Name   string `json:"name"`
+			TaskID string `json:"taskId"`
 		} `json:"params"`
 	}
 	require.NoError(t, json.Unmarshal(body, &m))
+	m.Params.Name = cmp.Or(m.Params.Name, m.Params.TaskID)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
@@ -213,6 +216,9 @@ func postRPC(t *testing.T, ctx context.Context, url string, body []byte) []byte 
 	req.Header.Set("Mcp-Method", m.Method)
 	if m.Params.Name != "" {
 		req.Header.Set("Mcp-Name", m.Params.Name)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -42,6 +43,12 @@ type Config struct {
 	// MaxRequestBytes bounds a request body; 0 = the dispatcher's
 	// (dispatch.Config.MaxRequestBytes).
 	MaxRequestBytes int64
+	// TaskAfter is how long a tools/call of a client that declared the
+	// Tasks extension waits for the call's result before it answers the
+	// call as a task; 0 = 1s.
+	TaskAfter time.Duration
+	// TaskPollInterval is the poll interval a task suggests; 0 = 1s.
+	TaskPollInterval time.Duration
 	// Extra is what an embedding program serves besides the fleet's
 	// tools; nil = nothing.
 	Extra  *Extra
@@ -82,6 +89,12 @@ func New(d *dispatch.Dispatcher, auth dispatch.Authenticator, cfg Config) *Serve
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = 100
 	}
+	if cfg.TaskAfter <= 0 {
+		cfg.TaskAfter = time.Second
+	}
+	if cfg.TaskPollInterval <= 0 {
+		cfg.TaskPollInterval = time.Second
+	}
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = d.Config().MaxRequestBytes
 	}
@@ -107,7 +120,11 @@ func New(d *dispatch.Dispatcher, auth dispatch.Authenticator, cfg Config) *Serve
 		opts.Capabilities.Resources = &mcp.ResourceCapabilities{}
 		opts.CompletionHandler = cfg.Extra.Complete
 	}
+	if d.Tasks() != nil {
+		opts.Capabilities.AddExtension(tasksExtension, map[string]any{})
+	}
 	s.sdk = mcp.NewServer(&mcp.Implementation{Name: "toolwire", Title: "toolwire", Version: cfg.Version}, opts)
+	addTaskMethods(s.sdk)
 	if cfg.Extra != nil && cfg.Extra.Setup != nil {
 		cfg.Extra.Setup(s.sdk)
 	}

@@ -34,6 +34,12 @@ func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, err
 			}
 			return s.callTool(ctx, id, req.(*mcp.CallToolRequest))
+		case "tasks/get", "tasks/update", "tasks/cancel":
+			id, err := s.caller(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			return s.task(ctx, id, method, req)
 		}
 		return next(ctx, method, req)
 	}
@@ -198,6 +204,10 @@ func (s *Server) callTool(ctx context.Context, id dispatch.Identity, req *mcp.Ca
 			return nil, err
 		}
 	}
+	tasks, err := s.taskMode(p, stateless)
+	if err != nil {
+		return nil, err
+	}
 	sub, err := s.d.Submit(ctx, id, cr)
 	if err != nil {
 		return nil, fmt.Errorf("toolwire: %w", err)
@@ -206,25 +216,16 @@ func (s *Server) callTool(ctx context.Context, id dispatch.Identity, req *mcp.Ca
 		res, err := refused(sub.Rejected)
 		return mark(res, err, stateless)
 	}
+	drain := true
 	if token := p.GetProgressToken(); token != nil && req.Session != nil {
-		pctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			s.relayProgress(pctx, id, sub.CallID, token, req.Session)
-		}()
-		defer func() {
-			// The watch ends by itself at the call's FINISHED event: let
-			// it deliver the progress before it (bounded), then stop it.
-			t := time.NewTimer(progressDrain)
-			select {
-			case <-done:
-			case <-t.C:
-			}
-			t.Stop()
-			stop()
-			<-done
-		}()
+		stop := s.startRelay(ctx, id, sub.CallID, token, req.Session)
+		defer func() { stop(drain) }()
+	}
+	if tasks {
+		if res := s.asTask(ctx, id, cr, sub.CallID); res != nil {
+			drain = false
+			return res, nil
+		}
 	}
 	resp, err := s.await(ctx, id, sub.CallID)
 	if err != nil {
@@ -241,6 +242,47 @@ func (s *Server) callTool(ctx context.Context, id dispatch.Identity, req *mcp.Ca
 	}
 	res, err := result(resp)
 	return mark(res, err, stateless)
+}
+
+// startRelay relays the call's progress to the client (relayProgress)
+// until the returned stop is called; stop(true) first lets the relay
+// deliver the progress before the call's end (bounded by progressDrain).
+func (s *Server) startRelay(ctx context.Context, id dispatch.Identity, callID string, token any, ss *mcp.ServerSession) (stop func(drain bool)) {
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.relayProgress(pctx, id, callID, token, ss)
+	}()
+	return func(drain bool) {
+		if drain {
+			// The watch ends by itself at the call's FINISHED event.
+			t := time.NewTimer(progressDrain)
+			select {
+			case <-done:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		cancel()
+		<-done
+	}
+}
+
+// asTask answers the call as a task when it has not ended within
+// Config.TaskAfter; nil when it has, or when the task could not be
+// recorded (the request then waits for the result, as without tasks).
+func (s *Server) asTask(ctx context.Context, id dispatch.Identity, cr *toolwirev1.CallRequest, callID string) mcp.Result {
+	g, err := s.d.GetResult(ctx, id, callID, s.cfg.TaskAfter)
+	if err != nil || g.State == toolwirev1.CallState_CALL_STATE_DONE {
+		return nil
+	}
+	res, err := s.createTask(ctx, id, cr, callID, g)
+	if err != nil {
+		s.log.Warn("a call could not become a task; the request waits for its result", "call_id", callID, "err", err)
+		return nil
+	}
+	return res
 }
 
 // mark marks a tool result complete for a client of the stateless

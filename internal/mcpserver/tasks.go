@@ -1,0 +1,449 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// Tasks (the io.modelcontextprotocol/tasks extension, SEP-2663) are
+// toolwire's own calls: the task id is the id of the call that created it,
+// and its state is the state of the call it is at now, in JetStream, so
+// any replica answers tasks/get, tasks/update and tasks/cancel. A task's
+// record in the tasks bucket (bus.Bus.Tasks, key tenant.task) holds what
+// a task needs beyond its calls: the tool, arguments and capabilities it
+// was created with, the call it is at (a tool that asks for input ends
+// its call; the answers start the next one, which continues it), and the
+// answers given so far. See doc.go, "Tasks", and docs/mcp.md.
+
+// tasksExtension names the extension in capabilities.
+const tasksExtension = "io.modelcontextprotocol/tasks"
+
+// Bounds of a task's record: its answers, and the whole.
+const (
+	maxTaskAnswers     = tool.MaxInputRequests
+	maxTaskRecordBytes = 256 << 10
+)
+
+// taskRecord is a task's record in the tasks bucket.
+type taskRecord struct {
+	Tool    string    `json:"tool"`
+	Args    string    `json:"args"`
+	Caps    string    `json:"caps,omitempty"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+	// Call is the call the task is at.
+	Call string `json:"call"`
+	// Answers are the answers given to Call's requests for input so far.
+	Answers map[string]string `json:"answers,omitempty"`
+	// Cancelled: cancelled while it waited for input (no call ran to
+	// cancel).
+	Cancelled bool `json:"cancelled,omitempty"`
+}
+
+func taskKey(tenant, id string) string { return tenant + "." + id }
+
+// taskParams are the params of tasks/get, tasks/update and tasks/cancel.
+type taskParams struct {
+	mcp.ParamsBase
+	TaskID         string                     `json:"taskId"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
+}
+
+// reply is a result the endpoint has written itself.
+type reply struct {
+	mcp.ResultBase
+	raw json.RawMessage
+}
+
+func (r *reply) MarshalJSON() ([]byte, error) { return r.raw, nil }
+
+func newReply(v any) (*reply, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("toolwire: %w", err)
+	}
+	return &reply{raw: b}, nil
+}
+
+// addTaskMethods makes the SDK accept the tasks methods; receive answers
+// them (s.task).
+func addTaskMethods(srv *mcp.Server) {
+	unused := func(context.Context, *mcp.ServerSession, *taskParams) (*reply, error) {
+		return nil, errors.New("mcpserver: tasks methods are answered by the receiving middleware")
+	}
+	for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		if err := mcp.AddReceivingCustomMethod(srv, m, unused); err != nil {
+			panic(err) // only a name the SDK has as a standard method
+		}
+	}
+}
+
+// declaresTasks reports whether a request's _meta declares the extension.
+func declaresTasks(meta mcp.Meta) bool {
+	caps, _ := meta[metaClientCapabilities].(map[string]any)
+	ext, _ := caps["extensions"].(map[string]any)
+	_, ok := ext[tasksExtension]
+	return ok
+}
+
+// needsTasks is the error for a request that needs the extension the
+// client did not declare.
+func needsTasks(what string) error {
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{
+		"extensions": map[string]any{tasksExtension: map[string]any{}}}})
+	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Data: data,
+		Message: what + " needs the client capability extensions." + tasksExtension}
+}
+
+// taskMode reports whether a tools/call of tool answers as a task when it
+// outlives Config.TaskAfter, or the error of a client that must not call
+// it.
+func (s *Server) taskMode(p *mcp.CallToolParamsRaw, stateless bool) (bool, error) {
+	if !stateless || s.d.Tasks() == nil {
+		return false, nil
+	}
+	ts, declared := s.d.TaskSupport(p.Name), declaresTasks(p.Meta)
+	if ts == toolwirev1.TaskSupport_TASK_SUPPORT_REQUIRED && !declared {
+		return false, needsTasks(fmt.Sprintf("tool %q", p.Name))
+	}
+	return declared && ts != toolwirev1.TaskSupport_TASK_SUPPORT_FORBIDDEN, nil
+}
+
+// createTask records the task of call callID (cr) and answers it.
+func (s *Server) createTask(ctx context.Context, id dispatch.Identity, cr *toolwirev1.CallRequest, callID string, g *toolwirev1.GetResultResponse) (mcp.Result, error) {
+	now := time.Now().UTC()
+	rec := taskRecord{Tool: cr.Tool, Args: cr.ArgumentsJson, Caps: cr.ClientCapabilitiesJson, Created: now, Updated: now, Call: callID}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxTaskRecordBytes {
+		return nil, fmt.Errorf("a task record of %d bytes", len(b))
+	}
+	// Durable before it is answered: a tasks/get on any replica finds it.
+	if _, err := s.d.Tasks().Create(ctx, taskKey(id.Tenant, callID), b); err != nil {
+		return nil, err
+	}
+	t := s.taskState(callID, &rec, g)
+	t.ResultType = "task"
+	return newReply(t)
+}
+
+// taskJSON is a task on the wire: CreateTaskResult and tasks/get's
+// DetailedTask.
+type taskJSON struct {
+	ResultType     string                     `json:"resultType"`
+	TaskID         string                     `json:"taskId"`
+	Status         string                     `json:"status"`
+	StatusMessage  string                     `json:"statusMessage,omitempty"`
+	CreatedAt      string                     `json:"createdAt"`
+	LastUpdatedAt  string                     `json:"lastUpdatedAt"`
+	TTLMs          int64                      `json:"ttlMs"`
+	PollIntervalMs int64                      `json:"pollIntervalMs"`
+	Result         json.RawMessage            `json:"result,omitempty"`
+	Error          *taskError                 `json:"error,omitempty"`
+	InputRequests  map[string]json.RawMessage `json:"inputRequests,omitempty"`
+}
+
+// taskError is a failed task's error, a JSON-RPC error.
+type taskError struct {
+	Code    int64  `json:"code"`
+	Message string `json:"message"`
+}
+
+const isoMillis = "2006-01-02T15:04:05.000Z07:00"
+
+// taskState is the task taskID as its record and the state of the call
+// it is at (g) say.
+func (s *Server) taskState(taskID string, rec *taskRecord, g *toolwirev1.GetResultResponse) taskJSON {
+	created, updated := rec.Created, rec.Updated
+	t := taskJSON{TaskID: taskID, Status: "working", TTLMs: bus.TasksTTL.Milliseconds(),
+		PollIntervalMs: s.cfg.TaskPollInterval.Milliseconds()}
+	resp := g.GetResponse()
+	switch g.GetState() {
+	case toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL:
+		t.StatusMessage = "waiting for a person's approval: " + resp.GetError().GetMessage()
+	case toolwirev1.CallState_CALL_STATE_DONE:
+		if f := resp.GetMeta().GetFinishedAt(); f != nil && f.AsTime().After(updated) {
+			updated = f.AsTime()
+		}
+		s.settled(&t, rec, resp)
+	}
+	if updated.Before(created) {
+		updated = created
+	}
+	t.CreatedAt, t.LastUpdatedAt = created.UTC().Format(isoMillis), updated.UTC().Format(isoMillis)
+	return t
+}
+
+// settled fills in the task of a call that ended with resp: input
+// required (the requests not answered yet), cancelled, failed (toolwire's
+// own failure) or completed (the tool's result, an error too).
+func (s *Server) settled(t *taskJSON, rec *taskRecord, resp *toolwirev1.ToolResponse) {
+	e := resp.GetError()
+	switch {
+	case rec.Cancelled:
+		t.Status = "cancelled"
+	case resp.GetInputRequired() != nil:
+		t.Status, t.InputRequests = "input_required", map[string]json.RawMessage{}
+		for k, r := range resp.GetInputRequired().GetRequests() {
+			if rec.Answers[k] != "" {
+				continue
+			}
+			b, _ := json.Marshal(map[string]any{"method": r.GetMethod(), "params": json.RawMessage(r.GetParamsJson())})
+			t.InputRequests[k] = b
+		}
+	case e.GetType() == toolwirev1.ErrorType_ERROR_TYPE_CANCELLED:
+		t.Status, t.StatusMessage = "cancelled", e.GetMessage()
+	case e.GetType() == toolwirev1.ErrorType_ERROR_TYPE_INTERNAL:
+		t.Status, t.Error = "failed", &taskError{Code: jsonrpc.CodeInternalError, Message: e.GetMessage()}
+	default:
+		res, err := result(resp)
+		if err == nil {
+			t.Result, err = json.Marshal(res)
+		}
+		if err != nil {
+			t.Status, t.Error = "failed", &taskError{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+			return
+		}
+		t.Status = "completed"
+	}
+}
+
+// task answers tasks/get, tasks/update and tasks/cancel.
+func (s *Server) task(ctx context.Context, id dispatch.Identity, method string, req mcp.Request) (mcp.Result, error) {
+	p, _ := req.GetParams().(*taskParams)
+	if p == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + " needs params"}
+	}
+	if !declaresTasks(p.Meta) {
+		return nil, needsTasks(method)
+	}
+	if ex := req.GetExtra(); ex != nil && ex.Header != nil && ex.Header.Get("Mcp-Name") != p.TaskID {
+		return nil, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: "the Mcp-Name header must be the taskId"}
+	}
+	if _, err := ulid.ParseStrict(p.TaskID); err != nil || s.d.Tasks() == nil {
+		return nil, unknownTask(p.TaskID)
+	}
+	rec, rev, err := s.loadTask(ctx, id, p.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		// Tasks are recorded before they are answered; a record is gone
+		// only after the task's ttlMs. The tenant is in the key: another
+		// tenant's task is unknown here.
+		return nil, unknownTask(p.TaskID)
+	}
+	switch method {
+	case "tasks/update":
+		if rec, rev, err = s.answer(ctx, id, p, rec, rev); err != nil {
+			return nil, err
+		}
+		if _, _, _, err := s.advance(ctx, id, p.TaskID, rec, rev); err != nil {
+			return nil, err
+		}
+		return newReply(map[string]string{"resultType": "complete"})
+	case "tasks/cancel":
+		if err := s.cancelTask(ctx, id, p.TaskID, rec, rev); err != nil {
+			return nil, err
+		}
+		return newReply(map[string]string{"resultType": "complete"})
+	}
+	rec, _, g, err := s.advance(ctx, id, p.TaskID, rec, rev)
+	if err != nil {
+		return nil, err
+	}
+	t := s.taskState(p.TaskID, rec, g)
+	t.ResultType = "complete"
+	return newReply(t)
+}
+
+func unknownTask(id string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown task %.64q", id)}
+}
+
+// loadTask reads task id's record of the caller's tenant: nil when there
+// is none.
+func (s *Server) loadTask(ctx context.Context, id dispatch.Identity, taskID string) (*taskRecord, uint64, error) {
+	e, err := s.d.Tasks().Get(ctx, taskKey(id.Tenant, taskID))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("toolwire: read task: %w", err)
+	}
+	var rec taskRecord
+	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+		return nil, 0, fmt.Errorf("toolwire: decode task: %w", err)
+	}
+	return &rec, e.Revision(), nil
+}
+
+// storeTask writes rec over revision rev (compare-and-set).
+func (s *Server) storeTask(ctx context.Context, id dispatch.Identity, taskID string, rec *taskRecord, rev uint64) (uint64, error) {
+	rec.Updated = time.Now().UTC()
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return 0, err
+	}
+	if len(b) > maxTaskRecordBytes {
+		return 0, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("the task's answers are over %d bytes", maxTaskRecordBytes)}
+	}
+	return s.d.Tasks().Update(ctx, taskKey(id.Tenant, taskID), b, rev)
+}
+
+// answer adds the answers of a tasks/update to the task's record.
+func (s *Server) answer(ctx context.Context, id dispatch.Identity, p *taskParams, rec *taskRecord, rev uint64) (*taskRecord, uint64, error) {
+	for k, v := range p.InputResponses {
+		if k == "" || len(k) > 128 || !isJSONObject(v) {
+			return nil, 0, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("inputResponses[%.128q] must be a JSON object", k)}
+		}
+	}
+	for range 5 {
+		next := *rec
+		next.Answers = maps.Clone(rec.Answers)
+		if next.Answers == nil {
+			next.Answers = map[string]string{}
+		}
+		for k, v := range p.InputResponses {
+			next.Answers[k] = string(v)
+		}
+		if len(next.Answers) > maxTaskAnswers {
+			return nil, 0, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("more than %d answers", maxTaskAnswers)}
+		}
+		r, err := s.storeTask(ctx, id, p.TaskID, &next, rev)
+		if err == nil {
+			return &next, r, nil
+		}
+		var je *jsonrpc.Error
+		if errors.As(err, &je) || !isConflict(err) {
+			return nil, 0, err
+		}
+		if rec, rev, err = s.loadTask(ctx, id, p.TaskID); err != nil || rec == nil {
+			return nil, 0, cmpErr(err, unknownTask(p.TaskID))
+		}
+	}
+	return nil, 0, errors.New("toolwire: the task changes too often to take answers; try again")
+}
+
+// advance moves the task rec on: when the call it is at asked for input and
+// every request has an answer, the call that answers them is submitted
+// (once: its idempotency key is the asking call's id, so replicas racing
+// submit one call), and the record points at it. It returns the record
+// and the state of the call the task is at.
+func (s *Server) advance(ctx context.Context, id dispatch.Identity, taskID string, rec *taskRecord, rev uint64) (*taskRecord, uint64, *toolwirev1.GetResultResponse, error) {
+	for range 8 {
+		if rec == nil {
+			return nil, 0, nil, unknownTask(taskID)
+		}
+		callID := rec.Call
+		g, err := s.d.GetResult(ctx, id, callID, 0)
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("toolwire: %w", err)
+		}
+		if g.State == toolwirev1.CallState_CALL_STATE_UNKNOWN {
+			return nil, 0, nil, unknownTask(taskID)
+		}
+		in := g.GetResponse().GetInputRequired()
+		if rec.Cancelled || g.State != toolwirev1.CallState_CALL_STATE_DONE || in == nil || !answered(rec.Answers, in) {
+			return rec, rev, g, nil
+		}
+		answers := make(map[string]string, len(in.GetRequests()))
+		for k := range in.GetRequests() {
+			answers[k] = rec.Answers[k]
+		}
+		sub, err := s.d.Submit(ctx, id, &toolwirev1.CallRequest{Tool: rec.Tool, ArgumentsJson: rec.Args, Continues: callID,
+			InputResponsesJson: answers, ClientCapabilitiesJson: rec.Caps, IdempotencyKey: "mcp-task." + callID})
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("toolwire: %w", err)
+		}
+		next := *rec
+		next.Call, next.Answers = sub.CallID, nil
+		r, err := s.storeTask(ctx, id, taskID, &next, rev)
+		switch {
+		case err == nil:
+			rec, rev = &next, r
+		case isConflict(err):
+			// Another replica moved it on: read where to.
+			if rec, rev, err = s.loadTask(ctx, id, taskID); err != nil {
+				return nil, 0, nil, err
+			}
+		default:
+			return nil, 0, nil, fmt.Errorf("toolwire: write task: %w", err)
+		}
+	}
+	return nil, 0, nil, errors.New("toolwire: the task changes too often; try again")
+}
+
+// answered reports whether answers hold one for every request of in.
+func answered(answers map[string]string, in *toolwirev1.InputRequired) bool {
+	for k := range in.GetRequests() {
+		if answers[k] == "" {
+			return false
+		}
+	}
+	return len(in.GetRequests()) > 0
+}
+
+// cancelTask cancels the call the task is at; a task waiting for input has
+// none running and is marked cancelled. A task that ended is left as it
+// is.
+func (s *Server) cancelTask(ctx context.Context, id dispatch.Identity, taskID string, rec *taskRecord, rev uint64) error {
+	rec, rev, g, err := s.advance(ctx, id, taskID, rec, rev)
+	if err != nil {
+		return err
+	}
+	if g.State != toolwirev1.CallState_CALL_STATE_DONE {
+		_, err := s.d.Cancel(ctx, id, g.CallId, "cancelled by the MCP client (tasks/cancel)")
+		return err
+	}
+	if rec.Cancelled || g.GetResponse().GetInputRequired() == nil {
+		return nil
+	}
+	next := *rec
+	next.Cancelled = true
+	if _, err := s.storeTask(ctx, id, taskID, &next, rev); err != nil && !isConflict(err) {
+		return fmt.Errorf("toolwire: write task: %w", err)
+	} else if err != nil {
+		// It moved on meanwhile: cancel where it is now.
+		rec, rev, err := s.loadTask(ctx, id, taskID)
+		if err != nil || rec == nil {
+			return cmpErr(err, unknownTask(taskID))
+		}
+		return s.cancelTask(ctx, id, taskID, rec, rev)
+	}
+	return nil
+}
+
+func isConflict(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, jetstream.ErrKeyExists) ||
+		(errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence)
+}
+
+func cmpErr(err, or error) error {
+	if err != nil {
+		return err
+	}
+	return or
+}
+
+func isJSONObject(b json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(b, &m) == nil && m != nil
+}
