@@ -45,6 +45,16 @@
 // The Extra's prompts and resources are declared without listChanged: the
 // set is fixed, the same on every replica.
 //
+// # Fast path
+//
+// A plain tools/call of the stateless revision (one request per POST, no
+// progress token, no answers to a request for input, no Tasks extension,
+// headers that match the body) is answered by fast.go without the SDK:
+// parsed once, waited for in dispatch.Call, written as one JSON response
+// — the same result, error and status the SDK path gives it
+// (TestFastPathAnswersAsTheSDK), at less than half its CPU. Anything else
+// is the SDK's.
+//
 // # Tools that ask for input
 //
 // A tool's input-required answer (tool.NeedInput) is an input-required

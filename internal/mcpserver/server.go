@@ -135,7 +135,11 @@ func New(d *dispatch.Dispatcher, auth dispatch.Authenticator, cfg Config) *Serve
 		// context, which cancels the call (tools.go).
 		PropagateRequestCancellation: true,
 	})
-	s.h = s.checkOrigin(s.authenticate(h))
+	s.h = s.checkOrigin(s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.fast(w, r) {
+			h.ServeHTTP(w, r)
+		}
+	})))
 	return s
 }
 

@@ -1,0 +1,83 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+)
+
+// A plain tools/call of the stateless revision is answered on the fast
+// path (a JSON response, not the SDK's event stream), with the same
+// result, error and HTTP status as the SDK path answers the same call.
+func TestFastPathAnswersAsTheSDK(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	url := endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity})
+	post := func(params map[string]any) (status int, contentType string, msg map[string]any) {
+		t.Helper()
+		params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{}}
+		body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params})
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		require.NoError(t, err)
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": params["name"].(string)} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		out, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			for line := range strings.SplitSeq(string(out), "\n") {
+				if data, ok := strings.CutPrefix(line, "data:"); ok && strings.TrimSpace(data) != "" {
+					out = []byte(data)
+				}
+			}
+		}
+		require.NoError(t, json.Unmarshal(out, &msg), string(out))
+		if r, ok := msg["result"].(map[string]any); ok {
+			delete(r["_meta"].(map[string]any), "io.toolwire/call_id")
+		}
+		return resp.StatusCode, resp.Header.Get("Content-Type"), msg
+	}
+	for name, params := range map[string]func() map[string]any{
+		"result": func() map[string]any {
+			return map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}}
+		},
+		"tool error": func() map[string]any {
+			return map[string]any{"name": "fail", "arguments": map[string]any{"message": "no"}}
+		},
+		"unknown tool": func() map[string]any { return map[string]any{"name": "nope", "arguments": map[string]any{}} },
+		"bad args":     func() map[string]any { return map[string]any{"name": "echo", "arguments": map[string]any{"text": 1}} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			fastStatus, fastType, fast := post(params())
+			require.Equal(t, "application/json", fastType, "the fast path answers")
+			// A field the fast path does not know sends the call to the SDK.
+			p := params()
+			p["x-unknown"] = true
+			sdkStatus, sdkType, sdk := post(p)
+			if sdk["error"] == nil {
+				// (The SDK writes its errors as JSON too.)
+				require.NotEqual(t, "application/json", sdkType, "the SDK answers")
+			}
+			require.Equal(t, sdkStatus, fastStatus)
+			require.Equal(t, sdk, fast)
+		})
+	}
+}
