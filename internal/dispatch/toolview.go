@@ -70,3 +70,8 @@ func (d *Dispatcher) TaskSupport(name string) toolwirev1.TaskSupport {
 	}
 	return e.Spec.GetTaskSupport()
 }
+
+// OnToolsChanged calls f after each change of the registry's current
+// tools, on the registry watcher's goroutine (registry.Store.OnChange): f
+// must not block.
+func (d *Dispatcher) OnToolsChanged(f func()) { d.reg.OnChange(f) }

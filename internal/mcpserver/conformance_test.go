@@ -12,15 +12,19 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/mcpserver"
+	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/testdeps"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // mcpClientsDir holds the npm MCP clients the tests run (`make
@@ -65,7 +69,12 @@ func mcpClients(t *testing.T) (node, modules string) {
 // an MCP server on a loopback listener, and returns the endpoint's URL.
 func conformanceServer(t *testing.T) string {
 	t.Helper()
-	s := dispatchtest.Start(t, dispatchtest.Options{Tools: conformanceTools()})
+	var registryKV atomic.Pointer[jetstream.KeyValue]
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: conformanceTools(func(ctx context.Context, spec *toolwirev1.ToolSpec) error {
+		_, err := registry.Publish(ctx, *registryKV.Load(), []*toolwirev1.ToolSpec{spec})
+		return err
+	})})
+	registryKV.Store(&s.Env.Bus.Registry)
 	mux := http.NewServeMux()
 	mcpserver.New(s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity},
 		mcpserver.Config{Version: "conformance", Extra: conformanceExtra(), TaskAfter: taskAfter}).Handle(mux)

@@ -18,7 +18,12 @@
 // names the registry has (so they never change when a pool or a server is
 // added), 100 per page (the cursor is the page's last name, opaque), and
 // cacheScope private. A tool's MCP form is registry.ExportOne's (title,
-// description from the summary, schemas, annotations, icons, _meta).
+// description from the summary, schemas, annotations, icons, _meta,
+// execution.taskSupport). tools.listChanged is declared: each replica's
+// registry watch (registry.Store.OnChange) makes its one long-lived SDK
+// server send notifications/tools/list_changed to the clients listening
+// on it (subscriptions/listen), by adding and removing a marker tool (the
+// SDK has no other way to send it; toolsChanged).
 //
 // tools/call is dispatch.Call: admission, policy, approvals (the call
 // waits for an approver, like wait_for_approval), limits and the loop

@@ -1,9 +1,11 @@
 package mcpserver_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -14,6 +16,9 @@ import (
 
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // A plain tools/call of the stateless revision is answered on the fast
@@ -79,5 +84,64 @@ func TestFastPathAnswersAsTheSDK(t *testing.T) {
 			require.Equal(t, sdkStatus, fastStatus)
 			require.Equal(t, sdk, fast)
 		})
+	}
+}
+
+// A client listening for list changes (subscriptions/listen) is told when
+// the registry's tools change — here, a tool published on another
+// connection, as a worker starting elsewhere would.
+func TestToolListChangedReachesListeners(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	url := endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity})
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
+		"params": map[string]any{"notifications": map[string]any{"toolsListChanged": true},
+			"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+				"io.modelcontextprotocol/clientCapabilities": map[string]any{}}}})
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	frames := make(chan string, 16)
+	go func() {
+		defer close(frames)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
+				frames <- data
+			}
+		}
+	}()
+	// Publish until the notification comes: the listen may be taken in
+	// after a first publish.
+	added := tool.Must(tool.New("added", func(context.Context, struct{}) (string, error) { return "", nil }))
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	n := 0
+	for {
+		select {
+		case f, ok := <-frames:
+			require.True(t, ok, "the listen stream ended")
+			if strings.Contains(f, "notifications/tools/list_changed") {
+				return
+			}
+		case <-tick.C:
+			n++
+			spec := added.Spec()
+			spec.Description = fmt.Sprintf("version %d", n)
+			_, err := registry.Publish(ctx, s.Env.Bus.Registry, []*toolwirev1.ToolSpec{spec})
+			require.NoError(t, err)
+		case <-ctx.Done():
+			t.Fatal("no notifications/tools/list_changed")
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"image/color"
 	"image/png"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -70,8 +71,11 @@ func fixed(name, description string, content ...*toolwirev1.Content) *tool.Tool 
 	}, tool.WithDescription(description), tool.ReadOnly(), tool.Idempotent()))
 }
 
-// conformanceTools are the suite's fixture tools as toolwire tools.
-func conformanceTools() []*tool.Tool {
+// conformanceTools are the suite's fixture tools as toolwire tools;
+// publish registers a spec (test_trigger_tool_change changes the tool
+// list with it).
+func conformanceTools(publish func(context.Context, *toolwirev1.ToolSpec) error) []*tool.Tool {
+	var changes atomic.Int64
 	return append([]*tool.Tool{
 		fixed("test_simple_text", "Returns a simple text response", tool.Text("This is a simple text response for testing.")),
 		fixed("test_image_content", "Returns an image", tool.Image(pngPixel, "image/png")),
@@ -90,6 +94,18 @@ func conformanceTools() []*tool.Tool {
 		tool.Must(tool.New("test_error_handling", func(context.Context, none) (string, error) {
 			return "", tool.Permanent(errors.New("this tool intentionally returns an error for testing"))
 		}, tool.WithDescription("Always fails"), tool.ReadOnly())),
+		tool.Must(tool.New("test_trigger_tool_change", func(ctx context.Context, _ none) (string, error) {
+			// A new tool in the registry: every replica's list changes. No
+			// worker serves it; named to sort last, as scenarios that call
+			// "the first tool listed" must find one that runs.
+			name := fmt.Sprintf("zz_added_tool_%d", changes.Add(1))
+			t := tool.Must(tool.New(name, func(context.Context, none) (string, error) { return "added", nil },
+				tool.WithDescription("Added by test_trigger_tool_change")))
+			if err := publish(ctx, t.Spec()); err != nil {
+				return "", err
+			}
+			return "added " + name, nil
+		}, tool.WithDescription("Changes the tool list"))),
 		tool.Must(tool.New("test_logging_tool", func(context.Context, none) (string, error) {
 			return "nothing logged: the request set no log level", nil
 		}, tool.WithDescription("Logs nothing unless asked"), tool.ReadOnly())),

@@ -108,7 +108,7 @@ func New(d *dispatch.Dispatcher, auth dispatch.Authenticator, cfg Config) *Serve
 		}
 	}
 	s := &Server{d: d, auth: auth, cfg: cfg, log: cfg.Logger, tools: map[string]json.RawMessage{}}
-	opts := &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	opts := &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		Logger: cfg.Logger, SupportedProtocolVersions: ProtocolVersions,
 		Instructions: "Every tool of this toolwire installation that your credentials may use. Calls are validated, " +
 			"governed by policy (some may wait for a person's approval), limited, retried and audited."}
@@ -129,6 +129,7 @@ func New(d *dispatch.Dispatcher, auth dispatch.Authenticator, cfg Config) *Serve
 		cfg.Extra.Setup(s.sdk)
 	}
 	s.sdk.AddReceivingMiddleware(s.receive)
+	d.OnToolsChanged(s.toolsChanged)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.sdk }, &mcp.StreamableHTTPOptions{
 		Stateless: true, Logger: cfg.Logger, MaxRequestBodyBytes: cfg.MaxRequestBytes,
 		// A client that goes away (closes the stream) ends the call's
@@ -263,4 +264,21 @@ func (s *Server) metadata(w http.ResponseWriter, r *http.Request) {
 		"resource_name":            "toolwire",
 		"scopes_supported":         []string{},
 	})
+}
+
+// listChangedMarker is a tool the SDK holds only for an instant, to send
+// notifications/tools/list_changed (toolsChanged).
+var listChangedMarker = &mcp.Tool{Name: "toolwire-list-changed", InputSchema: map[string]any{"type": "object"}}
+
+// toolsChanged tells the clients listening for it that the tool list
+// changed: the registry's tools did. The SDK sends the notification when
+// its own tool set changes (debounced), and the fleet's tools are not its
+// own: a marker tool is added and removed. tools/list and tools/call
+// never reach the SDK's tools (receive), so the marker is never listed
+// or called.
+func (s *Server) toolsChanged() {
+	s.sdk.AddTool(listChangedMarker, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, errors.New("mcpserver: the list-changed marker is not a tool")
+	})
+	s.sdk.RemoveTools(listChangedMarker.Name)
 }

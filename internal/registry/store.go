@@ -42,6 +42,33 @@ type Store struct {
 	ready  chan struct{}
 	done   chan struct{}
 	cancel context.CancelFunc
+	// onChange are called, on the watcher's goroutine, after the current
+	// tools change once the initial contents are in (OnChange).
+	onChange []func()
+	loaded   bool
+}
+
+// OnChange calls f after each change of the current tools (a version
+// published, a tool deleted) once the initial contents are in, on the
+// watcher's goroutine: f must not block.
+func (s *Store) OnChange(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onChange = append(s.onChange, f)
+}
+
+// changed calls the OnChange functions, after the initial load.
+func (s *Store) changed() {
+	s.mu.RLock()
+	fs := s.onChange
+	loaded := s.loaded
+	s.mu.RUnlock()
+	if !loaded {
+		return
+	}
+	for _, f := range fs {
+		f()
+	}
 }
 
 // NewStore returns a Store on kv; Start fills it.
@@ -95,42 +122,52 @@ func (s *Store) run(ctx context.Context, w jetstream.KeyWatcher) {
 				return
 			}
 			if e == nil {
+				s.mu.Lock()
+				s.loaded = true
+				s.mu.Unlock()
 				readyOnce()
 				continue
 			}
-			s.apply(e)
+			if s.apply(e) {
+				s.changed()
+			}
 		}
 	}
 }
 
-func (s *Store) apply(e jetstream.KeyValueEntry) {
+// apply takes e in; it reports whether the current tools changed.
+func (s *Store) apply(e jetstream.KeyValueEntry) bool {
 	key := e.Key()
 	if strings.HasPrefix(key, ApprovalPrefix) || strings.HasPrefix(key, SourcePrefix) {
-		return
+		return false
 	}
 	if e.Operation() != jetstream.KeyValuePut {
 		s.mu.Lock()
+		_, had := s.cur[key]
 		delete(s.cur, key)
 		s.mu.Unlock()
-		return
+		return had
 	}
 	var spec toolwirev1.ToolSpec
 	if err := proto.Unmarshal(e.Value(), &spec); err != nil {
 		s.log.Warn("registry: undecodable spec ignored", "key", key, "err", err)
-		return
+		return false
 	}
 	sch, err := DefaultSchemas.Compile(spec.InputSchemaJson)
 	if err != nil {
 		s.log.Warn("registry: spec with a bad schema ignored", "key", key, "err", err)
-		return
+		return false
 	}
 	ent := &Entry{Spec: &spec, Input: sch, Seen: time.Now()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.vers[spec.Name+"@"+spec.Version] = ent
-	if !strings.HasPrefix(key, "versions.") {
-		s.cur[key] = ent
+	if strings.HasPrefix(key, "versions.") {
+		return false
 	}
+	old := s.cur[key]
+	s.cur[key] = ent
+	return old == nil || old.Spec.Version != spec.Version
 }
 
 // Get returns the current version of a tool.
