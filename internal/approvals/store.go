@@ -285,7 +285,7 @@ func (s *Store) RevokeGrant(ctx context.Context, tenant, id string) (bool, error
 		return false, err
 	}
 	if err := s.kv.Purge(ctx, key, jetstream.LastRevision(e.Revision), jetstream.PurgeTTL(grantMarkerTTL)); err != nil {
-		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || bus.IsWrongLastSequence(err) {
+		if bus.IsCASConflict(err) {
 			return false, nil // revoked (or expired) meanwhile
 		}
 		return false, fmt.Errorf("approvals: revoke grant %s: %w", id, err)

@@ -556,6 +556,13 @@ func IsWrongLastSequence(err error) bool {
 	return false
 }
 
+// IsCASConflict reports whether err is a key-value compare-and-set that
+// lost: the key exists (Create), or its revision moved (Update), on a
+// single server or a replicated bucket.
+func IsCASConflict(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) || IsWrongLastSequence(err)
+}
+
 // MaxDeliverAdvisories is the subject of the server's MaxDeliver advisories
 // for every consumer of stream.
 func MaxDeliverAdvisories(stream string) string {

@@ -130,6 +130,9 @@ func Run(ctx context.Context, rc RunConfig) error {
 	if err != nil {
 		return err
 	}
+	if rc.MCPTaskAfter < 0 {
+		return fmt.Errorf("dispatchd: --mcp-task-after %s is negative", rc.MCPTaskAfter)
+	}
 	if rc.ApprovalTokenKeys != "" {
 		// Read before anything starts: a bad key file is a bad start.
 		keys, err := approvals.LoadKeys(rc.ApprovalTokenKeys)

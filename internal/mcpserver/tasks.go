@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
@@ -45,14 +48,28 @@ type taskRecord struct {
 	Caps    string    `json:"caps,omitempty"`
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
-	// Call is the call the task is at.
-	Call string `json:"call"`
-	// Answers are the answers given to Call's requests for input so far.
+	// Call is the call the task is at, Round its number (1 for the call
+	// that created the task): the keys of its requests for input are
+	// shown as "<round>.<key>", unique over the task's life.
+	Call  string `json:"call"`
+	Round int    `json:"round"`
+	// Answers are the answers given to Call's requests for input so far,
+	// by the tool's keys.
 	Answers map[string]string `json:"answers,omitempty"`
+	// Submitting are the answers of the call that continues Call, fixed
+	// (by compare-and-set) before it is submitted, so that every replica
+	// submits the same call.
+	Submitting map[string]string `json:"submitting,omitempty"`
+	// Refusal is that call's refusal (a ToolResponse, protobuf), when it
+	// was refused for good: the task failed.
+	Refusal []byte `json:"refusal,omitempty"`
 	// Cancelled: cancelled while it waited for input (no call ran to
 	// cancel).
 	Cancelled bool `json:"cancelled,omitempty"`
 }
+
+// roundKey is the key a client sees for key of round r.
+func roundKey(r int, key string) string { return strconv.Itoa(r) + "." + key }
 
 func taskKey(tenant, id string) string { return tenant + "." + id }
 
@@ -126,13 +143,16 @@ func (s *Server) taskMode(p *mcp.CallToolParamsRaw, stateless bool) (bool, error
 // createTask records the task of call callID (cr) and answers it.
 func (s *Server) createTask(ctx context.Context, id dispatch.Identity, cr *toolwirev1.CallRequest, callID string, g *toolwirev1.GetResultResponse) (mcp.Result, error) {
 	now := time.Now().UTC()
-	rec := taskRecord{Tool: cr.Tool, Args: cr.ArgumentsJson, Caps: cr.ClientCapabilitiesJson, Created: now, Updated: now, Call: callID}
+	rec := taskRecord{Tool: cr.Tool, Args: cr.ArgumentsJson, Caps: cr.ClientCapabilitiesJson, Created: now, Updated: now, Call: callID, Round: 1}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > maxTaskRecordBytes {
-		return nil, fmt.Errorf("a task record of %d bytes", len(b))
+	if len(b) > maxTaskRecordBytes/4 {
+		return nil, fmt.Errorf("a task record of %d bytes (arguments this large wait for their result)", len(b))
+	}
+	if err := s.roomForTasks(ctx); err != nil {
+		return nil, err
 	}
 	// Durable before it is answered: a tasks/get on any replica finds it.
 	if _, err := s.d.Tasks().Create(ctx, taskKey(id.Tenant, callID), b); err != nil {
@@ -142,6 +162,25 @@ func (s *Server) createTask(ctx context.Context, id dispatch.Identity, cr *toolw
 	t.ResultType = "task"
 	return newReply(t)
 }
+
+// roomForTasks refuses a new task when the tasks bucket is past
+// tasksHighWater of its bytes: the rest is for the tasks already made
+// (their answers and moves).
+func (s *Server) roomForTasks(ctx context.Context) error {
+	st, err := s.d.Tasks().Status(ctx)
+	if err != nil {
+		return err
+	}
+	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+		if max := bs.StreamInfo().Config.MaxBytes; max > 0 && float64(st.Bytes()) > tasksHighWater*float64(max) {
+			return fmt.Errorf("the tasks bucket is past %.0f%% of its %d bytes", 100*tasksHighWater, max)
+		}
+	}
+	return nil
+}
+
+// tasksHighWater is the share of the tasks bucket new tasks may fill.
+const tasksHighWater = 0.75
 
 // taskJSON is a task on the wire: CreateTaskResult and tasks/get's
 // DetailedTask.
@@ -177,11 +216,23 @@ func (s *Server) taskState(taskID string, rec *taskRecord, g *toolwirev1.GetResu
 	switch g.GetState() {
 	case toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL:
 		t.StatusMessage = "waiting for a person's approval: " + resp.GetError().GetMessage()
+	case toolwirev1.CallState_CALL_STATE_PENDING:
+		if e := resp.GetError(); e != nil {
+			// The answering call was refused for now (advance).
+			t.StatusMessage = "waiting to run: " + e.GetMessage()
+		}
 	case toolwirev1.CallState_CALL_STATE_DONE:
 		if f := resp.GetMeta().GetFinishedAt(); f != nil && f.AsTime().After(updated) {
 			updated = f.AsTime()
 		}
 		s.settled(&t, rec, resp)
+	}
+	if len(rec.Refusal) > 0 {
+		// The answers did not start a call: the task failed.
+		var r toolwirev1.ToolResponse
+		_ = proto.Unmarshal(rec.Refusal, &r)
+		t.Status, t.StatusMessage, t.Result, t.InputRequests = "failed", "", nil, nil
+		t.Error = &taskError{Code: jsonrpc.CodeInvalidParams, Message: "the answers were refused: " + r.GetError().GetMessage()}
 	}
 	if updated.Before(created) {
 		updated = created
@@ -201,11 +252,11 @@ func (s *Server) settled(t *taskJSON, rec *taskRecord, resp *toolwirev1.ToolResp
 	case resp.GetInputRequired() != nil:
 		t.Status, t.InputRequests = "input_required", map[string]json.RawMessage{}
 		for k, r := range resp.GetInputRequired().GetRequests() {
-			if rec.Answers[k] != "" {
+			if rec.Answers[k] != "" || rec.Submitting != nil {
 				continue
 			}
 			b, _ := json.Marshal(map[string]any{"method": r.GetMethod(), "params": json.RawMessage(r.GetParamsJson())})
-			t.InputRequests[k] = b
+			t.InputRequests[roundKey(rec.Round, k)] = b
 		}
 	case e.GetType() == toolwirev1.ErrorType_ERROR_TYPE_CANCELLED:
 		t.Status, t.StatusMessage = "cancelled", e.GetMessage()
@@ -251,11 +302,14 @@ func (s *Server) task(ctx context.Context, id dispatch.Identity, method string, 
 	}
 	switch method {
 	case "tasks/update":
-		if rec, rev, err = s.answer(ctx, id, p, rec, rev); err != nil {
+		changed := false
+		if rec, rev, changed, err = s.answer(ctx, id, p, rec, rev); err != nil {
 			return nil, err
 		}
-		if _, _, _, err := s.advance(ctx, id, p.TaskID, rec, rev); err != nil {
-			return nil, err
+		if changed {
+			if _, _, _, err := s.advance(ctx, id, p.TaskID, rec, rev); err != nil {
+				return nil, err
+			}
 		}
 		return newReply(map[string]string{"resultType": "complete"})
 	case "tasks/cancel":
@@ -264,11 +318,18 @@ func (s *Server) task(ctx context.Context, id dispatch.Identity, method string, 
 		}
 		return newReply(map[string]string{"resultType": "complete"})
 	}
-	rec, _, g, err := s.advance(ctx, id, p.TaskID, rec, rev)
+	rec, rev, g, err := s.advance(ctx, id, p.TaskID, rec, rev)
 	if err != nil {
 		return nil, err
 	}
 	t := s.taskState(p.TaskID, rec, g)
+	if live := t.Status == "working" || t.Status == "input_required"; live && time.Since(rec.Updated) > bus.TasksTTL/2 {
+		// A live task outlives its record's TTL only if it is written
+		// again (a call waiting long for an approver).
+		if _, err := s.storeTask(ctx, id, p.TaskID, rec, rev); err != nil && !bus.IsCASConflict(err) {
+			s.log.Warn("refreshing a task's record failed", "task", p.TaskID, "err", err)
+		}
+	}
 	t.ResultType = "complete"
 	return newReply(t)
 }
@@ -307,78 +368,112 @@ func (s *Server) storeTask(ctx context.Context, id dispatch.Identity, taskID str
 	return s.d.Tasks().Update(ctx, taskKey(id.Tenant, taskID), b, rev)
 }
 
-// answer adds the answers of a tasks/update to the task's record.
-func (s *Server) answer(ctx context.Context, id dispatch.Identity, p *taskParams, rec *taskRecord, rev uint64) (*taskRecord, uint64, error) {
+// answer adds to the task's record the answers of a tasks/update to the
+// requests it waits for now: keys of its current round, asked for and not
+// answered yet. Others are ignored (an answer to nothing outstanding, a
+// retry of an earlier round's): changed says whether any was taken.
+func (s *Server) answer(ctx context.Context, id dispatch.Identity, p *taskParams, rec *taskRecord, rev uint64) (*taskRecord, uint64, bool, error) {
 	for k, v := range p.InputResponses {
-		if k == "" || len(k) > 128 || !isJSONObject(v) {
-			return nil, 0, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("inputResponses[%.128q] must be a JSON object", k)}
+		if len(k) > 160 || !isJSONObject(v) {
+			return nil, 0, false, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("inputResponses[%.160q] must be a JSON object", k)}
 		}
 	}
 	for range 5 {
+		if rec.Cancelled || rec.Submitting != nil || len(rec.Refusal) > 0 {
+			return rec, rev, false, nil
+		}
+		g, err := s.d.GetResult(ctx, id, rec.Call, 0)
+		if err != nil {
+			return nil, 0, false, fmt.Errorf("toolwire: %w", err)
+		}
+		in := g.GetResponse().GetInputRequired()
+		if g.State != toolwirev1.CallState_CALL_STATE_DONE || in == nil {
+			return rec, rev, false, nil
+		}
 		next := *rec
 		next.Answers = maps.Clone(rec.Answers)
 		if next.Answers == nil {
 			next.Answers = map[string]string{}
 		}
+		taken := false
 		for k, v := range p.InputResponses {
-			next.Answers[k] = string(v)
+			round, key, _ := strings.Cut(k, ".")
+			if round != strconv.Itoa(rec.Round) || in.GetRequests()[key] == nil || next.Answers[key] != "" {
+				continue
+			}
+			next.Answers[key], taken = string(v), true
 		}
-		if len(next.Answers) > maxTaskAnswers {
-			return nil, 0, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("more than %d answers", maxTaskAnswers)}
+		if !taken {
+			return rec, rev, false, nil
 		}
 		r, err := s.storeTask(ctx, id, p.TaskID, &next, rev)
 		if err == nil {
-			return &next, r, nil
+			return &next, r, true, nil
 		}
 		var je *jsonrpc.Error
-		if errors.As(err, &je) || !isConflict(err) {
-			return nil, 0, err
+		if errors.As(err, &je) || !bus.IsCASConflict(err) {
+			return nil, 0, false, err
 		}
 		if rec, rev, err = s.loadTask(ctx, id, p.TaskID); err != nil || rec == nil {
-			return nil, 0, cmpErr(err, unknownTask(p.TaskID))
+			return nil, 0, false, cmpErr(err, unknownTask(p.TaskID))
 		}
 	}
-	return nil, 0, errors.New("toolwire: the task changes too often to take answers; try again")
+	return nil, 0, false, errors.New("toolwire: the task changes too often to take answers; try again")
 }
 
-// advance moves the task rec on: when the call it is at asked for input and
-// every request has an answer, the call that answers them is submitted
-// (once: its idempotency key is the asking call's id, so replicas racing
-// submit one call), and the record points at it. It returns the record
-// and the state of the call the task is at.
+// advance moves the task rec on: when the call it is at asked for input
+// and every request has an answer, the answers are fixed in the record
+// (compare-and-set: one replica wins), then the call that answers them is
+// submitted with the asking call's id as its idempotency key (replicas
+// racing, or a retry after a replica died between the two steps, submit
+// that one call), and the record points at it. A refusal for now
+// (retryable: a rate limit, overload) leaves the task working, to be
+// submitted again at the next look; any other refusal fails the task. It
+// returns the record and the state of the call the task is at.
 func (s *Server) advance(ctx context.Context, id dispatch.Identity, taskID string, rec *taskRecord, rev uint64) (*taskRecord, uint64, *toolwirev1.GetResultResponse, error) {
 	for range 8 {
 		if rec == nil {
 			return nil, 0, nil, unknownTask(taskID)
 		}
-		callID := rec.Call
-		g, err := s.d.GetResult(ctx, id, callID, 0)
-		if err != nil {
-			return nil, 0, nil, fmt.Errorf("toolwire: %w", err)
-		}
-		if g.State == toolwirev1.CallState_CALL_STATE_UNKNOWN {
-			return nil, 0, nil, unknownTask(taskID)
-		}
-		in := g.GetResponse().GetInputRequired()
-		if rec.Cancelled || g.State != toolwirev1.CallState_CALL_STATE_DONE || in == nil || !answered(rec.Answers, in) {
-			return rec, rev, g, nil
-		}
-		answers := make(map[string]string, len(in.GetRequests()))
-		for k := range in.GetRequests() {
-			answers[k] = rec.Answers[k]
-		}
-		sub, err := s.d.Submit(ctx, id, &toolwirev1.CallRequest{Tool: rec.Tool, ArgumentsJson: rec.Args, Continues: callID,
-			InputResponsesJson: answers, ClientCapabilitiesJson: rec.Caps, IdempotencyKey: "mcp-task." + callID})
-		if err != nil {
-			return nil, 0, nil, fmt.Errorf("toolwire: %w", err)
-		}
 		next := *rec
-		next.Call, next.Answers = sub.CallID, nil
+		if len(rec.Refusal) > 0 || rec.Cancelled {
+			g, err := s.state(ctx, id, taskID, rec.Call)
+			return rec, rev, g, err
+		}
+		if rec.Submitting == nil {
+			g, err := s.state(ctx, id, taskID, rec.Call)
+			if err != nil {
+				return nil, 0, nil, err
+			}
+			in := g.GetResponse().GetInputRequired()
+			if g.State != toolwirev1.CallState_CALL_STATE_DONE || in == nil || !answered(rec.Answers, in) {
+				return rec, rev, g, nil
+			}
+			next.Submitting = make(map[string]string, len(in.GetRequests()))
+			for k := range in.GetRequests() {
+				next.Submitting[k] = rec.Answers[k]
+			}
+		} else {
+			sub, err := s.d.Submit(ctx, id, &toolwirev1.CallRequest{Tool: rec.Tool, ArgumentsJson: rec.Args, Continues: rec.Call,
+				InputResponsesJson: rec.Submitting, ClientCapabilitiesJson: rec.Caps, IdempotencyKey: "mcp-task." + rec.Call})
+			if err != nil {
+				return nil, 0, nil, fmt.Errorf("toolwire: %w", err)
+			}
+			switch r := sub.Rejected; {
+			case r != nil && r.GetError().GetRetryable():
+				return rec, rev, &toolwirev1.GetResultResponse{CallId: rec.Call, State: toolwirev1.CallState_CALL_STATE_PENDING, Response: r}, nil
+			case r != nil:
+				next.Refusal, _ = proto.Marshal(r)
+				next.Submitting = nil
+			default:
+				next.Call, next.Round, next.Answers, next.Submitting = sub.CallID, rec.Round+1, nil, nil
+			}
+		}
 		r, err := s.storeTask(ctx, id, taskID, &next, rev)
 		switch {
 		case err == nil:
 			rec, rev = &next, r
-		case isConflict(err):
+		case bus.IsCASConflict(err):
 			// Another replica moved it on: read where to.
 			if rec, rev, err = s.loadTask(ctx, id, taskID); err != nil {
 				return nil, 0, nil, err
@@ -388,6 +483,19 @@ func (s *Server) advance(ctx context.Context, id dispatch.Identity, taskID strin
 		}
 	}
 	return nil, 0, nil, errors.New("toolwire: the task changes too often; try again")
+}
+
+// state is the state of the call a task is at; a call whose records are
+// gone makes the task unknown.
+func (s *Server) state(ctx context.Context, id dispatch.Identity, taskID, callID string) (*toolwirev1.GetResultResponse, error) {
+	g, err := s.d.GetResult(ctx, id, callID, 0)
+	if err != nil {
+		return nil, fmt.Errorf("toolwire: %w", err)
+	}
+	if g.State == toolwirev1.CallState_CALL_STATE_UNKNOWN {
+		return nil, unknownTask(taskID)
+	}
+	return g, nil
 }
 
 // answered reports whether answers hold one for every request of in.
@@ -400,40 +508,44 @@ func answered(answers map[string]string, in *toolwirev1.InputRequired) bool {
 	return len(in.GetRequests()) > 0
 }
 
-// cancelTask cancels the call the task is at; a task waiting for input has
-// none running and is marked cancelled. A task that ended is left as it
-// is.
+// cancelTask cancels the call the task is at (answers being submitted
+// are submitted first, and that call cancelled); a task waiting for input
+// has none running and is marked cancelled. A task that ended is left as
+// it is.
 func (s *Server) cancelTask(ctx context.Context, id dispatch.Identity, taskID string, rec *taskRecord, rev uint64) error {
-	rec, rev, g, err := s.advance(ctx, id, taskID, rec, rev)
-	if err != nil {
-		return err
-	}
-	if g.State != toolwirev1.CallState_CALL_STATE_DONE {
-		_, err := s.d.Cancel(ctx, id, g.CallId, "cancelled by the MCP client (tasks/cancel)")
-		return err
-	}
-	if rec.Cancelled || g.GetResponse().GetInputRequired() == nil {
-		return nil
-	}
-	next := *rec
-	next.Cancelled = true
-	if _, err := s.storeTask(ctx, id, taskID, &next, rev); err != nil && !isConflict(err) {
-		return fmt.Errorf("toolwire: write task: %w", err)
-	} else if err != nil {
-		// It moved on meanwhile: cancel where it is now.
-		rec, rev, err := s.loadTask(ctx, id, taskID)
-		if err != nil || rec == nil {
+	for range 5 {
+		if rec.Submitting != nil {
+			var err error
+			if rec, rev, _, err = s.advance(ctx, id, taskID, rec, rev); err != nil {
+				return err
+			}
+		}
+		if rec.Cancelled || len(rec.Refusal) > 0 {
+			return nil
+		}
+		g, err := s.state(ctx, id, taskID, rec.Call)
+		if err != nil {
+			return err
+		}
+		if g.State != toolwirev1.CallState_CALL_STATE_DONE {
+			_, err := s.d.Cancel(ctx, id, rec.Call, "cancelled by the MCP client (tasks/cancel)")
+			return err
+		}
+		if g.GetResponse().GetInputRequired() == nil {
+			return nil
+		}
+		next := *rec
+		next.Cancelled = true
+		_, err = s.storeTask(ctx, id, taskID, &next, rev)
+		if err == nil || !bus.IsCASConflict(err) {
+			return err
+		}
+		// It moved on meanwhile: look again.
+		if rec, rev, err = s.loadTask(ctx, id, taskID); err != nil || rec == nil {
 			return cmpErr(err, unknownTask(taskID))
 		}
-		return s.cancelTask(ctx, id, taskID, rec, rev)
 	}
-	return nil
-}
-
-func isConflict(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.Is(err, jetstream.ErrKeyExists) ||
-		(errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence)
+	return errors.New("toolwire: the task changes too often to cancel; try again")
 }
 
 func cmpErr(err, or error) error {

@@ -151,21 +151,29 @@ func TestTasksAcrossReplicas(t *testing.T) {
 	require.Equal(t, "working", created["status"])
 	id := created["taskId"].(string)
 	require.Equal(t, "working", two.get(id)["status"], "the other replica answers at once")
-	_, e = stranger.rpc("tasks/get", map[string]any{"taskId": id})
-	require.NotNil(t, e)
-	require.EqualValues(t, -32602, e.Code, "another tenant's task is unknown")
+	for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		_, e = stranger.rpc(m, map[string]any{"taskId": id, "inputResponses": map[string]any{}})
+		require.NotNil(t, e, m)
+		require.EqualValues(t, -32602, e.Code, "another tenant's task is unknown to %s", m)
+	}
 
 	// A task waiting for input, answered on the other replica.
 	asking, e := one.rpc("tools/call", map[string]any{"name": "ask_later", "arguments": map[string]any{}})
 	require.Nil(t, e)
 	askID := asking["taskId"].(string)
+	// An answer to nothing asked yet is ignored (acknowledged, not kept).
+	ack, e := two.rpc("tasks/update", map[string]any{"taskId": askID,
+		"inputResponses": map[string]any{"1.who": map[string]any{"action": "accept", "content": map[string]any{"name": "Early"}}}})
+	require.Nil(t, e)
+	require.Equal(t, map[string]any{"resultType": "complete"}, ack)
 	close(release)
 	done := two.until(id, "completed")
 	require.Equal(t, "released", done["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"])
 	waiting := two.until(askID, "input_required")
-	require.Contains(t, waiting["inputRequests"], "who")
-	ack, e := two.rpc("tasks/update", map[string]any{"taskId": askID,
-		"inputResponses": map[string]any{"who": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}})
+	require.Contains(t, waiting["inputRequests"], "1.who", "keys are of their round")
+	require.Equal(t, "input_required", one.get(askID)["status"], "the early answer was not taken")
+	ack, e = two.rpc("tasks/update", map[string]any{"taskId": askID,
+		"inputResponses": map[string]any{"1.who": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}})
 	require.Nil(t, e)
 	require.Equal(t, map[string]any{"resultType": "complete"}, ack)
 	answered := one.until(askID, "completed")
