@@ -71,6 +71,22 @@ func (d *Dispatcher) TaskSupport(name string) toolwirev1.TaskSupport {
 	return e.Spec.GetTaskSupport()
 }
 
+// MissingScopes are the scopes the current spec of tool name needs that
+// id lacks; none for a tool the registry does not hold.
+func (d *Dispatcher) MissingScopes(id Identity, name string) []string {
+	e, err := d.reg.Get(name)
+	if err != nil || registry.HasScopes(id.Scopes, e.Spec.Scopes) {
+		return nil
+	}
+	var out []string
+	for _, sc := range e.Spec.Scopes {
+		if !registry.HasScopes(id.Scopes, []string{sc}) {
+			out = append(out, sc)
+		}
+	}
+	return out
+}
+
 // OnToolsChanged calls f after each change of the registry's current
 // tools, on the registry watcher's goroutine (registry.Store.OnChange): f
 // must not block.

@@ -97,6 +97,14 @@ func defineFlags(fs *flag.FlagSet, rc *RunConfig, logLevel, sync *string) {
 	fs.StringVar(&rc.NATSEncryptionCipher, "nats-encryption-cipher", "", "cipher of --nats-encryption-key: chacha (default) or aes")
 	fs.StringVar(&rc.APIKeysFile, "api-keys", "", "API key file (YAML); empty = open access as the default tenant")
 	fs.DurationVar(&rc.MCPTaskAfter, "mcp-task-after", time.Second, "how long a tools/call of an MCP client that declared the Tasks extension waits for the result before it is answered as a task (docs/mcp.md, \"Tasks\")")
+	fs.Func("mcp-public-url", "the MCP endpoint's origin as clients reach it (scheme://host[:port], e.g. behind a TLS proxy), named in its OAuth protected resource metadata; empty = as each request reached it", func(v string) error {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			return fmt.Errorf("%q is not an origin (scheme://host[:port])", v)
+		}
+		rc.MCPPublicURL = strings.TrimSuffix(v, "/")
+		return nil
+	})
 	fs.Func("mcp-allowed-origins", "browser origins (scheme://host[:port], comma-separated) allowed on /mcp besides the endpoint's own", func(v string) error {
 		for o := range strings.SplitSeq(v, ",") {
 			if o = strings.TrimSpace(o); o != "" {

@@ -39,6 +39,8 @@ type RunConfig struct {
 	// MCPTaskAfter is how long a tools/call of an MCP client that declared
 	// the Tasks extension waits before it is answered as a task.
 	MCPTaskAfter time.Duration
+	// MCPPublicURL is the MCP endpoint's origin as clients reach it.
+	MCPPublicURL string
 	// NATSURL selects an external cluster; empty = the embedded server.
 	NATSURL string
 	// NATSCreds is the external cluster's credentials file.
@@ -218,7 +220,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 		return err
 	}
 	srv := newServer(d, auth, rc.TracerProvider != nil, reg, b, metrics,
-		mcpserver.Config{AllowedOrigins: rc.MCPAllowedOrigins, TaskAfter: rc.MCPTaskAfter, Logger: log.With("component", "mcp")})
+		mcpserver.Config{AllowedOrigins: rc.MCPAllowedOrigins, TaskAfter: rc.MCPTaskAfter, PublicURL: rc.MCPPublicURL, Logger: log.With("component", "mcp")})
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("toolwire dispatcher serving", "api", "http://"+ln.Addr().String(), "dispatcher", d.Name(),

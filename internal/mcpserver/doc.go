@@ -97,7 +97,10 @@
 //
 // Callers present the dispatcher's API keys as bearer tokens; a missing or
 // unknown key is answered 401 with a WWW-Authenticate challenge naming the
-// protected resource metadata (RFC 9728, served at MetadataPath). A
+// protected resource metadata (RFC 9728, served at MetadataPath; its
+// address is Config.PublicURL's when set). A tools/call naming in its
+// Mcp-Name header a tool whose scopes the key lacks is answered 403
+// insufficient_scope with the missing scopes (scoped). A
 // request with an Origin header that is neither the endpoint's own origin
 // nor an allowed one is refused 403, and the SDK refuses a loopback
 // listener reached under a name that is not loopback (DNS rebinding).

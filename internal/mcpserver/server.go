@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -34,6 +35,11 @@ type Config struct {
 	// Version is the server's version in its implementation info; empty =
 	// the binary's module version.
 	Version string
+	// PublicURL is the endpoint's origin as clients reach it
+	// (scheme://host[:port], e.g. behind a TLS proxy); the protected
+	// resource metadata and the 401 challenge name it. Empty = the origin
+	// each request reached.
+	PublicURL string
 	// AllowedOrigins are the browser origins (scheme://host[:port]) allowed
 	// besides the endpoint's own; a request with any other Origin header is
 	// refused 403 (DNS rebinding protection).
@@ -137,7 +143,7 @@ func New(d *dispatch.Dispatcher, auth dispatch.Authenticator, cfg Config) *Serve
 		PropagateRequestCancellation: true,
 	})
 	s.h = s.checkOrigin(s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.fast(w, r) {
+		if !s.scoped(w, r) && !s.fast(w, r) {
 			h.ServeHTTP(w, r)
 		}
 	})))
@@ -161,7 +167,7 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 			err = dispatch.ErrUnauthenticated
 		}
 		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+metadataURL(r)+`"`)
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+s.metadataURL(r)+`"`)
 			http.Error(w, "missing or unknown API key: send it as Authorization: Bearer <key>", http.StatusUnauthorized)
 			return
 		}
@@ -225,16 +231,43 @@ func (s *Server) originAllowed(origin string, r *http.Request) bool {
 	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
 }
 
-// metadataURL is the URL of the endpoint's protected resource metadata as
-// the request reached it.
-func metadataURL(r *http.Request) string { return baseURL(r) + MetadataPath }
+// metadataURL is the URL of the endpoint's protected resource metadata.
+func (s *Server) metadataURL(r *http.Request) string { return s.baseURL(r) + MetadataPath }
 
-func baseURL(r *http.Request) string {
+// baseURL is the endpoint's origin: Config.PublicURL, else as the request
+// reached it.
+func (s *Server) baseURL(r *http.Request) string {
+	if s.cfg.PublicURL != "" {
+		return strings.TrimSuffix(s.cfg.PublicURL, "/")
+	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host
+}
+
+// scoped answers 403, naming the scopes, a tools/call of a tool whose
+// scopes the caller's key lacks, when the request names the tool in its
+// Mcp-Name header (2026-07-28; other requests get the refusal as the
+// call's isError result). It reports whether it answered.
+func (s *Server) scoped(w http.ResponseWriter, r *http.Request) bool {
+	name := r.Header.Get("Mcp-Name")
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Method") != "tools/call" || name == "" {
+		return false
+	}
+	id, err := identity(r.Context())
+	if err != nil {
+		return false
+	}
+	missing := s.d.MissingScopes(id, name)
+	if len(missing) == 0 {
+		return false
+	}
+	w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q, resource_metadata=%q`,
+		strings.Join(missing, " "), s.metadataURL(r)))
+	http.Error(w, fmt.Sprintf("tool %q needs the scopes %s, which this key lacks", name, strings.Join(missing, ", ")), http.StatusForbidden)
+	return true
 }
 
 // identity is the caller of a request the endpoint authenticated.
@@ -259,7 +292,7 @@ func (s *Server) metadata(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"resource":                 baseURL(r) + Path,
+		"resource":                 s.baseURL(r) + Path,
 		"bearer_methods_supported": []string{"header"},
 		"resource_name":            "toolwire",
 		"scopes_supported":         []string{},

@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -61,10 +62,10 @@ func connect(t *testing.T, url, key, version string) *mcp.ClientSession {
 }
 
 // A client of each served revision lists the registry's tools and calls
-// one, through the dispatcher and a worker.
+// them, every content kind, through the dispatcher and a worker.
 func TestListAndCallAtEachRevision(t *testing.T) {
 	t.Parallel()
-	s := dispatchtest.Start(t, dispatchtest.Options{})
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), conformanceTools(nil)[:5]...)})
 	url := endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity})
 	for _, v := range mcpserver.ProtocolVersions {
 		t.Run(v, func(t *testing.T) {
@@ -84,6 +85,28 @@ func TestListAndCallAtEachRevision(t *testing.T) {
 			require.Equal(t, "hi "+v, res.Content[0].(*mcp.TextContent).Text)
 			b, _ := json.Marshal(res.StructuredContent)
 			require.JSONEq(t, `{"text":"hi `+v+`"}`, string(b))
+			for name, want := range map[string]func(mcp.Content) bool{
+				"test_image_content": func(c mcp.Content) bool {
+					i, ok := c.(*mcp.ImageContent)
+					return ok && i.MIMEType == "image/png" && bytes.Equal(i.Data, pngPixel)
+				},
+				"test_audio_content": func(c mcp.Content) bool {
+					a, ok := c.(*mcp.AudioContent)
+					return ok && a.MIMEType == "audio/wav" && bytes.Equal(a.Data, wavSilence)
+				},
+				"test_embedded_resource": func(c mcp.Content) bool {
+					r, ok := c.(*mcp.EmbeddedResource)
+					return ok && r.Resource.URI == "test://embedded-resource" && r.Resource.Text == "This is an embedded resource"
+				},
+			} {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+				require.NoError(t, err, name)
+				require.Len(t, res.Content, 1, name)
+				require.True(t, want(res.Content[0]), "%s: %#v", name, res.Content[0])
+			}
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_multiple_content_types", Arguments: map[string]any{}})
+			require.NoError(t, err)
+			require.Len(t, res.Content, 3)
 		})
 	}
 }
@@ -264,6 +287,40 @@ func TestAuth(t *testing.T) {
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "who"}})
 	require.NoError(t, err)
 	require.False(t, res.IsError, "%v", res.Content)
+}
+
+// A key without a tool's scopes calling it is answered 403 naming them
+// (insufficient_scope), and the challenges and metadata name the public
+// URL when one is configured.
+func TestInsufficientScopeAndPublicURL(t *testing.T) {
+	t.Parallel()
+	deploy := tool.Must(tool.New("deploy", func(context.Context, struct{}) (string, error) { return "ok", nil },
+		tool.WithScopes("deploy", "prod")))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), deploy)})
+	mux := http.NewServeMux()
+	mcpserver.New(s.Dispatcher, apiKeys(t, "low-key", "tools", "prod"), mcpserver.Config{PublicURL: "https://tools.example.com"}).Handle(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+mcpserver.Path, strings.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "deploy", "Authorization": "Bearer low-key"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	require.Equal(t, `Bearer error="insufficient_scope", scope="deploy", resource_metadata="https://tools.example.com/.well-known/oauth-protected-resource/mcp"`,
+		resp.Header.Get("WWW-Authenticate"))
+
+	resp, err = http.Get(srv.URL + mcpserver.MetadataPath)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var m map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&m))
+	require.Equal(t, "https://tools.example.com/mcp", m["resource"])
 }
 
 // A tool the policy denies is absent from tools/list and refused on call,
