@@ -60,6 +60,14 @@
 // (TestFastPathAnswersAsTheSDK), at less than half its CPU. Anything else
 // is the SDK's.
 //
+// # Large results
+//
+// A result cut to its inline limits ends with a resource_link to its whole
+// output text (output.go), toolwire://calls/<id>/output, read with
+// resources/read on any replica through dispatch.GetOutput, 1 MiB a page,
+// the next page named in _meta. The resources capability is declared for
+// it; no such resource is listed.
+//
 // # Tools that ask for input
 //
 // A tool's input-required answer (tool.NeedInput) is an input-required

@@ -12,10 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/mcpserver"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -144,4 +147,39 @@ func TestToolListChangedReachesListeners(t *testing.T) {
 			t.Fatal("no notifications/tools/list_changed")
 		}
 	}
+}
+
+// A result cut to its inline limits comes with a resource_link to the
+// whole output, which resources/read reads, a page at a time, on the
+// same endpoint: nothing is cut silently.
+func TestLargeResultIsALinkToTheWhole(t *testing.T) {
+	t.Parallel()
+	var want strings.Builder
+	for i := range 150000 {
+		fmt.Fprintf(&want, "line %06d of the big output\n", i)
+	}
+	big := tool.Must(tool.New("big", func(context.Context, struct{}) (string, error) { return want.String(), nil },
+		tool.WithLimits(&toolwirev1.Limits{MaxOutputBytes: 4096})))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), big)})
+	cs := connect(t, endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity}), "any", "2026-07-28")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "big", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.Less(t, len(res.Content[0].(*mcp.TextContent).Text), 8192, "the inline result is cut")
+	link, ok := res.Content[len(res.Content)-1].(*mcp.ResourceLink)
+	require.True(t, ok, "the last block links to the whole: %#v", res.Content)
+	var got strings.Builder
+	pages := 0
+	for uri := link.URI; uri != ""; pages++ {
+		r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		require.NoError(t, err)
+		got.WriteString(r.Contents[0].Text)
+		uri, _ = r.Meta[mcpserver.MetaNext].(string)
+	}
+	require.Greater(t, pages, 1, "read in pages")
+	require.Equal(t, want.String(), got.String())
+
+	_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "toolwire://calls/01ARZ3NDEKTSV4RRFFQ69G5FAV/output"})
+	require.Error(t, err, "an unknown call's output")
 }

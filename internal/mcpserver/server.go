@@ -114,7 +114,10 @@ func New(d *dispatch.Dispatcher, auth dispatch.Authenticator, cfg Config) *Serve
 		}
 	}
 	s := &Server{d: d, auth: auth, cfg: cfg, log: cfg.Logger, tools: map[string]json.RawMessage{}}
-	opts := &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	// Resources: the whole outputs of cut results (output.go), read with
+	// resources/read; none is listed.
+	opts := &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+		Resources: &mcp.ResourceCapabilities{}},
 		Logger: cfg.Logger, SupportedProtocolVersions: ProtocolVersions,
 		Instructions: "Every tool of this toolwire installation that your credentials may use. Calls are validated, " +
 			"governed by policy (some may wait for a person's approval), limited, retried and audited."}

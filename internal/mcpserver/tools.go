@@ -34,6 +34,14 @@ func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, err
 			}
 			return s.callTool(ctx, id, req.(*mcp.CallToolRequest))
+		case "resources/read":
+			if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok && p != nil && isOutputURI(p.URI) {
+				id, err := s.caller(ctx, req)
+				if err != nil {
+					return nil, err
+				}
+				return s.readOutput(ctx, id, p.URI)
+			}
 		case "tasks/get", "tasks/update", "tasks/cancel":
 			id, err := s.caller(ctx, req)
 			if err != nil {
@@ -388,6 +396,10 @@ func result(resp *toolwirev1.ToolResponse) (*mcp.CallToolResult, error) {
 	res := &mcp.CallToolResult{Content: content, IsError: !resp.GetOk()}
 	if res.Content == nil {
 		res.Content = []mcp.Content{}
+	}
+	if resp.GetMeta().GetTruncated() {
+		// Cut to the inline limits: the whole of it is a resource away.
+		res.Content = append(res.Content, outputLink(resp))
 	}
 	if sj := resp.GetStructuredJson(); sj != "" {
 		res.StructuredContent = json.RawMessage(sj)
