@@ -60,6 +60,14 @@
 // (TestFastPathAnswersAsTheSDK), at less than half its CPU. Anything else
 // is the SDK's.
 //
+// # Confirming an ask
+//
+// A call the policy parks, whose caller may confirm it (token keys held,
+// the confirm scope), is put to a stateless client that declared
+// elicitation as an input-required result asking its user; the
+// requestState is the approval token, and the user's approval runs the
+// exact call the token binds, a refusal cancels it (confirm.go).
+//
 // # Large results
 //
 // A result cut to its inline limits ends with a resource_link to its whole

@@ -140,8 +140,9 @@ func plainMeta(meta map[string]json.RawMessage) (caps string, ok bool) {
 }
 
 // fastCall is callTool for a plain call: it waits for the result in the
-// dispatcher's Call (through an approval, too); a client that goes away
-// cancels the call.
+// dispatcher's Call, and for an approver when the call is parked (unless
+// the client's user may confirm it: askToConfirm); a client that goes
+// away cancels the call.
 func (s *Server) fastCall(ctx context.Context, id dispatch.Identity, p *fastParams, caps string) (mcp.Result, error) {
 	if s.d.TaskSupport(p.Name) == toolwirev1.TaskSupport_TASK_SUPPORT_REQUIRED {
 		return nil, needsTasks(fmt.Sprintf("tool %q", p.Name)) // a client without the extension (plainMeta)
@@ -150,7 +151,7 @@ func (s *Server) fastCall(ctx context.Context, id dispatch.Identity, p *fastPara
 	if args == "" || args == "null" {
 		args = "{}"
 	}
-	cr := &toolwirev1.CallRequest{Tool: p.Name, ArgumentsJson: args, ClientCapabilitiesJson: caps, WaitForApproval: true}
+	cr := &toolwirev1.CallRequest{Tool: p.Name, ArgumentsJson: args, ClientCapabilitiesJson: caps}
 	cres, err := s.d.Call(ctx, id, cr, s.d.Config().MaxWait)
 	if err != nil {
 		if cres != nil && cres.CallId != "" {
@@ -159,6 +160,11 @@ func (s *Server) fastCall(ctx context.Context, id dispatch.Identity, p *fastPara
 		return nil, err
 	}
 	resp := cres.Response
+	if cres.State == toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL {
+		if res := askToConfirm(resp, args, caps); res != nil {
+			return res, nil
+		}
+	}
 	if cres.State != toolwirev1.CallState_CALL_STATE_DONE {
 		if resp, err = s.await(ctx, id, cres.CallId); err != nil {
 			s.cancel(ctx, id, cres.CallId)

@@ -49,7 +49,7 @@ func inputOf(p *mcp.CallToolParamsRaw, cr *toolwirev1.CallRequest) error {
 		}
 		cr.ClientCapabilitiesJson = string(b)
 	}
-	if p.RequestState != "" {
+	if p.RequestState != "" && !strings.HasPrefix(p.RequestState, approvalStatePrefix) {
 		id, ok := strings.CutPrefix(p.RequestState, statePrefix)
 		if _, err := ulid.ParseStrict(id); !ok || err != nil {
 			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState is not one this server issued"}

@@ -216,6 +216,11 @@ func (s *Server) callTool(ctx context.Context, id dispatch.Identity, req *mcp.Ca
 	if err != nil {
 		return nil, err
 	}
+	if stateless {
+		if done, err := s.confirmation(ctx, id, p, cr); done != nil || err != nil {
+			return done, err
+		}
+	}
 	sub, err := s.d.Submit(ctx, id, cr)
 	if err != nil {
 		return nil, fmt.Errorf("toolwire: %w", err)
@@ -223,6 +228,11 @@ func (s *Server) callTool(ctx context.Context, id dispatch.Identity, req *mcp.Ca
 	if sub.Rejected != nil {
 		res, err := refused(sub.Rejected)
 		return mark(res, err, stateless)
+	}
+	if sub.Awaiting != nil && stateless && !tasks {
+		if res := askToConfirm(sub.Awaiting, cr.ArgumentsJson, cr.ClientCapabilitiesJson); res != nil {
+			return res, nil
+		}
 	}
 	drain := true
 	if token := p.GetProgressToken(); token != nil && req.Session != nil {
