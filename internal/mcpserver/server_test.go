@@ -135,31 +135,34 @@ func TestProgressAndCancelByDisconnect(t *testing.T) {
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), slow)})
 	url := endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity})
 
-	var mu sync.Mutex
-	var got []string
-	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+	// Progress at every revision.
+	for _, v := range mcpserver.ProtocolVersions {
+		var mu sync.Mutex
+		var got []string
+		c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+			ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+				mu.Lock()
+				defer mu.Unlock()
+				got = append(got, fmt.Sprintf("%s %.0f/%.0f", r.Params.Message, r.Params.Progress, r.Params.Total))
+			}})
+		cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: v})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cs.Close() })
+		params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"steps": 3}}
+		params.SetProgressToken("p1")
+		res, err := cs.CallTool(t.Context(), params)
+		require.NoError(t, err, v)
+		require.False(t, res.IsError, "%s: %v", v, res.Content)
+		// The notifications come before the result unless the host is so
+		// slow that the relay's drain ran out; either way all three come.
+		progress := func() []string {
 			mu.Lock()
 			defer mu.Unlock()
-			got = append(got, fmt.Sprintf("%s %.0f/%.0f", r.Params.Message, r.Params.Progress, r.Params.Total))
-		}})
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cs.Close() })
-	params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"steps": 3}}
-	params.SetProgressToken("p1")
-	res, err := cs.CallTool(t.Context(), params)
-	require.NoError(t, err)
-	require.False(t, res.IsError, "%v", res.Content)
-	// The notifications come before the result unless the host is so
-	// slow that the relay's drain ran out; either way all three come.
-	progress := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(got)
+			return slices.Clone(got)
+		}
+		require.Eventually(t, func() bool { return len(progress()) >= 3 }, 30*time.Second, 10*time.Millisecond, v)
+		require.Equal(t, []string{"step 1 33/100", "step 2 66/100", "step 3 100/100"}, progress(), v)
 	}
-	require.Eventually(t, func() bool { return len(progress()) >= 3 }, 30*time.Second, 10*time.Millisecond)
-	require.Equal(t, []string{"step 1 33/100", "step 2 66/100", "step 3 100/100"}, progress())
 
 	// At every revision: the SDK ends the request's context only for the
 	// stateless one; for the others the HTTP request's end is the sign.
