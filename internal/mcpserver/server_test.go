@@ -238,9 +238,25 @@ func TestOpenAccessRefusesRebindingHosts(t *testing.T) {
 // scopes, and loads it.
 func apiKeys(t *testing.T, key string, scopes ...string) *dispatch.APIKeys {
 	t.Helper()
-	sum := sha256.Sum256([]byte(key))
+	return keyring(t, keyOf{key: key, tenant: "acme", scopes: scopes})
+}
+
+// keyOf is an API key of keyring: its tenant (agent "bot") and scopes.
+type keyOf struct {
+	key, tenant string
+	scopes      []string
+}
+
+// keyring authenticates the keys given, from a key file.
+func keyring(t *testing.T, keys ...keyOf) *dispatch.APIKeys {
+	t.Helper()
+	doc := "keys:\n"
+	for _, k := range keys {
+		sum := sha256.Sum256([]byte(k.key))
+		doc += fmt.Sprintf("  - {sha256: %s, tenant: %s, agent: bot, scopes: [%s]}\n", hex.EncodeToString(sum[:]), k.tenant,
+			`"`+strings.Join(k.scopes, `", "`)+`"`)
+	}
 	f := filepath.Join(t.TempDir(), "keys.yaml")
-	doc := fmt.Sprintf("keys:\n  - sha256: %s\n    tenant: acme\n    agent: bot\n    scopes: [%s]\n", hex.EncodeToString(sum[:]), `"`+strings.Join(scopes, `", "`)+`"`)
 	require.NoError(t, os.WriteFile(f, []byte(doc), 0o600))
 	k, err := dispatch.LoadAPIKeys(f)
 	require.NoError(t, err)

@@ -2,14 +2,9 @@ package mcpserver_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -80,16 +75,7 @@ func (c taskClient) until(id, want string) map[string]any {
 // other, both with every scope.
 func twoTenantKeys(t *testing.T) *dispatch.APIKeys {
 	t.Helper()
-	doc := "keys:\n"
-	for key, tenant := range map[string]string{"a": "acme", "b": "other"} {
-		sum := sha256.Sum256([]byte(key))
-		doc += fmt.Sprintf("  - {sha256: %s, tenant: %s, agent: bot, scopes: [\"*\"]}\n", hex.EncodeToString(sum[:]), tenant)
-	}
-	f := filepath.Join(t.TempDir(), "keys.yaml")
-	require.NoError(t, os.WriteFile(f, []byte(doc), 0o600))
-	k, err := dispatch.LoadAPIKeys(f)
-	require.NoError(t, err)
-	return k
+	return keyring(t, keyOf{"a", "acme", []string{"*"}}, keyOf{"b", "other", []string{"*"}})
 }
 
 // A long call of a client that declared the Tasks extension is a task:
