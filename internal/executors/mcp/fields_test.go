@@ -119,7 +119,9 @@ func TestFieldsReachTheCaller(t *testing.T) {
 	require.Len(t, rendered.Tools, 1)
 	require.Equal(t, fixtureIcons, rendered.Tools[0].Icons)
 	require.JSONEq(t, `{"acme/ui":{"widget":"table","rows":3}}`, string(rendered.Tools[0].Meta))
-	require.Nil(t, rendered.Tools[0].Execution)
+	// The fleet's own task support (its MCP endpoint serves a long call
+	// of any tool as a task), not the backend server's.
+	require.JSONEq(t, `{"taskSupport":"optional"}`, string(rendered.Tools[0].Execution))
 }
 
 // requireResultMeta checks the annotated tool's result _meta, as JSON:
