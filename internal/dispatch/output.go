@@ -105,6 +105,11 @@ func (d *Dispatcher) outputOf(ctx context.Context, callID string, resp *toolwire
 		ref = m.GetFullOutput()
 	}
 	if ref == nil {
+		if m.GetTruncated() {
+			// Cut, and the worker could not store the whole: what is
+			// inline is not all of it.
+			return nil, 0, ErrOutputGone
+		}
 		text := output.Text(resp)
 		return io.NopCloser(strings.NewReader(text)), int64(len(text)), nil
 	}

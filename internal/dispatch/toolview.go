@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"github.com/toolwire/toolwire/internal/policy"
+	"github.com/toolwire/toolwire/internal/redact"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
@@ -91,3 +93,18 @@ func (d *Dispatcher) MissingScopes(id Identity, name string) []string {
 // tools, on the registry watcher's goroutine (registry.Store.OnChange): f
 // must not block.
 func (d *Dispatcher) OnToolsChanged(f func()) { d.reg.OnChange(f) }
+
+// ShownArguments is args as a person may be shown them: the values of the
+// arguments the current spec of tool name marks secret replaced
+// (internal/redact), in canonical form (one spelling, no padding).
+func (d *Dispatcher) ShownArguments(name string, args []byte) string {
+	var spec *toolwirev1.ToolSpec
+	if e, err := d.reg.Get(name); err == nil {
+		spec = e.Spec
+	}
+	shown := redact.ForSpec(spec).Arguments(args)
+	if c, err := policy.Canonicalize(shown); err == nil {
+		return string(c)
+	}
+	return string(shown)
+}

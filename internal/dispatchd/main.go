@@ -99,10 +99,11 @@ func defineFlags(fs *flag.FlagSet, rc *RunConfig, logLevel, sync *string) {
 	fs.DurationVar(&rc.MCPTaskAfter, "mcp-task-after", time.Second, "how long a tools/call of an MCP client that declared the Tasks extension waits for the result before it is answered as a task (docs/mcp.md, \"Tasks\")")
 	fs.Func("mcp-public-url", "the MCP endpoint's origin as clients reach it (scheme://host[:port], e.g. behind a TLS proxy), named in its OAuth protected resource metadata; empty = as each request reached it", func(v string) error {
 		u, err := url.Parse(v)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") ||
+			u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(v, "#") {
 			return fmt.Errorf("%q is not an origin (scheme://host[:port])", v)
 		}
-		rc.MCPPublicURL = strings.TrimSuffix(v, "/")
+		rc.MCPPublicURL = u.Scheme + "://" + u.Host
 		return nil
 	})
 	fs.Func("mcp-allowed-origins", "browser origins (scheme://host[:port], comma-separated) allowed on /mcp besides the endpoint's own", func(v string) error {

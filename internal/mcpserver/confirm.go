@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
+	"unicode/utf16"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,14 +36,18 @@ const confirmKey = "approve"
 // askToConfirm is the input-required result asking the client's user to
 // confirm the parked call of resp (its CONFIRMATION_REQUIRED answer), or
 // nil when the call cannot be confirmed so: no token for this caller, or
-// a client that did not declare elicitation.
-func askToConfirm(resp *toolwirev1.ToolResponse, args, capsJSON string) mcp.Result {
+// a client that did not declare form elicitation. The arguments are shown
+// as an approver sees them: secret values replaced, in canonical form,
+// with every character beyond ASCII escaped (nothing hidden by padding or
+// by text that reads backwards).
+func (s *Server) askToConfirm(resp *toolwirev1.ToolResponse, args, capsJSON string) mcp.Result {
 	token := resp.GetError().GetApproval().GetToken()
-	if token == "" || !declares(capsJSON, "elicitation") {
+	if token == "" || !formElicitation(capsJSON) {
 		return nil
 	}
+	shown := asciiJSON(s.d.ShownArguments(resp.GetTool(), []byte(args)))
 	params, err := json.Marshal(map[string]any{
-		"message": fmt.Sprintf("Run %s with these arguments?\n%s\n(%s)", resp.GetTool(), args, resp.GetError().GetMessage()),
+		"message": fmt.Sprintf("Run %s with these arguments?\n%s", resp.GetTool(), shown),
 		"requestedSchema": map[string]any{"type": "object", "required": []string{"approve"},
 			"properties": map[string]any{"approve": map[string]any{"type": "boolean", "title": "Approve this call"}}},
 	})
@@ -60,14 +66,38 @@ func askToConfirm(resp *toolwirev1.ToolResponse, args, capsJSON string) mcp.Resu
 	return inputResult{CallToolResult: &mcp.CallToolResult{}, raw: raw}
 }
 
-// declares reports whether client capabilities (JSON) declare name.
-func declares(capsJSON, name string) bool {
-	var caps map[string]json.RawMessage
-	if json.Unmarshal([]byte(capsJSON), &caps) != nil {
+// formElicitation reports whether client capabilities (JSON) declare
+// form elicitation: "elicitation" with no modes, or with "form".
+func formElicitation(capsJSON string) bool {
+	var caps struct {
+		Elicitation map[string]json.RawMessage `json:"elicitation"`
+	}
+	if json.Unmarshal([]byte(capsJSON), &caps) != nil || caps.Elicitation == nil {
 		return false
 	}
-	_, ok := caps[name]
-	return ok
+	_, form := caps.Elicitation["form"]
+	_, url := caps.Elicitation["url"]
+	return form || !url
+}
+
+// asciiJSON is JSON text s with every character beyond ASCII, and every
+// control character, written as a \u escape.
+func asciiJSON(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		case r < 0x80:
+			b.WriteRune(r)
+		case r < 0x10000:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, "\\u%04x\\u%04x", r1, r2)
+		}
+	}
+	return b.String()
 }
 
 // confirmation handles a retry that answers askToConfirm: the user's
@@ -83,8 +113,8 @@ func (s *Server) confirmation(ctx context.Context, id dispatch.Identity, p *mcp.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState is not one this server issued"}
 	}
 	a, err := keys.Verify(token)
-	if err != nil || a.Tenant != id.Tenant {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState is not one this server issued"}
+	if err != nil || a.Tenant != id.Tenant || a.Agent != id.Agent || a.Tool != p.Name {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState is not one this server issued for this call"}
 	}
 	if r, ok := p.InputResponses[confirmKey].(*mcp.ElicitResult); ok && r.Action == "accept" && r.Content["approve"] == true {
 		// The answer is the fleet's, not the tool's: the call runs as it
@@ -92,10 +122,35 @@ func (s *Server) confirmation(ctx context.Context, id dispatch.Identity, p *mcp.
 		cr.ApprovalToken, cr.InputResponsesJson = token, nil
 		return nil, nil
 	}
-	if _, err := s.d.Cancel(ctx, id, a.ID, "the MCP client's user did not confirm it"); err != nil {
+	return s.declined(ctx, id, a.ID)
+}
+
+// declined answers a call whose confirmation the user declined: the
+// parked call is cancelled and not run; one an approver let run meanwhile
+// is answered with its result.
+func (s *Server) declined(ctx context.Context, id dispatch.Identity, callID string) (mcp.Result, error) {
+	g, err := s.d.GetResult(ctx, id, callID, 0)
+	if err != nil {
 		return nil, fmt.Errorf("toolwire: %w", err)
 	}
-	res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "not run: the user did not confirm the call"}},
-		Meta: mcp.Meta{MetaCallID: a.ID}}
-	return completeResult{res}, nil
+	if g.State == toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL {
+		cctx, done := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer done()
+		out, err := s.d.Cancel(cctx, id, callID, "the MCP client's user did not confirm it")
+		if err != nil {
+			return nil, fmt.Errorf("toolwire: %w", err)
+		}
+		if out == toolwirev1.CancelOutcome_CANCEL_OUTCOME_REQUESTED {
+			res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "not run: the user did not confirm the call"}},
+				Meta: mcp.Meta{MetaCallID: callID}}
+			return completeResult{res}, nil
+		}
+	}
+	// Approved by an approver meanwhile: it runs, or ran.
+	resp, err := s.await(ctx, id, callID)
+	if err != nil {
+		return nil, fmt.Errorf("toolwire: %w", err)
+	}
+	res, err := result(resp)
+	return mark(res, err, true)
 }

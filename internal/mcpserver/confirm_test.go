@@ -29,7 +29,8 @@ func TestAskConfirmedByTheClientsUser(t *testing.T) {
 	require.NoError(t, err)
 	ran := make(chan string, 4)
 	transfer := tool.Must(tool.New("transfer", func(_ context.Context, in struct {
-		To string `json:"to"`
+		To  string `json:"to"`
+		PIN string `json:"pin,omitempty" toolwire:"secret"`
 	}) (string, error) {
 		ran <- in.To
 		return "sent to " + in.To, nil
@@ -48,6 +49,7 @@ func TestAskConfirmedByTheClientsUser(t *testing.T) {
 		c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
 			ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 				require.Contains(t, r.Params.Message, `"to":"bob"`, "the user sees the exact call")
+				require.NotContains(t, r.Params.Message, "9876-secret", "but not its secrets")
 				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": approve}}, nil
 			}})
 		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
@@ -55,7 +57,7 @@ func TestAskConfirmedByTheClientsUser(t *testing.T) {
 		t.Cleanup(func() { _ = cs.Close() })
 		return cs
 	}
-	res, err := user(true).CallTool(ctx, &mcp.CallToolParams{Name: "transfer", Arguments: map[string]any{"to": "bob"}})
+	res, err := user(true).CallTool(ctx, &mcp.CallToolParams{Name: "transfer", Arguments: map[string]any{"to": "bob", "pin": "9876-secret"}})
 	require.NoError(t, err)
 	require.False(t, res.IsError, "%v %v", res.Content[0].(*mcp.TextContent).Text, res.Meta)
 	require.Equal(t, "sent to bob", res.Content[0].(*mcp.TextContent).Text)

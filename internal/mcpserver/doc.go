@@ -25,9 +25,11 @@
 // on it (subscriptions/listen), by adding and removing a marker tool (the
 // SDK has no other way to send it; toolsChanged).
 //
-// tools/call is dispatch.Call: admission, policy, approvals (the call
-// waits for an approver, like wait_for_approval), limits and the loop
-// guard apply unchanged. The response maps one to one: content blocks
+// tools/call is a toolwire call (dispatch.Submit and a wait for its
+// result, or dispatch.Call on the fast path): admission, policy,
+// approvals (the call waits for an approver, unless its caller's user
+// confirms it: "Confirming an ask"), limits and the loop guard apply
+// unchanged. The response maps one to one: content blocks
 // (the MCP executor's mapping, internal/executors/mcp), structuredContent,
 // the tool's _meta, and a failure as isError with the error's text and,
 // in _meta "io.toolwire/error", its type, retryability, side effects,
@@ -54,11 +56,12 @@
 //
 // A plain tools/call of the stateless revision (one request per POST, no
 // progress token, no answers to a request for input, no Tasks extension,
-// headers that match the body) is answered by fast.go without the SDK:
-// parsed once, waited for in dispatch.Call, written as one JSON response
-// — the same result, error and status the SDK path gives it
-// (TestFastPathAnswersAsTheSDK), at less than half its CPU. Anything else
-// is the SDK's.
+// headers that match the body, each JSON object's keys exactly ones it
+// knows, client capabilities and info the SDK would take) is answered by
+// fast.go without the SDK: parsed once, waited for in dispatch.Call,
+// written as one JSON response, with the result, error and status the SDK
+// path gives it (TestFastPathAnswersAsTheSDK), at less than half its CPU.
+// Anything else is the SDK's, which answers it, errors included.
 //
 // # Confirming an ask
 //

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -30,21 +32,20 @@ import (
 // which answers it, errors included. The tests run the conformance suite
 // and the other MCP tests through both paths.
 
-// fastParams are the params the fast path takes; any other field sends
-// the request to the SDK.
+// fastParams are the params the fast path takes.
 type fastParams struct {
-	Name      string                     `json:"name"`
-	Arguments json.RawMessage            `json:"arguments,omitempty"`
-	Meta      map[string]json.RawMessage `json:"_meta,omitempty"`
+	Name      string
+	Arguments json.RawMessage
 }
 
 // fast serves r on the fast path when it can (true); otherwise it leaves
 // r, its body whole again, to the SDK (false).
 func (s *Server) fast(w http.ResponseWriter, r *http.Request) bool {
 	h := r.Header
-	if r.Method != http.MethodPost || h.Get("Mcp-Method") != "tools/call" || h.Get("MCP-Protocol-Version") != ProtocolVersions[0] ||
+	if mt, _, err := mime.ParseMediaType(h.Get("Content-Type")); err != nil || mt != "application/json" ||
+		r.Method != http.MethodPost || h.Get("Mcp-Method") != "tools/call" || h.Get("MCP-Protocol-Version") != ProtocolVersions[0] ||
 		!strings.Contains(h.Get("Accept"), "application/json") || !strings.Contains(h.Get("Accept"), "text/event-stream") ||
-		!strings.HasPrefix(h.Get("Content-Type"), "application/json") || h.Get("Mcp-Session-Id") != "" {
+		h.Get("Mcp-Session-Id") != "" || h.Get("Last-Event-ID") != "" {
 		return false
 	}
 	// The SDK's DNS rebinding check: a loopback listener reached under a
@@ -61,18 +62,28 @@ func (s *Server) fast(w http.ResponseWriter, r *http.Request) bool {
 	if err != nil || int64(len(body)) > s.cfg.MaxRequestBytes {
 		return false
 	}
-	var msg struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params"`
-	}
-	var p fastParams
-	if strict(body, &msg) != nil || msg.JSONRPC != "2.0" || msg.Method != "tools/call" || !plainID(msg.ID) ||
-		strict(msg.Params, &p) != nil || p.Name == "" || h.Get("Mcp-Name") != p.Name {
+	// Each object is read key by key, exactly as written: a key the fast
+	// path does not know, one repeated, or one in another case (which
+	// encoding/json would take for a known one, the SDK not) sends the
+	// request to the SDK, so the two never read one body two ways.
+	msg, ok := fields(body, "jsonrpc", "id", "method", "params")
+	if !ok || !isString(msg["jsonrpc"], "2.0") || !isString(msg["method"], "tools/call") || !plainID(msg["id"]) {
 		return false
 	}
-	caps, ok := plainMeta(p.Meta)
+	params, ok := fields(msg["params"], "name", "arguments", "_meta")
+	if !ok {
+		return false
+	}
+	var p fastParams
+	if json.Unmarshal(params["name"], &p.Name) != nil || p.Name == "" || h.Get("Mcp-Name") != p.Name {
+		return false
+	}
+	p.Arguments = params["arguments"]
+	meta, ok := fields(params["_meta"], "io.modelcontextprotocol/protocolVersion", metaClientCapabilities, "io.modelcontextprotocol/clientInfo")
+	if !ok {
+		return false
+	}
+	caps, ok := plainMeta(meta)
 	if !ok {
 		return false
 	}
@@ -81,62 +92,88 @@ func (s *Server) fast(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	res, err := s.fastCall(r.Context(), id, &p, caps)
-	writeRPC(w, msg.ID, res, err, s.impl())
+	writeRPC(w, msg["id"], res, err, s.impl())
 	return true
 }
 
-// strict decodes JSON b into v, refusing fields v does not have.
-func strict(b []byte, v any) error {
+// fields reads the JSON object b key by key: its members, by exact key,
+// when every key is one of allowed and none repeats; false otherwise.
+func fields(b []byte, allowed ...string) (map[string]json.RawMessage, bool) {
 	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
 	}
-	if dec.More() {
-		return errors.New("trailing data")
+	out := make(map[string]json.RawMessage, len(allowed))
+	for dec.More() {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		if err != nil || !ok || !slices.Contains(allowed, key) || out[key] != nil {
+			return nil, false
+		}
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return nil, false
+		}
+		out[key] = v
 	}
-	return nil
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false
+	}
+	return out, true
 }
 
-// plainID reports whether id is a JSON-RPC request id: a string or a
-// number.
+// isString reports whether raw is the JSON string want.
+func isString(raw json.RawMessage, want string) bool {
+	var s string
+	return json.Unmarshal(raw, &s) == nil && s == want
+}
+
+// plainID reports whether id is a JSON-RPC request id as the SDK echoes
+// it: a string or a whole number.
 func plainID(id json.RawMessage) bool {
-	if len(id) == 0 {
-		return false
-	}
 	var v any
-	if json.Unmarshal(id, &v) != nil {
+	if len(id) == 0 || json.Unmarshal(id, &v) != nil {
 		return false
 	}
 	switch v.(type) {
-	case string, float64:
+	case string:
 		return true
+	case float64:
+		return !bytes.ContainsAny(id, ".eE")
 	}
 	return false
 }
 
-// plainMeta checks a request's _meta for the fast path: the stateless
-// revision's protocol version, no progress token, and client capabilities
-// (returned as JSON) that do not declare the Tasks extension.
+// plainMeta checks a request's _meta (its keys already checked by
+// fields) for the fast path: the stateless revision's protocol version,
+// client capabilities (returned as JSON) that do not declare the Tasks
+// extension, and client info the SDK would take (a name and a version).
 func plainMeta(meta map[string]json.RawMessage) (caps string, ok bool) {
-	var version string
-	if json.Unmarshal(meta["io.modelcontextprotocol/protocolVersion"], &version) != nil || version != ProtocolVersions[0] {
+	if !isString(meta["io.modelcontextprotocol/protocolVersion"], ProtocolVersions[0]) {
 		return "", false
 	}
-	if _, progress := meta["progressToken"]; progress {
-		return "", false
-	}
-	raw, declared := meta[metaClientCapabilities]
-	if !declared || string(raw) == "null" {
-		return "", true
-	}
+	raw := meta[metaClientCapabilities]
 	var c struct {
 		Extensions map[string]json.RawMessage `json:"extensions"`
 	}
-	if json.Unmarshal(raw, &c) != nil || c.Extensions[tasksExtension] != nil || !isJSONObject(raw) {
+	if !isJSONObject(raw) || json.Unmarshal(raw, &c) != nil || c.Extensions[tasksExtension] != nil {
 		return "", false
 	}
+	if info, ok := meta["io.modelcontextprotocol/clientInfo"]; ok {
+		ci, ok := fields(info, "name", "version", "title", "websiteUrl", "icons", "description")
+		if !ok || !isNonEmptyString(ci["name"]) || !isNonEmptyString(ci["version"]) {
+			return "", false
+		}
+	}
 	return string(raw), true
+}
+
+func isNonEmptyString(raw json.RawMessage) bool {
+	var s string
+	return json.Unmarshal(raw, &s) == nil && s != ""
 }
 
 // fastCall is callTool for a plain call: it waits for the result in the
@@ -161,7 +198,7 @@ func (s *Server) fastCall(ctx context.Context, id dispatch.Identity, p *fastPara
 	}
 	resp := cres.Response
 	if cres.State == toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL {
-		if res := askToConfirm(resp, args, caps); res != nil {
+		if res := s.askToConfirm(resp, args, caps); res != nil {
 			return res, nil
 		}
 	}

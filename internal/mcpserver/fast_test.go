@@ -72,10 +72,17 @@ func TestFastPathAnswersAsTheSDK(t *testing.T) {
 		},
 		"unknown tool": func() map[string]any { return map[string]any{"name": "nope", "arguments": map[string]any{}} },
 		"bad args":     func() map[string]any { return map[string]any{"name": "echo", "arguments": map[string]any{"text": 1}} },
+		// Keys that encoding/json would fold onto known ones: the SDK
+		// reads them as written (these go to it).
+		"folded keys": func() map[string]any {
+			return map[string]any{"name": "echo", "arguments": map[string]any{"text": "benign"}, "Arguments": map[string]any{"text": "EVIL"}}
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			fastStatus, fastType, fast := post(params())
-			require.Equal(t, "application/json", fastType, "the fast path answers")
+			if name != "folded keys" {
+				require.Equal(t, "application/json", fastType, "the fast path answers")
+			}
 			// A field the fast path does not know sends the call to the SDK.
 			p := params()
 			p["x-unknown"] = true
@@ -86,6 +93,7 @@ func TestFastPathAnswersAsTheSDK(t *testing.T) {
 			}
 			require.Equal(t, sdkStatus, fastStatus)
 			require.Equal(t, sdk, fast)
+			require.NotContains(t, fmt.Sprint(fast), "EVIL")
 		})
 	}
 }

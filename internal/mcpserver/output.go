@@ -72,11 +72,11 @@ func (s *Server) readOutput(ctx context.Context, id dispatch.Identity, uri strin
 	out, err := s.d.GetOutput(ctx, id, &toolwirev1.GetOutputRequest{CallId: callID, Offset: offset, Limit: outputPage})
 	switch {
 	case errors.Is(err, dispatch.ErrOutputGone):
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the whole output of call " + callID + " is no longer stored"}
+		return nil, mcp.ResourceNotFoundError(uri) // the whole output is not stored (any more)
 	case err != nil:
 		return nil, fmt.Errorf("toolwire: %w", err)
 	case out.GetState() != toolwirev1.CallState_CALL_STATE_DONE:
-		return nil, mcp.ResourceNotFoundError(uri)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "call " + callID + " has not finished"}
 	}
 	c := &mcp.ResourceContents{URI: uri, MIMEType: "text/plain; charset=utf-8", Text: out.GetText()}
 	res := &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}

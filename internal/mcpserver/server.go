@@ -67,7 +67,7 @@ type Config struct {
 // client would see them come and go between requests; and they are fixed
 // (the prompts and resources capabilities are declared without
 // listChanged), as a change on one replica could not reach a client
-// listening on another. With an Extra, both capabilities are declared. Tools added here are
+// listening on another. Tools added here are
 // never served: tools/list and tools/call are the fleet's.
 type Extra struct {
 	// Setup adds prompts, resources and resource templates.

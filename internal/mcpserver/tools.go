@@ -230,7 +230,7 @@ func (s *Server) callTool(ctx context.Context, id dispatch.Identity, req *mcp.Ca
 		return mark(res, err, stateless)
 	}
 	if sub.Awaiting != nil && stateless && !tasks {
-		if res := askToConfirm(sub.Awaiting, cr.ArgumentsJson, cr.ClientCapabilitiesJson); res != nil {
+		if res := s.askToConfirm(sub.Awaiting, cr.ArgumentsJson, cr.ClientCapabilitiesJson); res != nil {
 			return res, nil
 		}
 	}
@@ -407,8 +407,10 @@ func result(resp *toolwirev1.ToolResponse) (*mcp.CallToolResult, error) {
 	if res.Content == nil {
 		res.Content = []mcp.Content{}
 	}
-	if resp.GetMeta().GetTruncated() {
+	if m := resp.GetMeta(); m.GetTruncated() && (m.GetFullText() != nil || m.GetFullOutput() != nil) {
 		// Cut to the inline limits: the whole of it is a resource away.
+		// (Cut with the whole not stored — a full blob store — the
+		// result says truncated in its text, and no link is given.)
 		res.Content = append(res.Content, outputLink(resp))
 	}
 	if sj := resp.GetStructuredJson(); sj != "" {
