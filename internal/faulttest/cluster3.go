@@ -54,6 +54,7 @@ func ClusterLayout() bus.Config {
 		PoliciesMaxBytes:    2 << 20,
 		ApprovalsMaxBytes:   4 << 20,
 		LimitsMaxBytes:      4 << 20,
+		TasksMaxBytes:       2 << 20,
 		BlobsMaxBytes:       16 << 20,
 	}
 }
