@@ -134,10 +134,8 @@ func (d *delivery) settle(o outcome) {
 func (d *delivery) finish(resp *toolwirev1.ToolResponse) {
 	d.w.secretsOf(d.call).Response(resp) // before it is stored, inline or as a blob
 	resp = d.afterHooks(resp)            // after the redaction: hooks never see secrets
-	ctx, cancel := d.w.settleContext(d.ctx)
-	defer cancel()
 	failpoint.Inject("before-result-publish")
-	err := d.w.publishResult(ctx, d.call, resp)
+	err := d.publishHeld(resp)
 	failpoint.Inject("after-result-publish")
 	switch {
 	case err == nil:
@@ -149,6 +147,36 @@ func (d *delivery) finish(resp *toolwirev1.ToolResponse) {
 		return
 	}
 	d.settled("ack", d.msg.Ack())
+}
+
+// resultTries bounds the publishes of a result the worker holds.
+const resultTries = 3
+
+// publishHeld publishes the call's result, trying again (each try bounded
+// by settleTimeout, the call kept in progress meanwhile) while the
+// results stream does not answer — its leader being elected again after
+// a node failed: a result computed is not given up for a redelivery,
+// which would find the attempt started and no result (UNKNOWN_OUTCOME
+// for a tool that is not idempotent). A result already stored ends it
+// (the caller sees WrongLastSequence).
+func (d *delivery) publishHeld(resp *toolwirev1.ToolResponse) error {
+	var err error
+	for try := range resultTries {
+		if try > 0 {
+			if d.ctx.Err() != nil {
+				return err
+			}
+			_ = d.msg.InProgress()
+			d.log().Warn("publish result failed; trying again", "err", err, "try", try+1)
+		}
+		ctx, cancel := d.w.settleContext(d.ctx)
+		err = d.w.publishResult(ctx, d.call, resp)
+		cancel()
+		if err == nil || bus.IsWrongLastSequence(err) {
+			return err
+		}
+	}
+	return err
 }
 
 // refuse answers a call that must not run: an error response, a dead
