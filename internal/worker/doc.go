@@ -166,6 +166,12 @@
 // a lost publish acknowledgement and a delivery stalled past AckWait
 // together; the fault tests have not produced it.
 //
+// A result the worker holds is published up to three times (each try
+// bounded by 10 s, the call kept in progress meanwhile) before the call
+// is handed back for a redelivery: a results stream electing a new leader
+// after a node failed does not turn a computed result into an
+// UNKNOWN_OUTCOME. A try that finds the result stored ends it.
+//
 // # Refused calls
 //
 // A call that fails the checks above is answered (an error response,
