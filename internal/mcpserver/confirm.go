@@ -54,7 +54,7 @@ func (s *Server) askToConfirm(resp *toolwirev1.ToolResponse, args, capsJSON stri
 	if err != nil {
 		return nil
 	}
-	raw, err := json.Marshal(map[string]any{
+	res, err := newReply(map[string]any{
 		"resultType":    "input_required",
 		"inputRequests": map[string]any{confirmKey: map[string]any{"method": "elicitation/create", "params": json.RawMessage(params)}},
 		"requestState":  approvalStatePrefix + token,
@@ -63,7 +63,7 @@ func (s *Server) askToConfirm(resp *toolwirev1.ToolResponse, args, capsJSON stri
 	if err != nil {
 		return nil
 	}
-	return inputResult{CallToolResult: &mcp.CallToolResult{}, raw: raw}
+	return res
 }
 
 // formElicitation reports whether client capabilities (JSON) declare

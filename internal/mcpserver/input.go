@@ -107,28 +107,17 @@ func askInput(resp *toolwirev1.ToolResponse, stateless bool, capsJSON string) (m
 	return newInputResult(resp)
 }
 
-// inputResult is an input-required result of tools/call: the tool's
-// requests, our request state, and the call id in _meta.
-type inputResult struct {
-	*mcp.CallToolResult
-	raw json.RawMessage
-}
-
-func (r inputResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
-
+// newInputResult is the input-required result of tools/call for resp:
+// the tool's requests, our request state, and the call id in _meta.
 func newInputResult(resp *toolwirev1.ToolResponse) (mcp.Result, error) {
 	reqs := make(map[string]any, len(resp.GetInputRequired().GetRequests()))
 	for k, r := range resp.GetInputRequired().GetRequests() {
 		reqs[k] = map[string]any{"method": r.GetMethod(), "params": json.RawMessage(r.GetParamsJson())}
 	}
-	raw, err := json.Marshal(map[string]any{
+	return newReply(map[string]any{
 		"resultType":    "input_required",
 		"inputRequests": reqs,
 		"requestState":  statePrefix + resp.GetCallId(),
 		"_meta":         map[string]any{MetaCallID: resp.GetCallId()},
 	})
-	if err != nil {
-		return nil, fmt.Errorf("toolwire: the tool's input requests have no JSON form: %w", err)
-	}
-	return inputResult{CallToolResult: &mcp.CallToolResult{}, raw: raw}, nil
 }

@@ -80,7 +80,9 @@ type taskParams struct {
 	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
 }
 
-// reply is a result the endpoint has written itself.
+// reply is a result the endpoint has written itself (tools/list pages,
+// input-required results, tasks): fields the SDK's result types lack, in
+// one encoding.
 type reply struct {
 	mcp.ResultBase
 	raw json.RawMessage

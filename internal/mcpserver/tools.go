@@ -133,11 +133,7 @@ func (s *Server) listTools(id dispatch.Identity, req *mcp.ListToolsRequest) (mcp
 		}
 		page.Tools, last = append(page.Tools, t), spec.Name
 	}
-	raw, err := json.Marshal(page)
-	if err != nil {
-		return nil, fmt.Errorf("toolwire: tools/list: %w", err)
-	}
-	return rawResult{ListToolsResult: &mcp.ListToolsResult{}, raw: raw}, nil
+	return newReply(page)
 }
 
 // toolPage is a tools/list result.
@@ -151,14 +147,6 @@ type toolPage struct {
 	// change at any time.
 	TTLMs int `json:"ttlMs"`
 }
-
-// rawResult is a tools/list result already written.
-type rawResult struct {
-	*mcp.ListToolsResult
-	raw json.RawMessage
-}
-
-func (r rawResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
 
 // tool is spec's MCP form (registry.ExportOne's JSON, cached per version).
 func (s *Server) tool(spec *toolwirev1.ToolSpec) (json.RawMessage, error) {
