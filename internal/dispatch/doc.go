@@ -122,7 +122,9 @@
 // the consumer whose filter matches its subject (bus.SubjectMatches),
 // cached per subject. Between reads a pool's backlog is estimated: the
 // last read, plus what this replica admitted since (so one replica does
-// not overshoot a bound), less what the pool finished since at its drain
+// not overshoot a bound; a call whose publish was not yet answered when
+// the read was sent counts as admitted since, as the read may not have
+// found it), less what the pool finished since at its drain
 // rate (a fast pool finishes many times its bound between two reads). A
 // pool whose last read found at least a refresh interval's worth of calls
 // queued stays busy until the next read, so it drains at its capacity and

@@ -123,7 +123,8 @@ type poolLoad struct {
 	// Read by admission, written by the refresh.
 	pending, ackPending atomic.Int64
 	admitted            atomic.Int64  // by this replica, ever
-	admittedAtRead      atomic.Int64  // admitted when the last read was sent
+	unsettled           atomic.Int64  // admitted by this replica, publish not yet answered
+	admittedAtRead      atomic.Int64  // admitted and published when the last read was sent
 	readAt              atomic.Int64  // when the last read was sent, Unix ns
 	rate                atomic.Uint64 // float64 bits: calls/s it drains at (see measure); 0 = unknown
 
@@ -230,7 +231,7 @@ func (v *loadView) refresh(ctx context.Context, now time.Time) {
 func (v *loadView) readPools(ctx context.Context) error {
 	bases := make(map[string]int64, len(v.pools))
 	for name, p := range v.pools {
-		bases[name] = p.admitted.Load()
+		bases[name] = p.published()
 	}
 	sent := time.Now()
 	seen := map[string]bool{}
@@ -263,6 +264,26 @@ func (v *loadView) readPools(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// published is how many calls this replica admitted to the pool and has
+// published: the read that follows finds them in the consumer's figures.
+// A call admitted but not yet stored is not among them, so it stays in
+// the estimate's "admitted since" until the read after its publish; a
+// call whose publish is answered between the two loads is counted twice
+// until the next read (an overestimate, never an underestimate: the
+// counters are loaded in the reverse order of admit's increments).
+func (p *poolLoad) published() int64 {
+	a := p.admitted.Load()
+	return a - p.unsettled.Load()
+}
+
+// settle is called once the publish of a call admitted to p is answered
+// (stored or not). p may be nil: the call was admitted to no pool.
+func (p *poolLoad) settle() {
+	if p != nil {
+		p.unsettled.Add(-1)
+	}
 }
 
 // measure updates the pool's drain rate from the consumer's delivered
@@ -394,28 +415,29 @@ func (s *loadSnap) route(subject string) *poolLoad {
 	return found
 }
 
-// check decides whether a call on subject may be admitted: nil, and the
-// call is counted against its pool, or the OVERLOADED refusal and which
-// cause and target it was about. s2s is the call's schedule-to-start (0 =
-// none); keyed says it has an idempotency key.
-func (v *loadView) check(ctx context.Context, subject string, keyed bool, s2s time.Duration) (te *toolwirev1.ToolError, cause, target string) {
+// check decides whether a call on subject may be admitted: the pool it
+// is counted against (nil: none; settle it once its publish is answered),
+// or the OVERLOADED refusal and which cause and target it was about. s2s
+// is the call's schedule-to-start (0 = none); keyed says it has an
+// idempotency key.
+func (v *loadView) check(ctx context.Context, subject string, keyed bool, s2s time.Duration) (admitted *poolLoad, te *toolwirev1.ToolError, cause, target string) {
 	s := v.snap.Load()
 	if s == nil {
-		return nil, "", ""
+		return nil, nil, "", ""
 	}
 	if u := s.full; u != nil || keyed && s.keyedFull != nil {
 		if u == nil {
 			u = s.keyedFull
 		}
-		return v.d.storeRefusal(u), telemetry.OverloadStore, u.Name
+		return nil, v.d.storeRefusal(u), telemetry.OverloadStore, u.Name
 	}
 	p := s.route(subject)
 	if p == nil {
-		return nil, "", ""
+		return nil, nil, "", ""
 	}
 	te, cause, local := v.checkPool(p, s2s)
 	if te == nil {
-		return nil, "", ""
+		return p, nil, "", ""
 	}
 	// A refusal that only this replica's admissions since the last read
 	// bring about, on a pool without a queue of a refresh interval's
@@ -440,10 +462,10 @@ func (v *loadView) check(ctx context.Context, subject string, keyed bool, s2s ti
 		}
 		t.Stop()
 		if te, cause, _ = v.checkPool(p, s2s); te == nil {
-			return nil, "", ""
+			return p, nil, "", ""
 		}
 	}
-	return te, cause, p.name
+	return nil, te, cause, p.name
 }
 
 // confirmWait bounds the wait for a fresh read before a refusal.
@@ -456,11 +478,14 @@ const confirmWait = time.Second
 // queued then, so its drain rate may be below what it finishes now.
 func (v *loadView) checkPool(p *poolLoad, s2s time.Duration) (te *toolwirev1.ToolError, cause string, local bool) {
 	// Counted first, so that concurrent admissions never all pass at
-	// bound-1; given back on refusal.
+	// bound-1; given back on refusal. Unsettled before admitted, and given
+	// back after it: see published.
+	p.unsettled.Add(1)
 	n := p.admitted.Add(1)
 	e := p.estimate(n-1, time.Now(), v.d.cfg.LoadRefresh)
 	if p.bound >= 0 && e.backlog >= p.bound {
 		p.admitted.Add(-1)
+		p.unsettled.Add(-1)
 		after := minRetryAfter
 		if e.rate > 0 {
 			after = time.Duration(float64(e.backlog-p.bound+1) / e.rate * float64(time.Second))
@@ -475,6 +500,7 @@ func (v *loadView) checkPool(p *poolLoad, s2s time.Duration) (te *toolwirev1.Too
 		limit := s2s * 9 / 10
 		if wait := e.wait(e.pending); wait > limit {
 			p.admitted.Add(-1)
+			p.unsettled.Add(-1)
 			te := overloaded(fmt.Sprintf("pool %s would start this call in about %s, after its schedule-to-start of %s (%d calls queued, finishing about %.0f a second)",
 				p.name, wait.Round(time.Millisecond), s2s, e.pending, e.rate), wait-limit)
 			te.Suggestion = "retry after retry_after, or allow a longer schedule_to_start"

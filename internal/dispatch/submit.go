@@ -125,7 +125,8 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 	// Overload (load.go): after the key, so that a repeat of an accepted
 	// call still answers that call.
 	subject := d.subj.Call(call.Executor, id.Tenant, call.Provider, call.Tool)
-	if te, cause, target := d.load.check(ctx, subject, o.IdempotencyKey != "", scheduleToStart(call, now)); te != nil {
+	pool, te, cause, target := d.load.check(ctx, subject, o.IdempotencyKey != "", scheduleToStart(call, now))
+	if te != nil {
 		if w != nil {
 			w.cancel()
 		}
@@ -139,6 +140,7 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 		d.releaseKey(id, o)
 		return d.refuseOverloaded(o, callID, te, cause, target, now), nil, nil
 	}
+	defer pool.settle() // the publish below is answered, or nothing is published
 	// Limits (limits.go): last, so that a refusal above spends nothing.
 	t, refused := d.limitCall(ctx, id, o, w, call, pd, now, true)
 	if refused != nil {
