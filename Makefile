@@ -43,7 +43,7 @@ BREAKING_AGAINST ?=
 
 .PHONY: help run build generate verify lint test bench clean \
 	verify-proto-format verify-proto-lint verify-generated verify-mod verify-breaking verify-selftest mcp-everything mcp-clients \
-	chart-check chart-tools
+	dashboard-e2e chromium dashboard-screenshots chart-check chart-tools
 
 help: ## list the targets
 	@echo 'usage: make <target> [VAR=value ...]'
@@ -114,7 +114,7 @@ lint: ## gofmt, go vet and the pinned staticcheck
 
 # go test also runs every fuzz target's seed corpus (testdata/fuzz and
 # f.Add); fuzzing proper is `go test -fuzz`.
-test: mcp-everything mcp-clients ## run every test with the race detector
+test: mcp-everything mcp-clients dashboard-e2e chromium ## run every test with the race detector
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
 
 # The npm reference MCP server the mcp executor's tests run against,
@@ -133,6 +133,51 @@ mcp-clients: testdata/mcp-clients/node_modules/.package-lock.json ## install the
 testdata/mcp-clients/node_modules/.package-lock.json: testdata/mcp-clients/package-lock.json
 	npm ci --prefix testdata/mcp-clients --no-audit --no-fund
 	touch $@
+
+# The dashboard's browser tests (internal/dashboard/browser_test.go) drive
+# Chromium with the npm playwright-core, installed from the committed
+# lockfile (only when missing or stale). The browser is Debian's chromium
+# (make chromium): Playwright's own download cannot run here.
+dashboard-e2e: testdata/dashboard-e2e/node_modules/.package-lock.json ## install playwright-core for the dashboard's browser tests (npm ci)
+
+testdata/dashboard-e2e/node_modules/.package-lock.json: testdata/dashboard-e2e/package-lock.json
+	npm ci --prefix testdata/dashboard-e2e --no-audit --no-fund
+	touch $@
+
+# Debian's chromium for the browser tests, installed with apt-get when
+# $(CHROMIUM) is missing: 25 packages, 112 MB to download, 29 s on the
+# development machine (Debian 12, 2026-11-28); when the install fails for
+# want of package lists, apt-get update (8 s there) and a second try. sudo
+# when not root (without a terminal, sudo -n: no prompt). When it cannot
+# install, it says why and lets the rest run: the browser tests then skip,
+# or fail under CI=true.
+CHROMIUM ?= /usr/bin/chromium
+
+chromium: ## install Debian's chromium for the dashboard's browser tests (apt-get), when missing
+	@if [ -x '$(CHROMIUM)' ]; then exit 0; fi; \
+	why() { echo "make chromium: $$*; the dashboard's browser tests will be skipped (a failure with CI=true)"; }; \
+	if ! command -v apt-get >/dev/null 2>&1; then why "$(CHROMIUM) is missing and there is no apt-get to install it (install Chromium there yourself)"; exit 0; fi; \
+	sudo=; \
+	if [ "$$(id -u)" != 0 ]; then \
+		if ! command -v sudo >/dev/null 2>&1; then why "$(CHROMIUM) is missing and installing it needs root (no sudo): run apt-get install chromium as root"; exit 0; fi; \
+		if [ -t 0 ]; then sudo=sudo; else sudo='sudo -n'; fi; \
+	fi; \
+	aptget() { $$sudo env DEBIAN_FRONTEND=noninteractive apt-get "$$@"; }; \
+	echo "make chromium: $(CHROMIUM) is missing: installing Debian's chromium with apt-get (112 MB; about 30 s on a fast mirror) ..."; \
+	if ! aptget install -y -q --no-install-recommends chromium </dev/null; then \
+		echo 'make chromium: apt-get install failed; updating the package lists and trying again ...'; \
+		if ! { aptget update -q </dev/null && aptget install -y -q --no-install-recommends chromium </dev/null; }; then \
+			why "apt-get could not install chromium (its output is above)"; exit 0; \
+		fi; \
+	fi; \
+	if [ -x '$(CHROMIUM)' ]; then '$(CHROMIUM)' --version 2>/dev/null || why "$(CHROMIUM) --version failed"; \
+	else why "apt-get installed chromium but $(CHROMIUM) is still missing"; fi
+
+# The README's screenshots (docs/images/*.png), taken by the browser tests
+# themselves: the same scenarios as `make test`, writing their PNGs there.
+dashboard-screenshots: dashboard-e2e chromium ## run the dashboard's browser tests, writing their screenshots to docs/images
+	mkdir -p docs/images
+	DASHBOARD_SHOTS=$(CURDIR)/docs/images $(GO) test -count=1 -run 'TestBrowser' $(TEST_FLAGS) ./internal/dashboard/
 
 bench: ## run the benchmark suite (results for BENCHMARKS.md)
 	$(GO) run ./cmd/toolwire-bench -suite $(BENCH_FLAGS)
