@@ -127,6 +127,9 @@ type Record struct {
 	Call *toolwirev1.ToolCall `json:"-"`
 	// Result is the terminal response; nil while there is none.
 	Result *toolwirev1.ToolResponse `json:"-"`
+	// Traceparent is the W3C trace context the call was published with
+	// (One only); "" when tracing was off.
+	Traceparent string `json:"-"`
 }
 
 // Policy is the audit's view of a policy decision (DESIGN §6).
@@ -446,11 +449,17 @@ func (s *Source) jobOf(msg jetstream.Msg, seq uint64, stored time.Time, f Filter
 		(f.Agent != "" && c.GetAgent() != f.Agent) {
 		return nil, true
 	}
+	return s.newJob(call, seq, stored), false
+}
+
+// newJob is the job of call, stored at seq.
+func (s *Source) newJob(call *toolwirev1.ToolCall, seq uint64, stored time.Time) *job {
+	c := call.GetCaller()
 	rec := &Record{CallID: call.CallId, Seq: seq, Time: stored, Tenant: c.GetTenant(), Agent: c.GetAgent(),
 		Session: c.GetSession(), User: c.GetUser(), Run: c.GetRun(), Tool: call.Tool, SpecVersion: call.SpecVersion,
 		Dispatcher: call.Dispatcher, Idempotency: call.IdempotencyKey, Admission: "accepted", Policy: policyOfCall(call)}
 	rec.Call = call
-	return &job{rec: rec, call: call, done: make(chan struct{})}, false
+	return &job{rec: rec, call: call, done: make(chan struct{})}
 }
 
 // complete looks up a call's result (and events) and redacts it.
@@ -560,3 +569,34 @@ func (s *Source) eventsOf(ctx context.Context, call *toolwirev1.ToolCall, sec *r
 
 // maxEvents bounds the events of one record.
 const maxEvents = 1000
+
+// ErrNotACall is returned by One for a CALLS message that is no call of
+// its own (a retry re-entry, a replay's shadow message, an undecodable
+// message).
+var ErrNotACall = errors.New("audit: not a call")
+
+// One returns the record of the call stored at seq in CALLS, with its
+// events and its result (both redacted as in Run): one call's timeline
+// without scanning the stream.
+func (s *Source) One(ctx context.Context, seq uint64) (*Record, error) {
+	m, err := s.calls.GetMsg(ctx, seq)
+	if err != nil {
+		return nil, fmt.Errorf("audit: call at %d: %w", seq, err)
+	}
+	if strings.HasPrefix(m.Subject, s.shadowPrefix) {
+		return nil, ErrNotACall
+	}
+	call := &toolwirev1.ToolCall{}
+	if err := proto.Unmarshal(m.Data, call); err != nil || call.CallId == "" {
+		return nil, ErrNotACall
+	}
+	if id := m.Header.Get(jetstream.MsgIDHeader); id != "" && id != call.CallId {
+		return nil, ErrNotACall
+	}
+	j := s.newJob(call, seq, m.Time)
+	j.rec.Traceparent = m.Header.Get("traceparent")
+	if err := s.complete(ctx, j, Options{Events: true, Settle: 10 * time.Minute, Now: time.Now}); err != nil {
+		return nil, err
+	}
+	return j.rec, nil
+}

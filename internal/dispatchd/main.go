@@ -43,6 +43,10 @@ func Main(args []string, stderr io.Writer, tools []*tool.Tool) int {
 		fmt.Fprintln(stderr, "dispatcher: --nats-encryption-key: want file:/path or env:NAME, never the key itself (the value is not shown)")
 		return 2
 	}
+	if k := rc.UISecret; k != "" && !strings.HasPrefix(k, "file:") && !strings.HasPrefix(k, "env:") {
+		fmt.Fprintln(stderr, "dispatcher: --ui-secret: want file:/path or env:NAME, never the secret itself (the value is not shown)")
+		return 2
+	}
 	if rc.NATSListen == "none" || rc.NATSURL != "" {
 		rc.NATSListen = "" // an external server has its own listeners
 	}
@@ -118,6 +122,9 @@ func defineFlags(fs *flag.FlagSet, rc *RunConfig, logLevel, sync *string) {
 		}
 		return nil
 	})
+	fs.BoolVar(&rc.NoUI, "no-ui", false, "do not serve the dashboard at /ui on the API address (docs/dashboard.md)")
+	fs.StringVar(&rc.UISecret, "ui-secret", "", "the secret that seals dashboard sessions, in file:/path or env:NAME (32 bytes or more; replicas behind one address need the same); empty = random per process")
+	fs.IntVar(&rc.UIIndexCalls, "ui-index-calls", 1000000, "most calls the dashboard's calls index keeps in memory, newest first (about 200 bytes each)")
 	fs.StringVar(&rc.Bus.Prefix, "prefix", "toolwire", "subject and stream prefix of the installation")
 	fs.IntVar(&rc.Bus.Replicas, "stream-replicas", 1, "replicas of every stream and bucket (3 on a JetStream cluster; every binary of an installation must agree)")
 	fs.StringVar(&rc.Dispatcher.Name, "name", "", "dispatcher replica name (default host name + random suffix)")

@@ -16,6 +16,8 @@ import (
 	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/configvalue"
+	"github.com/toolwire/toolwire/internal/dashboard"
 	"github.com/toolwire/toolwire/internal/mcpserver"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/registry"
@@ -41,6 +43,15 @@ type RunConfig struct {
 	MCPTaskAfter time.Duration
 	// MCPPublicURL is the MCP endpoint's origin as clients reach it.
 	MCPPublicURL string
+	// NoUI turns the dashboard (/ui on the API address) off.
+	NoUI bool
+	// UISecret refers to the secret that seals dashboard sessions
+	// ("file:/path" or "env:NAME", 32 bytes or more): replicas behind one
+	// address need the same. Empty = a random one per process.
+	UISecret string
+	// UIIndexCalls is the most calls the dashboard's calls index keeps
+	// (newest first). Default 1,000,000.
+	UIIndexCalls int
 	// NATSURL selects an external cluster; empty = the embedded server.
 	NATSURL string
 	// NATSCreds is the external cluster's credentials file.
@@ -219,10 +230,18 @@ func Run(ctx context.Context, rc RunConfig) error {
 	if err != nil {
 		return err
 	}
+	ui, err := startDashboard(ctx, rc, d, auth, b, reg, log)
+	if err != nil {
+		return err
+	}
+	defer ui.Stop()
 	srv := newServer(d, auth, rc.TracerProvider != nil, reg, b, metrics,
-		mcpserver.Config{AllowedOrigins: rc.MCPAllowedOrigins, TaskAfter: rc.MCPTaskAfter, PublicURL: rc.MCPPublicURL, Logger: log.With("component", "mcp")})
+		mcpserver.Config{AllowedOrigins: rc.MCPAllowedOrigins, TaskAfter: rc.MCPTaskAfter, PublicURL: rc.MCPPublicURL, Logger: log.With("component", "mcp")}, ui)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	if ui != nil {
+		log.Info("dashboard", "url", "http://"+ln.Addr().String()+dashboard.Prefix+"/")
+	}
 	log.Info("toolwire dispatcher serving", "api", "http://"+ln.Addr().String(), "dispatcher", d.Name(),
 		"nats", cmp.Or(redactedURL(rc.NATSURL), "embedded"), "workers", strings.Join(pools, ","))
 	if lock != nil {
@@ -240,6 +259,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 	sctx, cancel := gracePeriod(rc, w, grace, log)
 	defer cancel()
 	shutdownDone := make(chan error, 1)
+	ui.Stop() // its live streams would hold the shutdown until the grace period ends
 	go func() { shutdownDone <- srv.Shutdown(sctx) }()
 	stopWorker(sctx)
 	// Not cut short by Hurry: the dispatcher has no calls in flight to
@@ -384,4 +404,26 @@ func drain(ctx context.Context, nc *nats.Conn, log *slog.Logger) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// startDashboard builds and starts the dashboard (nil with rc.NoUI).
+func startDashboard(ctx context.Context, rc RunConfig, d *dispatch.Dispatcher, auth dispatch.Authenticator, b *bus.Bus, reg *registry.Store, log *slog.Logger) (*dashboard.Server, error) {
+	if rc.NoUI {
+		return nil, nil
+	}
+	var secret []byte
+	if rc.UISecret != "" {
+		v, err := configvalue.ResolveSecret(rc.UISecret)
+		if err != nil {
+			return nil, fmt.Errorf("dispatchd: --ui-secret: %w", err)
+		}
+		secret = []byte(v)
+	}
+	ui, err := dashboard.New(ctx, dashboard.Config{Dispatcher: d, Auth: auth, Bus: b, Registry: reg, Secret: secret,
+		IndexCalls: rc.UIIndexCalls, Logger: log.With("component", "ui")})
+	if err != nil {
+		return nil, err
+	}
+	ui.Start(ctx)
+	return ui, nil
 }

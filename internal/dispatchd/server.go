@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/dashboard"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/mcpserver"
 	"github.com/toolwire/toolwire/internal/registry"
@@ -20,11 +21,12 @@ import (
 // newServer returns the process's HTTP server: the API (behind auth; a
 // caller's traceparent parents the admission span when tracing is on),
 // the MCP endpoint (/mcp and its protected resource metadata; same auth),
+// the dashboard (/ui, unless turned off),
 // /healthz, /readyz (registry loaded, NATS connected, streams present) and
 // /metrics, every route's body bounded while read, HTTP/1.1 and
 // unencrypted HTTP/2 on one listener, a 10s ReadHeaderTimeout and no other
 // timeout (long waits and watches are not cut off).
-func newServer(d *dispatch.Dispatcher, auth dispatch.Authenticator, tracing bool, reg *registry.Store, b *bus.Bus, metrics *prometheus.Registry, mcp mcpserver.Config) *http.Server {
+func newServer(d *dispatch.Dispatcher, auth dispatch.Authenticator, tracing bool, reg *registry.Store, b *bus.Bus, metrics *prometheus.Registry, mcp mcpserver.Config, ui *dashboard.Server) *http.Server {
 	mux := http.NewServeMux()
 	path, h := dispatch.NewService(d).Handler(auth)
 	if tracing {
@@ -32,6 +34,9 @@ func newServer(d *dispatch.Dispatcher, auth dispatch.Authenticator, tracing bool
 	}
 	mux.Handle(path, h)
 	mcpserver.New(d, auth, mcp).Handle(mux)
+	if ui != nil {
+		ui.Handle(mux) // /ui: its own sign-in (the same API keys) and CSRF checks
+	}
 	mux.Handle("/healthz", telemetry.Healthz())
 	mux.Handle("/readyz", telemetry.Readyz(func(ctx context.Context) error {
 		select {

@@ -36,6 +36,13 @@ var ErrNoAdmissionRecord = errors.New("dlq: the retried call was queued, but its
 // its admission record was not, it returns the call and an error matching
 // ErrNoAdmissionRecord.
 func (q *Queue) Retry(ctx context.Context, seq uint64) (*toolwirev1.ToolCall, error) {
+	return q.RetryBy(ctx, seq, "")
+}
+
+// RetryBy is Retry, with who asked for it (tenant/agent and where, for
+// instance "acme/ops (dashboard)") named in the new call's admission
+// record; "" names no one.
+func (q *Queue) RetryBy(ctx context.Context, seq uint64, by string) (*toolwirev1.ToolCall, error) {
 	l, err := q.Get(ctx, seq)
 	if err != nil {
 		return nil, err
@@ -62,6 +69,9 @@ func (q *Queue) Retry(ctx context.Context, seq uint64) (*toolwirev1.ToolCall, er
 	ev := &toolwirev1.CallEvent{CallId: call.CallId, Tool: call.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED,
 		Time: call.AcceptedAt, Caller: call.Caller,
 		Message: fmt.Sprintf("retry of call %s from dead letter %d", dead.CallId, seq)}
+	if by != "" {
+		ev.Message += ", asked by " + by
+	}
 	if data, err = proto.Marshal(ev); err == nil {
 		_, err = q.js.Publish(ctx, q.subj.Event(tenant, call.Dispatcher, call.CallId), data)
 	}

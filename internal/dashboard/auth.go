@@ -1,0 +1,308 @@
+package dashboard
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/registry"
+)
+
+// cookieName is the session cookie. It holds the API key the user signed
+// in with, sealed (AES-GCM: neither readable nor forgeable without the
+// secret), and HttpOnly, SameSite=Strict, Path=/ui.
+const cookieName = "toolwire_ui"
+
+// maxKeyBytes bounds a key typed into the sign-in form; maxFormBytes
+// bounds every form the dashboard reads.
+const (
+	maxKeyBytes  = 1024
+	maxFormBytes = 64 << 10
+)
+
+// keys are the dashboard's secrets, derived from Config.Secret.
+type keys struct {
+	seal cipher.AEAD
+	csrf []byte
+}
+
+func newKeys(secret []byte) (*keys, error) {
+	if len(secret) < 32 {
+		return nil, errors.New("dashboard: the secret must be 32 bytes or more")
+	}
+	derive := func(purpose string) []byte {
+		m := hmac.New(sha256.New, secret)
+		m.Write([]byte("toolwire-ui/" + purpose))
+		return m.Sum(nil)
+	}
+	block, err := aes.NewCipher(derive("seal"))
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	return &keys{seal: aead, csrf: derive("csrf")}, nil
+}
+
+// session is what the cookie seals.
+type session struct {
+	Key     string `json:"k"`
+	Expires int64  `json:"e"` // Unix seconds
+	Nonce   string `json:"n"` // binds the CSRF token to this sign-in
+}
+
+func (k *keys) sealSession(s session) string {
+	b, _ := json.Marshal(s)
+	nonce := make([]byte, k.seal.NonceSize())
+	_, _ = rand.Read(nonce)
+	return base64.RawURLEncoding.EncodeToString(k.seal.Seal(nonce, nonce, b, []byte(cookieName)))
+}
+
+func (k *keys) openSession(v string, now time.Time) (session, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil || len(raw) < k.seal.NonceSize() {
+		return session{}, false
+	}
+	b, err := k.seal.Open(nil, raw[:k.seal.NonceSize()], raw[k.seal.NonceSize():], []byte(cookieName))
+	if err != nil {
+		return session{}, false
+	}
+	var s session
+	if json.Unmarshal(b, &s) != nil || now.Unix() >= s.Expires {
+		return session{}, false
+	}
+	return s, true
+}
+
+// csrfToken is the token every action of a session carries.
+func (k *keys) csrfToken(s session) string {
+	m := hmac.New(sha256.New, k.csrf)
+	m.Write([]byte(s.Nonce))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// viewer is who is looking, as their key says, and what they may do.
+type viewer struct {
+	ID   dispatch.Identity
+	CSRF string
+	// Admin may act on calls, dead letters and tools, and sees every
+	// tenant; Approver may decide approvals.
+	Admin, Approver bool
+}
+
+// Tenant is the tenant the viewer's pages are limited to; "" = every
+// tenant (an admin).
+func (v *viewer) Tenant() string {
+	if v.Admin {
+		return ""
+	}
+	return v.ID.Tenant
+}
+
+// ReadOnly says the viewer can take no action at all.
+func (v *viewer) ReadOnly() bool { return !v.Admin && !v.Approver }
+
+func newViewer(id dispatch.Identity, csrf string) *viewer {
+	return &viewer{ID: id, CSRF: csrf,
+		Admin:    registry.HasScopes(id.Scopes, []string{dispatch.AdminScope}),
+		Approver: registry.HasScopes(id.Scopes, []string{dispatch.ApproveScope})}
+}
+
+// who names the viewer in logs and records: tenant/agent.
+func (v *viewer) who() string { return v.ID.Tenant + "/" + v.ID.Agent }
+
+// authenticate checks key with the dispatcher's authenticator, as the API
+// would check it as a bearer token.
+func (s *Server) authenticate(r *http.Request, key string) (dispatch.Identity, error) {
+	req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "/", nil)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	return s.cfg.Auth.Authenticate(req)
+}
+
+// viewerOf is the request's viewer, or nil without a valid session.
+func (s *Server) viewerOf(r *http.Request) *viewer {
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		return nil
+	}
+	ss, ok := s.keys.openSession(c.Value, time.Now())
+	if !ok {
+		return nil
+	}
+	id, err := s.authenticate(r, ss.Key)
+	if err != nil {
+		return nil
+	}
+	return newViewer(id, s.keys.csrfToken(ss))
+}
+
+// page wraps a GET handler: no session, and the browser goes to the
+// sign-in page (a script's request gets 401).
+func (s *Server) page(h func(http.ResponseWriter, *http.Request, *viewer)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := s.viewerOf(r)
+		if v == nil {
+			if r.Header.Get("Accept") == "text/event-stream" {
+				http.Error(w, "sign in first", http.StatusUnauthorized)
+				return
+			}
+			http.Redirect(w, r, Prefix+"/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		h(w, r, v)
+	})
+}
+
+// need is the scope an action needs ("" = none beyond a session).
+type need string
+
+// Who may take an action.
+const (
+	anyone    need = ""
+	admins    need = dispatch.AdminScope
+	approvers need = dispatch.ApproveScope
+)
+
+// may says whether the viewer may take an action that needs n.
+func (v *viewer) may(n need) bool {
+	switch n {
+	case admins:
+		return v.Admin
+	case approvers:
+		return v.Approver
+	}
+	return true
+}
+
+// action wraps a POST handler: the request must come from the dashboard's
+// own pages (the browser's Sec-Fetch-Site/Origin, then the CSRF token of
+// the session), with a session whose key may take the action. The body
+// is bounded before it is parsed. Every action is logged with who took
+// it; what it changes is recorded where the change is (the call's
+// events, the approval, the registry).
+func (s *Server) action(n need, h func(http.ResponseWriter, *http.Request, *viewer)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.csrfOK.Check(r); err != nil {
+			s.refuse(w, r, nil, http.StatusForbidden, "cross-origin request refused")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		if err := r.ParseForm(); err != nil {
+			s.refuse(w, r, nil, http.StatusBadRequest, "bad form: "+err.Error())
+			return
+		}
+		v := s.viewerOf(r)
+		if v == nil {
+			s.refuse(w, r, nil, http.StatusUnauthorized, "sign in first")
+			return
+		}
+		token := r.PostForm.Get("csrf")
+		if token == "" {
+			token = r.Header.Get("X-CSRF-Token")
+		}
+		if subtle.ConstantTimeCompare([]byte(token), []byte(v.CSRF)) != 1 {
+			s.refuse(w, r, v, http.StatusForbidden, "missing or wrong CSRF token: reload the page and try again")
+			return
+		}
+		if !v.may(n) {
+			s.refuse(w, r, v, http.StatusForbidden, fmt.Sprintf("this needs the %q scope, which your key does not have", string(n)))
+			return
+		}
+		s.log.Info("dashboard action", "who", v.who(), "action", r.URL.Path)
+		h(w, r, v)
+	})
+}
+
+// refuse answers a refused request with a page saying why.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, v *viewer, status int, msg string) {
+	if v != nil {
+		s.log.Warn("dashboard action refused", "who", v.who(), "action", r.URL.Path, "status", status, "reason", msg)
+	}
+	s.render(w, r, status, "error", v, "Refused", "", errorData{Status: status, Message: msg})
+}
+
+type errorData struct {
+	Status  int
+	Message string
+}
+
+// signInPage shows the sign-in form.
+func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
+	_, open := s.cfg.Auth.(dispatch.OpenAccess)
+	s.render(w, r, http.StatusOK, "signin", nil, "Sign in", "", signInData{Next: safeNext(r.URL.Query().Get("next")), Open: open})
+}
+
+type signInData struct {
+	Next    string
+	Open    bool
+	Message string
+}
+
+// signIn checks the key and keeps it in the session cookie.
+func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
+	if err := s.csrfOK.Check(r); err != nil {
+		http.Error(w, "cross-origin request refused", http.StatusForbidden)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	key := strings.TrimSpace(r.PostForm.Get("key"))
+	next := safeNext(r.PostForm.Get("next"))
+	_, open := s.cfg.Auth.(dispatch.OpenAccess)
+	id, err := s.authenticate(r, key)
+	if len(key) > maxKeyBytes || err != nil {
+		s.log.Warn("dashboard sign-in refused", "remote", r.RemoteAddr)
+		s.render(w, r, http.StatusUnauthorized, "signin", nil, "Sign in", "", signInData{Next: next, Open: open, Message: "Unknown API key."})
+		return
+	}
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce)
+	exp := time.Now().Add(s.cfg.SessionTTL)
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.keys.sealSession(session{Key: key, Expires: exp.Unix(), Nonce: hex.EncodeToString(nonce)}),
+		Path: Prefix, Expires: exp, HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode})
+	s.log.Info("dashboard sign-in", "who", id.Tenant+"/"+id.Agent, "remote", r.RemoteAddr)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// signOut forgets the session cookie.
+func (s *Server) signOut(w http.ResponseWriter, r *http.Request, _ *viewer) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, Prefix+"/signin", http.StatusSeeOther)
+}
+
+// secure says the cookie should be Secure: the request came over TLS, or
+// through a proxy that says it did.
+func secure(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+// safeNext is where to go after sign-in: a dashboard path, never another
+// site.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, Prefix+"/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") ||
+		slices.Contains([]string{Prefix + "/signin", Prefix + "/signout"}, strings.SplitN(next, "?", 2)[0]) {
+		return Prefix + "/calls"
+	}
+	return next
+}

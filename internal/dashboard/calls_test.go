@@ -1,0 +1,150 @@
+package dashboard
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/toolwire/toolwire/internal/builtin"
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+var (
+	acmeBot   = dispatch.Identity{Tenant: "acme", Agent: "bot", Scopes: []string{"*"}}
+	globexBot = dispatch.Identity{Tenant: "globex", Agent: "bot", Scopes: []string{"*"}}
+)
+
+// testTools are the built-in tools plus login (a secret argument) and
+// hold (runs until cancelled or released).
+func testTools(release <-chan struct{}) []*tool.Tool {
+	type login struct {
+		User     string `json:"user"`
+		Password string `json:"password" toolwire:"secret"`
+	}
+	return append(builtin.Tools(),
+		tool.Must(tool.New("login", func(_ context.Context, in login) (string, error) { return "welcome " + in.User, nil })),
+		tool.Must(tool.New("hold", func(ctx context.Context, _ struct{}) (string, error) {
+			select {
+			case <-release:
+				return "released", nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		})))
+}
+
+func call(t *testing.T, u *uiStack, id dispatch.Identity, tool, args string) *toolwirev1.CallResponse {
+	t.Helper()
+	r, err := u.Dispatcher.Call(t.Context(), id, &toolwirev1.CallRequest{Tool: tool, ArgumentsJson: args, Session: "s-" + id.Tenant}, 20*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
+	return r
+}
+
+// The calls page lists a key's own tenant's calls, newest first, filters
+// them, searches arguments and results but never a secret, and shows one
+// call's timeline.
+func TestCallsPageListsFiltersAndShowsTimeline(t *testing.T) {
+	u := startUI(t, testTools(nil), dispatch.Config{})
+	echo := call(t, u, acmeBot, "echo", `{"text":"needle-in-acme"}`)
+	login := call(t, u, acmeBot, "login", `{"user":"ann","password":"hunter22-secret"}`)
+	require.True(t, login.Response.Ok)
+	other := call(t, u, globexBot, "echo", `{"text":"needle-in-globex"}`)
+	waitFor(t, "the index has the three calls", func() bool { return u.UI.Index().Stats().Entries >= 3 })
+
+	reader := u.signIn(t, readerKey)
+	res, body := reader.get("/ui/calls")
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Contains(t, body, echo.CallId)
+	require.Contains(t, body, login.CallId)
+	require.NotContains(t, body, other.CallId, "another tenant's call")
+	require.Less(t, strings.Index(body, login.CallId), strings.Index(body, echo.CallId), "newest first")
+
+	_, body = reader.get("/ui/calls?tool=login")
+	require.Contains(t, body, login.CallId)
+	require.NotContains(t, body, echo.CallId)
+	_, body = reader.get("/ui/calls?tenant=globex") // not an admin: their own tenant whatever the URL says
+	require.NotContains(t, body, other.CallId)
+	_, body = reader.get("/ui/calls?q=NEEDLE-in")
+	require.Contains(t, body, echo.CallId, "search is case-insensitive, in arguments")
+	_, body = reader.get("/ui/calls?q=welcome+ann")
+	require.Contains(t, body, login.CallId, "search covers results")
+	_, body = reader.get("/ui/calls?q=hunter22")
+	require.NotContains(t, body, login.CallId, "a secret argument is never searchable")
+	res, body = reader.get("/ui/calls?since=yesterday")
+	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+	require.Contains(t, body, "since:")
+
+	admin := u.signIn(t, adminKey)
+	_, body = admin.get("/ui/calls?tenant=globex")
+	require.Contains(t, body, other.CallId, "an admin sees every tenant")
+
+	res, body = reader.get("/ui/calls/" + login.CallId)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	for _, want := range []string{"admitted", "<b>result</b>", "welcome ann", "&#34;user&#34;: &#34;ann&#34;", "[REDACTED]"} {
+		require.Contains(t, body, want)
+	}
+	require.NotContains(t, body, "hunter22", "a secret argument is never shown")
+	res, _ = reader.get("/ui/calls/" + other.CallId)
+	require.Equal(t, http.StatusNotFound, res.StatusCode, "another tenant's call is not found")
+}
+
+// A running call is cancelled from its page by an admin; the cancel
+// reaches the tool and its record names who cancelled.
+func TestCancelFromTheDashboard(t *testing.T) {
+	u := startUI(t, testTools(nil), dispatch.Config{})
+	sub, err := u.Dispatcher.Submit(t.Context(), acmeBot, &toolwirev1.CallRequest{Tool: "hold"})
+	require.NoError(t, err)
+	require.Nil(t, sub.Rejected)
+	waitFor(t, "the call is indexed", func() bool { _, ok := u.UI.Index().Get(sub.CallID); return ok })
+
+	admin := u.signIn(t, adminKey)
+	_, body := admin.get("/ui/calls/" + sub.CallID)
+	require.Contains(t, body, "Cancel call")
+	res, _ := admin.act("/ui/calls/"+sub.CallID+"/cancel", url.Values{"reason": {"stuck"}})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	require.Contains(t, res.Header.Get("Location"), "done=requested")
+
+	r, err := u.Dispatcher.GetResult(t.Context(), acmeBot, sub.CallID, 20*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, r.Response.GetError().GetType())
+	waitFor(t, "the page shows the cancel and who asked", func() bool {
+		_, body := admin.get("/ui/calls/" + sub.CallID)
+		return strings.Contains(body, "cancelled from the dashboard by acme/ops: stuck") && strings.Contains(body, ">cancelled<")
+	})
+}
+
+// The live stream sends a new call of the page's filter as a table row,
+// and not the calls of another tenant.
+func TestLiveStreamSendsNewCalls(t *testing.T) {
+	u := startUI(t, testTools(nil), dispatch.Config{})
+	reader := u.signIn(t, readerKey)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u.Srv.URL+"/ui/calls/live?tool=echo", nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := reader.c.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, "text/event-stream", res.Header.Get("Content-Type"))
+
+	other := call(t, u, globexBot, "echo", `{"text":"not yours"}`)
+	call(t, u, acmeBot, "sleep", `{"duration":"1ms"}`)
+	mine := call(t, u, acmeBot, "echo", `{"text":"live"}`)
+	lines := bufio.NewScanner(res.Body)
+	for lines.Scan() {
+		line := lines.Text()
+		require.NotContains(t, line, other.CallId, "another tenant's call")
+		require.NotContains(t, line, ">sleep<", "another tool's call")
+		if strings.HasPrefix(line, "data: ") && strings.Contains(line, mine.CallId) && strings.Contains(line, ">ok<") {
+			return
+		}
+	}
+	t.Fatalf("the stream ended without the call: %v", lines.Err())
+}

@@ -1,0 +1,73 @@
+// Package dashboard is toolwire's web dashboard: pages about tool calls
+// (not raw streams — the nats CLI shows those), served by every
+// dispatcher at /ui on its API address.
+//
+// # Stack
+//
+// Server-rendered html/template pages and one small script (static/app.js:
+// live rows over server-sent events, confirm steps), all embedded in the
+// binary: nothing to build, no Node.js to build or run. The pages carry a
+// strict Content-Security-Policy (no inline script or style, images from
+// the page or data: URIs only, no framing).
+//
+// # Sign-in, sessions and scopes
+//
+// A user signs in with an API key, checked by the dispatcher's own
+// Authenticator exactly as a bearer token on the API. The key is kept in
+// a session cookie sealed with AES-GCM (unreadable and unforgeable without
+// the secret; HttpOnly, SameSite=Strict, Path=/ui, Secure over TLS or
+// behind a proxy that says X-Forwarded-Proto: https) for Config.SessionTTL
+// (12h), and checked again on every request: a key removed from the key
+// file signs its sessions out at once. The secret comes from --ui-secret
+// (file: or env:); without one each process makes its own, and a session
+// holds on the replica that made it only — replicas behind one address
+// need the same secret.
+//
+// What a key may do follows its scopes, as on the API:
+//
+//   - any key sees its own tenant's calls, dead letters, approvals, tools
+//     and usage (read-only);
+//   - the admin scope sees every tenant, and may cancel calls, retry dead
+//     letters (one or in bulk) and approve tool definitions;
+//   - the approve scope may decide approvals (the dispatcher checks it
+//     again, and records the approver).
+//
+// A read-only key gets 403 on every action, with the scope it lacks named.
+//
+// # Actions
+//
+// Every action is a POST from the dashboard's own pages: the browser's
+// Sec-Fetch-Site/Origin must be same-origin (http.CrossOriginProtection),
+// and the form must carry the session's CSRF token (an HMAC of a nonce
+// sealed in the session cookie). Forms are bounded (64 KiB) before they
+// are parsed. Every action is logged with who took it, and recorded where
+// the change is, naming who: a cancel's CANCEL_REQUESTED event carries the
+// user's tenant/agent and "cancelled from the dashboard by …"; a dead
+// letter's retry has "asked by … (dashboard)" in the new call's ACCEPTED
+// event; approvals record their approver; tool approvals the registry's.
+//
+// Retry is offered for dead-lettered calls only (from their dead letter,
+// the audited path `toolctl dlq retry` takes): re-running another failed
+// call is its agent's decision, since its tool may have had side effects.
+//
+// # The calls index
+//
+// The calls page reads a bounded in-memory index of the newest calls
+// (Config.IndexCalls, default 1,000,000), rebuilt from the calls and
+// results streams when the dispatcher starts and kept live by ordered
+// consumers (index.go has the figures: memory per call, rebuild time,
+// query times at 1M). Each replica keeps its own; the streams are the
+// truth, and one call's page reads them directly (audit.Source.One), so
+// a timeline is complete even where the index is behind.
+//
+// Search covers the call's redacted arguments and its result text, cut
+// to a bounded prefix per call; secret fields (the spec's secret marks)
+// are never indexed, and arguments of a spec version the registry no
+// longer has are not indexed at all (fail closed).
+//
+// # Live updates
+//
+// The calls page and a running call's page listen on server-sent events
+// (/ui/calls/live): each is one subscription to the index, capped, and
+// ends when the client goes away or the dispatcher stops.
+package dashboard
