@@ -172,17 +172,17 @@ func (s *Server) callsLive(w http.ResponseWriter, r *http.Request, v *viewer) {
 }
 
 type callData struct {
-	Entry    Entry
-	Rec      *audit.Record
-	Events   []*toolwirev1.CallEvent
-	Result   *toolwirev1.ToolResponse
-	Intents  []intentView
-	TraceID  string
-	DLQSeq   uint64
-	Running  bool
-	Done     string // what the last action did
-	Args     string
-	Struct   string
+	Entry   Entry
+	Rec     *audit.Record
+	Events  []*toolwirev1.CallEvent
+	Result  *toolwirev1.ToolResponse
+	Intents []intentView
+	TraceID string
+	DLQSeq  uint64
+	Running bool
+	Done    string // what the last action did
+	Args    string
+	Struct  string
 }
 
 type intentView struct {

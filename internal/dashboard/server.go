@@ -98,7 +98,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, keys: k, audit: src, dlq: q, done: make(chan struct{}),
-		index: NewIndex(cfg.Bus, cfg.IndexCalls, cfg.Logger.With("component", "ui-index")),
+		index:  NewIndex(cfg.Bus, cfg.IndexCalls, cfg.Logger.With("component", "ui-index")),
 		csrfOK: http.NewCrossOriginProtection()}
 	s.pools = newPoolHistory(s)
 	if s.pages, err = parsePages(); err != nil {
