@@ -33,6 +33,8 @@
   function watchCall(el) {
     var src = new EventSource(el.getAttribute("data-watch"));
     src.addEventListener("call", function () { src.close(); window.location.reload(); });
+    // A form sent from the page navigates: no reload may race it.
+    document.addEventListener("submit", function (ev) { if (!ev.defaultPrevented) src.close(); });
   }
 
   document.addEventListener("DOMContentLoaded", function () {
