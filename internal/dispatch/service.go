@@ -231,25 +231,18 @@ func (s *Service) ApproveTool(ctx context.Context, req *connect.Request[toolwire
 	if err != nil {
 		return nil, err
 	}
-	if !registry.HasScopes(id.Scopes, []string{AdminScope}) {
-		return nil, connect.NewError(connect.CodePermissionDenied, errors.New(`approving a tool needs the "admin" scope`))
-	}
-	ent, err := s.d.reg.Get(req.Msg.Name)
-	if err != nil {
-		return nil, connect.NewError(connect.CodeNotFound, registry.ErrNotFound)
-	}
-	cur := ent.Spec.GetMcp().GetDefinitionHash()
+	spec, err := s.d.ApproveTool(ctx, id, req.Msg.Name, req.Msg.DefinitionHash)
 	switch {
-	case cur == "":
-		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("tool has no external definition to approve"))
-	case req.Msg.DefinitionHash != cur:
-		return nil, connect.NewError(connect.CodeFailedPrecondition,
-			errors.New("definition hash does not match the tool's current definition "+cur))
-	}
-	if err := registry.Approve(ctx, s.d.bus.Registry, req.Msg.Name, cur); err != nil {
+	case errors.Is(err, ErrNeedAdminScope):
+		return nil, connect.NewError(connect.CodePermissionDenied, err)
+	case errors.Is(err, registry.ErrNotFound):
+		return nil, connect.NewError(connect.CodeNotFound, registry.ErrNotFound)
+	case errors.Is(err, ErrNoDefinition), errors.Is(err, ErrDefinitionChanged):
+		return nil, connect.NewError(connect.CodeFailedPrecondition, err)
+	case err != nil:
 		return nil, connect.NewError(connect.CodeUnavailable, err)
 	}
-	return connect.NewResponse(&toolwirev1.ApproveToolResponse{Tool: ent.Spec}), nil
+	return connect.NewResponse(&toolwirev1.ApproveToolResponse{Tool: spec}), nil
 }
 
 // GetSession returns the state the reference applier keeps for a session

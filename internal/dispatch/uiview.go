@@ -1,0 +1,135 @@
+package dispatch
+
+// What the dashboard (internal/dashboard) reads of a dispatcher beyond
+// the API: the pools as admission's load view last read them, the pool a
+// tool's calls go to, and the approval of a tool definition (one piece of
+// logic for the ApproveTool RPC and the dashboard's Approve button).
+//
+// Decisions: the pool figures are the load view's last read (every
+// Config.LoadRefresh), not a read of their own, so a dashboard adds no
+// load on the server; Queued and InFlight are the consumer's NumPending
+// and NumAckPending at that read (without this replica's admissions since,
+// which the Backlog of the metrics adds).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/telemetry"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// PoolStatus is one worker pool as this replica last read it.
+type PoolStatus struct {
+	// Pool is the pool's name, Consumer its durable consumer of the calls
+	// stream, Filters the call subjects it consumes.
+	Pool, Consumer string
+	Filters        []string
+	// Queued is the calls no worker has taken yet (the consumer's
+	// NumPending) and InFlight those taken and not yet acknowledged
+	// (NumAckPending), at the last read.
+	Queued, InFlight int64
+	// Bound is the backlog past which admission refuses; -1 = none.
+	Bound int64
+	// DrainRate is the calls per second the pool finished lately (0 = not
+	// measured yet) and ExpectedWait how long a call admitted now would
+	// wait to start.
+	DrainRate    float64
+	ExpectedWait time.Duration
+	// ReadAt is when the figures were read; zero = never.
+	ReadAt time.Time
+}
+
+// Pools returns the worker pools (the pool consumers of the calls
+// stream) as the load view last read them, sorted by consumer name; none
+// before the dispatcher's first read.
+func (d *Dispatcher) Pools() []PoolStatus {
+	s := d.load.snap.Load()
+	if s == nil {
+		return nil
+	}
+	now := time.Now()
+	out := make([]PoolStatus, 0, len(s.pools))
+	for _, p := range s.pools {
+		e := p.estimate(p.admitted.Load(), now, d.cfg.LoadRefresh)
+		ps := PoolStatus{Pool: p.name, Consumer: p.consumer, Filters: slices.Clone(p.filters),
+			Queued: p.pending.Load(), InFlight: p.ackPending.Load(), Bound: p.bound,
+			DrainRate: e.rate, ExpectedWait: e.wait(e.pending)}
+		if at := p.readAt.Load(); at != 0 {
+			ps.ReadAt = time.Unix(0, at)
+		}
+		out = append(out, ps)
+	}
+	return out
+}
+
+// Stores returns the use of the layout's stores (and of the JetStream
+// account, named "account") at the last read.
+func (d *Dispatcher) Stores() []telemetry.StoreLoad {
+	_, stores := d.load.metrics()
+	return stores
+}
+
+// PoolOf returns the name of the pool that consumes the calls of spec's
+// tool for tenant, as admission routes them (the pool consumers' filters
+// at the last read); "" when no pool does.
+func (d *Dispatcher) PoolOf(tenant string, spec *toolwirev1.ToolSpec) string {
+	s := d.load.snap.Load()
+	if s == nil || spec == nil {
+		return ""
+	}
+	if p := s.route(d.subj.Call(spec.GetExecutor(), tenant, spec.GetProvider(), spec.GetName())); p != nil {
+		return p.name
+	}
+	return ""
+}
+
+// Errors of ApproveTool.
+var (
+	// ErrNeedAdminScope: approving a tool definition needs the admin scope.
+	ErrNeedAdminScope = errors.New(`dispatch: approving a tool needs the "admin" scope`)
+	// ErrNoDefinition: the tool has no external (MCP) definition.
+	ErrNoDefinition = errors.New("dispatch: tool has no external definition to approve")
+	// ErrDefinitionChanged: the hash given is not the tool's current
+	// definition (it changed since the approver looked).
+	ErrDefinitionChanged = errors.New("dispatch: definition hash does not match the tool's current definition")
+)
+
+// ApproveTool records hash as the approved definition of tool name, an
+// MCP tool disabled because its definition changed: the worker serving it
+// sees the approval and enables it again. hash must be the tool's current
+// definition hash, so that the approver approves what they were shown. It
+// returns the spec as it stands before the worker acts. Errors:
+// ErrNeedAdminScope, registry.ErrNotFound, ErrNoDefinition,
+// ErrDefinitionChanged (naming the current hash), or the registry's.
+func (d *Dispatcher) ApproveTool(ctx context.Context, id Identity, name, hash string) (*toolwirev1.ToolSpec, error) {
+	if !registry.HasScopes(id.Scopes, []string{AdminScope}) {
+		return nil, ErrNeedAdminScope
+	}
+	ent, err := d.reg.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	cur := ent.Spec.GetMcp().GetDefinitionHash()
+	switch {
+	case cur == "":
+		return nil, ErrNoDefinition
+	case hash != cur:
+		return nil, fmt.Errorf("%w %s", ErrDefinitionChanged, cur)
+	}
+	if err := registry.Approve(ctx, d.bus.Registry, name, cur); err != nil {
+		return nil, err
+	}
+	d.log.InfoContext(ctx, "tool definition approved", "tool", name, "definition_hash", cur, "by", id.Tenant+"/"+id.Agent)
+	return ent.Spec, nil
+}
+
+// ApprovedDefinition returns the definition hash approved for tool name,
+// and false when none is recorded.
+func (d *Dispatcher) ApprovedDefinition(ctx context.Context, name string) (string, bool, error) {
+	return registry.Approved(ctx, d.bus.Registry, name)
+}
