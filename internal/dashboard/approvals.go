@@ -133,7 +133,12 @@ func (s *Server) approveCall(w http.ResponseWriter, r *http.Request, v *viewer) 
 	}
 	done := "approved " + a.GetTool() + " call " + id + " once"
 	if g != nil {
-		done = fmt.Sprintf("approved %s call %s, and granted %s calls of tool %q for the %s", a.GetTool(), id, g.GetLayer(), g.GetTool(), g.GetLayer())
+		until := "no expiry"
+		if g.GetExpiresAt() != nil {
+			until = "until " + g.GetExpiresAt().AsTime().UTC().Format("2006-01-02 15:04 UTC")
+		}
+		done = fmt.Sprintf("approved %s call %s, and granted the %s's later calls of %s (grant %s, %s)", a.GetTool(), id,
+			g.GetLayer(), g.GetTool(), g.GetId(), until)
 	}
 	s.log.Info("dashboard approval", "who", v.who(), "approval", id, "scope", req.GetScope().String())
 	http.Redirect(w, r, Prefix+"/approvals?done="+url.QueryEscape(done), http.StatusSeeOther)

@@ -264,7 +264,7 @@ type toolData struct {
 
 // toolPage shows one tool: its current spec, its versions, and the diff
 // of versions a and b (?a=&b=; by default the one before the current and
-// the current).
+// the current; a alone: against the current).
 func (s *Server) toolPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 	spec, ok := s.toolOf(v, r.PathValue("name"))
 	if !ok {
@@ -294,6 +294,9 @@ func (s *Server) toolPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 				break
 			}
 		}
+	}
+	if d.A != "" && d.B == "" {
+		d.B = spec.GetVersion() // a version against the current one
 	}
 	status := http.StatusOK
 	if d.A != "" || d.B != "" {
