@@ -35,7 +35,7 @@ func queryOf(r *http.Request, v *viewer) (Query, url.Values, error) {
 		return s
 	}
 	q := Query{Tenant: get("tenant"), Tool: get("tool"), Agent: get("agent"), Session: get("session"),
-		Outcome: get("outcome"), ErrorType: strings.ToUpper(get("error_type")), Text: get("q")}
+		Outcome: get("outcome"), ErrorType: strings.TrimPrefix(strings.ToUpper(get("error_type")), "ERROR_TYPE_"), Text: get("q")}
 	if t := v.Tenant(); t != "" {
 		q.Tenant = t
 	}

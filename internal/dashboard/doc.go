@@ -25,12 +25,13 @@
 //
 // What a key may do follows its scopes, as on the API:
 //
-//   - any key sees its own tenant's calls, dead letters, approvals, tools
-//     and usage (read-only);
+//   - any key sees its own tenant's calls, dead letters, tools and usage
+//     (read-only);
 //   - the admin scope sees every tenant, and may cancel calls, retry dead
 //     letters (one or in bulk) and approve tool definitions;
-//   - the approve scope may decide approvals (the dispatcher checks it
-//     again, and records the approver).
+//   - the approve scope sees the approval inbox (as ListApprovals: the
+//     dispatcher shows it to approvers only) and may decide approvals
+//     (the dispatcher checks the scope again, and records the approver).
 //
 // A read-only key gets 403 on every action, with the scope it lacks named.
 //
@@ -57,8 +58,11 @@
 // results streams when the dispatcher starts and kept live by ordered
 // consumers (index.go has the figures: memory per call, rebuild time,
 // query times at 1M). Each replica keeps its own; the streams are the
-// truth, and one call's page reads them directly (audit.Source.One), so
-// a timeline is complete even where the index is behind.
+// truth. One call's page finds the call in the index (its CALLS
+// sequence) and reads the rest from the streams (audit.Source.One: the
+// call, its events and its result), so a timeline is never cut to what
+// the index keeps; a call older than the index's window is not found
+// (toolctl audit reads any period).
 //
 // Search covers the call's redacted arguments and its result text, cut
 // to a bounded prefix per call; secret fields (the spec's secret marks)

@@ -135,6 +135,7 @@ var funcs = template.FuncMap{
 		}
 		return ""
 	},
+	"mib": func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) },
 	"pct": func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
 	"add": func(a, b int) int { return a + b },
 }
