@@ -111,12 +111,30 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 // Start feeds the calls index and samples the pools until Stop.
 func (s *Server) Start(ctx context.Context) {
 	ctx, s.cancel = context.WithCancel(ctx)
-	s.wg.Go(func() {
-		if err := s.index.Run(ctx); err != nil {
-			s.log.Error("dashboard calls index stopped", "err", err)
-		}
-	})
+	s.wg.Go(func() { s.runIndex(ctx) })
 	s.wg.Go(func() { s.pools.run(ctx) })
+}
+
+// runIndex feeds the calls index until ctx ends: a feed that fails (its
+// stream reads failed for good: a long outage) starts again after a pause
+// of 1s, doubling to 30s, and carries on from the newest call it has.
+func (s *Server) runIndex(ctx context.Context) {
+	pause := time.Second
+	for {
+		err := s.index.Run(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Error("dashboard calls index stopped; starting it again", "err", err, "in", pause)
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		pause = min(2*pause, 30*time.Second)
+	}
 }
 
 // Stop ends the live streams and the index, and waits for them. A nil
