@@ -45,7 +45,8 @@
 // the change is, naming who: a cancel's CANCEL_REQUESTED event carries the
 // user's tenant/agent and "cancelled from the dashboard by …"; a dead
 // letter's retry has "asked by … (dashboard)" in the new call's ACCEPTED
-// event; approvals record their approver; tool approvals the registry's.
+// event; approvals record their approver; a tool definition's approval
+// is recorded in the registry with who approved it (registry.ApprovedBy).
 //
 // Retry is offered for dead-lettered calls only (from their dead letter,
 // the audited path `toolctl dlq retry` takes): re-running another failed

@@ -536,6 +536,14 @@ func TestApprovalOfAToolDefinition(t *testing.T) {
 	require.Equal(t, "newhash", got)
 	_, body = admin.get("/ui/tools")
 	require.Contains(t, body, `data-testid="no-pending"`, "approved: awaiting nothing")
+	// The registry records who approved, and the tool's page says so.
+	by, ok, err := registry.ApprovedBy(t.Context(), u.Env.Bus.Registry, "mcp__srv__lookup")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "newhash", by.Hash)
+	require.Equal(t, "acme/ops", by.By)
+	_, body = admin.get("/ui/tools/mcp__srv__lookup")
+	require.Regexp(t, `data-testid="approver">by acme/ops at `, body)
 }
 
 // The pools page shows each pool's figures and sparklines of its last

@@ -254,6 +254,8 @@ type toolData struct {
 	JSON     string
 	Versions []toolVersion
 	Pending  *pendingDefinition
+	// Approver is who last approved a definition of the tool (MCP tools).
+	Approver *registry.Approver
 	A, B     string
 	Diff     []diffLine
 	// SameShown: the two versions differ only in values the page hides.
@@ -278,6 +280,11 @@ func (s *Server) toolPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 	}
 	if p, err := s.pendingDefinitions(r.Context(), []*toolwirev1.ToolSpec{spec}); err == nil && len(p) == 1 {
 		d.Pending = &p[0]
+	}
+	if spec.GetMcp() != nil {
+		if a, ok, err := s.cfg.Dispatcher.ToolApprover(r.Context(), spec.GetName()); err == nil && ok {
+			d.Approver = &a
+		}
 	}
 	if d.Versions, err = s.toolVersions(r.Context(), spec.GetName(), spec.GetVersion()); err != nil {
 		d.Error = err.Error()

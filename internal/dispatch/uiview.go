@@ -124,8 +124,18 @@ func (d *Dispatcher) ApproveTool(ctx context.Context, id Identity, name, hash st
 	if err := registry.Approve(ctx, d.bus.Registry, name, cur); err != nil {
 		return nil, err
 	}
+	by := registry.Approver{Hash: cur, By: id.Tenant + "/" + id.Agent, At: time.Now().UTC()}
+	if err := registry.RecordApprover(ctx, d.bus.Registry, name, by); err != nil {
+		return nil, fmt.Errorf("dispatch: the definition of %s is approved, but who approved it was not recorded: %w", name, err)
+	}
 	d.log.InfoContext(ctx, "tool definition approved", "tool", name, "definition_hash", cur, "by", id.Tenant+"/"+id.Agent)
 	return ent.Spec, nil
+}
+
+// ToolApprover returns who last approved a definition of tool name, and
+// false when no one is recorded.
+func (d *Dispatcher) ToolApprover(ctx context.Context, name string) (registry.Approver, bool, error) {
+	return registry.ApprovedBy(ctx, d.bus.Registry, name)
 }
 
 // ApprovedDefinition returns the definition hash approved for tool name,

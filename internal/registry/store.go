@@ -138,7 +138,7 @@ func (s *Store) run(ctx context.Context, w jetstream.KeyWatcher) {
 // apply takes e in; it reports whether the current tools changed.
 func (s *Store) apply(e jetstream.KeyValueEntry) bool {
 	key := e.Key()
-	if strings.HasPrefix(key, ApprovalPrefix) || strings.HasPrefix(key, SourcePrefix) {
+	if strings.HasPrefix(key, ApprovalPrefix) || strings.HasPrefix(key, ApproverPrefix) || strings.HasPrefix(key, SourcePrefix) {
 		return false
 	}
 	if e.Operation() != jetstream.KeyValuePut {
