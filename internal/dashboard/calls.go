@@ -20,6 +20,27 @@ import (
 // outcomes are the outcomes the calls page filters by.
 var outcomes = []string{audit.OutcomePending, audit.OutcomeOK, audit.OutcomeError, audit.OutcomeCancelled, audit.OutcomeExpired, audit.OutcomeDeadLettered}
 
+// holdLive counts a live stream against v's key; false when the key
+// holds maxLiveStreamsPerKey already.
+func (s *Server) holdLive(v *viewer) bool {
+	s.liveMu.Lock()
+	defer s.liveMu.Unlock()
+	if s.live[v.who()] >= maxLiveStreamsPerKey {
+		return false
+	}
+	s.live[v.who()]++
+	return true
+}
+
+// releaseLive ends what holdLive counted.
+func (s *Server) releaseLive(v *viewer) {
+	s.liveMu.Lock()
+	defer s.liveMu.Unlock()
+	if s.live[v.who()]--; s.live[v.who()] <= 0 {
+		delete(s.live, v.who())
+	}
+}
+
 // maxFilterBytes bounds each filter field.
 const maxFilterBytes = 256
 
@@ -115,13 +136,20 @@ func (s *Server) callsPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 }
 
 // liveKeepAlive is how often a live stream without news sends a comment
-// (proxies close idle streams).
+// (proxies close idle streams) and checks that its session still holds.
 const liveKeepAlive = 15 * time.Second
+
+// maxLiveStreamsPerKey bounds the live streams one key (its tenant/agent)
+// holds open, so that no key takes every one of the index's subscriptions
+// (MaxSubscribers, shared by every viewer).
+const maxLiveStreamsPerKey = 16
 
 // callsLive streams the calls the filters select as they are made and as
 // they finish (server-sent events, each a rendered table row), until the
-// client goes away or the dashboard stops. Each stream holds one of the
-// index's subscriptions, which are capped.
+// client goes away, its session ends (expired, or its key no longer
+// accepted: checked at each keep-alive) or the dashboard stops. Each
+// stream holds one of the index's subscriptions, which are capped, and one
+// key holds at most maxLiveStreamsPerKey of them.
 func (s *Server) callsLive(w http.ResponseWriter, r *http.Request, v *viewer) {
 	q, _, err := queryOf(r, v)
 	if err != nil {
@@ -129,6 +157,11 @@ func (s *Server) callsLive(w http.ResponseWriter, r *http.Request, v *viewer) {
 		return
 	}
 	id := r.URL.Query().Get("id") // one call's page watches that call only
+	if !s.holdLive(v) {
+		http.Error(w, "too many live streams for this key", http.StatusTooManyRequests)
+		return
+	}
+	defer s.releaseLive(v)
 	ch, cancel, err := s.index.Subscribe()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -140,7 +173,7 @@ func (s *Server) callsLive(w http.ResponseWriter, r *http.Request, v *viewer) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	_ = rc.Flush()
-	tick := time.NewTicker(liveKeepAlive)
+	tick := time.NewTicker(s.keepAlive)
 	defer tick.Stop()
 	for {
 		select {
@@ -149,6 +182,9 @@ func (s *Server) callsLive(w http.ResponseWriter, r *http.Request, v *viewer) {
 		case <-s.done:
 			return
 		case <-tick.C:
+			if s.viewerOf(r) == nil {
+				return // the session expired, or its key was revoked
+			}
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
 				return
 			}

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"bufio"
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -147,4 +148,60 @@ func TestLiveStreamSendsNewCalls(t *testing.T) {
 		}
 	}
 	t.Fatalf("the stream ended without the call: %v", lines.Err())
+}
+
+// openLive opens a live stream as b and returns the response (the caller
+// closes its body).
+func openLive(t *testing.T, b *browser, query string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, b.base+"/ui/calls/live?"+query, nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := b.c.Do(req)
+	require.NoError(t, err)
+	return res
+}
+
+// A live stream ends once its session has expired: it does not outlive
+// the sign-in it was opened with.
+func TestLiveStreamEndsWhenTheSessionExpires(t *testing.T) {
+	u := startUIWith(t, testTools(nil), dispatch.Config{},
+		func(c *Config) { c.SessionTTL = 2 * time.Second },
+		func(s *Server) { s.keepAlive = 50 * time.Millisecond })
+	reader := u.signIn(t, readerKey)
+	res := openLive(t, reader, "")
+	defer res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	done := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, res.Body); done <- err }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "the server ended the stream")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the live stream outlived its session by 18s")
+	}
+	res, _ = reader.get("/ui/calls")
+	require.Equal(t, http.StatusSeeOther, res.StatusCode, "the session has expired")
+}
+
+// One key cannot take every live subscription of the index: past
+// maxLiveStreamsPerKey its streams are refused, and other keys still get
+// theirs.
+func TestLiveStreamsPerKeyAreCapped(t *testing.T) {
+	u := startUI(t, testTools(nil), dispatch.Config{})
+	reader := u.signIn(t, readerKey)
+	reader.c.Timeout = 0 // the streams stay open until the test ends
+	for range maxLiveStreamsPerKey {
+		res := openLive(t, reader, "")
+		defer res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode)
+	}
+	res := openLive(t, reader, "")
+	res.Body.Close()
+	require.Equal(t, http.StatusTooManyRequests, res.StatusCode, "one stream too many for the key")
+
+	other := u.signIn(t, otherKey)
+	res = openLive(t, other, "")
+	defer res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode, "another key's stream")
 }

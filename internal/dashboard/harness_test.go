@@ -43,11 +43,25 @@ type uiStack struct {
 // the four keys above.
 func startUI(t *testing.T, tools []*tool.Tool, cfg dispatch.Config) *uiStack {
 	t.Helper()
+	return startUIWith(t, tools, cfg, nil, nil)
+}
+
+// startUIWith is startUI with changes to the dashboard's Config before
+// New and to the Server before it starts (either may be nil).
+func startUIWith(t *testing.T, tools []*tool.Tool, cfg dispatch.Config, changeConfig func(*Config), changeServer func(*Server)) *uiStack {
+	t.Helper()
 	auth := testKeys(t)
 	st := dispatchtest.Start(t, dispatchtest.Options{Tools: tools, Auth: auth, Dispatcher: cfg})
 	ctx := context.Background()
-	ui, err := New(ctx, Config{Dispatcher: st.Dispatcher, Auth: auth, Bus: st.Env.Bus, Registry: st.Registry})
+	c := Config{Dispatcher: st.Dispatcher, Auth: auth, Bus: st.Env.Bus, Registry: st.Registry}
+	if changeConfig != nil {
+		changeConfig(&c)
+	}
+	ui, err := New(ctx, c)
 	require.NoError(t, err)
+	if changeServer != nil {
+		changeServer(ui)
+	}
 	ui.Start(ctx)
 	mux := http.NewServeMux()
 	ui.Handle(mux)

@@ -62,6 +62,12 @@ type Server struct {
 	pools  *poolHistory
 	csrfOK *http.CrossOriginProtection
 
+	// keepAlive is how often live streams send a keep-alive and check
+	// their session (liveKeepAlive; tests shorten it).
+	keepAlive time.Duration
+	liveMu    sync.Mutex
+	live      map[string]int // live streams open per key (tenant/agent)
+
 	stopOnce sync.Once
 	done     chan struct{} // closed by Stop: live streams end
 	cancel   context.CancelFunc
@@ -99,7 +105,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, keys: k, audit: src, dlq: q, done: make(chan struct{}),
 		index:  NewIndex(cfg.Bus, cfg.IndexCalls, cfg.Logger.With("component", "ui-index")),
-		csrfOK: http.NewCrossOriginProtection()}
+		csrfOK: http.NewCrossOriginProtection(), keepAlive: liveKeepAlive, live: map[string]int{}}
 	s.pools = newPoolHistory(s)
 	if s.pages, err = parsePages(); err != nil {
 		return nil, err
