@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"testing"
 	"time"
 
@@ -68,10 +67,6 @@ func BenchmarkCallsPage1M(b *testing.B) {
 				took = append(took, time.Since(start))
 			}
 		}
-		slices.Sort(took)
-		ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-		b.ReportMetric(ms(took[len(took)/2]), "p50-ms")
-		b.ReportMetric(ms(took[len(took)*95/100]), "p95-ms")
-		b.ReportMetric(ms(took[len(took)-1]), "max-ms")
+		reportLatencies(b, took)
 	})
 }

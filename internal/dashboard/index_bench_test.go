@@ -150,11 +150,7 @@ func BenchmarkIndexQuery1M(b *testing.B) {
 				took = append(took, time.Since(start))
 			}
 		}
-		slices.Sort(took)
-		ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-		b.ReportMetric(ms(took[len(took)/2]), "p50-ms")
-		b.ReportMetric(ms(took[len(took)*95/100]), "p95-ms")
-		b.ReportMetric(ms(took[len(took)-1]), "max-ms")
+		reportLatencies(b, took)
 	})
 	b.Run("Memory", func(b *testing.B) {
 		var s IndexStats
@@ -166,6 +162,15 @@ func BenchmarkIndexQuery1M(b *testing.B) {
 		b.ReportMetric(float64(s.Bytes)/benchCalls, "est-B/entry")
 		b.ReportMetric(float64(fx.fill.Nanoseconds())/benchCalls, "fill-ns/call")
 	})
+}
+
+// reportLatencies reports the p50, p95 and maximum of took, in ms.
+func reportLatencies(b *testing.B, took []time.Duration) {
+	slices.Sort(took)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(ms(took[len(took)/2]), "p50-ms")
+	b.ReportMetric(ms(took[len(took)*95/100]), "p95-ms")
+	b.ReportMetric(ms(took[len(took)-1]), "max-ms")
 }
 
 // mixedQueries are n queries as the calls page makes them: mostly recent
