@@ -42,6 +42,19 @@ async function waitOutcome(page, want) {
   }
 }
 
+// gotoCall opens a call's page once the calls index has the call: a call
+// just submitted through the API is indexed a moment later (until then
+// its page answers 404), failing after 20 s.
+async function gotoCall(page, baseURL, id) {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const res = await page.goto(`${baseURL}/ui/calls/${id}`);
+    if (res.status() !== 404) return;
+    if (Date.now() > deadline) throw new Error(`call ${id} was never indexed`);
+    await page.waitForTimeout(100); // polling with a deadline
+  }
+}
+
 await run('dashboard', async ({ page, baseURL, env, newPage }) => {
   page.on('dialog', (d) => d.accept()); // the confirm steps of data-confirm forms
 
@@ -76,7 +89,7 @@ await run('dashboard', async ({ page, baseURL, env, newPage }) => {
 
   step('cancel a running call');
   const held = await submit('hold', {});
-  await page.goto(`${baseURL}/ui/calls/${held}`);
+  await gotoCall(page, baseURL, held);
   await page.locator('[data-testid=running]').waitFor();
   await Promise.all([page.waitForURL(/done=requested/), page.click('button:text("Cancel call")')]);
   await waitOutcome(page, 'cancelled');
@@ -94,7 +107,7 @@ await run('dashboard', async ({ page, baseURL, env, newPage }) => {
   await card.waitFor();
   await shot(approver, 'approvals');
   await Promise.all([approver.waitForURL(/done=/), card.locator('[data-testid=approve]').click()]);
-  await approver.goto(`${baseURL}/ui/calls/${parked}`);
+  await gotoCall(approver, baseURL, parked);
   await waitOutcome(approver, 'ok');
   check((await approver.locator('[data-testid=result]').innerText()).includes('wiped /tmp/scratch'), 'the approved call ran');
   await shot(approver, 'call-approved');
@@ -140,7 +153,7 @@ await run('dashboard', async ({ page, baseURL, env, newPage }) => {
   const reader = await newPage();
   await signIn(reader, baseURL, env('READER_KEY'));
   const running = await submit('hold', {});
-  await reader.goto(`${baseURL}/ui/calls/${running}`);
+  await gotoCall(reader, baseURL, running);
   const cancel = reader.locator('button:text("Cancel call")');
   check(await cancel.isDisabled(), 'cancel is disabled');
   await reader.goto(`${baseURL}/ui/dlq?tool=flaky`);
