@@ -270,8 +270,12 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	key := strings.TrimSpace(r.PostForm.Get("key"))
 	next := safeNext(r.PostForm.Get("next"))
 	_, open := s.cfg.Auth.(dispatch.OpenAccess)
-	id, err := s.authenticate(r, key)
-	if len(key) > maxKeyBytes || err != nil {
+	var id dispatch.Identity
+	err := errors.New("key too long")
+	if len(key) <= maxKeyBytes {
+		id, err = s.authenticate(r, key)
+	}
+	if err != nil {
 		s.log.Warn("dashboard sign-in refused", "remote", r.RemoteAddr)
 		s.render(w, r, http.StatusUnauthorized, "signin", nil, "Sign in", "", signInData{Next: next, Open: open, Message: "Unknown API key."})
 		return

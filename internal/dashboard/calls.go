@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/internal/audit"
-	"github.com/toolwire/toolwire/internal/dlq"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 )
@@ -240,7 +239,7 @@ func (s *Server) callPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 		s.render(w, r, http.StatusBadGateway, "error", v, "Unavailable", "calls", errorData{Status: http.StatusBadGateway, Message: "reading the call failed: " + err.Error()})
 		return
 	}
-	d := callData{Entry: e, Rec: rec, Running: rec.Result == nil, Done: r.URL.Query().Get("done")}
+	d := callData{Entry: e, Rec: rec, Running: rec.Result == nil, Done: doneMessage(r)}
 	if len(rec.Arguments) > 0 {
 		d.Args = funcs["pretty"].(func(json.RawMessage) string)(rec.Arguments)
 	}
@@ -297,7 +296,7 @@ func (s *Server) intentsOf(r *http.Request, v *viewer, rec *audit.Record, resp *
 
 // letterOf finds the dead letter of a dead-lettered call (0: none found).
 func (s *Server) letterOf(r *http.Request, e Entry) uint64 {
-	ls, err := s.dlq.List(r.Context(), dlq.ListOptions{Tool: e.Tool})
+	ls, err := s.letters.list(r.Context())
 	if err != nil {
 		return 0
 	}

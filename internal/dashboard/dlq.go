@@ -151,22 +151,22 @@ func (f letterFilter) matches(row letterRow) bool {
 // selectLetters returns the newest letters (at most limit) that f selects
 // among those v may see, newest first, and how many match in all.
 func (s *Server) selectLetters(ctx context.Context, v *viewer, f letterFilter, limit int) ([]letterRow, int, error) {
-	ls, err := s.dlq.List(ctx, dlq.ListOptions{Tool: f.Tool})
+	ls, err := s.letters.list(ctx)
 	if err != nil {
-		return nil, 0, fmt.Errorf("reading the dead letters: %w", err)
+		return nil, 0, err
 	}
 	var rows []letterRow
 	total := 0
 	for i := len(ls) - 1; i >= 0; i-- {
 		l := ls[i]
-		if !mayView(v, l) {
+		if !mayView(v, l.Letter) || (f.Tool != "" && l.Tool() != f.Tool) {
 			continue
 		}
-		if f.Tenant != "" && letterTenant(l) != f.Tenant {
+		if f.Tenant != "" && letterTenant(l.Letter) != f.Tenant {
 			continue // before Shown: it is the costly part
 		}
-		shown, _ := s.dlq.Shown(ctx, l)
-		row := rowOf(l, shown)
+		shown, _ := s.letters.view(ctx, l)
+		row := rowOf(l.Letter, shown)
 		if !f.matches(row) {
 			continue
 		}

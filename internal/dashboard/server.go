@@ -51,16 +51,18 @@ type Config struct {
 
 // Server is the dashboard: an http.Handler under Prefix.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	keys   *keys
-	pages  map[string]*template.Template
-	mux    *http.ServeMux
-	index  *Index
-	audit  *audit.Source
-	dlq    *dlq.Queue
-	pools  *poolHistory
-	csrfOK *http.CrossOriginProtection
+	cfg   Config
+	log   *slog.Logger
+	keys  *keys
+	pages map[string]*template.Template
+	mux   *http.ServeMux
+	index *Index
+	audit *audit.Source
+	dlq   *dlq.Queue
+	// letters is the DLQ as last read, shared by the pages (letters.go).
+	letters *letters
+	pools   *poolHistory
+	csrfOK  *http.CrossOriginProtection
 
 	// keepAlive is how often live streams send a keep-alive and check
 	// their session (liveKeepAlive; tests shorten it).
@@ -106,6 +108,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, keys: k, audit: src, dlq: q, done: make(chan struct{}),
 		index:  NewIndex(cfg.Bus, cfg.IndexCalls, cfg.Logger.With("component", "ui-index")),
 		csrfOK: http.NewCrossOriginProtection(), keepAlive: liveKeepAlive, live: map[string]int{}}
+	s.letters = &letters{q: q}
 	s.pools = newPoolHistory(s)
 	if s.pages, err = parsePages(); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -40,4 +41,21 @@ func Open(ctx context.Context, nc *nats.Conn, prefix string) (*Queue, error) {
 		return nil, err
 	}
 	return &Queue{js: v.JS, cfg: v.Config, subj: v.Subjects, dlq: v.DLQ, calls: v.Calls, registry: v.Registry}, nil
+}
+
+// State is the DLQ stream's extent: its first and last sequences and how
+// many letters it holds. It changes whenever a letter is written or
+// removed, so a reader can tell whether a listing is still current from
+// one stream info instead of reading every letter again.
+type State struct {
+	First, Last, Msgs uint64
+}
+
+// State returns the DLQ stream's extent now.
+func (q *Queue) State(ctx context.Context) (State, error) {
+	info, err := q.dlq.Info(ctx)
+	if err != nil {
+		return State{}, fmt.Errorf("dlq: stream info: %w", err)
+	}
+	return State{First: info.State.FirstSeq, Last: info.State.LastSeq, Msgs: info.State.Msgs}, nil
 }
