@@ -104,13 +104,26 @@ type browser struct {
 	c    *http.Client
 }
 
-// signIn signs in with key and returns the client.
-func (u *uiStack) signIn(t *testing.T, key string) *browser {
+// newBrowser returns a client of the dashboard that has not signed in.
+func (u *uiStack) newBrowser(t *testing.T) *browser {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
-	b := &browser{t: t, base: u.Srv.URL, c: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+	return &browser{t: t, base: u.Srv.URL, c: &http.Client{Jar: jar, Timeout: 30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// setCookie makes value the browser's session cookie.
+func (b *browser) setCookie(value string) {
+	u, err := url.Parse(b.base + Prefix + "/")
+	require.NoError(b.t, err)
+	b.c.Jar.SetCookies(u, []*http.Cookie{{Name: cookieName, Value: value, Path: Prefix}})
+}
+
+// signIn signs in with key and returns the client.
+func (u *uiStack) signIn(t *testing.T, key string) *browser {
+	t.Helper()
+	b := u.newBrowser(t)
 	res, _ := b.post("/ui/signin", url.Values{"key": {key}})
 	require.Equal(t, http.StatusSeeOther, res.StatusCode, "sign-in with a known key")
 	return b
