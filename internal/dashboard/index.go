@@ -1468,7 +1468,10 @@ func (a *arena) put(t []byte) uint64 {
 			a.base = max(a.base, 1) // slab 0 would make the reference 0 ambiguous
 		}
 		a.slabs, a.live = append(a.slabs, make([]byte, 0, slabSize)), append(a.live, 0)
-		last++
+		if last >= 0 && a.live[last] == 0 { // its texts went while it was filled
+			a.free(last)
+		}
+		last = len(a.slabs) - 1
 	}
 	off := len(a.slabs[last])
 	a.slabs[last] = append(a.slabs[last], t...)
@@ -1488,7 +1491,7 @@ func (a *arena) get(ref uint64) []byte {
 }
 
 // release drops a reference; a slab with no text left is freed, unless it
-// is the one being filled.
+// is the one being filled (then put frees it when it starts the next).
 func (a *arena) release(ref uint64) {
 	if ref == 0 {
 		return
@@ -1497,6 +1500,12 @@ func (a *arena) release(ref uint64) {
 	if a.live[i]--; a.live[i] > 0 || i == len(a.slabs)-1 {
 		return
 	}
+	a.free(i)
+}
+
+// free frees slab i, which holds no text, and forgets the freed slabs
+// before the first one kept.
+func (a *arena) free(i int) {
 	a.slabs[i] = nil
 	n := 0
 	for n < len(a.slabs)-1 && a.slabs[n] == nil {

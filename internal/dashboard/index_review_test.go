@@ -1,0 +1,156 @@
+package dashboard
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolwire/toolwire/internal/audit"
+)
+
+// checkIndex verifies the index's internal invariants: the ring's
+// sequences increase, every call is found by id in its own slot and the
+// id table holds nothing else, every symbol's count is the number of
+// columns that name it, and every arena slab's count is the number of
+// texts in it, with no slab but the one being filled kept without texts.
+func checkIndex(t *testing.T, x *Index) {
+	t.Helper()
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	require.Equal(t, x.n, len(x.seq))
+	refs := map[uint32]uint32{}
+	live := map[uint64]int32{}
+	for k := range x.n {
+		i := x.slot(k)
+		if k > 0 {
+			require.Greater(t, x.seq[i], x.seq[x.slot(k-1)], "sequences increase along the ring")
+		}
+		require.Equal(t, i, x.ids.find(&x.id[i], x.id), "call %d is found in its slot", k)
+		for _, s := range []uint32{x.tenant[i], x.agent[i], x.session[i], x.tool[i], x.worker[i], x.errType[i]} {
+			if s != 0 {
+				refs[s]++
+			}
+		}
+		if r := x.text[i]; r != 0 {
+			live[r>>28]++
+			_ = x.arena.get(r) // never a released slab
+		}
+	}
+	used := 0
+	for _, s := range x.ids.slots {
+		if s != 0 {
+			used++
+		}
+	}
+	require.Equal(t, x.n, used, "the id table holds exactly the calls")
+	require.Len(t, x.syms.ids, len(refs), "symbols in use")
+	for name, id := range x.syms.ids {
+		require.Equal(t, name, x.syms.names[id])
+		require.Equal(t, refs[id], x.syms.refs[id], "references of %q", name)
+	}
+	for i, s := range x.arena.slabs {
+		n := live[x.arena.base+uint64(i)]
+		require.Equal(t, n, x.arena.live[i], "texts in slab %d", i)
+		if s == nil {
+			require.Zero(t, n)
+		} else if i < len(x.arena.slabs)-1 {
+			require.Positive(t, n, "slab %d of %d has no text left but is kept", i, len(x.arena.slabs))
+		}
+	}
+}
+
+func mustULID(t *testing.T, s string) *[16]byte {
+	t.Helper()
+	id, err := ulid.ParseStrict(s)
+	require.NoError(t, err)
+	return (*[16]byte)(&id)
+}
+
+// Random adds, results, re-results and evictions keep every invariant of
+// the ring, the id table, the symbols and the arena, and queries agree
+// with a plain model of the newest max calls.
+func TestReviewIndexInvariantsUnderRandomChurn(t *testing.T) {
+	t.Parallel()
+	for _, size := range []int{1, 2, 7, 300} {
+		rng := rand.New(rand.NewPCG(uint64(size), 1))
+		x := NewIndex(nil, size, nil)
+		type call struct {
+			e    Entry
+			text string
+		}
+		var made []call
+		seq := uint64(0)
+		for step := range 4000 {
+			switch r := rng.IntN(10); {
+			case r < 6 || len(made) == 0:
+				e, args := synthetic(len(made))
+				seq += 1 + uint64(rng.IntN(3))
+				e.Seq = seq
+				e.Outcome, e.Worker = audit.OutcomePending, ""
+				e.Agent = fmt.Sprintf("a%d", rng.IntN(4))
+				if rng.IntN(4) == 0 {
+					args = nil // no argument text (an unknown spec version)
+				}
+				require.True(t, x.add(e, args, nil, false))
+				made = append(made, call{e: e, text: string(args)})
+			default: // a result (or a second one) for a recent call, maybe evicted
+				c := &made[len(made)-1-rng.IntN(min(len(made), 2*size))]
+				res := []byte(fmt.Sprintf("result-%d", step))
+				if rng.IntN(3) == 0 {
+					res = nil
+				}
+				u := outcomeUpdate{outcome: audit.OutcomeError, errType: fmt.Sprintf("E%d", rng.IntN(3)), worker: fmt.Sprintf("w%d", rng.IntN(5)), dur: time.Millisecond}
+				_, kept := x.Get(c.e.ID)
+				require.Equal(t, kept, x.setOutcome(mustULID(t, c.e.ID), u, res))
+				if kept {
+					c.e.Outcome, c.e.ErrorType, c.e.Worker, c.e.Duration = u.outcome, u.errType, u.worker, u.dur
+				}
+			}
+			if step%97 == 0 {
+				checkIndex(t, x)
+			}
+		}
+		checkIndex(t, x)
+		kept := made[max(0, len(made)-size):]
+		page, _, matched := x.Query(Query{Limit: MaxQueryLimit})
+		require.Equal(t, len(kept), matched)
+		for i, e := range page {
+			require.Equal(t, kept[len(kept)-1-i].e, e, "max %d, call %d from the newest", size, i)
+		}
+	}
+}
+
+// A slab of the arena whose texts were all released while it was still
+// the one being filled is freed once the next slab is started, not kept
+// for ever.
+func TestReviewArenaFreesASlabEmptiedWhileFilled(t *testing.T) {
+	t.Parallel()
+	const max = 4
+	x := NewIndex(nil, max, nil)
+	long := bytes.Repeat([]byte("x"), searchTextMax)
+	k := 0
+	add := func(args []byte) {
+		e, _ := synthetic(k)
+		k++
+		require.True(t, x.add(e, args, nil, false))
+	}
+	for round := range 5 {
+		// Fill most of the current slab, then push its texts out with
+		// calls that have none (their spec versions unknown).
+		for x.arena.slabs == nil || len(x.arena.slabs[len(x.arena.slabs)-1])+searchTextMax <= slabSize {
+			add(long)
+		}
+		for range max {
+			add(nil)
+		}
+		add(long) // the first of a new slab
+		add(long)
+		checkIndex(t, x)
+		require.LessOrEqual(t, x.arena.bytes(), int64(2*slabSize+4096), "round %d", round)
+	}
+}
