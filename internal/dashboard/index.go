@@ -445,6 +445,10 @@ func (x *Index) evict(i int) {
 type outcomeUpdate struct {
 	outcome, errType, worker string
 	dur                      time.Duration
+	// keepText keeps the call's result text as it is (a result read
+	// again whose secrets are no longer held: the text indexed before
+	// was redacted then).
+	keepText bool
 }
 
 // callOf reports whether the call id is indexed and whether its result
@@ -456,8 +460,8 @@ func (x *Index) callOf(id *[16]byte) (found, secret bool) {
 	return i >= 0, i >= 0 && x.flags[i]&flagSecrets != 0
 }
 
-// setOutcome records a call's result and its (redacted) result text; it
-// reports whether the call is indexed.
+// setOutcome records a call's result and its (redacted) result text (the
+// text it has, with u.keepText); it reports whether the call is indexed.
 func (x *Index) setOutcome(id *[16]byte, u outcomeUpdate, result []byte) bool {
 	oc, ok := outcomeCode(u.outcome)
 	if !ok {
@@ -474,6 +478,9 @@ func (x *Index) setOutcome(id *[16]byte, u outcomeUpdate, result []byte) bool {
 	x.syms.unref(x.worker[i])
 	x.errType[i], x.worker[i] = x.syms.ref(u.errType), x.syms.ref(u.worker)
 	x.outcome[i], x.dur[i] = oc, encodeDuration(u.dur)
+	if u.keepText {
+		return true
+	}
 	old := x.text[i]
 	args := x.arena.get(old)
 	if j := bytes.IndexByte(args, textSep); j >= 0 {
@@ -1113,7 +1120,7 @@ func (f *feed) onResult(_ context.Context, m jetstream.Msg, md *jetstream.MsgMet
 	if secret {
 		sec, ok := f.held.take(key)
 		if !ok {
-			text = nil // its secrets are gone: fail closed
+			text, u.keepText = nil, true // its secrets are gone: fail closed
 		} else {
 			text = redactResult(sec, text, cut)
 		}

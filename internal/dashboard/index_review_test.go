@@ -2,8 +2,11 @@ package dashboard
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,4 +156,84 @@ func TestReviewArenaFreesASlabEmptiedWhileFilled(t *testing.T) {
 		checkIndex(t, x)
 		require.LessOrEqual(t, x.arena.bytes(), int64(2*slabSize+4096), "round %d", round)
 	}
+}
+
+// startRun runs x until the returned stop is called, which waits for Run
+// to return and checks it returned nil.
+func startRun(t *testing.T, x *Index) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- x.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(indexWait):
+				t.Fatal("Run did not return")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// A second Run of the same index (as Server.runIndex starts after a
+// failure) carries on from the newest call: the calls and results stored
+// meanwhile are indexed once, the calls indexed before keep their
+// outcomes and their result text (a secret call's too, though its
+// secrets are no longer held), and live updates reach new subscribers.
+func TestReviewIndexRunAgainCarriesOn(t *testing.T) {
+	t.Parallel()
+	s := startIndexStack(t, nil)
+	signin := indexCall(t, s, indexAcme, "signin", `{"user":"ann","token":"tok-run-4711"}`, "")
+	x := NewIndex(s.Env.Bus, 0, slog.New(slog.DiscardHandler))
+	stop := startRun(t, x)
+	select {
+	case <-x.Ready():
+	case <-time.After(indexWait):
+		t.Fatal("never ready")
+	}
+	ch, cancel, err := x.Subscribe()
+	require.NoError(t, err)
+	defer cancel()
+	live := indexCall(t, s, indexAcme, "echo", `{"text":"first-run"}`, "")
+	nextUpdate(t, ch, live.CallId, audit.OutcomeOK)
+	page, _, _ := x.Query(Query{Text: "signed in ann with [redacted]"})
+	require.Equal(t, []string{signin.CallId}, ids(page))
+	stop()
+	_, open := <-ch
+	require.False(t, open, "Run closes the subscriptions it served")
+
+	between := indexCall(t, s, indexGlobex, "echo", `{"text":"between-runs"}`, "")
+	startRun(t, x)
+	require.Eventually(t, func() bool {
+		e, ok := x.Get(between.CallId)
+		return ok && e.Outcome == audit.OutcomeOK
+	}, indexWait, 5*time.Millisecond, "the call made between the runs is indexed with its result")
+	ch, cancel, err = x.Subscribe()
+	require.NoError(t, err)
+	defer cancel()
+	after := indexCall(t, s, indexAcme, "echo", `{"text":"second-run"}`, "")
+	nextUpdate(t, ch, after.CallId, audit.OutcomeOK)
+
+	st := x.Stats()
+	require.Equal(t, 4, st.Entries, "no call indexed twice")
+	require.Zero(t, st.Orphans)
+	page, _, _ = x.Query(Query{})
+	require.Equal(t, []string{after.CallId, between.CallId, live.CallId, signin.CallId}, ids(page))
+	for _, e := range page {
+		require.Equal(t, audit.OutcomeOK, e.Outcome, e.Tool)
+	}
+	for text, want := range map[string]string{"first-run": live.CallId, "between-runs": between.CallId, "second-run": after.CallId,
+		"signed in ann with [redacted]": signin.CallId} {
+		page, _, _ = x.Query(Query{Text: text})
+		require.Equal(t, []string{want}, ids(page), "text %q", text)
+	}
+	page, _, _ = x.Query(Query{Text: "tok-run"})
+	require.Empty(t, page)
+	checkIndex(t, x)
 }
