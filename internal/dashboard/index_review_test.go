@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/audit"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // checkIndex verifies the index's internal invariants: the ring's
@@ -236,4 +238,208 @@ func TestReviewIndexRunAgainCarriesOn(t *testing.T) {
 	page, _, _ = x.Query(Query{Text: "tok-run"})
 	require.Empty(t, page)
 	checkIndex(t, x)
+}
+
+// Calls and results stored before and while the index rebuilds (some
+// results before their calls, some calls with a retry re-entry) are all
+// indexed, each once and with its outcome, from the rebuild through the
+// handover to the live consumers.
+func TestReviewIndexRebuildToLiveHandoverUnderLoad(t *testing.T) {
+	t.Parallel()
+	s := startIndexStack(t, nil)
+	b := s.Env.Bus
+	subject := b.Subjects.Call(toolwirev1.ExecutorType_EXECUTOR_TYPE_SANDBOX, "acme", "test", "ghost")
+	want := map[string]string{}
+	var order []string
+	publish := func(k int) {
+		id := ulid.Make().String()
+		call := &toolwirev1.ToolCall{CallId: id, Tool: "ghost", SpecVersion: "v-gone", Caller: &toolwirev1.Caller{Tenant: "acme"}}
+		res := &toolwirev1.ToolResponse{CallId: id, Tool: "ghost", Ok: true, Meta: &toolwirev1.ResponseMeta{Worker: "w-1"}}
+		want[id] = audit.OutcomeOK
+		if k%4 == 0 {
+			res.Ok, res.Error = false, &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_PERMANENT}
+			want[id] = audit.OutcomeError
+		}
+		resultSubject := b.Subjects.Result("acme", "elsewhere", id)
+		if k%3 == 0 {
+			publishResult(t, b.JS, resultSubject, res)
+			publishCall(t, b.JS, subject, call, id)
+		} else {
+			publishCall(t, b.JS, subject, call, id)
+			if k%5 == 0 {
+				publishCall(t, b.JS, subject, call, id+"-retry-1")
+			}
+			publishResult(t, b.JS, resultSubject, res)
+		}
+		order = append(order, id)
+	}
+	k := 0
+	for ; k < 300; k++ {
+		publish(k)
+	}
+	x := NewIndex(b, 0, slog.New(slog.DiscardHandler))
+	startRun(t, x)
+	for after := -1; after < 100; k++ {
+		require.Less(t, k, 100_000, "never ready")
+		publish(k)
+		select {
+		case <-x.Ready():
+			after++
+		default:
+		}
+	}
+	require.Eventually(t, func() bool {
+		_, _, matched := x.Query(Query{Outcome: audit.OutcomePending})
+		return x.Stats().Entries == len(order) && matched == 0
+	}, indexWait, 10*time.Millisecond, "every call indexed with its outcome")
+	st := x.Stats()
+	require.Zero(t, st.Orphans)
+	require.Zero(t, st.Skipped)
+	require.Zero(t, st.Lag)
+	page, _, _ := x.Query(Query{Limit: MaxQueryLimit})
+	for i, e := range page {
+		id := order[len(order)-1-i]
+		require.Equal(t, id, e.ID)
+		require.Equal(t, want[id], e.Outcome, id)
+	}
+	_, _, matched := x.Query(Query{Outcome: audit.OutcomeError})
+	require.Equal(t, (len(order)+3)/4, matched)
+	checkIndex(t, x)
+}
+
+// Queries agree with a plain scan of the newest calls for every mix of
+// cursor, time range (stored times going back by less than TimeSlack
+// along the sequence), filters and text, around the ring's wrap.
+func TestReviewIndexQueryAgreesWithAPlainScan(t *testing.T) {
+	t.Parallel()
+	const size, total = 500, 1300
+	rng := rand.New(rand.NewPCG(7, 7))
+	x := NewIndex(nil, size, nil)
+	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	type call struct {
+		e    Entry
+		text string
+	}
+	var made []call
+	for k := range total {
+		at := base.Add(time.Duration(k)*time.Second - time.Duration(rng.IntN(50))*time.Second) // skew under TimeSlack
+		e := Entry{ID: ulid.MustNew(ulid.Timestamp(at), ulid.DefaultEntropy()).String(), Seq: uint64(3*k + 1), Time: at,
+			Tenant: fmt.Sprintf("t%d", rng.IntN(3)), Tool: fmt.Sprintf("tool%d", rng.IntN(4)), Outcome: audit.OutcomePending}
+		text := fmt.Sprintf(`{"w":"%c%c"}`, 'a'+rng.IntN(4), 'a'+rng.IntN(4))
+		require.True(t, x.add(e, []byte(text), nil, false))
+		if rng.IntN(3) == 0 {
+			e.Outcome = audit.OutcomeOK
+			require.True(t, x.setOutcome(mustULID(t, e.ID), outcomeUpdate{outcome: e.Outcome}, []byte("Done")))
+			text += "\x00done"
+		}
+		made = append(made, call{e, text})
+	}
+	kept := made[total-size:]
+	at := func(k int) time.Time { return base.Add(time.Duration(k) * time.Second) }
+	for range 3000 {
+		q := Query{Limit: 1 + rng.IntN(60)}
+		if rng.IntN(2) == 0 {
+			q.Before = kept[rng.IntN(size)].e.Seq + uint64(rng.IntN(3))
+		}
+		if rng.IntN(2) == 0 {
+			q.Since = at(total - size + rng.IntN(size+100) - 50)
+		}
+		if rng.IntN(2) == 0 {
+			q.Until = at(total - size + rng.IntN(size+100) - 50)
+		}
+		if rng.IntN(3) == 0 {
+			q.Tenant = fmt.Sprintf("t%d", rng.IntN(4))
+		}
+		if rng.IntN(3) == 0 {
+			q.Tool = fmt.Sprintf("tool%d", rng.IntN(4))
+		}
+		if rng.IntN(3) == 0 {
+			q.Outcome = []string{audit.OutcomeOK, audit.OutcomePending}[rng.IntN(2)]
+		}
+		if rng.IntN(3) == 0 {
+			q.Text = []string{"A", "bc", `"w":"c`, "done", "one"}[rng.IntN(5)]
+		}
+		var want []Entry
+		for i := len(kept) - 1; i >= 0; i-- {
+			e, text := kept[i].e, kept[i].text
+			if (q.Before != 0 && e.Seq >= q.Before) || (!q.Since.IsZero() && e.Time.Before(q.Since)) ||
+				(!q.Until.IsZero() && e.Time.After(q.Until)) || (q.Tenant != "" && e.Tenant != q.Tenant) ||
+				(q.Tool != "" && e.Tool != q.Tool) || (q.Outcome != "" && e.Outcome != q.Outcome) ||
+				(q.Text != "" && !searchHas(text, q.Text)) {
+				continue
+			}
+			want = append(want, e)
+		}
+		page, next, matched := x.Query(q)
+		require.Equal(t, len(want), matched, "%+v", q)
+		require.Equal(t, want[:min(len(want), q.Limit)], append([]Entry(nil), page...), "%+v", q)
+		if len(want) > q.Limit {
+			require.Equal(t, want[q.Limit-1].Seq, next, "%+v", q)
+		} else {
+			require.Zero(t, next, "%+v", q)
+		}
+	}
+}
+
+// searchHas reports whether text (a call's search text) holds
+// the lowercased needle within its argument or its result part.
+func searchHas(text, needle string) bool {
+	for _, part := range bytes.Split([]byte(text), []byte{textSep}) {
+		if bytes.Contains(bytes.ToLower(part), bytes.ToLower([]byte(needle))) {
+			return true
+		}
+	}
+	return false
+}
+
+// A secret call's result read before the call (held as an orphan, not
+// redacted yet) is redacted with the call's secrets when the call comes;
+// a secret call's result too long to be redacted safely has no result
+// text.
+func TestReviewIndexSecretsOfResultsBeforeTheirCalls(t *testing.T) {
+	t.Parallel()
+	s := startIndexStack(t, nil)
+	b := s.Env.Bus
+	ent, err := s.Registry.Get("signin")
+	require.NoError(t, err)
+	x := runIndex(t, s, 0)
+	ch, cancel, err := x.Subscribe()
+	require.NoError(t, err)
+	defer cancel()
+	// On a subject no pool serves: no worker answers these calls.
+	subject := b.Subjects.Call(toolwirev1.ExecutorType_EXECUTOR_TYPE_SANDBOX, "acme", "test", "ghost")
+	signin := func(user, token, result string, resultFirst bool) string {
+		id := ulid.Make().String()
+		call := &toolwirev1.ToolCall{CallId: id, Tool: "signin", SpecVersion: ent.Spec.Version, Caller: &toolwirev1.Caller{Tenant: "acme"},
+			Arguments: fmt.Appendf(nil, `{"user":%q,"token":%q}`, user, token)}
+		res := &toolwirev1.ToolResponse{CallId: id, Tool: "signin", Ok: true,
+			Content: []*toolwirev1.Content{{Kind: &toolwirev1.Content_Text{Text: &toolwirev1.TextContent{Text: result}}}}}
+		if resultFirst {
+			publishResult(t, b.JS, b.Subjects.Result("acme", "elsewhere", id), res)
+			require.Eventually(t, func() bool { return x.Stats().Orphans == 1 }, indexWait, 5*time.Millisecond)
+		}
+		publishCall(t, b.JS, subject, call, id)
+		if !resultFirst {
+			nextUpdate(t, ch, id, audit.OutcomePending)
+			publishResult(t, b.JS, b.Subjects.Result("acme", "elsewhere", id), res)
+		}
+		nextUpdate(t, ch, id, audit.OutcomeOK)
+		return id
+	}
+	early := signin("eve", "tok-orphan-4711", "signed in eve with tok-orphan-4711", true)
+	long := signin("fay", "tok-long-4711", strings.Repeat("x", resultTextScan)+" tok-long-4711", false)
+	longEarly := signin("gus", "tok-longer-4711", "signed in gus "+strings.Repeat("y", resultTextScan), true)
+
+	for _, secret := range []string{"tok-orphan", "tok-long", "4711"} {
+		page, _, _ := x.Query(Query{Text: secret})
+		require.Empty(t, ids(page), "secret %q", secret)
+	}
+	page, _, _ := x.Query(Query{Text: "signed in eve with [redacted]"})
+	require.Equal(t, []string{early}, ids(page))
+	page, _, _ = x.Query(Query{Text: "xxx"})
+	require.Empty(t, page, "a secret call's result cut at %d bytes is not indexed", resultTextScan)
+	page, _, _ = x.Query(Query{Text: "signed in gus"})
+	require.Empty(t, page)
+	page, _, _ = x.Query(Query{Text: `"token":"[redacted]"`})
+	require.ElementsMatch(t, []string{early, long, longEarly}, ids(page), "their arguments are indexed, redacted")
 }
