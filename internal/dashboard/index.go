@@ -12,8 +12,9 @@ package dashboard
 // sequence, stored time, tenant, agent, session, tool, outcome, error type,
 // worker, duration, and up to 255 bytes of search text. Calls whose id is
 // not a ULID, undecodable CALLS messages, retry re-entries (a message whose
-// Nats-Msg-Id is not its call id) and replays (shadow subjects) are not
-// calls of the list and are skipped, as audits skip them.
+// Nats-Msg-Id is not its call id) and replays (shadow subjects; their
+// results, on the replay dispatcher's subjects) are not calls of the list
+// and are skipped, as audits skip them.
 //
 // Memory: the fields live in columns (one slice per field, indexed by the
 // same ring slot) of 70 bytes a call: sequence 8, time 8, id 16, six
@@ -1098,6 +1099,9 @@ func (f *feed) onCall(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMet
 // onResult records a RESULTS message on its call.
 func (f *feed) onResult(_ context.Context, m jetstream.Msg, md *jetstream.MsgMetadata) {
 	f.lagged(md, true)
+	if replayResult(m.Subject()) {
+		return // a replay's, whose call is no call of the list: no orphan
+	}
 	resp := &toolwirev1.ToolResponse{}
 	if err := proto.Unmarshal(m.Data(), resp); err != nil {
 		f.log.Debug("calls index: undecodable result", "seq", md.Sequence.Stream, "err", err)
@@ -1128,6 +1132,13 @@ func (f *feed) onResult(_ context.Context, m jetstream.Msg, md *jetstream.MsgMet
 	if f.x.setOutcome(&key, u, text) {
 		f.published(&key)
 	}
+}
+
+// replayResult reports whether a results subject is a replay's
+// (<prefix>.result.<tenant>.replay.<call id>).
+func replayResult(subject string) bool {
+	i := strings.LastIndexByte(subject, '.')
+	return i >= 0 && strings.HasSuffix(subject[:i], "."+bus.ReplayDispatcher)
 }
 
 // published hands the call to live subscribers, once past the rebuild.

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/audit"
+	"github.com/toolwire/toolwire/internal/bus"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -81,7 +82,7 @@ func mustULID(t *testing.T, s string) *[16]byte {
 // with a plain model of the newest max calls.
 func TestReviewIndexInvariantsUnderRandomChurn(t *testing.T) {
 	t.Parallel()
-	for _, size := range []int{1, 2, 7, 300} {
+	for _, size := range []int{1, 2, 7, 300, 512} { // 512: the id table at its highest load
 		rng := rand.New(rand.NewPCG(uint64(size), 1))
 		x := NewIndex(nil, size, nil)
 		type call struct {
@@ -442,4 +443,28 @@ func TestReviewIndexSecretsOfResultsBeforeTheirCalls(t *testing.T) {
 	require.Empty(t, page)
 	page, _, _ = x.Query(Query{Text: `"token":"[redacted]"`})
 	require.ElementsMatch(t, []string{early, long, longEarly}, ids(page), "their arguments are indexed, redacted")
+}
+
+// A replay (a call on a shadow subject, answered on the replay
+// dispatcher's results) is no call of the list, and its result does not
+// wait for a call that never comes.
+func TestReviewIndexSkipsReplaysAndTheirResults(t *testing.T) {
+	t.Parallel()
+	s := startIndexStack(t, nil)
+	b := s.Env.Bus
+	x := runIndex(t, s, 0)
+	ch, cancel, err := x.Subscribe()
+	require.NoError(t, err)
+	defer cancel()
+	id := ulid.Make().String()
+	shadow := &toolwirev1.ToolCall{CallId: id, Tool: "echo", Caller: &toolwirev1.Caller{Tenant: "acme"}, Dispatcher: bus.ReplayDispatcher}
+	publishCall(t, b.JS, b.Subjects.Shadow(toolwirev1.ExecutorType_EXECUTOR_TYPE_SANDBOX, "acme", "builtin", "echo"), shadow, id)
+	publishResult(t, b.JS, b.Subjects.Result("acme", bus.ReplayDispatcher, id), &toolwirev1.ToolResponse{CallId: id, Tool: "echo", Ok: true})
+	after := indexCall(t, s, indexAcme, "echo", `{"text":"after the replay"}`, "")
+	nextUpdate(t, ch, after.CallId, audit.OutcomeOK)
+	_, ok := x.Get(id)
+	require.False(t, ok)
+	st := x.Stats()
+	require.Equal(t, 1, st.Entries)
+	require.Zero(t, st.Orphans, "the replay's result waits for no call")
 }
