@@ -59,8 +59,8 @@ package dashboard
 // spec version is not in the registry (no argument text is indexed then:
 // fail closed); for a call that has secret values, its result text when
 // its secrets are no longer held (the feeder holds them for at most 16,384
-// calls awaiting their result, so after the rebuild of a busy installation
-// older such calls have no result text) or when the text was longer than
+// calls awaiting their result, within 64 MiB, so after the rebuild of a
+// busy installation older such calls have no result text) or when the text was longer than
 // 4 KiB (a cut may halve a secret); anything past the 255 bytes;
 // identifiers (filters cover them). A secret shorter than redact.MinLen is
 // replaced in result text only where it stands quoted, as everywhere in
@@ -134,6 +134,11 @@ const (
 	resultTextScan = 4 << 10 // bytes of result text read and redacted
 	maxOrphans     = 4096    // results waiting for their call
 	maxHeldSecrets = 16384   // calls whose secrets wait for their result
+	// Byte budgets of the same (estimated from the bytes they hold), so
+	// that large arguments or results cannot make them grow past a
+	// bound: the oldest go first, as past the counts.
+	maxOrphanBytes = 16 << 20
+	maxHeldBytes   = 64 << 20
 	maxSpecs       = 4096    // spec versions whose redaction plan is cached
 	slabBits       = 20      // 1 MiB arena slabs
 	slabSize       = 1 << slabBits
@@ -750,8 +755,8 @@ func (x *Index) Run(ctx context.Context) error {
 	}
 	defer x.running.Store(false)
 	defer x.closeSubscribers()
-	f := &feed{x: x, b: x.b, log: x.log, specs: map[string]specInfo{}, held: newFIFO[*redact.Secrets](maxHeldSecrets),
-		orphans: newFIFO[orphan](maxOrphans), shadow: strings.TrimSuffix(x.b.Subjects.AllShadow(), ">")}
+	f := &feed{x: x, b: x.b, log: x.log, specs: map[string]specInfo{}, held: newFIFO[*redact.Secrets](maxHeldSecrets, maxHeldBytes),
+		orphans: newFIFO[orphan](maxOrphans, maxOrphanBytes), shadow: strings.TrimSuffix(x.b.Subjects.AllShadow(), ">")}
 	err := f.run(ctx)
 	if ctx.Err() != nil {
 		return nil
@@ -1091,7 +1096,8 @@ func (f *feed) onCall(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMet
 		return
 	}
 	if sec != nil && !orphaned {
-		f.held.put(key, sec)
+		// The secrets hold about 1.6 times the arguments' bytes.
+		f.held.put(key, sec, 2*len(call.Arguments)+64)
 	}
 	f.published(&key)
 }
@@ -1117,7 +1123,7 @@ func (f *feed) onResult(_ context.Context, m jetstream.Msg, md *jetstream.MsgMet
 	text, cut := resultText(resp)
 	found, secret := f.x.callOf(&key)
 	if !found {
-		f.orphans.put(key, orphan{u: u, text: text, cut: cut})
+		f.orphans.put(key, orphan{u: u, text: text, cut: cut}, len(text)+64)
 		f.x.orphans.Store(int64(len(f.orphans.m)))
 		return
 	}
@@ -1542,33 +1548,49 @@ func (a *arena) bytes() int64 {
 	return n + int64(cap(a.slabs))*24 + int64(cap(a.live))*4
 }
 
-// fifo is a map bounded to n entries: the oldest goes when a new one
-// comes.
+// fifo is a map bounded to n entries and to a total weight (bytes held)
+// of maxW: the oldest go when a new one comes.
 type fifo[V any] struct {
 	m     map[[16]byte]fifoItem[V]
 	order [][16]byte
 	gen   []uint64
 	next  uint64
 	n     int
+	w     int // the weight of the entries in m
+	maxW  int
 }
 
 type fifoItem[V any] struct {
 	v   V
 	gen uint64
+	w   int
 }
 
-func newFIFO[V any](n int) *fifo[V] { return &fifo[V]{m: map[[16]byte]fifoItem[V]{}, n: n} }
+func newFIFO[V any](n, maxW int) *fifo[V] {
+	return &fifo[V]{m: map[[16]byte]fifoItem[V]{}, n: n, maxW: maxW}
+}
 
-func (f *fifo[V]) put(k [16]byte, v V) {
-	for len(f.m) >= f.n && len(f.order) > 0 {
+// put adds v under k with weight w (an entry heavier than the whole
+// budget is not kept).
+func (f *fifo[V]) put(k [16]byte, v V, w int) {
+	if w > f.maxW {
+		return
+	}
+	if old, ok := f.m[k]; ok {
+		delete(f.m, k)
+		f.w -= old.w
+	}
+	for (len(f.m) >= f.n || f.w+w > f.maxW) && len(f.order) > 0 {
 		k0, g0 := f.order[0], f.gen[0]
 		f.order, f.gen = f.order[1:], f.gen[1:]
 		if it, ok := f.m[k0]; ok && it.gen == g0 {
 			delete(f.m, k0)
+			f.w -= it.w
 		}
 	}
 	f.next++
-	f.m[k] = fifoItem[V]{v: v, gen: f.next}
+	f.m[k] = fifoItem[V]{v: v, gen: f.next, w: w}
+	f.w += w
 	f.order, f.gen = append(f.order, k), append(f.gen, f.next)
 	if len(f.order) > 2*f.n+64 { // drop the keys taken meanwhile
 		order, gen := make([][16]byte, 0, len(f.m)), make([]uint64, 0, len(f.m))
@@ -1585,6 +1607,7 @@ func (f *fifo[V]) take(k [16]byte) (V, bool) {
 	it, ok := f.m[k]
 	if ok {
 		delete(f.m, k)
+		f.w -= it.w
 	}
 	return it.v, ok
 }
