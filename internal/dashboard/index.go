@@ -139,8 +139,8 @@ const (
 	// bound: the oldest go first, as past the counts.
 	maxOrphanBytes = 16 << 20
 	maxHeldBytes   = 64 << 20
-	maxSpecs       = 4096    // spec versions whose redaction plan is cached
-	slabBits       = 20      // 1 MiB arena slabs
+	maxSpecs       = 4096 // spec versions whose redaction plan is cached
+	slabBits       = 20   // 1 MiB arena slabs
 	slabSize       = 1 << slabBits
 	textSep        = 0 // between argument and result text; never in either
 	fetchBatch     = 1024
