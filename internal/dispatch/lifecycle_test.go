@@ -59,8 +59,9 @@ func TestStopWaitsForWhatItStarted(t *testing.T) {
 	require.NoError(t, d.Stop(long), "idempotent")
 	// The stack's in-process worker fetches all along, each fetch in a
 	// goroutine of the library's that is new whenever the last one ended
-	// (a call delivered, a fetch expired): not the dispatcher's, which
-	// never fetches (it consumes).
+	// (a call delivered, a fetch expired): not the dispatcher's, whose
+	// long-lived readers consume, and nothing this test asks of it
+	// fetches.
 	goleak.VerifyNone(t, before, goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*pullConsumer).fetch.func1"))
 }
 
