@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -213,11 +214,13 @@ type callData struct {
 	Result  *toolwirev1.ToolResponse
 	Intents []intentView
 	TraceID string
-	DLQSeq  uint64
-	Running bool
-	Done    string // what the last action did
-	Args    string
-	Struct  string
+	// TraceURL is the trace in the tracing UI (Config.TraceURL).
+	TraceURL string
+	DLQSeq   uint64
+	Running  bool
+	Done     string // what the last action did
+	Args     string
+	Struct   string
 }
 
 type intentView struct {
@@ -259,8 +262,9 @@ func (s *Server) callPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 			d.Intents = s.intentsOf(r, v, rec, resp)
 		}
 	}
-	if tp := strings.Split(rec.Traceparent, "-"); len(tp) == 4 {
+	if tp := strings.Split(rec.Traceparent, "-"); len(tp) == 4 && traceIDRe.MatchString(tp[1]) {
 		d.TraceID = tp[1]
+		d.TraceURL = s.traceLink(d.TraceID)
 	}
 	if e.Outcome == audit.OutcomeDeadLettered {
 		d.DLQSeq = s.letterOf(r, e)
@@ -368,3 +372,6 @@ func matches(q Query, e Entry) bool {
 		eq(q.Outcome, e.Outcome) && eq(q.ErrorType, e.ErrorType) &&
 		(q.Since.IsZero() || !e.Time.Before(q.Since)) && (q.Until.IsZero() || !e.Time.After(q.Until))
 }
+
+// traceIDRe is a W3C trace id.
+var traceIDRe = regexp.MustCompile(`^[0-9a-f]{32}$`)

@@ -15,6 +15,7 @@ import (
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 var (
@@ -204,4 +205,24 @@ func TestLiveStreamsPerKeyAreCapped(t *testing.T) {
 	res = openLive(t, other, "")
 	defer res.Body.Close()
 	require.Equal(t, http.StatusOK, res.StatusCode, "another key's stream")
+}
+
+// With tracing on, a call's page shows its trace id, linked to the
+// tracing UI when one is configured; a trace URL that is not one is
+// refused at start.
+func TestCallPageLinksItsTrace(t *testing.T) {
+	t.Parallel()
+	tp := sdktrace.NewTracerProvider()
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	u := startUIWith(t, testTools(nil), dispatch.Config{TracerProvider: tp},
+		func(c *Config) { c.TraceURL = "https://traces.example/trace/{trace_id}" }, nil)
+	r := call(t, u, acmeBot, "echo", `{"text":"traced"}`)
+	waitFor(t, "the call is indexed", func() bool { _, ok := u.UI.Index().Get(r.CallId); return ok })
+	_, body := u.signIn(t, readerKey).get("/ui/calls/" + r.CallId)
+	require.Regexp(t, `<a href="https://traces.example/trace/[0-9a-f]{32}" rel="noreferrer" data-testid="trace-link"><code data-testid="trace">[0-9a-f]{32}</code></a>`, body)
+
+	for _, bad := range []string{"javascript:alert(1)//{trace_id}", "https://traces.example/trace/", "/trace/{trace_id}"} {
+		_, err := New(t.Context(), Config{Dispatcher: u.Dispatcher, Auth: dispatch.OpenAccess{}, Bus: u.Env.Bus, Registry: u.Registry, TraceURL: bad})
+		require.ErrorContains(t, err, "not an http(s) URL with {trace_id}", bad)
+	}
 }

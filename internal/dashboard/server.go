@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,7 +48,11 @@ type Config struct {
 	IndexCalls int
 	// SessionTTL is how long a sign-in lasts. Default 12h.
 	SessionTTL time.Duration
-	Logger     *slog.Logger
+	// TraceURL links a call's trace id to a tracing UI: an http(s) URL
+	// with {trace_id} where the id goes (e.g.
+	// https://jaeger.example/trace/{trace_id}); "" shows the id only.
+	TraceURL string
+	Logger   *slog.Logger
 }
 
 // Server is the dashboard: an http.Handler under Prefix.
@@ -84,6 +90,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if err := checkTraceURL(cfg.TraceURL); err != nil {
+		return nil, err
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 12 * time.Hour
@@ -223,4 +232,25 @@ func cacheStatic(h http.Handler) http.Handler {
 		w.Header().Set("Cache-Control", "public, max-age=300")
 		h.ServeHTTP(w, r)
 	})
+}
+
+// checkTraceURL refuses a TraceURL that is not an http(s) URL naming
+// {trace_id}.
+func checkTraceURL(t string) error {
+	if t == "" {
+		return nil
+	}
+	u, err := url.Parse(strings.ReplaceAll(t, "{trace_id}", "0"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.Contains(t, "{trace_id}") {
+		return fmt.Errorf("dashboard: the trace URL %q is not an http(s) URL with {trace_id} in it", t)
+	}
+	return nil
+}
+
+// traceLink is the link to trace id in the tracing UI; "" without one.
+func (s *Server) traceLink(id string) string {
+	if s.cfg.TraceURL == "" || id == "" {
+		return ""
+	}
+	return strings.ReplaceAll(s.cfg.TraceURL, "{trace_id}", url.PathEscape(id))
 }

@@ -124,6 +124,7 @@ func defineFlags(fs *flag.FlagSet, rc *RunConfig, logLevel, sync *string) {
 	})
 	fs.BoolVar(&rc.NoUI, "no-ui", false, "do not serve the dashboard at /ui on the API address (docs/dashboard.md)")
 	fs.StringVar(&rc.UISecret, "ui-secret", "", "the secret that seals dashboard sessions, in file:/path or env:NAME (32 bytes or more; replicas behind one address need the same); empty = random per process")
+	fs.StringVar(&rc.UITraceURL, "ui-trace-url", "", "link a call's trace id on the dashboard to a tracing UI: an http(s) URL with {trace_id}, e.g. https://jaeger.example/trace/{trace_id}")
 	fs.IntVar(&rc.UIIndexCalls, "ui-index-calls", 1000000, "most calls the dashboard's calls index keeps in memory, newest first (about 180 bytes each: 170 MiB at the default)")
 	fs.StringVar(&rc.Bus.Prefix, "prefix", "toolwire", "subject and stream prefix of the installation")
 	fs.IntVar(&rc.Bus.Replicas, "stream-replicas", 1, "replicas of every stream and bucket (3 on a JetStream cluster; every binary of an installation must agree)")

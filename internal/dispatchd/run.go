@@ -52,6 +52,9 @@ type RunConfig struct {
 	// UIIndexCalls is the most calls the dashboard's calls index keeps
 	// (newest first). Default 1,000,000.
 	UIIndexCalls int
+	// UITraceURL links a call's trace id on the dashboard to a tracing UI
+	// (an http(s) URL with {trace_id}); empty = the id only.
+	UITraceURL string
 	// NATSURL selects an external cluster; empty = the embedded server.
 	NATSURL string
 	// NATSCreds is the external cluster's credentials file.
@@ -420,7 +423,7 @@ func startDashboard(ctx context.Context, rc RunConfig, d *dispatch.Dispatcher, a
 		secret = []byte(v)
 	}
 	ui, err := dashboard.New(ctx, dashboard.Config{Dispatcher: d, Auth: auth, Bus: b, Registry: reg, Secret: secret,
-		IndexCalls: rc.UIIndexCalls, Logger: log.With("component", "ui")})
+		IndexCalls: rc.UIIndexCalls, TraceURL: rc.UITraceURL, Logger: log.With("component", "ui")})
 	if err != nil {
 		return nil, err
 	}
