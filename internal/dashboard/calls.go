@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -244,7 +243,7 @@ func (s *Server) callPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 	}
 	d := callData{Entry: e, Rec: rec, Running: rec.Result == nil, Done: doneMessage(r)}
 	if len(rec.Arguments) > 0 {
-		d.Args = funcs["pretty"].(func(json.RawMessage) string)(rec.Arguments)
+		d.Args = prettyJSON(rec.Arguments)
 	}
 	for _, raw := range rec.Events {
 		ev := &toolwirev1.CallEvent{}
@@ -257,7 +256,7 @@ func (s *Server) callPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 		if protojson.Unmarshal(rec.Response, resp) == nil { // the redacted response, never the stored one
 			d.Result = resp
 			if resp.StructuredJson != "" {
-				d.Struct = funcs["pretty"].(func(json.RawMessage) string)(json.RawMessage(resp.StructuredJson))
+				d.Struct = prettyJSON([]byte(resp.StructuredJson))
 			}
 			d.Intents = s.intentsOf(r, v, rec, resp)
 		}

@@ -25,7 +25,6 @@ package dashboard
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -398,9 +397,4 @@ func postedSeqs(in []string) ([]uint64, error) {
 		}
 	}
 	return out, nil
-}
-
-// prettyJSON is raw indented, or raw as it is when it is not JSON.
-func prettyJSON(raw []byte) string {
-	return funcs["pretty"].(func(json.RawMessage) string)(raw)
 }

@@ -101,13 +101,7 @@ var funcs = template.FuncMap{
 		}
 		return shortDuration(d)
 	},
-	"pretty": func(raw json.RawMessage) string {
-		var b bytes.Buffer
-		if json.Indent(&b, raw, "", "  ") != nil {
-			return string(raw)
-		}
-		return b.String()
-	},
+	"pretty": prettyJSON,
 	// with returns the query q with key set to value (empty removes it):
 	// links that change one filter and keep the others.
 	"with": func(q url.Values, key, value string) string {
@@ -135,9 +129,18 @@ var funcs = template.FuncMap{
 		}
 		return ""
 	},
-	"mib": func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) },
-	"pct": func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
-	"add": func(a, b int) int { return a + b },
+	"bytes": byteSize,
+	"pct":   func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
+	"add":   func(a, b int) int { return a + b },
+}
+
+// prettyJSON is raw indented, or raw as it is when it is not JSON.
+func prettyJSON(raw []byte) string {
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") != nil {
+		return string(raw)
+	}
+	return b.String()
 }
 
 // shortDuration is d to two significant units: 1.2s, 340ms, 3m20s, 2h5m.
