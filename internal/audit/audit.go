@@ -489,7 +489,7 @@ func (s *Source) complete(ctx context.Context, j *job, o Options) error {
 		}
 		rec.Result = resp
 		rec.Response = redactResponse(sec, resp)
-		rec.Outcome, rec.ErrorType = classify(resp)
+		rec.Outcome, rec.ErrorType = Classify(resp)
 	}
 	if o.Events {
 		evs, err := s.eventsOf(ctx, call, sec)
@@ -501,7 +501,9 @@ func (s *Source) complete(ctx context.Context, j *job, o Options) error {
 	return nil
 }
 
-func classify(r *toolwirev1.ToolResponse) (string, string) {
+// Classify is the outcome of a terminal response (OutcomeOK, ...) and,
+// for a failure, its error type's name ("TIMEOUT").
+func Classify(r *toolwirev1.ToolResponse) (string, string) {
 	if r.GetOk() {
 		return OutcomeOK, ""
 	}

@@ -47,13 +47,7 @@ const maxFilterBytes = 256
 // an admin sees their own tenant only, whatever the URL says.
 func queryOf(r *http.Request, v *viewer) (Query, url.Values, error) {
 	in := r.URL.Query()
-	get := func(k string) string {
-		s := strings.TrimSpace(in.Get(k))
-		if len(s) > maxFilterBytes {
-			s = s[:maxFilterBytes]
-		}
-		return s
-	}
+	get := bounded(in.Get)
 	q := Query{Tenant: get("tenant"), Tool: get("tool"), Agent: get("agent"), Session: get("session"),
 		Outcome: get("outcome"), ErrorType: strings.TrimPrefix(strings.ToUpper(get("error_type")), "ERROR_TYPE_"), Text: get("q")}
 	if t := v.Tenant(); t != "" {
@@ -87,6 +81,17 @@ func queryOf(r *http.Request, v *viewer) (Query, url.Values, error) {
 		}
 	}
 	return q, out, nil
+}
+
+// bounded reads fields with get, spaces trimmed, cut to maxFilterBytes.
+func bounded(get func(string) string) func(string) string {
+	return func(k string) string {
+		s := strings.TrimSpace(get(k))
+		if len(s) > maxFilterBytes {
+			s = s[:maxFilterBytes]
+		}
+		return s
+	}
 }
 
 // parseWhen reads a time filter: RFC 3339, a browser's datetime-local

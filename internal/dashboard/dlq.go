@@ -56,13 +56,7 @@ type letterFilter struct {
 // letterFilterOf reads a filter from get (the URL's query or a form); a
 // viewer who is not an admin sees their own tenant only.
 func letterFilterOf(get func(string) string, v *viewer, now time.Time) (letterFilter, error) {
-	field := func(k string) string {
-		s := strings.TrimSpace(get(k))
-		if len(s) > maxFilterBytes {
-			s = s[:maxFilterBytes]
-		}
-		return s
-	}
+	field := bounded(get)
 	f := letterFilter{Tool: field("tool"), Tenant: field("tenant"), Text: field("q"), Since: field("since")}
 	if t := v.Tenant(); t != "" {
 		f.Tenant = t

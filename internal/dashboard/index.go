@@ -1118,7 +1118,7 @@ func (f *feed) onResult(_ context.Context, m jetstream.Msg, md *jetstream.MsgMet
 		return
 	}
 	key := [16]byte(id)
-	outcome, errType := classify(resp)
+	outcome, errType := audit.Classify(resp)
 	u := outcomeUpdate{outcome: outcome, errType: errType, worker: resp.GetMeta().GetWorker(), dur: resp.GetMeta().GetDuration().AsDuration()}
 	text, cut := resultText(resp)
 	found, secret := f.x.callOf(&key)
@@ -1192,25 +1192,6 @@ func (f *feed) lookup(ctx context.Context, name, version string) specInfo {
 		return specInfo{}
 	}
 	return specInfo{plan: redact.ForSpec(spec), known: true}
-}
-
-// classify is the outcome and error type of a response, as audits decide
-// them.
-func classify(r *toolwirev1.ToolResponse) (string, string) {
-	if r.GetOk() {
-		return audit.OutcomeOK, ""
-	}
-	t := r.GetError().GetType()
-	name := strings.TrimPrefix(t.String(), "ERROR_TYPE_")
-	switch {
-	case r.GetMeta().GetSource() == "dlq" || t == toolwirev1.ErrorType_ERROR_TYPE_MAX_ATTEMPTS:
-		return audit.OutcomeDeadLettered, name
-	case t == toolwirev1.ErrorType_ERROR_TYPE_CANCELLED:
-		return audit.OutcomeCancelled, name
-	case t == toolwirev1.ErrorType_ERROR_TYPE_EXPIRED:
-		return audit.OutcomeExpired, name
-	}
-	return audit.OutcomeError, name
 }
 
 // resultText is the searchable text of a response, not redacted: its

@@ -126,14 +126,7 @@ type limitsData struct {
 
 // limitsPage shows the limits in force and their use.
 func (s *Server) limitsPage(w http.ResponseWriter, r *http.Request, v *viewer) {
-	q := r.URL.Query()
-	get := func(k string) string {
-		s := strings.TrimSpace(q.Get(k))
-		if len(s) > maxFilterBytes {
-			s = s[:maxFilterBytes]
-		}
-		return s
-	}
+	get := bounded(r.URL.Query().Get)
 	f := dispatch.UsageFilter{Session: get("session"), User: get("user"), Run: get("run")}
 	d := limitsData{Filter: url.Values{}}
 	for _, k := range []string{"tenant", "agent", "session", "user", "run"} {

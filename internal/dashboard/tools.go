@@ -42,6 +42,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/redact"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -50,7 +51,7 @@ import (
 const maxVersions = 200
 
 // hidden replaces configuration values that may be secret.
-const hidden = "[REDACTED]"
+const hidden = redact.Redacted
 
 // versionRe is what a version looks like (registry.Version: hex SHA-256),
 // for versions read from a URL.
