@@ -219,7 +219,7 @@ func (s *Source) Run(ctx context.Context, f Filter, o Options, emit func(*Record
 		// Never mapped to a subject token: a.b would read tenant a_b.
 		return nil, fmt.Errorf("audit: tenant filter %q does not match %s", f.Tenant, bus.TenantPattern)
 	}
-	o.Settle = cmp.Or(o.Settle, 10*time.Minute)
+	o.Settle = cmp.Or(o.Settle, defaultSettle)
 	o.Lookups = cmp.Or(o.Lookups, 32)
 	if o.Now == nil {
 		o.Now = time.Now
@@ -426,22 +426,49 @@ func (s *Source) scanBatch(batch jetstream.MessageBatch, f Filter, o Options, su
 	return n, done, err
 }
 
-// jobOf builds the job of one CALLS message, or says to skip it.
-func (s *Source) jobOf(msg jetstream.Msg, seq uint64, stored time.Time, f Filter, sum *Summary) (*job, bool) {
-	if strings.HasPrefix(msg.Subject(), s.shadowPrefix) {
-		return nil, true // a replay, not a call
+// CallKind is what a CALLS message is (DecodeCall).
+type CallKind int
+
+// The kinds of CALLS messages.
+const (
+	ACall         CallKind = iota // a call of its own
+	AReplay                       // a replay's call, on a shadow subject
+	ARetryEntry                   // a call re-entered for a retry (its Nats-Msg-Id is not its call id)
+	AnUndecodable                 // no ToolCall, or one without an id
+)
+
+// DecodeCall reads a CALLS message (its subject, data and Nats-Msg-Id
+// header): the call and ACall, or what the message is instead.
+// shadowPrefix starts the replays' subjects (Subjects.AllShadow without
+// its ">").
+func DecodeCall(subject string, data []byte, msgID, shadowPrefix string) (*toolwirev1.ToolCall, CallKind) {
+	if strings.HasPrefix(subject, shadowPrefix) {
+		return nil, AReplay
 	}
 	call := &toolwirev1.ToolCall{}
-	if err := proto.Unmarshal(msg.Data(), call); err != nil || call.CallId == "" {
+	if err := proto.Unmarshal(data, call); err != nil || call.CallId == "" {
+		return nil, AnUndecodable
+	}
+	if msgID != "" && msgID != call.CallId {
+		return nil, ARetryEntry
+	}
+	return call, ACall
+}
+
+// jobOf builds the job of one CALLS message, or says to skip it.
+func (s *Source) jobOf(msg jetstream.Msg, seq uint64, stored time.Time, f Filter, sum *Summary) (*job, bool) {
+	call, kind := DecodeCall(msg.Subject(), msg.Data(), msg.Headers().Get(jetstream.MsgIDHeader), s.shadowPrefix)
+	switch kind {
+	case AReplay:
+		return nil, true
+	case AnUndecodable:
 		if f.CallID != "" || f.Session != "" || f.Agent != "" {
 			return nil, true
 		}
 		return &job{rec: &Record{Seq: seq, Time: stored, Admission: "none", Outcome: OutcomeUndecodable},
 			done: make(chan struct{})}, false
-	}
-	if id := msg.Headers().Get(jetstream.MsgIDHeader); id != "" && id != call.CallId {
-		// A retry re-entry (published by the retry mover), not a call.
-		sum.RetryEntries++
+	case ARetryEntry:
+		sum.RetryEntries++ // published by the retry mover
 		return nil, true
 	}
 	c := call.GetCaller()
@@ -572,6 +599,9 @@ func (s *Source) eventsOf(ctx context.Context, call *toolwirev1.ToolCall, sec *r
 // maxEvents bounds the events of one record.
 const maxEvents = 1000
 
+// defaultSettle is Options.Settle's default.
+const defaultSettle = 10 * time.Minute
+
 // ErrNotACall is returned by One for a CALLS message that is no call of
 // its own (a retry re-entry, a replay's shadow message, an undecodable
 // message).
@@ -585,19 +615,13 @@ func (s *Source) One(ctx context.Context, seq uint64) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: call at %d: %w", seq, err)
 	}
-	if strings.HasPrefix(m.Subject, s.shadowPrefix) {
-		return nil, ErrNotACall
-	}
-	call := &toolwirev1.ToolCall{}
-	if err := proto.Unmarshal(m.Data, call); err != nil || call.CallId == "" {
-		return nil, ErrNotACall
-	}
-	if id := m.Header.Get(jetstream.MsgIDHeader); id != "" && id != call.CallId {
+	call, kind := DecodeCall(m.Subject, m.Data, m.Header.Get(jetstream.MsgIDHeader), s.shadowPrefix)
+	if kind != ACall {
 		return nil, ErrNotACall
 	}
 	j := s.newJob(call, seq, m.Time)
 	j.rec.Traceparent = m.Header.Get("traceparent")
-	if err := s.complete(ctx, j, Options{Events: true, Settle: 10 * time.Minute, Now: time.Now}); err != nil {
+	if err := s.complete(ctx, j, Options{Events: true, Settle: defaultSettle, Now: time.Now}); err != nil {
 		return nil, err
 	}
 	return j.rec, nil

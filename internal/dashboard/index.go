@@ -1056,17 +1056,14 @@ func (f *feed) lagged(md *jetstream.MsgMetadata, results bool) {
 // onCall indexes a CALLS message.
 func (f *feed) onCall(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMetadata) {
 	f.lagged(md, false)
-	if strings.HasPrefix(m.Subject(), f.shadow) {
-		return // a replay, not a call
-	}
-	call := &toolwirev1.ToolCall{}
-	if err := proto.Unmarshal(m.Data(), call); err != nil || call.CallId == "" {
+	call, kind := audit.DecodeCall(m.Subject(), m.Data(), m.Headers().Get(jetstream.MsgIDHeader), f.shadow)
+	switch kind {
+	case audit.AnUndecodable:
 		f.x.skipped.Add(1)
-		f.log.Debug("calls index: undecodable call", "seq", md.Sequence.Stream, "err", err)
+		f.log.Debug("calls index: undecodable call", "seq", md.Sequence.Stream)
 		return
-	}
-	if h := m.Headers().Get(jetstream.MsgIDHeader); h != "" && h != call.CallId {
-		return // a retry re-entry of a call, not a call
+	case audit.AReplay, audit.ARetryEntry:
+		return // no call of its own
 	}
 	id, err := ulid.ParseStrict(call.CallId)
 	if err != nil {
