@@ -255,9 +255,10 @@ const flagSecrets uint8 = 1
 // at the top of this file). Its methods are safe for concurrent use; Run
 // is its one writer.
 type Index struct {
-	b   *bus.Bus
-	max int
-	log *slog.Logger
+	b     *bus.Bus
+	specs Specs
+	max   int
+	log   *slog.Logger
 
 	mu sync.RWMutex
 	columns
@@ -324,16 +325,23 @@ func resized[T any](s []T, n, capacity int) []T {
 	return out
 }
 
+// Specs finds a spec version (registry.Store.GetVersion): the index
+// redacts a call's arguments with it.
+type Specs interface {
+	GetVersion(ctx context.Context, name, version string) (*registry.Entry, error)
+}
+
 // NewIndex returns an index of the newest max calls (DefaultIndexCalls
-// when max <= 0) of the installation b; Run feeds it.
-func NewIndex(b *bus.Bus, max int, log *slog.Logger) *Index {
+// when max <= 0) of the installation b, whose spec versions specs finds;
+// Run feeds it.
+func NewIndex(b *bus.Bus, specs Specs, max int, log *slog.Logger) *Index {
 	if max <= 0 {
 		max = DefaultIndexCalls
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Index{b: b, max: max, log: log, ready: make(chan struct{}), syms: newSymbols(), subs: map[*subscriber]struct{}{}}
+	return &Index{b: b, specs: specs, max: max, log: log, ready: make(chan struct{}), syms: newSymbols(), subs: map[*subscriber]struct{}{}}
 }
 
 // Ready returns a channel closed once the initial rebuild has caught up
@@ -1171,24 +1179,23 @@ func (f *feed) spec(ctx context.Context, name, version string) (*redact.Plan, bo
 }
 
 func (f *feed) lookup(ctx context.Context, name, version string) specInfo {
-	if f.b.Registry == nil {
+	if version == "" {
+		return specInfo{} // no version to redact by: never indexed
+	}
+	if f.x.specs == nil {
 		return specInfo{retryAt: time.Now().Add(specRetry)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, specTimeout)
 	defer cancel()
-	e, err := f.b.Registry.Get(ctx, registry.VersionKey(name, version))
+	e, err := f.x.specs.GetVersion(ctx, name, version)
 	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrInvalidKey):
+	case errors.Is(err, registry.ErrNotFound):
 		return specInfo{} // left the registry: for good
 	case err != nil:
 		f.log.Debug("calls index: spec lookup failed; no argument text for now", "tool", name, "version", version, "err", err)
 		return specInfo{retryAt: time.Now().Add(specRetry)}
 	}
-	spec := &toolwirev1.ToolSpec{}
-	if proto.Unmarshal(e.Value(), spec) != nil {
-		return specInfo{}
-	}
-	return specInfo{plan: redact.ForSpec(spec), known: true}
+	return specInfo{plan: redact.ForSpec(e.Spec), known: true}
 }
 
 // resultText is the searchable text of a response, not redacted: its

@@ -66,7 +66,7 @@ func benchIndex(b *testing.B) *benchFixture {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		start := time.Now()
-		x := NewIndex(nil, benchCalls, nil)
+		x := NewIndex(nil, nil, benchCalls, nil)
 		for k := range benchCalls {
 			at := benchBase.Add(time.Duration(k) * benchStep)
 			tenant := fmt.Sprintf("tenant-%02d", tenants.Uint64())
@@ -273,7 +273,7 @@ func BenchmarkIndexRebuild(b *testing.B) {
 	b.Logf("stored %d calls and results in %v", rebuildCalls, time.Since(start))
 	var x *Index
 	for b.Loop() {
-		x = NewIndex(env.Bus, 0, slog.New(slog.DiscardHandler))
+		x = NewIndex(env.Bus, registry.NewStore(env.Bus.Registry, nil), 0, slog.New(slog.DiscardHandler))
 		ctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- x.Run(ctx) }()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/audit"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -84,7 +85,7 @@ func TestReviewIndexInvariantsUnderRandomChurn(t *testing.T) {
 	t.Parallel()
 	for _, size := range []int{1, 2, 7, 300, 512} { // 512: the id table at its highest load
 		rng := rand.New(rand.NewPCG(uint64(size), 1))
-		x := NewIndex(nil, size, nil)
+		x := NewIndex(nil, nil, size, nil)
 		type call struct {
 			e    Entry
 			text string
@@ -137,7 +138,7 @@ func TestReviewIndexInvariantsUnderRandomChurn(t *testing.T) {
 func TestReviewArenaFreesASlabEmptiedWhileFilled(t *testing.T) {
 	t.Parallel()
 	const max = 4
-	x := NewIndex(nil, max, nil)
+	x := NewIndex(nil, nil, max, nil)
 	long := bytes.Repeat([]byte("x"), searchTextMax)
 	k := 0
 	add := func(args []byte) {
@@ -193,7 +194,7 @@ func TestReviewIndexRunAgainCarriesOn(t *testing.T) {
 	t.Parallel()
 	s := startIndexStack(t, nil)
 	signin := indexCall(t, s, indexAcme, "signin", `{"user":"ann","token":"tok-run-4711"}`, "")
-	x := NewIndex(s.Env.Bus, 0, slog.New(slog.DiscardHandler))
+	x := NewIndex(s.Env.Bus, s.Registry, 0, slog.New(slog.DiscardHandler))
 	stop := startRun(t, x)
 	select {
 	case <-x.Ready():
@@ -278,7 +279,7 @@ func TestReviewIndexRebuildToLiveHandoverUnderLoad(t *testing.T) {
 	for ; k < 300; k++ {
 		publish(k)
 	}
-	x := NewIndex(b, 0, slog.New(slog.DiscardHandler))
+	x := NewIndex(b, registry.NewStore(b.Registry, nil), 0, slog.New(slog.DiscardHandler))
 	startRun(t, x)
 	for after := -1; after < 100; k++ {
 		require.Less(t, k, 100_000, "never ready")
@@ -315,7 +316,7 @@ func TestReviewIndexQueryAgreesWithAPlainScan(t *testing.T) {
 	t.Parallel()
 	const size, total = 500, 1300
 	rng := rand.New(rand.NewPCG(7, 7))
-	x := NewIndex(nil, size, nil)
+	x := NewIndex(nil, nil, size, nil)
 	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	type call struct {
 		e    Entry

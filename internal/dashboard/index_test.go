@@ -65,7 +65,7 @@ func startIndexStack(t *testing.T, release <-chan struct{}) *dispatchtest.Stack 
 // for it to be ready.
 func runIndex(t *testing.T, s *dispatchtest.Stack, max int) *Index {
 	t.Helper()
-	x := NewIndex(s.Env.Bus, max, slog.New(slog.DiscardHandler))
+	x := NewIndex(s.Env.Bus, s.Registry, max, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- x.Run(ctx) }()
@@ -431,7 +431,7 @@ func synthetic(k int) (Entry, []byte) {
 func TestIndexRingUnderChurn(t *testing.T) {
 	t.Parallel()
 	const max, total = 1000, 25_000
-	x := NewIndex(nil, max, nil)
+	x := NewIndex(nil, nil, max, nil)
 	var made []Entry
 	for k := range total {
 		e, args := synthetic(k)
@@ -501,7 +501,7 @@ func TestIndexRingUnderChurn(t *testing.T) {
 // MaxQueryLimit.
 func TestIndexQueryCapsCountAndLimit(t *testing.T) {
 	t.Parallel()
-	x := NewIndex(nil, 0, nil)
+	x := NewIndex(nil, nil, 0, nil)
 	for k := range MatchedCap + 100 {
 		e, args := synthetic(k)
 		e.Tenant = "one"
@@ -521,7 +521,7 @@ func TestIndexQueryCapsCountAndLimit(t *testing.T) {
 // holds the feeder up: its updates are dropped and counted.
 func TestIndexSubscribersAreCappedAndNeverBlock(t *testing.T) {
 	t.Parallel()
-	x := NewIndex(nil, 0, nil)
+	x := NewIndex(nil, nil, 0, nil)
 	var cancels []func()
 	for range MaxSubscribers {
 		_, cancel, err := x.Subscribe()

@@ -115,7 +115,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, keys: k, audit: src, dlq: q, done: make(chan struct{}),
-		index:  NewIndex(cfg.Bus, cfg.IndexCalls, cfg.Logger.With("component", "ui-index")),
+		index:  NewIndex(cfg.Bus, cfg.Registry, cfg.IndexCalls, cfg.Logger.With("component", "ui-index")),
 		csrfOK: http.NewCrossOriginProtection(), keepAlive: liveKeepAlive, live: map[string]int{}}
 	s.letters = &letters{q: q}
 	s.pools = newPoolHistory(s)
