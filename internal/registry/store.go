@@ -45,7 +45,6 @@ type Store struct {
 	// onChange are called, on the watcher's goroutine, after the current
 	// tools change once the initial contents are in (OnChange).
 	onChange []func()
-	loaded   bool
 }
 
 // OnChange calls f after each change of the current tools (a version
@@ -57,15 +56,11 @@ func (s *Store) OnChange(f func()) {
 	s.onChange = append(s.onChange, f)
 }
 
-// changed calls the OnChange functions, after the initial load.
+// changed calls the OnChange functions.
 func (s *Store) changed() {
 	s.mu.RLock()
 	fs := s.onChange
-	loaded := s.loaded
 	s.mu.RUnlock()
-	if !loaded {
-		return
-	}
 	for _, f := range fs {
 		f()
 	}
@@ -113,6 +108,7 @@ func (s *Store) run(ctx context.Context, w jetstream.KeyWatcher) {
 	defer func() { _ = w.Stop() }()
 	readyOnce := sync.OnceFunc(func() { close(s.ready) })
 	defer readyOnce()
+	loaded := false // changes are told once the initial contents are in
 	for {
 		select {
 		case <-ctx.Done():
@@ -122,13 +118,11 @@ func (s *Store) run(ctx context.Context, w jetstream.KeyWatcher) {
 				return
 			}
 			if e == nil {
-				s.mu.Lock()
-				s.loaded = true
-				s.mu.Unlock()
+				loaded = true
 				readyOnce()
 				continue
 			}
-			if s.apply(e) {
+			if s.apply(e) && loaded {
 				s.changed()
 			}
 		}
