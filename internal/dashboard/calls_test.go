@@ -59,7 +59,7 @@ func TestCallsPageListsFiltersAndShowsTimeline(t *testing.T) {
 	login := call(t, u, acmeBot, "login", `{"user":"ann","password":"hunter22-secret"}`)
 	require.True(t, login.Response.Ok)
 	other := call(t, u, globexBot, "echo", `{"text":"needle-in-globex"}`)
-	waitFor(t, "the index has the three calls", func() bool { return u.UI.Index().Stats().Entries >= 3 })
+	waitFor(t, "the index has the three calls", func() bool { return u.UI.index.Stats().Entries >= 3 })
 
 	reader := u.signIn(t, readerKey)
 	res, body := reader.get("/ui/calls")
@@ -105,7 +105,7 @@ func TestCancelFromTheDashboard(t *testing.T) {
 	sub, err := u.Dispatcher.Submit(t.Context(), acmeBot, &toolwirev1.CallRequest{Tool: "hold"})
 	require.NoError(t, err)
 	require.Nil(t, sub.Rejected)
-	waitFor(t, "the call is indexed", func() bool { _, ok := u.UI.Index().Get(sub.CallID); return ok })
+	waitFor(t, "the call is indexed", func() bool { _, ok := u.UI.index.Get(sub.CallID); return ok })
 
 	admin := u.signIn(t, adminKey)
 	_, body := admin.get("/ui/calls/" + sub.CallID)
@@ -217,7 +217,7 @@ func TestCallPageLinksItsTrace(t *testing.T) {
 	u := startUIWith(t, testTools(nil), dispatch.Config{TracerProvider: tp},
 		func(c *Config) { c.TraceURL = "https://traces.example/trace/{trace_id}" }, nil)
 	r := call(t, u, acmeBot, "echo", `{"text":"traced"}`)
-	waitFor(t, "the call is indexed", func() bool { _, ok := u.UI.Index().Get(r.CallId); return ok })
+	waitFor(t, "the call is indexed", func() bool { _, ok := u.UI.index.Get(r.CallId); return ok })
 	_, body := u.signIn(t, readerKey).get("/ui/calls/" + r.CallId)
 	require.Regexp(t, `<a href="https://traces.example/trace/[0-9a-f]{32}" rel="noreferrer" data-testid="trace-link"><code data-testid="trace">[0-9a-f]{32}</code></a>`, body)
 

@@ -71,7 +71,7 @@ func startUIWith(t *testing.T, tools []*tool.Tool, cfg dispatch.Config, changeCo
 		srv.Close()
 	})
 	select {
-	case <-ui.Index().Ready():
+	case <-ui.index.Ready():
 	case <-time.After(30 * time.Second):
 		t.Fatal("the calls index never caught up")
 	}

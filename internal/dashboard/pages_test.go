@@ -73,7 +73,7 @@ func deadLetter(t *testing.T, u *uiStack, id dispatch.Identity, n int) (string, 
 		}
 		return false
 	})
-	waitFor(t, "the index has "+r.CallId, func() bool { e, ok := u.UI.Index().Get(r.CallId); return ok && e.Outcome == "dead_lettered" })
+	waitFor(t, "the index has "+r.CallId, func() bool { e, ok := u.UI.index.Get(r.CallId); return ok && e.Outcome == "dead_lettered" })
 	return r.CallId, seq
 }
 
@@ -166,7 +166,7 @@ func newActionsFixture(t *testing.T) *actionsFixture {
 	require.NoError(t, err)
 	require.Nil(t, sub.Rejected)
 	f.running = sub.CallID
-	waitFor(t, "the running call is indexed", func() bool { _, ok := u.UI.Index().Get(f.running); return ok })
+	waitFor(t, "the running call is indexed", func() bool { _, ok := u.UI.index.Get(f.running); return ok })
 	f.deadCall, f.seq = deadLetter(t, u, acmeBot, 1)
 	f.approval = park(t, u, acmeBot, "/srv")
 	pendingMCPTool(t, u, f.mcpTool, "newhash")
@@ -340,7 +340,7 @@ func TestBulkRetryConfirmsExactlyTheListedLetters(t *testing.T) {
 		require.NotEqual(t, lateSeq, seq, "a letter not listed is never retried")
 		require.NotEqual(t, lateID, m[2])
 		newID := m[3]
-		waitFor(t, "the retry "+newID+" is indexed", func() bool { _, ok := u.UI.Index().Get(newID); return ok })
+		waitFor(t, "the retry "+newID+" is indexed", func() bool { _, ok := u.UI.index.Get(newID); return ok })
 		_, page := admin.get("/ui/calls/" + newID)
 		require.Contains(t, page, fmt.Sprintf("retry of call %s from dead letter %d, asked by acme/ops (dashboard, bulk)", dead[seq], seq))
 	}
@@ -611,7 +611,7 @@ func TestPagesLimitsShowUsageMeters(t *testing.T) {
 	call(t, u, acmeBot, "echo", `{"text":"1"}`)
 	call(t, u, acmeBot, "echo", `{"text":"2"}`)
 	call(t, u, globexBot, "echo", `{"text":"3"}`)
-	waitFor(t, "the index has the calls", func() bool { return u.UI.Index().Stats().Entries >= 3 })
+	waitFor(t, "the index has the calls", func() bool { return u.UI.index.Stats().Entries >= 3 })
 
 	admin := u.signIn(t, adminKey)
 	res, body := admin.get("/ui/limits")

@@ -30,7 +30,7 @@ func (p *poolHistory) finished(pool string) (done, errs int) {
 func TestReviewPoolsSubscribeAgainWhenTheIndexEndsTheirs(t *testing.T) {
 	t.Parallel()
 	u := startUIWith(t, pageTools(), dispatch.Config{}, nil, func(s *Server) { s.pools.every = 20 * time.Millisecond })
-	h, x := u.UI.pools, u.UI.Index()
+	h, x := u.UI.pools, u.UI.index
 	waitFor(t, "the pool history subscribes", func() bool { return x.Stats().Subscribers == 1 })
 	pool := u.Dispatcher.PoolOf("acme", mustSpec(t, u, "echo"))
 	require.NotEmpty(t, pool)

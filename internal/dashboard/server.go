@@ -170,9 +170,6 @@ func (s *Server) Stop() {
 	s.wg.Wait()
 }
 
-// Index is the dashboard's calls index.
-func (s *Server) Index() *Index { return s.index }
-
 // Handle registers the dashboard on mux under Prefix.
 func (s *Server) Handle(mux *http.ServeMux) {
 	mux.Handle(Prefix+"/", s)
