@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/builtin"
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policystore"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -23,7 +23,7 @@ func TestScanSecretsAsABeforeHook(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Policies.Wait(t.Context(), policystore.Installation, a.Version.Version, a.Revision))
 	call := func(text string) *toolwirev1.ToolResponse {
-		r, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo",
+		r, err := s.Dispatcher.Call(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: "echo",
 			ArgumentsJson: `{"text":"` + text + `"}`}, 30*time.Second)
 		require.NoError(t, err)
 		return r.Response

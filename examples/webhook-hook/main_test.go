@@ -17,9 +17,9 @@ import (
 
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/bus"
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/executors/httpexec"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/specfile"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -53,7 +53,7 @@ func TestWebhookRedactsResponsesAsAnAfterHook(t *testing.T) {
 	require.NoError(t, s.Policies.Wait(t.Context(), policystore.Installation, a.Version.Version, a.Revision))
 
 	echo := func(text string) *toolwirev1.ToolResponse {
-		r, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo",
+		r, err := s.Dispatcher.Call(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: "echo",
 			ArgumentsJson: `{"text":"` + text + `"}`}, 30*time.Second)
 		require.NoError(t, err)
 		require.True(t, r.Response.Ok, "%v", r.Response.GetError())

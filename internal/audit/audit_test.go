@@ -14,12 +14,13 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/toolwire/toolwire/internal/audit"
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/bus/bustest"
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -62,7 +63,7 @@ func TestVerifyAccountsForEveryCall(t *testing.T) {
 	t.Parallel()
 	const n = 10000
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: tools(t), Concurrency: 256})
-	id := dispatch.DefaultIdentity
+	id := identity.Default
 	ctx := t.Context()
 	plans := []plan{
 		{tool: "echo", args: `{"text":"hi"}`, want: audit.OutcomeOK},
@@ -205,7 +206,7 @@ func TestReplaysAndEvents(t *testing.T) {
 	s := dispatchtest.Start(t, dispatchtest.Options{})
 	ctx := t.Context()
 	call := func(tool, args string) string {
-		r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: tool, ArgumentsJson: args}, 30*time.Second)
+		r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: tool, ArgumentsJson: args}, 30*time.Second)
 		if err != nil || !r.Response.GetOk() {
 			t.Fatalf("%s: %v %v", tool, r, err)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/toolwire/toolwire/internal/executors/httpexec"
 	"github.com/toolwire/toolwire/internal/executors/mcp"
 	"github.com/toolwire/toolwire/internal/executors/sandbox"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/worker"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -132,7 +133,7 @@ func measurePair(ctx context.Context, cfg Config, name string, typ toolwirev1.Ex
 		err = errors.Join(err, d.Stop(sctx))
 	}()
 	through := func(ctx context.Context) error {
-		r, err := d.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: spec.Name, ArgumentsJson: args}, callWait)
+		r, err := d.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: spec.Name, ArgumentsJson: args}, callWait)
 		if err != nil {
 			return err
 		}

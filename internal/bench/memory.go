@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -140,7 +142,7 @@ func dispatcherMemory(ctx context.Context, cfg Config, calls int, m *Memory) (er
 		wave := min(memoryWave, calls-started)
 		for range wave {
 			wg.Go(func() {
-				resp, err := s.d.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: echoArgs}, 15*time.Minute)
+				resp, err := s.d.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: echoArgs}, 15*time.Minute)
 				if err == nil {
 					err = fmt.Errorf("answered %s while no worker runs: %s", resp.State, resp.Response.GetError().GetMessage())
 				}
@@ -192,14 +194,14 @@ func serverHeap(ctx context.Context, cfg Config, p payloads, calls int) (_ int64
 	if _, err := b.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE}); err != nil {
 		return 0, err
 	}
-	callSubj := b.Subjects.Call(toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE, dispatch.DefaultIdentity.Tenant, "builtin", "echo")
+	callSubj := b.Subjects.Call(toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE, identity.Default.Tenant, "builtin", "echo")
 	before := sample()
 	for i := range calls {
 		id := fmt.Sprintf("%0*d", idLen, i+1)
 		if _, err := b.JS.PublishAsync(callSubj, p.call.with(id), jetstream.WithMsgID(id), jetstream.WithExpectStream(b.Config.CallsStream())); err != nil {
 			return 0, err
 		}
-		if err := nc.Publish(b.Subjects.Event(dispatch.DefaultIdentity.Tenant, "bench", id), p.accepted); err != nil {
+		if err := nc.Publish(b.Subjects.Event(identity.Default.Tenant, "bench", id), p.accepted); err != nil {
 			return 0, err
 		}
 	}

@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/toolwire/toolwire/internal/dispatch"
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/toolwire/toolwire/internal/identity"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // OverloadConfig configures MeasureOverload.
@@ -257,7 +258,7 @@ func (m *overloadRun) closedLoop(ctx context.Context, n int, d time.Duration) fl
 	for range n {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				resp, err := m.s.d.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: m.args}, callWait)
+				resp, err := m.s.d.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: m.args}, callWait)
 				if err == nil && resp.Response.GetOk() {
 					m.mu.Lock()
 					m.capacityDone++
@@ -308,7 +309,7 @@ func (m *overloadRun) one(ctx context.Context) {
 	// Long enough for the longest backlog an unbounded pool could build:
 	// (Factor-1)·For of work, drained at half the capacity while the
 	// recovery load goes on.
-	resp, err := m.s.d.Call(ctx, dispatch.DefaultIdentity, req, time.Duration(2*m.oc.Factor)*m.oc.For+callWait)
+	resp, err := m.s.d.Call(ctx, identity.Default, req, time.Duration(2*m.oc.Factor)*m.oc.For+callWait)
 	rec.took = time.Since(rec.sent)
 	switch {
 	case err != nil:

@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/toolwire/toolwire/internal/bus"
-	"github.com/toolwire/toolwire/internal/dispatch"
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/identity"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // idLen is the length of a call id (a ULID).
@@ -73,11 +74,11 @@ func capturePayloads(ctx context.Context, cfg Config) (p payloads, err error) {
 
 	// Submitted, not called: a call waited on with Call leaves no admission
 	// record when it is fast, and the memory control needs one.
-	sub, err := s.d.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: echoArgs})
+	sub, err := s.d.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: echoArgs})
 	if err != nil {
 		return p, err
 	}
-	got, err := s.d.GetResult(ctx, dispatch.DefaultIdentity, sub.CallID, callWait)
+	got, err := s.d.GetResult(ctx, identity.Default, sub.CallID, callWait)
 	if err != nil {
 		return p, err
 	}
@@ -94,7 +95,7 @@ func capturePayloads(ctx context.Context, cfg Config) (p payloads, err error) {
 	if err := waitMsgs(ctx, s.bus.Results, 1); err != nil {
 		return p, err
 	}
-	result, err := bus.LastMsg(ctx, s.bus.Results, s.bus.Subjects.ResultAnyDispatcher(dispatch.DefaultIdentity.Tenant, id))
+	result, err := bus.LastMsg(ctx, s.bus.Results, s.bus.Subjects.ResultAnyDispatcher(identity.Default.Tenant, id))
 	if err != nil {
 		return p, fmt.Errorf("bench: captured result: %w", err)
 	}

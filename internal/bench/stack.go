@@ -11,10 +11,13 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/executors/native"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/mcpserver"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/policy/policytest"
@@ -24,7 +27,6 @@ import (
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // echoArgs are the arguments of every echo call.
@@ -174,9 +176,9 @@ func waitTool(ctx context.Context, reg *registry.Store, name string) error {
 // settings) and builds a client of the configured protocol.
 func (s *stack) serveHTTP(cfg Config) error {
 	mux := http.NewServeMux()
-	path, h := dispatch.NewService(s.d).Handler(dispatch.OpenAccess{Identity: dispatch.DefaultIdentity})
+	path, h := dispatch.NewService(s.d).Handler(identity.OpenAccess{Identity: identity.Default})
 	mux.Handle(path, h)
-	mcpserver.New(s.d, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity}, mcpserver.Config{Version: "bench"}).Handle(mux)
+	mcpserver.New(s.d, identity.OpenAccess{Identity: identity.Default}, mcpserver.Config{Version: "bench"}).Handle(mux)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("bench: listen: %w", err)
@@ -241,7 +243,7 @@ func (s *stack) callMCP(ctx context.Context) error {
 
 // callNATS makes one echo call through the dispatcher core.
 func (s *stack) callNATS(ctx context.Context) error {
-	resp, err := s.d.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: echoArgs}, callWait)
+	resp, err := s.d.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: echoArgs}, callWait)
 	if err != nil {
 		return err
 	}
@@ -349,7 +351,7 @@ limits:
 // benchPolicy is the policy of Config.Policy: policytest.FiftyRules for
 // the bench caller's agent, allowing echo.
 func benchPolicy() (*policy.Policy, error) {
-	p, err := policy.Parse([]byte(policytest.FiftyRules(dispatch.DefaultIdentity.Agent, "echo")))
+	p, err := policy.Parse([]byte(policytest.FiftyRules(identity.Default.Agent, "echo")))
 	if err != nil {
 		return nil, fmt.Errorf("bench: policy: %w", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/registry"
 )
 
@@ -99,7 +100,7 @@ func (k *keys) csrfToken(s session) string {
 
 // viewer is who is looking, as their key says, and what they may do.
 type viewer struct {
-	ID   dispatch.Identity
+	ID   identity.Identity
 	CSRF string
 	// Admin may act on calls, dead letters and tools, and sees every
 	// tenant; Approver may decide approvals.
@@ -118,7 +119,7 @@ func (v *viewer) Tenant() string {
 // ReadOnly says the viewer can take no action at all.
 func (v *viewer) ReadOnly() bool { return !v.Admin && !v.Approver }
 
-func newViewer(id dispatch.Identity, csrf string) *viewer {
+func newViewer(id identity.Identity, csrf string) *viewer {
 	return &viewer{ID: id, CSRF: csrf,
 		Admin:    registry.HasScopes(id.Scopes, []string{dispatch.AdminScope}),
 		Approver: registry.HasScopes(id.Scopes, []string{dispatch.ApproveScope})}
@@ -129,7 +130,7 @@ func (v *viewer) who() string { return v.ID.Tenant + "/" + v.ID.Agent }
 
 // authenticate checks key with the dispatcher's authenticator, as the API
 // would check it as a bearer token.
-func (s *Server) authenticate(r *http.Request, key string) (dispatch.Identity, error) {
+func (s *Server) authenticate(r *http.Request, key string) (identity.Identity, error) {
 	req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "/", nil)
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -246,7 +247,7 @@ type errorData struct {
 
 // signInPage shows the sign-in form.
 func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
-	_, open := s.cfg.Auth.(dispatch.OpenAccess)
+	_, open := s.cfg.Auth.(identity.OpenAccess)
 	s.render(w, r, http.StatusOK, "signin", nil, "Sign in", "", signInData{Next: safeNext(r.URL.Query().Get("next")), Open: open})
 }
 
@@ -269,8 +270,8 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	key := strings.TrimSpace(r.PostForm.Get("key"))
 	next := safeNext(r.PostForm.Get("next"))
-	_, open := s.cfg.Auth.(dispatch.OpenAccess)
-	var id dispatch.Identity
+	_, open := s.cfg.Auth.(identity.OpenAccess)
+	var id identity.Identity
 	err := errors.New("key too long")
 	if len(key) <= maxKeyBytes {
 		id, err = s.authenticate(r, key)

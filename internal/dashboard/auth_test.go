@@ -9,19 +9,21 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/identity"
 )
 
 // revocable is an Authenticator whose keys can all be revoked at once, as
 // when a key file loses them.
 type revocable struct {
-	dispatch.Authenticator
+	identity.Authenticator
 	revoked atomic.Bool
 }
 
-func (r *revocable) Authenticate(req *http.Request) (dispatch.Identity, error) {
+func (r *revocable) Authenticate(req *http.Request) (identity.Identity, error) {
 	if r.revoked.Load() {
-		return dispatch.Identity{}, dispatch.ErrUnauthenticated
+		return identity.Identity{}, identity.ErrUnauthenticated
 	}
 	return r.Authenticator.Authenticate(req)
 }
@@ -120,7 +122,7 @@ func mustKeys(t *testing.T, secret string) *keys {
 // need the CSRF token.
 func TestSignInWithOpenAccess(t *testing.T) {
 	t.Parallel()
-	u := startUIWith(t, nil, dispatch.Config{}, func(c *Config) { c.Auth = dispatch.OpenAccess{Identity: dispatch.DefaultIdentity} }, nil)
+	u := startUIWith(t, nil, dispatch.Config{}, func(c *Config) { c.Auth = identity.OpenAccess{Identity: identity.Default} }, nil)
 	b := u.newBrowser(t)
 	_, body := b.get("/ui/signin")
 	require.Contains(t, body, "No API keys are configured")

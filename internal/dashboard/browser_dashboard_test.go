@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -26,7 +28,7 @@ var dashboardShots = []string{"signin", "calls", "calls-filtered", "call", "call
 func TestBrowserDashboard(t *testing.T) {
 	t.Parallel()
 	u := startUI(t, pageTools(), dispatch.Config{})
-	acme := dispatch.Identity{Tenant: "acme", Agent: "bot", Scopes: []string{"*"}}
+	acme := identity.Identity{Tenant: "acme", Agent: "bot", Scopes: []string{"*"}}
 	call(t, u, acme, "echo", `{"text":"hello from the agent"}`)
 	call(t, u, acme, "login", `{"user":"ann","password":"never-shown"}`)
 	deadLetter(t, u, acme, 1)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/identity"
 )
 
 // BenchmarkCallsPage1M measures the calls page as a browser gets it
@@ -24,8 +24,8 @@ func BenchmarkCallsPage1M(b *testing.B) {
 		b.Fatal(err)
 	}
 	s := &Server{index: fx.x, pages: pages, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	admin := newViewer(dispatch.Identity{Tenant: "ops", Agent: "ui", Scopes: []string{"*"}}, "token")
-	tenant := newViewer(dispatch.Identity{Tenant: "tenant-07", Agent: "ui"}, "token")
+	admin := newViewer(identity.Identity{Tenant: "ops", Agent: "ui", Scopes: []string{"*"}}, "token")
+	tenant := newViewer(identity.Identity{Tenant: "tenant-07", Agent: "ui"}, "token")
 	mid := benchBase.Add(benchCalls / 2 * benchStep).Format("2006-01-02T15:04")
 	end := benchBase.Add(benchCalls/2*benchStep + time.Hour).Format("2006-01-02T15:04")
 	kinds := []struct {

@@ -11,16 +11,18 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 var (
-	acmeBot   = dispatch.Identity{Tenant: "acme", Agent: "bot", Scopes: []string{"*"}}
-	globexBot = dispatch.Identity{Tenant: "globex", Agent: "bot", Scopes: []string{"*"}}
+	acmeBot   = identity.Identity{Tenant: "acme", Agent: "bot", Scopes: []string{"*"}}
+	globexBot = identity.Identity{Tenant: "globex", Agent: "bot", Scopes: []string{"*"}}
 )
 
 // testTools are the built-in tools plus login (a secret argument) and
@@ -42,7 +44,7 @@ func testTools(release <-chan struct{}) []*tool.Tool {
 		})))
 }
 
-func call(t *testing.T, u *uiStack, id dispatch.Identity, tool, args string) *toolwirev1.CallResponse {
+func call(t *testing.T, u *uiStack, id identity.Identity, tool, args string) *toolwirev1.CallResponse {
 	t.Helper()
 	r, err := u.Dispatcher.Call(t.Context(), id, &toolwirev1.CallRequest{Tool: tool, ArgumentsJson: args, Session: "s-" + id.Tenant}, 20*time.Second)
 	require.NoError(t, err)
@@ -222,7 +224,7 @@ func TestCallPageLinksItsTrace(t *testing.T) {
 	require.Regexp(t, `<a href="https://traces.example/trace/[0-9a-f]{32}" rel="noreferrer" data-testid="trace-link"><code data-testid="trace">[0-9a-f]{32}</code></a>`, body)
 
 	for _, bad := range []string{"javascript:alert(1)//{trace_id}", "https://traces.example/trace/", "/trace/{trace_id}"} {
-		_, err := New(t.Context(), Config{Dispatcher: u.Dispatcher, Auth: dispatch.OpenAccess{}, Bus: u.Env.Bus, Registry: u.Registry, TraceURL: bad})
+		_, err := New(t.Context(), Config{Dispatcher: u.Dispatcher, Auth: identity.OpenAccess{}, Bus: u.Env.Bus, Registry: u.Registry, TraceURL: bad})
 		require.ErrorContains(t, err, "not an http(s) URL with {trace_id}", bad)
 	}
 }

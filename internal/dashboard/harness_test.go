@@ -18,8 +18,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
@@ -79,7 +81,7 @@ func startUIWith(t *testing.T, tools []*tool.Tool, cfg dispatch.Config, changeCo
 }
 
 // testKeys writes a key file with the four keys and loads it.
-func testKeys(t *testing.T) *dispatch.APIKeys {
+func testKeys(t *testing.T) *identity.APIKeys {
 	t.Helper()
 	line := func(key, tenant, agent, scopes string) string {
 		sum := sha256.Sum256([]byte(key))
@@ -91,7 +93,7 @@ func testKeys(t *testing.T) *dispatch.APIKeys {
 		line(adminKey, "acme", "ops", `["*"]`)+
 		line(approverKey, "acme", "lead", "[approve]")+
 		line(otherKey, "globex", "viewer", "[]")), 0o600))
-	k, err := dispatch.LoadAPIKeys(f)
+	k, err := identity.LoadAPIKeys(f)
 	require.NoError(t, err)
 	return k
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -26,8 +27,8 @@ import (
 const indexWait = 30 * time.Second
 
 var (
-	indexAcme   = dispatch.Identity{Tenant: "acme", Agent: "bot", Scopes: []string{"*"}}
-	indexGlobex = dispatch.Identity{Tenant: "globex", Agent: "crawler", Scopes: []string{"*"}}
+	indexAcme   = identity.Identity{Tenant: "acme", Agent: "bot", Scopes: []string{"*"}}
+	indexGlobex = identity.Identity{Tenant: "globex", Agent: "crawler", Scopes: []string{"*"}}
 )
 
 // indexTools are the built-in tools, signin (its token is secret and its
@@ -84,7 +85,7 @@ func runIndex(t *testing.T, s *dispatchtest.Stack, max int) *Index {
 }
 
 // indexCall makes a call and waits for its result.
-func indexCall(t *testing.T, s *dispatchtest.Stack, id dispatch.Identity, tool, args, session string) *toolwirev1.CallResponse {
+func indexCall(t *testing.T, s *dispatchtest.Stack, id identity.Identity, tool, args, session string) *toolwirev1.CallResponse {
 	t.Helper()
 	r, err := s.Dispatcher.Call(t.Context(), id, &toolwirev1.CallRequest{Tool: tool, ArgumentsJson: args, Session: session}, indexWait)
 	require.NoError(t, err)

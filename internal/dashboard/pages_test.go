@@ -21,6 +21,7 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dlq"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -57,7 +58,7 @@ func pageTools() []*tool.Tool {
 // deadLetter makes a call of flaky as id, waits for its dead letter and
 // for the index to have the call, and returns the call id and the letter's
 // sequence.
-func deadLetter(t *testing.T, u *uiStack, id dispatch.Identity, n int) (string, uint64) {
+func deadLetter(t *testing.T, u *uiStack, id identity.Identity, n int) (string, uint64) {
 	t.Helper()
 	r := call(t, u, id, "flaky", fmt.Sprintf(`{"n":%d,"token":%q}`, n, flakySecret))
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_MAX_ATTEMPTS, r.Response.GetError().GetType())
@@ -79,7 +80,7 @@ func deadLetter(t *testing.T, u *uiStack, id dispatch.Identity, n int) (string, 
 
 // park submits a call of wipe as id, parked until an approver decides, and
 // returns its id (the approval's).
-func park(t *testing.T, u *uiStack, id dispatch.Identity, path string) string {
+func park(t *testing.T, u *uiStack, id identity.Identity, path string) string {
 	t.Helper()
 	sub, err := u.Dispatcher.Submit(t.Context(), id, &toolwirev1.CallRequest{Tool: "wipe", Session: "s-1",
 		ArgumentsJson: fmt.Sprintf(`{"path":%q,"key":%q}`, path, wipeSecret)})
@@ -211,7 +212,7 @@ func (f *actionsFixture) state(t *testing.T) state {
 	_, err = u.Env.Bus.Cancels.Get(ctx, bus.CancelKey(acmeBot.Tenant, f.running))
 	require.True(t, err == nil || errors.Is(err, jetstream.ErrKeyNotFound), "%v", err)
 	cancelled := err == nil
-	a, err := u.Dispatcher.GetApproval(ctx, dispatch.Identity{Tenant: "acme", Agent: "test", Scopes: []string{dispatch.ApproveScope}}, f.approval)
+	a, err := u.Dispatcher.GetApproval(ctx, identity.Identity{Tenant: "acme", Agent: "test", Scopes: []string{dispatch.ApproveScope}}, f.approval)
 	require.NoError(t, err)
 	_, toolOK, err := registry.Approved(ctx, u.Env.Bus.Registry, f.mcpTool)
 	require.NoError(t, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dlq"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/registry"
 )
 
@@ -36,7 +37,7 @@ type Config struct {
 	Dispatcher *dispatch.Dispatcher
 	// Auth checks the API key a user signs in with, and again on every
 	// request (a key removed from the key file signs its sessions out).
-	Auth     dispatch.Authenticator
+	Auth     identity.Authenticator
 	Bus      *bus.Bus
 	Registry *registry.Store
 	// Secret seals the session cookie (32 bytes or more). Replicas behind

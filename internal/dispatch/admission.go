@@ -7,10 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // admit runs the admission pipeline: tool lookup → disabled → scopes →
@@ -23,7 +25,7 @@ import (
 // an approval token covers) also returns what is left to do instead of a
 // plain publish (asked: approve.go). Errors raised here are never
 // retryable and have no side effects.
-func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, now time.Time) (*toolwirev1.ToolCall, *toolwirev1.ToolError, *toolwirev1.PolicyDecision, *asked) {
+func (d *Dispatcher) admit(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, callID string, now time.Time) (*toolwirev1.ToolCall, *toolwirev1.ToolError, *toolwirev1.PolicyDecision, *asked) {
 	call, spec, te := d.check(ctx, id, o, callID, now)
 	if te != nil {
 		return nil, te, nil, nil
@@ -51,7 +53,7 @@ func (d *Dispatcher) admit(ctx context.Context, id Identity, o *toolwirev1.CallR
 
 // check runs the admission steps before the policy: it returns the call
 // as it would be published and the tool's spec, or the refusal.
-func (d *Dispatcher) check(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, now time.Time) (*toolwirev1.ToolCall, *toolwirev1.ToolSpec, *toolwirev1.ToolError) {
+func (d *Dispatcher) check(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, callID string, now time.Time) (*toolwirev1.ToolCall, *toolwirev1.ToolSpec, *toolwirev1.ToolError) {
 	if o.Tool == "" {
 		return nil, nil, registry.Violation("tool", "tool name is required")
 	}
@@ -137,7 +139,7 @@ func tighter(a, b time.Duration) time.Duration {
 
 // unknownToolHint suggests the tools the caller may have meant (among
 // those it can see), and how to list them all.
-func (d *Dispatcher) unknownToolHint(id Identity, name string) string {
+func (d *Dispatcher) unknownToolHint(id identity.Identity, name string) string {
 	const list = "list the tools you can call with `toolctl tools list` (the ListTools RPC)"
 	visible := d.visibleEntries(id, d.reg.List(registry.Filter{Scopes: id.Scopes}))
 	names := make([]string, 0, len(visible))

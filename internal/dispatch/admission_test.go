@@ -7,8 +7,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/toolwire/toolwire/internal/dispatch"
+
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -74,19 +75,19 @@ func TestDispatcherRefusesTenantsThatAreNotTokens(t *testing.T) {
 	s := dispatchtest.Start(t, dispatchtest.Options{})
 	ctx := t.Context()
 	for _, tenant := range []string{"a.b", "", "zoë", "a*", "a>b"} {
-		id := dispatch.Identity{Tenant: tenant, Agent: "x", Scopes: []string{"*"}}
+		id := identity.Identity{Tenant: tenant, Agent: "x", Scopes: []string{"*"}}
 		_, err := s.Dispatcher.Call(ctx, id, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}, 0)
-		require.ErrorIs(t, err, dispatch.ErrBadTenant, tenant)
+		require.ErrorIs(t, err, identity.ErrBadTenant, tenant)
 		_, err = s.Dispatcher.Submit(ctx, id, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`})
-		require.ErrorIs(t, err, dispatch.ErrBadTenant, tenant)
+		require.ErrorIs(t, err, identity.ErrBadTenant, tenant)
 		_, err = s.Dispatcher.GetResult(ctx, id, "01J00000000000000000000000", 0)
-		require.ErrorIs(t, err, dispatch.ErrBadTenant, tenant)
+		require.ErrorIs(t, err, identity.ErrBadTenant, tenant)
 		_, err = s.Dispatcher.Cancel(ctx, id, "01J00000000000000000000000", "")
-		require.ErrorIs(t, err, dispatch.ErrBadTenant, tenant)
+		require.ErrorIs(t, err, identity.ErrBadTenant, tenant)
 		err = s.Dispatcher.Watch(ctx, id, "01J00000000000000000000000", func(*toolwirev1.CallEvent) error { return nil })
-		require.ErrorIs(t, err, dispatch.ErrBadTenant, tenant)
+		require.ErrorIs(t, err, identity.ErrBadTenant, tenant)
 		_, err = s.Dispatcher.GetSession(ctx, id, "s")
-		require.ErrorIs(t, err, dispatch.ErrBadTenant, tenant)
+		require.ErrorIs(t, err, identity.ErrBadTenant, tenant)
 	}
 	requireNothingQueued(t, s)
 	info, err := s.Env.Bus.Events.Info(ctx)

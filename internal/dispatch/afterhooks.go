@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/bus"
 	mcpexec "github.com/toolwire/toolwire/internal/executors/mcp"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policy"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -109,7 +110,7 @@ const (
 // bindAfterHooks names in the call the after-hooks the policy in force
 // binds to its tool: the worker sends its response to them, and the
 // audit shows which looked at it. A hook's own call has none.
-func (d *Dispatcher) bindAfterHooks(ctx context.Context, id Identity, call *toolwirev1.ToolCall) {
+func (d *Dispatcher) bindAfterHooks(ctx context.Context, id identity.Identity, call *toolwirev1.ToolCall) {
 	if isHookCall(ctx) {
 		return
 	}

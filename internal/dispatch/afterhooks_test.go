@@ -14,6 +14,7 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -153,7 +154,7 @@ func TestAfterHooks(t *testing.T) {
 	log.take()
 
 	// A failed call stays failed, whatever the hook answers.
-	rr, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "fail",
+	rr, err := s.Dispatcher.Call(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: "fail",
 		ArgumentsJson: `{"type":"VALIDATION","message":"no"}`}, 30*time.Second)
 	require.NoError(t, err)
 	require.False(t, rr.Response.Ok)
@@ -163,7 +164,7 @@ func TestAfterHooks(t *testing.T) {
 	log.take()
 
 	// Tools no hook covers are not looked at; the call names no hook.
-	sub, err := s.Dispatcher.Submit(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"1ms"}`})
+	sub, err := s.Dispatcher.Submit(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"1ms"}`})
 	require.NoError(t, err)
 	resp := waitResult(t, s, sub.CallID)
 	require.True(t, resp.Ok)
@@ -209,7 +210,7 @@ func TestAfterHookOnAResultOfManyValues(t *testing.T) {
 hooks:
   - {id: scrub, phase: after, tool: scrub, tools: [rows], timeout: 10s}
 `)
-	r, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "rows",
+	r, err := s.Dispatcher.Call(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: "rows",
 		ArgumentsJson: `{"n":5000}`}, 30*time.Second)
 	require.NoError(t, err)
 	require.True(t, r.Response.Ok, "%v", r.Response.GetError())

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/internal/approvals"
+	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -16,7 +17,7 @@ import (
 // more matched. Arguments are shown redacted (the spec's secret fields).
 // Errors: ErrNeedApproveScope, ErrBadApproval (a bad tool glob or a
 // negative limit).
-func (d *Dispatcher) ListApprovals(ctx context.Context, id Identity, req *toolwirev1.ListApprovalsRequest) ([]*toolwirev1.Approval, bool, error) {
+func (d *Dispatcher) ListApprovals(ctx context.Context, id identity.Identity, req *toolwirev1.ListApprovalsRequest) ([]*toolwirev1.Approval, bool, error) {
 	if err := checkApprover(id); err != nil {
 		return nil, false, err
 	}
@@ -40,7 +41,7 @@ func (d *Dispatcher) ListApprovals(ctx context.Context, id Identity, req *toolwi
 
 // GetApproval returns approval approvalID of the caller's tenant (approve
 // scope). Errors: ErrNeedApproveScope, ErrUnknownApproval.
-func (d *Dispatcher) GetApproval(ctx context.Context, id Identity, approvalID string) (*toolwirev1.Approval, error) {
+func (d *Dispatcher) GetApproval(ctx context.Context, id identity.Identity, approvalID string) (*toolwirev1.Approval, error) {
 	if err := checkApprover(id); err != nil {
 		return nil, err
 	}
@@ -58,7 +59,7 @@ func (d *Dispatcher) GetApproval(ctx context.Context, id Identity, approvalID st
 // scope), newest first, narrowed to one agent's or session's when given:
 // the replica's index of them (approvals.GrantIndex). Grants past their
 // expiry are left out.
-func (d *Dispatcher) ListGrants(_ context.Context, id Identity, agent, session string) ([]*toolwirev1.Grant, error) {
+func (d *Dispatcher) ListGrants(_ context.Context, id identity.Identity, agent, session string) ([]*toolwirev1.Grant, error) {
 	if err := checkApprover(id); err != nil {
 		return nil, err
 	}
@@ -77,7 +78,7 @@ func (d *Dispatcher) ListGrants(_ context.Context, id Identity, agent, session s
 // scope); it reports whether the grant existed. Calls it admitted and
 // not yet started are refused by the worker's re-check. Errors:
 // ErrNeedApproveScope.
-func (d *Dispatcher) RevokeGrant(ctx context.Context, id Identity, grantID string) (bool, error) {
+func (d *Dispatcher) RevokeGrant(ctx context.Context, id identity.Identity, grantID string) (bool, error) {
 	if err := checkApprover(id); err != nil {
 		return false, err
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"connectrpc.com/connect"
+
+	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -20,7 +22,7 @@ func approvalErr(err error) error {
 		return connect.NewError(connect.CodeNotFound, err)
 	case errors.Is(err, ErrApprovalDecided):
 		return connect.NewError(connect.CodeFailedPrecondition, err)
-	case errors.Is(err, ErrBadApproval), errors.Is(err, ErrBadTenant):
+	case errors.Is(err, ErrBadApproval), errors.Is(err, identity.ErrBadTenant):
 		return connect.NewError(connect.CodeInvalidArgument, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrStopped):
 		return toConnectErr(err)
@@ -31,7 +33,7 @@ func approvalErr(err error) error {
 
 // ListApprovals lists the approvals of the caller's tenant.
 func (s *Service) ListApprovals(ctx context.Context, req *connect.Request[toolwirev1.ListApprovalsRequest]) (*connect.Response[toolwirev1.ListApprovalsResponse], error) {
-	id, err := identity(ctx)
+	id, err := identityOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +46,7 @@ func (s *Service) ListApprovals(ctx context.Context, req *connect.Request[toolwi
 
 // GetApproval returns one approval.
 func (s *Service) GetApproval(ctx context.Context, req *connect.Request[toolwirev1.GetApprovalRequest]) (*connect.Response[toolwirev1.GetApprovalResponse], error) {
-	id, err := identity(ctx)
+	id, err := identityOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +59,7 @@ func (s *Service) GetApproval(ctx context.Context, req *connect.Request[toolwire
 
 // Approve approves a parked call.
 func (s *Service) Approve(ctx context.Context, req *connect.Request[toolwirev1.ApproveRequest]) (*connect.Response[toolwirev1.ApproveResponse], error) {
-	id, err := identity(ctx)
+	id, err := identityOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +72,7 @@ func (s *Service) Approve(ctx context.Context, req *connect.Request[toolwirev1.A
 
 // Deny denies a parked call.
 func (s *Service) Deny(ctx context.Context, req *connect.Request[toolwirev1.DenyRequest]) (*connect.Response[toolwirev1.DenyResponse], error) {
-	id, err := identity(ctx)
+	id, err := identityOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +85,7 @@ func (s *Service) Deny(ctx context.Context, req *connect.Request[toolwirev1.Deny
 
 // ListGrants lists the grants of the caller's tenant.
 func (s *Service) ListGrants(ctx context.Context, req *connect.Request[toolwirev1.ListGrantsRequest]) (*connect.Response[toolwirev1.ListGrantsResponse], error) {
-	id, err := identity(ctx)
+	id, err := identityOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +98,7 @@ func (s *Service) ListGrants(ctx context.Context, req *connect.Request[toolwirev
 
 // RevokeGrant removes a grant.
 func (s *Service) RevokeGrant(ctx context.Context, req *connect.Request[toolwirev1.RevokeGrantRequest]) (*connect.Response[toolwirev1.RevokeGrantResponse], error) {
-	id, err := identity(ctx)
+	id, err := identityOf(ctx)
 	if err != nil {
 		return nil, err
 	}

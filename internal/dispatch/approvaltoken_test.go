@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policy"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -29,7 +31,7 @@ func testKeys(t *testing.T, ids ...string) *approvals.Keys {
 }
 
 // callAs calls tool with args as id through d and returns the answer.
-func callAs(t *testing.T, d *dispatch.Dispatcher, id dispatch.Identity, args, token string) *toolwirev1.CallResponse {
+func callAs(t *testing.T, d *dispatch.Dispatcher, id identity.Identity, args, token string) *toolwirev1.CallResponse {
 	t.Helper()
 	r, err := d.Call(t.Context(), id, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: args, Session: "s1", ApprovalToken: token}, 30*time.Second)
 	require.NoError(t, err)
@@ -58,8 +60,8 @@ func TestApprovalTokenAttacks(t *testing.T) {
 	keys := testKeys(t, "k1")
 	s := startApprovals(t, dispatch.Config{TokenKeys: keys})
 	d := s.Dispatcher
-	confirmer := dispatch.Identity{Tenant: "default", Agent: "orchestrator", Scopes: []string{dispatch.ConfirmScope}}
-	plain := dispatch.Identity{Tenant: "default", Agent: "orchestrator", Scopes: []string{"tools"}}
+	confirmer := identity.Identity{Tenant: "default", Agent: "orchestrator", Scopes: []string{dispatch.ConfirmScope}}
+	plain := identity.Identity{Tenant: "default", Agent: "orchestrator", Scopes: []string{"tools"}}
 	const args = `{"path":"/srv","key":"k-secret-1"}`
 
 	asked := callAs(t, d, confirmer, args, "")
@@ -126,7 +128,7 @@ func TestApprovalTokenAttacks(t *testing.T) {
 
 	// An installation without keys refuses every token.
 	bare := startApprovals(t, dispatch.Config{})
-	requireTokenRefused(t, callAs(t, bare.Dispatcher, dispatch.DefaultIdentity, args, token), "no keys")
+	requireTokenRefused(t, callAs(t, bare.Dispatcher, identity.Default, args, token), "no keys")
 	require.Zero(t, bare.l.total())
 }
 
@@ -138,7 +140,7 @@ func TestRacingTokensRunOnce(t *testing.T) {
 	s := startApprovals(t, dispatch.Config{TokenKeys: keys})
 	replicas := []*dispatch.Dispatcher{s.Dispatcher, s.StartDispatcher(t, dispatch.Config{TokenKeys: keys})}
 	const args = `{"path":"/race"}`
-	asked := callAs(t, s.Dispatcher, dispatch.DefaultIdentity, args, "")
+	asked := callAs(t, s.Dispatcher, identity.Default, args, "")
 	token := requireParked(t, asked.Response, asked.CallId).GetToken()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -147,7 +149,7 @@ func TestRacingTokensRunOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := replicas[i%2].Call(context.WithoutCancel(t.Context()), dispatch.DefaultIdentity,
+			r, err := replicas[i%2].Call(context.WithoutCancel(t.Context()), identity.Default,
 				&toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: args, Session: "s1", ApprovalToken: token}, 30*time.Second)
 			mu.Lock()
 			defer mu.Unlock()

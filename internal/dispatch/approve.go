@@ -12,16 +12,18 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/redact"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // The approval flow (doc.go, "Approvals"): an ask parks the call in the
@@ -137,7 +139,7 @@ func awaitingResponse(callID string, call *toolwirev1.ToolCall, te *toolwirev1.T
 
 // issueToken returns a signed approval token for rec when the dispatchers
 // hold token keys and the caller holds the confirm scope; "" otherwise.
-func (d *Dispatcher) issueToken(ctx context.Context, id Identity, rec *approvals.Record) string {
+func (d *Dispatcher) issueToken(ctx context.Context, id identity.Identity, rec *approvals.Record) string {
 	if d.cfg.TokenKeys == nil || !registry.HasScopes(id.Scopes, []string{ConfirmScope}) {
 		return ""
 	}
@@ -156,7 +158,7 @@ func (d *Dispatcher) issueToken(ctx context.Context, id Identity, rec *approvals
 // decision: the dispatchers hold keys, the caller may present tokens (the
 // confirm scope), and the token's MAC is right (approvals.Keys.Verify).
 // The binding it returns is then checked against the call by Decide.
-func (d *Dispatcher) verifyToken(id Identity, spec *toolwirev1.ToolSpec, token string) (*policy.Approval, *toolwirev1.ToolError) {
+func (d *Dispatcher) verifyToken(id identity.Identity, spec *toolwirev1.ToolSpec, token string) (*policy.Approval, *toolwirev1.ToolError) {
 	switch {
 	case d.cfg.TokenKeys == nil:
 		return nil, tokenRefused(spec.Name, "this installation issues no approval tokens")
@@ -274,7 +276,7 @@ func decided(rec *approvals.Record, state toolwirev1.ApprovalState, by approvalB
 // call published. It returns the approval and the grant stored (nil for
 // once). Errors: ErrNeedApproveScope, ErrUnknownApproval,
 // ErrApprovalDecided (also for an approval past its expiry), ErrBadApproval.
-func (d *Dispatcher) Approve(ctx context.Context, id Identity, req *toolwirev1.ApproveRequest) (*toolwirev1.Approval, *toolwirev1.Grant, error) {
+func (d *Dispatcher) Approve(ctx context.Context, id identity.Identity, req *toolwirev1.ApproveRequest) (*toolwirev1.Approval, *toolwirev1.Grant, error) {
 	if err := checkApprover(id); err != nil {
 		return nil, nil, err
 	}
@@ -341,7 +343,7 @@ func (d *Dispatcher) Approve(ctx context.Context, id Identity, req *toolwirev1.A
 // scope stores: whose calls it covers (the parked call's session and
 // agent, its agent, or the whole tenant), the tool glob, the argument
 // patterns and the expiry.
-func (d *Dispatcher) grantFor(id Identity, rec *approvals.Record, req *toolwirev1.ApproveRequest, scope toolwirev1.ApprovalScope, now time.Time) (*approvals.Grant, error) {
+func (d *Dispatcher) grantFor(id identity.Identity, rec *approvals.Record, req *toolwirev1.ApproveRequest, scope toolwirev1.ApprovalScope, now time.Time) (*approvals.Grant, error) {
 	caller := rec.Call.GetCaller()
 	g := policy.Grant{ID: ulid.Make().String(), Tenant: id.Tenant, Tool: cmp.Or(req.GetTool(), rec.Approval.GetTool()),
 		Args: maps.Clone(req.GetArgsPattern()), ApprovalID: rec.ID(), Approver: id.Agent}
@@ -381,7 +383,7 @@ func (d *Dispatcher) grantFor(id Identity, rec *approvals.Record, req *toolwirev
 // subject, where waiters, GetResult, Watch and the audit find it. Errors:
 // ErrNeedApproveScope, ErrBadApproval (no reason), ErrUnknownApproval,
 // ErrApprovalDecided.
-func (d *Dispatcher) Deny(ctx context.Context, id Identity, approvalID, reason string) (*toolwirev1.Approval, error) {
+func (d *Dispatcher) Deny(ctx context.Context, id identity.Identity, approvalID, reason string) (*toolwirev1.Approval, error) {
 	if err := checkApprover(id); err != nil {
 		return nil, err
 	}
@@ -410,8 +412,8 @@ func (d *Dispatcher) Deny(ctx context.Context, id Identity, approvalID, reason s
 }
 
 // checkApprover refuses a caller without the approve scope.
-func checkApprover(id Identity) error {
-	if err := checkTenant(id); err != nil {
+func checkApprover(id identity.Identity) error {
+	if err := identity.CheckTenant(id); err != nil {
 		return err
 	}
 	if !registry.HasScopes(id.Scopes, []string{ApproveScope}) {
@@ -422,7 +424,7 @@ func checkApprover(id Identity) error {
 
 // pendingRecord reads approval approvalID of the caller's tenant, which
 // must still be pending.
-func (d *Dispatcher) pendingRecord(ctx context.Context, id Identity, approvalID string) (*approvals.Record, error) {
+func (d *Dispatcher) pendingRecord(ctx context.Context, id identity.Identity, approvalID string) (*approvals.Record, error) {
 	rec, err := d.approvals.Get(ctx, id.Tenant, approvalID)
 	switch {
 	case errors.Is(err, approvals.ErrNotFound):
@@ -437,7 +439,7 @@ func (d *Dispatcher) pendingRecord(ctx context.Context, id Identity, approvalID 
 
 // decideFailed says why a decision's compare-and-set failed: another
 // decision won (ErrApprovalDecided, naming it), or the store failed.
-func (d *Dispatcher) decideFailed(ctx context.Context, id Identity, approvalID string, err error) error {
+func (d *Dispatcher) decideFailed(ctx context.Context, id identity.Identity, approvalID string, err error) error {
 	if !errors.Is(err, approvals.ErrConflict) {
 		return err
 	}
@@ -611,7 +613,7 @@ func grantView(g *approvals.Grant) *toolwirev1.Grant {
 // approver leaves the call to the worker, which finds the tombstone) and
 // the call answered CANCELLED. Failures are logged: the tombstone alone
 // keeps the call from running.
-func (d *Dispatcher) cancelParked(ctx context.Context, id Identity, callID, reason string) {
+func (d *Dispatcher) cancelParked(ctx context.Context, id identity.Identity, callID, reason string) {
 	rec, err := d.approvals.Get(ctx, id.Tenant, callID)
 	if err != nil || rec.Decided() {
 		return

@@ -10,13 +10,15 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // ledger counts the executions of each call id, as the tool itself saw
@@ -71,7 +73,7 @@ func mustPolicy(t *testing.T, doc string) dispatch.PolicySource {
 }
 
 // approver is an identity that holds the approve scope only.
-var approver = dispatch.Identity{Tenant: "default", Agent: "boss", Scopes: []string{dispatch.ApproveScope}}
+var approver = identity.Identity{Tenant: "default", Agent: "boss", Scopes: []string{dispatch.ApproveScope}}
 
 type approvalStack struct {
 	*dispatchtest.Stack
@@ -122,7 +124,7 @@ func waitResult(t *testing.T, s *dispatchtest.Stack, callID string) *toolwirev1.
 func events(t *testing.T, s *dispatchtest.Stack, callID string) []toolwirev1.CallEventType {
 	t.Helper()
 	var out []toolwirev1.CallEventType
-	err := s.Dispatcher.Watch(t.Context(), dispatch.DefaultIdentity, callID, func(ev *toolwirev1.CallEvent) error {
+	err := s.Dispatcher.Watch(t.Context(), identity.Default, callID, func(ev *toolwirev1.CallEvent) error {
 		out = append(out, ev.Type)
 		return nil
 	})
@@ -205,7 +207,7 @@ func TestApprovalsNeedTheApproveScope(t *testing.T) {
 	s := startApprovals(t, dispatch.Config{})
 	ctx := t.Context()
 	sub := s.submit(t, &toolwirev1.SubmitRequest{Tool: "wipe", ArgumentsJson: `{"path":"/"}`})
-	caller := dispatch.Identity{Tenant: "default", Agent: "bot", Scopes: []string{"tools"}}
+	caller := identity.Identity{Tenant: "default", Agent: "bot", Scopes: []string{"tools"}}
 	_, _, err := s.Dispatcher.Approve(ctx, caller, &toolwirev1.ApproveRequest{Id: sub.CallId})
 	require.ErrorIs(t, err, dispatch.ErrNeedApproveScope)
 	_, err = s.Dispatcher.Deny(ctx, caller, sub.CallId, "no")
@@ -215,7 +217,7 @@ func TestApprovalsNeedTheApproveScope(t *testing.T) {
 	_, err = s.Dispatcher.GetApproval(ctx, caller, sub.CallId)
 	require.ErrorIs(t, err, dispatch.ErrNeedApproveScope)
 
-	stranger := dispatch.Identity{Tenant: "other", Agent: "boss", Scopes: []string{dispatch.ApproveScope}}
+	stranger := identity.Identity{Tenant: "other", Agent: "boss", Scopes: []string{dispatch.ApproveScope}}
 	_, _, err = s.Dispatcher.Approve(ctx, stranger, &toolwirev1.ApproveRequest{Id: sub.CallId})
 	require.ErrorIs(t, err, dispatch.ErrUnknownApproval, "another tenant's approval does not exist for it")
 	list, _, err := s.Dispatcher.ListApprovals(ctx, stranger, &toolwirev1.ListApprovalsRequest{})
@@ -249,7 +251,7 @@ func TestDenyAnswersPermissionDenied(t *testing.T) {
 	}
 	done := make(chan answer, 1)
 	go func() {
-		r, err := other.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: `{"path":"/"}`,
+		r, err := other.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: `{"path":"/"}`,
 			WaitForApproval: true}, time.Minute)
 		done <- answer{r, err}
 	}()
@@ -296,7 +298,7 @@ func TestUnansweredApprovalsExpire(t *testing.T) {
 	s := startApprovals(t, cfg)
 	s.StartDispatcher(t, cfg)
 	ctx := t.Context()
-	resp, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: `{"path":"/"}`,
+	resp, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: `{"path":"/"}`,
 		WaitForApproval: true}, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, resp.State)
@@ -326,7 +328,7 @@ func TestCallWaitsForApprovalWhenAsked(t *testing.T) {
 	s := startApprovals(t, dispatch.Config{})
 	other := s.StartDispatcher(t, dispatch.Config{})
 	ctx := t.Context()
-	short, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: `{"path":"/a"}`,
+	short, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: `{"path":"/a"}`,
 		WaitForApproval: true}, 100*time.Millisecond)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, short.State)
@@ -334,7 +336,7 @@ func TestCallWaitsForApprovalWhenAsked(t *testing.T) {
 
 	done := make(chan *toolwirev1.CallResponse, 1)
 	go func() {
-		r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: `{"path":"/b"}`,
+		r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: `{"path":"/b"}`,
 			WaitForApproval: true, IdempotencyKey: "k1"}, time.Minute)
 		if err != nil {
 			r = nil
@@ -351,7 +353,7 @@ func TestCallWaitsForApprovalWhenAsked(t *testing.T) {
 		return true
 	}, 10*time.Second, 10*time.Millisecond)
 	// A repeat of the idempotency key is the same parked call.
-	dup, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: `{"path":"/b"}`,
+	dup, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: `{"path":"/b"}`,
 		IdempotencyKey: "k1"}, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, id, dup.CallId)
@@ -394,7 +396,7 @@ func TestRacingApprovalsRunOnce(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, _, err := replicas[i%2].Approve(ctx, dispatch.Identity{Tenant: "default", Agent: fmt.Sprint("boss", i),
+				_, _, err := replicas[i%2].Approve(ctx, identity.Identity{Tenant: "default", Agent: fmt.Sprint("boss", i),
 					Scopes: []string{dispatch.ApproveScope}}, &toolwirev1.ApproveRequest{Id: id})
 				if err == nil {
 					mu.Lock()
@@ -448,7 +450,7 @@ func TestUnpublishedPastTheDuplicateWindowIsUnknownOutcome(t *testing.T) {
 		Bus:        busWithWindow(2 * time.Second),
 		Dispatcher: dispatch.Config{ApprovalSweep: 100 * time.Millisecond}})
 	ctx := t.Context()
-	sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: `{"path":"/"}`})
+	sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: `{"path":"/"}`})
 	require.NoError(t, err)
 	dispatch.StopAfterNextApprovals(s.Dispatcher, 1000)
 	_, _, err = s.Dispatcher.Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: sub.CallID})
@@ -467,7 +469,7 @@ func TestCancelEndsAParkedCall(t *testing.T) {
 	s := startApprovals(t, dispatch.Config{})
 	ctx := t.Context()
 	id := s.submit(t, &toolwirev1.SubmitRequest{Tool: "wipe", ArgumentsJson: `{"path":"/"}`}).CallId
-	out, err := s.Dispatcher.Cancel(ctx, dispatch.DefaultIdentity, id, "changed my mind")
+	out, err := s.Dispatcher.Cancel(ctx, identity.Default, id, "changed my mind")
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CancelOutcome_CANCEL_OUTCOME_REQUESTED, out)
 	r := waitResult(t, s.Stack, id)

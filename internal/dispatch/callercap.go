@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/toolwire/toolwire/internal/identity"
 )
 
 // ErrTooManyWatches is returned by Watch when the caller (tenant and
@@ -41,7 +43,7 @@ type callerCaps struct {
 // acquire takes one of at most limit slots of kind for id (limit < 0 = no
 // cap); it fails with the kind's error. Every successful acquire is
 // matched by one release.
-func (c *callerCaps) acquire(kind capKind, id Identity, limit int) error {
+func (c *callerCaps) acquire(kind capKind, id identity.Identity, limit int) error {
 	k := capKey{kind: kind, tenant: id.Tenant, agent: id.Agent}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -58,7 +60,7 @@ func (c *callerCaps) acquire(kind capKind, id Identity, limit int) error {
 	return nil
 }
 
-func (c *callerCaps) release(kind capKind, id Identity) {
+func (c *callerCaps) release(kind capKind, id identity.Identity) {
 	k := capKey{kind: kind, tenant: id.Tenant, agent: id.Agent}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -8,7 +8,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
+
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -17,8 +19,8 @@ import (
 // parked for approval is ended at once: its approval is denied (by the
 // cancelling agent) and it is answered CANCELLED.
 // Cancelling twice, after completion or an unknown id changes nothing.
-func (d *Dispatcher) Cancel(ctx context.Context, id Identity, callID, reason string) (toolwirev1.CancelOutcome, error) {
-	if err := checkTenant(id); err != nil {
+func (d *Dispatcher) Cancel(ctx context.Context, id identity.Identity, callID, reason string) (toolwirev1.CancelOutcome, error) {
+	if err := identity.CheckTenant(id); err != nil {
 		return 0, err
 	}
 	if _, err := ulid.ParseStrict(callID); err != nil {

@@ -12,15 +12,17 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
-	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 func call(t *testing.T, c toolwirev1connect.DispatcherServiceClient, o *toolwirev1.CallRequest) *toolwirev1.CallResponse {
@@ -146,14 +148,14 @@ func TestResultSurvivesDispatcherRestart(t *testing.T) {
 	require.NoError(t, w.Stop(ctx))
 	s.WaitTool(t, "echo")
 
-	sub, err := first.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"later"}`})
+	sub, err := first.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"later"}`})
 	require.NoError(t, err)
 	require.Nil(t, sub.Rejected)
 	require.NoError(t, first.Stop(ctx))
 
 	s.StartWorker(t, builtin.Tools()...)
 	second := s.StartDispatcher(t, dispatch.Config{Name: "second"})
-	g, err := second.GetResult(ctx, dispatch.DefaultIdentity, sub.CallID, 20*time.Second)
+	g, err := second.GetResult(ctx, identity.Default, sub.CallID, 20*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, g.State)
 	require.True(t, g.Response.Ok)
@@ -161,7 +163,7 @@ func TestResultSurvivesDispatcherRestart(t *testing.T) {
 
 	// Another tenant cannot read it (a recent id answers PENDING for any
 	// tenant: its record may not be written yet).
-	other := dispatch.Identity{Tenant: "other", Agent: "a", Scopes: []string{"*"}}
+	other := identity.Identity{Tenant: "other", Agent: "a", Scopes: []string{"*"}}
 	g, err = second.GetResult(ctx, other, sub.CallID, 0)
 	require.NoError(t, err)
 	require.NotEqual(t, toolwirev1.CallState_CALL_STATE_DONE, g.State)
@@ -205,11 +207,11 @@ func TestToolErrorsPassThrough(t *testing.T) {
 
 type keyAuth struct{}
 
-func (keyAuth) Authenticate(r *http.Request) (dispatch.Identity, error) {
+func (keyAuth) Authenticate(r *http.Request) (identity.Identity, error) {
 	if r.Header.Get("Authorization") != "Bearer secret" {
-		return dispatch.Identity{}, dispatch.ErrUnauthenticated
+		return identity.Identity{}, identity.ErrUnauthenticated
 	}
-	return dispatch.Identity{Tenant: "acme", Agent: "bot", Scopes: []string{"*"}}, nil
+	return identity.Identity{Tenant: "acme", Agent: "bot", Scopes: []string{"*"}}, nil
 }
 
 func TestUnauthenticatedIsRefused(t *testing.T) {
@@ -328,10 +330,10 @@ func TestAPIKeyTenantsAreChecked(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
 		return p
 	}
-	_, err := dispatch.LoadAPIKeys(write("acme-eu_1"))
+	_, err := identity.LoadAPIKeys(write("acme-eu_1"))
 	require.NoError(t, err)
 	for _, bad := range []string{"acme.eu", "acme:eu", "zoë", "a*"} {
-		_, err := dispatch.LoadAPIKeys(write(bad))
+		_, err := identity.LoadAPIKeys(write(bad))
 		require.ErrorContains(t, err, "tenant", bad)
 	}
 }

@@ -15,21 +15,10 @@
 // # Identity
 //
 // Identity (tenant, agent, scopes) comes from credentials only, never from
-// a request body. An Authenticator turns an HTTP request into an Identity;
-// Authenticate wraps the API handler with it and answers a Connect
-// `unauthenticated` error (HTTP 401) when it fails or yields a tenant that
-// does not match TenantRe (tenants become subject tokens and KV keys as
-// they are). The Dispatcher's own methods refuse such an identity too
-// (ErrBadTenant), before anything is recorded: a tenant is never mapped to
-// a token, since a.b and a_b would then share one.
-// OpenAccess, the default without an API key file, makes every request
-// DefaultIdentity (tenant default, agent local, scopes *); the dispatcher
-// process (internal/dispatchd) logs a warning when its listener is not
-// loopback. APIKeys checks
-// `Authorization: Bearer <key>` in constant time against the SHA-256
-// hashes of an APIKeyFile, so the file holds no usable secret. A call's
-// Caller is the identity plus the session, user, run and turn the request
-// names.
+// a request body: internal/identity establishes it (API keys, open
+// access) and Authenticate puts it in the request's context. The
+// Dispatcher's own methods refuse an identity whose tenant cannot be a
+// subject token (identity.ErrBadTenant) before anything is recorded.
 //
 // # Admission
 //

@@ -4,9 +4,11 @@ import (
 	"context"
 	"time"
 
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/toolwire/toolwire/internal/identity"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // publishAccepted records the admission of a queued call in the events
@@ -63,12 +65,12 @@ const eventTimeout = 2 * time.Second
 
 // recordRejection records the refusal te of a call as its REJECTED event.
 // pd is the policy decision that refused it, nil when another step did.
-func (d *Dispatcher) recordRejection(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, te *toolwirev1.ToolError, pd *toolwirev1.PolicyDecision) {
+func (d *Dispatcher) recordRejection(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, callID string, te *toolwirev1.ToolError, pd *toolwirev1.PolicyDecision) {
 	d.event(ctx, id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: o.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
 		Error: te, Caller: callerOf(id, o), Policy: pd})
 }
 
-func callerOf(id Identity, o *toolwirev1.CallRequest) *toolwirev1.Caller {
+func callerOf(id identity.Identity, o *toolwirev1.CallRequest) *toolwirev1.Caller {
 	return &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent, Scopes: id.Scopes,
 		Session: o.Session, User: o.User, Run: o.Run, Turn: o.Turn}
 }

@@ -10,10 +10,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // decodeResult decodes a stored result; one that does not decode is
@@ -29,8 +31,8 @@ func decodeResult(callID string, data []byte) *toolwirev1.ToolResponse {
 // GetResult returns the result of callID for the caller's tenant, waiting
 // up to wait for a pending call. Any replica answers for any call. A wait
 // counts against Config.MaxWaitingPerCaller (ErrTooManyWaiting).
-func (d *Dispatcher) GetResult(ctx context.Context, id Identity, callID string, wait time.Duration) (*toolwirev1.GetResultResponse, error) {
-	if err := checkTenant(id); err != nil {
+func (d *Dispatcher) GetResult(ctx context.Context, id identity.Identity, callID string, wait time.Duration) (*toolwirev1.GetResultResponse, error) {
+	if err := identity.CheckTenant(id); err != nil {
 		return nil, err
 	}
 	if wait > 0 {
@@ -45,7 +47,7 @@ func (d *Dispatcher) GetResult(ctx context.Context, id Identity, callID string, 
 // getResult is GetResult; known says the call surely exists (an
 // idempotency hit whose original may still be publishing), so no events
 // yet means pending, not unknown.
-func (d *Dispatcher) getResult(ctx context.Context, id Identity, callID string, wait time.Duration, known bool) (*toolwirev1.GetResultResponse, error) {
+func (d *Dispatcher) getResult(ctx context.Context, id identity.Identity, callID string, wait time.Duration, known bool) (*toolwirev1.GetResultResponse, error) {
 	if _, err := ulid.ParseStrict(callID); err != nil {
 		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
 	}
@@ -165,7 +167,7 @@ func awaitingEventAnswer(callID string, ev *toolwirev1.CallEvent) *toolwirev1.To
 // parkedAnswer looks up the approval record of a call without events (its
 // AWAITING_APPROVAL event may have been lost): the answer of a call still
 // parked (nil for a decided one), and whether a record exists at all.
-func (d *Dispatcher) parkedAnswer(ctx context.Context, id Identity, callID string) (*toolwirev1.ToolResponse, bool) {
+func (d *Dispatcher) parkedAnswer(ctx context.Context, id identity.Identity, callID string) (*toolwirev1.ToolResponse, bool) {
 	rec, err := d.approvals.Get(ctx, id.Tenant, callID)
 	if err != nil {
 		return nil, false

@@ -5,9 +5,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/toolwire/toolwire/internal/dispatch"
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/identity"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 const askWrites = `
@@ -23,7 +25,7 @@ tenant:
 
 func write(t *testing.T, d *dispatch.Dispatcher, session, path string) *toolwirev1.CallResponse {
 	t.Helper()
-	r, err := d.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "fs_write",
+	r, err := d.Call(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: "fs_write",
 		ArgumentsJson: `{"path":"` + path + `"}`, Session: session}, 30*time.Second)
 	require.NoError(t, err)
 	return r
@@ -66,7 +68,7 @@ func TestGrantsCoverLaterCalls(t *testing.T) {
 	}, 10*time.Second, time.Millisecond)
 	t.Logf("FIGURE a grant is in force on the other replica %s after Approve returned", time.Since(returned).Round(time.Microsecond))
 	require.True(t, waitResult(t, s.Stack, first.CallId).Ok)
-	covered, err := other.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "fs_write",
+	covered, err := other.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "fs_write",
 		ArgumentsJson: `{"path":"/tmp/b/c"}`, Session: "s1"})
 	require.NoError(t, err)
 	require.Nil(t, covered.Awaiting)
@@ -77,7 +79,7 @@ func TestGrantsCoverLaterCalls(t *testing.T) {
 	}
 	// The grant is on the admission record, and the worker checked it.
 	var granted *toolwirev1.PolicyDecision
-	require.NoError(t, s.Dispatcher.Watch(ctx, dispatch.DefaultIdentity, covered.CallID, func(ev *toolwirev1.CallEvent) error {
+	require.NoError(t, s.Dispatcher.Watch(ctx, identity.Default, covered.CallID, func(ev *toolwirev1.CallEvent) error {
 		if ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED {
 			granted = ev.Policy
 		}

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/redact"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // Before-hooks (doc.go, "Hooks"): after the JSON Schema, before the
@@ -59,7 +61,7 @@ func isHookCall(ctx context.Context) bool { return ctx.Value(hookCallKey{}) != n
 // beforeHooks runs the before-hooks that cover the call. It returns the
 // refusal and its decision record, or an ask, or nothing (the call goes
 // on, its arguments perhaps rewritten and validated again).
-func (d *Dispatcher) beforeHooks(ctx context.Context, id Identity, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall) (*toolwirev1.ToolError, *toolwirev1.PolicyDecision, *asked) {
+func (d *Dispatcher) beforeHooks(ctx context.Context, id identity.Identity, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall) (*toolwirev1.ToolError, *toolwirev1.PolicyDecision, *asked) {
 	if isHookCall(ctx) {
 		return nil, nil, nil
 	}
@@ -115,7 +117,7 @@ func (d *Dispatcher) beforeHooks(ctx context.Context, id Identity, spec *toolwir
 }
 
 // callHook calls before-hook h on the call and reads its answer.
-func (d *Dispatcher) callHook(ctx context.Context, id Identity, h *policy.Hook, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall) (*HookAnswer, error) {
+func (d *Dispatcher) callHook(ctx context.Context, id identity.Identity, h *policy.Hook, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall) (*HookAnswer, error) {
 	var ans HookAnswer
 	req := HookRequest{Hook: h.ID, Tool: call.Tool, SpecVersion: spec.GetVersion(), Arguments: hookArguments(spec, call), Caller: hookCaller(call)}
 	if err := d.hookCall(ctx, id.Tenant, h, req, &ans); err != nil {
@@ -152,7 +154,7 @@ func (d *Dispatcher) hookCall(ctx context.Context, tenant string, h *policy.Hook
 	}
 	hctx, cancel := context.WithTimeout(context.WithValue(ctx, hookCallKey{}, h.ID), h.Timeout+time.Second)
 	defer cancel()
-	hid := Identity{Tenant: tenant, Agent: "hook:" + h.ID, Scopes: []string{"*"}}
+	hid := identity.Identity{Tenant: tenant, Agent: "hook:" + h.ID, Scopes: []string{"*"}}
 	r, err := d.Call(hctx, hid, &toolwirev1.CallRequest{Tool: h.Tool, ArgumentsJson: string(data),
 		ScheduleToClose: durationpb.New(h.Timeout)}, h.Timeout)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -96,7 +97,7 @@ func echoCall(t *testing.T, s *dispatchtest.Stack, text string) *toolwirev1.Call
 	t.Helper()
 	args, err := json.Marshal(map[string]string{"text": text})
 	require.NoError(t, err)
-	r, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: string(args)}, 30*time.Second)
+	r, err := s.Dispatcher.Call(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: string(args)}, 30*time.Second)
 	require.NoError(t, err)
 	return r
 }
@@ -141,7 +142,7 @@ func TestBeforeHooks(t *testing.T) {
 
 	// Other tools are not hooked; nor is a direct call of the hook tool.
 	log.take()
-	rr, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"1ms"}`}, 30*time.Second)
+	rr, err := s.Dispatcher.Call(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"1ms"}`}, 30*time.Second)
 	require.NoError(t, err)
 	require.True(t, rr.Response.Ok)
 	require.Empty(t, log.take())
@@ -174,7 +175,7 @@ func TestHooksNeverSeeSecrets(t *testing.T) {
 		[]byte("tenant: {default: allow}\nhooks:\n  - {id: look, phase: before, tool: look, tools: [login]}\n"), policystore.ApplyOptions{})
 	require.NoError(t, err)
 	require.NoError(t, s.Policies.Wait(t.Context(), policystore.Installation, a.Version.Version, a.Revision))
-	r, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "login",
+	r, err := s.Dispatcher.Call(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: "login",
 		ArgumentsJson: `{"user":"ann","password":"canary-4711"}`}, 30*time.Second)
 	require.NoError(t, err)
 	require.True(t, r.Response.Ok, "%v", r.Response.GetError())

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -36,7 +38,7 @@ func idemKey(tenant, key string) string {
 // is already bound, done is true: the same tool and arguments return the
 // original call (Duplicate), anything else CONFLICT. The waiter, if any,
 // is released when done.
-func (d *Dispatcher) claimKey(ctx context.Context, id Identity, call *toolwirev1.ToolCall, w *waiter) (s *Submitted, done bool, err error) {
+func (d *Dispatcher) claimKey(ctx context.Context, id identity.Identity, call *toolwirev1.ToolCall, w *waiter) (s *Submitted, done bool, err error) {
 	sum := sha256.Sum256(call.Arguments)
 	rec := keyRecord{CallID: call.CallId, Tool: call.Tool, ArgsHash: hex.EncodeToString(sum[:]), Round: roundDigest(call.Input)}
 	val, _ := json.Marshal(rec)
@@ -70,7 +72,7 @@ func (d *Dispatcher) claimKey(ctx context.Context, id Identity, call *toolwirev1
 
 // releaseKey unbinds a key whose call could not be queued, so a retry with
 // the same key is not pointed at a call that never existed.
-func (d *Dispatcher) releaseKey(id Identity, o *toolwirev1.CallRequest) {
+func (d *Dispatcher) releaseKey(id identity.Identity, o *toolwirev1.CallRequest) {
 	if o.IdempotencyKey == "" {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -43,7 +44,7 @@ const ContinuesField = "continues"
 // refusal; it checks the client capabilities o declares. args are the
 // arguments as the caller sent them, specVersion the version the call
 // runs.
-func (d *Dispatcher) input(ctx context.Context, id Identity, o *toolwirev1.CallRequest, specVersion string, args []byte, now time.Time) (*toolwirev1.InputRound, *toolwirev1.ToolError) {
+func (d *Dispatcher) input(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, specVersion string, args []byte, now time.Time) (*toolwirev1.InputRound, *toolwirev1.ToolError) {
 	if c := o.ClientCapabilitiesJson; c != "" {
 		if len(c) > maxCapabilitiesBytes || !isObject([]byte(c)) {
 			return nil, registry.Violation("client_capabilities_json", fmt.Sprintf("must be a JSON object of at most %d bytes", maxCapabilitiesBytes))
@@ -85,7 +86,7 @@ func (d *Dispatcher) input(ctx context.Context, id Identity, o *toolwirev1.CallR
 // askedInput reads and checks the input-required response the call o
 // continues: o's tenant's, of o's tool at the spec version it runs now,
 // asked for input at most Config.InputTTL ago, for the same arguments.
-func (d *Dispatcher) askedInput(ctx context.Context, id Identity, o *toolwirev1.CallRequest, specVersion string, args []byte, now time.Time) (*toolwirev1.InputRequired, *toolwirev1.ToolError) {
+func (d *Dispatcher) askedInput(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, specVersion string, args []byte, now time.Time) (*toolwirev1.InputRequired, *toolwirev1.ToolError) {
 	bad := func(msg string) *toolwirev1.ToolError {
 		return registry.Violation(ContinuesField, msg)
 	}

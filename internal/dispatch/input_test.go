@@ -13,6 +13,7 @@ import (
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -60,7 +61,7 @@ func inputStack(t *testing.T, doc string, acts, seen *atomic.Int64) *dispatchtes
 	return s
 }
 
-func callNow(t *testing.T, d *dispatch.Dispatcher, id dispatch.Identity, cr *toolwirev1.CallRequest) *toolwirev1.ToolResponse {
+func callNow(t *testing.T, d *dispatch.Dispatcher, id identity.Identity, cr *toolwirev1.CallRequest) *toolwirev1.ToolResponse {
 	t.Helper()
 	r, err := d.Call(t.Context(), id, cr, 30*time.Second)
 	require.NoError(t, err)
@@ -78,7 +79,7 @@ func TestAnsweringCalls(t *testing.T) {
 	t.Parallel()
 	var acts, seen atomic.Int64
 	s := inputStack(t, "tenant: {default: allow}\nloop_guard:\n  warn: 0\n  ask: 0\n  deny: 3\n", &acts, &seen)
-	d, me := s.Dispatcher, dispatch.Identity{Tenant: "default", Agent: "bot", Scopes: []string{"*"}}
+	d, me := s.Dispatcher, identity.Identity{Tenant: "default", Agent: "bot", Scopes: []string{"*"}}
 
 	r := callNow(t, d, me, &toolwirev1.CallRequest{Tool: "ask", ArgumentsJson: `{"msg":"a"}`, InputResponsesJson: accept})
 	require.True(t, r.Ok, "%v", r.Error)
@@ -125,7 +126,7 @@ func TestAfterHooksSeeRequestsForInput(t *testing.T) {
 	t.Parallel()
 	var acts, seen atomic.Int64
 	s := inputStack(t, "tenant: {default: allow}\nhooks:\n  - {id: look, phase: after, tool: inputhook, tools: [ask], timeout: 5s}\n", &acts, &seen)
-	d, me := s.Dispatcher, dispatch.DefaultIdentity
+	d, me := s.Dispatcher, identity.Default
 	r := callNow(t, d, me, &toolwirev1.CallRequest{Tool: "ask", ArgumentsJson: `{"msg":"plain"}`})
 	require.True(t, r.Ok, "%v", r.Error)
 	require.NotNil(t, r.InputRequired)
@@ -143,7 +144,7 @@ func TestLargeRequestForInputIsRefused(t *testing.T) {
 	t.Parallel()
 	var acts, seen atomic.Int64
 	s := inputStack(t, "", &acts, &seen)
-	r := callNow(t, s.Dispatcher, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "ask", ArgumentsJson: `{"msg":"big","n":200000}`})
+	r := callNow(t, s.Dispatcher, identity.Default, &toolwirev1.CallRequest{Tool: "ask", ArgumentsJson: `{"msg":"big","n":200000}`})
 	require.False(t, r.Ok)
 	require.Nil(t, r.InputRequired)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, r.Error.Type)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -22,7 +23,7 @@ func TestStopWaitsForWhatItStarted(t *testing.T) {
 	b := s.Env.Open(t, "lifecycle")
 	ctx := t.Context()
 	call := func(d *dispatch.Dispatcher) (*toolwirev1.CallResponse, error) {
-		return d.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}, 20*time.Second)
+		return d.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}, 20*time.Second)
 	}
 	// A first dispatcher on the connection makes what the connection
 	// keeps for good (its request and publish-reply subscriptions).
@@ -74,7 +75,7 @@ func TestStopBeforeStart(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, d.Stop(t.Context()))
 	require.NoError(t, d.Stop(t.Context()))
-	_, err = d.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}, time.Second)
+	_, err = d.Call(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}, time.Second)
 	require.ErrorIs(t, err, dispatch.ErrStopped)
 	// A stopped dispatcher does not start again (it used to return nil
 	// with nothing running).

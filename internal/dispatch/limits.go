@@ -7,12 +7,14 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/limits"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // The limits step of admission (doc.go, "Limits and budgets"): the last
@@ -168,7 +170,7 @@ func acquireSlot(ctx context.Context, store *limits.Store, pl limitPlan, call *t
 // refusal is recorded and answered (the waiter released, the idempotency
 // key released after the refusal is recorded, so a retry with the key
 // finds it), and returned as refused.
-func (d *Dispatcher) limitCall(ctx context.Context, id Identity, o *toolwirev1.CallRequest, w *waiter, call *toolwirev1.ToolCall, pd *toolwirev1.PolicyDecision, now time.Time, slots bool) (*taken, *Submitted) {
+func (d *Dispatcher) limitCall(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, w *waiter, call *toolwirev1.ToolCall, pd *toolwirev1.PolicyDecision, now time.Time, slots bool) (*taken, *Submitted) {
 	t, te, lpd := d.takeLimits(ctx, call, pd, now, slots)
 	if te == nil {
 		return t, nil
@@ -447,7 +449,7 @@ type Usage struct {
 // Usage reads the limits in force for the caller's tenant as they stand
 // for f's agent, session, user and run (admins may name any of their
 // tenant's; other callers only their own agent).
-func (d *Dispatcher) Usage(ctx context.Context, id Identity, f UsageFilter) ([]Usage, error) {
+func (d *Dispatcher) Usage(ctx context.Context, id identity.Identity, f UsageFilter) ([]Usage, error) {
 	if f.Agent == "" {
 		f.Agent = id.Agent
 	}

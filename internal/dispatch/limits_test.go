@@ -9,11 +9,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policystore"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // limitsStack is a stack with a second dispatcher replica (its own limits
@@ -31,8 +33,8 @@ func policyLimitsStack(t *testing.T, doc string) (*dispatchtest.Stack, []*dispat
 	return s, []*dispatch.Dispatcher{s.Dispatcher, other}
 }
 
-func session(name string) dispatch.Identity {
-	return dispatch.Identity{Tenant: "acme", Agent: "bot-" + name, Scopes: []string{"*"}}
+func session(name string) identity.Identity {
+	return identity.Identity{Tenant: "acme", Agent: "bot-" + name, Scopes: []string{"*"}}
 }
 
 // A budget of N calls per session admits exactly N across two replicas

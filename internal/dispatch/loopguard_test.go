@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -74,5 +74,5 @@ loop_guard:
 		require.True(t, call("sleep", `{"duration":"1ms"}`, "s").Ok, "exempt")
 		require.True(t, call("echo", `{"text":"x"}`, "").Ok, "no session, no guard")
 	}
-	_ = dispatch.DefaultIdentity
+	_ = identity.Default
 }

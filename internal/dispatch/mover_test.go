@@ -8,11 +8,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
-	"github.com/toolwire/toolwire/internal/bus"
-	"github.com/toolwire/toolwire/internal/dispatch"
-	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // The mover puts a due retry back on CALLS only if it retries a stored
@@ -24,10 +25,10 @@ func TestMoverRequeuesOnlyRetriesOfStoredCalls(t *testing.T) {
 	ctx := t.Context()
 	b := s.Env.Bus
 	// A stored call, admitted and run as usual.
-	sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo",
+	sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo",
 		ArgumentsJson: `{"text":"admitted"}`})
 	require.NoError(t, err)
-	_, err = s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, sub.CallID, 20*time.Second)
+	_, err = s.Dispatcher.GetResult(ctx, identity.Default, sub.CallID, 20*time.Second)
 	require.NoError(t, err)
 	stored, err := bus.LastMsg(ctx, b.Calls, b.Subjects.AllCalls())
 	require.NoError(t, err)

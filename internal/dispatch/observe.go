@@ -5,10 +5,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/toolwire/toolwire/internal/telemetry"
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/telemetry"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // The dispatcher's observation wraps submission (see internal/telemetry
@@ -17,7 +19,7 @@ import (
 // the call's publish whose context travels in the message headers.
 
 // startAdmission starts the admission span (nil when tracing is off).
-func (d *Dispatcher) startAdmission(ctx context.Context, id Identity, o *toolwirev1.CallRequest) (context.Context, trace.Span) {
+func (d *Dispatcher) startAdmission(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest) (context.Context, trace.Span) {
 	if d.tracer == nil {
 		return ctx, nil
 	}

@@ -6,11 +6,13 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
-	"github.com/toolwire/toolwire/internal/dispatch"
-	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // A call on a subject that no pool consumer filters is dead-lettered and
@@ -40,7 +42,7 @@ func TestCallsNoPoolConsumesAreDeadLetteredAndAnswered(t *testing.T) {
 	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
 
 	// An admitted call runs as ever.
-	ok, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"hi"}`}, 20*time.Second)
+	ok, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"hi"}`}, 20*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok.Response.Ok, "%v", ok.Response.Error)
 
@@ -51,7 +53,7 @@ func TestCallsNoPoolConsumesAreDeadLetteredAndAnswered(t *testing.T) {
 	publish("toolwire.call.short", raw("01J000000000000000000000D4", "default", "echo", native))
 
 	for _, id := range []string{"01J000000000000000000000D1", "01J000000000000000000000D2"} {
-		g, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, id, 20*time.Second)
+		g, err := s.Dispatcher.GetResult(ctx, identity.Default, id, 20*time.Second)
 		require.NoError(t, err)
 		require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, g.State, id)
 		e := g.Response.GetError()

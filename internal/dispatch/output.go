@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/output"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -43,8 +44,8 @@ const maxProtoOutput = 64 << 20
 // the blob store), the inline response otherwise. A call not finished
 // answers its state only. Each read counts, while it runs, as one of the
 // caller's waiting requests (Config.MaxWaitingPerCaller).
-func (d *Dispatcher) GetOutput(ctx context.Context, id Identity, req *toolwirev1.GetOutputRequest) (*toolwirev1.GetOutputResponse, error) {
-	if err := checkTenant(id); err != nil {
+func (d *Dispatcher) GetOutput(ctx context.Context, id identity.Identity, req *toolwirev1.GetOutputRequest) (*toolwirev1.GetOutputResponse, error) {
+	if err := identity.CheckTenant(id); err != nil {
 		return nil, err
 	}
 	if req.GetOffset() < 0 || req.GetLimit() < 0 {
@@ -151,7 +152,7 @@ func (d *Dispatcher) outputOf(ctx context.Context, callID string, resp *toolwire
 
 // GetOutput reads a finished call's output text.
 func (s *Service) GetOutput(ctx context.Context, req *connect.Request[toolwirev1.GetOutputRequest]) (*connect.Response[toolwirev1.GetOutputResponse], error) {
-	id, err := identity(ctx)
+	id, err := identityOf(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/builtin"
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/output"
 	"github.com/toolwire/toolwire/internal/redact"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -100,7 +100,7 @@ func TestOutputLimitsAndGetOutput(t *testing.T) {
 			var offset int64
 			for pages := 0; ; pages++ {
 				require.Less(t, pages, 100)
-				o, err := s.Dispatcher.GetOutput(ctx, dispatch.DefaultIdentity,
+				o, err := s.Dispatcher.GetOutput(ctx, identity.Default,
 					&toolwirev1.GetOutputRequest{CallId: r.CallId, Offset: offset, Limit: 50001})
 				require.NoError(t, err)
 				require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, o.State)
@@ -119,14 +119,14 @@ func TestOutputLimitsAndGetOutput(t *testing.T) {
 
 			// A range from the middle of a character starts at the next.
 			mid := int64(strings.Index(full, "é") + 1)
-			o, err := s.Dispatcher.GetOutput(ctx, dispatch.DefaultIdentity,
+			o, err := s.Dispatcher.GetOutput(ctx, identity.Default,
 				&toolwirev1.GetOutputRequest{CallId: r.CallId, Offset: mid, Limit: 10})
 			require.NoError(t, err)
 			require.Equal(t, mid+1, o.Offset)
 			require.Equal(t, "sultat\nlin", o.Text)
 
 			// Lines by pattern, numbered, from an offset, paged by limit.
-			o, err = s.Dispatcher.GetOutput(ctx, dispatch.DefaultIdentity,
+			o, err = s.Dispatcher.GetOutput(ctx, identity.Default,
 				&toolwirev1.GetOutputRequest{CallId: r.CallId, Grep: `^line 1234[0-9]:`})
 			require.NoError(t, err)
 			require.Len(t, o.Lines, 10)
@@ -134,7 +134,7 @@ func TestOutputLimitsAndGetOutput(t *testing.T) {
 			require.Equal(t, "line 12340: résultat", o.Lines[0].Text)
 			require.Equal(t, int64(strings.Index(full, "line 12340:")), o.Lines[0].Offset)
 			require.True(t, o.Eof)
-			o, err = s.Dispatcher.GetOutput(ctx, dispatch.DefaultIdentity,
+			o, err = s.Dispatcher.GetOutput(ctx, identity.Default,
 				&toolwirev1.GetOutputRequest{CallId: r.CallId, Grep: `^line 1234[0-9]:`, Offset: o.Lines[5].Offset, Limit: 40})
 			require.NoError(t, err)
 			require.Len(t, o.Lines, 1, "the limit pages the matches")
@@ -143,7 +143,7 @@ func TestOutputLimitsAndGetOutput(t *testing.T) {
 			require.Equal(t, int64(strings.Index(full, "line 12346:")), o.NextOffset)
 
 			// Another tenant learns nothing; neither from the API.
-			other := dispatch.Identity{Tenant: "other", Agent: "a", Scopes: []string{"*"}}
+			other := identity.Identity{Tenant: "other", Agent: "a", Scopes: []string{"*"}}
 			o, err = s.Dispatcher.GetOutput(ctx, other, &toolwirev1.GetOutputRequest{CallId: r.CallId})
 			require.NoError(t, err)
 			require.NotEqual(t, toolwirev1.CallState_CALL_STATE_DONE, o.State)

@@ -9,13 +9,15 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // A full calls stream refuses new calls explicitly: OVERLOADED, retryable,
@@ -28,7 +30,7 @@ func TestFullCallsStreamAnswersOverloaded(t *testing.T) {
 	var accepted []string
 	var refused *toolwirev1.ToolResponse
 	for range 100 {
-		sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: big})
+		sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: big})
 		require.NoError(t, err)
 		if sub.Rejected != nil {
 			refused = sub.Rejected
@@ -42,7 +44,7 @@ func TestFullCallsStreamAnswersOverloaded(t *testing.T) {
 	require.True(t, refused.Error.Retryable)
 	require.Positive(t, refused.Error.RetryAfter.AsDuration())
 	for _, id := range accepted {
-		g, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, id, 20*time.Second)
+		g, err := s.Dispatcher.GetResult(ctx, identity.Default, id, 20*time.Second)
 		require.NoError(t, err)
 		if g.State != toolwirev1.CallState_CALL_STATE_DONE {
 			cons, _ := s.Env.Bus.Calls.Consumer(ctx, s.Env.Bus.Config.PoolConsumer("native"))
@@ -77,16 +79,16 @@ func TestTooManyWaitersAnswersOverloaded(t *testing.T) {
 	ctx := t.Context()
 	done := make(chan *toolwirev1.CallResponse, 1)
 	go func() {
-		r, _ := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "hold"}, 20*time.Second)
+		r, _ := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "hold"}, 20*time.Second)
 		done <- r
 	}()
 	<-running // the first caller is waiting: its waiter was registered before the call was queued
-	r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}, time.Second)
+	r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}, time.Second)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, r.Response.GetError().GetType())
 	require.True(t, r.Response.Error.Retryable)
 	// The refusal is recorded: GetResult answers it, here as anywhere.
-	g, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, r.CallId, 0)
+	g, err := s.Dispatcher.GetResult(ctx, identity.Default, r.CallId, 0)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, g.State)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, g.Response.GetError().GetType())
@@ -114,7 +116,7 @@ func TestPoolPastItsBoundIsRefusedAtAdmission(t *testing.T) {
 	ctx := t.Context()
 	var held []string
 	for range 3 { // two run, one waits
-		sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "hold"})
+		sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "hold"})
 		require.NoError(t, err)
 		require.Nil(t, sub.Rejected)
 		held = append(held, sub.CallID)
@@ -129,12 +131,12 @@ func TestPoolPastItsBoundIsRefusedAtAdmission(t *testing.T) {
 	var sub *dispatch.Submitted
 	requireEventually(t, func() bool {
 		var err error
-		sub, err = s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`})
+		sub, err = s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`})
 		require.NoError(t, err)
 		requireOverloaded(t, sub.Rejected, "at its bound of 3")
 		return strings.Contains(sub.Rejected.Error.Message, "pool native has 3 calls queued or running")
 	}, "a refusal names the three calls")
-	c, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}, 5*time.Second)
+	c, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}, 5*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, c.State)
 	requireOverloaded(t, c.Response, "at its bound of 3")
@@ -146,29 +148,29 @@ func TestPoolPastItsBoundIsRefusedAtAdmission(t *testing.T) {
 	// A call with an idempotency key is the exception: a retry with the
 	// same key may be waiting on its call id, so its refusal is recorded
 	// and any replica answers that id with it.
-	keyed, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`,
+	keyed, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`,
 		IdempotencyKey: "k-1"})
 	require.NoError(t, err)
 	requireOverloaded(t, keyed.Rejected, "at its bound of 3")
-	g, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, keyed.CallID, 0)
+	g, err := s.Dispatcher.GetResult(ctx, identity.Default, keyed.CallID, 0)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, g.State)
 	requireOverloaded(t, g.Response, "at its bound of 3")
 
 	close(release)
 	for _, id := range held {
-		g, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, id, 20*time.Second)
+		g, err := s.Dispatcher.GetResult(ctx, identity.Default, id, 20*time.Second)
 		require.NoError(t, err)
 		require.True(t, g.Response.GetOk(), "held calls finish")
 	}
 	var accepted string
 	requireEventually(t, func() bool {
-		sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`})
+		sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`})
 		require.NoError(t, err)
 		accepted = sub.CallID
 		return sub.Rejected == nil
 	}, "admission resumes once the backlog has drained")
-	g, err = s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, accepted, 20*time.Second)
+	g, err = s.Dispatcher.GetResult(ctx, identity.Default, accepted, 20*time.Second)
 	require.NoError(t, err)
 	require.True(t, g.Response.GetOk())
 }
@@ -189,31 +191,31 @@ func TestExpectedWaitPastScheduleToStartIsRefused(t *testing.T) {
 	}
 	var queued []string
 	for range 100 { // about 4s of work for one slot
-		sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, sleep(0))
+		sub, err := s.Dispatcher.Submit(ctx, identity.Default, sleep(0))
 		require.NoError(t, err)
 		require.Nil(t, sub.Rejected)
 		queued = append(queued, sub.CallID)
 	}
 	var refused *toolwirev1.ToolResponse
 	requireEventually(t, func() bool { // once the pool's rate is measured
-		sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, sleep(100*time.Millisecond))
+		sub, err := s.Dispatcher.Submit(ctx, identity.Default, sleep(100*time.Millisecond))
 		require.NoError(t, err)
 		refused = sub.Rejected
 		return refused != nil
 	}, "a call that would start too late is refused")
 	requireOverloaded(t, refused, "after its schedule-to-start of ")
 	require.Contains(t, refused.Error.Message, "pool native would start this call in about")
-	sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, sleep(0))
+	sub, err := s.Dispatcher.Submit(ctx, identity.Default, sleep(0))
 	require.NoError(t, err)
 	require.Nil(t, sub.Rejected, "a call without a schedule-to-start waits its turn")
 	queued = append(queued, sub.CallID)
 
 	for _, id := range queued {
-		_, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, id, 30*time.Second)
+		_, err := s.Dispatcher.GetResult(ctx, identity.Default, id, 30*time.Second)
 		require.NoError(t, err)
 	}
 	requireEventually(t, func() bool {
-		sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, sleep(time.Second))
+		sub, err := s.Dispatcher.Submit(ctx, identity.Default, sleep(time.Second))
 		require.NoError(t, err)
 		return sub.Rejected == nil
 	}, "once the backlog is gone the same call is accepted")
@@ -230,7 +232,7 @@ func TestNearlyFullStoreRefusesAdmission(t *testing.T) {
 	var refused *toolwirev1.ToolResponse
 	for i := 0; refused == nil; i++ {
 		require.Less(t, i, 2000, "the calls store never refused")
-		r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: big}, 20*time.Second)
+		r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: big}, 20*time.Second)
 		require.NoError(t, err)
 		require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
 		if !r.Response.Ok {
@@ -241,7 +243,7 @@ func TestNearlyFullStoreRefusesAdmission(t *testing.T) {
 	// two reads of its use, every 2s); the view's refusal follows.
 	requireOverloaded(t, refused, "")
 	require.Eventually(t, func() bool {
-		r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: big}, 20*time.Second)
+		r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: big}, 20*time.Second)
 		if err == nil && !r.Response.Ok && strings.Contains(r.Response.Error.Message, "the calls store (stream TOOLWIRE_CALLS) is ") {
 			refused = r.Response
 			return true
@@ -253,7 +255,7 @@ func TestNearlyFullStoreRefusesAdmission(t *testing.T) {
 	require.Equal(t, 30*time.Second, refused.Error.RetryAfter.AsDuration())
 	require.Contains(t, refused.Error.Suggestion, "--stream-max-bytes calls=")
 	before := callsStored(t, s)
-	r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: big}, 20*time.Second)
+	r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: big}, 20*time.Second)
 	require.NoError(t, err)
 	requireOverloaded(t, r.Response, "the calls store")
 	require.Equal(t, before, callsStored(t, s), "a refused call is never queued")
@@ -305,7 +307,7 @@ func TestFastPoolIsNotTakenForAFullOne(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range 500 { // 2000 calls, ten times the bound
-				r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}, 20*time.Second)
+				r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}, 20*time.Second)
 				if err == nil && !r.Response.GetOk() {
 					select {
 					case refused <- r.Response.GetError().GetMessage():
@@ -338,7 +340,7 @@ func TestFullDiscardOldStoreNeverRefuses(t *testing.T) {
 	// use, so that a read sees the store full.
 	start := time.Now()
 	for i := 0; i < 200 || time.Since(start) < 5*time.Second; i++ {
-		r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: big}, 20*time.Second)
+		r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: big}, 20*time.Second)
 		require.NoError(t, err)
 		require.True(t, r.Response.Ok, "call %d: %v", i, r.Response.Error)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -32,7 +33,7 @@ func (d *Dispatcher) policyFor(tenant string) *policy.Policy {
 // the canonical reader refuses (duplicate keys, invalid UTF-8 the schema
 // let through) are answered VALIDATION: two readers must never see two
 // different calls in one text.
-func (d *Dispatcher) decide(id Identity, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, now time.Time, presented *policy.Approval) (policy.Decision, *policy.Args, *toolwirev1.ToolError) {
+func (d *Dispatcher) decide(id identity.Identity, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, now time.Time, presented *policy.Approval) (policy.Decision, *policy.Args, *toolwirev1.ToolError) {
 	p := d.policyFor(id.Tenant)
 	if p == nil && presented == nil && !spec.GetRequiresApproval() && call.ApprovalToken == "" {
 		// Nothing to decide: no policy allows every call of a tool that
@@ -124,7 +125,7 @@ type asked struct {
 // token is redeemed, approve.go); an allow stamps the call with what
 // allowed it. A token is taken off the call whatever happens: it is never
 // stored or published.
-func (d *Dispatcher) applyPolicy(ctx context.Context, id Identity, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, now time.Time) (*toolwirev1.PolicyDecision, *toolwirev1.ToolError, *asked) {
+func (d *Dispatcher) applyPolicy(ctx context.Context, id identity.Identity, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, now time.Time) (*toolwirev1.PolicyDecision, *toolwirev1.ToolError, *asked) {
 	if p := d.policyFor(id.Tenant); isHookCall(ctx) && p.IsHook(call.Tool) {
 		// The dispatcher's own call of a hook the document binds: the
 		// operator named it, the rules are not asked.

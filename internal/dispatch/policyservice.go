@@ -10,6 +10,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/registry"
@@ -22,19 +23,19 @@ import (
 
 // requireAdmin returns the caller's identity when it holds the admin
 // scope, else the PermissionDenied error naming what needed it.
-func requireAdmin(ctx context.Context, what string) (Identity, error) {
-	id, err := identity(ctx)
+func requireAdmin(ctx context.Context, what string) (identity.Identity, error) {
+	id, err := identityOf(ctx)
 	if err != nil {
-		return Identity{}, err
+		return identity.Identity{}, err
 	}
 	if !registry.HasScopes(id.Scopes, []string{AdminScope}) {
-		return Identity{}, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s needs the %q scope", what, AdminScope))
+		return identity.Identity{}, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s needs the %q scope", what, AdminScope))
 	}
 	return id, nil
 }
 
 // tenantScope is the caller's tenant as a policy scope.
-func tenantScope(id Identity) (policystore.Scope, error) {
+func tenantScope(id identity.Identity) (policystore.Scope, error) {
 	s, err := policystore.TenantScope(id.Tenant)
 	if err != nil {
 		return s, connect.NewError(connect.CodeInvalidArgument, err)
@@ -301,7 +302,7 @@ func (s *Service) Explain(ctx context.Context, req *connect.Request[toolwirev1.E
 // approvalFor returns the binding of the approval approvalID names in the
 // caller's tenant, for Explain to decide as if the call presented it: an
 // approval that was not approved (pending, denied, expired) binds nothing.
-func (d *Dispatcher) approvalFor(ctx context.Context, id Identity, approvalID string) (*policy.Approval, error) {
+func (d *Dispatcher) approvalFor(ctx context.Context, id identity.Identity, approvalID string) (*policy.Approval, error) {
 	rec, err := d.approvals.Get(ctx, id.Tenant, approvalID)
 	if err != nil {
 		return nil, fmt.Errorf("approval %s: %w", approvalID, err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/policystore"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -22,13 +23,13 @@ import (
 )
 
 // policyIdentities authenticates "Bearer <key>" as the identity under key.
-type policyIdentities map[string]dispatch.Identity
+type policyIdentities map[string]identity.Identity
 
-func (k policyIdentities) Authenticate(r *http.Request) (dispatch.Identity, error) {
+func (k policyIdentities) Authenticate(r *http.Request) (identity.Identity, error) {
 	key, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	id, ok := k[key]
 	if !ok {
-		return dispatch.Identity{}, dispatch.ErrUnauthenticated
+		return identity.Identity{}, identity.ErrUnauthenticated
 	}
 	return id, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -95,7 +96,7 @@ func newPoolCheck(b *bus.Bus, every time.Duration, log *slog.Logger) *poolCheck 
 
 // checkPool refuses, NOT_FOUND, a call of ent that no pool consumer
 // filters; nil admits it. With Config.PoolCheck negative it admits all.
-func (d *Dispatcher) checkPool(ctx context.Context, id Identity, ent *registry.Entry) *toolwirev1.ToolError {
+func (d *Dispatcher) checkPool(ctx context.Context, id identity.Identity, ent *registry.Entry) *toolwirev1.ToolError {
 	if d.pools == nil {
 		return nil
 	}

@@ -8,11 +8,13 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/executors"
 	"github.com/toolwire/toolwire/internal/executors/native"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -44,7 +46,7 @@ func TestCallNoPoolConsumesIsRefused(t *testing.T) {
 	before, err := s.Env.Bus.Calls.Info(ctx)
 	require.NoError(t, err)
 
-	sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "ghost", ArgumentsJson: `{}`})
+	sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "ghost", ArgumentsJson: `{}`})
 	require.NoError(t, err)
 	require.NotNil(t, sub.Rejected, "a call no pool consumes was accepted")
 	e := sub.Rejected.GetError()
@@ -54,7 +56,7 @@ func TestCallNoPoolConsumesIsRefused(t *testing.T) {
 	require.Contains(t, e.GetMessage(), "no worker pool")
 	require.Contains(t, e.GetSuggestion(), "start a worker")
 
-	res, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "ghost", ArgumentsJson: `{}`}, 10*time.Second)
+	res, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "ghost", ArgumentsJson: `{}`}, 10*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, res.Response.GetError().GetType())
 
@@ -63,7 +65,7 @@ func TestCallNoPoolConsumesIsRefused(t *testing.T) {
 	require.Equal(t, before.State.LastSeq, after.State.LastSeq, "nothing was queued")
 
 	// A served tool is admitted as ever.
-	ok, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"hi"}`}, 20*time.Second)
+	ok, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"hi"}`}, 20*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok.Response.Ok, "%v", ok.Response.Error)
 }
@@ -81,26 +83,26 @@ func TestPoolCheckFollowsPools(t *testing.T) {
 	_, err := registry.Publish(ctx, s.Env.Bus.Registry, []*toolwirev1.ToolSpec{ghostSpec("ghost")})
 	require.NoError(t, err)
 	s.WaitTool(t, "ghost")
-	sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "ghost", ArgumentsJson: `{}`})
+	sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "ghost", ArgumentsJson: `{}`})
 	require.NoError(t, err)
 	require.NotNil(t, sub.Rejected)
 
 	late := tool.Must(tool.New("late", func(context.Context, struct{}) (string, error) { return "late", nil }))
 	startPool(t, s, "late-pool", late) // creates its pool's consumer, then registers late
 	s.WaitTool(t, "late")
-	res, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "late", ArgumentsJson: `{}`}, 20*time.Second)
+	res, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "late", ArgumentsJson: `{}`}, 20*time.Second)
 	require.NoError(t, err)
 	require.True(t, res.Response.Ok, "the new pool's first call: %v", res.Response.Error)
 
 	// Another replica that lists every 50ms: once the pool's consumer is
 	// deleted, its calls are refused.
 	d2 := s.StartDispatcher(t, dispatch.Config{Name: "d2", PoolCheck: 50 * time.Millisecond})
-	res, err = d2.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "late", ArgumentsJson: `{}`}, 20*time.Second)
+	res, err = d2.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "late", ArgumentsJson: `{}`}, 20*time.Second)
 	require.NoError(t, err)
 	require.True(t, res.Response.Ok, "%v", res.Response.Error)
 	require.NoError(t, s.Env.Bus.Calls.DeleteConsumer(ctx, s.Env.Bus.Config.PoolConsumer("late-pool")))
 	require.Eventually(t, func() bool {
-		sub, err := d2.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "late", ArgumentsJson: `{}`})
+		sub, err := d2.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "late", ArgumentsJson: `{}`})
 		return err == nil && sub.Rejected.GetError().GetType() == toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND
 	}, 10*time.Second, 20*time.Millisecond)
 }

@@ -8,9 +8,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/toolwire/toolwire/internal/envelope"
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/identity"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // outgoing is an admitted call on its way to the calls stream. Its
@@ -18,7 +20,7 @@ import (
 // counts as escaping, and the request the API decoded (or a caller's own,
 // in process) would then be allocated on the heap for every call.
 type outgoing struct {
-	id      Identity
+	id      identity.Identity
 	w       *waiter // the caller waiting in Call; nil for Submit
 	callID  string
 	now     time.Time // when it was admitted

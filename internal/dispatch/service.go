@@ -4,10 +4,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"google.golang.org/protobuf/proto"
 	"net/http"
 
+	"google.golang.org/protobuf/proto"
+
 	"connectrpc.com/connect"
+
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -30,41 +33,20 @@ func NewService(d *Dispatcher) *Service { return &Service{d: d} }
 // established by auth for every request, and every request bounded by the
 // dispatcher's request limits (Config.MaxRequestBytes, MaxArgsValues,
 // MaxRequestDepth) before it is decoded.
-func (s *Service) Handler(auth Authenticator, opts ...connect.HandlerOption) (string, http.Handler) {
+func (s *Service) Handler(auth identity.Authenticator, opts ...connect.HandlerOption) (string, http.Handler) {
 	cfg := s.d.cfg
 	// Small responses are not worth compressing: gzip costs more than the
 	// bytes it saves on a typical tool response.
 	base := append([]connect.HandlerOption{connect.WithCompressMinBytes(1024)},
 		requestLimits{values: cfg.MaxArgsValues + requestFields, depth: cfg.MaxRequestDepth}.handlerOptions(cfg.MaxRequestBytes)...)
 	path, h := toolwirev1connect.NewDispatcherServiceHandler(s, append(base, opts...)...)
-	return path, explainContentType(LimitBody(Authenticate(auth, h), cfg.MaxRequestBytes))
+	return path, explainContentType(LimitBody(identity.Authenticate(auth, h), cfg.MaxRequestBytes))
 }
 
-// Authenticate wraps h so that every request carries the identity auth
-// establishes; unauthenticated requests get a Connect `unauthenticated`
-// error.
-func Authenticate(auth Authenticator, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := auth.Authenticate(r)
-		if err == nil && !TenantRe.MatchString(id.Tenant) {
-			// A custom Authenticator produced a tenant that cannot be a
-			// subject token or KV key; refuse rather than alias tenants.
-			err = ErrUnauthenticated
-		}
-		if err != nil {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = w.Write([]byte(`{"code":"unauthenticated","message":"missing or unknown API key"}`))
-			return
-		}
-		h.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), id)))
-	})
-}
-
-func identity(ctx context.Context) (Identity, error) {
-	id, ok := IdentityFrom(ctx)
+func identityOf(ctx context.Context) (identity.Identity, error) {
+	id, ok := identity.From(ctx)
 	if !ok {
-		return Identity{}, connect.NewError(connect.CodeUnauthenticated, ErrUnauthenticated)
+		return identity.Identity{}, connect.NewError(connect.CodeUnauthenticated, identity.ErrUnauthenticated)
 	}
 	return id, nil
 }
@@ -93,7 +75,7 @@ func toConnectErr(err error) error {
 
 // Call submits and waits.
 func (s *Service) Call(ctx context.Context, req *connect.Request[toolwirev1.CallRequest]) (*connect.Response[toolwirev1.CallResponse], error) {
-	id, err := identity(ctx)
+	id, err := identityOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +88,7 @@ func (s *Service) Call(ctx context.Context, req *connect.Request[toolwirev1.Call
 
 // Submit submits without waiting.
 func (s *Service) Submit(ctx context.Context, req *connect.Request[toolwirev1.SubmitRequest]) (*connect.Response[toolwirev1.SubmitResponse], error) {
-	id, err := identity(ctx)
+	id, err := identityOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +108,7 @@ func (s *Service) Submit(ctx context.Context, req *connect.Request[toolwirev1.Su
 
 // GetResult returns a result by call id.
 func (s *Service) GetResult(ctx context.Context, req *connect.Request[toolwirev1.GetResultRequest]) (*connect.Response[toolwirev1.GetResultResponse], error) {
-	id, err := identity(ctx)
+	id, err := identityOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +121,7 @@ func (s *Service) GetResult(ctx context.Context, req *connect.Request[toolwirev1
 
 // Watch streams a call's events until it finishes.
 func (s *Service) Watch(ctx context.Context, req *connect.Request[toolwirev1.WatchRequest], stream *connect.ServerStream[toolwirev1.WatchResponse]) error {
-	id, err := identity(ctx)
+	id, err := identityOf(ctx)
 	if err != nil {
 		return err
 	}
@@ -157,7 +139,7 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[toolwirev1.Wat
 
 // Cancel asks for a call to stop.
 func (s *Service) Cancel(ctx context.Context, req *connect.Request[toolwirev1.CancelRequest]) (*connect.Response[toolwirev1.CancelResponse], error) {
-	id, err := identity(ctx)
+	id, err := identityOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +153,7 @@ func (s *Service) Cancel(ctx context.Context, req *connect.Request[toolwirev1.Ca
 // ListTools lists the tools the caller's scopes allow; executor
 // configuration only to the admin scope (toolView).
 func (s *Service) ListTools(ctx context.Context, req *connect.Request[toolwirev1.ListToolsRequest]) (*connect.Response[toolwirev1.ListToolsResponse], error) {
-	id, err := identity(ctx)
+	id, err := identityOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +171,7 @@ func (s *Service) ListTools(ctx context.Context, req *connect.Request[toolwirev1
 // GetTool returns one tool's spec; executor configuration only to the
 // admin scope (toolView).
 func (s *Service) GetTool(ctx context.Context, req *connect.Request[toolwirev1.GetToolRequest]) (*connect.Response[toolwirev1.GetToolResponse], error) {
-	id, err := identity(ctx)
+	id, err := identityOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +209,7 @@ const AdminScope = "admin"
 // the tool sees the approval and re-enables it; the response carries the
 // spec as it stands at the time of the request.
 func (s *Service) ApproveTool(ctx context.Context, req *connect.Request[toolwirev1.ApproveToolRequest]) (*connect.Response[toolwirev1.ApproveToolResponse], error) {
-	id, err := identity(ctx)
+	id, err := identityOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +230,7 @@ func (s *Service) ApproveTool(ctx context.Context, req *connect.Request[toolwire
 // GetSession returns the state the reference applier keeps for a session
 // of the caller's tenant.
 func (s *Service) GetSession(ctx context.Context, req *connect.Request[toolwirev1.GetSessionRequest]) (*connect.Response[toolwirev1.GetSessionResponse], error) {
-	id, err := identity(ctx)
+	id, err := identityOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +243,7 @@ func (s *Service) GetSession(ctx context.Context, req *connect.Request[toolwirev
 
 // ApplyIntents applies a finished call's intents to its session.
 func (s *Service) ApplyIntents(ctx context.Context, req *connect.Request[toolwirev1.ApplyIntentsRequest]) (*connect.Response[toolwirev1.ApplyIntentsResponse], error) {
-	id, err := identity(ctx)
+	id, err := identityOf(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -15,7 +16,7 @@ import (
 // ctx ends first, the error is ctx's and, for an admitted call, the
 // response still names it (state PENDING), so that the caller can cancel
 // it or fetch its result.
-func (d *Dispatcher) Call(ctx context.Context, id Identity, o *toolwirev1.CallRequest, wait time.Duration) (*toolwirev1.CallResponse, error) {
+func (d *Dispatcher) Call(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, wait time.Duration) (*toolwirev1.CallResponse, error) {
 	if !o.ApplyIntents {
 		return d.call(ctx, id, o, wait)
 	}
@@ -46,8 +47,8 @@ var ErrNoSession = errors.New("dispatch: apply_intents needs a session")
 
 // GetSession returns the reference applier's state of a session of the
 // caller's tenant.
-func (d *Dispatcher) GetSession(ctx context.Context, id Identity, session string) (*toolwirev1.Session, error) {
-	if err := checkTenant(id); err != nil {
+func (d *Dispatcher) GetSession(ctx context.Context, id identity.Identity, session string) (*toolwirev1.Session, error) {
+	if err := identity.CheckTenant(id); err != nil {
 		return nil, err
 	}
 	if session == "" {
@@ -60,7 +61,7 @@ func (d *Dispatcher) GetSession(ctx context.Context, id Identity, session string
 // tenant to the call's session, each once. It returns ErrUnknownCall for a
 // call it does not know, ErrNotFinished while the call runs, and
 // ErrNoSession when the call named no session.
-func (d *Dispatcher) ApplyIntents(ctx context.Context, id Identity, callID string) (*toolwirev1.ApplyIntentsResponse, error) {
+func (d *Dispatcher) ApplyIntents(ctx context.Context, id identity.Identity, callID string) (*toolwirev1.ApplyIntentsResponse, error) {
 	// A caller may apply a call's intents the instant its result reached
 	// it: the result can reach the caller a moment before the results
 	// stream serves it, so wait briefly rather than answer "not finished".

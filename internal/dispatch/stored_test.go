@@ -13,13 +13,15 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // gateTool returns a tool that reports each call id it starts on started
@@ -63,7 +65,7 @@ func TestCallersAreAnsweredOnlyWithStoredResults(t *testing.T) {
 	t.Parallel()
 	gate, started, release := gateTool(t, "gate_stored")
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{gate}})
-	id := dispatch.DefaultIdentity
+	id := identity.Default
 
 	calls := make(chan *toolwirev1.CallResponse, 1)
 	go func() {
@@ -249,7 +251,7 @@ func TestCallFindsResultStoredWhileReconnecting(t *testing.T) {
 	answers := make(chan answer, 1)
 	go func() {
 		start := time.Now()
-		r, err := d.Call(context.Background(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "gate_reconnect"}, wait)
+		r, err := d.Call(context.Background(), identity.Default, &toolwirev1.CallRequest{Tool: "gate_reconnect"}, wait)
 		answers <- answer{r, err, time.Since(start)}
 	}()
 	callID := receive(t, started, "execution")
@@ -257,7 +259,7 @@ func TestCallFindsResultStoredWhileReconnecting(t *testing.T) {
 	p.setCut(true)
 	waitFor(t, "the dispatcher to lose its connection", func() bool { return nc.Status() != nats.CONNECTED })
 	release()
-	subject := s.Env.Bus.Subjects.Result(dispatch.DefaultIdentity.Tenant, "proxied", callID)
+	subject := s.Env.Bus.Subjects.Result(identity.Default.Tenant, "proxied", callID)
 	waitFor(t, "the result to be stored", func() bool {
 		_, err := s.Env.Bus.Results.GetLastMsgForSubject(t.Context(), subject)
 		return err == nil

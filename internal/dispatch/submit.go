@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+
 	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -30,7 +32,7 @@ type Submitted struct {
 
 // Submit admits and publishes one call without waiting for its result. A
 // duplicate of a call that has finished carries its terminal response.
-func (d *Dispatcher) Submit(ctx context.Context, id Identity, o *toolwirev1.CallRequest) (*Submitted, error) {
+func (d *Dispatcher) Submit(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest) (*Submitted, error) {
 	s, _, err := d.submit(ctx, id, o, false)
 	if err != nil || !s.Duplicate {
 		return s, err
@@ -52,11 +54,11 @@ func (d *Dispatcher) Submit(ctx context.Context, id Identity, o *toolwirev1.Call
 
 // submit is admitAndPublish observed (observe.go): the admission span and
 // the admission metrics.
-func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.CallRequest, withWaiter bool) (*Submitted, *waiter, error) {
+func (d *Dispatcher) submit(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, withWaiter bool) (*Submitted, *waiter, error) {
 	if o == nil {
 		o = &toolwirev1.CallRequest{}
 	}
-	if err := checkTenant(id); err != nil {
+	if err := identity.CheckTenant(id); err != nil {
 		return nil, nil, err // not even a rejection can be recorded without mapping the tenant
 	}
 	start := time.Now()
@@ -72,7 +74,7 @@ func (d *Dispatcher) submit(ctx context.Context, id Identity, o *toolwirev1.Call
 // policy asks about is parked instead (approve.go), and a call an
 // approval token covers is the parked call it approves: it takes that
 // call's id and is published as it.
-func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwirev1.CallRequest, withWaiter bool, now time.Time) (*Submitted, *waiter, error) {
+func (d *Dispatcher) admitAndPublish(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, withWaiter bool, now time.Time) (*Submitted, *waiter, error) {
 	callID := ulid.Make().String()
 	call, te, pd, ask := d.admit(ctx, id, o, callID, now)
 	if te != nil {
@@ -160,13 +162,13 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id Identity, o *toolwi
 
 // refuse records the refusal of a call as a REJECTED event (so that any
 // replica answers its id with it) and answers it.
-func (d *Dispatcher) refuse(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, te *toolwirev1.ToolError, now time.Time) *Submitted {
+func (d *Dispatcher) refuse(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, callID string, te *toolwirev1.ToolError, now time.Time) *Submitted {
 	return d.refuseDecided(ctx, id, o, callID, te, nil, now)
 }
 
 // refuseDecided is refuse with the policy decision that refused, if one
 // did, in the record.
-func (d *Dispatcher) refuseDecided(ctx context.Context, id Identity, o *toolwirev1.CallRequest, callID string, te *toolwirev1.ToolError, pd *toolwirev1.PolicyDecision, now time.Time) *Submitted {
+func (d *Dispatcher) refuseDecided(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, callID string, te *toolwirev1.ToolError, pd *toolwirev1.PolicyDecision, now time.Time) *Submitted {
 	d.recordRejection(ctx, id, o, callID, te, pd)
 	return &Submitted{CallID: callID, Rejected: envelope.Rejection(callID, o.Tool, te, now)}
 }

@@ -1,11 +1,13 @@
 package dispatch
 
 import (
+	"google.golang.org/protobuf/proto"
+
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/redact"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // toolView is the spec as ListTools and GetTool show it to id. Executor
@@ -15,7 +17,7 @@ import (
 // shown to the admin scope only, and cleared (no config set, the executor
 // type kept) for everyone else. A caller needs the name, docs, schemas,
 // annotations and limits to call a tool, never how it runs.
-func toolView(id Identity, spec *toolwirev1.ToolSpec) *toolwirev1.ToolSpec {
+func toolView(id identity.Identity, spec *toolwirev1.ToolSpec) *toolwirev1.ToolSpec {
 	if spec.GetConfig() == nil || registry.HasScopes(id.Scopes, []string{AdminScope}) {
 		return spec
 	}
@@ -28,7 +30,7 @@ func toolView(id Identity, spec *toolwirev1.ToolSpec) *toolwirev1.ToolSpec {
 // the unknown-tool hint as far as the policy goes: a tool that an
 // unconditional deny covers for the caller (policy.Policy.Hidden) is
 // hidden. Its calls are still decided, and denied, by the policy.
-func (d *Dispatcher) listable(id Identity) func(name string) bool {
+func (d *Dispatcher) listable(id identity.Identity) func(name string) bool {
 	p := d.policyFor(id.Tenant)
 	if p == nil {
 		return func(string) bool { return true }
@@ -38,7 +40,7 @@ func (d *Dispatcher) listable(id Identity) func(name string) bool {
 }
 
 // visibleEntries drops from ents the tools the policy hides from id.
-func (d *Dispatcher) visibleEntries(id Identity, ents []*registry.Entry) []*registry.Entry {
+func (d *Dispatcher) visibleEntries(id identity.Identity, ents []*registry.Entry) []*registry.Entry {
 	ok := d.listable(id)
 	out := ents[:0]
 	for _, e := range ents {
@@ -52,7 +54,7 @@ func (d *Dispatcher) visibleEntries(id Identity, ents []*registry.Entry) []*regi
 // VisibleTools returns the specs id may see, as ListTools shows them:
 // the registry's tools that match f and id's scopes, less those the
 // policy hides from id, executor configuration only for the admin scope.
-func (d *Dispatcher) VisibleTools(id Identity, f registry.Filter) []*toolwirev1.ToolSpec {
+func (d *Dispatcher) VisibleTools(id identity.Identity, f registry.Filter) []*toolwirev1.ToolSpec {
 	f.Scopes = id.Scopes
 	ents := d.visibleEntries(id, d.reg.List(f))
 	out := make([]*toolwirev1.ToolSpec, len(ents))
@@ -75,7 +77,7 @@ func (d *Dispatcher) TaskSupport(name string) toolwirev1.TaskSupport {
 
 // MissingScopes are the scopes the current spec of tool name needs that
 // id lacks; none for a tool the registry does not hold.
-func (d *Dispatcher) MissingScopes(id Identity, name string) []string {
+func (d *Dispatcher) MissingScopes(id identity.Identity, name string) []string {
 	e, err := d.reg.Get(name)
 	if err != nil || registry.HasScopes(id.Scopes, e.Spec.Scopes) {
 		return nil

@@ -7,8 +7,9 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
-	"github.com/toolwire/toolwire/internal/dispatch"
+
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -17,13 +18,13 @@ import (
 // scopes listed under name.
 type scopedKeys map[string][]string
 
-func (k scopedKeys) Authenticate(r *http.Request) (dispatch.Identity, error) {
+func (k scopedKeys) Authenticate(r *http.Request) (identity.Identity, error) {
 	key, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	scopes, ok := k[key]
 	if !ok {
-		return dispatch.Identity{}, dispatch.ErrUnauthenticated
+		return identity.Identity{}, identity.ErrUnauthenticated
 	}
-	return dispatch.Identity{Tenant: "default", Agent: key, Scopes: scopes}, nil
+	return identity.Identity{Tenant: "default", Agent: key, Scopes: scopes}, nil
 }
 
 func as[T any](key string, msg *T) *connect.Request[T] {

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -106,7 +107,7 @@ var (
 // returns the spec as it stands before the worker acts. Errors:
 // ErrNeedAdminScope, registry.ErrNotFound, ErrNoDefinition,
 // ErrDefinitionChanged (naming the current hash), or the registry's.
-func (d *Dispatcher) ApproveTool(ctx context.Context, id Identity, name, hash string) (*toolwirev1.ToolSpec, error) {
+func (d *Dispatcher) ApproveTool(ctx context.Context, id identity.Identity, name, hash string) (*toolwirev1.ToolSpec, error) {
 	if !registry.HasScopes(id.Scopes, []string{AdminScope}) {
 		return nil, ErrNeedAdminScope
 	}

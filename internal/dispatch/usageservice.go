@@ -18,7 +18,7 @@ const maxUsageField = limits.MaxInputBytes
 
 // GetUsage reads the limits in force for the caller's tenant (Usage).
 func (s *Service) GetUsage(ctx context.Context, req *connect.Request[toolwirev1.GetUsageRequest]) (*connect.Response[toolwirev1.GetUsageResponse], error) {
-	id, err := identity(ctx)
+	id, err := identityOf(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/internal/delayed"
+	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -69,7 +70,7 @@ func (w *waiter) cancel() {
 // answered AWAITING_APPROVAL at once, or, with wait_for_approval, waited
 // for like any call: its result once approved and run (or its denial),
 // AWAITING_APPROVAL when the wait ends while it is still parked.
-func (d *Dispatcher) call(ctx context.Context, id Identity, o *toolwirev1.CallRequest, wait time.Duration) (*toolwirev1.CallResponse, error) {
+func (d *Dispatcher) call(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, wait time.Duration) (*toolwirev1.CallResponse, error) {
 	// The caller's slot is taken before admission: a refused Call leaves
 	// no trace.
 	if err := d.caps.acquire(capWaiting, id, d.cfg.MaxWaitingPerCaller); err != nil {

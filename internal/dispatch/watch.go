@@ -9,10 +9,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
-	"github.com/toolwire/toolwire/internal/bus"
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/identity"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // ErrUnknownCall is returned by Watch for a call id nobody admitted.
@@ -30,8 +32,8 @@ func decodeEvent(b []byte) (*toolwirev1.CallEvent, error) {
 // record (one minted in the last 10s gets Config.WatchGrace to show one);
 // ErrTooManyWatches when the caller already has
 // Config.MaxWatchesPerCaller Watches open here.
-func (d *Dispatcher) Watch(ctx context.Context, id Identity, callID string, send func(*toolwirev1.CallEvent) error) error {
-	if err := checkTenant(id); err != nil {
+func (d *Dispatcher) Watch(ctx context.Context, id identity.Identity, callID string, send func(*toolwirev1.CallEvent) error) error {
+	if err := identity.CheckTenant(id); err != nil {
 		return err
 	}
 	if _, err := ulid.ParseStrict(callID); err != nil {
@@ -49,7 +51,7 @@ func (d *Dispatcher) Watch(ctx context.Context, id Identity, callID string, send
 // watch is one Watch stream.
 type watch struct {
 	d             *Dispatcher
-	id            Identity
+	id            identity.Identity
 	callID        string
 	send          func(*toolwirev1.CallEvent) error
 	resultSubject string
@@ -254,7 +256,7 @@ func (w *watch) finish(ctx context.Context, resp *toolwirev1.ToolResponse) error
 
 // drainEvents forwards what the consumer has delivered and what is still
 // stored, so FINISHED comes last.
-func (d *Dispatcher) drainEvents(ctx context.Context, id Identity, callID string, events chan *toolwirev1.CallEvent, sent *uint64, send func(*toolwirev1.CallEvent) error) error {
+func (d *Dispatcher) drainEvents(ctx context.Context, id identity.Identity, callID string, events chan *toolwirev1.CallEvent, sent *uint64, send func(*toolwirev1.CallEvent) error) error {
 	info, err := d.bus.Events.Info(ctx, jetstream.WithSubjectFilter(d.subj.EventsAnyDispatcher(id.Tenant, callID)))
 	want := uint64(0)
 	if err == nil {

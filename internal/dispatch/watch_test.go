@@ -12,9 +12,11 @@ import (
 	"connectrpc.com/connect"
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/require"
+
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
@@ -91,13 +93,13 @@ func TestWatchFindsAResultStoredAfterItsFirstLook(t *testing.T) {
 	dispatch.MissFirstResultLook(other)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"done"}`}, 20*time.Second)
+	r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"done"}`}, 20*time.Second)
 	require.NoError(t, err)
 	require.True(t, r.Response.GetOk())
 
 	var got []toolwirev1.CallEventType
 	var last *toolwirev1.CallEvent
-	err = other.Watch(ctx, dispatch.DefaultIdentity, r.CallId, func(ev *toolwirev1.CallEvent) error {
+	err = other.Watch(ctx, identity.Default, r.CallId, func(ev *toolwirev1.CallEvent) error {
 		got, last = append(got, ev.Type), ev
 		return nil
 	})
@@ -111,8 +113,8 @@ func TestWatchFindsAResultStoredAfterItsFirstLook(t *testing.T) {
 // back, and a slot is released on every way a Watch ends.
 func TestWatchesPerCallerAreCapped(t *testing.T) {
 	t.Parallel()
-	alice := dispatch.Identity{Tenant: "acme", Agent: "alice", Scopes: []string{"*"}}
-	bob := dispatch.Identity{Tenant: "acme", Agent: "bob", Scopes: []string{"*"}}
+	alice := identity.Identity{Tenant: "acme", Agent: "alice", Scopes: []string{"*"}}
+	bob := identity.Identity{Tenant: "acme", Agent: "bob", Scopes: []string{"*"}}
 	s := dispatchtest.Start(t, dispatchtest.Options{Auth: agentAuth{"alice": alice, "bob": bob},
 		Dispatcher: dispatch.Config{MaxWatchesPerCaller: 1, WatchGrace: 100 * time.Millisecond}})
 	ctx := t.Context()
@@ -169,8 +171,8 @@ func TestWatchesPerCallerAreCapped(t *testing.T) {
 // a refused Call is not admitted, and every way a wait ends releases it.
 func TestWaitingPerCallerIsCapped(t *testing.T) {
 	t.Parallel()
-	alice := dispatch.Identity{Tenant: "acme", Agent: "alice", Scopes: []string{"*"}}
-	bob := dispatch.Identity{Tenant: "acme", Agent: "bob", Scopes: []string{"*"}}
+	alice := identity.Identity{Tenant: "acme", Agent: "alice", Scopes: []string{"*"}}
+	bob := identity.Identity{Tenant: "acme", Agent: "bob", Scopes: []string{"*"}}
 	running := make(chan struct{}, 1)
 	release := make(chan struct{})
 	hold := tool.Must(tool.New("hold", func(context.Context, struct{}) (string, error) {
@@ -240,13 +242,13 @@ func TestWaitingPerCallerIsCapped(t *testing.T) {
 }
 
 // agentAuth maps `Authorization: Bearer <agent>` to an identity.
-type agentAuth map[string]dispatch.Identity
+type agentAuth map[string]identity.Identity
 
-func (a agentAuth) Authenticate(r *http.Request) (dispatch.Identity, error) {
+func (a agentAuth) Authenticate(r *http.Request) (identity.Identity, error) {
 	agent, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	id, ok := a[agent]
 	if !ok {
-		return dispatch.Identity{}, dispatch.ErrUnauthenticated
+		return identity.Identity{}, identity.ErrUnauthenticated
 	}
 	return id, nil
 }

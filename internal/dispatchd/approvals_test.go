@@ -18,18 +18,20 @@ import (
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/bus/bustest"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatchd"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/testport"
 	"github.com/toolwire/toolwire/internal/workerconfig"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // dispatcherProc is a dispatcher process (this test binary as
@@ -137,7 +139,7 @@ func TestParkedCallSurvivesDispatcherKill(t *testing.T) {
 		defer scancel()
 		_ = b.Stop(sctx)
 	})
-	_, _, err = b.Approve(ctx, dispatch.Identity{Tenant: "default", Agent: "boss", Scopes: []string{dispatch.ApproveScope}},
+	_, _, err = b.Approve(ctx, identity.Identity{Tenant: "default", Agent: "boss", Scopes: []string{dispatch.ApproveScope}},
 		&toolwirev1.ApproveRequest{Id: id})
 	require.NoError(t, err)
 

@@ -19,7 +19,7 @@
 // MaxRequestBytes), not only the API's. With tracing on, a caller's
 // traceparent parents the admission span, and the call's trace context
 // travels to the worker in the message headers. Without an API key file
-// every caller is dispatch.DefaultIdentity, and Run logs a warning when
+// every caller is identity.Default, and Run logs a warning when
 // its listener is not loopback.
 //
 // # NATS

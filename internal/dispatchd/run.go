@@ -13,18 +13,20 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/configvalue"
 	"github.com/toolwire/toolwire/internal/dashboard"
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/mcpserver"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	"github.com/toolwire/toolwire/internal/workerconfig"
 	"github.com/toolwire/toolwire/pkg/tool"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // RunConfig configures a dispatcher process.
@@ -83,7 +85,7 @@ type RunConfig struct {
 	// Concurrency of each in-process pool. Default 64.
 	Concurrency int
 	// APIKeysFile enables API-key authentication; empty = open access as
-	// dispatch.DefaultIdentity (log warns when the listener is not loopback).
+	// identity.Default (log warns when the listener is not loopback).
 	APIKeysFile string
 	// Bus is the JetStream layout (prefix, retention, ...).
 	Bus bus.Config
@@ -410,7 +412,7 @@ func drain(ctx context.Context, nc *nats.Conn, log *slog.Logger) {
 }
 
 // startDashboard builds and starts the dashboard (nil with rc.NoUI).
-func startDashboard(ctx context.Context, rc RunConfig, d *dispatch.Dispatcher, auth dispatch.Authenticator, b *bus.Bus, reg *registry.Store, log *slog.Logger) (*dashboard.Server, error) {
+func startDashboard(ctx context.Context, rc RunConfig, d *dispatch.Dispatcher, auth identity.Authenticator, b *bus.Bus, reg *registry.Store, log *slog.Logger) (*dashboard.Server, error) {
 	if rc.NoUI {
 		return nil, nil
 	}

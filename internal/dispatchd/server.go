@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dashboard"
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/mcpserver"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/telemetry"
@@ -26,7 +28,7 @@ import (
 // /metrics, every route's body bounded while read, HTTP/1.1 and
 // unencrypted HTTP/2 on one listener, a 10s ReadHeaderTimeout and no other
 // timeout (long waits and watches are not cut off).
-func newServer(d *dispatch.Dispatcher, auth dispatch.Authenticator, tracing bool, reg *registry.Store, b *bus.Bus, metrics *prometheus.Registry, mcp mcpserver.Config, ui *dashboard.Server) *http.Server {
+func newServer(d *dispatch.Dispatcher, auth identity.Authenticator, tracing bool, reg *registry.Store, b *bus.Bus, metrics *prometheus.Registry, mcp mcpserver.Config, ui *dashboard.Server) *http.Server {
 	mux := http.NewServeMux()
 	path, h := dispatch.NewService(d).Handler(auth)
 	if tracing {
@@ -58,17 +60,17 @@ func newServer(d *dispatch.Dispatcher, auth dispatch.Authenticator, tracing bool
 }
 
 // authenticator returns the API key check of file, or open access as
-// dispatch.DefaultIdentity without one (with a warning when addr is not
+// identity.Default without one (with a warning when addr is not
 // loopback).
-func authenticator(file, addr string, log *slog.Logger) (dispatch.Authenticator, error) {
+func authenticator(file, addr string, log *slog.Logger) (identity.Authenticator, error) {
 	if file != "" {
-		return dispatch.LoadAPIKeys(file)
+		return identity.LoadAPIKeys(file)
 	}
 	host, _, _ := net.SplitHostPort(addr)
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		log.Warn("no API keys configured: every caller is the default tenant with every scope; set --api-keys on a shared network", "http", addr)
 	}
-	return dispatch.OpenAccess{Identity: dispatch.DefaultIdentity}, nil
+	return identity.OpenAccess{Identity: identity.Default}, nil
 }
 
 // redactedURL is u without the password of its user info.

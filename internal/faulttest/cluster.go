@@ -12,14 +12,16 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/logtest"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/testport"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // Cluster is a nats-server process, a dispatcher in the test process
@@ -189,7 +191,7 @@ func (c *Cluster) WaitTool(name string) {
 // Submit admits one call and returns its id, or "" when admission refused
 // it (then it was never accepted).
 func (c *Cluster) Submit(ctx context.Context, o *toolwirev1.CallRequest) (string, error) {
-	s, err := c.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, o)
+	s, err := c.Dispatcher.Submit(ctx, identity.Default, o)
 	if err != nil {
 		return "", err
 	}
@@ -204,7 +206,7 @@ func (c *Cluster) Submit(ctx context.Context, o *toolwirev1.CallRequest) (string
 // and stored), "" when it was refused (a refusal is an answer too: the
 // caller knows the call will not run).
 func (c *Cluster) Call(ctx context.Context, o *toolwirev1.CallRequest, wait time.Duration) (string, error) {
-	r, err := c.Dispatcher.Call(ctx, dispatch.DefaultIdentity, o, wait)
+	r, err := c.Dispatcher.Call(ctx, identity.Default, o, wait)
 	if err != nil {
 		return "", err
 	}
@@ -216,7 +218,7 @@ func (c *Cluster) Call(ctx context.Context, o *toolwirev1.CallRequest, wait time
 
 // Result waits up to wait for a call's terminal response.
 func (c *Cluster) Result(ctx context.Context, callID string, wait time.Duration) (*toolwirev1.ToolResponse, error) {
-	r, err := c.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, callID, wait)
+	r, err := c.Dispatcher.GetResult(ctx, identity.Default, callID, wait)
 	if err != nil {
 		return nil, err
 	}

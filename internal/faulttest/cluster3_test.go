@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/faulttest"
+	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // Bounds of the cluster scenario. The figures are logged; the asserted
@@ -87,7 +89,7 @@ func startClusterLoad(t *testing.T, c *faulttest.Cluster, submitters, callers in
 			ctx, cancel := context.WithTimeout(t.Context(), clusterCallWait+2*clusterAnswerBound)
 			if call {
 				var r *toolwirev1.CallResponse
-				if r, o.err = c.Dispatcher.Call(ctx, dispatch.DefaultIdentity, req, clusterCallWait); o.err == nil {
+				if r, o.err = c.Dispatcher.Call(ctx, identity.Default, req, clusterCallWait); o.err == nil {
 					o.id = r.CallId
 					switch {
 					case r.State == toolwirev1.CallState_CALL_STATE_DONE && r.Response.GetMeta().GetSource() == "dispatcher":
@@ -102,7 +104,7 @@ func startClusterLoad(t *testing.T, c *faulttest.Cluster, submitters, callers in
 				}
 			} else {
 				var s *dispatch.Submitted
-				if s, o.err = c.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, req); o.err == nil {
+				if s, o.err = c.Dispatcher.Submit(ctx, identity.Default, req); o.err == nil {
 					o.id = s.CallID
 					if s.Rejected != nil {
 						o.refused = s.Rejected
@@ -494,7 +496,7 @@ func checkLedger(t *testing.T, c *faulttest.Cluster, ops []*op) ledgerReport {
 			// request with no responders) is made again: the question is
 			// what is stored, not whether one request gets through.
 			for attempt := 0; attempt < 5; attempt++ {
-				if stored[i], errs[i] = c.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, o.id, wait); errs[i] == nil {
+				if stored[i], errs[i] = c.Dispatcher.GetResult(ctx, identity.Default, o.id, wait); errs[i] == nil {
 					break
 				}
 			}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/faulttest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policystore"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -74,7 +74,7 @@ func TestClusterApprovalRidesOutAFailover(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Policies.Wait(ctx, policystore.Installation, a.Version.Version, a.Revision))
 
-	s, err := c.Dispatcher.Submit(ctx, dispatch.DefaultIdentity,
+	s, err := c.Dispatcher.Submit(ctx, identity.Default,
 		&toolwirev1.CallRequest{Tool: "ledger", ArgumentsJson: `{"sleep_ms":5,"text":"asked"}`})
 	require.NoError(t, err)
 	require.NotNil(t, s.Awaiting, "parked for an approver")
@@ -86,7 +86,7 @@ func TestClusterApprovalRidesOutAFailover(t *testing.T) {
 	c.KillNode(victim)
 	var approved time.Duration
 	for {
-		_, _, err = c.Dispatcher.Approve(ctx, dispatch.DefaultIdentity, &toolwirev1.ApproveRequest{Id: s.CallID, Reason: "ok"})
+		_, _, err = c.Dispatcher.Approve(ctx, identity.Default, &toolwirev1.ApproveRequest{Id: s.CallID, Reason: "ok"})
 		if err == nil {
 			approved = time.Since(at)
 			break

@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/toolwire/toolwire/internal/dispatch"
+
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/faulttest"
+	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -40,7 +41,7 @@ func TestTwoWorkerProcessesShareAPool(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			results[i], errs[i] = s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity,
+			results[i], errs[i] = s.Dispatcher.Call(t.Context(), identity.Default,
 				&toolwirev1.CallRequest{Tool: "ledger", ArgumentsJson: fmt.Sprintf(`{"sleep_ms":5,"text":"c%d"}`, i)}, 30*time.Second)
 		}()
 	}

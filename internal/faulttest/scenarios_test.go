@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/toolwire/toolwire/internal/dispatch"
-	"github.com/toolwire/toolwire/internal/faulttest"
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/toolwire/toolwire/internal/faulttest"
+	"github.com/toolwire/toolwire/internal/identity"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // figure logs a number for docs/reliability.md.
@@ -366,7 +367,7 @@ func TestCancellationMatrix(t *testing.T) {
 	t.Parallel()
 	c := faulttest.NewCluster(t)
 	ctx := t.Context()
-	id := dispatch.DefaultIdentity
+	id := identity.Default
 	cancel := func(callID string) toolwirev1.CancelOutcome {
 		out, err := c.Dispatcher.Cancel(ctx, id, callID, "test")
 		require.NoError(t, err)

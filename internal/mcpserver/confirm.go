@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -103,7 +103,7 @@ func asciiJSON(s string) string {
 // confirmation handles a retry that answers askToConfirm: the user's
 // approval puts the token on cr (the call then runs as the one parked);
 // anything else cancels the parked call, and done is the answer.
-func (s *Server) confirmation(ctx context.Context, id dispatch.Identity, p *mcp.CallToolParamsRaw, cr *toolwirev1.CallRequest) (done mcp.Result, err error) {
+func (s *Server) confirmation(ctx context.Context, id identity.Identity, p *mcp.CallToolParamsRaw, cr *toolwirev1.CallRequest) (done mcp.Result, err error) {
 	token, ok := strings.CutPrefix(p.RequestState, approvalStatePrefix)
 	if !ok {
 		return nil, nil
@@ -128,7 +128,7 @@ func (s *Server) confirmation(ctx context.Context, id dispatch.Identity, p *mcp.
 // declined answers a call whose confirmation the user declined: the
 // parked call is cancelled and not run; one an approver let run meanwhile
 // is answered with its result.
-func (s *Server) declined(ctx context.Context, id dispatch.Identity, callID string) (mcp.Result, error) {
+func (s *Server) declined(ctx context.Context, id identity.Identity, callID string) (mcp.Result, error) {
 	g, err := s.d.GetResult(ctx, id, callID, 0)
 	if err != nil {
 		return nil, fmt.Errorf("toolwire: %w", err)

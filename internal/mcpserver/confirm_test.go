@@ -13,6 +13,7 @@ import (
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/mcpserver"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -41,7 +42,7 @@ func TestAskConfirmedByTheClientsUser(t *testing.T) {
 		[]byte("tenant:\n  default: allow\n  rules:\n    - {id: ask-transfer, effect: ask, tools: [transfer]}\n"), policystore.ApplyOptions{})
 	require.NoError(t, err)
 	require.NoError(t, s.Policies.Wait(t.Context(), policystore.Installation, a.Version.Version, a.Revision))
-	url := endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity}) // every scope: confirm too
+	url := endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default}) // every scope: confirm too
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 
@@ -67,7 +68,7 @@ func TestAskConfirmedByTheClientsUser(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.IsError)
 	id := res.Meta[mcpserver.MetaCallID].(string)
-	g, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, id, 10*time.Second)
+	g, err := s.Dispatcher.GetResult(ctx, identity.Default, id, 10*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, g.State)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, g.Response.GetError().GetType(), "the declined call is cancelled")
@@ -89,11 +90,11 @@ func TestAskConfirmedByTheClientsUser(t *testing.T) {
 	}()
 	var pending []*toolwirev1.Approval
 	require.Eventually(t, func() bool {
-		pending, _, err = s.Dispatcher.ListApprovals(ctx, dispatch.DefaultIdentity, &toolwirev1.ListApprovalsRequest{
+		pending, _, err = s.Dispatcher.ListApprovals(ctx, identity.Default, &toolwirev1.ListApprovalsRequest{
 			State: toolwirev1.ApprovalState_APPROVAL_STATE_PENDING, Tool: "transfer"})
 		return err == nil && len(pending) == 1
 	}, 30*time.Second, 20*time.Millisecond)
-	_, _, err = s.Dispatcher.Approve(ctx, dispatch.DefaultIdentity, &toolwirev1.ApproveRequest{Id: pending[0].GetId()})
+	_, _, err = s.Dispatcher.Approve(ctx, identity.Default, &toolwirev1.ApproveRequest{Id: pending[0].GetId()})
 	require.NoError(t, err)
 	res = <-done
 	require.False(t, res.IsError, "%v", res.Content)

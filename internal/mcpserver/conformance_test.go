@@ -18,8 +18,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/mcpserver"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/testdeps"
@@ -75,7 +75,7 @@ func conformanceServer(t *testing.T) string {
 	})})
 	registryKV.Store(&s.Env.Bus.Registry)
 	mux := http.NewServeMux()
-	mcpserver.New(s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity},
+	mcpserver.New(s.Dispatcher, identity.OpenAccess{Identity: identity.Default},
 		mcpserver.Config{Version: "conformance", Extra: conformanceExtra(), TaskAfter: taskAfter}).Handle(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)

@@ -17,7 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -87,7 +87,7 @@ func (s *Server) fast(w http.ResponseWriter, r *http.Request) bool {
 	if !ok {
 		return false
 	}
-	id, err := identity(r.Context())
+	id, err := callerOf(r.Context())
 	if err != nil {
 		return false
 	}
@@ -180,7 +180,7 @@ func isNonEmptyString(raw json.RawMessage) bool {
 // dispatcher's Call, and for an approver when the call is parked (unless
 // the client's user may confirm it: askToConfirm); a client that goes
 // away cancels the call.
-func (s *Server) fastCall(ctx context.Context, id dispatch.Identity, p *fastParams, caps string) (mcp.Result, error) {
+func (s *Server) fastCall(ctx context.Context, id identity.Identity, p *fastParams, caps string) (mcp.Result, error) {
 	if s.d.TaskSupport(p.Name) == toolwirev1.TaskSupport_TASK_SUPPORT_REQUIRED {
 		return nil, needsTasks(fmt.Sprintf("tool %q", p.Name)) // a client without the extension (plainMeta)
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/builtin"
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/mcpserver"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -30,7 +30,7 @@ import (
 func TestFastPathAnswersAsTheSDK(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{})
-	url := endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity})
+	url := endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default})
 	post := func(params map[string]any) (status int, contentType string, msg map[string]any) {
 		t.Helper()
 		params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -104,7 +104,7 @@ func TestFastPathAnswersAsTheSDK(t *testing.T) {
 func TestToolListChangedReachesListeners(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{})
-	url := endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity})
+	url := endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default})
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
@@ -169,7 +169,7 @@ func TestLargeResultIsALinkToTheWhole(t *testing.T) {
 	big := tool.Must(tool.New("big", func(context.Context, struct{}) (string, error) { return want.String(), nil },
 		tool.WithLimits(&toolwirev1.Limits{MaxOutputBytes: 4096})))
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), big)})
-	cs := connect(t, endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity}), "any", "2026-07-28")
+	cs := connect(t, endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default}), "any", "2026-07-28")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "big", Arguments: map[string]any{}})

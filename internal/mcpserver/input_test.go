@@ -20,6 +20,7 @@ import (
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -59,7 +60,7 @@ func greetTool() *tool.Tool {
 func TestInputRequiredThroughTheFleet(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), greetTool())})
-	url := endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity})
+	url := endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 
@@ -105,8 +106,8 @@ func TestContinuationIsBoundToItsRound(t *testing.T) {
 	d := s.Dispatcher
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	me := dispatch.DefaultIdentity
-	call := func(d *dispatch.Dispatcher, id dispatch.Identity, cr *toolwirev1.CallRequest) *toolwirev1.ToolResponse {
+	me := identity.Default
+	call := func(d *dispatch.Dispatcher, id identity.Identity, cr *toolwirev1.CallRequest) *toolwirev1.ToolResponse {
 		t.Helper()
 		r, err := d.Call(ctx, id, cr, 30*time.Second)
 		require.NoError(t, err)
@@ -135,7 +136,7 @@ func TestContinuationIsBoundToItsRound(t *testing.T) {
 			Continues: first.CallId, InputResponsesJson: answer}), "not \"echo\"")
 	})
 	t.Run("another tenant", func(t *testing.T) {
-		other := dispatch.Identity{Tenant: "other", Agent: "a", Scopes: []string{"*"}}
+		other := identity.Identity{Tenant: "other", Agent: "a", Scopes: []string{"*"}}
 		refused(t, call(d, other, &toolwirev1.CallRequest{Tool: "greet", ArgumentsJson: `{"lang":"en"}`,
 			Continues: first.CallId, InputResponsesJson: answer}), "no finished call")
 	})
@@ -175,7 +176,7 @@ func TestContinuationIsBoundToItsRound(t *testing.T) {
 func TestForeignRequestStateIsInvalidParams(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), greetTool())})
-	url := endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity})
+	url := endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default})
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	for _, state := range []string{"made-up", "toolwire-input.01ARZ3NDEKTSV4RRFFQ69G5FAV", "toolwire-input.nonsense"} {
@@ -267,7 +268,7 @@ func TestInputRequiredAnswersAreChecked(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	call := func(mode string) *toolwirev1.ToolResponse {
-		r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "asker",
+		r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "asker",
 			ArgumentsJson: `{"token":"hunter2-secret","mode":"` + mode + `"}`}, 30*time.Second)
 		require.NoError(t, err)
 		require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)

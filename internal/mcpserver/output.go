@@ -13,6 +13,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -54,7 +55,7 @@ func isOutputURI(uri string) bool { return strings.HasPrefix(uri, outputPrefix) 
 
 // readOutput answers resources/read of a call's output: one page of its
 // text, for the caller's tenant.
-func (s *Server) readOutput(ctx context.Context, id dispatch.Identity, uri string) (*mcp.ReadResourceResult, error) {
+func (s *Server) readOutput(ctx context.Context, id identity.Identity, uri string) (*mcp.ReadResourceResult, error) {
 	u, err := url.Parse(uri)
 	if err != nil || u.Scheme != "toolwire" || u.Host != "calls" {
 		return nil, mcp.ResourceNotFoundError(uri)

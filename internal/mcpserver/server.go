@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/identity"
 )
 
 // Path is where the endpoint is served on the dispatcher's API port.
@@ -79,7 +80,7 @@ type Extra struct {
 // Server is the MCP face of one dispatcher (doc.go).
 type Server struct {
 	d    *dispatch.Dispatcher
-	auth dispatch.Authenticator
+	auth identity.Authenticator
 	cfg  Config
 	log  *slog.Logger
 	sdk  *mcp.Server
@@ -91,7 +92,7 @@ type Server struct {
 }
 
 // New returns the MCP server of d, authenticating callers with auth.
-func New(d *dispatch.Dispatcher, auth dispatch.Authenticator, cfg Config) *Server {
+func New(d *dispatch.Dispatcher, auth identity.Authenticator, cfg Config) *Server {
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = 100
 	}
@@ -166,8 +167,8 @@ func (s *Server) Handle(mux *http.ServeMux) {
 func (s *Server) authenticate(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := s.auth.Authenticate(r)
-		if err == nil && !dispatch.TenantRe.MatchString(id.Tenant) {
-			err = dispatch.ErrUnauthenticated
+		if err == nil && !identity.TenantRe.MatchString(id.Tenant) {
+			err = identity.ErrUnauthenticated
 		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+s.metadataURL(r)+`"`)
@@ -176,7 +177,7 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 		}
 		// The client's token is the caller's credential here and nowhere
 		// else: no tool, worker or MCP server behind the fleet sees it.
-		ctx := dispatch.WithIdentity(r.Context(), id)
+		ctx := identity.With(r.Context(), id)
 		// The SDK gives a request of a revision before 2026-07-28 a
 		// context that never ends: the HTTP request's own is kept to
 		// cancel a call whose client went away (tools.go).
@@ -195,7 +196,7 @@ type httpRequestKey struct{}
 // origin's host: a page whose name was rebound to the dispatcher's
 // address (DNS rebinding) sends its own name as both Host and Origin.
 func (s *Server) checkOrigin(h http.Handler) http.Handler {
-	_, open := s.auth.(dispatch.OpenAccess)
+	_, open := s.auth.(identity.OpenAccess)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r) {
 			http.Error(w, "origin not allowed", http.StatusForbidden)
@@ -259,7 +260,7 @@ func (s *Server) scoped(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodPost || r.Header.Get("Mcp-Method") != "tools/call" || name == "" {
 		return false
 	}
-	id, err := identity(r.Context())
+	id, err := callerOf(r.Context())
 	if err != nil {
 		return false
 	}
@@ -273,11 +274,11 @@ func (s *Server) scoped(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// identity is the caller of a request the endpoint authenticated.
-func identity(ctx context.Context) (dispatch.Identity, error) {
-	id, ok := dispatch.IdentityFrom(ctx)
+// callerOf is the caller of a request the endpoint authenticated.
+func callerOf(ctx context.Context) (identity.Identity, error) {
+	id, ok := identity.From(ctx)
 	if !ok {
-		return dispatch.Identity{}, errUnauthenticated
+		return identity.Identity{}, errUnauthenticated
 	}
 	return id, nil
 }

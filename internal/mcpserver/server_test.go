@@ -23,6 +23,7 @@ import (
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/mcpserver"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -30,7 +31,7 @@ import (
 )
 
 // endpoint serves the stack's dispatcher as an MCP server with auth.
-func endpoint(t *testing.T, d *dispatch.Dispatcher, auth dispatch.Authenticator) string {
+func endpoint(t *testing.T, d *dispatch.Dispatcher, auth identity.Authenticator) string {
 	t.Helper()
 	mux := http.NewServeMux()
 	mcpserver.New(d, auth, mcpserver.Config{Version: "test"}).Handle(mux)
@@ -66,7 +67,7 @@ func connect(t *testing.T, url, key, version string) *mcp.ClientSession {
 func TestListAndCallAtEachRevision(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), conformanceTools(nil)[:5]...)})
-	url := endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity})
+	url := endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default})
 	for _, v := range mcpserver.ProtocolVersions {
 		t.Run(v, func(t *testing.T) {
 			cs := connect(t, url, "any", v)
@@ -133,7 +134,7 @@ func TestProgressAndCancelByDisconnect(t *testing.T) {
 		return "", ctx.Err()
 	}))
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), slow)})
-	url := endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity})
+	url := endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default})
 
 	// Progress at every revision.
 	for _, v := range mcpserver.ProtocolVersions {
@@ -196,7 +197,7 @@ func TestToolMetaEdgeCases(t *testing.T) {
 		return &tool.Result{Content: []*toolwirev1.Content{tool.Text("ok")}, Meta: []byte(in.Meta)}, nil
 	}))
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), withMeta)})
-	cs := connect(t, endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity}), "any", "")
+	cs := connect(t, endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default}), "any", "")
 	for meta, want := range map[string]map[string]any{
 		"null": {},
 		`{"io.toolwire/error":{"type":"fake"},"mine":1}`: {"mine": float64(1)},
@@ -217,7 +218,7 @@ func TestToolMetaEdgeCases(t *testing.T) {
 func TestOpenAccessRefusesRebindingHosts(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{})
-	url := endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity})
+	url := endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default})
 	status := func(host string) int {
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 		require.NoError(t, err)
@@ -236,7 +237,7 @@ func TestOpenAccessRefusesRebindingHosts(t *testing.T) {
 
 // apiKeys writes an API key file with key for tenant acme, agent bot and
 // scopes, and loads it.
-func apiKeys(t *testing.T, key string, scopes ...string) *dispatch.APIKeys {
+func apiKeys(t *testing.T, key string, scopes ...string) *identity.APIKeys {
 	t.Helper()
 	return keyring(t, keyOf{key: key, tenant: "acme", scopes: scopes})
 }
@@ -248,7 +249,7 @@ type keyOf struct {
 }
 
 // keyring authenticates the keys given, from a key file.
-func keyring(t *testing.T, keys ...keyOf) *dispatch.APIKeys {
+func keyring(t *testing.T, keys ...keyOf) *identity.APIKeys {
 	t.Helper()
 	doc := "keys:\n"
 	for _, k := range keys {
@@ -258,7 +259,7 @@ func keyring(t *testing.T, keys ...keyOf) *dispatch.APIKeys {
 	}
 	f := filepath.Join(t.TempDir(), "keys.yaml")
 	require.NoError(t, os.WriteFile(f, []byte(doc), 0o600))
-	k, err := dispatch.LoadAPIKeys(f)
+	k, err := identity.LoadAPIKeys(f)
 	require.NoError(t, err)
 	return k
 }
@@ -351,7 +352,7 @@ func TestPolicyThroughMCP(t *testing.T) {
 		[]byte("tenant:\n  default: allow\n  rules:\n    - {id: no-sleep, effect: deny, tools: [sleep], reason: nobody sleeps here}\n"), policystore.ApplyOptions{})
 	require.NoError(t, err)
 	require.NoError(t, s.Policies.Wait(t.Context(), policystore.Installation, a.Version.Version, a.Revision))
-	cs := connect(t, endpoint(t, s.Dispatcher, dispatch.OpenAccess{Identity: dispatch.DefaultIdentity}), "any", "")
+	cs := connect(t, endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default}), "any", "")
 	lt, err := cs.ListTools(t.Context(), nil)
 	require.NoError(t, err)
 	for _, tl := range lt.Tools {

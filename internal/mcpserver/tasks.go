@@ -17,7 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/bus"
-	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -143,7 +143,7 @@ func (s *Server) taskMode(p *mcp.CallToolParamsRaw, stateless bool) (bool, error
 }
 
 // createTask records the task of call callID (cr) and answers it.
-func (s *Server) createTask(ctx context.Context, id dispatch.Identity, cr *toolwirev1.CallRequest, callID string, g *toolwirev1.GetResultResponse) (mcp.Result, error) {
+func (s *Server) createTask(ctx context.Context, id identity.Identity, cr *toolwirev1.CallRequest, callID string, g *toolwirev1.GetResultResponse) (mcp.Result, error) {
 	now := time.Now().UTC()
 	rec := taskRecord{Tool: cr.Tool, Args: cr.ArgumentsJson, Caps: cr.ClientCapabilitiesJson, Created: now, Updated: now, Call: callID, Round: 1}
 	b, err := json.Marshal(rec)
@@ -278,7 +278,7 @@ func (s *Server) settled(t *taskJSON, rec *taskRecord, resp *toolwirev1.ToolResp
 }
 
 // task answers tasks/get, tasks/update and tasks/cancel.
-func (s *Server) task(ctx context.Context, id dispatch.Identity, method string, req mcp.Request) (mcp.Result, error) {
+func (s *Server) task(ctx context.Context, id identity.Identity, method string, req mcp.Request) (mcp.Result, error) {
 	p, _ := req.GetParams().(*taskParams)
 	if p == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + " needs params"}
@@ -342,7 +342,7 @@ func unknownTask(id string) error {
 
 // loadTask reads task id's record of the caller's tenant: nil when there
 // is none.
-func (s *Server) loadTask(ctx context.Context, id dispatch.Identity, taskID string) (*taskRecord, uint64, error) {
+func (s *Server) loadTask(ctx context.Context, id identity.Identity, taskID string) (*taskRecord, uint64, error) {
 	e, err := s.d.Tasks().Get(ctx, taskKey(id.Tenant, taskID))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, nil
@@ -358,7 +358,7 @@ func (s *Server) loadTask(ctx context.Context, id dispatch.Identity, taskID stri
 }
 
 // storeTask writes rec over revision rev (compare-and-set).
-func (s *Server) storeTask(ctx context.Context, id dispatch.Identity, taskID string, rec *taskRecord, rev uint64) (uint64, error) {
+func (s *Server) storeTask(ctx context.Context, id identity.Identity, taskID string, rec *taskRecord, rev uint64) (uint64, error) {
 	rec.Updated = time.Now().UTC()
 	b, err := json.Marshal(rec)
 	if err != nil {
@@ -374,7 +374,7 @@ func (s *Server) storeTask(ctx context.Context, id dispatch.Identity, taskID str
 // requests it waits for now: keys of its current round, asked for and not
 // answered yet. Others are ignored (an answer to nothing outstanding, a
 // retry of an earlier round's): changed says whether any was taken.
-func (s *Server) answer(ctx context.Context, id dispatch.Identity, p *taskParams, rec *taskRecord, rev uint64) (*taskRecord, uint64, bool, error) {
+func (s *Server) answer(ctx context.Context, id identity.Identity, p *taskParams, rec *taskRecord, rev uint64) (*taskRecord, uint64, bool, error) {
 	for k, v := range p.InputResponses {
 		if len(k) > 160 || !isJSONObject(v) {
 			return nil, 0, false, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("inputResponses[%.160q] must be a JSON object", k)}
@@ -432,7 +432,7 @@ func (s *Server) answer(ctx context.Context, id dispatch.Identity, p *taskParams
 // (retryable: a rate limit, overload) leaves the task working, to be
 // submitted again at the next look; any other refusal fails the task. It
 // returns the record and the state of the call the task is at.
-func (s *Server) advance(ctx context.Context, id dispatch.Identity, taskID string, rec *taskRecord, rev uint64) (*taskRecord, uint64, *toolwirev1.GetResultResponse, error) {
+func (s *Server) advance(ctx context.Context, id identity.Identity, taskID string, rec *taskRecord, rev uint64) (*taskRecord, uint64, *toolwirev1.GetResultResponse, error) {
 	for range 8 {
 		if rec == nil {
 			return nil, 0, nil, unknownTask(taskID)
@@ -489,7 +489,7 @@ func (s *Server) advance(ctx context.Context, id dispatch.Identity, taskID strin
 
 // state is the state of the call a task is at; a call whose records are
 // gone makes the task unknown.
-func (s *Server) state(ctx context.Context, id dispatch.Identity, taskID, callID string) (*toolwirev1.GetResultResponse, error) {
+func (s *Server) state(ctx context.Context, id identity.Identity, taskID, callID string) (*toolwirev1.GetResultResponse, error) {
 	g, err := s.d.GetResult(ctx, id, callID, 0)
 	if err != nil {
 		return nil, fmt.Errorf("toolwire: %w", err)
@@ -514,7 +514,7 @@ func answered(answers map[string]string, in *toolwirev1.InputRequired) bool {
 // are submitted first, and that call cancelled); a task waiting for input
 // has none running and is marked cancelled. A task that ended is left as
 // it is.
-func (s *Server) cancelTask(ctx context.Context, id dispatch.Identity, taskID string, rec *taskRecord, rev uint64) error {
+func (s *Server) cancelTask(ctx context.Context, id identity.Identity, taskID string, rec *taskRecord, rev uint64) error {
 	for range 5 {
 		if rec.Submitting != nil {
 			var err error

@@ -13,6 +13,7 @@ import (
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/mcpserver"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -73,7 +74,7 @@ func (c taskClient) until(id, want string) map[string]any {
 
 // twoTenantKeys authenticates key "a" as tenant acme and "b" as tenant
 // other, both with every scope.
-func twoTenantKeys(t *testing.T) *dispatch.APIKeys {
+func twoTenantKeys(t *testing.T) *identity.APIKeys {
 	t.Helper()
 	return keyring(t, keyOf{"a", "acme", []string{"*"}}, keyOf{"b", "other", []string{"*"}})
 }
@@ -186,7 +187,7 @@ func TestTasksAcrossReplicas(t *testing.T) {
 	require.Equal(t, "task", created["resultType"])
 	id = created["taskId"].(string)
 	require.Contains(t, two.get(id)["statusMessage"], "approval")
-	approver := dispatch.Identity{Tenant: "acme", Agent: "ops", Scopes: []string{"*"}}
+	approver := identity.Identity{Tenant: "acme", Agent: "ops", Scopes: []string{"*"}}
 	_, _, err = other.Approve(t.Context(), approver, &toolwirev1.ApproveRequest{Id: id})
 	require.NoError(t, err)
 	require.Equal(t, "deployed", two.until(id, "completed")["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"])

@@ -11,8 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolwire/toolwire/internal/dispatch"
 	mcpexec "github.com/toolwire/toolwire/internal/executors/mcp"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -85,17 +85,17 @@ func (r completeResult) MarshalJSON() ([]byte, error) {
 // caller is the authenticated caller of req: from the request context
 // (authenticate), or, where the SDK runs the method on a context of its
 // own, from the request's headers, checked again.
-func (s *Server) caller(ctx context.Context, req mcp.Request) (dispatch.Identity, error) {
-	if id, err := identity(ctx); err == nil {
+func (s *Server) caller(ctx context.Context, req mcp.Request) (identity.Identity, error) {
+	if id, err := callerOf(ctx); err == nil {
 		return id, nil
 	}
 	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
 		id, err := s.auth.Authenticate(&http.Request{Header: ex.Header})
-		if err == nil && dispatch.TenantRe.MatchString(id.Tenant) {
+		if err == nil && identity.TenantRe.MatchString(id.Tenant) {
 			return id, nil
 		}
 	}
-	return dispatch.Identity{}, errUnauthenticated
+	return identity.Identity{}, errUnauthenticated
 }
 
 // listTools answers one page of the tools the caller may see, in name
@@ -103,7 +103,7 @@ func (s *Server) caller(ctx context.Context, req mcp.Request) (dispatch.Identity
 // page before (opaque to clients). The page is written from each tool's
 // cached MCP form (registry.ExportOne's JSON), which has fields the SDK's
 // Tool has not (execution.taskSupport).
-func (s *Server) listTools(id dispatch.Identity, req *mcp.ListToolsRequest) (mcp.Result, error) {
+func (s *Server) listTools(id identity.Identity, req *mcp.ListToolsRequest) (mcp.Result, error) {
 	after := ""
 	if req.Params != nil && req.Params.Cursor != "" {
 		b, err := base64.RawURLEncoding.DecodeString(req.Params.Cursor)
@@ -175,7 +175,7 @@ func (s *Server) tool(spec *toolwirev1.ToolSpec) (json.RawMessage, error) {
 // call's result (through an approval, too), relaying the worker's
 // progress when the client sent a progress token; the client going away
 // (its context ends) cancels the call.
-func (s *Server) callTool(ctx context.Context, id dispatch.Identity, req *mcp.CallToolRequest) (mcp.Result, error) {
+func (s *Server) callTool(ctx context.Context, id identity.Identity, req *mcp.CallToolRequest) (mcp.Result, error) {
 	p := req.Params
 	if p == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
@@ -253,7 +253,7 @@ func (s *Server) callTool(ctx context.Context, id dispatch.Identity, req *mcp.Ca
 // startRelay relays the call's progress to the client (relayProgress)
 // until the returned stop is called; stop(true) first lets the relay
 // deliver the progress before the call's end (bounded by progressDrain).
-func (s *Server) startRelay(ctx context.Context, id dispatch.Identity, callID string, token any, ss *mcp.ServerSession) (stop func(drain bool)) {
+func (s *Server) startRelay(ctx context.Context, id identity.Identity, callID string, token any, ss *mcp.ServerSession) (stop func(drain bool)) {
 	pctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -278,7 +278,7 @@ func (s *Server) startRelay(ctx context.Context, id dispatch.Identity, callID st
 // asTask answers the call as a task when it has not ended within
 // Config.TaskAfter; nil when it has, or when the task could not be
 // recorded (the request then waits for the result, as without tasks).
-func (s *Server) asTask(ctx context.Context, id dispatch.Identity, cr *toolwirev1.CallRequest, callID string) mcp.Result {
+func (s *Server) asTask(ctx context.Context, id identity.Identity, cr *toolwirev1.CallRequest, callID string) mcp.Result {
 	g, err := s.d.GetResult(ctx, id, callID, s.cfg.TaskAfter)
 	if err != nil || g.State == toolwirev1.CallState_CALL_STATE_DONE {
 		return nil
@@ -309,7 +309,7 @@ const progressDrain = 15 * time.Second
 
 // await waits for the call's terminal response; a call parked for an
 // approver is looked at again every second.
-func (s *Server) await(ctx context.Context, id dispatch.Identity, callID string) (*toolwirev1.ToolResponse, error) {
+func (s *Server) await(ctx context.Context, id identity.Identity, callID string) (*toolwirev1.ToolResponse, error) {
 	wait := s.d.Config().MaxWait
 	for {
 		started := time.Now()
@@ -344,7 +344,7 @@ func refused(resp *toolwirev1.ToolResponse) (*mcp.CallToolResult, error) {
 // relayProgress sends the call's PROGRESS events to the client as
 // progress notifications for token, until ctx ends: percent as progress
 // of 100 when the tool gave one, otherwise a count.
-func (s *Server) relayProgress(ctx context.Context, id dispatch.Identity, callID string, token any, ss *mcp.ServerSession) {
+func (s *Server) relayProgress(ctx context.Context, id identity.Identity, callID string, token any, ss *mcp.ServerSession) {
 	n := 0.0
 	err := s.d.Watch(ctx, id, callID, func(ev *toolwirev1.CallEvent) error {
 		if ev.Type != toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS {
@@ -363,7 +363,7 @@ func (s *Server) relayProgress(ctx context.Context, id dispatch.Identity, callID
 }
 
 // cancel cancels a call whose client went away.
-func (s *Server) cancel(ctx context.Context, id dispatch.Identity, callID string) {
+func (s *Server) cancel(ctx context.Context, id identity.Identity, callID string) {
 	cctx, done := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer done()
 	if _, err := s.d.Cancel(cctx, id, callID, "the MCP client went away"); err != nil {

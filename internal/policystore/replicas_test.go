@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policystore"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -45,7 +46,7 @@ func TestThreeReplicasSeePolicyChange(t *testing.T) {
 	}
 	store := policystore.NewStore(s.Env.Bus, nil)
 	scope := tenant(t, "acme")
-	id := dispatch.Identity{Tenant: "acme", Agent: "bot", Scopes: []string{"*"}}
+	id := identity.Identity{Tenant: "acme", Agent: "bot", Scopes: []string{"*"}}
 	docs := []string{
 		"tenant:\n  rules:\n    - {id: no-echo, effect: deny, tools: [echo], reason: echo is off}\n",
 		"tenant:\n  rules:\n    - {id: echo-ok, effect: allow, tools: [echo]}\n",

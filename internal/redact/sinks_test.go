@@ -26,6 +26,7 @@ import (
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/executors"
 	"github.com/toolwire/toolwire/internal/executors/httpexec"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/logtest"
 	"github.com/toolwire/toolwire/internal/toolctl"
 	"github.com/toolwire/toolwire/internal/worker"
@@ -152,7 +153,7 @@ func TestCanaryNeverLeaves(t *testing.T) {
 	t.Parallel()
 	started := make(chan string, 4)
 	b := startCanaryStack(t, started)
-	ctx, id := t.Context(), dispatch.DefaultIdentity
+	ctx, id := t.Context(), identity.Default
 	args := func(mode, token string) string { return fmt.Sprintf(`{"mode":%q,"token":%q}`, mode, token) }
 	var answers []proto.Message
 

@@ -14,10 +14,10 @@ import (
 
 	"github.com/toolwire/toolwire/internal/audit"
 	"github.com/toolwire/toolwire/internal/bus"
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/executors"
 	"github.com/toolwire/toolwire/internal/executors/native"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/replay"
 	"github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -50,7 +50,7 @@ func TestReplayShowsTheDiff(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{greet("hello")}})
 	ctx := t.Context()
-	r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "greet", ArgumentsJson: `{"name":"Ada"}`}, 30*time.Second)
+	r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "greet", ArgumentsJson: `{"name":"Ada"}`}, 30*time.Second)
 	if err != nil || !r.Response.GetOk() {
 		t.Fatalf("call: %v %v", r, err)
 	}
@@ -131,7 +131,7 @@ func TestReplayShowsTheDiff(t *testing.T) {
 	}
 
 	// The original result is untouched and the audit still sees one call.
-	again, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, r.CallId, 0)
+	again, err := s.Dispatcher.GetResult(ctx, identity.Default, r.CallId, 0)
 	if err != nil || again.Response.GetStructuredJson() != r.Response.GetStructuredJson() {
 		t.Fatalf("original result changed: %v %v", again, err)
 	}
@@ -172,7 +172,7 @@ func TestReplayWithoutShadowPoolFailsFast(t *testing.T) {
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{greet("hello")}})
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "greet", ArgumentsJson: `{"name":"Ada"}`}, 20*time.Second)
+	r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "greet", ArgumentsJson: `{"name":"Ada"}`}, 20*time.Second)
 	if err != nil || !r.Response.GetOk() {
 		t.Fatalf("call: %v %v", r, err)
 	}
@@ -211,7 +211,7 @@ func TestReplayAnswersOnlyTheStoredResult(t *testing.T) {
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{greet("hello")}})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	r, err := s.Dispatcher.Call(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "greet", ArgumentsJson: `{"name":"Ada"}`}, 20*time.Second)
+	r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "greet", ArgumentsJson: `{"name":"Ada"}`}, 20*time.Second)
 	if err != nil || !r.Response.GetOk() {
 		t.Fatalf("call: %v %v", r, err)
 	}

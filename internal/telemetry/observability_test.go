@@ -15,16 +15,18 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
-	"github.com/toolwire/toolwire/internal/dispatch"
-	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
-	"github.com/toolwire/toolwire/internal/telemetry"
-	"github.com/toolwire/toolwire/internal/workerconfig"
-	"github.com/toolwire/toolwire/pkg/tool"
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/telemetry"
+	"github.com/toolwire/toolwire/internal/workerconfig"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 type input struct {
@@ -96,7 +98,7 @@ func (bd bundle) call(t *testing.T, name, text string) *toolwirev1.ToolResponse 
 	t.Helper()
 	a, err := structpb.NewStruct(map[string]any{"text": text})
 	require.NoError(t, err)
-	r, err := bd.dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: name, Arguments: a}, 20*time.Second)
+	r, err := bd.dispatcher.Call(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: name, Arguments: a}, 20*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
 	return r.Response

@@ -9,17 +9,19 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/executors"
 	"github.com/toolwire/toolwire/internal/executors/native"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // A retry too long to wait in-process is parked as a message schedule and
@@ -63,7 +65,7 @@ func TestTraceSurvivesAScheduledRetry(t *testing.T) {
 
 	a, err := structpb.NewStruct(map[string]any{"text": "now"})
 	require.NoError(t, err)
-	r, err := d.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "later", Arguments: a}, 20*time.Second)
+	r, err := d.Call(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: "later", Arguments: a}, 20*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
 	require.True(t, r.Response.Ok, "%v", r.Response.Error)

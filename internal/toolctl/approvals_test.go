@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/toolctl"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
@@ -104,7 +104,7 @@ func TestApprovalCommands(t *testing.T) {
 func TestApprovalCommandsNeedTheScope(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dispatchtest.Options{Tools: approvalTools(),
-		Auth: dispatch.OpenAccess{Identity: dispatch.Identity{Tenant: "default", Agent: "bot", Scopes: []string{"tools"}}}})
+		Auth: identity.OpenAccess{Identity: identity.Identity{Tenant: "default", Agent: "bot", Scopes: []string{"tools"}}}})
 	out := b.run(t, "approvals", "list")
 	require.Equal(t, toolctl.ExitToolError, out.code, out.stderr)
 	require.Contains(t, out.stderr, `"approve" scope`)

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -56,7 +56,7 @@ func TestToolsApprove(t *testing.T) {
 	}
 
 	// Credentials without the admin scope cannot approve.
-	user := setup(t, dispatchtest.Options{Auth: dispatch.OpenAccess{Identity: dispatch.Identity{Tenant: "default", Agent: "a", Scopes: []string{"tools"}}}})
+	user := setup(t, dispatchtest.Options{Auth: identity.OpenAccess{Identity: identity.Identity{Tenant: "default", Agent: "a", Scopes: []string{"tools"}}}})
 	if _, err := registry.Publish(t.Context(), user.stack.Env.Bus.Registry, []*toolwirev1.ToolSpec{spec}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,19 +11,19 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/toolctl"
 )
 
 // policyAuth authenticates "Bearer <key>" as the identity under key.
-type policyAuth map[string]dispatch.Identity
+type policyAuth map[string]identity.Identity
 
-func (k policyAuth) Authenticate(r *http.Request) (dispatch.Identity, error) {
+func (k policyAuth) Authenticate(r *http.Request) (identity.Identity, error) {
 	key, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	id, ok := k[key]
 	if !ok {
-		return dispatch.Identity{}, dispatch.ErrUnauthenticated
+		return identity.Identity{}, identity.ErrUnauthenticated
 	}
 	return id, nil
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/toolctl"
 )
 
@@ -329,11 +329,11 @@ func TestUnreachableServer(t *testing.T) {
 // keyAuth accepts one bearer key.
 type keyAuth struct{ key string }
 
-func (a keyAuth) Authenticate(r *http.Request) (dispatch.Identity, error) {
+func (a keyAuth) Authenticate(r *http.Request) (identity.Identity, error) {
 	if r.Header.Get("Authorization") != "Bearer "+a.key {
-		return dispatch.Identity{}, dispatch.ErrUnauthenticated
+		return identity.Identity{}, identity.ErrUnauthenticated
 	}
-	return dispatch.Identity{Tenant: "acme", Agent: "toolctl", Scopes: []string{"*"}}, nil
+	return identity.Identity{Tenant: "acme", Agent: "toolctl", Scopes: []string{"*"}}, nil
 }
 
 func TestEnvironment(t *testing.T) {

@@ -8,8 +8,10 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/require"
+
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -33,9 +35,9 @@ func TestWorkerRefusesCallsTheirApprovalDoesNotCover(t *testing.T) {
 	}, tool.RequiresApproval()))
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{wipe}})
 	ctx := t.Context()
-	approver := dispatch.Identity{Tenant: "default", Agent: "boss", Scopes: []string{dispatch.ApproveScope}}
+	approver := identity.Identity{Tenant: "default", Agent: "boss", Scopes: []string{dispatch.ApproveScope}}
 	park := func(path string) string {
-		sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: `{"path":"` + path + `"}`})
+		sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: `{"path":"` + path + `"}`})
 		require.NoError(t, err)
 		require.NotNil(t, sub.Awaiting)
 		return sub.CallID

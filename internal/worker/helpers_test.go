@@ -6,19 +6,20 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/executors"
 	"github.com/toolwire/toolwire/internal/executors/native"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-var dispatchIdentity = dispatch.DefaultIdentity
+var dispatchIdentity = identity.Default
 
 func durationpbNew(d time.Duration) *durationpb.Duration { return durationpb.New(d) }
 

@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/executors"
 	"github.com/toolwire/toolwire/internal/executors/native"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -76,7 +78,7 @@ func TestApplyIntentsEndToEnd(t *testing.T) {
 		return "ok", tool.EmitIntent(ctx, intents.Notify, map[string]any{"message": "set " + in.Key})
 	}, tool.WithIntents(intents.SetState, intents.Notify)))
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{bump}})
-	id := dispatch.DefaultIdentity
+	id := identity.Default
 	ctx := t.Context()
 
 	r, err := s.Dispatcher.Call(ctx, id, &toolwirev1.CallRequest{Tool: "bump", ArgumentsJson: `{"key":"a"}`, Session: "sess-1", ApplyIntents: true}, 30*time.Second)
@@ -124,12 +126,12 @@ func TestApplyIntentsEndToEnd(t *testing.T) {
 	require.Zero(t, b.Revision)
 
 	// Other tenants see nothing; calls without a session cannot apply.
-	other, err := s.Dispatcher.GetSession(ctx, dispatch.Identity{Tenant: "other"}, "sess-1")
+	other, err := s.Dispatcher.GetSession(ctx, identity.Identity{Tenant: "other"}, "sess-1")
 	require.NoError(t, err)
 	require.Empty(t, other.StateJson)
 	// (A recent id of another tenant reads as possibly pending, an old one
 	// as unknown: either way nothing is applied.)
-	_, err = s.Dispatcher.ApplyIntents(ctx, dispatch.Identity{Tenant: "other"}, r2.CallId)
+	_, err = s.Dispatcher.ApplyIntents(ctx, identity.Identity{Tenant: "other"}, r2.CallId)
 	require.Error(t, err)
 	require.True(t, errors.Is(err, dispatch.ErrUnknownCall) || errors.Is(err, dispatch.ErrNotFinished), "%v", err)
 	_, err = s.Dispatcher.Call(ctx, id, &toolwirev1.CallRequest{Tool: "bump", ArgumentsJson: `{"key":"c"}`, ApplyIntents: true}, 30*time.Second)

@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/toolwire/toolwire/internal/bus"
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -31,7 +32,7 @@ func TestLongRetryDelayHoldsNoSlot(t *testing.T) {
 	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
 	startCustomWorker(t, s, worker.Config{MaxInProcessDelay: 100 * time.Millisecond}, bus.PoolConfig{}, limited)
 	ctx := t.Context()
-	sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "limited"})
+	sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "limited"})
 	require.NoError(t, err)
 
 	// While the schedule waits, the call is acknowledged on the pool.
@@ -46,7 +47,7 @@ func TestLongRetryDelayHoldsNoSlot(t *testing.T) {
 		return err == nil && ci.NumAckPending == 0 && runs.Load() == 1
 	}, time.Second, 5*time.Millisecond, "a waiting retry holds no consumer slot")
 
-	g, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, sub.CallID, 20*time.Second)
+	g, err := s.Dispatcher.GetResult(ctx, identity.Default, sub.CallID, 20*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, g.State)
 	require.True(t, g.Response.Ok, "%v", g.Response.Error)

@@ -9,18 +9,20 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 type empty struct{}
 
 func callTool(t *testing.T, s *dispatchtest.Stack, name string) *toolwirev1.ToolResponse {
 	t.Helper()
-	r, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: name}, 30*time.Second)
+	r, err := s.Dispatcher.Call(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: name}, 30*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
 	return r.Response
@@ -153,17 +155,17 @@ func TestCancelRunningCall(t *testing.T) {
 	}))
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{block}})
 	ctx := t.Context()
-	sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "block"})
+	sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "block"})
 	require.NoError(t, err)
 	select {
 	case <-started:
 	case <-time.After(time.Minute): // a bound well below the package's, on any host
 		t.Fatal("the call never started")
 	}
-	out, err := s.Dispatcher.Cancel(ctx, dispatch.DefaultIdentity, sub.CallID, "user hit stop")
+	out, err := s.Dispatcher.Cancel(ctx, identity.Default, sub.CallID, "user hit stop")
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CancelOutcome_CANCEL_OUTCOME_REQUESTED, out)
-	g, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, sub.CallID, time.Minute)
+	g, err := s.Dispatcher.GetResult(ctx, identity.Default, sub.CallID, time.Minute)
 	require.NoError(t, err)
 	require.NotNil(t, g.Response, "no result within a minute of the cancel")
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, g.Response.Error.Type)
@@ -173,13 +175,13 @@ func TestCancelRunningCall(t *testing.T) {
 	require.NotZero(t, stoppedAt.Load())
 
 	// Twice, after completion and unknown ids are harmless.
-	out, err = s.Dispatcher.Cancel(ctx, dispatch.DefaultIdentity, sub.CallID, "again")
+	out, err = s.Dispatcher.Cancel(ctx, identity.Default, sub.CallID, "again")
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, out)
-	out, err = s.Dispatcher.Cancel(ctx, dispatch.DefaultIdentity, "01J00000000000000000000009", "")
+	out, err = s.Dispatcher.Cancel(ctx, identity.Default, "01J00000000000000000000009", "")
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CancelOutcome_CANCEL_OUTCOME_UNKNOWN_CALL, out)
-	out, err = s.Dispatcher.Cancel(ctx, dispatch.DefaultIdentity, "garbage", "")
+	out, err = s.Dispatcher.Cancel(ctx, identity.Default, "garbage", "")
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CancelOutcome_CANCEL_OUTCOME_UNKNOWN_CALL, out)
 }
@@ -197,13 +199,13 @@ func TestCancelQueuedCallNeverRuns(t *testing.T) {
 	w := s.StartWorker(t, count)
 	require.NoError(t, w.Stop(ctx))
 	s.WaitTool(t, "count")
-	sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "count"})
+	sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "count"})
 	require.NoError(t, err)
-	out, err := s.Dispatcher.Cancel(ctx, dispatch.DefaultIdentity, sub.CallID, "changed my mind")
+	out, err := s.Dispatcher.Cancel(ctx, identity.Default, sub.CallID, "changed my mind")
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CancelOutcome_CANCEL_OUTCOME_REQUESTED, out)
 	s.StartWorker(t, count)
-	g, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, sub.CallID, 20*time.Second)
+	g, err := s.Dispatcher.GetResult(ctx, identity.Default, sub.CallID, 20*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, g.Response.Error.Type)
 	require.Equal(t, toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, g.Response.Error.PartialSideEffects)
@@ -220,10 +222,10 @@ func TestWatch(t *testing.T) {
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{steps}})
 	ctx := t.Context()
 	other := s.StartDispatcher(t, dispatch.Config{Name: "other"})
-	sub, err := other.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "steps"})
+	sub, err := other.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "steps"})
 	require.NoError(t, err)
 	var types []toolwirev1.CallEventType
-	err = s.Dispatcher.Watch(ctx, dispatch.DefaultIdentity, sub.CallID, func(ev *toolwirev1.CallEvent) error {
+	err = s.Dispatcher.Watch(ctx, identity.Default, sub.CallID, func(ev *toolwirev1.CallEvent) error {
 		types = append(types, ev.Type)
 		if ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_FINISHED {
 			require.True(t, ev.Response.Ok)
@@ -236,6 +238,6 @@ func TestWatch(t *testing.T) {
 	require.ElementsMatch(t, []toolwirev1.CallEventType{toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED, toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED,
 		toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS, toolwirev1.CallEventType_CALL_EVENT_TYPE_FINISHED}, types)
 	require.Equal(t, toolwirev1.CallEventType_CALL_EVENT_TYPE_FINISHED, types[len(types)-1])
-	err = s.Dispatcher.Watch(ctx, dispatch.DefaultIdentity, "01J00000000000000000000009", func(*toolwirev1.CallEvent) error { return nil })
+	err = s.Dispatcher.Watch(ctx, identity.Default, "01J00000000000000000000009", func(*toolwirev1.CallEvent) error { return nil })
 	require.ErrorIs(t, err, dispatch.ErrUnknownCall)
 }

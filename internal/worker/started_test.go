@@ -8,13 +8,14 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/toolwire/toolwire/internal/bus"
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // A tool that is not safe to rerun never runs without its durable STARTED
@@ -48,7 +49,7 @@ func TestNoDurableStartedNoExecution(t *testing.T) {
 	_, err = s.Env.Bus.JS.Publish(ctx, s.Env.Bus.Subjects.Event("default", "filler", "probe"), []byte("x"))
 	require.Error(t, err, "the events stream refuses new messages")
 
-	sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "pay_once"})
+	sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "pay_once"})
 	require.NoError(t, err)
 	require.Nil(t, sub.Rejected)
 
@@ -70,7 +71,7 @@ func TestNoDurableStartedNoExecution(t *testing.T) {
 
 	_, err = s.Env.Bus.JS.UpdateStream(ctx, open)
 	require.NoError(t, err)
-	r, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, sub.CallID, 30*time.Second)
+	r, err := s.Dispatcher.GetResult(ctx, identity.Default, sub.CallID, 30*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
 	require.True(t, r.Response.Ok, "%v", r.Response.GetError())
@@ -101,7 +102,7 @@ func TestSecondDeliveryNeverRunsAStartedAttempt(t *testing.T) {
 	require.NoError(t, first.Stop(stop))
 	cancel()
 
-	sub, err := s.Dispatcher.Submit(ctx, dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "pay_twice_never"})
+	sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "pay_twice_never"})
 	require.NoError(t, err)
 	require.Nil(t, sub.Rejected)
 	// The other delivery's STARTED of attempt 1, stored first.
@@ -112,7 +113,7 @@ func TestSecondDeliveryNeverRunsAStartedAttempt(t *testing.T) {
 	require.NoError(t, err)
 
 	second := startCustomWorker(t, s, worker.Config{}, pool, pay)
-	r, err := s.Dispatcher.GetResult(ctx, dispatch.DefaultIdentity, sub.CallID, time.Minute)
+	r, err := s.Dispatcher.GetResult(ctx, identity.Default, sub.CallID, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_UNKNOWN_OUTCOME, r.Response.GetError().GetType(), "%v", r.Response)

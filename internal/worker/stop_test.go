@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/toolwire/toolwire/internal/bus"
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -27,7 +28,7 @@ func TestStopIsIdempotent(t *testing.T) {
 	}))
 	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
 	w := startCustomWorker(t, s, worker.Config{}, bus.PoolConfig{}, echo)
-	r, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo_stop", ArgumentsJson: `{"text":"x"}`}, 20*time.Second)
+	r, err := s.Dispatcher.Call(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: "echo_stop", ArgumentsJson: `{"text":"x"}`}, 20*time.Second)
 	require.NoError(t, err)
 	require.True(t, r.Response.Ok, "%v", r.Response.GetError())
 
@@ -61,7 +62,7 @@ func TestStopHandsBackAtTheEndOfTheGrace(t *testing.T) {
 	}, tool.Idempotent()))
 	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
 	first := startCustomWorker(t, s, worker.Config{}, bus.PoolConfig{}, slow)
-	sub, err := s.Dispatcher.Submit(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "slow_stop"})
+	sub, err := s.Dispatcher.Submit(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: "slow_stop"})
 	require.NoError(t, err)
 	require.Nil(t, sub.Rejected)
 	select {
@@ -75,7 +76,7 @@ func TestStopHandsBackAtTheEndOfTheGrace(t *testing.T) {
 	require.Zero(t, first.InFlight())
 
 	startCustomWorker(t, s, worker.Config{}, bus.PoolConfig{}, slow)
-	r, err := s.Dispatcher.GetResult(t.Context(), dispatch.DefaultIdentity, sub.CallID, 30*time.Second)
+	r, err := s.Dispatcher.GetResult(t.Context(), identity.Default, sub.CallID, 30*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
 	require.True(t, r.Response.Ok, "%v", r.Response.GetError())
@@ -99,7 +100,7 @@ func TestStopWaitsForAbandonedExecutions(t *testing.T) {
 	}, tool.WithTimeouts(0, 50*time.Millisecond, 0, 0)))
 	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
 	w := startCustomWorker(t, s, worker.Config{Watchdog: 100 * time.Millisecond}, bus.PoolConfig{AckWait: time.Minute}, stuck)
-	sub, err := s.Dispatcher.Submit(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "stuck_stop"})
+	sub, err := s.Dispatcher.Submit(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: "stuck_stop"})
 	require.NoError(t, err)
 	require.Nil(t, sub.Rejected)
 	select {

@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/toolwire/toolwire/internal/bus"
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -36,7 +37,7 @@ func TestWatchdogAbandonsStuckExecutions(t *testing.T) {
 	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
 	w := startCustomWorker(t, s, worker.Config{Watchdog: 100 * time.Millisecond}, bus.PoolConfig{AckWait: time.Second}, stuck)
 
-	r, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "stuck"}, 20*time.Second)
+	r, err := s.Dispatcher.Call(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: "stuck"}, 20*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_UNKNOWN_OUTCOME, r.Response.Error.Type)
@@ -59,7 +60,7 @@ func TestWatchdogFreesTheSlot(t *testing.T) {
 	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
 	w := startCustomWorker(t, s, worker.Config{Watchdog: 100 * time.Millisecond}, bus.PoolConfig{AckWait: time.Minute}, stuck, echo)
 	for range 2 { // the pool's two slots
-		sub, err := s.Dispatcher.Submit(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "stuck_slot"})
+		sub, err := s.Dispatcher.Submit(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: "stuck_slot"})
 		require.NoError(t, err)
 		require.Nil(t, sub.Rejected)
 	}
@@ -70,7 +71,7 @@ func TestWatchdogFreesTheSlot(t *testing.T) {
 			t.Fatal("the stuck calls never ran")
 		}
 	}
-	r, err := s.Dispatcher.Call(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "echo_slot", ArgumentsJson: `{"text":"through"}`}, 20*time.Second)
+	r, err := s.Dispatcher.Call(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: "echo_slot", ArgumentsJson: `{"text":"through"}`}, 20*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
 	require.True(t, r.Response.Ok, "%v", r.Response.GetError())

@@ -18,6 +18,7 @@ import (
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/pkg/client"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -53,7 +54,7 @@ func newClient(t *testing.T, url string, opts ...client.Option) *client.Client {
 func serve(t *testing.T, d *dispatch.Dispatcher) string {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle(dispatch.NewService(d).Handler(dispatch.OpenAccess{Identity: dispatch.DefaultIdentity}))
+	mux.Handle(dispatch.NewService(d).Handler(identity.OpenAccess{Identity: identity.Default}))
 	srv := httptest.NewUnstartedServer(mux)
 	srv.Config.Protocols = new(http.Protocols)
 	srv.Config.Protocols.SetHTTP1(true)
@@ -358,11 +359,11 @@ func TestArgumentsExact(t *testing.T) {
 // keyAuth accepts one bearer key.
 type keyAuth struct{ key string }
 
-func (a keyAuth) Authenticate(r *http.Request) (dispatch.Identity, error) {
+func (a keyAuth) Authenticate(r *http.Request) (identity.Identity, error) {
 	if r.Header.Get("Authorization") != "Bearer "+a.key {
-		return dispatch.Identity{}, dispatch.ErrUnauthenticated
+		return identity.Identity{}, identity.ErrUnauthenticated
 	}
-	return dispatch.Identity{Tenant: "acme", Agent: "test", Scopes: []string{"*"}}, nil
+	return identity.Identity{Tenant: "acme", Agent: "test", Scopes: []string{"*"}}, nil
 }
 
 func TestAPIKey(t *testing.T) {

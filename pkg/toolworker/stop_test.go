@@ -7,8 +7,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/toolwire/toolwire/internal/dispatch"
+
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"github.com/toolwire/toolwire/pkg/toolworker"
@@ -43,7 +44,7 @@ func TestRunReportsACallThatWouldNotStop(t *testing.T) {
 		t.Fatalf("the worker ended: %v", err)
 	}
 	s.WaitTool(t, "stuck_run")
-	sub, err := s.Dispatcher.Submit(t.Context(), dispatch.DefaultIdentity, &toolwirev1.CallRequest{Tool: "stuck_run"})
+	sub, err := s.Dispatcher.Submit(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: "stuck_run"})
 	require.NoError(t, err)
 	require.Nil(t, sub.Rejected)
 	select {

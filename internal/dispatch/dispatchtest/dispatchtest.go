@@ -2,13 +2,15 @@ package dispatchtest
 
 import (
 	"context"
-	"github.com/toolwire/toolwire/internal/executors"
-	"github.com/toolwire/toolwire/internal/worker"
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/worker"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/bus"
@@ -30,8 +32,8 @@ type Options struct {
 	NoWorker bool
 	// Concurrency of the in-process pool; 0 = default.
 	Concurrency int
-	// Auth; nil = open access as dispatch.DefaultIdentity.
-	Auth dispatch.Authenticator
+	// Auth; nil = open access as identity.Default.
+	Auth identity.Authenticator
 	// Bus layout; zero = defaults.
 	Bus bus.Config
 	// Dispatcher config; zero = defaults.
@@ -75,7 +77,7 @@ func Start(t testing.TB, opts Options) *Stack {
 	s.Policies, _ = s.Dispatcher.Config().Policies.(*policystore.Holder)
 	auth := opts.Auth
 	if auth == nil {
-		auth = dispatch.OpenAccess{Identity: dispatch.DefaultIdentity}
+		auth = identity.OpenAccess{Identity: identity.Default}
 	}
 	mux := http.NewServeMux()
 	path, h := dispatch.NewService(s.Dispatcher).Handler(auth)

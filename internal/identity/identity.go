@@ -1,4 +1,4 @@
-package dispatch
+package identity
 
 import (
 	"context"
@@ -12,8 +12,9 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/toolwire/toolwire/internal/bus"
 	"sigs.k8s.io/yaml"
+
+	"github.com/toolwire/toolwire/internal/bus"
 )
 
 // Identity is who is calling, as established from credentials. It is
@@ -26,13 +27,13 @@ type Identity struct {
 
 type identityKey struct{}
 
-// WithIdentity returns ctx carrying id.
-func WithIdentity(ctx context.Context, id Identity) context.Context {
+// With returns ctx carrying id.
+func With(ctx context.Context, id Identity) context.Context {
 	return context.WithValue(ctx, identityKey{}, id)
 }
 
-// IdentityFrom returns the identity in ctx.
-func IdentityFrom(ctx context.Context) (Identity, bool) {
+// From returns the identity in ctx.
+func From(ctx context.Context) (Identity, bool) {
 	id, ok := ctx.Value(identityKey{}).(Identity)
 	return id, ok
 }
@@ -46,11 +47,11 @@ var TenantRe = regexp.MustCompile(bus.TenantPattern)
 // ErrBadTenant is returned for an identity whose tenant does not follow
 // TenantRe (possible only for identities built in Go: Authenticate
 // refuses such credentials).
-var ErrBadTenant = errors.New("dispatch: tenant name must match " + bus.TenantPattern)
+var ErrBadTenant = errors.New("identity: tenant name must match " + bus.TenantPattern)
 
-// checkTenant refuses an identity whose tenant cannot be a subject token
-// as it is.
-func checkTenant(id Identity) error {
+// CheckTenant refuses (ErrBadTenant) an identity whose tenant cannot be a
+// subject token as it is.
+func CheckTenant(id Identity) error {
 	if !bus.ValidTenant(id.Tenant) {
 		return fmt.Errorf("%w: %q", ErrBadTenant, id.Tenant)
 	}
@@ -58,7 +59,7 @@ func checkTenant(id Identity) error {
 }
 
 // ErrUnauthenticated is returned for a missing or unknown API key.
-var ErrUnauthenticated = errors.New("dispatch: missing or unknown API key")
+var ErrUnauthenticated = errors.New("identity: missing or unknown API key")
 
 // Authenticator turns an HTTP request's credentials into an Identity.
 type Authenticator interface {
@@ -73,8 +74,8 @@ type OpenAccess struct{ Identity Identity }
 // Authenticate returns the fixed identity.
 func (o OpenAccess) Authenticate(*http.Request) (Identity, error) { return o.Identity, nil }
 
-// DefaultIdentity is the identity of OpenAccess by default.
-var DefaultIdentity = Identity{Tenant: "default", Agent: "local", Scopes: []string{"*"}}
+// Default is the identity of OpenAccess by default.
+var Default = Identity{Tenant: "default", Agent: "local", Scopes: []string{"*"}}
 
 // APIKeys authenticates `Authorization: Bearer <key>` against a set of keys
 // stored as SHA-256 hashes, so the key file holds no usable secret.
@@ -102,23 +103,23 @@ type APIKeyFile struct {
 func LoadAPIKeys(path string) (*APIKeys, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("dispatch: api keys: %w", err)
+		return nil, fmt.Errorf("identity: api keys: %w", err)
 	}
 	var f APIKeyFile
 	if err := yaml.UnmarshalStrict(b, &f); err != nil {
-		return nil, fmt.Errorf("dispatch: api keys %s: %w", path, err)
+		return nil, fmt.Errorf("identity: api keys %s: %w", path, err)
 	}
 	k := &APIKeys{keys: map[[32]byte]Identity{}}
 	for i, e := range f.Keys {
 		raw, err := hex.DecodeString(e.SHA256)
 		if err != nil || len(raw) != 32 {
-			return nil, fmt.Errorf("dispatch: api keys %s: keys[%d].sha256 is not a hex SHA-256", path, i)
+			return nil, fmt.Errorf("identity: api keys %s: keys[%d].sha256 is not a hex SHA-256", path, i)
 		}
 		if e.Tenant == "" || e.Agent == "" {
-			return nil, fmt.Errorf("dispatch: api keys %s: keys[%d] needs tenant and agent", path, i)
+			return nil, fmt.Errorf("identity: api keys %s: keys[%d] needs tenant and agent", path, i)
 		}
 		if !TenantRe.MatchString(e.Tenant) {
-			return nil, fmt.Errorf("dispatch: api keys %s: keys[%d].tenant %q must match %s", path, i, e.Tenant, TenantRe)
+			return nil, fmt.Errorf("identity: api keys %s: keys[%d].tenant %q must match %s", path, i, e.Tenant, TenantRe)
 		}
 		k.keys[[32]byte(raw)] = Identity{Tenant: e.Tenant, Agent: e.Agent, Scopes: e.Scopes}
 	}
@@ -139,4 +140,25 @@ func (k *APIKeys) Authenticate(r *http.Request) (Identity, error) {
 		}
 	}
 	return Identity{}, ErrUnauthenticated
+}
+
+// Authenticate wraps h so that every request carries the identity auth
+// establishes; unauthenticated requests get a Connect `unauthenticated`
+// error.
+func Authenticate(auth Authenticator, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := auth.Authenticate(r)
+		if err == nil && !TenantRe.MatchString(id.Tenant) {
+			// A custom Authenticator produced a tenant that cannot be a
+			// subject token or KV key; refuse rather than alias tenants.
+			err = ErrUnauthenticated
+		}
+		if err != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"code":"unauthenticated","message":"missing or unknown API key"}`))
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(With(r.Context(), id)))
+	})
 }

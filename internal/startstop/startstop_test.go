@@ -1,0 +1,105 @@
+package startstop_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/toolwire/toolwire/internal/startstop"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recorder notes the order services start and stop in.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) add(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, s)
+}
+
+func (r *recorder) service(name string, startErr error) startstop.Named {
+	return startstop.Named{Name: name, Service: &startstop.Funcs{
+		StartFunc: func(context.Context) error {
+			if startErr != nil {
+				return startErr
+			}
+			r.add("start " + name)
+			return nil
+		},
+		StopFunc: func() <-chan struct{} {
+			r.add("stop " + name)
+			return startstop.Closed
+		},
+	}}
+}
+
+func TestGroupStartsInOrderAndStopsInReverse(t *testing.T) {
+	t.Parallel()
+	var r recorder
+	g := startstop.NewGroup(r.service("a", nil), r.service("b", nil), r.service("c", nil))
+	require.NoError(t, g.Start(t.Context()))
+	require.NoError(t, g.Start(t.Context()), "Start is idempotent")
+	require.NoError(t, g.Stop(t.Context()))
+	require.NoError(t, g.Stop(t.Context()), "Stop is idempotent")
+	require.Equal(t, []string{"start a", "start b", "start c", "stop c", "stop b", "stop a"}, r.events)
+	require.ErrorIs(t, g.Start(t.Context()), startstop.ErrStopped)
+}
+
+func TestGroupFailedStartStopsWhatStarted(t *testing.T) {
+	t.Parallel()
+	var r recorder
+	boom := errors.New("boom")
+	g := startstop.NewGroup(r.service("a", nil), r.service("b", nil), r.service("c", boom), r.service("d", nil))
+	err := g.Start(t.Context())
+	require.ErrorIs(t, err, boom)
+	require.ErrorContains(t, err, "start c")
+	require.Equal(t, []string{"start a", "start b", "stop b", "stop a"}, r.events)
+	require.ErrorIs(t, g.Start(t.Context()), startstop.ErrStopped)
+}
+
+func TestStopBeforeStartStopsNothing(t *testing.T) {
+	t.Parallel()
+	var r recorder
+	g := startstop.NewGroup(r.service("a", nil))
+	require.NoError(t, g.Stop(t.Context()))
+	require.ErrorIs(t, g.Start(t.Context()), startstop.ErrStopped)
+	require.Empty(t, r.events)
+}
+
+func TestLoopRunsUntilStopped(t *testing.T) {
+	t.Parallel()
+	running := make(chan struct{})
+	var ended bool
+	l := startstop.NewLoop(func(ctx context.Context) {
+		close(running)
+		<-ctx.Done()
+		ended = true
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	require.NoError(t, l.Start(ctx))
+	cancel() // Start's context bounds starting only
+	<-running
+	require.NoError(t, l.Stop(t.Context()))
+	require.True(t, ended, "Stop waits for the goroutine")
+	require.NoError(t, l.Stop(t.Context()))
+}
+
+func TestStopReturnsWhenItsContextEnds(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	s := &startstop.Funcs{StopFunc: func() <-chan struct{} { return release }}
+	require.NoError(t, s.Start(t.Context()))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	require.ErrorIs(t, s.Stop(ctx), context.Canceled)
+	close(release)
+	require.NoError(t, s.Stop(t.Context()), "a later Stop waits again")
+}
