@@ -41,24 +41,34 @@ func (d *Dispatcher) GetResult(ctx context.Context, id identity.Identity, callID
 		}
 		defer d.caps.release(capWaiting, id)
 	}
-	return d.getResult(ctx, id, callID, wait, false)
+	return d.getResult(ctx, resultQuery{id: id, callID: callID, wait: wait})
 }
 
-// getResult is GetResult; known says the call surely exists (an
-// idempotency hit whose original may still be publishing), so no events
-// yet means pending, not unknown.
-func (d *Dispatcher) getResult(ctx context.Context, id identity.Identity, callID string, wait time.Duration, known bool) (*toolwirev1.GetResultResponse, error) {
-	if _, err := ulid.ParseStrict(callID); err != nil {
-		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
+// resultQuery is one look for a call's result: the caller, the call, how
+// long to wait for it, and whether the call surely exists (an idempotency
+// hit whose original may still be publishing), so that no record yet means
+// pending, not unknown.
+type resultQuery struct {
+	id     identity.Identity
+	callID string
+	wait   time.Duration
+	known  bool
+}
+
+// getResult answers q: the stored result, else what the call's last event
+// says (byLastEvent), waiting up to q.wait for a result when the call is
+// not finished.
+func (d *Dispatcher) getResult(ctx context.Context, q resultQuery) (*toolwirev1.GetResultResponse, error) {
+	if _, err := ulid.ParseStrict(q.callID); err != nil {
+		return stateOnly(q.callID, toolwirev1.CallState_CALL_STATE_UNKNOWN), nil
 	}
-	subject := d.subj.ResultAnyDispatcher(id.Tenant, callID)
-	var sub *nats.Subscription
-	ch := make(chan *nats.Msg, 1)
-	if wait > 0 {
-		var err error
+	subject := d.subj.ResultAnyDispatcher(q.id.Tenant, q.callID)
+	var ch chan *nats.Msg
+	if q.wait > 0 {
 		// Subscribe first, then look: a result published in between is
 		// not missed.
-		sub, err = d.bus.NC.ChanSubscribe(subject, ch)
+		ch = make(chan *nats.Msg, 1)
+		sub, err := d.bus.NC.ChanSubscribe(subject, ch)
 		if err != nil {
 			return nil, fmt.Errorf("dispatch: subscribe result: %w", err)
 		}
@@ -69,46 +79,20 @@ func (d *Dispatcher) getResult(ctx context.Context, id identity.Identity, callID
 	}
 	resp, err := d.loadResult(ctx, subject)
 	if err != nil || resp != nil {
-		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, err
+		return done(q.callID, resp), err
 	}
-	// The last event decides: REJECTED is terminal; AWAITING_APPROVAL is a
-	// call parked for an approver; any other (APPROVED included) a call
-	// on its way.
-	var awaiting *toolwirev1.ToolResponse
-	last, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID))
-	if err != nil {
-		if !errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil, fmt.Errorf("dispatch: look up call: %w", err)
-		}
-		// No record of the call. A recent id may be a call whose record is
-		// not written yet; with a wait, wait anyway: the admission record of
-		// a call accepted during a server outage may be missing. A parked
-		// call whose event was lost still has its approval record.
-		if !known && wait <= 0 && !recentID(callID) {
-			if awaiting, parked := d.parkedAnswer(ctx, id, callID); awaiting != nil {
-				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, Response: awaiting}, nil
-			} else if parked {
-				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
-			}
-			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
-		}
-		known = false
-	} else if ev := (&toolwirev1.CallEvent{}); proto.Unmarshal(last.Data, ev) == nil {
-		switch ev.Type {
-		case toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED:
-			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE,
-				Response: envelope.Rejection(callID, ev.Tool, ev.Error, ev.Time.AsTime())}, nil
-		case toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL:
-			awaiting = awaitingEventAnswer(callID, ev)
-		}
+	r, err := d.byLastEvent(ctx, q.id, q.callID, q.known || q.wait > 0)
+	if err != nil || q.wait <= 0 || r.State == toolwirev1.CallState_CALL_STATE_DONE {
+		return r, err
 	}
-	if wait <= 0 {
-		if awaiting != nil {
-			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, Response: awaiting}, nil
-		}
-		return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
-	}
-	timer := time.NewTimer(min(wait, d.cfg.MaxWait))
+	return d.waitResult(ctx, q, subject, ch)
+}
+
+// waitResult waits up to q.wait (at most Config.MaxWait) for the result of
+// a call that has none yet, on ch (the core subscription on subject); when
+// the wait ends without one, the last event decides again.
+func (d *Dispatcher) waitResult(ctx context.Context, q resultQuery, subject string, ch <-chan *nats.Msg) (*toolwirev1.GetResultResponse, error) {
+	timer := time.NewTimer(min(q.wait, d.cfg.MaxWait))
 	defer timer.Stop()
 	// A result reaches core subscribers before the stream stores it, so
 	// one published just before the subscription can be in neither place
@@ -116,39 +100,84 @@ func (d *Dispatcher) getResult(ctx context.Context, id identity.Identity, callID
 	recheck := time.NewTicker(250 * time.Millisecond)
 	defer recheck.Stop()
 	for {
+		var resp *toolwirev1.ToolResponse
+		var err error
 		select {
 		case m := <-ch:
 			// Only a hint: a result reaches core subscribers also when the
 			// stream refuses it or never answers, and only a stored result
 			// is the call's. Not stored yet: the next look finds it.
-			if resp, err := d.confirmResult(ctx, m.Subject); err == nil && resp != nil {
-				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
-			}
+			resp, err = d.confirmResult(ctx, m.Subject)
 		case <-recheck.C:
-			if resp, err := d.loadResult(ctx, subject); err == nil && resp != nil {
-				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
-			}
+			resp, err = d.loadResult(ctx, subject)
 		case <-timer.C:
 			if resp, err := d.lastLook(ctx, subject); err == nil && resp != nil {
-				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, nil
+				return done(q.callID, resp), nil
 			}
-			last, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID))
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				if awaiting, found := d.parkedAnswer(ctx, id, callID); awaiting != nil {
-					return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, Response: awaiting}, nil
-				} else if !found && !known && !recentID(callID) {
-					return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}, nil
-				}
-			} else if ev := (&toolwirev1.CallEvent{}); err == nil && proto.Unmarshal(last.Data, ev) == nil &&
-				ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL {
-				return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL,
-					Response: awaitingEventAnswer(callID, ev)}, nil
+			// A call still without any record after the wait is unknown
+			// unless its id is recent.
+			r, err := d.byLastEvent(ctx, q.id, q.callID, false)
+			if err != nil {
+				return stateOnly(q.callID, toolwirev1.CallState_CALL_STATE_PENDING), nil
 			}
-			return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
+			return r, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+		if err == nil && resp != nil {
+			return done(q.callID, resp), nil
+		}
 	}
+}
+
+// byLastEvent answers a call that has no stored result. The last event
+// decides: REJECTED is its terminal answer; AWAITING_APPROVAL a call
+// parked for an approver; any other (APPROVED included) a call on its
+// way. A call with no event at all may be parked still (its
+// AWAITING_APPROVAL event was lost, its approval record is not), on its
+// way (a decided approval record; or known, or its id recent: a call
+// waited on in Call has its admission record written only after
+// AcceptedRecordDelay, and one accepted during a server outage may have
+// none), or unknown.
+func (d *Dispatcher) byLastEvent(ctx context.Context, id identity.Identity, callID string, known bool) (*toolwirev1.GetResultResponse, error) {
+	last, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		awaiting, parked := d.parkedAnswer(ctx, id, callID)
+		switch {
+		case awaiting != nil:
+			return awaitingAnswer(callID, awaiting), nil
+		case parked || known || recentID(callID):
+			return stateOnly(callID, toolwirev1.CallState_CALL_STATE_PENDING), nil
+		}
+		return stateOnly(callID, toolwirev1.CallState_CALL_STATE_UNKNOWN), nil
+	case err != nil:
+		return nil, fmt.Errorf("dispatch: look up call: %w", err)
+	}
+	ev := &toolwirev1.CallEvent{}
+	if proto.Unmarshal(last.Data, ev) == nil {
+		switch ev.Type {
+		case toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED:
+			return done(callID, envelope.Rejection(callID, ev.Tool, ev.Error, ev.Time.AsTime())), nil
+		case toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL:
+			return awaitingAnswer(callID, awaitingEventAnswer(callID, ev)), nil
+		}
+	}
+	return stateOnly(callID, toolwirev1.CallState_CALL_STATE_PENDING), nil
+}
+
+// done, awaitingAnswer and stateOnly are the three shapes of a
+// GetResultResponse.
+func done(callID string, resp *toolwirev1.ToolResponse) *toolwirev1.GetResultResponse {
+	return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}
+}
+
+func awaitingAnswer(callID string, resp *toolwirev1.ToolResponse) *toolwirev1.GetResultResponse {
+	return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, Response: resp}
+}
+
+func stateOnly(callID string, state toolwirev1.CallState) *toolwirev1.GetResultResponse {
+	return &toolwirev1.GetResultResponse{CallId: callID, State: state}
 }
 
 // awaitingEventAnswer is the answer to a call whose last event is

@@ -37,7 +37,7 @@ func (d *Dispatcher) Submit(ctx context.Context, id identity.Identity, o *toolwi
 	if err != nil || !s.Duplicate {
 		return s, err
 	}
-	r, err := d.getResult(ctx, id, s.CallID, 0, true)
+	r, err := d.getResult(ctx, resultQuery{id: id, callID: s.CallID, known: true})
 	if err != nil {
 		// Still a duplicate: the caller fetches the result by id.
 		d.log.WarnContext(ctx, "looking up the call of a repeated idempotency key failed", "call_id", s.CallID, "err", err)

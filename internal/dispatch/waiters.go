@@ -92,11 +92,11 @@ func (d *Dispatcher) call(ctx context.Context, id identity.Identity, o *toolwire
 	if w == nil { // duplicate of an earlier call: wait like GetResult
 		if !o.WaitForApproval {
 			// An earlier call still parked is answered at once, as it was.
-			if r, err := d.getResult(ctx, id, s.CallID, 0, true); err == nil && r.State == toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL {
+			if r, err := d.getResult(ctx, resultQuery{id: id, callID: s.CallID, known: true}); err == nil && r.State == toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL {
 				return &toolwirev1.CallResponse{CallId: s.CallID, State: r.State, Response: r.Response}, nil
 			}
 		}
-		r, err := d.getResult(ctx, id, s.CallID, d.clampWait(wait), true)
+		r, err := d.getResult(ctx, resultQuery{id: id, callID: s.CallID, wait: d.clampWait(wait), known: true})
 		if err != nil {
 			return nil, err
 		}
