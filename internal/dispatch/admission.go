@@ -2,152 +2,182 @@ package dispatch
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
 	"time"
-
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
-// admit runs the admission pipeline: tool lookup → disabled → scopes →
-// a pool consumes it (poolcheck.go) → size and depth → JSON Schema →
-// before-hooks (hooks.go) → policy and approval (policy.go) → the loop
-// guard (loopguard.go); the after-hooks that will look at its response
-// are named in the call (afterhooks.go). It returns the call to publish, or the
-// error to answer with, and the policy decision when the policy step was
-// reached (to record); nothing is published on error. An ask (or a call
-// an approval token covers) also returns what is left to do instead of a
-// plain publish (asked: approve.go). Errors raised here are never
-// retryable and have no side effects.
-func (d *Dispatcher) admit(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, callID string, now time.Time) (*toolwirev1.ToolCall, *toolwirev1.ToolError, *toolwirev1.PolicyDecision, *asked) {
-	call, spec, te := d.check(ctx, id, o, callID, now)
-	if te != nil {
-		return nil, te, nil, nil
+// admission is one call's way through admission (DESIGN §6): what every
+// step needs, and what the steps before it found. It lives for one
+// request; the steps fill it in order (admissionSteps), and settle carries
+// out the verdict of the step that stopped it.
+type admission struct {
+	// The request, as the API gave it.
+	id      identity.Identity
+	req     *toolwirev1.CallRequest
+	callID  string    // a fresh ULID; a redeemed token's call takes its parked call's
+	now     time.Time // when admission began
+	waiting bool      // the caller waits in Call for the result
+
+	// What the steps found.
+	entry *registry.Entry      // lookup: the registry entry (its current version, or the pinned one)
+	spec  *toolwirev1.ToolSpec // lookup: entry.Spec
+	args  []byte               // arguments: the exact JSON the call runs with
+	// parsed is the arguments in the policy's reading, parsed once by the
+	// first step that needs them (policyArgs); a rewrite drops it.
+	parsed *policy.Args
+	input  *toolwirev1.InputRound // input: the round a call answering a tool's request continues
+	call   *toolwirev1.ToolCall   // call: the call as it will be published
+
+	pd      *toolwirev1.PolicyDecision // the decision to record (policy, a hook, the loop guard, limits)
+	ask     *asked                     // policy or loop guard: park for an approver, or redeem a token
+	hookAsk *asked                     // a before-hook asks (a deny of the policy still wins)
+
+	w       *waiter // waiter: the caller's place in Call; nil for Submit
+	pool    *poolLoad
+	subject string // overload: the call's subject on the calls stream
+	ticket  *taken // limits: what the call took (slots, budget units)
+	claimed bool   // idempotency: the request's key is bound to this call
+
+	// What settle carries out.
+	refusal    *toolwirev1.ToolError
+	overloaded string // overload: the cause (the call is not recorded unless keyed)
+	target     string // overload: the pool or store that refused it
+	result     *Submitted
+	err        error
+}
+
+// verdict is what a step decides about the call.
+type verdict uint8
+
+const (
+	next   verdict = iota // on to the next step
+	refuse                // answer a.refusal (recorded with a.pd), nothing queued
+	park                  // park the call for an approver (a.ask)
+	redeem                // publish the parked call a.ask's token approves
+	done                  // the step answered: a.result, a.w and a.err
+)
+
+// admissionStep is one step: a name (its file is named after it) and
+// what it does.
+type admissionStep struct {
+	name string
+	run  func(d *Dispatcher, ctx context.Context, a *admission) verdict
+}
+
+// admissionSteps is the order of admission, written once. Each step can
+// stop the call; a refusal consumes nothing later in the list. The loop
+// guard runs only for a call the policy allowed; the approval step sends
+// an asked call (or one a token covers) off to settle; limits are last so
+// that a refused call spends no budget. (Set by init: the steps reach
+// Call, for a hook's own call, which runs admission.)
+var admissionSteps []admissionStep
+
+func init() {
+	admissionSteps = []admissionStep{
+		{"lookup", (*Dispatcher).lookup},             // admit_lookup.go
+		{"scopes", (*Dispatcher).scopes},             // admit_scopes.go
+		{"pool", (*Dispatcher).pool},                 // admit_pool.go
+		{"arguments", (*Dispatcher).arguments},       // admit_arguments.go
+		{"input", (*Dispatcher).continues},           // admit_input.go
+		{"call", (*Dispatcher).buildCall},            // admit_call.go
+		{"after-hooks", (*Dispatcher).afterHookStep}, // admit_afterhooks.go
+		{"before-hooks", (*Dispatcher).beforeHookStep},
+		{"policy", (*Dispatcher).policyStep},        // admit_policy.go
+		{"loop-guard", (*Dispatcher).loopGuardStep}, // admit_loopguard.go
+		{"waiter", (*Dispatcher).waiterStep},        // admit_waiter.go
+		{"idempotency", (*Dispatcher).idempotency},  // admit_idempotency.go
+		{"approval", (*Dispatcher).approval},        // admit_approval.go
+		{"overload", (*Dispatcher).overload},        // admit_overload.go
+		{"limits", (*Dispatcher).limitStep},         // admit_limits.go
+		{"publish", (*Dispatcher).publishStep},      // admit_publish.go
 	}
-	d.bindAfterHooks(ctx, id, call)
-	te, hpd, hookAsk := d.beforeHooks(ctx, id, spec, call)
-	if te != nil {
-		return nil, te, hpd, nil
-	}
-	pd, te, ask := d.applyPolicy(ctx, id, spec, call, now)
-	if te != nil {
-		return nil, te, pd, nil
-	}
-	if ask == nil && hookAsk != nil {
-		// A hook asks and no rule denies (deny wins).
-		return call, nil, hookAsk.pd, hookAsk
-	}
-	if ask == nil {
-		if pd, te, ask = d.loopGuard(ctx, spec, call, pd); te != nil {
-			return nil, te, pd, nil
+}
+
+// admitAndPublish runs the admission steps in order and settles the call
+// with the verdict of the step that stopped it.
+func (d *Dispatcher) admitAndPublish(ctx context.Context, a *admission) (*Submitted, *waiter, error) {
+	defer func() {
+		if a.pool != nil {
+			a.pool.settle() // the publish is answered, or nothing is published
+		}
+	}()
+	for _, s := range admissionSteps {
+		if v := s.run(d, ctx, a); v != next {
+			return d.settle(ctx, a, v)
 		}
 	}
-	return call, nil, pd, ask
+	return d.settle(ctx, a, done) // the publish step answers every call it reaches
 }
 
-// check runs the admission steps before the policy: it returns the call
-// as it would be published and the tool's spec, or the refusal.
-func (d *Dispatcher) check(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, callID string, now time.Time) (*toolwirev1.ToolCall, *toolwirev1.ToolSpec, *toolwirev1.ToolError) {
-	if o.Tool == "" {
-		return nil, nil, registry.Violation("tool", "tool name is required")
+// settle carries out a verdict.
+func (d *Dispatcher) settle(ctx context.Context, a *admission, v verdict) (*Submitted, *waiter, error) {
+	switch v {
+	case refuse:
+		return d.refuseCall(ctx, a), nil, nil
+	case park:
+		return d.parkCall(ctx, a)
+	case redeem:
+		return d.redeem(ctx, a)
 	}
-	ent, err := d.reg.GetVersion(ctx, o.Tool, o.SpecVersion)
-	if err != nil {
-		if errors.Is(err, registry.ErrNotFound) {
-			te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, fmt.Sprintf("unknown tool %q", o.Tool))
-			if o.SpecVersion != "" {
-				te.Message = fmt.Sprintf("unknown tool %q or version %q", o.Tool, o.SpecVersion)
-			}
-			te.Suggestion = d.unknownToolHint(id, o.Tool)
-			return nil, nil, te
+	return a.result, a.w, a.err
+}
+
+// refuseCall answers a.refusal: it takes the secret argument values out of
+// it, releases the caller's waiter, records it as the call's REJECTED
+// event (with the decision that refused it) so that any replica answers
+// the id with it, and only then releases the idempotency key (a retry that
+// found the key claimed waits on this call id). An overload refusal of a
+// call without a key is not recorded (admit_overload.go).
+func (d *Dispatcher) refuseCall(ctx context.Context, a *admission) *Submitted {
+	if a.overloaded == "" {
+		d.redactRefusal(a)
+	}
+	if a.w != nil {
+		if a.w.accepted != nil {
+			a.w.accepted.Stop()
 		}
-		te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, "registry lookup failed")
-		d.log.Error("registry lookup failed", "tool", o.Tool, "err", err)
-		return nil, nil, te
+		a.w.cancel()
 	}
-	spec := ent.Spec
-	if spec.Disabled {
-		return nil, nil, envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, fmt.Sprintf("tool %q is disabled: %s", o.Tool, spec.DisabledReason))
+	if a.overloaded == "" || a.claimed {
+		d.recordRejection(ctx, a)
 	}
-	if !registry.HasScopes(id.Scopes, spec.Scopes) {
-		return nil, nil, envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
-			fmt.Sprintf("tool %q needs scopes %s", o.Tool, strings.Join(spec.Scopes, ", ")))
+	if a.claimed {
+		d.releaseKey(a.id, a.req)
 	}
-	if te := d.checkPool(ctx, id, ent); te != nil {
-		return nil, nil, te
+	if a.overloaded != "" {
+		d.metrics.Overloaded(a.overloaded, a.target)
 	}
-	args, err := argumentBytes(o)
+	return &Submitted{CallID: a.callID, Rejected: envelope.Rejection(a.callID, a.req.Tool, a.refusal, a.now)}
+}
+
+// refused stops the call with te; pd is the decision that refused it (nil
+// when no decision did).
+func (a *admission) refused(te *toolwirev1.ToolError, pd *toolwirev1.PolicyDecision) verdict {
+	a.refusal, a.pd = te, pd
+	return refuse
+}
+
+// answered stops the call with an answer a step made.
+func (a *admission) answered(s *Submitted, w *waiter, err error) verdict {
+	a.result, a.w, a.err = s, w, err
+	return done
+}
+
+// policyArgs returns the call's arguments in the policy's reading, parsed
+// at most once per admission (a rewrite by a before-hook clears them).
+func (a *admission) policyArgs() (*policy.Args, error) {
+	if a.parsed != nil {
+		return a.parsed, nil
+	}
+	args, err := policy.ParseArgs(a.call.Arguments)
 	if err != nil {
-		return nil, nil, registry.Violation("", err.Error())
+		return nil, err
 	}
-	if te := d.checkArgs(ctx, ent, args); te != nil {
-		return nil, nil, te
-	}
-	input, te := d.input(ctx, id, o, spec.Version, args, now)
-	if te != nil {
-		return nil, nil, te
-	}
-
-	call := &toolwirev1.ToolCall{
-		CallId: callID, Tool: spec.Name, SpecVersion: spec.Version, Arguments: args,
-		Caller: callerOf(id, o), IdempotencyKey: o.IdempotencyKey, AcceptedAt: timestamppb.New(now),
-		ApprovalToken: o.ApprovalToken, Dispatcher: d.cfg.Name, Executor: spec.Executor, Provider: spec.Provider,
-		Input: input, ClientCapabilitiesJson: o.ClientCapabilitiesJson,
-	}
-	t := spec.GetTimeouts()
-	if s2s := tighter(t.GetScheduleToStart().AsDuration(), o.ScheduleToStart.AsDuration()); s2s > 0 {
-		call.ScheduleToStartDeadline = timestamppb.New(now.Add(s2s))
-	}
-	if s2c := tighter(t.GetScheduleToClose().AsDuration(), o.ScheduleToClose.AsDuration()); s2c > 0 {
-		call.Deadline = timestamppb.New(now.Add(s2c))
-	}
-	return call, spec, nil
-}
-
-// checkArgs checks a call's arguments (registry.CheckArgs) against the
-// size and nesting limits (the tool spec's, else the Config's), the count
-// of members and elements (Config.MaxArgsValues), and the tool's input
-// schema; it returns the refusal, or nil. A hook's own call is not held to
-// MaxArgsValues: its arguments are the dispatcher's request, holding the
-// hooked call's arguments and, for an after-hook, its whole response,
-// which no such count limits (the bytes and the nesting still bound it:
-// the hook tool's spec may raise them).
-func (d *Dispatcher) checkArgs(ctx context.Context, ent *registry.Entry, args []byte) *toolwirev1.ToolError {
-	l := registry.ArgLimits{MaxBytes: d.cfg.MaxArgsBytes, MaxDepth: d.cfg.MaxArgsDepth, MaxValues: d.cfg.MaxArgsValues}
-	if isHookCall(ctx) {
-		l.MaxValues = 0
-	}
-	return registry.CheckArgs(ent, args, l)
-}
-
-// tighter returns the smaller positive duration; 0 when neither is set.
-func tighter(a, b time.Duration) time.Duration {
-	switch {
-	case a <= 0:
-		return max(b, 0)
-	case b <= 0:
-		return a
-	}
-	return min(a, b)
-}
-
-// unknownToolHint suggests the tools the caller may have meant (among
-// those it can see), and how to list them all.
-func (d *Dispatcher) unknownToolHint(id identity.Identity, name string) string {
-	const list = "list the tools you can call with `toolctl tools list` (the ListTools RPC)"
-	visible := d.visibleEntries(id, d.reg.List(registry.Filter{Scopes: id.Scopes}))
-	names := make([]string, 0, len(visible))
-	for _, e := range visible {
-		names = append(names, e.Spec.Name)
-	}
-	if similar := registry.Similar(name, names); len(similar) > 0 {
-		return "did you mean " + strings.Join(similar, " or ") + "? " + list
-	}
-	return list
+	a.parsed = args
+	return args, nil
 }

@@ -76,8 +76,8 @@ const finishTimeout = publishRetryFor + 15*time.Second
 // id) and, for a caller with the confirm scope, a token. A record the
 // bucket does not take refuses the call (fail closed): OVERLOADED,
 // retryable, nothing parked or queued.
-func (d *Dispatcher) park(ctx context.Context, o *toolwirev1.CallRequest, c *outgoing, a *asked) (*Submitted, *waiter, error) {
-	id, w, callID, call, now := c.id, c.w, c.callID, c.call, c.now
+func (d *Dispatcher) park(ctx context.Context, adm *admission) (*Submitted, *waiter, error) {
+	id, w, callID, call, now, a := adm.id, adm.w, adm.callID, adm.call, adm.now, adm.ask
 	rec := &approvals.Record{
 		Approval: &toolwirev1.Approval{Id: callID, State: toolwirev1.ApprovalState_APPROVAL_STATE_PENDING, Tool: call.Tool,
 			SpecVersion: call.SpecVersion, Caller: call.Caller, ArgumentsJson: string(redact.ForSpec(a.spec).Arguments(call.Arguments)),
@@ -87,13 +87,9 @@ func (d *Dispatcher) park(ctx context.Context, o *toolwirev1.CallRequest, c *out
 		ScheduleToStart: timeout(call.ScheduleToStartDeadline, now), ScheduleToClose: timeout(call.Deadline, now),
 	}
 	if err := d.approvals.Park(ctx, rec); err != nil {
-		if w != nil {
-			w.cancel()
-		}
-		d.releaseKey(id, o)
 		d.log.WarnContext(ctx, "parking a call for approval failed; refusing it", "call_id", callID, "err", err)
-		te := envelope.Overloaded("this call needs approval, and it could not be parked for an approver: "+err.Error(), 30*time.Second)
-		return d.refuseDecided(ctx, id, o, callID, te, a.pd, now), nil, nil
+		adm.refused(envelope.Overloaded("this call needs approval, and it could not be parked for an approver: "+err.Error(), 30*time.Second), a.pd)
+		return d.refuseCall(ctx, adm), nil, nil
 	}
 	d.tracker.Note(rec)
 	te := awaitingError(rec, a.reason)
@@ -189,14 +185,12 @@ func tokenRefused(tool, why string) *toolwirev1.ToolError {
 // the one presented (the same tool, version, caller and arguments, bound
 // by the token), with its own fresh deadlines. A refusal is recorded
 // under the id admission minted, never under the parked call's.
-func (d *Dispatcher) redeem(ctx context.Context, o *toolwirev1.CallRequest, c *outgoing, a *asked) (*Submitted, *waiter, error) {
-	id, w, call, now := c.id, c.w, c.call, c.now
+func (d *Dispatcher) redeem(ctx context.Context, adm *admission) (*Submitted, *waiter, error) {
+	id, w, call, now, a := adm.id, adm.w, adm.call, adm.now, adm.ask
 	refuse := func(te *toolwirev1.ToolError) (*Submitted, *waiter, error) {
-		if w != nil {
-			w.cancel()
-		}
-		d.releaseKey(id, o)
-		return d.refuseDecided(ctx, id, o, a.minted, te, a.pd, now), nil, nil
+		adm.refused(te, a.pd)
+		adm.callID = a.minted
+		return d.refuseCall(ctx, adm), nil, nil
 	}
 	rec, err := d.approvals.Get(ctx, id.Tenant, a.token.ID)
 	switch {

@@ -22,7 +22,14 @@
 //
 // # Admission
 //
-// Submit and Call give the call a fresh ULID and admit it, in order: a
+// Admission is a per-call value and an ordered list of steps
+// (admission.go): Submit and Call give the call a fresh ULID and an
+// admission value that holds what every step needs (the identity, the
+// request, the entry and spec, the arguments parsed once, the call being
+// built, the decision, the ask or token, the waiter, the idempotency
+// claim, the limits ticket); each step, one file named admit_<step>.go,
+// fills it in and returns a verdict (next, refuse, park, redeem, done)
+// that one settle carries out. The steps, in order: a
 // tool name is present → the tool is in the registry (its current version,
 // or the spec_version the request pins) → it is not disabled → the caller
 // holds all of its scopes → a worker pool consumes its calls (see "Pool
@@ -37,7 +44,7 @@
 // input (CallRequest.continues) continues a stored input-required
 // response of the caller's tenant, the same tool at the same spec version
 // and the same arguments (their canonical form's SHA-256), at most
-// Config.InputTTL old (input.go; VALIDATION naming the field "continues"
+// Config.InputTTL old (admit_input.go; VALIDATION naming the field "continues"
 // otherwise) → policy and approval (policy.go): the policy
 // in force decides (internal/policy); a deny answers PERMISSION_DENIED;
 // an ask (a rule, requires_approval, or a default) that no grant and no
@@ -654,7 +661,7 @@
 //
 // # Loop guard
 //
-// For a call the policy allowed, the loop guard (loopguard.go; DESIGN §6:
+// For a call the policy allowed, the loop guard (admit_loopguard.go; DESIGN §6:
 // after the policy and approval, before the limits) counts how many times
 // in a row the same call (policy.Fingerprint: tool and canonical
 // arguments) was made in its session (or run), in the limits bucket that

@@ -63,11 +63,11 @@ func (d *Dispatcher) event(ctx context.Context, tenant, callID string, ev *toolw
 // eventTimeout bounds how long recording a dispatcher's event may take.
 const eventTimeout = 2 * time.Second
 
-// recordRejection records the refusal te of a call as its REJECTED event.
-// pd is the policy decision that refused it, nil when another step did.
-func (d *Dispatcher) recordRejection(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, callID string, te *toolwirev1.ToolError, pd *toolwirev1.PolicyDecision) {
-	d.event(ctx, id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Tool: o.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
-		Error: te, Caller: callerOf(id, o), Policy: pd})
+// recordRejection records the call's refusal as its REJECTED event, with
+// the policy decision that refused it (nil when another step did).
+func (d *Dispatcher) recordRejection(ctx context.Context, a *admission) {
+	d.event(ctx, a.id.Tenant, a.callID, &toolwirev1.CallEvent{CallId: a.callID, Tool: a.req.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
+		Error: a.refusal, Caller: callerOf(a.id, a.req), Policy: a.pd})
 }
 
 func callerOf(id identity.Identity, o *toolwirev1.CallRequest) *toolwirev1.Caller {

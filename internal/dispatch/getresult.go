@@ -79,7 +79,7 @@ func (d *Dispatcher) getResult(ctx context.Context, q resultQuery) (*toolwirev1.
 	}
 	resp, err := d.loadResult(ctx, subject)
 	if err != nil || resp != nil {
-		return done(q.callID, resp), err
+		return finished(q.callID, resp), err
 	}
 	r, err := d.byLastEvent(ctx, q.id, q.callID, q.known || q.wait > 0)
 	if err != nil || q.wait <= 0 || r.State == toolwirev1.CallState_CALL_STATE_DONE {
@@ -112,7 +112,7 @@ func (d *Dispatcher) waitResult(ctx context.Context, q resultQuery, subject stri
 			resp, err = d.loadResult(ctx, subject)
 		case <-timer.C:
 			if resp, err := d.lastLook(ctx, subject); err == nil && resp != nil {
-				return done(q.callID, resp), nil
+				return finished(q.callID, resp), nil
 			}
 			// A call still without any record after the wait is unknown
 			// unless its id is recent.
@@ -125,7 +125,7 @@ func (d *Dispatcher) waitResult(ctx context.Context, q resultQuery, subject stri
 			return nil, ctx.Err()
 		}
 		if err == nil && resp != nil {
-			return done(q.callID, resp), nil
+			return finished(q.callID, resp), nil
 		}
 	}
 }
@@ -158,7 +158,7 @@ func (d *Dispatcher) byLastEvent(ctx context.Context, id identity.Identity, call
 	if proto.Unmarshal(last.Data, ev) == nil {
 		switch ev.Type {
 		case toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED:
-			return done(callID, envelope.Rejection(callID, ev.Tool, ev.Error, ev.Time.AsTime())), nil
+			return finished(callID, envelope.Rejection(callID, ev.Tool, ev.Error, ev.Time.AsTime())), nil
 		case toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL:
 			return awaitingAnswer(callID, awaitingEventAnswer(callID, ev)), nil
 		}
@@ -166,9 +166,9 @@ func (d *Dispatcher) byLastEvent(ctx context.Context, id identity.Identity, call
 	return stateOnly(callID, toolwirev1.CallState_CALL_STATE_PENDING), nil
 }
 
-// done, awaitingAnswer and stateOnly are the three shapes of a
+// finished, awaitingAnswer and stateOnly are the three shapes of a
 // GetResultResponse.
-func done(callID string, resp *toolwirev1.ToolResponse) *toolwirev1.GetResultResponse {
+func finished(callID string, resp *toolwirev1.ToolResponse) *toolwirev1.GetResultResponse {
 	return &toolwirev1.GetResultResponse{CallId: callID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}
 }
 

@@ -166,25 +166,6 @@ func acquireSlot(ctx context.Context, store *limits.Store, pl limitPlan, call *t
 	}
 }
 
-// limitCall runs the limits step for an admitted call (takeLimits); a
-// refusal is recorded and answered (the waiter released, the idempotency
-// key released after the refusal is recorded, so a retry with the key
-// finds it), and returned as refused.
-func (d *Dispatcher) limitCall(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, w *waiter, call *toolwirev1.ToolCall, pd *toolwirev1.PolicyDecision, now time.Time, slots bool) (*taken, *Submitted) {
-	t, te, lpd := d.takeLimits(ctx, call, pd, now, slots)
-	if te == nil {
-		return t, nil
-	}
-	if w != nil {
-		w.cancel()
-	}
-	s := d.refuseDecided(ctx, id, o, call.CallId, te, lpd, now)
-	if o.IdempotencyKey != "" {
-		d.releaseKey(id, o)
-	}
-	return nil, s
-}
-
 // planLimits resolves each limit's key and cost for the call; a key or
 // cost that cannot be evaluated refuses the call (fail closed).
 func planLimits(ls []*policy.Limit, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall) ([]limitPlan, *toolwirev1.ToolError) {

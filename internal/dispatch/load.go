@@ -588,21 +588,6 @@ func (v *loadView) metrics() ([]telemetry.PoolLoad, []telemetry.StoreLoad) {
 	return pools, stores
 }
 
-// refuseOverloaded answers a call refused by the load view. Unlike other
-// refusals it is not recorded as a REJECTED event: under overload most
-// calls are refused, and a stored message per refusal (about 3,400 a
-// second in toolwire-bench -overload) would grow the server's memory with
-// every refused call id and fill the events store. The caller has the
-// answer; the refusal is counted in the metrics; the call id, never
-// queued, is UNKNOWN to GetResult once it is no longer recent (10s). A
-// call with an idempotency key is the exception: its refusal is recorded
-// (admitAndPublish), since a retry with the same key may be waiting on
-// its call id.
-func (d *Dispatcher) refuseOverloaded(o *toolwirev1.CallRequest, callID string, te *toolwirev1.ToolError, cause, target string, now time.Time) *Submitted {
-	d.metrics.Overloaded(cause, target)
-	return &Submitted{CallID: callID, Rejected: envelope.Rejection(callID, o.Tool, te, now)}
-}
-
 // scheduleToStart is how long call may wait to start from now; 0 = no
 // bound.
 func scheduleToStart(call *toolwirev1.ToolCall, now time.Time) time.Duration {

@@ -2,16 +2,12 @@ package dispatch
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/toolwire/toolwire/internal/bus"
-	"github.com/toolwire/toolwire/internal/envelope"
-	"github.com/toolwire/toolwire/internal/identity"
-	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -92,24 +88,6 @@ func (v *poolView) covers(subj bus.Subjects, k toolKey, tenant string) bool {
 
 func newPoolCheck(b *bus.Bus, every time.Duration, log *slog.Logger) *poolCheck {
 	return &poolCheck{b: b, log: log, every: every, sem: make(chan struct{}, 1)}
-}
-
-// checkPool refuses, NOT_FOUND, a call of ent that no pool consumer
-// filters; nil admits it. With Config.PoolCheck negative it admits all.
-func (d *Dispatcher) checkPool(ctx context.Context, id identity.Identity, ent *registry.Entry) *toolwirev1.ToolError {
-	if d.pools == nil {
-		return nil
-	}
-	spec := ent.Spec
-	if d.pools.served(ctx, toolKey{spec.Executor, spec.Provider, spec.Name}, id.Tenant, ent.Seen) {
-		return nil
-	}
-	subject := d.subj.Call(spec.Executor, id.Tenant, spec.Provider, spec.Name)
-	te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND,
-		fmt.Sprintf("tool %q has no worker pool: no pool consumer takes its calls (%s), so it would never run", spec.Name, subject))
-	te.Suggestion = "start a worker that serves the tool (a worker creates its pool's consumer when it starts; " +
-		"`worker --ensure-only` creates it for a pool scaled to zero)"
-	return te
 }
 
 // served reports whether a pool consumer filters the calls of tool k for

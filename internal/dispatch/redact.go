@@ -1,24 +1,21 @@
 package dispatch
 
 import (
-	"context"
-
 	"github.com/toolwire/toolwire/internal/redact"
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // redactRefusal removes the values of the request's secret arguments from
 // a refusal (internal/redact) before it is answered, recorded as a
 // REJECTED event or shown on a span: a schema error such as `pattern`
 // quotes the value it refuses. It runs on refusals only; the schema is
-// the one admission checked (registry entries are cached), and a tool
-// without secret fields costs one substring search of its schema.
-func (d *Dispatcher) redactRefusal(ctx context.Context, o *toolwirev1.CallRequest, te *toolwirev1.ToolError) {
-	ent, err := d.reg.GetVersion(ctx, o.Tool, o.SpecVersion)
-	if err != nil {
-		return // an unknown tool: its refusal quotes no argument
+// the one admission checked, and a tool without secret fields costs one
+// substring search of its schema.
+func (d *Dispatcher) redactRefusal(a *admission) {
+	if a.spec == nil {
+		return // an unknown or disabled tool: its refusal quotes no argument
 	}
-	plan := redact.ForSpec(ent.Spec)
+	o := a.req
+	plan := redact.ForSpec(a.spec)
 	if plan == nil {
 		return
 	}
@@ -28,5 +25,5 @@ func (d *Dispatcher) redactRefusal(ctx context.Context, o *toolwirev1.CallReques
 		// of them may be secret.
 		args = []byte(o.GetArgumentsJson())
 	}
-	plan.Secrets(args).ToolError(te)
+	plan.Secrets(args).ToolError(a.refusal)
 }

@@ -247,7 +247,7 @@ func (w *watch) deleteConsumer(ctx context.Context, cons jetstream.Consumer) {
 
 // finish sends the events already stored, then FINISHED.
 func (w *watch) finish(ctx context.Context, resp *toolwirev1.ToolResponse) error {
-	if err := w.d.drainEvents(ctx, w.id, w.callID, w.events, &w.sent, w.send); err != nil {
+	if err := w.drainEvents(ctx); err != nil {
 		return err
 	}
 	return w.send(&toolwirev1.CallEvent{CallId: w.callID, Tool: resp.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_FINISHED,
@@ -256,8 +256,8 @@ func (w *watch) finish(ctx context.Context, resp *toolwirev1.ToolResponse) error
 
 // drainEvents forwards what the consumer has delivered and what is still
 // stored, so FINISHED comes last.
-func (d *Dispatcher) drainEvents(ctx context.Context, id identity.Identity, callID string, events chan *toolwirev1.CallEvent, sent *uint64, send func(*toolwirev1.CallEvent) error) error {
-	info, err := d.bus.Events.Info(ctx, jetstream.WithSubjectFilter(d.subj.EventsAnyDispatcher(id.Tenant, callID)))
+func (w *watch) drainEvents(ctx context.Context) error {
+	info, err := w.d.bus.Events.Info(ctx, jetstream.WithSubjectFilter(w.eventsSubject))
 	want := uint64(0)
 	if err == nil {
 		for _, n := range info.State.Subjects {
@@ -268,15 +268,15 @@ func (d *Dispatcher) drainEvents(ctx context.Context, id identity.Identity, call
 	// must not hold FINISHED back for ever.
 	idle := time.NewTimer(2 * time.Second)
 	defer idle.Stop()
-	for *sent < want {
+	for w.sent < want {
 		select {
-		case ev := <-events:
-			*sent++
+		case ev := <-w.events:
+			w.sent++
 			idle.Reset(2 * time.Second)
 			if ev == nil {
 				continue
 			}
-			if err := send(ev); err != nil {
+			if err := w.send(ev); err != nil {
 				return err
 			}
 		case <-idle.C:

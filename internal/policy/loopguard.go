@@ -77,11 +77,21 @@ func Fingerprint(tool string, args []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return fingerprint(tool, c), nil
+}
+
+// FingerprintOf is Fingerprint of arguments already parsed (ParseArgs):
+// the same value, without reading them again.
+func FingerprintOf(tool string, args *Args) string {
+	return fingerprint(tool, args.Canonical())
+}
+
+func fingerprint(tool string, canonical []byte) string {
 	h := sha256.New()
 	h.Write([]byte(tool))
 	h.Write([]byte{0})
-	h.Write(c)
-	return hex.EncodeToString(h.Sum(nil)), nil
+	h.Write(canonical)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 type docLoop struct {

@@ -16,7 +16,7 @@ import (
 // limits store's key.
 const loopGuardID = "loop-guard"
 
-// loopGuard is the loop-guard step of admission (DESIGN §6: after the
+// loopGuardStep is the loop-guard step of admission (DESIGN §6: after the
 // policy and approval, before the limits), for a call the policy allowed:
 // it counts the call's run — the same tool and canonical arguments in a
 // row in its session (or run) — in the shared limits bucket, and from the
@@ -27,11 +27,25 @@ const loopGuardID = "loop-guard"
 // the guard lets the call through and logs it: it is a safety net
 // against runaway agents, and the limits, which must hold, fail closed on
 // their own.
-func (d *Dispatcher) loopGuard(ctx context.Context, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, pd *toolwirev1.PolicyDecision) (*toolwirev1.PolicyDecision, *toolwirev1.ToolError, *asked) {
+func (d *Dispatcher) loopGuardStep(ctx context.Context, a *admission) verdict {
+	if a.ask != nil {
+		return next // asked already: an approver decides
+	}
+	if te := d.loopGuard(ctx, a); te != nil {
+		return a.refused(te, a.pd)
+	}
+	return next
+}
+
+// loopGuard counts the call's run and applies the thresholds: it returns
+// the refusal of a denied call; an ask is left in a.ask, the decision in
+// a.pd.
+func (d *Dispatcher) loopGuard(ctx context.Context, a *admission) *toolwirev1.ToolError {
+	spec, call, pd := a.spec, a.call, a.pd
 	p := d.policyFor(call.GetCaller().GetTenant())
 	g := p.LoopGuard()
 	if g == nil || !g.Guards(call.Tool) || isHookCall(ctx) {
-		return pd, nil, nil
+		return nil
 	}
 	scope := call.GetCaller().GetSession()
 	if g.Scope == "run" {
@@ -39,12 +53,13 @@ func (d *Dispatcher) loopGuard(ctx context.Context, spec *toolwirev1.ToolSpec, c
 	}
 	store := d.limitStore()
 	if scope == "" || store == nil {
-		return pd, nil, nil
+		return nil
 	}
-	fp, err := policy.Fingerprint(call.Tool, call.Arguments)
+	args, err := a.policyArgs()
 	if err != nil {
-		return pd, registry.Violation("", err.Error()), nil
+		return registry.Violation("", err.Error())
 	}
+	fp := policy.FingerprintOf(call.Tool, args)
 	if r := roundDigest(call.Input); r != "" {
 		// A call that answers a tool's request for input is the next step
 		// of an exchange, not a repeat of the call that asked; answering
@@ -56,7 +71,7 @@ func (d *Dispatcher) loopGuard(ctx context.Context, spec *toolwirev1.ToolSpec, c
 		call.AcceptedAt.AsTime())
 	if err != nil {
 		d.log.WarnContext(ctx, "the loop guard could not count a call; it runs unguarded", "call_id", call.CallId, "err", err)
-		return pd, nil, nil
+		return nil
 	}
 	what := fmt.Sprintf("the same call of %q with the same arguments %d times in a row in this %s", call.Tool, n, g.Scope)
 	guarded := func(outcome toolwirev1.PolicyOutcome) *toolwirev1.PolicyDecision {
@@ -68,20 +83,16 @@ func (d *Dispatcher) loopGuard(ctx context.Context, spec *toolwirev1.ToolSpec, c
 	}
 	switch {
 	case g.Deny > 0 && n >= g.Deny:
-		te := loopDenied(what)
-		return guarded(toolwirev1.PolicyOutcome_POLICY_OUTCOME_DENY), te, nil
+		a.pd = guarded(toolwirev1.PolicyOutcome_POLICY_OUTCOME_DENY)
+		return loopDenied(what)
 	case g.Ask > 0 && n >= g.Ask:
-		args, err := policy.ParseArgs(call.Arguments)
-		if err != nil {
-			return pd, registry.Violation("", err.Error()), nil
-		}
-		gpd := guarded(toolwirev1.PolicyOutcome_POLICY_OUTCOME_ASK)
-		call.PolicyVersion, call.PolicyRule, call.ApprovalId, call.GrantId = gpd.Version, gpd.RuleId, "", ""
-		return gpd, nil, &asked{pd: gpd, spec: spec, args: args, reason: "loop guard: " + what + "; an approver must agree to it running again"}
+		a.pd = guarded(toolwirev1.PolicyOutcome_POLICY_OUTCOME_ASK)
+		call.PolicyVersion, call.PolicyRule, call.ApprovalId, call.GrantId = a.pd.Version, a.pd.RuleId, "", ""
+		a.ask = &asked{pd: a.pd, spec: spec, args: args, reason: "loop guard: " + what + "; an approver must agree to it running again"}
 	case g.Warn > 0 && n >= g.Warn:
 		call.LoopCount = int32(n)
 	}
-	return pd, nil, nil
+	return nil
 }
 
 // loopDenied is the answer to a call the loop guard denies.

@@ -11,21 +11,20 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/envelope"
-	"github.com/toolwire/toolwire/internal/identity"
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
-// outgoing is an admitted call on its way to the calls stream. Its
-// request travels beside it, not in it: a pointer stored in a struct
-// counts as escaping, and the request the API decoded (or a caller's own,
-// in process) would then be allocated on the heap for every call.
-type outgoing struct {
-	id      identity.Identity
-	w       *waiter // the caller waiting in Call; nil for Submit
-	callID  string
-	now     time.Time // when it was admitted
-	call    *toolwirev1.ToolCall
-	subject string // its calls subject
+// publishStep publishes the admitted call (publish), holding its
+// concurrency slots before the publish: a fast call's result can reach
+// this replica's results consumer (which releases the slots) before the
+// publish returns. A call the stream does not take gets back what it took.
+func (d *Dispatcher) publishStep(ctx context.Context, a *admission) verdict {
+	d.hold(a.call, a.ticket)
+	v := d.publish(ctx, a)
+	if v == refuse {
+		d.unhold(a.callID)
+		d.giveBack(context.WithoutCancel(ctx), a.ticket)
+	}
+	return v
 }
 
 // publish publishes an admitted call on the calls stream with its message
@@ -34,14 +33,14 @@ type outgoing struct {
 // it is unanswered (doc.go, "Publishing"). A call the stream refuses, or
 // that stays unanswered for publishRetryFor, is refused OVERLOADED
 // (refused).
-func (d *Dispatcher) publish(ctx context.Context, o *toolwirev1.CallRequest, c *outgoing) (*Submitted, *waiter, error) {
-	id, w, callID, call, subject := c.id, c.w, c.callID, c.call, c.subject
+func (d *Dispatcher) publish(ctx context.Context, a *admission) verdict {
+	w, call, callID, subject := a.w, a.call, a.callID, a.subject
 	data, err := proto.Marshal(call)
 	if err != nil {
 		if w != nil {
 			w.cancel()
 		}
-		return nil, nil, fmt.Errorf("dispatch: marshal call: %w", err)
+		return a.answered(nil, nil, fmt.Errorf("dispatch: marshal call: %w", err))
 	}
 	// The call and its admission record are published back to back on one
 	// connection, so the server stores the record after the call; only the
@@ -63,26 +62,26 @@ func (d *Dispatcher) publish(ctx context.Context, o *toolwirev1.CallRequest, c *
 	if err != nil {
 		// Never sent (e.g. too many publishes in flight): refused for sure.
 		pub.fail(err)
-		return d.refused(ctx, o, c, err), nil, nil
+		return d.notQueued(ctx, a, err)
 	}
 	if w != nil {
-		w.accepted = d.delayedRecords.Add(func() { d.publishAccepted(id.Tenant, call) })
+		w.accepted = d.delayedRecords.Add(func() { d.publishAccepted(a.id.Tenant, call) })
 	} else {
-		d.publishAccepted(id.Tenant, call)
+		d.publishAccepted(a.id.Tenant, call)
 	}
 	switch err := d.awaitCall(ctx, msg, fut); {
 	case err == nil:
-		return &Submitted{CallID: callID}, w, nil
+		return a.answered(&Submitted{CallID: callID}, w, nil)
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		// The caller left; the call may be stored: keep its key and record.
 		if w != nil {
 			w.accepted.Flush()
 			w.cancel()
 		}
-		return nil, nil, ctx.Err()
+		return a.answered(nil, nil, ctx.Err())
 	default:
 		pub.fail(err)
-		return d.refused(ctx, o, c, err), nil, nil
+		return d.notQueued(ctx, a, err)
 	}
 }
 
@@ -132,19 +131,10 @@ func (d *Dispatcher) awaitCall(ctx context.Context, msg *nats.Msg, fut jetstream
 // cluster was back a second later.
 const publishRetryFor = 15 * time.Second
 
-// refused answers a call the calls stream did not take: OVERLOADED,
-// retryable, recorded, with its idempotency key released.
-func (d *Dispatcher) refused(ctx context.Context, o *toolwirev1.CallRequest, c *outgoing, err error) *Submitted {
-	id, w, callID, now := c.id, c.w, c.callID, c.now
-	if w != nil {
-		w.accepted.Stop()
-		w.cancel()
-	}
-	d.releaseKey(id, o)
-	te := envelope.Overloaded("the call could not be queued: "+err.Error(), time.Second)
-	// Recorded after any admission record, so every replica answers this id
-	// with the refusal.
-	s := d.refuse(ctx, id, o, callID, te, now)
-	d.log.WarnContext(ctx, "publish refused; answering OVERLOADED", "call_id", callID, "err", err)
-	return s
+// notQueued refuses a call the calls stream did not take: OVERLOADED,
+// retryable, recorded after any admission record (so every replica
+// answers this id with the refusal), its idempotency key released.
+func (d *Dispatcher) notQueued(ctx context.Context, a *admission, err error) verdict {
+	d.log.WarnContext(ctx, "publish refused; answering OVERLOADED", "call_id", a.callID, "err", err)
+	return a.refused(envelope.Overloaded("the call could not be queued: "+err.Error(), time.Second), nil)
 }

@@ -33,41 +33,56 @@ func idemKey(tenant, key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// claimKey binds a tenant's idempotency key to call for the audit horizon
-// (the bucket's TTL), beyond the stream's duplicate window. When the key
-// is already bound, done is true: the same tool and arguments return the
-// original call (Duplicate), anything else CONFLICT. The waiter, if any,
-// is released when done.
-func (d *Dispatcher) claimKey(ctx context.Context, id identity.Identity, call *toolwirev1.ToolCall, w *waiter) (s *Submitted, done bool, err error) {
+// idempotency is the step that binds a tenant's idempotency key to the
+// call for the audit horizon (the bucket's TTL), beyond the stream's
+// duplicate window. When the key is already bound the call goes no
+// further: the same tool and arguments (and answers) are a Duplicate of
+// the original call, anything else CONFLICT. The waiter, if any, is
+// released then.
+func (d *Dispatcher) idempotency(ctx context.Context, a *admission) verdict {
+	if a.req.IdempotencyKey == "" {
+		return next
+	}
+	s, err := d.claimKey(ctx, a.id, a.call)
+	if err == nil && s == nil {
+		a.claimed = true
+		return next
+	}
+	if a.w != nil {
+		a.w.cancel()
+	}
+	return a.answered(s, nil, err)
+}
+
+// claimKey binds the call's key to it: nil when it did, else the answer
+// (a Duplicate, or the CONFLICT refusal) or the error.
+func (d *Dispatcher) claimKey(ctx context.Context, id identity.Identity, call *toolwirev1.ToolCall) (*Submitted, error) {
 	sum := sha256.Sum256(call.Arguments)
 	rec := keyRecord{CallID: call.CallId, Tool: call.Tool, ArgsHash: hex.EncodeToString(sum[:]), Round: roundDigest(call.Input)}
 	val, _ := json.Marshal(rec)
 	key := idemKey(id.Tenant, call.IdempotencyKey)
-	_, err = d.bus.Idempotency.Create(ctx, key, val)
-	if err == nil {
-		return nil, false, nil
-	}
-	if w != nil {
-		w.cancel()
-	}
-	if !errors.Is(err, jetstream.ErrKeyExists) {
-		return nil, true, fmt.Errorf("dispatch: claim idempotency key: %w", err)
+	_, err := d.bus.Idempotency.Create(ctx, key, val)
+	switch {
+	case err == nil:
+		return nil, nil
+	case !errors.Is(err, jetstream.ErrKeyExists):
+		return nil, fmt.Errorf("dispatch: claim idempotency key: %w", err)
 	}
 	e, err := d.bus.Idempotency.Get(ctx, key)
 	if err != nil {
-		return nil, true, fmt.Errorf("dispatch: read idempotency key: %w", err)
+		return nil, fmt.Errorf("dispatch: read idempotency key: %w", err)
 	}
 	var orig keyRecord
 	if err := json.Unmarshal(e.Value(), &orig); err != nil {
-		return nil, true, fmt.Errorf("dispatch: decode idempotency key: %w", err)
+		return nil, fmt.Errorf("dispatch: decode idempotency key: %w", err)
 	}
 	if orig.Tool != rec.Tool || orig.ArgsHash != rec.ArgsHash || orig.Round != rec.Round {
 		te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CONFLICT,
 			fmt.Sprintf("idempotency key already used by call %s with other arguments or answers", orig.CallID))
 		te.Suggestion = "use a new idempotency key for different arguments"
-		return &Submitted{CallID: call.CallId, Rejected: envelope.Rejection(call.CallId, call.Tool, te, time.Now())}, true, nil
+		return &Submitted{CallID: call.CallId, Rejected: envelope.Rejection(call.CallId, call.Tool, te, time.Now())}, nil
 	}
-	return &Submitted{CallID: orig.CallID, Duplicate: true}, true, nil
+	return &Submitted{CallID: orig.CallID, Duplicate: true}, nil
 }
 
 // releaseKey unbinds a key whose call could not be queued, so a retry with

@@ -10,7 +10,6 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/toolwire/toolwire/internal/envelope"
-	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -40,11 +39,23 @@ const (
 // field of its violation): the MCP face answers it as invalid params.
 const ContinuesField = "continues"
 
-// input returns the round the call o continues (nil for none), or the
-// refusal; it checks the client capabilities o declares. args are the
-// arguments as the caller sent them, specVersion the version the call
-// runs.
-func (d *Dispatcher) input(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, specVersion string, args []byte, now time.Time) (*toolwirev1.InputRound, *toolwirev1.ToolError) {
+// continues is the input step: a call that answers a tool's request for
+// input (CallRequest.continues) continues a stored input-required
+// response (input); the client capabilities the request declares are
+// checked here too.
+func (d *Dispatcher) continues(ctx context.Context, a *admission) verdict {
+	in, te := d.input(ctx, a)
+	if te != nil {
+		return a.refused(te, nil)
+	}
+	a.input = in
+	return next
+}
+
+// input returns the round the call continues (nil for none), or the
+// refusal; it checks the client capabilities the request declares.
+func (d *Dispatcher) input(ctx context.Context, a *admission) (*toolwirev1.InputRound, *toolwirev1.ToolError) {
+	o := a.req
 	if c := o.ClientCapabilitiesJson; c != "" {
 		if len(c) > maxCapabilitiesBytes || !isObject([]byte(c)) {
 			return nil, registry.Violation("client_capabilities_json", fmt.Sprintf("must be a JSON object of at most %d bytes", maxCapabilitiesBytes))
@@ -68,7 +79,7 @@ func (d *Dispatcher) input(ctx context.Context, id identity.Identity, o *toolwir
 		return &toolwirev1.InputRound{ResponsesJson: o.InputResponsesJson}, nil
 	}
 	in := &toolwirev1.InputRound{}
-	asked, te := d.askedInput(ctx, id, o, specVersion, args, now)
+	asked, te := d.askedInput(ctx, a)
 	if te != nil {
 		return nil, te
 	}
@@ -83,10 +94,11 @@ func (d *Dispatcher) input(ctx context.Context, id identity.Identity, o *toolwir
 	return in, nil
 }
 
-// askedInput reads and checks the input-required response the call o
-// continues: o's tenant's, of o's tool at the spec version it runs now,
+// askedInput reads and checks the input-required response the call
+// continues: its tenant's, of its tool at the spec version it runs now,
 // asked for input at most Config.InputTTL ago, for the same arguments.
-func (d *Dispatcher) askedInput(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, specVersion string, args []byte, now time.Time) (*toolwirev1.InputRequired, *toolwirev1.ToolError) {
+func (d *Dispatcher) askedInput(ctx context.Context, a *admission) (*toolwirev1.InputRequired, *toolwirev1.ToolError) {
+	id, o, specVersion, args, now := a.id, a.req, a.spec.Version, a.args, a.now
 	bad := func(msg string) *toolwirev1.ToolError {
 		return registry.Violation(ContinuesField, msg)
 	}

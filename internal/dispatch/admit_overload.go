@@ -1,0 +1,27 @@
+package dispatch
+
+import "context"
+
+// overload is the step that refuses, OVERLOADED with retry_after, a call
+// its pool could not start in time or a store could not take (load.go
+// keeps the view of the pools and stores). It comes after the
+// idempotency key, so that a repeat of an accepted call still answers
+// that call. Unlike other refusals an overload refusal is not recorded as
+// a REJECTED event: under overload most calls are refused, and a stored
+// message per refusal (about 3,400 a second in toolwire-bench -overload)
+// would grow the server's memory with every refused call id and fill the
+// events store. The caller has the answer; the refusal is counted in the
+// metrics; the call id, never queued, is UNKNOWN to GetResult once it is
+// no longer recent (10s). A call with an idempotency key is the
+// exception: its refusal is recorded, since a retry with the same key may
+// be waiting on its call id.
+func (d *Dispatcher) overload(ctx context.Context, a *admission) verdict {
+	a.subject = d.subj.Call(a.call.Executor, a.id.Tenant, a.call.Provider, a.call.Tool)
+	pool, te, cause, target := d.load.check(ctx, a.subject, a.req.IdempotencyKey != "", scheduleToStart(a.call, a.now))
+	if te != nil {
+		a.overloaded, a.target = cause, target
+		return a.refused(te, nil)
+	}
+	a.pool = pool
+	return next
+}

@@ -1,0 +1,91 @@
+package dispatch
+
+import (
+	"context"
+
+	"github.com/toolwire/toolwire/internal/policy"
+	"github.com/toolwire/toolwire/internal/registry"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// policyStep is the policy and approval step (DESIGN §6), after the
+// before-hooks: the policy in force decides the call (internal/policy). A
+// deny is the refusal; an ask is left for the approval step (park), and so
+// is a call an approval token covers (redeem); an allow stamps the call
+// with what allowed it. A token is taken off the call whatever happens: it
+// is never stored or published. When a before-hook asked and no rule
+// denies (deny wins), the hook's ask stands.
+func (d *Dispatcher) policyStep(ctx context.Context, a *admission) verdict {
+	if te := d.applyPolicy(ctx, a); te != nil {
+		return a.refused(te, a.pd)
+	}
+	if a.ask == nil && a.hookAsk != nil {
+		a.ask, a.pd = a.hookAsk, a.hookAsk.pd
+	}
+	return next
+}
+
+// applyPolicy decides the call and records the decision in a.pd (and an
+// ask or redeemed token in a.ask); it returns the refusal, if any.
+func (d *Dispatcher) applyPolicy(ctx context.Context, a *admission) *toolwirev1.ToolError {
+	call, spec := a.call, a.spec
+	if p := d.policyFor(a.id.Tenant); isHookCall(ctx) && p.IsHook(call.Tool) {
+		// The dispatcher's own call of a hook the document binds: the
+		// operator named it, the rules are not asked.
+		call.ApprovalToken = ""
+		call.PolicyVersion, call.PolicyRule = p.Version(), "hook-call"
+		a.pd = &toolwirev1.PolicyDecision{Outcome: toolwirev1.PolicyOutcome_POLICY_OUTCOME_ALLOW, Version: p.Version(), RuleId: "hook-call"}
+		return nil
+	}
+	var presented *policy.Approval
+	if token := call.ApprovalToken; token != "" {
+		call.ApprovalToken = ""
+		var te *toolwirev1.ToolError
+		if presented, te = d.verifyToken(a.id, spec, token); te != nil {
+			return te
+		}
+	}
+	dec, te := d.decide(a, presented)
+	if te != nil {
+		return te
+	}
+	a.pd = decisionRecord(&dec)
+	switch dec.Outcome {
+	case policy.Deny:
+		return denied(spec.Name, &dec)
+	case policy.Ask:
+		if presented != nil {
+			return tokenRefused(spec.Name, "it does not cover this call: "+dec.ApprovalError)
+		}
+		call.PolicyVersion, call.PolicyRule = a.pd.Version, a.pd.RuleId
+		a.ask = &asked{pd: a.pd, spec: spec, args: a.parsed, reason: dec.Reason()}
+		return nil
+	}
+	call.PolicyVersion, call.PolicyRule = a.pd.Version, a.pd.RuleId
+	call.ApprovalId, call.GrantId = a.pd.ApprovalId, a.pd.GrantId
+	if dec.Approval != nil {
+		a.ask = &asked{pd: a.pd, spec: spec, args: a.parsed, reason: dec.Reason(), token: dec.Approval}
+	}
+	return nil
+}
+
+// decide asks the policy in force about the call, with the approval it
+// presents (a verified token's binding; nil for none). Arguments the
+// canonical reader refuses (duplicate keys, invalid UTF-8 the schema let
+// through) are answered VALIDATION: two readers must never see two
+// different calls in one text.
+func (d *Dispatcher) decide(a *admission, presented *policy.Approval) (policy.Decision, *toolwirev1.ToolError) {
+	p := d.policyFor(a.id.Tenant)
+	if p == nil && presented == nil && !a.spec.GetRequiresApproval() {
+		// Nothing to decide: no policy allows every call of a tool that
+		// does not require approval (and parsing its arguments once more
+		// would cost every call).
+		return policy.Decision{Outcome: policy.Allow}, nil
+	}
+	args, err := a.policyArgs()
+	if err != nil {
+		return policy.Decision{}, registry.Violation("", err.Error())
+	}
+	in := policy.Input{Tool: a.spec, Args: args, Caller: a.call.Caller, Now: a.now, Grants: d.grantSource(), Approval: presented}
+	return p.Decide(in), nil
+}

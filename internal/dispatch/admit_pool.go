@@ -1,0 +1,28 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/toolwire/toolwire/internal/envelope"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// pool is the step that refuses, NOT_FOUND, a call of a tool no pool
+// consumer filters (poolcheck.go keeps the view of the consumers): it
+// would never run. With Config.PoolCheck negative it admits all.
+func (d *Dispatcher) pool(ctx context.Context, a *admission) verdict {
+	if d.pools == nil {
+		return next
+	}
+	spec := a.spec
+	if d.pools.served(ctx, toolKey{spec.Executor, spec.Provider, spec.Name}, a.id.Tenant, a.entry.Seen) {
+		return next
+	}
+	subject := d.subj.Call(spec.Executor, a.id.Tenant, spec.Provider, spec.Name)
+	te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND,
+		fmt.Sprintf("tool %q has no worker pool: no pool consumer takes its calls (%s), so it would never run", spec.Name, subject))
+	te.Suggestion = "start a worker that serves the tool (a worker creates its pool's consumer when it starts; " +
+		"`worker --ensure-only` creates it for a pool scaled to zero)"
+	return a.refused(te, nil)
+}
