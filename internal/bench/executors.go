@@ -116,7 +116,7 @@ func measurePair(ctx context.Context, cfg Config, name string, typ toolwirev1.Ex
 	if err := reg.Start(ctx); err != nil {
 		return p, err
 	}
-	defer reg.Stop()
+	defer reg.Stop(context.Background())
 	if err := waitTool(ctx, reg, spec.Name); err != nil {
 		return p, err
 	}

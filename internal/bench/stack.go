@@ -306,7 +306,7 @@ func (s *stack) stop() error {
 		cancel()
 	}
 	if s.reg != nil {
-		s.reg.Stop()
+		_ = s.reg.Stop(context.Background())
 	}
 	return errors.Join(errs...)
 }

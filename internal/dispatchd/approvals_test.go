@@ -130,7 +130,7 @@ func TestParkedCallSurvivesDispatcherKill(t *testing.T) {
 	// Another replica (in this process) approves it.
 	reg := registry.NewStore(env.Bus.Registry, slog.New(slog.DiscardHandler))
 	require.NoError(t, reg.Start(ctx))
-	t.Cleanup(reg.Stop)
+	t.Cleanup(func() { _ = reg.Stop(context.Background()) })
 	b, err := dispatch.New(env.Bus, reg, dispatch.Config{Name: "replica-b", Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	require.NoError(t, b.Start(ctx))

@@ -209,20 +209,20 @@ func Run(ctx context.Context, rc RunConfig) error {
 	if err := reg.Start(ctx); err != nil {
 		return err
 	}
-	defer reg.Stop()
+	defer reg.Stop(context.Background())
 	if policyDoc != nil {
 		if err := applyPolicyFile(ctx, b, reg, rc.PolicyFile, policyDoc, log); err != nil {
 			return err
 		}
 	}
-	stopPolicies := func() {}
+	stopPolicies := func(context.Context) error { return nil }
 	if rc.Dispatcher.Policies == nil {
 		holder := policystore.NewHolder(b, log)
 		if err := holder.Start(ctx); err != nil {
 			return err
 		}
 		stopPolicies = holder.Stop
-		defer holder.Stop() // after the dispatcher's stop (deferred below)
+		defer holder.Stop(context.Background()) // after the dispatcher's stop (deferred below)
 		rc.Dispatcher.Policies = holder
 	}
 	d, err := startDispatcher(ctx, b, reg, rc, metrics, log)
@@ -273,8 +273,8 @@ func Run(ctx context.Context, rc RunConfig) error {
 	if err := <-shutdownDone; err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		log.Warn("http shutdown", "err", err)
 	}
-	reg.Stop()
-	stopPolicies()
+	_ = reg.Stop(context.Background())
+	_ = stopPolicies(context.Background())
 	// Its own budget: a worker that gave up on a stuck tool has used up
 	// sctx, and closing mid-drain would drop what is being flushed.
 	dctx, dcancel := context.WithTimeout(context.Background(), drainTimeout)

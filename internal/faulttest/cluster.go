@@ -83,12 +83,12 @@ func (c *Cluster) startDispatcher(cfg bus.Config, log *slog.Logger) {
 	if err := c.Registry.Start(ctx); err != nil {
 		t.Fatalf("faulttest: registry: %v", err)
 	}
-	t.Cleanup(c.Registry.Stop)
+	t.Cleanup(func() { _ = c.Registry.Stop(context.Background()) })
 	c.Policies = policystore.NewHolder(c.Bus, quietLogger())
 	if err := c.Policies.Start(ctx); err != nil {
 		t.Fatalf("faulttest: policies: %v", err)
 	}
-	t.Cleanup(c.Policies.Stop)
+	t.Cleanup(func() { _ = c.Policies.Stop(context.Background()) })
 	if c.Dispatcher, err = dispatch.New(c.Bus, c.Registry, dispatch.Config{Name: "faulttest", Logger: log, Policies: c.Policies}); err != nil {
 		t.Fatalf("faulttest: dispatcher: %v", err)
 	}

@@ -24,7 +24,7 @@ func TestClusterPolicyApplyRidesOutAFailover(t *testing.T) {
 	store := policystore.NewStore(c.Bus, nil)
 	h := policystore.NewHolder(c.Bus, nil)
 	require.NoError(t, h.Start(ctx))
-	defer h.Stop()
+	defer h.Stop(context.Background())
 	acme, err := policystore.TenantScope("acme")
 	require.NoError(t, err)
 	var applied time.Time

@@ -172,15 +172,22 @@ func (h *Holder) doStart(ctx context.Context) error {
 	}
 }
 
-// Stop ends the watch and waits for it. Idempotent; safe before Start.
-func (h *Holder) Stop() {
+// Stop ends the watch and waits for it, or until ctx ends (then it
+// returns ctx's error, and a later Stop waits again). Idempotent; safe
+// before Start (startstop.Service).
+func (h *Holder) Stop(ctx context.Context) error {
 	h.stop.Do(func() {
 		h.start.Do(func() { close(h.done) }) // never started: nothing to wait for
 		if h.cancel != nil {
 			h.cancel()
 		}
-		<-h.done
 	})
+	select {
+	case <-h.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Back-offs of the holder: how soon a watch that ended is made again,

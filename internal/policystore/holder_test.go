@@ -20,7 +20,7 @@ func startHolder(t *testing.T, b *bus.Bus) *policystore.Holder {
 	t.Helper()
 	h := policystore.NewHolder(b, nil)
 	require.NoError(t, h.Start(ctxWait(t)))
-	t.Cleanup(h.Stop)
+	t.Cleanup(func() { _ = h.Stop(context.Background()) })
 	return h
 }
 
@@ -158,21 +158,21 @@ func TestHolderLifecycle(t *testing.T) {
 	t.Parallel()
 	env := bustest.Start(t, bus.Config{})
 	h := policystore.NewHolder(env.Bus, nil)
-	h.Stop()
-	h.Stop()
+	require.NoError(t, h.Stop(t.Context()))
+	require.NoError(t, h.Stop(t.Context()))
 	require.Error(t, h.Start(t.Context()), "a stopped holder does not start")
 
 	h = policystore.NewHolder(env.Bus, nil)
 	require.NoError(t, h.Start(t.Context()))
 	require.Error(t, h.Start(t.Context()))
-	h.Stop()
-	h.Stop()
+	require.NoError(t, h.Stop(t.Context()))
+	require.NoError(t, h.Stop(t.Context()))
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	h = policystore.NewHolder(env.Bus, nil)
 	require.Error(t, h.Start(ctx))
-	h.Stop()
+	require.NoError(t, h.Stop(t.Context()))
 }
 
 // A replica that could not load the document in force tries again: once
@@ -221,7 +221,7 @@ func TestHolderWatchesAgain(t *testing.T) {
 	h := policystore.NewHolder(env.Bus, nil)
 	ended := policystore.EndWatchOnce(h)
 	require.NoError(t, h.Start(ctx))
-	t.Cleanup(h.Stop)
+	t.Cleanup(func() { _ = h.Stop(context.Background()) })
 	require.Equal(t, a.Version.Version, h.For("acme").Version())
 
 	ended() // the first watch ends; the holder watches again

@@ -85,7 +85,7 @@ func TestStoreIgnoresSources(t *testing.T) {
 	require.NoError(t, err)
 	store := registry.NewStore(kv, slog.New(slog.DiscardHandler))
 	require.NoError(t, store.Start(ctx))
-	t.Cleanup(store.Stop)
+	t.Cleanup(func() { _ = store.Stop(context.Background()) })
 	entries := store.List(registry.Filter{})
 	require.Len(t, entries, 1)
 	require.Equal(t, "echo", entries[0].Spec.Name)

@@ -87,7 +87,8 @@ func (s *Store) Start(ctx context.Context) error {
 	case <-s.ready:
 		return nil
 	case <-ctx.Done():
-		s.Stop()
+		s.cancel()
+		<-s.done
 		return fmt.Errorf("registry: initial load: %w", ctx.Err())
 	}
 }
@@ -95,11 +96,18 @@ func (s *Store) Start(ctx context.Context) error {
 // Ready is closed once the initial contents are loaded.
 func (s *Store) Ready() <-chan struct{} { return s.ready }
 
-// Stop ends the watcher and waits for it. Idempotent.
-func (s *Store) Stop() {
-	if s.cancel != nil {
-		s.cancel()
-		<-s.done
+// Stop ends the watcher and waits for it, or until ctx ends (then it
+// returns ctx's error). Idempotent; safe before Start (startstop.Service).
+func (s *Store) Stop(ctx context.Context) error {
+	if s.cancel == nil {
+		return nil
+	}
+	s.cancel()
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

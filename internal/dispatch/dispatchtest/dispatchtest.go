@@ -72,7 +72,7 @@ func Start(t testing.TB, opts Options) *Stack {
 	if err := s.Registry.Start(ctx); err != nil {
 		t.Fatalf("dispatchtest: registry: %v", err)
 	}
-	t.Cleanup(s.Registry.Stop)
+	t.Cleanup(func() { _ = s.Registry.Stop(context.Background()) })
 	s.Dispatcher = s.StartDispatcher(t, opts.Dispatcher)
 	s.Policies, _ = s.Dispatcher.Config().Policies.(*policystore.Holder)
 	auth := opts.Auth
@@ -131,7 +131,7 @@ func (s *Stack) StartPolicies(t testing.TB, b *bus.Bus) *policystore.Holder {
 	if err := h.Start(ctx); err != nil {
 		t.Fatalf("dispatchtest: policies: %v", err)
 	}
-	t.Cleanup(h.Stop)
+	t.Cleanup(func() { _ = h.Stop(context.Background()) })
 	return h
 }
 
