@@ -100,8 +100,8 @@ type Config struct {
 	// OrphanSweep is how often the dispatcher looks for calls on a subject
 	// that no pool consumer filters (a raw publish for an unknown type or
 	// tool, or calls left behind by a deleted pool) and ends them: a dead
-	// letter and a NOT_FOUND answer (orphans.go). Default 1m; negative =
-	// never.
+	// letter and a NOT_FOUND answer (internal/maintenance: Sweeper).
+	// Default 1m; negative = never.
 	OrphanSweep time.Duration
 	// OrphanGrace is how old such a call must be before it is ended.
 	// Default 1m.

@@ -18,6 +18,7 @@ import (
 	"github.com/toolwire/toolwire/internal/limits"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/startstop"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"go.opentelemetry.io/otel/trace"
@@ -39,11 +40,9 @@ type Dispatcher struct {
 	waiters map[string]*waiter
 	waiting int
 	stopped bool
-	// running ends what Start started, newest first (lifecycle.go); set
-	// by Start, guarded by mu. stopDone lists the channels Stop waits for:
-	// set by the first Stop.
-	running  []stopper
-	stopDone []<-chan struct{}
+	// group is what Start started (lifecycle.go: services); made by the
+	// first Start, guarded by mu.
+	group *startstop.Group
 
 	// pools is admission's view of the pool consumers (poolcheck.go); nil
 	// when Config.PoolCheck is negative.

@@ -401,48 +401,30 @@
 // installation: they bound what one caller can make one process hold.
 // Config.MaxWaiting (100,000) still bounds all callers of a replica.
 //
-// # Reaper and retry mover
+// # Reaper, retry mover, dead-letter retries and orphan sweeper
 //
-// Start also consumes two durable consumers that every replica shares, so
-// each message is handled once (made by bus.EnsureReaper and
-// bus.EnsureMover). The reaper reads the server's MaxDeliver
-// advisories captured in the advisories stream: a call whose every
-// delivery crashed or stalled and that has no result gets a dead letter
-// (message id reap-<stream sequence>, so a retry does not duplicate it)
-// and a terminal MAX_ATTEMPTS response (source "dlq", side effects
-// UNKNOWN) published with ExpectLastSequencePerSubject(0), so it never
-// replaces a result; no caller waits forever. The mover reads due retries
-// from the retries stream (calls a worker parked there for a long retry
-// delay) and puts each back on its calls subject with the message id
-// <call_id>-r<attempt> and the trace context the worker wrote. It first
-// checks that the due retry retries a stored call: the schedule names the
-// calls stream sequence of the delivery it retries (bus.RetryOfHeader),
-// and the call stored there must equal it in every field but the attempt.
-// Anything else is dropped with an error log: worker credentials may write
-// retry schedules, and a schedule must not queue a call admission never
-// saw. Both retry a failed message after 1s.
-//
-// # Dead-letter retries
-//
-// Start also serves `toolctl dlq retry` (dlq.ServeRetries, one queue group
-// of every replica): an operator's NATS credentials may not publish calls,
-// so the operator asks a dispatcher, which republishes the dead call as a
-// new call (see internal/dlq).
+// The dispatcher's background maintenance services are
+// internal/maintenance's (Reaper, Mover, DLQRetries, Sweeper; see its
+// doc.go): Start starts them with everything else, configured from
+// Config.Name, Config.OrphanSweep and Config.OrphanGrace.
 //
 // # Start and Stop
 //
-// Start starts what the dispatcher runs besides its callers' requests: the
-// results consumer, the reaper, the retry mover, the dead-letter retry
-// service, the queue of admission records, the load view, the rechecks of
-// waiters after a reconnect, the orphan sweeper and the pool listing
-// (lifecycle.go). A Start that fails stops what it had started. Stop(ctx)
-// marks the dispatcher stopped (a later Call gets ErrStopped), releases
-// every waiting caller with ErrStopped, tells everything Start started to
-// end, newest first, and waits until all of it has (the last callback of
-// each consumer returned, the results consumer deleted on the server).
-// When ctx ends first it returns ctx's error; what was told to end still
-// ends, and a later Stop waits for it again. Stop is idempotent. Watches
-// are not Stop's: each ends with its request.
+// Start starts what the dispatcher runs besides its callers' requests, one
+// startstop.Group whose order is written once (lifecycle.go, services):
+// the results consumer, the reaper, the retry mover, the dead-letter retry
+// service, the after-hook service, the queue of admission records, the
+// load view, the rechecks of waiters after a reconnect, the orphan
+// sweeper, the pool listing, the grant index, the approval tracker, the
+// approval sweep and limits. A Start that fails stops what it had
+// started. Stop(ctx) marks the dispatcher stopped (a later Call gets
+// ErrStopped), releases every waiting caller with ErrStopped, and stops
+// everything Start started, newest first, each in turn, waiting until it
+// has ended (the last callback of each consumer returned, the results
+// consumer deleted on the server). When ctx ends first it returns ctx's
+// error; what was told to end still ends, and a later Stop waits for it
+// again. Stop is idempotent; a stopped dispatcher does not start again.
+// Watches are not Stop's: each ends with its request.
 //
 // # Pool check
 //
@@ -467,31 +449,8 @@
 // of calls for a tool no pool serves costs at most one listing a second.
 // A deleted pool's tools are refused within Config.PoolCheck. When the
 // consumers cannot be listed (no stream leader), calls are admitted and a
-// warning logged (at most every 10s): the orphan sweeper below ends any
-// that no pool consumes after all.
-//
-// # Orphan sweeper
-//
-// A call on a subject no pool consumer filters would never be delivered:
-// admission refuses calls no pool consumes (above), but a raw NATS publish (an unknown executor type, a tool no
-// pool serves) or a deleted pool leaves such calls behind. Every
-// Config.OrphanSweep (1m; negative = never) each replica lists the calls
-// stream's subjects (one stream info request, paged), keeps those that no
-// pool consumer's filter matches (consumers named <prefix>_pool_*; audits
-// and watchers deliver to no worker), and ends every call on them stored
-// more than Config.OrphanGrace (1m) ago, at most 1000 per sweep: a dead
-// letter (message id orphan-<stream sequence>) and a NOT_FOUND answer
-// (source "dlq", side effects NONE: nothing ran) published with
-// ExpectLastSequencePerSubject(0), unless the call has a result already. A
-// message that is not a call, names a tenant that is no valid name, or
-// whose subject names another tenant than its payload cannot be answered
-// safely: it is dead-lettered raw under tenant _unknown. Every replica
-// sweeps; the message id and the result fence make that harmless. What a
-// replica has swept is kept in memory: after a restart an answered call
-// is recognised by its result, but an unanswerable one older than the DLQ
-// stream's duplicate window (2m) is dead-lettered again. A subject that a
-// pool starts to filter only after calls arrived on it is not swept (the
-// pool, created with DeliverNew, will not deliver them either).
+// warning logged (at most every 10s): the orphan sweeper
+// (internal/maintenance) ends any that no pool consumes after all.
 //
 // # Intents
 //

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"connectrpc.com/connect"
+	"github.com/toolwire/toolwire/internal/startstop"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -39,7 +40,16 @@ func NewBoundedGzip(src io.Reader, max int64) (connect.Decompressor, error) {
 // server read during an outage). Call it after Start.
 func HoldStop(d *Dispatcher) (release func()) {
 	held := make(chan struct{})
-	d.own(func() <-chan struct{} { return held })
+	hold := &startstop.Funcs{StopFunc: func() <-chan struct{} { return held }}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	// Stopped first: the group Start started has started already, so
+	// starting g starts hold only.
+	g := startstop.NewGroup(startstop.Named{Name: "dispatcher", Service: d.group}, startstop.Named{Name: "held by a test", Service: hold})
+	if err := g.Start(context.Background()); err != nil {
+		panic(err)
+	}
+	d.group = g
 	return sync.OnceFunc(func() { close(held) })
 }
 

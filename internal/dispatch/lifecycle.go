@@ -5,27 +5,28 @@ import (
 	"errors"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolwire/toolwire/internal/maintenance"
+	"github.com/toolwire/toolwire/internal/startstop"
 )
 
 // A stopper tells one thing Start started to end, without blocking, and
-// returns a channel that is closed once it has ended (its goroutines
-// returned, its callbacks finished). Stop calls each once.
+// returns a channel that is closed once it has ended: the shape of the
+// parts that are not startstop.Services yet (the after-hook service, the
+// approval sweep, limits), which started adapts.
 type stopper func() <-chan struct{}
 
 // closedChan is the done channel of something that is not running.
-var closedChan = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
+var closedChan = startstop.Closed
 
-// Start consumes this replica's stored results and starts the reaper, the
-// retry mover, the dead-letter retry service, the after-hook service
-// (afterhooks.go), the orphan sweeper, the
-// load view, the listing of the pool consumers that admission checks
-// calls against (poolcheck.go), and the approval flow's grant index,
-// record tracker and sweep (approve.go).
+// Start starts what the dispatcher runs besides its callers' requests, in
+// the order services lists them: the results consumer, the reaper, the
+// retry mover, the dead-letter retry service (internal/maintenance), the
+// after-hook service (afterhooks.go), the queue of admission records, the
+// load view, the rechecks of waiters, the orphan sweeper
+// (internal/maintenance), the listing of the pool consumers that
+// admission checks calls against (poolcheck.go), and the approval flow's
+// grant index, record tracker and sweep (approve.go), and limits.
 // (Pool consumers are created by workers before they register their tools,
 // and admission refuses a call no pool consumer filters, so no call is
 // admitted before a consumer for it exists.)
@@ -33,12 +34,19 @@ var closedChan = func() chan struct{} {
 // ctx), and the dispatcher is stopped.
 func (d *Dispatcher) Start(ctx context.Context) error {
 	d.mu.Lock()
-	stopped := d.stopped
-	d.mu.Unlock()
-	if stopped {
+	if d.stopped {
+		d.mu.Unlock()
 		return ErrStopped // a stopped dispatcher does not start again
 	}
-	err := d.start(ctx)
+	if d.group == nil {
+		d.group = startstop.NewGroup(d.services()...)
+	}
+	g := d.group
+	d.mu.Unlock()
+	err := g.Start(ctx)
+	if errors.Is(err, startstop.ErrStopped) {
+		return ErrStopped // Stop came first
+	}
 	if err == nil {
 		err = flush(ctx, d.bus.NC)
 	}
@@ -48,15 +56,55 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	return nil
 }
 
-// start starts every part in order, recording how to end each (d.running)
-// as soon as it runs, so that Stop ends exactly what started.
-func (d *Dispatcher) start(ctx context.Context) error {
+// services lists what Start starts, in order; Stop stops them in reverse
+// (startstop.Group). One line per service.
+func (d *Dispatcher) services() []startstop.Named {
+	m := maintenance.Config{Bus: d.bus, Name: d.cfg.Name, Logger: d.log}
 	recheck := make(chan struct{}, 1) // the results consumer failed
+	return []startstop.Named{
+		{Name: "results consumer", Service: started(func(ctx context.Context) (stopper, error) { return d.startResults(ctx, recheck) })},
+		{Name: "reaper", Service: maintenance.NewReaper(m)},
+		{Name: "retry mover", Service: maintenance.NewMover(m)},
+		{Name: "dead-letter retries", Service: maintenance.NewDLQRetries(m)},
+		{Name: "after-hook service", Service: started(d.serveAfterHooks)},
+		{Name: "admission records", Service: &startstop.Funcs{StartFunc: d.startRecords, StopFunc: d.stopRecords}},
+		{Name: "load view", Service: &startstop.Funcs{StartFunc: d.load.start, StopFunc: d.load.stopRefresh}},
+		{Name: "rechecks of waiters", Service: started(func(ctx context.Context) (stopper, error) { return d.startRechecks(ctx, recheck), nil })},
+		{Name: "orphan sweeper", Service: maintenance.NewSweeper(maintenance.SweeperConfig{Config: m, Every: d.cfg.OrphanSweep, Grace: d.cfg.OrphanGrace})},
+		{Name: "pool listing", Service: &startstop.Funcs{StartFunc: d.pools.start, StopFunc: d.pools.end}},
+		// The approval flow: the grants in force (loaded before Start
+		// returns, so admission decides with them), the tracker of the
+		// records the sweep acts on, and the sweep.
+		{Name: "grant index", Service: &startstop.Funcs{StartFunc: d.grants.Start, StopFunc: d.grants.Stop}},
+		{Name: "approval tracker", Service: &startstop.Funcs{StartFunc: d.tracker.Start, StopFunc: d.tracker.Stop}},
+		{Name: "approval sweep", Service: started(func(context.Context) (stopper, error) { return d.startApprovalSweep(), nil })},
+		{Name: "limits", Service: started(d.startLimits)},
+	}
+}
+
+// started adapts a part that starts with a function returning its
+// stopper to a Service.
+func started(start func(ctx context.Context) (stopper, error)) startstop.Service {
+	f := &startstop.Funcs{}
+	f.StartFunc = func(ctx context.Context) error {
+		stop, err := start(ctx)
+		if err != nil {
+			return err
+		}
+		f.StopFunc = stop // under f's lock, which Stop reads it under
+		return nil
+	}
+	return f
+}
+
+// startResults follows this replica's stored results (results.go),
+// signalling the consumer's failures on recheck.
+func (d *Dispatcher) startResults(ctx context.Context, recheck chan<- struct{}) (stopper, error) {
 	cons, results, err := d.followResults(ctx, recheck)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	d.own(func() <-chan struct{} {
+	return func() <-chan struct{} {
 		// Stopping an ordered consumer waits for an attempt to make it
 		// again (during an outage, up to about 20s): not in Stop's way.
 		done := make(chan struct{})
@@ -67,70 +115,19 @@ func (d *Dispatcher) start(ctx context.Context) error {
 			d.deleteResultsConsumer(cons)
 		}()
 		return done
-	})
-	reaper, err := d.startReaper(ctx)
-	if err != nil {
-		return err
-	}
-	d.own(consumeStopper(reaper))
-	mover, err := d.startMover(ctx)
-	if err != nil {
-		return err
-	}
-	d.own(consumeStopper(mover))
-	retries, err := d.serveDLQRetries(ctx)
-	if err != nil {
-		return err
-	}
-	d.own(subscriptionStopper(retries))
-	afterHooks, err := d.serveAfterHooks(ctx)
-	if err != nil {
-		return err
-	}
-	d.own(afterHooks)
+	}, nil
+}
+
+// startRecords starts the queue of admission records.
+func (d *Dispatcher) startRecords(context.Context) error {
 	d.delayedRecords.Start()
-	d.own(func() <-chan struct{} {
-		d.delayedRecords.Stop() // waits for its goroutine, which only publishes records
-		return closedChan
-	})
-	d.load.start(ctx)
-	d.own(d.load.stopRefresh)
-	d.own(d.startRechecks(ctx, recheck))
-	if sweeper := d.startSweeper(); sweeper != nil {
-		d.own(sweeper)
-	}
-	d.pools.start()
-	d.own(d.pools.end)
-	// The approval flow: the grants in force (loaded before Start
-	// returns, so admission decides with them), the tracker of the records
-	// the sweep acts on, and the sweep.
-	if err := d.grants.Start(ctx); err != nil {
-		return err
-	}
-	d.own(d.grants.Stop)
-	if err := d.tracker.Start(ctx); err != nil {
-		return err
-	}
-	d.own(d.tracker.Stop)
-	d.own(d.startApprovalSweep())
-	lim, err := d.startLimits(ctx)
-	if err != nil {
-		return err
-	}
-	d.own(lim)
 	return nil
 }
 
-// own records how to end a part Start started; a part started after Stop
-// (which Start raced) is ended at once.
-func (d *Dispatcher) own(s stopper) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.stopped {
-		d.stopDone = append(d.stopDone, s())
-		return
-	}
-	d.running = append(d.running, s)
+// stopRecords stops the queue of admission records.
+func (d *Dispatcher) stopRecords() <-chan struct{} {
+	d.delayedRecords.Stop() // waits for its goroutine, which only publishes records
+	return closedChan
 }
 
 // startRechecks starts the goroutine that looks up the results of waiting
@@ -145,15 +142,6 @@ func (d *Dispatcher) startRechecks(ctx context.Context, failed <-chan struct{}) 
 		d.bus.NC.RemoveStatusListener(status)
 		cancel()
 		return done
-	}
-}
-
-// consumeStopper ends a JetStream Consume: done once its last callback
-// has returned.
-func consumeStopper(cc jetstream.ConsumeContext) stopper {
-	return func() <-chan struct{} {
-		cc.Stop()
-		return cc.Closed()
 	}
 }
 
@@ -178,16 +166,13 @@ func subscriptionStopper(sub *nats.Subscription) stopper {
 
 // Stop stops accepting calls, releases every waiting caller (each gets
 // ErrStopped and can fetch the result later by call id from any
-// replica), tells everything Start started to end, newest first, and
-// waits until all of it has: the results consumer (and its server
-// consumer deleted), the reaper, the retry mover, the dead-letter retry
-// service, the after-hook service (its hook calls under way), the admission record queue, the load view, the rechecks of
-// waiters, the orphan sweeper, the pool listing, the grant index, the
-// approval tracker and the approval sweep. When ctx ends first
-// it returns ctx's error; what was told to end still ends, and a later
-// Stop waits for it again. Stop is idempotent and safe for concurrent
-// use, also before Start and after a failed Start. Watches are not
-// Stop's: each ends with its request's context.
+// replica), and stops everything Start started, newest first, each in
+// turn (the reverse of services): it waits until each has ended (the last
+// callback of each consumer returned, the results consumer deleted on the
+// server). When ctx ends first it returns ctx's error; what was told to
+// end still ends, and a later Stop waits for it again. Stop is idempotent
+// and safe for concurrent use, also before Start and after a failed
+// Start. Watches are not Stop's: each ends with its request's context.
 func (d *Dispatcher) Stop(ctx context.Context) error {
 	d.mu.Lock()
 	if !d.stopped {
@@ -196,19 +181,11 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 			close(w.ch)
 			delete(d.waiters, id)
 		}
-		for i := len(d.running) - 1; i >= 0; i-- {
-			d.stopDone = append(d.stopDone, d.running[i]())
-		}
-		d.running = nil
 	}
-	waits := d.stopDone
+	g := d.group
 	d.mu.Unlock()
-	for _, done := range waits {
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if g == nil {
+		return nil // never started
 	}
-	return nil
+	return g.Stop(ctx)
 }

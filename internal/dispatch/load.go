@@ -150,7 +150,7 @@ func newLoadView(d *Dispatcher) *loadView {
 
 // start reads the view once, so that the first calls are checked too, and
 // starts the refresh goroutine; stopRefresh ends it.
-func (v *loadView) start(ctx context.Context) {
+func (v *loadView) start(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	v.refresh(rctx, time.Now())
 	cancel()
@@ -160,6 +160,7 @@ func (v *loadView) start(ctx context.Context) {
 		defer close(v.done)
 		v.run(ctx)
 	}()
+	return nil
 }
 
 // stopRefresh tells the refresh goroutine to stop and returns a channel

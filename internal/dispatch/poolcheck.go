@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/maintenance"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -31,7 +32,7 @@ const poolCheckWarnEvery = 10 * time.Second
 // created again under an unchanged spec). Consumers that are not pools'
 // (an audit's, a replay's) do not count. When the consumers cannot be
 // listed (no stream leader), calls are admitted: the orphan sweeper
-// (orphans.go) ends any that no pool consumes after all.
+// (internal/maintenance) ends any that no pool consumes after all.
 type poolCheck struct {
 	b     *bus.Bus
 	log   *slog.Logger
@@ -50,11 +51,11 @@ type poolCheck struct {
 
 // poolView is one listing of the pool consumers' filters.
 type poolView struct {
-	cov coverage
+	cov maintenance.Coverage
 	at  time.Time // when the listing began
 	// tools memoises whether a tool's calls are covered, so that a call of
 	// a covered tool costs a map lookup and no allocation. Only used when
-	// no filter names a tenant (cov.other is empty: every filter is a
+	// no filter names a tenant (!cov.PerTenant(): every filter is a
 	// tool's or a type's), since then the answer holds for every tenant.
 	mu    sync.RWMutex
 	tools map[toolKey]bool
@@ -69,8 +70,8 @@ type toolKey struct {
 // covers reports whether a pool consumer of v filters the calls of tool
 // for tenant.
 func (v *poolView) covers(subj bus.Subjects, k toolKey, tenant string) bool {
-	if len(v.cov.other) > 0 {
-		return v.cov.covers(subj.Call(k.t, tenant, k.provider, k.tool))
+	if v.cov.PerTenant() {
+		return v.cov.Covers(subj.Call(k.t, tenant, k.provider, k.tool))
 	}
 	v.mu.RLock()
 	ok, known := v.tools[k]
@@ -79,7 +80,7 @@ func (v *poolView) covers(subj bus.Subjects, k toolKey, tenant string) bool {
 		return ok
 	}
 	// No filter names a tenant: any tenant token answers for all.
-	ok = v.cov.covers(subj.Call(k.t, "_", k.provider, k.tool))
+	ok = v.cov.Covers(subj.Call(k.t, "_", k.provider, k.tool))
 	v.mu.Lock()
 	v.tools[k] = ok
 	v.mu.Unlock()
@@ -125,7 +126,7 @@ func (p *poolCheck) refresh(ctx context.Context, fresh time.Time) (*poolView, er
 		return v, nil
 	}
 	at := time.Now()
-	cov, err := listCoverage(ctx, p.b)
+	cov, err := maintenance.ListCoverage(ctx, p.b)
 	if err != nil {
 		return nil, err
 	}
@@ -145,14 +146,14 @@ func (p *poolCheck) warn(err error) {
 
 // start lists the pool consumers now and every p.every until end. A nil
 // poolCheck does nothing.
-func (p *poolCheck) start() {
+func (p *poolCheck) start(context.Context) error {
 	if p == nil {
-		return
+		return nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stop != nil {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.stop, p.done = cancel, make(chan struct{})
@@ -160,6 +161,7 @@ func (p *poolCheck) start() {
 		defer close(p.done)
 		p.run(ctx)
 	}()
+	return nil
 }
 
 func (p *poolCheck) run(ctx context.Context) {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/maintenance"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -11,10 +12,10 @@ import (
 func TestPoolViewCoversWithoutAllocating(t *testing.T) {
 	subj := bus.Subjects{Prefix: "toolwire"}
 	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
-	v := &poolView{cov: coverage{prefix: "toolwire", exact: map[string]bool{
-		subj.ToolSubject(native, "builtin", "echo"):                  true,
-		subj.CallsOfType(toolwirev1.ExecutorType_EXECUTOR_TYPE_HTTP): true,
-	}}, tools: map[toolKey]bool{}}
+	v := &poolView{cov: maintenance.NewCoverage(
+		subj.ToolSubject(native, "builtin", "echo"),
+		subj.CallsOfType(toolwirev1.ExecutorType_EXECUTOR_TYPE_HTTP),
+	), tools: map[toolKey]bool{}}
 	echo := toolKey{native, "builtin", "echo"}
 	for _, c := range []struct {
 		k      toolKey
@@ -37,8 +38,7 @@ func TestPoolViewCoversWithoutAllocating(t *testing.T) {
 
 	// A filter naming a tenant (not one a worker makes) is answered per
 	// tenant.
-	v = &poolView{cov: coverage{prefix: "toolwire", exact: map[string]bool{}, other: []string{"toolwire.call.native.acme.>"}},
-		tools: map[toolKey]bool{}}
+	v = &poolView{cov: maintenance.NewCoverage("toolwire.call.native.acme.>"), tools: map[toolKey]bool{}}
 	if !v.covers(subj, echo, "acme") || v.covers(subj, echo, "other") {
 		t.Fatal("a tenant's own filter is not answered per tenant")
 	}
@@ -47,8 +47,7 @@ func TestPoolViewCoversWithoutAllocating(t *testing.T) {
 func BenchmarkPoolViewCovers(b *testing.B) {
 	subj := bus.Subjects{Prefix: "toolwire"}
 	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
-	v := &poolView{cov: coverage{prefix: "toolwire", exact: map[string]bool{subj.ToolSubject(native, "builtin", "echo"): true}},
-		tools: map[toolKey]bool{}}
+	v := &poolView{cov: maintenance.NewCoverage(subj.ToolSubject(native, "builtin", "echo")), tools: map[toolKey]bool{}}
 	echo := toolKey{native, "builtin", "echo"}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

@@ -1,4 +1,4 @@
-package dispatch_test
+package maintenance_test
 
 import (
 	"strconv"
@@ -11,8 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/bus"
-	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
-	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/maintenance"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -21,20 +20,13 @@ import (
 // its own making must not queue a call admission never saw.
 func TestMoverRequeuesOnlyRetriesOfStoredCalls(t *testing.T) {
 	t.Parallel()
-	s := dispatchtest.Start(t, dispatchtest.Options{})
+	s := setup(t)
+	run(t, maintenance.NewMover(s.cfg))
 	ctx := t.Context()
-	b := s.Env.Bus
-	// A stored call, admitted and run as usual.
-	sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo",
-		ArgumentsJson: `{"text":"admitted"}`})
-	require.NoError(t, err)
-	_, err = s.Dispatcher.GetResult(ctx, identity.Default, sub.CallID, 20*time.Second)
-	require.NoError(t, err)
-	stored, err := bus.LastMsg(ctx, b.Calls, b.Subjects.AllCalls())
-	require.NoError(t, err)
-	call := &toolwirev1.ToolCall{}
-	require.NoError(t, proto.Unmarshal(stored.Data, call))
-	require.Equal(t, sub.CallID, call.CallId)
+	b := s.b
+	// A stored call, as admission stores it.
+	call := call("01J000000000000000000000M1", "default")
+	seq := s.store(t, call)
 
 	forged := proto.CloneOf(call)
 	forged.CallId, forged.Arguments = "01FORGEDFORGEDFORGEDFORGED", []byte(`{"text":"never admitted"}`)
@@ -47,9 +39,9 @@ func TestMoverRequeuesOnlyRetriesOfStoredCalls(t *testing.T) {
 		of   string // RetryOfHeader
 	}{
 		{"no header", forged, ""},
-		{"header naming another call", forged, strconv.FormatUint(stored.Sequence, 10)},
+		{"header naming another call", forged, strconv.FormatUint(seq, 10)},
 		{"header naming no call", forged, "999999"},
-		{"the retry of the stored call", retry, strconv.FormatUint(stored.Sequence, 10)},
+		{"the retry of the stored call", retry, strconv.FormatUint(seq, 10)},
 	} {
 		data, err := proto.Marshal(c.call)
 		require.NoError(t, err)
@@ -61,12 +53,7 @@ func TestMoverRequeuesOnlyRetriesOfStoredCalls(t *testing.T) {
 		require.NoError(t, err, c.name)
 	}
 	// Wait until the mover has settled every due retry.
-	mover, err := b.Retries.Consumer(ctx, b.Config.MoverConsumer())
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		ci, err := mover.Info(ctx)
-		return err == nil && ci.NumPending == 0 && ci.NumAckPending == 0 && ci.AckFloor.Stream > 0
-	}, 20*time.Second, 10*time.Millisecond)
+	settled(t, b.Retries, b.Config.MoverConsumer(), 4)
 
 	// Only the genuine retry reached CALLS.
 	cons, err := b.Calls.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
@@ -82,7 +69,7 @@ func TestMoverRequeuesOnlyRetriesOfStoredCalls(t *testing.T) {
 		require.NoError(t, proto.Unmarshal(m.Data(), c))
 		ids, attempts = append(ids, c.CallId), append(attempts, c.Attempt)
 	}
-	require.Equal(t, []string{sub.CallID, sub.CallID}, ids)
+	require.Equal(t, []string{call.CallId, call.CallId}, ids)
 	require.Equal(t, []int32{0, 1}, attempts)
 }
 
@@ -91,9 +78,10 @@ func TestMoverRequeuesOnlyRetriesOfStoredCalls(t *testing.T) {
 // live call subject.
 func TestMoverNeverPromotesReplays(t *testing.T) {
 	t.Parallel()
-	s := dispatchtest.Start(t, dispatchtest.Options{})
+	s := setup(t)
+	run(t, maintenance.NewMover(s.cfg))
 	ctx := t.Context()
-	b := s.Env.Bus
+	b := s.b
 	c := &toolwirev1.ToolCall{CallId: "01JZZZZZZZZZZZZZZZZZZZZZZZ", Tool: "echo", Provider: "builtin",
 		Executor: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE, Caller: &toolwirev1.Caller{Tenant: "victim"},
 		Arguments: []byte(`{"text":"never admitted"}`), Dispatcher: bus.ReplayDispatcher}
@@ -108,12 +96,7 @@ func TestMoverNeverPromotesReplays(t *testing.T) {
 	m.Header.Set(bus.RetryOfHeader, strconv.FormatUint(ack.Sequence, 10))
 	_, err = b.JS.PublishMsg(ctx, m)
 	require.NoError(t, err)
-	mover, err := b.Retries.Consumer(ctx, b.Config.MoverConsumer())
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		ci, err := mover.Info(ctx)
-		return err == nil && ci.NumPending == 0 && ci.NumAckPending == 0 && ci.AckFloor.Stream > 0
-	}, 20*time.Second, 10*time.Millisecond)
+	settled(t, b.Retries, b.Config.MoverConsumer(), 1)
 	_, err = bus.LastMsg(ctx, b.Calls, b.Subjects.Call(c.Executor, "victim", "builtin", "echo"))
 	require.ErrorIs(t, err, jetstream.ErrMsgNotFound, "the replay became a live call")
 }

@@ -1,0 +1,54 @@
+package maintenance
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// deadLetter publishes dl under msgID (idempotent within the DLQ stream's
+// duplicate window): on the dead-letter subject of its call, or, with no
+// call (a message that cannot be answered safely: no executor type,
+// tenant, provider or tool is taken from it), under tenant _unknown.
+func deadLetter(ctx context.Context, b *bus.Bus, dl *toolwirev1.DeadLetter, msgID string) error {
+	subject := b.Subjects.DLQ(toolwirev1.ExecutorType_EXECUTOR_TYPE_UNSPECIFIED, "_unknown", "_unknown", "_unknown")
+	if c := dl.Call; c != nil {
+		subject = b.Subjects.DLQ(c.Executor, c.GetCaller().GetTenant(), c.Provider, c.Tool)
+	}
+	data, err := proto.Marshal(dl)
+	if err != nil {
+		return err
+	}
+	if _, err := b.JS.Publish(ctx, subject, data, jetstream.WithMsgID(msgID)); err != nil {
+		return fmt.Errorf("dead letter %s: %w", msgID, err)
+	}
+	return nil
+}
+
+// answer publishes resp on a call's result subject unless the subject
+// holds a result already (ExpectLastSequencePerSubject(0)): a dead-letter
+// answer never replaces a result.
+func answer(ctx context.Context, js jetstream.JetStream, subject string, resp *toolwirev1.ToolResponse) error {
+	data, err := proto.Marshal(resp)
+	if err != nil {
+		return err
+	}
+	if _, err := js.Publish(ctx, subject, data, jetstream.WithExpectLastSequencePerSubject(0)); err != nil && !bus.IsWrongLastSequence(err) {
+		return err
+	}
+	return nil
+}
+
+// answerable reports whether call's tenant is a valid name and is exactly
+// the tenant token of its subject, <prefix>.call.<type>.<tenant>.….
+func answerable(subject string, call *toolwirev1.ToolCall) bool {
+	tenant := call.GetCaller().GetTenant()
+	toks := strings.Split(subject, ".")
+	return len(toks) == 6 && toks[3] == tenant && bus.ValidTenant(tenant)
+}

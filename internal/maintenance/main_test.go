@@ -1,0 +1,11 @@
+package maintenance_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Every goroutine a test starts (services, servers) has ended when the
+// tests have.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
