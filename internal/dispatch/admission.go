@@ -17,9 +17,9 @@ import (
 
 // admit runs the admission pipeline: tool lookup → disabled → scopes →
 // a pool consumes it (poolcheck.go) → size and depth → JSON Schema →
-// before-hooks (hooks.go) → policy and approval (policy.go) → the loop
+// before-hooks (internal/hooks) → policy and approval (policy.go) → the loop
 // guard (loopguard.go); the after-hooks that will look at its response
-// are named in the call (afterhooks.go). It returns the call to publish, or the
+// are named in the call (internal/hooks). It returns the call to publish, or the
 // error to answer with, and the policy decision when the policy step was
 // reached (to record); nothing is published on error. An ask (or a call
 // an approval token covers) also returns what is left to do instead of a
@@ -30,7 +30,7 @@ func (d *Dispatcher) admit(ctx context.Context, id identity.Identity, o *toolwir
 	if te != nil {
 		return nil, te, nil, nil
 	}
-	d.bindAfterHooks(ctx, id, call)
+	d.hooks.BindAfter(ctx, id.Tenant, call)
 	te, hpd, hookAsk := d.beforeHooks(ctx, id, spec, call)
 	if te != nil {
 		return nil, te, hpd, nil

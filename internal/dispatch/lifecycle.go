@@ -6,6 +6,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolwire/toolwire/internal/startstop"
 )
 
 // A stopper tells one thing Start started to end, without blocking, and
@@ -22,7 +24,7 @@ var closedChan = func() chan struct{} {
 
 // Start consumes this replica's stored results and starts the reaper, the
 // retry mover, the dead-letter retry service, the after-hook service
-// (afterhooks.go), the orphan sweeper, the
+// (internal/hooks), the orphan sweeper, the
 // load view, the listing of the pool consumers that admission checks
 // calls against (poolcheck.go), and the approval flow's grant index,
 // record tracker and sweep (approve.go).
@@ -83,11 +85,10 @@ func (d *Dispatcher) start(ctx context.Context) error {
 		return err
 	}
 	d.own(subscriptionStopper(retries))
-	afterHooks, err := d.serveAfterHooks(ctx)
-	if err != nil {
+	if err := d.hooks.Start(ctx); err != nil {
 		return err
 	}
-	d.own(afterHooks)
+	d.own(serviceStopper(d.hooks))
 	d.delayedRecords.Start()
 	d.own(func() <-chan struct{} {
 		d.delayedRecords.Stop() // waits for its goroutine, which only publishes records
@@ -172,6 +173,23 @@ func subscriptionStopper(sub *nats.Subscription) stopper {
 				return closedChan
 			}
 		}
+		return done
+	}
+}
+
+// serviceStopper ends a startstop.Service: it is told to stop at once (a
+// Stop whose context has ended tells it and returns), and done once a
+// Stop has waited for it.
+func serviceStopper(s startstop.Service) stopper {
+	told, cancel := context.WithCancel(context.Background())
+	cancel()
+	return func() <-chan struct{} {
+		_ = s.Stop(told)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = s.Stop(context.Background())
+		}()
 		return done
 	}
 }
