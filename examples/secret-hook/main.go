@@ -6,36 +6,18 @@
 //	  - {id: secrets, phase: before, tool: scan_secrets, tools: ["*"]}
 //
 // and every call is looked at before the rules decide. Its answer names
-// the kind of secret, never the secret.
+// the kind of secret, never the secret. It takes and answers the hook
+// contract's types (pkg/hook).
 package main
 
 import (
 	"context"
-	"encoding/json"
 	"regexp"
 
+	"github.com/toolwire/toolwire/pkg/hook"
 	"github.com/toolwire/toolwire/pkg/tool"
 	"github.com/toolwire/toolwire/pkg/toolworker"
 )
-
-// HookRequest is what a before-hook gets (the dispatcher's contract).
-type HookRequest struct {
-	Hook        string          `json:"hook"`
-	Tool        string          `json:"tool"`
-	SpecVersion string          `json:"spec_version"`
-	Arguments   json.RawMessage `json:"arguments"`
-	Caller      struct {
-		Tenant  string `json:"tenant"`
-		Agent   string `json:"agent"`
-		Session string `json:"session,omitempty"`
-	} `json:"caller"`
-}
-
-// HookAnswer is a before-hook's answer.
-type HookAnswer struct {
-	Action string `json:"action"`
-	Reason string `json:"reason,omitempty"`
-}
 
 // secretPatterns are the kinds of credential the hook refuses.
 var secretPatterns = []struct {
@@ -50,13 +32,13 @@ var secretPatterns = []struct {
 
 // scan looks at the call's arguments as they are sent (JSON text, so a
 // secret in any field, nested or not, is found).
-func scan(_ context.Context, in HookRequest) (HookAnswer, error) {
+func scan(_ context.Context, in hook.BeforeRequest) (hook.BeforeAnswer, error) {
 	for _, p := range secretPatterns {
 		if p.re.Match(in.Arguments) {
-			return HookAnswer{Action: "deny", Reason: "the arguments hold what looks like " + p.kind + "; credentials never travel in tool arguments"}, nil
+			return hook.BeforeAnswer{Action: hook.Deny, Reason: "the arguments hold what looks like " + p.kind + "; credentials never travel in tool arguments"}, nil
 		}
 	}
-	return HookAnswer{Action: "continue"}, nil
+	return hook.BeforeAnswer{Action: hook.Continue}, nil
 }
 
 var scanSecrets = tool.Must(tool.New("scan_secrets", scan,

@@ -13,7 +13,7 @@
 // that carry "Authorization: Bearer <token>", the token read from the file
 // -token-file (the worker sends it from its REDACT_PII_AUTHORIZATION
 // environment variable). Request bodies are limited to 4 MiB before they
-// are read.
+// are read. It decodes and answers the hook contract's types (pkg/hook).
 package main
 
 import (
@@ -32,32 +32,12 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/toolwire/toolwire/pkg/hook"
 )
 
 // maxBody bounds a request body, applied before it is read.
 const maxBody = 4 << 20
-
-// hookRequest is what an after-hook gets (the dispatcher's contract): the
-// parts this hook reads.
-type hookRequest struct {
-	Hook     string `json:"hook"`
-	Phase    string `json:"phase"`
-	Tool     string `json:"tool"`
-	Response struct {
-		OK                bool              `json:"ok"`
-		Content           []json.RawMessage `json:"content"`
-		StructuredContent json.RawMessage   `json:"structured_content,omitempty"`
-	} `json:"response"`
-}
-
-// hookAnswer is an after-hook's answer.
-type hookAnswer struct {
-	Action            string            `json:"action"`
-	Reason            string            `json:"reason,omitempty"`
-	Content           []json.RawMessage `json:"content,omitempty"`
-	StructuredContent json.RawMessage   `json:"structured_content,omitempty"`
-	Annotations       map[string]string `json:"annotations,omitempty"`
-}
 
 var (
 	email = regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}`)
@@ -90,36 +70,50 @@ func redactJSON(v any, n *int) any {
 
 // answer decides on one after-hook request: redact what it finds in the
 // text blocks and the structured content, pass other blocks unchanged.
-func answer(req *hookRequest) (hookAnswer, error) {
+func answer(req *hook.AfterRequest) (hook.AfterAnswer, error) {
+	var blocks []json.RawMessage
+	if len(req.Response.Content) > 0 {
+		if err := json.Unmarshal(req.Response.Content, &blocks); err != nil {
+			return hook.AfterAnswer{}, fmt.Errorf("content: %w", err)
+		}
+	}
 	n := 0
-	ans := hookAnswer{Action: "redact"}
-	for _, raw := range req.Response.Content {
+	var redacted []json.RawMessage
+	for _, raw := range blocks {
 		var block map[string]any
 		if err := json.Unmarshal(raw, &block); err != nil {
-			return hookAnswer{}, fmt.Errorf("content block: %w", err)
+			return hook.AfterAnswer{}, fmt.Errorf("content block: %w", err)
 		}
 		if text, ok := block["text"].(string); ok && block["type"] == "text" {
 			block["text"] = redactText(text, &n)
 		}
 		b, err := json.Marshal(block)
 		if err != nil {
-			return hookAnswer{}, err
+			return hook.AfterAnswer{}, err
 		}
-		ans.Content = append(ans.Content, b)
+		redacted = append(redacted, b)
+	}
+	ans := hook.AfterAnswer{Action: hook.Redact}
+	if len(redacted) > 0 {
+		b, err := json.Marshal(redacted)
+		if err != nil {
+			return hook.AfterAnswer{}, err
+		}
+		ans.Content = b
 	}
 	if len(req.Response.StructuredContent) > 0 {
 		var v any
 		if err := json.Unmarshal(req.Response.StructuredContent, &v); err != nil {
-			return hookAnswer{}, fmt.Errorf("structured content: %w", err)
+			return hook.AfterAnswer{}, fmt.Errorf("structured content: %w", err)
 		}
 		b, err := json.Marshal(redactJSON(v, &n))
 		if err != nil {
-			return hookAnswer{}, err
+			return hook.AfterAnswer{}, err
 		}
 		ans.StructuredContent = b
 	}
 	if n == 0 {
-		return hookAnswer{Action: "continue"}, nil
+		return hook.AfterAnswer{Action: hook.Continue}, nil
 	}
 	ans.Reason = "personal data"
 	ans.Annotations = map[string]string{"pii_redacted": strconv.Itoa(n)}
@@ -136,7 +130,7 @@ func handler(token string, log *slog.Logger) http.Handler {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
-		var req hookRequest
+		var req hook.AfterRequest
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req); err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
@@ -146,7 +140,7 @@ func handler(token string, log *slog.Logger) http.Handler {
 			http.Error(w, "not an after-hook request: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if req.Phase != "after" {
+		if req.Phase != hook.PhaseAfter {
 			http.Error(w, "this hook looks at responses: bind it with phase: after", http.StatusBadRequest)
 			return
 		}

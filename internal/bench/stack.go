@@ -24,6 +24,7 @@ import (
 	"github.com/toolwire/toolwire/internal/registry"
 	workerpkg "github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/internal/workerconfig"
+	"github.com/toolwire/toolwire/pkg/hook"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
@@ -321,8 +322,8 @@ func (o onePolicy) For(string) *policy.Policy { return o.p }
 // it is read-only and idempotent: its calls need no durable STARTED
 // before they run.
 func benchTools() []*tool.Tool {
-	return append(builtin.Tools(), tool.Must(tool.New("bench_hook", func(context.Context, dispatch.HookRequest) (dispatch.HookAnswer, error) {
-		return dispatch.HookAnswer{Action: "continue"}, nil
+	return append(builtin.Tools(), tool.Must(tool.New("bench_hook", func(context.Context, hook.BeforeRequest) (hook.BeforeAnswer, error) {
+		return hook.BeforeAnswer{Action: "continue"}, nil
 	}, tool.ReadOnly(), tool.Idempotent())))
 }
 

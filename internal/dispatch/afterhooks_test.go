@@ -12,10 +12,10 @@ import (
 
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/bus"
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policystore"
+	"github.com/toolwire/toolwire/pkg/hook"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -23,7 +23,7 @@ import (
 // scrubTool is an after-hook: it answers by the text of the response it
 // looks at.
 func scrubTool(log *hookLog) *tool.Tool {
-	return tool.Must(tool.New("scrub", func(ctx context.Context, in dispatch.AfterHookRequest) (dispatch.AfterHookAnswer, error) {
+	return tool.Must(tool.New("scrub", func(ctx context.Context, in hook.AfterRequest) (hook.AfterAnswer, error) {
 		var blocks []struct {
 			Text string `json:"text"`
 		}
@@ -34,31 +34,31 @@ func scrubTool(log *hookLog) *tool.Tool {
 		}
 		log.add(in.Hook + ":" + in.Tool + ":" + text)
 		if in.Hook == "tag" {
-			return dispatch.AfterHookAnswer{Action: "annotate", Annotations: map[string]string{"scanned": "yes"}}, nil
+			return hook.AfterAnswer{Action: "annotate", Annotations: map[string]string{"scanned": "yes"}}, nil
 		}
 		switch {
 		case strings.Contains(text, "secret"):
-			return dispatch.AfterHookAnswer{Action: "redact", Reason: "a secret",
+			return hook.AfterAnswer{Action: "redact", Reason: "a secret",
 				Content: json.RawMessage(`[{"type":"text","text":"[redacted]"}]`)}, nil
 		case text == "withhold-me":
-			return dispatch.AfterHookAnswer{Action: "withhold", Reason: "not for your eyes"}, nil
+			return hook.AfterAnswer{Action: "withhold", Reason: "not for your eyes"}, nil
 		case text == "bad-redact":
-			return dispatch.AfterHookAnswer{Action: "redact", Content: json.RawMessage(`[{"type":"nonsense"}]`)}, nil
+			return hook.AfterAnswer{Action: "redact", Content: json.RawMessage(`[{"type":"nonsense"}]`)}, nil
 		case text == "long-reason":
-			return dispatch.AfterHookAnswer{Action: "withhold", Reason: strings.Repeat("é", 4000)}, nil
+			return hook.AfterAnswer{Action: "withhold", Reason: strings.Repeat("é", 4000)}, nil
 		case text == "bad-content":
-			return dispatch.AfterHookAnswer{Action: "replace", Content: json.RawMessage(`[{"type":"nonsense"}]`)}, nil
+			return hook.AfterAnswer{Action: "replace", Content: json.RawMessage(`[{"type":"nonsense"}]`)}, nil
 		case text == "slow":
 			select {
 			case <-time.After(10 * time.Second):
 			case <-ctx.Done():
-				return dispatch.AfterHookAnswer{}, ctx.Err()
+				return hook.AfterAnswer{}, ctx.Err()
 			}
 		case in.Tool == "fail":
 			// Tries to make a success of a failure: only the content changes.
-			return dispatch.AfterHookAnswer{Action: "replace", Content: json.RawMessage(`[{"type":"text","text":"all fine"}]`)}, nil
+			return hook.AfterAnswer{Action: "replace", Content: json.RawMessage(`[{"type":"text","text":"all fine"}]`)}, nil
 		}
-		return dispatch.AfterHookAnswer{Action: "continue"}, nil
+		return hook.AfterAnswer{Action: "continue"}, nil
 	}))
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/delayed"
+	"github.com/toolwire/toolwire/internal/hooks"
 	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/limits"
 	"github.com/toolwire/toolwire/internal/policystore"
@@ -73,6 +74,10 @@ type Dispatcher struct {
 	slots       slotHolder
 	slotWork    sync.WaitGroup
 
+	// hooks runs the hooks the policy binds (hooks.go), and serves the
+	// workers' after-hook requests while the dispatcher runs.
+	hooks *hooks.Hooks
+
 	caps callerCaps // per-caller Watches and waiting requests
 	load *loadView  // pool backlogs and store use, for admission (load.go)
 	// beforeFinish, when set (a test), runs before an approved call is
@@ -110,6 +115,11 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 	if cfg.PoolCheck > 0 {
 		d.pools = newPoolCheck(b, cfg.PoolCheck, d.log)
 	}
+	hs, err := newHooks(d)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+	d.hooks = hs
 	d.load = newLoadView(d)
 	metrics.ObserveLoad(d.load.metrics)
 	metrics.ObserveWaiting(func() float64 {

@@ -581,42 +581,9 @@
 //
 // # Hooks
 //
-// Before-hooks (hooks.go) run after the JSON Schema and before the policy
-// rules: each hook the policy in force binds to the call's tool is called,
-// in priority order, through this dispatcher's own Call (a call of the
-// tenant by agent "hook:<id>", marked in its context so that it runs no
-// hooks, loop guard or limits, and is allowed without the rules: the
-// operator named it), with the hook's timeout as its schedule-to-close and
-// wait. Its answer continues, stops the hooks (allow: the rules still
-// decide), denies, asks (unless a rule denies) or rewrites the arguments,
-// which are validated again. Where the issue was silent: a failed hook
-// refuses TRANSIENT (retryable) unless its failure is open; a hook's
-// refusals are recorded with rule "hook:<id>"; a direct call of a hook
-// tool runs no hooks.
-//
-// After-hooks (afterhooks.go): admission names in the call the
-// after-hooks the policy binds to its tool (ToolCall.after_hooks); the
-// worker that ran it sends its response to bus.AfterHookSubject, which
-// every replica serves in one queue group (at most 256 requests at once
-// per replica, each on its own goroutine, all ended by Stop; past that
-// "busy", and the worker asks again). A request is served only from a
-// worker's inbox (a message a push consumer was pointed at the subject
-// carries a $JS.ACK reply). The dispatcher calls each named hook that the
-// tenant's policy in force still binds to the tool — never a tool the
-// request names on its own — as a before-hook is called, and answers the
-// new content, the notes for the response's meta, or the error of a
-// withheld result. Where the issue was silent: "redact" drops what the
-// hook does not give back (a redactor that forgets the structured copy
-// of a text does not leak it), "replace" keeps it; "withhold" refuses the
-// result; a failed hook withholds the result unless its failure is open;
-// a dispatcher that stops while serving answers "retry" (another replica
-// serves it), never a hook failure. An answer is taken whole or not at all
-// (a failed redaction wipes nothing); a reason is cut to 1 KiB; each hook
-// runs once however often a request names it, and a request naming more
-// than 64 is refused; a reply too large to send is replaced by one that
-// withholds the result. A hook's own call is not held to MaxArgsValues
-// (its arguments carry a whole response); its bytes and nesting are, as
-// any call's, and the hook tool's spec may raise them.
+// The hooks are internal/hooks (its doc.go is their specification): admission
+// runs the before-hooks after the JSON Schema and names the after-hooks in
+// the call; the after-hook service starts and stops with the dispatcher.
 //
 // # Loop guard
 //

@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/builtin"
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policystore"
+	"github.com/toolwire/toolwire/pkg/hook"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -42,7 +42,7 @@ func (l *hookLog) take() []string {
 // guardTool is a before-hook: it answers by the text of the echo call it
 // looks at.
 func guardTool(log *hookLog) *tool.Tool {
-	return tool.Must(tool.New("guard", func(ctx context.Context, in dispatch.HookRequest) (dispatch.HookAnswer, error) {
+	return tool.Must(tool.New("guard", func(ctx context.Context, in hook.BeforeRequest) (hook.BeforeAnswer, error) {
 		var args struct {
 			Text string `json:"text"`
 		}
@@ -50,23 +50,23 @@ func guardTool(log *hookLog) *tool.Tool {
 		log.add(in.Hook + ":" + in.Tool + ":" + args.Text)
 		switch {
 		case in.Hook != "first":
-			return dispatch.HookAnswer{Action: "continue"}, nil
+			return hook.BeforeAnswer{Action: "continue"}, nil
 		case args.Text == "deny-me":
-			return dispatch.HookAnswer{Action: "deny", Reason: "not this text"}, nil
+			return hook.BeforeAnswer{Action: "deny", Reason: "not this text"}, nil
 		case args.Text == "ask-me":
-			return dispatch.HookAnswer{Action: "ask", Reason: "a person should look"}, nil
+			return hook.BeforeAnswer{Action: "ask", Reason: "a person should look"}, nil
 		case args.Text == "rewrite-me":
-			return dispatch.HookAnswer{Action: "rewrite", Arguments: json.RawMessage(`{"text":"rewritten secret"}`)}, nil
+			return hook.BeforeAnswer{Action: "rewrite", Arguments: json.RawMessage(`{"text":"rewritten secret"}`)}, nil
 		case args.Text == "bad-rewrite":
-			return dispatch.HookAnswer{Action: "rewrite", Arguments: json.RawMessage(`{"text":5}`)}, nil
+			return hook.BeforeAnswer{Action: "rewrite", Arguments: json.RawMessage(`{"text":5}`)}, nil
 		case args.Text == "slow":
 			select {
 			case <-time.After(10 * time.Second):
 			case <-ctx.Done():
-				return dispatch.HookAnswer{}, ctx.Err()
+				return hook.BeforeAnswer{}, ctx.Err()
 			}
 		}
-		return dispatch.HookAnswer{Action: "continue"}, nil
+		return hook.BeforeAnswer{Action: "continue"}, nil
 	}))
 }
 
@@ -166,9 +166,9 @@ func TestHooksNeverSeeSecrets(t *testing.T) {
 	}) (string, error) {
 		return "ok", nil
 	}))
-	seen := tool.Must(tool.New("look", func(_ context.Context, in dispatch.HookRequest) (dispatch.HookAnswer, error) {
+	seen := tool.Must(tool.New("look", func(_ context.Context, in hook.BeforeRequest) (hook.BeforeAnswer, error) {
 		log.add(string(in.Arguments))
-		return dispatch.HookAnswer{Action: "continue"}, nil
+		return hook.BeforeAnswer{Action: "continue"}, nil
 	}))
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), login, seen)})
 	a, err := policystore.NewStore(s.Env.Bus, nil).Apply(t.Context(), policystore.Installation,

@@ -15,6 +15,7 @@ import (
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policystore"
+	"github.com/toolwire/toolwire/pkg/hook"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -39,14 +40,14 @@ func askTool(acts *atomic.Int64) *tool.Tool {
 // inputHook is an after-hook that counts the input requests it is shown
 // and tries to redact those that mention a secret.
 func inputHook(seen *atomic.Int64) *tool.Tool {
-	return tool.Must(tool.New("inputhook", func(_ context.Context, in dispatch.AfterHookRequest) (dispatch.AfterHookAnswer, error) {
+	return tool.Must(tool.New("inputhook", func(_ context.Context, in hook.AfterRequest) (hook.AfterAnswer, error) {
 		seen.Add(int64(len(in.Response.InputRequests)))
 		for _, r := range in.Response.InputRequests {
 			if strings.Contains(string(r.Params), "secret") {
-				return dispatch.AfterHookAnswer{Action: "redact", Content: json.RawMessage(`[{"type":"text","text":"no"}]`)}, nil
+				return hook.AfterAnswer{Action: "redact", Content: json.RawMessage(`[{"type":"text","text":"no"}]`)}, nil
 			}
 		}
-		return dispatch.AfterHookAnswer{Action: "continue"}, nil
+		return hook.AfterAnswer{Action: "continue"}, nil
 	}))
 }
 

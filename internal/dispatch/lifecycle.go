@@ -12,8 +12,7 @@ import (
 
 // A stopper tells one thing Start started to end, without blocking, and
 // returns a channel that is closed once it has ended: the shape of the
-// parts that are not startstop.Services yet (the after-hook service, the
-// approval sweep, limits), which started adapts.
+// parts that are not startstop.Services yet (the approval sweep, limits), which started adapts.
 type stopper func() <-chan struct{}
 
 // closedChan is the done channel of something that is not running.
@@ -22,7 +21,7 @@ var closedChan = startstop.Closed
 // Start starts what the dispatcher runs besides its callers' requests, in
 // the order services lists them: the results consumer, the reaper, the
 // retry mover, the dead-letter retry service (internal/maintenance), the
-// after-hook service (afterhooks.go), the queue of admission records, the
+// after-hook service (internal/hooks), the queue of admission records, the
 // load view, the rechecks of waiters, the orphan sweeper
 // (internal/maintenance), the listing of the pool consumers that
 // admission checks calls against (poolcheck.go), and the approval flow's
@@ -66,7 +65,7 @@ func (d *Dispatcher) services() []startstop.Named {
 		{Name: "reaper", Service: maintenance.NewReaper(m)},
 		{Name: "retry mover", Service: maintenance.NewMover(m)},
 		{Name: "dead-letter retries", Service: maintenance.NewDLQRetries(m)},
-		{Name: "after-hook service", Service: started(d.serveAfterHooks)},
+		{Name: "after-hook service", Service: d.hooks},
 		{Name: "admission records", Service: &startstop.Funcs{StartFunc: d.startRecords, StopFunc: d.stopRecords}},
 		{Name: "load view", Service: &startstop.Funcs{StartFunc: d.load.start, StopFunc: d.load.stopRefresh}},
 		{Name: "rechecks of waiters", Service: started(func(ctx context.Context) (stopper, error) { return d.startRechecks(ctx, recheck), nil })},

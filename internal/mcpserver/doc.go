@@ -30,7 +30,7 @@
 // approvals (the call waits for an approver, unless its caller's user
 // confirms it: "Confirming an ask"), limits and the loop guard apply
 // unchanged. The response maps one to one: content blocks
-// (the MCP executor's mapping, internal/executors/mcp), structuredContent,
+// (internal/mcpcontent, the MCP executor's mapping), structuredContent,
 // the tool's _meta, and a failure as isError with the error's text and,
 // in _meta "io.toolwire/error", its type, retryability, side effects,
 // suggestion and retry-after. "io.toolwire/call_id" names the call. An

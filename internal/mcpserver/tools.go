@@ -11,8 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	mcpexec "github.com/toolwire/toolwire/internal/executors/mcp"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/mcpcontent"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -383,11 +383,11 @@ func pause(ctx context.Context, d time.Duration) error {
 }
 
 // result maps a toolwire response onto an MCP tool result, one to one:
-// content blocks (the MCP executor's mapping), structured content, the
+// content blocks (internal/mcpcontent's mapping), structured content, the
 // tool's `_meta`, and a failure as isError with the error's message as
 // text and its type, retryability and side effects in `_meta`.
 func result(resp *toolwirev1.ToolResponse) (*mcp.CallToolResult, error) {
-	content, err := mcpexec.ContentToMCP(resp.GetContent())
+	content, err := mcpcontent.ToMCP(resp.GetContent())
 	if err != nil {
 		return nil, fmt.Errorf("toolwire: the result has no MCP form: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolwire/toolwire/internal/mcpcontent"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -127,14 +128,14 @@ func buildSpec(server, name string, t *sdk.Tool, hash string, extra listedTool) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("output schema: %w", err)
 	}
-	meta, err := metaJSON(t.Meta)
+	meta, err := mcpcontent.MetaJSON(t.Meta)
 	if err != nil {
 		return nil, nil, fmt.Errorf("_meta: %w", err)
 	}
 	if len(meta) > maxToolExtraBytes {
 		meta, dropped = "", append(dropped, "_meta")
 	}
-	icons := IconsFromMCP(t.Icons)
+	icons := mcpcontent.IconsFromMCP(t.Icons)
 	if b, err := json.Marshal(t.Icons); err != nil || len(b) > maxToolExtraBytes {
 		icons, dropped = nil, append(dropped, "icons")
 	}

@@ -166,14 +166,15 @@
 //
 // # Results and content
 //
-// Content blocks map one to one, in both directions (ContentFromMCP,
-// ContentToMCP): text, image, audio (decoded bytes), resource link,
+// Content blocks map one to one, in both directions (internal/mcpcontent,
+// the mapping the MCP server face and the after-hooks share): text, image,
+// audio (decoded bytes), resource link,
 // embedded resource (text or blob, with its own `_meta`), annotations
 // (audience, priority, lastModified) and each block's `_meta` as
 // Content.meta_json, and a resource link's icons (ResourceLink.icons).
 // Nothing is flattened to text. A priority of exactly 0 is restored from
-// the result's JSON (see Fields the SDK's types drop); ContentToMCP cannot
-// write it back (the SDK omits it). Sampling's
+// the result's JSON (mcpcontent.ZeroPriorities; see Fields the SDK's
+// types drop); the mapping back cannot write it (the SDK omits it). Sampling's
 // tool_use and tool_result blocks are not valid in tool results and make
 // the result invalid (INTERNAL).
 //

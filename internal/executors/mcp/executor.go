@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/internal/mcpcontent"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -312,12 +313,12 @@ func resultFromMCP(ts *toolState, res *sdk.CallToolResult, raw json.RawMessage) 
 		return &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, SideEffects: sideEffectsMaybe,
 			Message: fmt.Sprintf("MCP server %s returned an invalid result: ", ts.server.cfg.Name) + fmt.Sprintf(format, args...)}
 	}
-	content, err := ContentFromMCP(res.Content)
+	content, err := mcpcontent.FromMCP(res.Content)
 	if err != nil {
 		return nil, invalid("%v", err)
 	}
-	zeroPriorities(content, raw)
-	meta, err := metaJSON(res.Meta)
+	mcpcontent.ZeroPriorities(content, raw)
+	meta, err := mcpcontent.MetaJSON(res.Meta)
 	if err != nil {
 		return nil, invalid("_meta: %v", err)
 	}

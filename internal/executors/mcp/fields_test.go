@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/executors/mcp"
+	"github.com/toolwire/toolwire/internal/mcpcontent"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -46,7 +47,7 @@ func checkFields(t *testing.T, e *mcp.Executor) {
 	require.NotNil(t, dec)
 	require.False(t, dec.Disabled)
 	require.JSONEq(t, `{"acme/ui":{"widget":"table","rows":3}}`, dec.MetaJson)
-	require.Equal(t, fixtureIcons, mcp.IconsToMCP(dec.Icons))
+	require.Equal(t, fixtureIcons, mcpcontent.IconsToMCP(dec.Icons))
 	require.Empty(t, dec.GetMcp().GetTaskSupport())
 
 	only := byTool["task_only"]
@@ -67,7 +68,7 @@ func checkFields(t *testing.T, e *mcp.Executor) {
 	require.InDelta(t, 0.5, c[1].GetAnnotations().GetPriority(), 0)
 	require.NotNil(t, c[2].GetAnnotations().Priority, "annotations of a priority 0 alone are kept")
 	require.Nil(t, c[3].GetAnnotations(), "no annotations stay none")
-	require.Equal(t, fixtureIcons, mcp.IconsToMCP(c[3].GetResourceLink().GetIcons()))
+	require.Equal(t, fixtureIcons, mcpcontent.IconsToMCP(c[3].GetResourceLink().GetIcons()))
 	requireResultMeta(t, string(res.Meta))
 
 	_, err = execute(e, only, `{}`)

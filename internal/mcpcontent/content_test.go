@@ -1,4 +1,4 @@
-package mcp_test
+package mcpcontent_test
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/toolwire/toolwire/internal/executors/mcp"
+	"github.com/toolwire/toolwire/internal/mcpcontent"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -27,7 +27,7 @@ func TestContentRoundTrip(t *testing.T) {
 		&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "file:///t.txt", MIMEType: "text/plain", Text: "text", Meta: sdk.Meta{"r": true}}, Meta: meta, Annotations: ann},
 		&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "file:///b.bin", MIMEType: "application/octet-stream", Blob: []byte{0, 1, 2, 255}}},
 	}
-	tw, err := mcp.ContentFromMCP(blocks)
+	tw, err := mcpcontent.FromMCP(blocks)
 	require.NoError(t, err)
 	require.Len(t, tw, len(blocks), "one toolwire block per MCP block")
 
@@ -44,7 +44,7 @@ func TestContentRoundTrip(t *testing.T) {
 	require.JSONEq(t, `{"r":true}`, tw[6].GetResource().MetaJson)
 	require.Equal(t, []byte{0, 1, 2, 255}, tw[7].GetResource().GetBlob())
 
-	back, err := mcp.ContentToMCP(tw)
+	back, err := mcpcontent.ToMCP(tw)
 	require.NoError(t, err)
 	require.Len(t, back, len(blocks))
 	for i := range blocks {
@@ -55,18 +55,27 @@ func TestContentRoundTrip(t *testing.T) {
 		require.JSONEq(t, string(want), string(got), "block %d survives MCP -> toolwire -> MCP", i)
 	}
 
-	again, err := mcp.ContentFromMCP(back)
+	again, err := mcpcontent.FromMCP(back)
 	require.NoError(t, err)
 	for i := range tw {
 		require.True(t, proto.Equal(tw[i], again[i]), "block %d survives toolwire -> MCP -> toolwire", i)
 	}
 }
 
-func TestContentFromMCPRefusesWhatItCannotHold(t *testing.T) {
+func TestFromMCPRefusesWhatItCannotHold(t *testing.T) {
 	t.Parallel()
 	//lint:ignore SA1019 sampling content is exactly what must be refused
-	_, err := mcp.ContentFromMCP([]sdk.Content{&sdk.TextContent{Text: "ok"}, &sdk.ToolUseContent{ID: "x", Name: "y"}})
+	_, err := mcpcontent.FromMCP([]sdk.Content{&sdk.TextContent{Text: "ok"}, &sdk.ToolUseContent{ID: "x", Name: "y"}})
 	require.ErrorContains(t, err, "content block 1")
-	_, err = mcp.ContentToMCP([]*toolwirev1.Content{{}})
+	_, err = mcpcontent.ToMCP([]*toolwirev1.Content{{}})
 	require.ErrorContains(t, err, "no kind")
+}
+
+// fixturePNG and fixtureWAV stand for an image's and a sound's bytes.
+var fixturePNG, fixtureWAV = []byte{0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 255}, []byte("RIFF\x24\x00\x00\x00WAVEfmt ")
+
+// fixtureIcons are a resource link's icons.
+var fixtureIcons = []sdk.Icon{
+	{Source: "https://toolwire.example/icon.png", MIMEType: "image/png", Sizes: []string{"48x48", "96x96"}, Theme: sdk.IconThemeLight},
+	{Source: "data:image/svg+xml;base64,PHN2Zy8+", Sizes: []string{"any"}},
 }
