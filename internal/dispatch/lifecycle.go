@@ -6,6 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/startstop"
 )
 
 // A stopper tells one thing Start started to end, without blocking, and
@@ -24,8 +25,8 @@ var closedChan = func() chan struct{} {
 // retry mover, the dead-letter retry service, the after-hook service
 // (afterhooks.go), the orphan sweeper, the
 // load view, the listing of the pool consumers that admission checks
-// calls against (poolcheck.go), and the approval flow's grant index,
-// record tracker and sweep (approve.go).
+// calls against (poolcheck.go), and the approval flow (its grant index,
+// record tracker and sweep: internal/approvalflow).
 // (Pool consumers are created by workers before they register their tools,
 // and admission refuses a call no pool consumer filters, so no call is
 // admitted before a consumer for it exists.)
@@ -104,15 +105,10 @@ func (d *Dispatcher) start(ctx context.Context) error {
 	// The approval flow: the grants in force (loaded before Start
 	// returns, so admission decides with them), the tracker of the records
 	// the sweep acts on, and the sweep.
-	if err := d.grants.Start(ctx); err != nil {
+	if err := d.approvals.Start(ctx); err != nil {
 		return err
 	}
-	d.own(d.grants.Stop)
-	if err := d.tracker.Start(ctx); err != nil {
-		return err
-	}
-	d.own(d.tracker.Stop)
-	d.own(d.startApprovalSweep())
+	d.own(serviceStopper(d.approvals))
 	lim, err := d.startLimits(ctx)
 	if err != nil {
 		return err
@@ -144,6 +140,19 @@ func (d *Dispatcher) startRechecks(ctx context.Context, failed <-chan struct{}) 
 	return func() <-chan struct{} {
 		d.bus.NC.RemoveStatusListener(status)
 		cancel()
+		return done
+	}
+}
+
+// serviceStopper ends a started startstop.Service: done once its Stop
+// has returned.
+func serviceStopper(s startstop.Service) stopper {
+	return func() <-chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = s.Stop(context.Background()) // waits for it; a Stop without deadline has no error to give
+		}()
 		return done
 	}
 }

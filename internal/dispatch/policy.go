@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policy"
@@ -53,10 +54,10 @@ func (d *Dispatcher) decide(id identity.Identity, spec *toolwirev1.ToolSpec, cal
 // grants in the approvals bucket, kept current by a watch
 // (approvals.GrantIndex).
 func (d *Dispatcher) grantSource() policy.GrantSource {
-	if d.grants == nil {
+	if d.approvals == nil {
 		return nil
 	}
-	return d.grants
+	return d.approvals.Grants()
 }
 
 // decisionRecord is what the audit keeps of a decision.
@@ -137,7 +138,7 @@ func (d *Dispatcher) applyPolicy(ctx context.Context, id identity.Identity, spec
 	if token := call.ApprovalToken; token != "" {
 		call.ApprovalToken = ""
 		var te *toolwirev1.ToolError
-		if presented, te = d.verifyToken(id, spec, token); te != nil {
+		if presented, te = d.approvals.VerifyToken(id, spec.Name, token); te != nil {
 			return nil, te, nil
 		}
 	}
@@ -151,7 +152,7 @@ func (d *Dispatcher) applyPolicy(ctx context.Context, id identity.Identity, spec
 		return pd, denied(spec.Name, &dec), nil
 	case policy.Ask:
 		if presented != nil {
-			return pd, tokenRefused(spec.Name, "it does not cover this call: "+dec.ApprovalError), nil
+			return pd, approvalflow.TokenRefused(spec.Name, "it does not cover this call: "+dec.ApprovalError), nil
 		}
 		call.PolicyVersion, call.PolicyRule = pd.Version, pd.RuleId
 		return pd, nil, &asked{pd: pd, spec: spec, args: args, reason: dec.Reason()}
