@@ -1,8 +1,8 @@
 // Package approvals keeps the durable state of the approval flow (DESIGN
 // §6) in the approvals bucket (bus.Bus.Approvals, a KV bucket with
 // per-key TTLs): the calls an ask decision parked and what became of
-// them, the nonces approvals used, and the standing grants. The
-// dispatcher (internal/dispatch, approve.go) runs the flow over it; the
+// them, the nonces approvals used, and the standing grants. Every
+// dispatcher replica runs the flow over it (internal/approvalflow); the
 // worker reads it, by key only, to re-check a call before executing it
 // (CheckCall). The policy engine (internal/policy) decides and checks
 // bindings; this package stores and reads them.

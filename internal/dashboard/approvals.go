@@ -27,7 +27,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/approvalflow"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -74,7 +74,7 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request, v *viewer
 		s.render(w, r, http.StatusOK, "approvals", v, "Approvals", "approvals", d)
 		return
 	}
-	pending, truncated, err := s.cfg.Dispatcher.ListApprovals(r.Context(), v.ID, &toolwirev1.ListApprovalsRequest{
+	pending, truncated, err := s.cfg.Dispatcher.Approvals().ListApprovals(r.Context(), v.ID, &toolwirev1.ListApprovalsRequest{
 		State: toolwirev1.ApprovalState_APPROVAL_STATE_PENDING, Limit: maxInbox})
 	status := http.StatusOK
 	if err != nil {
@@ -86,7 +86,7 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request, v *viewer
 	for _, a := range pending {
 		d.Pending = append(d.Pending, rowOfApproval(a))
 	}
-	recent, _, err := s.cfg.Dispatcher.ListApprovals(r.Context(), v.ID, &toolwirev1.ListApprovalsRequest{Limit: maxDecided + maxInbox})
+	recent, _, err := s.cfg.Dispatcher.Approvals().ListApprovals(r.Context(), v.ID, &toolwirev1.ListApprovalsRequest{Limit: maxDecided + maxInbox})
 	if err != nil {
 		d.Error, status = "reading the decided approvals failed: "+err.Error(), http.StatusBadGateway
 	}
@@ -126,7 +126,7 @@ func (s *Server) approveCall(w http.ResponseWriter, r *http.Request, v *viewer) 
 		s.refuse(w, r, v, http.StatusBadRequest, err.Error())
 		return
 	}
-	a, g, err := s.cfg.Dispatcher.Approve(r.Context(), v.ID, req)
+	a, g, err := s.cfg.Dispatcher.Approvals().Approve(r.Context(), v.ID, req)
 	if err != nil {
 		s.refuseDecision(w, r, v, "approving", err)
 		return
@@ -213,7 +213,7 @@ func (s *Server) denyCall(w http.ResponseWriter, r *http.Request, v *viewer) {
 		s.refuse(w, r, v, http.StatusBadRequest, fmt.Sprintf("the reason is longer than %d bytes", maxReasonLen))
 		return
 	}
-	a, err := s.cfg.Dispatcher.Deny(r.Context(), v.ID, id, reason)
+	a, err := s.cfg.Dispatcher.Approvals().Deny(r.Context(), v.ID, id, reason)
 	if err != nil {
 		s.refuseDecision(w, r, v, "denying", err)
 		return
@@ -226,13 +226,13 @@ func (s *Server) denyCall(w http.ResponseWriter, r *http.Request, v *viewer) {
 func (s *Server) refuseDecision(w http.ResponseWriter, r *http.Request, v *viewer, what string, err error) {
 	status := http.StatusBadGateway
 	switch {
-	case errors.Is(err, dispatch.ErrNeedApproveScope):
+	case errors.Is(err, approvalflow.ErrNeedApproveScope):
 		status = http.StatusForbidden
-	case errors.Is(err, dispatch.ErrUnknownApproval):
+	case errors.Is(err, approvalflow.ErrUnknownApproval):
 		status = http.StatusNotFound
-	case errors.Is(err, dispatch.ErrApprovalDecided):
+	case errors.Is(err, approvalflow.ErrApprovalDecided):
 		status = http.StatusConflict
-	case errors.Is(err, dispatch.ErrBadApproval):
+	case errors.Is(err, approvalflow.ErrBadApproval):
 		status = http.StatusBadRequest
 	}
 	s.refuse(w, r, v, status, what+" failed: "+err.Error())

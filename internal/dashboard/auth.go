@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/registry"
@@ -122,7 +123,7 @@ func (v *viewer) ReadOnly() bool { return !v.Admin && !v.Approver }
 func newViewer(id identity.Identity, csrf string) *viewer {
 	return &viewer{ID: id, CSRF: csrf,
 		Admin:    registry.HasScopes(id.Scopes, []string{dispatch.AdminScope}),
-		Approver: registry.HasScopes(id.Scopes, []string{dispatch.ApproveScope})}
+		Approver: registry.HasScopes(id.Scopes, []string{approvalflow.ApproveScope})}
 }
 
 // who names the viewer in logs and records: tenant/agent.
@@ -179,7 +180,7 @@ type need string
 const (
 	anyone    need = ""
 	admins    need = dispatch.AdminScope
-	approvers need = dispatch.ApproveScope
+	approvers need = approvalflow.ApproveScope
 )
 
 // may says whether the viewer may take an action that needs n.

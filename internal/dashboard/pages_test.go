@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dlq"
@@ -212,7 +213,7 @@ func (f *actionsFixture) state(t *testing.T) state {
 	_, err = u.Env.Bus.Cancels.Get(ctx, bus.CancelKey(acmeBot.Tenant, f.running))
 	require.True(t, err == nil || errors.Is(err, jetstream.ErrKeyNotFound), "%v", err)
 	cancelled := err == nil
-	a, err := u.Dispatcher.GetApproval(ctx, identity.Identity{Tenant: "acme", Agent: "test", Scopes: []string{dispatch.ApproveScope}}, f.approval)
+	a, err := u.Dispatcher.Approvals().GetApproval(ctx, identity.Identity{Tenant: "acme", Agent: "test", Scopes: []string{approvalflow.ApproveScope}}, f.approval)
 	require.NoError(t, err)
 	_, toolOK, err := registry.Approved(ctx, u.Env.Bus.Registry, f.mcpTool)
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 
+	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -41,7 +42,7 @@ func (d *Dispatcher) applyPolicy(ctx context.Context, a *admission) *toolwirev1.
 	if token := call.ApprovalToken; token != "" {
 		call.ApprovalToken = ""
 		var te *toolwirev1.ToolError
-		if presented, te = d.verifyToken(a.id, spec, token); te != nil {
+		if presented, te = d.approvals.VerifyToken(a.id, spec.Name, token); te != nil {
 			return te
 		}
 	}
@@ -55,7 +56,7 @@ func (d *Dispatcher) applyPolicy(ctx context.Context, a *admission) *toolwirev1.
 		return denied(spec.Name, &dec)
 	case policy.Ask:
 		if presented != nil {
-			return tokenRefused(spec.Name, "it does not cover this call: "+dec.ApprovalError)
+			return approvalflow.TokenRefused(spec.Name, "it does not cover this call: "+dec.ApprovalError)
 		}
 		call.PolicyVersion, call.PolicyRule = a.pd.Version, a.pd.RuleId
 		a.ask = &asked{pd: a.pd, spec: spec, args: a.parsed, reason: dec.Reason()}

@@ -6,23 +6,25 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
-// The approval RPCs (approve scope), over the Dispatcher's approval
-// methods (approve.go, approvalread.go).
+// The approval RPCs (approve scope): each takes the caller's identity,
+// calls the replica's approval flow (internal/approvalflow) and maps its
+// errors.
 
 // approvalErr maps an approval method's error to a Connect error.
 func approvalErr(err error) error {
 	switch {
-	case errors.Is(err, ErrNeedApproveScope):
+	case errors.Is(err, approvalflow.ErrNeedApproveScope):
 		return connect.NewError(connect.CodePermissionDenied, err)
-	case errors.Is(err, ErrUnknownApproval):
+	case errors.Is(err, approvalflow.ErrUnknownApproval):
 		return connect.NewError(connect.CodeNotFound, err)
-	case errors.Is(err, ErrApprovalDecided):
+	case errors.Is(err, approvalflow.ErrApprovalDecided):
 		return connect.NewError(connect.CodeFailedPrecondition, err)
-	case errors.Is(err, ErrBadApproval), errors.Is(err, identity.ErrBadTenant):
+	case errors.Is(err, approvalflow.ErrBadApproval), errors.Is(err, identity.ErrBadTenant):
 		return connect.NewError(connect.CodeInvalidArgument, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrStopped):
 		return toConnectErr(err)
@@ -37,7 +39,7 @@ func (s *Service) ListApprovals(ctx context.Context, req *connect.Request[toolwi
 	if err != nil {
 		return nil, err
 	}
-	list, truncated, err := s.d.ListApprovals(ctx, id, req.Msg)
+	list, truncated, err := s.d.approvals.ListApprovals(ctx, id, req.Msg)
 	if err != nil {
 		return nil, approvalErr(err)
 	}
@@ -50,7 +52,7 @@ func (s *Service) GetApproval(ctx context.Context, req *connect.Request[toolwire
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.d.GetApproval(ctx, id, req.Msg.GetId())
+	a, err := s.d.approvals.GetApproval(ctx, id, req.Msg.GetId())
 	if err != nil {
 		return nil, approvalErr(err)
 	}
@@ -63,7 +65,7 @@ func (s *Service) Approve(ctx context.Context, req *connect.Request[toolwirev1.A
 	if err != nil {
 		return nil, err
 	}
-	a, g, err := s.d.Approve(ctx, id, req.Msg)
+	a, g, err := s.d.approvals.Approve(ctx, id, req.Msg)
 	if err != nil {
 		return nil, approvalErr(err)
 	}
@@ -76,7 +78,7 @@ func (s *Service) Deny(ctx context.Context, req *connect.Request[toolwirev1.Deny
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.d.Deny(ctx, id, req.Msg.GetId(), req.Msg.GetReason())
+	a, err := s.d.approvals.Deny(ctx, id, req.Msg.GetId(), req.Msg.GetReason())
 	if err != nil {
 		return nil, approvalErr(err)
 	}
@@ -89,7 +91,7 @@ func (s *Service) ListGrants(ctx context.Context, req *connect.Request[toolwirev
 	if err != nil {
 		return nil, err
 	}
-	gs, err := s.d.ListGrants(ctx, id, req.Msg.GetAgent(), req.Msg.GetSession())
+	gs, err := s.d.approvals.ListGrants(ctx, id, req.Msg.GetAgent(), req.Msg.GetSession())
 	if err != nil {
 		return nil, approvalErr(err)
 	}
@@ -102,7 +104,7 @@ func (s *Service) RevokeGrant(ctx context.Context, req *connect.Request[toolwire
 	if err != nil {
 		return nil, err
 	}
-	ok, err := s.d.RevokeGrant(ctx, id, req.Msg.GetId())
+	ok, err := s.d.approvals.RevokeGrant(ctx, id, req.Msg.GetId())
 	if err != nil {
 		return nil, approvalErr(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
@@ -60,7 +61,7 @@ func TestApprovalTokenAttacks(t *testing.T) {
 	keys := testKeys(t, "k1")
 	s := startApprovals(t, dispatch.Config{TokenKeys: keys})
 	d := s.Dispatcher
-	confirmer := identity.Identity{Tenant: "default", Agent: "orchestrator", Scopes: []string{dispatch.ConfirmScope}}
+	confirmer := identity.Identity{Tenant: "default", Agent: "orchestrator", Scopes: []string{approvalflow.ConfirmScope}}
 	plain := identity.Identity{Tenant: "default", Agent: "orchestrator", Scopes: []string{"tools"}}
 	const args = `{"path":"/srv","key":"k-secret-1"}`
 
@@ -115,15 +116,15 @@ func TestApprovalTokenAttacks(t *testing.T) {
 	require.True(t, ran.Response.Ok, "%v", ran.Response.Error)
 	require.Equal(t, asked.CallId, ran.CallId)
 	require.Equal(t, 1, s.l.count(asked.CallId))
-	a, err := d.GetApproval(t.Context(), approver, asked.CallId)
+	a, err := d.Approvals().GetApproval(t.Context(), approver, asked.CallId)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.ApprovalState_APPROVAL_STATE_APPROVED, a.State)
 	require.Equal(t, "orchestrator", a.Approver)
 
 	// Used twice: refused, nothing more runs; an approver comes too late.
 	requireTokenRefused(t, callAs(t, d, confirmer, args, token), "used twice")
-	_, _, err = d.Approve(t.Context(), approver, &toolwirev1.ApproveRequest{Id: asked.CallId})
-	require.ErrorIs(t, err, dispatch.ErrApprovalDecided)
+	_, _, err = d.Approvals().Approve(t.Context(), approver, &toolwirev1.ApproveRequest{Id: asked.CallId})
+	require.ErrorIs(t, err, approvalflow.ErrApprovalDecided)
 	require.Equal(t, 1, s.l.total())
 
 	// An installation without keys refuses every token.

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
@@ -73,7 +74,7 @@ func mustPolicy(t *testing.T, doc string) dispatch.PolicySource {
 }
 
 // approver is an identity that holds the approve scope only.
-var approver = identity.Identity{Tenant: "default", Agent: "boss", Scopes: []string{dispatch.ApproveScope}}
+var approver = identity.Identity{Tenant: "default", Agent: "boss", Scopes: []string{approvalflow.ApproveScope}}
 
 type approvalStack struct {
 	*dispatchtest.Stack
@@ -160,7 +161,7 @@ func TestAskParksTheCallUntilApproved(t *testing.T) {
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, sub.State)
 	requireParked(t, sub.Response, sub.CallId)
 
-	list, truncated, err := s.Dispatcher.ListApprovals(ctx, approver, &toolwirev1.ListApprovalsRequest{
+	list, truncated, err := s.Dispatcher.Approvals().ListApprovals(ctx, approver, &toolwirev1.ListApprovalsRequest{
 		State: toolwirev1.ApprovalState_APPROVAL_STATE_PENDING})
 	require.NoError(t, err)
 	require.False(t, truncated)
@@ -174,7 +175,7 @@ func TestAskParksTheCallUntilApproved(t *testing.T) {
 	require.Contains(t, a.ArgumentsJson, "/srv")
 	require.True(t, a.Decision.RequiresApproval)
 
-	got, grant, err := s.Dispatcher.Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: id, Reason: "looks fine"})
+	got, grant, err := s.Dispatcher.Approvals().Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: id, Reason: "looks fine"})
 	require.NoError(t, err)
 	require.Nil(t, grant)
 	require.Equal(t, toolwirev1.ApprovalState_APPROVAL_STATE_APPROVED, got.State)
@@ -183,10 +184,10 @@ func TestAskParksTheCallUntilApproved(t *testing.T) {
 	require.True(t, r.Ok, "%v", r.Error)
 	require.Equal(t, 1, s.l.count(id))
 
-	_, _, err = s.Dispatcher.Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: id})
-	require.ErrorIs(t, err, dispatch.ErrApprovalDecided, "approved once")
-	_, err = s.Dispatcher.Deny(ctx, approver, id, "too late")
-	require.ErrorIs(t, err, dispatch.ErrApprovalDecided)
+	_, _, err = s.Dispatcher.Approvals().Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: id})
+	require.ErrorIs(t, err, approvalflow.ErrApprovalDecided, "approved once")
+	_, err = s.Dispatcher.Approvals().Deny(ctx, approver, id, "too late")
+	require.ErrorIs(t, err, approvalflow.ErrApprovalDecided)
 	types := events(t, s.Stack, id)
 	require.Equal(t, toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL, types[0])
 	require.Equal(t, toolwirev1.CallEventType_CALL_EVENT_TYPE_APPROVED, types[1])
@@ -208,19 +209,19 @@ func TestApprovalsNeedTheApproveScope(t *testing.T) {
 	ctx := t.Context()
 	sub := s.submit(t, &toolwirev1.SubmitRequest{Tool: "wipe", ArgumentsJson: `{"path":"/"}`})
 	caller := identity.Identity{Tenant: "default", Agent: "bot", Scopes: []string{"tools"}}
-	_, _, err := s.Dispatcher.Approve(ctx, caller, &toolwirev1.ApproveRequest{Id: sub.CallId})
-	require.ErrorIs(t, err, dispatch.ErrNeedApproveScope)
-	_, err = s.Dispatcher.Deny(ctx, caller, sub.CallId, "no")
-	require.ErrorIs(t, err, dispatch.ErrNeedApproveScope)
-	_, _, err = s.Dispatcher.ListApprovals(ctx, caller, &toolwirev1.ListApprovalsRequest{})
-	require.ErrorIs(t, err, dispatch.ErrNeedApproveScope)
-	_, err = s.Dispatcher.GetApproval(ctx, caller, sub.CallId)
-	require.ErrorIs(t, err, dispatch.ErrNeedApproveScope)
+	_, _, err := s.Dispatcher.Approvals().Approve(ctx, caller, &toolwirev1.ApproveRequest{Id: sub.CallId})
+	require.ErrorIs(t, err, approvalflow.ErrNeedApproveScope)
+	_, err = s.Dispatcher.Approvals().Deny(ctx, caller, sub.CallId, "no")
+	require.ErrorIs(t, err, approvalflow.ErrNeedApproveScope)
+	_, _, err = s.Dispatcher.Approvals().ListApprovals(ctx, caller, &toolwirev1.ListApprovalsRequest{})
+	require.ErrorIs(t, err, approvalflow.ErrNeedApproveScope)
+	_, err = s.Dispatcher.Approvals().GetApproval(ctx, caller, sub.CallId)
+	require.ErrorIs(t, err, approvalflow.ErrNeedApproveScope)
 
-	stranger := identity.Identity{Tenant: "other", Agent: "boss", Scopes: []string{dispatch.ApproveScope}}
-	_, _, err = s.Dispatcher.Approve(ctx, stranger, &toolwirev1.ApproveRequest{Id: sub.CallId})
-	require.ErrorIs(t, err, dispatch.ErrUnknownApproval, "another tenant's approval does not exist for it")
-	list, _, err := s.Dispatcher.ListApprovals(ctx, stranger, &toolwirev1.ListApprovalsRequest{})
+	stranger := identity.Identity{Tenant: "other", Agent: "boss", Scopes: []string{approvalflow.ApproveScope}}
+	_, _, err = s.Dispatcher.Approvals().Approve(ctx, stranger, &toolwirev1.ApproveRequest{Id: sub.CallId})
+	require.ErrorIs(t, err, approvalflow.ErrUnknownApproval, "another tenant's approval does not exist for it")
+	list, _, err := s.Dispatcher.Approvals().ListApprovals(ctx, stranger, &toolwirev1.ListApprovalsRequest{})
 	require.NoError(t, err)
 	require.Empty(t, list)
 
@@ -257,14 +258,14 @@ func TestDenyAnswersPermissionDenied(t *testing.T) {
 	}()
 	var id string
 	require.Eventually(t, func() bool {
-		list, _, err := s.Dispatcher.ListApprovals(ctx, approver, &toolwirev1.ListApprovalsRequest{})
+		list, _, err := s.Dispatcher.Approvals().ListApprovals(ctx, approver, &toolwirev1.ListApprovalsRequest{})
 		if err != nil || len(list) == 0 {
 			return false
 		}
 		id = list[0].Id
 		return true
 	}, 10*time.Second, 10*time.Millisecond)
-	a, err := s.Dispatcher.Deny(ctx, approver, id, "not on a Friday")
+	a, err := s.Dispatcher.Approvals().Deny(ctx, approver, id, "not on a Friday")
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.ApprovalState_APPROVAL_STATE_DENIED, a.State)
 	var got answer
@@ -283,8 +284,8 @@ func TestDenyAnswersPermissionDenied(t *testing.T) {
 	require.Equal(t, toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, e.PartialSideEffects)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, waitResult(t, s.Stack, id).Error.Type)
 	require.Contains(t, events(t, s.Stack, id), toolwirev1.CallEventType_CALL_EVENT_TYPE_APPROVAL_DENIED)
-	_, _, err = s.Dispatcher.Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: id})
-	require.ErrorIs(t, err, dispatch.ErrApprovalDecided)
+	_, _, err = s.Dispatcher.Approvals().Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: id})
+	require.ErrorIs(t, err, approvalflow.ErrApprovalDecided)
 	require.Zero(t, s.l.total())
 	requireNothingQueued(t, s.Stack)
 }
@@ -312,9 +313,9 @@ func TestUnansweredApprovalsExpire(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, expired, "one expiry recorded: %v", types)
-	_, _, err = s.Dispatcher.Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: resp.CallId})
-	require.ErrorIs(t, err, dispatch.ErrApprovalDecided)
-	a, err := s.Dispatcher.GetApproval(ctx, approver, resp.CallId)
+	_, _, err = s.Dispatcher.Approvals().Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: resp.CallId})
+	require.ErrorIs(t, err, approvalflow.ErrApprovalDecided)
+	a, err := s.Dispatcher.Approvals().GetApproval(ctx, approver, resp.CallId)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.ApprovalState_APPROVAL_STATE_EXPIRED, a.State)
 	require.Zero(t, s.l.total())
@@ -345,7 +346,7 @@ func TestCallWaitsForApprovalWhenAsked(t *testing.T) {
 	}()
 	var id string
 	require.Eventually(t, func() bool {
-		list, _, err := other.ListApprovals(ctx, approver, &toolwirev1.ListApprovalsRequest{Limit: 1})
+		list, _, err := other.Approvals().ListApprovals(ctx, approver, &toolwirev1.ListApprovalsRequest{Limit: 1})
 		if err != nil || len(list) == 0 || list[0].Id == short.CallId {
 			return false
 		}
@@ -359,7 +360,7 @@ func TestCallWaitsForApprovalWhenAsked(t *testing.T) {
 	require.Equal(t, id, dup.CallId)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, dup.State)
 
-	_, _, err = other.Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: id})
+	_, _, err = other.Approvals().Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: id})
 	require.NoError(t, err)
 	var r *toolwirev1.CallResponse
 	select {
@@ -396,8 +397,8 @@ func TestRacingApprovalsRunOnce(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, _, err := replicas[i%2].Approve(ctx, identity.Identity{Tenant: "default", Agent: fmt.Sprint("boss", i),
-					Scopes: []string{dispatch.ApproveScope}}, &toolwirev1.ApproveRequest{Id: id})
+				_, _, err := replicas[i%2].Approvals().Approve(ctx, identity.Identity{Tenant: "default", Agent: fmt.Sprint("boss", i),
+					Scopes: []string{approvalflow.ApproveScope}}, &toolwirev1.ApproveRequest{Id: id})
 				if err == nil {
 					mu.Lock()
 					wins[id]++
@@ -426,7 +427,7 @@ func TestApprovedButUnpublishedCallsArePublishedBySweep(t *testing.T) {
 	ctx := t.Context()
 	id := s.submit(t, &toolwirev1.SubmitRequest{Tool: "wipe", ArgumentsJson: `{"path":"/"}`}).CallId
 	dispatch.StopAfterNextApprovals(s.Dispatcher, 1)
-	_, _, err := s.Dispatcher.Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: id})
+	_, _, err := s.Dispatcher.Approvals().Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: id})
 	require.NoError(t, err)
 	require.True(t, waitResult(t, s.Stack, id).Ok)
 	require.Equal(t, 1, s.l.count(id))
@@ -453,7 +454,7 @@ func TestUnpublishedPastTheDuplicateWindowIsUnknownOutcome(t *testing.T) {
 	sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: `{"path":"/"}`})
 	require.NoError(t, err)
 	dispatch.StopAfterNextApprovals(s.Dispatcher, 1000)
-	_, _, err = s.Dispatcher.Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: sub.CallID})
+	_, _, err = s.Dispatcher.Approvals().Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: sub.CallID})
 	require.NoError(t, err)
 	r := waitResult(t, s, sub.CallID)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_UNKNOWN_OUTCOME, r.Error.Type, r.Error.Message)
@@ -475,11 +476,11 @@ func TestCancelEndsAParkedCall(t *testing.T) {
 	r := waitResult(t, s.Stack, id)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, r.Error.Type, r.Error.Message)
 	require.Equal(t, toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE, r.Error.PartialSideEffects)
-	a, err := s.Dispatcher.GetApproval(ctx, approver, id)
+	a, err := s.Dispatcher.Approvals().GetApproval(ctx, approver, id)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.ApprovalState_APPROVAL_STATE_DENIED, a.State)
 	require.Equal(t, "cancelled by its caller: changed my mind", a.Reason)
-	_, _, err = s.Dispatcher.Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: id})
-	require.ErrorIs(t, err, dispatch.ErrApprovalDecided)
+	_, _, err = s.Dispatcher.Approvals().Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: id})
+	require.ErrorIs(t, err, approvalflow.ErrApprovalDecided)
 	require.Zero(t, s.l.total())
 }

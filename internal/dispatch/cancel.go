@@ -76,7 +76,7 @@ func (d *Dispatcher) Cancel(ctx context.Context, id identity.Identity, callID, r
 		Message: reason, Caller: &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent}})
 	if parked {
 		// Waiting for an approver: nothing runs, so it ends here.
-		d.cancelParked(ctx, id, callID, reason)
+		d.approvals.CancelParked(ctx, id, callID, reason)
 	}
 	return toolwirev1.CancelOutcome_CANCEL_OUTCOME_REQUESTED, nil
 }

@@ -37,7 +37,7 @@ type Config struct {
 	ApprovalRetention time.Duration
 	// ApprovalSweep is how often each replica expires the approvals past
 	// their TTL and finishes decisions a stopped replica left unpublished
-	// (approve.go). Default 2s.
+	// (internal/approvalflow). Default 2s.
 	ApprovalSweep time.Duration
 	// TokenKeys are the approval token keys shared by the dispatchers
 	// (approvals.LoadKeys); with them, a caller holding the "confirm"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/toolwire/toolwire/internal/approvals"
+	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/delayed"
 	"github.com/toolwire/toolwire/internal/hooks"
@@ -61,11 +61,9 @@ type Dispatcher struct {
 	tracer  trace.Tracer // nil = tracing off
 	metrics *telemetry.DispatcherMetrics
 
-	// The approval flow (approve.go): the approvals bucket, the tracker
-	// of the records the sweep acts on, and the grants in force.
-	approvals *approvals.Store
-	tracker   *approvals.Tracker
-	grants    *approvals.GrantIndex
+	// approvals is the approval flow (internal/approvalflow; approve.go):
+	// the approvals bucket, the grants in force, the sweep.
+	approvals *approvalflow.Flow
 
 	// Limits (limits.go): the shared counts (guarded by mu; made by
 	// Start), the concurrency slots of the calls admitted here, and the
@@ -109,9 +107,18 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 		waiters: map[string]*waiter{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}
 	d.lookResult = d.loadResult
 	d.policies = policystore.NewStore(b, d.log)
-	d.approvals = approvals.NewStore(b, cfg.ApprovalRetention)
-	d.tracker = approvals.NewTracker(d.approvals, d.log)
-	d.grants = approvals.NewGrantIndex(d.approvals, d.log)
+	flow, err := approvalflow.New(b, approvalCore{d}, approvalflow.Config{TTL: cfg.ApprovalTTL, GrantTTL: cfg.GrantTTL,
+		Retention: cfg.ApprovalRetention, Sweep: cfg.ApprovalSweep, FinishTimeout: publishRetryFor + 15*time.Second,
+		TokenKeys: cfg.TokenKeys, Logger: d.log, BeforeFinish: func() error {
+			if hook := d.beforeFinish.Load(); hook != nil { // a test's (StopAfterNextApprovals)
+				return (*hook)()
+			}
+			return nil
+		}})
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: approval flow: %w", err)
+	}
+	d.approvals = flow
 	if cfg.PoolCheck > 0 {
 		d.pools = newPoolCheck(b, cfg.PoolCheck, d.log)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/identity"
@@ -190,22 +191,22 @@ func awaitingEventAnswer(callID string, ev *toolwirev1.CallEvent) *toolwirev1.To
 		te.Approval = &toolwirev1.ApprovalRequired{ApprovalId: callID, ExpiresAt: ev.GetApproval().GetExpiresAt()}
 	}
 	call := &toolwirev1.ToolCall{Tool: ev.GetTool(), SpecVersion: ev.GetApproval().GetSpecVersion(), Caller: ev.GetCaller()}
-	return awaitingResponse(callID, call, te, ev.GetTime().AsTime())
+	return approvalflow.AwaitingResponse(callID, call, te, ev.GetTime().AsTime())
 }
 
 // parkedAnswer looks up the approval record of a call without events (its
 // AWAITING_APPROVAL event may have been lost): the answer of a call still
 // parked (nil for a decided one), and whether a record exists at all.
 func (d *Dispatcher) parkedAnswer(ctx context.Context, id identity.Identity, callID string) (*toolwirev1.ToolResponse, bool) {
-	rec, err := d.approvals.Get(ctx, id.Tenant, callID)
+	rec, err := d.approvals.Record(ctx, id.Tenant, callID)
 	if err != nil {
 		return nil, false
 	}
 	if rec.Decided() {
 		return nil, true
 	}
-	te := awaitingError(rec, rec.Approval.GetDecision().GetReason())
-	return awaitingResponse(callID, rec.Call, te, rec.Approval.GetCreatedAt().AsTime()), true
+	te := approvalflow.AwaitingError(rec, rec.Approval.GetDecision().GetReason())
+	return approvalflow.AwaitingResponse(callID, rec.Call, te, rec.Approval.GetCreatedAt().AsTime()), true
 }
 
 // confirmResult returns the result stored on subject, the literal subject

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -49,7 +50,7 @@ func TestGrantsCoverLaterCalls(t *testing.T) {
 	require.NotContains(t, msg, "/**", "the rule's text stays private")
 
 	approvedAt := time.Now()
-	a, g, err := s.Dispatcher.Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: first.CallId,
+	a, g, err := s.Dispatcher.Approvals().Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: first.CallId,
 		Scope: toolwirev1.ApprovalScope_APPROVAL_SCOPE_SESSION, ArgsPattern: map[string]string{"path": "/tmp/**"},
 		Ttl: durationpb.New(time.Hour), Reason: "tmp is fine"})
 	require.NoError(t, err)
@@ -63,7 +64,7 @@ func TestGrantsCoverLaterCalls(t *testing.T) {
 
 	// In force on the other replica as soon as its watch delivers it.
 	require.Eventually(t, func() bool {
-		gs, err := other.ListGrants(ctx, approver, "", "s1")
+		gs, err := other.Approvals().ListGrants(ctx, approver, "", "s1")
 		return err == nil && len(gs) == 1
 	}, 10*time.Second, time.Millisecond)
 	t.Logf("FIGURE a grant is in force on the other replica %s after Approve returned", time.Since(returned).Round(time.Microsecond))
@@ -89,11 +90,11 @@ func TestGrantsCoverLaterCalls(t *testing.T) {
 	require.Equal(t, g.Id, granted.GrantId)
 	require.Equal(t, "ask-writes", granted.RuleId)
 
-	ok, err := s.Dispatcher.RevokeGrant(ctx, approver, g.Id)
+	ok, err := s.Dispatcher.Approvals().RevokeGrant(ctx, approver, g.Id)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Eventually(t, func() bool {
-		gs, err := other.ListGrants(ctx, approver, "", "")
+		gs, err := other.Approvals().ListGrants(ctx, approver, "", "")
 		return err == nil && len(gs) == 0
 	}, 10*time.Second, 5*time.Millisecond)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, write(t, other, "s1", "/tmp/d").State)
@@ -101,15 +102,15 @@ func TestGrantsCoverLaterCalls(t *testing.T) {
 
 	// A session grant needs a session; a bad glob is refused.
 	noSession := write(t, s.Dispatcher, "", "/tmp/e")
-	_, _, err = s.Dispatcher.Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: noSession.CallId,
+	_, _, err = s.Dispatcher.Approvals().Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: noSession.CallId,
 		Scope: toolwirev1.ApprovalScope_APPROVAL_SCOPE_SESSION})
-	require.ErrorIs(t, err, dispatch.ErrBadApproval)
-	_, _, err = s.Dispatcher.Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: noSession.CallId,
+	require.ErrorIs(t, err, approvalflow.ErrBadApproval)
+	_, _, err = s.Dispatcher.Approvals().Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: noSession.CallId,
 		Scope: toolwirev1.ApprovalScope_APPROVAL_SCOPE_AGENT, Tool: "fs_["})
-	require.ErrorIs(t, err, dispatch.ErrBadApproval)
+	require.ErrorIs(t, err, approvalflow.ErrBadApproval)
 	// An agent grant with a tool glob then covers the agent's calls of
 	// every session.
-	_, g2, err := s.Dispatcher.Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: noSession.CallId,
+	_, g2, err := s.Dispatcher.Approvals().Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: noSession.CallId,
 		Scope: toolwirev1.ApprovalScope_APPROVAL_SCOPE_AGENT, Tool: "fs_*"})
 	require.NoError(t, err)
 	require.Equal(t, "local", g2.Agent)

@@ -12,7 +12,7 @@ import (
 
 // A stopper tells one thing Start started to end, without blocking, and
 // returns a channel that is closed once it has ended: the shape of the
-// parts that are not startstop.Services yet (the approval sweep, limits), which started adapts.
+// parts that are not startstop.Services yet (limits), which started adapts.
 type stopper func() <-chan struct{}
 
 // closedChan is the done channel of something that is not running.
@@ -24,8 +24,8 @@ var closedChan = startstop.Closed
 // after-hook service (internal/hooks), the queue of admission records, the
 // load view, the rechecks of waiters, the orphan sweeper
 // (internal/maintenance), the listing of the pool consumers that
-// admission checks calls against (poolcheck.go), and the approval flow's
-// grant index, record tracker and sweep (approve.go), and limits.
+// admission checks calls against (poolcheck.go), the approval flow
+// (internal/approvalflow), and limits.
 // (Pool consumers are created by workers before they register their tools,
 // and admission refuses a call no pool consumer filters, so no call is
 // admitted before a consumer for it exists.)
@@ -73,10 +73,8 @@ func (d *Dispatcher) services() []startstop.Named {
 		{Name: "pool listing", Service: &startstop.Funcs{StartFunc: d.pools.start, StopFunc: d.pools.end}},
 		// The approval flow: the grants in force (loaded before Start
 		// returns, so admission decides with them), the tracker of the
-		// records the sweep acts on, and the sweep.
-		{Name: "grant index", Service: &startstop.Funcs{StartFunc: d.grants.Start, StopFunc: d.grants.Stop}},
-		{Name: "approval tracker", Service: &startstop.Funcs{StartFunc: d.tracker.Start, StopFunc: d.tracker.Stop}},
-		{Name: "approval sweep", Service: started(func(context.Context) (stopper, error) { return d.startApprovalSweep(), nil })},
+		// records the sweep acts on, and the sweep (internal/approvalflow).
+		{Name: "approval flow", Service: d.approvals},
 		{Name: "limits", Service: started(d.startLimits)},
 	}
 }

@@ -27,10 +27,10 @@ func (d *Dispatcher) policyFor(tenant string) *policy.Policy {
 // grants in the approvals bucket, kept current by a watch
 // (approvals.GrantIndex).
 func (d *Dispatcher) grantSource() policy.GrantSource {
-	if d.grants == nil {
+	if d.approvals == nil {
 		return nil
 	}
-	return d.grants
+	return d.approvals.Grants()
 }
 
 // decisionRecord is what the audit keeps of a decision.

@@ -303,7 +303,7 @@ func (s *Service) Explain(ctx context.Context, req *connect.Request[toolwirev1.E
 // caller's tenant, for Explain to decide as if the call presented it: an
 // approval that was not approved (pending, denied, expired) binds nothing.
 func (d *Dispatcher) approvalFor(ctx context.Context, id identity.Identity, approvalID string) (*policy.Approval, error) {
-	rec, err := d.approvals.Get(ctx, id.Tenant, approvalID)
+	rec, err := d.approvals.Record(ctx, id.Tenant, approvalID)
 	if err != nil {
 		return nil, fmt.Errorf("approval %s: %w", approvalID, err)
 	}

@@ -136,7 +136,7 @@ func (d *Dispatcher) call(ctx context.Context, id identity.Identity, o *toolwire
 // stillParked reports whether call callID of tenant still waits for an
 // approver (its approval record is pending).
 func (d *Dispatcher) stillParked(ctx context.Context, tenant, callID string) bool {
-	rec, err := d.approvals.Get(ctx, tenant, callID)
+	rec, err := d.approvals.Record(ctx, tenant, callID)
 	return err == nil && !rec.Decided()
 }
 

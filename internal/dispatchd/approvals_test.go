@@ -20,6 +20,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/bus/bustest"
@@ -139,7 +140,7 @@ func TestParkedCallSurvivesDispatcherKill(t *testing.T) {
 		defer scancel()
 		_ = b.Stop(sctx)
 	})
-	_, _, err = b.Approve(ctx, identity.Identity{Tenant: "default", Agent: "boss", Scopes: []string{dispatch.ApproveScope}},
+	_, _, err = b.Approvals().Approve(ctx, identity.Identity{Tenant: "default", Agent: "boss", Scopes: []string{approvalflow.ApproveScope}},
 		&toolwirev1.ApproveRequest{Id: id})
 	require.NoError(t, err)
 

@@ -86,7 +86,7 @@ func TestClusterApprovalRidesOutAFailover(t *testing.T) {
 	c.KillNode(victim)
 	var approved time.Duration
 	for {
-		_, _, err = c.Dispatcher.Approve(ctx, identity.Default, &toolwirev1.ApproveRequest{Id: s.CallID, Reason: "ok"})
+		_, _, err = c.Dispatcher.Approvals().Approve(ctx, identity.Default, &toolwirev1.ApproveRequest{Id: s.CallID, Reason: "ok"})
 		if err == nil {
 			approved = time.Since(at)
 			break

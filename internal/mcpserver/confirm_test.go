@@ -90,11 +90,11 @@ func TestAskConfirmedByTheClientsUser(t *testing.T) {
 	}()
 	var pending []*toolwirev1.Approval
 	require.Eventually(t, func() bool {
-		pending, _, err = s.Dispatcher.ListApprovals(ctx, identity.Default, &toolwirev1.ListApprovalsRequest{
+		pending, _, err = s.Dispatcher.Approvals().ListApprovals(ctx, identity.Default, &toolwirev1.ListApprovalsRequest{
 			State: toolwirev1.ApprovalState_APPROVAL_STATE_PENDING, Tool: "transfer"})
 		return err == nil && len(pending) == 1
 	}, 30*time.Second, 20*time.Millisecond)
-	_, _, err = s.Dispatcher.Approve(ctx, identity.Default, &toolwirev1.ApproveRequest{Id: pending[0].GetId()})
+	_, _, err = s.Dispatcher.Approvals().Approve(ctx, identity.Default, &toolwirev1.ApproveRequest{Id: pending[0].GetId()})
 	require.NoError(t, err)
 	res = <-done
 	require.False(t, res.IsError, "%v", res.Content)

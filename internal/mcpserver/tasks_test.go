@@ -188,7 +188,7 @@ func TestTasksAcrossReplicas(t *testing.T) {
 	id = created["taskId"].(string)
 	require.Contains(t, two.get(id)["statusMessage"], "approval")
 	approver := identity.Identity{Tenant: "acme", Agent: "ops", Scopes: []string{"*"}}
-	_, _, err = other.Approve(t.Context(), approver, &toolwirev1.ApproveRequest{Id: id})
+	_, _, err = other.Approvals().Approve(t.Context(), approver, &toolwirev1.ApproveRequest{Id: id})
 	require.NoError(t, err)
 	require.Equal(t, "deployed", two.until(id, "completed")["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"])
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -35,7 +35,7 @@ func TestWorkerRefusesCallsTheirApprovalDoesNotCover(t *testing.T) {
 	}, tool.RequiresApproval()))
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{wipe}})
 	ctx := t.Context()
-	approver := identity.Identity{Tenant: "default", Agent: "boss", Scopes: []string{dispatch.ApproveScope}}
+	approver := identity.Identity{Tenant: "default", Agent: "boss", Scopes: []string{approvalflow.ApproveScope}}
 	park := func(path string) string {
 		sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: `{"path":"` + path + `"}`})
 		require.NoError(t, err)
@@ -43,7 +43,7 @@ func TestWorkerRefusesCallsTheirApprovalDoesNotCover(t *testing.T) {
 		return sub.CallID
 	}
 	approved, pending := park("/tmp"), park("/var")
-	_, _, err := s.Dispatcher.Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: approved})
+	_, _, err := s.Dispatcher.Approvals().Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: approved})
 	require.NoError(t, err)
 	res := waitResult(t, s, "default", s.Dispatcher.Name(), approved)
 	require.True(t, res.Ok, "%v", res.Error)
@@ -82,7 +82,7 @@ func TestWorkerRefusesCallsTheirApprovalDoesNotCover(t *testing.T) {
 
 	// The pending call, approved after the attack, still runs once (its
 	// result subject is its own dispatcher's, not the attacker's).
-	_, _, err = s.Dispatcher.Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: pending})
+	_, _, err = s.Dispatcher.Approvals().Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: pending})
 	require.NoError(t, err)
 	require.True(t, waitResult(t, s, "default", s.Dispatcher.Name(), pending).Ok)
 	require.Equal(t, map[string]int{approved: 1, pending: 1}, count())

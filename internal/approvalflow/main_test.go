@@ -1,0 +1,11 @@
+package approvalflow_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Every goroutine a test starts (the sweep, the tracker, the grant watch,
+// servers) has ended when the tests have.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -1,0 +1,123 @@
+package approvalflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/toolwire/toolwire/internal/approvals"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// The sweep: every replica, every Config.Sweep, acts on the records its
+// tracker (approvals.Tracker, fed by the headers of every record write)
+// says are due:
+//
+//   - a pending record past its expiry is expired (one compare-and-set:
+//     of the replicas sweeping, one wins), answered EXPIRED and recorded
+//     APPROVAL_EXPIRED;
+//   - a decided record not published publishGrace after its decision
+//     (the replica that decided stopped before finishing it, or its
+//     publish failed) is finished: an approved call published under its
+//     id as message id (the calls stream stores it once within its
+//     duplicate window), a denied or expired one answered.
+//
+// An approved record whose decision is older than the calls stream's
+// duplicate window, less a margin (republishWithin), is not published
+// again: a first publish that reached the stream but was never marked
+// could no longer be told from none, so the call is answered
+// UNKNOWN_OUTCOME instead of perhaps running twice. It takes every
+// replica being down for that long (10 minutes by default) right after an
+// approval.
+
+const (
+	// publishGrace is how long the replica that decided has to finish
+	// before the sweep does it too (both publishing is harmless: the
+	// message id).
+	publishGrace = 5 * time.Second
+	// windowMargin keeps the sweep's last publish of an approved call
+	// well inside the calls stream's duplicate window.
+	windowMargin = time.Minute
+	// sweepBudget bounds the records one sweep acts on.
+	sweepBudget = 500
+)
+
+// republishWithin is how long after its decision the sweep still
+// publishes an approved call: the calls stream's duplicate window less a
+// margin (windowMargin, at most half the window).
+func republishWithin(window time.Duration) time.Duration {
+	return window - min(windowMargin, window/2)
+}
+
+// sweepEvery runs the sweep every Config.Sweep until ctx ends (the
+// sweep's startstop.Loop).
+func (f *Flow) sweepEvery(ctx context.Context) {
+	t := time.NewTicker(f.cfg.Sweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		f.sweep(ctx)
+	}
+}
+
+// sweep acts on every due record, each within Config.FinishTimeout.
+func (f *Flow) sweep(ctx context.Context) {
+	for _, s := range f.tracker.Due(time.Now(), publishGrace, sweepBudget) {
+		actx, cancel := context.WithTimeout(ctx, f.cfg.FinishTimeout)
+		err := f.sweepOne(actx, s)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			f.log.Warn("approval sweep: acting on a record failed; trying again at the next sweep", "call_id", s.ID, "tenant", s.Tenant, "err", err)
+		}
+	}
+}
+
+// sweepOne expires or finishes the record s summarises, after reading it
+// again (the summary may be stale).
+func (f *Flow) sweepOne(ctx context.Context, s approvals.Summary) error {
+	rec, err := f.store.Get(ctx, s.Tenant, s.ID)
+	if errors.Is(err, approvals.ErrNotFound) {
+		f.tracker.Forget(s.Tenant, s.ID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	switch {
+	case !rec.Decided():
+		if now.Before(rec.Approval.GetExpiresAt().AsTime()) {
+			f.tracker.Note(rec)
+			return nil
+		}
+		decided(rec, toolwirev1.ApprovalState_APPROVAL_STATE_EXPIRED,
+			approvalBy{reason: fmt.Sprintf("no approver decided within %s", f.cfg.TTL), at: now})
+		if err := f.store.Update(ctx, rec); err != nil {
+			if errors.Is(err, approvals.ErrConflict) {
+				return nil // another replica (or an approver) decided it
+			}
+			return err
+		}
+		f.tracker.Note(rec)
+		return f.finishDecided(ctx, rec)
+	case rec.Published:
+		f.tracker.Note(rec)
+		return nil
+	case rec.Approval.GetState() != toolwirev1.ApprovalState_APPROVAL_STATE_APPROVED:
+		return f.finishDecided(ctx, rec)
+	case now.Sub(rec.Approval.GetDecidedAt().AsTime()) < republishWithin(f.duplicateWindow):
+		f.log.Info("approval sweep: publishing an approved call its approver left unpublished", "call_id", rec.ID())
+		return f.finishApproved(ctx, rec)
+	}
+	f.log.Warn("approval sweep: an approved call was left unpublished past the calls stream's duplicate window; answering UNKNOWN_OUTCOME", "call_id", rec.ID())
+	te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_UNKNOWN_OUTCOME,
+		Message: "the call was approved, but no dispatcher confirmed its publish within the calls stream's duplicate window: " +
+			"it may or may not have run", PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN,
+		Suggestion: "check the tool's target for the effect before calling again"}
+	return f.answerRecord(ctx, rec, te)
+}
