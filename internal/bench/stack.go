@@ -179,7 +179,11 @@ func (s *stack) serveHTTP(cfg Config) error {
 	mux := http.NewServeMux()
 	path, h := dispatch.NewService(s.d).Handler(identity.OpenAccess{Identity: identity.Default})
 	mux.Handle(path, h)
-	mcpserver.New(s.d, identity.OpenAccess{Identity: identity.Default}, mcpserver.Config{Version: "bench"}).Handle(mux)
+	ms, err := mcpserver.New(s.d, identity.OpenAccess{Identity: identity.Default}, mcpserver.Config{Version: "bench", Tasks: s.bus.Tasks})
+	if err != nil {
+		return fmt.Errorf("bench: mcp: %w", err)
+	}
+	ms.Handle(mux)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("bench: listen: %w", err)

@@ -74,7 +74,7 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request, v *viewer
 		s.render(w, r, http.StatusOK, "approvals", v, "Approvals", "approvals", d)
 		return
 	}
-	pending, truncated, err := s.cfg.Dispatcher.Approvals().ListApprovals(r.Context(), v.ID, &toolwirev1.ListApprovalsRequest{
+	pending, truncated, err := s.cfg.Approvals.ListApprovals(r.Context(), v.ID, &toolwirev1.ListApprovalsRequest{
 		State: toolwirev1.ApprovalState_APPROVAL_STATE_PENDING, Limit: maxInbox})
 	status := http.StatusOK
 	if err != nil {
@@ -86,7 +86,7 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request, v *viewer
 	for _, a := range pending {
 		d.Pending = append(d.Pending, rowOfApproval(a))
 	}
-	recent, _, err := s.cfg.Dispatcher.Approvals().ListApprovals(r.Context(), v.ID, &toolwirev1.ListApprovalsRequest{Limit: maxDecided + maxInbox})
+	recent, _, err := s.cfg.Approvals.ListApprovals(r.Context(), v.ID, &toolwirev1.ListApprovalsRequest{Limit: maxDecided + maxInbox})
 	if err != nil {
 		d.Error, status = "reading the decided approvals failed: "+err.Error(), http.StatusBadGateway
 	}
@@ -126,7 +126,7 @@ func (s *Server) approveCall(w http.ResponseWriter, r *http.Request, v *viewer) 
 		s.refuse(w, r, v, http.StatusBadRequest, err.Error())
 		return
 	}
-	a, g, err := s.cfg.Dispatcher.Approvals().Approve(r.Context(), v.ID, req)
+	a, g, err := s.cfg.Approvals.Approve(r.Context(), v.ID, req)
 	if err != nil {
 		s.refuseDecision(w, r, v, "approving", err)
 		return
@@ -213,7 +213,7 @@ func (s *Server) denyCall(w http.ResponseWriter, r *http.Request, v *viewer) {
 		s.refuse(w, r, v, http.StatusBadRequest, fmt.Sprintf("the reason is longer than %d bytes", maxReasonLen))
 		return
 	}
-	a, err := s.cfg.Dispatcher.Approvals().Deny(r.Context(), v.ID, id, reason)
+	a, err := s.cfg.Approvals.Deny(r.Context(), v.ID, id, reason)
 	if err != nil {
 		s.refuseDecision(w, r, v, "denying", err)
 		return

@@ -11,9 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolwire/toolwire/internal/audit"
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/toolwire/toolwire/internal/audit"
+	"github.com/toolwire/toolwire/internal/callindex"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // outcomes are the outcomes the calls page filters by.
@@ -45,10 +47,10 @@ const maxFilterBytes = 256
 
 // queryOf reads the calls page's filters from the URL; a viewer who is not
 // an admin sees their own tenant only, whatever the URL says.
-func queryOf(r *http.Request, v *viewer) (Query, url.Values, error) {
+func queryOf(r *http.Request, v *viewer) (callindex.Query, url.Values, error) {
 	in := r.URL.Query()
 	get := bounded(in.Get)
-	q := Query{Tenant: get("tenant"), Tool: get("tool"), Agent: get("agent"), Session: get("session"),
+	q := callindex.Query{Tenant: get("tenant"), Tool: get("tool"), Agent: get("agent"), Session: get("session"),
 		Outcome: get("outcome"), ErrorType: strings.TrimPrefix(strings.ToUpper(get("error_type")), "ERROR_TYPE_"), Text: get("q")}
 	if t := v.Tenant(); t != "" {
 		q.Tenant = t
@@ -113,13 +115,13 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 
 type callsData struct {
 	Filters  url.Values
-	Query    Query
-	Calls    []Entry
+	Query    callindex.Query
+	Calls    []callindex.Entry
 	Next     uint64
 	Matched  int
 	Error    string
 	Outcomes []string
-	Stats    IndexStats
+	Stats    callindex.Stats
 	Live     bool
 	Took     time.Duration
 }
@@ -145,7 +147,7 @@ const liveKeepAlive = 15 * time.Second
 
 // maxLiveStreamsPerKey bounds the live streams one key (its tenant/agent)
 // holds open, so that no key takes every one of the index's subscriptions
-// (MaxSubscribers, shared by every viewer).
+// (callindex.MaxSubscribers, shared by every viewer).
 const maxLiveStreamsPerKey = 16
 
 // callsLive streams the calls the filters select as they are made and as
@@ -212,7 +214,7 @@ func (s *Server) callsLive(w http.ResponseWriter, r *http.Request, v *viewer) {
 }
 
 type callData struct {
-	Entry   Entry
+	Entry   callindex.Entry
 	Rec     *audit.Record
 	Events  []*toolwirev1.CallEvent
 	Result  *toolwirev1.ToolResponse
@@ -286,7 +288,7 @@ func (s *Server) intentsOf(r *http.Request, v *viewer, rec *audit.Record, resp *
 	if rec.Session != "" {
 		id := v.ID
 		id.Tenant = rec.Tenant
-		if sess, err := s.cfg.Dispatcher.GetSession(r.Context(), id, rec.Session); err == nil {
+		if sess, err := s.cfg.Core.GetSession(r.Context(), id, rec.Session); err == nil {
 			for _, a := range sess.Applied {
 				applied[a] = true
 			}
@@ -303,7 +305,7 @@ func (s *Server) intentsOf(r *http.Request, v *viewer, rec *audit.Record, resp *
 }
 
 // letterOf finds the dead letter of a dead-lettered call (0: none found).
-func (s *Server) letterOf(r *http.Request, e Entry) uint64 {
+func (s *Server) letterOf(r *http.Request, e callindex.Entry) uint64 {
 	ls, err := s.letters.list(r.Context())
 	if err != nil {
 		return 0
@@ -336,7 +338,7 @@ func (s *Server) cancelCall(w http.ResponseWriter, r *http.Request, v *viewer) {
 	} else {
 		reason = "cancelled from the dashboard by " + v.who()
 	}
-	out, err := s.cfg.Dispatcher.Cancel(r.Context(), as, id, reason)
+	out, err := s.cfg.Core.Cancel(r.Context(), as, id, reason)
 	if err != nil {
 		s.refuse(w, r, v, http.StatusBadGateway, "cancel failed: "+err.Error())
 		return
@@ -370,7 +372,7 @@ func (s *Server) retryCall(w http.ResponseWriter, r *http.Request, v *viewer) {
 
 // matches says whether a live update e belongs on a page of q (its text
 // filter aside: a page with one is not live).
-func matches(q Query, e Entry) bool {
+func matches(q callindex.Query, e callindex.Entry) bool {
 	eq := func(f, v string) bool { return f == "" || f == v }
 	return eq(q.Tenant, e.Tenant) && eq(q.Tool, e.Tool) && eq(q.Agent, e.Agent) && eq(q.Session, e.Session) &&
 		eq(q.Outcome, e.Outcome) && eq(q.ErrorType, e.ErrorType) &&

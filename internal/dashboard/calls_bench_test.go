@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/callindex/callindextest"
 	"github.com/toolwire/toolwire/internal/identity"
 )
 
@@ -18,16 +19,16 @@ import (
 //
 //	go test -run '^$' -bench CallsPage1M -benchtime 20x ./internal/dashboard/
 func BenchmarkCallsPage1M(b *testing.B) {
-	fx := benchIndex(b)
+	fx := callindextest.Million(b)
 	pages, err := parsePages()
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := &Server{index: fx.x, pages: pages, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s := &Server{index: fx.Index, pages: pages, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	admin := newViewer(identity.Identity{Tenant: "ops", Agent: "ui", Scopes: []string{"*"}}, "token")
 	tenant := newViewer(identity.Identity{Tenant: "tenant-07", Agent: "ui"}, "token")
-	mid := benchBase.Add(benchCalls / 2 * benchStep).Format("2006-01-02T15:04")
-	end := benchBase.Add(benchCalls/2*benchStep + time.Hour).Format("2006-01-02T15:04")
+	mid := callindextest.Base.Add(callindextest.Calls / 2 * callindextest.Step).Format("2006-01-02T15:04")
+	end := callindextest.Base.Add(callindextest.Calls/2*callindextest.Step + time.Hour).Format("2006-01-02T15:04")
 	kinds := []struct {
 		name, query string
 		v           *viewer
@@ -67,6 +68,6 @@ func BenchmarkCallsPage1M(b *testing.B) {
 				took = append(took, time.Since(start))
 			}
 		}
-		reportLatencies(b, took)
+		callindextest.ReportLatencies(b, took)
 	})
 }

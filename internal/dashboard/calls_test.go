@@ -224,7 +224,7 @@ func TestCallPageLinksItsTrace(t *testing.T) {
 	require.Regexp(t, `<a href="https://traces.example/trace/[0-9a-f]{32}" rel="noreferrer" data-testid="trace-link"><code data-testid="trace">[0-9a-f]{32}</code></a>`, body)
 
 	for _, bad := range []string{"javascript:alert(1)//{trace_id}", "https://traces.example/trace/", "/trace/{trace_id}"} {
-		_, err := New(t.Context(), Config{Dispatcher: u.Dispatcher, Auth: identity.OpenAccess{}, Bus: u.Env.Bus, Registry: u.Registry, TraceURL: bad})
+		_, err := New(Config{Core: u.Dispatcher, Approvals: u.Dispatcher.Approvals(), Auth: identity.OpenAccess{}, Registry: u.Registry, Streams: streamsOf(t, u.Env.Bus), TraceURL: bad})
 		require.ErrorContains(t, err, "not an http(s) URL with {trace_id}", bad)
 	}
 }

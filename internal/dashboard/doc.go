@@ -2,6 +2,17 @@
 // (not raw streams — the nats CLI shows those), served by every
 // dispatcher at /ui on its API address.
 //
+// # Parts
+//
+// A Server is built from a Config: the dispatcher as Core (core.go: the
+// calls the pages make, each with the signed-in user's identity), the
+// registry as Registry, and Streams, the streams and buckets the pages
+// read (CALLS and RESULTS for the calls index, the registry bucket, an
+// audit.Source and a dlq.Queue), all handed over by the process
+// (internal/dispatchd). Start starts the calls index's feed and the pools
+// page's sampling; Stop ends the live streams, then both
+// (startstop.Service).
+//
 // # Stack
 //
 // Server-rendered html/template pages and one small script (static/app.js:
@@ -55,11 +66,11 @@
 // # The calls index
 //
 // The calls page reads a bounded in-memory index of the newest calls
-// (Config.IndexCalls, default 1,000,000), rebuilt from the calls and
-// results streams when the dispatcher starts and kept live by ordered
-// consumers (index.go has the figures: memory per call, rebuild time,
-// query times at 1M). Each replica keeps its own; the streams are the
-// truth. One call's page finds the call in the index (its CALLS
+// (internal/callindex; Config.IndexCalls, default 1,000,000), rebuilt from
+// the calls and results streams when the dashboard starts and kept live by
+// ordered consumers (callindex's package documentation has the design and
+// the figures: memory per call, rebuild time, query times at 1M). Each
+// replica keeps its own; the streams are the truth. One call's page finds the call in the index (its CALLS
 // sequence) and reads the rest from the streams (audit.Source.One: the
 // call, its events and its result), so a timeline is never cut to what
 // the index keeps; a call older than the index's window is not found

@@ -19,8 +19,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolwire/toolwire/internal/audit"
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/dlq"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
@@ -55,21 +58,21 @@ func startUIWith(t *testing.T, tools []*tool.Tool, cfg dispatch.Config, changeCo
 	auth := testKeys(t)
 	st := dispatchtest.Start(t, dispatchtest.Options{Tools: tools, Auth: auth, Dispatcher: cfg})
 	ctx := context.Background()
-	c := Config{Dispatcher: st.Dispatcher, Auth: auth, Bus: st.Env.Bus, Registry: st.Registry}
+	c := Config{Core: st.Dispatcher, Approvals: st.Dispatcher.Approvals(), Auth: auth, Registry: st.Registry, Streams: streamsOf(t, st.Env.Bus)}
 	if changeConfig != nil {
 		changeConfig(&c)
 	}
-	ui, err := New(ctx, c)
+	ui, err := New(c)
 	require.NoError(t, err)
 	if changeServer != nil {
 		changeServer(ui)
 	}
-	ui.Start(ctx)
+	require.NoError(t, ui.Start(ctx))
 	mux := http.NewServeMux()
 	ui.Handle(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
-		ui.Stop() // ends live streams before the server waits for them
+		require.NoError(t, ui.Stop(ctx)) // ends live streams before the server waits for them
 		srv.Close()
 	})
 	select {
@@ -78,6 +81,17 @@ func startUIWith(t *testing.T, tools []*tool.Tool, cfg dispatch.Config, changeCo
 		t.Fatal("the calls index never caught up")
 	}
 	return &uiStack{Stack: st, UI: ui, Srv: srv}
+}
+
+// streamsOf opens the dashboard's streams of the installation b, as
+// dispatchd does.
+func streamsOf(t *testing.T, b *bus.Bus) Streams {
+	t.Helper()
+	src, err := audit.Open(t.Context(), b.NC, b.Config.Prefix)
+	require.NoError(t, err)
+	q, err := dlq.Open(t.Context(), b.NC, b.Config.Prefix)
+	require.NoError(t, err)
+	return Streams{Calls: b.Calls, Results: b.Results, Registry: b.Registry, Subjects: b.Subjects, Audit: src, DLQ: q}
 }
 
 // testKeys writes a key file with the four keys and loads it.

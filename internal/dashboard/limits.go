@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/callindex"
 	"github.com/toolwire/toolwire/internal/dispatch"
 )
 
@@ -160,7 +161,7 @@ func (s *Server) usageOf(ctx context.Context, v *viewer, pairs [][2]string, f di
 		as.Tenant = tenant // an admin's only: others have their own pair alone
 		uf := f
 		uf.Agent = agent
-		us, err := s.cfg.Dispatcher.Usage(ctx, as, uf)
+		us, err := s.cfg.Core.Usage(ctx, as, uf)
 		gi, ok := index[tenant]
 		if !ok {
 			gi = len(groups)
@@ -193,7 +194,7 @@ func (s *Server) usageOf(ctx context.Context, v *viewer, pairs [][2]string, f di
 // maxAgents, and how many more there were.
 func (s *Server) recentAgents(now time.Time) ([][2]string, int) {
 	seen := map[[2]string]bool{}
-	q := Query{Since: now.Add(-agentSince), Limit: MaxQueryLimit}
+	q := callindex.Query{Since: now.Add(-agentSince), Limit: callindex.MaxQueryLimit}
 	for read := 0; read < agentScan; {
 		page, next, _ := s.index.Query(q)
 		for _, e := range page {

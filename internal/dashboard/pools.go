@@ -40,6 +40,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/audit"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/callindex"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -149,7 +150,7 @@ func (p *poolHistory) run(ctx context.Context) {
 
 // subscribe subscribes to the index's live updates; a nil channel when it
 // cannot (tried again at the next sample).
-func (p *poolHistory) subscribe() (<-chan Entry, func()) {
+func (p *poolHistory) subscribe() (<-chan callindex.Entry, func()) {
 	ch, cancel, err := p.s.index.Subscribe()
 	if err != nil {
 		p.s.log.Warn("dashboard pool history: no live updates; throughput is not counted until there are", "err", err)
@@ -164,7 +165,7 @@ func (p *poolHistory) poolOf(tenant, tool string) string {
 	if err != nil {
 		return ""
 	}
-	return p.s.cfg.Dispatcher.PoolOf(tenant, ent.Spec)
+	return p.s.cfg.Core.PoolOf(tenant, ent.Spec)
 }
 
 // isError says whether a finished call's outcome counts as an error.
@@ -174,7 +175,7 @@ func isError(outcome string) bool {
 
 // count takes a live update in: a finished call counts for its pool and
 // its worker.
-func (p *poolHistory) count(e Entry) {
+func (p *poolHistory) count(e callindex.Entry) {
 	if e.Outcome == audit.OutcomePending {
 		return
 	}
@@ -191,7 +192,7 @@ func (p *poolHistory) count(e Entry) {
 }
 
 // saw notes the worker of a finished call, at (mu held).
-func (p *poolHistory) saw(e Entry, pool string, at time.Time) {
+func (p *poolHistory) saw(e callindex.Entry, pool string, at time.Time) {
 	if e.Worker == "" {
 		return
 	}
@@ -227,7 +228,7 @@ func (p *poolHistory) forgetOldestWorker() {
 // seed notes the workers of the index's newest calls of the last hour:
 // those that ran before this replica started.
 func (p *poolHistory) seed(now time.Time) {
-	page, _, _ := p.s.index.Query(Query{Since: now.Add(-workerWindow), Limit: MaxQueryLimit})
+	page, _, _ := p.s.index.Query(callindex.Query{Since: now.Add(-workerWindow), Limit: callindex.MaxQueryLimit})
 	pools := map[[2]string]string{}
 	for _, e := range page {
 		if e.Worker == "" {
@@ -249,7 +250,7 @@ func (p *poolHistory) seed(now time.Time) {
 // last sample, forgets workers silent for workerWindow, and reads the
 // isolation gaps of a few workers.
 func (p *poolHistory) sample(ctx context.Context, now time.Time) {
-	pools := p.s.cfg.Dispatcher.Pools()
+	pools := p.s.cfg.Core.Pools()
 	p.mu.Lock()
 	live := map[string]bool{}
 	for _, ps := range pools {
@@ -293,7 +294,7 @@ func (p *poolHistory) sample(ctx context.Context, now time.Time) {
 func (p *poolHistory) gapsOf(ctx context.Context, tenant, callID string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, gapTimeout)
 	defer cancel()
-	b := p.s.cfg.Bus
+	b := p.s.cfg.Streams
 	m, err := bus.LastMsg(ctx, b.Results, b.Subjects.ResultAnyDispatcher(tenant, callID))
 	if err != nil {
 		return nil, fmt.Errorf("result of %s: %w", callID, err)
@@ -396,7 +397,7 @@ func (s *Server) poolsPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 	hist := s.pools.view()
 	d := poolsData{Since: hist.since, Every: s.pools.every}
 	known := map[string]bool{}
-	for _, ps := range s.cfg.Dispatcher.Pools() {
+	for _, ps := range s.cfg.Core.Pools() {
 		known[ps.Pool] = true
 		d.Pools = append(d.Pools, cardOf(ps, hist.pools[ps.Pool], hist.workers, s.pools.every))
 	}
@@ -405,7 +406,7 @@ func (s *Server) poolsPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 			d.Orphans = append(d.Orphans, wk)
 		}
 	}
-	for _, st := range s.cfg.Dispatcher.Stores() {
+	for _, st := range s.cfg.Core.Stores() {
 		row := storeRow{StoreLoad: st, Used: byteSize(st.Bytes)}
 		if st.MaxBytes > 0 {
 			row.Limit, row.Use = byteSize(st.MaxBytes), meterOf(st.Bytes, st.MaxBytes)

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/audit"
+	"github.com/toolwire/toolwire/internal/callindex"
 	"github.com/toolwire/toolwire/internal/dispatch"
 )
 
@@ -24,8 +26,8 @@ func (p *poolHistory) finished(pool string) (done, errs int) {
 	return done + p.done[pool], errs + p.errs[pool]
 }
 
-// When the index ends the pool history's live subscription (its Run
-// stopped, to be started again), the history subscribes again at its
+// When the index ends the pool history's live subscription (its feed's
+// run stopped, to be started again), the history subscribes again at its
 // next sample and counts the calls that finish from then on.
 func TestReviewPoolsSubscribeAgainWhenTheIndexEndsTheirs(t *testing.T) {
 	t.Parallel()
@@ -37,8 +39,14 @@ func TestReviewPoolsSubscribeAgainWhenTheIndexEndsTheirs(t *testing.T) {
 	call(t, u, acmeBot, "echo", `{"text":"a"}`)
 	waitFor(t, "the call is counted", func() bool { done, _ := h.finished(pool); return done == 1 })
 
-	x.closeSubscribers() // as Run does when it returns
+	// The feed stops (its subscriptions end, as when a run of it fails)
+	// and a new one carries on.
+	require.NoError(t, u.UI.feed.Stop(t.Context()))
+	again := callindex.NewFeed(x)
+	require.NoError(t, again.Start(t.Context()))
+	t.Cleanup(func() { require.NoError(t, again.Stop(context.Background())) })
 	waitFor(t, "the pool history subscribes again", func() bool { return x.Stats().Subscribers == 1 })
+	waitFor(t, "the new feed follows the streams", func() bool { return x.Stats().Live })
 	call(t, u, acmeBot, "echo", `{"text":"b"}`)
 	call(t, u, acmeBot, "fail", `{"type":"TIMEOUT","retryable":false}`)
 	waitFor(t, "the calls after the new subscription are counted", func() bool {
@@ -54,9 +62,9 @@ func TestReviewPoolsHistoryIsBounded(t *testing.T) {
 	p := newPoolHistory(nil)
 	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	for i := range maxWorkers + 50 {
-		p.saw(Entry{Worker: fmt.Sprintf("w%04d", i), Outcome: audit.OutcomeOK}, "p", t0.Add(time.Duration(i)*time.Second))
+		p.saw(callindex.Entry{Worker: fmt.Sprintf("w%04d", i), Outcome: audit.OutcomeOK}, "p", t0.Add(time.Duration(i)*time.Second))
 	}
-	p.saw(Entry{Worker: "w1020", Outcome: audit.OutcomeOK}, "p", t0.Add(time.Hour)) // seen again
+	p.saw(callindex.Entry{Worker: "w1020", Outcome: audit.OutcomeOK}, "p", t0.Add(time.Hour)) // seen again
 	require.Len(t, p.workers, maxWorkers)
 	for i := range 50 {
 		require.NotContains(t, p.workers, fmt.Sprintf("w%04d", i), "the oldest are forgotten")

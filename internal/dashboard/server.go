@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"embed"
-	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -16,11 +15,9 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/internal/audit"
-	"github.com/toolwire/toolwire/internal/bus"
-	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/callindex"
 	"github.com/toolwire/toolwire/internal/dlq"
-	"github.com/toolwire/toolwire/internal/identity"
-	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/startstop"
 )
 
 //go:embed templates/*.html
@@ -32,40 +29,21 @@ var staticFS embed.FS
 // Prefix is the path the dashboard is served under.
 const Prefix = "/ui"
 
-// Config configures a dashboard.
-type Config struct {
-	Dispatcher *dispatch.Dispatcher
-	// Auth checks the API key a user signs in with, and again on every
-	// request (a key removed from the key file signs its sessions out).
-	Auth     identity.Authenticator
-	Bus      *bus.Bus
-	Registry *registry.Store
-	// Secret seals the session cookie (32 bytes or more). Replicas behind
-	// one address need the same secret; nil = a random one per process
-	// (a session then holds on the replica that made it only).
-	Secret []byte
-	// IndexCalls is the most calls the calls index keeps (newest).
-	// Default 1,000,000.
-	IndexCalls int
-	// SessionTTL is how long a sign-in lasts. Default 12h.
-	SessionTTL time.Duration
-	// TraceURL links a call's trace id to a tracing UI: an http(s) URL
-	// with {trace_id} where the id goes (e.g.
-	// https://jaeger.example/trace/{trace_id}); "" shows the id only.
-	TraceURL string
-	Logger   *slog.Logger
-}
-
-// Server is the dashboard: an http.Handler under Prefix.
+// Server is the dashboard: an http.Handler under Prefix, and a
+// startstop.Service (its calls index's feed and the pools' sampling).
 type Server struct {
 	cfg   Config
 	log   *slog.Logger
 	keys  *keys
 	pages map[string]*template.Template
 	mux   *http.ServeMux
-	index *Index
-	audit *audit.Source
-	dlq   *dlq.Queue
+	index *callindex.Index
+	// feed feeds index; services are what Start starts (the feed, then
+	// the pool history's sampling), stopped in reverse.
+	feed     *callindex.Feed
+	services *startstop.Group
+	audit    *audit.Source
+	dlq      *dlq.Queue
 	// letters is the DLQ as last read, shared by the pages (letters.go).
 	letters *letters
 	pools   *poolHistory
@@ -79,24 +57,15 @@ type Server struct {
 
 	stopOnce sync.Once
 	done     chan struct{} // closed by Stop: live streams end
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
 }
 
-// New returns a dashboard over cfg's dispatcher and bus. Start feeds its
-// calls index; Handle serves it.
-func New(ctx context.Context, cfg Config) (*Server, error) {
-	if cfg.Dispatcher == nil || cfg.Auth == nil || cfg.Bus == nil || cfg.Registry == nil {
-		return nil, errors.New("dashboard: Dispatcher, Auth, Bus and Registry are required")
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if err := checkTraceURL(cfg.TraceURL); err != nil {
+// New returns a dashboard configured by cfg (WithDefaults, then Validate:
+// an invalid cfg is refused, naming the field). Start feeds its calls
+// index; Handle serves it.
+func New(cfg Config) (*Server, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if cfg.SessionTTL <= 0 {
-		cfg.SessionTTL = 12 * time.Hour
 	}
 	secret := cfg.Secret
 	if len(secret) == 0 {
@@ -107,19 +76,18 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := audit.Open(ctx, cfg.Bus.NC, cfg.Bus.Config.Prefix)
+	st := cfg.Streams
+	index, err := callindex.New(callindex.Config{Streams: callindex.Streams{Calls: st.Calls, Results: st.Results, Subjects: st.Subjects},
+		Specs: cfg.Registry, Max: cfg.IndexCalls, Logger: cfg.Logger.With("component", "ui-index")})
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	q, err := dlq.Open(ctx, cfg.Bus.NC, cfg.Bus.Config.Prefix)
-	if err != nil {
-		return nil, fmt.Errorf("dashboard: %w", err)
-	}
-	s := &Server{cfg: cfg, log: cfg.Logger, keys: k, audit: src, dlq: q, done: make(chan struct{}),
-		index:  NewIndex(cfg.Bus, cfg.Registry, cfg.IndexCalls, cfg.Logger.With("component", "ui-index")),
-		csrfOK: http.NewCrossOriginProtection(), keepAlive: liveKeepAlive, live: map[string]int{}}
-	s.letters = &letters{q: q}
+	s := &Server{cfg: cfg, log: cfg.Logger, keys: k, audit: st.Audit, dlq: st.DLQ, done: make(chan struct{}), index: index,
+		feed: callindex.NewFeed(index), csrfOK: http.NewCrossOriginProtection(), keepAlive: liveKeepAlive, live: map[string]int{}}
+	s.letters = &letters{q: st.DLQ}
 	s.pools = newPoolHistory(s)
+	s.services = startstop.NewGroup(startstop.Named{Name: "calls index feed", Service: s.feed},
+		startstop.Named{Name: "pool history", Service: startstop.NewLoop(func(ctx context.Context) { s.pools.run(ctx) })})
 	if s.pages, err = parsePages(); err != nil {
 		return nil, err
 	}
@@ -127,48 +95,22 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Start feeds the calls index and samples the pools until Stop.
-func (s *Server) Start(ctx context.Context) {
-	ctx, s.cancel = context.WithCancel(ctx)
-	s.wg.Go(func() { s.runIndex(ctx) })
-	s.wg.Go(func() { s.pools.run(ctx) })
-}
+var _ startstop.Service = (*Server)(nil)
 
-// runIndex feeds the calls index until ctx ends: a feed that fails (its
-// stream reads failed for good: a long outage) starts again after a pause
-// of 1s, doubling to 30s, and carries on from the newest call it has.
-func (s *Server) runIndex(ctx context.Context) {
-	pause := time.Second
-	for {
-		err := s.index.Run(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		s.log.Error("dashboard calls index stopped; starting it again", "err", err, "in", pause)
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		pause = min(2*pause, 30*time.Second)
-	}
-}
+// Start feeds the calls index (callindex.Feed: a run that fails starts
+// again after a pause) and samples the pools, until Stop. It returns once
+// both run.
+func (s *Server) Start(ctx context.Context) error { return s.services.Start(ctx) }
 
-// Stop ends the live streams and the index, and waits for them. A nil
-// Server (the dashboard turned off) does nothing.
-func (s *Server) Stop() {
+// Stop ends the live streams, then the pool history and the calls index's
+// feed, and waits for them (within ctx). A nil Server (the dashboard
+// turned off) does nothing.
+func (s *Server) Stop(ctx context.Context) error {
 	if s == nil {
-		return
+		return nil
 	}
-	s.stopOnce.Do(func() {
-		close(s.done)
-		if s.cancel != nil {
-			s.cancel()
-		}
-	})
-	s.wg.Wait()
+	s.stopOnce.Do(func() { close(s.done) })
+	return s.services.Stop(ctx)
 }
 
 // Handle registers the dashboard on mux under Prefix.
@@ -232,7 +174,7 @@ func cacheStatic(h http.Handler) http.Handler {
 	})
 }
 
-// checkTraceURL refuses a TraceURL that is not an http(s) URL naming
+// checkTraceURL refuses a Config.TraceURL that is not an http(s) URL naming
 // {trace_id}.
 func checkTraceURL(t string) error {
 	if t == "" {
@@ -240,7 +182,7 @@ func checkTraceURL(t string) error {
 	}
 	u, err := url.Parse(strings.ReplaceAll(t, "{trace_id}", "0"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.Contains(t, "{trace_id}") {
-		return fmt.Errorf("dashboard: the trace URL %q is not an http(s) URL with {trace_id} in it", t)
+		return fmt.Errorf("dashboard: TraceURL %q is not an http(s) URL with {trace_id} in it", t)
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ var versionRe = regexp.MustCompile(`^[0-9a-zA-Z:_-]{1,80}$`)
 // tool for an admin, what ListTools shows v otherwise.
 func (s *Server) toolsFor(v *viewer) []*toolwirev1.ToolSpec {
 	if !v.Admin {
-		return s.cfg.Dispatcher.VisibleTools(v.ID, registry.Filter{})
+		return s.cfg.Core.VisibleTools(v.ID, registry.Filter{})
 	}
 	ents := s.cfg.Registry.List(registry.Filter{Scopes: []string{"*"}})
 	out := make([]*toolwirev1.ToolSpec, len(ents))
@@ -123,7 +123,7 @@ func (s *Server) pendingDefinitions(ctx context.Context, specs []*toolwirev1.Too
 			continue
 		}
 		hash := cur.Spec.GetMcp().GetDefinitionHash()
-		approved, _, err := s.cfg.Dispatcher.ApprovedDefinition(ctx, spec.GetName())
+		approved, _, err := s.cfg.Core.ApprovedDefinition(ctx, spec.GetName())
 		if err != nil {
 			return out, fmt.Errorf("reading the approved definitions: %w", err)
 		}
@@ -164,7 +164,7 @@ type toolVersion struct {
 // toolVersions reads the stored versions of tool name, newest write
 // first, at most maxVersions.
 func (s *Server) toolVersions(ctx context.Context, name, current string) ([]toolVersion, error) {
-	w, err := s.cfg.Bus.Registry.WatchFiltered(ctx, []string{registry.VersionKey(name, "*")}, jetstream.IgnoreDeletes())
+	w, err := s.cfg.Streams.Registry.WatchFiltered(ctx, []string{registry.VersionKey(name, "*")}, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, fmt.Errorf("reading the versions of %s: %w", name, err)
 	}
@@ -283,7 +283,7 @@ func (s *Server) toolPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 		d.Pending = &p[0]
 	}
 	if spec.GetMcp() != nil {
-		if a, ok, err := s.cfg.Dispatcher.ToolApprover(r.Context(), spec.GetName()); err == nil && ok {
+		if a, ok, err := s.cfg.Core.ToolApprover(r.Context(), spec.GetName()); err == nil && ok {
 			d.Approver = &a
 		}
 	}
@@ -364,7 +364,7 @@ func (s *Server) toolOf(v *viewer, name string) (*toolwirev1.ToolSpec, bool) {
 	if v.Admin {
 		return e.Spec, true
 	}
-	visible := s.cfg.Dispatcher.VisibleTools(v.ID, registry.Filter{NameGlob: name})
+	visible := s.cfg.Core.VisibleTools(v.ID, registry.Filter{NameGlob: name})
 	return e.Spec, len(visible) == 1
 }
 
@@ -381,7 +381,7 @@ func (s *Server) approveTool(w http.ResponseWriter, r *http.Request, v *viewer) 
 		s.refuse(w, r, v, http.StatusBadRequest, "the form names no definition hash: reload the page and try again")
 		return
 	}
-	_, err := s.cfg.Dispatcher.ApproveTool(r.Context(), v.ID, name, hash)
+	_, err := s.cfg.Core.ApproveTool(r.Context(), v.ID, name, hash)
 	switch {
 	case errors.Is(err, dispatch.ErrNeedAdminScope):
 		s.refuse(w, r, v, http.StatusForbidden, err.Error())

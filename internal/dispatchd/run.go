@@ -16,12 +16,13 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolwire/toolwire/internal/approvals"
+	"github.com/toolwire/toolwire/internal/audit"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/callindex"
 	"github.com/toolwire/toolwire/internal/configvalue"
 	"github.com/toolwire/toolwire/internal/dashboard"
 	"github.com/toolwire/toolwire/internal/dispatch"
-	"github.com/toolwire/toolwire/internal/identity"
-	"github.com/toolwire/toolwire/internal/mcpserver"
+	"github.com/toolwire/toolwire/internal/dlq"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/telemetry"
@@ -29,21 +30,25 @@ import (
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
-// RunConfig configures a dispatcher process.
+// RunConfig configures a dispatcher process. Run fills its defaults
+// (WithDefaults) and refuses it when invalid (Validate).
 type RunConfig struct {
-	// DataDir holds the embedded server's store. Default "./data".
+	// DataDir holds the embedded server's store. Default "data" (in the
+	// working directory).
 	DataDir string
 	// HTTPAddr serves the API, /healthz, /readyz and /metrics
 	// (Prometheus: the dispatcher's, the in-process workers', the pools'
 	// lag and the DLQ depth). Default 127.0.0.1:8080.
 	HTTPAddr string
 	// MCPAllowedOrigins are the browser origins allowed on /mcp besides
-	// the endpoint's own (internal/mcpserver).
+	// the endpoint's own (internal/mcpserver). Empty = none.
 	MCPAllowedOrigins []string
 	// MCPTaskAfter is how long a tools/call of an MCP client that declared
-	// the Tasks extension waits before it is answered as a task.
+	// the Tasks extension waits before it is answered as a task. 0 = the
+	// endpoint's default (1s); negative is refused.
 	MCPTaskAfter time.Duration
 	// MCPPublicURL is the MCP endpoint's origin as clients reach it.
+	// Empty = as each request reached it.
 	MCPPublicURL string
 	// NoUI turns the dashboard (/ui on the API address) off.
 	NoUI bool
@@ -52,7 +57,8 @@ type RunConfig struct {
 	// address need the same. Empty = a random one per process.
 	UISecret string
 	// UIIndexCalls is the most calls the dashboard's calls index keeps
-	// (newest first). Default 1,000,000.
+	// (newest first). Default 1,000,000 (callindex.DefaultMax); negative
+	// is refused.
 	UIIndexCalls int
 	// UITraceURL links a call's trace id on the dashboard to a tracing UI
 	// (an http(s) URL with {trace_id}); empty = the id only.
@@ -65,9 +71,12 @@ type RunConfig struct {
 	// 127.0.0.1:4222) for the nats CLI, toolctl's NATS commands and
 	// external workers. It always requires credentials: the dispatcher
 	// makes one nkey per role (worker, operator) once, under
-	// <DataDir>/credentials (see listenerUsers), and reuses them.
+	// <DataDir>/credentials (see listenerUsers), and reuses them. Empty =
+	// no listener (in-process connections only); --nats-listen defaults
+	// to DefaultNATSListen.
 	NATSListen string
-	// Monitor serves the embedded server's monitoring endpoints.
+	// Monitor serves the embedded server's monitoring endpoints. Empty =
+	// not served.
 	Monitor string
 	// NATSEncryptionKey refers to the key that encrypts the embedded
 	// server's JetStream store at rest (bus.EmbeddedConfig.EncryptionKey):
@@ -76,13 +85,16 @@ type RunConfig struct {
 	// (default) or "aes". Embedded server only: an external cluster
 	// encrypts with its own jetstream { key } setting.
 	NATSEncryptionKey, NATSEncryptionCipher string
-	// SyncInterval of the embedded store; 0 = 1s. SyncAlways fsyncs every write.
+	// SyncInterval of the embedded store; 0 = 1s (the embedded server's
+	// default); negative is refused. SyncAlways fsyncs every write.
 	SyncInterval time.Duration
 	SyncAlways   bool
 	// Workers lists the in-process worker pools: "all", "none" or types.
 	// Default "all" with the embedded server, "none" with an external one.
 	Workers string
-	// Concurrency of each in-process pool. Default 64.
+	// Concurrency of each in-process pool. 0 = the worker's default per
+	// pool type (64; sandbox: twice the CPUs); --concurrency defaults to
+	// 64; negative is refused.
 	Concurrency int
 	// APIKeysFile enables API-key authentication; empty = open access as
 	// identity.Default (log warns when the listener is not loopback).
@@ -108,19 +120,57 @@ type RunConfig struct {
 	// a condition does not compile or its tests fail (the error names the
 	// lines). The same document again changes nothing.
 	PolicyFile string
-	// Grace bounds the graceful stop. Default 25s.
+	// Grace bounds the graceful stop. Default 25s; negative is refused.
 	Grace time.Duration
 	// Hurry, if set, ends the graceful stop early once closed (a second
 	// Ctrl-C): calls still running are cancelled with the shutdown cause
 	// and handed back for redelivery at once.
 	Hurry <-chan struct{}
 	// Ready, if set, receives the API's listening address once serving.
-	Ready  chan<- string
+	Ready chan<- string
+	// Logger is the process's. Nil = slog.Default().
 	Logger *slog.Logger
 	// TracerProvider makes the spans of the dispatcher and its in-process
 	// workers. Nil = built from the standard OTEL_* environment (off
 	// unless it names an exporter; see telemetry.SetupTracing).
 	TracerProvider trace.TracerProvider
+}
+
+// WithDefaults returns a copy of rc with every zero field that has a
+// default set to it.
+func (rc RunConfig) WithDefaults() RunConfig {
+	rc.DataDir = cmp.Or(rc.DataDir, "data")
+	rc.HTTPAddr = cmp.Or(rc.HTTPAddr, "127.0.0.1:8080")
+	rc.UIIndexCalls = cmp.Or(rc.UIIndexCalls, callindex.DefaultMax)
+	if rc.Workers == "" {
+		rc.Workers = "none" // an external cluster's workers are its own
+		if rc.NATSURL == "" {
+			rc.Workers = "all"
+		}
+	}
+	rc.Grace = cmp.Or(rc.Grace, 25*time.Second)
+	rc.Logger = cmp.Or(rc.Logger, slog.Default())
+	return rc
+}
+
+// Validate reports the first field of rc that is invalid, naming it (and
+// its flag).
+func (rc RunConfig) Validate() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"MCPTaskAfter (--mcp-task-after)", rc.MCPTaskAfter}, {"SyncInterval (--nats-sync)", rc.SyncInterval}, {"Grace (--grace)", rc.Grace}} {
+		if d.v < 0 {
+			return fmt.Errorf("dispatchd: %s %s is negative", d.name, d.v)
+		}
+	}
+	switch {
+	case rc.UIIndexCalls < 0:
+		return fmt.Errorf("dispatchd: UIIndexCalls (--ui-index-calls) %d is negative", rc.UIIndexCalls)
+	case rc.Concurrency < 0:
+		return fmt.Errorf("dispatchd: Concurrency (--concurrency) %d is negative", rc.Concurrency)
+	}
+	return nil
 }
 
 // Run runs a dispatcher process until ctx is done, then stops it in order:
@@ -130,8 +180,11 @@ type RunConfig struct {
 // call id); stop the registry watcher and the policy holder; drain the
 // NATS connection; shut the embedded server down.
 func Run(ctx context.Context, rc RunConfig) error {
-	log := cmp.Or(rc.Logger, slog.Default())
-	grace := cmp.Or(rc.Grace, 25*time.Second)
+	rc = rc.WithDefaults()
+	if err := rc.Validate(); err != nil {
+		return err
+	}
+	log, grace := rc.Logger, rc.Grace
 	if rc.TracerProvider == nil {
 		tracing, err := telemetry.SetupTracing(ctx, "toolwire-dispatcher", nil)
 		if err != nil {
@@ -147,9 +200,6 @@ func Run(ctx context.Context, rc RunConfig) error {
 	policyDoc, err := readPolicyFile(rc.PolicyFile)
 	if err != nil {
 		return err
-	}
-	if rc.MCPTaskAfter < 0 {
-		return fmt.Errorf("dispatchd: --mcp-task-after %s is negative", rc.MCPTaskAfter)
 	}
 	if rc.ApprovalTokenKeys != "" {
 		// Read before anything starts: a bad key file is a bad start.
@@ -180,7 +230,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 	}
 	// Listen before the workers start: the default configuration's HTTP
 	// example tool calls this address.
-	addr := cmp.Or(rc.HTTPAddr, "127.0.0.1:8080")
+	addr := rc.HTTPAddr
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("dispatch: listen %s: %w", addr, err)
@@ -235,13 +285,16 @@ func Run(ctx context.Context, rc RunConfig) error {
 	if err != nil {
 		return err
 	}
-	ui, err := startDashboard(ctx, rc, d, auth, b, reg, log)
+	p := parts{d: d, auth: auth, reg: reg, b: b, metrics: metrics, log: log}
+	ui, err := startDashboard(ctx, rc, p)
 	if err != nil {
 		return err
 	}
-	defer ui.Stop()
-	srv := newServer(d, auth, rc.TracerProvider != nil, reg, b, metrics,
-		mcpserver.Config{AllowedOrigins: rc.MCPAllowedOrigins, TaskAfter: rc.MCPTaskAfter, PublicURL: rc.MCPPublicURL, Logger: log.With("component", "mcp")}, ui)
+	defer stopDashboard(ui, grace, log) // on an early return; the graceful stop below stops it first
+	srv, err := newServer(rc, p, ui)
+	if err != nil {
+		return err
+	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	if ui != nil {
@@ -264,7 +317,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 	sctx, cancel := gracePeriod(rc, w, grace, log)
 	defer cancel()
 	shutdownDone := make(chan error, 1)
-	ui.Stop() // its live streams would hold the shutdown until the grace period ends
+	stopDashboard(ui, grace, log) // its live streams would hold the shutdown until the grace period ends
 	go func() { shutdownDone <- srv.Shutdown(sctx) }()
 	stopWorker(sctx)
 	// Not cut short by Hurry: the dispatcher has no calls in flight to
@@ -297,7 +350,7 @@ func connect(ctx context.Context, rc RunConfig, key string, log *slog.Logger) (*
 		}
 		return nc, nil, nc.Close, nil
 	}
-	dir := cmp.Or(rc.DataDir, "data")
+	dir := rc.DataDir
 	// One process per store: a second embedded server on the same
 	// directory would corrupt it. Refused before anything is opened.
 	lock, err := lockDataDir(dir)
@@ -411,8 +464,10 @@ func drain(ctx context.Context, nc *nats.Conn, log *slog.Logger) {
 	}
 }
 
-// startDashboard builds and starts the dashboard (nil with rc.NoUI).
-func startDashboard(ctx context.Context, rc RunConfig, d *dispatch.Dispatcher, auth identity.Authenticator, b *bus.Bus, reg *registry.Store, log *slog.Logger) (*dashboard.Server, error) {
+// startDashboard builds and starts the dashboard (nil with rc.NoUI) on
+// the process's parts: the dispatcher as its Core, and the streams and
+// buckets it reads.
+func startDashboard(ctx context.Context, rc RunConfig, p parts) (*dashboard.Server, error) {
 	if rc.NoUI {
 		return nil, nil
 	}
@@ -424,11 +479,33 @@ func startDashboard(ctx context.Context, rc RunConfig, d *dispatch.Dispatcher, a
 		}
 		secret = []byte(v)
 	}
-	ui, err := dashboard.New(ctx, dashboard.Config{Dispatcher: d, Auth: auth, Bus: b, Registry: reg, Secret: secret,
-		IndexCalls: rc.UIIndexCalls, TraceURL: rc.UITraceURL, Logger: log.With("component", "ui")})
+	src, err := audit.Open(ctx, p.b.NC, p.b.Config.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	q, err := dlq.Open(ctx, p.b.NC, p.b.Config.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	ui, err := dashboard.New(dashboard.Config{Core: p.d, Approvals: p.d.Approvals(), Auth: p.auth, Registry: p.reg, Secret: secret,
+		Streams:    dashboard.Streams{Calls: p.b.Calls, Results: p.b.Results, Registry: p.b.Registry, Subjects: p.b.Subjects, Audit: src, DLQ: q},
+		IndexCalls: rc.UIIndexCalls, TraceURL: rc.UITraceURL, Logger: p.log.With("component", "ui")})
 	if err != nil {
 		return nil, err
 	}
-	ui.Start(ctx)
+	if err := ui.Start(ctx); err != nil {
+		return nil, err
+	}
 	return ui, nil
+}
+
+// stopDashboard stops ui (nil: the dashboard is off), waiting at most
+// grace for it: in the graceful stop, and again (a no-op then) on an
+// early return of Run.
+func stopDashboard(ui *dashboard.Server, grace time.Duration, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := ui.Stop(ctx); err != nil {
+		log.Warn("dashboard stop", "err", err)
+	}
 }

@@ -20,43 +20,59 @@ import (
 	"github.com/toolwire/toolwire/internal/telemetry"
 )
 
+// parts are the process's parts the HTTP server and its faces (the
+// dashboard, the MCP endpoint) are built on.
+type parts struct {
+	d       *dispatch.Dispatcher
+	auth    identity.Authenticator
+	reg     *registry.Store
+	b       *bus.Bus
+	metrics *prometheus.Registry
+	log     *slog.Logger
+}
+
 // newServer returns the process's HTTP server: the API (behind auth; a
 // caller's traceparent parents the admission span when tracing is on),
 // the MCP endpoint (/mcp and its protected resource metadata; same auth),
-// the dashboard (/ui, unless turned off),
+// the dashboard (/ui, unless turned off: ui nil),
 // /healthz, /readyz (registry loaded, NATS connected, streams present) and
 // /metrics, every route's body bounded while read, HTTP/1.1 and
 // unencrypted HTTP/2 on one listener, a 10s ReadHeaderTimeout and no other
 // timeout (long waits and watches are not cut off).
-func newServer(d *dispatch.Dispatcher, auth identity.Authenticator, tracing bool, reg *registry.Store, b *bus.Bus, metrics *prometheus.Registry, mcp mcpserver.Config, ui *dashboard.Server) *http.Server {
+func newServer(rc RunConfig, p parts, ui *dashboard.Server) (*http.Server, error) {
 	mux := http.NewServeMux()
-	path, h := dispatch.NewService(d).Handler(auth)
-	if tracing {
+	path, h := dispatch.NewService(p.d).Handler(p.auth)
+	if rc.TracerProvider != nil {
 		h = telemetry.ExtractHTTP(h) // a caller's traceparent parents the admission span
 	}
 	mux.Handle(path, h)
-	mcpserver.New(d, auth, mcp).Handle(mux)
+	mcp, err := mcpserver.New(p.d, p.auth, mcpserver.Config{AllowedOrigins: rc.MCPAllowedOrigins, TaskAfter: rc.MCPTaskAfter,
+		PublicURL: rc.MCPPublicURL, Tasks: p.b.Tasks, Logger: p.log.With("component", "mcp")})
+	if err != nil {
+		return nil, err
+	}
+	mcp.Handle(mux)
 	if ui != nil {
 		ui.Handle(mux) // /ui: its own sign-in (the same API keys) and CSRF checks
 	}
 	mux.Handle("/healthz", telemetry.Healthz())
 	mux.Handle("/readyz", telemetry.Readyz(func(ctx context.Context) error {
 		select {
-		case <-reg.Ready():
+		case <-p.reg.Ready():
 		default:
 			return errors.New("registry loading")
 		}
-		if !b.NC.IsConnected() {
+		if !p.b.NC.IsConnected() {
 			return errors.New("nats disconnected")
 		}
-		return telemetry.StreamsPresent(ctx, b.Calls, b.Results, b.Events, b.DLQ, b.Retries)
+		return telemetry.StreamsPresent(ctx, p.b.Calls, p.b.Results, p.b.Events, p.b.DLQ, p.b.Retries)
 	}))
-	mux.Handle("/metrics", telemetry.MetricsHandler(metrics))
+	mux.Handle("/metrics", telemetry.MetricsHandler(p.metrics))
 	// Every route's body is bounded while read, not only the API's.
-	srv := &http.Server{Handler: dispatch.LimitBody(mux, d.Config().MaxRequestBytes), ReadHeaderTimeout: 10 * time.Second, Protocols: new(http.Protocols)}
+	srv := &http.Server{Handler: dispatch.LimitBody(mux, p.d.Config().MaxRequestBytes), ReadHeaderTimeout: 10 * time.Second, Protocols: new(http.Protocols)}
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true)
-	return srv
+	return srv, nil
 }
 
 // authenticator returns the API key check of file, or open access as

@@ -75,8 +75,10 @@ func conformanceServer(t *testing.T) string {
 	})})
 	registryKV.Store(&s.Env.Bus.Registry)
 	mux := http.NewServeMux()
-	mcpserver.New(s.Dispatcher, identity.OpenAccess{Identity: identity.Default},
-		mcpserver.Config{Version: "conformance", Extra: conformanceExtra(), TaskAfter: taskAfter}).Handle(mux)
+	ms, err := mcpserver.New(s.Dispatcher, identity.OpenAccess{Identity: identity.Default},
+		mcpserver.Config{Version: "conformance", Extra: conformanceExtra(), TaskAfter: taskAfter, Tasks: s.Env.Bus.Tasks})
+	require.NoError(t, err)
+	ms.Handle(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL + mcpserver.Path

@@ -3,6 +3,14 @@
 // built on the official Go SDK in stateless mode, serving the protocol
 // revisions 2026-07-28, 2025-11-25 and 2025-06-18.
 //
+// # Parts
+//
+// New takes the dispatcher as Core (core.go: the calls the endpoint makes,
+// each with the caller's identity), an authenticator, and a Config whose
+// Tasks is the tasks bucket (nil: no Tasks extension); the process
+// (internal/dispatchd) hands them over. Config fills its defaults
+// (WithDefaults) and New refuses an invalid one (Validate).
+//
 // # No state per instance
 //
 // The SDK serves each request with a temporary session, and nothing of a

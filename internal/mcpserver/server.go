@@ -9,15 +9,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
 )
 
@@ -30,37 +27,6 @@ const MetadataPath = "/.well-known/oauth-protected-resource" + Path
 
 // ProtocolVersions are the MCP revisions served, newest first.
 var ProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18"}
-
-// Config shapes a Server.
-type Config struct {
-	// Version is the server's version in its implementation info; empty =
-	// the binary's module version.
-	Version string
-	// PublicURL is the endpoint's origin as clients reach it
-	// (scheme://host[:port], e.g. behind a TLS proxy); the protected
-	// resource metadata and the 401 challenge name it. Empty = the origin
-	// each request reached.
-	PublicURL string
-	// AllowedOrigins are the browser origins (scheme://host[:port]) allowed
-	// besides the endpoint's own; a request with any other Origin header is
-	// refused 403 (DNS rebinding protection).
-	AllowedOrigins []string
-	// PageSize bounds the tools of one tools/list page; 0 = 100.
-	PageSize int
-	// MaxRequestBytes bounds a request body; 0 = the dispatcher's
-	// (dispatch.Config.MaxRequestBytes).
-	MaxRequestBytes int64
-	// TaskAfter is how long a tools/call of a client that declared the
-	// Tasks extension waits for the call's result before it answers the
-	// call as a task; 0 = 1s.
-	TaskAfter time.Duration
-	// TaskPollInterval is the poll interval a task suggests; 0 = 1s.
-	TaskPollInterval time.Duration
-	// Extra is what an embedding program serves besides the fleet's
-	// tools; nil = nothing.
-	Extra  *Extra
-	Logger *slog.Logger
-}
 
 // Extra adds an embedding program's own prompts, resources, resource
 // templates and completions to the endpoint. They are served by this
@@ -79,7 +45,7 @@ type Extra struct {
 
 // Server is the MCP face of one dispatcher (doc.go).
 type Server struct {
-	d    *dispatch.Dispatcher
+	d    Core
 	auth identity.Authenticator
 	cfg  Config
 	log  *slog.Logger
@@ -91,28 +57,19 @@ type Server struct {
 	tools map[string]json.RawMessage
 }
 
-// New returns the MCP server of d, authenticating callers with auth.
-func New(d *dispatch.Dispatcher, auth identity.Authenticator, cfg Config) *Server {
-	if cfg.PageSize <= 0 {
-		cfg.PageSize = 100
+// New returns the MCP server of the dispatcher d, authenticating callers
+// with auth, configured by cfg (WithDefaults, then Validate: an invalid
+// cfg is refused, naming the field; MaxRequestBytes 0 is d's).
+func New(d Core, auth identity.Authenticator, cfg Config) (*Server, error) {
+	if d == nil || auth == nil {
+		return nil, errors.New("mcpserver: New needs a dispatcher and an authenticator")
 	}
-	if cfg.TaskAfter <= 0 {
-		cfg.TaskAfter = time.Second
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if cfg.TaskPollInterval <= 0 {
-		cfg.TaskPollInterval = time.Second
-	}
-	if cfg.MaxRequestBytes <= 0 {
+	if cfg.MaxRequestBytes == 0 {
 		cfg.MaxRequestBytes = d.Config().MaxRequestBytes
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Version == "" {
-		cfg.Version = "devel"
-		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-			cfg.Version = bi.Main.Version
-		}
 	}
 	s := &Server{d: d, auth: auth, cfg: cfg, log: cfg.Logger, tools: map[string]json.RawMessage{}}
 	// Resources: the whole outputs of cut results (output.go), read with
@@ -130,7 +87,7 @@ func New(d *dispatch.Dispatcher, auth identity.Authenticator, cfg Config) *Serve
 		opts.Capabilities.Resources = &mcp.ResourceCapabilities{}
 		opts.CompletionHandler = cfg.Extra.Complete
 	}
-	if d.Tasks() != nil {
+	if cfg.Tasks != nil {
 		opts.Capabilities.AddExtension(tasksExtension, map[string]any{})
 	}
 	s.sdk = mcp.NewServer(&mcp.Implementation{Name: "toolwire", Title: "toolwire", Version: cfg.Version}, opts)
@@ -151,7 +108,7 @@ func New(d *dispatch.Dispatcher, auth identity.Authenticator, cfg Config) *Serve
 			h.ServeHTTP(w, r)
 		}
 	})))
-	return s
+	return s, nil
 }
 
 // Handler serves the endpoint (Path) and its protected resource metadata

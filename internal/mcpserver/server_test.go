@@ -34,7 +34,9 @@ import (
 func endpoint(t *testing.T, d *dispatch.Dispatcher, auth identity.Authenticator) string {
 	t.Helper()
 	mux := http.NewServeMux()
-	mcpserver.New(d, auth, mcpserver.Config{Version: "test"}).Handle(mux)
+	ms, err := mcpserver.New(d, auth, mcpserver.Config{Version: "test", Tasks: d.Tasks()})
+	require.NoError(t, err)
+	ms.Handle(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL + mcpserver.Path
@@ -318,7 +320,9 @@ func TestInsufficientScopeAndPublicURL(t *testing.T) {
 		tool.WithScopes("deploy", "prod")))
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), deploy)})
 	mux := http.NewServeMux()
-	mcpserver.New(s.Dispatcher, apiKeys(t, "low-key", "tools", "prod"), mcpserver.Config{PublicURL: "https://tools.example.com"}).Handle(mux)
+	ms, err := mcpserver.New(s.Dispatcher, apiKeys(t, "low-key", "tools", "prod"), mcpserver.Config{PublicURL: "https://tools.example.com", Tasks: s.Env.Bus.Tasks})
+	require.NoError(t, err)
+	ms.Handle(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`

@@ -132,7 +132,7 @@ func needsTasks(what string) error {
 // outlives Config.TaskAfter, or the error of a client that must not call
 // it.
 func (s *Server) taskMode(p *mcp.CallToolParamsRaw, stateless bool) (bool, error) {
-	if !stateless || s.d.Tasks() == nil {
+	if !stateless || s.cfg.Tasks == nil {
 		return false, nil
 	}
 	ts, declared := s.d.TaskSupport(p.Name), declaresTasks(p.Meta)
@@ -157,7 +157,7 @@ func (s *Server) createTask(ctx context.Context, id identity.Identity, cr *toolw
 		return nil, err
 	}
 	// Durable before it is answered: a tasks/get on any replica finds it.
-	if _, err := s.d.Tasks().Create(ctx, taskKey(id.Tenant, callID), b); err != nil {
+	if _, err := s.cfg.Tasks.Create(ctx, taskKey(id.Tenant, callID), b); err != nil {
 		return nil, err
 	}
 	t := s.taskState(callID, &rec, g)
@@ -169,7 +169,7 @@ func (s *Server) createTask(ctx context.Context, id identity.Identity, cr *toolw
 // tasksHighWater of its bytes: the rest is for the tasks already made
 // (their answers and moves).
 func (s *Server) roomForTasks(ctx context.Context) error {
-	st, err := s.d.Tasks().Status(ctx)
+	st, err := s.cfg.Tasks.Status(ctx)
 	if err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ func (s *Server) task(ctx context.Context, id identity.Identity, method string, 
 	if ex := req.GetExtra(); ex != nil && ex.Header != nil && ex.Header.Get("Mcp-Name") != p.TaskID {
 		return nil, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: "the Mcp-Name header must be the taskId"}
 	}
-	if _, err := ulid.ParseStrict(p.TaskID); err != nil || s.d.Tasks() == nil {
+	if _, err := ulid.ParseStrict(p.TaskID); err != nil || s.cfg.Tasks == nil {
 		return nil, unknownTask(p.TaskID)
 	}
 	rec, rev, err := s.loadTask(ctx, id, p.TaskID)
@@ -343,7 +343,7 @@ func unknownTask(id string) error {
 // loadTask reads task id's record of the caller's tenant: nil when there
 // is none.
 func (s *Server) loadTask(ctx context.Context, id identity.Identity, taskID string) (*taskRecord, uint64, error) {
-	e, err := s.d.Tasks().Get(ctx, taskKey(id.Tenant, taskID))
+	e, err := s.cfg.Tasks.Get(ctx, taskKey(id.Tenant, taskID))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, nil
 	}
@@ -367,7 +367,7 @@ func (s *Server) storeTask(ctx context.Context, id identity.Identity, taskID str
 	if len(b) > maxTaskRecordBytes {
 		return 0, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("the task's answers are over %d bytes", maxTaskRecordBytes)}
 	}
-	return s.d.Tasks().Update(ctx, taskKey(id.Tenant, taskID), b, rev)
+	return s.cfg.Tasks.Update(ctx, taskKey(id.Tenant, taskID), b, rev)
 }
 
 // answer adds to the task's record the answers of a tasks/update to the

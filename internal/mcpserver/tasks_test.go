@@ -124,7 +124,9 @@ func TestTasksAcrossReplicas(t *testing.T) {
 	other := s.StartDispatcher(t, dispatch.Config{})
 	serve := func(d *dispatch.Dispatcher) string {
 		mux := http.NewServeMux()
-		mcpserver.New(d, twoTenantKeys(t), mcpserver.Config{TaskAfter: 200 * time.Millisecond}).Handle(mux)
+		ms, err := mcpserver.New(d, twoTenantKeys(t), mcpserver.Config{TaskAfter: 200 * time.Millisecond, Tasks: d.Tasks()})
+		require.NoError(t, err)
+		ms.Handle(mux)
 		srv := httptest.NewServer(mux)
 		t.Cleanup(srv.Close)
 		return srv.URL + mcpserver.Path

@@ -1,4 +1,4 @@
-package dashboard
+package callindex
 
 import (
 	"context"
@@ -66,10 +66,10 @@ func startIndexStack(t *testing.T, release <-chan struct{}) *dispatchtest.Stack 
 // for it to be ready.
 func runIndex(t *testing.T, s *dispatchtest.Stack, max int) *Index {
 	t.Helper()
-	x := NewIndex(s.Env.Bus, s.Registry, max, slog.New(slog.DiscardHandler))
+	x := mustNew(t, Config{Streams: StreamsOf(s.Env.Bus), Specs: s.Registry, Max: max, Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- x.Run(ctx) }()
+	go func() { done <- x.run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)
@@ -432,7 +432,7 @@ func synthetic(k int) (Entry, []byte) {
 func TestIndexRingUnderChurn(t *testing.T) {
 	t.Parallel()
 	const max, total = 1000, 25_000
-	x := NewIndex(nil, nil, max, nil)
+	x := mustNew(t, Config{Max: max})
 	var made []Entry
 	for k := range total {
 		e, args := synthetic(k)
@@ -502,7 +502,7 @@ func TestIndexRingUnderChurn(t *testing.T) {
 // MaxQueryLimit.
 func TestIndexQueryCapsCountAndLimit(t *testing.T) {
 	t.Parallel()
-	x := NewIndex(nil, nil, 0, nil)
+	x := mustNew(t, Config{})
 	for k := range MatchedCap + 100 {
 		e, args := synthetic(k)
 		e.Tenant = "one"
@@ -522,7 +522,7 @@ func TestIndexQueryCapsCountAndLimit(t *testing.T) {
 // holds the feeder up: its updates are dropped and counted.
 func TestIndexSubscribersAreCappedAndNeverBlock(t *testing.T) {
 	t.Parallel()
-	x := NewIndex(nil, nil, 0, nil)
+	x := mustNew(t, Config{})
 	var cancels []func()
 	for range MaxSubscribers {
 		_, cancel, err := x.Subscribe()

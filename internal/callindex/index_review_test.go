@@ -1,4 +1,4 @@
-package dashboard
+package callindex
 
 import (
 	"bytes"
@@ -85,7 +85,7 @@ func TestReviewIndexInvariantsUnderRandomChurn(t *testing.T) {
 	t.Parallel()
 	for _, size := range []int{1, 2, 7, 300, 512} { // 512: the id table at its highest load
 		rng := rand.New(rand.NewPCG(uint64(size), 1))
-		x := NewIndex(nil, nil, size, nil)
+		x := mustNew(t, Config{Max: size})
 		type call struct {
 			e    Entry
 			text string
@@ -138,7 +138,7 @@ func TestReviewIndexInvariantsUnderRandomChurn(t *testing.T) {
 func TestReviewArenaFreesASlabEmptiedWhileFilled(t *testing.T) {
 	t.Parallel()
 	const max = 4
-	x := NewIndex(nil, nil, max, nil)
+	x := mustNew(t, Config{Max: max})
 	long := bytes.Repeat([]byte("x"), searchTextMax)
 	k := 0
 	add := func(args []byte) {
@@ -162,13 +162,13 @@ func TestReviewArenaFreesASlabEmptiedWhileFilled(t *testing.T) {
 	}
 }
 
-// startRun runs x until the returned stop is called, which waits for Run
+// startRun runs x until the returned stop is called, which waits for the run
 // to return and checks it returned nil.
 func startRun(t *testing.T, x *Index) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- x.Run(ctx) }()
+	go func() { done <- x.run(ctx) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
@@ -185,7 +185,7 @@ func startRun(t *testing.T, x *Index) (stop func()) {
 	return stop
 }
 
-// A second Run of the same index (as Server.runIndex starts after a
+// A second run of the same index (as the Feed starts after a
 // failure) carries on from the newest call: the calls and results stored
 // meanwhile are indexed once, the calls indexed before keep their
 // outcomes and their result text (a secret call's too, though its
@@ -194,7 +194,7 @@ func TestReviewIndexRunAgainCarriesOn(t *testing.T) {
 	t.Parallel()
 	s := startIndexStack(t, nil)
 	signin := indexCall(t, s, indexAcme, "signin", `{"user":"ann","token":"tok-run-4711"}`, "")
-	x := NewIndex(s.Env.Bus, s.Registry, 0, slog.New(slog.DiscardHandler))
+	x := mustNew(t, Config{Streams: StreamsOf(s.Env.Bus), Specs: s.Registry, Logger: slog.New(slog.DiscardHandler)})
 	stop := startRun(t, x)
 	select {
 	case <-x.Ready():
@@ -279,7 +279,7 @@ func TestReviewIndexRebuildToLiveHandoverUnderLoad(t *testing.T) {
 	for ; k < 300; k++ {
 		publish(k)
 	}
-	x := NewIndex(b, registry.NewStore(b.Registry, nil), 0, slog.New(slog.DiscardHandler))
+	x := mustNew(t, Config{Streams: StreamsOf(b), Specs: registry.NewStore(b.Registry, nil), Logger: slog.New(slog.DiscardHandler)})
 	startRun(t, x)
 	for after := -1; after < 100; k++ {
 		require.Less(t, k, 100_000, "never ready")
@@ -316,7 +316,7 @@ func TestReviewIndexQueryAgreesWithAPlainScan(t *testing.T) {
 	t.Parallel()
 	const size, total = 500, 1300
 	rng := rand.New(rand.NewPCG(7, 7))
-	x := NewIndex(nil, nil, size, nil)
+	x := mustNew(t, Config{Max: size})
 	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	type call struct {
 		e    Entry
