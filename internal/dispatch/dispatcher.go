@@ -15,7 +15,8 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/delayed"
 	"github.com/toolwire/toolwire/internal/intents"
-	"github.com/toolwire/toolwire/internal/limits"
+	"github.com/toolwire/toolwire/internal/limitgate"
+	"github.com/toolwire/toolwire/internal/policyops"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/telemetry"
@@ -54,9 +55,10 @@ type Dispatcher struct {
 	delayedRecords *delayed.Queue
 	applier        *intents.Applier
 
-	// policies stores the policy documents the policy RPCs apply and
-	// show (policyservice.go); cfg.Policies is what decides.
-	policies *policystore.Store
+	// policyOps applies and shows the policy documents for the policy
+	// RPCs (policyservice.go; internal/policyops); cfg.Policies is what
+	// decides.
+	policyOps *policyops.Ops
 
 	tracer  trace.Tracer // nil = tracing off
 	metrics *telemetry.DispatcherMetrics
@@ -67,12 +69,9 @@ type Dispatcher struct {
 	tracker   *approvals.Tracker
 	grants    *approvals.GrantIndex
 
-	// Limits (limits.go): the shared counts (guarded by mu; made by
-	// Start), the concurrency slots of the calls admitted here, and the
-	// releases under way.
-	limitsStore *limits.Store
-	slots       slotHolder
-	slotWork    sync.WaitGroup
+	// limitGate is the limits step of admission and the concurrency
+	// slots of the calls admitted here (internal/limitgate; limits.go).
+	limitGate *limitgate.Gate
 
 	caps callerCaps // per-caller Watches and waiting requests
 	load *loadView  // pool backlogs and store use, for admission (load.go)
@@ -104,10 +103,24 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 		log:     telemetry.WithTraceIDs(cfg.Logger).With("component", "dispatcher", "dispatcher", cfg.Name),
 		waiters: map[string]*waiter{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}
 	d.lookResult = d.loadResult
-	d.policies = policystore.NewStore(b, d.log)
 	d.approvals = approvals.NewStore(b, cfg.ApprovalRetention)
 	d.tracker = approvals.NewTracker(d.approvals, d.log)
 	d.grants = approvals.NewGrantIndex(d.approvals, d.log)
+	ops, err := policyops.New(policyops.Config{Documents: policystore.NewStore(b, d.log), Policies: cfg.Policies, Specs: reg,
+		Grants: d.grants, Approvals: d.approvals, Logger: d.log})
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+	d.policyOps = ops
+	lc := limitgate.Config{JetStream: b.JS, Policies: cfg.Policies, Specs: reg, Logger: d.log}
+	if b.Limits != nil {
+		lc.Bucket = b.Limits.Bucket()
+	}
+	gate, err := limitgate.New(lc)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+	d.limitGate = gate
 	if cfg.PoolCheck > 0 {
 		d.pools = newPoolCheck(b, cfg.PoolCheck, d.log)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/startstop"
 )
 
 // A stopper tells one thing Start started to end, without blocking, and
@@ -113,12 +114,24 @@ func (d *Dispatcher) start(ctx context.Context) error {
 	}
 	d.own(d.tracker.Stop)
 	d.own(d.startApprovalSweep())
-	lim, err := d.startLimits(ctx)
-	if err != nil {
+	if err := d.limitGate.Start(ctx); err != nil {
 		return err
 	}
-	d.own(lim)
+	d.own(serviceStopper(d.limitGate))
 	return nil
+}
+
+// serviceStopper ends a startstop.Service: its Stop runs on a goroutine
+// of its own, and the channel is closed once it has returned.
+func serviceStopper(s startstop.Service) stopper {
+	return func() <-chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = s.Stop(context.Background()) // blocks until it has ended; fails only with its ctx
+		}()
+		return done
+	}
 }
 
 // own records how to end a part Start started; a part started after Stop

@@ -37,7 +37,7 @@ func (d *Dispatcher) loopGuard(ctx context.Context, spec *toolwirev1.ToolSpec, c
 	if g.Scope == "run" {
 		scope = call.GetCaller().GetRun()
 	}
-	store := d.limitStore()
+	store := d.limitGate.Store()
 	if scope == "" || store == nil {
 		return pd, nil, nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/limitgate"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -111,13 +112,13 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id identity.Identity, 
 		// An ask is counted against its limits when it is parked (its
 		// rates and budgets; no slot while it waits): a refusal parks
 		// nothing.
-		t, refused := d.limitCall(ctx, id, o, w, call, pd, now, false)
+		t, refused := d.limitCall(ctx, limitStep{id: id, o: o, w: w, limit: limitgate.Call{Call: call, Allowed: pd, Now: now}})
 		if refused != nil {
 			return refused, nil, nil
 		}
 		s, w, err := d.park(ctx, o, &outgoing{id: id, w: w, callID: callID, now: now, call: call}, ask)
 		if s != nil && s.Rejected != nil {
-			d.giveBack(context.WithoutCancel(ctx), t)
+			d.limitGate.GiveBack(context.WithoutCancel(ctx), t)
 		}
 		return s, w, err
 	case ask != nil:
@@ -144,18 +145,18 @@ func (d *Dispatcher) admitAndPublish(ctx context.Context, id identity.Identity, 
 	}
 	defer pool.settle() // the publish below is answered, or nothing is published
 	// Limits (limits.go): last, so that a refusal above spends nothing.
-	t, refused := d.limitCall(ctx, id, o, w, call, pd, now, true)
+	t, refused := d.limitCall(ctx, limitStep{id: id, o: o, w: w, limit: limitgate.Call{Call: call, Allowed: pd, Now: now, Slots: true}})
 	if refused != nil {
 		return refused, nil, nil
 	}
 	// Held before the publish: a fast call's result can reach this
 	// replica's results consumer (which releases the slots) before the
 	// publish returns.
-	d.hold(call, t)
+	d.limitGate.Hold(t)
 	s, w, err := d.publish(ctx, o, &outgoing{id: id, w: w, callID: callID, now: now, call: call, subject: subject})
 	if s != nil && s.Rejected != nil {
-		d.unhold(callID)
-		d.giveBack(context.WithoutCancel(ctx), t)
+		d.limitGate.Unhold(callID)
+		d.limitGate.GiveBack(context.WithoutCancel(ctx), t)
 	}
 	return s, w, err
 }
