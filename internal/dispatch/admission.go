@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/limitgate"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -39,9 +40,9 @@ type admission struct {
 
 	w       *waiter // waiter: the caller's place in Call; nil for Submit
 	pool    *poolLoad
-	subject string // overload: the call's subject on the calls stream
-	ticket  *taken // limits: what the call took (slots, budget units)
-	claimed bool   // idempotency: the request's key is bound to this call
+	subject string            // overload: the call's subject on the calls stream
+	ticket  *limitgate.Ticket // limits: what the call took (slots, budget units)
+	claimed bool              // idempotency: the request's key is bound to this call
 
 	// What settle carries out.
 	refusal    *toolwirev1.ToolError

@@ -26,7 +26,7 @@ func (d *Dispatcher) parkCall(ctx context.Context, a *admission) (*Submitted, *w
 	}
 	s, w, err := d.park(ctx, a)
 	if s != nil && s.Rejected != nil {
-		d.giveBack(context.WithoutCancel(ctx), a.ticket)
+		d.limitGate.GiveBack(context.WithoutCancel(ctx), a.ticket)
 	}
 	return s, w, err
 }

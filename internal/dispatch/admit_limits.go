@@ -1,8 +1,12 @@
 package dispatch
 
-import "context"
+import (
+	"context"
 
-// limitStep is the limits and budgets step (limits.go), the last before
+	"github.com/toolwire/toolwire/internal/limitgate"
+)
+
+// limitStep is the limits and budgets step (internal/limitgate), the last before
 // the publish, so that a call refused earlier spends nothing: the call
 // takes its rates, budget units and concurrency slots, or is refused
 // RATE_LIMIT or BUDGET_EXCEEDED with retry_after.
@@ -11,11 +15,15 @@ func (d *Dispatcher) limitStep(ctx context.Context, a *admission) verdict {
 }
 
 // limitsFor takes the call's limits, its concurrency slots only when
-// slots is set (an asked call holds none while it waits).
+// slots is set (an asked call holds none while it waits). A hook's own
+// call is not counted.
 func (d *Dispatcher) limitsFor(ctx context.Context, a *admission, slots bool) verdict {
-	t, te, pd := d.takeLimits(ctx, a.call, a.pd, a.now, slots)
-	if te != nil {
-		return a.refused(te, pd)
+	if isHookCall(ctx) {
+		return next
+	}
+	t, refused := d.limitGate.Take(ctx, limitgate.Call{Call: a.call, Allowed: a.pd, Now: a.now, Slots: slots, Args: a.parsed})
+	if refused != nil {
+		return a.refused(refused.Error, refused.Decision)
 	}
 	a.ticket = t
 	return next

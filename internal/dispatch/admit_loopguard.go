@@ -51,7 +51,7 @@ func (d *Dispatcher) loopGuard(ctx context.Context, a *admission) *toolwirev1.To
 	if g.Scope == "run" {
 		scope = call.GetCaller().GetRun()
 	}
-	store := d.limitStore()
+	store := d.limitGate.Store()
 	if scope == "" || store == nil {
 		return nil
 	}

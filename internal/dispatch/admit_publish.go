@@ -18,11 +18,11 @@ import (
 // this replica's results consumer (which releases the slots) before the
 // publish returns. A call the stream does not take gets back what it took.
 func (d *Dispatcher) publishStep(ctx context.Context, a *admission) verdict {
-	d.hold(a.call, a.ticket)
+	d.limitGate.Hold(a.ticket)
 	v := d.publish(ctx, a)
 	if v == refuse {
-		d.unhold(a.callID)
-		d.giveBack(context.WithoutCancel(ctx), a.ticket)
+		d.limitGate.Unhold(a.callID)
+		d.limitGate.GiveBack(context.WithoutCancel(ctx), a.ticket)
 	}
 	return v
 }

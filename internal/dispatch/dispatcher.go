@@ -16,7 +16,8 @@ import (
 	"github.com/toolwire/toolwire/internal/delayed"
 	"github.com/toolwire/toolwire/internal/hooks"
 	"github.com/toolwire/toolwire/internal/intents"
-	"github.com/toolwire/toolwire/internal/limits"
+	"github.com/toolwire/toolwire/internal/limitgate"
+	"github.com/toolwire/toolwire/internal/policyops"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/startstop"
@@ -54,9 +55,10 @@ type Dispatcher struct {
 	delayedRecords *delayed.Queue
 	applier        *intents.Applier
 
-	// policies stores the policy documents the policy RPCs apply and
-	// show (policyservice.go); cfg.Policies is what decides.
-	policies *policystore.Store
+	// policyOps applies and shows the policy documents for the policy
+	// RPCs (policyservice.go; internal/policyops); cfg.Policies is what
+	// decides.
+	policyOps *policyops.Ops
 
 	tracer  trace.Tracer // nil = tracing off
 	metrics *telemetry.DispatcherMetrics
@@ -65,12 +67,9 @@ type Dispatcher struct {
 	// the approvals bucket, the grants in force, the sweep.
 	approvals *approvalflow.Flow
 
-	// Limits (limits.go): the shared counts (guarded by mu; made by
-	// Start), the concurrency slots of the calls admitted here, and the
-	// releases under way.
-	limitsStore *limits.Store
-	slots       slotHolder
-	slotWork    sync.WaitGroup
+	// limitGate is the limits step of admission and the concurrency
+	// slots of the calls admitted here (internal/limitgate; limits.go).
+	limitGate *limitgate.Gate
 
 	// hooks runs the hooks the policy binds (hooks.go), and serves the
 	// workers' after-hook requests while the dispatcher runs.
@@ -106,7 +105,6 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 		log:     telemetry.WithTraceIDs(cfg.Logger).With("component", "dispatcher", "dispatcher", cfg.Name),
 		waiters: map[string]*waiter{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}
 	d.lookResult = d.loadResult
-	d.policies = policystore.NewStore(b, d.log)
 	flow, err := approvalflow.New(b, approvalCore{d}, approvalflow.Config{TTL: cfg.ApprovalTTL, GrantTTL: cfg.GrantTTL,
 		Retention: cfg.ApprovalRetention, Sweep: cfg.ApprovalSweep, FinishTimeout: publishRetryFor + 15*time.Second,
 		TokenKeys: cfg.TokenKeys, Logger: d.log, BeforeFinish: func() error {
@@ -119,6 +117,21 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 		return nil, fmt.Errorf("dispatch: approval flow: %w", err)
 	}
 	d.approvals = flow
+	ops, err := policyops.New(policyops.Config{Documents: policystore.NewStore(b, d.log), Policies: cfg.Policies, Specs: reg,
+		Grants: d.approvals.Grants(), Approvals: d.approvals, Logger: d.log})
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+	d.policyOps = ops
+	lc := limitgate.Config{JetStream: b.JS, Policies: cfg.Policies, Specs: reg, Logger: d.log}
+	if b.Limits != nil {
+		lc.Bucket = b.Limits.Bucket()
+	}
+	gate, err := limitgate.New(lc)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+	d.limitGate = gate
 	if cfg.PoolCheck > 0 {
 		d.pools = newPoolCheck(b, cfg.PoolCheck, d.log)
 	}

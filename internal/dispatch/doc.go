@@ -49,8 +49,8 @@
 // in force decides (internal/policy); a deny answers PERMISSION_DENIED;
 // an ask (a rule, requires_approval, or a default) that no grant and no
 // valid approval token covers parks the call (see "Approvals" below) →
-// the limits of the policy in force (limits.go, "Limits and budgets"
-// below), the last step, just before the call is published.
+// the limits of the policy in force (internal/limitgate, "Limits and
+// budgets" below), the last step, just before the call is published.
 // The arguments are the request's arguments_json byte for byte when given,
 // else its arguments object encoded as JSON, else {}; a request that sets
 // both is refused (VALIDATION), since the caller could not tell which one
@@ -467,34 +467,10 @@
 // covers for the caller (policy.Policy.Hidden); their calls are still
 // decided, and denied, by the policy.
 //
-// The policy RPCs (policyservice.go) need the "admin" scope and act on the
-// caller's tenant, from its credentials:
-//
-//   - ApplyPolicy parses the document (at most policy.MaxDocumentBytes,
-//     checked before parsing), compiles its conditions and runs its tests
-//     against the registry's current specs, and refuses with
-//     invalid_argument naming each problem's line; else it stores it
-//     (policystore) and answers once it is in force on this replica (at
-//     most 5s; the other replicas follow within about a second). A dry
-//     run only checks. A document travels in the request body, so
-//     --max-request-bytes (default 320 KiB) bounds it first: a larger one
-//     is refused with resource_exhausted while read; raise the flag to
-//     apply documents up to 1 MiB. A dispatcher built without
-//     Config.Policies refuses to apply (failed_precondition): it would
-//     store a document it does not enforce.
-//   - GetPolicy returns the document in force as applied (comments kept),
-//     or one version; ListPolicyVersions the applies, newest first. A
-//     tenant without a document of its own gets the installation's
-//     (PolicyVersion.tenant "*").
-//   - Explain decides a call as admission would, without validating or
-//     running it, on behalf of the request's agent (default the caller's
-//     own, with its scopes), session, user and run in the caller's tenant,
-//     with the policy in force or another version, and says why: the
-//     applicable layers, every rule naming the tool with its layer,
-//     effect, line, whether it matched and why (argument values against
-//     patterns, a condition's value or error), the grant that covered an
-//     ask. Arguments ParseArgs refuses are invalid_argument ("VALIDATION:
-//     arguments_json: ..."). It shows rule text: it is for admins only.
+// The policy RPCs (policyservice.go: ApplyPolicy, RemovePolicy,
+// GetPolicy, ListPolicyVersions, Explain) need the "admin" scope and act
+// on the caller's tenant; internal/policyops does their work (its doc.go
+// says what each does), the handlers only translate.
 //
 // # Decisions on approvals
 //
@@ -524,43 +500,10 @@
 //
 // # Limits and budgets
 //
-// The policy in force for the caller's tenant may hold limits
-// (internal/policy, limits.go): rates, concurrency caps and budgets per
-// key, counted in the shared limits bucket (internal/limits) by the last
-// admission step, so a call refused by any other step spends nothing.
-// Slots are taken first, budget units next, rate units last (GCRA cannot
-// give one back); a refusal by a later limit, or a publish that fails,
-// gives back what was taken. RATE_LIMIT (rates, caps) and BUDGET_EXCEEDED
-// carry retry_after and the limit's id, and the refusal's decision record
-// names "limit:<id>". A limits bucket that cannot be reached or is full
-// refuses OVERLOADED: a limit is never skipped. No limit covering the
-// tool costs a policy lookup and nothing else.
-//
-// Where the issue was silent:
-//
-//   - Slots are leases (30 s) renewed every 10 s by the replica that
-//     admitted the call, which releases them when the call's result
-//     reaches its results consumer (results are routed to the admitting
-//     replica). A replica that dies stops renewing: its slots come back
-//     within 30 s. A call whose result never comes (its publish ended with
-//     the caller's context and it was never stored) is renewed until its
-//     deadline, or for an hour without one.
-//   - A concurrency cap refuses at once (RATE_LIMIT, retry_after 1 s)
-//     unless the limit has a wait (at most 30 s): admission then tries
-//     again, 20 ms doubling to 250 ms, until a slot is free, the wait ends,
-//     the call's schedule-to-start deadline passes or the caller goes. It
-//     polls rather than queues: no order among waiters, no state to lose
-//     when a replica dies, and each try is one read of the key.
-//   - An ask is counted when it is parked (rates and budgets: past them
-//     it is refused, not parked), and not again when an approval publishes
-//     it; it takes no concurrency slot, neither while it waits nor when
-//     it runs: a known gap.
-//   - A call without the key's field (no session) is counted under an
-//     empty value with the tenant's other such calls; a CEL key or cost
-//     that cannot be evaluated refuses the call (fail closed).
-//   - Usage reads budgets and calls in flight for the keys it can name
-//     (tenant, agent, session, user, run); limits keyed by tool or CEL are
-//     listed without figures.
+// The limits step of admission, the concurrency slots held for the calls
+// admitted here and the usage reads are internal/limitgate's (its doc.go,
+// "Limits and budgets"); submit.go calls it last, and results.go settles
+// a call's slots when its result arrives.
 //
 // # Decisions on request limits
 //

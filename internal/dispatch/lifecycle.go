@@ -12,11 +12,9 @@ import (
 
 // A stopper tells one thing Start started to end, without blocking, and
 // returns a channel that is closed once it has ended: the shape of the
-// parts that are not startstop.Services yet (limits), which started adapts.
+// parts that are not startstop.Services yet (the results consumer, the
+// rechecks), which started adapts.
 type stopper func() <-chan struct{}
-
-// closedChan is the done channel of something that is not running.
-var closedChan = startstop.Closed
 
 // Start starts what the dispatcher runs besides its callers' requests, in
 // the order services lists them: the results consumer, the reaper, the
@@ -75,7 +73,7 @@ func (d *Dispatcher) services() []startstop.Named {
 		// returns, so admission decides with them), the tracker of the
 		// records the sweep acts on, and the sweep (internal/approvalflow).
 		{Name: "approval flow", Service: d.approvals},
-		{Name: "limits", Service: started(d.startLimits)},
+		{Name: "limits", Service: d.limitGate},
 	}
 }
 
@@ -124,7 +122,7 @@ func (d *Dispatcher) startRecords(context.Context) error {
 // stopRecords stops the queue of admission records.
 func (d *Dispatcher) stopRecords() <-chan struct{} {
 	d.delayedRecords.Stop() // waits for its goroutine, which only publishes records
-	return closedChan
+	return startstop.Closed
 }
 
 // startRechecks starts the goroutine that looks up the results of waiting
@@ -138,25 +136,6 @@ func (d *Dispatcher) startRechecks(ctx context.Context, failed <-chan struct{}) 
 	return func() <-chan struct{} {
 		d.bus.NC.RemoveStatusListener(status)
 		cancel()
-		return done
-	}
-}
-
-// subscriptionStopper ends an asynchronous core subscription: done once
-// its last callback has returned (its closed handler has run).
-func subscriptionStopper(sub *nats.Subscription) stopper {
-	done := make(chan struct{})
-	sub.SetClosedHandler(func(string) { close(done) })
-	return func() <-chan struct{} {
-		if err := sub.Unsubscribe(); errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrBadSubscription) {
-			// Closed with the connection before: its handler ran then, or
-			// (closed before the handler was set) never will.
-			select {
-			case <-done:
-			default:
-				return closedChan
-			}
-		}
 		return done
 	}
 }

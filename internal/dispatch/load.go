@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/startstop"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -167,7 +168,7 @@ func (v *loadView) start(ctx context.Context) error {
 // closed once it has.
 func (v *loadView) stopRefresh() <-chan struct{} {
 	if v.stop == nil {
-		return closedChan
+		return startstop.Closed
 	}
 	v.stop()
 	return v.done

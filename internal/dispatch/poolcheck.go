@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/maintenance"
+	"github.com/toolwire/toolwire/internal/startstop"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -187,13 +188,13 @@ func (p *poolCheck) run(ctx context.Context) {
 // closed channel.
 func (p *poolCheck) end() <-chan struct{} {
 	if p == nil {
-		return closedChan
+		return startstop.Closed
 	}
 	p.mu.Lock()
 	stop, done := p.stop, p.done
 	p.mu.Unlock()
 	if stop == nil {
-		return closedChan
+		return startstop.Closed
 	}
 	stop()
 	return done

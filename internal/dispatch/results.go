@@ -82,7 +82,7 @@ func (d *Dispatcher) onStored(m jetstream.Msg) {
 	subject := m.Subject()
 	callID := subject[strings.LastIndexByte(subject, '.')+1:]
 	d.deliver(callID, m.Data())
-	d.settled(callID)
+	d.limitGate.Settle(callID)
 }
 
 // deliver hands data, a stored result, to the waiter of callID if there is

@@ -201,8 +201,8 @@ func CallOf(s *toolwirev1.SubmitRequest) *toolwirev1.CallRequest {
 	return out
 }
 
-// AdminScope is the scope ApproveTool needs.
-const AdminScope = "admin"
+// AdminScope is the scope ApproveTool needs (identity.AdminScope).
+const AdminScope = identity.AdminScope
 
 // ApproveTool records the definition hash an operator approves for a tool
 // that was disabled because its definition changed. The worker serving

@@ -25,6 +25,10 @@ type Identity struct {
 	Scopes []string
 }
 
+// AdminScope is the scope of administration: the policy RPCs, reading
+// another agent's usage, approving a tool definition.
+const AdminScope = "admin"
+
 type identityKey struct{}
 
 // With returns ctx carrying id.

@@ -14,7 +14,7 @@
 //     hashes) with leases. A holder whose lease ended no longer counts, so
 //     the slots of a dispatcher that died come back one lease after its
 //     last renewal; the dispatcher renews the slots of its calls while they
-//     run and releases them at their result (internal/dispatch, limits.go).
+//     run and releases them at their result (internal/limitgate).
 //   - Spend, Usage, Refund: units per fixed window aligned on the Unix
 //     epoch (UTC). A spend that does not fit whole is refused and spends
 //     nothing; a refund gives units back to the window they were spent in.
