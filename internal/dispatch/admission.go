@@ -17,6 +17,8 @@ import (
 // request; the steps fill it in order (admissionSteps), and settle carries
 // out the verdict of the step that stopped it.
 type admission struct {
+	d *Dispatcher // the dispatcher admitting it
+
 	// The request, as the API gave it.
 	id      identity.Identity
 	req     *toolwirev1.CallRequest
@@ -31,20 +33,21 @@ type admission struct {
 	// parsed is the arguments in the policy's reading, parsed once by the
 	// first step that needs them (policyArgs); a rewrite drops it.
 	parsed *policy.Args
-	input  *toolwirev1.InputRound // input: the round a call answering a tool's request continues
+	round  *toolwirev1.InputRound // input: the round a call answering a tool's request continues
 	call   *toolwirev1.ToolCall   // call: the call as it will be published
 
 	pd      *toolwirev1.PolicyDecision // the decision to record (policy, a hook, the loop guard, limits)
 	ask     *asked                     // policy or loop guard: park for an approver, or redeem a token
 	hookAsk *asked                     // a before-hook asks (a deny of the policy still wins)
 
-	w       *waiter // waiter: the caller's place in Call; nil for Submit
-	pool    *poolLoad
-	subject string            // overload: the call's subject on the calls stream
-	ticket  *limitgate.Ticket // limits: what the call took (slots, budget units)
-	claimed bool              // idempotency: the request's key is bound to this call
+	w        *waiter           // waiter: the caller's place in Call; nil for Submit
+	admitted *poolLoad         // overload: the pool's load that admitted it (settled once the publish is answered)
+	subject  string            // overload: the call's subject on the calls stream
+	ticket   *limitgate.Ticket // limits: what the call took (slots, budget units)
+	claimed  bool              // idempotency: the request's key is bound to this call
 
 	// What settle carries out.
+	step       string // the step that stopped the call (admissionSteps)
 	refusal    *toolwirev1.ToolError
 	overloaded string // overload: the cause (the call is not recorded unless keyed)
 	target     string // overload: the pool or store that refused it
@@ -67,63 +70,59 @@ const (
 // what it does.
 type admissionStep struct {
 	name string
-	run  func(d *Dispatcher, ctx context.Context, a *admission) verdict
+	run  func(a *admission, ctx context.Context) verdict
 }
 
 // admissionSteps is the order of admission, written once. Each step can
 // stop the call; a refusal consumes nothing later in the list. The loop
 // guard runs only for a call the policy allowed; the approval step sends
 // an asked call (or one a token covers) off to settle; limits are last so
-// that a refused call spends no budget. (Set by init: the steps reach
-// Call, for a hook's own call, which runs admission.)
-var admissionSteps []admissionStep
-
-func init() {
-	admissionSteps = []admissionStep{
-		{"lookup", (*Dispatcher).lookup},             // admit_lookup.go
-		{"scopes", (*Dispatcher).scopes},             // admit_scopes.go
-		{"pool", (*Dispatcher).pool},                 // admit_pool.go
-		{"arguments", (*Dispatcher).arguments},       // admit_arguments.go
-		{"input", (*Dispatcher).continues},           // admit_input.go
-		{"call", (*Dispatcher).buildCall},            // admit_call.go
-		{"after-hooks", (*Dispatcher).afterHookStep}, // admit_afterhooks.go
-		{"before-hooks", (*Dispatcher).beforeHookStep},
-		{"policy", (*Dispatcher).policyStep},        // admit_policy.go
-		{"loop-guard", (*Dispatcher).loopGuardStep}, // admit_loopguard.go
-		{"waiter", (*Dispatcher).waiterStep},        // admit_waiter.go
-		{"idempotency", (*Dispatcher).idempotency},  // admit_idempotency.go
-		{"approval", (*Dispatcher).approval},        // admit_approval.go
-		{"overload", (*Dispatcher).overload},        // admit_overload.go
-		{"limits", (*Dispatcher).limitStep},         // admit_limits.go
-		{"publish", (*Dispatcher).publishStep},      // admit_publish.go
-	}
+// that a refused call spends no budget.
+var admissionSteps = [...]admissionStep{
+	{"lookup", (*admission).lookup},               // admit_lookup.go
+	{"scopes", (*admission).scopes},               // admit_scopes.go
+	{"pool", (*admission).poolStep},               // admit_pool.go
+	{"arguments", (*admission).arguments},         // admit_arguments.go
+	{"input", (*admission).continues},             // admit_input.go
+	{"call", (*admission).buildCall},              // admit_call.go
+	{"after-hooks", (*admission).afterHookStep},   // admit_afterhooks.go
+	{"before-hooks", (*admission).beforeHookStep}, // admit_beforehooks.go
+	{"policy", (*admission).policyStep},           // admit_policy.go
+	{"loop-guard", (*admission).loopGuardStep},    // admit_loopguard.go
+	{"waiter", (*admission).waiterStep},           // admit_waiter.go
+	{"idempotency", (*admission).idempotency},     // admit_idempotency.go
+	{"approval", (*admission).approval},           // admit_approval.go
+	{"overload", (*admission).overload},           // admit_overload.go
+	{"limits", (*admission).limitStep},            // admit_limits.go
+	{"publish", (*admission).publishStep},         // admit_publish.go
 }
 
 // admitAndPublish runs the admission steps in order and settles the call
 // with the verdict of the step that stopped it.
-func (d *Dispatcher) admitAndPublish(ctx context.Context, a *admission) (*Submitted, *waiter, error) {
+func (a *admission) admitAndPublish(ctx context.Context) (*Submitted, *waiter, error) {
 	defer func() {
-		if a.pool != nil {
-			a.pool.settle() // the publish is answered, or nothing is published
+		if a.admitted != nil {
+			a.admitted.settle() // the publish is answered, or nothing is published
 		}
 	}()
 	for _, s := range admissionSteps {
-		if v := s.run(d, ctx, a); v != next {
-			return d.settle(ctx, a, v)
+		if v := s.run(a, ctx); v != next {
+			a.step = s.name
+			return a.settle(ctx, v)
 		}
 	}
-	return d.settle(ctx, a, done) // the publish step answers every call it reaches
+	return a.settle(ctx, done) // the publish step answers every call it reaches
 }
 
 // settle carries out a verdict.
-func (d *Dispatcher) settle(ctx context.Context, a *admission, v verdict) (*Submitted, *waiter, error) {
+func (a *admission) settle(ctx context.Context, v verdict) (*Submitted, *waiter, error) {
 	switch v {
 	case refuse:
-		return d.refuseCall(ctx, a), nil, nil
+		return a.refuseCall(ctx), nil, nil
 	case park:
-		return d.parkCall(ctx, a)
+		return a.parkCall(ctx)
 	case redeem:
-		return d.redeem(ctx, a)
+		return a.redeem(ctx)
 	}
 	return a.result, a.w, a.err
 }
@@ -134,10 +133,13 @@ func (d *Dispatcher) settle(ctx context.Context, a *admission, v verdict) (*Subm
 // the id with it, and only then releases the idempotency key (a retry that
 // found the key claimed waits on this call id). An overload refusal of a
 // call without a key is not recorded (admit_overload.go).
-func (d *Dispatcher) refuseCall(ctx context.Context, a *admission) *Submitted {
+func (a *admission) refuseCall(ctx context.Context) *Submitted {
+	d := a.d
 	if a.overloaded == "" {
-		d.redactRefusal(a)
+		a.redactRefusal()
 	}
+	d.log.DebugContext(ctx, "call refused", "call_id", a.callID, "tool", a.req.Tool, "step", a.step,
+		"error_type", a.refusal.GetType(), "rule", a.pd.GetRuleId())
 	if a.w != nil {
 		if a.w.accepted != nil {
 			a.w.accepted.Stop()
@@ -145,7 +147,7 @@ func (d *Dispatcher) refuseCall(ctx context.Context, a *admission) *Submitted {
 		a.w.cancel()
 	}
 	if a.overloaded == "" || a.claimed {
-		d.recordRejection(ctx, a)
+		a.recordRejection(ctx)
 	}
 	if a.claimed {
 		d.releaseKey(a.id, a.req)

@@ -6,7 +6,7 @@ import "context"
 // parked for an approver (parkCall), and a call an approval token covers
 // publishes the parked call it approves (redeem, approve.go). Every other
 // call goes on to be published.
-func (d *Dispatcher) approval(_ context.Context, a *admission) verdict {
+func (a *admission) approval(_ context.Context) verdict {
 	switch {
 	case a.ask == nil:
 		return next
@@ -20,11 +20,12 @@ func (d *Dispatcher) approval(_ context.Context, a *admission) verdict {
 // against its limits when it is parked (its rates and budgets; no slot
 // while it waits): a refusal parks nothing, and a call that could not be
 // parked gets back what it spent.
-func (d *Dispatcher) parkCall(ctx context.Context, a *admission) (*Submitted, *waiter, error) {
-	if d.limitsFor(ctx, a, false) == refuse {
-		return d.refuseCall(ctx, a), nil, nil
+func (a *admission) parkCall(ctx context.Context) (*Submitted, *waiter, error) {
+	d := a.d
+	if a.limitsFor(ctx, false) == refuse {
+		return a.refuseCall(ctx), nil, nil
 	}
-	s, w, err := d.park(ctx, a)
+	s, w, err := a.park(ctx)
 	if s != nil && s.Rejected != nil {
 		d.limitGate.GiveBack(context.WithoutCancel(ctx), a.ticket)
 	}

@@ -43,7 +43,8 @@ func argumentBytes(o *toolwirev1.CallRequest) ([]byte, error) {
 // request, holding the hooked call's arguments and, for an after-hook, its
 // whole response, which no such count limits (the bytes and the nesting
 // still bound it: the hook tool's spec may raise them).
-func (d *Dispatcher) arguments(ctx context.Context, a *admission) verdict {
+func (a *admission) arguments(ctx context.Context) verdict {
+	d := a.d
 	args, err := argumentBytes(a.req)
 	if err != nil {
 		return a.refused(registry.Violation("", err.Error()), nil)

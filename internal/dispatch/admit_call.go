@@ -11,13 +11,14 @@ import (
 // buildCall is the step that makes the call as it will be published: it
 // pins the spec version and carries as deadlines the tighter of the tool's
 // and the request's schedule-to-start and schedule-to-close timeouts.
-func (d *Dispatcher) buildCall(_ context.Context, a *admission) verdict {
+func (a *admission) buildCall(_ context.Context) verdict {
+	d := a.d
 	o, spec, now := a.req, a.spec, a.now
 	call := &toolwirev1.ToolCall{
 		CallId: a.callID, Tool: spec.Name, SpecVersion: spec.Version, Arguments: a.args,
 		Caller: callerOf(a.id, o), IdempotencyKey: o.IdempotencyKey, AcceptedAt: timestamppb.New(now),
 		ApprovalToken: o.ApprovalToken, Dispatcher: d.cfg.Name, Executor: spec.Executor, Provider: spec.Provider,
-		Input: a.input, ClientCapabilitiesJson: o.ClientCapabilitiesJson,
+		Input: a.round, ClientCapabilitiesJson: o.ClientCapabilitiesJson,
 	}
 	t := spec.GetTimeouts()
 	if s2s := tighter(t.GetScheduleToStart().AsDuration(), o.ScheduleToStart.AsDuration()); s2s > 0 {

@@ -39,7 +39,8 @@ func idemKey(tenant, key string) string {
 // further: the same tool and arguments (and answers) are a Duplicate of
 // the original call, anything else CONFLICT. The waiter, if any, is
 // released then.
-func (d *Dispatcher) idempotency(ctx context.Context, a *admission) verdict {
+func (a *admission) idempotency(ctx context.Context) verdict {
+	d := a.d
 	if a.req.IdempotencyKey == "" {
 		return next
 	}

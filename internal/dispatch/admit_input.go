@@ -43,18 +43,18 @@ const ContinuesField = "continues"
 // input (CallRequest.continues) continues a stored input-required
 // response (input); the client capabilities the request declares are
 // checked here too.
-func (d *Dispatcher) continues(ctx context.Context, a *admission) verdict {
-	in, te := d.input(ctx, a)
+func (a *admission) continues(ctx context.Context) verdict {
+	in, te := a.readInput(ctx)
 	if te != nil {
 		return a.refused(te, nil)
 	}
-	a.input = in
+	a.round = in
 	return next
 }
 
 // input returns the round the call continues (nil for none), or the
 // refusal; it checks the client capabilities the request declares.
-func (d *Dispatcher) input(ctx context.Context, a *admission) (*toolwirev1.InputRound, *toolwirev1.ToolError) {
+func (a *admission) readInput(ctx context.Context) (*toolwirev1.InputRound, *toolwirev1.ToolError) {
 	o := a.req
 	if c := o.ClientCapabilitiesJson; c != "" {
 		if len(c) > maxCapabilitiesBytes || !isObject([]byte(c)) {
@@ -79,7 +79,7 @@ func (d *Dispatcher) input(ctx context.Context, a *admission) (*toolwirev1.Input
 		return &toolwirev1.InputRound{ResponsesJson: o.InputResponsesJson}, nil
 	}
 	in := &toolwirev1.InputRound{}
-	asked, te := d.askedInput(ctx, a)
+	asked, te := a.askedInput(ctx)
 	if te != nil {
 		return nil, te
 	}
@@ -97,7 +97,8 @@ func (d *Dispatcher) input(ctx context.Context, a *admission) (*toolwirev1.Input
 // askedInput reads and checks the input-required response the call
 // continues: its tenant's, of its tool at the spec version it runs now,
 // asked for input at most Config.InputTTL ago, for the same arguments.
-func (d *Dispatcher) askedInput(ctx context.Context, a *admission) (*toolwirev1.InputRequired, *toolwirev1.ToolError) {
+func (a *admission) askedInput(ctx context.Context) (*toolwirev1.InputRequired, *toolwirev1.ToolError) {
+	d := a.d
 	id, o, specVersion, args, now := a.id, a.req, a.spec.Version, a.args, a.now
 	bad := func(msg string) *toolwirev1.ToolError {
 		return registry.Violation(ContinuesField, msg)

@@ -10,14 +10,15 @@ import (
 // the publish, so that a call refused earlier spends nothing: the call
 // takes its rates, budget units and concurrency slots, or is refused
 // RATE_LIMIT or BUDGET_EXCEEDED with retry_after.
-func (d *Dispatcher) limitStep(ctx context.Context, a *admission) verdict {
-	return d.limitsFor(ctx, a, true)
+func (a *admission) limitStep(ctx context.Context) verdict {
+	return a.limitsFor(ctx, true)
 }
 
 // limitsFor takes the call's limits, its concurrency slots only when
 // slots is set (an asked call holds none while it waits). A hook's own
 // call is not counted.
-func (d *Dispatcher) limitsFor(ctx context.Context, a *admission, slots bool) verdict {
+func (a *admission) limitsFor(ctx context.Context, slots bool) verdict {
+	d := a.d
 	if isHookCall(ctx) {
 		return next
 	}

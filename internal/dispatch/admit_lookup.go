@@ -15,7 +15,8 @@ import (
 // lookup is the first admission step: a tool name is present, the tool is
 // in the registry (its current version, or the spec_version the request
 // pins), and it is not disabled. A failed registry read answers INTERNAL.
-func (d *Dispatcher) lookup(ctx context.Context, a *admission) verdict {
+func (a *admission) lookup(ctx context.Context) verdict {
+	d := a.d
 	o := a.req
 	if o.Tool == "" {
 		return a.refused(registry.Violation("tool", "tool name is required"), nil)

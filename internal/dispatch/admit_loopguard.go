@@ -27,11 +27,11 @@ const loopGuardID = "loop-guard"
 // the guard lets the call through and logs it: it is a safety net
 // against runaway agents, and the limits, which must hold, fail closed on
 // their own.
-func (d *Dispatcher) loopGuardStep(ctx context.Context, a *admission) verdict {
+func (a *admission) loopGuardStep(ctx context.Context) verdict {
 	if a.ask != nil {
 		return next // asked already: an approver decides
 	}
-	if te := d.loopGuard(ctx, a); te != nil {
+	if te := a.loopGuard(ctx); te != nil {
 		return a.refused(te, a.pd)
 	}
 	return next
@@ -40,7 +40,8 @@ func (d *Dispatcher) loopGuardStep(ctx context.Context, a *admission) verdict {
 // loopGuard counts the call's run and applies the thresholds: it returns
 // the refusal of a denied call; an ask is left in a.ask, the decision in
 // a.pd.
-func (d *Dispatcher) loopGuard(ctx context.Context, a *admission) *toolwirev1.ToolError {
+func (a *admission) loopGuard(ctx context.Context) *toolwirev1.ToolError {
+	d := a.d
 	spec, call, pd := a.spec, a.call, a.pd
 	p := d.policyFor(call.GetCaller().GetTenant())
 	g := p.LoopGuard()

@@ -15,13 +15,14 @@ import "context"
 // no longer recent (10s). A call with an idempotency key is the
 // exception: its refusal is recorded, since a retry with the same key may
 // be waiting on its call id.
-func (d *Dispatcher) overload(ctx context.Context, a *admission) verdict {
+func (a *admission) overload(ctx context.Context) verdict {
+	d := a.d
 	a.subject = d.subj.Call(a.call.Executor, a.id.Tenant, a.call.Provider, a.call.Tool)
 	pool, te, cause, target := d.load.check(ctx, a.subject, a.req.IdempotencyKey != "", scheduleToStart(a.call, a.now))
 	if te != nil {
 		a.overloaded, a.target = cause, target
 		return a.refused(te, nil)
 	}
-	a.pool = pool
+	a.admitted = pool
 	return next
 }

@@ -16,8 +16,8 @@ import (
 // with what allowed it. A token is taken off the call whatever happens: it
 // is never stored or published. When a before-hook asked and no rule
 // denies (deny wins), the hook's ask stands.
-func (d *Dispatcher) policyStep(ctx context.Context, a *admission) verdict {
-	if te := d.applyPolicy(ctx, a); te != nil {
+func (a *admission) policyStep(ctx context.Context) verdict {
+	if te := a.applyPolicy(ctx); te != nil {
 		return a.refused(te, a.pd)
 	}
 	if a.ask == nil && a.hookAsk != nil {
@@ -28,7 +28,8 @@ func (d *Dispatcher) policyStep(ctx context.Context, a *admission) verdict {
 
 // applyPolicy decides the call and records the decision in a.pd (and an
 // ask or redeemed token in a.ask); it returns the refusal, if any.
-func (d *Dispatcher) applyPolicy(ctx context.Context, a *admission) *toolwirev1.ToolError {
+func (a *admission) applyPolicy(ctx context.Context) *toolwirev1.ToolError {
+	d := a.d
 	call, spec := a.call, a.spec
 	if p := d.policyFor(a.id.Tenant); isHookCall(ctx) && p.IsHook(call.Tool) {
 		// The dispatcher's own call of a hook the document binds: the
@@ -46,7 +47,7 @@ func (d *Dispatcher) applyPolicy(ctx context.Context, a *admission) *toolwirev1.
 			return te
 		}
 	}
-	dec, te := d.decide(a, presented)
+	dec, te := a.decide(presented)
 	if te != nil {
 		return te
 	}
@@ -75,7 +76,8 @@ func (d *Dispatcher) applyPolicy(ctx context.Context, a *admission) *toolwirev1.
 // canonical reader refuses (duplicate keys, invalid UTF-8 the schema let
 // through) are answered VALIDATION: two readers must never see two
 // different calls in one text.
-func (d *Dispatcher) decide(a *admission, presented *policy.Approval) (policy.Decision, *toolwirev1.ToolError) {
+func (a *admission) decide(presented *policy.Approval) (policy.Decision, *toolwirev1.ToolError) {
+	d := a.d
 	p := d.policyFor(a.id.Tenant)
 	if p == nil && presented == nil && !a.spec.GetRequiresApproval() {
 		// Nothing to decide: no policy allows every call of a tool that

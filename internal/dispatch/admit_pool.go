@@ -11,7 +11,8 @@ import (
 // pool is the step that refuses, NOT_FOUND, a call of a tool no pool
 // consumer filters (poolcheck.go keeps the view of the consumers): it
 // would never run. With Config.PoolCheck negative it admits all.
-func (d *Dispatcher) pool(ctx context.Context, a *admission) verdict {
+func (a *admission) poolStep(ctx context.Context) verdict {
+	d := a.d
 	if d.pools == nil {
 		return next
 	}

@@ -17,9 +17,10 @@ import (
 // concurrency slots before the publish: a fast call's result can reach
 // this replica's results consumer (which releases the slots) before the
 // publish returns. A call the stream does not take gets back what it took.
-func (d *Dispatcher) publishStep(ctx context.Context, a *admission) verdict {
+func (a *admission) publishStep(ctx context.Context) verdict {
+	d := a.d
 	d.limitGate.Hold(a.ticket)
-	v := d.publish(ctx, a)
+	v := a.publish(ctx)
 	if v == refuse {
 		d.limitGate.Unhold(a.callID)
 		d.limitGate.GiveBack(context.WithoutCancel(ctx), a.ticket)
@@ -33,7 +34,8 @@ func (d *Dispatcher) publishStep(ctx context.Context, a *admission) verdict {
 // it is unanswered (doc.go, "Publishing"). A call the stream refuses, or
 // that stays unanswered for publishRetryFor, is refused OVERLOADED
 // (refused).
-func (d *Dispatcher) publish(ctx context.Context, a *admission) verdict {
+func (a *admission) publish(ctx context.Context) verdict {
+	d := a.d
 	w, call, callID, subject := a.w, a.call, a.callID, a.subject
 	data, err := proto.Marshal(call)
 	if err != nil {
@@ -62,7 +64,7 @@ func (d *Dispatcher) publish(ctx context.Context, a *admission) verdict {
 	if err != nil {
 		// Never sent (e.g. too many publishes in flight): refused for sure.
 		pub.fail(err)
-		return d.notQueued(ctx, a, err)
+		return a.notQueued(ctx, err)
 	}
 	if w != nil {
 		w.accepted = d.delayedRecords.Add(func() { d.publishAccepted(a.id.Tenant, call) })
@@ -81,7 +83,7 @@ func (d *Dispatcher) publish(ctx context.Context, a *admission) verdict {
 		return a.answered(nil, nil, ctx.Err())
 	default:
 		pub.fail(err)
-		return d.notQueued(ctx, a, err)
+		return a.notQueued(ctx, err)
 	}
 }
 
@@ -134,7 +136,8 @@ const publishRetryFor = 15 * time.Second
 // notQueued refuses a call the calls stream did not take: OVERLOADED,
 // retryable, recorded after any admission record (so every replica
 // answers this id with the refusal), its idempotency key released.
-func (d *Dispatcher) notQueued(ctx context.Context, a *admission, err error) verdict {
+func (a *admission) notQueued(ctx context.Context, err error) verdict {
+	d := a.d
 	d.log.WarnContext(ctx, "publish refused; answering OVERLOADED", "call_id", a.callID, "err", err)
 	return a.refused(envelope.Overloaded("the call could not be queued: "+err.Error(), time.Second), nil)
 }

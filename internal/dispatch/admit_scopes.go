@@ -12,7 +12,7 @@ import (
 
 // scopes is the visibility step: the caller holds all of the tool's
 // scopes (PERMISSION_DENIED naming them otherwise).
-func (d *Dispatcher) scopes(_ context.Context, a *admission) verdict {
+func (a *admission) scopes(_ context.Context) verdict {
 	if registry.HasScopes(a.id.Scopes, a.spec.Scopes) {
 		return next
 	}

@@ -16,7 +16,8 @@ import (
 // otherwise it is answered at once. A replica with Config.MaxWaiting
 // callers waiting refuses the call OVERLOADED (recorded like every
 // refusal: any replica answers the id).
-func (d *Dispatcher) waiterStep(_ context.Context, a *admission) verdict {
+func (a *admission) waiterStep(_ context.Context) verdict {
+	d := a.d
 	if a.ask != nil && a.ask.token != nil {
 		// A token's call takes the id of the parked call it approves from
 		// here on (redeem records a refusal under the one admission minted).

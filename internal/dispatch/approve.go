@@ -27,12 +27,13 @@ func (d *Dispatcher) Approvals() *approvalflow.Flow { return d.approvals }
 // park parks an asked call (approvalflow.Flow.Park) and answers it
 // AWAITING_APPROVAL; a call that could not be parked is refused
 // (OVERLOADED), its waiter and idempotency key given back.
-func (d *Dispatcher) park(ctx context.Context, a *admission) (*Submitted, *waiter, error) {
+func (a *admission) park(ctx context.Context) (*Submitted, *waiter, error) {
+	d := a.d
 	te, refusal := d.approvals.Park(ctx, &approvalflow.Ask{Caller: a.id, Call: a.call, Spec: a.ask.spec, ArgsHash: a.ask.args.Hash(),
 		Decision: a.ask.pd, Reason: a.ask.reason, Now: a.now})
 	if refusal != nil {
 		a.refused(refusal, a.ask.pd)
-		return d.refuseCall(ctx, a), nil, nil
+		return a.refuseCall(ctx), nil, nil
 	}
 	return &Submitted{CallID: a.callID, Awaiting: approvalflow.AwaitingResponse(a.callID, a.call, te, a.now)}, a.w, nil
 }
@@ -41,13 +42,14 @@ func (d *Dispatcher) park(ctx context.Context, a *admission) (*Submitted, *waite
 // the call took the parked call's id and is published as it. A refusal
 // is recorded under the id admission minted, never under the parked
 // call's, its waiter and idempotency key given back.
-func (d *Dispatcher) redeem(ctx context.Context, a *admission) (*Submitted, *waiter, error) {
+func (a *admission) redeem(ctx context.Context) (*Submitted, *waiter, error) {
+	d := a.d
 	refusal := d.approvals.Redeem(ctx, &approvalflow.Redemption{Caller: a.id, Token: a.ask.token, Call: a.call, ArgsHash: a.ask.args.Hash(),
 		Now: a.now})
 	if refusal != nil {
 		a.refused(refusal, a.ask.pd)
 		a.callID = a.ask.minted
-		return d.refuseCall(ctx, a), nil, nil
+		return a.refuseCall(ctx), nil, nil
 	}
 	return &Submitted{CallID: a.ask.token.ID}, a.w, nil
 }

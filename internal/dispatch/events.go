@@ -65,7 +65,8 @@ const eventTimeout = 2 * time.Second
 
 // recordRejection records the call's refusal as its REJECTED event, with
 // the policy decision that refused it (nil when another step did).
-func (d *Dispatcher) recordRejection(ctx context.Context, a *admission) {
+func (a *admission) recordRejection(ctx context.Context) {
+	d := a.d
 	d.event(ctx, a.id.Tenant, a.callID, &toolwirev1.CallEvent{CallId: a.callID, Tool: a.req.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
 		Error: a.refusal, Caller: callerOf(a.id, a.req), Policy: a.pd})
 }

@@ -10,7 +10,7 @@ import (
 // quotes the value it refuses. It runs on refusals only; the schema is
 // the one admission checked, and a tool without secret fields costs one
 // substring search of its schema.
-func (d *Dispatcher) redactRefusal(a *admission) {
+func (a *admission) redactRefusal() {
 	if a.spec == nil {
 		return // an unknown or disabled tool: its refusal quotes no argument
 	}

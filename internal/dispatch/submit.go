@@ -60,8 +60,8 @@ func (d *Dispatcher) submit(ctx context.Context, id identity.Identity, o *toolwi
 	}
 	start := time.Now()
 	ctx, span := d.startAdmission(ctx, id, o)
-	a := &admission{id: id, req: o, callID: ulid.Make().String(), now: start, waiting: withWaiter}
-	s, w, err := d.admitAndPublish(ctx, a)
+	a := &admission{d: d, id: id, req: o, callID: ulid.Make().String(), now: start, waiting: withWaiter}
+	s, w, err := a.admitAndPublish(ctx)
 	d.endAdmission(span, s, err, start)
 	return s, w, err
 }
