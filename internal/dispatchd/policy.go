@@ -51,9 +51,19 @@ func readPolicyFile(file string) ([]byte, error) {
 	return src, nil
 }
 
+// policyFile is the --policy file to apply: its path and contents, the
+// layout and the registry its tools are checked against.
+type policyFile struct {
+	b    *bus.Bus
+	reg  *registry.Store
+	path string
+	doc  []byte
+}
+
 // applyPolicyFile applies src, the --policy file, as the installation
 // document, its tests seeing the registry's specs.
-func applyPolicyFile(ctx context.Context, b *bus.Bus, reg *registry.Store, file string, src []byte, log *slog.Logger) error {
+func applyPolicyFile(ctx context.Context, f policyFile, log *slog.Logger) error {
+	b, reg, file, src := f.b, f.reg, f.path, f.doc
 	lookup := func(name string) *toolwirev1.ToolSpec {
 		e, err := reg.Get(name)
 		if err != nil {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,6 +27,7 @@ import (
 	"github.com/toolwire/toolwire/internal/dlq"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/startstop"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	"github.com/toolwire/toolwire/internal/workerconfig"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -184,7 +187,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 	if err := rc.Validate(); err != nil {
 		return err
 	}
-	log, grace := rc.Logger, rc.Grace
+	log := rc.Logger
 	if rc.TracerProvider == nil {
 		tracing, err := telemetry.SetupTracing(ctx, "toolwire-dispatcher", nil)
 		if err != nil {
@@ -196,144 +199,259 @@ func Run(ctx context.Context, rc RunConfig) error {
 			log.Info("tracing on", "exporter", tracing.Exporter)
 		}
 	}
-	metrics := telemetry.NewRegistry()
-	policyDoc, err := readPolicyFile(rc.PolicyFile)
+	pr, err := openProcess(ctx, &rc)
 	if err != nil {
 		return err
 	}
-	if rc.ApprovalTokenKeys != "" {
-		// Read before anything starts: a bad key file is a bad start.
-		keys, err := approvals.LoadKeys(rc.ApprovalTokenKeys)
-		if err != nil {
-			return err
-		}
-		rc.Dispatcher.TokenKeys = keys
-		log.Info("approval tokens on", "keys", keys.String())
-	}
-	key, err := encryptionKey(rc)
+	defer pr.close()
+	group, err := pr.services(ctx, rc)
 	if err != nil {
 		return err
 	}
-	nc, lock, closeNATS, err := connect(ctx, rc, key, log)
-	if err != nil {
+	if err := group.Start(ctx); err != nil {
 		return err
 	}
-	defer closeNATS()
-	b, err := bus.Open(ctx, nc, rc.Bus, bus.Options{Logger: log})
-	if err != nil {
-		return err
-	}
-
-	pools, err := parseWorkers(rc.Workers, rc.NATSURL == "")
-	if err != nil {
-		return err
-	}
-	// Listen before the workers start: the default configuration's HTTP
-	// example tool calls this address.
-	addr := rc.HTTPAddr
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("dispatch: listen %s: %w", addr, err)
-	}
-	defer ln.Close()
-	w, err := startWorkers(ctx, b, rc, pools, ln.Addr().String(), metrics, log)
-	if err != nil {
-		return err
-	}
-	stopWorker := func(ctx context.Context) {
-		if w == nil {
-			return
-		}
-		if err := w.Stop(ctx); err != nil {
-			log.Error("worker stop", "err", err)
-		}
-		w = nil
-	}
-	defer func() { // on an early return; the graceful stop below stops it first
-		sctx, cancel := context.WithTimeout(context.Background(), grace)
-		defer cancel()
-		stopWorker(sctx)
-	}()
-
-	reg := registry.NewStore(b.Registry, log)
-	if err := reg.Start(ctx); err != nil {
-		return err
-	}
-	defer reg.Stop(context.Background())
-	if policyDoc != nil {
-		if err := applyPolicyFile(ctx, b, reg, rc.PolicyFile, policyDoc, log); err != nil {
-			return err
-		}
-	}
-	stopPolicies := func(context.Context) error { return nil }
-	if rc.Dispatcher.Policies == nil {
-		holder := policystore.NewHolder(b, log)
-		if err := holder.Start(ctx); err != nil {
-			return err
-		}
-		stopPolicies = holder.Stop
-		defer holder.Stop(context.Background()) // after the dispatcher's stop (deferred below)
-		rc.Dispatcher.Policies = holder
-	}
-	d, err := startDispatcher(ctx, b, reg, rc, metrics, log)
-	if err != nil {
-		return err
-	}
-	defer stopDispatcher(d, grace, log)
-
-	auth, err := authenticator(rc.APIKeysFile, addr, log)
-	if err != nil {
-		return err
-	}
-	p := parts{d: d, auth: auth, reg: reg, b: b, metrics: metrics, log: log}
-	ui, err := startDashboard(ctx, rc, p)
-	if err != nil {
-		return err
-	}
-	defer stopDashboard(ui, grace, log) // on an early return; the graceful stop below stops it first
-	srv, err := newServer(rc, p, ui)
-	if err != nil {
-		return err
-	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	if ui != nil {
-		log.Info("dashboard", "url", "http://"+ln.Addr().String()+dashboard.Prefix+"/")
-	}
-	log.Info("toolwire dispatcher serving", "api", "http://"+ln.Addr().String(), "dispatcher", d.Name(),
-		"nats", cmp.Or(redactedURL(rc.NATSURL), "embedded"), "workers", strings.Join(pools, ","))
-	if lock != nil {
-		lock.describe("http://" + ln.Addr().String())
-	}
-	if rc.Ready != nil {
-		rc.Ready <- ln.Addr().String()
-	}
-
+	pr.serving(rc)
 	select {
 	case <-ctx.Done():
-	case err := <-serveErr:
+	case err := <-pr.http.failed:
+		pr.stop(rc, group)
 		return fmt.Errorf("dispatch: http: %w", err)
 	}
-	sctx, cancel := gracePeriod(rc, w, grace, log)
-	defer cancel()
-	shutdownDone := make(chan error, 1)
-	stopDashboard(ui, grace, log) // its live streams would hold the shutdown until the grace period ends
-	go func() { shutdownDone <- srv.Shutdown(sctx) }()
-	stopWorker(sctx)
-	// Not cut short by Hurry: the dispatcher has no calls in flight to
-	// hand back, only its own goroutines to wait for.
-	stopDispatcher(d, grace, log)
-	if err := <-shutdownDone; err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-		log.Warn("http shutdown", "err", err)
+	pr.stop(rc, group)
+	return nil
+}
+
+// process is what Run opens before anything starts: the files it reads,
+// the NATS connection and the layout, the listener, and the parts the
+// services are built from.
+type process struct {
+	log       *slog.Logger
+	policyDoc []byte // the --policy file, nil without
+	nc        *nats.Conn
+	lock      *dataLock // the embedded server's data directory; nil without
+	closeNATS func()
+	b         *bus.Bus
+	ln        net.Listener
+	metrics   *prometheus.Registry
+	pools     []string             // the in-process workers' pool types
+	worker    *workerconfig.Worker // nil without in-process workers
+	workers   *workerService       // worker as a service; nil without
+	http      *httpService         // set by services
+	ui        *dashboard.Server    // nil with --no-ui
+	d         *dispatch.Dispatcher // set by services
+}
+
+// openProcess reads what a bad start should fail on before anything
+// starts (the policy file, the token keys, the encryption key, the
+// workers' list), connects to NATS (starting the embedded server),
+// opens the layout and listens. The caller closes it.
+func openProcess(ctx context.Context, rc *RunConfig) (_ *process, err error) {
+	pr := &process{log: rc.Logger, metrics: telemetry.NewRegistry(), closeNATS: func() {}}
+	defer func() {
+		if err != nil {
+			pr.close()
+		}
+	}()
+	if pr.policyDoc, err = readPolicyFile(rc.PolicyFile); err != nil {
+		return nil, err
 	}
-	_ = reg.Stop(context.Background())
-	_ = stopPolicies(context.Background())
-	// Its own budget: a worker that gave up on a stuck tool has used up
-	// sctx, and closing mid-drain would drop what is being flushed.
+	if rc.ApprovalTokenKeys != "" {
+		keys, err := approvals.LoadKeys(rc.ApprovalTokenKeys)
+		if err != nil {
+			return nil, err
+		}
+		rc.Dispatcher.TokenKeys = keys
+		pr.log.Info("approval tokens on", "keys", keys.String())
+	}
+	key, err := encryptionKey(*rc)
+	if err != nil {
+		return nil, err
+	}
+	if pr.nc, pr.lock, pr.closeNATS, err = connect(ctx, *rc, key, pr.log); err != nil {
+		pr.closeNATS = func() {}
+		return nil, err
+	}
+	if pr.b, err = bus.Open(ctx, pr.nc, rc.Bus, bus.Options{Logger: pr.log}); err != nil {
+		return nil, err
+	}
+	if pr.pools, err = parseWorkers(rc.Workers, rc.NATSURL == ""); err != nil {
+		return nil, err
+	}
+	// Listen before the workers are built: the default configuration's
+	// HTTP example tool calls this address.
+	if pr.ln, err = net.Listen("tcp", rc.HTTPAddr); err != nil {
+		return nil, fmt.Errorf("dispatch: listen %s: %w", rc.HTTPAddr, err)
+	}
+	return pr, nil
+}
+
+// services builds the process's services, in the order they start; the
+// group stops them in reverse (stop):
+//
+//  1. the registry's watched copy (the dispatcher's specs);
+//  2. the --policy file, applied once;
+//  3. the policies in force, unless the configuration brings its own;
+//  4. the dispatcher (internal/dispatch: its own services);
+//  5. the front: the in-process workers, then the HTTP server (the API,
+//     /mcp, /ui, health and metrics) — started in this order, so that no
+//     call is served before the workers' pool consumers exist, and stopped
+//     together, so that the server's shutdown (which waits for the calls
+//     it serves) and the workers' (which finish them) overlap;
+//  6. the dashboard's calls index, stopped first: its live streams would
+//     hold the server's shutdown until the grace period ends.
+//
+// The registry, the policies and the dispatcher stop within a grace
+// period of their own, not cut short by a hurried stop: they have no calls
+// in flight to hand back, only their own goroutines to wait for.
+func (pr *process) services(ctx context.Context, rc RunConfig) (*startstop.Group, error) {
+	reg := registry.NewStore(pr.b.Registry, pr.log)
+	var ss []startstop.Named
+	own := func(name string, s startstop.Service) {
+		ss = append(ss, startstop.Named{Name: name, Service: startstop.OwnBudget(s, rc.Grace)})
+	}
+	own("registry", reg)
+	if pr.policyDoc != nil {
+		ss = append(ss, startstop.Named{Name: "policy file", Service: &startstop.Funcs{StartFunc: func(ctx context.Context) error {
+			return applyPolicyFile(ctx, policyFile{b: pr.b, reg: reg, path: rc.PolicyFile, doc: pr.policyDoc}, pr.log)
+		}}})
+	}
+	if rc.Dispatcher.Policies == nil {
+		holder := policystore.NewHolder(pr.b, pr.log)
+		rc.Dispatcher.Policies = holder
+		own("policies", holder)
+	}
+	d, err := newDispatcher(pr.b, reg, rc, pr.metrics)
+	if err != nil {
+		return nil, err
+	}
+	pr.d = d
+	own("dispatcher", d)
+	auth, err := authenticator(rc.APIKeysFile, rc.HTTPAddr, pr.log)
+	if err != nil {
+		return nil, err
+	}
+	p := parts{d: d, auth: auth, reg: reg, b: pr.b, metrics: pr.metrics, log: pr.log}
+	if pr.ui, err = newDashboard(ctx, rc, p); err != nil {
+		return nil, err
+	}
+	srv, err := newServer(rc, p, pr.ui)
+	if err != nil {
+		return nil, err
+	}
+	pr.http = newHTTPService(srv, pr.ln)
+	front := []startstop.Named{{Name: "http server", Service: pr.http}}
+	if pr.worker, err = newWorkers(ctx, pr.b, rc, pr.pools, pr.ln.Addr().String(), pr.metrics); err != nil {
+		return nil, err
+	}
+	if pr.worker != nil {
+		pr.workers = &workerService{w: pr.worker}
+		front = append([]startstop.Named{{Name: "workers", Service: pr.workers}}, front...)
+	}
+	ss = append(ss, startstop.Named{Name: "front", Service: startstop.Together(front...)})
+	if pr.ui != nil {
+		ss = append(ss, startstop.Named{Name: "dashboard", Service: startstop.OwnBudget(pr.ui, rc.Grace)})
+	}
+	return startstop.NewGroup(ss...), nil
+}
+
+// serving says where the process serves, once every service runs.
+func (pr *process) serving(rc RunConfig) {
+	url := "http://" + pr.ln.Addr().String()
+	if pr.ui != nil {
+		pr.log.Info("dashboard", "url", url+dashboard.Prefix+"/")
+	}
+	pr.log.Info("toolwire dispatcher serving", "api", url, "dispatcher", pr.d.Name(),
+		"nats", cmp.Or(redactedURL(rc.NATSURL), "embedded"), "workers", strings.Join(pr.pools, ","))
+	if pr.lock != nil {
+		pr.lock.describe(url)
+	}
+	if rc.Ready != nil {
+		rc.Ready <- pr.ln.Addr().String()
+	}
+}
+
+// stop stops the services within the grace period (gracePeriod: a second
+// interrupt hands the calls in flight back at once), then drains the NATS
+// connection within a budget of its own: a worker that gave up on a stuck
+// tool has used up the grace, and closing mid-drain would drop what is
+// being flushed.
+func (pr *process) stop(rc RunConfig, group *startstop.Group) {
+	sctx, cancel := gracePeriod(rc, pr.worker, rc.Grace, pr.log)
+	defer cancel()
+	if err := group.Stop(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		pr.log.Warn("stop", "err", err)
+	}
 	dctx, dcancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer dcancel()
-	drain(dctx, nc, log)
-	return nil
+	drain(dctx, pr.nc, pr.log)
+}
+
+// close closes what openProcess opened (after stop, or on a failed start:
+// then the services that had started were stopped by the group).
+func (pr *process) close() {
+	if pr.workers != nil { // built, but not started or stopped: a failed start
+		ctx, cancel := context.WithTimeout(context.Background(), closeWorkersWait)
+		defer cancel()
+		_ = pr.workers.Stop(ctx)
+	}
+	if pr.ln != nil {
+		_ = pr.ln.Close()
+	}
+	pr.closeNATS()
+}
+
+// closeWorkersWait bounds stopping in-process workers that a failed start
+// built.
+const closeWorkersWait = 10 * time.Second
+
+// workerService is the in-process workers as a startstop.Service: their
+// Stop (which also closes their executors) runs once, whether the group
+// stops them or a failed start leaves them to close.
+type workerService struct {
+	w    *workerconfig.Worker
+	once sync.Once
+	err  error
+}
+
+func (s *workerService) Start(ctx context.Context) error { return s.w.Start(ctx) }
+
+func (s *workerService) Stop(ctx context.Context) error {
+	s.once.Do(func() { s.err = s.w.Stop(ctx) })
+	return s.err
+}
+
+// httpService serves the process's HTTP server on its listener as a
+// startstop.Service: Stop is the server's graceful Shutdown. A server that
+// fails is reported on failed.
+type httpService struct {
+	srv    *http.Server
+	failed chan error
+	startstop.Funcs
+}
+
+// newHTTPService serves srv on ln once started.
+func newHTTPService(srv *http.Server, ln net.Listener) *httpService {
+	h := &httpService{srv: srv, failed: make(chan error, 1)}
+	done := make(chan struct{})
+	h.StartFunc = func(context.Context) error {
+		go func() {
+			defer close(done)
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				h.failed <- err
+			}
+		}()
+		return nil
+	}
+	h.StopFunc = func() <-chan struct{} { return done }
+	return h
+}
+
+// Stop shuts the server down gracefully (within ctx), then waits for
+// its Serve to return.
+func (h *httpService) Stop(ctx context.Context) error {
+	err := h.srv.Shutdown(ctx)
+	return errors.Join(err, h.Funcs.Stop(ctx))
 }
 
 // connect opens the process's NATS connection: to the embedded server
@@ -383,12 +501,12 @@ func connect(ctx context.Context, rc RunConfig, key string, log *slog.Logger) (*
 	}, nil
 }
 
-// startDispatcher builds and starts the dispatcher core on b with the
+// newDispatcher builds the dispatcher core on b with the
 // process's logger, tracer and metrics (and every pool's lag and the DLQ
 // depth, read at scrape time).
-func startDispatcher(ctx context.Context, b *bus.Bus, reg *registry.Store, rc RunConfig, metrics *prometheus.Registry, log *slog.Logger) (*dispatch.Dispatcher, error) {
+func newDispatcher(b *bus.Bus, reg *registry.Store, rc RunConfig, metrics *prometheus.Registry) (*dispatch.Dispatcher, error) {
 	cfg := rc.Dispatcher
-	cfg.Logger = cmp.Or(cfg.Logger, log)
+	cfg.Logger = cmp.Or(cfg.Logger, rc.Logger)
 	cfg.TracerProvider = cmp.Or(cfg.TracerProvider, rc.TracerProvider)
 	if cfg.Metrics == nil {
 		var err error
@@ -398,25 +516,7 @@ func startDispatcher(ctx context.Context, b *bus.Bus, reg *registry.Store, rc Ru
 	}
 	// Every pool's lag and the DLQ depth, read at scrape time (cached).
 	metrics.MustRegister(&telemetry.StreamStats{Calls: b.Calls, DLQ: b.DLQ, PoolPrefix: b.Config.Prefix + "_pool_"})
-	d, err := dispatch.New(b, reg, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.Start(ctx); err != nil {
-		return nil, err
-	}
-	return d, nil
-}
-
-// stopDispatcher stops d, waiting at most grace for its goroutines: in
-// the graceful stop, and again (a no-op then: Stop is idempotent) on an
-// early return of Run.
-func stopDispatcher(d *dispatch.Dispatcher, grace time.Duration, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	if err := d.Stop(ctx); err != nil {
-		log.Warn("dispatcher stop", "err", err)
-	}
+	return dispatch.New(b, reg, cfg)
 }
 
 // gracePeriod logs the start of the graceful stop and returns its
@@ -464,10 +564,10 @@ func drain(ctx context.Context, nc *nats.Conn, log *slog.Logger) {
 	}
 }
 
-// startDashboard builds and starts the dashboard (nil with rc.NoUI) on
+// newDashboard builds the dashboard (nil with rc.NoUI) on
 // the process's parts: the dispatcher as its Core, and the streams and
 // buckets it reads.
-func startDashboard(ctx context.Context, rc RunConfig, p parts) (*dashboard.Server, error) {
+func newDashboard(ctx context.Context, rc RunConfig, p parts) (*dashboard.Server, error) {
 	if rc.NoUI {
 		return nil, nil
 	}
@@ -493,19 +593,5 @@ func startDashboard(ctx context.Context, rc RunConfig, p parts) (*dashboard.Serv
 	if err != nil {
 		return nil, err
 	}
-	if err := ui.Start(ctx); err != nil {
-		return nil, err
-	}
 	return ui, nil
-}
-
-// stopDashboard stops ui (nil: the dashboard is off), waiting at most
-// grace for it: in the graceful stop, and again (a no-op then) on an
-// early return of Run.
-func stopDashboard(ui *dashboard.Server, grace time.Duration, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	if err := ui.Stop(ctx); err != nil {
-		log.Warn("dashboard stop", "err", err)
-	}
 }

@@ -2,11 +2,8 @@ package dispatchd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolwire/toolwire/internal/bus"
@@ -14,12 +11,13 @@ import (
 	"github.com/toolwire/toolwire/internal/workerconfig"
 )
 
-// startWorkers builds and starts the in-process workers, none without
+// newWorkers builds the in-process workers (the process starts them), none without
 // pools (nil), their metrics registered on metrics: from
 // rc.WorkerConfig, or the default configuration (every built-in example;
 // an executor that cannot start on this host is reported and its calls
 // answered, the others still served).
-func startWorkers(ctx context.Context, b *bus.Bus, rc RunConfig, pools []string, httpAddr string, metrics *prometheus.Registry, log *slog.Logger) (*workerconfig.Worker, error) {
+func newWorkers(ctx context.Context, b *bus.Bus, rc RunConfig, pools []string, httpAddr string, metrics *prometheus.Registry) (*workerconfig.Worker, error) {
+	log := rc.Logger
 	if len(pools) == 0 {
 		return nil, nil
 	}
@@ -38,16 +36,7 @@ func startWorkers(ctx context.Context, b *bus.Bus, rc RunConfig, pools []string,
 		f, o.SpecDirs = defaultWorkers(httpAddr, log)
 		o.BestEffort = true
 	}
-	w, err := workerconfig.NewWorker(ctx, b, f, o)
-	if err != nil {
-		return nil, err
-	}
-	if err := w.Start(ctx); err != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		return nil, errors.Join(err, w.Stop(sctx))
-	}
-	return w, nil
+	return workerconfig.NewWorker(ctx, b, f, o)
 }
 
 // parseWorkers reads --workers: the in-process pool types; default all

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Service is a long-lived component. Start returns once the component
@@ -185,3 +186,50 @@ func (l *Loop) Start(ctx context.Context) error { return l.f.Start(ctx) }
 
 // Stop cancels the goroutine's context and waits for it to return.
 func (l *Loop) Stop(ctx context.Context) error { return l.f.Stop(ctx) }
+
+// Together is services that start in order, like a Group, and stop all at
+// once: for parts whose stops must overlap (a server's shutdown, which
+// waits for requests in flight, and the workers that finish those
+// requests). Stop returns once every one has stopped (or ctx has ended),
+// with their errors joined.
+func Together(services ...Named) Service {
+	return &together{Group: NewGroup(services...)}
+}
+
+type together struct{ *Group }
+
+func (t *together) Stop(ctx context.Context) error {
+	g := t.Group
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.stopped = true
+	errs := make([]error, g.started)
+	var wg sync.WaitGroup
+	for i := range g.started {
+		wg.Go(func() {
+			s := g.services[i]
+			if err := s.Stop(ctx); err != nil {
+				errs[i] = fmt.Errorf("stop %s: %w", s.Name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// OwnBudget is s stopped within a budget of its own, d from when its Stop
+// is called, whatever the caller's ctx says: for a part that has nothing
+// in flight to hand back, only its own goroutines to wait for, and that a
+// hurried stop (a second interrupt) must not leave running.
+func OwnBudget(s Service, d time.Duration) Service { return ownBudget{s, d} }
+
+type ownBudget struct {
+	Service
+	d time.Duration
+}
+
+func (o ownBudget) Stop(context.Context) error {
+	ctx, cancel := context.WithTimeout(context.Background(), o.d)
+	defer cancel()
+	return o.Service.Stop(ctx)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/startstop"
@@ -102,4 +103,53 @@ func TestStopReturnsWhenItsContextEnds(t *testing.T) {
 	require.ErrorIs(t, s.Stop(ctx), context.Canceled)
 	close(release)
 	require.NoError(t, s.Stop(t.Context()), "a later Stop waits again")
+}
+
+func TestTogetherStopsAllAtOnce(t *testing.T) {
+	t.Parallel()
+	// Each stop waits for the other to have begun: a sequential stop
+	// would never return.
+	aStopping, bStopping := make(chan struct{}), make(chan struct{})
+	overlap := func(mine, other chan struct{}) startstop.Service {
+		return &startstop.Funcs{StopFunc: func() <-chan struct{} {
+			close(mine)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				<-other
+			}()
+			return done
+		}}
+	}
+	s := startstop.Together(
+		startstop.Named{Name: "a", Service: overlap(aStopping, bStopping)},
+		startstop.Named{Name: "b", Service: overlap(bStopping, aStopping)})
+	require.NoError(t, s.Start(t.Context()))
+	require.NoError(t, s.Stop(t.Context()))
+	require.ErrorIs(t, s.Start(t.Context()), startstop.ErrStopped)
+}
+
+func TestOwnBudgetIsNotCutShortByTheCallersContext(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	stopped := make(chan struct{})
+	s := startstop.OwnBudget(&startstop.Funcs{StopFunc: func() <-chan struct{} {
+		go func() {
+			<-release
+			close(stopped)
+		}()
+		return stopped
+	}}, time.Hour)
+	require.NoError(t, s.Start(t.Context()))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // a hurried stop
+	errc := make(chan error, 1)
+	go func() { errc <- s.Stop(ctx) }()
+	select {
+	case err := <-errc:
+		t.Fatalf("Stop returned (%v) before the service stopped", err)
+	default:
+	}
+	close(release)
+	require.NoError(t, <-errc)
 }
