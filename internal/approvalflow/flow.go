@@ -158,9 +158,9 @@ func New(b *bus.Bus, core Core, cfg Config) (*Flow, error) {
 	f.run = startstop.NewGroup(
 		// The grants in force, loaded before Start returns, so that
 		// admission decides with them.
-		startstop.Named{Name: "grant index", Service: &startstop.Funcs{StartFunc: f.grants.Start, StopFunc: f.grants.Stop}},
+		startstop.Named{Name: "grant index", Service: f.grants},
 		// The records the sweep acts on.
-		startstop.Named{Name: "approval tracker", Service: &startstop.Funcs{StartFunc: f.tracker.Start, StopFunc: f.tracker.Stop}},
+		startstop.Named{Name: "approval tracker", Service: f.tracker},
 		startstop.Named{Name: "approval sweep", Service: startstop.NewLoop(f.sweepEvery)},
 	)
 	return f, nil

@@ -214,7 +214,7 @@ func TestTrackerFindsWhatIsDue(t *testing.T) {
 	require.NoError(t, b.store.Park(ctx, old))
 	tr := approvals.NewTracker(b.store, slog.New(slog.DiscardHandler))
 	require.NoError(t, tr.Start(ctx))
-	defer func() { <-tr.Stop() }()
+	defer func() { _ = tr.Stop(context.Background()) }()
 
 	fresh := newRecord("acme", "bot", "", "wipe", time.Now())
 	require.NoError(t, b.store.Park(ctx, fresh))
@@ -250,7 +250,7 @@ func TestGrantIndexFollowsTheBucket(t *testing.T) {
 	for range 2 {
 		x := approvals.NewGrantIndex(b.store, log)
 		require.NoError(t, x.Start(ctx))
-		t.Cleanup(func() { <-x.Stop() })
+		t.Cleanup(func() { _ = x.Stop(context.Background()) })
 		require.Len(t, x.Grants(&toolwirev1.Caller{Tenant: "acme"}, "wipe"), 1, "loaded before Start returns")
 		idx = append(idx, x)
 	}

@@ -54,22 +54,26 @@ func (x *GrantIndex) Start(ctx context.Context) error {
 	case <-loaded:
 		return nil
 	case <-ctx.Done():
-		<-x.Stop()
+		_ = x.Stop(context.WithoutCancel(ctx))
 		return fmt.Errorf("approvals: load grants: %w", ctx.Err())
 	}
 }
 
-// Stop ends the watch; the channel is closed once its goroutine returned.
-func (x *GrantIndex) Stop() <-chan struct{} {
+// Stop ends the watch and waits for its goroutine, or until ctx ends
+// (startstop.Service). Idempotent; safe before Start.
+func (x *GrantIndex) Stop(ctx context.Context) error {
 	if x.watcher == nil {
-		c := make(chan struct{})
-		close(c)
-		return c
+		return nil
 	}
 	if err := x.watcher.Stop(); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		x.log.Debug("grant watch stop", "err", err)
 	}
-	return x.done
+	select {
+	case <-x.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (x *GrantIndex) follow(w jetstream.KeyWatcher, loaded chan<- struct{}) {

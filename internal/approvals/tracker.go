@@ -28,6 +28,7 @@ type Tracker struct {
 	pending map[string]Summary // by key
 	cc      jetstream.ConsumeContext
 	cons    jetstream.Consumer
+	stopped chan struct{} // closed once Stop has ended it; nil before Stop
 }
 
 // NewTracker returns a tracker over s's bucket; Start starts it.
@@ -58,25 +59,35 @@ func (t *Tracker) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop ends the tracker and returns a channel closed once its last
-// callback has returned (its server consumer is then deleted).
-func (t *Tracker) Stop() <-chan struct{} {
+// Stop ends the tracker and waits until its last callback has returned
+// and its server consumer is deleted, or until ctx ends (then a later Stop
+// waits again). Idempotent; safe before Start (startstop.Service).
+func (t *Tracker) Stop(ctx context.Context) error {
 	t.mu.Lock()
-	cc, cons := t.cc, t.cons
-	t.cc = nil
-	t.mu.Unlock()
-	done := make(chan struct{})
-	if cc == nil {
-		close(done)
-		return done
+	if t.stopped == nil {
+		done := make(chan struct{})
+		t.stopped = done
+		cc, cons := t.cc, t.cons
+		t.cc = nil
+		if cc == nil {
+			close(done)
+		} else {
+			go func() {
+				defer close(done)
+				cc.Stop()
+				<-cc.Closed()
+				t.s.deleteConsumer(cons)
+			}()
+		}
 	}
-	go func() {
-		defer close(done)
-		cc.Stop()
-		<-cc.Closed()
-		t.s.deleteConsumer(cons)
-	}()
-	return done
+	done := t.stopped
+	t.mu.Unlock()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (t *Tracker) onWrite(m jetstream.Msg) {

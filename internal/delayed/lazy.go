@@ -1,6 +1,7 @@
 package delayed
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -15,6 +16,7 @@ type Queue struct {
 	pending []*Record
 	done    chan struct{}
 	wg      sync.WaitGroup
+	started bool
 	stopped bool
 }
 
@@ -33,24 +35,40 @@ func NewQueue(delay time.Duration) *Queue {
 	return &Queue{delay: delay, tick: max(delay/4, time.Millisecond), done: make(chan struct{})}
 }
 
-// Start starts the queue's goroutine.
-func (q *Queue) Start() {
+// Start starts the queue's goroutine (startstop.Service; once).
+func (q *Queue) Start(context.Context) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.started || q.stopped {
+		return nil
+	}
+	q.started = true
 	q.wg.Add(1)
 	go q.run()
+	return nil
 }
 
-// Stop fires nothing more and waits for the goroutine. Pending records
-// are dropped unless flushed. Idempotent.
-func (q *Queue) Stop() {
+// Stop fires nothing more and waits for the goroutine (or until ctx
+// ends). Pending records are dropped unless flushed. Idempotent; safe
+// before Start.
+func (q *Queue) Stop(ctx context.Context) error {
 	q.mu.Lock()
-	if q.stopped {
-		q.mu.Unlock()
-		return
+	if !q.stopped {
+		q.stopped = true
+		close(q.done)
 	}
-	q.stopped = true
 	q.mu.Unlock()
-	close(q.done)
-	q.wg.Wait()
+	stopped := make(chan struct{})
+	go func() {
+		q.wg.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Add schedules publish to run after the queue's delay, unless the record

@@ -1,6 +1,7 @@
 package delayed_test
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,8 +16,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestQueue(t *testing.T) {
 	t.Parallel()
 	q := delayed.NewQueue(20 * time.Millisecond)
-	q.Start()
-	defer q.Stop()
+	require.NoError(t, q.Start(t.Context()))
+	defer func() { _ = q.Stop(context.Background()) }()
 	var fired, stopped, flushed atomic.Int32
 	r1 := q.Add(func() { fired.Add(1) })
 	r2 := q.Add(func() { stopped.Add(1) })
@@ -34,11 +35,11 @@ func TestQueue(t *testing.T) {
 func TestStopDropsPending(t *testing.T) {
 	t.Parallel()
 	q := delayed.NewQueue(time.Hour)
-	q.Start()
+	require.NoError(t, q.Start(t.Context()))
 	var fired atomic.Int32
 	r := q.Add(func() { fired.Add(1) })
-	q.Stop()
-	q.Stop()
+	_ = q.Stop(t.Context())
+	_ = q.Stop(t.Context())
 	require.Zero(t, fired.Load())
 	r.Flush() // a record can still be flushed by its owner
 	require.EqualValues(t, 1, fired.Load())

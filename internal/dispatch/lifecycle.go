@@ -64,7 +64,7 @@ func (d *Dispatcher) services() []startstop.Named {
 		{Name: "retry mover", Service: maintenance.NewMover(m)},
 		{Name: "dead-letter retries", Service: maintenance.NewDLQRetries(m)},
 		{Name: "after-hook service", Service: d.hooks},
-		{Name: "admission records", Service: &startstop.Funcs{StartFunc: d.startRecords, StopFunc: d.stopRecords}},
+		{Name: "admission records", Service: d.delayedRecords},
 		{Name: "load view", Service: &startstop.Funcs{StartFunc: d.load.start, StopFunc: d.load.stopRefresh}},
 		{Name: "rechecks of waiters", Service: started(func(ctx context.Context) (stopper, error) { return d.startRechecks(ctx, recheck), nil })},
 		{Name: "orphan sweeper", Service: maintenance.NewSweeper(maintenance.SweeperConfig{Config: m, Every: d.cfg.OrphanSweep, Grace: d.cfg.OrphanGrace})},
@@ -111,18 +111,6 @@ func (d *Dispatcher) startResults(ctx context.Context, recheck chan<- struct{}) 
 		}()
 		return done
 	}, nil
-}
-
-// startRecords starts the queue of admission records.
-func (d *Dispatcher) startRecords(context.Context) error {
-	d.delayedRecords.Start()
-	return nil
-}
-
-// stopRecords stops the queue of admission records.
-func (d *Dispatcher) stopRecords() <-chan struct{} {
-	d.delayedRecords.Stop() // waits for its goroutine, which only publishes records
-	return startstop.Closed
 }
 
 // startRechecks starts the goroutine that looks up the results of waiting

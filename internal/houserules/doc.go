@@ -16,6 +16,8 @@
 //     libraries.
 //   - Every package whose code starts a goroutine has a goleak check in
 //     its tests (goleak.VerifyTestMain or goleak.VerifyNone).
+//   - One lifecycle shape: a type with Start and Stop methods has
+//     startstop.Service's (Start(ctx) error, Stop(ctx) error).
 //   - Every package under internal/ and pkg/ has a row in
 //     docs/architecture.md's package table (generated packages excepted).
 //   - pkg/ names no internal type: no exported declaration of a package

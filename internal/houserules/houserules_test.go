@@ -147,6 +147,72 @@ func TestPkgNamesNoInternalType(t *testing.T) {
 	}
 }
 
+func TestLongLivedPartsAreServices(t *testing.T) {
+	t.Parallel()
+	root := repoRoot(t)
+	var found []string
+	for _, p := range packages(t, root) {
+		found = append(found, nonServices(p)...)
+	}
+	if len(found) > 0 {
+		t.Fatalf("types with Start and Stop have one shape, startstop.Service (Start(ctx) error, Stop(ctx) error):\n%s",
+			strings.Join(found, "\n"))
+	}
+}
+
+// nonServices returns the types of p (non-test code) that have both a
+// Start and a Stop method, one of which is not shaped as
+// startstop.Service's.
+func nonServices(p *goPackage) []string {
+	type pair struct{ start, stop *ast.FuncDecl }
+	byType := map[string]*pair{}
+	var where = map[string]string{}
+	for _, f := range p.code {
+		for _, d := range f.file.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv == nil || (fd.Name.Name != "Start" && fd.Name.Name != "Stop") {
+				continue
+			}
+			typ, _, _ := strings.Cut(funcName(fd), ".")
+			pr := byType[typ]
+			if pr == nil {
+				pr = &pair{}
+				byType[typ] = pr
+				where[typ] = fmt.Sprintf("%s:%d", f.name, f.fset.Position(fd.Pos()).Line)
+			}
+			if fd.Name.Name == "Start" {
+				pr.start = fd
+			} else {
+				pr.stop = fd
+			}
+		}
+	}
+	var found []string
+	for typ, pr := range byType {
+		if pr.start == nil || pr.stop == nil {
+			continue
+		}
+		if !serviceShaped(pr.start.Type) || !serviceShaped(pr.stop.Type) {
+			found = append(found, fmt.Sprintf("%s: %s", where[typ], typ))
+		}
+	}
+	slices.Sort(found)
+	return found
+}
+
+// serviceShaped reports whether ft is func(context.Context) error.
+func serviceShaped(ft *ast.FuncType) bool {
+	if paramCount(ft) != 1 || ft.Results == nil || len(ft.Results.List) != 1 {
+		return false
+	}
+	sel, ok := ft.Params.List[0].Type.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "Context" {
+		return false
+	}
+	res, ok := ft.Results.List[0].Type.(*ast.Ident)
+	return ok && res.Name == "error"
+}
+
 // checkDispatchDeps lists internal/dispatch's dependencies with the go
 // command and returns an error naming any forbidden one.
 func checkDispatchDeps(root string) error {

@@ -194,7 +194,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.cancelSub = sub
 	w.cancels.live(time.Now(), w.bus.NC.Stats().Reconnects)
 	w.delayedEvents = delayed.NewQueue(startedEventDelay)
-	w.delayedEvents.Start()
+	_ = w.delayedEvents.Start(ctx) // never fails
 	slots := 0
 	for _, p := range w.cfg.Pools {
 		slots += p.Concurrency
@@ -211,7 +211,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err := w.serveSpecs(ctx, fetchCtx); err != nil {
 		stopFetch()
 		w.fetchers.Wait()
-		w.delayedEvents.Stop()
+		_ = w.delayedEvents.Stop(context.Background()) // waits for its goroutine
 		w.runners.Stop()
 		close(w.stopWatchdog)
 		w.watching.Wait()
@@ -456,7 +456,7 @@ func (w *Worker) shutdown(ctx context.Context) {
 	for _, h := range w.heartbeats {
 		h.stop()
 	}
-	w.delayedEvents.Stop()
+	_ = w.delayedEvents.Stop(context.Background()) // waits for its goroutine
 	w.runners.Stop()
 	close(w.stopWatchdog) // after the handlers: a stuck one ends through it
 	w.watching.Wait()
