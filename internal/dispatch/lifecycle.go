@@ -20,9 +20,9 @@ type stopper func() <-chan struct{}
 // the order services lists them: the results consumer, the reaper, the
 // retry mover, the dead-letter retry service (internal/maintenance), the
 // after-hook service (internal/hooks), the queue of admission records, the
-// load view, the rechecks of waiters, the orphan sweeper
+// load view (internal/poolview), the rechecks of waiters, the orphan sweeper
 // (internal/maintenance), the listing of the pool consumers that
-// admission checks calls against (poolcheck.go), the approval flow
+// admission checks calls against (internal/poolview), the approval flow
 // (internal/approvalflow), and limits.
 // (Pool consumers are created by workers before they register their tools,
 // and admission refuses a call no pool consumer filters, so no call is
@@ -65,10 +65,10 @@ func (d *Dispatcher) services() []startstop.Named {
 		{Name: "dead-letter retries", Service: maintenance.NewDLQRetries(m)},
 		{Name: "after-hook service", Service: d.hooks},
 		{Name: "admission records", Service: &startstop.Funcs{StartFunc: d.startRecords, StopFunc: d.stopRecords}},
-		{Name: "load view", Service: &startstop.Funcs{StartFunc: d.load.start, StopFunc: d.load.stopRefresh}},
+		{Name: "load view", Service: d.load},
 		{Name: "rechecks of waiters", Service: started(func(ctx context.Context) (stopper, error) { return d.startRechecks(ctx, recheck), nil })},
 		{Name: "orphan sweeper", Service: maintenance.NewSweeper(maintenance.SweeperConfig{Config: m, Every: d.cfg.OrphanSweep, Grace: d.cfg.OrphanGrace})},
-		{Name: "pool listing", Service: &startstop.Funcs{StartFunc: d.pools.start, StopFunc: d.pools.end}},
+		{Name: "pool listing", Service: d.pools},
 		// The approval flow: the grants in force (loaded before Start
 		// returns, so admission decides with them), the tracker of the
 		// records the sweep acts on, and the sweep (internal/approvalflow).
