@@ -100,7 +100,7 @@
 //
 // MeasureOverload (toolwire-bench -overload) offers one pool many times
 // its capacity and reports what the dispatcher's explicit overload does
-// with it (internal/dispatch, "Overload"). The pool (Concurrency slots, 8)
+// with it (internal/poolview, "Overload"). The pool (Concurrency slots, 8)
 // runs the built-in sleep tool for Service (20ms), so the pool, not the
 // dispatcher, is the bottleneck on a small machine. Phases: the capacity,
 // measured with a closed loop of 4 × Concurrency callers for Baseline

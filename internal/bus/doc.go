@@ -57,7 +57,7 @@
 // No store may fill on the path of an admitted call: a dispatcher refuses
 // new calls with OVERLOADED once a discard-new store they may write
 // (Store.Use: calls, idempotency) is past 90% of its limit
-// (internal/dispatch, "Overload"), so the last 10% is for the calls
+// (internal/poolview, "Overload"), so the last 10% is for the calls
 // already admitted; a discard-old store drops old messages rather than
 // refuse a write and never refuses a call; blobs are copies a worker may
 // go without (a cut response keeps its result). The limits sum to 8 GiB

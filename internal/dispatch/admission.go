@@ -8,6 +8,7 @@ import (
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/limitgate"
 	"github.com/toolwire/toolwire/internal/policy"
+	"github.com/toolwire/toolwire/internal/poolview"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -41,7 +42,7 @@ type admission struct {
 	hookAsk *asked                     // a before-hook asks (a deny of the policy still wins)
 
 	w        *waiter           // waiter: the caller's place in Call; nil for Submit
-	admitted *poolLoad         // overload: the pool's load that admitted it (settled once the publish is answered)
+	admitted poolview.Admitted // overload: the pool's load that admitted it (settled once the publish is answered)
 	subject  string            // overload: the call's subject on the calls stream
 	ticket   *limitgate.Ticket // limits: what the call took (slots, budget units)
 	claimed  bool              // idempotency: the request's key is bound to this call
@@ -101,9 +102,7 @@ var admissionSteps = [...]admissionStep{
 // with the verdict of the step that stopped it.
 func (a *admission) admitAndPublish(ctx context.Context) (*Submitted, *waiter, error) {
 	defer func() {
-		if a.admitted != nil {
-			a.admitted.settle() // the publish is answered, or nothing is published
-		}
+		a.admitted.Settle() // the publish is answered, or nothing is published
 	}()
 	for _, s := range admissionSteps {
 		if v := s.run(a, ctx); v != next {

@@ -1,9 +1,13 @@
 package dispatch
 
-import "context"
+import (
+	"context"
+
+	"github.com/toolwire/toolwire/internal/poolview"
+)
 
 // overload is the step that refuses, OVERLOADED with retry_after, a call
-// its pool could not start in time or a store could not take (load.go
+// its pool could not start in time or a store could not take (poolview.Load
 // keeps the view of the pools and stores). It comes after the
 // idempotency key, so that a repeat of an accepted call still answers
 // that call. Unlike other refusals an overload refusal is not recorded as
@@ -18,7 +22,8 @@ import "context"
 func (a *admission) overload(ctx context.Context) verdict {
 	d := a.d
 	a.subject = d.subj.Call(a.call.Executor, a.id.Tenant, a.call.Provider, a.call.Tool)
-	pool, te, cause, target := d.load.check(ctx, a.subject, a.req.IdempotencyKey != "", scheduleToStart(a.call, a.now))
+	pool, te, cause, target := d.load.Check(ctx, poolview.Request{Subject: a.subject, Keyed: a.req.IdempotencyKey != "",
+		ScheduleToStart: poolview.ScheduleToStart(a.call, a.now)})
 	if te != nil {
 		a.overloaded, a.target = cause, target
 		return a.refused(te, nil)

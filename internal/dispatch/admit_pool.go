@@ -5,11 +5,12 @@ import (
 	"fmt"
 
 	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/poolview"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // pool is the step that refuses, NOT_FOUND, a call of a tool no pool
-// consumer filters (poolcheck.go keeps the view of the consumers): it
+// consumer filters (poolview.Pools keeps the view of the consumers): it
 // would never run. With Config.PoolCheck negative it admits all.
 func (a *admission) poolStep(ctx context.Context) verdict {
 	d := a.d
@@ -17,7 +18,7 @@ func (a *admission) poolStep(ctx context.Context) verdict {
 		return next
 	}
 	spec := a.spec
-	if d.pools.served(ctx, toolKey{spec.Executor, spec.Provider, spec.Name}, a.id.Tenant, a.entry.Seen) {
+	if d.pools.Served(ctx, poolview.ToolKey{Executor: spec.Executor, Provider: spec.Provider, Name: spec.Name}, a.id.Tenant, a.entry.Seen) {
 		return next
 	}
 	subject := d.subj.Call(spec.Executor, a.id.Tenant, spec.Provider, spec.Name)

@@ -108,7 +108,7 @@ type Config struct {
 	OrphanGrace time.Duration
 	// PoolCheck is how often admission's view of the pool consumers is
 	// listed again: a call for a tool no pool consumer filters is refused
-	// NOT_FOUND (poolcheck.go; a miss is looked up in a fresh listing
+	// NOT_FOUND (poolview.Pools; a miss is looked up in a fresh listing
 	// first, so a pool that just started is never missed). Default 10s;
 	// negative = no check (such calls are queued, and the orphan sweeper
 	// ends them).
@@ -235,12 +235,4 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
-}
-
-// backlogBound is pool's backlog bound; -1 = none.
-func (c Config) backlogBound(pool string) int64 {
-	if n, ok := c.PoolMaxBacklog[pool]; ok {
-		return int64(n)
-	}
-	return int64(c.MaxBacklog)
 }

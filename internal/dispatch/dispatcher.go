@@ -19,6 +19,7 @@ import (
 	"github.com/toolwire/toolwire/internal/limitgate"
 	"github.com/toolwire/toolwire/internal/policyops"
 	"github.com/toolwire/toolwire/internal/policystore"
+	"github.com/toolwire/toolwire/internal/poolview"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/startstop"
 	"github.com/toolwire/toolwire/internal/telemetry"
@@ -46,9 +47,9 @@ type Dispatcher struct {
 	// first Start, guarded by mu.
 	group *startstop.Group
 
-	// pools is admission's view of the pool consumers (poolcheck.go); nil
-	// when Config.PoolCheck is negative.
-	pools *poolCheck
+	// pools is admission's view of the pool consumers (internal/poolview);
+	// nil when Config.PoolCheck is negative.
+	pools *poolview.Pools
 
 	callsStream    string   // cached: the name is computed from the prefix
 	expectCalls    []string // the Nats-Expected-Stream header value; never modified
@@ -75,8 +76,8 @@ type Dispatcher struct {
 	// workers' after-hook requests while the dispatcher runs.
 	hooks *hooks.Hooks
 
-	caps callerCaps // per-caller Watches and waiting requests
-	load *loadView  // pool backlogs and store use, for admission (load.go)
+	caps callerCaps     // per-caller Watches and waiting requests
+	load *poolview.Load // pool backlogs and store use, for admission (internal/poolview)
 	// beforeFinish, when set (a test), runs before an approved call is
 	// finished; an error stops the finishing there, as a replica that
 	// stopped right after the decision would.
@@ -133,15 +134,20 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 	}
 	d.limitGate = gate
 	if cfg.PoolCheck > 0 {
-		d.pools = newPoolCheck(b, cfg.PoolCheck, d.log)
+		if d.pools, err = poolview.NewPools(poolview.PoolsConfig{Bus: b, Every: cfg.PoolCheck, Logger: d.log}); err != nil {
+			return nil, fmt.Errorf("dispatch: %w", err)
+		}
 	}
 	hs, err := newHooks(d)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: %w", err)
 	}
 	d.hooks = hs
-	d.load = newLoadView(d)
-	metrics.ObserveLoad(d.load.metrics)
+	if d.load, err = poolview.NewLoad(poolview.LoadConfig{Bus: b, Refresh: cfg.LoadRefresh, MaxBacklog: cfg.MaxBacklog,
+		PoolMaxBacklog: cfg.PoolMaxBacklog, StoreHighWater: cfg.StoreHighWater, Logger: d.log}); err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+	metrics.ObserveLoad(d.load.Metrics)
 	metrics.ObserveWaiting(func() float64 {
 		d.mu.Lock()
 		defer d.mu.Unlock()

@@ -65,10 +65,10 @@ func (d *Dispatcher) services() []startstop.Named {
 		{Name: "dead-letter retries", Service: maintenance.NewDLQRetries(m)},
 		{Name: "after-hook service", Service: d.hooks},
 		{Name: "admission records", Service: d.delayedRecords},
-		{Name: "load view", Service: &startstop.Funcs{StartFunc: d.load.start, StopFunc: d.load.stopRefresh}},
+		{Name: "load view", Service: d.load},
 		{Name: "rechecks of waiters", Service: started(func(ctx context.Context) (stopper, error) { return d.startRechecks(ctx, recheck), nil })},
 		{Name: "orphan sweeper", Service: maintenance.NewSweeper(maintenance.SweeperConfig{Config: m, Every: d.cfg.OrphanSweep, Grace: d.cfg.OrphanGrace})},
-		{Name: "pool listing", Service: &startstop.Funcs{StartFunc: d.pools.start, StopFunc: d.pools.end}},
+		{Name: "pool listing", Service: d.pools},
 		// The approval flow: the grants in force (loaded before Start
 		// returns, so admission decides with them), the tracker of the
 		// records the sweep acts on, and the sweep (internal/approvalflow).

@@ -127,7 +127,7 @@ func TestPoolPastItsBoundIsRefusedAtAdmission(t *testing.T) {
 
 	// Refused every time; the count it names may be one too many until
 	// the next read when the third call's publish was answered while a
-	// read was under way (load.go, published): never too few.
+	// read was under way (internal/poolview, published): never too few.
 	var sub *dispatch.Submitted
 	requireEventually(t, func() bool {
 		var err error

@@ -6,87 +6,43 @@ package dispatch
 // logic for the ApproveTool RPC and the dashboard's Approve button).
 //
 // Decisions: the pool figures are the load view's last read (every
-// Config.LoadRefresh), not a read of their own, so a dashboard adds no
-// load on the server; Queued and InFlight are the consumer's NumPending
-// and NumAckPending at that read (without this replica's admissions since,
-// which the Backlog of the metrics adds).
+// Config.LoadRefresh; internal/poolview, status.go), not a read of their
+// own, so a dashboard adds no load on the server.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/poolview"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
-// PoolStatus is one worker pool as this replica last read it.
-type PoolStatus struct {
-	// Pool is the pool's name, Consumer its durable consumer of the calls
-	// stream, Filters the call subjects it consumes.
-	Pool, Consumer string
-	Filters        []string
-	// Queued is the calls no worker has taken yet (the consumer's
-	// NumPending) and InFlight those taken and not yet acknowledged
-	// (NumAckPending), at the last read.
-	Queued, InFlight int64
-	// Bound is the backlog past which admission refuses; -1 = none.
-	Bound int64
-	// DrainRate is the calls per second the pool finished lately (0 = not
-	// measured yet) and ExpectedWait how long a call admitted now would
-	// wait to start.
-	DrainRate    float64
-	ExpectedWait time.Duration
-	// ReadAt is when the figures were read; zero = never.
-	ReadAt time.Time
-}
+// PoolStatus is one worker pool as this replica last read it
+// (internal/poolview).
+type PoolStatus = poolview.PoolStatus
 
 // Pools returns the worker pools (the pool consumers of the calls
 // stream) as the load view last read them, sorted by consumer name; none
 // before the dispatcher's first read.
-func (d *Dispatcher) Pools() []PoolStatus {
-	s := d.load.snap.Load()
-	if s == nil {
-		return nil
-	}
-	now := time.Now()
-	out := make([]PoolStatus, 0, len(s.pools))
-	for _, p := range s.pools {
-		e := p.estimate(p.admitted.Load(), now, d.cfg.LoadRefresh)
-		ps := PoolStatus{Pool: p.name, Consumer: p.consumer, Filters: slices.Clone(p.filters),
-			Queued: p.pending.Load(), InFlight: p.ackPending.Load(), Bound: p.bound,
-			DrainRate: e.rate, ExpectedWait: e.wait(e.pending)}
-		if at := p.readAt.Load(); at != 0 {
-			ps.ReadAt = time.Unix(0, at)
-		}
-		out = append(out, ps)
-	}
-	return out
-}
+func (d *Dispatcher) Pools() []PoolStatus { return d.load.Pools() }
 
 // Stores returns the use of the layout's stores (and of the JetStream
 // account, named "account") at the last read.
-func (d *Dispatcher) Stores() []telemetry.StoreLoad {
-	_, stores := d.load.metrics()
-	return stores
-}
+func (d *Dispatcher) Stores() []telemetry.StoreLoad { return d.load.Stores() }
 
 // PoolOf returns the name of the pool that consumes the calls of spec's
 // tool for tenant, as admission routes them (the pool consumers' filters
 // at the last read); "" when no pool does.
 func (d *Dispatcher) PoolOf(tenant string, spec *toolwirev1.ToolSpec) string {
-	s := d.load.snap.Load()
-	if s == nil || spec == nil {
+	if spec == nil {
 		return ""
 	}
-	if p := s.route(d.subj.Call(spec.GetExecutor(), tenant, spec.GetProvider(), spec.GetName())); p != nil {
-		return p.name
-	}
-	return ""
+	return d.load.PoolOf(d.subj.Call(spec.GetExecutor(), tenant, spec.GetProvider(), spec.GetName()))
 }
 
 // Errors of ApproveTool.

@@ -96,7 +96,7 @@
 //	toolwire_dispatcher_admission_duration_seconds         receipt → acknowledged publish of accepted calls
 //	toolwire_dispatcher_waiting_callers                    callers waiting in Call
 //	toolwire_pool_lag_messages{pool} (every pool), toolwire_dlq_messages
-//	toolwire_dispatcher_pool_backlog{pool}                 the dispatcher's view of a pool's calls queued or running (admission's, see internal/dispatch "Overload")
+//	toolwire_dispatcher_pool_backlog{pool}                 the dispatcher's view of a pool's calls queued or running (admission's, see internal/poolview "Overload")
 //	toolwire_dispatcher_pool_backlog_bound{pool}           the backlog past which it refuses (absent: no bound)
 //	toolwire_dispatcher_pool_drain_rate{pool}              calls/s the pool finished over the last 2s
 //	toolwire_dispatcher_pool_expected_wait_seconds{pool}   queued calls over the drain rate

@@ -1,4 +1,4 @@
-package dispatch
+package poolview
 
 import (
 	"testing"
@@ -15,18 +15,18 @@ func TestPoolViewCoversWithoutAllocating(t *testing.T) {
 	v := &poolView{cov: maintenance.NewCoverage(
 		subj.ToolSubject(native, "builtin", "echo"),
 		subj.CallsOfType(toolwirev1.ExecutorType_EXECUTOR_TYPE_HTTP),
-	), tools: map[toolKey]bool{}}
-	echo := toolKey{native, "builtin", "echo"}
+	), tools: map[ToolKey]bool{}}
+	echo := ToolKey{native, "builtin", "echo"}
 	for _, c := range []struct {
-		k      toolKey
+		k      ToolKey
 		tenant string
 		want   bool
 	}{
 		{echo, "acme", true},
 		{echo, "other", true},
-		{toolKey{native, "builtin", "sleep"}, "acme", false},
-		{toolKey{toolwirev1.ExecutorType_EXECUTOR_TYPE_HTTP, "local", "fetch"}, "acme", true},
-		{toolKey{toolwirev1.ExecutorType_EXECUTOR_TYPE_SANDBOX, "local", "grep"}, "acme", false},
+		{ToolKey{native, "builtin", "sleep"}, "acme", false},
+		{ToolKey{toolwirev1.ExecutorType_EXECUTOR_TYPE_HTTP, "local", "fetch"}, "acme", true},
+		{ToolKey{toolwirev1.ExecutorType_EXECUTOR_TYPE_SANDBOX, "local", "grep"}, "acme", false},
 	} {
 		if got := v.covers(subj, c.k, c.tenant); got != c.want {
 			t.Errorf("covers(%v, %s) = %v, want %v", c.k, c.tenant, got, c.want)
@@ -38,7 +38,7 @@ func TestPoolViewCoversWithoutAllocating(t *testing.T) {
 
 	// A filter naming a tenant (not one a worker makes) is answered per
 	// tenant.
-	v = &poolView{cov: maintenance.NewCoverage("toolwire.call.native.acme.>"), tools: map[toolKey]bool{}}
+	v = &poolView{cov: maintenance.NewCoverage("toolwire.call.native.acme.>"), tools: map[ToolKey]bool{}}
 	if !v.covers(subj, echo, "acme") || v.covers(subj, echo, "other") {
 		t.Fatal("a tenant's own filter is not answered per tenant")
 	}
@@ -47,8 +47,8 @@ func TestPoolViewCoversWithoutAllocating(t *testing.T) {
 func BenchmarkPoolViewCovers(b *testing.B) {
 	subj := bus.Subjects{Prefix: "toolwire"}
 	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
-	v := &poolView{cov: maintenance.NewCoverage(subj.ToolSubject(native, "builtin", "echo")), tools: map[toolKey]bool{}}
-	echo := toolKey{native, "builtin", "echo"}
+	v := &poolView{cov: maintenance.NewCoverage(subj.ToolSubject(native, "builtin", "echo")), tools: map[ToolKey]bool{}}
+	echo := ToolKey{native, "builtin", "echo"}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

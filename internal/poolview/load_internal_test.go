@@ -1,4 +1,4 @@
-package dispatch
+package poolview
 
 import (
 	"testing"
@@ -10,8 +10,7 @@ import (
 // replica admitted since the read, and the next call at the bound is
 // refused (it was admitted, the read having forgotten the call).
 func TestReadDuringAPublishKeepsTheCallCounted(t *testing.T) {
-	d := &Dispatcher{cfg: Config{LoadRefresh: time.Hour}}
-	v := &loadView{d: d}
+	v := &Load{cfg: LoadConfig{Refresh: time.Hour}}
 	p := &poolLoad{name: "native", bound: 3}
 	for range 3 {
 		if te, _, _ := v.checkPool(p, 0); te != nil {

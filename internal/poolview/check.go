@@ -1,0 +1,178 @@
+package poolview
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/telemetry"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// Bounds of a refusal's retry_after.
+const (
+	minRetryAfter   = time.Second
+	maxRetryAfter   = time.Minute
+	storeRetryAfter = 30 * time.Second
+)
+
+// confirmWait bounds the wait for a fresh read before a refusal.
+const confirmWait = time.Second
+
+// Request is what Check needs to know of a call.
+type Request struct {
+	// Subject is the call's subject on the calls stream: its pool is the
+	// consumer whose filter matches it.
+	Subject string
+	// Keyed says the call has an idempotency key: it writes the
+	// idempotency store too.
+	Keyed bool
+	// ScheduleToStart is how long the call may wait to start from now
+	// (ScheduleToStart); 0 = no bound.
+	ScheduleToStart time.Duration
+}
+
+// Admitted is the pool a call was counted against by Check; the zero
+// value is none. Settle it once the call's publish is answered (stored or
+// not), or once it is known the call is not published.
+type Admitted struct{ pool *poolLoad }
+
+// Settle tells the view that the admitted call's publish is answered: the
+// next read of its pool counts it, not this replica's estimate. It does
+// nothing for the zero Admitted. Call it once.
+func (a Admitted) Settle() { a.pool.settle() }
+
+// Check decides whether the call r describes may be admitted: the pool it
+// is counted against (zero: none; Settle it once its publish is
+// answered), or the OVERLOADED refusal and which cause
+// (telemetry.Overload*) and target (the pool or the store) it was about.
+// Before the first read every call is admitted. A refusal that only this
+// replica's admissions since the last read bring about waits for a fresh
+// read (at most a second, or until ctx ends) and rests on it.
+func (l *Load) Check(ctx context.Context, r Request) (admitted Admitted, te *toolwirev1.ToolError, cause, target string) {
+	s := l.snap.Load()
+	if s == nil {
+		return Admitted{}, nil, "", ""
+	}
+	if u := s.full; u != nil || r.Keyed && s.keyedFull != nil {
+		if u == nil {
+			u = s.keyedFull
+		}
+		return Admitted{}, l.storeRefusal(u), telemetry.OverloadStore, u.Name
+	}
+	p := s.route(r.Subject)
+	if p == nil {
+		return Admitted{}, nil, "", ""
+	}
+	te, cause, local := l.checkPool(p, r.ScheduleToStart)
+	if te == nil {
+		return Admitted{p}, nil, "", ""
+	}
+	// A refusal that only this replica's admissions since the last read
+	// bring about, on a pool without a queue of a refresh interval's
+	// worth, waits for the next read (at most minKickInterval away, plus
+	// the read) and rests on it, not on the estimate alone: a fast pool
+	// finishes many calls between reads, and while it has no queue its
+	// drain rate is the rate calls arrived at, not what it can finish.
+	// Callers waiting meanwhile share one read. A pool with such a queue
+	// drains at its capacity until the next read: the estimate is
+	// trusted, and the refusal is at once.
+	if local {
+		l.awaitRead(ctx)
+		if te, cause, _ = l.checkPool(p, r.ScheduleToStart); te == nil {
+			return Admitted{p}, nil, "", ""
+		}
+	}
+	return Admitted{}, te, cause, p.name
+}
+
+// awaitRead asks for a read now and waits for it (shared with every
+// caller waiting meanwhile), at most confirmWait or until ctx ends.
+func (l *Load) awaitRead(ctx context.Context) {
+	g := l.refreshed.Load()
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+	t := time.NewTimer(confirmWait)
+	select {
+	case <-g.done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	t.Stop()
+}
+
+// checkPool is Check for pool p with the figures at hand: nil, and the
+// call is counted against p, or the refusal, its cause, and whether it
+// needs a fresh read (local): the last read alone would have admitted the
+// call, and the pool had less than a refresh interval's worth of calls
+// queued then, so its drain rate may be below what it finishes now.
+func (l *Load) checkPool(p *poolLoad, s2s time.Duration) (te *toolwirev1.ToolError, cause string, local bool) {
+	// Counted first, so that concurrent admissions never all pass at
+	// bound-1; given back on refusal. Unsettled before admitted, and given
+	// back after it: see published.
+	p.unsettled.Add(1)
+	n := p.admitted.Add(1)
+	e := p.estimate(n-1, time.Now(), l.cfg.Refresh)
+	if p.bound >= 0 && e.backlog >= p.bound {
+		p.admitted.Add(-1)
+		p.unsettled.Add(-1)
+		after := minRetryAfter
+		if e.rate > 0 {
+			after = time.Duration(float64(e.backlog-p.bound+1) / e.rate * float64(time.Second))
+		}
+		te := overloaded(fmt.Sprintf("pool %s has %d calls queued or running, at its bound of %d", p.name, e.backlog, p.bound), after)
+		te.Suggestion = "retry after retry_after; the pool needs more workers, or a larger bound (--pool-max-backlog)"
+		return te, telemetry.OverloadBacklog, e.readBacklog < p.bound && !e.draining
+	}
+	if s2s > 0 && e.rate > 0 {
+		// Refused past 90% of the schedule-to-start: the rest is headroom
+		// for the estimate's error, so that an accepted call starts in time.
+		limit := s2s * 9 / 10
+		if wait := e.wait(e.pending); wait > limit {
+			p.admitted.Add(-1)
+			p.unsettled.Add(-1)
+			te := overloaded(fmt.Sprintf("pool %s would start this call in about %s, after its schedule-to-start of %s (%d calls queued, finishing about %.0f a second)",
+				p.name, wait.Round(time.Millisecond), s2s, e.pending, e.rate), wait-limit)
+			te.Suggestion = "retry after retry_after, or allow a longer schedule_to_start"
+			return te, telemetry.OverloadExpectedWait, e.wait(e.readPending) <= limit && !e.draining
+		}
+	}
+	return nil, "", false
+}
+
+// storeRefusal is the OVERLOADED answer to a call that would write a
+// nearly full store.
+func (l *Load) storeRefusal(u *storeUse) *toolwirev1.ToolError {
+	pct := int(math.Round(100 * float64(u.bytes) / float64(u.MaxBytes)))
+	hw := int(math.Round(100 * l.cfg.StoreHighWater))
+	if u.account {
+		te := overloaded(fmt.Sprintf("the JetStream account's storage is %d%% full (%s of %s): new calls are refused until it is below %d%%",
+			pct, bus.FormatBytes(u.bytes), bus.FormatBytes(u.MaxBytes), hw), storeRetryAfter)
+		te.Suggestion = "raise the account's storage limit, or lower the stores' limits (--stream-max-bytes)"
+		return te
+	}
+	te := overloaded(fmt.Sprintf("the %s store (stream %s) is %d%% full (%s of %s): new calls are refused until it is below %d%%",
+		u.Name, u.Stream, pct, bus.FormatBytes(u.bytes), bus.FormatBytes(u.MaxBytes), hw), storeRetryAfter)
+	te.Suggestion = fmt.Sprintf("raise its limit (--stream-max-bytes %s=SIZE) or shorten how long it keeps messages", u.Name)
+	return te
+}
+
+// overloaded is an OVERLOADED error: retryable, nothing ran, retry_after
+// within [minRetryAfter, maxRetryAfter].
+func overloaded(msg string, retryAfter time.Duration) *toolwirev1.ToolError {
+	return envelope.Overloaded(msg, min(max(retryAfter, minRetryAfter), maxRetryAfter).Round(time.Millisecond))
+}
+
+// ScheduleToStart is how long call may wait to start from now; 0 = no
+// bound.
+func ScheduleToStart(call *toolwirev1.ToolCall, now time.Time) time.Duration {
+	if dl := call.GetScheduleToStartDeadline(); dl != nil {
+		return max(dl.AsTime().Sub(now), time.Nanosecond)
+	}
+	return 0
+}

@@ -1,0 +1,124 @@
+// Package poolview is admission's cached view of the worker pools: Load,
+// the pools' backlogs and drain rates and the stores' use, which the
+// dispatcher's overload step checks a call against (OVERLOADED), and
+// Pools, the pool consumers' filters, which its pool step checks that
+// some pool serves a call against (NOT_FOUND). Each is a model read
+// lock-free on the hot path and a background refresh (a
+// startstop.Service); neither knows admission. The dispatcher
+// (internal/dispatch, admit_overload.go and admit_pool.go) calls them; this
+// package does not import it.
+//
+// # Overload
+//
+// An admitted call (Submit and Call alike) is checked against the load it
+// would add (Load.Check) by the dispatcher's overload step, after its
+// idempotency key is claimed (a repeat of an accepted call still answers
+// that call) and before it is published. It is refused OVERLOADED —
+// retryable, side effects NONE, a retry_after, nothing queued, its key
+// released — when:
+//
+//   - a store the call may write and that refuses writes when full is past
+//     LoadConfig.StoreHighWater (90%; the dispatcher's
+//     Config.StoreHighWater) of its byte limit: calls for every call,
+//     idempotency for calls with a key (Request.Keyed), and the JetStream
+//     account's storage when the account has a limit (bus.Store.Use).
+//     Discard-old stores (results, events, retries) never refuse a call:
+//     they drop their oldest messages (refusing until those aged out
+//     would refuse every call for days); blobs are optional copies. The
+//     message names the store, its use and its limit; retry_after 30s.
+//     The 10% left is for the calls already admitted: their results,
+//     events, retries and outputs must never be what fails.
+//   - its pool's backlog is at the pool's bound: the calls queued and
+//     running, NumPending + NumAckPending of the pool consumer (not
+//     NumWaiting, which counts idle workers' pull requests). The bound is
+//     LoadConfig.MaxBacklog (10,000) or the pool's
+//     LoadConfig.PoolMaxBacklog (the dispatcher's Config.MaxBacklog and
+//     PoolMaxBacklog); retry_after is the time the pool needs to work off
+//     the excess at its drain rate (at least 1s, at most 1m).
+//   - the call has a schedule-to-start (Request.ScheduleToStart) and its
+//     pool would start it after 90% of it: the expected wait is the
+//     pool's queued calls (NumPending and what this replica admitted
+//     since) over its drain rate, and the last 10% is headroom for the
+//     estimate's error, so that an accepted call starts in time;
+//     retry_after is the excess. Without a drain rate measured yet (no
+//     call finished), this check does not refuse.
+//
+// The view is cached: admission never asks the server. One goroutine per
+// replica lists the calls stream's pool consumers every
+// LoadConfig.Refresh (the dispatcher's Config.LoadRefresh, 500ms: within
+// the 250ms–1s that keeps the view fresh enough for refusals to stop
+// within half a second of a backlog draining, at two requests a second
+// per replica) and reads every store's stream info and the account's info
+// every 2s (stores fill over minutes). Start reads it once before it
+// returns, so that the first calls are checked too. A call's pool is the
+// consumer whose filter matches its subject (bus.SubjectMatches), cached
+// per subject. Between reads a pool's backlog is estimated: the last
+// read, plus what this replica admitted since (so one replica does not
+// overshoot a bound; a call whose publish was not yet answered when the
+// read was sent counts as admitted since, as the read may not have found
+// it: Admitted.Settle tells the view its publish is answered), less what
+// the pool finished since at its drain rate (a fast pool finishes many
+// times its bound between two reads). A pool whose last read found at
+// least a refresh interval's worth of calls queued stays busy until the
+// next read, so it drains at its capacity and the estimate is trusted:
+// refusals are at once. Otherwise a refusal that only this replica's
+// admissions since the last read bring about is not made on the estimate
+// (the pool's rate is then the rate calls arrived at, not what it can
+// finish): the caller waits for the next read, asked for at once (at
+// most one every 20ms; callers waiting meanwhile share it), and is judged
+// on it. What other replicas admitted since the last read a replica
+// cannot see, so N replicas may overshoot a bound by what N-1 of them
+// admit in 500ms. A pool's drain rate is the calls it finished per second
+// (delivered, less the growth of ack-pending) over the last 2s: while the
+// pool has a backlog, its capacity. When the load jumps it lags by up to
+// 2s and refuses calls with a schedule-to-start a little early; when
+// nothing finished in the window (the workers are gone) it is the busiest
+// rate seen, halving every 10s, so the expected wait grows rather than
+// becoming unknown. A failed read keeps the last figures (logged once per
+// streak). A call whose subject no pool consumer filters is not checked
+// here.
+//
+// An overload refusal is not recorded as a REJECTED event, unlike the
+// other refusals (the dispatcher's overload step decides that): under
+// overload most calls are refused, and a stored message per refusal would
+// grow the server's memory with every refused call id and fill the events
+// store, whose use would then refuse every call (toolwire-bench -overload
+// refused about 3,400 calls a second, each answered in well under a
+// millisecond). The caller has the answer; the call id, never queued, is
+// PENDING to GetResult while recent (10s), then UNKNOWN. The figures are
+// in the metrics (Load.Metrics: toolwire_dispatcher_pool_backlog,
+// _backlog_bound, _drain_rate, _expected_wait_seconds,
+// toolwire_store_bytes, toolwire_store_max_bytes; the dispatcher counts
+// toolwire_dispatcher_overload_refusals_total), on the dashboard's pools
+// page (Load.Pools, Load.Stores, Load.PoolOf: the last read, no read of
+// their own) and in docs/reliability.md ("Overload").
+//
+// # Pool check
+//
+// No call is admitted unless a pool consumer filters its subject: a tool
+// registered with no pool to run it (a worker that published what it does
+// not serve, a pool whose consumer an operator deleted) is refused
+// NOT_FOUND, not retryable, side effects NONE, message "tool X has no
+// worker pool: no pool consumer takes its calls (<subject>)", suggestion
+// to start a worker serving it (the dispatcher's pool step, on
+// Pools.Served answering false). Before, such calls were accepted and
+// stayed PENDING for good (a pool created later with DeliverNew never
+// delivers them). NOT_FOUND, like an unknown tool: from the caller's side
+// the tool cannot be run here, and retrying the same call does not help
+// until an operator acts. Admission stays cheap: it reads a cached view of
+// the pool consumers' filters (Pools; consumers named <prefix>_pool_*,
+// never an audit's or a watcher's), listed again every PoolsConfig.Every
+// (the dispatcher's Config.PoolCheck, 10s; negative there = no check and
+// no Pools) by one goroutine per replica. A subject the view does not
+// cover is looked up in a fresh listing before it is refused when the
+// view began before the registry store took the tool's spec in (a worker
+// creates its consumer before it publishes its specs, so a pool that just
+// started is never missed) or is over 1s old; such listings are shared by
+// concurrent callers, so a flood of calls for a tool no pool serves costs
+// at most one listing a second. A covered tool costs a map lookup and no
+// allocation. A deleted pool's tools are refused within
+// PoolsConfig.Every. When the consumers cannot be listed (no stream
+// leader), calls are admitted and a warning logged (at most every 10s):
+// the orphan sweeper (internal/maintenance) ends any that no pool
+// consumes after all.
+package poolview

@@ -1,0 +1,11 @@
+package poolview_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Every goroutine a test starts (the refresh of a Load, the listing of a
+// Pools) has ended when the tests have.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
