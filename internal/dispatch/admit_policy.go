@@ -50,7 +50,7 @@ func (d *Dispatcher) applyPolicy(ctx context.Context, a *admission) *toolwirev1.
 	if te != nil {
 		return te
 	}
-	a.pd = decisionRecord(&dec)
+	a.pd = DecisionRecord(&dec)
 	switch dec.Outcome {
 	case policy.Deny:
 		return denied(spec.Name, &dec)

@@ -37,6 +37,7 @@ var smallFuncPackages = []string{
 	"internal/hooks",
 	"internal/limitgate",
 	"internal/maintenance",
+	"internal/api",
 }
 
 // forbiddenInDispatch are the packages (and their subpackages) the
