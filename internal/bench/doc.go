@@ -11,7 +11,7 @@
 //     over NATS. This is the dispatcher core without any API server.
 //   - toolwire-http: callers use the generated Connect client (binary
 //     protobuf) against a real net/http server on loopback serving
-//     dispatch.NewService(d).Handler(identity.OpenAccess{...}) with the
+//     api.NewService(...).Handler(identity.OpenAccess{...}) with the
 //     same HTTP settings as dispatchd.Run, over HTTP/1.1 keep-alive with a
 //     connection per call in flight (default, as pkg/client's default
 //     transport) or h2c.

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/toolwire/toolwire/internal/api"
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
@@ -177,8 +178,11 @@ func waitTool(ctx context.Context, reg *registry.Store, name string) error {
 // settings) and builds a client of the configured protocol.
 func (s *stack) serveHTTP(cfg Config) error {
 	mux := http.NewServeMux()
-	path, h := dispatch.NewService(s.d).Handler(identity.OpenAccess{Identity: identity.Default})
-	mux.Handle(path, h)
+	svc, err := api.NewService(api.Config{Core: s.d, Approvals: s.d.Approvals(), Policies: s.d.PolicyOps(), Usage: s.d.LimitGate()})
+	if err != nil {
+		return fmt.Errorf("bench: api: %w", err)
+	}
+	mux.Handle(svc.Handler(identity.OpenAccess{Identity: identity.Default}))
 	ms, err := mcpserver.New(s.d, identity.OpenAccess{Identity: identity.Default}, mcpserver.Config{Version: "bench", Tasks: s.bus.Tasks})
 	if err != nil {
 		return fmt.Errorf("bench: mcp: %w", err)

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/internal/approvalflow"
-	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/registry"
 )
@@ -122,7 +121,7 @@ func (v *viewer) ReadOnly() bool { return !v.Admin && !v.Approver }
 
 func newViewer(id identity.Identity, csrf string) *viewer {
 	return &viewer{ID: id, CSRF: csrf,
-		Admin:    registry.HasScopes(id.Scopes, []string{dispatch.AdminScope}),
+		Admin:    registry.HasScopes(id.Scopes, []string{identity.AdminScope}),
 		Approver: registry.HasScopes(id.Scopes, []string{approvalflow.ApproveScope})}
 }
 
@@ -179,7 +178,7 @@ type need string
 // Who may take an action.
 const (
 	anyone    need = ""
-	admins    need = dispatch.AdminScope
+	admins    need = identity.AdminScope
 	approvers need = approvalflow.ApproveScope
 )
 

@@ -51,7 +51,7 @@ func (a *admission) applyPolicy(ctx context.Context) *toolwirev1.ToolError {
 	if te != nil {
 		return te
 	}
-	a.pd = decisionRecord(&dec)
+	a.pd = DecisionRecord(&dec)
 	switch dec.Outcome {
 	case policy.Deny:
 		return denied(spec.Name, &dec)

@@ -252,30 +252,6 @@ func TestListAndGetTools(t *testing.T) {
 	require.Equal(t, connect.CodeNotFound, connect.CodeOf(err))
 }
 
-// SubmitRequest and CallRequest share fields 1-12 and 16-18 by number,
-// name and kind, so that one converts into the other on the wire (CallOf).
-func TestSubmitAndCallRequestsAgree(t *testing.T) {
-	t.Parallel()
-	sf := (&toolwirev1.SubmitRequest{}).ProtoReflect().Descriptor().Fields()
-	cf := (&toolwirev1.CallRequest{}).ProtoReflect().Descriptor().Fields()
-	require.Equal(t, sf.Len()+3, cf.Len(), "CallRequest has exactly three more fields: wait, apply_intents and wait_for_approval")
-	for i := range sf.Len() {
-		f := sf.Get(i)
-		g := cf.ByNumber(f.Number())
-		require.NotNil(t, g, f.Name())
-		require.Equal(t, f.Name(), g.Name())
-		require.Equal(t, f.Kind(), g.Kind(), f.Name())
-	}
-	require.Equal(t, "wait", string(cf.ByNumber(13).Name()))
-	got := dispatch.CallOf(&toolwirev1.SubmitRequest{Tool: "t", ArgumentsJson: "{}", Session: "s", ApprovalToken: "a",
-		Continues: "c", InputResponsesJson: map[string]string{"k": "{}"}})
-	require.Equal(t, "c", got.Continues)
-	require.Equal(t, map[string]string{"k": "{}"}, got.InputResponsesJson)
-	require.Equal(t, "t", got.Tool)
-	require.Equal(t, "s", got.Session)
-	require.Equal(t, "a", got.ApprovalToken)
-}
-
 // The JSON form an LLM toolchain or curl sends: flat, with arguments as an
 // object.
 func TestCallOverPlainJSON(t *testing.T) {

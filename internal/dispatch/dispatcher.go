@@ -57,7 +57,7 @@ type Dispatcher struct {
 	applier        *intents.Applier
 
 	// policyOps applies and shows the policy documents for the policy
-	// RPCs (policyservice.go; internal/policyops); cfg.Policies is what
+	// RPCs (internal/api; internal/policyops); cfg.Policies is what
 	// decides.
 	policyOps *policyops.Ops
 

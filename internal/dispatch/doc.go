@@ -1,7 +1,7 @@
 // Package dispatch is the dispatcher core: it establishes who is calling,
 // admits a call, publishes it on the calls stream and hands the terminal
 // response back to the caller waiting for it. Dispatcher is the core;
-// Service serves it as toolwire.v1.DispatcherService over Connect. The
+// internal/api serves it as toolwire.v1.DispatcherService over Connect. The
 // dispatcher process that runs it (flags, embedded NATS server, HTTP
 // server, in-process workers) is internal/dispatchd, which cmd/dispatcher
 // runs; this package imports no worker, worker configuration or executor
@@ -16,7 +16,7 @@
 //
 // Identity (tenant, agent, scopes) comes from credentials only, never from
 // a request body: internal/identity establishes it (API keys, open
-// access) and Authenticate puts it in the request's context. The
+// access) and identity.Authenticate puts it in the request's context. The
 // Dispatcher's own methods refuse an identity whose tenant cannot be a
 // subject token (identity.ErrBadTenant) before anything is recorded.
 //
@@ -327,38 +327,10 @@
 //
 // # The API server
 //
-// Service.Handler serves DispatcherService (Connect, gRPC, gRPC-Web, JSON)
-// behind Authenticate and compresses only responses of 1 KiB or more.
-//
-// Every request is bounded before it is decoded. Its body is read through
-// http.MaxBytesReader and Connect's read limit (Config.MaxRequestBytes,
-// default MaxArgsBytes plus 64 KiB: 320 KiB), also after gzip
-// decompression, whose inflating stops a byte past the limit: a longer
-// body is answered resource_exhausted having cost at most the limit, and
-// the connection is closed rather than the rest read. The dispatcher
-// process (internal/dispatchd) applies the same body limit to every route
-// of its server. The codecs (binary protobuf and
-// JSON) then scan the body without allocating and refuse with
-// invalid_argument one with more than MaxArgsValues plus 64 object members,
-// array elements or fields, or nested deeper than Config.MaxRequestDepth
-// (default twice MaxArgsDepth: 64): a google.protobuf.Struct (the
-// structured arguments form) costs about 600 bytes of allocation per value
-// to build, so an unbounded count would let a body within the byte limit
-// cost tens of MiB. An unauthenticated request is refused before its body
-// is read. Headers are bounded by net/http's default of 1 MiB.
-// docs/reliability.md ("Request limits") gives the attacks tried and the
-// measured time and memory of each refusal.
-// ListTools shows only the tools whose scopes the caller holds all of;
-// GetTool answers NotFound for the others; ApproveTool needs the "admin"
-// scope. Both show a tool's executor configuration (the spec's config:
-// sandbox argv, environment and paths; HTTP URL and body templates,
-// headers, allowed hosts and networks; MCP server, tool and definition
-// hash) to the "admin" scope only ("*" holds it); everyone else gets the
-// spec with no config set, its executor type kept (toolView). The dispatcher process serves the
-// API with /healthz, /readyz and /metrics on one listener
-// (internal/dispatchd). With tracing on, a caller's traceparent parents
-// the admission span, and the call's trace context travels to the worker
-// in the message headers.
+// The Connect API (DispatcherService) is internal/api, a face over this
+// core: its doc.go says how requests are authenticated, bounded and
+// answered. ListTools and GetTool show what VisibleTools and VisibleTool
+// return (toolview.go: executor configuration to the admin scope only).
 //
 // # Policy
 //
@@ -375,10 +347,9 @@
 // covers for the caller (policy.Policy.Hidden); their calls are still
 // decided, and denied, by the policy.
 //
-// The policy RPCs (policyservice.go: ApplyPolicy, RemovePolicy,
-// GetPolicy, ListPolicyVersions, Explain) need the "admin" scope and act
-// on the caller's tenant; internal/policyops does their work (its doc.go
-// says what each does), the handlers only translate.
+// The policy RPCs (ApplyPolicy, RemovePolicy, GetPolicy,
+// ListPolicyVersions, Explain) are internal/api's ("Policy RPCs" in its
+// doc.go); internal/policyops does their work.
 //
 // # Decisions on approvals
 //
@@ -415,26 +386,16 @@
 //
 // # Decisions on request limits
 //
-// Where the issue that introduced the request limits was silent:
+// Where the issue that introduced the request limits was silent (the
+// bounds of a request body are internal/api's, "Decisions on request
+// limits" in its doc.go):
 //
-//   - The body limit is MaxArgsBytes plus 64 KiB, not more: in the JSON
-//     encoding arguments_json is a JSON string, so its quotes and
-//     backslashes count twice, and arguments near the limit that are rich
-//     in quotes need the object form, binary protobuf (pkg/client) or a
-//     larger --max-request-bytes. A tool whose spec allows more than
-//     MaxArgsBytes needs the body limit raised too.
 //   - MaxArgsValues applies to both argument forms at admission, since
 //     arguments_json is a string the body scan cannot see into and the
 //     schema check costs time and memory per value. Its default, 2048, is
 //     the largest round figure for which the widest arguments it admits,
 //     ten at once, were answered within 100ms on a busy 2-core machine;
 //     a tool spec cannot raise it (the spec has no such field yet).
-//   - The body scan allows 64 values above MaxArgsValues, so arguments at
-//     the limit reach admission and its VALIDATION answer; only bodies far
-//     over it are cut short as invalid_argument.
-//   - Exceeding the values or depth scan is invalid_argument (the codec's
-//     code in Connect), not resource_exhausted: the body is within its
-//     size, its shape is what is refused.
 //   - The per-caller caps are per replica and kept in memory: shared caps
 //     across replicas belong to the rate limits and budgets of the policy
 //     design.

@@ -3,11 +3,9 @@ package dispatch
 import (
 	"context"
 	"errors"
-	"io"
 	"sync"
 	"sync/atomic"
 
-	"connectrpc.com/connect"
 	"github.com/toolwire/toolwire/internal/startstop"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -26,13 +24,6 @@ func MissFirstResultLook(d *Dispatcher) {
 		}
 		return look(ctx, subject)
 	}
-}
-
-// NewBoundedGzip returns the API's gzip decompressor for src with the
-// output limit max.
-func NewBoundedGzip(src io.Reader, max int64) (connect.Decompressor, error) {
-	g := &boundedGzip{max: max}
-	return g, g.Reset(src)
 }
 
 // HoldStop makes d's next Stop wait, besides everything d started, for

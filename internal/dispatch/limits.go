@@ -21,3 +21,7 @@ type Usage = limitgate.Usage
 func (d *Dispatcher) Usage(ctx context.Context, id identity.Identity, f UsageFilter) ([]Usage, error) {
 	return d.limitGate.Usage(ctx, id, f)
 }
+
+// LimitGate is the replica's limits runtime: the usage reads (GetUsage)
+// for the API's faces.
+func (d *Dispatcher) LimitGate() *limitgate.Gate { return d.limitGate }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"connectrpc.com/connect"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
@@ -148,22 +147,4 @@ func (d *Dispatcher) outputOf(ctx context.Context, callID string, resp *toolwire
 	}
 	text := output.Text(full)
 	return io.NopCloser(strings.NewReader(text)), int64(len(text)), nil
-}
-
-// GetOutput reads a finished call's output text.
-func (s *Service) GetOutput(ctx context.Context, req *connect.Request[toolwirev1.GetOutputRequest]) (*connect.Response[toolwirev1.GetOutputResponse], error) {
-	id, err := identityOf(ctx)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := s.d.GetOutput(ctx, id, req.Msg)
-	switch {
-	case errors.Is(err, ErrBadOutputRead):
-		return nil, connect.NewError(connect.CodeInvalidArgument, err)
-	case errors.Is(err, ErrOutputGone):
-		return nil, connect.NewError(connect.CodeNotFound, err)
-	case err != nil:
-		return nil, toConnectErr(err)
-	}
-	return connect.NewResponse(resp), nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/policy"
+	"github.com/toolwire/toolwire/internal/policyops"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -14,6 +15,11 @@ import (
 type PolicySource interface {
 	For(tenant string) *policy.Policy
 }
+
+// PolicyOps applies, shows and explains the policy documents of the
+// replica's store (internal/policyops) for the policy RPCs of the API's
+// faces.
+func (d *Dispatcher) PolicyOps() *policyops.Ops { return d.policyOps }
 
 // policyFor returns the policy in force for tenant, nil without a source.
 func (d *Dispatcher) policyFor(tenant string) *policy.Policy {
@@ -33,8 +39,9 @@ func (d *Dispatcher) grantSource() policy.GrantSource {
 	return d.approvals.Grants()
 }
 
-// decisionRecord is what the audit keeps of a decision.
-func decisionRecord(dec *policy.Decision) *toolwirev1.PolicyDecision {
+// DecisionRecord is what the audit keeps of a decision, and what the
+// Explain RPC answers (internal/api).
+func DecisionRecord(dec *policy.Decision) *toolwirev1.PolicyDecision {
 	pd := &toolwirev1.PolicyDecision{
 		Outcome:          outcomeOf(dec.Outcome),
 		Version:          dec.Version,

@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"context"
+
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/identity"
@@ -18,7 +20,7 @@ import (
 // type kept) for everyone else. A caller needs the name, docs, schemas,
 // annotations and limits to call a tool, never how it runs.
 func toolView(id identity.Identity, spec *toolwirev1.ToolSpec) *toolwirev1.ToolSpec {
-	if spec.GetConfig() == nil || registry.HasScopes(id.Scopes, []string{AdminScope}) {
+	if spec.GetConfig() == nil || registry.HasScopes(id.Scopes, []string{identity.AdminScope}) {
 		return spec
 	}
 	c := proto.CloneOf(spec)
@@ -62,6 +64,21 @@ func (d *Dispatcher) VisibleTools(id identity.Identity, f registry.Filter) []*to
 		out[i] = toolView(id, e.Spec)
 	}
 	return out
+}
+
+// VisibleTool returns version of tool name (the current one when version
+// is empty) as GetTool shows it to id: executor configuration only for
+// the admin scope. A tool that id's scopes or the policy hide from id
+// is registry.ErrNotFound, as is one the registry does not hold.
+func (d *Dispatcher) VisibleTool(ctx context.Context, id identity.Identity, name, version string) (*toolwirev1.ToolSpec, error) {
+	ent, err := d.reg.GetVersion(ctx, name, version)
+	if err != nil {
+		return nil, err
+	}
+	if !registry.HasScopes(id.Scopes, ent.Spec.Scopes) || !d.listable(id)(ent.Spec.Name) {
+		return nil, registry.ErrNotFound
+	}
+	return toolView(id, ent.Spec), nil
 }
 
 // TaskSupport is the current spec's task support of tool name (MCP's

@@ -64,7 +64,7 @@ var (
 // ErrNeedAdminScope, registry.ErrNotFound, ErrNoDefinition,
 // ErrDefinitionChanged (naming the current hash), or the registry's.
 func (d *Dispatcher) ApproveTool(ctx context.Context, id identity.Identity, name, hash string) (*toolwirev1.ToolSpec, error) {
-	if !registry.HasScopes(id.Scopes, []string{AdminScope}) {
+	if !registry.HasScopes(id.Scopes, []string{identity.AdminScope}) {
 		return nil, ErrNeedAdminScope
 	}
 	ent, err := d.reg.Get(name)

@@ -9,13 +9,13 @@
 //
 // # Serving
 //
-// Run serves the API (dispatch.Service) with /healthz, /readyz (registry
+// Run serves the API (internal/api's Service) with /healthz, /readyz (registry
 // loaded, NATS connected, streams present) and /metrics (Prometheus: the
 // dispatcher's, the in-process workers', the pools' lag and the DLQ
 // depth) on one listener (default 127.0.0.1:8080) speaking HTTP/1.1 and
 // unencrypted HTTP/2 (h2c), with a 10s ReadHeaderTimeout and no other
 // server timeout, so long waits and watches are not cut off. Every route's
-// body is bounded while read (dispatch.LimitBody with the dispatcher's
+// body is bounded while read (api.LimitBody with the dispatcher's
 // MaxRequestBytes), not only the API's. With tracing on, a caller's
 // traceparent parents the admission span, and the call's trace context
 // travels to the worker in the message headers. Without an API key file

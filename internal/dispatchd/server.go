@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolwire/toolwire/internal/api"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dashboard"
 	"github.com/toolwire/toolwire/internal/dispatch"
@@ -41,7 +42,11 @@ type parts struct {
 // timeout (long waits and watches are not cut off).
 func newServer(rc RunConfig, p parts, ui *dashboard.Server) (*http.Server, error) {
 	mux := http.NewServeMux()
-	path, h := dispatch.NewService(p.d).Handler(p.auth)
+	svc, err := api.NewService(api.Config{Core: p.d, Approvals: p.d.Approvals(), Policies: p.d.PolicyOps(), Usage: p.d.LimitGate()})
+	if err != nil {
+		return nil, err
+	}
+	path, h := svc.Handler(p.auth)
 	if rc.TracerProvider != nil {
 		h = telemetry.ExtractHTTP(h) // a caller's traceparent parents the admission span
 	}
@@ -69,7 +74,7 @@ func newServer(rc RunConfig, p parts, ui *dashboard.Server) (*http.Server, error
 	}))
 	mux.Handle("/metrics", telemetry.MetricsHandler(p.metrics))
 	// Every route's body is bounded while read, not only the API's.
-	srv := &http.Server{Handler: dispatch.LimitBody(mux, p.d.Config().MaxRequestBytes), ReadHeaderTimeout: 10 * time.Second, Protocols: new(http.Protocols)}
+	srv := &http.Server{Handler: api.LimitBody(mux, p.d.Config().MaxRequestBytes), ReadHeaderTimeout: 10 * time.Second, Protocols: new(http.Protocols)}
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true)
 	return srv, nil

@@ -8,10 +8,11 @@
 //     ./internal/dispatch` names no internal/worker, internal/workerconfig,
 //     internal/executors/... or pkg/toolworker package.
 //   - Small functions where the calls live: in internal/worker,
-//     internal/dispatch and the admission, approval, hook, limits and
-//     maintenance packages, no function is over 100 lines and none takes
-//     more than 4 parameters (the receiver not counted, a variadic counted
-//     once; generated code excluded). Pass a per-call value instead.
+//     internal/dispatch and the admission, approval, hook, limits,
+//     maintenance and API packages, no function is over 100 lines and
+//     none takes more than 4 parameters (the receiver not counted, a
+//     variadic counted once; generated code excluded). Pass a per-call
+//     value instead.
 //   - Nothing imports examples/: they are copies to start from, not
 //     libraries.
 //   - Every package whose code starts a goroutine has a goleak check in

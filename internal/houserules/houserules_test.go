@@ -38,6 +38,7 @@ var smallFuncPackages = []string{
 	"internal/limitgate",
 	"internal/maintenance",
 	"internal/poolview",
+	"internal/api",
 }
 
 // forbiddenInDispatch are the packages (and their subpackages) the

@@ -1,7 +1,7 @@
 // Package policyops does the work of the policy RPCs: apply, remove, show
 // and list a tenant's policy documents (internal/policystore), and explain
-// a decision (internal/policy). The dispatcher's Connect handlers
-// (internal/dispatch, policyservice.go) only translate: they take the
+// a decision (internal/policy). The API's Connect handlers
+// (internal/api, policies.go) only translate: they take the
 // caller's identity from the request's context, call one method of Ops
 // and map its error to a Connect code. It does not import the dispatcher:
 // it reads the policy in force through Policies, the registry through

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/toolwire/toolwire/internal/api"
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
@@ -53,8 +54,10 @@ func newClient(t *testing.T, url string, opts ...client.Option) *client.Client {
 // speaks HTTP/2 without TLS (h2c, for gRPC), with open access.
 func serve(t *testing.T, d *dispatch.Dispatcher) string {
 	t.Helper()
+	svc, err := api.NewService(api.Config{Core: d, Approvals: d.Approvals(), Policies: d.PolicyOps(), Usage: d.LimitGate()})
+	require.NoError(t, err)
 	mux := http.NewServeMux()
-	mux.Handle(dispatch.NewService(d).Handler(identity.OpenAccess{Identity: identity.Default}))
+	mux.Handle(svc.Handler(identity.OpenAccess{Identity: identity.Default}))
 	srv := httptest.NewUnstartedServer(mux)
 	srv.Config.Protocols = new(http.Protocols)
 	srv.Config.Protocols.SetHTTP1(true)

@@ -12,6 +12,7 @@ import (
 	"github.com/toolwire/toolwire/internal/worker"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 
+	"github.com/toolwire/toolwire/internal/api"
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/bus/bustest"
@@ -79,9 +80,13 @@ func Start(t testing.TB, opts Options) *Stack {
 	if auth == nil {
 		auth = identity.OpenAccess{Identity: identity.Default}
 	}
+	svc, err := api.NewService(api.Config{Core: s.Dispatcher, Approvals: s.Dispatcher.Approvals(),
+		Policies: s.Dispatcher.PolicyOps(), Usage: s.Dispatcher.LimitGate()})
+	if err != nil {
+		t.Fatalf("dispatchtest: API: %v", err)
+	}
 	mux := http.NewServeMux()
-	path, h := dispatch.NewService(s.Dispatcher).Handler(auth)
-	mux.Handle(path, h)
+	mux.Handle(svc.Handler(auth))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL

@@ -1,4 +1,4 @@
-package dispatch
+package api
 
 import (
 	"context"
@@ -20,7 +20,7 @@ func (s *Service) GetUsage(ctx context.Context, req *connect.Request[toolwirev1.
 		return nil, err
 	}
 	m := req.Msg
-	r, err := s.d.limitGate.Report(ctx, id, limitgate.UsageFilter{Agent: m.Agent, Session: m.Session, User: m.User, Run: m.Run})
+	r, err := s.usage.Report(ctx, id, limitgate.UsageFilter{Agent: m.Agent, Session: m.Session, User: m.User, Run: m.Run})
 	switch {
 	case errors.Is(err, limitgate.ErrBadFilter):
 		return nil, connect.NewError(connect.CodeInvalidArgument, err)

@@ -1,4 +1,4 @@
-package dispatch
+package api
 
 import (
 	"cmp"
@@ -8,6 +8,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/policyops"
 	"github.com/toolwire/toolwire/internal/policystore"
@@ -53,7 +54,7 @@ func (s *Service) ApplyPolicy(ctx context.Context, req *connect.Request[toolwire
 		return nil, err
 	}
 	m := req.Msg
-	res, err := s.d.policyOps.Apply(ctx, id, policyops.ApplyRequest{Document: []byte(m.Document), Comment: m.Comment, DryRun: m.DryRun})
+	res, err := s.policies.Apply(ctx, id, policyops.ApplyRequest{Document: []byte(m.Document), Comment: m.Comment, DryRun: m.DryRun})
 	if err != nil {
 		return nil, policyError(err)
 	}
@@ -68,7 +69,7 @@ func (s *Service) RemovePolicy(ctx context.Context, req *connect.Request[toolwir
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.d.policyOps.Remove(ctx, id)
+	res, err := s.policies.Remove(ctx, id)
 	if err != nil {
 		return nil, policyError(err)
 	}
@@ -86,7 +87,7 @@ func (s *Service) GetPolicy(ctx context.Context, req *connect.Request[toolwirev1
 	if err != nil {
 		return nil, err
 	}
-	doc, err := s.d.policyOps.Document(ctx, id, req.Msg.Version)
+	doc, err := s.policies.Document(ctx, id, req.Msg.Version)
 	switch {
 	case err != nil:
 		return nil, policyError(err)
@@ -103,7 +104,7 @@ func (s *Service) ListPolicyVersions(ctx context.Context, req *connect.Request[t
 	if err != nil {
 		return nil, err
 	}
-	hist, err := s.d.policyOps.Versions(ctx, id, int(req.Msg.Limit))
+	hist, err := s.policies.Versions(ctx, id, int(req.Msg.Limit))
 	if err != nil {
 		return nil, policyError(err)
 	}
@@ -131,7 +132,7 @@ func (s *Service) Explain(ctx context.Context, req *connect.Request[toolwirev1.E
 		return nil, err
 	}
 	m := req.Msg
-	x, err := s.d.policyOps.Explain(ctx, id, policyops.ExplainRequest{Tool: m.Tool, SpecVersion: m.SpecVersion,
+	x, err := s.policies.Explain(ctx, id, policyops.ExplainRequest{Tool: m.Tool, SpecVersion: m.SpecVersion,
 		Arguments: []byte(m.ArgumentsJson), Agent: m.Agent, Session: m.Session, User: m.User, Run: m.Run, Scopes: m.Scopes,
 		PolicyVersion: m.PolicyVersion, ApprovalID: m.ApprovalId})
 	if err != nil {
@@ -142,7 +143,7 @@ func (s *Service) Explain(ctx context.Context, req *connect.Request[toolwirev1.E
 
 // explanationProto maps an Explanation to the API's ExplainResponse.
 func explanationProto(x *policy.Explanation, approvalErr string) *toolwirev1.ExplainResponse {
-	out := &toolwirev1.ExplainResponse{Decision: decisionRecord(&x.Decision), Layers: x.Layers, Others: int32(x.Others),
+	out := &toolwirev1.ExplainResponse{Decision: dispatch.DecisionRecord(&x.Decision), Layers: x.Layers, Others: int32(x.Others),
 		ApprovalError: cmp.Or(x.Decision.ApprovalError, approvalErr)}
 	for _, c := range x.Considered {
 		r := c.Rule

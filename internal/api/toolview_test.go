@@ -1,4 +1,4 @@
-package dispatch_test
+package api_test
 
 import (
 	"net/http"

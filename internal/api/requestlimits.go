@@ -1,4 +1,4 @@
-package dispatch
+package api
 
 import (
 	"compress/gzip"
@@ -19,12 +19,13 @@ import (
 // Request limits. Every API request is bounded before it is decoded:
 //
 //   - its body, while it is read: http.MaxBytesReader on every route of the
-//     server and Connect's read limit on the API (Config.MaxRequestBytes),
+//     server and Connect's read limit on the API
+//     (dispatch.Config.MaxRequestBytes),
 //     also after gzip decompression (boundedGzip), so an oversized body is
 //     refused with resource_exhausted having cost at most the limit;
 //   - the number of object members and array elements and the nesting of
-//     a body the limit admits (Config.MaxArgsValues plus requestFields,
-//     MaxRequestDepth),
+//     a body the limit admits (dispatch.Config.MaxArgsValues plus
+//     requestFields, MaxRequestDepth),
 //     by a scan that allocates nothing, before protojson or proto builds the
 //     message: a google.protobuf.Struct costs about 600 bytes of allocation
 //     per value, so a body of a few hundred KiB of short keys would cost

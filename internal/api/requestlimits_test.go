@@ -1,4 +1,4 @@
-package dispatch_test
+package api_test
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
+	"github.com/toolwire/toolwire/internal/api"
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
@@ -159,7 +160,7 @@ func TestLimitBodyBoundsEveryRoute(t *testing.T) {
 	t.Parallel()
 	var read atomic.Int64
 	var readErr atomic.Value
-	h := dispatch.LimitBody(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := api.LimitBody(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, err := io.Copy(io.Discard, r.Body)
 		read.Store(n)
 		if err != nil {
@@ -307,7 +308,7 @@ func TestBoundedGzipStopsAtItsLimit(t *testing.T) {
 	_, err := io.Copy(zw, io.LimitReader(newEndless(100<<20), 100<<20))
 	require.NoError(t, err)
 	require.NoError(t, zw.Close())
-	dec, err := dispatch.NewBoundedGzip(&bomb, 64<<10)
+	dec, err := api.NewBoundedGzip(&bomb, 64<<10)
 	require.NoError(t, err)
 	n, err := io.Copy(io.Discard, dec)
 	var mbe *http.MaxBytesError

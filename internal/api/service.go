@@ -1,4 +1,4 @@
-package dispatch
+package api
 
 import (
 	"cmp"
@@ -10,6 +10,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/registry"
@@ -18,26 +19,36 @@ import (
 )
 
 // Service is the Connect implementation of toolwire.v1.DispatcherService
-// over a Dispatcher. Identity comes from the request context (see
-// Authenticate); a request without one is refused.
+// over a dispatcher (Core). Identity comes from the request context
+// (identity.Authenticate); a request without one is refused.
 type Service struct {
-	d *Dispatcher
+	d         Core
+	approvals Approvals
+	policies  Policies
+	usage     Usage
+	// compressMin is Config.CompressMinBytes.
+	compressMin int
 }
 
 var _ toolwirev1connect.DispatcherServiceHandler = (*Service)(nil)
 
-// NewService returns the service for d.
-func NewService(d *Dispatcher) *Service { return &Service{d: d} }
+// NewService returns the service configured by cfg (WithDefaults, then
+// Validate: an invalid cfg is refused, naming the field).
+func NewService(cfg Config) (*Service, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Service{d: cfg.Core, approvals: cfg.Approvals, policies: cfg.Policies, usage: cfg.Usage, compressMin: cfg.CompressMinBytes}, nil
+}
 
 // Handler returns the path and HTTP handler of the service with identity
 // established by auth for every request, and every request bounded by the
-// dispatcher's request limits (Config.MaxRequestBytes, MaxArgsValues,
-// MaxRequestDepth) before it is decoded.
+// dispatcher's request limits (dispatch.Config.MaxRequestBytes,
+// MaxArgsValues, MaxRequestDepth) before it is decoded.
 func (s *Service) Handler(auth identity.Authenticator, opts ...connect.HandlerOption) (string, http.Handler) {
-	cfg := s.d.cfg
-	// Small responses are not worth compressing: gzip costs more than the
-	// bytes it saves on a typical tool response.
-	base := append([]connect.HandlerOption{connect.WithCompressMinBytes(1024)},
+	cfg := s.d.Config()
+	base := append([]connect.HandlerOption{connect.WithCompressMinBytes(s.compressMin)},
 		requestLimits{values: cfg.MaxArgsValues + requestFields, depth: cfg.MaxRequestDepth}.handlerOptions(cfg.MaxRequestBytes)...)
 	path, h := toolwirev1connect.NewDispatcherServiceHandler(s, append(base, opts...)...)
 	return path, explainContentType(LimitBody(identity.Authenticate(auth, h), cfg.MaxRequestBytes))
@@ -53,21 +64,21 @@ func identityOf(ctx context.Context) (identity.Identity, error) {
 
 func toConnectErr(err error) error {
 	switch {
-	case errors.Is(err, ErrStopped):
+	case errors.Is(err, dispatch.ErrStopped):
 		return connect.NewError(connect.CodeUnavailable, err)
 	case errors.Is(err, context.Canceled):
 		return connect.NewError(connect.CodeCanceled, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return connect.NewError(connect.CodeDeadlineExceeded, err)
-	case errors.Is(err, ErrNoSession):
+	case errors.Is(err, dispatch.ErrNoSession):
 		return connect.NewError(connect.CodeInvalidArgument, err)
-	case errors.Is(err, ErrNotFinished):
+	case errors.Is(err, dispatch.ErrNotFinished):
 		return connect.NewError(connect.CodeFailedPrecondition, err)
 	case errors.Is(err, intents.ErrContention):
 		return connect.NewError(connect.CodeAborted, err)
-	case errors.Is(err, intents.ErrSessionFull), errors.Is(err, ErrTooManyWatches), errors.Is(err, ErrTooManyWaiting):
+	case errors.Is(err, intents.ErrSessionFull), errors.Is(err, dispatch.ErrTooManyWatches), errors.Is(err, dispatch.ErrTooManyWaiting):
 		return connect.NewError(connect.CodeResourceExhausted, err)
-	case errors.Is(err, ErrUnknownCall):
+	case errors.Is(err, dispatch.ErrUnknownCall):
 		return connect.NewError(connect.CodeNotFound, err)
 	}
 	return connect.NewError(connect.CodeInternal, err)
@@ -128,7 +139,7 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[toolwirev1.Wat
 	err = s.d.Watch(ctx, id, req.Msg.CallId, func(ev *toolwirev1.CallEvent) error {
 		return stream.Send(&toolwirev1.WatchResponse{Event: ev})
 	})
-	if errors.Is(err, ErrUnknownCall) {
+	if errors.Is(err, dispatch.ErrUnknownCall) {
 		return connect.NewError(connect.CodeNotFound, err)
 	}
 	if err != nil {
@@ -151,7 +162,7 @@ func (s *Service) Cancel(ctx context.Context, req *connect.Request[toolwirev1.Ca
 }
 
 // ListTools lists the tools the caller's scopes allow; executor
-// configuration only to the admin scope (toolView).
+// configuration only to the admin scope (dispatch's VisibleTools).
 func (s *Service) ListTools(ctx context.Context, req *connect.Request[toolwirev1.ListToolsRequest]) (*connect.Response[toolwirev1.ListToolsResponse], error) {
 	id, err := identityOf(ctx)
 	if err != nil {
@@ -169,19 +180,19 @@ func (s *Service) ListTools(ctx context.Context, req *connect.Request[toolwirev1
 }
 
 // GetTool returns one tool's spec; executor configuration only to the
-// admin scope (toolView).
+// admin scope (dispatch's VisibleTool).
 func (s *Service) GetTool(ctx context.Context, req *connect.Request[toolwirev1.GetToolRequest]) (*connect.Response[toolwirev1.GetToolResponse], error) {
 	id, err := identityOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ent, err := s.d.reg.GetVersion(ctx, req.Msg.Name, req.Msg.Version)
-	if err != nil || !registry.HasScopes(id.Scopes, ent.Spec.Scopes) || !s.d.listable(id)(ent.Spec.Name) {
+	spec, err := s.d.VisibleTool(ctx, id, req.Msg.Name, req.Msg.Version)
+	if err != nil {
 		return nil, connect.NewError(connect.CodeNotFound, registry.ErrNotFound)
 	}
-	out := &toolwirev1.GetToolResponse{Tool: toolView(id, ent.Spec)}
+	out := &toolwirev1.GetToolResponse{Tool: spec}
 	if f := req.Msg.Format; f != toolwirev1.ToolFormat_TOOL_FORMAT_UNSPECIFIED && f != toolwirev1.ToolFormat_TOOL_FORMAT_NATIVE {
-		b, err := registry.ExportOne(f, ent.Spec)
+		b, err := registry.ExportOne(f, spec)
 		if err != nil {
 			return nil, connect.NewError(connect.CodeInvalidArgument, err)
 		}
@@ -201,9 +212,6 @@ func CallOf(s *toolwirev1.SubmitRequest) *toolwirev1.CallRequest {
 	return out
 }
 
-// AdminScope is the scope ApproveTool needs (identity.AdminScope).
-const AdminScope = identity.AdminScope
-
 // ApproveTool records the definition hash an operator approves for a tool
 // that was disabled because its definition changed. The worker serving
 // the tool sees the approval and re-enables it; the response carries the
@@ -215,11 +223,11 @@ func (s *Service) ApproveTool(ctx context.Context, req *connect.Request[toolwire
 	}
 	spec, err := s.d.ApproveTool(ctx, id, req.Msg.Name, req.Msg.DefinitionHash)
 	switch {
-	case errors.Is(err, ErrNeedAdminScope):
+	case errors.Is(err, dispatch.ErrNeedAdminScope):
 		return nil, connect.NewError(connect.CodePermissionDenied, err)
 	case errors.Is(err, registry.ErrNotFound):
 		return nil, connect.NewError(connect.CodeNotFound, registry.ErrNotFound)
-	case errors.Is(err, ErrNoDefinition), errors.Is(err, ErrDefinitionChanged):
+	case errors.Is(err, dispatch.ErrNoDefinition), errors.Is(err, dispatch.ErrDefinitionChanged):
 		return nil, connect.NewError(connect.CodeFailedPrecondition, err)
 	case err != nil:
 		return nil, connect.NewError(connect.CodeUnavailable, err)

@@ -1,4 +1,4 @@
-package dispatch
+package api
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/toolwire/toolwire/internal/approvalflow"
+	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -26,7 +27,7 @@ func approvalErr(err error) error {
 		return connect.NewError(connect.CodeFailedPrecondition, err)
 	case errors.Is(err, approvalflow.ErrBadApproval), errors.Is(err, identity.ErrBadTenant):
 		return connect.NewError(connect.CodeInvalidArgument, err)
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrStopped):
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, dispatch.ErrStopped):
 		return toConnectErr(err)
 	}
 	// The approvals bucket did not answer or refused a write.
@@ -39,7 +40,7 @@ func (s *Service) ListApprovals(ctx context.Context, req *connect.Request[toolwi
 	if err != nil {
 		return nil, err
 	}
-	list, truncated, err := s.d.approvals.ListApprovals(ctx, id, req.Msg)
+	list, truncated, err := s.approvals.ListApprovals(ctx, id, req.Msg)
 	if err != nil {
 		return nil, approvalErr(err)
 	}
@@ -52,7 +53,7 @@ func (s *Service) GetApproval(ctx context.Context, req *connect.Request[toolwire
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.d.approvals.GetApproval(ctx, id, req.Msg.GetId())
+	a, err := s.approvals.GetApproval(ctx, id, req.Msg.GetId())
 	if err != nil {
 		return nil, approvalErr(err)
 	}
@@ -65,7 +66,7 @@ func (s *Service) Approve(ctx context.Context, req *connect.Request[toolwirev1.A
 	if err != nil {
 		return nil, err
 	}
-	a, g, err := s.d.approvals.Approve(ctx, id, req.Msg)
+	a, g, err := s.approvals.Approve(ctx, id, req.Msg)
 	if err != nil {
 		return nil, approvalErr(err)
 	}
@@ -78,7 +79,7 @@ func (s *Service) Deny(ctx context.Context, req *connect.Request[toolwirev1.Deny
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.d.approvals.Deny(ctx, id, req.Msg.GetId(), req.Msg.GetReason())
+	a, err := s.approvals.Deny(ctx, id, req.Msg.GetId(), req.Msg.GetReason())
 	if err != nil {
 		return nil, approvalErr(err)
 	}
@@ -91,7 +92,7 @@ func (s *Service) ListGrants(ctx context.Context, req *connect.Request[toolwirev
 	if err != nil {
 		return nil, err
 	}
-	gs, err := s.d.approvals.ListGrants(ctx, id, req.Msg.GetAgent(), req.Msg.GetSession())
+	gs, err := s.approvals.ListGrants(ctx, id, req.Msg.GetAgent(), req.Msg.GetSession())
 	if err != nil {
 		return nil, approvalErr(err)
 	}
@@ -104,7 +105,7 @@ func (s *Service) RevokeGrant(ctx context.Context, req *connect.Request[toolwire
 	if err != nil {
 		return nil, err
 	}
-	ok, err := s.d.approvals.RevokeGrant(ctx, id, req.Msg.GetId())
+	ok, err := s.approvals.RevokeGrant(ctx, id, req.Msg.GetId())
 	if err != nil {
 		return nil, approvalErr(err)
 	}

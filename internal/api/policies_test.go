@@ -1,4 +1,4 @@
-package dispatch_test
+package api_test
 
 import (
 	"context"
@@ -21,6 +21,15 @@ import (
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
 )
+
+// requireNothingQueued asserts that no call reached the calls stream
+// (as internal/dispatch's admission tests do).
+func requireNothingQueued(t *testing.T, s *dispatchtest.Stack) {
+	t.Helper()
+	info, err := s.Env.Bus.Calls.Info(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, info.State.Msgs, "a refused call reached the calls stream")
+}
 
 // policyIdentities authenticates "Bearer <key>" as the identity under key.
 type policyIdentities map[string]identity.Identity

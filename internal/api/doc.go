@@ -1,0 +1,127 @@
+// Package api serves the dispatcher as toolwire.v1.DispatcherService over
+// Connect (Connect, gRPC, gRPC-Web and JSON on one handler). It is a face
+// over the dispatcher core (internal/dispatch), as internal/mcpserver and
+// internal/dashboard are: every handler takes the caller's identity from
+// the request's context, makes one call of the core or of one of its
+// components, and translates the answer and the error. It decides
+// nothing itself, so the API never answers differently from the core.
+//
+// # Parts
+//
+// NewService takes a Config (config.go): the dispatcher as Core (core.go:
+// the calls, tools and sessions methods the RPCs make), its approval flow
+// as Approvals (*approvalflow.Flow), its policy operations as Policies
+// (*policyops.Ops) and its limits as Usage (*limitgate.Gate). The process
+// (internal/dispatchd) hands them over from the dispatcher (Approvals(),
+// PolicyOps(), LimitGate()). Config fills its defaults (WithDefaults) and
+// NewService refuses an invalid one (Validate, naming the field). The
+// package depends on the core, never the reverse: internal/dispatch
+// imports nothing of it.
+//
+// # The API server
+//
+// Service.Handler serves DispatcherService behind identity.Authenticate
+// and compresses only responses of Config.CompressMinBytes (1 KiB) or
+// more. A request without an identity is refused unauthenticated before
+// its body is read. A POST whose Content-Type no protocol of the API
+// speaks (curl -d sends a form when told nothing) is answered 415 with a
+// JSON body that says what to send (contenttype.go), where Connect would
+// answer with an empty one. The dispatcher process serves the API with
+// /healthz, /readyz and /metrics on one listener (internal/dispatchd).
+// With tracing on, a caller's traceparent parents the admission span, and
+// the call's trace context travels to the worker in the message headers.
+//
+// # Request limits
+//
+// Every request is bounded before it is decoded (requestlimits.go). Its
+// body is read through http.MaxBytesReader (LimitBody) and Connect's read
+// limit (dispatch.Config.MaxRequestBytes, default MaxArgsBytes plus 64
+// KiB: 320 KiB), also after gzip decompression, whose inflating stops a
+// byte past the limit (boundedGzip): a longer body is answered
+// resource_exhausted having cost at most the limit, and the connection is
+// closed rather than the rest read. The dispatcher process applies the
+// same body limit (LimitBody) to every route of its server. The codecs
+// (binary protobuf and JSON) then scan the body without allocating and
+// refuse with invalid_argument one with more than MaxArgsValues plus 64
+// object members, array elements or fields, or nested deeper than
+// dispatch.Config.MaxRequestDepth (default twice MaxArgsDepth: 64): a
+// google.protobuf.Struct (the structured arguments form) costs about 600
+// bytes of allocation per value to build, so an unbounded count would let
+// a body within the byte limit cost tens of MiB. Headers are bounded by
+// net/http's default of 1 MiB. docs/reliability.md ("Request limits")
+// gives the attacks tried and the measured time and memory of each
+// refusal.
+//
+// # Calls
+//
+// Call, Submit, GetResult, Watch, GetOutput and Cancel are the core's
+// methods of the same names; Submit's request converts to a CallRequest
+// on the wire (CallOf: the two messages share their field numbers). The
+// core's errors map to codes in one place (toConnectErr): a stopped
+// dispatcher is unavailable, a cancelled or expired context canceled or
+// deadline_exceeded, an unknown call not_found, a call not finished
+// failed_precondition, intents to apply without a session
+// invalid_argument, session contention aborted, a full session and the
+// per-caller caps (too many Watches, too many waiting requests)
+// resource_exhausted, anything else internal. GetOutput answers a bad
+// range or pattern invalid_argument and an output the blob store no
+// longer holds not_found.
+//
+// # Tools
+//
+// ListTools shows only the tools whose scopes the caller holds all of
+// (the core's VisibleTools); GetTool answers not_found for the others and
+// for those the policy hides (VisibleTool); ApproveTool needs the "admin"
+// scope. Both show a tool's executor configuration (the spec's config:
+// sandbox argv, environment and paths; HTTP URL and body templates,
+// headers, allowed hosts and networks; MCP server, tool and definition
+// hash) to the "admin" scope only ("*" holds it); everyone else gets the
+// spec with no config set, its executor type kept. A format other than
+// native renders the same specs as an LLM provider's tool list
+// (registry.Export).
+//
+// # Approval RPCs
+//
+// ListApprovals, GetApproval, Approve, Deny, ListGrants and RevokeGrant
+// (approvals.go) need the "approve" scope and act on the caller's tenant;
+// internal/approvalflow does their work. A missing scope is
+// permission_denied, an unknown approval not_found, one decided already
+// failed_precondition, a bad request invalid_argument, and a bucket that
+// did not answer unavailable.
+//
+// # Policy RPCs
+//
+// ApplyPolicy, RemovePolicy, GetPolicy, ListPolicyVersions and Explain
+// (policies.go) need the "admin" scope and act on the caller's tenant,
+// from its credentials, never from the request; internal/policyops does
+// their work (its doc.go says what each does), the handlers only
+// translate. A refused document, request or comment is invalid_argument
+// (the message names the lines), an unknown tool or version not_found, a
+// dispatcher without a policy source or a stored document that does not
+// parse failed_precondition, a store over its quota resource_exhausted,
+// a store failure unavailable.
+//
+// # Usage
+//
+// GetUsage (usage.go) reads the limits in force for the caller's tenant
+// as they stand for an agent, session, user or run (limitgate.Gate.Report):
+// another agent's usage needs the admin scope (permission_denied), and a
+// name longer than a key may be is invalid_argument.
+//
+// # Decisions on request limits
+//
+// Where the issue that introduced the request limits was silent:
+//
+//   - The body limit is MaxArgsBytes plus 64 KiB, not more: in the JSON
+//     encoding arguments_json is a JSON string, so its quotes and
+//     backslashes count twice, and arguments near the limit that are rich
+//     in quotes need the object form, binary protobuf (pkg/client) or a
+//     larger --max-request-bytes. A tool whose spec allows more than
+//     MaxArgsBytes needs the body limit raised too.
+//   - The body scan allows 64 values above MaxArgsValues, so arguments at
+//     the limit reach admission and its VALIDATION answer; only bodies far
+//     over it are cut short as invalid_argument.
+//   - Exceeding the values or depth scan is invalid_argument (the codec's
+//     code in Connect), not resource_exhausted: the body is within its
+//     size, its shape is what is refused.
+package api
