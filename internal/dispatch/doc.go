@@ -1,24 +1,34 @@
-// Package dispatch is the dispatcher core: it establishes who is calling,
-// admits a call, publishes it on the calls stream and hands the terminal
-// response back to the caller waiting for it. Dispatcher is the core;
-// internal/api serves it as toolwire.v1.DispatcherService over Connect. The
+// Package dispatch is the dispatcher core: it admits a call, publishes it
+// on the calls stream and hands the terminal response back to the caller
+// waiting for it; it answers GetResult, GetOutput, Watch and Cancel for
+// any call, and keeps the reference applier's sessions. Dispatcher is the
+// core. Its faces serve it, each taking it as a small interface of the
+// calls it makes: internal/api (toolwire.v1.DispatcherService over
+// Connect), internal/mcpserver (/mcp) and internal/dashboard (/ui). The
 // dispatcher process that runs it (flags, embedded NATS server, HTTP
 // server, in-process workers) is internal/dispatchd, which cmd/dispatcher
 // runs; this package imports no worker, worker configuration or executor
-// package. Several replicas can
-// run side by side: any of them answers GetResult, Cancel and Watch for any
-// call. The answers the dispatcher gives itself (rejections, OVERLOADED,
-// the reaper's and the sweeper's dead-letter answers) are built by
-// internal/envelope, and arguments are checked by registry.CheckArgs, the
-// check the worker repeats.
+// package (internal/houserules holds it to that). Several replicas can
+// run side by side: any of them answers GetResult, Cancel and Watch for
+// any call.
+//
+// What the core runs but does not hold lives in packages that never
+// import it (one that needs the core takes a small interface of it): the
+// hooks (internal/hooks), the approval flow (internal/approvalflow), the
+// limits (internal/limitgate), the policy operations (internal/policyops),
+// the cached views of the pools (internal/poolview) and the background
+// maintenance (internal/maintenance). The answers the dispatcher gives
+// itself (rejections, OVERLOADED) are built by internal/envelope, and
+// arguments are checked by registry.CheckArgs, the check the worker
+// repeats.
 //
 // # Identity
 //
-// Identity (tenant, agent, scopes) comes from credentials only, never from
-// a request body: internal/identity establishes it (API keys, open
-// access) and identity.Authenticate puts it in the request's context. The
-// Dispatcher's own methods refuse an identity whose tenant cannot be a
-// subject token (identity.ErrBadTenant) before anything is recorded.
+// Who is calling is internal/identity's, from credentials only. The
+// Dispatcher's methods that act for a caller take its identity.Identity
+// and refuse one whose tenant cannot be a subject token
+// (identity.CheckTenant, identity.ErrBadTenant) before anything is
+// recorded.
 //
 // # Admission
 //
@@ -29,28 +39,57 @@
 // built, the decision, the ask or token, the waiter, the idempotency
 // claim, the limits ticket); each step, one file named admit_<step>.go,
 // fills it in and returns a verdict (next, refuse, park, redeem, done)
-// that one settle carries out. The steps, in order: a
-// tool name is present → the tool is in the registry (its current version,
-// or the spec_version the request pins) → it is not disabled → the caller
-// holds all of its scopes → a worker pool consumes its calls (see "Pool
-// check" below) → the arguments are within the size and nesting
-// limits (the tool spec's, else Config.MaxArgsBytes, 256 KiB, and
-// MaxArgsDepth, 32) → they have at most Config.MaxArgsValues (2048) object
-// members and array elements, counted by a scan that allocates nothing →
-// they are valid against the tool's input JSON Schema (a schema refusal
-// lists at most 20 violations; its message ends "and N more" when there
-// were others, so a rejection, answered and stored as an event, does not
-// grow with the arguments) → a call that answers a tool's request for
-// input (CallRequest.continues) continues a stored input-required
-// response of the caller's tenant, the same tool at the same spec version
-// and the same arguments (their canonical form's SHA-256), at most
-// Config.InputTTL old (admit_input.go; VALIDATION naming the field "continues"
-// otherwise) → policy and approval (policy.go): the policy
-// in force decides (internal/policy); a deny answers PERMISSION_DENIED;
-// an ask (a rule, requires_approval, or a default) that no grant and no
-// valid approval token covers parks the call (see "Approvals" below) →
-// the limits of the policy in force (internal/limitgate, "Limits and
-// budgets" below), the last step, just before the call is published.
+// that one settle carries out. The steps, in the order of admissionSteps:
+//
+//  1. lookup (admit_lookup.go): a tool name is present, the tool is in
+//     the registry (its current version, or the spec_version the request
+//     pins) and it is not disabled (NOT_FOUND, suggesting the tools the
+//     caller may have meant; a failed registry read answers INTERNAL).
+//  2. scopes (admit_scopes.go): the caller holds all of the tool's scopes
+//     (PERMISSION_DENIED).
+//  3. pool (admit_pool.go): a worker pool consumes its calls (see "Pool
+//     check").
+//  4. arguments (admit_arguments.go): the arguments are within the size
+//     and nesting limits (the tool spec's, else Config.MaxArgsBytes, 256
+//     KiB, and MaxArgsDepth, 32), have at most Config.MaxArgsValues (2048)
+//     object members and array elements, counted by a scan that allocates
+//     nothing, and are valid against the tool's input JSON Schema (a
+//     schema refusal lists at most 20 violations; its message ends "and N
+//     more" when there were others, so a rejection, answered and stored as
+//     an event, does not grow with the arguments).
+//  5. input (admit_input.go): a call that answers a tool's request for
+//     input (CallRequest.continues) continues a stored input-required
+//     response of the caller's tenant, the same tool at the same spec
+//     version and the same arguments (their canonical form's SHA-256), at
+//     most Config.InputTTL old (VALIDATION naming the field "continues"
+//     otherwise).
+//  6. call (admit_call.go): the ToolCall as it will be published; it pins
+//     the spec version and carries as deadlines the tighter of the tool's
+//     and the request's schedule-to-start and schedule-to-close timeouts.
+//  7. after-hooks (admit_afterhooks.go): the after-hooks the policy in
+//     force binds to the tool are named in the call (see "Hooks").
+//  8. before-hooks (admit_beforehooks.go): the before-hooks run; one may
+//     refuse the call, ask, or rewrite its arguments (see "Hooks").
+//  9. policy (admit_policy.go): the policy in force decides (see
+//     "Policy"); a deny answers PERMISSION_DENIED; an ask (a rule,
+//     requires_approval, a default, or a before-hook's) that no grant and
+//     no valid approval token covers is left for the approval step.
+//  10. loop guard (admit_loopguard.go): see "Loop guard".
+//  11. waiter (admit_waiter.go): a caller waiting in Call gets its place
+//     among the replica's waiters before anything is published (a fast
+//     call's result may arrive before the publish returns). A replica
+//     with Config.MaxWaiting (100,000) callers already waiting answers a
+//     new Call OVERLOADED (retryable, retry_after 1s) without publishing
+//     it; the refusal is recorded as a REJECTED event like every other,
+//     so any replica answers the call id with it.
+//  12. idempotency (admit_idempotency.go): see "Idempotency keys".
+//  13. approval (admit_approval.go): an asked call is parked, a call an
+//     approval token covers redeems the parked one (see "Approvals").
+//  14. overload (admit_overload.go): see "Overload".
+//  15. limits (admit_limits.go): see "Limits and budgets"; last before the
+//     publish, so that a call refused by any other step spends nothing.
+//  16. publish (admit_publish.go): see "Publishing".
+//
 // The arguments are the request's arguments_json byte for byte when given,
 // else its arguments object encoded as JSON, else {}; a request that sets
 // both is refused (VALIDATION), since the caller could not tell which one
@@ -60,23 +99,30 @@
 // could read different values. A refusal is answered at once as a
 // ToolResponse (source "dispatcher") with VALIDATION (each offending field
 // named by a JSON Pointer in violations), NOT_FOUND (unknown or disabled
-// tool, or no pool consumes its calls), PERMISSION_DENIED or CONFIRMATION_REQUIRED, not retryable, with
-// partial_side_effects NONE (a failed registry read answers INTERNAL);
-// nothing is published. The admitted ToolCall pins the spec version and
-// carries as deadlines the tighter of the tool's and the request's
-// schedule-to-start and schedule-to-close timeouts.
+// tool, or no pool consumes its calls), PERMISSION_DENIED,
+// CONFIRMATION_REQUIRED, CONFLICT, OVERLOADED, RATE_LIMIT or
+// BUDGET_EXCEEDED (a failed before-hook: TRANSIENT), with
+// partial_side_effects NONE, retryable only for OVERLOADED, RATE_LIMIT,
+// BUDGET_EXCEEDED and TRANSIENT; nothing is published.
+// Every refusal is carried out in one place (admission.refuseCall): the
+// caller's waiter released, the refusal recorded as a REJECTED event with
+// the decision that refused it (but an overload refusal of a call without
+// an idempotency key: see internal/poolview's doc.go, "Overload"), then
+// the idempotency key released; the log names the step that stopped the
+// call.
 //
 // A refusal quotes no secret: the values of the arguments the tool's input
 // schema marks secret ("x-toolwire-secret": true) are replaced by
 // "[REDACTED]" in its message and violations (a JSON Schema `pattern` or
 // `enum` error quotes the value) before it is answered, recorded as a
-// REJECTED event or set on the admission span (internal/redact, which
-// also says why values under 4 bytes are replaced only where quoted).
+// REJECTED event or set on the admission span (redact.go; internal/redact,
+// which also says why values under 4 bytes are replaced only where
+// quoted).
 //
-// A replica with Config.MaxWaiting (100,000) callers already waiting in
-// Call answers a new Call OVERLOADED (retryable, retry_after 1s) without
-// publishing it; the refusal is recorded as a REJECTED event like every
-// other, so any replica answers the call id with it.
+// # Pool check
+//
+// The pool step (admit_pool.go) refuses NOT_FOUND a call no pool consumer
+// takes, against internal/poolview's Pools: see its doc.go, "Pool check".
 //
 // # Overload
 //
@@ -85,20 +131,27 @@
 //
 // # Idempotency keys
 //
-// A call with an idempotency key first claims the key (the hex SHA-256 of
-// tenant and key) in the idempotency bucket, binding it to the call id,
-// the tool and the SHA-256 of the arguments for the bucket's TTL (the
-// audit horizon), not just the calls stream's duplicate window. When the
-// key is already bound, the same tool and arguments answer the original
-// call id (Submitted.Duplicate; Call then waits for that call as GetResult
-// does, and Submit answers its terminal response, Submitted.Finished, when
-// it has finished: its result or its refusal); anything else answers
-// CONFLICT. A call the calls stream does not
-// take releases its key.
+// The idempotency step (admit_idempotency.go) claims a call's key (the
+// hex SHA-256 of tenant and key) in the idempotency bucket, binding it to
+// the call id, the tool, the SHA-256 of the arguments and, for a call
+// answering a tool's request for input, the answers, for the bucket's TTL
+// (the audit horizon), not just the calls stream's duplicate window. It
+// comes before the approval and overload steps, so that a repeat of an
+// accepted or parked call still answers that call. When the key is
+// already bound, a call with the same tool, arguments and answers is a
+// repeat, answered with the original call id (Submitted.Duplicate; Call
+// then waits for that call as GetResult does, and Submit answers its
+// terminal response, Submitted.Finished, when it has finished: its result
+// or its refusal); anything else answers CONFLICT. A call the calls
+// stream does not take releases its key.
 //
 // # Publishing
 //
-// The call (binary protobuf) is published asynchronously on
+// The publish step (admit_publish.go) first holds the call's concurrency
+// slots (limitgate.Gate.Hold: a fast call's result can reach the results
+// consumer, which releases them, before the publish returns); a call the
+// stream does not take gives back what it took. The call (binary
+// protobuf) is published asynchronously on
 // toolwire.call.<type>.<tenant>.<provider>.<tool> with the Nats-Msg-Id and
 // Nats-Expected-Stream headers (the call id and the calls stream), set
 // directly rather than through jetstream's publish options. Only the
@@ -251,10 +304,14 @@
 //
 // # Approvals
 //
-// An ask parks the call (approve.go: park, after its idempotency key is
-// claimed) and a call an approval token covers redeems the parked one
-// (redeem); the flow itself — decisions, tokens, grants, the sweep — is
-// internal/approvalflow's (its doc.go), run by Dispatcher.Approvals.
+// The approval step (admit_approval.go) sends an ask to be parked
+// (parkCall: its rates and budgets counted, no slot held while it waits;
+// approve.go: park, after its idempotency key is claimed) and a call an
+// approval token covers to redeem the parked one (approve.go: redeem).
+// The flow itself — parking, decisions, tokens, grants, the sweep — is
+// internal/approvalflow's (its doc.go), run by Dispatcher.Approvals; it
+// publishes and answers calls through the core's paths (approve.go:
+// approvalCore).
 //
 // # Caps per caller
 //
@@ -278,13 +335,15 @@
 // # Start and Stop
 //
 // Start starts what the dispatcher runs besides its callers' requests, one
-// startstop.Group whose order is written once (lifecycle.go, services):
-// the results consumer, the reaper, the retry mover, the dead-letter retry
-// service, the after-hook service, the queue of admission records, the
-// load view, the rechecks of waiters after a reconnect, the orphan
-// sweeper, the pool listing, the grant index, the approval tracker, the
-// approval sweep and limits. A Start that fails stops what it had
-// started. Stop(ctx) marks the dispatcher stopped (a later Call gets
+// startstop.Group whose order is written once (lifecycle.go, services),
+// each part a startstop.Service: the results consumer, the reaper, the
+// retry mover, the dead-letter retries, the after-hook service
+// (internal/hooks), the queue of admission records, the load view
+// (internal/poolview), the rechecks of waiters after a reconnect or a
+// failure of the results consumer, the orphan sweeper, the pool listing
+// (internal/poolview), the approval flow (internal/approvalflow: the grant
+// index, the approval tracker and the sweep) and the limits' slot renewal
+// (internal/limitgate). A Start that fails stops what it had started. Stop(ctx) marks the dispatcher stopped (a later Call gets
 // ErrStopped), releases every waiting caller with ErrStopped, and stops
 // everything Start started, newest first, each in turn, waiting until it
 // has ended (the last callback of each consumer returned, the results
@@ -292,11 +351,6 @@
 // error; what was told to end still ends, and a later Stop waits for it
 // again. Stop is idempotent; a stopped dispatcher does not start again.
 // Watches are not Stop's: each ends with its request.
-//
-// # Pool check
-//
-// The pool step (admit_pool.go) refuses NOT_FOUND a call no pool consumer
-// takes, against internal/poolview's Pools: see its doc.go, "Pool check".
 //
 // # Intents
 //
@@ -330,15 +384,19 @@
 // The Connect API (DispatcherService) is internal/api, a face over this
 // core: its doc.go says how requests are authenticated, bounded and
 // answered. ListTools and GetTool show what VisibleTools and VisibleTool
-// return (toolview.go: executor configuration to the admin scope only).
+// return (toolview.go: executor configuration to the admin scope only);
+// the dashboard's views of pools and tools are uiview.go's.
 //
 // # Policy
 //
-// After the schema, admission decides the call by the policy in force for
-// the caller's tenant (Config.Policies; internal/policystore's Holder in
-// the dispatcher process): the tenant's own document, else the
-// installation document (--policy), else none (allow, but tools that
-// require approval ask). A deny is answered PERMISSION_DENIED with the
+// After the before-hooks, the policy step (admit_policy.go) decides the
+// call by the policy in force for the caller's tenant (Config.Policies;
+// internal/policystore's Holder in the dispatcher process): the tenant's
+// own document, else the installation document (--policy), else none
+// (allow, but tools that require approval ask), on the arguments parsed
+// once per admission (admission.policyArgs). An approval token the call
+// presents is verified first (approvalflow.Flow.VerifyToken) and taken off
+// the call whatever happens: it is never stored or published. A deny is answered PERMISSION_DENIED with the
 // deciding rule's reason (its id when it has none), never the rule's
 // text, and recorded on the REJECTED event with the policy version and
 // rule id; an allowed call carries both (ToolCall.policy_version,
@@ -357,16 +415,21 @@
 //
 // # Hooks
 //
-// The hooks are internal/hooks (its doc.go is their specification): admission
-// runs the before-hooks after the JSON Schema and names the after-hooks in
-// the call; the after-hook service starts and stops with the dispatcher.
+// The hooks are internal/hooks (its doc.go is their specification).
+// Admission names the after-hooks in the call (admit_afterhooks.go) and
+// runs the before-hooks (admit_beforehooks.go; hooks.go) after the JSON
+// Schema and before the policy; a before-hook's ask is left to the policy
+// step, where a deny still wins. A hook's own call (hooks.IsHookCall) is
+// held to no MaxArgsValues, loop guard or limits. The after-hook service,
+// which runs the after-hooks for the workers, starts and stops with the
+// dispatcher.
 //
 // # Loop guard
 //
-// For a call the policy allowed, the loop guard (admit_loopguard.go; DESIGN §6:
-// after the policy and approval, before the limits) counts how many times
-// in a row the same call (policy.Fingerprint: tool and canonical
-// arguments) was made in its session (or run), in the limits bucket that
+// For a call the policy allowed (one already asked goes to its approver),
+// the loop guard (admit_loopguard.go; DESIGN §6: after the policy, before
+// the limits) counts how many times in a row the same call
+// (policy.FingerprintOf: tool and canonical arguments) was made in its session (or run), in the limits bucket that
 // every replica shares (limits.Store.Repeat), and from the document's
 // thresholds (defaults 3, 5, 10) warns (loop_count on the call, its
 // ACCEPTED record and its response's meta), asks (the call is parked,
@@ -379,10 +442,14 @@
 //
 // # Limits and budgets
 //
-// The limits step of admission, the concurrency slots held for the calls
-// admitted here and the usage reads are internal/limitgate's (its doc.go,
-// "Limits and budgets"); submit.go calls it last, and results.go settles
-// a call's slots when its result arrives.
+// The limits of the policy in force, the concurrency slots held for the
+// calls admitted here and the usage reads are internal/limitgate's (its
+// doc.go, "Limits and budgets"). The limits step (admit_limits.go,
+// limitgate.Gate.Take) is the last before the publish; the publish step
+// holds the slots (Gate.Hold), and results.go releases them when the
+// call's result arrives (Gate.Settle). An asked call is counted when it is
+// parked (its rates and budgets, no slot); a hook's own call is not
+// counted.
 //
 // # Decisions on request limits
 //

@@ -22,7 +22,7 @@ type stopper func() <-chan struct{}
 // after-hook service (internal/hooks), the queue of admission records, the
 // load view, the rechecks of waiters, the orphan sweeper
 // (internal/maintenance), the listing of the pool consumers that
-// admission checks calls against (poolcheck.go), the approval flow
+// admission checks calls against (internal/poolview), the approval flow
 // (internal/approvalflow), and limits.
 // (Pool consumers are created by workers before they register their tools,
 // and admission refuses a call no pool consumer filters, so no call is
