@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/toolwire/toolwire/internal/jsonvalue"
 	"github.com/toolwire/toolwire/internal/policy"
 )
 
@@ -183,4 +184,28 @@ func FuzzCanonical(f *testing.F) {
 		require.NoError(t, err, "%q", re)
 		require.Equal(t, string(canon), string(recanon), "%q and its round trip %q", data, re)
 	})
+}
+
+// ArgsFrom gives the arguments of a text parsed already (the Doc admission
+// shares): the forms ParseArgs gives, derived from that one Doc.
+func TestArgsFrom(t *testing.T) {
+	t.Parallel()
+	doc, err := jsonvalue.Parse([]byte(`{"b":1.0,"a":["x",2]}`))
+	require.NoError(t, err)
+	a, err := policy.ArgsFrom(doc)
+	require.NoError(t, err)
+	require.Same(t, doc, a.Doc())
+	want, err := policy.ParseArgs(doc.Raw())
+	require.NoError(t, err)
+	require.Equal(t, want.Value(), a.Value())
+	require.Equal(t, `{"a":["x",2],"b":1}`, string(a.Canonical()))
+	require.Equal(t, want.Hash(), a.Hash())
+
+	list, err := jsonvalue.Parse([]byte(`[1]`))
+	require.NoError(t, err)
+	_, err = policy.ArgsFrom(list)
+	require.ErrorIs(t, err, policy.ErrNotObject)
+
+	var none *policy.Args
+	require.Equal(t, "{}", string(none.Doc().Canonical()))
 }

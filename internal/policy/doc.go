@@ -230,22 +230,26 @@
 //
 // # Canonical arguments
 //
-// ParseArgs parses a call's arguments once, for every decision that needs
-// them: the value (for globs and CEL), the canonical JSON and its SHA-256
-// (approval bindings, the loop guard). The canonical form has no
-// insignificant white space; object members sorted by the UTF-8 bytes of
-// their keys; strings with only ", \ and control characters escaped;
-// numbers as the decimal they denote (1, 1.0, 1e0 and 10E-1 are all 1,
-// -0 is 0), in plain digits while the point is within 21 places, else in
-// exponent form, which matches RFC 8785 for every number a float64 holds
-// exactly. Numbers are never rounded through a float64: 9007199254740993
-// and 9007199254740992 differ, so an approval for one does not cover the
-// other. ParseArgs is stricter than encoding/json where encoding/json
+// Args are a call's arguments as every decision sees them, a view of one
+// text parsed by the one JSON reader (internal/jsonvalue, whose doc.go
+// gives the rules and the canonical form): ParseArgs parses the text,
+// ArgsFrom takes a *jsonvalue.Doc parsed already (registry.CheckedArgs
+// returns the Doc of arguments that passed the schema), so that admission
+// reads the arguments once. The forms a decision uses are derived from the
+// Doc when first asked for, once: the value (Value, for globs and CEL;
+// numbers int64 when whole and in range, else float64), the canonical JSON
+// (Canonical) and its SHA-256 (SHA256, Hash: approval bindings, the loop
+// guard). The canonical form has no insignificant white space, members
+// sorted by key, and numbers as the decimal they denote (1, 1.0, 1e0 and
+// 10E-1 are all 1), never rounded through a float64: 9007199254740993 and
+// 9007199254740992 differ, so an approval for one does not cover the
+// other. The reader is stricter than encoding/json where encoding/json
 // would make two different texts one value, or one text two values: it
 // refuses duplicate keys, invalid UTF-8 and unpaired surrogate escapes
 // (the dispatcher answers those VALIDATION), nesting deeper than
-// MaxArgsDepth and exponents beyond nine digits; empty input is {}, and a
-// value other than an object is refused. It is fuzzed against
+// MaxArgsDepth and exponents beyond nine digits (the Err variables).
+// ParseArgs reads empty input as {} and refuses a value other than an
+// object (ErrNotObject). FuzzCanonical holds the canonical form to
 // encoding/json.
 //
 // # Tests

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolwire/toolwire/internal/jsonvalue"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"go.yaml.in/yaml/v3"
 )
@@ -398,7 +399,7 @@ func (d decoder) argPatterns(n *yaml.Node, field string) []docArg {
 				d.ps.add(v.Line, sub, "%v", err)
 				continue
 			}
-			pat = numberValue(num)
+			pat, _ = jsonvalue.NativeNumber(num)
 		default:
 			d.ps.add(v.Line, sub, "a pattern is a string (glob), a number, true, false or null, not %s", describe(v))
 			continue
@@ -512,7 +513,7 @@ func (d decoder) json(n *yaml.Node, field string, out *[]byte) bool {
 			if i > 0 {
 				*out = append(*out, ',')
 			}
-			*out = appendCanonicalString(*out, key)
+			*out = jsonvalue.AppendCanonicalString(*out, key)
 			*out = append(*out, ':')
 			if !d.json(v, field+"."+key, out) {
 				return false
@@ -533,7 +534,7 @@ func (d decoder) json(n *yaml.Node, field string, out *[]byte) bool {
 	case yaml.ScalarNode:
 		switch n.ShortTag() {
 		case "!!str", "!!timestamp":
-			*out = appendCanonicalString(*out, n.Value)
+			*out = jsonvalue.AppendCanonicalString(*out, n.Value)
 		case "!!bool":
 			b, _ := d.boolean(n, field)
 			*out = strconv.AppendBool(*out, b)
@@ -591,14 +592,12 @@ func yamlNumber(n *yaml.Node) (string, error) {
 	if neg {
 		t = "-" + t
 	}
-	if !jsonNumberRE.MatchString(t) {
+	out, err := jsonvalue.CanonicalNumber(t)
+	switch {
+	case errors.Is(err, jsonvalue.ErrNumberRange):
+		return "", fmt.Errorf("%q is not a number JSON can hold: %w", n.Value, jsonvalue.ErrNumberRange)
+	case err != nil:
 		return "", fmt.Errorf("%q is not a number JSON can hold", n.Value)
 	}
-	out, err := appendCanonicalNumber(nil, t)
-	if err != nil {
-		return "", fmt.Errorf("%q is not a number JSON can hold: %w", n.Value, err)
-	}
-	return string(out), nil
+	return out, nil
 }
-
-var jsonNumberRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/jsonvalue"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -21,15 +22,57 @@ type ArgLimits struct {
 // event and answered, and must not grow with the arguments.
 const MaxViolations = 20
 
+// DuplicateKeyError reports an object that repeats a key: the refusal of
+// jsonvalue.Parse, whose pointer names the violation (ParseViolation).
+type DuplicateKeyError = jsonvalue.DuplicateKeyError
+
 // CheckArgs is the one argument check, run at admission (internal/dispatch)
 // and again by the worker, so that a call published around the dispatcher
 // does not reach a tool unchecked: the size and nesting limits (the
 // spec's, else l's), the count of members and elements (l.MaxValues), then
-// ent's input schema. It returns the VALIDATION error to refuse the call
-// with (a pre-execution error: not retryable, no side effects), or nil. A
-// broken limit is one violation at the root; schema violations name their
-// fields, at most MaxViolations of them.
+// the one JSON reader (jsonvalue.Parse) and ent's input schema. It returns
+// the VALIDATION error to refuse the call with (a pre-execution error: not
+// retryable, no side effects), or nil. A broken limit is one violation at
+// the root; a text the reader refuses one violation (ParseViolation);
+// schema violations name their fields, at most MaxViolations of them.
 func CheckArgs(ent *Entry, args []byte, l ArgLimits) *toolwirev1.ToolError {
+	if te := checkLimits(ent, args, l); te != nil {
+		return te
+	}
+	return invalidArgs(ValidateArgs(ent.Input, args))
+}
+
+// CheckedArgs is CheckArgs that also returns the parsed arguments when
+// they pass, so that the steps after it (the policy: policy.ArgsFrom) read
+// them without parsing them again; nil with the refusal otherwise.
+func CheckedArgs(ent *Entry, args []byte, l ArgLimits) (*jsonvalue.Doc, *toolwirev1.ToolError) {
+	if te := checkLimits(ent, args, l); te != nil {
+		return nil, te
+	}
+	doc, err := jsonvalue.Parse(args)
+	if err != nil {
+		return nil, invalidArgs([]*toolwirev1.FieldViolation{ParseViolation(err)})
+	}
+	if te := invalidArgs(validateDoc(ent.Input, doc)); te != nil {
+		return nil, te
+	}
+	return doc, nil
+}
+
+// CheckArgsParsed is CheckArgs of arguments parsed already (doc): the
+// limits are checked on doc.Raw(), the schema on doc's schema form. Its
+// answer is CheckArgs' of doc.Raw().
+func CheckArgsParsed(ent *Entry, doc *jsonvalue.Doc, l ArgLimits) *toolwirev1.ToolError {
+	if te := checkLimits(ent, doc.Raw(), l); te != nil {
+		return te
+	}
+	return invalidArgs(validateDoc(ent.Input, doc))
+}
+
+// checkLimits applies the size and nesting limits (the spec's, else l's)
+// and the count of members and elements (l.MaxValues) to the text, before
+// any decoder sees it.
+func checkLimits(ent *Entry, args []byte, l ArgLimits) *toolwirev1.ToolError {
 	maxBytes, maxDepth := l.MaxBytes, l.MaxDepth
 	if sl := ent.Spec.GetLimits(); sl != nil {
 		if sl.MaxArgsBytes > 0 {
@@ -53,7 +96,12 @@ func CheckArgs(ent *Entry, args []byte, l ArgLimits) *toolwirev1.ToolError {
 	if n > maxValues {
 		return Violation("", fmt.Sprintf("arguments have more than the limit of %d members and elements", maxValues))
 	}
-	vs := ValidateArgs(ent.Input, args)
+	return nil
+}
+
+// invalidArgs is the VALIDATION refusal listing vs (at most
+// MaxViolations of them), nil for none.
+func invalidArgs(vs []*toolwirev1.FieldViolation) *toolwirev1.ToolError {
 	if len(vs) == 0 {
 		return nil
 	}

@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/toolwire/toolwire/internal/jsonvalue"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // entry is an Entry of a tool with input schema and spec limits.
@@ -73,4 +75,49 @@ func TestViolation(t *testing.T) {
 	require.Equal(t, []*toolwirev1.FieldViolation{{Field: "/a/0", Message: "is required"}}, te.Violations)
 	require.Equal(t, "is required", registry.Violation("", "is required").Message)
 	require.Equal(t, "(root)", registry.FieldName(""))
+}
+
+// What the one JSON reader refuses is one violation: a repeated key at
+// its member, the rest at the root, not JSON in encoding/json's words.
+func TestCheckArgsRefusesWhatTheReaderRefuses(t *testing.T) {
+	t.Parallel()
+	open := entry(t, `{"type":"object"}`, nil)
+	limits := registry.ArgLimits{MaxBytes: 1 << 10, MaxDepth: 8}
+	for args, want := range map[string]*toolwirev1.FieldViolation{
+		`{"a":{"b":1,"b":2}}`: {Field: "/a/b", Message: `duplicate key "b"`},
+		`{"a":`:               {Field: "", Message: "arguments are not valid JSON: unexpected end of JSON input (offset 5)"},
+		"{\"a\":\"x\xff\"}":   {Field: "", Message: "arguments are refused: invalid UTF-8 in a string (offset 7)"},
+		`{"a":"\ud800"}`:      {Field: "", Message: `arguments are refused: unpaired surrogate escape \ud800 in a string (offset 6)`},
+		`{"a":1e1000000000}`:  {Field: "", Message: "arguments are refused: a number's exponent is beyond ±999999999 (offset 5)"},
+	} {
+		te := registry.CheckArgs(open, []byte(args), limits)
+		require.NotNil(t, te, args)
+		require.Len(t, te.Violations, 1, args)
+		require.True(t, proto.Equal(want, te.Violations[0]), "%q: %v", args, te.Violations[0])
+		require.Equal(t, "invalid arguments: "+registry.FieldName(want.Field)+": "+want.Message, te.Message)
+	}
+}
+
+// CheckedArgs answers what CheckArgs answers and returns the parsed
+// arguments when they pass; CheckArgsParsed of those answers the same.
+func TestCheckedArgs(t *testing.T) {
+	t.Parallel()
+	ent := entry(t, `{"type":"object","properties":{"n":{"type":"integer"}}}`, nil)
+	limits := registry.ArgLimits{MaxBytes: 64, MaxDepth: 4, MaxValues: 8}
+	for _, args := range []string{
+		`{"n":1}`, `{"n":"x"}`, `{"a":[[[[1]]]]}`, `{"a":[1,2,3,4,5,6,7,8,9]}`, `{"a":"` + strings.Repeat("x", 64) + `"}`,
+		`{"n":1,"n":2}`, "{\"a\":\"\xff\"}", `{"a":"\ud800"}`, `{`, ``, `[]`,
+	} {
+		want := registry.CheckArgs(ent, []byte(args), limits)
+		doc, te := registry.CheckedArgs(ent, []byte(args), limits)
+		require.True(t, proto.Equal(want, te), "%q: %v, CheckArgs %v", args, te, want)
+		if te != nil {
+			require.Nil(t, doc, args)
+		} else {
+			require.Equal(t, args, string(doc.Raw()))
+		}
+		if parsed, err := jsonvalue.Parse([]byte(args)); err == nil {
+			require.True(t, proto.Equal(want, registry.CheckArgsParsed(ent, parsed, limits)), args)
+		}
+	}
 }

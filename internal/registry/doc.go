@@ -48,7 +48,12 @@
 // dispatcher). It applies the size and nesting limits (the spec's
 // Limits, else the caller's ArgLimits), the count of members and
 // elements (when ArgLimits.MaxValues is set: the dispatcher's
-// MaxArgsValues), then the input schema (ValidateArgs), and answers a
-// VALIDATION pre-execution error (internal/envelope) listing at most
-// MaxViolations violations.
+// MaxArgsValues) to the text, then reads it with the one JSON reader
+// (internal/jsonvalue: duplicate keys, invalid strings, numbers out of
+// range and nesting beyond 512 are refused, ParseViolation) and checks
+// the input schema (ValidateArgs), and answers a VALIDATION
+// pre-execution error (internal/envelope) listing at most MaxViolations
+// violations. CheckedArgs is the same check returning the parsed
+// arguments (a *jsonvalue.Doc) for the steps after it (policy.ArgsFrom),
+// and CheckArgsParsed the check of a Doc parsed elsewhere.
 package registry

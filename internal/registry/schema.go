@@ -10,6 +10,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/toolwire/toolwire/internal/jsonvalue"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
@@ -72,19 +73,35 @@ func (noLoader) Load(url string) (any, error) {
 var printer = sync.OnceValue(func() *message.Printer { return message.NewPrinter(language.English) })
 
 // ValidateArgs checks the JSON arguments against sch. It returns nil or the
-// field-level violations, sorted by field; a document that is not JSON is
-// one violation at the root, and an object that repeats a key (at any
-// level) one violation at the repeated member, naming the key.
+// field-level violations, sorted by field; a text the one JSON reader
+// (jsonvalue.Parse) refuses is one violation (ParseViolation).
 func ValidateArgs(sch *jsonschema.Schema, args []byte) []*toolwirev1.FieldViolation {
-	inst, err := parseJSON(args)
+	doc, err := jsonvalue.Parse(args)
 	if err != nil {
-		var dup *DuplicateKeyError
-		if errors.As(err, &dup) {
-			return []*toolwirev1.FieldViolation{{Field: dup.Pointer, Message: fmt.Sprintf("duplicate key %q", dup.Key)}}
-		}
-		return []*toolwirev1.FieldViolation{{Field: "", Message: "arguments are not valid JSON: " + err.Error()}}
+		return []*toolwirev1.FieldViolation{ParseViolation(err)}
 	}
-	err = sch.Validate(inst)
+	return validateDoc(sch, doc)
+}
+
+// ParseViolation is the violation of arguments jsonvalue.Parse refused
+// with err: an object that repeats a key (at any level) is a violation at
+// the repeated member, naming the key; a text that is not JSON, and one
+// that breaks another of the reader's rules (an invalid string, a number
+// out of range, nesting too deep), a violation at the root.
+func ParseViolation(err error) *toolwirev1.FieldViolation {
+	var dup *jsonvalue.DuplicateKeyError
+	switch {
+	case errors.As(err, &dup):
+		return &toolwirev1.FieldViolation{Field: dup.Pointer, Message: fmt.Sprintf("duplicate key %q", dup.Key)}
+	case errors.Is(err, jsonvalue.ErrSyntax):
+		return &toolwirev1.FieldViolation{Field: "", Message: "arguments are not valid JSON: " + err.Error()}
+	}
+	return &toolwirev1.FieldViolation{Field: "", Message: "arguments are refused: " + err.Error()}
+}
+
+// validateDoc checks the schema form of doc against sch (ValidateArgs).
+func validateDoc(sch *jsonschema.Schema, doc *jsonvalue.Doc) []*toolwirev1.FieldViolation {
+	err := sch.Validate(doc.Schema())
 	if err == nil {
 		return nil
 	}
