@@ -24,7 +24,7 @@
 //     other than space, tab, LF and CR (so no byte order mark); a trailing
 //     comma; an unquoted key; a control character in a string; an escape
 //     other than \" \\ \/ \b \f \n \r \t and \u with four hex digits; a
-//     number outside -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?; a
+//     number outside -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?; a
 //     literal other than true, false and null; anything but white space
 //     after the value. Empty text is not JSON.
 //   - An object that names a member twice, after unescaping ("k" and
@@ -112,14 +112,14 @@
 //     returns the Doc of arguments that pass; registry.CheckArgsParsed
 //     checks a Doc parsed elsewhere (its limits on Doc.Raw); its answer is
 //     CheckArgs' of the same text. registry.ValidateArgs(schema, raw) is
-//     Parse and the schema, for JSON that has no tool entry (MCP results,
-//     intents); registry.ParseViolation turns a refusal of Parse into the
+//     Parse and a schema alone (an MCP server's own input schema, intent
+//     payloads); registry.ParseViolation turns a refusal of Parse into the
 //     violation those answer.
 //   - policy.ParseArgs(raw) (*policy.Args, error): Parse (empty text as
 //     {}), and an object. policy.ArgsFrom(doc) gives the Args of a Doc
-//     parsed already; Args.Doc returns it. policy.ArgsDigest and
-//     policy.Canonicalize are Parse and the canonical form's SHA-256 or
-//     text. A nil *policy.Args is {}.
+//     parsed already; Args.Doc returns it. policy.ArgsDigest (ParseArgs)
+//     and policy.Canonicalize (Parse, any value) give the canonical form's
+//     SHA-256 and text. A nil *policy.Args is {}.
 //
 // To read a call's arguments once, a caller checks them with CheckedArgs
 // and hands the Doc on, so that the policy decision, hooks, the loop guard

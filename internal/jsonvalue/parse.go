@@ -35,6 +35,18 @@ func parse(data []byte) (any, error) {
 type parser struct {
 	data []byte
 	pos  int
+	// text is data as a string, made when the first string or number
+	// needs it: the strings without escapes and the numbers of the schema
+	// form are pieces of it, one allocation for all of them.
+	text string
+}
+
+// slice returns data[i:j] as a string, a piece of p.text.
+func (p *parser) slice(i, j int) string {
+	if len(p.text) != len(p.data) {
+		p.text = string(p.data)
+	}
+	return p.text[i:j]
 }
 
 func (p *parser) space() {
@@ -92,7 +104,7 @@ func (p *parser) tooDeep(depth int) error {
 	if depth <= MaxDepth {
 		return nil
 	}
-	return &Error{Kind: ErrTooDeep, Offset: p.pos, Msg: "arrays and objects nest deeper than 512 levels"}
+	return &Error{Kind: ErrTooDeep, Offset: p.pos, Msg: "arrays and objects nest deeper than " + strconv.Itoa(MaxDepth) + " levels"}
 }
 
 func (p *parser) object(depth int) (any, error) {
@@ -214,7 +226,7 @@ func (p *parser) number() (any, error) {
 			return smallNumbers[n], nil
 		}
 	}
-	return json.Number(p.data[start:p.pos]), nil
+	return json.Number(p.slice(start, p.pos)), nil
 }
 
 // smallNumbers are the integers 0 to 999 in the schema form, boxed once:
@@ -269,7 +281,8 @@ func (p *parser) digits() int {
 	return p.pos - start
 }
 
-// string reads a string literal. Without escapes it is one allocation.
+// string reads a string literal. Without escapes it is a piece of p.text,
+// no allocation of its own.
 func (p *parser) string() (string, error) {
 	p.pos++ // "
 	start := p.pos
@@ -282,7 +295,7 @@ func (p *parser) string() (string, error) {
 				return "", invalidUTF8(s, start)
 			}
 			p.pos++
-			return string(s), nil
+			return p.slice(start, p.pos-1), nil
 		case c == '\\':
 			return p.escaped(start)
 		case c < 0x20:

@@ -74,10 +74,10 @@ func ParseArgs(raw []byte) (*Args, error) {
 	return ArgsFrom(doc)
 }
 
-// ArgsFrom gives the arguments of a text parsed already (registry.CheckedArgs
-// parses and validates a call's arguments and returns the Doc), so that
-// admission reads them once. It returns ErrNotObject unless the text is an
-// object.
+// ArgsFrom gives the arguments of a text parsed already, doc (not nil;
+// registry.CheckedArgs parses and validates a call's arguments and returns
+// their Doc), so that admission reads them once. It returns ErrNotObject
+// unless the text is an object.
 func ArgsFrom(doc *jsonvalue.Doc) (*Args, error) {
 	if _, ok := doc.Object(); !ok {
 		return nil, ErrNotObject
