@@ -72,10 +72,10 @@ func (a *admission) applyPolicy(ctx context.Context) *toolwirev1.ToolError {
 }
 
 // decide asks the policy in force about the call, with the approval it
-// presents (a verified token's binding; nil for none). Arguments the
-// canonical reader refuses (duplicate keys, invalid UTF-8 the schema let
-// through) are answered VALIDATION: two readers must never see two
-// different calls in one text.
+// presents (a verified token's binding; nil for none). Arguments
+// policy.ParseArgs refuses are answered VALIDATION: a value other than an
+// object (a schema may allow one); the rest it refuses registry.CheckArgs
+// refused before, both reading the text with internal/jsonvalue.
 func (a *admission) decide(presented *policy.Approval) (policy.Decision, *toolwirev1.ToolError) {
 	d := a.d
 	p := d.policyFor(a.id.Tenant)
