@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/jsonvalue"
 	"github.com/toolwire/toolwire/internal/limitgate"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/poolview"
@@ -31,6 +32,7 @@ type admission struct {
 	entry *registry.Entry      // lookup: the registry entry (its current version, or the pinned one)
 	spec  *toolwirev1.ToolSpec // lookup: entry.Spec
 	args  []byte               // arguments: the exact JSON the call runs with
+	doc   *jsonvalue.Doc       // arguments: args parsed (once), until a before-hook rewrites them
 	// parsed is the arguments in the policy's reading, parsed once by the
 	// first step that needs them (policyArgs); a rewrite drops it.
 	parsed *policy.Args
@@ -170,13 +172,20 @@ func (a *admission) answered(s *Submitted, w *waiter, err error) verdict {
 	return done
 }
 
-// policyArgs returns the call's arguments in the policy's reading, parsed
-// at most once per admission (a rewrite by a before-hook clears them).
+// policyArgs returns the call's arguments in the policy's reading: the
+// document the arguments step parsed, or, after a before-hook rewrote
+// them, a parse of the rewrite; at most once per admission.
 func (a *admission) policyArgs() (*policy.Args, error) {
 	if a.parsed != nil {
 		return a.parsed, nil
 	}
-	args, err := policy.ParseArgs(a.call.Arguments)
+	var args *policy.Args
+	var err error
+	if a.doc != nil {
+		args, err = policy.ArgsFrom(a.doc)
+	} else {
+		args, err = policy.ParseArgs(a.call.Arguments)
+	}
 	if err != nil {
 		return nil, err
 	}

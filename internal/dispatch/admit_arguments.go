@@ -44,24 +44,24 @@ func argumentBytes(o *toolwirev1.CallRequest) ([]byte, error) {
 // whole response, which no such count limits (the bytes and the nesting
 // still bound it: the hook tool's spec may raise them).
 func (a *admission) arguments(ctx context.Context) verdict {
-	d := a.d
 	args, err := argumentBytes(a.req)
 	if err != nil {
 		return a.refused(registry.Violation("", err.Error()), nil)
 	}
-	if te := d.checkArgs(ctx, a.entry, args); te != nil {
+	doc, te := registry.CheckedArgs(a.entry, args, a.d.argLimits(ctx))
+	if te != nil {
 		return a.refused(te, nil)
 	}
-	a.args = args
+	a.args, a.doc = args, doc
 	return next
 }
 
-// checkArgs checks arguments as the arguments step does; a before-hook's
-// rewrite is checked again with it.
-func (d *Dispatcher) checkArgs(ctx context.Context, ent *registry.Entry, args []byte) *toolwirev1.ToolError {
+// argLimits are the limits the arguments step checks a call's arguments
+// against; a hook's own call is not held to MaxArgsValues.
+func (d *Dispatcher) argLimits(ctx context.Context) registry.ArgLimits {
 	l := registry.ArgLimits{MaxBytes: d.cfg.MaxArgsBytes, MaxDepth: d.cfg.MaxArgsDepth, MaxValues: d.cfg.MaxArgsValues}
 	if isHookCall(ctx) {
 		l.MaxValues = 0
 	}
-	return registry.CheckArgs(ent, args, l)
+	return l
 }

@@ -8,11 +8,20 @@ import "context"
 // arguments (validated again).
 func (a *admission) beforeHookStep(ctx context.Context) verdict {
 	d := a.d
+	sent := a.call.Arguments
 	te, pd, ask := d.beforeHooks(ctx, a.id, a.spec, a.call)
 	if te != nil {
 		return a.refused(te, pd)
 	}
-	a.parsed = nil // a rewrite changed the arguments
+	if !sameSlice(sent, a.call.Arguments) {
+		a.doc, a.parsed = nil, nil // a hook rewrote them
+	}
 	a.hookAsk = ask
 	return next
+}
+
+// sameSlice reports whether x and y are the same bytes in memory (not
+// merely equal ones).
+func sameSlice(x, y []byte) bool {
+	return len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])
 }
