@@ -134,21 +134,25 @@ func (d *Dispatcher) waitResult(ctx context.Context, q resultQuery, subject stri
 // byLastEvent answers a call that has no stored result. The last event
 // decides: REJECTED is its terminal answer; AWAITING_APPROVAL a call
 // parked for an approver; any other (APPROVED included) a call on its
-// way. A call with no event at all may be parked still (its
-// AWAITING_APPROVAL event was lost, its approval record is not), on its
-// way (a decided approval record; or known, or its id recent: a call
-// waited on in Call has its admission record written only after
+// way. A call with no event at all is on its way when known (it surely
+// exists, or a wait is about to begin: no lookup); otherwise it may be
+// parked still (its AWAITING_APPROVAL event was lost, its approval record
+// is not), on its way (a decided approval record, or its id is recent: a
+// call waited on in Call has its admission record written only after
 // AcceptedRecordDelay, and one accepted during a server outage may have
 // none), or unknown.
 func (d *Dispatcher) byLastEvent(ctx context.Context, id identity.Identity, callID string, known bool) (*toolwirev1.GetResultResponse, error) {
 	last, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID))
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
+		if known {
+			return stateOnly(callID, toolwirev1.CallState_CALL_STATE_PENDING), nil
+		}
 		awaiting, parked := d.parkedAnswer(ctx, id, callID)
 		switch {
 		case awaiting != nil:
 			return awaitingAnswer(callID, awaiting), nil
-		case parked || known || recentID(callID):
+		case parked || recentID(callID):
 			return stateOnly(callID, toolwirev1.CallState_CALL_STATE_PENDING), nil
 		}
 		return stateOnly(callID, toolwirev1.CallState_CALL_STATE_UNKNOWN), nil

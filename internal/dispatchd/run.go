@@ -286,52 +286,53 @@ func openProcess(ctx context.Context, rc *RunConfig) (_ *process, err error) {
 	return pr, nil
 }
 
-// services builds the process's services, in the order they start; the
-// group stops them in reverse (stop):
+// services builds the process's services, in the order they start:
 //
-//  1. the registry's watched copy (the dispatcher's specs);
-//  2. the --policy file, applied once;
-//  3. the policies in force, unless the configuration brings its own;
-//  4. the dispatcher (internal/dispatch: its own services);
-//  5. the front: the in-process workers, then the HTTP server (the API,
-//     /mcp, /ui, health and metrics) — started in this order, so that no
-//     call is served before the workers' pool consumers exist, and stopped
-//     together, so that the server's shutdown (which waits for the calls
-//     it serves) and the workers' (which finish them) overlap;
-//  6. the dashboard's calls index, stopped first: its live streams would
-//     hold the server's shutdown until the grace period ends.
+//  1. the in-process workers: their pool consumers and tool specs exist
+//     before the registry's first load and the --policy file's tests;
+//  2. the registry's watched copy (the dispatcher's specs);
+//  3. the --policy file, applied once;
+//  4. the policies in force, unless the configuration brings its own;
+//  5. the dispatcher (internal/dispatch: its own services);
+//  6. the dashboard's calls index;
+//  7. the HTTP server (the API, /mcp, /ui, health and metrics): last, so
+//     that nothing is served before every part runs, and nothing that
+//     starts after it can fail.
 //
-// The registry, the policies and the dispatcher stop within a grace
-// period of their own, not cut short by a hurried stop: they have no calls
-// in flight to hand back, only their own goroutines to wait for.
+// A failed start stops what had started, newest first (the group). The
+// graceful stop has an order of its own (stop).
 func (pr *process) services(ctx context.Context, rc RunConfig) (*startstop.Group, error) {
-	reg := registry.NewStore(pr.b.Registry, pr.log)
 	var ss []startstop.Named
-	own := func(name string, s startstop.Service) {
-		ss = append(ss, startstop.Named{Name: name, Service: startstop.OwnBudget(s, rc.Grace)})
+	add := func(name string, s startstop.Service) { ss = append(ss, startstop.Named{Name: name, Service: s}) }
+	var err error
+	if pr.worker, err = newWorkers(ctx, pr.b, rc, pr.pools, pr.ln.Addr().String(), pr.metrics); err != nil {
+		return nil, err
 	}
-	own("registry", reg)
+	if pr.worker != nil {
+		pr.workers = &workerService{w: pr.worker}
+		add("workers", pr.workers)
+	}
+	reg := registry.NewStore(pr.b.Registry, pr.log)
+	add("registry", startstop.OwnBudget(reg, rc.Grace))
 	if pr.policyDoc != nil {
-		ss = append(ss, startstop.Named{Name: "policy file", Service: &startstop.Funcs{StartFunc: func(ctx context.Context) error {
+		add("policy file", &startstop.Funcs{StartFunc: func(ctx context.Context) error {
 			return applyPolicyFile(ctx, policyFile{b: pr.b, reg: reg, path: rc.PolicyFile, doc: pr.policyDoc}, pr.log)
-		}}})
+		}})
 	}
 	if rc.Dispatcher.Policies == nil {
 		holder := policystore.NewHolder(pr.b, pr.log)
 		rc.Dispatcher.Policies = holder
-		own("policies", holder)
+		add("policies", startstop.OwnBudget(holder, rc.Grace))
 	}
-	d, err := newDispatcher(pr.b, reg, rc, pr.metrics)
-	if err != nil {
+	if pr.d, err = newDispatcher(pr.b, reg, rc, pr.metrics); err != nil {
 		return nil, err
 	}
-	pr.d = d
-	own("dispatcher", d)
+	add("dispatcher", startstop.OwnBudget(pr.d, rc.Grace))
 	auth, err := authenticator(rc.APIKeysFile, rc.HTTPAddr, pr.log)
 	if err != nil {
 		return nil, err
 	}
-	p := parts{d: d, auth: auth, reg: reg, b: pr.b, metrics: pr.metrics, log: pr.log}
+	p := parts{d: pr.d, auth: auth, reg: reg, b: pr.b, metrics: pr.metrics, log: pr.log}
 	if pr.ui, err = newDashboard(ctx, rc, p); err != nil {
 		return nil, err
 	}
@@ -339,19 +340,11 @@ func (pr *process) services(ctx context.Context, rc RunConfig) (*startstop.Group
 	if err != nil {
 		return nil, err
 	}
-	pr.http = newHTTPService(srv, pr.ln)
-	front := []startstop.Named{{Name: "http server", Service: pr.http}}
-	if pr.worker, err = newWorkers(ctx, pr.b, rc, pr.pools, pr.ln.Addr().String(), pr.metrics); err != nil {
-		return nil, err
-	}
-	if pr.worker != nil {
-		pr.workers = &workerService{w: pr.worker}
-		front = append([]startstop.Named{{Name: "workers", Service: pr.workers}}, front...)
-	}
-	ss = append(ss, startstop.Named{Name: "front", Service: startstop.Together(front...)})
 	if pr.ui != nil {
-		ss = append(ss, startstop.Named{Name: "dashboard", Service: startstop.OwnBudget(pr.ui, rc.Grace)})
+		add("dashboard", startstop.OwnBudget(pr.ui, rc.Grace))
 	}
+	pr.http = newHTTPService(srv, pr.ln)
+	add("http server", pr.http) // last: nothing after it can fail a start
 	return startstop.NewGroup(ss...), nil
 }
 
@@ -371,17 +364,42 @@ func (pr *process) serving(rc RunConfig) {
 	}
 }
 
-// stop stops the services within the grace period (gracePeriod: a second
-// interrupt hands the calls in flight back at once), then drains the NATS
-// connection within a budget of its own: a worker that gave up on a stuck
-// tool has used up the grace, and closing mid-drain would drop what is
-// being flushed.
+// stop stops the process gracefully, in this order:
+//
+//  1. the dashboard (its own budget): its live streams would hold the
+//     server's shutdown until the grace period ends;
+//  2. the HTTP server's shutdown, which waits for the requests it serves,
+//     overlapping with
+//  3. the workers' stop (the grace period: gracePeriod; a second interrupt
+//     hands the calls in flight back at once), which finishes the calls
+//     those requests wait for, and then
+//  4. the dispatcher's (its own budget, not cut short by a hurried stop:
+//     it has no calls in flight to hand back), which releases callers
+//     still waiting in Call (ErrStopped), so that the shutdown ends;
+//  5. what is left, newest first (the group: the policies, the
+//     registry; the parts stopped above return at once);
+//  6. the NATS connection drained within a budget of its own: a worker
+//     that gave up on a stuck tool has used up the grace, and closing
+//     mid-drain would drop what is being flushed.
 func (pr *process) stop(rc RunConfig, group *startstop.Group) {
 	sctx, cancel := gracePeriod(rc, pr.worker, rc.Grace, pr.log)
 	defer cancel()
-	if err := group.Stop(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-		pr.log.Warn("stop", "err", err)
+	warn := func(what string, err error) {
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			pr.log.Warn(what+" stop", "err", err)
+		}
 	}
+	if pr.ui != nil {
+		warn("dashboard", startstop.OwnBudget(pr.ui, rc.Grace).Stop(sctx))
+	}
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- pr.http.Stop(sctx) }()
+	if pr.workers != nil {
+		warn("worker", pr.workers.Stop(sctx))
+	}
+	warn("dispatcher", startstop.OwnBudget(pr.d, rc.Grace).Stop(sctx))
+	warn("http", <-shutdown)
+	warn("process", group.Stop(sctx))
 	dctx, dcancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer dcancel()
 	drain(dctx, pr.nc, pr.log)
@@ -425,8 +443,10 @@ func (s *workerService) Stop(ctx context.Context) error {
 // startstop.Service: Stop is the server's graceful Shutdown. A server that
 // fails is reported on failed.
 type httpService struct {
-	srv    *http.Server
-	failed chan error
+	srv      *http.Server
+	failed   chan error
+	shutdown sync.Once
+	err      error // the shutdown's
 	startstop.Funcs
 }
 
@@ -450,8 +470,8 @@ func newHTTPService(srv *http.Server, ln net.Listener) *httpService {
 // Stop shuts the server down gracefully (within ctx), then waits for
 // its Serve to return.
 func (h *httpService) Stop(ctx context.Context) error {
-	err := h.srv.Shutdown(ctx)
-	return errors.Join(err, h.Funcs.Stop(ctx))
+	h.shutdown.Do(func() { h.err = h.srv.Shutdown(ctx) })
+	return errors.Join(h.err, h.Funcs.Stop(ctx))
 }
 
 // connect opens the process's NATS connection: to the embedded server

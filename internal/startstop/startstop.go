@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -35,6 +36,8 @@ type Named struct {
 type Group struct {
 	services []Named
 
+	starting sync.Mutex // one Start at a time
+
 	mu      sync.Mutex
 	started int // how many of services have started
 	stopped bool
@@ -47,22 +50,36 @@ func NewGroup(services ...Named) *Group {
 
 // Start starts each service in order. When one fails, Start stops those it
 // had started (newest first, within ctx) and returns the failure naming the
-// service; the group is then stopped.
+// service; the group is then stopped. A Stop that comes while Start runs
+// does not wait for it: it stops what has started, and Start stops the
+// service it was starting once that returns, and returns ErrStopped.
 func (g *Group) Start(ctx context.Context) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.stopped {
-		return ErrStopped
-	}
-	for ; g.started < len(g.services); g.started++ {
+	g.starting.Lock()
+	defer g.starting.Unlock()
+	for {
+		g.mu.Lock()
+		if g.stopped {
+			g.mu.Unlock()
+			return ErrStopped
+		}
+		if g.started == len(g.services) {
+			g.mu.Unlock()
+			return nil
+		}
 		s := g.services[g.started]
+		g.mu.Unlock()
 		if err := s.Start(ctx); err != nil {
 			err = fmt.Errorf("start %s: %w", s.Name, err)
-			g.stopped = true
-			return errors.Join(err, g.stopStarted(ctx))
+			return errors.Join(err, g.Stop(ctx))
 		}
+		g.mu.Lock()
+		if g.stopped { // Stop came while s started: s is Start's to stop
+			g.mu.Unlock()
+			return errors.Join(ErrStopped, s.Stop(ctx))
+		}
+		g.started++
+		g.mu.Unlock()
 	}
-	return nil
 }
 
 // Stop stops the started services, newest first, each within ctx, and
@@ -70,18 +87,11 @@ func (g *Group) Start(ctx context.Context) error {
 // Start returns ErrStopped.
 func (g *Group) Stop(ctx context.Context) error {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.stopped = true
-	return g.stopStarted(ctx)
-}
-
-// stopStarted stops the started services in reverse; g.mu is held. Each is
-// told to stop even after ctx has ended (its Stop returns at once then), so
-// that everything is told to end.
-func (g *Group) stopStarted(ctx context.Context) error {
+	started := g.services[:g.started]
+	g.mu.Unlock()
 	var errs []error
-	for i := g.started - 1; i >= 0; i-- {
-		s := g.services[i]
+	for _, s := range slices.Backward(started) {
 		if err := s.Stop(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("stop %s: %w", s.Name, err))
 		}
@@ -201,13 +211,13 @@ type together struct{ *Group }
 func (t *together) Stop(ctx context.Context) error {
 	g := t.Group
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.stopped = true
-	errs := make([]error, g.started)
+	started := g.services[:g.started]
+	g.mu.Unlock()
+	errs := make([]error, len(started))
 	var wg sync.WaitGroup
-	for i := range g.started {
+	for i, s := range started {
 		wg.Go(func() {
-			s := g.services[i]
 			if err := s.Stop(ctx); err != nil {
 				errs[i] = fmt.Errorf("stop %s: %w", s.Name, err)
 			}

@@ -153,3 +153,38 @@ func TestOwnBudgetIsNotCutShortByTheCallersContext(t *testing.T) {
 	close(release)
 	require.NoError(t, <-errc)
 }
+
+func TestStopDuringStartDoesNotWaitForIt(t *testing.T) {
+	t.Parallel()
+	var r recorder
+	starting, release := make(chan struct{}), make(chan struct{})
+	slow := startstop.Named{Name: "slow", Service: &startstop.Funcs{
+		StartFunc: func(context.Context) error {
+			close(starting)
+			<-release
+			r.add("start slow")
+			return nil
+		},
+		StopFunc: func() <-chan struct{} {
+			r.add("stop slow")
+			return startstop.Closed
+		},
+	}}
+	g := startstop.NewGroup(r.service("a", nil), slow, r.service("c", nil))
+	started := make(chan error, 1)
+	go func() { started <- g.Start(t.Context()) }()
+	<-starting
+	stopped := make(chan error, 1)
+	go func() { stopped <- g.Stop(t.Context()) }()
+	select {
+	case err := <-stopped:
+		require.NoError(t, err)
+	case <-time.After(time.Minute): // generous: Stop waits for nothing here
+		close(release)
+		t.Fatal("Stop waited for the service that was starting")
+	}
+	close(release)
+	require.ErrorIs(t, <-started, startstop.ErrStopped)
+	require.Equal(t, []string{"start a", "stop a", "start slow", "stop slow"}, r.events,
+		"what started before Stop is stopped by it; what was starting, by Start once it returned; nothing after it starts")
+}
