@@ -2,6 +2,7 @@ package delayed
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -35,11 +36,18 @@ func NewQueue(delay time.Duration) *Queue {
 	return &Queue{delay: delay, tick: max(delay/4, time.Millisecond), done: make(chan struct{})}
 }
 
+// ErrStopped is returned by Start after Stop: a stopped queue does not
+// start again.
+var ErrStopped = errors.New("delayed: queue stopped")
+
 // Start starts the queue's goroutine (startstop.Service; once).
 func (q *Queue) Start(context.Context) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.started || q.stopped {
+	if q.stopped {
+		return ErrStopped
+	}
+	if q.started {
 		return nil
 	}
 	q.started = true

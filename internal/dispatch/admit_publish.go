@@ -42,6 +42,8 @@ func (a *admission) publish(ctx context.Context) verdict {
 		if w != nil {
 			w.cancel()
 		}
+		d.limitGate.Unhold(callID) // never published: what it took goes back
+		d.limitGate.GiveBack(context.WithoutCancel(ctx), a.ticket)
 		return a.answered(nil, nil, fmt.Errorf("dispatch: marshal call: %w", err))
 	}
 	// The call and its admission record are published back to back on one
