@@ -161,7 +161,7 @@ func New(b *bus.Bus, core Core, cfg Config) (*Flow, error) {
 		startstop.Named{Name: "grant index", Service: f.grants},
 		// The records the sweep acts on.
 		startstop.Named{Name: "approval tracker", Service: f.tracker},
-		startstop.Named{Name: "approval sweep", Service: startstop.NewLoop(f.sweepEvery)},
+		startstop.Named{Name: "approval sweep", Service: startstop.Every(f.cfg.Sweep, f.sweep)},
 	)
 	return f, nil
 }

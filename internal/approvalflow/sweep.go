@@ -50,21 +50,6 @@ func republishWithin(window time.Duration) time.Duration {
 	return window - min(windowMargin, window/2)
 }
 
-// sweepEvery runs the sweep every Config.Sweep until ctx ends (the
-// sweep's startstop.Loop).
-func (f *Flow) sweepEvery(ctx context.Context) {
-	t := time.NewTicker(f.cfg.Sweep)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		f.sweep(ctx)
-	}
-}
-
 // sweep acts on every due record, each within Config.FinishTimeout.
 func (f *Flow) sweep(ctx context.Context) {
 	for _, s := range f.tracker.Due(time.Now(), publishGrace, sweepBudget) {

@@ -115,7 +115,7 @@ func New(cfg Config) (*Gate, error) {
 	}
 	g := &Gate{cfg: cfg, log: cfg.Logger}
 	g.slots.calls = map[string]*heldSlots{}
-	g.renewal = startstop.NewLoop(g.renewEvery)
+	g.renewal = startstop.Every(g.cfg.SlotRenew, g.renew)
 	g.life.StartFunc = g.start
 	g.life.StopFunc = g.stop
 	return g, nil

@@ -85,21 +85,6 @@ func (s *slotHolder) close() {
 	s.work.Wait()
 }
 
-// renewEvery renews the leases of the held slots every SlotRenew until
-// ctx ends.
-func (g *Gate) renewEvery(ctx context.Context) {
-	t := time.NewTicker(g.cfg.SlotRenew)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		g.renew(ctx)
-	}
-}
-
 // renew renews the held slots' leases, and forgets those held past their
 // bound (their leases end them).
 func (g *Gate) renew(ctx context.Context) {

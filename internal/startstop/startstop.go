@@ -243,3 +243,20 @@ func (o ownBudget) Stop(context.Context) error {
 	defer cancel()
 	return o.Service.Stop(ctx)
 }
+
+// Every is a Loop that runs fn every interval (first after one interval)
+// until stopped; fn gets the loop's context.
+func Every(interval time.Duration, fn func(ctx context.Context)) *Loop {
+	return NewLoop(func(ctx context.Context) {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			fn(ctx)
+		}
+	})
+}

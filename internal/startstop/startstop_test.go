@@ -188,3 +188,18 @@ func TestStopDuringStartDoesNotWaitForIt(t *testing.T) {
 	require.Equal(t, []string{"start a", "stop a", "start slow", "stop slow"}, r.events,
 		"what started before Stop is stopped by it; what was starting, by Start once it returned; nothing after it starts")
 }
+
+func TestEveryRunsUntilStopped(t *testing.T) {
+	t.Parallel()
+	ran := make(chan struct{}, 1)
+	l := startstop.Every(time.Millisecond, func(context.Context) {
+		select {
+		case ran <- struct{}{}:
+		default:
+		}
+	})
+	require.NoError(t, l.Start(t.Context()))
+	<-ran
+	<-ran // it goes on
+	require.NoError(t, l.Stop(t.Context()))
+}
