@@ -2,7 +2,6 @@ package hooks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,7 +10,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/bus"
-	"github.com/toolwire/toolwire/internal/startstop"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -59,7 +57,7 @@ func (hs *Hooks) serve(ctx context.Context) error {
 		cancel()
 		return fmt.Errorf("hooks: serve after-hooks: %w", err)
 	}
-	unsubscribe := unsubscriber(sub)
+	unsubscribe := bus.Unsubscriber(sub)
 	hs.svc.StopFunc = func() <-chan struct{} {
 		subDone := unsubscribe()
 		cancel()
@@ -72,26 +70,6 @@ func (hs *Hooks) serve(ctx context.Context) error {
 		return done
 	}
 	return nil
-}
-
-// unsubscriber returns what ends an asynchronous subscription: its
-// channel is closed once the last callback has returned (the closed
-// handler has run).
-func unsubscriber(sub *nats.Subscription) func() <-chan struct{} {
-	done := make(chan struct{})
-	sub.SetClosedHandler(func(string) { close(done) })
-	return func() <-chan struct{} {
-		if err := sub.Unsubscribe(); errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrBadSubscription) {
-			// Closed with the connection before: its handler ran then, or
-			// (closed before the handler was set) never will.
-			select {
-			case <-done:
-			default:
-				return startstop.Closed
-			}
-		}
-		return done
-	}
 }
 
 // respond answers a worker. A reply that cannot be sent (one over the

@@ -2,11 +2,9 @@ package maintenance
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/nats-io/nats.go"
-
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dlq"
 	"github.com/toolwire/toolwire/internal/startstop"
 )
@@ -54,25 +52,6 @@ func (r *DLQRetries) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("maintenance: dead-letter retries: %w", err)
 	}
-	r.svc.StopFunc = unsubscribe(sub)
+	r.svc.StopFunc = bus.Unsubscriber(sub)
 	return nil
-}
-
-// unsubscribe ends an asynchronous core subscription: done once its last
-// callback has returned (its closed handler has run).
-func unsubscribe(sub *nats.Subscription) func() <-chan struct{} {
-	done := make(chan struct{})
-	sub.SetClosedHandler(func(string) { close(done) })
-	return func() <-chan struct{} {
-		if err := sub.Unsubscribe(); errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrBadSubscription) {
-			// Closed with the connection before: its handler ran then, or
-			// (closed before the handler was set) never will.
-			select {
-			case <-done:
-			default:
-				return startstop.Closed
-			}
-		}
-		return done
-	}
 }
