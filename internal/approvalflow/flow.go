@@ -97,11 +97,18 @@ type Config struct {
 	BeforeFinish func() error
 }
 
+// The defaults of Config (and of the dispatcher's approval settings).
+const (
+	DefaultTTL      = 24 * time.Hour  // how long a parked call waits for an approver
+	DefaultGrantTTL = 24 * time.Hour  // how long a grant lasts without a ttl of its own
+	DefaultSweep    = 2 * time.Second // how often the sweep runs
+)
+
 // WithDefaults returns a copy of c with the defaults filled in.
 func (c Config) WithDefaults() Config {
-	c.TTL = cmp.Or(c.TTL, 24*time.Hour)
-	c.GrantTTL = cmp.Or(c.GrantTTL, 24*time.Hour)
-	c.Sweep = cmp.Or(c.Sweep, 2*time.Second)
+	c.TTL = cmp.Or(c.TTL, DefaultTTL)
+	c.GrantTTL = cmp.Or(c.GrantTTL, DefaultGrantTTL)
+	c.Sweep = cmp.Or(c.Sweep, DefaultSweep)
 	c.FinishTimeout = cmp.Or(c.FinishTimeout, 30*time.Second)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c

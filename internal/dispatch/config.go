@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/telemetry"
@@ -180,9 +181,9 @@ func (c Config) WithDefaults() Config {
 	c.OrphanSweep = cmp.Or(c.OrphanSweep, time.Minute)
 	c.OrphanGrace = cmp.Or(c.OrphanGrace, time.Minute)
 	c.PoolCheck = cmp.Or(c.PoolCheck, 10*time.Second)
-	c.ApprovalTTL = cmp.Or(c.ApprovalTTL, 24*time.Hour)
-	c.GrantTTL = cmp.Or(c.GrantTTL, 24*time.Hour)
-	c.ApprovalSweep = cmp.Or(c.ApprovalSweep, 2*time.Second)
+	c.ApprovalTTL = cmp.Or(c.ApprovalTTL, approvalflow.DefaultTTL)
+	c.GrantTTL = cmp.Or(c.GrantTTL, approvalflow.DefaultGrantTTL)
+	c.ApprovalSweep = cmp.Or(c.ApprovalSweep, approvalflow.DefaultSweep)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
