@@ -107,7 +107,7 @@ func (s *Service) Submit(ctx context.Context, req *connect.Request[toolwirev1.Su
 	if err != nil {
 		return nil, toConnectErr(err)
 	}
-	out := &toolwirev1.SubmitResponse{CallId: sub.CallID, Duplicate: sub.Duplicate, State: toolwirev1.CallState_CALL_STATE_PENDING}
+	out := &toolwirev1.SubmitResponse{CallId: sub.CallID, Duplicate: sub.Duplicate, State: toolwirev1.CallState_CALL_STATE_PENDING, Unconfirmed: sub.Unconfirmed}
 	switch {
 	case sub.Awaiting != nil:
 		out.State, out.Response = toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, sub.Awaiting

@@ -32,8 +32,9 @@ func (a *admission) publishStep(ctx context.Context) verdict {
 // id (the call id), sends its admission record, and awaits the call's
 // acknowledgement, publishing it again under the same message id while
 // it is unanswered (doc.go, "Publishing"). A call the stream refuses, or
-// that stays unanswered for publishRetryFor, is refused OVERLOADED
-// (refused).
+// that stays unanswered for Config.PublishHorizon, is answered as
+// awaitCall says: refused OVERLOADED (notQueued) or accepted and
+// unconfirmed (unconfirmedCall).
 func (a *admission) publish(ctx context.Context) verdict {
 	d := a.d
 	w, call, callID, subject := a.w, a.call, a.callID, a.subject
@@ -76,12 +77,18 @@ func (a *admission) publish(ctx context.Context) verdict {
 	switch err := d.awaitCall(ctx, msg, fut); {
 	case err == nil:
 		return a.answered(&Submitted{CallID: callID}, w, nil)
+	case errors.Is(err, errUnconfirmed):
+		// The call may be stored and run: it is accepted, never refused.
+		pub.fail(err)
+		return a.unconfirmedCall(ctx, msg, err)
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		// The caller left; the call may be stored: keep its key and record.
+		// The caller left; the call may be stored: keep its key and
+		// record, and publish it until the stream says it has it.
 		if w != nil {
 			w.accepted.Flush()
 			w.cancel()
 		}
+		d.handOver(ctx, a, msg)
 		return a.answered(nil, nil, ctx.Err())
 	default:
 		pub.fail(err)
@@ -89,14 +96,47 @@ func (a *admission) publish(ctx context.Context) verdict {
 	}
 }
 
+// unconfirmedCall answers a call whose publish the stream had not
+// acknowledged by the horizon: accepted (Submitted.Unconfirmed), with
+// its id, since it may be stored; the republisher goes on publishing it.
+// A waiting caller keeps waiting for its result.
+func (a *admission) unconfirmedCall(ctx context.Context, msg *nats.Msg, err error) verdict {
+	d := a.d
+	d.log.WarnContext(ctx, "call publish unconfirmed at the horizon; answered accepted, publishing on", "call_id", a.callID, "err", err)
+	if a.w != nil {
+		a.w.accepted.Flush()
+	}
+	d.handOver(ctx, a, msg)
+	return a.answered(&Submitted{CallID: a.callID, Unconfirmed: true}, a.w, nil)
+}
+
+// handOver gives a call whose publish is unconfirmed to the republisher.
+func (d *Dispatcher) handOver(ctx context.Context, a *admission, msg *nats.Msg) {
+	u := unconfirmed{msg: msg, tenant: a.id.Tenant, call: a.call, until: d.unconfirmedUntil(a.call)}
+	if !d.unconfirmed.add(u) {
+		d.log.WarnContext(ctx, "unconfirmed call not republished (stopping, or too many); the overdue sweeper answers it", "call_id", a.callID)
+	}
+}
+
+// errUnconfirmed: the calls stream did not acknowledge a call by the
+// horizon, after a publish that went unanswered: it may be stored.
+var errUnconfirmed = errors.New("dispatch: call publish unconfirmed")
+
 // awaitCall awaits the acknowledgement of a call the calls stream was
 // sent as msg (fut), publishing it again under the same message id while
 // it is unanswered (doc.go, "Publishing"). It returns nil once the stream
-// has stored the call, ctx's error when ctx ended first (the call may be
-// stored), or the error that refused it: the server's answer, a publish
-// that could not be sent, or the last error after publishRetryFor.
+// has stored the call; ctx's error when ctx ended first (the call may be
+// stored); errUnconfirmed (wrapping the last error) when, at the horizon
+// (Config.PublishHorizon), a publish had gone unanswered, so that the call may
+// be stored; otherwise the error that refused it: the server's answer to
+// the first publish, or no stream at all (no responders) until the
+// horizon. Once a publish went unanswered, a server's refusal of a later
+// one proves nothing (the earlier may be stored: duplicates are checked
+// after limits) and neither does 10158 ("duplicate message id is in
+// process": it is being stored): only an acknowledgement ends the wait.
 func (d *Dispatcher) awaitCall(ctx context.Context, msg *nats.Msg, fut jetstream.PubAckFuture) error {
-	retryUntil := time.Now().Add(publishRetryFor)
+	retryUntil := time.Now().Add(d.cfg.PublishHorizon)
+	unanswered := false
 	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
 		var err error
 		select {
@@ -107,14 +147,17 @@ func (d *Dispatcher) awaitCall(ctx context.Context, msg *nats.Msg, fut jetstream
 			return ctx.Err()
 		}
 		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) || time.Now().After(retryUntil) {
-			// The server answered and refused (e.g. the stream is full), or
-			// it stayed unreachable.
-			return err
+		answered := errors.As(err, &apiErr) && apiErr.ErrorCode != jsDuplicateInProcess
+		if answered && !unanswered {
+			return err // the server refused the only call it could have stored
 		}
-		// No answer (timeout, reconnect): the call may or may not be
-		// stored. Publish it again under the same message id: the stream's
-		// duplicate window makes that store it at most once.
+		unanswered = unanswered || !(answered || errors.Is(err, jetstream.ErrNoStreamResponse))
+		if time.Now().After(retryUntil) {
+			if unanswered {
+				return fmt.Errorf("%w: %w", errUnconfirmed, err)
+			}
+			return err // no stream answered any publish: none is stored
+		}
 		d.log.InfoContext(ctx, "call publish unacknowledged; publishing again", "call_id", msg.Header.Get(jetstream.MsgIDHeader), "err", err)
 		select {
 		case <-time.After(backoff):
@@ -122,18 +165,17 @@ func (d *Dispatcher) awaitCall(ctx context.Context, msg *nats.Msg, fut jetstream
 			return ctx.Err()
 		}
 		if fut, err = d.bus.JS.PublishMsgAsync(msg); err != nil {
-			return err
+			if !unanswered {
+				return err // never sent, and nothing before it could be stored
+			}
+			fut = failedFuture(err)
 		}
 	}
 }
 
-// publishRetryFor bounds how long an unacknowledged call publish is
-// repeated (same message id) before the call is refused: long enough to
-// ride out a server restart or a leader election. An election after a
-// leader's crash takes 4 to 9 s, and a client of a silent server leaves it
-// after 6 to 9 s (bus.Dial): with 10 s, calls were refused although the
-// cluster was back a second later.
-const publishRetryFor = 15 * time.Second
+// jsDuplicateInProcess is the server's error code for a publish whose
+// message id another publish is storing right now (JSStreamDuplicateMessageConflict).
+const jsDuplicateInProcess = 10158
 
 // notQueued refuses a call the calls stream did not take: OVERLOADED,
 // retryable, recorded after any admission record (so every replica
@@ -143,3 +185,16 @@ func (a *admission) notQueued(ctx context.Context, err error) verdict {
 	d.log.WarnContext(ctx, "publish refused; answering OVERLOADED", "call_id", a.callID, "err", err)
 	return a.refused(envelope.Overloaded("the call could not be queued: "+err.Error(), time.Second), nil)
 }
+
+// failedFuture is a publish that could not be sent: its error at once.
+func failedFuture(err error) jetstream.PubAckFuture {
+	ch := make(chan error, 1)
+	ch <- err
+	return failed{err: ch}
+}
+
+type failed struct{ err chan error }
+
+func (f failed) Ok() <-chan *jetstream.PubAck { return nil }
+func (f failed) Err() <-chan error            { return f.err }
+func (f failed) Msg() *nats.Msg               { return nil }

@@ -79,6 +79,13 @@ type Config struct {
 	// record; this saves a stored message per call). Default 50ms; -1 =
 	// at once.
 	AcceptedRecordDelay time.Duration
+	// PublishHorizon bounds how long admission publishes a call again
+	// (same message id) while the calls stream does not acknowledge it,
+	// before it answers the caller: refused (OVERLOADED) when no publish
+	// can have been stored, else accepted and unconfirmed (the
+	// republisher goes on, unconfirmed.go). Default 15s: an election
+	// after a leader's crash takes 4 to 9 s, and more under load.
+	PublishHorizon time.Duration
 	// MaxWaiting bounds callers waiting in Call on this replica; past it
 	// Call answers OVERLOADED. Default 100000.
 	MaxWaiting int
@@ -172,6 +179,7 @@ func (c Config) WithDefaults() Config {
 	c.MaxWatchesPerCaller = cmp.Or(c.MaxWatchesPerCaller, 100)
 	c.MaxWaitingPerCaller = cmp.Or(c.MaxWaitingPerCaller, 10000)
 	c.AcceptedRecordDelay = cmp.Or(c.AcceptedRecordDelay, 50*time.Millisecond)
+	c.PublishHorizon = cmp.Or(c.PublishHorizon, 15*time.Second)
 	if c.AcceptedRecordDelay < 0 {
 		c.AcceptedRecordDelay = 0
 	}
@@ -201,6 +209,8 @@ func (c Config) Validate() error {
 		return errors.New("dispatch: DefaultWait exceeds MaxWait")
 	case c.OrphanGrace < 0:
 		return fmt.Errorf("dispatch: OrphanGrace %s must not be negative", c.OrphanGrace)
+	case c.PublishHorizon < 0:
+		return fmt.Errorf("dispatch: PublishHorizon %s must not be negative", c.PublishHorizon)
 	case c.MaxRequestBytes < 1<<10 || c.MaxRequestBytes > math.MaxInt32:
 		return fmt.Errorf("dispatch: MaxRequestBytes %d must be between 1 KiB and 2 GiB", c.MaxRequestBytes)
 	case c.MaxArgsValues < 1:

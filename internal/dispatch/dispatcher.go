@@ -76,6 +76,10 @@ type Dispatcher struct {
 	// workers' after-hook requests while the dispatcher runs.
 	hooks *hooks.Hooks
 
+	// unconfirmed republishes calls whose publish was not acknowledged
+	// by the admission horizon (unconfirmed.go).
+	unconfirmed *republisher
+
 	caps callerCaps     // per-caller Watches and waiting requests
 	load *poolview.Load // pool backlogs and store use, for admission (internal/poolview)
 	// beforeFinish, when set (a test), runs before an approved call is
@@ -106,8 +110,9 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 		log:     telemetry.WithTraceIDs(cfg.Logger).With("component", "dispatcher", "dispatcher", cfg.Name),
 		waiters: map[string]*waiter{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}
 	d.lookResult = d.loadResult
+	d.unconfirmed = &republisher{d: d}
 	flow, err := approvalflow.New(b, approvalCore{d}, approvalflow.Config{TTL: cfg.ApprovalTTL, GrantTTL: cfg.GrantTTL,
-		Retention: cfg.ApprovalRetention, Sweep: cfg.ApprovalSweep, FinishTimeout: publishRetryFor + 15*time.Second,
+		Retention: cfg.ApprovalRetention, Sweep: cfg.ApprovalSweep, FinishTimeout: cfg.PublishHorizon + 15*time.Second,
 		TokenKeys: cfg.TokenKeys, Logger: d.log, BeforeFinish: func() error {
 			if hook := d.beforeFinish.Load(); hook != nil { // a test's (StopAfterNextApprovals)
 				return (*hook)()

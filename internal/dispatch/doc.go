@@ -164,12 +164,34 @@
 // the election waits out the timeout); 15s outlasts an election (4 to 9s)
 // and a client's move off a silent server (6 to 9s), which 10s did not:
 // calls were refused although the cluster was back (docs/reliability.md,
-// "On a cluster"). A publish the server refuses (e.g. the calls stream is
-// full), one that cannot be sent, or one still unanswered after 15s is
-// answered OVERLOADED (retryable, retry_after 1s) and recorded as a
-// REJECTED event. When the caller's context ends while the acknowledgement
-// is awaited the call may be stored, so its key and admission record are
-// kept.
+// "On a cluster"); Config.PublishHorizon sets it.
+//
+// An answer is true whatever happens next: a caller is never told "not
+// run" for a call that can still run. So a call is refused (OVERLOADED,
+// retryable, retry_after 1s, recorded as a REJECTED event, its key
+// released) only when no publish of it can have been stored: the server
+// refused the first publish (e.g. the calls stream is full), the first
+// could not be sent, or every publish until the horizon found no stream
+// at all (no responders). Once a publish went unanswered (a timeout, a
+// reconnect), nothing but an acknowledgement proves anything: the server
+// checks limits before duplicates, so a refusal of a later publish says
+// nothing of the earlier one, and 10158 ("duplicate message id is in
+// process") means it is being stored. Such a call still unacknowledged at
+// the horizon is answered accepted and unconfirmed (Submitted.Unconfirmed,
+// the API's `unconfirmed`, PENDING with its id; a caller waiting in Call
+// goes on waiting for its result), and the republisher (unconfirmed.go, a
+// service of the dispatcher) publishes it again under its message id,
+// backing off from 250ms to 5s, until the stream acknowledges it (a stored
+// call is acknowledged as a duplicate), or until its deadline (no worker
+// starts a call past it) or half the calls stream's duplicate window has
+// passed, whichever is first; then it stores the call's ACCEPTED record if
+// a partition lost the core one. What is left unconfirmed (given up, over
+// the republisher's cap of 10,000 calls, or the dispatcher stopped) is
+// answered by the overdue sweeper (internal/maintenance) after the
+// call's deadline, with what the records show. When the caller's context
+// ends while the acknowledgement is awaited the call may be stored, so its
+// key and admission record are kept and it is handed to the republisher
+// too.
 //
 // # Records of admission, rejection and cancellation
 //

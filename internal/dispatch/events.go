@@ -26,13 +26,7 @@ func (d *Dispatcher) publishAccepted(tenant string, call *toolwirev1.ToolCall) b
 // publishAcceptedAt is publishAccepted with the event's time: an approved
 // call is queued when it is approved, not when it was admitted.
 func (d *Dispatcher) publishAcceptedAt(tenant string, call *toolwirev1.ToolCall, at *timestamppb.Timestamp) bool {
-	ev := &toolwirev1.CallEvent{CallId: call.CallId, Tool: call.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED,
-		Caller: call.Caller, Time: at, LoopCount: call.LoopCount}
-	if call.PolicyVersion != "" || call.ApprovalId != "" || call.GrantId != "" {
-		ev.Policy = &toolwirev1.PolicyDecision{Outcome: toolwirev1.PolicyOutcome_POLICY_OUTCOME_ALLOW, Version: call.PolicyVersion,
-			RuleId: call.PolicyRule, ApprovalId: call.ApprovalId, GrantId: call.GrantId}
-	}
-	data, err := proto.Marshal(ev)
+	data, err := proto.Marshal(acceptedEvent(call, at))
 	if err != nil {
 		return false
 	}
@@ -41,6 +35,17 @@ func (d *Dispatcher) publishAcceptedAt(tenant string, call *toolwirev1.ToolCall,
 		return false
 	}
 	return true
+}
+
+// acceptedEvent is call's admission record (ACCEPTED) at the time at.
+func acceptedEvent(call *toolwirev1.ToolCall, at *timestamppb.Timestamp) *toolwirev1.CallEvent {
+	ev := &toolwirev1.CallEvent{CallId: call.CallId, Tool: call.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED,
+		Caller: call.Caller, Time: at, LoopCount: call.LoopCount}
+	if call.PolicyVersion != "" || call.ApprovalId != "" || call.GrantId != "" {
+		ev.Policy = &toolwirev1.PolicyDecision{Outcome: toolwirev1.PolicyOutcome_POLICY_OUTCOME_ALLOW, Version: call.PolicyVersion,
+			RuleId: call.PolicyRule, ApprovalId: call.ApprovalId, GrantId: call.GrantId}
+	}
+	return ev
 }
 
 // event records a dispatcher's event of a call and waits (at most

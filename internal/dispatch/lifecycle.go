@@ -59,6 +59,7 @@ func (d *Dispatcher) services() []startstop.Named {
 	m := maintenance.Config{Bus: d.bus, Name: d.cfg.Name, Logger: d.log}
 	recheck := make(chan struct{}, 1) // the results consumer failed
 	return []startstop.Named{
+		{Name: "republisher of unconfirmed calls", Service: d.unconfirmed},
 		{Name: "results consumer", Service: started(func(ctx context.Context) (stopper, error) { return d.startResults(ctx, recheck) })},
 		{Name: "reaper", Service: maintenance.NewReaper(m)},
 		{Name: "retry mover", Service: maintenance.NewMover(m)},

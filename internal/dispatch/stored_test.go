@@ -2,7 +2,6 @@ package dispatch_test
 
 import (
 	"context"
-	"io"
 	"net"
 	"net/url"
 	"sync"
@@ -138,6 +137,7 @@ type proxy struct {
 
 	mu    sync.Mutex
 	cut   bool
+	muted bool // the server's bytes to the client are dropped
 	conns []net.Conn
 	wg    sync.WaitGroup
 }
@@ -179,16 +179,42 @@ func (p *proxy) accept() {
 		p.conns = append(p.conns, c, up)
 		p.wg.Add(2)
 		p.mu.Unlock()
-		go p.pipe(c, up)
-		go p.pipe(up, c)
+		go p.pipe(up, c, false)
+		go p.pipe(c, up, true)
 	}
 }
 
-func (p *proxy) pipe(dst, src net.Conn) {
+// pipe copies src to dst; toClient is the server's direction, which
+// setMuted silences (a one-way link failure: the bytes are read and lost).
+func (p *proxy) pipe(dst, src net.Conn, toClient bool) {
 	defer p.wg.Done()
-	_, _ = io.Copy(dst, src)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !(toClient && p.isMuted()) {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
 	_ = dst.Close()
 	_ = src.Close()
+}
+
+func (p *proxy) isMuted() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.muted
+}
+
+// setMuted drops (or forwards again) what the server sends the client.
+func (p *proxy) setMuted(muted bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.muted = muted
 }
 
 // setCut cuts (closing every forwarded connection) or restores the proxy.

@@ -15,6 +15,12 @@ type Submitted struct {
 	CallID string
 	// Rejected is set when admission refused the call; nothing was queued.
 	Rejected *toolwirev1.ToolResponse
+	// Unconfirmed is set when the calls stream had not acknowledged the
+	// call by the admission horizon (a partition, an election): the call
+	// may be stored and run, so it is accepted, and the dispatcher keeps
+	// publishing it under its id (unconfirmed.go). GetResult and Watch
+	// tell what became of it.
+	Unconfirmed bool
 	// Duplicate is set when the idempotency key named an earlier call.
 	Duplicate bool
 	// Finished is, for a Duplicate, the earlier call's terminal response

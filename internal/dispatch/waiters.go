@@ -124,12 +124,12 @@ func (d *Dispatcher) call(ctx context.Context, id identity.Identity, o *toolwire
 		if s.Awaiting != nil && d.stillParked(ctx, w.tenant, s.CallID) {
 			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, Response: s.Awaiting}, nil
 		}
-		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING}, nil
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING, Unconfirmed: s.Unconfirmed}, nil
 	case <-ctx.Done():
 		w.accepted.Flush()
 		// The call was admitted: its id comes with the error, so that the
 		// caller can cancel it or fetch its result later.
-		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING}, ctx.Err()
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING, Unconfirmed: s.Unconfirmed}, ctx.Err()
 	}
 }
 

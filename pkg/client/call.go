@@ -47,6 +47,9 @@ func (c *Client) Call(ctx context.Context, tool string, args any, opts ...CallOp
 	if r != nil {
 		r.Session, r.ApplyError = resp.Msg.GetSession(), resp.Msg.GetApplyError()
 	}
+	if se, ok := err.(*StateError); ok {
+		se.Unconfirmed = resp.Msg.GetUnconfirmed()
+	}
 	return r, err
 }
 
@@ -58,6 +61,11 @@ type Submission struct {
 	// Duplicate is true when the idempotency key matched an earlier call;
 	// nothing new was queued.
 	Duplicate bool
+	// Unconfirmed is set when the calls stream had not yet acknowledged
+	// the call (a partition or an election): it is accepted, may run, and
+	// the dispatcher goes on publishing it. Do not submit it again without
+	// the same idempotency key: GetResult on CallID tells what became of it.
+	Unconfirmed bool
 	// Result is set when the call already has its terminal response: it
 	// was refused at admission (nothing was queued; Result.Err says why)
 	// or it is a duplicate of a call that has finished. Otherwise the
@@ -86,7 +94,7 @@ func (c *Client) Submit(ctx context.Context, tool string, args any, opts ...Call
 	if err != nil {
 		return nil, transportError("submit "+tool, err)
 	}
-	sub := &Submission{CallID: resp.Msg.GetCallId(), Duplicate: resp.Msg.GetDuplicate()}
+	sub := &Submission{CallID: resp.Msg.GetCallId(), Duplicate: resp.Msg.GetDuplicate(), Unconfirmed: resp.Msg.GetUnconfirmed()}
 	r := resp.Msg.GetResponse()
 	switch {
 	case resp.Msg.GetState() == toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL:

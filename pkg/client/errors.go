@@ -123,6 +123,11 @@ type StateError struct {
 	CallID string
 	// State is CALL_STATE_PENDING or CALL_STATE_UNKNOWN.
 	State toolwirev1.CallState
+	// Unconfirmed is set with PENDING when the calls stream had not yet
+	// acknowledged the call (a partition or an election): it may run, and
+	// the dispatcher goes on publishing it. Do not call again without the
+	// same idempotency key: GetResult on CallID tells what became of it.
+	Unconfirmed bool
 }
 
 // Error says the call's id and state.

@@ -416,7 +416,10 @@ type CallResponse struct {
 	Session *Session `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
 	// Why the intents could not be applied (apply_intents); the response is
 	// still the call's, and ApplyIntents(call_id) can apply them later.
-	ApplyError    string `protobuf:"bytes,5,opt,name=apply_error,json=applyError,proto3" json:"apply_error,omitempty"`
+	ApplyError string `protobuf:"bytes,5,opt,name=apply_error,json=applyError,proto3" json:"apply_error,omitempty"`
+	// Set with PENDING when the calls stream had not acknowledged the call
+	// when the dispatcher had to answer; see SubmitResponse.unconfirmed.
+	Unconfirmed   bool `protobuf:"varint,6,opt,name=unconfirmed,proto3" json:"unconfirmed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -484,6 +487,13 @@ func (x *CallResponse) GetApplyError() string {
 		return x.ApplyError
 	}
 	return ""
+}
+
+func (x *CallResponse) GetUnconfirmed() bool {
+	if x != nil {
+		return x.Unconfirmed
+	}
+	return false
 }
 
 // SubmitRequest admits a call without waiting; its fields mean what they
@@ -657,7 +667,15 @@ type SubmitResponse struct {
 	Duplicate bool `protobuf:"varint,3,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
 	// PENDING when queued, DONE when `response` is terminal,
 	// AWAITING_APPROVAL when parked (`response` is CONFIRMATION_REQUIRED).
-	State         CallState `protobuf:"varint,4,opt,name=state,proto3,enum=toolwire.v1.CallState" json:"state,omitempty"`
+	State CallState `protobuf:"varint,4,opt,name=state,proto3,enum=toolwire.v1.CallState" json:"state,omitempty"`
+	// Set with PENDING when the calls stream had not acknowledged the call
+	// when the dispatcher had to answer (a partition or a leader election):
+	// the call may be stored and run, so it is accepted, and the dispatcher
+	// goes on publishing it under its id. Do not submit it again (unless
+	// with the same idempotency key): GetResult or Watch on `call_id` tell
+	// what became of it — its result, or, after its schedule-to-close, an
+	// answer saying whether it ran.
+	Unconfirmed   bool `protobuf:"varint,5,opt,name=unconfirmed,proto3" json:"unconfirmed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -718,6 +736,13 @@ func (x *SubmitResponse) GetState() CallState {
 		return x.State
 	}
 	return CallState_CALL_STATE_UNSPECIFIED
+}
+
+func (x *SubmitResponse) GetUnconfirmed() bool {
+	if x != nil {
+		return x.Unconfirmed
+	}
+	return false
 }
 
 type GetResultRequest struct {
@@ -3707,14 +3732,15 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x18client_capabilities_json\x18\x12 \x01(\tR\x16clientCapabilitiesJson\x1aE\n" +
 	"\x17InputResponsesJsonEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xdd\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xff\x01\n" +
 	"\fCallResponse\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12,\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x16.toolwire.v1.CallStateR\x05state\x125\n" +
 	"\bresponse\x18\x03 \x01(\v2\x19.toolwire.v1.ToolResponseR\bresponse\x12.\n" +
 	"\asession\x18\x04 \x01(\v2\x14.toolwire.v1.SessionR\asession\x12\x1f\n" +
 	"\vapply_error\x18\x05 \x01(\tR\n" +
-	"applyError\"\xed\x05\n" +
+	"applyError\x12 \n" +
+	"\vunconfirmed\x18\x06 \x01(\bR\vunconfirmed\"\xed\x05\n" +
 	"\rSubmitRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
@@ -3734,12 +3760,13 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x18client_capabilities_json\x18\x12 \x01(\tR\x16clientCapabilitiesJson\x1aE\n" +
 	"\x17InputResponsesJsonEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\r\x10\x0eJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"\xac\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\r\x10\x0eJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"\xce\x01\n" +
 	"\x0eSubmitResponse\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x125\n" +
 	"\bresponse\x18\x02 \x01(\v2\x19.toolwire.v1.ToolResponseR\bresponse\x12\x1c\n" +
 	"\tduplicate\x18\x03 \x01(\bR\tduplicate\x12,\n" +
-	"\x05state\x18\x04 \x01(\x0e2\x16.toolwire.v1.CallStateR\x05state\"Z\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x16.toolwire.v1.CallStateR\x05state\x12 \n" +
+	"\vunconfirmed\x18\x05 \x01(\bR\vunconfirmed\"Z\n" +
 	"\x10GetResultRequest\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12-\n" +
 	"\x04wait\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x04wait\"\x91\x01\n" +
