@@ -21,6 +21,11 @@ func deadLetter(ctx context.Context, b *bus.Bus, dl *toolwirev1.DeadLetter, msgI
 	if c := dl.Call; c != nil {
 		subject = b.Subjects.DLQ(c.Executor, c.GetCaller().GetTenant(), c.Provider, c.Tool)
 	}
+	return publishDeadLetter(ctx, b, subject, dl, msgID)
+}
+
+// publishDeadLetter publishes dl on subject under msgID.
+func publishDeadLetter(ctx context.Context, b *bus.Bus, subject string, dl *toolwirev1.DeadLetter, msgID string) error {
 	data, err := proto.Marshal(dl)
 	if err != nil {
 		return err
