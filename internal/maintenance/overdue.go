@@ -190,16 +190,13 @@ func (s *OverdueSweeper) follow(ctx context.Context, f *follow, from time.Time) 
 		}
 		return c
 	}
-	onErr := jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		s.cfg.Logger.Debug("overdue sweeper consumer", "err", err)
-	})
 	rcfg := cfg(b.Subjects.AllResults())
 	rcfg.HeadersOnly = true
-	results, err := consume(ctx, b.Results, rcfg, s.onResult, onErr)
+	results, err := s.consume(ctx, b.Results, rcfg, s.onResult)
 	if err != nil {
 		return fmt.Errorf("maintenance: follow results: %w", err)
 	}
-	accepted, err := consume(ctx, b.Events, cfg(b.Subjects.AllEvents()), s.onEvent, onErr)
+	accepted, err := s.consume(ctx, b.Events, cfg(b.Subjects.AllEvents()), s.onEvent)
 	if err != nil {
 		results.Stop()
 		<-results.Closed()
@@ -209,14 +206,18 @@ func (s *OverdueSweeper) follow(ctx context.Context, f *follow, from time.Time) 
 	return nil
 }
 
-// consume makes an ordered consumer of stream and consumes it with h.
-func consume(ctx context.Context, stream jetstream.Stream, cfg jetstream.OrderedConsumerConfig, h jetstream.MessageHandler,
-	opt jetstream.PullConsumeOpt) (jetstream.ConsumeContext, error) {
+// consume makes an ordered consumer of stream and consumes it with h; what
+// the consumer reports (missed heartbeats, a reset) is logged at Debug:
+// the client makes it again by itself.
+func (s *OverdueSweeper) consume(ctx context.Context, stream jetstream.Stream, cfg jetstream.OrderedConsumerConfig,
+	h jetstream.MessageHandler) (jetstream.ConsumeContext, error) {
 	cons, err := stream.OrderedConsumer(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return cons.Consume(h, opt)
+	return cons.Consume(h, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		s.cfg.Logger.Debug("overdue sweeper consumer", "err", err)
+	}))
 }
 
 // onResult drops the call whose result m is.

@@ -208,7 +208,7 @@ func (s *OverdueSweeper) deadLetter(ctx context.Context, c *tracked, te *toolwir
 		Reason: "accepted call overdue: no result", LastError: te, Attempts: attempts, Time: timestamppb.Now(),
 		Worker: "overdue:" + s.cfg.Name}
 	subject := b.Subjects.DLQ(toolwirev1.ExecutorType_EXECUTOR_TYPE_UNSPECIFIED, c.tenant, "_unknown", c.tool)
-	return publishDeadLetter(ctx, b, subject, dl, "overdue-"+c.callID)
+	return publishDeadLetter(ctx, b, dl, letterAddress{subject: subject, msgID: "overdue-" + c.callID})
 }
 
 func deadlineOf(c *tracked) *timestamppb.Timestamp {
