@@ -115,7 +115,7 @@ type OverdueSettings struct {
 	// sweeper answers it. Default 1h; negative = never (such calls are
 	// not followed).
 	NoDeadline time.Duration
-	// MaxTracked bounds the calls followed at once (about 200 bytes
+	// MaxTracked bounds the calls followed at once (about 300 bytes
 	// each); admission records beyond it are dropped, counted
 	// (OverdueStats.Dropped) and logged. Default 100000.
 	MaxTracked int

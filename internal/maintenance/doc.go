@@ -122,6 +122,8 @@
 // headers only. Both start OverdueSettings.Lookback (1h) before the
 // sweeper started, so a restart (of every replica) loses nothing admitted
 // within it; while the streams cannot be read, following is tried again.
+// The consumers are named <prefix>_overdue_<random>_<n>
+// (OverdueConsumerPrefix) and deleted on Stop.
 // A record is followed only when its subject
 // <prefix>.event.<tenant>.<dispatcher>.<call_id> names exactly its tenant
 // (a valid name) and call id: an answer lands in that tenant's results,
@@ -134,7 +136,7 @@
 // calls are not followed). Each replica adds up to Grace/8 (at most 5s)
 // at random, so that one usually answers and the others find its answer.
 // The calls are kept in a min-heap by due time, at most
-// OverdueSettings.MaxTracked (100,000, about 200 bytes each); records
+// OverdueSettings.MaxTracked (100,000, about 300 bytes each); records
 // beyond it are dropped, counted (OverdueStats.Dropped) and logged at 1,
 // 10, 100, … drops. A stored result drops its call; a result seen before
 // the call's record is remembered (the last 4096). Results are only an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -159,32 +160,58 @@ func (s *OverdueSweeper) lookAt(ctx context.Context, c *tracked) {
 
 // follow is the two ordered consumers the sweeper reads.
 type follow struct {
-	accepted, results jetstream.ConsumeContext
+	accepted, results *following
+}
+
+// following is one ordered consumer being consumed.
+type following struct {
+	stream jetstream.Stream
+	cons   jetstream.Consumer
+	cc     jetstream.ConsumeContext
 }
 
 func (f *follow) running() bool { return f.accepted != nil }
 
-// stop ends both consumptions and waits for their last callbacks.
+// stop ends both consumptions, waits for their last callbacks and deletes
+// their server consumers (an ordered consumer's Stop leaves its consumer
+// until the server finds it inactive).
 func (f *follow) stop() {
-	for _, cc := range []jetstream.ConsumeContext{f.accepted, f.results} {
-		if cc != nil {
-			cc.Stop()
-			<-cc.Closed()
+	for _, c := range []*following{f.accepted, f.results} {
+		if c != nil {
+			c.stop()
 		}
 	}
 	f.accepted, f.results = nil, nil
 }
 
+func (c *following) stop() {
+	c.cc.Stop()
+	<-c.cc.Closed()
+	info := c.cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = c.stream.DeleteConsumer(ctx, info.Name) // else gone when inactive
+}
+
+// OverdueConsumerPrefix is how the names of the overdue sweepers' ordered
+// consumers (on the events and results streams) begin, for an
+// installation of prefix: <prefix>_overdue_.
+func OverdueConsumerPrefix(prefix string) string { return bus.Token(prefix) + "_overdue_" }
+
 // follow starts the ordered consumers of the admission records (every
 // event: the ACCEPTED ones are kept) and of the stored results (headers
 // only: the subject names the call), both from from (or from now with no
-// lookback). The results are followed first, so that a result stored
-// before its record was read is remembered. An ordered consumer that
-// fails later is made again by the client from its next sequence.
+// lookback), named OverdueConsumerPrefix and a random part. An ordered
+// consumer that fails later is made again by the client from its next
+// sequence.
 func (s *OverdueSweeper) follow(ctx context.Context, f *follow, from time.Time) error {
 	b := s.cfg.Bus
 	cfg := func(filter string) jetstream.OrderedConsumerConfig {
-		c := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverNewPolicy}
+		c := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverNewPolicy,
+			NamePrefix: OverdueConsumerPrefix(b.Subjects.Prefix) + strconv.FormatUint(rand.Uint64(), 36)}
 		if s.cfg.Lookback >= 0 {
 			c.DeliverPolicy, c.OptStartTime = jetstream.DeliverByStartTimePolicy, &from
 		}
@@ -198,8 +225,7 @@ func (s *OverdueSweeper) follow(ctx context.Context, f *follow, from time.Time) 
 	}
 	accepted, err := s.consume(ctx, b.Events, cfg(b.Subjects.AllEvents()), s.onEvent)
 	if err != nil {
-		results.Stop()
-		<-results.Closed()
+		results.stop()
 		return fmt.Errorf("maintenance: follow admission records: %w", err)
 	}
 	f.accepted, f.results = accepted, results
@@ -210,14 +236,18 @@ func (s *OverdueSweeper) follow(ctx context.Context, f *follow, from time.Time) 
 // the consumer reports (missed heartbeats, a reset) is logged at Debug:
 // the client makes it again by itself.
 func (s *OverdueSweeper) consume(ctx context.Context, stream jetstream.Stream, cfg jetstream.OrderedConsumerConfig,
-	h jetstream.MessageHandler) (jetstream.ConsumeContext, error) {
+	h jetstream.MessageHandler) (*following, error) {
 	cons, err := stream.OrderedConsumer(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return cons.Consume(h, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	cc, err := cons.Consume(h, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		s.cfg.Logger.Debug("overdue sweeper consumer", "err", err)
 	}))
+	if err != nil {
+		return nil, err
+	}
+	return &following{stream: stream, cons: cons, cc: cc}, nil
 }
 
 // onResult drops the call whose result m is.
