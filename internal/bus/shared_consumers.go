@@ -15,14 +15,17 @@ import (
 
 // EnsureReaper creates or updates the reaper's consumer: every MaxDeliver
 // advisory captured in the advisories stream, from the first one, acked
-// explicitly within 30s, delivered at most 10 times.
+// explicitly within 30s, delivered for as long as it takes (MaxDeliver
+// -1): an advisory dropped after failed attempts (a partition) left its
+// call without an answer for good. The reaper spaces its retries itself
+// (NakWithDelay).
 func (b *Bus) EnsureReaper(ctx context.Context) (jetstream.Consumer, error) {
 	cons, err := b.Advisories.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable:       b.Config.ReaperConsumer(),
 		Description:   "toolwire: dead-letters calls that exhausted MaxDeliver",
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       30 * time.Second,
-		MaxDeliver:    10,
+		MaxDeliver:    -1,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
@@ -33,7 +36,8 @@ func (b *Bus) EnsureReaper(ctx context.Context) (jetstream.Consumer, error) {
 
 // EnsureMover creates or updates the retry mover's consumer: the due
 // retries of the retries stream (Subjects.DueRetries), from the first
-// one, acked explicitly within 30s.
+// one, acked explicitly within 30s, delivered for as long as it takes
+// (MaxDeliver -1, set explicitly: a due retry dropped is a call lost).
 func (b *Bus) EnsureMover(ctx context.Context) (jetstream.Consumer, error) {
 	cons, err := b.Retries.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable:       b.Config.MoverConsumer(),
@@ -41,6 +45,7 @@ func (b *Bus) EnsureMover(ctx context.Context) (jetstream.Consumer, error) {
 		FilterSubject: b.Subjects.DueRetries(),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       30 * time.Second,
+		MaxDeliver:    -1,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
 	if err != nil {

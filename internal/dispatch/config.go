@@ -14,6 +14,7 @@ import (
 	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/maintenance"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -114,6 +115,10 @@ type Config struct {
 	// OrphanGrace is how old such a call must be before it is ended.
 	// Default 1m.
 	OrphanGrace time.Duration
+	// Overdue is the overdue sweeper's timing (internal/maintenance:
+	// OverdueSweeper, which answers an accepted call that has no result
+	// past its schedule-to-close deadline); zero values are its defaults.
+	Overdue maintenance.OverdueSettings
 	// PoolCheck is how often admission's view of the pool consumers is
 	// listed again: a call for a tool no pool consumer filters is refused
 	// NOT_FOUND (poolview.Pools; a miss is looked up in a fresh listing

@@ -347,12 +347,14 @@
 // installation: they bound what one caller can make one process hold.
 // Config.MaxWaiting (100,000) still bounds all callers of a replica.
 //
-// # Reaper, retry mover, dead-letter retries and orphan sweeper
+// # Reaper, retry mover, dead-letter retries, orphan and overdue sweepers
 //
 // The dispatcher's background maintenance services are
-// internal/maintenance's (Reaper, Mover, DLQRetries, Sweeper; see its
-// doc.go): Start starts them with everything else, configured from
-// Config.Name, Config.OrphanSweep and Config.OrphanGrace.
+// internal/maintenance's (Reaper, Mover, DLQRetries, Sweeper,
+// OverdueSweeper; see its doc.go): Start starts them with everything
+// else, configured from Config.Name, Config.OrphanSweep,
+// Config.OrphanGrace and Config.Overdue. The ACCEPTED record carries the
+// call's deadline and spec version for the overdue sweeper.
 //
 // # Start and Stop
 //
@@ -362,7 +364,7 @@
 // retry mover, the dead-letter retries, the after-hook service
 // (internal/hooks), the queue of admission records, the load view
 // (internal/poolview), the rechecks of waiters after a reconnect or a
-// failure of the results consumer, the orphan sweeper, the pool listing
+// failure of the results consumer, the orphan and overdue sweepers, the pool listing
 // (internal/poolview), the approval flow (internal/approvalflow: the grant
 // index, the approval tracker and the sweep) and the limits' slot renewal
 // (internal/limitgate). A Start that fails stops what it had started. Stop(ctx) marks the dispatcher stopped (a later Call gets

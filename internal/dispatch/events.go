@@ -40,7 +40,7 @@ func (d *Dispatcher) publishAcceptedAt(tenant string, call *toolwirev1.ToolCall,
 // acceptedEvent is call's admission record (ACCEPTED) at the time at.
 func acceptedEvent(call *toolwirev1.ToolCall, at *timestamppb.Timestamp) *toolwirev1.CallEvent {
 	ev := &toolwirev1.CallEvent{CallId: call.CallId, Tool: call.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED,
-		Caller: call.Caller, Time: at, LoopCount: call.LoopCount}
+		Caller: call.Caller, Time: at, LoopCount: call.LoopCount, Deadline: call.Deadline, SpecVersion: call.SpecVersion}
 	if call.PolicyVersion != "" || call.ApprovalId != "" || call.GrantId != "" {
 		ev.Policy = &toolwirev1.PolicyDecision{Outcome: toolwirev1.PolicyOutcome_POLICY_OUTCOME_ALLOW, Version: call.PolicyVersion,
 			RuleId: call.PolicyRule, ApprovalId: call.ApprovalId, GrantId: call.GrantId}

@@ -69,6 +69,7 @@ func (d *Dispatcher) services() []startstop.Named {
 		{Name: "load view", Service: d.load},
 		{Name: "rechecks of waiters", Service: started(func(ctx context.Context) (stopper, error) { return d.startRechecks(ctx, recheck), nil })},
 		{Name: "orphan sweeper", Service: maintenance.NewSweeper(maintenance.SweeperConfig{Config: m, Every: d.cfg.OrphanSweep, Grace: d.cfg.OrphanGrace})},
+		{Name: "overdue sweeper", Service: maintenance.NewOverdueSweeper(maintenance.OverdueConfig{Config: m, OverdueSettings: d.cfg.Overdue})},
 		{Name: "pool listing", Service: d.pools},
 		// The approval flow: the grants in force (loaded before Start
 		// returns, so admission decides with them), the tracker of the

@@ -17,17 +17,26 @@ import (
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/maintenance"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
 )
 
-// eventsConsumers returns the consumers on the events stream.
+// eventsConsumers returns the consumers on the events stream, but for
+// the overdue sweeper's, which follows the stream as long as the
+// dispatcher runs.
 func eventsConsumers(t *testing.T, s *dispatchtest.Stack) int {
 	t.Helper()
-	info, err := s.Env.Bus.Events.Info(t.Context())
-	require.NoError(t, err)
-	return info.State.Consumers
+	n := 0
+	names := s.Env.Bus.Events.ConsumerNames(t.Context())
+	for name := range names.Name() {
+		if !strings.HasPrefix(name, maintenance.OverdueConsumerPrefix(s.Env.Bus.Subjects.Prefix)) {
+			n++
+		}
+	}
+	require.NoError(t, names.Err())
+	return n
 }
 
 // requireNoConsumers polls until the events stream has no consumer left,

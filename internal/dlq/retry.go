@@ -67,7 +67,7 @@ func (q *Queue) RetryBy(ctx context.Context, seq uint64, by string) (*toolwirev1
 		return nil, fmt.Errorf("dlq: queue the retry of %s: %w", dead.CallId, err)
 	}
 	ev := &toolwirev1.CallEvent{CallId: call.CallId, Tool: call.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED,
-		Time: call.AcceptedAt, Caller: call.Caller,
+		Time: call.AcceptedAt, Caller: call.Caller, SpecVersion: call.SpecVersion, Deadline: call.Deadline,
 		Message: fmt.Sprintf("retry of call %s from dead letter %d", dead.CallId, seq)}
 	if by != "" {
 		ev.Message += ", asked by " + by

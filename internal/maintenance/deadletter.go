@@ -21,6 +21,16 @@ func deadLetter(ctx context.Context, b *bus.Bus, dl *toolwirev1.DeadLetter, msgI
 	if c := dl.Call; c != nil {
 		subject = b.Subjects.DLQ(c.Executor, c.GetCaller().GetTenant(), c.Provider, c.Tool)
 	}
+	return publishDeadLetter(ctx, b, dl, letterAddress{subject: subject, msgID: msgID})
+}
+
+// letterAddress is where a dead letter goes and the message id it is
+// published under.
+type letterAddress struct{ subject, msgID string }
+
+// publishDeadLetter publishes dl as to says.
+func publishDeadLetter(ctx context.Context, b *bus.Bus, dl *toolwirev1.DeadLetter, to letterAddress) error {
+	subject, msgID := to.subject, to.msgID
 	data, err := proto.Marshal(dl)
 	if err != nil {
 		return err

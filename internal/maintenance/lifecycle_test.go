@@ -2,6 +2,7 @@ package maintenance_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -25,6 +26,9 @@ func TestServicesKeepTheContract(t *testing.T) {
 		"sweeper, never": func(c maintenance.Config) startstop.Service {
 			return maintenance.NewSweeper(maintenance.SweeperConfig{Config: c, Every: -1})
 		},
+		"overdue sweeper": func(c maintenance.Config) startstop.Service {
+			return maintenance.NewOverdueSweeper(maintenance.OverdueConfig{Config: c})
+		},
 	}
 	ctx := t.Context()
 	for name, newService := range services {
@@ -43,4 +47,9 @@ func TestServicesKeepTheContract(t *testing.T) {
 		require.ErrorContains(t, newService(maintenance.Config{Bus: s.b}).Start(ctx), "Name", name)
 	}
 	require.ErrorContains(t, maintenance.NewSweeper(maintenance.SweeperConfig{Config: s.cfg, Grace: -1}).Start(ctx), "Grace")
+	require.ErrorContains(t, maintenance.NewOverdueSweeper(maintenance.OverdueConfig{Config: s.cfg,
+		OverdueSettings: maintenance.OverdueSettings{Grace: -1}}).Start(ctx), "Grace")
+	slow := s.cfg
+	slow.RetryDelay, slow.MaxRetryDelay = time.Minute, time.Second
+	require.ErrorContains(t, maintenance.NewReaper(slow).Start(ctx), "MaxRetryDelay")
 }

@@ -30,7 +30,7 @@ var _ startstop.Service = (*Mover)(nil)
 // NewMover returns a retry mover with cfg; Start starts it.
 func NewMover(cfg Config) *Mover {
 	mv := &Mover{cfg: cfg.WithDefaults()}
-	mv.svc = consumption{name: "retry mover", log: mv.cfg.Logger, failed: "moving a due retry failed; will retry",
+	mv.svc = consumption{name: "retry mover", cfg: mv.cfg, failed: "moving a due retry failed; will retry",
 		ensure: func(ctx context.Context) (jetstream.Consumer, error) { return mv.cfg.Bus.EnsureMover(ctx) },
 		handle: func(ctx context.Context, m jetstream.Msg) error { return mv.move(ctx, m.Data(), m.Headers()) },
 	}.service()

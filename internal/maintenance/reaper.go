@@ -39,7 +39,7 @@ var _ startstop.Service = (*Reaper)(nil)
 // NewReaper returns a reaper with cfg; Start starts it.
 func NewReaper(cfg Config) *Reaper {
 	r := &Reaper{cfg: cfg.WithDefaults()}
-	r.svc = consumption{name: "reaper", log: r.cfg.Logger, failed: "reaping exhausted call failed; will retry",
+	r.svc = consumption{name: "reaper", cfg: r.cfg, failed: "reaping exhausted call failed; will retry",
 		ensure: func(ctx context.Context) (jetstream.Consumer, error) { return r.cfg.Bus.EnsureReaper(ctx) },
 		handle: func(ctx context.Context, m jetstream.Msg) error { return r.reap(ctx, m.Data()) },
 	}.service()
@@ -68,7 +68,16 @@ func (r *Reaper) reap(ctx context.Context, advisory []byte) error {
 	}
 	raw, err := b.Calls.GetMsg(ctx, adv.StreamSeq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil // aged out
+		// Aged out, or a replica that lags answered the direct get: only
+		// the leader's first sequence tells.
+		agedOut, err := r.agedOut(ctx, adv.StreamSeq)
+		if err != nil {
+			return fmt.Errorf("call %d not found; is it aged out: %w", adv.StreamSeq, err)
+		}
+		if !agedOut {
+			return fmt.Errorf("call %d: %w on a replica; the leader still holds it", adv.StreamSeq, jetstream.ErrMsgNotFound)
+		}
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("load call %d: %w", adv.StreamSeq, err)
@@ -104,4 +113,14 @@ func (r *Reaper) reap(ctx context.Context, advisory []byte) error {
 		return fmt.Errorf("publish MAX_ATTEMPTS: %w", err)
 	}
 	return nil
+}
+
+// agedOut reports whether the calls stream's leader no longer holds
+// sequence seq (its first sequence is past it).
+func (r *Reaper) agedOut(ctx context.Context, seq uint64) (bool, error) {
+	info, err := r.cfg.Bus.Calls.Info(ctx)
+	if err != nil {
+		return false, err
+	}
+	return info.State.FirstSeq > seq, nil
 }

@@ -2,8 +2,10 @@ package maintenance_test
 
 import (
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
@@ -56,4 +58,33 @@ func TestReaperEndsExhaustedCalls(t *testing.T) {
 	require.Equal(t, "reaper:test", letters[0].Worker)
 	require.Nil(t, letters[1].Call)
 	require.Equal(t, []byte("\xff\xfe not a call"), letters[1].Raw)
+}
+
+// The reaper never drops an advisory: while its call cannot be ended (the
+// DLQ stream is gone), it is tried again, more often than the old bound
+// of 10 deliveries, and ended once it can be.
+func TestReaperRetriesForAsLongAsItTakes(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	b := s.b
+	dlq := s.dropDLQ(t)
+	failures := &counter{match: "reaping exhausted call failed"}
+	cfg := fastRetries(s.cfg)
+	cfg.Logger = slog.New(failures)
+	run(t, maintenance.NewReaper(cfg))
+
+	exhausted := call("01J000000000000000000000R3", "default")
+	seq := s.store(t, exhausted)
+	data, err := json.Marshal(map[string]any{"stream": b.Config.CallsStream(), "stream_seq": seq, "deliveries": 5})
+	require.NoError(t, err)
+	_, err = b.JS.Publish(t.Context(), strings.Replace(bus.MaxDeliverAdvisories(b.Config.CallsStream()), "*", b.Config.PoolConsumer("native"), 1), data)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return failures.n.Load() > 10 }, 60*time.Second, 10*time.Millisecond)
+	require.Nil(t, s.result(t, exhausted))
+
+	_, err = b.JS.CreateStream(t.Context(), dlq)
+	require.NoError(t, err)
+	resp := s.answered(t, exhausted)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_MAX_ATTEMPTS, resp.GetError().GetType())
+	require.Len(t, s.deadLetters(t), 1)
 }

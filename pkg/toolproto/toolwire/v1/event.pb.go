@@ -140,7 +140,15 @@ type CallEvent struct {
 	Approval *Approval `protobuf:"bytes,15,opt,name=approval,proto3" json:"approval,omitempty"`
 	// ACCEPTED: the loop guard's count when it warned (this exact call made
 	// that many times in a row in its session); 0 otherwise.
-	LoopCount     int32 `protobuf:"varint,16,opt,name=loop_count,json=loopCount,proto3" json:"loop_count,omitempty"`
+	LoopCount int32 `protobuf:"varint,16,opt,name=loop_count,json=loopCount,proto3" json:"loop_count,omitempty"`
+	// ACCEPTED: the call's schedule-to-close deadline (ToolCall.deadline),
+	// unset when it has none. The overdue sweeper answers a call that has no
+	// result by then (plus a grace period).
+	Deadline *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	// ACCEPTED: the spec version the call was admitted with
+	// (ToolCall.spec_version), which says whether its attempts record their
+	// start before they run.
+	SpecVersion   string `protobuf:"bytes,18,opt,name=spec_version,json=specVersion,proto3" json:"spec_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -287,6 +295,20 @@ func (x *CallEvent) GetLoopCount() int32 {
 	return 0
 }
 
+func (x *CallEvent) GetDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
+}
+
+func (x *CallEvent) GetSpecVersion() string {
+	if x != nil {
+		return x.SpecVersion
+	}
+	return ""
+}
+
 // DeadLetter is the record written to `<prefix>.dlq.<type>.<tenant>.<provider>.<tool>`
 // when a call is exhausted or terminated.
 type DeadLetter struct {
@@ -396,7 +418,7 @@ var File_toolwire_v1_event_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_event_proto_rawDesc = "" +
 	"\n" +
-	"\x17toolwire/v1/event.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16toolwire/v1/call.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\x1a\x18toolwire/v1/policy.proto\x1a\x1atoolwire/v1/response.proto\"\x94\x05\n" +
+	"\x17toolwire/v1/event.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16toolwire/v1/call.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\x1a\x18toolwire/v1/policy.proto\x1a\x1atoolwire/v1/response.proto\"\xef\x05\n" +
 	"\tCallEvent\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12.\n" +
 	"\x04type\x18\x02 \x01(\x0e2\x1a.toolwire.v1.CallEventTypeR\x04type\x12.\n" +
@@ -416,7 +438,9 @@ const file_toolwire_v1_event_proto_rawDesc = "" +
 	"\x06policy\x18\x0e \x01(\v2\x1b.toolwire.v1.PolicyDecisionR\x06policy\x121\n" +
 	"\bapproval\x18\x0f \x01(\v2\x15.toolwire.v1.ApprovalR\bapproval\x12\x1d\n" +
 	"\n" +
-	"loop_count\x18\x10 \x01(\x05R\tloopCountB\n" +
+	"loop_count\x18\x10 \x01(\x05R\tloopCount\x126\n" +
+	"\bdeadline\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12!\n" +
+	"\fspec_version\x18\x12 \x01(\tR\vspecVersionB\n" +
 	"\n" +
 	"\b_percent\"\x96\x02\n" +
 	"\n" +
@@ -483,14 +507,15 @@ var file_toolwire_v1_event_proto_depIdxs = []int32{
 	8,  // 6: toolwire.v1.CallEvent.caller:type_name -> toolwire.v1.Caller
 	9,  // 7: toolwire.v1.CallEvent.policy:type_name -> toolwire.v1.PolicyDecision
 	10, // 8: toolwire.v1.CallEvent.approval:type_name -> toolwire.v1.Approval
-	11, // 9: toolwire.v1.DeadLetter.call:type_name -> toolwire.v1.ToolCall
-	5,  // 10: toolwire.v1.DeadLetter.last_error:type_name -> toolwire.v1.ToolError
-	3,  // 11: toolwire.v1.DeadLetter.time:type_name -> google.protobuf.Timestamp
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	3,  // 9: toolwire.v1.CallEvent.deadline:type_name -> google.protobuf.Timestamp
+	11, // 10: toolwire.v1.DeadLetter.call:type_name -> toolwire.v1.ToolCall
+	5,  // 11: toolwire.v1.DeadLetter.last_error:type_name -> toolwire.v1.ToolError
+	3,  // 12: toolwire.v1.DeadLetter.time:type_name -> google.protobuf.Timestamp
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_event_proto_init() }

@@ -1,0 +1,158 @@
+package maintenance
+
+import (
+	"container/heap"
+	"sync"
+	"time"
+)
+
+// tracked is an accepted call the overdue sweeper follows: what its
+// admission record said, and when it is looked at next.
+type tracked struct {
+	due        time.Time // when it is looked at next
+	callID     string
+	tenant     string
+	dispatcher string // the dispatcher token of the call's subjects
+	tool       string
+	session    string
+	spec       string    // the spec version admitted; "" = unknown
+	accepted   time.Time // when it was admitted (queued, for an approved call)
+	deadline   time.Time // its schedule-to-close deadline; zero = none
+	failures   uint64    // looks at it that failed so far
+	index      int       // in the heap
+}
+
+// answeredMemory is how many answered call ids the tracker remembers
+// that it did not track: a result can be seen just before the call's
+// admission record (they come from two streams).
+const answeredMemory = 4096
+
+// tracker is the overdue sweeper's bounded set of calls, ordered by due
+// time (a min-heap), with an index by call id so that a stored result
+// drops its call. Safe for concurrent use: the consumers add and drop,
+// the sweeping goroutine takes what is due.
+type tracker struct {
+	mu       sync.Mutex
+	h        dueHeap
+	byID     map[string]*tracked
+	max      int
+	dropped  uint64
+	answered map[string]struct{} // results seen for untracked calls
+	ring     []string            // answered's ids, oldest overwritten first
+	next     int
+	wake     chan struct{} // signalled when the earliest due time moves up
+}
+
+func newTracker(max int) *tracker {
+	return &tracker{byID: map[string]*tracked{}, max: max, answered: map[string]struct{}{},
+		ring: make([]string, answeredMemory), wake: make(chan struct{}, 1)}
+}
+
+// add tracks c unless it is tracked already, was seen answered, or the
+// tracker is full: then it is dropped and counted, and add returns the
+// count of drops so far (0 when c was tracked or needed no tracking).
+func (t *tracker) add(c *tracked) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.byID[c.callID]; ok {
+		return 0
+	}
+	if _, ok := t.answered[c.callID]; ok {
+		return 0
+	}
+	if len(t.h) >= t.max {
+		t.dropped++
+		return t.dropped
+	}
+	t.push(c)
+	return 0
+}
+
+// again tracks c once more, whatever the bound: a call that could not be
+// looked at is never dropped.
+func (t *tracker) again(c *tracked) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.byID[c.callID]; !ok {
+		t.push(c)
+	}
+}
+
+func (t *tracker) push(c *tracked) {
+	heap.Push(&t.h, c)
+	t.byID[c.callID] = c
+	if c.index == 0 {
+		select {
+		case t.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// answer drops the call callID, which has a result; an untracked id is
+// remembered (the last answeredMemory of them) in case its admission
+// record comes next.
+func (t *tracker) answer(callID string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.byID[callID]; ok {
+		heap.Remove(&t.h, c.index)
+		delete(t.byID, callID)
+		return
+	}
+	if _, ok := t.answered[callID]; ok {
+		return
+	}
+	delete(t.answered, t.ring[t.next])
+	t.ring[t.next] = callID
+	t.answered[callID] = struct{}{}
+	t.next = (t.next + 1) % len(t.ring)
+}
+
+// due removes and returns up to n calls due at now, earliest first, and
+// when the next one is due (zero when none is tracked).
+func (t *tracker) due(now time.Time, n int) ([]*tracked, time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*tracked
+	for len(t.h) > 0 && len(out) < n && !t.h[0].due.After(now) {
+		c := heap.Pop(&t.h).(*tracked)
+		delete(t.byID, c.callID)
+		out = append(out, c)
+	}
+	if len(t.h) == 0 {
+		return out, time.Time{}
+	}
+	return out, t.h[0].due
+}
+
+// stats returns how many calls are tracked and how many were dropped.
+func (t *tracker) stats() (int, uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.h), t.dropped
+}
+
+// dueHeap is a min-heap of tracked calls by due time (container/heap).
+type dueHeap []*tracked
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h dueHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+
+func (h *dueHeap) Push(x any) {
+	c := x.(*tracked)
+	c.index = len(*h)
+	*h = append(*h, c)
+}
+
+func (h *dueHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return c
+}
