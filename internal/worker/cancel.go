@@ -38,7 +38,10 @@ type cancels struct {
 	fns map[string]*registration
 	// shutdown, once set, is the cause every registered and every later
 	// call is cancelled with.
-	shutdown  error
+	shutdown error
+	// stop is closed with the first cancelAll: the worker's grace period
+	// is over (stopping).
+	stop      chan struct{}
 	seen      map[string]seenTombstone
 	liveSince time.Time
 	pruned    time.Time
@@ -134,6 +137,12 @@ func (c *cancels) unregister(r *registration) {
 // later, with cause.
 func (c *cancels) cancelAll(cause error) {
 	c.mu.Lock()
+	if c.stop == nil {
+		c.stop = make(chan struct{})
+	}
+	if c.shutdown == nil {
+		close(c.stop)
+	}
 	c.shutdown = cause
 	var all []context.CancelCauseFunc
 	for _, r := range c.fns {
@@ -145,6 +154,18 @@ func (c *cancels) cancelAll(cause error) {
 	for _, fn := range all {
 		fn(cause)
 	}
+}
+
+// stopping is closed once the worker's grace period is over: a delivery
+// holding its call while the server does not answer (hold.go) gives up.
+// A caller's cancel does not close it.
+func (c *cancels) stopping() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stop == nil {
+		c.stop = make(chan struct{})
+	}
+	return c.stop
 }
 
 // lookupNeeded reports whether a call accepted at accepted must also look
