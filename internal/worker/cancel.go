@@ -113,6 +113,23 @@ func (c *cancels) register(key string, fn context.CancelCauseFunc) (seen *bus.To
 	return seen, r
 }
 
+// liveOther reports whether another delivery of r's call is in flight
+// in this worker, and not an execution the watchdog abandoned (which
+// never settles its message).
+func (c *cancels) liveOther(r *registration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for p := c.fns[r.key]; p != nil; p = p.next {
+		if p == r {
+			continue
+		}
+		if ex := p.exec.Load(); ex == nil || ex.state.Load() != execAbandoned {
+			return true
+		}
+	}
+	return false
+}
+
 // unregister removes a registration.
 func (c *cancels) unregister(r *registration) {
 	c.mu.Lock()

@@ -142,7 +142,16 @@
 // a crash. The held delivery is then stale, but acts only on what it
 // reads once the server answers again, and runs a tool that is not safe
 // to rerun only on a STARTED claim checked against every other
-// delivery's (below).
+// delivery's (below). A pool consumer's new leader also redelivers the
+// calls delivered more than AckWait before, held or not (the heartbeats
+// sent while it had no leader are lost). A redelivery that finds an
+// earlier delivery of its call in flight in the same worker (not an
+// execution the watchdog abandoned) leaves the call to it unsettled: that
+// delivery settles the message, and may be publishing the tool's result,
+// which an UNKNOWN_OUTCOME (or a second run) would pre-empt. A redelivery
+// to another worker cannot know; with an AckWait shorter than an
+// election it answers UNKNOWN_OUTCOME while the first delivery may still
+// be holding a result.
 //
 // # No durable record, no step that needs it
 //

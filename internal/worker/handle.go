@@ -300,9 +300,19 @@ func (d *delivery) again() bool { return d.count > 1 || d.carried > 0 }
 // gate answers the calls that must not run: cancelled before they
 // started; of a tool that is not safe to rerun whose earlier attempt
 // started without a result (UNKNOWN_OUTCOME); past their schedule-to-start
-// or schedule-to-close deadline (EXPIRED, never executed late).
+// or schedule-to-close deadline (EXPIRED, never executed late). A
+// redelivery of a call whose earlier delivery is still in flight in this
+// worker — JetStream redelivered it while that delivery held it, as a
+// pool consumer's new leader does with calls delivered more than AckWait
+// before — is left to that delivery, which settles the message: it may
+// be publishing the tool's result (an election on RESULTS), which an
+// UNKNOWN_OUTCOME or a second run would otherwise pre-empt.
 func (d *delivery) gate() outcome {
 	call, now := d.call, d.started
+	if d.again() && d.w.cancels.liveOther(d.reg) {
+		d.log().Info("an earlier delivery of this call is in flight here; leaving this one to it")
+		return leave()
+	}
 	if ts := d.seen; ts != nil {
 		return answer(d.cancelled(&CancelledError{*ts}, " before it started", sideEffectsOf(d.prev)))
 	}
