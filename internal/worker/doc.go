@@ -149,9 +149,14 @@
 // execution the watchdog abandoned) leaves the call to it unsettled: that
 // delivery settles the message, and may be publishing the tool's result,
 // which an UNKNOWN_OUTCOME (or a second run) would pre-empt. A redelivery
-// to another worker cannot know; with an AckWait shorter than an
-// election it answers UNKNOWN_OUTCOME while the first delivery may still
-// be holding a result.
+// that finds an attempt another worker started (or reported progress on)
+// without a result cannot see that worker: until the attempt's event
+// time plus 30 s plus AckWait (never past the call's deadline) it holds
+// the call and looks for the result every second or so, and acknowledges
+// the one that worker stores (Stats.Awaited); only then, the attempt
+// event read again, is it answered UNKNOWN_OUTCOME. A worker that
+// crashed mid-attempt therefore has its call answered about 30 s later
+// than AckWait alone would.
 //
 // # No durable record, no step that needs it
 //

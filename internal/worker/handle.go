@@ -317,6 +317,12 @@ func (d *delivery) gate() outcome {
 		return answer(d.cancelled(&CancelledError{*ts}, " before it started", sideEffectsOf(d.prev)))
 	}
 	if unknownOutcome(d.prev) && !safeToRerun(d.spec) {
+		if o := d.awaitEarlierResult(); o.decided() {
+			return o
+		}
+		now = d.started
+	}
+	if unknownOutcome(d.prev) && !safeToRerun(d.spec) {
 		d.w.stats.unknownOutcomes.Add(1)
 		return answer(d.errorResponse(unknownOutcomeError(d.prev)))
 	}

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // Holding a call while the server does not answer. A delivery whose
@@ -121,4 +124,55 @@ func (d *delivery) lookup(fn func(ctx context.Context) error) func() error {
 		defer cancel()
 		return fn(ctx)
 	}
+}
+
+// awaitEarlierResult holds a redelivery that found an attempt another
+// worker started (or reported progress on) without a result, while that
+// worker may still store the result: a delivery keeps publishing a
+// computed result for resultHold, and a pool consumer's new leader
+// redelivers calls delivered more than AckWait before although their
+// first delivery lives. Until prev's time plus resultHold plus AckWait
+// (and never past the call's deadline) it looks for the result every
+// second or so: found, the redelivery is acknowledged. Then it reads the
+// last attempt event again (the earlier delivery may have noted that the
+// attempt did not run) and leaves the decision to gate. The worker's
+// stop hands the call back.
+func (d *delivery) awaitEarlierResult() outcome {
+	prev := d.prev
+	if prev.GetTime() == nil || prev.Worker == d.w.cfg.Name ||
+		(prev.Type != toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED && prev.Type != toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS) {
+		return outcome{}
+	}
+	until := prev.Time.AsTime().Add(resultHold + d.pool.AckWait)
+	if dl := d.call.GetDeadline(); dl != nil && dl.AsTime().Before(until) {
+		until = dl.AsTime()
+	}
+	if !time.Now().Before(until) {
+		return outcome{}
+	}
+	d.w.stats.awaited.Add(1)
+	d.log().Info("an earlier attempt started without a result; waiting for the result it may still store",
+		"attempt", prev.Attempt, "worker", prev.Worker, "until", until)
+	w, delay := d.w, holdRetryMin
+	for left := time.Until(until); left > 0; left = time.Until(until) {
+		if !w.sleep(min(delay, left)) {
+			return retryLater(time.Second)
+		}
+		delay = min(2*delay, time.Second)
+		ctx, cancel := context.WithTimeout(d.ctx, settleTimeout)
+		_, err := bus.LastMsgFromLeader(ctx, w.bus.JS, w.bus.Results, w.resultSubject(d.call))
+		cancel()
+		if err == nil {
+			d.log().Info("the earlier attempt's result was stored; acknowledging redelivery")
+			return acknowledge()
+		}
+	}
+	ctx, cancel := context.WithTimeout(d.ctx, settleTimeout)
+	defer cancel()
+	if ev, err := w.lastEvent(ctx, d.call); err == nil && ev != nil {
+		d.prev = ev
+	}
+	d.started = time.Now()
+	d.finished = d.started
+	return outcome{}
 }

@@ -8,11 +8,14 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // holdSetup is a worker serving one tool that is not safe to rerun, on a
@@ -234,5 +237,43 @@ func TestHeldResultSurvivesAnUnavailableResultsStream(t *testing.T) {
 	require.True(t, r.Ok, "%v", r.Error)
 	require.Equal(t, int32(1), h.runs.Load())
 	h.deliveredOnce()
+	require.Zero(t, h.w.Stats().UnknownOutcomes)
+}
+
+// A redelivery that finds an attempt another worker started moments ago
+// without a result waits for the result that worker may still store —
+// it holds a computed result through an election, and a pool consumer's
+// new leader redelivers calls whose first delivery lives — instead of
+// answering UNKNOWN_OUTCOME at once (issue 26: a completed tool answered
+// UNKNOWN_OUTCOME by a redelivery on another worker). The stored result
+// is the earlier worker's, and nothing runs again.
+func TestRedeliveryWaitsForTheEarlierWorkersResult(t *testing.T) {
+	t.Parallel()
+	h := startHold(t, "pay_awaited", paid)
+	ctx := t.Context()
+	b := h.s.Env.Bus
+	call := h.raw.call("01J00000000000000000000H05", "pay_awaited", `{}`)
+	// Attempt 1 started on another worker, which has not stored its
+	// result yet.
+	ev, err := proto.Marshal(&toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED,
+		CallId: call.CallId, Tool: call.Tool, Attempt: 1, Worker: "elsewhere", Time: timestamppb.Now()})
+	require.NoError(t, err)
+	_, err = b.JS.Publish(ctx, b.Subjects.Event("default", "d1", call.CallId), ev)
+	require.NoError(t, err)
+	call.Attempt = 1 // a redelivery
+	h.raw.publish(call)
+	require.Eventually(t, func() bool { return h.w.Stats().Awaited == 1 }, time.Minute, 10*time.Millisecond)
+
+	// The other worker stores its result.
+	theirs, err := proto.Marshal(&toolwirev1.ToolResponse{CallId: call.CallId, Tool: call.Tool, Ok: true,
+		Meta: &toolwirev1.ResponseMeta{Worker: "elsewhere", Attempt: 1}})
+	require.NoError(t, err)
+	_, err = b.JS.Publish(ctx, b.Subjects.Result("default", "d1", call.CallId), theirs)
+	require.NoError(t, err)
+	settled(t, h.s)
+	r := waitResult(t, h.s, "default", "d1", call.CallId)
+	require.True(t, r.Ok)
+	require.Equal(t, "elsewhere", r.Meta.Worker)
+	require.Zero(t, h.runs.Load())
 	require.Zero(t, h.w.Stats().UnknownOutcomes)
 }

@@ -95,6 +95,7 @@ type stats struct {
 	unknownOutcomes  atomic.Int64
 	notStarted       atomic.Int64
 	held             atomic.Int64
+	awaited          atomic.Int64
 	claimsLost       atomic.Int64
 	badIntents       atomic.Int64
 	approvalRefusals atomic.Int64
@@ -122,6 +123,9 @@ type Stats struct {
 	// while the delivery kept its call (hold.go) instead of handing it
 	// back.
 	Held int64
+	// Awaited counts redeliveries that waited for the result of an
+	// attempt another worker had started (awaitEarlierResult).
+	Awaited int64
 	// ClaimsLost counts deliveries left unsettled, without running,
 	// because another delivery of the call had started the same attempt
 	// first (a delivery that went stale past AckWait).
@@ -139,7 +143,7 @@ type Stats struct {
 // Stats returns the worker's counters.
 func (w *Worker) Stats() Stats {
 	return Stats{Executed: w.executed.Load(), Retries: w.stats.retries.Load(), Abandoned: w.stats.abandoned.Load(),
-		UnknownOutcomes: w.stats.unknownOutcomes.Load(), NotStarted: w.stats.notStarted.Load(), Held: w.stats.held.Load(),
+		UnknownOutcomes: w.stats.unknownOutcomes.Load(), NotStarted: w.stats.notStarted.Load(), Held: w.stats.held.Load(), Awaited: w.stats.awaited.Load(),
 		ClaimsLost: w.stats.claimsLost.Load(), IntentViolations: w.stats.badIntents.Load(),
 		ApprovalRefusals: w.stats.approvalRefusals.Load(), InFlight: w.inflight.Load()}
 }
