@@ -228,6 +228,9 @@ func TestClusterLeaderKills(t *testing.T) {
 		return faulttest.WorkerOptions{Name: name, Concurrency: 16, AckWait: 5 * time.Second}
 	}
 	workers := []*faulttest.Proc{c.StartWorker(workerOpts("w0")), c.StartWorker(workerOpts("w1"))}
+	for _, w := range workers {
+		t.Logf("worker %s started, pid %d", w.Name, w.Cmd.Process.Pid)
+	}
 	load := startClusterLoad(t, c, 3, 3)
 	stopped := false
 	defer func() {
@@ -244,12 +247,14 @@ func TestClusterLeaderKills(t *testing.T) {
 	}
 	phase := time.Now()
 	spawned := 2
+	var killed []int // pids of the workers killed
 	for _, f := range faults {
 		load.waitProgress(t, phase, 50, 5, "before the fault")
 		victim := faultTarget(t, c, f)
 		f.node, f.leads = c.Nodes[victim].Name, c.Leads(ctx, victim)
 		before := strings.Count(c.DispatcherLog.String(), "publishing again")
 		f.at = time.Now()
+		t.Logf("fault %s of %s (%s) at %s", f.how, f.target, c.Nodes[victim].Name, f.at.UTC().Format(time.StampMilli))
 		switch f.how {
 		case "kill":
 			c.KillNode(victim)
@@ -274,8 +279,10 @@ func TestClusterLeaderKills(t *testing.T) {
 			// A worker dies during the failover; a new one starts while
 			// the cluster may still have no leader.
 			w := spawned % len(workers)
+			killed = append(killed, workers[w].Cmd.Process.Pid)
 			workers[w].Kill()
 			workers[w] = c.StartWorker(workerOpts(fmt.Sprintf("w%d", spawned)))
+			t.Logf("worker %s started, pid %d", workers[w].Name, workers[w].Cmd.Process.Pid)
 			spawned++
 		}
 		load.waitProgress(t, f.at, 50, 5, fmt.Sprintf("after %s of %s (%s)", f.how, f.node, f.target))
@@ -368,6 +375,21 @@ func TestClusterLeaderKills(t *testing.T) {
 	for _, p := range rep.problems {
 		t.Error(p)
 	}
+	// A tool that completed is answered with its result, whatever leader
+	// was lost, unless its own worker was killed before it published.
+	unknownDone, unknownKilled := 0, 0
+	for pid, calls := range rep.unknownDone {
+		if slices.Contains(killed, pid) {
+			unknownKilled += len(calls)
+			continue
+		}
+		unknownDone += len(calls)
+		for _, c := range calls {
+			t.Logf("UNKNOWN_OUTCOME for a completed tool: %s", c)
+		}
+	}
+	figure(t, "unknown_outcome_completed=%d unknown_outcome_completed_by_killed_worker=%d", unknownDone, unknownKilled)
+	require.Zero(t, unknownDone, "UNKNOWN_OUTCOME answers for tools that completed on a worker that was not killed")
 	require.Less(t, worstStall, clusterStallBound, "admission resumes after a leader loss")
 	require.Less(t, worstFirst, clusterAnswerResumeBound, "answers resume after a leader loss")
 	// An unacknowledged call publish is repeated for 15 s, longer than an
@@ -426,7 +448,12 @@ type ledgerReport struct {
 	lost, duplicates, mismatched, reruns, refusedRan     int
 	// outcomes counts stored results by tool and type ("OK" for success).
 	outcomes map[string]int
-	problems []string
+	// unknownDone counts UNKNOWN_OUTCOME answers for calls whose tool
+	// completed (a "done" entry in the ledger), by the pid of the worker
+	// that completed it: one that was killed before it published the
+	// result leaves an honest UNKNOWN_OUTCOME. Each call is described.
+	unknownDone map[int][]string
+	problems    []string
 }
 
 func (r ledgerReport) String() string {
@@ -439,8 +466,12 @@ func (r ledgerReport) String() string {
 	for _, k := range keys {
 		out = append(out, fmt.Sprintf("%s:%d", k, r.outcomes[k]))
 	}
-	return fmt.Sprintf("submits=%d calls=%d accepted=%d refused=%d call_answered=%d call_pending=%d lost=%d duplicates=%d answers_differing=%d reruns_not_idempotent=%d refused_but_ran=%d outcomes=[%s]",
-		r.submits, r.calls, r.accepted, r.refused, r.answered, r.pending, r.lost, r.duplicates, r.mismatched, r.reruns, r.refusedRan, strings.Join(out, " "))
+	unknownDone := 0
+	for _, calls := range r.unknownDone {
+		unknownDone += len(calls)
+	}
+	return fmt.Sprintf("submits=%d calls=%d accepted=%d refused=%d call_answered=%d call_pending=%d lost=%d duplicates=%d answers_differing=%d reruns_not_idempotent=%d refused_but_ran=%d unknown_outcome_completed=%d outcomes=[%s]",
+		r.submits, r.calls, r.accepted, r.refused, r.answered, r.pending, r.lost, r.duplicates, r.mismatched, r.reruns, r.refusedRan, unknownDone, strings.Join(out, " "))
 }
 
 // checkLedger checks every recorded request against the stored results
@@ -448,7 +479,7 @@ func (r ledgerReport) String() string {
 func checkLedger(t *testing.T, c *faulttest.Cluster, ops []*op) ledgerReport {
 	t.Helper()
 	ctx := t.Context()
-	rep := ledgerReport{outcomes: map[string]int{}}
+	rep := ledgerReport{outcomes: map[string]int{}, unknownDone: map[int][]string{}}
 	problem := func(format string, args ...any) {
 		if len(rep.problems) < 50 {
 			rep.problems = append(rep.problems, fmt.Sprintf(format, args...))
@@ -505,7 +536,14 @@ func checkLedger(t *testing.T, c *faulttest.Cluster, ops []*op) ledgerReport {
 	wg.Wait()
 	counts, err := c.ResultCounts(ctx)
 	require.NoError(t, err)
-	execs := faulttest.Executions(faulttest.ReadLedger(t, c.Ledger))
+	entries := faulttest.ReadLedger(t, c.Ledger)
+	execs := faulttest.Executions(entries)
+	doneBy := map[string]faulttest.Entry{} // call id → its tool's completion
+	for _, e := range entries {
+		if e.Phase == "done" {
+			doneBy[e.CallID] = e
+		}
+	}
 
 	for i, o := range ops {
 		if o.err != nil {
@@ -546,6 +584,12 @@ func checkLedger(t *testing.T, c *faulttest.Cluster, ops []*op) ledgerReport {
 			outcome = s.Response.GetError().GetType().String()
 		}
 		rep.outcomes[o.tool+"/"+outcome]++
+		if e, ok := doneBy[o.id]; ok && s.Response.GetError().GetType() == toolwirev1.ErrorType_ERROR_TYPE_UNKNOWN_OUTCOME {
+			m := s.Response.GetMeta()
+			rep.unknownDone[e.PID] = append(rep.unknownDone[e.PID], fmt.Sprintf("%s attempt %d done at %s by pid %d; answered by %s (attempt %d) at %s: %s",
+				o.id, e.Attempt, time.Unix(0, e.At).UTC().Format(time.StampMilli), e.PID, m.GetWorker(), m.GetAttempt(),
+				m.GetFinishedAt().AsTime().UTC().Format(time.StampMilli), s.Response.GetError().GetMessage()))
+		}
 		if counts[o.id] > 1 {
 			rep.duplicates++
 			problem("call %s (%s) has %d results", o.id, o.tool, counts[o.id])

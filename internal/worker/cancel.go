@@ -38,7 +38,10 @@ type cancels struct {
 	fns map[string]*registration
 	// shutdown, once set, is the cause every registered and every later
 	// call is cancelled with.
-	shutdown  error
+	shutdown error
+	// stop is closed with the first cancelAll: the worker's grace period
+	// is over (stopping).
+	stop      chan struct{}
 	seen      map[string]seenTombstone
 	liveSince time.Time
 	pruned    time.Time
@@ -110,6 +113,23 @@ func (c *cancels) register(key string, fn context.CancelCauseFunc) (seen *bus.To
 	return seen, r
 }
 
+// liveOther reports whether another delivery of r's call is in flight
+// in this worker, and not an execution the watchdog abandoned (which
+// never settles its message).
+func (c *cancels) liveOther(r *registration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for p := c.fns[r.key]; p != nil; p = p.next {
+		if p == r {
+			continue
+		}
+		if ex := p.exec.Load(); ex == nil || ex.state.Load() != execAbandoned {
+			return true
+		}
+	}
+	return false
+}
+
 // unregister removes a registration.
 func (c *cancels) unregister(r *registration) {
 	c.mu.Lock()
@@ -134,6 +154,12 @@ func (c *cancels) unregister(r *registration) {
 // later, with cause.
 func (c *cancels) cancelAll(cause error) {
 	c.mu.Lock()
+	if c.stop == nil {
+		c.stop = make(chan struct{})
+	}
+	if c.shutdown == nil {
+		close(c.stop)
+	}
 	c.shutdown = cause
 	var all []context.CancelCauseFunc
 	for _, r := range c.fns {
@@ -145,6 +171,18 @@ func (c *cancels) cancelAll(cause error) {
 	for _, fn := range all {
 		fn(cause)
 	}
+}
+
+// stopping is closed once the worker's grace period is over: a delivery
+// holding its call while the server does not answer (hold.go) gives up.
+// A caller's cancel does not close it.
+func (c *cancels) stopping() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stop == nil {
+		c.stop = make(chan struct{})
+	}
+	return c.stop
 }
 
 // lookupNeeded reports whether a call accepted at accepted must also look

@@ -75,3 +75,39 @@ func TestCancelsLookupWindow(t *testing.T) {
 	require.False(t, c.lookupNeeded(later.Add(2*ClockSkew), later.Add(3*ClockSkew), 1))
 	require.True(t, c.lookupNeeded(now.Add(2*ClockSkew), now.Add(2*seenFor), 1), "older than the seen window")
 }
+
+// A redelivery of a call whose earlier delivery is in flight in this
+// worker sees it (and leaves the call to it, gate), unless the watchdog
+// abandoned that delivery's execution: an abandoned one never settles.
+// The grace period's end closes stopping; a caller's cancel does not.
+func TestCancelsLiveOtherAndStopping(t *testing.T) {
+	t.Parallel()
+	var c cancels
+	noop := func(error) {}
+	_, first := c.register("acme.call", noop)
+	_, other := c.register("acme.other", noop)
+	defer c.unregister(other)
+	_, again := c.register("acme.call", noop)
+	defer c.unregister(again)
+	require.True(t, c.liveOther(again), "the first delivery is in flight")
+	require.True(t, c.liveOther(first), "and sees the redelivery")
+	require.False(t, c.liveOther(other))
+
+	ex := &execution{}
+	first.begin(ex)
+	require.True(t, c.liveOther(again), "executing")
+	ex.state.Store(execAbandoned)
+	require.False(t, c.liveOther(again), "abandoned by the watchdog")
+	c.unregister(first)
+	require.False(t, c.liveOther(again))
+
+	c.cancel("acme.call", bus.Tombstone{By: "bot"})
+	select {
+	case <-c.stopping():
+		t.Fatal("a caller's cancel closed stopping")
+	default:
+	}
+	c.cancelAll(errors.New("stop"))
+	c.cancelAll(errors.New("stop again")) // closes once
+	<-c.stopping()
+}

@@ -19,10 +19,11 @@
 // grant only if the grant exists and covers it; a call of a tool that
 // requires approval that names neither never runs — each refused
 // CONFIRMATION_REQUIRED and dead-lettered; a bucket that cannot be read
-// hands the call back) → on a redelivery, an existing result is
-// acknowledged without running, and a non-idempotent call whose earlier
-// attempt started without a result answers UNKNOWN_OUTCOME (both read from the streams'
-// leaders, see below) → the cancel tombstone (checked
+// is read again, see Holding a call) → on a redelivery, an existing
+// result is acknowledged without running, and a non-idempotent call
+// whose earlier attempt started without a result answers UNKNOWN_OUTCOME
+// (both read from the streams' leaders, see below) → the cancel
+// tombstone (checked
 // after registering for cancellation, so no cancel is missed) →
 // schedule-to-start and schedule-to-close deadlines (EXPIRED, never
 // executed late) → attempts, each under its start-to-close timeout, its
@@ -112,34 +113,85 @@
 // whose every delivery crashed is ended by the dispatchers' reaper from the
 // server's MaxDeliver advisory. Attempts of tools that are not safe to rerun
 // record their STARTED event durably before running, which is how a
-// redelivery knows the outcome is unknown.
+// redelivery knows the outcome is unknown. A delivery that cannot reach
+// the streams spends no delivery: it holds the call (next section).
+//
+// # Holding a call
+//
+// A delivery whose server steps fail — the lookups of a redelivery (the
+// result, the last attempt event), the cancel tombstone, the approval
+// record, the STARTED event and its read-back, the result — keeps its
+// message instead of handing it back: a nak would spend one of the
+// deliveries the pool's MaxDeliver allows (during a partition, calls
+// spent all of theirs on failed lookups and were dropped). Its
+// heartbeats (InProgress every AckWait/3) go on, as during an execution,
+// and the step is tried again after 250 ms, doubling to 5 s (hold.go),
+// until it succeeds; until the call's schedule-to-close deadline passes,
+// which is answered as any expiry (EXPIRED when no attempt ever ran, a
+// TIMEOUT with side effects UNKNOWN when the delivery could not look up
+// what earlier ones did); or until the worker's grace period ends, when
+// the call is handed back as at shutdown. A caller's cancel does not end
+// the wait: its answer needs what the step reads. A held result is
+// published for at least 30 s (an election on RESULTS took up to 11.5 s
+// in the fault tests) and beyond that until the call's deadline, since a
+// result stored late is still its true answer. Stats.Held counts the
+// steps tried again.
+//
+// When the worker's own connection is cut, its heartbeats are lost too:
+// AckWait passes and JetStream hands the call to another worker, as after
+// a crash. The held delivery is then stale, but acts only on what it
+// reads once the server answers again, and runs a tool that is not safe
+// to rerun only on a STARTED claim checked against every other
+// delivery's (below). A pool consumer's new leader also redelivers the
+// calls delivered more than AckWait before, held or not (the heartbeats
+// sent while it had no leader are lost). A redelivery that finds an
+// earlier delivery of its call in flight in the same worker (not an
+// execution the watchdog abandoned) leaves the call to it unsettled: that
+// delivery settles the message, and may be publishing the tool's result,
+// which an UNKNOWN_OUTCOME (or a second run) would pre-empt. A redelivery
+// that finds an attempt another worker started (or reported progress on)
+// without a result cannot see that worker: until the attempt's event
+// time plus 30 s plus AckWait (never past the call's deadline) it holds
+// the call and looks for the result every second or so, and acknowledges
+// the one that worker stores (Stats.Awaited); only then, the attempt
+// event read again, is it answered UNKNOWN_OUTCOME. A worker that
+// crashed mid-attempt therefore has its call answered about 30 s later
+// than AckWait alone would.
 //
 // # No durable record, no step that needs it
 //
 // A tool that is neither read-only nor idempotent runs only once its
-// attempt's STARTED event is stored. When the events stream does not
+// attempt's STARTED event is stored. While the events stream does not
 // acknowledge it (an error, or no answer within 10s: a cluster electing
-// a leader, a full stream), nothing has run: the call is handed back with
-// NakWithDelay (1s, doubling with each delivery up to 8s), counted in
-// Stats.NotStarted, not as a failed attempt; the pool's MaxDeliver still
-// bounds the deliveries, and the last one ends the call with MAX_ATTEMPTS
-// (side effects NONE) and a dead letter. Before handing it back the worker
-// tries for 2s to store a RETRYING event with side effects NONE: a STARTED
+// a leader, a full stream), nothing runs and the delivery holds the call
+// (Holding a call). The STARTED carries a message id of its own, so a
+// publish tried again after a lost acknowledgement is deduplicated, and
+// a copy stored beyond the duplicate window is known as the delivery's
+// own when the events are read back. Past the call's deadline the call
+// is answered as expired (never executed, if no attempt ran). At
+// shutdown it is handed back (Nak, counted in Stats.NotStarted, not as a
+// failed attempt; on the last delivery MaxDeliver allows it ends with
+// MAX_ATTEMPTS, side effects NONE, and a dead letter) after a RETRYING
+// event with side effects NONE, tried with backoff for 2s: a STARTED
 // stored without its acknowledgement reaching the worker would otherwise
 // make the next delivery answer UNKNOWN_OUTCOME (the safe side, never a
-// second run).
+// second run). The same note is stored when a shutdown reaches an
+// attempt whose STARTED this delivery stored and claimed before it ran:
+// every path that leaves a claimed attempt unrun says so durably, so the
+// next delivery runs it.
 //
 // The same holds for the other records a later decision reads. A RETRYING
 // event is what lets the delivery of a call parked for a long retry delay
 // run it again; when it is not stored, the retry waits in-process instead
 // (the next attempt's STARTED supersedes the last one). The RETRYING event
-// of a call handed back at shutdown is not waited for: without it the
-// redelivery reads the attempt's STARTED and answers UNKNOWN_OUTCOME. A
-// redelivery reads the stored result and the last attempt event from the
-// streams' leaders (bus.LastMsgFromLeader: a replica that lags would answer
-// "none"), and a scan of a call's events that ends before the number of
-// events the leader counts is an error: on any error the call is handed
-// back (NakWithDelay 1s), never run on a guess.
+// of a call whose attempt a shutdown interrupted while it ran is tried
+// once: without it the redelivery reads the attempt's STARTED and answers
+// UNKNOWN_OUTCOME (the attempt did run). A redelivery reads the stored
+// result and the last attempt event from the streams' leaders
+// (bus.LastMsgFromLeader: a replica that lags would answer "none"), and a
+// scan of a call's events that ends before the number of events the
+// leader counts is an error: on any error the delivery holds the call and
+// reads again, never runs it on a guess.
 //
 // Two deliveries of one call can both look and find no earlier attempt: a
 // worker that stalls past AckWait before its STARTED is stored (a GC
@@ -151,12 +203,20 @@
 // a later attempt first it neither runs nor settles (Stats.ClaimsLost):
 // its delivery is stale, or, if not, the next one reads the winner's
 // STARTED. The read starts after the delivery's own previous STARTED (an
-// in-process retry), each read gets 2s and a failed one is tried again
-// for up to 10s (an election on EVENTS). When the events still cannot be
-// read back the delivery is left unsettled too, without the RETRYING
-// note, since another delivery may be running the attempt (a nak, even a
-// stale one, would hand the call to a third worker meanwhile): its next
-// delivery, after AckWait, answers UNKNOWN_OUTCOME.
+// in-process retry); each read gets 2s, and while the events cannot be
+// read back the delivery holds the call and reads again, then runs the
+// attempt if the claim is its own. Only when the worker's grace period
+// ends first is the delivery left unsettled, without the RETRYING note,
+// since another delivery may be running the attempt (a nak, even a stale
+// one, would hand the call to a third worker meanwhile): its next
+// delivery, after AckWait, answers UNKNOWN_OUTCOME. When the call's
+// deadline passes first it is answered TIMEOUT, side effects UNKNOWN:
+// this delivery did not run it, another may have.
+//
+// UNKNOWN_OUTCOME says what is known: the attempt, when it started (or
+// last reported progress, or was interrupted) and on which worker, that
+// no end or result was recorded, and that it may still be running or
+// have run.
 //
 // One window remains: a STARTED stored without its acknowledgement
 // reaching the worker is followed by the RETRYING note above; if, in the
@@ -166,11 +226,15 @@
 // a lost publish acknowledgement and a delivery stalled past AckWait
 // together; the fault tests have not produced it.
 //
-// A result the worker holds is published up to three times (each try
-// bounded by 10 s, the call kept in progress meanwhile) before the call
-// is handed back for a redelivery: a results stream electing a new leader
-// after a node failed does not turn a computed result into an
-// UNKNOWN_OUTCOME. A try that finds the result stored ends it.
+// A result the worker holds is published again with backoff (each try
+// bounded by 10 s, the call held meanwhile) for at least 30 s and until
+// the call's deadline, before the call is handed back for a redelivery:
+// a results stream electing a new leader after a node failed does not
+// turn a computed result into an UNKNOWN_OUTCOME (settle.go,
+// resultHold). A try that finds a result stored ends it: this
+// delivery's own, stored by a try whose acknowledgement was lost, or
+// another's (a stale delivery's, a dispatcher's answer to an overdue
+// call); either is kept, and the log says which.
 //
 // # Refused calls
 //
@@ -226,8 +290,9 @@
 // # Shutdown
 //
 // Stop ends fetching, lets in-flight calls finish while their heartbeats
-// continue, and when its context ends cancels the rest with ErrShutdown and
-// Naks them without delay: a call interrupted by shutdown is handed back,
+// continue (a call held while a server step fails goes on trying), and
+// when its context ends cancels the rest with ErrShutdown and Naks them
+// without delay (a held lookup: after a second): a call interrupted by shutdown is handed back,
 // not failed (JetStream still counts that delivery toward MaxDeliver; on
 // the last delivery it ends with MAX_ATTEMPTS instead). It then stops the
 // worker's own goroutines and waits for them. Stop returns nil once every
@@ -249,8 +314,9 @@
 // publishing the answer), nak, hand back, term or a retry schedule.
 // retry.go runs the attempts under the retry policy; execute.go runs one
 // attempt under its timeouts; response.go builds the answers with
-// internal/envelope. Around the path: events.go (attempt events and the
-// STARTED claim), cancel.go (tombstones, and the registrations of running
+// internal/envelope. Around the path: hold.go (holding a call while a
+// server step fails), events.go (attempt events), claim.go (the STARTED
+// claim, and the attempts left unrun), cancel.go (tombstones, and the registrations of running
 // calls), watchdog.go, heartbeat.go, runners.go, truncate.go (Output),
 // redact.go, observe.go (metrics and spans), decode.go (the checks;
 // the arguments' is registry.CheckArgs), and worker.go (start, fetch, stop).

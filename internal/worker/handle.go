@@ -61,8 +61,11 @@ type delivery struct {
 	// one; prev is the last attempt event an earlier delivery left.
 	seen *bus.Tombstone
 	prev *toolwirev1.CallEvent
+	// looked is set once prev is known: read by recheck, or none for a
+	// first delivery.
+	looked bool
 	// startedSeq is the stream sequence of the last STARTED this
-	// delivery stored (durableStart), 0 before the first.
+	// delivery stored (claimStart), 0 before the first.
 	startedSeq uint64
 	// ran is set once an attempt of this delivery has run: its response
 	// is the after-hooks' to look at (afterhooks.go).
@@ -80,9 +83,13 @@ type delivery struct {
 // leave the message unsettled on purpose: an execution that ignores its
 // context past the watchdog is abandoned without heartbeats, so JetStream
 // redelivers it after AckWait; and a delivery that finds another one
-// started the attempt first leaves the call to it (durableStart).
+// started the attempt first leaves the call to it (claimStart).
 func (d *delivery) handle() {
 	failpoint.Inject("after-fetch")
+	// Heartbeats last until the call is settled: a step that holds the
+	// call while the server does not answer (hold.go) keeps it.
+	d.pool.hb.add(d.msg)
+	defer d.pool.hb.remove(d.msg)
 	o := d.decode()
 	if !o.decided() {
 		o = d.precheck()
@@ -91,10 +98,7 @@ func (d *delivery) handle() {
 		d.settle(o)
 		return
 	}
-	// Heartbeats and the registration for cancellation last until the
-	// call is settled.
-	d.pool.hb.add(d.msg)
-	defer d.pool.hb.remove(d.msg)
+	// The registration for cancellation lasts until the call is settled.
 	d.register()
 	defer d.unregister()
 	o = d.recheck()
@@ -175,28 +179,33 @@ func (d *delivery) precheck() outcome {
 // record (or grant) in the approvals bucket covers it exactly; otherwise
 // it is refused CONFIRMATION_REQUIRED (answered, dead-lettered,
 // terminated), never run. A bucket that cannot be read hands the call
-// back (1s), never runs it on a guess. Other calls cost nothing here.
+// back only at shutdown, never runs it on a guess: while it cannot be
+// read the delivery holds the call and reads again (persist). Other
+// calls cost nothing here.
 func (d *delivery) checkApproval(spec *toolwirev1.ToolSpec) outcome {
 	call := d.call
 	if call.ApprovalId == "" && call.GrantId == "" && !spec.GetRequiresApproval() {
 		return outcome{}
 	}
-	ctx, cancel := context.WithTimeout(d.ctx, settleTimeout)
-	err := approvals.CheckCall(ctx, d.w.bus, spec, call, time.Now())
-	cancel()
 	var refused *approvals.RefusedError
+	err := d.persist("approval lookup", d.lookup(func(ctx context.Context) error {
+		err := approvals.CheckCall(ctx, d.w.bus, spec, call, time.Now())
+		if errors.As(err, &refused) {
+			return nil
+		}
+		return err
+	}))
 	switch {
-	case err == nil:
-		return outcome{}
-	case errors.As(err, &refused):
+	case err != nil:
+		return d.heldOutcome(err)
+	case refused != nil:
 		d.w.stats.approvalRefusals.Add(1)
 		te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CONFIRMATION_REQUIRED,
 			fmt.Sprintf("the worker's approval check refused this call of %q: %s", call.Tool, refused.Reason))
 		te.Suggestion = "submit the call through a dispatcher, which asks for (and records) the approval it needs"
 		return refusal(te)
 	}
-	d.log().Warn("approval lookup failed; redelivering", "err", err)
-	return retryLater(time.Second)
+	return outcome{}
 }
 
 // notServed hands a call this replica cannot run back to the pool, and
@@ -236,76 +245,117 @@ func (d *delivery) unregister() {
 // first delivery looks its tombstone up too when the cancel watcher may
 // have missed it (cancels.lookupNeeded). The result and the events are
 // read from the streams' leaders (a replica that lags would say none); the
-// tombstone is a KV get. On any error the call is given back (a nak, 1s),
-// never run on a guess.
+// tombstone is a KV get. A call is never run on a guess: while a lookup
+// fails the delivery holds the call and looks again (persist), and hands
+// it back only at shutdown.
 func (d *delivery) recheck() outcome {
 	w, call := d.w, d.call
-	again := d.count > 1 || d.carried > 0
+	again := d.again()
 	if again {
-		lctx, cancel := context.WithTimeout(d.ctx, settleTimeout)
-		_, err := bus.LastMsgFromLeader(lctx, w.bus.JS, w.bus.Results, w.resultSubject(call))
-		if err == nil {
-			cancel()
+		found := false
+		err := d.persist("result lookup", d.lookup(func(ctx context.Context) error {
+			_, err := bus.LastMsgFromLeader(ctx, w.bus.JS, w.bus.Results, w.resultSubject(call))
+			found = err == nil
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				return nil
+			}
+			return err
+		}))
+		if err != nil {
+			return d.heldOutcome(err)
+		}
+		if found {
 			d.log().Debug("result already published; acknowledging redelivery")
 			return acknowledge()
 		}
-		if !errors.Is(err, jetstream.ErrMsgNotFound) {
-			cancel()
-			d.log().Warn("result lookup failed; redelivering", "err", err)
-			return retryLater(time.Second)
-		}
-		d.prev, err = w.lastEvent(lctx, call)
-		cancel()
+		err = d.persist("event lookup", d.lookup(func(ctx context.Context) (err error) {
+			d.prev, err = w.lastEvent(ctx, call)
+			return err
+		}))
 		if err != nil {
-			d.log().Warn("event lookup failed; redelivering", "err", err)
-			return retryLater(time.Second)
+			return d.heldOutcome(err)
 		}
 	}
+	d.looked = true
 	d.started = time.Now()
 	d.finished = d.started
 	if d.seen == nil && (again || w.cancels.lookupNeeded(call.AcceptedAt.AsTime(), d.started, w.bus.NC.Stats().Reconnects)) {
-		lctx, cancel := context.WithTimeout(d.ctx, settleTimeout)
-		ts, err := w.tombstone(lctx, call.Caller.Tenant, call.CallId)
-		cancel()
+		err := d.persist("cancel lookup", d.lookup(func(ctx context.Context) (err error) {
+			d.seen, err = w.tombstone(ctx, call.Caller.Tenant, call.CallId)
+			return err
+		}))
 		if err != nil {
-			d.log().Warn("cancel lookup failed; redelivering", "err", err)
-			return retryLater(time.Second)
+			return d.heldOutcome(err)
 		}
-		d.seen = ts
+		d.started = time.Now()
+		d.finished = d.started
 	}
 	return outcome{}
 }
 
+// again says whether the call was delivered before or put back after a
+// scheduled retry: an earlier attempt may have run.
+func (d *delivery) again() bool { return d.count > 1 || d.carried > 0 }
+
 // gate answers the calls that must not run: cancelled before they
 // started; of a tool that is not safe to rerun whose earlier attempt
 // started without a result (UNKNOWN_OUTCOME); past their schedule-to-start
-// or schedule-to-close deadline (EXPIRED, never executed late).
+// or schedule-to-close deadline (EXPIRED, never executed late). A
+// redelivery of a call whose earlier delivery is still in flight in this
+// worker — JetStream redelivered it while that delivery held it, as a
+// pool consumer's new leader does with calls delivered more than AckWait
+// before — is left to that delivery, which settles the message: it may
+// be publishing the tool's result (an election on RESULTS), which an
+// UNKNOWN_OUTCOME or a second run would otherwise pre-empt.
 func (d *delivery) gate() outcome {
 	call, now := d.call, d.started
+	if d.again() && d.w.cancels.liveOther(d.reg) {
+		d.log().Info("an earlier delivery of this call is in flight here; leaving this one to it")
+		return leave()
+	}
 	if ts := d.seen; ts != nil {
 		return answer(d.cancelled(&CancelledError{*ts}, " before it started", sideEffectsOf(d.prev)))
 	}
 	if unknownOutcome(d.prev) && !safeToRerun(d.spec) {
+		if o := d.awaitEarlierResult(); o.decided() {
+			return o
+		}
+		now = d.started
+	}
+	if unknownOutcome(d.prev) && !safeToRerun(d.spec) {
 		d.w.stats.unknownOutcomes.Add(1)
-		return answer(d.errorResponse(&toolwirev1.ToolError{
-			Type:               toolwirev1.ErrorType_ERROR_TYPE_UNKNOWN_OUTCOME,
-			Message:            fmt.Sprintf("attempt %d started and ended without a result; the tool is not idempotent, so it is not run again", d.prev.Attempt),
-			PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN,
-			Suggestion:         "check the tool's target for the effect before calling again"}))
+		return answer(d.errorResponse(unknownOutcomeError(d.prev)))
 	}
 	if dl := call.ScheduleToStartDeadline; dl != nil && now.After(dl.AsTime()) && d.prev == nil {
 		return answer(d.errorResponse(envelope.Expired(fmt.Sprintf("not started within its schedule-to-start deadline (%s late); never executed",
 			now.Sub(dl.AsTime()).Round(time.Millisecond)))))
 	}
 	if dl := call.Deadline; dl != nil && now.After(dl.AsTime()) {
-		te := envelope.Expired("schedule-to-close deadline passed before the call started; never executed")
-		if d.prev != nil {
-			te = &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_TIMEOUT, Message: "schedule-to-close deadline passed",
-				PartialSideEffects: sideEffectsOf(d.prev)}
-		}
-		return answer(d.errorResponse(te))
+		return d.expired()
 	}
 	return outcome{}
+}
+
+// expired answers a call whose schedule-to-close deadline passed before
+// this delivery ran an attempt: EXPIRED when no attempt ever ran, a
+// TIMEOUT with what earlier attempts may have done otherwise, and a
+// TIMEOUT with side effects UNKNOWN when the delivery could not look up
+// what earlier deliveries did (the streams did not answer in time).
+func (d *delivery) expired() outcome {
+	d.started = time.Now()
+	d.finished = d.started
+	var te *toolwirev1.ToolError
+	switch {
+	case !d.looked && d.again():
+		te = &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_TIMEOUT, PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN,
+			Message: "schedule-to-close deadline passed while this delivery could not look up what earlier deliveries did (the streams did not answer); it did not run the tool"}
+	case d.prev == nil && !d.ran:
+		te = envelope.Expired("schedule-to-close deadline passed before the call started; never executed")
+	default:
+		te = &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_TIMEOUT, Message: "schedule-to-close deadline passed",
+			PartialSideEffects: sideEffectsOf(d.prev)}
+	}
+	return answer(d.errorResponse(te))
 }
 
 // attempt runs attempt d.call.Attempt and decides what it leads to: an
@@ -319,10 +369,14 @@ func (d *delivery) attempt() (outcome, *tool.Error) {
 	if cause := context.Cause(d.callCtx); cause != nil {
 		return d.interrupted(cause), nil
 	}
-	startedEv, seq, err := d.w.startedEvent(d.ctx, d.call, d.spec, d.startedSeq)
-	d.startedSeq = max(d.startedSeq, seq)
+	startedEv, err := d.startedEvent()
 	if err != nil {
 		return d.notRun(err), nil
+	}
+	// Reached while its start was recorded (held while the events stream
+	// did not answer): it never starts.
+	if cause := context.Cause(d.callCtx); cause != nil && !safeToRerun(d.spec) {
+		return d.claimedNotRun(cause), nil
 	}
 	attemptCtx, attemptSpan := d.w.startAttempt(d.callCtx, d.call)
 	res, execErr, abandoned := d.execute(attemptCtx, startedEv)
@@ -347,25 +401,6 @@ func (d *delivery) interrupted(cause error) outcome {
 		return answer(d.cancelled(ce, " before the attempt started", toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE))
 	}
 	return handBack(0, envelope.Interrupted(cause.Error(), toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE))
-}
-
-// notRun decides a call whose attempt may not start: its STARTED event
-// (startedEvent) was not stored, or is not this delivery's claim.
-func (d *delivery) notRun(err error) outcome {
-	switch {
-	case errors.Is(err, errClaimLost):
-		// Another delivery runs it: leave this one unsettled
-		// (durableStart).
-		d.w.stats.claimsLost.Add(1)
-		d.log().Warn("another delivery started this call first; leaving this delivery to it", "err", err)
-		return leave()
-	case errors.Is(err, errStartUnconfirmed):
-		d.w.stats.notStarted.Add(1)
-		d.log().Warn("STARTED stored but not confirmed; leaving the call unrun to its next delivery", "err", err)
-		return leave()
-	}
-	// No durable STARTED, no execution.
-	return d.notStarted(err)
 }
 
 // decide turns what an attempt returned into the call's outcome: the

@@ -31,8 +31,8 @@ const (
 	// With a reason, the call is dead-lettered first (attempts
 	// exhausted).
 	verbAck
-	// verbNak naks with delay: a lookup failed, or the call is not served
-	// here.
+	// verbNak naks with delay: the worker stopped while a lookup failed
+	// (hold.go), or the call is not served here.
 	verbNak
 	// verbHandBack naks with delay (none: at once): the call did not run
 	// to an answer here. On the last delivery JetStream allows, it is
@@ -140,7 +140,7 @@ func (d *delivery) finish(resp *toolwirev1.ToolResponse) {
 	switch {
 	case err == nil:
 	case bus.IsWrongLastSequence(err):
-		d.log().Info("a result was already published; keeping it")
+		d.keepStored(resp)
 	default:
 		d.log().Error("publish result failed; redelivering", "err", err)
 		d.settled("nak", d.msg.NakWithDelay(time.Second))
@@ -149,51 +149,92 @@ func (d *delivery) finish(resp *toolwirev1.ToolResponse) {
 	d.settled("ack", d.msg.Ack())
 }
 
-// resultTries bounds the publishes of a result the worker holds.
-const resultTries = 3
+// resultHold is the least time a delivery keeps publishing a result it
+// holds while the results stream does not store it. After its leader
+// failed, a stream answers nothing until a new leader is elected: 4–9 s
+// in the fault tests of issue 26, 11.5 s the longest seen, while a
+// publish that meets no responders fails within half a second (nats.go
+// tries three times, 250 ms apart). 30 s covers the longest election
+// seen more than twice over. Past it the delivery keeps trying while the
+// call's schedule-to-close deadline has not passed: a result stored late
+// is still the call's true answer, and a call handed back instead would
+// be answered UNKNOWN_OUTCOME (a tool that is not safe to rerun) or run
+// again. It gives up at once when the worker's grace period ends.
+const resultHold = 30 * time.Second
 
-// publishHeld publishes the call's result, trying again (each try bounded
-// by settleTimeout, the call kept in progress meanwhile) while the
-// results stream does not answer — its leader being elected again after
-// a node failed: a result computed is not given up for a redelivery,
-// which would find the attempt started and no result (UNKNOWN_OUTCOME
-// for a tool that is not idempotent). A result already stored ends it
-// (the caller sees WrongLastSequence).
+// publishHeld publishes the call's result, trying again with backoff
+// (holdRetryMin doubling to holdRetryMax; each try bounded by
+// settleTimeout; the call's heartbeats go on) for resultHold, and beyond
+// it until the call's deadline (see resultHold). A result already stored
+// ends it: the error then says WrongLastSequence, also when the stored
+// one is this delivery's own, stored by an earlier try whose
+// acknowledgement was lost.
 func (d *delivery) publishHeld(resp *toolwirev1.ToolResponse) error {
-	var err error
-	for try := range resultTries {
-		if try > 0 {
-			if d.ctx.Err() != nil {
-				return err
-			}
-			_ = d.msg.InProgress()
-			d.log().Warn("publish result failed; trying again", "err", err, "try", try+1)
-		}
+	until := time.Now().Add(resultHold)
+	if dl := d.call.GetDeadline(); dl != nil && dl.AsTime().After(until) {
+		until = dl.AsTime()
+	}
+	delay := holdRetryMin
+	for try := 1; ; try++ {
 		ctx, cancel := d.w.settleContext(d.ctx)
-		err = d.w.publishResult(ctx, d.call, resp)
+		err := d.w.publishResult(ctx, d.call, resp)
 		cancel()
 		if err == nil || bus.IsWrongLastSequence(err) {
+			if try > 1 {
+				d.log().Info("result published after holding the call", "tries", try)
+			}
 			return err
 		}
+		if time.Now().Add(delay).After(until) {
+			return err
+		}
+		d.w.stats.held.Add(1)
+		if try == 1 {
+			d.log().Warn("publish result failed; holding the call and trying again", "err", err)
+		}
+		if !d.w.sleep(delay) {
+			return err
+		}
+		delay = min(2*delay, holdRetryMax)
 	}
-	return err
+}
+
+// keepStored keeps the result the results stream already holds for the
+// call, and says whose it is: this delivery's own (a try whose
+// acknowledgement was lost stored it) or another's (a delivery that went
+// stale, or a dispatcher's answer to an overdue call). Either way it is
+// the call's one result, and the delivery is acknowledged.
+func (d *delivery) keepStored(resp *toolwirev1.ToolResponse) {
+	ctx, cancel := context.WithTimeout(d.ctx, settleTimeout)
+	defer cancel()
+	m, err := bus.LastMsgFromLeader(ctx, d.w.bus.JS, d.w.bus.Results, d.w.resultSubject(d.call))
+	stored := &toolwirev1.ToolResponse{}
+	if err == nil {
+		err = proto.Unmarshal(m.Data, stored)
+	}
+	switch sm, om := stored.GetMeta(), resp.GetMeta(); {
+	case err != nil:
+		d.log().Info("a result was already published; keeping it", "read_err", err)
+	case sm.GetWorker() == om.GetWorker() && sm.GetAttempt() == om.GetAttempt() && sm.GetStartedAt().AsTime().Equal(om.GetStartedAt().AsTime()):
+		d.log().Info("this delivery's result was stored by an earlier try; keeping it")
+	default:
+		d.log().Info("another result was published first; keeping it", "worker", sm.GetWorker(), "attempt", sm.GetAttempt(), "ok", stored.GetOk())
+	}
 }
 
 // refuse answers a call that must not run: an error response, a dead
 // letter, and Term so it is never redelivered.
 func (d *delivery) refuse(te *toolwirev1.ToolError) {
-	ctx, cancel := context.WithTimeout(d.ctx, settleTimeout)
-	defer cancel()
 	d.w.secretsOf(d.call).ToolError(te) // before the log line and the term reason
 	d.log().Warn("refusing call", "reason", te.Message)
 	now := time.Now()
 	resp := envelope.Error(d.call.CallId, d.call.Tool, te, d.w.meta(d.call, nil, now, now))
-	if err := d.w.publishResult(ctx, d.call, resp); err != nil && !bus.IsWrongLastSequence(err) {
+	if err := d.publishHeld(resp); err != nil && !bus.IsWrongLastSequence(err) {
 		d.log().Error("publish refusal failed; redelivering", "err", err)
 		d.settled("nak", d.msg.NakWithDelay(time.Second))
 		return
 	}
-	d.deadLetter(ctx, te.Message, te)
+	d.deadLetter(d.ctx, te.Message, te) // bounded there
 	d.settled("term", d.msg.TermWithReason(te.Message))
 }
 

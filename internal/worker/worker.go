@@ -94,6 +94,8 @@ type stats struct {
 	abandonedRunning atomic.Int64
 	unknownOutcomes  atomic.Int64
 	notStarted       atomic.Int64
+	held             atomic.Int64
+	awaited          atomic.Int64
 	claimsLost       atomic.Int64
 	badIntents       atomic.Int64
 	approvalRefusals atomic.Int64
@@ -110,9 +112,20 @@ type Stats struct {
 	Abandoned int64
 	// UnknownOutcomes counts calls answered UNKNOWN_OUTCOME.
 	UnknownOutcomes int64
-	// NotStarted counts deliveries handed back without running because
-	// their durable STARTED event was not stored.
+	// NotStarted counts deliveries that ended without running their
+	// attempt because its durable STARTED event could not be stored or
+	// confirmed before the worker's grace period or the call's deadline
+	// ended, or because a shutdown reached the attempt after its STARTED
+	// was stored.
 	NotStarted int64
+	// Held counts server steps of a delivery (lookups, the STARTED event
+	// and its read-back, the result) that failed and were tried again
+	// while the delivery kept its call (hold.go) instead of handing it
+	// back.
+	Held int64
+	// Awaited counts redeliveries that waited for the result of an
+	// attempt another worker had started (awaitEarlierResult).
+	Awaited int64
 	// ClaimsLost counts deliveries left unsettled, without running,
 	// because another delivery of the call had started the same attempt
 	// first (a delivery that went stale past AckWait).
@@ -130,7 +143,7 @@ type Stats struct {
 // Stats returns the worker's counters.
 func (w *Worker) Stats() Stats {
 	return Stats{Executed: w.executed.Load(), Retries: w.stats.retries.Load(), Abandoned: w.stats.abandoned.Load(),
-		UnknownOutcomes: w.stats.unknownOutcomes.Load(), NotStarted: w.stats.notStarted.Load(),
+		UnknownOutcomes: w.stats.unknownOutcomes.Load(), NotStarted: w.stats.notStarted.Load(), Held: w.stats.held.Load(), Awaited: w.stats.awaited.Load(),
 		ClaimsLost: w.stats.claimsLost.Load(), IntentViolations: w.stats.badIntents.Load(),
 		ApprovalRefusals: w.stats.approvalRefusals.Load(), InFlight: w.inflight.Load()}
 }
