@@ -1,0 +1,260 @@
+package faulttest_test
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolwire/toolwire/internal/faulttest"
+	"github.com/toolwire/toolwire/internal/testdeps"
+)
+
+// The network faults of TestClusterPartitions (issue 26's harness): how
+// long each lasts. The flapping is the issue's 3 s down / 3 s up; a cut
+// lasts long enough for the routes to close (4-6 s, ping_interval 2 s)
+// and for a silent connection to be noticed (bus.Dial: 6-9 s).
+const (
+	flapDown, flapUp = 3 * time.Second, 3 * time.Second
+	flapTimes        = 4
+	oneWayCut        = 20 * time.Second
+	ownNodeCut       = 20 * time.Second
+	partitionCut     = 15 * time.Second
+	// partitionAckWait is the workers' AckWait; their cut lasts longer.
+	partitionAckWait = 5 * time.Second
+	workerCut        = 12 * time.Second
+)
+
+// netFault is one network fault of TestClusterPartitions and what
+// followed it.
+type netFault struct {
+	name string
+	// inject starts the fault on c and returns the node it hit (-1 for
+	// none) and what heals it.
+	inject func(t *testing.T, c *faulttest.Cluster) (int, func() error)
+	// hold is how long the fault lasts before it is healed (0: heal
+	// waits for its end itself, as a flapping link's does).
+	hold time.Duration
+
+	node  string
+	leads []string
+	// from: the calls made from here on (to the next fault's from) are
+	// this fault's; at: the fault; healed: the fault removed; healthy:
+	// the cluster healthy and the load flowing again.
+	from, at, healed, healthy time.Time
+	// election: how long after at a new leader of the calls stream was
+	// elected (-1: none before the heal).
+	election time.Duration
+	retries  int
+}
+
+// On a three-node cluster in network namespaces (NewClusterNetns: every
+// server, the workers and the dispatcher's connection each in a namespace
+// of its own, joined by veth pairs to a bridge), under ~50 calls/s of
+// Call and Submit, half of them of a tool that is not idempotent, one
+// fault after another, each healed and the cluster healthy before the
+// next: the calls stream leader's link flapping; a one-way cut of the
+// dispatcher's node (it cannot send to its peers, its clients still
+// reach it); the dispatcher's node cut (link down: silent, no RST); a
+// symmetric partition of the calls stream's leader from its peers (its
+// clients still reach it); the workers cut for longer than AckWait. For
+// the calls made during each fault, exactly: no accepted call lost, no
+// call with two results, no caller told anything but the stored result,
+// no call of the tool that is not idempotent run twice, no call answered
+// refused that ran, every caller answered. FIGURE lines give per fault
+// the admission stall, the first answer after it, the calls stream's
+// election, and the difference (toolwire's share of the failover).
+func TestClusterPartitions(t *testing.T) {
+	began := time.Now()
+	c := faulttest.NewClusterNetns(t)
+	ctx := t.Context()
+	for _, name := range []string{"w0", "w1"} {
+		c.StartWorker(faulttest.WorkerOptions{Name: name, Concurrency: 16, AckWait: partitionAckWait})
+	}
+	checkNamespaces(t, c)
+	load := startClusterLoad(t, c, 2, 2)
+	stopped := false
+	defer func() {
+		if !stopped {
+			load.Stop()
+		}
+	}()
+	calls := c.Bus.Config.CallsStream()
+	faults := partitionFaults(calls)
+	for i, f := range faults {
+		f.from = time.Now()
+		if i == 0 {
+			f.from = began
+		}
+		load.waitProgress(t, time.Now(), 50, 5, "before "+f.name)
+		old, err := c.StreamLeader(ctx, calls, 30*time.Second)
+		require.NoError(t, err)
+		before := strings.Count(c.DispatcherLog.String(), "publishing again")
+		f.at = time.Now()
+		victim, heal := f.inject(t, c)
+		watch := c.WatchLeader(calls, old, f.at)
+		if victim >= 0 {
+			f.node = c.Nodes[victim].Name
+		}
+		if f.hold > 0 {
+			hold := time.NewTimer(f.hold) // the fault's duration
+			<-hold.C
+		}
+		f.election, _ = watch.Stop()
+		require.NoError(t, heal(), "heal %s", f.name)
+		f.healed = time.Now()
+		c.WaitHealthy(2 * time.Minute)
+		load.waitProgress(t, f.at, 50, 5, "after "+f.name)
+		f.healthy = time.Now()
+		f.retries = strings.Count(c.DispatcherLog.String(), "publishing again") - before
+	}
+	load.Stop()
+	stopped = true
+	ops := load.snapshot()
+	figure(t, "calls=%d in %s (%.0f/s) with %d faults", len(ops), time.Since(began).Round(time.Second),
+		float64(len(ops))/time.Since(began).Seconds(), len(faults))
+	reportPartitions(t, c, faults, ops)
+}
+
+// partitionFaults are the faults of TestClusterPartitions, in order.
+func partitionFaults(calls string) []*netFault {
+	// notOwn is the calls stream's leader, moved off the dispatcher's
+	// node first: a fault of the dispatcher's node is a fault of its own.
+	notOwn := func(t *testing.T, c *faulttest.Cluster) int {
+		return faultTarget(t, c, &fault{how: "freeze", target: calls})
+	}
+	return []*netFault{
+		{name: "calls-leader-link-flapping", inject: func(t *testing.T, c *faulttest.Cluster) (int, func() error) {
+			v := notOwn(t, c)
+			fl := c.Net.Flap(c.NodeNS(v), flapDown, flapUp, flapTimes)
+			return v, fl.Wait
+		}},
+		{name: "dispatcher-node-one-way-cut", hold: oneWayCut, inject: func(t *testing.T, c *faulttest.Cluster) (int, func() error) {
+			v := ownNode(t, c)
+			require.NoError(t, c.Net.Blackhole(c.NodeNS(v), c.PeersOf(v)...))
+			return v, func() error { return c.Net.Unblackhole(c.NodeNS(v), c.PeersOf(v)...) }
+		}},
+		{name: "dispatcher-node-cut", hold: ownNodeCut, inject: func(t *testing.T, c *faulttest.Cluster) (int, func() error) {
+			v := ownNode(t, c)
+			require.NoError(t, c.Net.LinkDown(c.NodeNS(v)))
+			return v, func() error { return c.Net.LinkUp(c.NodeNS(v)) }
+		}},
+		{name: "calls-leader-symmetric-partition", hold: partitionCut, inject: func(t *testing.T, c *faulttest.Cluster) (int, func() error) {
+			v := notOwn(t, c)
+			require.NoError(t, c.Net.Blackhole(c.NodeNS(v), c.PeersOf(v)...))
+			for _, p := range c.PeersOf(v) {
+				require.NoError(t, c.Net.Blackhole(p, c.NodeNS(v)))
+			}
+			return v, func() error {
+				err := c.Net.Unblackhole(c.NodeNS(v), c.PeersOf(v)...)
+				for _, p := range c.PeersOf(v) {
+					if e := c.Net.Unblackhole(p, c.NodeNS(v)); err == nil {
+						err = e
+					}
+				}
+				return err
+			}
+		}},
+		{name: "workers-cut-past-ackwait", hold: workerCut, inject: func(t *testing.T, c *faulttest.Cluster) (int, func() error) {
+			w := c.Net.Member("workers")
+			require.NoError(t, c.Net.LinkDown(w))
+			return -1, func() error { return c.Net.LinkUp(w) }
+		}},
+	}
+}
+
+// ownNode is the node the dispatcher's connection is on.
+func ownNode(t *testing.T, c *faulttest.Cluster) int {
+	t.Helper()
+	v := c.DispatcherNode()
+	require.GreaterOrEqual(t, v, 0, "the dispatcher is connected to %q", c.Bus.NC.ConnectedServerName())
+	return v
+}
+
+// checkNamespaces: the harness does what it says. The dispatcher's and
+// the workers' connections come from their namespaces' addresses.
+func checkNamespaces(t *testing.T, c *faulttest.Cluster) {
+	t.Helper()
+	clients := c.ClientIPs(t.Context())
+	dispatcher, workers := c.Net.Member("dispatcher").IP, c.Net.Member("workers").IP
+	require.Equal(t, []string{dispatcher}, clients["faulttest-dispatcher"], "clients: %v", clients)
+	for name, ips := range clients {
+		for _, ip := range ips {
+			require.Contains(t, []string{dispatcher, workers}, ip, "connection %q comes from %s", name, ip)
+		}
+	}
+}
+
+// reportPartitions checks the ledger of the calls made during each fault
+// and logs each fault's figures.
+func reportPartitions(t *testing.T, c *faulttest.Cluster, faults []*netFault, ops []*op) {
+	t.Helper()
+	var accepts []time.Time
+	for _, o := range ops {
+		if !o.call && o.accepted {
+			accepts = append(accepts, o.end)
+		}
+	}
+	slices.SortFunc(accepts, func(a, b time.Time) int { return a.Compare(b) })
+	for i, f := range faults {
+		var mine []*op
+		for _, o := range ops {
+			if !o.start.Before(f.from) && (i == len(faults)-1 || o.start.Before(faults[i+1].from)) {
+				mine = append(mine, o)
+			}
+		}
+		rep := checkLedger(t, c, mine)
+		admission := stall(accepts, f.at, f.healthy)
+		first := time.Duration(-1)
+		for _, o := range mine {
+			if o.call && o.done != nil && o.start.After(f.at) && (first < 0 || o.end.Sub(f.at) < first) {
+				first = o.end.Sub(f.at)
+			}
+		}
+		election, share := "none", admission
+		if f.election >= 0 {
+			election, share = f.election.Round(time.Millisecond).String(), admission-f.election
+		}
+		figure(t, "fault=%d %s node=%s admission_stall=%s first_answer=%s calls_election=%s toolwire_share=%s publish_retries=%d heal=%s healthy_after=%s",
+			i+1, f.name, cmp.Or(f.node, "-"), admission.Round(time.Millisecond), first.Round(time.Millisecond), election,
+			share.Round(time.Millisecond), f.retries, f.healed.Sub(f.at).Round(time.Millisecond), f.healthy.Sub(f.at).Round(time.Millisecond))
+		figure(t, "fault=%d %s ledger: %s", i+1, f.name, rep)
+		for _, p := range rep.problems {
+			t.Errorf("%s: %s", f.name, p)
+		}
+	}
+}
+
+// TestNetStaleNamespacesSwept: namespaces a killed run left behind (named
+// with the pid of a process that is gone) do not stop a new run: NewNet
+// removes them, and leaves alone those of a run still going.
+func TestNetStaleNamespacesSwept(t *testing.T) {
+	if _, err := exec.LookPath("ip"); err != nil || os.Geteuid() != 0 {
+		testdeps.Missing(t, "run as root with iproute2", "faulttest: network namespaces need root and ip")
+	}
+	gone := exec.Command("true")
+	require.NoError(t, gone.Run())
+	stale := fmt.Sprintf("twft-%d-beef-hub", gone.Process.Pid)
+	live := fmt.Sprintf("twft-%d-beef-hub", os.Getpid())
+	for _, name := range []string{stale, live} {
+		require.NoError(t, exec.Command("ip", "netns", "add", name).Run())
+	}
+	t.Cleanup(func() {
+		for _, name := range []string{stale, live} {
+			_ = exec.Command("ip", "netns", "del", name).Run()
+		}
+	})
+	n := faulttest.NewNet(t)
+	n.Add(10, "a")
+	require.NoFileExists(t, filepath.Join("/run/netns", stale))
+	require.FileExists(t, filepath.Join("/run/netns", live))
+	require.FileExists(t, filepath.Join("/run/netns", n.Member("a").Name))
+	require.Equal(t, "10.213.7.10", n.Member("a").IP)
+}
