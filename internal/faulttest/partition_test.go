@@ -2,6 +2,7 @@ package faulttest_test
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/faulttest"
 	"github.com/toolwire/toolwire/internal/testdeps"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // The network faults of TestClusterPartitions (issue 26's harness): how
@@ -36,9 +38,10 @@ const (
 // followed it.
 type netFault struct {
 	name string
-	// inject starts the fault on c and returns the node it hit (-1 for
-	// none) and what heals it.
-	inject func(t *testing.T, c *faulttest.Cluster) (int, func() error)
+	// target chooses the node the fault hits (-1 for none), before the
+	// fault; inject starts the fault and returns what heals it.
+	target func(t *testing.T, c *faulttest.Cluster) int
+	inject func(t *testing.T, c *faulttest.Cluster, victim int) func() error
 	// hold is how long the fault lasts before it is healed (0: heal
 	// waits for its end itself, as a flapping link's does).
 	hold time.Duration
@@ -79,7 +82,7 @@ func TestClusterPartitions(t *testing.T) {
 		c.StartWorker(faulttest.WorkerOptions{Name: name, Concurrency: 16, AckWait: partitionAckWait})
 	}
 	checkNamespaces(t, c)
-	load := startClusterLoad(t, c, 2, 2)
+	load := startClusterLoad(t, c, 3, 3)
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -93,16 +96,17 @@ func TestClusterPartitions(t *testing.T) {
 		if i == 0 {
 			f.from = began
 		}
+		victim := f.target(t, c)
+		if victim >= 0 {
+			f.node = c.Nodes[victim].Name
+		}
 		load.waitProgress(t, time.Now(), 50, 5, "before "+f.name)
 		old, err := c.StreamLeader(ctx, calls, 30*time.Second)
 		require.NoError(t, err)
 		before := strings.Count(c.DispatcherLog.String(), "publishing again")
 		f.at = time.Now()
-		victim, heal := f.inject(t, c)
+		heal := f.inject(t, c, victim)
 		watch := c.WatchLeader(calls, old, f.at)
-		if victim >= 0 {
-			f.node = c.Nodes[victim].Name
-		}
 		if f.hold > 0 {
 			hold := time.NewTimer(f.hold) // the fault's duration
 			<-hold.C
@@ -130,52 +134,44 @@ func partitionFaults(calls string) []*netFault {
 	notOwn := func(t *testing.T, c *faulttest.Cluster) int {
 		return faultTarget(t, c, &fault{how: "freeze", target: calls})
 	}
+	own := func(t *testing.T, c *faulttest.Cluster) int {
+		t.Helper()
+		v := c.DispatcherNode()
+		require.GreaterOrEqual(t, v, 0, "the dispatcher is connected to %q", c.Bus.NC.ConnectedServerName())
+		return v
+	}
+	none := func(*testing.T, *faulttest.Cluster) int { return -1 }
 	return []*netFault{
-		{name: "calls-leader-link-flapping", inject: func(t *testing.T, c *faulttest.Cluster) (int, func() error) {
-			v := notOwn(t, c)
-			fl := c.Net.Flap(c.NodeNS(v), flapDown, flapUp, flapTimes)
-			return v, fl.Wait
+		{name: "calls-leader-link-flapping", target: notOwn, inject: func(_ *testing.T, c *faulttest.Cluster, v int) func() error {
+			return c.Net.Flap(c.NodeNS(v), flapDown, flapUp, flapTimes).Wait
 		}},
-		{name: "dispatcher-node-one-way-cut", hold: oneWayCut, inject: func(t *testing.T, c *faulttest.Cluster) (int, func() error) {
-			v := ownNode(t, c)
+		{name: "dispatcher-node-one-way-cut", hold: oneWayCut, target: own, inject: func(t *testing.T, c *faulttest.Cluster, v int) func() error {
 			require.NoError(t, c.Net.Blackhole(c.NodeNS(v), c.PeersOf(v)...))
-			return v, func() error { return c.Net.Unblackhole(c.NodeNS(v), c.PeersOf(v)...) }
+			return func() error { return c.Net.Unblackhole(c.NodeNS(v), c.PeersOf(v)...) }
 		}},
-		{name: "dispatcher-node-cut", hold: ownNodeCut, inject: func(t *testing.T, c *faulttest.Cluster) (int, func() error) {
-			v := ownNode(t, c)
+		{name: "dispatcher-node-cut", hold: ownNodeCut, target: own, inject: func(t *testing.T, c *faulttest.Cluster, v int) func() error {
 			require.NoError(t, c.Net.LinkDown(c.NodeNS(v)))
-			return v, func() error { return c.Net.LinkUp(c.NodeNS(v)) }
+			return func() error { return c.Net.LinkUp(c.NodeNS(v)) }
 		}},
-		{name: "calls-leader-symmetric-partition", hold: partitionCut, inject: func(t *testing.T, c *faulttest.Cluster) (int, func() error) {
-			v := notOwn(t, c)
+		{name: "calls-leader-symmetric-partition", hold: partitionCut, target: notOwn, inject: func(t *testing.T, c *faulttest.Cluster, v int) func() error {
 			require.NoError(t, c.Net.Blackhole(c.NodeNS(v), c.PeersOf(v)...))
 			for _, p := range c.PeersOf(v) {
 				require.NoError(t, c.Net.Blackhole(p, c.NodeNS(v)))
 			}
-			return v, func() error {
+			return func() error {
 				err := c.Net.Unblackhole(c.NodeNS(v), c.PeersOf(v)...)
 				for _, p := range c.PeersOf(v) {
-					if e := c.Net.Unblackhole(p, c.NodeNS(v)); err == nil {
-						err = e
-					}
+					err = errors.Join(err, c.Net.Unblackhole(p, c.NodeNS(v)))
 				}
 				return err
 			}
 		}},
-		{name: "workers-cut-past-ackwait", hold: workerCut, inject: func(t *testing.T, c *faulttest.Cluster) (int, func() error) {
+		{name: "workers-cut-past-ackwait", hold: workerCut, target: none, inject: func(t *testing.T, c *faulttest.Cluster, _ int) func() error {
 			w := c.Net.Member("workers")
 			require.NoError(t, c.Net.LinkDown(w))
-			return -1, func() error { return c.Net.LinkUp(w) }
+			return func() error { return c.Net.LinkUp(w) }
 		}},
 	}
-}
-
-// ownNode is the node the dispatcher's connection is on.
-func ownNode(t *testing.T, c *faulttest.Cluster) int {
-	t.Helper()
-	v := c.DispatcherNode()
-	require.GreaterOrEqual(t, v, 0, "the dispatcher is connected to %q", c.Bus.NC.ConnectedServerName())
-	return v
 }
 
 // checkNamespaces: the harness does what it says. The dispatcher's and
@@ -203,6 +199,7 @@ func reportPartitions(t *testing.T, c *faulttest.Cluster, faults []*netFault, op
 		}
 	}
 	slices.SortFunc(accepts, func(a, b time.Time) int { return a.Compare(b) })
+	entries := faulttest.ReadLedger(t, c.Ledger)
 	for i, f := range faults {
 		var mine []*op
 		for _, o := range ops {
@@ -225,11 +222,55 @@ func reportPartitions(t *testing.T, c *faulttest.Cluster, faults []*netFault, op
 		figure(t, "fault=%d %s node=%s admission_stall=%s first_answer=%s calls_election=%s toolwire_share=%s publish_retries=%d heal=%s healthy_after=%s",
 			i+1, f.name, cmp.Or(f.node, "-"), admission.Round(time.Millisecond), first.Round(time.Millisecond), election,
 			share.Round(time.Millisecond), f.retries, f.healed.Sub(f.at).Round(time.Millisecond), f.healthy.Sub(f.at).Round(time.Millisecond))
-		figure(t, "fault=%d %s ledger: %s", i+1, f.name, rep)
+		figure(t, "fault=%d %s ledger: %s unknown_outcome=[%s]", i+1, f.name, rep, unknownOutcomes(mine, entries))
 		for _, p := range rep.problems {
 			t.Errorf("%s: %s", f.name, p)
 		}
 	}
+	// A caller given an error has no call id to ask about: its call must
+	// not run either.
+	known := map[string]bool{}
+	for _, o := range ops {
+		known[o.id] = true
+	}
+	var unknown []string
+	for id := range faulttest.Executions(entries) {
+		if !known[id] {
+			unknown = append(unknown, id)
+		}
+	}
+	figure(t, "executions of calls whose caller got no call id: %d", len(unknown))
+	if len(unknown) > 0 {
+		t.Errorf("%d calls ran although their callers were answered with an error and no call id: %v", len(unknown), unknown[:min(len(unknown), 10)])
+	}
+}
+
+// unknownOutcomes sorts the calls of ops answered UNKNOWN_OUTCOME by what
+// the ledger knows of them: completed (an execution ended), never ran (no
+// execution), or started without an end.
+func unknownOutcomes(ops []*op, entries []faulttest.Entry) string {
+	phases := map[string]map[string]int{}
+	for _, e := range entries {
+		if phases[e.CallID] == nil {
+			phases[e.CallID] = map[string]int{}
+		}
+		phases[e.CallID][e.Phase]++
+	}
+	completed, never, started := 0, 0, 0
+	for _, o := range ops {
+		if o.stored.GetError().GetType() != toolwirev1.ErrorType_ERROR_TYPE_UNKNOWN_OUTCOME {
+			continue
+		}
+		switch p := phases[o.id]; {
+		case p["done"] > 0:
+			completed++
+		case p["start"] == 0:
+			never++
+		default:
+			started++
+		}
+	}
+	return fmt.Sprintf("completed:%d never_ran:%d started_not_ended:%d", completed, never, started)
 }
 
 // TestNetStaleNamespacesSwept: namespaces a killed run left behind (named
