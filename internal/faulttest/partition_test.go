@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +33,9 @@ const (
 	// partitionAckWait is the workers' AckWait; their cut lasts longer.
 	partitionAckWait = 5 * time.Second
 	workerCut        = 12 * time.Second
+	// partitionArrivals: a new caller every 20 ms (50 calls/s), whether
+	// or not the earlier ones were answered.
+	partitionArrivals = 20 * time.Millisecond
 )
 
 // netFault is one network fault of TestClusterPartitions and what
@@ -60,8 +64,9 @@ type netFault struct {
 
 // On a three-node cluster in network namespaces (NewClusterNetns: every
 // server, the workers and the dispatcher's connection each in a namespace
-// of its own, joined by veth pairs to a bridge), under ~50 calls/s of
-// Call and Submit, half of them of a tool that is not idempotent, one
+// of its own, joined by veth pairs to a bridge), under 50 calls/s of
+// Call and Submit (an open load: callers arrive whether or not the
+// earlier ones were answered), half of them of a tool that is not idempotent, one
 // fault after another, each healed and the cluster healthy before the
 // next: the calls stream leader's link flapping; a one-way cut of the
 // dispatcher's node (it cannot send to its peers, its clients still
@@ -82,7 +87,7 @@ func TestClusterPartitions(t *testing.T) {
 		c.StartWorker(faulttest.WorkerOptions{Name: name, Concurrency: 16, AckWait: partitionAckWait})
 	}
 	checkNamespaces(t, c)
-	load := startClusterLoad(t, c, 3, 3)
+	load := startOpenLoad(t, c, partitionArrivals)
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -125,6 +130,40 @@ func TestClusterPartitions(t *testing.T) {
 	figure(t, "calls=%d in %s (%.0f/s) with %d faults", len(ops), time.Since(began).Round(time.Second),
 		float64(len(ops))/time.Since(began).Seconds(), len(faults))
 	reportPartitions(t, c, faults, ops)
+}
+
+// startOpenLoad is clusterLoad with callers that arrive every period
+// whether or not the earlier ones were answered (an open system, as
+// callers in production: a stall piles callers up, it does not slow their
+// arrival), alternately of Call and Submit, each of a tool chosen at
+// random between `ledger` (not idempotent) and `ledger_idem`.
+func startOpenLoad(t *testing.T, c *faulttest.Cluster, every time.Duration) *clusterLoad {
+	l := &clusterLoad{c: c, stop: make(chan struct{})}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		rng := rand.New(rand.NewPCG(26, 7))
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-l.stop:
+				return
+			case <-tick.C:
+			}
+			tool := "ledger"
+			if rng.IntN(2) == 0 {
+				tool = "ledger_idem"
+			}
+			req := ledgerCall(tool, 10+rng.IntN(90), fmt.Sprintf("open-%d", i))
+			l.wg.Add(1) // while this goroutine holds one: never from zero
+			go func() {
+				defer l.wg.Done()
+				l.do(t, i%2 == 1, req)
+			}()
+		}
+	}()
+	return l
 }
 
 // partitionFaults are the faults of TestClusterPartitions, in order.
@@ -199,7 +238,6 @@ func reportPartitions(t *testing.T, c *faulttest.Cluster, faults []*netFault, op
 		}
 	}
 	slices.SortFunc(accepts, func(a, b time.Time) int { return a.Compare(b) })
-	entries := faulttest.ReadLedger(t, c.Ledger)
 	for i, f := range faults {
 		var mine []*op
 		for _, o := range ops {
@@ -208,6 +246,7 @@ func reportPartitions(t *testing.T, c *faulttest.Cluster, faults []*netFault, op
 			}
 		}
 		rep := checkLedger(t, c, mine)
+		entries := faulttest.ReadLedger(t, c.Ledger) // after the results were awaited
 		admission := stall(accepts, f.at, f.healthy)
 		first := time.Duration(-1)
 		for _, o := range mine {
@@ -229,6 +268,7 @@ func reportPartitions(t *testing.T, c *faulttest.Cluster, faults []*netFault, op
 	}
 	// A caller given an error has no call id to ask about: its call must
 	// not run either.
+	entries := faulttest.ReadLedger(t, c.Ledger)
 	known := map[string]bool{}
 	for _, o := range ops {
 		known[o.id] = true
