@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/faulttest"
@@ -70,7 +71,8 @@ type netFault struct {
 // fault after another, each healed and the cluster healthy before the
 // next: the calls stream leader's link flapping; a one-way cut of the
 // dispatcher's node (it cannot send to its peers, its clients still
-// reach it); the dispatcher's node cut (link down: silent, no RST); a
+// reach it); the dispatcher's node cut (link down: silent, no RST; its
+// connection kept writing meanwhile, so that its send buffer fills); a
 // symmetric partition of the calls stream's leader from its peers (its
 // clients still reach it); the workers cut for longer than AckWait. For
 // the calls made during each fault, exactly: no accepted call lost, no
@@ -190,7 +192,12 @@ func partitionFaults(calls string) []*netFault {
 		}},
 		{name: "dispatcher-node-cut", hold: ownNodeCut, target: own, inject: func(t *testing.T, c *faulttest.Cluster, v int) func() error {
 			require.NoError(t, c.Net.LinkDown(c.NodeNS(v)))
-			return func() error { return c.Net.LinkUp(c.NodeNS(v)) }
+			stop := keepWriting(c.Bus.NC)
+			return func() error {
+				err := c.Net.LinkUp(c.NodeNS(v))
+				stop() // after the heal: a write blocked on the dead link returns with it
+				return err
+			}
 		}},
 		{name: "calls-leader-symmetric-partition", hold: partitionCut, target: notOwn, inject: func(t *testing.T, c *faulttest.Cluster, v int) func() error {
 			require.NoError(t, c.Net.Blackhole(c.NodeNS(v), c.PeersOf(v)...))
@@ -210,6 +217,34 @@ func partitionFaults(calls string) []*netFault {
 			require.NoError(t, c.Net.LinkDown(w))
 			return func() error { return c.Net.LinkUp(w) }
 		}},
+	}
+}
+
+// keepWriting keeps nc writing until stop: 64 KiB core messages every
+// 20 ms on a subject nobody reads. With nc's server silent, the socket's
+// send buffer (at most 4 MiB: tcp_wmem) fills within seconds, as it does
+// on a dispatcher busier than this test's (issue 26: 1.16 MB queued in
+// 8 s), and a write that finds it full blocks. The load alone does not
+// fill it before the connection's PINGs notice the silence.
+func keepWriting(nc *nats.Conn) (stop func()) {
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		data := make([]byte, 64<<10)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			_ = nc.Publish("faulttest.filler", data) // nobody reads it; errors while reconnecting are expected
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
 	}
 }
 
