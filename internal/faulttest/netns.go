@@ -178,12 +178,22 @@ func (n *Net) Unblackhole(from *Netns, to ...*Netns) error {
 	return errors.Join(errs...)
 }
 
-// Flap takes m's link down for down, then up for up, times times, in a
-// goroutine; the test owns it through the Flapper (Wait, Stop).
-func (n *Net) Flap(m *Netns, down, up time.Duration, times int) *Flapper {
+// Flap takes m's link down for down, then up for up, times times: the
+// first change before it returns, the rest in a goroutine the test owns
+// through the Flapper (Wait, Stop).
+func (n *Net) Flap(m *Netns, down, up time.Duration, times int) (*Flapper, error) {
 	f := &Flapper{n: n, m: m, stop: make(chan struct{}), done: make(chan struct{})}
+	if times <= 0 {
+		close(f.done)
+		return f, nil
+	}
+	f.Downs = append(f.Downs, time.Now())
+	if err := n.LinkDown(m); err != nil {
+		close(f.done)
+		return nil, err
+	}
 	go f.run(down, up, times)
-	return f
+	return f, nil
 }
 
 // Flapper is a link flapping (Net.Flap).
@@ -208,9 +218,11 @@ func (f *Flapper) run(down, up time.Duration, times int) {
 		}
 	}()
 	for i := range times {
-		f.Downs = append(f.Downs, time.Now())
-		if f.err = f.n.LinkDown(f.m); f.err != nil {
-			return
+		if i > 0 {
+			f.Downs = append(f.Downs, time.Now())
+			if f.err = f.n.LinkDown(f.m); f.err != nil {
+				return
+			}
 		}
 		if !f.hold(down) {
 			return
@@ -269,6 +281,24 @@ func (ns *Netns) DialContext(ctx context.Context, network, address string) (net.
 		return nil, fmt.Errorf("faulttest: dial %s from namespace %s: %w", address, ns.Role, err)
 	}
 	return conn, nil
+}
+
+// Listen listens on address inside the namespace (address an IP
+// literal of the namespace with a port), for tests of the harness.
+func (ns *Netns) Listen(network, address string) (net.Listener, error) {
+	var l net.Listener
+	err := inNetns(ns.Name, func() error {
+		var err error
+		l, err = net.Listen(network, address)
+		return err
+	})
+	if err != nil {
+		if l != nil {
+			l.Close()
+		}
+		return nil, fmt.Errorf("faulttest: listen on %s in namespace %s: %w", address, ns.Role, err)
+	}
+	return l, nil
 }
 
 // Dial is DialContext bounded by 2 s (nats.go's connect timeout): the

@@ -2,6 +2,7 @@ package faulttest_test
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,7 +56,8 @@ type netFault struct {
 	node  string
 	leads []string
 	// from: the calls made from here on (to the next fault's from) are
-	// this fault's; at: the fault; healed: the fault removed; healthy:
+	// this fault's; at: the fault in place (its first link change or
+	// route made); healed: the fault removed; healthy:
 	// the cluster healthy and the load flowing again.
 	from, at, healed, healthy time.Time
 	// election: how long after at a new leader of the calls stream was
@@ -111,8 +114,8 @@ func TestClusterPartitions(t *testing.T) {
 		old, err := c.StreamLeader(ctx, calls, 30*time.Second)
 		require.NoError(t, err)
 		before := strings.Count(c.DispatcherLog.String(), "publishing again")
-		f.at = time.Now()
 		heal := f.inject(t, c, victim)
+		f.at = time.Now() // the fault in place
 		watch := c.WatchLeader(calls, old, f.at)
 		if f.hold > 0 {
 			hold := time.NewTimer(f.hold) // the fault's duration
@@ -183,8 +186,11 @@ func partitionFaults(calls string) []*netFault {
 	}
 	none := func(*testing.T, *faulttest.Cluster) int { return -1 }
 	return []*netFault{
-		{name: "calls-leader-link-flapping", target: notOwn, inject: func(_ *testing.T, c *faulttest.Cluster, v int) func() error {
-			return c.Net.Flap(c.NodeNS(v), flapDown, flapUp, flapTimes).Wait
+		{name: "calls-leader-link-flapping", target: notOwn, inject: func(t *testing.T, c *faulttest.Cluster, v int) func() error {
+			fl, err := c.Net.Flap(c.NodeNS(v), flapDown, flapUp, flapTimes)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = fl.Stop() }) // a test failing meanwhile
+			return fl.Wait
 		}},
 		{name: "dispatcher-node-one-way-cut", hold: oneWayCut, target: own, inject: func(t *testing.T, c *faulttest.Cluster, v int) func() error {
 			require.NoError(t, c.Net.Blackhole(c.NodeNS(v), c.PeersOf(v)...))
@@ -193,6 +199,7 @@ func partitionFaults(calls string) []*netFault {
 		{name: "dispatcher-node-cut", hold: ownNodeCut, target: own, inject: func(t *testing.T, c *faulttest.Cluster, v int) func() error {
 			require.NoError(t, c.Net.LinkDown(c.NodeNS(v)))
 			stop := keepWriting(c.Bus.NC)
+			t.Cleanup(stop) // a test failing meanwhile
 			return func() error {
 				err := c.Net.LinkUp(c.NodeNS(v))
 				stop() // after the heal: a write blocked on the dead link returns with it
@@ -242,8 +249,9 @@ func keepWriting(nc *nats.Conn) (stop func()) {
 			_ = nc.Publish("faulttest.filler", data) // nobody reads it; errors while reconnecting are expected
 		}
 	}()
+	var once sync.Once
 	return func() {
-		close(done)
+		once.Do(func() { close(done) })
 		<-ended
 	}
 }
@@ -281,6 +289,19 @@ func reportPartitions(t *testing.T, c *faulttest.Cluster, faults []*netFault, op
 			}
 		}
 		rep := checkLedger(t, c, mine)
+		unanswered, late := 0, 0
+		for _, o := range mine {
+			bound := clusterAnswerBound
+			if o.call {
+				bound += clusterCallWait
+			}
+			switch {
+			case o.err != nil:
+				unanswered++
+			case o.end.Sub(o.start) > bound:
+				late++
+			}
+		}
 		entries := faulttest.ReadLedger(t, c.Ledger) // after the results were awaited
 		admission := stall(accepts, f.at, f.healthy)
 		first := time.Duration(-1)
@@ -296,7 +317,7 @@ func reportPartitions(t *testing.T, c *faulttest.Cluster, faults []*netFault, op
 		figure(t, "fault=%d %s node=%s admission_stall=%s first_answer=%s calls_election=%s toolwire_share=%s publish_retries=%d heal=%s healthy_after=%s",
 			i+1, f.name, cmp.Or(f.node, "-"), admission.Round(time.Millisecond), first.Round(time.Millisecond), election,
 			share.Round(time.Millisecond), f.retries, f.healed.Sub(f.at).Round(time.Millisecond), f.healthy.Sub(f.at).Round(time.Millisecond))
-		figure(t, "fault=%d %s ledger: %s unknown_outcome=[%s]", i+1, f.name, rep, unknownOutcomes(mine, entries))
+		figure(t, "fault=%d %s ledger: %s unanswered=%d answered_late=%d unknown_outcome=[%s]", i+1, f.name, rep, unanswered, late, unknownOutcomes(mine, entries))
 		for _, p := range rep.problems {
 			t.Errorf("%s: %s", f.name, p)
 		}
@@ -373,4 +394,65 @@ func TestNetStaleNamespacesSwept(t *testing.T) {
 	require.FileExists(t, filepath.Join("/run/netns", live))
 	require.FileExists(t, filepath.Join("/run/netns", n.Member("a").Name))
 	require.Equal(t, "10.213.7.10", n.Member("a").IP)
+}
+
+// TestNetFaults: the harness's faults do what doc.go says, on two
+// namespaces and a TCP listener in each. A link down is silent (a dial
+// times out: no RST, no ICMP); a one-way blackhole stops what its
+// namespace sends to the other (so a TCP handshake fails both ways, the
+// other side's SYN-ACK or its own SYN dropped) and nothing else; healing
+// restores both; a flapping link ends up.
+func TestNetFaults(t *testing.T) {
+	if _, err := exec.LookPath("ip"); err != nil || os.Geteuid() != 0 {
+		testdeps.Missing(t, "run as root with iproute2", "faulttest: network namespaces need root and ip")
+	}
+	n := faulttest.NewNet(t)
+	n.Add(10, "a", "b")
+	a, b := n.Member("a"), n.Member("b")
+	for _, m := range []*faulttest.Netns{a, b, n.Hub} {
+		l, err := m.Listen("tcp", m.IP+":7000")
+		require.NoError(t, err)
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				conn, err := l.Accept()
+				if err != nil {
+					return
+				}
+				conn.Close()
+			}
+		}()
+	}
+	reach := func(from, to *faulttest.Netns) error {
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		conn, err := from.DialContext(ctx, "tcp", to.IP+":7000")
+		if err == nil {
+			conn.Close()
+		}
+		return err
+	}
+	require.NoError(t, reach(a, b))
+	require.NoError(t, reach(b, a))
+
+	require.NoError(t, n.LinkDown(b))
+	err := reach(a, b)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a link down is silent")
+	require.NoError(t, n.LinkUp(b))
+	require.NoError(t, reach(a, b))
+
+	require.NoError(t, n.Blackhole(a, b))
+	require.Error(t, reach(a, b))
+	require.ErrorIs(t, reach(b, a), context.DeadlineExceeded, "b's SYN arrives, a's answer is dropped")
+	require.NoError(t, reach(a, n.Hub), "a still reaches everyone else")
+	require.NoError(t, reach(n.Hub, a), "and everyone else reaches a")
+	require.NoError(t, n.Unblackhole(a, b))
+	require.NoError(t, reach(a, b))
+
+	fl, err := n.Flap(b, 100*time.Millisecond, 100*time.Millisecond, 3)
+	require.NoError(t, err)
+	require.Error(t, reach(a, b), "down at once")
+	require.NoError(t, fl.Wait())
+	require.Len(t, fl.Downs, 3)
+	require.NoError(t, reach(a, b), "a flapping link ends up")
 }
