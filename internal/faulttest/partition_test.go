@@ -53,8 +53,8 @@ type netFault struct {
 	// waits for its end itself, as a flapping link's does).
 	hold time.Duration
 
-	node  string
-	leads []string
+	// node is the name of the node hit ("" for none).
+	node string
 	// from: the calls made from here on (to the next fault's from) are
 	// this fault's; at: the fault in place (its first link change or
 	// route made); healed: the fault removed; healthy:
