@@ -92,7 +92,7 @@
 // ways (one side's SYN or the other's SYN-ACK is dropped) and nothing
 // else, and each heal restores the path.
 //
-// TestClusterPartitions (make test; about 3.5 minutes alone) runs one
+// TestClusterPartitions (make test; 2.5 to 3.5 minutes alone) runs one
 // cluster through five faults, each healed and the cluster healthy and
 // the load flowing before the next, under an open load of 50 calls/s
 // (a new caller every 20 ms whether or not the earlier ones were
