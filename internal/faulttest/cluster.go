@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
@@ -51,6 +52,12 @@ type Cluster struct {
 	DispatcherLog *logtest.Buffer
 	// replicas of every stream and bucket: 1, or 3 on a cluster.
 	replicas int
+	// Net holds the network namespaces of a cluster made by
+	// NewClusterNetns; nil otherwise (everything on loopback).
+	Net *Net
+	// natsOpts are added to the dispatcher's connection (its dialer on a
+	// cluster in namespaces).
+	natsOpts []nats.Option
 }
 
 // NewCluster starts a nats-server process and a dispatcher.
@@ -69,7 +76,7 @@ func NewCluster(t testing.TB) *Cluster {
 func (c *Cluster) startDispatcher(cfg bus.Config, log *slog.Logger) {
 	t := c.t
 	t.Helper()
-	nc, err := bus.Dial(bus.ConnConfig{URL: c.URL, Name: "faulttest-dispatcher"})
+	nc, err := bus.Dial(bus.ConnConfig{URL: c.URL, Name: "faulttest-dispatcher"}, c.natsOpts...)
 	if err != nil {
 		t.Fatalf("faulttest: dial: %v", err)
 	}
@@ -166,7 +173,11 @@ func (c *Cluster) StartWorker(o WorkerOptions) *Proc {
 	if o.Failpoints != "" {
 		env = append(env, "TOOLWIRE_FAILPOINTS="+o.Failpoints)
 	}
-	p := StartEnv(c.t, o.Name, env, filepath.Join(c.bin, "ledgerworker"), args...)
+	bin := filepath.Join(c.bin, "ledgerworker")
+	if c.Net != nil {
+		bin, args = c.Net.Member("workers").Exec(bin, args...)
+	}
+	p := StartEnv(c.t, o.Name, env, bin, args...)
 	for _, name := range []string{"ledger", "ledger_idem", "poison"} {
 		c.WaitTool(name)
 	}

@@ -1,6 +1,7 @@
 package faulttest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +33,17 @@ type Node struct {
 	conf string
 	port int
 	http int
+	// host is the address the node listens on ("" = 127.0.0.1); ns, the
+	// namespace it runs in on a cluster made by NewClusterNetns, and
+	// httpc the client that reaches its monitoring port from there.
+	host  string
+	ns    *Netns
+	httpc *http.Client
+}
+
+// addr is the node's host and port.
+func (n *Node) addr(port int) string {
+	return net.JoinHostPort(cmp.Or(n.host, "127.0.0.1"), strconv.Itoa(port))
 }
 
 // ClusterLayout is the layout of the streams on a cluster made by
@@ -84,21 +97,37 @@ func NewCluster3(t testing.TB) *Cluster {
 		c.Nodes = append(c.Nodes, &Node{Name: fmt.Sprintf("n%d", i), port: freePort(t), http: freePort(t)})
 		clusterPorts[i] = freePort(t)
 	}
+	routes := make([]string, n)
+	for i, node := range c.Nodes {
+		routes[i] = node.addr(clusterPorts[i])
+	}
+	c.startNodes(routes)
+	log := slog.New(slog.NewTextHandler(c.DispatcherLog, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c.startDispatcher(ClusterLayout(), log)
+	return c
+}
+
+// startNodes writes each node's configuration file (its route listener
+// at routes[i], routes to the others) and starts the nodes, then waits
+// until the cluster is healthy.
+func (c *Cluster) startNodes(routes []string) {
+	t := c.t
+	t.Helper()
 	var urls []string
 	for i, node := range c.Nodes {
-		node.URL = fmt.Sprintf("nats://127.0.0.1:%d", node.port)
+		node.URL = "nats://" + node.addr(node.port)
 		urls = append(urls, node.URL)
-		var routes []string
-		for j, p := range clusterPorts {
+		var peers []string
+		for j, r := range routes {
 			if j != i {
-				routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
+				peers = append(peers, "nats-route://"+r)
 			}
 		}
 		dir := t.TempDir()
 		node.conf = filepath.Join(dir, "nats.conf")
 		conf := fmt.Sprintf(`server_name: %s
-listen: "127.0.0.1:%d"
-http: "127.0.0.1:%d"
+listen: %q
+http: %q
 jetstream {
   store_dir: %q
   max_file_store: %d
@@ -106,15 +135,15 @@ jetstream {
 }
 cluster {
   name: faulttest
-  listen: "127.0.0.1:%d"
+  listen: %q
   routes: [%s]
   # as the Helm chart's bundled cluster: a silent peer is dropped after
   # 4-6 s, not the routes' default 60-90 s
   ping_interval: "2s"
   ping_max: 2
 }
-`, node.Name, node.port, node.http, filepath.Join(dir, "store"), ClusterMaxFileStore, ClusterMaxMemStore,
-			clusterPorts[i], strings.Join(routes, ", "))
+`, node.Name, node.addr(node.port), node.addr(node.http), filepath.Join(dir, "store"), ClusterMaxFileStore, ClusterMaxMemStore,
+			routes[i], strings.Join(peers, ", "))
 		if err := os.WriteFile(node.conf, []byte(conf), 0o600); err != nil {
 			t.Fatalf("faulttest: %v", err)
 		}
@@ -124,17 +153,22 @@ cluster {
 		c.startNode(i)
 	}
 	c.WaitHealthy(60 * time.Second)
-	log := slog.New(slog.NewTextHandler(c.DispatcherLog, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	c.startDispatcher(ClusterLayout(), log)
-	return c
 }
 
 func (c *Cluster) startNode(i int) {
 	node := c.Nodes[i]
-	node.Proc = Start(c.t, "nats-server "+node.Name, filepath.Join(c.bin, "nats-server"), "-c", node.conf)
+	bin, args := filepath.Join(c.bin, "nats-server"), []string{"-c", node.conf}
+	dial := (&net.Dialer{}).DialContext
+	if node.ns != nil {
+		bin, args = node.ns.Exec(bin, args...)
+		dial = c.Net.Hub.DialContext
+	}
+	node.Proc = Start(c.t, "nats-server "+node.Name, bin, args...)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", node.port), 100*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		conn, err := dial(ctx, "tcp", node.addr(node.port))
+		cancel()
 		if err == nil {
 			conn.Close()
 			return
@@ -280,11 +314,11 @@ func (c *Cluster) MetaLeader(ctx context.Context) string {
 func (n *Node) get(ctx context.Context, path string, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", n.http, path), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.addr(n.http)+path, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := cmp.Or(n.httpc, http.DefaultClient).Do(req)
 	if err != nil {
 		return err
 	}

@@ -82,42 +82,7 @@ func startClusterLoad(t *testing.T, c *faulttest.Cluster, submitters, callers in
 			if rng.IntN(2) == 0 {
 				tool = "ledger_idem"
 			}
-			req := ledgerCall(tool, 10+rng.IntN(90), fmt.Sprintf("g%d-%d", g, i))
-			o := &op{call: call, tool: tool, start: time.Now()}
-			// The context outlives every bound: a caller that is not
-			// answered within it is reported, not cut short.
-			ctx, cancel := context.WithTimeout(t.Context(), clusterCallWait+2*clusterAnswerBound)
-			if call {
-				var r *toolwirev1.CallResponse
-				if r, o.err = c.Dispatcher.Call(ctx, identity.Default, req, clusterCallWait); o.err == nil {
-					o.id = r.CallId
-					switch {
-					case r.State == toolwirev1.CallState_CALL_STATE_DONE && r.Response.GetMeta().GetSource() == "dispatcher":
-						o.refused = r.Response
-					case r.State == toolwirev1.CallState_CALL_STATE_DONE:
-						o.done = r.Response
-					case r.State == toolwirev1.CallState_CALL_STATE_PENDING:
-						o.accepted = true
-					default:
-						o.err = fmt.Errorf("call answered %s", r.State)
-					}
-				}
-			} else {
-				var s *dispatch.Submitted
-				if s, o.err = c.Dispatcher.Submit(ctx, identity.Default, req); o.err == nil {
-					o.id = s.CallID
-					if s.Rejected != nil {
-						o.refused = s.Rejected
-					} else {
-						o.accepted = true
-					}
-				}
-			}
-			cancel()
-			o.end = time.Now()
-			l.mu.Lock()
-			l.ops = append(l.ops, o)
-			l.mu.Unlock()
+			l.do(t, call, ledgerCall(tool, 10+rng.IntN(90), fmt.Sprintf("g%d-%d", g, i)))
 		}
 	}
 	for g := range submitters {
@@ -129,6 +94,46 @@ func startClusterLoad(t *testing.T, c *faulttest.Cluster, submitters, callers in
 		go run(submitters+g, true)
 	}
 	return l
+}
+
+// do makes one request as a caller of Call (call) or Submit, and records
+// it with what the caller was told.
+func (l *clusterLoad) do(t *testing.T, call bool, req *toolwirev1.CallRequest) {
+	o := &op{call: call, tool: req.Tool, start: time.Now()}
+	// The context outlives every bound: a caller that is not
+	// answered within it is reported, not cut short.
+	ctx, cancel := context.WithTimeout(t.Context(), clusterCallWait+2*clusterAnswerBound)
+	if call {
+		var r *toolwirev1.CallResponse
+		if r, o.err = l.c.Dispatcher.Call(ctx, identity.Default, req, clusterCallWait); o.err == nil {
+			o.id = r.CallId
+			switch {
+			case r.State == toolwirev1.CallState_CALL_STATE_DONE && r.Response.GetMeta().GetSource() == "dispatcher":
+				o.refused = r.Response
+			case r.State == toolwirev1.CallState_CALL_STATE_DONE:
+				o.done = r.Response
+			case r.State == toolwirev1.CallState_CALL_STATE_PENDING:
+				o.accepted = true
+			default:
+				o.err = fmt.Errorf("call answered %s", r.State)
+			}
+		}
+	} else {
+		var s *dispatch.Submitted
+		if s, o.err = l.c.Dispatcher.Submit(ctx, identity.Default, req); o.err == nil {
+			o.id = s.CallID
+			if s.Rejected != nil {
+				o.refused = s.Rejected
+			} else {
+				o.accepted = true
+			}
+		}
+	}
+	cancel()
+	o.end = time.Now()
+	l.mu.Lock()
+	l.ops = append(l.ops, o)
+	l.mu.Unlock()
 }
 
 func (l *clusterLoad) Stop() {

@@ -1,7 +1,8 @@
 // Package faulttest is toolwire's fault harness: it builds and runs real
 // processes — worker binaries and a nats-server built from the pinned
 // module — drives load through a dispatcher, injects faults (kill -9,
-// SIGTERM, SIGSTOP, server restarts), and checks a ledger in the manner of
+// SIGTERM, SIGSTOP, server restarts, links cut or flapping and one-way
+// routes between network namespaces), and checks a ledger in the manner of
 // Jepsen's queue checker: every accepted call has exactly one terminal
 // result (lost = accepted − terminal = 0, duplicates = 0), and executions
 // per call are counted by the tool itself outside NATS (the ledgerworker
@@ -32,6 +33,93 @@
 // a node led had a new leader, from the leaders' leader_since),
 // ResultCounts (results per call id, one scan of the results stream). The
 // dispatcher logs at debug level into DispatcherLog.
+//
+// # Network partitions
+//
+// NewClusterNetns is NewCluster3 with every process in a Linux network
+// namespace of its own, made with the ip binary (NewNet; run as root; ip
+// is always given an argument list, never a shell): a hub namespace
+// holding a bridge (10.213.7.1/24), and members joined to it by a veth
+// pair each — the nodes n0, n1, n2 (10.213.7.10-12, each listening on
+// 4222, 6222 and 8222 of its own address), the workers (.20; StartWorker
+// runs them there with `ip netns exec`) and the dispatcher (.30). The
+// dispatcher runs in the test process as elsewhere, but its NATS
+// connection is made from its namespace: a nats.CustomDialer (Netns.Dial)
+// moves a locked thread into the namespace (setns on /run/netns/NAME),
+// makes the socket there (a socket keeps the namespace it was made in)
+// and moves the thread back; a thread that cannot go back is never used
+// again (it stays locked and ends with its goroutine). The 10.213.7.0/24
+// addresses exist only inside these namespaces; each run has its own
+// bridge, so runs at once do not meet, and nothing is ever sent outside.
+//
+// The harness observes from the hub: WaitHealthy, MetaLeader, ClientIPs
+// and WatchLeader ask the nodes' monitoring ports over the bridge, each
+// request on a connection of its own (no keep-alive), so a node that went
+// silent costs a request its timeout and never freezes the harness. The
+// hub reaches every node whose link is up, whatever the blackholes (they
+// are between nodes). What goes through the dispatcher's own connection
+// (StreamLeader, Leads, Elections, ResultCounts) is asked before a fault
+// or after the heal.
+//
+// Faults (Net): LinkDown and LinkUp set the hub's end of a member's veth
+// down and up — the member loses its carrier, nothing passes either way,
+// and nobody is told (no RST, no FIN: what was in flight stays
+// unacknowledged); Blackhole adds blackhole routes inside one member's
+// namespace to others' addresses — it can no longer send to them, they
+// can still send to it, and it still talks to everyone else (both ways:
+// a symmetric partition from its peers, its clients unaffected);
+// Flap takes a link down and up a number of times, the first before it
+// returns, the rest in a goroutine the test owns (Flapper.Wait, Stop).
+// Cluster.DispatcherNode is the node the dispatcher's connection is on
+// (its ConnectedServerName); WatchLeader follows from the hub when a node
+// other than the old leader leads a stream after a fault (its
+// leader_since), the election part of a failover.
+//
+// Names are "twft-<pid>-<hex>-<role>": the test process's pid and a
+// random suffix, so tests running at once never share one. Every
+// namespace of a Net is deleted in a t.Cleanup registered before any
+// process starts (so it runs after they were killed), also after a failed
+// test; the veth pairs and the bridge go with the namespaces. A run
+// killed before its cleanup leaves its namespaces, and its nats-servers
+// and workers still in them (they run in process groups of their own);
+// the next NewNet deletes every namespace whose pid is gone and kills
+// the processes in it, and leaves those of a run still going alone
+// (TestNetStaleNamespacesSwept).
+//
+// TestNetFaults checks the faults themselves on two namespaces with a
+// listener each (Netns.Listen): a dial across a link that is down times
+// out (nothing answers), a one-way blackhole stops a TCP handshake both
+// ways (one side's SYN or the other's SYN-ACK is dropped) and nothing
+// else, and each heal restores the path.
+//
+// TestClusterPartitions (make test; 2.5 to 3.5 minutes alone) runs one
+// cluster through five faults, each healed and the cluster healthy and
+// the load flowing before the next, under an open load of 50 calls/s
+// (a new caller every 20 ms whether or not the earlier ones were
+// answered, alternately of Call and Submit, half of the tool that is not
+// idempotent: a stall piles callers up as in production, it does not
+// slow them down): the calls stream leader's link flapping (3 s down,
+// 3 s up, four times), a one-way cut of the dispatcher's node (20 s),
+// the dispatcher's node cut (link down, 20 s; meanwhile the dispatcher's
+// connection keeps writing 64 KiB messages to a subject nobody reads, so
+// that its socket's send buffer fills as on a busier dispatcher — this
+// test's calls alone do not fill it before the PINGs notice the silence),
+// a symmetric partition of the calls stream's leader from its peers
+// (15 s), the workers cut for 12 s with an AckWait of 5 s. The leader hit
+// by the flapping and the partition is first moved off the dispatcher's
+// node (those faults are not the dispatcher's own). The calls made during
+// each fault (from the end of the previous one) are checked as in
+// TestClusterLeaderKills, with exact zeros; a call that ran although its
+// caller got an error and no call id is a failure too. FIGURE lines give
+// per fault the admission stall (the longest gap between accepted
+// Submits from the fault until the cluster is healthy and the load flows
+// again), the first answer to a call made after the fault, the calls
+// stream's election (WatchLeader, stopped at the heal; "none" when the
+// fault did not cost the stream its leader: a 3 s link loss is shorter
+// than the servers' election timeout), toolwire's share of the failover
+// (the stall minus that election), callers not answered or answered late,
+// and the UNKNOWN_OUTCOME answers by what the ledger knows (the tool
+// completed, never ran, started without an end).
 //
 // # Decisions
 //
