@@ -45,6 +45,12 @@ type Cluster struct {
 	// Nodes are the nats-server processes of a cluster made by
 	// NewCluster3 (NATS is nil then); nil for NewCluster.
 	Nodes []*Node
+	// NATSMonitor logs and counts the dispatcher's connection's
+	// disconnects, reconnects and moves; Watchdog moves it off a silent
+	// or JetStream-less server (bus.Watchdog; idle on NewCluster's single
+	// server).
+	NATSMonitor *bus.ConnMonitor
+	Watchdog    *bus.Watchdog
 	// DispatcherLog holds what the dispatcher logged (info and above) on
 	// a cluster made by NewCluster3; nil for NewCluster, whose dispatcher
 	// logs nothing.
@@ -69,7 +75,9 @@ func NewCluster(t testing.TB) *Cluster {
 func (c *Cluster) startDispatcher(cfg bus.Config, log *slog.Logger) {
 	t := c.t
 	t.Helper()
-	nc, err := bus.Dial(bus.ConnConfig{URL: c.URL, Name: "faulttest-dispatcher"})
+	c.NATSMonitor = bus.NewConnMonitor(log)
+	conn := bus.ConnConfig{URL: c.URL, Name: "faulttest-dispatcher", Monitor: c.NATSMonitor}
+	nc, err := bus.Dial(conn)
 	if err != nil {
 		t.Fatalf("faulttest: dial: %v", err)
 	}
@@ -79,6 +87,13 @@ func (c *Cluster) startDispatcher(cfg bus.Config, log *slog.Logger) {
 	if c.Bus, err = bus.Open(ctx, nc, cfg, bus.Options{}); err != nil {
 		t.Fatalf("faulttest: open bus: %v", err)
 	}
+	if c.Watchdog, err = bus.NewWatchdog(nc, conn, bus.WatchdogConfig{Stream: c.Bus.Config.CallsStream()}); err != nil {
+		t.Fatalf("faulttest: watchdog: %v", err)
+	}
+	if err := c.Watchdog.Start(ctx); err != nil {
+		t.Fatalf("faulttest: watchdog: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Watchdog.Stop(context.Background()) })
 	c.Registry = registry.NewStore(c.Bus.Registry, quietLogger())
 	if err := c.Registry.Start(ctx); err != nil {
 		t.Fatalf("faulttest: registry: %v", err)

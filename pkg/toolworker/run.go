@@ -159,10 +159,16 @@ func Run(ctx context.Context, o Options) error {
 	// Start-up waits for the cluster (untilAvailable): a worker that
 	// starts before NATS, or while the cluster has no JetStream leader,
 	// retries instead of exiting.
+	// The connection's disconnects, reconnects and moves are logged and
+	// counted (toolwire_nats_* on /metrics).
+	conn := bus.ConnConfig{URL: o.NATSURL, CredsFile: creds, Name: "toolwire-worker",
+		InboxPrefix: bus.InboxPrefix(cfg, bus.RoleWorker), Monitor: bus.NewConnMonitor(log.With("component", "nats"))}
+	if err := o.Metrics.Register(telemetry.NewConnCollector(conn.Monitor)); err != nil {
+		return fmt.Errorf("toolworker: metrics: %w", err)
+	}
 	var nc *nats.Conn
 	if err := untilAvailable(ctx, log, "connect to NATS", func() (err error) {
-		nc, err = bus.Dial(bus.ConnConfig{URL: o.NATSURL, CredsFile: creds, Name: "toolwire-worker",
-			InboxPrefix: bus.InboxPrefix(cfg, bus.RoleWorker)})
+		nc, err = bus.Dial(conn)
 		return err
 	}); err != nil {
 		return err
@@ -184,6 +190,16 @@ func Run(ctx context.Context, o Options) error {
 	if o.EnsureOnly {
 		return ensureOnly(ctx, w, nc, log, o)
 	}
+	// The watchdog moves the connection off a server that went silent or
+	// whose JetStream fails; it stops before the drain.
+	watchdog, err := bus.NewWatchdog(nc, conn, bus.WatchdogConfig{Stream: b.Config.CallsStream()})
+	if err != nil {
+		return err
+	}
+	if err := watchdog.Start(ctx); err != nil {
+		return err
+	}
+	defer func() { _ = watchdog.Stop(context.Background()) }()
 	if o.HTTPAddr != "" {
 		reg.MustRegister(&telemetry.StreamStats{Calls: b.Calls, Consumers: w.PoolConsumers, PoolPrefix: b.Config.Prefix + "_pool_"})
 	}
@@ -199,7 +215,7 @@ func Run(ctx context.Context, o Options) error {
 	err = stopWorker(w, o)
 	stopHTTP()
 	stopHTTP = func() {}
-	return errors.Join(err, drain(nc))
+	return errors.Join(err, watchdog.Stop(context.Background()), drain(nc))
 }
 
 // ensureOnly runs w.Ensure, closes the worker's executors and drains the

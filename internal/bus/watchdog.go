@@ -1,0 +1,246 @@
+package bus
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolwire/toolwire/internal/startstop"
+)
+
+// WatchdogConfig tunes a Watchdog. The zero value is the defaults.
+//
+// The defaults move a connection off a silent server in about 2 s (the
+// next probe starts within Period, then two probes time out), well within
+// the 4 to 9 s the remaining servers take to elect new leaders when the
+// silent one led something, and without false moves on a loaded 2-core
+// machine: a probe fails only when the server does not answer for a whole
+// second, twice in a row, and the connection moves only to a server that
+// answered the same probe meanwhile on a connection of its own.
+type WatchdogConfig struct {
+	// Period is the time from the start of one probe of the connection's
+	// server to the start of the next. Default 500ms.
+	Period time.Duration
+	// Timeout bounds a probe: the PONG to a PING, then the answer of the
+	// JetStream API; and, for another server, connecting to it, then the
+	// same. Default 1s.
+	Timeout time.Duration
+	// Failures is how many probes in a row must fail before the
+	// connection moves. Default 2.
+	Failures int
+	// MoveGap is the least time between two moves. It doubles with each
+	// move that comes within two minutes of the last, up to two minutes,
+	// so that a cluster whose servers fail in turn is not left in a storm
+	// of moves. Default 5s.
+	MoveGap time.Duration
+	// Stream names the stream whose info the JetStream probe asks for:
+	// answered by the stream's leader, so a server cut from the leader
+	// fails it. Dispatchers and workers give the calls stream (their
+	// credentials may read its info). Empty: account info ($JS.API.INFO),
+	// answered by the meta group's leader.
+	Stream string
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c WatchdogConfig) WithDefaults() WatchdogConfig {
+	c.Period = cmp.Or(c.Period, 500*time.Millisecond)
+	c.Timeout = cmp.Or(c.Timeout, time.Second)
+	c.Failures = cmp.Or(c.Failures, 2)
+	c.MoveGap = cmp.Or(c.MoveGap, 5*time.Second)
+	return c
+}
+
+// Validate reports the first field that is out of range.
+func (c WatchdogConfig) Validate() error {
+	switch {
+	case c.Period <= 0:
+		return fmt.Errorf("bus: watchdog Period %s: must be positive", c.Period)
+	case c.Timeout <= 0:
+		return fmt.Errorf("bus: watchdog Timeout %s: must be positive", c.Timeout)
+	case c.Failures < 1:
+		return fmt.Errorf("bus: watchdog Failures %d: must be at least 1", c.Failures)
+	case c.MoveGap <= 0:
+		return fmt.Errorf("bus: watchdog MoveGap %s: must be positive", c.MoveGap)
+	}
+	return nil
+}
+
+// moveGapMax bounds MoveGap's doubling, and is how long without a move
+// resets it.
+const moveGapMax = 2 * time.Minute
+
+// Watchdog moves a connection made by Dial off a server that cannot serve
+// it while another server of the cluster can: a server that went silent
+// (no PONG: a frozen process, a cut link — found in about 2 s rather than
+// the PINGs' 6 to 9 s) or whose JetStream API fails (no responders, a 503
+// such as "JetStream system temporarily unavailable", a timeout, a stream
+// without a leader: a server cut from its cluster but not from its
+// clients, which answers PINGs for ever).
+//
+// It probes the connection's server every Period: a PING, then a
+// JetStream API request (WatchdogConfig.Stream), within Timeout. After
+// Failures failed probes in a row it probes every other server of the
+// connection's pool (its URLs and the servers the cluster announced) on a
+// short-lived connection of its own, with the same name, credentials and
+// inbox prefix, and moves the connection (nats.Conn.ForceReconnect,
+// steered by the ConnMonitor) to the first whose JetStream answered — or,
+// when the connection's server did not even answer the PING, to the first
+// that did. A server is never chosen when its id is the one being left.
+// When none qualifies the connection stays (logged once per episode): a
+// cluster that is electing a leader fails every probe, and moving would
+// not help. Moves are at least MoveGap apart (doubling); each is logged
+// and counted (ConnMonitor.Moves).
+//
+// With a single server in the pool (one URL and no other server
+// announced) there is nothing to move to and the Watchdog does nothing
+// but look at the pool every Period. It is a startstop.Service.
+type Watchdog struct {
+	nc   *nats.Conn
+	conn ConnConfig
+	mon  *ConnMonitor
+	log  *slog.Logger
+	cfg  WatchdogConfig
+	loop *startstop.Loop
+
+	reports chan struct{}
+	wg      sync.WaitGroup // probes still running
+
+	// The loop's state.
+	probing    <-chan probeResult // a probe of the connection that outlived its timeout
+	servers    []string           // the connection's pool, as of the last probe
+	fails      int                // failed probes in a row
+	reconnects uint64             // the monitor's count at the last probe
+	stuck      bool               // "staying" was logged for this episode
+	lastMove   time.Time
+	gap        time.Duration
+}
+
+// NewWatchdog returns a Watchdog for nc, which Dial made with conn (whose
+// Monitor must be set: it steers the moves and counts them).
+func NewWatchdog(nc *nats.Conn, conn ConnConfig, cfg WatchdogConfig) (*Watchdog, error) {
+	if conn.Monitor == nil {
+		return nil, errors.New("bus: a watchdog needs the ConnConfig.Monitor its connection was dialled with")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	w := &Watchdog{nc: nc, conn: conn, mon: conn.Monitor, log: conn.Monitor.log, cfg: cfg, reports: make(chan struct{}, 1)}
+	w.loop = startstop.NewLoop(w.run)
+	return w, nil
+}
+
+// Start starts probing.
+func (w *Watchdog) Start(ctx context.Context) error { return w.loop.Start(ctx) }
+
+// Stop stops probing and waits for the probes in flight (at most Timeout,
+// or the connection's flusher timeout when a probe waits for its lock).
+func (w *Watchdog) Stop(ctx context.Context) error { return w.loop.Stop(ctx) }
+
+// Report tells the watchdog that a request or publish on the connection
+// failed in a way its server may be to blame for (a timeout, no
+// responders, a 503): the next probe starts now rather than at its
+// period, so that a busy process leaves a sick server sooner. It never
+// blocks; reports are coalesced, and probes still start at least a
+// quarter of Period apart.
+func (w *Watchdog) Report(err error) {
+	if err == nil {
+		return
+	}
+	select {
+	case w.reports <- struct{}{}:
+	default:
+	}
+}
+
+func (w *Watchdog) run(ctx context.Context) {
+	defer w.wg.Wait()
+	timer := time.NewTimer(w.cfg.Period)
+	defer timer.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-w.reports:
+			if d := time.Until(last.Add(w.cfg.Period / 4)); d > 0 {
+				timer.Reset(d)
+				continue
+			}
+		}
+		last = time.Now()
+		r := w.probe(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		w.step(ctx, r)
+		timer.Reset(max(0, time.Until(last.Add(w.cfg.Period))))
+	}
+}
+
+// step judges one probe of the connection's server, and moves the
+// connection when its server has failed enough probes in a row.
+func (w *Watchdog) step(ctx context.Context, r probeResult) {
+	if n := w.mon.Reconnects(); n != w.reconnects { // on another connection since
+		w.reconnects, w.fails, w.stuck = n, 0, false
+	}
+	if r.servers != nil {
+		w.servers = r.servers
+	}
+	if r.err == nil {
+		if w.stuck {
+			w.log.Info("NATS server healthy again", "server", w.mon.current().url)
+		}
+		w.fails, w.stuck = 0, false
+		return
+	}
+	w.fails++
+	w.log.Debug("NATS server probe failed", "server", w.mon.current().url, "reason", r.reason, "failures", w.fails, "err", r.err)
+	if w.fails < w.cfg.Failures || !w.mayMove(time.Now()) {
+		return
+	}
+	from := w.mon.current()
+	to, ok := w.healthiest(ctx, from, r.reason)
+	if !ok {
+		if !w.stuck {
+			w.log.Warn("NATS server unhealthy, but no other server of the cluster is healthier; staying",
+				"server", from.url, "server_name", from.name, "reason", r.reason, "failures", w.fails, "err", r.err)
+			w.stuck = true
+		}
+		return
+	}
+	w.move(from, to, r)
+}
+
+// mayMove says whether a move now keeps the moves MoveGap apart.
+func (w *Watchdog) mayMove(now time.Time) bool {
+	return w.lastMove.IsZero() || now.Sub(w.lastMove) >= w.gap
+}
+
+// move steers the connection to the server to and makes it reconnect.
+func (w *Watchdog) move(from serverRef, to candidate, r probeResult) {
+	now := time.Now()
+	if w.lastMove.IsZero() || now.Sub(w.lastMove) > moveGapMax {
+		w.gap = w.cfg.MoveGap
+	} else {
+		w.gap = min(2*w.gap, moveGapMax)
+	}
+	w.lastMove = now
+	w.fails, w.stuck = 0, false
+	w.mon.moves.Add(1)
+	w.log.Warn("moving the NATS connection off an unhealthy server", "server", from.url, "server_name", from.name,
+		"reason", r.reason, "err", r.err, "to", redactURL(to.url), "to_name", to.name, "to_jetstream_ok", to.jsOK)
+	w.mon.steer(to.host)
+	// ForceReconnect takes the connection's lock: when a write to the
+	// silent server holds it, this waits for the flusher's timeout.
+	if err := w.nc.ForceReconnect(); err != nil {
+		w.log.Warn("NATS reconnect refused", "err", err)
+	}
+}
