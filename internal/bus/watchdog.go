@@ -34,11 +34,14 @@ type WatchdogConfig struct {
 	// Failures is how many probes in a row must fail before the
 	// connection moves. Default 2.
 	Failures int
-	// MoveGap is the least time between two moves. It doubles with each
-	// move that comes within two minutes of the last, up to two minutes,
-	// so that a cluster whose servers fail in turn is not left in a storm
-	// of moves. Default 5s.
-	MoveGap time.Duration
+	// MoveBurst is how many moves may follow one another without waiting;
+	// after them, one more is allowed every MoveRefill, so that probes
+	// failing for a reason no server can escape (a machine so loaded that
+	// every server answers late) make no storm of moves. Default 3.
+	MoveBurst int
+	// MoveRefill is how long one move's allowance takes to come back.
+	// Default 30s.
+	MoveRefill time.Duration
 	// Stream names the stream whose info the JetStream probe asks for:
 	// answered by the stream's leader, so a server cut from the leader
 	// fails it. Dispatchers and workers give the calls stream (their
@@ -52,7 +55,8 @@ func (c WatchdogConfig) WithDefaults() WatchdogConfig {
 	c.Period = cmp.Or(c.Period, 500*time.Millisecond)
 	c.Timeout = cmp.Or(c.Timeout, time.Second)
 	c.Failures = cmp.Or(c.Failures, 2)
-	c.MoveGap = cmp.Or(c.MoveGap, 5*time.Second)
+	c.MoveBurst = cmp.Or(c.MoveBurst, 3)
+	c.MoveRefill = cmp.Or(c.MoveRefill, 30*time.Second)
 	return c
 }
 
@@ -65,15 +69,13 @@ func (c WatchdogConfig) Validate() error {
 		return fmt.Errorf("bus: watchdog Timeout %s: must be positive", c.Timeout)
 	case c.Failures < 1:
 		return fmt.Errorf("bus: watchdog Failures %d: must be at least 1", c.Failures)
-	case c.MoveGap <= 0:
-		return fmt.Errorf("bus: watchdog MoveGap %s: must be positive", c.MoveGap)
+	case c.MoveBurst < 1:
+		return fmt.Errorf("bus: watchdog MoveBurst %d: must be at least 1", c.MoveBurst)
+	case c.MoveRefill <= 0:
+		return fmt.Errorf("bus: watchdog MoveRefill %s: must be positive", c.MoveRefill)
 	}
 	return nil
 }
-
-// moveGapMax bounds MoveGap's doubling, and is how long without a move
-// resets it.
-const moveGapMax = 2 * time.Minute
 
 // Watchdog moves a connection made by Dial off a server that cannot serve
 // it while another server of the cluster can: a server that went silent
@@ -94,8 +96,8 @@ const moveGapMax = 2 * time.Minute
 // that did. A server is never chosen when its id is the one being left.
 // When none qualifies the connection stays (logged once per episode): a
 // cluster that is electing a leader fails every probe, and moving would
-// not help. Moves are at least MoveGap apart (doubling); each is logged
-// and counted (ConnMonitor.Moves).
+// not help. Moves are rate-limited (MoveBurst, then one per MoveRefill);
+// each is logged and counted (ConnMonitor.Moves).
 //
 // With a single server in the pool (one URL and no other server
 // announced) there is nothing to move to and the Watchdog does nothing
@@ -117,8 +119,8 @@ type Watchdog struct {
 	fails      int                // failed probes in a row
 	reconnects uint64             // the monitor's count at the last probe
 	stuck      bool               // "staying" was logged for this episode
-	lastMove   time.Time
-	gap        time.Duration
+	moves      float64            // moves allowed now (a token bucket of MoveBurst)
+	counted    time.Time          // when moves was last brought up to date
 }
 
 // NewWatchdog returns a Watchdog for nc, which Dial made with conn (whose
@@ -131,7 +133,8 @@ func NewWatchdog(nc *nats.Conn, conn ConnConfig, cfg WatchdogConfig) (*Watchdog,
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w := &Watchdog{nc: nc, conn: conn, mon: conn.Monitor, log: conn.Monitor.log, cfg: cfg, reports: make(chan struct{}, 1)}
+	w := &Watchdog{nc: nc, conn: conn, mon: conn.Monitor, log: conn.Monitor.log, cfg: cfg, reports: make(chan struct{}, 1),
+		moves: float64(cfg.MoveBurst), counted: time.Now()}
 	w.loop = startstop.NewLoop(w.run)
 	return w, nil
 }
@@ -203,10 +206,19 @@ func (w *Watchdog) step(ctx context.Context, r probeResult) {
 	}
 	w.fails++
 	w.log.Debug("NATS server probe failed", "server", w.mon.current().url, "reason", r.reason, "failures", w.fails, "err", r.err)
-	if w.fails < w.cfg.Failures || !w.mayMove(time.Now()) {
+	if w.fails < w.cfg.Failures {
 		return
 	}
 	from := w.mon.current()
+	if !w.mayMove(time.Now()) {
+		if !w.stuck {
+			w.log.Warn("NATS server unhealthy, but the connection moved too often lately; staying for now",
+				"server", from.url, "server_name", from.name, "reason", r.reason, "failures", w.fails, "err", r.err,
+				"moves_allowed", w.cfg.MoveBurst, "per", w.cfg.MoveRefill*time.Duration(w.cfg.MoveBurst))
+			w.stuck = true
+		}
+		return
+	}
 	to, ok := w.healthiest(ctx, from, r.reason)
 	if !ok {
 		if !w.stuck {
@@ -219,20 +231,16 @@ func (w *Watchdog) step(ctx context.Context, r probeResult) {
 	w.move(from, to, r)
 }
 
-// mayMove says whether a move now keeps the moves MoveGap apart.
+// mayMove says whether the rate limit allows a move now.
 func (w *Watchdog) mayMove(now time.Time) bool {
-	return w.lastMove.IsZero() || now.Sub(w.lastMove) >= w.gap
+	refilled := float64(now.Sub(w.counted)) / float64(w.cfg.MoveRefill)
+	w.moves, w.counted = min(float64(w.cfg.MoveBurst), w.moves+refilled), now
+	return w.moves >= 1
 }
 
 // move steers the connection to the server to and makes it reconnect.
 func (w *Watchdog) move(from serverRef, to candidate, r probeResult) {
-	now := time.Now()
-	if w.lastMove.IsZero() || now.Sub(w.lastMove) > moveGapMax {
-		w.gap = w.cfg.MoveGap
-	} else {
-		w.gap = min(2*w.gap, moveGapMax)
-	}
-	w.lastMove = now
+	w.moves--
 	w.fails, w.stuck = 0, false
 	w.mon.moves.Add(1)
 	w.log.Warn("moving the NATS connection off an unhealthy server", "server", from.url, "server_name", from.name,

@@ -153,7 +153,7 @@ func TestConnMonitorLogsAndCountsReconnectsWithoutCredentials(t *testing.T) {
 func TestWatchdogConfigValidate(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, bus.WatchdogConfig{}.WithDefaults().Validate())
-	for _, c := range []bus.WatchdogConfig{{Period: -1}, {Timeout: -1}, {Failures: -1}, {MoveGap: -1}} {
+	for _, c := range []bus.WatchdogConfig{{Period: -1}, {Timeout: -1}, {Failures: -1}, {MoveBurst: -1}, {MoveRefill: -1}} {
 		require.Error(t, c.WithDefaults().Validate(), "%+v", c)
 	}
 	_, err := bus.NewWatchdog(nil, bus.ConnConfig{}, bus.WatchdogConfig{})
