@@ -179,18 +179,20 @@ func (w *Watchdog) run(ctx context.Context) {
 			}
 		}
 		last = time.Now()
+		others := w.startOthers(ctx)
 		r := w.probe(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		w.step(ctx, r)
+		w.step(r, others)
 		timer.Reset(max(0, time.Until(last.Add(w.cfg.Period))))
 	}
 }
 
 // step judges one probe of the connection's server, and moves the
-// connection when its server has failed enough probes in a row.
-func (w *Watchdog) step(ctx context.Context, r probeResult) {
+// connection when its server has failed enough probes in a row, to a
+// server others (probed meanwhile) found healthier.
+func (w *Watchdog) step(r probeResult, others *othersProbe) {
 	if n := w.mon.Reconnects(); n != w.reconnects { // on another connection since
 		w.reconnects, w.fails, w.stuck = n, 0, false
 	}
@@ -219,7 +221,7 @@ func (w *Watchdog) step(ctx context.Context, r probeResult) {
 		}
 		return
 	}
-	to, ok := w.healthiest(ctx, from, r.reason)
+	to, ok := others.choose(r.reason)
 	if !ok {
 		if !w.stuck {
 			w.log.Warn("NATS server unhealthy, but no other server of the cluster is healthier; staying",

@@ -123,27 +123,49 @@ type candidate struct {
 	pingOK, jsOK        bool
 }
 
-// healthiest probes every other server of the pool at once, each on a
-// connection of its own, and returns the first whose JetStream answered;
-// for a server left for being unresponsive, failing that, one that
-// answered the PING. A server whose id is from's is never returned.
-// Probes still running when it returns end on their own (Timeout), and
-// Stop waits for them.
-func (w *Watchdog) healthiest(ctx context.Context, from serverRef, reason string) (candidate, bool) {
+// othersProbe is the probes of the pool's other servers, started
+// alongside a probe of the connection's server that may be the last
+// failure before a move: the choice of a server to move to is then as
+// fresh as the failure (probed later, a server might answer only because
+// an election has ended meanwhile — and so would the connection's own).
+type othersProbe struct {
+	from  serverRef
+	found chan candidate // one per server probed
+	n     int
+}
+
+// startOthers probes every other server of the pool at once, each on a
+// connection of its own, when the probe about to start may move the
+// connection (it would be the Failures-th failure in a row, and a move is
+// allowed); nil otherwise. The probes end on their own (within twice
+// Timeout), and Stop waits for them.
+func (w *Watchdog) startOthers(ctx context.Context) *othersProbe {
+	if w.fails+1 < w.cfg.Failures || !w.mayMove(time.Now()) {
+		return nil
+	}
+	from := w.mon.current()
 	others := w.others(from)
 	if len(others) == 0 {
+		return nil
+	}
+	o := &othersProbe{from: from, found: make(chan candidate, len(others)), n: len(others)}
+	for _, c := range others {
+		w.wg.Go(func() { o.found <- w.probeOther(ctx, c) })
+	}
+	return o
+}
+
+// choose returns the first server whose JetStream answered; for a server
+// left for being unresponsive, failing that, one that answered the PING.
+// A server whose id is the one being left is never chosen.
+func (o *othersProbe) choose(reason string) (candidate, bool) {
+	if o == nil {
 		return candidate{}, false
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	found := make(chan candidate, len(others))
-	for _, c := range others {
-		w.wg.Go(func() { found <- w.probeOther(ctx, c) })
-	}
 	var fallback *candidate
-	for range others {
-		c := <-found
-		if c.id == from.id && from.id != "" {
+	for range o.n {
+		c := <-o.found
+		if c.id == o.from.id && o.from.id != "" {
 			continue
 		}
 		if c.jsOK {

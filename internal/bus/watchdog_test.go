@@ -78,7 +78,9 @@ func TestWatchdogMovesOffAServerWhoseJetStreamFails(t *testing.T) {
 	require.Equal(t, sick.ID(), nc.ConnectedServerId(), "connected to the first URL")
 
 	eventually(t, 10*time.Second, func() bool { return nc.ConnectedServerId() == healthy.ID() }, "moved to the healthy server")
-	eventually(t, 5*time.Second, func() bool { return mon.Reconnects() == 1 }, "reconnect counted")
+	eventually(t, 5*time.Second, func() bool {
+		return mon.Reconnects() == 1 && strings.Contains(logs.String(), "NATS connection moved to another server")
+	}, "reconnect counted and logged")
 	require.EqualValues(t, 1, mon.Moves())
 	require.EqualValues(t, 1, mon.Disconnects())
 	require.EqualValues(t, 1, mon.ServerChanges())
@@ -136,7 +138,9 @@ func TestConnMonitorLogsAndCountsReconnectsWithoutCredentials(t *testing.T) {
 	restarted := *opts
 	restarted.Port = port
 	runNATSServer(t, &restarted)
-	eventually(t, 10*time.Second, func() bool { return mon.Reconnects() == 1 }, "reconnect counted")
+	eventually(t, 10*time.Second, func() bool {
+		return mon.Reconnects() == 1 && strings.Contains(logs.String(), "NATS connection re-established")
+	}, "reconnect counted and logged")
 	require.EqualValues(t, 0, mon.ServerChanges(), "the same server_name")
 	require.EqualValues(t, 0, mon.Moves())
 
