@@ -55,13 +55,13 @@ func startPublisher(c *faulttest.Cluster, subject string) *publisher {
 	return p
 }
 
-// firstAfter returns the acknowledgement of the first publish sent after
-// at, if any.
-func (p *publisher) firstAfter(at time.Time) (time.Time, bool) {
+// firstAfter returns the first acknowledgement after at of a publish
+// sent after sent, if any.
+func (p *publisher) firstAfter(sent, at time.Time) (time.Time, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, a := range p.acked {
-		if a[0].After(at) {
+		if a[0].After(sent) && a[1].After(at) {
 			return a[1], true
 		}
 	}
@@ -117,22 +117,26 @@ func TestClusterConnectionLeavesFrozenServer(t *testing.T) {
 			require.NoError(t, c.StepDown(ctx, stream))
 		}
 		before := time.Now()
-		require.True(t, waitFor(10*time.Second, func() bool { _, ok := pub.firstAfter(before); return ok }),
+		require.True(t, waitFor(10*time.Second, func() bool { _, ok := pub.firstAfter(before, before); return ok }),
 			"publishing before the fault")
 		moves, changes, disconnects := mon.Moves(), mon.ServerChanges(), mon.Disconnects()
 
 		logFrom := len(c.DispatcherLog.String())
 		at := time.Now()
 		require.NoError(t, c.Nodes[victim].Proc.Signal(syscall.SIGSTOP))
+		// moved: when the connection was seen on another node (polled
+		// every 10 ms); resumed: the first publish acknowledged there (a
+		// publish sent just after SIGSTOP may be acknowledged by the
+		// server before it stops).
 		var moved time.Duration
 		ok := waitFor(leaveFrozenBound, func() bool {
 			if moved == 0 && mon.ServerChanges() > changes {
 				moved = time.Since(at)
 			}
-			_, ok := pub.firstAfter(at)
+			_, ok := pub.firstAfter(at, at.Add(moved-10*time.Millisecond))
 			return ok && moved > 0
 		})
-		resumed, _ := pub.firstAfter(at)
+		resumed, _ := pub.firstAfter(at, at.Add(moved-10*time.Millisecond))
 		require.NoError(t, c.Nodes[victim].Proc.Signal(syscall.SIGCONT))
 		require.True(t, ok, "round %d: publishes not acknowledged again within %s of freezing %s (moved after %s)",
 			round, leaveFrozenBound, c.Nodes[victim].Name, moved)
