@@ -83,7 +83,9 @@ func (m *ConnMonitor) connected(nc *nats.Conn) {
 }
 
 func refOf(nc *nats.Conn) serverRef {
-	return serverRef{id: nc.ConnectedServerId(), name: nc.ConnectedServerName(), url: nc.ConnectedUrlRedacted()}
+	// redactURL, not nats.go's ConnectedUrlRedacted, which keeps the user
+	// name: a token given as the URL's user would be logged.
+	return serverRef{id: nc.ConnectedServerId(), name: nc.ConnectedServerName(), url: redactURL(nc.ConnectedUrl())}
 }
 
 func (m *ConnMonitor) disconnected(nc *nats.Conn, err error) {
