@@ -46,8 +46,10 @@ type ConnConfig struct {
 // A Write returns as soon as the kernel takes the bytes, so it lasts 1 s
 // only when the server has read nothing for a second with a full buffer
 // — a server that is not reading, or a link slower than about 8 Mbit/s
-// for a 1 MB message (NATS's default max_payload); the cost of a false
-// alarm is one reconnect.
+// for a 1 MB message (NATS's default max_payload). The cost of a false
+// alarm is one reconnect and what was buffered, which nats.go drops on any
+// failed write anyway: a JetStream publish then gets no ack and is sent
+// again under its message id, a request times out.
 //
 // PINGs find a silent server whatever the traffic: after maxPingsOut
 // PINGs without a PONG, at the next tick, the client reconnects to

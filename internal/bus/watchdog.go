@@ -86,11 +86,12 @@ func (c WatchdogConfig) Validate() error {
 // clients, which answers PINGs for ever).
 //
 // It probes the connection's server every Period: a PING, then a
-// JetStream API request (WatchdogConfig.Stream), within Timeout. After
-// Failures failed probes in a row it probes every other server of the
-// connection's pool (its URLs and the servers the cluster announced) on a
-// short-lived connection of its own, with the same name, credentials and
-// inbox prefix, and moves the connection (nats.Conn.ForceReconnect,
+// JetStream API request (WatchdogConfig.Stream), within Timeout. Along
+// with the probe that would be the Failures-th failure in a row it probes
+// every other server of the connection's pool (its URLs and the servers
+// the cluster announced) on a short-lived connection of its own, with the
+// same name, credentials and inbox prefix; if that probe fails too, it
+// moves the connection (nats.Conn.ForceReconnect,
 // steered by the ConnMonitor) to the first whose JetStream answered — or,
 // when the connection's server did not even answer the PING, to the first
 // that did. A server is never chosen when its id is the one being left.
