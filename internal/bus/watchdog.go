@@ -22,7 +22,10 @@ import (
 // silent one led something, and without false moves on a loaded 2-core
 // machine: a probe fails only when the server does not answer for a whole
 // second, twice in a row, and the connection moves only to a server that
-// answered the same probe meanwhile on a connection of its own.
+// answered the same probe meanwhile on a connection of its own. The cost:
+// a PING and a JetStream API request (a stream info, which the stream's
+// leader answers from memory) every 500 ms per process — 100 requests a
+// second to the calls stream's leader for 50 workers.
 type WatchdogConfig struct {
 	// Period is the time from the start of one probe of the connection's
 	// server to the start of the next. Default 500ms.
