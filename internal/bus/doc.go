@@ -147,10 +147,8 @@
 //     without a leader every member answers info from its own store, and
 //     a lagging one listed no subject for a STARTED event the leader had
 //     stored, so a redelivery ran a tool that is not safe to rerun again.
-//   - Dial PINGs every 3 s and reconnects after 2 unanswered PINGs: a
-//     server that goes silent without closing the connection (a frozen
-//     process or host) is left after 6 to 9 s, not nats.go's 4 to 6
-//     minutes (connect.go; docs/reliability.md, "On a cluster").
+//   - A connection leaves a silent server in about 2 s on a cluster, 6 to
+//     9 s at worst, never nats.go's minutes ("The connection", below).
 //   - MaxDeliver advisories are captured in a stream, since they are core
 //     messages lost when nobody listens; the dispatchers' reaper ends the
 //     calls they name.
@@ -169,6 +167,52 @@
 //     it looks it up and creates only what is missing (workers: their
 //     credentials may not manage streams, and a worker's defaults must not
 //     rewrite the limits a dispatcher set).
+//
+// # The connection
+//
+// Dial connects to an external cluster (the embedded server's in-process
+// connections never leave their server) and reconnects for ever. A
+// server can fail a connection without closing it — a frozen process, a
+// cut link, a server cut from its cluster but not from its clients — and
+// three things make the connection leave it (connect.go, watchdog.go):
+//
+//   - A write is bounded: nats.go's flusher gives up on a Write after 1 s
+//     (FlusherTimeout; nats.go's default is a minute, during which it holds
+//     the connection's lock and every publish, request and PING of the
+//     process waits), and a failed write reconnects at once
+//     (ReconnectOnFlusherError).
+//   - PINGs every 3 s, 2 outstanding: a server that answers none is left
+//     after 6 to 9 s, whatever the traffic and on every connection.
+//   - A Watchdog (a startstop.Service; dispatchers and workers run one on
+//     their connection to a cluster) probes the connection's server every
+//     500 ms: a PING, then a JetStream API request (the calls stream's
+//     info, answered by its leader), each within 1 s. After 2 failed
+//     probes in a row (no PONG; or no responders, a timeout, a 5xx such
+//     as 503 "JetStream system temporarily unavailable", a stream without
+//     a leader) it probes the pool's other servers on short-lived
+//     connections of their own (same name, credentials and inbox prefix)
+//     — probed alongside the current server's last probe, so that an
+//     election that ended meanwhile does not pass for a sick server — and
+//     moves the connection to the first whose JetStream answered — or,
+//     off a server that answered no PING, to the first that answered one —
+//     through ForceReconnect steered by the ConnMonitor (nats.go's
+//     ReconnectToServer), never to the server being left. When no other
+//     server qualifies it stays: a cluster electing a leader fails every
+//     probe, and a server whose peers are all gone is still the best one.
+//     Moves are rate-limited (3, then one every 30 s). Report lets a
+//     caller that saw a request fail start the next probe at once. With
+//     one server in the pool it does nothing. Measured: a connection
+//     publishing steadily leaves a frozen server in 2.1 to 2.5 s
+//     (internal/faulttest TestClusterConnectionLeavesFrozenServer).
+//
+// Every connection Dial makes has a ConnMonitor: it logs each disconnect
+// (warn; info for a move asked for), reconnect (info; warn when it landed
+// on another server), failed write and other asynchronous error (warn),
+// and the watchdog's moves (warn), with server URLs stripped of
+// credentials, and counts them (Disconnects, Reconnects, ServerChanges,
+// Moves), which telemetry.NewConnCollector exports as
+// toolwire_nats_*_total. toolctl's short-lived commands have the bounded
+// writes and the warnings, not the watchdog.
 //
 // # Authentication and permissions
 //

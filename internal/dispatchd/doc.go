@@ -39,6 +39,14 @@
 // process with every permission. NATSEncryptionKey encrypts the embedded
 // store at rest; it is a reference (file:/path or env:NAME), never the key.
 //
+// On an external cluster the connection is bus.Dial's, with a
+// bus.ConnMonitor (its disconnects, reconnects, changes of server and
+// moves logged under component=nats and counted as toolwire_nats_*_total
+// on /metrics) and a bus.Watchdog, the first service of the process's
+// group (stopped last, before the drain), that moves it off a server that
+// went silent or whose JetStream fails while another server answers
+// (internal/bus, "The connection").
+//
 // # In-process workers and the stop
 //
 // Run starts in-process worker pools

@@ -229,7 +229,8 @@ type process struct {
 	log       *slog.Logger
 	policyDoc []byte // the --policy file, nil without
 	nc        *nats.Conn
-	lock      *dataLock // the embedded server's data directory; nil without
+	natsConn  bus.ConnConfig // how nc was dialled; its Monitor is nil on the embedded server
+	lock      *dataLock      // the embedded server's data directory; nil without
 	closeNATS func()
 	b         *bus.Bus
 	ln        net.Listener
@@ -268,7 +269,7 @@ func openProcess(ctx context.Context, rc *RunConfig) (_ *process, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if pr.nc, pr.lock, pr.closeNATS, err = connect(ctx, *rc, key, pr.log); err != nil {
+	if pr.nc, pr.lock, pr.closeNATS, err = pr.connect(ctx, *rc, key); err != nil {
 		pr.closeNATS = func() {}
 		return nil, err
 	}
@@ -288,6 +289,9 @@ func openProcess(ctx context.Context, rc *RunConfig) (_ *process, err error) {
 
 // services builds the process's services, in the order they start:
 //
+//  0. on an external cluster, the connection's watchdog (bus.Watchdog):
+//     it moves the connection off a server that went silent or whose
+//     JetStream fails, from the first start-up request to the drain;
 //  1. the in-process workers: their pool consumers and tool specs exist
 //     before the registry's first load and the --policy file's tests;
 //  2. the registry's watched copy (the dispatcher's specs);
@@ -305,6 +309,13 @@ func (pr *process) services(ctx context.Context, rc RunConfig) (*startstop.Group
 	var ss []startstop.Named
 	add := func(name string, s startstop.Service) { ss = append(ss, startstop.Named{Name: name, Service: s}) }
 	var err error
+	if pr.natsConn.Monitor != nil { // an external cluster
+		wd, err := bus.NewWatchdog(pr.nc, pr.natsConn, bus.WatchdogConfig{Stream: pr.b.Config.CallsStream()})
+		if err != nil {
+			return nil, err
+		}
+		add("nats watchdog", wd)
+	}
 	if pr.worker, err = newWorkers(ctx, pr.b, rc, pr.pools, pr.ln.Addr().String(), pr.metrics); err != nil {
 		return nil, err
 	}
@@ -479,12 +490,21 @@ func (h *httpService) Stop(ctx context.Context) error {
 // directory's lock) unless rc.NATSURL names an external cluster. The
 // returned closeNATS closes the connection, shuts the embedded server down
 // and releases the lock, in that order; on an error connect has undone
-// what it did.
-func connect(ctx context.Context, rc RunConfig, key string, log *slog.Logger) (*nats.Conn, *dataLock, func(), error) {
+// what it did. On an external cluster, the connection's disconnects,
+// reconnects and moves are logged and counted (toolwire_nats_* on
+// /metrics).
+func (pr *process) connect(ctx context.Context, rc RunConfig, key string) (*nats.Conn, *dataLock, func(), error) {
+	log := pr.log
 	if rc.NATSURL != "" {
-		nc, err := bus.Dial(bus.ConnConfig{URL: rc.NATSURL, CredsFile: rc.NATSCreds, Name: "toolwire-dispatcher"})
+		pr.natsConn = bus.ConnConfig{URL: rc.NATSURL, CredsFile: rc.NATSCreds, Name: "toolwire-dispatcher",
+			Monitor: bus.NewConnMonitor(log.With("component", "nats"))}
+		nc, err := bus.Dial(pr.natsConn)
 		if err != nil {
 			return nil, nil, nil, err
+		}
+		if err := pr.metrics.Register(telemetry.NewConnCollector(pr.natsConn.Monitor)); err != nil {
+			nc.Close()
+			return nil, nil, nil, fmt.Errorf("dispatch: metrics: %w", err)
 		}
 		return nc, nil, nc.Close, nil
 	}

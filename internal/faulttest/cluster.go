@@ -46,6 +46,12 @@ type Cluster struct {
 	// Nodes are the nats-server processes of a cluster made by
 	// NewCluster3 (NATS is nil then); nil for NewCluster.
 	Nodes []*Node
+	// NATSMonitor logs and counts the dispatcher's connection's
+	// disconnects, reconnects and moves; Watchdog moves it off a silent
+	// or JetStream-less server (bus.Watchdog; idle on NewCluster's single
+	// server).
+	NATSMonitor *bus.ConnMonitor
+	Watchdog    *bus.Watchdog
 	// DispatcherLog holds what the dispatcher logged (info and above) on
 	// a cluster made by NewCluster3; nil for NewCluster, whose dispatcher
 	// logs nothing.
@@ -55,9 +61,9 @@ type Cluster struct {
 	// Net holds the network namespaces of a cluster made by
 	// NewClusterNetns; nil otherwise (everything on loopback).
 	Net *Net
-	// natsOpts are added to the dispatcher's connection (its dialer on a
-	// cluster in namespaces).
-	natsOpts []nats.Option
+	// dialer opens the dispatcher's connections (from its namespace on a
+	// cluster in namespaces); nil = nats.go's own.
+	dialer nats.CustomDialer
 }
 
 // NewCluster starts a nats-server process and a dispatcher.
@@ -76,7 +82,9 @@ func NewCluster(t testing.TB) *Cluster {
 func (c *Cluster) startDispatcher(cfg bus.Config, log *slog.Logger) {
 	t := c.t
 	t.Helper()
-	nc, err := bus.Dial(bus.ConnConfig{URL: c.URL, Name: "faulttest-dispatcher"}, c.natsOpts...)
+	c.NATSMonitor = bus.NewConnMonitor(log)
+	conn := bus.ConnConfig{URL: c.URL, Name: "faulttest-dispatcher", Monitor: c.NATSMonitor, Dialer: c.dialer}
+	nc, err := bus.Dial(conn)
 	if err != nil {
 		t.Fatalf("faulttest: dial: %v", err)
 	}
@@ -86,6 +94,13 @@ func (c *Cluster) startDispatcher(cfg bus.Config, log *slog.Logger) {
 	if c.Bus, err = bus.Open(ctx, nc, cfg, bus.Options{}); err != nil {
 		t.Fatalf("faulttest: open bus: %v", err)
 	}
+	if c.Watchdog, err = bus.NewWatchdog(nc, conn, bus.WatchdogConfig{Stream: c.Bus.Config.CallsStream()}); err != nil {
+		t.Fatalf("faulttest: watchdog: %v", err)
+	}
+	if err := c.Watchdog.Start(ctx); err != nil {
+		t.Fatalf("faulttest: watchdog: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Watchdog.Stop(context.Background()) })
 	c.Registry = registry.NewStore(c.Bus.Registry, quietLogger())
 	if err := c.Registry.Start(ctx); err != nil {
 		t.Fatalf("faulttest: registry: %v", err)

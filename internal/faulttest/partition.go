@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/toolwire/toolwire/internal/logtest"
 )
 
@@ -50,7 +48,7 @@ func NewClusterNetns(t testing.TB) *Cluster {
 		routes = append(routes, c.Nodes[i].addr(netnsRoutePort))
 	}
 	c.startNodes(routes)
-	c.natsOpts = []nats.Option{nats.SetCustomDialer(nw.Member("dispatcher"))}
+	c.dialer = nw.Member("dispatcher")
 	log := slog.New(slog.NewTextHandler(c.DispatcherLog, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c.startDispatcher(ClusterLayout(), log)
 	return c

@@ -103,6 +103,14 @@
 //	toolwire_dispatcher_overload_refusals_total{cause,target}  OVERLOADED at admission: cause backlog, expected_wait or store; target the pool or store
 //	toolwire_store_bytes{store}, toolwire_store_max_bytes{store}  use and limit of every stream and bucket (read every 2s)
 //
+// Both, on a connection made by bus.Dial (an external cluster; exported at
+// scrape time from its bus.ConnMonitor by NewConnCollector):
+//
+//	toolwire_nats_disconnects_total                        the connection lost its server (closed socket, unanswered PINGs, a stuck write, a watchdog move)
+//	toolwire_nats_reconnects_total                         the connection was established again
+//	toolwire_nats_server_changes_total                     reconnects that landed on another server
+//	toolwire_nats_watchdog_moves_total                     moves off a silent server or one whose JetStream failed (bus.Watchdog)
+//
 // The lag and DLQ gauges are read from JetStream (consumer and stream
 // info) at scrape time by StreamStats and cached for 2s, so scrapes cost
 // at most one round of requests per 2s; a failed read leaves the series

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -97,8 +98,11 @@ func (a *app) connectNATS(cmd *cobra.Command) error {
 		// On the dispatcher's machine: the operator credentials it made.
 		a.nats.creds = bus.LocalCredentials(a.nats.data, bus.RoleOperator, a.nats.url)
 	}
+	// A command is short-lived: no watchdog; Dial bounds a write to a
+	// silent server, and a lost or moved connection is said on stderr.
+	warnings := slog.New(slog.NewTextHandler(a.io.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	nc, err := bus.Dial(bus.ConnConfig{URL: a.nats.url, CredsFile: a.nats.creds, Name: "toolctl",
-		InboxPrefix: bus.InboxPrefix(bus.Config{Prefix: a.nats.prefix}, bus.RoleOperator)})
+		InboxPrefix: bus.InboxPrefix(bus.Config{Prefix: a.nats.prefix}, bus.RoleOperator), Monitor: bus.NewConnMonitor(warnings)})
 	if err != nil {
 		return &requestError{err}
 	}

@@ -54,7 +54,9 @@
 // --nats-listen made under its data directory: --data (env TOOLWIRE_DATA,
 // default ./data), file credentials/operator.nk, if it exists; a refusal
 // says how to give credentials. They dial with the operator's inbox
-// prefix, attach to the installation's streams read-only and never create
+// prefix (bus.Dial: a write to a silent server gives up after 1 s; a lost
+// or moved connection is printed on stderr as a warning; no watchdog, the
+// commands are short), attach to the installation's streams read-only and never create
 // or change one. `dlq retry` asks a dispatcher (over NATS; operators may
 // not publish calls) to queue the dead call again as a new call with a
 // fresh id (deadlines and idempotency key dropped; see internal/dlq) and

@@ -29,6 +29,14 @@
 // installation's streams as they are (bus.Options.Bind): it creates only
 // what is missing and never rewrites the limits a dispatcher set.
 //
+// The connection is bus.Dial's (writes bounded to 1 s, PINGs every 3 s),
+// with a bus.ConnMonitor that logs its disconnects, reconnects and changes
+// of server and counts them (toolwire_nats_*_total on /metrics), and,
+// once the worker has attached, a bus.Watchdog that moves it off a server
+// that went silent or whose JetStream fails while another server answers
+// (about 2 s; internal/bus, "The connection"). The watchdog stops before
+// the drain.
+//
 // # Start-up
 //
 // A worker may start before NATS, or while its cluster has no JetStream

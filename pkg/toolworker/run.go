@@ -159,12 +159,12 @@ func Run(ctx context.Context, o Options) error {
 	// Start-up waits for the cluster (untilAvailable): a worker that
 	// starts before NATS, or while the cluster has no JetStream leader,
 	// retries instead of exiting.
-	var nc *nats.Conn
-	if err := untilAvailable(ctx, log, "connect to NATS", func() (err error) {
-		nc, err = bus.Dial(bus.ConnConfig{URL: o.NATSURL, CredsFile: creds, Name: "toolwire-worker",
-			InboxPrefix: bus.InboxPrefix(cfg, bus.RoleWorker)})
+	conn, err := natsConn(o, creds, cfg, log)
+	if err != nil {
 		return err
-	}); err != nil {
+	}
+	nc, err := dial(ctx, log, conn)
+	if err != nil {
 		return err
 	}
 	defer nc.Close()
@@ -184,6 +184,11 @@ func Run(ctx context.Context, o Options) error {
 	if o.EnsureOnly {
 		return ensureOnly(ctx, w, nc, log, o)
 	}
+	watchdog, err := startWatchdog(ctx, nc, conn, b.Config)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = watchdog.Stop(context.Background()) }()
 	if o.HTTPAddr != "" {
 		reg.MustRegister(&telemetry.StreamStats{Calls: b.Calls, Consumers: w.PoolConsumers, PoolPrefix: b.Config.Prefix + "_pool_"})
 	}
@@ -199,7 +204,41 @@ func Run(ctx context.Context, o Options) error {
 	err = stopWorker(w, o)
 	stopHTTP()
 	stopHTTP = func() {}
-	return errors.Join(err, drain(nc))
+	return errors.Join(err, watchdog.Stop(context.Background()), drain(nc))
+}
+
+// natsConn is how the worker dials its cluster: as the worker role, with
+// a monitor that logs the connection's disconnects, reconnects and moves
+// and counts them (toolwire_nats_* on o.Metrics).
+func natsConn(o Options, creds string, cfg bus.Config, log *slog.Logger) (bus.ConnConfig, error) {
+	conn := bus.ConnConfig{URL: o.NATSURL, CredsFile: creds, Name: "toolwire-worker",
+		InboxPrefix: bus.InboxPrefix(cfg, bus.RoleWorker), Monitor: bus.NewConnMonitor(log.With("component", "nats"))}
+	if err := o.Metrics.Register(telemetry.NewConnCollector(conn.Monitor)); err != nil {
+		return conn, fmt.Errorf("toolworker: metrics: %w", err)
+	}
+	return conn, nil
+}
+
+// dial connects to the cluster, waiting for it (untilAvailable).
+func dial(ctx context.Context, log *slog.Logger, conn bus.ConnConfig) (*nats.Conn, error) {
+	var nc *nats.Conn
+	err := untilAvailable(ctx, log, "connect to NATS", func() (err error) {
+		nc, err = bus.Dial(conn)
+		return err
+	})
+	return nc, err
+}
+
+// startWatchdog starts the watchdog of nc (dialled with conn), whose
+// JetStream probe asks for the calls stream's info: it moves the
+// connection off a server that went silent or whose JetStream fails. Run
+// stops it before the drain.
+func startWatchdog(ctx context.Context, nc *nats.Conn, conn bus.ConnConfig, cfg bus.Config) (*bus.Watchdog, error) {
+	w, err := bus.NewWatchdog(nc, conn, bus.WatchdogConfig{Stream: cfg.CallsStream()})
+	if err != nil {
+		return nil, err
+	}
+	return w, w.Start(ctx)
 }
 
 // ensureOnly runs w.Ensure, closes the worker's executors and drains the
