@@ -152,6 +152,9 @@ func (d *Dispatcher) awaitCall(ctx context.Context, msg *nats.Msg, fut jetstream
 			return err // the server refused the only call it could have stored
 		}
 		unanswered = unanswered || !(answered || errors.Is(err, jetstream.ErrNoStreamResponse))
+		if !answered && d.cfg.ConnHealth != nil {
+			d.cfg.ConnHealth.Report(err) // the server may be to blame: probe it now
+		}
 		if time.Now().After(retryUntil) {
 			if unanswered {
 				return fmt.Errorf("%w: %w", errUnconfirmed, err)

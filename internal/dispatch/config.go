@@ -80,6 +80,11 @@ type Config struct {
 	// record; this saves a stored message per call). Default 50ms; -1 =
 	// at once.
 	AcceptedRecordDelay time.Duration
+	// ConnHealth, when set, is told of each call publish that timed out or
+	// found no stream (bus.Watchdog.Report), so that the connection's
+	// watchdog probes its server at once rather than at its period. Nil:
+	// nobody is told (the embedded server, a test).
+	ConnHealth interface{ Report(err error) }
 	// PublishHorizon bounds how long admission publishes a call again
 	// (same message id) while the calls stream does not acknowledge it,
 	// before it answers the caller: refused (OVERLOADED) when no publish

@@ -315,6 +315,7 @@ func (pr *process) services(ctx context.Context, rc RunConfig) (*startstop.Group
 			return nil, err
 		}
 		add("nats watchdog", wd)
+		rc.Dispatcher.ConnHealth = wd // a call publish that times out probes the server at once
 	}
 	if pr.worker, err = newWorkers(ctx, pr.b, rc, pr.pools, pr.ln.Addr().String(), pr.metrics); err != nil {
 		return nil, err

@@ -111,7 +111,7 @@ func (c *Cluster) startDispatcher(cfg bus.Config, log *slog.Logger) {
 		t.Fatalf("faulttest: policies: %v", err)
 	}
 	t.Cleanup(func() { _ = c.Policies.Stop(context.Background()) })
-	if c.Dispatcher, err = dispatch.New(c.Bus, c.Registry, dispatch.Config{Name: "faulttest", Logger: log, Policies: c.Policies}); err != nil {
+	if c.Dispatcher, err = dispatch.New(c.Bus, c.Registry, dispatch.Config{Name: "faulttest", Logger: log, Policies: c.Policies, ConnHealth: c.Watchdog}); err != nil {
 		t.Fatalf("faulttest: dispatcher: %v", err)
 	}
 	if err := c.Dispatcher.Start(ctx); err != nil {
