@@ -352,6 +352,33 @@ func (c *Cluster) WaitHealthy(wait time.Duration) {
 	}
 }
 
+// WaitHealthyOrRestart is WaitHealthy for a cluster after a network
+// fault: a node whose own /healthz still fails after stuck (one seen
+// retrying a RAFT catch-up for minutes after a flapping link: "Expected
+// first catchup entry to be a snapshot and peerstate, will retry") is
+// restarted, as an operator would, and the cluster then has wait to be
+// healthy. It returns the names of the nodes restarted.
+func (c *Cluster) WaitHealthyOrRestart(stuck, wait time.Duration) []string {
+	c.t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(stuck)
+	for c.healthy(ctx) != nil && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond) // polling with a deadline
+	}
+	var restarted []string
+	for i, n := range c.Nodes {
+		if err := n.get(ctx, "/healthz", nil); err != nil {
+			c.t.Logf("faulttest: %s still unhealthy %s after the heal (%v); restarting it", n.Name, stuck, err)
+			c.KillNode(i)
+			n.Proc.Wait(c.t, 30*time.Second)
+			c.RestartNode(i)
+			restarted = append(restarted, n.Name)
+		}
+	}
+	c.WaitHealthy(wait)
+	return restarted
+}
+
 func (c *Cluster) healthy(ctx context.Context) error {
 	for _, n := range c.Nodes {
 		select {

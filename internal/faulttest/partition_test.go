@@ -124,7 +124,9 @@ func TestClusterPartitions(t *testing.T) {
 		f.election, _ = watch.Stop()
 		require.NoError(t, heal(), "heal %s", f.name)
 		f.healed = time.Now()
-		c.WaitHealthy(2 * time.Minute)
+		if restarted := c.WaitHealthyOrRestart(30*time.Second, 2*time.Minute); len(restarted) > 0 {
+			figure(t, "fault=%d %s: nats nodes stuck after the heal, restarted: %v", i+1, f.name, restarted)
+		}
 		load.waitProgress(t, f.at, 50, 5, "after "+f.name)
 		f.healthy = time.Now()
 		f.retries = strings.Count(c.DispatcherLog.String(), "publishing again") - before
