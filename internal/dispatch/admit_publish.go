@@ -137,12 +137,16 @@ var errUnconfirmed = errors.New("dispatch: call publish unconfirmed")
 func (d *Dispatcher) awaitCall(ctx context.Context, msg *nats.Msg, fut jetstream.PubAckFuture) error {
 	retryUntil := time.Now().Add(d.cfg.PublishHorizon)
 	unanswered := false
-	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+	for backoff := 50 * time.Millisecond; ; backoff = min(max(2*backoff, 50*time.Millisecond), time.Second) {
 		var err error
 		select {
 		case <-fut.Ok():
 			return nil
 		case err = <-fut.Err():
+		case <-*d.reconnected.Load():
+			// Reconnected, maybe to another server: what was sent on the
+			// old connection may never be answered. Send it again now.
+			err, backoff = errReconnected, 0
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -152,7 +156,7 @@ func (d *Dispatcher) awaitCall(ctx context.Context, msg *nats.Msg, fut jetstream
 			return err // the server refused the only call it could have stored
 		}
 		unanswered = unanswered || !(answered || errors.Is(err, jetstream.ErrNoStreamResponse))
-		if !answered && d.cfg.ConnHealth != nil {
+		if !answered && err != errReconnected && d.cfg.ConnHealth != nil {
 			d.cfg.ConnHealth.Report(err) // the server may be to blame: probe it now
 		}
 		if time.Now().After(retryUntil) {
@@ -162,10 +166,12 @@ func (d *Dispatcher) awaitCall(ctx context.Context, msg *nats.Msg, fut jetstream
 			return err // no stream answered any publish: none is stored
 		}
 		d.log.InfoContext(ctx, "call publish unacknowledged; publishing again", "call_id", msg.Header.Get(jetstream.MsgIDHeader), "err", err)
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
-			return ctx.Err()
+		if backoff > 0 {
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 		if fut, err = d.bus.JS.PublishMsgAsync(msg); err != nil {
 			if !unanswered {
@@ -175,6 +181,10 @@ func (d *Dispatcher) awaitCall(ctx context.Context, msg *nats.Msg, fut jetstream
 		}
 	}
 }
+
+// errReconnected: the connection came back while a publish awaited its
+// acknowledgement (it may or may not have been stored).
+var errReconnected = errors.New("dispatch: reconnected while awaiting the acknowledgement")
 
 // jsDuplicateInProcess is the server's error code for a publish whose
 // message id another publish is storing right now (JSStreamDuplicateMessageConflict).

@@ -76,6 +76,12 @@ type Dispatcher struct {
 	// workers' after-hook requests while the dispatcher runs.
 	hooks *hooks.Hooks
 
+	// reconnected is closed, and replaced, whenever the connection is
+	// back after a disconnect (results.go: recheckOnFailures): a call
+	// publish awaiting its acknowledgement then publishes again at once
+	// rather than waiting out its timeout (awaitCall).
+	reconnected atomic.Pointer[chan struct{}]
+
 	// unconfirmed republishes calls whose publish was not acknowledged
 	// by the admission horizon (unconfirmed.go).
 	unconfirmed *republisher
@@ -111,6 +117,8 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 		waiters: map[string]*waiter{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}
 	d.lookResult = d.loadResult
 	d.unconfirmed = &republisher{d: d}
+	first := make(chan struct{})
+	d.reconnected.Store(&first)
 	flow, err := approvalflow.New(b, approvalCore{d}, approvalflow.Config{TTL: cfg.ApprovalTTL, GrantTTL: cfg.GrantTTL,
 		Retention: cfg.ApprovalRetention, Sweep: cfg.ApprovalSweep, FinishTimeout: cfg.PublishHorizon + 15*time.Second,
 		TokenKeys: cfg.TokenKeys, Logger: d.log, BeforeFinish: func() error {

@@ -131,10 +131,19 @@ func (d *Dispatcher) recheckOnFailures(ctx context.Context, status chan nats.Sta
 			if !ok {
 				return
 			}
+			d.signalReconnect()
 		case <-failed:
 		}
 		d.recheckWaiters(ctx)
 	}
+}
+
+// signalReconnect wakes every call publish awaiting its acknowledgement
+// (awaitCall): the connection is back, maybe on another server, and what
+// was in flight on the old one may never be answered.
+func (d *Dispatcher) signalReconnect() {
+	next := make(chan struct{})
+	close(*d.reconnected.Swap(&next))
 }
 
 // recheckWaiters looks up the stored result of every waiting caller and
