@@ -74,8 +74,12 @@ func (a *admission) publish(ctx context.Context) verdict {
 	} else {
 		d.publishAccepted(a.id.Tenant, call)
 	}
-	switch err := d.awaitCall(ctx, msg, fut); {
+	late, err := d.awaitCall(ctx, msg, fut)
+	switch {
 	case err == nil:
+		if late { // an earlier publish went unanswered: its record may be lost too
+			d.unconfirmed.record(unconfirmed{msg: msg, tenant: a.id.Tenant, call: call})
+		}
 		return a.answered(&Submitted{CallID: callID}, w, nil)
 	case errors.Is(err, errUnconfirmed):
 		// The call may be stored and run: it is accepted, never refused.
@@ -89,7 +93,8 @@ func (a *admission) publish(ctx context.Context) verdict {
 			w.cancel()
 		}
 		d.handOver(ctx, a, msg)
-		return a.answered(nil, nil, ctx.Err())
+		// With its id, so that the caller can fetch its result or cancel it.
+		return a.answered(&Submitted{CallID: callID, Unconfirmed: true}, nil, ctx.Err())
 	default:
 		pub.fail(err)
 		return a.notQueued(ctx, err)
@@ -124,7 +129,9 @@ var errUnconfirmed = errors.New("dispatch: call publish unconfirmed")
 
 // awaitCall awaits the acknowledgement of a call the calls stream was
 // sent as msg (fut), publishing it again under the same message id while
-// it is unanswered (doc.go, "Publishing"). It returns nil once the stream
+// it is unanswered (doc.go, "Publishing"); late reports that a publish
+// went unanswered on the way (what was sent beside it, the admission
+// record, may be lost). It returns nil once the stream
 // has stored the call; ctx's error when ctx ended first (the call may be
 // stored); errUnconfirmed (wrapping the last error) when, at the horizon
 // (Config.PublishHorizon), a publish had gone unanswered, so that the call may
@@ -134,26 +141,25 @@ var errUnconfirmed = errors.New("dispatch: call publish unconfirmed")
 // one proves nothing (the earlier may be stored: duplicates are checked
 // after limits) and neither does 10158 ("duplicate message id is in
 // process": it is being stored): only an acknowledgement ends the wait.
-func (d *Dispatcher) awaitCall(ctx context.Context, msg *nats.Msg, fut jetstream.PubAckFuture) error {
+func (d *Dispatcher) awaitCall(ctx context.Context, msg *nats.Msg, fut jetstream.PubAckFuture) (late bool, err error) {
 	retryUntil := time.Now().Add(d.cfg.PublishHorizon)
 	unanswered := false
 	for backoff := 50 * time.Millisecond; ; backoff = min(max(2*backoff, 50*time.Millisecond), time.Second) {
-		var err error
 		select {
 		case <-fut.Ok():
-			return nil
+			return unanswered, nil
 		case err = <-fut.Err():
 		case <-*d.reconnected.Load():
 			// Reconnected, maybe to another server: what was sent on the
 			// old connection may never be answered. Send it again now.
 			err, backoff = errReconnected, 0
 		case <-ctx.Done():
-			return ctx.Err()
+			return unanswered, ctx.Err()
 		}
 		var apiErr *jetstream.APIError
 		answered := errors.As(err, &apiErr) && apiErr.ErrorCode != jsDuplicateInProcess
 		if answered && !unanswered {
-			return err // the server refused the only call it could have stored
+			return false, err // the server refused the only call it could have stored
 		}
 		unanswered = unanswered || !(answered || errors.Is(err, jetstream.ErrNoStreamResponse))
 		if !answered && err != errReconnected && d.cfg.ConnHealth != nil {
@@ -161,21 +167,21 @@ func (d *Dispatcher) awaitCall(ctx context.Context, msg *nats.Msg, fut jetstream
 		}
 		if time.Now().After(retryUntil) {
 			if unanswered {
-				return fmt.Errorf("%w: %w", errUnconfirmed, err)
+				return true, fmt.Errorf("%w: %w", errUnconfirmed, err)
 			}
-			return err // no stream answered any publish: none is stored
+			return false, err // no stream answered any publish: none is stored
 		}
 		d.log.InfoContext(ctx, "call publish unacknowledged; publishing again", "call_id", msg.Header.Get(jetstream.MsgIDHeader), "err", err)
 		if backoff > 0 {
 			select {
 			case <-time.After(backoff):
 			case <-ctx.Done():
-				return ctx.Err()
+				return unanswered, ctx.Err()
 			}
 		}
 		if fut, err = d.bus.JS.PublishMsgAsync(msg); err != nil {
 			if !unanswered {
-				return err // never sent, and nothing before it could be stored
+				return false, err // never sent, and nothing before it could be stored
 			}
 			fut = failedFuture(err)
 		}

@@ -83,7 +83,7 @@ func (c approvalCore) PublishCall(ctx context.Context, call *toolwirev1.ToolCall
 	msg := &nats.Msg{Subject: subject, Data: data, Header: hdr}
 	fut, err := d.bus.JS.PublishMsgAsync(msg)
 	if err == nil {
-		err = d.awaitCall(ctx, msg, fut)
+		_, err = d.awaitCall(ctx, msg, fut) // its record is published after it
 	}
 	if err != nil {
 		pub.fail(err)

@@ -449,7 +449,7 @@ func TestUnpublishedPastTheDuplicateWindowIsUnknownOutcome(t *testing.T) {
 	l := &ledger{runs: map[string]int{}}
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{l.tool("wipe", tool.RequiresApproval())},
 		Bus:        busWithWindow(2 * time.Second),
-		Dispatcher: dispatch.Config{ApprovalSweep: 100 * time.Millisecond}})
+		Dispatcher: dispatch.Config{ApprovalSweep: 100 * time.Millisecond, PublishHorizon: time.Second}})
 	ctx := t.Context()
 	sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "wipe", ArgumentsJson: `{"path":"/"}`})
 	require.NoError(t, err)

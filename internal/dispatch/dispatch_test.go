@@ -283,7 +283,8 @@ func TestCallOverPlainJSON(t *testing.T) {
 // and arguments still give the same call, executed once.
 func TestIdempotencyKeyOutlivesDedupWindow(t *testing.T) {
 	t.Parallel()
-	s := dispatchtest.Start(t, dispatchtest.Options{Bus: bus.Config{DuplicateWindow: 100 * time.Millisecond}})
+	s := dispatchtest.Start(t, dispatchtest.Options{Bus: bus.Config{DuplicateWindow: 100 * time.Millisecond},
+		Dispatcher: dispatch.Config{PublishHorizon: 50 * time.Millisecond}})
 	o := &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"once"}`, IdempotencyKey: "late"}
 	a := call(t, s.Client, o)
 	time.Sleep(300 * time.Millisecond) // the condition under test: the duplicate window passes

@@ -104,6 +104,10 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if dw := b.Config.DuplicateWindow; dw < 2*cfg.PublishHorizon {
+		// A call is published again until half the window has passed.
+		return nil, fmt.Errorf("dispatch: the calls stream's duplicate window %s is less than twice PublishHorizon %s", dw, cfg.PublishHorizon)
+	}
 	metrics := cfg.Metrics
 	if metrics == nil {
 		var err error

@@ -44,14 +44,19 @@ type republisher struct {
 	cancel  context.CancelFunc
 	stopped bool
 	wg      sync.WaitGroup
-	n       int
+	n       int // calls taken
+	bytes   int // their messages' bytes
 
 	confirmed, abandoned atomic.Int64
 }
 
-// maxUnconfirmed bounds the calls republished at once by one replica. A
-// call over it is left to the overdue sweeper (logged).
-const maxUnconfirmed = 10_000
+// maxUnconfirmed and maxUnconfirmedBytes bound the calls republished at
+// once by one replica, and their bytes (a call's arguments may be large).
+// A call over either is left to the overdue sweeper (logged).
+const (
+	maxUnconfirmed      = 10_000
+	maxUnconfirmedBytes = 256 << 20
+)
 
 // republishBackoff is the first and the longest wait between republishes.
 const (
@@ -93,25 +98,40 @@ func (r *republisher) Stop(ctx context.Context) error {
 // add takes u over; false when it cannot (not started, stopped, or at
 // maxUnconfirmed): then u is the sweeper's.
 func (r *republisher) add(u unconfirmed) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ctx == nil || r.stopped || r.n >= maxUnconfirmed {
+	size := len(u.msg.Data)
+	if !r.take(size) {
 		return false
 	}
-	r.n++
-	r.wg.Add(1)
-	go r.run(r.ctx, u)
+	go r.run(r.ctx, u, size)
 	return true
 }
 
+// take counts one more call of size bytes, unless the republisher is not
+// running or is full; under r.mu, so no wg.Add follows Stop's Wait.
+func (r *republisher) take(size int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ctx == nil || r.stopped || r.n >= maxUnconfirmed || r.bytes+size > maxUnconfirmedBytes {
+		return false
+	}
+	r.n++
+	r.bytes += size
+	r.wg.Add(1)
+	return true
+}
+
+// done uncounts what take counted.
+func (r *republisher) done(size int) {
+	r.mu.Lock()
+	r.n--
+	r.bytes -= size
+	r.mu.Unlock()
+	r.wg.Done()
+}
+
 // run republishes u until it is confirmed or given up (unconfirmed).
-func (r *republisher) run(ctx context.Context, u unconfirmed) {
-	defer func() {
-		r.mu.Lock()
-		r.n--
-		r.mu.Unlock()
-		r.wg.Done()
-	}()
+func (r *republisher) run(ctx context.Context, u unconfirmed, size int) {
+	defer r.done(size)
 	d := r.d
 	callID := u.call.CallId
 	err := d.republishUntil(ctx, u)
@@ -128,6 +148,21 @@ func (r *republisher) run(ctx context.Context, u unconfirmed) {
 // errGivenUp: republishing an unconfirmed call stopped before the stream
 // acknowledged it.
 var errGivenUp = errors.New("dispatch: call not confirmed before its deadline or the duplicate window")
+
+// record stores the admission record of a call confirmed only after a
+// publish went unanswered (ensureAcceptedRecord), in a goroutine of its
+// own under the same cap; false when it cannot (the sweeper then relies
+// on the core record).
+func (r *republisher) record(u unconfirmed) bool {
+	if !r.take(0) {
+		return false
+	}
+	go func(ctx context.Context) {
+		defer r.done(0)
+		r.d.ensureAcceptedRecord(ctx, u)
+	}(r.ctx)
+	return true
+}
 
 // republishUntil publishes u's call again (same message id) with backoff
 // until the stream acknowledges it, ctx ends or u.until passes. Every
@@ -181,9 +216,14 @@ func (d *Dispatcher) ensureAcceptedRecord(ctx context.Context, u unconfirmed) {
 }
 
 // unconfirmedUntil is when republishing call stops: its deadline, or half
-// the calls stream's duplicate window from now, whichever comes first.
+// the calls stream's duplicate window after its first publish (its
+// acceptance), whichever comes first.
 func (d *Dispatcher) unconfirmedUntil(call *toolwirev1.ToolCall) time.Time {
-	until := time.Now().Add(d.bus.Config.DuplicateWindow / 2)
+	first := time.Now()
+	if at := call.GetAcceptedAt(); at != nil {
+		first = at.AsTime()
+	}
+	until := first.Add(d.bus.Config.DuplicateWindow / 2)
 	if dl := call.GetDeadline(); dl != nil && dl.AsTime().Before(until) {
 		until = dl.AsTime()
 	}

@@ -79,6 +79,9 @@ func (d *Dispatcher) call(ctx context.Context, id identity.Identity, o *toolwire
 	defer d.caps.release(capWaiting, id)
 	s, w, err := d.submit(ctx, id, o, true)
 	if err != nil {
+		if s != nil && s.CallID != "" { // it may run: its id comes with the error
+			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING, Unconfirmed: s.Unconfirmed}, err
+		}
 		return nil, err
 	}
 	if s.Rejected != nil {

@@ -102,8 +102,11 @@ type OverdueSettings struct {
 	// sweeper waits before it answers the call: it covers clock skew
 	// between hosts, a worker's lookups between its deadline check and
 	// the attempt's start, and the worker's own answer at the deadline
-	// (TIMEOUT or EXPIRED), which is better than the sweeper's. Default
-	// 1m.
+	// (TIMEOUT or EXPIRED), which is better than the sweeper's, and a
+	// worker's held result: published for 30 s after the tool ends and
+	// until the deadline, each try up to 10 s, so it may be stored up to
+	// about 40 s past the deadline. Below 45s a tool that completed may be
+	// answered UNKNOWN_OUTCOME; tests only. Default 1m.
 	Grace time.Duration
 	// Lookback is how far back a starting sweeper reads admission
 	// records, so that calls admitted before it started (a restart of

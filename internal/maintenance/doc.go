@@ -171,6 +171,11 @@
 // itself (it may never have been stored), so `toolctl dlq retry` does not
 // retry it. A result a worker stores later is refused by the fence: the
 // caller keeps the sweeper's answer, which said that it may still come.
+// And a call still queued when it was answered does not run afterwards: a
+// worker's first delivery of a call accepted more than a minute ago looks
+// for a stored result before it runs, as a redelivery does (worker
+// doc.go), so only an attempt already under way when the answer was
+// stored can still run, as the answer says.
 // A look that fails (10s each) is tried again as above.
 //
 // What it does not cover: a call waited on with Call whose dispatcher

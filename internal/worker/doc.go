@@ -19,8 +19,10 @@
 // grant only if the grant exists and covers it; a call of a tool that
 // requires approval that names neither never runs — each refused
 // CONFIRMATION_REQUIRED and dead-lettered; a bucket that cannot be read
-// is read again, see Holding a call) → on a redelivery, an existing
-// result is acknowledged without running, and a non-idempotent call
+// is read again, see Holding a call) → on a redelivery, or a first
+// delivery of a call accepted more than a minute ago (the overdue sweeper
+// may have answered it while it waited), an existing result is
+// acknowledged without running, and a non-idempotent call
 // whose earlier attempt started without a result answers UNKNOWN_OUTCOME
 // (both read from the streams' leaders, see below) → the cancel
 // tombstone (checked

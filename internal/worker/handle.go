@@ -250,7 +250,11 @@ func (d *delivery) unregister() {
 // it back only at shutdown.
 func (d *delivery) recheck() outcome {
 	w, call := d.w, d.call
-	again := d.again()
+	// A first delivery of a call accepted long ago looks too: the overdue
+	// sweeper (internal/maintenance) may have answered it while it waited
+	// (a pool without workers for an hour), and a call that has its
+	// answer must not run after it.
+	again := d.again() || time.Since(call.AcceptedAt.AsTime()) > lateFirstDelivery
 	if again {
 		found := false
 		err := d.persist("result lookup", d.lookup(func(ctx context.Context) error {
@@ -292,6 +296,12 @@ func (d *delivery) recheck() outcome {
 	}
 	return outcome{}
 }
+
+// lateFirstDelivery is the age past which a first delivery looks for a
+// stored result before it runs, as a redelivery does (recheck): far below
+// the overdue sweeper's earliest answer (a deadline plus its grace, or an
+// hour for a call without a deadline), far above a queue's usual wait.
+const lateFirstDelivery = time.Minute
 
 // again says whether the call was delivered before or put back after a
 // scheduled retry: an earlier attempt may have run.
