@@ -190,7 +190,9 @@
 //     probes in a row (no PONG; or no responders, a timeout, a 5xx such
 //     as 503 "JetStream system temporarily unavailable", a stream without
 //     a leader) it probes the pool's other servers on short-lived
-//     connections of their own (same name, credentials and inbox prefix)
+//     connections of their own (the name with " (watchdog probe)", the
+//     same credentials, dialer and inbox prefix; a server the cluster
+//     advertised gets the configured URL's credentials and TLS name)
 //     — probed alongside the current server's last probe, so that an
 //     election that ended meanwhile does not pass for a sick server — and
 //     moves the connection to the first whose JetStream answered — or,

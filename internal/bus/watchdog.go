@@ -93,7 +93,8 @@ func (c WatchdogConfig) Validate() error {
 // with the probe that would be the Failures-th failure in a row it probes
 // every other server of the connection's pool (its URLs and the servers
 // the cluster announced) on a short-lived connection of its own, with the
-// same name, credentials and inbox prefix; if that probe fails too, it
+// same credentials, dialer and inbox prefix (doc.go); if that probe fails
+// too, it
 // moves the connection (nats.Conn.ForceReconnect,
 // steered by the ConnMonitor) to the first whose JetStream answered — or,
 // when the connection's server did not even answer the PING, to the first

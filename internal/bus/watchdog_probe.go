@@ -1,11 +1,12 @@
 package bus
 
 import (
-	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -120,7 +121,11 @@ func jetStreamProbe(ctx context.Context, nc *nats.Conn, stream string) error {
 // candidate is another server of the pool, as a probe found it.
 type candidate struct {
 	url, host, id, name string
-	pingOK, jsOK        bool
+	// tlsName is the name a TLS certificate of a server the pool found by
+	// its IP address is checked against: the configured host's, as nats.go
+	// does for its own reconnects. "" = the URL's host.
+	tlsName      string
+	pingOK, jsOK bool
 }
 
 // othersProbe is the probes of the pool's other servers, started
@@ -183,12 +188,28 @@ func (o *othersProbe) choose(reason string) (candidate, bool) {
 
 // others are the servers of the pool but from's, with the URL a probe
 // dials: the configured one when it names the same host (it may carry
-// credentials), else the pool's.
+// credentials), else the pool's — which nats.go lists without credentials,
+// so a server the cluster advertised gets those of the first configured
+// URL that has any, and, when it is an IP address, that URL's host as the
+// name its TLS certificate is checked against (nats.go does both for its
+// own connections to such servers).
 func (w *Watchdog) others(from serverRef) []candidate {
 	configured := map[string]string{}
+	var user *url.Userinfo
+	var tlsName string
 	for _, s := range strings.Split(w.conn.URL, ",") {
-		if u, host := parseServerURL(s); host != "" {
-			configured[host] = u
+		u, host := parseServerURL(s)
+		if host == "" {
+			continue
+		}
+		configured[host] = u
+		if pu, err := url.Parse(u); err == nil {
+			if user == nil && pu.User != nil {
+				user = pu.User
+			}
+			if tlsName == "" && net.ParseIP(pu.Hostname()) == nil {
+				tlsName = pu.Hostname()
+			}
 		}
 	}
 	_, fromHost := parseServerURL(from.url)
@@ -198,9 +219,30 @@ func (w *Watchdog) others(from serverRef) []candidate {
 		if host == "" || host == fromHost {
 			continue
 		}
-		out = append(out, candidate{url: cmp.Or(configured[host], u), host: host})
+		c := candidate{url: configured[host], host: host}
+		if c.url == "" {
+			c.url, c.tlsName = advertised(u, user, tlsName)
+		}
+		out = append(out, c)
 	}
 	return out
+}
+
+// advertised is the URL a probe dials for a server the cluster
+// advertised (u): with the configured credentials, and the TLS name to
+// check an IP address's certificate against.
+func advertised(u string, user *url.Userinfo, tlsName string) (string, string) {
+	pu, err := url.Parse(u)
+	if err != nil {
+		return u, ""
+	}
+	if pu.User == nil && user != nil {
+		pu.User = user
+	}
+	if net.ParseIP(pu.Hostname()) == nil {
+		tlsName = ""
+	}
+	return pu.String(), tlsName
 }
 
 // parseServerURL returns a NATS server URL as nats.go reads it (scheme
@@ -233,6 +275,9 @@ func (w *Watchdog) probeOther(ctx context.Context, c candidate) candidate {
 	}
 	opts = append(opts, nats.Name(w.conn.Name+" (watchdog probe)"), nats.NoReconnect(), nats.Timeout(w.cfg.Timeout),
 		nats.FlusherTimeout(w.cfg.Timeout), nats.IgnoreDiscoveredServers(), nats.NoCallbacksAfterClientClose())
+	if c.tlsName != "" && strings.HasPrefix(c.url, "tls://") {
+		opts = append(opts, nats.Secure(&tls.Config{ServerName: c.tlsName, MinVersion: tls.VersionTLS12}))
+	}
 	nc, err := nats.Connect(c.url, opts...)
 	if err != nil {
 		return c
