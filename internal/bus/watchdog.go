@@ -121,6 +121,7 @@ type Watchdog struct {
 	// The loop's state.
 	probing    <-chan probeResult // a probe of the connection that outlived its timeout
 	servers    []string           // the connection's pool, as of the last probe
+	othersAt   time.Time          // when the other servers were last probed
 	fails      int                // failed probes in a row
 	reconnects uint64             // the monitor's count at the last probe
 	stuck      bool               // "staying" was logged for this episode

@@ -145,9 +145,17 @@ type othersProbe struct {
 // allowed); nil otherwise. The probes end on their own (within twice
 // Timeout), and Stop waits for them.
 func (w *Watchdog) startOthers(ctx context.Context) *othersProbe {
-	if w.fails+1 < w.cfg.Failures || !w.mayMove(time.Now()) {
+	now := time.Now()
+	if w.fails+1 < w.cfg.Failures || !w.mayMove(now) {
 		return nil
 	}
+	// While the connection stays on a sick server (no other was better),
+	// the others are probed at most once a Period, however often failed
+	// requests are reported: not a burst of connections per election.
+	if now.Sub(w.othersAt) < w.cfg.Period {
+		return nil
+	}
+	w.othersAt = now
 	from := w.mon.current()
 	others := w.others(from)
 	if len(others) == 0 {
