@@ -12,7 +12,7 @@ BUF         := $(GO) tool -modfile=tools/go.mod buf
 STATICCHECK := $(GO) tool -modfile=tools/go.mod staticcheck
 
 # Bound on the whole test run (go test -timeout).
-TEST_TIMEOUT ?= 15m
+TEST_TIMEOUT ?= 25m
 # Extra flags for go test, e.g. TEST_FLAGS='-run TestCall -v'.
 TEST_FLAGS   ?=
 # Arguments for the dispatcher in `make run`, e.g. ARGS='--http 127.0.0.1:9080'.
