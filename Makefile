@@ -43,7 +43,7 @@ BREAKING_AGAINST ?=
 
 .PHONY: help run build generate verify lint test bench clean \
 	verify-proto-format verify-proto-lint verify-generated verify-mod verify-breaking verify-selftest mcp-everything mcp-clients \
-	dashboard-e2e chromium dashboard-screenshots chart-check chart-tools
+	dashboard-e2e chromium iproute2 dashboard-screenshots chart-check chart-tools
 
 help: ## list the targets
 	@echo 'usage: make <target> [VAR=value ...]'
@@ -114,7 +114,7 @@ lint: ## gofmt, go vet and the pinned staticcheck
 
 # go test also runs every fuzz target's seed corpus (testdata/fuzz and
 # f.Add); fuzzing proper is `go test -fuzz`.
-test: mcp-everything mcp-clients dashboard-e2e chromium ## run every test with the race detector
+test: mcp-everything mcp-clients dashboard-e2e chromium iproute2 ## run every test with the race detector
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
 
 # The npm reference MCP server the mcp executor's tests run against,
@@ -172,6 +172,19 @@ chromium: ## install Debian's chromium for the dashboard's browser tests (apt-ge
 	fi; \
 	if [ -x '$(CHROMIUM)' ]; then '$(CHROMIUM)' --version 2>/dev/null || why "$(CHROMIUM) --version failed"; \
 	else why "apt-get installed chromium but $(CHROMIUM) is still missing"; fi
+
+# iproute2's ip, which the network-namespace fault tests of
+# internal/faulttest (TestClusterPartitions) run as root: installed with
+# apt-get when missing (it is in Debian's base images, so rarely). When it
+# cannot be, the tests fail under CI=true and skip otherwise.
+iproute2: ## install Debian's iproute2 (ip netns, veth, bridges) for the partition fault tests, when missing
+	@if command -v ip >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+		echo "make iproute2: ip is missing and cannot be installed here (needs root and apt-get); the partition fault tests will fail under CI=true"; exit 0; fi; \
+	echo "make iproute2: ip is missing: installing Debian's iproute2 with apt-get ..."; \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends iproute2 </dev/null || \
+		{ DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends iproute2 </dev/null; } || \
+		echo "make iproute2: apt-get could not install iproute2 (its output is above)"
 
 # The README's screenshots (docs/images/*.png), taken by the browser tests
 # themselves: the same scenarios as `make test`, writing their PNGs there.
