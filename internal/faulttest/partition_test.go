@@ -64,6 +64,10 @@ type netFault struct {
 	// elected (-1: none before the heal).
 	election time.Duration
 	retries  int
+	// leads: the groups the node hit led before the fault; elected: how
+	// long after at each of them had a new leader (Cluster.Elections).
+	leads   []string
+	elected map[string]time.Duration
 }
 
 // On a three-node cluster in network namespaces (NewClusterNetns: every
@@ -108,7 +112,7 @@ func TestClusterPartitions(t *testing.T) {
 		}
 		victim := f.target(t, c)
 		if victim >= 0 {
-			f.node = c.Nodes[victim].Name
+			f.node, f.leads = c.Nodes[victim].Name, c.Leads(ctx, victim)
 		}
 		load.waitProgress(t, time.Now(), 50, 5, "before "+f.name)
 		old, err := c.StreamLeader(ctx, calls, 30*time.Second)
@@ -130,6 +134,7 @@ func TestClusterPartitions(t *testing.T) {
 		load.waitProgress(t, f.at, 50, 5, "after "+f.name)
 		f.healthy = time.Now()
 		f.retries = strings.Count(c.DispatcherLog.String(), "publishing again") - before
+		f.elected = c.Elections(ctx, f.leads, f.at)
 	}
 	load.Stop()
 	stopped = true
@@ -320,6 +325,14 @@ func reportPartitions(t *testing.T, c *faulttest.Cluster, faults []*netFault, op
 			i+1, f.name, cmp.Or(f.node, "-"), admission.Round(time.Millisecond), first.Round(time.Millisecond), election,
 			share.Round(time.Millisecond), f.retries, f.healed.Sub(f.at).Round(time.Millisecond), f.healthy.Sub(f.at).Round(time.Millisecond))
 		figure(t, "fault=%d %s ledger: %s unanswered=%d answered_late=%d unknown_outcome=[%s]", i+1, f.name, rep, unanswered, late, unknownOutcomes(mine, entries))
+		// Every group the node led needed an election too: admission also
+		// writes some of them (the idempotency bucket, the meta group).
+		longest := time.Duration(0)
+		for _, d := range f.elected {
+			longest = max(longest, d)
+		}
+		figure(t, "fault=%d %s elected=%s longest_election=%s stall_minus_longest=%s", i+1, f.name, elections(f.elected),
+			longest.Round(time.Millisecond), (admission - longest).Round(time.Millisecond))
 		for _, p := range rep.problems {
 			t.Errorf("%s: %s", f.name, p)
 		}
