@@ -86,15 +86,43 @@ type jsAPIAnswer struct {
 		Description string `json:"description"`
 	} `json:"error"`
 	Cluster *struct {
-		Leader string `json:"leader"`
+		Leader   string `json:"leader"`
+		Replicas []struct {
+			Offline bool          `json:"offline"`
+			Active  time.Duration `json:"active"` // since the leader last heard from it
+		} `json:"replicas"`
 	} `json:"cluster"`
+}
+
+// leaderContact is how recently a stream's leader must have heard from a
+// replica for the replica to count toward its quorum in a probe: RAFT
+// heartbeats go every second. A leader cut from its peers (a partition
+// that leaves it reachable from clients) goes on answering stream info as
+// the leader until it steps down; without this a watchdog would take it
+// for the healthiest server there is.
+const leaderContact = 3 * time.Second
+
+// quorate reports whether the leader that answered has heard from a
+// majority of the group (itself included) within leaderContact.
+func (a *jsAPIAnswer) quorate() bool {
+	if a.Cluster == nil || len(a.Cluster.Replicas) == 0 {
+		return true // one replica: no quorum to lose
+	}
+	in := 1 // the leader
+	for _, r := range a.Cluster.Replicas {
+		if !r.Offline && r.Active < leaderContact {
+			in++
+		}
+	}
+	return 2*in > 1+len(a.Cluster.Replicas)
 }
 
 // jetStreamProbe asks nc's server for stream's info (or the account's,
 // with stream ""). It fails when nobody answers in time, when the answer
 // is a server error (5xx: JetStream unavailable or not enabled, the
-// stream offline) or a stream without a leader (a member that lost its
-// leader answers from its own store). A client error (4xx, such as a
+// stream offline), a stream without a leader (a member that lost its
+// leader answers from its own store), or a leader that has not heard from
+// a majority of its replicas lately (quorate). A client error (4xx, such as a
 // stream not found) is an answer: JetStream works.
 func jetStreamProbe(ctx context.Context, nc *nats.Conn, stream string) error {
 	subject := jsAPI + "INFO"
@@ -114,6 +142,8 @@ func jetStreamProbe(ctx context.Context, nc *nats.Conn, stream string) error {
 		return fmt.Errorf("JetStream API: %s (code %d, err_code %d)", a.Error.Description, a.Error.Code, a.Error.ErrCode)
 	case a.Error == nil && stream != "" && a.Cluster != nil && a.Cluster.Leader == "":
 		return fmt.Errorf("stream %s has no leader", stream)
+	case a.Error == nil && stream != "" && !a.quorate():
+		return fmt.Errorf("stream %s's leader %s has not heard from a majority of its replicas for %s", stream, a.Cluster.Leader, leaderContact)
 	}
 	return nil
 }

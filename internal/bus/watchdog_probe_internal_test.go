@@ -1,6 +1,9 @@
 package bus
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 // A server the cluster advertised (nats.go lists it without credentials)
 // is probed with the configured URL's credentials, and, when it is an IP
@@ -20,5 +23,30 @@ func TestAdvertisedServersGetTheConfiguredCredentials(t *testing.T) {
 	}
 	if c := got["nats-2.nats:4222"]; c.url != "tls://user:secret@nats-2.nats:4222" || c.tlsName != "" {
 		t.Errorf("an advertised name: url %q, TLS name %q", c.url, c.tlsName)
+	}
+}
+
+// A stream leader that has not heard from a majority of its replicas
+// lately (cut from its peers, still reachable by clients) fails the
+// probe; one replica is no quorum to lose.
+func TestProbeWantsAQuorateLeader(t *testing.T) {
+	for _, tc := range []struct {
+		json string
+		ok   bool
+	}{
+		{`{"cluster":{"leader":"n0","replicas":[{"active":500000000},{"active":800000000}]}}`, true},
+		{`{"cluster":{"leader":"n0","replicas":[{"active":500000000},{"active":9000000000}]}}`, true},
+		{`{"cluster":{"leader":"n0","replicas":[{"active":7000000000},{"active":9000000000}]}}`, false},
+		{`{"cluster":{"leader":"n0","replicas":[{"active":1000000,"offline":true},{"active":9000000000}]}}`, false},
+		{`{"cluster":{"leader":"n0"}}`, true},
+		{`{}`, true},
+	} {
+		var a jsAPIAnswer
+		if err := json.Unmarshal([]byte(tc.json), &a); err != nil {
+			t.Fatal(err)
+		}
+		if got := a.quorate(); got != tc.ok {
+			t.Errorf("%s: quorate %v, want %v", tc.json, got, tc.ok)
+		}
 	}
 }
