@@ -189,7 +189,9 @@
 //     info, answered by its leader), each within 1 s. After 2 failed
 //     probes in a row (no PONG; or no responders, a timeout, a 5xx such
 //     as 503 "JetStream system temporarily unavailable", a stream without
-//     a leader) it probes the pool's other servers on short-lived
+//     a leader, or a leader that has not heard from a majority of its
+//     replicas for 3 s: one cut from its peers answers as the leader
+//     until it steps down) it probes the pool's other servers on short-lived
 //     connections of their own (the name with " (watchdog probe)", the
 //     same credentials, dialer and inbox prefix; a server the cluster
 //     advertised gets the configured URL's credentials and TLS name)
