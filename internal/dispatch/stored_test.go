@@ -2,7 +2,6 @@ package dispatch_test
 
 import (
 	"context"
-	"net"
 	"net/url"
 	"sync"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/bus/bustest"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
@@ -129,107 +129,6 @@ func TestCallersAreAnsweredOnlyWithStoredResults(t *testing.T) {
 	require.True(t, proto.Equal(stored.Response, w), "Watch finished with %v", w)
 }
 
-// proxy forwards TCP connections to a NATS server until cut: then it
-// closes them and refuses new ones until restored.
-type proxy struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	cut   bool
-	muted bool // the server's bytes to the client are dropped
-	conns []net.Conn
-	wg    sync.WaitGroup
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &proxy{ln: ln, target: target}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		p.setCut(true)
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *proxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.cut {
-			p.mu.Unlock()
-			_ = c.Close()
-			continue
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			p.mu.Unlock()
-			_ = c.Close()
-			continue
-		}
-		p.conns = append(p.conns, c, up)
-		p.wg.Add(2)
-		p.mu.Unlock()
-		go p.pipe(up, c, false)
-		go p.pipe(c, up, true)
-	}
-}
-
-// pipe copies src to dst; toClient is the server's direction, which
-// setMuted silences (a one-way link failure: the bytes are read and lost).
-func (p *proxy) pipe(dst, src net.Conn, toClient bool) {
-	defer p.wg.Done()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 && !(toClient && p.isMuted()) {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				break
-			}
-		}
-		if err != nil {
-			break
-		}
-	}
-	_ = dst.Close()
-	_ = src.Close()
-}
-
-func (p *proxy) isMuted() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.muted
-}
-
-// setMuted drops (or forwards again) what the server sends the client.
-func (p *proxy) setMuted(muted bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.muted = muted
-}
-
-// setCut cuts (closing every forwarded connection) or restores the proxy.
-func (p *proxy) setCut(cut bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = cut
-	if cut {
-		for _, c := range p.conns {
-			_ = c.Close()
-		}
-		p.conns = nil
-	}
-}
-
 // waitFor polls cond every 10ms until it holds, failing after a minute.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -252,8 +151,8 @@ func TestCallFindsResultStoredWhileReconnecting(t *testing.T) {
 
 	u, err := url.Parse(s.Env.URL)
 	require.NoError(t, err)
-	p := startProxy(t, u.Host)
-	u.Host = p.ln.Addr().String()
+	p := bustest.StartProxy(t, u.Host)
+	u.Host = p.Addr()
 	nc, err := bus.Dial(bus.ConnConfig{URL: u.String(), Name: "proxied-dispatcher"})
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
@@ -282,7 +181,7 @@ func TestCallFindsResultStoredWhileReconnecting(t *testing.T) {
 	}()
 	callID := receive(t, started, "execution")
 
-	p.setCut(true)
+	p.SetCut(true)
 	waitFor(t, "the dispatcher to lose its connection", func() bool { return nc.Status() != nats.CONNECTED })
 	release()
 	subject := s.Env.Bus.Subjects.Result(identity.Default.Tenant, "proxied", callID)
@@ -290,7 +189,7 @@ func TestCallFindsResultStoredWhileReconnecting(t *testing.T) {
 		_, err := s.Env.Bus.Results.GetLastMsgForSubject(t.Context(), subject)
 		return err == nil
 	})
-	p.setCut(false)
+	p.SetCut(false)
 
 	a := receive(t, answers, "Call answer")
 	require.NoError(t, a.err)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/bus/bustest"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
@@ -20,12 +21,12 @@ import (
 // proxiedDispatcher starts a second dispatcher of s whose NATS connection
 // goes through a proxy the test can cut or mute, with the given publish
 // horizon.
-func proxiedDispatcher(t *testing.T, s *dispatchtest.Stack, name string, horizon time.Duration) (*dispatch.Dispatcher, *proxy) {
+func proxiedDispatcher(t *testing.T, s *dispatchtest.Stack, name string, horizon time.Duration) (*dispatch.Dispatcher, *bustest.Proxy) {
 	t.Helper()
 	u, err := url.Parse(s.Env.URL)
 	require.NoError(t, err)
-	p := startProxy(t, u.Host)
-	u.Host = p.ln.Addr().String()
+	p := bustest.StartProxy(t, u.Host)
+	u.Host = p.Addr()
 	nc, err := bus.Dial(bus.ConnConfig{URL: u.String(), Name: name})
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
@@ -64,8 +65,8 @@ func TestUnconfirmedCallIsAcceptedNeverRefused(t *testing.T) {
 		cut, heal func()
 		storedNow bool // the call reaches the stream during the fault
 	}{
-		{name: "acknowledgements lost", cut: func() { p.setMuted(true) }, heal: func() { p.setMuted(false) }, storedNow: true},
-		{name: "connection cut", cut: func() { p.setCut(true) }, heal: func() { p.setCut(false) }},
+		{name: "acknowledgements lost", cut: func() { p.SetMuted(true) }, heal: func() { p.SetMuted(false) }, storedNow: true},
+		{name: "connection cut", cut: func() { p.SetCut(true) }, heal: func() { p.SetCut(false) }},
 	} {
 		before := runs.Load()
 		fault.cut()
