@@ -53,6 +53,11 @@ type netFault struct {
 	// hold is how long the fault lasts before it is healed (0: heal
 	// waits for its end itself, as a flapping link's does).
 	hold time.Duration
+	// unreachable is how long at a time the fault leaves the calls
+	// stream's leader unreachable from every other node without an
+	// election (a link down for less than an election timeout): no
+	// publish can be stored meanwhile, NATS's part as an election is.
+	unreachable time.Duration
 
 	// node is the name of the node hit ("" for none).
 	node string
@@ -64,7 +69,12 @@ type netFault struct {
 	// election: how long after at a new leader of the calls stream was
 	// elected (-1: none before the heal).
 	election time.Duration
-	retries  int
+	// healElection: how long after healed the calls stream had a new
+	// leader (-1: none). A node cut from its peers comes back with the
+	// higher terms of its lonely elections, and its peers step down for
+	// it: NATS's second election of the fault.
+	healElection time.Duration
+	retries      int
 	// leads: the groups the node hit led before the fault; elected: how
 	// long after at each of them had a new leader (Cluster.Elections).
 	leads   []string
@@ -88,7 +98,12 @@ type netFault struct {
 // no call of the tool that is not idempotent run twice, no call answered
 // refused that ran, every caller answered. FIGURE lines give per fault
 // the admission stall, the first answer after it, the calls stream's
-// election, and the difference (toolwire's share of the failover).
+// election, and toolwire's share of the failover: the stall during the
+// fault less the calls stream's election (or the time its leader was
+// unreachable without one), and the stall after the heal less the
+// election the heal caused (a node cut from its peers comes back with the
+// higher terms of its lonely elections, and the leader steps down for
+// it), whichever is longer.
 func TestClusterPartitions(t *testing.T) {
 	began := time.Now()
 	c := faulttest.NewClusterNetns(t)
@@ -129,11 +144,14 @@ func TestClusterPartitions(t *testing.T) {
 		f.election, _ = watch.Stop()
 		require.NoError(t, heal(), "heal %s", f.name)
 		f.healed = time.Now()
+		healWatch := c.WatchLeader(calls, -1, f.healed)
+		t.Cleanup(func() { healWatch.Stop() }) // a test failing meanwhile
 		if restarted := c.WaitHealthyOrRestart(30*time.Second, 2*time.Minute); len(restarted) > 0 {
 			figure(t, "fault=%d %s: nats nodes stuck after the heal, restarted: %v", i+1, f.name, restarted)
 		}
 		load.waitProgress(t, f.at, 50, 5, "after "+f.name)
 		f.healthy = time.Now()
+		f.healElection, _ = healWatch.Stop()
 		f.retries = strings.Count(c.DispatcherLog.String(), "publishing again") - before
 		f.elected = c.Elections(ctx, f.leads, f.at)
 	}
@@ -194,7 +212,7 @@ func partitionFaults(calls string) []*netFault {
 	}
 	none := func(*testing.T, *faulttest.Cluster) int { return -1 }
 	return []*netFault{
-		{name: "calls-leader-link-flapping", target: notOwn, inject: func(t *testing.T, c *faulttest.Cluster, v int) func() error {
+		{name: "calls-leader-link-flapping", unreachable: flapDown, target: notOwn, inject: func(t *testing.T, c *faulttest.Cluster, v int) func() error {
 			fl, err := c.Net.Flap(c.NodeNS(v), flapDown, flapUp, flapTimes)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = fl.Stop() }) // a test failing meanwhile
@@ -318,13 +336,17 @@ func reportPartitions(t *testing.T, c *faulttest.Cluster, faults []*netFault, op
 				first = o.end.Sub(f.at)
 			}
 		}
-		election, share := "none", admission
-		if f.election >= 0 {
-			election, share = f.election.Round(time.Millisecond).String(), admission-f.election
-		}
+		// The fault and its heal each stall admission, and each may have
+		// cost the calls stream an election (or, during the fault, left
+		// its leader unreachable): toolwire's share is the longer of the
+		// two stalls less NATS's part of it.
+		during, after := stallWithin(accepts, f.at, f.healed), stallWithin(accepts, f.healed, f.healthy)
+		share := max(during-max(0, f.election, f.unreachable), after-max(0, f.healElection))
 		figure(t, "fault=%d %s node=%s admission_stall=%s first_answer=%s calls_election=%s toolwire_share=%s publish_retries=%d heal=%s healthy_after=%s",
-			i+1, f.name, cmp.Or(f.node, "-"), admission.Round(time.Millisecond), first.Round(time.Millisecond), election,
+			i+1, f.name, cmp.Or(f.node, "-"), admission.Round(time.Millisecond), first.Round(time.Millisecond), electionFigure(f.election),
 			share.Round(time.Millisecond), f.retries, f.healed.Sub(f.at).Round(time.Millisecond), f.healthy.Sub(f.at).Round(time.Millisecond))
+		figure(t, "fault=%d %s stall_during=%s calls_election=%s calls_leader_unreachable=%s stall_after_heal=%s calls_election_after_heal=%s", i+1, f.name,
+			during.Round(time.Millisecond), electionFigure(f.election), f.unreachable, after.Round(time.Millisecond), electionFigure(f.healElection))
 		figure(t, "fault=%d %s ledger: %s unanswered=%d answered_late=%d unknown_outcome=[%s]", i+1, f.name, rep, unanswered, late, unknownOutcomes(mine, entries))
 		// Every group the node led needed an election too: admission also
 		// writes some of them (the idempotency bucket, the meta group).
@@ -355,6 +377,21 @@ func reportPartitions(t *testing.T, c *faulttest.Cluster, faults []*netFault, op
 	if len(unknown) > 0 {
 		t.Errorf("%d calls ran although their callers were answered with an error and no call id: %v", len(unknown), unknown[:min(len(unknown), 10)])
 	}
+}
+
+// stallWithin is the longest time within [from, to] without a time of ts
+// (sorted): unlike stall, a gap that began before from counts from from.
+func stallWithin(ts []time.Time, from, to time.Time) time.Duration {
+	i, _ := slices.BinarySearchFunc(ts, from, func(x, t time.Time) int { return x.Compare(t) })
+	return stall(ts[i:], from, to)
+}
+
+// electionFigure is an election's time for a FIGURE line, "none" for -1.
+func electionFigure(d time.Duration) string {
+	if d < 0 {
+		return "none"
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 // unknownOutcomes sorts the calls of ops answered UNKNOWN_OUTCOME by what
