@@ -61,9 +61,10 @@ type ConnConfig struct {
 // leave a client on a silent server for 4 to 6 minutes; every 3 s with 2
 // outstanding it moves after 6 to 9 s. The PINGs are the backstop of
 // every connection, the embedded server's clients and single-URL ones
-// included; on a cluster the Watchdog (watchdog.go) moves a connection in
-// about 2 s, and also off a server that answers PINGs but whose
-// JetStream cannot answer (cut from its cluster). PINGs are not made
+// included; on a cluster the Watchdog (watchdog.go) moves a connection
+// within a second when another server answers (about 2 s otherwise), and
+// also off a server that answers PINGs but whose JetStream cannot answer
+// (cut from its cluster). PINGs are not made
 // faster: a PING waits for the connection's lock like any write, and a
 // 2-core machine under load can delay a PONG by a second, which would
 // reconnect every connection of a busy process. The cost is a PING and a
@@ -98,6 +99,8 @@ func Dial(cfg ConnConfig, opts ...nats.Option) (*nats.Conn, error) {
 		nats.ReconnectOnFlusherError(),
 	)
 	all = append(all, mon.options()...)
+	mon.socket = newSocketDialer(cfg.Dialer)
+	all = append(all, nats.SetCustomDialer(mon.socket))
 	all = append(all, opts...)
 	nc, err := nats.Connect(cfg.URL, all...)
 	if err != nil {

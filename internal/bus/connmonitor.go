@@ -26,6 +26,8 @@ type ConnMonitor struct {
 	server serverRef // the server connected now (or last)
 	since  time.Time // when the connection was lost; zero while connected
 	target string    // host[:port] the next reconnect goes to; "" = nats.go's choice
+
+	socket *socketDialer // the connection's sockets (set by Dial)
 }
 
 // serverRef names a server a connection is (or was) connected to.
@@ -98,7 +100,7 @@ func (m *ConnMonitor) disconnected(nc *nats.Conn, err error) {
 	m.since = time.Now()
 	m.mu.Unlock()
 	level := slog.LevelWarn
-	if err == nil { // a move asked for (ForceReconnect)
+	if asked := m.socket.askedFor(); asked || err == nil { // a move asked for (a Watchdog closed the socket, or ForceReconnect)
 		level = slog.LevelInfo
 	}
 	m.log.Log(context.Background(), level, "NATS connection lost; reconnecting", "server", s.url, "server_name", s.name, "err", err)
@@ -133,6 +135,13 @@ func (m *ConnMonitor) asyncError(_ *nats.Conn, sub *nats.Subscription, err error
 		return
 	}
 	m.log.Warn("NATS asynchronous error", "err", err)
+}
+
+// down reports whether the connection is lost and not yet back.
+func (m *ConnMonitor) down() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.since.IsZero()
 }
 
 // steer makes the next reconnect go to host (host:port, as in

@@ -147,8 +147,10 @@
 //     without a leader every member answers info from its own store, and
 //     a lagging one listed no subject for a STARTED event the leader had
 //     stored, so a redelivery ran a tool that is not safe to rerun again.
-//   - A connection leaves a silent server in about 2 s on a cluster, 6 to
-//     9 s at worst, never nats.go's minutes ("The connection", below).
+//   - A connection leaves a silent server within a second on a cluster
+//     (about half a second for a dispatcher) when another server answers,
+//     in about 2 s when none answers fast, 6 to 9 s at worst, never
+//     nats.go's minutes ("The connection", below).
 //   - MaxDeliver advisories are captured in a stream, since they are core
 //     messages lost when nobody listens; the dispatchers' reaper ends the
 //     calls they name.
@@ -203,10 +205,29 @@
 //     ReconnectToServer), never to the server being left. When no other
 //     server qualifies it stays: a cluster electing a leader fails every
 //     probe, and a server whose peers are all gone is still the best one.
+//     A server that stays quiet for Suspect (200 ms) is suspect: one that
+//     answered the PING but not the JetStream request (a server cut from
+//     its cluster but not from its clients, whose requests go to leaders
+//     it cannot reach), or one that answered no PING and sent nothing at
+//     all meanwhile (a frozen process, a link down). It is asked again —
+//     a request sent while a leader was being elected is never answered,
+//     the next one is — and the other servers are probed at the same
+//     time; the first whose whole probe (a dial, a PING, the same
+//     request) is answered while the current server leaves the new
+//     request unanswered three times as long (and at least Suspect) wins
+//     without waiting for the timeouts. A late PONG on a connection that
+//     keeps receiving acknowledgements and messages is no suspicion: that
+//     connection has much to send, and a fresh one would always look
+//     faster. Dispatchers probe every 250 ms (AdmissionWatchdog), so
+//     admission leaves such a server within about 0.7 s of its going
+//     quiet.
 //     Moves are rate-limited (3, then one every 30 s). Report lets a
 //     caller that saw a request fail start the next probe at once. With
 //     one server in the pool it does nothing. Measured: a connection
-//     publishing steadily leaves a frozen server in 2.1 to 2.5 s
+//     publishing steadily leaves a frozen server in 0.47 to 0.59 s, and in
+//     about 2.2 s when the frozen server led the calls stream (no other
+//     server's JetStream answers until the election ends, so the move
+//     waits for the timeouts and goes to a server that answers PINGs)
 //     (internal/faulttest TestClusterConnectionLeavesFrozenServer).
 //
 // Every connection Dial makes has a ConnMonitor: it logs each disconnect

@@ -16,16 +16,19 @@ import (
 
 // WatchdogConfig tunes a Watchdog. The zero value is the defaults.
 //
-// The defaults move a connection off a silent server in about 2 s (the
-// next probe starts within Period, then two probes time out), well within
-// the 4 to 9 s the remaining servers take to elect new leaders when the
-// silent one led something, and without false moves on a loaded 2-core
-// machine: a probe fails only when the server does not answer for a whole
-// second, twice in a row, and the connection moves only to a server that
-// answered the same probe meanwhile on a connection of its own. The cost:
-// a PING and a JetStream API request (a stream info, which the stream's
-// leader answers from memory) every 500 ms per process — 100 requests a
-// second to the calls stream's leader for 50 workers.
+// The defaults move a connection off a server that stopped answering in
+// well under a second when another server answers at once (the next probe
+// starts within Period; Suspect later the other servers are probed; one
+// that answers its whole probe while the connection's server is still
+// silent, three times as long as that answer took, wins at once), and in
+// about 2 s otherwise (two probes time out). Neither moves on a loaded
+// 2-core machine by mistake: load slows every server alike, and a
+// connection moves only to a server that answered the same probe
+// meanwhile on a connection of its own, which costs it a dial and two
+// round trips more. The cost: a PING and a JetStream API request (a
+// stream info, which the stream's leader answers from memory) every
+// Period per process — 100 requests a second to the calls stream's leader
+// for 50 workers at the default 500 ms; dispatchers probe every 250 ms.
 type WatchdogConfig struct {
 	// Period is the time from the start of one probe of the connection's
 	// server to the start of the next. Default 500ms.
@@ -34,6 +37,14 @@ type WatchdogConfig struct {
 	// JetStream API; and, for another server, connecting to it, then the
 	// same. Default 1s.
 	Timeout time.Duration
+	// Suspect is how long the connection's server may stay quiet in a
+	// probe (its JetStream request unanswered after the PONG, or no PONG
+	// and nothing else received) before it is asked again and the other
+	// servers are probed alongside. When one of them answers its whole
+	// probe while the connection's server leaves the new request
+	// unanswered three times as long (and at least Suspect), the
+	// connection moves at once. Default 200ms.
+	Suspect time.Duration
 	// Failures is how many probes in a row must fail before the
 	// connection moves. Default 2.
 	Failures int
@@ -53,10 +64,20 @@ type WatchdogConfig struct {
 	Stream string
 }
 
+// AdmissionWatchdog is the WatchdogConfig of a dispatcher, which admits
+// calls onto stream (the calls stream): probed every 250 ms, so that
+// admission leaves a server that went quiet within about 0.7 s when
+// another server answers — there are few dispatchers, so the probes cost
+// little.
+func AdmissionWatchdog(stream string) WatchdogConfig {
+	return WatchdogConfig{Stream: stream, Period: 250 * time.Millisecond}
+}
+
 // WithDefaults returns c with every zero field set to its default.
 func (c WatchdogConfig) WithDefaults() WatchdogConfig {
 	c.Period = cmp.Or(c.Period, 500*time.Millisecond)
 	c.Timeout = cmp.Or(c.Timeout, time.Second)
+	c.Suspect = cmp.Or(c.Suspect, 200*time.Millisecond)
 	c.Failures = cmp.Or(c.Failures, 2)
 	c.MoveBurst = cmp.Or(c.MoveBurst, 3)
 	c.MoveRefill = cmp.Or(c.MoveRefill, 30*time.Second)
@@ -70,6 +91,8 @@ func (c WatchdogConfig) Validate() error {
 		return fmt.Errorf("bus: watchdog Period %s: must be positive", c.Period)
 	case c.Timeout <= 0:
 		return fmt.Errorf("bus: watchdog Timeout %s: must be positive", c.Timeout)
+	case c.Suspect <= 0:
+		return fmt.Errorf("bus: watchdog Suspect %s: must be positive", c.Suspect)
 	case c.Failures < 1:
 		return fmt.Errorf("bus: watchdog Failures %d: must be at least 1", c.Failures)
 	case c.MoveBurst < 1:
@@ -94,11 +117,15 @@ func (c WatchdogConfig) Validate() error {
 // every other server of the connection's pool (its URLs and the servers
 // the cluster announced) on a short-lived connection of its own, with the
 // same credentials, dialer and inbox prefix (doc.go); if that probe fails
-// too, it
-// moves the connection (nats.Conn.ForceReconnect,
-// steered by the ConnMonitor) to the first whose JetStream answered — or,
-// when the connection's server did not even answer the PING, to the first
-// that did. A server is never chosen when its id is the one being left.
+// too, it moves the connection (nats.Conn.ForceReconnect, steered by the
+// ConnMonitor) to the first whose JetStream answered — or, when the
+// connection's server did not even answer the PING, to the first that
+// did. The others are probed too once the server has stayed quiet for
+// Suspect (the JetStream request unanswered after the PONG, or no PONG and
+// nothing else received), and the connection moves at once when one of
+// them answers its whole probe while the server stays quiet three times
+// as long (probe). A server is never chosen when its id is the one being
+// left.
 // When none qualifies the connection stays (logged once per episode): a
 // cluster that is electing a leader fails every probe, and moving would
 // not help. Moves are rate-limited (MoveBurst, then one per MoveRefill);
@@ -119,14 +146,16 @@ type Watchdog struct {
 	wg      sync.WaitGroup // probes still running
 
 	// The loop's state.
-	probing    <-chan probeResult // a probe of the connection that outlived its timeout
-	servers    []string           // the connection's pool, as of the last probe
-	othersAt   time.Time          // when the other servers were last probed
-	fails      int                // failed probes in a row
-	reconnects uint64             // the monitor's count at the last probe
-	stuck      bool               // "staying" was logged for this episode
-	moves      float64            // moves allowed now (a token bucket of MoveBurst)
-	counted    time.Time          // when moves was last brought up to date
+	probing  *pendingProbe // the probe of the connection in flight (it may outlive its timeout)
+	servers  []string      // the connection's pool, as of the last probe (or the start)
+	othersAt time.Time     // when the other servers were last probed
+	// recentOthers is that probe (nil if none was started then).
+	recentOthers *othersProbe
+	fails        int       // failed probes in a row
+	reconnects   uint64    // the monitor's count at the last probe
+	stuck        bool      // "staying" was logged for this episode
+	moves        float64   // moves allowed now (a token bucket of MoveBurst)
+	counted      time.Time // when moves was last brought up to date
 }
 
 // NewWatchdog returns a Watchdog for nc, which Dial made with conn (whose
@@ -140,7 +169,7 @@ func NewWatchdog(nc *nats.Conn, conn ConnConfig, cfg WatchdogConfig) (*Watchdog,
 		return nil, err
 	}
 	w := &Watchdog{nc: nc, conn: conn, mon: conn.Monitor, log: conn.Monitor.log, cfg: cfg, reports: make(chan struct{}, 1),
-		moves: float64(cfg.MoveBurst), counted: time.Now()}
+		servers: nc.Servers(), moves: float64(cfg.MoveBurst), counted: time.Now()}
 	w.loop = startstop.NewLoop(w.run)
 	return w, nil
 }
@@ -185,12 +214,16 @@ func (w *Watchdog) run(ctx context.Context) {
 			}
 		}
 		last = time.Now()
-		others := w.startOthers(ctx)
-		r := w.probe(ctx)
+		others := w.startOthers(ctx, false)
+		r, faster := w.probe(ctx, &others)
 		if ctx.Err() != nil {
 			return
 		}
-		w.step(r, others)
+		if faster != nil {
+			w.moveFaster(r, *faster)
+		} else {
+			w.step(r, others)
+		}
 		timer.Reset(max(0, time.Until(last.Add(w.cfg.Period))))
 	}
 }
@@ -201,6 +234,9 @@ func (w *Watchdog) run(ctx context.Context) {
 func (w *Watchdog) step(r probeResult, others *othersProbe) {
 	if n := w.mon.Reconnects(); n != w.reconnects { // on another connection since
 		w.reconnects, w.fails, w.stuck = n, 0, false
+	}
+	if r.err != nil && r.reconnects != w.reconnects {
+		return // a probe of the server the connection has left
 	}
 	if r.servers != nil {
 		w.servers = r.servers
@@ -239,6 +275,28 @@ func (w *Watchdog) step(r probeResult, others *othersProbe) {
 	w.move(from, to, r)
 }
 
+// moveFaster moves the connection to a server that answered its probe
+// while the connection's server stayed silent (probe): unless the
+// connection moved meanwhile or is down, or the rate limit forbids it.
+func (w *Watchdog) moveFaster(r probeResult, to candidate) {
+	if r.reconnects != w.mon.Reconnects() || w.mon.down() || !w.mayMove(time.Now()) {
+		w.step(r, nil)
+		return
+	}
+	w.reconnects = r.reconnects
+	w.move(w.mon.current(), to, r)
+}
+
+// bytesRead is how many bytes the connection has read. A connection Dial
+// did not make has no count: a new value each time, so that a server
+// that answers no PING never seems quiet, and the timeouts judge it.
+func (w *Watchdog) bytesRead() uint64 {
+	if w.mon.socket == nil {
+		return uint64(time.Now().UnixNano())
+	}
+	return w.mon.socket.bytesRead()
+}
+
 // mayMove says whether the rate limit allows a move now.
 func (w *Watchdog) mayMove(now time.Time) bool {
 	refilled := float64(now.Sub(w.counted)) / float64(w.cfg.MoveRefill)
@@ -254,8 +312,14 @@ func (w *Watchdog) move(from serverRef, to candidate, r probeResult) {
 	w.log.Warn("moving the NATS connection off an unhealthy server", "server", from.url, "server_name", from.name,
 		"reason", r.reason, "err", r.err, "to", redactURL(to.url), "to_name", to.name, "to_jetstream_ok", to.jsOK)
 	w.mon.steer(to.host)
-	// ForceReconnect takes the connection's lock: when a write to the
-	// silent server holds it, this waits for the flusher's timeout.
+	// Closing the socket needs no lock, and a write to the silent server
+	// blocked on it fails at once; nats.go then reconnects as after any
+	// failed socket. ForceReconnect (for a connection Dial did not make, or
+	// a socket closed already) takes the connection's lock, and waits for
+	// the flusher's timeout when such a write holds it.
+	if w.mon.socket != nil && w.mon.socket.drop() {
+		return
+	}
 	if err := w.nc.ForceReconnect(); err != nil {
 		w.log.Warn("NATS reconnect refused", "err", err)
 	}

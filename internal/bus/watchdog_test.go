@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/bus/bustest"
 	"github.com/toolwire/toolwire/internal/logtest"
 )
 
@@ -46,13 +47,19 @@ func runNATSServer(t *testing.T, opts *server.Options) *server.Server {
 // and starts a watchdog with fast probes.
 func watched(t *testing.T, urls ...string) (*nats.Conn, *bus.ConnMonitor, *logtest.Buffer) {
 	t.Helper()
+	return watchedWith(t, bus.WatchdogConfig{Period: 100 * time.Millisecond}, urls...)
+}
+
+// watchedWith is watched with the watchdog configured by cfg.
+func watchedWith(t *testing.T, cfg bus.WatchdogConfig, urls ...string) (*nats.Conn, *bus.ConnMonitor, *logtest.Buffer) {
+	t.Helper()
 	logs := &logtest.Buffer{}
 	mon := bus.NewConnMonitor(logs.JSONLogger())
 	conn := bus.ConnConfig{URL: strings.Join(urls, ","), Name: t.Name(), Monitor: mon}
 	nc, err := bus.Dial(conn, nats.DontRandomize())
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
-	wd, err := bus.NewWatchdog(nc, conn, bus.WatchdogConfig{Period: 100 * time.Millisecond})
+	wd, err := bus.NewWatchdog(nc, conn, cfg)
 	require.NoError(t, err)
 	require.NoError(t, wd.Start(t.Context()))
 	t.Cleanup(func() { require.NoError(t, wd.Stop(context.Background())) })
@@ -92,6 +99,57 @@ func TestWatchdogMovesOffAServerWhoseJetStreamFails(t *testing.T) {
 	_, err := nc.Request("$JS.API.INFO", nil, 5*time.Second)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, mon.Moves())
+}
+
+// A server cut from its cluster but not from its clients answers PINGs
+// while its JetStream API stays silent (requests are routed to leaders it
+// cannot reach). The watchdog leaves it as soon as another server answers
+// a whole probe, not after Failures probes have timed out: here those
+// would take a minute, and the move must come well before.
+func TestWatchdogLeavesAServerWhoseJetStreamIsSilentWithoutWaitingForTimeouts(t *testing.T) {
+	t.Parallel()
+	sick, healthy := startServer(t, false, ""), startServer(t, true, "")
+	// Someone takes the sick server's JetStream API requests and never
+	// answers: no "no responders", just silence.
+	swallow, err := nats.Connect(sick.ClientURL())
+	require.NoError(t, err)
+	t.Cleanup(swallow.Close)
+	_, err = swallow.Subscribe("$JS.API.>", func(*nats.Msg) {})
+	require.NoError(t, err)
+	require.NoError(t, swallow.Flush())
+
+	cfg := bus.WatchdogConfig{Period: 100 * time.Millisecond, Timeout: 30 * time.Second, Failures: 2}
+	nc, mon, logs := watchedWith(t, cfg, sick.ClientURL(), healthy.ClientURL())
+	eventually(t, 20*time.Second, func() bool { return nc.ConnectedServerId() == healthy.ID() }, "moved to the healthy server")
+	require.EqualValues(t, 1, mon.Moves())
+	require.Contains(t, logs.String(), "silent while another server answered")
+}
+
+// A server that goes silent without closing the connection (a frozen
+// process, a link down) answers no PING and sends nothing. The watchdog
+// leaves it as soon as another server answers a whole probe — long
+// before Failures probes could time out, and before the PINGs (6 to 9 s)
+// would.
+func TestWatchdogLeavesASilentServerWithoutWaitingForTimeouts(t *testing.T) {
+	t.Parallel()
+	sick, healthy := startServer(t, true, ""), startServer(t, true, "")
+	link := bustest.StartProxy(t, strings.TrimPrefix(sick.ClientURL(), "nats://"))
+	cfg := bus.WatchdogConfig{Period: 100 * time.Millisecond, Timeout: 30 * time.Second, Failures: 2}
+	nc, mon, logs := watchedWith(t, cfg, "nats://"+link.Addr(), healthy.ClientURL())
+	require.Equal(t, sick.ID(), nc.ConnectedServerId())
+	// Healthy first: probes pass and nothing moves.
+	_, err := nc.Request("$JS.API.INFO", nil, 5*time.Second)
+	require.NoError(t, err)
+
+	link.SetMuted(true)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+	eventually(t, 5*time.Second, func() bool { return nc.ConnectedServerId() == healthy.ID() }, "moved to the healthy server")
+	require.EqualValues(t, 1, mon.Moves())
+	require.Contains(t, logs.String(), "silent while another server answered")
 }
 
 func TestWatchdogStaysWhenNoOtherServerIsHealthier(t *testing.T) {

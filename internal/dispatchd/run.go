@@ -310,7 +310,7 @@ func (pr *process) services(ctx context.Context, rc RunConfig) (*startstop.Group
 	add := func(name string, s startstop.Service) { ss = append(ss, startstop.Named{Name: name, Service: s}) }
 	var err error
 	if pr.natsConn.Monitor != nil { // an external cluster
-		wd, err := bus.NewWatchdog(pr.nc, pr.natsConn, bus.WatchdogConfig{Stream: pr.b.Config.CallsStream()})
+		wd, err := bus.NewWatchdog(pr.nc, pr.natsConn, bus.AdmissionWatchdog(pr.b.Config.CallsStream()))
 		if err != nil {
 			return nil, err
 		}

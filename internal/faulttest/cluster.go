@@ -94,7 +94,7 @@ func (c *Cluster) startDispatcher(cfg bus.Config, log *slog.Logger) {
 	if c.Bus, err = bus.Open(ctx, nc, cfg, bus.Options{}); err != nil {
 		t.Fatalf("faulttest: open bus: %v", err)
 	}
-	if c.Watchdog, err = bus.NewWatchdog(nc, conn, bus.WatchdogConfig{Stream: c.Bus.Config.CallsStream()}); err != nil {
+	if c.Watchdog, err = bus.NewWatchdog(nc, conn, bus.AdmissionWatchdog(c.Bus.Config.CallsStream())); err != nil {
 		t.Fatalf("faulttest: watchdog: %v", err)
 	}
 	if err := c.Watchdog.Start(ctx); err != nil {
