@@ -468,12 +468,15 @@ func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer,
 		subjects[s] = true
 	}
 	var live *jetstream.ConsumerConfig // what the server has, to log what the update puts back
+	var overlap error
+	// The lister is read to its end: its goroutine blocks on a send for
+	// ever when left with consumers to hand over.
 	lister := b.Calls.ListConsumers(ctx)
 	for ci := range lister.Info() {
 		if ci.Name == name {
 			live = &ci.Config
 		}
-		if !b.Config.IsPoolConsumer(ci) {
+		if !b.Config.IsPoolConsumer(ci) || overlap != nil {
 			continue // an audit's, a replay's: it runs no call
 		}
 		for _, f := range ConsumerFilters(ci.Config) {
@@ -482,11 +485,14 @@ func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer,
 				continue
 			}
 			for _, s := range want {
-				if subjectsOverlap(f, s) {
-					return nil, fmt.Errorf("%w: %s of pool %s is already consumed by %s (filter %s)", ErrPoolOverlap, s, p.Name, ci.Name, f)
+				if overlap == nil && subjectsOverlap(f, s) {
+					overlap = fmt.Errorf("%w: %s of pool %s is already consumed by %s (filter %s)", ErrPoolOverlap, s, p.Name, ci.Name, f)
 				}
 			}
 		}
+	}
+	if overlap != nil {
+		return nil, overlap
 	}
 	if err := lister.Err(); err != nil {
 		return nil, fmt.Errorf("bus: list consumers: %w", err)

@@ -118,7 +118,7 @@ func TestPoolPastItsBoundIsRefusedAtAdmission(t *testing.T) {
 	for range 3 { // two run, one waits
 		sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "hold"})
 		require.NoError(t, err)
-		require.Nil(t, sub.Rejected)
+		require.Nil(t, sub.Rejected, "refused: %v", sub.Rejected.GetError())
 		held = append(held, sub.CallID)
 	}
 	<-started
