@@ -2,9 +2,12 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +18,9 @@ import (
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/mcpserver"
+	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -31,8 +36,11 @@ const (
 // bucket: every entry, every revision, read raw from its stream. The
 // task still runs with the real arguments: the tool asks for input, and
 // the call that answers it (submitted from the task's record, on the
-// other replica) gets the secret the task was created with.
-func TestTaskRecordsHoldNoSecret(t *testing.T) {
+// other replica) gets the secret the task was created with. With a call
+// parked for approval besides, every store of the layout is read raw: the
+// secret is only in the stores docs/reliability.md lists as stored in
+// clear, and each of those is a store of the layout.
+func TestTasksAndEveryUndocumentedStoreHoldNoSecret(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	login := tool.Must(tool.New("login", func(ctx context.Context, in struct {
@@ -51,7 +59,16 @@ func TestTaskRecordsHoldNoSecret(t *testing.T) {
 		return tool.NeedInput(map[string]tool.InputRequest{"otp": tool.Elicit("One-time code?",
 			object(map[string]string{"code": "string"}))}, nil), nil
 	}))
-	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), login), Auth: twoTenantKeys(t)})
+	vault := tool.Must(tool.New("vault", func(_ context.Context, in struct {
+		Key string `json:"key" toolwire:"secret"`
+	}) (string, error) {
+		return "opened", nil
+	}))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), login, vault), Auth: twoTenantKeys(t)})
+	a, err := policystore.NewStore(s.Env.Bus, nil).Apply(t.Context(), policystore.Installation,
+		[]byte("tenant:\n  default: allow\n  rules:\n    - {id: ask-vault, effect: ask, tools: [vault]}\n"), policystore.ApplyOptions{})
+	require.NoError(t, err)
+	require.NoError(t, s.Policies.Wait(t.Context(), policystore.Installation, a.Version.Version, a.Revision))
 	other := s.StartDispatcher(t, dispatch.Config{})
 	serve := func(d *dispatch.Dispatcher) string {
 		mux := http.NewServeMux()
@@ -85,7 +102,85 @@ func TestTaskRecordsHoldNoSecret(t *testing.T) {
 	if i := strings.Index(text, taskCanaryMark); i >= 0 {
 		t.Fatalf("the tasks bucket holds the secret: …%s…", text[max(0, i-200):min(len(text), i+100)])
 	}
+	require.False(t, holdsCanary(text), "the tasks bucket holds the secret, encoded")
 	require.Contains(t, text, `[REDACTED]`, "the secret field is kept, redacted")
+
+	// A call parked for an approver, with the secret.
+	caller := identity.Identity{Tenant: "acme", Agent: "agent", Scopes: []string{"*"}}
+	sub, err := s.Dispatcher.Submit(t.Context(), caller, &toolwirev1.CallRequest{Tool: "vault",
+		ArgumentsJson: `{"key":"` + taskCanary + `"}`})
+	require.NoError(t, err)
+	require.NotNil(t, sub.Awaiting, "parked")
+
+	// Every store of the layout, read raw.
+	clear := clearTextStores(t)
+	stores := s.Env.Bus.Config.Stores()
+	names := map[string]bool{}
+	for _, st := range stores {
+		names[st.Name] = true
+		if want, ok := clear[st.Name]; ok {
+			require.Equal(t, st.Stream, want, "docs/reliability.md names %s's stream", st.Name)
+		}
+		found := holdsCanary(kvStreamText(t, s.Env.Bus.JS, st.Stream))
+		if found && clear[st.Name] == "" {
+			t.Errorf("store %s (%s) holds a secret argument, and docs/reliability.md does not list it as stored in clear", st.Name, st.Stream)
+		}
+		if st.Name == "calls" || st.Name == "approvals" {
+			require.True(t, found, "the %s store keeps the secret to run the call (the scan reads it)", st.Name)
+		}
+	}
+	for name := range clear {
+		require.True(t, names[name], "docs/reliability.md lists %q, no store of the layout", name)
+	}
+	require.NotContains(t, clear, "tasks")
+}
+
+// clearTextStores reads the table of stores that keep secret arguments
+// in clear from docs/reliability.md: store name to stream name.
+func clearTextStores(t *testing.T) map[string]string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "reliability.md"))
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(doc), "**Stored in clear:**")
+	require.True(t, ok, "docs/reliability.md has its list of stores kept in clear")
+	out := map[string]string{}
+	in := false
+	for line := range strings.Lines(rest) {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "|") {
+			if in {
+				break
+			}
+			continue
+		}
+		in = true
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		name, stream := strings.TrimSpace(cells[0]), strings.TrimSpace(cells[1])
+		if !strings.HasPrefix(name, "`") {
+			continue // the header and its rule
+		}
+		out[strings.Trim(name, "`")] = strings.Trim(stream, "`")
+	}
+	require.NotEmpty(t, out, "the table of stores kept in clear")
+	return out
+}
+
+// holdsCanary reports whether text holds the task canary: as is, or
+// base64-encoded (JSON's form of bytes, such as a protobuf message in a
+// JSON record) at any of the three alignments.
+func holdsCanary(text string) bool {
+	if strings.Contains(text, taskCanaryMark) {
+		return true
+	}
+	for shift := range 3 {
+		enc := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("x", shift) + taskCanary))
+		// The characters that depend on the bytes around the canary
+		// (the first and last four) are left out.
+		if strings.Contains(text, enc[4:len(enc)-4]) {
+			return true
+		}
+	}
+	return false
 }
 
 func boolText(b bool) string {
