@@ -388,6 +388,16 @@
 // in apply_error. ApplyIntents applies a finished call's intents later
 // (each intent once); GetSession reads a session's state.
 //
+// # Arguments read back
+//
+// CallArguments (callargs.go) returns a stored call's arguments as
+// admitted, for a face that keeps them redacted (the MCP tasks bucket): from
+// the call's approval when it was parked, else from the calls stream, read
+// on the subjects of the caller's tenant and the call's tool from the time
+// in the call's id less a minute (clock skew) until the call is found.
+// Another tenant's call, a call of another tool, or one past the stream's
+// retention is ErrCallNotStored.
+//
 // # Output
 //
 // GetOutput (output.go) reads the output text of a finished call (package

@@ -34,4 +34,7 @@ type Core interface {
 	Watch(ctx context.Context, id identity.Identity, callID string, send func(*toolwirev1.CallEvent) error) error
 	GetOutput(ctx context.Context, id identity.Identity, req *toolwirev1.GetOutputRequest) (*toolwirev1.GetOutputResponse, error)
 	Cancel(ctx context.Context, id identity.Identity, callID, reason string) (toolwirev1.CancelOutcome, error)
+	// CallArguments reads back the arguments of a stored call (tasks
+	// keep them redacted).
+	CallArguments(ctx context.Context, id identity.Identity, tool, callID string) ([]byte, error)
 }

@@ -115,7 +115,22 @@
 // request of the call it is at has one, the answering call is submitted
 // with the asking call's id as its idempotency key, so that replicas
 // racing on it submit one. A task without a record (expired, or another
-// tenant's: the tenant is in the key) is unknown (-32602). Where the
+// tenant's: the tenant is in the key) is unknown (-32602).
+//
+// A task's record holds no secret argument. When the tool's schema marks
+// an argument secret, the record keeps the arguments as ShownArguments
+// shows them (those fields "[REDACTED]", taskRecord.Redacted set), and the
+// answering call is submitted with the arguments as admitted, read back
+// from the stored call the task is at (Core.CallArguments: its approval if
+// it was parked, else the calls stream): neither kept in memory nor
+// encrypted, so any replica submits it, and no key is shared. The calls
+// stream and the approvals bucket hold them in clear already (they run
+// the call); the tasks bucket does not add a copy. Reading them back costs
+// one scan of the tenant's calls of that tool from a minute before the
+// call's id time, once per answered round; a tool without secret
+// arguments keeps its arguments in the record and costs nothing. The
+// answers a user gives (inputResponses) are kept as given: no schema marks
+// them secret. Where the
 // extension was silent: a call parked for approval is "working" with a
 // statusMessage, toolwire's own failures (INTERNAL) are "failed", a
 // tool's are "completed" with isError; no notifications/tasks are sent.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -43,11 +44,18 @@ const (
 
 // taskRecord is a task's record in the tasks bucket.
 type taskRecord struct {
-	Tool    string    `json:"tool"`
-	Args    string    `json:"args"`
-	Caps    string    `json:"caps,omitempty"`
-	Created time.Time `json:"created"`
-	Updated time.Time `json:"updated"`
+	Tool string `json:"tool"`
+	// Args are the arguments the task was created with; Redacted says
+	// they are stored as ShownArguments shows them (the fields the tool's
+	// schema marks secret replaced by "[REDACTED]"): the arguments as
+	// admitted are then read back from the call the task is at
+	// (Core.CallArguments) to submit the call that continues it. The
+	// record holds no secret argument (doc.go, "Tasks").
+	Args     string    `json:"args"`
+	Redacted bool      `json:"redacted,omitempty"`
+	Caps     string    `json:"caps,omitempty"`
+	Created  time.Time `json:"created"`
+	Updated  time.Time `json:"updated"`
 	// Call is the call the task is at, Round its number (1 for the call
 	// that created the task): the keys of its requests for input are
 	// shown as "<round>.<key>", unique over the task's life.
@@ -145,7 +153,9 @@ func (s *Server) taskMode(p *mcp.CallToolParamsRaw, stateless bool) (bool, error
 // createTask records the task of call callID (cr) and answers it.
 func (s *Server) createTask(ctx context.Context, id identity.Identity, cr *toolwirev1.CallRequest, callID string, g *toolwirev1.GetResultResponse) (mcp.Result, error) {
 	now := time.Now().UTC()
-	rec := taskRecord{Tool: cr.Tool, Args: cr.ArgumentsJson, Caps: cr.ClientCapabilitiesJson, Created: now, Updated: now, Call: callID, Round: 1}
+	args, redacted := s.storedArgs(cr.Tool, cr.ArgumentsJson)
+	rec := taskRecord{Tool: cr.Tool, Args: args, Redacted: redacted, Caps: cr.ClientCapabilitiesJson,
+		Created: now, Updated: now, Call: callID, Round: 1}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return nil, err
@@ -163,6 +173,33 @@ func (s *Server) createTask(ctx context.Context, id identity.Identity, cr *toolw
 	t := s.taskState(callID, &rec, g)
 	t.ResultType = "task"
 	return newReply(t)
+}
+
+// storedArgs returns the form of a task's arguments its record keeps:
+// the arguments themselves when nothing of them is secret, otherwise
+// their redacted form (ShownArguments), and true.
+func (s *Server) storedArgs(tool, args string) (string, bool) {
+	shown := s.d.ShownArguments(tool, []byte(args))
+	if shown == args {
+		return args, false
+	}
+	if c, err := policy.Canonicalize([]byte(args)); err == nil && string(c) == shown {
+		return args, false
+	}
+	return shown, true
+}
+
+// taskArgs returns the arguments of the call a task continues: the
+// record's, or, when it keeps them redacted, the stored call's.
+func (s *Server) taskArgs(ctx context.Context, id identity.Identity, rec *taskRecord) (string, error) {
+	if !rec.Redacted {
+		return rec.Args, nil
+	}
+	b, err := s.d.CallArguments(ctx, id, rec.Tool, rec.Call)
+	if err != nil {
+		return "", fmt.Errorf("toolwire: the arguments of the task's call: %w", err)
+	}
+	return string(b), nil
 }
 
 // roomForTasks refuses a new task when the tasks bucket is past
@@ -456,7 +493,11 @@ func (s *Server) advance(ctx context.Context, id identity.Identity, taskID strin
 				next.Submitting[k] = rec.Answers[k]
 			}
 		} else {
-			sub, err := s.d.Submit(ctx, id, &toolwirev1.CallRequest{Tool: rec.Tool, ArgumentsJson: rec.Args, Continues: rec.Call,
+			args, err := s.taskArgs(ctx, id, rec)
+			if err != nil {
+				return nil, 0, nil, err
+			}
+			sub, err := s.d.Submit(ctx, id, &toolwirev1.CallRequest{Tool: rec.Tool, ArgumentsJson: args, Continues: rec.Call,
 				InputResponsesJson: rec.Submitting, ClientCapabilitiesJson: rec.Caps, IdempotencyKey: "mcp-task." + rec.Call})
 			if err != nil {
 				return nil, 0, nil, fmt.Errorf("toolwire: %w", err)

@@ -62,9 +62,13 @@
 // # Not redacted
 //
 // A call's own arguments where they are needed to run it: the calls
-// stream, dead letters' calls (a retry runs them), Record.Call of audits.
-// The calls stream therefore stores secret arguments in clear; encrypt
-// JetStream at rest (see docs/reliability.md, Security). Also not
+// stream, the retries stream, dead letters' calls (a retry runs them),
+// calls parked for an approver (the approvals bucket), Record.Call of
+// audits. These stores therefore hold secret arguments in clear (the list
+// in docs/reliability.md, Security, which a test in internal/mcpserver
+// keeps true); encrypt JetStream at rest. The MCP tasks bucket is not one
+// of them: it keeps a task's arguments redacted (Plan.Arguments) and reads
+// them back from the stored call when the task goes on. Also not
 // redacted: intents (structured data for an orchestrator, validated
 // against their declared schemas), binary content (images, audio,
 // blobs), identifiers, and what an MCP server writes to its stderr.
