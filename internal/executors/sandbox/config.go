@@ -141,6 +141,11 @@ type Config struct {
 	// HTTP executor's allow_networks: a metadata address stays refused
 	// unless listed as the single address (/32, /128). Default none.
 	EgressAllowNetworks []string `json:"egress_allow_networks,omitempty"`
+	// ResolvConf is the file whose nameserver lines name the resolvers
+	// network tools may reach on port 53 whatever their address (a
+	// resolver on loopback included), read at each call. Default
+	// /etc/resolv.conf, the file the tools themselves read.
+	ResolvConf string `json:"resolv_conf,omitempty"`
 	// UnguardedEgress lets network tools run on a host whose kernel cannot
 	// run the egress guard (before Linux 5.5, or seccomp user notification
 	// unavailable): they then reach every address on EgressPorts, loopback
@@ -170,6 +175,7 @@ func (c Config) WithDefaults() Config {
 	c.GID = cmp.Or(c.GID, 65534)
 	c.WorkDir = cmp.Or(c.WorkDir, filepath.Join(os.TempDir(), "toolwire-sandbox"))
 	c.Path = cmp.Or(c.Path, "/usr/local/bin:/usr/bin:/bin")
+	c.ResolvConf = cmp.Or(c.ResolvConf, "/etc/resolv.conf")
 	if c.EgressPorts == nil {
 		c.EgressPorts = []uint16{443, 80}
 	}
@@ -209,6 +215,9 @@ func (c Config) Validate() error {
 	}
 	if !filepath.IsAbs(c.WorkDir) {
 		errs = append(errs, fmt.Errorf("sandbox config: work_dir %q must be absolute", c.WorkDir))
+	}
+	if !filepath.IsAbs(c.ResolvConf) {
+		errs = append(errs, fmt.Errorf("sandbox config: resolv_conf %q must be absolute", c.ResolvConf))
 	}
 	for _, p := range c.ReadOnlyPaths {
 		if !filepath.IsAbs(p) {

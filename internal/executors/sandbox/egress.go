@@ -19,13 +19,9 @@ import (
 	"github.com/toolwire/toolwire/internal/egress"
 )
 
-// resolvConf is where the resolvers that network tools may always reach
-// on port 53 are read from, at each call.
-var resolvConf = "/etc/resolv.conf"
-
-// resolvers returns the nameserver addresses of resolvConf (none when it
-// cannot be read).
-func resolvers() []netip.Addr {
+// resolvers returns the nameserver addresses of the file resolvConf
+// (none when it cannot be read).
+func resolvers(resolvConf string) []netip.Addr {
 	f, err := os.Open(resolvConf)
 	if err != nil {
 		return nil
@@ -77,7 +73,7 @@ func (e *Executor) newEgressGuard(log *slog.Logger) (helperEnd *os.File, s *egre
 		_ = unix.Close(fds[1])
 		return nil, nil, fmt.Errorf("sandbox: egress guard pipe: %w", err)
 	}
-	s = &egressSupervisor{guard: e.guard, resolvers: resolvers(), log: log, sock: os.NewFile(uintptr(fds[0]), "egress-guard"),
+	s = &egressSupervisor{guard: e.guard, resolvers: resolvers(e.cfg.ResolvConf), log: log, sock: os.NewFile(uintptr(fds[0]), "egress-guard"),
 		stopR: stopR, stopW: stopW, done: make(chan struct{})}
 	return os.NewFile(uintptr(fds[1]), "egress-guard-helper"), s, nil
 }

@@ -53,8 +53,10 @@ func setupNet(t *testing.T) *sandbox.Executor {
 	for p := 1; p <= 65535; p++ {
 		all = append(all, uint16(p))
 	}
-	sharedNetOnce.Do(func() { sharedNet, sharedNetErr = sandbox.New(sandbox.Config{HostNetwork: true, EgressPorts: all,
-		EgressAllowNetworks: []string{"127.0.0.0/8", "::1/128"}}) })
+	sharedNetOnce.Do(func() {
+		sharedNet, sharedNetErr = sandbox.New(sandbox.Config{HostNetwork: true, EgressPorts: all,
+			EgressAllowNetworks: []string{"127.0.0.0/8", "::1/128"}})
+	})
 	require.NoError(t, sharedNetErr)
 	return sharedNet
 }
