@@ -87,8 +87,9 @@
 // # SSRF guard
 //
 // Every connection goes through a net.Dialer whose Control function checks
-// the address actually dialled, after resolution, with code.dny.dev/ssrf:
-// loopback, private, link-local, unique-local, shared, "this network"
+// the address actually dialled, after resolution, with the address guard
+// of package egress (the same rule guards the connections of sandbox
+// tools with network access), built on code.dny.dev/ssrf: loopback, private, link-local, unique-local, shared, "this network"
 // (0.0.0.0/8), documentation, multicast, reserved and transition ranges
 // (IPv4-mapped and NAT64 forms included) and ports other than the allowed
 // ones are refused, so a name that resolves — or re-resolves, DNS

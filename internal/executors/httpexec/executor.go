@@ -14,8 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"code.dny.dev/ssrf"
-
+	"github.com/toolwire/toolwire/internal/egress"
 	"github.com/toolwire/toolwire/internal/executors"
 	"github.com/toolwire/toolwire/internal/redact"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -306,7 +305,7 @@ func appendQuery(q *strings.Builder, name string, v []byte) error {
 // dropped when a redirect leaves the original scheme, host and port, and
 // Referer is never sent: net/http sets it on a redirect to the URL that
 // redirected, query (arguments) included.
-func (e *Executor) checkRedirect(p *plan, g *ssrf.Guardian) func(*http.Request, []*http.Request) error {
+func (e *Executor) checkRedirect(p *plan, g *egress.Guard) func(*http.Request, []*http.Request) error {
 	return func(next *http.Request, via []*http.Request) error {
 		next.Header.Del("Referer")
 		if e.cfg.MaxRedirects < 0 {

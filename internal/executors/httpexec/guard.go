@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"code.dny.dev/ssrf"
+
+	"github.com/toolwire/toolwire/internal/egress"
 )
 
 // errDenied marks a request refused by the SSRF guard or an allowlist
@@ -29,7 +31,7 @@ type policy struct {
 	ports    []uint16
 	networks []netip.Prefix
 	key      string
-	guard    *ssrf.Guardian
+	guard    *egress.Guard
 }
 
 // defaultPorts are the ports of a tool that lists none.
@@ -81,59 +83,18 @@ func newPolicy(toolPorts []int32, toolNetworks []string, cfg *Config) (*policy, 
 		key.WriteByte(',')
 	}
 	p := &policy{ports: ports, networks: nets, key: key.String()}
-	p.guard = p.newGuardian()
+	p.guard = p.newGuard()
 	return p, nil
 }
 
-// parseNetwork parses a CIDR of allow_networks; an IPv4-mapped IPv6
-// prefix is refused (write the IPv4 prefix).
-func parseNetwork(s string) (netip.Prefix, error) {
-	p, err := netip.ParsePrefix(s)
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("%q is not a CIDR: %w", s, err)
-	}
-	if p.Addr().Is4In6() {
-		return netip.Prefix{}, fmt.Errorf("%q: write IPv4-mapped networks in IPv4 form", s)
-	}
-	return p.Masked(), nil
-}
+// parseNetwork parses a CIDR of allow_networks (egress.ParseNetwork).
+func parseNetwork(s string) (netip.Prefix, error) { return egress.ParseNetwork(s) }
 
 func (p *policy) allowsPort(port uint16) bool { return slices.Contains(p.ports, port) }
 
-// metadataAddrs are cloud instance-metadata endpoints. They are refused
-// even inside an allowed network unless that network is the one address
-// (a /32 or /128): allowing 169.254.0.0/16 must not expose credentials.
-var metadataAddrs = []netip.Addr{
-	netip.MustParseAddr("169.254.169.254"), // AWS, GCP, Azure, OpenStack
-	netip.MustParseAddr("169.254.170.2"),   // AWS ECS task credentials
-	netip.MustParseAddr("100.100.100.200"), // Alibaba Cloud
-	netip.MustParseAddr("fd00:ec2::254"),   // AWS over IPv6
-}
-
-// checkAddr applies the guard to one address: the ssrf package's deny
-// lists (loopback, private, link-local, unique-local, shared, reserved,
-// documentation, multicast, "this network", NAT64, IPv4-mapped and other
-// transition forms), the policy's allowed networks, ports, and the
-// metadata rule.
-func (p *policy) checkAddr(g *ssrf.Guardian, ap netip.AddrPort) error {
-	addr := ap.Addr().Unmap()
-	if slices.Contains(metadataAddrs, addr) && !slices.Contains(p.networks, netip.PrefixFrom(addr, addr.BitLen())) {
-		return fmt.Errorf("%w: %s is a cloud metadata address", ssrf.ErrProhibitedIP, addr)
-	}
-	return g.SafeAddrPort(netip.AddrPortFrom(addr, ap.Port()))
-}
-
-func (p *policy) newGuardian() *ssrf.Guardian {
-	var v4, v6 []netip.Prefix
-	for _, n := range p.networks {
-		if n.Addr().Is4() {
-			v4 = append(v4, n)
-		} else {
-			v6 = append(v6, n)
-		}
-	}
-	return ssrf.New(ssrf.WithPorts(p.ports...), ssrf.WithAllowedV4Prefixes(v4...), ssrf.WithAllowedV6Prefixes(v6...))
-}
+// newGuard is the address guard of p (package egress: the same rule as
+// the sandbox's for tools with network access).
+func (p *policy) newGuard() *egress.Guard { return egress.New(p.ports, p.networks) }
 
 // dialError marks a failure to connect: nothing of the request was sent.
 type dialError struct{ err error }
@@ -159,7 +120,7 @@ func (p *policy) dialFunc(r Resolver, timeout time.Duration) func(ctx context.Co
 			if err != nil {
 				return fmt.Errorf("%w: %s", ssrf.ErrInvalidHostPort, address)
 			}
-			return p.checkAddr(g, ap)
+			return g.Check(ap)
 		},
 	}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -258,7 +219,7 @@ func (h hostList) allows(host string) bool {
 // resolvers read them as addresses), an IP literal the guard refuses, or a
 // port outside the policy. Names are checked again, after resolution, at
 // dial time.
-func checkTarget(u *url.URL, hosts hostList, p *policy, g *ssrf.Guardian) error {
+func checkTarget(u *url.URL, hosts hostList, p *policy, g *egress.Guard) error {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return fmt.Errorf("%w: scheme %q (only http and https)", errDenied, u.Scheme)
 	}
@@ -295,7 +256,7 @@ func checkTarget(u *url.URL, hosts hostList, p *policy, g *ssrf.Guardian) error 
 		return fmt.Errorf("%w: host %q is not in allow_hosts", errDenied, host)
 	}
 	if ipErr == nil {
-		if err := p.checkAddr(g, netip.AddrPortFrom(ip, uint16(n))); err != nil {
+		if err := g.Check(netip.AddrPortFrom(ip, uint16(n))); err != nil {
 			return fmt.Errorf("%w: %w", errDenied, err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/internal/configvalue"
+	"github.com/toolwire/toolwire/internal/egress"
 )
 
 // Mechanism names, as used in Config.Require and IsolationGaps.
@@ -46,6 +47,12 @@ const (
 	// kernel's Landlock cannot restrict TCP ports (ABI 4): such a tool may
 	// connect to any local service.
 	GapLandlockNet = "landlock-net"
+	// GapEgressGuard is reported for tools with network access when the
+	// kernel cannot run the egress guard (seccomp user notification with
+	// SECCOMP_USER_NOTIF_FLAG_CONTINUE, Linux 5.5): nothing then stops the
+	// tool from reaching loopback, private or metadata addresses on the
+	// egress ports. Such tools are refused unless Config.UnguardedEgress.
+	GapEgressGuard = "egress-guard"
 )
 
 // helperEnv is the environment variable (=1) that, with argv[0]
@@ -112,19 +119,39 @@ type Config struct {
 	// HostNetwork lets tools whose spec sets network: true run. The sandbox
 	// cannot give such a tool a network namespace of its own with egress
 	// (that needs a user-mode network stack or host routing), so it shares
-	// the worker's network namespace, loopback included: the worker's NATS
-	// connection, the dispatcher's API and every other local service are
-	// one connect(2) away. With Landlock ABI 4 or later the sandbox then
-	// allows TCP connect only to EgressPorts and no TCP bind, which keeps
-	// services on other ports out of reach; without it nothing does, and
-	// the response says "landlock-net". Every response of such a tool
-	// carries the "host-network" gap in meta.isolation_gaps. Default false:
-	// a worker refuses to start with a network tool, and a call of one
-	// answers PERMANENT.
+	// the worker's network namespace, loopback included. Two guards keep
+	// it to the internet: the egress guard checks the destination of every
+	// connect(2), sendto(2) and sendmsg(2) with the HTTP executor's address
+	// rule (package egress: loopback, private, link-local, metadata and
+	// other special ranges refused unless in EgressAllowNetworks; ports
+	// other than EgressPorts refused, UDP included; the resolvers of
+	// /etc/resolv.conf allowed on port 53), and Landlock (ABI 4) allows
+	// TCP connect only to EgressPorts (and 53) and no TCP bind. Every
+	// response of such a tool carries the "host-network" gap in
+	// meta.isolation_gaps, "landlock-net" where Landlock cannot limit
+	// ports and "egress-guard" where the egress guard cannot run. Default
+	// false: a worker refuses to start with a network tool, and a call of
+	// one answers PERMANENT.
 	HostNetwork bool `json:"host_network,omitempty"`
-	// EgressPorts are the TCP ports network tools may connect to (see
-	// HostNetwork). Default [443, 80].
+	// EgressPorts are the ports network tools may send to, TCP and UDP
+	// (see HostNetwork). Default [443, 80].
 	EgressPorts []uint16 `json:"egress_ports,omitempty"`
+	// EgressAllowNetworks are CIDRs ("10.1.2.0/24", "fd12::/48") network
+	// tools may reach on EgressPorts although they are not public, as the
+	// HTTP executor's allow_networks: a metadata address stays refused
+	// unless listed as the single address (/32, /128). Default none.
+	EgressAllowNetworks []string `json:"egress_allow_networks,omitempty"`
+	// ResolvConf is the file whose nameserver lines name the resolvers
+	// network tools may reach on port 53 whatever their address (a
+	// resolver on loopback included), read at each call. Default
+	// /etc/resolv.conf, the file the tools themselves read.
+	ResolvConf string `json:"resolv_conf,omitempty"`
+	// UnguardedEgress lets network tools run on a host whose kernel cannot
+	// run the egress guard (before Linux 5.5, or seccomp user notification
+	// unavailable): they then reach every address on EgressPorts, loopback
+	// and 169.254.169.254 included, and every response says
+	// "egress-guard". Default false: such a worker refuses network tools.
+	UnguardedEgress bool `json:"unguarded_egress,omitempty"`
 	// Logger receives start-up and kill diagnostics. Default slog.Default().
 	Logger *slog.Logger `json:"-"`
 }
@@ -148,6 +175,7 @@ func (c Config) WithDefaults() Config {
 	c.GID = cmp.Or(c.GID, 65534)
 	c.WorkDir = cmp.Or(c.WorkDir, filepath.Join(os.TempDir(), "toolwire-sandbox"))
 	c.Path = cmp.Or(c.Path, "/usr/local/bin:/usr/bin:/bin")
+	c.ResolvConf = cmp.Or(c.ResolvConf, "/etc/resolv.conf")
 	if c.EgressPorts == nil {
 		c.EgressPorts = []uint16{443, 80}
 	}
@@ -188,9 +216,17 @@ func (c Config) Validate() error {
 	if !filepath.IsAbs(c.WorkDir) {
 		errs = append(errs, fmt.Errorf("sandbox config: work_dir %q must be absolute", c.WorkDir))
 	}
+	if !filepath.IsAbs(c.ResolvConf) {
+		errs = append(errs, fmt.Errorf("sandbox config: resolv_conf %q must be absolute", c.ResolvConf))
+	}
 	for _, p := range c.ReadOnlyPaths {
 		if !filepath.IsAbs(p) {
 			errs = append(errs, fmt.Errorf("sandbox config: read_only_paths: %q must be absolute", p))
+		}
+	}
+	for _, n := range c.EgressAllowNetworks {
+		if _, err := egress.ParseNetwork(n); err != nil {
+			errs = append(errs, fmt.Errorf("sandbox config: egress_allow_networks: %w", err))
 		}
 	}
 	if slices.Contains(c.EgressPorts, 0) {

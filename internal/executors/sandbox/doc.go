@@ -95,7 +95,8 @@
 //     /dev/full and the spec's writable_paths; nothing else, not even
 //     listing "/". With network off, TCP bind and connect are also denied
 //     (ABI 4); with network on, TCP bind is denied and connect allowed only
-//     to Config.EgressPorts (see "Tools with network access" below). A second layer scopes signals and abstract UNIX sockets to
+//     to Config.EgressPorts and 53 (see "Tools with network access"
+//     below). A second layer scopes signals and abstract UNIX sockets to
 //     the sandbox (ABI 6);
 //  6. load seccomp filters: EPERM for kernel and namespace administration
 //     (mount, setns, unshare, clone with CLONE_NEWUSER, pivot_root, ...),
@@ -104,7 +105,8 @@
 //     setting, personality; ENOSYS for clone3 (its flags are out of the
 //     filter's reach; libc falls back to clone); with network off, socket()
 //     of any family but AF_UNIX. A second filter kills system calls of any
-//     other architecture (i386 through int 0x80 on amd64);
+//     other architecture (i386 through int 0x80 on amd64). With network on,
+//     a third filter is the egress guard's (below), installed last;
 //  7. set the rlimits and exec the target with execve, from the same
 //     thread (capabilities, no_new_privs and seccomp are per thread), with
 //     nothing allocated between the rlimits and the exec. The target is
@@ -117,16 +119,81 @@
 // stack or changes to the host's routing, so such a tool shares the
 // worker's network namespace, and with it the worker's loopback — its
 // NATS connection's server, the dispatcher's API when it runs on the same
-// host, and any other local service. That is an operator's decision, not a
-// tool author's: a worker refuses to start with such a tool (Executor.
-// CheckSpec) and the executor refuses its calls (PERMANENT) unless
-// Config.HostNetwork is set. Then Landlock (ABI 4) limits the tool's TCP
-// connections to Config.EgressPorts (default 443 and 80) and denies TCP
-// bind, so local services on other ports — NATS on 4222, the API on 8080
-// — are out of reach; UDP stays open for name resolution. Every response
-// of such a tool carries "host-network" in meta.isolation_gaps, and
-// "landlock-net" as well where the kernel's Landlock cannot limit ports
-// (then nothing stops the tool from reaching every local service).
+// host, any other local service — and whatever the host reaches: private
+// networks and the cloud metadata address 169.254.169.254. That is an
+// operator's decision, not a tool author's: a worker refuses to start
+// with such a tool (Executor.CheckSpec) and the executor refuses its
+// calls (PERMANENT) unless Config.HostNetwork is set. Two guards then
+// keep the tool to the internet.
+//
+// The egress guard checks the destination of every connection and
+// datagram by address, with the HTTP executor's rule (package egress):
+// loopback, private, link-local, unique-local, shared, multicast,
+// documentation and the other special ranges are refused unless listed in
+// Config.EgressAllowNetworks, cloud metadata addresses unless listed as
+// the single address, and ports other than Config.EgressPorts (default
+// 443 and 80), for TCP and UDP alike. One exception keeps name resolution
+// working: the nameservers of Config.ResolvConf (/etc/resolv.conf, read
+// at each call) may be reached on port 53, UDP and TCP, wherever they are
+// — 127.0.0.53 of systemd-resolved included — and on no other port.
+//
+// The mechanism is seccomp user notification. The helper installs a last
+// filter on the thread that execs the target: connect(2), sendmsg(2),
+// sendmmsg(2), and sendto(2) with a destination address stop in the
+// kernel and notify a listener; the helper sends the listener to the
+// worker over a UNIX socket (fd 5), from another thread, since sendmsg is
+// filtered on its own, and closes every copy before the exec. A
+// supervisor goroutine of the worker receives each notification, reads
+// the sockaddr (and the msghdrs of sendmsg and sendmmsg) from the
+// process's memory with process_vm_readv(2), checks that the
+// notification is still pending (so the memory was the caller's), and
+// answers SECCOMP_USER_NOTIF_FLAG_CONTINUE or EACCES. Addresses are read
+// as the kernel reads them: AF_INET and AF_INET6 (IPv4-mapped addresses as
+// IPv4), AF_UNSPEC as a disconnect for connect but as AF_INET for a
+// datagram (IPv4 UDP reads it so); AF_UNIX and AF_NETLINK pass (Landlock
+// governs UNIX sockets; the resolver asks netlink for interfaces); any
+// other family is refused. The same filter confines socket(2) to AF_UNIX,
+// AF_NETLINK, and AF_INET and AF_INET6 with protocol 0, TCP, UDP, ICMP or
+// ICMPv6 (SCTP's connectx takes addresses in a socket option the filter
+// cannot see), and refuses x32 system call numbers. Refusals are logged
+// at WARN (ten per call at most). The supervisor stops when the process
+// is gone; a task still filtered after that fails its calls with ENOSYS,
+// so the guard fails closed, and so it does when the worker cannot read
+// the memory (EFAULT).
+//
+// What it cannot see:
+//
+//   - CONTINUE lets the kernel read the sockaddr again after the check. A
+//     second thread of the tool (or a process sharing its memory) that
+//     rewrites it in that window connects where the guard did not look.
+//     Landlock's port rule still holds for TCP, so the race reaches a
+//     refused address only on an egress port (or 53) — the metadata
+//     address on 80 among them; for UDP nothing else holds. The kernel's
+//     documentation says as much: user notification is not a security
+//     boundary against a racing caller. Closing the window needs the
+//     supervisor to make the connection itself (pidfd_getfd(2) and
+//     SECCOMP_IOCTL_NOTIF_ADDFD), which is not done.
+//   - What reaches the allowed destinations: a resolver on port 53 takes
+//     any query, so data can leave through DNS, and DNS answers are not
+//     checked themselves — a name that resolves to a refused address is
+//     refused only at connect.
+//   - io_uring, which would make connections without these system calls,
+//     is refused by the first filter, as are bpf, ptrace and
+//     process_vm_writev; a UNIX socket to a local daemon that connects
+//     on the tool's behalf is Landlock's and the file permissions' matter
+//     (the "landlock-unix" gap).
+//
+// Landlock (ABI 4) allows TCP connect only to EgressPorts and 53, and no
+// TCP bind, whatever the guard decides.
+//
+// Every response of such a tool carries "host-network" in
+// meta.isolation_gaps; "landlock-net" as well where the kernel's Landlock
+// cannot limit ports; and "egress-guard" where the probe found that user
+// notification does not work (before Linux 5.0, or 5.5 for CONTINUE, or
+// seccomp unavailable to the helper). Without the egress guard a network
+// tool reaches every address on the egress ports, and so the worker
+// refuses such tools (CheckSpec, and PERMANENT at call time) unless
+// Config.UnguardedEgress accepts it.
 //
 // # Probing and gaps
 //
@@ -136,7 +203,9 @@
 // runs tools directly as Config.UID (when root) in an on-disk working
 // directory under Config.WorkDir (removed after the call; file size
 // bounded by RLIMIT_FSIZE), still with Landlock, seccomp and rlimits.
-// IsolationGaps names what is missing: "userns" (and with it pid, net,
+// The probe also tries the egress guard end to end (a notification
+// answered with CONTINUE); its failure is the per-tool "egress-guard" gap
+// above. IsolationGaps names what is missing: "userns" (and with it pid, net,
 // mount, ipc, uts), "proc", "tmpfs", "landlock", "landlock-scope",
 // "landlock-unix" (Landlock before ABI 9 does not stop connect(2) to
 // pathname UNIX sockets: one outside the hidden /run and /tmp stays

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
@@ -21,6 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/toolwire/toolwire/internal/egress"
 	"github.com/toolwire/toolwire/internal/executors"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -38,6 +40,7 @@ type Executor struct {
 	userns           bool        // namespaces work
 	works            probeReport // mechanism -> "" or why not
 	gaps             []string
+	guard            *egress.Guard // the egress guard's rule for network tools
 
 	mu      sync.Mutex
 	closed  bool
@@ -75,6 +78,12 @@ func newExecutor(cfg Config, noUserNS bool) (*Executor, error) {
 	if os.Geteuid() == 0 {
 		e.hostUID, e.hostGID = cfg.UID, cfg.GID
 	}
+	var nets []netip.Prefix
+	for _, n := range cfg.EgressAllowNetworks {
+		p, _ := egress.ParseNetwork(n) // Validate refused every invalid one
+		nets = append(nets, p)
+	}
+	e.guard = egress.New(cfg.EgressPorts, nets)
 	if err := e.probe(noUserNS); err != nil {
 		return nil, err
 	}
@@ -122,37 +131,63 @@ var errNetworkNotAllowed = errors.New("sandbox: the tool asks for network access
 	"namespace (its loopback included); this worker's sandbox config does not allow it (set sandbox.host_network: true " +
 	"to accept that, with TCP limited to sandbox.egress_ports)")
 
+// errEgressUnguarded refuses a network tool on a host where the egress
+// guard cannot run, unless the operator accepted that (UnguardedEgress).
+var errEgressUnguarded = errors.New("sandbox: the tool asks for network access, and this host's kernel cannot run the " +
+	"egress guard (seccomp user notification with continue, Linux 5.5), which keeps such tools from loopback, private and " +
+	"cloud metadata addresses; set sandbox.unguarded_egress: true to accept that")
+
 // CheckSpec validates spec as the package's CheckSpec does, and refuses a
-// tool with network access unless Config.HostNetwork allows it. Workers
+// tool with network access unless Config.HostNetwork allows it, and, on
+// a host without the egress guard, Config.UnguardedEgress too. Workers
 // call it at start-up for every sandbox tool they serve.
 func (e *Executor) CheckSpec(spec *toolwirev1.ToolSpec) error {
 	if err := CheckSpec(spec); err != nil {
 		return err
 	}
-	if spec.GetSandbox().GetNetwork() && !e.cfg.HostNetwork {
+	return e.checkNetwork(spec.GetSandbox())
+}
+
+// checkNetwork refuses a network tool this worker's operator has not
+// accepted.
+func (e *Executor) checkNetwork(sc *toolwirev1.SandboxConfig) error {
+	switch {
+	case !sc.GetNetwork():
+		return nil
+	case !e.cfg.HostNetwork:
 		return errNetworkNotAllowed
+	case !e.egressGuard() && !e.cfg.UnguardedEgress:
+		return errEgressUnguarded
 	}
 	return nil
 }
 
+// egressGuard reports whether the probe found the egress guard working.
+func (e *Executor) egressGuard() bool { return e.works[GapEgressGuard] == "" }
+
 // SpecIsolationGaps names the gaps of one tool on top of IsolationGaps:
-// "host-network" for a tool with network access, and "landlock-net" when
-// the kernel cannot then limit its TCP ports.
+// "host-network" for a tool with network access, "landlock-net" when
+// the kernel cannot then limit its TCP ports, and "egress-guard" when it
+// cannot check its destinations.
 func (e *Executor) SpecIsolationGaps(spec *toolwirev1.ToolSpec) []string {
 	if !spec.GetSandbox().GetNetwork() {
 		return nil
 	}
+	gaps := []string{GapHostNetwork}
 	if e.works[MechLandlock] != "" || !landlockNet() {
-		return []string{GapHostNetwork, GapLandlockNet}
+		gaps = append(gaps, GapLandlockNet)
 	}
-	return []string{GapHostNetwork}
+	if !e.egressGuard() {
+		gaps = append(gaps, GapEgressGuard)
+	}
+	return gaps
 }
 
 // probe starts a helper that tries every mechanism, first in namespaces,
 // then (if those cannot be created) without.
 func (e *Executor) probe(noUserNS bool) error {
 	hc := &helperConfig{Probe: true, Dir: os.TempDir(), Namespaces: true, Proc: true, Tmpfs: true, TmpBytes: 1 << 20,
-		Landlock: true, LandlockScope: true, Seccomp: true}
+		Landlock: true, LandlockScope: true, Seccomp: true, EgressGuard: true}
 	e.userns = !noUserNS
 	rep, nsErr := probeReport(nil), errors.New("disabled")
 	if e.userns {
@@ -187,7 +222,7 @@ func (e *Executor) probe(noUserNS bool) error {
 func (e *Executor) runProbe(hc *helperConfig) (probeReport, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := e.spawn(hc, false, nil)
+	p, err := e.spawn(hc, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -216,11 +251,34 @@ type proc struct {
 	stdin          *os.File // write end, nil without input
 	done           chan struct{}
 	state          *os.ProcessState
+	guard          *egressSupervisor // a network tool's, nil without the egress guard
+}
+
+// start spawns the helper of a call and, for a network tool with the
+// egress guard, starts the supervisor that answers its filter.
+func (e *Executor) start(hc *helperConfig, stdin []byte) (*proc, error) {
+	if !hc.EgressGuard {
+		return e.spawn(hc, stdin, nil)
+	}
+	helperEnd, sup, err := e.newEgressGuard(e.log)
+	if err != nil {
+		return nil, err
+	}
+	p, err := e.spawn(hc, stdin, helperEnd)
+	_ = helperEnd.Close() // the helper has its copy; its exit ends the supervisor's wait
+	if err != nil {
+		sup.close()
+		return nil, err
+	}
+	p.guard = sup
+	e.waiters.Go(sup.run)
+	return p, nil
 }
 
 // spawn starts a helper with hc on its config pipe and stdin (nil = no
-// input). The caller reads the pipes and calls wait.
-func (e *Executor) spawn(hc *helperConfig, network bool, stdin []byte) (p *proc, err error) {
+// input), and guard (the helper's end of the egress guard's socket pair)
+// as fd 5 unless nil. The caller reads the pipes and calls wait.
+func (e *Executor) spawn(hc *helperConfig, stdin []byte, guard *os.File) (p *proc, err error) {
 	var closers []*os.File
 	defer func() {
 		for _, f := range closers {
@@ -265,7 +323,10 @@ func (e *Executor) spawn(hc *helperConfig, network bool, stdin []byte) (p *proc,
 		Stdout:      outW,
 		Stderr:      errW,
 		ExtraFiles:  []*os.File{cfgR, statW},
-		SysProcAttr: e.sysProcAttr(network),
+		SysProcAttr: e.sysProcAttr(hc.Network),
+	}
+	if guard != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, guard)
 	}
 	var inW *os.File
 	if stdin != nil {
@@ -475,8 +536,8 @@ func (e *Executor) environ(sc *toolwirev1.SandboxConfig, dir string) []string {
 // and everything it started are gone.
 func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.Result, error) {
 	sc := req.Spec.GetSandbox()
-	if sc.GetNetwork() && !e.cfg.HostNetwork {
-		return nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_PERMANENT, Message: errNetworkNotAllowed.Error(),
+	if err := e.checkNetwork(sc); err != nil {
+		return nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_PERMANENT, Message: err.Error(),
 			SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
 	}
 	tmpl, err := parseTemplate(sc)
@@ -510,6 +571,7 @@ func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.R
 	}
 	if hc.Network {
 		hc.EgressPorts = e.cfg.EgressPorts
+		hc.EgressGuard = e.egressGuard()
 	}
 	dir := "/tmp"
 	if !hc.Tmpfs {
@@ -559,10 +621,14 @@ func (e *Executor) run(ctx context.Context, sc *toolwirev1.SandboxConfig, hc *he
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sandbox: not started: %w", err)
 	}
-	p, err := e.spawn(hc, hc.Network, stdin)
+	p, err := e.start(hc, stdin)
 	if err != nil {
 		return nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, Message: err.Error(), Cause: err,
 			SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
+	}
+	if p.guard != nil {
+		// Stopped once the process is gone (or killed), on every return.
+		defer p.guard.stop()
 	}
 	out := newOutputs(lim.output, e.cfg.StderrTailBytes)
 	out.start(p.stdout, p.stderr)

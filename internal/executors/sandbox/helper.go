@@ -63,6 +63,11 @@ type helperConfig struct {
 	// EgressPorts are the TCP ports a Network target may connect to
 	// (Landlock ABI 4); it may bind none.
 	EgressPorts []uint16 `json:"egress_ports,omitempty"`
+	// EgressGuard installs the egress filter last and sends its listener
+	// to the worker on guardFD (egressfilter.go); with it TCP port 53 is
+	// allowed too (the guard lets only the resolvers through there).
+	// In probe mode the filter is tried instead.
+	EgressGuard bool `json:"egress_guard,omitempty"`
 	// Rlimits are set last, just before exec.
 	Rlimits []rlimit `json:"rlimits,omitempty"`
 }
@@ -181,6 +186,14 @@ func RunHelper() {
 	}
 	if hc.Seccomp {
 		step(MechSeccomp, func() error { return loadSeccomp(hc.Network) })
+	}
+	if hc.EgressGuard {
+		step(GapEgressGuard, func() error {
+			if hc.Probe {
+				return probeEgressGuard()
+			}
+			return startEgressGuard()
+		})
 	}
 	if hc.Probe {
 		_ = json.NewEncoder(status).Encode(report)
@@ -380,6 +393,9 @@ func restrictLandlock(hc *helperConfig, dir string) error {
 	var netRules []landlock.Rule
 	for _, p := range hc.EgressPorts {
 		netRules = append(netRules, landlock.ConnectTCP(p))
+	}
+	if hc.EgressGuard {
+		netRules = append(netRules, landlock.ConnectTCP(53)) // DNS over TCP, to the resolvers only
 	}
 	return landlock.V4.BestEffort().RestrictNet(netRules...)
 }

@@ -45,15 +45,18 @@ func setup(t *testing.T) *sandbox.Executor {
 }
 
 // setupNet returns a shared executor whose operator allowed network tools
-// (HostNetwork), with TCP egress to any port: the tests of network tools
-// that are not about the egress ports use it. Close runs in TestMain.
+// (HostNetwork), with egress to any port and to loopback: the tests of
+// network tools that are not about egress use it. Close runs in TestMain.
 func setupNet(t *testing.T) *sandbox.Executor {
 	t.Helper()
 	all := make([]uint16, 0, 65535)
 	for p := 1; p <= 65535; p++ {
 		all = append(all, uint16(p))
 	}
-	sharedNetOnce.Do(func() { sharedNet, sharedNetErr = sandbox.New(sandbox.Config{HostNetwork: true, EgressPorts: all}) })
+	sharedNetOnce.Do(func() {
+		sharedNet, sharedNetErr = sandbox.New(sandbox.Config{HostNetwork: true, EgressPorts: all,
+			EgressAllowNetworks: []string{"127.0.0.0/8", "::1/128"}})
+	})
 	require.NoError(t, sharedNetErr)
 	return sharedNet
 }

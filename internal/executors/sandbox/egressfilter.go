@@ -1,0 +1,263 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The egress filter is a seccomp filter with a listener (user
+// notification): connect(2), sendmsg(2), sendmmsg(2) and sendto(2) with a
+// destination address stop in the kernel until the worker's supervisor
+// (egress.go) has read the address from the process's memory and judged
+// it. It also confines socket(2) of a network tool to the families and
+// protocols the supervisor understands. The helper installs it last,
+// after the other filters, on the thread that execs the target.
+
+// guardFD is the helper's end of the UNIX socket pair on which it sends
+// the filter's listener to the worker (network tools only).
+const guardFD = 5
+
+// x32SyscallBit marks amd64's x32 system call numbers, which the filter's
+// numbers would not match: they are refused.
+const x32SyscallBit = 0x40000000
+
+// bpfIns is one instruction of a filter under construction; jt and jf name
+// labels (the empty name continues with the next instruction).
+type bpfIns struct {
+	label  string
+	code   uint16
+	k      uint32
+	jt, jf string
+}
+
+// assemble resolves labels into the kernel's relative jumps.
+func assemble(prog []bpfIns) ([]unix.SockFilter, error) {
+	at := map[string]int{}
+	for i, in := range prog {
+		if in.label != "" {
+			at[in.label] = i
+		}
+	}
+	out := make([]unix.SockFilter, len(prog))
+	for i, in := range prog {
+		out[i] = unix.SockFilter{Code: in.code, K: in.k}
+		for _, j := range []struct {
+			name string
+			dst  *uint8
+		}{{in.jt, &out[i].Jt}, {in.jf, &out[i].Jf}} {
+			if j.name == "" {
+				continue
+			}
+			to, ok := at[j.name]
+			if !ok || to <= i || to-i-1 > 255 {
+				return nil, fmt.Errorf("seccomp: bad jump to %q", j.name)
+			}
+			*j.dst = uint8(to - i - 1)
+		}
+	}
+	return out, nil
+}
+
+// Offsets in struct seccomp_data; an argument's low 32 bits come first on
+// the little-endian architectures this package supports.
+const (
+	offNr   = 0
+	offArch = 4
+)
+
+func offArgLow(i uint32) uint32  { return 16 + 8*i }
+func offArgHigh(i uint32) uint32 { return 20 + 8*i }
+
+// egressProgram is the filter: other architectures pass (the
+// architecture filter kills them), x32 numbers fail with ENOSYS, the
+// address-carrying calls notify, socket(2) is confined to AF_UNIX,
+// AF_NETLINK (name resolution asks the kernel for interfaces) and AF_INET
+// and AF_INET6 with protocol 0, TCP, UDP, ICMP or ICMPv6 (no SCTP, whose
+// connectx socket option takes addresses the filter cannot see), and
+// everything else passes.
+func egressProgram(audit uint32) []bpfIns {
+	ld := func(off uint32) bpfIns { return bpfIns{code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: off} }
+	jeq := func(k uint32, jt, jf string) bpfIns {
+		return bpfIns{code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, k: k, jt: jt, jf: jf}
+	}
+	ret := func(label string, k uint32) bpfIns {
+		return bpfIns{label: label, code: unix.BPF_RET | unix.BPF_K, k: k}
+	}
+	errno := func(e syscall.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
+	return []bpfIns{
+		ld(offArch),
+		jeq(audit, "", "allow"),
+		ld(offNr),
+		{code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, k: x32SyscallBit, jt: "enosys"},
+		jeq(unix.SYS_CONNECT, "notify", ""),
+		jeq(unix.SYS_SENDMSG, "notify", ""),
+		jeq(unix.SYS_SENDMMSG, "notify", ""),
+		jeq(unix.SYS_SENDTO, "sendto", ""),
+		jeq(unix.SYS_SOCKET, "", "allow"),
+		ld(offArgLow(0)),
+		jeq(unix.AF_UNIX, "allow", ""),
+		jeq(unix.AF_NETLINK, "allow", ""),
+		jeq(unix.AF_INET, "proto", ""),
+		jeq(unix.AF_INET6, "proto", ""),
+		ret("", errno(unix.EAFNOSUPPORT)),
+		{label: "proto", code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: offArgLow(2)},
+		jeq(0, "allow", ""),
+		jeq(unix.IPPROTO_TCP, "allow", ""),
+		jeq(unix.IPPROTO_UDP, "allow", ""),
+		jeq(unix.IPPROTO_ICMP, "allow", ""),
+		jeq(unix.IPPROTO_ICMPV6, "allow", ""),
+		ret("", errno(unix.EPROTONOSUPPORT)),
+		// sendto without a destination (a connected socket) passes.
+		{label: "sendto", code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: offArgLow(4)},
+		jeq(0, "", "notify"),
+		ld(offArgHigh(4)),
+		jeq(0, "allow", "notify"),
+		ret("notify", unix.SECCOMP_RET_USER_NOTIF),
+		ret("enosys", errno(unix.ENOSYS)),
+		ret("allow", unix.SECCOMP_RET_ALLOW),
+	}
+}
+
+// installEgressFilter loads the egress filter on the calling thread (and
+// so on whatever it execs) and returns its listener. The thread must have
+// no_new_privs. The filter is not synchronised to the process's other
+// threads: the helper sends the listener from one of them (sendListener).
+func installEgressFilter() (int, error) {
+	audit, ok := nativeAudit[runtime.GOARCH]
+	if !ok {
+		return -1, fmt.Errorf("egress filter: architecture %s not supported", runtime.GOARCH)
+	}
+	filter, err := assemble(egressProgram(audit))
+	if err != nil {
+		return -1, err
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	fd, _, errno := syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&prog)))
+	if errno != 0 {
+		return -1, fmt.Errorf("egress filter (seccomp user notification, Linux 5.0): %w", errno)
+	}
+	return int(fd), nil
+}
+
+// sendListener sends fd over the socket guardFD. sendmsg(2) is one of the
+// filtered calls, so it runs on another goroutine, which never runs on
+// the locked thread that carries the filter (and Go starts new threads
+// for a locked thread from its template thread, made before the filter).
+func sendListener(fd int) error {
+	done := make(chan error, 1)
+	go func() {
+		done <- unix.Sendmsg(guardFD, []byte{0}, unix.UnixRights(fd), nil, 0)
+	}()
+	if err := <-done; err != nil {
+		return fmt.Errorf("send the egress listener: %w", err)
+	}
+	return nil
+}
+
+// startEgressGuard installs the filter, hands its listener to the worker
+// and closes every copy the target could inherit.
+func startEgressGuard() error {
+	fd, err := installEgressFilter()
+	if err != nil {
+		return err
+	}
+	err = sendListener(fd)
+	_ = unix.Close(fd)
+	_ = unix.Close(guardFD)
+	return err
+}
+
+// probeEgressGuard checks, on the calling (locked) thread, that the
+// kernel delivers notifications and honours SECCOMP_USER_NOTIF_FLAG_
+// CONTINUE (Linux 5.5): it installs the filter, and another goroutine
+// answers "continue" to the connect(2) this thread then makes.
+func probeEgressGuard() error {
+	fd, err := installEgressFilter()
+	if err != nil {
+		return err
+	}
+	answered := make(chan error, 1)
+	go func() {
+		defer func() { _ = unix.Close(fd) }() // a closed listener fails what waits with ENOSYS
+		var n seccompNotif
+		if err := notifRecv(fd, &n); err != nil {
+			answered <- fmt.Errorf("receive a notification: %w", err)
+			return
+		}
+		if err := notifSend(fd, &seccompNotifResp{ID: n.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}); err != nil {
+			answered <- fmt.Errorf("answer with SECCOMP_USER_NOTIF_FLAG_CONTINUE (Linux 5.5): %w", err)
+			return
+		}
+		answered <- nil
+	}()
+	// connect(-1, NULL, 0): allowed to continue, the kernel answers EBADF.
+	_, _, errno := syscall.Syscall(unix.SYS_CONNECT, ^uintptr(0), 0, 0)
+	if err := <-answered; err != nil {
+		return err
+	}
+	if errno != unix.EBADF {
+		return fmt.Errorf("a continued connect(-1) answered %v, not EBADF", errno)
+	}
+	return nil
+}
+
+// The kernel's user-notification structures (linux/seccomp.h).
+type seccompData struct {
+	Nr   int32
+	Arch uint32
+	IP   uint64
+	Args [6]uint64
+}
+
+type seccompNotif struct {
+	ID    uint64
+	Pid   uint32
+	Flags uint32
+	Data  seccompData
+}
+
+type seccompNotifResp struct {
+	ID    uint64
+	Val   int64
+	Error int32
+	Flags uint32
+}
+
+func notifIoctl(fd int, req uint, arg unsafe.Pointer) error {
+	for {
+		_, _, errno := syscall.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(arg))
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return errno
+		}
+		return nil
+	}
+}
+
+func notifRecv(fd int, n *seccompNotif) error {
+	*n = seccompNotif{}
+	return notifIoctl(fd, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(n))
+}
+
+func notifSend(fd int, r *seccompNotifResp) error {
+	return notifIoctl(fd, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(r))
+}
+
+// notifValid reports whether the notification id still waits: the task
+// that made it is still in that system call, so what was read from its
+// memory (by pid) was read from it.
+func notifValid(fd int, id uint64) bool {
+	return notifIoctl(fd, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&id)) == nil
+}
+
+var errNoListener = errors.New("the helper sent no egress listener")
