@@ -22,7 +22,9 @@ const (
 	RoleWorker = "worker"
 	// RoleOperator is toolctl's audit, dlq and replay commands: it reads
 	// the streams, asks a dispatcher to retry a dead letter and publishes
-	// replays on shadow subjects. It never publishes a call.
+	// replays on shadow subjects. It never publishes a call, and never
+	// creates, changes or deletes a stream or a pool's consumer: its only
+	// consumers are its scans' (ScanConsumer).
 	RoleOperator = "operator"
 )
 
@@ -146,22 +148,22 @@ func operatorPermissions(c Config) Permissions {
 		pub = append(pub, jsAPI+"STREAM.INFO."+st, jsAPI+"CONSUMER.NAMES."+st, jsAPI+"CONSUMER.LIST."+st,
 			jsAPI+"CONSUMER.INFO."+st+".*")
 	}
+	// audit over CALLS and dlq list over DLQ read with a Scan, whose
+	// consumers are named after its slots: the operator creates, reads
+	// from and deletes those and no other consumer, so never a pool's
+	// (no update, no delete, no fetch that spends a call's deliveries).
+	// Several filters travel in the body; one is in the subject (any
+	// filter: a scan consumer delivers only to its creator).
+	pub = append(pub, scanPermissions(calls)...)
+	pub = append(pub, scanPermissions(dlq)...)
 	pub = append(pub,
-		// audit: ordered consumers over CALLS (several filters: the
-		// filters are not in the subject), stored results and events.
-		jsAPI+"CONSUMER.CREATE."+calls+".*",
-		jsAPI+"CONSUMER.CREATE."+calls+".*."+s.AllCalls(),
-		jsAPI+"CONSUMER.MSG.NEXT."+calls+".*",
-		jsAPI+"CONSUMER.DELETE."+calls+".*",
+		// audit: stored results and events.
 		jsAPI+"DIRECT.GET."+results+".>",
 		jsAPI+"DIRECT.GET."+events,
 		jsAPI+"DIRECT.GET."+events+".>",
 		// replay: its shadow results, confirmed by the leader.
 		jsAPI+"STREAM.MSG.GET."+results,
-		// dlq list and show: an ordered consumer over DLQ, gets by sequence.
-		jsAPI+"CONSUMER.CREATE."+dlq+".*."+s.AllDLQ(),
-		jsAPI+"CONSUMER.MSG.NEXT."+dlq+".*",
-		jsAPI+"CONSUMER.DELETE."+dlq+".*",
+		// dlq show: gets by sequence.
 		jsAPI+"DIRECT.GET."+dlq,
 		// dlq retry: a request a dispatcher serves (DLQRetrySubject).
 		DLQRetrySubject(c),
@@ -176,6 +178,19 @@ func operatorPermissions(c Config) Permissions {
 		s.join("result", "*", ReplayDispatcher, "*"),
 	}
 	return Permissions{Publish: pub, Subscribe: sub}
+}
+
+// scanPermissions are the operator's subjects for the Scan slots of
+// stream: create (filters in the body, or one in the subject), fetch,
+// delete.
+func scanPermissions(stream string) []string {
+	var pub []string
+	for i := range ScanSlots {
+		name := stream + "." + ScanConsumer(i)
+		pub = append(pub, jsAPI+"CONSUMER.CREATE."+name, jsAPI+"CONSUMER.CREATE."+name+".>",
+			jsAPI+"CONSUMER.MSG.NEXT."+name, jsAPI+"CONSUMER.DELETE."+name)
+	}
+	return pub
 }
 
 // ReplayDispatcher is the dispatcher token of replayed calls: their

@@ -430,3 +430,96 @@ func TestOperatorInspectsTheLayout(t *testing.T) {
 	defer v.mu.Unlock()
 	require.Empty(t, v.errs)
 }
+
+// An operator credential reads, retries and approves, and changes nothing
+// else: a pool's consumer cannot be updated, deleted or fetched from, and
+// no stream can be changed; its own scans still read.
+func TestOperatorCannotChangeConsumersOrStreams(t *testing.T) {
+	t.Parallel()
+	e := startAuth(t, bus.Config{})
+	ctx := t.Context()
+	pool, err := e.bus.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE})
+	require.NoError(t, err)
+	declared := pool.CachedInfo().Config
+	name := declared.Durable
+	nc, v := e.dialRole(t, bus.RoleOperator)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	calls := e.bus.Config.CallsStream()
+	refused := func(subject string, call func(ctx context.Context) error) {
+		t.Helper()
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		require.Error(t, call(rctx), subject)
+		v.waitFor(t, subject)
+	}
+
+	// The pool's consumer: MaxDeliver 5 → 2, in either create form.
+	edited := declared
+	edited.MaxDeliver = 2
+	refused("$JS.API.CONSUMER.CREATE."+calls+"."+name+"."+declared.FilterSubject, func(ctx context.Context) error {
+		_, err := js.CreateOrUpdateConsumer(ctx, calls, edited)
+		return err
+	})
+	multi := edited
+	multi.FilterSubject, multi.FilterSubjects = "", []string{declared.FilterSubject}
+	refused("$JS.API.CONSUMER.CREATE."+calls+"."+name, func(ctx context.Context) error {
+		_, err := js.UpdateConsumer(ctx, calls, multi)
+		return err
+	})
+	refused("$JS.API.CONSUMER.DELETE."+calls+"."+name, func(ctx context.Context) error {
+		return js.DeleteConsumer(ctx, calls, name)
+	})
+	// A fetch would spend a delivery of each call it takes.
+	next := "$JS.API.CONSUMER.MSG.NEXT." + calls + "." + name
+	require.NoError(t, nc.PublishRequest(next, nc.NewRespInbox(), []byte(`{"batch":1,"no_wait":true}`)))
+	v.waitFor(t, next)
+	// Streams: update, purge, delete.
+	for _, verb := range []string{"UPDATE", "PURGE", "DELETE"} {
+		subject := "$JS.API.STREAM." + verb + "." + calls
+		refused(subject, func(ctx context.Context) error {
+			_, err := nc.RequestWithContext(ctx, subject, []byte(`{}`))
+			return err
+		})
+	}
+	info, err := e.bus.Calls.Consumer(ctx, name)
+	require.NoError(t, err, "the pool's consumer is still there")
+	require.Equal(t, 5, info.CachedInfo().Config.MaxDeliver, "and unchanged")
+
+	// What the operator does need still works: two scans of CALLS at
+	// once, each on a slot of its own, gone when closed.
+	for i := range 3 {
+		_, err := e.bus.JS.Publish(ctx, e.bus.Subjects.Call(toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE, "acme", "builtin", "echo"),
+			[]byte{byte(i)})
+		require.NoError(t, err)
+	}
+	ocalls, err := js.Stream(ctx, calls)
+	require.NoError(t, err)
+	var scans []*bus.Scan
+	for range 2 {
+		scan, err := bus.NewScan(ctx, ocalls, jetstream.OrderedConsumerConfig{FilterSubjects: []string{e.bus.Subjects.AllCalls(), e.bus.Subjects.AllShadow()}})
+		require.NoError(t, err)
+		scans = append(scans, scan)
+	}
+	for _, scan := range scans {
+		var got []byte
+		for len(got) < 3 {
+			batch, err := scan.Fetch(2, jetstream.FetchMaxWait(time.Second))
+			require.NoError(t, err)
+			for m := range batch.Messages() {
+				got = append(got, m.Data()...)
+			}
+		}
+		require.Equal(t, []byte{0, 1, 2}, got, "in order, none twice")
+	}
+	for _, scan := range scans {
+		require.NoError(t, scan.Close())
+	}
+	lister := e.bus.Calls.ListConsumers(ctx)
+	var left []string
+	for ci := range lister.Info() {
+		left = append(left, ci.Name)
+	}
+	require.NoError(t, lister.Err())
+	require.Equal(t, []string{name}, left, "no scan consumer left")
+}

@@ -72,8 +72,10 @@
 //
 // The configuration wins. Open creates or updates every stream and
 // bucket, and EnsurePool every pool consumer, from the configuration; an
-// operator's edit on the server (nats stream edit) is put back at the next
-// start of a dispatcher (and of a worker, for its pool consumers). It is
+// edit on the server (nats stream edit) is put back at the next start of
+// a dispatcher; a pool consumer is put back by its running workers within
+// seconds (internal/worker, "Pool consumers put back"; PoolDrift is their
+// comparison). It is
 // not put back silently: each store's and consumer's settings are read
 // before the update, and every setting the update changed is logged at
 // warn with the live and the configured value ("max_bytes: 1048576 →
@@ -123,10 +125,15 @@
 //     EnsurePool ignores it, so it never blocks a pool, even left behind by
 //     a process that died. Before, an audit's leftover consumer made every
 //     pool start-up fail "pools overlap" for the 5 minutes of its
-//     inactivity threshold. One-off reads use a Scan, which deletes every
-//     server consumer it made (an ordered consumer makes one per fetch)
-//     when it ends, and whose consumers otherwise expire after
-//     ScanInactive (1m).
+//     inactivity threshold. One-off reads use a Scan: like an ordered
+//     consumer it makes a server consumer per fetch, starting after the
+//     last message returned, and deletes each one it replaced and the
+//     last when it ends (otherwise they expire after ScanInactive, 1m).
+//     Its consumers are named after ScanSlots fixed slots
+//     (ScanConsumer: scan_0 … scan_7; a slot another scan holds is
+//     skipped, and with all eight taken a random name is tried, which
+//     only the dispatchers may create), so that the operator role needs
+//     no wildcard consumer name (below).
 //   - The dispatchers share two durable consumers, made by EnsureReaper
 //     (<prefix>_reaper on the advisories stream: MaxDeliver advisories,
 //     from the first) and EnsureMover (<prefix>_retry_mover on the retries
@@ -260,10 +267,13 @@
 //     registry bucket, write blobs.
 //   - RoleOperator: see the layout's metadata (stream and consumer info,
 //     the account's stream names: the nats CLI's stream and consumer
-//     listings), read CALLS, RESULTS, EVENTS, DLQ and the registry
-//     (ordered consumers and direct gets), request a dead-letter retry from
-//     a dispatcher (DLQRetrySubject), publish replays on shadow subjects
-//     and hear their results.
+//     listings), read CALLS, RESULTS, EVENTS, DLQ and the registry (Scans
+//     and direct gets), request a dead-letter retry from a dispatcher
+//     (DLQRetrySubject), publish replays on shadow subjects and hear
+//     their results. It reads, retries and approves, and changes nothing
+//     else: its only consumers are the Scan slots of CALLS and DLQ
+//     (create, fetch, delete: named in the subject, so never a pool's
+//     consumer, which it can neither update, delete nor fetch from).
 //
 // Neither may publish a call, manage a stream or bucket, read CALLS by
 // direct get, or subscribe to call subjects or another role's inboxes:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -119,4 +120,25 @@ func render(v any) string {
 		}
 	}
 	return fmt.Sprint(v)
+}
+
+// PoolDrift lists how a pool's live consumer configuration differs from
+// declared, the configuration EnsurePool made (the server's answer to
+// it), each setting as "json_name: live → declared"; nil when they agree.
+// A declared filter the live consumer lacks is a difference; a filter it
+// has besides is not (filters only grow: another replica's tools).
+func PoolDrift(live, declared jetstream.ConsumerConfig) []string {
+	have := ConsumerFilters(live)
+	var missing []string
+	for _, f := range ConsumerFilters(declared) {
+		if !slices.Contains(have, f) {
+			missing = append(missing, f)
+		}
+	}
+	live.FilterSubject, live.FilterSubjects, declared.FilterSubject, declared.FilterSubjects = "", nil, "", nil
+	out := drift(&live, &declared)
+	if len(missing) > 0 {
+		out = append(out, "filter_subjects: missing "+strings.Join(missing, ", "))
+	}
+	return out
 }

@@ -80,6 +80,11 @@ type Config struct {
 	// those of the live workers), and retries only in-process, so that a
 	// replay never reaches a live pool.
 	Shadow bool
+	// ConsumerCheck is how often the worker compares the live consumer of
+	// each pool it serves with the one it declared, and puts back a
+	// missing or changed one (guard.go); a fetch that finds its consumer
+	// gone checks at once. Default 5s.
+	ConsumerCheck time.Duration
 	// Logger; default slog.Default(). The worker logs through a
 	// telemetry.LogHandler, so lines logged with a call's context carry
 	// its trace_id and span_id.
@@ -123,6 +128,7 @@ func (c Config) WithDefaults() Config {
 	c.MaxArgsBytes = cmp.Or(c.MaxArgsBytes, 1<<20)
 	c.MaxArgsDepth = cmp.Or(c.MaxArgsDepth, 64)
 	c.NotServedDelay = cmp.Or(c.NotServedDelay, time.Second)
+	c.ConsumerCheck = cmp.Or(c.ConsumerCheck, 5*time.Second)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
@@ -153,6 +159,9 @@ func (c Config) Validate() error {
 	}
 	if c.FetchWait < 100*time.Millisecond {
 		return fmt.Errorf("worker: FetchWait %s is below 100ms", c.FetchWait)
+	}
+	if c.ConsumerCheck < 100*time.Millisecond {
+		return fmt.Errorf("worker: ConsumerCheck %s is below 100ms", c.ConsumerCheck)
 	}
 	if c.MaxInlineBytes < 4096 {
 		return fmt.Errorf("worker: MaxInlineBytes %d is below 4096", c.MaxInlineBytes)

@@ -283,6 +283,24 @@
 // defines differently is refused, naming both pools. Shadow workers claim
 // nothing.
 //
+// # Pool consumers put back
+//
+// A served pool's consumer is what the worker declared (EnsurePool, from
+// the pool's settings and its tools' subjects). Every ConsumerCheck
+// (default 5s), and at once when a fetch finds the consumer gone, the
+// worker compares the live consumer with that declaration
+// (bus.PoolDrift: every setting; a declared filter missing, never one
+// more, since another replica's tools add filters) and puts back a missing
+// or changed one with EnsurePool, logged at warn with what differed
+// (guard.go). Ready — the worker's /readyz — fails while a consumer is
+// missing or differs, naming the difference. A repair that fails (an
+// overlapping pool's consumer in the way, a setting the server cannot
+// update, such as a deliver policy) is logged at error and tried again at
+// the next check; the worker stays not ready. A re-created consumer starts
+// at new calls (DeliverNew): calls queued while it was missing are the
+// orphan sweeper's (dead-lettered). Replicas of one pool must declare the
+// same settings, or each puts back its own.
+//
 // # Flow control
 //
 // A pool fetches at most its free slots (Concurrency minus calls in
@@ -320,6 +338,7 @@
 // server step fails), events.go (attempt events), claim.go (the STARTED
 // claim, and the attempts left unrun), cancel.go (tombstones, and the registrations of running
 // calls), watchdog.go, heartbeat.go, runners.go, truncate.go (Output),
-// redact.go, observe.go (metrics and spans), decode.go (the checks;
+// redact.go, observe.go (metrics and spans), guard.go (pool consumers
+// put back), decode.go (the checks;
 // the arguments' is registry.CheckArgs), and worker.go (start, fetch, stop).
 package worker

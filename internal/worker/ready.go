@@ -3,22 +3,22 @@ package worker
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/toolwire/toolwire/internal/telemetry"
 )
 
 // Ready reports why the worker cannot serve calls now, or nil: it must be
 // started (its specs published) and not stopping, connected to NATS, and
-// the calls and results streams and the consumer of every pool it serves
-// must exist. It backs the worker's /readyz.
+// the calls and results streams must exist, and the consumer of every pool
+// it serves must exist with its declared configuration (guard.go puts it
+// back). It backs the worker's /readyz.
 func (w *Worker) Ready(ctx context.Context) error {
 	w.mu.Lock()
 	started, stopped := w.started, w.stopped
-	var consumers []string
+	var consumers []declaredPool
 	for _, p := range w.cfg.Pools {
 		if w.serving[p.Name] {
-			consumers = append(consumers, w.bus.Config.PoolConsumer(p.Name))
+			consumers = append(consumers, w.declared[p.Name])
 		}
 	}
 	w.mu.Unlock()
@@ -33,9 +33,9 @@ func (w *Worker) Ready(ctx context.Context) error {
 	if err := telemetry.StreamsPresent(ctx, w.bus.Calls, w.bus.Results); err != nil {
 		return err
 	}
-	for _, name := range consumers {
-		if _, err := w.bus.Calls.Consumer(ctx, name); err != nil {
-			return fmt.Errorf("pool consumer %s: %w", name, err)
+	for _, d := range consumers {
+		if err := w.consumerReady(ctx, d); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/toolwire/toolwire/internal/executors/observed"
 	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/startstop"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"go.opentelemetry.io/otel/trace"
@@ -42,6 +43,12 @@ type Worker struct {
 	specs atomic.Pointer[map[string]*registry.Entry]
 	// serving are the pools whose fetch loops run (under mu).
 	serving map[string]bool
+	// declared are the pool consumers as the worker made them, by pool
+	// (under mu); the guard (guard.go) puts back what differs from them.
+	declared map[string]declaredPool
+	// checkNow asks the guard for a check at once; guardLoop runs it.
+	checkNow  chan struct{}
+	guardLoop *startstop.Loop
 	// gaps are the isolation mechanisms each executor type lacks here.
 	gaps map[toolwirev1.ExecutorType][]string
 	// specGaps add the gaps of one tool (a sandbox tool with network).
@@ -162,7 +169,7 @@ func New(b *bus.Bus, cfg Config) (*Worker, error) {
 		}
 	}
 	w := &Worker{bus: b, cfg: cfg, log: telemetry.WithTraceIDs(cfg.Logger).With("component", "worker", "worker", cfg.Name),
-		gaps: map[toolwirev1.ExecutorType][]string{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics,
+		gaps: map[toolwirev1.ExecutorType][]string{}, declared: map[string]declaredPool{}, checkNow: make(chan struct{}, 1), tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics,
 		executors: make(map[toolwirev1.ExecutorType]executors.Executor, len(cfg.Executors))}
 	w.publishResult = w.observeResults(w.publishResultNow)
 	for t, e := range cfg.Executors {
@@ -235,6 +242,8 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.fetchers.Add(1)
 		go w.followSources(fetchCtx)
 	}
+	w.guardLoop = startstop.NewLoop(func(ctx context.Context) { w.guard(ctx, fetchCtx) })
+	_ = w.guardLoop.Start(ctx) // never fails
 	w.started = true
 	w.log.Info("worker started", "pools", len(w.serving), "tools", len(*w.specs.Load()))
 	return nil
@@ -342,6 +351,7 @@ func (w *Worker) ensureSpecs(ctx context.Context) ([]*toolwirev1.ToolSpec, []Poo
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("worker: %w", err)
 		}
+		w.declared[p.Name] = declaredPool{pool: p.PoolConfig, consumer: cons.CachedInfo().Config}
 		if w.serving[p.Name] {
 			continue // its fetch loop runs; the consumer now filters the new subjects too
 		}
@@ -456,6 +466,7 @@ func (w *Worker) shutdown(ctx context.Context) {
 		(*stop)()
 	}
 	w.fetchers.Wait()
+	_ = w.guardLoop.Stop(context.WithoutCancel(ctx)) // ends with fetchCtx: at most one server round trip
 	done := make(chan struct{})
 	go func() { w.handlers.Wait(); close(done) }()
 	select {
@@ -532,6 +543,9 @@ func (w *Worker) fetchLoop(ctx context.Context, p Pool, cons jetstream.Consumer)
 			if ctx.Err() != nil {
 				return
 			}
+			if consumerGone(err) {
+				w.checkConsumers()
+			}
 			log.Warn("fetch failed", "err", err)
 			select {
 			case <-time.After(time.Second):
@@ -552,6 +566,9 @@ func (w *Worker) fetchLoop(ctx context.Context, p Pool, cons jetstream.Consumer)
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) &&
 			!errors.Is(err, context.Canceled) && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil {
+			if consumerGone(err) {
+				w.checkConsumers()
+			}
 			log.Debug("fetch ended", "err", err)
 		}
 	}

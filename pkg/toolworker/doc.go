@@ -52,7 +52,9 @@
 // it waited for). The HTTP server (--http) starts before the wait:
 // /healthz answers while the worker waits, so startup and liveness probes
 // pass, and /readyz answers 503 "waiting for the NATS cluster" until the
-// worker serves. Other errors end the start-up at once: credentials
+// worker serves. Once it serves, /readyz also answers 503 while a pool's
+// consumer is missing or differs from what the worker declared, until the
+// worker has put it back (internal/worker, "Pool consumers put back"). Other errors end the start-up at once: credentials
 // refused, a pool overlapping another, a tool name another pool defines.
 // Before, the worker exited on the first timeout ("bus: stream …: context
 // deadline exceeded") and in Kubernetes crash-looped until the cluster

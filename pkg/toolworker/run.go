@@ -85,7 +85,8 @@ type Options struct {
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// HTTPAddr is where Run serves /healthz (alive), /readyz (connected,
-	// streams and pool consumers present, specs published) and /metrics
+	// streams present, pool consumers present as declared, specs
+	// published) and /metrics
 	// (Prometheus), from before it connects: a worker waiting for its
 	// cluster is alive and not ready. Empty = no HTTP server. The --http flag's default is
 	// DefaultHTTPAddr, loopback only.
