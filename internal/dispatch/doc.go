@@ -388,6 +388,22 @@
 // in apply_error. ApplyIntents applies a finished call's intents later
 // (each intent once); GetSession reads a session's state.
 //
+// Intents are checked where they are applied (sessions.go:
+// applyResult), not only by the worker that produced them: a stored
+// result is not proof that a well-behaved worker checked it. Each intent
+// is screened (intents.Screen) against the intent catalog and the spec
+// version of the tool the result records (ToolResponse.tool,
+// ResponseMeta.spec_version), read from the registry. The valid ones
+// apply; each other one changes nothing and is refused with its reason,
+// recorded once in the session's log (AppliedIntent.refused), answered in
+// CallResponse.refused_intents or ApplyIntentsResponse.refused, logged at
+// WARN ("intents refused at apply") and counted
+// (toolwire_dispatcher_intents_refused_total) when first recorded. A
+// result naming no spec version, or one the registry no longer holds, has
+// every intent refused; a registry read that fails is an error (apply
+// again later), never a refusal. The tool and version are the result's
+// own; that the result is the call's is for the result checks to say.
+//
 // # Arguments read back
 //
 // CallArguments (callargs.go) returns a stored call's arguments as

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
@@ -111,65 +113,70 @@ func (a *Applier) load(ctx context.Context, tenant, session string) (*toolwirev1
 	return s, e.Revision(), nil
 }
 
-// Apply applies the intents of the response of callID to a session: in
-// order, skipping any already applied (by "<call_id>/<intent_id>"), in one
-// compare-and-set update that is retried on conflict. It returns the
-// session after the update and how many intents it applied and skipped.
-// An intent whose payload is invalid fails the whole Apply; nothing is
-// applied.
-func (a *Applier) Apply(ctx context.Context, tenant, session, callID string, in []*toolwirev1.Intent) (*toolwirev1.Session, int, int, error) {
+// Response is what Apply applies: the intents of one call's response and
+// the spec version of the tool that returned them.
+type Response struct {
+	CallID  string
+	Intents []*toolwirev1.Intent
+	// Spec is the spec version of the tool that returned the intents,
+	// which Apply screens them against (Screen); nil declares none.
+	Spec *toolwirev1.ToolSpec
+	// NoSpec, when not empty, says why the tool's spec version is not
+	// known: every intent is refused with it.
+	NoSpec string
+}
+
+// Outcome is what one Apply did.
+type Outcome struct {
+	// Session is the session after the update.
+	Session *toolwirev1.Session
+	// Applied and Skipped count the intents applied now and the ones
+	// applied before.
+	Applied, Skipped int
+	// Refused are the intents screened out, each with its reason (every
+	// time; the session's log records each once).
+	Refused []Refusal
+	// Recorded counts the refusals recorded in the session's log now
+	// (the others were recorded by an earlier Apply).
+	Recorded int
+}
+
+// Apply applies the intents of one call's response to a session: it
+// screens them against the tool's spec version (Screen) and applies the
+// ones that pass, in order, skipping any already applied (by
+// "<call_id>/<intent_id>"), in one compare-and-set update that is retried
+// on conflict. Each refused intent is recorded in the session's log with
+// its reason (AppliedIntent.refused), once (by "<call_id>!<index>"), and
+// changes nothing else.
+func (a *Applier) Apply(ctx context.Context, tenant, session string, r Response) (Outcome, error) {
 	if session == "" {
-		return nil, 0, 0, errors.New("intents: no session to apply to")
+		return Outcome{}, errors.New("intents: no session to apply to")
 	}
 	if !bus.ValidTenant(tenant) {
-		return nil, 0, 0, fmt.Errorf("intents: tenant %q does not match %s", tenant, bus.TenantPattern)
+		return Outcome{}, fmt.Errorf("intents: tenant %q does not match %s", tenant, bus.TenantPattern)
 	}
-	for i, it := range in {
-		if it.GetId() == "" {
-			return nil, 0, 0, fmt.Errorf("intents: intent %d (%s) has no id", i+1, it.GetType())
-		}
-		if err := checkPayload(it); err != nil {
-			return nil, 0, 0, fmt.Errorf("intents: intent %s (%s): %w", it.GetId(), it.GetType(), err)
-		}
+	var refused []Refusal
+	if r.NoSpec != "" {
+		refused = RefuseAll(r.Intents, r.NoSpec)
+	} else {
+		_, refused = Screen(r.Spec, r.Intents)
 	}
 	key := SessionKey(tenant, session)
 	for range a.cfg.MaxAttempts {
 		s, rev, err := a.load(ctx, tenant, session)
 		if err != nil {
-			return nil, 0, 0, err
+			return Outcome{}, err
 		}
-		seen := make(map[string]bool, len(s.Applied))
-		for _, k := range s.Applied {
-			seen[k] = true
+		out := Outcome{Session: s, Refused: refused}
+		if !a.update(s, r, &out) {
+			return out, nil
 		}
-		applied, skipped := 0, 0
-		now := timestamppb.Now()
-		for _, it := range in {
-			k := callID + "/" + it.GetId()
-			if seen[k] {
-				skipped++
-				continue
-			}
-			seen[k] = true
-			apply(s, it)
-			s.Applied = append(s.Applied, k)
-			s.Log = append(s.Log, &toolwirev1.AppliedIntent{CallId: callID, IntentId: it.GetId(), Type: it.GetType(),
-				PayloadJson: it.GetPayloadJson(), AppliedAt: now})
-			applied++
-		}
-		if applied == 0 {
-			return s, 0, skipped, nil
-		}
-		s.Applied = tail(s.Applied, a.cfg.Remember)
-		s.Log = trimLog(tail(s.Log, a.cfg.MaxLog))
 		if n := stateBytes(s); n > MaxStateBytes {
-			return nil, 0, 0, fmt.Errorf("%w: %d bytes of state values, at most %d", ErrSessionFull, n, MaxStateBytes)
+			return Outcome{}, fmt.Errorf("%w: %d bytes of state values, at most %d", ErrSessionFull, n, MaxStateBytes)
 		}
-		s.Revision++
-		s.UpdatedAt = now
 		b, err := proto.Marshal(s)
 		if err != nil {
-			return nil, 0, 0, fmt.Errorf("intents: encode session: %w", err)
+			return Outcome{}, fmt.Errorf("intents: encode session: %w", err)
 		}
 		if rev == 0 {
 			_, err = a.kv.Create(ctx, key, b)
@@ -178,20 +185,94 @@ func (a *Applier) Apply(ctx context.Context, tenant, session, callID string, in 
 		}
 		switch {
 		case err == nil:
-			return s, applied, skipped, nil
+			return out, nil
 		case errors.Is(err, jetstream.ErrKeyExists) || bus.IsWrongLastSequence(err):
 			// Another applier won the race: reload and re-apply on its state.
 			select {
 			case <-ctx.Done():
-				return nil, 0, 0, ctx.Err()
+				return Outcome{}, ctx.Err()
 			default:
 			}
 			continue
 		default:
-			return nil, 0, 0, fmt.Errorf("intents: update session: %w", err)
+			return Outcome{}, fmt.Errorf("intents: update session: %w", err)
 		}
 	}
-	return nil, 0, 0, ErrContention
+	return Outcome{}, ErrContention
+}
+
+// update applies r's intents that out.Refused does not name to s, in
+// order, and logs the refusals not logged before, counting into out. It
+// reports whether s changed.
+func (a *Applier) update(s *toolwirev1.Session, r Response, out *Outcome) bool {
+	why := make(map[int]string, len(out.Refused))
+	for _, rf := range out.Refused {
+		why[rf.Index] = rf.Reason
+	}
+	seen := make(map[string]bool, len(s.Applied))
+	for _, k := range s.Applied {
+		seen[k] = true
+	}
+	changed := false
+	now := timestamppb.Now()
+	for i, it := range r.Intents {
+		reason, refused := why[i]
+		k := r.CallID + "/" + it.GetId()
+		if refused {
+			// "!" never follows a call id in an applied intent's key.
+			k = r.CallID + "!" + strconv.Itoa(i)
+		}
+		if seen[k] {
+			if !refused {
+				out.Skipped++
+			}
+			continue
+		}
+		seen[k] = true
+		s.Applied = append(s.Applied, k)
+		changed = true
+		if refused {
+			e := Refusal{Index: i, Intent: it, Reason: reason}.Entry(r.CallID)
+			e.AppliedAt = now
+			s.Log = append(s.Log, e)
+			out.Recorded++
+			continue
+		}
+		apply(s, it)
+		s.Log = append(s.Log, &toolwirev1.AppliedIntent{CallId: r.CallID, IntentId: it.GetId(), Type: it.GetType(),
+			PayloadJson: it.GetPayloadJson(), AppliedAt: now})
+		out.Applied++
+	}
+	if changed {
+		s.Applied = tail(s.Applied, a.cfg.Remember)
+		s.Log = trimLog(tail(s.Log, a.cfg.MaxLog))
+		s.Revision++
+		s.UpdatedAt = now
+	}
+	return changed
+}
+
+// maxRefusedField bounds the id, type and reason a log entry keeps of a
+// refused intent, which nothing checked; its payload is kept when within
+// MaxPayloadBytes.
+const maxRefusedField = 1024
+
+// Entry is the refusal as the session's log records it (without the
+// time), for callID's response.
+func (r Refusal) Entry(callID string) *toolwirev1.AppliedIntent {
+	e := &toolwirev1.AppliedIntent{CallId: callID, IntentId: cut(r.Intent.GetId()), Type: cut(r.Intent.GetType()),
+		PayloadJson: r.Intent.GetPayloadJson(), Refused: cut(r.Reason)}
+	if len(e.PayloadJson) > MaxPayloadBytes {
+		e.PayloadJson = ""
+	}
+	return e
+}
+
+func cut(s string) string {
+	if len(s) <= maxRefusedField {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxRefusedField], "")
 }
 
 // trimLog drops the oldest entries past MaxLogBytes of payloads.

@@ -20,38 +20,85 @@ const MaxPerResponse = 64
 // MaxPayloadBytes bounds one intent's payload.
 const MaxPayloadBytes = 64 << 10
 
-// Check validates the intents a tool returned against its spec: each type
-// is declared by the spec, each id is present and unique, each payload is a
+// Refusal is one intent of a response that Screen refused, and why.
+type Refusal struct {
+	// Index is the intent's position in the response, from 0.
+	Index  int
+	Intent *toolwirev1.Intent
+	// Reason says why, for a person: "type not declared by the tool
+	// (declared: none)".
+	Reason string
+}
+
+// Screen checks, one at a time, the intents a tool returned against the
+// intent catalog and its spec: each type is a catalog type or a
+// namespaced custom one (CheckType) and is declared by the spec (a nil
+// spec declares none), each id is present and unique, each payload is a
 // JSON object (or absent) and, for built-in types, matches the type's
-// schema. It returns every problem, wrapped around ErrViolation.
-func Check(spec *toolwirev1.ToolSpec, in []*toolwirev1.Intent) error {
-	if len(in) == 0 {
-		return nil
-	}
-	var errs []error
-	if len(in) > MaxPerResponse {
-		errs = append(errs, fmt.Errorf("%d intents; at most %d per response", len(in), MaxPerResponse))
-	}
+// schema, and at most MaxPerResponse of them come before it. It returns
+// the intents that pass, in order, and the others, each with its reason.
+// The worker (Check) and the applier (Applier.Apply) both screen with it.
+func Screen(spec *toolwirev1.ToolSpec, in []*toolwirev1.Intent) ([]*toolwirev1.Intent, []Refusal) {
+	valid := make([]*toolwirev1.Intent, 0, min(len(in), MaxPerResponse))
+	var refused []Refusal
 	ids := make(map[string]bool, len(in))
 	for i, it := range in {
-		where := fmt.Sprintf("intent %d (%s)", i+1, it.GetType())
+		var why []string
+		if i >= MaxPerResponse {
+			why = append(why, fmt.Sprintf("one of %d intents; at most %d per response", len(in), MaxPerResponse))
+		}
 		switch {
 		case it.GetId() == "":
-			errs = append(errs, fmt.Errorf("%s: no id", where))
+			why = append(why, "no id")
 		case ids[it.GetId()]:
-			errs = append(errs, fmt.Errorf("%s: id %q repeated", where, it.GetId()))
+			why = append(why, fmt.Sprintf("id %q repeated", it.GetId()))
 		}
 		ids[it.GetId()] = true
-		if !slices.Contains(spec.GetIntents(), it.GetType()) {
-			errs = append(errs, fmt.Errorf("%s: type not declared by the tool (declared: %s)", where, declared(spec)))
+		why = append(why, typeAndPayload(spec, it)...)
+		if len(why) > 0 {
+			refused = append(refused, Refusal{Index: i, Intent: it, Reason: strings.Join(why, "; ")})
 			continue
 		}
-		if err := checkPayload(it); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", where, err))
-		}
+		valid = append(valid, it)
 	}
-	if len(errs) == 0 {
+	return valid, refused
+}
+
+// typeAndPayload says what is wrong with one intent's type and payload.
+func typeAndPayload(spec *toolwirev1.ToolSpec, it *toolwirev1.Intent) []string {
+	if err := CheckType(it.GetType()); err != nil {
+		return []string{"not in the intent catalog: " + err.Error()}
+	}
+	if !slices.Contains(spec.GetIntents(), it.GetType()) {
+		return []string{fmt.Sprintf("type not declared by the tool (declared: %s)", declared(spec))}
+	}
+	if err := checkPayload(it); err != nil {
+		return []string{err.Error()}
+	}
+	return nil
+}
+
+// RefuseAll refuses every intent of in with one reason: the applier's
+// answer when the spec to screen them against cannot be found.
+func RefuseAll(in []*toolwirev1.Intent, reason string) []Refusal {
+	refused := make([]Refusal, len(in))
+	for i, it := range in {
+		refused[i] = Refusal{Index: i, Intent: it, Reason: reason}
+	}
+	return refused
+}
+
+// Check validates the intents a tool returned against its spec (Screen):
+// nil when every one passes, else every refusal, wrapped around
+// ErrViolation.
+func Check(spec *toolwirev1.ToolSpec, in []*toolwirev1.Intent) error {
+	_, refused := Screen(spec, in)
+	if len(refused) == 0 {
 		return nil
+	}
+	errs := make([]error, len(refused))
+	for i, r := range refused {
+		errs[i] = fmt.Errorf("intent %d (%s): %s", r.Index+1, r.Intent.GetType(), r.Reason)
 	}
 	return fmt.Errorf("%w: %w", ErrViolation, errors.Join(errs...))
 }

@@ -11,14 +11,29 @@
 //
 // # Declaration and checking
 //
-// A tool's spec declares the types it may emit (ToolSpec.intents); the
-// worker refuses a spec declaring an unknown type at start-up (CheckSpec)
-// and checks every successful result (Check): an undeclared type, a
-// malformed payload, a missing or repeated id, or more than MaxPerResponse
-// intents turn the response into INTERNAL ("the tool returned invalid
-// intents: ...", side effects POSSIBLE, since the tool ran), logged and
-// counted in worker.Stats.IntentViolations. Nothing invalid reaches an
-// orchestrator.
+// A tool's spec declares the types it may emit (ToolSpec.intents). One
+// check, Screen, decides every intent, one at a time: its type is in the
+// catalog (a built-in type or a namespaced custom one, CheckType) and
+// declared by the spec, its id is present and not repeated, its payload is
+// a JSON object matching the type's schema, and at most MaxPerResponse
+// intents come before it. It runs in two places:
+//
+//   - in the worker, on every successful result (Check, built on Screen):
+//     any refused intent turns the response into INTERNAL ("the tool
+//     returned invalid intents: ...", side effects POSSIBLE, since the
+//     tool ran), logged and counted in worker.Stats.IntentViolations. The
+//     worker also refuses a spec declaring an unknown type at start-up
+//     (CheckSpec);
+//   - where intents are applied (Applier.Apply), against the spec version
+//     the caller passes (Response.Spec): the applier trusts no result, so
+//     a result stored by anyone who can publish on the results subjects
+//     (a worker credential, a compromised tool host) changes a session
+//     only by intents its tool's spec version declares.
+//
+// The worker's check keeps invalid intents from well-behaved workers out
+// of every answer; the applier's check is the guard of the session state.
+// An orchestrator applying a result's intents itself (pkg/client's
+// Applier) gets them as stored and does its own checking.
 //
 // # How each executor type emits intents
 //
@@ -35,13 +50,20 @@
 // # The reference applier
 //
 // Applier keeps one Session per tenant and session id in the sessions KV
-// bucket. Apply applies the intents of one response in order, in a single
-// compare-and-set update retried on conflict, so concurrent appliers (agent
-// services, dispatcher replicas) never lose an update. Each intent is
-// applied exactly once: its key "<call_id>/<intent_id>" is remembered in
-// the session (the most recent ApplierConfig.Remember keys), so a response
-// delivered twice — at-least-once delivery, a retried RPC — applies
-// nothing the second time. SET_STATE with a null value deletes the key;
+// bucket. Apply screens the intents of one response against the tool's
+// spec version (Screen; every intent is refused with Response.NoSpec when
+// the version is unknown) and applies the ones that pass in order, in a
+// single compare-and-set update retried on conflict, so concurrent
+// appliers (agent services, dispatcher replicas) never lose an update.
+// Each intent is applied exactly once: its key "<call_id>/<intent_id>" is
+// remembered in the session (the most recent ApplierConfig.Remember keys),
+// so a response delivered twice — at-least-once delivery, a retried RPC —
+// applies nothing the second time. A refused intent changes nothing but
+// the log: an entry with its reason (AppliedIntent.refused; its id, type
+// and reason cut to 1 KiB, its payload dropped past MaxPayloadBytes),
+// recorded once (key "<call_id>!<index>"); every Apply returns the
+// refusals (Outcome.Refused), and Outcome.Recorded counts the ones it
+// recorded. SET_STATE with a null value deletes the key;
 // END_SESSION marks the session ended; the suppress flags default to true;
 // EMIT_EVENT, NOTIFY, INJECT_CONTEXT and custom intents change no field and
 // are recorded, like every applied intent, in the session's log (the most

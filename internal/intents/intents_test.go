@@ -21,6 +21,16 @@ func intent(id, typ, payload string) *toolwirev1.Intent {
 	return &toolwirev1.Intent{Id: id, Type: typ, PayloadJson: payload}
 }
 
+// declared is the response of callID with intents in from a tool that
+// declares every type in carries.
+func declared(callID string, in []*toolwirev1.Intent) intents.Response {
+	spec := &toolwirev1.ToolSpec{Name: "t"}
+	for _, it := range in {
+		spec.Intents = append(spec.Intents, it.GetType())
+	}
+	return intents.Response{CallID: callID, Intents: in, Spec: spec}
+}
+
 func TestCheck(t *testing.T) {
 	t.Parallel()
 	spec := &toolwirev1.ToolSpec{Name: "t", Intents: []string{intents.SetState, intents.Notify, intents.EndSession, "acme.reindex"}}
@@ -100,9 +110,10 @@ func TestApplyBuiltins(t *testing.T) {
 		intent("i7", intents.Notify, `{"message":"order placed"}`),
 		intent("i8", intents.EndSession, `{"reason":"done"}`),
 	}
-	s, applied, skipped, err := a.Apply(t.Context(), "acme", "s-1", "call1", in)
-	if err != nil || applied != len(in) || skipped != 0 {
-		t.Fatalf("apply: %v applied=%d skipped=%d", err, applied, skipped)
+	out, err := a.Apply(t.Context(), "acme", "s-1", declared("call1", in))
+	s := out.Session
+	if err != nil || out.Applied != len(in) || out.Skipped != 0 {
+		t.Fatalf("apply: %v %+v", err, out)
 	}
 	got, err := a.Get(t.Context(), "acme", "s-1")
 	if err != nil {
@@ -124,8 +135,8 @@ func TestApplyBuiltins(t *testing.T) {
 	}
 	// Session ids that are not plain tokens round-trip through the bucket.
 	for _, id := range []string{"user:42", "a@b", "conv/1", "x.y", "~tilde", strings.Repeat("long", 100)} {
-		if _, applied, _, err := a.Apply(t.Context(), "acme", id, "c-"+id[:3], []*toolwirev1.Intent{
-			intent("i1", intents.SetState, `{"key":"k","value":1}`)}); err != nil || applied != 1 {
+		if out, err := a.Apply(t.Context(), "acme", id, declared("c-"+id[:3], []*toolwirev1.Intent{
+			intent("i1", intents.SetState, `{"key":"k","value":1}`)})); err != nil || out.Applied != 1 {
 			t.Fatalf("apply to session %q: %v", id, err)
 		}
 		got, err := a.Get(t.Context(), "acme", id)
@@ -133,13 +144,51 @@ func TestApplyBuiltins(t *testing.T) {
 			t.Fatalf("session %q: %v %v", id, got, err)
 		}
 	}
-	// A malformed payload applies nothing.
-	if _, _, _, err := a.Apply(t.Context(), "acme", "s-1", "call2", []*toolwirev1.Intent{
-		intent("i1", intents.SetState, `{"key":"x","value":1}`), intent("i2", intents.SetState, `{"key":5}`)}); err == nil {
-		t.Fatal("malformed payload applied")
+}
+
+// Apply screens each intent against the catalog and the tool's spec
+// version: the valid ones apply, each other one is refused with its
+// reason, recorded in the session's log once, and changes nothing else.
+func TestApplyRefusesWhatTheSpecDoesNotAllow(t *testing.T) {
+	t.Parallel()
+	a := newApplier(t)
+	spec := &toolwirev1.ToolSpec{Name: "t", Intents: []string{intents.SetState}}
+	in := []*toolwirev1.Intent{
+		intent("i1", intents.SetState, `{"key":"x","value":1}`),
+		intent("i2", intents.EndSession, ``),
+		intent("i3", intents.SetState, `{"key":5}`),
+		intent("i4", "SET_STATES", `{}`),
+		intent("", intents.SetState, `{"key":"y","value":1}`),
+		intent("i1", intents.SetState, `{"key":"z","value":1}`),
 	}
-	if s, _ := a.Get(t.Context(), "acme", "s-1"); s.Revision != 1 {
-		t.Fatalf("a refused apply changed the session: revision %d", s.Revision)
+	r := intents.Response{CallID: "c1", Intents: in, Spec: spec}
+	want := map[int]string{1: "not declared by the tool (declared: SET_STATE)", 2: "payload invalid", 3: "not in the intent catalog",
+		4: "no id", 5: `id "i1" repeated`}
+	for round := range 2 {
+		out, err := a.Apply(t.Context(), "t", "s", r)
+		if err != nil || out.Applied != 1-round || out.Skipped != round || len(out.Refused) != len(want) {
+			t.Fatalf("round %d: %v %+v", round, err, out)
+		}
+		for _, rf := range out.Refused {
+			if !strings.Contains(rf.Reason, want[rf.Index]) {
+				t.Errorf("intent %d refused for %q, want %q", rf.Index, rf.Reason, want[rf.Index])
+			}
+		}
+		s := out.Session
+		if len(s.StateJson) != 1 || s.StateJson["x"] != "1" || s.Ended || s.Revision != 1 || len(s.Log) != len(in) {
+			t.Fatalf("round %d: session %v", round, s)
+		}
+		for i, l := range s.Log {
+			if applied := i == 0; applied != (l.Refused == "") || !strings.Contains(l.Refused, want[i]) {
+				t.Fatalf("log entry %d: %v", i, l)
+			}
+		}
+	}
+	// A spec version that cannot be found refuses every intent.
+	out, err := a.Apply(t.Context(), "t", "s", intents.Response{CallID: "c2", Intents: in[:1], NoSpec: "spec version v9 is unknown"})
+	if err != nil || out.Applied != 0 || len(out.Refused) != 1 || out.Session.StateJson["x"] != "1" || len(out.Session.Log) != len(in)+1 ||
+		out.Session.Log[len(in)].Refused != "spec version v9 is unknown" {
+		t.Fatalf("unknown spec: %v %+v", err, out)
 	}
 }
 
@@ -152,20 +201,21 @@ func TestApplyTwice(t *testing.T) {
 		intent("i1", "acme.counter.bump", `{}`),
 		intent("i2", intents.SetState, `{"key":"k","value":"v"}`),
 	}
-	if _, applied, _, err := a.Apply(t.Context(), "t", "s", "c1", in); err != nil || applied != 2 {
-		t.Fatalf("first: %v %d", err, applied)
+	if out, err := a.Apply(t.Context(), "t", "s", declared("c1", in)); err != nil || out.Applied != 2 {
+		t.Fatalf("first: %v %+v", err, out)
 	}
-	s, applied, skipped, err := a.Apply(t.Context(), "t", "s", "c1", in)
-	if err != nil || applied != 0 || skipped != 2 {
-		t.Fatalf("second: %v applied=%d skipped=%d", err, applied, skipped)
+	out, err := a.Apply(t.Context(), "t", "s", declared("c1", in))
+	s := out.Session
+	if err != nil || out.Applied != 0 || out.Skipped != 2 {
+		t.Fatalf("second: %v %+v", err, out)
 	}
 	if len(s.Log) != 2 || s.Revision != 1 {
 		t.Fatalf("the repeat changed the session: %v", s)
 	}
 	// A partial repeat (one new intent) applies only the new one.
 	in = append(in, intent("i3", intents.Notify, `{"message":"m"}`))
-	if s, applied, skipped, err = a.Apply(t.Context(), "t", "s", "c1", in); err != nil || applied != 1 || skipped != 2 || len(s.Log) != 3 {
-		t.Fatalf("partial repeat: %v applied=%d skipped=%d log=%d", err, applied, skipped, len(s.Log))
+	if out, err = a.Apply(t.Context(), "t", "s", declared("c1", in)); err != nil || out.Applied != 1 || out.Skipped != 2 || len(out.Session.Log) != 3 {
+		t.Fatalf("partial repeat: %v %+v", err, out)
 	}
 }
 
@@ -185,10 +235,10 @@ func TestConcurrentAppliers(t *testing.T) {
 		wg.Go(func() {
 			for i := range perApplier {
 				call := fmt.Sprintf("a%d-c%d", n, i)
-				_, applied, _, err := a.Apply(t.Context(), "t", "shared", call, []*toolwirev1.Intent{
-					intent("i1", intents.SetState, fmt.Sprintf(`{"key":%q,"value":%d}`, call, i))})
-				if err == nil && applied != 1 {
-					err = fmt.Errorf("%s applied %d", call, applied)
+				out, err := a.Apply(t.Context(), "t", "shared", declared(call, []*toolwirev1.Intent{
+					intent("i1", intents.SetState, fmt.Sprintf(`{"key":%q,"value":%d}`, call, i))}))
+				if err == nil && out.Applied != 1 {
+					err = fmt.Errorf("%s applied %d", call, out.Applied)
 				}
 				if err != nil {
 					errs <- err
@@ -215,7 +265,7 @@ func TestApplyBounds(t *testing.T) {
 	env := bustest.Start(t, bus.Config{})
 	a := intents.NewApplier(env.Bus.Sessions, intents.ApplierConfig{Remember: 3, MaxLog: 2})
 	for i := range 5 {
-		if _, _, _, err := a.Apply(t.Context(), "t", "s", fmt.Sprint("c", i), []*toolwirev1.Intent{intent("i1", "acme.x", "")}); err != nil {
+		if _, err := a.Apply(t.Context(), "t", "s", declared(fmt.Sprint("c", i), []*toolwirev1.Intent{intent("i1", "acme.x", "")})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -223,12 +273,12 @@ func TestApplyBounds(t *testing.T) {
 	if len(s.Applied) != 3 || len(s.Log) != 2 || s.Applied[2] != "c4/i1" || s.Log[1].CallId != "c4" {
 		t.Fatalf("bounds: applied %v, log %d", s.Applied, len(s.Log))
 	}
-	if _, _, _, err := a.Apply(t.Context(), "t", "", "c", nil); err == nil {
+	if _, err := a.Apply(t.Context(), "t", "", declared("c", nil)); err == nil {
 		t.Fatal("apply without a session")
 	}
 	// A tenant that is no valid tenant name is refused, never mapped to a
 	// key (a.b would share tenant a_b's sessions).
-	if _, _, _, err := a.Apply(t.Context(), "a.b", "s", "c", nil); err == nil || !strings.Contains(err.Error(), "tenant") {
+	if _, err := a.Apply(t.Context(), "a.b", "s", declared("c", nil)); err == nil || !strings.Contains(err.Error(), "tenant") {
 		t.Fatalf("apply for tenant a.b: %v", err)
 	}
 	if _, err := a.Get(t.Context(), "a.b", "s"); err == nil || !strings.Contains(err.Error(), "tenant") {
@@ -243,8 +293,8 @@ func TestSessionSizeBounds(t *testing.T) {
 	a := newApplier(t)
 	big := strings.Repeat("x", 60<<10)
 	for i := range 20 {
-		if _, _, _, err := a.Apply(t.Context(), "t", "s", fmt.Sprint("c", i), []*toolwirev1.Intent{
-			intent("i1", intents.InjectContext, fmt.Sprintf(`{"text":%q}`, big))}); err != nil {
+		if _, err := a.Apply(t.Context(), "t", "s", declared(fmt.Sprint("c", i), []*toolwirev1.Intent{
+			intent("i1", intents.InjectContext, fmt.Sprintf(`{"text":%q}`, big))})); err != nil {
 			t.Fatalf("apply %d: %v", i, err)
 		}
 	}
@@ -254,8 +304,8 @@ func TestSessionSizeBounds(t *testing.T) {
 	}
 	var err2 error
 	for i := 0; i < 20 && err2 == nil; i++ {
-		_, _, _, err2 = a.Apply(t.Context(), "t", "s", fmt.Sprint("k", i), []*toolwirev1.Intent{
-			intent("i1", intents.SetState, fmt.Sprintf(`{"key":"k%d","value":%q}`, i, big))})
+		_, err2 = a.Apply(t.Context(), "t", "s", declared(fmt.Sprint("k", i), []*toolwirev1.Intent{
+			intent("i1", intents.SetState, fmt.Sprintf(`{"key":"k%d","value":%q}`, i, big))}))
 	}
 	if !errors.Is(err2, intents.ErrSessionFull) {
 		t.Fatalf("state growth: %v", err2)

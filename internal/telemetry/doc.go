@@ -101,6 +101,7 @@
 //	toolwire_dispatcher_pool_drain_rate{pool}              calls/s the pool finished over the last 2s
 //	toolwire_dispatcher_pool_expected_wait_seconds{pool}   queued calls over the drain rate
 //	toolwire_dispatcher_overload_refusals_total{cause,target}  OVERLOADED at admission: cause backlog, expected_wait or store; target the pool or store
+//	toolwire_dispatcher_intents_refused_total             intents of stored results refused when applied (not in the catalog, undeclared, malformed)
 //	toolwire_store_bytes{store}, toolwire_store_max_bytes{store}  use and limit of every stream and bucket (read every 2s)
 //
 // Both, on a connection made by bus.Dial (an external cluster; exported at

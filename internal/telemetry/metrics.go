@@ -218,6 +218,8 @@ type DispatcherMetrics struct {
 	waiting    atomic.Pointer[func() float64]
 	load       loadCollector // load.go
 	overloads  *prometheus.CounterVec
+	// intentsRefused counts intents refused when applied (IntentsRefused).
+	intentsRefused prometheus.Counter
 }
 
 // ObserveWaiting makes f, read at scrape time, the number of callers
@@ -239,11 +241,13 @@ func NewDispatcherMetrics(reg prometheus.Registerer) (*DispatcherMetrics, error)
 	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "toolwire_dispatcher_admission_duration_seconds",
 		Help: "From receipt of a call to its acknowledged publish (admission and the calls stream's ack).", Buckets: latencyBuckets})
 	m.admitTime = h
+	m.intentsRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolwire_dispatcher_intents_refused_total",
+		Help: "Intents of stored results refused when applied to a session: not in the intent catalog, not declared by the tool's spec version, or malformed."})
 	m.bound = map[string]prometheus.Counter{}
 	for _, o := range []string{AdmissionAccepted, AdmissionDuplicate, AdmissionRejected, AdmissionError, AdmissionAwaitingApproval} {
 		m.bound[o] = m.admissions.WithLabelValues(o)
 	}
-	cs := []prometheus.Collector{m.admissions, m.rejections, h, m.overloads, &m.load,
+	cs := []prometheus.Collector{m.admissions, m.rejections, h, m.overloads, &m.load, m.intentsRefused,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolwire_dispatcher_waiting_callers",
 			Help: "Callers waiting in Call for a result on this dispatcher."}, func() float64 {
 			if f := m.waiting.Load(); f != nil {
@@ -269,6 +273,9 @@ func (m *DispatcherMetrics) Admitted(outcome string, d time.Duration) {
 		m.admitTime.Observe(d.Seconds())
 	}
 }
+
+// IntentsRefused counts n intents refused when applied to a session.
+func (m *DispatcherMetrics) IntentsRefused(n int) { m.intentsRefused.Add(float64(n)) }
 
 // Rejected records a rejection with its error type.
 func (m *DispatcherMetrics) Rejected(t toolwirev1.ErrorType) {

@@ -95,7 +95,11 @@ func (a *app) printSession(s *toolwirev1.Session) error {
 		fmt.Fprintln(w, "log:")
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		for _, l := range s.GetLog() {
-			fmt.Fprintf(tw, "  %s\t%s/%s\t%s\t%s\n", l.GetAppliedAt().AsTime().Format(time.RFC3339), l.GetCallId(), l.GetIntentId(), l.GetType(), l.GetPayloadJson())
+			what := l.GetPayloadJson()
+			if r := l.GetRefused(); r != "" {
+				what = "refused: " + r
+			}
+			fmt.Fprintf(tw, "  %s\t%s/%s\t%s\t%s\n", l.GetAppliedAt().AsTime().Format(time.RFC3339), l.GetCallId(), l.GetIntentId(), l.GetType(), what)
 		}
 		return tw.Flush()
 	}

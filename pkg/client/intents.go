@@ -40,8 +40,10 @@ func (c *Client) GetSession(ctx context.Context, session string) (*toolwirev1.Se
 
 // ApplyIntents applies the intents of a finished call to the call's
 // session with the reference applier, each intent exactly once: repeating
-// it applies nothing new. It returns the session and how many intents it
-// applied now.
+// it applies nothing new. Intents the tool's spec version does not declare
+// (or malformed ones) are refused, each recorded with its reason in the
+// session's log (AppliedIntent.refused). It returns the session and how
+// many intents it applied now.
 func (c *Client) ApplyIntents(ctx context.Context, callID string) (*toolwirev1.Session, int, error) {
 	resp, err := c.rpc.ApplyIntents(ctx, connect.NewRequest(&toolwirev1.ApplyIntentsRequest{CallId: callID}))
 	if err != nil {
@@ -67,7 +69,10 @@ func (f ApplierFunc) Apply(ctx context.Context, callID string, in *toolwirev1.In
 }
 
 // ApplyTo hands the intents of a successful result to a, in order. A
-// failed call has no intents. Results can arrive more than once
+// failed call has no intents. They are the intents as stored, unchecked
+// here: the reference applier refuses those the tool's spec version does
+// not declare, and an Applier of yours should check them too (the tool's
+// declared intents are in its spec, GetTool). Results can arrive more than once
 // (at-least-once delivery, retried requests): wrap a with Once, or
 // remember "<call id>/<intent id>" keys in your own store, to apply each
 // intent once.

@@ -419,9 +419,13 @@ type CallResponse struct {
 	ApplyError string `protobuf:"bytes,5,opt,name=apply_error,json=applyError,proto3" json:"apply_error,omitempty"`
 	// Set with PENDING when the calls stream had not acknowledged the call
 	// when the dispatcher had to answer; see SubmitResponse.unconfirmed.
-	Unconfirmed   bool `protobuf:"varint,6,opt,name=unconfirmed,proto3" json:"unconfirmed,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Unconfirmed bool `protobuf:"varint,6,opt,name=unconfirmed,proto3" json:"unconfirmed,omitempty"`
+	// The response's intents refused when applying them (apply_intents):
+	// not in the intent catalog, not declared by the tool's spec version,
+	// or malformed; each with its reason. The others were applied.
+	RefusedIntents []*AppliedIntent `protobuf:"bytes,7,rep,name=refused_intents,json=refusedIntents,proto3" json:"refused_intents,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CallResponse) Reset() {
@@ -494,6 +498,13 @@ func (x *CallResponse) GetUnconfirmed() bool {
 		return x.Unconfirmed
 	}
 	return false
+}
+
+func (x *CallResponse) GetRefusedIntents() []*AppliedIntent {
+	if x != nil {
+		return x.RefusedIntents
+	}
+	return nil
 }
 
 // SubmitRequest admits a call without waiting; its fields mean what they
@@ -1383,7 +1394,7 @@ type Session struct {
 	SuppressTranscript bool   `protobuf:"varint,7,opt,name=suppress_transcript,json=suppressTranscript,proto3" json:"suppress_transcript,omitempty"`
 	// SET_PENDING_MESSAGE: the message to say next; empty = none.
 	PendingMessage string `protobuf:"bytes,8,opt,name=pending_message,json=pendingMessage,proto3" json:"pending_message,omitempty"`
-	// Every intent applied, in order (the most recent ones kept).
+	// Every intent applied or refused, in order (the most recent ones kept).
 	Log []*AppliedIntent `protobuf:"bytes,9,rep,name=log,proto3" json:"log,omitempty"`
 	// Bumped by every change.
 	Revision  uint64                 `protobuf:"varint,10,opt,name=revision,proto3" json:"revision,omitempty"`
@@ -1509,14 +1520,19 @@ func (x *Session) GetApplied() []string {
 	return nil
 }
 
-// AppliedIntent is one intent the applier applied.
+// AppliedIntent is one intent the applier applied, or refused (refused
+// says why).
 type AppliedIntent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CallId        string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
-	IntentId      string                 `protobuf:"bytes,2,opt,name=intent_id,json=intentId,proto3" json:"intent_id,omitempty"`
-	Type          string                 `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
-	PayloadJson   string                 `protobuf:"bytes,4,opt,name=payload_json,json=payloadJson,proto3" json:"payload_json,omitempty"`
-	AppliedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=applied_at,json=appliedAt,proto3" json:"applied_at,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	CallId      string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	IntentId    string                 `protobuf:"bytes,2,opt,name=intent_id,json=intentId,proto3" json:"intent_id,omitempty"`
+	Type        string                 `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
+	PayloadJson string                 `protobuf:"bytes,4,opt,name=payload_json,json=payloadJson,proto3" json:"payload_json,omitempty"`
+	AppliedAt   *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=applied_at,json=appliedAt,proto3" json:"applied_at,omitempty"`
+	// Why the intent was refused, not applied: it is not in the intent
+	// catalog, the tool's spec version does not declare it, or it is
+	// malformed. Empty for an applied intent.
+	Refused       string `protobuf:"bytes,6,opt,name=refused,proto3" json:"refused,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1584,6 +1600,13 @@ func (x *AppliedIntent) GetAppliedAt() *timestamppb.Timestamp {
 		return x.AppliedAt
 	}
 	return nil
+}
+
+func (x *AppliedIntent) GetRefused() string {
+	if x != nil {
+		return x.Refused
+	}
+	return ""
 }
 
 type GetSessionRequest struct {
@@ -1722,8 +1745,11 @@ type ApplyIntentsResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Session *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
 	// Intents of the call applied now; ones applied before are skipped.
-	Applied       int32 `protobuf:"varint,2,opt,name=applied,proto3" json:"applied,omitempty"`
-	Skipped       int32 `protobuf:"varint,3,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	Applied int32 `protobuf:"varint,2,opt,name=applied,proto3" json:"applied,omitempty"`
+	Skipped int32 `protobuf:"varint,3,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	// The call's intents refused, each with its reason (AppliedIntent.
+	// refused); the session's log records each refusal once.
+	Refused       []*AppliedIntent `protobuf:"bytes,4,rep,name=refused,proto3" json:"refused,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1777,6 +1803,13 @@ func (x *ApplyIntentsResponse) GetSkipped() int32 {
 		return x.Skipped
 	}
 	return 0
+}
+
+func (x *ApplyIntentsResponse) GetRefused() []*AppliedIntent {
+	if x != nil {
+		return x.Refused
+	}
+	return nil
 }
 
 // GetOutputRequest reads a call's output text: its text blocks joined by
@@ -3732,7 +3765,7 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x18client_capabilities_json\x18\x12 \x01(\tR\x16clientCapabilitiesJson\x1aE\n" +
 	"\x17InputResponsesJsonEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xff\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc4\x02\n" +
 	"\fCallResponse\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12,\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x16.toolwire.v1.CallStateR\x05state\x125\n" +
@@ -3740,7 +3773,8 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\asession\x18\x04 \x01(\v2\x14.toolwire.v1.SessionR\asession\x12\x1f\n" +
 	"\vapply_error\x18\x05 \x01(\tR\n" +
 	"applyError\x12 \n" +
-	"\vunconfirmed\x18\x06 \x01(\bR\vunconfirmed\"\xed\x05\n" +
+	"\vunconfirmed\x18\x06 \x01(\bR\vunconfirmed\x12C\n" +
+	"\x0frefused_intents\x18\a \x03(\v2\x1a.toolwire.v1.AppliedIntentR\x0erefusedIntents\"\xed\x05\n" +
 	"\rSubmitRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
@@ -3822,24 +3856,26 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\aapplied\x18\f \x03(\tR\aapplied\x1a<\n" +
 	"\x0eStateJsonEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb7\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd1\x01\n" +
 	"\rAppliedIntent\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x1b\n" +
 	"\tintent_id\x18\x02 \x01(\tR\bintentId\x12\x12\n" +
 	"\x04type\x18\x03 \x01(\tR\x04type\x12!\n" +
 	"\fpayload_json\x18\x04 \x01(\tR\vpayloadJson\x129\n" +
 	"\n" +
-	"applied_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt\"-\n" +
+	"applied_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt\x12\x18\n" +
+	"\arefused\x18\x06 \x01(\tR\arefused\"-\n" +
 	"\x11GetSessionRequest\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\"D\n" +
 	"\x12GetSessionResponse\x12.\n" +
 	"\asession\x18\x01 \x01(\v2\x14.toolwire.v1.SessionR\asession\".\n" +
 	"\x13ApplyIntentsRequest\x12\x17\n" +
-	"\acall_id\x18\x01 \x01(\tR\x06callId\"z\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\"\xb0\x01\n" +
 	"\x14ApplyIntentsResponse\x12.\n" +
 	"\asession\x18\x01 \x01(\v2\x14.toolwire.v1.SessionR\asession\x12\x18\n" +
 	"\aapplied\x18\x02 \x01(\x05R\aapplied\x12\x18\n" +
-	"\askipped\x18\x03 \x01(\x05R\askipped\"m\n" +
+	"\askipped\x18\x03 \x01(\x05R\askipped\x124\n" +
+	"\arefused\x18\x04 \x03(\v2\x1a.toolwire.v1.AppliedIntentR\arefused\"m\n" +
 	"\x10GetOutputRequest\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x14\n" +
@@ -4122,103 +4158,105 @@ var file_toolwire_v1_dispatcher_proto_depIdxs = []int32{
 	0,  // 5: toolwire.v1.CallResponse.state:type_name -> toolwire.v1.CallState
 	60, // 6: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
 	19, // 7: toolwire.v1.CallResponse.session:type_name -> toolwire.v1.Session
-	58, // 8: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
-	59, // 9: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	59, // 10: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	55, // 11: toolwire.v1.SubmitRequest.input_responses_json:type_name -> toolwire.v1.SubmitRequest.InputResponsesJsonEntry
-	60, // 12: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
-	0,  // 13: toolwire.v1.SubmitResponse.state:type_name -> toolwire.v1.CallState
-	59, // 14: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
-	0,  // 15: toolwire.v1.GetResultResponse.state:type_name -> toolwire.v1.CallState
-	60, // 16: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
-	61, // 17: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
-	2,  // 18: toolwire.v1.CancelResponse.outcome:type_name -> toolwire.v1.CancelOutcome
-	1,  // 19: toolwire.v1.ListToolsRequest.format:type_name -> toolwire.v1.ToolFormat
-	62, // 20: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
-	63, // 21: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
-	1,  // 22: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
-	63, // 23: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	63, // 24: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	56, // 25: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
-	20, // 26: toolwire.v1.Session.log:type_name -> toolwire.v1.AppliedIntent
-	64, // 27: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	64, // 28: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
-	19, // 29: toolwire.v1.GetSessionResponse.session:type_name -> toolwire.v1.Session
-	19, // 30: toolwire.v1.ApplyIntentsResponse.session:type_name -> toolwire.v1.Session
-	0,  // 31: toolwire.v1.GetOutputResponse.state:type_name -> toolwire.v1.CallState
-	27, // 32: toolwire.v1.GetOutputResponse.lines:type_name -> toolwire.v1.OutputLine
-	65, // 33: toolwire.v1.ListApprovalsRequest.state:type_name -> toolwire.v1.ApprovalState
-	66, // 34: toolwire.v1.ListApprovalsResponse.approvals:type_name -> toolwire.v1.Approval
-	66, // 35: toolwire.v1.GetApprovalResponse.approval:type_name -> toolwire.v1.Approval
-	67, // 36: toolwire.v1.ApproveRequest.scope:type_name -> toolwire.v1.ApprovalScope
-	57, // 37: toolwire.v1.ApproveRequest.args_pattern:type_name -> toolwire.v1.ApproveRequest.ArgsPatternEntry
-	59, // 38: toolwire.v1.ApproveRequest.ttl:type_name -> google.protobuf.Duration
-	66, // 39: toolwire.v1.ApproveResponse.approval:type_name -> toolwire.v1.Approval
-	68, // 40: toolwire.v1.ApproveResponse.grant:type_name -> toolwire.v1.Grant
-	66, // 41: toolwire.v1.DenyResponse.approval:type_name -> toolwire.v1.Approval
-	68, // 42: toolwire.v1.ListGrantsResponse.grants:type_name -> toolwire.v1.Grant
-	69, // 43: toolwire.v1.ApplyPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
-	59, // 44: toolwire.v1.LimitUsage.rate_per:type_name -> google.protobuf.Duration
-	59, // 45: toolwire.v1.LimitUsage.budget_window:type_name -> google.protobuf.Duration
-	64, // 46: toolwire.v1.LimitUsage.reset_at:type_name -> google.protobuf.Timestamp
-	43, // 47: toolwire.v1.GetUsageResponse.limits:type_name -> toolwire.v1.LimitUsage
-	69, // 48: toolwire.v1.RemovePolicyResponse.in_force:type_name -> toolwire.v1.PolicyVersion
-	69, // 49: toolwire.v1.GetPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
-	69, // 50: toolwire.v1.ListPolicyVersionsResponse.versions:type_name -> toolwire.v1.PolicyVersion
-	70, // 51: toolwire.v1.ExplainResponse.decision:type_name -> toolwire.v1.PolicyDecision
-	52, // 52: toolwire.v1.ExplainResponse.rules:type_name -> toolwire.v1.ExplainedRule
-	68, // 53: toolwire.v1.ExplainResponse.grant:type_name -> toolwire.v1.Grant
-	3,  // 54: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
-	5,  // 55: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
-	7,  // 56: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
-	9,  // 57: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
-	11, // 58: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
-	13, // 59: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
-	15, // 60: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
-	17, // 61: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
-	21, // 62: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
-	23, // 63: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
-	25, // 64: toolwire.v1.DispatcherService.GetOutput:input_type -> toolwire.v1.GetOutputRequest
-	28, // 65: toolwire.v1.DispatcherService.ListApprovals:input_type -> toolwire.v1.ListApprovalsRequest
-	30, // 66: toolwire.v1.DispatcherService.GetApproval:input_type -> toolwire.v1.GetApprovalRequest
-	32, // 67: toolwire.v1.DispatcherService.Approve:input_type -> toolwire.v1.ApproveRequest
-	34, // 68: toolwire.v1.DispatcherService.Deny:input_type -> toolwire.v1.DenyRequest
-	36, // 69: toolwire.v1.DispatcherService.ListGrants:input_type -> toolwire.v1.ListGrantsRequest
-	38, // 70: toolwire.v1.DispatcherService.RevokeGrant:input_type -> toolwire.v1.RevokeGrantRequest
-	40, // 71: toolwire.v1.DispatcherService.ApplyPolicy:input_type -> toolwire.v1.ApplyPolicyRequest
-	45, // 72: toolwire.v1.DispatcherService.RemovePolicy:input_type -> toolwire.v1.RemovePolicyRequest
-	47, // 73: toolwire.v1.DispatcherService.GetPolicy:input_type -> toolwire.v1.GetPolicyRequest
-	49, // 74: toolwire.v1.DispatcherService.ListPolicyVersions:input_type -> toolwire.v1.ListPolicyVersionsRequest
-	42, // 75: toolwire.v1.DispatcherService.GetUsage:input_type -> toolwire.v1.GetUsageRequest
-	51, // 76: toolwire.v1.DispatcherService.Explain:input_type -> toolwire.v1.ExplainRequest
-	4,  // 77: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
-	6,  // 78: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
-	8,  // 79: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
-	10, // 80: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
-	12, // 81: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
-	14, // 82: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
-	16, // 83: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
-	18, // 84: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
-	22, // 85: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
-	24, // 86: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
-	26, // 87: toolwire.v1.DispatcherService.GetOutput:output_type -> toolwire.v1.GetOutputResponse
-	29, // 88: toolwire.v1.DispatcherService.ListApprovals:output_type -> toolwire.v1.ListApprovalsResponse
-	31, // 89: toolwire.v1.DispatcherService.GetApproval:output_type -> toolwire.v1.GetApprovalResponse
-	33, // 90: toolwire.v1.DispatcherService.Approve:output_type -> toolwire.v1.ApproveResponse
-	35, // 91: toolwire.v1.DispatcherService.Deny:output_type -> toolwire.v1.DenyResponse
-	37, // 92: toolwire.v1.DispatcherService.ListGrants:output_type -> toolwire.v1.ListGrantsResponse
-	39, // 93: toolwire.v1.DispatcherService.RevokeGrant:output_type -> toolwire.v1.RevokeGrantResponse
-	41, // 94: toolwire.v1.DispatcherService.ApplyPolicy:output_type -> toolwire.v1.ApplyPolicyResponse
-	46, // 95: toolwire.v1.DispatcherService.RemovePolicy:output_type -> toolwire.v1.RemovePolicyResponse
-	48, // 96: toolwire.v1.DispatcherService.GetPolicy:output_type -> toolwire.v1.GetPolicyResponse
-	50, // 97: toolwire.v1.DispatcherService.ListPolicyVersions:output_type -> toolwire.v1.ListPolicyVersionsResponse
-	44, // 98: toolwire.v1.DispatcherService.GetUsage:output_type -> toolwire.v1.GetUsageResponse
-	53, // 99: toolwire.v1.DispatcherService.Explain:output_type -> toolwire.v1.ExplainResponse
-	77, // [77:100] is the sub-list for method output_type
-	54, // [54:77] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	20, // 8: toolwire.v1.CallResponse.refused_intents:type_name -> toolwire.v1.AppliedIntent
+	58, // 9: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
+	59, // 10: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	59, // 11: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	55, // 12: toolwire.v1.SubmitRequest.input_responses_json:type_name -> toolwire.v1.SubmitRequest.InputResponsesJsonEntry
+	60, // 13: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
+	0,  // 14: toolwire.v1.SubmitResponse.state:type_name -> toolwire.v1.CallState
+	59, // 15: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
+	0,  // 16: toolwire.v1.GetResultResponse.state:type_name -> toolwire.v1.CallState
+	60, // 17: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
+	61, // 18: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
+	2,  // 19: toolwire.v1.CancelResponse.outcome:type_name -> toolwire.v1.CancelOutcome
+	1,  // 20: toolwire.v1.ListToolsRequest.format:type_name -> toolwire.v1.ToolFormat
+	62, // 21: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
+	63, // 22: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
+	1,  // 23: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
+	63, // 24: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	63, // 25: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	56, // 26: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
+	20, // 27: toolwire.v1.Session.log:type_name -> toolwire.v1.AppliedIntent
+	64, // 28: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	64, // 29: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
+	19, // 30: toolwire.v1.GetSessionResponse.session:type_name -> toolwire.v1.Session
+	19, // 31: toolwire.v1.ApplyIntentsResponse.session:type_name -> toolwire.v1.Session
+	20, // 32: toolwire.v1.ApplyIntentsResponse.refused:type_name -> toolwire.v1.AppliedIntent
+	0,  // 33: toolwire.v1.GetOutputResponse.state:type_name -> toolwire.v1.CallState
+	27, // 34: toolwire.v1.GetOutputResponse.lines:type_name -> toolwire.v1.OutputLine
+	65, // 35: toolwire.v1.ListApprovalsRequest.state:type_name -> toolwire.v1.ApprovalState
+	66, // 36: toolwire.v1.ListApprovalsResponse.approvals:type_name -> toolwire.v1.Approval
+	66, // 37: toolwire.v1.GetApprovalResponse.approval:type_name -> toolwire.v1.Approval
+	67, // 38: toolwire.v1.ApproveRequest.scope:type_name -> toolwire.v1.ApprovalScope
+	57, // 39: toolwire.v1.ApproveRequest.args_pattern:type_name -> toolwire.v1.ApproveRequest.ArgsPatternEntry
+	59, // 40: toolwire.v1.ApproveRequest.ttl:type_name -> google.protobuf.Duration
+	66, // 41: toolwire.v1.ApproveResponse.approval:type_name -> toolwire.v1.Approval
+	68, // 42: toolwire.v1.ApproveResponse.grant:type_name -> toolwire.v1.Grant
+	66, // 43: toolwire.v1.DenyResponse.approval:type_name -> toolwire.v1.Approval
+	68, // 44: toolwire.v1.ListGrantsResponse.grants:type_name -> toolwire.v1.Grant
+	69, // 45: toolwire.v1.ApplyPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
+	59, // 46: toolwire.v1.LimitUsage.rate_per:type_name -> google.protobuf.Duration
+	59, // 47: toolwire.v1.LimitUsage.budget_window:type_name -> google.protobuf.Duration
+	64, // 48: toolwire.v1.LimitUsage.reset_at:type_name -> google.protobuf.Timestamp
+	43, // 49: toolwire.v1.GetUsageResponse.limits:type_name -> toolwire.v1.LimitUsage
+	69, // 50: toolwire.v1.RemovePolicyResponse.in_force:type_name -> toolwire.v1.PolicyVersion
+	69, // 51: toolwire.v1.GetPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
+	69, // 52: toolwire.v1.ListPolicyVersionsResponse.versions:type_name -> toolwire.v1.PolicyVersion
+	70, // 53: toolwire.v1.ExplainResponse.decision:type_name -> toolwire.v1.PolicyDecision
+	52, // 54: toolwire.v1.ExplainResponse.rules:type_name -> toolwire.v1.ExplainedRule
+	68, // 55: toolwire.v1.ExplainResponse.grant:type_name -> toolwire.v1.Grant
+	3,  // 56: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
+	5,  // 57: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
+	7,  // 58: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
+	9,  // 59: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
+	11, // 60: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
+	13, // 61: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
+	15, // 62: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
+	17, // 63: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
+	21, // 64: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
+	23, // 65: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
+	25, // 66: toolwire.v1.DispatcherService.GetOutput:input_type -> toolwire.v1.GetOutputRequest
+	28, // 67: toolwire.v1.DispatcherService.ListApprovals:input_type -> toolwire.v1.ListApprovalsRequest
+	30, // 68: toolwire.v1.DispatcherService.GetApproval:input_type -> toolwire.v1.GetApprovalRequest
+	32, // 69: toolwire.v1.DispatcherService.Approve:input_type -> toolwire.v1.ApproveRequest
+	34, // 70: toolwire.v1.DispatcherService.Deny:input_type -> toolwire.v1.DenyRequest
+	36, // 71: toolwire.v1.DispatcherService.ListGrants:input_type -> toolwire.v1.ListGrantsRequest
+	38, // 72: toolwire.v1.DispatcherService.RevokeGrant:input_type -> toolwire.v1.RevokeGrantRequest
+	40, // 73: toolwire.v1.DispatcherService.ApplyPolicy:input_type -> toolwire.v1.ApplyPolicyRequest
+	45, // 74: toolwire.v1.DispatcherService.RemovePolicy:input_type -> toolwire.v1.RemovePolicyRequest
+	47, // 75: toolwire.v1.DispatcherService.GetPolicy:input_type -> toolwire.v1.GetPolicyRequest
+	49, // 76: toolwire.v1.DispatcherService.ListPolicyVersions:input_type -> toolwire.v1.ListPolicyVersionsRequest
+	42, // 77: toolwire.v1.DispatcherService.GetUsage:input_type -> toolwire.v1.GetUsageRequest
+	51, // 78: toolwire.v1.DispatcherService.Explain:input_type -> toolwire.v1.ExplainRequest
+	4,  // 79: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
+	6,  // 80: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
+	8,  // 81: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
+	10, // 82: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
+	12, // 83: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
+	14, // 84: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
+	16, // 85: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
+	18, // 86: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
+	22, // 87: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
+	24, // 88: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
+	26, // 89: toolwire.v1.DispatcherService.GetOutput:output_type -> toolwire.v1.GetOutputResponse
+	29, // 90: toolwire.v1.DispatcherService.ListApprovals:output_type -> toolwire.v1.ListApprovalsResponse
+	31, // 91: toolwire.v1.DispatcherService.GetApproval:output_type -> toolwire.v1.GetApprovalResponse
+	33, // 92: toolwire.v1.DispatcherService.Approve:output_type -> toolwire.v1.ApproveResponse
+	35, // 93: toolwire.v1.DispatcherService.Deny:output_type -> toolwire.v1.DenyResponse
+	37, // 94: toolwire.v1.DispatcherService.ListGrants:output_type -> toolwire.v1.ListGrantsResponse
+	39, // 95: toolwire.v1.DispatcherService.RevokeGrant:output_type -> toolwire.v1.RevokeGrantResponse
+	41, // 96: toolwire.v1.DispatcherService.ApplyPolicy:output_type -> toolwire.v1.ApplyPolicyResponse
+	46, // 97: toolwire.v1.DispatcherService.RemovePolicy:output_type -> toolwire.v1.RemovePolicyResponse
+	48, // 98: toolwire.v1.DispatcherService.GetPolicy:output_type -> toolwire.v1.GetPolicyResponse
+	50, // 99: toolwire.v1.DispatcherService.ListPolicyVersions:output_type -> toolwire.v1.ListPolicyVersionsResponse
+	44, // 100: toolwire.v1.DispatcherService.GetUsage:output_type -> toolwire.v1.GetUsageResponse
+	53, // 101: toolwire.v1.DispatcherService.Explain:output_type -> toolwire.v1.ExplainResponse
+	79, // [79:102] is the sub-list for method output_type
+	56, // [56:79] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_dispatcher_proto_init() }
