@@ -18,7 +18,8 @@ import (
 const (
 	// RoleWorker is a worker process of any pool: it consumes calls from
 	// pool consumers, publishes results, events, dead letters and retry
-	// schedules, reads cancel tombstones and writes its tools' specs.
+	// schedules, reads cancel tombstones and the registry, and announces
+	// its tools to the dispatchers (RegistrySubject), which write them.
 	RoleWorker = "worker"
 	// RoleOperator is toolctl's audit, dlq and replay commands: it reads
 	// the streams, asks a dispatcher to retry a dead letter and publishes
@@ -112,11 +113,14 @@ func workerPermissions(c Config) Permissions {
 		s.join("retry", "sched", ">"),
 		// Cancel tombstones: looked up by key (watched by subscription).
 		jsAPI+"DIRECT.GET."+cancels+".>",
-		// The registry: specs and MCP definition approvals read and
-		// written; approvals are heard by a core subscription (below), not
-		// a KV watch, for the same reason: no consumer.
+		// The registry: specs and MCP definition approvals read, never
+		// written (no put, delete, rollup or purge): a worker announces
+		// its tools and first-use approvals to the dispatchers, which
+		// check and write them (RegistrySubject). Approvals are heard by
+		// a core subscription (below), not a KV watch, for the same
+		// reason: no consumer.
 		jsAPI+"DIRECT.GET."+registry+".>",
-		"$KV."+c.RegistryBucket()+".>",
+		RegistrySubject(c),
 		// Approval records, nonces and grants: read by key from the
 		// bucket's leader (a replica that lags would call an approval
 		// just made "pending"), for the re-check before executing (never
@@ -202,6 +206,15 @@ const ReplayDispatcher = "replay"
 // themselves.
 func DLQRetrySubject(c Config) string {
 	return c.WithDefaults().Subjects().join("admin", "dlq", "retry")
+}
+
+// RegistrySubject is where a worker announces its tools (their specs, its
+// pool's claim on their names, the first approval of an MCP tool's
+// definition) to the dispatchers (one queue group), which check each
+// announcement and write the registry (internal/registry: Service): a
+// worker's credentials may not write the registry themselves.
+func RegistrySubject(c Config) string {
+	return c.WithDefaults().Subjects().join("admin", "registry", "announce")
 }
 
 // AfterHookSubject is where a worker asks the dispatchers (one queue

@@ -368,7 +368,8 @@ func TestWorkerWatchesTheRegistry(t *testing.T) {
 	sub, err := nc.ChanSubscribe("$KV."+wb.Config.RegistryBucket()+".approvals.>", heard)
 	require.NoError(t, err)
 	require.NoError(t, nc.Flush())
-	_, err = wb.Registry.Create(ctx, "approvals.search", []byte("hash"))
+	// A dispatcher records the approval (workers never write the registry).
+	_, err = e.bus.Registry.Create(ctx, "approvals.search", []byte("hash"))
 	require.NoError(t, err)
 	select {
 	case m := <-heard:

@@ -263,8 +263,9 @@
 //   - RoleWorker: attach to the layout (stream info only), ensure, fetch
 //     from and settle pool consumers on CALLS, read a redelivered call's
 //     result and events, publish results, events, dead letters and retry
-//     schedules, read and watch cancel tombstones, read and write the
-//     registry bucket, write blobs.
+//     schedules, read and watch cancel tombstones, read the registry
+//     bucket (never write, roll up or purge it: it announces its tools to
+//     the dispatchers on RegistrySubject, which write them), write blobs.
 //   - RoleOperator: see the layout's metadata (stream and consumer info,
 //     the account's stream names: the nats CLI's stream and consumer
 //     listings), read CALLS, RESULTS, EVENTS, DLQ and the registry (Scans
@@ -287,8 +288,9 @@
 // consumer name cannot be matched by prefix, so a worker credential may
 // create a consumer over any calls (per-pool isolation needs separate
 // installations); result and event subjects are per call id, so a worker
-// credential may publish a result for any call whose id it knows; any
-// registry key is writable by workers. docs/reliability.md lists these.
+// credential may publish a result for any call whose id it knows; the
+// pool a worker announces tools for is its word (internal/registry
+// checks the rest). docs/reliability.md lists these.
 //
 // # Credentials files
 //

@@ -365,8 +365,9 @@
 // Start starts what the dispatcher runs besides its callers' requests, one
 // startstop.Group whose order is written once (lifecycle.go, services),
 // each part a startstop.Service: the results consumer, the reaper, the
-// retry mover, the dead-letter retries, the after-hook service
-// (internal/hooks), the queue of admission records, the load view
+// retry mover, the dead-letter retries, the registry announcements (the
+// workers' tools, checked and written: internal/registry, Service), the
+// after-hook service (internal/hooks), the queue of admission records, the load view
 // (internal/poolview), the rechecks of waiters after a reconnect or a
 // failure of the results consumer, the orphan and overdue sweepers, the pool listing
 // (internal/poolview), the approval flow (internal/approvalflow: the grant

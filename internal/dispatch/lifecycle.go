@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolwire/toolwire/internal/maintenance"
+	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/startstop"
 )
 
@@ -19,6 +20,7 @@ type stopper func() <-chan struct{}
 // Start starts what the dispatcher runs besides its callers' requests, in
 // the order services lists them: the results consumer, the reaper, the
 // retry mover, the dead-letter retry service (internal/maintenance), the
+// service of the workers' registry announcements (internal/registry), the
 // after-hook service (internal/hooks), the queue of admission records, the
 // load view, the rechecks of waiters, the orphan sweeper
 // (internal/maintenance), the listing of the pool consumers that
@@ -64,6 +66,7 @@ func (d *Dispatcher) services() []startstop.Named {
 		{Name: "reaper", Service: maintenance.NewReaper(m)},
 		{Name: "retry mover", Service: maintenance.NewMover(m)},
 		{Name: "dead-letter retries", Service: maintenance.NewDLQRetries(m)},
+		{Name: "registry announcements", Service: registry.NewService(d.bus, d.log)},
 		{Name: "after-hook service", Service: d.hooks},
 		{Name: "admission records", Service: d.delayedRecords},
 		{Name: "load view", Service: d.load},

@@ -172,7 +172,9 @@ func TestApprovalTokenKeyFileIsChecked(t *testing.T) {
 func startWorker(ctx context.Context, t *testing.T, env *bustest.Env, opts workerconfig.Options) {
 	t.Helper()
 	opts.Logger = slog.New(slog.DiscardHandler)
-	w, err := workerconfig.NewWorker(ctx, env.Open(t, "worker"), nil, opts)
+	b := env.Open(t, "worker")
+	opts.Registry = registry.NewRegistrar(b, opts.Logger) // it starts before the dispatchers
+	w, err := workerconfig.NewWorker(ctx, b, nil, opts)
 	require.NoError(t, err)
 	require.NoError(t, w.Start(ctx))
 	t.Cleanup(func() {

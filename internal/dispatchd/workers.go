@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	"github.com/toolwire/toolwire/internal/workerconfig"
 )
@@ -25,8 +26,11 @@ func newWorkers(ctx context.Context, b *bus.Bus, rc RunConfig, pools []string, h
 	if err != nil {
 		return nil, err
 	}
+	// In process, the workers write the registry through the checks the
+	// dispatchers serve to worker processes (the dispatcher's service
+	// starts after them).
 	o := workerconfig.Options{PoolTypes: pools, Concurrency: rc.Concurrency, Tools: rc.Tools, Logger: log,
-		TracerProvider: rc.TracerProvider, Metrics: wm}
+		TracerProvider: rc.TracerProvider, Metrics: wm, Registry: registry.NewRegistrar(b, log)}
 	var f *workerconfig.File
 	if rc.WorkerConfig != "" {
 		if f, err = workerconfig.Load(rc.WorkerConfig); err != nil {

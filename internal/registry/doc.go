@@ -8,8 +8,9 @@
 // Key `<tool>` holds the current ToolSpec (binary protobuf) and key
 // `versions.<tool>.<version>` every version ever published, so a call can
 // pin an older version and a worker can tell a stale version from an
-// unknown one. Workers publish the specs they serve at start-up and write
-// only when the version changed, so restarts do not churn the bucket.
+// unknown one. Workers announce the specs they serve at start-up and the
+// current key is written only when the version (or the disabled state)
+// changed, so restarts do not churn the bucket.
 // Keys `approvals.<tool>` hold approved MCP definition hashes and keys
 // `sources.<tool>` the Source of each tool; the Store ignores both.
 //
@@ -20,7 +21,7 @@
 // pool shares), recorded as a Source (pool, the subject filter it serves
 // the tool on, and the worker that wrote it) under `sources.<tool>`.
 // Before a live worker extends its consumer or publishes a spec it claims
-// the name (Claim): a name nobody claimed is its pool's (Create: of two
+// the name (Claim, through its Registrar): a name nobody claimed is its pool's (Create: of two
 // pools starting at once, one wins); a name its own pool holds stays its
 // pool's whatever the version, so replicas and rolling upgrades publish
 // freely; a name another pool holds is refused with a *ClaimError
@@ -34,6 +35,38 @@
 // registered before sources were recorded have none; the first pool to
 // publish one after the upgrade claims it. Before, two pools publishing
 // one name replaced each other's spec silently, last writer wins.
+//
+// # Announcements: only dispatchers write
+//
+// Workers never write the bucket (their NATS credential may not put,
+// delete, roll up or purge it). A worker announces (Announcement, one
+// per spec, JSON) a claim (OpClaim), a spec (OpPublish: claim, then
+// write), a shadow pool's version (OpVersions) or the first approval of
+// an MCP tool's definition (OpApprove) for one of its pools, through a
+// Writer: a Remote in a worker process, a request on
+// bus.RegistrySubject that every dispatcher serves in one queue group
+// (Service, started by internal/dispatch), asked again with backoff
+// while no dispatcher answers; a dispatcher's in-process workers call
+// its Registrar directly. The Registrar checks each announcement before
+// it writes anything:
+//
+//   - the spec decodes and passes Check;
+//   - its executor type is the pool's, and the pool's consumer, if it
+//     exists, filters calls of that type only;
+//   - its version, if set, is Version of its content: the version is
+//     recomputed, never taken from the worker, so a changed description
+//     (or any change) under a version already registered is refused
+//     (*RefusedError, ErrRefused) and the bucket stays as it was. A
+//     version key found holding other content is rewritten with the
+//     content of its version, and logged;
+//   - a claim follows Claim's rules (*ClaimError, ErrClaimed), with the
+//     source's subject computed from the spec;
+//   - an approval comes from an MCP pool, for a tool no other pool holds,
+//     and never replaces one recorded (ApproveFirst).
+//
+// The pool an announcement names is the worker's word (every worker
+// shares one credential): a worker can register a new version of a tool
+// its pool, or a pool it names, holds.
 //
 // # Versions
 //

@@ -15,7 +15,9 @@ func VersionKey(name, version string) string { return "versions." + name + "." +
 
 // Publish checks, stamps and writes specs into the registry bucket: the
 // version key of each, and the tool's current key when it changed. It
-// returns the stamped specs.
+// returns the stamped specs. It writes directly, with no claim and no
+// announcement checks: for a connection with the dispatcher's
+// permissions (tests, tooling); workers announce through a Writer.
 func Publish(ctx context.Context, kv jetstream.KeyValue, specs []*toolwirev1.ToolSpec) ([]*toolwirev1.ToolSpec, error) {
 	return publish(ctx, kv, specs, true)
 }

@@ -151,6 +151,15 @@ func Claim(ctx context.Context, kv jetstream.KeyValue, spec *toolwirev1.ToolSpec
 	return fmt.Errorf("registry: claim %s: the claim keeps changing; try again", name)
 }
 
+// decodeSource reads a stored Source; false when it is unreadable.
+func decodeSource(b []byte) (Source, bool) {
+	var s Source
+	if json.Unmarshal(b, &s) != nil || s.Pool == "" {
+		return Source{}, false
+	}
+	return s, true
+}
+
 // isCurrent reports whether spec is the registry's current definition of
 // its tool.
 func isCurrent(ctx context.Context, kv jetstream.KeyValue, spec *toolwirev1.ToolSpec) (bool, error) {

@@ -47,13 +47,15 @@ func TestBinariesServeHealthReadinessAndMetrics(t *testing.T) {
 	t.Parallel()
 	env := bustest.Start(t, bus.Config{})
 	quiet := slog.New(slog.DiscardHandler)
-	workerAddr := run(t, func(ctx context.Context, ready chan<- string) error {
-		return toolworker.Run(ctx, toolworker.Options{NATSURL: env.URL, Tools: []*tool.Tool{echoTool()}, HTTPAddr: "127.0.0.1:0",
-			Grace: 5 * time.Second, Ready: ready, Logger: quiet})
-	})
+	// The dispatcher first: a worker serves once a dispatcher has
+	// registered its tools.
 	apiAddr := run(t, func(ctx context.Context, ready chan<- string) error {
 		return dispatchd.Run(ctx, dispatchd.RunConfig{NATSURL: env.URL, Workers: "none", HTTPAddr: "127.0.0.1:0", Grace: 5 * time.Second,
 			Ready: ready, Logger: quiet})
+	})
+	workerAddr := run(t, func(ctx context.Context, ready chan<- string) error {
+		return toolworker.Run(ctx, toolworker.Options{NATSURL: env.URL, Tools: []*tool.Tool{echoTool()}, HTTPAddr: "127.0.0.1:0",
+			Grace: 5 * time.Second, Ready: ready, Logger: quiet})
 	})
 	c, err := client.New("http://" + apiAddr)
 	require.NoError(t, err)

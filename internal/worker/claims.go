@@ -2,10 +2,8 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -60,7 +58,7 @@ func (w *Worker) claimSpecs(ctx context.Context, stamped []*toolwirev1.ToolSpec)
 		if w.claimed[s.Name] == src.Subject {
 			continue
 		}
-		if err := registry.Claim(ctx, w.bus.Registry, s, src, registry.ClaimOptions{Held: w.poolServes}); err != nil {
+		if err := w.writerOf(p).Claim(ctx, s); err != nil {
 			return fmt.Errorf("worker: %w", err)
 		}
 		w.claimed[s.Name] = src.Subject
@@ -68,20 +66,25 @@ func (w *Worker) claimSpecs(ctx context.Context, stamped []*toolwirev1.ToolSpec)
 	return nil
 }
 
-// poolServes reports whether src's pool consumer still consumes src's
-// subject: registry.Claim's test of whether a claim holds.
-func (w *Worker) poolServes(ctx context.Context, src registry.Source) (bool, error) {
-	cons, err := w.bus.Calls.Consumer(ctx, w.bus.Config.PoolConsumer(src.Pool))
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("pool consumer: %w", err)
-	}
-	for _, f := range bus.ConsumerFilters(cons.CachedInfo().Config) {
-		if bus.FiltersOverlap(f, src.Subject) {
-			return true, nil
+// publishSpecs has the registry written with the stamped specs, pool by
+// pool (registry.PoolWriter.Publish): a live worker's become the current
+// versions, a shadow worker's versions only.
+func (w *Worker) publishSpecs(ctx context.Context, stamped []*toolwirev1.ToolSpec) error {
+	for _, p := range w.cfg.Pools {
+		var mine []*toolwirev1.ToolSpec
+		for _, s := range stamped {
+			if s.Executor == p.Type {
+				mine = append(mine, s)
+			}
+		}
+		if err := w.writerOf(p).Publish(ctx, mine, w.cfg.Shadow); err != nil {
+			return fmt.Errorf("worker: publish specs: %w", err)
 		}
 	}
-	return false, nil
+	return nil
+}
+
+// writerOf is what announces pool p's tools to the registry.
+func (w *Worker) writerOf(p Pool) registry.PoolWriter {
+	return registry.PoolWriter{Writer: w.cfg.Registry, Pool: p.Name, Type: p.Type, Worker: w.cfg.Name}
 }

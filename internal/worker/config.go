@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/executors"
+	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"go.opentelemetry.io/otel/trace"
@@ -85,6 +86,12 @@ type Config struct {
 	// missing or changed one (guard.go); a fetch that finds its consumer
 	// gone checks at once. Default 5s.
 	ConsumerCheck time.Duration
+	// Registry writes the registry for the worker: its pools' claims on
+	// their tools' names and their specs, which a Registrar checks and
+	// writes. Default a registry.Remote on the worker's connection: a
+	// request to the dispatchers (bus.RegistrySubject), retried while none
+	// answers. A dispatcher's in-process workers pass its Registrar.
+	Registry registry.Writer
 	// Logger; default slog.Default(). The worker logs through a
 	// telemetry.LogHandler, so lines logged with a call's context carry
 	// its trace_id and span_id.

@@ -281,7 +281,11 @@
 // replace another silently. Each name is claimed for the worker's pool in
 // the registry first (registry.Claim, claims.go): a name another pool
 // defines differently is refused, naming both pools. Shadow workers claim
-// nothing.
+// nothing. The worker writes nothing into the registry itself: claims and
+// specs are announcements (registry.PoolWriter) to Config.Registry,
+// by default a registry.Remote that asks the dispatchers
+// (bus.RegistrySubject), which check and write them; a refusal
+// (registry.ErrRefused, registry.ErrClaimed) stops the start-up.
 //
 // # Pool consumers put back
 //

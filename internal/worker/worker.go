@@ -172,6 +172,9 @@ func New(b *bus.Bus, cfg Config) (*Worker, error) {
 		gaps: map[toolwirev1.ExecutorType][]string{}, declared: map[string]declaredPool{}, checkNow: make(chan struct{}, 1), tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics,
 		executors: make(map[toolwirev1.ExecutorType]executors.Executor, len(cfg.Executors))}
 	w.publishResult = w.observeResults(w.publishResultNow)
+	if w.cfg.Registry == nil {
+		w.cfg.Registry = registry.NewRemote(b.NC, b.Config, w.log)
+	}
 	for t, e := range cfg.Executors {
 		w.executors[t] = observed.Executor(redactingExecutor{e}, w.tracer, metrics)
 		if si, ok := e.(executors.SpecIsolated); ok {
@@ -361,12 +364,8 @@ func (w *Worker) ensureSpecs(ctx context.Context) ([]*toolwirev1.ToolSpec, []Poo
 		pools = append(pools, p)
 		consumers = append(consumers, cons)
 	}
-	publish := registry.Publish
-	if w.cfg.Shadow {
-		publish = registry.PublishVersions
-	}
-	if _, err := publish(ctx, w.bus.Registry, specs); err != nil {
-		return nil, nil, nil, fmt.Errorf("worker: publish specs: %w", err)
+	if err := w.publishSpecs(ctx, stamped); err != nil {
+		return nil, nil, nil, err
 	}
 	return stamped, pools, consumers, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/toolwire/toolwire/internal/executors/mcp"
 	"github.com/toolwire/toolwire/internal/executors/native"
 	"github.com/toolwire/toolwire/internal/executors/sandbox"
+	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/specfile"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	"github.com/toolwire/toolwire/internal/worker"
@@ -68,6 +69,10 @@ type Options struct {
 	// dispatcher's default configuration); its calls are answered
 	// PERMANENT "not available". Otherwise such a failure stops the worker.
 	BestEffort bool
+	// Registry writes the registry for the worker (worker.Config.Registry):
+	// nil = a request to the dispatchers (registry.Remote); a dispatcher's
+	// in-process workers pass its Registrar.
+	Registry registry.Writer
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// TracerProvider and Metrics observe the worker (see worker.Config);
@@ -135,13 +140,19 @@ func NewWorker(ctx context.Context, b *bus.Bus, f *File, o Options) (_ *Worker, 
 		return nil, err
 	}
 	types := f.poolTypes(o, len(o.Tools) > 0, fileSpecs)
+	if o.Registry == nil {
+		o.Registry = registry.NewRemote(b.NC, b.Config, log)
+	}
+	env := execEnv{b: b, nat: nat, log: log}
 	execs := map[toolwirev1.ExecutorType]executors.Executor{}
 	var sources []worker.SpecSource
 	for _, t := range types {
 		if execs[t] != nil {
 			continue
 		}
-		exec, src, err := f.executor(ctx, b, t, nat, log)
+		env.writer = registry.PoolWriter{Writer: o.Registry, Pool: f.pool(t, o, len(types) > 1).PoolConfig.WithDefaults().Name, Type: t,
+			Worker: o.Name}
+		exec, src, err := f.executor(ctx, env, t)
 		if err != nil {
 			if !o.BestEffort {
 				return nil, err
@@ -185,7 +196,7 @@ func NewWorker(ctx context.Context, b *bus.Bus, f *File, o Options) (_ *Worker, 
 		pools = append(pools, f.pool(t, o, len(types) > 1))
 	}
 	ww, err := worker.New(b, worker.Config{Name: o.Name, Pools: pools, Executors: execs, Specs: specs,
-		SpecSources: sources, Shadow: o.Shadow, Logger: log, TracerProvider: o.TracerProvider, Metrics: o.Metrics})
+		SpecSources: sources, Shadow: o.Shadow, Registry: o.Registry, Logger: log, TracerProvider: o.TracerProvider, Metrics: o.Metrics})
 	if err != nil {
 		return nil, err
 	}
@@ -250,10 +261,20 @@ func (f *File) pool(t toolwirev1.ExecutorType, o Options, several bool) worker.P
 		AckWait: cmp.Or(time.Duration(pf.AckWait), o.AckWait), MaxDeliver: cmp.Or(pf.MaxDeliver, o.MaxDeliver)}}
 }
 
+// execEnv is what executor builds executors with: the bus, the native
+// executor, the logger, and the registry writer of the pool of the type
+// built.
+type execEnv struct {
+	b      *bus.Bus
+	nat    *native.Executor
+	log    *slog.Logger
+	writer registry.PoolWriter
+}
+
 // executor builds the executor of type t (closed by Worker.Stop if it is
 // an executors.Closer).
-func (f *File) executor(ctx context.Context, b *bus.Bus, t toolwirev1.ExecutorType, nat *native.Executor, log *slog.Logger) (
-	executors.Executor, worker.SpecSource, error) {
+func (f *File) executor(ctx context.Context, env execEnv, t toolwirev1.ExecutorType) (executors.Executor, worker.SpecSource, error) {
+	b, nat, log := env.b, env.nat, env.log
 	switch t {
 	case toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE:
 		return nat, nil, nil
@@ -277,7 +298,7 @@ func (f *File) executor(ctx context.Context, b *bus.Bus, t toolwirev1.ExecutorTy
 		if len(f.MCP.Servers) == 0 {
 			return nil, nil, errors.New("mcp: no servers configured (mcp.servers)")
 		}
-		e, err := mcp.New(ctx, f.MCP, mcp.Options{Registry: b.Registry, Conn: b.NC, Logger: log})
+		e, err := mcp.New(ctx, f.MCP, mcp.Options{Registry: b.Registry, Conn: b.NC, Writer: env.writer, Logger: log})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -69,4 +69,16 @@
 // start-up with an error naming both pools (see internal/registry,
 // "Sources"); replicas of one pool, and its next version in a rolling
 // upgrade, publish freely.
+//
+// The worker never writes the registry itself (its credential may not):
+// it announces each claim and spec to the dispatchers, a request on
+// <prefix>.admin.registry.announce (registry.Remote), and a dispatcher
+// checks it and writes it (internal/registry, "Announcements"): a spec
+// whose version is not its content's, a tool of another executor type
+// than its pool's, a name another pool holds are refused. While no
+// dispatcher answers (no responders, a request that timed out), the
+// announcement is asked again with backoff (100ms doubling up to 5s,
+// with jitter), each retry logged at Warn ("no dispatcher answers the
+// registry announcement; retrying"): a worker that starts before its
+// dispatchers waits for them, alive and not ready.
 package toolworker

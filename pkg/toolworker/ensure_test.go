@@ -18,6 +18,7 @@ import (
 func TestEnsureOnlyCreatesConsumerPublishesToolsAndExits(t *testing.T) {
 	t.Parallel()
 	env := bustest.Start(t, bus.Config{})
+	serveRegistry(t, env.Bus) // a dispatcher writes what the worker announces
 	echo := tool.Must(tool.New("ensure_only_echo", func(_ context.Context, in struct{ Text string }) (string, error) {
 		return in.Text, nil
 	}))

@@ -62,6 +62,7 @@ func TestWorkerWaitsForAClusterLeader(t *testing.T) {
 
 	c.start(1) // two of three: a leader can be elected
 	quorum := time.Now()
+	serveRegistryAt(t, c.URL(1)) // a dispatcher, which registers the worker's tools
 	select {
 	case <-ready:
 		t.Logf("serving %s after the second node started", time.Since(quorum).Round(time.Millisecond))
@@ -95,6 +96,7 @@ func TestWorkerWaitsForTheServer(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, status(t, "http://"+httpAddr+"/readyz"), "not ready while waiting")
 	c.start(0)
 	c.start(1)
+	serveRegistryAt(t, c.URL(1))
 	select {
 	case <-ready:
 	case err := <-done:

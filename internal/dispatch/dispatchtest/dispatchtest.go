@@ -145,7 +145,11 @@ func (s *Stack) StartPolicies(t testing.TB, b *bus.Bus) *policystore.Holder {
 func (s *Stack) StartWorker(t testing.TB, tools ...*tool.Tool) *workerconfig.Worker {
 	t.Helper()
 	b := s.Env.Open(t, "dispatchtest-worker")
-	w, err := workerconfig.NewWorker(t.Context(), b, nil, workerconfig.Options{Tools: tools, Concurrency: s.opts.Concurrency, Logger: testLogger(t)})
+	// The worker starts before the dispatcher: it writes the registry
+	// through a Registrar of its own, as a dispatcher's in-process
+	// workers do.
+	w, err := workerconfig.NewWorker(t.Context(), b, nil, workerconfig.Options{Tools: tools, Concurrency: s.opts.Concurrency, Logger: testLogger(t),
+		Registry: registry.NewRegistrar(b, testLogger(t))})
 	startUntilCleanup(t, w, err)
 	return w
 }
@@ -200,6 +204,7 @@ func (s *Stack) StartExecutorWorker(t testing.TB, typ toolwirev1.ExecutorType, e
 		Pools:     []worker.Pool{{Concurrency: s.opts.Concurrency, PoolConfig: bus.PoolConfig{Type: typ}}},
 		Executors: map[toolwirev1.ExecutorType]executors.Executor{typ: exec},
 		Specs:     specs,
+		Registry:  registry.NewRegistrar(b, testLogger(t)),
 		Logger:    testLogger(t),
 	})
 	startUntilCleanup(t, w, err)

@@ -74,7 +74,7 @@ func TestDefinitionChangedAfterListChanged(t *testing.T) {
 	srv := newFixtureServer(fixtureOptions{running: tempDir(t), variant: "v1"})
 	url := httpServer(t, srv)
 	e := newExecutor(t, testConfig(mcp.ServerConfig{Name: "fix", HTTP: &mcp.HTTPConfig{URL: url}, Required: true}),
-		mcp.Options{Registry: s.Env.Bus.Registry, Conn: s.Env.Bus.NC})
+		mcp.Options{Registry: s.Env.Bus.Registry, Conn: s.Env.Bus.NC, Writer: mcpWriter(s)})
 	const name = "mcp__fix__versioned"
 	s.StartExecutorWorker(t, mcpType, e, e.Specs()...)
 	s.WaitTool(t, name)
@@ -154,7 +154,7 @@ func TestDefinitionChangedAcrossRestart(t *testing.T) {
 	const name = "mcp__fix__versioned"
 
 	e1, err := mcp.New(t.Context(), testConfig(stdioServer(t, "fix", map[string]string{envVariant: "v1"})),
-		mcp.Options{Registry: kv, Conn: s.Env.Bus.NC, Logger: testLogger(t)})
+		mcp.Options{Registry: kv, Conn: s.Env.Bus.NC, Writer: mcpWriter(s), Logger: testLogger(t)})
 	require.NoError(t, err)
 	w1 := s.StartExecutorWorker(t, mcpType, e1, e1.Specs()...)
 	s.WaitTool(t, name)
@@ -165,7 +165,7 @@ func TestDefinitionChangedAcrossRestart(t *testing.T) {
 	require.NoError(t, w1.Stop(t.Context()))
 	require.NoError(t, e1.Close(t.Context()))
 
-	e2 := newExecutor(t, testConfig(stdioServer(t, "fix", map[string]string{envVariant: "v2"})), mcp.Options{Registry: kv, Conn: s.Env.Bus.NC})
+	e2 := newExecutor(t, testConfig(stdioServer(t, "fix", map[string]string{envVariant: "v2"})), mcp.Options{Registry: kv, Conn: s.Env.Bus.NC, Writer: mcpWriter(s)})
 	specs := specsByTool(e2)
 	require.True(t, specs["versioned"].Disabled)
 	newHash := specs["versioned"].GetMcp().GetDefinitionHash()
@@ -183,4 +183,10 @@ func TestDefinitionChangedAcrossRestart(t *testing.T) {
 	resp = call(t, s, name, `{"path":"a"}`)
 	require.True(t, resp.Ok, "%v", resp.Error)
 	require.Equal(t, "versioned v2", resp.Content[0].GetText().GetText())
+}
+
+// mcpWriter writes the registry for the MCP pool of s's executor workers
+// (dispatchtest.StartExecutorWorker: pool "mcp"), as a dispatcher does.
+func mcpWriter(s *dispatchtest.Stack) registry.PoolWriter {
+	return registry.PoolWriter{Writer: registry.NewRegistrar(s.Env.Bus, nil), Pool: "mcp", Type: mcpType}
 }

@@ -4,7 +4,8 @@
 //
 // # Use
 //
-//	e, err := mcp.New(ctx, cfg.MCP, mcp.Options{Registry: bus.Registry, Conn: bus.NC, Logger: log})
+//	w := registry.PoolWriter{Writer: registry.NewRemote(bus.NC, bus.Config, log), Pool: "mcp", Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_MCP}
+//	e, err := mcp.New(ctx, cfg.MCP, mcp.Options{Registry: bus.Registry, Conn: bus.NC, Writer: w, Logger: log})
 //	...
 //	worker.New(b, worker.Config{
 //		Executors: map[toolwirev1.ExecutorType]executors.Executor{toolwirev1.ExecutorType_EXECUTOR_TYPE_MCP: e},
@@ -102,8 +103,10 @@
 // (sorted keys, no white space) of the tool's name, title,
 // description, input schema, output schema and annotations — everything
 // the model sees or the executor relies on. The first hash seen for a
-// tool is recorded as approved (registry.ApproveFirst, key
-// registry.ApprovalKey(name) in the registry bucket). When a server later
+// tool is recorded as approved (key registry.ApprovalKey(name) in the
+// registry bucket, written by a dispatcher: the executor announces it
+// through Options.Writer, registry.OpApprove, and a recorded approval is
+// never replaced that way). When a server later
 // offers a different definition — at start-up (a new release of the
 // server) or after notifications/tools/list_changed — the tool's spec is
 // published disabled (the registry's admission refuses it), with a
@@ -128,7 +131,8 @@
 // disabled until restart, and nothing is published.
 //
 // Publishing: the worker publishes Specs at its start. After that the
-// executor publishes (registry.Publish) every state change of the tools
+// executor publishes (Options.Writer: an announcement the dispatchers
+// check and write, as the worker's) every state change of the tools
 // Specs handed out: disabled, re-enabled, no longer offered (published
 // disabled). Tools first discovered later (a server that came up after
 // start, a tool the server added) appear in Specs and fire Changed but are

@@ -178,7 +178,7 @@ func directSession(t *testing.T, sc mcp.ServerConfig) *sdk.ClientSession {
 func runEverything(t *testing.T, sc mcp.ServerConfig) {
 	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
 	cfg := testConfig(sc)
-	e := newExecutor(t, cfg, mcp.Options{Registry: s.Env.Bus.Registry, Conn: s.Env.Bus.NC})
+	e := newExecutor(t, cfg, mcp.Options{Registry: s.Env.Bus.Registry, Conn: s.Env.Bus.NC, Writer: mcpWriter(s)})
 	specs := e.Specs()
 	s.StartExecutorWorker(t, mcpType, e, specs...)
 

@@ -31,11 +31,16 @@ import (
 // Options are the dependencies of an Executor.
 type Options struct {
 	// Registry is the registry KV bucket: approvals of tool definitions
-	// are recorded (trust on first use) and watched there, and the specs
-	// of tools whose state changes after Specs handed them out are
-	// published there. Nil keeps approvals in memory (the first definition
-	// seen by this process is the approved one) and publishes nothing.
+	// are read and watched there. Nil keeps approvals in memory (the first
+	// definition seen by this process is the approved one) and publishes
+	// nothing.
 	Registry jetstream.KeyValue
+	// Writer writes the registry through the dispatchers (the executor's
+	// worker never writes it itself): the first approval of a definition
+	// (trust on first use) and the specs of tools whose state changes
+	// after Specs handed them out, announced as the MCP pool Writer.Pool.
+	// Required with Registry.
+	Writer registry.PoolWriter
 	// Conn hears approvals as they are written: a core subscription on the
 	// registry's approval keys ($KV.<bucket>.approval.>), not a KV watch,
 	// so that a worker's NATS credentials need no consumer on the registry
@@ -56,6 +61,7 @@ type Executor struct {
 	cfg     Config
 	log     *slog.Logger
 	kv      jetstream.KeyValue
+	writer  registry.PoolWriter
 	servers []*server
 
 	mu          sync.RWMutex
@@ -127,6 +133,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Executor, error) {
 		cfg:         cfg,
 		log:         cmp.Or(opts.Logger, slog.Default()).With("component", "executor", "executor", "mcp"),
 		kv:          opts.Registry,
+		writer:      opts.Writer,
 		tools:       map[string]*toolState{},
 		handed:      map[string]bool{},
 		memApproved: map[string]string{},
@@ -134,9 +141,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Executor, error) {
 	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	if e.kv != nil {
-		if opts.Conn == nil {
+		if opts.Conn == nil || opts.Writer.Writer == nil {
 			e.cancel()
-			return nil, errors.New("mcp: Options.Conn is required with Options.Registry")
+			return nil, errors.New("mcp: Options.Conn and Options.Writer are required with Options.Registry")
 		}
 		// The subscription lives until Close, not just New's ctx.
 		approvals := make(chan *nats.Msg, 64)
@@ -392,7 +399,7 @@ func (e *Executor) Close(ctx context.Context) error {
 // when none is (trust on first use).
 func (e *Executor) approve(ctx context.Context, name, hash string) (string, error) {
 	if e.kv != nil {
-		return registry.ApproveFirst(ctx, e.kv, name, hash)
+		return e.writer.ApproveFirst(ctx, name, hash)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -529,7 +536,7 @@ func (e *Executor) publish(ctx context.Context, specs []*toolwirev1.ToolSpec) er
 		return nil
 	}
 	slices.SortFunc(specs, func(a, b *toolwirev1.ToolSpec) int { return cmp.Compare(a.Name, b.Name) })
-	if _, err := registry.Publish(ctx, e.kv, specs); err != nil {
+	if err := e.writer.Publish(ctx, specs, false); err != nil {
 		return fmt.Errorf("mcp: publish specs: %w", err)
 	}
 	for _, s := range specs {

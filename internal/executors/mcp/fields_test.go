@@ -87,7 +87,7 @@ func TestFieldsReachTheCaller(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
 	e := newExecutor(t, testConfig(stdioServer(t, "fx", map[string]string{envDecor: "1", envRunning: tempDir(t)})),
-		mcp.Options{Registry: s.Env.Bus.Registry, Conn: s.Env.Bus.NC})
+		mcp.Options{Registry: s.Env.Bus.Registry, Conn: s.Env.Bus.NC, Writer: mcpWriter(s)})
 	s.StartExecutorWorker(t, mcpType, e, e.Specs()...)
 	for _, n := range []string{"mcp__fx__annotated", "mcp__fx__decorated", "mcp__fx__task_only"} {
 		s.WaitTool(t, n)

@@ -1,0 +1,95 @@
+package registry
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/toolwire/toolwire/internal/bus"
+)
+
+// Waits of Remote between attempts while no dispatcher answers.
+const (
+	remoteRetryFirst = 100 * time.Millisecond
+	remoteRetryMax   = 5 * time.Second
+)
+
+// Remote is the Writer of a worker process: it sends each Announcement to
+// the dispatchers (bus.RegistrySubject) and waits for their answer. While
+// no dispatcher answers (no responders, a request that timed out:
+// bus.Unavailable), it asks again with backoff, logging each retry at
+// WARN, until ctx ends: a worker that starts before its dispatchers waits
+// for them, as it waits for its NATS cluster.
+type Remote struct {
+	nc      *nats.Conn
+	subject string
+	log     *slog.Logger
+}
+
+// NewRemote returns the Remote of the installation cfg over nc.
+func NewRemote(nc *nats.Conn, cfg bus.Config, log *slog.Logger) *Remote {
+	return &Remote{nc: nc, subject: bus.RegistrySubject(cfg), log: cmp.Or(log, slog.Default())}
+}
+
+// Announce asks the dispatchers to write a; see Writer.
+func (r *Remote) Announce(ctx context.Context, a Announcement) (Announced, error) {
+	data, err := json.Marshal(a)
+	if err != nil {
+		return Announced{}, fmt.Errorf("registry: announce: %w", err)
+	}
+	wait := remoteRetryFirst
+	for attempt := 1; ; attempt++ {
+		m, err := r.request(ctx, data)
+		if err == nil {
+			return decodeReply(m.Data)
+		}
+		if !bus.Unavailable(err) || ctx.Err() != nil {
+			return Announced{}, fmt.Errorf("registry: announce to the dispatchers: %w", err)
+		}
+		d := wait/2 + rand.N(wait/2+1) // jitter: replicas started together do not retry in step
+		r.log.WarnContext(ctx, "no dispatcher answers the registry announcement; retrying", "op", a.Op, "pool", a.Pool,
+			"attempt", attempt, "retry_in", d.Round(time.Millisecond), "err", err)
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Announced{}, fmt.Errorf("registry: announce to the dispatchers: %w", errors.Join(err, ctx.Err()))
+		case <-t.C:
+		}
+		wait = min(2*wait, remoteRetryMax)
+	}
+}
+
+// request sends one announcement, waiting at most announceTimeout plus a
+// little for the answer.
+func (r *Remote) request(ctx context.Context, data []byte) (*nats.Msg, error) {
+	rctx, cancel := context.WithTimeout(ctx, announceTimeout+2*time.Second)
+	defer cancel()
+	return r.nc.RequestWithContext(rctx, r.subject, data)
+}
+
+// decodeReply turns a dispatcher's answer into Announced or the error it
+// names.
+func decodeReply(data []byte) (Announced, error) {
+	var rp reply
+	if err := json.Unmarshal(data, &rp); err != nil {
+		return Announced{}, fmt.Errorf("registry: undecodable answer from a dispatcher: %w", err)
+	}
+	switch rp.Code {
+	case "":
+		return rp.Announced, nil
+	case "claimed":
+		if rp.Holder != nil && rp.Claimant != nil {
+			return Announced{}, &ClaimError{Tool: rp.Tool, Holder: *rp.Holder, Claimant: *rp.Claimant}
+		}
+	case "refused":
+		return Announced{}, &RefusedError{Tool: rp.Tool, Reason: rp.Error}
+	}
+	return Announced{}, fmt.Errorf("registry: the dispatcher could not write the announcement: %s", rp.Error)
+}

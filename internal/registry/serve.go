@@ -1,0 +1,118 @@
+package registry
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/startstop"
+)
+
+// announceTimeout bounds the handling of one announcement.
+const announceTimeout = 10 * time.Second
+
+// reply is the wire answer to an Announcement: Announced, or the refusal.
+type reply struct {
+	Announced
+	// Error is a refusal's reason or a failure's message; Code says which
+	// ("claimed", "refused", "failed").
+	Error string `json:"error,omitempty"`
+	Code  string `json:"code,omitempty"`
+	// Holder and Claimant of a "claimed" refusal (ClaimError).
+	Holder   *Source `json:"holder,omitempty"`
+	Claimant *Source `json:"claimant,omitempty"`
+	Tool     string  `json:"tool,omitempty"`
+}
+
+// Service serves a Registrar on bus.RegistrySubject in the queue group of
+// the dispatchers: every dispatcher replica runs one (internal/dispatch),
+// one of them answers each announcement. It answers only requests whose
+// replies go to a worker's inboxes or a dispatcher's (a message a push
+// consumer was pointed here with carries a $JS.ACK reply and is nobody's
+// request). Announcements are handled one at a time per replica.
+type Service struct {
+	startstop.Funcs
+	b   *bus.Bus
+	r   *Registrar
+	log *slog.Logger
+}
+
+// NewService returns the announcement service of b (not started).
+func NewService(b *bus.Bus, log *slog.Logger) *Service {
+	log = cmp.Or(log, slog.Default())
+	s := &Service{b: b, r: NewRegistrar(b, log), log: log.With("component", "registrar")}
+	s.StartFunc = s.serve
+	return s
+}
+
+// Registrar is the service's Registrar, for the dispatcher's in-process
+// workers.
+func (s *Service) Registrar() *Registrar { return s.r }
+
+func (s *Service) serve(ctx context.Context) error {
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	workerInboxes := bus.InboxPrefix(s.b.Config, bus.RoleWorker) + "."
+	sub, err := s.b.NC.QueueSubscribe(bus.RegistrySubject(s.b.Config), "dispatchers", func(m *nats.Msg) {
+		if !strings.HasPrefix(m.Reply, workerInboxes) && !strings.HasPrefix(m.Reply, nats.InboxPrefix) {
+			s.log.Warn("registry announcement refused: not from a worker", "reply", m.Reply)
+			return
+		}
+		s.respond(m, s.handle(sctx, m.Data))
+	})
+	if err != nil {
+		cancel()
+		return fmt.Errorf("registry: serve announcements: %w", err)
+	}
+	unsubscribe := bus.Unsubscriber(sub)
+	s.StopFunc = func() <-chan struct{} {
+		done := unsubscribe()
+		cancel()
+		return done
+	}
+	return nil
+}
+
+// handle decodes and applies one announcement.
+func (s *Service) handle(ctx context.Context, data []byte) reply {
+	var a Announcement
+	if err := json.Unmarshal(data, &a); err != nil {
+		return reply{Code: "refused", Error: "the announcement does not decode: " + err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, announceTimeout)
+	defer cancel()
+	got, err := s.r.Announce(ctx, a)
+	var claimed *ClaimError
+	var refused *RefusedError
+	switch {
+	case err == nil:
+		s.log.DebugContext(ctx, "registry announcement written", "op", a.Op, "pool", a.Pool, "worker", a.Worker, "version", got.Version)
+		return reply{Announced: got}
+	case errors.As(err, &claimed):
+		s.log.WarnContext(ctx, "registry announcement refused", "op", a.Op, "pool", a.Pool, "worker", a.Worker, "err", err)
+		return reply{Code: "claimed", Error: err.Error(), Holder: &claimed.Holder, Claimant: &claimed.Claimant, Tool: claimed.Tool}
+	case errors.As(err, &refused):
+		s.log.WarnContext(ctx, "registry announcement refused", "op", a.Op, "pool", a.Pool, "worker", a.Worker, "err", err)
+		return reply{Code: "refused", Error: refused.Reason, Tool: refused.Tool}
+	default:
+		s.log.ErrorContext(ctx, "registry announcement failed", "op", a.Op, "pool", a.Pool, "worker", a.Worker, "err", err)
+		return reply{Code: "failed", Error: err.Error()}
+	}
+}
+
+// respond sends r as m's answer.
+func (s *Service) respond(m *nats.Msg, r reply) {
+	b, err := json.Marshal(r)
+	if err == nil {
+		err = m.Respond(b)
+	}
+	if err != nil {
+		s.log.Warn("registry announcement: reply not sent", "err", err)
+	}
+}
