@@ -115,7 +115,9 @@ func TestDistributedRateNeverExceeded(t *testing.T) {
 	bound := float64(r.Burst) + float64(span)/emission
 	t.Logf("admitted %d, refused %d in %s; bound burst+rate×span = %.1f; worst excess over any interval %.2f units",
 		n, refused.Load(), span.Round(time.Millisecond), bound, worst)
-	require.LessOrEqual(t, worst, 0.0, "admitted more than rate × interval + burst")
+	// A thousandth of a unit is the float rounding of nanosecond times
+	// (2.8e-6 was seen), not an admission over the limit.
+	require.LessOrEqual(t, worst, 1e-3, "admitted more than rate × interval + burst")
 	require.GreaterOrEqual(t, float64(n), 0.9*bound, "the limit admitted far less than it allows")
 }
 
