@@ -79,10 +79,11 @@ type stack struct {
 // startStack starts a stack on e. On error everything started is stopped.
 func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err error) {
 	log := e.cfg.Logger
-	s = &stack{}
+	started := &stack{} // s is nil on every error return: stop what started
+	s = started
 	defer func() {
 		if err != nil {
-			s.stop()
+			started.stop()
 			s = nil
 		}
 	}()
@@ -102,7 +103,10 @@ func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err erro
 		if err != nil {
 			return nil, err
 		}
-		w, err := workerconfig.NewWorker(ctx, wb, nil, workerconfig.Options{Name: "bench-worker", Tools: benchTools(), Concurrency: o.worker, Logger: log})
+		// In-process, as a dispatcher's own workers: announcements go to
+		// the registrar directly (no dispatcher serves them yet).
+		w, err := workerconfig.NewWorker(ctx, wb, nil, workerconfig.Options{Name: "bench-worker", Tools: benchTools(), Concurrency: o.worker,
+			Logger: log, Registry: registry.NewRegistrar(s.bus, log)})
 		if err != nil {
 			return nil, err
 		}
