@@ -222,9 +222,12 @@ func (e *Executor) probe(noUserNS bool) error {
 func (e *Executor) runProbe(hc *helperConfig) (probeReport, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := e.spawn(hc, nil, nil)
+	p, err := e.start(hc, nil) // with the egress guard's supervisor, which the probe's round trip needs
 	if err != nil {
 		return nil, err
+	}
+	if p.guard != nil {
+		defer p.guard.stop()
 	}
 	out, _ := io.ReadAll(p.status)
 	_ = p.status.Close()
