@@ -180,7 +180,7 @@ func TestNetworkToolEgressGuard(t *testing.T) {
 		require.NoError(t, e.Close(ctx))
 	})
 	if gaps := e.SpecIsolationGaps(spec(fixture("connect"), withNetwork)); len(gaps) > 1 {
-		testdeps.Missing(t, "Linux 5.5 with Landlock ABI 4", "egress test: this host's gaps for network tools: %v", gaps)
+		testdeps.Missing(t, "Linux 5.6 with Landlock ABI 4", "egress test: this host's gaps for network tools: %v", gaps)
 	}
 	r := &egressRig{t: t, ns: ns, e: e}
 
@@ -248,7 +248,7 @@ func TestNetworkToolEgressGuardRace(t *testing.T) {
 		require.NoError(t, e.Close(ctx))
 	})
 	if gaps := e.SpecIsolationGaps(spec(fixture("connect"), withNetwork)); len(gaps) > 1 {
-		testdeps.Missing(t, "Linux 5.5 with Landlock ABI 4", "egress test: this host's gaps for network tools: %v", gaps)
+		testdeps.Missing(t, "Linux 5.6 with Landlock ABI 4", "egress test: this host's gaps for network tools: %v", gaps)
 	}
 	race := func(args ...string) {
 		var res *tool.Result
