@@ -48,10 +48,11 @@ const (
 	// connect to any local service.
 	GapLandlockNet = "landlock-net"
 	// GapEgressGuard is reported for tools with network access when the
-	// kernel cannot run the egress guard (seccomp user notification with
-	// SECCOMP_USER_NOTIF_FLAG_CONTINUE, Linux 5.5): nothing then stops the
-	// tool from reaching loopback, private or metadata addresses on the
-	// egress ports. Such tools are refused unless Config.UnguardedEgress.
+	// host cannot run the egress guard (seccomp user notification,
+	// pidfd_getfd of Linux 5.6, process_vm_readv of the sandbox's memory,
+	// which Yama's ptrace_scope 3 forbids): nothing then stops the tool
+	// from reaching loopback, private or metadata addresses on the egress
+	// ports. Such tools are refused unless Config.UnguardedEgress.
 	GapEgressGuard = "egress-guard"
 )
 
@@ -147,8 +148,9 @@ type Config struct {
 	// /etc/resolv.conf, the file the tools themselves read.
 	ResolvConf string `json:"resolv_conf,omitempty"`
 	// UnguardedEgress lets network tools run on a host whose kernel cannot
-	// run the egress guard (before Linux 5.5, or seccomp user notification
-	// unavailable): they then reach every address on EgressPorts, loopback
+	// run the egress guard (before Linux 5.6, seccomp user notification
+	// unavailable, or the sandbox's memory not readable by the worker):
+	// they then reach every address on EgressPorts, loopback
 	// and 169.254.169.254 included, and every response says
 	// "egress-guard". Default false: such a worker refuses network tools.
 	UnguardedEgress bool `json:"unguarded_egress,omitempty"`

@@ -138,59 +138,87 @@
 // — 127.0.0.53 of systemd-resolved included — and on no other port.
 //
 // The mechanism is seccomp user notification. The helper installs a last
-// filter on the thread that execs the target: connect(2), sendmsg(2),
-// sendmmsg(2), and sendto(2) with a destination address stop in the
-// kernel and notify a listener; the helper sends the listener to the
-// worker over a UNIX socket (fd 5), from another thread, since sendmsg is
-// filtered on its own, and closes every copy before the exec. A
-// supervisor goroutine of the worker receives each notification, reads
-// the sockaddr (and the msghdrs of sendmsg and sendmmsg) from the
-// process's memory with process_vm_readv(2), checks that the
-// notification is still pending (so the memory was the caller's), and
-// answers SECCOMP_USER_NOTIF_FLAG_CONTINUE or EACCES. Addresses are read
-// as the kernel reads them: AF_INET and AF_INET6 (IPv4-mapped addresses as
-// IPv4), AF_UNSPEC as a disconnect for connect but as AF_INET for a
-// datagram (IPv4 UDP reads it so); AF_UNIX and AF_NETLINK pass (Landlock
-// governs UNIX sockets; the resolver asks netlink for interfaces); any
-// other family is refused. The same filter confines socket(2) to AF_UNIX,
-// AF_NETLINK, and AF_INET and AF_INET6 with protocol 0, TCP, UDP, ICMP or
-// ICMPv6 (SCTP's connectx takes addresses in a socket option the filter
+// filter on the thread that execs the target: connect(2) and sendto(2)
+// with a destination address of 16 bytes or more, and every sendmsg(2)
+// and sendmmsg(2), stop in the kernel and notify a listener; the helper
+// sends the listener to the worker over a UNIX socket (fd 5), from
+// another thread, since sendmsg is filtered on its own, and closes every
+// copy before the exec. (An address shorter than 16 bytes names no IP
+// destination, IPv4 refusing one and IPv6 wanting 24, and its length is
+// a register the tool cannot change after the filter read it: such calls
+// — netlink's sendto among them — and sendto without an address run
+// unnotified.)
+//
+// A supervisor goroutine of the worker receives each notification and
+// handles it on a goroutine of its own (a blocking socket blocks connect;
+// at most 64 at a time per call, more are answered EAGAIN). It never lets
+// the kernel run the call, which would read the tool's memory again after
+// the check: it copies the call out of the process's memory with
+// process_vm_readv(2) — the sockaddr, and for the send calls the
+// payload (64 KiB per message at most: a stream socket's send is cut
+// short to it, a datagram's larger is EMSGSIZE; eight messages of a
+// sendmmsg at most, which then reports fewer sent, as it may) —,
+// duplicates the tool's socket with pidfd_getfd(2) (the calling thread's
+// descriptor table with PIDFD_THREAD of Linux 6.9, its process's before),
+// checks that the notification still waits (SECCOMP_IOCTL_NOTIF_ID_VALID,
+// with the number older kernels know as a fallback; so the memory and the
+// descriptor were the caller's), judges every destination of the copy,
+// and makes the call itself on the duplicate with the copy, answering
+// with its result (0, a byte or message count, or its errno such as
+// EINPROGRESS or ECONNREFUSED; a sendmmsg's msg_len fields are written
+// back) or EACCES. A second thread rewriting the address after the check
+// therefore changes nothing, and neither does one swapping the
+// descriptor for another socket. Addresses are read as the kernel reads
+// them: AF_INET and AF_INET6 (IPv4-mapped addresses as IPv4), AF_UNSPEC
+// as a disconnect for connect but as AF_INET for a datagram (IPv4 UDP
+// reads it so); other families name no IP destination and the IP socket
+// refuses them. Only IPv4 and IPv6 sockets are served: the worker cannot
+// act for the tool on a UNIX socket (the path would be resolved in the
+// worker's mount namespace with its permissions, and the peer would see
+// the worker's credentials) nor on a netlink one, so a network tool's
+// connect and sendto to a UNIX address of 16 bytes or more (a path of 13
+// characters or more) and its sendmsg and sendmmsg on UNIX and netlink
+// sockets fail with EACCES. Control messages (msg_control) are refused
+// with EACCES too; MSG_ZEROCOPY is dropped and MSG_NOSIGNAL added (the
+// tool gets EPIPE without SIGPIPE). The same filter confines socket(2) to
+// AF_UNIX, AF_NETLINK, and AF_INET and AF_INET6 of type SOCK_STREAM or
+// SOCK_DGRAM with protocol 0, TCP, UDP, ICMP or ICMPv6 (no raw sockets;
+// no SCTP, whose connectx takes addresses in a socket option the filter
 // cannot see), and refuses x32 system call numbers. Refusals are logged
-// at WARN (ten per call at most). The supervisor stops when the process
-// is gone; a task still filtered after that fails its calls with ENOSYS,
-// so the guard fails closed, and so it does when the worker cannot read
-// the memory (EFAULT).
+// at WARN (ten per call at most). Whatever fails in the supervisor fails
+// the call (EFAULT when the memory cannot be read, EACCES for the rest):
+// no notification is left unanswered. The supervisor stops when the
+// process is gone, first shutting down the duplicates of calls still in
+// progress; a task still filtered after that fails its calls with
+// ENOSYS, so the guard fails closed.
 //
 // What it cannot see:
 //
-//   - CONTINUE lets the kernel read the sockaddr again after the check. A
-//     second thread of the tool (or a process sharing its memory) that
-//     rewrites it in that window connects where the guard did not look.
-//     Landlock's port rule still holds for TCP, so the race reaches a
-//     refused address only on an egress port (or 53) — the metadata
-//     address on 80 among them; for UDP nothing else holds. The kernel's
-//     documentation says as much: user notification is not a security
-//     boundary against a racing caller. Closing the window needs the
-//     supervisor to make the connection itself (pidfd_getfd(2) and
-//     SECCOMP_IOCTL_NOTIF_ADDFD), which is not done.
 //   - What reaches the allowed destinations: a resolver on port 53 takes
 //     any query, so data can leave through DNS, and DNS answers are not
 //     checked themselves — a name that resolves to a refused address is
 //     refused only at connect.
+//   - A call interrupted by a signal while the worker makes it may still
+//     take effect (the connection is made, the datagram sent) though the
+//     tool sees it fail or restart it; a blocking connect the tool gave
+//     up on holds one of the 64 places until it completes or times out.
 //   - io_uring, which would make connections without these system calls,
 //     is refused by the first filter, as are bpf, ptrace and
 //     process_vm_writev; a UNIX socket to a local daemon that connects
 //     on the tool's behalf is Landlock's and the file permissions' matter
-//     (the "landlock-unix" gap).
+//     (the "landlock-unix" gap) for addresses the filter lets through.
 //
-// Landlock (ABI 4) allows TCP connect only to EgressPorts and 53, and no
-// TCP bind, whatever the guard decides.
+// Landlock (ABI 4) denies TCP bind, and TCP connect of the tool's own
+// to ports other than EgressPorts and 53 (the connections the worker
+// makes for it are held to the guard's ports).
 //
 // Every response of such a tool carries "host-network" in
 // meta.isolation_gaps; "landlock-net" as well where the kernel's Landlock
-// cannot limit ports; and "egress-guard" where the probe found that user
-// notification does not work (before Linux 5.0, or 5.5 for CONTINUE, or
-// seccomp unavailable to the helper). Without the egress guard a network
+// cannot limit ports; and "egress-guard" where the probe found that the
+// guard does not work (seccomp user notification before Linux 5.0,
+// pidfd_getfd before 5.6, seccomp unavailable to the helper, or the
+// worker not allowed to read the sandbox's memory or take its descriptors,
+// as under Yama's ptrace_scope 3). Without the egress guard a network
 // tool reaches every address on the egress ports, and so the worker
 // refuses such tools (CheckSpec, and PERMANENT at call time) unless
 // Config.UnguardedEgress accepts it.
@@ -203,8 +231,11 @@
 // runs tools directly as Config.UID (when root) in an on-disk working
 // directory under Config.WorkDir (removed after the call; file size
 // bounded by RLIMIT_FSIZE), still with Landlock, seccomp and rlimits.
-// The probe also tries the egress guard end to end (a notification
-// answered with CONTINUE); its failure is the per-tool "egress-guard" gap
+// The probe also tries the egress guard end to end: its helper hands the
+// listener to the worker's supervisor, as a call does, and connects an
+// IPv4 socket to AF_UNSPEC, which the supervisor copies with
+// process_vm_readv, duplicates with pidfd_getfd, checks with ID_VALID,
+// makes and answers; any failure is the per-tool "egress-guard" gap
 // above. IsolationGaps names what is missing: "userns" (and with it pid, net,
 // mount, ipc, uts), "proc", "tmpfs", "landlock", "landlock-scope",
 // "landlock-unix" (Landlock before ABI 9 does not stop connect(2) to

@@ -4,15 +4,15 @@ package sandbox
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -40,11 +40,14 @@ func resolvers(resolvConf string) []netip.Addr {
 	return out
 }
 
-// egressSupervisor answers the egress filter's notifications of one call:
-// it reads each destination from the process's memory and lets the
-// system call continue when the guard (or the resolver rule) allows it,
-// or fails it with EACCES. It runs on a goroutine of its own until the
-// helper sent no listener, the filter has no task left, or stop.
+// egressSupervisor answers the egress filter's notifications of one call
+// (egressemulate.go): for each it copies the call out of the process's
+// memory, judges its destinations with the guard (or the resolver rule),
+// and makes the call itself on a duplicate of the tool's socket, or fails
+// it with EACCES. It runs on a goroutine of its own until the helper sent
+// no listener, the filter has no task left, or stop; each notification
+// is handled on a goroutine of its own (a blocking socket blocks
+// connect), at most maxPending at a time, all waited for.
 type egressSupervisor struct {
 	guard     *egress.Guard
 	resolvers []netip.Addr
@@ -53,8 +56,17 @@ type egressSupervisor struct {
 	stopR     *os.File // readable once stop was called
 	stopW     *os.File
 	done      chan struct{}
-	refused   int
+	refused   atomic.Int32
+	handlers  sync.WaitGroup
+	mu        sync.Mutex
+	inflight  map[int]struct{} // duplicated sockets in use by handlers
+	stopping  bool
+	pending   atomic.Int32
 }
+
+// maxPending bounds the notifications of one call handled at a time;
+// more are answered EAGAIN. Each waiting thread of the tool holds one.
+const maxPending = 64
 
 // maxLoggedRefusals bounds the WARN lines of one call.
 const maxLoggedRefusals = 10
@@ -74,7 +86,7 @@ func (e *Executor) newEgressGuard(log *slog.Logger) (helperEnd *os.File, s *egre
 		return nil, nil, fmt.Errorf("sandbox: egress guard pipe: %w", err)
 	}
 	s = &egressSupervisor{guard: e.guard, resolvers: resolvers(e.cfg.ResolvConf), log: log, sock: os.NewFile(uintptr(fds[0]), "egress-guard"),
-		stopR: stopR, stopW: stopW, done: make(chan struct{})}
+		stopR: stopR, stopW: stopW, done: make(chan struct{}), inflight: map[int]struct{}{}}
 	return os.NewFile(uintptr(fds[1]), "egress-guard-helper"), s, nil
 }
 
@@ -104,7 +116,11 @@ func (s *egressSupervisor) run() {
 		}
 		return
 	}
-	defer func() { _ = unix.Close(fd) }()
+	defer func() {
+		s.shutdown()
+		s.handlers.Wait()
+		_ = unix.Close(fd)
+	}()
 	for {
 		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(s.stopR.Fd()), Events: unix.POLLIN}}
 		if _, err := unix.Poll(pfd, -1); err != nil {
@@ -154,24 +170,54 @@ func (s *egressSupervisor) receive() (int, error) {
 	return fds[0], nil
 }
 
-// answer receives one notification and answers it.
+// answer receives one notification and hands it to a goroutine of its
+// own; every notification received is answered.
 func (s *egressSupervisor) answer(fd int) {
-	var n seccompNotif
-	if err := notifRecv(fd, &n); err != nil {
+	n := new(seccompNotif)
+	if err := notifRecv(fd, n); err != nil {
 		return // ENOENT: the task left the call (a signal, or killed)
 	}
-	dst, errno := s.destination(&n)
-	if !notifValid(fd, n.ID) {
-		return // gone: what was read may not be its memory any more
+	if s.pending.Add(1) > maxPending {
+		s.pending.Add(-1)
+		_ = notifSend(fd, &seccompNotifResp{ID: n.ID, Error: -int32(unix.EAGAIN)})
+		return
 	}
-	if errno == 0 && dst.IsValid() {
-		errno = s.judge(dst)
+	s.handlers.Go(func() {
+		defer s.pending.Add(-1)
+		s.handle(fd, n)
+	})
+}
+
+// track registers a duplicated socket of a handler, so that shutdown can
+// end a connect or send blocked on it; false once stopping.
+func (s *egressSupervisor) track(dup int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		_ = unix.Close(dup)
+		return false
 	}
-	resp := seccompNotifResp{ID: n.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
-	if errno != 0 {
-		resp = seccompNotifResp{ID: n.ID, Error: -int32(errno)}
+	s.inflight[dup] = struct{}{}
+	return true
+}
+
+// untrack closes a handler's duplicate.
+func (s *egressSupervisor) untrack(dup int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.inflight, dup)
+	_ = unix.Close(dup)
+}
+
+// shutdown ends what handlers are blocked in: the process is gone (or
+// the call is over), so its sockets are of no use any more.
+func (s *egressSupervisor) shutdown() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopping = true
+	for dup := range s.inflight {
+		_ = unix.Shutdown(dup, unix.SHUT_RDWR)
 	}
-	_ = notifSend(fd, &resp) // ENOENT: the task left the call meanwhile
 }
 
 // judge applies the guard, and lets the configured resolvers through on
@@ -189,124 +235,13 @@ func (s *egressSupervisor) judge(dst netip.AddrPort) syscall.Errno {
 	if err == nil {
 		return 0
 	}
-	s.refused++
-	if s.refused <= maxLoggedRefusals {
-		s.log.Warn("sandbox: egress guard refused a connection of a network tool", "destination", dst.String(), "why", err)
-	}
+	s.refuse(dst.String(), err)
 	return unix.EACCES
 }
 
-// maxSockaddr is sizeof(struct sockaddr_storage): longer addresses are
-// EINVAL for connect and sendto, and cut to it for sendmsg.
-const maxSockaddr = 128
-
-// destination reads the destination address of a notified call. An
-// invalid AddrPort with errno 0 means there is none to judge (a
-// connected socket, a UNIX or netlink address, a disconnect); an errno
-// fails the call.
-func (s *egressSupervisor) destination(n *seccompNotif) (netip.AddrPort, syscall.Errno) {
-	pid, args := int(n.Pid), n.Data.Args
-	switch int64(n.Data.Nr) {
-	case unix.SYS_CONNECT:
-		return readSockaddr(pid, args[1], args[2], true)
-	case unix.SYS_SENDTO:
-		if args[4] == 0 {
-			return netip.AddrPort{}, 0
-		}
-		return readSockaddr(pid, args[4], args[5], false)
-	case unix.SYS_SENDMSG:
-		return s.msgDestinations(pid, args[1], 1, msghdrSize)
-	case unix.SYS_SENDMMSG:
-		return s.msgDestinations(pid, args[1], min(args[2], 1024), mmsghdrSize) // the kernel sends at most UIO_MAXIOV
+// refuse logs a refusal (maxLoggedRefusals per call).
+func (s *egressSupervisor) refuse(what string, why error) {
+	if s.refused.Add(1) <= maxLoggedRefusals {
+		s.log.Warn("sandbox: egress guard refused a connection of a network tool", "destination", what, "why", why)
 	}
-	return netip.AddrPort{}, unix.ENOSYS
-}
-
-// Sizes of struct msghdr and struct mmsghdr on 64-bit Linux.
-const (
-	msghdrSize  = 56
-	mmsghdrSize = 64
-)
-
-// msgDestinations judges the msg_name of each of count headers of size
-// bytes at addr (one msghdr, or the mmsghdrs of sendmmsg); every one must
-// pass.
-func (s *egressSupervisor) msgDestinations(pid int, addr, count, size uint64) (netip.AddrPort, syscall.Errno) {
-	if count == 0 {
-		return netip.AddrPort{}, 0
-	}
-	hdrs, errno := readMem(pid, addr, int(size*count))
-	if errno != 0 {
-		return netip.AddrPort{}, errno
-	}
-	for i := range count {
-		h := hdrs[i*size:]
-		name, nameLen := binary.NativeEndian.Uint64(h[0:8]), binary.NativeEndian.Uint32(h[8:12])
-		if name == 0 || nameLen == 0 {
-			continue
-		}
-		dst, errno := readSockaddr(pid, name, uint64(min(nameLen, maxSockaddr)), false)
-		if errno == 0 && dst.IsValid() {
-			errno = s.judge(dst)
-		}
-		if errno != 0 {
-			return netip.AddrPort{}, errno
-		}
-	}
-	return netip.AddrPort{}, 0
-}
-
-// readSockaddr reads and parses a struct sockaddr of n bytes at addr.
-func readSockaddr(pid int, addr, n uint64, connect bool) (netip.AddrPort, syscall.Errno) {
-	if n < 2 || n > maxSockaddr {
-		return netip.AddrPort{}, unix.EINVAL
-	}
-	b, errno := readMem(pid, addr, int(n))
-	if errno != 0 {
-		return netip.AddrPort{}, errno
-	}
-	return parseSockaddr(b, connect)
-}
-
-// parseSockaddr reads a destination as the kernel will: AF_INET (16
-// bytes at least), AF_INET6 (24), AF_UNSPEC as a disconnect for connect
-// but as AF_INET for a datagram sent to it (IPv4 UDP reads it so);
-// AF_UNIX and AF_NETLINK carry no IP address; any other family is
-// refused.
-func parseSockaddr(b []byte, connect bool) (netip.AddrPort, syscall.Errno) {
-	family := binary.NativeEndian.Uint16(b[0:2])
-	switch family {
-	case unix.AF_UNIX, unix.AF_NETLINK:
-		return netip.AddrPort{}, 0
-	case unix.AF_UNSPEC:
-		if connect || len(b) < 16 {
-			return netip.AddrPort{}, 0 // a disconnect, or no address for IPv6 (IPv4 refuses it as too short)
-		}
-		fallthrough
-	case unix.AF_INET:
-		if len(b) < 16 {
-			return netip.AddrPort{}, unix.EINVAL
-		}
-		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), binary.BigEndian.Uint16(b[2:4])), 0
-	case unix.AF_INET6:
-		if len(b) < 24 {
-			return netip.AddrPort{}, unix.EINVAL
-		}
-		return netip.AddrPortFrom(netip.AddrFrom16([16]byte(b[8:24])), binary.BigEndian.Uint16(b[2:4])), 0
-	}
-	return netip.AddrPort{}, unix.EAFNOSUPPORT
-}
-
-// readMem reads n bytes at addr of process pid (a thread id in the
-// worker's pid namespace, as the kernel reports it).
-func readMem(pid int, addr uint64, n int) ([]byte, syscall.Errno) {
-	buf := make([]byte, n)
-	local := []unix.Iovec{{Base: unsafe.SliceData(buf)}}
-	local[0].SetLen(n)
-	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: n}}
-	got, err := unix.ProcessVMReadv(pid, local, remote, 0)
-	if err != nil || got != n {
-		return nil, unix.EFAULT
-	}
-	return buf, 0
 }

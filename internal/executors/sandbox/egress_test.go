@@ -132,21 +132,25 @@ func (ns *testNetns) serveTCP(t *testing.T, addr string) *atomic.Int32 {
 	return &n
 }
 
-// serveUDP listens on addr in the namespace; datagrams arrive on the
-// channel.
-func (ns *testNetns) serveUDP(t *testing.T, addr string) <-chan struct{} {
+// serveUDP listens on addr in the namespace; datagrams' payloads arrive
+// on the channel.
+func (ns *testNetns) serveUDP(t *testing.T, addr string) <-chan string {
 	t.Helper()
 	var c net.PacketConn
 	require.NoError(t, ns.do(func() (err error) { c, err = net.ListenPacket("udp", addr); return err }))
 	t.Cleanup(func() { _ = c.Close() })
-	got := make(chan struct{}, 16)
+	got := make(chan string, 1024)
 	go func() {
 		buf := make([]byte, 64)
 		for {
-			if _, _, err := c.ReadFrom(buf); err != nil {
+			n, _, err := c.ReadFrom(buf)
+			if err != nil {
 				return
 			}
-			got <- struct{}{}
+			select {
+			case got <- string(buf[:n]):
+			default: // the test fails on far fewer
+			}
 		}
 	}()
 	return got
@@ -176,7 +180,7 @@ func TestNetworkToolEgressGuard(t *testing.T) {
 		require.NoError(t, e.Close(ctx))
 	})
 	if gaps := e.SpecIsolationGaps(spec(fixture("connect"), withNetwork)); len(gaps) > 1 {
-		testdeps.Missing(t, "Linux 5.5 with Landlock ABI 4", "egress test: this host's gaps for network tools: %v", gaps)
+		testdeps.Missing(t, "Linux 5.6 with Landlock ABI 4", "egress test: this host's gaps for network tools: %v", gaps)
 	}
 	r := &egressRig{t: t, ns: ns, e: e}
 
@@ -193,6 +197,10 @@ func TestNetworkToolEgressGuard(t *testing.T) {
 		}
 	}
 
+	for _, a := range []string{"[::1]:80", "[::ffff:127.0.0.1]:80", "[::ffff:169.254.169.254]:80"} {
+		require.Contains(t, r.failure("connect6", a).Message, "permission denied", "connect6 to %s", a)
+	}
+
 	for _, mode := range []string{"udp", "udpmsg"} {
 		require.Contains(t, r.failure(mode, metadataHost+":80").Message, "permission denied", mode)
 		require.Contains(t, r.failure(mode, notResolver).Message, "permission denied", mode)
@@ -203,8 +211,88 @@ func TestNetworkToolEgressGuard(t *testing.T) {
 			t.Fatalf("%s: the resolver saw no datagram", mode)
 		}
 	}
+	for _, mode := range []string{"udpmmsg", "udpmmsg-connected"} {
+		require.Contains(t, r.failure(mode, metadataHost+":80").Message, "permission denied", mode)
+		require.Contains(t, r.failure(mode, notResolver).Message, "permission denied", mode)
+		r.ok(mode, loopResolver+":53")
+		for range 2 {
+			select {
+			case <-resolver:
+			case <-time.After(time.Minute):
+				t.Fatalf("%s: the resolver saw fewer than two datagrams", mode)
+			}
+		}
+	}
 	require.Empty(t, notRes, "the guard let a datagram reach port 53 of an address that is not a resolver")
 	require.Empty(t, metaUDP, "the guard let a datagram reach the metadata address")
+}
+
+// A network tool racing the egress guard: one thread keeps flipping the
+// address of a sockaddr between an allowed destination and refused ones
+// while another connects (or sends datagrams) through it. The guard must
+// use the address it checked, so no connection and no datagram ever
+// reaches a refused listener.
+func TestNetworkToolEgressGuardRace(t *testing.T) {
+	t.Parallel()
+	ns := newTestNetns(t, metadataHost, allowedHost)
+	allowed := ns.serveTCP(t, allowedHost+":80")
+	refused := []*atomic.Int32{ns.serveTCP(t, metadataHost+":80"), ns.serveTCP(t, "127.0.0.1:80")}
+	resolver, metaUDP := ns.serveUDP(t, loopResolver+":53"), ns.serveUDP(t, metadataHost+":53")
+	resolvConf := filepath.Join(t.TempDir(), "resolv.conf")
+	require.NoError(t, os.WriteFile(resolvConf, []byte("nameserver "+loopResolver+"\n"), 0o644))
+	e, err := sandbox.New(sandbox.Config{HostNetwork: true, EgressAllowNetworks: []string{allowedHost + "/32"}, ResolvConf: resolvConf})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, e.Close(ctx))
+	})
+	if gaps := e.SpecIsolationGaps(spec(fixture("connect"), withNetwork)); len(gaps) > 1 {
+		testdeps.Missing(t, "Linux 5.6 with Landlock ABI 4", "egress test: this host's gaps for network tools: %v", gaps)
+	}
+	race := func(args ...string) {
+		var res *tool.Result
+		require.NoError(t, ns.do(func() (err error) {
+			res, err = call(t.Context(), e, spec(fixture("race", append([]string{"--"}, args...)...), withNetwork), `{}`)
+			return err
+		}))
+		t.Logf("race %v: %s", args, res.Content[0].GetText().GetText())
+	}
+	race("tcp", "80", allowedHost, metadataHost, "127.0.0.1")
+	require.NotZero(t, allowed.Load(), "no connection reached the allowed host")
+	for i, n := range refused {
+		require.Zero(t, n.Load(), "connections reached refused listener %d", i)
+	}
+	race("udp", "53", loopResolver, metadataHost)
+	select {
+	case <-resolver:
+	case <-time.After(time.Minute):
+		t.Fatal("the resolver saw no datagram")
+	}
+	// A marker sent after the race: what the tool got through arrived
+	// before it on the same socket (loopback, one sender's CPU aside, so
+	// this is as good as the kernel's ordering allows).
+	require.NoError(t, ns.do(func() error {
+		c, err := net.Dial("udp", metadataHost+":53")
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_, err = c.Write([]byte("marker"))
+		return err
+	}))
+	var leaked int
+	for got := ""; got != "marker"; {
+		select {
+		case got = <-metaUDP:
+			if got != "marker" {
+				leaked++
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("the marker datagram did not arrive")
+		}
+	}
+	require.Zero(t, leaked, "datagrams of the tool reached the metadata address")
 }
 
 // egressRig calls tools from inside the test's namespace.

@@ -13,16 +13,29 @@ import (
 )
 
 // The egress filter is a seccomp filter with a listener (user
-// notification): connect(2), sendmsg(2), sendmmsg(2) and sendto(2) with a
-// destination address stop in the kernel until the worker's supervisor
-// (egress.go) has read the address from the process's memory and judged
-// it. It also confines socket(2) of a network tool to the families and
-// protocols the supervisor understands. The helper installs it last,
-// after the other filters, on the thread that execs the target.
+// notification): connect(2) and sendto(2) with a destination address of
+// 16 bytes or more, and every sendmsg(2) and sendmmsg(2), stop in the
+// kernel until the worker's supervisor (egress.go, egressemulate.go) has
+// copied the call out of the process's memory, judged it, and made it
+// itself. A shorter address (its length is a register, which the tool
+// cannot change after the filter saw it) names no IP destination: IPv4
+// refuses one under 16 bytes and IPv6 under 24, so those calls (netlink's
+// sendto among them) run unnotified. It also confines socket(2) of a
+// network tool to the families, types and protocols the supervisor
+// understands. The helper installs it last, after the other filters, on
+// the thread that execs the target.
 
 // guardFD is the helper's end of the UNIX socket pair on which it sends
 // the filter's listener to the worker (network tools only).
 const guardFD = 5
+
+// minIPSockaddr is the shortest address IPv4 takes (sizeof(struct
+// sockaddr_in); IPv6 takes 24): a shorter one never names a destination.
+const minIPSockaddr = 16
+
+// sockTypeMask is the kernel's SOCK_TYPE_MASK: socket(2)'s type without
+// its flags.
+const sockTypeMask = 0xf
 
 // x32SyscallBit marks amd64's x32 system call numbers, which the filter's
 // numbers would not match: they are refused.
@@ -79,9 +92,10 @@ func offArgHigh(i uint32) uint32 { return 20 + 8*i }
 // architecture filter kills them), x32 numbers fail with ENOSYS, the
 // address-carrying calls notify, socket(2) is confined to AF_UNIX,
 // AF_NETLINK (name resolution asks the kernel for interfaces) and AF_INET
-// and AF_INET6 with protocol 0, TCP, UDP, ICMP or ICMPv6 (no SCTP, whose
-// connectx socket option takes addresses the filter cannot see), and
-// everything else passes.
+// and AF_INET6 of type SOCK_STREAM or SOCK_DGRAM with protocol 0, TCP,
+// UDP, ICMP or ICMPv6 (no raw sockets, no SCTP, whose connectx socket
+// option takes addresses the filter cannot see), and everything else
+// passes.
 func egressProgram(audit uint32) []bpfIns {
 	ld := func(off uint32) bpfIns { return bpfIns{code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: off} }
 	jeq := func(k uint32, jt, jf string) bpfIns {
@@ -96,7 +110,7 @@ func egressProgram(audit uint32) []bpfIns {
 		jeq(audit, "", "allow"),
 		ld(offNr),
 		{code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, k: x32SyscallBit, jt: "enosys"},
-		jeq(unix.SYS_CONNECT, "notify", ""),
+		jeq(unix.SYS_CONNECT, "connect", ""),
 		jeq(unix.SYS_SENDMSG, "notify", ""),
 		jeq(unix.SYS_SENDMMSG, "notify", ""),
 		jeq(unix.SYS_SENDTO, "sendto", ""),
@@ -104,9 +118,14 @@ func egressProgram(audit uint32) []bpfIns {
 		ld(offArgLow(0)),
 		jeq(unix.AF_UNIX, "allow", ""),
 		jeq(unix.AF_NETLINK, "allow", ""),
-		jeq(unix.AF_INET, "proto", ""),
-		jeq(unix.AF_INET6, "proto", ""),
+		jeq(unix.AF_INET, "type", ""),
+		jeq(unix.AF_INET6, "type", ""),
 		ret("", errno(unix.EAFNOSUPPORT)),
+		{label: "type", code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: offArgLow(1)},
+		{code: unix.BPF_ALU | unix.BPF_AND | unix.BPF_K, k: sockTypeMask}, // without SOCK_NONBLOCK and SOCK_CLOEXEC
+		jeq(unix.SOCK_STREAM, "proto", ""),
+		jeq(unix.SOCK_DGRAM, "proto", ""),
+		ret("", errno(unix.ESOCKTNOSUPPORT)),
 		{label: "proto", code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: offArgLow(2)},
 		jeq(0, "allow", ""),
 		jeq(unix.IPPROTO_TCP, "allow", ""),
@@ -114,11 +133,16 @@ func egressProgram(audit uint32) []bpfIns {
 		jeq(unix.IPPROTO_ICMP, "allow", ""),
 		jeq(unix.IPPROTO_ICMPV6, "allow", ""),
 		ret("", errno(unix.EPROTONOSUPPORT)),
-		// sendto without a destination (a connected socket) passes.
+		// sendto without a destination (a connected socket) passes, and
+		// so does one whose address is too short to be an IP one.
 		{label: "sendto", code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: offArgLow(4)},
-		jeq(0, "", "notify"),
+		jeq(0, "", "sendtolen"),
 		ld(offArgHigh(4)),
-		jeq(0, "allow", "notify"),
+		jeq(0, "allow", ""),
+		{label: "sendtolen", code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: offArgLow(5)},
+		{code: unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, k: minIPSockaddr, jt: "notify", jf: "allow"},
+		{label: "connect", code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: offArgLow(2)},
+		{code: unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, k: minIPSockaddr, jt: "notify", jf: "allow"},
 		ret("notify", unix.SECCOMP_RET_USER_NOTIF),
 		ret("enosys", errno(unix.ENOSYS)),
 		ret("allow", unix.SECCOMP_RET_ALLOW),
@@ -175,38 +199,41 @@ func startEgressGuard() error {
 	return err
 }
 
-// probeEgressGuard checks, on the calling (locked) thread, that the
-// kernel delivers notifications and honours SECCOMP_USER_NOTIF_FLAG_
-// CONTINUE (Linux 5.5): it installs the filter, and another goroutine
-// answers "continue" to the connect(2) this thread then makes.
-func probeEgressGuard() error {
-	fd, err := installEgressFilter()
+// probeEgressGuard tries the egress guard end to end, on the calling
+// (locked) thread: it installs the filter and hands the listener to the
+// worker as a call does, then connects sock (an IPv4 UDP socket made
+// before the other filters) to AF_UNSPEC, a notified call the worker's
+// supervisor answers as it answers a tool's: it reads the address with
+// process_vm_readv(2), duplicates the socket with pidfd_getfd(2), checks
+// the notification with SECCOMP_IOCTL_NOTIF_ID_VALID, makes the call and
+// sends the answer. Anything but success is the "egress-guard" gap.
+func probeEgressGuard(sock int) error {
+	if sock < 0 {
+		return errors.New("no IPv4 socket to probe with")
+	}
+	if err := startEgressGuard(); err != nil {
+		return err
+	}
+	var unspec [minIPSockaddr]byte // AF_UNSPEC: a disconnect
+	_, _, errno := syscall.Syscall(unix.SYS_CONNECT, uintptr(sock), uintptr(unsafe.Pointer(&unspec[0])), uintptr(len(unspec)))
+	switch errno {
+	case 0:
+		return nil
+	case unix.ENOSYS:
+		return errors.New("the worker did not answer a notified connect (no listener received, or none running)")
+	case unix.EFAULT:
+		return errors.New("the worker could not read the sandbox's memory with process_vm_readv (Yama ptrace_scope?)")
+	}
+	return fmt.Errorf("the worker answered a notified connect with %w (pidfd_getfd, Linux 5.6, or ptrace access refused?)", errno)
+}
+
+// probeSocket makes probeEgressGuard's socket (-1 when it cannot).
+func probeSocket() int {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return -1
 	}
-	answered := make(chan error, 1)
-	go func() {
-		defer func() { _ = unix.Close(fd) }() // a closed listener fails what waits with ENOSYS
-		var n seccompNotif
-		if err := notifRecv(fd, &n); err != nil {
-			answered <- fmt.Errorf("receive a notification: %w", err)
-			return
-		}
-		if err := notifSend(fd, &seccompNotifResp{ID: n.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}); err != nil {
-			answered <- fmt.Errorf("answer with SECCOMP_USER_NOTIF_FLAG_CONTINUE (Linux 5.5): %w", err)
-			return
-		}
-		answered <- nil
-	}()
-	// connect(-1, NULL, 0): allowed to continue, the kernel answers EBADF.
-	_, _, errno := syscall.Syscall(unix.SYS_CONNECT, ^uintptr(0), 0, 0)
-	if err := <-answered; err != nil {
-		return err
-	}
-	if errno != unix.EBADF {
-		return fmt.Errorf("a continued connect(-1) answered %v, not EBADF", errno)
-	}
-	return nil
+	return fd
 }
 
 // The kernel's user-notification structures (linux/seccomp.h).
@@ -253,11 +280,28 @@ func notifSend(fd int, r *seccompNotifResp) error {
 	return notifIoctl(fd, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(r))
 }
 
-// notifValid reports whether the notification id still waits: the task
-// that made it is still in that system call, so what was read from its
-// memory (by pid) was read from it.
-func notifValid(fd int, id uint64) bool {
-	return notifIoctl(fd, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&id)) == nil
+// seccompIoctlNotifIDValidOld is SECCOMP_IOCTL_NOTIF_ID_VALID as Linux
+// defined it before 5.17 (_IOR; x/sys has the corrected _IOW, which older
+// kernels refuse with EINVAL).
+const seccompIoctlNotifIDValidOld = 0x80082102
+
+// notifIDValid reports whether the notification id still waits (0): the
+// task that made it is still in that system call, so what was read from
+// its memory and its descriptor table (by pid) was read from it. ENOENT
+// (gone) is errGone: nothing to answer; any other failure is EACCES, so
+// the call is answered and fails.
+func notifIDValid(fd int, id uint64) syscall.Errno {
+	err := notifIoctl(fd, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&id))
+	if errors.Is(err, unix.EINVAL) {
+		err = notifIoctl(fd, seccompIoctlNotifIDValidOld, unsafe.Pointer(&id))
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, unix.ENOENT):
+		return errGone
+	}
+	return unix.EACCES
 }
 
 var errNoListener = errors.New("the helper sent no egress listener")

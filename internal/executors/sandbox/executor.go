@@ -134,7 +134,7 @@ var errNetworkNotAllowed = errors.New("sandbox: the tool asks for network access
 // errEgressUnguarded refuses a network tool on a host where the egress
 // guard cannot run, unless the operator accepted that (UnguardedEgress).
 var errEgressUnguarded = errors.New("sandbox: the tool asks for network access, and this host's kernel cannot run the " +
-	"egress guard (seccomp user notification with continue, Linux 5.5), which keeps such tools from loopback, private and " +
+	"egress guard (seccomp user notification and pidfd_getfd, Linux 5.6), which keeps such tools from loopback, private and " +
 	"cloud metadata addresses; set sandbox.unguarded_egress: true to accept that")
 
 // CheckSpec validates spec as the package's CheckSpec does, and refuses a
@@ -222,9 +222,12 @@ func (e *Executor) probe(noUserNS bool) error {
 func (e *Executor) runProbe(hc *helperConfig) (probeReport, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := e.spawn(hc, nil, nil)
+	p, err := e.start(hc, nil) // with the egress guard's supervisor, which the probe's round trip needs
 	if err != nil {
 		return nil, err
+	}
+	if p.guard != nil {
+		defer p.guard.stop()
 	}
 	out, _ := io.ReadAll(p.status)
 	_ = p.status.Close()

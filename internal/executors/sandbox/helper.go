@@ -184,22 +184,33 @@ func RunHelper() {
 			return nil
 		})
 	}
+	filterSteps(&hc, step)
+	if hc.Probe {
+		_ = json.NewEncoder(status).Encode(report)
+		os.Exit(0)
+	}
+	execTarget(status, &hc)
+}
+
+// filterSteps loads the seccomp filters, the egress guard's last. The
+// egress probe's socket is made first, since the filters refuse it when
+// the probe has no network.
+func filterSteps(hc *helperConfig, step func(string, func() error)) {
+	probeSock := -1
+	if hc.Probe && hc.EgressGuard {
+		probeSock = probeSocket()
+	}
 	if hc.Seccomp {
 		step(MechSeccomp, func() error { return loadSeccomp(hc.Network) })
 	}
 	if hc.EgressGuard {
 		step(GapEgressGuard, func() error {
 			if hc.Probe {
-				return probeEgressGuard()
+				return probeEgressGuard(probeSock)
 			}
 			return startEgressGuard()
 		})
 	}
-	if hc.Probe {
-		_ = json.NewEncoder(status).Encode(report)
-		os.Exit(0)
-	}
-	execTarget(status, &hc)
 }
 
 // mountTmp mounts the size-limited tmpfs on /tmp. Paths the spec lists
