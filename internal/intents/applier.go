@@ -116,12 +116,13 @@ func (a *Applier) load(ctx context.Context, tenant, session string) (*toolwirev1
 }
 
 // Response is what Apply applies: the intents of one call's response and
-// the spec version of the tool that returned them.
+// the spec version the call was admitted with.
 type Response struct {
 	CallID  string
 	Intents []*toolwirev1.Intent
-	// Spec is the spec version of the tool that returned the intents,
-	// which Apply screens them against (Screen); nil declares none.
+	// Spec is the spec version the call was admitted with (taken from the
+	// call, never from the response), which Apply screens the intents
+	// against (Screen); nil declares none.
 	Spec *toolwirev1.ToolSpec
 	// NoSpec, when not empty, says why the tool's spec version is not
 	// known: every intent is refused with it.
