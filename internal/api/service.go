@@ -78,7 +78,7 @@ func toConnectErr(err error) error {
 		return connect.NewError(connect.CodeAborted, err)
 	case errors.Is(err, intents.ErrSessionFull), errors.Is(err, dispatch.ErrTooManyWatches), errors.Is(err, dispatch.ErrTooManyWaiting):
 		return connect.NewError(connect.CodeResourceExhausted, err)
-	case errors.Is(err, dispatch.ErrUnknownCall):
+	case errors.Is(err, dispatch.ErrUnknownCall), errors.Is(err, dispatch.ErrCallNotStored):
 		return connect.NewError(connect.CodeNotFound, err)
 	}
 	return connect.NewError(connect.CodeInternal, err)

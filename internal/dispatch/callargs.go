@@ -15,65 +15,135 @@ import (
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
-// callArgsSlack is how far before the time in a call's id (the admitting
-// replica's clock) CallArguments looks for the call in the calls stream
-// (stored at the stream leader's time): clock skew between the two.
+// callArgsSlack is how far before and after the time in a call's id (the
+// admitting replica's clock) storedCall looks for the call in the calls
+// stream (stored at the stream leader's time): clock skew between the two.
 const callArgsSlack = time.Minute
 
-// ErrCallNotStored is returned by CallArguments when no stored call of
-// that id, tool and tenant is found (never admitted, another tenant's, or
-// past the calls stream's retention).
+// callScanInactive is how long the server keeps a call scan's consumer
+// when the scan is gone without deleting it (a dispatcher that died).
+const callScanInactive = 30 * time.Second
+
+// callScanBatch is how many stored calls one fetch of a scan reads.
+const callScanBatch = 256
+
+// ErrCallNotStored is returned by CallArguments and ApplyIntents when no
+// stored call of that id (and tool) in the tenant is found: never
+// admitted, refused at admission, another tenant's, or past the calls
+// stream's retention.
 var ErrCallNotStored = errors.New("dispatch: no stored call")
 
 // CallArguments returns the arguments, exactly as admitted, of call
-// callID of tool in id's tenant: from the approvals bucket when the call
-// was parked for approval, otherwise from the calls stream, read from the
-// time in the call's id (less callArgsSlack) to the call, on the subjects
-// of that tenant and tool only. It is how a store that keeps a call's
-// arguments redacted (the MCP tasks bucket) gets them back to submit the
-// call that continues it. Errors: ErrCallNotStored, and the stream's.
+// callID of tool in id's tenant (storedCall). It is how a store that
+// keeps a call's arguments redacted (the MCP tasks bucket) gets them back
+// to submit the call that continues it. Errors: ErrCallNotStored, and the
+// stream's.
 func (d *Dispatcher) CallArguments(ctx context.Context, id identity.Identity, tool, callID string) ([]byte, error) {
+	call, err := d.storedCall(ctx, id.Tenant, tool, callID)
+	if err != nil {
+		return nil, err
+	}
+	return call.GetArguments(), nil
+}
+
+// storedCall returns call callID of tenant as a dispatcher stored it, of
+// tool (empty = any tool): from the approvals bucket when the call was
+// parked for approval (the record holds the call as approved and
+// published), otherwise the first message published under the call's id
+// on the calls stream, on the subjects of that tenant (and tool) only,
+// read from the time in the call's id less callArgsSlack until the
+// stream's messages are past that time plus callArgsSlack and half the
+// duplicate window (how long an unconfirmed call is published again).
+// Only dispatchers write either (workers may not publish calls nor write
+// approvals), so what it returns is what the call was admitted as: its
+// tool, spec version, caller and session. Errors: ErrCallNotStored, ctx's,
+// and the stream's.
+func (d *Dispatcher) storedCall(ctx context.Context, tenant, tool, callID string) (*toolwirev1.ToolCall, error) {
 	u, err := ulid.ParseStrict(callID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q is not a call id", ErrCallNotStored, callID)
 	}
-	rec, err := d.approvals.Record(ctx, id.Tenant, callID)
+	rec, err := d.approvals.Record(ctx, tenant, callID)
 	switch {
-	case err == nil && rec.Call != nil && rec.Call.GetTool() == tool:
-		return rec.Call.GetArguments(), nil
+	case err == nil && rec.Call != nil && (tool == "" || rec.Call.GetTool() == tool):
+		return rec.Call, nil
 	case err != nil && !errors.Is(err, approvals.ErrNotFound):
 		return nil, fmt.Errorf("dispatch: read approval %s: %w", callID, err)
 	}
-	from := ulid.Time(u.Time()).Add(-callArgsSlack)
+	call, err := d.scanCalls(ctx, callScan{tenant: tenant, tool: tool, callID: callID, at: ulid.Time(u.Time())})
+	if err != nil {
+		return nil, err
+	}
+	if call == nil {
+		return nil, fmt.Errorf("%w: %s of tool %q", ErrCallNotStored, callID, tool)
+	}
+	return call, nil
+}
+
+// callScan is what scanCalls looks for: call callID of tenant and tool
+// (empty = any), admitted at about at.
+type callScan struct {
+	tenant, tool, callID string
+	at                   time.Time
+}
+
+// scanCalls reads the calls stream for q's call (storedCall): the call,
+// or nil when the scan passed its window (or the stream's end) without
+// it. Its ordered consumer is deleted when it returns, and removed by the
+// server after callScanInactive if that fails.
+func (d *Dispatcher) scanCalls(ctx context.Context, q callScan) (*toolwirev1.ToolCall, error) {
+	from, until := q.at.Add(-callArgsSlack), q.at.Add(callArgsSlack+d.bus.Config.DuplicateWindow/2)
 	cons, err := d.bus.Calls.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{d.subj.CallsOf(id.Tenant, tool)},
+		FilterSubjects: []string{d.subj.CallsOf(q.tenant, q.tool)},
 		DeliverPolicy:  jetstream.DeliverByStartTimePolicy, OptStartTime: &from,
+		InactiveThreshold: callScanInactive, MaxResetAttempts: 3,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: read calls: %w", err)
 	}
+	defer d.deleteCallScan(cons)
 	for {
-		batch, err := cons.FetchNoWait(256)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("dispatch: read calls: %w", err)
+		}
+		batch, err := cons.FetchNoWait(callScanBatch)
 		if err != nil {
 			return nil, fmt.Errorf("dispatch: read calls: %w", err)
 		}
 		n := 0
 		for m := range batch.Messages() {
 			n++
-			if m.Headers().Get(jetstream.MsgIDHeader) != callID {
+			if md, err := m.Metadata(); err == nil && md.Timestamp.After(until) {
+				return nil, nil // past the window: the rest of the batch is later still
+			}
+			if m.Headers().Get(jetstream.MsgIDHeader) != q.callID {
 				continue // another call, or a retry's re-entry
 			}
 			var call toolwirev1.ToolCall
-			if proto.Unmarshal(m.Data(), &call) == nil && call.GetCallId() == callID &&
-				call.GetCaller().GetTenant() == id.Tenant && call.GetTool() == tool {
-				return call.GetArguments(), nil
+			if proto.Unmarshal(m.Data(), &call) == nil && call.GetCallId() == q.callID &&
+				call.GetCaller().GetTenant() == q.tenant && (q.tool == "" || call.GetTool() == q.tool) {
+				return &call, nil
 			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 			return nil, fmt.Errorf("dispatch: read calls: %w", err)
 		}
 		if n == 0 {
-			return nil, fmt.Errorf("%w: %s of tool %q", ErrCallNotStored, callID, tool)
+			return nil, nil
 		}
+	}
+}
+
+// deleteCallScan deletes a call scan's current server consumer (an
+// ordered consumer leaves it there until inactive).
+func (d *Dispatcher) deleteCallScan(cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), watchCleanup)
+	defer cancel()
+	if err := d.bus.Calls.DeleteConsumer(ctx, info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		d.log.Debug("call scan consumer not deleted; the server removes it when inactive", "consumer", info.Name, "err", err)
 	}
 }

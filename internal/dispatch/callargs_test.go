@@ -2,7 +2,12 @@ package dispatch_test
 
 import (
 	"context"
+	"crypto/rand"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/stretchr/testify/require"
 
@@ -58,4 +63,40 @@ func TestCallArgumentsReadsTheStoredCall(t *testing.T) {
 	got, err = d.CallArguments(ctx, id, "echo", sub.CallID)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"text":"parked"}`, string(got))
+}
+
+// Reading a stored call leaves no consumer behind on the calls stream,
+// found or not; a call id older than the calls around it is not found
+// (the scan stops past its time); a cancelled read ends with ctx's error.
+func TestCallArgumentsCleansUp(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	d, ctx, id := s.Dispatcher, t.Context(), identity.Default
+	consumers := func() []string {
+		var names []string
+		for name := range s.Env.Bus.Calls.ConsumerNames(ctx).Name() {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		return names
+	}
+	r, err := d.Call(ctx, id, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"a"}`}, 30*time.Second)
+	require.NoError(t, err)
+	before := consumers()
+
+	got, err := d.CallArguments(ctx, id, "echo", r.CallId)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"text":"a"}`, string(got))
+	old := ulid.MustNew(ulid.Timestamp(time.Now().Add(-time.Hour)), rand.Reader).String()
+	_, err = d.CallArguments(ctx, id, "echo", old)
+	require.ErrorIs(t, err, dispatch.ErrCallNotStored)
+	_, err = d.CallArguments(ctx, id, "echo", ulid.Make().String())
+	require.ErrorIs(t, err, dispatch.ErrCallNotStored)
+	require.Eventually(t, func() bool { return slices.Equal(before, consumers()) }, 20*time.Second, 50*time.Millisecond,
+		"consumers left on the calls stream")
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = d.CallArguments(cancelled, id, "echo", r.CallId)
+	require.ErrorIs(t, err, context.Canceled)
 }

@@ -391,29 +391,43 @@
 //
 // Intents are checked where they are applied (sessions.go:
 // applyResult), not only by the worker that produced them: a stored
-// result is not proof that a well-behaved worker checked it. Each intent
-// is screened (intents.Screen) against the intent catalog and the spec
-// version of the tool the result records (ToolResponse.tool,
-// ResponseMeta.spec_version), read from the registry. The valid ones
-// apply; each other one changes nothing and is refused with its reason,
-// recorded once in the session's log (AppliedIntent.refused), answered in
-// CallResponse.refused_intents or ApplyIntentsResponse.refused, logged at
-// WARN ("intents refused at apply") and counted
-// (toolwire_dispatcher_intents_refused_total) when first recorded. A
-// result naming no spec version, or one the registry no longer holds, has
-// every intent refused; a registry read that fails is an error (apply
-// again later), never a refusal. The tool and version are the result's
-// own; that the result is the call's is for the result checks to say.
+// result is not proof that a well-behaved worker checked it. Nothing is
+// taken from the result but its intents: the tenant, session, tool and
+// spec version are the call's as a dispatcher admitted it. Call with
+// apply_intents uses the call it admitted itself (o.Session, the pinned
+// spec version; a repeat of an idempotency key answered with an earlier
+// call's result reads that call as stored); ApplyIntents reads the stored
+// call (callargs.go: storedCall, from the call's approval or the calls
+// stream, which only dispatchers write). A result naming another tool
+// than its call's has every intent refused. Each intent is screened
+// (intents.Screen) against the intent catalog and the intents the call's
+// spec version declares, read from the registry. The valid ones apply;
+// the others change nothing and are refused: recorded in the session's
+// log as one entry per call (intents.Summary: how many, the first reasons,
+// a digest, never a payload), answered in CallResponse.refused_intents or
+// ApplyIntentsResponse.refused (the first intents.MaxPerResponse one by
+// one, then the summary), logged at WARN ("intents refused at apply") and
+// counted (toolwire_dispatcher_intents_refused_total) when first recorded.
+// A spec version the registry no longer holds has every intent refused; a
+// registry read that fails is an error (apply again later), never a
+// refusal. ApplyIntents on a finished call that is not stored (refused at
+// admission, or past the calls stream's retention) is ErrCallNotStored.
 //
 // # Arguments read back
 //
 // CallArguments (callargs.go) returns a stored call's arguments as
-// admitted, for a face that keeps them redacted (the MCP tasks bucket): from
-// the call's approval when it was parked, else from the calls stream, read
-// on the subjects of the caller's tenant and the call's tool from the time
-// in the call's id less a minute (clock skew) until the call is found.
-// Another tenant's call, a call of another tool, or one past the stream's
-// retention is ErrCallNotStored.
+// admitted, for a face that keeps them redacted (the MCP tasks bucket);
+// ApplyIntents reads the whole stored call the same way (storedCall):
+// from the call's approval when it was parked, else the first message
+// published under the call's id on the calls stream, read on the subjects
+// of the caller's tenant (and the call's tool, when given) from the time
+// in the call's id less a minute (clock skew) until the stream's messages
+// are past that time plus a minute and half the duplicate window (how long
+// an unconfirmed call is published again). The scan checks ctx between
+// fetches; its ordered consumer is deleted when it ends (the server drops
+// it after 30s of inactivity if that fails). Another tenant's call, a call
+// of another tool, or one past the stream's retention is
+// ErrCallNotStored.
 //
 // # Output
 //

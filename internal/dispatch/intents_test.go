@@ -1,6 +1,7 @@
 package dispatch_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -56,14 +57,13 @@ func TestApplyIntentsRefusesUndeclared(t *testing.T) {
 		require.Empty(t, sess.StateJson, "an undeclared SET_STATE changed the session")
 		require.False(t, sess.Ended)
 		require.Len(t, sess.Log, 1, "round %d: the refusal is recorded once", round)
-		require.Equal(t, ar.Refused[0].Refused, sess.Log[0].Refused)
-		require.Equal(t, intents.SetState, sess.Log[0].Type)
+		require.Equal(t, intents.RefusedEntryID, sess.Log[0].IntentId)
+		require.Equal(t, `1 intent refused; #1 (SET_STATE, id "i1"): `+ar.Refused[0].Refused, sess.Log[0].Refused)
 	}
 }
 
 // Where a tool declares some intents, the declared, valid ones of a result
-// apply and the rest are refused; a result naming a spec version the
-// registry does not hold has every intent refused.
+// apply and the rest are refused.
 func TestApplyIntentsAppliesOnlyWhatTheSpecDeclares(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{})
@@ -81,18 +81,6 @@ func TestApplyIntentsAppliesOnlyWhatTheSpecDeclares(t *testing.T) {
 	require.Contains(t, ar.Refused[0].Refused, "not declared by the tool (declared: SET_STATE)")
 	require.Equal(t, map[string]string{"b": "true"}, ar.Session.StateJson)
 	require.False(t, ar.Session.Ended)
-
-	r2, err := s.Dispatcher.Call(ctx, id, &toolwirev1.CallRequest{Tool: "remember", ArgumentsJson: `{"key":"c","value":1}`, Session: "s2"}, 30*time.Second)
-	require.NoError(t, err)
-	other := proto.Clone(r2.Response).(*toolwirev1.ToolResponse)
-	other.Meta.SpecVersion = "not-a-version"
-	forgeResult(t, s, other, setState("i1", "c"))
-	ar, err = s.Dispatcher.ApplyIntents(ctx, id, r2.CallId)
-	require.NoError(t, err)
-	require.Zero(t, ar.Applied)
-	require.Len(t, ar.Refused, 1)
-	require.Contains(t, ar.Refused[0].Refused, `spec version "not-a-version" of tool "remember" is not in the registry`)
-	require.Equal(t, map[string]string{"b": "true"}, ar.Session.StateJson)
 }
 
 // Call with apply_intents checks the intents of the result it waited for
@@ -134,4 +122,158 @@ func TestCallApplyIntentsRefusesUndeclared(t *testing.T) {
 	require.Contains(t, a.r.RefusedIntents[0].Refused, "not declared by the tool (declared: none)")
 	require.Empty(t, a.r.Session.StateJson)
 	require.Len(t, a.r.Session.Log, 1)
+}
+
+// rememberVersion is the spec version of remember, which declares
+// SET_STATE: what a forger would name to get a SET_STATE through.
+func rememberVersion(t *testing.T, s *dispatchtest.Stack) string {
+	t.Helper()
+	r := callNow(t, s.Dispatcher, identity.Default, &toolwirev1.CallRequest{Tool: "remember", ArgumentsJson: `{"key":"v","value":1}`,
+		Session: "elsewhere"})
+	require.NotEmpty(t, r.GetMeta().GetSpecVersion())
+	return r.GetMeta().GetSpecVersion()
+}
+
+// The tool, spec version and session a result names are the forger's to
+// choose: apply takes them from the stored call. A sleep call's result
+// naming remember and its spec version (which declares SET_STATE) and
+// another session of the tenant has its SET_STATE refused, and neither
+// session changes.
+func TestApplyIntentsTakesToolVersionAndSessionFromTheCall(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	ctx, id := t.Context(), identity.Default
+	version := rememberVersion(t, s)
+	r, err := s.Dispatcher.Call(ctx, id, &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"1ms"}`, Session: "mine"}, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, r.Response.GetOk(), "%v", r.Response.GetError())
+	forged := proto.Clone(r.Response).(*toolwirev1.ToolResponse)
+	forged.Tool, forged.Meta.SpecVersion, forged.Meta.Session = "remember", version, "victim"
+	forgeResult(t, s, forged, setState("i1", "owned"))
+
+	ar, err := s.Dispatcher.ApplyIntents(ctx, id, r.CallId)
+	require.NoError(t, err)
+	require.Zero(t, ar.Applied)
+	require.Len(t, ar.Refused, 1)
+	require.Contains(t, ar.Refused[0].Refused, `the result names tool "remember"; the call is of tool "sleep"`)
+	require.Equal(t, "mine", ar.Session.Session, "the call's own session")
+	require.Empty(t, ar.Session.StateJson)
+	victim, err := s.Dispatcher.GetSession(ctx, id, "victim")
+	require.NoError(t, err)
+	require.Zero(t, victim.Revision, "the session the result named changed")
+
+	// The result naming the call's own tool with another tool's version:
+	// the version the call was admitted with is the one checked.
+	forged.Tool = "sleep"
+	r2, err := s.Dispatcher.Call(ctx, id, &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"1ms"}`, Session: "mine"}, 30*time.Second)
+	require.NoError(t, err)
+	forged.CallId = r2.CallId
+	forgeResult(t, s, forged, setState("i1", "owned"))
+	ar, err = s.Dispatcher.ApplyIntents(ctx, id, r2.CallId)
+	require.NoError(t, err)
+	require.Zero(t, ar.Applied)
+	require.Len(t, ar.Refused, 1)
+	require.Contains(t, ar.Refused[0].Refused, "not declared by the tool (declared: none)")
+}
+
+// A tool that declares SET_STATE, its result naming another session: the
+// intent applies to the call's own session, never to the one named.
+func TestApplyIntentsNeverReachesAnotherSession(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	ctx, id := t.Context(), identity.Default
+	r, err := s.Dispatcher.Call(ctx, id, &toolwirev1.CallRequest{Tool: "remember", ArgumentsJson: `{"key":"a","value":1}`, Session: "mine"}, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, r.Response.GetOk(), "%v", r.Response.GetError())
+	forged := proto.Clone(r.Response).(*toolwirev1.ToolResponse)
+	forged.Meta.Session = "victim"
+	forgeResult(t, s, forged, setState("i1", "owned"))
+
+	ar, err := s.Dispatcher.ApplyIntents(ctx, id, r.CallId)
+	require.NoError(t, err)
+	require.Equal(t, int32(1), ar.Applied)
+	require.Equal(t, "mine", ar.Session.Session)
+	require.Equal(t, map[string]string{"owned": "true"}, ar.Session.StateJson)
+	victim, err := s.Dispatcher.GetSession(ctx, id, "victim")
+	require.NoError(t, err)
+	require.Zero(t, victim.Revision, "the session the result named changed")
+}
+
+// Call with apply_intents applies to the session and against the spec
+// version of the call it admitted: a result stored for a running sleep
+// call that names remember, its spec version and another session changes
+// no session.
+func TestCallApplyIntentsUsesTheAdmittedCall(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	ctx, id := t.Context(), identity.Default
+	version := rememberVersion(t, s)
+	calls := make(chan *nats.Msg, 1)
+	sub, err := s.Env.Bus.NC.ChanSubscribe(s.Env.Bus.Subjects.AllCalls(), calls)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	require.NoError(t, s.Env.Bus.NC.Flush())
+
+	type answer struct {
+		r   *toolwirev1.CallResponse
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		r, err := s.Dispatcher.Call(ctx, id, &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"1m"}`, Session: "mine",
+			ApplyIntents: true}, 30*time.Second)
+		done <- answer{r, err}
+	}()
+	var call toolwirev1.ToolCall
+	select {
+	case m := <-calls:
+		require.NoError(t, proto.Unmarshal(m.Data, &call))
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call was never published")
+	}
+	forgeResult(t, s, &toolwirev1.ToolResponse{EnvelopeVersion: 1, CallId: call.CallId, Ok: true, Tool: "remember",
+		Meta: &toolwirev1.ResponseMeta{SpecVersion: version, Session: "victim", Source: "worker"}}, setState("i1", "owned"))
+	a := <-done
+	require.NoError(t, a.err)
+	require.Empty(t, a.r.ApplyError)
+	require.Len(t, a.r.RefusedIntents, 1)
+	require.Contains(t, a.r.RefusedIntents[0].Refused, `the result names tool "remember"; the call is of tool "sleep"`)
+	require.Equal(t, "mine", a.r.Session.Session)
+	require.Empty(t, a.r.Session.StateJson)
+	victim, err := s.Dispatcher.GetSession(ctx, id, "victim")
+	require.NoError(t, err)
+	require.Zero(t, victim.Revision, "the session the result named changed")
+}
+
+// A forged result with thousands of junk intents costs the session one
+// bounded log entry: an earlier call's intents, applied again, are
+// skipped.
+func TestApplyIntentsAfterAFloodOfRefusals(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	ctx, id := t.Context(), identity.Default
+	early, err := s.Dispatcher.Call(ctx, id, &toolwirev1.CallRequest{Tool: "remember", ArgumentsJson: `{"key":"a","value":1}`, Session: "s5"}, 30*time.Second)
+	require.NoError(t, err)
+	ar, err := s.Dispatcher.ApplyIntents(ctx, id, early.CallId)
+	require.NoError(t, err)
+	require.Equal(t, int32(1), ar.Applied)
+
+	r, err := s.Dispatcher.Call(ctx, id, &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"1ms"}`, Session: "s5"}, 30*time.Second)
+	require.NoError(t, err)
+	junk := make([]*toolwirev1.Intent, 5000)
+	for i := range junk {
+		junk[i] = &toolwirev1.Intent{Id: fmt.Sprint("j", i), Type: "junk"}
+	}
+	forgeResult(t, s, r.Response, junk...)
+	ar, err = s.Dispatcher.ApplyIntents(ctx, id, r.CallId)
+	require.NoError(t, err)
+	require.Zero(t, ar.Applied)
+	require.LessOrEqual(t, len(ar.Refused), intents.MaxPerResponse+1, "the answer lists a bounded number of refusals")
+	require.Len(t, ar.Session.Applied, 1)
+	require.Len(t, ar.Session.Log, 2)
+
+	ar, err = s.Dispatcher.ApplyIntents(ctx, id, early.CallId)
+	require.NoError(t, err)
+	require.Zero(t, ar.Applied, "the earlier call's intents applied twice")
+	require.Equal(t, int32(1), ar.Skipped)
 }

@@ -1,10 +1,10 @@
 package dispatch
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/toolwire/toolwire/internal/identity"
@@ -17,7 +17,12 @@ import (
 // terminal response. When the wait ends first the state is PENDING. When
 // ctx ends first, the error is ctx's and, for an admitted call, the
 // response still names it (state PENDING), so that the caller can cancel
-// it or fetch its result.
+// it or fetch its result. With apply_intents, the intents of the result
+// are applied (applyResult) to the session of the call this replica
+// admitted (o.Session) and checked against its spec version; a repeat
+// answered with an earlier call's result applies to that call's session,
+// read from the calls stream (storedCall). Never from the result: it is
+// not to be believed.
 func (d *Dispatcher) Call(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, wait time.Duration) (*toolwirev1.CallResponse, error) {
 	if !o.ApplyIntents {
 		return d.call(ctx, id, o, wait)
@@ -25,14 +30,26 @@ func (d *Dispatcher) Call(ctx context.Context, id identity.Identity, o *toolwire
 	if o.Session == "" {
 		return nil, ErrNoSession
 	}
-	resp, err := d.call(ctx, id, o, wait)
+	resp, call, err := d.callAdmitted(ctx, id, o, wait)
 	if err != nil || resp.State != toolwirev1.CallState_CALL_STATE_DONE {
 		return resp, err
 	}
-	// The call's own session: an idempotent repeat answered with an earlier
-	// call's response applies to that call's session, never to another.
-	session := cmp.Or(resp.Response.GetMeta().GetSession(), o.Session)
-	out, err := d.applyResult(ctx, id.Tenant, session, &toolwirev1.GetResultResponse{CallId: resp.CallId, Response: resp.Response})
+	// A refusal (no intents), or a repeat of an earlier call: nothing to
+	// apply, or that call's own tool, version and session, as stored.
+	at := admittedCall{tenant: id.Tenant, session: o.Session, tool: o.Tool}
+	if call == nil && len(resp.Response.GetIntents()) > 0 {
+		call, err = d.storedCall(ctx, id.Tenant, "", resp.CallId)
+	}
+	if call != nil {
+		at = admittedOf(id.Tenant, call)
+	}
+	if err == nil && at.session == "" {
+		err = ErrNoSession
+	}
+	var out intents.Outcome
+	if err == nil {
+		out, err = d.applyResult(ctx, at, &toolwirev1.GetResultResponse{CallId: resp.CallId, Response: resp.Response})
+	}
 	if err != nil {
 		// The tool ran and its response is stored: answer it, say why the
 		// intents are not applied (ApplyIntents can do it later).
@@ -45,35 +62,62 @@ func (d *Dispatcher) Call(ctx context.Context, id identity.Identity, o *toolwire
 	return resp, nil
 }
 
+// admittedCall is what a result's intents are applied with: the tenant
+// and session, tool and spec version of the call as a dispatcher admitted
+// it.
+type admittedCall struct {
+	tenant, session, tool, version string
+}
+
+// admittedOf is the admittedCall of call, a call of tenant.
+func admittedOf(tenant string, call *toolwirev1.ToolCall) admittedCall {
+	return admittedCall{tenant: tenant, session: call.GetCaller().GetSession(), tool: call.GetTool(), version: call.GetSpecVersion()}
+}
+
 // applyResult applies the intents of r, a finished call's stored result,
-// to the tenant's session, each checked where it is applied: against the
-// intent catalog and the spec version of the tool the result records
-// (ToolResponse.tool, ResponseMeta.spec_version), read from the registry
-// (intents.Screen). The valid ones apply; the others are refused, each
-// with its reason in the session's log, logged at WARN and counted
+// to the session of at, the call as admitted, each checked where it is
+// applied: against the intent catalog and the spec version the call was
+// admitted with, read from the registry (intents.Screen). The tool, spec
+// version and session the result names are the writer's to choose and
+// are not used: a result naming another tool than the call's has every
+// intent refused. The valid ones apply; the others are refused, recorded
+// in the session's log (one entry per call), logged at WARN and counted
 // (toolwire_dispatcher_intents_refused_total) when first recorded. A
-// result that names no spec version, or one the registry does not hold,
-// has every intent refused; a registry that cannot be read is an error.
-func (d *Dispatcher) applyResult(ctx context.Context, tenant, session string, r *toolwirev1.GetResultResponse) (intents.Outcome, error) {
+// version the registry no longer holds has every intent refused; a
+// registry that cannot be read is an error.
+func (d *Dispatcher) applyResult(ctx context.Context, at admittedCall, r *toolwirev1.GetResultResponse) (intents.Outcome, error) {
 	resp := r.GetResponse()
 	in := intents.Response{CallID: r.GetCallId(), Intents: resp.GetIntents()}
-	tool, version := resp.GetTool(), resp.GetMeta().GetSpecVersion()
 	if len(in.Intents) > 0 {
-		var err error
-		if in.Spec, in.NoSpec, err = d.intentSpec(ctx, tool, version); err != nil {
-			return intents.Outcome{}, err
+		if tool := resp.GetTool(); tool != at.tool {
+			in.NoSpec = fmt.Sprintf("the result names tool %q; the call is of tool %q", cutName(tool), at.tool)
+		} else {
+			var err error
+			if in.Spec, in.NoSpec, err = d.intentSpec(ctx, at.tool, at.version); err != nil {
+				return intents.Outcome{}, err
+			}
 		}
 	}
-	out, err := d.applier.Apply(ctx, tenant, session, in)
+	out, err := d.applier.Apply(ctx, at.tenant, at.session, in)
 	if err != nil {
 		return out, err
 	}
 	if out.Recorded > 0 {
 		d.metrics.IntentsRefused(out.Recorded)
-		d.log.WarnContext(ctx, "intents refused at apply", "call_id", in.CallID, "tool", tool, "spec_version", version,
-			"refused", len(out.Refused), "reason", out.Refused[0].Reason)
+		d.log.WarnContext(ctx, "intents refused at apply", "call_id", in.CallID, "tool", at.tool, "spec_version", at.version,
+			"refused", len(out.Refused), "reason", cutName(out.Refused[0].Reason))
 	}
 	return out, nil
+}
+
+// cutName cuts a name or reason taken from a result, which nothing
+// bounds, for a reason or a log line.
+func cutName(s string) string {
+	const n = 128
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "..."
 }
 
 // intentSpec is the spec version of tool that a result's intents are
@@ -92,14 +136,20 @@ func (d *Dispatcher) intentSpec(ctx context.Context, tool, version string) (*too
 	return ent.Spec, "", nil
 }
 
-// refusedEntries are the refusals as the API answers them.
+// refusedEntries are the refusals as the API answers them: the first
+// intents.MaxPerResponse one by one (intents.Refusal.Entry), and, when
+// there are more, the summary the session's log records (intents.Summary).
 func refusedEntries(callID string, refused []intents.Refusal) []*toolwirev1.AppliedIntent {
 	if len(refused) == 0 {
 		return nil
 	}
-	entries := make([]*toolwirev1.AppliedIntent, len(refused))
-	for i, r := range refused {
+	n := min(len(refused), intents.MaxPerResponse)
+	entries := make([]*toolwirev1.AppliedIntent, n, n+1)
+	for i, r := range refused[:n] {
 		entries[i] = r.Entry(callID)
+	}
+	if len(refused) > n {
+		entries = append(entries, intents.Summary(callID, refused))
 	}
 	return entries
 }
@@ -121,8 +171,12 @@ func (d *Dispatcher) GetSession(ctx context.Context, id identity.Identity, sessi
 
 // ApplyIntents applies the intents of a finished call of the caller's
 // tenant to the call's session, each once, refusing those its tool's spec
-// version does not allow (applyResult). It returns ErrUnknownCall for a
-// call it does not know, ErrNotFinished while the call runs, and
+// version does not allow (applyResult). The session, tool and spec
+// version are the stored call's (storedCall: the calls stream or the
+// call's approval, which only dispatchers write), never the result's. It
+// returns ErrUnknownCall for a call it does not know, ErrNotFinished
+// while the call runs, ErrCallNotStored for a finished call that is not
+// stored (refused at admission, or past the stream's retention), and
 // ErrNoSession when the call named no session.
 func (d *Dispatcher) ApplyIntents(ctx context.Context, id identity.Identity, callID string) (*toolwirev1.ApplyIntentsResponse, error) {
 	// A caller may apply a call's intents the instant its result reached
@@ -139,11 +193,15 @@ func (d *Dispatcher) ApplyIntents(ctx context.Context, id identity.Identity, cal
 	default:
 		return nil, ErrUnknownCall
 	}
-	session := r.Response.GetMeta().GetSession()
-	if session == "" {
+	call, err := d.storedCall(ctx, id.Tenant, "", callID)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: apply intents of %s: %w", callID, err)
+	}
+	at := admittedOf(id.Tenant, call)
+	if at.session == "" {
 		return nil, ErrNoSession
 	}
-	out, err := d.applyResult(ctx, id.Tenant, session, r)
+	out, err := d.applyResult(ctx, at, r)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: apply intents of %s: %w", callID, err)
 	}

@@ -31,6 +31,10 @@ type Submitted struct {
 	// CONFIRMATION_REQUIRED answer with the approval id (and, for a
 	// caller with the "confirm" scope, the token). Not terminal.
 	Awaiting *toolwirev1.ToolResponse
+
+	// admitted is the call as admission made it and published (or parked)
+	// it under CallID; nil for a refusal and a Duplicate.
+	admitted *toolwirev1.ToolCall
 }
 
 // Submit admits and publishes one call without waiting for its result. A
@@ -69,5 +73,8 @@ func (d *Dispatcher) submit(ctx context.Context, id identity.Identity, o *toolwi
 	a := &admission{d: d, id: id, req: o, callID: ulid.Make().String(), now: start, waiting: withWaiter}
 	s, w, err := a.admitAndPublish(ctx)
 	d.endAdmission(span, s, err, start)
+	if s != nil && !s.Duplicate && s.Rejected == nil && a.call != nil && a.call.GetCallId() == s.CallID {
+		s.admitted = a.call
+	}
 	return s, w, err
 }

@@ -71,39 +71,48 @@ func (w *waiter) cancel() {
 // for like any call: its result once approved and run (or its denial),
 // AWAITING_APPROVAL when the wait ends while it is still parked.
 func (d *Dispatcher) call(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, wait time.Duration) (*toolwirev1.CallResponse, error) {
+	r, _, err := d.callAdmitted(ctx, id, o, wait)
+	return r, err
+}
+
+// callAdmitted is call, also returning the call as this replica admitted
+// and published it (nil for a refusal, or a repeat answered with an
+// earlier call's result): the source Call takes the tool, spec version
+// and session to apply intents with, since a result is not to be believed.
+func (d *Dispatcher) callAdmitted(ctx context.Context, id identity.Identity, o *toolwirev1.CallRequest, wait time.Duration) (*toolwirev1.CallResponse, *toolwirev1.ToolCall, error) {
 	// The caller's slot is taken before admission: a refused Call leaves
 	// no trace.
 	if err := d.caps.acquire(capWaiting, id, d.cfg.MaxWaitingPerCaller); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer d.caps.release(capWaiting, id)
 	s, w, err := d.submit(ctx, id, o, true)
 	if err != nil {
 		if s != nil && s.CallID != "" { // it may run: its id comes with the error
-			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING, Unconfirmed: s.Unconfirmed}, err
+			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING, Unconfirmed: s.Unconfirmed}, s.admitted, err
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	if s.Rejected != nil {
-		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: s.Rejected}, nil
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: s.Rejected}, s.admitted, nil
 	}
 	if s.Awaiting != nil && w == nil {
 		// Parked for an approver, and the caller did not ask to wait for
 		// the approval: the CONFIRMATION_REQUIRED answer at once.
-		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, Response: s.Awaiting}, nil
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, Response: s.Awaiting}, s.admitted, nil
 	}
 	if w == nil { // duplicate of an earlier call: wait like GetResult
 		if !o.WaitForApproval {
 			// An earlier call still parked is answered at once, as it was.
 			if r, err := d.getResult(ctx, resultQuery{id: id, callID: s.CallID, known: true}); err == nil && r.State == toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL {
-				return &toolwirev1.CallResponse{CallId: s.CallID, State: r.State, Response: r.Response}, nil
+				return &toolwirev1.CallResponse{CallId: s.CallID, State: r.State, Response: r.Response}, s.admitted, nil
 			}
 		}
 		r, err := d.getResult(ctx, resultQuery{id: id, callID: s.CallID, wait: d.clampWait(wait), known: true})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return &toolwirev1.CallResponse{CallId: s.CallID, State: r.State, Response: r.Response}, nil
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: r.State, Response: r.Response}, s.admitted, nil
 	}
 	defer w.cancel()
 	timer := getTimer(d.clampWait(wait))
@@ -112,27 +121,27 @@ func (d *Dispatcher) call(ctx context.Context, id identity.Identity, o *toolwire
 	case data, ok := <-w.ch:
 		if !ok {
 			w.accepted.Flush()
-			return nil, ErrStopped
+			return nil, nil, ErrStopped
 		}
 		w.accepted.Stop()
-		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, nil
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, s.admitted, nil
 	case <-timer.C:
 		w.accepted.Flush()
 		// A last look before answering PENDING: the result may be stored
 		// and its delivery late (a consumer being made again after a
 		// failover or a reconnect).
 		if data, err := d.storedResult(ctx, w.tenant, s.CallID); err == nil && data != nil {
-			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, nil
+			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, s.admitted, nil
 		}
 		if s.Awaiting != nil && d.stillParked(ctx, w.tenant, s.CallID) {
-			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, Response: s.Awaiting}, nil
+			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, Response: s.Awaiting}, s.admitted, nil
 		}
-		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING, Unconfirmed: s.Unconfirmed}, nil
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING, Unconfirmed: s.Unconfirmed}, s.admitted, nil
 	case <-ctx.Done():
 		w.accepted.Flush()
 		// The call was admitted: its id comes with the error, so that the
 		// caller can cancel it or fetch its result later.
-		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING, Unconfirmed: s.Unconfirmed}, ctx.Err()
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_PENDING, Unconfirmed: s.Unconfirmed}, s.admitted, ctx.Err()
 	}
 }
 

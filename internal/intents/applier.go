@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -40,12 +39,15 @@ func (c ApplierConfig) withDefaults() ApplierConfig {
 	return c
 }
 
-// MaxLogBytes bounds the payload bytes a session's log keeps (the oldest
-// entries go first), and MaxStateBytes the SET_STATE values of a session:
-// a session is one KV value, under the server's payload limit.
+// MaxLogBytes bounds a session's log, its entries as encoded (the oldest
+// go first), MaxAppliedBytes its applied keys (the oldest go first, even
+// when fewer than ApplierConfig.Remember), and MaxStateBytes its SET_STATE
+// values: a session is one KV value, under the server's payload limit
+// (1 MiB by default).
 const (
-	MaxLogBytes   = 256 << 10
-	MaxStateBytes = 512 << 10
+	MaxLogBytes     = 256 << 10
+	MaxAppliedBytes = 192 << 10
+	MaxStateBytes   = 512 << 10
 )
 
 // ErrSessionFull: applying would take the session's state past
@@ -114,12 +116,13 @@ func (a *Applier) load(ctx context.Context, tenant, session string) (*toolwirev1
 }
 
 // Response is what Apply applies: the intents of one call's response and
-// the spec version of the tool that returned them.
+// the spec version the call was admitted with.
 type Response struct {
 	CallID  string
 	Intents []*toolwirev1.Intent
-	// Spec is the spec version of the tool that returned the intents,
-	// which Apply screens them against (Screen); nil declares none.
+	// Spec is the spec version the call was admitted with (taken from the
+	// call, never from the response), which Apply screens the intents
+	// against (Screen); nil declares none.
 	Spec *toolwirev1.ToolSpec
 	// NoSpec, when not empty, says why the tool's spec version is not
 	// known: every intent is refused with it.
@@ -134,10 +137,10 @@ type Outcome struct {
 	// applied before.
 	Applied, Skipped int
 	// Refused are the intents screened out, each with its reason (every
-	// time; the session's log records each once).
+	// time; the session's log records them once, in one entry: Summary).
 	Refused []Refusal
-	// Recorded counts the refusals recorded in the session's log now
-	// (the others were recorded by an earlier Apply).
+	// Recorded counts the refusals the session's log recorded now: all of
+	// them, or none when an earlier Apply recorded them.
 	Recorded int
 }
 
@@ -145,9 +148,10 @@ type Outcome struct {
 // screens them against the tool's spec version (Screen) and applies the
 // ones that pass, in order, skipping any already applied (by
 // "<call_id>/<intent_id>"), in one compare-and-set update that is retried
-// on conflict. Each refused intent is recorded in the session's log with
-// its reason (AppliedIntent.refused), once (by "<call_id>!<index>"), and
-// changes nothing else.
+// on conflict. The refused intents change nothing but the log: one entry
+// per call (Summary), recorded once while the log keeps it, and no key in
+// the applied list, so that no number of refusals pushes applied intents
+// out of the session's memory.
 func (a *Applier) Apply(ctx context.Context, tenant, session string, r Response) (Outcome, error) {
 	if session == "" {
 		return Outcome{}, errors.New("intents: no session to apply to")
@@ -202,12 +206,12 @@ func (a *Applier) Apply(ctx context.Context, tenant, session string, r Response)
 }
 
 // update applies r's intents that out.Refused does not name to s, in
-// order, and logs the refusals not logged before, counting into out. It
-// reports whether s changed.
+// order, and logs the refusals (one Summary entry) unless the log holds
+// them already, counting into out. It reports whether s changed.
 func (a *Applier) update(s *toolwirev1.Session, r Response, out *Outcome) bool {
-	why := make(map[int]string, len(out.Refused))
+	refused := make(map[int]bool, len(out.Refused))
 	for _, rf := range out.Refused {
-		why[rf.Index] = rf.Reason
+		refused[rf.Index] = true
 	}
 	seen := make(map[string]bool, len(s.Applied))
 	for _, k := range s.Applied {
@@ -216,35 +220,31 @@ func (a *Applier) update(s *toolwirev1.Session, r Response, out *Outcome) bool {
 	changed := false
 	now := timestamppb.Now()
 	for i, it := range r.Intents {
-		reason, refused := why[i]
-		k := r.CallID + "/" + it.GetId()
-		if refused {
-			// "!" never follows a call id in an applied intent's key.
-			k = r.CallID + "!" + strconv.Itoa(i)
+		if refused[i] {
+			continue
 		}
+		k := r.CallID + "/" + it.GetId()
 		if seen[k] {
-			if !refused {
-				out.Skipped++
-			}
+			out.Skipped++
 			continue
 		}
 		seen[k] = true
 		s.Applied = append(s.Applied, k)
 		changed = true
-		if refused {
-			e := Refusal{Index: i, Intent: it, Reason: reason}.Entry(r.CallID)
-			e.AppliedAt = now
-			s.Log = append(s.Log, e)
-			out.Recorded++
-			continue
-		}
 		apply(s, it)
 		s.Log = append(s.Log, &toolwirev1.AppliedIntent{CallId: r.CallID, IntentId: it.GetId(), Type: it.GetType(),
 			PayloadJson: it.GetPayloadJson(), AppliedAt: now})
 		out.Applied++
 	}
+	if len(out.Refused) > 0 && !refusalsLogged(s.Log, r.CallID) {
+		e := Summary(r.CallID, out.Refused)
+		e.AppliedAt = now
+		s.Log = append(s.Log, e)
+		out.Recorded = len(out.Refused)
+		changed = true
+	}
 	if changed {
-		s.Applied = tail(s.Applied, a.cfg.Remember)
+		s.Applied = tailKeys(s.Applied, a.cfg.Remember)
 		s.Log = trimLog(tail(s.Log, a.cfg.MaxLog))
 		s.Revision++
 		s.UpdatedAt = now
@@ -252,39 +252,105 @@ func (a *Applier) update(s *toolwirev1.Session, r Response, out *Outcome) bool {
 	return changed
 }
 
-// maxRefusedField bounds the id, type and reason a log entry keeps of a
-// refused intent, which nothing checked; its payload is kept when within
-// MaxPayloadBytes.
-const maxRefusedField = 1024
+// RefusedEntryID is the intent_id of a log entry that records the refused
+// intents of one call (Summary); no intent an executor names has it.
+const RefusedEntryID = "!refused"
 
-// Entry is the refusal as the session's log records it (without the
-// time), for callID's response.
-func (r Refusal) Entry(callID string) *toolwirev1.AppliedIntent {
-	e := &toolwirev1.AppliedIntent{CallId: callID, IntentId: cut(r.Intent.GetId()), Type: cut(r.Intent.GetType()),
-		PayloadJson: r.Intent.GetPayloadJson(), Refused: cut(r.Reason)}
-	if len(e.PayloadJson) > MaxPayloadBytes {
-		e.PayloadJson = ""
+// Bounds of what the log and the API keep of refused intents, which
+// nothing checked: an entry's id, type and reason are cut to
+// maxRefusedField bytes, a summary names the first summaryReasons
+// refusals (each reason cut to maxSummaryReason) in at most
+// maxSummaryBytes.
+const (
+	maxRefusedField  = 1024
+	summaryReasons   = 4
+	maxSummaryReason = 256
+	maxSummaryBytes  = 2048
+)
+
+// refusalsLogged reports whether log holds the refusal summary of callID.
+func refusalsLogged(log []*toolwirev1.AppliedIntent, callID string) bool {
+	for _, e := range log {
+		if e.GetCallId() == callID && e.GetIntentId() == RefusedEntryID && e.GetRefused() != "" {
+			return true
+		}
 	}
-	return e
+	return false
 }
 
-func cut(s string) string {
-	if len(s) <= maxRefusedField {
+// Summary is the one log entry that records the refused intents of
+// callID's response (without the time): intent_id RefusedEntryID, refused
+// saying how many and why the first summaryReasons were (at most
+// maxSummaryBytes), and payload_json {"count":N,"sha256":"..."}, the
+// SHA-256 of the refused intents as encoded (deterministic protobuf, one
+// after another), so that the entry can be matched to a stored result.
+// No refused payload is kept.
+func Summary(callID string, refused []Refusal) *toolwirev1.AppliedIntent {
+	var b strings.Builder
+	if len(refused) == 1 {
+		b.WriteString("1 intent refused")
+	} else {
+		fmt.Fprintf(&b, "%d intents refused", len(refused))
+	}
+	h := sha256.New()
+	opts := proto.MarshalOptions{Deterministic: true}
+	for i, r := range refused {
+		if data, err := opts.Marshal(r.Intent); err == nil {
+			h.Write(data)
+		}
+		if i < summaryReasons {
+			fmt.Fprintf(&b, "; #%d (%s, id %q): %s", r.Index+1, cutTo(r.Intent.GetType(), 64), cutTo(r.Intent.GetId(), 64),
+				cutTo(r.Reason, maxSummaryReason))
+		}
+	}
+	if len(refused) > summaryReasons {
+		fmt.Fprintf(&b, "; and %d more", len(refused)-summaryReasons)
+	}
+	return &toolwirev1.AppliedIntent{CallId: callID, IntentId: RefusedEntryID, Refused: cutTo(b.String(), maxSummaryBytes),
+		PayloadJson: fmt.Sprintf(`{"count":%d,"sha256":"%x"}`, len(refused), h.Sum(nil))}
+}
+
+// Entry is the refusal as the API answers it (without the time), for
+// callID's response: its id, type and reason, each cut to 1 KiB, and no
+// payload (the stored result has it).
+func (r Refusal) Entry(callID string) *toolwirev1.AppliedIntent {
+	return &toolwirev1.AppliedIntent{CallId: callID, IntentId: cut(r.Intent.GetId()), Type: cut(r.Intent.GetType()),
+		Refused: cut(r.Reason)}
+}
+
+func cut(s string) string { return cutTo(s, maxRefusedField) }
+
+func cutTo(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	return strings.ToValidUTF8(s[:maxRefusedField], "")
+	return strings.ToValidUTF8(s[:n], "")
 }
 
-// trimLog drops the oldest entries past MaxLogBytes of payloads.
+// trimLog drops the oldest entries past MaxLogBytes of encoded entries.
 func trimLog(log []*toolwirev1.AppliedIntent) []*toolwirev1.AppliedIntent {
 	total := 0
 	for i := len(log) - 1; i >= 0; i-- {
-		total += len(log[i].GetPayloadJson())
+		total += proto.Size(log[i])
 		if total > MaxLogBytes {
 			return append(log[:0:0], log[i+1:]...)
 		}
 	}
 	return log
+}
+
+// tailKeys keeps the last n applied keys, and of those no more than
+// MaxAppliedBytes.
+func tailKeys(keys []string, n int) []string {
+	keys = tail(keys, n)
+	total := 0
+	for i := len(keys) - 1; i >= 0; i-- {
+		total += len(keys[i])
+		if total > MaxAppliedBytes {
+			return append(keys[:0:0], keys[i+1:]...)
+		}
+	}
+	return keys
 }
 
 func stateBytes(s *toolwirev1.Session) int {

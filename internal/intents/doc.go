@@ -25,10 +25,12 @@
 //     worker also refuses a spec declaring an unknown type at start-up
 //     (CheckSpec);
 //   - where intents are applied (Applier.Apply), against the spec version
-//     the caller passes (Response.Spec): the applier trusts no result, so
-//     a result stored by anyone who can publish on the results subjects
-//     (a worker credential, a compromised tool host) changes a session
-//     only by intents its tool's spec version declares.
+//     the caller passes (Response.Spec). The caller takes it, and the
+//     session, from the call as admitted, never from the result (the
+//     dispatcher: internal/dispatch, "Intents"), so a result stored by
+//     anyone who can publish on the results subjects (a worker
+//     credential, a compromised tool host) changes only its own call's
+//     session, and only by intents that call's spec version declares.
 //
 // The worker's check keeps invalid intents from well-behaved workers out
 // of every answer; the applier's check is the guard of the session state.
@@ -59,11 +61,20 @@
 // remembered in the session (the most recent ApplierConfig.Remember keys),
 // so a response delivered twice — at-least-once delivery, a retried RPC —
 // applies nothing the second time. A refused intent changes nothing but
-// the log: an entry with its reason (AppliedIntent.refused; its id, type
-// and reason cut to 1 KiB, its payload dropped past MaxPayloadBytes),
-// recorded once (key "<call_id>!<index>"); every Apply returns the
-// refusals (Outcome.Refused), and Outcome.Recorded counts the ones it
-// recorded. SET_STATE with a null value deletes the key;
+// the log, and takes no key in the remembered list: the refusals of one
+// response are one log entry (Summary: intent_id RefusedEntryID, how many
+// and the first four reasons in at most 2 KiB, and a payload
+// {"count":N,"sha256":...} digesting the refused intents; never their
+// payloads), recorded once while the log holds it, so that no number of
+// refused intents pushes applied keys out of memory or fills the log.
+// Every Apply returns the refusals (Outcome.Refused; Refusal.Entry is one
+// as the API answers it, without its payload), and Outcome.Recorded counts
+// the ones it recorded. The log is bounded by entries
+// (ApplierConfig.MaxLog) and by its encoded size (MaxLogBytes), the
+// remembered keys by number (ApplierConfig.Remember) and bytes
+// (MaxAppliedBytes), the state by MaxStateBytes: a session stays one KV
+// value under the server's payload limit. SET_STATE with a null value
+// deletes the key;
 // END_SESSION marks the session ended; the suppress flags default to true;
 // EMIT_EVENT, NOTIFY, INJECT_CONTEXT and custom intents change no field and
 // are recorded, like every applied intent, in the session's log (the most

@@ -13,6 +13,7 @@ import (
 	"github.com/toolwire/toolwire/internal/bus/bustest"
 	"github.com/toolwire/toolwire/internal/intents"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -175,19 +176,27 @@ func TestApplyRefusesWhatTheSpecDoesNotAllow(t *testing.T) {
 			}
 		}
 		s := out.Session
-		if len(s.StateJson) != 1 || s.StateJson["x"] != "1" || s.Ended || s.Revision != 1 || len(s.Log) != len(in) {
+		if len(s.StateJson) != 1 || s.StateJson["x"] != "1" || s.Ended || s.Revision != 1 || len(s.Log) != 2 || len(s.Applied) != 1 {
 			t.Fatalf("round %d: session %v", round, s)
 		}
-		for i, l := range s.Log {
-			if applied := i == 0; applied != (l.Refused == "") || !strings.Contains(l.Refused, want[i]) {
-				t.Fatalf("log entry %d: %v", i, l)
+		// One entry records the call's refusals: how many, the first
+		// reasons, a digest and no payload.
+		sum := s.Log[1]
+		if s.Log[0].Refused != "" || sum.IntentId != intents.RefusedEntryID || sum.CallId != "c1" ||
+			!strings.HasPrefix(sum.Refused, `5 intents refused; #2 (END_SESSION, id "i2"): type `+want[1]) ||
+			!strings.HasSuffix(sum.Refused, "and 1 more") || !strings.HasPrefix(sum.PayloadJson, `{"count":5,"sha256":"`) {
+			t.Fatalf("refusal summary: %v", sum)
+		}
+		for i := 1; i <= 4; i++ {
+			if !strings.Contains(sum.Refused, want[i]) {
+				t.Errorf("the summary does not say %q", want[i])
 			}
 		}
 	}
 	// A spec version that cannot be found refuses every intent.
 	out, err := a.Apply(t.Context(), "t", "s", intents.Response{CallID: "c2", Intents: in[:1], NoSpec: "spec version v9 is unknown"})
-	if err != nil || out.Applied != 0 || len(out.Refused) != 1 || out.Session.StateJson["x"] != "1" || len(out.Session.Log) != len(in)+1 ||
-		out.Session.Log[len(in)].Refused != "spec version v9 is unknown" {
+	if err != nil || out.Applied != 0 || len(out.Refused) != 1 || out.Recorded != 1 || out.Session.StateJson["x"] != "1" || len(out.Session.Log) != 3 ||
+		out.Session.Log[2].Refused != `1 intent refused; #1 (SET_STATE, id "i1"): spec version v9 is unknown` {
 		t.Fatalf("unknown spec: %v %+v", err, out)
 	}
 }
@@ -309,5 +318,73 @@ func TestSessionSizeBounds(t *testing.T) {
 	}
 	if !errors.Is(err2, intents.ErrSessionFull) {
 		t.Fatalf("state growth: %v", err2)
+	}
+}
+
+// A flood of refused intents (one forged result with thousands) neither
+// pushes earlier calls out of the session's memory of applied intents nor
+// fills its log: the refusals of one call are one bounded log entry, with
+// no payload, and no key in Applied; an earlier call repeated applies
+// nothing.
+func TestRefusalFloodKeepsTheSessionsMemory(t *testing.T) {
+	t.Parallel()
+	a := newApplier(t)
+	early := declared("early", []*toolwirev1.Intent{intent("i1", intents.SetState, `{"key":"k","value":1}`)})
+	if out, err := a.Apply(t.Context(), "t", "s", early); err != nil || out.Applied != 1 {
+		t.Fatalf("early: %v %+v", err, out)
+	}
+	junk := make([]*toolwirev1.Intent, 5000)
+	secret := strings.Repeat("p", 60<<10)
+	for i := range junk {
+		junk[i] = intent(fmt.Sprint("j", i), "junk", `{}`)
+	}
+	junk[1] = intent(strings.Repeat("i", 4000), strings.Repeat("T", 4000), fmt.Sprintf(`{"x":%q}`, secret))
+	flood := intents.Response{CallID: "flood", Intents: junk} // a nil spec declares none
+	for round := range 2 {
+		out, err := a.Apply(t.Context(), "t", "s", flood)
+		if err != nil || out.Applied != 0 || len(out.Refused) != len(junk) || out.Recorded != len(junk)*(1-round) {
+			t.Fatalf("flood round %d: %v applied %d refused %d recorded %d", round, err, out.Applied, len(out.Refused), out.Recorded)
+		}
+	}
+	s, err := a.Get(t.Context(), "t", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Applied) != 1 || len(s.Log) != 2 || s.Revision != 2 {
+		t.Fatalf("the flood took %d applied keys, %d log entries, revision %d", len(s.Applied), len(s.Log), s.Revision)
+	}
+	sum := s.Log[1]
+	if sum.CallId != "flood" || !strings.Contains(sum.Refused, "5000 intents refused") || strings.Contains(sum.PayloadJson, "ppp") ||
+		len(sum.Refused) > 2048 {
+		t.Fatalf("refusal summary: %.300v", sum)
+	}
+	if n := proto.Size(s); n > 8<<10 {
+		t.Fatalf("the session is %d bytes after the flood", n)
+	}
+	out, err := a.Apply(t.Context(), "t", "s", early)
+	if err != nil || out.Applied != 0 || out.Skipped != 1 {
+		t.Fatalf("the early call applied again after the flood: %v %+v", err, out)
+	}
+}
+
+// Refused intents carry fields nothing checked (ids, types, reasons up to
+// the cut); however many calls are refused, the session's log is bounded
+// by its encoded size, so the session stays one KV value.
+func TestRefusalsKeepTheLogBoundedInBytes(t *testing.T) {
+	t.Parallel()
+	a := newApplier(t)
+	long := strings.Repeat("x", 4000)
+	for i := range 300 {
+		in := []*toolwirev1.Intent{intent(long+fmt.Sprint(i), "A"+long, `{}`), intent("i2", "B"+long, `{}`)}
+		if _, err := a.Apply(t.Context(), "t", "s", intents.Response{CallID: fmt.Sprint("c", i), Intents: in}); err != nil {
+			t.Fatalf("apply %d: %v", i, err)
+		}
+	}
+	s, err := a.Get(t.Context(), "t", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := proto.Size(s); n > intents.MaxLogBytes+4<<10 || len(s.Applied) != 0 || s.Log[len(s.Log)-1].CallId != "c299" {
+		t.Fatalf("session of %d bytes, %d applied keys, %d log entries", n, len(s.Applied), len(s.Log))
 	}
 }
