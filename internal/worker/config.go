@@ -82,8 +82,9 @@ type Config struct {
 	Shadow bool
 	// ConsumerCheck is how often the worker compares the live consumer of
 	// each pool it serves with the one it declared, and puts back a
-	// missing or changed one (guard.go); a fetch that finds its consumer
-	// gone checks at once. Default 5s.
+	// missing one or one changed by hand (guard.go; another replica's
+	// declaration is left); a fetch that finds its consumer gone checks at
+	// once. Default 5s.
 	ConsumerCheck time.Duration
 	// Logger; default slog.Default(). The worker logs through a
 	// telemetry.LogHandler, so lines logged with a call's context carry
