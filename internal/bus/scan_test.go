@@ -89,11 +89,11 @@ func TestScanNeverDeletesAnotherScansConsumer(t *testing.T) {
 			t.Run(how+", then "+verb, func(t *testing.T) {
 				t.Parallel()
 				e := startScan(t)
-				a, name := e.open(t, inactive[how])
 				var other *bus.Scan
 				for range bus.ScanSlots - 1 {
 					other, _ = e.open(t, 0) // the other slots, taken
 				}
+				a, name := e.open(t, inactive[how])
 				goes(t, e, name)
 				b, bname := e.open(t, 0)
 				require.Equal(t, name, bname, "the only free slot")
