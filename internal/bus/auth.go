@@ -156,8 +156,12 @@ func operatorPermissions(c Config) Permissions {
 	// consumers are named after its slots: the operator creates, reads
 	// from and deletes those and no other consumer, so never a pool's
 	// (no update, no delete, no fetch that spends a call's deliveries).
-	// Several filters travel in the body; one is in the subject (any
-	// filter: a scan consumer delivers only to its creator).
+	// Several filters travel in the body; one is in the subject. Neither
+	// is checked: the create body is not visible to permissions, so a
+	// slot consumer may carry any configuration its creator sends (any
+	// filter, a push deliver subject, no inactivity threshold), not only
+	// a Scan's. What holds is the name: a slot, never a pool's consumer;
+	// and the operator reads every call anyway.
 	pub = append(pub, scanPermissions(calls)...)
 	pub = append(pub, scanPermissions(dlq)...)
 	pub = append(pub,

@@ -449,7 +449,10 @@ var ErrPoolOverlap = errors.New("bus: pools overlap")
 // retired tools). It refuses, with ErrPoolOverlap, subjects another pool
 // already consumes; consumers that are not pools' (IsPoolConsumer: an
 // audit's or a replay's ordered consumer, still there until its inactivity
-// threshold when its process died) are ignored.
+// threshold when its process died) are ignored. The consumer's metadata
+// carries the stamp of the settings it declares (PoolStampKey, PoolByKey:
+// poolstamp.go), by which CheckPool tells another replica's declaration
+// from a hand edit.
 func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer, error) {
 	p = p.WithDefaults()
 	if err := p.Validate(); err != nil {
@@ -520,7 +523,11 @@ func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer,
 	} else {
 		cfg.FilterSubjects = filters
 	}
+	stampPool(&cfg)
 	cons, err := b.Calls.CreateOrUpdateConsumer(ctx, cfg)
+	if err == nil {
+		cons, err = b.restampPool(ctx, cons)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bus: consumer %s: %w", name, err)
 	}
@@ -534,6 +541,19 @@ func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer,
 		b.logDrift(ctx, "consumer", name, &before, &after)
 	}
 	return cons, nil
+}
+
+// restampPool stamps what the server holds when it differs from what
+// EnsurePool sent (a server that fills a setting the declaration left
+// out), so that the stamp always matches the live settings (CheckPool).
+func (b *Bus) restampPool(ctx context.Context, cons jetstream.Consumer) (jetstream.Consumer, error) {
+	got := cons.CachedInfo().Config
+	if got.Metadata[PoolStampKey] == PoolStamp(got) {
+		return cons, nil
+	}
+	got.Metadata = ownMetadata(got.Metadata)
+	stampPool(&got)
+	return b.Calls.UpdateConsumer(ctx, got)
 }
 
 // subjectsOverlap reports whether some subject matches both filters.

@@ -74,8 +74,13 @@
 // bucket, and EnsurePool every pool consumer, from the configuration; an
 // edit on the server (nats stream edit) is put back at the next start of
 // a dispatcher; a pool consumer is put back by its running workers within
-// seconds (internal/worker, "Pool consumers put back"; PoolDrift is their
-// comparison). It is
+// seconds (internal/worker, "Pool consumers put back"; CheckPool is their
+// comparison). A pool consumer carries the stamp of what it declares
+// (PoolStampKey: PoolStamp, a hash of every setting but its name, filters
+// and metadata; PoolByKey: the declaring build). Settings that hash to
+// their own stamp are some replica's whole declaration, which another
+// replica with other settings (a rolling upgrade) leaves in place;
+// settings that do not, or no stamp, are a hand edit, put back. It is
 // not put back silently: each store's and consumer's settings are read
 // before the update, and every setting the update changed is logged at
 // warn with the live and the configured value ("max_bytes: 1048576 →
@@ -133,7 +138,19 @@
 //     (ScanConsumer: scan_0 … scan_7; a slot another scan holds is
 //     skipped, and with all eight taken a random name is tried, which
 //     only the dispatchers may create), so that the operator role needs
-//     no wildcard consumer name (below).
+//     no wildcard consumer name (below). A scan given a NamePrefix (the
+//     dispatchers' calls index) takes no slot, so dispatchers never
+//     crowd operators out. Since scans share the slot names, a scan
+//     deletes a consumer only while it is its own: its nonce in the
+//     consumer's metadata, and less than half the inactivity threshold
+//     since it was made. A scan whose caller paused past the threshold
+//     (toolctl audit | less) thus never deletes the consumer another scan
+//     made in its slot meanwhile; it leaves its own, if still there, to
+//     expire. Left open: a consumer deleted by hand and its slot taken by
+//     another scan in the milliseconds between the info and the delete,
+//     or a delete the server holds for half the threshold; either costs
+//     the other scan at most the fetch it was making (each fetch makes a
+//     new consumer), which fails and its caller reports.
 //   - The dispatchers share two durable consumers, made by EnsureReaper
 //     (<prefix>_reaper on the advisories stream: MaxDeliver advisories,
 //     from the first) and EnsureMover (<prefix>_retry_mover on the retries

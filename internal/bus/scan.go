@@ -47,10 +47,14 @@ func ScanConsumer(slot int) string { return "scan_" + strconv.Itoa(slot) }
 // slot (ScanConsumer), so the operator role needs no wildcard consumer
 // name. A slot another scan holds is skipped; when all ScanSlots are
 // taken, a random name is tried (allowed to the dispatchers, refused to
-// the operator role). Each replaced consumer is deleted before the next
-// is made, and the last one on Close. These are no pool's consumers
-// (Config.IsPoolConsumer): they never block a pool, even while they last.
-// A Scan is not safe for concurrent use.
+// the operator role). A scan given a NamePrefix (a role that may name
+// its consumers freely: the dispatchers) takes no slot: its consumers are
+// named NamePrefix and a random suffix, so it never crowds an operator
+// out. Each replaced consumer is deleted before the next is made, and the
+// last one on Close, but only while it is still the scan's own (see
+// delete). These are no pool's consumers (Config.IsPoolConsumer): they
+// never block a pool, even while they last. A Scan is not safe for
+// concurrent use.
 type Scan struct {
 	stream jetstream.Stream
 	cfg    jetstream.OrderedConsumerConfig
@@ -60,14 +64,19 @@ type Scan struct {
 	slot int
 	name string
 	cons jetstream.Consumer
+	// made is when the current consumer was made: its inactivity
+	// threshold runs from a later instant (its creation, its last fetch).
+	made time.Time
 	// next is the stream sequence the next consumer starts at; 0 = cfg's
 	// start, before any message was returned.
 	next uint64
 }
 
-// NewScan returns a Scan of stream with cfg (its NamePrefix and
-// MaxResetAttempts are not used); an InactiveThreshold of 0 is
-// ScanInactive. It makes no consumer until the first fetch.
+// NewScan returns a Scan of stream with cfg (its MaxResetAttempts is not
+// used); an InactiveThreshold of 0 is ScanInactive. A NamePrefix names
+// every consumer of the scan NamePrefix and a random suffix instead of a
+// slot, for a role that may create any consumer name (the dispatchers;
+// the operator role may not). It makes no consumer until the first fetch.
 func NewScan(_ context.Context, stream jetstream.Stream, cfg jetstream.OrderedConsumerConfig) (*Scan, error) {
 	if cfg.InactiveThreshold == 0 {
 		cfg.InactiveThreshold = ScanInactive
@@ -134,6 +143,16 @@ func (s *Scan) renew() error {
 	cfg := s.consumerConfig()
 	ctx, cancel := context.WithTimeout(context.Background(), scanRequest)
 	defer cancel()
+	s.made = time.Now()
+	if s.cfg.NamePrefix != "" {
+		cfg.Name = s.cfg.NamePrefix + s.nonce
+		cons, err := s.stream.CreateConsumer(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("bus: scan consumer %s: %w", cfg.Name, err)
+		}
+		s.name, s.cons = cfg.Name, cons
+		return nil
+	}
 	for i := range ScanSlots {
 		slot := (s.slot + i) % ScanSlots
 		cfg.Name = ScanConsumer(slot)
@@ -221,10 +240,36 @@ type drained struct {
 func (d *drained) Messages() <-chan jetstream.Msg { return d.msgs }
 func (d *drained) Error() error                   { return d.err }
 
+// delete deletes the scan's consumer name if it is still the scan's own.
+// Names are slots that scans share: a consumer that expired (its caller
+// paused longer than the inactivity threshold, `toolctl audit | less`) or
+// was deleted by hand may since have been made again by another scan,
+// and deleting by name would delete that one. So a consumer is deleted
+// only when its metadata carries this scan's nonce, and only while less
+// than half its inactivity threshold has passed since it was made: after
+// that it is left to expire, as it may do between the check and the
+// delete. Not found or another scan's: already gone, no error.
+//
+// What remains: the consumer deleted by hand and its name taken by
+// another scan in the milliseconds between the info and the delete, or a
+// delete the server holds for more than half the threshold (30s; each
+// request gives up after scanRequest, 10s).
 func (s *Scan) delete(name string) error {
+	if time.Since(s.made) >= s.cfg.InactiveThreshold/2 {
+		return nil // may be expired, and the name another scan's
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), scanRequest)
 	defer cancel()
-	// Not found: the inactivity threshold came first.
+	cons, err := s.stream.Consumer(ctx, name)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil // the inactivity threshold, or a hand, came first
+	}
+	if err != nil {
+		return fmt.Errorf("bus: scan consumer %s: %w", name, err)
+	}
+	if cons.CachedInfo().Config.Metadata[scanNonceKey] != s.nonce {
+		return nil // another scan's, made after ours went
+	}
 	if err := s.stream.DeleteConsumer(ctx, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return fmt.Errorf("bus: delete scan consumer %s: %w", name, err)
 	}

@@ -51,7 +51,8 @@
 // too, so a little fewer than Max calls may be kept), then, with every
 // call of that window in place, RESULTS from the oldest indexed call's
 // time less a minute (TimeSlack: clock skew between the leaders of the two
-// streams) up to its last sequence, then closes Ready and follows both
+// streams) up to its last sequence (with bus.Scans named callindex_…,
+// never an operator's scan slot), then closes Ready and follows both
 // streams live with ordered consumers. Each call costs two protobuf
 // decodes (call and result) and, for the first call of each tool version,
 // one registry read (Specs): 25,000 to 35,000 calls with their results a

@@ -214,6 +214,11 @@ func (f *feeder) rebuildResults(ctx context.Context, results0 uint64) (uint64, e
 	return last, nil
 }
 
+// scanPrefix names the rebuild's scan consumers (bus.Scan NamePrefix):
+// the feed runs in a dispatcher, whose role may name consumers freely, so
+// it leaves the operators' scan slots to them.
+const scanPrefix = "callindex_"
+
 // span is a part of a stream the rebuild reads: from cfg's start up to
 // sequence last, each message handed to handle; want is how many to ask
 // for first.
@@ -228,7 +233,9 @@ type span struct {
 // or when nothing more is pending.
 func (f *feeder) read(ctx context.Context, r span) error {
 	last, want := r.last, r.want
-	scan, err := bus.NewScan(ctx, r.stream, r.cfg)
+	cfg := r.cfg
+	cfg.NamePrefix = scanPrefix // a dispatcher's: no operator's scan slot
+	scan, err := bus.NewScan(ctx, r.stream, cfg)
 	if err != nil {
 		return err
 	}

@@ -83,8 +83,9 @@ type Config struct {
 	Shadow bool
 	// ConsumerCheck is how often the worker compares the live consumer of
 	// each pool it serves with the one it declared, and puts back a
-	// missing or changed one (guard.go); a fetch that finds its consumer
-	// gone checks at once. Default 5s.
+	// missing one or one changed by hand (guard.go; another replica's
+	// declaration is left); a fetch that finds its consumer gone checks at
+	// once. Default 5s.
 	ConsumerCheck time.Duration
 	// Registry writes the registry for the worker: its pools' claims on
 	// their tools' names and their specs, which a Registrar checks and

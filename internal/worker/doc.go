@@ -290,20 +290,37 @@
 // # Pool consumers put back
 //
 // A served pool's consumer is what the worker declared (EnsurePool, from
-// the pool's settings and its tools' subjects). Every ConsumerCheck
+// the pool's settings and its tools' subjects), stamped in the consumer's
+// metadata (bus.PoolStampKey: a hash of every setting but the name and
+// filters; bus.PoolByKey: the declaring build). Every ConsumerCheck
 // (default 5s), and at once when a fetch finds the consumer gone, the
-// worker compares the live consumer with that declaration
-// (bus.PoolDrift: every setting; a declared filter missing, never one
-// more, since another replica's tools add filters) and puts back a missing
-// or changed one with EnsurePool, logged at warn with what differed
-// (guard.go). Ready — the worker's /readyz — fails while a consumer is
-// missing or differs, naming the difference. A repair that fails (an
-// overlapping pool's consumer in the way, a setting the server cannot
-// update, such as a deliver policy) is logged at error and tried again at
-// the next check; the worker stays not ready. A re-created consumer starts
-// at new calls (DeliverNew): calls queued while it was missing are the
-// orphan sweeper's (dead-lettered). Replicas of one pool must declare the
-// same settings, or each puts back its own.
+// worker checks the live consumer (bus.CheckPool, guard.go):
+//
+//   - missing, or changed by hand — settings that no longer hash to the
+//     consumer's own stamp (an edit that kept the stamp, or dropped it),
+//     or a declared filter missing (never one more: another replica's
+//     tools add filters): put back with EnsurePool, logged at warn with
+//     what differed. Ready — the worker's /readyz — fails meanwhile,
+//     naming the difference.
+//   - another replica's whole declaration (settings that hash to their
+//     stamp, not this worker's: a rolling upgrade that changes AckWait or
+//     MaxDeliver): left as it is, logged at warn once per declaration
+//     ("pool consumer holds another worker's declaration; left as it
+//     is", with declared_by and how it differs), and Ready does not fail:
+//     the consumer is whole and serves this worker's calls, and an older
+//     replica must stay ready until the rollout replaces it. Before,
+//     replicas with different settings put back each other's every check,
+//     for ever. The newest EnsurePool wins: a replica that starts, or
+//     serves changed specs, writes its own declaration.
+//
+// A repair that fails (an overlapping pool's consumer in the way, a
+// setting the server cannot update, such as a deliver policy) is logged
+// at error and tried again at the next check; the worker stays not ready.
+// A re-created consumer starts at new calls (DeliverNew): calls queued
+// while it was missing are the orphan sweeper's (dead-lettered). The
+// checks run outside the worker's lock, so Ready and a spec refresh never
+// wait on them; a repair takes the lock (it must not interleave with the
+// specs being served again, which change the pool's subjects).
 //
 // # Flow control
 //

@@ -15,14 +15,19 @@ import (
 // Pool consumers put back.
 //
 // A pool's consumer is the worker's declared configuration (EnsurePool
-// from the Pool's settings and its tools' subjects). Anyone with every
-// permission on NATS (the nats CLI with the dispatcher's credentials) can
-// still change it or delete it; the worker would then fetch from nothing,
-// or deliver each call fewer times than declared. So the guard compares
-// the live consumer of every pool the worker serves with the declared one
-// every Config.ConsumerCheck, and at once when a fetch says the consumer
-// is gone, and puts back any difference with EnsurePool, logged at warn.
-// Ready fails meanwhile.
+// from the Pool's settings and its tools' subjects), stamped in its
+// metadata (bus.PoolStampKey). Anyone with every permission on NATS (the
+// nats CLI with the dispatcher's credentials) can still change it or
+// delete it; the worker would then fetch from nothing, or deliver each
+// call fewer times than declared. So the guard checks the live consumer
+// of every pool the worker serves every Config.ConsumerCheck, and at once
+// when a fetch says the consumer is gone (bus.CheckPool), and puts back,
+// logged at warn, a missing consumer or one changed by hand (settings
+// that no longer match its stamp, a declared filter missing); Ready fails
+// meanwhile. A consumer that holds another replica's whole declaration
+// (a rolling upgrade that changes AckWait or MaxDeliver) is left as it
+// is: reported at warn once per declaration, and Ready does not fail for
+// it. The checks run outside w.mu; only a repair takes it.
 
 // declaredPool is what a served pool's consumer should be: the pool
 // settings EnsurePool was given, and the consumer configuration it made.
@@ -66,29 +71,37 @@ func consumerGone(err error) bool {
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
-// repairConsumers puts back every served pool's consumer that is missing
-// or differs from its declared configuration (under w.mu, so never while
-// the specs are served again).
+// repairConsumers checks every served pool's consumer, and puts back
+// one that is missing or was changed by hand.
 func (w *Worker) repairConsumers(ctx context.Context) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.stopped {
-		return
-	}
-	for name, d := range w.declared {
-		if !w.serving[name] {
-			continue
-		}
+	for _, d := range w.servedPools() {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		w.repairConsumer(cctx, d)
 		cancel()
 	}
 }
 
-// repairConsumer puts back one pool's consumer if it must.
+// servedPools are the declarations of the pools served now; none once
+// the worker is stopped.
+func (w *Worker) servedPools() []declaredPool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return nil
+	}
+	var out []declaredPool
+	for name, d := range w.declared {
+		if w.serving[name] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// repairConsumer checks one pool's consumer and puts it back if it must.
 func (w *Worker) repairConsumer(ctx context.Context, d declaredPool) {
 	consumer := w.bus.Config.PoolConsumer(d.pool.Name)
-	diff, err := w.consumerDrift(ctx, d)
+	check, err := w.checkConsumer(ctx, d)
 	switch {
 	case errors.Is(err, errConsumerMissing):
 		w.log.WarnContext(ctx, "pool consumer missing: re-created with its declared configuration (calls queued while it was missing are dead-lettered by the orphan sweeper)",
@@ -98,43 +111,76 @@ func (w *Worker) repairConsumer(ctx context.Context, d declaredPool) {
 			w.log.WarnContext(ctx, "pool consumer not checked", "pool", d.pool.Name, "consumer", consumer, "err", err)
 		}
 		return
-	case len(diff) == 0:
+	case len(check.Edited) == 0:
+		w.reportForeign(ctx, d.pool.Name, check.Foreign)
 		return
 	default:
 		w.log.WarnContext(ctx, "pool consumer differs from its declared configuration: put back", "pool", d.pool.Name,
-			"consumer", consumer, "changed", strings.Join(diff, "; "))
+			"consumer", consumer, "changed", strings.Join(check.Edited, "; "))
+	}
+	w.putBack(ctx, d.pool.Name)
+}
+
+// putBack makes pool's consumer its declared configuration again, under
+// w.mu: with the newest declaration (specs served again meanwhile may
+// have added subjects), never at the same time as the specs are served.
+func (w *Worker) putBack(ctx context.Context, pool string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d, ok := w.declared[pool]
+	if w.stopped || !ok {
+		return
 	}
 	cons, err := w.bus.EnsurePool(ctx, d.pool)
 	if err != nil {
-		w.log.ErrorContext(ctx, "pool consumer not put back; trying again", "pool", d.pool.Name, "consumer", consumer, "err", err)
+		w.log.ErrorContext(ctx, "pool consumer not put back; trying again", "pool", pool,
+			"consumer", w.bus.Config.PoolConsumer(pool), "err", err)
 		return
 	}
 	d.consumer = cons.CachedInfo().Config
-	w.declared[d.pool.Name] = d
+	w.declared[pool] = d
 }
 
-// consumerDrift returns how the live consumer of d's pool differs from
-// the declared one, or an error matching errConsumerMissing.
-func (w *Worker) consumerDrift(ctx context.Context, d declaredPool) ([]string, error) {
+// reportForeign logs, once per declaration, that pool's consumer holds
+// another worker's declaration (foreign; nil = this worker's own). It
+// runs on the guard's goroutine only, which owns w.foreign.
+func (w *Worker) reportForeign(ctx context.Context, pool string, foreign *bus.Declaration) {
+	if foreign == nil {
+		delete(w.foreign, pool)
+		return
+	}
+	if w.foreign[pool] == foreign.Stamp {
+		return
+	}
+	w.foreign[pool] = foreign.Stamp
+	w.log.WarnContext(ctx, "pool consumer holds another worker's declaration; left as it is", "pool", pool,
+		"consumer", w.bus.Config.PoolConsumer(pool), "declared_by", foreign.By,
+		"differs", strings.Join(foreign.Differs, "; "))
+}
+
+// checkConsumer compares the live consumer of d's pool with d (CheckPool),
+// or returns an error matching errConsumerMissing.
+func (w *Worker) checkConsumer(ctx context.Context, d declaredPool) (bus.PoolCheck, error) {
 	cons, err := w.bus.Calls.Consumer(ctx, w.bus.Config.PoolConsumer(d.pool.Name))
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil, errConsumerMissing
+		return bus.PoolCheck{}, errConsumerMissing
 	}
 	if err != nil {
-		return nil, err
+		return bus.PoolCheck{}, err
 	}
-	return bus.PoolDrift(cons.CachedInfo().Config, d.consumer), nil
+	return bus.CheckPool(cons.CachedInfo().Config, d.consumer), nil
 }
 
-// consumerReady is Ready's check of one served pool's consumer.
+// consumerReady is Ready's check of one served pool's consumer: missing
+// or changed by hand fails it; another worker's declaration does not.
 func (w *Worker) consumerReady(ctx context.Context, d declaredPool) error {
 	name := w.bus.Config.PoolConsumer(d.pool.Name)
-	diff, err := w.consumerDrift(ctx, d)
+	check, err := w.checkConsumer(ctx, d)
 	if err != nil {
 		return fmt.Errorf("pool consumer %s: %w", name, err)
 	}
-	if len(diff) > 0 {
-		return fmt.Errorf("pool consumer %s differs from its declared configuration: %s", name, strings.Join(diff, "; "))
+	if len(check.Edited) > 0 {
+		return fmt.Errorf("pool consumer %s differs from its declared configuration: %s", name, strings.Join(check.Edited, "; "))
 	}
 	return nil
 }

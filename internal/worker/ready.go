@@ -10,8 +10,9 @@ import (
 // Ready reports why the worker cannot serve calls now, or nil: it must be
 // started (its specs published) and not stopping, connected to NATS, and
 // the calls and results streams must exist, and the consumer of every pool
-// it serves must exist with its declared configuration (guard.go puts it
-// back). It backs the worker's /readyz.
+// it serves must exist, unchanged by hand: its declared configuration or
+// another replica's whole declaration (guard.go puts a missing or edited
+// one back). It backs the worker's /readyz.
 func (w *Worker) Ready(ctx context.Context) error {
 	w.mu.Lock()
 	started, stopped := w.started, w.stopped

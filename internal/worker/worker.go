@@ -46,6 +46,9 @@ type Worker struct {
 	// declared are the pool consumers as the worker made them, by pool
 	// (under mu); the guard (guard.go) puts back what differs from them.
 	declared map[string]declaredPool
+	// foreign is, by pool, the stamp of another worker's declaration the
+	// guard last reported (guard goroutine only).
+	foreign map[string]string
 	// checkNow asks the guard for a check at once; guardLoop runs it.
 	checkNow  chan struct{}
 	guardLoop *startstop.Loop
@@ -169,7 +172,7 @@ func New(b *bus.Bus, cfg Config) (*Worker, error) {
 		}
 	}
 	w := &Worker{bus: b, cfg: cfg, log: telemetry.WithTraceIDs(cfg.Logger).With("component", "worker", "worker", cfg.Name),
-		gaps: map[toolwirev1.ExecutorType][]string{}, declared: map[string]declaredPool{}, checkNow: make(chan struct{}, 1), tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics,
+		gaps: map[toolwirev1.ExecutorType][]string{}, declared: map[string]declaredPool{}, foreign: map[string]string{}, checkNow: make(chan struct{}, 1), tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics,
 		executors: make(map[toolwirev1.ExecutorType]executors.Executor, len(cfg.Executors))}
 	w.publishResult = w.observeResults(w.publishResultNow)
 	if w.cfg.Registry == nil {
