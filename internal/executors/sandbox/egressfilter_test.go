@@ -63,7 +63,7 @@ func TestEgressFilterRefusesBypasses(t *testing.T) {
 	fd6, err := unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = unix.Close(fd6) })
-	errnoOf := func(err error) syscall.Errno {
+	asErrno := func(err error) syscall.Errno {
 		if err == nil {
 			return 0
 		}
@@ -89,12 +89,20 @@ func TestEgressFilterRefusesBypasses(t *testing.T) {
 			_, _, e := syscall.RawSyscall6(unix.SYS_IO_URING_REGISTER, uintptr(fd4), 0, 0, 0, 0, 0)
 			return e
 		},
-		"ip_options":          func() syscall.Errno { return errnoOf(unix.SetsockoptString(fd4, unix.IPPROTO_IP, unix.IP_OPTIONS, lsrr)) },
-		"ipv6_rthdr":          func() syscall.Errno { return errnoOf(unix.SetsockoptString(fd6, unix.IPPROTO_IPV6, unix.IPV6_RTHDR, "")) },
-		"ipv6_2292rthdr":      func() syscall.Errno { return errnoOf(unix.SetsockoptInt(fd6, unix.IPPROTO_IPV6, unix.IPV6_2292RTHDR, 1)) },
-		"ipv6_2292pktoptions": func() syscall.Errno { return errnoOf(unix.SetsockoptString(fd6, unix.IPPROTO_IPV6, unix.IPV6_2292PKTOPTIONS, "")) },
-		"ip_tos":              func() syscall.Errno { return errnoOf(unix.SetsockoptInt(fd4, unix.IPPROTO_IP, unix.IP_TOS, 0x10)) },
-		"so_sndbuf":           func() syscall.Errno { return errnoOf(unix.SetsockoptInt(fd4, unix.SOL_SOCKET, unix.SO_SNDBUF, 8192)) },
+		"ip_options": func() syscall.Errno {
+			return asErrno(unix.SetsockoptString(fd4, unix.IPPROTO_IP, unix.IP_OPTIONS, lsrr))
+		},
+		"ipv6_rthdr": func() syscall.Errno {
+			return asErrno(unix.SetsockoptString(fd6, unix.IPPROTO_IPV6, unix.IPV6_RTHDR, ""))
+		},
+		"ipv6_2292rthdr": func() syscall.Errno {
+			return asErrno(unix.SetsockoptInt(fd6, unix.IPPROTO_IPV6, unix.IPV6_2292RTHDR, 1))
+		},
+		"ipv6_2292pktoptions": func() syscall.Errno {
+			return asErrno(unix.SetsockoptString(fd6, unix.IPPROTO_IPV6, unix.IPV6_2292PKTOPTIONS, ""))
+		},
+		"ip_tos":    func() syscall.Errno { return asErrno(unix.SetsockoptInt(fd4, unix.IPPROTO_IP, unix.IP_TOS, 0x10)) },
+		"so_sndbuf": func() syscall.Errno { return asErrno(unix.SetsockoptInt(fd4, unix.SOL_SOCKET, unix.SO_SNDBUF, 8192)) },
 	})
 	require.Equal(t, map[string]syscall.Errno{
 		"io_uring_setup": unix.EPERM, "io_uring_enter": unix.EPERM, "io_uring_register": unix.EPERM,
