@@ -22,7 +22,8 @@ import (
 // refuses one under 16 bytes and IPv6 under 24, so those calls (netlink's
 // sendto among them) run unnotified. It also confines socket(2) of a
 // network tool to the families, types and protocols the supervisor
-// understands. The helper installs it last, after the other filters, on
+// understands, and refuses source routing and io_uring (egressProgram).
+// The helper installs it last, after the other filters, on
 // the thread that execs the target.
 
 // guardFD is the helper's end of the UNIX socket pair on which it sends
