@@ -5,6 +5,7 @@ package sandbox_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/toolwire/toolwire/internal/executors/sandbox"
 	"github.com/toolwire/toolwire/internal/testdeps"
@@ -150,6 +152,9 @@ func TestNetworkToolSendmmsgStops(t *testing.T) {
 // bytes of its sendmsg arrive once.
 func TestNetworkToolSignalDuringSend(t *testing.T) {
 	t.Parallel()
+	if !kernelAtLeast(t, 5, 19) {
+		testdeps.Missing(t, "Linux 5.19", "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV: a handled signal restarts a guarded call")
+	}
 	ns := newTestNetns(t, allowedHost)
 	stream := ns.serveStream(t, allowedHost+":80", allowedHost+":443")
 	r := newEgressRig(t, ns)
@@ -159,4 +164,15 @@ func TestNetworkToolSignalDuringSend(t *testing.T) {
 	got := receive(t, stream, "the stream")
 	require.Equal(t, 1000, bytes.Count(got, []byte("M")), "bytes of the signalled sendmsg that arrived")
 	require.Equal(t, len(got), bytes.IndexByte(got, 'M')+1000, "the sendmsg's bytes are not the end of the stream")
+}
+
+// kernelAtLeast reports whether the running kernel is major.minor or later.
+func kernelAtLeast(t *testing.T, major, minor int) bool {
+	t.Helper()
+	var u unix.Utsname
+	require.NoError(t, unix.Uname(&u))
+	var maj, mnr int
+	_, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &maj, &mnr)
+	require.NoError(t, err)
+	return maj > major || maj == major && mnr >= minor
 }
