@@ -151,9 +151,13 @@
 //
 // A supervisor goroutine of the worker receives each notification and
 // handles it on a goroutine of its own (a blocking socket blocks connect;
-// at most 64 at a time per call, more are answered EAGAIN). It never lets
-// the kernel run the call, which would read the tool's memory again after
-// the check: it copies the call out of the process's memory with
+// at most 64 at a time per call, more are answered EAGAIN). Once the
+// worker has received a notification, the tool's thread waits for the
+// answer killably (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, Linux 5.19):
+// a signal it handles is taken after the call, never restarting a call
+// the worker is making. The supervisor never lets the kernel run the
+// call, which would read the tool's memory again after the check: it
+// copies the call out of the process's memory with
 // process_vm_readv(2) — the sockaddr, and for the send calls the
 // payload (64 KiB per message at most: a stream socket's send is cut
 // short to it, a datagram's larger is EMSGSIZE; eight messages of a
@@ -164,9 +168,16 @@
 // with the number older kernels know as a fallback; so the memory and the
 // descriptor were the caller's), judges every destination of the copy,
 // and makes the call itself on the duplicate with the copy, answering
-// with its result (0, a byte or message count, or its errno such as
-// EINPROGRESS or ECONNREFUSED; a sendmmsg's msg_len fields are written
-// back) or EACCES. A second thread rewriting the address after the check
+// with its result (0, a byte or message count, or the kernel's errno
+// such as EINPROGRESS, ECONNREFUSED or EPIPE; a sendmmsg's msg_len fields
+// are written back) or EACCES. A sendmmsg is made as the kernel makes it:
+// message by message, stopping after an error, after a message sent
+// short or cut to 64 KiB (a stream's next messages must not follow a
+// hole), and before a message refused or a datagram too big, whose
+// predecessors are sent and counted; an error only when the first
+// message fails; and messages sent are counted even when their msg_len
+// cannot be written back (the kernel would say EFAULT, and the tool send
+// them again). A second thread rewriting the address after the check
 // therefore changes nothing, and neither does one swapping the
 // descriptor for another socket. Addresses are read as the kernel reads
 // them: AF_INET and AF_INET6 (IPv4-mapped addresses as IPv4), AF_UNSPEC
@@ -184,10 +195,21 @@
 // AF_UNIX, AF_NETLINK, and AF_INET and AF_INET6 of type SOCK_STREAM or
 // SOCK_DGRAM with protocol 0, TCP, UDP, ICMP or ICMPv6 (no raw sockets;
 // no SCTP, whose connectx takes addresses in a socket option the filter
-// cannot see), and refuses x32 system call numbers. Refusals are logged
-// at WARN (ten per call at most). Whatever fails in the supervisor fails
-// the call (EFAULT when the memory cannot be read, EACCES for the rest):
-// no notification is left unanswered. The supervisor stops when the
+// cannot see), refuses x32 system call numbers, and fails with EPERM the
+// socket options that would send a checked call's packets to another
+// address — IP_OPTIONS (loose and strict source routing make the kernel
+// send to the first hop), IPV6_RTHDR (a routing header, which needs no
+// CAP_NET_RAW), IPV6_2292RTHDR and IPV6_2292PKTOPTIONS; the worker's
+// duplicate shares the socket's options — and io_uring (io_uring_setup,
+// io_uring_enter, io_uring_register), whose operations connect and send
+// without these system calls; the first filter refuses io_uring too, but
+// the guard does not depend on it. The same per packet, as control
+// messages, is refused with the rest of msg_control. Refusals are logged
+// at WARN (ten per call at most). Every notification is answered: with
+// the kernel's errno of the call the worker made, EFAULT when the tool's
+// memory cannot be read, EAGAIN while the supervisor stops or beyond 64
+// pending, and EACCES for a refusal or a failure of the worker's own
+// (pidfd_getfd, a socket it cannot serve). The supervisor stops when the
 // process is gone, first shutting down the duplicates of calls still in
 // progress; a task still filtered after that fails its calls with
 // ENOSYS, so the guard fails closed.
@@ -198,15 +220,17 @@
 //     any query, so data can leave through DNS, and DNS answers are not
 //     checked themselves — a name that resolves to a refused address is
 //     refused only at connect.
-//   - A call interrupted by a signal while the worker makes it may still
-//     take effect (the connection is made, the datagram sent) though the
-//     tool sees it fail or restart it; a blocking connect the tool gave
-//     up on holds one of the 64 places until it completes or times out.
-//   - io_uring, which would make connections without these system calls,
-//     is refused by the first filter, as are bpf, ptrace and
-//     process_vm_writev; a UNIX socket to a local daemon that connects
-//     on the tool's behalf is Landlock's and the file permissions' matter
-//     (the "landlock-unix" gap) for addresses the filter lets through.
+//   - Before Linux 5.19 (no SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV), a
+//     call interrupted by a signal while the worker makes it may still
+//     take effect (the connection is made, the datagram or bytes sent)
+//     though the tool sees it fail or restarts it, so a send may happen
+//     twice. On any kernel a thread killed meanwhile leaves its call
+//     made, and a blocking connect the tool gave up on holds one of the
+//     64 places until it completes or times out.
+//   - A UNIX socket to a local daemon that connects on the tool's behalf
+//     is Landlock's and the file permissions' matter (the "landlock-unix"
+//     gap) for addresses the filter lets through; bpf, ptrace and
+//     process_vm_writev are the first filter's.
 //
 // Landlock (ABI 4) denies TCP bind, and TCP connect of the tool's own
 // to ports other than EgressPorts and 53 (the connections the worker

@@ -302,9 +302,9 @@ type egressRig struct {
 	e  *sandbox.Executor
 }
 
-func (r *egressRig) call(mode, addr string) (res *tool.Result, err error) {
+func (r *egressRig) call(mode string, args ...string) (res *tool.Result, err error) {
 	require.NoError(r.t, r.ns.do(func() error {
-		res, err = call(r.t.Context(), r.e, spec(fixture(mode, "--", addr), withNetwork), `{}`)
+		res, err = call(r.t.Context(), r.e, spec(fixture(mode, append([]string{"--"}, args...)...), withNetwork), `{}`)
 		return nil
 	}))
 	return res, err

@@ -116,15 +116,20 @@ func (s *egressSupervisor) perform(lfd int, id uint64, c *sockCall, dup int) (in
 		return 0, errnoOf(err)
 	}
 	for i, m := range c.msgs {
-		if errno := s.check(c.nr, m); errno != 0 {
+		errno := s.check(c.nr, m)
+		if errno == 0 && m.truncated && typ != unix.SOCK_STREAM {
+			errno = unix.EMSGSIZE
+		}
+		if errno != 0 {
 			if i == 0 {
 				return 0, errno
 			}
 			c.msgs = c.msgs[:i] // sendmmsg: what comes before is sent
 			break
 		}
-		if m.truncated && typ != unix.SOCK_STREAM {
-			return 0, unix.EMSGSIZE
+		if m.truncated {
+			c.msgs = c.msgs[:i+1] // a stream's message cut short: the kernel's sendmmsg stops after it
+			break
 		}
 	}
 	switch c.nr {
@@ -142,8 +147,12 @@ func (s *egressSupervisor) perform(lfd int, id uint64, c *sockCall, dup int) (in
 }
 
 // sendMsgs makes sendmsg(2), or sendmmsg(2) as the kernel does it: one
-// sendmsg per message, the count sent, an error only when the first
-// fails; each sent message's msg_len is written back.
+// sendmsg per message, stopping after an error or a message sent short
+// (or cut to maxPayload: the rest of a stream must not follow it), the
+// count sent, an error only when the first fails; each sent message's
+// msg_len is written back. What was sent is reported sent even when
+// msg_len cannot be written (the kernel would say EFAULT, and a tool
+// that believed it would send the data again).
 func (s *egressSupervisor) sendMsgs(lfd int, id uint64, c *sockCall, dup int) (int64, syscall.Errno) {
 	sent := make([]uint32, 0, len(c.msgs))
 	var first syscall.Errno
@@ -160,6 +169,9 @@ func (s *egressSupervisor) sendMsgs(lfd int, id uint64, c *sockCall, dup int) (i
 			break
 		}
 		sent = append(sent, uint32(r))
+		if int(r) < len(m.data) || m.truncated {
+			break
+		}
 	}
 	if c.nr == unix.SYS_SENDMSG {
 		if first != 0 {
@@ -170,14 +182,16 @@ func (s *egressSupervisor) sendMsgs(lfd int, id uint64, c *sockCall, dup int) (i
 	if len(sent) == 0 {
 		return 0, first
 	}
-	if v := notifIDValid(lfd, id); v != 0 {
+	switch v := notifIDValid(lfd, id); v {
+	case errGone:
 		return 0, v
-	}
-	for i, n := range sent {
-		var b [4]byte
-		binary.NativeEndian.PutUint32(b[:], n)
-		if errno := writeMem(c.pid, c.vec+uint64(i)*mmsghdrSize+msghdrSize, b[:]); errno != 0 {
-			return 0, errno
+	case 0: // still the caller's memory
+		for i, n := range sent {
+			var b [4]byte
+			binary.NativeEndian.PutUint32(b[:], n)
+			if writeMem(c.pid, c.vec+uint64(i)*mmsghdrSize+msghdrSize, b[:]) != 0 {
+				break
+			}
 		}
 	}
 	return int64(len(sent)), 0
@@ -206,7 +220,7 @@ func readCall(n *seccompNotif) (*sockCall, syscall.Errno) {
 	c := &sockCall{nr: int64(n.Data.Nr), pid: int(n.Pid), fd: int(int32(a[0]))}
 	switch c.nr {
 	case unix.SYS_CONNECT:
-		name, errno := readSockaddr(c.pid, a[1], a[2])
+		name, errno := readSockaddr(c.pid, a[1], uint64(uint32(a[2]))) // an int: the kernel reads 32 bits
 		c.msgs = []sockMsg{{name: name}}
 		return c, errno
 	case unix.SYS_SENDTO:
@@ -214,7 +228,7 @@ func readCall(n *seccompNotif) (*sockCall, syscall.Errno) {
 		m := sockMsg{}
 		var errno syscall.Errno
 		if a[4] != 0 {
-			if m.name, errno = readSockaddr(c.pid, a[4], a[5]); errno != 0 {
+			if m.name, errno = readSockaddr(c.pid, a[4], uint64(uint32(a[5]))); errno != 0 {
 				return nil, errno
 			}
 		}
@@ -286,24 +300,29 @@ func readMsghdr(pid int, addr uint64) (sockMsg, syscall.Errno) {
 	return m, errno
 }
 
-// readPayload copies the bytes the iovecs describe, up to maxPayload.
+// readPayload copies the bytes the iovecs describe, up to maxPayload,
+// with one process_vm_readv(2).
 func readPayload(pid int, iovs []remoteIovec) ([]byte, bool, syscall.Errno) {
 	var total uint64
 	for _, v := range iovs {
 		total += min(v.n, 1<<48) // no overflow: anything near is EFAULT anyway
 	}
 	buf := make([]byte, min(total, maxPayload))
-	off := 0
-	for _, v := range iovs {
-		l := int(min(v.n, uint64(len(buf)-off)))
-		if l == 0 {
-			continue
+	if len(buf) == 0 {
+		return buf, false, 0
+	}
+	remote := make([]unix.RemoteIovec, 0, len(iovs))
+	for left := len(buf); left > 0 && len(iovs) > 0; iovs = iovs[1:] {
+		if l := int(min(iovs[0].n, uint64(left))); l > 0 {
+			remote = append(remote, unix.RemoteIovec{Base: uintptr(iovs[0].base), Len: l})
+			left -= l
 		}
-		b, errno := readMem(pid, v.base, l)
-		if errno != 0 {
-			return nil, false, errno
-		}
-		off += copy(buf[off:], b)
+	}
+	local := []unix.Iovec{{Base: unsafe.SliceData(buf)}}
+	local[0].SetLen(len(buf))
+	got, err := unix.ProcessVMReadv(pid, local, remote, 0)
+	if err != nil || got != len(buf) {
+		return nil, false, unix.EFAULT
 	}
 	return buf, total > maxPayload, 0
 }

@@ -22,7 +22,8 @@ import (
 // refuses one under 16 bytes and IPv6 under 24, so those calls (netlink's
 // sendto among them) run unnotified. It also confines socket(2) of a
 // network tool to the families, types and protocols the supervisor
-// understands. The helper installs it last, after the other filters, on
+// understands, and refuses source routing and io_uring (egressProgram).
+// The helper installs it last, after the other filters, on
 // the thread that execs the target.
 
 // guardFD is the helper's end of the UNIX socket pair on which it sends
@@ -95,7 +96,14 @@ func offArgHigh(i uint32) uint32 { return 20 + 8*i }
 // and AF_INET6 of type SOCK_STREAM or SOCK_DGRAM with protocol 0, TCP,
 // UDP, ICMP or ICMPv6 (no raw sockets, no SCTP, whose connectx socket
 // option takes addresses the filter cannot see), and everything else
-// passes.
+// passes but for what fails with EPERM: the socket options that route a
+// packet through another address than its destination (IP_OPTIONS, whose
+// source routing makes connect and sendmsg send to the first hop;
+// IPV6_RTHDR, which needs no CAP_NET_RAW, and the RFC 2292 IPV6_2292RTHDR
+// and IPV6_2292PKTOPTIONS; the worker's duplicate of a socket would carry
+// them), and io_uring, whose operations make connections without these
+// system calls. (The first filter refuses io_uring too; this one does not
+// rely on it.)
 func egressProgram(audit uint32) []bpfIns {
 	ld := func(off uint32) bpfIns { return bpfIns{code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: off} }
 	jeq := func(k uint32, jt, jf string) bpfIns {
@@ -114,6 +122,10 @@ func egressProgram(audit uint32) []bpfIns {
 		jeq(unix.SYS_SENDMSG, "notify", ""),
 		jeq(unix.SYS_SENDMMSG, "notify", ""),
 		jeq(unix.SYS_SENDTO, "sendto", ""),
+		jeq(unix.SYS_SETSOCKOPT, "setsockopt", ""),
+		jeq(unix.SYS_IO_URING_SETUP, "eperm", ""),
+		jeq(unix.SYS_IO_URING_ENTER, "eperm", ""),
+		jeq(unix.SYS_IO_URING_REGISTER, "eperm", ""),
 		jeq(unix.SYS_SOCKET, "", "allow"),
 		ld(offArgLow(0)),
 		jeq(unix.AF_UNIX, "allow", ""),
@@ -143,7 +155,19 @@ func egressProgram(audit uint32) []bpfIns {
 		{code: unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, k: minIPSockaddr, jt: "notify", jf: "allow"},
 		{label: "connect", code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: offArgLow(2)},
 		{code: unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, k: minIPSockaddr, jt: "notify", jf: "allow"},
+		// setsockopt(2)'s level and option name are registers: no
+		// source routing (IPv4 options, IPv6 routing headers).
+		{label: "setsockopt", code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: offArgLow(1)},
+		jeq(unix.IPPROTO_IP, "ipopt", ""),
+		jeq(unix.IPPROTO_IPV6, "ipv6opt", "allow"),
+		{label: "ipopt", code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: offArgLow(2)},
+		jeq(unix.IP_OPTIONS, "eperm", "allow"),
+		{label: "ipv6opt", code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: offArgLow(2)},
+		jeq(unix.IPV6_RTHDR, "eperm", ""),
+		jeq(unix.IPV6_2292RTHDR, "eperm", ""),
+		jeq(unix.IPV6_2292PKTOPTIONS, "eperm", "allow"),
 		ret("notify", unix.SECCOMP_RET_USER_NOTIF),
+		ret("eperm", errno(unix.EPERM)),
 		ret("enosys", errno(unix.ENOSYS)),
 		ret("allow", unix.SECCOMP_RET_ALLOW),
 	}
@@ -151,7 +175,11 @@ func egressProgram(audit uint32) []bpfIns {
 
 // installEgressFilter loads the egress filter on the calling thread (and
 // so on whatever it execs) and returns its listener. The thread must have
-// no_new_privs. The filter is not synchronised to the process's other
+// no_new_privs. From Linux 5.19 a task waits killably once the worker
+// received its notification (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV): a
+// handled signal then waits for the answer, where it would drop the
+// notification and restart the call, which the worker may have made
+// already; older kernels refuse the flag and load the filter without it. The filter is not synchronised to the process's other
 // threads: the helper sends the listener from one of them (sendListener).
 func installEgressFilter() (int, error) {
 	audit, ok := nativeAudit[runtime.GOARCH]
@@ -163,8 +191,14 @@ func installEgressFilter() (int, error) {
 		return -1, err
 	}
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	fd, _, errno := syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
-		unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&prog)))
+	load := func(flags uintptr) (uintptr, syscall.Errno) {
+		fd, _, errno := syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&prog)))
+		return fd, errno
+	}
+	fd, errno := load(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
+	if errno == unix.EINVAL { // before Linux 5.19
+		fd, errno = load(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	}
 	if errno != 0 {
 		return -1, fmt.Errorf("egress filter (seccomp user notification, Linux 5.0): %w", errno)
 	}
