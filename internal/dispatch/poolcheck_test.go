@@ -88,7 +88,7 @@ func TestPoolCheckFollowsPools(t *testing.T) {
 	require.NotNil(t, sub.Rejected)
 
 	late := tool.Must(tool.New("late", func(context.Context, struct{}) (string, error) { return "late", nil }))
-	startPool(t, s, "late-pool", late) // creates its pool's consumer, then registers late
+	stopPool := startPool(t, s, "late-pool", late) // creates its pool's consumer, then registers late
 	s.WaitTool(t, "late")
 	res, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "late", ArgumentsJson: `{}`}, 20*time.Second)
 	require.NoError(t, err)
@@ -100,6 +100,9 @@ func TestPoolCheckFollowsPools(t *testing.T) {
 	res, err = d2.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "late", ArgumentsJson: `{}`}, 20*time.Second)
 	require.NoError(t, err)
 	require.True(t, res.Response.Ok, "%v", res.Response.Error)
+	// The pool's worker is gone first: a running worker puts its deleted
+	// consumer back (internal/worker, guard.go).
+	stopPool()
 	require.NoError(t, s.Env.Bus.Calls.DeleteConsumer(ctx, s.Env.Bus.Config.PoolConsumer("late-pool")))
 	require.Eventually(t, func() bool {
 		sub, err := d2.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "late", ArgumentsJson: `{}`})
@@ -108,8 +111,8 @@ func TestPoolCheckFollowsPools(t *testing.T) {
 }
 
 // startPool starts a worker serving tools in a native pool of its own,
-// stopped when the test ends.
-func startPool(t *testing.T, s *dispatchtest.Stack, pool string, tools ...*tool.Tool) {
+// stopped when the test ends (or by the function it returns).
+func startPool(t *testing.T, s *dispatchtest.Stack, pool string, tools ...*tool.Tool) func() {
 	t.Helper()
 	nat, err := native.New(tools...)
 	require.NoError(t, err)
@@ -120,9 +123,11 @@ func startPool(t *testing.T, s *dispatchtest.Stack, pool string, tools ...*tool.
 	})
 	require.NoError(t, err)
 	require.NoError(t, w.Start(t.Context()))
-	t.Cleanup(func() {
+	stop := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = w.Stop(ctx)
-	})
+	}
+	t.Cleanup(stop)
+	return stop
 }
