@@ -217,7 +217,18 @@ func TestReplaysAndEvents(t *testing.T) {
 	if _, err := s.Env.Bus.JS.Publish(ctx, "toolwire.shadow.native.default.builtin.echo", []byte("a replay")); err != nil {
 		t.Fatal(err)
 	}
-	slow := call("sleep", `{"duration":"300ms"}`)
+	// Submitted, so that its ACCEPTED record is sent at once (a call
+	// waited on in Call gets one only when it outlives a timer, which a
+	// loaded machine can fire after the result): events are ACCEPTED and
+	// STARTED at least.
+	sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"300ms"}`})
+	if err != nil || sub.Rejected != nil {
+		t.Fatalf("sleep: %v %v", sub, err)
+	}
+	slow := sub.CallID
+	if g, err := s.Dispatcher.GetResult(ctx, identity.Default, slow, 30*time.Second); err != nil || !g.GetResponse().GetOk() {
+		t.Fatalf("sleep's result: %v %v", g, err)
+	}
 	src, err := audit.Open(ctx, s.Env.Bus.NC, "toolwire")
 	if err != nil {
 		t.Fatal(err)
