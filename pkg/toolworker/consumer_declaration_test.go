@@ -41,6 +41,7 @@ func startDeclEnv(t *testing.T) declEnv {
 	t.Cleanup(nc.Close)
 	admin, err := bus.Open(ctx, nc, bus.Config{}, bus.Options{})
 	require.NoError(t, err)
+	serveRegistry(t, admin) // workers register through the dispatchers
 	return declEnv{srv: srv, credDir: credDir, admin: admin}
 }
 

@@ -63,6 +63,7 @@ func TestWorkerPutsBackItsPoolConsumer(t *testing.T) {
 	t.Cleanup(nc.Close)
 	admin, err := bus.Open(ctx, nc, bus.Config{}, bus.Options{})
 	require.NoError(t, err)
+	serveRegistry(t, admin) // workers register through the dispatchers
 
 	echo := tool.Must(tool.New("guard_echo", func(_ context.Context, in struct{ Text string }) (string, error) { return in.Text, nil }))
 	var logs logtest.Buffer
