@@ -2,13 +2,13 @@ package approvals_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/bus/bustest"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -18,19 +18,8 @@ func TestWorkerCredentialsReadButNeverWrite(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	creds, _, err := bus.EnsureCredentials(filepath.Join(t.TempDir(), "credentials"))
-	require.NoError(t, err)
-	users, err := creds.Users(bus.Config{})
-	require.NoError(t, err)
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: t.TempDir(), ListenAddr: "127.0.0.1:0", Users: users,
-		SyncInterval: time.Minute})
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	admin, err := srv.Connect("admin")
-	require.NoError(t, err)
-	t.Cleanup(admin.Close)
-	b, err := bus.Open(ctx, admin, bus.Config{}, bus.Options{})
-	require.NoError(t, err)
+	env := bustest.StartWithRoles(t)
+	srv, creds, b := env.Server, env.Creds, env.Bus
 	store := approvals.NewStore(b, time.Hour)
 	now := time.Now()
 	r := newRecord("acme", "bot", "s1", "wipe", now)

@@ -3,7 +3,6 @@ package registry_test
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/bus/bustest"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
@@ -28,25 +28,11 @@ type announceEnv struct {
 
 func startAnnounce(t *testing.T) *announceEnv {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	creds, _, err := bus.EnsureCredentials(filepath.Join(t.TempDir(), "credentials"))
-	require.NoError(t, err)
-	users, err := creds.Users(bus.Config{})
-	require.NoError(t, err)
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: t.TempDir(), ListenAddr: "127.0.0.1:0", Users: users,
-		SyncInterval: time.Minute})
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect("dispatcher")
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	b, err := bus.Open(ctx, nc, bus.Config{}, bus.Options{})
-	require.NoError(t, err)
-	svc := registry.NewService(b, slog.New(slog.DiscardHandler))
-	require.NoError(t, svc.Start(ctx))
+	env := bustest.StartWithRoles(t)
+	svc := registry.NewService(env.Bus, slog.New(slog.DiscardHandler))
+	require.NoError(t, svc.Start(t.Context()))
 	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
-	return &announceEnv{srv: srv, bus: b, creds: creds}
+	return &announceEnv{srv: env.Server, bus: env.Bus, creds: env.Creds}
 }
 
 // worker connects with the worker credential and returns the Writer of

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/bus/bustest"
 	"github.com/toolwire/toolwire/internal/logtest"
 	"github.com/toolwire/toolwire/pkg/tool"
 	"github.com/toolwire/toolwire/pkg/toolworker"
@@ -26,23 +26,9 @@ type declEnv struct {
 
 func startDeclEnv(t *testing.T) declEnv {
 	t.Helper()
-	ctx := t.Context()
-	credDir := filepath.Join(t.TempDir(), "credentials")
-	creds, _, err := bus.EnsureCredentials(credDir)
-	require.NoError(t, err)
-	users, err := creds.Users(bus.Config{})
-	require.NoError(t, err)
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: t.TempDir(), ListenAddr: "127.0.0.1:0", Users: users,
-		SyncInterval: time.Minute})
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect("admin")
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	admin, err := bus.Open(ctx, nc, bus.Config{}, bus.Options{})
-	require.NoError(t, err)
-	serveRegistry(t, admin) // workers register through the dispatchers
-	return declEnv{srv: srv, credDir: credDir, admin: admin}
+	env := bustest.StartWithRoles(t)
+	serveRegistry(t, env.Bus) // workers register through the dispatchers
+	return declEnv{srv: env.Server, credDir: env.Creds.Dir, admin: env.Bus}
 }
 
 // startWorker runs a worker of the native pool on the worker credentials

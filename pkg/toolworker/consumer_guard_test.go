@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/bus/bustest"
 	"github.com/toolwire/toolwire/internal/logtest"
 	"github.com/toolwire/toolwire/pkg/tool"
 	"github.com/toolwire/toolwire/pkg/toolworker"
@@ -49,20 +49,8 @@ func until(t *testing.T, d time.Duration, what string, cond func() bool) {
 func TestWorkerPutsBackItsPoolConsumer(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	credDir := filepath.Join(t.TempDir(), "credentials")
-	creds, _, err := bus.EnsureCredentials(credDir)
-	require.NoError(t, err)
-	users, err := creds.Users(bus.Config{})
-	require.NoError(t, err)
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: t.TempDir(), ListenAddr: "127.0.0.1:0", Users: users,
-		SyncInterval: time.Minute})
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect("admin")
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	admin, err := bus.Open(ctx, nc, bus.Config{}, bus.Options{})
-	require.NoError(t, err)
+	env := bustest.StartWithRoles(t)
+	srv, credDir, admin := env.Server, env.Creds.Dir, env.Bus
 	serveRegistry(t, admin) // workers register through the dispatchers
 
 	echo := tool.Must(tool.New("guard_echo", func(_ context.Context, in struct{ Text string }) (string, error) { return in.Text, nil }))
@@ -119,7 +107,7 @@ func TestWorkerPutsBackItsPoolConsumer(t *testing.T) {
 	edited := declared.Config
 	edited.MaxDeliver = 2
 	block()
-	_, err = admin.Calls.UpdateConsumer(ctx, edited)
+	_, err := admin.Calls.UpdateConsumer(ctx, edited)
 	require.NoError(t, err)
 	notReady("max_deliver: 2 → 5")
 	unblock()

@@ -3,13 +3,13 @@ package toolworker_test
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/bus/bustest"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -57,19 +57,8 @@ func serveRegistryAt(t *testing.T, url string) {
 func TestWorkerRegistersThroughTheDispatchers(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	creds, _, err := bus.EnsureCredentials(filepath.Join(t.TempDir(), "credentials"))
-	require.NoError(t, err)
-	users, err := creds.Users(bus.Config{})
-	require.NoError(t, err)
-	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: t.TempDir(), ListenAddr: "127.0.0.1:0", Users: users,
-		SyncInterval: time.Minute})
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect("dispatcher")
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	b, err := bus.Open(ctx, nc, bus.Config{}, bus.Options{})
-	require.NoError(t, err)
+	env := bustest.StartWithRoles(t)
+	srv, creds, b := env.Server, env.Creds, env.Bus
 	serveRegistry(t, b)
 
 	echo := tool.Must(tool.New("announced_echo", func(_ context.Context, in struct{ Text string }) (string, error) { return in.Text, nil }))
