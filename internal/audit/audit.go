@@ -15,6 +15,7 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/redact"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -38,6 +39,8 @@ var ErrNoInstallation = bus.ErrNoInstallation
 // Source reads an installation's streams for audits. It never creates or
 // changes a stream.
 type Source struct {
+	js                     jetstream.JetStream
+	keys                   *signing.Keyring
 	calls, results, events jetstream.Stream
 	registry               jetstream.KeyValue
 	subj                   bus.Subjects
@@ -56,7 +59,7 @@ func Open(ctx context.Context, nc *nats.Conn, prefix string) (*Source, error) {
 	if v.Registry == nil {
 		return nil, fmt.Errorf("audit: registry: %w", v.RegistryErr)
 	}
-	s := &Source{calls: v.Calls, results: v.Results, events: v.Events, registry: v.Registry, subj: v.Subjects, specs: map[string]string{}}
+	s := &Source{js: v.JS, keys: signing.NewKeyring(v.Registry), calls: v.Calls, results: v.Results, events: v.Events, registry: v.Registry, subj: v.Subjects, specs: map[string]string{}}
 	s.shadowPrefix = strings.TrimSuffix(s.subj.AllShadow(), ">")
 	return s, nil
 }
@@ -76,6 +79,10 @@ type Options struct {
 	// Events adds every call's lifecycle events (one stream read per
 	// call: slower). Events are kept for the events stream's retention.
 	Events bool
+	// Verify checks, besides every result's signature (always), the
+	// signatures of every call's events and that a worker's result is
+	// its attempt's claim holder's (one more stream read per call).
+	Verify bool
 	// Settle is how long after admission a call without a result counts
 	// as pending rather than missing. Default 10m.
 	Settle time.Duration
@@ -118,7 +125,13 @@ type Record struct {
 	// protobuf JSON.
 	Events   []json.RawMessage `json:"events,omitempty"`
 	Response json.RawMessage   `json:"response,omitempty"`
-	Outcome  string            `json:"outcome"`
+	// Signature proves who wrote the response (internal/signing).
+	Signature *Signature `json:"signature,omitempty"`
+	// Refused lists results (and, with Options.Verify, events) stored for
+	// the call and not believed: forged, unsigned, of another pool, call
+	// or attempt. Each is an anomaly.
+	Refused []RefusedResult `json:"refused_results,omitempty"`
+	Outcome string          `json:"outcome"`
 	// ErrorType is the failure's type name, for failed calls.
 	ErrorType string `json:"error_type,omitempty"`
 
@@ -172,7 +185,7 @@ func policyOfDecision(d *toolwirev1.PolicyDecision) *Policy {
 
 // Anomaly is a completeness problem found by an audit.
 type Anomaly struct {
-	Kind   string `json:"kind"` // "missing_result" (also for an undecodable one) or "gap"
+	Kind   string `json:"kind"` // "missing_result", "gap" or "unbelieved_result" (Record.Refused)
 	CallID string `json:"call_id,omitempty"`
 	Seq    uint64 `json:"seq,omitempty"`
 	Detail string `json:"detail"`
@@ -291,6 +304,10 @@ func (s *Source) account(sum *Summary, r *Record, f Filter, emit func(*Record) e
 	}
 	sum.Records++
 	sum.Outcomes[r.Outcome]++
+	for _, x := range r.Refused {
+		sum.addAnomaly(Anomaly{Kind: "unbelieved_result", CallID: r.CallID, Seq: x.Seq,
+			Detail: fmt.Sprintf("%s: %s (signer %s)", x.Problem, x.Detail, cmp.Or(x.Signer, "none"))})
+	}
 	switch r.Outcome {
 	case OutcomeMissing:
 		sum.addAnomaly(Anomaly{Kind: "missing_result", CallID: r.CallID, Seq: r.Seq,
@@ -498,32 +515,34 @@ func (s *Source) complete(ctx context.Context, j *job, o Options) error {
 	if call.Dispatcher != "" {
 		subject = s.subj.Result(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
 	}
-	m, err := bus.LastMsg(ctx, s.results, subject)
+	st, refused, err := s.storedResults(ctx, subject, call.Tool)
 	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
+	case err != nil:
+		return fmt.Errorf("audit: result of %s: %w", call.CallId, err)
+	case st == nil:
 		rec.Outcome = OutcomePending
 		if o.Now().Sub(rec.Time) > o.Settle {
 			rec.Outcome = OutcomeMissing
 		}
-	case err != nil:
-		return fmt.Errorf("audit: result of %s: %w", call.CallId, err)
 	default:
-		resp := &toolwirev1.ToolResponse{}
-		if err := proto.Unmarshal(m.Data, resp); err != nil {
-			rec.Outcome = OutcomeMissing
-			rec.ErrorType = "undecodable result"
-			break
-		}
-		rec.Result = resp
-		rec.Response = redactResponse(sec, resp)
-		rec.Outcome, rec.ErrorType = Classify(resp)
+		rec.Result = st.Resp
+		rec.Response = redactResponse(sec, st.Resp)
+		rec.Signature = signatureOf(st)
+		rec.Outcome, rec.ErrorType = Classify(st.Resp)
+	}
+	rec.Refused = refused
+	if !o.Events && !o.Verify {
+		return nil
+	}
+	evs, err := s.rawEvents(ctx, call)
+	if err != nil {
+		return err
+	}
+	if o.Verify {
+		rec.Refused = append(rec.Refused, s.claimProblems(ctx, call.CallId, st, evs)...)
 	}
 	if o.Events {
-		evs, err := s.eventsOf(ctx, call, sec)
-		if err != nil {
-			return err
-		}
-		rec.Events = evs
+		rec.Events = redactEvents(sec, evs)
 	}
 	return nil
 }
@@ -572,14 +591,14 @@ func (s *Source) schemaOf(ctx context.Context, name, version string) (string, bo
 	return spec.InputSchemaJson, true
 }
 
-// eventsOf reads a call's events by direct gets (next message of the
+// rawEvents reads a call's events by direct gets (next message of the
 // call's subject after the last one read): no consumer is created.
-func (s *Source) eventsOf(ctx context.Context, call *toolwirev1.ToolCall, sec *redact.Secrets) ([]json.RawMessage, error) {
+func (s *Source) rawEvents(ctx context.Context, call *toolwirev1.ToolCall) ([]*jetstream.RawStreamMsg, error) {
 	subject := s.subj.EventsAnyDispatcher(call.GetCaller().GetTenant(), call.CallId)
 	if call.Dispatcher != "" {
 		subject = s.subj.Event(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
 	}
-	var out []json.RawMessage
+	var out []*jetstream.RawStreamMsg
 	for seq := uint64(1); len(out) < maxEvents; {
 		m, err := s.events.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -588,12 +607,21 @@ func (s *Source) eventsOf(ctx context.Context, call *toolwirev1.ToolCall, sec *r
 		if err != nil {
 			return nil, fmt.Errorf("audit: events of %s: %w", call.CallId, err)
 		}
-		if b, ok := redactEvent(sec, m.Data); ok {
-			out = append(out, b)
-		}
+		out = append(out, m)
 		seq = m.Sequence + 1
 	}
 	return out, nil
+}
+
+// redactEvents is evs as protobuf JSON, redacted.
+func redactEvents(sec *redact.Secrets, evs []*jetstream.RawStreamMsg) []json.RawMessage {
+	var out []json.RawMessage
+	for _, m := range evs {
+		if b, ok := redactEvent(sec, m.Data); ok {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // maxEvents bounds the events of one record.

@@ -101,7 +101,7 @@ func measurePair(ctx context.Context, cfg Config, name string, typ toolwirev1.Ex
 	w, err := worker.New(wb, worker.Config{Name: "bench-" + name, Logger: cfg.Logger,
 		Pools:     []worker.Pool{{Concurrency: inflight, PoolConfig: bus.PoolConfig{Type: typ}}},
 		Executors: map[toolwirev1.ExecutorType]executors.Executor{typ: exec}, Specs: []*toolwirev1.ToolSpec{spec},
-		Registry: registry.NewRegistrar(b, cfg.Logger)})
+		Registry: registry.NewRegistrar(b, cfg.Logger, nil, "")})
 	if err != nil {
 		return p, err
 	}

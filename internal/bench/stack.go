@@ -106,7 +106,7 @@ func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err erro
 		// In-process, as a dispatcher's own workers: announcements go to
 		// the registrar directly (no dispatcher serves them yet).
 		w, err := workerconfig.NewWorker(ctx, wb, nil, workerconfig.Options{Name: "bench-worker", Tools: benchTools(), Concurrency: o.worker,
-			Logger: log, Registry: registry.NewRegistrar(s.bus, log)})
+			Logger: log, Registry: registry.NewRegistrar(s.bus, log, nil, "")})
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -21,6 +22,11 @@ type Bus struct {
 	Subjects Subjects
 	NC       *nats.Conn
 	JS       jetstream.JetStream
+	// Signer signs what this process writes into the record (Options.Signer).
+	Signer *signing.Key
+	// Keys decides whose signatures are believed (the enrolments in the
+	// registry bucket): internal/believed reads results through it.
+	Keys *signing.Keyring
 
 	Calls   jetstream.Stream
 	Results jetstream.Stream
@@ -73,6 +79,11 @@ type Options struct {
 	// Logger receives the settings Open and EnsurePool put back (see
 	// drift.go). Default slog.Default().
 	Logger *slog.Logger
+	// Signer is the key the process signs what it writes into the record
+	// with (results, events: internal/signing). Default a new key, kept
+	// in memory: a process whose key nobody enrolled writes nothing the
+	// dispatchers believe, except through an in-process Registrar.
+	Signer *signing.Key
 }
 
 // PublishAsyncTimeout is how long an asynchronous publish (the
@@ -100,10 +111,17 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config, opts Options) (*Bus, e
 	if err != nil {
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}
-	b := &Bus{Config: cfg, Subjects: cfg.Subjects(), NC: nc, JS: js, bind: opts.Bind, log: cmp.Or(opts.Logger, slog.Default())}
+	signer := opts.Signer
+	if signer == nil {
+		if signer, err = signing.NewKey(); err != nil {
+			return nil, err
+		}
+	}
+	b := &Bus{Config: cfg, Subjects: cfg.Subjects(), NC: nc, JS: js, Signer: signer, bind: opts.Bind, log: cmp.Or(opts.Logger, slog.Default())}
 	if err := b.ensure(ctx); err != nil {
 		return nil, err
 	}
+	b.Keys = signing.NewKeyring(b.Registry)
 	return b, nil
 }
 

@@ -270,3 +270,16 @@ func IsLoopbackHost(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// SigningDir is where, under a data directory, the worker signing key of
+// this machine lives (signing.LocalWorkerKey): toolworker makes it when
+// it takes the dispatcher's local credentials, and that dispatcher
+// enrols it for every pool. Only the installation's owner can write
+// there (CredentialsDir is 0700).
+func SigningDir(dataDir string) string { return filepath.Join(CredentialsDir(dataDir), "signing") }
+
+// DispatcherKeyFile is a dispatcher's own signing key under its data
+// directory: kept across restarts, so that one dispatcher has one key.
+func DispatcherKeyFile(dataDir string) string {
+	return filepath.Join(CredentialsDir(dataDir), "dispatcher-signing.nk")
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/signing"
 )
 
 // Config configures an Index.
@@ -37,11 +38,14 @@ type Streams struct {
 	// Subjects are the installation's subjects (bus.Bus.Subjects): which
 	// CALLS subjects are calls, which are replays.
 	Subjects bus.Subjects
+	// Keys decides which results are believed (internal/believed): a
+	// result that is not is never a call's outcome in the index.
+	Keys *signing.Keyring
 }
 
 // StreamsOf returns the streams of the installation b.
 func StreamsOf(b *bus.Bus) Streams {
-	return Streams{Calls: b.Calls, Results: b.Results, Subjects: b.Subjects}
+	return Streams{Calls: b.Calls, Results: b.Results, Subjects: b.Subjects, Keys: b.Keys}
 }
 
 // Specs finds a spec version (registry.Store.GetVersion: its cache, then
@@ -63,6 +67,9 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate() error {
 	if c.Max < 0 {
 		return fmt.Errorf("callindex: Max %d is negative", c.Max)
+	}
+	if c.Streams.Results != nil && c.Streams.Keys == nil {
+		return fmt.Errorf("callindex: Streams needs Keys with Results")
 	}
 	if (c.Streams.Calls == nil) != (c.Streams.Results == nil) {
 		return fmt.Errorf("callindex: Streams needs both Calls and Results, or neither")

@@ -8,13 +8,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/audit"
+	"github.com/toolwire/toolwire/internal/believed"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/redact"
 	"github.com/toolwire/toolwire/internal/registry"
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // orphan is a result read before its call.
@@ -76,15 +75,20 @@ func (f *feeder) onCall(ctx context.Context, m jetstream.Msg, md *jetstream.MsgM
 	f.published(&key)
 }
 
+// checkTimeout bounds the enrolment lookups of one result's check.
+const checkTimeout = 5 * time.Second
+
 // onResult records a RESULTS message on its call.
 func (f *feeder) onResult(_ context.Context, m jetstream.Msg, md *jetstream.MsgMetadata) {
 	f.lagged(md, true)
 	if replayResult(m.Subject()) {
 		return // a replay's, whose call is no call of the list: no orphan
 	}
-	resp := &toolwirev1.ToolResponse{}
-	if err := proto.Unmarshal(m.Data(), resp); err != nil {
-		f.log.Debug("calls index: undecodable result", "seq", md.Sequence.Stream, "err", err)
+	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+	defer cancel()
+	resp, _, err := believed.Check(ctx, f.streams.Keys, m.Subject(), m.Headers(), m.Data(), "")
+	if err != nil {
+		f.log.Warn("calls index: a result that is not believed is not a call's outcome", "seq", md.Sequence.Stream, "err", err)
 		return
 	}
 	id, err := ulid.ParseStrict(resp.CallId)

@@ -36,14 +36,12 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/toolwire/toolwire/internal/audit"
+	"github.com/toolwire/toolwire/internal/believed"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/callindex"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/telemetry"
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // Pool history bounds.
@@ -299,8 +297,8 @@ func (p *poolHistory) gapsOf(ctx context.Context, tenant, callID string) ([]stri
 	if err != nil {
 		return nil, fmt.Errorf("result of %s: %w", callID, err)
 	}
-	resp := &toolwirev1.ToolResponse{}
-	if err := proto.Unmarshal(m.Data, resp); err != nil {
+	resp, _, err := believed.Check(ctx, p.s.signers, m.Subject, m.Header, m.Data, "")
+	if err != nil {
 		return nil, fmt.Errorf("result of %s: %w", callID, err)
 	}
 	return resp.GetMeta().GetIsolationGaps(), nil

@@ -17,6 +17,7 @@ import (
 	"github.com/toolwire/toolwire/internal/audit"
 	"github.com/toolwire/toolwire/internal/callindex"
 	"github.com/toolwire/toolwire/internal/dlq"
+	"github.com/toolwire/toolwire/internal/signing"
 	"github.com/toolwire/toolwire/internal/startstop"
 )
 
@@ -38,6 +39,8 @@ type Server struct {
 	pages map[string]*template.Template
 	mux   *http.ServeMux
 	index *callindex.Index
+	// signers decides which results are believed (internal/believed).
+	signers *signing.Keyring
 	// feed feeds index; services are what Start starts (the feed, then
 	// the pool history's sampling), stopped in reverse.
 	feed     *callindex.Feed
@@ -77,12 +80,13 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	st := cfg.Streams
-	index, err := callindex.New(callindex.Config{Streams: callindex.Streams{Calls: st.Calls, Results: st.Results, Subjects: st.Subjects},
+	signers := signing.NewKeyring(st.Registry)
+	index, err := callindex.New(callindex.Config{Streams: callindex.Streams{Calls: st.Calls, Results: st.Results, Subjects: st.Subjects, Keys: signers},
 		Specs: cfg.Registry, Max: cfg.IndexCalls, Logger: cfg.Logger.With("component", "ui-index")})
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, keys: k, audit: st.Audit, dlq: st.DLQ, done: make(chan struct{}), index: index,
+	s := &Server{cfg: cfg, log: cfg.Logger, keys: k, signers: signers, audit: st.Audit, dlq: st.DLQ, done: make(chan struct{}), index: index,
 		feed: callindex.NewFeed(index), csrfOK: http.NewCrossOriginProtection(), keepAlive: liveKeepAlive, live: map[string]int{}}
 	s.letters = &letters{q: st.DLQ}
 	s.pools = newPoolHistory(s)

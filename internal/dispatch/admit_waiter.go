@@ -28,7 +28,7 @@ func (a *admission) waiterStep(_ context.Context) verdict {
 	if !a.waiting || (parked && !a.req.WaitForApproval) {
 		return next
 	}
-	w, err := d.wait(a.id.Tenant, a.callID)
+	w, err := d.wait(a.id.Tenant, a.call.GetTool(), a.callID)
 	switch {
 	case errors.Is(err, errOverloaded):
 		return a.refused(envelope.Overloaded(fmt.Sprintf("this dispatcher already has %d callers waiting", d.cfg.MaxWaiting), time.Second), nil)

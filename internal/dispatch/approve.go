@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -102,21 +103,22 @@ func (c approvalCore) RecordEvent(ctx context.Context, tenant, msgID string, ev 
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
 	defer cancel()
-	_, err = c.d.bus.JS.Publish(ctx, c.d.subj.Event(tenant, c.d.cfg.Name, ev.GetCallId()), data, jetstream.WithMsgID(msgID))
+	_, err = c.d.bus.JS.PublishMsg(ctx, c.d.signedEvent(c.d.subj.Event(tenant, c.d.cfg.Name, ev.GetCallId()), ev, data), jetstream.WithMsgID(msgID))
 	return err
 }
 
 // Answer publishes resp as the terminal result of call on the results
 // subject of the replica that admitted it, with
-// ExpectLastSequencePerSubject(0) as workers do (never over a result; a
-// repeat finds its own).
+// ExpectLastSequencePerSubject as workers do (never over a believed
+// result; a repeat finds its own: internal/believed).
 func (c approvalCore) Answer(ctx context.Context, call *toolwirev1.ToolCall, resp *toolwirev1.ToolResponse) error {
 	data, err := proto.Marshal(resp)
 	if err != nil {
 		return fmt.Errorf("dispatch: marshal answer: %w", err)
 	}
 	subject := c.d.subj.Result(call.GetCaller().GetTenant(), call.GetDispatcher(), resp.GetCallId())
-	if _, err := c.d.bus.JS.Publish(ctx, subject, data, jetstream.WithExpectLastSequencePerSubject(0)); err != nil && !bus.IsWrongLastSequence(err) {
+	msg := c.d.bus.Signer.SignedMsg(subject, signing.KindResult, resp.GetCallId(), resp.GetMeta().GetAttempt(), data, nil)
+	if _, err := c.d.answers(true).Publish(ctx, msg); err != nil && !bus.IsWrongLastSequence(err) {
 		return fmt.Errorf("dispatch: publish answer of %s: %w", resp.GetCallId(), err)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/maintenance"
+	"github.com/toolwire/toolwire/internal/signing"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -47,6 +48,10 @@ type Config struct {
 	// the call again with it. Nil = no tokens: none is issued, and a call
 	// presenting one is refused.
 	TokenKeys *approvals.Keys
+	// WorkerKeys says which worker signing keys announcements over NATS
+	// may enrol (internal/signing, Trust); nil enrols none (keys enrolled
+	// already, and the in-process workers', still pass).
+	WorkerKeys *signing.Trust
 	// Name routes results to this replica (a subject token). It must be
 	// unique among live replicas. Default: the host name (the pod name in
 	// Kubernetes) plus a random suffix. Results survive a name change: any

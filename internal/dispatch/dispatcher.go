@@ -39,6 +39,10 @@ type Dispatcher struct {
 	log  *slog.Logger
 	subj bus.Subjects
 
+	// recheck asks for a look at every waiter's stored result: the
+	// results consumer failed, or a result could not be checked.
+	recheck chan struct{}
+
 	mu      sync.Mutex
 	waiters map[string]*waiter
 	waiting int
@@ -115,7 +119,7 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 			return nil, fmt.Errorf("dispatch: metrics: %w", err)
 		}
 	}
-	d := &Dispatcher{bus: b, reg: reg, cfg: cfg, subj: b.Subjects, callsStream: b.Config.CallsStream(), expectCalls: []string{b.Config.CallsStream()},
+	d := &Dispatcher{recheck: make(chan struct{}, 1), bus: b, reg: reg, cfg: cfg, subj: b.Subjects, callsStream: b.Config.CallsStream(), expectCalls: []string{b.Config.CallsStream()},
 		delayedRecords: delayed.NewQueue(cfg.AcceptedRecordDelay), applier: intents.NewApplier(b.Sessions, intents.ApplierConfig{}),
 		log:     telemetry.WithTraceIDs(cfg.Logger).With("component", "dispatcher", "dispatcher", cfg.Name),
 		waiters: map[string]*waiter{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}

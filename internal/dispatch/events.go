@@ -7,7 +7,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/nats-io/nats.go"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -26,11 +28,12 @@ func (d *Dispatcher) publishAccepted(tenant string, call *toolwirev1.ToolCall) b
 // publishAcceptedAt is publishAccepted with the event's time: an approved
 // call is queued when it is approved, not when it was admitted.
 func (d *Dispatcher) publishAcceptedAt(tenant string, call *toolwirev1.ToolCall, at *timestamppb.Timestamp) bool {
-	data, err := proto.Marshal(acceptedEvent(call, at))
+	ev := acceptedEvent(call, at)
+	data, err := proto.Marshal(ev)
 	if err != nil {
 		return false
 	}
-	if err := d.bus.NC.Publish(d.subj.Event(tenant, d.cfg.Name, call.CallId), data); err != nil {
+	if err := d.bus.NC.PublishMsg(d.signedEvent(d.subj.Event(tenant, d.cfg.Name, call.CallId), ev, data)); err != nil {
 		d.log.Warn("admission record not sent", "call_id", call.CallId, "err", err)
 		return false
 	}
@@ -54,10 +57,11 @@ func acceptedEvent(call *toolwirev1.ToolCall, at *timestamppb.Timestamp) *toolwi
 // These are not on the path of an admitted call.
 func (d *Dispatcher) event(ctx context.Context, tenant, callID string, ev *toolwirev1.CallEvent) {
 	ev.Time = timestamppb.Now()
+	ev.CallId = callID
 	data, err := proto.Marshal(ev)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
-		_, err = d.bus.JS.Publish(ctx, d.subj.Event(tenant, d.cfg.Name, callID), data)
+		_, err = d.bus.JS.PublishMsg(ctx, d.signedEvent(d.subj.Event(tenant, d.cfg.Name, callID), ev, data))
 		cancel()
 	}
 	if err != nil {
@@ -79,4 +83,10 @@ func (a *admission) recordRejection(ctx context.Context) {
 func callerOf(id identity.Identity, o *toolwirev1.CallRequest) *toolwirev1.Caller {
 	return &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent, Scopes: id.Scopes,
 		Session: o.Session, User: o.User, Run: o.Run, Turn: o.Turn}
+}
+
+// signedEvent is the message of ev (data) on subject, signed with the
+// dispatcher's key (internal/signing).
+func (d *Dispatcher) signedEvent(subject string, ev *toolwirev1.CallEvent, data []byte) *nats.Msg {
+	return d.bus.Signer.SignedMsg(subject, signing.KindEvent, ev.GetCallId(), ev.GetAttempt(), data, nil)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/approvalflow"
+	"github.com/toolwire/toolwire/internal/believed"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/identity"
@@ -216,42 +216,32 @@ func (d *Dispatcher) parkedAnswer(ctx context.Context, id identity.Identity, cal
 // confirmResult returns the result stored on subject, the literal subject
 // of a result seen on a core subscription, or nil when none is stored.
 func (d *Dispatcher) confirmResult(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error) {
-	m, err := d.bus.Results.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
-	}
+	resp, err := d.loadResult(ctx, subject)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: confirm result: %w", err)
 	}
-	return decodeResult(subject[strings.LastIndexByte(subject, '.')+1:], m.Data), nil
+	return resp, nil
 }
 
 // loadResult returns the result stored on subject (a call's result
 // subject or ResultAnyDispatcher), or nil when none is stored.
 func (d *Dispatcher) loadResult(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error) {
-	return decodeStored(bus.LastMsg(ctx, d.bus.Results, subject))
+	return believedResp(d.answers(false).Read(ctx, subject, ""))
 }
 
 // lastLook is loadResult answered by the results stream's leader: the look
 // before a wait ends PENDING, where a replica that lags would say "none"
 // for a result the leader acknowledged.
 func (d *Dispatcher) lastLook(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error) {
-	return decodeStored(bus.LastMsgFromLeader(ctx, d.bus.JS, d.bus.Results, subject))
+	return believedResp(d.answers(true).Read(ctx, subject, ""))
 }
 
-// decodeStored decodes a stored result; nil when there is none.
-func decodeStored(m *jetstream.RawStreamMsg, err error) (*toolwirev1.ToolResponse, error) {
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
-	}
+// believedResp is a read's believed result; nil when there is none.
+func believedResp(s *believed.Stored, err error) (*toolwirev1.ToolResponse, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: load result: %w", err)
 	}
-	resp := &toolwirev1.ToolResponse{}
-	if err := proto.Unmarshal(m.Data, resp); err != nil {
-		return nil, fmt.Errorf("dispatch: decode stored result: %w", err)
-	}
-	return resp, nil
+	return s.GetResp(), nil
 }
 
 // recentWindow is how long after its id was minted a call without any

@@ -12,11 +12,15 @@ import (
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/intents"
+	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // forgeResult stores, on the call's result subject, the call's own result
-// with its intents replaced by in: what a worker credential can publish.
+// with its intents replaced by in, signed with a key the dispatchers
+// believe (theirs): what a worker whose enrolled key is taken over can
+// publish for its pool's calls (a result signed with any other key is
+// never an answer: answers_test.go).
 func forgeResult(t *testing.T, s *dispatchtest.Stack, real *toolwirev1.ToolResponse, in ...*toolwirev1.Intent) {
 	t.Helper()
 	forged := proto.Clone(real).(*toolwirev1.ToolResponse)
@@ -25,7 +29,8 @@ func forgeResult(t *testing.T, s *dispatchtest.Stack, real *toolwirev1.ToolRespo
 	require.NoError(t, err)
 	b := s.Env.Open(t, "forger")
 	subject := b.Subjects.Result(identity.Default.Tenant, s.Dispatcher.Config().Name, real.CallId)
-	_, err = b.JS.Publish(t.Context(), subject, data)
+	msg := s.Env.Bus.Signer.SignedMsg(subject, signing.KindResult, real.CallId, real.GetMeta().GetAttempt(), data, nil)
+	_, err = b.JS.PublishMsg(t.Context(), msg)
 	require.NoError(t, err)
 }
 
@@ -201,8 +206,9 @@ func TestApplyIntentsNeverReachesAnotherSession(t *testing.T) {
 
 // Call with apply_intents applies to the session and against the spec
 // version of the call it admitted: a result stored for a running sleep
-// call that names remember, its spec version and another session changes
-// no session.
+// call that names remember's spec version and another session changes no
+// session. (One that names another tool is not the call's answer at
+// all: answers_test.go.)
 func TestCallApplyIntentsUsesTheAdmittedCall(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{})
@@ -231,13 +237,13 @@ func TestCallApplyIntentsUsesTheAdmittedCall(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the call was never published")
 	}
-	forgeResult(t, s, &toolwirev1.ToolResponse{EnvelopeVersion: 1, CallId: call.CallId, Ok: true, Tool: "remember",
+	forgeResult(t, s, &toolwirev1.ToolResponse{EnvelopeVersion: 1, CallId: call.CallId, Ok: true, Tool: "sleep",
 		Meta: &toolwirev1.ResponseMeta{SpecVersion: version, Session: "victim", Source: "worker"}}, setState("i1", "owned"))
 	a := <-done
 	require.NoError(t, a.err)
 	require.Empty(t, a.r.ApplyError)
 	require.Len(t, a.r.RefusedIntents, 1)
-	require.Contains(t, a.r.RefusedIntents[0].Refused, `the result names tool "remember"; the call is of tool "sleep"`)
+	require.Contains(t, a.r.RefusedIntents[0].Refused, "not declared by the tool")
 	require.Equal(t, "mine", a.r.Session.Session)
 	require.Empty(t, a.r.Session.StateJson)
 	victim, err := s.Dispatcher.GetSession(ctx, id, "victim")

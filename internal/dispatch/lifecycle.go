@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/maintenance"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/signing"
 	"github.com/toolwire/toolwire/internal/startstop"
 )
 
@@ -59,14 +60,15 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 // (startstop.Group). One line per service.
 func (d *Dispatcher) services() []startstop.Named {
 	m := maintenance.Config{Bus: d.bus, Name: d.cfg.Name, Logger: d.log}
-	recheck := make(chan struct{}, 1) // the results consumer failed
+	recheck := d.recheck
 	return []startstop.Named{
+		{Name: "signing key", Service: started(d.enrolKey)},
 		{Name: "republisher of unconfirmed calls", Service: d.unconfirmed},
 		{Name: "results consumer", Service: started(func(ctx context.Context) (stopper, error) { return d.startResults(ctx, recheck) })},
 		{Name: "reaper", Service: maintenance.NewReaper(m)},
 		{Name: "retry mover", Service: maintenance.NewMover(m)},
 		{Name: "dead-letter retries", Service: maintenance.NewDLQRetries(m)},
-		{Name: "registry announcements", Service: registry.NewService(d.bus, d.log)},
+		{Name: "registry announcements", Service: registry.NewService(d.bus, d.log, d.cfg.WorkerKeys, d.cfg.Name)},
 		{Name: "after-hook service", Service: d.hooks},
 		{Name: "admission records", Service: d.delayedRecords},
 		{Name: "load view", Service: d.load},
@@ -157,4 +159,20 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 		return nil // never started
 	}
 	return g.Stop(ctx)
+}
+
+// enrolKey records the dispatcher's signing key in the registry
+// (internal/signing): what it signs is believed from then on.
+func (d *Dispatcher) enrolKey(ctx context.Context) (stopper, error) {
+	pub := d.bus.Signer.Public()
+	if err := registry.EnrolDispatcher(ctx, d.bus.Registry, pub, d.cfg.Name); err != nil {
+		return nil, err
+	}
+	d.bus.Keys.Learn(signing.DispatcherKey(pub))
+	d.log.Info("signing key enrolled", "key", pub)
+	return func() <-chan struct{} {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}, nil
 }

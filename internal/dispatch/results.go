@@ -9,7 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/believed"
+	"github.com/toolwire/toolwire/internal/signing"
 )
 
 // Results reach waiting callers only once the results stream has stored
@@ -81,13 +82,67 @@ func (d *Dispatcher) followResults(ctx context.Context, failed chan<- struct{}) 
 func (d *Dispatcher) onStored(m jetstream.Msg) {
 	subject := m.Subject()
 	callID := subject[strings.LastIndexByte(subject, '.')+1:]
-	d.deliver(callID, m.Data())
+	tool := ""
+	d.mu.Lock()
+	if w := d.waiters[callID]; w != nil {
+		tool = w.tool
+	}
+	d.mu.Unlock()
+	data := d.believedData(subject, m.Headers(), m.Data(), tool)
+	if data == nil {
+		return // not the call's answer: it neither reaches a caller nor frees a limit's slot
+	}
+	d.deliver(callID, data)
 	d.limitGate.Settle(callID)
 }
 
-// deliver hands data, a stored result, to the waiter of callID if there is
-// one; it reports whether there was. A waiter gets at most one result: it
-// leaves the map here.
+// believedData returns data, a result stored on subject with headers h,
+// when it is believed as the answer of a call of tool (internal/believed),
+// nil when not (counted and logged: refusedResult).
+func (d *Dispatcher) believedData(subject string, h nats.Header, data []byte, tool string) []byte {
+	ctx, cancel := context.WithTimeout(context.Background(), recheckTimeout)
+	defer cancel()
+	_, _, err := believed.Check(ctx, d.bus.Keys, subject, h, data, tool)
+	if se := signing.AsError(err); se != nil {
+		d.refusedResult(believed.Refused{Subject: subject, Err: se})
+		return nil
+	}
+	if err != nil {
+		// Nothing decided (the registry did not answer): the recheck
+		// reads it again.
+		d.log.Warn("result not checked; looking it up again", "subject", subject, "err", err)
+		d.signalRecheck()
+		return nil
+	}
+	return data
+}
+
+// signalRecheck asks for a look at every waiter's stored result
+// (recheckWaiters), without blocking.
+func (d *Dispatcher) signalRecheck() {
+	select {
+	case d.recheck <- struct{}{}:
+	default:
+	}
+}
+
+// refusedResult counts and logs a result found on a call's subject and
+// not believed: it is never the call's answer.
+func (d *Dispatcher) refusedResult(r believed.Refused) {
+	d.metrics.ResultRefused(string(r.Err.Problem))
+	d.log.Warn("a result that is not believed is stored for a call; it is not the call's answer",
+		"subject", r.Subject, "seq", r.Sequence, "problem", r.Err.Problem, "err", r.Err)
+}
+
+// answers reads calls' believed results (internal/believed); fromLeader
+// as for believed.Reader.
+func (d *Dispatcher) answers(fromLeader bool) believed.Reader {
+	return believed.Reader{JS: d.bus.JS, Stream: d.bus.Results, Keys: d.bus.Keys, FromLeader: fromLeader, OnRefused: d.refusedResult}
+}
+
+// deliver hands data, a stored result believed as the call's answer, to
+// the waiter of callID if there is one; it reports whether there was. A
+// waiter gets at most one result: it leaves the map here.
 func (d *Dispatcher) deliver(callID string, data []byte) bool {
 	d.mu.Lock()
 	w := d.waiters[callID]
@@ -152,17 +207,17 @@ func (d *Dispatcher) signalReconnect() {
 // backing off from recheckBackoff, up to recheckRetries passes: a pass
 // costs at most one failed lookup.
 func (d *Dispatcher) recheckWaiters(ctx context.Context) {
-	type waiting struct{ id, tenant string }
+	type waiting struct{ id, tenant, tool string }
 	d.mu.Lock()
 	todo := make([]waiting, 0, len(d.waiters))
 	for id, w := range d.waiters {
-		todo = append(todo, waiting{id, w.tenant})
+		todo = append(todo, waiting{id, w.tenant, w.tool})
 	}
 	d.mu.Unlock()
 	backoff := recheckBackoff
 	for pass := 1; ; pass++ {
 		for len(todo) > 0 {
-			data, err := d.storedResult(ctx, todo[0].tenant, todo[0].id)
+			data, err := d.storedResult(ctx, todo[0].tenant, todo[0].tool, todo[0].id)
 			if err != nil {
 				break
 			}
@@ -193,15 +248,15 @@ func (d *Dispatcher) recheckWaiters(ctx context.Context) {
 // nil when there is none. It reads the stream's leader: a replica that
 // lags would say "none" for a result the leader acknowledged, and a
 // caller would be told PENDING for a call that is done.
-func (d *Dispatcher) storedResult(ctx context.Context, tenant, callID string) ([]byte, error) {
+func (d *Dispatcher) storedResult(ctx context.Context, tenant, tool, callID string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, recheckTimeout)
 	defer cancel()
-	m, err := bus.LastMsgFromLeader(ctx, d.bus.JS, d.bus.Results, d.subj.Result(tenant, d.cfg.Name, callID))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
-	}
+	s, err := d.answers(true).Read(ctx, d.subj.Result(tenant, d.cfg.Name, callID), tool)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: look up result of %s: %w", callID, err)
 	}
-	return m.Data, nil
+	if s == nil {
+		return nil, nil
+	}
+	return s.Msg.Data, nil
 }

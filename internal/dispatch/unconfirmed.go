@@ -208,7 +208,7 @@ func (d *Dispatcher) ensureAcceptedRecord(ctx context.Context, u unconfirmed) {
 	ev := acceptedEvent(u.call, u.call.AcceptedAt)
 	data, err := proto.Marshal(ev)
 	if err == nil {
-		_, err = d.bus.JS.Publish(ctx, d.subj.Event(u.tenant, d.cfg.Name, callID), data)
+		_, err = d.bus.JS.PublishMsg(ctx, d.signedEvent(d.subj.Event(u.tenant, d.cfg.Name, callID), ev, data))
 	}
 	if err != nil {
 		d.log.Warn("admission record of an unconfirmed call not stored", "call_id", callID, "err", err)

@@ -23,6 +23,7 @@ type waiter struct {
 	d      *Dispatcher
 	id     string
 	tenant string
+	tool   string
 	// ch receives the stored result's bytes, or is closed when the
 	// dispatcher stops.
 	ch chan []byte
@@ -33,8 +34,8 @@ type waiter struct {
 
 // wait registers the waiter of a new call (its id is fresh, so it is the
 // only one); cancel removes it.
-func (d *Dispatcher) wait(tenant, callID string) (*waiter, error) {
-	w := &waiter{d: d, id: callID, tenant: tenant, ch: make(chan []byte, 1)}
+func (d *Dispatcher) wait(tenant, tool, callID string) (*waiter, error) {
+	w := &waiter{d: d, id: callID, tenant: tenant, tool: tool, ch: make(chan []byte, 1)}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.stopped {
@@ -130,7 +131,7 @@ func (d *Dispatcher) callAdmitted(ctx context.Context, id identity.Identity, o *
 		// A last look before answering PENDING: the result may be stored
 		// and its delivery late (a consumer being made again after a
 		// failover or a reconnect).
-		if data, err := d.storedResult(ctx, w.tenant, s.CallID); err == nil && data != nil {
+		if data, err := d.storedResult(ctx, w.tenant, w.tool, s.CallID); err == nil && data != nil {
 			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, s.admitted, nil
 		}
 		if s.Awaiting != nil && d.stillParked(ctx, w.tenant, s.CallID) {

@@ -12,8 +12,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/toolwire/toolwire/internal/believed"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -211,7 +213,7 @@ func (w *watch) consume(ctx context.Context) (stop func(), err error) {
 	w.events = make(chan *toolwirev1.CallEvent, 64)
 	done := make(chan struct{}) // unblocks the callback once the Watch ends
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		ev, err := decodeEvent(m.Data())
+		ev, err := w.believedEvent(ctx, m)
 		if err != nil {
 			ev = nil // counted, not sent: the drain counts stored events
 		}
@@ -229,6 +231,18 @@ func (w *watch) consume(ctx context.Context) (stop func(), err error) {
 		cc.Stop()
 		w.deleteConsumer(ctx, cons)
 	}, nil
+}
+
+// believedEvent decodes a stored event of the call if it is believed
+// (internal/believed); one that is not is counted and logged, never sent.
+func (w *watch) believedEvent(ctx context.Context, m jetstream.Msg) (*toolwirev1.CallEvent, error) {
+	ctx, cancel := context.WithTimeout(ctx, recheckTimeout)
+	defer cancel()
+	ev, _, err := believed.CheckEvent(ctx, w.d.bus.Keys, w.callID, m.Headers(), m.Data())
+	if se := signing.AsError(err); se != nil {
+		w.d.refusedResult(believed.Refused{Subject: m.Subject(), Err: se})
+	}
+	return ev, err
 }
 
 // deleteConsumer deletes the ordered consumer's current server consumer,

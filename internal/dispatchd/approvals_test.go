@@ -173,7 +173,7 @@ func startWorker(ctx context.Context, t *testing.T, env *bustest.Env, opts worke
 	t.Helper()
 	opts.Logger = slog.New(slog.DiscardHandler)
 	b := env.Open(t, "worker")
-	opts.Registry = registry.NewRegistrar(b, opts.Logger) // it starts before the dispatchers
+	opts.Registry = registry.NewRegistrar(b, opts.Logger, nil, "") // it starts before the dispatchers
 	w, err := workerconfig.NewWorker(ctx, b, nil, opts)
 	require.NoError(t, err)
 	require.NoError(t, w.Start(ctx))

@@ -146,6 +146,8 @@ func defineFlags(fs *flag.FlagSet, rc *RunConfig, logLevel, sync *string) {
 	fs.DurationVar(&rc.Dispatcher.InputTTL, "input-ttl", time.Hour, "how long after a tool asked its caller for input a call may answer it (docs/mcp.md, \"Tools that ask for input\")")
 	fs.DurationVar(&rc.Dispatcher.ApprovalTTL, "approval-ttl", 24*time.Hour, "how long a call parked for approval waits for an approver before it expires (EXPIRED); also the life of an approval token")
 	fs.DurationVar(&rc.Dispatcher.GrantTTL, "grant-ttl", 24*time.Hour, "life of a grant (approve --for session|agent|tenant) whose approver gave no --ttl")
+	fs.StringVar(&rc.SigningKey, "signing-key", "", "file of the dispatcher's signing key (nkey seed or PEM Ed25519; mode 0600); empty = <data>/credentials/dispatcher-signing.nk, made when missing")
+	fs.StringVar(&rc.WorkerKeys, "worker-keys", "", "directory of worker signing keys, one file per pool (<pool>.pub, or the pool's private key): the keys workers may sign their results with")
 	fs.StringVar(&rc.ApprovalTokenKeys, "approval-token-keys", "", "file of approval token keys, one \"id:base64key\" a line (mode 0600; the first signs, all verify; the same file on every replica); empty = no tokens")
 	fs.DurationVar(&rc.Grace, "grace", 25*time.Second, "graceful shutdown period")
 	fs.StringVar(logLevel, "log-level", "info", "debug, info, warn or error")

@@ -68,6 +68,17 @@ type RunConfig struct {
 	UITraceURL string
 	// NATSURL selects an external cluster; empty = the embedded server.
 	NATSURL string
+	// SigningKey is the file of the dispatcher's signing key (an nkey
+	// seed or a PEM Ed25519 key: internal/signing); empty =
+	// <DataDir>/credentials/dispatcher-signing.nk, made when missing,
+	// with the embedded server, and a new key per process with an
+	// external cluster (each enrolled at start).
+	SigningKey string
+	// WorkerKeys is a directory of worker signing keys, one file per
+	// pool (<pool>.pub, or the pool's private key): the keys worker
+	// announcements may enrol for their pools (signing.Trust). With the
+	// embedded server the local worker key (SigningDir) is trusted too.
+	WorkerKeys string
 	// NATSCreds is the external cluster's credentials file.
 	NATSCreds string
 	// NATSListen opens a client listener on the embedded server (e.g.
@@ -273,7 +284,12 @@ func openProcess(ctx context.Context, rc *RunConfig) (_ *process, err error) {
 		pr.closeNATS = func() {}
 		return nil, err
 	}
-	if pr.b, err = bus.Open(ctx, pr.nc, rc.Bus, bus.Options{Logger: pr.log}); err != nil {
+	signer, trust, err := signingSetup(*rc)
+	if err != nil {
+		return nil, err
+	}
+	rc.Dispatcher.WorkerKeys = trust
+	if pr.b, err = bus.Open(ctx, pr.nc, rc.Bus, bus.Options{Logger: pr.log, Signer: signer}); err != nil {
 		return nil, err
 	}
 	if pr.pools, err = parseWorkers(rc.Workers, rc.NATSURL == ""); err != nil {
@@ -628,6 +644,7 @@ func newDashboard(ctx context.Context, rc RunConfig, p parts) (*dashboard.Server
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
+	q.SignWith(p.b.Signer)
 	ui, err := dashboard.New(dashboard.Config{Core: p.d, Approvals: p.d.Approvals(), Auth: p.auth, Registry: p.reg, Secret: secret,
 		Streams:    dashboard.Streams{Calls: p.b.Calls, Results: p.b.Results, Registry: p.b.Registry, Subjects: p.b.Subjects, Audit: src, DLQ: q},
 		IndexCalls: rc.UIIndexCalls, TraceURL: rc.UITraceURL, Logger: p.log.With("component", "ui")})

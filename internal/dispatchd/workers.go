@@ -30,7 +30,7 @@ func newWorkers(ctx context.Context, b *bus.Bus, rc RunConfig, pools []string, h
 	// dispatchers serve to worker processes (the dispatcher's service
 	// starts after them).
 	o := workerconfig.Options{PoolTypes: pools, Concurrency: rc.Concurrency, Tools: rc.Tools, Logger: log,
-		TracerProvider: rc.TracerProvider, Metrics: wm, Registry: registry.NewRegistrar(b, log)}
+		TracerProvider: rc.TracerProvider, Metrics: wm, Registry: registry.NewRegistrar(b, log, nil, "")}
 	var f *workerconfig.File
 	if rc.WorkerConfig != "" {
 		if f, err = workerconfig.Load(rc.WorkerConfig); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/signing"
 )
 
 // ErrNoInstallation is returned by Open when the server has no toolwire
@@ -27,6 +28,15 @@ type Queue struct {
 	// Shown redacts; nil when it cannot be read.
 	registry jetstream.KeyValue
 	schemas  schemas
+	// signer signs the admission record of a retry (SignWith).
+	signer *signing.Key
+}
+
+// SignWith makes q sign what it writes into the record (a retry's
+// admission record) with k, the dispatcher's key; it returns q.
+func (q *Queue) SignWith(k *signing.Key) *Queue {
+	q.signer = k
+	return q
 }
 
 // Open attaches to the installation whose subjects and streams start with

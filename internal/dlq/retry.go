@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -73,7 +75,11 @@ func (q *Queue) RetryBy(ctx context.Context, seq uint64, by string) (*toolwirev1
 		ev.Message += ", asked by " + by
 	}
 	if data, err = proto.Marshal(ev); err == nil {
-		_, err = q.js.Publish(ctx, q.subj.Event(tenant, call.Dispatcher, call.CallId), data)
+		msg := &nats.Msg{Subject: q.subj.Event(tenant, call.Dispatcher, call.CallId), Data: data}
+		if q.signer != nil {
+			msg = q.signer.SignedMsg(msg.Subject, signing.KindEvent, call.CallId, ev.Attempt, data, nil)
+		}
+		_, err = q.js.PublishMsg(ctx, msg)
 	}
 	if err != nil {
 		return call, fmt.Errorf("%w (call %s): %w", ErrNoAdmissionRecord, call.CallId, err)

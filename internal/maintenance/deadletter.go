@@ -8,7 +8,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/toolwire/toolwire/internal/believed"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -41,18 +43,29 @@ func publishDeadLetter(ctx context.Context, b *bus.Bus, dl *toolwirev1.DeadLette
 	return nil
 }
 
-// answer publishes resp on a call's result subject unless the subject
-// holds a result already (ExpectLastSequencePerSubject(0)): a dead-letter
-// answer never replaces a result.
-func answer(ctx context.Context, js jetstream.JetStream, subject string, resp *toolwirev1.ToolResponse) error {
+// answer publishes resp, signed with the dispatcher's key, on a call's
+// result subject unless the subject holds a believed result already
+// (internal/believed): a dead-letter answer never replaces a result.
+func answer(ctx context.Context, b *bus.Bus, subject string, resp *toolwirev1.ToolResponse) error {
 	data, err := proto.Marshal(resp)
 	if err != nil {
 		return err
 	}
-	if _, err := js.Publish(ctx, subject, data, jetstream.WithExpectLastSequencePerSubject(0)); err != nil && !bus.IsWrongLastSequence(err) {
+	msg := b.Signer.SignedMsg(subject, signing.KindResult, resp.GetCallId(), resp.GetMeta().GetAttempt(), data, nil)
+	r := believed.Reader{JS: b.JS, Stream: b.Results, Keys: b.Keys, FromLeader: true}
+	if _, err := r.Publish(ctx, msg); err != nil && !bus.IsWrongLastSequence(err) {
 		return err
 	}
 	return nil
+}
+
+// answered reports whether a believed result is stored on subject
+// (internal/believed), reading the stream's leader; a result that is not
+// believed does not count.
+func answered(ctx context.Context, b *bus.Bus, subject string) (bool, error) {
+	r := believed.Reader{JS: b.JS, Stream: b.Results, Keys: b.Keys, FromLeader: true}
+	s, err := r.Read(ctx, subject, "")
+	return s != nil, err
 }
 
 // answerable reports whether call's tenant is a valid name and is exactly

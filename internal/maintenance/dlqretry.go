@@ -45,6 +45,9 @@ func (r *DLQRetries) Stop(ctx context.Context) error { return r.svc.Stop(ctx) }
 func (r *DLQRetries) start(ctx context.Context) error {
 	nc := r.cfg.Bus.NC
 	q, err := dlq.Open(ctx, nc, r.cfg.Bus.Config.Prefix)
+	if err == nil {
+		q.SignWith(r.cfg.Bus.Signer)
+	}
 	if err != nil {
 		return fmt.Errorf("maintenance: dead-letter retries: %w", err)
 	}

@@ -176,16 +176,16 @@ func (s *Sweeper) end(ctx context.Context, m *jetstream.RawStreamMsg) error {
 	}
 	tenant := call.Caller.Tenant
 	result := b.Subjects.Result(tenant, call.Dispatcher, call.CallId)
-	if _, err := b.Results.GetLastMsgForSubject(ctx, result); err == nil {
-		return nil // answered already
-	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+	if ok, err := answered(ctx, b, result); err != nil {
 		return fmt.Errorf("look up result of %s: %w", call.CallId, err)
+	} else if ok {
+		return nil // answered already
 	}
 	dl.Call = call
 	if err := deadLetter(ctx, b, dl, msgID); err != nil {
 		return err
 	}
-	if err := answer(ctx, b.JS, result, envelope.DeadLettered(call, te, 0, time.Now())); err != nil {
+	if err := answer(ctx, b, result, envelope.DeadLettered(call, te, 0, time.Now())); err != nil {
 		return fmt.Errorf("answer orphaned call %s: %w", call.CallId, err)
 	}
 	return nil

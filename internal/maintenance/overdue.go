@@ -12,7 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/toolwire/toolwire/internal/believed"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/signing"
 	"github.com/toolwire/toolwire/internal/startstop"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -253,14 +255,25 @@ func (s *OverdueSweeper) consume(ctx context.Context, stream jetstream.Stream, c
 // onResult drops the call whose result m is.
 func (s *OverdueSweeper) onResult(m jetstream.Msg) {
 	subject := m.Subject()
+	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+	defer cancel()
+	if _, _, err := believed.Check(ctx, s.cfg.Bus.Keys, subject, m.Headers(), m.Data(), ""); signing.AsError(err) != nil {
+		return // not an answer: the call stays followed (a lookup that failed counts it answered, as before results were signed)
+	}
 	s.track.answer(subject[strings.LastIndexByte(subject, '.')+1:])
 }
+
+// checkTimeout bounds the enrolment lookups of one signature check.
+const checkTimeout = 5 * time.Second
 
 // onEvent tracks the call an admission record names; other events, and
 // records that cannot be answered safely, are ignored.
 func (s *OverdueSweeper) onEvent(m jetstream.Msg) {
 	ev := &toolwirev1.CallEvent{}
 	if proto.Unmarshal(m.Data(), ev) != nil || ev.Type != toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED {
+		return
+	}
+	if !s.byDispatcher(m, ev) {
 		return
 	}
 	c, why := s.trackedOf(m, ev)
@@ -320,4 +333,18 @@ func isPowerOf10(n uint64) bool {
 		n /= 10
 	}
 	return n == 1
+}
+
+// byDispatcher reports whether ev, an admission record, is signed by a
+// dispatcher's key (internal/signing): only the dispatchers admit calls,
+// and a record of anyone else's making is not followed.
+func (s *OverdueSweeper) byDispatcher(m jetstream.Msg, ev *toolwirev1.CallEvent) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+	defer cancel()
+	v, err := s.cfg.Bus.Keys.Check(ctx, m.Headers(), signing.KindEvent, ev.GetCallId(), ev.GetAttempt(), m.Data(), ev.GetTool())
+	if err != nil || !v.Dispatcher {
+		s.cfg.Logger.Warn("admission record not signed by a dispatcher; not followed", "subject", m.Subject(), "err", err)
+		return false
+	}
+	return true
 }

@@ -24,10 +24,10 @@ import (
 func (s *OverdueSweeper) look(ctx context.Context, c *tracked) error {
 	b := s.cfg.Bus
 	result := b.Subjects.Result(c.tenant, c.dispatcher, c.callID)
-	if _, err := bus.LastMsgFromLeader(ctx, b.JS, b.Results, result); err == nil {
-		return nil
-	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+	if ok, err := answered(ctx, b, result); err != nil {
 		return fmt.Errorf("look up the result: %w", err)
+	} else if ok {
+		return nil
 	}
 	msgs, err := bus.AllMsgsFromLeader(ctx, b.JS, b.Events, b.Subjects.EventsAnyDispatcher(c.tenant, c.callID))
 	if err != nil {
@@ -46,7 +46,7 @@ func (s *OverdueSweeper) look(ctx context.Context, c *tracked) error {
 	}
 	call := &toolwirev1.ToolCall{CallId: c.callID, Tool: c.tool, SpecVersion: c.spec, Dispatcher: c.dispatcher,
 		Caller: &toolwirev1.Caller{Tenant: c.tenant, Session: c.session}, AcceptedAt: timestamppb.New(c.accepted)}
-	if err := answer(ctx, b.JS, result, envelope.DeadLettered(call, te, h.last.GetAttempt(), time.Now())); err != nil {
+	if err := answer(ctx, b, result, envelope.DeadLettered(call, te, h.last.GetAttempt(), time.Now())); err != nil {
 		return fmt.Errorf("answer: %w", err)
 	}
 	s.answered.Add(1)

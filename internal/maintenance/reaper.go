@@ -99,7 +99,7 @@ func (r *Reaper) reap(ctx context.Context, advisory []byte) error {
 		return deadLetter(ctx, b, dl, msgID)
 	}
 	subject := subj.Result(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
-	if _, err := b.Results.GetLastMsgForSubject(ctx, subject); err == nil {
+	if ok, err := answered(ctx, b, subject); err == nil && ok {
 		return nil // answered after all
 	}
 	te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_MAX_ATTEMPTS,
@@ -109,7 +109,7 @@ func (r *Reaper) reap(ctx context.Context, advisory []byte) error {
 	if err := deadLetter(ctx, b, dl, msgID); err != nil {
 		return err
 	}
-	if err := answer(ctx, b.JS, subject, envelope.DeadLettered(call, te, int32(adv.Deliveries), time.Now())); err != nil {
+	if err := answer(ctx, b, subject, envelope.DeadLettered(call, te, int32(adv.Deliveries), time.Now())); err != nil {
 		return fmt.Errorf("publish MAX_ATTEMPTS: %w", err)
 	}
 	return nil

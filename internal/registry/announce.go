@@ -37,6 +37,10 @@ type Announcement struct {
 	Type toolwirev1.ExecutorType `json:"type"`
 	// Worker is the announcing instance, for messages.
 	Worker string `json:"worker,omitempty"`
+	// Signer is the public key the worker signs its results and events
+	// with (internal/signing): the Registrar enrols it for Pool when the
+	// dispatchers' Trust allows it, and refuses the announcement when not.
+	Signer string `json:"signer,omitempty"`
 	// Spec is the binary ToolSpec (claim, publish, versions). Its version,
 	// if set, must be the content's (Version): the Registrar recomputes it.
 	Spec []byte `json:"spec,omitempty"`
@@ -84,6 +88,8 @@ type PoolWriter struct {
 	Pool   string
 	Type   toolwirev1.ExecutorType
 	Worker string
+	// Signer is the worker's signing public key (bus.Bus.Signer).
+	Signer string
 }
 
 // announce sends op for spec.
@@ -92,7 +98,7 @@ func (p PoolWriter) announce(ctx context.Context, op string, spec *toolwirev1.To
 	if err != nil {
 		return Announced{}, fmt.Errorf("registry: marshal %s: %w", spec.GetName(), err)
 	}
-	return p.Writer.Announce(ctx, Announcement{Op: op, Pool: p.Pool, Type: p.Type, Worker: p.Worker, Spec: b})
+	return p.Writer.Announce(ctx, Announcement{Op: op, Pool: p.Pool, Type: p.Type, Worker: p.Worker, Signer: p.Signer, Spec: b})
 }
 
 // Claim makes the pool the source of spec's tool (OpClaim).
@@ -119,6 +125,6 @@ func (p PoolWriter) Publish(ctx context.Context, specs []*toolwirev1.ToolSpec, v
 // ApproveFirst records hash as the approved definition of the MCP tool
 // name unless one is recorded, and returns the approved hash (OpApprove).
 func (p PoolWriter) ApproveFirst(ctx context.Context, name, hash string) (string, error) {
-	got, err := p.Writer.Announce(ctx, Announcement{Op: OpApprove, Pool: p.Pool, Type: p.Type, Worker: p.Worker, Tool: name, Hash: hash})
+	got, err := p.Writer.Announce(ctx, Announcement{Op: OpApprove, Pool: p.Pool, Type: p.Type, Worker: p.Worker, Signer: p.Signer, Tool: name, Hash: hash})
 	return got.Approved, err
 }

@@ -3,16 +3,20 @@ package registry_test
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/bus/bustest"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -24,15 +28,22 @@ type announceEnv struct {
 	srv   *bus.Embedded
 	bus   *bus.Bus
 	creds *bus.Credentials
+	// key is a worker signing key the dispatcher trusts for every pool.
+	key *signing.Key
 }
 
 func startAnnounce(t *testing.T) *announceEnv {
 	t.Helper()
 	env := bustest.StartWithRoles(t)
-	svc := registry.NewService(env.Bus, slog.New(slog.DiscardHandler))
+	dir := t.TempDir()
+	key, err := signing.KeyFile(filepath.Join(dir, signing.LocalWorkerKey))
+	require.NoError(t, err)
+	trust, err := signing.NewTrust(dir)
+	require.NoError(t, err)
+	svc := registry.NewService(env.Bus, slog.New(slog.DiscardHandler), trust, "dispatcher-1")
 	require.NoError(t, svc.Start(t.Context()))
 	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
-	return &announceEnv{srv: env.Server, bus: env.Bus, creds: env.Creds}
+	return &announceEnv{srv: env.Server, bus: env.Bus, creds: env.Creds, key: key}
 }
 
 // worker connects with the worker credential and returns the Writer of
@@ -43,7 +54,8 @@ func (e *announceEnv) worker(t *testing.T, pool string, typ toolwirev1.ExecutorT
 		InboxPrefix: bus.InboxPrefix(e.bus.Config, bus.RoleWorker)}, nats.MaxReconnects(0))
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
-	return registry.PoolWriter{Writer: registry.NewRemote(nc, e.bus.Config, slog.New(slog.DiscardHandler)), Pool: pool, Type: typ, Worker: "w-" + pool}
+	return registry.PoolWriter{Writer: registry.NewRemote(nc, e.bus.Config, slog.New(slog.DiscardHandler)), Pool: pool, Type: typ, Worker: "w-" + pool,
+		Signer: e.key.Public()}
 }
 
 // A worker announces its tools to the dispatchers, which write them; a
@@ -96,7 +108,11 @@ func TestAnnouncementsAreChecked(t *testing.T) {
 	require.Equal(t, cur.Revision(), after.Revision(), "the current entry is unchanged")
 	status, err = kv.Status(ctx)
 	require.NoError(t, err)
-	require.Equal(t, values, status.Values(), "nothing was written")
+	// Nothing was written but the enrolment of the trusted key for the
+	// pool "other", which the dispatcher trusts for every pool.
+	_, err = kv.Get(ctx, signing.PoolKey(e.key.Public(), "other"))
+	require.NoError(t, err)
+	require.Equal(t, values+1, status.Values(), "nothing else was written")
 
 	// The pool's next version is a new version, and becomes the current one.
 	v2 := spec("echo", "Echoes its input, twice.")
@@ -122,7 +138,9 @@ func TestRemoteWaitsForADispatcher(t *testing.T) {
 	require.NoError(t, err)
 	retrying := make(chan struct{})
 	log := slog.New(&signalHandler{msg: "retrying", seen: retrying})
-	w := registry.PoolWriter{Writer: registry.NewRemote(nc, cfg, log), Pool: "native", Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE}
+	key, err := signing.NewKey()
+	require.NoError(t, err)
+	w := registry.PoolWriter{Writer: registry.NewRemote(nc, cfg, log), Pool: "native", Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE, Signer: key.Public()}
 	done := make(chan error, 1)
 	go func() { done <- w.Publish(t.Context(), []*toolwirev1.ToolSpec{spec("echo", "Echoes.")}, false) }()
 	select {
@@ -132,7 +150,11 @@ func TestRemoteWaitsForADispatcher(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no retry logged")
 	}
-	svc := registry.NewService(lb, slog.New(slog.DiscardHandler))
+	trust := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(trust, "native.pub"), []byte(key.Public()+"\n"), 0o600))
+	tr, err := signing.NewTrust(trust)
+	require.NoError(t, err)
+	svc := registry.NewService(lb, slog.New(slog.DiscardHandler), tr, "")
 	require.NoError(t, svc.Start(t.Context()))
 	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
 	select {
@@ -162,3 +184,31 @@ func (h *signalHandler) Handle(_ context.Context, r slog.Record) error {
 }
 func (h *signalHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *signalHandler) WithGroup(string) slog.Handler      { return h }
+
+// A worker's signing key is enrolled for its pool when the dispatcher
+// trusts it, recorded with who enrolled it; an announcement with a key
+// the dispatcher does not trust, or with none, is refused and enrols
+// nothing (internal/signing).
+func TestAnnouncementsEnrolTrustedSigningKeysOnly(t *testing.T) {
+	t.Parallel()
+	e := startAnnounce(t)
+	ctx, kv := t.Context(), e.bus.Registry
+	native := e.worker(t, "native", toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE)
+	require.NoError(t, native.Publish(ctx, []*toolwirev1.ToolSpec{spec("echo", "Echoes its input.")}, false))
+	rec, err := kv.Get(ctx, signing.PoolKey(e.key.Public(), "native"))
+	require.NoError(t, err, "the trusted key is enrolled for the pool")
+	require.Contains(t, string(rec.Value()), `"by":"dispatcher-1 for worker w-native"`)
+
+	stranger, err := signing.NewKey()
+	require.NoError(t, err)
+	for name, signer := range map[string]string{"untrusted": stranger.Public(), "none": ""} {
+		w := e.worker(t, "other", toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE)
+		w.Signer = signer
+		err := w.Publish(ctx, []*toolwirev1.ToolSpec{spec("other_"+name, "Another tool.")}, false)
+		require.ErrorIs(t, err, registry.ErrRefused, name)
+		_, err = kv.Get(ctx, "other_"+name)
+		require.ErrorIs(t, err, jetstream.ErrKeyNotFound, "%s: nothing of a refused announcement is written", name)
+	}
+	_, err = kv.Get(ctx, signing.PoolKey(stranger.Public(), "other"))
+	require.ErrorIs(t, err, jetstream.ErrKeyNotFound)
+}

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -23,17 +25,35 @@ type Registrar struct {
 	calls jetstream.Stream
 	cfg   bus.Config
 	log   *slog.Logger
+	// trust says which worker keys announcements over NATS may enrol;
+	// by names the dispatcher in enrolment records.
+	trust    *signing.Trust
+	by       string
+	enrolled sync.Map // enrolment keys known to exist
 }
 
-// NewRegistrar returns the Registrar of b's registry bucket.
-func NewRegistrar(b *bus.Bus, log *slog.Logger) *Registrar {
-	return &Registrar{kv: b.Registry, calls: b.Calls, cfg: b.Config, log: cmp.Or(log, slog.Default()).With("component", "registrar")}
+// NewRegistrar returns the Registrar of b's registry bucket. Its
+// Announce is for in-process workers, whose signing keys it enrols
+// without asking trust; Service uses trust for announcements over NATS
+// (nil: none are enrolled, keys already enrolled still pass). by names
+// the dispatcher in enrolment records.
+func NewRegistrar(b *bus.Bus, log *slog.Logger, trust *signing.Trust, by string) *Registrar {
+	return &Registrar{kv: b.Registry, calls: b.Calls, cfg: b.Config, log: cmp.Or(log, slog.Default()).With("component", "registrar"),
+		trust: trust, by: cmp.Or(by, "a dispatcher")}
 }
 
 // Announce checks a and writes it (see the package doc, "Announcements"):
 // the spec must be valid, of the pool's executor type, and carry the
-// version of its content or none; a claim follows Claim's rules.
+// version of its content or none; a claim follows Claim's rules. It is
+// the in-process workers' entry: their signing key is enrolled as is.
 func (r *Registrar) Announce(ctx context.Context, a Announcement) (Announced, error) {
+	return r.announce(ctx, a, true)
+}
+
+func (r *Registrar) announce(ctx context.Context, a Announcement, inProcess bool) (Announced, error) {
+	if err := r.enrol(ctx, a, inProcess); err != nil {
+		return Announced{}, err
+	}
 	if a.Op == OpApprove {
 		return r.approve(ctx, a)
 	}

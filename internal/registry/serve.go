@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/signing"
 	"github.com/toolwire/toolwire/internal/startstop"
 )
 
@@ -45,9 +46,11 @@ type Service struct {
 }
 
 // NewService returns the announcement service of b (not started).
-func NewService(b *bus.Bus, log *slog.Logger) *Service {
+// trust says which worker signing keys its announcements may enrol, by
+// names the dispatcher (NewRegistrar).
+func NewService(b *bus.Bus, log *slog.Logger, trust *signing.Trust, by string) *Service {
 	log = cmp.Or(log, slog.Default())
-	s := &Service{b: b, r: NewRegistrar(b, log), log: log.With("component", "registrar")}
+	s := &Service{b: b, r: NewRegistrar(b, log, trust, by), log: log.With("component", "registrar")}
 	s.StartFunc = s.serve
 	return s
 }
@@ -87,7 +90,7 @@ func (s *Service) handle(ctx context.Context, data []byte) reply {
 	}
 	ctx, cancel := context.WithTimeout(ctx, announceTimeout)
 	defer cancel()
-	got, err := s.r.Announce(ctx, a)
+	got, err := s.r.announce(ctx, a, false)
 	var claimed *ClaimError
 	var refused *RefusedError
 	switch {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -140,7 +141,8 @@ func (s *Store) run(ctx context.Context, w jetstream.KeyWatcher) {
 // apply takes e in; it reports whether the current tools changed.
 func (s *Store) apply(e jetstream.KeyValueEntry) bool {
 	key := e.Key()
-	if strings.HasPrefix(key, ApprovalPrefix) || strings.HasPrefix(key, ApproverPrefix) || strings.HasPrefix(key, SourcePrefix) {
+	if strings.HasPrefix(key, ApprovalPrefix) || strings.HasPrefix(key, ApproverPrefix) || strings.HasPrefix(key, SourcePrefix) ||
+		strings.HasPrefix(key, signing.Prefix) {
 		return false
 	}
 	if e.Operation() != jetstream.KeyValuePut {

@@ -220,6 +220,8 @@ type DispatcherMetrics struct {
 	overloads  *prometheus.CounterVec
 	// intentsRefused counts intents refused when applied (IntentsRefused).
 	intentsRefused prometheus.Counter
+	// resultsRefused counts stored results not believed (ResultRefused).
+	resultsRefused *prometheus.CounterVec
 }
 
 // ObserveWaiting makes f, read at scrape time, the number of callers
@@ -243,11 +245,14 @@ func NewDispatcherMetrics(reg prometheus.Registerer) (*DispatcherMetrics, error)
 	m.admitTime = h
 	m.intentsRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolwire_dispatcher_intents_refused_total",
 		Help: "Intents of stored results refused when applied to a session: not in the intent catalog, not declared by the tool's spec version, or malformed."})
+	m.resultsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolwire_dispatcher_results_refused_total",
+		Help: "Results and events found in the record and not believed (internal/signing): unsigned, forged, wrong pool, wrong call, wrong attempt."},
+		[]string{"problem"})
 	m.bound = map[string]prometheus.Counter{}
 	for _, o := range []string{AdmissionAccepted, AdmissionDuplicate, AdmissionRejected, AdmissionError, AdmissionAwaitingApproval} {
 		m.bound[o] = m.admissions.WithLabelValues(o)
 	}
-	cs := []prometheus.Collector{m.admissions, m.rejections, h, m.overloads, &m.load, m.intentsRefused,
+	cs := []prometheus.Collector{m.admissions, m.rejections, h, m.overloads, &m.load, m.intentsRefused, m.resultsRefused,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolwire_dispatcher_waiting_callers",
 			Help: "Callers waiting in Call for a result on this dispatcher."}, func() float64 {
 			if f := m.waiting.Load(); f != nil {
@@ -276,6 +281,9 @@ func (m *DispatcherMetrics) Admitted(outcome string, d time.Duration) {
 
 // IntentsRefused counts n intents refused when applied to a session.
 func (m *DispatcherMetrics) IntentsRefused(n int) { m.intentsRefused.Add(float64(n)) }
+
+// ResultRefused counts a result or event not believed, by its problem.
+func (m *DispatcherMetrics) ResultRefused(problem string) { m.resultsRefused.WithLabelValues(problem).Inc() }
 
 // Rejected records a rejection with its error type.
 func (m *DispatcherMetrics) Rejected(t toolwirev1.ErrorType) {

@@ -75,6 +75,7 @@ terminal.`,
 				return &requestError{err}
 			}
 			o.Progress = a.progress(now)
+			o.Verify = verify
 			if rejected {
 				enc := json.NewEncoder(a.io.Stdout)
 				_, err := src.Refusals(cmd.Context(), f, o, func(r *audit.Record) error { return enc.Encode(r) })

@@ -86,5 +86,5 @@ func (w *Worker) publishSpecs(ctx context.Context, stamped []*toolwirev1.ToolSpe
 
 // writerOf is what announces pool p's tools to the registry.
 func (w *Worker) writerOf(p Pool) registry.PoolWriter {
-	return registry.PoolWriter{Writer: w.cfg.Registry, Pool: p.Name, Type: p.Type, Worker: w.cfg.Name}
+	return registry.PoolWriter{Writer: w.cfg.Registry, Pool: p.Name, Type: p.Type, Worker: w.cfg.Name, Signer: w.bus.Signer.Public()}
 }

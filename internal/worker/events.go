@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -97,7 +99,7 @@ func (w *Worker) storeEvent(ctx context.Context, call *toolwirev1.ToolCall, ev *
 	data, err := proto.Marshal(ev)
 	var ack *jetstream.PubAck
 	if err == nil {
-		ack, err = w.bus.JS.Publish(ctx, w.eventSubject(call), data, opts...)
+		ack, err = w.bus.JS.PublishMsg(ctx, w.signedEvent(call, ev, data), opts...)
 	}
 	if err != nil {
 		w.log.DebugContext(ctx, "durable event not stored", "call_id", call.CallId, "type", ev.Type, "err", err)
@@ -132,9 +134,15 @@ func (w *Worker) publishEvent(call *toolwirev1.ToolCall, ev *toolwirev1.CallEven
 	if err != nil {
 		return
 	}
-	if err := w.bus.NC.Publish(w.eventSubject(call), data); err != nil {
+	if err := w.bus.NC.PublishMsg(w.signedEvent(call, ev, data)); err != nil {
 		w.log.Debug("publish event failed", "call_id", call.CallId, "err", err)
 	}
+}
+
+// signedEvent is the message of ev (data) of call, signed with the
+// worker's key (internal/signing).
+func (w *Worker) signedEvent(call *toolwirev1.ToolCall, ev *toolwirev1.CallEvent, data []byte) *nats.Msg {
+	return w.bus.Signer.SignedMsg(w.eventSubject(call), signing.KindEvent, call.CallId, ev.Attempt, data, nil)
 }
 
 // unknownOutcome reports whether the last recorded event says an attempt

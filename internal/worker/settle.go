@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/believed"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/failpoint"
+	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -207,11 +208,11 @@ func (d *delivery) publishHeld(resp *toolwirev1.ToolResponse) error {
 func (d *delivery) keepStored(resp *toolwirev1.ToolResponse) {
 	ctx, cancel := context.WithTimeout(d.ctx, settleTimeout)
 	defer cancel()
-	m, err := bus.LastMsgFromLeader(ctx, d.w.bus.JS, d.w.bus.Results, d.w.resultSubject(d.call))
-	stored := &toolwirev1.ToolResponse{}
-	if err == nil {
-		err = proto.Unmarshal(m.Data, stored)
+	s, err := d.w.answers().Read(ctx, d.w.resultSubject(d.call), d.call.Tool)
+	if err == nil && s == nil {
+		err = errors.New("no believed result found")
 	}
+	stored := s.GetResp()
 	switch sm, om := stored.GetMeta(), resp.GetMeta(); {
 	case err != nil:
 		d.log().Info("a result was already published; keeping it", "read_err", err)
@@ -308,14 +309,21 @@ func (w *Worker) publishResultNow(ctx context.Context, call *toolwirev1.ToolCall
 	if err != nil {
 		return err
 	}
-	_, err = w.bus.JS.PublishMsg(ctx, &nats.Msg{Subject: w.resultSubject(call), Data: data, Header: firstOnSubject})
+	msg := w.bus.Signer.SignedMsg(w.resultSubject(call), signing.KindResult, call.CallId, resp.GetMeta().GetAttempt(), data, nil)
+	_, err = w.answers().Publish(ctx, msg)
 	return err
 }
 
-// firstOnSubject is the header jetstream.WithExpectLastSequencePerSubject(0)
-// sets (the result is stored only if its subject has none yet), shared by
-// every result publish: nothing writes to it.
-var firstOnSubject = nats.Header{jetstream.ExpectedLastSubjSeqHeader: {"0"}}
+// answers reads and stores calls' believed results (internal/believed).
+func (w *Worker) answers() believed.Reader {
+	return believed.Reader{JS: w.bus.JS, Stream: w.bus.Results, Keys: w.bus.Keys, FromLeader: true, OnRefused: w.refusedResult}
+}
+
+// refusedResult logs a result found on a call's subject and not believed.
+func (w *Worker) refusedResult(r believed.Refused) {
+	w.log.Warn("a result that is not believed is stored for a call; it is not the call's answer",
+		"subject", r.Subject, "seq", r.Sequence, "problem", r.Err.Problem, "err", r.Err)
+}
 
 // settleTimeout bounds each server step of handling a call: a lookup,
 // publishing a result, a dead letter or an event.

@@ -5,10 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/toolwire/toolwire/internal/envelope"
 	"math"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/toolwire/toolwire/internal/envelope"
 
 	"github.com/toolwire/toolwire/internal/output"
 	"github.com/toolwire/toolwire/pkg/tool"

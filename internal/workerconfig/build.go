@@ -151,7 +151,7 @@ func NewWorker(ctx context.Context, b *bus.Bus, f *File, o Options) (_ *Worker, 
 			continue
 		}
 		env.writer = registry.PoolWriter{Writer: o.Registry, Pool: f.pool(t, o, len(types) > 1).PoolConfig.WithDefaults().Name, Type: t,
-			Worker: o.Name}
+			Worker: o.Name, Signer: b.Signer.Public()}
 		exec, src, err := f.executor(ctx, env, t)
 		if err != nil {
 			if !o.BestEffort {

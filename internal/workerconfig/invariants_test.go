@@ -46,7 +46,7 @@ func httpWorkerFile(t *testing.T, name string) *workerconfig.File {
 func startWorker(t *testing.T, b *bus.Bus, f *workerconfig.File, o workerconfig.Options) error {
 	t.Helper()
 	o.Logger = slog.New(slog.DiscardHandler)
-	o.Registry = registry.NewRegistrar(b, o.Logger) // no dispatcher runs: write as one would
+	o.Registry = registry.NewRegistrar(b, o.Logger, nil, "") // no dispatcher runs: write as one would
 	w, err := workerconfig.NewWorker(t.Context(), b, f, o)
 	if err != nil {
 		t.Fatal(err)

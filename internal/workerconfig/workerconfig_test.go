@@ -83,7 +83,7 @@ func TestSpecVarsFromTheEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := bustest.Start(t, bus.Config{})
-	w, err := workerconfig.NewWorker(t.Context(), env.Bus, f, workerconfig.Options{Logger: slog.New(slog.DiscardHandler), Registry: registry.NewRegistrar(env.Bus, nil)})
+	w, err := workerconfig.NewWorker(t.Context(), env.Bus, f, workerconfig.Options{Logger: slog.New(slog.DiscardHandler), Registry: registry.NewRegistrar(env.Bus, nil, nil, "")})
 	if err != nil {
 		t.Fatalf("a TOOLWIRE_ variable: %v", err)
 	}
@@ -91,14 +91,14 @@ func TestSpecVarsFromTheEnvironment(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ping.yaml"), []byte(spec("http://127.0.0.1:9/${SECRET_TOKEN}")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workerconfig.NewWorker(t.Context(), env.Bus, f, workerconfig.Options{Logger: slog.New(slog.DiscardHandler), Registry: registry.NewRegistrar(env.Bus, nil)}); err == nil ||
+	if _, err := workerconfig.NewWorker(t.Context(), env.Bus, f, workerconfig.Options{Logger: slog.New(slog.DiscardHandler), Registry: registry.NewRegistrar(env.Bus, nil, nil, "")}); err == nil ||
 		!strings.Contains(err.Error(), "unknown variable ${SECRET_TOKEN}") || strings.Contains(err.Error(), "do-not-publish") {
 		t.Fatalf("another variable: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "ping.yaml"), []byte(spec("http://127.0.0.1:9/${TOOLWIRE_API_KEY}")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workerconfig.NewWorker(t.Context(), env.Bus, f, workerconfig.Options{Logger: slog.New(slog.DiscardHandler), Registry: registry.NewRegistrar(env.Bus, nil)}); err == nil ||
+	if _, err := workerconfig.NewWorker(t.Context(), env.Bus, f, workerconfig.Options{Logger: slog.New(slog.DiscardHandler), Registry: registry.NewRegistrar(env.Bus, nil, nil, "")}); err == nil ||
 		!strings.Contains(err.Error(), "unknown variable") {
 		t.Fatalf("a toolwire setting: %v", err)
 	}
@@ -130,7 +130,7 @@ func TestNetworkSandboxToolNeedsHostNetwork(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := workerconfig.NewWorker(t.Context(), env.Bus, f, workerconfig.Options{Logger: slog.New(slog.DiscardHandler), Registry: registry.NewRegistrar(env.Bus, nil)})
+		w, err := workerconfig.NewWorker(t.Context(), env.Bus, f, workerconfig.Options{Logger: slog.New(slog.DiscardHandler), Registry: registry.NewRegistrar(env.Bus, nil, nil, "")})
 		if !c.ok {
 			if err == nil || !strings.Contains(err.Error(), "sandbox.host_network") {
 				t.Fatalf("%q: want a refusal naming sandbox.host_network, got %v", c.config, err)

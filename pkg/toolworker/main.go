@@ -33,6 +33,7 @@ func MainArgs(args []string, stderr io.Writer, tools ...*tool.Tool) int {
 	var pools, logLevel string
 	fs.StringVar(&o.NATSURL, "nats-url", "nats://127.0.0.1:4222", "NATS URL(s), comma-separated")
 	fs.StringVar(&o.NATSCreds, "nats-creds", "", "NATS credentials file: a .creds file, an nkey seed file or one user:password line (default with a loopback --nats-url: <data>/credentials/worker.nk if it exists)")
+	fs.StringVar(&o.SigningKey, "signing-key", "", "file of this worker's signing key (nkey seed or PEM Ed25519; mode 0600), whose public key the dispatchers' --worker-keys holds for its pool")
 	fs.StringVar(&o.DataDir, "data", "data", "data directory of the dispatcher whose embedded NATS this worker uses on this machine (for its credentials)")
 	fs.StringVar(&o.Prefix, "prefix", "toolwire", "subject and stream prefix of the installation")
 	fs.IntVar(&o.StreamReplicas, "stream-replicas", 1, "replicas of every stream and bucket (3 on a JetStream cluster; every binary of an installation must agree)")

@@ -21,7 +21,7 @@ import (
 // workers announce their tools to it and it writes the registry.
 func serveRegistry(t *testing.T, b *bus.Bus) {
 	t.Helper()
-	svc := registry.NewService(b, slog.New(slog.DiscardHandler))
+	svc := registry.NewService(b, slog.New(slog.DiscardHandler), nil, "")
 	require.NoError(t, svc.Start(t.Context()))
 	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
 }

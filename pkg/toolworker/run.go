@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/signing"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	"github.com/toolwire/toolwire/internal/workerconfig"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -43,6 +45,16 @@ type Options struct {
 	// NATSURL on loopback, the worker uses <DataDir>/credentials/worker.nk
 	// if it exists. Default "data".
 	DataDir string
+	// SigningKey is the file of the key this worker signs its results and
+	// events with (an nkey seed or a PEM Ed25519 private key, mode 0600:
+	// internal/signing); the dispatchers enrol its public key for the
+	// worker's pools only when their --worker-keys directory holds it.
+	// Empty, with the dispatcher's local credentials in use:
+	// <DataDir>/credentials/signing/worker-signing.nk, made when missing,
+	// which that dispatcher trusts for every pool; otherwise a new key per
+	// process, which no dispatcher enrols over NATS (the worker's start-up
+	// fails saying so).
+	SigningKey string
 	// Prefix of the installation's subjects and streams. Default "toolwire".
 	Prefix string
 	// StreamReplicas of every stream and bucket the worker creates or
@@ -134,6 +146,10 @@ func Run(ctx context.Context, o Options) error {
 			log.Info("using the dispatcher's worker credentials", "file", creds)
 		}
 	}
+	signer, err := workerKey(o, creds != "" && o.NATSCreds == "")
+	if err != nil {
+		return err
+	}
 	cfg := bus.Config{Prefix: o.Prefix, Replicas: o.StreamReplicas}
 	if err := cfg.WithDefaults().Validate(); err != nil {
 		return err // before any retry: no server makes it valid
@@ -173,7 +189,7 @@ func Run(ctx context.Context, o Options) error {
 	// credentials may not manage streams) and never rewrites its limits.
 	var b *bus.Bus
 	if err := untilAvailable(ctx, log, "attach to the streams", func() (err error) {
-		b, err = bus.Open(ctx, nc, cfg, bus.Options{Bind: true, Logger: log})
+		b, err = bus.Open(ctx, nc, cfg, bus.Options{Bind: true, Logger: log, Signer: signer})
 		return err
 	}); err != nil {
 		return err
@@ -361,4 +377,16 @@ func untilAvailable(ctx context.Context, log *slog.Logger, what string, step fun
 		}
 		wait = min(2*wait, startRetryMax)
 	}
+}
+
+// workerKey is the key the worker signs with (Options.SigningKey); local
+// says the dispatcher's local credentials are in use.
+func workerKey(o Options, local bool) (*signing.Key, error) {
+	switch {
+	case o.SigningKey != "":
+		return signing.LoadKey(o.SigningKey)
+	case local:
+		return signing.KeyFile(filepath.Join(bus.SigningDir(cmp.Or(o.DataDir, "data")), signing.LocalWorkerKey))
+	}
+	return signing.NewKey()
 }

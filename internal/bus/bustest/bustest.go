@@ -49,7 +49,10 @@ func Start(t testing.TB, cfg bus.Config) *Env {
 }
 
 // Open opens a second Bus on a new connection to the same server, as
-// another process would.
+// another process would. It signs with the Env's Bus's key (the one a
+// dispatcher on Env.Bus enrols as its own), so that the workers of a test
+// are believed without an enrolment of their own; tests of signatures
+// open their buses with keys of their own.
 func (e *Env) Open(t testing.TB, name string) *bus.Bus {
 	t.Helper()
 	nc, err := bus.Dial(bus.ConnConfig{URL: e.URL, Name: name})
@@ -59,7 +62,7 @@ func (e *Env) Open(t testing.TB, name string) *bus.Bus {
 	t.Cleanup(nc.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := bus.Open(ctx, nc, e.Bus.Config, bus.Options{})
+	b, err := bus.Open(ctx, nc, e.Bus.Config, bus.Options{Signer: e.Bus.Signer})
 	if err != nil {
 		t.Fatalf("bustest: open bus: %v", err)
 	}

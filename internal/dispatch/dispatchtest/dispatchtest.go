@@ -149,7 +149,7 @@ func (s *Stack) StartWorker(t testing.TB, tools ...*tool.Tool) *workerconfig.Wor
 	// through a Registrar of its own, as a dispatcher's in-process
 	// workers do.
 	w, err := workerconfig.NewWorker(t.Context(), b, nil, workerconfig.Options{Tools: tools, Concurrency: s.opts.Concurrency, Logger: testLogger(t),
-		Registry: registry.NewRegistrar(b, testLogger(t))})
+		Registry: registry.NewRegistrar(b, testLogger(t), nil, "")})
 	startUntilCleanup(t, w, err)
 	return w
 }
@@ -204,7 +204,7 @@ func (s *Stack) StartExecutorWorker(t testing.TB, typ toolwirev1.ExecutorType, e
 		Pools:     []worker.Pool{{Concurrency: s.opts.Concurrency, PoolConfig: bus.PoolConfig{Type: typ}}},
 		Executors: map[toolwirev1.ExecutorType]executors.Executor{typ: exec},
 		Specs:     specs,
-		Registry:  registry.NewRegistrar(b, testLogger(t)),
+		Registry:  registry.NewRegistrar(b, testLogger(t), nil, ""),
 		Logger:    testLogger(t),
 	})
 	startUntilCleanup(t, w, err)

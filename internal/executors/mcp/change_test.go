@@ -188,5 +188,5 @@ func TestDefinitionChangedAcrossRestart(t *testing.T) {
 // mcpWriter writes the registry for the MCP pool of s's executor workers
 // (dispatchtest.StartExecutorWorker: pool "mcp"), as a dispatcher does.
 func mcpWriter(s *dispatchtest.Stack) registry.PoolWriter {
-	return registry.PoolWriter{Writer: registry.NewRegistrar(s.Env.Bus, nil), Pool: "mcp", Type: mcpType}
+	return registry.PoolWriter{Writer: registry.NewRegistrar(s.Env.Bus, nil, nil, ""), Pool: "mcp", Type: mcpType}
 }

@@ -1,0 +1,115 @@
+package audit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/believed"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/signing"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// Signature is a record's proof of who wrote its result: the parts of
+// the signed statement (internal/signing, Statement) and the signature,
+// so that a third party can check it offline with the signer's public
+// key alone (Signature.Check; toolctl audit verify-export does). The
+// statement covers the SHA-256 of the stored result's bytes, which the
+// export does not carry (its response is redacted): a holder of the
+// results stream can match it.
+type Signature struct {
+	Signer     string `json:"signer"`
+	Signature  string `json:"signature"`
+	Kind       string `json:"kind"`
+	CallID     string `json:"call_id"`
+	Attempt    int32  `json:"attempt"`
+	SHA256     string `json:"sha256"`
+	Dispatcher bool   `json:"dispatcher,omitempty"`
+	Pool       string `json:"pool,omitempty"`
+}
+
+// Check verifies the signature over its statement.
+func (s *Signature) Check() error {
+	sum, err := hex.DecodeString(s.SHA256)
+	if err != nil || len(sum) != sha256.Size {
+		return errors.New("audit: signature: sha256 is not a hex SHA-256")
+	}
+	h := nats.Header{signing.HeaderSigner: {s.Signer}, signing.HeaderSignature: {s.Signature}}
+	if _, p := signing.VerifyStatement(h, signing.StatementOfSum(s.Kind, s.CallID, s.Attempt, sum)); p != "" {
+		return fmt.Errorf("audit: signature of call %s: %s", s.CallID, p)
+	}
+	return nil
+}
+
+// RefusedResult is a result stored on a call's subject and not believed
+// (internal/believed): never the call's answer, always an anomaly.
+type RefusedResult struct {
+	Seq     uint64 `json:"seq"`
+	Problem string `json:"problem"`
+	Signer  string `json:"signer,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// storedResults returns the believed result on subject (nil when none)
+// and every other result stored there, refused. It reads every message
+// on the subject from the stream's leader (the API the operator role
+// may use for it): two requests for a call's one result.
+func (s *Source) storedResults(ctx context.Context, subject, tool string) (*believed.Stored, []RefusedResult, error) {
+	msgs, err := bus.AllMsgsFromLeader(ctx, s.js, s.results, subject)
+	if err != nil {
+		return nil, nil, err
+	}
+	var found *believed.Stored
+	var refused []RefusedResult
+	for _, m := range msgs {
+		resp, v, err := believed.Check(ctx, s.keys, m.Subject, m.Header, m.Data, tool)
+		se := signing.AsError(err)
+		switch {
+		case se != nil:
+			refused = append(refused, RefusedResult{Seq: m.Sequence, Problem: string(se.Problem), Signer: se.Signer, Detail: se.Detail})
+		case err != nil:
+			return nil, nil, err
+		case found == nil:
+			found = &believed.Stored{Msg: m, Resp: resp, Verdict: v}
+		default:
+			refused = append(refused, RefusedResult{Seq: m.Sequence, Problem: "second result", Signer: v.Signer,
+				Detail: fmt.Sprintf("a believed result is stored already at %d", found.Msg.Sequence)})
+		}
+	}
+	return found, refused, nil
+}
+
+// signatureOf is the Signature of a believed result.
+func signatureOf(st *believed.Stored) *Signature {
+	sum := sha256.Sum256(st.Msg.Data)
+	return &Signature{Signer: st.Verdict.Signer, Signature: st.Msg.Header.Get(signing.HeaderSignature), Kind: signing.KindResult,
+		CallID: st.Resp.GetCallId(), Attempt: st.Resp.GetMeta().GetAttempt(), SHA256: hex.EncodeToString(sum[:]),
+		Dispatcher: st.Verdict.Dispatcher, Pool: st.Verdict.Pool}
+}
+
+// claimProblems checks a worker's believed result against the call's
+// events (evs, oldest first): every event must be believed, and a STARTED
+// claim of the result's attempt must be the result's signer's.
+func (s *Source) claimProblems(ctx context.Context, callID string, st *believed.Stored, evs []*jetstream.RawStreamMsg) []RefusedResult {
+	var out []RefusedResult
+	for _, m := range evs {
+		ev, v, err := believed.CheckEvent(ctx, s.keys, callID, m.Header, m.Data)
+		if se := signing.AsError(err); se != nil {
+			out = append(out, RefusedResult{Seq: m.Sequence, Problem: "event " + string(se.Problem), Signer: se.Signer, Detail: se.Detail})
+			continue
+		}
+		if err != nil || st == nil || st.Verdict.Dispatcher || ev.Type != toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED {
+			continue
+		}
+		if ev.Attempt == st.Resp.GetMeta().GetAttempt() && v.Signer != st.Verdict.Signer {
+			out = append(out, RefusedResult{Seq: st.Msg.Sequence, Problem: string(signing.WrongAttempt), Signer: st.Verdict.Signer,
+				Detail: fmt.Sprintf("attempt %d was claimed (STARTED, events seq %d) by %s", ev.Attempt, m.Sequence, v.Signer)})
+		}
+	}
+	return out
+}

@@ -1,0 +1,213 @@
+package dispatch_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/toolwire/toolwire/internal/audit"
+	"github.com/toolwire/toolwire/internal/builtin"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/bus/bustest"
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/signing"
+	"github.com/toolwire/toolwire/internal/workerconfig"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// signedStack is a dispatcher and a worker process's worth of parts on a
+// server that takes the role credentials: the worker dials with the
+// worker credential and signs with a key of its own, which the
+// dispatcher's --worker-keys directory holds for the pool "native".
+type signedStack struct {
+	env  *bustest.RoleEnv
+	d    *dispatch.Dispatcher
+	key  *signing.Key // the worker's
+	conn func(t *testing.T, role string) *nats.Conn
+}
+
+func startSigned(t *testing.T) *signedStack {
+	t.Helper()
+	ctx := t.Context()
+	log := slog.New(slog.DiscardHandler)
+	env := bustest.StartWithRoles(t)
+	s := &signedStack{env: env}
+	s.conn = func(t *testing.T, role string) *nats.Conn {
+		nc, err := bus.Dial(bus.ConnConfig{URL: env.Server.ClientURL(), Name: role, CredsFile: bus.CredentialsFile(env.Creds.Dir, role),
+			InboxPrefix: bus.InboxPrefix(env.Bus.Config, role)}, nats.MaxReconnects(0))
+		require.NoError(t, err)
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	var err error
+	s.key, err = signing.NewKey()
+	require.NoError(t, err)
+	keys := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(keys, "native.pub"), []byte(s.key.Public()+"\n"), 0o600))
+	trust, err := signing.NewTrust(keys)
+	require.NoError(t, err)
+
+	reg := registry.NewStore(env.Bus.Registry, log)
+	require.NoError(t, reg.Start(ctx))
+	t.Cleanup(func() { _ = reg.Stop(context.Background()) })
+	s.d, err = dispatch.New(env.Bus, reg, dispatch.Config{Logger: log, WorkerKeys: trust})
+	require.NoError(t, err)
+	require.NoError(t, s.d.Start(ctx))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = s.d.Stop(ctx)
+	})
+
+	wb, err := bus.Open(ctx, s.conn(t, bus.RoleWorker), env.Bus.Config, bus.Options{Bind: true, Signer: s.key, Logger: log})
+	require.NoError(t, err)
+	w, err := workerconfig.NewWorker(ctx, wb, nil, workerconfig.Options{Tools: builtin.Tools(), Logger: log, Name: "real-worker"})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = w.Stop(ctx)
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for _, err := reg.Get("sleep"); err != nil; _, err = reg.Get("sleep") {
+		require.True(t, time.Now().Before(deadline), "sleep never registered")
+		time.Sleep(5 * time.Millisecond) // polling with a deadline
+	}
+	return s
+}
+
+// Finding 1 of issue 27: a result published with the worker credential
+// for a call the worker was never given took the call over. Now a result
+// that is not signed by a key enrolled for the pool serving the call's
+// tool is never the call's answer, whether stored before the real one or
+// after it: unsigned, signed with an unenrolled key or another pool's,
+// a signature replayed from another call, and a signature over another
+// attempt. The caller waiting in Call, GetResult and the audit all get
+// the real worker's result; audit --verify names each forgery.
+func TestForgedResultsAreNeverTheAnswer(t *testing.T) {
+	t.Parallel()
+	s := startSigned(t)
+	ctx, id := t.Context(), identity.Default
+
+	// A finished call whose signed result the forger replays.
+	other, err := s.d.Call(ctx, id, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"b"}`}, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, other.Response.GetOk(), "%v", other.Response.GetError())
+	stored, err := s.env.Bus.Results.GetLastMsgForSubject(ctx, s.env.Bus.Subjects.Result(id.Tenant, s.d.Config().Name, other.CallId))
+	require.NoError(t, err)
+	require.Equal(t, s.key.Public(), stored.Header.Get(signing.HeaderSigner), "the worker signs its results")
+
+	// The victim: a call the real worker takes 2s over.
+	calls := make(chan *nats.Msg, 4)
+	sub, err := s.env.Bus.NC.ChanSubscribe(s.env.Bus.Subjects.CallsOf(id.Tenant, "sleep"), calls)
+	require.NoError(t, err)
+	defer func() { _ = sub.Unsubscribe() }()
+	answered := make(chan *toolwirev1.CallResponse, 1)
+	go func() {
+		r, err := s.d.Call(ctx, id, &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"2s"}`}, time.Minute)
+		if err != nil {
+			r = &toolwirev1.CallResponse{Response: &toolwirev1.ToolResponse{Error: &toolwirev1.ToolError{Message: err.Error()}}}
+		}
+		answered <- r
+	}()
+	var victim toolwirev1.ToolCall
+	select {
+	case m := <-calls:
+		require.NoError(t, proto.Unmarshal(m.Data, &victim))
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call was never published")
+	}
+
+	// The forgeries, with the worker credential, before the real result.
+	forger := s.conn(t, bus.RoleWorker)
+	subject := s.env.Bus.Subjects.Result(id.Tenant, victim.Dispatcher, victim.CallId)
+	forged := func(attempt int32) []byte {
+		resp := envelope.OK(victim.CallId, "sleep", &tool.Result{Content: []*toolwirev1.Content{tool.Text("forged")}}, &toolwirev1.ResponseMeta{Worker: "real-worker", Attempt: attempt})
+		b, err := proto.Marshal(resp)
+		require.NoError(t, err)
+		return b
+	}
+	stranger, err := signing.NewKey()
+	require.NoError(t, err)
+	otherPool, err := signing.NewKey()
+	require.NoError(t, err)
+	_, err = s.env.Bus.Registry.Create(ctx, signing.PoolKey(otherPool.Public(), "sandbox"), []byte(`{}`))
+	require.NoError(t, err)
+	replayed := nats.Header{signing.HeaderSigner: stored.Header.Values(signing.HeaderSigner), signing.HeaderSignature: stored.Header.Values(signing.HeaderSignature)}
+	msgs := map[signing.Problem][]*nats.Msg{
+		signing.Unsigned:  {{Subject: subject, Data: forged(1)}},
+		signing.WrongPool: {stranger.SignedMsg(subject, signing.KindResult, victim.CallId, 1, forged(1), nil), otherPool.SignedMsg(subject, signing.KindResult, victim.CallId, 1, forged(1), nil)},
+		signing.Forged: {
+			{Subject: subject, Data: forged(1), Header: replayed},                                              // another call's signature
+			{Subject: subject, Data: forged(99), Header: s.key.Sign(nil, signing.KindResult, victim.CallId, 1, forged(1))}, // another attempt's
+		},
+		signing.WrongCall: {{Subject: subject, Data: stored.Data, Header: replayed}}, // another call's result, whole
+	}
+	fjs, err := jetstream.New(forger)
+	require.NoError(t, err)
+	want := 0
+	for _, ms := range msgs {
+		for _, m := range ms {
+			_, err := fjs.PublishMsg(ctx, m) // stored: the worker credential may publish results
+			require.NoError(t, err)
+			want++
+		}
+	}
+
+	var r *toolwirev1.CallResponse
+	select {
+	case r = <-answered:
+	case <-time.After(time.Minute):
+		t.Fatal("the caller was never answered")
+	}
+	require.True(t, r.Response.GetOk(), "the caller got %v", r.Response)
+	require.NotContains(t, r.Response.String(), "forged")
+	require.Equal(t, victim.CallId, r.CallId)
+
+	got, err := s.d.GetResult(ctx, id, victim.CallId, 0)
+	require.NoError(t, err)
+	require.True(t, proto.Equal(r.Response, got.Response), "GetResult: %v", got.Response)
+
+	// A forgery stored after the real result is not the answer either.
+	_, err = fjs.Publish(ctx, subject, forged(1))
+	require.NoError(t, err)
+	want++
+	got, err = s.d.GetResult(ctx, id, victim.CallId, 0)
+	require.NoError(t, err)
+	require.True(t, proto.Equal(r.Response, got.Response), "GetResult after a later forgery: %v", got.Response)
+
+	src, err := audit.Open(ctx, s.conn(t, bus.RoleOperator), "")
+	require.NoError(t, err)
+	var rec *audit.Record
+	sum, err := src.Run(ctx, audit.Filter{CallID: victim.CallId}, audit.Options{Verify: true}, func(x *audit.Record) error { rec = x; return nil })
+	require.NoError(t, err)
+	require.NotNil(t, rec)
+	require.Equal(t, audit.OutcomeOK, rec.Outcome)
+	require.True(t, proto.Equal(r.Response, rec.Result), "audit: %v", rec.Result)
+	require.NotNil(t, rec.Signature)
+	require.Equal(t, s.key.Public(), rec.Signature.Signer)
+	require.Equal(t, "native", rec.Signature.Pool)
+	require.NoError(t, rec.Signature.Check(), "the signature checks offline")
+	problems := map[string]int{}
+	for _, x := range rec.Refused {
+		problems[x.Problem]++
+	}
+	require.Equal(t, map[string]int{"unsigned": 2, "wrong pool": 2, "forged": 2, "wrong call": 1}, problems)
+	require.Len(t, sum.Anomalies, want, "audit --verify names every forgery: %+v", sum.Anomalies)
+	for _, a := range sum.Anomalies {
+		require.Equal(t, "unbelieved_result", a.Kind)
+	}
+}

@@ -1,0 +1,225 @@
+package signing
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Problem is why a message is not believed.
+type Problem string
+
+// Problems, as audit --verify names them.
+const (
+	// Unsigned: the message carries no signature.
+	Unsigned Problem = "unsigned"
+	// Forged: the signature does not verify over the message's statement
+	// (altered bytes, another call's or another attempt's signature).
+	Forged Problem = "forged"
+	// WrongPool: the signer is not enrolled for the pool that serves the
+	// call's tool (nor is it a dispatcher's key).
+	WrongPool Problem = "wrong pool"
+	// WrongCall: the payload names another call or tool than the one it
+	// was stored for.
+	WrongCall Problem = "wrong call"
+	// WrongAttempt: another key holds the stored claim (STARTED) of the
+	// attempt, or a tool that is not safe to rerun has no claim for it.
+	WrongAttempt Problem = "wrong attempt"
+)
+
+// Error is a message refused: its problem, its signer (when it names
+// one) and what was found.
+type Error struct {
+	Problem Problem
+	Signer  string
+	Detail  string
+}
+
+func (e *Error) Error() string {
+	s := "signing: " + string(e.Problem)
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	if e.Signer != "" {
+		s += " (signer " + limit(e.Signer) + ")"
+	}
+	return s
+}
+
+// AsError returns err's *Error, or nil when err is another error (a
+// lookup that failed: nothing is known).
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return nil
+}
+
+// Registry keys of enrolments: the registry bucket, which only the
+// dispatchers write, holds who may sign. A key is enrolled for a pool
+// (its workers' results and events of that pool's tools) or as a
+// dispatcher's (anything: the dispatchers answer calls themselves).
+const Prefix = "signers."
+
+// PoolKey is the registry key enrolling pub for pool.
+func PoolKey(pub, pool string) string { return Prefix + pub + ".pool." + pool }
+
+// DispatcherKey is the registry key enrolling pub as a dispatcher's.
+func DispatcherKey(pub string) string { return Prefix + pub + ".dispatcher" }
+
+// SourcePrefix is the registry's prefix of a tool's source (registry.SourceKey),
+// read here for the pool that serves a tool.
+const SourcePrefix = "sources."
+
+// Enrolment is the value of an enrolment key, for the record.
+type Enrolment struct {
+	Key        string    `json:"key"`
+	Pool       string    `json:"pool,omitempty"`
+	Dispatcher string    `json:"dispatcher,omitempty"`
+	By         string    `json:"by"`
+	At         time.Time `json:"at"`
+}
+
+// Verdict says who signed a message that is believed.
+type Verdict struct {
+	Signer     string
+	Dispatcher bool
+	Pool       string
+}
+
+// Keyring decides whether a signed message is believed: its signature
+// verifies and its signer is enrolled for it. It reads enrolments and
+// tool sources from the registry bucket by key (direct gets, which every
+// role may make) and caches them: an enrolment for good (keys are not
+// revoked while a process runs), a tool's pool for sourceTTL, a key
+// found not enrolled for missTTL (so a flood of forgeries costs one
+// lookup per key and second).
+type Keyring struct {
+	kv jetstream.KeyValue
+
+	mu      sync.Mutex
+	known   map[string]time.Time // enrolment key → enrolled (zero) or not until
+	sources map[string]source
+}
+
+type source struct {
+	pool  string
+	until time.Time
+}
+
+const (
+	missTTL    = time.Second
+	sourceTTL  = 10 * time.Second
+	maxEntries = 1 << 14
+)
+
+// NewKeyring reads enrolments from kv (the registry bucket).
+func NewKeyring(kv jetstream.KeyValue) *Keyring {
+	return &Keyring{kv: kv, known: map[string]time.Time{}, sources: map[string]source{}}
+}
+
+// Check decides whether a message of kind about callID's attempt with
+// payload and headers h is believed as written for tool. It returns an
+// *Error for a message that is not, and another error when a lookup
+// failed (then nothing is decided: the caller tries again).
+func (k *Keyring) Check(ctx context.Context, h nats.Header, kind, callID string, attempt int32, payload []byte, tool string) (Verdict, error) {
+	signer, p := VerifySignature(h, kind, callID, attempt, payload)
+	if p != "" {
+		return Verdict{}, &Error{Problem: p, Signer: signer}
+	}
+	ok, err := k.enrolled(ctx, DispatcherKey(signer))
+	if err != nil || ok {
+		return Verdict{Signer: signer, Dispatcher: ok}, err
+	}
+	pool, err := k.poolOf(ctx, tool)
+	if err != nil {
+		return Verdict{}, err
+	}
+	if pool == "" {
+		return Verdict{}, &Error{Problem: WrongPool, Signer: signer, Detail: fmt.Sprintf("no pool serves tool %q", limit(tool))}
+	}
+	if ok, err = k.enrolled(ctx, PoolKey(signer, pool)); err != nil || !ok {
+		if err == nil {
+			err = &Error{Problem: WrongPool, Signer: signer, Detail: fmt.Sprintf("not enrolled for pool %q, which serves tool %q", pool, limit(tool))}
+		}
+		return Verdict{}, err
+	}
+	return Verdict{Signer: signer, Pool: pool}, nil
+}
+
+// Learn records an enrolment this process wrote or read elsewhere.
+func (k *Keyring) Learn(key string) {
+	k.mu.Lock()
+	k.known[key] = time.Time{}
+	k.mu.Unlock()
+}
+
+func (k *Keyring) enrolled(ctx context.Context, key string) (bool, error) {
+	now := time.Now()
+	k.mu.Lock()
+	until, seen := k.known[key]
+	k.mu.Unlock()
+	if seen && (until.IsZero() || now.Before(until)) {
+		return until.IsZero(), nil
+	}
+	_, err := k.kv.Get(ctx, key)
+	ok := err == nil
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) && !errors.Is(err, jetstream.ErrKeyDeleted) {
+		return false, fmt.Errorf("signing: enrolment lookup: %w", err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.known) >= maxEntries {
+		for key, until := range k.known {
+			if !until.IsZero() {
+				delete(k.known, key)
+			}
+		}
+	}
+	if ok {
+		k.known[key] = time.Time{}
+	} else {
+		k.known[key] = now.Add(missTTL)
+	}
+	return ok, nil
+}
+
+func (k *Keyring) poolOf(ctx context.Context, tool string) (string, error) {
+	if tool == "" {
+		return "", nil
+	}
+	now := time.Now()
+	k.mu.Lock()
+	s, ok := k.sources[tool]
+	k.mu.Unlock()
+	if ok && now.Before(s.until) {
+		return s.pool, nil
+	}
+	e, err := k.kv.Get(ctx, SourcePrefix+tool)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) || errors.Is(err, jetstream.ErrInvalidKey) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("signing: source of %q: %w", limit(tool), err)
+	}
+	var src struct {
+		Pool string `json:"pool"`
+	}
+	if json.Unmarshal(e.Value(), &src) != nil {
+		return "", nil
+	}
+	k.mu.Lock()
+	if len(k.sources) >= maxEntries {
+		clear(k.sources)
+	}
+	k.sources[tool] = source{pool: src.Pool, until: now.Add(sourceTTL)}
+	k.mu.Unlock()
+	return src.Pool, nil
+}

@@ -1,0 +1,95 @@
+package signing
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Headers a signed message carries.
+const (
+	// HeaderSigner is the signing key's public key ("U…").
+	HeaderSigner = "Toolwire-Signer"
+	// HeaderSignature is the Ed25519 signature of the message's
+	// Statement, base64 (standard, padded).
+	HeaderSignature = "Toolwire-Signature"
+)
+
+// Kinds of signed messages: the first line of a Statement, so that a
+// signature over a result can never pass for one over an event.
+const (
+	KindResult = "result"
+	KindEvent  = "event"
+)
+
+// Statement is what a signature covers: the kind of message, the call it
+// belongs to, the attempt that wrote it and the SHA-256 of the message's
+// exact payload bytes (the stored bytes, so nothing is re-encoded to
+// check it). Its form, for offline verifiers:
+//
+//	toolwire-signature-v1\n<kind>\n<call id>\n<attempt>\n<hex sha256 of the payload>
+func Statement(kind, callID string, attempt int32, payload []byte) []byte {
+	sum := sha256.Sum256(payload)
+	return StatementOfSum(kind, callID, attempt, sum[:])
+}
+
+// Sign sets h's signature headers for a message of kind about callID's
+// attempt with payload, and returns h (a new header when h is nil).
+func (k *Key) Sign(h nats.Header, kind, callID string, attempt int32, payload []byte) nats.Header {
+	if h == nil {
+		h = nats.Header{}
+	}
+	sig := ed25519.Sign(k.priv, Statement(kind, callID, attempt, payload))
+	h[HeaderSigner] = []string{k.pub}
+	h[HeaderSignature] = []string{base64.StdEncoding.EncodeToString(sig)}
+	return h
+}
+
+// SignedMsg returns a message on subject with payload, signed.
+func (k *Key) SignedMsg(subject, kind, callID string, attempt int32, payload []byte, h nats.Header) *nats.Msg {
+	return &nats.Msg{Subject: subject, Data: payload, Header: k.Sign(h, kind, callID, attempt, payload)}
+}
+
+// VerifySignature checks h's signature over the statement of a message of
+// kind about callID's attempt with payload, whoever signed it; it returns
+// the signer. It is what an offline verifier does; Keyring.Check also
+// asks whether the signer may sign it.
+func VerifySignature(h nats.Header, kind, callID string, attempt int32, payload []byte) (string, Problem) {
+	return VerifyStatement(h, Statement(kind, callID, attempt, payload))
+}
+
+// StatementOfSum is Statement given the payload's SHA-256 instead of the
+// payload (an export's record carries the sum, not the bytes).
+func StatementOfSum(kind, callID string, attempt int32, sum []byte) []byte {
+	b := make([]byte, 0, 40+len(kind)+len(callID)+2*len(sum))
+	b = append(b, "toolwire-signature-v1\n"...)
+	b = append(b, kind...)
+	b = append(b, '\n')
+	b = append(b, callID...)
+	b = append(b, '\n')
+	b = strconv.AppendInt(b, int64(attempt), 10)
+	b = append(b, '\n')
+	return hex.AppendEncode(b, sum)
+}
+
+// VerifyStatement checks h's signature over statement; it returns the
+// signer, and the problem when the signature does not verify.
+func VerifyStatement(h nats.Header, statement []byte) (string, Problem) {
+	signer, sig := h.Get(HeaderSigner), h.Get(HeaderSignature)
+	if signer == "" && sig == "" {
+		return "", Unsigned
+	}
+	pub, err := publicKey(signer)
+	if err != nil {
+		return signer, Forged
+	}
+	raw, err := base64.StdEncoding.DecodeString(sig)
+	if err != nil || len(raw) != ed25519.SignatureSize || !ed25519.Verify(pub, statement, raw) {
+		return signer, Forged
+	}
+	return signer, ""
+}
