@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/signing"
 )
 
 // Waits of Remote between attempts while no dispatcher answers.
@@ -30,6 +31,15 @@ type Remote struct {
 	nc      *nats.Conn
 	subject string
 	log     *slog.Logger
+	signer  *signing.Key
+}
+
+// SignWith makes r sign each announcement with k, the key it names
+// (Announcement.Signer): the proof that the announcer holds the key the
+// dispatchers enrol or find enrolled. It returns r.
+func (r *Remote) SignWith(k *signing.Key) *Remote {
+	r.signer = k
+	return r
 }
 
 // NewRemote returns the Remote of the installation cfg over nc.
@@ -71,7 +81,11 @@ func (r *Remote) Announce(ctx context.Context, a Announcement) (Announced, error
 func (r *Remote) request(ctx context.Context, data []byte) (*nats.Msg, error) {
 	rctx, cancel := context.WithTimeout(ctx, announceTimeout+2*time.Second)
 	defer cancel()
-	return r.nc.RequestWithContext(rctx, r.subject, data)
+	msg := &nats.Msg{Subject: r.subject, Data: data}
+	if r.signer != nil {
+		msg.Header = r.signer.Sign(nil, signing.KindAnnouncement, "", 0, data)
+	}
+	return r.nc.RequestMsgWithContext(rctx, msg)
 }
 
 // decodeReply turns a dispatcher's answer into Announced or the error it

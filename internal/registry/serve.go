@@ -67,7 +67,7 @@ func (s *Service) serve(ctx context.Context) error {
 			s.log.Warn("registry announcement refused: not from a worker", "reply", m.Reply)
 			return
 		}
-		s.respond(m, s.handle(sctx, m.Data))
+		s.respond(m, s.handle(sctx, m))
 	})
 	if err != nil {
 		cancel()
@@ -83,10 +83,17 @@ func (s *Service) serve(ctx context.Context) error {
 }
 
 // handle decodes and applies one announcement.
-func (s *Service) handle(ctx context.Context, data []byte) reply {
+func (s *Service) handle(ctx context.Context, m *nats.Msg) reply {
 	var a Announcement
-	if err := json.Unmarshal(data, &a); err != nil {
+	if err := json.Unmarshal(m.Data, &a); err != nil {
 		return reply{Code: "refused", Error: "the announcement does not decode: " + err.Error()}
+	}
+	// The announcer must hold the key it names: a worker credential alone
+	// (shared by every pool) must not pass for a pool whose key is
+	// enrolled.
+	if signer, p := signing.VerifySignature(m.Header, signing.KindAnnouncement, "", 0, m.Data); a.Signer != "" && (p != "" || signer != a.Signer) {
+		s.log.WarnContext(ctx, "registry announcement refused: not signed by the key it names", "pool", a.Pool, "worker", a.Worker, "problem", p)
+		return reply{Code: "refused", Error: "the announcement is not signed by the key it names (" + string(cmp.Or(p, signing.Forged)) + ")"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, announceTimeout)
 	defer cancel()

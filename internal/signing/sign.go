@@ -24,6 +24,10 @@ const (
 const (
 	KindResult = "result"
 	KindEvent  = "event"
+	// KindAnnouncement signs a worker's registry announcement (no call:
+	// the call id is empty, the attempt 0), proving it holds the key it
+	// names.
+	KindAnnouncement = "announcement"
 )
 
 // Statement is what a signature covers: the kind of message, the call it

@@ -176,7 +176,7 @@ func New(b *bus.Bus, cfg Config) (*Worker, error) {
 		executors: make(map[toolwirev1.ExecutorType]executors.Executor, len(cfg.Executors))}
 	w.publishResult = w.observeResults(w.publishResultNow)
 	if w.cfg.Registry == nil {
-		w.cfg.Registry = registry.NewRemote(b.NC, b.Config, w.log)
+		w.cfg.Registry = registry.NewRemote(b.NC, b.Config, w.log).SignWith(b.Signer)
 	}
 	for t, e := range cfg.Executors {
 		w.executors[t] = observed.Executor(redactingExecutor{e}, w.tracer, metrics)

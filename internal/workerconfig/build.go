@@ -141,7 +141,7 @@ func NewWorker(ctx context.Context, b *bus.Bus, f *File, o Options) (_ *Worker, 
 	}
 	types := f.poolTypes(o, len(o.Tools) > 0, fileSpecs)
 	if o.Registry == nil {
-		o.Registry = registry.NewRemote(b.NC, b.Config, log)
+		o.Registry = registry.NewRemote(b.NC, b.Config, log).SignWith(b.Signer)
 	}
 	env := execEnv{b: b, nat: nat, log: log}
 	execs := map[toolwirev1.ExecutorType]executors.Executor{}

@@ -1,0 +1,54 @@
+// Package signing is who wrote what in the record. Every process that
+// writes a call's result or events signs them with an Ed25519 key of its
+// own (Key; bus.Bus.Signer): a worker with its key, a dispatcher with its
+// key. A signature covers a Statement — the kind of message, the call id,
+// the attempt and the SHA-256 of the exact payload bytes — and travels in
+// the message's headers (HeaderSigner, HeaderSignature), so the stored
+// bytes are what is checked and nothing is re-encoded.
+//
+// Whose signature is believed is the registry bucket's to say, which only
+// the dispatchers write: an enrolment key per signing key and pool
+// (PoolKey), or per dispatcher key (DispatcherKey). Keyring.Check believes
+// a message whose signature verifies and whose signer is a dispatcher's or
+// is enrolled for the pool that serves the tool the message names
+// (the registry's sources); internal/believed applies it to results.
+//
+// # Enrolment
+//
+// A dispatcher enrols its own key when it starts. A worker's key is
+// enrolled when the worker announces its tools (internal/registry): the
+// announcement names the key, and the dispatcher that handles it enrols
+// it for the announcing pool only if its Trust allows it — a directory
+// of keys an operator put there, one file per pool (--worker-keys), and,
+// with the embedded server, the local worker key under the data
+// directory (LocalWorkerKey, trusted for every pool: only the
+// installation's owner can write there). A dispatcher's in-process
+// workers sign with its key. The enrolment is recorded with who enrolled
+// it and when (Enrolment).
+//
+// # Decisions
+//
+//   - Ed25519 through nkeys' encoding: public keys read "U…", seeds
+//     "SU…", as NATS users' do; a PEM PKCS #8 Ed25519 key (Helm's
+//     genPrivateKey "ed25519") is read too. A third party checks a
+//     signature with the public key alone (VerifySignature,
+//     VerifyStatement): what an audit export carries.
+//   - Identity per pool, not per call: a key enrolled for a pool may
+//     answer that pool's calls, so a worker of the sandbox pool taken over
+//     cannot answer the http pool's calls or any other pool's, and a worker
+//     credential alone (shared by every pool) answers none. Splitting a
+//     pool's replicas into keys of their own is possible (one file per key
+//     and pool) but buys nothing: replicas of a pool run the same code.
+//   - Keys are not revoked while a process runs: an enrolment, once seen,
+//     is cached for good (a lookup per key, not per message). To revoke a
+//     key, delete its enrolment keys from the registry bucket (a
+//     dispatcher's credential) and restart the dispatchers; results it
+//     signed before stay believed.
+//   - A key not found enrolled is looked up again after a second at the
+//     earliest, so that a flood of forgeries costs one registry read per
+//     key and second, not one per message; a tool's pool is cached 10 s.
+//   - What permissions cannot express (a worker credential may publish on
+//     every result and event subject, per call id) the signatures decide:
+//     what a worker credential publishes without an enrolled key is
+//     stored but never believed.
+package signing
