@@ -24,7 +24,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestCustomWorkerServesItsTool(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
-	w := faulttest.Start(t, "custom-worker", buildExample(t), "--nats-url", s.Env.URL, "--grace", "5s", "--http", "127.0.0.1:0")
+	w := faulttest.Start(t, "custom-worker", buildExample(t), "--nats-url", s.Env.URL, "--signing-key", s.WorkerKeyFile, "--grace", "5s", "--http", "127.0.0.1:0")
 
 	// Poll the registry with a deadline, and stop early if the worker dies.
 	deadline := time.Now().Add(20 * time.Second)

@@ -26,7 +26,7 @@ func TestTwoWorkerProcessesShareAPool(t *testing.T) {
 	var procs []*faulttest.Proc
 	for i := range 2 {
 		procs = append(procs, faulttest.Start(t, fmt.Sprintf("worker-%d", i), filepath.Join(bin, "ledgerworker"),
-			"--ledger", ledger, "--nats-url", s.Env.URL, "--concurrency", "4", "--name", fmt.Sprintf("w%d", i), "--http", ""))
+			"--ledger", ledger, "--nats-url", s.Env.URL, "--signing-key", s.WorkerKeyFile, "--concurrency", "4", "--name", fmt.Sprintf("w%d", i), "--http", ""))
 	}
 	s.WaitTool(t, "ledger")
 

@@ -41,7 +41,7 @@ func (e declEnv) startWorker(t *testing.T, maxDeliver int) (string, *logtest.Buf
 	wctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan string, 1), make(chan error, 1)
 	go func() {
-		done <- toolworker.Run(wctx, toolworker.Options{NATSURL: e.srv.ClientURL(), NATSCreds: bus.CredentialsFile(e.credDir, bus.RoleWorker),
+		done <- toolworker.Run(wctx, toolworker.Options{SigningKey: testKeyFile, NATSURL: e.srv.ClientURL(), NATSCreds: bus.CredentialsFile(e.credDir, bus.RoleWorker),
 			Tools: []*tool.Tool{echo}, HTTPAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), Ready: ready, Grace: time.Second,
 			MaxDeliver: maxDeliver, Logger: logs.JSONLogger()})
 	}()

@@ -58,7 +58,7 @@ func TestWorkerPutsBackItsPoolConsumer(t *testing.T) {
 	wctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan string, 1), make(chan error, 1)
 	go func() {
-		done <- toolworker.Run(wctx, toolworker.Options{NATSURL: srv.ClientURL(), NATSCreds: bus.CredentialsFile(credDir, bus.RoleWorker),
+		done <- toolworker.Run(wctx, toolworker.Options{SigningKey: testKeyFile, NATSURL: srv.ClientURL(), NATSCreds: bus.CredentialsFile(credDir, bus.RoleWorker),
 			Tools: []*tool.Tool{echo}, HTTPAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), Ready: ready, Grace: time.Second,
 			Logger: logs.JSONLogger()})
 	}()

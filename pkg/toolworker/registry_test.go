@@ -21,7 +21,7 @@ import (
 // workers announce their tools to it and it writes the registry.
 func serveRegistry(t *testing.T, b *bus.Bus) {
 	t.Helper()
-	svc := registry.NewService(b, slog.New(slog.DiscardHandler), nil, "")
+	svc := registry.NewService(b, slog.New(slog.DiscardHandler), testTrust, "")
 	require.NoError(t, svc.Start(t.Context()))
 	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
 }
@@ -67,7 +67,7 @@ func TestWorkerRegistersThroughTheDispatchers(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- toolworker.Run(wctx, toolworker.Options{NATSURL: srv.ClientURL(), NATSCreds: bus.CredentialsFile(creds.Dir, bus.RoleWorker),
+		done <- toolworker.Run(wctx, toolworker.Options{SigningKey: testKeyFile, NATSURL: srv.ClientURL(), NATSCreds: bus.CredentialsFile(creds.Dir, bus.RoleWorker),
 			Pool: "announcers", Tools: []*tool.Tool{echo}, Ready: ready, Grace: time.Second, Logger: slog.New(slog.DiscardHandler)})
 	}()
 	select {

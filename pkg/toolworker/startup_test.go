@@ -55,7 +55,7 @@ func TestWorkerWaitsForAClusterLeader(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- toolworker.Run(ctx, toolworker.Options{NATSURL: c.URL(0), Tools: []*tool.Tool{echo}, Logger: logs.JSONLogger(),
+		done <- toolworker.Run(ctx, toolworker.Options{SigningKey: testKeyFile, NATSURL: c.URL(0), Tools: []*tool.Tool{echo}, Logger: logs.JSONLogger(),
 			Ready: ready, Grace: time.Second})
 	}()
 	waitLog(t, &logs, "retrying worker start-up", 60*time.Second, done)
@@ -88,7 +88,7 @@ func TestWorkerWaitsForTheServer(t *testing.T) {
 	done := make(chan error, 1)
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	go func() {
-		done <- toolworker.Run(ctx, toolworker.Options{NATSURL: c.URL(0), Logger: logs.JSONLogger(), Ready: ready, Grace: time.Second,
+		done <- toolworker.Run(ctx, toolworker.Options{SigningKey: testKeyFile, NATSURL: c.URL(0), Logger: logs.JSONLogger(), Ready: ready, Grace: time.Second,
 			HTTPAddr: httpAddr})
 	}()
 	waitLog(t, &logs, "connect to NATS", 30*time.Second, done)

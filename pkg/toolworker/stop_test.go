@@ -35,7 +35,7 @@ func TestRunReportsACallThatWouldNotStop(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- toolworker.Run(ctx, toolworker.Options{NATSURL: s.Env.URL, Tools: []*tool.Tool{stuck}, Ready: ready,
+		done <- toolworker.Run(ctx, toolworker.Options{SigningKey: s.WorkerKeyFile, NATSURL: s.Env.URL, Tools: []*tool.Tool{stuck}, Ready: ready,
 			Grace: 100 * time.Millisecond})
 	}()
 	select {

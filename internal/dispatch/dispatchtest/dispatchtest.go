@@ -4,11 +4,13 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/toolwire/toolwire/internal/executors"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/signing"
 	"github.com/toolwire/toolwire/internal/worker"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 
@@ -54,7 +56,12 @@ type Stack struct {
 	URL string
 	// Client is a Connect client (binary protobuf) of the API.
 	Client toolwirev1connect.DispatcherServiceClient
-	opts   Options
+	// WorkerKeyFile is a worker signing key every dispatcher of the stack
+	// trusts for every pool: what a worker process of a test signs with
+	// (toolworker --signing-key).
+	WorkerKeyFile string
+	trust         *signing.Trust
+	opts          Options
 }
 
 // Start starts a stack; everything stops when the test ends.
@@ -63,6 +70,16 @@ func Start(t testing.TB, opts Options) *Stack {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s := &Stack{Env: bustest.Start(t, opts.Bus), opts: opts}
+	keys := t.TempDir()
+	s.WorkerKeyFile = filepath.Join(keys, signing.LocalWorkerKey)
+	if _, err := signing.KeyFile(s.WorkerKeyFile); err != nil {
+		t.Fatalf("dispatchtest: worker key: %v", err)
+	}
+	trust, err := signing.NewTrust(keys)
+	if err != nil {
+		t.Fatalf("dispatchtest: worker keys: %v", err)
+	}
+	s.trust = trust
 	if opts.Tools == nil {
 		opts.Tools = builtin.Tools()
 	}
@@ -108,6 +125,9 @@ func (s *Stack) StartDispatcher(t testing.TB, cfg dispatch.Config) *dispatch.Dis
 	}
 	if cfg.Policies == nil {
 		cfg.Policies = s.StartPolicies(t, s.Env.Bus)
+	}
+	if cfg.WorkerKeys == nil {
+		cfg.WorkerKeys = s.trust
 	}
 	d, err := dispatch.New(s.Env.Bus, s.Registry, cfg)
 	if err != nil {
