@@ -264,14 +264,14 @@ func TestReviewIndexRebuildToLiveHandoverUnderLoad(t *testing.T) {
 		}
 		resultSubject := b.Subjects.Result("acme", "elsewhere", id)
 		if k%3 == 0 {
-			publishResult(t, b.JS, resultSubject, res)
+			publishResult(t, b, resultSubject, res)
 			publishCall(t, b.JS, subject, call, id)
 		} else {
 			publishCall(t, b.JS, subject, call, id)
 			if k%5 == 0 {
 				publishCall(t, b.JS, subject, call, id+"-retry-1")
 			}
-			publishResult(t, b.JS, resultSubject, res)
+			publishResult(t, b, resultSubject, res)
 		}
 		order = append(order, id)
 	}
@@ -417,13 +417,13 @@ func TestReviewIndexSecretsOfResultsBeforeTheirCalls(t *testing.T) {
 		res := &toolwirev1.ToolResponse{CallId: id, Tool: "signin", Ok: true,
 			Content: []*toolwirev1.Content{{Kind: &toolwirev1.Content_Text{Text: &toolwirev1.TextContent{Text: result}}}}}
 		if resultFirst {
-			publishResult(t, b.JS, b.Subjects.Result("acme", "elsewhere", id), res)
+			publishResult(t, b, b.Subjects.Result("acme", "elsewhere", id), res)
 			require.Eventually(t, func() bool { return x.Stats().Orphans == 1 }, indexWait, 5*time.Millisecond)
 		}
 		publishCall(t, b.JS, subject, call, id)
 		if !resultFirst {
 			nextUpdate(t, ch, id, audit.OutcomePending)
-			publishResult(t, b.JS, b.Subjects.Result("acme", "elsewhere", id), res)
+			publishResult(t, b, b.Subjects.Result("acme", "elsewhere", id), res)
 		}
 		nextUpdate(t, ch, id, audit.OutcomeOK)
 		return id
@@ -460,7 +460,7 @@ func TestReviewIndexSkipsReplaysAndTheirResults(t *testing.T) {
 	id := ulid.Make().String()
 	shadow := &toolwirev1.ToolCall{CallId: id, Tool: "echo", Caller: &toolwirev1.Caller{Tenant: "acme"}, Dispatcher: bus.ReplayDispatcher}
 	publishCall(t, b.JS, b.Subjects.Shadow(toolwirev1.ExecutorType_EXECUTOR_TYPE_SANDBOX, "acme", "builtin", "echo"), shadow, id)
-	publishResult(t, b.JS, b.Subjects.Result("acme", bus.ReplayDispatcher, id), &toolwirev1.ToolResponse{CallId: id, Tool: "echo", Ok: true})
+	publishResult(t, b, b.Subjects.Result("acme", bus.ReplayDispatcher, id), &toolwirev1.ToolResponse{CallId: id, Tool: "echo", Ok: true})
 	after := indexCall(t, s, indexAcme, "echo", `{"text":"after the replay"}`, "")
 	nextUpdate(t, ch, after.CallId, audit.OutcomeOK)
 	_, ok := x.Get(id)

@@ -16,9 +16,12 @@ import (
 
 	"github.com/toolwire/toolwire/internal/audit"
 	"github.com/toolwire/toolwire/internal/builtin"
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/signing"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -301,7 +304,7 @@ func TestIndexNeverIndexesSecrets(t *testing.T) {
 	require.Equal(t, "ghost", e.Tool)
 	page, _, _ = x.Query(Query{Text: "plain-words"})
 	require.Empty(t, page, "arguments of an unknown spec version are not indexed")
-	publishResult(t, b.JS, b.Subjects.Result("acme", "elsewhere", id), &toolwirev1.ToolResponse{CallId: id, Tool: "ghost",
+	publishResult(t, b, b.Subjects.Result("acme", "elsewhere", id), &toolwirev1.ToolResponse{CallId: id, Tool: "ghost",
 		Error: &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_PERMANENT, Message: "ghost refused plain-words-here today"}})
 	e = nextUpdate(t, ch, id, audit.OutcomeError)
 	require.Equal(t, "PERMANENT", e.ErrorType)
@@ -325,12 +328,14 @@ func publishCall(t *testing.T, js jetstream.JetStream, subject string, call *too
 	return ack.Sequence
 }
 
-// publishResult stores a result on RESULTS as a worker does.
-func publishResult(t *testing.T, js jetstream.JetStream, subject string, resp *toolwirev1.ToolResponse) {
+// publishResult stores a result on RESULTS as a dispatcher does: signed
+// with b's key, enrolled as a dispatcher's (internal/signing).
+func publishResult(t *testing.T, b *bus.Bus, subject string, resp *toolwirev1.ToolResponse) {
 	t.Helper()
 	data, err := proto.Marshal(resp)
 	require.NoError(t, err)
-	_, err = js.Publish(t.Context(), subject, data)
+	require.NoError(t, registry.EnrolDispatcher(t.Context(), b.Registry, b.Signer.Public(), "test"))
+	_, err = b.JS.PublishMsg(t.Context(), b.Signer.SignedMsg(subject, signing.KindResult, resp.CallId, resp.GetMeta().GetAttempt(), data, nil))
 	require.NoError(t, err)
 }
 
@@ -348,7 +353,7 @@ func TestIndexResultBeforeItsCallAndMessagesThatAreNoCalls(t *testing.T) {
 	subject := b.Subjects.Call(toolwirev1.ExecutorType_EXECUTOR_TYPE_SANDBOX, "acme", "test", "ghost")
 
 	id := ulid.Make().String()
-	publishResult(t, b.JS, b.Subjects.Result("acme", "elsewhere", id), &toolwirev1.ToolResponse{CallId: id, Tool: "ghost", Ok: true,
+	publishResult(t, b, b.Subjects.Result("acme", "elsewhere", id), &toolwirev1.ToolResponse{CallId: id, Tool: "ghost", Ok: true,
 		Meta: &toolwirev1.ResponseMeta{Worker: "w-9", Duration: durationpb.New(1500 * time.Millisecond)}})
 	require.Eventually(t, func() bool { return x.Stats().Orphans == 1 }, indexWait, 5*time.Millisecond, "the result waits for its call")
 	call := &toolwirev1.ToolCall{CallId: id, Tool: "ghost", SpecVersion: "v-gone", Caller: &toolwirev1.Caller{Tenant: "acme"}}

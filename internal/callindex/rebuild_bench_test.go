@@ -17,6 +17,7 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/bus/bustest"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -41,6 +42,9 @@ func BenchmarkIndexRebuild(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	if err := registry.EnrolDispatcher(ctx, env.Bus.Registry, env.Bus.Signer.Public(), "bench"); err != nil {
+		b.Fatal(err)
+	}
 	js, subj := env.Bus.JS, env.Bus.Subjects
 	publish := func(subject string, msg proto.Message, id string) {
 		data, err := proto.Marshal(msg)
@@ -51,6 +55,9 @@ func BenchmarkIndexRebuild(b *testing.B) {
 		m.Data = data
 		if id != "" {
 			m.Header.Set(jetstream.MsgIDHeader, id)
+		}
+		if r, ok := msg.(*toolwirev1.ToolResponse); ok { // signed, as every result is
+			env.Bus.Signer.Sign(m.Header, signing.KindResult, r.CallId, r.GetMeta().GetAttempt(), data)
 		}
 		for {
 			if _, err = js.PublishMsgAsync(m); err == nil {
