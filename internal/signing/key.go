@@ -46,10 +46,10 @@ func (k *Key) Seed() ([]byte, error) {
 	return nkeys.EncodeSeed(nkeys.PrefixByteUser, k.priv.Seed())
 }
 
-// ParseKey reads a private key: an nkey user seed ("SU…", what
-// `toolctl keys new` and the worker's local key file hold) or a PEM
-// PKCS #8 Ed25519 private key (Helm's genPrivateKey "ed25519"). Errors
-// never quote the content.
+// ParseKey reads a private key: an nkey user seed ("SU…", what the
+// worker's local key file holds) or a PEM PKCS #8 Ed25519 private key
+// (Helm's genPrivateKey "ed25519", `openssl genpkey -algorithm ed25519`).
+// Errors never quote the content.
 func ParseKey(b []byte) (*Key, error) {
 	text := strings.TrimSpace(string(b))
 	if block, _ := pem.Decode([]byte(text)); block != nil {
@@ -98,15 +98,18 @@ func publicKey(pub string) (ed25519.PublicKey, error) {
 	return ed25519.PublicKey(raw), nil
 }
 
-// LoadKey reads a private key file. A file that group or others may read
-// is refused, as credentials files are.
+// LoadKey reads a private key file. A file that others may read, or
+// group or others may write, is refused. Group read is allowed: a
+// Kubernetes Secret volume of a pod with an fsGroup makes every file
+// root:fsGroup 0440 whatever its defaultMode, and that group is the pod's
+// own.
 func LoadKey(path string) (*Key, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("signing: key file: %w", err)
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("signing: key file %s is readable by group or others (mode %v); chmod 600 it", path, fi.Mode().Perm())
+	if fi.Mode().Perm()&0o026 != 0 {
+		return nil, fmt.Errorf("signing: key file %s is readable by others or writable by group or others (mode %v); chmod 600 it", path, fi.Mode().Perm())
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {

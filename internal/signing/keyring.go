@@ -2,6 +2,7 @@ package signing
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,6 +108,12 @@ type Keyring struct {
 	mu      sync.Mutex
 	known   map[string]time.Time // enrolment key → enrolled (zero) or not until
 	sources map[string]source
+	// verified remembers signatures that verified, with the statement
+	// each covers: one process checks a result more than once (a
+	// dispatcher routes it to its caller and its overdue sweeper follows
+	// it), and an Ed25519 verification costs about 50 µs; a hit costs a
+	// hash of the payload. Bounded: cleared when full.
+	verified map[string][sha256.Size]byte
 }
 
 type source struct {
@@ -122,7 +129,7 @@ const (
 
 // NewKeyring reads enrolments from kv (the registry bucket).
 func NewKeyring(kv jetstream.KeyValue) *Keyring {
-	return &Keyring{kv: kv, known: map[string]time.Time{}, sources: map[string]source{}}
+	return &Keyring{kv: kv, known: map[string]time.Time{}, sources: map[string]source{}, verified: map[string][sha256.Size]byte{}}
 }
 
 // Check decides whether a message of kind about callID's attempt with
@@ -130,7 +137,7 @@ func NewKeyring(kv jetstream.KeyValue) *Keyring {
 // *Error for a message that is not, and another error when a lookup
 // failed (then nothing is decided: the caller tries again).
 func (k *Keyring) Check(ctx context.Context, h nats.Header, kind, callID string, attempt int32, payload []byte, tool string) (Verdict, error) {
-	signer, p := VerifySignature(h, kind, callID, attempt, payload)
+	signer, p := k.verify(h, Statement(kind, callID, attempt, payload))
 	if p != "" {
 		return Verdict{}, &Error{Problem: p, Signer: signer}
 	}
@@ -153,6 +160,30 @@ func (k *Keyring) Check(ctx context.Context, h nats.Header, kind, callID string,
 	}
 	return Verdict{Signer: signer, Pool: pool}, nil
 }
+
+// verify is VerifyStatement, remembering the signatures that verified.
+func (k *Keyring) verify(h nats.Header, statement []byte) (string, Problem) {
+	sig, sum := h.Get(HeaderSignature), sha256.Sum256(statement)
+	k.mu.Lock()
+	seen, ok := k.verified[sig]
+	k.mu.Unlock()
+	if ok && seen == sum {
+		return h.Get(HeaderSigner), ""
+	}
+	signer, p := VerifyStatement(h, statement)
+	if p == "" {
+		k.mu.Lock()
+		if len(k.verified) >= maxVerified {
+			clear(k.verified)
+		}
+		k.verified[sig] = sum
+		k.mu.Unlock()
+	}
+	return signer, p
+}
+
+// maxVerified bounds Keyring's memory of verified signatures.
+const maxVerified = 1 << 14
 
 // Learn records an enrolment this process wrote or read elsewhere.
 func (k *Keyring) Learn(key string) {

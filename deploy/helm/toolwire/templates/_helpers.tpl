@@ -161,6 +161,21 @@ calls delivered at once across all replicas: slots beyond it stay idle. */ -}}
 {{- end }}
 
 {{/*
+The Secret of the pools' signing keys, one Ed25519 private key per pool
+under "<pool name>.pem": signing.existingSecret, or the one the chart makes
+(templates/signing-keys-secret.yaml). A pool's workers mount their own
+pool's key (--signing-key), the dispatchers the whole Secret
+(--worker-keys).
+*/}}
+{{- define "toolwire.signingKeysSecret" -}}
+{{- if .Values.signing.existingSecret -}}
+{{ .Values.signing.existingSecret }}
+{{- else -}}
+{{ include "toolwire.fullname" . }}-signing-keys
+{{- end -}}
+{{- end }}
+
+{{/*
 Volume, mount and flag of a role's NATS credentials file (--nats-creds):
 with the bundled NATS, the role's file in its auth Secret ("dispatcher" or
 "worker"); with an external one, nats.credentials (workerKey for workers,

@@ -35,6 +35,7 @@ containers:
       - --stream-replicas={{ $root.Values.streamReplicas }}
       - --pool={{ $p.name }}
       - --pools={{ join "," $p.types }}
+      - --signing-key=/etc/toolwire/signing/{{ $p.name }}.pem
       {{- if $hasConfig }}
       - --config=/etc/toolwire/worker/worker.yaml
       {{- end }}
@@ -107,6 +108,9 @@ containers:
         readOnly: true
       {{- end }}
       {{- with include "toolwire.natsCredsMount" (dict "root" $root "role" "worker") | trim }}{{ . | nindent 6 }}{{ end }}
+      - name: signing-key
+        mountPath: /etc/toolwire/signing
+        readOnly: true
       {{- with $p.extraVolumeMounts }}
       {{- toYaml . | nindent 6 }}
       {{- end }}
@@ -127,6 +131,14 @@ volumes:
         {{- end }}
   {{- end }}
   {{- with include "toolwire.natsCredsVolume" (dict "root" $root "role" "worker") | trim }}{{ . | nindent 2 }}{{ end }}
+  # Only this pool's signing key (toolwire.signingKeysSecret).
+  - name: signing-key
+    secret:
+      secretName: {{ include "toolwire.signingKeysSecret" $root }}
+      defaultMode: 0400
+      items:
+        - key: {{ $p.name }}.pem
+          path: {{ $p.name }}.pem
   {{- with $p.extraVolumes }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
