@@ -305,9 +305,12 @@
 // consumer name cannot be matched by prefix, so a worker credential may
 // create a consumer over any calls (per-pool isolation needs separate
 // installations); result and event subjects are per call id, so a worker
-// credential may publish a result for any call whose id it knows; the
-// pool a worker announces tools for is its word (internal/registry
-// checks the rest). docs/reliability.md lists these.
+// credential may store a result for any call whose id it knows — which
+// is why every result and event is signed (Bus.Signer, internal/signing)
+// and a call's answer is only a result signed by a key enrolled for its
+// tool's pool (internal/believed); the pool a worker announces tools for
+// is one its signing key is enrolled for (internal/registry checks the
+// rest). docs/reliability.md lists these.
 //
 // # Credentials files
 //

@@ -21,6 +21,7 @@ import (
 	"github.com/toolwire/toolwire/internal/logtest"
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/signing"
 	"github.com/toolwire/toolwire/internal/testport"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -64,6 +65,9 @@ type Cluster struct {
 	// dialer opens the dispatcher's connections (from its namespace on a
 	// cluster in namespaces); nil = nats.go's own.
 	dialer nats.CustomDialer
+	// WorkerKeyFile is the signing key the cluster's ledgerworkers sign
+	// with (--signing-key); the dispatcher trusts it for every pool.
+	WorkerKeyFile string
 }
 
 // NewCluster starts a nats-server process and a dispatcher.
@@ -111,7 +115,17 @@ func (c *Cluster) startDispatcher(cfg bus.Config, log *slog.Logger) {
 		t.Fatalf("faulttest: policies: %v", err)
 	}
 	t.Cleanup(func() { _ = c.Policies.Stop(context.Background()) })
-	if c.Dispatcher, err = dispatch.New(c.Bus, c.Registry, dispatch.Config{Name: "faulttest", Logger: log, Policies: c.Policies, ConnHealth: c.Watchdog}); err != nil {
+	keys := t.TempDir()
+	c.WorkerKeyFile = filepath.Join(keys, signing.LocalWorkerKey)
+	if _, err := signing.KeyFile(c.WorkerKeyFile); err != nil {
+		t.Fatalf("faulttest: worker key: %v", err)
+	}
+	trust, err := signing.NewTrust(keys)
+	if err != nil {
+		t.Fatalf("faulttest: worker keys: %v", err)
+	}
+	if c.Dispatcher, err = dispatch.New(c.Bus, c.Registry, dispatch.Config{Name: "faulttest", Logger: log, Policies: c.Policies, ConnHealth: c.Watchdog,
+		WorkerKeys: trust}); err != nil {
 		t.Fatalf("faulttest: dispatcher: %v", err)
 	}
 	if err := c.Dispatcher.Start(ctx); err != nil {
@@ -168,7 +182,7 @@ type WorkerOptions struct {
 func (c *Cluster) StartWorker(o WorkerOptions) *Proc {
 	c.t.Helper()
 	// --http "": several workers run on one host; no health/metrics port.
-	args := []string{"--ledger", c.Ledger, "--nats-url", c.URL, "--name", o.Name, "--log-level", "warn", "--http", ""}
+	args := []string{"--ledger", c.Ledger, "--nats-url", c.URL, "--signing-key", c.WorkerKeyFile, "--name", o.Name, "--log-level", "warn", "--http", ""}
 	if o.Concurrency > 0 {
 		args = append(args, "--concurrency", strconv.Itoa(o.Concurrency))
 	}
