@@ -68,6 +68,7 @@ func (d *Dispatcher) services() []startstop.Named {
 		{Name: "reaper", Service: maintenance.NewReaper(m)},
 		{Name: "retry mover", Service: maintenance.NewMover(m)},
 		{Name: "dead-letter retries", Service: maintenance.NewDLQRetries(m)},
+		{Name: "push consumers sweeper", Service: maintenance.NewPushConsumers(m)},
 		{Name: "registry announcements", Service: registry.NewService(d.bus, d.log, d.cfg.WorkerKeys, d.cfg.Name)},
 		{Name: "after-hook service", Service: d.hooks},
 		{Name: "admission records", Service: d.delayedRecords},
