@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/maintenance"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -42,7 +43,8 @@ func (s bundle) event(t *testing.T, c *toolwirev1.ToolCall, ev *toolwirev1.CallE
 	ev.CallId, ev.Tool = c.CallId, c.Tool
 	data, err := proto.Marshal(ev)
 	require.NoError(t, err)
-	_, err = s.b.JS.Publish(t.Context(), s.b.Subjects.Event(c.Caller.Tenant, c.Dispatcher, c.CallId), data)
+	subject := s.b.Subjects.Event(c.Caller.Tenant, c.Dispatcher, c.CallId)
+	_, err = s.b.JS.PublishMsg(t.Context(), s.b.Signer.SignedMsg(subject, signing.KindEvent, c.CallId, ev.Attempt, data, nil))
 	require.NoError(t, err)
 }
 
@@ -87,10 +89,7 @@ func TestOverdueSweeperAnswersAcceptedCallsWithoutAResult(t *testing.T) {
 
 	// Looked at first: these two need no answer.
 	withResult, refused := due("01J0000000000000000000OV01", 100*time.Millisecond), due("01J0000000000000000000OV02", 100*time.Millisecond)
-	ok, err := proto.Marshal(&toolwirev1.ToolResponse{CallId: withResult.CallId, Ok: true})
-	require.NoError(t, err)
-	_, err = s.b.JS.Publish(t.Context(), s.b.Subjects.Result("default", withResult.Dispatcher, withResult.CallId), ok)
-	require.NoError(t, err)
+	s.answer(t, withResult, &toolwirev1.ToolResponse{CallId: withResult.CallId, Ok: true})
 	s.accepted(t, withResult)
 	s.accepted(t, refused)
 	s.event(t, refused, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,

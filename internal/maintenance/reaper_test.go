@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/maintenance"
@@ -26,10 +25,7 @@ func TestReaperEndsExhaustedCalls(t *testing.T) {
 	b := s.b
 	exhausted, answered := call("01J000000000000000000000R1", "default"), call("01J000000000000000000000R2", "default")
 	seqs := []uint64{s.store(t, exhausted), s.store(t, answered)}
-	ok, err := proto.Marshal(&toolwirev1.ToolResponse{CallId: answered.CallId, Ok: true})
-	require.NoError(t, err)
-	_, err = b.JS.Publish(t.Context(), b.Subjects.Result("default", answered.Dispatcher, answered.CallId), ok)
-	require.NoError(t, err)
+	s.answer(t, answered, &toolwirev1.ToolResponse{CallId: answered.CallId, Ok: true})
 	ack, err := b.JS.Publish(t.Context(), b.Subjects.Call(exhausted.Executor, "default", "builtin", "garbage"), []byte("\xff\xfe not a call"))
 	require.NoError(t, err)
 	seqs = append(seqs, ack.Sequence, seqs[0]) // the first advisory comes twice

@@ -13,6 +13,8 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/bus/bustest"
 	"github.com/toolwire/toolwire/internal/maintenance"
+	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/signing"
 	"github.com/toolwire/toolwire/internal/startstop"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -27,7 +29,23 @@ type bundle struct {
 func setup(t *testing.T) bundle {
 	t.Helper()
 	env := bustest.Start(t, bus.Config{})
+	// What the tests store as a dispatcher stores it is signed with the
+	// bus's key, enrolled as a dispatcher's (internal/signing).
+	if err := registry.EnrolDispatcher(t.Context(), env.Bus.Registry, env.Bus.Signer.Public(), "test"); err != nil {
+		t.Fatalf("enrol: %v", err)
+	}
 	return bundle{b: env.Bus, cfg: maintenance.Config{Bus: env.Bus, Name: "test"}}
+}
+
+// answer stores resp as c's result, signed as a dispatcher's or a
+// worker's.
+func (s bundle) answer(t *testing.T, c *toolwirev1.ToolCall, resp *toolwirev1.ToolResponse) {
+	t.Helper()
+	data, err := proto.Marshal(resp)
+	require.NoError(t, err)
+	subject := s.b.Subjects.Result(c.Caller.Tenant, c.Dispatcher, c.CallId)
+	_, err = s.b.JS.PublishMsg(t.Context(), s.b.Signer.SignedMsg(subject, signing.KindResult, c.CallId, resp.GetMeta().GetAttempt(), data, nil))
+	require.NoError(t, err)
 }
 
 // run starts s and stops it when the test ends.
