@@ -539,7 +539,7 @@ func (s *Source) complete(ctx context.Context, j *job, o Options) error {
 		return err
 	}
 	if o.Verify {
-		rec.Refused = append(rec.Refused, s.claimProblems(ctx, call.CallId, st, evs)...)
+		rec.Refused = append(rec.Refused, s.claimProblems(ctx, call, st, evs)...)
 	}
 	if o.Events {
 		rec.Events = redactEvents(sec, evs)

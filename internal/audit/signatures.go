@@ -95,10 +95,11 @@ func signatureOf(st *believed.Stored) *Signature {
 // claimProblems checks a worker's believed result against the call's
 // events (evs, oldest first): every event must be believed, and a STARTED
 // claim of the result's attempt must be the result's signer's.
-func (s *Source) claimProblems(ctx context.Context, callID string, st *believed.Stored, evs []*jetstream.RawStreamMsg) []RefusedResult {
+func (s *Source) claimProblems(ctx context.Context, call *toolwirev1.ToolCall, st *believed.Stored, evs []*jetstream.RawStreamMsg) []RefusedResult {
+	callID, tool := call.CallId, call.Tool
 	var out []RefusedResult
 	for _, m := range evs {
-		ev, v, err := believed.CheckEvent(ctx, s.keys, callID, m.Header, m.Data)
+		ev, v, err := believed.CheckEvent(ctx, s.keys, callID, tool, m.Header, m.Data)
 		if se := signing.AsError(err); se != nil {
 			out = append(out, RefusedResult{Seq: m.Sequence, Problem: "event " + string(se.Problem), Signer: se.Signer, Detail: se.Detail})
 			continue

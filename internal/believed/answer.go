@@ -15,11 +15,14 @@ import (
 )
 
 // Check decides whether data, stored on the result subject subject with
-// headers h, is believed as the answer of its call; tool, when not
-// empty, is the call's tool as the reader knows it. It returns the
-// decoded result and the signer's verdict, a *signing.Error for a
-// result that is not believed, or another error when a lookup failed
-// (nothing is decided).
+// headers h, is believed as the answer of its call. tool is the call's
+// tool as the reader knows it from what only dispatchers write (the
+// call it admitted, the stored call, a tracked admission record): the
+// pool whose key may sign is that tool's, never the tool the result
+// names. With tool "" only a dispatcher's signature is believed. It
+// returns the decoded result and the signer's verdict, a *signing.Error
+// for a result that is not believed, or another error when a lookup
+// failed (nothing is decided).
 func Check(ctx context.Context, keys *signing.Keyring, subject string, h nats.Header, data []byte, tool string) (*toolwirev1.ToolResponse, signing.Verdict, error) {
 	callID := subject[strings.LastIndexByte(subject, '.')+1:]
 	resp := &toolwirev1.ToolResponse{}
@@ -28,13 +31,50 @@ func Check(ctx context.Context, keys *signing.Keyring, subject string, h nats.He
 	}
 	if resp.CallId != callID || (tool != "" && resp.Tool != tool) {
 		return nil, signing.Verdict{}, &signing.Error{Problem: signing.WrongCall, Signer: h.Get(signing.HeaderSigner),
-			Detail: fmt.Sprintf("stored for call %s, names call %q tool %q", limit(callID), limit(resp.CallId), limit(resp.Tool))}
+			Detail: fmt.Sprintf("stored for call %s of tool %q, names call %q tool %q", limit(callID), limit(tool), limit(resp.CallId), limit(resp.Tool))}
 	}
-	v, err := keys.Check(ctx, h, signing.KindResult, callID, resp.GetMeta().GetAttempt(), data, resp.Tool)
+	v, err := keys.Check(ctx, h, signing.KindResult, callID, resp.GetMeta().GetAttempt(), data, tool)
 	if err != nil {
 		return nil, v, err
 	}
 	return resp, v, nil
+}
+
+// WorkerEvent reports whether a worker writes events of type t (an
+// attempt's); every other event (admission, approval, cancel) is only
+// believed from a dispatcher.
+func WorkerEvent(t toolwirev1.CallEventType) bool {
+	switch t {
+	case toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED, toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS,
+		toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING, toolwirev1.CallEventType_CALL_EVENT_TYPE_FINISHED:
+		return true
+	}
+	return false
+}
+
+// CheckEvent decides whether data, an event of call callID stored with
+// headers h, is believed: an attempt's event (WorkerEvent) signed by a
+// dispatcher's key or a key enrolled for the pool of tool (the call's,
+// as for Check), any other event signed by a dispatcher's key; about
+// callID (and tool, when the event names one). Errors are as Check's.
+func CheckEvent(ctx context.Context, keys *signing.Keyring, callID, tool string, h nats.Header, data []byte) (*toolwirev1.CallEvent, signing.Verdict, error) {
+	ev := &toolwirev1.CallEvent{}
+	if err := proto.Unmarshal(data, ev); err != nil {
+		return nil, signing.Verdict{}, &signing.Error{Problem: signing.WrongCall, Signer: h.Get(signing.HeaderSigner), Detail: "the event does not decode"}
+	}
+	if ev.CallId != callID || (tool != "" && ev.Tool != "" && ev.Tool != tool) {
+		return nil, signing.Verdict{}, &signing.Error{Problem: signing.WrongCall, Signer: h.Get(signing.HeaderSigner),
+			Detail: fmt.Sprintf("stored for call %s of tool %q, names call %q tool %q", limit(callID), limit(tool), limit(ev.CallId), limit(ev.Tool))}
+	}
+	poolTool := tool
+	if !WorkerEvent(ev.Type) {
+		poolTool = "" // a dispatcher's only
+	}
+	v, err := keys.Check(ctx, h, signing.KindEvent, callID, ev.Attempt, data, poolTool)
+	if err != nil {
+		return nil, v, err
+	}
+	return ev, v, nil
 }
 
 // Stored is a call's believed result as a reader found it.
@@ -59,51 +99,43 @@ type Refused struct {
 	Err      *signing.Error
 }
 
-// Reader reads calls' believed results from the results stream.
+// Reader reads calls' believed results from the results stream, from
+// its leader (a replica that lags would say "none" for a result the
+// leader acknowledged).
 type Reader struct {
 	JS     jetstream.JetStream
 	Stream jetstream.Stream
 	Keys   *signing.Keyring
-	// FromLeader reads only the stream leader's answers (bus.LastMsgFromLeader).
-	FromLeader bool
 	// OnRefused, when set, hears every result found and not believed.
 	OnRefused func(Refused)
 }
 
-// Read returns the believed result stored on filter (a call's result
-// subject, the dispatcher token a wildcard or not), nil when there is
-// none. The last message is looked at first: the call's one result in
-// all but a forgery's case. When it is not believed, every message on
-// the subject is, in order, and the first believed one is the answer:
-// the publishers (Publish) store a result only while none is believed,
-// so there is at most one. tool is as for Check.
+// MaxScan bounds how many messages on one call's result subject a read
+// looks at: a call has one result, and a subject holding more than this
+// many forgeries before its answer is read as having none (each one was
+// refused and reported).
+const MaxScan = 256
+
+// Read returns the first believed result stored on filter (a call's
+// result subject, the dispatcher token a wildcard or not), nil when there
+// is none. tool is as for Check. It reads the messages on the subject
+// oldest first and stops at the first believed: one read for a call's one
+// result. The publishers (Publish) store a result only while none is
+// believed, so it is the call's answer for every reader.
 func (r Reader) Read(ctx context.Context, filter, tool string) (*Stored, error) {
-	var m *jetstream.RawStreamMsg
-	var err error
-	if r.FromLeader {
-		m, err = bus.LastMsgFromLeader(ctx, r.JS, r.Stream, filter)
-	} else {
-		m, err = bus.LastMsg(ctx, r.Stream, filter)
-	}
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
-	}
+	var found *Stored
+	var lookupErr error
+	_, err := bus.EachMsgFromLeader(ctx, r.JS, r.Stream, filter, MaxScan, func(m *jetstream.RawStreamMsg) bool {
+		found, lookupErr = r.check(ctx, m, tool)
+		return found == nil && signing.AsError(lookupErr) != nil // on: refused; off: found, or nothing decided
+	})
 	if err != nil {
 		return nil, err
 	}
-	if s, err := r.check(ctx, m, tool); s != nil || signing.AsError(err) == nil {
-		return s, err
+	if found == nil && lookupErr != nil && signing.AsError(lookupErr) == nil {
+		return nil, lookupErr
 	}
-	all, err := bus.AllMsgsFromLeader(ctx, r.JS, r.Stream, filter)
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range all {
-		if s, err := r.check(ctx, m, tool); s != nil || signing.AsError(err) == nil {
-			return s, err
-		}
-	}
-	return nil, nil
+	return found, nil
 }
 
 // check is Check of a stored message, telling OnRefused of a refusal.
@@ -118,38 +150,56 @@ func (r Reader) check(ctx context.Context, m *jetstream.RawStreamMsg, tool strin
 	return nil, err
 }
 
-// Publish stores msg, a signed result, as its call's result unless a
-// believed one is stored already; then it returns an error that
-// bus.IsWrongLastSequence matches, as a publish that found its subject
-// taken did before results were signed. A subject holding only results
-// that are not believed (forgeries) does not stop it: msg is stored
-// after the last of them (ExpectLastSequencePerSubject, tried again
-// while others are stored meanwhile, at most publishTries times).
-func (r Reader) Publish(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error) {
+// ErrAnswered is what Publish returns when a believed result is stored
+// already: the call's answer, which msg does not replace. It matches
+// bus.IsWrongLastSequence, as a publish that found its subject taken did
+// before results were signed.
+var ErrAnswered = errors.New("believed: the call has a believed result already")
+
+// Publish stores msg, a signed result of a call of tool, as the call's
+// result unless a believed one is stored already (ErrAnswered). A subject
+// holding only results that are not believed (forgeries) does not stop
+// it: msg is stored after the last of them (ExpectLastSequencePerSubject,
+// tried again while others are stored meanwhile, at most publishTries
+// times). Any other error says msg was not stored, or may not have been.
+func (r Reader) Publish(ctx context.Context, msg *nats.Msg, tool string) (*jetstream.PubAck, error) {
 	expect := uint64(0)
 	for try := 1; ; try++ {
 		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, fmt.Sprint(expect))
 		ack, err := r.JS.PublishMsg(ctx, msg)
-		if err == nil || !bus.IsWrongLastSequence(err) || try >= publishTries {
+		if err == nil || !bus.IsWrongLastSequence(err) {
 			return ack, err
 		}
-		all, rerr := bus.AllMsgsFromLeader(ctx, r.JS, r.Stream, msg.Subject)
-		if rerr != nil {
-			return nil, errors.Join(err, rerr)
+		var last uint64
+		var found *Stored
+		var lookupErr error
+		_, rerr := bus.EachMsgFromLeader(ctx, r.JS, r.Stream, msg.Subject, MaxScan, func(m *jetstream.RawStreamMsg) bool {
+			last = m.Sequence
+			found, lookupErr = r.check(ctx, m, tool)
+			return found == nil && signing.AsError(lookupErr) != nil
+		})
+		switch {
+		case found != nil:
+			return nil, answered{err}
+		case rerr != nil:
+			return nil, fmt.Errorf("believed: publish %s: the stored results could not be read: %w", msg.Subject, rerr)
+		case lookupErr != nil && signing.AsError(lookupErr) == nil:
+			return nil, fmt.Errorf("believed: publish %s: %w", msg.Subject, lookupErr)
+		case try >= publishTries:
+			return nil, fmt.Errorf("believed: publish %s: results not believed keep arriving (%d tries)", msg.Subject, try)
 		}
-		for _, m := range all {
-			if s, cerr := r.check(ctx, m, ""); s != nil {
-				return nil, err // a believed result: keep it
-			} else if signing.AsError(cerr) == nil {
-				return nil, errors.Join(err, cerr)
-			}
+		if m, err := bus.LastMsgFromLeader(ctx, r.JS, r.Stream, msg.Subject); err == nil {
+			last = max(last, m.Sequence) // past MaxScan forgeries too
 		}
-		if len(all) == 0 {
-			continue
-		}
-		expect = all[len(all)-1].Sequence
+		expect = last
 	}
 }
+
+// answered is ErrAnswered with the server's wrong-last-sequence error.
+type answered struct{ wrongLast error }
+
+func (a answered) Error() string   { return ErrAnswered.Error() }
+func (a answered) Unwrap() []error { return []error{ErrAnswered, a.wrongLast} }
 
 // publishTries bounds Publish's tries past forgeries stored meanwhile.
 const publishTries = 5
@@ -159,24 +209,4 @@ func limit(s string) string {
 		return s[:64] + "…"
 	}
 	return s
-}
-
-// CheckEvent decides whether data, an event of call callID stored with
-// headers h, is believed (internal/signing): signed by a dispatcher's key
-// or by a key enrolled for the pool of the tool it names, about callID.
-// Errors are as Check's.
-func CheckEvent(ctx context.Context, keys *signing.Keyring, callID string, h nats.Header, data []byte) (*toolwirev1.CallEvent, signing.Verdict, error) {
-	ev := &toolwirev1.CallEvent{}
-	if err := proto.Unmarshal(data, ev); err != nil {
-		return nil, signing.Verdict{}, &signing.Error{Problem: signing.WrongCall, Signer: h.Get(signing.HeaderSigner), Detail: "the event does not decode"}
-	}
-	if ev.CallId != callID {
-		return nil, signing.Verdict{}, &signing.Error{Problem: signing.WrongCall, Signer: h.Get(signing.HeaderSigner),
-			Detail: fmt.Sprintf("stored for call %s, names call %q", limit(callID), limit(ev.CallId))}
-	}
-	v, err := keys.Check(ctx, h, signing.KindEvent, callID, ev.Attempt, data, ev.Tool)
-	if err != nil {
-		return nil, v, err
-	}
-	return ev, v, nil
 }

@@ -285,3 +285,33 @@ func noLeader(err error) bool {
 	}
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
 }
+
+// EachMsgFromLeader hands fn the messages of stream on the subjects of
+// filter (resolved as AllMsgsFromLeader resolves them), each subject
+// oldest first, read one at a time from the stream's leader, until fn
+// returns false, max messages were read, or there are no more. It
+// returns how many it read.
+func EachMsgFromLeader(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, filter string, limit int, fn func(*jetstream.RawStreamMsg) bool) (int, error) {
+	subjects, err := literalSubjects(ctx, stream, filter, true)
+	if err != nil {
+		return 0, err
+	}
+	slices.Sort(subjects)
+	name, n := stream.CachedInfo().Config.Name, 0
+	for _, subject := range subjects {
+		for seq := uint64(1); n < limit; n++ {
+			m, err := leaderGet(ctx, js.Conn(), name, subject, getRequest{Seq: seq, NextFor: subject})
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				break
+			}
+			if err != nil {
+				return n, err
+			}
+			if !fn(m) {
+				return n + 1, nil
+			}
+			seq = m.Sequence + 1
+		}
+	}
+	return n, nil
+}

@@ -231,11 +231,14 @@ type outcomeUpdate struct {
 
 // callOf reports whether the call id is indexed and whether its result
 // text needs held secrets.
-func (x *Index) callOf(id *[16]byte) (found, secret bool) {
+func (x *Index) callOf(id *[16]byte) (found, secret bool, tool string) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	i := x.ids.find(id, x.id)
-	return i >= 0, i >= 0 && x.flags[i]&flagSecrets != 0
+	if i < 0 {
+		return false, false, ""
+	}
+	return true, x.flags[i]&flagSecrets != 0, x.syms.names[x.tool[i]]
 }
 
 // setOutcome records a call's result and its (redacted) result text (the

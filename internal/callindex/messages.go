@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
@@ -17,10 +18,12 @@ import (
 )
 
 // orphan is a result read before its call.
+// orphan is a result stored before its call was read: kept as stored,
+// and checked (internal/believed) once the call says whose tool it is.
 type orphan struct {
-	u    outcomeUpdate
-	text []byte // raw result text, not redacted yet
-	cut  bool
+	subject string
+	header  nats.Header
+	data    []byte
 }
 
 type specInfo struct {
@@ -62,8 +65,11 @@ func (f *feeder) onCall(ctx context.Context, m jetstream.Msg, md *jetstream.MsgM
 	o, orphaned := f.orphans.take(key)
 	f.x.orphans.Store(int64(len(f.orphans.m)))
 	if orphaned {
-		e.Outcome, e.ErrorType, e.Worker, e.Duration = o.u.outcome, o.u.errType, o.u.worker, o.u.dur
-		result = redactResult(sec, o.text, o.cut)
+		u, text, cut, ok := f.outcomeOf(o.subject, o.header, o.data, call.Tool)
+		if orphaned = ok; ok {
+			e.Outcome, e.ErrorType, e.Worker, e.Duration = u.outcome, u.errType, u.worker, u.dur
+			result = redactResult(sec, text, cut)
+		}
 	}
 	if !f.x.add(e, args, result, sec != nil) {
 		return
@@ -78,31 +84,43 @@ func (f *feeder) onCall(ctx context.Context, m jetstream.Msg, md *jetstream.MsgM
 // checkTimeout bounds the enrolment lookups of one result's check.
 const checkTimeout = 5 * time.Second
 
+// outcomeOf checks a stored result of a call of tool (internal/believed)
+// and returns what the index keeps of it; false when it is not the
+// call's answer (logged) or could not be checked.
+func (f *feeder) outcomeOf(subject string, h nats.Header, data []byte, tool string) (outcomeUpdate, []byte, bool, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+	defer cancel()
+	resp, _, err := believed.Check(ctx, f.streams.Keys, subject, h, data, tool)
+	if err != nil {
+		f.log.Warn("calls index: a result that is not believed (or could not be checked) is not a call's outcome", "subject", subject, "err", err)
+		return outcomeUpdate{}, nil, false, false
+	}
+	outcome, errType := audit.Classify(resp)
+	u := outcomeUpdate{outcome: outcome, errType: errType, worker: resp.GetMeta().GetWorker(), dur: resp.GetMeta().GetDuration().AsDuration()}
+	text, cut := resultText(resp)
+	return u, text, cut, true
+}
+
 // onResult records a RESULTS message on its call.
 func (f *feeder) onResult(_ context.Context, m jetstream.Msg, md *jetstream.MsgMetadata) {
 	f.lagged(md, true)
 	if replayResult(m.Subject()) {
 		return // a replay's, whose call is no call of the list: no orphan
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
-	defer cancel()
-	resp, _, err := believed.Check(ctx, f.streams.Keys, m.Subject(), m.Headers(), m.Data(), "")
-	if err != nil {
-		f.log.Warn("calls index: a result that is not believed is not a call's outcome", "seq", md.Sequence.Stream, "err", err)
-		return
-	}
-	id, err := ulid.ParseStrict(resp.CallId)
+	subject := m.Subject()
+	id, err := ulid.ParseStrict(subject[strings.LastIndexByte(subject, '.')+1:])
 	if err != nil {
 		return
 	}
 	key := [16]byte(id)
-	outcome, errType := audit.Classify(resp)
-	u := outcomeUpdate{outcome: outcome, errType: errType, worker: resp.GetMeta().GetWorker(), dur: resp.GetMeta().GetDuration().AsDuration()}
-	text, cut := resultText(resp)
-	found, secret := f.x.callOf(&key)
+	found, secret, tool := f.x.callOf(&key)
 	if !found {
-		f.orphans.put(key, orphan{u: u, text: text, cut: cut}, len(text)+64)
+		f.orphans.put(key, orphan{subject: subject, header: m.Headers(), data: m.Data()}, len(m.Data())+64)
 		f.x.orphans.Store(int64(len(f.orphans.m)))
+		return
+	}
+	u, text, cut, ok := f.outcomeOf(subject, m.Headers(), m.Data(), tool)
+	if !ok {
 		return
 	}
 	if secret {

@@ -104,7 +104,7 @@ type workerSeen struct {
 	Gaps       []string
 	gapsAt     time.Time // when Gaps was read; zero = never
 	// The latest call it answered, whose response says its gaps.
-	tenant, callID string
+	tenant, callID, tool string
 }
 
 func newPoolHistory(s *Server) *poolHistory {
@@ -204,7 +204,7 @@ func (p *poolHistory) saw(e callindex.Entry, pool string, at time.Time) {
 	}
 	w.Calls++
 	if at.After(w.LastSeen) {
-		w.LastSeen, w.tenant, w.callID = at, e.Tenant, e.ID
+		w.LastSeen, w.tenant, w.callID, w.tool = at, e.Tenant, e.ID, e.Tool
 		if pool != "" {
 			w.Pool = pool
 		}
@@ -264,16 +264,16 @@ func (p *poolHistory) sample(ctx context.Context, now time.Time) {
 	clear(p.done)
 	clear(p.errs)
 	maps.DeleteFunc(p.workers, func(_ string, w *workerSeen) bool { return now.Sub(w.LastSeen) > workerWindow })
-	type lookup struct{ worker, tenant, callID string }
+	type lookup struct{ worker, tenant, callID, tool string }
 	var due []lookup
 	for _, w := range p.workers {
 		if len(due) < gapLookups && w.callID != "" && now.Sub(w.gapsAt) > gapRefresh {
-			due = append(due, lookup{w.Name, w.tenant, w.callID})
+			due = append(due, lookup{w.Name, w.tenant, w.callID, w.tool})
 		}
 	}
 	p.mu.Unlock()
 	for _, l := range due {
-		gaps, err := p.gapsOf(ctx, l.tenant, l.callID)
+		gaps, err := p.gapsOf(ctx, l.tenant, l.callID, l.tool)
 		if err != nil {
 			if ctx.Err() == nil {
 				p.s.log.Debug("dashboard pool history: isolation gaps not read", "worker", l.worker, "err", err)
@@ -288,8 +288,9 @@ func (p *poolHistory) sample(ctx context.Context, now time.Time) {
 	}
 }
 
-// gapsOf reads the isolation gaps the response of call callID reports.
-func (p *poolHistory) gapsOf(ctx context.Context, tenant, callID string) ([]string, error) {
+// gapsOf reads the isolation gaps the response of call callID of tool
+// reports, if it is believed (internal/believed).
+func (p *poolHistory) gapsOf(ctx context.Context, tenant, callID, tool string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, gapTimeout)
 	defer cancel()
 	b := p.s.cfg.Streams
@@ -297,7 +298,7 @@ func (p *poolHistory) gapsOf(ctx context.Context, tenant, callID string) ([]stri
 	if err != nil {
 		return nil, fmt.Errorf("result of %s: %w", callID, err)
 	}
-	resp, _, err := believed.Check(ctx, p.s.signers, m.Subject, m.Header, m.Data, "")
+	resp, _, err := believed.Check(ctx, p.s.signers, m.Subject, m.Header, m.Data, tool)
 	if err != nil {
 		return nil, fmt.Errorf("result of %s: %w", callID, err)
 	}

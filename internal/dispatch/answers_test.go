@@ -151,7 +151,7 @@ func TestForgedResultsAreNeverTheAnswer(t *testing.T) {
 		signing.Unsigned:  {{Subject: subject, Data: forged(1)}},
 		signing.WrongPool: {stranger.SignedMsg(subject, signing.KindResult, victim.CallId, 1, forged(1), nil), otherPool.SignedMsg(subject, signing.KindResult, victim.CallId, 1, forged(1), nil)},
 		signing.Forged: {
-			{Subject: subject, Data: forged(1), Header: replayed},                                              // another call's signature
+			{Subject: subject, Data: forged(1), Header: replayed},                                                          // another call's signature
 			{Subject: subject, Data: forged(99), Header: s.key.Sign(nil, signing.KindResult, victim.CallId, 1, forged(1))}, // another attempt's
 		},
 		signing.WrongCall: {{Subject: subject, Data: stored.Data, Header: replayed}}, // another call's result, whole

@@ -118,7 +118,7 @@ func (c approvalCore) Answer(ctx context.Context, call *toolwirev1.ToolCall, res
 	}
 	subject := c.d.subj.Result(call.GetCaller().GetTenant(), call.GetDispatcher(), resp.GetCallId())
 	msg := c.d.bus.Signer.SignedMsg(subject, signing.KindResult, resp.GetCallId(), resp.GetMeta().GetAttempt(), data, nil)
-	if _, err := c.d.answers(true).Publish(ctx, msg); err != nil && !bus.IsWrongLastSequence(err) {
+	if _, err := c.d.answers().Publish(ctx, msg, call.GetTool()); err != nil && !bus.IsWrongLastSequence(err) {
 		return fmt.Errorf("dispatch: publish answer of %s: %w", resp.GetCallId(), err)
 	}
 	return nil

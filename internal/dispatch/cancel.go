@@ -26,15 +26,16 @@ func (d *Dispatcher) Cancel(ctx context.Context, id identity.Identity, callID, r
 	if _, err := ulid.ParseStrict(callID); err != nil {
 		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_UNKNOWN_CALL, nil
 	}
-	resp, err := d.loadResult(ctx, d.subj.ResultAnyDispatcher(id.Tenant, callID))
+	tool := d.callTool(ctx, id.Tenant, callID)
+	resp, err := d.loadResult(ctx, d.subj.ResultAnyDispatcher(id.Tenant, callID), tool)
 	if err != nil {
 		return 0, err
 	}
 	if resp != nil {
 		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, nil
 	}
-	last, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID))
-	unrecorded := errors.Is(err, jetstream.ErrMsgNotFound)
+	ev, err := d.lastEvent(ctx, id.Tenant, callID, tool)
+	unrecorded := err == nil && ev == nil
 	parked := false
 	switch {
 	case unrecorded:
@@ -46,12 +47,10 @@ func (d *Dispatcher) Cancel(ctx context.Context, id identity.Identity, callID, r
 		}
 	case err != nil:
 		return 0, fmt.Errorf("dispatch: look up call: %w", err)
+	case ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED:
+		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, nil
 	default:
-		if ev, err := decodeEvent(last.Data); err == nil && ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED {
-			return toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, nil
-		} else if err == nil {
-			parked = ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL
-		}
+		parked = ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL
 	}
 	val, _ := json.Marshal(bus.Tombstone{By: id.Agent, Reason: reason})
 	_, err = d.bus.Cancels.Create(ctx, bus.CancelKey(id.Tenant, callID), val, jetstream.KeyTTL(d.bus.Config.CancelTTL))
@@ -67,7 +66,7 @@ func (d *Dispatcher) Cancel(ctx context.Context, id identity.Identity, callID, r
 	// result other than this cancellation means the call had finished (the
 	// tombstone is harmless either way).
 	if unrecorded {
-		if resp, err := d.loadResult(ctx, d.subj.ResultAnyDispatcher(id.Tenant, callID)); err == nil && resp != nil &&
+		if resp, err := d.loadResult(ctx, d.subj.ResultAnyDispatcher(id.Tenant, callID), tool); err == nil && resp != nil &&
 			resp.GetError().GetType() != toolwirev1.ErrorType_ERROR_TYPE_CANCELLED {
 			return toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, nil
 		}

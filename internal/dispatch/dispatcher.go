@@ -39,6 +39,9 @@ type Dispatcher struct {
 	log  *slog.Logger
 	subj bus.Subjects
 
+	// tools remembers the tool of calls looked up (callTool).
+	tools callTools
+
 	// recheck asks for a look at every waiter's stored result: the
 	// results consumer failed, or a result could not be checked.
 	recheck chan struct{}
@@ -98,7 +101,7 @@ type Dispatcher struct {
 	beforeFinish atomic.Pointer[func() error]
 	// lookResult is loadResult; a test replaces it to pin an interleaving
 	// the server's asynchronous store makes rare.
-	lookResult func(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error)
+	lookResult func(ctx context.Context, subject, tool string) (*toolwirev1.ToolResponse, error)
 }
 
 // New returns a Dispatcher over b and the registry store reg (which the

@@ -18,11 +18,11 @@ import (
 func MissFirstResultLook(d *Dispatcher) {
 	var missed atomic.Bool
 	look := d.loadResult
-	d.lookResult = func(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error) {
+	d.lookResult = func(ctx context.Context, subject, tool string) (*toolwirev1.ToolResponse, error) {
 		if missed.CompareAndSwap(false, true) {
 			return nil, nil
 		}
-		return look(ctx, subject)
+		return look(ctx, subject, tool)
 	}
 }
 

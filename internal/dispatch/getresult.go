@@ -2,18 +2,15 @@ package dispatch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/believed"
-	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -54,6 +51,7 @@ type resultQuery struct {
 	callID string
 	wait   time.Duration
 	known  bool
+	tool   string // the call's (callTool), set by getResult
 }
 
 // getResult answers q: the stored result, else what the call's last event
@@ -64,6 +62,7 @@ func (d *Dispatcher) getResult(ctx context.Context, q resultQuery) (*toolwirev1.
 		return stateOnly(q.callID, toolwirev1.CallState_CALL_STATE_UNKNOWN), nil
 	}
 	subject := d.subj.ResultAnyDispatcher(q.id.Tenant, q.callID)
+	q.tool = d.callTool(ctx, q.id.Tenant, q.callID)
 	var ch chan *nats.Msg
 	if q.wait > 0 {
 		// Subscribe first, then look: a result published in between is
@@ -78,11 +77,11 @@ func (d *Dispatcher) getResult(ctx context.Context, q resultQuery) (*toolwirev1.
 			return nil, fmt.Errorf("dispatch: flush: %w", err)
 		}
 	}
-	resp, err := d.loadResult(ctx, subject)
+	resp, err := d.loadResult(ctx, subject, q.tool)
 	if err != nil || resp != nil {
 		return finished(q.callID, resp), err
 	}
-	r, err := d.byLastEvent(ctx, q.id, q.callID, q.known || q.wait > 0)
+	r, err := d.byLastEvent(ctx, q, q.known || q.wait > 0)
 	if err != nil || q.wait <= 0 || r.State == toolwirev1.CallState_CALL_STATE_DONE {
 		return r, err
 	}
@@ -108,16 +107,16 @@ func (d *Dispatcher) waitResult(ctx context.Context, q resultQuery, subject stri
 			// Only a hint: a result reaches core subscribers also when the
 			// stream refuses it or never answers, and only a stored result
 			// is the call's. Not stored yet: the next look finds it.
-			resp, err = d.confirmResult(ctx, m.Subject)
+			resp, err = d.confirmResult(ctx, m.Subject, q.tool)
 		case <-recheck.C:
-			resp, err = d.loadResult(ctx, subject)
+			resp, err = d.loadResult(ctx, subject, q.tool)
 		case <-timer.C:
-			if resp, err := d.lastLook(ctx, subject); err == nil && resp != nil {
+			if resp, err := d.loadResult(ctx, subject, q.tool); err == nil && resp != nil {
 				return finished(q.callID, resp), nil
 			}
 			// A call still without any record after the wait is unknown
 			// unless its id is recent.
-			r, err := d.byLastEvent(ctx, q.id, q.callID, false)
+			r, err := d.byLastEvent(ctx, q, false)
 			if err != nil {
 				return stateOnly(q.callID, toolwirev1.CallState_CALL_STATE_PENDING), nil
 			}
@@ -141,10 +140,13 @@ func (d *Dispatcher) waitResult(ctx context.Context, q resultQuery, subject stri
 // call waited on in Call has its admission record written only after
 // AcceptedRecordDelay, and one accepted during a server outage may have
 // none), or unknown.
-func (d *Dispatcher) byLastEvent(ctx context.Context, id identity.Identity, callID string, known bool) (*toolwirev1.GetResultResponse, error) {
-	last, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(id.Tenant, callID))
+func (d *Dispatcher) byLastEvent(ctx context.Context, q resultQuery, known bool) (*toolwirev1.GetResultResponse, error) {
+	id, callID := q.id, q.callID
+	ev, err := d.lastEvent(ctx, id.Tenant, callID, q.tool)
 	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("dispatch: look up call: %w", err)
+	case ev == nil:
 		if known {
 			return stateOnly(callID, toolwirev1.CallState_CALL_STATE_PENDING), nil
 		}
@@ -156,17 +158,12 @@ func (d *Dispatcher) byLastEvent(ctx context.Context, id identity.Identity, call
 			return stateOnly(callID, toolwirev1.CallState_CALL_STATE_PENDING), nil
 		}
 		return stateOnly(callID, toolwirev1.CallState_CALL_STATE_UNKNOWN), nil
-	case err != nil:
-		return nil, fmt.Errorf("dispatch: look up call: %w", err)
 	}
-	ev := &toolwirev1.CallEvent{}
-	if proto.Unmarshal(last.Data, ev) == nil {
-		switch ev.Type {
-		case toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED:
-			return finished(callID, envelope.Rejection(callID, ev.Tool, ev.Error, ev.Time.AsTime())), nil
-		case toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL:
-			return awaitingAnswer(callID, awaitingEventAnswer(callID, ev)), nil
-		}
+	switch ev.Type {
+	case toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED:
+		return finished(callID, envelope.Rejection(callID, ev.Tool, ev.Error, ev.Time.AsTime())), nil
+	case toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL:
+		return awaitingAnswer(callID, awaitingEventAnswer(callID, ev)), nil
 	}
 	return stateOnly(callID, toolwirev1.CallState_CALL_STATE_PENDING), nil
 }
@@ -213,27 +210,24 @@ func (d *Dispatcher) parkedAnswer(ctx context.Context, id identity.Identity, cal
 	return approvalflow.AwaitingResponse(callID, rec.Call, te, rec.Approval.GetCreatedAt().AsTime()), true
 }
 
-// confirmResult returns the result stored on subject, the literal subject
-// of a result seen on a core subscription, or nil when none is stored.
-func (d *Dispatcher) confirmResult(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error) {
-	resp, err := d.loadResult(ctx, subject)
+// confirmResult returns the believed result stored on subject, the
+// literal subject of a result seen on a core subscription, of a call of
+// tool, or nil when none is stored.
+func (d *Dispatcher) confirmResult(ctx context.Context, subject, tool string) (*toolwirev1.ToolResponse, error) {
+	resp, err := d.loadResult(ctx, subject, tool)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: confirm result: %w", err)
 	}
 	return resp, nil
 }
 
-// loadResult returns the result stored on subject (a call's result
-// subject or ResultAnyDispatcher), or nil when none is stored.
-func (d *Dispatcher) loadResult(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error) {
-	return believedResp(d.answers(false).Read(ctx, subject, ""))
-}
-
-// lastLook is loadResult answered by the results stream's leader: the look
-// before a wait ends PENDING, where a replica that lags would say "none"
-// for a result the leader acknowledged.
-func (d *Dispatcher) lastLook(ctx context.Context, subject string) (*toolwirev1.ToolResponse, error) {
-	return believedResp(d.answers(true).Read(ctx, subject, ""))
+// loadResult returns the believed result stored on subject (a call's
+// result subject or ResultAnyDispatcher) of a call of tool (callTool),
+// or nil when none is (internal/believed). It reads the stream's leader:
+// a replica that lags would say "none" for a result the leader
+// acknowledged.
+func (d *Dispatcher) loadResult(ctx context.Context, subject, tool string) (*toolwirev1.ToolResponse, error) {
+	return believedResp(d.answers().Read(ctx, subject, tool))
 }
 
 // believedResp is a read's believed result; nil when there is none.

@@ -76,45 +76,55 @@ func (d *Dispatcher) followResults(ctx context.Context, failed chan<- struct{}) 
 	return cons, cc, nil
 }
 
-// onStored routes a stored result to its waiter. It runs on the
-// consumer's one goroutine, so it only routes bytes: waiters decode their
-// own result.
+// onStored routes a stored result to its waiter and frees the
+// concurrency slots its call holds here. It runs on the consumer's one
+// goroutine. A result nobody waits for here and that frees no slot is
+// not even checked: a reader checks what it reads. One that is not
+// believed as the answer of a call of the waiter's (or the slots') tool
+// does neither (internal/believed).
 func (d *Dispatcher) onStored(m jetstream.Msg) {
 	subject := m.Subject()
 	callID := subject[strings.LastIndexByte(subject, '.')+1:]
-	tool := ""
 	d.mu.Lock()
-	if w := d.waiters[callID]; w != nil {
+	w := d.waiters[callID]
+	d.mu.Unlock()
+	tool, held := d.limitGate.Held(callID)
+	if w == nil && !held {
+		return
+	}
+	if w != nil {
 		tool = w.tool
 	}
-	d.mu.Unlock()
-	data := d.believedData(subject, m.Headers(), m.Data(), tool)
-	if data == nil {
-		return // not the call's answer: it neither reaches a caller nor frees a limit's slot
+	err := d.checkStored(subject, m.Headers(), m.Data(), tool)
+	if signing.AsError(err) != nil {
+		return // not the call's answer: it neither reaches a caller nor frees a slot
 	}
-	d.deliver(callID, data)
+	if err == nil {
+		d.deliver(callID, m.Data())
+	}
+	// A lookup that failed decides nothing: the recheck reads the result
+	// again for the waiter; the slots are freed (a registry that does
+	// not answer must not hold them until their leases end).
 	d.limitGate.Settle(callID)
 }
 
-// believedData returns data, a result stored on subject with headers h,
-// when it is believed as the answer of a call of tool (internal/believed),
-// nil when not (counted and logged: refusedResult).
-func (d *Dispatcher) believedData(subject string, h nats.Header, data []byte, tool string) []byte {
+// checkStored checks data, a result stored on subject with headers h, as
+// the answer of a call of tool (internal/believed): an error says it is
+// not (a *signing.Error, counted and logged: refusedResult) or that a
+// lookup failed (logged; a recheck of the waiters is asked for).
+func (d *Dispatcher) checkStored(subject string, h nats.Header, data []byte, tool string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), recheckTimeout)
 	defer cancel()
 	_, _, err := believed.Check(ctx, d.bus.Keys, subject, h, data, tool)
 	if se := signing.AsError(err); se != nil {
 		d.refusedResult(believed.Refused{Subject: subject, Err: se})
-		return nil
+		return err
 	}
 	if err != nil {
-		// Nothing decided (the registry did not answer): the recheck
-		// reads it again.
 		d.log.Warn("result not checked; looking it up again", "subject", subject, "err", err)
 		d.signalRecheck()
-		return nil
 	}
-	return data
+	return err
 }
 
 // signalRecheck asks for a look at every waiter's stored result
@@ -126,18 +136,17 @@ func (d *Dispatcher) signalRecheck() {
 	}
 }
 
-// refusedResult counts and logs a result found on a call's subject and
-// not believed: it is never the call's answer.
+// refusedResult counts and logs a result or event found for a call and
+// not believed: it is never the call's answer, nor shown.
 func (d *Dispatcher) refusedResult(r believed.Refused) {
 	d.metrics.ResultRefused(string(r.Err.Problem))
-	d.log.Warn("a result that is not believed is stored for a call; it is not the call's answer",
+	d.log.Warn("a result or event that is not believed is stored for a call; it is not the call's record",
 		"subject", r.Subject, "seq", r.Sequence, "problem", r.Err.Problem, "err", r.Err)
 }
 
-// answers reads calls' believed results (internal/believed); fromLeader
-// as for believed.Reader.
-func (d *Dispatcher) answers(fromLeader bool) believed.Reader {
-	return believed.Reader{JS: d.bus.JS, Stream: d.bus.Results, Keys: d.bus.Keys, FromLeader: fromLeader, OnRefused: d.refusedResult}
+// answers reads calls' believed results (internal/believed).
+func (d *Dispatcher) answers() believed.Reader {
+	return believed.Reader{JS: d.bus.JS, Stream: d.bus.Results, Keys: d.bus.Keys, OnRefused: d.refusedResult}
 }
 
 // deliver hands data, a stored result believed as the call's answer, to
@@ -251,7 +260,7 @@ func (d *Dispatcher) recheckWaiters(ctx context.Context) {
 func (d *Dispatcher) storedResult(ctx context.Context, tenant, tool, callID string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, recheckTimeout)
 	defer cancel()
-	s, err := d.answers(true).Read(ctx, d.subj.Result(tenant, d.cfg.Name, callID), tool)
+	s, err := d.answers().Read(ctx, d.subj.Result(tenant, d.cfg.Name, callID), tool)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: look up result of %s: %w", callID, err)
 	}

@@ -8,10 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/toolwire/toolwire/internal/bus"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -201,8 +199,7 @@ func (d *Dispatcher) ensureAcceptedRecord(ctx context.Context, u unconfirmed) {
 	ctx, cancel := context.WithTimeout(ctx, eventTimeout)
 	defer cancel()
 	callID := u.call.CallId
-	_, err := bus.LastMsg(ctx, d.bus.Events, d.subj.EventsAnyDispatcher(u.tenant, callID))
-	if !errors.Is(err, jetstream.ErrMsgNotFound) {
+	if ev, err := d.lastEvent(ctx, u.tenant, callID, u.call.GetTool()); ev != nil || err != nil {
 		return // there is one, or the look failed: the sweeper still has the call's deadline
 	}
 	ev := acceptedEvent(u.call, u.call.AcceptedAt)

@@ -9,11 +9,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/toolwire/toolwire/internal/believed"
-	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -21,11 +19,6 @@ import (
 
 // ErrUnknownCall is returned by Watch for a call id nobody admitted.
 var ErrUnknownCall = errors.New("dispatch: unknown call")
-
-func decodeEvent(b []byte) (*toolwirev1.CallEvent, error) {
-	ev := &toolwirev1.CallEvent{}
-	return ev, proto.Unmarshal(b, ev)
-}
 
 // Watch sends the events of a call — from its admission on, whichever
 // replica admitted it — and ends with a FINISHED event carrying the
@@ -46,7 +39,7 @@ func (d *Dispatcher) Watch(ctx context.Context, id identity.Identity, callID str
 	}
 	defer d.caps.release(capWatch, id)
 	w := &watch{d: d, id: id, callID: callID, send: send, resultSubject: d.subj.ResultAnyDispatcher(id.Tenant, callID),
-		eventsSubject: d.subj.EventsAnyDispatcher(id.Tenant, callID)}
+		eventsSubject: d.subj.EventsAnyDispatcher(id.Tenant, callID), tool: d.callTool(ctx, id.Tenant, callID)}
 	return w.run(ctx)
 }
 
@@ -58,6 +51,8 @@ type watch struct {
 	send          func(*toolwirev1.CallEvent) error
 	resultSubject string
 	eventsSubject string
+	// tool is the call's (callTool): whose signatures its records need.
+	tool string
 
 	events chan *toolwirev1.CallEvent // delivered by the consumer; nil = undecodable
 	sent   uint64                     // events taken from the channel
@@ -98,7 +93,7 @@ func (w *watch) run(ctx context.Context) error {
 	if err := flush(ctx, d.bus.NC); err != nil {
 		return err
 	}
-	resp, err := d.lookResult(ctx, w.resultSubject)
+	resp, err := d.lookResult(ctx, w.resultSubject, w.tool)
 	if err != nil {
 		return err
 	}
@@ -153,12 +148,12 @@ func (w *watch) follow(ctx context.Context, results <-chan *nats.Msg, known bool
 			// Only a hint: a result reaches core subscribers also when the
 			// stream refuses it or never answers, and only the stored
 			// result is the call's. Not stored yet: look again soon.
-			if resp, err := d.confirmResult(ctx, m.Subject); err == nil && resp != nil {
+			if resp, err := d.confirmResult(ctx, m.Subject, w.tool); err == nil && resp != nil {
 				return w.finish(ctx, resp)
 			}
 			recheck.Reset(watchRecheck)
 		case <-recheck.C:
-			if resp, err := d.lookResult(ctx, w.resultSubject); err == nil && resp != nil {
+			if resp, err := d.lookResult(ctx, w.resultSubject, w.tool); err == nil && resp != nil {
 				return w.finish(ctx, resp)
 			}
 			if late {
@@ -167,7 +162,7 @@ func (w *watch) follow(ctx context.Context, results <-chan *nats.Msg, known bool
 		case <-grace.C:
 			late = true
 			recheck.Reset(watchRecheckLate)
-			if resp, err := d.lookResult(ctx, w.resultSubject); err == nil && resp != nil {
+			if resp, err := d.lookResult(ctx, w.resultSubject, w.tool); err == nil && resp != nil {
 				return w.finish(ctx, resp)
 			}
 			if known {
@@ -188,16 +183,14 @@ func (w *watch) follow(ctx context.Context, results <-chan *nats.Msg, known bool
 	}
 }
 
-// hasEvents reports whether the events stream holds any event of the call.
+// hasEvents reports whether the events stream holds any believed event
+// of the call.
 func (w *watch) hasEvents(ctx context.Context) (bool, error) {
-	_, err := bus.LastMsg(ctx, w.d.bus.Events, w.eventsSubject)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return false, nil
+	ev, err := w.d.lastEvent(ctx, w.id.Tenant, w.callID, w.tool)
+	if err != nil {
+		return false, fmt.Errorf("dispatch: look up call: %w", err)
 	}
-	return false, fmt.Errorf("dispatch: look up call: %w", err)
+	return ev != nil, nil
 }
 
 // consume starts the ordered consumer of the call's events; stop ends it
@@ -238,7 +231,7 @@ func (w *watch) consume(ctx context.Context) (stop func(), err error) {
 func (w *watch) believedEvent(ctx context.Context, m jetstream.Msg) (*toolwirev1.CallEvent, error) {
 	ctx, cancel := context.WithTimeout(ctx, recheckTimeout)
 	defer cancel()
-	ev, _, err := believed.CheckEvent(ctx, w.d.bus.Keys, w.callID, m.Headers(), m.Data())
+	ev, _, err := believed.CheckEvent(ctx, w.d.bus.Keys, w.callID, w.tool, m.Headers(), m.Data())
 	if se := signing.AsError(err); se != nil {
 		w.d.refusedResult(believed.Refused{Subject: m.Subject(), Err: se})
 	}

@@ -22,6 +22,7 @@ type slotHolder struct {
 }
 
 type heldSlots struct {
+	tool  string // the call's
 	keys  []limits.Key
 	until time.Time // renewed until then at most
 }
@@ -40,8 +41,21 @@ func (g *Gate) Hold(t *Ticket) {
 		until = t.deadline.Add(g.cfg.SlotRenew)
 	}
 	g.slots.mu.Lock()
-	g.slots.calls[t.callID] = &heldSlots{keys: t.slots, until: until}
+	g.slots.calls[t.callID] = &heldSlots{tool: t.tool, keys: t.slots, until: until}
 	g.slots.mu.Unlock()
+}
+
+// Held reports whether this replica holds slots of call callID, and the
+// call's tool: a result of the call frees them (Settle) only if it is
+// believed as that tool's.
+func (g *Gate) Held(callID string) (tool string, ok bool) {
+	g.slots.mu.Lock()
+	defer g.slots.mu.Unlock()
+	h := g.slots.calls[callID]
+	if h == nil {
+		return "", false
+	}
+	return h.tool, true
 }
 
 // Unhold stops tracking the slots of a call that was not published

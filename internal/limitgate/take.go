@@ -37,6 +37,7 @@ type Call struct {
 // published. A nil Ticket took nothing.
 type Ticket struct {
 	callID   string
+	tool     string
 	slots    []limits.Key
 	spent    []spent
 	at       time.Time
@@ -103,7 +104,7 @@ func (g *Gate) Take(ctx context.Context, c Call) (*Ticket, *Refusal) {
 // refusal it also returns the limit that refused and the answer, and the
 // Ticket holds what was taken before it.
 func (g *Gate) takeAll(ctx context.Context, store *limits.Store, plans []plan, c Call) (*Ticket, *policy.Limit, *toolwirev1.ToolError) {
-	t := &Ticket{callID: c.Call.CallId, at: c.Now}
+	t := &Ticket{callID: c.Call.CallId, tool: c.Call.Tool, at: c.Now}
 	if dl := c.Call.GetDeadline(); dl != nil {
 		t.deadline = dl.AsTime()
 	}

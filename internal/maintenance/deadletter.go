@@ -2,6 +2,7 @@ package maintenance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -52,19 +53,19 @@ func answer(ctx context.Context, b *bus.Bus, subject string, resp *toolwirev1.To
 		return err
 	}
 	msg := b.Signer.SignedMsg(subject, signing.KindResult, resp.GetCallId(), resp.GetMeta().GetAttempt(), data, nil)
-	r := believed.Reader{JS: b.JS, Stream: b.Results, Keys: b.Keys, FromLeader: true}
-	if _, err := r.Publish(ctx, msg); err != nil && !bus.IsWrongLastSequence(err) {
+	r := believed.Reader{JS: b.JS, Stream: b.Results, Keys: b.Keys}
+	if _, err := r.Publish(ctx, msg, resp.GetTool()); err != nil && !errors.Is(err, believed.ErrAnswered) {
 		return err
 	}
 	return nil
 }
 
-// answered reports whether a believed result is stored on subject
-// (internal/believed), reading the stream's leader; a result that is not
-// believed does not count.
-func answered(ctx context.Context, b *bus.Bus, subject string) (bool, error) {
-	r := believed.Reader{JS: b.JS, Stream: b.Results, Keys: b.Keys, FromLeader: true}
-	s, err := r.Read(ctx, subject, "")
+// answered reports whether a believed result of a call of tool is stored
+// on subject (internal/believed), reading the stream's leader; a result
+// that is not believed does not count.
+func answered(ctx context.Context, b *bus.Bus, subject, tool string) (bool, error) {
+	r := believed.Reader{JS: b.JS, Stream: b.Results, Keys: b.Keys}
+	s, err := r.Read(ctx, subject, tool)
 	return s != nil, err
 }
 

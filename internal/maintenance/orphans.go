@@ -176,7 +176,7 @@ func (s *Sweeper) end(ctx context.Context, m *jetstream.RawStreamMsg) error {
 	}
 	tenant := call.Caller.Tenant
 	result := b.Subjects.Result(tenant, call.Dispatcher, call.CallId)
-	if ok, err := answered(ctx, b, result); err != nil {
+	if ok, err := answered(ctx, b, result, call.Tool); err != nil {
 		return fmt.Errorf("look up result of %s: %w", call.CallId, err)
 	} else if ok {
 		return nil // answered already

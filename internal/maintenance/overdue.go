@@ -255,12 +255,21 @@ func (s *OverdueSweeper) consume(ctx context.Context, stream jetstream.Stream, c
 // onResult drops the call whose result m is.
 func (s *OverdueSweeper) onResult(m jetstream.Msg) {
 	subject := m.Subject()
-	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
-	defer cancel()
-	if _, _, err := believed.Check(ctx, s.cfg.Bus.Keys, subject, m.Headers(), m.Data(), ""); signing.AsError(err) != nil {
-		return // not an answer: the call stays followed (a lookup that failed counts it answered, as before results were signed)
+	callID := subject[strings.LastIndexByte(subject, '.')+1:]
+	if tool, ok := s.track.toolOf(callID); ok {
+		// A followed call is answered only by a believed result of its
+		// tool; one that is not, or that could not be checked, leaves it
+		// followed (its look reads the results again).
+		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+		defer cancel()
+		if _, _, err := believed.Check(ctx, s.cfg.Bus.Keys, subject, m.Headers(), m.Data(), tool); err != nil {
+			return
+		}
 	}
-	s.track.answer(subject[strings.LastIndexByte(subject, '.')+1:])
+	// A result of a call not followed (yet: its admission record may come
+	// later) is remembered unchecked: checking every result would cost a
+	// signature check per call, and only followed calls need one.
+	s.track.answer(callID)
 }
 
 // checkTimeout bounds the enrolment lookups of one signature check.
@@ -341,7 +350,7 @@ func isPowerOf10(n uint64) bool {
 func (s *OverdueSweeper) byDispatcher(m jetstream.Msg, ev *toolwirev1.CallEvent) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 	defer cancel()
-	v, err := s.cfg.Bus.Keys.Check(ctx, m.Headers(), signing.KindEvent, ev.GetCallId(), ev.GetAttempt(), m.Data(), ev.GetTool())
+	v, err := s.cfg.Bus.Keys.Check(ctx, m.Headers(), signing.KindEvent, ev.GetCallId(), ev.GetAttempt(), m.Data(), "")
 	if err != nil || !v.Dispatcher {
 		s.cfg.Logger.Warn("admission record not signed by a dispatcher; not followed", "subject", m.Subject(), "err", err)
 		return false

@@ -10,9 +10,11 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/toolwire/toolwire/internal/believed"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -24,7 +26,7 @@ import (
 func (s *OverdueSweeper) look(ctx context.Context, c *tracked) error {
 	b := s.cfg.Bus
 	result := b.Subjects.Result(c.tenant, c.dispatcher, c.callID)
-	if ok, err := answered(ctx, b, result); err != nil {
+	if ok, err := answered(ctx, b, result, c.tool); err != nil {
 		return fmt.Errorf("look up the result: %w", err)
 	} else if ok {
 		return nil
@@ -33,7 +35,7 @@ func (s *OverdueSweeper) look(ctx context.Context, c *tracked) error {
 	if err != nil {
 		return fmt.Errorf("read the call's events: %w", err)
 	}
-	h := historyOf(msgs)
+	h := s.historyOf(ctx, c, msgs)
 	if h.rejected {
 		return nil
 	}
@@ -61,13 +63,18 @@ type history struct {
 	rejected bool                  // refused at admission
 }
 
-// historyOf reads a call's events, oldest first. An event that cannot be
-// decoded counts as a started attempt (the worst case).
-func historyOf(msgs []*jetstream.RawStreamMsg) history {
+// historyOf reads the events of c, oldest first. Only believed events
+// count (internal/believed: an attempt's signed by a key of its tool's
+// pool, a rejection by a dispatcher); one whose check failed for a lookup
+// counts as a started attempt (the worst case).
+func (s *OverdueSweeper) historyOf(ctx context.Context, c *tracked, msgs []*jetstream.RawStreamMsg) history {
 	var h history
 	for _, m := range msgs {
-		ev := &toolwirev1.CallEvent{}
-		if proto.Unmarshal(m.Data, ev) != nil {
+		ev, _, err := believed.CheckEvent(ctx, s.cfg.Bus.Keys, c.callID, c.tool, m.Header, m.Data)
+		if signing.AsError(err) != nil {
+			continue
+		}
+		if err != nil {
 			h.last = &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED}
 			continue
 		}

@@ -92,6 +92,17 @@ func (t *tracker) push(c *tracked) {
 // answer drops the call callID, which has a result; an untracked id is
 // remembered (the last answeredMemory of them) in case its admission
 // record comes next.
+// toolOf returns the tool of callID when it is followed.
+func (t *tracker) toolOf(callID string) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c, ok := t.byID[callID]
+	if !ok {
+		return "", false
+	}
+	return c.tool, true
+}
+
 func (t *tracker) answer(callID string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

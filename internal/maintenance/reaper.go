@@ -99,7 +99,7 @@ func (r *Reaper) reap(ctx context.Context, advisory []byte) error {
 		return deadLetter(ctx, b, dl, msgID)
 	}
 	subject := subj.Result(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
-	if ok, err := answered(ctx, b, subject); err == nil && ok {
+	if ok, err := answered(ctx, b, subject, call.Tool); err == nil && ok {
 		return nil // answered after all
 	}
 	te := &toolwirev1.ToolError{Type: toolwirev1.ErrorType_ERROR_TYPE_MAX_ATTEMPTS,

@@ -30,7 +30,7 @@ const (
 	// was stored for.
 	WrongCall Problem = "wrong call"
 	// WrongAttempt: another key holds the stored claim (STARTED) of the
-	// attempt, or a tool that is not safe to rerun has no claim for it.
+	// attempt (audit --verify checks it).
 	WrongAttempt Problem = "wrong attempt"
 )
 
@@ -133,9 +133,12 @@ func NewKeyring(kv jetstream.KeyValue) *Keyring {
 }
 
 // Check decides whether a message of kind about callID's attempt with
-// payload and headers h is believed as written for tool. It returns an
-// *Error for a message that is not, and another error when a lookup
-// failed (then nothing is decided: the caller tries again).
+// payload and headers h is believed as written for a call of tool: the
+// call's tool as the caller knows it from what only dispatchers write,
+// never from the message. With tool "" only a dispatcher's key is
+// believed. It returns an *Error for a message that is not, and another
+// error when a lookup failed (then nothing is decided: the caller tries
+// again).
 func (k *Keyring) Check(ctx context.Context, h nats.Header, kind, callID string, attempt int32, payload []byte, tool string) (Verdict, error) {
 	signer, p := k.verify(h, Statement(kind, callID, attempt, payload))
 	if p != "" {
@@ -144,6 +147,9 @@ func (k *Keyring) Check(ctx context.Context, h nats.Header, kind, callID string,
 	ok, err := k.enrolled(ctx, DispatcherKey(signer))
 	if err != nil || ok {
 		return Verdict{Signer: signer, Dispatcher: ok}, err
+	}
+	if tool == "" {
+		return Verdict{}, &Error{Problem: WrongPool, Signer: signer, Detail: "not a dispatcher's key, and the call's tool is not known to the reader"}
 	}
 	pool, err := k.poolOf(ctx, tool)
 	if err != nil {
@@ -163,7 +169,9 @@ func (k *Keyring) Check(ctx context.Context, h nats.Header, kind, callID string,
 
 // verify is VerifyStatement, remembering the signatures that verified.
 func (k *Keyring) verify(h nats.Header, statement []byte) (string, Problem) {
-	sig, sum := h.Get(HeaderSignature), sha256.Sum256(statement)
+	// The signer is part of the key: a signature verified for one signer
+	// proves nothing for a header naming another.
+	sig, sum := h.Get(HeaderSigner)+"\x00"+h.Get(HeaderSignature), sha256.Sum256(statement)
 	k.mu.Lock()
 	seen, ok := k.verified[sig]
 	k.mu.Unlock()

@@ -13,7 +13,6 @@ import (
 	"github.com/toolwire/toolwire/internal/delayed"
 	"github.com/toolwire/toolwire/internal/envelope"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // errClaimLost says another delivery of the call recorded the start of
@@ -103,11 +102,11 @@ func (d *delivery) claimStart() error {
 		if m.Header.Get(jetstream.MsgIDHeader) == id {
 			continue // this delivery's own, stored before its acknowledgement was lost
 		}
-		ev := &toolwirev1.CallEvent{}
-		if proto.Unmarshal(m.Data, ev) != nil {
-			return fmt.Errorf("%w (an unreadable event at %d)", errClaimLost, m.Sequence)
+		ev, ok, err := w.checkEvent(d.ctx, call, m)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errStartUnconfirmed, err)
 		}
-		if attemptEventType(ev.Type) && ev.Attempt >= call.Attempt {
+		if ok && attemptEventType(ev.Type) && ev.Attempt >= call.Attempt {
 			return fmt.Errorf("%w (%s of attempt %d by %q at %d)", errClaimLost, ev.Type, ev.Attempt, ev.Worker, m.Sequence)
 		}
 	}

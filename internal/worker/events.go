@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/believed"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -27,27 +28,45 @@ func (w *Worker) lastEvent(ctx context.Context, call *toolwirev1.ToolCall) (*too
 	if err != nil {
 		return nil, err
 	}
-	ev := &toolwirev1.CallEvent{}
-	if proto.Unmarshal(m.Data, ev) != nil {
-		// Unreadable: assume the worst, an attempt started.
-		return &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED}, nil
+	ev, believed, err := w.checkEvent(ctx, call, m)
+	if err != nil {
+		return nil, err
 	}
-	if !attemptEventType(ev.Type) {
+	if !believed || !attemptEventType(ev.Type) {
 		// Admission and cancel records say nothing about attempts, and
 		// come from other connections, so they may land after an attempt's
-		// STARTED: look at every event.
+		// STARTED; and an event that is not believed says nothing: look at
+		// every event.
 		return w.lastAttemptEvent(ctx, call)
 	}
 	return ev, nil
 }
 
-// lastAttemptEvent scans a call's events for the newest attempt event; it
-// runs only for redeliveries whose newest event is not an attempt's. A
-// scan cut short is an error, never "no attempt": a STARTED it did not
-// reach would let a tool that is not safe to rerun run again. It reads
-// from the leader of EVENTS (a lagging replica could miss a stored
-// STARTED), by gets, not a consumer: a worker's credentials may create no
-// consumer on EVENTS (bus.RoleWorker).
+// checkEvent decodes m, an event of call, and says whether it is
+// believed (internal/believed): an event a worker credential wrote
+// without an enrolled key must not make a call that is not safe to rerun
+// look started (an undecodable one is not believed either: toolwire
+// writes none). An error says the check could not be made.
+func (w *Worker) checkEvent(ctx context.Context, call *toolwirev1.ToolCall, m *jetstream.RawStreamMsg) (*toolwirev1.CallEvent, bool, error) {
+	ev, _, err := believed.CheckEvent(ctx, w.bus.Keys, call.CallId, call.Tool, m.Header, m.Data)
+	if se := signing.AsError(err); se != nil {
+		w.log.WarnContext(ctx, "an event that is not believed is stored for a call; ignoring it", "call_id", call.CallId,
+			"seq", m.Sequence, "problem", se.Problem, "err", se)
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return ev, true, nil
+}
+
+// lastAttemptEvent scans a call's events for the newest believed attempt
+// event; it runs only for redeliveries whose newest event is not an
+// attempt's. A scan cut short is an error, never "no attempt": a STARTED
+// it did not reach would let a tool that is not safe to rerun run again.
+// It reads from the leader of EVENTS (a lagging replica could miss a
+// stored STARTED), by gets, not a consumer: a worker's credentials may
+// create no consumer on EVENTS (bus.RoleWorker).
 func (w *Worker) lastAttemptEvent(ctx context.Context, call *toolwirev1.ToolCall) (*toolwirev1.CallEvent, error) {
 	msgs, err := bus.AllMsgsFromLeader(ctx, w.bus.JS, w.bus.Events, w.bus.Subjects.EventsAnyDispatcher(call.Caller.GetTenant(), call.CallId))
 	if err != nil {
@@ -55,8 +74,11 @@ func (w *Worker) lastAttemptEvent(ctx context.Context, call *toolwirev1.ToolCall
 	}
 	var last *toolwirev1.CallEvent
 	for _, m := range msgs {
-		ev := &toolwirev1.CallEvent{}
-		if proto.Unmarshal(m.Data, ev) == nil && attemptEventType(ev.Type) {
+		ev, ok, err := w.checkEvent(ctx, call, m)
+		if err != nil {
+			return nil, fmt.Errorf("worker: scan events: %w", err)
+		}
+		if ok && attemptEventType(ev.Type) {
 			last = ev
 		}
 	}

@@ -258,11 +258,8 @@ func (d *delivery) recheck() outcome {
 	if again {
 		found := false
 		err := d.persist("result lookup", d.lookup(func(ctx context.Context) error {
-			_, err := bus.LastMsgFromLeader(ctx, w.bus.JS, w.bus.Results, w.resultSubject(call))
-			found = err == nil
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				return nil
-			}
+			s, err := w.answers().Read(ctx, w.resultSubject(call), call.Tool)
+			found = s != nil
 			return err
 		}))
 		if err != nil {

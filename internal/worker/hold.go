@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/toolwire/toolwire/internal/bus"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -160,9 +159,9 @@ func (d *delivery) awaitEarlierResult() outcome {
 		}
 		delay = min(2*delay, time.Second)
 		ctx, cancel := context.WithTimeout(d.ctx, settleTimeout)
-		_, err := bus.LastMsgFromLeader(ctx, w.bus.JS, w.bus.Results, w.resultSubject(d.call))
+		s, err := w.answers().Read(ctx, w.resultSubject(d.call), d.call.Tool)
 		cancel()
-		if err == nil {
+		if err == nil && s != nil {
 			d.log().Info("the earlier attempt's result was stored; acknowledging redelivery")
 			return acknowledge()
 		}

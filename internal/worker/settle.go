@@ -310,13 +310,13 @@ func (w *Worker) publishResultNow(ctx context.Context, call *toolwirev1.ToolCall
 		return err
 	}
 	msg := w.bus.Signer.SignedMsg(w.resultSubject(call), signing.KindResult, call.CallId, resp.GetMeta().GetAttempt(), data, nil)
-	_, err = w.answers().Publish(ctx, msg)
+	_, err = w.answers().Publish(ctx, msg, call.Tool)
 	return err
 }
 
 // answers reads and stores calls' believed results (internal/believed).
 func (w *Worker) answers() believed.Reader {
-	return believed.Reader{JS: w.bus.JS, Stream: w.bus.Results, Keys: w.bus.Keys, FromLeader: true, OnRefused: w.refusedResult}
+	return believed.Reader{JS: w.bus.JS, Stream: w.bus.Results, Keys: w.bus.Keys, OnRefused: w.refusedResult}
 }
 
 // refusedResult logs a result found on a call's subject and not believed.
