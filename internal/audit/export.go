@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bufio"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -33,9 +35,13 @@ type Manifest struct {
 	Records   int            `json:"records"`
 	Outcomes  map[string]int `json:"outcomes"`
 	Anomalies []Anomaly      `json:"anomalies"`
-	FirstSeq  uint64         `json:"calls_first_seq"`
-	LastSeq   uint64         `json:"calls_last_seq"`
-	SHA256    string         `json:"sha256"`
+	// Signers are the keys that signed the exported results, with the
+	// pool each was enrolled for (or a dispatcher's): what a third party
+	// checks the records' signatures with (Signature.Check).
+	Signers  []Signer `json:"signers"`
+	FirstSeq uint64   `json:"calls_first_seq"`
+	LastSeq  uint64   `json:"calls_last_seq"`
+	SHA256   string   `json:"sha256"`
 }
 
 // Exporter writes records into an export directory.
@@ -46,6 +52,14 @@ type Exporter struct {
 	h    hash.Hash
 	n    int
 	outc map[string]int
+	sig  map[Signer]bool
+}
+
+// Signer is a key that signed exported results.
+type Signer struct {
+	Key        string `json:"key"`
+	Pool       string `json:"pool,omitempty"`
+	Dispatcher bool   `json:"dispatcher,omitempty"`
 }
 
 // NewExporter creates dir (which must not exist or be empty) and its
@@ -62,7 +76,7 @@ func NewExporter(dir string) (*Exporter, error) {
 		return nil, fmt.Errorf("audit: export: %w", err)
 	}
 	h := sha256.New()
-	return &Exporter{dir: dir, f: f, w: bufio.NewWriterSize(io.MultiWriter(f, h), 1<<16), h: h, outc: map[string]int{}}, nil
+	return &Exporter{dir: dir, f: f, w: bufio.NewWriterSize(io.MultiWriter(f, h), 1<<16), h: h, outc: map[string]int{}, sig: map[Signer]bool{}}, nil
 }
 
 // Write appends one record as a JSON line.
@@ -77,6 +91,9 @@ func (e *Exporter) Write(r *Record) error {
 	}
 	e.n++
 	e.outc[r.Outcome]++
+	if s := r.Signature; s != nil {
+		e.sig[Signer{Key: s.Signer, Pool: s.Pool, Dispatcher: s.Dispatcher}] = true
+	}
 	return nil
 }
 
@@ -91,6 +108,9 @@ func (e *Exporter) Close(f Filter, sum *Summary) (*Manifest, error) {
 	if m.Anomalies == nil {
 		m.Anomalies = []Anomaly{}
 	}
+	m.Signers = slices.SortedFunc(maps.Keys(e.sig), func(a, b Signer) int {
+		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Pool, b.Pool))
+	})
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("audit: export: %w", err)
@@ -105,8 +125,10 @@ func (e *Exporter) Close(f Filter, sum *Summary) (*Manifest, error) {
 var ErrExportMismatch = errors.New("audit: export does not match its manifest")
 
 // VerifyExport checks an export directory: the records file's SHA-256, its
-// record count and its counts per outcome must equal the manifest's, and
-// every line must be a record. It returns the manifest.
+// record count and its counts per outcome must equal the manifest's,
+// every line must be a record, and every record's signature must verify
+// over its statement with a signer the manifest lists. It returns the
+// manifest.
 func VerifyExport(dir string) (*Manifest, error) {
 	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
 	if err != nil {
@@ -138,6 +160,11 @@ func VerifyExport(dir string) (*Manifest, error) {
 			continue
 		}
 		outc[r.Outcome]++
+		if s := r.Signature; s != nil {
+			if err := s.Check(); err != nil || s.CallID != r.CallID || !slices.Contains(m.Signers, Signer{Key: s.Signer, Pool: s.Pool, Dispatcher: s.Dispatcher}) {
+				problems = append(problems, fmt.Errorf("line %d: the response's signature does not verify, or its signer is not the manifest's", n))
+			}
+		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("audit: verify export: %w", err)

@@ -89,7 +89,7 @@ func startSigned(t *testing.T) *signedStack {
 	return s
 }
 
-// Finding 1 of issue 27: a result published with the worker credential
+// Finding 1 of issue 27 (and the review of its fix): a result published with the worker credential
 // for a call the worker was never given took the call over. Now a result
 // that is not signed by a key enrolled for the pool serving the call's
 // tool is never the call's answer, whether stored before the real one or
@@ -134,17 +134,20 @@ func TestForgedResultsAreNeverTheAnswer(t *testing.T) {
 	// The forgeries, with the worker credential, before the real result.
 	forger := s.conn(t, bus.RoleWorker)
 	subject := s.env.Bus.Subjects.Result(id.Tenant, victim.Dispatcher, victim.CallId)
-	forged := func(attempt int32) []byte {
-		resp := envelope.OK(victim.CallId, "sleep", &tool.Result{Content: []*toolwirev1.Content{tool.Text("forged")}}, &toolwirev1.ResponseMeta{Worker: "real-worker", Attempt: attempt})
+	forgedAs := func(toolName string, attempt int32) []byte {
+		resp := envelope.OK(victim.CallId, toolName, &tool.Result{Content: []*toolwirev1.Content{tool.Text("forged")}}, &toolwirev1.ResponseMeta{Worker: "real-worker", Attempt: attempt})
 		b, err := proto.Marshal(resp)
 		require.NoError(t, err)
 		return b
 	}
+	forged := func(attempt int32) []byte { return forgedAs("sleep", attempt) }
 	stranger, err := signing.NewKey()
 	require.NoError(t, err)
 	otherPool, err := signing.NewKey()
 	require.NoError(t, err)
 	_, err = s.env.Bus.Registry.Create(ctx, signing.PoolKey(otherPool.Public(), "sandbox"), []byte(`{}`))
+	require.NoError(t, err)
+	_, err = s.env.Bus.Registry.Create(ctx, registry.SourceKey("shell"), []byte(`{"pool":"sandbox"}`))
 	require.NoError(t, err)
 	replayed := nats.Header{signing.HeaderSigner: stored.Header.Values(signing.HeaderSigner), signing.HeaderSignature: stored.Header.Values(signing.HeaderSignature)}
 	msgs := map[signing.Problem][]*nats.Msg{
@@ -154,7 +157,10 @@ func TestForgedResultsAreNeverTheAnswer(t *testing.T) {
 			{Subject: subject, Data: forged(1), Header: replayed},                                                          // another call's signature
 			{Subject: subject, Data: forged(99), Header: s.key.Sign(nil, signing.KindResult, victim.CallId, 1, forged(1))}, // another attempt's
 		},
-		signing.WrongCall: {{Subject: subject, Data: stored.Data, Header: replayed}}, // another call's result, whole
+		signing.WrongCall: {
+			{Subject: subject, Data: stored.Data, Header: replayed}, // another call's result, whole
+			otherPool.SignedMsg(subject, signing.KindResult, victim.CallId, 1, forgedAs("shell", 1), nil), // its own pool's tool named
+		},
 	}
 	fjs, err := jetstream.New(forger)
 	require.NoError(t, err)
@@ -166,6 +172,23 @@ func TestForgedResultsAreNeverTheAnswer(t *testing.T) {
 			want++
 		}
 	}
+
+	// A signature verified once for a key nobody enrolled, then sent again
+	// naming a dispatcher's key as its signer.
+	pair := stranger.SignedMsg(subject, signing.KindResult, victim.CallId, 1, forged(1), nil)
+	_, err = fjs.PublishMsg(ctx, pair)
+	require.NoError(t, err)
+	pair.Header.Set(signing.HeaderSigner, s.env.Bus.Signer.Public())
+	_, err = fjs.PublishMsg(ctx, pair)
+	require.NoError(t, err)
+	want += 2
+	// A rejection of the call, as a dispatcher would record it.
+	rejected, err := proto.Marshal(&toolwirev1.CallEvent{CallId: victim.CallId, Tool: "sleep", Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
+		Error: &toolwirev1.ToolError{Message: "forged rejection"}})
+	require.NoError(t, err)
+	_, err = fjs.Publish(ctx, s.env.Bus.Subjects.Event(id.Tenant, victim.Dispatcher, victim.CallId), rejected)
+	require.NoError(t, err)
+	want++
 
 	var r *toolwirev1.CallResponse
 	select {
@@ -189,6 +212,10 @@ func TestForgedResultsAreNeverTheAnswer(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, proto.Equal(r.Response, got.Response), "GetResult after a later forgery: %v", got.Response)
 
+	cancelled, err := s.d.Cancel(ctx, id, victim.CallId, "late")
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, cancelled)
+
 	src, err := audit.Open(ctx, s.conn(t, bus.RoleOperator), "")
 	require.NoError(t, err)
 	var rec *audit.Record
@@ -205,9 +232,24 @@ func TestForgedResultsAreNeverTheAnswer(t *testing.T) {
 	for _, x := range rec.Refused {
 		problems[x.Problem]++
 	}
-	require.Equal(t, map[string]int{"unsigned": 2, "wrong pool": 2, "forged": 2, "wrong call": 1}, problems)
+	require.Equal(t, map[string]int{"unsigned": 2, "wrong pool": 3, "forged": 3, "wrong call": 2, "event unsigned": 1}, problems)
 	require.Len(t, sum.Anomalies, want, "audit --verify names every forgery: %+v", sum.Anomalies)
 	for _, a := range sum.Anomalies {
 		require.Equal(t, "unbelieved_result", a.Kind)
 	}
+
+	// The export carries the signature, which verify-export checks
+	// offline; a signature over another attempt does not verify.
+	dir := filepath.Join(t.TempDir(), "export")
+	exp, err := audit.NewExporter(dir)
+	require.NoError(t, err)
+	require.NoError(t, exp.Write(rec))
+	m, err := exp.Close(audit.Filter{CallID: victim.CallId}, sum)
+	require.NoError(t, err)
+	require.Equal(t, []audit.Signer{{Key: s.key.Public(), Pool: "native"}}, m.Signers)
+	_, err = audit.VerifyExport(dir)
+	require.NoError(t, err)
+	other2 := *rec.Signature
+	other2.Attempt = 2
+	require.Error(t, other2.Check())
 }
