@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 )
 
 // AnyPool is the pool name a Trust file may have to allow its key for
@@ -21,16 +20,13 @@ const AnyPool = "*"
 // mounted as a directory). A file named LocalWorkerKey allows its key for
 // every pool: the key toolworker makes under a dispatcher's data
 // directory, which only the installation's owner can write. Files are
-// read again, at most once a second, when a key is not found, so a key
-// put in the directory is enrolled without a restart.
+// read again when a key is not found, so a key put in the directory is
+// enrolled without a restart.
 type Trust struct {
 	dirs []string
 
-	mu    sync.Mutex
-	keys  map[string]map[string]bool // pub → pools (AnyPool: all)
-	read  time.Time
-	errs  []string
-	clock func() time.Time
+	mu   sync.Mutex
+	keys map[string]map[string]bool // pub → pools (AnyPool: all)
 }
 
 // LocalWorkerKey is the file name of the local worker key in a
@@ -39,7 +35,7 @@ const LocalWorkerKey = "worker-signing.nk"
 
 // NewTrust reads the directories (a missing one holds no key).
 func NewTrust(dirs ...string) (*Trust, error) {
-	t := &Trust{dirs: dirs, clock: time.Now}
+	t := &Trust{dirs: dirs}
 	if err := t.load(); err != nil {
 		return nil, err
 	}
@@ -54,11 +50,12 @@ func (t *Trust) Allows(pub, pool string) error {
 	if t.allows(pub, pool) {
 		return nil
 	}
-	if t.clock().Sub(t.read) >= time.Second {
-		_ = t.loadLocked()
-		if t.allows(pub, pool) {
-			return nil
-		}
+	// Read again: the key may have been put there a moment ago (a local
+	// worker makes its key just before it announces). A directory of a
+	// few files, read only for announcements (worker start-ups).
+	_ = t.loadLocked()
+	if t.allows(pub, pool) {
+		return nil
 	}
 	where := "no --worker-keys directory is configured"
 	if len(t.dirs) > 0 {
@@ -105,7 +102,7 @@ func (t *Trust) loadLocked() error {
 			keys[pub][pool] = true
 		}
 	}
-	t.keys, t.read = keys, t.clock()
+	t.keys = keys
 	return errors.Join(errs...)
 }
 
