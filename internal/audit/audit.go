@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/believed"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/redact"
 	"github.com/toolwire/toolwire/internal/registry"
@@ -542,7 +543,7 @@ func (s *Source) complete(ctx context.Context, j *job, o Options) error {
 		rec.Refused = append(rec.Refused, s.claimProblems(ctx, call, st, evs)...)
 	}
 	if o.Events {
-		rec.Events = redactEvents(sec, evs)
+		rec.Events = redactEvents(sec, s.believedEvents(ctx, call, evs))
 	}
 	return nil
 }
@@ -653,4 +654,16 @@ func (s *Source) One(ctx context.Context, seq uint64) (*Record, error) {
 		return nil, err
 	}
 	return j.rec, nil
+}
+
+// believedEvents is evs without the events that are not believed
+// (internal/believed): what a record shows as the call's events.
+func (s *Source) believedEvents(ctx context.Context, call *toolwirev1.ToolCall, evs []*jetstream.RawStreamMsg) []*jetstream.RawStreamMsg {
+	out := evs[:0:0]
+	for _, m := range evs {
+		if _, _, err := believed.CheckEvent(ctx, s.keys, call.CallId, call.Tool, m.Header, m.Data); err == nil {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/toolwire/toolwire/internal/believed"
 	"github.com/toolwire/toolwire/internal/bus"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -82,6 +83,9 @@ func (s *Source) Refusals(ctx context.Context, f Filter, o Options, emit func(*R
 	}
 }
 
+// refusalCheck bounds the enrolment lookup of one rejection's check.
+const refusalCheck = 10 * time.Second
+
 // refusalBatch handles one fetch of Refusals; it always drains the batch.
 func (s *Source) refusalBatch(batch jetstream.MessageBatch, f Filter, sum *Summary, last uint64,
 	emit func(*Record) error) (n int, done bool, err error) {
@@ -110,6 +114,15 @@ func (s *Source) refusalBatch(batch jetstream.MessageBatch, f Filter, sum *Summa
 		sum.LastSeq = seq
 		rec := refusalRecord(msg.Data(), seq, md.Timestamp, f)
 		if rec == nil {
+			continue
+		}
+		// Only a dispatcher refuses calls: a rejection anyone else signed
+		// is no refusal of the record (internal/believed).
+		ctx, cancel := context.WithTimeout(context.Background(), refusalCheck)
+		_, _, cerr := believed.CheckEvent(ctx, s.keys, rec.CallID, "", msg.Headers(), msg.Data())
+		cancel()
+		if cerr != nil {
+			sum.addAnomaly(Anomaly{Kind: "unbelieved_result", CallID: rec.CallID, Seq: seq, Detail: "a rejection not signed by a dispatcher: " + cerr.Error()})
 			continue
 		}
 		err = s.account(sum, rec, f, emit)

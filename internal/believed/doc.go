@@ -11,6 +11,15 @@
 //
 // # Decisions
 //
+//   - The pool whose key may sign a call's result or attempt events is
+//     that of the call's tool as the dispatchers recorded it (the call a
+//     caller waits for, the stored call, a followed admission record),
+//     never the tool the result names: a key of one pool naming its own
+//     tool in another pool's call's result is refused. A reader that
+//     cannot tell the call's tool believes only dispatchers' signatures.
+//   - Every event but an attempt's (STARTED, PROGRESS, RETRYING,
+//     FINISHED) — an admission, a rejection, an approval asked or
+//     decided, a cancel request — is believed only from a dispatcher.
 //   - First believed wins. A publisher stores a result only while the
 //     subject holds no believed one (ExpectLastSequencePerSubject of the
 //     last message there; 0 when there is none), so a forgery stored
@@ -18,9 +27,11 @@
 //     subject: permissions cannot tell one call's subject from another's)
 //     delays the real answer by one read, never replaces it; and a
 //     forgery stored after it is not believed, so readers skip it.
-//   - Readers look at the last message first: the call's one result in
-//     every case but a forgery's, so the common read costs what it did.
-//     When it is not believed, they read every message on the subject.
+//     Readers read a subject oldest first and stop at the first believed
+//     result: one read for a call's one result. They read at most
+//     MaxScan messages: more forgeries than that before the answer hide
+//     it from them (each one is reported), though not from the caller
+//     waiting in Call, which the results consumer answers.
 //   - A refused result is never an answer; the reader that found it tells
 //     its OnRefused (the dispatcher counts and logs it at WARN; audit
 //     --verify lists it).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/believed"
@@ -16,17 +17,38 @@ import (
 // what decides whose signature a call's result or event needs. Bounded:
 // cleared when full.
 type callTools struct {
-	mu    sync.Mutex
-	tools map[string]string
+	mu     sync.Mutex
+	tools  map[string]string
+	misses map[string]time.Time // calls not found, until when that is believed
 }
 
-const maxCallTools = 1 << 14
+const (
+	maxCallTools = 1 << 14
+	// callToolMiss is how long a call not found stays not found: a call
+	// stored late (unconfirmed) is found at the next look after it.
+	callToolMiss = 5 * time.Second
+)
 
-func (c *callTools) get(callID string) (string, bool) {
+// get returns the tool remembered for callID; known is false when
+// nothing is remembered (look it up).
+func (c *callTools) get(callID string) (tool string, known bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t, ok := c.tools[callID]
-	return t, ok
+	if t, ok := c.tools[callID]; ok {
+		return t, true
+	}
+	until, ok := c.misses[callID]
+	return "", ok && time.Now().Before(until)
+}
+
+// miss remembers that callID was not found, for callToolMiss.
+func (c *callTools) miss(callID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.misses == nil || len(c.misses) >= maxCallTools {
+		c.misses = map[string]time.Time{}
+	}
+	c.misses[callID] = time.Now().Add(callToolMiss)
 }
 
 func (c *callTools) put(callID, tool string) {
@@ -39,10 +61,13 @@ func (c *callTools) put(callID, tool string) {
 }
 
 // callTool returns the tool of call callID of tenant as a dispatcher
-// admitted it — from its waiter, this replica's memory, or the stored
-// call (storedCall: only dispatchers write calls) — never from a result
-// or an event, which a worker credential can write. "" when the call is
-// not found: then only what a dispatcher signed is believed for it.
+// admitted it — from its waiter, this replica's memory (calls it
+// submitted, calls looked up), or the stored call (storedCall: only
+// dispatchers write calls; a scan of the calls stream around the time in
+// the call's id, so a replica looks a call up once) — never from a
+// result or an event, which a worker credential can write. "" when the
+// call is not found (remembered for callToolMiss): then only what a
+// dispatcher signed is believed for it.
 func (d *Dispatcher) callTool(ctx context.Context, tenant, callID string) string {
 	d.mu.Lock()
 	w := d.waiters[callID]
@@ -57,7 +82,9 @@ func (d *Dispatcher) callTool(ctx context.Context, tenant, callID string) string
 	if err != nil {
 		if !errors.Is(err, ErrCallNotStored) {
 			d.log.WarnContext(ctx, "call not looked up; only dispatchers' records of it are believed", "call_id", callID, "err", err)
+			return ""
 		}
+		d.tools.miss(callID)
 		return ""
 	}
 	d.tools.put(callID, call.GetTool())
@@ -65,26 +92,43 @@ func (d *Dispatcher) callTool(ctx context.Context, tenant, callID string) string
 }
 
 // lastEvent returns the newest believed event of call callID of tenant
-// (a call of tool: believed.CheckEvent), nil when it has none. Events not
-// believed are counted and logged, and skipped.
+// (a call of tool: believed.CheckEvent), nil when it has none. The last
+// stored event is read first (one read: what it was before events were
+// signed); only when it is not believed are the call's events read, at
+// most believed.MaxScan of them, and the newest believed one taken.
+// Events not believed are counted and logged.
 func (d *Dispatcher) lastEvent(ctx context.Context, tenant, callID, tool string) (*toolwirev1.CallEvent, error) {
-	msgs, err := bus.AllMsgsFromLeader(ctx, d.bus.JS, d.bus.Events, d.subj.EventsAnyDispatcher(tenant, callID))
+	subject := d.subj.EventsAnyDispatcher(tenant, callID)
+	m, err := bus.LastMsgFromLeader(ctx, d.bus.JS, d.bus.Events, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	for i := len(msgs) - 1; i >= 0; i-- {
-		ev, _, err := believed.CheckEvent(ctx, d.bus.Keys, callID, tool, msgs[i].Header, msgs[i].Data)
-		if se := signing.AsError(err); se != nil {
-			d.refusedResult(believed.Refused{Subject: msgs[i].Subject, Sequence: msgs[i].Sequence, Err: se})
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return ev, nil
+	if ev, err := d.checkEvent(ctx, callID, tool, m); ev != nil || err != nil {
+		return ev, err
 	}
-	return nil, nil
+	var last *toolwirev1.CallEvent
+	var lookupErr error
+	_, err = bus.EachMsgFromLeader(ctx, d.bus.JS, d.bus.Events, subject, believed.MaxScan, func(m *jetstream.RawStreamMsg) bool {
+		ev, err := d.checkEvent(ctx, callID, tool, m)
+		if ev != nil {
+			last = ev
+		}
+		lookupErr = err
+		return err == nil
+	})
+	return last, errors.Join(err, lookupErr)
+}
+
+// checkEvent is believed.CheckEvent of a stored event: nil when it is not
+// believed (counted and logged), an error when it could not be checked.
+func (d *Dispatcher) checkEvent(ctx context.Context, callID, tool string, m *jetstream.RawStreamMsg) (*toolwirev1.CallEvent, error) {
+	ev, _, err := believed.CheckEvent(ctx, d.bus.Keys, callID, tool, m.Header, m.Data)
+	if se := signing.AsError(err); se != nil {
+		d.refusedResult(believed.Refused{Subject: m.Subject, Sequence: m.Sequence, Err: se})
+		return nil, nil
+	}
+	return ev, err
 }

@@ -22,34 +22,24 @@ type tracked struct {
 	index      int       // in the heap
 }
 
-// answeredMemory is how many answered call ids the tracker remembers
-// that it did not track: a result can be seen just before the call's
-// admission record (they come from two streams).
-const answeredMemory = 4096
-
 // tracker is the overdue sweeper's bounded set of calls, ordered by due
 // time (a min-heap), with an index by call id so that a stored result
 // drops its call. Safe for concurrent use: the consumers add and drop,
 // the sweeping goroutine takes what is due.
 type tracker struct {
-	mu       sync.Mutex
-	h        dueHeap
-	byID     map[string]*tracked
-	max      int
-	dropped  uint64
-	answered map[string]struct{} // results seen for untracked calls
-	ring     []string            // answered's ids, oldest overwritten first
-	next     int
-	wake     chan struct{} // signalled when the earliest due time moves up
+	mu      sync.Mutex
+	h       dueHeap
+	byID    map[string]*tracked
+	max     int
+	dropped uint64
+	wake    chan struct{} // signalled when the earliest due time moves up
 }
 
 func newTracker(max int) *tracker {
-	return &tracker{byID: map[string]*tracked{}, max: max, answered: map[string]struct{}{},
-		ring: make([]string, answeredMemory), wake: make(chan struct{}, 1)}
+	return &tracker{byID: map[string]*tracked{}, max: max, wake: make(chan struct{}, 1)}
 }
 
-// add tracks c unless it is tracked already, was seen answered, or the
-// tracker is full: then it is dropped and counted, and add returns the
+// add tracks c unless it is tracked already or the tracker is full: then it is dropped and counted, and add returns the
 // count of drops so far (0 when c was tracked or needed no tracking).
 func (t *tracker) add(c *tracked) uint64 {
 	t.mu.Lock()
@@ -57,9 +47,9 @@ func (t *tracker) add(c *tracked) uint64 {
 	if _, ok := t.byID[c.callID]; ok {
 		return 0
 	}
-	if _, ok := t.answered[c.callID]; ok {
-		return 0
-	}
+	// A call whose result came before its admission record is followed
+	// all the same: that result was not checked (onResult checks only
+	// followed calls' results), and its look finds it if it is believed.
 	if len(t.h) >= t.max {
 		t.dropped++
 		return t.dropped
@@ -89,9 +79,6 @@ func (t *tracker) push(c *tracked) {
 	}
 }
 
-// answer drops the call callID, which has a result; an untracked id is
-// remembered (the last answeredMemory of them) in case its admission
-// record comes next.
 // toolOf returns the tool of callID when it is followed.
 func (t *tracker) toolOf(callID string) (string, bool) {
 	t.mu.Lock()
@@ -103,21 +90,16 @@ func (t *tracker) toolOf(callID string) (string, bool) {
 	return c.tool, true
 }
 
+// answer drops the call callID, which has a result. A result of a call
+// not followed (yet) is not remembered: if its admission record comes
+// after it, the call is followed and its look finds the result.
 func (t *tracker) answer(callID string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if c, ok := t.byID[callID]; ok {
 		heap.Remove(&t.h, c.index)
 		delete(t.byID, callID)
-		return
 	}
-	if _, ok := t.answered[callID]; ok {
-		return
-	}
-	delete(t.answered, t.ring[t.next])
-	t.ring[t.next] = callID
-	t.answered[callID] = struct{}{}
-	t.next = (t.next + 1) % len(t.ring)
 }
 
 // due removes and returns up to n calls due at now, earliest first, and

@@ -88,29 +88,44 @@ func (d *delivery) claimStart() error {
 	}
 	after := d.startedSeq
 	d.startedSeq = seq
-	var earlier []*jetstream.RawStreamMsg
-	err = d.persist("reading back the events before STARTED", func() (err error) {
+	var lost string
+	err = d.persist("reading back the events before STARTED", func() error {
 		ctx, cancel := context.WithTimeout(d.ctx, readBackTry)
 		defer cancel()
-		earlier, err = bus.MsgsBetweenFromLeader(ctx, w.bus.JS, w.bus.Events, w.eventSubject(call), after+1, seq)
-		return err
+		earlier, err := bus.MsgsBetweenFromLeader(ctx, w.bus.JS, w.bus.Events, w.eventSubject(call), after+1, seq)
+		if err != nil {
+			return err
+		}
+		lost, err = w.competingStart(ctx, call, id, earlier)
+		return err // a check that could not be made is tried again, as a read is
 	})
 	if err != nil {
 		return fmt.Errorf("%w: %w", errStartUnconfirmed, err)
 	}
-	for _, m := range earlier {
-		if m.Header.Get(jetstream.MsgIDHeader) == id {
-			continue // this delivery's own, stored before its acknowledgement was lost
-		}
-		ev, ok, err := w.checkEvent(d.ctx, call, m)
-		if err != nil {
-			return fmt.Errorf("%w: %w", errStartUnconfirmed, err)
-		}
-		if ok && attemptEventType(ev.Type) && ev.Attempt >= call.Attempt {
-			return fmt.Errorf("%w (%s of attempt %d by %q at %d)", errClaimLost, ev.Type, ev.Attempt, ev.Worker, m.Sequence)
-		}
+	if lost != "" {
+		return fmt.Errorf("%w (%s)", errClaimLost, lost)
 	}
 	return nil
+}
+
+// competingStart describes the believed attempt event of this attempt
+// or a later one among earlier, the events stored before this delivery's
+// STARTED (message id own); "" when there is none. An error says an
+// event could not be checked.
+func (w *Worker) competingStart(ctx context.Context, call *toolwirev1.ToolCall, own string, earlier []*jetstream.RawStreamMsg) (string, error) {
+	for _, m := range earlier {
+		if m.Header.Get(jetstream.MsgIDHeader) == own {
+			continue // this delivery's own, stored before its acknowledgement was lost
+		}
+		ev, ok, err := w.checkEvent(ctx, call, m)
+		if err != nil {
+			return "", err
+		}
+		if ok && attemptEventType(ev.Type) && ev.Attempt >= call.Attempt {
+			return fmt.Sprintf("%s of attempt %d by %q at %d", ev.Type, ev.Attempt, ev.Worker, m.Sequence), nil
+		}
+	}
+	return "", nil
 }
 
 // notRun decides a call whose attempt may not start: its STARTED event
