@@ -516,7 +516,7 @@ func (s *Source) complete(ctx context.Context, j *job, o Options) error {
 	if call.Dispatcher != "" {
 		subject = s.subj.Result(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
 	}
-	st, refused, err := s.storedResults(ctx, subject, call.Tool)
+	st, refused, err := s.storedResults(ctx, subject, call.Tool, o.Verify)
 	switch {
 	case err != nil:
 		return fmt.Errorf("audit: result of %s: %w", call.CallId, err)

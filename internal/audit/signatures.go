@@ -55,31 +55,35 @@ type RefusedResult struct {
 	Detail  string `json:"detail,omitempty"`
 }
 
-// storedResults returns the believed result on subject (nil when none)
-// and every other result stored there, refused. It reads every message
-// on the subject from the stream's leader (the API the operator role
-// may use for it): two requests for a call's one result.
-func (s *Source) storedResults(ctx context.Context, subject, tool string) (*believed.Stored, []RefusedResult, error) {
-	msgs, err := bus.AllMsgsFromLeader(ctx, s.js, s.results, subject)
-	if err != nil {
-		return nil, nil, err
-	}
+// storedResults returns the first believed result on subject (nil when
+// none) and the results stored there that are refused. It reads the
+// subject's messages oldest first from the stream's leader (the API the
+// operator role may use for it), up to the first believed one (one read
+// for a call's one result), or, with all (audit --verify), every one of
+// them, at most believed.MaxScan.
+func (s *Source) storedResults(ctx context.Context, subject, tool string, all bool) (*believed.Stored, []RefusedResult, error) {
 	var found *believed.Stored
 	var refused []RefusedResult
-	for _, m := range msgs {
+	var lookupErr error
+	_, err := bus.EachMsgFromLeader(ctx, s.js, s.results, subject, believed.MaxScan, func(m *jetstream.RawStreamMsg) bool {
 		resp, v, err := believed.Check(ctx, s.keys, m.Subject, m.Header, m.Data, tool)
 		se := signing.AsError(err)
 		switch {
 		case se != nil:
 			refused = append(refused, RefusedResult{Seq: m.Sequence, Problem: string(se.Problem), Signer: se.Signer, Detail: se.Detail})
 		case err != nil:
-			return nil, nil, err
+			lookupErr = err
+			return false
 		case found == nil:
 			found = &believed.Stored{Msg: m, Resp: resp, Verdict: v}
 		default:
 			refused = append(refused, RefusedResult{Seq: m.Sequence, Problem: "second result", Signer: v.Signer,
 				Detail: fmt.Sprintf("a believed result is stored already at %d", found.Msg.Sequence)})
 		}
+		return all || found == nil
+	})
+	if err = errors.Join(err, lookupErr); err != nil {
+		return nil, nil, err
 	}
 	return found, refused, nil
 }

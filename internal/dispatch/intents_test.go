@@ -16,8 +16,9 @@ import (
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
-// forgeResult stores, on the call's result subject, the call's own result
-// with its intents replaced by in, signed with a key the dispatchers
+// forgeResult stores, on the call's result subject and in place of its
+// result, the call's own result with its intents replaced by in, signed
+// with a key the dispatchers
 // believe (theirs): what a worker whose enrolled key is taken over can
 // publish for its pool's calls (a result signed with any other key is
 // never an answer: answers_test.go).
@@ -29,6 +30,11 @@ func forgeResult(t *testing.T, s *dispatchtest.Stack, real *toolwirev1.ToolRespo
 	require.NoError(t, err)
 	b := s.Env.Open(t, "forger")
 	subject := b.Subjects.Result(identity.Default.Tenant, s.Dispatcher.Config().Name, real.CallId)
+	// In place of the real result (the first believed result is the
+	// answer): deleted, as only a credential with every permission can.
+	if stored, err := b.Results.GetLastMsgForSubject(t.Context(), subject); err == nil {
+		require.NoError(t, b.Results.DeleteMsg(t.Context(), stored.Sequence))
+	}
 	msg := s.Env.Bus.Signer.SignedMsg(subject, signing.KindResult, real.CallId, real.GetMeta().GetAttempt(), data, nil)
 	_, err = b.JS.PublishMsg(t.Context(), msg)
 	require.NoError(t, err)
@@ -139,11 +145,11 @@ func rememberVersion(t *testing.T, s *dispatchtest.Stack) string {
 	return r.GetMeta().GetSpecVersion()
 }
 
-// The tool, spec version and session a result names are the forger's to
+// The spec version and session a result names are the forger's to
 // choose: apply takes them from the stored call. A sleep call's result
-// naming remember and its spec version (which declares SET_STATE) and
-// another session of the tenant has its SET_STATE refused, and neither
-// session changes.
+// naming remember's spec version (which declares SET_STATE) and another
+// session of the tenant has its SET_STATE refused, and neither session
+// changes.
 func TestApplyIntentsTakesToolVersionAndSessionFromTheCall(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{})
@@ -153,14 +159,16 @@ func TestApplyIntentsTakesToolVersionAndSessionFromTheCall(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, r.Response.GetOk(), "%v", r.Response.GetError())
 	forged := proto.Clone(r.Response).(*toolwirev1.ToolResponse)
-	forged.Tool, forged.Meta.SpecVersion, forged.Meta.Session = "remember", version, "victim"
+	// (A result naming another tool than the call's is not its answer at
+	// all: answers_test.go.)
+	forged.Meta.SpecVersion, forged.Meta.Session = version, "victim"
 	forgeResult(t, s, forged, setState("i1", "owned"))
 
 	ar, err := s.Dispatcher.ApplyIntents(ctx, id, r.CallId)
 	require.NoError(t, err)
 	require.Zero(t, ar.Applied)
 	require.Len(t, ar.Refused, 1)
-	require.Contains(t, ar.Refused[0].Refused, `the result names tool "remember"; the call is of tool "sleep"`)
+	require.Contains(t, ar.Refused[0].Refused, "not declared by the tool")
 	require.Equal(t, "mine", ar.Session.Session, "the call's own session")
 	require.Empty(t, ar.Session.StateJson)
 	victim, err := s.Dispatcher.GetSession(ctx, id, "victim")

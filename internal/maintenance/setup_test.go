@@ -41,6 +41,7 @@ func setup(t *testing.T) bundle {
 // worker's.
 func (s bundle) answer(t *testing.T, c *toolwirev1.ToolCall, resp *toolwirev1.ToolResponse) {
 	t.Helper()
+	resp.Tool = c.Tool // a result names its call's tool
 	data, err := proto.Marshal(resp)
 	require.NoError(t, err)
 	subject := s.b.Subjects.Result(c.Caller.Tenant, c.Dispatcher, c.CallId)
