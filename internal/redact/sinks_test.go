@@ -28,6 +28,7 @@ import (
 	"github.com/toolwire/toolwire/internal/executors/httpexec"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/logtest"
+	"github.com/toolwire/toolwire/internal/signing"
 	"github.com/toolwire/toolwire/internal/toolctl"
 	"github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -200,7 +201,10 @@ func TestCanaryNeverLeaves(t *testing.T) {
 	old, err := proto.Marshal(&toolwirev1.ToolResponse{EnvelopeVersion: 1, CallId: sub.CallID, Tool: "canary", Ok: true,
 		Content: []*toolwirev1.Content{tool.Text("old worker says " + canarySecret)}})
 	require.NoError(t, err)
-	_, err = env.Bus.JS.Publish(ctx, env.Bus.Subjects.Result(id.Tenant, b.d.Name(), sub.CallID), old)
+	// Signed, as every result is (with the key of the stack's workers,
+	// which its dispatcher believes).
+	subject := env.Bus.Subjects.Result(id.Tenant, b.d.Name(), sub.CallID)
+	_, err = env.Bus.JS.PublishMsg(ctx, env.Bus.Signer.SignedMsg(subject, signing.KindResult, sub.CallID, 0, old, nil))
 	require.NoError(t, err)
 	_, err = b.d.Cancel(ctx, id, sub.CallID, "done")
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/bus/bustest"
 	"github.com/toolwire/toolwire/internal/dispatchd"
+	"github.com/toolwire/toolwire/internal/signing"
 	"github.com/toolwire/toolwire/pkg/client"
 	"github.com/toolwire/toolwire/pkg/tool"
 	"github.com/toolwire/toolwire/pkg/toolworker"
@@ -47,15 +49,19 @@ func TestBinariesServeHealthReadinessAndMetrics(t *testing.T) {
 	t.Parallel()
 	env := bustest.Start(t, bus.Config{})
 	quiet := slog.New(slog.DiscardHandler)
+	keys := t.TempDir() // the worker's signing key, which the dispatcher trusts
+	workerKey := filepath.Join(keys, "native.nk")
+	_, err := signing.KeyFile(workerKey)
+	require.NoError(t, err)
 	// The dispatcher first: a worker serves once a dispatcher has
 	// registered its tools.
 	apiAddr := run(t, func(ctx context.Context, ready chan<- string) error {
 		return dispatchd.Run(ctx, dispatchd.RunConfig{NATSURL: env.URL, Workers: "none", HTTPAddr: "127.0.0.1:0", Grace: 5 * time.Second,
-			Ready: ready, Logger: quiet})
+			Ready: ready, Logger: quiet, WorkerKeys: keys})
 	})
 	workerAddr := run(t, func(ctx context.Context, ready chan<- string) error {
 		return toolworker.Run(ctx, toolworker.Options{NATSURL: env.URL, Tools: []*tool.Tool{echoTool()}, HTTPAddr: "127.0.0.1:0",
-			Grace: 5 * time.Second, Ready: ready, Logger: quiet})
+			Grace: 5 * time.Second, Ready: ready, Logger: quiet, SigningKey: workerKey})
 	})
 	c, err := client.New("http://" + apiAddr)
 	require.NoError(t, err)
