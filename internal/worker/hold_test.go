@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/signing"
 	"github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -258,7 +259,9 @@ func TestRedeliveryWaitsForTheEarlierWorkersResult(t *testing.T) {
 	ev, err := proto.Marshal(&toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED,
 		CallId: call.CallId, Tool: call.Tool, Attempt: 1, Worker: "elsewhere", Time: timestamppb.Now()})
 	require.NoError(t, err)
-	_, err = b.JS.Publish(ctx, b.Subjects.Event("default", "d1", call.CallId), ev)
+	// Signed as every record is (with the stack's key, which its
+	// dispatcher believes).
+	_, err = b.JS.PublishMsg(ctx, b.Signer.SignedMsg(b.Subjects.Event("default", "d1", call.CallId), signing.KindEvent, call.CallId, 1, ev, nil))
 	require.NoError(t, err)
 	call.Attempt = 1 // a redelivery
 	h.raw.publish(call)
@@ -268,7 +271,7 @@ func TestRedeliveryWaitsForTheEarlierWorkersResult(t *testing.T) {
 	theirs, err := proto.Marshal(&toolwirev1.ToolResponse{CallId: call.CallId, Tool: call.Tool, Ok: true,
 		Meta: &toolwirev1.ResponseMeta{Worker: "elsewhere", Attempt: 1}})
 	require.NoError(t, err)
-	_, err = b.JS.Publish(ctx, b.Subjects.Result("default", "d1", call.CallId), theirs)
+	_, err = b.JS.PublishMsg(ctx, b.Signer.SignedMsg(b.Subjects.Result("default", "d1", call.CallId), signing.KindResult, call.CallId, 1, theirs, nil))
 	require.NoError(t, err)
 	settled(t, h.s)
 	r := waitResult(t, h.s, "default", "d1", call.CallId)

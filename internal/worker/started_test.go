@@ -12,6 +12,7 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/signing"
 	"github.com/toolwire/toolwire/internal/worker"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -48,7 +49,8 @@ func TestSecondDeliveryNeverRunsAStartedAttempt(t *testing.T) {
 	ev, err := proto.Marshal(&toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED,
 		CallId: sub.CallID, Tool: "pay_twice_never", Attempt: 1, Worker: "stalled"})
 	require.NoError(t, err)
-	_, err = s.Env.Bus.JS.Publish(ctx, s.Env.Bus.Subjects.Event("default", s.Dispatcher.Name(), sub.CallID), ev)
+	b := s.Env.Bus // signed as every record is, with a key the dispatcher believes
+	_, err = b.JS.PublishMsg(ctx, b.Signer.SignedMsg(b.Subjects.Event("default", s.Dispatcher.Name(), sub.CallID), signing.KindEvent, sub.CallID, 1, ev, nil))
 	require.NoError(t, err)
 
 	second := startCustomWorker(t, s, worker.Config{}, pool, pay)
