@@ -158,7 +158,7 @@ func TestForgedResultsAreNeverTheAnswer(t *testing.T) {
 			{Subject: subject, Data: forged(99), Header: s.key.Sign(nil, signing.KindResult, victim.CallId, 1, forged(1))}, // another attempt's
 		},
 		signing.WrongCall: {
-			{Subject: subject, Data: stored.Data, Header: replayed}, // another call's result, whole
+			{Subject: subject, Data: stored.Data, Header: replayed},                                       // another call's result, whole
 			otherPool.SignedMsg(subject, signing.KindResult, victim.CallId, 1, forgedAs("shell", 1), nil), // its own pool's tool named
 		},
 	}

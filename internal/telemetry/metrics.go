@@ -283,7 +283,9 @@ func (m *DispatcherMetrics) Admitted(outcome string, d time.Duration) {
 func (m *DispatcherMetrics) IntentsRefused(n int) { m.intentsRefused.Add(float64(n)) }
 
 // ResultRefused counts a result or event not believed, by its problem.
-func (m *DispatcherMetrics) ResultRefused(problem string) { m.resultsRefused.WithLabelValues(problem).Inc() }
+func (m *DispatcherMetrics) ResultRefused(problem string) {
+	m.resultsRefused.WithLabelValues(problem).Inc()
+}
 
 // Rejected records a rejection with its error type.
 func (m *DispatcherMetrics) Rejected(t toolwirev1.ErrorType) {
