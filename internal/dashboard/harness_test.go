@@ -91,6 +91,7 @@ func streamsOf(t *testing.T, b *bus.Bus) Streams {
 	require.NoError(t, err)
 	q, err := dlq.Open(t.Context(), b.NC, b.Config.Prefix)
 	require.NoError(t, err)
+	q.SignWith(b.Signer) // a retry's admission record is the dispatcher's
 	return Streams{Calls: b.Calls, Results: b.Results, Registry: b.Registry, Subjects: b.Subjects, Audit: src, DLQ: q}
 }
 
