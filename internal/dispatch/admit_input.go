@@ -106,7 +106,11 @@ func (a *admission) askedInput(ctx context.Context) (*toolwirev1.InputRequired, 
 	if _, err := ulid.ParseStrict(o.Continues); err != nil {
 		return nil, bad("not a call id")
 	}
-	resp, err := d.loadResult(ctx, d.subj.ResultAnyDispatcher(id.Tenant, o.Continues), d.callTool(ctx, id.Tenant, o.Continues))
+	tool, err := d.callTool(ctx, id.Tenant, o.Continues)
+	var resp *toolwirev1.ToolResponse
+	if err == nil {
+		resp, err = d.loadResult(ctx, d.subj.ResultAnyDispatcher(id.Tenant, o.Continues), tool)
+	}
 	if err != nil {
 		d.log.WarnContext(ctx, "reading the call an answer continues failed", "continues", o.Continues, "err", err)
 		return nil, envelope.Overloaded("the call this one continues could not be read; try again", time.Second)

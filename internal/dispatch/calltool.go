@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -23,7 +24,7 @@ type callTools struct {
 }
 
 const (
-	maxCallTools = 1 << 14
+	maxCallTools = 1 << 16
 	// callToolMiss is how long a call not found stays not found: a call
 	// stored late (unconfirmed) is found at the next look after it.
 	callToolMiss = 5 * time.Second
@@ -67,28 +68,30 @@ func (c *callTools) put(callID, tool string) {
 // the call's id, so a replica looks a call up once) — never from a
 // result or an event, which a worker credential can write. "" when the
 // call is not found (remembered for callToolMiss): then only what a
-// dispatcher signed is believed for it.
-func (d *Dispatcher) callTool(ctx context.Context, tenant, callID string) string {
+// dispatcher signed is believed for it. An error says it could not be
+// looked up.
+func (d *Dispatcher) callTool(ctx context.Context, tenant, callID string) (string, error) {
 	d.mu.Lock()
 	w := d.waiters[callID]
 	d.mu.Unlock()
 	if w != nil {
-		return w.tool
+		return w.tool, nil
 	}
 	if t, ok := d.tools.get(callID); ok {
-		return t
+		return t, nil
 	}
 	call, err := d.storedCall(ctx, tenant, "", callID)
-	if err != nil {
-		if !errors.Is(err, ErrCallNotStored) {
-			d.log.WarnContext(ctx, "call not looked up; only dispatchers' records of it are believed", "call_id", callID, "err", err)
-			return ""
-		}
+	if errors.Is(err, ErrCallNotStored) {
 		d.tools.miss(callID)
-		return ""
+		return "", nil
+	}
+	if err != nil {
+		// Not "not found": the caller is told to try again, never that a
+		// finished call is pending.
+		return "", fmt.Errorf("dispatch: look up call %s: %w", callID, err)
 	}
 	d.tools.put(callID, call.GetTool())
-	return call.GetTool()
+	return call.GetTool(), nil
 }
 
 // lastEvent returns the newest believed event of call callID of tenant

@@ -26,7 +26,10 @@ func (d *Dispatcher) Cancel(ctx context.Context, id identity.Identity, callID, r
 	if _, err := ulid.ParseStrict(callID); err != nil {
 		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_UNKNOWN_CALL, nil
 	}
-	tool := d.callTool(ctx, id.Tenant, callID)
+	tool, err := d.callTool(ctx, id.Tenant, callID)
+	if err != nil {
+		return 0, err
+	}
 	resp, err := d.loadResult(ctx, d.subj.ResultAnyDispatcher(id.Tenant, callID), tool)
 	if err != nil {
 		return 0, err

@@ -62,7 +62,11 @@ func (d *Dispatcher) getResult(ctx context.Context, q resultQuery) (*toolwirev1.
 		return stateOnly(q.callID, toolwirev1.CallState_CALL_STATE_UNKNOWN), nil
 	}
 	subject := d.subj.ResultAnyDispatcher(q.id.Tenant, q.callID)
-	q.tool = d.callTool(ctx, q.id.Tenant, q.callID)
+	tool, err := d.callTool(ctx, q.id.Tenant, q.callID)
+	if err != nil {
+		return nil, err
+	}
+	q.tool = tool
 	var ch chan *nats.Msg
 	if q.wait > 0 {
 		// Subscribe first, then look: a result published in between is

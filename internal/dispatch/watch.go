@@ -38,8 +38,12 @@ func (d *Dispatcher) Watch(ctx context.Context, id identity.Identity, callID str
 		return err
 	}
 	defer d.caps.release(capWatch, id)
+	tool, err := d.callTool(ctx, id.Tenant, callID)
+	if err != nil {
+		return err
+	}
 	w := &watch{d: d, id: id, callID: callID, send: send, resultSubject: d.subj.ResultAnyDispatcher(id.Tenant, callID),
-		eventsSubject: d.subj.EventsAnyDispatcher(id.Tenant, callID), tool: d.callTool(ctx, id.Tenant, callID)}
+		eventsSubject: d.subj.EventsAnyDispatcher(id.Tenant, callID), tool: tool}
 	return w.run(ctx)
 }
 
