@@ -23,8 +23,12 @@ import (
 // export does not carry (its response is redacted): a holder of the
 // results stream can match it.
 type Signature struct {
-	Signer     string `json:"signer"`
-	Signature  string `json:"signature"`
+	Signer    string `json:"signer"`
+	Signature string `json:"signature"`
+	// Batch is the result's place in the batch the signature covers and
+	// its path to the batch's root (signing.HeaderBatch); empty when the
+	// signature covers the statement alone.
+	Batch      string `json:"batch,omitempty"`
 	Kind       string `json:"kind"`
 	CallID     string `json:"call_id"`
 	Attempt    int32  `json:"attempt"`
@@ -40,6 +44,9 @@ func (s *Signature) Check() error {
 		return errors.New("audit: signature: sha256 is not a hex SHA-256")
 	}
 	h := nats.Header{signing.HeaderSigner: {s.Signer}, signing.HeaderSignature: {s.Signature}}
+	if s.Batch != "" {
+		h[signing.HeaderBatch] = []string{s.Batch}
+	}
 	if _, p := signing.VerifyStatement(h, signing.StatementOfSum(s.Kind, s.CallID, s.Attempt, sum)); p != "" {
 		return fmt.Errorf("audit: signature of call %s: %s", s.CallID, p)
 	}
@@ -91,7 +98,7 @@ func (s *Source) storedResults(ctx context.Context, subject, tool string, all bo
 // signatureOf is the Signature of a believed result.
 func signatureOf(st *believed.Stored) *Signature {
 	sum := sha256.Sum256(st.Msg.Data)
-	return &Signature{Signer: st.Verdict.Signer, Signature: st.Msg.Header.Get(signing.HeaderSignature), Kind: signing.KindResult,
+	return &Signature{Signer: st.Verdict.Signer, Signature: st.Msg.Header.Get(signing.HeaderSignature), Batch: st.Msg.Header.Get(signing.HeaderBatch), Kind: signing.KindResult,
 		CallID: st.Resp.GetCallId(), Attempt: st.Resp.GetMeta().GetAttempt(), SHA256: hex.EncodeToString(sum[:]),
 		Dispatcher: st.Verdict.Dispatcher, Pool: st.Verdict.Pool}
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/believed"
@@ -15,16 +14,6 @@ import (
 	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
-
-// decodeResult decodes a stored result; one that does not decode is
-// answered INTERNAL.
-func decodeResult(callID string, data []byte) *toolwirev1.ToolResponse {
-	resp := &toolwirev1.ToolResponse{}
-	if err := proto.Unmarshal(data, resp); err != nil {
-		return envelope.Error(callID, "", envelope.Internal("undecodable result: "+err.Error()), nil)
-	}
-	return resp
-}
 
 // GetResult returns the result of callID for the caller's tenant, waiting
 // up to wait for a pending call. Any replica answers for any call. A wait

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/believed"
 	"github.com/toolwire/toolwire/internal/signing"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // Results reach waiting callers only once the results stream has stored
@@ -95,12 +96,12 @@ func (d *Dispatcher) onStored(m jetstream.Msg) {
 	if w != nil {
 		tool = w.tool
 	}
-	err := d.checkStored(subject, m.Headers(), m.Data(), tool)
+	resp, err := d.checkStored(subject, m.Headers(), m.Data(), tool)
 	if signing.AsError(err) != nil {
 		return // not the call's answer: it neither reaches a caller nor frees a slot
 	}
 	if err == nil {
-		d.deliver(callID, m.Data())
+		d.deliver(callID, resp)
 	}
 	// A lookup that failed decides nothing: the recheck reads the result
 	// again for the waiter; the slots are freed (a registry that does
@@ -112,19 +113,19 @@ func (d *Dispatcher) onStored(m jetstream.Msg) {
 // the answer of a call of tool (internal/believed): an error says it is
 // not (a *signing.Error, counted and logged: refusedResult) or that a
 // lookup failed (logged; a recheck of the waiters is asked for).
-func (d *Dispatcher) checkStored(subject string, h nats.Header, data []byte, tool string) error {
+func (d *Dispatcher) checkStored(subject string, h nats.Header, data []byte, tool string) (*toolwirev1.ToolResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), recheckTimeout)
 	defer cancel()
-	_, _, err := believed.Check(ctx, d.bus.Keys, subject, h, data, tool)
+	resp, _, err := believed.Check(ctx, d.bus.Keys, subject, h, data, tool)
 	if se := signing.AsError(err); se != nil {
 		d.refusedResult(believed.Refused{Subject: subject, Err: se})
-		return err
+		return nil, err
 	}
 	if err != nil {
 		d.log.Warn("result not checked; looking it up again", "subject", subject, "err", err)
 		d.signalRecheck()
 	}
-	return err
+	return resp, err
 }
 
 // signalRecheck asks for a look at every waiter's stored result
@@ -149,10 +150,10 @@ func (d *Dispatcher) answers() believed.Reader {
 	return believed.Reader{JS: d.bus.JS, Stream: d.bus.Results, Keys: d.bus.Keys, OnRefused: d.refusedResult}
 }
 
-// deliver hands data, a stored result believed as the call's answer, to
+// deliver hands resp, a stored result believed as the call's answer, to
 // the waiter of callID if there is one; it reports whether there was. A
 // waiter gets at most one result: it leaves the map here.
-func (d *Dispatcher) deliver(callID string, data []byte) bool {
+func (d *Dispatcher) deliver(callID string, resp *toolwirev1.ToolResponse) bool {
 	d.mu.Lock()
 	w := d.waiters[callID]
 	delete(d.waiters, callID)
@@ -160,7 +161,7 @@ func (d *Dispatcher) deliver(callID string, data []byte) bool {
 	if w == nil {
 		return false
 	}
-	w.ch <- data
+	w.ch <- resp
 	return true
 }
 
@@ -226,12 +227,12 @@ func (d *Dispatcher) recheckWaiters(ctx context.Context) {
 	backoff := recheckBackoff
 	for pass := 1; ; pass++ {
 		for len(todo) > 0 {
-			data, err := d.storedResult(ctx, todo[0].tenant, todo[0].tool, todo[0].id)
+			resp, err := d.storedResult(ctx, todo[0].tenant, todo[0].tool, todo[0].id)
 			if err != nil {
 				break
 			}
-			if data != nil {
-				d.deliver(todo[0].id, data)
+			if resp != nil {
+				d.deliver(todo[0].id, resp)
 			}
 			todo = todo[1:]
 		}
@@ -257,7 +258,7 @@ func (d *Dispatcher) recheckWaiters(ctx context.Context) {
 // nil when there is none. It reads the stream's leader: a replica that
 // lags would say "none" for a result the leader acknowledged, and a
 // caller would be told PENDING for a call that is done.
-func (d *Dispatcher) storedResult(ctx context.Context, tenant, tool, callID string) ([]byte, error) {
+func (d *Dispatcher) storedResult(ctx context.Context, tenant, tool, callID string) (*toolwirev1.ToolResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, recheckTimeout)
 	defer cancel()
 	s, err := d.answers().Read(ctx, d.subj.Result(tenant, d.cfg.Name, callID), tool)
@@ -267,5 +268,5 @@ func (d *Dispatcher) storedResult(ctx context.Context, tenant, tool, callID stri
 	if s == nil {
 		return nil, nil
 	}
-	return s.Msg.Data, nil
+	return s.Resp, nil
 }

@@ -24,9 +24,9 @@ type waiter struct {
 	id     string
 	tenant string
 	tool   string
-	// ch receives the stored result's bytes, or is closed when the
-	// dispatcher stops.
-	ch chan []byte
+	// ch receives the stored result, believed and decoded, or is closed
+	// when the dispatcher stops.
+	ch chan *toolwirev1.ToolResponse
 	// accepted publishes the admission record unless stopped first.
 	accepted *delayed.Record
 	ended    bool // guarded by d.mu
@@ -35,7 +35,7 @@ type waiter struct {
 // wait registers the waiter of a new call (its id is fresh, so it is the
 // only one); cancel removes it.
 func (d *Dispatcher) wait(tenant, tool, callID string) (*waiter, error) {
-	w := &waiter{d: d, id: callID, tenant: tenant, tool: tool, ch: make(chan []byte, 1)}
+	w := &waiter{d: d, id: callID, tenant: tenant, tool: tool, ch: make(chan *toolwirev1.ToolResponse, 1)}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.stopped {
@@ -119,20 +119,20 @@ func (d *Dispatcher) callAdmitted(ctx context.Context, id identity.Identity, o *
 	timer := getTimer(d.clampWait(wait))
 	defer putTimer(timer)
 	select {
-	case data, ok := <-w.ch:
+	case resp, ok := <-w.ch:
 		if !ok {
 			w.accepted.Flush()
 			return nil, nil, ErrStopped
 		}
 		w.accepted.Stop()
-		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, s.admitted, nil
+		return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, s.admitted, nil
 	case <-timer.C:
 		w.accepted.Flush()
 		// A last look before answering PENDING: the result may be stored
 		// and its delivery late (a consumer being made again after a
 		// failover or a reconnect).
-		if data, err := d.storedResult(ctx, w.tenant, w.tool, s.CallID); err == nil && data != nil {
-			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: decodeResult(s.CallID, data)}, s.admitted, nil
+		if resp, err := d.storedResult(ctx, w.tenant, w.tool, s.CallID); err == nil && resp != nil {
+			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_DONE, Response: resp}, s.admitted, nil
 		}
 		if s.Awaiting != nil && d.stillParked(ctx, w.tenant, s.CallID) {
 			return &toolwirev1.CallResponse{CallId: s.CallID, State: toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, Response: s.Awaiting}, s.admitted, nil

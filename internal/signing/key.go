@@ -17,8 +17,9 @@ import (
 // Key is a signing identity: an Ed25519 private key and its public key in
 // nkey form ("U…"), which is how the keyring and the headers name it.
 type Key struct {
-	priv ed25519.PrivateKey
-	pub  string
+	priv  ed25519.PrivateKey
+	pub   string
+	batch batcher
 }
 
 // NewKey makes a random key (a process's own, kept in memory).

@@ -113,7 +113,16 @@ type Keyring struct {
 	// dispatcher routes it to its caller and its overdue sweeper follows
 	// it), and an Ed25519 verification costs about 50 µs; a hit costs a
 	// hash of the payload. Bounded: cleared when full.
-	verified map[string][sha256.Size]byte
+	verified map[string]verifiedSig // by signature
+}
+
+// verifiedSig is what a remembered signature was verified for: its
+// signer and the SHA-256 of the bytes it covers. The signer is part of
+// it: a signature verified for one signer proves nothing for a header
+// naming another.
+type verifiedSig struct {
+	signer string
+	sum    [sha256.Size]byte
 }
 
 type source struct {
@@ -129,7 +138,7 @@ const (
 
 // NewKeyring reads enrolments from kv (the registry bucket).
 func NewKeyring(kv jetstream.KeyValue) *Keyring {
-	return &Keyring{kv: kv, known: map[string]time.Time{}, sources: map[string]source{}, verified: map[string][sha256.Size]byte{}}
+	return &Keyring{kv: kv, known: map[string]time.Time{}, sources: map[string]source{}, verified: map[string]verifiedSig{}}
 }
 
 // Check decides whether a message of kind about callID's attempt with
@@ -167,27 +176,34 @@ func (k *Keyring) Check(ctx context.Context, h nats.Header, kind, callID string,
 	return Verdict{Signer: signer, Pool: pool}, nil
 }
 
-// verify is VerifyStatement, remembering the signatures that verified.
+// verify is VerifyStatement, remembering the signatures that verified:
+// the messages of one batch share theirs, so it is verified once for all.
 func (k *Keyring) verify(h nats.Header, statement []byte) (string, Problem) {
-	// The signer is part of the key: a signature verified for one signer
-	// proves nothing for a header naming another.
-	sig, sum := h.Get(HeaderSigner)+"\x00"+h.Get(HeaderSignature), sha256.Sum256(statement)
+	signer, sig := h.Get(HeaderSigner), h.Get(HeaderSignature)
+	if signer == "" && sig == "" {
+		return "", Unsigned
+	}
+	signed, ok := signedBytes(h, statement)
+	if !ok {
+		return signer, Forged
+	}
+	want := verifiedSig{signer: signer, sum: sha256.Sum256(signed)}
 	k.mu.Lock()
 	seen, ok := k.verified[sig]
 	k.mu.Unlock()
-	if ok && seen == sum {
-		return h.Get(HeaderSigner), ""
+	if ok && seen == want {
+		return signer, ""
 	}
-	signer, p := VerifyStatement(h, statement)
-	if p == "" {
-		k.mu.Lock()
-		if len(k.verified) >= maxVerified {
-			clear(k.verified)
-		}
-		k.verified[sig] = sum
-		k.mu.Unlock()
+	if p := verifySigned(signer, sig, signed); p != "" {
+		return signer, p
 	}
-	return signer, p
+	k.mu.Lock()
+	if len(k.verified) >= maxVerified {
+		clear(k.verified)
+	}
+	k.verified[sig] = want
+	k.mu.Unlock()
+	return signer, ""
 }
 
 // maxVerified bounds Keyring's memory of verified signatures.

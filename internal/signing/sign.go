@@ -42,14 +42,22 @@ func Statement(kind, callID string, attempt int32, payload []byte) []byte {
 }
 
 // Sign sets h's signature headers for a message of kind about callID's
-// attempt with payload, and returns h (a new header when h is nil).
+// attempt with payload, and returns h (a new header when h is nil). Under
+// load its signature may cover a batch of statements (HeaderBatch), and
+// it may wait for the signature being made to finish first: safe for
+// concurrent use, never while holding a lock another signer needs.
 func (k *Key) Sign(h nats.Header, kind, callID string, attempt int32, payload []byte) nats.Header {
 	if h == nil {
 		h = nats.Header{}
 	}
-	sig := ed25519.Sign(k.priv, Statement(kind, callID, attempt, payload))
+	s := k.signStatement(Statement(kind, callID, attempt, payload))
 	h[HeaderSigner] = []string{k.pub}
-	h[HeaderSignature] = []string{base64.StdEncoding.EncodeToString(sig)}
+	h[HeaderSignature] = []string{base64.StdEncoding.EncodeToString(s.sig)}
+	if s.batch != "" {
+		h[HeaderBatch] = []string{s.batch}
+	} else {
+		delete(h, HeaderBatch)
+	}
 	return h
 }
 
@@ -80,20 +88,30 @@ func StatementOfSum(kind, callID string, attempt int32, sum []byte) []byte {
 	return hex.AppendEncode(b, sum)
 }
 
-// VerifyStatement checks h's signature over statement; it returns the
-// signer, and the problem when the signature does not verify.
+// VerifyStatement checks h's signature over statement, alone or as a leaf
+// of the batch h names; it returns the signer, and the problem when the
+// signature does not verify.
 func VerifyStatement(h nats.Header, statement []byte) (string, Problem) {
 	signer, sig := h.Get(HeaderSigner), h.Get(HeaderSignature)
 	if signer == "" && sig == "" {
 		return "", Unsigned
 	}
+	signed, ok := signedBytes(h, statement)
+	if !ok {
+		return signer, Forged
+	}
+	return signer, verifySigned(signer, sig, signed)
+}
+
+// verifySigned checks sig, signer's signature over signed.
+func verifySigned(signer, sig string, signed []byte) Problem {
 	pub, err := publicKey(signer)
 	if err != nil {
-		return signer, Forged
+		return Forged
 	}
 	raw, err := base64.StdEncoding.DecodeString(sig)
-	if err != nil || len(raw) != ed25519.SignatureSize || !ed25519.Verify(pub, statement, raw) {
-		return signer, Forged
+	if err != nil || len(raw) != ed25519.SignatureSize || !ed25519.Verify(pub, signed, raw) {
+		return Forged
 	}
-	return signer, ""
+	return ""
 }
