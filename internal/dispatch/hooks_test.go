@@ -148,6 +148,18 @@ func TestBeforeHooks(t *testing.T) {
 	require.Empty(t, log.take())
 }
 
+// A call the rules deny outright never reaches a before-hook: its
+// arguments do not leave the fleet for a third party's webhook, and its
+// answer is the rule's (issue 28).
+func TestBeforeHooksNeverSeeDeniedCalls(t *testing.T) {
+	t.Parallel()
+	s, log := hooksStack(t, hooksDoc)
+	r := echoCall(t, s, "my secret")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.Response.GetError().GetType())
+	require.Contains(t, r.Response.GetError().GetMessage(), "secrets stay home")
+	require.Empty(t, log.take(), "no hook looked at a call the rules deny")
+}
+
 // failure: open lets the call through when its hook times out.
 func TestBeforeHookFailOpen(t *testing.T) {
 	t.Parallel()
