@@ -58,7 +58,8 @@ func decided(rec *approvals.Record, state toolwirev1.ApprovalState, by approvalB
 }
 
 // Approve approves the parked call req.Id of the caller's tenant (the
-// caller needs the approve scope): once (scope unset or ONCE), or also
+// caller needs the approve scope), unless the policy in force now denies
+// it (ErrPolicyDenies: the call is denied and answered instead): once (scope unset or ONCE), or also
 // with a grant that covers later calls of the call's session, agent or
 // tenant (scope SESSION, AGENT, TENANT) that match its tool glob (default
 // the call's tool) and argument patterns, for its ttl (default
@@ -67,7 +68,8 @@ func decided(rec *approvals.Record, state toolwirev1.ApprovalState, by approvalB
 // wins, the others get ErrApprovalDecided), its nonce consumed, and the
 // call published. It returns the approval and the grant stored (nil for
 // once). Errors: ErrNeedApproveScope, ErrUnknownApproval,
-// ErrApprovalDecided (also for an approval past its expiry), ErrBadApproval.
+// ErrApprovalDecided (also for an approval past its expiry), ErrBadApproval,
+// ErrPolicyDenies.
 func (f *Flow) Approve(ctx context.Context, id identity.Identity, req *toolwirev1.ApproveRequest) (*toolwirev1.Approval, *toolwirev1.Grant, error) {
 	if err := checkApprover(id); err != nil {
 		return nil, nil, err
@@ -83,6 +85,14 @@ func (f *Flow) Approve(ctx context.Context, id identity.Identity, req *toolwirev
 	if !now.Before(rec.Approval.GetExpiresAt().AsTime()) {
 		return nil, nil, fmt.Errorf("%w: approval %s expired at %s", ErrApprovalDecided, rec.ID(),
 			rec.Approval.GetExpiresAt().AsTime().UTC().Format(time.RFC3339))
+	}
+	if why, denied := f.core.Denies(ctx, rec.Call); denied {
+		// Deny wins, also over an approver: the call is denied and
+		// answered, never run.
+		if err := f.denyByPolicy(ctx, rec, why); err != nil {
+			return nil, nil, f.decideFailed(ctx, id, rec.ID(), err)
+		}
+		return nil, nil, fmt.Errorf("%w: %s", ErrPolicyDenies, why)
 	}
 	scope := cmp.Or(req.GetScope(), toolwirev1.ApprovalScope_APPROVAL_SCOPE_ONCE)
 	var g *approvals.Grant
@@ -197,6 +207,27 @@ func (f *Flow) Deny(ctx context.Context, id identity.Identity, approvalID, reaso
 		f.log.WarnContext(ctx, "answering a denied call failed; the approval sweep answers it", "call_id", rec.ID(), "err", err)
 	}
 	return rec.Approval, nil
+}
+
+// denyByPolicy denies the pending record rec because the policy in force
+// denies its call (why), and answers the call PERMISSION_DENIED saying
+// so. The compare-and-set is a decision's: an error says another
+// decision won (approvals.ErrConflict) or the store failed; a failed
+// answer is logged and left to the sweep.
+func (f *Flow) denyByPolicy(ctx context.Context, rec *approvals.Record, why string) error {
+	decided(rec, toolwirev1.ApprovalState_APPROVAL_STATE_DENIED, approvalBy{reason: why, at: time.Now()})
+	rec.PolicyDenied = why
+	if err := f.store.Update(ctx, rec); err != nil {
+		return err
+	}
+	f.tracker.Note(rec)
+	f.log.InfoContext(ctx, "a parked call is denied: the policy in force denies it now", "call_id", rec.ID(), "tenant", rec.Tenant(), "why", why)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.FinishTimeout)
+	defer cancel()
+	if err := f.finishDecided(fctx, rec); err != nil {
+		f.log.WarnContext(ctx, "answering a call the policy denies failed; the approval sweep answers it", "call_id", rec.ID(), "err", err)
+	}
+	return nil
 }
 
 // CancelParked ends a parked call its caller (id) cancelled: the record

@@ -25,6 +25,14 @@
 // published. A replica that stops between the two leaves the finishing
 // to the sweep of any replica.
 //
+// Deny wins at every moment: Approve decides the parked call again under
+// the policy in force (Core.Denies) and, when it now denies it, denies
+// and answers it instead (ErrPolicyDenies); the sweep does the same for
+// every parked call of a tenant whose policy version changed
+// (recheckParked), so a change that denies them empties the inbox
+// without an approver. A token's call goes through admission's rules
+// again anyway.
+//
 // # Approvals
 //
 // An ask parks the exact call — never on a pool subject — as a PENDING

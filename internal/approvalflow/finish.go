@@ -84,6 +84,13 @@ func (f *Flow) finishDecided(ctx context.Context, rec *approvals.Record) error {
 				toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE)
 			break
 		}
+		if rec.PolicyDenied != "" {
+			te = envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
+				fmt.Sprintf("policy denies this call of %q (the policy changed while it waited for approval; it never ran): %s",
+					a.GetTool(), rec.Approval.GetReason()))
+			te.Suggestion = "do not retry this call as it is; an administrator can explain the decision with `toolctl policy explain`"
+			break
+		}
 		te = envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
 			fmt.Sprintf("an approver denied this call of %q: %s", a.GetTool(), a.GetReason()))
 		te.Suggestion = "do not retry this call as it is"

@@ -39,6 +39,10 @@ var (
 	// ErrBadApproval: the request is not valid (no reason for a denial, a
 	// bad scope, glob, argument pattern or ttl).
 	ErrBadApproval = errors.New("approvalflow: invalid approval request")
+	// ErrPolicyDenies: the policy in force now denies the parked call (it
+	// changed after the call was parked): the call is denied and
+	// answered, never run. Deny wins, also over an approver.
+	ErrPolicyDenies = errors.New("approvalflow: the policy in force denies this call")
 )
 
 // Core is what the flow needs of the dispatcher it runs in: the paths by
@@ -60,6 +64,14 @@ type Core interface {
 	// subject, with ExpectLastSequencePerSubject(0) as workers publish:
 	// never over a result, and a repeat that finds its own is no error.
 	Answer(ctx context.Context, call *toolwirev1.ToolCall, resp *toolwirev1.ToolResponse) error
+	// Denies decides call, a parked call, again under the policy in force
+	// for its tenant now, as admission would: why, naming the rule, when
+	// the policy denies it. An ask or an allow is no deny.
+	Denies(ctx context.Context, call *toolwirev1.ToolCall) (why string, denied bool)
+	// PolicyVersion is the version of the policy in force for tenant
+	// ("" for none): the sweep decides the parked calls of a tenant again
+	// when it changes.
+	PolicyVersion(tenant string) string
 }
 
 // Config configures a Flow. The dispatcher passes its own settings
@@ -147,6 +159,9 @@ type Flow struct {
 	tracker *approvals.Tracker
 	grants  *approvals.GrantIndex
 	run     *startstop.Group
+	// checked is, per tenant with parked calls, the policy version under
+	// which they were all decided again (recheckParked; the sweep's own).
+	checked map[string]string
 }
 
 var _ startstop.Service = (*Flow)(nil)
@@ -158,7 +173,7 @@ func New(b *bus.Bus, core Core, cfg Config) (*Flow, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	f := &Flow{cfg: cfg, core: core, log: cfg.Logger, duplicateWindow: b.Config.DuplicateWindow}
+	f := &Flow{cfg: cfg, core: core, log: cfg.Logger, duplicateWindow: b.Config.DuplicateWindow, checked: map[string]string{}}
 	f.store = approvals.NewStore(b, cfg.Retention)
 	f.tracker = approvals.NewTracker(f.store, f.log)
 	f.grants = approvals.NewGrantIndex(f.store, f.log)

@@ -27,6 +27,20 @@ type fakeCore struct {
 	published []*toolwirev1.ToolCall
 	events    map[string]*toolwirev1.CallEvent // by message id
 	answers   []*toolwirev1.ToolResponse
+	deny      string // what Denies says of every call; "" = no deny
+	version   string
+}
+
+func (c *fakeCore) Denies(context.Context, *toolwirev1.ToolCall) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.deny, c.deny != ""
+}
+
+func (c *fakeCore) PolicyVersion(string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version
 }
 
 func (c *fakeCore) PublishCall(_ context.Context, call *toolwirev1.ToolCall) error {

@@ -17,6 +17,9 @@ import (
 //   - a pending record past its expiry is expired (one compare-and-set:
 //     of the replicas sweeping, one wins), answered EXPIRED and recorded
 //     APPROVAL_EXPIRED;
+//   - a pending record whose call the policy in force denies is denied
+//     and answered (recheckParked: deny wins at every moment), once per
+//     change of its tenant's policy;
 //   - a decided record not published publishGrace after its decision
 //     (the replica that decided stopped before finishing it, or its
 //     publish failed) is finished: an approved call published under its
@@ -50,8 +53,11 @@ func republishWithin(window time.Duration) time.Duration {
 	return window - min(windowMargin, window/2)
 }
 
-// sweep acts on every due record, each within Config.FinishTimeout.
+// sweep acts on every due record, each within Config.FinishTimeout, and
+// decides the parked calls of every tenant whose policy changed again
+// (recheckParked).
 func (f *Flow) sweep(ctx context.Context) {
+	f.recheckParked(ctx)
 	for _, s := range f.tracker.Due(time.Now(), publishGrace, sweepBudget) {
 		actx, cancel := context.WithTimeout(ctx, f.cfg.FinishTimeout)
 		err := f.sweepOne(actx, s)
@@ -105,4 +111,64 @@ func (f *Flow) sweepOne(ctx context.Context, s approvals.Summary) error {
 			"it may or may not have run", PartialSideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNKNOWN,
 		Suggestion: "check the tool's target for the effect before calling again"}
 	return f.answerRecord(ctx, rec, te)
+}
+
+// recheckParked decides the parked calls of each tenant whose policy
+// version changed since this replica last looked (Core.Denies): those the
+// policy in force denies now are denied and answered, and leave the
+// approvers' inbox. A tenant is marked checked at a version only when
+// every one of its records was looked at; a failure is tried again at the
+// next sweep. The marks are the sweep goroutine's own.
+func (f *Flow) recheckParked(ctx context.Context) {
+	pending := f.tracker.Pending(sweepBudget)
+	for tenant := range f.checked {
+		if _, ok := pending[tenant]; !ok {
+			delete(f.checked, tenant) // nothing parked: look again when there is
+		}
+	}
+	for tenant, sums := range pending {
+		version := f.core.PolicyVersion(tenant)
+		if v, ok := f.checked[tenant]; ok && v == version {
+			continue
+		}
+		done := true
+		for _, s := range sums {
+			actx, cancel := context.WithTimeout(ctx, f.cfg.FinishTimeout)
+			err := f.recheckOne(actx, s)
+			cancel()
+			if err != nil {
+				done = false
+				if ctx.Err() == nil {
+					f.log.Warn("approval sweep: deciding a parked call again failed; trying again at the next sweep", "call_id", s.ID, "tenant", s.Tenant, "err", err)
+				}
+			}
+		}
+		if done {
+			f.checked[tenant] = version
+		}
+	}
+}
+
+// recheckOne denies the record s summarises if it is still pending and the
+// policy in force denies its call.
+func (f *Flow) recheckOne(ctx context.Context, s approvals.Summary) error {
+	rec, err := f.store.Get(ctx, s.Tenant, s.ID)
+	if errors.Is(err, approvals.ErrNotFound) {
+		f.tracker.Forget(s.Tenant, s.ID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if rec.Decided() {
+		return nil
+	}
+	why, denied := f.core.Denies(ctx, rec.Call)
+	if !denied {
+		return nil
+	}
+	if err := f.denyByPolicy(ctx, rec, why); err != nil && !errors.Is(err, approvals.ErrConflict) {
+		return err
+	}
+	return nil
 }

@@ -45,6 +45,11 @@ type Record struct {
 	// cancelled the parked call (who cancelled): its answer is CANCELLED,
 	// not PERMISSION_DENIED.
 	CancelledBy string
+	// PolicyDenied is set when the record was denied because the policy
+	// in force denies the parked call (a change of policy after it was
+	// parked): why, naming the rule. Its answer says so, not "an
+	// approver denied".
+	PolicyDenied string
 	// Revision is the stored revision the record was read at (the
 	// compare-and-set of Update); 0 for a record not stored yet.
 	Revision uint64
@@ -77,6 +82,7 @@ type stored struct {
 	Binding         *policy.Approval `json:"binding,omitempty"`
 	Published       bool             `json:"published,omitempty"`
 	CancelledBy     string           `json:"cancelled_by,omitempty"`
+	PolicyDenied    string           `json:"policy_denied,omitempty"`
 }
 
 func (r *Record) encode() ([]byte, error) {
@@ -89,7 +95,7 @@ func (r *Record) encode() ([]byte, error) {
 		return nil, fmt.Errorf("approvals: encode call: %w", err)
 	}
 	return json.Marshal(stored{Format: recordFormat, Approval: a, Call: c, ScheduleToStart: r.ScheduleToStart,
-		ScheduleToClose: r.ScheduleToClose, Nonce: r.Nonce, Binding: r.Binding, Published: r.Published, CancelledBy: r.CancelledBy})
+		ScheduleToClose: r.ScheduleToClose, Nonce: r.Nonce, Binding: r.Binding, Published: r.Published, CancelledBy: r.CancelledBy, PolicyDenied: r.PolicyDenied})
 }
 
 // decodeRecord decodes a stored record read at revision rev.
@@ -102,7 +108,7 @@ func decodeRecord(data []byte, rev uint64) (*Record, error) {
 		return nil, fmt.Errorf("%w: format %d, want %d", ErrCorrupt, s.Format, recordFormat)
 	}
 	r := &Record{Approval: &toolwirev1.Approval{}, Call: &toolwirev1.ToolCall{}, ScheduleToStart: s.ScheduleToStart,
-		ScheduleToClose: s.ScheduleToClose, Nonce: s.Nonce, Binding: s.Binding, Published: s.Published, CancelledBy: s.CancelledBy,
+		ScheduleToClose: s.ScheduleToClose, Nonce: s.Nonce, Binding: s.Binding, Published: s.Published, CancelledBy: s.CancelledBy, PolicyDenied: s.PolicyDenied,
 		Revision: rev}
 	if err := proto.Unmarshal(s.Approval, r.Approval); err != nil {
 		return nil, fmt.Errorf("%w: approval: %w", ErrCorrupt, err)

@@ -151,6 +151,25 @@ func (t *Tracker) Due(now time.Time, grace time.Duration, limit int) []Summary {
 	return out
 }
 
+// Pending returns the pending records the tracker follows, by tenant,
+// oldest first within each, at most limit in all.
+func (t *Tracker) Pending(limit int) map[string][]Summary {
+	t.mu.Lock()
+	var all []Summary
+	for _, s := range t.pending {
+		if s.State == toolwirev1.ApprovalState_APPROVAL_STATE_PENDING {
+			all = append(all, s)
+		}
+	}
+	t.mu.Unlock()
+	sortByID(all)
+	out := map[string][]Summary{}
+	for _, s := range all[:min(len(all), limit)] {
+		out[s.Tenant] = append(out[s.Tenant], s)
+	}
+	return out
+}
+
 // Len is how many records the tracker follows (pending or unpublished).
 func (t *Tracker) Len() int {
 	t.mu.Lock()

@@ -230,7 +230,7 @@ func (s *Server) refuseDecision(w http.ResponseWriter, r *http.Request, v *viewe
 		status = http.StatusForbidden
 	case errors.Is(err, approvalflow.ErrUnknownApproval):
 		status = http.StatusNotFound
-	case errors.Is(err, approvalflow.ErrApprovalDecided):
+	case errors.Is(err, approvalflow.ErrApprovalDecided), errors.Is(err, approvalflow.ErrPolicyDenies):
 		status = http.StatusConflict
 	case errors.Is(err, approvalflow.ErrBadApproval):
 		status = http.StatusBadRequest

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -122,4 +124,39 @@ func (c approvalCore) Answer(ctx context.Context, call *toolwirev1.ToolCall, res
 		return fmt.Errorf("dispatch: publish answer of %s: %w", resp.GetCallId(), err)
 	}
 	return nil
+}
+
+// Denies decides call, a parked call, again under the policy in force for
+// its tenant now, as admission's policy step would (without an approval:
+// none turns a deny into an allow). A call whose tool or arguments can no
+// longer be read is no deny here: the worker's checks refuse it.
+func (c approvalCore) Denies(ctx context.Context, call *toolwirev1.ToolCall) (string, bool) {
+	d := c.d
+	p := d.policyFor(call.GetCaller().GetTenant())
+	if p == nil {
+		return "", false
+	}
+	ent, err := d.reg.GetVersion(ctx, call.GetTool(), call.GetSpecVersion())
+	if err != nil {
+		return "", false
+	}
+	args, err := policy.ParseArgs(call.GetArguments())
+	if err != nil {
+		return "", false
+	}
+	dec := p.Decide(policy.Input{Tool: ent.Spec, Args: args, Caller: call.GetCaller(), Now: time.Now(), Grants: d.grantSource()})
+	if dec.Outcome != policy.Deny {
+		return "", false
+	}
+	rule := dec.RuleID()
+	if rule == "" {
+		rule = "the default"
+	}
+	return fmt.Sprintf("%s (policy version %s, rule %s)", dec.Reason(), dec.Version, rule), true
+}
+
+// PolicyVersion is the version of the policy in force for tenant, "" for
+// none.
+func (c approvalCore) PolicyVersion(tenant string) string {
+	return c.d.policyFor(tenant).Version()
 }
