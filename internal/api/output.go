@@ -24,6 +24,8 @@ func (s *Service) GetOutput(ctx context.Context, req *connect.Request[toolwirev1
 		return nil, connect.NewError(connect.CodeNotFound, err)
 	case err != nil:
 		return nil, toConnectErr(err)
+	case resp.GetState() == toolwirev1.CallState_CALL_STATE_UNKNOWN:
+		return nil, unknownCall(req.Msg.CallId)
 	}
 	return connect.NewResponse(resp), nil
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"google.golang.org/protobuf/proto"
@@ -127,7 +128,17 @@ func (s *Service) GetResult(ctx context.Context, req *connect.Request[toolwirev1
 	if err != nil {
 		return nil, toConnectErr(err)
 	}
+	if resp.GetState() == toolwirev1.CallState_CALL_STATE_UNKNOWN {
+		return nil, unknownCall(req.Msg.CallId)
+	}
 	return connect.NewResponse(resp), nil
+}
+
+// unknownCall is the answer about a call id outside the caller's reach:
+// NOT_FOUND, the same for an id nobody minted, another tenant's call and
+// a call whose records are gone (dispatch's admitted), on every RPC.
+func unknownCall(callID string) error {
+	return connect.NewError(connect.CodeNotFound, fmt.Errorf("%w %q", dispatch.ErrUnknownCall, callID))
 }
 
 // Watch streams a call's events until it finishes.
@@ -140,7 +151,7 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[toolwirev1.Wat
 		return stream.Send(&toolwirev1.WatchResponse{Event: ev})
 	})
 	if errors.Is(err, dispatch.ErrUnknownCall) {
-		return connect.NewError(connect.CodeNotFound, err)
+		return unknownCall(req.Msg.CallId)
 	}
 	if err != nil {
 		return toConnectErr(err)

@@ -20,7 +20,7 @@ import (
 func (a *admission) publishStep(ctx context.Context) verdict {
 	d := a.d
 	d.limitGate.Hold(a.ticket)
-	d.tools.put(a.callID, a.call.GetTool()) // whose results its GetResult, Watch and Cancel believe (callTool)
+	d.tools.put(toolKey(a.id.Tenant, a.callID), a.call.GetTool()) // whose results its GetResult, Watch and Cancel believe (callTool)
 	v := a.publish(ctx)
 	if v == refuse {
 		d.limitGate.Unhold(a.callID)

@@ -14,9 +14,9 @@ import (
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
-// callTools remembers the tool of calls this replica looked up (callTool):
-// what decides whose signature a call's result or event needs. Bounded:
-// cleared when full.
+// callTools remembers the tool of calls this replica looked up (callTool),
+// by tenant and call id (toolKey): what decides whose signature a call's
+// result or event needs. Bounded: cleared when full.
 type callTools struct {
 	mu     sync.Mutex
 	tools  map[string]string
@@ -74,15 +74,16 @@ func (d *Dispatcher) callTool(ctx context.Context, tenant, callID string) (strin
 	d.mu.Lock()
 	w := d.waiters[callID]
 	d.mu.Unlock()
-	if w != nil {
+	if w != nil && w.tenant == tenant {
 		return w.tool, nil
 	}
-	if t, ok := d.tools.get(callID); ok {
+	key := toolKey(tenant, callID)
+	if t, ok := d.tools.get(key); ok {
 		return t, nil
 	}
 	call, err := d.storedCall(ctx, tenant, "", callID)
 	if errors.Is(err, ErrCallNotStored) {
-		d.tools.miss(callID)
+		d.tools.miss(key)
 		return "", nil
 	}
 	if err != nil {
@@ -90,9 +91,13 @@ func (d *Dispatcher) callTool(ctx context.Context, tenant, callID string) (strin
 		// finished call is pending.
 		return "", fmt.Errorf("dispatch: look up call %s: %w", callID, err)
 	}
-	d.tools.put(callID, call.GetTool())
+	d.tools.put(key, call.GetTool())
 	return call.GetTool(), nil
 }
+
+// toolKey is callTools' key of call callID of tenant: a call is known to
+// its own tenant only (another tenant's id reads as a made-up one).
+func toolKey(tenant, callID string) string { return tenant + "\x00" + callID }
 
 // lastEvent returns the newest believed event of call callID of tenant
 // (a call of tool: believed.CheckEvent), nil when it has none. The last

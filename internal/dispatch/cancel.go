@@ -42,10 +42,10 @@ func (d *Dispatcher) Cancel(ctx context.Context, id identity.Identity, callID, r
 	parked := false
 	switch {
 	case unrecorded:
-		// No record yet: a recent id may be a running call whose admission
-		// record is not written yet; a tombstone for an id that never ran
-		// is harmless.
-		if !recentID(callID) {
+		// No record yet: a stored call may be running with its admission
+		// record not written yet. An id no dispatcher admitted (another
+		// tenant's call too) answers as a made-up one does (admitted).
+		if !d.admitted(ctx, id.Tenant, callID, tool) {
 			return toolwirev1.CancelOutcome_CANCEL_OUTCOME_UNKNOWN_CALL, nil
 		}
 	case err != nil:

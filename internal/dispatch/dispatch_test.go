@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -116,17 +117,17 @@ func TestGetResultStates(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{})
 	ctx := t.Context()
-	g, err := s.Client.GetResult(ctx, connect.NewRequest(&toolwirev1.GetResultRequest{CallId: "01HZZZZZZZZZZZZZZZZZZZZZZZ"}))
-	require.NoError(t, err)
-	require.Equal(t, toolwirev1.CallState_CALL_STATE_UNKNOWN, g.Msg.State)
-	g, err = s.Client.GetResult(ctx, connect.NewRequest(&toolwirev1.GetResultRequest{CallId: "not-an-id"}))
-	require.NoError(t, err)
-	require.Equal(t, toolwirev1.CallState_CALL_STATE_UNKNOWN, g.Msg.State)
+	// An id nobody admitted is NOT_FOUND, not a state: recent or old,
+	// well-formed or not, with a wait or without.
+	for _, id := range []string{"01HZZZZZZZZZZZZZZZZZZZZZZZ", ulid.Make().String(), "not-an-id"} {
+		_, err := s.Client.GetResult(ctx, connect.NewRequest(&toolwirev1.GetResultRequest{CallId: id, Wait: durationpb.New(time.Second)}))
+		require.Equal(t, connect.CodeNotFound, connect.CodeOf(err), id)
+	}
 
 	sub, err := s.Client.Submit(ctx, connect.NewRequest(&toolwirev1.SubmitRequest{Tool: "sleep", ArgumentsJson: `{"duration":"300ms"}`}))
 	require.NoError(t, err)
 	require.Nil(t, sub.Msg.Response)
-	g, err = s.Client.GetResult(ctx, connect.NewRequest(&toolwirev1.GetResultRequest{CallId: sub.Msg.CallId}))
+	g, err := s.Client.GetResult(ctx, connect.NewRequest(&toolwirev1.GetResultRequest{CallId: sub.Msg.CallId}))
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_PENDING, g.Msg.State)
 	g, err = s.Client.GetResult(ctx, connect.NewRequest(&toolwirev1.GetResultRequest{CallId: sub.Msg.CallId, Wait: durationpb.New(20 * time.Second)}))

@@ -74,8 +74,8 @@ func (d *Dispatcher) getResult(ctx context.Context, q resultQuery) (*toolwirev1.
 	if err != nil || resp != nil {
 		return finished(q.callID, resp), err
 	}
-	r, err := d.byLastEvent(ctx, q, q.known || q.wait > 0)
-	if err != nil || q.wait <= 0 || r.State == toolwirev1.CallState_CALL_STATE_DONE {
+	r, err := d.byLastEvent(ctx, q, q.known || (q.wait > 0 && q.tool != ""))
+	if err != nil || q.wait <= 0 || r.State == toolwirev1.CallState_CALL_STATE_DONE || r.State == toolwirev1.CallState_CALL_STATE_UNKNOWN {
 		return r, err
 	}
 	return d.waitResult(ctx, q, subject, ch)
@@ -127,12 +127,12 @@ func (d *Dispatcher) waitResult(ctx context.Context, q resultQuery, subject stri
 // decides: REJECTED is its terminal answer; AWAITING_APPROVAL a call
 // parked for an approver; any other (APPROVED included) a call on its
 // way. A call with no event at all is on its way when known (it surely
-// exists, or a wait is about to begin: no lookup); otherwise it may be
-// parked still (its AWAITING_APPROVAL event was lost, its approval record
-// is not), on its way (a decided approval record, or its id is recent: a
-// call waited on in Call has its admission record written only after
-// AcceptedRecordDelay, and one accepted during a server outage may have
-// none), or unknown.
+// exists: an idempotency hit, or a stored call about to be waited for);
+// otherwise it may be parked still (its AWAITING_APPROVAL event was lost,
+// its approval record is not), on its way (a decided approval record, or
+// its call is stored or was admitted here: a call waited on in Call has
+// its admission record written only after AcceptedRecordDelay), or
+// unknown (admitted).
 func (d *Dispatcher) byLastEvent(ctx context.Context, q resultQuery, known bool) (*toolwirev1.GetResultResponse, error) {
 	id, callID := q.id, q.callID
 	ev, err := d.lastEvent(ctx, id.Tenant, callID, q.tool)
@@ -147,7 +147,7 @@ func (d *Dispatcher) byLastEvent(ctx context.Context, q resultQuery, known bool)
 		switch {
 		case awaiting != nil:
 			return awaitingAnswer(callID, awaiting), nil
-		case parked || recentID(callID):
+		case parked || q.tool != "":
 			return stateOnly(callID, toolwirev1.CallState_CALL_STATE_PENDING), nil
 		}
 		return stateOnly(callID, toolwirev1.CallState_CALL_STATE_UNKNOWN), nil
@@ -231,18 +231,19 @@ func believedResp(s *believed.Stored, err error) (*toolwirev1.ToolResponse, erro
 	return s.GetResp(), nil
 }
 
-// recentWindow is how long after its id was minted a call without any
-// record still counts as possibly pending: a call waited on in Call has
-// its admission record written only after AcceptedRecordDelay.
-const recentWindow = 10 * time.Second
-
-// recentID reports whether callID was minted within recentWindow (by the
-// clock of the dispatcher that admitted it).
-func recentID(callID string) bool {
-	u, err := ulid.ParseStrict(callID)
-	if err != nil {
-		return false
+// admitted reports whether call callID of tenant, which has neither a
+// result nor an event, is one a dispatcher admitted: its call is stored or
+// this replica admitted it (tool, as callTool found it), or it is parked
+// for an approver (its approval record). Anything else — a made-up id,
+// another tenant's call, a call whose records are gone — is unknown, and
+// answers the same on every RPC: no answer tells another tenant's call
+// from an id nobody minted. A call whose publish was unconfirmed (a
+// partition) is unknown to the other replicas until its publish lands;
+// the replica that admitted it knows it.
+func (d *Dispatcher) admitted(ctx context.Context, tenant, callID, tool string) bool {
+	if tool != "" {
+		return true
 	}
-	age := time.Since(ulid.Time(u.Time()))
-	return age < recentWindow && age > -recentWindow
+	_, err := d.approvals.Record(ctx, tenant, callID)
+	return err == nil
 }

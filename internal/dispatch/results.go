@@ -89,6 +89,9 @@ func (d *Dispatcher) onStored(m jetstream.Msg) {
 	d.mu.Lock()
 	w := d.waiters[callID]
 	d.mu.Unlock()
+	if w != nil && subject != d.subj.Result(w.tenant, d.cfg.Name, callID) {
+		w = nil // stored under another tenant: never this caller's answer
+	}
 	tool, held := d.limitGate.Held(callID)
 	if w == nil && !held {
 		return
@@ -100,7 +103,7 @@ func (d *Dispatcher) onStored(m jetstream.Msg) {
 	if signing.AsError(err) != nil {
 		return // not the call's answer: it neither reaches a caller nor frees a slot
 	}
-	if err == nil {
+	if err == nil && w != nil {
 		d.deliver(callID, resp)
 	}
 	// A lookup that failed decides nothing: the recheck reads the result

@@ -106,8 +106,11 @@ func (w *watch) run(ctx context.Context) error {
 		if known, err = w.hasEvents(ctx); err != nil {
 			return err
 		}
-		if !known && !recentID(w.callID) {
-			return ErrUnknownCall // no consumer made for an id nobody admitted
+		if !known {
+			if !d.admitted(ctx, w.id.Tenant, w.callID, w.tool) {
+				return ErrUnknownCall // no consumer made for an id nobody admitted
+			}
+			known = true // stored or parked, no event yet
 		}
 	}
 	// The consumer replays the stored events from the first, so it may be

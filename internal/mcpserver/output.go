@@ -76,6 +76,8 @@ func (s *Server) readOutput(ctx context.Context, id identity.Identity, uri strin
 		return nil, mcp.ResourceNotFoundError(uri) // the whole output is not stored (any more)
 	case err != nil:
 		return nil, fmt.Errorf("toolwire: %w", err)
+	case out.GetState() == toolwirev1.CallState_CALL_STATE_UNKNOWN:
+		return nil, mcp.ResourceNotFoundError(uri) // as for a made-up id: another tenant's call too
 	case out.GetState() != toolwirev1.CallState_CALL_STATE_DONE:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "call " + callID + " has not finished"}
 	}

@@ -3,8 +3,9 @@ package client
 import (
 	"context"
 	"fmt"
-	"google.golang.org/protobuf/proto"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	"connectrpc.com/connect"
 
@@ -118,6 +119,9 @@ func (c *Client) Submit(ctx context.Context, tool string, args any, opts ...Call
 func (c *Client) GetResult(ctx context.Context, callID string, wait time.Duration) (*Result, error) {
 	req := &toolwirev1.GetResultRequest{CallId: callID, Wait: positive(fitWait(ctx, max(wait, 0), false))}
 	resp, err := c.rpc.GetResult(ctx, connect.NewRequest(req))
+	if unknownCallErr(err) {
+		return nil, &StateError{CallID: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}
+	}
 	if err != nil {
 		return nil, transportError("get result "+callID, err)
 	}

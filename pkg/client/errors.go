@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"connectrpc.com/connect"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -113,6 +114,16 @@ var ErrUnknownCall = errors.New("toolwire: unknown call")
 // ErrNoStructuredOutput is returned by Result.Structured when the tool
 // returned no structured output.
 var ErrNoStructuredOutput = errors.New("toolwire: the response has no structured output")
+
+// unknownCallErr reports whether err is the dispatcher's answer about a
+// call id outside the caller's reach (NOT_FOUND "… unknown call …": an id
+// nobody minted, another tenant's call, a call whose records are gone),
+// which GetResult and GetOutput return as a StateError (ErrUnknownCall).
+// A NOT_FOUND about a call's output that is no longer stored is not one.
+func unknownCallErr(err error) bool {
+	var ce *connect.Error
+	return errors.As(err, &ce) && ce.Code() == connect.CodeNotFound && strings.Contains(ce.Message(), "unknown call")
+}
 
 // StateError is returned by Call and GetResult when there is no terminal
 // response to return: the call is still pending (errors.Is ErrPending) or

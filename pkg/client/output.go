@@ -35,6 +35,9 @@ type OutputQuery struct {
 func (c *Client) GetOutput(ctx context.Context, callID string, q OutputQuery) (*toolwirev1.GetOutputResponse, error) {
 	req := &toolwirev1.GetOutputRequest{CallId: callID, Offset: q.Offset, Limit: q.Limit, Grep: q.Grep}
 	resp, err := c.rpc.GetOutput(ctx, connect.NewRequest(req))
+	if unknownCallErr(err) {
+		return nil, &StateError{CallID: callID, State: toolwirev1.CallState_CALL_STATE_UNKNOWN}
+	}
 	if err != nil {
 		return nil, transportError("get output of "+callID, err)
 	}
