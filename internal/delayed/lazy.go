@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// Queue fires records after one fixed delay, in the order they were added.
+// Queue fires records after one fixed delay, in the order they were added
+// (up to flushParallel at once: see flushAll).
 // Start it before Add; Stop it when done. Safe for concurrent use.
 type Queue struct {
 	delay time.Duration
@@ -133,10 +134,39 @@ func (q *Queue) run() {
 			// without bound.
 			q.pending = append(q.pending[:0], q.pending[n:]...)
 			q.mu.Unlock()
-			for _, r := range due {
-				r.Flush()
-			}
+			flushAll(due)
 			clear(due)
 		}
 	}
+}
+
+// flushParallel bounds the records a tick publishes at once.
+const flushParallel = 32
+
+// flushAll publishes the due records that are still live, up to
+// flushParallel at a time, and returns when all are published: their
+// publishes overlap, and so do their signatures, which a key makes in
+// batches only for concurrent signers (internal/signing): one after
+// another, each would wait for the last.
+func flushAll(due []*Record) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, flushParallel)
+	for _, r := range due {
+		if !r.live() {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r.Flush()
+		})
+	}
+	wg.Wait()
+}
+
+// live reports whether r is still to be published.
+func (r *Record) live() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.publish != nil
 }

@@ -44,3 +44,34 @@ func TestStopDropsPending(t *testing.T) {
 	r.Flush() // a record can still be flushed by its owner
 	require.EqualValues(t, 1, fired.Load())
 }
+
+// The records due at one tick are published at once, not one after
+// another: each publish here waits for all of them to have started (or a
+// while, should a tick fall between them), and publishes overlapped.
+func TestDueRecordsPublishTogether(t *testing.T) {
+	t.Parallel()
+	q := delayed.NewQueue(200 * time.Millisecond)
+	require.NoError(t, q.Start(t.Context()))
+	defer func() { _ = q.Stop(context.Background()) }()
+	const n = 8
+	var started, inFlight, most, done atomic.Int32
+	all := make(chan struct{})
+	for range n {
+		q.Add(func() {
+			now := inFlight.Add(1)
+			for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+			}
+			if started.Add(1) == n {
+				close(all)
+			}
+			select {
+			case <-all:
+			case <-time.After(2 * time.Second):
+			}
+			inFlight.Add(-1)
+			done.Add(1)
+		})
+	}
+	require.Eventually(t, func() bool { return done.Load() == n }, time.Minute, time.Millisecond)
+	require.GreaterOrEqual(t, most.Load(), int32(2), "published one after another")
+}

@@ -141,8 +141,12 @@ func signedBytes(h nats.Header, statement []byte) ([]byte, bool) {
 // statement found a signature being made or a group gathering in the
 // last Concurrent), a group waits until Gap after the last signature
 // began, so that it grows: a busy key makes at most one signature per Gap
-// and a statement waits at most Gap more. A key signing one statement at
-// a time never waits. Under load one Ed25519 signature (about 25 µs)
+// and a statement waits about Gap more (up to twice that when more than
+// maxBatch statements arrive within one Gap and it overflows to the next
+// group). A key that has signed one statement at a time for Concurrent
+// never waits; one goroutine signing statement after statement while
+// others sign with the same key waits Gap for each (internal/delayed
+// flushes its records concurrently for that reason). Under load one Ed25519 signature (about 25 µs)
 // covers every result finished in the last Gap, and a verifier that has
 // checked it once checks the others with a few hashes. No goroutine of
 // its own: the first member of a group signs it.
@@ -244,8 +248,8 @@ func (k *Key) lead(g *group) {
 			t.Stop()
 		}
 	}
+	defer b.finish() // also if signing panicked: later signers must not hang
 	k.signGroup(g)
-	b.finish()
 }
 
 // finish ends the signature being made and wakes the next group's leader.

@@ -49,7 +49,17 @@
 //     waits up to Gap (1 ms) for its group, and its message carries up to
 //     8 hashes more (344 bytes at the largest batch, 256 statements). A
 //     key signing one statement at a time (no statement found another
-//     being signed in the last 100 ms) never waits.
+//     being signed in the last 100 ms) never waits; a goroutine that signs
+//     many statements one after another while others sign with the same
+//     key waits about Gap for each, so such loops sign concurrently
+//     (internal/delayed).
+//   - What a batch shows: a message carries the hashes of the other
+//     statements signed with it (other calls', possibly other tenants'),
+//     so it links calls one key signed within the same millisecond, and a
+//     holder of it could confirm a guess of another statement (call id,
+//     attempt and payload bytes). Call ids carry 80 random bits, so the
+//     guess is not practical; the link is what a reader of the results
+//     stream sees anyway (signer and time).
 //   - Ed25519 through nkeys' encoding: public keys read "U…", seeds
 //     "SU…", as NATS users' do; a PEM PKCS #8 Ed25519 key (Helm's
 //     genPrivateKey "ed25519") is read too. A third party checks a

@@ -108,11 +108,13 @@ type Keyring struct {
 	mu      sync.Mutex
 	known   map[string]time.Time // enrolment key → enrolled (zero) or not until
 	sources map[string]source
-	// verified remembers signatures that verified, with the statement
-	// each covers: one process checks a result more than once (a
-	// dispatcher routes it to its caller and its overdue sweeper follows
-	// it), and an Ed25519 verification costs about 50 µs; a hit costs a
-	// hash of the payload. Bounded: cleared when full.
+	// verified remembers signatures that verified, with their signer and
+	// the SHA-256 of the bytes each covers: one process checks a result
+	// more than once (a dispatcher routes it to its caller and its overdue
+	// sweeper follows it), the messages of a batch share one signature,
+	// and an Ed25519 verification costs about 50 µs; a hit costs the
+	// statement's hash, the batch path's and the batch statement's.
+	// Bounded: cleared when full.
 	verified map[string]verifiedSig // by signature
 }
 
