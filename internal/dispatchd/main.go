@@ -131,7 +131,7 @@ func defineFlags(fs *flag.FlagSet, rc *RunConfig, logLevel, sync *string) {
 	fs.StringVar(&rc.Dispatcher.Name, "name", "", "dispatcher replica name (default host name + random suffix)")
 	fs.Int64Var(&rc.Dispatcher.MaxRequestBytes, "max-request-bytes", 0, "largest API request body, in bytes, refused with resource_exhausted while read (0 = the argument limit plus 64 KiB: 327680)")
 	fs.IntVar(&rc.Dispatcher.MaxArgsValues, "max-args-values", 2048, "most object members and array elements in a call's arguments (and, plus 64, in an API request)")
-	fs.DurationVar(&rc.Dispatcher.WatchGrace, "watch-grace", 5*time.Second, "how long Watch waits for the first record of a recent call id before answering not_found")
+	fs.DurationVar(&rc.Dispatcher.WatchGrace, "watch-grace", 5*time.Second, "how long Watch waits for the first record of a call that has none yet before answering not_found")
 	fs.IntVar(&rc.Dispatcher.MaxWatchesPerCaller, "max-watches-per-caller", 100, "concurrent Watches per caller (tenant and agent) on this replica; -1 = no cap")
 	fs.IntVar(&rc.Dispatcher.MaxWaitingPerCaller, "max-waiting-per-caller", 10000, "callers per caller identity waiting in Call or GetResult on this replica; -1 = no cap")
 	fs.IntVar(&rc.Dispatcher.MaxBacklog, "max-backlog", 10000, "calls queued or running per pool past which new calls are refused OVERLOADED; -1 = no bound")

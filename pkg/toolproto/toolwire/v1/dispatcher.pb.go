@@ -33,7 +33,8 @@ const (
 	CallState_CALL_STATE_PENDING CallState = 1
 	// The terminal response is in `response`.
 	CallState_CALL_STATE_DONE CallState = 2
-	// No such call is known.
+	// No such call is known. The API answers NOT_FOUND instead (GetResult,
+	// GetOutput, Watch); in-process callers of the dispatcher see it.
 	CallState_CALL_STATE_UNKNOWN CallState = 3
 	// Parked by an ask decision until an approver decides; `response` is
 	// the CONFIRMATION_REQUIRED answer with the approval id.

@@ -108,6 +108,8 @@ type DispatcherServiceClient interface {
 	// Submit admits a call and returns its id without waiting.
 	Submit(context.Context, *connect.Request[v1.SubmitRequest]) (*connect.Response[v1.SubmitResponse], error)
 	// GetResult returns the terminal response of a call, from any replica.
+	// A call id the caller's tenant does not hold (made up, another
+	// tenant's, its records gone) is NOT_FOUND, on every RPC alike.
 	GetResult(context.Context, *connect.Request[v1.GetResultRequest]) (*connect.Response[v1.GetResultResponse], error)
 	// Watch streams the lifecycle and progress events of a call.
 	Watch(context.Context, *connect.Request[v1.WatchRequest]) (*connect.ServerStreamForClient[v1.WatchResponse], error)
@@ -484,6 +486,8 @@ type DispatcherServiceHandler interface {
 	// Submit admits a call and returns its id without waiting.
 	Submit(context.Context, *connect.Request[v1.SubmitRequest]) (*connect.Response[v1.SubmitResponse], error)
 	// GetResult returns the terminal response of a call, from any replica.
+	// A call id the caller's tenant does not hold (made up, another
+	// tenant's, its records gone) is NOT_FOUND, on every RPC alike.
 	GetResult(context.Context, *connect.Request[v1.GetResultRequest]) (*connect.Response[v1.GetResultResponse], error)
 	// Watch streams the lifecycle and progress events of a call.
 	Watch(context.Context, *connect.Request[v1.WatchRequest], *connect.ServerStream[v1.WatchResponse]) error
