@@ -102,27 +102,35 @@ func (k *keys) csrfToken(s session) string {
 type viewer struct {
 	ID   identity.Identity
 	CSRF string
-	// Admin may act on calls, dead letters and tools, and sees every
-	// tenant; Approver may decide approvals.
-	Admin, Approver bool
+	// Admin may act on calls, dead letters and tools of its tenant and
+	// sees its every agent; Approver may decide approvals; Installation
+	// sees every tenant (identity.InstallationScope, named in the key
+	// file: a tenant's admin is not the installation's).
+	Admin, Approver, Installation bool
 }
 
 // Tenant is the tenant the viewer's pages are limited to; "" = every
-// tenant (an admin).
+// tenant (identity.InstallationScope).
 func (v *viewer) Tenant() string {
-	if v.Admin {
+	if v.Installation {
 		return ""
 	}
 	return v.ID.Tenant
 }
+
+// MaySee reports whether the viewer may see a record of tenant
+// (identity.Identity.MaySee): one outside answers as one that does not
+// exist.
+func (v *viewer) MaySee(tenant string) bool { return v.ID.MaySee(tenant) }
 
 // ReadOnly says the viewer can take no action at all.
 func (v *viewer) ReadOnly() bool { return !v.Admin && !v.Approver }
 
 func newViewer(id identity.Identity, csrf string) *viewer {
 	return &viewer{ID: id, CSRF: csrf,
-		Admin:    registry.HasScopes(id.Scopes, []string{identity.AdminScope}),
-		Approver: registry.HasScopes(id.Scopes, []string{approvalflow.ApproveScope})}
+		Admin:        registry.HasScopes(id.Scopes, []string{identity.AdminScope}),
+		Approver:     registry.HasScopes(id.Scopes, []string{approvalflow.ApproveScope}),
+		Installation: id.CrossesTenants()}
 }
 
 // who names the viewer in logs and records: tenant/agent.

@@ -45,8 +45,9 @@ func (s *Server) releaseLive(v *viewer) {
 // maxFilterBytes bounds each filter field.
 const maxFilterBytes = 256
 
-// queryOf reads the calls page's filters from the URL; a viewer who is not
-// an admin sees their own tenant only, whatever the URL says.
+// queryOf reads the calls page's filters from the URL; a viewer without
+// the installation scope sees their own tenant only, whatever the URL
+// says.
 func queryOf(r *http.Request, v *viewer) (callindex.Query, url.Values, error) {
 	in := r.URL.Query()
 	get := bounded(in.Get)
@@ -238,9 +239,9 @@ type intentView struct {
 func (s *Server) callPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 	id := r.PathValue("id")
 	e, ok := s.index.Get(id)
-	if !ok || (v.Tenant() != "" && e.Tenant != v.Tenant()) {
+	if !ok || !v.MaySee(e.Tenant) {
 		s.render(w, r, http.StatusNotFound, "error", v, "Not found", "calls",
-			errorData{Status: http.StatusNotFound, Message: fmt.Sprintf("no call %q among the %d newest calls this dashboard indexes", id, s.index.Stats().Entries)})
+			errorData{Status: http.StatusNotFound, Message: fmt.Sprintf("no call %q among the newest calls this dashboard indexes", id)})
 		return
 	}
 	rec, err := s.audit.One(r.Context(), e.Seq)
@@ -323,7 +324,7 @@ func (s *Server) letterOf(r *http.Request, e callindex.Entry) uint64 {
 func (s *Server) cancelCall(w http.ResponseWriter, r *http.Request, v *viewer) {
 	id := r.PathValue("id")
 	e, ok := s.index.Get(id)
-	if !ok || (v.Tenant() != "" && e.Tenant != v.Tenant()) {
+	if !ok || !v.MaySee(e.Tenant) {
 		s.refuse(w, r, v, http.StatusNotFound, "no such call")
 		return
 	}
@@ -352,7 +353,7 @@ func (s *Server) cancelCall(w http.ResponseWriter, r *http.Request, v *viewer) {
 func (s *Server) retryCall(w http.ResponseWriter, r *http.Request, v *viewer) {
 	id := r.PathValue("id")
 	e, ok := s.index.Get(id)
-	if !ok || (v.Tenant() != "" && e.Tenant != v.Tenant()) {
+	if !ok || !v.MaySee(e.Tenant) {
 		s.refuse(w, r, v, http.StatusNotFound, "no such call")
 		return
 	}

@@ -88,7 +88,10 @@ func TestCallsPageListsFiltersAndShowsTimeline(t *testing.T) {
 
 	admin := u.signIn(t, adminKey)
 	_, body = admin.get("/ui/calls?tenant=globex")
-	require.Contains(t, body, other.CallId, "an admin sees every tenant")
+	require.NotContains(t, body, other.CallId, "a tenant's admin sees its own tenant only")
+	install := u.signIn(t, installKey)
+	_, body = install.get("/ui/calls?tenant=globex")
+	require.Contains(t, body, other.CallId, "the installation scope sees every tenant")
 
 	res, body = reader.get("/ui/calls/" + login.CallId)
 	require.Equal(t, http.StatusOK, res.StatusCode)

@@ -34,6 +34,8 @@ const (
 	adminKey    = "admin-key-0123456789"
 	approverKey = "approver-key-0123456789"
 	otherKey    = "other-tenant-key-0123456789" // tenant globex, read-only
+	globexAdmin = "globex-admin-key-0123456789" // tenant globex, admin: of globex only
+	installKey  = "installation-key-0123456789" // tenant acme, "*" and installation: every tenant
 )
 
 // uiStack is a real toolwire (embedded NATS, dispatcher, in-process
@@ -95,7 +97,7 @@ func streamsOf(t *testing.T, b *bus.Bus) Streams {
 	return Streams{Calls: b.Calls, Results: b.Results, Registry: b.Registry, Subjects: b.Subjects, Audit: src, DLQ: q}
 }
 
-// testKeys writes a key file with the four keys and loads it.
+// testKeys writes a key file with the stack's keys and loads it.
 func testKeys(t *testing.T) *identity.APIKeys {
 	t.Helper()
 	line := func(key, tenant, agent, scopes string) string {
@@ -107,7 +109,9 @@ func testKeys(t *testing.T) *identity.APIKeys {
 		line(readerKey, "acme", "viewer", "[]")+
 		line(adminKey, "acme", "ops", `["*"]`)+
 		line(approverKey, "acme", "lead", "[approve]")+
-		line(otherKey, "globex", "viewer", "[]")), 0o600))
+		line(otherKey, "globex", "viewer", "[]")+
+		line(globexAdmin, "globex", "ops", "[admin]")+
+		line(installKey, "acme", "root", `["*", installation]`)), 0o600))
 	k, err := identity.LoadAPIKeys(f)
 	require.NoError(t, err)
 	return k

@@ -7,7 +7,8 @@ package dashboard
 //   - The figures are the dispatcher's Usage, read as the viewer; a viewer
 //     who is not an admin sees their own agent (and the session, user or
 //     run they name) in their own tenant.
-//   - Admins see every agent: the tenants and agents of the calls index's
+//   - Admins see every agent of their tenant, and with the installation
+//     scope of every tenant: the tenants and agents of the calls index's
 //     newest agentScan calls of the last day, at most maxAgents of them
 //     (the page says when there are more), or the tenant and agent they
 //     name in the form. Usage is read per tenant as an admin of it, as the
@@ -131,16 +132,16 @@ func (s *Server) limitsPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 	f := dispatch.UsageFilter{Session: get("session"), User: get("user"), Run: get("run")}
 	d := limitsData{Filter: url.Values{}}
 	for _, k := range []string{"tenant", "agent", "session", "user", "run"} {
-		if val := get(k); val != "" && (v.Admin || (k != "tenant" && k != "agent")) {
+		if val := get(k); val != "" && (k != "tenant" || v.Installation) && (k != "agent" || v.Admin) {
 			d.Filter.Set(k, val)
 		}
 	}
 	pairs := [][2]string{{v.ID.Tenant, v.ID.Agent}}
 	if v.Admin {
-		if t, a := get("tenant"), get("agent"); t != "" || a != "" {
+		if t, a := d.Filter.Get("tenant"), d.Filter.Get("agent"); t != "" || a != "" {
 			pairs = [][2]string{{cmp.Or(t, v.ID.Tenant), cmp.Or(a, v.ID.Agent)}}
 		} else {
-			pairs, d.More = s.recentAgents(time.Now())
+			pairs, d.More = s.recentAgents(time.Now(), v.Tenant())
 			if len(pairs) == 0 {
 				pairs = [][2]string{{v.ID.Tenant, v.ID.Agent}}
 			}
@@ -158,7 +159,7 @@ func (s *Server) usageOf(ctx context.Context, v *viewer, pairs [][2]string, f di
 	for _, p := range pairs {
 		tenant, agent := p[0], p[1]
 		as := v.ID
-		as.Tenant = tenant // an admin's only: others have their own pair alone
+		as.Tenant = tenant // another only with the installation scope: others have their own tenant alone
 		uf := f
 		uf.Agent = agent
 		us, err := s.cfg.Core.Usage(ctx, as, uf)
@@ -190,11 +191,11 @@ func (s *Server) usageOf(ctx context.Context, v *viewer, pairs [][2]string, f di
 }
 
 // recentAgents returns the tenants and agents of the index's newest calls
-// of the last agentSince (at most agentScan calls read), sorted, at most
+// (of tenant; "" = every tenant) of the last agentSince (at most agentScan calls read), sorted, at most
 // maxAgents, and how many more there were.
-func (s *Server) recentAgents(now time.Time) ([][2]string, int) {
+func (s *Server) recentAgents(now time.Time, tenant string) ([][2]string, int) {
 	seen := map[[2]string]bool{}
-	q := callindex.Query{Since: now.Add(-agentSince), Limit: callindex.MaxQueryLimit}
+	q := callindex.Query{Tenant: tenant, Since: now.Add(-agentSince), Limit: callindex.MaxQueryLimit}
 	for read := 0; read < agentScan; {
 		page, next, _ := s.index.Query(q)
 		for _, e := range page {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -26,8 +27,30 @@ type Identity struct {
 }
 
 // AdminScope is the scope of administration: the policy RPCs, reading
-// another agent's usage, approving a tool definition.
+// another agent's usage, approving a tool definition. It administers the
+// key's own tenant, never another: a tenant's administrator is not the
+// installation's (InstallationScope).
 const AdminScope = "admin"
+
+// InstallationScope is the installation's operators': a key holding it
+// sees every tenant where a face shows more than one (the dashboard's
+// calls, dead letters, limits). It is never implied by "*": a key file
+// names it for the keys that cross tenants. Through the API a key still
+// acts as its own tenant.
+const InstallationScope = "installation"
+
+// CrossesTenants reports whether id may see every tenant's records
+// (InstallationScope, named: "*" does not imply it).
+func (id Identity) CrossesTenants() bool { return slices.Contains(id.Scopes, InstallationScope) }
+
+// MaySee reports whether id may see a record of tenant: its own tenant's,
+// or any with InstallationScope. The one boundary every face draws (the
+// API and the MCP face by reading the caller's tenant's subjects only,
+// the dashboard and toolctl through it); a record outside it answers as
+// one that does not exist.
+func (id Identity) MaySee(tenant string) bool {
+	return tenant != "" && (tenant == id.Tenant || id.CrossesTenants())
+}
 
 type identityKey struct{}
 
@@ -79,7 +102,7 @@ type OpenAccess struct{ Identity Identity }
 func (o OpenAccess) Authenticate(*http.Request) (Identity, error) { return o.Identity, nil }
 
 // Default is the identity of OpenAccess by default.
-var Default = Identity{Tenant: "default", Agent: "local", Scopes: []string{"*"}}
+var Default = Identity{Tenant: "default", Agent: "local", Scopes: []string{"*", InstallationScope}}
 
 // APIKeys authenticates `Authorization: Bearer <key>` against a set of keys
 // stored as SHA-256 hashes, so the key file holds no usable secret.
