@@ -158,7 +158,9 @@ func (k *Keys) Sign(a *policy.Approval) (string, error) {
 // check the binding against a call (policy.Approval.Check does) nor that
 // the nonce is unused (the store does).
 func (k *Keys) Verify(token string) (*policy.Approval, error) {
-	if len(token) > maxTokenBytes || !strings.HasPrefix(token, tokenPrefix) {
+	if len(token) > maxTokenBytes || !strings.HasPrefix(token, tokenPrefix) || strings.ContainsFunc(token[len(tokenPrefix):], notTokenRune) {
+		// One spelling: base64 decoding skips \r and \n, so they are
+		// refused here, as is anything outside the alphabet.
 		return nil, ErrBadToken
 	}
 	cut := strings.LastIndexByte(token, '.')
@@ -194,6 +196,12 @@ func (k *Keys) Verify(token string) (*policy.Approval, error) {
 }
 
 var strictB64 = base64.RawURLEncoding.Strict()
+
+// notTokenRune reports whether r cannot appear in a token after its
+// prefix: key ids and base64url text, separated by dots.
+func notTokenRune(r rune) bool {
+	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
+}
 
 // tokenPayload is what a token binds: the approval without approver and
 // reason (a token is the caller's own confirmation).

@@ -51,6 +51,14 @@ func TestTokensVerifyOnlyWhatWasSigned(t *testing.T) {
 		_, err := keys.Verify(string(b))
 		require.ErrorIs(t, err, approvals.ErrBadToken, "byte %d", i)
 	}
+	// A token has one spelling: a line break or a space inside it (which
+	// base64 decoding would skip) is refused, wherever it is.
+	for _, c := range []string{"\r", "\n", "\r\n", " ", "="} {
+		for _, i := range []int{len(token) - 3, len(token) / 2, len("tw1.k1.") + 2} {
+			_, err := keys.Verify(token[:i] + c + token[i:])
+			require.ErrorIs(t, err, approvals.ErrBadToken, "%q at %d", c, i)
+		}
+	}
 	// The same binding signed by another installation's key named k1.
 	other, _ := keyLine("k1")
 	otherKeys, err := approvals.ParseKeys([]byte(other))

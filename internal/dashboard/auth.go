@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -310,12 +311,22 @@ func secure(r *http.Request) bool {
 	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
-// safeNext is where to go after sign-in: a dashboard path, never another
-// site.
+// safeNext is where to go after sign-in: a clean dashboard path (no dot
+// segments, no escaped slashes or backslashes, no other site), with its
+// query; anything else goes to the calls page.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, Prefix+"/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") ||
-		slices.Contains([]string{Prefix + "/signin", Prefix + "/signout"}, strings.SplitN(next, "?", 2)[0]) {
-		return Prefix + "/calls"
+	const home = Prefix + "/calls"
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" || u.User != nil || u.RawPath != "" ||
+		strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return home
 	}
-	return next
+	clean := path.Clean(u.Path)
+	if clean != u.Path || !strings.HasPrefix(clean, Prefix+"/") || slices.Contains([]string{Prefix + "/signin", Prefix + "/signout"}, clean) {
+		return home
+	}
+	if u.RawQuery != "" {
+		return clean + "?" + u.RawQuery
+	}
+	return clean
 }

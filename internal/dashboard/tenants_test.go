@@ -83,3 +83,26 @@ func textOf(body string) string {
 	}
 	return b.String()
 }
+
+// After sign-in the dashboard goes only to a clean path under /ui: dot
+// segments, escaped slashes and other sites go to the calls page (issue
+// 28).
+func TestSignInNextStaysUnderUI(t *testing.T) {
+	for next, want := range map[string]string{
+		"/ui/calls?tenant=acme": "/ui/calls?tenant=acme",
+		"/ui/dlq/12":            "/ui/dlq/12",
+		"/ui/../../toolwire.v1.DispatcherService/ListTools": "/ui/calls",
+		"/ui/..%2f..%2fmcp":         "/ui/calls",
+		"/ui/%2e%2e/mcp":            "/ui/calls",
+		"/ui/./calls":               "/ui/calls",
+		"/ui/calls/":                "/ui/calls",
+		"//evil.example/ui/calls":   "/ui/calls",
+		"https://evil.example/ui/x": "/ui/calls",
+		"/ui\\..\\mcp":              "/ui/calls",
+		"/ui/signout":               "/ui/calls",
+		"/mcp":                      "/ui/calls",
+		"":                          "/ui/calls",
+	} {
+		require.Equal(t, want, safeNext(next), next)
+	}
+}
