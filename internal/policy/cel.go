@@ -26,6 +26,11 @@ const CostLimit = 20_000
 // MaxWhenBytes bounds the text of one `when` condition.
 const MaxWhenBytes = 4096
 
+// MaxWhenDepth bounds how deep a `when` condition nests (parentheses,
+// lists, maps, calls): at this depth the slowest construct found (nested
+// map literals) compiles in a few milliseconds.
+const MaxWhenDepth = 32
+
 // The CEL types of the variables `caller` and `tool` (and of
 // tool.annotations). They are objects with fixed fields, so a condition
 // naming a field that does not exist does not compile.
@@ -216,6 +221,10 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 		cel.CrossTypeNumericComparisons(true),
 		cel.DefaultUTCTimeZone(true),
 		cel.ParserExpressionSizeLimit(MaxWhenBytes),
+		// Nesting bounds compile time: type-checking nested literals grows
+		// faster than their depth (200 nested maps took 2 s, so a document
+		// of such rules held every replica's policy watch for a minute).
+		cel.ParserRecursionLimit(MaxWhenDepth),
 	)
 })
 

@@ -81,3 +81,35 @@ func TestCheapProgramIsWithinTheLimit(t *testing.T) {
 	require.Zero(t, c.fastUpTo, "a nested loop over the arguments is always tracked")
 	require.Nil(t, c.cheap)
 }
+
+// A condition nested deeper than MaxWhenDepth is refused at apply with the
+// reason: nested literals type-check in time that grows faster than their
+// depth (200 nested maps took 2 s), and every replica compiles every
+// document in force (issue 28, finding 4).
+func TestDeepConditionsAreRefused(t *testing.T) {
+	t.Parallel()
+	deep := func(n int) string {
+		return "size(" + strings.Repeat("{'a':", n) + "1" + strings.Repeat("}", n) + ") > 0"
+	}
+	_, ps := compileWhen(deep(MaxWhenDepth - 2))
+	require.Empty(t, ps, "as deep as allowed")
+	for _, n := range []int{MaxWhenDepth, 200, 600} {
+		_, ps := compileWhen(deep(n))
+		require.NotEmpty(t, ps, n)
+		require.Contains(t, ps[0].msg, "recursion limit", n)
+	}
+	_, err := Parse([]byte("tenant:\n  default: allow\n  rules:\n    - id: deep\n      effect: deny\n      when: \"" + deep(200) + "\"\n"))
+	require.ErrorIs(t, err, ErrInvalid)
+}
+
+// The slowest condition a document may hold (nested map literals as deep
+// as MaxWhenDepth allows) compiles in milliseconds: what bounds a
+// document's compile time on every replica.
+func BenchmarkCompileDeepestCondition(b *testing.B) {
+	src := "size(" + strings.Repeat("{'a':", MaxWhenDepth-2) + "1" + strings.Repeat("}", MaxWhenDepth-2) + ") > 0"
+	for b.Loop() {
+		if _, ps := compileWhen(src); ps != nil {
+			b.Fatal(ps)
+		}
+	}
+}
