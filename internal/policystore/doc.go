@@ -103,6 +103,14 @@
 // this replica has a given version in force: ApplyPolicy answers only then,
 // so a call through the replica that applied a document is decided by it.
 //
+// Documents are read and parsed one job per scope, off the watch
+// goroutine, which alone publishes snapshots (the jobs hand their results
+// back): a tenant whose document is slow to compile never holds up
+// another tenant's change, and a later record of the same scope drops the
+// job of the earlier one. Compile time itself is bounded where documents
+// are applied (internal/policy: conditions at most 4096 bytes and 32
+// levels deep).
+//
 // A document that cannot be loaded from the store — its read fails after
 // retries, it is missing, or it does not parse (a newer dispatcher wrote
 // something this build refuses) — must not open everything up: the

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolwire/toolwire/internal/policy"
 )
 
 // DenyAllVersion is the version of the built-in policy a scope gets when
@@ -66,3 +68,6 @@ func (w *endingWatcher) Updates() <-chan jetstream.KeyValueEntry {
 	})
 	return w.out
 }
+
+// SetParse replaces how h parses a document (before Start).
+func SetParse(h *Holder, parse func([]byte) (*policy.Policy, error)) { h.parse = parse }

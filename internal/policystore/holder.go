@@ -42,6 +42,15 @@ type Holder struct {
 	changed string
 	nudges  chan Scope
 
+	// Documents not loaded yet are loaded (read and parsed) off the watch
+	// goroutine, one job per scope, so that a scope whose document is slow
+	// to compile never holds up another's change; parse is policy.Parse
+	// (a test slows it down). The jobs map is run's goroutine's own.
+	parse  func([]byte) (*policy.Policy, error)
+	jobs   map[Scope]*loadJob
+	loaded chan loadResult
+	jobsWG sync.WaitGroup
+
 	ready  chan struct{}
 	done   chan struct{}
 	cancel context.CancelFunc
@@ -122,7 +131,8 @@ func NewHolder(b *bus.Bus, log *slog.Logger) *Holder {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &Holder{kv: b.Policies, nc: b.NC, bucket: b.Policies.Bucket(), changed: bus.PolicyChangedSubject(b.Config),
-		nudges: make(chan Scope, 64), log: log.With("component", "policy-holder"), ready: make(chan struct{}), done: make(chan struct{})}
+		nudges: make(chan Scope, 64), log: log.With("component", "policy-holder"), ready: make(chan struct{}), done: make(chan struct{}),
+		parse: policy.Parse, jobs: map[Scope]*loadJob{}, loaded: make(chan loadResult)}
 	h.snap.Store(&snapshot{tenants: map[string]*held{}, next: make(chan struct{})})
 	h.watch = func(ctx context.Context) (jetstream.KeyWatcher, error) { return h.kv.Watch(ctx, currentPrefix+">") }
 	return h
@@ -203,6 +213,7 @@ var (
 // stopped would otherwise keep its policies for good.
 func (h *Holder) run(ctx context.Context, w jetstream.KeyWatcher) {
 	defer close(h.done)
+	defer h.jobsWG.Wait() // ctx is done: the jobs stop
 	ready := sync.OnceFunc(func() { close(h.ready) })
 	reload := reloadMin
 	for wait := rewatchMin; ; {
@@ -232,9 +243,13 @@ func (h *Holder) run(ctx context.Context, w jetstream.KeyWatcher) {
 // cannot be loaded it is tried again every *reload (doubling).
 func (h *Holder) follow(ctx context.Context, w jetstream.KeyWatcher, ready func(), reload *time.Duration) bool {
 	seen := map[Scope]bool{}
-	initial := true
+	initial, readyWhenLoaded := true, false
 	var retry <-chan time.Time
 	for {
+		if readyWhenLoaded && len(h.jobs) == 0 {
+			ready() // every document in force when the watch was made is loaded
+			readyWhenLoaded = false
+		}
 		if retry == nil && h.snap.Load().anyFailed() {
 			retry = time.After(*reload)
 		}
@@ -250,6 +265,8 @@ func (h *Holder) follow(ctx context.Context, w jetstream.KeyWatcher, ready func(
 			}
 		case scope := <-h.nudges:
 			h.reload(ctx, scope)
+		case r := <-h.loaded:
+			h.finishLoad(r)
 		case e, ok := <-w.Updates():
 			if !ok {
 				if ctx.Err() == nil {
@@ -260,8 +277,7 @@ func (h *Holder) follow(ctx context.Context, w jetstream.KeyWatcher, ready func(
 			if e == nil {
 				if initial {
 					h.dropUnseen(seen)
-					initial = false
-					ready()
+					initial, readyWhenLoaded = false, true
 				}
 				continue
 			}
@@ -400,7 +416,8 @@ func (h *Holder) Wait(ctx context.Context, scope Scope, version string, revision
 	}
 }
 
-// publish makes n the snapshot in force. Only run's goroutine calls it.
+// publish makes n the snapshot in force. Only run's goroutine calls it
+// (the load jobs hand their results to it).
 func (h *Holder) publish(n *snapshot) {
 	old := h.snap.Swap(n)
 	close(old.next)
@@ -425,6 +442,9 @@ func (h *Holder) handle(ctx context.Context, e jetstream.KeyValueEntry) (Scope, 
 // in force already (the watch can deliver after a read from the leader).
 func (h *Holder) remove(scope Scope, revision uint64) {
 	cur := h.snap.Load()
+	if j := h.jobs[scope]; j != nil && j.revision < revision {
+		h.cancelJob(scope) // removed before its document was loaded
+	}
 	prev := cur.get(scope)
 	if prev == nil || prev.revision > revision {
 		return
@@ -441,18 +461,85 @@ func (h *Holder) put(ctx context.Context, scope Scope, value []byte, revision ui
 	}
 	rec, err := decodeRecord(value)
 	if err != nil {
+		h.cancelJob(scope)
 		h.publish(cur.with(scope, h.failed(cur, scope, "", revision, err)))
 		return
 	}
-	p := cur.loaded(rec.Version)
-	if p == nil {
-		if p, err = h.load(ctx, scope, rec.Version); err != nil {
-			h.publish(cur.with(scope, h.failed(cur, scope, rec.Version, revision, err)))
-			return
-		}
+	if p := cur.loaded(rec.Version); p != nil {
+		h.cancelJob(scope)
+		h.inForce(cur, scope, rec, revision, p)
+		return
 	}
+	if j := h.jobs[scope]; j != nil {
+		if j.revision >= revision {
+			return // being loaded already
+		}
+		j.cancel() // a later record: its result is dropped
+	}
+	h.startLoad(ctx, scope, rec, revision)
+}
+
+// inForce publishes p, the document of rec, in force for scope.
+func (h *Holder) inForce(cur *snapshot, scope Scope, rec *record, revision uint64, p *policy.Policy) {
 	h.publish(cur.with(scope, &held{stored: rec.Version, revision: revision, policy: p}))
 	h.log.Info("policy in force", "scope", scope.String(), "version", rec.Version, "applied_by", rec.AppliedBy)
+}
+
+// loadJob loads one scope's document off the watch goroutine.
+type loadJob struct {
+	revision uint64
+	cancel   context.CancelFunc
+}
+
+// loadResult is a finished loadJob's outcome.
+type loadResult struct {
+	job   *loadJob
+	scope Scope
+	rec   *record
+	p     *policy.Policy
+	err   error
+}
+
+// startLoad loads rec's document for scope in a job of its own; its
+// result comes back to the watch goroutine (finishLoad).
+func (h *Holder) startLoad(ctx context.Context, scope Scope, rec *record, revision uint64) {
+	jctx, cancel := context.WithCancel(ctx)
+	j := &loadJob{revision: revision, cancel: cancel}
+	h.jobs[scope] = j
+	h.jobsWG.Go(func() {
+		defer cancel()
+		p, err := h.load(jctx, scope, rec.Version)
+		select {
+		case h.loaded <- loadResult{job: j, scope: scope, rec: rec, p: p, err: err}:
+		case <-ctx.Done():
+		}
+	})
+}
+
+// cancelJob drops scope's load in progress, if any.
+func (h *Holder) cancelJob(scope Scope) {
+	if j := h.jobs[scope]; j != nil {
+		j.cancel()
+		delete(h.jobs, scope)
+	}
+}
+
+// finishLoad puts a job's document in force, unless a later record of its
+// scope replaced the job meanwhile.
+func (h *Holder) finishLoad(r loadResult) {
+	if h.jobs[r.scope] != r.job {
+		return // superseded
+	}
+	delete(h.jobs, r.scope)
+	cur := h.snap.Load()
+	if prev := cur.get(r.scope); prev != nil && prev.revision > r.job.revision {
+		return
+	}
+	if r.err != nil {
+		h.publish(cur.with(r.scope, h.failed(cur, r.scope, r.rec.Version, r.job.revision, r.err)))
+		return
+	}
+	h.inForce(cur, r.scope, r.rec, r.job.revision, r.p)
 }
 
 // failed is what stays in force for scope when the document its record
@@ -497,7 +584,7 @@ func (h *Holder) load(ctx context.Context, scope Scope, version string) (*policy
 	if err != nil {
 		return nil, fmt.Errorf("read document: %w", err)
 	}
-	p, err := policy.Parse(e.Value)
+	p, err := h.parse(e.Value)
 	if err != nil {
 		return nil, err
 	}

@@ -232,3 +232,36 @@ func TestHolderWatchesAgain(t *testing.T) {
 	require.NoError(t, h.Wait(ctx, tenant(t, "beta"), "", 0))
 	require.Nil(t, h.For("beta"))
 }
+
+// A tenant whose document is slow to compile never holds up another
+// tenant's change: documents load one job per scope, off the watch. Here
+// acme's compile is held until beta's change is in force (issue 28,
+// finding 4: another tenant's one-rule policy waited 36 s).
+func TestHolderSlowTenantDelaysNoOther(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	s := policystore.NewStore(env.Bus, nil)
+	h := policystore.NewHolder(env.Bus, nil)
+	release, slow := make(chan struct{}), make(chan struct{}, 1)
+	policystore.SetParse(h, func(b []byte) (*policy.Policy, error) {
+		if strings.Contains(string(b), "slow-to-compile") {
+			slow <- struct{}{}
+			<-release
+		}
+		return policy.Parse(b)
+	})
+	require.NoError(t, h.Start(ctxWait(t)))
+	t.Cleanup(func() { _ = h.Stop(context.Background()) })
+	ctx := ctxWait(t)
+
+	acme, beta := tenant(t, "acme"), tenant(t, "beta")
+	slowDoc := apply(t, s, acme, "# slow-to-compile\n"+denyAllDoc)
+	<-slow // acme's document is being compiled, and stays so
+	fast := apply(t, s, beta, denyAllDoc)
+	require.NoError(t, h.Wait(ctx, beta, fast.Version.Version, fast.Revision), "beta's change is in force while acme's compiles")
+	require.Equal(t, policy.Deny, decide(h, "beta", "echo", `{}`).Outcome)
+	require.Nil(t, h.For("acme"), "acme's is not in force before it is compiled")
+	close(release)
+	require.NoError(t, h.Wait(ctx, acme, slowDoc.Version.Version, slowDoc.Revision))
+	require.Equal(t, policy.Deny, decide(h, "acme", "echo", `{}`).Outcome)
+}
