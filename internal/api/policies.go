@@ -59,7 +59,8 @@ func (s *Service) ApplyPolicy(ctx context.Context, req *connect.Request[toolwire
 		return nil, policyError(err)
 	}
 	return connect.NewResponse(&toolwirev1.ApplyPolicyResponse{Version: versionProto(res.Version), Changed: res.Changed,
-		TestsPassed: int32(res.TestsPassed), InForce: res.InForce}), nil
+		TestsPassed: int32(res.TestsPassed), InForce: res.InForce,
+		ReplicasInForce: res.Fleet.InForce, ReplicasNotInForce: res.Fleet.NotInForce}), nil
 }
 
 // RemovePolicy takes the caller's tenant's own document out of force
@@ -73,7 +74,7 @@ func (s *Service) RemovePolicy(ctx context.Context, req *connect.Request[toolwir
 	if err != nil {
 		return nil, policyError(err)
 	}
-	out := &toolwirev1.RemovePolicyResponse{Removed: res.Removed}
+	out := &toolwirev1.RemovePolicyResponse{Removed: res.Removed, ReplicasInForce: res.Fleet.InForce, ReplicasNotInForce: res.Fleet.NotInForce}
 	if res.InForce != nil {
 		out.InForce = versionProto(*res.InForce)
 	}

@@ -239,6 +239,14 @@ func PolicyChangedSubject(c Config) string {
 	return c.WithDefaults().Subjects().join("admin", "policy", "changed")
 }
 
+// PolicyInForceSubject is where the dispatcher that applied or removed a
+// policy asks every dispatcher whether the change is in force there
+// (internal/policystore: Holder.WaitFleet); each answers now and again
+// once it is. Core NATS, request and replies; dispatchers only.
+func PolicyInForceSubject(c Config) string {
+	return c.WithDefaults().Subjects().join("admin", "policy", "inforce")
+}
+
 // layoutStreams names every stream of the layout, buckets included (their
 // streams), in Open's order.
 func (c Config) layoutStreams() []string {

@@ -28,14 +28,17 @@ type Applied struct {
 	// InForce says whether the document was in force on this replica
 	// when Apply returned (never for a dry run).
 	InForce bool
+	// Fleet is what the dispatchers answered: those that enforce the
+	// document and those that answered and did not within Config.Wait.
+	Fleet policystore.FleetState
 }
 
 // Apply checks a policy document (it parses, its CEL compiles, its tests
 // pass against the registry's specs) and, unless it is a dry run, stores
 // it and puts it in force for the caller's tenant, in place of the
 // installation document. It returns once the document is in force on this
-// replica (at most Config.Wait; Applied.InForce says whether it is); the
-// others follow within about a second. Errors: ErrNotAdmin,
+// replica and on every dispatcher that answers the fleet's ask (at most
+// Config.Wait; Applied.InForce and Applied.Fleet say where it is). Errors: ErrNotAdmin,
 // ErrNoPolicySource, ErrBadRequest (a document over
 // policy.MaxDocumentBytes), policystore.ErrBadScope, and those of
 // policystore.Store.Apply (policy.ErrInvalid, policy.ErrTestsFailed,
@@ -61,9 +64,9 @@ func (o *Ops) Apply(ctx context.Context, id identity.Identity, r ApplyRequest) (
 	}
 	out := &Applied{Applied: res}
 	if !r.DryRun {
-		if out.InForce, err = o.waitInForce(ctx, scope, res.Version.Version, res.Revision); err != nil {
-			o.log.WarnContext(ctx, "applied policy not in force on this replica", "tenant", id.Tenant,
-				"version", res.Version.Version, "err", err)
+		if out.InForce, out.Fleet, err = o.waitInForce(ctx, scope, res.Version.Version, res.Revision); err != nil || len(out.Fleet.NotInForce) > 0 {
+			o.log.WarnContext(ctx, "applied policy not in force on every dispatcher", "tenant", id.Tenant,
+				"version", res.Version.Version, "in_force_here", out.InForce, "not_in_force", out.Fleet.NotInForce, "err", err)
 		}
 	}
 	return out, nil
@@ -76,6 +79,8 @@ type Removed struct {
 	// InForce is the installation document's version, now in force for
 	// the tenant; nil when there is none.
 	InForce *policystore.Version
+	// Fleet is what the dispatchers answered about the removal.
+	Fleet policystore.FleetState
 }
 
 // Remove takes the caller's tenant's own document out of force; the
@@ -98,12 +103,14 @@ func (o *Ops) Remove(ctx context.Context, id identity.Identity) (*Removed, error
 	if err != nil {
 		return nil, err
 	}
+	out := &Removed{Removed: removed}
 	if removed {
-		if _, err := o.waitInForce(ctx, scope, "", rev); err != nil {
-			o.log.WarnContext(ctx, "policy removal not in force on this replica", "tenant", id.Tenant, "err", err)
+		var err error
+		if _, out.Fleet, err = o.waitInForce(ctx, scope, "", rev); err != nil || len(out.Fleet.NotInForce) > 0 {
+			o.log.WarnContext(ctx, "policy removal not in force on every dispatcher", "tenant", id.Tenant,
+				"not_in_force", out.Fleet.NotInForce, "err", err)
 		}
 	}
-	out := &Removed{Removed: removed}
 	if doc, err := o.cfg.Documents.Current(ctx, policystore.Installation); err == nil {
 		out.InForce = &doc.Version
 	} else if !errors.Is(err, policystore.ErrNoPolicy) {

@@ -30,6 +30,13 @@ type Waiter interface {
 	Wait(ctx context.Context, scope policystore.Scope, version string, revision uint64) error
 }
 
+// FleetWaiter is a Waiter that also waits for every live dispatcher
+// (policystore.Holder.WaitFleet).
+type FleetWaiter interface {
+	Waiter
+	WaitFleet(ctx context.Context, scope policystore.Scope, version string, revision uint64) (policystore.FleetState, error)
+}
+
 // Specs reads the registry's specs (registry.Store): the current ones for
 // a document's tests, a pinned one for Explain.
 type Specs interface {
@@ -158,18 +165,25 @@ func (o *Ops) policyFor(tenant string) *policy.Policy {
 	return o.cfg.Policies.For(tenant)
 }
 
-// waitInForce waits, at most Config.Wait, until this replica has
-// version (at revision; "" = removed) in force for scope; it reports
-// whether it has. Without a Waiter it does not wait and reports false.
-func (o *Ops) waitInForce(ctx context.Context, scope policystore.Scope, version string, revision uint64) (bool, error) {
+// waitInForce waits, at most Config.Wait, until this replica has the
+// change (scope's record at revision naming version; "" = a removal) in
+// force and, with a FleetWaiter, until every dispatcher that answered its
+// ask does: it reports whether this replica enforces it and what the
+// fleet said.
+func (o *Ops) waitInForce(ctx context.Context, scope policystore.Scope, version string, revision uint64) (bool, policystore.FleetState, error) {
 	w, ok := o.cfg.Policies.(Waiter)
 	if !ok {
-		return false, nil
+		return false, policystore.FleetState{}, nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, o.cfg.Wait)
 	defer cancel()
 	err := w.Wait(wctx, scope, version, revision)
-	return err == nil, err
+	local := err == nil
+	var fleet policystore.FleetState
+	if fw, ok := w.(FleetWaiter); ok && local {
+		fleet, err = fw.WaitFleet(wctx, scope, version, revision)
+	}
+	return local, fleet, err
 }
 
 // document returns the document of version ("" = the one in force) for

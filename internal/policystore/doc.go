@@ -103,6 +103,12 @@
 // this replica has a given version in force: ApplyPolicy answers only then,
 // so a call through the replica that applied a document is decided by it.
 //
+// A change is applied when the fleet enforces it: WaitFleet (fleet.go)
+// asks every Holder over core NATS, and each answers at once and again
+// when the change is in force there; policyops' Apply and Remove answer
+// only then, naming the dispatchers that did not. The dispatchers that
+// answer within FleetDiscovery (250 ms) count as live.
+//
 // Documents are read and parsed one job per scope, off the watch
 // goroutine, which alone publishes snapshots (the jobs hand their results
 // back): a tenant whose document is slow to compile never holds up

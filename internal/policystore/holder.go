@@ -51,6 +51,15 @@ type Holder struct {
 	loaded chan loadResult
 	jobsWG sync.WaitGroup
 
+	// The fleet's asks (fleet.go): this replica's name in its answers,
+	// the subject, and the answers it still owes (goroutines of fleet,
+	// at most maxFleetWaits, ended by fleetCtx).
+	replica    string
+	inforce    string
+	fleet      sync.WaitGroup
+	fleetSlots chan struct{}
+	fleetCtx   context.Context
+
 	ready  chan struct{}
 	done   chan struct{}
 	cancel context.CancelFunc
@@ -132,7 +141,8 @@ func NewHolder(b *bus.Bus, log *slog.Logger) *Holder {
 	}
 	h := &Holder{kv: b.Policies, nc: b.NC, bucket: b.Policies.Bucket(), changed: bus.PolicyChangedSubject(b.Config),
 		nudges: make(chan Scope, 64), log: log.With("component", "policy-holder"), ready: make(chan struct{}), done: make(chan struct{}),
-		parse: policy.Parse, jobs: map[Scope]*loadJob{}, loaded: make(chan loadResult)}
+		parse: policy.Parse, jobs: map[Scope]*loadJob{}, loaded: make(chan loadResult),
+		replica: replicaName(), inforce: bus.PolicyInForceSubject(b.Config), fleetSlots: make(chan struct{}, maxFleetWaits)}
 	h.snap.Store(&snapshot{tenants: map[string]*held{}, next: make(chan struct{})})
 	h.watch = func(ctx context.Context) (jetstream.KeyWatcher, error) { return h.kv.Watch(ctx, currentPrefix+">") }
 	return h
@@ -152,22 +162,32 @@ func (h *Holder) doStart(ctx context.Context) error {
 		return fmt.Errorf("policystore: start: %w", err)
 	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h.fleetCtx = wctx
 	sub, err := h.nc.Subscribe(h.changed, h.nudge)
 	if err != nil {
 		cancel()
 		close(h.done)
 		return fmt.Errorf("policystore: subscribe %s: %w", h.changed, err)
 	}
-	w, err := h.watch(wctx)
+	asks, err := h.nc.Subscribe(h.inforce, h.answerAsk)
 	if err != nil {
 		_ = sub.Unsubscribe()
+		cancel()
+		close(h.done)
+		return fmt.Errorf("policystore: subscribe %s: %w", h.inforce, err)
+	}
+	w, err := h.watch(wctx)
+	if err != nil {
+		_, _ = sub.Unsubscribe(), asks.Unsubscribe()
 		cancel()
 		close(h.done)
 		return fmt.Errorf("policystore: watch: %w", err)
 	}
 	h.cancel = cancel
 	go func() {
-		defer func() { _ = sub.Unsubscribe() }()
+		defer close(h.done)
+		defer h.fleet.Wait() // the answers still owed end with wctx
+		defer func() { _, _ = sub.Unsubscribe(), asks.Unsubscribe() }()
 		h.run(wctx, w)
 	}()
 	select {
@@ -212,7 +232,6 @@ var (
 // ends (its connection closed and reopened, say): a replica whose watch
 // stopped would otherwise keep its policies for good.
 func (h *Holder) run(ctx context.Context, w jetstream.KeyWatcher) {
-	defer close(h.done)
 	defer h.jobsWG.Wait() // ctx is done: the jobs stop
 	ready := sync.OnceFunc(func() { close(h.ready) })
 	reload := reloadMin

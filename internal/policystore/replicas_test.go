@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/policystore"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -101,4 +103,57 @@ func report(t *testing.T, what string, lat []time.Duration) time.Duration {
 	t.Logf("policy change in force on 3 replicas, %s (%d observations): p50 %s, p99 %s, max %s",
 		what, len(lat), p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond), worst.Round(10*time.Microsecond))
 	return worst
+}
+
+// A change is applied when every dispatcher enforces it: WaitFleet
+// returns once each replica that answered reports the change in force —
+// after it, every replica decides by the new document without waiting —
+// and names a replica that cannot load it in time (issue 28, finding 4).
+func TestWaitFleetReturnsWhenEveryReplicaEnforces(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
+	var holders []*policystore.Holder
+	for i := range 3 {
+		holders = append(holders, s.StartPolicies(t, s.Env.Open(t, fmt.Sprintf("replica-%d", i))))
+	}
+	store := policystore.NewStore(s.Env.Bus, nil)
+	scope := tenant(t, "acme")
+	var lat []time.Duration
+	for i := range 10 {
+		start := time.Now()
+		a, err := store.Apply(t.Context(), scope, []byte(fmt.Sprintf("# change %d\ntenant:\n  rules:\n    - {id: r%d, effect: deny, tools: [echo]}\n", i, i)),
+			policystore.ApplyOptions{AppliedBy: "test"})
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		st, err := holders[0].WaitFleet(ctx, scope, a.Version.Version, a.Revision)
+		cancel()
+		require.NoError(t, err)
+		lat = append(lat, time.Since(start))
+		require.Empty(t, st.NotInForce)
+		for _, h := range holders {
+			require.Contains(t, st.InForce, h.Replica())
+			require.Equal(t, a.Version.Version, h.For("acme").Version(), "in force on %s when WaitFleet returned", h.Replica())
+		}
+	}
+	report(t, "apply to WaitFleet returning", lat)
+
+	// A replica that cannot compile the next document in time is named.
+	stuck := policystore.NewHolder(s.Env.Open(t, "stuck"), nil)
+	release := make(chan struct{})
+	policystore.SetParse(stuck, func(b []byte) (*policy.Policy, error) {
+		if strings.Contains(string(b), "stuck here") {
+			<-release
+		}
+		return policy.Parse(b)
+	})
+	require.NoError(t, stuck.Start(t.Context()))
+	t.Cleanup(func() { close(release); _ = stuck.Stop(context.Background()) })
+	a, err := store.Apply(t.Context(), scope, []byte("# stuck here\ntenant:\n  default: deny\n"), policystore.ApplyOptions{AppliedBy: "test"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	st, err := holders[0].WaitFleet(ctx, scope, a.Version.Version, a.Revision)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, "not in force yet", st.NotInForce[stuck.Replica()])
+	require.Contains(t, st.InForce, holders[1].Replica())
 }

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -120,6 +122,9 @@ the document already in force changes nothing.`,
 			}
 			if !o.DryRun && !res.GetInForce() {
 				fmt.Fprintln(a.io.Stderr, "warning: the dispatcher that answered does not have it in force yet (see its log); it is stored, and every dispatcher keeps trying to load it")
+			}
+			if !o.DryRun {
+				a.printFleet(res.GetReplicasInForce(), res.GetReplicasNotInForce())
 			}
 			return nil
 		},
@@ -423,10 +428,22 @@ when there is none. The history stays; apply a document to bring one back.`,
 			}
 			if res.GetRemoved() {
 				fmt.Fprintf(a.io.Stdout, "removed; in force now: %s\n", now)
+				a.printFleet(res.GetReplicasInForce(), res.GetReplicasNotInForce())
 			} else {
 				fmt.Fprintf(a.io.Stdout, "your tenant has no document of its own; in force: %s\n", now)
 			}
 			return nil
 		},
+	}
+}
+
+// printFleet says on how many dispatchers a policy change is in force, and
+// names, on stderr, those that answered and do not enforce it.
+func (a *app) printFleet(in []string, notIn map[string]string) {
+	if len(in) > 0 {
+		fmt.Fprintf(a.io.Stdout, "in force on %d dispatcher(s)\n", len(in))
+	}
+	for _, r := range slices.Sorted(maps.Keys(notIn)) {
+		fmt.Fprintf(a.io.Stderr, "warning: not in force on dispatcher %s: %s\n", r, notIn[r])
 	}
 }

@@ -91,7 +91,7 @@ func TestPolicyCommands(t *testing.T) {
 
 	o = b.policyAs(t, "admin", "policy", "apply", good, "--comment", "no secrets")
 	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
-	require.Regexp(t, `^applied sha256:[0-9a-f]{64} \(2 rules, 1 tests passed\) for tenant acme\n$`, o.stdout)
+	require.Regexp(t, `^applied sha256:[0-9a-f]{64} \(2 rules, 1 tests passed\) for tenant acme\nin force on [1-9][0-9]* dispatcher\(s\)\n$`, o.stdout)
 	o = b.policyAs(t, "admin", "policy", "apply", good)
 	require.Contains(t, o.stdout, "unchanged: sha256:")
 
@@ -156,7 +156,7 @@ func TestPolicyCommands(t *testing.T) {
 	// the deny no longer applies.
 	o = b.policyAs(t, "admin", "policy", "remove")
 	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
-	require.Equal(t, "removed; in force now: no policy (every call allowed, tools that require approval ask)\n", o.stdout)
+	require.Equal(t, "removed; in force now: no policy (every call allowed, tools that require approval ask)\nin force on 1 dispatcher(s)\n", o.stdout)
 	o = b.policyAs(t, "bot", "call", "echo", `{"text":"secret plans"}`)
 	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
 	o = b.policyAs(t, "admin", "policy", "remove")

@@ -2799,9 +2799,16 @@ type ApplyPolicyResponse struct {
 	// answered. False on a dry run, when a later apply replaced it, or when
 	// the replica could not load it within 5 s: the apply is stored all the
 	// same, and every replica keeps trying to load it.
-	InForce       bool `protobuf:"varint,4,opt,name=in_force,json=inForce,proto3" json:"in_force,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	InForce bool `protobuf:"varint,4,opt,name=in_force,json=inForce,proto3" json:"in_force,omitempty"`
+	// The dispatchers that enforce the version when the answer was sent:
+	// apply answers once every dispatcher that answered its ask within
+	// 250 ms enforces it, or after 5 s.
+	ReplicasInForce []string `protobuf:"bytes,5,rep,name=replicas_in_force,json=replicasInForce,proto3" json:"replicas_in_force,omitempty"`
+	// The dispatchers that answered and did not enforce it by then, each
+	// with why (not yet, could not load it, a later change replaced it).
+	ReplicasNotInForce map[string]string `protobuf:"bytes,6,rep,name=replicas_not_in_force,json=replicasNotInForce,proto3" json:"replicas_not_in_force,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ApplyPolicyResponse) Reset() {
@@ -2860,6 +2867,20 @@ func (x *ApplyPolicyResponse) GetInForce() bool {
 		return x.InForce
 	}
 	return false
+}
+
+func (x *ApplyPolicyResponse) GetReplicasInForce() []string {
+	if x != nil {
+		return x.ReplicasInForce
+	}
+	return nil
+}
+
+func (x *ApplyPolicyResponse) GetReplicasNotInForce() map[string]string {
+	if x != nil {
+		return x.ReplicasNotInForce
+	}
+	return nil
 }
 
 type GetUsageRequest struct {
@@ -3184,9 +3205,13 @@ type RemovePolicyResponse struct {
 	Removed bool `protobuf:"varint,1,opt,name=removed,proto3" json:"removed,omitempty"`
 	// What is in force for the tenant now: the installation document
 	// (tenant "*"), or unset for no policy.
-	InForce       *PolicyVersion `protobuf:"bytes,2,opt,name=in_force,json=inForce,proto3" json:"in_force,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	InForce *PolicyVersion `protobuf:"bytes,2,opt,name=in_force,json=inForce,proto3" json:"in_force,omitempty"`
+	// As ApplyPolicyResponse's: the dispatchers that enforce the removal,
+	// and those that answered and did not.
+	ReplicasInForce    []string          `protobuf:"bytes,3,rep,name=replicas_in_force,json=replicasInForce,proto3" json:"replicas_in_force,omitempty"`
+	ReplicasNotInForce map[string]string `protobuf:"bytes,4,rep,name=replicas_not_in_force,json=replicasNotInForce,proto3" json:"replicas_not_in_force,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *RemovePolicyResponse) Reset() {
@@ -3229,6 +3254,20 @@ func (x *RemovePolicyResponse) GetRemoved() bool {
 func (x *RemovePolicyResponse) GetInForce() *PolicyVersion {
 	if x != nil {
 		return x.InForce
+	}
+	return nil
+}
+
+func (x *RemovePolicyResponse) GetReplicasInForce() []string {
+	if x != nil {
+		return x.ReplicasInForce
+	}
+	return nil
+}
+
+func (x *RemovePolicyResponse) GetReplicasNotInForce() map[string]string {
+	if x != nil {
+		return x.ReplicasNotInForce
 	}
 	return nil
 }
@@ -3942,12 +3981,17 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x12ApplyPolicyRequest\x12\x1a\n" +
 	"\bdocument\x18\x01 \x01(\tR\bdocument\x12\x18\n" +
 	"\acomment\x18\x02 \x01(\tR\acomment\x12\x17\n" +
-	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"\xa3\x01\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"\x83\x03\n" +
 	"\x13ApplyPolicyResponse\x124\n" +
 	"\aversion\x18\x01 \x01(\v2\x1a.toolwire.v1.PolicyVersionR\aversion\x12\x18\n" +
 	"\achanged\x18\x02 \x01(\bR\achanged\x12!\n" +
 	"\ftests_passed\x18\x03 \x01(\x05R\vtestsPassed\x12\x19\n" +
-	"\bin_force\x18\x04 \x01(\bR\ainForce\"g\n" +
+	"\bin_force\x18\x04 \x01(\bR\ainForce\x12*\n" +
+	"\x11replicas_in_force\x18\x05 \x03(\tR\x0freplicasInForce\x12k\n" +
+	"\x15replicas_not_in_force\x18\x06 \x03(\v28.toolwire.v1.ApplyPolicyResponse.ReplicasNotInForceEntryR\x12replicasNotInForce\x1aE\n" +
+	"\x17ReplicasNotInForceEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"g\n" +
 	"\x0fGetUsageRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x18\n" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
@@ -3975,10 +4019,15 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x10GetUsageResponse\x12/\n" +
 	"\x06limits\x18\x01 \x03(\v2\x17.toolwire.v1.LimitUsageR\x06limits\x12%\n" +
 	"\x0epolicy_version\x18\x02 \x01(\tR\rpolicyVersion\"\x15\n" +
-	"\x13RemovePolicyRequest\"g\n" +
+	"\x13RemovePolicyRequest\"\xc8\x02\n" +
 	"\x14RemovePolicyResponse\x12\x18\n" +
 	"\aremoved\x18\x01 \x01(\bR\aremoved\x125\n" +
-	"\bin_force\x18\x02 \x01(\v2\x1a.toolwire.v1.PolicyVersionR\ainForce\",\n" +
+	"\bin_force\x18\x02 \x01(\v2\x1a.toolwire.v1.PolicyVersionR\ainForce\x12*\n" +
+	"\x11replicas_in_force\x18\x03 \x03(\tR\x0freplicasInForce\x12l\n" +
+	"\x15replicas_not_in_force\x18\x04 \x03(\v29.toolwire.v1.RemovePolicyResponse.ReplicasNotInForceEntryR\x12replicasNotInForce\x1aE\n" +
+	"\x17ReplicasNotInForceEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\",\n" +
 	"\x10GetPolicyRequest\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\"e\n" +
 	"\x11GetPolicyResponse\x124\n" +
@@ -4076,7 +4125,7 @@ func file_toolwire_v1_dispatcher_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_toolwire_v1_dispatcher_proto_goTypes = []any{
 	(CallState)(0),                     // 0: toolwire.v1.CallState
 	(ToolFormat)(0),                    // 1: toolwire.v1.ToolFormat
@@ -4136,128 +4185,132 @@ var file_toolwire_v1_dispatcher_proto_goTypes = []any{
 	nil,                                // 55: toolwire.v1.SubmitRequest.InputResponsesJsonEntry
 	nil,                                // 56: toolwire.v1.Session.StateJsonEntry
 	nil,                                // 57: toolwire.v1.ApproveRequest.ArgsPatternEntry
-	(*structpb.Struct)(nil),            // 58: google.protobuf.Struct
-	(*durationpb.Duration)(nil),        // 59: google.protobuf.Duration
-	(*ToolResponse)(nil),               // 60: toolwire.v1.ToolResponse
-	(*CallEvent)(nil),                  // 61: toolwire.v1.CallEvent
-	(ExecutorType)(0),                  // 62: toolwire.v1.ExecutorType
-	(*ToolSpec)(nil),                   // 63: toolwire.v1.ToolSpec
-	(*timestamppb.Timestamp)(nil),      // 64: google.protobuf.Timestamp
-	(ApprovalState)(0),                 // 65: toolwire.v1.ApprovalState
-	(*Approval)(nil),                   // 66: toolwire.v1.Approval
-	(ApprovalScope)(0),                 // 67: toolwire.v1.ApprovalScope
-	(*Grant)(nil),                      // 68: toolwire.v1.Grant
-	(*PolicyVersion)(nil),              // 69: toolwire.v1.PolicyVersion
-	(*PolicyDecision)(nil),             // 70: toolwire.v1.PolicyDecision
+	nil,                                // 58: toolwire.v1.ApplyPolicyResponse.ReplicasNotInForceEntry
+	nil,                                // 59: toolwire.v1.RemovePolicyResponse.ReplicasNotInForceEntry
+	(*structpb.Struct)(nil),            // 60: google.protobuf.Struct
+	(*durationpb.Duration)(nil),        // 61: google.protobuf.Duration
+	(*ToolResponse)(nil),               // 62: toolwire.v1.ToolResponse
+	(*CallEvent)(nil),                  // 63: toolwire.v1.CallEvent
+	(ExecutorType)(0),                  // 64: toolwire.v1.ExecutorType
+	(*ToolSpec)(nil),                   // 65: toolwire.v1.ToolSpec
+	(*timestamppb.Timestamp)(nil),      // 66: google.protobuf.Timestamp
+	(ApprovalState)(0),                 // 67: toolwire.v1.ApprovalState
+	(*Approval)(nil),                   // 68: toolwire.v1.Approval
+	(ApprovalScope)(0),                 // 69: toolwire.v1.ApprovalScope
+	(*Grant)(nil),                      // 70: toolwire.v1.Grant
+	(*PolicyVersion)(nil),              // 71: toolwire.v1.PolicyVersion
+	(*PolicyDecision)(nil),             // 72: toolwire.v1.PolicyDecision
 }
 var file_toolwire_v1_dispatcher_proto_depIdxs = []int32{
-	58, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
-	59, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	59, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	59, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
+	60, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
+	61, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	61, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	61, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
 	54, // 4: toolwire.v1.CallRequest.input_responses_json:type_name -> toolwire.v1.CallRequest.InputResponsesJsonEntry
 	0,  // 5: toolwire.v1.CallResponse.state:type_name -> toolwire.v1.CallState
-	60, // 6: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
+	62, // 6: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
 	19, // 7: toolwire.v1.CallResponse.session:type_name -> toolwire.v1.Session
 	20, // 8: toolwire.v1.CallResponse.refused_intents:type_name -> toolwire.v1.AppliedIntent
-	58, // 9: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
-	59, // 10: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	59, // 11: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	60, // 9: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
+	61, // 10: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	61, // 11: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
 	55, // 12: toolwire.v1.SubmitRequest.input_responses_json:type_name -> toolwire.v1.SubmitRequest.InputResponsesJsonEntry
-	60, // 13: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
+	62, // 13: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
 	0,  // 14: toolwire.v1.SubmitResponse.state:type_name -> toolwire.v1.CallState
-	59, // 15: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
+	61, // 15: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
 	0,  // 16: toolwire.v1.GetResultResponse.state:type_name -> toolwire.v1.CallState
-	60, // 17: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
-	61, // 18: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
+	62, // 17: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
+	63, // 18: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
 	2,  // 19: toolwire.v1.CancelResponse.outcome:type_name -> toolwire.v1.CancelOutcome
 	1,  // 20: toolwire.v1.ListToolsRequest.format:type_name -> toolwire.v1.ToolFormat
-	62, // 21: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
-	63, // 22: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
+	64, // 21: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
+	65, // 22: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
 	1,  // 23: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
-	63, // 24: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	63, // 25: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	65, // 24: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	65, // 25: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
 	56, // 26: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
 	20, // 27: toolwire.v1.Session.log:type_name -> toolwire.v1.AppliedIntent
-	64, // 28: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	64, // 29: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
+	66, // 28: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	66, // 29: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
 	19, // 30: toolwire.v1.GetSessionResponse.session:type_name -> toolwire.v1.Session
 	19, // 31: toolwire.v1.ApplyIntentsResponse.session:type_name -> toolwire.v1.Session
 	20, // 32: toolwire.v1.ApplyIntentsResponse.refused:type_name -> toolwire.v1.AppliedIntent
 	0,  // 33: toolwire.v1.GetOutputResponse.state:type_name -> toolwire.v1.CallState
 	27, // 34: toolwire.v1.GetOutputResponse.lines:type_name -> toolwire.v1.OutputLine
-	65, // 35: toolwire.v1.ListApprovalsRequest.state:type_name -> toolwire.v1.ApprovalState
-	66, // 36: toolwire.v1.ListApprovalsResponse.approvals:type_name -> toolwire.v1.Approval
-	66, // 37: toolwire.v1.GetApprovalResponse.approval:type_name -> toolwire.v1.Approval
-	67, // 38: toolwire.v1.ApproveRequest.scope:type_name -> toolwire.v1.ApprovalScope
+	67, // 35: toolwire.v1.ListApprovalsRequest.state:type_name -> toolwire.v1.ApprovalState
+	68, // 36: toolwire.v1.ListApprovalsResponse.approvals:type_name -> toolwire.v1.Approval
+	68, // 37: toolwire.v1.GetApprovalResponse.approval:type_name -> toolwire.v1.Approval
+	69, // 38: toolwire.v1.ApproveRequest.scope:type_name -> toolwire.v1.ApprovalScope
 	57, // 39: toolwire.v1.ApproveRequest.args_pattern:type_name -> toolwire.v1.ApproveRequest.ArgsPatternEntry
-	59, // 40: toolwire.v1.ApproveRequest.ttl:type_name -> google.protobuf.Duration
-	66, // 41: toolwire.v1.ApproveResponse.approval:type_name -> toolwire.v1.Approval
-	68, // 42: toolwire.v1.ApproveResponse.grant:type_name -> toolwire.v1.Grant
-	66, // 43: toolwire.v1.DenyResponse.approval:type_name -> toolwire.v1.Approval
-	68, // 44: toolwire.v1.ListGrantsResponse.grants:type_name -> toolwire.v1.Grant
-	69, // 45: toolwire.v1.ApplyPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
-	59, // 46: toolwire.v1.LimitUsage.rate_per:type_name -> google.protobuf.Duration
-	59, // 47: toolwire.v1.LimitUsage.budget_window:type_name -> google.protobuf.Duration
-	64, // 48: toolwire.v1.LimitUsage.reset_at:type_name -> google.protobuf.Timestamp
-	43, // 49: toolwire.v1.GetUsageResponse.limits:type_name -> toolwire.v1.LimitUsage
-	69, // 50: toolwire.v1.RemovePolicyResponse.in_force:type_name -> toolwire.v1.PolicyVersion
-	69, // 51: toolwire.v1.GetPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
-	69, // 52: toolwire.v1.ListPolicyVersionsResponse.versions:type_name -> toolwire.v1.PolicyVersion
-	70, // 53: toolwire.v1.ExplainResponse.decision:type_name -> toolwire.v1.PolicyDecision
-	52, // 54: toolwire.v1.ExplainResponse.rules:type_name -> toolwire.v1.ExplainedRule
-	68, // 55: toolwire.v1.ExplainResponse.grant:type_name -> toolwire.v1.Grant
-	3,  // 56: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
-	5,  // 57: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
-	7,  // 58: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
-	9,  // 59: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
-	11, // 60: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
-	13, // 61: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
-	15, // 62: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
-	17, // 63: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
-	21, // 64: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
-	23, // 65: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
-	25, // 66: toolwire.v1.DispatcherService.GetOutput:input_type -> toolwire.v1.GetOutputRequest
-	28, // 67: toolwire.v1.DispatcherService.ListApprovals:input_type -> toolwire.v1.ListApprovalsRequest
-	30, // 68: toolwire.v1.DispatcherService.GetApproval:input_type -> toolwire.v1.GetApprovalRequest
-	32, // 69: toolwire.v1.DispatcherService.Approve:input_type -> toolwire.v1.ApproveRequest
-	34, // 70: toolwire.v1.DispatcherService.Deny:input_type -> toolwire.v1.DenyRequest
-	36, // 71: toolwire.v1.DispatcherService.ListGrants:input_type -> toolwire.v1.ListGrantsRequest
-	38, // 72: toolwire.v1.DispatcherService.RevokeGrant:input_type -> toolwire.v1.RevokeGrantRequest
-	40, // 73: toolwire.v1.DispatcherService.ApplyPolicy:input_type -> toolwire.v1.ApplyPolicyRequest
-	45, // 74: toolwire.v1.DispatcherService.RemovePolicy:input_type -> toolwire.v1.RemovePolicyRequest
-	47, // 75: toolwire.v1.DispatcherService.GetPolicy:input_type -> toolwire.v1.GetPolicyRequest
-	49, // 76: toolwire.v1.DispatcherService.ListPolicyVersions:input_type -> toolwire.v1.ListPolicyVersionsRequest
-	42, // 77: toolwire.v1.DispatcherService.GetUsage:input_type -> toolwire.v1.GetUsageRequest
-	51, // 78: toolwire.v1.DispatcherService.Explain:input_type -> toolwire.v1.ExplainRequest
-	4,  // 79: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
-	6,  // 80: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
-	8,  // 81: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
-	10, // 82: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
-	12, // 83: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
-	14, // 84: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
-	16, // 85: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
-	18, // 86: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
-	22, // 87: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
-	24, // 88: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
-	26, // 89: toolwire.v1.DispatcherService.GetOutput:output_type -> toolwire.v1.GetOutputResponse
-	29, // 90: toolwire.v1.DispatcherService.ListApprovals:output_type -> toolwire.v1.ListApprovalsResponse
-	31, // 91: toolwire.v1.DispatcherService.GetApproval:output_type -> toolwire.v1.GetApprovalResponse
-	33, // 92: toolwire.v1.DispatcherService.Approve:output_type -> toolwire.v1.ApproveResponse
-	35, // 93: toolwire.v1.DispatcherService.Deny:output_type -> toolwire.v1.DenyResponse
-	37, // 94: toolwire.v1.DispatcherService.ListGrants:output_type -> toolwire.v1.ListGrantsResponse
-	39, // 95: toolwire.v1.DispatcherService.RevokeGrant:output_type -> toolwire.v1.RevokeGrantResponse
-	41, // 96: toolwire.v1.DispatcherService.ApplyPolicy:output_type -> toolwire.v1.ApplyPolicyResponse
-	46, // 97: toolwire.v1.DispatcherService.RemovePolicy:output_type -> toolwire.v1.RemovePolicyResponse
-	48, // 98: toolwire.v1.DispatcherService.GetPolicy:output_type -> toolwire.v1.GetPolicyResponse
-	50, // 99: toolwire.v1.DispatcherService.ListPolicyVersions:output_type -> toolwire.v1.ListPolicyVersionsResponse
-	44, // 100: toolwire.v1.DispatcherService.GetUsage:output_type -> toolwire.v1.GetUsageResponse
-	53, // 101: toolwire.v1.DispatcherService.Explain:output_type -> toolwire.v1.ExplainResponse
-	79, // [79:102] is the sub-list for method output_type
-	56, // [56:79] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	61, // 40: toolwire.v1.ApproveRequest.ttl:type_name -> google.protobuf.Duration
+	68, // 41: toolwire.v1.ApproveResponse.approval:type_name -> toolwire.v1.Approval
+	70, // 42: toolwire.v1.ApproveResponse.grant:type_name -> toolwire.v1.Grant
+	68, // 43: toolwire.v1.DenyResponse.approval:type_name -> toolwire.v1.Approval
+	70, // 44: toolwire.v1.ListGrantsResponse.grants:type_name -> toolwire.v1.Grant
+	71, // 45: toolwire.v1.ApplyPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
+	58, // 46: toolwire.v1.ApplyPolicyResponse.replicas_not_in_force:type_name -> toolwire.v1.ApplyPolicyResponse.ReplicasNotInForceEntry
+	61, // 47: toolwire.v1.LimitUsage.rate_per:type_name -> google.protobuf.Duration
+	61, // 48: toolwire.v1.LimitUsage.budget_window:type_name -> google.protobuf.Duration
+	66, // 49: toolwire.v1.LimitUsage.reset_at:type_name -> google.protobuf.Timestamp
+	43, // 50: toolwire.v1.GetUsageResponse.limits:type_name -> toolwire.v1.LimitUsage
+	71, // 51: toolwire.v1.RemovePolicyResponse.in_force:type_name -> toolwire.v1.PolicyVersion
+	59, // 52: toolwire.v1.RemovePolicyResponse.replicas_not_in_force:type_name -> toolwire.v1.RemovePolicyResponse.ReplicasNotInForceEntry
+	71, // 53: toolwire.v1.GetPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
+	71, // 54: toolwire.v1.ListPolicyVersionsResponse.versions:type_name -> toolwire.v1.PolicyVersion
+	72, // 55: toolwire.v1.ExplainResponse.decision:type_name -> toolwire.v1.PolicyDecision
+	52, // 56: toolwire.v1.ExplainResponse.rules:type_name -> toolwire.v1.ExplainedRule
+	70, // 57: toolwire.v1.ExplainResponse.grant:type_name -> toolwire.v1.Grant
+	3,  // 58: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
+	5,  // 59: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
+	7,  // 60: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
+	9,  // 61: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
+	11, // 62: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
+	13, // 63: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
+	15, // 64: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
+	17, // 65: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
+	21, // 66: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
+	23, // 67: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
+	25, // 68: toolwire.v1.DispatcherService.GetOutput:input_type -> toolwire.v1.GetOutputRequest
+	28, // 69: toolwire.v1.DispatcherService.ListApprovals:input_type -> toolwire.v1.ListApprovalsRequest
+	30, // 70: toolwire.v1.DispatcherService.GetApproval:input_type -> toolwire.v1.GetApprovalRequest
+	32, // 71: toolwire.v1.DispatcherService.Approve:input_type -> toolwire.v1.ApproveRequest
+	34, // 72: toolwire.v1.DispatcherService.Deny:input_type -> toolwire.v1.DenyRequest
+	36, // 73: toolwire.v1.DispatcherService.ListGrants:input_type -> toolwire.v1.ListGrantsRequest
+	38, // 74: toolwire.v1.DispatcherService.RevokeGrant:input_type -> toolwire.v1.RevokeGrantRequest
+	40, // 75: toolwire.v1.DispatcherService.ApplyPolicy:input_type -> toolwire.v1.ApplyPolicyRequest
+	45, // 76: toolwire.v1.DispatcherService.RemovePolicy:input_type -> toolwire.v1.RemovePolicyRequest
+	47, // 77: toolwire.v1.DispatcherService.GetPolicy:input_type -> toolwire.v1.GetPolicyRequest
+	49, // 78: toolwire.v1.DispatcherService.ListPolicyVersions:input_type -> toolwire.v1.ListPolicyVersionsRequest
+	42, // 79: toolwire.v1.DispatcherService.GetUsage:input_type -> toolwire.v1.GetUsageRequest
+	51, // 80: toolwire.v1.DispatcherService.Explain:input_type -> toolwire.v1.ExplainRequest
+	4,  // 81: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
+	6,  // 82: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
+	8,  // 83: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
+	10, // 84: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
+	12, // 85: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
+	14, // 86: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
+	16, // 87: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
+	18, // 88: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
+	22, // 89: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
+	24, // 90: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
+	26, // 91: toolwire.v1.DispatcherService.GetOutput:output_type -> toolwire.v1.GetOutputResponse
+	29, // 92: toolwire.v1.DispatcherService.ListApprovals:output_type -> toolwire.v1.ListApprovalsResponse
+	31, // 93: toolwire.v1.DispatcherService.GetApproval:output_type -> toolwire.v1.GetApprovalResponse
+	33, // 94: toolwire.v1.DispatcherService.Approve:output_type -> toolwire.v1.ApproveResponse
+	35, // 95: toolwire.v1.DispatcherService.Deny:output_type -> toolwire.v1.DenyResponse
+	37, // 96: toolwire.v1.DispatcherService.ListGrants:output_type -> toolwire.v1.ListGrantsResponse
+	39, // 97: toolwire.v1.DispatcherService.RevokeGrant:output_type -> toolwire.v1.RevokeGrantResponse
+	41, // 98: toolwire.v1.DispatcherService.ApplyPolicy:output_type -> toolwire.v1.ApplyPolicyResponse
+	46, // 99: toolwire.v1.DispatcherService.RemovePolicy:output_type -> toolwire.v1.RemovePolicyResponse
+	48, // 100: toolwire.v1.DispatcherService.GetPolicy:output_type -> toolwire.v1.GetPolicyResponse
+	50, // 101: toolwire.v1.DispatcherService.ListPolicyVersions:output_type -> toolwire.v1.ListPolicyVersionsResponse
+	44, // 102: toolwire.v1.DispatcherService.GetUsage:output_type -> toolwire.v1.GetUsageResponse
+	53, // 103: toolwire.v1.DispatcherService.Explain:output_type -> toolwire.v1.ExplainResponse
+	81, // [81:104] is the sub-list for method output_type
+	58, // [58:81] is the sub-list for method input_type
+	58, // [58:58] is the sub-list for extension type_name
+	58, // [58:58] is the sub-list for extension extendee
+	0,  // [0:58] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_dispatcher_proto_init() }
@@ -4275,7 +4328,7 @@ func file_toolwire_v1_dispatcher_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_dispatcher_proto_rawDesc), len(file_toolwire_v1_dispatcher_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   55,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
