@@ -237,9 +237,10 @@ func (a *app) policyHistoryCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "List the policy documents applied for your tenant, newest first",
-		Long: `List the policy documents applied for your tenant, newest first (the
-first is in force), at most --limit (64 are kept). A tenant without a
-document of its own sees the installation's, marked tenant "*".`,
+		Long: `List the policy documents applied for your tenant, newest first, the one in
+force marked (none after a remove, when the installation's or no document
+is in force), at most --limit (64 are kept). A tenant without a document
+of its own sees the installation's, marked tenant "*".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			vs, err := a.client.ListPolicyVersions(cmd.Context(), limit)
@@ -253,12 +254,21 @@ document of its own sees the installation's, marked tenant "*".`,
 				fmt.Fprintln(a.io.Stderr, "no policy has been applied")
 				return nil
 			}
+			// What is in force is asked, not assumed: after a remove the
+			// newest of the tenant's own versions is not.
+			cur, err := a.client.GetPolicy(cmd.Context(), "")
+			if err != nil {
+				return &requestError{err}
+			}
+			inForce := cur.GetVersion()
 			tw := tabwriter.NewWriter(a.io.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "VERSION\tTENANT\tAPPLIED\tBY\tRULES\tTESTS\tCOMMENT")
-			for i, v := range vs {
+			marked := false
+			for _, v := range vs {
 				ver := short(strings.TrimPrefix(v.GetVersion(), "sha256:"))
-				if i == 0 {
+				if !marked && inForce != nil && v.GetVersion() == inForce.GetVersion() && v.GetTenant() == inForce.GetTenant() {
 					ver += " (in force)"
+					marked = true
 				}
 				at := ""
 				if t := v.GetAppliedAt(); t != nil {

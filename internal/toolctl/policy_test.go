@@ -164,6 +164,7 @@ func TestPolicyCommands(t *testing.T) {
 	o = b.policyAs(t, "admin", "policy", "history")
 	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
 	require.Contains(t, o.stdout, "no secrets", "the history stays")
+	require.NotContains(t, o.stdout, "(in force)", "after remove none of the tenant's versions is in force")
 
 	// Without the admin scope nothing works.
 	for _, args := range [][]string{{"policy", "show"}, {"policy", "history"}, {"policy", "apply", good}, {"policy", "explain", "echo"}, {"policy", "remove"}} {
