@@ -384,9 +384,10 @@ func compileLimit(dl *docLimit, ids map[string]int, ps *problems) *Limit {
 		}
 		l.keyExpr = prg
 	}
+	cost, constant := l.cost, true
 	if dl.cost != "" {
 		if n, err := strconv.ParseInt(dl.cost, 10, 64); err == nil {
-			l.cost = n
+			l.cost, cost = n, n
 		} else {
 			prg, err := compileExpr(dl.cost, types.IntType)
 			if err != nil {
@@ -394,16 +395,48 @@ func compileLimit(dl *docLimit, ids map[string]int, ps *problems) *Limit {
 				ok = false
 			}
 			l.costExpr = prg
+			cost, constant = constantInt(prg)
 		}
 	}
-	if l.costExpr == nil && l.Rate != nil && l.cost > l.Rate.Burst {
-		ps.add(dl.costLine, dl.field+".cost", "%d is above the burst %d: no call would ever be admitted", l.cost, l.Rate.Burst)
+	if why := neverAdmits(l, cost); constant && why != "" {
+		ps.add(dl.costLine, dl.field+".cost", "%s: no call would ever be admitted", why)
 		ok = false
 	}
 	if !ok {
 		return nil
 	}
 	return l
+}
+
+// constantInt evaluates prg when it reads no variable (its value is the
+// same for every call): the value, and whether it is one.
+func constantInt(prg cel.Program) (int64, bool) {
+	if prg == nil {
+		return 0, false
+	}
+	out, _, err := prg.Eval(map[string]any{})
+	if err != nil {
+		return 0, false // it reads a variable (or fails: the call is refused with why)
+	}
+	n, ok := out.Value().(int64)
+	return n, ok
+}
+
+// neverAdmits says why a limit whose every call costs cost admits none
+// (a cost outside 1..maxLimitUnits, above the rate's burst or the
+// budget's units), "" when it may admit calls.
+func neverAdmits(l *Limit, cost int64) string {
+	switch {
+	case l.Rate == nil && l.Budget == nil:
+		return "" // a concurrency cap spends no units
+	case cost < 1 || cost > maxLimitUnits:
+		return fmt.Sprintf("every call costs %d, outside 1..%d", cost, maxLimitUnits)
+	case l.Rate != nil && cost > l.Rate.Burst:
+		return fmt.Sprintf("%d is above the burst %d", cost, l.Rate.Burst)
+	case l.Budget != nil && cost > l.Budget.Units:
+		return fmt.Sprintf("%d is above the budget's %d units", cost, l.Budget.Units)
+	}
+	return ""
 }
 
 // compileExpr compiles a CEL expression of type want over args, caller and

@@ -89,6 +89,12 @@ func TestLimitsRefused(t *testing.T) {
 		"limits:\n  - id: a\n    key: session\n    rate: {count: 1, per: 1s}\n    wait: 1s\n":                            "line 5: limits[0].wait: is the wait for a concurrency slot: it needs a concurrency",
 		"limits:\n  - id: a\n    key: session\n    concurrency: 1\n    wait: 1m\n":                                       "line 5: limits[0].wait: at most 30s",
 		"tenant:\n  rules:\n    - {id: a, effect: allow, tools: [x]}\nlimits:\n  - {id: a, key: tool, concurrency: 1}\n": "line 5: limits[0].id: \"a\" is already used at line 3",
+		// Limits that can never admit a call (issue 28): a cost of 0 (quoted,
+		// or a CEL int that is the same for every call), above the budget.
+		"limits:\n  - id: a\n    key: session\n    budget: {units: 5, window: 1h}\n    cost: \"0\"\n":     "limits[0].cost: every call costs 0, outside 1..",
+		"limits:\n  - id: a\n    key: session\n    budget: {units: 5, window: 1h}\n    cost: \"3 - 3\"\n": "limits[0].cost: every call costs 0, outside 1..",
+		"limits:\n  - id: a\n    key: session\n    budget: {units: 5, window: 1h}\n    cost: 6\n":         "limits[0].cost: 6 is above the budget's 5 units: no call would ever be admitted",
+		"limits:\n  - id: a\n    key: session\n    rate: {count: 2, per: 1s}\n    cost: \"1 + 2\"\n":      "limits[0].cost: 3 is above the burst 2",
 	} {
 		_, err := policy.Parse([]byte(doc))
 		require.ErrorIs(t, err, policy.ErrInvalid, doc)
