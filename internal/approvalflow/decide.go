@@ -86,7 +86,11 @@ func (f *Flow) Approve(ctx context.Context, id identity.Identity, req *toolwirev
 		return nil, nil, fmt.Errorf("%w: approval %s expired at %s", ErrApprovalDecided, rec.ID(),
 			rec.Approval.GetExpiresAt().AsTime().UTC().Format(time.RFC3339))
 	}
-	if why, denied := f.core.Denies(ctx, rec.Call); denied {
+	why, denied, err := f.core.Denies(ctx, rec.Call)
+	if err != nil {
+		return nil, nil, fmt.Errorf("approvalflow: deciding approval %s again under the policy in force: %w", rec.ID(), err)
+	}
+	if denied {
 		// Deny wins, also over an approver: the call is denied and
 		// answered, never run.
 		if err := f.denyByPolicy(ctx, rec, why); err != nil {

@@ -66,8 +66,11 @@ type Core interface {
 	Answer(ctx context.Context, call *toolwirev1.ToolCall, resp *toolwirev1.ToolResponse) error
 	// Denies decides call, a parked call, again under the policy in force
 	// for its tenant now, as admission would: why, naming the rule, when
-	// the policy denies it. An ask or an allow is no deny.
-	Denies(ctx context.Context, call *toolwirev1.ToolCall) (why string, denied bool)
+	// the policy denies it. An ask or an allow is no deny, nor is the
+	// stand-in a replica holds while it cannot load a tenant's document.
+	// An error says it could not be decided (the registry did not
+	// answer): nothing is approved meanwhile.
+	Denies(ctx context.Context, call *toolwirev1.ToolCall) (why string, denied bool, err error)
 	// PolicyVersion is the version of the policy in force for tenant
 	// ("" for none): the sweep decides the parked calls of a tenant again
 	// when it changes.
@@ -159,9 +162,9 @@ type Flow struct {
 	tracker *approvals.Tracker
 	grants  *approvals.GrantIndex
 	run     *startstop.Group
-	// checked is, per tenant with parked calls, the policy version under
-	// which they were all decided again (recheckParked; the sweep's own).
-	checked map[string]string
+	// checked is, per tenant with parked calls, how far they were decided
+	// again under which policy version (recheckParked; the sweep's own).
+	checked map[string]recheckMark
 }
 
 var _ startstop.Service = (*Flow)(nil)
@@ -173,7 +176,7 @@ func New(b *bus.Bus, core Core, cfg Config) (*Flow, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	f := &Flow{cfg: cfg, core: core, log: cfg.Logger, duplicateWindow: b.Config.DuplicateWindow, checked: map[string]string{}}
+	f := &Flow{cfg: cfg, core: core, log: cfg.Logger, duplicateWindow: b.Config.DuplicateWindow, checked: map[string]recheckMark{}}
 	f.store = approvals.NewStore(b, cfg.Retention)
 	f.tracker = approvals.NewTracker(f.store, f.log)
 	f.grants = approvals.NewGrantIndex(f.store, f.log)

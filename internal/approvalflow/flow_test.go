@@ -31,10 +31,10 @@ type fakeCore struct {
 	version   string
 }
 
-func (c *fakeCore) Denies(context.Context, *toolwirev1.ToolCall) (string, bool) {
+func (c *fakeCore) Denies(context.Context, *toolwirev1.ToolCall) (string, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.deny, c.deny != ""
+	return c.deny, c.deny != "", nil
 }
 
 func (c *fakeCore) PolicyVersion(string) string {

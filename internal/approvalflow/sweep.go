@@ -116,37 +116,71 @@ func (f *Flow) sweepOne(ctx context.Context, s approvals.Summary) error {
 // recheckParked decides the parked calls of each tenant whose policy
 // version changed since this replica last looked (Core.Denies): those the
 // policy in force denies now are denied and answered, and leave the
-// approvers' inbox. A tenant is marked checked at a version only when
-// every one of its records was looked at; a failure is tried again at the
-// next sweep. The marks are the sweep goroutine's own.
+// approvers' inbox. A sweep looks at most recheckBudget records, shared
+// by the tenants that need it, each resuming after the last record it
+// looked at (its cursor), oldest first: a tenant with many parked calls
+// takes several sweeps and starves no other. A tenant is marked checked
+// at a version once every record was looked at; a failure starts it
+// again at the next sweep. The marks are the sweep goroutine's own.
 func (f *Flow) recheckParked(ctx context.Context) {
-	pending := f.tracker.Pending(sweepBudget)
+	pending := f.tracker.Pending()
 	for tenant := range f.checked {
 		if _, ok := pending[tenant]; !ok {
 			delete(f.checked, tenant) // nothing parked: look again when there is
 		}
 	}
-	for tenant, sums := range pending {
-		version := f.core.PolicyVersion(tenant)
-		if v, ok := f.checked[tenant]; ok && v == version {
-			continue
-		}
-		done := true
-		for _, s := range sums {
-			actx, cancel := context.WithTimeout(ctx, f.cfg.FinishTimeout)
-			err := f.recheckOne(actx, s)
-			cancel()
-			if err != nil {
-				done = false
-				if ctx.Err() == nil {
-					f.log.Warn("approval sweep: deciding a parked call again failed; trying again at the next sweep", "call_id", s.ID, "tenant", s.Tenant, "err", err)
-				}
-			}
-		}
-		if done {
-			f.checked[tenant] = version
+	var todo []string
+	for tenant := range pending {
+		if m, ok := f.checked[tenant]; !ok || m.version != f.core.PolicyVersion(tenant) || m.after != "" {
+			todo = append(todo, tenant)
 		}
 	}
+	if len(todo) == 0 {
+		return
+	}
+	share := max(recheckBudget/len(todo), 1)
+	for _, tenant := range todo {
+		f.recheckTenant(ctx, tenant, pending[tenant], share)
+	}
+}
+
+// recheckBudget bounds the records one sweep decides again.
+const recheckBudget = 200
+
+// recheckMark is how far a tenant's parked calls were decided again:
+// every one under version when after is "", else those up to after.
+type recheckMark struct{ version, after string }
+
+// recheckTenant decides again at most n of tenant's parked calls sums
+// (oldest first), from its cursor on.
+func (f *Flow) recheckTenant(ctx context.Context, tenant string, sums []approvals.Summary, n int) {
+	version := f.core.PolicyVersion(tenant)
+	m := f.checked[tenant]
+	if m.version != version {
+		m = recheckMark{version: version} // a new version: from the start
+	}
+	for _, s := range sums {
+		if m.after != "" && s.ID <= m.after {
+			continue
+		}
+		if n == 0 {
+			f.checked[tenant] = m
+			return
+		}
+		n--
+		actx, cancel := context.WithTimeout(ctx, f.cfg.FinishTimeout)
+		err := f.recheckOne(actx, s)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				f.log.Warn("approval sweep: deciding a parked call again failed; trying again at the next sweep", "call_id", s.ID, "tenant", s.Tenant, "err", err)
+			}
+			delete(f.checked, tenant) // from the start, next sweep
+			return
+		}
+		m.after = s.ID
+	}
+	f.checked[tenant] = recheckMark{version: version} // every record looked at
 }
 
 // recheckOne denies the record s summarises if it is still pending and the
@@ -163,9 +197,9 @@ func (f *Flow) recheckOne(ctx context.Context, s approvals.Summary) error {
 	if rec.Decided() {
 		return nil
 	}
-	why, denied := f.core.Denies(ctx, rec.Call)
-	if !denied {
-		return nil
+	why, denied, err := f.core.Denies(ctx, rec.Call)
+	if err != nil || !denied {
+		return err // an error: the tenant is looked at again next sweep
 	}
 	if err := f.denyByPolicy(ctx, rec, why); err != nil && !errors.Is(err, approvals.ErrConflict) {
 		return err

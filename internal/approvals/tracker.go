@@ -152,8 +152,8 @@ func (t *Tracker) Due(now time.Time, grace time.Duration, limit int) []Summary {
 }
 
 // Pending returns the pending records the tracker follows, by tenant,
-// oldest first within each, at most limit in all.
-func (t *Tracker) Pending(limit int) map[string][]Summary {
+// oldest first within each.
+func (t *Tracker) Pending() map[string][]Summary {
 	t.mu.Lock()
 	var all []Summary
 	for _, s := range t.pending {
@@ -164,7 +164,7 @@ func (t *Tracker) Pending(limit int) map[string][]Summary {
 	t.mu.Unlock()
 	sortByID(all)
 	out := map[string][]Summary{}
-	for _, s := range all[:min(len(all), limit)] {
+	for _, s := range all {
 		out[s.Tenant] = append(out[s.Tenant], s)
 	}
 	return out

@@ -247,6 +247,13 @@ func PolicyInForceSubject(c Config) string {
 	return c.WithDefaults().Subjects().join("admin", "policy", "inforce")
 }
 
+// PolicyReplicasSubject is where every dispatcher's policy holder says it
+// is alive (at start, then every 20 s): the fleet an apply waits for.
+// Core NATS; dispatchers only.
+func PolicyReplicasSubject(c Config) string {
+	return c.WithDefaults().Subjects().join("admin", "policy", "replicas")
+}
+
 // layoutStreams names every stream of the layout, buckets included (their
 // streams), in Open's order.
 func (c Config) layoutStreams() []string {

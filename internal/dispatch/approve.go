@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/policy"
+	"github.com/toolwire/toolwire/internal/policystore"
+	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -128,31 +131,38 @@ func (c approvalCore) Answer(ctx context.Context, call *toolwirev1.ToolCall, res
 
 // Denies decides call, a parked call, again under the policy in force for
 // its tenant now, as admission's policy step would (without an approval:
-// none turns a deny into an allow). A call whose tool or arguments can no
-// longer be read is no deny here: the worker's checks refuse it.
-func (c approvalCore) Denies(ctx context.Context, call *toolwirev1.ToolCall) (string, bool) {
+// none turns a deny into an allow). The stand-in policy a replica holds
+// while it cannot load the tenant's document (rule policy-unavailable) is
+// no deny: a read that failed must not end parked calls. A tool gone from
+// the registry, or arguments that no longer parse, are no deny either:
+// the worker refuses such a call. A registry that does not answer is an
+// error: nothing is approved until it is decided.
+func (c approvalCore) Denies(ctx context.Context, call *toolwirev1.ToolCall) (string, bool, error) {
 	d := c.d
 	p := d.policyFor(call.GetCaller().GetTenant())
 	if p == nil {
-		return "", false
+		return "", false, nil
 	}
 	ent, err := d.reg.GetVersion(ctx, call.GetTool(), call.GetSpecVersion())
+	if errors.Is(err, registry.ErrNotFound) {
+		return "", false, nil
+	}
 	if err != nil {
-		return "", false
+		return "", false, fmt.Errorf("dispatch: look up tool %q: %w", call.GetTool(), err)
 	}
 	args, err := policy.ParseArgs(call.GetArguments())
 	if err != nil {
-		return "", false
+		return "", false, nil
 	}
 	dec := p.Decide(policy.Input{Tool: ent.Spec, Args: args, Caller: call.GetCaller(), Now: time.Now(), Grants: d.grantSource()})
-	if dec.Outcome != policy.Deny {
-		return "", false
-	}
 	rule := dec.RuleID()
+	if dec.Outcome != policy.Deny || rule == policystore.UnavailableRule {
+		return "", false, nil
+	}
 	if rule == "" {
 		rule = "the default"
 	}
-	return fmt.Sprintf("%s (policy version %s, rule %s)", dec.Reason(), dec.Version, rule), true
+	return fmt.Sprintf("%s (policy version %s, rule %s)", dec.Reason(), dec.Version, rule), true, nil
 }
 
 // PolicyVersion is the version of the policy in force for tenant, "" for

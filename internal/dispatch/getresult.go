@@ -107,8 +107,8 @@ func (d *Dispatcher) waitResult(ctx context.Context, q resultQuery, subject stri
 			if resp, err := d.loadResult(ctx, subject, q.tool); err == nil && resp != nil {
 				return finished(q.callID, resp), nil
 			}
-			// A call still without any record after the wait is unknown
-			// unless its id is recent.
+			// The last event decides again (a call admitted is pending;
+			// one nobody admitted is unknown).
 			r, err := d.byLastEvent(ctx, q, false)
 			if err != nil {
 				return stateOnly(q.callID, toolwirev1.CallState_CALL_STATE_PENDING), nil

@@ -40,7 +40,7 @@ func TestAnotherTenantsOutputIsNotFound(t *testing.T) {
 		uri := "toolwire://calls/" + id + "/output"
 		body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": map[string]any{"uri": uri,
 			"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-			"io.modelcontextprotocol/clientCapabilities": map[string]any{}}}})
+				"io.modelcontextprotocol/clientCapabilities": map[string]any{}}}})
 		require.NoError(t, err)
 		out := postRPC(t, t.Context(), srv.URL+mcpserver.Path, body, "Authorization", "Bearer "+key, "Mcp-Name", uri)
 		var msg struct {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -112,4 +113,20 @@ func BenchmarkCompileDeepestCondition(b *testing.B) {
 			b.Fatal(ps)
 		}
 	}
+}
+
+// A document's CEL is bounded in all (MaxDocumentCELBytes), and refused
+// before anything is compiled: many conditions each within the bounds
+// add up (254 of 4 KiB took 50 s to compile on a loaded machine).
+func TestDocumentCELIsBounded(t *testing.T) {
+	t.Parallel()
+	cond := "size(" + strings.Repeat("[", 20) + "1" + strings.Repeat("]", 20) + ") > 0 || args.x == '" + strings.Repeat("a", 3000) + "'"
+	var b strings.Builder
+	b.WriteString("tenant:\n  rules:\n")
+	for i := 0; i*len(cond) <= MaxDocumentCELBytes; i++ {
+		fmt.Fprintf(&b, "    - {id: r%d, effect: deny, tools: [echo], when: \"%s\"}\n", i, cond)
+	}
+	_, err := Parse([]byte(b.String()))
+	require.ErrorIs(t, err, ErrInvalid)
+	require.Contains(t, err.Error(), "its CEL (when, key and cost) totals")
 }

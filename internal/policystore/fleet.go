@@ -3,6 +3,7 @@ package policystore
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,14 +21,66 @@ import (
 // fleet (PolicyInForceSubject): every Holder answers at once whether the
 // scope's record of that revision is in force there, and, when it is not
 // yet, again once it is (or could not be loaded, or was superseded).
-// WaitFleet counts as live the dispatchers that answered within
-// FleetDiscovery and returns when each of them reports the change in
-// force, or when its context ends, naming those that did not.
+// Live are the dispatchers whose Holder said so on PolicyReplicasSubject
+// in the last PeerExpiry (each says it at start and every PresenceEvery)
+// and those that answer within FleetDiscovery. WaitFleet returns when
+// each of them reports the change in force (or a final problem), or when
+// its context ends, naming those that did not, "did not answer" for a
+// live one that stayed silent (stopped less than PeerExpiry ago, or cut
+// off).
 
 // FleetDiscovery is how long WaitFleet collects first answers: a
 // dispatcher that does not answer within it is not counted (it is down,
 // or cut off: it takes the change from its watch when it is back).
 const FleetDiscovery = 250 * time.Millisecond
+
+// PresenceEvery is how often a Holder says it is alive; PeerExpiry how
+// long one that said so counts as live.
+const (
+	PresenceEvery = 20 * time.Second
+	PeerExpiry    = 3 * PresenceEvery
+)
+
+// notePeer records a Holder that said it is alive.
+func (h *Holder) notePeer(m *nats.Msg) {
+	name := string(m.Data)
+	if name == "" || len(name) > 256 {
+		return
+	}
+	h.peersMu.Lock()
+	defer h.peersMu.Unlock()
+	if len(h.peers) >= maxPeers {
+		for p, at := range h.peers {
+			if time.Since(at) > PeerExpiry {
+				delete(h.peers, p)
+			}
+		}
+		if len(h.peers) >= maxPeers {
+			return
+		}
+	}
+	h.peers[name] = time.Now()
+}
+
+// maxPeers bounds the Holders a Holder remembers.
+const maxPeers = 1024
+
+// livePeers returns the Holders that said they are alive within
+// PeerExpiry.
+func (h *Holder) livePeers() []string {
+	h.peersMu.Lock()
+	defer h.peersMu.Unlock()
+	var out []string
+	for p, at := range h.peers {
+		if time.Since(at) <= PeerExpiry {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// sayAlive tells the fleet this Holder is alive (a hint: core NATS).
+func (h *Holder) sayAlive() { _ = h.nc.Publish(h.replicas, []byte(h.replica)) }
 
 // maxFleetWaits bounds the answers a Holder keeps waiting to send (one
 // per ask whose change is not in force yet); asks beyond it get the first
@@ -39,7 +92,13 @@ type fleetAsk struct {
 	Scope    string `json:"scope"`
 	Version  string `json:"version"` // "" = a removal
 	Revision uint64 `json:"revision"`
+	// WaitMS is how long the asker waits for the final answer
+	// (at most maxAnswerWait is kept).
+	WaitMS int64 `json:"wait_ms,omitempty"`
 }
+
+// maxAnswerWait bounds how long a Holder keeps an answer it owes.
+const maxAnswerWait = 30 * time.Second
 
 // FleetAnswer is one dispatcher's answer: whether the change is in force
 // there, and why not when it is final.
@@ -49,6 +108,8 @@ type FleetAnswer struct {
 	// Problem is set on a final answer that is not in force (the
 	// document could not be loaded, a later change replaced it).
 	Problem string `json:"problem,omitempty"`
+	// answered is false for a live replica not heard from yet.
+	answered bool
 }
 
 // FleetState is what WaitFleet saw.
@@ -77,17 +138,36 @@ func (h *Holder) answerAsk(m *nats.Msg) {
 	if !errors.Is(err, context.Canceled) {
 		return // final already
 	}
+	wait := min(time.Duration(max(a.WaitMS, 0))*time.Millisecond, maxAnswerWait)
+	if wait <= 0 {
+		return
+	}
 	select {
 	case h.fleetSlots <- struct{}{}:
 	default:
 		return
 	}
+	h.fleetMu.Lock()
+	defer h.fleetMu.Unlock()
+	if h.fleetClosed {
+		<-h.fleetSlots
+		return // stopping: h.fleet is being waited for
+	}
 	h.fleet.Go(func() {
 		defer func() { <-h.fleetSlots }()
-		ctx, cancel := context.WithTimeout(h.fleetCtx, time.Minute)
+		ctx, cancel := context.WithTimeout(h.fleetCtx, wait)
 		defer cancel()
 		h.reply(m, h.Wait(ctx, scope, a.Version, a.Revision), true)
 	})
+}
+
+// closeFleet stops taking asks that need a later answer and waits for the
+// answers still owed (they end with fleetCtx).
+func (h *Holder) closeFleet() {
+	h.fleetMu.Lock()
+	h.fleetClosed = true
+	h.fleetMu.Unlock()
+	h.fleet.Wait()
 }
 
 // reply sends this replica's answer to m: in force (err nil), pending
@@ -114,11 +194,18 @@ func (h *Holder) WaitFleet(ctx context.Context, scope Scope, version string, rev
 		return FleetState{}, fmt.Errorf("policystore: ask the fleet: %w", err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	body, _ := json.Marshal(fleetAsk{Scope: scope.token(), Version: version, Revision: revision})
+	wait := maxAnswerWait
+	if dl, ok := ctx.Deadline(); ok {
+		wait = time.Until(dl)
+	}
+	body, _ := json.Marshal(fleetAsk{Scope: scope.token(), Version: version, Revision: revision, WaitMS: wait.Milliseconds()})
 	if err := h.nc.PublishRequest(h.inforce, inbox, body); err != nil {
 		return FleetState{}, fmt.Errorf("policystore: ask the fleet: %w", err)
 	}
 	seen := map[string]FleetAnswer{}
+	for _, p := range h.livePeers() {
+		seen[p] = FleetAnswer{Replica: p, Problem: ""} // expected: not yet answered
+	}
 	discovered := time.NewTimer(FleetDiscovery)
 	defer discovered.Stop()
 	done := false
@@ -129,12 +216,19 @@ func (h *Holder) WaitFleet(ctx context.Context, scope Scope, version string, rev
 			if json.Unmarshal(m.Data, &a) != nil || a.Replica == "" {
 				continue
 			}
+			a.answered = true
 			if prev, ok := seen[a.Replica]; !ok || !prev.InForce && prev.Problem == "" {
 				seen[a.Replica] = a
 			}
 		case <-discovered.C:
 			done = true
 		case <-ctx.Done():
+			for p, a := range seen {
+				if !a.answered && !a.InForce {
+					a.Problem = "did not answer"
+					seen[p] = a
+				}
+			}
 			return fleetState(seen), fmt.Errorf("policystore: wait for the fleet: %w", ctx.Err())
 		}
 		if done && settled(seen) {
@@ -185,5 +279,7 @@ func replicaName() string {
 	if n := holders.Add(1); n > 1 {
 		name += fmt.Sprintf("/%d", n)
 	}
-	return name
+	// Two containers can share a host name and pid (host networking, pid
+	// 1): a random tail keeps their answers apart.
+	return name + "-" + rand.Text()[:6]
 }

@@ -46,19 +46,27 @@ type Holder struct {
 	// goroutine, one job per scope, so that a scope whose document is slow
 	// to compile never holds up another's change; parse is policy.Parse
 	// (a test slows it down). The jobs map is run's goroutine's own.
-	parse  func([]byte) (*policy.Policy, error)
-	jobs   map[Scope]*loadJob
-	loaded chan loadResult
-	jobsWG sync.WaitGroup
+	parse func([]byte) (*policy.Policy, error)
+	jobs  map[Scope]*loadJob
+	// started: the initial values are in force (Start returned); before,
+	// documents load in turn on the watch goroutine.
+	started bool
+	loaded  chan loadResult
+	jobsWG  sync.WaitGroup
 
 	// The fleet's asks (fleet.go): this replica's name in its answers,
 	// the subject, and the answers it still owes (goroutines of fleet,
 	// at most maxFleetWaits, ended by fleetCtx).
-	replica    string
-	inforce    string
-	fleet      sync.WaitGroup
-	fleetSlots chan struct{}
-	fleetCtx   context.Context
+	replica     string
+	inforce     string
+	replicas    string               // PolicyReplicasSubject
+	peersMu     sync.Mutex           // guards peers
+	peers       map[string]time.Time // Holders that said they are alive, when
+	fleet       sync.WaitGroup
+	fleetMu     sync.Mutex // guards fleetClosed and fleet.Go against closeFleet
+	fleetClosed bool
+	fleetSlots  chan struct{}
+	fleetCtx    context.Context
 
 	ready  chan struct{}
 	done   chan struct{}
@@ -142,7 +150,8 @@ func NewHolder(b *bus.Bus, log *slog.Logger) *Holder {
 	h := &Holder{kv: b.Policies, nc: b.NC, bucket: b.Policies.Bucket(), changed: bus.PolicyChangedSubject(b.Config),
 		nudges: make(chan Scope, 64), log: log.With("component", "policy-holder"), ready: make(chan struct{}), done: make(chan struct{}),
 		parse: policy.Parse, jobs: map[Scope]*loadJob{}, loaded: make(chan loadResult),
-		replica: replicaName(), inforce: bus.PolicyInForceSubject(b.Config), fleetSlots: make(chan struct{}, maxFleetWaits)}
+		replica: replicaName(), inforce: bus.PolicyInForceSubject(b.Config), replicas: bus.PolicyReplicasSubject(b.Config),
+		peers: map[string]time.Time{}, fleetSlots: make(chan struct{}, maxFleetWaits)}
 	h.snap.Store(&snapshot{tenants: map[string]*held{}, next: make(chan struct{})})
 	h.watch = func(ctx context.Context) (jetstream.KeyWatcher, error) { return h.kv.Watch(ctx, currentPrefix+">") }
 	return h
@@ -176,9 +185,17 @@ func (h *Holder) doStart(ctx context.Context) error {
 		close(h.done)
 		return fmt.Errorf("policystore: subscribe %s: %w", h.inforce, err)
 	}
-	w, err := h.watch(wctx)
+	peers, err := h.nc.Subscribe(h.replicas, h.notePeer)
 	if err != nil {
 		_, _ = sub.Unsubscribe(), asks.Unsubscribe()
+		cancel()
+		close(h.done)
+		return fmt.Errorf("policystore: subscribe %s: %w", h.replicas, err)
+	}
+	h.sayAlive()
+	w, err := h.watch(wctx)
+	if err != nil {
+		_, _, _ = sub.Unsubscribe(), asks.Unsubscribe(), peers.Unsubscribe()
 		cancel()
 		close(h.done)
 		return fmt.Errorf("policystore: watch: %w", err)
@@ -186,8 +203,8 @@ func (h *Holder) doStart(ctx context.Context) error {
 	h.cancel = cancel
 	go func() {
 		defer close(h.done)
-		defer h.fleet.Wait() // the answers still owed end with wctx
-		defer func() { _, _ = sub.Unsubscribe(), asks.Unsubscribe() }()
+		defer h.closeFleet() // the answers still owed end with wctx
+		defer func() { _, _, _ = sub.Unsubscribe(), asks.Unsubscribe(), peers.Unsubscribe() }()
 		h.run(wctx, w)
 	}()
 	select {
@@ -262,13 +279,11 @@ func (h *Holder) run(ctx context.Context, w jetstream.KeyWatcher) {
 // cannot be loaded it is tried again every *reload (doubling).
 func (h *Holder) follow(ctx context.Context, w jetstream.KeyWatcher, ready func(), reload *time.Duration) bool {
 	seen := map[Scope]bool{}
-	initial, readyWhenLoaded := true, false
+	initial := true
 	var retry <-chan time.Time
+	alive := time.NewTicker(PresenceEvery)
+	defer alive.Stop()
 	for {
-		if readyWhenLoaded && len(h.jobs) == 0 {
-			ready() // every document in force when the watch was made is loaded
-			readyWhenLoaded = false
-		}
 		if retry == nil && h.snap.Load().anyFailed() {
 			retry = time.After(*reload)
 		}
@@ -286,6 +301,8 @@ func (h *Holder) follow(ctx context.Context, w jetstream.KeyWatcher, ready func(
 			h.reload(ctx, scope)
 		case r := <-h.loaded:
 			h.finishLoad(r)
+		case <-alive.C:
+			h.sayAlive()
 		case e, ok := <-w.Updates():
 			if !ok {
 				if ctx.Err() == nil {
@@ -296,7 +313,8 @@ func (h *Holder) follow(ctx context.Context, w jetstream.KeyWatcher, ready func(
 			if e == nil {
 				if initial {
 					h.dropUnseen(seen)
-					initial, readyWhenLoaded = false, true
+					initial, h.started = false, true
+					ready() // the initial values were loaded in turn (put)
 				}
 				continue
 			}
@@ -489,6 +507,13 @@ func (h *Holder) put(ctx context.Context, scope Scope, value []byte, revision ui
 		h.inForce(cur, scope, rec, revision, p)
 		return
 	}
+	if !h.started {
+		// Start returns once the documents in force are loaded: before it
+		// did, they load in turn, here (as many as there are scopes, once).
+		p, err := h.load(ctx, scope, rec.Version)
+		h.finishLoad(loadResult{job: h.claimJob(scope, revision), scope: scope, rec: rec, p: p, err: err})
+		return
+	}
 	if j := h.jobs[scope]; j != nil {
 		if j.revision >= revision {
 			return // being loaded already
@@ -496,6 +521,15 @@ func (h *Holder) put(ctx context.Context, scope Scope, value []byte, revision ui
 		j.cancel() // a later record: its result is dropped
 	}
 	h.startLoad(ctx, scope, rec, revision)
+}
+
+// claimJob makes a job of scope's load at revision done in place (no
+// goroutine), replacing any other.
+func (h *Holder) claimJob(scope Scope, revision uint64) *loadJob {
+	h.cancelJob(scope)
+	j := &loadJob{scope: scope, revision: revision, cancel: func() {}}
+	h.jobs[scope] = j
+	return j
 }
 
 // inForce publishes p, the document of rec, in force for scope.
@@ -506,6 +540,7 @@ func (h *Holder) inForce(cur *snapshot, scope Scope, rec *record, revision uint6
 
 // loadJob loads one scope's document off the watch goroutine.
 type loadJob struct {
+	scope    Scope
 	revision uint64
 	cancel   context.CancelFunc
 }
@@ -523,7 +558,7 @@ type loadResult struct {
 // result comes back to the watch goroutine (finishLoad).
 func (h *Holder) startLoad(ctx context.Context, scope Scope, rec *record, revision uint64) {
 	jctx, cancel := context.WithCancel(ctx)
-	j := &loadJob{revision: revision, cancel: cancel}
+	j := &loadJob{scope: scope, revision: revision, cancel: cancel}
 	h.jobs[scope] = j
 	h.jobsWG.Go(func() {
 		defer cancel()
@@ -616,12 +651,16 @@ func (h *Holder) load(ctx context.Context, scope Scope, version string) (*policy
 	return p, nil
 }
 
+// UnavailableRule is the rule of the stand-in policy (denyAll) that
+// decides for a scope whose document could not be loaded.
+const UnavailableRule = "policy-unavailable"
+
 // denyAllSource is the policy in force for a scope whose document cannot
 // be loaded and that has no earlier one: every call denied, and said why.
 const denyAllSource = `tenant:
   default: deny
   rules:
-    - id: policy-unavailable
+    - id: ` + UnavailableRule + `
       effect: deny
       tools: ["*"]
       reason: the policy in force could not be loaded; ask an administrator

@@ -108,7 +108,10 @@ func report(t *testing.T, what string, lat []time.Duration) time.Duration {
 // A change is applied when every dispatcher enforces it: WaitFleet
 // returns once each replica that answered reports the change in force —
 // after it, every replica decides by the new document without waiting —
-// and names a replica that cannot load it in time (issue 28, finding 4).
+// over 100 changes while another tenant applies slow documents, and it
+// names a replica that cannot load a change in time (issue 28, finding 4:
+// changes were 36 s to 2 min late behind a slow document). The figure
+// is logged (docs/policy.md quotes it).
 func TestWaitFleetReturnsWhenEveryReplicaEnforces(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
@@ -117,9 +120,23 @@ func TestWaitFleetReturnsWhenEveryReplicaEnforces(t *testing.T) {
 		holders = append(holders, s.StartPolicies(t, s.Env.Open(t, fmt.Sprintf("replica-%d", i))))
 	}
 	store := policystore.NewStore(s.Env.Bus, nil)
-	scope := tenant(t, "acme")
+	policystore.SetPruneGrace(store, 0) // 200 applies in well under the quota's minute
+	scope, slowScope := tenant(t, "acme"), tenant(t, "slow")
+	// Another tenant keeps applying documents as slow to compile as the
+	// rules allow (conditions nested 30 deep) meanwhile.
+	slowDoc := func(i int) []byte {
+		var b strings.Builder
+		b.WriteString("tenant:\n  rules:\n")
+		deep := "size(" + strings.Repeat("{'a':", 30) + "1" + strings.Repeat("}", 30) + ") > 0"
+		for r := range 5 {
+			fmt.Fprintf(&b, "    - {id: slow%d-%d, effect: deny, tools: [echo], when: \"%s\"}\n", i, r, deep)
+		}
+		return []byte(b.String())
+	}
 	var lat []time.Duration
-	for i := range 10 {
+	for i := range 100 {
+		_, err := store.Apply(t.Context(), slowScope, slowDoc(i), policystore.ApplyOptions{AppliedBy: "test"})
+		require.NoError(t, err)
 		start := time.Now()
 		a, err := store.Apply(t.Context(), scope, []byte(fmt.Sprintf("# change %d\ntenant:\n  rules:\n    - {id: r%d, effect: deny, tools: [echo]}\n", i, i)),
 			policystore.ApplyOptions{AppliedBy: "test"})
@@ -135,7 +152,8 @@ func TestWaitFleetReturnsWhenEveryReplicaEnforces(t *testing.T) {
 			require.Equal(t, a.Version.Version, h.For("acme").Version(), "in force on %s when WaitFleet returned", h.Replica())
 		}
 	}
-	report(t, "apply to WaitFleet returning", lat)
+	worst := report(t, "apply to WaitFleet returning, another tenant applying slow documents meanwhile", lat)
+	require.Less(t, worst, 5*time.Second, "the issue asks for one second; 5 s leaves room for a busy CI machine")
 
 	// A replica that cannot compile the next document in time is named.
 	stuck := policystore.NewHolder(s.Env.Open(t, "stuck"), nil)
