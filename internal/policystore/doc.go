@@ -115,7 +115,9 @@
 // another tenant's change, and a later record of the same scope drops the
 // job of the earlier one. Compile time itself is bounded where documents
 // are applied (internal/policy: conditions at most 4096 bytes and 32
-// levels deep).
+// levels deep, 32 KiB of CEL a document). Before Start returns, the
+// documents in force load in turn on the watch goroutine, so that Start
+// returns with them and a tenant that keeps applying never delays it.
 //
 // A document that cannot be loaded from the store — its read fails after
 // retries, it is missing, or it does not parse (a newer dispatcher wrote
