@@ -329,7 +329,7 @@ func (s *Server) retryLetters(w http.ResponseWriter, r *http.Request, v *viewer)
 	for _, seq := range seqs {
 		l, err := s.dlq.Get(ctx, seq)
 		if err == nil && !mayView(v, l) {
-			err = dlq.ErrNotFound
+			err = fmt.Errorf("%w at sequence %d", dlq.ErrNotFound, seq) // as for a sequence that holds none
 		}
 		if err != nil {
 			d.Failures = append(d.Failures, bulkFailure{Seq: seq, Reason: err.Error()})

@@ -51,6 +51,12 @@ func TestATenantsAdminStaysInItsTenant(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, res.StatusCode)
 	_, body = b.get("/ui/dlq")
 	require.NotContains(t, body, fmt.Sprintf("/ui/dlq/%d", seq))
+	bulk := func(n uint64) string {
+		res, body := b.act("/ui/dlq/retry", url.Values{"confirm": {"1"}, "seq": {fmt.Sprint(n)}})
+		text := strings.ReplaceAll(textOf(body), fmt.Sprintf("sequence %d", n), "sequence N")
+		return fmt.Sprint(res.StatusCode, " ", strings.ReplaceAll(text, fmt.Sprintf("%ddlq:", n), "Ndlq:"))
+	}
+	require.Equal(t, bulk(seq+1000), bulk(seq), "a bulk retry of another tenant's letter fails as for no letter")
 	g, err := u.Dispatcher.GetResult(t.Context(), acmeBot, sub.CallID, 0)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_PENDING, g.State, "acme's call runs on, uncancelled")
