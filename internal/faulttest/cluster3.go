@@ -1,16 +1,19 @@
 package faulttest
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -324,7 +327,8 @@ func (n *Node) get(ctx context.Context, path string, v any) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s: %s", n.Name, path, resp.Status)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("%s %s: %s %s", n.Name, path, resp.Status, bytes.TrimSpace(body))
 	}
 	if v == nil {
 		return nil
@@ -375,8 +379,43 @@ func (c *Cluster) WaitHealthyOrRestart(stuck, wait time.Duration) []string {
 			restarted = append(restarted, n.Name)
 		}
 	}
+	if len(restarted) > 0 {
+		c.nudgeStuckStreams(wait / 2)
+	}
 	c.WaitHealthy(wait)
 	return restarted
+}
+
+// stuckStream is the stream a node's /healthz names as not current.
+var stuckStream = regexp.MustCompile(`stream '\$G > ([A-Za-z0-9_-]+)' is not current`)
+
+// nudgeStuckStreams waits up to wait for the cluster to be healthy; when
+// it is not by then and a node's /healthz names a stream it cannot catch
+// up (the restarted node asking its leader for a snapshot that never
+// comes), that stream's leader is asked to step down, as an operator
+// would: a new leader sends the follower its snapshot.
+func (c *Cluster) nudgeStuckStreams(wait time.Duration) {
+	c.t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(wait)
+	for c.healthy(ctx) != nil && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond) // polling with a deadline
+	}
+	if c.Bus == nil {
+		return
+	}
+	for _, n := range c.Nodes {
+		err := n.get(ctx, "/healthz", nil)
+		if err == nil {
+			continue
+		}
+		if m := stuckStream.FindStringSubmatch(err.Error()); m != nil {
+			c.t.Logf("faulttest: %s still cannot catch up stream %s (%v); asking its leader to step down", n.Name, m[1], err)
+			if err := c.StepDown(ctx, m[1]); err != nil {
+				c.t.Logf("faulttest: step down of %s: %v", m[1], err)
+			}
+		}
+	}
 }
 
 func (c *Cluster) healthy(ctx context.Context) error {
