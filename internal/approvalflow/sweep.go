@@ -71,12 +71,8 @@ func (f *Flow) sweep(ctx context.Context) {
 // sweepOne expires or finishes the record s summarises, after reading it
 // again (the summary may be stale).
 func (f *Flow) sweepOne(ctx context.Context, s approvals.Summary) error {
-	rec, err := f.store.Get(ctx, s.Tenant, s.ID)
-	if errors.Is(err, approvals.ErrNotFound) {
-		f.tracker.Forget(s.Tenant, s.ID)
-		return nil
-	}
-	if err != nil {
+	rec, err := f.reread(ctx, s)
+	if rec == nil {
 		return err
 	}
 	now := time.Now()
@@ -186,12 +182,8 @@ func (f *Flow) recheckTenant(ctx context.Context, tenant string, sums []approval
 // recheckOne denies the record s summarises if it is still pending and the
 // policy in force denies its call.
 func (f *Flow) recheckOne(ctx context.Context, s approvals.Summary) error {
-	rec, err := f.store.Get(ctx, s.Tenant, s.ID)
-	if errors.Is(err, approvals.ErrNotFound) {
-		f.tracker.Forget(s.Tenant, s.ID)
-		return nil
-	}
-	if err != nil {
+	rec, err := f.reread(ctx, s)
+	if rec == nil {
 		return err
 	}
 	if rec.Decided() {
@@ -205,4 +197,19 @@ func (f *Flow) recheckOne(ctx context.Context, s approvals.Summary) error {
 		return err
 	}
 	return nil
+}
+
+// reread reads the record s summarises again (the summary may be stale):
+// nil and no error when it is gone (the tracker forgets it), nil and the
+// error when the store failed.
+func (f *Flow) reread(ctx context.Context, s approvals.Summary) (*approvals.Record, error) {
+	rec, err := f.store.Get(ctx, s.Tenant, s.ID)
+	if errors.Is(err, approvals.ErrNotFound) {
+		f.tracker.Forget(s.Tenant, s.ID)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rec, nil
 }

@@ -181,14 +181,11 @@ func (k *Keyring) Check(ctx context.Context, h nats.Header, kind, callID string,
 // verify is VerifyStatement, remembering the signatures that verified:
 // the messages of one batch share theirs, so it is verified once for all.
 func (k *Keyring) verify(h nats.Header, statement []byte) (string, Problem) {
-	signer, sig := h.Get(HeaderSigner), h.Get(HeaderSignature)
-	if signer == "" && sig == "" {
-		return "", Unsigned
+	c, p := claimOf(h, statement)
+	if p != "" {
+		return c.signer, p
 	}
-	signed, ok := signedBytes(h, statement)
-	if !ok {
-		return signer, Forged
-	}
+	signer, sig, signed := c.signer, c.sig, c.signed
 	want := verifiedSig{signer: signer, sum: sha256.Sum256(signed)}
 	k.mu.Lock()
 	seen, ok := k.verified[sig]

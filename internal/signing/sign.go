@@ -92,15 +92,33 @@ func StatementOfSum(kind, callID string, attempt int32, sum []byte) []byte {
 // of the batch h names; it returns the signer, and the problem when the
 // signature does not verify.
 func VerifyStatement(h nats.Header, statement []byte) (string, Problem) {
-	signer, sig := h.Get(HeaderSigner), h.Get(HeaderSignature)
-	if signer == "" && sig == "" {
-		return "", Unsigned
+	c, p := claimOf(h, statement)
+	if p != "" {
+		return c.signer, p
+	}
+	return c.signer, verifySigned(c.signer, c.sig, c.signed)
+}
+
+// claim is what a message's headers say was signed: by whom, the
+// signature, and the bytes it must cover (the statement, or its batch's).
+type claim struct {
+	signer, sig string
+	signed      []byte
+}
+
+// claimOf reads h's claim over statement; Unsigned without signature
+// headers, Forged when the batch path cannot lead to a root.
+func claimOf(h nats.Header, statement []byte) (claim, Problem) {
+	c := claim{signer: h.Get(HeaderSigner), sig: h.Get(HeaderSignature)}
+	if c.signer == "" && c.sig == "" {
+		return c, Unsigned
 	}
 	signed, ok := signedBytes(h, statement)
 	if !ok {
-		return signer, Forged
+		return c, Forged
 	}
-	return signer, verifySigned(signer, sig, signed)
+	c.signed = signed
+	return c, ""
 }
 
 // verifySigned checks sig, signer's signature over signed.
