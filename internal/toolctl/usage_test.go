@@ -1,7 +1,9 @@
 package toolctl_test
 
 import (
+	"regexp"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -33,7 +35,13 @@ func TestUsageCommand(t *testing.T) {
 		o = b.policyAs(t, "bot", "call", "echo", `{"text":"hi"}`)
 		require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
 	}
-	o = b.policyAs(t, "bot", "usage")
+	// A call's concurrency slot is released after its answer reaches the
+	// caller (limitgate releases it in the background): poll until the
+	// last call's slot is free.
+	require.Eventually(t, func() bool {
+		o = b.policyAs(t, "bot", "usage")
+		return o.code == toolctl.ExitOK && regexp.MustCompile(`per-session +session +5/1s burst 10 +0 of 3 `).MatchString(o.stdout)
+	}, 20*time.Second, 10*time.Millisecond, "the last call's slot is released: %s", o.stdout)
 	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
 	require.Regexp(t, `daily +agent=bot +- +- +3 of 50 per 24h0m0s +47 +\d{4}-\d\d-\d\dT00:00:00Z`, o.stdout)
 	require.Regexp(t, `per-session +session +5/1s burst 10 +0 of 3 +- +- +-`, o.stdout)
