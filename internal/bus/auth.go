@@ -120,6 +120,10 @@ func workerPermissions(c Config) Permissions {
 		// a core subscription (below), not a KV watch, for the same
 		// reason: no consumer.
 		jsAPI+"DIRECT.GET."+registry+".>",
+		// ... and a key a direct get found missing, again from the
+		// leader (signing.Keyring: a replica that lags would call a
+		// worker enrolled a moment ago unenrolled, and its result forged).
+		jsAPI+"STREAM.MSG.GET."+registry,
 		RegistrySubject(c),
 		// Approval records, nonces and grants: read by key from the
 		// bucket's leader (a replica that lags would call an approval

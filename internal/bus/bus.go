@@ -122,6 +122,13 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config, opts Options) (*Bus, e
 		return nil, err
 	}
 	b.Keys = signing.NewKeyring(b.Registry)
+	b.Keys.ConfirmWith(func(ctx context.Context, key string) ([]byte, error) {
+		e, err := KVGetFromLeader(ctx, nc, cfg.RegistryBucket(), key)
+		if err != nil {
+			return nil, err
+		}
+		return e.Value, nil
+	})
 	return b, nil
 }
 

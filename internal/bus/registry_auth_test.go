@@ -52,6 +52,11 @@ func TestWorkerCannotWriteTheRegistry(t *testing.T) {
 	v.waitFor(t, purge)
 	// But it may ask the dispatchers to register its tools.
 	require.Contains(t, mustPerms(t, bus.RoleWorker).Publish, bus.RegistrySubject(e.bus.Config))
+	// And read a key from the bucket's leader, which its keyring does
+	// for an enrolment a direct get found missing (signing.Keyring).
+	got, err := bus.KVGetFromLeader(ctx, nc, wb.Config.RegistryBucket(), "echo")
+	require.NoError(t, err)
+	require.Equal(t, "the dispatcher's spec", string(got.Value))
 
 	after, err := e.bus.Registry.Get(ctx, "echo")
 	require.NoError(t, err)

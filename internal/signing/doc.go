@@ -79,6 +79,11 @@
 //   - A key not found enrolled is looked up again after a second at the
 //     earliest, so that a flood of forgeries costs one registry read per
 //     key and second, not one per message; a tool's pool is cached 10 s.
+//     A key or source that a direct get finds missing is read again from
+//     the registry stream's leader (Keyring.ConfirmWith; every bus.Bus
+//     does) before it is believed missing: a replica that lags the leader
+//     must not make a genuine result look forged to a writer, which would
+//     then store a second answer after it.
 //   - What permissions cannot express (a worker credential may publish on
 //     every result and event subject, per call id) the signatures decide:
 //     what a worker credential publishes without an enrolled key is

@@ -102,8 +102,16 @@ type Verdict struct {
 // revoked while a process runs), a tool's pool for sourceTTL, a key
 // found not enrolled for missTTL (so a flood of forgeries costs one
 // lookup per key and second).
+//
+// A direct get is answered by any replica of a replicated bucket, also
+// one that has not yet stored an enrolment the leader acknowledged: a
+// worker enrolled a moment ago would look unenrolled there, and its
+// genuine result like a forgery that a writer replaces. With
+// ConfirmWith, a key or source found missing is read again from the
+// bucket's leader before it is believed missing.
 type Keyring struct {
-	kv jetstream.KeyValue
+	kv     jetstream.KeyValue
+	leader LeaderGet
 
 	mu      sync.Mutex
 	known   map[string]time.Time // enrolment key → enrolled (zero) or not until
@@ -141,6 +149,42 @@ const (
 // NewKeyring reads enrolments from kv (the registry bucket).
 func NewKeyring(kv jetstream.KeyValue) *Keyring {
 	return &Keyring{kv: kv, known: map[string]time.Time{}, sources: map[string]source{}, verified: map[string]verifiedSig{}}
+}
+
+// LeaderGet reads key of the registry bucket from its stream's leader
+// (bus.KVGetFromLeader): the value, or an error wrapping
+// jetstream.ErrKeyNotFound when the key is absent or deleted there.
+type LeaderGet func(ctx context.Context, key string) ([]byte, error)
+
+// ConfirmWith makes k read a key found missing again through get before
+// it believes it missing (see Keyring). Call it before k is used.
+func (k *Keyring) ConfirmWith(get LeaderGet) { k.leader = get }
+
+// get reads key by a direct get and, when that finds it missing and k
+// confirms, from the leader; found is false for a key that is missing.
+func (k *Keyring) get(ctx context.Context, key string) (value []byte, found bool, err error) {
+	e, err := k.kv.Get(ctx, key)
+	if err == nil {
+		return e.Value(), true, nil
+	}
+	if !missing(err) {
+		return nil, false, err
+	}
+	if k.leader == nil {
+		return nil, false, nil
+	}
+	v, err := k.leader(ctx, key)
+	if missing(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("from the leader: %w", err)
+	}
+	return v, true, nil
+}
+
+func missing(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) || errors.Is(err, jetstream.ErrInvalidKey)
 }
 
 // Check decides whether a message of kind about callID's attempt with
@@ -223,9 +267,8 @@ func (k *Keyring) enrolled(ctx context.Context, key string) (bool, error) {
 	if seen && (until.IsZero() || now.Before(until)) {
 		return until.IsZero(), nil
 	}
-	_, err := k.kv.Get(ctx, key)
-	ok := err == nil
-	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) && !errors.Is(err, jetstream.ErrKeyDeleted) {
+	_, ok, err := k.get(ctx, key)
+	if err != nil {
 		return false, fmt.Errorf("signing: enrolment lookup: %w", err)
 	}
 	k.mu.Lock()
@@ -256,17 +299,14 @@ func (k *Keyring) poolOf(ctx context.Context, tool string) (string, error) {
 	if ok && now.Before(s.until) {
 		return s.pool, nil
 	}
-	e, err := k.kv.Get(ctx, SourcePrefix+tool)
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) || errors.Is(err, jetstream.ErrInvalidKey) {
-		return "", nil
-	}
+	v, found, err := k.get(ctx, SourcePrefix+tool)
 	if err != nil {
 		return "", fmt.Errorf("signing: source of %q: %w", limit(tool), err)
 	}
 	var src struct {
 		Pool string `json:"pool"`
 	}
-	if json.Unmarshal(e.Value(), &src) != nil {
+	if !found || json.Unmarshal(v, &src) != nil {
 		return "", nil
 	}
 	k.mu.Lock()

@@ -1,6 +1,7 @@
 package signing_test
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/bus"
@@ -191,4 +193,54 @@ func ExampleKey_Sign() {
 	// Output:
 	// true true
 	// forged
+}
+
+// A direct get may be answered by a replica that has not yet stored an
+// enrolment the leader acknowledged. A Keyring that confirms (as every
+// bus.Bus's does) reads a key it found missing again from the leader
+// before it calls a genuine result forged; one that cannot reach the
+// leader decides nothing. The lagging replica here is a second, empty
+// bucket; the leader is the real bucket's stream leader.
+func TestKeyringConfirmsAMissingEnrolmentWithTheLeader(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	ctx, b := t.Context(), env.Bus
+	_, err := b.Registry.Put(ctx, signing.SourcePrefix+"grep", []byte(`{"pool":"search"}`))
+	require.NoError(t, err)
+	k, err := signing.NewKey()
+	require.NoError(t, err)
+	_, err = b.Registry.Put(ctx, signing.PoolKey(k.Public(), "search"), []byte(`{}`))
+	require.NoError(t, err)
+	lagging, err := b.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "lagging"})
+	require.NoError(t, err)
+	data := []byte("result")
+	h := k.Sign(nil, signing.KindResult, "c1", 1, data)
+	check := func(kr *signing.Keyring) error {
+		_, err := kr.Check(ctx, h, signing.KindResult, "c1", 1, data, "grep")
+		return err
+	}
+
+	require.Equal(t, signing.WrongPool, signing.AsError(check(signing.NewKeyring(lagging))).Problem, "without confirming, the lagging replica decides")
+
+	kr := signing.NewKeyring(lagging)
+	kr.ConfirmWith(func(ctx context.Context, key string) ([]byte, error) {
+		e, err := bus.KVGetFromLeader(ctx, b.NC, b.Config.RegistryBucket(), key)
+		if err != nil {
+			return nil, err
+		}
+		return e.Value, nil
+	})
+	require.NoError(t, check(kr), "the leader has the source and the enrolment")
+
+	down := signing.NewKeyring(lagging)
+	down.ConfirmWith(func(context.Context, string) ([]byte, error) { return nil, nats.ErrTimeout })
+	err = check(down)
+	require.ErrorIs(t, err, nats.ErrTimeout)
+	require.Nil(t, signing.AsError(err), "an unanswered lookup is not a verdict")
+
+	gone := signing.NewKeyring(lagging)
+	gone.ConfirmWith(func(ctx context.Context, key string) ([]byte, error) {
+		return nil, fmt.Errorf("leader: %w", jetstream.ErrKeyNotFound)
+	})
+	require.Equal(t, signing.WrongPool, signing.AsError(check(gone)).Problem, "missing on the leader too: not believed")
 }

@@ -43,6 +43,7 @@ every permission.
     "{{ $p }}.retry.sched.>"
     "$JS.API.DIRECT.GET.KV_{{ $p }}_cancels.>"
     "$JS.API.DIRECT.GET.KV_{{ $p }}_registry.>"
+    "$JS.API.STREAM.MSG.GET.KV_{{ $p }}_registry"
     "{{ $p }}.admin.registry.announce"
     "$JS.API.STREAM.MSG.GET.KV_{{ $p }}_approvals"
     "{{ $p }}.hook.after"
