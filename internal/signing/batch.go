@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -140,16 +141,21 @@ func signedBytes(h nats.Header, statement []byte) ([]byte, bool) {
 // one signature over their Merkle root. While signers are concurrent (a
 // statement found a signature being made or a group gathering in the
 // last Concurrent), a group waits until Gap after the last signature
-// began, so that it grows: a busy key makes at most one signature per Gap
-// and a statement waits about Gap more (up to twice that when more than
-// maxBatch statements arrive within one Gap and it overflows to the next
-// group). A key that has signed one statement at a time for Concurrent
-// never waits; one goroutine signing statement after statement while
-// others sign with the same key waits Gap for each (internal/delayed
-// flushes its records concurrently for that reason). Under load one Ed25519 signature (about 25 µs)
-// covers every result finished in the last Gap, and a verifier that has
-// checked it once checks the others with a few hashes. No goroutine of
-// its own: the first member of a group signs it.
+// began, so that it grows — or until it is as large as the largest of the
+// last recentGroups groups, whichever comes first. So a busy key makes at
+// most one signature per Gap and its groups grow to what arrives within
+// one, while a few concurrent signers (a caller with 4 calls in flight:
+// the same 4 results come back again and again) are signed as soon as
+// they are all there, not a Gap later. A statement waits at most about
+// Gap more (up to twice that when more than maxBatch statements arrive
+// within one Gap and it overflows to the next group). A key that has
+// signed one statement at a time for Concurrent never waits; one
+// goroutine signing statement after statement while others sign with
+// the same key waits up to Gap for each (internal/delayed flushes its
+// records concurrently for that reason). Under load one Ed25519
+// signature (about 25 µs) covers every result finished in the last Gap,
+// and a verifier that has checked it once checks the others with a few
+// hashes. No goroutine of its own: the first member of a group signs it.
 type batcher struct {
 	mu   sync.Mutex
 	busy bool      // a signature is being made
@@ -158,6 +164,22 @@ type batcher struct {
 	// concurrent is when a statement last arrived while a signature was
 	// being made or others gathered.
 	concurrent time.Time
+	// recent are the sizes of the last recentGroups groups signed (a
+	// ring); a group as large as the largest of them is signed without
+	// waiting out the Gap.
+	recent [recentGroups]int
+	next   int
+}
+
+// recentGroups is how many signed groups' sizes set the size at which a
+// group is signed early.
+const recentGroups = 16
+
+// enough reports whether g, n statements, is as large as the largest of
+// the recent groups: all the concurrent signers are likely in it.
+// Called with b.mu held.
+func (b *batcher) enough(n int) bool {
+	return n >= max(2, slices.Max(b.recent[:]))
 }
 
 // Gap is the least time between two signatures of a key whose signers
@@ -204,11 +226,12 @@ func (k *Key) signStatement(statement []byte) signed {
 			b.concurrent = time.Now()
 		}
 		g.statements = append(g.statements, statement)
+		full := i == maxBatch-1 || (i > 0 && !b.busy && b.enough(i+1))
 		b.mu.Unlock()
 		switch {
 		case i == 0:
 			k.lead(g)
-		case i == maxBatch-1:
+		case full:
 			g.nudge()
 			fallthrough
 		default:
@@ -230,8 +253,10 @@ func (k *Key) lead(g *group) {
 		if now.Sub(b.concurrent) < Concurrent {
 			wait = Gap - now.Sub(b.last)
 		}
-		if !b.busy && (wait <= 0 || len(g.statements) == maxBatch) {
+		if n := len(g.statements); !b.busy && (wait <= 0 || n == maxBatch || b.enough(n)) {
 			b.busy, b.open, b.last = true, nil, now
+			b.recent[b.next] = n
+			b.next = (b.next + 1) % recentGroups
 			b.mu.Unlock()
 			break
 		}

@@ -151,3 +151,43 @@ func BenchmarkSignConcurrent(b *testing.B) {
 		}
 	})
 }
+
+// A group as large as the largest recent one is signed at once, without
+// waiting out the Gap: a caller with 4 calls in flight gets its 4 results
+// signed as soon as all 4 are there. One fewer waits (here: the Gap is
+// an hour away, so only the early path can sign it).
+func TestGroupSignedWhenAsLargeAsRecentOnes(t *testing.T) {
+	k, err := NewKey()
+	require.NoError(t, err)
+	b := &k.batch
+	b.mu.Lock()
+	b.recent = [recentGroups]int{4, 2, 3}
+	b.concurrent = time.Now()
+	b.last = time.Now().Add(time.Hour) // the next Gap ends in an hour
+	b.mu.Unlock()
+	var wg sync.WaitGroup
+	done := make(chan int, 4)
+	sign := func(i int) {
+		wg.Go(func() {
+			k.Sign(nil, KindResult, fmt.Sprintf("call-%d", i), 1, []byte("payload"))
+			done <- i
+		})
+	}
+	for i := range 3 {
+		sign(i)
+	}
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.open != nil && len(b.open.statements) == 3
+	}, 30*time.Second, time.Millisecond)
+	require.Empty(t, done, "3 of the 4 recent signers wait")
+	sign(3)
+	wg.Wait()
+	require.Len(t, done, 4)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	require.Contains(t, b.recent, 4)
+	require.False(t, b.busy)
+	require.Nil(t, b.open)
+}

@@ -32,7 +32,10 @@
 // statement alone and at once when no signature is being made; the
 // statements that arrive meanwhile are signed together next, and while
 // its signers are concurrent a key makes at most one signature per Gap
-// (1 ms), so that a group gathers. A batch's signature covers its
+// (1 ms), so that a group gathers — but signs a group early once it is as
+// large as the largest of the last 16 groups (a caller with a few calls
+// in flight gets their results signed as soon as they are all there, not
+// a Gap later). A batch's signature covers its
 // BatchStatement (the number of leaves and the root of a Merkle tree over
 // the statements' hashes), and each message carries its place and path
 // to the root in HeaderBatch: every message is still checked alone, by a
