@@ -40,6 +40,9 @@ const (
 type keys struct {
 	seal cipher.AEAD
 	csrf []byte
+	// revoke derives a sign-out record's key from a session's nonce
+	// (revocations.go).
+	revoke []byte
 }
 
 func newKeys(secret []byte) (*keys, error) {
@@ -59,7 +62,7 @@ func newKeys(secret []byte) (*keys, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	return &keys{seal: aead, csrf: derive("csrf")}, nil
+	return &keys{seal: aead, csrf: derive("csrf"), revoke: derive("revoke")}, nil
 }
 
 // session is what the cookie seals.
@@ -108,6 +111,8 @@ type viewer struct {
 	// sees every tenant (identity.InstallationScope, named in the key
 	// file: a tenant's admin is not the installation's).
 	Admin, Approver, Installation bool
+	// session is the sign-in the viewer came with (sign-out records it).
+	session session
 }
 
 // Tenant is the tenant the viewer's pages are limited to; "" = every
@@ -149,26 +154,52 @@ func (s *Server) authenticate(r *http.Request, key string) (identity.Identity, e
 
 // viewerOf is the request's viewer, or nil without a valid session.
 func (s *Server) viewerOf(r *http.Request) *viewer {
+	v, _ := s.sessionOf(r)
+	return v
+}
+
+// sessionOf is the request's viewer: nil without a session that is
+// sealed by our secret, unexpired, not signed out (on any replica), and
+// whose key the Authenticator still knows. When whether it was signed out
+// cannot be told (errRevocationUnknown) it is refused too, and the error
+// says why.
+func (s *Server) sessionOf(r *http.Request) (*viewer, error) {
 	c, err := r.Cookie(cookieName)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	ss, ok := s.keys.openSession(c.Value, time.Now())
 	if !ok {
-		return nil
+		return nil, nil
+	}
+	if revoked, err := s.signedOut.revoked(r.Context(), ss.Nonce); revoked || err != nil {
+		return nil, err
 	}
 	id, err := s.authenticate(r, ss.Key)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	return newViewer(id, s.keys.csrfToken(ss))
+	v := newViewer(id, s.keys.csrfToken(ss))
+	v.session = ss
+	return v, nil
+}
+
+// unknownSession answers a request whose session cannot be checked now.
+func (s *Server) unknownSession(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Retry-After", "5")
+	s.render(w, r, http.StatusServiceUnavailable, "error", nil, "Unavailable", "", errorData{Status: http.StatusServiceUnavailable,
+		Message: "The dashboard cannot reach NATS to check whether this session was signed out, so it is refused for now: try again shortly."})
 }
 
 // page wraps a GET handler: no session, and the browser goes to the
 // sign-in page (a script's request gets 401).
 func (s *Server) page(h func(http.ResponseWriter, *http.Request, *viewer)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v := s.viewerOf(r)
+		v, err := s.sessionOf(r)
+		if err != nil {
+			s.unknownSession(w, r)
+			return
+		}
 		if v == nil {
 			if r.Header.Get("Accept") == "text/event-stream" {
 				http.Error(w, "sign in first", http.StatusUnauthorized)
@@ -219,7 +250,11 @@ func (s *Server) action(n need, h func(http.ResponseWriter, *http.Request, *view
 			s.refuse(w, r, nil, http.StatusBadRequest, "bad form: "+err.Error())
 			return
 		}
-		v := s.viewerOf(r)
+		v, err := s.sessionOf(r)
+		if err != nil {
+			s.unknownSession(w, r)
+			return
+		}
 		if v == nil {
 			s.refuse(w, r, nil, http.StatusUnauthorized, "sign in first")
 			return
@@ -299,9 +334,23 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// signOut forgets the session cookie.
-func (s *Server) signOut(w http.ResponseWriter, r *http.Request, _ *viewer) {
+// signOut ends the session everywhere: it records the sign-out in the
+// revocations bucket, which every replica honours until the cookie
+// expires (revocations.go), and clears the cookie. When the record cannot
+// be written the cookie is cleared all the same, this replica refuses
+// the session, and the page says that a copy of the cookie may still
+// work on the other replicas until it expires.
+func (s *Server) signOut(w http.ResponseWriter, r *http.Request, v *viewer) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode})
+	if err := s.signedOut.revoke(r.Context(), v.session); err != nil {
+		s.log.ErrorContext(r.Context(), "dashboard sign-out not recorded", "who", v.who(), "err", err)
+		exp := time.Unix(v.session.Expires, 0).UTC().Format(time.RFC3339)
+		s.render(w, r, http.StatusServiceUnavailable, "error", nil, "Sign-out incomplete", "", errorData{Status: http.StatusServiceUnavailable,
+			Message: "Signed out in this browser and on this replica, but the sign-out could not be recorded for the other replicas (" + err.Error() +
+				"): a copy of this session's cookie may still work there until " + exp + ". Sign in and out again once NATS is reachable, or remove the key."})
+		return
+	}
+	s.log.Info("dashboard sign-out", "who", v.who(), "remote", r.RemoteAddr)
 	http.Redirect(w, r, Prefix+"/signin", http.StatusSeeOther)
 }
 
