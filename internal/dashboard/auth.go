@@ -111,8 +111,6 @@ type viewer struct {
 	// sees every tenant (identity.InstallationScope, named in the key
 	// file: a tenant's admin is not the installation's).
 	Admin, Approver, Installation bool
-	// session is the sign-in the viewer came with (sign-out records it).
-	session session
 }
 
 // Tenant is the tenant the viewer's pages are limited to; "" = every
@@ -179,9 +177,7 @@ func (s *Server) sessionOf(r *http.Request) (*viewer, error) {
 	if err != nil {
 		return nil, nil
 	}
-	v := newViewer(id, s.keys.csrfToken(ss))
-	v.session = ss
-	return v, nil
+	return newViewer(id, s.keys.csrfToken(ss)), nil
 }
 
 // unknownSession answers a request whose session cannot be checked now.
@@ -336,21 +332,50 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 
 // signOut ends the session everywhere: it records the sign-out in the
 // revocations bucket, which every replica honours until the cookie
-// expires (revocations.go), and clears the cookie. When the record cannot
-// be written the cookie is cleared all the same, this replica refuses
-// the session, and the page says that a copy of the cookie may still
-// work on the other replicas until it expires.
-func (s *Server) signOut(w http.ResponseWriter, r *http.Request, v *viewer) {
+// expires (revocations.go), and clears the cookie. It needs the session's
+// CSRF token, but not a key the Authenticator still knows nor a
+// reachable NATS: a user can always sign out here. When the record cannot
+// be written the cookie is cleared all the same and this replica refuses
+// the session, and the page says (503) that a copy of the cookie may
+// still work on the other replicas until it expires.
+func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
+	if err := s.csrfOK.Check(r); err != nil {
+		s.refuse(w, r, nil, http.StatusForbidden, "cross-origin request refused")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		s.refuse(w, r, nil, http.StatusBadRequest, "bad form: "+err.Error())
+		return
+	}
+	var ss session
+	c, err := r.Cookie(cookieName)
+	ok := err == nil
+	if ok {
+		ss, ok = s.keys.openSession(c.Value, time.Now())
+	}
+	if ok && subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.keys.csrfToken(ss))) != 1 {
+		s.refuse(w, r, nil, http.StatusForbidden, "missing or wrong CSRF token: reload the page and try again")
+		return
+	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode})
-	if err := s.signedOut.revoke(r.Context(), v.session); err != nil {
-		s.log.ErrorContext(r.Context(), "dashboard sign-out not recorded", "who", v.who(), "err", err)
-		exp := time.Unix(v.session.Expires, 0).UTC().Format(time.RFC3339)
+	if !ok { // no session to end
+		http.Redirect(w, r, Prefix+"/signin", http.StatusSeeOther)
+		return
+	}
+	who := "unknown key"
+	if id, err := s.authenticate(r, ss.Key); err == nil {
+		who = id.Tenant + "/" + id.Agent
+	}
+	if err := s.signedOut.revoke(r.Context(), ss); err != nil {
+		s.log.ErrorContext(r.Context(), "dashboard sign-out not recorded for the other replicas", "who", who, "err", err)
+		exp := time.Unix(ss.Expires, 0).UTC().Format(time.RFC3339)
 		s.render(w, r, http.StatusServiceUnavailable, "error", nil, "Sign-out incomplete", "", errorData{Status: http.StatusServiceUnavailable,
 			Message: "Signed out in this browser and on this replica, but the sign-out could not be recorded for the other replicas (" + err.Error() +
 				"): a copy of this session's cookie may still work there until " + exp + ". Sign in and out again once NATS is reachable, or remove the key."})
 		return
 	}
-	s.log.Info("dashboard sign-out", "who", v.who(), "remote", r.RemoteAddr)
+	s.log.Info("dashboard sign-out", "who", who, "remote", r.RemoteAddr)
 	http.Redirect(w, r, Prefix+"/signin", http.StatusSeeOther)
 }
 

@@ -68,6 +68,9 @@ func (r *revocations) keyOf(nonce string) string {
 func (r *revocations) revoke(ctx context.Context, ss session) error {
 	key := r.keyOf(ss.Nonce)
 	r.add(key, ss.Expires)
+	if !r.nc.IsConnected() {
+		return errors.New("NATS unreachable")
+	}
 	ttl := time.Until(time.Unix(ss.Expires, 0)).Truncate(time.Second) + time.Second // KeyTTL counts whole seconds
 	ctx, cancel := context.WithTimeout(ctx, revocationReadTimeout)
 	defer cancel()

@@ -145,7 +145,7 @@ func (s *Server) routes() {
 	m.Handle("GET "+Prefix+"/static/", http.StripPrefix(Prefix+"/static/", cacheStatic(http.FileServerFS(static))))
 	m.HandleFunc("GET "+Prefix+"/signin", s.signInPage)
 	m.HandleFunc("POST "+Prefix+"/signin", s.signIn)
-	m.Handle("POST "+Prefix+"/signout", s.action(anyone, s.signOut))
+	m.HandleFunc("POST "+Prefix+"/signout", s.signOut)
 	m.Handle("GET "+Prefix+"/{$}", http.RedirectHandler(Prefix+"/calls", http.StatusFound))
 
 	m.Handle("GET "+Prefix+"/calls", s.page(s.callsPage))
