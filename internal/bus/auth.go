@@ -264,7 +264,8 @@ func (c Config) layoutStreams() []string {
 	return []string{c.CallsStream(), c.ResultsStream(), c.EventsStream(), c.DLQStream(), c.RetriesStream(),
 		c.AdvisoriesStream(), kvStream(c.CancelBucket()), kvStream(c.IdempotencyBucket()),
 		kvStream(c.RegistryBucket()), kvStream(c.SessionsBucket()), kvStream(c.PoliciesBucket()),
-		kvStream(c.ApprovalsBucket()), kvStream(c.LimitsBucket()), kvStream(c.TasksBucket()), objStream(c.BlobBucket())}
+		kvStream(c.ApprovalsBucket()), kvStream(c.LimitsBucket()), kvStream(c.TasksBucket()),
+		kvStream(c.RevocationsBucket()), objStream(c.BlobBucket())}
 }
 
 // authorize sets the users of opts: an in-process-only internal user with

@@ -59,7 +59,11 @@ type Bus struct {
 	// answers it was given (internal/mcpserver); kept TasksTTL after the
 	// last change.
 	Tasks jetstream.KeyValue
-	Blobs jetstream.ObjectStore
+	// Revocations holds the dashboard's sign-out records: one key per
+	// signed-out session, with a per-key TTL that ends with the session's
+	// cookie (internal/dashboard). Only dispatchers write it.
+	Revocations jetstream.KeyValue
+	Blobs       jetstream.ObjectStore
 
 	bind bool // Options.Bind
 	log  *slog.Logger
@@ -317,6 +321,18 @@ func (b *Bus) ensure(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("bus: kv %s: %w", c.TasksBucket(), err)
+	}
+	b.Revocations, err = b.keyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:         c.RevocationsBucket(),
+		Description:    "toolwire dashboard sign-outs: sessions no replica may serve again",
+		History:        1,
+		MaxBytes:       c.RevocationsMaxBytes,
+		LimitMarkerTTL: time.Minute,
+		Storage:        jetstream.FileStorage,
+		Replicas:       c.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("bus: kv %s: %w", c.RevocationsBucket(), err)
 	}
 	b.Blobs, err = b.objectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      c.BlobBucket(),

@@ -59,7 +59,10 @@ type Config struct {
 	LimitsMaxBytes int64
 	// TasksMaxBytes bounds the MCP tasks bucket. Default 32 MiB.
 	TasksMaxBytes int64
-	// BlobsMaxBytes bounds the blob object store. Default 288 MiB.
+	// RevocationsMaxBytes bounds the dashboard's sign-out records
+	// (internal/dashboard). Default 8 MiB.
+	RevocationsMaxBytes int64
+	// BlobsMaxBytes bounds the blob object store. Default 280 MiB.
 	BlobsMaxBytes int64
 	// ResultsMaxAge is the audit horizon of results. Default CallsMaxAge.
 	ResultsMaxAge time.Duration
@@ -168,6 +171,11 @@ func (c Config) TasksBucket() string { return c.Prefix + "_tasks" }
 
 // LimitsBucket is the name of the limits KV bucket.
 func (c Config) LimitsBucket() string { return c.Prefix + "_limits" }
+
+// RevocationsBucket is the name of the KV bucket of the dashboard's
+// sign-out records: one key per signed-out session, kept until the
+// session's cookie expires (internal/dashboard). Dispatchers only.
+func (c Config) RevocationsBucket() string { return c.Prefix + "_revocations" }
 
 // RegistryBucket is the name of the registry KV bucket.
 func (c Config) RegistryBucket() string { return c.Prefix + "_registry" }

@@ -27,6 +27,7 @@
 //	KV     toolwire_registry    <tool> and versions.<tool>.<version>            ToolSpec values
 //	                            sources.<tool>, approvals.<tool>                the pool defining each tool, MCP approvals
 //	KV     toolwire_sessions    <tenant>.<session>                              session states of the reference intent applier
+//	KV     toolwire_revocations s.<keyed hash of a session's nonce>             dashboard sign-outs, per-key TTL = the cookie's rest
 //	Object toolwire_blobs                                                       outputs over the inline limit
 //
 // Subject tokens from user input pass through Token, so `.`, `*`, `>` and
@@ -52,7 +53,8 @@
 //	approvals    96 MiB     per key        refuses new approvals: an asked call is refused (fails closed)
 //	limits       64 MiB     per key        refuses new counts: a call a limit covers is refused (fails closed)
 //	tasks        32 MiB     24h            refuses new MCP tasks: a task-supporting call waits for its result instead
-//	blobs        288 MiB    ResultsMaxAge  refuses new outputs over the inline limit
+//	revocations  8 MiB      per key        refuses new sign-outs: the dashboard says the sign-out did not take everywhere
+//	blobs        280 MiB    ResultsMaxAge  refuses new outputs over the inline limit
 //
 // No store may fill on the path of an admitted call: a dispatcher refuses
 // new calls with OVERLOADED once a discard-new store they may write

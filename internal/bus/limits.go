@@ -15,7 +15,8 @@ import (
 type Store struct {
 	// Name is the store's short name, as --stream-max-bytes takes it:
 	// calls, results, events, dlq, retries, advisories, cancels,
-	// idempotency, registry, sessions, blobs.
+	// idempotency, registry, sessions, policies, approvals, limits, tasks,
+	// revocations, blobs.
 	Name string
 	// Stream is the JetStream stream that holds it (KV_<bucket> and
 	// OBJ_<bucket> for buckets).
@@ -75,7 +76,8 @@ func (c *Config) byteLimits() []byteLimit {
 		{&c.ApprovalsMaxBytes, "ApprovalsMaxBytes", "approvals", 96 << 20},
 		{&c.LimitsMaxBytes, "LimitsMaxBytes", "limits", 64 << 20},
 		{&c.TasksMaxBytes, "TasksMaxBytes", "tasks", 32 << 20},
-		{&c.BlobsMaxBytes, "BlobsMaxBytes", "blobs", 288 << 20},
+		{&c.RevocationsMaxBytes, "RevocationsMaxBytes", "revocations", 8 << 20},
+		{&c.BlobsMaxBytes, "BlobsMaxBytes", "blobs", 280 << 20},
 	}
 }
 
@@ -98,6 +100,7 @@ func (c Config) Stores() []Store {
 		{"approvals", kv(c.ApprovalsBucket()), c.ApprovalsMaxBytes, 0, true, UsedByNoCall},
 		{"limits", kv(c.LimitsBucket()), c.LimitsMaxBytes, 0, true, UsedByNoCall},
 		{"tasks", kv(c.TasksBucket()), c.TasksMaxBytes, TasksTTL, true, UsedByNoCall},
+		{"revocations", kv(c.RevocationsBucket()), c.RevocationsMaxBytes, 0, true, UsedByNoCall},
 		// Blobs are copies: a worker that cannot store one keeps the cut
 		// response inline, so a full blob store never refuses admission.
 		{"blobs", obj(c.BlobBucket()), c.BlobsMaxBytes, c.ResultsMaxAge, true, UsedByNoCall},

@@ -40,6 +40,9 @@ const (
 type keys struct {
 	seal cipher.AEAD
 	csrf []byte
+	// revoke derives a sign-out record's key from a session's nonce
+	// (revocations.go).
+	revoke []byte
 }
 
 func newKeys(secret []byte) (*keys, error) {
@@ -59,7 +62,7 @@ func newKeys(secret []byte) (*keys, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	return &keys{seal: aead, csrf: derive("csrf")}, nil
+	return &keys{seal: aead, csrf: derive("csrf"), revoke: derive("revoke")}, nil
 }
 
 // session is what the cookie seals.
@@ -149,26 +152,50 @@ func (s *Server) authenticate(r *http.Request, key string) (identity.Identity, e
 
 // viewerOf is the request's viewer, or nil without a valid session.
 func (s *Server) viewerOf(r *http.Request) *viewer {
+	v, _ := s.sessionOf(r)
+	return v
+}
+
+// sessionOf is the request's viewer: nil without a session that is
+// sealed by our secret, unexpired, not signed out (on any replica), and
+// whose key the Authenticator still knows. When whether it was signed out
+// cannot be told (errRevocationUnknown) it is refused too, and the error
+// says why.
+func (s *Server) sessionOf(r *http.Request) (*viewer, error) {
 	c, err := r.Cookie(cookieName)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	ss, ok := s.keys.openSession(c.Value, time.Now())
 	if !ok {
-		return nil
+		return nil, nil
+	}
+	if revoked, err := s.signedOut.revoked(r.Context(), ss.Nonce); revoked || err != nil {
+		return nil, err
 	}
 	id, err := s.authenticate(r, ss.Key)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	return newViewer(id, s.keys.csrfToken(ss))
+	return newViewer(id, s.keys.csrfToken(ss)), nil
+}
+
+// unknownSession answers a request whose session cannot be checked now.
+func (s *Server) unknownSession(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Retry-After", "5")
+	s.render(w, r, http.StatusServiceUnavailable, "error", nil, "Unavailable", "", errorData{Status: http.StatusServiceUnavailable,
+		Message: "The dashboard cannot reach NATS to check whether this session was signed out, so it is refused for now: try again shortly."})
 }
 
 // page wraps a GET handler: no session, and the browser goes to the
 // sign-in page (a script's request gets 401).
 func (s *Server) page(h func(http.ResponseWriter, *http.Request, *viewer)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v := s.viewerOf(r)
+		v, err := s.sessionOf(r)
+		if err != nil {
+			s.unknownSession(w, r)
+			return
+		}
 		if v == nil {
 			if r.Header.Get("Accept") == "text/event-stream" {
 				http.Error(w, "sign in first", http.StatusUnauthorized)
@@ -219,7 +246,11 @@ func (s *Server) action(n need, h func(http.ResponseWriter, *http.Request, *view
 			s.refuse(w, r, nil, http.StatusBadRequest, "bad form: "+err.Error())
 			return
 		}
-		v := s.viewerOf(r)
+		v, err := s.sessionOf(r)
+		if err != nil {
+			s.unknownSession(w, r)
+			return
+		}
 		if v == nil {
 			s.refuse(w, r, nil, http.StatusUnauthorized, "sign in first")
 			return
@@ -299,9 +330,52 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// signOut forgets the session cookie.
-func (s *Server) signOut(w http.ResponseWriter, r *http.Request, _ *viewer) {
+// signOut ends the session everywhere: it records the sign-out in the
+// revocations bucket, which every replica honours until the cookie
+// expires (revocations.go), and clears the cookie. It needs the session's
+// CSRF token, but not a key the Authenticator still knows nor a
+// reachable NATS: a user can always sign out here. When the record cannot
+// be written the cookie is cleared all the same and this replica refuses
+// the session, and the page says (503) that a copy of the cookie may
+// still work on the other replicas until it expires.
+func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
+	if err := s.csrfOK.Check(r); err != nil {
+		s.refuse(w, r, nil, http.StatusForbidden, "cross-origin request refused")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		s.refuse(w, r, nil, http.StatusBadRequest, "bad form: "+err.Error())
+		return
+	}
+	var ss session
+	c, err := r.Cookie(cookieName)
+	ok := err == nil
+	if ok {
+		ss, ok = s.keys.openSession(c.Value, time.Now())
+	}
+	if ok && subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.keys.csrfToken(ss))) != 1 {
+		s.refuse(w, r, nil, http.StatusForbidden, "missing or wrong CSRF token: reload the page and try again")
+		return
+	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode})
+	if !ok { // no session to end
+		http.Redirect(w, r, Prefix+"/signin", http.StatusSeeOther)
+		return
+	}
+	who := "unknown key"
+	if id, err := s.authenticate(r, ss.Key); err == nil {
+		who = id.Tenant + "/" + id.Agent
+	}
+	if err := s.signedOut.revoke(r.Context(), ss); err != nil {
+		s.log.ErrorContext(r.Context(), "dashboard sign-out not recorded for the other replicas", "who", who, "err", err)
+		exp := time.Unix(ss.Expires, 0).UTC().Format(time.RFC3339)
+		s.render(w, r, http.StatusServiceUnavailable, "error", nil, "Sign-out incomplete", "", errorData{Status: http.StatusServiceUnavailable,
+			Message: "Signed out in this browser and on this replica, but the sign-out could not be recorded for the other replicas (" + err.Error() +
+				"): a copy of this session's cookie may still work there until " + exp + ". Sign in and out again once NATS is reachable, or remove the key."})
+		return
+	}
+	s.log.Info("dashboard sign-out", "who", who, "remote", r.RemoteAddr)
 	http.Redirect(w, r, Prefix+"/signin", http.StatusSeeOther)
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolwire/toolwire/internal/audit"
@@ -68,6 +69,14 @@ type Streams struct {
 	Audit *audit.Source
 	// DLQ reads and retries dead letters.
 	DLQ *dlq.Queue
+	// Revocations is the bucket of sign-outs (bus.Bus.Revocations): a
+	// signed-out session is written there, and every replica refuses it
+	// until its cookie expires.
+	Revocations jetstream.KeyValue
+	// Conn is the connection the streams and buckets are read over: while
+	// it is down, a session not already known as signed out is refused
+	// (its state is unknown).
+	Conn *nats.Conn
 }
 
 // WithDefaults returns a copy of c with every zero field that has a
@@ -92,6 +101,8 @@ func (c Config) Validate() error {
 		return errors.New("dashboard: Registry is required")
 	case c.Streams.Calls == nil || c.Streams.Results == nil || c.Streams.Registry == nil || c.Streams.Audit == nil || c.Streams.DLQ == nil:
 		return errors.New("dashboard: Streams needs Calls, Results, Registry, Audit and DLQ")
+	case c.Streams.Revocations == nil || c.Streams.Conn == nil:
+		return errors.New("dashboard: Streams needs Revocations and Conn (sign-outs every replica honours)")
 	case len(c.Secret) > 0 && len(c.Secret) < 32:
 		return fmt.Errorf("dashboard: Secret is %d bytes; it must be 32 bytes or more", len(c.Secret))
 	case c.IndexCalls < 0:

@@ -37,6 +37,8 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 		{"no Registry", func(c *Config) { c.Registry = nil }, "Registry"},
 		{"no DLQ", func(c *Config) { c.Streams.DLQ = nil }, "Streams"},
 		{"no results stream", func(c *Config) { c.Streams.Results = nil }, "Streams"},
+		{"no sign-out bucket", func(c *Config) { c.Streams.Revocations = nil }, "Revocations"},
+		{"no connection", func(c *Config) { c.Streams.Conn = nil }, "Conn"},
 		{"a short secret", func(c *Config) { c.Secret = make([]byte, 16) }, "Secret"},
 		{"negative IndexCalls", func(c *Config) { c.IndexCalls = -1 }, "IndexCalls"},
 		{"negative SessionTTL", func(c *Config) { c.SessionTTL = -time.Hour }, "SessionTTL"},

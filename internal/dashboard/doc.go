@@ -8,10 +8,11 @@
 // calls the pages make, each with the signed-in user's identity), the
 // registry as Registry, and Streams, the streams and buckets the pages
 // read (CALLS and RESULTS for the calls index, the registry bucket, an
-// audit.Source and a dlq.Queue), all handed over by the process
-// (internal/dispatchd). Start starts the calls index's feed and the pools
-// page's sampling; Stop ends the live streams, then both
-// (startstop.Service).
+// audit.Source, a dlq.Queue, the revocations bucket and the connection),
+// all handed over by the process
+// (internal/dispatchd). Start starts the calls index's feed, the pools
+// page's sampling and the watch of sign-outs; Stop ends the live
+// streams, then those three (startstop.Service).
 //
 // # Stack
 //
@@ -33,6 +34,39 @@
 // (file: or env:); without one each process makes its own, and a session
 // holds on the replica that made it only — replicas behind one address
 // need the same secret.
+//
+// # Sign-out
+//
+// Signing out (revocations.go) ends the session on every replica, not
+// only in the browser: it writes a record to the revocations bucket
+// (Streams.Revocations, bus.Config.RevocationsBucket; dispatchers only),
+// keyed by an HMAC of the session's nonce under a key derived from the
+// secret (never the API key, never the cookie), with a per-key TTL that
+// ends when the cookie does; a record already there is success. Every
+// replica refuses a session whose record exists, until the cookie
+// expires; another session of the same key is untouched.
+//
+// Each replica keeps the records in a set in memory, fed by a watch of
+// the bucket: a goroutine started by Start and ended by Stop, which starts
+// the watch again from the bucket's start after every change of the
+// connection (Streams.Conn). The set holds only records of sessions not
+// yet expired (swept once a minute) and is bounded by the bucket (8 MiB).
+// A session is checked, in order:
+//
+//   - its record is in the set: refused;
+//   - the connection is down: refused with 503, since a sign-out on
+//     another replica cannot be told (fail closed; the pages need NATS
+//     anyway), served again once the connection is back;
+//   - the watch has read every record present when it started: served;
+//   - otherwise (just after Start, or after a reconnect): the record is
+//     read directly, and a read that fails is refused with 503.
+//
+// The sign-out is recorded on this replica at once, then written to the
+// bucket. It needs the session's CSRF token, but neither NATS nor a key
+// the Authenticator still knows: the cookie is always cleared and this
+// replica refuses the session. When the write fails (NATS unreachable,
+// the bucket full) the answer is a 503 page saying so, naming when the
+// cookie expires: until then a copy may still work on another replica.
 //
 // What a key may do follows its scopes, as on the API:
 //

@@ -51,6 +51,8 @@ type Server struct {
 	letters *letters
 	pools   *poolHistory
 	csrfOK  *http.CrossOriginProtection
+	// signedOut is the set of signed-out sessions (revocations.go).
+	signedOut *revocations
 
 	// keepAlive is how often live streams send a keep-alive and check
 	// their session (liveKeepAlive; tests shorten it).
@@ -90,8 +92,10 @@ func New(cfg Config) (*Server, error) {
 		feed: callindex.NewFeed(index), csrfOK: http.NewCrossOriginProtection(), keepAlive: liveKeepAlive, live: map[string]int{}}
 	s.letters = &letters{q: st.DLQ}
 	s.pools = newPoolHistory(s)
+	s.signedOut = newRevocations(cfg, k.revoke)
 	s.services = startstop.NewGroup(startstop.Named{Name: "calls index feed", Service: s.feed},
-		startstop.Named{Name: "pool history", Service: startstop.NewLoop(func(ctx context.Context) { s.pools.run(ctx) })})
+		startstop.Named{Name: "pool history", Service: startstop.NewLoop(func(ctx context.Context) { s.pools.run(ctx) })},
+		startstop.Named{Name: "sign-out watch", Service: startstop.NewLoop(s.signedOut.run)})
 	if s.pages, err = parsePages(); err != nil {
 		return nil, err
 	}
@@ -102,12 +106,12 @@ func New(cfg Config) (*Server, error) {
 var _ startstop.Service = (*Server)(nil)
 
 // Start feeds the calls index (callindex.Feed: a run that fails starts
-// again after a pause) and samples the pools, until Stop. It returns once
-// both run.
+// again after a pause), samples the pools and follows the sign-outs
+// (revocations.go), until Stop. It returns once all three run.
 func (s *Server) Start(ctx context.Context) error { return s.services.Start(ctx) }
 
-// Stop ends the live streams, then the pool history and the calls index's
-// feed, and waits for them (within ctx). A nil Server (the dashboard
+// Stop ends the live streams, then the sign-out watch, the pool history
+// and the calls index's feed, and waits for them (within ctx). A nil Server (the dashboard
 // turned off) does nothing.
 func (s *Server) Stop(ctx context.Context) error {
 	if s == nil {
@@ -141,7 +145,7 @@ func (s *Server) routes() {
 	m.Handle("GET "+Prefix+"/static/", http.StripPrefix(Prefix+"/static/", cacheStatic(http.FileServerFS(static))))
 	m.HandleFunc("GET "+Prefix+"/signin", s.signInPage)
 	m.HandleFunc("POST "+Prefix+"/signin", s.signIn)
-	m.Handle("POST "+Prefix+"/signout", s.action(anyone, s.signOut))
+	m.HandleFunc("POST "+Prefix+"/signout", s.signOut)
 	m.Handle("GET "+Prefix+"/{$}", http.RedirectHandler(Prefix+"/calls", http.StatusFound))
 
 	m.Handle("GET "+Prefix+"/calls", s.page(s.callsPage))
