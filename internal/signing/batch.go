@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -196,14 +195,14 @@ type group struct {
 	statements [][]byte
 	wake       chan struct{} // the leader's: the signature before ended, or the group is full
 	done       chan struct{} // closed: sig and proofs are set
-	sig        []byte
+	sig        string        // base64, as HeaderSignature carries it
 	proofs     [][]byte
 }
 
-// signed is one statement's signature and, when it was signed in a
-// batch, its HeaderBatch value.
+// signed is one statement's signature (base64) and, when it was signed in
+// a batch, its HeaderBatch value.
 type signed struct {
-	sig   []byte
+	sig   string
 	batch string
 }
 
@@ -298,7 +297,7 @@ func (g *group) nudge() {
 func (k *Key) signGroup(g *group) {
 	defer close(g.done)
 	if len(g.statements) == 1 {
-		g.sig = ed25519.Sign(k.priv, g.statements[0])
+		g.sig = base64.StdEncoding.EncodeToString(ed25519.Sign(k.priv, g.statements[0]))
 		return
 	}
 	leaves := make([]digest, len(g.statements))
@@ -306,7 +305,7 @@ func (k *Key) signGroup(g *group) {
 		leaves[i] = leafHash(s)
 	}
 	root, proofs := merkle(leaves)
-	g.sig = ed25519.Sign(k.priv, BatchStatement(len(leaves), root[:]))
+	g.sig = base64.StdEncoding.EncodeToString(ed25519.Sign(k.priv, BatchStatement(len(leaves), root[:])))
 	g.proofs = proofs
 }
 
@@ -314,5 +313,10 @@ func (g *group) result(i int) signed {
 	if g.proofs == nil {
 		return signed{sig: g.sig}
 	}
-	return signed{sig: g.sig, batch: fmt.Sprintf("%d/%d %s", i, len(g.statements), base64.StdEncoding.EncodeToString(g.proofs[i]))}
+	b := make([]byte, 0, 8+base64.StdEncoding.EncodedLen(len(g.proofs[i])))
+	b = strconv.AppendInt(b, int64(i), 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(len(g.statements)), 10)
+	b = append(b, ' ')
+	return signed{sig: g.sig, batch: string(base64.StdEncoding.AppendEncode(b, g.proofs[i]))}
 }

@@ -52,7 +52,7 @@ func (k *Key) Sign(h nats.Header, kind, callID string, attempt int32, payload []
 	}
 	s := k.signStatement(Statement(kind, callID, attempt, payload))
 	h[HeaderSigner] = []string{k.pub}
-	h[HeaderSignature] = []string{base64.StdEncoding.EncodeToString(s.sig)}
+	h[HeaderSignature] = []string{s.sig}
 	if s.batch != "" {
 		h[HeaderBatch] = []string{s.batch}
 	} else {
