@@ -27,6 +27,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatchd"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/toolctl"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
@@ -334,8 +335,8 @@ func (f *faces) toolctlAnswers(key, callID string) []string {
 	var stdout, stderr bytes.Buffer
 	code := toolctl.Run(wctx, []string{"--server", f.base, "--api-key", key, "watch", callID},
 		toolctl.IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
-	if wctx.Err() != nil {
-		return append(out, "watch: streaming") // a visible running call
+	if strings.Contains(stdout.String(), " ACCEPTED") {
+		return append(out, "watch: streaming") // a visible running call, until the deadline
 	}
 	return append(out, fmt.Sprintf("watch: %d %s", code, redacted(stdout.String()+stderr.String(), callID)))
 }
@@ -349,87 +350,134 @@ func (f *faces) everyFace(key string, b *browser, callID, tenant string) map[str
 	}
 }
 
-// The API, the MCP endpoint, the dashboard and toolctl, driven with the
-// same keys against one dispatcher, draw the same tenant line: another
-// tenant's call id — finished, or running as an MCP task — answers on
-// every RPC, page, action and command exactly as an id nobody minted
-// does (NOT_FOUND, byte for byte once the id is replaced), and cancelling
-// it from any face leaves it running; the tenant's admin and its other
-// agents see and cancel it on every face, and the installation key sees it
-// where a face shows several tenants (the dashboard) (issue 28).
-func TestEveryFaceDrawsTheSameTenantLine(t *testing.T) {
-	t.Parallel()
-	f := startFaces(t, nil)
-	ctx := t.Context()
-
-	var done *connect.Response[toolwirev1.CallResponse]
+// taCalls makes the calls of tenant ta the faces test asks about, as
+// a-bot: a finished call (the API's Call) and a running one (an MCP task
+// of sleep), each indexed by the dashboard by the time it returns.
+func (f *faces) taCalls() (done, running string) {
+	t := f.t
+	var c *connect.Response[toolwirev1.CallResponse]
 	require.Eventually(t, func() bool { // the in-process worker's tools reach the registry
 		var err error
-		done, err = f.api.Call(ctx, as("a-bot", &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"hi"}`}))
-		return err == nil && done.Msg.State == toolwirev1.CallState_CALL_STATE_DONE
+		c, err = f.api.Call(t.Context(), as("a-bot", &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"hi"}`}))
+		return err == nil && c.Msg.State == toolwirev1.CallState_CALL_STATE_DONE
 	}, time.Minute, 50*time.Millisecond)
 	task, e := f.mcpRPC("a-bot", "tools/call", "sleep", map[string]any{"name": "sleep", "arguments": map[string]any{"duration": "5m"}}, "")
 	require.Empty(t, e)
 	require.Equal(t, "task", task["resultType"], "%v", task)
-	running := task["taskId"].(string)
+	done, running = c.Msg.CallId, task["taskId"].(string)
 	root := f.signIn("root")
-	for _, id := range []string{done.Msg.CallId, running} {
+	for _, id := range []string{done, running} {
 		require.Eventually(t, func() bool { // the dashboard indexed the call
 			res, _ := root.do(http.MethodGet, "/ui/calls/"+id, nil)
 			return res.StatusCode == http.StatusOK
 		}, time.Minute, 50*time.Millisecond)
 	}
+	return done, running
+}
 
-	outsiders := map[string]*browser{"b-admin": f.signIn("b-admin"), "b-bot": f.signIn("b-bot")}
-	for key, b := range outsiders {
-		madeUp := ulid.Make().String()
-		want := f.everyFace(key, b, madeUp, "ta")
-		t.Logf("%s about a made-up id: %q", key, want)
-		for face, answers := range want {
-			for _, a := range answers {
-				// NOT_FOUND, or (b-bot) the scope an approval or retry needs.
-				require.Regexp(t, `(?i)not.found| 404 |listed false|unknown task|permission_denied| 403 `, a, "%s on %s", key, face)
-				require.NotRegexp(t, `(?i)pending|has not finished|shown true|listed true`, a, "%s on %s", key, face)
-			}
+// outOfReach asserts that every face answers key about each of ids —
+// every RPC, page, action and command, cancel included — exactly as it
+// answers about an id nobody minted (byte for byte once the id is
+// replaced), and that answer is NOT_FOUND (or the scope an action needs).
+func (f *faces) outOfReach(key string, ids ...string) {
+	t := f.t
+	b := f.signIn(key)
+	madeUp := ulid.Make().String()
+	want := f.everyFace(key, b, madeUp, "ta")
+	t.Logf("%s about a made-up id: %q", key, want)
+	for face, answers := range want {
+		for _, a := range answers {
+			// NOT_FOUND, or (a key without the scope) the scope an
+			// approval or retry needs.
+			require.Regexp(t, `(?i)not.found| 404 |listed false|unknown task|permission_denied| 403 `, a, "%s on %s", key, face)
+			require.NotRegexp(t, `(?i)pending|has not finished|shown true|listed true`, a, "%s on %s", key, face)
 		}
-		for _, id := range []string{done.Msg.CallId, running} {
-			require.Equal(t, want, f.everyFace(key, b, id, "ta"), "%s about ta's call", key)
-		}
-		cancels := func(id string) []string {
-			return []string{f.apiCancel(key, id), f.mcpCancel(key, id), b.cancel(id), f.toolctl(key, id, "cancel", id)}
-		}
-		wantCancel := cancels(madeUp)
-		t.Logf("%s cancelling a made-up id: %q", key, wantCancel)
-		require.Equal(t, wantCancel, cancels(done.Msg.CallId))
-		require.Equal(t, wantCancel, cancels(running))
 	}
-	g, err := f.api.GetResult(ctx, as("a-bot", &toolwirev1.GetResultRequest{CallId: running}))
+	for _, id := range ids {
+		require.Equal(t, want, f.everyFace(key, b, id, "ta"), "%s about ta's call", key)
+	}
+	cancels := func(id string) []string {
+		return []string{f.apiCancel(key, id), f.mcpCancel(key, id), b.cancel(id), f.toolctl(key, id, "cancel", id)}
+	}
+	wantCancel := cancels(madeUp)
+	t.Logf("%s cancelling a made-up id: %q", key, wantCancel)
+	for _, id := range ids {
+		require.Equal(t, wantCancel, cancels(id), "%s cancelling ta's call", key)
+	}
+}
+
+// inReach asserts that every face shows key both calls of ta.
+func (f *faces) inReach(key, done, running string) {
+	t := f.t
+	b := f.signIn(key)
+	got := f.everyFace(key, b, done, "ta")
+	require.Contains(t, got["api"], "GetResult CALL_STATE_DONE", key)
+	require.Contains(t, got["mcp"], "resources/read ok true", key)
+	require.Contains(t, got["dashboard"], "call page 200 shown true", key)
+	require.Contains(t, got["dashboard"], "listed true", key)
+	require.Contains(t, got["toolctl"], "get: 0 hi\n", key)
+	got = f.everyFace(key, b, running, "ta")
+	require.Contains(t, got["api"], "GetResult CALL_STATE_PENDING", key)
+	require.Contains(t, got["api"], "Watch events", key)
+	require.Contains(t, got["mcp"], "tasks/get working", key)
+	require.Contains(t, got["dashboard"], "call page 200 shown true", key)
+	require.Contains(t, got["toolctl"], "watch: streaming", key)
+}
+
+// stillRunning asserts that ta's running call was not cancelled, then
+// has ta's admin cancel it from the dashboard.
+func (f *faces) stillRunning(running string) {
+	t := f.t
+	g, err := f.api.GetResult(t.Context(), as("a-bot", &toolwirev1.GetResultRequest{CallId: running}))
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_PENDING, g.Msg.State, "ta's call runs on, uncancelled")
-
-	// Within ta, every key sees both calls, on every face.
-	for _, key := range []string{"a-bot", "a-bot2", "a-admin"} {
-		b := f.signIn(key)
-		got := f.everyFace(key, b, done.Msg.CallId, "ta")
-		require.Contains(t, got["api"], "GetResult CALL_STATE_DONE", key)
-		require.Contains(t, got["mcp"], "resources/read ok true", key)
-		require.Contains(t, got["dashboard"], "call page 200 shown true", key)
-		require.Contains(t, got["dashboard"], "listed true", key)
-		require.Contains(t, got["toolctl"], "get: 0 hi\n", key)
-		got = f.everyFace(key, b, running, "ta")
-		require.Contains(t, got["api"], "GetResult CALL_STATE_PENDING", key)
-		require.Contains(t, got["api"], "Watch events", key)
-		require.Contains(t, got["mcp"], "tasks/get working", key)
-		require.Contains(t, got["dashboard"], "call page 200 shown true", key)
-	}
-	// The installation key sees every tenant on the dashboard; through the
-	// API it acts as its own tenant (ops).
-	require.Equal(t, []string{"call page 200 shown true", "listed true"}, root.answers(done.Msg.CallId, "ta")[:2])
-	require.Contains(t, f.apiAnswers("root", done.Msg.CallId), `GetResult not_found not_found: dispatch: unknown call "ID"`)
-
 	require.Equal(t, "cancel /ui/calls/ID?done=requested", f.signIn("a-admin").cancel(running), "ta's admin cancels it")
-	g, err = f.api.GetResult(ctx, as("a-bot", &toolwirev1.GetResultRequest{CallId: running, Wait: durationpb.New(time.Minute)}))
+	g, err = f.api.GetResult(t.Context(), as("a-bot", &toolwirev1.GetResultRequest{CallId: running, Wait: durationpb.New(time.Minute)}))
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, g.Msg.State)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, g.Msg.Response.GetError().GetType())
+}
+
+// The API, the MCP endpoint, the dashboard and toolctl, driven with the
+// same keys against one dispatcher, draw the same tenant line: another
+// tenant's call id — finished, or running as an MCP task — answers on
+// every RPC, page, action and command exactly as an id nobody minted
+// does (NOT_FOUND, byte for byte once the id is replaced), and cancelling
+// it from any face leaves it running. With the default agent visibility
+// (tenant) every key of the tenant — its agents and its admin — sees
+// both calls on every face, and the installation key sees them where a
+// face shows several tenants (the dashboard; through the API it acts as
+// its own tenant) (issue 28).
+func TestEveryFaceDrawsTheSameTenantLine(t *testing.T) {
+	t.Parallel()
+	f := startFaces(t, nil)
+	done, running := f.taCalls()
+	f.outOfReach("b-admin", done, running)
+	f.outOfReach("b-bot", done, running)
+	for _, key := range []string{"a-bot", "a-bot2", "a-admin"} {
+		f.inReach(key, done, running)
+	}
+	root := f.signIn("root")
+	require.Equal(t, []string{"call page 200 shown true", "listed true"}, root.answers(done, "ta")[:2])
+	require.Contains(t, f.apiAnswers("root", done), `GetResult not_found not_found: dispatch: unknown call "ID"`)
+	f.stillRunning(running)
+}
+
+// With --agent-visibility own, an agent's key sees its own agent's calls
+// only, on every face alike: another agent's call of its tenant answers
+// as a made-up id, as another tenant's does; the tenant's admin (and any
+// key with the admin or approve scope) and the installation key still
+// see the whole tenant (issue 28).
+func TestAgentVisibilityOwnHoldsOnEveryFace(t *testing.T) {
+	t.Parallel()
+	f := startFaces(t, func(rc *dispatchd.RunConfig) { rc.Dispatcher.AgentVisibility = identity.VisibilityOwn })
+	done, running := f.taCalls()
+	f.outOfReach("a-bot2", done, running)
+	f.outOfReach("b-admin", done, running)
+	for _, key := range []string{"a-bot", "a-admin"} {
+		f.inReach(key, done, running)
+	}
+	root := f.signIn("root")
+	require.Equal(t, []string{"call page 200 shown true", "listed true"}, root.answers(done, "ta")[:2])
+	f.stillRunning(running)
 }
