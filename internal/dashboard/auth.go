@@ -111,6 +111,9 @@ type viewer struct {
 	// sees every tenant (identity.InstallationScope, named in the key
 	// file: a tenant's admin is not the installation's).
 	Admin, Approver, Installation bool
+	// Visibility is the installation's agent visibility
+	// (Config.AgentVisibility).
+	Visibility identity.Visibility
 }
 
 // Tenant is the tenant the viewer's pages are limited to; "" = every
@@ -122,16 +125,27 @@ func (v *viewer) Tenant() string {
 	return v.ID.Tenant
 }
 
-// MaySee reports whether the viewer may see a record of tenant
-// (identity.Identity.MaySee): one outside answers as one that does not
-// exist.
-func (v *viewer) MaySee(tenant string) bool { return v.ID.MaySee(tenant) }
+// MaySee reports whether the viewer may see a call that agent of tenant
+// made (identity.Identity.MaySeeCall, under the installation's agent
+// visibility): one outside answers as one that does not exist.
+func (v *viewer) MaySee(tenant, agent string) bool {
+	return v.ID.MaySeeCall(tenant, agent, v.Visibility)
+}
+
+// Agent is the agent the viewer's calls pages are limited to; "" = every
+// agent of the tenants it sees (identity.Identity.SeesEveryAgent).
+func (v *viewer) Agent() string {
+	if v.ID.SeesEveryAgent(v.Visibility) {
+		return ""
+	}
+	return v.ID.Agent
+}
 
 // ReadOnly says the viewer can take no action at all.
 func (v *viewer) ReadOnly() bool { return !v.Admin && !v.Approver }
 
-func newViewer(id identity.Identity, csrf string) *viewer {
-	return &viewer{ID: id, CSRF: csrf,
+func newViewer(id identity.Identity, csrf string, vis identity.Visibility) *viewer {
+	return &viewer{ID: id, CSRF: csrf, Visibility: vis,
 		Admin:        registry.HasScopes(id.Scopes, []string{identity.AdminScope}),
 		Approver:     registry.HasScopes(id.Scopes, []string{approvalflow.ApproveScope}),
 		Installation: id.CrossesTenants()}
@@ -177,7 +191,7 @@ func (s *Server) sessionOf(r *http.Request) (*viewer, error) {
 	if err != nil {
 		return nil, nil
 	}
-	return newViewer(id, s.keys.csrfToken(ss)), nil
+	return newViewer(id, s.keys.csrfToken(ss), s.cfg.AgentVisibility), nil
 }
 
 // unknownSession answers a request whose session cannot be checked now.

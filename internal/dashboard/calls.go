@@ -46,8 +46,8 @@ func (s *Server) releaseLive(v *viewer) {
 const maxFilterBytes = 256
 
 // queryOf reads the calls page's filters from the URL; a viewer without
-// the installation scope sees their own tenant only, whatever the URL
-// says.
+// the installation scope sees their own tenant only, and one limited to
+// its own agent's calls (viewer.Agent) those only, whatever the URL says.
 func queryOf(r *http.Request, v *viewer) (callindex.Query, url.Values, error) {
 	in := r.URL.Query()
 	get := bounded(in.Get)
@@ -55,6 +55,9 @@ func queryOf(r *http.Request, v *viewer) (callindex.Query, url.Values, error) {
 		Outcome: get("outcome"), ErrorType: strings.TrimPrefix(strings.ToUpper(get("error_type")), "ERROR_TYPE_"), Text: get("q")}
 	if t := v.Tenant(); t != "" {
 		q.Tenant = t
+	}
+	if a := v.Agent(); a != "" {
+		q.Agent = a
 	}
 	var err error
 	now := time.Now()
@@ -199,7 +202,7 @@ func (s *Server) callsLive(w http.ResponseWriter, r *http.Request, v *viewer) {
 			if !ok {
 				return
 			}
-			if (id != "" && e.ID != id) || (id == "" && !matches(q, e)) || (q.Tenant != "" && e.Tenant != q.Tenant) {
+			if (id != "" && e.ID != id) || (id == "" && !matches(q, e)) || !v.MaySee(e.Tenant, e.Agent) {
 				continue
 			}
 			row, err := s.renderPartial("calls", "row", e)
@@ -239,7 +242,7 @@ type intentView struct {
 func (s *Server) callPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 	id := r.PathValue("id")
 	e, ok := s.index.Get(id)
-	if !ok || !v.MaySee(e.Tenant) {
+	if !ok || !v.MaySee(e.Tenant, e.Agent) {
 		s.render(w, r, http.StatusNotFound, "error", v, "Not found", "calls",
 			errorData{Status: http.StatusNotFound, Message: fmt.Sprintf("no call %q among the newest calls this dashboard indexes", id)})
 		return
@@ -324,7 +327,7 @@ func (s *Server) letterOf(r *http.Request, e callindex.Entry) uint64 {
 func (s *Server) cancelCall(w http.ResponseWriter, r *http.Request, v *viewer) {
 	id := r.PathValue("id")
 	e, ok := s.index.Get(id)
-	if !ok || !v.MaySee(e.Tenant) {
+	if !ok || !v.MaySee(e.Tenant, e.Agent) {
 		s.refuse(w, r, v, http.StatusNotFound, "no such call")
 		return
 	}
@@ -353,7 +356,7 @@ func (s *Server) cancelCall(w http.ResponseWriter, r *http.Request, v *viewer) {
 func (s *Server) retryCall(w http.ResponseWriter, r *http.Request, v *viewer) {
 	id := r.PathValue("id")
 	e, ok := s.index.Get(id)
-	if !ok || !v.MaySee(e.Tenant) {
+	if !ok || !v.MaySee(e.Tenant, e.Agent) {
 		s.refuse(w, r, v, http.StatusNotFound, "no such call")
 		return
 	}

@@ -25,8 +25,8 @@ func BenchmarkCallsPage1M(b *testing.B) {
 		b.Fatal(err)
 	}
 	s := &Server{index: fx.Index, pages: pages, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	admin := newViewer(identity.Identity{Tenant: "ops", Agent: "ui", Scopes: []string{"*"}}, "token")
-	tenant := newViewer(identity.Identity{Tenant: "tenant-07", Agent: "ui"}, "token")
+	admin := newViewer(identity.Identity{Tenant: "ops", Agent: "ui", Scopes: []string{"*"}}, "token", identity.VisibilityTenant)
+	tenant := newViewer(identity.Identity{Tenant: "tenant-07", Agent: "ui"}, "token", identity.VisibilityTenant)
 	mid := callindextest.Base.Add(callindextest.Calls / 2 * callindextest.Step).Format("2006-01-02T15:04")
 	end := callindextest.Base.Add(callindextest.Calls/2*callindextest.Step + time.Hour).Format("2006-01-02T15:04")
 	kinds := []struct {

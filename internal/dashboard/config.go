@@ -49,6 +49,12 @@ type Config struct {
 	// with {trace_id} where the id goes (e.g.
 	// https://jaeger.example/trace/{trace_id}); "" shows the id only.
 	TraceURL string
+	// AgentVisibility is the installation's setting of which calls of its
+	// tenant a key sees (dispatch.Config.AgentVisibility: give both the
+	// same): identity.VisibilityTenant (default) or identity.VisibilityOwn
+	// (an agent's own calls, on the calls pages, the call pages and dead
+	// letters; the admin and approve scopes see the whole tenant).
+	AgentVisibility identity.Visibility
 	// Logger is the dashboard's (its calls index logs as component
 	// ui-index). Nil = slog.Default().
 	Logger *slog.Logger
@@ -84,6 +90,7 @@ type Streams struct {
 func (c Config) WithDefaults() Config {
 	c.IndexCalls = cmp.Or(c.IndexCalls, callindex.DefaultMax)
 	c.SessionTTL = cmp.Or(c.SessionTTL, DefaultSessionTTL)
+	c.AgentVisibility = cmp.Or(c.AgentVisibility, identity.VisibilityTenant)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
@@ -107,6 +114,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("dashboard: Secret is %d bytes; it must be 32 bytes or more", len(c.Secret))
 	case c.IndexCalls < 0:
 		return fmt.Errorf("dashboard: IndexCalls %d is negative", c.IndexCalls)
+	case c.AgentVisibility.Validate() != nil:
+		return fmt.Errorf("dashboard: AgentVisibility: %w", c.AgentVisibility.Validate())
 	case c.SessionTTL < 0:
 		return fmt.Errorf("dashboard: SessionTTL %s is negative", c.SessionTTL)
 	}

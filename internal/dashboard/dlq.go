@@ -94,7 +94,7 @@ func letterTenant(l *dlq.Letter) string { return l.Record.GetCall().GetCaller().
 // mayView says whether v may see letter l.
 func mayView(v *viewer, l *dlq.Letter) bool {
 	t := letterTenant(l)
-	return v.MaySee(t) || (t == "" && v.Installation)
+	return v.MaySee(t, l.Record.GetCall().GetCaller().GetAgent()) || (t == "" && v.Installation)
 }
 
 // letterRow is one letter as the list shows it (redacted).

@@ -71,12 +71,22 @@
 // What a key may do follows its scopes, as on the API:
 //
 //   - any key sees its own tenant's calls, dead letters, tools and usage
-//     (read-only);
-//   - the admin scope sees every tenant, and may cancel calls, retry dead
-//     letters (one or in bulk) and approve tool definitions;
+//     (read-only); with Config.AgentVisibility identity.VisibilityOwn
+//     only the calls and dead letters its own agent made (the calls
+//     page's agent filter is forced to it), unless it holds the admin or
+//     approve scope;
+//   - the admin scope sees its own tenant, and may cancel calls, retry
+//     dead letters (one or in bulk) of it and approve tool definitions;
+//   - the installation scope (identity.InstallationScope) sees every
+//     tenant;
 //   - the approve scope sees the approval inbox (as ListApprovals: the
 //     dispatcher shows it to approvers only) and may decide approvals
 //     (the dispatcher checks the scope again, and records the approver).
+//
+// Whether a call or dead letter is shown is identity.Identity.MaySeeCall
+// (viewer.MaySee), the rule the dispatcher applies on the API and the MCP
+// endpoint: one outside answers as an id nobody minted does (404, the
+// same text).
 //
 // A read-only key gets 403 on every action, with the scope it lacks named.
 //

@@ -21,6 +21,7 @@ func (a *admission) publishStep(ctx context.Context) verdict {
 	d := a.d
 	d.limitGate.Hold(a.ticket)
 	d.tools.put(toolKey(a.id.Tenant, a.callID), a.call.GetTool()) // whose results its GetResult, Watch and Cancel believe (callTool)
+	d.owners.put(toolKey(a.id.Tenant, a.callID), a.id.Agent)      // who may see it (reaches)
 	v := a.publish(ctx)
 	if v == refuse {
 		d.limitGate.Unhold(a.callID)

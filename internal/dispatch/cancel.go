@@ -18,12 +18,19 @@ import (
 // TTL) that workers check before starting and watch while running. A call
 // parked for approval is ended at once: its approval is denied (by the
 // cancelling agent) and it is answered CANCELLED.
-// Cancelling twice, after completion or an unknown id changes nothing.
+// Cancelling twice, after completion or an unknown id changes nothing; a
+// call the caller may not see (Config.AgentVisibility) is an unknown id.
 func (d *Dispatcher) Cancel(ctx context.Context, id identity.Identity, callID, reason string) (toolwirev1.CancelOutcome, error) {
 	if err := identity.CheckTenant(id); err != nil {
 		return 0, err
 	}
 	if _, err := ulid.ParseStrict(callID); err != nil {
+		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_UNKNOWN_CALL, nil
+	}
+	switch ok, err := d.reaches(ctx, id, callID); {
+	case err != nil:
+		return 0, err
+	case !ok:
 		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_UNKNOWN_CALL, nil
 	}
 	tool, err := d.callTool(ctx, id.Tenant, callID)

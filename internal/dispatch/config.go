@@ -14,6 +14,7 @@ import (
 	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/maintenance"
 	"github.com/toolwire/toolwire/internal/signing"
 	"github.com/toolwire/toolwire/internal/telemetry"
@@ -38,6 +39,13 @@ type Config struct {
 	// nonces are kept (per-key TTL in the approvals bucket), for the
 	// audit. Default: the bus's CallsMaxAge (the calls' audit horizon).
 	ApprovalRetention time.Duration
+	// AgentVisibility is which calls of its tenant a key sees on GetResult,
+	// GetOutput, Watch, Cancel and ApplyIntents (and the MCP endpoint and
+	// toolctl, which use them): identity.VisibilityTenant (the default:
+	// every call of the tenant) or identity.VisibilityOwn (an agent's own
+	// calls; the admin and approve scopes see the whole tenant). A call
+	// outside answers as a made-up id (identity.Identity.MaySeeCall).
+	AgentVisibility identity.Visibility
 	// ApprovalSweep is how often each replica expires the approvals past
 	// their TTL and finishes decisions a stopped replica left unpublished
 	// (internal/approvalflow). Default 2s.
@@ -207,6 +215,7 @@ func (c Config) WithDefaults() Config {
 	c.ApprovalTTL = cmp.Or(c.ApprovalTTL, approvalflow.DefaultTTL)
 	c.GrantTTL = cmp.Or(c.GrantTTL, approvalflow.DefaultGrantTTL)
 	c.ApprovalSweep = cmp.Or(c.ApprovalSweep, approvalflow.DefaultSweep)
+	c.AgentVisibility = cmp.Or(c.AgentVisibility, identity.VisibilityTenant)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
@@ -236,6 +245,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("dispatch: WatchGrace %s must not be negative", c.WatchGrace)
 	case c.MaxWatchesPerCaller < -1:
 		return fmt.Errorf("dispatch: MaxWatchesPerCaller %d must be positive or -1", c.MaxWatchesPerCaller)
+	case c.AgentVisibility.Validate() != nil:
+		return fmt.Errorf("dispatch: AgentVisibility: %w", c.AgentVisibility.Validate())
 	case c.MaxWaitingPerCaller < -1:
 		return fmt.Errorf("dispatch: MaxWaitingPerCaller %d must be positive or -1", c.MaxWaitingPerCaller)
 	case c.MaxBacklog < -1:

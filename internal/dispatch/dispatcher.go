@@ -41,6 +41,8 @@ type Dispatcher struct {
 
 	// tools remembers the tool of calls looked up (callTool).
 	tools callTools
+	// owners remembers the agent that made calls looked up (callAgent).
+	owners callTools
 
 	// recheck asks for a look at every waiter's stored result: the
 	// results consumer failed, or a result could not be checked.

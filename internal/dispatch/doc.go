@@ -30,6 +30,19 @@
 // (identity.CheckTenant, identity.ErrBadTenant) before anything is
 // recorded.
 //
+// A caller reaches the calls of its own tenant only: every record is read
+// on the tenant's subjects and keys. Within the tenant, Config.
+// AgentVisibility decides (identity.Identity.MaySeeCall, the rule every
+// face applies): under identity.VisibilityOwn, GetResult (and GetOutput
+// and ApplyIntents through it), Watch and Cancel first look up the agent
+// that made the call (reach.go: this replica's memory of the calls it
+// published, the stored call or its approval record, or the REJECTED
+// event of a call refused at admission — records only dispatchers
+// write) and answer a call of another agent exactly as a made-up id
+// (UNKNOWN, ErrUnknownCall, CANCEL_OUTCOME_UNKNOWN_CALL); keys with the
+// admin or approve scope, and the default identity.VisibilityTenant, need
+// no look-up.
+//
 // # Admission
 //
 // Admission is a per-call value and an ordered list of steps

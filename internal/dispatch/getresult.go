@@ -16,7 +16,8 @@ import (
 )
 
 // GetResult returns the result of callID for the caller's tenant, waiting
-// up to wait for a pending call. Any replica answers for any call. A wait
+// up to wait for a pending call; a call the caller may not see
+// (Config.AgentVisibility) is UNKNOWN, as a made-up id is. Any replica answers for any call. A wait
 // counts against Config.MaxWaitingPerCaller (ErrTooManyWaiting).
 func (d *Dispatcher) GetResult(ctx context.Context, id identity.Identity, callID string, wait time.Duration) (*toolwirev1.GetResultResponse, error) {
 	if err := identity.CheckTenant(id); err != nil {
@@ -27,6 +28,9 @@ func (d *Dispatcher) GetResult(ctx context.Context, id identity.Identity, callID
 			return nil, err
 		}
 		defer d.caps.release(capWaiting, id)
+	}
+	if ok, err := d.reaches(ctx, id, callID); err != nil || !ok {
+		return stateOnly(callID, toolwirev1.CallState_CALL_STATE_UNKNOWN), err
 	}
 	return d.getResult(ctx, resultQuery{id: id, callID: callID, wait: wait})
 }

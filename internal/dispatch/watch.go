@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +25,8 @@ var ErrUnknownCall = errors.New("dispatch: unknown call")
 // replica admitted it — and ends with a FINISHED event carrying the
 // terminal response, or with a REJECTED event. It returns when the call
 // finished, ctx ended or send failed; ErrUnknownCall for an id with no
-// record (one minted in the last 10s gets Config.WatchGrace to show one);
+// record (one minted in the last 10s gets Config.WatchGrace to show one)
+// and for a call the caller may not see (Config.AgentVisibility);
 // ErrTooManyWatches when the caller already has
 // Config.MaxWatchesPerCaller Watches open here.
 func (d *Dispatcher) Watch(ctx context.Context, id identity.Identity, callID string, send func(*toolwirev1.CallEvent) error) error {
@@ -38,6 +40,9 @@ func (d *Dispatcher) Watch(ctx context.Context, id identity.Identity, callID str
 		return err
 	}
 	defer d.caps.release(capWatch, id)
+	if ok, err := d.reaches(ctx, id, callID); err != nil || !ok {
+		return cmp.Or(err, ErrUnknownCall)
+	}
 	tool, err := d.callTool(ctx, id.Tenant, callID)
 	if err != nil {
 		return err

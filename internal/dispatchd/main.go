@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/cliflag"
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
@@ -100,6 +101,10 @@ func defineFlags(fs *flag.FlagSet, rc *RunConfig, logLevel, sync *string) {
 	fs.StringVar(&rc.NATSEncryptionKey, "nats-encryption-key", "", "encrypt the embedded store at rest with the key in file:/path or env:NAME (never the key itself)")
 	fs.StringVar(&rc.NATSEncryptionCipher, "nats-encryption-cipher", "", "cipher of --nats-encryption-key: chacha (default) or aes")
 	fs.StringVar(&rc.APIKeysFile, "api-keys", "", "API key file (YAML); empty = open access as the default tenant")
+	fs.Func("agent-visibility", "which calls of its tenant a key sees, on every face: tenant (every call of the tenant; the default) or own (its own agent's calls; keys with the admin or approve scope see the whole tenant)", func(v string) error {
+		rc.Dispatcher.AgentVisibility = identity.Visibility(v)
+		return rc.Dispatcher.AgentVisibility.Validate()
+	})
 	fs.DurationVar(&rc.MCPTaskAfter, "mcp-task-after", time.Second, "how long a tools/call of an MCP client that declared the Tasks extension waits for the result before it is answered as a task (docs/mcp.md, \"Tasks\")")
 	fs.Func("mcp-public-url", "the MCP endpoint's origin as clients reach it (scheme://host[:port], e.g. behind a TLS proxy), named in its OAuth protected resource metadata; empty = as each request reached it", func(v string) error {
 		u, err := url.Parse(v)

@@ -648,7 +648,7 @@ func newDashboard(ctx context.Context, rc RunConfig, p parts) (*dashboard.Server
 	ui, err := dashboard.New(dashboard.Config{Core: p.d, Approvals: p.d.Approvals(), Auth: p.auth, Registry: p.reg, Secret: secret,
 		Streams: dashboard.Streams{Calls: p.b.Calls, Results: p.b.Results, Registry: p.b.Registry, Subjects: p.b.Subjects, Audit: src, DLQ: q,
 			Revocations: p.b.Revocations, Conn: p.b.NC},
-		IndexCalls: rc.UIIndexCalls, TraceURL: rc.UITraceURL, Logger: p.log.With("component", "ui")})
+		IndexCalls: rc.UIIndexCalls, TraceURL: rc.UITraceURL, AgentVisibility: p.d.Config().AgentVisibility, Logger: p.log.With("component", "ui")})
 	if err != nil {
 		return nil, err
 	}

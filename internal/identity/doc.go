@@ -17,6 +17,18 @@
 // Caller is the identity plus the session, user, run and turn the request
 // names.
 //
+// # One boundary
+//
+// Identity.MaySeeCall decides whether a key may see a call, on every face
+// (the dispatcher core answers the API, the MCP endpoint and toolctl; the
+// dashboard asks it for its pages): the call's tenant must be the key's
+// (MaySee), unless the key holds InstallationScope, which is never implied
+// by "*"; within the tenant the installation's Visibility decides —
+// VisibilityTenant (the default) shows every call of the tenant,
+// VisibilityOwn only the calls the key's own agent made, except to keys
+// with the admin or approve scope ("*" holds both) or InstallationScope
+// (SeesEveryAgent). A call outside answers as a made-up id.
+//
 // It holds no state beyond the key set: every face (the Connect API, the
 // MCP endpoint, the dashboard) authenticates with the same Authenticator,
 // so one key means one caller everywhere.

@@ -52,6 +52,52 @@ func (id Identity) MaySee(tenant string) bool {
 	return tenant != "" && (tenant == id.Tenant || id.CrossesTenants())
 }
 
+// Visibility is the installation's setting of which calls of its own
+// tenant an agent's key sees (MaySeeCall): VisibilityTenant (the
+// default) or VisibilityOwn.
+type Visibility string
+
+const (
+	// VisibilityTenant: every key sees every call of its tenant, whichever
+	// agent made it.
+	VisibilityTenant Visibility = "tenant"
+	// VisibilityOwn: a key sees the calls its own agent made; keys with
+	// the admin or approve scope ("*" holds both) see the whole tenant,
+	// and InstallationScope every tenant.
+	VisibilityOwn Visibility = "own"
+)
+
+// approveScope is approvalflow.ApproveScope (a test keeps them equal):
+// an approver decides on any call of the tenant, so it sees them all.
+const approveScope = "approve"
+
+// Validate refuses a Visibility that is neither VisibilityTenant nor
+// VisibilityOwn ("" is VisibilityTenant).
+func (v Visibility) Validate() error {
+	switch v {
+	case "", VisibilityTenant, VisibilityOwn:
+		return nil
+	}
+	return fmt.Errorf("identity: agent visibility %q: want %q or %q", string(v), VisibilityTenant, VisibilityOwn)
+}
+
+// SeesEveryAgent reports whether id sees the calls of every agent of the
+// tenants it may see under v: always under VisibilityTenant; under
+// VisibilityOwn with the admin or approve scope ("*" holds both) or
+// InstallationScope.
+func (id Identity) SeesEveryAgent(v Visibility) bool {
+	return v != VisibilityOwn || id.CrossesTenants() ||
+		slices.ContainsFunc(id.Scopes, func(s string) bool { return s == "*" || s == AdminScope || s == approveScope })
+}
+
+// MaySeeCall reports whether id may see, under v, a call that agent of
+// tenant made: the one boundary of calls every face draws (the dispatcher
+// core for the API, the MCP endpoint and toolctl, the dashboard for its
+// pages). A call outside it answers as one that does not exist.
+func (id Identity) MaySeeCall(tenant, agent string, v Visibility) bool {
+	return id.MaySee(tenant) && (id.SeesEveryAgent(v) || (agent != "" && agent == id.Agent))
+}
+
 type identityKey struct{}
 
 // With returns ctx carrying id.

@@ -115,7 +115,10 @@
 // request of the call it is at has one, the answering call is submitted
 // with the asking call's id as its idempotency key, so that replicas
 // racing on it submit one. A task without a record (expired, or another
-// tenant's: the tenant is in the key) is unknown (-32602).
+// tenant's: the tenant is in the key) is unknown (-32602), and so is a
+// task whose call the caller may not see (another agent's, under the
+// dispatcher's AgentVisibility own: its GetResult answers UNKNOWN),
+// checked before tasks/update or tasks/cancel change anything.
 //
 // A task's record holds no secret argument. When the tool's schema marks
 // an argument secret, the record keeps the arguments as ShownArguments

@@ -339,6 +339,15 @@ func (s *Server) task(ctx context.Context, id identity.Identity, method string, 
 		// tenant's task is unknown here.
 		return nil, unknownTask(p.TaskID)
 	}
+	if method != "tasks/get" {
+		// Before the record is changed or a call submitted for it: a task
+		// whose call the caller may not see (another agent's, under the
+		// dispatcher's AgentVisibility) is unknown here (tasks/get asks in
+		// advance).
+		if _, err := s.state(ctx, id, p.TaskID, rec.Call); err != nil {
+			return nil, err
+		}
+	}
 	switch method {
 	case "tasks/update":
 		changed := false
