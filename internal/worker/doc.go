@@ -19,9 +19,7 @@
 // grant only if the grant exists and covers it; a call of a tool that
 // requires approval that names neither never runs — each refused
 // CONFIRMATION_REQUIRED and dead-lettered; a bucket that cannot be read
-// is read again, see Holding a call) → for a call that names an approval
-// or a grant, the policy in force now (see The policy check) → on a
-// redelivery, or a first
+// is read again, see Holding a call) → on a redelivery, or a first
 // delivery of a call accepted more than a minute ago (the overdue sweeper
 // may have answered it while it waited), an existing result is
 // acknowledged without running, and a non-idempotent call
@@ -30,8 +28,10 @@
 // tombstone (checked
 // after registering for cancellation, so no cancel is missed) →
 // schedule-to-start and schedule-to-close deadlines (EXPIRED, never
-// executed late) → attempts, each under its start-to-close timeout, its
-// tool heartbeat timeout and the call deadline, with InProgress heartbeats
+// executed late) → for a call that names an approval or a grant, the
+// policy in force now (The policy check) → attempts, each under its
+// start-to-close timeout, its tool heartbeat timeout and the call
+// deadline, with InProgress heartbeats
 // every AckWait/3 → redaction of the values of secret arguments (see
 // below) → the after-hooks the call names, run by a dispatcher (see
 // After-hooks) → the response, cut to the tool's output limits and the inline
@@ -245,8 +245,11 @@
 // Deny wins at every moment, also over a person's decision taken under
 // an older policy (docs/policy.md, "Guarantees"). A call that names an
 // approval or a grant — approved, redeemed or admitted under the policy
-// in force then — is decided again before it runs (policycheck.go), after
-// the approval check: the policy in force for the call's tenant now
+// in force then — is decided again right before its attempts
+// (policycheck.go; after the approval check, the lookups of a
+// redelivery, the cancel tombstone and the deadlines, so a redelivery
+// that has its result or whose earlier attempt's outcome is unknown is
+// answered as such): the policy in force for the call's tenant now
 // (its own document, else the installation's), read from the policies
 // bucket's leader (policystore.Reader: one or two reads by key; each
 // document parsed, its CEL compiled, once per version and kept), decides
@@ -255,8 +258,9 @@
 // turns a deny into an allow). Only the deny decision is taken: no ask,
 // no limit, no hook, which were admission's. A deny — a deny rule, or a
 // layer whose default is deny — is answered PERMISSION_DENIED naming the
-// rule's reason, the policy version and the rule's id, dead-lettered and
-// terminated, never run; Stats.PolicyRefusals counts them. This closes
+// rule's reason, the policy version and the rule's id (side effects as
+// an earlier attempt may have left them: NONE when none ran),
+// dead-lettered and terminated, never run; Stats.PolicyRefusals counts them. This closes
 // the window between an approval (or a grant's admission) and the run: a
 // call queued behind others, redelivered after a crash, or waiting for a
 // pool without workers while a deny rule is applied.
@@ -390,7 +394,7 @@
 // value per delivered message holds what every step needs (the message,
 // the call, the spec served, the pool, its slot, the timing of the
 // attempt), and its methods are the steps — decode, precheck, register,
-// recheck, gate, attempt, decide. Each step either leaves the call to the
+// recheck, gate, checkPolicy, attempt, decide. Each step either leaves the call to the
 // next one or decides an outcome, which settle.go carries out: ack (after
 // publishing the answer), nak, hand back, term or a retry schedule.
 // retry.go runs the attempts under the retry policy; execute.go runs one

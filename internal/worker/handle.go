@@ -106,6 +106,9 @@ func (d *delivery) handle() {
 		o = d.gate()
 	}
 	if !o.decided() {
+		o = d.checkPolicy()
+	}
+	if !o.decided() {
 		o = d.attempts()
 	}
 	d.settle(o)
@@ -151,9 +154,9 @@ func (d *delivery) decode() outcome {
 // rolling upgrade): the call is handed back, and refused only on its last
 // delivery. What admission checked is checked again, since a call can
 // arrive without passing a dispatcher: its arguments
-// (registry.CheckArgs, admission's check) and approval (checkApproval);
-// and, for a call that carries an approval or a grant, that the policy in
-// force now does not deny it (checkPolicy).
+// (registry.CheckArgs, admission's check) and approval (checkApproval).
+// Whether the policy in force denies it now is decided last, right before
+// it runs (checkPolicy).
 func (d *delivery) precheck() outcome {
 	call := d.call
 	ent, ok := (*d.w.specs.Load())[call.Tool]
@@ -169,9 +172,6 @@ func (d *delivery) precheck() outcome {
 		return refusal(te)
 	}
 	if o := d.checkApproval(ent.Spec); o.decided() {
-		return o
-	}
-	if o := d.checkPolicy(ent.Spec); o.decided() {
 		return o
 	}
 	d.spec = ent.Spec

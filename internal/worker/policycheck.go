@@ -10,19 +10,21 @@ import (
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
-// checkPolicy is the policy step, after the approval step: deny wins at
-// every moment, also over a person's decision taken under an older
-// policy. A call that carries an approval or a grant — admitted, or
-// approved, under the policy in force then — runs only if the policy in
-// force now, read from the policies bucket's leader
-// (policystore.Reader), does not deny it; otherwise it is refused
-// PERMISSION_DENIED, naming the rule (answered, dead-lettered,
+// checkPolicy is the policy step, the last before the attempts (after
+// gate: a redelivery that has its result, or whose earlier attempt's
+// outcome is unknown, is answered as such first): deny wins at every
+// moment, also over a person's decision taken under an older policy. A
+// call that carries an approval or a grant — admitted, or approved,
+// under the policy in force then — runs only if the policy in force now,
+// read from the policies bucket's leader (policystore.Reader), does not
+// deny it; otherwise it is refused PERMISSION_DENIED, naming the rule
+// (answered, with what an earlier attempt may have done; dead-lettered;
 // terminated), never run. Only the deny decision is taken: no ask, no
 // limit, no hook (those are admission's, and were taken). A policy that
 // cannot be read or loaded is read again while the delivery holds the
 // call (persist), never run unchecked. Other calls cost nothing here.
-func (d *delivery) checkPolicy(spec *toolwirev1.ToolSpec) outcome {
-	call := d.call
+func (d *delivery) checkPolicy() outcome {
+	call, spec := d.call, d.spec
 	if call.ApprovalId == "" && call.GrantId == "" {
 		return outcome{}
 	}
@@ -44,6 +46,7 @@ func (d *delivery) checkPolicy(spec *toolwirev1.ToolSpec) outcome {
 		d.log().Info("the policy in force denies a call that carries an approval or a grant; not running it", "why", why)
 		te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
 			fmt.Sprintf("the worker's policy check refused this call of %q: the policy in force denies it: %s", call.Tool, why))
+		te.PartialSideEffects = sideEffectsOf(d.prev)
 		te.Suggestion = "do not retry this call as it is: the policy changed after it was approved or granted; an administrator can explain the decision with `toolctl policy explain`"
 		return refusal(te)
 	}
