@@ -46,7 +46,8 @@ func refused(format string, a ...any) error { return &RefusedError{Reason: fmt.S
 //
 // A call naming neither, of a tool that does not require approval, costs
 // nothing: there is nothing to check (a policy's ask rules are the
-// dispatcher's; workers hold no policy).
+// dispatcher's). Whether the policy in force now denies a call that
+// passes is the worker's next step (internal/worker, "The policy check").
 func CheckCall(ctx context.Context, b *bus.Bus, spec *toolwirev1.ToolSpec, call *toolwirev1.ToolCall, now time.Time) error {
 	tenant := call.GetCaller().GetTenant()
 	switch {

@@ -94,10 +94,11 @@
 // id); a dead letter retried as a new call does not (a new id: approvals
 // are once). The binding expires with the call's schedule-to-close
 // deadline, or, without one, the dispatcher's ApprovalTTL after the
-// approval: a retry after that is refused. Workers hold no policy, so an
-// ask that came from a policy rule (not from requires_approval) is not
-// re-checked for a call that names nothing; worker credentials cannot
-// publish calls.
+// approval: a retry after that is refused. The worker reads the policy
+// only for a call that names an approval or a grant, and only to refuse
+// what it now denies (internal/worker, "The policy check"), so an ask that
+// came from a policy rule (not from requires_approval) is not re-checked
+// for a call that names nothing; worker credentials cannot publish calls.
 //
 // # Listing
 //

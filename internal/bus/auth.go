@@ -130,6 +130,11 @@ func workerPermissions(c Config) Permissions {
 		// just made "pending"), for the re-check before executing (never
 		// written).
 		jsAPI+"STREAM.MSG.GET."+kvStream(c.ApprovalsBucket()),
+		// The policies in force (records and documents): read by key from
+		// the bucket's leader for the pre-run policy check of a call that
+		// carries an approval or a grant (policystore.Reader; never
+		// written, and no watch: no consumer).
+		jsAPI+"STREAM.MSG.GET."+kvStream(c.PoliciesBucket()),
 		// A call's after-hooks, run by a dispatcher (AfterHookSubject).
 		AfterHookSubject(c),
 		// Outputs over the inline limit: chunks and meta written, meta read.

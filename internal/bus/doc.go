@@ -284,7 +284,10 @@
 //     result and events, publish results, events, dead letters and retry
 //     schedules, read and watch cancel tombstones, read the registry
 //     bucket (never write, roll up or purge it: it announces its tools to
-//     the dispatchers on RegistrySubject, which write them), write blobs.
+//     the dispatchers on RegistrySubject, which write them), read approval
+//     records, nonces, grants and the policies in force by key from their
+//     buckets' leaders (the re-checks before a call runs; never written,
+//     never watched), write blobs.
 //   - RoleOperator: see the layout's metadata (stream and consumer info,
 //     the account's stream names: the nats CLI's stream and consumer
 //     listings), read CALLS, RESULTS, EVENTS, DLQ and the registry (Scans

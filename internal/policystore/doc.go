@@ -1,7 +1,8 @@
 // Package policystore stores policy documents (internal/policy) in the
 // policies KV bucket (bus.Bus.Policies), versioned by content hash, and
 // keeps the ones in force in every dispatcher (Holder, the dispatcher's
-// dispatch.PolicySource).
+// dispatch.PolicySource); a worker reads the one in force when it needs
+// it (Reader).
 //
 // # Scopes and keys
 //
@@ -140,6 +141,20 @@
 // an apply that a concurrent one replaced does not wait in vain
 // (ErrSuperseded). ApplyPolicy answers in_force false when its replica
 // did not have the version in force within 5 s.
+//
+// # Reader
+//
+// A Reader (reader.go) is the worker's view, for its pre-run policy check
+// (internal/worker, "The policy check"): For reads the tenant's in-force
+// record, else the installation's, from the bucket's leader at the moment
+// it is asked, and the document it names, parsed once per version and
+// kept (at most 64 versions). It runs no watch, so it needs no consumer
+// on the bucket (the worker's credentials read the bucket by key and
+// nothing else), and it sees every apply or remove that has returned,
+// with no propagation lag. Where a Holder falls back to the last good
+// document or the policy-unavailable stand-in, For answers an error: a
+// read that failed, or ErrUnavailable (an undecodable record, a document
+// missing or that does not parse); its caller decides nothing meanwhile.
 //
 // # Propagation
 //

@@ -28,8 +28,10 @@
 // tombstone (checked
 // after registering for cancellation, so no cancel is missed) →
 // schedule-to-start and schedule-to-close deadlines (EXPIRED, never
-// executed late) → attempts, each under its start-to-close timeout, its
-// tool heartbeat timeout and the call deadline, with InProgress heartbeats
+// executed late) → for a call that names an approval or a grant, the
+// policy in force now (The policy check) → attempts, each under its
+// start-to-close timeout, its tool heartbeat timeout and the call
+// deadline, with InProgress heartbeats
 // every AckWait/3 → redaction of the values of secret arguments (see
 // below) → the after-hooks the call names, run by a dispatcher (see
 // After-hooks) → the response, cut to the tool's output limits and the inline
@@ -122,10 +124,10 @@
 //
 // A delivery whose server steps fail — the lookups of a redelivery (the
 // result, the last attempt event), the cancel tombstone, the approval
-// record, the STARTED event and its read-back, the result — keeps its
-// message instead of handing it back: a nak would spend one of the
-// deliveries the pool's MaxDeliver allows (during a partition, calls
-// spent all of theirs on failed lookups and were dropped). Its
+// record, the policy in force, the STARTED event and its read-back, the
+// result — keeps its message instead of handing it back: a nak would
+// spend one of the deliveries the pool's MaxDeliver allows (during a
+// partition, calls spent all of theirs on failed lookups and were dropped). Its
 // heartbeats (InProgress every AckWait/3) go on, as during an execution,
 // and the step is tried again after 250 ms, doubling to 5 s (hold.go),
 // until it succeeds; until the call's schedule-to-close deadline passes,
@@ -238,11 +240,53 @@
 // another's (a stale delivery's, a dispatcher's answer to an overdue
 // call); either is kept, and the log says which.
 //
+// # The policy check
+//
+// Deny wins at every moment, also over a person's decision taken under
+// an older policy (docs/policy.md, "Guarantees"). A call that names an
+// approval or a grant — approved, redeemed or admitted under the policy
+// in force then — is decided again right before its attempts
+// (policycheck.go; after the approval check, the lookups of a
+// redelivery, the cancel tombstone and the deadlines, so a redelivery
+// that has its result or whose earlier attempt's outcome is unknown is
+// answered as such): the policy in force for the call's tenant now
+// (its own document, else the installation's), read from the policies
+// bucket's leader (policystore.Reader: one or two reads by key; each
+// document parsed, its CEL compiled, once per version and kept), decides
+// the call as the dispatcher's re-check on approve does (the tool spec
+// served, the arguments, the caller; no approval or grant, since none
+// turns a deny into an allow). Only the deny decision is taken: no ask,
+// no limit, no hook, which were admission's. A deny — a deny rule, or a
+// layer whose default is deny — is answered PERMISSION_DENIED naming the
+// rule's reason, the policy version and the rule's id (side effects as
+// an earlier attempt may have left them: NONE when none ran),
+// dead-lettered and terminated, never run; Stats.PolicyRefusals counts them. This closes
+// the window between an approval (or a grant's admission) and the run: a
+// call queued behind others, redelivered after a crash, or waiting for a
+// pool without workers while a deny rule is applied.
+//
+// Reading from the leader, rather than holding the documents through a
+// watch as dispatchers do, sees every apply that has returned, with no
+// propagation lag, and needs no consumer on the bucket (a worker's
+// credentials may create none there: internal/bus, "Permissions"; they
+// read the bucket by key, nothing else). The cost is a round trip or two
+// per call that carries an approval or a grant, next to the approval
+// check's own reads. Calls that carry neither are not decided again: the
+// rules decided them at admission, and a read per call would cost every
+// call of the hot path a round trip; a plain call queued before a deny
+// rule still runs. A policy that cannot be read (no leader, no answer) or
+// loaded (a record that does not decode, a document missing or that does
+// not parse: policystore.ErrUnavailable) fails closed: the delivery holds
+// the call and reads again, as any lookup (Holding a call), logged at warn
+// once ("policy lookup failed; holding the call"), until it is read, the
+// call's deadline passes (EXPIRED) or the worker stops (handed back).
+// Applying the document again repairs a missing one.
+//
 // # Refused calls
 //
 // A call that fails the checks above is answered (an error response,
-// VALIDATION, NOT_FOUND or CONFIRMATION_REQUIRED, not retryable, side
-// effects NONE), dead-lettered and terminated. Two are not answered: a
+// VALIDATION, NOT_FOUND, CONFIRMATION_REQUIRED or PERMISSION_DENIED, not
+// retryable, side effects NONE), dead-lettered and terminated. Two are not answered: a
 // call whose subject names another tenant than its payload, and a call
 // whose tenant is no valid name (never mapped to a token: a.b would be
 // answered as a_b). They are dead-lettered (VALIDATION; the second raw,
@@ -350,7 +394,7 @@
 // value per delivered message holds what every step needs (the message,
 // the call, the spec served, the pool, its slot, the timing of the
 // attempt), and its methods are the steps — decode, precheck, register,
-// recheck, gate, attempt, decide. Each step either leaves the call to the
+// recheck, gate, checkPolicy, attempt, decide. Each step either leaves the call to the
 // next one or decides an outcome, which settle.go carries out: ack (after
 // publishing the answer), nak, hand back, term or a retry schedule.
 // retry.go runs the attempts under the retry policy; execute.go runs one
@@ -359,7 +403,7 @@
 // server step fails), events.go (attempt events), claim.go (the STARTED
 // claim, and the attempts left unrun), cancel.go (tombstones, and the registrations of running
 // calls), watchdog.go, heartbeat.go, runners.go, truncate.go (Output),
-// redact.go, observe.go (metrics and spans), guard.go (pool consumers
+// redact.go, policycheck.go (The policy check), observe.go (metrics and spans), guard.go (pool consumers
 // put back), decode.go (the checks;
 // the arguments' is registry.CheckArgs), and worker.go (start, fetch, stop).
 package worker

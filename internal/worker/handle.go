@@ -106,6 +106,9 @@ func (d *delivery) handle() {
 		o = d.gate()
 	}
 	if !o.decided() {
+		o = d.checkPolicy()
+	}
+	if !o.decided() {
 		o = d.attempts()
 	}
 	d.settle(o)
@@ -152,6 +155,8 @@ func (d *delivery) decode() outcome {
 // delivery. What admission checked is checked again, since a call can
 // arrive without passing a dispatcher: its arguments
 // (registry.CheckArgs, admission's check) and approval (checkApproval).
+// Whether the policy in force denies it now is decided last, right before
+// it runs (checkPolicy).
 func (d *delivery) precheck() outcome {
 	call := d.call
 	ent, ok := (*d.w.specs.Load())[call.Tool]

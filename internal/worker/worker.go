@@ -17,6 +17,7 @@ import (
 	"github.com/toolwire/toolwire/internal/executors"
 	"github.com/toolwire/toolwire/internal/executors/observed"
 	"github.com/toolwire/toolwire/internal/intents"
+	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/startstop"
 	"github.com/toolwire/toolwire/internal/telemetry"
@@ -83,6 +84,9 @@ type Worker struct {
 	claimed       map[string]string
 	delayedEvents *delayed.Queue
 	stats         stats
+	// policies reads the policy in force for the pre-run policy check
+	// (policycheck.go).
+	policies *policystore.Reader
 
 	// tracer is nil when tracing is off; metrics always exist.
 	tracer  trace.Tracer
@@ -109,6 +113,7 @@ type stats struct {
 	claimsLost       atomic.Int64
 	badIntents       atomic.Int64
 	approvalRefusals atomic.Int64
+	policyRefusals   atomic.Int64
 }
 
 // Stats is a snapshot of a worker's counters.
@@ -146,6 +151,10 @@ type Stats struct {
 	// ApprovalRefusals counts calls the approval re-check refused (no
 	// approval or grant covers them: CONFIRMATION_REQUIRED, dead letter).
 	ApprovalRefusals int64
+	// PolicyRefusals counts calls carrying an approval or a grant that
+	// the policy in force denied before they ran (PERMISSION_DENIED, dead
+	// letter; policycheck.go).
+	PolicyRefusals int64
 	// InFlight is the number of calls being handled now.
 	InFlight int64
 }
@@ -155,7 +164,7 @@ func (w *Worker) Stats() Stats {
 	return Stats{Executed: w.executed.Load(), Retries: w.stats.retries.Load(), Abandoned: w.stats.abandoned.Load(),
 		UnknownOutcomes: w.stats.unknownOutcomes.Load(), NotStarted: w.stats.notStarted.Load(), Held: w.stats.held.Load(), Awaited: w.stats.awaited.Load(),
 		ClaimsLost: w.stats.claimsLost.Load(), IntentViolations: w.stats.badIntents.Load(),
-		ApprovalRefusals: w.stats.approvalRefusals.Load(), InFlight: w.inflight.Load()}
+		ApprovalRefusals: w.stats.approvalRefusals.Load(), PolicyRefusals: w.stats.policyRefusals.Load(), InFlight: w.inflight.Load()}
 }
 
 // New returns a Worker; it does nothing until Start.
@@ -175,6 +184,7 @@ func New(b *bus.Bus, cfg Config) (*Worker, error) {
 		gaps: map[toolwirev1.ExecutorType][]string{}, declared: map[string]declaredPool{}, foreign: map[string]string{}, checkNow: make(chan struct{}, 1), tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics,
 		executors: make(map[toolwirev1.ExecutorType]executors.Executor, len(cfg.Executors))}
 	w.publishResult = w.observeResults(w.publishResultNow)
+	w.policies = policystore.NewReader(b)
 	if w.cfg.Registry == nil {
 		w.cfg.Registry = registry.NewRemote(b.NC, b.Config, w.log).SignWith(b.Signer)
 	}

@@ -47,6 +47,7 @@ every permission.
     "$JS.API.STREAM.MSG.GET.KV_{{ $p }}_registry"
     "{{ $p }}.admin.registry.announce"
     "$JS.API.STREAM.MSG.GET.KV_{{ $p }}_approvals"
+    "$JS.API.STREAM.MSG.GET.KV_{{ $p }}_policies"
     "{{ $p }}.hook.after"
     "$O.{{ $p }}_blobs.>"
     "$JS.API.DIRECT.GET.OBJ_{{ $p }}_blobs.>"
