@@ -72,10 +72,12 @@
 // ListTools shows only the tools whose scopes the caller holds all of
 // (the core's VisibleTools); GetTool answers not_found for the others and
 // for those the policy hides (VisibleTool); ApproveTool needs the "admin"
-// scope. Both show a tool's executor configuration (the spec's config:
-// sandbox argv, environment and paths; HTTP URL and body templates,
-// headers, allowed hosts and networks; MCP server, tool and definition
-// hash) to the "admin" scope only ("*" holds it); everyone else gets the
+// and "installation" scopes together (a definition serves every tenant:
+// a tenant's admin may not approve it). Both show a tool's executor
+// configuration (the spec's config: sandbox argv, environment and paths;
+// HTTP URL and body templates, headers, allowed hosts and networks; MCP
+// server, tool and definition hash) to those scopes together only ("*"
+// holds "admin", never "installation"); everyone else gets the
 // spec with no config set, its executor type kept. A format other than
 // native renders the same specs as an LLM provider's tool list
 // (registry.Export).

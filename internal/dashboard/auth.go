@@ -106,11 +106,14 @@ func (k *keys) csrfToken(s session) string {
 type viewer struct {
 	ID   identity.Identity
 	CSRF string
-	// Admin may act on calls, dead letters and tools of its tenant and
-	// sees its every agent; Approver may decide approvals; Installation
-	// sees every tenant (identity.InstallationScope, named in the key
-	// file: a tenant's admin is not the installation's).
-	Admin, Approver, Installation bool
+	// Admin may act on calls and dead letters of its tenant and sees its
+	// every agent; Approver may decide approvals; Installation sees every
+	// tenant, the pools and the stores (identity.InstallationScope, named
+	// in the key file: a tenant's admin is not the installation's);
+	// InstallationAdmin (both) administers what every tenant shares: the
+	// tool definitions — their executor configuration, approving a
+	// changed MCP definition (identity.Identity.AdministersInstallation).
+	Admin, Approver, Installation, InstallationAdmin bool
 	// Visibility is the installation's agent visibility
 	// (Config.AgentVisibility).
 	Visibility identity.Visibility
@@ -148,7 +151,7 @@ func newViewer(id identity.Identity, csrf string, vis identity.Visibility) *view
 	return &viewer{ID: id, CSRF: csrf, Visibility: vis,
 		Admin:        registry.HasScopes(id.Scopes, []string{identity.AdminScope}),
 		Approver:     registry.HasScopes(id.Scopes, []string{approvalflow.ApproveScope}),
-		Installation: id.CrossesTenants()}
+		Installation: id.CrossesTenants(), InstallationAdmin: id.AdministersInstallation()}
 }
 
 // who names the viewer in logs and records: tenant/agent.
@@ -230,7 +233,17 @@ const (
 	anyone    need = ""
 	admins    need = identity.AdminScope
 	approvers need = approvalflow.ApproveScope
+	// installationAdmins: the "admin" and "installation" scopes together.
+	installationAdmins need = `"admin" and "installation"`
 )
+
+// refusal says why a key without n is refused.
+func (n need) refusal() string {
+	if n == installationAdmins {
+		return `this needs the "admin" and "installation" scopes, which your key does not have together: it changes what every tenant shares`
+	}
+	return fmt.Sprintf("this needs the %q scope, which your key does not have", string(n))
+}
 
 // may says whether the viewer may take an action that needs n.
 func (v *viewer) may(n need) bool {
@@ -239,6 +252,8 @@ func (v *viewer) may(n need) bool {
 		return v.Admin
 	case approvers:
 		return v.Approver
+	case installationAdmins:
+		return v.InstallationAdmin
 	}
 	return true
 }
@@ -278,7 +293,7 @@ func (s *Server) action(n need, h func(http.ResponseWriter, *http.Request, *view
 			return
 		}
 		if !v.may(n) {
-			s.refuse(w, r, v, http.StatusForbidden, fmt.Sprintf("this needs the %q scope, which your key does not have", string(n)))
+			s.refuse(w, r, v, http.StatusForbidden, n.refusal())
 			return
 		}
 		s.log.Info("dashboard action", "who", v.who(), "action", r.URL.Path)

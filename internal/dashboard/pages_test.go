@@ -115,7 +115,7 @@ func TestPagesRenderSignedInAndRedirectWithout(t *testing.T) {
 	pendingMCPTool(t, u, "mcp__srv__lookup", "newhash")
 	letter := fmt.Sprintf("/ui/dlq/%d", seq)
 
-	pages := []string{"/ui/pools", "/ui/dlq", "/ui/dlq?tool=flaky&q=UPSTREAM&since=1h", letter, "/ui/tools", "/ui/tools/echo",
+	pages := []string{"/ui/dlq", "/ui/dlq?tool=flaky&q=UPSTREAM&since=1h", letter, "/ui/tools", "/ui/tools/echo",
 		"/ui/tools/mcp__srv__lookup", "/ui/approvals", "/ui/limits", "/ui/limits?session=s-1"}
 	reader := u.signIn(t, readerKey)
 	anonymous := &browser{t: t, base: u.Srv.URL, c: &http.Client{Timeout: 30 * time.Second,
@@ -251,7 +251,7 @@ func TestReadOnlyKeyIsRefusedEveryAction(t *testing.T) {
 			t.Run(who.name+"/"+a.name, func(t *testing.T) {
 				res, body := b.act(a.path, a.form)
 				require.Equal(t, http.StatusForbidden, res.StatusCode, body)
-				require.Contains(t, body, "scope, which your key does not have")
+				require.Regexp(t, `scopes?, which your key does not have`, body)
 				require.Equal(t, before, f.state(t), "a refused action changed nothing")
 			})
 		}
@@ -482,7 +482,7 @@ func TestToolDiffShowsAChangedField(t *testing.T) {
 		return err == nil && e.Spec.Version == v2[0].Version
 	})
 
-	admin := u.signIn(t, adminKey)
+	admin := u.signIn(t, installKey) // executor configuration is the installation's
 	res, body := admin.get("/ui/tools/report")
 	require.Equal(t, http.StatusOK, res.StatusCode, body)
 	require.Contains(t, body, `data-testid="diff"`)
@@ -509,24 +509,35 @@ func TestToolDiffShowsAChangedField(t *testing.T) {
 	require.NotContains(t, body, "REPORT_TOKEN")
 }
 
-// An admin approves exactly the MCP definition the page shows; a stale
-// hash is refused.
+// An installation admin approves exactly the MCP definition the page
+// shows; a stale hash is refused. A tenant's admin may not: a definition
+// serves every tenant.
 func TestApprovalOfAToolDefinition(t *testing.T) {
 	t.Parallel()
 	u := startUI(t, pageTools(), dispatch.Config{})
 	pendingMCPTool(t, u, "mcp__srv__lookup", "newhash")
-	admin := u.signIn(t, adminKey)
-	_, body := admin.get("/ui/tools")
+	tenantAdmin := u.signIn(t, adminKey)
+	_, body := tenantAdmin.get("/ui/tools")
+	require.NotContains(t, body, `value="newhash"`, "a tenant's admin is not shown the definition hash")
+	res, body := tenantAdmin.act("/ui/tools/mcp__srv__lookup/approve", url.Values{"hash": {"newhash"}})
+	require.Equal(t, http.StatusForbidden, res.StatusCode, body)
+	require.Contains(t, body, "what every tenant shares")
+	_, ok, err := registry.Approved(t.Context(), u.Env.Bus.Registry, "mcp__srv__lookup")
+	require.NoError(t, err)
+	require.False(t, ok, "a tenant's admin approves no definition")
+
+	admin := u.signIn(t, installKey)
+	_, body = admin.get("/ui/tools")
 	require.Regexp(t, `data-tool="mcp__srv__lookup"[\s\S]*name="hash" value="newhash"`, body)
 
-	res, body := admin.act("/ui/tools/mcp__srv__lookup/approve", url.Values{"hash": {"oldhash"}})
+	res, body = admin.act("/ui/tools/mcp__srv__lookup/approve", url.Values{"hash": {"oldhash"}})
 	require.Equal(t, http.StatusConflict, res.StatusCode)
 	require.Contains(t, body, "newhash")
 	res, _ = admin.act("/ui/tools/echo/approve", url.Values{"hash": {"x"}})
 	require.Equal(t, http.StatusConflict, res.StatusCode, "a native tool has no definition to approve")
 	res, _ = admin.act("/ui/tools/no-such/approve", url.Values{"hash": {"x"}})
 	require.Equal(t, http.StatusNotFound, res.StatusCode)
-	_, ok, err := registry.Approved(t.Context(), u.Env.Bus.Registry, "mcp__srv__lookup")
+	_, ok, err = registry.Approved(t.Context(), u.Env.Bus.Registry, "mcp__srv__lookup")
 	require.NoError(t, err)
 	require.False(t, ok, "nothing approved by a refused request")
 
@@ -543,9 +554,9 @@ func TestApprovalOfAToolDefinition(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "newhash", by.Hash)
-	require.Equal(t, "acme/ops", by.By)
+	require.Equal(t, "acme/root", by.By)
 	_, body = admin.get("/ui/tools/mcp__srv__lookup")
-	require.Regexp(t, `data-testid="approver">by acme/ops at `, body)
+	require.Regexp(t, `data-testid="approver">by acme/root at `, body)
 }
 
 // The pools page shows each pool's figures and sparklines of its last
@@ -572,8 +583,13 @@ func TestPagesPoolsShowSparklinesAndWorkers(t *testing.T) {
 	})
 	h.sample(t.Context(), time.Now()) // as the ticker would, at its next tick
 
-	reader := u.signIn(t, readerKey)
-	res, body := reader.get("/ui/pools")
+	for _, key := range []string{readerKey, adminKey, globexAdmin} {
+		res, body := u.signIn(t, key).get("/ui/pools")
+		require.Equal(t, http.StatusForbidden, res.StatusCode, "the pools count every tenant's calls: %s", body)
+		require.Contains(t, body, `needs a key with the &#34;installation&#34; scope`)
+		require.NotContains(t, body, `href="/ui/pools"`, "no link to a page the key may not see")
+	}
+	res, body := u.signIn(t, installKey).get("/ui/pools")
 	require.Equal(t, http.StatusOK, res.StatusCode)
 	card := regexp.MustCompile(`(?s)data-pool="` + regexp.QuoteMeta(pool) + `">.*?</table>`).FindString(body)
 	require.NotEmpty(t, card, body)

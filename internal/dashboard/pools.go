@@ -391,8 +391,13 @@ type poolsData struct {
 }
 
 // poolsPage shows the pools, their last hour, their workers, and the
-// stores.
+// stores: the installation's, shared by every tenant, so only to a key
+// with the installation scope (their figures count every tenant's calls).
 func (s *Server) poolsPage(w http.ResponseWriter, r *http.Request, v *viewer) {
+	if !v.Installation {
+		s.refuse(w, r, v, http.StatusForbidden, `the pools and stores are the installation's, shared by every tenant: this page needs a key with the "installation" scope`)
+		return
+	}
 	hist := s.pools.view()
 	d := poolsData{Since: hist.since, Every: s.pools.every}
 	known := map[string]bool{}

@@ -163,7 +163,7 @@ func (s *Server) routes() {
 
 	m.Handle("GET "+Prefix+"/tools", s.page(s.toolsPage))
 	m.Handle("GET "+Prefix+"/tools/{name}", s.page(s.toolPage))
-	m.Handle("POST "+Prefix+"/tools/{name}/approve", s.action(admins, s.approveTool))
+	m.Handle("POST "+Prefix+"/tools/{name}/approve", s.action(installationAdmins, s.approveTool))
 
 	m.Handle("GET "+Prefix+"/approvals", s.page(s.approvalsPage))
 	m.Handle("POST "+Prefix+"/approvals/{id}/approve", s.action(approvers, s.approveCall))

@@ -58,9 +58,10 @@ const hidden = redact.Redacted
 var versionRe = regexp.MustCompile(`^[0-9a-zA-Z:_-]{1,80}$`)
 
 // toolsFor returns the current specs v may see, sorted by name: every
-// tool for an admin, what ListTools shows v otherwise.
+// tool for an installation admin, what ListTools shows v otherwise (a
+// tenant's admin too: the tools are every tenant's).
 func (s *Server) toolsFor(v *viewer) []*toolwirev1.ToolSpec {
-	if !v.Admin {
+	if !v.InstallationAdmin {
 		return s.cfg.Core.VisibleTools(v.ID, registry.Filter{})
 	}
 	ents := s.cfg.Registry.List(registry.Filter{Scopes: []string{"*"}})
@@ -72,10 +73,10 @@ func (s *Server) toolsFor(v *viewer) []*toolwirev1.ToolSpec {
 }
 
 // shownSpec is spec as v may be shown it: no executor configuration but
-// for admins, and never a value that may be secret.
+// for installation admins, and never a value that may be secret.
 func shownSpec(v *viewer, spec *toolwirev1.ToolSpec) *toolwirev1.ToolSpec {
 	c := proto.CloneOf(spec)
-	if !v.Admin {
+	if !v.InstallationAdmin {
 		c.Config = nil
 		return c
 	}
@@ -361,7 +362,7 @@ func (s *Server) toolOf(v *viewer, name string) (*toolwirev1.ToolSpec, bool) {
 	if err != nil {
 		return nil, false
 	}
-	if v.Admin {
+	if v.InstallationAdmin {
 		return e.Spec, true
 	}
 	visible := s.cfg.Core.VisibleTools(v.ID, registry.Filter{NameGlob: name})

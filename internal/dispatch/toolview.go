@@ -15,12 +15,15 @@ import (
 // toolView is the spec as ListTools and GetTool show it to id. Executor
 // configuration (a sandbox tool's argv, environment and paths, an HTTP
 // tool's URL and body templates, headers, allowed hosts and networks, an
-// MCP tool's server, tool and definition hash) is for operators: it is
-// shown to the admin scope only, and cleared (no config set, the executor
-// type kept) for everyone else. A caller needs the name, docs, schemas,
-// annotations and limits to call a tool, never how it runs.
+// MCP tool's server, tool and definition hash) is the installation's
+// operators': it is shown to installation admins only (the "admin" and
+// "installation" scopes: identity.Identity.AdministersInstallation — a
+// tool serves every tenant, so a tenant's admin does not see how it
+// runs), and cleared (no config set, the executor type kept) for
+// everyone else. A caller needs the name, docs, schemas, annotations and
+// limits to call a tool, never how it runs.
 func toolView(id identity.Identity, spec *toolwirev1.ToolSpec) *toolwirev1.ToolSpec {
-	if spec.GetConfig() == nil || registry.HasScopes(id.Scopes, []string{identity.AdminScope}) {
+	if spec.GetConfig() == nil || id.AdministersInstallation() {
 		return spec
 	}
 	c := proto.CloneOf(spec)
@@ -55,7 +58,8 @@ func (d *Dispatcher) visibleEntries(id identity.Identity, ents []*registry.Entry
 
 // VisibleTools returns the specs id may see, as ListTools shows them:
 // the registry's tools that match f and id's scopes, less those the
-// policy hides from id, executor configuration only for the admin scope.
+// policy hides from id, executor configuration only for installation
+// admins.
 func (d *Dispatcher) VisibleTools(id identity.Identity, f registry.Filter) []*toolwirev1.ToolSpec {
 	f.Scopes = id.Scopes
 	ents := d.visibleEntries(id, d.reg.List(f))

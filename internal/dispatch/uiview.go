@@ -47,8 +47,10 @@ func (d *Dispatcher) PoolOf(tenant string, spec *toolwirev1.ToolSpec) string {
 
 // Errors of ApproveTool.
 var (
-	// ErrNeedAdminScope: approving a tool definition needs the admin scope.
-	ErrNeedAdminScope = errors.New(`dispatch: approving a tool needs the "admin" scope`)
+	// ErrNeedAdminScope: approving a tool definition needs the "admin"
+	// and "installation" scopes (identity.Identity.AdministersInstallation):
+	// a definition serves every tenant, so a tenant's admin may not.
+	ErrNeedAdminScope = errors.New(`dispatch: approving a tool definition needs the "admin" and "installation" scopes: a definition serves every tenant`)
 	// ErrNoDefinition: the tool has no external (MCP) definition.
 	ErrNoDefinition = errors.New("dispatch: tool has no external definition to approve")
 	// ErrDefinitionChanged: the hash given is not the tool's current
@@ -64,7 +66,7 @@ var (
 // ErrNeedAdminScope, registry.ErrNotFound, ErrNoDefinition,
 // ErrDefinitionChanged (naming the current hash), or the registry's.
 func (d *Dispatcher) ApproveTool(ctx context.Context, id identity.Identity, name, hash string) (*toolwirev1.ToolSpec, error) {
-	if !registry.HasScopes(id.Scopes, []string{identity.AdminScope}) {
+	if !id.AdministersInstallation() {
 		return nil, ErrNeedAdminScope
 	}
 	ent, err := d.reg.Get(name)

@@ -43,6 +43,15 @@ const InstallationScope = "installation"
 // (InstallationScope, named: "*" does not imply it).
 func (id Identity) CrossesTenants() bool { return slices.Contains(id.Scopes, InstallationScope) }
 
+// AdministersInstallation reports whether id may administer what every
+// tenant shares — the tool definitions (approving an MCP tool's changed
+// definition, reading executor configuration) and the worker pools: the
+// AdminScope ("*" holds it) together with InstallationScope. A tenant's
+// admin administers its tenant's calls, not the installation's tools.
+func (id Identity) AdministersInstallation() bool {
+	return id.CrossesTenants() && slices.ContainsFunc(id.Scopes, func(s string) bool { return s == "*" || s == AdminScope })
+}
+
 // MaySee reports whether id may see a record of tenant: its own tenant's,
 // or any with InstallationScope. The one boundary every face draws (the
 // API and the MCP face by reading the caller's tenant's subjects only,

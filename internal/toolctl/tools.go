@@ -157,7 +157,8 @@ func (a *app) toolsApproveCommand() *cobra.Command {
 definition after registration, so a server cannot swap a tool under the
 agents. Review the new definition with 'toolctl tools show NAME', then
 approve exactly that definition by its hash (shown as "definition" there).
-Needs credentials with the "admin" scope.`,
+Needs credentials with the "admin" and "installation" scopes together (a
+definition serves every tenant).`,
 		Example: `  toolctl tools show mcp__github__create_issue
   toolctl tools approve mcp__github__create_issue --hash 3f2a...`,
 		Args: cobra.ExactArgs(1),
