@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/policy"
@@ -37,6 +38,10 @@ type Reader struct {
 
 	mu     sync.Mutex
 	parsed map[string]*policy.Policy // by version
+	// loads makes one read and parse of a version that deliveries ask
+	// for at once (a CEL compile can take a second): the others wait for
+	// it.
+	loads singleflight.Group
 }
 
 // readerKeep bounds the parsed documents a Reader keeps.
@@ -83,6 +88,15 @@ func (r *Reader) document(ctx context.Context, s Scope, version string) (*policy
 	if p != nil {
 		return p, nil
 	}
+	v, err, _ := r.loads.Do(docKey(s, version), func() (any, error) { return r.load(ctx, s, version) })
+	if err != nil {
+		return nil, err
+	}
+	return v.(*policy.Policy), nil
+}
+
+// load reads and parses scope's version from the leader and keeps it.
+func (r *Reader) load(ctx context.Context, s Scope, version string) (*policy.Policy, error) {
 	e, err := bus.KVGetFromLeader(ctx, r.nc, r.bucket, docKey(s, version))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
@@ -90,7 +104,8 @@ func (r *Reader) document(ctx context.Context, s Scope, version string) (*policy
 	case err != nil:
 		return nil, fmt.Errorf("policystore: read the %s document %s: %w", s, version, err)
 	}
-	if p, err = r.parse(e.Value); err != nil {
+	p, err := r.parse(e.Value)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %s: document %s: %w", ErrUnavailable, s, version, err)
 	}
 	r.mu.Lock()

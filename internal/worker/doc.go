@@ -268,8 +268,13 @@
 // Reading from the leader, rather than holding the documents through a
 // watch as dispatchers do, sees every apply that has returned, with no
 // propagation lag, and needs no consumer on the bucket (a worker's
-// credentials may create none there: internal/bus, "Permissions"; they
-// read the bucket by key, nothing else). The cost is a round trip or two
+// credentials may create none there: internal/bus, "Permissions"). A
+// read from the leader is a STREAM.MSG.GET, whose request body (the key,
+// or a sequence) permissions cannot see: a worker credential can read any
+// message of the policies bucket, every tenant's documents and in-force
+// records with their history — rules and who applied them, no secret
+// (hooks are tools named by the rules; their configuration is in the
+// registry). It writes nothing there. The cost is a round trip or two
 // per call that carries an approval or a grant, next to the approval
 // check's own reads. Calls that carry neither are not decided again: the
 // rules decided them at admission, and a read per call would cost every

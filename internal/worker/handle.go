@@ -106,7 +106,7 @@ func (d *delivery) handle() {
 		o = d.gate()
 	}
 	if !o.decided() {
-		o = d.checkPolicy()
+		o = d.checkPolicy(nil)
 	}
 	if !o.decided() {
 		o = d.attempts()

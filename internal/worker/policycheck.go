@@ -23,7 +23,11 @@ import (
 // limit, no hook (those are admission's, and were taken). A policy that
 // cannot be read or loaded is read again while the delivery holds the
 // call (persist), never run unchecked. Other calls cost nothing here.
-func (d *delivery) checkPolicy() outcome {
+// The check is made again before every retry run in process (attempts):
+// a deny applied during the backoff stops the next attempt; last is the
+// failed attempt's error then (its side effects go with the refusal),
+// nil before the first.
+func (d *delivery) checkPolicy(last *toolwirev1.ToolError) outcome {
 	call, spec := d.call, d.spec
 	if call.ApprovalId == "" && call.GrantId == "" {
 		return outcome{}
@@ -47,6 +51,9 @@ func (d *delivery) checkPolicy() outcome {
 		te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
 			fmt.Sprintf("the worker's policy check refused this call of %q: the policy in force denies it: %s", call.Tool, why))
 		te.PartialSideEffects = sideEffectsOf(d.prev)
+		if se := last.GetPartialSideEffects(); se != toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_UNSPECIFIED {
+			te.PartialSideEffects = max(te.PartialSideEffects, se)
+		}
 		te.Suggestion = "do not retry this call as it is: the policy changed after it was approved or granted; an administrator can explain the decision with `toolctl policy explain`"
 		return refusal(te)
 	}

@@ -56,6 +56,9 @@ func (d *delivery) attempts() outcome {
 		if o := d.retry(te, delay); o.decided() {
 			return o
 		}
+		if o := d.checkPolicy(te); o.decided() {
+			return o
+		}
 	}
 }
 
