@@ -78,9 +78,12 @@ func workerPermissions(c Config) Permissions {
 	registry, cancels := kvStream(c.RegistryBucket()), kvStream(c.CancelBucket())
 	pub := []string{}
 	// Attaching to the layout (Open with Bind): stream info of every
-	// stream and bucket, nothing created or changed.
+	// stream and bucket, nothing created or changed; not the dashboard's
+	// sign-outs, which Open with Bind leaves alone.
 	for _, st := range c.layoutStreams() {
-		pub = append(pub, jsAPI+"STREAM.INFO."+st)
+		if st != kvStream(c.RevocationsBucket()) {
+			pub = append(pub, jsAPI+"STREAM.INFO."+st)
+		}
 	}
 	pub = append(pub,
 		// Pool consumers on CALLS: list (overlap check), create or update
@@ -264,7 +267,8 @@ func PolicyReplicasSubject(c Config) string {
 }
 
 // layoutStreams names every stream of the layout, buckets included (their
-// streams), in Open's order.
+// streams), in Open's order, except that Open creates the revocations
+// bucket last (after blobs: see ensure).
 func (c Config) layoutStreams() []string {
 	return []string{c.CallsStream(), c.ResultsStream(), c.EventsStream(), c.DLQStream(), c.RetriesStream(),
 		c.AdvisoriesStream(), kvStream(c.CancelBucket()), kvStream(c.IdempotencyBucket()),

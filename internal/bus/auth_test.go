@@ -524,3 +524,24 @@ func TestOperatorCannotChangeConsumersOrStreams(t *testing.T) {
 	require.NoError(t, lister.Err())
 	require.Equal(t, []string{name}, left, "no scan consumer left")
 }
+
+// Workers never use the dashboard's sign-out bucket: they do not attach to
+// it (a worker started before the dispatchers that create the bucket
+// starts all the same) and may not look it up.
+func TestWorkerDoesNotAttachToTheSignOutBucket(t *testing.T) {
+	t.Parallel()
+	e := startAuth(t, bus.Config{})
+	ctx := t.Context()
+	// The layout of dispatchers from before the bucket.
+	require.NoError(t, e.bus.JS.DeleteKeyValue(ctx, e.bus.Config.RevocationsBucket()))
+	nc, _ := e.dialRole(t, bus.RoleWorker)
+	wb, err := bus.Open(ctx, nc, bus.Config{}, bus.Options{Bind: true})
+	require.NoError(t, err, "a worker attaches without the sign-out bucket")
+	require.Nil(t, wb.Revocations)
+
+	perms, err := bus.RolePermissions(bus.Config{}, bus.RoleWorker)
+	require.NoError(t, err)
+	for _, p := range append(perms.Publish, perms.Subscribe...) {
+		require.NotContains(t, p, e.bus.Config.RevocationsBucket())
+	}
+}

@@ -59,9 +59,10 @@ type Bus struct {
 	// answers it was given (internal/mcpserver); kept TasksTTL after the
 	// last change.
 	Tasks jetstream.KeyValue
-	// Revocations holds the dashboard's sign-out records: one key per
-	// signed-out session, with a per-key TTL that ends with the session's
-	// cookie (internal/dashboard). Only dispatchers write it.
+	// Revocations holds the dashboard's sign-out records: one key per API
+	// key that signed out (internal/dashboard), each with a per-key TTL,
+	// and RevocationsMaxAge as a backstop. Only dispatchers open it: nil
+	// with Options.Bind (workers never use it).
 	Revocations jetstream.KeyValue
 	Blobs       jetstream.ObjectStore
 
@@ -322,18 +323,10 @@ func (b *Bus) ensure(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("bus: kv %s: %w", c.TasksBucket(), err)
 	}
-	b.Revocations, err = b.keyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:         c.RevocationsBucket(),
-		Description:    "toolwire dashboard sign-outs: sessions no replica may serve again",
-		History:        1,
-		MaxBytes:       c.RevocationsMaxBytes,
-		LimitMarkerTTL: time.Minute,
-		Storage:        jetstream.FileStorage,
-		Replicas:       c.Replicas,
-	})
-	if err != nil {
-		return fmt.Errorf("bus: kv %s: %w", c.RevocationsBucket(), err)
-	}
+	// Blobs before revocations: a store added in a release comes after
+	// the limits of the stores that were there before are applied, so that
+	// what an existing store gives up (blobs 288 → 280 MiB) is free for it
+	// on a server whose max_file_store is exactly the reservation.
 	b.Blobs, err = b.objectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      c.BlobBucket(),
 		Description: "toolwire outputs over the inline limit",
@@ -344,6 +337,22 @@ func (b *Bus) ensure(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("bus: object store %s: %w", c.BlobBucket(), err)
+	}
+	if b.bind {
+		return nil // workers never read the sign-outs (RoleWorker has no grant on them)
+	}
+	b.Revocations, err = b.keyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:         c.RevocationsBucket(),
+		Description:    "toolwire dashboard sign-outs: per API key, when its sessions were last ended",
+		History:        1,
+		TTL:            RevocationsMaxAge,
+		MaxBytes:       c.RevocationsMaxBytes,
+		LimitMarkerTTL: time.Minute,
+		Storage:        jetstream.FileStorage,
+		Replicas:       c.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("bus: kv %s: %w", c.RevocationsBucket(), err)
 	}
 	return nil
 }

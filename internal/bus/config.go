@@ -173,9 +173,16 @@ func (c Config) TasksBucket() string { return c.Prefix + "_tasks" }
 func (c Config) LimitsBucket() string { return c.Prefix + "_limits" }
 
 // RevocationsBucket is the name of the KV bucket of the dashboard's
-// sign-out records: one key per signed-out session, kept until the
-// session's cookie expires (internal/dashboard). Dispatchers only.
+// sign-out records: one key per API key that signed out, holding the time
+// before which that key's sessions are ended, kept (a per-key TTL) until
+// every such session has expired (internal/dashboard). Dispatchers only.
 func (c Config) RevocationsBucket() string { return c.Prefix + "_revocations" }
+
+// RevocationsMaxAge is the revocations bucket's age limit, a backstop
+// behind each record's own TTL (the dashboard's session lifetime plus a
+// clock-skew margin, which must not exceed it): no record outlives it,
+// whatever wrote it.
+const RevocationsMaxAge = 25 * time.Hour
 
 // RegistryBucket is the name of the registry KV bucket.
 func (c Config) RegistryBucket() string { return c.Prefix + "_registry" }

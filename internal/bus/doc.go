@@ -27,7 +27,7 @@
 //	KV     toolwire_registry    <tool> and versions.<tool>.<version>            ToolSpec values
 //	                            sources.<tool>, approvals.<tool>                the pool defining each tool, MCP approvals
 //	KV     toolwire_sessions    <tenant>.<session>                              session states of the reference intent applier
-//	KV     toolwire_revocations s.<keyed hash of a session's nonce>             dashboard sign-outs, per-key TTL = the cookie's rest
+//	KV     toolwire_revocations k.<keyed hash of an API key>                    dashboard sign-outs: sessions of the key issued before are ended
 //	Object toolwire_blobs                                                       outputs over the inline limit
 //
 // Subject tokens from user input pass through Token, so `.`, `*`, `>` and
@@ -53,7 +53,7 @@
 //	approvals    96 MiB     per key        refuses new approvals: an asked call is refused (fails closed)
 //	limits       64 MiB     per key        refuses new counts: a call a limit covers is refused (fails closed)
 //	tasks        32 MiB     24h            refuses new MCP tasks: a task-supporting call waits for its result instead
-//	revocations  8 MiB      per key        refuses new sign-outs: the dashboard says the sign-out did not take everywhere
+//	revocations  8 MiB      per key, 25h   refuses new sign-outs: the dashboard says the sign-out did not take everywhere
 //	blobs        280 MiB    ResultsMaxAge  refuses new outputs over the inline limit
 //
 // No store may fill on the path of an admitted call: a dispatcher refuses
@@ -194,7 +194,13 @@
 //   - Open creates or updates the layout (dispatchers); with Options.Bind
 //     it looks it up and creates only what is missing (workers: their
 //     credentials may not manage streams, and a worker's defaults must not
-//     rewrite the limits a dispatcher set).
+//     rewrite the limits a dispatcher set), except the revocations bucket,
+//     which only the dispatchers' dashboard uses: Bind leaves it alone
+//     (Bus.Revocations is nil) and RoleWorker has no grant on it. Open
+//     creates it last, after the blobs store, so that an upgrade that
+//     moves bytes from an existing store to a new one fits a server whose
+//     max_file_store is exactly the reservation (every limit that goes
+//     down is applied before a new store takes its share).
 //
 // # The connection
 //

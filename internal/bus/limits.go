@@ -100,7 +100,7 @@ func (c Config) Stores() []Store {
 		{"approvals", kv(c.ApprovalsBucket()), c.ApprovalsMaxBytes, 0, true, UsedByNoCall},
 		{"limits", kv(c.LimitsBucket()), c.LimitsMaxBytes, 0, true, UsedByNoCall},
 		{"tasks", kv(c.TasksBucket()), c.TasksMaxBytes, TasksTTL, true, UsedByNoCall},
-		{"revocations", kv(c.RevocationsBucket()), c.RevocationsMaxBytes, 0, true, UsedByNoCall},
+		{"revocations", kv(c.RevocationsBucket()), c.RevocationsMaxBytes, RevocationsMaxAge, true, UsedByNoCall},
 		// Blobs are copies: a worker that cannot store one keeps the cut
 		// response inline, so a full blob store never refuses admission.
 		{"blobs", obj(c.BlobBucket()), c.BlobsMaxBytes, c.ResultsMaxAge, true, UsedByNoCall},

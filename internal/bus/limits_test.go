@@ -138,3 +138,36 @@ func TestLiveSettingsThatDifferAreLogged(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, logs.String())
 }
+
+// An installation from before the revocations bucket (blobs 288 MiB, no
+// bucket) upgrades on a server whose max_file_store is exactly the 8 GiB
+// the layout reserves: the blobs store shrinks before the new bucket
+// takes its share.
+func TestUpgradeFitsAServerWithExactlyTheReservation(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	srv, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{StoreDir: t.TempDir(), MaxStore: 8 << 30})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect("test")
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	b, err := bus.Open(ctx, nc, bus.Config{}, bus.Options{})
+	require.NoError(t, err)
+
+	// The old layout: no revocations bucket, its 8 MiB in blobs.
+	require.NoError(t, b.JS.DeleteKeyValue(ctx, b.Config.RevocationsBucket()))
+	blobs, err := b.JS.Stream(ctx, "OBJ_"+b.Config.BlobBucket())
+	require.NoError(t, err)
+	old := blobs.CachedInfo().Config
+	old.MaxBytes += b.Config.RevocationsMaxBytes
+	_, err = b.JS.UpdateStream(ctx, old)
+	require.NoError(t, err)
+
+	up, err := bus.Open(ctx, nc, bus.Config{}, bus.Options{})
+	require.NoError(t, err, "the upgrade fits")
+	info, err := up.JS.Stream(ctx, "OBJ_"+b.Config.BlobBucket())
+	require.NoError(t, err)
+	require.Equal(t, b.Config.BlobsMaxBytes, info.CachedInfo().Config.MaxBytes)
+	require.NotNil(t, up.Revocations)
+}

@@ -40,7 +40,7 @@ const (
 type keys struct {
 	seal cipher.AEAD
 	csrf []byte
-	// revoke derives a sign-out record's key from a session's nonce
+	// revoke derives a sign-out record's key from an API key
 	// (revocations.go).
 	revoke []byte
 }
@@ -70,6 +70,10 @@ type session struct {
 	Key     string `json:"k"`
 	Expires int64  `json:"e"` // Unix seconds
 	Nonce   string `json:"n"` // binds the CSRF token to this sign-in
+	// Issued is when the user signed in (Unix ns): a sign-out of the key
+	// ends the sessions issued before it. A cookie without one (made
+	// before sign-outs did this) counts as issued at 0.
+	Issued int64 `json:"i,omitempty"`
 }
 
 func (k *keys) sealSession(s session) string {
@@ -174,8 +178,8 @@ func (s *Server) viewerOf(r *http.Request) *viewer {
 }
 
 // sessionOf is the request's viewer: nil without a session that is
-// sealed by our secret, unexpired, not signed out (on any replica), and
-// whose key the Authenticator still knows. When whether it was signed out
+// sealed by our secret, unexpired, not ended by a sign-out of its key (on
+// any replica), and whose key the Authenticator still knows. When whether it was signed out
 // cannot be told (errRevocationUnknown) it is refused too, and the error
 // says why.
 func (s *Server) sessionOf(r *http.Request) (*viewer, error) {
@@ -187,7 +191,7 @@ func (s *Server) sessionOf(r *http.Request) (*viewer, error) {
 	if !ok {
 		return nil, nil
 	}
-	if revoked, err := s.signedOut.revoked(r.Context(), ss.Nonce); revoked || err != nil {
+	if ended, err := s.signedOut.ended(r.Context(), ss); ended || err != nil {
 		return nil, err
 	}
 	id, err := s.authenticate(r, ss.Key)
@@ -352,21 +356,24 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
-	exp := time.Now().Add(s.cfg.SessionTTL)
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.keys.sealSession(session{Key: key, Expires: exp.Unix(), Nonce: hex.EncodeToString(nonce)}),
+	now := time.Now()
+	exp := now.Add(s.cfg.SessionTTL)
+	ss := session{Key: key, Expires: exp.Unix(), Nonce: hex.EncodeToString(nonce), Issued: now.UnixNano()}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.keys.sealSession(ss),
 		Path: Prefix, Expires: exp, HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode})
 	s.log.Info("dashboard sign-in", "who", id.Tenant+"/"+id.Agent, "remote", r.RemoteAddr)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// signOut ends the session everywhere: it records the sign-out in the
-// revocations bucket, which every replica honours until the cookie
-// expires (revocations.go), and clears the cookie. It needs the session's
-// CSRF token, but not a key the Authenticator still knows nor a
-// reachable NATS: a user can always sign out here. When the record cannot
-// be written the cookie is cleared all the same and this replica refuses
-// the session, and the page says (503) that a copy of the cookie may
-// still work on the other replicas until it expires.
+// signOut ends every session of the key that started before it, in every
+// browser and on every replica: it records the sign-out in the
+// revocations bucket, which every replica reads (revocations.go), and
+// clears the cookie. It needs the session's CSRF token, but not a key the
+// Authenticator still knows nor a reachable NATS: a user can always sign
+// out here. When the record cannot be written the cookie is cleared all
+// the same and this replica ends the key's sessions, and the page says
+// (503) that they may still work on the other replicas until they
+// expire.
 func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 	if err := s.csrfOK.Check(r); err != nil {
 		s.refuse(w, r, nil, http.StatusForbidden, "cross-origin request refused")
@@ -398,10 +405,11 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.signedOut.revoke(r.Context(), ss); err != nil {
 		s.log.ErrorContext(r.Context(), "dashboard sign-out not recorded for the other replicas", "who", who, "err", err)
-		exp := time.Unix(ss.Expires, 0).UTC().Format(time.RFC3339)
+		exp := time.Now().Add(s.cfg.SessionTTL).UTC().Format(time.RFC3339)
 		s.render(w, r, http.StatusServiceUnavailable, "error", nil, "Sign-out incomplete", "", errorData{Status: http.StatusServiceUnavailable,
 			Message: "Signed out in this browser and on this replica, but the sign-out could not be recorded for the other replicas (" + err.Error() +
-				"): a copy of this session's cookie may still work there until " + exp + ". Sign in and out again once NATS is reachable, or remove the key."})
+				"): this key's sessions started before now may still work there until they expire (at the latest " + exp +
+				"). Sign in and out again once NATS is reachable, or remove the key."})
 		return
 	}
 	s.log.Info("dashboard sign-out", "who", who, "remote", r.RemoteAddr)

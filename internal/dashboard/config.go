@@ -43,7 +43,7 @@ type Config struct {
 	// 0 = callindex.DefaultMax (1,000,000); negative is refused.
 	IndexCalls int
 	// SessionTTL is how long a sign-in lasts. 0 = DefaultSessionTTL
-	// (12h); negative is refused.
+	// (12h); negative, or over MaxSessionTTL (24h55m), is refused.
 	SessionTTL time.Duration
 	// TraceURL links a call's trace id to a tracing UI: an http(s) URL
 	// with {trace_id} where the id goes (e.g.
@@ -75,13 +75,13 @@ type Streams struct {
 	Audit *audit.Source
 	// DLQ reads and retries dead letters.
 	DLQ *dlq.Queue
-	// Revocations is the bucket of sign-outs (bus.Bus.Revocations): a
-	// signed-out session is written there, and every replica refuses it
-	// until its cookie expires.
+	// Revocations is the bucket of sign-outs (bus.Bus.Revocations): one
+	// record per API key, which ends that key's sessions issued before it
+	// on every replica.
 	Revocations jetstream.KeyValue
-	// Conn is the connection the streams and buckets are read over: while
-	// it is down, a session not already known as signed out is refused
-	// (its state is unknown).
+	// Conn is the connection the streams and buckets are read over (and
+	// sign-outs written over): while it is down, a session not already
+	// known as signed out is refused (its state is unknown).
 	Conn *nats.Conn
 }
 
@@ -118,6 +118,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("dashboard: AgentVisibility: %w", c.AgentVisibility.Validate())
 	case c.SessionTTL < 0:
 		return fmt.Errorf("dashboard: SessionTTL %s is negative", c.SessionTTL)
+	case c.SessionTTL > MaxSessionTTL:
+		return fmt.Errorf("dashboard: SessionTTL %s is over %s (a sign-out must outlive the sessions it ends)", c.SessionTTL, MaxSessionTTL)
 	}
 	return checkTraceURL(c.TraceURL)
 }

@@ -42,6 +42,7 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 		{"a short secret", func(c *Config) { c.Secret = make([]byte, 16) }, "Secret"},
 		{"negative IndexCalls", func(c *Config) { c.IndexCalls = -1 }, "IndexCalls"},
 		{"negative SessionTTL", func(c *Config) { c.SessionTTL = -time.Hour }, "SessionTTL"},
+		{"SessionTTL over the sign-outs' life", func(c *Config) { c.SessionTTL = MaxSessionTTL + time.Second }, "SessionTTL"},
 		{"a TraceURL without {trace_id}", func(c *Config) { c.TraceURL = "https://traces.example/" }, "TraceURL"},
 	} {
 		cfg := base

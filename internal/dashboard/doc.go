@@ -10,9 +10,9 @@
 // read (CALLS and RESULTS for the calls index, the registry bucket, an
 // audit.Source, a dlq.Queue, the revocations bucket and the connection),
 // all handed over by the process
-// (internal/dispatchd). Start starts the calls index's feed, the pools
-// page's sampling and the watch of sign-outs; Stop ends the live
-// streams, then those three (startstop.Service).
+// (internal/dispatchd). Start starts the calls index's feed and the pools
+// page's sampling; Stop ends the live streams, then those two
+// (startstop.Service).
 //
 // # Stack
 //
@@ -37,36 +37,48 @@
 //
 // # Sign-out
 //
-// Signing out (revocations.go) ends the session on every replica, not
-// only in the browser: it writes a record to the revocations bucket
-// (Streams.Revocations, bus.Config.RevocationsBucket; dispatchers only),
-// keyed by an HMAC of the session's nonce under a key derived from the
-// secret (never the API key, never the cookie), with a per-key TTL that
-// ends when the cookie does; a record already there is success. Every
-// replica refuses a session whose record exists, until the cookie
-// expires; another session of the same key is untouched.
+// Sign out ends every dashboard session of your key that started before
+// it, in every browser, on every replica (revocations.go). It writes one
+// record per API key to the revocations bucket (Streams.Revocations,
+// bus.Config.RevocationsBucket; dispatchers only), keyed by an HMAC of the
+// key under a key derived from the secret (never the key in clear), whose
+// value is a not-before time (Unix ns). Each session cookie carries its
+// issue time (session.Issued; a cookie without one counts as issued at
+// 0), and a session of the key issued before the record's time is
+// refused. A sign-out overwrites the key's record (history 1) with a TTL
+// of SessionTTL + 5 minutes (revocationSkew, for clock skew), so the
+// bucket is bounded by the number of keys, not by sign-ins; the bucket's
+// age limit (bus.RevocationsMaxAge) is a backstop, and SessionTTL is at
+// most MaxSessionTTL. The not-before time is never before the
+// signing-out session's own issue time, so that session is ended whatever
+// the replicas' clocks say. Without API keys (identity.OpenAccess) every
+// sign-in is the one open identity and shares one record: a sign-out ends
+// every open session started before it.
 //
-// Each replica keeps the records in a set in memory, fed by a watch of
-// the bucket: a goroutine started by Start and ended by Stop, which starts
-// the watch again from the bucket's start after every change of the
-// connection (Streams.Conn). The set holds only records of sessions not
-// yet expired (swept once a minute) and is bounded by the bucket (8 MiB).
-// A session is checked, in order:
+// Nothing is watched or cached: every request with a session reads its
+// key's record from the bucket's leader (bus.KVGetFromLeader), so a
+// sign-out holds on every replica from the moment it is written. A
+// session is checked, in order:
 //
-//   - its record is in the set: refused;
-//   - the connection is down: refused with 503, since a sign-out on
-//     another replica cannot be told (fail closed; the pages need NATS
-//     anyway), served again once the connection is back;
-//   - the watch has read every record present when it started: served;
-//   - otherwise (just after Start, or after a reconnect): the record is
-//     read directly, and a read that fails is refused with 503.
+//   - this replica signed its key out after it was issued: refused;
+//   - the connection (Streams.Conn) is down: refused with 503 and
+//     Retry-After, since a sign-out on another replica cannot be told
+//     (fail closed; the pages need NATS anyway), served again once the
+//     connection is back;
+//   - the record is read: refused if the session was issued before its
+//     time; a read that fails is refused with 503.
 //
-// The sign-out is recorded on this replica at once, then written to the
-// bucket. It needs the session's CSRF token, but neither NATS nor a key
-// the Authenticator still knows: the cookie is always cleared and this
-// replica refuses the session. When the write fails (NATS unreachable,
-// the bucket full) the answer is a 503 page saying so, naming when the
-// cookie expires: until then a copy may still work on another replica.
+// A live stream checks its session the same way at every keep-alive
+// (15 s) and ends once it is refused.
+//
+// The sign-out is recorded on this replica at once (in memory, one entry
+// per key, kept SessionTTL + 5 minutes), then written to the bucket. It
+// needs the session's CSRF token, but neither NATS nor a key the
+// Authenticator still knows: the cookie is always cleared and this
+// replica ends the key's sessions. When the write fails (NATS
+// unreachable, the bucket full) the answer is a 503 page saying so: until
+// they expire the key's earlier sessions may still work on another
+// replica.
 //
 // What a key may do follows its scopes, as on the API:
 //

@@ -14,196 +14,159 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/identity"
 )
 
 // errRevocationUnknown: whether a session was signed out cannot be told
-// now (NATS unreachable, or the bucket unreadable before the watch caught
-// up). Such a session is refused (fail closed).
+// now (NATS unreachable, or the sign-out record unreadable). Such a
+// session is refused (fail closed).
 var errRevocationUnknown = errors.New("dashboard: cannot tell whether this session was signed out (NATS unreachable)")
 
-// revocationReadTimeout bounds a direct read of one sign-out record.
-const revocationReadTimeout = 5 * time.Second
+// revocationTimeout bounds a read or a write of one sign-out record.
+const revocationTimeout = 5 * time.Second
 
-// revocationRewatchPause is the pause before a failed watch of the
-// sign-out bucket is started again on a connection that is up.
-const revocationRewatchPause = time.Second
+// revocationSkew is added to a record's TTL (the session lifetime), so
+// that a replica whose clock is behind the server's, or the server's
+// own expiry, never drops a record while a session it ends may still be
+// live on some replica.
+const revocationSkew = 5 * time.Minute
 
-// revocations is the set of signed-out sessions every replica refuses:
-// the records of the revocations bucket (bus.Config.RevocationsBucket),
-// one per sign-out, keyed by a keyed hash of the session's nonce (never
-// the key, never the cookie), each with a TTL that ends when the session's
-// cookie does. Each replica keeps them in memory, fed by a watch (run);
-// until that watch has delivered every record present when it started,
-// and whenever the connection is down, a session it does not already
-// know as signed out is checked by a direct read (revoked).
+// MaxSessionTTL is the longest Config.SessionTTL: a sign-out record lives
+// SessionTTL + a clock-skew margin, within the bucket's age limit
+// (bus.RevocationsMaxAge).
+const MaxSessionTTL = bus.RevocationsMaxAge - revocationSkew
+
+// revocations are the sign-outs every replica honours: the records of the
+// revocations bucket (bus.Config.RevocationsBucket), one per API key,
+// keyed by a keyed hash of the key (never the key in clear), each holding
+// a "not before" time: a session of that key issued before it is ended.
+// A sign-out overwrites its key's record (history 1) with a TTL of the
+// session lifetime and revocationSkew, so the bucket is bounded by the
+// number of keys, never by the number of sign-ins. Without API keys
+// (identity.OpenAccess) every sign-in is the one open identity, whatever
+// was typed, and shares one record.
+//
+// Nothing is watched or cached: each authenticated request reads its
+// key's record from the bucket's leader (bus.KVGetFromLeader), so a
+// sign-out on any replica holds on every replica from the moment it is
+// written, and a replica that cannot read it refuses the session
+// (errRevocationUnknown). Sign-outs made on this replica are also kept in
+// memory (local), so that they hold here even when the write failed.
 type revocations struct {
-	kv  jetstream.KeyValue
-	nc  *nats.Conn
-	mac []byte // derives the record's key from a nonce
-	ttl time.Duration
-	log *slog.Logger
+	kv   jetstream.KeyValue
+	js   jetstream.JetStream
+	nc   *nats.Conn
+	mac  []byte        // derives a record's key from an API key
+	ttl  time.Duration // a record's TTL: SessionTTL + revocationSkew
+	open bool          // identity.OpenAccess: one record for every sign-in
+	log  *slog.Logger
 
-	mu    sync.Mutex
-	ready bool             // the watch has caught up, and the connection has not dropped since
-	set   map[string]int64 // record key → the cookie's expiry (Unix seconds)
-	swept time.Time
+	mu sync.Mutex
+	// local is record key → not-before (Unix ns) of the sign-outs made on
+	// this replica, each kept for ttl: bounded by the number of keys.
+	local map[string]int64
 }
 
-func newRevocations(cfg Config, mac []byte) *revocations {
-	return &revocations{kv: cfg.Streams.Revocations, nc: cfg.Streams.Conn, mac: mac, ttl: cfg.SessionTTL,
-		log: cfg.Logger.With("part", "sign-outs"), set: map[string]int64{}}
+func newRevocations(cfg Config, mac []byte) (*revocations, error) {
+	js, err := jetstream.New(cfg.Streams.Conn)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: jetstream: %w", err)
+	}
+	_, open := cfg.Auth.(identity.OpenAccess)
+	return &revocations{kv: cfg.Streams.Revocations, js: js, nc: cfg.Streams.Conn, mac: mac, ttl: cfg.SessionTTL + revocationSkew,
+		open: open, log: cfg.Logger.With("part", "sign-outs"), local: map[string]int64{}}, nil
 }
 
-// keyOf is the record key of a session's nonce.
-func (r *revocations) keyOf(nonce string) string {
+// keyOf is the record key of an API key.
+func (r *revocations) keyOf(apiKey string) string {
 	m := hmac.New(sha256.New, r.mac)
-	m.Write([]byte(nonce))
-	return "s." + hex.EncodeToString(m.Sum(nil))
+	if r.open {
+		m.Write([]byte("open access"))
+	} else {
+		m.Write([]byte("key:" + apiKey))
+	}
+	return "k." + hex.EncodeToString(m.Sum(nil))
 }
 
-// revoke records that the session ss is signed out, on this replica at
-// once and for every replica in the bucket (kept until ss expires). An
-// error means the record was not written: other replicas may still serve
-// a copy of the cookie.
+// revoke ends every session of ss's key issued before now, on this
+// replica at once and for every replica in the bucket. The not-before
+// time is after ss's own issue time whatever the clocks say, so that the
+// session signing out is always ended. An error means the record was not
+// written: other replicas may still serve the key's sessions.
 func (r *revocations) revoke(ctx context.Context, ss session) error {
-	key := r.keyOf(ss.Nonce)
-	r.add(key, ss.Expires)
+	key := r.keyOf(ss.Key)
+	nb := max(time.Now().UnixNano(), ss.Issued+1)
+	r.remember(key, nb)
 	if !r.nc.IsConnected() {
 		return errors.New("NATS unreachable")
 	}
-	ttl := time.Until(time.Unix(ss.Expires, 0)).Truncate(time.Second) + time.Second // KeyTTL counts whole seconds
-	ctx, cancel := context.WithTimeout(ctx, revocationReadTimeout)
+	ctx, cancel := context.WithTimeout(ctx, revocationTimeout)
 	defer cancel()
-	_, err := r.kv.Create(ctx, key, []byte(strconv.FormatInt(ss.Expires, 10)), jetstream.KeyTTL(ttl))
-	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	if cur, err := r.notBefore(ctx, key); err == nil {
+		nb = max(nb, cur) // a later sign-out by a replica whose clock is ahead stays
+	}
+	m := nats.NewMsg("$KV." + r.kv.Bucket() + "." + key)
+	m.Data = []byte(strconv.FormatInt(nb, 10))
+	if _, err := r.js.PublishMsg(ctx, m, jetstream.WithMsgTTL(r.ttl)); err != nil {
 		return fmt.Errorf("dashboard: record the sign-out: %w", err)
 	}
 	return nil
 }
 
-// revoked says whether the session with nonce was signed out, or
-// errRevocationUnknown when that cannot be told now.
-func (r *revocations) revoked(ctx context.Context, nonce string) (bool, error) {
-	key := r.keyOf(nonce)
+// ended says whether ss was ended by a sign-out of its key (on any
+// replica), or errRevocationUnknown when that cannot be told now.
+func (r *revocations) ended(ctx context.Context, ss session) (bool, error) {
+	key := r.keyOf(ss.Key)
 	r.mu.Lock()
-	_, hit := r.set[key]
-	ready := r.ready
+	local := r.local[key]
 	r.mu.Unlock()
 	switch {
-	case hit:
+	case ss.Issued < local:
 		return true, nil
 	case !r.nc.IsConnected():
 		return false, errRevocationUnknown
-	case ready:
-		return false, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, revocationReadTimeout)
+	ctx, cancel := context.WithTimeout(ctx, revocationTimeout)
 	defer cancel()
-	e, err := r.kv.Get(ctx, key)
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return false, nil
-	case err != nil:
+	nb, err := r.notBefore(ctx, key)
+	if err != nil {
 		r.log.WarnContext(ctx, "dashboard: sign-out record unreadable: refusing the session", "err", err)
 		return false, errRevocationUnknown
 	}
-	r.add(key, r.expiryOf(e))
-	return true, nil
+	return ss.Issued < nb, nil
 }
 
-// add keeps key until exp (Unix seconds), and forgets the records whose
-// sessions have expired (at most once a minute).
-func (r *revocations) add(key string, exp int64) {
+// notBefore is the not-before time (Unix ns) the record key holds, read
+// from the bucket's leader; 0 without a record. A value that does not
+// parse (only dispatchers write the bucket) counts from when it was
+// written.
+func (r *revocations) notBefore(ctx context.Context, key string) (int64, error) {
+	e, err := bus.KVGetFromLeader(ctx, r.nc, r.kv.Bucket(), key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	nb, err := strconv.ParseInt(string(e.Value), 10, 64)
+	if err != nil {
+		return e.Created.UnixNano(), nil
+	}
+	return nb, nil
+}
+
+// remember keeps a sign-out made on this replica for ttl, and forgets
+// those whose sessions have all expired.
+func (r *revocations) remember(key string, nb int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.set[key] = max(r.set[key], exp)
-	now := time.Now()
-	if now.Sub(r.swept) < time.Minute {
-		return
-	}
-	r.swept = now
-	for k, e := range r.set {
-		if e < now.Unix() {
-			delete(r.set, k)
-		}
-	}
-}
-
-// expiryOf is the session expiry a record holds; one that does not parse
-// (only dispatchers write the bucket) is kept for a whole SessionTTL from
-// when it was written.
-func (r *revocations) expiryOf(e jetstream.KeyValueEntry) int64 {
-	exp, err := strconv.ParseInt(string(e.Value()), 10, 64)
-	if err != nil {
-		return e.Created().Add(r.ttl).Unix()
-	}
-	return exp
-}
-
-func (r *revocations) setReady(ready bool) {
-	r.mu.Lock()
-	r.ready = ready
-	r.mu.Unlock()
-}
-
-// run follows the bucket until ctx ends: a watch from the start of the
-// bucket, stopped when the connection drops and started again (from the
-// start: what was signed out meanwhile is read again) once it is back.
-func (r *revocations) run(ctx context.Context) {
-	status := r.nc.StatusChanged(nats.CONNECTED, nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
-	defer r.nc.RemoveStatusListener(status)
-	for ctx.Err() == nil {
-		if r.nc.IsConnected() {
-			if err := r.follow(ctx, &status); err != nil {
-				r.log.WarnContext(ctx, "dashboard: sign-out watch ended; sessions are read from the bucket until it is back", "err", err)
-			}
-		}
-		pause := time.NewTimer(revocationRewatchPause)
-		select {
-		case <-ctx.Done():
-		case _, ok := <-status:
-			if !ok {
-				status = nil // closed for good: only ctx ends the loop now
-			}
-		case <-pause.C:
-		}
-		pause.Stop()
-	}
-}
-
-// follow watches the bucket into the set until ctx ends (nil), or the
-// watch or the connection fails. *status becomes nil once the connection
-// is closed for good.
-func (r *revocations) follow(ctx context.Context, status *chan nats.Status) error {
-	r.setReady(false)
-	defer r.setReady(false)
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w, err := r.kv.WatchAll(wctx, jetstream.IgnoreDeletes())
-	if err != nil {
-		return fmt.Errorf("watch: %w", err)
-	}
-	defer func() { _ = w.Stop() }()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case st, ok := <-*status:
-			// Any change (a drop, or a reconnect whose drop went unseen)
-			// starts the watch again once the connection is up.
-			if !ok {
-				*status = nil
-			}
-			return fmt.Errorf("connection %s", st)
-		case e, ok := <-w.Updates():
-			switch {
-			case !ok:
-				return errors.New("watch closed")
-			case e == nil:
-				r.setReady(true) // every record present at the start is in the set
-			default:
-				r.add(e.Key(), r.expiryOf(e))
-			}
+	r.local[key] = max(r.local[key], nb)
+	horizon := time.Now().Add(-r.ttl).UnixNano()
+	for k, v := range r.local {
+		if v < horizon {
+			delete(r.local, k)
 		}
 	}
 }

@@ -51,7 +51,7 @@ type Server struct {
 	letters *letters
 	pools   *poolHistory
 	csrfOK  *http.CrossOriginProtection
-	// signedOut is the set of signed-out sessions (revocations.go).
+	// signedOut are the sign-outs every replica honours (revocations.go).
 	signedOut *revocations
 
 	// keepAlive is how often live streams send a keep-alive and check
@@ -92,10 +92,11 @@ func New(cfg Config) (*Server, error) {
 		feed: callindex.NewFeed(index), csrfOK: http.NewCrossOriginProtection(), keepAlive: liveKeepAlive, live: map[string]int{}}
 	s.letters = &letters{q: st.DLQ}
 	s.pools = newPoolHistory(s)
-	s.signedOut = newRevocations(cfg, k.revoke)
+	if s.signedOut, err = newRevocations(cfg, k.revoke); err != nil {
+		return nil, err
+	}
 	s.services = startstop.NewGroup(startstop.Named{Name: "calls index feed", Service: s.feed},
-		startstop.Named{Name: "pool history", Service: startstop.NewLoop(func(ctx context.Context) { s.pools.run(ctx) })},
-		startstop.Named{Name: "sign-out watch", Service: startstop.NewLoop(s.signedOut.run)})
+		startstop.Named{Name: "pool history", Service: startstop.NewLoop(func(ctx context.Context) { s.pools.run(ctx) })})
 	if s.pages, err = parsePages(); err != nil {
 		return nil, err
 	}
@@ -106,12 +107,12 @@ func New(cfg Config) (*Server, error) {
 var _ startstop.Service = (*Server)(nil)
 
 // Start feeds the calls index (callindex.Feed: a run that fails starts
-// again after a pause), samples the pools and follows the sign-outs
-// (revocations.go), until Stop. It returns once all three run.
+// again after a pause) and samples the pools, until Stop. It returns once
+// both run.
 func (s *Server) Start(ctx context.Context) error { return s.services.Start(ctx) }
 
-// Stop ends the live streams, then the sign-out watch, the pool history
-// and the calls index's feed, and waits for them (within ctx). A nil Server (the dashboard
+// Stop ends the live streams, then the pool history and the calls
+// index's feed, and waits for them (within ctx). A nil Server (the dashboard
 // turned off) does nothing.
 func (s *Server) Stop(ctx context.Context) error {
 	if s == nil {

@@ -24,7 +24,6 @@ every permission.
     "$JS.API.STREAM.INFO.KV_{{ $p }}_approvals"
     "$JS.API.STREAM.INFO.KV_{{ $p }}_limits"
     "$JS.API.STREAM.INFO.KV_{{ $p }}_tasks"
-    "$JS.API.STREAM.INFO.KV_{{ $p }}_revocations"
     "$JS.API.STREAM.INFO.OBJ_{{ $p }}_blobs"
     "$JS.API.CONSUMER.LIST.{{ $u }}_CALLS"
     "$JS.API.CONSUMER.CREATE.{{ $u }}_CALLS.*"
