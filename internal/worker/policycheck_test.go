@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"maps"
 	"os"
@@ -45,7 +46,10 @@ const denyEtc = `tenant:
 // credentials: each worker dials with the worker credential and signs
 // with a key the dispatcher trusts for the pool "native".
 type policyStack struct {
-	env   *bustest.RoleEnv
+	// flaky: a call of wipe for /etc/flaky tells started, waits for
+	// release and fails (retryable) on its first attempt.
+	started, release chan struct{}
+	env              *bustest.RoleEnv
 	d     *dispatch.Dispatcher
 	key   *signing.Key
 	mu    sync.Mutex
@@ -59,12 +63,18 @@ func startPolicyStack(t *testing.T) *policyStack {
 	t.Helper()
 	ctx := t.Context()
 	log := slog.New(slog.DiscardHandler)
-	s := &policyStack{env: bustest.StartWithRoles(t), runs: map[string]int{}}
+	s := &policyStack{env: bustest.StartWithRoles(t), runs: map[string]int{}, started: make(chan struct{}), release: make(chan struct{})}
 	s.wipe = tool.Must(tool.New("wipe", func(ctx context.Context, in pathArgs) (string, error) {
 		info, _ := tool.CallInfoFrom(ctx)
 		s.mu.Lock()
 		s.runs[info.CallID]++
+		first := s.runs[info.CallID] == 1
 		s.mu.Unlock()
+		if in.Path == "/etc/flaky" && first {
+			close(s.started)
+			<-s.release
+			return "", tool.Transient(errors.New("the disk was busy"))
+		}
 		return "wiped " + in.Path, nil
 	}, tool.RequiresApproval()))
 	var err error
@@ -210,4 +220,36 @@ func TestWorkerDoesNotRunApprovedCallsThePolicyNowDenies(t *testing.T) {
 		info, err := s.env.Bus.DLQ.Info(ctx)
 		return err == nil && info.State.Msgs == 2
 	}, 30*time.Second, 10*time.Millisecond, "both refusals dead-lettered")
+}
+
+// A retry run in process checks the policy again: a call approved under
+// the old policy whose first attempt failed (retryable) while a deny rule
+// was applied is not run a second time — answered PERMISSION_DENIED
+// naming the rule, with the failed attempt's side effects. Before, only
+// the first attempt was checked.
+func TestWorkerChecksThePolicyBeforeARetry(t *testing.T) {
+	t.Parallel()
+	s := startPolicyStack(t)
+	ctx := t.Context()
+	w := s.startWorker(t, "worker-1")
+	flaky := s.submit(t, "s1", "/etc/flaky")
+	require.NotNil(t, flaky.Awaiting)
+	s.approve(t, flaky.CallID, toolwirev1.ApprovalScope_APPROVAL_SCOPE_ONCE)
+	select {
+	case <-s.started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the approved call never started")
+	}
+	scope, err := policystore.TenantScope(identity.Default.Tenant)
+	require.NoError(t, err)
+	_, err = s.store.Apply(ctx, scope, []byte(denyEtc), policystore.ApplyOptions{AppliedBy: "admin"})
+	require.NoError(t, err)
+	close(s.release) // the first attempt fails, retryable
+
+	r := s.result(t, flaky.CallID)
+	require.False(t, r.Ok)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.GetError().GetType(), r.GetError().GetMessage())
+	require.Contains(t, r.GetError().GetMessage(), "rule no-etc")
+	require.Equal(t, map[string]int{flaky.CallID: 1}, s.ran(), "not run again")
+	require.Equal(t, int64(1), w.Stats().PolicyRefusals)
 }
