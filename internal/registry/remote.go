@@ -29,10 +29,10 @@ const (
 // WARN, until ctx ends: a worker that starts before its dispatchers waits
 // for them, as it waits for its NATS cluster.
 type Remote struct {
-	nc      *nats.Conn
-	cfg     bus.Config
-	log     *slog.Logger
-	signer  *signing.Key
+	nc     *nats.Conn
+	cfg    bus.Config
+	log    *slog.Logger
+	signer *signing.Key
 }
 
 // SignWith makes r sign each announcement with k, the key it names
