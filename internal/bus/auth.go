@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
@@ -14,12 +16,18 @@ import (
 
 // Roles of the NATS users an installation hands out. The dispatcher itself
 // (and its in-process workers) connect in process with every permission;
-// everything else that connects to NATS is one of these.
+// everything else that connects to NATS is one of these, or a pool's role
+// (PoolRole).
 const (
-	// RoleWorker is a worker process of any pool: it consumes calls from
-	// pool consumers, publishes results, events, dead letters and retry
-	// schedules, reads cancel tombstones and the registry, and announces
-	// its tools to the dispatchers (RegistrySubject), which write them.
+	// RoleWorker is a worker process of any pool: it fetches calls from
+	// any pool's consumer and settles them, publishes results, events,
+	// dead letters and retry schedules, reads cancel tombstones and the
+	// registry, and announces any pool's tools and asks for any pool's
+	// consumer (RegistrySubject), which the dispatchers check and write.
+	// It creates no consumer. It is the role of development and of
+	// installations with one pool (or pools that trust each other): a
+	// worker that runs third-party code should have its pool's role
+	// (PoolRole), which reaches no other pool's calls.
 	RoleWorker = "worker"
 	// RoleOperator is toolctl's audit, dlq and replay commands: it reads
 	// the streams, asks a dispatcher to retry a dead letter and publishes
@@ -29,8 +37,59 @@ const (
 	RoleOperator = "operator"
 )
 
-// Roles lists every role, in the order credentials are made.
+// poolRolePrefix starts the name of every pool's role.
+const poolRolePrefix = "pool-"
+
+// PoolRole is the role of the workers of pool name ("pool-<name>"): the
+// worker role's permissions for that pool alone. Its pools are name and
+// name-<type> for every executor type (PoolRoleMembers: a worker's --pool
+// with several types), their consumers the only ones it may fetch from,
+// their announcement subjects the only ones it may publish on. It creates
+// no consumer: the dispatchers make a pool's consumer when its worker
+// asks (internal/registry, OpEnsure).
+func PoolRole(name string) string { return poolRolePrefix + name }
+
+// PoolOfRole returns the pool name of a pool's role, ok false for any
+// other role.
+func PoolOfRole(role string) (name string, ok bool) {
+	name, ok = strings.CutPrefix(role, poolRolePrefix)
+	return name, ok && name != ""
+}
+
+// PoolRoleMembers are the pool names the role of pool name covers: name
+// itself and name-<type> for every executor type.
+func PoolRoleMembers(name string) []string {
+	out := []string{name}
+	for _, t := range AllTypes() {
+		out = append(out, name+"-"+TypeToken(t))
+	}
+	return out
+}
+
+// Roles lists every fixed role, in the order credentials are made.
 func Roles() []string { return []string{RoleWorker, RoleOperator} }
+
+// ValidatePoolRoles refuses pool names that are not a pool's (a subject
+// token of letters, digits, '_' and '-'), given twice, or covered by
+// another's role (a name that is another's "<name>-<type>": both roles
+// would reach its consumer).
+func ValidatePoolRoles(pools []string) error {
+	seen := map[string]string{}
+	for _, p := range pools {
+		if !poolNameRe.MatchString(p) {
+			return fmt.Errorf("bus: pool %q: a pool's name is 1 to 64 letters, digits, '_' or '-'", p)
+		}
+		for _, m := range PoolRoleMembers(p) {
+			if other, ok := seen[m]; ok {
+				return fmt.Errorf("bus: pools %q and %q: both roles would reach pool %q", other, p, m)
+			}
+			seen[m] = p
+		}
+	}
+	return nil
+}
+
+var poolNameRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Permissions are the subjects a NATS user may publish and subscribe to
 // (allow lists: everything else is denied).
@@ -44,12 +103,20 @@ type Permissions struct {
 // arrive on its inbox, so each role subscribes only to its own inboxes:
 // no role sees what is delivered to another (the default _INBOX. is the
 // dispatcher's).
+//
+// A pool's role has the inboxes under the worker role's
+// "<worker inboxes>.pool.<name>": a pool's workers use them whichever of
+// the two credentials they hold, and the worker role, which may fetch
+// from every pool anyway, sees them too; no pool sees another's.
 func InboxPrefix(c Config, role string) string {
+	if pool, ok := PoolOfRole(role); ok {
+		return InboxPrefix(c, RoleWorker) + ".pool." + pool
+	}
 	return "_INBOX_" + c.WithDefaults().Prefix + "_" + role
 }
 
-// RolePermissions returns the NATS permissions of role (RoleWorker or
-// RoleOperator) for the installation c. They name JetStream API subjects
+// RolePermissions returns the NATS permissions of role (RoleWorker,
+// RoleOperator or a PoolRole) for the installation c. They name JetStream API subjects
 // exactly (stream, consumer and bucket names of c), so they hold for one
 // prefix only. See the package doc ("Permissions") for what each role can
 // and cannot do.
@@ -64,7 +131,13 @@ func RolePermissions(c Config, role string) (Permissions, error) {
 	case RoleOperator:
 		return operatorPermissions(c), nil
 	}
-	return Permissions{}, fmt.Errorf("bus: unknown role %q (want %s or %s)", role, RoleWorker, RoleOperator)
+	if pool, ok := PoolOfRole(role); ok {
+		if err := ValidatePoolRoles([]string{pool}); err != nil {
+			return Permissions{}, err
+		}
+		return poolPermissions(c, pool), nil
+	}
+	return Permissions{}, fmt.Errorf("bus: unknown role %q (want %s, %s or %s<pool>)", role, RoleWorker, RoleOperator, poolRolePrefix)
 }
 
 const jsAPI = "$JS.API."
@@ -72,9 +145,59 @@ const jsAPI = "$JS.API."
 func kvStream(bucket string) string  { return "KV_" + bucket }
 func objStream(bucket string) string { return "OBJ_" + bucket }
 
+// workerPermissions are the any-pool worker's: what every worker has
+// (workerCommon), and any pool's consumer and announcements.
 func workerPermissions(c Config) Permissions {
+	calls := c.CallsStream()
+	pub := append(workerCommon(c),
+		// Pool consumers on CALLS: look up, fetch and settle, any pool's.
+		// Never create, update or list: a create's filters and deliver
+		// subject travel in its body, which permissions cannot see, so a
+		// role that may create one may read any calls or have the server
+		// deliver them anywhere. The dispatchers make the consumers
+		// (internal/registry, OpEnsure).
+		jsAPI+"CONSUMER.INFO."+calls+".*",
+		jsAPI+"CONSUMER.MSG.NEXT."+calls+".*",
+		"$JS.ACK."+calls+".>",
+		// Announcements and consumer requests of any pool: the pool is
+		// the subject's last token, checked against the body.
+		PoolRegistrySubject(c, "*"),
+	)
+	return Permissions{Publish: pub, Subscribe: workerSubscribe(c, RoleWorker)}
+}
+
+// poolPermissions are the role of pool name (PoolRole): what every
+// worker has, and its own pools' consumers and announcements only.
+func poolPermissions(c Config, name string) Permissions {
+	calls := c.CallsStream()
+	pub := workerCommon(c)
+	for _, m := range PoolRoleMembers(name) {
+		cons := calls + "." + c.PoolConsumer(m)
+		pub = append(pub,
+			jsAPI+"CONSUMER.INFO."+cons,
+			jsAPI+"CONSUMER.MSG.NEXT."+cons,
+			"$JS.ACK."+cons+".>",
+			PoolRegistrySubject(c, m),
+		)
+	}
+	return Permissions{Publish: pub, Subscribe: workerSubscribe(c, PoolRole(name))}
+}
+
+// workerSubscribe is what a worker role may subscribe to: its inboxes,
+// cancel tombstones and approvals.
+func workerSubscribe(c Config, role string) []string {
+	return []string{
+		InboxPrefix(c, role) + ".>",
+		"$KV." + c.CancelBucket() + ".>",
+		"$KV." + c.RegistryBucket() + ".approvals.>",
+	}
+}
+
+// workerCommon is what every worker role may publish, whatever its pool:
+// nothing here names a pool.
+func workerCommon(c Config) []string {
 	s := c.Subjects()
-	calls, events, results := c.CallsStream(), c.EventsStream(), c.ResultsStream()
+	events, results := c.EventsStream(), c.ResultsStream()
 	registry, cancels := kvStream(c.RegistryBucket()), kvStream(c.CancelBucket())
 	pub := []string{}
 	// Attaching to the layout (Open with Bind): stream info of every
@@ -85,17 +208,7 @@ func workerPermissions(c Config) Permissions {
 			pub = append(pub, jsAPI+"STREAM.INFO."+st)
 		}
 	}
-	pub = append(pub,
-		// Pool consumers on CALLS: list (overlap check), create or update
-		// (one filter: the filter is in the subject; several: it is not),
-		// look up, fetch and settle.
-		jsAPI+"CONSUMER.LIST."+calls,
-		jsAPI+"CONSUMER.CREATE."+calls+".*",
-		jsAPI+"CONSUMER.CREATE."+calls+".*."+s.AllCalls(),
-		jsAPI+"CONSUMER.CREATE."+calls+".*."+s.AllShadow(),
-		jsAPI+"CONSUMER.INFO."+calls+".*",
-		jsAPI+"CONSUMER.MSG.NEXT."+calls+".*",
-		"$JS.ACK."+calls+".>",
+	return append(pub,
 		// A redelivered call: its stored result and its events, read from
 		// the streams' leaders (LastMsgFromLeader, AllMsgsFromLeader) or
 		// by direct gets. No consumer on a stream the worker writes: a push
@@ -109,7 +222,9 @@ func workerPermissions(c Config) Permissions {
 		jsAPI+"DIRECT.GET."+events+".>",
 		jsAPI+"STREAM.MSG.GET."+results,
 		jsAPI+"STREAM.MSG.GET."+events,
-		// What a worker writes.
+		// What a worker writes. Per call id, not per pool: a result or an
+		// event for another pool's call is refused by its signature
+		// (internal/believed), not by permissions.
 		s.AllResults(),
 		s.AllEvents(),
 		s.AllDLQ(),
@@ -127,7 +242,6 @@ func workerPermissions(c Config) Permissions {
 		// leader (signing.Keyring: a replica that lags would call a
 		// worker enrolled a moment ago unenrolled, and its result forged).
 		jsAPI+"STREAM.MSG.GET."+registry,
-		RegistrySubject(c),
 		// Approval records, nonces and grants: read by key from the
 		// bucket's leader (a replica that lags would call an approval
 		// just made "pending"), for the re-check before executing (never
@@ -144,12 +258,6 @@ func workerPermissions(c Config) Permissions {
 		"$O."+c.BlobBucket()+".>",
 		jsAPI+"DIRECT.GET."+objStream(c.BlobBucket())+".>",
 	)
-	sub := []string{
-		InboxPrefix(c, RoleWorker) + ".>",
-		"$KV." + c.CancelBucket() + ".>",
-		"$KV." + c.RegistryBucket() + ".approvals.>",
-	}
-	return Permissions{Publish: pub, Subscribe: sub}
 }
 
 func operatorPermissions(c Config) Permissions {
@@ -224,13 +332,27 @@ func DLQRetrySubject(c Config) string {
 	return c.WithDefaults().Subjects().join("admin", "dlq", "retry")
 }
 
-// RegistrySubject is where a worker announces its tools (their specs, its
-// pool's claim on their names, the first approval of an MCP tool's
-// definition) to the dispatchers (one queue group), which check each
-// announcement and write the registry (internal/registry: Service): a
-// worker's credentials may not write the registry themselves.
+// RegistrySubject is the root of the subjects where a worker announces
+// its tools (their specs, its pool's claim on their names, the first
+// approval of an MCP tool's definition) and asks for its pool's consumer
+// to the dispatchers (one queue group), which check each request and
+// write the registry or make the consumer (internal/registry: Service): a
+// worker's credentials may neither write the registry nor create a
+// consumer themselves. Each pool has its own subject under it
+// (PoolRegistrySubject).
 func RegistrySubject(c Config) string {
 	return c.WithDefaults().Subjects().join("admin", "registry", "announce")
+}
+
+// PoolRegistrySubject is where pool's workers announce ("<RegistrySubject>.<pool>";
+// pool "*" for every pool's): a pool's role may publish on its own only,
+// and the dispatchers refuse a request whose body names another pool
+// than the subject.
+func PoolRegistrySubject(c Config, pool string) string {
+	if pool != "*" {
+		pool = Token(pool)
+	}
+	return RegistrySubject(c) + "." + pool
 }
 
 // AfterHookSubject is where a worker asks the dispatchers (one queue

@@ -26,11 +26,11 @@ type authEnv struct {
 	url   string
 }
 
-func startAuth(t *testing.T, cfg bus.Config) *authEnv {
+func startAuth(t *testing.T, cfg bus.Config, pools ...string) *authEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	creds, _, err := bus.EnsureCredentials(filepath.Join(t.TempDir(), "credentials"))
+	creds, _, err := bus.EnsureCredentials(filepath.Join(t.TempDir(), "credentials"), pools...)
 	require.NoError(t, err)
 	users, err := creds.Users(cfg)
 	require.NoError(t, err)
@@ -156,11 +156,20 @@ func TestWorkerBoundaries(t *testing.T) {
 	nc, v := e.dialRole(t, bus.RoleWorker)
 	ctx := t.Context()
 
-	// A worker attaches to the layout and may ensure a pool consumer.
+	// A worker attaches to the layout, and fetches from a pool's
+	// consumer, which a dispatcher made ...
 	wb, err := bus.Open(ctx, nc, bus.Config{}, bus.Options{Bind: true})
 	require.NoError(t, err)
-	_, err = wb.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE})
+	_, err = e.bus.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE})
 	require.NoError(t, err)
+	pool, err := wb.Calls.Consumer(ctx, e.bus.Config.PoolConsumer("native"))
+	require.NoError(t, err)
+	_, err = pool.FetchNoWait(1)
+	require.NoError(t, err)
+	// ... but creates or updates none: a create's filters and deliver
+	// subject are in its body, which permissions cannot see.
+	refusedCreate(t, wb, v, "evil", e.bus.Subjects.AllCalls())
+	refusedCreate(t, wb, v, e.bus.Config.PoolConsumer("native"), e.bus.Subjects.AllCalls())
 	// It reads a redelivered call's result and events from the leaders.
 	_, err = bus.LastMsgFromLeader(ctx, wb.JS, wb.Results, e.bus.Subjects.Result("acme", "d1", "01CALL"))
 	require.ErrorIs(t, err, jetstream.ErrMsgNotFound)
@@ -203,6 +212,113 @@ func TestWorkerBoundaries(t *testing.T) {
 	info, err := e.bus.Calls.Info(ctx)
 	require.NoError(t, err)
 	require.Zero(t, info.State.Msgs)
+}
+
+// refusedCreate asserts that wb's credential cannot create or update the
+// consumer name on CALLS with filter, with a push deliver subject or
+// without.
+func refusedCreate(t *testing.T, wb *bus.Bus, v *violations, name, filter string) {
+	t.Helper()
+	for _, deliver := range []string{"", "toolwire.admin.dlq.retry"} {
+		ctx, cancel := context2s(t)
+		_, err := wb.Calls.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: name, FilterSubject: filter,
+			AckPolicy: jetstream.AckExplicitPolicy, DeliverSubject: deliver})
+		cancel()
+		require.Error(t, err, "%s over %s (deliver %q)", name, filter, deliver)
+		v.waitFor(t, "$JS.API.CONSUMER.CREATE."+wb.Config.CallsStream()+"."+name+"."+filter)
+	}
+	ctx, cancel := context2s(t)
+	defer cancel()
+	_, err := wb.Calls.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: name, FilterSubjects: []string{filter, filter + "x"},
+		AckPolicy: jetstream.AckExplicitPolicy})
+	require.Error(t, err, "%s with several filters", name)
+	v.waitFor(t, "$JS.API.CONSUMER.CREATE."+wb.Config.CallsStream()+"."+name)
+}
+
+// A pool's credential (bus.PoolRole) reaches its own pool only: it
+// fetches from and settles its own consumer, but creates no consumer on
+// CALLS (not even its own name over another pool's calls), cannot look up
+// or fetch from another pool's consumer, announce for another pool, or
+// hear another pool's or the worker role's inboxes (where fetched calls
+// arrive). With the worker credential of the current main, a worker of
+// pool a could make a consumer over pool b's calls and read them.
+func TestPoolCredentialReachesOnlyItsPool(t *testing.T) {
+	t.Parallel()
+	e := startAuth(t, bus.Config{}, "a", "b")
+	ctx := t.Context()
+	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
+	s := e.bus.Subjects
+	for pool, tool := range map[string]string{"a": "ta", "b": "tb"} {
+		_, err := e.bus.EnsurePool(ctx, bus.PoolConfig{Name: pool, Type: native, Subjects: []string{s.ToolSubject(native, "p", tool)}})
+		require.NoError(t, err)
+	}
+	_, err := e.bus.JS.Publish(ctx, s.Call(native, "acme", "p", "tb"), []byte("pool b's call, secrets included"))
+	require.NoError(t, err)
+
+	nc, v := e.dialRole(t, bus.PoolRole("a"))
+	wb, err := bus.Open(ctx, nc, bus.Config{}, bus.Options{Bind: true})
+	require.NoError(t, err)
+	// Its own consumer: looked up and fetched from.
+	own, err := wb.Calls.Consumer(ctx, e.bus.Config.PoolConsumer("a"))
+	require.NoError(t, err)
+	_, err = own.FetchNoWait(1)
+	require.NoError(t, err)
+
+	// No consumer of its making: a new one, its own name over b's calls,
+	// another type's name of its own (a-sandbox) over everything.
+	refusedCreate(t, wb, v, "evil", s.AllCalls())
+	refusedCreate(t, wb, v, e.bus.Config.PoolConsumer("a"), s.ToolSubject(native, "p", "tb"))
+	refusedCreate(t, wb, v, e.bus.Config.PoolConsumer("a-sandbox"), s.AllCalls())
+	list := "$JS.API.CONSUMER.LIST." + e.bus.Config.CallsStream()
+	require.NoError(t, nc.PublishRequest(list, nc.NewRespInbox(), nil))
+	v.waitFor(t, list)
+
+	// Pool b's consumer: neither looked up nor fetched from.
+	bCons := e.bus.Config.CallsStream() + "." + e.bus.Config.PoolConsumer("b")
+	for _, subject := range []string{"$JS.API.CONSUMER.INFO." + bCons, "$JS.API.CONSUMER.MSG.NEXT." + bCons} {
+		require.NoError(t, nc.PublishRequest(subject, nc.NewRespInbox(), []byte(`{"batch":1,"no_wait":true}`)))
+		v.waitFor(t, subject)
+	}
+	// Not an announcement or consumer request for pool b.
+	for _, pool := range []string{"b", "b-native", "*"} {
+		subject := bus.PoolRegistrySubject(e.bus.Config, pool)
+		require.NoError(t, nc.Publish(subject, []byte(`{"op":"ensure","pool":"b"}`)))
+		v.waitFor(t, subject)
+	}
+	require.Contains(t, mustPerms(t, bus.PoolRole("a")).Publish, bus.PoolRegistrySubject(e.bus.Config, "a"))
+	require.Contains(t, mustPerms(t, bus.PoolRole("a")).Publish, bus.PoolRegistrySubject(e.bus.Config, "a-mcp"))
+	// Not the inboxes where b's workers, or any-pool workers, get calls.
+	for _, inbox := range []string{bus.InboxPrefix(e.bus.Config, bus.PoolRole("b")) + ".>", bus.InboxPrefix(e.bus.Config, bus.RoleWorker) + ".>"} {
+		_, err := nc.SubscribeSync(inbox)
+		require.NoError(t, err)
+		v.waitFor(t, inbox)
+	}
+
+	info, err := e.bus.Calls.Consumer(ctx, e.bus.Config.PoolConsumer("b"))
+	require.NoError(t, err)
+	require.EqualValues(t, 1, info.CachedInfo().NumPending, "b's call is still b's, undelivered")
+	names := e.bus.Calls.ConsumerNames(ctx)
+	var got []string
+	for n := range names.Name() {
+		got = append(got, n)
+	}
+	require.NoError(t, names.Err())
+	require.ElementsMatch(t, []string{e.bus.Config.PoolConsumer("a"), e.bus.Config.PoolConsumer("b")}, got, "no consumer was made")
+}
+
+func TestPoolRoleNames(t *testing.T) {
+	t.Parallel()
+	pool, ok := bus.PoolOfRole(bus.PoolRole("a"))
+	require.True(t, ok)
+	require.Equal(t, "a", pool)
+	_, ok = bus.PoolOfRole(bus.RoleWorker)
+	require.False(t, ok)
+	require.ErrorContains(t, bus.ValidatePoolRoles([]string{"a", "a-native"}), "both roles would reach pool \"a-native\"")
+	require.ErrorContains(t, bus.ValidatePoolRoles([]string{"a.b"}), "a pool's name")
+	_, _, err := bus.EnsureCredentials(filepath.Join(t.TempDir(), "c"), "x", "x")
+	require.ErrorContains(t, err, "both roles")
+	_, err = bus.RolePermissions(bus.Config{}, bus.PoolRole("a>"))
+	require.Error(t, err)
 }
 
 func TestOperatorCannotSeeWorkerInboxes(t *testing.T) {

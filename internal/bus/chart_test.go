@@ -11,15 +11,17 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 )
 
-// The Helm chart's bundled NATS grants the roles the same permissions as
-// RolePermissions: the chart's lists cannot drift from the code's.
+// The Helm chart's bundled NATS grants the roles (a pool's role for each
+// entry of pools[]) the same permissions as RolePermissions: the chart's
+// lists cannot drift from the code's.
 func TestChartPermissionsMatch(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile("../../deploy/helm/toolwire/templates/_nats_permissions.tpl")
 	require.NoError(t, err)
-	tpl := strings.NewReplacer("{{ $p }}", "tw-x", "{{ $u }}", "TW_X").Replace(string(b))
+	tpl := strings.NewReplacer("{{ $p }}", "tw-x", "{{ $u }}", "TW_X", "{{ $n }}", "some-pool").Replace(string(b))
 	quoted := regexp.MustCompile(`"([^"]+)"`)
-	for role, define := range map[string]string{bus.RoleWorker: "toolwire.natsWorkerPermissions", bus.RoleOperator: "toolwire.natsOperatorPermissions"} {
+	for role, define := range map[string]string{bus.RoleWorker: "toolwire.natsWorkerPermissions", bus.RoleOperator: "toolwire.natsOperatorPermissions",
+		bus.PoolRole("some-pool"): "toolwire.natsPoolPermissions"} {
 		start := strings.Index(tpl, `define "`+define+`"`)
 		require.GreaterOrEqual(t, start, 0, define)
 		block := tpl[start:]

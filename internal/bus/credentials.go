@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/nats-io/nats.go"
@@ -30,25 +31,36 @@ func CredentialsFile(dir, role string) string { return filepath.Join(dir, role+"
 // only the dispatcher's user can read.
 type Credentials struct {
 	// Dir holds the seed files.
-	Dir  string
-	keys map[string]string // role → public nkey
+	Dir   string
+	roles []string          // Roles, then the pools' (PoolRole)
+	keys  map[string]string // role → public nkey
 }
 
 // EnsureCredentials makes dir (mode 0700) hold an nkey seed file (mode
-// 0600) for every role (Roles), creating only those that are missing, so
-// that credentials handed out once keep working across restarts. created
-// lists the roles whose file was made now. A directory or file that group
-// or others may read or write, or a file that does not hold a user seed,
-// is an error naming it: it is never overwritten or re-permissioned.
-func EnsureCredentials(dir string) (cr *Credentials, created []string, err error) {
+// 0600) for every role (Roles) and for the role of each of pools
+// (PoolRole: <dir>/pool-<name>.nk), creating only those that are missing,
+// so that credentials handed out once keep working across restarts.
+// created lists the roles whose file was made now. A directory or file
+// that group or others may read or write, or a file that does not hold a
+// user seed, is an error naming it: it is never overwritten or
+// re-permissioned. Pool names must pass ValidatePoolRoles. A pool's file
+// left from an earlier start whose pool is no longer listed is not a
+// user: it no longer connects.
+func EnsureCredentials(dir string, pools ...string) (cr *Credentials, created []string, err error) {
+	if err := ValidatePoolRoles(pools); err != nil {
+		return nil, nil, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("bus: credentials: %w", err)
 	}
 	if err := checkPrivate(dir); err != nil {
 		return nil, nil, err
 	}
-	cr = &Credentials{Dir: dir, keys: map[string]string{}}
-	for _, role := range Roles() {
+	cr = &Credentials{Dir: dir, roles: Roles(), keys: map[string]string{}}
+	for _, p := range pools {
+		cr.roles = append(cr.roles, PoolRole(p))
+	}
+	for _, role := range cr.roles {
 		path := CredentialsFile(dir, role)
 		pub, err := readSeedFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -67,11 +79,14 @@ func EnsureCredentials(dir string) (cr *Credentials, created []string, err error
 // PublicKey is role's public nkey, or "".
 func (cr *Credentials) PublicKey(role string) string { return cr.keys[role] }
 
-// Users returns one listener user per role, with the role's permissions
-// for the installation c.
+// Roles lists the roles of cr: Roles, then the pools'.
+func (cr *Credentials) Roles() []string { return slices.Clone(cr.roles) }
+
+// Users returns one listener user per role of cr, with the role's
+// permissions for the installation c.
 func (cr *Credentials) Users(c Config) ([]User, error) {
 	var users []User
-	for _, role := range Roles() {
+	for _, role := range cr.roles {
 		perms, err := RolePermissions(c, role)
 		if err != nil {
 			return nil, err
@@ -230,7 +245,8 @@ func credsOption(path string) (nats.Option, error) {
 // default, ./data), if every server of urls is on this machine (a
 // loopback address or localhost), none carries credentials of its own
 // (user info), and the file exists; otherwise "". It is how toolctl and
-// the worker find their credentials without flags.
+// the worker find their credentials without flags (a worker with --pool
+// looks for its pool's role first, PoolRole, then the worker role's).
 func LocalCredentials(dataDir, role, urls string) string {
 	if urls == "" {
 		return ""

@@ -122,9 +122,9 @@
 //   - Pool consumers are durable pull consumers created with
 //     DeliverNewPolicy (DeliverAll on a limits stream would re-run history;
 //     the policy cannot change later) and explicit acks, filtering exactly
-//     the tools the pool serves (ToolSubject). Workers create them before
-//     registering their tools, so no call is admitted before a consumer for
-//     it exists. Overlapping pools are refused (ErrPoolOverlap): on a
+//     the tools the pool serves (ToolSubject). The dispatchers create them
+//     at a pool's worker's request before its tools are registered, so no
+//     call is admitted before a consumer for it exists. Overlapping pools are refused (ErrPoolOverlap): on a
 //     limits stream both would run every call.
 //   - A pool consumer is a durable named <prefix>_pool_<pool>
 //     (Config.IsPoolConsumer). Every other consumer of CALLS (an audit's
@@ -281,19 +281,31 @@
 // memory only and which the server accepts on in-process connections
 // only.
 //
-// Outside the dispatcher there are two roles, each with the NATS
-// permissions RolePermissions derives from the installation's prefix (the
-// table is in docs/reliability.md, "NATS permission table"):
+// Outside the dispatcher there are three kinds of role, each with the
+// NATS permissions RolePermissions derives from the installation's prefix
+// (the table is in docs/reliability.md, "NATS permission table"):
 //
-//   - RoleWorker: attach to the layout (stream info only), ensure, fetch
-//     from and settle pool consumers on CALLS, read a redelivered call's
-//     result and events, publish results, events, dead letters and retry
-//     schedules, read and watch cancel tombstones, read the registry
-//     bucket (never write, roll up or purge it: it announces its tools to
-//     the dispatchers on RegistrySubject, which write them), read approval
-//     records, nonces, grants and the policies in force by key from their
+//   - PoolRole(name), one per pool ("pool-<name>"; the pools name and
+//     name-<type>, PoolRoleMembers): attach to the layout (stream info
+//     only), look up, fetch from and settle its own pools' consumers on
+//     CALLS (named in each subject) and no other, read a redelivered
+//     call's result and events, publish results, events, dead letters and
+//     retry schedules, read and watch cancel tombstones, read the
+//     registry bucket (never write, roll up or purge it), read approval
+//     records, nonces, grants and the policies in force from their
 //     buckets' leaders (the re-checks before a call runs; never written,
-//     never watched), write blobs.
+//     never watched), announce its tools and ask for its consumer on its
+//     own pools' subjects (PoolRegistrySubject) only, write blobs, and
+//     hear its own inboxes (InboxPrefix: under the worker role's,
+//     ".pool.<name>") only.
+//   - RoleWorker: the same for every pool (any consumer of CALLS, any
+//     pool's announcement subject, every worker inbox): development and
+//     installations with one pool, or pools that trust each other.
+//
+// No worker role creates, updates or lists a consumer: a pool's consumer
+// is made by the dispatchers when its worker asks (internal/registry,
+// OpEnsure), which check that its subjects are the pool's own tools' and
+// run EnsurePool.
 //   - RoleOperator: see the layout's metadata (stream and consumer info,
 //     the account's stream names: the nats CLI's stream and consumer
 //     listings), read CALLS, RESULTS, EVENTS, DLQ and the registry (Scans
@@ -304,34 +316,37 @@
 //     (create, fetch, delete: named in the subject, so never a pool's
 //     consumer, which it can neither update, delete nor fetch from).
 //
-// Neither may publish a call, manage a stream or bucket, read CALLS by
+// None may publish a call, manage a stream or bucket, read CALLS by
 // direct get, or subscribe to call subjects or another role's inboxes:
 // each role's connections use InboxPrefix(cfg, role), and may subscribe
 // to those inboxes only. A retry schedule names the calls stream sequence
 // of the call it retries (RetryOfHeader), which the dispatchers' mover
 // checks, so retry schedules cannot queue calls of a worker's making.
 //
-// What permissions cannot express: a pool consumer with several filters
-// carries them in the request body, which permissions cannot see, and a
-// consumer name cannot be matched by prefix, so a worker credential may
-// create a consumer over any calls (per-pool isolation needs separate
-// installations); result and event subjects are per call id, so a worker
+// What permissions cannot express: a consumer's filters and deliver
+// subject travel in the create request's body, which permissions cannot
+// see — which is why no worker role may create a consumer, and the
+// dispatchers check a pool's subjects before they make its consumer;
+// which tools a pool holds is the registry's (its sources), checked by
+// the dispatchers; result and event subjects are per call id, so a worker
 // credential may store a result for any call whose id it knows — which
 // is why every result and event is signed (Bus.Signer, internal/signing)
 // and a call's answer is only a result signed by a key enrolled for its
 // tool's pool (internal/believed); the pool a worker announces tools for
-// is one its signing key is enrolled for (internal/registry checks the
-// rest). docs/reliability.md lists these.
+// is one its signing key is enrolled for and, with a pool's role, one of
+// its own (internal/registry checks the rest). docs/reliability.md lists
+// these.
 //
 // # Credentials files
 //
-// EnsureCredentials keeps one nkey seed per role in a directory (0700,
-// files 0600, made once, reused, refused when group or others may read
-// them); a dispatcher with a listener keeps them under
+// EnsureCredentials keeps one nkey seed per role, and per pool it is
+// given (PoolRole: pool-<name>.nk), in a directory (0700, files 0600,
+// made once, reused, refused when group or others may read them); a dispatcher with a listener keeps them under
 // <data>/credentials (CredentialsDir, CredentialsFile). ConnConfig's
 // CredsFile takes such a seed file, a NATS user credentials file (JWT and
 // seed), or one "user:password" line (the Helm chart's bundled NATS);
 // errors name the file, never its content. LocalCredentials finds a role's
 // seed under a data directory when every server URL is on loopback: how
-// toolctl and the worker find theirs on the dispatcher's machine.
+// toolctl and the worker find theirs on the dispatcher's machine (a
+// worker with --pool its pool's first).
 package bus

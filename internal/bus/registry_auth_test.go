@@ -15,7 +15,7 @@ import (
 // a tool's entry cannot be rewritten (a poisoned description under the
 // same version, shown to every tenant), a source or an approval cannot be
 // put, and a rollup or purge cannot empty the registry stream. Workers
-// announce their tools on bus.RegistrySubject instead, which the
+// announce their tools on bus.PoolRegistrySubject instead, which the
 // dispatchers serve and check (internal/registry).
 func TestWorkerCannotWriteTheRegistry(t *testing.T) {
 	t.Parallel()
@@ -51,7 +51,7 @@ func TestWorkerCannotWriteTheRegistry(t *testing.T) {
 	require.Error(t, err)
 	v.waitFor(t, purge)
 	// But it may ask the dispatchers to register its tools.
-	require.Contains(t, mustPerms(t, bus.RoleWorker).Publish, bus.RegistrySubject(e.bus.Config))
+	require.Contains(t, mustPerms(t, bus.RoleWorker).Publish, bus.PoolRegistrySubject(e.bus.Config, "*"))
 	// And read a key from the bucket's leader, which its keyring does
 	// for an enrolment a direct get found missing (signing.Keyring).
 	got, err := bus.KVGetFromLeader(ctx, nc, wb.Config.RegistryBucket(), "echo")

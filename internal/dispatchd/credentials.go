@@ -14,19 +14,23 @@ import (
 // listenerUsers returns the users of the embedded server's client
 // listener: none without one; otherwise the managed credentials under
 // <dir>/credentials, made on the first start with a listener and reused
-// after (bus.EnsureCredentials), with the permissions of their roles for
-// this installation's prefix. It logs where the credentials are (never
+// after (bus.EnsureCredentials), one per role and one per pool of
+// rc.PoolsCredentials (bus.PoolRole), with the permissions of their roles
+// for this installation's prefix. It logs where the credentials are (never
 // the secrets), and warns when the listener is not on loopback: the
 // credentials guard it, but NATS traffic is not encrypted.
 func listenerUsers(rc RunConfig, dir string, log *slog.Logger) ([]bus.User, error) {
 	if rc.NATSListen == "" {
+		if len(rc.PoolsCredentials) > 0 {
+			return nil, errors.New("dispatch: --pools-credentials makes users of the embedded server's client listener: it needs --nats-listen (an external cluster has its own users: the Helm chart's pools[], or nsc)")
+		}
 		return nil, nil
 	}
 	host, _, err := net.SplitHostPort(rc.NATSListen)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: --nats-listen %q: %w", rc.NATSListen, err)
 	}
-	creds, created, err := bus.EnsureCredentials(bus.CredentialsDir(dir))
+	creds, created, err := bus.EnsureCredentials(bus.CredentialsDir(dir), rc.PoolsCredentials...)
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +39,7 @@ func listenerUsers(rc RunConfig, dir string, log *slog.Logger) ([]bus.User, erro
 		return nil, err
 	}
 	attrs := []any{"listen", rc.NATSListen}
-	for _, role := range bus.Roles() {
+	for _, role := range creds.Roles() {
 		attrs = append(attrs, role+"_credentials", bus.CredentialsFile(creds.Dir, role))
 	}
 	if len(created) > 0 {

@@ -31,9 +31,11 @@
 // and a second dispatcher on the directory gets ErrDataDirInUse naming the
 // holder. The embedded server's client listener
 // (NATSListen) always requires credentials: on its first start with one,
-// Run makes an nkey per role (bus.RoleWorker, bus.RoleOperator) under
-// <DataDir>/credentials (directory 0700, files 0600; bus.EnsureCredentials)
-// and reuses them on later starts; it logs the files' paths, never their
+// Run makes an nkey per role (bus.RoleWorker, bus.RoleOperator) and one
+// per pool of PoolsCredentials (--pools-credentials; bus.PoolRole:
+// pool-<name>.nk, that pool's consumers and announcement subjects only)
+// under <DataDir>/credentials (directory 0700, files 0600;
+// bus.EnsureCredentials) and reuses them on later starts; it logs the files' paths, never their
 // content, and warns when the listener is not on loopback (NATS traffic is
 // not encrypted). The dispatcher and its in-process workers connect in
 // process with every permission. NATSEncryptionKey encrypts the embedded

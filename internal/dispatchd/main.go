@@ -95,7 +95,15 @@ func defineFlags(fs *flag.FlagSet, rc *RunConfig, logLevel, sync *string) {
 	fs.StringVar(&rc.Workers, "workers", "", "in-process worker pools: all, none or native,mcp,sandbox,http (default all when embedded, none otherwise)")
 	fs.StringVar(&rc.WorkerConfig, "worker-config", "", "configuration of the in-process workers (the worker YAML); default: the built-in examples of every executor type")
 	fs.IntVar(&rc.Concurrency, "concurrency", 64, "calls run at once per in-process pool")
-	fs.StringVar(&rc.NATSListen, "nats-listen", DefaultNATSListen, "client listener of the embedded server (\"none\" = in-process connections only); it requires the credentials made once under <data>/credentials (worker.nk, operator.nk), which toolctl and workers on this machine find themselves")
+	fs.StringVar(&rc.NATSListen, "nats-listen", DefaultNATSListen, "client listener of the embedded server (\"none\" = in-process connections only); it requires the credentials made once under <data>/credentials (worker.nk, operator.nk, pool-<name>.nk of --pools-credentials), which toolctl and workers on this machine find themselves")
+	fs.Func("pools-credentials", "pools whose workers get a NATS credential of their own, comma-separated (<data>/credentials/pool-<name>.nk: that pool's consumers only; a worker with --pool <name> on this machine finds it); needs --nats-listen", func(v string) error {
+		for p := range strings.SplitSeq(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				rc.PoolsCredentials = append(rc.PoolsCredentials, p)
+			}
+		}
+		return bus.ValidatePoolRoles(rc.PoolsCredentials)
+	})
 	fs.StringVar(&rc.Monitor, "monitor", "", "serve the embedded server's monitoring endpoints, e.g. 127.0.0.1:8222")
 	fs.StringVar(sync, "nats-sync", "1s", "embedded store fsync: an interval, or \"always\"")
 	fs.StringVar(&rc.NATSEncryptionKey, "nats-encryption-key", "", "encrypt the embedded store at rest with the key in file:/path or env:NAME (never the key itself)")

@@ -89,6 +89,14 @@ type RunConfig struct {
 	// no listener (in-process connections only); --nats-listen defaults
 	// to DefaultNATSListen.
 	NATSListen string
+	// PoolsCredentials are the pools whose workers get a credential of
+	// their own next to the roles' (bus.PoolRole: <DataDir>/credentials/
+	// pool-<name>.nk, made once and reused): it reaches that pool's
+	// consumers and announcement subjects only, where worker.nk reaches
+	// every pool's. A worker with --pool <name> on this machine finds its
+	// pool's file first. Needs NATSListen; names must pass
+	// bus.ValidatePoolRoles. Empty = none.
+	PoolsCredentials []string
 	// Monitor serves the embedded server's monitoring endpoints. Empty =
 	// not served.
 	Monitor string

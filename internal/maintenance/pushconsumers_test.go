@@ -8,27 +8,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/bus/bustest"
 	"github.com/toolwire/toolwire/internal/maintenance"
 )
 
-// Finding 7 of issue 27: the worker credential may create a push
-// consumer on CALLS that delivers stored calls onto a subject of its
-// choosing (the create body is not visible to NATS permissions). The
-// dispatchers delete every push consumer of CALLS and DLQ within
-// PushEvery; pull consumers (pools, scans) stay.
+// Finding 7 of issue 27: a credential that may create consumers on CALLS
+// (the worker credential did; now only the dispatchers' and a hand with
+// every permission may: bus.RolePermissions) may create a push consumer
+// that delivers stored calls onto a subject of its choosing (the create
+// body is not visible to NATS permissions). The dispatchers delete every
+// push consumer of CALLS and DLQ within PushEvery; pull consumers (pools,
+// scans) stay.
 func TestPushConsumersAreDeleted(t *testing.T) {
 	t.Parallel()
 	env := bustest.StartWithRoles(t)
-	nc, err := bus.Dial(bus.ConnConfig{URL: env.Server.ClientURL(), Name: "worker", CredsFile: bus.CredentialsFile(env.Creds.Dir, bus.RoleWorker),
-		InboxPrefix: bus.InboxPrefix(env.Bus.Config, bus.RoleWorker)}, nats.MaxReconnects(0))
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
+	nc := env.Bus.NC
 	calls := env.Bus.Config.CallsStream()
 	create := func(name string, cfg map[string]any) {
 		cfg["name"], cfg["ack_policy"], cfg["filter_subject"] = name, "explicit", env.Bus.Subjects.AllCalls()
@@ -36,7 +33,7 @@ func TestPushConsumersAreDeleted(t *testing.T) {
 		require.NoError(t, err)
 		m, err := nc.Request("$JS.API.CONSUMER.CREATE."+calls+"."+name, b, 5*time.Second)
 		require.NoError(t, err)
-		require.NotContains(t, string(m.Data), `"error"`, "the worker credential may create it: %s", m.Data)
+		require.NotContains(t, string(m.Data), `"error"`, "created: %s", m.Data)
 	}
 	create("evil", map[string]any{"deliver_subject": "toolwire.admin.dlq.retry"})
 	create("toolwire_pool_native", map[string]any{})
@@ -48,6 +45,6 @@ func TestPushConsumersAreDeleted(t *testing.T) {
 		_, err := env.Bus.Calls.Consumer(t.Context(), "evil")
 		return errors.Is(err, jetstream.ErrConsumerNotFound)
 	}, 3*maintenance.PushEvery, 50*time.Millisecond, "the push consumer is deleted")
-	_, err = env.Bus.Calls.Consumer(t.Context(), "toolwire_pool_native")
+	_, err := env.Bus.Calls.Consumer(t.Context(), "toolwire_pool_native")
 	require.NoError(t, err, "a pull consumer stays")
 }

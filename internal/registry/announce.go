@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/toolwire/toolwire/internal/bus"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -22,7 +24,29 @@ const (
 	// OpApprove records Hash as the approved definition of the MCP tool
 	// Tool unless one is recorded (trust on first use, ApproveFirst).
 	OpApprove = "approve"
+	// OpEnsure asks the dispatchers to create or update the pool's
+	// consumer (bus.EnsurePool) over Consumer.Subjects, each the subject of
+	// a tool the pool holds (its claim: the registry's source of the tool)
+	// or, for a shadow pool, a replay subject of the pool's type. Workers
+	// never create consumers: a create's filters travel in its body, which
+	// NATS permissions cannot see.
+	OpEnsure = "ensure"
 )
+
+// ConsumerRequest is the pool consumer an OpEnsure asks for: the
+// settings of bus.PoolConfig a worker declares.
+type ConsumerRequest struct {
+	// Subjects are the tools' call subjects (bus.Subjects.ToolSubject) or,
+	// with Shadow, their replay subjects (ShadowToolSubject); at least one.
+	Subjects []string `json:"subjects"`
+	// AckWait, MaxDeliver, MaxAckPending: bus.PoolConfig's (0 = its
+	// defaults).
+	AckWait       time.Duration `json:"ack_wait,omitempty"`
+	MaxDeliver    int           `json:"max_deliver,omitempty"`
+	MaxAckPending int           `json:"max_ack_pending,omitempty"`
+	// Shadow: the pool serves replays only.
+	Shadow bool `json:"shadow,omitempty"`
+}
 
 // Announcement is what a worker asks the dispatchers to write into the
 // registry for one of its pools (bus.RegistrySubject; JSON on the wire).
@@ -47,6 +71,8 @@ type Announcement struct {
 	// Tool and Hash are the MCP tool and definition hash of OpApprove.
 	Tool string `json:"tool,omitempty"`
 	Hash string `json:"hash,omitempty"`
+	// Consumer is the consumer of OpEnsure.
+	Consumer *ConsumerRequest `json:"consumer,omitempty"`
 }
 
 // Announced is a Registrar's answer to an accepted Announcement.
@@ -55,6 +81,8 @@ type Announced struct {
 	Version string `json:"version,omitempty"`
 	// Approved is the approved definition hash (OpApprove).
 	Approved string `json:"approved,omitempty"`
+	// Consumer is the name of the pool's consumer (OpEnsure), as made.
+	Consumer string `json:"consumer,omitempty"`
 }
 
 // Writer writes the registry for a worker: a *Registrar in the
@@ -120,6 +148,19 @@ func (p PoolWriter) Publish(ctx context.Context, specs []*toolwirev1.ToolSpec, v
 		}
 	}
 	return nil
+}
+
+// Ensure asks for the consumer of pool p (OpEnsure) and returns its name:
+// the dispatchers check the subjects are the pool's and run
+// bus.EnsurePool. p's Name and Type must be the PoolWriter's.
+func (pw PoolWriter) Ensure(ctx context.Context, p bus.PoolConfig) (string, error) {
+	if p.Name != pw.Pool || p.Type != pw.Type {
+		return "", fmt.Errorf("registry: ensure: pool %q of type %s through the writer of pool %q of type %s",
+			p.Name, bus.TypeToken(p.Type), pw.Pool, bus.TypeToken(pw.Type))
+	}
+	got, err := pw.Writer.Announce(ctx, Announcement{Op: OpEnsure, Pool: pw.Pool, Type: pw.Type, Worker: pw.Worker, Signer: pw.Signer,
+		Consumer: &ConsumerRequest{Subjects: p.Subjects, AckWait: p.AckWait, MaxDeliver: p.MaxDeliver, MaxAckPending: p.MaxAckPending, Shadow: p.Shadow}})
+	return got.Consumer, err
 }
 
 // ApproveFirst records hash as the approved definition of the MCP tool

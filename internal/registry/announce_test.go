@@ -32,9 +32,9 @@ type announceEnv struct {
 	key *signing.Key
 }
 
-func startAnnounce(t *testing.T) *announceEnv {
+func startAnnounce(t *testing.T, pools ...string) *announceEnv {
 	t.Helper()
-	env := bustest.StartWithRoles(t)
+	env := bustest.StartWithRoles(t, pools...)
 	dir := t.TempDir()
 	key, err := signing.KeyFile(filepath.Join(dir, signing.LocalWorkerKey))
 	require.NoError(t, err)
@@ -50,10 +50,23 @@ func startAnnounce(t *testing.T) *announceEnv {
 // its pool pool of type typ: requests to the dispatchers.
 func (e *announceEnv) worker(t *testing.T, pool string, typ toolwirev1.ExecutorType) registry.PoolWriter {
 	t.Helper()
-	nc, err := bus.Dial(bus.ConnConfig{URL: e.srv.ClientURL(), Name: "worker", CredsFile: bus.CredentialsFile(e.creds.Dir, bus.RoleWorker),
-		InboxPrefix: bus.InboxPrefix(e.bus.Config, bus.RoleWorker)}, nats.MaxReconnects(0))
+	return e.workerAs(t, bus.RoleWorker, pool, typ)
+}
+
+// dial connects with role's credential.
+func (e *announceEnv) dial(t *testing.T, role string) *nats.Conn {
+	t.Helper()
+	nc, err := bus.Dial(bus.ConnConfig{URL: e.srv.ClientURL(), Name: role, CredsFile: bus.CredentialsFile(e.creds.Dir, role),
+		InboxPrefix: bus.InboxPrefix(e.bus.Config, role)}, nats.MaxReconnects(0))
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
+	return nc
+}
+
+// workerAs is worker with role's credential.
+func (e *announceEnv) workerAs(t *testing.T, role, pool string, typ toolwirev1.ExecutorType) registry.PoolWriter {
+	t.Helper()
+	nc := e.dial(t, role)
 	return registry.PoolWriter{Writer: registry.NewRemote(nc, e.bus.Config, slog.New(slog.DiscardHandler)).SignWith(e.key), Pool: pool, Type: typ,
 		Worker: "w-" + pool, Signer: e.key.Public()}
 }

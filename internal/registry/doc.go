@@ -41,14 +41,18 @@
 // Workers never write the bucket (their NATS credential may not put,
 // delete, roll up or purge it). A worker announces (Announcement, one
 // per spec, JSON) a claim (OpClaim), a spec (OpPublish: claim, then
-// write), a shadow pool's version (OpVersions) or the first approval of
-// an MCP tool's definition (OpApprove) for one of its pools, through a
-// Writer: a Remote in a worker process, a request on
-// bus.RegistrySubject that every dispatcher serves in one queue group
-// (Service, started by internal/dispatch), asked again with backoff
-// while no dispatcher answers; a dispatcher's in-process workers call
-// its Registrar directly. The Registrar checks each announcement before
-// it writes anything:
+// write), a shadow pool's version (OpVersions), the first approval of
+// an MCP tool's definition (OpApprove) or a request for its pool's
+// consumer (OpEnsure, below) for one of its pools, through a Writer: a
+// Remote in a worker process, a request on its pool's subject
+// (bus.PoolRegistrySubject: <RegistrySubject>.<pool>) that every
+// dispatcher serves in one queue group (Service, started by
+// internal/dispatch), asked again with backoff while no dispatcher
+// answers; a dispatcher's in-process workers call its Registrar
+// directly. A pool's NATS role (bus.PoolRole) may publish on its own
+// pools' subjects only, and the Service refuses an announcement whose
+// body names another pool than its subject. The Registrar checks each
+// announcement before it writes anything:
 //
 //   - the spec decodes and passes Check;
 //   - its executor type is the pool's, and the pool's consumer, if it
@@ -62,11 +66,24 @@
 //   - a claim follows Claim's rules (*ClaimError, ErrClaimed), with the
 //     source's subject computed from the spec;
 //   - an approval comes from an MCP pool, for a tool no other pool holds,
-//     and never replaces one recorded (ApproveFirst).
+//     and never replaces one recorded (ApproveFirst);
+//   - a consumer request (OpEnsure, ensure.go) names at least one
+//     subject, each the call subject of one tool of the pool's type whose
+//     registry source is this pool on that very subject (the worker
+//     claims before it asks), or, for a shadow pool, the replay subject
+//     of one tool of its type; no wildcard but the tenant's. The
+//     Registrar then runs bus.EnsurePool with the pool's settings and
+//     answers the consumer's name (Announced.Consumer); an overlap with
+//     another pool is refused. Workers never create consumers: a
+//     create's filters and deliver subject travel in its body, which NATS
+//     permissions cannot see.
 //
-// The pool an announcement names is the worker's word (every worker
-// shares one credential): a worker can register a new version of a tool
-// its pool, or a pool it names, holds.
+// Every announcement is signed by the key it names, enrolled (or
+// trusted) for its pool (enrol.go). With a pool's role the pool is also
+// bound by NATS permissions (the subject); with the any-pool worker role
+// (bus.RoleWorker) it is the worker's word: such a worker can register
+// a new version of a tool, or ask for the consumer, of any pool whose
+// key it holds.
 //
 // # Versions
 //

@@ -21,6 +21,7 @@ import (
 // run one behind bus.RegistrySubject (Service); a dispatcher's in-process
 // workers use it directly. Safe for concurrent use.
 type Registrar struct {
+	b     *bus.Bus
 	kv    jetstream.KeyValue
 	calls jetstream.Stream
 	cfg   bus.Config
@@ -38,7 +39,7 @@ type Registrar struct {
 // (nil: none are enrolled, keys already enrolled still pass). by names
 // the dispatcher in enrolment records.
 func NewRegistrar(b *bus.Bus, log *slog.Logger, trust *signing.Trust, by string) *Registrar {
-	return &Registrar{kv: b.Registry, calls: b.Calls, cfg: b.Config, log: cmp.Or(log, slog.Default()).With("component", "registrar"),
+	return &Registrar{b: b, kv: b.Registry, calls: b.Calls, cfg: b.Config, log: cmp.Or(log, slog.Default()).With("component", "registrar"),
 		trust: trust, by: cmp.Or(by, "a dispatcher")}
 }
 
@@ -54,8 +55,11 @@ func (r *Registrar) announce(ctx context.Context, a Announcement, inProcess bool
 	if err := r.enrol(ctx, a, inProcess); err != nil {
 		return Announced{}, err
 	}
-	if a.Op == OpApprove {
+	switch a.Op {
+	case OpApprove:
 		return r.approve(ctx, a)
+	case OpEnsure:
+		return r.ensure(ctx, a)
 	}
 	spec, err := r.check(ctx, a)
 	if err != nil {

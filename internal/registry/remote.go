@@ -22,16 +22,17 @@ const (
 )
 
 // Remote is the Writer of a worker process: it sends each Announcement to
-// the dispatchers (bus.RegistrySubject) and waits for their answer. While
+// the dispatchers on its pool's subject (bus.PoolRegistrySubject) and
+// waits for their answer. While
 // no dispatcher answers (no responders, a request that timed out:
 // bus.Unavailable), it asks again with backoff, logging each retry at
 // WARN, until ctx ends: a worker that starts before its dispatchers waits
 // for them, as it waits for its NATS cluster.
 type Remote struct {
-	nc      *nats.Conn
-	subject string
-	log     *slog.Logger
-	signer  *signing.Key
+	nc     *nats.Conn
+	cfg    bus.Config
+	log    *slog.Logger
+	signer *signing.Key
 }
 
 // SignWith makes r sign each announcement with k, the key it names
@@ -44,7 +45,7 @@ func (r *Remote) SignWith(k *signing.Key) *Remote {
 
 // NewRemote returns the Remote of the installation cfg over nc.
 func NewRemote(nc *nats.Conn, cfg bus.Config, log *slog.Logger) *Remote {
-	return &Remote{nc: nc, subject: bus.RegistrySubject(cfg), log: cmp.Or(log, slog.Default())}
+	return &Remote{nc: nc, cfg: cfg, log: cmp.Or(log, slog.Default())}
 }
 
 // Announce asks the dispatchers to write a; see Writer.
@@ -55,7 +56,7 @@ func (r *Remote) Announce(ctx context.Context, a Announcement) (Announced, error
 	}
 	wait := remoteRetryFirst
 	for attempt := 1; ; attempt++ {
-		m, err := r.request(ctx, data)
+		m, err := r.request(ctx, a.Pool, data)
 		if err == nil {
 			return decodeReply(m.Data)
 		}
@@ -76,12 +77,12 @@ func (r *Remote) Announce(ctx context.Context, a Announcement) (Announced, error
 	}
 }
 
-// request sends one announcement, waiting at most announceTimeout plus a
+// request sends one announcement of pool, waiting at most announceTimeout plus a
 // little for the answer.
-func (r *Remote) request(ctx context.Context, data []byte) (*nats.Msg, error) {
+func (r *Remote) request(ctx context.Context, pool string, data []byte) (*nats.Msg, error) {
 	rctx, cancel := context.WithTimeout(ctx, announceTimeout+2*time.Second)
 	defer cancel()
-	msg := &nats.Msg{Subject: r.subject, Data: data}
+	msg := &nats.Msg{Subject: bus.PoolRegistrySubject(r.cfg, pool), Data: data}
 	if r.signer != nil {
 		msg.Header = r.signer.Sign(nil, signing.KindAnnouncement, "", 0, data)
 	}

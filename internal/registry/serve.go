@@ -32,12 +32,16 @@ type reply struct {
 	Tool     string  `json:"tool,omitempty"`
 }
 
-// Service serves a Registrar on bus.RegistrySubject in the queue group of
-// the dispatchers: every dispatcher replica runs one (internal/dispatch),
-// one of them answers each announcement. It answers only requests whose
-// replies go to a worker's inboxes or a dispatcher's (a message a push
-// consumer was pointed here with carries a $JS.ACK reply and is nobody's
-// request). Announcements are handled one at a time per replica.
+// Service serves a Registrar on every pool's bus.PoolRegistrySubject in
+// the queue group of the dispatchers: every dispatcher replica runs one
+// (internal/dispatch), one of them answers each announcement. The pool is
+// the subject's last token, which a pool's role (bus.PoolRole) may only
+// publish for its own pools: an announcement whose body names another
+// pool is refused. It answers only requests whose replies go to a
+// worker's inboxes (a pool role's are under them) or a dispatcher's (a
+// message a push consumer was pointed here with carries a $JS.ACK reply
+// and is nobody's request). Announcements are handled one at a time per
+// replica.
 type Service struct {
 	startstop.Funcs
 	b   *bus.Bus
@@ -62,7 +66,7 @@ func (s *Service) Registrar() *Registrar { return s.r }
 func (s *Service) serve(ctx context.Context) error {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	workerInboxes := bus.InboxPrefix(s.b.Config, bus.RoleWorker) + "."
-	sub, err := s.b.NC.QueueSubscribe(bus.RegistrySubject(s.b.Config), "dispatchers", func(m *nats.Msg) {
+	sub, err := s.b.NC.QueueSubscribe(bus.PoolRegistrySubject(s.b.Config, "*"), "dispatchers", func(m *nats.Msg) {
 		if !strings.HasPrefix(m.Reply, workerInboxes) && !strings.HasPrefix(m.Reply, nats.InboxPrefix) {
 			s.log.Warn("registry announcement refused: not from a worker", "reply", m.Reply)
 			return
@@ -87,6 +91,13 @@ func (s *Service) handle(ctx context.Context, m *nats.Msg) reply {
 	var a Announcement
 	if err := json.Unmarshal(m.Data, &a); err != nil {
 		return reply{Code: "refused", Error: "the announcement does not decode: " + err.Error()}
+	}
+	// The subject's pool is the one the sender's credential may speak
+	// for; the body must not name another.
+	if pool := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]; a.Pool != pool {
+		s.log.WarnContext(ctx, "registry announcement refused: the body names another pool than its subject", "subject_pool", pool,
+			"pool", a.Pool, "worker", a.Worker, "op", a.Op)
+		return reply{Code: "refused", Error: fmt.Sprintf("the announcement names pool %q on pool %q's subject", a.Pool, pool)}
 	}
 	// The announcer must hold the key it names: a worker credential alone
 	// (shared by every pool) must not pass for a pool whose key is

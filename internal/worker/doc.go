@@ -330,16 +330,20 @@
 // replace another silently. Each name is claimed for the worker's pool in
 // the registry first (registry.Claim, claims.go): a name another pool
 // defines differently is refused, naming both pools. Shadow workers claim
-// nothing. The worker writes nothing into the registry itself: claims and
-// specs are announcements (registry.PoolWriter) to Config.Registry,
-// by default a registry.Remote that asks the dispatchers
-// (bus.RegistrySubject), which check and write them; a refusal
-// (registry.ErrRefused, registry.ErrClaimed) stops the start-up.
+// nothing. The worker writes nothing into the registry itself and creates
+// no consumer: claims, specs and its pools' consumers are announcements
+// (registry.PoolWriter; the consumer: registry.OpEnsure, after the
+// claims, before the specs) to Config.Registry, by default a
+// registry.Remote that asks the dispatchers on the pool's subject
+// (bus.PoolRegistrySubject), which check them and write them or run
+// bus.EnsurePool; a refusal (registry.ErrRefused, registry.ErrClaimed)
+// stops the start-up. The worker then looks its consumer up by name.
 //
 // # Pool consumers put back
 //
-// A served pool's consumer is what the worker declared (EnsurePool, from
-// the pool's settings and its tools' subjects), stamped in the consumer's
+// A served pool's consumer is what the worker declared (EnsurePool, run by
+// a dispatcher at the worker's request, from the pool's settings and its
+// tools' subjects), stamped in the consumer's
 // metadata (bus.PoolStampKey: a hash of every setting but the name and
 // filters; bus.PoolByKey: the declaring build). Every ConsumerCheck
 // (default 5s), and at once when a fetch finds the consumer gone, the

@@ -14,6 +14,12 @@ import (
 
 // Pool consumers put back.
 //
+// A worker creates no consumer: it asks the dispatchers for its pool's
+// (ensurePool: registry.OpEnsure on its pool's subject), which check that
+// the subjects are the pool's own tools' and run bus.EnsurePool; then it
+// looks the consumer up by name. Its credentials may look up, fetch from
+// and settle only its pool's consumers (bus.PoolRole).
+//
 // A pool's consumer is the worker's declared configuration (EnsurePool
 // from the Pool's settings and its tools' subjects), stamped in its
 // metadata (bus.PoolStampKey). Anyone with every permission on NATS (the
@@ -131,7 +137,7 @@ func (w *Worker) putBack(ctx context.Context, pool string) {
 	if w.stopped || !ok {
 		return
 	}
-	cons, err := w.bus.EnsurePool(ctx, d.pool)
+	cons, err := w.ensurePool(ctx, Pool{PoolConfig: d.pool})
 	if err != nil {
 		w.log.ErrorContext(ctx, "pool consumer not put back; trying again", "pool", pool,
 			"consumer", w.bus.Config.PoolConsumer(pool), "err", err)
@@ -156,6 +162,20 @@ func (w *Worker) reportForeign(ctx context.Context, pool string, foreign *bus.De
 	w.log.WarnContext(ctx, "pool consumer holds another worker's declaration; left as it is", "pool", pool,
 		"consumer", w.bus.Config.PoolConsumer(pool), "declared_by", foreign.By,
 		"differs", strings.Join(foreign.Differs, "; "))
+}
+
+// ensurePool has the dispatchers (or the in-process Registrar) create or
+// update p's consumer, and looks it up.
+func (w *Worker) ensurePool(ctx context.Context, p Pool) (jetstream.Consumer, error) {
+	name, err := w.writerOf(p).Ensure(ctx, p.PoolConfig)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	cons, err := w.bus.Calls.Consumer(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("worker: pool %q: consumer %s: %w", p.Name, name, err)
+	}
+	return cons, nil
 }
 
 // checkConsumer compares the live consumer of d's pool with d (CheckPool),

@@ -363,9 +363,9 @@ func (w *Worker) ensureSpecs(ctx context.Context) ([]*toolwirev1.ToolSpec, []Poo
 			}
 			continue
 		}
-		cons, err := w.bus.EnsurePool(ctx, p.PoolConfig)
+		cons, err := w.ensurePool(ctx, p)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("worker: %w", err)
+			return nil, nil, nil, err
 		}
 		w.declared[p.Name] = declaredPool{pool: p.PoolConfig, consumer: cons.CachedInfo().Config}
 		if w.serving[p.Name] {

@@ -40,16 +40,17 @@ func until(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-// A worker on the managed worker credentials puts back its pool's
-// consumer when someone with every permission changes it (max deliveries
-// 5 → 2) or deletes it, logs it at warn, and is not ready meanwhile. A
+// A worker on its pool's credential (bus.PoolRole, which may create no
+// consumer) has its pool's consumer put back by the dispatchers when
+// someone with every permission changes it (max deliveries 5 → 2) or
+// deletes it, logs it at warn, and is not ready meanwhile. A
 // blocker — another pool's consumer over the same tool, which EnsurePool
 // refuses as an overlap — holds the repair off so that "meanwhile" can be
 // seen; once it is gone, the consumer is back within seconds.
 func TestWorkerPutsBackItsPoolConsumer(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := bustest.StartWithRoles(t)
+	env := bustest.StartWithRoles(t, "native")
 	srv, credDir, admin := env.Server, env.Creds.Dir, env.Bus
 	serveRegistry(t, admin) // workers register through the dispatchers
 
@@ -58,8 +59,8 @@ func TestWorkerPutsBackItsPoolConsumer(t *testing.T) {
 	wctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan string, 1), make(chan error, 1)
 	go func() {
-		done <- toolworker.Run(wctx, toolworker.Options{SigningKey: testKeyFile, NATSURL: srv.ClientURL(), NATSCreds: bus.CredentialsFile(credDir, bus.RoleWorker),
-			Tools: []*tool.Tool{echo}, HTTPAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), Ready: ready, Grace: time.Second,
+		done <- toolworker.Run(wctx, toolworker.Options{SigningKey: testKeyFile, NATSURL: srv.ClientURL(), NATSCreds: bus.CredentialsFile(credDir, bus.PoolRole("native")),
+			Pool: "native", Tools: []*tool.Tool{echo}, HTTPAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), Ready: ready, Grace: time.Second,
 			Logger: logs.JSONLogger()})
 	}()
 	t.Cleanup(func() {

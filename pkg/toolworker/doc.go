@@ -20,14 +20,21 @@
 //
 // # Credentials
 //
-// A worker connects as the worker role (bus.RoleWorker): --nats-creds
-// takes a NATS .creds file, an nkey seed file or one "user:password" line.
-// Without it, on a loopback --nats-url, the worker uses the worker
-// credentials a dispatcher with --nats-listen made under its data
-// directory (--data, default ./data: <data>/credentials/worker.nk) if they
-// exist. It dials with the role's inbox prefix and attaches to the
-// installation's streams as they are (bus.Options.Bind): it creates only
-// what is missing and never rewrites the limits a dispatcher set.
+// A worker connects as its pool's role (bus.PoolRole: that pool's
+// consumers and announcement subjects only) or as the any-pool worker
+// role (bus.RoleWorker): --nats-creds takes a NATS .creds file, an nkey
+// seed file or one "user:password" line. Without it, on a loopback
+// --nats-url, the worker uses the credentials a dispatcher with
+// --nats-listen made under its data directory (--data, default ./data):
+// with --pool <name>, <data>/credentials/pool-<name>.nk if the dispatcher
+// made it (--pools-credentials), else <data>/credentials/worker.nk, if
+// they exist. A pool's credential needs --pool: with it the worker dials
+// with its pool's inbox prefix (bus.InboxPrefix of the pool's role, which
+// the worker role may use too), without it with the worker role's. It
+// attaches to the installation's streams as they are (bus.Options.Bind)
+// and creates nothing: its pools' consumers are made by the dispatchers
+// at its request (internal/registry, OpEnsure), at start and whenever
+// the worker finds one missing or changed by hand.
 //
 // The connection is bus.Dial's (writes bounded to 1 s, PINGs every 3 s),
 // with a bus.ConnMonitor that logs its disconnects, reconnects and changes

@@ -141,10 +141,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	creds := o.NATSCreds
 	if creds == "" {
-		// On the dispatcher's machine: the worker credentials it made.
-		if creds = bus.LocalCredentials(o.DataDir, bus.RoleWorker, o.NATSURL); creds != "" {
-			log.Info("using the dispatcher's worker credentials", "file", creds)
-		}
+		creds = localCredentials(o, log)
 	}
 	signer, err := workerKey(o, creds != "" && o.NATSCreds == "")
 	if err != nil {
@@ -229,11 +226,34 @@ func Run(ctx context.Context, o Options) error {
 // and counts them (toolwire_nats_* on o.Metrics).
 func natsConn(o Options, creds string, cfg bus.Config, log *slog.Logger) (bus.ConnConfig, error) {
 	conn := bus.ConnConfig{URL: o.NATSURL, CredsFile: creds, Name: "toolwire-worker",
-		InboxPrefix: bus.InboxPrefix(cfg, bus.RoleWorker), Monitor: bus.NewConnMonitor(log.With("component", "nats"))}
+		InboxPrefix: bus.InboxPrefix(cfg, workerRole(o)), Monitor: bus.NewConnMonitor(log.With("component", "nats"))}
 	if err := o.Metrics.Register(telemetry.NewConnCollector(conn.Monitor)); err != nil {
 		return conn, fmt.Errorf("toolworker: metrics: %w", err)
 	}
 	return conn, nil
+}
+
+// workerRole is the role whose inboxes the worker uses: its pool's
+// (bus.PoolRole) with --pool, whose inboxes the worker role may use too;
+// the worker role's without.
+func workerRole(o Options) string {
+	if o.Pool != "" {
+		return bus.PoolRole(o.Pool)
+	}
+	return bus.RoleWorker
+}
+
+// localCredentials is the credentials file of a worker on the
+// dispatcher's machine: with --pool, the pool's role's if the dispatcher
+// made one (--pools-credentials), else the worker role's.
+func localCredentials(o Options, log *slog.Logger) string {
+	for _, role := range []string{workerRole(o), bus.RoleWorker} {
+		if creds := bus.LocalCredentials(o.DataDir, role, o.NATSURL); creds != "" {
+			log.Info("using the dispatcher's credentials", "role", role, "file", creds)
+			return creds
+		}
+	}
+	return ""
 }
 
 // dial connects to the cluster, waiting for it (untilAvailable).

@@ -21,14 +21,14 @@ type RoleEnv struct {
 	Creds *bus.Credentials
 }
 
-// StartWithRoles starts a server with the roles' users on a loopback
-// listener and opens the layout with the defaults. Everything stops when
-// the test ends.
-func StartWithRoles(t testing.TB) *RoleEnv {
+// StartWithRoles starts a server with the roles' users, and the role of
+// each of pools (bus.PoolRole), on a loopback listener and opens the
+// layout with the defaults. Everything stops when the test ends.
+func StartWithRoles(t testing.TB, pools ...string) *RoleEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	creds, _, err := bus.EnsureCredentials(filepath.Join(t.TempDir(), "credentials"))
+	creds, _, err := bus.EnsureCredentials(filepath.Join(t.TempDir(), "credentials"), pools...)
 	if err != nil {
 		t.Fatalf("bustest: credentials: %v", err)
 	}

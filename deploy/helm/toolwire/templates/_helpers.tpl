@@ -155,6 +155,20 @@ calls delivered at once across all replicas: slots beyond it stay idle. */ -}}
 {{- end -}}
 {{- end }}
 
+{{/*
+A pool's NATS role (bus.PoolRole): "pool-<name>", whose permissions reach
+that pool's consumers only (toolwire.natsPoolPermissions). Takes the
+pool's name.
+*/}}
+{{- define "toolwire.poolRole" -}}
+pool-{{ . }}
+{{- end }}
+
+{{/* The environment variable of a pool role's password on the NATS servers. */}}
+{{- define "toolwire.poolPasswordEnv" -}}
+TOOLWIRE_NATS_POOL_{{ . | upper | replace "-" "_" }}_PASSWORD
+{{- end }}
+
 {{/* The Secret of the bundled NATS's passwords and credentials files. */}}
 {{- define "toolwire.natsAuthSecret" -}}
 {{ include "toolwire.fullname" . }}-nats-auth
@@ -177,9 +191,10 @@ pool's key (--signing-key), the dispatchers the whole Secret
 
 {{/*
 Volume, mount and flag of a role's NATS credentials file (--nats-creds):
-with the bundled NATS, the role's file in its auth Secret ("dispatcher" or
-"worker"); with an external one, nats.credentials (workerKey for workers,
-when set). Takes (dict "root" $ "role" ROLE).
+with the bundled NATS, the role's file in its auth Secret ("dispatcher",
+or a pool's role "pool-<name>"); with an external one, nats.credentials:
+a pool's entry of poolKeys, else workerKey, else key. Takes (dict "root" $
+"role" ROLE).
 */}}
 {{- define "toolwire.natsCredsVolume" -}}
 {{- $n := .root.Values.nats }}
@@ -197,7 +212,13 @@ when set). Takes (dict "root" $ "role" ROLE).
     secretName: {{ $n.credentials.existingSecret }}
     defaultMode: 0440
     items:
-      - key: {{ if and (eq .role "worker") $n.credentials.workerKey }}{{ $n.credentials.workerKey }}{{ else }}{{ $n.credentials.key }}{{ end }}
+      {{- $key := $n.credentials.key }}
+      {{- if hasPrefix "pool-" .role }}
+      {{- $key = get ($n.credentials.poolKeys | default dict) (trimPrefix "pool-" .role) | default $n.credentials.workerKey | default $n.credentials.key }}
+      {{- else if and (eq .role "worker") $n.credentials.workerKey }}
+      {{- $key = $n.credentials.workerKey }}
+      {{- end }}
+      - key: {{ $key }}
         path: nats.creds
 {{- end }}
 {{- end }}

@@ -1,9 +1,12 @@
 {{/*
-NATS permissions of the worker and operator roles, for the installation's
-prefix: the same lists as bus.RolePermissions in internal/bus/auth.go (a
-Go test, TestChartPermissionsMatch, compares them). docs/reliability.md
-("NATS permission table") says what each entry is for. The dispatcher has
-every permission.
+NATS permissions of the worker, pool and operator roles, for the
+installation's prefix: the same lists as bus.RolePermissions in
+internal/bus/auth.go (a Go test, TestChartPermissionsMatch, compares
+them). docs/reliability.md ("NATS permission table") says what each entry
+is for. The dispatcher has every permission. The worker role reaches every
+pool (development, one pool); each entry of pools[] has a role of its own
+(toolwire.natsPoolPermissions: dict "root" . "name" <pool>), which reaches
+its pool's consumers and announcement subjects only.
 */}}
 {{- define "toolwire.natsWorkerPermissions" -}}
 {{- $p := .Values.prefix -}}
@@ -25,10 +28,6 @@ every permission.
     "$JS.API.STREAM.INFO.KV_{{ $p }}_limits"
     "$JS.API.STREAM.INFO.KV_{{ $p }}_tasks"
     "$JS.API.STREAM.INFO.OBJ_{{ $p }}_blobs"
-    "$JS.API.CONSUMER.LIST.{{ $u }}_CALLS"
-    "$JS.API.CONSUMER.CREATE.{{ $u }}_CALLS.*"
-    "$JS.API.CONSUMER.CREATE.{{ $u }}_CALLS.*.{{ $p }}.call.>"
-    "$JS.API.CONSUMER.CREATE.{{ $u }}_CALLS.*.{{ $p }}.shadow.>"
     "$JS.API.CONSUMER.INFO.{{ $u }}_CALLS.*"
     "$JS.API.CONSUMER.MSG.NEXT.{{ $u }}_CALLS.*"
     "$JS.ACK.{{ $u }}_CALLS.>"
@@ -44,7 +43,7 @@ every permission.
     "$JS.API.DIRECT.GET.KV_{{ $p }}_cancels.>"
     "$JS.API.DIRECT.GET.KV_{{ $p }}_registry.>"
     "$JS.API.STREAM.MSG.GET.KV_{{ $p }}_registry"
-    "{{ $p }}.admin.registry.announce"
+    "{{ $p }}.admin.registry.announce.*"
     "$JS.API.STREAM.MSG.GET.KV_{{ $p }}_approvals"
     "$JS.API.STREAM.MSG.GET.KV_{{ $p }}_policies"
     "{{ $p }}.hook.after"
@@ -53,6 +52,73 @@ every permission.
   ]}
   subscribe: {allow: [
     "_INBOX_{{ $p }}_worker.>"
+    "$KV.{{ $p }}_cancels.>"
+    "$KV.{{ $p }}_registry.approvals.>"
+  ]}
+}
+{{- end }}
+
+{{- define "toolwire.natsPoolPermissions" -}}
+{{- $p := .root.Values.prefix -}}
+{{- $u := .root.Values.prefix | upper | replace "-" "_" -}}
+{{- $n := .name -}}
+{
+  publish: {allow: [
+    "$JS.API.STREAM.INFO.{{ $u }}_CALLS"
+    "$JS.API.STREAM.INFO.{{ $u }}_RESULTS"
+    "$JS.API.STREAM.INFO.{{ $u }}_EVENTS"
+    "$JS.API.STREAM.INFO.{{ $u }}_DLQ"
+    "$JS.API.STREAM.INFO.{{ $u }}_RETRIES"
+    "$JS.API.STREAM.INFO.{{ $u }}_ADVISORIES"
+    "$JS.API.STREAM.INFO.KV_{{ $p }}_cancels"
+    "$JS.API.STREAM.INFO.KV_{{ $p }}_idempotency"
+    "$JS.API.STREAM.INFO.KV_{{ $p }}_registry"
+    "$JS.API.STREAM.INFO.KV_{{ $p }}_sessions"
+    "$JS.API.STREAM.INFO.KV_{{ $p }}_policies"
+    "$JS.API.STREAM.INFO.KV_{{ $p }}_approvals"
+    "$JS.API.STREAM.INFO.KV_{{ $p }}_limits"
+    "$JS.API.STREAM.INFO.KV_{{ $p }}_tasks"
+    "$JS.API.STREAM.INFO.OBJ_{{ $p }}_blobs"
+    "$JS.API.DIRECT.GET.{{ $u }}_RESULTS.>"
+    "$JS.API.DIRECT.GET.{{ $u }}_EVENTS"
+    "$JS.API.DIRECT.GET.{{ $u }}_EVENTS.>"
+    "$JS.API.STREAM.MSG.GET.{{ $u }}_RESULTS"
+    "$JS.API.STREAM.MSG.GET.{{ $u }}_EVENTS"
+    "{{ $p }}.result.>"
+    "{{ $p }}.event.>"
+    "{{ $p }}.dlq.>"
+    "{{ $p }}.retry.sched.>"
+    "$JS.API.DIRECT.GET.KV_{{ $p }}_cancels.>"
+    "$JS.API.DIRECT.GET.KV_{{ $p }}_registry.>"
+    "$JS.API.STREAM.MSG.GET.KV_{{ $p }}_registry"
+    "$JS.API.STREAM.MSG.GET.KV_{{ $p }}_approvals"
+    "$JS.API.STREAM.MSG.GET.KV_{{ $p }}_policies"
+    "{{ $p }}.hook.after"
+    "$O.{{ $p }}_blobs.>"
+    "$JS.API.DIRECT.GET.OBJ_{{ $p }}_blobs.>"
+    "$JS.API.CONSUMER.INFO.{{ $u }}_CALLS.{{ $p }}_pool_{{ $n }}"
+    "$JS.API.CONSUMER.MSG.NEXT.{{ $u }}_CALLS.{{ $p }}_pool_{{ $n }}"
+    "$JS.ACK.{{ $u }}_CALLS.{{ $p }}_pool_{{ $n }}.>"
+    "{{ $p }}.admin.registry.announce.{{ $n }}"
+    "$JS.API.CONSUMER.INFO.{{ $u }}_CALLS.{{ $p }}_pool_{{ $n }}-native"
+    "$JS.API.CONSUMER.MSG.NEXT.{{ $u }}_CALLS.{{ $p }}_pool_{{ $n }}-native"
+    "$JS.ACK.{{ $u }}_CALLS.{{ $p }}_pool_{{ $n }}-native.>"
+    "{{ $p }}.admin.registry.announce.{{ $n }}-native"
+    "$JS.API.CONSUMER.INFO.{{ $u }}_CALLS.{{ $p }}_pool_{{ $n }}-mcp"
+    "$JS.API.CONSUMER.MSG.NEXT.{{ $u }}_CALLS.{{ $p }}_pool_{{ $n }}-mcp"
+    "$JS.ACK.{{ $u }}_CALLS.{{ $p }}_pool_{{ $n }}-mcp.>"
+    "{{ $p }}.admin.registry.announce.{{ $n }}-mcp"
+    "$JS.API.CONSUMER.INFO.{{ $u }}_CALLS.{{ $p }}_pool_{{ $n }}-sandbox"
+    "$JS.API.CONSUMER.MSG.NEXT.{{ $u }}_CALLS.{{ $p }}_pool_{{ $n }}-sandbox"
+    "$JS.ACK.{{ $u }}_CALLS.{{ $p }}_pool_{{ $n }}-sandbox.>"
+    "{{ $p }}.admin.registry.announce.{{ $n }}-sandbox"
+    "$JS.API.CONSUMER.INFO.{{ $u }}_CALLS.{{ $p }}_pool_{{ $n }}-http"
+    "$JS.API.CONSUMER.MSG.NEXT.{{ $u }}_CALLS.{{ $p }}_pool_{{ $n }}-http"
+    "$JS.ACK.{{ $u }}_CALLS.{{ $p }}_pool_{{ $n }}-http.>"
+    "{{ $p }}.admin.registry.announce.{{ $n }}-http"
+  ]}
+  subscribe: {allow: [
+    "_INBOX_{{ $p }}_worker.pool.{{ $n }}.>"
     "$KV.{{ $p }}_cancels.>"
     "$KV.{{ $p }}_registry.approvals.>"
   ]}

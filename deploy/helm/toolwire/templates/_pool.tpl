@@ -30,7 +30,7 @@ containers:
       {{- toYaml $p.command | nindent 6 }}
     args:
       - --nats-url={{ include "toolwire.natsURL" $root }}
-      {{- with include "toolwire.natsCredsArg" (dict "root" $root "role" "worker") | trim }}{{ . | nindent 6 }}{{ end }}
+      {{- with include "toolwire.natsCredsArg" (dict "root" $root "role" (include "toolwire.poolRole" $p.name)) | trim }}{{ . | nindent 6 }}{{ end }}
       - --prefix={{ $root.Values.prefix }}
       - --stream-replicas={{ $root.Values.streamReplicas }}
       - --pool={{ $p.name }}
@@ -107,7 +107,7 @@ containers:
         mountPath: /etc/toolwire/worker
         readOnly: true
       {{- end }}
-      {{- with include "toolwire.natsCredsMount" (dict "root" $root "role" "worker") | trim }}{{ . | nindent 6 }}{{ end }}
+      {{- with include "toolwire.natsCredsMount" (dict "root" $root "role" (include "toolwire.poolRole" $p.name)) | trim }}{{ . | nindent 6 }}{{ end }}
       - name: signing-key
         mountPath: /etc/toolwire/signing
         readOnly: true
@@ -130,7 +130,7 @@ volumes:
           path: specs/{{ $file }}
         {{- end }}
   {{- end }}
-  {{- with include "toolwire.natsCredsVolume" (dict "root" $root "role" "worker") | trim }}{{ . | nindent 2 }}{{ end }}
+  {{- with include "toolwire.natsCredsVolume" (dict "root" $root "role" (include "toolwire.poolRole" $p.name)) | trim }}{{ . | nindent 2 }}{{ end }}
   # Only this pool's signing key (toolwire.signingKeysSecret).
   - name: signing-key
     secret:

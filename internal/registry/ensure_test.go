@@ -1,0 +1,84 @@
+package registry_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/registry"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// A pool's consumer is made by the dispatchers at its worker's request
+// (registry.OpEnsure), over the pool's own tools only: a tool another
+// pool holds, a tool the pool never claimed, a wildcard over every call,
+// and no subjects at all are refused; a request whose body names another
+// pool than its subject is refused, and a pool's credential cannot send
+// one on another pool's subject. A deleted consumer is made again on the
+// next request.
+func TestPoolConsumersAreMadeByTheDispatchers(t *testing.T) {
+	t.Parallel()
+	e := startAnnounce(t, "a", "b")
+	ctx := t.Context()
+	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
+	s := e.bus.Subjects
+	a := e.workerAs(t, bus.PoolRole("a"), "a", native)
+	b := e.workerAs(t, bus.PoolRole("b"), "b", native)
+	require.NoError(t, a.Publish(ctx, []*toolwirev1.ToolSpec{spec("ta", "Pool a's tool.")}, false))
+	require.NoError(t, b.Publish(ctx, []*toolwirev1.ToolSpec{spec("tb", "Pool b's tool.")}, false))
+	ta, tb := s.ToolSubject(native, "builtin", "ta"), s.ToolSubject(native, "builtin", "tb")
+
+	name, err := a.Ensure(ctx, bus.PoolConfig{Name: "a", Type: native, Subjects: []string{ta}, MaxDeliver: 3})
+	require.NoError(t, err)
+	require.Equal(t, e.bus.Config.PoolConsumer("a"), name)
+	cons, err := e.bus.Calls.Consumer(ctx, name)
+	require.NoError(t, err)
+	require.Equal(t, []string{ta}, bus.ConsumerFilters(cons.CachedInfo().Config))
+	require.Equal(t, 3, cons.CachedInfo().Config.MaxDeliver)
+
+	for what, subjects := range map[string][]string{
+		"defined by":          {ta, tb},
+		"has no source":       {s.ToolSubject(native, "builtin", "unclaimed")},
+		"not a call subject":  {s.AllCalls()},
+		"not a call subject ": {s.CallsOfType(native)},
+		"no subjects":         nil,
+	} {
+		_, err := a.Ensure(ctx, bus.PoolConfig{Name: "a", Type: native, Subjects: subjects})
+		require.ErrorIs(t, err, registry.ErrRefused, what)
+		require.ErrorContains(t, err, strings.TrimSpace(what))
+	}
+	cons, err = e.bus.Calls.Consumer(ctx, name)
+	require.NoError(t, err)
+	require.Equal(t, []string{ta}, bus.ConsumerFilters(cons.CachedInfo().Config), "unchanged")
+
+	// Pool b's subject, from pool a's credential: not permitted, so no
+	// dispatcher ever hears it.
+	wrong := a
+	wrong.Pool = "b"
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	_, err = wrong.Ensure(short, bus.PoolConfig{Name: "b", Type: native, Subjects: []string{tb}})
+	cancel()
+	require.Error(t, err)
+	// Pool b named in the body on pool a's subject: refused.
+	body, err := json.Marshal(registry.Announcement{Op: registry.OpEnsure, Pool: "b", Type: native,
+		Consumer: &registry.ConsumerRequest{Subjects: []string{tb}}})
+	require.NoError(t, err)
+	m, err := e.dial(t, bus.PoolRole("a")).Request(bus.PoolRegistrySubject(e.bus.Config, "a"), body, 10*time.Second)
+	require.NoError(t, err)
+	require.Contains(t, string(m.Data), `names pool \"b\" on pool \"a\"'s subject`)
+	_, err = e.bus.Calls.Consumer(ctx, e.bus.Config.PoolConsumer("b"))
+	require.ErrorIs(t, err, jetstream.ErrConsumerNotFound, "pool b's consumer was never made")
+
+	// Deleted: made again, as declared, on the next request.
+	require.NoError(t, e.bus.Calls.DeleteConsumer(ctx, name))
+	_, err = a.Ensure(ctx, bus.PoolConfig{Name: "a", Type: native, Subjects: []string{ta}, MaxDeliver: 3})
+	require.NoError(t, err)
+	cons, err = e.bus.Calls.Consumer(ctx, name)
+	require.NoError(t, err)
+	require.Equal(t, 3, cons.CachedInfo().Config.MaxDeliver)
+}
