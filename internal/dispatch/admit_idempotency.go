@@ -144,16 +144,41 @@ func (d *Dispatcher) keyAnswer(ctx context.Context, key string, rec keyRecord, c
 }
 
 // releaseKey unbinds a key whose call could not be queued, so a retry with
-// the same key is not pointed at a call that never existed.
+// the same key is not pointed at a call that never existed. It purges the
+// key's subject from the bucket's stream, which leaves nothing behind: a
+// KV delete would leave a deletion marker for the key's lifetime, and
+// under a refused keyed call per marker the markers would fill the store.
 func (d *Dispatcher) releaseKey(id identity.Identity, o *toolwirev1.CallRequest) {
 	if o.IdempotencyKey == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := d.bus.Idempotency.Delete(ctx, idemKey(id.Tenant, o.IdempotencyKey)); err != nil {
+	bucket := d.bus.Config.IdempotencyBucket()
+	err := d.keyStreamHandle(ctx)
+	if err == nil {
+		err = d.keyStream.Load().Purge(ctx, jetstream.WithPurgeSubject("$KV."+bucket+"."+idemKey(id.Tenant, o.IdempotencyKey)))
+	}
+	if err != nil {
 		d.log.Warn("releasing idempotency key failed", "err", err)
 	}
+}
+
+// keyStreamOf holds the idempotency bucket's stream.
+type keyStreamOf struct{ jetstream.Stream }
+
+// keyStreamHandle looks the idempotency bucket's stream up once
+// (d.keyStream).
+func (d *Dispatcher) keyStreamHandle(ctx context.Context) error {
+	if d.keyStream.Load() != nil {
+		return nil
+	}
+	st, err := d.bus.JS.Stream(ctx, "KV_"+d.bus.Config.IdempotencyBucket())
+	if err != nil {
+		return fmt.Errorf("dispatch: idempotency stream: %w", err)
+	}
+	d.keyStream.CompareAndSwap(nil, &keyStreamOf{st})
+	return nil
 }
 
 // roundDigest is a digest of the round in: the call it continues and the
