@@ -255,7 +255,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 	b.Idempotency, err = b.keyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      c.IdempotencyBucket(),
 		Description: "toolwire idempotency keys",
-		TTL:         c.CallsMaxAge,
+		TTL:         c.IdempotencyTTL,
 		MaxBytes:    c.IdempotencyMaxBytes,
 		Storage:     jetstream.FileStorage,
 		Replicas:    c.Replicas,

@@ -73,6 +73,13 @@ type Config struct {
 	// DuplicateWindow is the calls stream's dedup window; at least the
 	// dispatcher's retry horizon. Default 10m.
 	DuplicateWindow time.Duration
+	// IdempotencyTTL is how long an idempotency key stays bound to its
+	// call (the idempotency bucket's TTL): a repeat of the key within it
+	// answers that call. A key is useful only while its call's record
+	// exists, so it follows the calls' retention: default CallsMaxAge, and
+	// at most CallsMaxAge. A shorter one keeps the bucket smaller (about
+	// 313 bytes a keyed call for this long).
+	IdempotencyTTL time.Duration
 	// CancelTTL is how long a cancel tombstone lives. Default 24h.
 	CancelTTL time.Duration
 	// RegistryHistory is how many versions of a key the registry keeps.
@@ -94,6 +101,7 @@ func (c Config) WithDefaults() Config {
 	c.EventsMaxAge = cmp.Or(c.EventsMaxAge, 72*time.Hour)
 	c.DLQMaxAge = cmp.Or(c.DLQMaxAge, c.CallsMaxAge)
 	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, 10*time.Minute)
+	c.IdempotencyTTL = cmp.Or(c.IdempotencyTTL, c.CallsMaxAge)
 	c.CancelTTL = cmp.Or(c.CancelTTL, 24*time.Hour)
 	c.RegistryHistory = cmp.Or(c.RegistryHistory, 10)
 	return c
@@ -115,6 +123,10 @@ func (c Config) Validate() error {
 	}
 	if c.DuplicateWindow > c.CallsMaxAge {
 		errs = append(errs, fmt.Errorf("bus: DuplicateWindow %s exceeds CallsMaxAge %s", c.DuplicateWindow, c.CallsMaxAge))
+	}
+	if c.IdempotencyTTL < 0 || c.IdempotencyTTL > c.CallsMaxAge {
+		errs = append(errs, fmt.Errorf("bus: IdempotencyTTL %s must be positive and at most CallsMaxAge %s (a key outliving its call's record answers with a call that is gone)",
+			c.IdempotencyTTL, c.CallsMaxAge))
 	}
 	if c.RegistryHistory < 1 || c.RegistryHistory > 64 {
 		errs = append(errs, fmt.Errorf("bus: RegistryHistory %d must be 1..64", c.RegistryHistory))

@@ -23,7 +23,7 @@
 //	stream TOOLWIRE_RETRIES    toolwire.retry.{sched,due}.<call_id>.<attempt> long retry delays as message schedules
 //	stream TOOLWIRE_ADVISORIES $JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.TOOLWIRE_CALLS.*
 //	KV     toolwire_cancels     <tenant>.<call_id>                              cancel tombstones with per-key TTL
-//	KV     toolwire_idempotency sha256(tenant, key)                             idempotency keys for the audit horizon
+//	KV     toolwire_idempotency sha256(tenant, key)                             idempotency keys, kept IdempotencyTTL
 //	KV     toolwire_registry    <tool> and versions.<tool>.<version>            ToolSpec values
 //	                            sources.<tool>, approvals.<tool>                the pool defining each tool, MCP approvals
 //	KV     toolwire_sessions    <tenant>.<session>                              session states of the reference intent applier
@@ -46,7 +46,7 @@
 //	retries      128 MiB    CallsMaxAge    drops its oldest parked retries (their calls are lost)
 //	advisories   32 MiB     7 days         drops its oldest advisories (the reaper reads them at once)
 //	cancels      32 MiB     CancelTTL      refuses new tombstones: Cancel fails
-//	idempotency  128 MiB    CallsMaxAge    refuses new keys: calls with a key fail
+//	idempotency  128 MiB    IdempotencyTTL refuses new keys: keyed calls are refused OVERLOADED
 //	registry     32 MiB     none           refuses new tool versions: a worker's start-up fails
 //	sessions     32 MiB     CallsMaxAge    refuses new session states: applying intents fails
 //	policies     32 MiB     none           refuses new policy documents: an apply fails
@@ -118,7 +118,9 @@
 //   - The duplicate window (DuplicateWindow, default 10m) is at least the
 //     dispatcher's retry horizon; Nats-Msg-Id is the call id
 //     (<call_id>-r<attempt> for a retry the mover puts back). Idempotency
-//     keys live in their own bucket, for the audit horizon.
+//     keys live in their own bucket for IdempotencyTTL, which follows the
+//     calls' retention: by default, and at most, CallsMaxAge (a key is
+//     useful only while its call's record exists).
 //   - Pool consumers are durable pull consumers created with
 //     DeliverNewPolicy (DeliverAll on a limits stream would re-run history;
 //     the policy cannot change later) and explicit acks, filtering exactly

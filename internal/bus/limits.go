@@ -93,7 +93,7 @@ func (c Config) Stores() []Store {
 		{"retries", c.RetriesStream(), c.RetriesMaxBytes, c.CallsMaxAge, false, UsedByEveryCall},
 		{"advisories", c.AdvisoriesStream(), c.AdvisoriesMaxBytes, advisoriesMaxAge, false, UsedByNoCall},
 		{"cancels", kv(c.CancelBucket()), c.CancelsMaxBytes, c.CancelTTL, true, UsedByNoCall},
-		{"idempotency", kv(c.IdempotencyBucket()), c.IdempotencyMaxBytes, c.CallsMaxAge, true, UsedByKeyedCalls},
+		{"idempotency", kv(c.IdempotencyBucket()), c.IdempotencyMaxBytes, c.IdempotencyTTL, true, UsedByKeyedCalls},
 		{"registry", kv(c.RegistryBucket()), c.RegistryMaxBytes, 0, true, UsedByNoCall},
 		{"sessions", kv(c.SessionsBucket()), c.SessionsMaxBytes, c.CallsMaxAge, true, UsedByNoCall},
 		{"policies", kv(c.PoliciesBucket()), c.PoliciesMaxBytes, 0, true, UsedByNoCall},

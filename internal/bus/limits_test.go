@@ -171,3 +171,24 @@ func TestUpgradeFitsAServerWithExactlyTheReservation(t *testing.T) {
 	require.Equal(t, b.Config.BlobsMaxBytes, info.CachedInfo().Config.MaxBytes)
 	require.NotNil(t, up.Revocations)
 }
+
+// An idempotency key lives as long as its call's record by default, and
+// never longer; a shorter life reaches the bucket.
+func TestIdempotencyKeysFollowTheCallsRetention(t *testing.T) {
+	t.Parallel()
+	c := bus.Config{CallsMaxAge: 48 * time.Hour}.WithDefaults()
+	require.Equal(t, 48*time.Hour, c.IdempotencyTTL, "default: the calls' retention")
+	require.ErrorContains(t, bus.Config{CallsMaxAge: time.Hour, IdempotencyTTL: 2 * time.Hour}.WithDefaults().Validate(),
+		"IdempotencyTTL 2h0m0s must be positive and at most CallsMaxAge 1h0m0s")
+	require.ErrorContains(t, bus.Config{IdempotencyTTL: -time.Second}.WithDefaults().Validate(), "IdempotencyTTL")
+
+	env := bustest.Start(t, bus.Config{IdempotencyTTL: 6 * time.Hour})
+	st, err := env.Bus.Idempotency.Status(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 6*time.Hour, st.TTL())
+	for _, s := range env.Bus.Config.Stores() {
+		if s.Name == "idempotency" {
+			require.Equal(t, 6*time.Hour, s.MaxAge)
+		}
+	}
+}

@@ -13,8 +13,11 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/poolview"
+	"github.com/toolwire/toolwire/internal/telemetry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -34,20 +37,40 @@ func idemKey(tenant, key string) string {
 }
 
 // idempotency is the step that binds a tenant's idempotency key to the
-// call for the audit horizon (the bucket's TTL), beyond the stream's
-// duplicate window. When the key is already bound the call goes no
-// further: the same tool and arguments (and answers) are a Duplicate of
-// the original call, anything else CONFLICT. The waiter, if any, is
-// released then.
+// call for the key's lifetime (the bucket's TTL, bus.Config.IdempotencyTTL),
+// beyond the stream's duplicate window. When the key is already bound the
+// call goes no further: the same tool and arguments (and answers) are a
+// Duplicate of the original call, anything else CONFLICT. The waiter, if
+// any, is released then.
+//
+// A store the call writes that is nearly full (poolview.Load.CheckStores:
+// for a keyed call the idempotency store too) is asked about before the
+// claim, so that its refusal writes nothing: the key is only read, a bound
+// key still answers its call, and an unbound one is refused OVERLOADED
+// with retry_after. A claim the store refuses because it filled since its
+// use was last read is refused the same way (poolview.FullRefusal), never
+// an error; it wrote nothing either.
 func (a *admission) idempotency(ctx context.Context) verdict {
 	d := a.d
 	if a.req.IdempotencyKey == "" {
 		return next
 	}
-	s, err := d.claimKey(ctx, a.id, a.call)
-	if err == nil && s == nil {
+	claim := d.claimKey
+	te, cause, target := d.load.CheckStores(true)
+	if te != nil {
+		claim = d.boundKey
+	}
+	s, err := claim(ctx, a.id, a.call)
+	if bus.StoreFull(err) {
+		te, cause, target, err = poolview.FullRefusal(idempotencyStore), telemetry.OverloadStore, idempotencyStore, nil
+	}
+	switch {
+	case err == nil && s == nil && te == nil:
 		a.claimed = true
 		return next
+	case err == nil && s == nil:
+		a.overloaded, a.target = cause, target
+		return a.refused(te, nil)
 	}
 	if a.w != nil {
 		a.w.cancel()
@@ -55,12 +78,15 @@ func (a *admission) idempotency(ctx context.Context) verdict {
 	return a.answered(s, nil, err)
 }
 
+// idempotencyStore is the idempotency bucket's name among the stores
+// (bus.Config.Stores).
+const idempotencyStore = "idempotency"
+
 // claimKey binds the call's key to it: nil when it did, else the answer
-// (a Duplicate, or the CONFLICT refusal) or the error.
+// (a Duplicate, or the CONFLICT refusal) or the error (bus.StoreFull: the
+// bucket refused the key, and holds nothing new).
 func (d *Dispatcher) claimKey(ctx context.Context, id identity.Identity, call *toolwirev1.ToolCall) (*Submitted, error) {
-	sum := sha256.Sum256(call.Arguments)
-	rec := keyRecord{CallID: call.CallId, Tool: call.Tool, ArgsHash: hex.EncodeToString(sum[:]), Round: roundDigest(call.Input)}
-	val, _ := json.Marshal(rec)
+	rec, val := keyRecordOf(call)
 	key := idemKey(id.Tenant, call.IdempotencyKey)
 	_, err := d.bus.Idempotency.Create(ctx, key, val)
 	switch {
@@ -69,7 +95,38 @@ func (d *Dispatcher) claimKey(ctx context.Context, id identity.Identity, call *t
 	case !errors.Is(err, jetstream.ErrKeyExists):
 		return nil, fmt.Errorf("dispatch: claim idempotency key: %w", err)
 	}
+	s, err := d.keyAnswer(ctx, key, rec, call.CallId)
+	if err == nil && s == nil {
+		// Bound when it was claimed, gone when read: released since.
+		return nil, fmt.Errorf("dispatch: idempotency key released while it was read: %w", jetstream.ErrKeyNotFound)
+	}
+	return s, err
+}
+
+// boundKey is claimKey without the claim, for a call a full store
+// refuses: the answer when the call's key is bound, nil when it is not.
+// It writes nothing.
+func (d *Dispatcher) boundKey(ctx context.Context, id identity.Identity, call *toolwirev1.ToolCall) (*Submitted, error) {
+	rec, _ := keyRecordOf(call)
+	return d.keyAnswer(ctx, idemKey(id.Tenant, call.IdempotencyKey), rec, call.CallId)
+}
+
+// keyRecordOf is the record that binds call's key to it, and its JSON.
+func keyRecordOf(call *toolwirev1.ToolCall) (keyRecord, []byte) {
+	sum := sha256.Sum256(call.Arguments)
+	rec := keyRecord{CallID: call.CallId, Tool: call.Tool, ArgsHash: hex.EncodeToString(sum[:]), Round: roundDigest(call.Input)}
+	val, _ := json.Marshal(rec)
+	return rec, val
+}
+
+// keyAnswer reads bound key: nil when it is not bound, else the answer to
+// the call callID that carries it with rec (a Duplicate of the call the
+// key is bound to, or CONFLICT).
+func (d *Dispatcher) keyAnswer(ctx context.Context, key string, rec keyRecord, callID string) (*Submitted, error) {
 	e, err := d.bus.Idempotency.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: read idempotency key: %w", err)
 	}
@@ -81,22 +138,47 @@ func (d *Dispatcher) claimKey(ctx context.Context, id identity.Identity, call *t
 		te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CONFLICT,
 			fmt.Sprintf("idempotency key already used by call %s with other arguments or answers", orig.CallID))
 		te.Suggestion = "use a new idempotency key for different arguments"
-		return &Submitted{CallID: call.CallId, Rejected: envelope.Rejection(call.CallId, call.Tool, te, time.Now())}, nil
+		return &Submitted{CallID: callID, Rejected: envelope.Rejection(callID, rec.Tool, te, time.Now())}, nil
 	}
 	return &Submitted{CallID: orig.CallID, Duplicate: true}, nil
 }
 
 // releaseKey unbinds a key whose call could not be queued, so a retry with
-// the same key is not pointed at a call that never existed.
+// the same key is not pointed at a call that never existed. It purges the
+// key's subject from the bucket's stream, which leaves nothing behind: a
+// KV delete would leave a deletion marker for the key's lifetime, and
+// under a refused keyed call per marker the markers would fill the store.
 func (d *Dispatcher) releaseKey(id identity.Identity, o *toolwirev1.CallRequest) {
 	if o.IdempotencyKey == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := d.bus.Idempotency.Delete(ctx, idemKey(id.Tenant, o.IdempotencyKey)); err != nil {
+	bucket := d.bus.Config.IdempotencyBucket()
+	err := d.keyStreamHandle(ctx)
+	if err == nil {
+		err = d.keyStream.Load().Purge(ctx, jetstream.WithPurgeSubject("$KV."+bucket+"."+idemKey(id.Tenant, o.IdempotencyKey)))
+	}
+	if err != nil {
 		d.log.Warn("releasing idempotency key failed", "err", err)
 	}
+}
+
+// keyStreamOf holds the idempotency bucket's stream.
+type keyStreamOf struct{ jetstream.Stream }
+
+// keyStreamHandle looks the idempotency bucket's stream up once
+// (d.keyStream).
+func (d *Dispatcher) keyStreamHandle(ctx context.Context) error {
+	if d.keyStream.Load() != nil {
+		return nil
+	}
+	st, err := d.bus.JS.Stream(ctx, "KV_"+d.bus.Config.IdempotencyBucket())
+	if err != nil {
+		return fmt.Errorf("dispatch: idempotency stream: %w", err)
+	}
+	d.keyStream.CompareAndSwap(nil, &keyStreamOf{st})
+	return nil
 }
 
 // roundDigest is a digest of the round in: the call it continues and the

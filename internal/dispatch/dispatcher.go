@@ -97,6 +97,9 @@ type Dispatcher struct {
 
 	caps callerCaps     // per-caller Watches and waiting requests
 	load *poolview.Load // pool backlogs and store use, for admission (internal/poolview)
+	// keyStream is the idempotency bucket's stream, looked up by the
+	// first release of a key (releaseKey).
+	keyStream atomic.Pointer[keyStreamOf]
 	// beforeFinish, when set (a test), runs before an approved call is
 	// finished; an error stops the finishing there, as a replica that
 	// stopped right after the decision would.

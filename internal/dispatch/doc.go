@@ -148,15 +148,38 @@
 // hex SHA-256 of tenant and key) in the idempotency bucket, binding it to
 // the call id, the tool, the SHA-256 of the arguments and, for a call
 // answering a tool's request for input, the answers, for the bucket's TTL
-// (the audit horizon), not just the calls stream's duplicate window. It
+// (bus.Config.IdempotencyTTL, --idempotency-ttl: by default, and at most,
+// the calls' retention CallsMaxAge, since a key is useful only while its
+// call's record exists), not just the calls stream's duplicate window. It
 // comes before the approval and overload steps, so that a repeat of an
 // accepted or parked call still answers that call. When the key is
 // already bound, a call with the same tool, arguments and answers is a
 // repeat, answered with the original call id (Submitted.Duplicate; Call
 // then waits for that call as GetResult does, and Submit answers its
 // terminal response, Submitted.Finished, when it has finished: its result
-// or its refusal); anything else answers CONFLICT. A call the calls
-// stream does not take releases its key.
+// or its refusal); anything else answers CONFLICT. A call refused after
+// the claim, or that the calls stream does not take, releases its key:
+// the key's subject is purged from the bucket's stream, which leaves
+// nothing (a KV delete would leave a deletion marker for the key's
+// lifetime, one per refused keyed call, and fill the store).
+//
+// A full store never fails a keyed call, and its refusal writes nothing.
+// Before the claim the step asks internal/poolview whether a store the
+// call writes is past its high-water mark (Load.CheckStores: the calls
+// stream, the idempotency bucket, the account). If one is, the key is
+// only read: a bound key still answers as above (a repeat, or CONFLICT),
+// and an unbound one is refused OVERLOADED, retryable, with retry_after
+// 30s and a message naming the store and its use; nothing is claimed,
+// recorded or released. A store that fills between two reads of its use
+// (every 2s) refuses the claim itself (bus.StoreFull): that call is
+// refused OVERLOADED the same way (poolview.FullRefusal, retry_after 30s),
+// never INTERNAL; the refused write stored nothing. Both are counted as
+// toolwire_dispatcher_overload_refusals_total{cause="store",target=<the
+// store>}. retry_after is a fixed 30s, as for every store refusal, and
+// not the oldest key's expiry: room comes back as keys expire (in the
+// order they were written, at the rate they were written one TTL
+// earlier) or when an operator raises the limit, and the replica reads
+// the store's use again every 2s.
 //
 // # Publishing
 //

@@ -156,6 +156,9 @@ func TestPoolPastItsBoundIsRefusedAtAdmission(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, g.State)
 	requireOverloaded(t, g.Response, "at its bound of 3")
+	// Its key is released and leaves nothing in the idempotency store (a
+	// deletion marker per refusal would fill it).
+	require.Equal(t, keyStore{}, keysStored(ctx, t, s), "a refusal leaves nothing in the idempotency store")
 
 	close(release)
 	for _, id := range held {

@@ -57,11 +57,8 @@ func (l *Load) Check(ctx context.Context, r Request) (admitted Admitted, te *too
 	if s == nil {
 		return Admitted{}, nil, "", ""
 	}
-	if u := s.full; u != nil || r.Keyed && s.keyedFull != nil {
-		if u == nil {
-			u = s.keyedFull
-		}
-		return Admitted{}, l.storeRefusal(u), telemetry.OverloadStore, u.Name
+	if te, cause, target := l.checkStores(s, r.Keyed); te != nil {
+		return Admitted{}, te, cause, target
 	}
 	p := s.route(r.Subject)
 	if p == nil {
@@ -87,6 +84,41 @@ func (l *Load) Check(ctx context.Context, r Request) (admitted Admitted, te *too
 		}
 	}
 	return Admitted{}, te, cause, p.name
+}
+
+// CheckStores is the stores' part of Check, which counts the call against
+// nothing: nil when no store a call writes (for a keyed call, the
+// idempotency store too) is past the high-water mark, else the OVERLOADED
+// refusal, its cause (telemetry.OverloadStore) and the store's name.
+// Admission asks it before it claims a call's idempotency key, so that a
+// refusal writes nothing. Before the first read it refuses nothing.
+func (l *Load) CheckStores(keyed bool) (te *toolwirev1.ToolError, cause, target string) {
+	s := l.snap.Load()
+	if s == nil {
+		return nil, "", ""
+	}
+	return l.checkStores(s, keyed)
+}
+
+func (l *Load) checkStores(s *loadSnap, keyed bool) (te *toolwirev1.ToolError, cause, target string) {
+	u := s.full
+	if u == nil && keyed {
+		u = s.keyedFull
+	}
+	if u == nil {
+		return nil, "", ""
+	}
+	return l.storeRefusal(u), telemetry.OverloadStore, u.Name
+}
+
+// FullRefusal is the OVERLOADED answer to a call whose write the store
+// named name refused outright: it filled between two reads of its use
+// (every 2s). retry_after is 30s, as for a nearly full store.
+func FullRefusal(name string) *toolwirev1.ToolError {
+	te := overloaded(fmt.Sprintf("the %s store is full and refused this call's write: new calls that write it are refused until it has room", name),
+		storeRetryAfter)
+	te.Suggestion = fmt.Sprintf("retry after retry_after; raise its limit (--stream-max-bytes %s=SIZE) or shorten how long it keeps messages", name)
+	return te
 }
 
 // awaitRead asks for a read now and waits for it (shared with every

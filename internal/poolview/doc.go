@@ -27,7 +27,12 @@
 //     would refuse every call for days); blobs are optional copies. The
 //     message names the store, its use and its limit; retry_after 30s.
 //     The 10% left is for the calls already admitted: their results,
-//     events, retries and outputs must never be what fails.
+//     events, retries and outputs must never be what fails. The
+//     dispatcher asks this part alone (Load.CheckStores) for a keyed call
+//     before it claims the key, so that such a refusal writes nothing to
+//     the idempotency store; a write a store refused outright because it
+//     filled between two reads is answered with FullRefusal (OVERLOADED,
+//     retry_after 30s), never an error.
 //   - its pool's backlog is at the pool's bound: the calls queued and
 //     running, NumPending + NumAckPending of the pool consumer (not
 //     NumWaiting, which counts idle workers' pull requests). The bound is
