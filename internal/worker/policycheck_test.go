@@ -50,13 +50,13 @@ type policyStack struct {
 	// release and fails (retryable) on its first attempt.
 	started, release chan struct{}
 	env              *bustest.RoleEnv
-	d     *dispatch.Dispatcher
-	key   *signing.Key
-	mu    sync.Mutex
-	runs  map[string]int
-	wipe  *tool.Tool
-	store *policystore.Store
-	reg   *registry.Store
+	d                *dispatch.Dispatcher
+	key              *signing.Key
+	mu               sync.Mutex
+	runs             map[string]int
+	wipe             *tool.Tool
+	store            *policystore.Store
+	reg              *registry.Store
 }
 
 func startPolicyStack(t *testing.T) *policyStack {
