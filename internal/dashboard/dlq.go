@@ -91,10 +91,24 @@ func (f letterFilter) Empty() bool {
 // ("" when the call could not be decoded).
 func letterTenant(l *dlq.Letter) string { return l.Record.GetCall().GetCaller().GetTenant() }
 
-// mayView says whether v may see letter l.
-func mayView(v *viewer, l *dlq.Letter) bool {
+// mayView says whether v may see letter l. A viewer that sees every
+// agent of the letter's tenant needs no agent; for one limited to its
+// agent (identity.VisibilityOwn) the letter's call is placed with the
+// agent the calls index has for it — what a dispatcher stored in CALLS —
+// never the agent the letter names (a worker writes letters): a call the
+// index does not hold (or holds for another tenant) is nobody's.
+func (s *Server) mayView(v *viewer, l *dlq.Letter) bool {
 	t := letterTenant(l)
-	return v.MaySee(t, l.Record.GetCall().GetCaller().GetAgent()) || (t == "" && v.Installation)
+	if t == "" {
+		return v.Installation
+	}
+	agent := ""
+	if !v.ID.SeesEveryAgent(v.Visibility) {
+		if e, ok := s.index.Get(l.Record.GetCall().GetCallId()); ok && e.Tenant == t {
+			agent = e.Agent
+		}
+	}
+	return v.MaySee(t, agent)
 }
 
 // letterRow is one letter as the list shows it (redacted).
@@ -152,7 +166,7 @@ func (s *Server) selectLetters(ctx context.Context, v *viewer, f letterFilter, l
 	total := 0
 	for i := len(ls) - 1; i >= 0; i-- {
 		l := ls[i]
-		if !mayView(v, l.Letter) || (f.Tool != "" && l.Tool() != f.Tool) {
+		if !s.mayView(v, l.Letter) || (f.Tool != "" && l.Tool() != f.Tool) {
 			continue
 		}
 		if f.Tenant != "" && letterTenant(l.Letter) != f.Tenant {
@@ -216,7 +230,7 @@ func (s *Server) letterFor(w http.ResponseWriter, r *http.Request, v *viewer, se
 	}
 	l, err := s.dlq.Get(r.Context(), seq)
 	switch {
-	case errors.Is(err, dlq.ErrNotFound) || (err == nil && !mayView(v, l)):
+	case errors.Is(err, dlq.ErrNotFound) || (err == nil && !s.mayView(v, l)):
 		s.refuse(w, r, v, http.StatusNotFound, fmt.Sprintf("no dead letter %d", seq))
 		return nil
 	case err != nil:
@@ -328,7 +342,7 @@ func (s *Server) retryLetters(w http.ResponseWriter, r *http.Request, v *viewer)
 	d := bulkData{Filter: f, MaxBulk: maxBulk}
 	for _, seq := range seqs {
 		l, err := s.dlq.Get(ctx, seq)
-		if err == nil && !mayView(v, l) {
+		if err == nil && !s.mayView(v, l) {
 			err = fmt.Errorf("%w at sequence %d", dlq.ErrNotFound, seq) // as for a sequence that holds none
 		}
 		if err != nil {

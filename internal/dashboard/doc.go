@@ -85,8 +85,9 @@
 //   - any key sees its own tenant's calls, dead letters, tools and usage
 //     (read-only); with Config.AgentVisibility identity.VisibilityOwn
 //     only the calls and dead letters its own agent made (the calls
-//     page's agent filter is forced to it), unless it holds the admin or
-//     approve scope;
+//     page's agent filter is forced to it; a letter's agent is the one
+//     the calls index has for its call, never the letter's own word),
+//     unless it holds the admin or approve scope;
 //   - the admin scope sees its own tenant, and may cancel calls, retry
 //     dead letters (one or in bulk) of it and approve tool definitions;
 //   - the installation scope (identity.InstallationScope) sees every

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -31,17 +32,28 @@ type keyRecord struct {
 	Round string `json:"round,omitempty"`
 }
 
-func idemKey(tenant, key string) string {
-	sum := sha256.Sum256([]byte(tenant + "\x00" + key))
+// idemKey is the bucket key of id's idempotency key under v: the
+// tenant's key (VisibilityTenant), or under VisibilityOwn the agent's
+// (another agent's key is another key: it never names a call the caller
+// may not see). A tenant is a plain token, so the byte after it tells the
+// two apart, and the agent is length-prefixed.
+func idemKey(id identity.Identity, v identity.Visibility, key string) string {
+	var sum [sha256.Size]byte
+	if v == identity.VisibilityOwn {
+		sum = sha256.Sum256([]byte(id.Tenant + "\x01" + strconv.Itoa(len(id.Agent)) + ":" + id.Agent + key))
+	} else {
+		sum = sha256.Sum256([]byte(id.Tenant + "\x00" + key))
+	}
 	return hex.EncodeToString(sum[:])
 }
 
-// idempotency is the step that binds a tenant's idempotency key to the
-// call for the key's lifetime (the bucket's TTL, bus.Config.IdempotencyTTL),
-// beyond the stream's duplicate window. When the key is already bound the
-// call goes no further: the same tool and arguments (and answers) are a
-// Duplicate of the original call, anything else CONFLICT. The waiter, if
-// any, is released then.
+// idempotency is the step that binds a tenant's idempotency key (under
+// VisibilityOwn, its agent's: idemKey) to the call for the key's lifetime
+// (the bucket's TTL, bus.Config.IdempotencyTTL), beyond the stream's
+// duplicate window. When the key is already bound the call goes no
+// further: the same tool and arguments (and answers) are a Duplicate of
+// the original call, anything else CONFLICT, naming the original call
+// (the caller's to see: idemKey). The waiter, if any, is released then.
 //
 // A store the call writes that is nearly full (poolview.Load.CheckStores:
 // for a keyed call the idempotency store too) is asked about before the
@@ -87,7 +99,7 @@ const idempotencyStore = "idempotency"
 // bucket refused the key, and holds nothing new).
 func (d *Dispatcher) claimKey(ctx context.Context, id identity.Identity, call *toolwirev1.ToolCall) (*Submitted, error) {
 	rec, val := keyRecordOf(call)
-	key := idemKey(id.Tenant, call.IdempotencyKey)
+	key := idemKey(id, d.cfg.AgentVisibility, call.IdempotencyKey)
 	_, err := d.bus.Idempotency.Create(ctx, key, val)
 	switch {
 	case err == nil:
@@ -108,7 +120,7 @@ func (d *Dispatcher) claimKey(ctx context.Context, id identity.Identity, call *t
 // It writes nothing.
 func (d *Dispatcher) boundKey(ctx context.Context, id identity.Identity, call *toolwirev1.ToolCall) (*Submitted, error) {
 	rec, _ := keyRecordOf(call)
-	return d.keyAnswer(ctx, idemKey(id.Tenant, call.IdempotencyKey), rec, call.CallId)
+	return d.keyAnswer(ctx, idemKey(id, d.cfg.AgentVisibility, call.IdempotencyKey), rec, call.CallId)
 }
 
 // keyRecordOf is the record that binds call's key to it, and its JSON.
@@ -134,6 +146,8 @@ func (d *Dispatcher) keyAnswer(ctx context.Context, key string, rec keyRecord, c
 	if err := json.Unmarshal(e.Value(), &orig); err != nil {
 		return nil, fmt.Errorf("dispatch: decode idempotency key: %w", err)
 	}
+	// The call a key is bound to is always one the caller may see: under
+	// VisibilityOwn the key is its agent's (idemKey), so it is named.
 	if orig.Tool != rec.Tool || orig.ArgsHash != rec.ArgsHash || orig.Round != rec.Round {
 		te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CONFLICT,
 			fmt.Sprintf("idempotency key already used by call %s with other arguments or answers", orig.CallID))
@@ -157,7 +171,7 @@ func (d *Dispatcher) releaseKey(id identity.Identity, o *toolwirev1.CallRequest)
 	bucket := d.bus.Config.IdempotencyBucket()
 	err := d.keyStreamHandle(ctx)
 	if err == nil {
-		err = d.keyStream.Load().Purge(ctx, jetstream.WithPurgeSubject("$KV."+bucket+"."+idemKey(id.Tenant, o.IdempotencyKey)))
+		err = d.keyStream.Load().Purge(ctx, jetstream.WithPurgeSubject("$KV."+bucket+"."+idemKey(id, d.cfg.AgentVisibility, o.IdempotencyKey)))
 	}
 	if err != nil {
 		d.log.Warn("releasing idempotency key failed", "err", err)

@@ -23,9 +23,10 @@ import (
 // caller: the dispatcher reads it from the stored response and checks
 // that the response is the caller's tenant's (the results subject is per
 // tenant), of the same tool, asked for input, is fresh (Config.InputTTL),
-// and was made for the same arguments (their SHA-256). A caller can thus
-// only continue its own tenant's exchanges with the same call; it cannot
-// make up or alter a tool's state.
+// and was made for the same arguments (their SHA-256), and that the caller
+// may see the call (reaches: under VisibilityOwn another agent's call is
+// answered as a made-up id). A caller can thus only continue exchanges it
+// may see, with the same call; it cannot make up or alter a tool's state.
 
 // Bounds of an answering call's input, checked before anything is read.
 const (
@@ -96,7 +97,9 @@ func (a *admission) readInput(ctx context.Context) (*toolwirev1.InputRound, *too
 
 // askedInput reads and checks the input-required response the call
 // continues: its tenant's, of its tool at the spec version it runs now,
-// asked for input at most Config.InputTTL ago, for the same arguments.
+// asked for input at most Config.InputTTL ago, for the same arguments;
+// a call outside the caller's reach (reaches) is answered as an id no
+// call has.
 func (a *admission) askedInput(ctx context.Context) (*toolwirev1.InputRequired, *toolwirev1.ToolError) {
 	d := a.d
 	id, o, specVersion, args, now := a.id, a.req, a.spec.Version, a.args, a.now
@@ -106,9 +109,15 @@ func (a *admission) askedInput(ctx context.Context) (*toolwirev1.InputRequired, 
 	if _, err := ulid.ParseStrict(o.Continues); err != nil {
 		return nil, bad("not a call id")
 	}
-	tool, err := d.callTool(ctx, id.Tenant, o.Continues)
+	// A call the caller may not see (another agent's, under
+	// Config.AgentVisibility) answers as a made-up id: nothing of it is read.
+	seen, err := d.reaches(ctx, id, o.Continues)
+	var tool string
+	if err == nil && seen {
+		tool, err = d.callTool(ctx, id.Tenant, o.Continues)
+	}
 	var resp *toolwirev1.ToolResponse
-	if err == nil {
+	if err == nil && seen {
 		resp, err = d.loadResult(ctx, d.subj.ResultAnyDispatcher(id.Tenant, o.Continues), tool)
 	}
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/identity"
 )
 
 // publishStep publishes the admitted call (publish), holding its
@@ -21,7 +22,9 @@ func (a *admission) publishStep(ctx context.Context) verdict {
 	d := a.d
 	d.limitGate.Hold(a.ticket)
 	d.tools.put(toolKey(a.id.Tenant, a.callID), a.call.GetTool()) // whose results its GetResult, Watch and Cancel believe (callTool)
-	d.owners.put(toolKey(a.id.Tenant, a.callID), a.id.Agent)      // who may see it (reaches)
+	if d.cfg.AgentVisibility == identity.VisibilityOwn {
+		d.owners.put(toolKey(a.id.Tenant, a.callID), a.id.Agent) // who may see it (reaches; read under own only)
+	}
 	v := a.publish(ctx)
 	if v == refuse {
 		d.limitGate.Unhold(a.callID)

@@ -36,12 +36,16 @@ var ErrCallNotStored = errors.New("dispatch: no stored call")
 // CallArguments returns the arguments, exactly as admitted, of call
 // callID of tool in id's tenant (storedCall). It is how a store that
 // keeps a call's arguments redacted (the MCP tasks bucket) gets them back
-// to submit the call that continues it. Errors: ErrCallNotStored, and the
+// to submit the call that continues it. A call the caller may not see
+// (reaches) is not stored for it. Errors: ErrCallNotStored, and the
 // stream's.
 func (d *Dispatcher) CallArguments(ctx context.Context, id identity.Identity, tool, callID string) ([]byte, error) {
 	call, err := d.storedCall(ctx, id.Tenant, tool, callID)
 	if err != nil {
 		return nil, err
+	}
+	if !id.MaySeeCall(id.Tenant, call.GetCaller().GetAgent(), d.cfg.AgentVisibility) {
+		return nil, fmt.Errorf("%w: %s of tool %q", ErrCallNotStored, callID, tool)
 	}
 	return call.GetArguments(), nil
 }

@@ -106,7 +106,21 @@ func toolKey(tenant, callID string) string { return tenant + "\x00" + callID }
 // most believed.MaxScan of them, and the newest believed one taken.
 // Events not believed are counted and logged.
 func (d *Dispatcher) lastEvent(ctx context.Context, tenant, callID, tool string) (*toolwirev1.CallEvent, error) {
-	subject := d.subj.EventsAnyDispatcher(tenant, callID)
+	return d.newestEvent(ctx, eventQuery{tenant: tenant, callID: callID, tool: tool})
+}
+
+// eventQuery is what newestEvent looks for: the newest believed event of
+// call callID of tenant (of tool; empty = any) that keep takes (nil =
+// any).
+type eventQuery struct {
+	tenant, callID, tool string
+	keep                 func(toolwirev1.CallEventType) bool
+}
+
+// newestEvent is lastEvent of the events q keeps.
+func (d *Dispatcher) newestEvent(ctx context.Context, q eventQuery) (*toolwirev1.CallEvent, error) {
+	kept := func(ev *toolwirev1.CallEvent) bool { return ev != nil && (q.keep == nil || q.keep(ev.GetType())) }
+	subject := d.subj.EventsAnyDispatcher(q.tenant, q.callID)
 	m, err := bus.LastMsgFromLeader(ctx, d.bus.JS, d.bus.Events, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
@@ -114,14 +128,14 @@ func (d *Dispatcher) lastEvent(ctx context.Context, tenant, callID, tool string)
 	if err != nil {
 		return nil, err
 	}
-	if ev, err := d.checkEvent(ctx, callID, tool, m); ev != nil || err != nil {
+	if ev, err := d.checkEvent(ctx, q.callID, q.tool, m); kept(ev) || err != nil {
 		return ev, err
 	}
 	var last *toolwirev1.CallEvent
 	var lookupErr error
 	_, err = bus.EachMsgFromLeader(ctx, d.bus.JS, d.bus.Events, subject, believed.MaxScan, func(m *jetstream.RawStreamMsg) bool {
-		ev, err := d.checkEvent(ctx, callID, tool, m)
-		if ev != nil {
+		ev, err := d.checkEvent(ctx, q.callID, q.tool, m)
+		if kept(ev) {
 			last = ev
 		}
 		lookupErr = err

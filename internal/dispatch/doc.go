@@ -36,12 +36,19 @@
 // face applies): under identity.VisibilityOwn, GetResult (and GetOutput
 // and ApplyIntents through it), Watch and Cancel first look up the agent
 // that made the call (reach.go: this replica's memory of the calls it
-// published, the stored call or its approval record, or the REJECTED
-// event of a call refused at admission — records only dispatchers
-// write) and answer a call of another agent exactly as a made-up id
-// (UNKNOWN, ErrUnknownCall, CANCEL_OUTCOME_UNKNOWN_CALL); keys with the
-// admin or approve scope, and the default identity.VisibilityTenant, need
-// no look-up.
+// published, the stored call or its approval record, or, for a call not
+// stored, the newest of its events that name its caller — ACCEPTED,
+// REJECTED and the approval's, never a CANCEL_REQUESTED, which names the
+// canceller — records only dispatchers write) and answer a call of
+// another agent exactly as a made-up id (UNKNOWN, ErrUnknownCall,
+// CANCEL_OUTCOME_UNKNOWN_CALL); so do CallArguments (ErrCallNotStored)
+// and a call that continues another agent's (admit_input.go: "no finished
+// call"), and GetSession's log keeps only the entries of calls the caller
+// may see (a session itself is the tenant's: named by its callers, its
+// state is what every agent naming it made it). An idempotency key is
+// then the agent's ("Idempotency keys"). Keys with the admin or approve
+// scope, and the default identity.VisibilityTenant, need no look-up, and
+// under VisibilityTenant admission remembers no call's agent.
 //
 // # Admission
 //
@@ -145,7 +152,10 @@
 // # Idempotency keys
 //
 // The idempotency step (admit_idempotency.go) claims a call's key (the
-// hex SHA-256 of tenant and key) in the idempotency bucket, binding it to
+// hex SHA-256 of tenant and key; under identity.VisibilityOwn of tenant,
+// agent and key, so that another agent's key is another key and a repeat
+// or a CONFLICT never names a call the caller may not see) in the
+// idempotency bucket, binding it to
 // the call id, the tool, the SHA-256 of the arguments and, for a call
 // answering a tool's request for input, the answers, for the bucket's TTL
 // (bus.Config.IdempotencyTTL, --idempotency-ttl: by default, and at most,

@@ -59,3 +59,16 @@ func StopAfterNextApprovals(d *Dispatcher, n int32) {
 	}
 	d.beforeFinish.Store(&hook)
 }
+
+// AgentOfEvents is the agent d places call callID of tenant with when
+// neither its memory nor a stored call has it: its events' (eventAgent).
+func AgentOfEvents(ctx context.Context, d *Dispatcher, tenant, callID string) (string, error) {
+	return d.eventAgent(ctx, tenant, callID)
+}
+
+// RememberedOwners is how many calls' agents d remembers (callAgent).
+func RememberedOwners(d *Dispatcher) int {
+	d.owners.mu.Lock()
+	defer d.owners.mu.Unlock()
+	return len(d.owners.tools)
+}

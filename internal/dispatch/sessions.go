@@ -158,7 +158,12 @@ func refusedEntries(callID string, refused []intents.Refusal) []*toolwirev1.Appl
 var ErrNoSession = errors.New("dispatch: apply_intents needs a session")
 
 // GetSession returns the reference applier's state of a session of the
-// caller's tenant.
+// caller's tenant. A session is the tenant's: named by its callers, it is
+// shared by every agent that names it, and its state is what all their
+// calls' intents made it. Under VisibilityOwn its log shows a key that
+// does not see every agent only the entries of calls it may see
+// (reaches), so that it names no other agent's call nor shows its
+// intents' payloads.
 func (d *Dispatcher) GetSession(ctx context.Context, id identity.Identity, session string) (*toolwirev1.Session, error) {
 	if err := identity.CheckTenant(id); err != nil {
 		return nil, err
@@ -166,7 +171,26 @@ func (d *Dispatcher) GetSession(ctx context.Context, id identity.Identity, sessi
 	if session == "" {
 		return nil, ErrNoSession
 	}
-	return d.applier.Get(ctx, id.Tenant, session)
+	s, err := d.applier.Get(ctx, id.Tenant, session)
+	if err != nil || id.SeesEveryAgent(d.cfg.AgentVisibility) {
+		return s, err
+	}
+	seen := map[string]bool{}
+	log := s.Log[:0:0]
+	for _, e := range s.GetLog() {
+		ok, known := seen[e.GetCallId()]
+		if !known {
+			if ok, err = d.reaches(ctx, id, e.GetCallId()); err != nil {
+				return nil, fmt.Errorf("dispatch: session log: %w", err)
+			}
+			seen[e.GetCallId()] = ok
+		}
+		if ok {
+			log = append(log, e)
+		}
+	}
+	s.Log = log
+	return s, nil
 }
 
 // ApplyIntents applies the intents of a finished call of the caller's

@@ -118,7 +118,10 @@
 // tenant's: the tenant is in the key) is unknown (-32602), and so is a
 // task whose call the caller may not see (another agent's, under the
 // dispatcher's AgentVisibility own: its GetResult answers UNKNOWN),
-// checked before tasks/update or tasks/cancel change anything.
+// checked on every tasks method before anything is changed or a call
+// submitted — tasks/get too, when the record has the answers of the next
+// call fixed and that call not submitted yet (and the dispatcher's
+// CallArguments answers another agent's call as not stored).
 //
 // A task's record holds no secret argument. When the tool's schema marks
 // an argument secret, the record keeps the arguments as ShownArguments

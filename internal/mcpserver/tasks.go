@@ -343,7 +343,7 @@ func (s *Server) task(ctx context.Context, id identity.Identity, method string, 
 		// Before the record is changed or a call submitted for it: a task
 		// whose call the caller may not see (another agent's, under the
 		// dispatcher's AgentVisibility) is unknown here (tasks/get asks in
-		// advance).
+		// advance, before it reads the call's state or submits a call).
 		if _, err := s.state(ctx, id, p.TaskID, rec.Call); err != nil {
 			return nil, err
 		}
@@ -502,6 +502,12 @@ func (s *Server) advance(ctx context.Context, id identity.Identity, taskID strin
 				next.Submitting[k] = rec.Answers[k]
 			}
 		} else {
+			// Before a call is submitted as the caller: a task whose call
+			// it may not see is unknown to it (every other way here asks
+			// state first).
+			if _, err := s.state(ctx, id, taskID, rec.Call); err != nil {
+				return nil, 0, nil, err
+			}
 			args, err := s.taskArgs(ctx, id, rec)
 			if err != nil {
 				return nil, 0, nil, err
