@@ -62,9 +62,14 @@ for values in "$chart"/ci/*-values.yaml; do
 		tmp=$(mktemp -d)
 		sed -e "s|store_dir: /data|store_dir: $tmp/data|" -e "s|pid_file: .*|pid_file: $tmp/nats.pid|" <<<"$conf" >"$tmp/nats.conf"
 		# The servers read the roles' passwords and the encryption key (as a
-		# Secret provides them) from their environment.
-		POD_NAME="tw-$name-nats-0" TOOLWIRE_NATS_DISPATCHER_PASSWORD=d TOOLWIRE_NATS_WORKER_PASSWORD=w \
-			TOOLWIRE_NATS_OPERATOR_PASSWORD=o TOOLWIRE_JETSTREAM_KEY=chart-check-key-0123456789abcdef \
+		# Secret provides them) from their environment: one password per
+		# pool role too (each named in the rendered configuration).
+		pools=()
+		for v in $(grep -o 'TOOLWIRE_NATS_POOL_[A-Z0-9_]*_PASSWORD' "$tmp/nats.conf" | sort -u); do
+			pools+=("$v=p")
+		done
+		env POD_NAME="tw-$name-nats-0" TOOLWIRE_NATS_DISPATCHER_PASSWORD=d TOOLWIRE_NATS_WORKER_PASSWORD=w \
+			TOOLWIRE_NATS_OPERATOR_PASSWORD=o TOOLWIRE_JETSTREAM_KEY=chart-check-key-0123456789abcdef "${pools[@]}" \
 			"$NATS_SERVER" -t -c "$tmp/nats.conf"
 		rm -rf "$tmp"
 	done
