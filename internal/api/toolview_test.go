@@ -35,13 +35,16 @@ func as[T any](key string, msg *T) *connect.Request[T] {
 
 // Executor configuration (a sandbox tool's argv, an HTTP tool's URL
 // template and allowed networks, an MCP tool's server) is shown by
-// ListTools and GetTool to the admin scope only ("*" holds it too);
-// every other caller sees the tool without it. Before, every caller that
-// could see a tool saw how it runs.
+// ListTools and GetTool to installation admins only (the "admin" scope,
+// or "*", together with "installation": a tool serves every tenant, so a
+// tenant's admin does not see how it runs); every other caller sees the
+// tool without it. Before, every caller that could see a tool saw how it
+// runs.
 func TestExecutorConfigIsForAdminsOnly(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true,
-		Auth: scopedKeys{"user": {"tools"}, "none": nil, "admin": {"admin"}, "star": {"*"}}})
+		Auth: scopedKeys{"user": {"tools"}, "none": nil, "admin": {"admin"}, "star": {"*"},
+			"installadmin": {"admin", "installation"}, "starinstall": {"*", "installation"}, "install": {"installation"}}})
 	schema := `{"type":"object","properties":{"q":{"type":"string"}}}`
 	specs := []*toolwirev1.ToolSpec{
 		{Name: "fetch", Provider: "local", Summary: "s", Executor: toolwirev1.ExecutorType_EXECUTOR_TYPE_HTTP, InputSchemaJson: schema,
@@ -60,7 +63,8 @@ func TestExecutorConfigIsForAdminsOnly(t *testing.T) {
 	}
 	secrets := []string{"internal.example", "10.20.0.0/16", "X-Team", "/opt/hidden/grep", "/srv/data", `"h1"`}
 
-	for key, admin := range map[string]bool{"user": false, "none": false, "admin": true, "star": true} {
+	for key, admin := range map[string]bool{"user": false, "none": false, "admin": false, "star": false, "install": false,
+		"installadmin": true, "starinstall": true} {
 		l, err := s.Client.ListTools(t.Context(), as(key, &toolwirev1.ListToolsRequest{}))
 		require.NoError(t, err, key)
 		require.Len(t, l.Msg.Tools, 3, key)
