@@ -30,6 +30,8 @@ type announceEnv struct {
 	creds *bus.Credentials
 	// key is a worker signing key the dispatcher trusts for every pool.
 	key *signing.Key
+	// trustDir is the dispatcher's --worker-keys directory.
+	trustDir string
 }
 
 func startAnnounce(t *testing.T, pools ...string) *announceEnv {
@@ -43,7 +45,7 @@ func startAnnounce(t *testing.T, pools ...string) *announceEnv {
 	svc := registry.NewService(env.Bus, slog.New(slog.DiscardHandler), trust, "dispatcher-1")
 	require.NoError(t, svc.Start(t.Context()))
 	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
-	return &announceEnv{srv: env.Server, bus: env.Bus, creds: env.Creds, key: key}
+	return &announceEnv{srv: env.Server, bus: env.Bus, creds: env.Creds, key: key, trustDir: dir}
 }
 
 // worker connects with the worker credential and returns the Writer of
@@ -66,9 +68,26 @@ func (e *announceEnv) dial(t *testing.T, role string) *nats.Conn {
 // workerAs is worker with role's credential.
 func (e *announceEnv) workerAs(t *testing.T, role, pool string, typ toolwirev1.ExecutorType) registry.PoolWriter {
 	t.Helper()
+	return e.workerKey(t, role, pool, typ, e.key)
+}
+
+// workerKey is workerAs signing with key.
+func (e *announceEnv) workerKey(t *testing.T, role, pool string, typ toolwirev1.ExecutorType, key *signing.Key) registry.PoolWriter {
+	t.Helper()
 	nc := e.dial(t, role)
-	return registry.PoolWriter{Writer: registry.NewRemote(nc, e.bus.Config, slog.New(slog.DiscardHandler)).SignWith(e.key), Pool: pool, Type: typ,
-		Worker: "w-" + pool, Signer: e.key.Public()}
+	return registry.PoolWriter{Writer: registry.NewRemote(nc, e.bus.Config, slog.New(slog.DiscardHandler)).SignWith(key), Pool: pool, Type: typ,
+		Worker: "w-" + pool, Signer: key.Public()}
+}
+
+// poolKey makes a signing key the dispatcher trusts for pools only.
+func (e *announceEnv) poolKey(t *testing.T, pools ...string) *signing.Key {
+	t.Helper()
+	k, err := signing.NewKey()
+	require.NoError(t, err)
+	for _, pool := range pools {
+		require.NoError(t, os.WriteFile(filepath.Join(e.trustDir, pool+".pub"), []byte(k.Public()+"\n"), 0o600))
+	}
+	return k
 }
 
 // A worker announces its tools to the dispatchers, which write them; a

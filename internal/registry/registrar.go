@@ -59,7 +59,7 @@ func (r *Registrar) announce(ctx context.Context, a Announcement, inProcess bool
 	case OpApprove:
 		return r.approve(ctx, a)
 	case OpEnsure:
-		return r.ensure(ctx, a)
+		return r.ensure(ctx, a, inProcess)
 	}
 	spec, err := r.check(ctx, a)
 	if err != nil {
