@@ -313,7 +313,19 @@ func TestPoolRoleNames(t *testing.T) {
 	require.Equal(t, "a", pool)
 	_, ok = bus.PoolOfRole(bus.RoleWorker)
 	require.False(t, ok)
-	require.ErrorContains(t, bus.ValidatePoolRoles([]string{"a", "a-native"}), "both roles would reach pool \"a-native\"")
+	// A pool named <x>-<type> is the part of pool x that pool-x's
+	// credential reaches: it has no credential of its own (with one, a
+	// third-party pool "a" would read its calls), and runs <type> tools
+	// only.
+	for _, pools := range [][]string{{"a", "a-native"}, {"a-native"}, {"b", "a-http"}} {
+		require.ErrorContains(t, bus.ValidatePoolRoles(pools), "is the "+pools[len(pools)-1][2:]+" part of pool \"a\"", pools)
+	}
+	require.ErrorContains(t, bus.ValidatePoolRoles([]string{"x", "x"}), "both roles would reach pool \"x\"")
+	require.NoError(t, bus.ValidatePoolRoles([]string{"a", "native", "shadow-pool", "a-nativ"}))
+	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
+	require.ErrorContains(t, bus.PoolConfig{Name: "a-sandbox", Type: native}.WithDefaults().Validate(), "rename the pool")
+	require.NoError(t, bus.PoolConfig{Name: "a-native", Type: native}.WithDefaults().Validate())
+	require.NoError(t, bus.PoolConfig{Name: "shadow-native", Type: native}.WithDefaults().Validate())
 	require.ErrorContains(t, bus.ValidatePoolRoles([]string{"a.b"}), "a pool's name")
 	_, _, err := bus.EnsureCredentials(filepath.Join(t.TempDir(), "c"), "x", "x")
 	require.ErrorContains(t, err, "both roles")

@@ -132,3 +132,24 @@ func TestShadowConsumersReachTheirPoolsReplaysOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{shadowTB}, bus.ConsumerFilters(cons.CachedInfo().Config))
 }
+
+// A pool named <x>-<type> is the <type> part of pool x (its credential
+// reaches it): the dispatchers refuse it anything, claim or consumer,
+// for tools of another type.
+func TestPoolPartsRunTheirTypeOnly(t *testing.T) {
+	t.Parallel()
+	e := startAnnounce(t, "a")
+	ctx := t.Context()
+	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
+	w := e.workerAs(t, bus.PoolRole("a"), "a-sandbox", native)
+	err := w.Publish(ctx, []*toolwirev1.ToolSpec{spec("tx", "A native tool.")}, false)
+	require.ErrorIs(t, err, registry.ErrRefused)
+	require.ErrorContains(t, err, `the sandbox part of pool "a"`)
+	_, err = w.Ensure(ctx, bus.PoolConfig{Name: "a-sandbox", Type: native, Subjects: []string{e.bus.Subjects.ToolSubject(native, "builtin", "tx")}})
+	require.ErrorIs(t, err, registry.ErrRefused)
+	_, err = e.bus.Registry.Get(ctx, registry.SourceKey("tx"))
+	require.ErrorIs(t, err, jetstream.ErrKeyNotFound)
+
+	ok := e.workerAs(t, bus.PoolRole("a"), "a-native", native)
+	require.NoError(t, ok.Publish(ctx, []*toolwirev1.ToolSpec{spec("tx", "A native tool.")}, false))
+}

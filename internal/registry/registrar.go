@@ -52,6 +52,9 @@ func (r *Registrar) Announce(ctx context.Context, a Announcement) (Announced, er
 }
 
 func (r *Registrar) announce(ctx context.Context, a Announcement, inProcess bool) (Announced, error) {
+	if err := bus.CheckPoolName(a.Pool, a.Type); err != nil {
+		return Announced{}, &RefusedError{Reason: err.Error()}
+	}
 	if err := r.enrol(ctx, a, inProcess); err != nil {
 		return Announced{}, err
 	}
