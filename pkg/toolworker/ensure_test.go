@@ -54,5 +54,5 @@ func TestPoolNamingAnotherPoolsPartIsRefused(t *testing.T) {
 	var stderr bytes.Buffer
 	code := toolworker.MainArgs([]string{"--nats-url", "nats://127.0.0.1:1", "--http", "", "--pool", "search-native"}, &stderr)
 	require.Equal(t, 1, code, stderr.String())
-	require.Contains(t, stderr.String(), `the native part of pool "search"`)
+	require.Contains(t, stderr.String(), "a name ending in -native is the native part of pool")
 }
