@@ -194,6 +194,10 @@ func workerPermissions(c Config) Permissions {
 		// Announcements and consumer requests of any pool: the pool is
 		// the subject's last token, checked against the body.
 		PoolRegistrySubject(c, "*"),
+		// ... and the subject of the release before the pools' subjects,
+		// where the dispatchers refuse a worker of that release, naming
+		// the upgrade (kept for one release).
+		RegistrySubject(c),
 	)
 	return Permissions{Publish: pub, Subscribe: workerSubscribe(c, RoleWorker)}
 }

@@ -256,3 +256,39 @@ func TestAnnouncementsEnrolTrustedSigningKeysOnly(t *testing.T) {
 	require.ErrorIs(t, err, registry.ErrRefused)
 	require.ErrorContains(t, err, "not signed by the key it names")
 }
+
+// Mixed versions in an upgrade: a worker of the release before, which
+// announces on the bare registry subject with the worker credential, is
+// answered with a refusal naming the upgrade (it would wait for an answer
+// for ever); a worker whose dispatchers do not serve its pool's subject
+// (older dispatchers) says so in its log, naming the upgrade order.
+func TestMixedVersionsAreNamed(t *testing.T) {
+	t.Parallel()
+	e := startAnnounce(t)
+	nc := e.dial(t, bus.RoleWorker)
+	m, err := nc.Request(bus.RegistrySubject(e.bus.Config), []byte(`{"op":"publish","pool":"native","type":1}`), 10*time.Second)
+	require.NoError(t, err)
+	require.Contains(t, string(m.Data), "this worker is older than the dispatchers")
+
+	// No dispatcher serves the installation "old": its pool subjects go
+	// unanswered.
+	inproc, err := e.srv.Connect("new-worker")
+	require.NoError(t, err)
+	t.Cleanup(inproc.Close)
+	hint := make(chan struct{})
+	log := slog.New(&signalHandler{msg: "are the dispatchers running, and upgraded?", seen: hint})
+	w := registry.PoolWriter{Writer: registry.NewRemote(inproc, bus.Config{Prefix: "old"}, log).SignWith(e.key).HintAfter(200 * time.Millisecond),
+		Pool: "native", Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE, Signer: e.key.Public()}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- w.Publish(ctx, []*toolwirev1.ToolSpec{spec("echo", "Echoes.")}, false) }()
+	select {
+	case <-hint:
+	case err := <-done:
+		t.Fatalf("answered with no dispatcher: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no hint logged")
+	}
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+}
