@@ -19,7 +19,9 @@ import (
 // or by a pool its signing key is enrolled for (replays carry the
 // original calls' arguments: a pool reads no other pool's). The settings
 // are bus.PoolConfig's, validated there; an overlap with another pool is
-// refused. inProcess: the dispatcher's own workers (Announce).
+// refused. A live pool's consumer made forgets the absence recorded
+// against its tools (Source.MissingSince). inProcess: the dispatcher's
+// own workers (Announce).
 func (r *Registrar) ensure(ctx context.Context, a Announcement, inProcess bool) (Announced, error) {
 	refuse := func(format string, args ...any) error {
 		return &RefusedError{Reason: fmt.Sprintf("pool %q consumer: ", a.Pool) + fmt.Sprintf(format, args...)}
@@ -44,6 +46,13 @@ func (r *Registrar) ensure(ctx context.Context, a Announcement, inProcess bool) 
 	}
 	if err != nil {
 		return Announced{}, fmt.Errorf("registry: %w", err)
+	}
+	if !c.Shadow { // its consumer is back: it keeps its tools (Claim)
+		tools := make([]string, 0, len(c.Subjects))
+		for _, subject := range c.Subjects {
+			tools = append(tools, subject[strings.LastIndexByte(subject, '.')+1:])
+		}
+		ServingAgain(ctx, r.kv, a.Pool, tools)
 	}
 	r.log.DebugContext(ctx, "pool consumer ensured", "pool", a.Pool, "worker", a.Worker, "consumer", cons.CachedInfo().Name)
 	return Announced{Consumer: cons.CachedInfo().Name}, nil
