@@ -405,6 +405,33 @@ func TestEnsureCredentials(t *testing.T) {
 	require.ErrorContains(t, err, "chmod 700")
 }
 
+// The credential of a pool dropped from --pools-credentials is removed:
+// the server no longer accepts it, and a local worker of that pool would
+// pick it before the worker credential and be refused. Nothing else of
+// the directory is touched.
+func TestStalePoolCredentialsAreRemoved(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "credentials")
+	_, _, err := bus.EnsureCredentials(dir, "a", "b")
+	require.NoError(t, err)
+	notASeed := filepath.Join(dir, "pool-c.nk")
+	require.NoError(t, os.WriteFile(notASeed, []byte("not a seed\n"), 0o600))
+	link := filepath.Join(dir, "pool-d.nk")
+	require.NoError(t, os.Symlink(bus.CredentialsFile(dir, bus.PoolRole("a")), link))
+
+	removed, err := bus.RemoveStalePoolCredentials(dir, []string{"a"})
+	require.NoError(t, err)
+	require.Equal(t, []string{bus.PoolRole("b")}, removed)
+	for _, role := range []string{bus.RoleWorker, bus.RoleOperator, bus.PoolRole("a")} {
+		require.FileExists(t, bus.CredentialsFile(dir, role))
+	}
+	require.NoFileExists(t, bus.CredentialsFile(dir, bus.PoolRole("b")))
+	require.FileExists(t, notASeed)
+	_, err = os.Lstat(link)
+	require.NoError(t, err)
+	require.Empty(t, bus.LocalCredentials(filepath.Dir(dir), bus.PoolRole("b"), "nats://127.0.0.1:4222"))
+}
+
 func TestCredentialsFileKinds(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
