@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // Roles of the NATS users an installation hands out. The dispatcher itself
@@ -66,18 +67,49 @@ func PoolRoleMembers(name string) []string {
 	return out
 }
 
+// PoolPart splits a pool name that ends in "-<type>" (an executor type's
+// token, TypeToken) into the pool it is the part of and that type; ok is
+// false for any other name. Such a name is always the <type> part of
+// pool <base> (a worker's --pool <base> serving several types names its
+// pools so): the role of <base> reaches it (PoolRoleMembers), so it has
+// no role of its own (ValidatePoolRoles) and runs <type> tools only
+// (CheckPoolName).
+func PoolPart(name string) (base string, t toolwirev1.ExecutorType, ok bool) {
+	for _, t := range AllTypes() {
+		if base, ok := strings.CutSuffix(name, "-"+TypeToken(t)); ok {
+			return base, t, true
+		}
+	}
+	return "", toolwirev1.ExecutorType_EXECUTOR_TYPE_UNSPECIFIED, false
+}
+
+// CheckPoolName refuses a pool named "<base>-<type>" (PoolPart) whose
+// executor type is not <type>: the name says which part of pool <base>
+// it is, and the role of <base> reaches it.
+func CheckPoolName(name string, t toolwirev1.ExecutorType) error {
+	if base, want, ok := PoolPart(name); ok && want != t {
+		return fmt.Errorf("bus: pool %q runs %s tools, but a name ending in -%s is the %s part of pool %q (whose credential reaches it): rename the pool",
+			name, TypeToken(t), TypeToken(want), TypeToken(want), base)
+	}
+	return nil
+}
+
 // Roles lists every fixed role, in the order credentials are made.
 func Roles() []string { return []string{RoleWorker, RoleOperator} }
 
 // ValidatePoolRoles refuses pool names that are not a pool's (a subject
-// token of letters, digits, '_' and '-'), given twice, or covered by
-// another's role (a name that is another's "<name>-<type>": both roles
-// would reach its consumer).
+// token of letters, digits, '_' and '-'), that end in "-<type>" (the
+// part of another pool, PoolPart: its role would reach them), or that
+// are given twice.
 func ValidatePoolRoles(pools []string) error {
 	seen := map[string]string{}
 	for _, p := range pools {
 		if !poolNameRe.MatchString(p) {
 			return fmt.Errorf("bus: pool %q: a pool's name is 1 to 64 letters, digits, '_' or '-'", p)
+		}
+		if base, t, ok := PoolPart(p); ok {
+			return fmt.Errorf("bus: pool %q: a name ending in -%s is the %s part of pool %q, whose credential (%s) reaches it: "+
+				"give pool %q the credential, or rename the pool", p, TypeToken(t), TypeToken(t), base, PoolRole(base), base)
 		}
 		for _, m := range PoolRoleMembers(p) {
 			if other, ok := seen[m]; ok {
@@ -162,6 +194,10 @@ func workerPermissions(c Config) Permissions {
 		// Announcements and consumer requests of any pool: the pool is
 		// the subject's last token, checked against the body.
 		PoolRegistrySubject(c, "*"),
+		// ... and the subject of the release before the pools' subjects,
+		// where the dispatchers refuse a worker of that release, naming
+		// the upgrade (kept for one release).
+		RegistrySubject(c),
 	)
 	return Permissions{Publish: pub, Subscribe: workerSubscribe(c, RoleWorker)}
 }

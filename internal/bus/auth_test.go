@@ -313,7 +313,19 @@ func TestPoolRoleNames(t *testing.T) {
 	require.Equal(t, "a", pool)
 	_, ok = bus.PoolOfRole(bus.RoleWorker)
 	require.False(t, ok)
-	require.ErrorContains(t, bus.ValidatePoolRoles([]string{"a", "a-native"}), "both roles would reach pool \"a-native\"")
+	// A pool named <x>-<type> is the part of pool x that pool-x's
+	// credential reaches: it has no credential of its own (with one, a
+	// third-party pool "a" would read its calls), and runs <type> tools
+	// only.
+	for _, pools := range [][]string{{"a", "a-native"}, {"a-native"}, {"b", "a-http"}} {
+		require.ErrorContains(t, bus.ValidatePoolRoles(pools), "is the "+pools[len(pools)-1][2:]+" part of pool \"a\"", pools)
+	}
+	require.ErrorContains(t, bus.ValidatePoolRoles([]string{"x", "x"}), "both roles would reach pool \"x\"")
+	require.NoError(t, bus.ValidatePoolRoles([]string{"a", "native", "shadow-pool", "a-nativ"}))
+	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
+	require.ErrorContains(t, bus.PoolConfig{Name: "a-sandbox", Type: native}.WithDefaults().Validate(), "rename the pool")
+	require.NoError(t, bus.PoolConfig{Name: "a-native", Type: native}.WithDefaults().Validate())
+	require.NoError(t, bus.PoolConfig{Name: "shadow-native", Type: native}.WithDefaults().Validate())
 	require.ErrorContains(t, bus.ValidatePoolRoles([]string{"a.b"}), "a pool's name")
 	_, _, err := bus.EnsureCredentials(filepath.Join(t.TempDir(), "c"), "x", "x")
 	require.ErrorContains(t, err, "both roles")
@@ -391,6 +403,33 @@ func TestEnsureCredentials(t *testing.T) {
 	require.NoError(t, os.Chmod(dir, 0o755))
 	_, _, err = bus.EnsureCredentials(dir)
 	require.ErrorContains(t, err, "chmod 700")
+}
+
+// The credential of a pool dropped from --pools-credentials is removed:
+// the server no longer accepts it, and a local worker of that pool would
+// pick it before the worker credential and be refused. Nothing else of
+// the directory is touched.
+func TestStalePoolCredentialsAreRemoved(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "credentials")
+	_, _, err := bus.EnsureCredentials(dir, "a", "b")
+	require.NoError(t, err)
+	notASeed := filepath.Join(dir, "pool-c.nk")
+	require.NoError(t, os.WriteFile(notASeed, []byte("not a seed\n"), 0o600))
+	link := filepath.Join(dir, "pool-d.nk")
+	require.NoError(t, os.Symlink(bus.CredentialsFile(dir, bus.PoolRole("a")), link))
+
+	removed, err := bus.RemoveStalePoolCredentials(dir, []string{"a"})
+	require.NoError(t, err)
+	require.Equal(t, []string{bus.PoolRole("b")}, removed)
+	for _, role := range []string{bus.RoleWorker, bus.RoleOperator, bus.PoolRole("a")} {
+		require.FileExists(t, bus.CredentialsFile(dir, role))
+	}
+	require.NoFileExists(t, bus.CredentialsFile(dir, bus.PoolRole("b")))
+	require.FileExists(t, notASeed)
+	_, err = os.Lstat(link)
+	require.NoError(t, err)
+	require.Empty(t, bus.LocalCredentials(filepath.Dir(dir), bus.PoolRole("b"), "nats://127.0.0.1:4222"))
 }
 
 func TestCredentialsFileKinds(t *testing.T) {

@@ -466,6 +466,9 @@ func (p PoolConfig) Validate() error {
 	if Token(p.Name) != p.Name {
 		return fmt.Errorf("bus: pool %q: Name is not a subject token", p.Name)
 	}
+	if err := CheckPoolName(p.Name, p.Type); err != nil {
+		return err
+	}
 	if p.AckWait < time.Second {
 		return fmt.Errorf("bus: pool %q: AckWait %s is below 1s", p.Name, p.AckWait)
 	}

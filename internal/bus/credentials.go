@@ -76,6 +76,39 @@ func EnsureCredentials(dir string, pools ...string) (cr *Credentials, created []
 	return cr, created, nil
 }
 
+// RemoveStalePoolCredentials removes from dir the seed files of pools'
+// roles (<dir>/pool-<name>.nk, PoolRole) whose pool is not among pools:
+// those of pools dropped from --pools-credentials, which the server no
+// longer accepts and which a local worker of the pool would otherwise
+// pick before the worker role's (LocalCredentials), to be refused. Only
+// regular files so named that hold an nkey seed (what EnsureCredentials
+// makes) are removed, nothing else of dir. It returns the roles removed.
+func RemoveStalePoolCredentials(dir string, pools []string) ([]string, error) {
+	matches, err := filepath.Glob(filepath.Join(dir, poolRolePrefix+"*.nk"))
+	if err != nil {
+		return nil, fmt.Errorf("bus: credentials: %w", err)
+	}
+	var removed []string
+	for _, path := range matches {
+		role := strings.TrimSuffix(filepath.Base(path), ".nk")
+		pool, ok := PoolOfRole(role)
+		if !ok || slices.Contains(pools, pool) || CredentialsFile(dir, role) != path {
+			continue
+		}
+		if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if _, err := readSeedFile(path); err != nil {
+			continue // not a seed of ours
+		}
+		if err := os.Remove(path); err != nil {
+			return removed, fmt.Errorf("bus: credentials: remove %s: %w", path, err)
+		}
+		removed = append(removed, role)
+	}
+	return removed, nil
+}
+
 // PublicKey is role's public nkey, or "".
 func (cr *Credentials) PublicKey(role string) string { return cr.keys[role] }
 

@@ -300,9 +300,15 @@
 //     own pools' subjects (PoolRegistrySubject) only, write blobs, and
 //     hear its own inboxes (InboxPrefix: under the worker role's,
 //     ".pool.<name>") only.
+//     A pool name that ends in "-<type>" is therefore always the <type>
+//     part of the pool named by what precedes it (PoolPart): it has no
+//     role of its own (ValidatePoolRoles refuses it) and runs <type>
+//     tools only (CheckPoolName, in PoolConfig.Validate).
 //   - RoleWorker: the same for every pool (any consumer of CALLS, any
-//     pool's announcement subject, every worker inbox): development and
-//     installations with one pool, or pools that trust each other.
+//     pool's announcement subject, every worker inbox), and the bare
+//     RegistrySubject, where the dispatchers refuse workers of the
+//     release before (for one release): development and installations
+//     with one pool, or pools that trust each other.
 //
 // No worker role creates, updates or lists a consumer: a pool's consumer
 // is made by the dispatchers when its worker asks (internal/registry,
@@ -350,5 +356,9 @@
 // errors name the file, never its content. LocalCredentials finds a role's
 // seed under a data directory when every server URL is on loopback: how
 // toolctl and the worker find theirs on the dispatcher's machine (a
-// worker with --pool its pool's first).
+// worker with --pool its pool's first). RemoveStalePoolCredentials removes
+// the seed files of pools no longer given, so that such a worker falls
+// back to the worker role's instead of a credential the server refuses.
+// On one machine none of this isolates a pool: whoever reads the
+// directory reads every role's seed.
 package bus

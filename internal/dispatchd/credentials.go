@@ -16,7 +16,8 @@ import (
 // <dir>/credentials, made on the first start with a listener and reused
 // after (bus.EnsureCredentials), one per role and one per pool of
 // rc.PoolsCredentials (bus.PoolRole), with the permissions of their roles
-// for this installation's prefix. It logs where the credentials are (never
+// for this installation's prefix. The files of pools no longer listed are
+// removed (bus.RemoveStalePoolCredentials), and logged. It logs where the credentials are (never
 // the secrets), and warns when the listener is not on loopback: the
 // credentials guard it, but NATS traffic is not encrypted.
 func listenerUsers(rc RunConfig, dir string, log *slog.Logger) ([]bus.User, error) {
@@ -35,6 +36,14 @@ func listenerUsers(rc RunConfig, dir string, log *slog.Logger) ([]bus.User, erro
 		return nil, err
 	}
 	users, err := creds.Users(rc.Bus)
+	if err != nil {
+		return nil, err
+	}
+	removed, err := bus.RemoveStalePoolCredentials(creds.Dir, rc.PoolsCredentials)
+	if len(removed) > 0 {
+		log.Info("removed the credentials of pools no longer in --pools-credentials: their local workers use the worker credential",
+			"roles", strings.Join(removed, ","), "dir", creds.Dir)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,10 @@
 // per pool of PoolsCredentials (--pools-credentials; bus.PoolRole:
 // pool-<name>.nk, that pool's consumers and announcement subjects only)
 // under <DataDir>/credentials (directory 0700, files 0600;
-// bus.EnsureCredentials) and reuses them on later starts; it logs the files' paths, never their
+// bus.EnsureCredentials) and reuses them on later starts, removing the
+// files of pools no longer listed (bus.RemoveStalePoolCredentials,
+// logged: a local worker of such a pool would pick its file first and be
+// refused); it logs the files' paths, never their
 // content, and warns when the listener is not on loopback (NATS traffic is
 // not encrypted). The dispatcher and its in-process workers connect in
 // process with every permission. NATSEncryptionKey encrypts the embedded

@@ -30,7 +30,12 @@
 // holder no longer serves it: its pool's consumer is gone or no longer
 // filters the holder's subject (an operator retired the tool from that
 // pool), never within ClaimGrace (30s) of the claim, while the holder may
-// still be creating its consumer. Then the claimant takes the name over.
+// still be creating its consumer, and only once it has not served it for
+// ClaimGrace: the first claim that finds it not serving records the time
+// (Source.MissingSince) and is refused, and the record is forgotten when
+// the holder claims again or has its consumer made (ServingAgain), so
+// that no pool wins another's tools in the seconds its consumer is being
+// put back. Then the claimant takes the name over.
 // Shadow workers claim nothing: they publish versions only. Tools
 // registered before sources were recorded have none; the first pool to
 // publish one after the upgrade claims it. Before, two pools publishing
@@ -51,9 +56,16 @@
 // answers; a dispatcher's in-process workers call its Registrar
 // directly. A pool's NATS role (bus.PoolRole) may publish on its own
 // pools' subjects only, and the Service refuses an announcement whose
-// body names another pool than its subject. The Registrar checks each
+// body names another pool than its subject. The Service also answers the
+// bare RegistrySubject, where workers of the release before announce,
+// with a refusal naming the upgrade (OlderWorker; for one release); a
+// Remote unanswered for DefaultNoAnswerHint logs that the dispatchers may
+// be older than the worker (upgrade the dispatchers first, then the
+// pools). The Registrar checks each
 // announcement before it writes anything:
 //
+//   - the pool's name fits its type (bus.CheckPoolName: a pool named
+//     <x>-<type> is pool x's <type> part and runs <type> tools only);
 //   - the spec decodes and passes Check;
 //   - its executor type is the pool's, and the pool's consumer, if it
 //     exists, filters calls of that type only;
@@ -71,7 +83,10 @@
 //     subject, each the call subject of one tool of the pool's type whose
 //     registry source is this pool on that very subject (the worker
 //     claims before it asks), or, for a shadow pool, the replay subject
-//     of one tool of its type; no wildcard but the tenant's. The
+//     of one tool of its type that has a source: this pool, or a pool the
+//     request's signing key is enrolled for (replays carry the original
+//     calls' arguments: no pool reads another's); no wildcard but the
+//     tenant's. The
 //     Registrar then runs bus.EnsurePool with the pool's settings and
 //     answers the consumer's name (Announced.Consumer); an overlap with
 //     another pool is refused. Workers never create consumers: a

@@ -8,15 +8,21 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/signing"
 )
 
 // ensure checks an OpEnsure and makes the pool's consumer: every subject
 // must be one tool's (no wildcard beyond the tenant), of the pool's type,
-// and, for a live pool, the subject the pool holds the tool by (the
-// registry's source of the tool: a worker claims before it asks); a
-// shadow pool's are replay subjects. The settings are bus.PoolConfig's,
-// validated there; an overlap with another pool is refused.
-func (r *Registrar) ensure(ctx context.Context, a Announcement) (Announced, error) {
+// and a tool with a source in the registry (a worker claims before it
+// asks). A live pool's subject is the one the pool holds the tool by; a
+// shadow pool's is the replay subject of a tool held by the pool itself
+// or by a pool its signing key is enrolled for (replays carry the
+// original calls' arguments: a pool reads no other pool's). The settings
+// are bus.PoolConfig's, validated there; an overlap with another pool is
+// refused. A live pool's consumer made forgets the absence recorded
+// against its tools (Source.MissingSince). inProcess: the dispatcher's
+// own workers (Announce).
+func (r *Registrar) ensure(ctx context.Context, a Announcement, inProcess bool) (Announced, error) {
 	refuse := func(format string, args ...any) error {
 		return &RefusedError{Reason: fmt.Sprintf("pool %q consumer: ", a.Pool) + fmt.Sprintf(format, args...)}
 	}
@@ -30,7 +36,7 @@ func (r *Registrar) ensure(ctx context.Context, a Announcement) (Announced, erro
 		return Announced{}, refuse("%v", err)
 	}
 	for _, subject := range c.Subjects {
-		if err := r.poolSubject(ctx, a, subject); err != nil {
+		if err := r.poolSubject(ctx, a, subject, inProcess); err != nil {
 			return Announced{}, refuse("%s: %v", subject, err)
 		}
 	}
@@ -41,12 +47,19 @@ func (r *Registrar) ensure(ctx context.Context, a Announcement) (Announced, erro
 	if err != nil {
 		return Announced{}, fmt.Errorf("registry: %w", err)
 	}
+	if !c.Shadow { // its consumer is back: it keeps its tools (Claim)
+		tools := make([]string, 0, len(c.Subjects))
+		for _, subject := range c.Subjects {
+			tools = append(tools, subject[strings.LastIndexByte(subject, '.')+1:])
+		}
+		ServingAgain(ctx, r.kv, a.Pool, tools)
+	}
 	r.log.DebugContext(ctx, "pool consumer ensured", "pool", a.Pool, "worker", a.Worker, "consumer", cons.CachedInfo().Name)
 	return Announced{Consumer: cons.CachedInfo().Name}, nil
 }
 
 // poolSubject checks one subject of a's consumer (ensure).
-func (r *Registrar) poolSubject(ctx context.Context, a Announcement, subject string) error {
+func (r *Registrar) poolSubject(ctx context.Context, a Announcement, subject string, inProcess bool) error {
 	s := r.cfg.Subjects()
 	kind := "call"
 	if a.Consumer.Shadow {
@@ -57,9 +70,6 @@ func (r *Registrar) poolSubject(ctx context.Context, a Announcement, subject str
 	parts := strings.Split(rest, ".")
 	if !ok || len(parts) != 2 || parts[0] == "" || parts[1] == "" || strings.ContainsAny(rest, "*>") {
 		return fmt.Errorf("not a %s subject of one %s tool (%s)", kind, bus.TypeToken(a.Type), s.Prefix+"."+kind+"."+bus.TypeToken(a.Type)+".*.<provider>.<tool>")
-	}
-	if a.Consumer.Shadow {
-		return nil // replays only: what an operator replays, no call of a tenant
 	}
 	tool := parts[1]
 	if !NameRe.MatchString(tool) {
@@ -73,13 +83,36 @@ func (r *Registrar) poolSubject(ctx context.Context, a Announcement, subject str
 		return fmt.Errorf("source of %s: %w", tool, err)
 	}
 	src, ok := decodeSource(e.Value())
+	live := s.Prefix + ".call." + bus.TypeToken(a.Type) + ".*." + rest
 	switch {
 	case !ok:
 		return fmt.Errorf("tool %q: its source does not decode", tool)
+	case src.Subject != live:
+		return fmt.Errorf("tool %q is held by %s on %s", tool, src, src.Subject)
+	case a.Consumer.Shadow && src.Pool != a.Pool:
+		return r.signsFor(ctx, a, src, inProcess)
 	case src.Pool != a.Pool:
 		return fmt.Errorf("tool %q is defined by %s", tool, src)
-	case src.Subject != subject:
-		return fmt.Errorf("tool %q is held by its pool on %s", tool, src.Subject)
 	}
 	return nil
+}
+
+// signsFor refuses a shadow consumer over the replays of src's tool
+// unless a's signing key is enrolled for src's pool (or is a
+// dispatcher's, or a is the dispatcher's in-process worker's).
+func (r *Registrar) signsFor(ctx context.Context, a Announcement, src Source, inProcess bool) error {
+	if a.Signer == "" && inProcess {
+		return nil
+	}
+	for _, k := range []string{signing.PoolKey(a.Signer, src.Pool), signing.DispatcherKey(a.Signer)} {
+		_, err := r.kv.Get(ctx, k)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyNotFound) && !errors.Is(err, jetstream.ErrKeyDeleted) {
+			return fmt.Errorf("enrolment of %s: %w", a.Signer, err)
+		}
+	}
+	return fmt.Errorf("the replays of a tool defined by %s: signing key %s is not enrolled for pool %q (a shadow worker signs with a key of the pool it shadows)",
+		src, a.Signer, src.Pool)
 }

@@ -82,3 +82,74 @@ func TestPoolConsumersAreMadeByTheDispatchers(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, cons.CachedInfo().Config.MaxDeliver)
 }
+
+// A shadow consumer is made only over the replays of tools the asking
+// pool holds, or whose holder's signing key it holds (enrolled for the
+// holder's pool): pool a's credential and key cannot have a consumer
+// made over pool b's replays, which carry b's calls' arguments. Pool
+// b's own shadow worker (its key, a pool of its own) gets one.
+func TestShadowConsumersReachTheirPoolsReplaysOnly(t *testing.T) {
+	t.Parallel()
+	e := startAnnounce(t, "a", "b")
+	ctx := t.Context()
+	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
+	s := e.bus.Subjects
+	ka, kb := e.poolKey(t, "a", "shadowa"), e.poolKey(t, "b", "shadowb")
+	a := e.workerKey(t, bus.PoolRole("a"), "a", native, ka)
+	b := e.workerKey(t, bus.PoolRole("b"), "b", native, kb)
+	require.NoError(t, a.Publish(ctx, []*toolwirev1.ToolSpec{spec("ta", "Pool a's tool.")}, false))
+	require.NoError(t, b.Publish(ctx, []*toolwirev1.ToolSpec{spec("tb", "Pool b's tool.")}, false))
+	_, err := b.Ensure(ctx, bus.PoolConfig{Name: "b", Type: native, Subjects: []string{s.ToolSubject(native, "builtin", "tb")}})
+	require.NoError(t, err)
+	replay := s.Shadow(native, "acme", "builtin", "tb")
+	_, err = e.bus.JS.Publish(ctx, replay, []byte(`pool b's replayed call, its arguments included`))
+	require.NoError(t, err)
+
+	shadowTB := s.ShadowToolSubject(native, "builtin", "tb")
+	for what, subject := range map[string]string{
+		"defined by":    shadowTB,
+		"has no source": s.ShadowToolSubject(native, "builtin", "unclaimed"),
+	} {
+		_, err := a.Ensure(ctx, bus.PoolConfig{Name: "a", Type: native, Shadow: true, Subjects: []string{subject}})
+		require.ErrorIs(t, err, registry.ErrRefused, what)
+		require.ErrorContains(t, err, what)
+	}
+	// Nor through the any-pool worker credential, signing with a's key.
+	shadowA := e.workerKey(t, bus.RoleWorker, "shadowa", native, ka)
+	_, err = shadowA.Ensure(ctx, bus.PoolConfig{Name: "shadowa", Type: native, Shadow: true, Subjects: []string{shadowTB}})
+	require.ErrorIs(t, err, registry.ErrRefused)
+	require.ErrorContains(t, err, "not enrolled for pool \"b\"")
+	for _, pool := range []string{"a", "shadowa"} {
+		_, err = e.bus.Calls.Consumer(ctx, e.bus.Config.PoolConsumer(pool))
+		require.ErrorIs(t, err, jetstream.ErrConsumerNotFound, "no consumer of pool %s over b's replays", pool)
+	}
+
+	// Pool b's shadow worker: b's key, a pool of its own.
+	shadowB := e.workerKey(t, bus.RoleWorker, "shadowb", native, kb)
+	name, err := shadowB.Ensure(ctx, bus.PoolConfig{Name: "shadowb", Type: native, Shadow: true, Subjects: []string{shadowTB}})
+	require.NoError(t, err)
+	cons, err := e.bus.Calls.Consumer(ctx, name)
+	require.NoError(t, err)
+	require.Equal(t, []string{shadowTB}, bus.ConsumerFilters(cons.CachedInfo().Config))
+}
+
+// A pool named <x>-<type> is the <type> part of pool x (its credential
+// reaches it): the dispatchers refuse it anything, claim or consumer,
+// for tools of another type.
+func TestPoolPartsRunTheirTypeOnly(t *testing.T) {
+	t.Parallel()
+	e := startAnnounce(t, "a")
+	ctx := t.Context()
+	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
+	w := e.workerAs(t, bus.PoolRole("a"), "a-sandbox", native)
+	err := w.Publish(ctx, []*toolwirev1.ToolSpec{spec("tx", "A native tool.")}, false)
+	require.ErrorIs(t, err, registry.ErrRefused)
+	require.ErrorContains(t, err, `the sandbox part of pool "a"`)
+	_, err = w.Ensure(ctx, bus.PoolConfig{Name: "a-sandbox", Type: native, Subjects: []string{e.bus.Subjects.ToolSubject(native, "builtin", "tx")}})
+	require.ErrorIs(t, err, registry.ErrRefused)
+	_, err = e.bus.Registry.Get(ctx, registry.SourceKey("tx"))
+	require.ErrorIs(t, err, jetstream.ErrKeyNotFound)
+
+	ok := e.workerAs(t, bus.PoolRole("a"), "a-native", native)
+	require.NoError(t, ok.Publish(ctx, []*toolwirev1.ToolSpec{spec("tx", "A native tool.")}, false))
+}

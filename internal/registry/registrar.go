@@ -52,6 +52,9 @@ func (r *Registrar) Announce(ctx context.Context, a Announcement) (Announced, er
 }
 
 func (r *Registrar) announce(ctx context.Context, a Announcement, inProcess bool) (Announced, error) {
+	if err := bus.CheckPoolName(a.Pool, a.Type); err != nil {
+		return Announced{}, &RefusedError{Reason: err.Error()}
+	}
 	if err := r.enrol(ctx, a, inProcess); err != nil {
 		return Announced{}, err
 	}
@@ -59,7 +62,7 @@ func (r *Registrar) announce(ctx context.Context, a Announcement, inProcess bool
 	case OpApprove:
 		return r.approve(ctx, a)
 	case OpEnsure:
-		return r.ensure(ctx, a)
+		return r.ensure(ctx, a, inProcess)
 	}
 	spec, err := r.check(ctx, a)
 	if err != nil {

@@ -19,6 +19,9 @@ import (
 const (
 	remoteRetryFirst = 100 * time.Millisecond
 	remoteRetryMax   = 5 * time.Second
+	// DefaultNoAnswerHint is how long Remote goes unanswered before it
+	// logs that the dispatchers may be older than the worker (HintAfter).
+	DefaultNoAnswerHint = 30 * time.Second
 )
 
 // Remote is the Writer of a worker process: it sends each Announcement to
@@ -27,12 +30,25 @@ const (
 // no dispatcher answers (no responders, a request that timed out:
 // bus.Unavailable), it asks again with backoff, logging each retry at
 // WARN, until ctx ends: a worker that starts before its dispatchers waits
-// for them, as it waits for its NATS cluster.
+// for them, as it waits for its NATS cluster. Unanswered for longer than
+// HintAfter, it logs once at ERROR that the dispatchers may be older
+// than the worker: those of the release before serve the bare
+// bus.RegistrySubject only, never a pool's subject (upgrade the
+// dispatchers first, then the pools).
 type Remote struct {
-	nc     *nats.Conn
-	cfg    bus.Config
-	log    *slog.Logger
-	signer *signing.Key
+	nc        *nats.Conn
+	cfg       bus.Config
+	log       *slog.Logger
+	signer    *signing.Key
+	hintAfter time.Duration
+}
+
+// HintAfter sets how long r goes unanswered before it logs that the
+// dispatchers may be older than the worker (default
+// DefaultNoAnswerHint). It returns r.
+func (r *Remote) HintAfter(d time.Duration) *Remote {
+	r.hintAfter = d
+	return r
 }
 
 // SignWith makes r sign each announcement with k, the key it names
@@ -45,7 +61,7 @@ func (r *Remote) SignWith(k *signing.Key) *Remote {
 
 // NewRemote returns the Remote of the installation cfg over nc.
 func NewRemote(nc *nats.Conn, cfg bus.Config, log *slog.Logger) *Remote {
-	return &Remote{nc: nc, cfg: cfg, log: cmp.Or(log, slog.Default())}
+	return &Remote{nc: nc, cfg: cfg, log: cmp.Or(log, slog.Default()), hintAfter: DefaultNoAnswerHint}
 }
 
 // Announce asks the dispatchers to write a; see Writer.
@@ -55,6 +71,7 @@ func (r *Remote) Announce(ctx context.Context, a Announcement) (Announced, error
 		return Announced{}, fmt.Errorf("registry: announce: %w", err)
 	}
 	wait := remoteRetryFirst
+	start, hinted := time.Now(), false
 	for attempt := 1; ; attempt++ {
 		m, err := r.request(ctx, a.Pool, data)
 		if err == nil {
@@ -66,6 +83,12 @@ func (r *Remote) Announce(ctx context.Context, a Announcement) (Announced, error
 		d := wait/2 + rand.N(wait/2+1) // jitter: replicas started together do not retry in step
 		r.log.WarnContext(ctx, "no dispatcher answers the registry announcement; retrying", "op", a.Op, "pool", a.Pool,
 			"attempt", attempt, "retry_in", d.Round(time.Millisecond), "err", err)
+		if waited := time.Since(start); !hinted && waited >= r.hintAfter {
+			hinted = true
+			r.log.ErrorContext(ctx, "no dispatcher has answered on the pool's registry subject: are the dispatchers running, and upgraded? "+
+				"Dispatchers older than this worker do not serve the pools' subjects; upgrade the dispatchers first, then the pools",
+				"subject", bus.PoolRegistrySubject(r.cfg, a.Pool), "waited", waited.Round(time.Second))
+		}
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():

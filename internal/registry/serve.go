@@ -66,25 +66,57 @@ func (s *Service) Registrar() *Registrar { return s.r }
 func (s *Service) serve(ctx context.Context) error {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	workerInboxes := bus.InboxPrefix(s.b.Config, bus.RoleWorker) + "."
-	sub, err := s.b.NC.QueueSubscribe(bus.PoolRegistrySubject(s.b.Config, "*"), "dispatchers", func(m *nats.Msg) {
+	fromWorker := func(m *nats.Msg) bool {
 		if !strings.HasPrefix(m.Reply, workerInboxes) && !strings.HasPrefix(m.Reply, nats.InboxPrefix) {
 			s.log.Warn("registry announcement refused: not from a worker", "reply", m.Reply)
-			return
+			return false
 		}
-		s.respond(m, s.handle(sctx, m))
+		return true
+	}
+	sub, err := s.b.NC.QueueSubscribe(bus.PoolRegistrySubject(s.b.Config, "*"), "dispatchers", func(m *nats.Msg) {
+		if fromWorker(m) {
+			s.respond(m, s.handle(sctx, m))
+		}
 	})
 	if err != nil {
 		cancel()
 		return fmt.Errorf("registry: serve announcements: %w", err)
 	}
-	unsubscribe := bus.Unsubscriber(sub)
-	s.StopFunc = func() <-chan struct{} {
-		done := unsubscribe()
+	// Workers older than the pools' subjects announce on the bare
+	// subject: answered, so that they stop with the reason instead of
+	// waiting for an answer for ever (kept for one release).
+	old, err := s.b.NC.QueueSubscribe(bus.RegistrySubject(s.b.Config), "dispatchers", func(m *nats.Msg) {
+		if fromWorker(m) {
+			s.log.Warn("registry announcement refused: a worker older than this dispatcher; upgrade it")
+			s.respond(m, reply{Code: "refused", Error: OlderWorker})
+		}
+	})
+	if err != nil {
 		cancel()
-		return done
+		_ = sub.Unsubscribe()
+		return fmt.Errorf("registry: serve announcements: %w", err)
+	}
+	unsubscribe, unsubscribeOld := bus.Unsubscriber(sub), bus.Unsubscriber(old)
+	s.StopFunc = func() <-chan struct{} {
+		done, doneOld := unsubscribe(), unsubscribeOld()
+		cancel()
+		both := make(chan struct{})
+		go func() {
+			<-done
+			<-doneOld
+			close(both)
+		}()
+		return both
 	}
 	return nil
 }
+
+// OlderWorker is the refusal a worker that announces on the bare
+// bus.RegistrySubject gets: a worker of the release before the pools'
+// subjects (bus.PoolRegistrySubject), which the dispatchers no longer
+// serve there.
+const OlderWorker = "refused: this worker is older than the dispatchers (it announces on the registry subject of the release before; " +
+	"the dispatchers listen on each pool's subject); upgrade it"
 
 // handle decodes and applies one announcement.
 func (s *Service) handle(ctx context.Context, m *nats.Msg) reply {

@@ -32,13 +32,24 @@ type Source struct {
 	Subject string `json:"subject"`
 	// Worker is the instance that recorded the claim, for messages.
 	Worker string `json:"worker,omitempty"`
+	// MissingSince is when another pool's claim first found the pool no
+	// longer serving the tool (its consumer gone or narrowed): the tool
+	// passes to another pool only once it has been missing for the
+	// claim's grace period, so that a pool whose consumer is being put
+	// back (a worker repairs it within seconds) keeps its tools. Cleared
+	// when the pool claims the tool again or has its consumer made.
+	MissingSince time.Time `json:"missing_since,omitzero"`
 }
 
 func (s Source) String() string {
-	if s.Worker == "" {
-		return fmt.Sprintf("pool %q (calls on %s)", s.Pool, s.Subject)
+	missing := ""
+	if !s.MissingSince.IsZero() {
+		missing = fmt.Sprintf("; not serving it since %s", s.MissingSince.Format(time.RFC3339))
 	}
-	return fmt.Sprintf("pool %q (worker %s, calls on %s)", s.Pool, s.Worker, s.Subject)
+	if s.Worker == "" {
+		return fmt.Sprintf("pool %q (calls on %s%s)", s.Pool, s.Subject, missing)
+	}
+	return fmt.Sprintf("pool %q (worker %s, calls on %s%s)", s.Pool, s.Worker, s.Subject, missing)
 }
 
 // ClaimGrace is how long a new claim holds even though its pool's consumer
@@ -59,6 +70,11 @@ type ClaimError struct {
 }
 
 func (e *ClaimError) Error() string {
+	if !e.Holder.MissingSince.IsZero() {
+		return fmt.Sprintf("registry: tool %q is defined by %s; %s defines a different tool of that name: the tool passes to it "+
+			"if its pool still does not serve it %s after that (claim again then), or rename one of them",
+			e.Tool, e.Holder, e.Claimant, ClaimGrace)
+	}
 	return fmt.Sprintf("registry: tool %q is defined by %s; %s defines a different tool of that name: rename one of them, "+
 		"or retire the tool from pool %q first (remove %s from that pool's consumer, or delete the consumer)",
 		e.Tool, e.Holder, e.Claimant, e.Holder.Pool, e.Holder.Subject)
@@ -72,8 +88,10 @@ type ClaimOptions struct {
 	// Held reports whether holder still serves the tool (its pool's
 	// consumer exists and filters holder.Subject). Required.
 	Held func(ctx context.Context, holder Source) (bool, error)
-	// Grace is how long a new claim holds without asking Held. Default
-	// ClaimGrace; negative = Held is always asked.
+	// Grace is how long a new claim holds without asking Held, and how
+	// long a holder must have been found not serving the tool before
+	// another pool takes it over. Default ClaimGrace; negative = Held is
+	// always asked, and a holder not serving is taken over at once.
 	Grace time.Duration
 }
 
@@ -86,10 +104,15 @@ type ClaimOptions struct {
 //     rolling upgrade);
 //   - a tool another pool holds is refused, unless spec is the registry's
 //     current definition of it (the same definition: nothing would change),
-//     or Held reports that the holder no longer serves it (its pool's
-//     consumer is gone, or no longer filters the holder's subject; not
-//     asked within the grace period of the claim): then src takes it over
-//     (written against the claim's revision).
+//     or the holder has not served it for the grace period: Held (not
+//     asked within the grace period of the claim) reports that its pool's
+//     consumer is gone, or no longer filters the holder's subject, and
+//     did so a grace period ago already (Source.MissingSince, recorded
+//     by the first claim that found it so, and refused). Then src takes
+//     it over (written against the claim's revision). A holder whose
+//     consumer is put back in the meantime (its worker repairs it within
+//     seconds, through a dispatcher) keeps the tool: another pool cannot
+//     win it in the moment the consumer is missing.
 //
 // A tool published before sources were recorded has none: its first
 // claimant takes it. spec must be stamped (Stamp).
@@ -97,7 +120,6 @@ func Claim(ctx context.Context, kv jetstream.KeyValue, spec *toolwirev1.ToolSpec
 	if o.Held == nil {
 		return errors.New("registry: claim: ClaimOptions.Held is required")
 	}
-	grace := cmp.Or(o.Grace, ClaimGrace)
 	name := spec.GetName()
 	val, err := json.Marshal(src)
 	if err != nil {
@@ -123,6 +145,9 @@ func Claim(ctx context.Context, kv jetstream.KeyValue, spec *toolwirev1.ToolSpec
 		switch {
 		case holder.Pool == src.Pool:
 			if holder.Subject == src.Subject {
+				if !holder.MissingSince.IsZero() { // serving again: forget it
+					_, _ = kv.Update(ctx, SourceKey(name), val, e.Revision())
+				}
 				return nil
 			}
 		case holder.Pool != "":
@@ -130,15 +155,13 @@ func Claim(ctx context.Context, kv jetstream.KeyValue, spec *toolwirev1.ToolSpec
 			if err != nil || same {
 				return err
 			}
-			// A claim younger than ClaimGrace holds whatever held says: its
-			// pool may not have extended its consumer yet.
-			live := time.Since(e.Created()) < grace
-			if !live {
-				if live, err = o.Held(ctx, holder); err != nil {
-					return fmt.Errorf("registry: claim %s: is %s still serving it: %w", name, holder, err)
-				}
-			}
-			if live {
+			holder, take, again, err := weighHolder(ctx, kv, e, o)
+			switch {
+			case err != nil:
+				return fmt.Errorf("registry: claim %s: %w", name, err)
+			case again:
+				continue // the record changed meanwhile: read it again
+			case !take:
 				return &ClaimError{Tool: name, Holder: holder, Claimant: src}
 			}
 		}
@@ -149,6 +172,67 @@ func Claim(ctx context.Context, kv jetstream.KeyValue, spec *toolwirev1.ToolSpec
 		}
 	}
 	return fmt.Errorf("registry: claim %s: the claim keeps changing; try again", name)
+}
+
+// weighHolder decides whether another pool may take over the tool that
+// the holder of entry e holds (Claim): not within the grace period of the
+// claim, not while Held says the holder serves it (a recorded absence is
+// then forgotten), not before it has been found not serving for the
+// grace period (the first finding is recorded in the returned holder's
+// MissingSince). again: that record lost a race; read the entry again.
+func weighHolder(ctx context.Context, kv jetstream.KeyValue, e jetstream.KeyValueEntry, o ClaimOptions) (
+	holder Source, take, again bool, _ error) {
+	holder, _ = decodeSource(e.Value())
+	grace := cmp.Or(o.Grace, ClaimGrace)
+	if time.Since(e.Created()) < grace {
+		return holder, false, false, nil // its pool may not have extended its consumer yet
+	}
+	live, err := o.Held(ctx, holder)
+	if err != nil {
+		return holder, false, false, fmt.Errorf("is %s still serving it: %w", holder, err)
+	}
+	if live || grace < 0 || !holder.MissingSince.IsZero() {
+		if live && !holder.MissingSince.IsZero() { // back: forget the absence
+			back := holder
+			back.MissingSince = time.Time{}
+			if b, err := json.Marshal(back); err == nil {
+				_, _ = kv.Update(ctx, e.Key(), b, e.Revision())
+			}
+		}
+		return holder, !live && (grace < 0 || time.Since(holder.MissingSince) >= grace), false, nil
+	}
+	holder.MissingSince = time.Now().UTC()
+	b, err := json.Marshal(holder)
+	if err != nil {
+		return holder, false, false, err
+	}
+	if _, err := kv.Update(ctx, e.Key(), b, e.Revision()); err != nil {
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+			return holder, false, true, nil
+		}
+		return holder, false, false, fmt.Errorf("record that %s does not serve it: %w", holder, err)
+	}
+	return holder, false, false, nil
+}
+
+// ServingAgain forgets the recorded absence (Source.MissingSince) of
+// pool from the tools it holds among tools: its consumer is back. Best
+// effort: a record that changed meanwhile is left.
+func ServingAgain(ctx context.Context, kv jetstream.KeyValue, pool string, tools []string) {
+	for _, tool := range tools {
+		e, err := kv.Get(ctx, SourceKey(tool))
+		if err != nil {
+			continue
+		}
+		src, ok := decodeSource(e.Value())
+		if !ok || src.Pool != pool || src.MissingSince.IsZero() {
+			continue
+		}
+		src.MissingSince = time.Time{}
+		if b, err := json.Marshal(src); err == nil {
+			_, _ = kv.Update(ctx, e.Key(), b, e.Revision())
+		}
+	}
 }
 
 // decodeSource reads a stored Source; false when it is unreadable.

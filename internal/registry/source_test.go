@@ -90,3 +90,60 @@ func TestStoreIgnoresSources(t *testing.T) {
 	require.Len(t, entries, 1)
 	require.Equal(t, "echo", entries[0].Spec.Name)
 }
+
+// A tool whose pool's consumer is missing is not taken over at once: the
+// first claim that finds the holder not serving records it (refused),
+// and another pool takes the tool only once the holder has not served it
+// for the grace period. A holder whose consumer is put back (its worker
+// repairs it within seconds) keeps the tool, and its absence is
+// forgotten: a later absence starts again. Before, a pool claiming in the
+// moment another's consumer was missing took its tools, and the holder's
+// repair was then refused.
+func TestClaimWaitsOutAMissingConsumer(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	ctx, kv := t.Context(), env.Bus.Registry
+	b := registry.Source{Pool: "b", Subject: "toolwire.call.native.*.builtin.tb", Worker: "wb"}
+	a := registry.Source{Pool: "a", Subject: "toolwire.call.native.*.builtin.tb", Worker: "wa"}
+	const grace = 300 * time.Millisecond
+	h := &held{live: true}
+	require.NoError(t, registry.Claim(ctx, kv, spec("tb", "b's"), b, h.opts(grace)))
+	evil := spec("tb", "a's")
+	// olderThanGrace waits until the source record is older than grace.
+	olderThanGrace := func() {
+		require.Eventually(t, func() bool {
+			e, err := kv.Get(ctx, registry.SourceKey("tb"))
+			return err == nil && time.Since(e.Created()) > grace
+		}, 10*time.Second, 20*time.Millisecond)
+	}
+	olderThanGrace()
+
+	// b's consumer is gone: a's claim records it, and is refused.
+	h.live = false
+	err := registry.Claim(ctx, kv, evil, a, h.opts(grace))
+	require.ErrorIs(t, err, registry.ErrClaimed, "taken over in the moment b's consumer was missing")
+	var ce *registry.ClaimError
+	require.ErrorAs(t, err, &ce)
+	require.False(t, ce.Holder.MissingSince.IsZero())
+	require.ErrorContains(t, err, "not serving it since")
+
+	// b's worker puts its consumer back (through a dispatcher, which
+	// forgets the absence): b keeps the tool.
+	h.live = true
+	registry.ServingAgain(ctx, kv, "b", []string{"tb"})
+	olderThanGrace()
+	require.ErrorIs(t, registry.Claim(ctx, kv, evil, a, h.opts(grace)), registry.ErrClaimed)
+	// Missing again later: the absence starts again, no takeover at once.
+	h.live = false
+	require.ErrorIs(t, registry.Claim(ctx, kv, evil, a, h.opts(grace)), registry.ErrClaimed)
+	e, err := kv.Get(ctx, registry.SourceKey("tb"))
+	require.NoError(t, err)
+	require.Contains(t, string(e.Value()), `"pool":"b"`)
+
+	// Missing for the grace period: a takes it over.
+	olderThanGrace()
+	require.NoError(t, registry.Claim(ctx, kv, evil, a, h.opts(grace)))
+	e, err = kv.Get(ctx, registry.SourceKey("tb"))
+	require.NoError(t, err)
+	require.Contains(t, string(e.Value()), `"pool":"a"`)
+}

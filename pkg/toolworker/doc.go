@@ -28,7 +28,11 @@
 // --nats-listen made under its data directory (--data, default ./data):
 // with --pool <name>, <data>/credentials/pool-<name>.nk if the dispatcher
 // made it (--pools-credentials), else <data>/credentials/worker.nk, if
-// they exist. A pool's credential needs --pool: with it the worker dials
+// they exist. --pool names the pool's credential, so a name ending in
+// -<type> (the part of another pool, bus.PoolPart) is refused before the
+// worker connects. On one machine this is for development: whoever reads
+// that directory reads every credential and the signing key trusted for
+// every pool. A pool's credential needs --pool: with it the worker dials
 // with its pool's inbox prefix (bus.InboxPrefix of the pool's role, which
 // the worker role may use too), without it with the worker role's. It
 // attaches to the installation's streams as they are (bus.Options.Bind)

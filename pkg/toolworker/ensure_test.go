@@ -46,3 +46,13 @@ func TestEnsureOnlyRefusesShadow(t *testing.T) {
 	require.Equal(t, 1, code, stderr.String())
 	require.Contains(t, stderr.String(), "--ensure-only does not apply to a --shadow worker")
 }
+
+// --pool names the pool's credential too: a name ending in -<type> is the
+// part of another pool (bus.PoolPart) and is refused before connecting.
+func TestPoolNamingAnotherPoolsPartIsRefused(t *testing.T) {
+	t.Parallel()
+	var stderr bytes.Buffer
+	code := toolworker.MainArgs([]string{"--nats-url", "nats://127.0.0.1:1", "--http", "", "--pool", "search-native"}, &stderr)
+	require.Equal(t, 1, code, stderr.String())
+	require.Contains(t, stderr.String(), "a name ending in -native is the native part of pool")
+}

@@ -125,6 +125,12 @@ func Run(ctx context.Context, o Options) error {
 	if o.NATSURL == "" {
 		return errors.New("toolworker: a NATS URL is required (--nats-url)")
 	}
+	if o.Pool != "" {
+		// --pool names the pool's credential (bus.PoolRole) too.
+		if err := bus.ValidatePoolRoles([]string{o.Pool}); err != nil {
+			return fmt.Errorf("toolworker: --pool: %w", err)
+		}
+	}
 	log := cmp.Or(o.Logger, slog.Default())
 	tracing, err := telemetry.SetupTracing(ctx, "toolwire-worker", nil)
 	if err != nil {

@@ -44,6 +44,7 @@ its pool's consumers and announcement subjects only.
     "$JS.API.DIRECT.GET.KV_{{ $p }}_registry.>"
     "$JS.API.STREAM.MSG.GET.KV_{{ $p }}_registry"
     "{{ $p }}.admin.registry.announce.*"
+    "{{ $p }}.admin.registry.announce"
     "$JS.API.STREAM.MSG.GET.KV_{{ $p }}_approvals"
     "$JS.API.STREAM.MSG.GET.KV_{{ $p }}_policies"
     "{{ $p }}.hook.after"
