@@ -18,9 +18,9 @@ func TestStoreFullWhicheverLimitRunsOut(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name     string
-		maxStore int64                 // the server's max_file_store
-		account  int64 // the account's storage limit; 0 = none
-		stream   int64 // the stream's MaxBytes; 0 = none
+		maxStore int64               // the server's max_file_store
+		account  int64               // the account's storage limit; 0 = none
+		stream   int64               // the stream's MaxBytes; 0 = none
 		code     jetstream.ErrorCode // what the server answers
 	}{
 		{name: "stream", maxStore: 1 << 30, stream: 64 << 10, code: 10077},
