@@ -21,13 +21,20 @@ import (
 // be waiting on its call id.
 func (a *admission) overload(ctx context.Context) verdict {
 	d := a.d
-	a.subject = d.subj.Call(a.call.Executor, a.id.Tenant, a.call.Provider, a.call.Tool)
-	pool, te, cause, target := d.load.Check(ctx, poolview.Request{Subject: a.subject, Keyed: a.req.IdempotencyKey != "",
-		ScheduleToStart: poolview.ScheduleToStart(a.call, a.now)})
+	pool, te, cause, target := d.load.Check(ctx, a.loadRequest())
 	if te != nil {
 		a.overloaded, a.target = cause, target
 		return a.refused(te, nil)
 	}
 	a.admitted = pool
 	return next
+}
+
+// loadRequest is what the pools' and stores' view needs to know of the
+// call (poolview.Request); it sets a.subject.
+func (a *admission) loadRequest() poolview.Request {
+	if a.subject == "" {
+		a.subject = a.d.subj.Call(a.call.Executor, a.id.Tenant, a.call.Provider, a.call.Tool)
+	}
+	return poolview.Request{Subject: a.subject, Keyed: a.req.IdempotencyKey != "", ScheduleToStart: poolview.ScheduleToStart(a.call, a.now)}
 }
