@@ -77,7 +77,9 @@ type Config struct {
 	// call (the idempotency bucket's TTL): a repeat of the key within it
 	// answers that call. A key is useful only while its call's record
 	// exists, so it follows the calls' retention: default CallsMaxAge, and
-	// at most CallsMaxAge. A shorter one keeps the bucket smaller (about
+	// at most CallsMaxAge; at least DuplicateWindow, so that a key outlives
+	// every publish of its call and the release of a refused one. A
+	// shorter one keeps the bucket smaller (about
 	// 313 bytes a keyed call for this long).
 	IdempotencyTTL time.Duration
 	// CancelTTL is how long a cancel tombstone lives. Default 24h.
@@ -127,6 +129,10 @@ func (c Config) Validate() error {
 	if c.IdempotencyTTL < 0 || c.IdempotencyTTL > c.CallsMaxAge {
 		errs = append(errs, fmt.Errorf("bus: IdempotencyTTL %s must be positive and at most CallsMaxAge %s (a key outliving its call's record answers with a call that is gone)",
 			c.IdempotencyTTL, c.CallsMaxAge))
+	}
+	if c.IdempotencyTTL > 0 && c.IdempotencyTTL < c.DuplicateWindow {
+		errs = append(errs, fmt.Errorf("bus: IdempotencyTTL %s is below DuplicateWindow %s: a key must outlive every publish of its call under its message id (a key that expires while its call may still be published or released lets a second call take it)",
+			c.IdempotencyTTL, c.DuplicateWindow))
 	}
 	if c.RegistryHistory < 1 || c.RegistryHistory > 64 {
 		errs = append(errs, fmt.Errorf("bus: RegistryHistory %d must be 1..64", c.RegistryHistory))

@@ -120,7 +120,12 @@
 //     (<call_id>-r<attempt> for a retry the mover puts back). Idempotency
 //     keys live in their own bucket for IdempotencyTTL, which follows the
 //     calls' retention: by default, and at most, CallsMaxAge (a key is
-//     useful only while its call's record exists).
+//     useful only while its call's record exists); at least
+//     DuplicateWindow (Validate refuses less), so that a key outlives
+//     every publish of its call. StoreFull tells a write refused for want
+//     of space: the store's own limit (10077, "maximum ..."), the
+//     account's JetStream storage (10002) or the server's (10023; 10047
+//     and 10028 for a reservation).
 //   - Pool consumers are durable pull consumers created with
 //     DeliverNewPolicy (DeliverAll on a limits stream would re-run history;
 //     the policy cannot change later) and explicit acks, filtering exactly

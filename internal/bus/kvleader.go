@@ -69,17 +69,41 @@ func KVPutRollup(ctx context.Context, js jetstream.JetStream, bucket, key string
 // kvOperationHeader marks a KV delete or purge.
 const kvOperationHeader = "KV-Operation"
 
-// StoreFull reports whether err is a write refused because the stream or
-// bucket holds its maximum bytes or messages (its discard policy is
-// "new").
+// StoreFull reports whether err is a write refused for want of space:
+// the stream or bucket holds its maximum bytes or messages (its discard
+// policy is "new"), or the account's or the server's JetStream storage is
+// used up. Every code is the pinned nats-server's
+// (jetstream_errors_generated.go).
 func StoreFull(err error) bool {
 	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.ErrorCode == jsErrStoreFailed && strings.Contains(apiErr.Description, "maximum")
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode {
+	case jsErrStoreFailed:
+		return strings.Contains(apiErr.Description, "maximum")
+	case jsErrAccountResourcesExceeded, jsErrInsufficientResources, jsErrStorageResourcesExceeded, jsErrMemoryResourcesExceeded:
+		return true
 	}
 	return false
 }
 
-// jsErrStoreFailed is the server's "storage failed" (JSStreamStoreFailedF),
-// which carries "maximum bytes exceeded" and "maximum messages exceeded".
-const jsErrStoreFailed = 10077
+// The server's error codes for a write refused for want of space.
+const (
+	// jsErrStoreFailed is "storage failed" (JSStreamStoreFailedF), which
+	// carries "maximum bytes exceeded" and "maximum messages exceeded"
+	// (and other failures, which are not about space).
+	jsErrStoreFailed = 10077
+	// jsErrAccountResourcesExceeded (JSAccountResourcesExceededErr): the
+	// write would take the account past its JetStream storage limit.
+	jsErrAccountResourcesExceeded = 10002
+	// jsErrInsufficientResources (JSInsufficientResourcesErr): the
+	// server's JetStream storage (max_file_store, max_memory_store) is
+	// used up.
+	jsErrInsufficientResources = 10023
+	// jsErrStorageResourcesExceeded and jsErrMemoryResourcesExceeded
+	// (JSStorageResourcesExceededErr, JSMemoryResourcesExceededErr): no
+	// room left for a reservation on the server.
+	jsErrStorageResourcesExceeded = 10047
+	jsErrMemoryResourcesExceeded  = 10028
+)

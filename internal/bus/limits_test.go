@@ -181,6 +181,9 @@ func TestIdempotencyKeysFollowTheCallsRetention(t *testing.T) {
 	require.ErrorContains(t, bus.Config{CallsMaxAge: time.Hour, IdempotencyTTL: 2 * time.Hour}.WithDefaults().Validate(),
 		"IdempotencyTTL 2h0m0s must be positive and at most CallsMaxAge 1h0m0s")
 	require.ErrorContains(t, bus.Config{IdempotencyTTL: -time.Second}.WithDefaults().Validate(), "IdempotencyTTL")
+	require.ErrorContains(t, bus.Config{IdempotencyTTL: time.Minute}.WithDefaults().Validate(),
+		"IdempotencyTTL 1m0s is below DuplicateWindow 10m0s", "a key outlives every publish of its call")
+	require.NoError(t, bus.Config{IdempotencyTTL: time.Second, DuplicateWindow: time.Second}.WithDefaults().Validate())
 
 	env := bustest.Start(t, bus.Config{IdempotencyTTL: 6 * time.Hour})
 	st, err := env.Bus.Idempotency.Status(t.Context())

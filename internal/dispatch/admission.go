@@ -48,12 +48,14 @@ type admission struct {
 	subject  string            // overload: the call's subject on the calls stream
 	ticket   *limitgate.Ticket // limits: what the call took (slots, budget units)
 	claimed  bool              // idempotency: the request's key is bound to this call
+	keyRev   uint64            // idempotency: the revision of the claim (releaseKey)
 
 	// What settle carries out.
 	step       string // the step that stopped the call (admissionSteps)
 	refusal    *toolwirev1.ToolError
 	overloaded string // overload: the cause (the call is not recorded unless keyed)
 	target     string // overload: the pool or store that refused it
+	sent       bool   // publish: its admission record may be out; an overload refusal is recorded after it
 	result     *Submitted
 	err        error
 }
@@ -133,7 +135,8 @@ func (a *admission) settle(ctx context.Context, v verdict) (*Submitted, *waiter,
 // event (with the decision that refused it) so that any replica answers
 // the id with it, and only then releases the idempotency key (a retry that
 // found the key claimed waits on this call id). An overload refusal of a
-// call without a key is not recorded (admit_overload.go).
+// call without a key is not recorded (admit_overload.go), unless its
+// admission record may be out (a publish the calls stream refused).
 func (a *admission) refuseCall(ctx context.Context) *Submitted {
 	d := a.d
 	if a.overloaded == "" {
@@ -147,11 +150,11 @@ func (a *admission) refuseCall(ctx context.Context) *Submitted {
 		}
 		a.w.cancel()
 	}
-	if a.overloaded == "" || a.claimed {
+	if a.overloaded == "" || a.claimed || a.sent {
 		a.recordRejection(ctx)
 	}
 	if a.claimed {
-		d.releaseKey(a.id, a.req)
+		d.releaseKey(a.id, a.req, a.keyRev)
 	}
 	if a.overloaded != "" {
 		d.metrics.Overloaded(a.overloaded, a.target)

@@ -25,11 +25,15 @@ import (
 // keyRecord is what the idempotency bucket holds per key.
 type keyRecord struct {
 	CallID   string `json:"call_id"`
-	Tool     string `json:"tool"`
-	ArgsHash string `json:"args_sha256"`
+	Tool     string `json:"tool,omitempty"`
+	ArgsHash string `json:"args_sha256,omitempty"`
 	// Round is the digest of the round a call answering a tool's request
 	// for input continues (roundDigest); empty for other calls.
 	Round string `json:"round,omitempty"`
+	// Refused marks a key whose call was refused before it ran and whose
+	// release failed (releaseKey): the key is free, and the next call
+	// with it takes it over.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // idemKey is the bucket key of id's idempotency key under v: the
@@ -55,26 +59,36 @@ func idemKey(id identity.Identity, v identity.Visibility, key string) string {
 // the original call, anything else CONFLICT, naming the original call
 // (the caller's to see: idemKey). The waiter, if any, is released then.
 //
-// A store the call writes that is nearly full (poolview.Load.CheckStores:
-// for a keyed call the idempotency store too) is asked about before the
-// claim, so that its refusal writes nothing: the key is only read, a bound
-// key still answers its call, and an unbound one is refused OVERLOADED
-// with retry_after. A claim the store refuses because it filled since its
-// use was last read is refused the same way (poolview.FullRefusal), never
-// an error; it wrote nothing either.
+// What admission can tell before the claim is asked before it, so that
+// its refusal writes nothing: a nearly full store the call writes (for a
+// keyed call the idempotency store too) and, for a call that is to be
+// published now (not parked for an approver, not redeeming a token), its
+// pool's load (poolview.Load.Peek: the overload step's check, counting
+// nothing). Then the key is only read: a bound key still answers its
+// call, and an unbound one is refused OVERLOADED with retry_after, with
+// no key, no REJECTED event, no release. A claim the store refuses
+// because it filled since its use was last read is refused the same way
+// (poolview.FullRefusal), never an error; it wrote nothing either. A key
+// that keeps changing hands while it is claimed (claimKey) is refused
+// OVERLOADED with retry_after 1s, never an error.
 func (a *admission) idempotency(ctx context.Context) verdict {
 	d := a.d
 	if a.req.IdempotencyKey == "" {
 		return next
 	}
-	claim := d.claimKey
-	te, cause, target := d.load.CheckStores(true)
+	var s *Submitted
+	var err error
+	te, cause, target := a.beforeClaim(ctx)
 	if te != nil {
-		claim = d.boundKey
+		s, err = d.boundKey(ctx, a.id, a.call)
+	} else {
+		s, a.keyRev, err = d.claimKey(ctx, a.id, a.call)
 	}
-	s, err := claim(ctx, a.id, a.call)
-	if bus.StoreFull(err) {
+	switch {
+	case bus.StoreFull(err):
 		te, cause, target, err = poolview.FullRefusal(idempotencyStore), telemetry.OverloadStore, idempotencyStore, nil
+	case errors.Is(err, errKeyBusy):
+		s, err = a.keyBusy(), nil
 	}
 	switch {
 	case err == nil && s == nil && te == nil:
@@ -90,37 +104,87 @@ func (a *admission) idempotency(ctx context.Context) verdict {
 	return a.answered(s, nil, err)
 }
 
+// beforeClaim is the OVERLOADED refusal admission can give a keyed call
+// before its key is claimed, its cause and target; nil when there is
+// none. A call that is parked or redeems a token is not published now:
+// only the stores are asked.
+func (a *admission) beforeClaim(ctx context.Context) (te *toolwirev1.ToolError, cause, target string) {
+	if a.ask != nil {
+		return a.d.load.CheckStores(true)
+	}
+	return a.d.load.Peek(ctx, a.loadRequest())
+}
+
+// keyBusy is the answer to a call whose key kept changing hands while it
+// was claimed (errKeyBusy): OVERLOADED, retry in a second; not recorded,
+// since it claimed nothing.
+func (a *admission) keyBusy() *Submitted {
+	te := envelope.Overloaded("the idempotency key is being bound or released by other calls right now", time.Second)
+	te.Suggestion = "retry with the same key after retry_after"
+	return &Submitted{CallID: a.callID, Rejected: envelope.Rejection(a.callID, a.req.Tool, te, a.now)}
+}
+
 // idempotencyStore is the idempotency bucket's name among the stores
 // (bus.Config.Stores).
 const idempotencyStore = "idempotency"
 
-// claimKey binds the call's key to it: nil when it did, else the answer
-// (a Duplicate, or the CONFLICT refusal) or the error (bus.StoreFull: the
-// bucket refused the key, and holds nothing new).
-func (d *Dispatcher) claimKey(ctx context.Context, id identity.Identity, call *toolwirev1.ToolCall) (*Submitted, error) {
+// keyClaimAttempts bounds claimKey's attempts at a key that another call
+// holds when it is written and has released when it is read.
+const keyClaimAttempts = 3
+
+// errKeyBusy: the key was claimed by another call at every attempt to
+// claim it, and released (or taken over) by the time it was read.
+var errKeyBusy = errors.New("dispatch: idempotency key kept changing hands")
+
+// claimKey binds the call's key to it: nil and the revision of its
+// record when it did, else the answer (a Duplicate, or the CONFLICT
+// refusal) or the error (bus.StoreFull: the bucket refused the key, and
+// holds nothing new; errKeyBusy). A key bound when it is written but gone
+// when it is read was released (or expired) meanwhile: it is claimed
+// again, at most keyClaimAttempts times. A key marked Refused (its call
+// was refused and its release failed) is taken over by a conditional
+// update, which fails if another call took it first.
+func (d *Dispatcher) claimKey(ctx context.Context, id identity.Identity, call *toolwirev1.ToolCall) (*Submitted, uint64, error) {
 	rec, val := keyRecordOf(call)
 	key := idemKey(id, d.cfg.AgentVisibility, call.IdempotencyKey)
-	_, err := d.bus.Idempotency.Create(ctx, key, val)
-	switch {
-	case err == nil:
-		return nil, nil
-	case !errors.Is(err, jetstream.ErrKeyExists):
-		return nil, fmt.Errorf("dispatch: claim idempotency key: %w", err)
+	for range keyClaimAttempts {
+		rev, err := d.bus.Idempotency.Create(ctx, key, val)
+		switch {
+		case err == nil:
+			return nil, rev, nil
+		case !errors.Is(err, jetstream.ErrKeyExists):
+			return nil, 0, fmt.Errorf("dispatch: claim idempotency key: %w", err)
+		}
+		orig, rev, err := d.readKey(ctx, key)
+		switch {
+		case err != nil:
+			return nil, 0, err
+		case orig == nil:
+			continue // released since the create failed: claim it again
+		case !orig.Refused:
+			return answerKey(*orig, rec, call.CallId), 0, nil
+		}
+		rev, err = d.bus.Idempotency.Update(ctx, key, val, rev)
+		switch {
+		case err == nil:
+			return nil, rev, nil
+		case !errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+			return nil, 0, fmt.Errorf("dispatch: take over idempotency key: %w", err)
+		}
 	}
-	s, err := d.keyAnswer(ctx, key, rec, call.CallId)
-	if err == nil && s == nil {
-		// Bound when it was claimed, gone when read: released since.
-		return nil, fmt.Errorf("dispatch: idempotency key released while it was read: %w", jetstream.ErrKeyNotFound)
-	}
-	return s, err
+	return nil, 0, errKeyBusy
 }
 
-// boundKey is claimKey without the claim, for a call a full store
-// refuses: the answer when the call's key is bound, nil when it is not.
-// It writes nothing.
+// boundKey is claimKey without the claim, for a call refused before it:
+// the answer when the call's key is bound, nil when it is not (or bound
+// to a call refused before it ran). It writes nothing.
 func (d *Dispatcher) boundKey(ctx context.Context, id identity.Identity, call *toolwirev1.ToolCall) (*Submitted, error) {
 	rec, _ := keyRecordOf(call)
-	return d.keyAnswer(ctx, idemKey(id, d.cfg.AgentVisibility, call.IdempotencyKey), rec, call.CallId)
+	orig, _, err := d.readKey(ctx, idemKey(id, d.cfg.AgentVisibility, call.IdempotencyKey))
+	if err != nil || orig == nil || orig.Refused {
+		return nil, err
+	}
+	return answerKey(*orig, rec, call.CallId), nil
 }
 
 // keyRecordOf is the record that binds call's key to it, and its JSON.
@@ -131,51 +195,89 @@ func keyRecordOf(call *toolwirev1.ToolCall) (keyRecord, []byte) {
 	return rec, val
 }
 
-// keyAnswer reads bound key: nil when it is not bound, else the answer to
-// the call callID that carries it with rec (a Duplicate of the call the
-// key is bound to, or CONFLICT).
-func (d *Dispatcher) keyAnswer(ctx context.Context, key string, rec keyRecord, callID string) (*Submitted, error) {
+// readKey reads key: its record and revision, nil when it is not bound.
+func (d *Dispatcher) readKey(ctx context.Context, key string) (*keyRecord, uint64, error) {
 	e, err := d.bus.Idempotency.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("dispatch: read idempotency key: %w", err)
+		return nil, 0, fmt.Errorf("dispatch: read idempotency key: %w", err)
 	}
 	var orig keyRecord
 	if err := json.Unmarshal(e.Value(), &orig); err != nil {
-		return nil, fmt.Errorf("dispatch: decode idempotency key: %w", err)
+		return nil, 0, fmt.Errorf("dispatch: decode idempotency key: %w", err)
 	}
+	return &orig, e.Revision(), nil
+}
+
+// answerKey is the answer to the call callID that carries a key bound
+// with orig, its own record being rec: a Duplicate of the call the key is
+// bound to, or CONFLICT.
+func answerKey(orig, rec keyRecord, callID string) *Submitted {
 	// The call a key is bound to is always one the caller may see: under
 	// VisibilityOwn the key is its agent's (idemKey), so it is named.
 	if orig.Tool != rec.Tool || orig.ArgsHash != rec.ArgsHash || orig.Round != rec.Round {
 		te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CONFLICT,
 			fmt.Sprintf("idempotency key already used by call %s with other arguments or answers", orig.CallID))
 		te.Suggestion = "use a new idempotency key for different arguments"
-		return &Submitted{CallID: callID, Rejected: envelope.Rejection(callID, rec.Tool, te, time.Now())}, nil
+		return &Submitted{CallID: callID, Rejected: envelope.Rejection(callID, rec.Tool, te, time.Now())}
 	}
-	return &Submitted{CallID: orig.CallID, Duplicate: true}, nil
+	return &Submitted{CallID: orig.CallID, Duplicate: true}
 }
 
-// releaseKey unbinds a key whose call could not be queued, so a retry with
-// the same key is not pointed at a call that never existed. It purges the
-// key's subject from the bucket's stream, which leaves nothing behind: a
-// KV delete would leave a deletion marker for the key's lifetime, and
-// under a refused keyed call per marker the markers would fill the store.
-func (d *Dispatcher) releaseKey(id identity.Identity, o *toolwirev1.CallRequest) {
+// releaseKey unbinds a key whose call could not be queued, its claim
+// having had revision rev, so that a retry with the same key is not
+// pointed at a call that never existed. It purges the key's subject from
+// the bucket's stream up to and including rev (a purge's sequence is
+// "up to but not including"), which leaves nothing behind (a KV delete
+// would leave a deletion marker for the key's lifetime, and under a
+// refused keyed call per marker the markers would fill the store) and
+// never removes a newer claim of the key (one made after this claim
+// expired). When the purge fails, the record is marked Refused by an
+// update conditional on rev (a publish, not an API request), so that the
+// next call with the key takes it over (claimKey) rather than being
+// answered with this refusal for the key's lifetime; when that fails
+// too, the key answers with the refused call until it expires.
+func (d *Dispatcher) releaseKey(id identity.Identity, o *toolwirev1.CallRequest, rev uint64) {
 	if o.IdempotencyKey == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	bucket := d.bus.Config.IdempotencyBucket()
-	err := d.keyStreamHandle(ctx)
+	key := idemKey(id, d.cfg.AgentVisibility, o.IdempotencyKey)
+	err := d.purgeKey(ctx, key, rev)
 	if err == nil {
-		err = d.keyStream.Load().Purge(ctx, jetstream.WithPurgeSubject("$KV."+bucket+"."+idemKey(id, d.cfg.AgentVisibility, o.IdempotencyKey)))
+		return
 	}
-	if err != nil {
-		d.log.Warn("releasing idempotency key failed", "err", err)
+	marked, _ := json.Marshal(keyRecord{CallID: "", Refused: true})
+	_, uerr := d.bus.Idempotency.Update(ctx, key, marked, rev)
+	switch {
+	case uerr == nil:
+		d.log.Warn("releasing idempotency key failed; marked free for the next call with it", "err", err)
+	case errors.Is(uerr, jetstream.ErrKeyRevisionMismatch):
+		// Gone or claimed anew: the purge did its work, or need not.
+	default:
+		d.log.Warn("releasing idempotency key failed; it answers with the refused call until it expires", "err", err, "mark_err", uerr)
 	}
+}
+
+// purgeKey purges key's subject from the idempotency bucket's stream up
+// to and including revision rev.
+func (d *Dispatcher) purgeKey(ctx context.Context, key string, rev uint64) error {
+	if hook := d.beforePurge.Load(); hook != nil { // a test's (FailKeyPurges)
+		if err := (*hook)(); err != nil {
+			return err
+		}
+	}
+	if err := d.keyStreamHandle(ctx); err != nil {
+		return err
+	}
+	subject := "$KV." + d.bus.Config.IdempotencyBucket() + "." + key
+	if err := d.keyStream.Load().Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(rev+1)); err != nil {
+		return fmt.Errorf("dispatch: purge idempotency key: %w", err)
+	}
+	return nil
 }
 
 // keyStreamOf holds the idempotency bucket's stream.

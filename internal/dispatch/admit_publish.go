@@ -10,8 +10,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/poolview"
+	"github.com/toolwire/toolwire/internal/telemetry"
 )
 
 // publishStep publishes the admitted call (publish), holding its
@@ -203,12 +206,25 @@ const jsDuplicateInProcess = 10158
 
 // notQueued refuses a call the calls stream did not take: OVERLOADED,
 // retryable, recorded after any admission record (so every replica
-// answers this id with the refusal), its idempotency key released.
+// answers this id with the refusal), its idempotency key released. A
+// stream that is full (bus.StoreFull: it filled since its use was last
+// read) refuses it as a full store does (poolview.FullRefusal, retry_after
+// 30s), counted as a store refusal, and recorded all the same: its
+// admission record may be out.
 func (a *admission) notQueued(ctx context.Context, err error) verdict {
 	d := a.d
+	if bus.StoreFull(err) {
+		d.log.DebugContext(ctx, "publish refused: the calls stream is full; answering OVERLOADED", "call_id", a.callID, "err", err)
+		a.overloaded, a.target, a.sent = telemetry.OverloadStore, callsStore, true
+		return a.refused(poolview.FullRefusal(callsStore), nil)
+	}
 	d.log.WarnContext(ctx, "publish refused; answering OVERLOADED", "call_id", a.callID, "err", err)
 	return a.refused(envelope.Overloaded("the call could not be queued: "+err.Error(), time.Second), nil)
 }
+
+// callsStore is the calls stream's name among the stores
+// (bus.Config.Stores).
+const callsStore = "calls"
 
 // failedFuture is a publish that could not be sent: its error at once.
 func failedFuture(err error) jetstream.PubAckFuture {

@@ -100,6 +100,9 @@ type Dispatcher struct {
 	// keyStream is the idempotency bucket's stream, looked up by the
 	// first release of a key (releaseKey).
 	keyStream atomic.Pointer[keyStreamOf]
+	// beforePurge, when set (a test), runs before a released key's purge;
+	// an error stands for the purge's (purgeKey).
+	beforePurge atomic.Pointer[func() error]
 	// beforeFinish, when set (a test), runs before an approved call is
 	// finished; an error stops the finishing there, as a replica that
 	// stopped right after the decision would.

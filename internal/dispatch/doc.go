@@ -167,25 +167,48 @@
 // repeat, answered with the original call id (Submitted.Duplicate; Call
 // then waits for that call as GetResult does, and Submit answers its
 // terminal response, Submitted.Finished, when it has finished: its result
-// or its refusal); anything else answers CONFLICT. A call refused after
-// the claim, or that the calls stream does not take, releases its key:
-// the key's subject is purged from the bucket's stream, which leaves
-// nothing (a KV delete would leave a deletion marker for the key's
-// lifetime, one per refused keyed call, and fill the store).
+// or its refusal); anything else answers CONFLICT. A key found bound
+// when it is written but gone when it is read was released (or expired)
+// meanwhile: it is claimed again, at most three times, and a key that
+// keeps changing hands is refused OVERLOADED with retry_after 1s, never
+// an error; that refusal claims and records nothing.
 //
-// A full store never fails a keyed call, and its refusal writes nothing.
-// Before the claim the step asks internal/poolview whether a store the
-// call writes is past its high-water mark (Load.CheckStores: the calls
-// stream, the idempotency bucket, the account). If one is, the key is
-// only read: a bound key still answers as above (a repeat, or CONFLICT),
-// and an unbound one is refused OVERLOADED, retryable, with retry_after
-// 30s and a message naming the store and its use; nothing is claimed,
-// recorded or released. A store that fills between two reads of its use
-// (every 2s) refuses the claim itself (bus.StoreFull): that call is
-// refused OVERLOADED the same way (poolview.FullRefusal, retry_after 30s),
-// never INTERNAL; the refused write stored nothing. Both are counted as
+// A call refused after the claim (its limits, a redeemed token, a
+// publish the calls stream does not take, an overload only the counted
+// check finds) releases its key: the key's subject is purged from the
+// bucket's stream up to and including the claim's own revision, which
+// leaves nothing (a KV delete would leave a deletion marker for the key's
+// lifetime, one per refused keyed call, and fill the store) and never
+// removes a newer claim of the key (one made after this claim expired;
+// bus.Config refuses an IdempotencyTTL below the calls stream's
+// DuplicateWindow, so a key outlives its call's publishing). When the
+// purge fails, the record is replaced, conditionally on the claim's
+// revision, by one marked refused: the next call with the key takes it
+// over (a conditional update, so only one does) and is admitted as if the
+// key were free; a repeat is never answered with the old refusal. When
+// that write fails too, the key answers with the refused call (its
+// REJECTED event) until it expires; the log says so.
+//
+// An overload never claims a keyed call's key, and its refusal writes
+// nothing. Before the claim the step asks internal/poolview whether a
+// store the call writes is past its high-water mark (the calls stream,
+// the idempotency bucket, the account) and, for a call published now (not
+// parked, not redeeming a token), whether its pool would refuse it
+// (Load.Peek; Load.CheckStores for the others). If so, the key is only
+// read: a bound key still answers as above (a repeat, or CONFLICT; a key
+// marked refused is not bound), and an unbound one is refused OVERLOADED,
+// retryable, with the retry_after and message of the store or pool
+// refusal; nothing is claimed, recorded or released. A store that fills
+// between two reads of its use (every 2s) refuses the claim itself
+// (bus.StoreFull: the store's own limit, or the account's or server's
+// storage): that call is refused OVERLOADED the same way
+// (poolview.FullRefusal, retry_after 30s), never INTERNAL; the refused
+// write stored nothing. A calls stream that fills between two reads
+// refuses the publish: that call too is answered poolview.FullRefusal
+// ("calls"), recorded (its admission record may be out) and its key
+// released. All are counted as
 // toolwire_dispatcher_overload_refusals_total{cause="store",target=<the
-// store>}. retry_after is a fixed 30s, as for every store refusal, and
+// store>} (a pool's refusal with its own cause and target). retry_after is a fixed 30s, as for every store refusal, and
 // not the oldest key's expiry: room comes back as keys expire (in the
 // order they were written, at the rate they were written one TTL
 // earlier) or when an operator raises the limit, and the replica reads
@@ -219,8 +242,10 @@
 // An answer is true whatever happens next: a caller is never told "not
 // run" for a call that can still run. So a call is refused (OVERLOADED,
 // retryable, retry_after 1s, recorded as a REJECTED event, its key
-// released) only when no publish of it can have been stored: the server
-// refused the first publish (e.g. the calls stream is full), the first
+// released; a calls stream that is full, bus.StoreFull, answers as a full
+// store: poolview.FullRefusal("calls"), retry_after 30s, counted with
+// cause "store") only when no publish of it can have been stored: the
+// server refused the first publish (e.g. the calls stream is full), the first
 // could not be sent, or every publish until the horizon found no stream
 // at all (no responders). Once a publish went unanswered (a timeout, a
 // reconnect), nothing but an acknowledgement proves anything: the server

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/startstop"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -71,4 +72,22 @@ func RememberedOwners(d *Dispatcher) int {
 	d.owners.mu.Lock()
 	defer d.owners.mu.Unlock()
 	return len(d.owners.tools)
+}
+
+// FailKeyPurges makes every release of an idempotency key by d fail at
+// its purge, as when the JetStream API refuses or drops the request.
+func FailKeyPurges(d *Dispatcher) {
+	hook := func() error { return errors.New("dispatch: purge refused (test)") }
+	d.beforePurge.Store(&hook)
+}
+
+// ReleaseKey releases id's key of o as the call whose claim had revision
+// rev does (releaseKey): a late release, say.
+func ReleaseKey(d *Dispatcher, id identity.Identity, o *toolwirev1.CallRequest, rev uint64) {
+	d.releaseKey(id, o, rev)
+}
+
+// KeyName is the idempotency bucket's key for id's key k (idemKey).
+func KeyName(d *Dispatcher, id identity.Identity, k string) string {
+	return idemKey(id, d.cfg.AgentVisibility, k)
 }

@@ -145,20 +145,21 @@ func TestPoolPastItsBoundIsRefusedAtAdmission(t *testing.T) {
 	// fill the events store): only the refused caller has the answer.
 	last, err := bus.LastMsg(ctx, s.Env.Bus.Events, s.Env.Bus.Subjects.EventsAnyDispatcher("default", sub.CallID))
 	require.ErrorIs(t, err, jetstream.ErrMsgNotFound, "%v", last)
-	// A call with an idempotency key is the exception: a retry with the
-	// same key may be waiting on its call id, so its refusal is recorded
-	// and any replica answers that id with it.
-	keyed, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`,
-		IdempotencyKey: "k-1"})
-	require.NoError(t, err)
-	requireOverloaded(t, keyed.Rejected, "at its bound of 3")
-	g, err := s.Dispatcher.GetResult(ctx, identity.Default, keyed.CallID, 0)
-	require.NoError(t, err)
-	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, g.State)
-	requireOverloaded(t, g.Response, "at its bound of 3")
-	// Its key is released and leaves nothing in the idempotency store (a
-	// deletion marker per refusal would fill it).
-	require.Equal(t, keyStore{}, keysStored(ctx, t, s), "a refusal leaves nothing in the idempotency store")
+	// A call with an idempotency key is refused before its key is
+	// claimed (poolview.Load.Peek): nothing is written, neither a key nor
+	// a REJECTED event (no retry can be waiting on its call id), and a
+	// repeat of the key is refused the same way, never answered with a
+	// call that did not run.
+	keyedReq := &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`, IdempotencyKey: "k-1"}
+	for range 2 {
+		keyed, err := s.Dispatcher.Submit(ctx, identity.Default, keyedReq)
+		require.NoError(t, err)
+		requireOverloaded(t, keyed.Rejected, "at its bound of 3")
+		require.False(t, keyed.Duplicate)
+		last, err := bus.LastMsg(ctx, s.Env.Bus.Events, s.Env.Bus.Subjects.EventsAnyDispatcher("default", keyed.CallID))
+		require.ErrorIs(t, err, jetstream.ErrMsgNotFound, "%v", last)
+	}
+	require.Equal(t, keyStore{}, keysStored(ctx, t, s), "a refusal writes nothing to the idempotency store")
 
 	close(release)
 	for _, id := range held {
@@ -173,9 +174,14 @@ func TestPoolPastItsBoundIsRefusedAtAdmission(t *testing.T) {
 		accepted = sub.CallID
 		return sub.Rejected == nil
 	}, "admission resumes once the backlog has drained")
-	g, err = s.Dispatcher.GetResult(ctx, identity.Default, accepted, 20*time.Second)
+	g, err := s.Dispatcher.GetResult(ctx, identity.Default, accepted, 20*time.Second)
 	require.NoError(t, err)
 	require.True(t, g.Response.GetOk())
+	// The refused key was never bound: its next call runs.
+	keyed, err := s.Dispatcher.Submit(ctx, identity.Default, keyedReq)
+	require.NoError(t, err)
+	require.Nil(t, keyed.Rejected)
+	require.False(t, keyed.Duplicate)
 }
 
 // A call that its pool would start only after its schedule-to-start is

@@ -154,7 +154,7 @@ func defineFlags(fs *flag.FlagSet, rc *RunConfig, logLevel, sync *string) {
 		return err
 	})
 	fs.DurationVar(&rc.Dispatcher.LoadRefresh, "load-refresh", 500*time.Millisecond, "how often the pools' backlogs are read for admission")
-	fs.DurationVar(&rc.Bus.IdempotencyTTL, "idempotency-ttl", 0, "how long an idempotency key stays bound to its call (a repeat answers that call); 0 = the calls' retention (720h), and at most that")
+	fs.DurationVar(&rc.Bus.IdempotencyTTL, "idempotency-ttl", 0, "how long an idempotency key stays bound to its call (a repeat answers that call); 0 = the calls' retention (720h), and at most that; at least the duplicate window (10m)")
 	fs.Func("stream-max-bytes", "byte limits of the streams and buckets, e.g. results=8GiB,blobs=1GiB (stores: "+strings.Join(bus.StoreNames(), ", ")+"; -1 = unbounded)", rc.Bus.ParseMaxBytes)
 	fs.StringVar(&rc.PolicyFile, "policy", "", "policy document (YAML) applied at start as the installation's, in force for every tenant without its own; the dispatcher does not start when it does not parse or its tests fail")
 	fs.DurationVar(&rc.Dispatcher.InputTTL, "input-ttl", time.Hour, "how long after a tool asked its caller for input a call may answer it (docs/mcp.md, \"Tools that ask for input\")")

@@ -111,6 +111,37 @@ func (l *Load) checkStores(s *loadSnap, keyed bool) (te *toolwirev1.ToolError, c
 	return l.storeRefusal(u), telemetry.OverloadStore, u.Name
 }
 
+// Peek is Check that counts the call against nothing: nil when Check
+// would admit the call now, else the refusal Check would give, its cause
+// and target. Like Check, a refusal that only this replica's admissions
+// since the last read bring about waits for a fresh read and rests on
+// it. Admission asks it before it claims a keyed call's idempotency key,
+// so that an overload refusal of a keyed call writes nothing; Check,
+// after the claim, still decides (calls admitted meanwhile may tip the
+// pool over). Before the first read it refuses nothing.
+func (l *Load) Peek(ctx context.Context, r Request) (te *toolwirev1.ToolError, cause, target string) {
+	s := l.snap.Load()
+	if s == nil {
+		return nil, "", ""
+	}
+	if te, cause, target := l.checkStores(s, r.Keyed); te != nil {
+		return te, cause, target
+	}
+	p := s.route(r.Subject)
+	if p == nil {
+		return nil, "", ""
+	}
+	te, cause, local := l.judgePool(p, p.admitted.Load(), r.ScheduleToStart)
+	if te != nil && local {
+		l.awaitRead(ctx)
+		te, cause, _ = l.judgePool(p, p.admitted.Load(), r.ScheduleToStart)
+	}
+	if te == nil {
+		return nil, "", ""
+	}
+	return te, cause, p.name
+}
+
 // FullRefusal is the OVERLOADED answer to a call whose write the store
 // named name refused outright: it filled between two reads of its use
 // (every 2s). retry_after is 30s, as for a nearly full store.
@@ -140,19 +171,30 @@ func (l *Load) awaitRead(ctx context.Context) {
 
 // checkPool is Check for pool p with the figures at hand: nil, and the
 // call is counted against p, or the refusal, its cause, and whether it
-// needs a fresh read (local): the last read alone would have admitted the
-// call, and the pool had less than a refresh interval's worth of calls
-// queued then, so its drain rate may be below what it finishes now.
+// needs a fresh read (local; judgePool).
 func (l *Load) checkPool(p *poolLoad, s2s time.Duration) (te *toolwirev1.ToolError, cause string, local bool) {
 	// Counted first, so that concurrent admissions never all pass at
 	// bound-1; given back on refusal. Unsettled before admitted, and given
 	// back after it: see published.
 	p.unsettled.Add(1)
 	n := p.admitted.Add(1)
-	e := p.estimate(n-1, time.Now(), l.cfg.Refresh)
-	if p.bound >= 0 && e.backlog >= p.bound {
+	te, cause, local = l.judgePool(p, n-1, s2s)
+	if te != nil {
 		p.admitted.Add(-1)
 		p.unsettled.Add(-1)
+	}
+	return te, cause, local
+}
+
+// judgePool is the answer of pool p to one more call, with admitted
+// calls admitted by this replica before it: nil, or the refusal, its
+// cause, and whether it needs a fresh read (local): the last read alone
+// would have admitted the call, and the pool had less than a refresh
+// interval's worth of calls queued then, so its drain rate may be below
+// what it finishes now. It counts nothing.
+func (l *Load) judgePool(p *poolLoad, admitted int64, s2s time.Duration) (te *toolwirev1.ToolError, cause string, local bool) {
+	e := p.estimate(admitted, time.Now(), l.cfg.Refresh)
+	if p.bound >= 0 && e.backlog >= p.bound {
 		after := minRetryAfter
 		if e.rate > 0 {
 			after = time.Duration(float64(e.backlog-p.bound+1) / e.rate * float64(time.Second))
@@ -166,8 +208,6 @@ func (l *Load) checkPool(p *poolLoad, s2s time.Duration) (te *toolwirev1.ToolErr
 		// for the estimate's error, so that an accepted call starts in time.
 		limit := s2s * 9 / 10
 		if wait := e.wait(e.pending); wait > limit {
-			p.admitted.Add(-1)
-			p.unsettled.Add(-1)
 			te := overloaded(fmt.Sprintf("pool %s would start this call in about %s, after its schedule-to-start of %s (%d calls queued, finishing about %.0f a second)",
 				p.name, wait.Round(time.Millisecond), s2s, e.pending, e.rate), wait-limit)
 			te.Suggestion = "retry after retry_after, or allow a longer schedule_to_start"

@@ -13,9 +13,13 @@
 // An admitted call (Submit and Call alike) is checked against the load it
 // would add (Load.Check) by the dispatcher's overload step, after its
 // idempotency key is claimed (a repeat of an accepted call still answers
-// that call) and before it is published. It is refused OVERLOADED —
-// retryable, side effects NONE, a retry_after, nothing queued, its key
-// released — when:
+// that call) and before it is published. A call with a key is asked
+// about first, before the claim (Load.Peek: Check's answer, counting
+// nothing, waiting for a fresh read as Check does), so that a refusal of
+// a keyed call writes nothing: no key, no REJECTED event, no release;
+// Check after the claim still decides, and its rare refusal (calls
+// admitted in between) releases the key. It is refused OVERLOADED —
+// retryable, side effects NONE, a retry_after, nothing queued — when:
 //
 //   - a store the call may write and that refuses writes when full is past
 //     LoadConfig.StoreHighWater (90%; the dispatcher's
@@ -29,10 +33,10 @@
 //     The 10% left is for the calls already admitted: their results,
 //     events, retries and outputs must never be what fails. The
 //     dispatcher asks this part alone (Load.CheckStores) for a keyed call
-//     before it claims the key, so that such a refusal writes nothing to
-//     the idempotency store; a write a store refused outright because it
-//     filled between two reads is answered with FullRefusal (OVERLOADED,
-//     retry_after 30s), never an error.
+//     that is parked for an approver rather than published; a write a
+//     store refused outright because it filled between two reads (the
+//     idempotency bucket's claim, the calls stream's publish) is answered
+//     with FullRefusal (OVERLOADED, retry_after 30s), never an error.
 //   - its pool's backlog is at the pool's bound: the calls queued and
 //     running, NumPending + NumAckPending of the pool consumer (not
 //     NumWaiting, which counts idle workers' pull requests). The bound is

@@ -36,3 +36,34 @@ func TestReadDuringAPublishKeepsTheCallCounted(t *testing.T) {
 		t.Fatal("a fourth call was admitted after the read found three")
 	}
 }
+
+// Peek gives the answer Check would give and counts nothing: at the
+// bound it refuses as Check does, below it it admits without taking the
+// pool's last place, which Check then takes.
+func TestPeekCountsNothing(t *testing.T) {
+	p := &poolLoad{name: "native", bound: 2}
+	v := &Load{cfg: LoadConfig{Refresh: time.Hour}}
+	v.snap.Store(&loadSnap{pools: []poolRoute{{p, []string{"calls.>"}}}, routes: &routeCache{}})
+	r := Request{Subject: "calls.native.echo"}
+	p.ackPending.Store(1) // the last read: one running
+	p.readAt.Store(time.Now().UnixNano())
+	for range 3 {
+		if te, _, _ := v.Peek(t.Context(), r); te != nil {
+			t.Fatalf("refused below the bound: %s", te.Message)
+		}
+	}
+	if p.admitted.Load() != 0 || p.unsettled.Load() != 0 {
+		t.Fatal("Peek counted a call")
+	}
+	a, te, _, _ := v.Check(t.Context(), r)
+	if te != nil {
+		t.Fatalf("Check refused the pool's last place: %s", te.Message)
+	}
+	a.Settle()
+	p.admittedAtRead.Store(p.published()) // a read finds both
+	p.ackPending.Store(2)
+	te, cause, target := v.Peek(t.Context(), r)
+	if te == nil || cause != "backlog" || target != "native" {
+		t.Fatalf("at the bound: %v %q %q", te, cause, target)
+	}
+}
