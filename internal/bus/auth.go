@@ -97,15 +97,38 @@ func CheckPoolName(name string, t toolwirev1.ExecutorType) error {
 // Roles lists every fixed role, in the order credentials are made.
 func Roles() []string { return []string{RoleWorker, RoleOperator} }
 
-// ValidatePoolRoles refuses pool names that are not a pool's (a subject
-// token of letters, digits, '_' and '-'), that end in "-<type>" (the
-// part of another pool, PoolPart: its role would reach them), or that
-// are given twice.
+// ValidPoolName refuses a name that is not a pool's: 1 to 64 letters,
+// digits, '_' or '-' (a subject token). It is the whole rule for a pool
+// without a credential of its own (the worker role's); ValidatePoolRoles
+// adds the rules of pools with one.
+func ValidPoolName(name string) error {
+	if !poolNameRe.MatchString(name) {
+		return fmt.Errorf("bus: pool %q: a pool's name is 1 to 64 letters, digits, '_' or '-'", name)
+	}
+	return nil
+}
+
+// ShadowRoleName is the pool name no pool's role may have: its role
+// would reach the default shadow pools, shadow-<type> (PoolRoleMembers),
+// which replay any pool's tools. Shadow workers run with the worker
+// role.
+const ShadowRoleName = "shadow"
+
+// ValidatePoolRoles refuses the pool names of pools' roles (credentials)
+// that are not a pool's (ValidPoolName), that end in "-<type>" (the part
+// of another pool, PoolPart: its role would reach them), that are
+// ShadowRoleName, or that are given twice. A pool without a credential
+// is not held to it: "web-http" serving HTTP tools under the worker role
+// is a pool name (CheckPoolName).
 func ValidatePoolRoles(pools []string) error {
 	seen := map[string]string{}
 	for _, p := range pools {
-		if !poolNameRe.MatchString(p) {
-			return fmt.Errorf("bus: pool %q: a pool's name is 1 to 64 letters, digits, '_' or '-'", p)
+		if err := ValidPoolName(p); err != nil {
+			return err
+		}
+		if p == ShadowRoleName {
+			return fmt.Errorf("bus: pool %q: its credential would reach the default shadow pools (%s-<type>), which replay any pool's tools: "+
+				"shadow workers run with the %s credential; rename the pool", p, p, RoleWorker)
 		}
 		if base, t, ok := PoolPart(p); ok {
 			return fmt.Errorf("bus: pool %q: a name ending in -%s is the %s part of pool %q, whose credential (%s) reaches it: "+

@@ -327,6 +327,13 @@ func TestPoolRoleNames(t *testing.T) {
 	require.NoError(t, bus.PoolConfig{Name: "a-native", Type: native}.WithDefaults().Validate())
 	require.NoError(t, bus.PoolConfig{Name: "shadow-native", Type: native}.WithDefaults().Validate())
 	require.ErrorContains(t, bus.ValidatePoolRoles([]string{"a.b"}), "a pool's name")
+	// Pool "shadow"'s role would reach the default shadow pools
+	// (shadow-<type>), which replay any pool's tools.
+	require.ErrorContains(t, bus.ValidatePoolRoles([]string{"a", "shadow"}), "default shadow pools")
+	// Without a credential, <x>-<type> of type <type> is a pool name.
+	require.NoError(t, bus.CheckPoolName("web-http", toolwirev1.ExecutorType_EXECUTOR_TYPE_HTTP))
+	require.NoError(t, bus.ValidPoolName("web-http"))
+	require.Error(t, bus.ValidPoolName("a.b"))
 	_, _, err := bus.EnsureCredentials(filepath.Join(t.TempDir(), "c"), "x", "x")
 	require.ErrorContains(t, err, "both roles")
 	_, err = bus.RolePermissions(bus.Config{}, bus.PoolRole("a>"))

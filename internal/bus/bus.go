@@ -495,6 +495,17 @@ func (s Subjects) ShadowToolSubject(t toolwirev1.ExecutorType, provider, tool st
 // already consumes: both would run every such call.
 var ErrPoolOverlap = errors.New("bus: pools overlap")
 
+// ErrPoolKind is returned when a pool's consumer would filter both live
+// calls and replays: a pool is live or shadow, never both (its live
+// workers would run replays, its shadow workers live calls).
+var ErrPoolKind = errors.New("bus: a pool is live or shadow, never both")
+
+// IsShadowFilter reports whether a consumer filter is over replays (the
+// shadow subjects) rather than live calls.
+func (s Subjects) IsShadowFilter(f string) bool {
+	return strings.HasPrefix(f, strings.TrimSuffix(s.AllShadow(), ">"))
+}
+
 // EnsurePool creates or updates the pool's durable pull consumer. An
 // existing consumer keeps the subjects it has and gains p's: replicas of a
 // pool in a rolling upgrade may serve different tool sets, and a subject
@@ -502,7 +513,9 @@ var ErrPoolOverlap = errors.New("bus: pools overlap")
 // retired tools). It refuses, with ErrPoolOverlap, subjects another pool
 // already consumes; consumers that are not pools' (IsPoolConsumer: an
 // audit's or a replay's ordered consumer, still there until its inactivity
-// threshold when its process died) are ignored. The consumer's metadata
+// threshold when its process died) are ignored. An existing consumer of
+// the other kind (live for a shadow p, shadow for a live one) is refused
+// with ErrPoolKind, its filters unchanged. The consumer's metadata
 // carries the stamp of the settings it declares (PoolStampKey, PoolByKey:
 // poolstamp.go), by which CheckPool tells another replica's declaration
 // from a hand edit.
@@ -537,6 +550,9 @@ func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer,
 		}
 		for _, f := range ConsumerFilters(ci.Config) {
 			if ci.Name == name {
+				if b.Subjects.IsShadowFilter(f) != p.Shadow {
+					overlap = fmt.Errorf("%w: consumer %s of pool %s filters %s", ErrPoolKind, name, p.Name, f)
+				}
 				subjects[f] = true
 				continue
 			}

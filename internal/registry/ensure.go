@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -40,8 +41,11 @@ func (r *Registrar) ensure(ctx context.Context, a Announcement, inProcess bool) 
 			return Announced{}, refuse("%s: %v", subject, err)
 		}
 	}
+	if err := r.existing(ctx, a, inProcess); err != nil {
+		return Announced{}, err
+	}
 	cons, err := r.b.EnsurePool(ctx, p)
-	if errors.Is(err, bus.ErrPoolOverlap) {
+	if errors.Is(err, bus.ErrPoolOverlap) || errors.Is(err, bus.ErrPoolKind) {
 		return Announced{}, refuse("%v", err)
 	}
 	if err != nil {
@@ -56,6 +60,38 @@ func (r *Registrar) ensure(ctx context.Context, a Announcement, inProcess bool) 
 	}
 	r.log.DebugContext(ctx, "pool consumer ensured", "pool", a.Pool, "worker", a.Worker, "consumer", cons.CachedInfo().Name)
 	return Announced{Consumer: cons.CachedInfo().Name}, nil
+}
+
+// existing checks the consumer a's pool already has, whose filters
+// EnsurePool keeps: it must be of a's kind (live or shadow,
+// bus.ErrPoolKind), and a shadow consumer's other filters must pass
+// poolSubject for a too: whoever joins a shadow pool fetches every
+// replay it filters, so a key that may not read one of them gets a
+// shadow pool of its own.
+func (r *Registrar) existing(ctx context.Context, a Announcement, inProcess bool) error {
+	name := r.cfg.PoolConsumer(a.Pool)
+	cons, err := r.calls.Consumer(ctx, name)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("registry: consumer %s: %w", name, err)
+	}
+	shadow := a.Consumer.Shadow
+	for _, f := range bus.ConsumerFilters(cons.CachedInfo().Config) {
+		if r.b.Subjects.IsShadowFilter(f) != shadow {
+			return &RefusedError{Reason: fmt.Sprintf("pool %q consumer: %v: %s filters %s; a shadow pool has a name of its own (default shadow-<type>)",
+				a.Pool, bus.ErrPoolKind, name, f)}
+		}
+		if !shadow || slices.Contains(a.Consumer.Subjects, f) {
+			continue
+		}
+		if err := r.poolSubject(ctx, a, f, inProcess); err != nil {
+			return &RefusedError{Reason: fmt.Sprintf("pool %q consumer: %s already filters %s, which this worker may not read (%v): give its shadow pool a name of its own",
+				a.Pool, name, f, err)}
+		}
+	}
+	return nil
 }
 
 // poolSubject checks one subject of a's consumer (ensure).
@@ -89,7 +125,9 @@ func (r *Registrar) poolSubject(ctx context.Context, a Announcement, subject str
 		return fmt.Errorf("tool %q: its source does not decode", tool)
 	case src.Subject != live:
 		return fmt.Errorf("tool %q is held by %s on %s", tool, src, src.Subject)
-	case a.Consumer.Shadow && src.Pool != a.Pool:
+	case a.Consumer.Shadow && src.Pool == a.Pool:
+		return fmt.Errorf("tool %q is held by pool %q itself: a shadow pool has a name of its own (default shadow-<type>), never a live pool's", tool, a.Pool)
+	case a.Consumer.Shadow:
 		return r.signsFor(ctx, a, src, inProcess)
 	case src.Pool != a.Pool:
 		return fmt.Errorf("tool %q is defined by %s", tool, src)
@@ -98,10 +136,16 @@ func (r *Registrar) poolSubject(ctx context.Context, a Announcement, subject str
 }
 
 // signsFor refuses a shadow consumer over the replays of src's tool
-// unless a's signing key is enrolled for src's pool (or is a
-// dispatcher's, or a is the dispatcher's in-process worker's).
+// unless a's signing key may sign for src's pool: enrolled for it, or
+// trusted for it (--worker-keys: the local worker key, trusted for every
+// pool, or a key listed for the pool; the tools of the dispatcher's
+// in-process pool are enrolled with the dispatcher's key only), or a
+// dispatcher's key, or a is the dispatcher's in-process worker's.
 func (r *Registrar) signsFor(ctx context.Context, a Announcement, src Source, inProcess bool) error {
 	if a.Signer == "" && inProcess {
+		return nil
+	}
+	if a.Signer != "" && r.trust != nil && r.trust.Allows(a.Signer, src.Pool) == nil {
 		return nil
 	}
 	for _, k := range []string{signing.PoolKey(a.Signer, src.Pool), signing.DispatcherKey(a.Signer)} {

@@ -3,6 +3,9 @@ package registry_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -152,4 +156,102 @@ func TestPoolPartsRunTheirTypeOnly(t *testing.T) {
 
 	ok := e.workerAs(t, bus.PoolRole("a"), "a-native", native)
 	require.NoError(t, ok.Publish(ctx, []*toolwirev1.ToolSpec{spec("tx", "A native tool.")}, false))
+}
+
+// The README's replay flow: the tools of the dispatcher's in-process pool
+// (native, enrolled with the dispatcher's key) are replayed on a shadow
+// worker that signs with a key the dispatcher trusts for pool native —
+// the local worker key, trusted for every pool, or a key of its own
+// listed in --worker-keys for native. A key not trusted for native is
+// still refused.
+func TestShadowWorkersReplayInProcessTools(t *testing.T) {
+	t.Parallel()
+	e := startAnnounce(t)
+	ctx := t.Context()
+	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
+	s := e.bus.Subjects
+	dk, err := signing.NewKey()
+	require.NoError(t, err)
+	require.NoError(t, registry.EnrolDispatcher(ctx, e.bus.Registry, dk.Public(), "dispatcher-1"))
+	inProcess := registry.PoolWriter{Writer: registry.NewRegistrar(e.bus, slog.New(slog.DiscardHandler), nil, "dispatcher-1"),
+		Pool: "native", Type: native, Worker: "dispatcher-1", Signer: dk.Public()}
+	require.NoError(t, inProcess.Publish(ctx, []*toolwirev1.ToolSpec{spec("echo", "Echoes.")}, false))
+	_, err = inProcess.Ensure(ctx, bus.PoolConfig{Name: "native", Type: native, Subjects: []string{s.ToolSubject(native, "builtin", "echo")}})
+	require.NoError(t, err)
+	replays := []string{s.ShadowToolSubject(native, "builtin", "echo")}
+
+	// ./bin/worker --shadow on the dispatcher's machine: the local key.
+	local := e.worker(t, "shadow-native", native)
+	name, err := local.Ensure(ctx, bus.PoolConfig{Name: "shadow-native", Type: native, Shadow: true, Subjects: replays})
+	require.NoError(t, err)
+	require.NoError(t, e.bus.Calls.DeleteConsumer(ctx, name))
+	// A shadow worker with a key of its own, trusted for pool native.
+	own := e.workerKey(t, bus.RoleWorker, "replays", native, e.poolKey(t, "native", "replays"))
+	_, err = own.Ensure(ctx, bus.PoolConfig{Name: "replays", Type: native, Shadow: true, Subjects: replays})
+	require.NoError(t, err)
+	// A key trusted for its own shadow pool only.
+	other := e.workerKey(t, bus.RoleWorker, "others", native, e.poolKey(t, "others"))
+	_, err = other.Ensure(ctx, bus.PoolConfig{Name: "others", Type: native, Shadow: true, Subjects: replays})
+	require.ErrorIs(t, err, registry.ErrRefused)
+	require.ErrorContains(t, err, `not enrolled for pool "native"`)
+}
+
+// A pool's consumer is live or shadow, never both: a shadow request on a
+// live pool's name (its own tools' replays) is refused, and so is a live
+// request on a shadow pool's name; before, the filters merged, so that
+// live workers ran replays (their side effects included) and the shadow
+// worker live calls. A shadow pool is never named as the live pool of the
+// tools it replays. An existing shadow consumer is checked against the
+// asking key as a whole: a key trusted for pool a cannot join (and so
+// fetch from) a shadow consumer that already filters pool b's replays.
+func TestShadowAndLiveConsumersNeverMerge(t *testing.T) {
+	t.Parallel()
+	e := startAnnounce(t, "a", "b")
+	ctx := t.Context()
+	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
+	s := e.bus.Subjects
+	ka, kb := e.poolKey(t, "a"), e.poolKey(t, "b", "replays")
+	a := e.workerKey(t, bus.PoolRole("a"), "a", native, ka)
+	b := e.workerKey(t, bus.PoolRole("b"), "b", native, kb)
+	require.NoError(t, a.Publish(ctx, []*toolwirev1.ToolSpec{spec("ta", "Pool a's tool.")}, false))
+	require.NoError(t, b.Publish(ctx, []*toolwirev1.ToolSpec{spec("tb", "Pool b's tool.")}, false))
+	ta := s.ToolSubject(native, "builtin", "ta")
+	name, err := a.Ensure(ctx, bus.PoolConfig{Name: "a", Type: native, Subjects: []string{ta}})
+	require.NoError(t, err)
+
+	_, err = a.Ensure(ctx, bus.PoolConfig{Name: "a", Type: native, Shadow: true, Subjects: []string{s.ShadowToolSubject(native, "builtin", "ta")}})
+	require.ErrorIs(t, err, registry.ErrRefused)
+	cons, err := e.bus.Calls.Consumer(ctx, name)
+	require.NoError(t, err)
+	require.Equal(t, []string{ta}, bus.ConsumerFilters(cons.CachedInfo().Config), "the live consumer filters live calls only")
+	// Nor on the live pool's name while its consumer is missing.
+	require.NoError(t, e.bus.Calls.DeleteConsumer(ctx, name))
+	_, err = a.Ensure(ctx, bus.PoolConfig{Name: "a", Type: native, Shadow: true, Subjects: []string{s.ShadowToolSubject(native, "builtin", "ta")}})
+	require.ErrorIs(t, err, registry.ErrRefused)
+	require.ErrorContains(t, err, "a name of its own")
+	_, err = a.Ensure(ctx, bus.PoolConfig{Name: "a", Type: native, Subjects: []string{ta}})
+	require.NoError(t, err)
+
+	// Pool b's shadow worker (b's key) makes shadow pool "replays"; a
+	// live request on that name is refused.
+	shadowB := e.workerKey(t, bus.RoleWorker, "replays", native, kb)
+	shadowTB := s.ShadowToolSubject(native, "builtin", "tb")
+	name, err = shadowB.Ensure(ctx, bus.PoolConfig{Name: "replays", Type: native, Shadow: true, Subjects: []string{shadowTB}})
+	require.NoError(t, err)
+	require.NoError(t, shadowB.Publish(ctx, []*toolwirev1.ToolSpec{spec("tr", "A live tool of pool replays.")}, false))
+	_, err = shadowB.Ensure(ctx, bus.PoolConfig{Name: "replays", Type: native, Subjects: []string{s.ToolSubject(native, "builtin", "tr")}})
+	require.ErrorIs(t, err, registry.ErrRefused)
+	require.ErrorContains(t, err, "live or shadow")
+
+	// Pool a's key, trusted for shadow pool "replays" too (b's key is
+	// enrolled for it already), asks for that shadow pool over a's
+	// replays: it would fetch b's replays too.
+	require.NoError(t, os.WriteFile(filepath.Join(e.trustDir, "replays.pub"), []byte(ka.Public()+"\n"), 0o600))
+	shadowA := e.workerKey(t, bus.RoleWorker, "replays", native, ka)
+	_, err = shadowA.Ensure(ctx, bus.PoolConfig{Name: "replays", Type: native, Shadow: true, Subjects: []string{s.ShadowToolSubject(native, "builtin", "ta")}})
+	require.ErrorIs(t, err, registry.ErrRefused)
+	require.ErrorContains(t, err, `not enrolled for pool "b"`)
+	cons, err = e.bus.Calls.Consumer(ctx, name)
+	require.NoError(t, err)
+	require.Equal(t, []string{shadowTB}, bus.ConsumerFilters(cons.CachedInfo().Config))
 }
