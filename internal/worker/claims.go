@@ -2,7 +2,10 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	mrand "math/rand/v2"
+	"time"
 
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/registry"
@@ -87,4 +90,35 @@ func (w *Worker) publishSpecs(ctx context.Context, stamped []*toolwirev1.ToolSpe
 // writerOf is what announces pool p's tools to the registry.
 func (w *Worker) writerOf(p Pool) registry.PoolWriter {
 	return registry.PoolWriter{Writer: w.cfg.Registry, Pool: p.Name, Type: p.Type, Worker: w.cfg.Name, Signer: w.bus.Signer.Public()}
+}
+
+// claimAgain runs start (Start's or Ensure's work, which takes w.mu) and,
+// when it fails on a claim refused because the tool's holder has not
+// been serving it (registry.ClaimError with Holder.MissingSince: its
+// pool's consumer is gone) but not yet for registry.ClaimGrace, waits
+// until that period has passed (plus a second and up to a second of
+// jitter, for the dispatchers' clocks and for replicas claiming at once;
+// never longer than the grace period and two seconds) and runs it once
+// more: a pool taking over a retired pool's tools starts, rather than
+// exiting. The wait is logged, holds no lock (the worker is not ready
+// meanwhile) and ends with ctx. Any other error, or a second refusal, is
+// returned.
+func (w *Worker) claimAgain(ctx context.Context, start func(context.Context) error) error {
+	err := start(ctx)
+	var ce *registry.ClaimError
+	if !errors.As(err, &ce) || ce.Holder.MissingSince.IsZero() {
+		return err
+	}
+	jitter := time.Second + time.Duration(mrand.Int64N(int64(time.Second)))
+	wait := min(max(time.Until(ce.Holder.MissingSince.Add(registry.ClaimGrace))+jitter, jitter), registry.ClaimGrace+2*time.Second)
+	w.log.WarnContext(ctx, "tool held by a pool that does not serve it; claiming it again once its grace period ends",
+		"tool", ce.Tool, "holder", ce.Holder.Pool, "missing_since", ce.Holder.MissingSince, "wait", wait)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("worker: waiting to claim %s again: %w (%w)", ce.Tool, ctx.Err(), err)
+	case <-t.C:
+	}
+	return start(ctx)
 }

@@ -337,7 +337,14 @@
 // registry.Remote that asks the dispatchers on the pool's subject
 // (bus.PoolRegistrySubject), which check them and write them or run
 // bus.EnsurePool; a refusal (registry.ErrRefused, registry.ErrClaimed)
-// stops the start-up. The worker then looks its consumer up by name.
+// stops the start-up. One claim refusal is waited out instead: a tool
+// whose holder's consumer is gone but not yet for registry.ClaimGrace
+// (the refusal's Holder.MissingSince) is claimed once more when that
+// period has passed, plus a second and up to a second of jitter (at most
+// the grace period and two seconds; logged; the worker not ready
+// meanwhile; ctx ends the wait), so that a pool taking over a retired
+// pool's tools starts (claimAgain, claims.go). The worker then looks its
+// consumer up by name.
 //
 // # Pool consumers put back
 //

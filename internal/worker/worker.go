@@ -213,8 +213,15 @@ func (w *Worker) Name() string { return w.cfg.Name }
 func (w *Worker) InFlight() int { return int(w.inflight.Load()) }
 
 // Start publishes the worker's specs, ensures its pool consumers and starts
-// fetching. It returns once fetching has begun.
+// fetching. It returns once fetching has begun. A claim refused because
+// the tool's holder is not serving it but not yet for the grace period
+// is made once more when that period ends (claimAgain); not ready
+// meanwhile.
 func (w *Worker) Start(ctx context.Context) error {
+	return w.claimAgain(ctx, w.start)
+}
+
+func (w *Worker) start(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.started {
@@ -312,13 +319,15 @@ func (w *Worker) serveSpecs(ctx, fetchCtx context.Context) error {
 // consumer's lag, and calls are admitted only for registered tools). Call
 // it on a worker that is not started; Stop is then a no-op.
 func (w *Worker) Ensure(ctx context.Context) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.started || w.stopped {
-		return errors.New("worker: Ensure on a started or stopped worker")
-	}
-	_, _, _, err := w.ensureSpecs(ctx)
-	return err
+	return w.claimAgain(ctx, func(ctx context.Context) error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.started || w.stopped {
+			return errors.New("worker: Ensure on a started or stopped worker")
+		}
+		_, _, _, err := w.ensureSpecs(ctx)
+		return err
+	})
 }
 
 // ensureSpecs checks and stamps the current specs, claims their names
