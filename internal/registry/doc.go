@@ -33,7 +33,9 @@
 // still be creating its consumer, and only once it has not served it for
 // ClaimGrace: the first claim that finds it not serving records the time
 // (Source.MissingSince) and is refused, and the record is forgotten when
-// the holder claims again or has its consumer made (ServingAgain), so
+// the holder claims again or has its consumer made (ServingAgain), or
+// when the claim that wrote it finds, looking once more after writing,
+// that the holder serves again (its consumer put back meanwhile), so
 // that no pool wins another's tools in the seconds its consumer is being
 // put back. Then the claimant takes the name over.
 // Shadow workers claim nothing: they publish versions only. Tools
@@ -83,10 +85,18 @@
 //     subject, each the call subject of one tool of the pool's type whose
 //     registry source is this pool on that very subject (the worker
 //     claims before it asks), or, for a shadow pool, the replay subject
-//     of one tool of its type that has a source: this pool, or a pool the
-//     request's signing key is enrolled for (replays carry the original
-//     calls' arguments: no pool reads another's); no wildcard but the
-//     tenant's. The
+//     of one tool of its type that has a source: a pool the request's
+//     signing key is enrolled for or trusted for (--worker-keys; the
+//     local worker key is trusted for every pool, which is how a shadow
+//     worker replays the dispatcher's in-process tools), never the
+//     shadow pool itself (a shadow pool has a name of its own, default
+//     shadow-<type>, never a live pool's); replays carry the original
+//     calls' arguments: no pool reads another's; no wildcard but the
+//     tenant's. A pool's consumer is live or shadow, never both
+//     (bus.ErrPoolKind): a request of the other kind than the existing
+//     consumer is refused, and the filters an existing shadow consumer
+//     already has must pass the same check for the request's key (whoever
+//     joins a shadow pool fetches all its replays). The
 //     Registrar then runs bus.EnsurePool with the pool's settings and
 //     answers the consumer's name (Announced.Consumer); an overlap with
 //     another pool is refused. Workers never create consumers: a

@@ -16,11 +16,13 @@ import (
 // must be one tool's (no wildcard beyond the tenant), of the pool's type,
 // and a tool with a source in the registry (a worker claims before it
 // asks). A live pool's subject is the one the pool holds the tool by; a
-// shadow pool's is the replay subject of a tool held by the pool itself
-// or by a pool its signing key is enrolled for (replays carry the
-// original calls' arguments: a pool reads no other pool's). The settings
-// are bus.PoolConfig's, validated there; an overlap with another pool is
-// refused. A live pool's consumer made forgets the absence recorded
+// shadow pool's is the replay subject of a tool held by a pool its
+// signing key is enrolled or trusted for, never by the shadow pool
+// itself (replays carry the original calls' arguments: a pool reads no
+// other pool's). A consumer is live or shadow, never both, and an
+// existing shadow consumer's other filters are checked for the asking
+// key too (existing). The settings are bus.PoolConfig's, validated
+// there; an overlap with another pool is refused. A live pool's consumer made forgets the absence recorded
 // against its tools (Source.MissingSince). inProcess: the dispatcher's
 // own workers (Announce).
 func (r *Registrar) ensure(ctx context.Context, a Announcement, inProcess bool) (Announced, error) {

@@ -37,7 +37,8 @@ type Source struct {
 	// passes to another pool only once it has been missing for the
 	// claim's grace period, so that a pool whose consumer is being put
 	// back (a worker repairs it within seconds) keeps its tools. Cleared
-	// when the pool claims the tool again or has its consumer made.
+	// when the pool claims the tool again or has its consumer made, or
+	// when the claim that recorded it finds the pool serving once more.
 	MissingSince time.Time `json:"missing_since,omitzero"`
 }
 
@@ -179,7 +180,9 @@ func Claim(ctx context.Context, kv jetstream.KeyValue, spec *toolwirev1.ToolSpec
 // claim, not while Held says the holder serves it (a recorded absence is
 // then forgotten), not before it has been found not serving for the
 // grace period (the first finding is recorded in the returned holder's
-// MissingSince). again: that record lost a race; read the entry again.
+// MissingSince, and forgotten again if Held, asked once more after the
+// record, says the holder serves: its consumer was put back meanwhile).
+// again: that record lost a race; read the entry again.
 func weighHolder(ctx context.Context, kv jetstream.KeyValue, e jetstream.KeyValueEntry, o ClaimOptions) (
 	holder Source, take, again bool, _ error) {
 	holder, _ = decodeSource(e.Value())
@@ -206,11 +209,24 @@ func weighHolder(ctx context.Context, kv jetstream.KeyValue, e jetstream.KeyValu
 	if err != nil {
 		return holder, false, false, err
 	}
-	if _, err := kv.Update(ctx, e.Key(), b, e.Revision()); err != nil {
+	rev, err := kv.Update(ctx, e.Key(), b, e.Revision())
+	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 			return holder, false, true, nil
 		}
 		return holder, false, false, fmt.Errorf("record that %s does not serve it: %w", holder, err)
+	}
+	// The holder's consumer may have been put back between Held and the
+	// record, its ServingAgain finding nothing to forget: look again, and
+	// forget the absence if it serves. Put back after this look, its
+	// ServingAgain comes after the record and forgets it.
+	if live, err := o.Held(ctx, holder); err == nil && live {
+		back := holder
+		back.MissingSince = time.Time{}
+		if b, err := json.Marshal(back); err == nil {
+			_, _ = kv.Update(ctx, e.Key(), b, rev)
+		}
+		return back, false, false, nil
 	}
 	return holder, false, false, nil
 }

@@ -147,3 +147,36 @@ func TestClaimWaitsOutAMissingConsumer(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(e.Value()), `"pool":"a"`)
 }
+
+// A holder's consumer put back while a claim records its absence does
+// not leave the absence recorded: the claim found it missing, the
+// holder's consumer came back and its ServingAgain found nothing to
+// forget, then the claim wrote missing_since. Left so, a later brief
+// absence would be taken over at once. The claim looks again after it
+// records the absence and forgets it if the holder serves.
+func TestClaimForgetsAnAbsenceThatEndedWhileRecorded(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	ctx, kv := t.Context(), env.Bus.Registry
+	b := registry.Source{Pool: "b", Subject: "toolwire.call.native.*.builtin.tb", Worker: "wb"}
+	a := registry.Source{Pool: "a", Subject: "toolwire.call.native.*.builtin.tb", Worker: "wa"}
+	require.NoError(t, registry.Claim(ctx, kv, spec("tb", "b's"), b, (&held{live: true}).opts(-1)))
+	live := false
+	opts := registry.ClaimOptions{Grace: time.Millisecond, Held: func(ctx context.Context, _ registry.Source) (bool, error) {
+		if !live { // b's consumer is put back now, after this answer
+			live = true
+			registry.ServingAgain(ctx, kv, "b", []string{"tb"})
+			return false, nil
+		}
+		return true, nil
+	}}
+	require.Eventually(t, func() bool {
+		e, err := kv.Get(ctx, registry.SourceKey("tb"))
+		return err == nil && time.Since(e.Created()) > time.Millisecond
+	}, 10*time.Second, 5*time.Millisecond)
+	require.ErrorIs(t, registry.Claim(ctx, kv, spec("tb", "a's"), a, opts), registry.ErrClaimed)
+	e, err := kv.Get(ctx, registry.SourceKey("tb"))
+	require.NoError(t, err)
+	require.Contains(t, string(e.Value()), `"pool":"b"`)
+	require.NotContains(t, string(e.Value()), "missing_since", "b serves the tool: no absence recorded")
+}
