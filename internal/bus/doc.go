@@ -132,7 +132,10 @@
 //     the tools the pool serves (ToolSubject). The dispatchers create them
 //     at a pool's worker's request before its tools are registered, so no
 //     call is admitted before a consumer for it exists. Overlapping pools are refused (ErrPoolOverlap): on a
-//     limits stream both would run every call.
+//     limits stream both would run every call. A pool is live or shadow,
+//     never both: EnsurePool refuses shadow filters on a consumer that
+//     has live ones and the reverse (ErrPoolKind, IsShadowFilter), so
+//     that live workers never run replays nor shadow workers live calls.
 //   - A pool consumer is a durable named <prefix>_pool_<pool>
 //     (Config.IsPoolConsumer). Every other consumer of CALLS (an audit's
 //     or a replay's ordered consumer, an operator's export) runs no call:
@@ -308,7 +311,12 @@
 //     A pool name that ends in "-<type>" is therefore always the <type>
 //     part of the pool named by what precedes it (PoolPart): it has no
 //     role of its own (ValidatePoolRoles refuses it) and runs <type>
-//     tools only (CheckPoolName, in PoolConfig.Validate).
+//     tools only (CheckPoolName, in PoolConfig.Validate). Without a role
+//     of its own (RoleWorker), such a name for <type> tools is a pool
+//     name (ValidPoolName, CheckPoolName). ShadowRoleName ("shadow") has
+//     no role either: it would reach the default shadow pools
+//     (shadow-<type>), which replay any pool's tools; shadow workers run
+//     with RoleWorker.
 //   - RoleWorker: the same for every pool (any consumer of CALLS, any
 //     pool's announcement subject, every worker inbox), and the bare
 //     RegistrySubject, where the dispatchers refuse workers of the

@@ -28,9 +28,13 @@
 // --nats-listen made under its data directory (--data, default ./data):
 // with --pool <name>, <data>/credentials/pool-<name>.nk if the dispatcher
 // made it (--pools-credentials), else <data>/credentials/worker.nk, if
-// they exist. --pool names the pool's credential, so a name ending in
-// -<type> (the part of another pool, bus.PoolPart) is refused before the
-// worker connects. On one machine this is for development: whoever reads
+// they exist. --pool is checked before the worker connects as a pool's
+// name that fits its type (bus.ValidPoolName, bus.CheckPoolName: a name
+// ending in -<type> runs <type> tools only), as --config's pools are;
+// the rule that such a name has no credential of its own
+// (bus.ValidatePoolRoles) is the dispatcher's, which makes the
+// credentials, so "--pool web-http" serving HTTP tools with the worker
+// credential keeps its name, consumer and tools. On one machine this is for development: whoever reads
 // that directory reads every credential and the signing key trusted for
 // every pool. A pool's credential needs --pool: with it the worker dials
 // with its pool's inbox prefix (bus.InboxPrefix of the pool's role, which

@@ -47,12 +47,28 @@ func TestEnsureOnlyRefusesShadow(t *testing.T) {
 	require.Contains(t, stderr.String(), "--ensure-only does not apply to a --shadow worker")
 }
 
-// --pool names the pool's credential too: a name ending in -<type> is the
-// part of another pool (bus.PoolPart) and is refused before connecting.
-func TestPoolNamingAnotherPoolsPartIsRefused(t *testing.T) {
+// A pool named <x>-<type> without a credential of its own (the worker
+// credential) is a pool name like any other when it runs <type> tools, as
+// through --config: an existing single-type pool keeps its name, its
+// consumer and its tools. Before, --pool refused it as the part of pool x
+// even with the shared credential. A name ending in another type's token
+// is refused before connecting.
+func TestPoolNamedAfterItsTypeWithoutItsOwnCredential(t *testing.T) {
 	t.Parallel()
 	var stderr bytes.Buffer
-	code := toolworker.MainArgs([]string{"--nats-url", "nats://127.0.0.1:1", "--http", "", "--pool", "search-native"}, &stderr)
+	code := toolworker.MainArgs([]string{"--nats-url", "nats://127.0.0.1:1", "--http", "", "--pool", "search-http", "--pools", "native"}, &stderr)
 	require.Equal(t, 1, code, stderr.String())
-	require.Contains(t, stderr.String(), "a name ending in -native is the native part of pool")
+	require.Contains(t, stderr.String(), "rename the pool")
+
+	env := bustest.Start(t, bus.Config{})
+	serveRegistry(t, env.Bus)
+	echo := tool.Must(tool.New("web_native_echo", func(_ context.Context, in struct{ Text string }) (string, error) {
+		return in.Text, nil
+	}))
+	stderr.Reset()
+	code = toolworker.MainArgs([]string{"--nats-url", env.URL, "--pool", "web-native", "--pools", "native",
+		"--http", "", "--ensure-only"}, &stderr, echo)
+	require.Equal(t, 0, code, stderr.String())
+	_, err := env.Bus.Calls.Consumer(t.Context(), "toolwire_pool_web-native")
+	require.NoError(t, err)
 }

@@ -125,11 +125,8 @@ func Run(ctx context.Context, o Options) error {
 	if o.NATSURL == "" {
 		return errors.New("toolworker: a NATS URL is required (--nats-url)")
 	}
-	if o.Pool != "" {
-		// --pool names the pool's credential (bus.PoolRole) too.
-		if err := bus.ValidatePoolRoles([]string{o.Pool}); err != nil {
-			return fmt.Errorf("toolworker: --pool: %w", err)
-		}
+	if err := checkPool(o); err != nil {
+		return err
 	}
 	log := cmp.Or(o.Logger, slog.Default())
 	tracing, err := telemetry.SetupTracing(ctx, "toolwire-worker", nil)
@@ -237,6 +234,35 @@ func natsConn(o Options, creds string, cfg bus.Config, log *slog.Logger) (bus.Co
 		return conn, fmt.Errorf("toolworker: metrics: %w", err)
 	}
 	return conn, nil
+}
+
+// checkPool checks --pool before connecting, as a pool's name
+// (bus.ValidPoolName) that fits its one type (bus.CheckPoolName: a name
+// "<x>-<type>" runs <type> tools only; with several types the pools are
+// "<pool>-<type>"). The rules of pools with a credential of their own
+// (bus.ValidatePoolRoles: no "<x>-<type>" name) are the dispatcher's,
+// which makes those credentials: a pool named "web-http" that serves HTTP
+// tools with the worker credential keeps its name, as through --config.
+func checkPool(o Options) error {
+	if o.Pool == "" {
+		return nil
+	}
+	if err := bus.ValidPoolName(o.Pool); err != nil {
+		return fmt.Errorf("toolworker: --pool: %w", err)
+	}
+	types := o.Pools
+	if len(types) == 0 {
+		types = []string{"native"}
+	}
+	if len(types) != 1 || o.ConfigFile != "" { // --config's pools are checked as it is read
+		return nil
+	}
+	if t, ok := bus.ParseType(strings.TrimSpace(types[0])); ok {
+		if err := bus.CheckPoolName(o.Pool, t); err != nil {
+			return fmt.Errorf("toolworker: --pool: %w", err)
+		}
+	}
+	return nil
 }
 
 // workerRole is the role whose inboxes the worker uses: its pool's
