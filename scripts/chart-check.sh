@@ -88,6 +88,9 @@ expect_fail "a grace period the kubelet would cut short (template)" "must exceed
 expect_fail "a pool named as another pool's part (schema)" "pools/0/name" \
 	"$HELM" template t "$chart" --kube-version "$KUBE_VERSION" -f "$good" \
 	--set 'pools[0].name=x-native' --set 'pools[0].types[0]=native'
+expect_fail "a pool named shadow (template)" "would reach the default shadow pools" \
+	"$HELM" template t "$chart" --kube-version "$KUBE_VERSION" -f "$good" \
+	--set 'pools[0].name=shadow' --set 'pools[0].types[0]=native'
 # The schemas are strict: a misspelt field and a mistyped value fail.
 sed 's/revisionHistoryLimit:/revisionHistoryLimt:/' "$out/minimal.yaml" >"$out/bad-field.yaml"
 expect_fail "a misspelt Deployment field (kubeconform)" "additional properties 'revisionHistoryLimt' not allowed" \
