@@ -81,7 +81,10 @@ type Options struct {
 	Grace time.Duration
 	// Shadow makes this a shadow worker: it serves only replays (toolctl
 	// replay) of its tools, never live calls, and does not change the
-	// registry's current versions.
+	// registry's current versions. Its pool is "shadow-<type>" unless
+	// Pool names it, never a live pool's name (the dispatchers refuse
+	// it); it runs with the worker credential and a signing key trusted
+	// for the pools whose tools it replays.
 	Shadow bool
 	// EnsureOnly makes Run create or update the pool consumers and publish
 	// the specs, then return without serving or opening HTTPAddr: a
