@@ -506,6 +506,11 @@ func (s Subjects) IsShadowFilter(f string) bool {
 	return strings.HasPrefix(f, strings.TrimSuffix(s.AllShadow(), ">"))
 }
 
+// hasLiveFilter reports whether a consumer filters live calls.
+func (b *Bus) hasLiveFilter(c jetstream.ConsumerConfig) bool {
+	return slices.ContainsFunc(ConsumerFilters(c), func(f string) bool { return !b.Subjects.IsShadowFilter(f) })
+}
+
 // EnsurePool creates or updates the pool's durable pull consumer. An
 // existing consumer keeps the subjects it has and gains p's: replicas of a
 // pool in a rolling upgrade may serve different tool sets, and a subject
@@ -514,8 +519,11 @@ func (s Subjects) IsShadowFilter(f string) bool {
 // already consumes; consumers that are not pools' (IsPoolConsumer: an
 // audit's or a replay's ordered consumer, still there until its inactivity
 // threshold when its process died) are ignored. An existing consumer of
-// the other kind (live for a shadow p, shadow for a live one) is refused
-// with ErrPoolKind, its filters unchanged. The consumer's metadata
+// the other kind (live for a shadow p, shadow only for a live one) is
+// refused with ErrPoolKind, its filters unchanged; a live p on a consumer
+// that filters live calls and replays (one an earlier version let a
+// shadow worker of the pool's name join) drops the replay filters, logged
+// at WARN: a live pool never runs replays. The consumer's metadata
 // carries the stamp of the settings it declares (PoolStampKey, PoolByKey:
 // poolstamp.go), by which CheckPool tells another replica's declaration
 // from a hand edit.
@@ -550,10 +558,18 @@ func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer,
 		}
 		for _, f := range ConsumerFilters(ci.Config) {
 			if ci.Name == name {
-				if b.Subjects.IsShadowFilter(f) != p.Shadow {
+				switch shadow := b.Subjects.IsShadowFilter(f); {
+				case shadow && !p.Shadow && b.hasLiveFilter(ci.Config):
+					// A live pool's consumer that an earlier version let a
+					// shadow worker of the same name join: its live workers
+					// would run replays. Dropped, not refused, so that the
+					// pool starts after the upgrade.
+					b.log.Warn("removing a replay filter from a live pool's consumer: a pool is live or shadow, never both", "consumer", name, "filter", f)
+				case shadow != p.Shadow:
 					overlap = fmt.Errorf("%w: consumer %s of pool %s filters %s", ErrPoolKind, name, p.Name, f)
+				default:
+					subjects[f] = true
 				}
-				subjects[f] = true
 				continue
 			}
 			for _, s := range want {

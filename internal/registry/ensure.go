@@ -80,7 +80,13 @@ func (r *Registrar) existing(ctx context.Context, a Announcement, inProcess bool
 		return fmt.Errorf("registry: consumer %s: %w", name, err)
 	}
 	shadow := a.Consumer.Shadow
-	for _, f := range bus.ConsumerFilters(cons.CachedInfo().Config) {
+	filters := bus.ConsumerFilters(cons.CachedInfo().Config)
+	mixed := slices.ContainsFunc(filters, r.b.Subjects.IsShadowFilter) &&
+		slices.ContainsFunc(filters, func(f string) bool { return !r.b.Subjects.IsShadowFilter(f) })
+	for _, f := range filters {
+		if !shadow && mixed && r.b.Subjects.IsShadowFilter(f) {
+			continue // a live pool's consumer that an earlier version let replays join: bus.EnsurePool drops them
+		}
 		if r.b.Subjects.IsShadowFilter(f) != shadow {
 			return &RefusedError{Reason: fmt.Sprintf("pool %q consumer: %v: %s filters %s; a shadow pool has a name of its own (default shadow-<type>)",
 				a.Pool, bus.ErrPoolKind, name, f)}

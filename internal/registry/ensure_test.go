@@ -255,3 +255,34 @@ func TestShadowAndLiveConsumersNeverMerge(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{shadowTB}, bus.ConsumerFilters(cons.CachedInfo().Config))
 }
+
+// A live pool's consumer that an earlier version let a shadow worker of
+// the same name join (live and replay filters on one consumer) is not a
+// crash loop after the upgrade: the live pool's next ensure drops the
+// replay filters (its workers would run replays) and the pool starts.
+func TestUpgradeDropsReplaysFromALivePoolsConsumer(t *testing.T) {
+	t.Parallel()
+	e := startAnnounce(t, "a")
+	ctx := t.Context()
+	native := toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
+	s := e.bus.Subjects
+	a := e.workerKey(t, bus.PoolRole("a"), "a", native, e.poolKey(t, "a"))
+	require.NoError(t, a.Publish(ctx, []*toolwirev1.ToolSpec{spec("ta", "Pool a's tool.")}, false))
+	ta := s.ToolSubject(native, "builtin", "ta")
+	name, err := a.Ensure(ctx, bus.PoolConfig{Name: "a", Type: native, Subjects: []string{ta}})
+	require.NoError(t, err)
+
+	// What the previous version made of `worker --shadow --pool a`.
+	cons, err := e.bus.Calls.Consumer(ctx, name)
+	require.NoError(t, err)
+	mixed := cons.CachedInfo().Config
+	mixed.FilterSubject, mixed.FilterSubjects = "", []string{ta, s.ShadowToolSubject(native, "builtin", "ta")}
+	_, err = e.bus.Calls.UpdateConsumer(ctx, mixed)
+	require.NoError(t, err)
+
+	_, err = a.Ensure(ctx, bus.PoolConfig{Name: "a", Type: native, Subjects: []string{ta}})
+	require.NoError(t, err, "the live pool starts")
+	cons, err = e.bus.Calls.Consumer(ctx, name)
+	require.NoError(t, err)
+	require.Equal(t, []string{ta}, bus.ConsumerFilters(cons.CachedInfo().Config), "no replay filter left on the live consumer")
+}
