@@ -51,6 +51,16 @@ func WithSpecVersion(version string) CallOption {
 	return func(s *callSettings) { s.opts.SpecVersion = version }
 }
 
+// WithPinSessionVersions locks the session's spec versions (needs
+// WithSession): the session's first call of a tool pins the version it
+// runs, and its later calls of that tool run that version, until the
+// orchestrator clears the pin (Client.ClearSessionPins) — whatever the
+// registry's current version is by then. The policy can turn it on for
+// the caller's tenant, agent or mode without this option.
+func WithPinSessionVersions(pin bool) CallOption {
+	return func(s *callSettings) { s.opts.PinSessionVersions = pin }
+}
+
 // WithApprovalToken sends the call again with the approval token of its
 // *ApprovalRequiredError, once the orchestrator's user confirmed it: the
 // call runs as the parked call (its id), once. It needs the "confirm"

@@ -38,6 +38,56 @@ func (c *Client) GetSession(ctx context.Context, session string) (*toolwirev1.Se
 	return resp.Msg.GetSession(), nil
 }
 
+// SetSessionMode sets the mode of a session of the caller's tenant (a
+// mode the policy in force declares; "" clears it), as a SET_MODE intent
+// the reference applier applies, and returns the session. It needs a key
+// with the admin scope: a mode restricts the session's calls.
+func (c *Client) SetSessionMode(ctx context.Context, session, mode string) (*toolwirev1.Session, error) {
+	resp, err := c.rpc.SetSessionMode(ctx, connect.NewRequest(&toolwirev1.SetSessionModeRequest{Session: session, Mode: mode}))
+	if err != nil {
+		return nil, transportError("set session mode", err)
+	}
+	return resp.Msg.GetSession(), nil
+}
+
+// SessionPage selects one page of ListSessions.
+type SessionPage struct {
+	// State: every session (unspecified), the active or the ended ones.
+	State toolwirev1.SessionStateFilter
+	// Mode, when not empty, keeps the sessions in that mode.
+	Mode string
+	// Size: 0 = 50, at most 500.
+	Size int
+	// Token: the previous page's next token; empty = the first page.
+	Token string
+}
+
+// ListSessions lists one page of the sessions of your tenant in the order
+// of their last update, oldest first, each without its log and state
+// values (GetSession reads them), and the token of the next page (empty
+// after the last). A page may be short and still have a next one. Under
+// agent visibility "own" it needs a key with the admin or approve scope.
+func (c *Client) ListSessions(ctx context.Context, p SessionPage) ([]*toolwirev1.Session, string, error) {
+	resp, err := c.rpc.ListSessions(ctx, connect.NewRequest(&toolwirev1.ListSessionsRequest{State: p.State, Mode: p.Mode,
+		PageSize: int32(min(max(p.Size, 0), 500)), PageToken: p.Token}))
+	if err != nil {
+		return nil, "", transportError("list sessions", err)
+	}
+	return resp.Msg.GetSessions(), resp.Msg.GetNextPageToken(), nil
+}
+
+// EndSession ends a session of your tenant (an END_SESSION intent the
+// reference applier applies, reason at most 1,000 bytes): its later calls
+// are refused SESSION_INACTIVE. Ending an ended session changes nothing
+// and returns it. It needs a key with the admin scope.
+func (c *Client) EndSession(ctx context.Context, session, reason string) (*toolwirev1.Session, error) {
+	resp, err := c.rpc.EndSession(ctx, connect.NewRequest(&toolwirev1.EndSessionRequest{Session: session, Reason: reason}))
+	if err != nil {
+		return nil, transportError("end session", err)
+	}
+	return resp.Msg.GetSession(), nil
+}
+
 // ApplyIntents applies the intents of a finished call to the call's
 // session with the reference applier, each intent exactly once: repeating
 // it applies nothing new. Intents the tool's spec version does not declare
@@ -148,4 +198,16 @@ func (o *once) Apply(ctx context.Context, callID string, in *toolwirev1.Intent) 
 		delete(o.seen, oldest.Value.(string))
 	}
 	return nil
+}
+
+// ClearSessionPins clears the spec versions a session of the caller's
+// tenant pins (tool's, or every tool's when tool is ""), so that the
+// session's next call of a tool pins the version current then, and
+// returns the session. It needs a key with the admin scope.
+func (c *Client) ClearSessionPins(ctx context.Context, session, tool string) (*toolwirev1.Session, error) {
+	resp, err := c.rpc.ClearSessionPins(ctx, connect.NewRequest(&toolwirev1.ClearSessionPinsRequest{Session: session, Tool: tool}))
+	if err != nil {
+		return nil, transportError("clear session pins", err)
+	}
+	return resp.Msg.GetSession(), nil
 }

@@ -35,6 +35,16 @@ func (r *Result) Err() error {
 	return toolError(r.Response)
 }
 
+// OverBudget returns what the dispatcher recorded when the call took
+// longer than its soft latency budget (the budget, how long it took, where
+// the budget came from; docs/policy.md, "Latency budgets"), nil when it
+// did not. Never a failure: the call succeeded or failed on its own. Every
+// answer of a call says the same: Call, GetResult and Watch's FINISHED,
+// which a LATENCY_BUDGET_EXCEEDED event precedes.
+func (r *Result) OverBudget() *toolwirev1.LatencyBudgetExceeded {
+	return r.Response.GetMeta().GetLatencyBudgetExceeded()
+}
+
 // Content returns the content blocks, in order.
 func (r *Result) Content() []*toolwirev1.Content { return r.Response.GetContent() }
 

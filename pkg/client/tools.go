@@ -24,6 +24,19 @@ func WithExecutor(t toolwirev1.ExecutorType) ListOption {
 	return func(r *toolwirev1.ListToolsRequest) { r.Executor = t }
 }
 
+// WithCategory lists only the tools of category c (retrieval, action,
+// utility).
+func WithCategory(c toolwirev1.ToolCategory) ListOption {
+	return func(r *toolwirev1.ListToolsRequest) { r.Category = c }
+}
+
+// InSession lists the tools of one session of the caller's tenant: the
+// tools its mode forbids outright are left out (what a model in that
+// session is offered).
+func InSession(session string) ListOption {
+	return func(r *toolwirev1.ListToolsRequest) { r.Session = session }
+}
+
 // ListTools returns the specs of the tools the caller's scopes allow, at
 // their current versions. Errors are transport errors wrapping the
 // *connect.Error.

@@ -37,6 +37,9 @@ const (
 	// IntentInjectContext adds text to the model's context. Payload:
 	// {"text": string, "role"?: "system"|"user"}.
 	IntentInjectContext = "INJECT_CONTEXT"
+	// IntentSetMode sets the session's mode, a mode the policy declares;
+	// an empty mode clears it. Payload: {"mode": string}.
+	IntentSetMode = "SET_MODE"
 )
 
 // ErrNoInvocation is returned by EmitIntent when ctx does not belong to a

@@ -64,8 +64,9 @@ func OpenWorld(openWorld bool) Option {
 	return func(s *toolwirev1.ToolSpec) { annotations(s).OpenWorld = proto.Bool(openWorld) }
 }
 
-// WithTimeouts sets Temporal's four timeouts. Zero inherits the worker's
-// default; a negative value makes New fail.
+// WithTimeouts sets Temporal's four timeouts, the hard bounds of a call.
+// Zero inherits the worker's default; a negative value makes New fail. It
+// keeps the soft budget WithLatencyBudget set.
 func WithTimeouts(scheduleToStart, startToClose, scheduleToClose, heartbeat time.Duration) Option {
 	return func(s *toolwirev1.ToolSpec) {
 		s.Timeouts = &toolwirev1.Timeouts{
@@ -73,7 +74,25 @@ func WithTimeouts(scheduleToStart, startToClose, scheduleToClose, heartbeat time
 			StartToClose:    duration(startToClose),
 			ScheduleToClose: duration(scheduleToClose),
 			Heartbeat:       duration(heartbeat),
+			LatencyBudget:   s.GetTimeouts().GetLatencyBudget(),
 		}
+	}
+}
+
+// WithLatencyBudget sets the tool's soft latency budget
+// (timeouts.latency_budget): how long a call should take from its
+// admission to its stored result, queueing and retries included. A call
+// over it is never failed: the dispatcher records the overrun in the
+// response's meta (latency_budget_exceeded), on the call's timeline, in
+// its log (WARN) and in toolwire_latency_budget_exceeded_total. The
+// policy's latency_budgets may hold the tool to a tighter one. Zero = none;
+// a negative value makes New fail. The hard bounds are WithTimeouts'.
+func WithLatencyBudget(d time.Duration) Option {
+	return func(s *toolwirev1.ToolSpec) {
+		if s.Timeouts == nil {
+			s.Timeouts = &toolwirev1.Timeouts{}
+		}
+		s.Timeouts.LatencyBudget = duration(d)
 	}
 }
 

@@ -29,6 +29,7 @@ func inputSchema[In any]() ([]byte, error) {
 		return nil, fmt.Errorf("input schema: %w", err)
 	}
 	markSecrets(t, s, 0)
+	markSignificant(t, s)
 	if s.Type != "object" {
 		return nil, fmt.Errorf("input type %s is not a JSON object: use a struct or a map with string keys", t)
 	}
@@ -116,6 +117,49 @@ func markSecrets(t reflect.Type, s *jsonschema.Schema, depth int) {
 				continue
 			}
 			markSecrets(f.Type, prop, depth+1)
+		}
+	}
+}
+
+// SignificantKeyword marks a top-level argument for the loop guard, which
+// counts the same call made again and again in a session: true, the
+// argument is one of those that make two calls different (once one is
+// marked true, only the required arguments and the marked ones are
+// compared); false, it is noise that never does unless it is required (a
+// reason, a trace id). Native tools set it with the struct tags
+// `toolwire:"significant"` and `toolwire:"noise"`. An optional argument
+// that is null or equal to its schema's default never makes a call
+// different either.
+const SignificantKeyword = "x-toolwire-significant"
+
+// markSignificant sets SignificantKeyword on the top-level properties of
+// s whose struct fields carry `toolwire:"significant"` or
+// `toolwire:"noise"`.
+func markSignificant(t reflect.Type, s *jsonschema.Schema) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		prop := s.Properties[name]
+		tags := strings.Split(f.Tag.Get("toolwire"), ",")
+		if !f.IsExported() || name == "-" || prop == nil {
+			continue
+		}
+		for tag, v := range map[string]bool{"significant": true, "noise": false} {
+			if slices.Contains(tags, tag) {
+				if prop.Extra == nil {
+					prop.Extra = map[string]any{}
+				}
+				prop.Extra[SignificantKeyword] = v
+			}
 		}
 	}
 }

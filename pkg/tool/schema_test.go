@@ -153,3 +153,26 @@ func TestSecretFieldsAreMarkedEverywhere(t *testing.T) {
 	schema := tl.Spec().GetInputSchemaJson()
 	require.Equal(t, 4, strings.Count(schema, `"`+tool.SecretKeyword+`":true`), schema)
 }
+
+// The loop guard's marks: `toolwire:"noise"` and `toolwire:"significant"`
+// on top-level fields, beside a secret mark.
+func TestSignificantAndNoiseFieldsAreMarked(t *testing.T) {
+	t.Parallel()
+	type in struct {
+		Path   string `json:"path" toolwire:"significant"`
+		Reason string `json:"reason,omitempty" toolwire:"noise"`
+		Token  string `json:"token,omitempty" toolwire:"secret,noise"`
+		Plain  int    `json:"plain,omitempty"`
+	}
+	tl, err := tool.New("marks", func(context.Context, in) (string, error) { return "", nil })
+	require.NoError(t, err)
+	var schema struct {
+		Properties map[string]map[string]any `json:"properties"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(tl.Spec().GetInputSchemaJson()), &schema))
+	require.Equal(t, true, schema.Properties["path"][tool.SignificantKeyword])
+	require.Equal(t, false, schema.Properties["reason"][tool.SignificantKeyword])
+	require.Equal(t, false, schema.Properties["token"][tool.SignificantKeyword])
+	require.Equal(t, true, schema.Properties["token"][tool.SecretKeyword])
+	require.NotContains(t, schema.Properties["plain"], tool.SignificantKeyword)
+}

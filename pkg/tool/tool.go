@@ -145,6 +145,7 @@ func validateOptions(s *toolwirev1.ToolSpec) error {
 		{"timeouts.start_to_close", s.GetTimeouts().GetStartToClose()},
 		{"timeouts.schedule_to_close", s.GetTimeouts().GetScheduleToClose()},
 		{"timeouts.heartbeat", s.GetTimeouts().GetHeartbeat()},
+		{"timeouts.latency_budget", s.GetTimeouts().GetLatencyBudget()},
 		{"retry.initial_interval", s.GetRetry().GetInitialInterval()},
 		{"retry.max_interval", s.GetRetry().GetMaxInterval()},
 	} {

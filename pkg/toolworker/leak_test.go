@@ -8,6 +8,8 @@ import (
 
 	"github.com/toolwire/toolwire/internal/signing"
 	"go.uber.org/goleak"
+
+	"github.com/toolwire/toolwire/internal/testdeps"
 )
 
 // testKeyFile is the signing key the tests' workers sign with
@@ -32,5 +34,5 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("TOOLWIRE_SIGNING_KEY", testKeyFile) //nolint:errcheck // read by MainArgs' flags
 	defer os.RemoveAll(dir)
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, testdeps.IgnoreNATS())
 }

@@ -34,7 +34,11 @@ type Caller struct {
 	Run     string                 `protobuf:"bytes,5,opt,name=run,proto3" json:"run,omitempty"`
 	Scopes  []string               `protobuf:"bytes,6,rep,name=scopes,proto3" json:"scopes,omitempty"`
 	// Turn of the session, for per-turn budgets.
-	Turn          string `protobuf:"bytes,7,opt,name=turn,proto3" json:"turn,omitempty"`
+	Turn string `protobuf:"bytes,7,opt,name=turn,proto3" json:"turn,omitempty"`
+	// The session's mode (SET_MODE) when the dispatcher admitted the call,
+	// set by the dispatcher from the session's state, never by the caller;
+	// empty = none. The policy reads it as caller.mode.
+	Mode          string `protobuf:"bytes,8,opt,name=mode,proto3" json:"mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -118,6 +122,13 @@ func (x *Caller) GetTurn() string {
 	return ""
 }
 
+func (x *Caller) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
 // ToolCall is what a dispatcher publishes on
 // `<prefix>.call.<type>.<tenant>.<provider>.<tool>` and a worker executes.
 // Trace context travels in NATS headers, not here.
@@ -179,8 +190,14 @@ type ToolCall struct {
 	// before-hook rewrote them: an input-required response is bound to the
 	// caller's arguments (InputRequired.args_sha256).
 	CallerArgsSha256 []byte `protobuf:"bytes,24,opt,name=caller_args_sha256,json=callerArgsSha256,proto3" json:"caller_args_sha256,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The soft latency budget the dispatcher held the call to when it
+	// admitted it (docs/policy.md, "Latency budgets"): the tightest of the
+	// spec's and the policy's that applied. Unset when none did. Whoever
+	// reads the call's result measures it against this, from accepted_at
+	// to the result's storage, so every answer says the same.
+	LatencyBudget *CallLatencyBudget `protobuf:"bytes,25,opt,name=latency_budget,json=latencyBudget,proto3" json:"latency_budget,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ToolCall) Reset() {
@@ -381,6 +398,94 @@ func (x *ToolCall) GetCallerArgsSha256() []byte {
 	return nil
 }
 
+func (x *ToolCall) GetLatencyBudget() *CallLatencyBudget {
+	if x != nil {
+		return x.LatencyBudget
+	}
+	return nil
+}
+
+// CallLatencyBudget is the soft latency budget a call was admitted with.
+type CallLatencyBudget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Soft  *durationpb.Duration   `protobuf:"bytes,1,opt,name=soft,proto3" json:"soft,omitempty"`
+	// "spec" or "policy", as LatencyBudgetExceeded.source.
+	Source string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
+	// The policy entry's id; empty for the spec's budget.
+	Entry string `protobuf:"bytes,3,opt,name=entry,proto3" json:"entry,omitempty"`
+	// The version of the policy that set it; empty for the spec's.
+	PolicyVersion string `protobuf:"bytes,4,opt,name=policy_version,json=policyVersion,proto3" json:"policy_version,omitempty"`
+	// The session mode the entry names; empty for any.
+	Mode          string `protobuf:"bytes,5,opt,name=mode,proto3" json:"mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallLatencyBudget) Reset() {
+	*x = CallLatencyBudget{}
+	mi := &file_toolwire_v1_call_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallLatencyBudget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallLatencyBudget) ProtoMessage() {}
+
+func (x *CallLatencyBudget) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_call_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallLatencyBudget.ProtoReflect.Descriptor instead.
+func (*CallLatencyBudget) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_call_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *CallLatencyBudget) GetSoft() *durationpb.Duration {
+	if x != nil {
+		return x.Soft
+	}
+	return nil
+}
+
+func (x *CallLatencyBudget) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *CallLatencyBudget) GetEntry() string {
+	if x != nil {
+		return x.Entry
+	}
+	return ""
+}
+
+func (x *CallLatencyBudget) GetPolicyVersion() string {
+	if x != nil {
+		return x.PolicyVersion
+	}
+	return ""
+}
+
+func (x *CallLatencyBudget) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
 // InputRound is a call that continues an exchange in which the tool asked
 // its caller for input (an MCP input-required result, SEP-2322): the
 // dispatcher read the round before from the results stream and checked
@@ -402,7 +507,7 @@ type InputRound struct {
 
 func (x *InputRound) Reset() {
 	*x = InputRound{}
-	mi := &file_toolwire_v1_call_proto_msgTypes[2]
+	mi := &file_toolwire_v1_call_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -414,7 +519,7 @@ func (x *InputRound) String() string {
 func (*InputRound) ProtoMessage() {}
 
 func (x *InputRound) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_call_proto_msgTypes[2]
+	mi := &file_toolwire_v1_call_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -427,7 +532,7 @@ func (x *InputRound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InputRound.ProtoReflect.Descriptor instead.
 func (*InputRound) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_call_proto_rawDescGZIP(), []int{2}
+	return file_toolwire_v1_call_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *InputRound) GetPreviousCallId() string {
@@ -471,7 +576,7 @@ type AfterHookBinding struct {
 
 func (x *AfterHookBinding) Reset() {
 	*x = AfterHookBinding{}
-	mi := &file_toolwire_v1_call_proto_msgTypes[3]
+	mi := &file_toolwire_v1_call_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -483,7 +588,7 @@ func (x *AfterHookBinding) String() string {
 func (*AfterHookBinding) ProtoMessage() {}
 
 func (x *AfterHookBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_call_proto_msgTypes[3]
+	mi := &file_toolwire_v1_call_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -496,7 +601,7 @@ func (x *AfterHookBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AfterHookBinding.ProtoReflect.Descriptor instead.
 func (*AfterHookBinding) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_call_proto_rawDescGZIP(), []int{3}
+	return file_toolwire_v1_call_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *AfterHookBinding) GetId() string {
@@ -531,7 +636,7 @@ var File_toolwire_v1_call_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_call_proto_rawDesc = "" +
 	"\n" +
-	"\x16toolwire/v1/call.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16toolwire/v1/spec.proto\"\xa2\x01\n" +
+	"\x16toolwire/v1/call.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16toolwire/v1/spec.proto\"\xb6\x01\n" +
 	"\x06Caller\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x18\n" +
@@ -539,7 +644,8 @@ const file_toolwire_v1_call_proto_rawDesc = "" +
 	"\x04user\x18\x04 \x01(\tR\x04user\x12\x10\n" +
 	"\x03run\x18\x05 \x01(\tR\x03run\x12\x16\n" +
 	"\x06scopes\x18\x06 \x03(\tR\x06scopes\x12\x12\n" +
-	"\x04turn\x18\a \x01(\tR\x04turn\"\x8b\b\n" +
+	"\x04turn\x18\a \x01(\tR\x04turn\x12\x12\n" +
+	"\x04mode\x18\b \x01(\tR\x04mode\"\xd2\b\n" +
 	"\bToolCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12!\n" +
@@ -572,7 +678,14 @@ const file_toolwire_v1_call_proto_rawDesc = "" +
 	"afterHooks\x12-\n" +
 	"\x05input\x18\x16 \x01(\v2\x17.toolwire.v1.InputRoundR\x05input\x128\n" +
 	"\x18client_capabilities_json\x18\x17 \x01(\tR\x16clientCapabilitiesJson\x12,\n" +
-	"\x12caller_args_sha256\x18\x18 \x01(\fR\x10callerArgsSha256\"\xe1\x01\n" +
+	"\x12caller_args_sha256\x18\x18 \x01(\fR\x10callerArgsSha256\x12E\n" +
+	"\x0elatency_budget\x18\x19 \x01(\v2\x1e.toolwire.v1.CallLatencyBudgetR\rlatencyBudget\"\xab\x01\n" +
+	"\x11CallLatencyBudget\x12-\n" +
+	"\x04soft\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x04soft\x12\x16\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\x12\x14\n" +
+	"\x05entry\x18\x03 \x01(\tR\x05entry\x12%\n" +
+	"\x0epolicy_version\x18\x04 \x01(\tR\rpolicyVersion\x12\x12\n" +
+	"\x04mode\x18\x05 \x01(\tR\x04mode\"\xe1\x01\n" +
 	"\n" +
 	"InputRound\x12(\n" +
 	"\x10previous_call_id\x18\x01 \x01(\tR\x0epreviousCallId\x12\x14\n" +
@@ -599,33 +712,36 @@ func file_toolwire_v1_call_proto_rawDescGZIP() []byte {
 	return file_toolwire_v1_call_proto_rawDescData
 }
 
-var file_toolwire_v1_call_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_toolwire_v1_call_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_toolwire_v1_call_proto_goTypes = []any{
 	(*Caller)(nil),                // 0: toolwire.v1.Caller
 	(*ToolCall)(nil),              // 1: toolwire.v1.ToolCall
-	(*InputRound)(nil),            // 2: toolwire.v1.InputRound
-	(*AfterHookBinding)(nil),      // 3: toolwire.v1.AfterHookBinding
-	nil,                           // 4: toolwire.v1.InputRound.ResponsesJsonEntry
-	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 6: google.protobuf.Duration
-	(ExecutorType)(0),             // 7: toolwire.v1.ExecutorType
+	(*CallLatencyBudget)(nil),     // 2: toolwire.v1.CallLatencyBudget
+	(*InputRound)(nil),            // 3: toolwire.v1.InputRound
+	(*AfterHookBinding)(nil),      // 4: toolwire.v1.AfterHookBinding
+	nil,                           // 5: toolwire.v1.InputRound.ResponsesJsonEntry
+	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 7: google.protobuf.Duration
+	(ExecutorType)(0),             // 8: toolwire.v1.ExecutorType
 }
 var file_toolwire_v1_call_proto_depIdxs = []int32{
 	0,  // 0: toolwire.v1.ToolCall.caller:type_name -> toolwire.v1.Caller
-	5,  // 1: toolwire.v1.ToolCall.accepted_at:type_name -> google.protobuf.Timestamp
-	5,  // 2: toolwire.v1.ToolCall.schedule_to_start_deadline:type_name -> google.protobuf.Timestamp
-	5,  // 3: toolwire.v1.ToolCall.deadline:type_name -> google.protobuf.Timestamp
-	6,  // 4: toolwire.v1.ToolCall.start_to_close:type_name -> google.protobuf.Duration
-	7,  // 5: toolwire.v1.ToolCall.executor:type_name -> toolwire.v1.ExecutorType
-	3,  // 6: toolwire.v1.ToolCall.after_hooks:type_name -> toolwire.v1.AfterHookBinding
-	2,  // 7: toolwire.v1.ToolCall.input:type_name -> toolwire.v1.InputRound
-	4,  // 8: toolwire.v1.InputRound.responses_json:type_name -> toolwire.v1.InputRound.ResponsesJsonEntry
-	6,  // 9: toolwire.v1.AfterHookBinding.timeout:type_name -> google.protobuf.Duration
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	6,  // 1: toolwire.v1.ToolCall.accepted_at:type_name -> google.protobuf.Timestamp
+	6,  // 2: toolwire.v1.ToolCall.schedule_to_start_deadline:type_name -> google.protobuf.Timestamp
+	6,  // 3: toolwire.v1.ToolCall.deadline:type_name -> google.protobuf.Timestamp
+	7,  // 4: toolwire.v1.ToolCall.start_to_close:type_name -> google.protobuf.Duration
+	8,  // 5: toolwire.v1.ToolCall.executor:type_name -> toolwire.v1.ExecutorType
+	4,  // 6: toolwire.v1.ToolCall.after_hooks:type_name -> toolwire.v1.AfterHookBinding
+	3,  // 7: toolwire.v1.ToolCall.input:type_name -> toolwire.v1.InputRound
+	2,  // 8: toolwire.v1.ToolCall.latency_budget:type_name -> toolwire.v1.CallLatencyBudget
+	7,  // 9: toolwire.v1.CallLatencyBudget.soft:type_name -> google.protobuf.Duration
+	5,  // 10: toolwire.v1.InputRound.responses_json:type_name -> toolwire.v1.InputRound.ResponsesJsonEntry
+	7,  // 11: toolwire.v1.AfterHookBinding.timeout:type_name -> google.protobuf.Duration
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_call_proto_init() }
@@ -640,7 +756,7 @@ func file_toolwire_v1_call_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_call_proto_rawDesc), len(file_toolwire_v1_call_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -202,6 +202,59 @@ func (CancelOutcome) EnumDescriptor() ([]byte, []int) {
 	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{2}
 }
 
+// SessionStateFilter selects sessions by state.
+type SessionStateFilter int32
+
+const (
+	// Every session.
+	SessionStateFilter_SESSION_STATE_FILTER_UNSPECIFIED SessionStateFilter = 0
+	// Sessions not ended.
+	SessionStateFilter_SESSION_STATE_FILTER_ACTIVE SessionStateFilter = 1
+	// Ended sessions.
+	SessionStateFilter_SESSION_STATE_FILTER_ENDED SessionStateFilter = 2
+)
+
+// Enum value maps for SessionStateFilter.
+var (
+	SessionStateFilter_name = map[int32]string{
+		0: "SESSION_STATE_FILTER_UNSPECIFIED",
+		1: "SESSION_STATE_FILTER_ACTIVE",
+		2: "SESSION_STATE_FILTER_ENDED",
+	}
+	SessionStateFilter_value = map[string]int32{
+		"SESSION_STATE_FILTER_UNSPECIFIED": 0,
+		"SESSION_STATE_FILTER_ACTIVE":      1,
+		"SESSION_STATE_FILTER_ENDED":       2,
+	}
+)
+
+func (x SessionStateFilter) Enum() *SessionStateFilter {
+	p := new(SessionStateFilter)
+	*p = x
+	return p
+}
+
+func (x SessionStateFilter) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SessionStateFilter) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolwire_v1_dispatcher_proto_enumTypes[3].Descriptor()
+}
+
+func (SessionStateFilter) Type() protoreflect.EnumType {
+	return &file_toolwire_v1_dispatcher_proto_enumTypes[3]
+}
+
+func (x SessionStateFilter) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SessionStateFilter.Descriptor instead.
+func (SessionStateFilter) EnumDescriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{3}
+}
+
 // CallRequest submits a call and waits for its terminal response. The
 // fields are flat so that a JSON client sends
 // `{"tool":"echo","arguments":{"text":"hi"}}`.
@@ -248,8 +301,14 @@ type CallRequest struct {
 	// The client capabilities the caller declares (ToolCall.
 	// client_capabilities_json).
 	ClientCapabilitiesJson string `protobuf:"bytes,18,opt,name=client_capabilities_json,json=clientCapabilitiesJson,proto3" json:"client_capabilities_json,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// Pin spec versions per session (needs `session`): the session's first
+	// call of a tool pins the version it resolves (Session.pinned_versions),
+	// and its later calls of that tool run that version. The policy can
+	// turn it on for a tenant, agent or mode (sessions: {pin_versions:
+	// true}); either turns it on.
+	PinSessionVersions bool `protobuf:"varint,19,opt,name=pin_session_versions,json=pinSessionVersions,proto3" json:"pin_session_versions,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *CallRequest) Reset() {
@@ -408,6 +467,13 @@ func (x *CallRequest) GetClientCapabilitiesJson() string {
 	return ""
 }
 
+func (x *CallRequest) GetPinSessionVersions() bool {
+	if x != nil {
+		return x.PinSessionVersions
+	}
+	return false
+}
+
 type CallResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	CallId   string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
@@ -529,6 +595,7 @@ type SubmitRequest struct {
 	Continues              string            `protobuf:"bytes,16,opt,name=continues,proto3" json:"continues,omitempty"`
 	InputResponsesJson     map[string]string `protobuf:"bytes,17,rep,name=input_responses_json,json=inputResponsesJson,proto3" json:"input_responses_json,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	ClientCapabilitiesJson string            `protobuf:"bytes,18,opt,name=client_capabilities_json,json=clientCapabilitiesJson,proto3" json:"client_capabilities_json,omitempty"`
+	PinSessionVersions     bool              `protobuf:"varint,19,opt,name=pin_session_versions,json=pinSessionVersions,proto3" json:"pin_session_versions,omitempty"`
 	unknownFields          protoimpl.UnknownFields
 	sizeCache              protoimpl.SizeCache
 }
@@ -666,6 +733,13 @@ func (x *SubmitRequest) GetClientCapabilitiesJson() string {
 		return x.ClientCapabilitiesJson
 	}
 	return ""
+}
+
+func (x *SubmitRequest) GetPinSessionVersions() bool {
+	if x != nil {
+		return x.PinSessionVersions
+	}
+	return false
 }
 
 type SubmitResponse struct {
@@ -1058,8 +1132,13 @@ type ListToolsRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Format ToolFormat             `protobuf:"varint,1,opt,name=format,proto3,enum=toolwire.v1.ToolFormat" json:"format,omitempty"`
 	// Glob on tool names; empty = all.
-	NameGlob      string       `protobuf:"bytes,2,opt,name=name_glob,json=nameGlob,proto3" json:"name_glob,omitempty"`
-	Executor      ExecutorType `protobuf:"varint,3,opt,name=executor,proto3,enum=toolwire.v1.ExecutorType" json:"executor,omitempty"`
+	NameGlob string       `protobuf:"bytes,2,opt,name=name_glob,json=nameGlob,proto3" json:"name_glob,omitempty"`
+	Executor ExecutorType `protobuf:"varint,3,opt,name=executor,proto3,enum=toolwire.v1.ExecutorType" json:"executor,omitempty"`
+	// The session the list is for: the tools its mode forbids outright are
+	// left out. Empty = no session.
+	Session string `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
+	// Only the tools of this category; unspecified = all.
+	Category      ToolCategory `protobuf:"varint,5,opt,name=category,proto3,enum=toolwire.v1.ToolCategory" json:"category,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1113,6 +1192,20 @@ func (x *ListToolsRequest) GetExecutor() ExecutorType {
 		return x.Executor
 	}
 	return ExecutorType_EXECUTOR_TYPE_UNSPECIFIED
+}
+
+func (x *ListToolsRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *ListToolsRequest) GetCategory() ToolCategory {
+	if x != nil {
+		return x.Category
+	}
+	return ToolCategory_TOOL_CATEGORY_UNSPECIFIED
 }
 
 type ListToolsResponse struct {
@@ -1402,9 +1495,16 @@ type Session struct {
 	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// Keys ("<call_id>/<intent_id>") of the most recently applied intents,
 	// remembered so that a repeated delivery applies nothing twice.
-	Applied       []string `protobuf:"bytes,12,rep,name=applied,proto3" json:"applied,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Applied []string `protobuf:"bytes,12,rep,name=applied,proto3" json:"applied,omitempty"`
+	// SET_MODE: the session's mode, a name the policy declares; empty =
+	// none.
+	Mode string `protobuf:"bytes,13,opt,name=mode,proto3" json:"mode,omitempty"`
+	// The spec version each tool's calls in the session run, by tool name
+	// (pin_session_versions, or the policy's sessions.pin_versions): set by
+	// the session's first call of the tool, cleared by ClearSessionPins.
+	PinnedVersions map[string]string `protobuf:"bytes,14,rep,name=pinned_versions,json=pinnedVersions,proto3" json:"pinned_versions,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -1517,6 +1617,20 @@ func (x *Session) GetUpdatedAt() *timestamppb.Timestamp {
 func (x *Session) GetApplied() []string {
 	if x != nil {
 		return x.Applied
+	}
+	return nil
+}
+
+func (x *Session) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *Session) GetPinnedVersions() map[string]string {
+	if x != nil {
+		return x.PinnedVersions
 	}
 	return nil
 }
@@ -1698,6 +1812,430 @@ func (x *GetSessionResponse) GetSession() *Session {
 	return nil
 }
 
+type SetSessionModeRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// A mode the policy in force declares (modes:); empty = none.
+	Mode          string `protobuf:"bytes,2,opt,name=mode,proto3" json:"mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSessionModeRequest) Reset() {
+	*x = SetSessionModeRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSessionModeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSessionModeRequest) ProtoMessage() {}
+
+func (x *SetSessionModeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSessionModeRequest.ProtoReflect.Descriptor instead.
+func (*SetSessionModeRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *SetSessionModeRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *SetSessionModeRequest) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+type SetSessionModeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSessionModeResponse) Reset() {
+	*x = SetSessionModeResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSessionModeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSessionModeResponse) ProtoMessage() {}
+
+func (x *SetSessionModeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSessionModeResponse.ProtoReflect.Descriptor instead.
+func (*SetSessionModeResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SetSessionModeResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+type ListSessionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unset = every state.
+	State SessionStateFilter `protobuf:"varint,1,opt,name=state,proto3,enum=toolwire.v1.SessionStateFilter" json:"state,omitempty"`
+	// Only sessions in this mode; empty = any mode.
+	Mode string `protobuf:"bytes,2,opt,name=mode,proto3" json:"mode,omitempty"`
+	// Most sessions to return; zero = 50, at most 500 (larger is lowered to
+	// it).
+	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Where to go on: a previous response's next_page_token; empty = from
+	// the start.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionsRequest) Reset() {
+	*x = ListSessionsRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionsRequest) ProtoMessage() {}
+
+func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
+func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ListSessionsRequest) GetState() SessionStateFilter {
+	if x != nil {
+		return x.State
+	}
+	return SessionStateFilter_SESSION_STATE_FILTER_UNSPECIFIED
+}
+
+func (x *ListSessionsRequest) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *ListSessionsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListSessionsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListSessionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Sessions in the order of their last update, oldest first, without
+	// log, state_json and applied. A session updated while a listing pages
+	// on may show again on a later page.
+	Sessions []*Session `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	// Empty when the listing is complete. A page may hold fewer than
+	// page_size sessions (the filters matched few of those read) and still
+	// have a next page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionsResponse) Reset() {
+	*x = ListSessionsResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionsResponse) ProtoMessage() {}
+
+func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
+func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ListSessionsResponse) GetSessions() []*Session {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+func (x *ListSessionsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type EndSessionRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// Why the session ends, recorded as its end_reason; at most 1,000 bytes
+	// of UTF-8.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndSessionRequest) Reset() {
+	*x = EndSessionRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndSessionRequest) ProtoMessage() {}
+
+func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndSessionRequest.ProtoReflect.Descriptor instead.
+func (*EndSessionRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *EndSessionRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *EndSessionRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type EndSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndSessionResponse) Reset() {
+	*x = EndSessionResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndSessionResponse) ProtoMessage() {}
+
+func (x *EndSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndSessionResponse.ProtoReflect.Descriptor instead.
+func (*EndSessionResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *EndSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+type ClearSessionPinsRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// The tool whose pin to clear; empty = every pin of the session.
+	Tool          string `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClearSessionPinsRequest) Reset() {
+	*x = ClearSessionPinsRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearSessionPinsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearSessionPinsRequest) ProtoMessage() {}
+
+func (x *ClearSessionPinsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearSessionPinsRequest.ProtoReflect.Descriptor instead.
+func (*ClearSessionPinsRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ClearSessionPinsRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *ClearSessionPinsRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+type ClearSessionPinsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClearSessionPinsResponse) Reset() {
+	*x = ClearSessionPinsResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearSessionPinsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearSessionPinsResponse) ProtoMessage() {}
+
+func (x *ClearSessionPinsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearSessionPinsResponse.ProtoReflect.Descriptor instead.
+func (*ClearSessionPinsResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ClearSessionPinsResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 type ApplyIntentsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	CallId        string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
@@ -1707,7 +2245,7 @@ type ApplyIntentsRequest struct {
 
 func (x *ApplyIntentsRequest) Reset() {
 	*x = ApplyIntentsRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[20]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1719,7 +2257,7 @@ func (x *ApplyIntentsRequest) String() string {
 func (*ApplyIntentsRequest) ProtoMessage() {}
 
 func (x *ApplyIntentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[20]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1732,7 +2270,7 @@ func (x *ApplyIntentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyIntentsRequest.ProtoReflect.Descriptor instead.
 func (*ApplyIntentsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{20}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ApplyIntentsRequest) GetCallId() string {
@@ -1757,7 +2295,7 @@ type ApplyIntentsResponse struct {
 
 func (x *ApplyIntentsResponse) Reset() {
 	*x = ApplyIntentsResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[21]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +2307,7 @@ func (x *ApplyIntentsResponse) String() string {
 func (*ApplyIntentsResponse) ProtoMessage() {}
 
 func (x *ApplyIntentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[21]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +2320,7 @@ func (x *ApplyIntentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyIntentsResponse.ProtoReflect.Descriptor instead.
 func (*ApplyIntentsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{21}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ApplyIntentsResponse) GetSession() *Session {
@@ -1835,7 +2373,7 @@ type GetOutputRequest struct {
 
 func (x *GetOutputRequest) Reset() {
 	*x = GetOutputRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[22]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1847,7 +2385,7 @@ func (x *GetOutputRequest) String() string {
 func (*GetOutputRequest) ProtoMessage() {}
 
 func (x *GetOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[22]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1860,7 +2398,7 @@ func (x *GetOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOutputRequest.ProtoReflect.Descriptor instead.
 func (*GetOutputRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{22}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetOutputRequest) GetCallId() string {
@@ -1918,7 +2456,7 @@ type GetOutputResponse struct {
 
 func (x *GetOutputResponse) Reset() {
 	*x = GetOutputResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[23]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1930,7 +2468,7 @@ func (x *GetOutputResponse) String() string {
 func (*GetOutputResponse) ProtoMessage() {}
 
 func (x *GetOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[23]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1943,7 +2481,7 @@ func (x *GetOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOutputResponse.ProtoReflect.Descriptor instead.
 func (*GetOutputResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{23}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetOutputResponse) GetCallId() string {
@@ -2026,7 +2564,7 @@ type OutputLine struct {
 
 func (x *OutputLine) Reset() {
 	*x = OutputLine{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[24]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2038,7 +2576,7 @@ func (x *OutputLine) String() string {
 func (*OutputLine) ProtoMessage() {}
 
 func (x *OutputLine) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[24]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2051,7 +2589,7 @@ func (x *OutputLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputLine.ProtoReflect.Descriptor instead.
 func (*OutputLine) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{24}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *OutputLine) GetNumber() int64 {
@@ -2098,7 +2636,7 @@ type ListApprovalsRequest struct {
 
 func (x *ListApprovalsRequest) Reset() {
 	*x = ListApprovalsRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[25]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2110,7 +2648,7 @@ func (x *ListApprovalsRequest) String() string {
 func (*ListApprovalsRequest) ProtoMessage() {}
 
 func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[25]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2123,7 +2661,7 @@ func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
 func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{25}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListApprovalsRequest) GetState() ApprovalState {
@@ -2172,7 +2710,7 @@ type ListApprovalsResponse struct {
 
 func (x *ListApprovalsResponse) Reset() {
 	*x = ListApprovalsResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[26]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2184,7 +2722,7 @@ func (x *ListApprovalsResponse) String() string {
 func (*ListApprovalsResponse) ProtoMessage() {}
 
 func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[26]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2197,7 +2735,7 @@ func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
 func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{26}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListApprovalsResponse) GetApprovals() []*Approval {
@@ -2223,7 +2761,7 @@ type GetApprovalRequest struct {
 
 func (x *GetApprovalRequest) Reset() {
 	*x = GetApprovalRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[27]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2235,7 +2773,7 @@ func (x *GetApprovalRequest) String() string {
 func (*GetApprovalRequest) ProtoMessage() {}
 
 func (x *GetApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[27]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2248,7 +2786,7 @@ func (x *GetApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetApprovalRequest.ProtoReflect.Descriptor instead.
 func (*GetApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{27}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetApprovalRequest) GetId() string {
@@ -2267,7 +2805,7 @@ type GetApprovalResponse struct {
 
 func (x *GetApprovalResponse) Reset() {
 	*x = GetApprovalResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[28]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2279,7 +2817,7 @@ func (x *GetApprovalResponse) String() string {
 func (*GetApprovalResponse) ProtoMessage() {}
 
 func (x *GetApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[28]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2292,7 +2830,7 @@ func (x *GetApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetApprovalResponse.ProtoReflect.Descriptor instead.
 func (*GetApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{28}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetApprovalResponse) GetApproval() *Approval {
@@ -2321,7 +2859,7 @@ type ApproveRequest struct {
 
 func (x *ApproveRequest) Reset() {
 	*x = ApproveRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[29]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2333,7 +2871,7 @@ func (x *ApproveRequest) String() string {
 func (*ApproveRequest) ProtoMessage() {}
 
 func (x *ApproveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[29]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2346,7 +2884,7 @@ func (x *ApproveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveRequest.ProtoReflect.Descriptor instead.
 func (*ApproveRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{29}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ApproveRequest) GetId() string {
@@ -2402,7 +2940,7 @@ type ApproveResponse struct {
 
 func (x *ApproveResponse) Reset() {
 	*x = ApproveResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[30]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2414,7 +2952,7 @@ func (x *ApproveResponse) String() string {
 func (*ApproveResponse) ProtoMessage() {}
 
 func (x *ApproveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[30]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2427,7 +2965,7 @@ func (x *ApproveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveResponse.ProtoReflect.Descriptor instead.
 func (*ApproveResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{30}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ApproveResponse) GetApproval() *Approval {
@@ -2455,7 +2993,7 @@ type DenyRequest struct {
 
 func (x *DenyRequest) Reset() {
 	*x = DenyRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[31]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2467,7 +3005,7 @@ func (x *DenyRequest) String() string {
 func (*DenyRequest) ProtoMessage() {}
 
 func (x *DenyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[31]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2480,7 +3018,7 @@ func (x *DenyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DenyRequest.ProtoReflect.Descriptor instead.
 func (*DenyRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{31}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DenyRequest) GetId() string {
@@ -2506,7 +3044,7 @@ type DenyResponse struct {
 
 func (x *DenyResponse) Reset() {
 	*x = DenyResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[32]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2518,7 +3056,7 @@ func (x *DenyResponse) String() string {
 func (*DenyResponse) ProtoMessage() {}
 
 func (x *DenyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[32]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2531,7 +3069,7 @@ func (x *DenyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DenyResponse.ProtoReflect.Descriptor instead.
 func (*DenyResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{32}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *DenyResponse) GetApproval() *Approval {
@@ -2551,7 +3089,7 @@ type ListGrantsRequest struct {
 
 func (x *ListGrantsRequest) Reset() {
 	*x = ListGrantsRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[33]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2563,7 +3101,7 @@ func (x *ListGrantsRequest) String() string {
 func (*ListGrantsRequest) ProtoMessage() {}
 
 func (x *ListGrantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[33]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2576,7 +3114,7 @@ func (x *ListGrantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGrantsRequest.ProtoReflect.Descriptor instead.
 func (*ListGrantsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{33}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListGrantsRequest) GetAgent() string {
@@ -2602,7 +3140,7 @@ type ListGrantsResponse struct {
 
 func (x *ListGrantsResponse) Reset() {
 	*x = ListGrantsResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[34]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2614,7 +3152,7 @@ func (x *ListGrantsResponse) String() string {
 func (*ListGrantsResponse) ProtoMessage() {}
 
 func (x *ListGrantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[34]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2627,7 +3165,7 @@ func (x *ListGrantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGrantsResponse.ProtoReflect.Descriptor instead.
 func (*ListGrantsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{34}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListGrantsResponse) GetGrants() []*Grant {
@@ -2646,7 +3184,7 @@ type RevokeGrantRequest struct {
 
 func (x *RevokeGrantRequest) Reset() {
 	*x = RevokeGrantRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[35]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2658,7 +3196,7 @@ func (x *RevokeGrantRequest) String() string {
 func (*RevokeGrantRequest) ProtoMessage() {}
 
 func (x *RevokeGrantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[35]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2671,7 +3209,7 @@ func (x *RevokeGrantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeGrantRequest.ProtoReflect.Descriptor instead.
 func (*RevokeGrantRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{35}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RevokeGrantRequest) GetId() string {
@@ -2691,7 +3229,7 @@ type RevokeGrantResponse struct {
 
 func (x *RevokeGrantResponse) Reset() {
 	*x = RevokeGrantResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[36]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2703,7 +3241,7 @@ func (x *RevokeGrantResponse) String() string {
 func (*RevokeGrantResponse) ProtoMessage() {}
 
 func (x *RevokeGrantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[36]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2716,7 +3254,7 @@ func (x *RevokeGrantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeGrantResponse.ProtoReflect.Descriptor instead.
 func (*RevokeGrantResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{36}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RevokeGrantResponse) GetRevoked() bool {
@@ -2739,7 +3277,7 @@ type ApplyPolicyRequest struct {
 
 func (x *ApplyPolicyRequest) Reset() {
 	*x = ApplyPolicyRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[37]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2751,7 +3289,7 @@ func (x *ApplyPolicyRequest) String() string {
 func (*ApplyPolicyRequest) ProtoMessage() {}
 
 func (x *ApplyPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[37]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2764,7 +3302,7 @@ func (x *ApplyPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyPolicyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{37}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ApplyPolicyRequest) GetDocument() string {
@@ -2813,7 +3351,7 @@ type ApplyPolicyResponse struct {
 
 func (x *ApplyPolicyResponse) Reset() {
 	*x = ApplyPolicyResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[38]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2825,7 +3363,7 @@ func (x *ApplyPolicyResponse) String() string {
 func (*ApplyPolicyResponse) ProtoMessage() {}
 
 func (x *ApplyPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[38]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2838,7 +3376,7 @@ func (x *ApplyPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyPolicyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{38}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ApplyPolicyResponse) GetVersion() *PolicyVersion {
@@ -2896,7 +3434,7 @@ type GetUsageRequest struct {
 
 func (x *GetUsageRequest) Reset() {
 	*x = GetUsageRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[39]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2908,7 +3446,7 @@ func (x *GetUsageRequest) String() string {
 func (*GetUsageRequest) ProtoMessage() {}
 
 func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[39]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2921,7 +3459,7 @@ func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetUsageRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{39}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetUsageRequest) GetAgent() string {
@@ -2984,7 +3522,7 @@ type LimitUsage struct {
 
 func (x *LimitUsage) Reset() {
 	*x = LimitUsage{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[40]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2996,7 +3534,7 @@ func (x *LimitUsage) String() string {
 func (*LimitUsage) ProtoMessage() {}
 
 func (x *LimitUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[40]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3009,7 +3547,7 @@ func (x *LimitUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitUsage.ProtoReflect.Descriptor instead.
 func (*LimitUsage) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{40}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *LimitUsage) GetLimit() string {
@@ -3121,7 +3659,7 @@ type GetUsageResponse struct {
 
 func (x *GetUsageResponse) Reset() {
 	*x = GetUsageResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[41]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3133,7 +3671,7 @@ func (x *GetUsageResponse) String() string {
 func (*GetUsageResponse) ProtoMessage() {}
 
 func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[41]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3146,7 +3684,7 @@ func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetUsageResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{41}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetUsageResponse) GetLimits() []*LimitUsage {
@@ -3171,7 +3709,7 @@ type RemovePolicyRequest struct {
 
 func (x *RemovePolicyRequest) Reset() {
 	*x = RemovePolicyRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[42]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3183,7 +3721,7 @@ func (x *RemovePolicyRequest) String() string {
 func (*RemovePolicyRequest) ProtoMessage() {}
 
 func (x *RemovePolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[42]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3196,7 +3734,7 @@ func (x *RemovePolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePolicyRequest.ProtoReflect.Descriptor instead.
 func (*RemovePolicyRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{42}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{50}
 }
 
 type RemovePolicyResponse struct {
@@ -3216,7 +3754,7 @@ type RemovePolicyResponse struct {
 
 func (x *RemovePolicyResponse) Reset() {
 	*x = RemovePolicyResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[43]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3228,7 +3766,7 @@ func (x *RemovePolicyResponse) String() string {
 func (*RemovePolicyResponse) ProtoMessage() {}
 
 func (x *RemovePolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[43]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3241,7 +3779,7 @@ func (x *RemovePolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePolicyResponse.ProtoReflect.Descriptor instead.
 func (*RemovePolicyResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{43}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RemovePolicyResponse) GetRemoved() bool {
@@ -3282,7 +3820,7 @@ type GetPolicyRequest struct {
 
 func (x *GetPolicyRequest) Reset() {
 	*x = GetPolicyRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[44]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3294,7 +3832,7 @@ func (x *GetPolicyRequest) String() string {
 func (*GetPolicyRequest) ProtoMessage() {}
 
 func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[44]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3307,7 +3845,7 @@ func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{44}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetPolicyRequest) GetVersion() string {
@@ -3329,7 +3867,7 @@ type GetPolicyResponse struct {
 
 func (x *GetPolicyResponse) Reset() {
 	*x = GetPolicyResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[45]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3341,7 +3879,7 @@ func (x *GetPolicyResponse) String() string {
 func (*GetPolicyResponse) ProtoMessage() {}
 
 func (x *GetPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[45]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3354,7 +3892,7 @@ func (x *GetPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{45}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetPolicyResponse) GetVersion() *PolicyVersion {
@@ -3381,7 +3919,7 @@ type ListPolicyVersionsRequest struct {
 
 func (x *ListPolicyVersionsRequest) Reset() {
 	*x = ListPolicyVersionsRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[46]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3393,7 +3931,7 @@ func (x *ListPolicyVersionsRequest) String() string {
 func (*ListPolicyVersionsRequest) ProtoMessage() {}
 
 func (x *ListPolicyVersionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[46]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3406,7 +3944,7 @@ func (x *ListPolicyVersionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPolicyVersionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPolicyVersionsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{46}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListPolicyVersionsRequest) GetLimit() int32 {
@@ -3426,7 +3964,7 @@ type ListPolicyVersionsResponse struct {
 
 func (x *ListPolicyVersionsResponse) Reset() {
 	*x = ListPolicyVersionsResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[47]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3438,7 +3976,7 @@ func (x *ListPolicyVersionsResponse) String() string {
 func (*ListPolicyVersionsResponse) ProtoMessage() {}
 
 func (x *ListPolicyVersionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[47]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3451,7 +3989,7 @@ func (x *ListPolicyVersionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPolicyVersionsResponse.ProtoReflect.Descriptor instead.
 func (*ListPolicyVersionsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{47}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListPolicyVersionsResponse) GetVersions() []*PolicyVersion {
@@ -3478,13 +4016,15 @@ type ExplainRequest struct {
 	ApprovalId string `protobuf:"bytes,9,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
 	// Decide with this policy version instead of the one in force.
 	PolicyVersion string `protobuf:"bytes,10,opt,name=policy_version,json=policyVersion,proto3" json:"policy_version,omitempty"`
+	// Decide as if the session were in this mode (caller.mode).
+	Mode          string `protobuf:"bytes,11,opt,name=mode,proto3" json:"mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[48]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3496,7 +4036,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[48]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3509,7 +4049,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{48}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ExplainRequest) GetTool() string {
@@ -3582,6 +4122,13 @@ func (x *ExplainRequest) GetPolicyVersion() string {
 	return ""
 }
 
+func (x *ExplainRequest) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
 // ExplainedRule is one rule the decision looked at.
 type ExplainedRule struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3603,7 +4150,7 @@ type ExplainedRule struct {
 
 func (x *ExplainedRule) Reset() {
 	*x = ExplainedRule{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[49]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3615,7 +4162,7 @@ func (x *ExplainedRule) String() string {
 func (*ExplainedRule) ProtoMessage() {}
 
 func (x *ExplainedRule) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[49]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3628,7 +4175,7 @@ func (x *ExplainedRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainedRule.ProtoReflect.Descriptor instead.
 func (*ExplainedRule) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{49}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ExplainedRule) GetId() string {
@@ -3694,14 +4241,18 @@ type ExplainResponse struct {
 	// Why the approval presented did not cover the call.
 	ApprovalError string `protobuf:"bytes,6,opt,name=approval_error,json=approvalError,proto3" json:"approval_error,omitempty"`
 	// Rules whose condition could not be evaluated.
-	Errors        []string `protobuf:"bytes,7,rep,name=errors,proto3" json:"errors,omitempty"`
+	Errors []string `protobuf:"bytes,7,rep,name=errors,proto3" json:"errors,omitempty"`
+	// The policy's session rules (sessions:) and what they do to this
+	// call: "required, opened_only, default_mode voice; ..."; empty when
+	// the policy has none.
+	Sessions      string `protobuf:"bytes,8,opt,name=sessions,proto3" json:"sessions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[50]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3713,7 +4264,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[50]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3726,7 +4277,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{50}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ExplainResponse) GetDecision() *PolicyDecision {
@@ -3778,11 +4329,18 @@ func (x *ExplainResponse) GetErrors() []string {
 	return nil
 }
 
+func (x *ExplainResponse) GetSessions() string {
+	if x != nil {
+		return x.Sessions
+	}
+	return ""
+}
+
 var File_toolwire_v1_dispatcher_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\n" +
-	"\x1ctoolwire/v1/dispatcher.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17toolwire/v1/event.proto\x1a\x18toolwire/v1/policy.proto\x1a\x1atoolwire/v1/response.proto\x1a\x16toolwire/v1/spec.proto\"\xd7\x06\n" +
+	"\x1ctoolwire/v1/dispatcher.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17toolwire/v1/event.proto\x1a\x18toolwire/v1/policy.proto\x1a\x1atoolwire/v1/response.proto\x1a\x16toolwire/v1/spec.proto\"\x89\a\n" +
 	"\vCallRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
@@ -3802,7 +4360,8 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x11wait_for_approval\x18\x0f \x01(\bR\x0fwaitForApproval\x12\x1c\n" +
 	"\tcontinues\x18\x10 \x01(\tR\tcontinues\x12b\n" +
 	"\x14input_responses_json\x18\x11 \x03(\v20.toolwire.v1.CallRequest.InputResponsesJsonEntryR\x12inputResponsesJson\x128\n" +
-	"\x18client_capabilities_json\x18\x12 \x01(\tR\x16clientCapabilitiesJson\x1aE\n" +
+	"\x18client_capabilities_json\x18\x12 \x01(\tR\x16clientCapabilitiesJson\x120\n" +
+	"\x14pin_session_versions\x18\x13 \x01(\bR\x12pinSessionVersions\x1aE\n" +
 	"\x17InputResponsesJsonEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc4\x02\n" +
@@ -3814,7 +4373,7 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\vapply_error\x18\x05 \x01(\tR\n" +
 	"applyError\x12 \n" +
 	"\vunconfirmed\x18\x06 \x01(\bR\vunconfirmed\x12C\n" +
-	"\x0frefused_intents\x18\a \x03(\v2\x1a.toolwire.v1.AppliedIntentR\x0erefusedIntents\"\xed\x05\n" +
+	"\x0frefused_intents\x18\a \x03(\v2\x1a.toolwire.v1.AppliedIntentR\x0erefusedIntents\"\x9f\x06\n" +
 	"\rSubmitRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
@@ -3831,7 +4390,8 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x0eapproval_token\x18\f \x01(\tR\rapprovalToken\x12\x1c\n" +
 	"\tcontinues\x18\x10 \x01(\tR\tcontinues\x12d\n" +
 	"\x14input_responses_json\x18\x11 \x03(\v22.toolwire.v1.SubmitRequest.InputResponsesJsonEntryR\x12inputResponsesJson\x128\n" +
-	"\x18client_capabilities_json\x18\x12 \x01(\tR\x16clientCapabilitiesJson\x1aE\n" +
+	"\x18client_capabilities_json\x18\x12 \x01(\tR\x16clientCapabilitiesJson\x120\n" +
+	"\x14pin_session_versions\x18\x13 \x01(\bR\x12pinSessionVersions\x1aE\n" +
 	"\x17InputResponsesJsonEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\r\x10\x0eJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"\xce\x01\n" +
@@ -3856,11 +4416,13 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"F\n" +
 	"\x0eCancelResponse\x124\n" +
-	"\aoutcome\x18\x01 \x01(\x0e2\x1a.toolwire.v1.CancelOutcomeR\aoutcome\"\x97\x01\n" +
+	"\aoutcome\x18\x01 \x01(\x0e2\x1a.toolwire.v1.CancelOutcomeR\aoutcome\"\xe8\x01\n" +
 	"\x10ListToolsRequest\x12/\n" +
 	"\x06format\x18\x01 \x01(\x0e2\x17.toolwire.v1.ToolFormatR\x06format\x12\x1b\n" +
 	"\tname_glob\x18\x02 \x01(\tR\bnameGlob\x125\n" +
-	"\bexecutor\x18\x03 \x01(\x0e2\x19.toolwire.v1.ExecutorTypeR\bexecutor\"_\n" +
+	"\bexecutor\x18\x03 \x01(\x0e2\x19.toolwire.v1.ExecutorTypeR\bexecutor\x12\x18\n" +
+	"\asession\x18\x04 \x01(\tR\asession\x125\n" +
+	"\bcategory\x18\x05 \x01(\x0e2\x19.toolwire.v1.ToolCategoryR\bcategory\"_\n" +
 	"\x11ListToolsResponse\x12+\n" +
 	"\x05tools\x18\x01 \x03(\v2\x15.toolwire.v1.ToolSpecR\x05tools\x12\x1d\n" +
 	"\n" +
@@ -3876,7 +4438,7 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
 	"\x0fdefinition_hash\x18\x02 \x01(\tR\x0edefinitionHash\"@\n" +
 	"\x13ApproveToolResponse\x12)\n" +
-	"\x04tool\x18\x01 \x01(\v2\x15.toolwire.v1.ToolSpecR\x04tool\"\x92\x04\n" +
+	"\x04tool\x18\x01 \x01(\v2\x15.toolwire.v1.ToolSpecR\x04tool\"\xbc\x05\n" +
 	"\aSession\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x18\n" +
 	"\asession\x18\x02 \x01(\tR\asession\x12B\n" +
@@ -3893,8 +4455,13 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	" \x01(\x04R\brevision\x129\n" +
 	"\n" +
 	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x18\n" +
-	"\aapplied\x18\f \x03(\tR\aapplied\x1a<\n" +
+	"\aapplied\x18\f \x03(\tR\aapplied\x12\x12\n" +
+	"\x04mode\x18\r \x01(\tR\x04mode\x12Q\n" +
+	"\x0fpinned_versions\x18\x0e \x03(\v2(.toolwire.v1.Session.PinnedVersionsEntryR\x0epinnedVersions\x1a<\n" +
 	"\x0eStateJsonEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aA\n" +
+	"\x13PinnedVersionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd1\x01\n" +
 	"\rAppliedIntent\x12\x17\n" +
@@ -3908,6 +4475,30 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x11GetSessionRequest\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\"D\n" +
 	"\x12GetSessionResponse\x12.\n" +
+	"\asession\x18\x01 \x01(\v2\x14.toolwire.v1.SessionR\asession\"E\n" +
+	"\x15SetSessionModeRequest\x12\x18\n" +
+	"\asession\x18\x01 \x01(\tR\asession\x12\x12\n" +
+	"\x04mode\x18\x02 \x01(\tR\x04mode\"H\n" +
+	"\x16SetSessionModeResponse\x12.\n" +
+	"\asession\x18\x01 \x01(\v2\x14.toolwire.v1.SessionR\asession\"\x9c\x01\n" +
+	"\x13ListSessionsRequest\x125\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x1f.toolwire.v1.SessionStateFilterR\x05state\x12\x12\n" +
+	"\x04mode\x18\x02 \x01(\tR\x04mode\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"p\n" +
+	"\x14ListSessionsResponse\x120\n" +
+	"\bsessions\x18\x01 \x03(\v2\x14.toolwire.v1.SessionR\bsessions\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"E\n" +
+	"\x11EndSessionRequest\x12\x18\n" +
+	"\asession\x18\x01 \x01(\tR\asession\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"D\n" +
+	"\x12EndSessionResponse\x12.\n" +
+	"\asession\x18\x01 \x01(\v2\x14.toolwire.v1.SessionR\asession\"G\n" +
+	"\x17ClearSessionPinsRequest\x12\x18\n" +
+	"\asession\x18\x01 \x01(\tR\asession\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\"J\n" +
+	"\x18ClearSessionPinsResponse\x12.\n" +
 	"\asession\x18\x01 \x01(\v2\x14.toolwire.v1.SessionR\asession\".\n" +
 	"\x13ApplyIntentsRequest\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\"\xb0\x01\n" +
@@ -4036,7 +4627,7 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x19ListPolicyVersionsRequest\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\x05R\x05limit\"T\n" +
 	"\x1aListPolicyVersionsResponse\x126\n" +
-	"\bversions\x18\x01 \x03(\v2\x1a.toolwire.v1.PolicyVersionR\bversions\"\xa4\x02\n" +
+	"\bversions\x18\x01 \x03(\v2\x1a.toolwire.v1.PolicyVersionR\bversions\"\xb8\x02\n" +
 	"\x0eExplainRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12%\n" +
 	"\x0earguments_json\x18\x02 \x01(\tR\rargumentsJson\x12!\n" +
@@ -4049,7 +4640,8 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\vapproval_id\x18\t \x01(\tR\n" +
 	"approvalId\x12%\n" +
 	"\x0epolicy_version\x18\n" +
-	" \x01(\tR\rpolicyVersion\"\xa7\x01\n" +
+	" \x01(\tR\rpolicyVersion\x12\x12\n" +
+	"\x04mode\x18\v \x01(\tR\x04mode\"\xa7\x01\n" +
 	"\rExplainedRule\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05layer\x18\x02 \x01(\tR\x05layer\x12\x16\n" +
@@ -4057,7 +4649,7 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\amatched\x18\x04 \x01(\bR\amatched\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x12\n" +
 	"\x04note\x18\x06 \x01(\tR\x04note\x12\x12\n" +
-	"\x04line\x18\a \x01(\x05R\x04line\"\x95\x02\n" +
+	"\x04line\x18\a \x01(\x05R\x04line\"\xb1\x02\n" +
 	"\x0fExplainResponse\x127\n" +
 	"\bdecision\x18\x01 \x01(\v2\x1b.toolwire.v1.PolicyDecisionR\bdecision\x12\x16\n" +
 	"\x06layers\x18\x02 \x03(\tR\x06layers\x120\n" +
@@ -4065,7 +4657,8 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x06others\x18\x04 \x01(\x05R\x06others\x12(\n" +
 	"\x05grant\x18\x05 \x01(\v2\x12.toolwire.v1.GrantR\x05grant\x12%\n" +
 	"\x0eapproval_error\x18\x06 \x01(\tR\rapprovalError\x12\x16\n" +
-	"\x06errors\x18\a \x03(\tR\x06errors*\x8e\x01\n" +
+	"\x06errors\x18\a \x03(\tR\x06errors\x12\x1a\n" +
+	"\bsessions\x18\b \x01(\tR\bsessions*\x8e\x01\n" +
 	"\tCallState\x12\x1a\n" +
 	"\x16CALL_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12CALL_STATE_PENDING\x10\x01\x12\x13\n" +
@@ -4084,7 +4677,11 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x1aCANCEL_OUTCOME_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CANCEL_OUTCOME_REQUESTED\x10\x01\x12#\n" +
 	"\x1fCANCEL_OUTCOME_ALREADY_FINISHED\x10\x02\x12\x1f\n" +
-	"\x1bCANCEL_OUTCOME_UNKNOWN_CALL\x10\x032\xab\x0e\n" +
+	"\x1bCANCEL_OUTCOME_UNKNOWN_CALL\x10\x03*{\n" +
+	"\x12SessionStateFilter\x12$\n" +
+	" SESSION_STATE_FILTER_UNSPECIFIED\x10\x00\x12\x1f\n" +
+	"\x1bSESSION_STATE_FILTER_ACTIVE\x10\x01\x12\x1e\n" +
+	"\x1aSESSION_STATE_FILTER_ENDED\x10\x022\x90\x11\n" +
 	"\x11DispatcherService\x12;\n" +
 	"\x04Call\x12\x18.toolwire.v1.CallRequest\x1a\x19.toolwire.v1.CallResponse\x12A\n" +
 	"\x06Submit\x12\x1a.toolwire.v1.SubmitRequest\x1a\x1b.toolwire.v1.SubmitResponse\x12O\n" +
@@ -4096,7 +4693,12 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\vApproveTool\x12\x1f.toolwire.v1.ApproveToolRequest\x1a .toolwire.v1.ApproveToolResponse\x12R\n" +
 	"\n" +
 	"GetSession\x12\x1e.toolwire.v1.GetSessionRequest\x1a\x1f.toolwire.v1.GetSessionResponse\"\x03\x90\x02\x01\x12S\n" +
-	"\fApplyIntents\x12 .toolwire.v1.ApplyIntentsRequest\x1a!.toolwire.v1.ApplyIntentsResponse\x12O\n" +
+	"\fApplyIntents\x12 .toolwire.v1.ApplyIntentsRequest\x1a!.toolwire.v1.ApplyIntentsResponse\x12Y\n" +
+	"\x0eSetSessionMode\x12\".toolwire.v1.SetSessionModeRequest\x1a#.toolwire.v1.SetSessionModeResponse\x12X\n" +
+	"\fListSessions\x12 .toolwire.v1.ListSessionsRequest\x1a!.toolwire.v1.ListSessionsResponse\"\x03\x90\x02\x01\x12M\n" +
+	"\n" +
+	"EndSession\x12\x1e.toolwire.v1.EndSessionRequest\x1a\x1f.toolwire.v1.EndSessionResponse\x12_\n" +
+	"\x10ClearSessionPins\x12$.toolwire.v1.ClearSessionPinsRequest\x1a%.toolwire.v1.ClearSessionPinsResponse\x12O\n" +
 	"\tGetOutput\x12\x1d.toolwire.v1.GetOutputRequest\x1a\x1e.toolwire.v1.GetOutputResponse\"\x03\x90\x02\x01\x12[\n" +
 	"\rListApprovals\x12!.toolwire.v1.ListApprovalsRequest\x1a\".toolwire.v1.ListApprovalsResponse\"\x03\x90\x02\x01\x12U\n" +
 	"\vGetApproval\x12\x1f.toolwire.v1.GetApprovalRequest\x1a .toolwire.v1.GetApprovalResponse\"\x03\x90\x02\x01\x12D\n" +
@@ -4124,193 +4726,219 @@ func file_toolwire_v1_dispatcher_proto_rawDescGZIP() []byte {
 	return file_toolwire_v1_dispatcher_proto_rawDescData
 }
 
-var file_toolwire_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_toolwire_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
 var file_toolwire_v1_dispatcher_proto_goTypes = []any{
 	(CallState)(0),                     // 0: toolwire.v1.CallState
 	(ToolFormat)(0),                    // 1: toolwire.v1.ToolFormat
 	(CancelOutcome)(0),                 // 2: toolwire.v1.CancelOutcome
-	(*CallRequest)(nil),                // 3: toolwire.v1.CallRequest
-	(*CallResponse)(nil),               // 4: toolwire.v1.CallResponse
-	(*SubmitRequest)(nil),              // 5: toolwire.v1.SubmitRequest
-	(*SubmitResponse)(nil),             // 6: toolwire.v1.SubmitResponse
-	(*GetResultRequest)(nil),           // 7: toolwire.v1.GetResultRequest
-	(*GetResultResponse)(nil),          // 8: toolwire.v1.GetResultResponse
-	(*WatchRequest)(nil),               // 9: toolwire.v1.WatchRequest
-	(*WatchResponse)(nil),              // 10: toolwire.v1.WatchResponse
-	(*CancelRequest)(nil),              // 11: toolwire.v1.CancelRequest
-	(*CancelResponse)(nil),             // 12: toolwire.v1.CancelResponse
-	(*ListToolsRequest)(nil),           // 13: toolwire.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),          // 14: toolwire.v1.ListToolsResponse
-	(*GetToolRequest)(nil),             // 15: toolwire.v1.GetToolRequest
-	(*GetToolResponse)(nil),            // 16: toolwire.v1.GetToolResponse
-	(*ApproveToolRequest)(nil),         // 17: toolwire.v1.ApproveToolRequest
-	(*ApproveToolResponse)(nil),        // 18: toolwire.v1.ApproveToolResponse
-	(*Session)(nil),                    // 19: toolwire.v1.Session
-	(*AppliedIntent)(nil),              // 20: toolwire.v1.AppliedIntent
-	(*GetSessionRequest)(nil),          // 21: toolwire.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),         // 22: toolwire.v1.GetSessionResponse
-	(*ApplyIntentsRequest)(nil),        // 23: toolwire.v1.ApplyIntentsRequest
-	(*ApplyIntentsResponse)(nil),       // 24: toolwire.v1.ApplyIntentsResponse
-	(*GetOutputRequest)(nil),           // 25: toolwire.v1.GetOutputRequest
-	(*GetOutputResponse)(nil),          // 26: toolwire.v1.GetOutputResponse
-	(*OutputLine)(nil),                 // 27: toolwire.v1.OutputLine
-	(*ListApprovalsRequest)(nil),       // 28: toolwire.v1.ListApprovalsRequest
-	(*ListApprovalsResponse)(nil),      // 29: toolwire.v1.ListApprovalsResponse
-	(*GetApprovalRequest)(nil),         // 30: toolwire.v1.GetApprovalRequest
-	(*GetApprovalResponse)(nil),        // 31: toolwire.v1.GetApprovalResponse
-	(*ApproveRequest)(nil),             // 32: toolwire.v1.ApproveRequest
-	(*ApproveResponse)(nil),            // 33: toolwire.v1.ApproveResponse
-	(*DenyRequest)(nil),                // 34: toolwire.v1.DenyRequest
-	(*DenyResponse)(nil),               // 35: toolwire.v1.DenyResponse
-	(*ListGrantsRequest)(nil),          // 36: toolwire.v1.ListGrantsRequest
-	(*ListGrantsResponse)(nil),         // 37: toolwire.v1.ListGrantsResponse
-	(*RevokeGrantRequest)(nil),         // 38: toolwire.v1.RevokeGrantRequest
-	(*RevokeGrantResponse)(nil),        // 39: toolwire.v1.RevokeGrantResponse
-	(*ApplyPolicyRequest)(nil),         // 40: toolwire.v1.ApplyPolicyRequest
-	(*ApplyPolicyResponse)(nil),        // 41: toolwire.v1.ApplyPolicyResponse
-	(*GetUsageRequest)(nil),            // 42: toolwire.v1.GetUsageRequest
-	(*LimitUsage)(nil),                 // 43: toolwire.v1.LimitUsage
-	(*GetUsageResponse)(nil),           // 44: toolwire.v1.GetUsageResponse
-	(*RemovePolicyRequest)(nil),        // 45: toolwire.v1.RemovePolicyRequest
-	(*RemovePolicyResponse)(nil),       // 46: toolwire.v1.RemovePolicyResponse
-	(*GetPolicyRequest)(nil),           // 47: toolwire.v1.GetPolicyRequest
-	(*GetPolicyResponse)(nil),          // 48: toolwire.v1.GetPolicyResponse
-	(*ListPolicyVersionsRequest)(nil),  // 49: toolwire.v1.ListPolicyVersionsRequest
-	(*ListPolicyVersionsResponse)(nil), // 50: toolwire.v1.ListPolicyVersionsResponse
-	(*ExplainRequest)(nil),             // 51: toolwire.v1.ExplainRequest
-	(*ExplainedRule)(nil),              // 52: toolwire.v1.ExplainedRule
-	(*ExplainResponse)(nil),            // 53: toolwire.v1.ExplainResponse
-	nil,                                // 54: toolwire.v1.CallRequest.InputResponsesJsonEntry
-	nil,                                // 55: toolwire.v1.SubmitRequest.InputResponsesJsonEntry
-	nil,                                // 56: toolwire.v1.Session.StateJsonEntry
-	nil,                                // 57: toolwire.v1.ApproveRequest.ArgsPatternEntry
-	nil,                                // 58: toolwire.v1.ApplyPolicyResponse.ReplicasNotInForceEntry
-	nil,                                // 59: toolwire.v1.RemovePolicyResponse.ReplicasNotInForceEntry
-	(*structpb.Struct)(nil),            // 60: google.protobuf.Struct
-	(*durationpb.Duration)(nil),        // 61: google.protobuf.Duration
-	(*ToolResponse)(nil),               // 62: toolwire.v1.ToolResponse
-	(*CallEvent)(nil),                  // 63: toolwire.v1.CallEvent
-	(ExecutorType)(0),                  // 64: toolwire.v1.ExecutorType
-	(*ToolSpec)(nil),                   // 65: toolwire.v1.ToolSpec
-	(*timestamppb.Timestamp)(nil),      // 66: google.protobuf.Timestamp
-	(ApprovalState)(0),                 // 67: toolwire.v1.ApprovalState
-	(*Approval)(nil),                   // 68: toolwire.v1.Approval
-	(ApprovalScope)(0),                 // 69: toolwire.v1.ApprovalScope
-	(*Grant)(nil),                      // 70: toolwire.v1.Grant
-	(*PolicyVersion)(nil),              // 71: toolwire.v1.PolicyVersion
-	(*PolicyDecision)(nil),             // 72: toolwire.v1.PolicyDecision
+	(SessionStateFilter)(0),            // 3: toolwire.v1.SessionStateFilter
+	(*CallRequest)(nil),                // 4: toolwire.v1.CallRequest
+	(*CallResponse)(nil),               // 5: toolwire.v1.CallResponse
+	(*SubmitRequest)(nil),              // 6: toolwire.v1.SubmitRequest
+	(*SubmitResponse)(nil),             // 7: toolwire.v1.SubmitResponse
+	(*GetResultRequest)(nil),           // 8: toolwire.v1.GetResultRequest
+	(*GetResultResponse)(nil),          // 9: toolwire.v1.GetResultResponse
+	(*WatchRequest)(nil),               // 10: toolwire.v1.WatchRequest
+	(*WatchResponse)(nil),              // 11: toolwire.v1.WatchResponse
+	(*CancelRequest)(nil),              // 12: toolwire.v1.CancelRequest
+	(*CancelResponse)(nil),             // 13: toolwire.v1.CancelResponse
+	(*ListToolsRequest)(nil),           // 14: toolwire.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),          // 15: toolwire.v1.ListToolsResponse
+	(*GetToolRequest)(nil),             // 16: toolwire.v1.GetToolRequest
+	(*GetToolResponse)(nil),            // 17: toolwire.v1.GetToolResponse
+	(*ApproveToolRequest)(nil),         // 18: toolwire.v1.ApproveToolRequest
+	(*ApproveToolResponse)(nil),        // 19: toolwire.v1.ApproveToolResponse
+	(*Session)(nil),                    // 20: toolwire.v1.Session
+	(*AppliedIntent)(nil),              // 21: toolwire.v1.AppliedIntent
+	(*GetSessionRequest)(nil),          // 22: toolwire.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),         // 23: toolwire.v1.GetSessionResponse
+	(*SetSessionModeRequest)(nil),      // 24: toolwire.v1.SetSessionModeRequest
+	(*SetSessionModeResponse)(nil),     // 25: toolwire.v1.SetSessionModeResponse
+	(*ListSessionsRequest)(nil),        // 26: toolwire.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),       // 27: toolwire.v1.ListSessionsResponse
+	(*EndSessionRequest)(nil),          // 28: toolwire.v1.EndSessionRequest
+	(*EndSessionResponse)(nil),         // 29: toolwire.v1.EndSessionResponse
+	(*ClearSessionPinsRequest)(nil),    // 30: toolwire.v1.ClearSessionPinsRequest
+	(*ClearSessionPinsResponse)(nil),   // 31: toolwire.v1.ClearSessionPinsResponse
+	(*ApplyIntentsRequest)(nil),        // 32: toolwire.v1.ApplyIntentsRequest
+	(*ApplyIntentsResponse)(nil),       // 33: toolwire.v1.ApplyIntentsResponse
+	(*GetOutputRequest)(nil),           // 34: toolwire.v1.GetOutputRequest
+	(*GetOutputResponse)(nil),          // 35: toolwire.v1.GetOutputResponse
+	(*OutputLine)(nil),                 // 36: toolwire.v1.OutputLine
+	(*ListApprovalsRequest)(nil),       // 37: toolwire.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),      // 38: toolwire.v1.ListApprovalsResponse
+	(*GetApprovalRequest)(nil),         // 39: toolwire.v1.GetApprovalRequest
+	(*GetApprovalResponse)(nil),        // 40: toolwire.v1.GetApprovalResponse
+	(*ApproveRequest)(nil),             // 41: toolwire.v1.ApproveRequest
+	(*ApproveResponse)(nil),            // 42: toolwire.v1.ApproveResponse
+	(*DenyRequest)(nil),                // 43: toolwire.v1.DenyRequest
+	(*DenyResponse)(nil),               // 44: toolwire.v1.DenyResponse
+	(*ListGrantsRequest)(nil),          // 45: toolwire.v1.ListGrantsRequest
+	(*ListGrantsResponse)(nil),         // 46: toolwire.v1.ListGrantsResponse
+	(*RevokeGrantRequest)(nil),         // 47: toolwire.v1.RevokeGrantRequest
+	(*RevokeGrantResponse)(nil),        // 48: toolwire.v1.RevokeGrantResponse
+	(*ApplyPolicyRequest)(nil),         // 49: toolwire.v1.ApplyPolicyRequest
+	(*ApplyPolicyResponse)(nil),        // 50: toolwire.v1.ApplyPolicyResponse
+	(*GetUsageRequest)(nil),            // 51: toolwire.v1.GetUsageRequest
+	(*LimitUsage)(nil),                 // 52: toolwire.v1.LimitUsage
+	(*GetUsageResponse)(nil),           // 53: toolwire.v1.GetUsageResponse
+	(*RemovePolicyRequest)(nil),        // 54: toolwire.v1.RemovePolicyRequest
+	(*RemovePolicyResponse)(nil),       // 55: toolwire.v1.RemovePolicyResponse
+	(*GetPolicyRequest)(nil),           // 56: toolwire.v1.GetPolicyRequest
+	(*GetPolicyResponse)(nil),          // 57: toolwire.v1.GetPolicyResponse
+	(*ListPolicyVersionsRequest)(nil),  // 58: toolwire.v1.ListPolicyVersionsRequest
+	(*ListPolicyVersionsResponse)(nil), // 59: toolwire.v1.ListPolicyVersionsResponse
+	(*ExplainRequest)(nil),             // 60: toolwire.v1.ExplainRequest
+	(*ExplainedRule)(nil),              // 61: toolwire.v1.ExplainedRule
+	(*ExplainResponse)(nil),            // 62: toolwire.v1.ExplainResponse
+	nil,                                // 63: toolwire.v1.CallRequest.InputResponsesJsonEntry
+	nil,                                // 64: toolwire.v1.SubmitRequest.InputResponsesJsonEntry
+	nil,                                // 65: toolwire.v1.Session.StateJsonEntry
+	nil,                                // 66: toolwire.v1.Session.PinnedVersionsEntry
+	nil,                                // 67: toolwire.v1.ApproveRequest.ArgsPatternEntry
+	nil,                                // 68: toolwire.v1.ApplyPolicyResponse.ReplicasNotInForceEntry
+	nil,                                // 69: toolwire.v1.RemovePolicyResponse.ReplicasNotInForceEntry
+	(*structpb.Struct)(nil),            // 70: google.protobuf.Struct
+	(*durationpb.Duration)(nil),        // 71: google.protobuf.Duration
+	(*ToolResponse)(nil),               // 72: toolwire.v1.ToolResponse
+	(*CallEvent)(nil),                  // 73: toolwire.v1.CallEvent
+	(ExecutorType)(0),                  // 74: toolwire.v1.ExecutorType
+	(ToolCategory)(0),                  // 75: toolwire.v1.ToolCategory
+	(*ToolSpec)(nil),                   // 76: toolwire.v1.ToolSpec
+	(*timestamppb.Timestamp)(nil),      // 77: google.protobuf.Timestamp
+	(ApprovalState)(0),                 // 78: toolwire.v1.ApprovalState
+	(*Approval)(nil),                   // 79: toolwire.v1.Approval
+	(ApprovalScope)(0),                 // 80: toolwire.v1.ApprovalScope
+	(*Grant)(nil),                      // 81: toolwire.v1.Grant
+	(*PolicyVersion)(nil),              // 82: toolwire.v1.PolicyVersion
+	(*PolicyDecision)(nil),             // 83: toolwire.v1.PolicyDecision
 }
 var file_toolwire_v1_dispatcher_proto_depIdxs = []int32{
-	60, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
-	61, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	61, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	61, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
-	54, // 4: toolwire.v1.CallRequest.input_responses_json:type_name -> toolwire.v1.CallRequest.InputResponsesJsonEntry
+	70, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
+	71, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	71, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	71, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
+	63, // 4: toolwire.v1.CallRequest.input_responses_json:type_name -> toolwire.v1.CallRequest.InputResponsesJsonEntry
 	0,  // 5: toolwire.v1.CallResponse.state:type_name -> toolwire.v1.CallState
-	62, // 6: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
-	19, // 7: toolwire.v1.CallResponse.session:type_name -> toolwire.v1.Session
-	20, // 8: toolwire.v1.CallResponse.refused_intents:type_name -> toolwire.v1.AppliedIntent
-	60, // 9: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
-	61, // 10: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	61, // 11: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	55, // 12: toolwire.v1.SubmitRequest.input_responses_json:type_name -> toolwire.v1.SubmitRequest.InputResponsesJsonEntry
-	62, // 13: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
+	72, // 6: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
+	20, // 7: toolwire.v1.CallResponse.session:type_name -> toolwire.v1.Session
+	21, // 8: toolwire.v1.CallResponse.refused_intents:type_name -> toolwire.v1.AppliedIntent
+	70, // 9: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
+	71, // 10: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	71, // 11: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	64, // 12: toolwire.v1.SubmitRequest.input_responses_json:type_name -> toolwire.v1.SubmitRequest.InputResponsesJsonEntry
+	72, // 13: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
 	0,  // 14: toolwire.v1.SubmitResponse.state:type_name -> toolwire.v1.CallState
-	61, // 15: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
+	71, // 15: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
 	0,  // 16: toolwire.v1.GetResultResponse.state:type_name -> toolwire.v1.CallState
-	62, // 17: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
-	63, // 18: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
+	72, // 17: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
+	73, // 18: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
 	2,  // 19: toolwire.v1.CancelResponse.outcome:type_name -> toolwire.v1.CancelOutcome
 	1,  // 20: toolwire.v1.ListToolsRequest.format:type_name -> toolwire.v1.ToolFormat
-	64, // 21: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
-	65, // 22: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
-	1,  // 23: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
-	65, // 24: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	65, // 25: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	56, // 26: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
-	20, // 27: toolwire.v1.Session.log:type_name -> toolwire.v1.AppliedIntent
-	66, // 28: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	66, // 29: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
-	19, // 30: toolwire.v1.GetSessionResponse.session:type_name -> toolwire.v1.Session
-	19, // 31: toolwire.v1.ApplyIntentsResponse.session:type_name -> toolwire.v1.Session
-	20, // 32: toolwire.v1.ApplyIntentsResponse.refused:type_name -> toolwire.v1.AppliedIntent
-	0,  // 33: toolwire.v1.GetOutputResponse.state:type_name -> toolwire.v1.CallState
-	27, // 34: toolwire.v1.GetOutputResponse.lines:type_name -> toolwire.v1.OutputLine
-	67, // 35: toolwire.v1.ListApprovalsRequest.state:type_name -> toolwire.v1.ApprovalState
-	68, // 36: toolwire.v1.ListApprovalsResponse.approvals:type_name -> toolwire.v1.Approval
-	68, // 37: toolwire.v1.GetApprovalResponse.approval:type_name -> toolwire.v1.Approval
-	69, // 38: toolwire.v1.ApproveRequest.scope:type_name -> toolwire.v1.ApprovalScope
-	57, // 39: toolwire.v1.ApproveRequest.args_pattern:type_name -> toolwire.v1.ApproveRequest.ArgsPatternEntry
-	61, // 40: toolwire.v1.ApproveRequest.ttl:type_name -> google.protobuf.Duration
-	68, // 41: toolwire.v1.ApproveResponse.approval:type_name -> toolwire.v1.Approval
-	70, // 42: toolwire.v1.ApproveResponse.grant:type_name -> toolwire.v1.Grant
-	68, // 43: toolwire.v1.DenyResponse.approval:type_name -> toolwire.v1.Approval
-	70, // 44: toolwire.v1.ListGrantsResponse.grants:type_name -> toolwire.v1.Grant
-	71, // 45: toolwire.v1.ApplyPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
-	58, // 46: toolwire.v1.ApplyPolicyResponse.replicas_not_in_force:type_name -> toolwire.v1.ApplyPolicyResponse.ReplicasNotInForceEntry
-	61, // 47: toolwire.v1.LimitUsage.rate_per:type_name -> google.protobuf.Duration
-	61, // 48: toolwire.v1.LimitUsage.budget_window:type_name -> google.protobuf.Duration
-	66, // 49: toolwire.v1.LimitUsage.reset_at:type_name -> google.protobuf.Timestamp
-	43, // 50: toolwire.v1.GetUsageResponse.limits:type_name -> toolwire.v1.LimitUsage
-	71, // 51: toolwire.v1.RemovePolicyResponse.in_force:type_name -> toolwire.v1.PolicyVersion
-	59, // 52: toolwire.v1.RemovePolicyResponse.replicas_not_in_force:type_name -> toolwire.v1.RemovePolicyResponse.ReplicasNotInForceEntry
-	71, // 53: toolwire.v1.GetPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
-	71, // 54: toolwire.v1.ListPolicyVersionsResponse.versions:type_name -> toolwire.v1.PolicyVersion
-	72, // 55: toolwire.v1.ExplainResponse.decision:type_name -> toolwire.v1.PolicyDecision
-	52, // 56: toolwire.v1.ExplainResponse.rules:type_name -> toolwire.v1.ExplainedRule
-	70, // 57: toolwire.v1.ExplainResponse.grant:type_name -> toolwire.v1.Grant
-	3,  // 58: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
-	5,  // 59: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
-	7,  // 60: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
-	9,  // 61: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
-	11, // 62: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
-	13, // 63: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
-	15, // 64: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
-	17, // 65: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
-	21, // 66: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
-	23, // 67: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
-	25, // 68: toolwire.v1.DispatcherService.GetOutput:input_type -> toolwire.v1.GetOutputRequest
-	28, // 69: toolwire.v1.DispatcherService.ListApprovals:input_type -> toolwire.v1.ListApprovalsRequest
-	30, // 70: toolwire.v1.DispatcherService.GetApproval:input_type -> toolwire.v1.GetApprovalRequest
-	32, // 71: toolwire.v1.DispatcherService.Approve:input_type -> toolwire.v1.ApproveRequest
-	34, // 72: toolwire.v1.DispatcherService.Deny:input_type -> toolwire.v1.DenyRequest
-	36, // 73: toolwire.v1.DispatcherService.ListGrants:input_type -> toolwire.v1.ListGrantsRequest
-	38, // 74: toolwire.v1.DispatcherService.RevokeGrant:input_type -> toolwire.v1.RevokeGrantRequest
-	40, // 75: toolwire.v1.DispatcherService.ApplyPolicy:input_type -> toolwire.v1.ApplyPolicyRequest
-	45, // 76: toolwire.v1.DispatcherService.RemovePolicy:input_type -> toolwire.v1.RemovePolicyRequest
-	47, // 77: toolwire.v1.DispatcherService.GetPolicy:input_type -> toolwire.v1.GetPolicyRequest
-	49, // 78: toolwire.v1.DispatcherService.ListPolicyVersions:input_type -> toolwire.v1.ListPolicyVersionsRequest
-	42, // 79: toolwire.v1.DispatcherService.GetUsage:input_type -> toolwire.v1.GetUsageRequest
-	51, // 80: toolwire.v1.DispatcherService.Explain:input_type -> toolwire.v1.ExplainRequest
-	4,  // 81: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
-	6,  // 82: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
-	8,  // 83: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
-	10, // 84: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
-	12, // 85: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
-	14, // 86: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
-	16, // 87: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
-	18, // 88: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
-	22, // 89: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
-	24, // 90: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
-	26, // 91: toolwire.v1.DispatcherService.GetOutput:output_type -> toolwire.v1.GetOutputResponse
-	29, // 92: toolwire.v1.DispatcherService.ListApprovals:output_type -> toolwire.v1.ListApprovalsResponse
-	31, // 93: toolwire.v1.DispatcherService.GetApproval:output_type -> toolwire.v1.GetApprovalResponse
-	33, // 94: toolwire.v1.DispatcherService.Approve:output_type -> toolwire.v1.ApproveResponse
-	35, // 95: toolwire.v1.DispatcherService.Deny:output_type -> toolwire.v1.DenyResponse
-	37, // 96: toolwire.v1.DispatcherService.ListGrants:output_type -> toolwire.v1.ListGrantsResponse
-	39, // 97: toolwire.v1.DispatcherService.RevokeGrant:output_type -> toolwire.v1.RevokeGrantResponse
-	41, // 98: toolwire.v1.DispatcherService.ApplyPolicy:output_type -> toolwire.v1.ApplyPolicyResponse
-	46, // 99: toolwire.v1.DispatcherService.RemovePolicy:output_type -> toolwire.v1.RemovePolicyResponse
-	48, // 100: toolwire.v1.DispatcherService.GetPolicy:output_type -> toolwire.v1.GetPolicyResponse
-	50, // 101: toolwire.v1.DispatcherService.ListPolicyVersions:output_type -> toolwire.v1.ListPolicyVersionsResponse
-	44, // 102: toolwire.v1.DispatcherService.GetUsage:output_type -> toolwire.v1.GetUsageResponse
-	53, // 103: toolwire.v1.DispatcherService.Explain:output_type -> toolwire.v1.ExplainResponse
-	81, // [81:104] is the sub-list for method output_type
-	58, // [58:81] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	74, // 21: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
+	75, // 22: toolwire.v1.ListToolsRequest.category:type_name -> toolwire.v1.ToolCategory
+	76, // 23: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
+	1,  // 24: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
+	76, // 25: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	76, // 26: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	65, // 27: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
+	21, // 28: toolwire.v1.Session.log:type_name -> toolwire.v1.AppliedIntent
+	77, // 29: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	66, // 30: toolwire.v1.Session.pinned_versions:type_name -> toolwire.v1.Session.PinnedVersionsEntry
+	77, // 31: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
+	20, // 32: toolwire.v1.GetSessionResponse.session:type_name -> toolwire.v1.Session
+	20, // 33: toolwire.v1.SetSessionModeResponse.session:type_name -> toolwire.v1.Session
+	3,  // 34: toolwire.v1.ListSessionsRequest.state:type_name -> toolwire.v1.SessionStateFilter
+	20, // 35: toolwire.v1.ListSessionsResponse.sessions:type_name -> toolwire.v1.Session
+	20, // 36: toolwire.v1.EndSessionResponse.session:type_name -> toolwire.v1.Session
+	20, // 37: toolwire.v1.ClearSessionPinsResponse.session:type_name -> toolwire.v1.Session
+	20, // 38: toolwire.v1.ApplyIntentsResponse.session:type_name -> toolwire.v1.Session
+	21, // 39: toolwire.v1.ApplyIntentsResponse.refused:type_name -> toolwire.v1.AppliedIntent
+	0,  // 40: toolwire.v1.GetOutputResponse.state:type_name -> toolwire.v1.CallState
+	36, // 41: toolwire.v1.GetOutputResponse.lines:type_name -> toolwire.v1.OutputLine
+	78, // 42: toolwire.v1.ListApprovalsRequest.state:type_name -> toolwire.v1.ApprovalState
+	79, // 43: toolwire.v1.ListApprovalsResponse.approvals:type_name -> toolwire.v1.Approval
+	79, // 44: toolwire.v1.GetApprovalResponse.approval:type_name -> toolwire.v1.Approval
+	80, // 45: toolwire.v1.ApproveRequest.scope:type_name -> toolwire.v1.ApprovalScope
+	67, // 46: toolwire.v1.ApproveRequest.args_pattern:type_name -> toolwire.v1.ApproveRequest.ArgsPatternEntry
+	71, // 47: toolwire.v1.ApproveRequest.ttl:type_name -> google.protobuf.Duration
+	79, // 48: toolwire.v1.ApproveResponse.approval:type_name -> toolwire.v1.Approval
+	81, // 49: toolwire.v1.ApproveResponse.grant:type_name -> toolwire.v1.Grant
+	79, // 50: toolwire.v1.DenyResponse.approval:type_name -> toolwire.v1.Approval
+	81, // 51: toolwire.v1.ListGrantsResponse.grants:type_name -> toolwire.v1.Grant
+	82, // 52: toolwire.v1.ApplyPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
+	68, // 53: toolwire.v1.ApplyPolicyResponse.replicas_not_in_force:type_name -> toolwire.v1.ApplyPolicyResponse.ReplicasNotInForceEntry
+	71, // 54: toolwire.v1.LimitUsage.rate_per:type_name -> google.protobuf.Duration
+	71, // 55: toolwire.v1.LimitUsage.budget_window:type_name -> google.protobuf.Duration
+	77, // 56: toolwire.v1.LimitUsage.reset_at:type_name -> google.protobuf.Timestamp
+	52, // 57: toolwire.v1.GetUsageResponse.limits:type_name -> toolwire.v1.LimitUsage
+	82, // 58: toolwire.v1.RemovePolicyResponse.in_force:type_name -> toolwire.v1.PolicyVersion
+	69, // 59: toolwire.v1.RemovePolicyResponse.replicas_not_in_force:type_name -> toolwire.v1.RemovePolicyResponse.ReplicasNotInForceEntry
+	82, // 60: toolwire.v1.GetPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
+	82, // 61: toolwire.v1.ListPolicyVersionsResponse.versions:type_name -> toolwire.v1.PolicyVersion
+	83, // 62: toolwire.v1.ExplainResponse.decision:type_name -> toolwire.v1.PolicyDecision
+	61, // 63: toolwire.v1.ExplainResponse.rules:type_name -> toolwire.v1.ExplainedRule
+	81, // 64: toolwire.v1.ExplainResponse.grant:type_name -> toolwire.v1.Grant
+	4,  // 65: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
+	6,  // 66: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
+	8,  // 67: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
+	10, // 68: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
+	12, // 69: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
+	14, // 70: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
+	16, // 71: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
+	18, // 72: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
+	22, // 73: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
+	32, // 74: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
+	24, // 75: toolwire.v1.DispatcherService.SetSessionMode:input_type -> toolwire.v1.SetSessionModeRequest
+	26, // 76: toolwire.v1.DispatcherService.ListSessions:input_type -> toolwire.v1.ListSessionsRequest
+	28, // 77: toolwire.v1.DispatcherService.EndSession:input_type -> toolwire.v1.EndSessionRequest
+	30, // 78: toolwire.v1.DispatcherService.ClearSessionPins:input_type -> toolwire.v1.ClearSessionPinsRequest
+	34, // 79: toolwire.v1.DispatcherService.GetOutput:input_type -> toolwire.v1.GetOutputRequest
+	37, // 80: toolwire.v1.DispatcherService.ListApprovals:input_type -> toolwire.v1.ListApprovalsRequest
+	39, // 81: toolwire.v1.DispatcherService.GetApproval:input_type -> toolwire.v1.GetApprovalRequest
+	41, // 82: toolwire.v1.DispatcherService.Approve:input_type -> toolwire.v1.ApproveRequest
+	43, // 83: toolwire.v1.DispatcherService.Deny:input_type -> toolwire.v1.DenyRequest
+	45, // 84: toolwire.v1.DispatcherService.ListGrants:input_type -> toolwire.v1.ListGrantsRequest
+	47, // 85: toolwire.v1.DispatcherService.RevokeGrant:input_type -> toolwire.v1.RevokeGrantRequest
+	49, // 86: toolwire.v1.DispatcherService.ApplyPolicy:input_type -> toolwire.v1.ApplyPolicyRequest
+	54, // 87: toolwire.v1.DispatcherService.RemovePolicy:input_type -> toolwire.v1.RemovePolicyRequest
+	56, // 88: toolwire.v1.DispatcherService.GetPolicy:input_type -> toolwire.v1.GetPolicyRequest
+	58, // 89: toolwire.v1.DispatcherService.ListPolicyVersions:input_type -> toolwire.v1.ListPolicyVersionsRequest
+	51, // 90: toolwire.v1.DispatcherService.GetUsage:input_type -> toolwire.v1.GetUsageRequest
+	60, // 91: toolwire.v1.DispatcherService.Explain:input_type -> toolwire.v1.ExplainRequest
+	5,  // 92: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
+	7,  // 93: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
+	9,  // 94: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
+	11, // 95: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
+	13, // 96: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
+	15, // 97: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
+	17, // 98: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
+	19, // 99: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
+	23, // 100: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
+	33, // 101: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
+	25, // 102: toolwire.v1.DispatcherService.SetSessionMode:output_type -> toolwire.v1.SetSessionModeResponse
+	27, // 103: toolwire.v1.DispatcherService.ListSessions:output_type -> toolwire.v1.ListSessionsResponse
+	29, // 104: toolwire.v1.DispatcherService.EndSession:output_type -> toolwire.v1.EndSessionResponse
+	31, // 105: toolwire.v1.DispatcherService.ClearSessionPins:output_type -> toolwire.v1.ClearSessionPinsResponse
+	35, // 106: toolwire.v1.DispatcherService.GetOutput:output_type -> toolwire.v1.GetOutputResponse
+	38, // 107: toolwire.v1.DispatcherService.ListApprovals:output_type -> toolwire.v1.ListApprovalsResponse
+	40, // 108: toolwire.v1.DispatcherService.GetApproval:output_type -> toolwire.v1.GetApprovalResponse
+	42, // 109: toolwire.v1.DispatcherService.Approve:output_type -> toolwire.v1.ApproveResponse
+	44, // 110: toolwire.v1.DispatcherService.Deny:output_type -> toolwire.v1.DenyResponse
+	46, // 111: toolwire.v1.DispatcherService.ListGrants:output_type -> toolwire.v1.ListGrantsResponse
+	48, // 112: toolwire.v1.DispatcherService.RevokeGrant:output_type -> toolwire.v1.RevokeGrantResponse
+	50, // 113: toolwire.v1.DispatcherService.ApplyPolicy:output_type -> toolwire.v1.ApplyPolicyResponse
+	55, // 114: toolwire.v1.DispatcherService.RemovePolicy:output_type -> toolwire.v1.RemovePolicyResponse
+	57, // 115: toolwire.v1.DispatcherService.GetPolicy:output_type -> toolwire.v1.GetPolicyResponse
+	59, // 116: toolwire.v1.DispatcherService.ListPolicyVersions:output_type -> toolwire.v1.ListPolicyVersionsResponse
+	53, // 117: toolwire.v1.DispatcherService.GetUsage:output_type -> toolwire.v1.GetUsageResponse
+	62, // 118: toolwire.v1.DispatcherService.Explain:output_type -> toolwire.v1.ExplainResponse
+	92, // [92:119] is the sub-list for method output_type
+	65, // [65:92] is the sub-list for method input_type
+	65, // [65:65] is the sub-list for extension type_name
+	65, // [65:65] is the sub-list for extension extendee
+	0,  // [0:65] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_dispatcher_proto_init() }
@@ -4327,8 +4955,8 @@ func file_toolwire_v1_dispatcher_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_dispatcher_proto_rawDesc), len(file_toolwire_v1_dispatcher_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   57,
+			NumEnums:      4,
+			NumMessages:   66,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

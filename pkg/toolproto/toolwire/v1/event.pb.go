@@ -49,6 +49,10 @@ const (
 	CallEventType_CALL_EVENT_TYPE_APPROVAL_DENIED CallEventType = 10
 	// Not decided in time; FINISHED follows with EXPIRED.
 	CallEventType_CALL_EVENT_TYPE_APPROVAL_EXPIRED CallEventType = 11
+	// The call's result came after its soft latency budget
+	// (latency_budget_exceeded says by how much); recorded by the
+	// dispatcher that admitted it, after the result. Never a failure.
+	CallEventType_CALL_EVENT_TYPE_LATENCY_BUDGET_EXCEEDED CallEventType = 12
 )
 
 // Enum value maps for CallEventType.
@@ -66,20 +70,22 @@ var (
 		9:  "CALL_EVENT_TYPE_APPROVED",
 		10: "CALL_EVENT_TYPE_APPROVAL_DENIED",
 		11: "CALL_EVENT_TYPE_APPROVAL_EXPIRED",
+		12: "CALL_EVENT_TYPE_LATENCY_BUDGET_EXCEEDED",
 	}
 	CallEventType_value = map[string]int32{
-		"CALL_EVENT_TYPE_UNSPECIFIED":       0,
-		"CALL_EVENT_TYPE_ACCEPTED":          1,
-		"CALL_EVENT_TYPE_STARTED":           2,
-		"CALL_EVENT_TYPE_PROGRESS":          3,
-		"CALL_EVENT_TYPE_RETRYING":          4,
-		"CALL_EVENT_TYPE_CANCEL_REQUESTED":  5,
-		"CALL_EVENT_TYPE_FINISHED":          6,
-		"CALL_EVENT_TYPE_REJECTED":          7,
-		"CALL_EVENT_TYPE_AWAITING_APPROVAL": 8,
-		"CALL_EVENT_TYPE_APPROVED":          9,
-		"CALL_EVENT_TYPE_APPROVAL_DENIED":   10,
-		"CALL_EVENT_TYPE_APPROVAL_EXPIRED":  11,
+		"CALL_EVENT_TYPE_UNSPECIFIED":             0,
+		"CALL_EVENT_TYPE_ACCEPTED":                1,
+		"CALL_EVENT_TYPE_STARTED":                 2,
+		"CALL_EVENT_TYPE_PROGRESS":                3,
+		"CALL_EVENT_TYPE_RETRYING":                4,
+		"CALL_EVENT_TYPE_CANCEL_REQUESTED":        5,
+		"CALL_EVENT_TYPE_FINISHED":                6,
+		"CALL_EVENT_TYPE_REJECTED":                7,
+		"CALL_EVENT_TYPE_AWAITING_APPROVAL":       8,
+		"CALL_EVENT_TYPE_APPROVED":                9,
+		"CALL_EVENT_TYPE_APPROVAL_DENIED":         10,
+		"CALL_EVENT_TYPE_APPROVAL_EXPIRED":        11,
+		"CALL_EVENT_TYPE_LATENCY_BUDGET_EXCEEDED": 12,
 	}
 )
 
@@ -148,9 +154,11 @@ type CallEvent struct {
 	// ACCEPTED: the spec version the call was admitted with
 	// (ToolCall.spec_version), which says whether its attempts record their
 	// start before they run.
-	SpecVersion   string `protobuf:"bytes,18,opt,name=spec_version,json=specVersion,proto3" json:"spec_version,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SpecVersion string `protobuf:"bytes,18,opt,name=spec_version,json=specVersion,proto3" json:"spec_version,omitempty"`
+	// LATENCY_BUDGET_EXCEEDED: the budget, and how long the call took.
+	LatencyBudgetExceeded *LatencyBudgetExceeded `protobuf:"bytes,19,opt,name=latency_budget_exceeded,json=latencyBudgetExceeded,proto3" json:"latency_budget_exceeded,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *CallEvent) Reset() {
@@ -309,6 +317,13 @@ func (x *CallEvent) GetSpecVersion() string {
 	return ""
 }
 
+func (x *CallEvent) GetLatencyBudgetExceeded() *LatencyBudgetExceeded {
+	if x != nil {
+		return x.LatencyBudgetExceeded
+	}
+	return nil
+}
+
 // DeadLetter is the record written to `<prefix>.dlq.<type>.<tenant>.<provider>.<tool>`
 // when a call is exhausted or terminated.
 type DeadLetter struct {
@@ -418,7 +433,7 @@ var File_toolwire_v1_event_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_event_proto_rawDesc = "" +
 	"\n" +
-	"\x17toolwire/v1/event.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16toolwire/v1/call.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\x1a\x18toolwire/v1/policy.proto\x1a\x1atoolwire/v1/response.proto\"\xef\x05\n" +
+	"\x17toolwire/v1/event.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16toolwire/v1/call.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\x1a\x18toolwire/v1/policy.proto\x1a\x1atoolwire/v1/response.proto\"\xcb\x06\n" +
 	"\tCallEvent\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12.\n" +
 	"\x04type\x18\x02 \x01(\x0e2\x1a.toolwire.v1.CallEventTypeR\x04type\x12.\n" +
@@ -440,7 +455,8 @@ const file_toolwire_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"loop_count\x18\x10 \x01(\x05R\tloopCount\x126\n" +
 	"\bdeadline\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12!\n" +
-	"\fspec_version\x18\x12 \x01(\tR\vspecVersionB\n" +
+	"\fspec_version\x18\x12 \x01(\tR\vspecVersion\x12Z\n" +
+	"\x17latency_budget_exceeded\x18\x13 \x01(\v2\".toolwire.v1.LatencyBudgetExceededR\x15latencyBudgetExceededB\n" +
 	"\n" +
 	"\b_percent\"\x96\x02\n" +
 	"\n" +
@@ -453,7 +469,7 @@ const file_toolwire_v1_event_proto_rawDesc = "" +
 	"last_error\x18\x05 \x01(\v2\x16.toolwire.v1.ToolErrorR\tlastError\x12\x1a\n" +
 	"\battempts\x18\x06 \x01(\x05R\battempts\x12.\n" +
 	"\x04time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x16\n" +
-	"\x06worker\x18\b \x01(\tR\x06worker*\x99\x03\n" +
+	"\x06worker\x18\b \x01(\tR\x06worker*\xc6\x03\n" +
 	"\rCallEventType\x12\x1f\n" +
 	"\x1bCALL_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CALL_EVENT_TYPE_ACCEPTED\x10\x01\x12\x1b\n" +
@@ -467,7 +483,8 @@ const file_toolwire_v1_event_proto_rawDesc = "" +
 	"\x18CALL_EVENT_TYPE_APPROVED\x10\t\x12#\n" +
 	"\x1fCALL_EVENT_TYPE_APPROVAL_DENIED\x10\n" +
 	"\x12$\n" +
-	" CALL_EVENT_TYPE_APPROVAL_EXPIRED\x10\vBCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
+	" CALL_EVENT_TYPE_APPROVAL_EXPIRED\x10\v\x12+\n" +
+	"'CALL_EVENT_TYPE_LATENCY_BUDGET_EXCEEDED\x10\fBCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
 
 var (
 	file_toolwire_v1_event_proto_rawDescOnce sync.Once
@@ -495,7 +512,8 @@ var file_toolwire_v1_event_proto_goTypes = []any{
 	(*Caller)(nil),                // 8: toolwire.v1.Caller
 	(*PolicyDecision)(nil),        // 9: toolwire.v1.PolicyDecision
 	(*Approval)(nil),              // 10: toolwire.v1.Approval
-	(*ToolCall)(nil),              // 11: toolwire.v1.ToolCall
+	(*LatencyBudgetExceeded)(nil), // 11: toolwire.v1.LatencyBudgetExceeded
+	(*ToolCall)(nil),              // 12: toolwire.v1.ToolCall
 }
 var file_toolwire_v1_event_proto_depIdxs = []int32{
 	0,  // 0: toolwire.v1.CallEvent.type:type_name -> toolwire.v1.CallEventType
@@ -508,14 +526,15 @@ var file_toolwire_v1_event_proto_depIdxs = []int32{
 	9,  // 7: toolwire.v1.CallEvent.policy:type_name -> toolwire.v1.PolicyDecision
 	10, // 8: toolwire.v1.CallEvent.approval:type_name -> toolwire.v1.Approval
 	3,  // 9: toolwire.v1.CallEvent.deadline:type_name -> google.protobuf.Timestamp
-	11, // 10: toolwire.v1.DeadLetter.call:type_name -> toolwire.v1.ToolCall
-	5,  // 11: toolwire.v1.DeadLetter.last_error:type_name -> toolwire.v1.ToolError
-	3,  // 12: toolwire.v1.DeadLetter.time:type_name -> google.protobuf.Timestamp
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	11, // 10: toolwire.v1.CallEvent.latency_budget_exceeded:type_name -> toolwire.v1.LatencyBudgetExceeded
+	12, // 11: toolwire.v1.DeadLetter.call:type_name -> toolwire.v1.ToolCall
+	5,  // 12: toolwire.v1.DeadLetter.last_error:type_name -> toolwire.v1.ToolError
+	3,  // 13: toolwire.v1.DeadLetter.time:type_name -> google.protobuf.Timestamp
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_event_proto_init() }

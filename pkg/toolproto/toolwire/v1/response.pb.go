@@ -383,9 +383,16 @@ type ResponseMeta struct {
 	// was made this many times in a row in its session. 0 otherwise.
 	LoopCount int32 `protobuf:"varint,16,opt,name=loop_count,json=loopCount,proto3" json:"loop_count,omitempty"`
 	// What the after-hooks did to the response, in the order they ran.
-	Hooks         []*HookNote `protobuf:"bytes,17,rep,name=hooks,proto3" json:"hooks,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Hooks []*HookNote `protobuf:"bytes,17,rep,name=hooks,proto3" json:"hooks,omitempty"`
+	// Set when the call took longer than its soft latency budget (its
+	// spec's timeouts.latency_budget or the policy's latency_budgets): the
+	// call still succeeded or failed on its own. Set by the dispatcher on
+	// every answer of the call (Call, GetResult, a Watch's FINISHED),
+	// measured against ToolCall.latency_budget; the call's timeline holds
+	// the same as a LATENCY_BUDGET_EXCEEDED event.
+	LatencyBudgetExceeded *LatencyBudgetExceeded `protobuf:"bytes,18,opt,name=latency_budget_exceeded,json=latencyBudgetExceeded,proto3" json:"latency_budget_exceeded,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *ResponseMeta) Reset() {
@@ -537,6 +544,111 @@ func (x *ResponseMeta) GetHooks() []*HookNote {
 	return nil
 }
 
+func (x *ResponseMeta) GetLatencyBudgetExceeded() *LatencyBudgetExceeded {
+	if x != nil {
+		return x.LatencyBudgetExceeded
+	}
+	return nil
+}
+
+// LatencyBudgetExceeded records a call that took longer than its soft
+// latency budget (docs/policy.md, "Latency budgets").
+type LatencyBudgetExceeded struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The budget the call was held to: the tightest that applied.
+	Budget *durationpb.Duration `protobuf:"bytes,1,opt,name=budget,proto3" json:"budget,omitempty"`
+	// How long the call took, as the dispatcher measured it: from its
+	// admission (ToolCall.accepted_at, the dispatcher's clock) to the
+	// storage of its result in the results stream (the stream's timestamp).
+	Elapsed *durationpb.Duration `protobuf:"bytes,2,opt,name=elapsed,proto3" json:"elapsed,omitempty"`
+	// Where the budget came from: "spec" (the tool spec's
+	// timeouts.latency_budget) or "policy" (an entry of the policy's
+	// latency_budgets).
+	Source string `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`
+	// The policy entry's id (latency_budgets[i] when it has none); empty
+	// for the spec's budget.
+	Entry string `protobuf:"bytes,4,opt,name=entry,proto3" json:"entry,omitempty"`
+	// The version of the policy that set the budget; empty for the spec's.
+	PolicyVersion string `protobuf:"bytes,5,opt,name=policy_version,json=policyVersion,proto3" json:"policy_version,omitempty"`
+	// The session mode the budget was chosen for; empty when the entry
+	// names no mode.
+	Mode          string `protobuf:"bytes,6,opt,name=mode,proto3" json:"mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LatencyBudgetExceeded) Reset() {
+	*x = LatencyBudgetExceeded{}
+	mi := &file_toolwire_v1_response_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LatencyBudgetExceeded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LatencyBudgetExceeded) ProtoMessage() {}
+
+func (x *LatencyBudgetExceeded) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_response_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LatencyBudgetExceeded.ProtoReflect.Descriptor instead.
+func (*LatencyBudgetExceeded) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_response_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *LatencyBudgetExceeded) GetBudget() *durationpb.Duration {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+func (x *LatencyBudgetExceeded) GetElapsed() *durationpb.Duration {
+	if x != nil {
+		return x.Elapsed
+	}
+	return nil
+}
+
+func (x *LatencyBudgetExceeded) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *LatencyBudgetExceeded) GetEntry() string {
+	if x != nil {
+		return x.Entry
+	}
+	return ""
+}
+
+func (x *LatencyBudgetExceeded) GetPolicyVersion() string {
+	if x != nil {
+		return x.PolicyVersion
+	}
+	return ""
+}
+
+func (x *LatencyBudgetExceeded) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
 // HookNote records one after-hook's look at a response.
 type HookNote struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -557,7 +669,7 @@ type HookNote struct {
 
 func (x *HookNote) Reset() {
 	*x = HookNote{}
-	mi := &file_toolwire_v1_response_proto_msgTypes[5]
+	mi := &file_toolwire_v1_response_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -569,7 +681,7 @@ func (x *HookNote) String() string {
 func (*HookNote) ProtoMessage() {}
 
 func (x *HookNote) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_response_proto_msgTypes[5]
+	mi := &file_toolwire_v1_response_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -582,7 +694,7 @@ func (x *HookNote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookNote.ProtoReflect.Descriptor instead.
 func (*HookNote) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_response_proto_rawDescGZIP(), []int{5}
+	return file_toolwire_v1_response_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *HookNote) GetHook() string {
@@ -635,7 +747,7 @@ type BlobRef struct {
 
 func (x *BlobRef) Reset() {
 	*x = BlobRef{}
-	mi := &file_toolwire_v1_response_proto_msgTypes[6]
+	mi := &file_toolwire_v1_response_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -647,7 +759,7 @@ func (x *BlobRef) String() string {
 func (*BlobRef) ProtoMessage() {}
 
 func (x *BlobRef) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_response_proto_msgTypes[6]
+	mi := &file_toolwire_v1_response_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -660,7 +772,7 @@ func (x *BlobRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlobRef.ProtoReflect.Descriptor instead.
 func (*BlobRef) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_response_proto_rawDescGZIP(), []int{6}
+	return file_toolwire_v1_response_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *BlobRef) GetBucket() string {
@@ -731,7 +843,7 @@ const file_toolwire_v1_response_proto_rawDesc = "" +
 	"\x06Intent\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12!\n" +
-	"\fpayload_json\x18\x03 \x01(\tR\vpayloadJson\"\xc4\x05\n" +
+	"\fpayload_json\x18\x03 \x01(\tR\vpayloadJson\"\xa0\x06\n" +
 	"\fResponseMeta\x12\x16\n" +
 	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x129\n" +
@@ -755,7 +867,15 @@ const file_toolwire_v1_response_proto_rawDesc = "" +
 	"\tfull_text\x18\x0f \x01(\v2\x14.toolwire.v1.BlobRefR\bfullText\x12\x1d\n" +
 	"\n" +
 	"loop_count\x18\x10 \x01(\x05R\tloopCount\x12+\n" +
-	"\x05hooks\x18\x11 \x03(\v2\x15.toolwire.v1.HookNoteR\x05hooks\"\xff\x01\n" +
+	"\x05hooks\x18\x11 \x03(\v2\x15.toolwire.v1.HookNoteR\x05hooks\x12Z\n" +
+	"\x17latency_budget_exceeded\x18\x12 \x01(\v2\".toolwire.v1.LatencyBudgetExceededR\x15latencyBudgetExceeded\"\xe8\x01\n" +
+	"\x15LatencyBudgetExceeded\x121\n" +
+	"\x06budget\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x06budget\x123\n" +
+	"\aelapsed\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\aelapsed\x12\x16\n" +
+	"\x06source\x18\x03 \x01(\tR\x06source\x12\x14\n" +
+	"\x05entry\x18\x04 \x01(\tR\x05entry\x12%\n" +
+	"\x0epolicy_version\x18\x05 \x01(\tR\rpolicyVersion\x12\x12\n" +
+	"\x04mode\x18\x06 \x01(\tR\x04mode\"\xff\x01\n" +
 	"\bHookNote\x12\x12\n" +
 	"\x04hook\x18\x01 \x01(\tR\x04hook\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x12\x16\n" +
@@ -784,43 +904,47 @@ func file_toolwire_v1_response_proto_rawDescGZIP() []byte {
 	return file_toolwire_v1_response_proto_rawDescData
 }
 
-var file_toolwire_v1_response_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_toolwire_v1_response_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_toolwire_v1_response_proto_goTypes = []any{
 	(*ToolResponse)(nil),          // 0: toolwire.v1.ToolResponse
 	(*InputRequired)(nil),         // 1: toolwire.v1.InputRequired
 	(*InputRequest)(nil),          // 2: toolwire.v1.InputRequest
 	(*Intent)(nil),                // 3: toolwire.v1.Intent
 	(*ResponseMeta)(nil),          // 4: toolwire.v1.ResponseMeta
-	(*HookNote)(nil),              // 5: toolwire.v1.HookNote
-	(*BlobRef)(nil),               // 6: toolwire.v1.BlobRef
-	nil,                           // 7: toolwire.v1.InputRequired.RequestsEntry
-	nil,                           // 8: toolwire.v1.HookNote.AnnotationsEntry
-	(*Content)(nil),               // 9: toolwire.v1.Content
-	(*ToolError)(nil),             // 10: toolwire.v1.ToolError
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 12: google.protobuf.Duration
+	(*LatencyBudgetExceeded)(nil), // 5: toolwire.v1.LatencyBudgetExceeded
+	(*HookNote)(nil),              // 6: toolwire.v1.HookNote
+	(*BlobRef)(nil),               // 7: toolwire.v1.BlobRef
+	nil,                           // 8: toolwire.v1.InputRequired.RequestsEntry
+	nil,                           // 9: toolwire.v1.HookNote.AnnotationsEntry
+	(*Content)(nil),               // 10: toolwire.v1.Content
+	(*ToolError)(nil),             // 11: toolwire.v1.ToolError
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 13: google.protobuf.Duration
 }
 var file_toolwire_v1_response_proto_depIdxs = []int32{
-	9,  // 0: toolwire.v1.ToolResponse.content:type_name -> toolwire.v1.Content
-	10, // 1: toolwire.v1.ToolResponse.error:type_name -> toolwire.v1.ToolError
+	10, // 0: toolwire.v1.ToolResponse.content:type_name -> toolwire.v1.Content
+	11, // 1: toolwire.v1.ToolResponse.error:type_name -> toolwire.v1.ToolError
 	3,  // 2: toolwire.v1.ToolResponse.intents:type_name -> toolwire.v1.Intent
 	4,  // 3: toolwire.v1.ToolResponse.meta:type_name -> toolwire.v1.ResponseMeta
 	1,  // 4: toolwire.v1.ToolResponse.input_required:type_name -> toolwire.v1.InputRequired
-	7,  // 5: toolwire.v1.InputRequired.requests:type_name -> toolwire.v1.InputRequired.RequestsEntry
-	11, // 6: toolwire.v1.ResponseMeta.started_at:type_name -> google.protobuf.Timestamp
-	11, // 7: toolwire.v1.ResponseMeta.finished_at:type_name -> google.protobuf.Timestamp
-	12, // 8: toolwire.v1.ResponseMeta.duration:type_name -> google.protobuf.Duration
-	6,  // 9: toolwire.v1.ResponseMeta.full_output:type_name -> toolwire.v1.BlobRef
-	11, // 10: toolwire.v1.ResponseMeta.accepted_at:type_name -> google.protobuf.Timestamp
-	6,  // 11: toolwire.v1.ResponseMeta.full_text:type_name -> toolwire.v1.BlobRef
-	5,  // 12: toolwire.v1.ResponseMeta.hooks:type_name -> toolwire.v1.HookNote
-	8,  // 13: toolwire.v1.HookNote.annotations:type_name -> toolwire.v1.HookNote.AnnotationsEntry
-	2,  // 14: toolwire.v1.InputRequired.RequestsEntry.value:type_name -> toolwire.v1.InputRequest
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	8,  // 5: toolwire.v1.InputRequired.requests:type_name -> toolwire.v1.InputRequired.RequestsEntry
+	12, // 6: toolwire.v1.ResponseMeta.started_at:type_name -> google.protobuf.Timestamp
+	12, // 7: toolwire.v1.ResponseMeta.finished_at:type_name -> google.protobuf.Timestamp
+	13, // 8: toolwire.v1.ResponseMeta.duration:type_name -> google.protobuf.Duration
+	7,  // 9: toolwire.v1.ResponseMeta.full_output:type_name -> toolwire.v1.BlobRef
+	12, // 10: toolwire.v1.ResponseMeta.accepted_at:type_name -> google.protobuf.Timestamp
+	7,  // 11: toolwire.v1.ResponseMeta.full_text:type_name -> toolwire.v1.BlobRef
+	6,  // 12: toolwire.v1.ResponseMeta.hooks:type_name -> toolwire.v1.HookNote
+	5,  // 13: toolwire.v1.ResponseMeta.latency_budget_exceeded:type_name -> toolwire.v1.LatencyBudgetExceeded
+	13, // 14: toolwire.v1.LatencyBudgetExceeded.budget:type_name -> google.protobuf.Duration
+	13, // 15: toolwire.v1.LatencyBudgetExceeded.elapsed:type_name -> google.protobuf.Duration
+	9,  // 16: toolwire.v1.HookNote.annotations:type_name -> toolwire.v1.HookNote.AnnotationsEntry
+	2,  // 17: toolwire.v1.InputRequired.RequestsEntry.value:type_name -> toolwire.v1.InputRequest
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_response_proto_init() }
@@ -836,7 +960,7 @@ func file_toolwire_v1_response_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_response_proto_rawDesc), len(file_toolwire_v1_response_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -306,9 +306,16 @@ type ToolSpec struct {
 	MetaJson string `protobuf:"bytes,26,opt,name=meta_json,json=metaJson,proto3" json:"meta_json,omitempty"`
 	// Whether an MCP client may get the tool's calls as tasks (MCP's
 	// `execution.taskSupport`; docs/mcp.md, "Tasks").
-	TaskSupport   TaskSupport `protobuf:"varint,27,opt,name=task_support,json=taskSupport,proto3,enum=toolwire.v1.TaskSupport" json:"task_support,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	TaskSupport TaskSupport `protobuf:"varint,27,opt,name=task_support,json=taskSupport,proto3,enum=toolwire.v1.TaskSupport" json:"task_support,omitempty"`
+	// How the structured output is checked against output_schema_json: by
+	// default a result whose structured output does not match is answered
+	// PERMANENT, naming the path (the tool ran: side effects possible);
+	// true passes it as it is, with a WARN log and
+	// toolwire_output_schema_violations_total{action="passed"}. A result
+	// without structured output is not checked.
+	OutputSchemaAdvisory bool `protobuf:"varint,28,opt,name=output_schema_advisory,json=outputSchemaAdvisory,proto3" json:"output_schema_advisory,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *ToolSpec) Reset() {
@@ -545,6 +552,13 @@ func (x *ToolSpec) GetTaskSupport() TaskSupport {
 	return TaskSupport_TASK_SUPPORT_UNSPECIFIED
 }
 
+func (x *ToolSpec) GetOutputSchemaAdvisory() bool {
+	if x != nil {
+		return x.OutputSchemaAdvisory
+	}
+	return false
+}
+
 type isToolSpec_Config interface {
 	isToolSpec_Config()
 }
@@ -653,7 +667,17 @@ type Timeouts struct {
 	// Longest time from admission to the terminal result, retries included.
 	ScheduleToClose *durationpb.Duration `protobuf:"bytes,3,opt,name=schedule_to_close,json=scheduleToClose,proto3" json:"schedule_to_close,omitempty"`
 	// Longest silence of a running execution before it is abandoned.
-	Heartbeat     *durationpb.Duration `protobuf:"bytes,4,opt,name=heartbeat,proto3" json:"heartbeat,omitempty"`
+	Heartbeat *durationpb.Duration `protobuf:"bytes,4,opt,name=heartbeat,proto3" json:"heartbeat,omitempty"`
+	// Soft latency budget: how long a call of the tool should take from its
+	// admission to its stored result, retries and queueing included. Never
+	// enforced: a call over it still runs and answers, and the dispatcher
+	// that admitted it records the overrun (ResponseMeta.
+	// latency_budget_exceeded, a LATENCY_BUDGET_EXCEEDED event, a WARN log
+	// and toolwire_latency_budget_exceeded_total). The policy document's
+	// latency_budgets may add tighter ones (the tightest applies). Zero =
+	// none; no worker default. The hard bounds are start_to_close and
+	// schedule_to_close.
+	LatencyBudget *durationpb.Duration `protobuf:"bytes,5,opt,name=latency_budget,json=latencyBudget,proto3" json:"latency_budget,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -712,6 +736,13 @@ func (x *Timeouts) GetScheduleToClose() *durationpb.Duration {
 func (x *Timeouts) GetHeartbeat() *durationpb.Duration {
 	if x != nil {
 		return x.Heartbeat
+	}
+	return nil
+}
+
+func (x *Timeouts) GetLatencyBudget() *durationpb.Duration {
+	if x != nil {
+		return x.LatencyBudget
 	}
 	return nil
 }
@@ -1386,7 +1417,7 @@ var File_toolwire_v1_spec_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"\n" +
-	"\x16toolwire/v1/spec.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\"\xc9\b\n" +
+	"\x16toolwire/v1/spec.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\"\xff\b\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
@@ -1415,7 +1446,8 @@ const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"\x0fdisabled_reason\x18\x18 \x01(\tR\x0edisabledReason\x12'\n" +
 	"\x05icons\x18\x19 \x03(\v2\x11.toolwire.v1.IconR\x05icons\x12\x1b\n" +
 	"\tmeta_json\x18\x1a \x01(\tR\bmetaJson\x12;\n" +
-	"\ftask_support\x18\x1b \x01(\x0e2\x18.toolwire.v1.TaskSupportR\vtaskSupportB\b\n" +
+	"\ftask_support\x18\x1b \x01(\x0e2\x18.toolwire.v1.TaskSupportR\vtaskSupport\x124\n" +
+	"\x16output_schema_advisory\x18\x1c \x01(\bR\x14outputSchemaAdvisoryB\b\n" +
 	"\x06config\"\xdf\x01\n" +
 	"\x0fToolAnnotations\x12 \n" +
 	"\tread_only\x18\x01 \x01(\bH\x00R\breadOnly\x88\x01\x01\x12%\n" +
@@ -1429,12 +1461,13 @@ const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"_read_onlyB\x0e\n" +
 	"\f_destructiveB\r\n" +
 	"\v_idempotentB\r\n" +
-	"\v_open_world\"\x92\x02\n" +
+	"\v_open_world\"\xd4\x02\n" +
 	"\bTimeouts\x12E\n" +
 	"\x11schedule_to_start\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x0fscheduleToStart\x12?\n" +
 	"\x0estart_to_close\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\fstartToClose\x12E\n" +
 	"\x11schedule_to_close\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x0fscheduleToClose\x127\n" +
-	"\theartbeat\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\theartbeat\"\xa9\x02\n" +
+	"\theartbeat\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\theartbeat\x12@\n" +
+	"\x0elatency_budget\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\rlatencyBudget\"\xa9\x02\n" +
 	"\vRetryPolicy\x12!\n" +
 	"\fmax_attempts\x18\x01 \x01(\x05R\vmaxAttempts\x12D\n" +
 	"\x10initial_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x0finitialInterval\x12<\n" +
@@ -1588,22 +1621,23 @@ var file_toolwire_v1_spec_proto_depIdxs = []int32{
 	19, // 13: toolwire.v1.Timeouts.start_to_close:type_name -> google.protobuf.Duration
 	19, // 14: toolwire.v1.Timeouts.schedule_to_close:type_name -> google.protobuf.Duration
 	19, // 15: toolwire.v1.Timeouts.heartbeat:type_name -> google.protobuf.Duration
-	19, // 16: toolwire.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
-	19, // 17: toolwire.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
-	20, // 18: toolwire.v1.RetryPolicy.non_retryable:type_name -> toolwire.v1.ErrorType
-	2,  // 19: toolwire.v1.Limits.truncate:type_name -> toolwire.v1.TruncateDirection
-	12, // 20: toolwire.v1.SandboxConfig.limits:type_name -> toolwire.v1.SandboxLimits
-	14, // 21: toolwire.v1.SandboxConfig.exit_codes:type_name -> toolwire.v1.SandboxConfig.ExitCodesEntry
-	15, // 22: toolwire.v1.SandboxConfig.env:type_name -> toolwire.v1.SandboxConfig.EnvEntry
-	19, // 23: toolwire.v1.SandboxLimits.wall_time:type_name -> google.protobuf.Duration
-	16, // 24: toolwire.v1.HttpConfig.headers:type_name -> toolwire.v1.HttpConfig.HeadersEntry
-	17, // 25: toolwire.v1.HttpConfig.secret_headers:type_name -> toolwire.v1.HttpConfig.SecretHeadersEntry
-	20, // 26: toolwire.v1.SandboxConfig.ExitCodesEntry.value:type_name -> toolwire.v1.ErrorType
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	19, // 16: toolwire.v1.Timeouts.latency_budget:type_name -> google.protobuf.Duration
+	19, // 17: toolwire.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
+	19, // 18: toolwire.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
+	20, // 19: toolwire.v1.RetryPolicy.non_retryable:type_name -> toolwire.v1.ErrorType
+	2,  // 20: toolwire.v1.Limits.truncate:type_name -> toolwire.v1.TruncateDirection
+	12, // 21: toolwire.v1.SandboxConfig.limits:type_name -> toolwire.v1.SandboxLimits
+	14, // 22: toolwire.v1.SandboxConfig.exit_codes:type_name -> toolwire.v1.SandboxConfig.ExitCodesEntry
+	15, // 23: toolwire.v1.SandboxConfig.env:type_name -> toolwire.v1.SandboxConfig.EnvEntry
+	19, // 24: toolwire.v1.SandboxLimits.wall_time:type_name -> google.protobuf.Duration
+	16, // 25: toolwire.v1.HttpConfig.headers:type_name -> toolwire.v1.HttpConfig.HeadersEntry
+	17, // 26: toolwire.v1.HttpConfig.secret_headers:type_name -> toolwire.v1.HttpConfig.SecretHeadersEntry
+	20, // 27: toolwire.v1.SandboxConfig.ExitCodesEntry.value:type_name -> toolwire.v1.ErrorType
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_spec_proto_init() }

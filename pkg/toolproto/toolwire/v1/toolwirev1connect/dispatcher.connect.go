@@ -61,6 +61,18 @@ const (
 	// DispatcherServiceApplyIntentsProcedure is the fully-qualified name of the DispatcherService's
 	// ApplyIntents RPC.
 	DispatcherServiceApplyIntentsProcedure = "/toolwire.v1.DispatcherService/ApplyIntents"
+	// DispatcherServiceSetSessionModeProcedure is the fully-qualified name of the DispatcherService's
+	// SetSessionMode RPC.
+	DispatcherServiceSetSessionModeProcedure = "/toolwire.v1.DispatcherService/SetSessionMode"
+	// DispatcherServiceListSessionsProcedure is the fully-qualified name of the DispatcherService's
+	// ListSessions RPC.
+	DispatcherServiceListSessionsProcedure = "/toolwire.v1.DispatcherService/ListSessions"
+	// DispatcherServiceEndSessionProcedure is the fully-qualified name of the DispatcherService's
+	// EndSession RPC.
+	DispatcherServiceEndSessionProcedure = "/toolwire.v1.DispatcherService/EndSession"
+	// DispatcherServiceClearSessionPinsProcedure is the fully-qualified name of the DispatcherService's
+	// ClearSessionPins RPC.
+	DispatcherServiceClearSessionPinsProcedure = "/toolwire.v1.DispatcherService/ClearSessionPins"
 	// DispatcherServiceGetOutputProcedure is the fully-qualified name of the DispatcherService's
 	// GetOutput RPC.
 	DispatcherServiceGetOutputProcedure = "/toolwire.v1.DispatcherService/GetOutput"
@@ -129,6 +141,25 @@ type DispatcherServiceClient interface {
 	// ApplyIntents applies the intents of a finished call to the call's
 	// session, each exactly once (safe to repeat), and returns the session.
 	ApplyIntents(context.Context, *connect.Request[v1.ApplyIntentsRequest]) (*connect.Response[v1.ApplyIntentsResponse], error)
+	// SetSessionMode sets the mode of a session of the caller's tenant (a
+	// mode the policy in force declares; empty = none), as a SET_MODE intent
+	// applied by the reference applier, and returns the session.
+	SetSessionMode(context.Context, *connect.Request[v1.SetSessionModeRequest]) (*connect.Response[v1.SetSessionModeResponse], error)
+	// ListSessions lists the sessions of the caller's tenant, a page at a
+	// time, in the order they were last updated (oldest first), each
+	// without its log, state values and applied keys (GetSession reads
+	// them). Under agent visibility "own" it needs the admin or approve
+	// scope.
+	ListSessions(context.Context, *connect.Request[v1.ListSessionsRequest]) (*connect.Response[v1.ListSessionsResponse], error)
+	// EndSession ends a session of the caller's tenant, as an END_SESSION
+	// intent applied by the reference applier: its later calls are refused
+	// SESSION_INACTIVE. Ending an ended session changes nothing and answers
+	// its state. Needs the "admin" scope.
+	EndSession(context.Context, *connect.Request[v1.EndSessionRequest]) (*connect.Response[v1.EndSessionResponse], error)
+	// ClearSessionPins clears the spec versions a session pinned (all, or
+	// one tool's), so that the session's next call of a tool pins the
+	// version current then; returns the session. Needs the "admin" scope.
+	ClearSessionPins(context.Context, *connect.Request[v1.ClearSessionPinsRequest]) (*connect.Response[v1.ClearSessionPinsResponse], error)
 	// GetOutput reads the whole output text of a finished call of the
 	// caller's tenant, also when the response was truncated: a byte range,
 	// or the lines matching a pattern.
@@ -248,6 +279,31 @@ func NewDispatcherServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(dispatcherServiceMethods.ByName("ApplyIntents")),
 			connect.WithClientOptions(opts...),
 		),
+		setSessionMode: connect.NewClient[v1.SetSessionModeRequest, v1.SetSessionModeResponse](
+			httpClient,
+			baseURL+DispatcherServiceSetSessionModeProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("SetSessionMode")),
+			connect.WithClientOptions(opts...),
+		),
+		listSessions: connect.NewClient[v1.ListSessionsRequest, v1.ListSessionsResponse](
+			httpClient,
+			baseURL+DispatcherServiceListSessionsProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("ListSessions")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		endSession: connect.NewClient[v1.EndSessionRequest, v1.EndSessionResponse](
+			httpClient,
+			baseURL+DispatcherServiceEndSessionProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("EndSession")),
+			connect.WithClientOptions(opts...),
+		),
+		clearSessionPins: connect.NewClient[v1.ClearSessionPinsRequest, v1.ClearSessionPinsResponse](
+			httpClient,
+			baseURL+DispatcherServiceClearSessionPinsProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("ClearSessionPins")),
+			connect.WithClientOptions(opts...),
+		),
 		getOutput: connect.NewClient[v1.GetOutputRequest, v1.GetOutputResponse](
 			httpClient,
 			baseURL+DispatcherServiceGetOutputProcedure,
@@ -349,6 +405,10 @@ type dispatcherServiceClient struct {
 	approveTool        *connect.Client[v1.ApproveToolRequest, v1.ApproveToolResponse]
 	getSession         *connect.Client[v1.GetSessionRequest, v1.GetSessionResponse]
 	applyIntents       *connect.Client[v1.ApplyIntentsRequest, v1.ApplyIntentsResponse]
+	setSessionMode     *connect.Client[v1.SetSessionModeRequest, v1.SetSessionModeResponse]
+	listSessions       *connect.Client[v1.ListSessionsRequest, v1.ListSessionsResponse]
+	endSession         *connect.Client[v1.EndSessionRequest, v1.EndSessionResponse]
+	clearSessionPins   *connect.Client[v1.ClearSessionPinsRequest, v1.ClearSessionPinsResponse]
 	getOutput          *connect.Client[v1.GetOutputRequest, v1.GetOutputResponse]
 	listApprovals      *connect.Client[v1.ListApprovalsRequest, v1.ListApprovalsResponse]
 	getApproval        *connect.Client[v1.GetApprovalRequest, v1.GetApprovalResponse]
@@ -412,6 +472,26 @@ func (c *dispatcherServiceClient) GetSession(ctx context.Context, req *connect.R
 // ApplyIntents calls toolwire.v1.DispatcherService.ApplyIntents.
 func (c *dispatcherServiceClient) ApplyIntents(ctx context.Context, req *connect.Request[v1.ApplyIntentsRequest]) (*connect.Response[v1.ApplyIntentsResponse], error) {
 	return c.applyIntents.CallUnary(ctx, req)
+}
+
+// SetSessionMode calls toolwire.v1.DispatcherService.SetSessionMode.
+func (c *dispatcherServiceClient) SetSessionMode(ctx context.Context, req *connect.Request[v1.SetSessionModeRequest]) (*connect.Response[v1.SetSessionModeResponse], error) {
+	return c.setSessionMode.CallUnary(ctx, req)
+}
+
+// ListSessions calls toolwire.v1.DispatcherService.ListSessions.
+func (c *dispatcherServiceClient) ListSessions(ctx context.Context, req *connect.Request[v1.ListSessionsRequest]) (*connect.Response[v1.ListSessionsResponse], error) {
+	return c.listSessions.CallUnary(ctx, req)
+}
+
+// EndSession calls toolwire.v1.DispatcherService.EndSession.
+func (c *dispatcherServiceClient) EndSession(ctx context.Context, req *connect.Request[v1.EndSessionRequest]) (*connect.Response[v1.EndSessionResponse], error) {
+	return c.endSession.CallUnary(ctx, req)
+}
+
+// ClearSessionPins calls toolwire.v1.DispatcherService.ClearSessionPins.
+func (c *dispatcherServiceClient) ClearSessionPins(ctx context.Context, req *connect.Request[v1.ClearSessionPinsRequest]) (*connect.Response[v1.ClearSessionPinsResponse], error) {
+	return c.clearSessionPins.CallUnary(ctx, req)
 }
 
 // GetOutput calls toolwire.v1.DispatcherService.GetOutput.
@@ -507,6 +587,25 @@ type DispatcherServiceHandler interface {
 	// ApplyIntents applies the intents of a finished call to the call's
 	// session, each exactly once (safe to repeat), and returns the session.
 	ApplyIntents(context.Context, *connect.Request[v1.ApplyIntentsRequest]) (*connect.Response[v1.ApplyIntentsResponse], error)
+	// SetSessionMode sets the mode of a session of the caller's tenant (a
+	// mode the policy in force declares; empty = none), as a SET_MODE intent
+	// applied by the reference applier, and returns the session.
+	SetSessionMode(context.Context, *connect.Request[v1.SetSessionModeRequest]) (*connect.Response[v1.SetSessionModeResponse], error)
+	// ListSessions lists the sessions of the caller's tenant, a page at a
+	// time, in the order they were last updated (oldest first), each
+	// without its log, state values and applied keys (GetSession reads
+	// them). Under agent visibility "own" it needs the admin or approve
+	// scope.
+	ListSessions(context.Context, *connect.Request[v1.ListSessionsRequest]) (*connect.Response[v1.ListSessionsResponse], error)
+	// EndSession ends a session of the caller's tenant, as an END_SESSION
+	// intent applied by the reference applier: its later calls are refused
+	// SESSION_INACTIVE. Ending an ended session changes nothing and answers
+	// its state. Needs the "admin" scope.
+	EndSession(context.Context, *connect.Request[v1.EndSessionRequest]) (*connect.Response[v1.EndSessionResponse], error)
+	// ClearSessionPins clears the spec versions a session pinned (all, or
+	// one tool's), so that the session's next call of a tool pins the
+	// version current then; returns the session. Needs the "admin" scope.
+	ClearSessionPins(context.Context, *connect.Request[v1.ClearSessionPinsRequest]) (*connect.Response[v1.ClearSessionPinsResponse], error)
 	// GetOutput reads the whole output text of a finished call of the
 	// caller's tenant, also when the response was truncated: a byte range,
 	// or the lines matching a pattern.
@@ -622,6 +721,31 @@ func NewDispatcherServiceHandler(svc DispatcherServiceHandler, opts ...connect.H
 		connect.WithSchema(dispatcherServiceMethods.ByName("ApplyIntents")),
 		connect.WithHandlerOptions(opts...),
 	)
+	dispatcherServiceSetSessionModeHandler := connect.NewUnaryHandler(
+		DispatcherServiceSetSessionModeProcedure,
+		svc.SetSessionMode,
+		connect.WithSchema(dispatcherServiceMethods.ByName("SetSessionMode")),
+		connect.WithHandlerOptions(opts...),
+	)
+	dispatcherServiceListSessionsHandler := connect.NewUnaryHandler(
+		DispatcherServiceListSessionsProcedure,
+		svc.ListSessions,
+		connect.WithSchema(dispatcherServiceMethods.ByName("ListSessions")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	dispatcherServiceEndSessionHandler := connect.NewUnaryHandler(
+		DispatcherServiceEndSessionProcedure,
+		svc.EndSession,
+		connect.WithSchema(dispatcherServiceMethods.ByName("EndSession")),
+		connect.WithHandlerOptions(opts...),
+	)
+	dispatcherServiceClearSessionPinsHandler := connect.NewUnaryHandler(
+		DispatcherServiceClearSessionPinsProcedure,
+		svc.ClearSessionPins,
+		connect.WithSchema(dispatcherServiceMethods.ByName("ClearSessionPins")),
+		connect.WithHandlerOptions(opts...),
+	)
 	dispatcherServiceGetOutputHandler := connect.NewUnaryHandler(
 		DispatcherServiceGetOutputProcedure,
 		svc.GetOutput,
@@ -730,6 +854,14 @@ func NewDispatcherServiceHandler(svc DispatcherServiceHandler, opts ...connect.H
 			dispatcherServiceGetSessionHandler.ServeHTTP(w, r)
 		case DispatcherServiceApplyIntentsProcedure:
 			dispatcherServiceApplyIntentsHandler.ServeHTTP(w, r)
+		case DispatcherServiceSetSessionModeProcedure:
+			dispatcherServiceSetSessionModeHandler.ServeHTTP(w, r)
+		case DispatcherServiceListSessionsProcedure:
+			dispatcherServiceListSessionsHandler.ServeHTTP(w, r)
+		case DispatcherServiceEndSessionProcedure:
+			dispatcherServiceEndSessionHandler.ServeHTTP(w, r)
+		case DispatcherServiceClearSessionPinsProcedure:
+			dispatcherServiceClearSessionPinsHandler.ServeHTTP(w, r)
 		case DispatcherServiceGetOutputProcedure:
 			dispatcherServiceGetOutputHandler.ServeHTTP(w, r)
 		case DispatcherServiceListApprovalsProcedure:
@@ -803,6 +935,22 @@ func (UnimplementedDispatcherServiceHandler) GetSession(context.Context, *connec
 
 func (UnimplementedDispatcherServiceHandler) ApplyIntents(context.Context, *connect.Request[v1.ApplyIntentsRequest]) (*connect.Response[v1.ApplyIntentsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.ApplyIntents is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) SetSessionMode(context.Context, *connect.Request[v1.SetSessionModeRequest]) (*connect.Response[v1.SetSessionModeResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.SetSessionMode is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) ListSessions(context.Context, *connect.Request[v1.ListSessionsRequest]) (*connect.Response[v1.ListSessionsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.ListSessions is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) EndSession(context.Context, *connect.Request[v1.EndSessionRequest]) (*connect.Response[v1.EndSessionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.EndSession is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) ClearSessionPins(context.Context, *connect.Request[v1.ClearSessionPinsRequest]) (*connect.Response[v1.ClearSessionPinsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.ClearSessionPins is not implemented"))
 }
 
 func (UnimplementedDispatcherServiceHandler) GetOutput(context.Context, *connect.Request[v1.GetOutputRequest]) (*connect.Response[v1.GetOutputResponse], error) {
