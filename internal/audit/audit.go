@@ -47,6 +47,9 @@ type Source struct {
 	subj                   bus.Subjects
 	shadowPrefix           string
 
+	// arch is the archive (UseArchive); nil = the live streams alone.
+	arch *archived
+
 	specMu sync.Mutex
 	specs  map[string]string // name@version -> input schema
 }
@@ -82,7 +85,8 @@ type Options struct {
 	Events bool
 	// Verify checks, besides every result's signature (always), the
 	// signatures of every call's events and that a worker's result is
-	// its attempt's claim holder's (one more stream read per call).
+	// its attempt's claim holder's (one more stream read per call), and,
+	// with an archive (UseArchive), the archive's chains.
 	Verify bool
 	// Settle is how long after admission a call without a result counts
 	// as pending rather than missing. Default 10m.
@@ -201,8 +205,16 @@ type Summary struct {
 	RetryEntries int
 	Outcomes     map[string]int
 	Anomalies    []Anomaly
-	// FirstSeq and LastSeq are the CALLS sequences covered.
+	// FirstSeq and LastSeq are the CALLS sequences covered (archived
+	// and live).
 	FirstSeq, LastSeq uint64
+	// ArchiveSegments counts the archive segments verified (Options.Verify
+	// with an archive: UseArchive).
+	ArchiveSegments int
+	// ArchiveSegmentsRead counts the archive segments of results and
+	// events loaded to complete archived calls (UseArchive): about one
+	// load per segment the calls' lives cover.
+	ArchiveSegmentsRead int
 
 	mu sync.Mutex // guards Anomalies while Run runs
 }
@@ -220,6 +232,9 @@ func (s *Summary) OK() bool { return len(s.Anomalies) == 0 }
 type job struct {
 	rec  *Record
 	call *toolwirev1.ToolCall
+	// end is when the call ended: its believed result's stored time
+	// (zero until found); it bounds the archive's search for its events.
+	end  time.Time
 	done chan struct{}
 	err  error
 }
@@ -241,6 +256,10 @@ func (s *Source) Run(ctx context.Context, f Filter, o Options, emit func(*Record
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sum := &Summary{Outcomes: map[string]int{}}
+	var loads int64
+	if s.arch != nil {
+		loads = s.arch.loads.Load()
+	}
 
 	work := make(chan *job)
 	ordered := make(chan *job, 4*o.Lookups)
@@ -295,6 +314,12 @@ func (s *Source) Run(ctx context.Context, f Filter, o Options, emit func(*Record
 	if err := <-emitted; err != nil {
 		return sum, err
 	}
+	if s.arch != nil {
+		sum.ArchiveSegmentsRead = int(s.arch.loads.Load() - loads)
+	}
+	if scanErr == nil && o.Verify {
+		scanErr = s.verifyArchive(ctx, sum)
+	}
 	return sum, scanErr
 }
 
@@ -318,130 +343,6 @@ func (s *Source) account(sum *Summary, r *Record, f Filter, emit func(*Record) e
 		// dead-letter it. Counted, not an anomaly of the audit trail.
 	}
 	return emit(r)
-}
-
-// scan reads CALLS and hands one job per call (in order) to next.
-func (s *Source) scan(ctx context.Context, f Filter, o Options, sum *Summary, next func(*job) error) error {
-	info, err := s.calls.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("audit: calls stream: %w", err)
-	}
-	last := info.State.LastSeq
-	if last == 0 || info.State.Msgs == 0 {
-		return nil
-	}
-	// Unfiltered, read the replays' shadow subjects too (they share the
-	// stream), so that sequences are contiguous and a gap means deleted
-	// messages; shadow messages are then skipped, not audited.
-	filters := []string{s.subj.AllCalls(), s.subj.AllShadow()}
-	narrowed := f.Tenant != "" || f.Tool != ""
-	if narrowed {
-		filters = []string{s.subj.CallsOf(f.Tenant, f.Tool)}
-	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters}
-	if !f.Since.IsZero() {
-		t := f.Since
-		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
-	}
-	// A Scan: no consumer of the audit's is left on CALLS when it ends.
-	cons, err := bus.NewScan(ctx, s.calls, cfg)
-	if err != nil {
-		return fmt.Errorf("audit: read calls: %w", err)
-	}
-	defer func() { _ = cons.Close() }()
-	var prev uint64
-	lastProgress := time.Now()
-	defer func() {
-		if o.Progress != nil {
-			o.Progress(sum.Scanned)
-		}
-	}()
-	next0 := uint64(0)
-	empties := 0
-	for {
-		// Never ask for more than the stream holds up to the snapshot, so
-		// that the last fetch ends at once instead of waiting.
-		want := 256
-		if next0 > 0 && last-next0+1 < uint64(want) {
-			want = int(last - next0 + 1)
-		}
-		batch, err := cons.Fetch(want, jetstream.FetchMaxWait(500*time.Millisecond))
-		if err != nil {
-			return fmt.Errorf("audit: read calls: %w", err)
-		}
-		n, done, err := s.scanBatch(batch, f, o, sum, last, &prev, &lastProgress, narrowed, next)
-		if err != nil {
-			return err
-		}
-		if done {
-			return nil // at the snapshot's end or past Until
-		}
-		if n == 0 {
-			// An empty fetch is the end only when the consumer has nothing
-			// pending; a stalled server (a leader election) is waited for.
-			ci, err := cons.Info(ctx)
-			if err != nil {
-				return fmt.Errorf("audit: read calls: %w", err)
-			}
-			if ci.NumPending == 0 {
-				return nil
-			}
-			if empties++; empties > 60 {
-				return fmt.Errorf("audit: read calls: no progress for 30s with %d messages pending", ci.NumPending)
-			}
-			continue
-		}
-		empties = 0
-		next0 = prev + 1
-	}
-}
-
-// scanBatch handles the messages of one fetch; it always drains the batch
-// (so the fetch's goroutine ends) and reports whether the scan is done.
-func (s *Source) scanBatch(batch jetstream.MessageBatch, f Filter, o Options, sum *Summary, last uint64, prev *uint64,
-	lastProgress *time.Time, narrowed bool, next func(*job) error) (n int, done bool, err error) {
-	for msg := range batch.Messages() {
-		n++
-		if done || err != nil {
-			continue
-		}
-		md, merr := msg.Metadata()
-		if merr != nil {
-			err = fmt.Errorf("audit: read calls: %w", merr)
-			continue
-		}
-		seq := md.Sequence.Stream
-		if seq > last || (!f.Until.IsZero() && md.Timestamp.After(f.Until)) {
-			done = true
-			continue
-		}
-		sum.Scanned++
-		if sum.FirstSeq == 0 {
-			sum.FirstSeq = seq
-		}
-		sum.LastSeq = seq
-		if !narrowed && *prev != 0 && seq != *prev+1 {
-			sum.addAnomaly(Anomaly{Kind: "gap", Seq: *prev + 1,
-				Detail: fmt.Sprintf("CALLS sequences %d-%d are missing (deleted messages)", *prev+1, seq-1)})
-		}
-		*prev = seq
-		if o.Progress != nil && time.Since(*lastProgress) > 200*time.Millisecond {
-			o.Progress(sum.Scanned)
-			*lastProgress = time.Now()
-		}
-		if seq == last {
-			done = true
-		}
-		j, skip := s.jobOf(msg, seq, md.Timestamp, f, sum)
-		if skip {
-			continue
-		}
-		err = next(j)
-	}
-	if berr := batch.Error(); berr != nil && !errors.Is(berr, nats.ErrTimeout) && err == nil {
-		err = fmt.Errorf("audit: read calls: %w", berr)
-	}
-	return n, done, err
 }
 
 // CallKind is what a CALLS message is (DecodeCall).
@@ -474,8 +375,8 @@ func DecodeCall(subject string, data []byte, msgID, shadowPrefix string) (*toolw
 }
 
 // jobOf builds the job of one CALLS message, or says to skip it.
-func (s *Source) jobOf(msg jetstream.Msg, seq uint64, stored time.Time, f Filter, sum *Summary) (*job, bool) {
-	call, kind := DecodeCall(msg.Subject(), msg.Data(), msg.Headers().Get(jetstream.MsgIDHeader), s.shadowPrefix)
+func (s *Source) jobOf(m callMsg, f Filter, sum *Summary) (*job, bool) {
+	call, kind := DecodeCall(m.subject, m.data, m.msgID, s.shadowPrefix)
 	switch kind {
 	case AReplay:
 		return nil, true
@@ -483,7 +384,7 @@ func (s *Source) jobOf(msg jetstream.Msg, seq uint64, stored time.Time, f Filter
 		if f.CallID != "" || f.Session != "" || f.Agent != "" {
 			return nil, true
 		}
-		return &job{rec: &Record{Seq: seq, Time: stored, Admission: "none", Outcome: OutcomeUndecodable},
+		return &job{rec: &Record{Seq: m.seq, Time: m.stored, Admission: "none", Outcome: OutcomeUndecodable},
 			done: make(chan struct{})}, false
 	case ARetryEntry:
 		sum.RetryEntries++ // published by the retry mover
@@ -494,7 +395,7 @@ func (s *Source) jobOf(msg jetstream.Msg, seq uint64, stored time.Time, f Filter
 		(f.Agent != "" && c.GetAgent() != f.Agent) {
 		return nil, true
 	}
-	return s.newJob(call, seq, stored), false
+	return s.newJob(call, m.seq, m.stored), false
 }
 
 // newJob is the job of call, stored at seq.
@@ -516,7 +417,7 @@ func (s *Source) complete(ctx context.Context, j *job, o Options) error {
 	if call.Dispatcher != "" {
 		subject = s.subj.Result(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
 	}
-	st, refused, err := s.storedResults(ctx, subject, call.Tool, o.Verify)
+	st, refused, err := s.storedResults(ctx, j, subject, o.Verify)
 	switch {
 	case err != nil:
 		return fmt.Errorf("audit: result of %s: %w", call.CallId, err)
@@ -535,7 +436,7 @@ func (s *Source) complete(ctx context.Context, j *job, o Options) error {
 	if !o.Events && !o.Verify {
 		return nil
 	}
-	evs, err := s.rawEvents(ctx, call)
+	evs, err := s.rawEvents(ctx, j)
 	if err != nil {
 		return err
 	}
@@ -592,14 +493,24 @@ func (s *Source) schemaOf(ctx context.Context, name, version string) (string, bo
 	return spec.InputSchemaJson, true
 }
 
-// rawEvents reads a call's events by direct gets (next message of the
-// call's subject after the last one read): no consumer is created.
-func (s *Source) rawEvents(ctx context.Context, call *toolwirev1.ToolCall) ([]*jetstream.RawStreamMsg, error) {
+// rawEvents reads a call's events: those the archive holds and the
+// events stream no longer does (with an archive), then the stream's by
+// direct gets (next message of the call's subject after the last one
+// read): no consumer is created.
+func (s *Source) rawEvents(ctx context.Context, j *job) ([]*jetstream.RawStreamMsg, error) {
+	call := j.call
 	subject := s.subj.EventsAnyDispatcher(call.GetCaller().GetTenant(), call.CallId)
 	if call.Dispatcher != "" {
 		subject = s.subj.Event(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
 	}
 	var out []*jetstream.RawStreamMsg
+	err := s.archivedOfCall(ctx, j, s.events, subject, func(m *jetstream.RawStreamMsg) bool {
+		out = append(out, m)
+		return len(out) < maxEvents
+	})
+	if err != nil {
+		return nil, fmt.Errorf("audit: events of %s: %w", call.CallId, err)
+	}
 	for seq := uint64(1); len(out) < maxEvents; {
 		m, err := s.events.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {

@@ -25,6 +25,46 @@
 // events stream keeps them). A server that stalls is waited for up to
 // 30s.
 //
+// # The archive
+//
+// With an archive store (UseArchive: the store the dispatchers archive
+// into, internal/archive) the record is the archive and the live streams
+// as one, by the same filters. Run reads the archived calls before the
+// calls stream's first sequence (archive.Reader.Each: only the segments
+// overlapping the range, streamed a record at a time) and then the
+// stream from the next sequence (from Since, when given), as one
+// sequence: no call twice, and a sequence missing at the boundary is a
+// "gap" as anywhere else. Before each fetch it asks the stream for its
+// first sequence: what the stream dropped meanwhile (its window ages
+// calls out while a long audit reads) is read from the archive before the
+// fetched calls, so nothing is lost between the two. A call's results
+// and events are read from the archive when the stream's oldest message
+// is younger than the call (a minute's leeway, looked up at most once a
+// second): those the archive holds with a sequence below the stream's
+// first, stored between the call's admission (less a minute) and its
+// deadline plus an hour (720h without one) — and once its believed
+// result is found, until an hour after that result was stored (the
+// call's real end: events stored later are not looked for) — then the
+// live ones; archived results go through internal/believed exactly as
+// live ones, and a believed one's Signature is the same. Results and
+// events segments are loaded whole, indexed by call id, and the last
+// three of each stream are kept; of every segment loaded the run
+// remembers which calls it holds (call ids only, forgotten an hour
+// behind the calls being looked up), and a call's lookup skips the
+// segments that hold none of its messages. An audit over archived calls
+// thus loads each segment about once — once to learn which calls it
+// holds, once more at most for the calls in it — not once per call
+// after it (Summary.ArchiveSegmentsRead counts the loads): memory is
+// bounded by three segments a stream (archive.Config's
+// MaxSegmentMessages and MaxSegmentBytes) and the call ids of an hour
+// and more of segments. With Options.Verify, Run also
+// verifies the chains of the calls, results and events streams
+// (archive.Verify) and adds each problem, and each manifest signer that
+// is no enrolled dispatcher's key (signing.DispatcherKey in the
+// registry), as an anomaly of kind "archive"; Summary.ArchiveSegments
+// counts the segments verified. Exports carry archived records like live
+// ones, and internal/replay re-executes them like live ones.
+//
 // Not every calls-stream message is a call of its own: replays on the
 // shadow subjects are skipped, and retry re-entries put back by the
 // dispatchers' mover (a message id other than the call id) are counted in
@@ -36,8 +76,14 @@
 // allowed it, or the grant or approval that covered an ask; absent when no
 // policy was in force). Calls admission refused never reach the calls
 // stream: Source.Refusals reads their REJECTED events from the events
-// stream instead (same filters, oldest first, for as long as the events
-// stream keeps them), as records with outcome "rejected", the error
+// stream instead (same filters, oldest first; with an archive, the
+// archived events before the stream's first sequence, then the stream,
+// as one sequence exactly as Run reads calls, each rejection checked as a
+// dispatcher's whether archived or live — Until ends the run at the
+// first event past it, wherever it is read, and a sequence missing
+// between the archive's part and the stream's is a "gap" as in Run;
+// without one, for as long as the
+// events stream keeps them), as records with outcome "rejected", the error
 // answered and, when the policy refused, its version, rule and the reason
 // the caller was told.
 //
@@ -50,7 +96,8 @@
 // that is no ToolCall: counted, not an anomaly; the workers dead-letter
 // it). Without a tenant or tool filter the scan also reads the shadow
 // subjects, so sequences are contiguous and a gap in them (deleted
-// messages) is reported as an anomaly. Summary.OK reports an audit without
+// messages, or with an archive a segment missing from it) is reported as
+// an anomaly. Summary.OK reports an audit without
 // anomalies.
 //
 // # Redaction

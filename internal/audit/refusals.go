@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/toolwire/toolwire/internal/archive"
 	"github.com/toolwire/toolwire/internal/believed"
 	"github.com/toolwire/toolwire/internal/bus"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -21,15 +22,20 @@ import (
 const OutcomeRejected = "rejected"
 
 // Refusals streams the calls admission refused that f selects — their
-// REJECTED events in the events stream, oldest first, up to its last
-// sequence when the run starts — to emit as Records: Admission and
-// Outcome "rejected", ErrorType the refusal's type, Response the refusal
-// as answered, and Policy the decision when the policy refused (version,
+// REJECTED events, oldest first, up to the events stream's last sequence
+// when the run starts — to emit as Records: Admission and Outcome
+// "rejected", ErrorType the refusal's type, Response the refusal as
+// answered, and Policy the decision when the policy refused (version,
 // rule, reason). Refused calls never reach the calls stream, so Run does
-// not see them; they live as long as the events stream keeps them. The
+// not see them. Without an archive they live as long as the events
+// stream keeps them; with one (UseArchive) the archived events before the
+// stream's first sequence are read first, then the stream, as one
+// sequence (no event twice; what the stream drops while the run reads is
+// read from the archive), as Run reads calls. A rejection is checked as
+// a dispatcher's (internal/believed) whether read live or archived. The
 // refusal quotes no secret argument (the dispatcher redacts it before
-// recording it) and carries no arguments. It reads with a bus.Scan, as Run
-// does; f.Outcome may narrow to one error type name.
+// recording it) and carries no arguments. It reads with a bus.Scan, as
+// Run does; f.Outcome may narrow to one error type name.
 func (s *Source) Refusals(ctx context.Context, f Filter, o Options, emit func(*Record) error) (*Summary, error) {
 	if f.Tenant != "" && !bus.ValidTenant(f.Tenant) {
 		return nil, fmt.Errorf("audit: tenant filter %q does not match %s", f.Tenant, bus.TenantPattern)
@@ -39,32 +45,116 @@ func (s *Source) Refusals(ctx context.Context, f Filter, o Options, emit func(*R
 	if err != nil {
 		return nil, fmt.Errorf("audit: events stream: %w", err)
 	}
-	last := info.State.LastSeq
-	if last == 0 || info.State.Msgs == 0 {
+	rs := &refusalScan{s: s, f: f, sum: sum, emit: emit, last: info.State.LastSeq}
+	if rs.last == 0 {
 		return sum, nil
 	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{s.subj.AllEvents()}}
-	if !f.Since.IsZero() {
-		t := f.Since
-		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
+	if info.State.FirstSeq > 1 {
+		done, err := rs.archived(ctx, info.State.FirstSeq-1)
+		if err != nil || done {
+			return sum, err
+		}
 	}
-	cons, err := bus.NewScan(ctx, s.events, cfg)
+	if info.State.Msgs == 0 || rs.covered >= rs.last {
+		return sum, nil
+	}
+	return sum, rs.live(ctx, o)
+}
+
+// refusalScan is one Refusals run's read of the events: the archived
+// part (the sequences before the live stream's first), then the live
+// stream, as one sequence.
+type refusalScan struct {
+	s    *Source
+	f    Filter
+	sum  *Summary
+	emit func(*Record) error
+	// last is the events stream's last sequence when the run started;
+	// covered the sequence up to which every event has been read, from
+	// the archive or live; prev the last sequence read (gaps are found
+	// against it).
+	last, covered, prev uint64
+}
+
+// archived reads the archived events after covered up to sequence to
+// (as far as the archive holds them) and reports whether the run is done
+// (past Until). Without an archive it does nothing.
+func (rs *refusalScan) archived(ctx context.Context, to uint64) (bool, error) {
+	a := rs.s.arch
+	if a == nil || to <= rs.covered {
+		return false, nil
+	}
+	stream := rs.s.events.CachedInfo().Config.Name
+	segs, err := a.r.Segments(ctx, stream)
 	if err != nil {
-		return nil, fmt.Errorf("audit: read events: %w", err)
+		return false, fmt.Errorf("audit: archive: %w", err)
+	}
+	if len(segs) == 0 {
+		return false, nil
+	}
+	to = min(to, segs[len(segs)-1].ToSeq)
+	q := archive.Query{FromSeq: rs.covered + 1, ToSeq: to, Since: rs.f.Since}
+	if !rs.f.Until.IsZero() {
+		q.Until = rs.f.Until.Add(time.Nanosecond) // Until is inclusive here, exclusive there
+	}
+	all := rs.s.subj.AllEvents()
+	var done bool
+	var visitErr error
+	err = a.r.Each(ctx, stream, q, func(m *archive.Message) bool {
+		if !bus.SubjectMatches(all, m.Subject) {
+			return true
+		}
+		done, visitErr = rs.visit(ctx, eventMsg{seq: m.Seq, stored: m.Time, h: m.Header, data: m.Data})
+		return !done && visitErr == nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("audit: archive: %w", err)
+	}
+	if visitErr != nil || done {
+		return done, visitErr
+	}
+	rs.covered = max(rs.covered, to)
+	// Every sequence up to to is read or passed over by the filter: the
+	// next one read should be to+1, or sequences are missing (the
+	// archive stops short of the stream's first). With Since and nothing
+	// read yet, the live read starts by time, wherever that is.
+	if rs.prev != 0 || rs.f.Since.IsZero() {
+		rs.prev = max(rs.prev, to)
+	}
+	// Archived events past Until are not handed over (q.Until), and the
+	// run is not done here: the archive's part read ends at to, and the
+	// events after it (live, or archived later) up to Until are still to
+	// be read; the live read stops at the first event past Until (visit).
+	return false, nil
+}
+
+// live reads the events stream after what the archive gave, up to last.
+func (rs *refusalScan) live(ctx context.Context, o Options) error {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{rs.s.subj.AllEvents()}}
+	switch {
+	case !rs.f.Since.IsZero():
+		t := rs.f.Since
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
+	case rs.covered > 0:
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, rs.covered+1
+	}
+	cons, err := bus.NewScan(ctx, rs.s.events, cfg)
+	if err != nil {
+		return fmt.Errorf("audit: read events: %w", err)
 	}
 	defer func() { _ = cons.Close() }()
 	empties := 0
 	for {
 		batch, err := cons.Fetch(256, jetstream.FetchMaxWait(500*time.Millisecond))
 		if err != nil {
-			return sum, fmt.Errorf("audit: read events: %w", err)
+			return fmt.Errorf("audit: read events: %w", err)
 		}
-		n, done, err := s.refusalBatch(batch, f, sum, last, emit)
+		n, done, err := rs.batch(ctx, batch)
 		if err != nil || done {
-			return sum, err
+			return err
 		}
 		if o.Progress != nil {
-			o.Progress(sum.Scanned)
+			o.Progress(rs.sum.Scanned)
 		}
 		if n > 0 {
 			empties = 0
@@ -72,23 +162,27 @@ func (s *Source) Refusals(ctx context.Context, f Filter, o Options, emit func(*R
 		}
 		ci, err := cons.Info(ctx)
 		if err != nil {
-			return sum, fmt.Errorf("audit: read events: %w", err)
+			return fmt.Errorf("audit: read events: %w", err)
 		}
 		if ci.NumPending == 0 {
-			return sum, nil
+			return nil
 		}
 		if empties++; empties > 60 {
-			return sum, fmt.Errorf("audit: read events: no progress for 30s with %d messages pending", ci.NumPending)
+			return fmt.Errorf("audit: read events: no progress for 30s with %d messages pending", ci.NumPending)
 		}
 	}
 }
 
-// refusalCheck bounds the enrolment lookup of one rejection's check.
-const refusalCheck = 10 * time.Second
-
-// refusalBatch handles one fetch of Refusals; it always drains the batch.
-func (s *Source) refusalBatch(batch jetstream.MessageBatch, f Filter, sum *Summary, last uint64,
-	emit func(*Record) error) (n int, done bool, err error) {
+// batch handles one fetch of live events; it always drains the batch.
+// With an archive, the events the stream dropped after covered (aged out
+// since the run began) are read from the archive first.
+func (rs *refusalScan) batch(ctx context.Context, batch jetstream.MessageBatch) (n int, done bool, err error) {
+	if rs.s.arch != nil {
+		var first uint64
+		if first, err = liveFirst(ctx, rs.s.events); err == nil && first > 1 {
+			done, err = rs.archived(ctx, first-1)
+		}
+	}
 	for msg := range batch.Messages() {
 		n++
 		if done || err != nil {
@@ -99,38 +193,65 @@ func (s *Source) refusalBatch(batch jetstream.MessageBatch, f Filter, sum *Summa
 			err = fmt.Errorf("audit: read events: %w", merr)
 			continue
 		}
-		seq := md.Sequence.Stream
-		if seq > last || (!f.Until.IsZero() && md.Timestamp.After(f.Until)) {
-			done = true
-			continue
-		}
-		if seq == last {
-			done = true
-		}
-		sum.Scanned++
-		if sum.FirstSeq == 0 {
-			sum.FirstSeq = seq
-		}
-		sum.LastSeq = seq
-		rec := refusalRecord(msg.Data(), seq, md.Timestamp, f)
-		if rec == nil {
-			continue
-		}
-		// Only a dispatcher refuses calls: a rejection anyone else signed
-		// is no refusal of the record (internal/believed).
-		ctx, cancel := context.WithTimeout(context.Background(), refusalCheck)
-		_, _, cerr := believed.CheckEvent(ctx, s.keys, rec.CallID, "", msg.Headers(), msg.Data())
-		cancel()
-		if cerr != nil {
-			sum.addAnomaly(Anomaly{Kind: "unbelieved_result", CallID: rec.CallID, Seq: seq, Detail: "a rejection not signed by a dispatcher: " + cerr.Error()})
-			continue
-		}
-		err = s.account(sum, rec, f, emit)
+		done, err = rs.visit(ctx, eventMsg{seq: md.Sequence.Stream, stored: md.Timestamp, h: msg.Headers(), data: msg.Data()})
 	}
 	if berr := batch.Error(); berr != nil && !errors.Is(berr, nats.ErrTimeout) && err == nil {
 		err = fmt.Errorf("audit: read events: %w", berr)
 	}
 	return n, done, err
+}
+
+// refusalCheck bounds the enrolment lookup of one rejection's check.
+const refusalCheck = 10 * time.Second
+
+// eventMsg is one events-stream message, read live or from the archive.
+type eventMsg struct {
+	seq    uint64
+	stored time.Time
+	h      nats.Header
+	data   []byte
+}
+
+// visit handles one event, archived or live, and reports whether the run
+// is done (at the snapshot's end or past Until).
+func (rs *refusalScan) visit(ctx context.Context, m eventMsg) (bool, error) {
+	f, sum := rs.f, rs.sum
+	seq, stored := m.seq, m.stored
+	if seq <= rs.covered {
+		return false, nil // read already, from the archive
+	}
+	if seq > rs.last || (!f.Until.IsZero() && stored.After(f.Until)) {
+		return true, nil
+	}
+	rs.covered = seq
+	sum.Scanned++
+	if sum.FirstSeq == 0 {
+		sum.FirstSeq = seq
+	}
+	sum.LastSeq = seq
+	// The events stream holds events only: its sequences are contiguous,
+	// and one missing between two read (archived and live, or the
+	// archive's own) is a gap, as Run reports.
+	if rs.prev != 0 && seq != rs.prev+1 {
+		sum.addAnomaly(Anomaly{Kind: "gap", Seq: rs.prev + 1,
+			Detail: fmt.Sprintf("EVENTS sequences %d-%d are missing (deleted messages, or dropped unarchived)", rs.prev+1, seq-1)})
+	}
+	rs.prev = seq
+	done := seq == rs.last
+	rec := refusalRecord(m.data, seq, stored, f)
+	if rec == nil {
+		return done, nil
+	}
+	// Only a dispatcher refuses calls: a rejection anyone else signed
+	// is no refusal of the record (internal/believed).
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refusalCheck)
+	_, _, cerr := believed.CheckEvent(cctx, rs.s.keys, rec.CallID, "", m.h, m.data)
+	cancel()
+	if cerr != nil {
+		sum.addAnomaly(Anomaly{Kind: "unbelieved_result", CallID: rec.CallID, Seq: seq, Detail: "a rejection not signed by a dispatcher: " + cerr.Error()})
+		return done, nil
+	}
+	return done, rs.s.account(sum, rec, f, rs.emit)
 }
 
 // refusalRecord is the Record of a REJECTED event that f selects, nil for

@@ -62,17 +62,20 @@ type RefusedResult struct {
 	Detail  string `json:"detail,omitempty"`
 }
 
-// storedResults returns the first believed result on subject (nil when
-// none) and the results stored there that are refused. It reads the
-// subject's messages oldest first from the stream's leader (the API the
-// operator role may use for it), up to the first believed one (one read
-// for a call's one result), or, with all (audit --verify), every one of
-// them, at most believed.MaxScan.
-func (s *Source) storedResults(ctx context.Context, subject, tool string, all bool) (*believed.Stored, []RefusedResult, error) {
+// storedResults returns the first believed result of j's call on
+// subject (nil when none) and the results stored there that are refused.
+// It reads the subject's messages oldest first — those the archive holds
+// and the results stream no longer does (with an archive), then the
+// stream's from its leader (the API the operator role may use for it) —
+// up to the first believed one (one read for a call's one result), or,
+// with all (audit --verify), every one of them, at most believed.MaxScan.
+// Archived results are checked exactly as live ones.
+func (s *Source) storedResults(ctx context.Context, j *job, subject string, all bool) (*believed.Stored, []RefusedResult, error) {
+	tool := j.call.Tool
 	var found *believed.Stored
 	var refused []RefusedResult
 	var lookupErr error
-	_, err := bus.EachMsgFromLeader(ctx, s.js, s.results, subject, believed.MaxScan, func(m *jetstream.RawStreamMsg) bool {
+	visit := func(m *jetstream.RawStreamMsg) bool {
 		resp, v, err := believed.Check(ctx, s.keys, m.Subject, m.Header, m.Data, tool)
 		se := signing.AsError(err)
 		switch {
@@ -83,12 +86,17 @@ func (s *Source) storedResults(ctx context.Context, subject, tool string, all bo
 			return false
 		case found == nil:
 			found = &believed.Stored{Msg: m, Resp: resp, Verdict: v}
+			j.end = m.Time
 		default:
 			refused = append(refused, RefusedResult{Seq: m.Sequence, Problem: "second result", Signer: v.Signer,
 				Detail: fmt.Sprintf("a believed result is stored already at %d", found.Msg.Sequence)})
 		}
 		return all || found == nil
-	})
+	}
+	err := s.archivedOfCall(ctx, j, s.results, subject, visit)
+	if err == nil && lookupErr == nil && (all || found == nil) {
+		_, err = bus.EachMsgFromLeader(ctx, s.js, s.results, subject, believed.MaxScan, visit)
+	}
 	if err = errors.Join(err, lookupErr); err != nil {
 		return nil, nil, err
 	}

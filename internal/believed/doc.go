@@ -32,6 +32,14 @@
 //     MaxScan messages: more forgeries than that before the answer hide
 //     it from them (each one is reported), though not from the caller
 //     waiting in Call, which the results consumer answers.
+//   - A result older than the results stream reaches is read from the
+//     archive (ReadArchived, with an archive store): the archived
+//     messages of the call's subject, kept with their headers and bytes
+//     as stored, checked exactly as live ones, first believed wins. Only
+//     for a call a stored call stands behind (its tool known), and only
+//     the segments of the call's life: from its time to its deadline and
+//     an hour (720h without one), so a made-up id, or one dated before
+//     the archive, reads no segment.
 //   - A refused result is never an answer; the reader that found it tells
 //     its OnRefused (the dispatcher counts and logs it at WARN; audit
 //     --verify lists it).

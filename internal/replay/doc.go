@@ -26,6 +26,12 @@
 // view audit and dlq share): the calls and results streams and the
 // registry, looked up once.
 //
+// Replays take their calls from audit records (audit.Source.Run): with an
+// archive store (audit.Source.UseArchive, toolctl replay --archive) a call
+// older than the calls stream's window is read from the archive, its
+// original result too, and replayed exactly as a live one; the replay
+// itself is a new call in the live streams.
+//
 // A replay runs the tool again: a tool with side effects has them again,
 // on whatever the shadow pool's configuration points at. Point shadow
 // workers at staging backends.

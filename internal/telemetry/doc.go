@@ -100,9 +100,16 @@
 //	toolwire_dispatcher_pool_backlog_bound{pool}           the backlog past which it refuses (absent: no bound)
 //	toolwire_dispatcher_pool_drain_rate{pool}              calls/s the pool finished over the last 2s
 //	toolwire_dispatcher_pool_expected_wait_seconds{pool}   queued calls over the drain rate
-//	toolwire_dispatcher_overload_refusals_total{cause,target}  OVERLOADED at admission: cause backlog, expected_wait or store; target the pool or store
+//	toolwire_dispatcher_overload_refusals_total{cause,target}  OVERLOADED at admission: cause backlog, expected_wait, store or archive_behind; target the pool, store or stream
+//	toolwire_archive_lag_seconds{stream}                   with an archive store: age of the stream's oldest unarchived message, 0 when caught up
 //	toolwire_dispatcher_intents_refused_total             intents of stored results refused when applied (not in the catalog, undeclared, malformed)
+//	toolwire_latency_budget_exceeded_total{tool,source,mode}  calls admitted here whose result came after their soft latency budget (source spec or policy; mode the policy entry's, "" = any); never a failure
 //	toolwire_store_bytes{store}, toolwire_store_max_bytes{store}  use and limit of every stream and bucket (read every 2s)
+//	toolwire_store_messages{store}, toolwire_store_max_messages{store}  messages stored (absent: the account, not counted), and the limit (absent: unbounded)
+//	toolwire_store_used_ratio{store}                       the nearer limit's share in use (absent: unbounded); a full store reads just under 1
+//	toolwire_store_growth_bytes_per_second{store}          net growth over the last 10 minutes (internal/capacity's Sampler, every 30s)
+//	toolwire_store_bytes_per_call{store}                   what the store took per call written over that window (absent: no call)
+//	toolwire_store_seconds_to_full{store}                  until full at that growth, 0 = full now (calls, idempotency, account: at the dispatchers' 90% high-water) (absent: never at this rate — not growing, or ageing out faster than it fills — unbounded, not measured)
 //
 // Both, on a connection made by bus.Dial (an external cluster; exported at
 // scrape time from its bus.ConnMonitor by NewConnCollector):

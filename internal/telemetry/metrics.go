@@ -61,6 +61,7 @@ type WorkerMetrics struct {
 	redeliveries *prometheus.CounterVec
 	inflight     *prometheus.GaugeVec
 	settleErrors *prometheus.CounterVec
+	badOutput    *prometheus.CounterVec
 
 	mu    sync.Mutex
 	tools atomic.Pointer[map[toolKey]*ToolInstruments]
@@ -98,11 +99,14 @@ func NewWorkerMetrics(reg prometheus.Registerer) (*WorkerMetrics, error) {
 			Help: "Calls being handled by this worker now, by pool."}, []string{"pool"}),
 		settleErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolwire_settle_errors_total",
 			Help: "Failed acks, naks and terms (a lost ack is a duplicate execution later), by verb."}, []string{"verb"}),
+		badOutput: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolwire_output_schema_violations_total",
+			Help: "Results whose structured output did not match the tool's output_schema, by tool, executor type and action (refused: answered PERMANENT; passed: the spec's output_schema_advisory)."},
+			[]string{"tool", "executor", "action"}),
 	}
 	m.tools.Store(&map[toolKey]*ToolInstruments{})
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.calls, m.callDuration, m.executions, m.execDuration, m.queueWait,
-			m.retries, m.redeliveries, m.inflight, m.settleErrors} {
+			m.retries, m.redeliveries, m.inflight, m.settleErrors, m.badOutput} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -184,6 +188,16 @@ func (ti *ToolInstruments) Call(outcome toolwirev1.ErrorType, endToEnd time.Dura
 	}
 }
 
+// BadOutput counts a result whose structured output did not match the
+// tool's output schema: refused (answered PERMANENT) or passed (advisory).
+func (ti *ToolInstruments) BadOutput(refused bool) {
+	action := "passed"
+	if refused {
+		action = "refused"
+	}
+	ti.m.badOutput.WithLabelValues(ti.tool, ti.exec, action).Inc()
+}
+
 // Pool returns the instruments of one pool.
 func (m *WorkerMetrics) Pool(name string) PoolInstruments {
 	return PoolInstruments{InFlight: m.inflight.WithLabelValues(name), Redeliveries: m.redeliveries.WithLabelValues(name)}
@@ -216,12 +230,17 @@ type DispatcherMetrics struct {
 	admitTime  prometheus.Observer
 	bound      map[string]prometheus.Counter
 	waiting    atomic.Pointer[func() float64]
-	load       loadCollector // load.go
+	load       loadCollector     // load.go
+	capacity   capacityCollector // capacity.go
 	overloads  *prometheus.CounterVec
 	// intentsRefused counts intents refused when applied (IntentsRefused).
 	intentsRefused prometheus.Counter
 	// resultsRefused counts stored results not believed (ResultRefused).
 	resultsRefused *prometheus.CounterVec
+	archive        archiveCollector // toolwire_archive_lag_seconds (archive.go)
+	// overBudget counts calls over their soft latency budget
+	// (LatencyBudgetExceeded).
+	overBudget *prometheus.CounterVec
 }
 
 // ObserveWaiting makes f, read at scrape time, the number of callers
@@ -248,11 +267,14 @@ func NewDispatcherMetrics(reg prometheus.Registerer) (*DispatcherMetrics, error)
 	m.resultsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolwire_dispatcher_results_refused_total",
 		Help: "Results and events found in the record and not believed (internal/signing): unsigned, forged, wrong pool, wrong call, wrong attempt."},
 		[]string{"problem"})
+	m.overBudget = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolwire_latency_budget_exceeded_total",
+		Help: "Calls whose result came after their soft latency budget (from admission to the stored result), by tool, where the budget came from (spec, policy) and the session mode its policy entry names (empty: any). Never a failure."},
+		[]string{"tool", "source", "mode"})
 	m.bound = map[string]prometheus.Counter{}
 	for _, o := range []string{AdmissionAccepted, AdmissionDuplicate, AdmissionRejected, AdmissionError, AdmissionAwaitingApproval} {
 		m.bound[o] = m.admissions.WithLabelValues(o)
 	}
-	cs := []prometheus.Collector{m.admissions, m.rejections, h, m.overloads, &m.load, m.intentsRefused, m.resultsRefused,
+	cs := []prometheus.Collector{m.admissions, m.rejections, h, m.overloads, &m.load, &m.capacity, m.intentsRefused, m.resultsRefused, m.overBudget,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolwire_dispatcher_waiting_callers",
 			Help: "Callers waiting in Call for a result on this dispatcher."}, func() float64 {
 			if f := m.waiting.Load(); f != nil {
@@ -260,6 +282,7 @@ func NewDispatcherMetrics(reg prometheus.Registerer) (*DispatcherMetrics, error)
 			}
 			return 0
 		})}
+	cs = append(cs, &m.archive)
 	if reg != nil {
 		for _, c := range cs {
 			if err := reg.Register(c); err != nil {
@@ -285,6 +308,14 @@ func (m *DispatcherMetrics) IntentsRefused(n int) { m.intentsRefused.Add(float64
 // ResultRefused counts a result or event not believed, by its problem.
 func (m *DispatcherMetrics) ResultRefused(problem string) {
 	m.resultsRefused.WithLabelValues(problem).Inc()
+}
+
+// LatencyBudgetExceeded counts a call of tool over its soft latency
+// budget, which came from source (spec, policy) for mode ("" = any). The
+// labels are bounded: tools of the registry, two sources, the modes the
+// policy names.
+func (m *DispatcherMetrics) LatencyBudgetExceeded(tool, source, mode string) {
+	m.overBudget.WithLabelValues(tool, source, mode).Inc()
 }
 
 // Rejected records a rejection with its error type.

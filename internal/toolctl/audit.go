@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/toolwire/toolwire/internal/audit"
@@ -45,10 +46,27 @@ in force and the rule that allowed it (or the grant or approval that
 covered an ask); it is absent when no policy was in force. --rejected
 prints the calls admission refused instead (their REJECTED events: outcome
 "rejected", the error answered and, for a policy refusal, the policy
-version, the rule and the reason the caller was told).
+version, the rule and the reason the caller was told); with --archive
+the REJECTED events the events stream no longer holds are read from the
+archive, as one record with the live ones.
 
 --export DIR writes the records and a manifest (counts and the SHA-256 of
 the records) into DIR, for 'toolctl audit verify-export DIR' later.
+
+With --archive (env TOOLWIRE_ARCHIVE; the store the dispatchers'
+--archive names) the record is the archive and the live streams as one:
+calls older than the calls stream's window are read from the archive's
+segments, the rest live, with no duplicate and no gap at the boundary, and
+results and events the streams no longer hold are looked up in the
+archive and checked as live ones. --verify then also verifies the
+archive's chains (signatures, links, hashes) whole, from their first
+segment, whatever --since and --until (a chain is only sound as a whole):
+each problem, and a segment signer that is no enrolled dispatcher's key,
+is an anomaly. Without it, the record is what the streams still hold.
+--call-id alone (no --since, --until) reads around the time in the id
+(from a minute before to 25 hours after: a parked call is published when
+approved, within the approval TTL, 24h by default), not the whole record;
+give --since and --until for a call published later.
 
 Like 'dlq', it reads JetStream directly: --nats-url, --nats-creds, --prefix.
 Memory stays constant whatever the range. A progress line is shown on a
@@ -57,6 +75,7 @@ terminal.`,
   toolctl audit --since 2026-11-01T00:00:00Z --until 2026-11-02T00:00:00Z --verify
   toolctl audit --tenant acme --session s-42 --events
   toolctl audit --since 24h --export ./audit-2026-11-21
+  toolctl audit --archive s3://acme-toolwire-archive?region=eu-west-1 --since 2026-06-01T00:00:00Z --until 2026-07-01T00:00:00Z --verify
   toolctl audit --since 1h --rejected --outcome PERMISSION_DENIED`,
 		Args: cobra.NoArgs,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -67,13 +86,15 @@ terminal.`,
 			if err := parseRange(since, until, now, &f); err != nil {
 				return err
 			}
+			byCallIDTime(&f)
 			if rejected && (verify || export != "") {
 				return errors.New("--rejected lists refusals; it does not combine with --verify or --export")
 			}
-			src, err := audit.Open(cmd.Context(), a.nc, a.nats.prefix)
+			src, done, err := a.openAudit(cmd)
 			if err != nil {
-				return &requestError{err}
+				return err
 			}
+			defer done()
 			o.Progress = a.progress(now)
 			o.Verify = verify
 			if rejected {
@@ -121,6 +142,7 @@ terminal.`,
 		},
 	}
 	a.natsFlags(cmd)
+	a.archiveFlag(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&since, "since", "", "calls admitted at or after: RFC 3339 time or a duration before now (1h)")
 	fl.StringVar(&until, "until", "", "calls admitted at or before: RFC 3339 time or a duration before now")
@@ -169,6 +191,26 @@ func parseRange(since, until string, now time.Time, f *audit.Filter) error {
 		return fmt.Errorf("--until: %w", err)
 	}
 	return nil
+}
+
+// callIDReach is how long after the time in a call id (a ULID: the
+// admitting dispatcher's clock) a call looked up by --call-id alone is
+// searched for: a parked call is published when it is approved, up to
+// the approval TTL (24h by default) after admission, and an hour for
+// clock skew and a publish confirmed late.
+const callIDReach = 25 * time.Hour
+
+// byCallIDTime bounds f's range to the time in f.CallID (less a minute,
+// plus callIDReach) when it names a call and no range was given: a call
+// looked up by id reads the segments and the part of the stream around
+// its time, not the whole record.
+func byCallIDTime(f *audit.Filter) {
+	id, err := ulid.ParseStrict(f.CallID)
+	if err != nil || !f.Since.IsZero() || !f.Until.IsZero() {
+		return
+	}
+	t := ulid.Time(id.Time())
+	f.Since, f.Until = t.Add(-time.Minute), t.Add(callIDReach)
 }
 
 // parseWhen reads an RFC 3339 time or a duration before now; "" is zero.

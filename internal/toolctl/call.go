@@ -19,6 +19,7 @@ import (
 type callFlags struct {
 	idempotencyKey, session, user, run, turn, specVersion, approvalToken string
 	scheduleToStart, scheduleToClose                                     time.Duration
+	pinVersions                                                          bool
 }
 
 func (f *callFlags) register(cmd *cobra.Command) {
@@ -29,6 +30,7 @@ func (f *callFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.run, "run", "", "agent run the call belongs to")
 	fs.StringVar(&f.turn, "turn", "", "conversation turn the call belongs to")
 	fs.StringVar(&f.specVersion, "spec-version", "", "pin the tool's spec version (default: current)")
+	fs.BoolVar(&f.pinVersions, "pin-versions", false, "lock the session's spec versions: its first call of a tool pins the version later calls run (needs --session)")
 	fs.StringVar(&f.approvalToken, "approval-token", "", "approval token for tools that require approval")
 	fs.DurationVar(&f.scheduleToStart, "schedule-to-start", 0, "longest wait in the queue before the call starts (0 = the tool's)")
 	fs.DurationVar(&f.scheduleToClose, "schedule-to-close", 0, "longest time for the whole call (0 = the tool's)")
@@ -38,7 +40,7 @@ func (f *callFlags) options() []client.CallOption {
 	return []client.CallOption{
 		client.WithIdempotencyKey(f.idempotencyKey), client.WithSession(f.session), client.WithUser(f.user),
 		client.WithRun(f.run), client.WithTurn(f.turn), client.WithSpecVersion(f.specVersion),
-		client.WithApprovalToken(f.approvalToken),
+		client.WithApprovalToken(f.approvalToken), client.WithPinSessionVersions(f.pinVersions),
 		client.WithScheduleToStart(f.scheduleToStart), client.WithScheduleToClose(f.scheduleToClose),
 	}
 }
@@ -235,12 +237,28 @@ func (a *app) printOutcome(res *client.Result, err error) error {
 		}
 		return exitFor(res)
 	}
+	defer a.printOverBudget(res)
 	if !res.OK() {
 		a.printToolError(res)
 		return exitCode(ExitToolError)
 	}
 	a.printContent(res)
 	return nil
+}
+
+// printOverBudget notes on stderr that the call took longer than its soft
+// latency budget (never a failure), when it did.
+func (a *app) printOverBudget(res *client.Result) {
+	o := res.OverBudget()
+	if o == nil {
+		return
+	}
+	by := o.GetSource()
+	if o.GetEntry() != "" {
+		by += " " + o.GetEntry()
+	}
+	fmt.Fprintf(a.io.Stderr, "note: took %s, over its soft latency budget of %s (%s)\n",
+		o.GetElapsed().AsDuration().Round(time.Millisecond), o.GetBudget().AsDuration(), by)
 }
 
 // exitFor returns the exit code of a terminal result as an error; nil

@@ -75,6 +75,25 @@ func (a *app) setupNATS(cmd *cobra.Command, _ []string) error {
 // connectNATS resolves the NATS flags against the environment and
 // connects.
 func (a *app) connectNATS(cmd *cobra.Command) error {
+	if err := a.resolveNATS(cmd); err != nil {
+		return err
+	}
+	// A command is short-lived: no watchdog; Dial bounds a write to a
+	// silent server, and a lost or moved connection is said on stderr.
+	warnings := slog.New(slog.NewTextHandler(a.io.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	nc, err := bus.Dial(bus.ConnConfig{URL: a.nats.url, CredsFile: a.nats.creds, Name: "toolctl",
+		InboxPrefix: bus.InboxPrefix(bus.Config{Prefix: a.nats.prefix}, bus.RoleOperator), Monitor: bus.NewConnMonitor(warnings)})
+	if err != nil {
+		return &requestError{err}
+	}
+	a.nc = nc
+	return nil
+}
+
+// resolveNATS resolves the NATS flags against the environment: the URL,
+// the credentials (on a loopback URL without --nats-creds, the operator's
+// under the data directory) and the prefix.
+func (a *app) resolveNATS(cmd *cobra.Command) error {
 	if err := a.setupCommon(cmd); err != nil {
 		return err
 	}
@@ -98,15 +117,6 @@ func (a *app) connectNATS(cmd *cobra.Command) error {
 		// On the dispatcher's machine: the operator credentials it made.
 		a.nats.creds = bus.LocalCredentials(a.nats.data, bus.RoleOperator, a.nats.url)
 	}
-	// A command is short-lived: no watchdog; Dial bounds a write to a
-	// silent server, and a lost or moved connection is said on stderr.
-	warnings := slog.New(slog.NewTextHandler(a.io.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	nc, err := bus.Dial(bus.ConnConfig{URL: a.nats.url, CredsFile: a.nats.creds, Name: "toolctl",
-		InboxPrefix: bus.InboxPrefix(bus.Config{Prefix: a.nats.prefix}, bus.RoleOperator), Monitor: bus.NewConnMonitor(warnings)})
-	if err != nil {
-		return &requestError{err}
-	}
-	a.nc = nc
 	return nil
 }
 

@@ -20,6 +20,26 @@
 //	toolctl approvals approve 01J... --for session --args-pattern path='/tmp/**'
 //	toolctl approvals deny 01J... --reason "not on production"
 //	toolctl grants list
+//	toolctl store status
+//	toolctl session list --state active --mode voice
+//	toolctl session show s-42
+//	toolctl session end s-42 --reason "the caller hung up"
+//	toolctl session mode s-42 voice
+//
+// # Sessions
+//
+// The session commands (session.go) go through the API, for the
+// credentials' tenant: `session list` (--state active|ended, --mode,
+// --limit, default 100) pages through ListSessions and prints a table
+// (session, state, mode, revision, updated, end reason) in the order of
+// the sessions' last update, least recent first, and on stderr a note
+// when more matched than --limit; `session show SESSION` the state, mode,
+// flags, state values and log; `session end SESSION [--reason R]` ends it
+// (EndSession, the admin scope): every later call naming it is refused
+// SESSION_INACTIVE, and ending an ended session changes nothing; `session
+// mode SESSION MODE` sets its mode (admin); `session apply CALL_ID`
+// applies a finished call's intents. With -o json each prints the RPC's
+// message.
 //
 // # Approvals
 //
@@ -45,7 +65,7 @@
 // over the environment. --timeout bounds the whole command; a call's wait
 // ends shortly before it, so a slow call still reports its id.
 //
-// The dlq, audit and replay commands talk to NATS instead, as the operator
+// The dlq, audit, replay and store commands talk to NATS instead, as the operator
 // role (bus.RoleOperator): --nats-url (env TOOLWIRE_NATS_URL, default
 // nats://127.0.0.1:4222), --nats-creds (env TOOLWIRE_NATS_CREDS: a NATS
 // .creds file, an nkey seed file or one "user:password" line) and --prefix
@@ -61,12 +81,43 @@
 // not publish calls) to queue the dead call again as a new call with a
 // fresh id (deadlines and idempotency key dropped; see internal/dlq) and
 // prints the id.
+// `audit` and `replay` take --archive (env TOOLWIRE_ARCHIVE): the
+// installation's archive store, as the dispatchers' --archive names it (a
+// directory or a URL, archive.OpenBucket). With it the record is the
+// archive and the live streams as one (audit.Source.UseArchive): calls,
+// results and events older than the streams' window are read from the
+// archive, and `audit --verify` also verifies the archive's chains. The
+// store is closed when the command ends.
 // `dlq list` and `dlq show` redact secret arguments as `toolctl audit`
 // does (dlq.Queue.Shown): fields the spec version's schema marks secret
 // print as "[REDACTED]", their values are replaced in reasons and errors,
 // arguments of a version no longer in the registry are redacted whole,
 // and the raw bytes of an undecodable call are withheld. They read the
 // registry bucket for the schemas.
+//
+// # Stores
+//
+// `store status` (store.go; NATS, as the operator, read-only: stream
+// info only) prints every stream and bucket of the installation, and the
+// JetStream account when it has a storage limit, as internal/capacity
+// measures them: bytes and messages stored, their limits, the use of the
+// nearer limit, and from two readings --sample apart (default 5s; 0 reads
+// once) the net growth per second, the bytes the store took per call
+// written to the calls stream, and the time until it is full at that rate
+// ("full" when it is, grown or not: less room than its mean message, or
+// for the calls stream, the idempotency bucket and the account past the
+// dispatchers' 90% high-water, where new calls are refused; "never" when
+// measured and it does not fill at this rate — not growing, or ageing out
+// faster than it fills; "-" when unknown or unbounded), and the archive's
+// lag ("-" until an archive reports one). The account's messages are not
+// counted ("-", null). With -o text a table
+// (STORE, BYTES, MAX BYTES, MSGS, MAX MSGS, USED, B/CALL, GROWTH/S, FULL
+// IN, ARCHIVE LAG) and on stderr the span the rate was measured over;
+// with -o json one object per store and line (store, stream, bytes,
+// messages, maxBytes, fullAtBytes, maxMessages, used, measuredSeconds,
+// growthBytesPerSecond, bytesPerCall, secondsToFull, archiveLagSeconds;
+// null for what is unknown, unbounded or never). A prefix with no stream exits 2
+// naming --prefix.
 //
 // # Policy
 //
@@ -81,13 +132,14 @@
 // comments and layout (it exits 0 either way); `policy history` a table
 // of the applies, newest first; `policy explain TOOL [JSON]` (--agent,
 // --session, --user, --run, --scopes, --approval, --spec-version,
-// --policy-version) the outcome, the version, what decided, the layers,
+// --policy-version, --mode) the outcome, the version, what decided, the layers,
 // a table of every rule naming the tool (matched, effect, layer, id, line,
 // why) with their reasons, and the grant or approval used. With -o json
 // each prints the RPC's response. `audit` records carry the decision that
 // allowed each call ("policy": version and rule, or grant or approval);
 // `audit --rejected` prints the calls admission refused, with the policy
-// version, rule and reason when the policy refused them.
+// version, rule and reason when the policy refused them (with --archive,
+// those whose REJECTED events only the archive still holds too).
 //
 // # Output
 //
@@ -96,7 +148,10 @@
 // kinds described in brackets; the structured output when there are no
 // blocks), and its intents on stderr; a failed call prints
 // "error: TYPE: message", one "  FIELD: message" line per offending
-// field, and the suggestion and retry advice, on stderr. submit prints the
+// field, and the suggestion and retry advice, on stderr. Either way, a
+// call that took longer than its soft latency budget adds "note: took
+// 1.2s, over its soft latency budget of 800ms (policy voice-retrieval)" on
+// stderr (never a failure: the exit status is the call's). submit prints the
 // call id. watch prints one line per event (time, type, attempt, worker,
 // detail), then the result as get does; cancel prints the outcome
 // (REQUESTED, ALREADY_FINISHED, UNKNOWN_CALL); dlq list prints a table.
@@ -115,6 +170,18 @@
 // lines as NUMBER:TEXT. With -o json it prints each GetOutputResponse on
 // a line. It exits as get does (3 for a running call, 1 for an unknown
 // one or a bad pattern).
+//
+// # The nats CLI
+//
+// nats-context writes a context file for the nats CLI (under
+// $XDG_CONFIG_HOME/nats/context, default ~/.config/nats/context; --dir,
+// --name, default "toolwire"; mode 0600): the server (--nats-url), the
+// operator credentials (--nats-creds, or on a loopback URL the
+// dispatcher's <data>/credentials/operator.nk, as the NATS commands
+// above find them) and the inbox prefix the operator's permissions allow
+// replies on. Without that prefix every request of the CLI times out:
+// its replies are published to inboxes the operator may not subscribe
+// to. It connects to nothing.
 //
 // # Exit status
 //

@@ -261,3 +261,47 @@ func TestToolctlWithoutCredentials(t *testing.T) {
 		"--nats-creds", bus.CredentialsFile(bus.CredentialsDir(s.data), bus.RoleOperator))
 	require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
 }
+
+// toolctl nats-context writes a nats CLI context (server, the operator's
+// nkey, the inbox prefix the operator's permissions allow replies on):
+// connected as the nats CLI connects with it, a JetStream request is
+// answered; with the operator's nkey alone (what the README said) it is
+// not (the reply cannot reach an inbox outside the prefix).
+func TestNATSContextWorksAsTheCLIUsesIt(t *testing.T) {
+	t.Parallel()
+	s := startAuthStack(t, authEcho)
+	dir := t.TempDir()
+	out := run(t, map[string]string{"TOOLWIRE_NATS_URL": s.natsURL, "TOOLWIRE_DATA": s.data}, "", "nats-context", "--dir", dir)
+	require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+	path := filepath.Join(dir, "toolwire.json")
+	require.Contains(t, out.stdout, path)
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	var c struct {
+		URL         string `json:"url"`
+		NKey        string `json:"nkey"`
+		InboxPrefix string `json:"inbox_prefix"`
+	}
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &c))
+	require.Equal(t, s.natsURL, c.URL)
+	require.True(t, filepath.IsAbs(c.NKey), c.NKey)
+
+	streamNames := func(opts ...nats.Option) error {
+		opt, err := nats.NkeyOptionFromSeed(c.NKey)
+		require.NoError(t, err)
+		nc, err := nats.Connect(c.URL, append([]nats.Option{opt}, opts...)...)
+		require.NoError(t, err)
+		defer nc.Close()
+		// The JetStream API's account info, as `nats account info` asks.
+		_, err = nc.Request("$JS.API.INFO", nil, 2*time.Second)
+		return err
+	}
+	require.NoError(t, streamNames(nats.CustomInboxPrefix(c.InboxPrefix)), "with the context's inbox prefix")
+	require.Error(t, streamNames(), "the nkey alone: the reply has nowhere to go")
+
+	out = run(t, nil, "", "nats-context", "--dir", dir, "--name", "../escape", "--nats-creds", c.NKey)
+	require.Equal(t, toolctl.ExitUsage, out.code)
+}

@@ -295,9 +295,15 @@ policy version, the applicable layers, every rule that names the tool with
 its layer, effect and line, whether it matched and why (argument values
 against patterns, a condition's value or error), and the grant or approval
 that covered an ask. The call is your tenant's, on behalf of --agent
-(default: yours, with your scopes), --session, --user and --run. It shows
-rule text and argument values: it is for administrators.`,
+(default: yours, with your scopes), --session, --user and --run; with
+--mode, in a session in that mode (the mode's layer applies; the mode is
+not read from --session; without --mode, the policy's sessions.default_mode
+if it has one, as admission decides). "sessions:" shows the policy's session
+rules and what they do to the call (a call without --session under
+sessions.required is refused before the rules decide). It shows rule text
+and argument values: it is for administrators.`,
 		Example: `  toolctl policy explain fs_write '{"path":"/etc/passwd"}' --agent support-bot --session s-1
+  toolctl policy explain export_csv --mode voice
   toolctl policy explain send_email - --agent mailer < args.json`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -326,6 +332,7 @@ rule text and argument values: it is for administrators.`,
 	f.StringVar(&req.ApprovalId, "approval", "", "decide as if the call presented this approval")
 	f.StringVar(&req.SpecVersion, "spec-version", "", "the tool's spec version (default: current)")
 	f.StringVar(&req.PolicyVersion, "policy-version", "", "decide with this policy version instead of the one in force")
+	f.StringVar(&req.Mode, "mode", "", "decide as if the session were in this mode (one the policy declares)")
 	return cmd
 }
 
@@ -338,6 +345,9 @@ func (a *app) printExplanation(x *toolwirev1.ExplainResponse) {
 	fmt.Fprintf(w, "decided:  %s\n", decidedBy(d))
 	if len(x.GetLayers()) > 0 {
 		fmt.Fprintf(w, "layers:   %s\n", strings.Join(x.GetLayers(), ", "))
+	}
+	if s := x.GetSessions(); s != "" {
+		fmt.Fprintf(w, "sessions: %s\n", s)
 	}
 	if rules := x.GetRules(); len(rules) > 0 {
 		fmt.Fprintln(w, "rules naming the tool:")

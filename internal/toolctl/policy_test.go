@@ -242,3 +242,64 @@ func TestAuditShowsPolicyDecisions(t *testing.T) {
 	o = b.run(t, append(nats, "--rejected", "--verify")...)
 	require.Equal(t, toolctl.ExitUsage, o.code, o.stderr)
 }
+
+// policy explain --mode decides as if the session were in that mode: the
+// mode's layer and its rule are named; a mode the policy does not declare
+// is refused.
+func TestPolicyExplainInMode(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatchtest.Options{Auth: policyAcmeKeys})
+	doc := writePolicy(t, "tenant:\n  default: allow\nmodes:\n  voice:\n    rules:\n      - {id: voice-quiet, effect: deny, tools: [echo], reason: no echo on a call}\n  text: {}\n")
+	o := b.policyAs(t, "admin", "policy", "apply", doc)
+	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
+
+	o = b.policyAs(t, "admin", "policy", "explain", "echo", `{"text":"hi"}`, "--mode", "voice")
+	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
+	require.Contains(t, o.stdout, "outcome:  deny\n")
+	require.Contains(t, o.stdout, "decided:  rule voice-quiet: no echo on a call\n")
+	require.Contains(t, o.stdout, "mode voice (no default)")
+	require.Regexp(t, `yes +deny +mode voice +voice-quiet`, o.stdout)
+
+	o = b.policyAs(t, "admin", "policy", "explain", "echo", `{"text":"hi"}`, "--mode", "text")
+	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
+	require.Contains(t, o.stdout, "outcome:  allow\n")
+
+	o = b.policyAs(t, "admin", "policy", "explain", "echo", "--mode", "shout")
+	require.Equal(t, toolctl.ExitToolError, o.code)
+	require.Contains(t, o.stderr, `mode "shout"`)
+}
+
+// Under a policy's sessions section, toolctl call without --session is
+// refused (sessions.required), a session nobody opened is refused
+// SESSION_INACTIVE until `session mode SESSION ""` opens it, and policy
+// explain shows the section and decides in the default mode.
+func TestSessionRulesThroughToolctl(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatchtest.Options{Auth: policyAcmeKeys})
+	doc := writePolicy(t, "tenant:\n  default: allow\nmodes:\n  voice:\n    rules:\n      - {id: voice-quiet, effect: deny, tools: [sleep]}\n"+
+		"sessions:\n  required: true\n  opened_only: true\n  default_mode: voice\n")
+	o := b.policyAs(t, "admin", "policy", "apply", doc)
+	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
+
+	o = b.policyAs(t, "bot", "call", "echo", `{"text":"hi"}`)
+	require.Equal(t, toolctl.ExitToolError, o.code)
+	require.Contains(t, o.stderr, "error: PERMISSION_DENIED: the tenant's policy requires every call to name its session (sessions.required)")
+	o = b.policyAs(t, "bot", "call", "echo", `{"text":"hi"}`, "--session", "s-1")
+	require.Equal(t, toolctl.ExitToolError, o.code)
+	require.Contains(t, o.stderr, `error: SESSION_INACTIVE: session "s-1" was never opened`)
+	require.Contains(t, o.stderr, "toolctl session mode")
+
+	o = b.policyAs(t, "admin", "session", "mode", "s-1", "")
+	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
+	o = b.policyAs(t, "bot", "call", "echo", `{"text":"hi"}`, "--session", "s-1")
+	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
+	o = b.policyAs(t, "bot", "call", "sleep", `{"duration":"1ms"}`, "--session", "s-1")
+	require.Equal(t, toolctl.ExitToolError, o.code)
+	require.Contains(t, o.stderr, `error: MODE_RESTRICTED: mode "voice" forbids this call of "sleep"`)
+
+	o = b.policyAs(t, "admin", "policy", "explain", "sleep")
+	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
+	require.Contains(t, o.stdout, "outcome:  deny\n")
+	require.Contains(t, o.stdout, "mode voice (no default)")
+	require.Contains(t, o.stdout, "sessions: required, opened_only, default_mode voice; this call names no session")
+}

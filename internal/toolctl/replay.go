@@ -35,7 +35,9 @@ the replayed response (ok, error, content, structured output, intents),
 as JSON lines with -o json.
 
 A replay runs the tool again, side effects included: point shadow workers
-at staging backends. Talks to NATS directly like 'audit'.
+at staging backends. Talks to NATS directly like 'audit'; with --archive
+(env TOOLWIRE_ARCHIVE) it finds calls older than the streams' window in
+the archive, and replays them as live ones.
 
 Exit status: 0 when every replay matched, 1 when one differed or could
 not be replayed.`,
@@ -50,10 +52,11 @@ not be replayed.`,
 			if len(callIDs) == 0 && f == (audit.Filter{}) {
 				return errors.New("say which calls to replay: --call-id, or audit filters such as --tool and --since")
 			}
-			src, err := audit.Open(cmd.Context(), a.nc, a.nats.prefix)
+			src, done, err := a.openAudit(cmd)
 			if err != nil {
-				return &requestError{err}
+				return err
 			}
+			defer done()
 			rp, err := replay.New(cmd.Context(), a.nc, a.nats.prefix)
 			if err != nil {
 				return &requestError{err}
@@ -81,6 +84,7 @@ not be replayed.`,
 				for _, id := range callIDs {
 					g := f
 					g.CallID = id
+					byCallIDTime(&g)
 					filters = append(filters, g)
 				}
 			}
@@ -97,7 +101,11 @@ not be replayed.`,
 					return &requestError{err}
 				}
 				if g.CallID != "" && n == before {
-					fmt.Fprintf(a.io.Stderr, "error: call %s is not in the calls stream\n", g.CallID)
+					where := "the calls stream"
+					if a.archive != "" {
+						where = "the calls stream nor the archive"
+					}
+					fmt.Fprintf(a.io.Stderr, "error: call %s is not in %s\n", g.CallID, where)
 					differ = true
 				}
 			}
@@ -108,6 +116,7 @@ not be replayed.`,
 		},
 	}
 	a.natsFlags(cmd)
+	a.archiveFlag(cmd)
 	fl := cmd.Flags()
 	fl.StringSliceVar(&callIDs, "call-id", nil, "replay this call (repeatable)")
 	fl.StringVar(&o.Version, "version", "", "tool version to replay against (default: the current one)")

@@ -152,6 +152,8 @@ type app struct {
 	output  string
 	timeout time.Duration
 	nats    natsFlags
+	// archive is --archive of audit and replay (archive.go).
+	archive string
 
 	transport *http.Transport
 	client    *client.Client
@@ -185,7 +187,7 @@ with 'toolctl get'), also when it waits for an approver ('toolctl approvals').`,
 	f.DurationVar(&a.timeout, "timeout", 0, "give up after this long (0 = no limit; a call's wait ends shortly before it)")
 	root.AddCommand(a.callCommand(), a.submitCommand(), a.getCommand(), a.watchCommand(), a.cancelCommand(),
 		a.toolsCommand(), a.dlqCommand(), a.sessionCommand(), a.auditCommand(), a.replayCommand(), a.outputCommand(),
-		a.policyCommand(), a.approvalsCommand(), a.grantsCommand(), a.usageCommand(), a.mcpCommand())
+		a.policyCommand(), a.approvalsCommand(), a.grantsCommand(), a.usageCommand(), a.mcpCommand(), a.storeCommand(), a.natsContextCommand())
 	return root
 }
 

@@ -11,12 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/toolwire/toolwire/internal/testdeps"
+
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/toolctl"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testdeps.IgnoreNATS()) }
 
 // outcome is what one toolctl run printed and returned.
 type outcome struct {
@@ -87,6 +89,15 @@ func TestCall(t *testing.T) {
 		require.Empty(t, out.stdout)
 		require.Contains(t, out.stderr, "error: VALIDATION: ")
 		require.Contains(t, out.stderr, "\n  /text: ", "one line per offending field")
+	})
+
+	t.Run("EndedSession", func(t *testing.T) {
+		t.Parallel()
+		b.stack.EndSession(t, "s-end", "the user left")
+		out := b.run(t, "call", "echo", `{"text":"hi"}`, "--session", "s-end")
+		require.Equal(t, toolctl.ExitToolError, out.code)
+		require.Empty(t, out.stdout)
+		require.Contains(t, out.stderr, `error: SESSION_INACTIVE: session "s-end" has ended: the user left`)
 	})
 
 	t.Run("MissingArguments", func(t *testing.T) {
@@ -247,6 +258,22 @@ func TestTools(t *testing.T) {
 		require.Equal(t, "echo", got.Tools[0].Name)
 	})
 
+	t.Run("ListByCategory", func(t *testing.T) {
+		t.Parallel()
+		out := b.run(t, "tools", "list", "-o", "json", "--category", "action")
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		var got struct {
+			Tools []struct{ Name string } `json:"tools"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out.stdout), &got))
+		require.Len(t, got.Tools, 1, out.stdout)
+		require.Equal(t, "remember", got.Tools[0].Name, "the one action tool")
+
+		out = b.run(t, "tools", "list", "--category", "nosuch")
+		require.Equal(t, toolctl.ExitUsage, out.code, out.stderr)
+		require.Contains(t, out.stderr, "want retrieval, action or utility")
+	})
+
 	t.Run("ListProviderFormats", func(t *testing.T) {
 		t.Parallel()
 		for _, f := range []string{"openai", "anthropic", "gemini", "mcp"} {
@@ -353,4 +380,27 @@ func TestEnvironment(t *testing.T) {
 	out = run(t, map[string]string{"TOOLWIRE_SERVER": "http://127.0.0.1:1"}, "", "--server", b.stack.URL, "--api-key", "s3cret", "tools", "list")
 	require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
 	require.Contains(t, out.stdout, "echo")
+}
+
+// tools list --session leaves out the tools the session's mode forbids
+// outright, in the table and in a provider's format; another session, or
+// none, lists them.
+func TestToolsListInSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatchtest.Options{})
+	b.stack.ApplyPolicy(t, "tenant:\n  default: allow\nmodes:\n  voice:\n    rules:\n      - {id: voice-no-sleep, effect: deny, tools: [sleep]}\n")
+	b.stack.SetMode(t, "s-voice", "voice")
+	out := b.run(t, "tools", "list", "--session", "s-voice")
+	require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+	require.NotContains(t, out.stdout, "sleep")
+	require.Contains(t, out.stdout, "echo")
+	out = b.run(t, "tools", "list", "--session", "s-voice", "--format", "openai")
+	require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+	require.NotContains(t, out.stdout, `"sleep"`)
+	require.Contains(t, out.stdout, `"echo"`)
+	for _, args := range [][]string{{"--session", "s-other"}, {}} {
+		out = b.run(t, append([]string{"tools", "list"}, args...)...)
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		require.Contains(t, out.stdout, "sleep", args)
+	}
 }

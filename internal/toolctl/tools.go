@@ -54,15 +54,18 @@ func (a *app) toolsCommand() *cobra.Command {
 const formatHelp = "native, or a provider's format: openai, anthropic, gemini, mcp (printed as that provider's JSON)"
 
 func (a *app) toolsListCommand() *cobra.Command {
-	var format, glob, executor string
+	var format, glob, executor, session, category string
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the tools your credentials may use",
 		Long: `List the tools your credentials may use: a table with -o text, the specs
 as JSON with -o json, or with --format a provider's tool definitions (JSON,
-whatever -o says), ready to paste into that provider's API.`,
+whatever -o says), ready to paste into that provider's API. With --session,
+the tools of that session: those its mode forbids outright are left out.`,
 		Example: `  toolctl tools list
-  toolctl tools list --format openai --name 'mcp__github__*'`,
+  toolctl tools list --format openai --name 'mcp__github__*'
+  toolctl tools list --category retrieval
+  toolctl tools list --format anthropic --session s-42`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := parseFormat(format)
@@ -73,12 +76,22 @@ whatever -o says), ready to paste into that provider's API.`,
 			if glob != "" {
 				opts = append(opts, client.WithNameGlob(glob))
 			}
+			if session != "" {
+				opts = append(opts, client.InSession(session))
+			}
 			if executor != "" {
 				t, ok := toolwirev1.ExecutorType_value["EXECUTOR_TYPE_"+strings.ToUpper(executor)]
 				if !ok || t == 0 {
 					return fmt.Errorf("--executor %q: want native, mcp, sandbox or http", executor)
 				}
 				opts = append(opts, client.WithExecutor(toolwirev1.ExecutorType(t)))
+			}
+			if category != "" {
+				c, ok := toolwirev1.ToolCategory_value["TOOL_CATEGORY_"+strings.ToUpper(category)]
+				if !ok || c == 0 {
+					return fmt.Errorf("--category %q: want retrieval, action or utility", category)
+				}
+				opts = append(opts, client.WithCategory(toolwirev1.ToolCategory(c)))
 			}
 			if !isNative(f) {
 				doc, err := a.client.ExportTools(cmd.Context(), f, opts...)
@@ -100,6 +113,8 @@ whatever -o says), ready to paste into that provider's API.`,
 	cmd.Flags().StringVar(&format, "format", "native", formatHelp)
 	cmd.Flags().StringVar(&glob, "name", "", "only tools whose names match this glob")
 	cmd.Flags().StringVar(&executor, "executor", "", "only tools of this executor type: native, mcp, sandbox or http")
+	cmd.Flags().StringVar(&category, "category", "", "only tools of this category: retrieval, action or utility")
+	cmd.Flags().StringVar(&session, "session", "", "the tools of this session (less those its mode forbids)")
 	return cmd
 }
 

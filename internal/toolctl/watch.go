@@ -22,7 +22,9 @@ call finishes.
 With -o text each event is one line on stdout — time, type, attempt, worker
 and the event's detail (progress percent and message, the error of a failed
 attempt and the retry delay, a cancel's reason, an approval's id, approver and
-reason) — and the call's result follows as 'get' prints it. With -o json each event is one CallEvent as
+reason; a LATENCY_BUDGET_EXCEEDED event says how long the call took
+against its soft latency budget) — and the call's result follows as 'get'
+prints it. With -o json each event is one CallEvent as
 protobuf JSON per line, the last one FINISHED with the response (or
 REJECTED). The exit status is that of 'get' for the result.`,
 		Example: `  id=$(toolctl submit sleep '{"duration":"5s"}') && toolctl watch "$id"`,

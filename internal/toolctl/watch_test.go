@@ -1,14 +1,19 @@
 package toolctl_test
 
 import (
+	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/toolctl"
+	"github.com/toolwire/toolwire/pkg/tool"
 )
 
 // submit queues a call with toolctl and returns its id.
@@ -136,4 +141,41 @@ func TestCancel(t *testing.T) {
 		require.Equal(t, toolctl.ExitToolError, out.code)
 		require.JSONEq(t, `{"outcome":"CANCEL_OUTCOME_UNKNOWN_CALL"}`, out.stdout)
 	})
+}
+
+// A call over its soft latency budget: watch shows the
+// LATENCY_BUDGET_EXCEEDED event before FINISHED, and watch, get and call
+// note the overrun on stderr (never a failure: the exit status is 0).
+func TestWatchOverBudget(t *testing.T) {
+	t.Parallel()
+	nap := tool.Must(tool.New("nap", func(ctx context.Context, _ struct{}) (string, error) {
+		tm := time.NewTimer(100 * time.Millisecond)
+		defer tm.Stop()
+		select {
+		case <-tm.C:
+			return "awake", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}, tool.WithLatencyBudget(time.Millisecond)))
+	b := setup(t, dispatchtest.Options{Tools: append(builtin.Tools(), nap)})
+	id := b.submit(t, "nap", `{}`)
+	out := b.run(t, "watch", id)
+	require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+	lines := strings.Split(strings.TrimSuffix(out.stdout, "\n"), "\n")
+	require.GreaterOrEqual(t, len(lines), 3, out.stdout)
+	require.Regexp(t, `^\S+ LATENCY_BUDGET_EXCEEDED: took \S+, over its soft latency budget of 1ms \(spec\)$`, lines[len(lines)-3], out.stdout)
+	require.Regexp(t, `^\S+ FINISHED attempt=1 worker=\S+ ok$`, lines[len(lines)-2])
+	require.Equal(t, "awake", lines[len(lines)-1])
+	note := regexp.MustCompile(`(?m)^note: took \S+, over its soft latency budget of 1ms \(spec\)$`)
+	require.Regexp(t, note, out.stderr)
+
+	out = b.run(t, "get", id)
+	require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+	require.Regexp(t, note, out.stderr)
+	out = b.run(t, "call", "nap", `{}`)
+	require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+	require.Regexp(t, note, out.stderr)
+	out = b.run(t, "call", "echo", `{"text":"hi"}`)
+	require.NotContains(t, out.stderr, "latency budget")
 }

@@ -1,0 +1,246 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolwire/toolwire/internal/archive"
+	"github.com/toolwire/toolwire/internal/bus"
+)
+
+// callMsg is one calls-stream message, read live or from the archive.
+type callMsg struct {
+	subject, msgID string
+	data           []byte
+	seq            uint64
+	stored         time.Time
+}
+
+// scanner is one Run's read of the calls: the archived part of the range
+// (the sequences before the live stream's first), then the live stream,
+// as one sequence of messages.
+type scanner struct {
+	s    *Source
+	f    Filter
+	o    Options
+	sum  *Summary
+	next func(*job) error
+	// filters are the subjects read (the consumer's filter, applied to
+	// archived messages too); narrowed when they leave subjects out (so
+	// sequences are not contiguous).
+	filters  []string
+	narrowed bool
+	// last is the live stream's last sequence when the run started: the
+	// scan ends there.
+	last uint64
+	// prev is the last sequence read (gaps are found against it);
+	// covered the sequence up to which every message has been read,
+	// from the archive or live.
+	prev, covered uint64
+	lastProgress  time.Time
+}
+
+// scan reads CALLS and hands one job per call (in order) to next. With an
+// archive it reads the archived calls before the live stream's first
+// sequence first, and, whenever the live stream has dropped messages the
+// scan has not read yet (they aged out meanwhile), those from the archive
+// before going on.
+func (s *Source) scan(ctx context.Context, f Filter, o Options, sum *Summary, next func(*job) error) error {
+	info, err := s.calls.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("audit: calls stream: %w", err)
+	}
+	sc := &scanner{s: s, f: f, o: o, sum: sum, next: next, last: info.State.LastSeq, lastProgress: time.Now()}
+	// Unfiltered, read the replays' shadow subjects too (they share the
+	// stream), so that sequences are contiguous and a gap means deleted
+	// messages; shadow messages are then skipped, not audited.
+	sc.filters = []string{s.subj.AllCalls(), s.subj.AllShadow()}
+	if sc.narrowed = f.Tenant != "" || f.Tool != ""; sc.narrowed {
+		sc.filters = []string{s.subj.CallsOf(f.Tenant, f.Tool)}
+	}
+	defer func() {
+		if o.Progress != nil {
+			o.Progress(sum.Scanned)
+		}
+	}()
+	if info.State.FirstSeq > 1 {
+		done, err := sc.archived(ctx, info.State.FirstSeq-1)
+		if err != nil || done {
+			return err
+		}
+	}
+	if sc.last == 0 || info.State.Msgs == 0 || sc.covered >= sc.last {
+		return nil
+	}
+	return sc.live(ctx)
+}
+
+// archived reads the archived calls after covered up to sequence to (as
+// far as the archive holds them) and reports whether the scan is done.
+// Without an archive it does nothing.
+func (sc *scanner) archived(ctx context.Context, to uint64) (bool, error) {
+	a := sc.s.arch
+	if a == nil || to <= sc.covered {
+		return false, nil
+	}
+	stream := sc.s.calls.CachedInfo().Config.Name
+	segs, err := a.r.Segments(ctx, stream)
+	if err != nil {
+		return false, fmt.Errorf("audit: archive: %w", err)
+	}
+	if len(segs) == 0 {
+		return false, nil
+	}
+	to = min(to, segs[len(segs)-1].ToSeq)
+	q := archive.Query{FromSeq: sc.covered + 1, ToSeq: to, Since: sc.f.Since}
+	if !sc.f.Until.IsZero() {
+		q.Until = sc.f.Until.Add(time.Nanosecond) // Until is inclusive here, exclusive there
+	}
+	var done bool
+	var visitErr error
+	err = a.r.Each(ctx, stream, q, func(m *archive.Message) bool {
+		if !sc.selected(m.Subject) {
+			return true
+		}
+		done, visitErr = sc.visit(callMsg{subject: m.Subject, msgID: m.Header.Get(jetstream.MsgIDHeader), data: m.Data, seq: m.Seq, stored: m.Time})
+		return !done && visitErr == nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("audit: archive: %w", err)
+	}
+	if visitErr != nil || done {
+		return done, visitErr
+	}
+	sc.covered = max(sc.covered, to)
+	return false, nil
+}
+
+// selected reports whether a message on subject is one the scan reads.
+func (sc *scanner) selected(subject string) bool {
+	for _, f := range sc.filters {
+		if bus.SubjectMatches(f, subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// live reads the live stream after what the archive gave, up to last.
+func (sc *scanner) live(ctx context.Context) error {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: sc.filters}
+	switch {
+	case !sc.f.Since.IsZero():
+		t := sc.f.Since
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
+	case sc.covered > 0:
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, sc.covered+1
+	}
+	// A Scan: no consumer of the audit's is left on CALLS when it ends.
+	cons, err := bus.NewScan(ctx, sc.s.calls, cfg)
+	if err != nil {
+		return fmt.Errorf("audit: read calls: %w", err)
+	}
+	defer func() { _ = cons.Close() }()
+	empties := 0
+	for sc.covered < sc.last {
+		// Never ask for more than the stream holds up to the snapshot, so
+		// that the last fetch ends at once instead of waiting.
+		want := 256
+		if sc.covered > 0 && sc.last-sc.covered < uint64(want) {
+			want = int(sc.last - sc.covered)
+		}
+		batch, err := cons.Fetch(want, jetstream.FetchMaxWait(500*time.Millisecond))
+		if err != nil {
+			return fmt.Errorf("audit: read calls: %w", err)
+		}
+		n, done, err := sc.batch(ctx, batch)
+		if err != nil || done {
+			return err // at the snapshot's end or past Until
+		}
+		if n > 0 {
+			empties = 0
+			continue
+		}
+		// An empty fetch is the end only when the consumer has nothing
+		// pending; a stalled server (a leader election) is waited for.
+		ci, err := cons.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("audit: read calls: %w", err)
+		}
+		if ci.NumPending == 0 {
+			return nil
+		}
+		if empties++; empties > 60 {
+			return fmt.Errorf("audit: read calls: no progress for 30s with %d messages pending", ci.NumPending)
+		}
+	}
+	return nil
+}
+
+// batch handles the messages of one fetch; it always drains the batch
+// (so the fetch's goroutine ends) and reports whether the scan is done.
+// With an archive, the messages the live stream dropped after covered
+// (aged out since the scan began) are read from the archive first.
+func (sc *scanner) batch(ctx context.Context, batch jetstream.MessageBatch) (n int, done bool, err error) {
+	if sc.s.arch != nil {
+		var first uint64
+		if first, err = liveFirst(ctx, sc.s.calls); err == nil && first > 1 {
+			done, err = sc.archived(ctx, first-1)
+		}
+	}
+	for msg := range batch.Messages() {
+		n++
+		if done || err != nil {
+			continue
+		}
+		md, merr := msg.Metadata()
+		if merr != nil {
+			err = fmt.Errorf("audit: read calls: %w", merr)
+			continue
+		}
+		done, err = sc.visit(callMsg{subject: msg.Subject(), msgID: msg.Headers().Get(jetstream.MsgIDHeader), data: msg.Data(),
+			seq: md.Sequence.Stream, stored: md.Timestamp})
+	}
+	if berr := batch.Error(); berr != nil && !errors.Is(berr, nats.ErrTimeout) && err == nil {
+		err = fmt.Errorf("audit: read calls: %w", berr)
+	}
+	return n, done, err
+}
+
+// visit handles one message, archived or live, and reports whether the
+// scan is done (at the snapshot's end or past Until).
+func (sc *scanner) visit(m callMsg) (bool, error) {
+	f, sum := sc.f, sc.sum
+	if m.seq <= sc.covered {
+		return false, nil // read already, from the archive
+	}
+	if m.seq > sc.last || (!f.Until.IsZero() && m.stored.After(f.Until)) {
+		return true, nil
+	}
+	sc.covered = m.seq
+	sum.Scanned++
+	if sum.FirstSeq == 0 {
+		sum.FirstSeq = m.seq
+	}
+	sum.LastSeq = m.seq
+	if !sc.narrowed && sc.prev != 0 && m.seq != sc.prev+1 {
+		sum.addAnomaly(Anomaly{Kind: "gap", Seq: sc.prev + 1,
+			Detail: fmt.Sprintf("CALLS sequences %d-%d are missing (deleted messages, or dropped unarchived)", sc.prev+1, m.seq-1)})
+	}
+	sc.prev = m.seq
+	if sc.o.Progress != nil && time.Since(sc.lastProgress) > 200*time.Millisecond {
+		sc.o.Progress(sum.Scanned)
+		sc.lastProgress = time.Now()
+	}
+	done := m.seq == sc.last
+	j, skip := sc.s.jobOf(m, f, sum)
+	if skip {
+		return done, nil
+	}
+	return done, sc.next(j)
+}
