@@ -23,7 +23,7 @@ func approvalErr(err error) error {
 		return connect.NewError(connect.CodePermissionDenied, err)
 	case errors.Is(err, approvalflow.ErrUnknownApproval):
 		return connect.NewError(connect.CodeNotFound, err)
-	case errors.Is(err, approvalflow.ErrApprovalDecided), errors.Is(err, approvalflow.ErrPolicyDenies):
+	case errors.Is(err, approvalflow.ErrApprovalDecided), errors.Is(err, approvalflow.ErrPolicyDenies), errors.Is(err, approvalflow.ErrSessionInactive):
 		return connect.NewError(connect.CodeFailedPrecondition, err)
 	case errors.Is(err, approvalflow.ErrBadApproval), errors.Is(err, identity.ErrBadTenant):
 		return connect.NewError(connect.CodeInvalidArgument, err)

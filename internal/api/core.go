@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/limitgate"
 	"github.com/toolwire/toolwire/internal/policyops"
 	"github.com/toolwire/toolwire/internal/policystore"
@@ -33,11 +34,16 @@ type Core interface {
 
 	// Tools: what a caller sees, and the approval of MCP tool definitions.
 	VisibleTools(id identity.Identity, f registry.Filter) []*toolwirev1.ToolSpec
+	VisibleToolsIn(ctx context.Context, id identity.Identity, f registry.Filter, session string) ([]*toolwirev1.ToolSpec, error)
 	VisibleTool(ctx context.Context, id identity.Identity, name, version string) (*toolwirev1.ToolSpec, error)
 	ApproveTool(ctx context.Context, id identity.Identity, name, hash string) (*toolwirev1.ToolSpec, error)
 
 	// Sessions: the reference applier's state and its intents.
 	GetSession(ctx context.Context, id identity.Identity, session string) (*toolwirev1.Session, error)
+	SetSessionMode(ctx context.Context, id identity.Identity, session, mode string) (*toolwirev1.Session, error)
+	ListSessions(ctx context.Context, id identity.Identity, q intents.ListQuery) (intents.ListPage, error)
+	EndSession(ctx context.Context, id identity.Identity, session, reason string) (*toolwirev1.Session, error)
+	ClearSessionPins(ctx context.Context, id identity.Identity, session, tool string) (*toolwirev1.Session, error)
 	ApplyIntents(ctx context.Context, id identity.Identity, callID string) (*toolwirev1.ApplyIntentsResponse, error)
 }
 

@@ -60,8 +60,11 @@
 // core's errors map to codes in one place (toConnectErr): a stopped
 // dispatcher is unavailable, a cancelled or expired context canceled or
 // deadline_exceeded, an unknown call not_found, a call not finished
-// failed_precondition, intents to apply without a session
-// invalid_argument, session contention aborted, a full session and the
+// failed_precondition, intents to apply without a session, an end reason
+// too long and a page token no listing returned invalid_argument, a key
+// without the admin scope (SetSessionMode, EndSession) or, under agent
+// visibility "own", without admin or approve (ListSessions)
+// permission_denied, session contention aborted, a full session and the
 // per-caller caps (too many Watches, too many waiting requests)
 // resource_exhausted, anything else internal. GetOutput answers a bad
 // range or pattern invalid_argument and an output the blob store no
@@ -80,7 +83,11 @@
 // holds "admin", never "installation"); everyone else gets the
 // spec with no config set, its executor type kept. A format other than
 // native renders the same specs as an LLM provider's tool list
-// (registry.Export).
+// (registry.Export). A ListTools naming a session lists (and exports) the
+// tools of that session: those its mode forbids outright are left out
+// (the core's VisibleToolsIn); another session, or none, sees them —
+// but for the policy's sessions.default_mode, the mode of a session
+// without one and of a list naming none.
 //
 // # Approval RPCs
 //

@@ -135,11 +135,13 @@ func (s *Service) Explain(ctx context.Context, req *connect.Request[toolwirev1.E
 	m := req.Msg
 	x, err := s.policies.Explain(ctx, id, policyops.ExplainRequest{Tool: m.Tool, SpecVersion: m.SpecVersion,
 		Arguments: []byte(m.ArgumentsJson), Agent: m.Agent, Session: m.Session, User: m.User, Run: m.Run, Scopes: m.Scopes,
-		PolicyVersion: m.PolicyVersion, ApprovalID: m.ApprovalId})
+		PolicyVersion: m.PolicyVersion, ApprovalID: m.ApprovalId, Mode: m.Mode})
 	if err != nil {
 		return nil, policyError(err)
 	}
-	return connect.NewResponse(explanationProto(&x.Explanation, x.ApprovalError)), nil
+	out := explanationProto(&x.Explanation, x.ApprovalError)
+	out.Sessions = x.Sessions
+	return connect.NewResponse(out), nil
 }
 
 // explanationProto maps an Explanation to the API's ExplainResponse.
@@ -149,8 +151,11 @@ func explanationProto(x *policy.Explanation, approvalErr string) *toolwirev1.Exp
 	for _, c := range x.Considered {
 		r := c.Rule
 		layer := "tenant"
-		if r.Layer == policy.LayerAgent {
+		switch r.Layer {
+		case policy.LayerAgent:
 			layer = "agent " + r.Agent
+		case policy.LayerMode:
+			layer = "mode " + r.Agent
 		}
 		out.Rules = append(out.Rules, &toolwirev1.ExplainedRule{Id: r.ID, Layer: layer, Effect: r.Effect.String(),
 			Matched: c.Matched, Reason: r.Reason, Note: c.Note, Line: int32(r.Line)})

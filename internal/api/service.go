@@ -71,7 +71,11 @@ func toConnectErr(err error) error {
 		return connect.NewError(connect.CodeCanceled, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return connect.NewError(connect.CodeDeadlineExceeded, err)
-	case errors.Is(err, dispatch.ErrNoSession):
+	case errors.Is(err, dispatch.ErrNotAdmin), errors.Is(err, dispatch.ErrSessionsHidden):
+		return connect.NewError(connect.CodePermissionDenied, err)
+	case errors.Is(err, dispatch.ErrUnknownMode):
+		return connect.NewError(connect.CodeFailedPrecondition, err)
+	case errors.Is(err, dispatch.ErrNoSession), errors.Is(err, dispatch.ErrBadSession), errors.Is(err, dispatch.ErrBadEndReason), errors.Is(err, intents.ErrBadPageToken):
 		return connect.NewError(connect.CodeInvalidArgument, err)
 	case errors.Is(err, dispatch.ErrNotFinished):
 		return connect.NewError(connect.CodeFailedPrecondition, err)
@@ -173,13 +177,19 @@ func (s *Service) Cancel(ctx context.Context, req *connect.Request[toolwirev1.Ca
 }
 
 // ListTools lists the tools the caller's scopes allow; executor
-// configuration only to the admin scope (dispatch's VisibleTools).
+// configuration only to the admin scope. With a session, the tools its
+// mode forbids outright are left out, in the native list and the export
+// alike (dispatch's VisibleToolsIn).
 func (s *Service) ListTools(ctx context.Context, req *connect.Request[toolwirev1.ListToolsRequest]) (*connect.Response[toolwirev1.ListToolsResponse], error) {
 	id, err := identityOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := &toolwirev1.ListToolsResponse{Tools: s.d.VisibleTools(id, registry.Filter{NameGlob: req.Msg.NameGlob, Executor: req.Msg.Executor})}
+	tools, err := s.d.VisibleToolsIn(ctx, id, registry.Filter{NameGlob: req.Msg.NameGlob, Executor: req.Msg.Executor, Category: req.Msg.Category}, req.Msg.Session)
+	if err != nil {
+		return nil, toConnectErr(err)
+	}
+	out := &toolwirev1.ListToolsResponse{Tools: tools}
 	if f := req.Msg.Format; f != toolwirev1.ToolFormat_TOOL_FORMAT_UNSPECIFIED && f != toolwirev1.ToolFormat_TOOL_FORMAT_NATIVE {
 		b, err := registry.Export(f, out.Tools)
 		if err != nil {
@@ -260,6 +270,46 @@ func (s *Service) GetSession(ctx context.Context, req *connect.Request[toolwirev
 	return connect.NewResponse(&toolwirev1.GetSessionResponse{Session: sess}), nil
 }
 
+// SetSessionMode sets a session's mode (a SET_MODE intent; admin scope).
+func (s *Service) SetSessionMode(ctx context.Context, req *connect.Request[toolwirev1.SetSessionModeRequest]) (*connect.Response[toolwirev1.SetSessionModeResponse], error) {
+	id, err := identityOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := s.d.SetSessionMode(ctx, id, req.Msg.Session, req.Msg.Mode)
+	if err != nil {
+		return nil, toConnectErr(err)
+	}
+	return connect.NewResponse(&toolwirev1.SetSessionModeResponse{Session: sess}), nil
+}
+
+// ListSessions lists a page of the caller's tenant's sessions.
+func (s *Service) ListSessions(ctx context.Context, req *connect.Request[toolwirev1.ListSessionsRequest]) (*connect.Response[toolwirev1.ListSessionsResponse], error) {
+	id, err := identityOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := req.Msg
+	page, err := s.d.ListSessions(ctx, id, intents.ListQuery{State: m.GetState(), Mode: m.GetMode(), PageSize: int(m.GetPageSize()), PageToken: m.GetPageToken()})
+	if err != nil {
+		return nil, toConnectErr(err)
+	}
+	return connect.NewResponse(&toolwirev1.ListSessionsResponse{Sessions: page.Sessions, NextPageToken: page.Next}), nil
+}
+
+// EndSession ends a session (an END_SESSION intent; admin scope).
+func (s *Service) EndSession(ctx context.Context, req *connect.Request[toolwirev1.EndSessionRequest]) (*connect.Response[toolwirev1.EndSessionResponse], error) {
+	id, err := identityOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := s.d.EndSession(ctx, id, req.Msg.GetSession(), req.Msg.GetReason())
+	if err != nil {
+		return nil, toConnectErr(err)
+	}
+	return connect.NewResponse(&toolwirev1.EndSessionResponse{Session: sess}), nil
+}
+
 // ApplyIntents applies a finished call's intents to its session.
 func (s *Service) ApplyIntents(ctx context.Context, req *connect.Request[toolwirev1.ApplyIntentsRequest]) (*connect.Response[toolwirev1.ApplyIntentsResponse], error) {
 	id, err := identityOf(ctx)
@@ -271,4 +321,18 @@ func (s *Service) ApplyIntents(ctx context.Context, req *connect.Request[toolwir
 		return nil, toConnectErr(err)
 	}
 	return connect.NewResponse(resp), nil
+}
+
+// ClearSessionPins clears a session's pinned spec versions (all, or one
+// tool's; admin scope).
+func (s *Service) ClearSessionPins(ctx context.Context, req *connect.Request[toolwirev1.ClearSessionPinsRequest]) (*connect.Response[toolwirev1.ClearSessionPinsResponse], error) {
+	id, err := identityOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := s.d.ClearSessionPins(ctx, id, req.Msg.Session, req.Msg.Tool)
+	if err != nil {
+		return nil, toConnectErr(err)
+	}
+	return connect.NewResponse(&toolwirev1.ClearSessionPinsResponse{Session: sess}), nil
 }

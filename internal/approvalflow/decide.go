@@ -86,17 +86,20 @@ func (f *Flow) Approve(ctx context.Context, id identity.Identity, req *toolwirev
 		return nil, nil, fmt.Errorf("%w: approval %s expired at %s", ErrApprovalDecided, rec.ID(),
 			rec.Approval.GetExpiresAt().AsTime().UTC().Format(time.RFC3339))
 	}
-	why, denied, err := f.core.Denies(ctx, rec.Call)
+	ref, err := f.core.Denies(ctx, rec.Call)
 	if err != nil {
 		return nil, nil, fmt.Errorf("approvalflow: deciding approval %s again under the policy in force: %w", rec.ID(), err)
 	}
-	if denied {
-		// Deny wins, also over an approver: the call is denied and
-		// answered, never run.
-		if err := f.denyByPolicy(ctx, rec, why); err != nil {
+	if ref != nil {
+		// Deny wins, also over an approver, and so does the session's
+		// end: the call is denied and answered, never run.
+		if err := f.denyByPolicy(ctx, rec, ref); err != nil {
 			return nil, nil, f.decideFailed(ctx, id, rec.ID(), err)
 		}
-		return nil, nil, fmt.Errorf("%w: %s", ErrPolicyDenies, why)
+		if ref.Type == toolwirev1.ErrorType_ERROR_TYPE_SESSION_INACTIVE {
+			return nil, nil, fmt.Errorf("%w: %s", ErrSessionInactive, ref.Why)
+		}
+		return nil, nil, fmt.Errorf("%w: %s", ErrPolicyDenies, ref.Why)
 	}
 	scope := cmp.Or(req.GetScope(), toolwirev1.ApprovalScope_APPROVAL_SCOPE_ONCE)
 	var g *approvals.Grant
@@ -214,13 +217,18 @@ func (f *Flow) Deny(ctx context.Context, id identity.Identity, approvalID, reaso
 }
 
 // denyByPolicy denies the pending record rec because the policy in force
-// denies its call (why), and answers the call PERMISSION_DENIED saying
-// so. The compare-and-set is a decision's: an error says another
-// decision won (approvals.ErrConflict) or the store failed; a failed
-// answer is logged and left to the sweep.
-func (f *Flow) denyByPolicy(ctx context.Context, rec *approvals.Record, why string) error {
+// denies its call, or its session ended (ref), and answers the call with
+// ref's type saying so (PERMISSION_DENIED, MODE_RESTRICTED or
+// SESSION_INACTIVE). The compare-and-set is a decision's: an error says
+// another decision won (approvals.ErrConflict) or the store failed; a
+// failed answer is logged and left to the sweep.
+func (f *Flow) denyByPolicy(ctx context.Context, rec *approvals.Record, ref *Refusal) error {
+	why := ref.Why
 	decided(rec, toolwirev1.ApprovalState_APPROVAL_STATE_DENIED, approvalBy{reason: why, at: time.Now()})
 	rec.PolicyDenied = why
+	if ref.Type != toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED && ref.Type != toolwirev1.ErrorType_ERROR_TYPE_UNSPECIFIED {
+		rec.DeniedAs = strings.TrimPrefix(ref.Type.String(), "ERROR_TYPE_")
+	}
 	if err := f.store.Update(ctx, rec); err != nil {
 		return err
 	}

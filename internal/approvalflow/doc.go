@@ -26,8 +26,12 @@
 // to the sweep of any replica.
 //
 // Deny wins at every moment: Approve decides the parked call again under
-// the policy in force (Core.Denies) and, when it now denies it, denies
-// and answers it instead (ErrPolicyDenies); the sweep does the same for
+// the policy in force, in its session's state now (Core.Denies) and, when
+// it now denies it, denies and answers it instead (ErrPolicyDenies:
+// PERMISSION_DENIED, or MODE_RESTRICTED when the session's mode now
+// forbids it; ErrSessionInactive: SESSION_INACTIVE, the session ended
+// while the call waited; the record keeps which, Record.DeniedAs, so
+// that the sweep finishes it alike); the sweep does the same for
 // every parked call of a tenant whose policy version changed
 // (recheckParked), so a change that denies them empties the inbox
 // without an approver. A token's call goes through admission's rules

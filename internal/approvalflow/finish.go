@@ -84,6 +84,10 @@ func (f *Flow) finishDecided(ctx context.Context, rec *approvals.Record) error {
 				toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE)
 			break
 		}
+		if rec.PolicyDenied != "" && rec.DeniedAs != "" {
+			te = sessionRefusal(rec)
+			break
+		}
 		if rec.PolicyDenied != "" {
 			te = envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
 				fmt.Sprintf("policy denies this call of %q (the policy changed while it waited for approval; it never ran): %s",
@@ -103,6 +107,27 @@ func (f *Flow) finishDecided(ctx context.Context, rec *approvals.Record) error {
 		return fmt.Errorf("approvalflow: approval %s is %s, not denied or expired", rec.ID(), stateName(a.GetState()))
 	}
 	return f.answerRecord(ctx, rec, te)
+}
+
+// sessionRefusal is the answer of a parked call denied because of its
+// session (rec.DeniedAs): it ended (SESSION_INACTIVE), or its mode now
+// forbids the call (MODE_RESTRICTED), while the call waited for
+// approval. A type this replica does not know is PERMISSION_DENIED.
+func sessionRefusal(rec *approvals.Record) *toolwirev1.ToolError {
+	t := toolwirev1.ErrorType(toolwirev1.ErrorType_value["ERROR_TYPE_"+rec.DeniedAs])
+	switch t {
+	case toolwirev1.ErrorType_ERROR_TYPE_SESSION_INACTIVE:
+		return envelope.PreExec(t, fmt.Sprintf("%s (while this call of %q waited for approval; it never ran)",
+			rec.PolicyDenied, rec.Approval.GetTool()))
+	case toolwirev1.ErrorType_ERROR_TYPE_MODE_RESTRICTED:
+		te := envelope.PreExec(t, fmt.Sprintf("%s (the session's mode changed while it waited for approval; it never ran)", rec.PolicyDenied))
+		te.Suggestion = "not in this mode: the orchestrator can change the session's mode (`toolctl session mode`)"
+		return te
+	}
+	te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
+		fmt.Sprintf("this call of %q may not run (%s): %s", rec.Approval.GetTool(), rec.DeniedAs, rec.PolicyDenied))
+	te.Suggestion = "do not retry this call as it is"
+	return te
 }
 
 // answerRecord publishes te as the terminal answer of rec's call

@@ -43,7 +43,22 @@ var (
 	// changed after the call was parked): the call is denied and
 	// answered, never run. Deny wins, also over an approver.
 	ErrPolicyDenies = errors.New("approvalflow: the policy in force denies this call")
+	// ErrSessionInactive: the parked call's session ended while it
+	// waited: the call is denied and answered SESSION_INACTIVE, never
+	// run.
+	ErrSessionInactive = errors.New("approvalflow: the call's session has ended")
 )
+
+// Refusal is why a parked call must not run now (Core.Denies).
+type Refusal struct {
+	// Type is the error type the call is answered with:
+	// PERMISSION_DENIED (the policy in force denies it), MODE_RESTRICTED
+	// (its session's mode now forbids it) or SESSION_INACTIVE (its
+	// session ended).
+	Type toolwirev1.ErrorType
+	// Why says so, naming the rule, the mode or the session.
+	Why string
+}
 
 // Core is what the flow needs of the dispatcher it runs in: the paths by
 // which a call is queued, an event recorded and a call answered. The
@@ -64,13 +79,15 @@ type Core interface {
 	// subject, with ExpectLastSequencePerSubject(0) as workers publish:
 	// never over a result, and a repeat that finds its own is no error.
 	Answer(ctx context.Context, call *toolwirev1.ToolCall, resp *toolwirev1.ToolResponse) error
-	// Denies decides call, a parked call, again under the policy in force
-	// for its tenant now, as admission would: why, naming the rule, when
-	// the policy denies it. An ask or an allow is no deny, nor is the
-	// stand-in a replica holds while it cannot load a tenant's document.
-	// An error says it could not be decided (the registry did not
-	// answer): nothing is approved meanwhile.
-	Denies(ctx context.Context, call *toolwirev1.ToolCall) (why string, denied bool, err error)
+	// Denies decides call, a parked call, again as admission would now:
+	// its session's state (ended: SESSION_INACTIVE) and the policy in
+	// force for its tenant in the session's mode now (a deny: why, naming
+	// the rule; the mode's deny is MODE_RESTRICTED). nil when it may run:
+	// an ask or an allow is no deny, nor is the stand-in a replica holds
+	// while it cannot load a tenant's document. An error says it could not
+	// be decided (the registry or the session did not answer): nothing is
+	// approved meanwhile.
+	Denies(ctx context.Context, call *toolwirev1.ToolCall) (*Refusal, error)
 	// PolicyVersion is the version of the policy in force for tenant
 	// ("" for none): the sweep decides the parked calls of a tenant again
 	// when it changes.

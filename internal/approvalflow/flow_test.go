@@ -31,10 +31,13 @@ type fakeCore struct {
 	version   string
 }
 
-func (c *fakeCore) Denies(context.Context, *toolwirev1.ToolCall) (string, bool, error) {
+func (c *fakeCore) Denies(context.Context, *toolwirev1.ToolCall) (*approvalflow.Refusal, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.deny, c.deny != "", nil
+	if c.deny == "" {
+		return nil, nil
+	}
+	return &approvalflow.Refusal{Type: toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, Why: c.deny}, nil
 }
 
 func (c *fakeCore) PolicyVersion(string) string {

@@ -189,11 +189,11 @@ func (f *Flow) recheckOne(ctx context.Context, s approvals.Summary) error {
 	if rec.Decided() {
 		return nil
 	}
-	why, denied, err := f.core.Denies(ctx, rec.Call)
-	if err != nil || !denied {
+	ref, err := f.core.Denies(ctx, rec.Call)
+	if err != nil || ref == nil {
 		return err // an error: the tenant is looked at again next sweep
 	}
-	if err := f.denyByPolicy(ctx, rec, why); err != nil && !errors.Is(err, approvals.ErrConflict) {
+	if err := f.denyByPolicy(ctx, rec, ref); err != nil && !errors.Is(err, approvals.ErrConflict) {
 		return err
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/approvals"
@@ -373,4 +374,23 @@ func TestCheckCallReadFailureIsNotARefusal(t *testing.T) {
 	err := approvals.CheckCall(ctx, b.env.Bus, &toolwirev1.ToolSpec{Name: "wipe"}, call, time.Now())
 	require.Error(t, err)
 	require.NotErrorIs(t, err, approvals.ErrRefused)
+}
+
+// A grant index whose connection was closed under it (a killed
+// dispatcher's) still ends its watch on Stop: nothing of it is left
+// running (goleak, TestMain).
+func TestGrantIndexStopsAfterTheConnectionClosed(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	nc, err := nats.Connect(env.URL)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	b, err := bus.Open(t.Context(), nc, env.Bus.Config, bus.Options{Bind: true})
+	require.NoError(t, err)
+	x := approvals.NewGrantIndex(approvals.NewStore(b, time.Hour), slog.New(slog.DiscardHandler))
+	require.NoError(t, x.Start(t.Context()))
+	nc.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, x.Stop(ctx))
 }

@@ -124,7 +124,11 @@
 // checks each). A grant stored or revoked on one replica is in force on
 // every replica when its watch delivers the write (one stream message:
 // milliseconds on a healthy cluster); the replica that writes it updates
-// its own index at once (Add, Remove).
+// its own index at once (Add, Remove). Stop ends the watch also on a
+// connection already closed (a killed dispatcher's): the watch has a
+// context of its own, which Stop cancels — nats.go ends the watch's
+// subscription goroutine only with it when an unsubscribe cannot reach
+// the server.
 //
 // # Tokens
 //

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/policy"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -29,7 +30,11 @@ type GrantIndex struct {
 	grants   map[string]*Grant         // by key
 
 	watcher jetstream.KeyWatcher
-	done    chan struct{}
+	// cancel ends the watch's context: nats.go ends a watch's
+	// subscription goroutine only with it once the connection is closed
+	// (the watcher's Stop cannot reach the server then).
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 var _ policy.GrantSource = (*GrantIndex)(nil)
@@ -43,13 +48,15 @@ func NewGrantIndex(s *Store, log *slog.Logger) *GrantIndex {
 // loaded (or ctx ends: then the watch is stopped and ctx's error
 // returned).
 func (x *GrantIndex) Start(ctx context.Context) error {
-	w, err := x.s.kv.Watch(context.WithoutCancel(ctx), grantPrefix+">")
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w, err := x.s.kv.Watch(wctx, grantPrefix+">")
 	if err != nil {
+		cancel()
 		return fmt.Errorf("approvals: watch grants: %w", err)
 	}
-	x.watcher, x.done = w, make(chan struct{})
+	x.watcher, x.cancel, x.done = w, cancel, make(chan struct{})
 	loaded := make(chan struct{})
-	go x.follow(w, loaded)
+	go x.follow(wctx, w, loaded)
 	select {
 	case <-loaded:
 		return nil
@@ -60,7 +67,10 @@ func (x *GrantIndex) Start(ctx context.Context) error {
 }
 
 // Stop ends the watch and waits for its goroutine, or until ctx ends
-// (startstop.Service). Idempotent; safe before Start.
+// (startstop.Service). It ends the watch also when the connection is
+// already closed (a killed dispatcher's): the watch's context is
+// cancelled, which ends nats.go's goroutine of the subscription and the
+// index's. Idempotent; safe before Start.
 func (x *GrantIndex) Stop(ctx context.Context) error {
 	if x.watcher == nil {
 		return nil
@@ -68,6 +78,7 @@ func (x *GrantIndex) Stop(ctx context.Context) error {
 	if err := x.watcher.Stop(); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		x.log.Debug("grant watch stop", "err", err)
 	}
+	x.cancel()
 	select {
 	case <-x.done:
 		return nil
@@ -76,20 +87,33 @@ func (x *GrantIndex) Stop(ctx context.Context) error {
 	}
 }
 
-func (x *GrantIndex) follow(w jetstream.KeyWatcher, loaded chan<- struct{}) {
+// follow applies the watch's updates until the watch ends (its updates
+// channel closed) or ctx does (Stop). Ended by ctx, it takes what the
+// channel holds, so that a delivery of nats.go blocked on a full channel
+// returns and its goroutine ends.
+func (x *GrantIndex) follow(ctx context.Context, w jetstream.KeyWatcher, loaded chan<- struct{}) {
 	defer close(x.done)
-	for e := range w.Updates() {
-		if e == nil {
-			if loaded != nil {
+	defer func() {
+		if loaded != nil {
+			close(loaded) // the watch ended before the initial values: Start returns
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			bus.DrainWatch(w)
+			return
+		case e, ok := <-w.Updates():
+			switch {
+			case !ok:
+				return
+			case e != nil:
+				x.apply(e)
+			case loaded != nil:
 				close(loaded)
 				loaded = nil
 			}
-			continue
 		}
-		x.apply(e)
-	}
-	if loaded != nil {
-		close(loaded) // the watch ended before the initial values: Start returns
 	}
 }
 

@@ -50,6 +50,11 @@ type Record struct {
 	// parked): why, naming the rule. Its answer says so, not "an
 	// approver denied".
 	PolicyDenied string
+	// DeniedAs is, for a PolicyDenied record, the error type its call is
+	// answered with, by name: "" for PERMISSION_DENIED (the policy in
+	// force denies it), "MODE_RESTRICTED" (its session's mode now forbids
+	// it) or "SESSION_INACTIVE" (its session ended while it waited).
+	DeniedAs string
 	// Revision is the stored revision the record was read at (the
 	// compare-and-set of Update); 0 for a record not stored yet.
 	Revision uint64
@@ -83,6 +88,7 @@ type stored struct {
 	Published       bool             `json:"published,omitempty"`
 	CancelledBy     string           `json:"cancelled_by,omitempty"`
 	PolicyDenied    string           `json:"policy_denied,omitempty"`
+	DeniedAs        string           `json:"denied_as,omitempty"`
 }
 
 func (r *Record) encode() ([]byte, error) {
@@ -95,7 +101,8 @@ func (r *Record) encode() ([]byte, error) {
 		return nil, fmt.Errorf("approvals: encode call: %w", err)
 	}
 	return json.Marshal(stored{Format: recordFormat, Approval: a, Call: c, ScheduleToStart: r.ScheduleToStart,
-		ScheduleToClose: r.ScheduleToClose, Nonce: r.Nonce, Binding: r.Binding, Published: r.Published, CancelledBy: r.CancelledBy, PolicyDenied: r.PolicyDenied})
+		ScheduleToClose: r.ScheduleToClose, Nonce: r.Nonce, Binding: r.Binding, Published: r.Published, CancelledBy: r.CancelledBy, PolicyDenied: r.PolicyDenied,
+		DeniedAs: r.DeniedAs})
 }
 
 // decodeRecord decodes a stored record read at revision rev.
@@ -109,7 +116,7 @@ func decodeRecord(data []byte, rev uint64) (*Record, error) {
 	}
 	r := &Record{Approval: &toolwirev1.Approval{}, Call: &toolwirev1.ToolCall{}, ScheduleToStart: s.ScheduleToStart,
 		ScheduleToClose: s.ScheduleToClose, Nonce: s.Nonce, Binding: s.Binding, Published: s.Published, CancelledBy: s.CancelledBy, PolicyDenied: s.PolicyDenied,
-		Revision: rev}
+		DeniedAs: s.DeniedAs, Revision: rev}
 	if err := proto.Unmarshal(s.Approval, r.Approval); err != nil {
 		return nil, fmt.Errorf("%w: approval: %w", ErrCorrupt, err)
 	}

@@ -108,11 +108,12 @@ const (
 	ocCancelled
 	ocExpired
 	ocDeadLettered
-	ocAny uint8 = 0xff // in a filter: no outcome filter
+	ocRejected              // a refusal (the refusals ring only)
+	ocAny      uint8 = 0xff // in a filter: no outcome filter
 )
 
 var outcomeNames = [...]string{audit.OutcomePending, audit.OutcomeOK, audit.OutcomeError, audit.OutcomeCancelled,
-	audit.OutcomeExpired, audit.OutcomeDeadLettered}
+	audit.OutcomeExpired, audit.OutcomeDeadLettered, audit.OutcomeRejected}
 
 func outcomeCode(name string) (uint8, bool) {
 	for i, n := range outcomeNames {

@@ -25,6 +25,11 @@ type Config struct {
 	// Max is the most calls kept (the newest). 0 = DefaultMax
 	// (1,000,000); negative is refused.
 	Max int
+	// MaxRefusals is the most refused calls kept (the newest REJECTED
+	// events, read from Streams.Events), in a ring of their own so that a
+	// flood of refusals never pushes admitted calls out. 0 =
+	// DefaultMaxRefusals (100,000); negative is refused.
+	MaxRefusals int
 	// Logger logs the feed's failures (per-message lines at Debug).
 	// Nil = slog.Default().
 	Logger *slog.Logger
@@ -41,11 +46,16 @@ type Streams struct {
 	// Keys decides which results are believed (internal/believed): a
 	// result that is not is never a call's outcome in the index.
 	Keys *signing.Keyring
+	// Events is the EVENTS stream (bus.Bus.Events): the feed indexes its
+	// REJECTED events, the calls admission refused, when it is set (a
+	// rejection a dispatcher did not sign is not believed: skipped). Nil
+	// = no refused call is indexed.
+	Events jetstream.Stream
 }
 
 // StreamsOf returns the streams of the installation b.
 func StreamsOf(b *bus.Bus) Streams {
-	return Streams{Calls: b.Calls, Results: b.Results, Subjects: b.Subjects, Keys: b.Keys}
+	return Streams{Calls: b.Calls, Results: b.Results, Subjects: b.Subjects, Keys: b.Keys, Events: b.Events}
 }
 
 // Specs finds a spec version (registry.Store.GetVersion: its cache, then
@@ -59,6 +69,7 @@ type Specs interface {
 // default set to it.
 func (c Config) WithDefaults() Config {
 	c.Max = cmp.Or(c.Max, DefaultMax)
+	c.MaxRefusals = cmp.Or(c.MaxRefusals, DefaultMaxRefusals)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
@@ -67,6 +78,12 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate() error {
 	if c.Max < 0 {
 		return fmt.Errorf("callindex: Max %d is negative", c.Max)
+	}
+	if c.MaxRefusals < 0 {
+		return fmt.Errorf("callindex: MaxRefusals %d is negative", c.MaxRefusals)
+	}
+	if c.Streams.Events != nil && c.Streams.Calls == nil {
+		return fmt.Errorf("callindex: Streams needs Calls and Results with Events")
 	}
 	if c.Streams.Results != nil && c.Streams.Keys == nil {
 		return fmt.Errorf("callindex: Streams needs Keys with Results")

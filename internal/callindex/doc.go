@@ -102,10 +102,39 @@
 // where the needle's rarest byte occurs (BenchmarkIndexQuery1M: p95 of
 // mixed queries about 45 ms).
 //
+// # Refused calls
+//
+// Calls admission refused never reach CALLS; the dispatcher records each
+// as a REJECTED event in the EVENTS stream (an overload refusal stores
+// nothing, by design, and is not indexed). With Streams.Events the feed
+// keeps them in a ring of their own (refusals.go; Config.MaxRefusals,
+// default 100,000, the same columns at the same cost a call), so that a
+// flood of refusals never pushes admitted calls out: per refusal its id,
+// EVENTS sequence (Entry.Seq), stored time, tenant, agent, session, tool,
+// outcome "rejected" (audit.OutcomeRejected), error type, and its reason
+// (Entry.Reason: the refusal's message, cut to MaxReasonBytes, interned;
+// its tool, tenant, agent and session, which its caller chose, cut the
+// same way, so that the ring's memory is bounded by MaxRefusals;
+// a refusal has no worker) with the policy rule as search text. Only a
+// REJECTED event a dispatcher signed is a refusal (internal/believed,
+// as audits check it); the feed reads each event's type field without
+// decoding the rest, so the other events cost little. The rebuild reads
+// EVENTS from the oldest indexed call's time less TimeSlack (a run again:
+// from after the last event the feed read), after RESULTS; live, a third ordered
+// consumer follows EVENTS. That read takes every event stored since
+// (several a call: ACCEPTED, STARTED, FINISHED, progress), each skipped
+// after its type field: it adds to the rebuild about what reading that
+// many messages from JetStream costs (BenchmarkIndexRebuild stores no
+// events, so its figure leaves it out; not measured yet). Get finds a refused call after the admitted
+// ones; List pages through both together, newest first by stored time,
+// with a Cursor of one sequence per ring, a call both admitted and
+// refused (OVERLOADED after a publish that reached the stream) listed
+// once, admitted (Query reads the admitted calls only).
+//
 // # Live updates
 //
-// Subscribe (subscribe.go) hands every call indexed and every call whose
-// outcome changes to at most MaxSubscribers subscribers, each with a
+// Subscribe (subscribe.go) hands every call indexed (refused ones
+// included) and every call whose outcome changes to at most MaxSubscribers subscribers, each with a
 // buffer of SubscriberBuffer updates; a subscriber that does not keep up
 // loses updates (Stats.Dropped) and never holds the feed up.
 package callindex

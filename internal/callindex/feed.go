@@ -138,6 +138,10 @@ func (f *feeder) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	eventsDone, err := f.rebuildRefusals(ctx)
+	if err != nil {
+		return fmt.Errorf("callindex: read refusals: %w", err)
+	}
 	f.x.rebuild.Store(int64(time.Since(start)))
 	f.x.readyOnce.Do(func() { close(f.x.ready) })
 	f.x.mu.RLock()
@@ -147,7 +151,7 @@ func (f *feeder) run(ctx context.Context) error {
 	f.live = true
 	f.x.live.Store(true)
 	defer f.x.live.Store(false)
-	return f.follow(ctx, callsDone+1, resultsDone+1)
+	return f.follow(ctx, [3]uint64{callsDone + 1, resultsDone + 1, eventsDone + 1})
 }
 
 // rebuildCalls reads CALLS from the window of the newest Max messages up
@@ -297,17 +301,25 @@ func (f *feeder) read(ctx context.Context, r span) error {
 	}
 }
 
-// delivery is a message of a live consumer.
+// delivery is a message of a live consumer: of CALLS, RESULTS or EVENTS.
 type delivery struct {
-	m       jetstream.Msg
-	results bool
+	m      jetstream.Msg
+	stream int // followed's index
 }
 
-// follow consumes CALLS from sequence calls and RESULTS from results until
-// ctx ends. Both consumers hand their messages to this goroutine, which
-// indexes them. Shutdown: the callbacks are released (stop), then each
-// consumer is stopped and waited for, then its server consumer deleted.
-func (f *feeder) follow(ctx context.Context, calls, results uint64) error {
+// followed are the streams follow consumes, in the order of its from.
+const (
+	followCalls = iota
+	followResults
+	followEvents
+)
+
+// follow consumes CALLS, RESULTS and EVENTS (when the index has it) from
+// the sequences from until ctx ends. The consumers hand their messages
+// to this goroutine, which indexes them. Shutdown: the callbacks are
+// released (stop), then each consumer is stopped and waited for, then its
+// server consumer deleted.
+func (f *feeder) follow(ctx context.Context, from [3]uint64) error {
 	in := make(chan delivery, 256)
 	stop := make(chan struct{})
 	type consumer struct {
@@ -325,13 +337,16 @@ func (f *feeder) follow(ctx context.Context, calls, results uint64) error {
 			f.deleteConsumer(c.stream, c.cons)
 		}
 	}()
-	for _, s := range []struct {
-		stream  jetstream.Stream
-		filter  string
-		from    uint64
-		results bool
-	}{{f.streams.Calls, f.streams.Subjects.AllCalls(), calls, false}, {f.streams.Results, "", results, true}} {
-		cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: s.from,
+	streams := []struct {
+		stream jetstream.Stream
+		filter string
+	}{{f.streams.Calls, f.streams.Subjects.AllCalls()}, {f.streams.Results, ""}, {f.streams.Events, f.streams.Subjects.AllEvents()}}
+	closed := [3]<-chan struct{}{}
+	for k, s := range streams {
+		if s.stream == nil {
+			continue // no EVENTS: no refusals
+		}
+		cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from[k],
 			InactiveThreshold: bus.ScanInactive}
 		if s.filter != "" {
 			cfg.FilterSubjects = []string{s.filter}
@@ -340,10 +355,9 @@ func (f *feeder) follow(ctx context.Context, calls, results uint64) error {
 		if err != nil {
 			return fmt.Errorf("callindex: follow: %w", err)
 		}
-		results := s.results
 		cc, err := cons.Consume(func(m jetstream.Msg) {
 			select {
-			case in <- delivery{m: m, results: results}:
+			case in <- delivery{m: m, stream: k}:
 			case <-stop:
 			}
 		}, jetstream.PullMaxBytes(consumeMaxByte), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
@@ -354,25 +368,37 @@ func (f *feeder) follow(ctx context.Context, calls, results uint64) error {
 			return fmt.Errorf("callindex: follow: %w", err)
 		}
 		started = append(started, consumer{stream: s.stream, cons: cons, cc: cc, closed: cc.Closed()})
+		closed[k] = cc.Closed()
 	}
+	return f.indexLive(ctx, in, closed)
+}
+
+// indexLive indexes the deliveries of follow's consumers until ctx ends
+// or one of them stops (closed; a nil channel: not followed).
+func (f *feeder) indexLive(ctx context.Context, in <-chan delivery, closed [3]<-chan struct{}) error {
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-started[0].closed:
+		case <-closed[followCalls]:
 			return errors.New("callindex: the calls consumer stopped")
-		case <-started[1].closed:
+		case <-closed[followResults]:
 			return errors.New("callindex: the results consumer stopped")
+		case <-closed[followEvents]:
+			return errors.New("callindex: the events consumer stopped")
 		case d := <-in:
 			md, err := d.m.Metadata()
 			if err != nil {
 				f.log.Debug("calls index: message without metadata", "subject", d.m.Subject(), "err", err)
 				continue
 			}
-			if d.results {
-				f.onResult(ctx, d.m, md)
-			} else {
+			switch d.stream {
+			case followCalls:
 				f.onCall(ctx, d.m, md)
+			case followResults:
+				f.onResult(ctx, d.m, md)
+			default:
+				f.onEvent(ctx, d.m, md)
 			}
 		}
 	}

@@ -2,10 +2,14 @@ package callindex
 
 import (
 	"bytes"
+
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
+
+	"github.com/toolwire/toolwire/internal/audit"
 
 	"github.com/oklog/ulid/v2"
 )
@@ -25,6 +29,11 @@ const (
 	// SubscriberBuffer is how many live updates wait for a subscriber;
 	// past it, updates are dropped for that subscriber.
 	SubscriberBuffer = 256
+	// DefaultMaxRefusals is how many refused calls an Index keeps when
+	// Config.MaxRefusals is 0.
+	DefaultMaxRefusals = 100_000
+	// MaxReasonBytes is how much of a refusal's reason the index keeps.
+	MaxReasonBytes = 256
 	// TimeSlack is how far stored times may go backwards along the
 	// sequence (clock skew between cluster nodes) for time filters still
 	// to find every call.
@@ -62,7 +71,10 @@ type Entry struct {
 	Time                         time.Time // admitted (stored), UTC
 	Tenant, Agent, Session, Tool string
 	// Outcome is one of audit's OutcomePending, OutcomeOK, OutcomeError,
-	// OutcomeCancelled, OutcomeExpired and OutcomeDeadLettered.
+	// OutcomeCancelled, OutcomeExpired and OutcomeDeadLettered, or
+	// OutcomeRejected for a call admission refused (Refused): its Seq is
+	// then the sequence of its REJECTED event in the EVENTS stream, its
+	// Time that event's.
 	Outcome string
 	// ErrorType is the failure's type name ("TIMEOUT") for calls that did
 	// not succeed, "" otherwise.
@@ -73,12 +85,22 @@ type Entry struct {
 	// Worker is the worker that answered; "" while pending and for
 	// answers of a dispatcher.
 	Worker string
+	// Reason is a refused call's reason (the refusal's message, cut to
+	// MaxReasonBytes); "" for every other call.
+	Reason string
 }
+
+// Refused reports whether e is a call admission refused (its REJECTED
+// event; Seq is that event's EVENTS sequence).
+func (e Entry) Refused() bool { return e.Outcome == audit.OutcomeRejected }
 
 // Stats describes an Index.
 type Stats struct {
 	// Entries is how many calls are indexed; Max how many are kept.
 	Entries, Max int
+	// Refused is how many refused calls are indexed; MaxRefused how many
+	// are kept.
+	Refused, MaxRefused int
 	// Bytes is the approximate memory of the index (columns, id table,
 	// text arena, symbols).
 	Bytes int64
@@ -137,6 +159,15 @@ type Index struct {
 	subMu   sync.Mutex
 	subs    map[*subscriber]struct{}
 	dropped atomic.Uint64
+
+	// refused is the ring of the calls admission refused (their REJECTED
+	// events), an Index of its own (nil in a refusals ring): same
+	// columns, its Seq the EVENTS sequence, the worker column holding the
+	// reason.
+	refused *Index
+	// eventsSeq is the last EVENTS sequence the feed read (a run again
+	// reads the refusals from after it).
+	eventsSeq atomic.Uint64
 }
 
 // New returns an empty index configured by cfg (WithDefaults, then
@@ -146,8 +177,16 @@ func New(cfg Config) (*Index, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Index{streams: cfg.Streams, specs: cfg.Specs, max: cfg.Max, log: cfg.Logger, ready: make(chan struct{}),
-		syms: newSymbols(), subs: map[*subscriber]struct{}{}}, nil
+	x := newRing(cfg.Max)
+	x.streams, x.specs, x.log = cfg.Streams, cfg.Specs, cfg.Logger
+	x.refused = newRing(cfg.MaxRefusals)
+	x.refused.log = cfg.Logger
+	return x, nil
+}
+
+// newRing returns an empty ring of at most max calls.
+func newRing(max int) *Index {
+	return &Index{max: max, ready: make(chan struct{}), syms: newSymbols(), subs: map[*subscriber]struct{}{}}
 }
 
 // Ready returns a channel closed once the initial rebuild has caught up
@@ -171,6 +210,12 @@ func (x *Index) Stats() Stats {
 	s.Rebuild = time.Duration(x.rebuild.Load())
 	s.Lag, s.Skipped, s.Dropped, s.Subscribers = x.lag.Load(), x.skipped.Load(), x.dropped.Load(), subs
 	s.Orphans, s.Live = int(x.orphans.Load()), x.live.Load()
+	if r := x.refused; r != nil {
+		r.mu.RLock()
+		s.Refused, s.MaxRefused = r.n, r.max
+		s.Bytes += int64(cap(r.seq))*slotBytes + int64(len(r.ids.slots))*4 + r.arena.bytes() + r.syms.bytes()
+		r.mu.RUnlock()
+	}
 	return s
 }
 
@@ -181,7 +226,12 @@ func (x *Index) Stats() Stats {
 // reports whether the call was added. The feed is an index's writer; Add
 // fills an index that has no streams (the 1M benchmarks' fixture,
 // callindextest).
-func (x *Index) Add(e Entry, args, result []byte) bool { return x.add(e, args, result, false) }
+func (x *Index) Add(e Entry, args, result []byte) bool {
+	if e.Refused() && x.refused != nil {
+		return x.refused.add(e, []byte(e.Reason), nil, false)
+	}
+	return x.add(e, args, result, false)
+}
 
 // add indexes a call (Seq above every call indexed, ID a ULID) with the
 // search text of its (redacted) arguments and, if it has an outcome
@@ -209,6 +259,9 @@ func (x *Index) add(e Entry, args, result []byte, secret bool) bool {
 	x.seq[i], x.unix[i], x.id[i] = e.Seq, e.Time.UnixNano(), id
 	x.tenant[i], x.agent[i], x.session[i], x.tool[i] = x.syms.ref(e.Tenant), x.syms.ref(e.Agent), x.syms.ref(e.Session), x.syms.ref(e.Tool)
 	x.worker[i], x.errType[i] = x.syms.ref(e.Worker), x.syms.ref(e.ErrorType)
+	if oc == ocRejected {
+		x.worker[i] = x.syms.ref(cutReason(e.Reason)) // a refusal has no worker
+	}
 	x.dur[i], x.outcome[i], x.flags[i] = encodeDuration(e.Duration), oc, 0
 	if secret {
 		x.flags[i] = flagSecrets
@@ -273,15 +326,24 @@ func (x *Index) setOutcome(id *[16]byte, u outcomeUpdate, result []byte) bool {
 	return true
 }
 
-// Get returns the indexed call with the id.
+// Get returns the indexed call with the id: an admitted call, else a
+// refused one.
 func (x *Index) Get(id string) (Entry, bool) {
 	u, err := ulid.ParseStrict(id)
 	if err != nil {
 		return Entry{}, false
 	}
+	if e, ok := x.get(&u); ok || x.refused == nil {
+		return e, ok
+	}
+	return x.refused.get(&u)
+}
+
+// get returns the call with the id in this ring.
+func (x *Index) get(u *ulid.ULID) (Entry, bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	i := x.ids.find((*[16]byte)(&u), x.id)
+	i := x.ids.find((*[16]byte)(u), x.id)
 	if i < 0 {
 		return Entry{}, false
 	}
@@ -291,7 +353,26 @@ func (x *Index) Get(id string) (Entry, bool) {
 // entry is the call in slot i.
 func (x *Index) entry(i int) Entry {
 	n := x.syms.names
-	return Entry{ID: ulid.ULID(x.id[i]).String(), Seq: x.seq[i], Time: time.Unix(0, x.unix[i]).UTC(),
+	e := Entry{ID: ulid.ULID(x.id[i]).String(), Seq: x.seq[i], Time: time.Unix(0, x.unix[i]).UTC(),
 		Tenant: n[x.tenant[i]], Agent: n[x.agent[i]], Session: n[x.session[i]], Tool: n[x.tool[i]],
 		Outcome: outcomeNames[x.outcome[i]], ErrorType: n[x.errType[i]], Duration: decodeDuration(x.dur[i]), Worker: n[x.worker[i]]}
+	if x.outcome[i] == ocRejected {
+		e.Reason, e.Worker = e.Worker, ""
+	}
+	return e
+}
+
+// cutReason cuts a refusal's reason to MaxReasonBytes, at a rune's start.
+func cutReason(s string) string {
+	if len(s) <= MaxReasonBytes {
+		return s
+	}
+	s = s[:MaxReasonBytes]
+	for i := 0; i < utf8.UTFMax && len(s) > 0; i++ {
+		if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size > 1 {
+			break
+		}
+		s = s[:len(s)-1] // part of the rune the cut halved
+	}
+	return s
 }

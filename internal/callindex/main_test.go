@@ -4,11 +4,13 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/toolwire/toolwire/internal/testdeps"
 )
 
 // Every goroutine a test starts (feeds, their consumers, the stacks) has
 // ended when the tests have.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testdeps.IgnoreNATS()) }
 
 // mustNew is New for tests: cfg must be valid.
 func mustNew(tb testing.TB, cfg Config) *Index {

@@ -11,6 +11,7 @@ import (
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/poolview"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/sessionview"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -29,10 +30,13 @@ type admission struct {
 	waiting bool      // the caller waits in Call for the result
 
 	// What the steps found.
-	entry *registry.Entry      // lookup: the registry entry (its current version, or the pinned one)
-	spec  *toolwirev1.ToolSpec // lookup: entry.Spec
-	args  []byte               // arguments: the exact JSON the call runs with
-	doc   *jsonvalue.Doc       // arguments: args parsed (once), until a before-hook rewrites them
+	session sessionview.State    // session: the state of the call's session (zero without one)
+	entry   *registry.Entry      // lookup: the registry entry (its current version, or the pinned one)
+	pinned  string               // lookup: the version the call's session pins for the tool ("" = none)
+	pin     bool                 // lookup: the session pins versions and none yet for the tool (admit_pin.go)
+	spec    *toolwirev1.ToolSpec // lookup: entry.Spec
+	args    []byte               // arguments: the exact JSON the call runs with
+	doc     *jsonvalue.Doc       // arguments: args parsed (once), until a before-hook rewrites them
 	// parsed is the arguments in the policy's reading, parsed once by the
 	// first step that needs them (policyArgs); a rewrite drops it.
 	parsed *policy.Args
@@ -79,14 +83,17 @@ type admissionStep struct {
 }
 
 // admissionSteps is the order of admission, written once. Each step can
-// stop the call; a refusal consumes nothing later in the list. The loop
+// stop the call; a refusal consumes nothing later in the list. The
+// session step is first: lookup resolves the version the session pins. The loop
 // guard runs only for a call the policy allowed; the approval step sends
 // an asked call (or one a token covers) off to settle; limits are last so
 // that a refused call spends no budget.
 var admissionSteps = [...]admissionStep{
+	{"session", (*admission).sessionStep},         // admit_session.go
 	{"lookup", (*admission).lookup},               // admit_lookup.go
 	{"scopes", (*admission).scopes},               // admit_scopes.go
 	{"pool", (*admission).poolStep},               // admit_pool.go
+	{"pin", (*admission).pinStep},                 // admit_pin.go
 	{"arguments", (*admission).arguments},         // admit_arguments.go
 	{"input", (*admission).continues},             // admit_input.go
 	{"call", (*admission).buildCall},              // admit_call.go
@@ -99,6 +106,7 @@ var admissionSteps = [...]admissionStep{
 	{"approval", (*admission).approval},           // admit_approval.go
 	{"overload", (*admission).overload},           // admit_overload.go
 	{"limits", (*admission).limitStep},            // admit_limits.go
+	{"latency", (*admission).latencyStep},         // admit_latency.go
 	{"publish", (*admission).publishStep},         // admit_publish.go
 }
 

@@ -10,7 +10,8 @@ import (
 
 // buildCall is the step that makes the call as it will be published: it
 // pins the spec version and carries as deadlines the tighter of the tool's
-// and the request's schedule-to-start and schedule-to-close timeouts.
+// and the request's schedule-to-start and schedule-to-close timeouts. The
+// caller's mode is the session's (the session step read it).
 func (a *admission) buildCall(_ context.Context) verdict {
 	d := a.d
 	o, spec, now := a.req, a.spec, a.now
@@ -27,6 +28,7 @@ func (a *admission) buildCall(_ context.Context) verdict {
 	if s2c := tighter(t.GetScheduleToClose().AsDuration(), o.ScheduleToClose.AsDuration()); s2c > 0 {
 		call.Deadline = timestamppb.New(now.Add(s2c))
 	}
+	call.Caller.Mode = a.session.Mode // the session step's: never the caller's to say
 	a.call = call
 	return next
 }

@@ -106,9 +106,13 @@ func (a *admission) idempotency(ctx context.Context) verdict {
 
 // beforeClaim is the OVERLOADED refusal admission can give a keyed call
 // before its key is claimed, its cause and target; nil when there is
-// none. A call that is parked or redeems a token is not published now:
-// only the stores are asked.
+// none. The archive being behind (archiveLag.refusal) refuses any call;
+// a call that is parked or redeems a token is not published now: only
+// the stores are asked then.
 func (a *admission) beforeClaim(ctx context.Context) (te *toolwirev1.ToolError, cause, target string) {
+	if te, cause, target := a.d.lag.refusal(ctx); te != nil {
+		return te, cause, target
+	}
 	if a.ask != nil {
 		return a.d.load.CheckStores(true)
 	}

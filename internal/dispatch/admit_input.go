@@ -118,7 +118,7 @@ func (a *admission) askedInput(ctx context.Context) (*toolwirev1.InputRequired, 
 	}
 	var resp *toolwirev1.ToolResponse
 	if err == nil && seen {
-		resp, err = d.loadResult(ctx, d.subj.ResultAnyDispatcher(id.Tenant, o.Continues), tool)
+		resp, err = d.findResult(ctx, d.subj.ResultAnyDispatcher(id.Tenant, o.Continues), tool)
 	}
 	if err != nil {
 		d.log.WarnContext(ctx, "reading the call an answer continues failed", "continues", o.Continues, "err", err)

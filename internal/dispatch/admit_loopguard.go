@@ -60,7 +60,11 @@ func (a *admission) loopGuard(ctx context.Context) *toolwirev1.ToolError {
 	if err != nil {
 		return registry.Violation("", err.Error())
 	}
-	fp := policy.FingerprintOf(call.Tool, args)
+	var fields *policy.LoopFields // nil: every member compared
+	if a.entry != nil {
+		fields = a.entry.Loop
+	}
+	fp := fields.Fingerprint(call.Tool, args)
 	if r := roundDigest(call.Input); r != "" {
 		// A call that answers a tool's request for input is the next step
 		// of an exchange, not a repeat of the call that asked; answering
@@ -68,13 +72,17 @@ func (a *admission) loopGuard(ctx context.Context) *toolwirev1.ToolError {
 		sum := sha256.Sum256([]byte(fp + "\x00" + r))
 		fp = hex.EncodeToString(sum[:])
 	}
-	n, err := store.Repeat(ctx, limits.Key{Tenant: call.GetCaller().GetTenant(), Limit: loopGuardID, Value: scope}, fp, g.Window,
+	run, err := store.Repeat(ctx, limits.Key{Tenant: call.GetCaller().GetTenant(), Limit: loopGuardID, Value: scope}, fp, g.Window,
 		call.AcceptedAt.AsTime())
 	if err != nil {
 		d.log.WarnContext(ctx, "the loop guard could not count a call; it runs unguarded", "call_id", call.CallId, "err", err)
 		return nil
 	}
+	n := run.Count
 	what := fmt.Sprintf("the same call of %q with the same arguments %d times in a row in this %s", call.Tool, n, g.Scope)
+	if run.Period > 1 {
+		what = fmt.Sprintf("the same cycle of %d calls, ending with %q, %d times in a row in this %s", run.Period, call.Tool, n, g.Scope)
+	}
 	guarded := func(outcome toolwirev1.PolicyOutcome) *toolwirev1.PolicyDecision {
 		out := &toolwirev1.PolicyDecision{Outcome: outcome, Version: p.Version(), RuleId: loopGuardID, Reason: "loop guard: " + what}
 		if pd != nil {

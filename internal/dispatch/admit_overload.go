@@ -8,7 +8,10 @@ import (
 
 // overload is the step that refuses, OVERLOADED with retry_after, a call
 // its pool could not start in time or a store could not take (poolview.Load
-// keeps the view of the pools and stores). It comes after the
+// keeps the view of the pools and stores), or any call while the archive
+// is so far behind that a stream would drop what it has not archived
+// (archiveLag.refusal: the one refusal
+// for storage in steady state). It comes after the
 // idempotency key, so that a repeat of an accepted call still answers
 // that call. Unlike other refusals an overload refusal is not recorded as
 // a REJECTED event: under overload most calls are refused, and a stored
@@ -24,6 +27,10 @@ import (
 // be waiting on its call id, and the key released.
 func (a *admission) overload(ctx context.Context) verdict {
 	d := a.d
+	if te, cause, target := d.lag.refusal(ctx); te != nil {
+		a.overloaded, a.target = cause, target
+		return a.refused(te, nil)
+	}
 	pool, te, cause, target := d.load.Check(ctx, a.loadRequest())
 	if te != nil {
 		a.overloaded, a.target = cause, target

@@ -54,6 +54,9 @@ func (a *admission) applyPolicy(ctx context.Context) *toolwirev1.ToolError {
 	a.pd = DecisionRecord(&dec)
 	switch dec.Outcome {
 	case policy.Deny:
+		if mode, rule, ok := dec.ModeRestricted(); ok {
+			return modeRestricted(spec.Name, mode, rule, &dec)
+		}
 		return denied(spec.Name, &dec)
 	case policy.Ask:
 		if presented != nil {
@@ -79,6 +82,9 @@ func (a *admission) applyPolicy(ctx context.Context) *toolwirev1.ToolError {
 func (a *admission) decide(presented *policy.Approval) (policy.Decision, *toolwirev1.ToolError) {
 	d := a.d
 	p := d.policyFor(a.id.Tenant)
+	if mode := a.call.Caller.GetMode(); mode != "" && p != nil && !p.HasMode(mode) {
+		return policy.Decision{}, undeclaredMode(mode)
+	}
 	if p == nil && presented == nil && !a.spec.GetRequiresApproval() {
 		// Nothing to decide: no policy allows every call of a tool that
 		// does not require approval (and parsing its arguments once more

@@ -11,7 +11,9 @@ import (
 
 // pool is the step that refuses, NOT_FOUND, a call of a tool no pool
 // consumer filters (poolview.Pools keeps the view of the consumers): it
-// would never run. With Config.PoolCheck negative it admits all.
+// would never run. With Config.PoolCheck negative it admits all. A
+// version the call's session pins that no pool serves is refused so too,
+// saying how to clear the pin: never run as another version.
 func (a *admission) poolStep(ctx context.Context) verdict {
 	d := a.d
 	if d.pools == nil {
@@ -26,5 +28,9 @@ func (a *admission) poolStep(ctx context.Context) verdict {
 		fmt.Sprintf("tool %q has no worker pool: no pool consumer takes its calls (%s), so it would never run", spec.Name, subject))
 	te.Suggestion = "start a worker that serves the tool (a worker creates its pool's consumer when it starts; " +
 		"`worker --ensure-only` creates it for a pool scaled to zero)"
+	if a.pinned != "" {
+		te = a.pinGone(fmt.Sprintf("spec version %q of tool %q, which session %q pins, has no worker pool: no pool consumer takes its calls (%s)",
+			a.pinned, spec.Name, cutName(a.req.Session), subject))
+	}
 	return a.refused(te, nil)
 }

@@ -24,12 +24,13 @@ import (
 func (a *admission) publishStep(ctx context.Context) verdict {
 	d := a.d
 	d.limitGate.Hold(a.ticket)
-	d.tools.put(toolKey(a.id.Tenant, a.callID), a.call.GetTool()) // whose results its GetResult, Watch and Cancel believe (callTool)
+	d.tools.putCall(toolKey(a.id.Tenant, a.callID), a.call) // whose results its GetResult, Watch and Cancel believe (callTool), and its budget
 	if d.cfg.AgentVisibility == identity.VisibilityOwn {
 		d.owners.put(toolKey(a.id.Tenant, a.callID), a.id.Agent) // who may see it (reaches; read under own only)
 	}
 	v := a.publish(ctx)
 	if v == refuse {
+		d.latency.forget(a.callID) // never queued: nothing to measure
 		d.limitGate.Unhold(a.callID)
 		d.limitGate.GiveBack(context.WithoutCancel(ctx), a.ticket)
 	}
@@ -51,7 +52,8 @@ func (a *admission) publish(ctx context.Context) verdict {
 		if w != nil {
 			w.cancel()
 		}
-		d.limitGate.Unhold(callID) // never published: what it took goes back
+		d.latency.forget(callID)   // never published: nothing to measure
+		d.limitGate.Unhold(callID) // and what it took goes back
 		d.limitGate.GiveBack(context.WithoutCancel(ctx), a.ticket)
 		return a.answered(nil, nil, fmt.Errorf("dispatch: marshal call: %w", err))
 	}

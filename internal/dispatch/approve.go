@@ -129,40 +129,71 @@ func (c approvalCore) Answer(ctx context.Context, call *toolwirev1.ToolCall, res
 	return nil
 }
 
-// Denies decides call, a parked call, again under the policy in force for
-// its tenant now, as admission's policy step would (without an approval:
-// none turns a deny into an allow). The stand-in policy a replica holds
-// while it cannot load the tenant's document (rule policy-unavailable) is
-// no deny: a read that failed must not end parked calls. A tool gone from
-// the registry, or arguments that no longer parse, are no deny either:
-// the worker refuses such a call. A registry that does not answer is an
+// Denies decides call, a parked call, again as admission would now: a
+// call whose session ended is refused SESSION_INACTIVE (the session's
+// state read from the bucket, not the view's cache: an approval is rare,
+// and a session ended a moment before it must not be missed), and the policy in force for its
+// tenant decides it in the session's mode now (the mode may have changed
+// while it waited; a session without a mode, or a call without a session,
+// is in the policy's sessions.default_mode): a deny of the mode is MODE_RESTRICTED, another deny
+// PERMISSION_DENIED, and a mode the policy no longer declares
+// MODE_RESTRICTED (fail closed), all without an approval: none turns a
+// deny into an allow. The stand-in policy a replica holds while it cannot
+// load the tenant's document (rule policy-unavailable) is no deny: a read
+// that failed must not end parked calls. A tool gone from the registry,
+// or arguments that no longer parse, are no deny either: the worker
+// refuses such a call. A registry or a session that does not answer is an
 // error: nothing is approved until it is decided.
-func (c approvalCore) Denies(ctx context.Context, call *toolwirev1.ToolCall) (string, bool, error) {
+func (c approvalCore) Denies(ctx context.Context, call *toolwirev1.ToolCall) (*approvalflow.Refusal, error) {
 	d := c.d
-	p := d.policyFor(call.GetCaller().GetTenant())
+	caller := call.GetCaller()
+	p := d.policyFor(caller.GetTenant())
+	mode := p.Sessions().DefaultMode // a call without a session: in the default mode now
+	if session := caller.GetSession(); session != "" {
+		st, err := d.sessions.Refresh(ctx, caller.GetTenant(), session)
+		if err != nil {
+			return nil, fmt.Errorf("dispatch: the parked call's session: %w", err)
+		}
+		if st.Ended {
+			return &approvalflow.Refusal{Type: toolwirev1.ErrorType_ERROR_TYPE_SESSION_INACTIVE, Why: sessionEnded(session, st.EndReason)}, nil
+		}
+		mode = p.Sessions().ModeOf(st.Mode)
+	}
+	if mode != caller.GetMode() {
+		caller = proto.CloneOf(caller)
+		caller.Mode = mode
+	}
 	if p == nil {
-		return "", false, nil
+		return nil, nil
+	}
+	if mode := caller.GetMode(); mode != "" && !p.HasMode(mode) {
+		return &approvalflow.Refusal{Type: toolwirev1.ErrorType_ERROR_TYPE_MODE_RESTRICTED, Why: undeclaredMode(mode).GetMessage()}, nil
 	}
 	ent, err := d.reg.GetVersion(ctx, call.GetTool(), call.GetSpecVersion())
 	if errors.Is(err, registry.ErrNotFound) {
-		return "", false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("dispatch: look up tool %q: %w", call.GetTool(), err)
+		return nil, fmt.Errorf("dispatch: look up tool %q: %w", call.GetTool(), err)
 	}
 	args, err := policy.ParseArgs(call.GetArguments())
 	if err != nil {
-		return "", false, nil
+		return nil, nil
 	}
-	dec := p.Decide(policy.Input{Tool: ent.Spec, Args: args, Caller: call.GetCaller(), Now: time.Now(), Grants: d.grantSource()})
+	dec := p.Decide(policy.Input{Tool: ent.Spec, Args: args, Caller: caller, Now: time.Now(), Grants: d.grantSource()})
 	rule := dec.RuleID()
 	if dec.Outcome != policy.Deny || rule == policystore.UnavailableRule {
-		return "", false, nil
+		return nil, nil
+	}
+	if mode, mrule, ok := dec.ModeRestricted(); ok {
+		return &approvalflow.Refusal{Type: toolwirev1.ErrorType_ERROR_TYPE_MODE_RESTRICTED,
+			Why: modeRestricted(call.GetTool(), mode, mrule, &dec).GetMessage()}, nil
 	}
 	if rule == "" {
 		rule = "the default"
 	}
-	return fmt.Sprintf("%s (policy version %s, rule %s)", dec.Reason(), dec.Version, rule), true, nil
+	return &approvalflow.Refusal{Type: toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
+		Why: fmt.Sprintf("%s (policy version %s, rule %s)", dec.Reason(), dec.Version, rule)}, nil
 }
 
 // PolicyVersion is the version of the policy in force for tenant, "" for

@@ -40,10 +40,12 @@ const denyEtcWrites = askWrites + `    - id: no-etc
 // approving, so they leave the inbox (issue 28, finding 2).
 func TestApprovingACallThePolicyNowDeniesDoesNotRunIt(t *testing.T) {
 	t.Parallel()
+	ctx := t.Context()
+	// No sweep while the approver approves: a sweep in between would deny
+	// the call first, and the approve path would go untried (found in CI).
 	src := &switchPolicy{}
 	src.set(t, askWrites)
-	s := startApprovals(t, dispatch.Config{Policies: src, ApprovalSweep: 20 * time.Millisecond})
-	ctx := t.Context()
+	s := startApprovals(t, dispatch.Config{Policies: src, ApprovalSweep: time.Hour})
 
 	approved := write(t, s.Dispatcher, "s1", "/etc/passwd")
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, approved.State)
@@ -57,7 +59,9 @@ func TestApprovingACallThePolicyNowDeniesDoesNotRunIt(t *testing.T) {
 	require.Zero(t, s.l.count(approved.CallId), "the call never ran")
 
 	// Parked under the old policy, nobody approving: the sweep answers it.
+	src = &switchPolicy{}
 	src.set(t, askWrites)
+	s = startApprovals(t, dispatch.Config{Policies: src, ApprovalSweep: 20 * time.Millisecond})
 	parked := write(t, s.Dispatcher, "s1", "/etc/hosts")
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, parked.State)
 	stays := write(t, s.Dispatcher, "s1", "/tmp/fine")

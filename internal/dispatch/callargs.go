@@ -57,8 +57,10 @@ func (d *Dispatcher) CallArguments(ctx context.Context, id identity.Identity, to
 // on the calls stream, on the subjects of that tenant (and tool) only,
 // read from the time in the call's id less callArgsSlack until the
 // stream's messages are past that time plus callArgsSlack and half the
-// duplicate window (how long an unconfirmed call is published again).
-// Only dispatchers write either (workers may not publish calls nor write
+// duplicate window (how long an unconfirmed call is published again);
+// with an archive store, a call older than the stream reaches is read
+// from the archive the same way (archivedCall). Only dispatchers write
+// either (workers may not publish calls nor write
 // approvals), so what it returns is what the call was admitted as: its
 // tool, spec version, caller and session. Errors: ErrCallNotStored, ctx's,
 // and the stream's.
@@ -74,7 +76,11 @@ func (d *Dispatcher) storedCall(ctx context.Context, tenant, tool, callID string
 	case err != nil && !errors.Is(err, approvals.ErrNotFound):
 		return nil, fmt.Errorf("dispatch: read approval %s: %w", callID, err)
 	}
-	call, err := d.scanCalls(ctx, callScan{tenant: tenant, tool: tool, callID: callID, at: ulid.Time(u.Time())})
+	q := callScan{tenant: tenant, tool: tool, callID: callID, at: ulid.Time(u.Time())}
+	call, err := d.scanCalls(ctx, q)
+	if err == nil && call == nil {
+		call, err = d.archivedCall(ctx, q)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -120,13 +126,8 @@ func (d *Dispatcher) scanCalls(ctx context.Context, q callScan) (*toolwirev1.Too
 			if md, err := m.Metadata(); err == nil && md.Timestamp.After(until) {
 				return nil, nil // past the window: the rest of the batch is later still
 			}
-			if m.Headers().Get(jetstream.MsgIDHeader) != q.callID {
-				continue // another call, or a retry's re-entry
-			}
-			var call toolwirev1.ToolCall
-			if proto.Unmarshal(m.Data(), &call) == nil && call.GetCallId() == q.callID &&
-				call.GetCaller().GetTenant() == q.tenant && (q.tool == "" || call.GetTool() == q.tool) {
-				return &call, nil
+			if call := q.match(m.Headers().Get(jetstream.MsgIDHeader), m.Data()); call != nil {
+				return call, nil
 			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
@@ -136,6 +137,21 @@ func (d *Dispatcher) scanCalls(ctx context.Context, q callScan) (*toolwirev1.Too
 			return nil, nil
 		}
 	}
+}
+
+// match is the call a stored message with message id msgID and payload
+// data is when it is q's call; nil for another call or a retry's
+// re-entry (its message id is not the call's).
+func (q callScan) match(msgID string, data []byte) *toolwirev1.ToolCall {
+	if msgID != q.callID {
+		return nil
+	}
+	var call toolwirev1.ToolCall
+	if proto.Unmarshal(data, &call) == nil && call.GetCallId() == q.callID &&
+		call.GetCaller().GetTenant() == q.tenant && (q.tool == "" || call.GetTool() == q.tool) {
+		return &call
+	}
+	return nil
 }
 
 // deleteCallScan deletes a call scan's current server consumer (an

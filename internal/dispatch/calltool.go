@@ -16,11 +16,17 @@ import (
 
 // callTools remembers the tool of calls this replica looked up (callTool),
 // by tenant and call id (toolKey): what decides whose signature a call's
-// result or event needs. Bounded: cleared when full.
+// result or event needs; and their deadlines, by call id (callEnd).
+// Bounded: cleared when full.
 type callTools struct {
 	mu     sync.Mutex
 	tools  map[string]string
+	ends   map[string]time.Time // by call id: the call's deadline, when it has one
 	misses map[string]time.Time // calls not found, until when that is believed
+	// budgets are the latency budgets the calls were admitted with
+	// (ToolCall.latency_budget), by call id: what a read of a result is
+	// measured against (withBudget). Cleared with tools.
+	budgets map[string]watchedCall
 }
 
 const (
@@ -52,13 +58,48 @@ func (c *callTools) miss(callID string) {
 	c.misses[callID] = time.Now().Add(callToolMiss)
 }
 
-func (c *callTools) put(callID, tool string) {
+func (c *callTools) put(key, value string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tools == nil || len(c.tools) >= maxCallTools {
-		c.tools = map[string]string{}
+		c.tools, c.ends = map[string]string{}, map[string]time.Time{}
+		c.budgets = nil
 	}
-	c.tools[callID] = tool
+	c.tools[key] = value
+}
+
+// putCall remembers call's tool under key (toolKey), its deadline, if
+// any, under its id (end), and the latency budget it was admitted with
+// (budget).
+func (c *callTools) putCall(key string, call *toolwirev1.ToolCall) {
+	c.put(key, call.GetTool())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d := call.GetDeadline(); d != nil {
+		c.ends[call.GetCallId()] = d.AsTime()
+	}
+	if b, ok := admittedBudget(call); ok {
+		if c.budgets == nil {
+			c.budgets = map[string]watchedCall{}
+		}
+		c.budgets[call.GetCallId()] = b
+	}
+}
+
+// budget returns the latency budget call callID was admitted with, as
+// remembered; false when none is.
+func (c *callTools) budget(callID string) (watchedCall, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.budgets[callID]
+	return b, ok
+}
+
+// end is the deadline remembered for callID; zero when none is.
+func (c *callTools) end(callID string) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ends[callID]
 }
 
 // callTool returns the tool of call callID of tenant as a dispatcher
@@ -91,7 +132,7 @@ func (d *Dispatcher) callTool(ctx context.Context, tenant, callID string) (strin
 		// finished call is pending.
 		return "", fmt.Errorf("dispatch: look up call %s: %w", callID, err)
 	}
-	d.tools.put(key, call.GetTool())
+	d.tools.putCall(key, call)
 	return call.GetTool(), nil
 }
 

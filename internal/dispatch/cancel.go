@@ -37,7 +37,7 @@ func (d *Dispatcher) Cancel(ctx context.Context, id identity.Identity, callID, r
 	if err != nil {
 		return 0, err
 	}
-	resp, err := d.loadResult(ctx, d.subj.ResultAnyDispatcher(id.Tenant, callID), tool)
+	resp, err := d.findResult(ctx, d.subj.ResultAnyDispatcher(id.Tenant, callID), tool)
 	if err != nil {
 		return 0, err
 	}

@@ -11,11 +11,14 @@ import (
 	"os"
 	"time"
 
+	"gocloud.dev/blob"
+
 	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/maintenance"
+	"github.com/toolwire/toolwire/internal/poolview"
 	"github.com/toolwire/toolwire/internal/signing"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	"go.opentelemetry.io/otel/trace"
@@ -23,6 +26,20 @@ import (
 
 // Config configures a Dispatcher.
 type Config struct {
+	// Archive, if set, is the archive store (internal/archive): the
+	// dispatcher runs an archiver (one active across replicas) that seals
+	// the calls, results and events streams' closed periods into it and
+	// holds a stream's MaxAge over what is not archived yet. Nil = no
+	// archive: the streams keep their MaxAge alone, as before. The
+	// caller closes it.
+	Archive *blob.Bucket
+	// ArchiveSegment is the period one archive segment covers. Default
+	// 1h (archive.Config.Segment).
+	ArchiveSegment time.Duration
+	// ArchiveSettle and ArchiveEvery are the archiver's Settle (how long
+	// after a period ends it is sealed) and Every (how often it looks).
+	// Defaults 1m and 30s (archive.Config); tests and soaks shorten them.
+	ArchiveSettle, ArchiveEvery time.Duration
 	// Policies gives the policy in force per tenant (policy.go); nil = no
 	// policy: every call allowed, but tools that require approval ask.
 	Policies PolicySource
@@ -116,13 +133,28 @@ type Config struct {
 	MaxBacklog int
 	// PoolMaxBacklog overrides MaxBacklog by pool name; -1 = no bound.
 	PoolMaxBacklog map[string]int
+	// MaxQueueWait bounds the expected queue wait of a call without a
+	// schedule-to-start of its own, with the pool's service time: a call
+	// its pool would start later than the larger of MaxQueueWait and
+	// poolview.QueueWaitRounds (3) times the pool's typical call time is
+	// answered OVERLOADED with a retry_after (poolview.LoadConfig). A
+	// call's schedule-to-start replaces it. Default 2s (the queue a fast
+	// pool works off once an overload ends: latency recovers in about
+	// twice that at half the pool's capacity; a pool of 30s calls queues
+	// 90s); negative = no bound, except for the pools in PoolMaxQueueWait.
+	MaxQueueWait time.Duration
+	// PoolMaxQueueWait is a pool's own bound on queue wait by pool name,
+	// in place of MaxQueueWait and its scaling; at least 100ms, negative
+	// = no bound.
+	PoolMaxQueueWait map[string]time.Duration
 	// LoadRefresh is how often the pool consumers' backlogs are read (one
 	// consumer listing of the calls stream; the stores' use is read every
 	// 2s, or every LoadRefresh when longer). Default 500ms.
 	LoadRefresh time.Duration
 	// StoreHighWater is the share of a store's byte limit past which
 	// calls that would write it are answered OVERLOADED, so that the calls
-	// already admitted still have room to finish. Default 0.9.
+	// already admitted still have room to finish; the capacity sampler's
+	// time to full counts down to it for those stores. Default 0.9.
 	StoreHighWater float64
 	// OrphanSweep is how often the dispatcher looks for calls on a subject
 	// that no pool consumer filters (a raw publish for an unknown type or
@@ -208,6 +240,7 @@ func (c Config) WithDefaults() Config {
 	}
 	c.MaxBacklog = cmp.Or(c.MaxBacklog, 10000)
 	c.LoadRefresh = cmp.Or(c.LoadRefresh, 500*time.Millisecond)
+	c.MaxQueueWait = cmp.Or(c.MaxQueueWait, poolview.DefaultMaxQueueWait)
 	c.StoreHighWater = cmp.Or(c.StoreHighWater, 0.9)
 	c.OrphanSweep = cmp.Or(c.OrphanSweep, time.Minute)
 	c.OrphanGrace = cmp.Or(c.OrphanGrace, time.Minute)
@@ -251,6 +284,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("dispatch: MaxWaitingPerCaller %d must be positive or -1", c.MaxWaitingPerCaller)
 	case c.MaxBacklog < -1:
 		return fmt.Errorf("dispatch: MaxBacklog %d must be positive or -1", c.MaxBacklog)
+	case c.MaxQueueWait > 0 && c.MaxQueueWait < 100*time.Millisecond:
+		return fmt.Errorf("dispatch: MaxQueueWait %s is below 100ms (negative = no bound)", c.MaxQueueWait)
 	case c.LoadRefresh < 10*time.Millisecond:
 		return fmt.Errorf("dispatch: LoadRefresh %s is below 10ms", c.LoadRefresh)
 	case c.StoreHighWater <= 0 || c.StoreHighWater > 1:
@@ -269,6 +304,11 @@ func (c Config) Validate() error {
 	for pool, n := range c.PoolMaxBacklog {
 		if n == 0 || n < -1 {
 			return fmt.Errorf("dispatch: PoolMaxBacklog[%s] %d must be positive or -1", pool, n)
+		}
+	}
+	for pool, d := range c.PoolMaxQueueWait {
+		if d >= 0 && d < 100*time.Millisecond {
+			return fmt.Errorf("dispatch: PoolMaxQueueWait[%s] %s is below 100ms (negative = no bound)", pool, d)
 		}
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -313,5 +314,25 @@ func TestAPIKeyTenantsAreChecked(t *testing.T) {
 	for _, bad := range []string{"acme.eu", "acme:eu", "zoë", "a*"} {
 		_, err := identity.LoadAPIKeys(write(bad))
 		require.ErrorContains(t, err, "tenant", bad)
+	}
+}
+
+// A refusal's REJECTED event records the names its caller sent cut: a
+// 200 KiB unknown tool name or session is stored as a short one.
+func TestRejectedEventCutsNames(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	huge := strings.Repeat("n", 200<<10)
+	for _, o := range []*toolwirev1.CallRequest{{Tool: huge}, {Tool: "echo", ArgumentsJson: `{"text":"a"}`, Session: huge}} {
+		r := call(t, s.Client, o)
+		require.False(t, r.Response.Ok)
+		m, err := bus.LastMsg(t.Context(), s.Env.Bus.Events, s.Env.Bus.Subjects.EventsAnyDispatcher("default", r.CallId))
+		require.NoError(t, err)
+		var ev toolwirev1.CallEvent
+		require.NoError(t, proto.Unmarshal(m.Data, &ev))
+		require.Equal(t, toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED, ev.Type)
+		require.LessOrEqual(t, len(ev.Tool), 256, "tool")
+		require.LessOrEqual(t, len(ev.GetCaller().GetSession()), 256, "session")
+		require.Less(t, len(m.Data), 4<<10, "the stored event")
 	}
 }

@@ -12,7 +12,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/approvalflow"
+	"github.com/toolwire/toolwire/internal/archive"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/capacity"
 	"github.com/toolwire/toolwire/internal/delayed"
 	"github.com/toolwire/toolwire/internal/hooks"
 	"github.com/toolwire/toolwire/internal/intents"
@@ -21,6 +23,7 @@ import (
 	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/poolview"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/sessionview"
 	"github.com/toolwire/toolwire/internal/startstop"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -43,6 +46,9 @@ type Dispatcher struct {
 	tools callTools
 	// owners remembers the agent that made calls looked up (callAgent).
 	owners callTools
+	// latency watches the soft latency budgets of calls admitted here
+	// (latencybudget.go).
+	latency latencyWatch
 
 	// recheck asks for a look at every waiter's stored result: the
 	// results consumer failed, or a result could not be checked.
@@ -64,6 +70,10 @@ type Dispatcher struct {
 	expectCalls    []string // the Nats-Expected-Stream header value; never modified
 	delayedRecords *delayed.Queue
 	applier        *intents.Applier
+	// sessions is admission's view of the sessions' states (ended, mode;
+	// internal/sessionview), kept current by a watch of the sessions
+	// bucket.
+	sessions *sessionview.View
 
 	// policyOps applies and shows the policy documents for the policy
 	// RPCs (internal/api; internal/policyops); cfg.Policies is what
@@ -97,6 +107,9 @@ type Dispatcher struct {
 
 	caps callerCaps     // per-caller Watches and waiting requests
 	load *poolview.Load // pool backlogs and store use, for admission (internal/poolview)
+	// capacity samples the stores' use and growth for the metrics
+	// (internal/capacity).
+	capacity *capacity.Sampler
 	// keyStream is the idempotency bucket's stream, looked up by the
 	// first release of a key (releaseKey).
 	keyStream atomic.Pointer[keyStreamOf]
@@ -107,6 +120,12 @@ type Dispatcher struct {
 	// finished; an error stops the finishing there, as a replica that
 	// stopped right after the decision would.
 	beforeFinish atomic.Pointer[func() error]
+	// archive reads the archive store (Config.Archive; findResult,
+	// archivedCall); nil without one.
+	archive *archive.Reader
+	// lag is how far behind the archive is, read for admission and the
+	// metrics (archivelag.go); nil without an archive store.
+	lag *archiveLag
 	// lookResult is loadResult; a test replaces it to pin an interleaving
 	// the server's asynchronous store makes rare.
 	lookResult func(ctx context.Context, subject, tool string) (*toolwirev1.ToolResponse, error)
@@ -135,6 +154,16 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 		log:     telemetry.WithTraceIDs(cfg.Logger).With("component", "dispatcher", "dispatcher", cfg.Name),
 		waiters: map[string]*waiter{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}
 	d.lookResult = d.loadResult
+	d.archive = newArchiveReader(cfg)
+	if cfg.Archive != nil {
+		d.lag = newArchiveLag(d)
+		metrics.ObserveArchiveLag(d.lag.lags)
+	}
+	sv, err := sessionview.New(sessionview.Config{Sessions: b.Sessions, Logger: d.log})
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+	d.sessions = sv
 	d.unconfirmed = &republisher{d: d}
 	first := make(chan struct{})
 	d.reconnected.Store(&first)
@@ -176,10 +205,15 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 	}
 	d.hooks = hs
 	if d.load, err = poolview.NewLoad(poolview.LoadConfig{Bus: b, Refresh: cfg.LoadRefresh, MaxBacklog: cfg.MaxBacklog,
-		PoolMaxBacklog: cfg.PoolMaxBacklog, StoreHighWater: cfg.StoreHighWater, Logger: d.log}); err != nil {
+		PoolMaxBacklog: cfg.PoolMaxBacklog, MaxQueueWait: cfg.MaxQueueWait, PoolMaxQueueWait: cfg.PoolMaxQueueWait,
+		StoreHighWater: cfg.StoreHighWater, Logger: d.log}); err != nil {
 		return nil, fmt.Errorf("dispatch: %w", err)
 	}
 	metrics.ObserveLoad(d.load.Metrics)
+	if d.capacity, err = capacity.NewSampler(capacity.SamplerConfig{JetStream: b.JS, Bus: b.Config, HighWater: cfg.StoreHighWater, Logger: d.log}); err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+	metrics.ObserveCapacity(d.capacity.Metrics)
 	metrics.ObserveWaiting(func() float64 {
 		d.mu.Lock()
 		defer d.mu.Unlock()

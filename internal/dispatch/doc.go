@@ -61,15 +61,29 @@
 // fills it in and returns a verdict (next, refuse, park, redeem, done)
 // that one settle carries out. The steps, in the order of admissionSteps:
 //
-//  1. lookup (admit_lookup.go): a tool name is present, the tool is in
-//     the registry (its current version, or the spec_version the request
-//     pins) and it is not disabled (NOT_FOUND, suggesting the tools the
-//     caller may have meant; a failed registry read answers INTERNAL).
-//  2. scopes (admit_scopes.go): the caller holds all of the tool's scopes
+//  1. session (admit_session.go): a call naming a session that
+//     END_SESSION ended is refused SESSION_INACTIVE, the session's state
+//     read from the session view (internal/sessionview: cached, kept
+//     current by a watch of the sessions bucket on every replica, read
+//     from the bucket on a miss; a read that fails is an error); the
+//     session rules of the policy in force apply (required, opened_only,
+//     default_mode). A session name is at most MaxSessionBytes (256) of
+//     UTF-8 (VALIDATION): it is stored in the record and cached. It is
+//     first because lookup runs the version the session pins. See
+//     "Sessions".
+//  2. lookup (admit_lookup.go): a tool name is present, the tool is in
+//     the registry (its current version, the spec_version the request
+//     names, or the version the call's session pins: see "Versions locked
+//     per session") and it is not disabled (NOT_FOUND, suggesting the
+//     tools the caller may have meant; a failed registry read answers
+//     INTERNAL).
+//  3. scopes (admit_scopes.go): the caller holds all of the tool's scopes
 //     (PERMISSION_DENIED).
-//  3. pool (admit_pool.go): a worker pool consumes its calls (see "Pool
-//     check").
-//  4. arguments (admit_arguments.go): the arguments are within the size
+//  4. pool (admit_pool.go): a worker pool consumes its calls (see "Pool
+//     check"); then pin (admit_pin.go): with pinning in force and no pin
+//     yet for the tool, the version resolved is pinned into the
+//     session's record.
+//  5. arguments (admit_arguments.go): the arguments are within the size
 //     and nesting limits (the tool spec's, else Config.MaxArgsBytes, 256
 //     KiB, and MaxArgsDepth, 32), have at most Config.MaxArgsValues (2048)
 //     object members and array elements, counted by a scan that allocates
@@ -77,38 +91,42 @@
 //     schema refusal lists at most 20 violations; its message ends "and N
 //     more" when there were others, so a rejection, answered and stored as
 //     an event, does not grow with the arguments).
-//  5. input (admit_input.go): a call that answers a tool's request for
+//  6. input (admit_input.go): a call that answers a tool's request for
 //     input (CallRequest.continues) continues a stored input-required
 //     response of the caller's tenant, the same tool at the same spec
 //     version and the same arguments (their canonical form's SHA-256), at
 //     most Config.InputTTL old (VALIDATION naming the field "continues"
 //     otherwise).
-//  6. call (admit_call.go): the ToolCall as it will be published; it pins
+//  7. call (admit_call.go): the ToolCall as it will be published; it pins
 //     the spec version and carries as deadlines the tighter of the tool's
 //     and the request's schedule-to-start and schedule-to-close timeouts.
-//  7. after-hooks (admit_afterhooks.go): the after-hooks the policy in
+//  8. after-hooks (admit_afterhooks.go): the after-hooks the policy in
 //     force binds to the tool are named in the call (see "Hooks").
-//  8. before-hooks (admit_beforehooks.go): the before-hooks run; one may
+//  9. before-hooks (admit_beforehooks.go): the before-hooks run; one may
 //     refuse the call, ask, or rewrite its arguments (see "Hooks").
-//  9. policy (admit_policy.go): the policy in force decides (see
+//  10. policy (admit_policy.go): the policy in force decides (see
 //     "Policy"); a deny answers PERMISSION_DENIED; an ask (a rule,
 //     requires_approval, a default, or a before-hook's) that no grant and
 //     no valid approval token covers is left for the approval step.
-//  10. loop guard (admit_loopguard.go): see "Loop guard".
-//  11. waiter (admit_waiter.go): a caller waiting in Call gets its place
+//  11. loop guard (admit_loopguard.go): see "Loop guard".
+//  12. waiter (admit_waiter.go): a caller waiting in Call gets its place
 //     among the replica's waiters before anything is published (a fast
 //     call's result may arrive before the publish returns). A replica
 //     with Config.MaxWaiting (100,000) callers already waiting answers a
 //     new Call OVERLOADED (retryable, retry_after 1s) without publishing
 //     it; the refusal is recorded as a REJECTED event like every other,
 //     so any replica answers the call id with it.
-//  12. idempotency (admit_idempotency.go): see "Idempotency keys".
-//  13. approval (admit_approval.go): an asked call is parked, a call an
+//  13. idempotency (admit_idempotency.go): see "Idempotency keys".
+//  14. approval (admit_approval.go): an asked call is parked, a call an
 //     approval token covers redeems the parked one (see "Approvals").
-//  14. overload (admit_overload.go): see "Overload".
-//  15. limits (admit_limits.go): see "Limits and budgets"; last before the
-//     publish, so that a call refused by any other step spends nothing.
-//  16. publish (admit_publish.go): see "Publishing".
+//  15. overload (admit_overload.go): see "Overload".
+//  16. limits (admit_limits.go): see "Limits and budgets"; last that can
+//     refuse before the publish, so that a call refused by any other step
+//     spends nothing.
+//  17. latency (admit_latency.go): the call's soft latency budget is
+//     resolved and the call watched; it never refuses (see "Latency
+//     budgets").
+//  18. publish (admit_publish.go): see "Publishing".
 //
 // The arguments are the request's arguments_json byte for byte when given,
 // else its arguments object encoded as JSON, else {}; a request that sets
@@ -119,8 +137,8 @@
 // could read different values. A refusal is answered at once as a
 // ToolResponse (source "dispatcher") with VALIDATION (each offending field
 // named by a JSON Pointer in violations), NOT_FOUND (unknown or disabled
-// tool, or no pool consumes its calls), PERMISSION_DENIED,
-// CONFIRMATION_REQUIRED, CONFLICT, OVERLOADED, RATE_LIMIT or
+// tool, or no pool consumes its calls), SESSION_INACTIVE,
+// PERMISSION_DENIED, CONFIRMATION_REQUIRED, CONFLICT, OVERLOADED, RATE_LIMIT or
 // BUDGET_EXCEEDED (a failed before-hook: TRANSIENT), with
 // partial_side_effects NONE, retryable only for OVERLOADED, RATE_LIMIT,
 // BUDGET_EXCEEDED and TRANSIENT; nothing is published.
@@ -129,7 +147,11 @@
 // the decision that refused it (but an overload refusal of a call without
 // an idempotency key: see internal/poolview's doc.go, "Overload"), then
 // the idempotency key released; the log names the step that stopped the
-// call.
+// call. The REJECTED event records the names the caller chose (tool,
+// agent, session, user, run, turn) cut to 128 bytes and the refusal's
+// message to 1 KiB (events.go:recordRejection): a refused request's names
+// are unchecked (an unknown tool, an over-long session), and every
+// refusal is stored and indexed (internal/callindex).
 //
 // A refusal quotes no secret: the values of the arguments the tool's input
 // schema marks secret ("x-toolwire-secret": true) are replaced by
@@ -148,6 +170,35 @@
 //
 // The overload step (admit_overload.go) refuses OVERLOADED against
 // internal/poolview's Load: see its doc.go, "Overload".
+//
+// With an archive store (Config.Archive) it refuses first every new call
+// while the archive is so far behind that a stream would drop what it has
+// not archived (archivelag.go). Every 2s it reads, for each archived
+// stream, its oldest unarchived message — the first after the sequence
+// the active archiver recorded (archive.ReadProgress), read from the
+// stream, so an archiver that stopped shows a lag that grows — and the
+// stream's live MaxAge (a hold the archiver placed included). It refuses
+// while a stream's lag is within a margin of that MaxAge: a quarter of
+// the archiver's HoldAhead (archiveLagMargin: 1.5h by default, a
+// sixteenth of the shortest window under 24h). An archiver that holds
+// keeps the oldest unarchived message HoldAhead/2 or more inside the
+// MaxAge, so a working hold — over an archive store that is down, or a
+// backlog being archived — is never refused (the streams then grow past
+// the window, within their byte limits: internal/archive, "Age is not
+// the only limit"); a hold no archiver renews, or no hold at all, is. A
+// stream that still keeps, unmarked, a MaxAge longer than its window —
+// the one it had before the archive was turned on or the window
+// shortened — is not measured: it drops what it dropped before, until
+// the archiver holds or lowers it (its first pass, when the oldest
+// message is past the window). OVERLOADED, retry_after 30s, cause
+// "archive_behind" and the stream as target; a keyed call is refused
+// before its key is claimed (writing nothing); logged at WARN once a
+// minute with the count refused. The lag is exported as
+// toolwire_archive_lag_seconds{stream} (0 when caught up). A stream
+// whose lag cannot be read three times in a row (archiveLagUnknownAfter)
+// has an unknown lag, logged at ERROR: not exported, and not refused on
+// (fail-open; a stale value would refuse every call on a passing read
+// error) until it is read again.
 //
 // # Idempotency keys
 //
@@ -335,6 +386,17 @@
 // GetResult answers the result stored on its subject, and one not stored
 // (yet) is found by a later look. An id that is not a ULID is UNKNOWN.
 //
+// With an archive store, a result older than the results stream reaches
+// (its first message was stored after the call's time less a minute) is
+// read from the archive (archived.go: findResult, for GetResult, Watch's
+// first look, Cancel and a call that continues another), checked as a
+// live one (believed.Reader.ReadArchived); the call's tool and agent
+// come from the archived call the same way (storedCall, archivedCall). A
+// call within the window never reads the archive, nor do a wait's later
+// looks, nor an id no stored call stands behind (callTool ""); and the
+// archive is read up to the call's deadline (remembered with its tool)
+// and an hour, or 720h after its time without one.
+//
 // # Decision: how a replica learns that a result is stored
 //
 // Issue 12 left the means open (a consumer on the results stream, stream
@@ -408,7 +470,11 @@
 // The flow itself — parking, decisions, tokens, grants, the sweep — is
 // internal/approvalflow's (its doc.go), run by Dispatcher.Approvals; it
 // publishes and answers calls through the core's paths (approve.go:
-// approvalCore).
+// approvalCore). Before an approved call is published, approvalCore's
+// Denies decides it again as admission would now: its session read from
+// the sessions bucket (ended: SESSION_INACTIVE) and the policy in force
+// in the session's mode now (the mode's deny, or a mode no longer
+// declared: MODE_RESTRICTED; another deny: PERMISSION_DENIED).
 //
 // # Caps per caller
 //
@@ -439,7 +505,9 @@
 // retry mover, the dead-letter retries, the registry announcements (the
 // workers' tools, checked and written: internal/registry, Service), the
 // after-hook service (internal/hooks), the queue of admission records, the load view
-// (internal/poolview), the rechecks of waiters after a reconnect or a
+// (internal/poolview), the capacity sampler (internal/capacity: the
+// stores' growth and time to full, full at StoreHighWater for the stores
+// that refuse calls, for the metrics), the rechecks of waiters after a reconnect or a
 // failure of the results consumer, the orphan and overdue sweepers, the pool listing
 // (internal/poolview), the approval flow (internal/approvalflow: the grant
 // index, the approval tracker and the sweep) and the limits' slot renewal
@@ -484,6 +552,109 @@
 // refusal. ApplyIntents on a finished call that is not stored (refused at
 // admission, or past the calls stream's retention) is ErrCallNotStored.
 //
+// # Sessions
+//
+// Admission reads the session a call names (admit_session.go) from the
+// dispatcher's session view (internal/sessionview, started first by Start
+// and stopped last by Stop): a watch of the sessions bucket keeps its
+// cache current on every replica, and a session it does not hold is read
+// from the bucket. A call in a session END_SESSION ended — applied by any
+// replica, or by any orchestrator writing the bucket with the reference
+// applier — is refused SESSION_INACTIVE (not retryable, nothing queued,
+// recorded as a REJECTED event; the message names the session and the end
+// reason), on every face, since every face admits through here. A replica
+// that applied intents reads the session again (View.Refresh), so that its
+// own next call sees the end at once; another replica sees it when its
+// watch delivers the write. A call without a session is not looked up.
+//
+// The orchestrator's session RPCs (sessionadmin.go, sessions.go):
+// SetSessionMode and EndSession (the admin scope, ErrNotAdmin) apply a
+// SET_MODE or END_SESSION intent with the reference applier — the same
+// record, compare-and-set write and log entry as an intent a tool
+// returns — and read the session again, as above. EndSession takes a
+// reason of at most MaxEndReasonBytes (ErrBadEndReason); ending an ended
+// session applies nothing and answers it (the first end's reason stands,
+// also when two ends race: internal/intents). ListSessions lists a page
+// of the caller's tenant's sessions (intents.List: bounded reads of the
+// tenant's keys, in the order of their last update, oldest first, without
+// logs and state values), filtered by state and mode. A session has no
+// owner agent, so under VisibilityOwn listing needs the admin or approve
+// scope (identity.Identity.SeesEveryAgent; ErrSessionsHidden); under
+// VisibilityTenant any key of the tenant lists them.
+//
+// The session rules of the policy in force for the caller's tenant
+// (policy.SessionRules, the document's sessions: section) close the
+// escapes a session named by its caller leaves open — an agent whose
+// session was restricted or ended leaving the session out of its calls,
+// or naming a fresh one — in the same step, on every face:
+//
+//   - required: a call naming no session is refused PERMISSION_DENIED
+//     ("... requires every call to name its session (sessions.required)",
+//     the suggestion naming CallRequest.session, MCP's
+//     _meta["io.toolwire/session"] and toolctl's --session), recorded as a
+//     REJECTED event whose decision is a deny of the policy version by
+//     rule "sessions.required".
+//   - opened_only: a call naming a session the sessions bucket does not
+//     hold (sessionview.State.Exists: never written, or deleted or
+//     purged) is refused SESSION_INACTIVE ("session ... was never
+//     opened"), recorded with rule "sessions.opened_only". A session is
+//     opened by SetSessionMode (an empty mode opens it without one:
+//     `toolctl session mode SESSION ""`), by the reference applier
+//     applying an intent to it, or by ending it (then it is ended, and
+//     refused as such). No other RPC opens one.
+//   - default_mode: a call whose session has no mode, and a call naming
+//     no session, is decided in that mode (caller.mode, as published, so
+//     the worker decides in it too); a session the orchestrator put in a
+//     mode is in its own. ListTools, the exports, GetTool and MCP
+//     tools/list hide what it hides for such callers.
+//
+// A hook's own call (which names no session) is exempt. A parked call is
+// decided again (approvalCore.Denies) in the mode in force when it is
+// approved: its session's, else the default mode.
+//
+// # Versions locked per session
+//
+// A session can lock the spec versions its calls run. Pinning is in force
+// for a call that names a session when the request says
+// pin_session_versions or the policy in force for the caller says
+// sessions.pin_versions in a layer that applies to it (the tenant's, the
+// caller's agent's, the session's mode's: policy.Policy.PinsVersions;
+// any layer turns it on, none turns it off). The pins are the session's
+// record's (Session.pinned_versions, tool name → version), read at
+// admission from the session view the session step already read: a call
+// without a session, or without pinning in force, reads nothing more (a
+// policy that pins nothing is not even asked per caller:
+// policy.Policy.PinsAnyVersions).
+//
+// With pinning in force, lookup (admission.resolveVersion) runs the
+// version the session pins for the tool, as if the request named it in
+// spec_version. A spec_version other than the pin is refused CONFLICT,
+// not VALIDATION: the request is well formed, but it contradicts the
+// session's state, and the orchestrator can resolve it (re-pin). When
+// the session pins nothing for the tool yet, the version lookup resolves
+// (the current one, or the request's spec_version) is pinned by the pin
+// step, after scopes and pool, so that a call of a tool the caller may
+// not call, or that no pool serves, pins nothing: intents.Applier.Pin,
+// by compare-and-set, the first pin standing (of two calls racing, the
+// later runs the earlier's version, looked up again), then View.Refresh
+// so that this replica's next call sees it at once. So a pin is written
+// once per session and tool; a pin is written whether or not the policy
+// then allows the call (the session has seen that version). A session
+// pins at most intents.MaxPins (256) tools; one more is refused CONFLICT.
+// A write that fails is INTERNAL: a call never runs unpinned when it
+// should have been pinned.
+//
+// A pinned version that cannot run is refused NOT_FOUND naming the tool,
+// the pinned version and how to re-pin — never swapped for the current
+// version: the registry no longer holds it (deleted or purged: the
+// registry Store forgets it), it is disabled, or the pool check finds no
+// pool for the tool (the pool check is per tool, not per version). The
+// orchestrator re-pins with ClearSessionPins (admin scope, like
+// SetSessionMode; all of a session's pins, or one tool's), after which the
+// session's next call of the tool pins the version current then. An
+// ended session's calls are refused SESSION_INACTIVE before lookup, so
+// its pins are moot.
+//
 // # Arguments read back
 //
 // CallArguments (callargs.go) returns a stored call's arguments as
@@ -525,6 +696,13 @@
 // core: its doc.go says how requests are authenticated, bounded and
 // answered. ListTools and GetTool show what VisibleTools and VisibleTool
 // return (toolview.go: executor configuration to the admin scope only);
+// ListTools with a session shows VisibleToolsIn: less the tools the
+// session's mode forbids outright (policy.Policy.Hidden with caller.mode;
+// every tool for a mode the policy in force does not declare, which
+// admission would refuse), the session's state read from the session
+// view as admission reads it; a session without a mode, or no session,
+// lists as the policy's sessions.default_mode (VisibleTools and
+// VisibleTool too);
 // the dashboard's views of pools and tools are uiview.go's.
 //
 // # Policy
@@ -568,8 +746,11 @@
 //
 // For a call the policy allowed (one already asked goes to its approver),
 // the loop guard (admit_loopguard.go; DESIGN §6: after the policy, before
-// the limits) counts how many times in a row the same call
-// (policy.FingerprintOf: tool and canonical arguments) was made in its session (or run), in the limits bucket that
+// the limits) counts how many times in a row the same call, or the same
+// cycle of up to three calls, was made in its session (or run) — a call
+// being its tool and the canonical form of the arguments that make it
+// different (registry.Entry.Loop, policy.LoopFields: nulls, declared
+// defaults and arguments the tool marks as noise left out) — in the limits bucket that
 // every replica shares (limits.Store.Repeat), and from the document's
 // thresholds (defaults 3, 5, 10) warns (loop_count on the call, its
 // ACCEPTED record and its response's meta), asks (the call is parked,
@@ -590,6 +771,54 @@
 // call's result arrives (Gate.Settle). An asked call is counted when it is
 // parked (its rates and budgets, no slot); a hook's own call is not
 // counted.
+//
+// # Latency budgets
+//
+// A soft latency budget (docs/policy.md, "Latency budgets") is never a
+// failure. The latency step (admit_latency.go) resolves a call's budget:
+// the tightest of its spec's timeouts.latency_budget and the entries of
+// the policy in force that apply (policy.Policy.LatencyBudgetFor, in the
+// call's session mode, caller.mode as the session step read it: an entry
+// that names a mode applies to the calls of sessions in that mode only),
+// writes it into the call (ToolCall.latency_budget: a dispatcher's
+// record, like accepted_at, that every replica can read) and watches the
+// call in this replica's memory (latencybudget.go, before the publish: a
+// fast result can come first; a call never queued is forgotten). A
+// parked call, and so an approved one, has no budget.
+//
+// The budget is measured from the call's admission (ToolCall.accepted_at,
+// the admitting replica's clock) to the storage of its result (the
+// results stream's timestamp of the message): what a caller waiting for
+// the answer lives through, queueing and retries included, from times the
+// dispatcher believes (the worker's started_at, finished_at and duration
+// are its own claims). Two hosts' wall clocks: their skew is in the
+// measure. Every read measures the same way from the same three stored
+// values, so every answer agrees: the answer in Call, an idempotent
+// repeat, GetResult and a Watch's FINISHED on any replica carry
+// ResponseMeta.latency_budget_exceeded (withBudget, on every believed
+// read, from the budget and accepted_at of the call as the replica
+// admitted or looked it up: callTools).
+//
+// The replica that admitted the call also records the overrun, once: its
+// results consumer (results.go, onStored; or the recheck that delivers a
+// result the consumer could not check) takes the call from the watch
+// when its believed result is stored on the call's own subject,
+// counts it in toolwire_latency_budget_exceeded_total{tool,source,mode},
+// logs it at WARN ("call over its latency budget", with the worker's own
+// report of the attempt) and records a LATENCY_BUDGET_EXCEEDED event,
+// signed by this replica, on the call's timeline: a core publish the
+// events stream captures, not awaited (the consumer's one goroutine must
+// not wait on it). That event is stored after the result, so a Watch
+// that reaches the result first sends, before FINISHED, the same event
+// made from the result's meta; a Watch sends one such event either way.
+// At most 65,536 calls are watched at once: the watch keeps the last
+// 65,536 admitted, and one more forgets the oldest still watched, in
+// constant time (the results consumer waits on the same lock). A call
+// forgotten, or whose admitting replica stops before its result, is not
+// recorded (its answers still say it went over). A result the consumer
+// could not check (a key lookup failed) is measured by the recheck that
+// delivers it to its waiter; a submitted call's stays watched until the
+// watch forgets it.
 //
 // # Decisions on request limits
 //

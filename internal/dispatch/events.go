@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -76,9 +77,23 @@ const eventTimeout = 2 * time.Second
 // the policy decision that refused it (nil when another step did).
 func (a *admission) recordRejection(ctx context.Context) {
 	d := a.d
-	d.event(ctx, a.id.Tenant, a.callID, &toolwirev1.CallEvent{CallId: a.callID, Tool: a.req.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
-		Error: a.refusal, Caller: callerOf(a.id, a.req), Policy: a.pd})
+	// A refused request's names are whatever its caller sent (an unknown
+	// tool, an over-long session): they are recorded cut (cutName), so
+	// that no refusal stores, nor has indexed, more than a bounded name.
+	c := callerOf(a.id, a.req)
+	c.Agent, c.Session, c.User, c.Run, c.Turn = cutName(c.Agent), cutName(c.Session), cutName(c.User), cutName(c.Run), cutName(c.Turn)
+	te := a.refusal
+	if len(te.GetMessage()) > maxRejectedMessage { // it may quote them
+		te = proto.CloneOf(te)
+		te.Message = strings.ToValidUTF8(te.Message[:maxRejectedMessage], "") + "..."
+	}
+	d.event(ctx, a.id.Tenant, a.callID, &toolwirev1.CallEvent{CallId: a.callID, Tool: cutName(a.req.Tool), Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED,
+		Error: te, Caller: c, Policy: a.pd})
 }
+
+// maxRejectedMessage bounds the refusal's message a REJECTED event
+// records.
+const maxRejectedMessage = 1 << 10
 
 func callerOf(id identity.Identity, o *toolwirev1.CallRequest) *toolwirev1.Caller {
 	return &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent, Scopes: id.Scopes,

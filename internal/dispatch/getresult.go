@@ -47,7 +47,8 @@ type resultQuery struct {
 	tool   string // the call's (callTool), set by getResult
 }
 
-// getResult answers q: the stored result, else what the call's last event
+// getResult answers q: the stored result (findResult: the archive's
+// too), else what the call's last event
 // says (byLastEvent), waiting up to q.wait for a result when the call is
 // not finished.
 func (d *Dispatcher) getResult(ctx context.Context, q resultQuery) (*toolwirev1.GetResultResponse, error) {
@@ -74,7 +75,7 @@ func (d *Dispatcher) getResult(ctx context.Context, q resultQuery) (*toolwirev1.
 			return nil, fmt.Errorf("dispatch: flush: %w", err)
 		}
 	}
-	resp, err := d.loadResult(ctx, subject, q.tool)
+	resp, err := d.findResult(ctx, subject, q.tool)
 	if err != nil || resp != nil {
 		return finished(q.callID, resp), err
 	}
@@ -224,14 +225,16 @@ func (d *Dispatcher) confirmResult(ctx context.Context, subject, tool string) (*
 // a replica that lags would say "none" for a result the leader
 // acknowledged.
 func (d *Dispatcher) loadResult(ctx context.Context, subject, tool string) (*toolwirev1.ToolResponse, error) {
-	return believedResp(d.answers().Read(ctx, subject, tool))
+	return d.believedResp(d.answers().Read(ctx, subject, tool))
 }
 
-// believedResp is a read's believed result; nil when there is none.
-func believedResp(s *believed.Stored, err error) (*toolwirev1.ToolResponse, error) {
+// believedResp is a read's believed result, with its latency budget's
+// overrun in its meta (withBudget); nil when there is none.
+func (d *Dispatcher) believedResp(s *believed.Stored, err error) (*toolwirev1.ToolResponse, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: load result: %w", err)
 	}
+	d.withBudget(s)
 	return s.GetResp(), nil
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/toolwire/toolwire/internal/archive"
 	"github.com/toolwire/toolwire/internal/maintenance"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/signing"
@@ -19,14 +20,17 @@ import (
 type stopper func() <-chan struct{}
 
 // Start starts what the dispatcher runs besides its callers' requests, in
-// the order services lists them: the results consumer, the reaper, the
+// the order services lists them: the watch of the sessions bucket that
+// keeps admission's session view current (internal/sessionview), the results consumer, the reaper, the
 // retry mover, the dead-letter retry service (internal/maintenance), the
 // service of the workers' registry announcements (internal/registry), the
 // after-hook service (internal/hooks), the queue of admission records, the
 // load view, the rechecks of waiters, the orphan sweeper
 // (internal/maintenance), the listing of the pool consumers that
 // admission checks calls against (internal/poolview), the approval flow
-// (internal/approvalflow), and limits.
+// (internal/approvalflow), limits, and, with an archive store, the
+// archiver (internal/archive) and the reading of its lag (archivelag.go),
+// which admission refuses on.
 // (Pool consumers are created by workers before they register their tools,
 // and admission refuses a call no pool consumer filters, so no call is
 // admitted before a consumer for it exists.)
@@ -63,6 +67,7 @@ func (d *Dispatcher) services() []startstop.Named {
 	recheck := d.recheck
 	return []startstop.Named{
 		{Name: "signing key", Service: started(d.enrolKey)},
+		{Name: "session view", Service: d.sessions},
 		{Name: "republisher of unconfirmed calls", Service: d.unconfirmed},
 		{Name: "results consumer", Service: started(func(ctx context.Context) (stopper, error) { return d.startResults(ctx, recheck) })},
 		{Name: "reaper", Service: maintenance.NewReaper(m)},
@@ -73,6 +78,7 @@ func (d *Dispatcher) services() []startstop.Named {
 		{Name: "after-hook service", Service: d.hooks},
 		{Name: "admission records", Service: d.delayedRecords},
 		{Name: "load view", Service: d.load},
+		{Name: "capacity sampler", Service: d.capacity},
 		{Name: "rechecks of waiters", Service: started(func(ctx context.Context) (stopper, error) { return d.startRechecks(ctx, recheck), nil })},
 		{Name: "orphan sweeper", Service: maintenance.NewSweeper(maintenance.SweeperConfig{Config: m, Every: d.cfg.OrphanSweep, Grace: d.cfg.OrphanGrace})},
 		{Name: "overdue sweeper", Service: maintenance.NewOverdueSweeper(maintenance.OverdueConfig{Config: m, OverdueSettings: d.cfg.Overdue})},
@@ -82,7 +88,29 @@ func (d *Dispatcher) services() []startstop.Named {
 		// records the sweep acts on, and the sweep (internal/approvalflow).
 		{Name: "approval flow", Service: d.approvals},
 		{Name: "limits", Service: d.limitGate},
+		{Name: "archiver", Service: d.archiver()},
+		{Name: "archive lag", Service: d.archiveLagService()},
 	}
+}
+
+// archiver is the archiving service (internal/archive) when the
+// dispatcher has an archive store; a service that does nothing without.
+func (d *Dispatcher) archiver() startstop.Service {
+	if d.cfg.Archive == nil {
+		return &startstop.Funcs{}
+	}
+	return archive.New(archive.Config{Bus: d.bus, Store: d.cfg.Archive, Name: d.cfg.Name, Segment: d.cfg.ArchiveSegment,
+		Settle: d.cfg.ArchiveSettle, Every: d.cfg.ArchiveEvery, Logger: d.log})
+}
+
+// archiveLagService reads how far behind the archive is (archivelag.go)
+// when the dispatcher has an archive store; a service that does nothing
+// without.
+func (d *Dispatcher) archiveLagService() startstop.Service {
+	if d.lag == nil {
+		return &startstop.Funcs{}
+	}
+	return d.lag.service()
 }
 
 // started adapts a part that starts with a function returning its

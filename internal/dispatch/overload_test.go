@@ -16,6 +16,7 @@ import (
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/poolview"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -185,11 +186,12 @@ func TestPoolPastItsBoundIsRefusedAtAdmission(t *testing.T) {
 }
 
 // A call that its pool would start only after its schedule-to-start is
-// refused at once; a call without one is still accepted, and the same
-// call is accepted once the backlog is gone.
+// refused at once; a call without one is still accepted (here with no
+// default bound on queue wait), and the same call is accepted once the
+// backlog is gone.
 func TestExpectedWaitPastScheduleToStartIsRefused(t *testing.T) {
 	t.Parallel()
-	s := dispatchtest.Start(t, dispatchtest.Options{Concurrency: 1, Dispatcher: dispatch.Config{LoadRefresh: 20 * time.Millisecond}})
+	s := dispatchtest.Start(t, dispatchtest.Options{Concurrency: 1, Dispatcher: dispatch.Config{LoadRefresh: 20 * time.Millisecond, MaxQueueWait: -1}})
 	ctx := t.Context()
 	sleep := func(s2s time.Duration) *toolwirev1.CallRequest {
 		r := &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"40ms"}`}
@@ -228,6 +230,112 @@ func TestExpectedWaitPastScheduleToStartIsRefused(t *testing.T) {
 		require.NoError(t, err)
 		return sub.Rejected == nil
 	}, "once the backlog is gone the same call is accepted")
+}
+
+// With the defaults, a call without a schedule-to-start is refused once
+// its pool would start it after the default bound on queue wait (2s):
+// overload is refused fast with no configuration, not after 10,000 calls
+// of queue. The calls accepted before all run.
+func TestCallWithoutScheduleToStartIsRefusedPastTheDefaultQueueWait(t *testing.T) {
+	t.Parallel()
+	// The default (dispatchtest sets a minute unless told).
+	s := dispatchtest.Start(t, dispatchtest.Options{Concurrency: 1, Dispatcher: dispatch.Config{LoadRefresh: 20 * time.Millisecond,
+		MaxQueueWait: poolview.DefaultMaxQueueWait}})
+	ctx := t.Context()
+	var accepted []string
+	var refused *toolwirev1.ToolResponse
+	// One slot running 40ms calls: 2s of queue is about 50 calls, and
+	// the 10,000-call backlog bound is far off.
+	for i := 0; refused == nil && i < 2000; i++ {
+		sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"40ms"}`})
+		require.NoError(t, err)
+		if refused = sub.Rejected; refused == nil {
+			accepted = append(accepted, sub.CallID)
+		}
+	}
+	require.NotNil(t, refused, "2000 calls of 40ms queued for one slot, none refused")
+	requireOverloaded(t, refused, "past the longest wait a call without a schedule-to-start is admitted for (2s)")
+	require.Less(t, len(accepted), 1000, "the backlog bound, not the queue wait, refused")
+	for _, id := range accepted {
+		g, err := s.Dispatcher.GetResult(ctx, identity.Default, id, time.Minute)
+		require.NoError(t, err)
+		require.True(t, g.Response.GetOk(), "an accepted call did not run: %v", g.Response.GetError())
+	}
+}
+
+// The default bound on queue wait scales with the pool's own call time:
+// a pool of slow tools (one slot, 2s calls) with a short queue, two calls
+// that it starts in about 4s, admits a call without a schedule-to-start
+// (3 × 2s = 6s), where a fixed 2s would refuse it; with the pool's own
+// bound of 2s (--pool-max-queue-wait native=2s) the same call is refused.
+// A fast pool past 2s of queue is still refused
+// (TestCallWithoutScheduleToStartIsRefusedPastTheDefaultQueueWait).
+func TestSlowPoolQueuesAFewRoundsOfItsCalls(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		bounds map[string]time.Duration
+		admit  bool
+	}{
+		{"default", nil, true},
+		{"pool bound", map[string]time.Duration{"native": 2 * time.Second}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := dispatchtest.Start(t, dispatchtest.Options{Concurrency: 1,
+				Dispatcher: dispatch.Config{LoadRefresh: 20 * time.Millisecond, MaxQueueWait: poolview.DefaultMaxQueueWait, PoolMaxQueueWait: tt.bounds}})
+			ctx := t.Context()
+			slow := &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"2s"}`}
+			submit := func() *dispatch.Submitted {
+				sub, err := s.Dispatcher.Submit(ctx, identity.Default, slow)
+				require.NoError(t, err)
+				return sub
+			}
+			// One call measures the pool: its drain rate and call time.
+			first := submit()
+			require.Nil(t, first.Rejected)
+			g, err := s.Dispatcher.GetResult(ctx, identity.Default, first.CallID, time.Minute)
+			require.NoError(t, err)
+			require.True(t, g.Response.GetOk(), g.Response.GetError().GetMessage())
+			require.Eventually(t, func() bool { return nativePool(t, s).CallTime > 0 }, 10*time.Second, 10*time.Millisecond,
+				"the pool's call time is measured")
+			require.GreaterOrEqual(t, nativePool(t, s).CallTime, 1900*time.Millisecond)
+			if !tt.admit {
+				// Its own bound of 2s refuses within a queue of two calls.
+				var refused *toolwirev1.ToolResponse
+				for i := 0; refused == nil && i < 4; i++ {
+					refused = submit().Rejected
+				}
+				requireOverloaded(t, refused, "past the longest wait a call without a schedule-to-start is admitted for (2s)")
+				return
+			}
+			require.GreaterOrEqual(t, nativePool(t, s).WaitBound, 5700*time.Millisecond, "3 times the call time")
+
+			// One running and two queued: about 4s before the next starts.
+			for range 3 {
+				require.Nil(t, submit().Rejected, "a queue of under two calls refused")
+			}
+			p := nativePool(t, s)
+			require.Greater(t, p.ExpectedWait, 2*time.Second, "a fixed 2s bound would refuse the next call")
+			next := submit()
+			require.Nil(t, next.Rejected, "slow pool, %s expected wait, bound %s (call time %s)", p.ExpectedWait, p.WaitBound, p.CallTime)
+			g, err = s.Dispatcher.GetResult(ctx, identity.Default, next.CallID, time.Minute)
+			require.NoError(t, err)
+			require.True(t, g.Response.GetOk(), "the accepted call did not run: %v", g.Response.GetError())
+		})
+	}
+}
+
+// nativePool is the native pool as the dispatcher last read it.
+func nativePool(t *testing.T, s *dispatchtest.Stack) dispatch.PoolStatus {
+	t.Helper()
+	for _, p := range s.Dispatcher.Pools() {
+		if p.Pool == "native" {
+			return p
+		}
+	}
+	t.Fatal("no native pool")
+	return dispatch.PoolStatus{}
 }
 
 // A store every call writes that is nearly full refuses new calls with

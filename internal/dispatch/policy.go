@@ -82,6 +82,27 @@ func denied(tool string, dec *policy.Decision) *toolwirev1.ToolError {
 	return te
 }
 
+// modeRestricted is the refusal of a call the session's mode forbids
+// (Decision.ModeRestricted): MODE_RESTRICTED, naming the mode and the rule
+// (or the mode's default), and the rule's reason.
+func modeRestricted(tool, mode, rule string, dec *policy.Decision) *toolwirev1.ToolError {
+	by := "its default"
+	if rule != "" {
+		by = fmt.Sprintf("rule %q", rule)
+	}
+	te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_MODE_RESTRICTED,
+		fmt.Sprintf("mode %q forbids this call of %q (%s): %s", mode, tool, by, dec.Reason()))
+	te.Suggestion = "not in this mode: the orchestrator can change the session's mode (`toolctl session mode`)"
+	return te
+}
+
+// undeclaredMode is the refusal of a call in a session whose mode the
+// policy in force does not declare: MODE_RESTRICTED, fail closed.
+func undeclaredMode(mode string) *toolwirev1.ToolError {
+	return envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_MODE_RESTRICTED,
+		fmt.Sprintf("the session's mode %q is not one the policy in force declares", mode))
+}
+
 // asked is what the policy step leaves for after the idempotency key:
 // park the call for an approver (an ask), or redeem the approval token
 // that covered it.

@@ -93,15 +93,22 @@ func (d *Dispatcher) onStored(m jetstream.Msg) {
 		w = nil // stored under another tenant: never this caller's answer
 	}
 	tool, held := d.limitGate.Held(callID)
-	if w == nil && !held {
+	lw, watched := d.latency.watched(callID)
+	if w == nil && !held && !watched {
 		return
 	}
-	if w != nil {
+	switch {
+	case w != nil:
 		tool = w.tool
+	case !held:
+		tool = lw.tool
 	}
 	resp, err := d.checkStored(subject, m.Headers(), m.Data(), tool)
 	if signing.AsError(err) != nil {
 		return // not the call's answer: it neither reaches a caller nor frees a slot
+	}
+	if err == nil {
+		d.checkLatency(callID, subject, storedAt(m), resp) // before the waiter gets resp: its meta says so
 	}
 	if err == nil && w != nil {
 		d.deliver(callID, resp)
@@ -271,5 +278,15 @@ func (d *Dispatcher) storedResult(ctx context.Context, tenant, tool, callID stri
 	if s == nil {
 		return nil, nil
 	}
+	d.checkLatency(callID, s.Msg.Subject, s.Msg.Time, s.Resp) // measured here when the consumer could not check it
 	return s.Resp, nil
+}
+
+// storedAt is when the results stream stored m (its timestamp); now when
+// the message has no metadata.
+func storedAt(m jetstream.Msg) time.Time {
+	if md, err := m.Metadata(); err == nil {
+		return md.Timestamp
+	}
+	return time.Now()
 }

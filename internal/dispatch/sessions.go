@@ -2,10 +2,13 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/intents"
@@ -43,6 +46,7 @@ func (d *Dispatcher) Call(ctx context.Context, id identity.Identity, o *toolwire
 	if call != nil {
 		at = admittedOf(id.Tenant, call)
 	}
+	at.setsMode = setsModes(id)
 	if err == nil && at.session == "" {
 		err = ErrNoSession
 	}
@@ -67,6 +71,15 @@ func (d *Dispatcher) Call(ctx context.Context, id identity.Identity, o *toolwire
 // it.
 type admittedCall struct {
 	tenant, session, tool, version string
+	// setsMode: the identity applying the intents may set the session's
+	// mode (setsModes); without it SET_MODE is refused.
+	setsMode bool
+}
+
+// setsModes reports whether id holds the authority to set a session's
+// mode: the admin scope (SetSessionMode, and SET_MODE intents applied).
+func setsModes(id identity.Identity) bool {
+	return slices.ContainsFunc(id.Scopes, func(s string) bool { return s == "*" || s == identity.AdminScope })
 }
 
 // admittedOf is the admittedCall of call, a call of tenant.
@@ -87,7 +100,7 @@ func admittedOf(tenant string, call *toolwirev1.ToolCall) admittedCall {
 // registry that cannot be read is an error.
 func (d *Dispatcher) applyResult(ctx context.Context, at admittedCall, r *toolwirev1.GetResultResponse) (intents.Outcome, error) {
 	resp := r.GetResponse()
-	in := intents.Response{CallID: r.GetCallId(), Intents: resp.GetIntents()}
+	in := intents.Response{CallID: r.GetCallId(), Intents: resp.GetIntents(), SetsMode: at.setsMode}
 	if len(in.Intents) > 0 {
 		if tool := resp.GetTool(); tool != at.tool {
 			in.NoSpec = fmt.Sprintf("the result names tool %q; the call is of tool %q", cutName(tool), at.tool)
@@ -101,6 +114,13 @@ func (d *Dispatcher) applyResult(ctx context.Context, at admittedCall, r *toolwi
 	out, err := d.applier.Apply(ctx, at.tenant, at.session, in)
 	if err != nil {
 		return out, err
+	}
+	if out.Applied > 0 {
+		// This replica's next call in the session sees what was applied
+		// (an END_SESSION) at once, not when the watch delivers it.
+		if _, err := d.sessions.Refresh(ctx, at.tenant, at.session); err != nil {
+			d.log.WarnContext(ctx, "re-reading the session after applying intents", "session", cutName(at.session), "err", err)
+		}
 	}
 	if out.Recorded > 0 {
 		d.metrics.IntentsRefused(out.Recorded)
@@ -157,6 +177,24 @@ func refusedEntries(callID string, refused []intents.Refusal) []*toolwirev1.Appl
 // ErrNoSession: intents were to be applied, but the call names no session.
 var ErrNoSession = errors.New("dispatch: apply_intents needs a session")
 
+// ErrBadSession: a session name longer than MaxSessionBytes, or not
+// UTF-8: refused by every RPC that names a session, as admission refuses
+// a call naming one (a session the orchestrator could open but never
+// call in).
+var ErrBadSession = fmt.Errorf("dispatch: a session name is at most %d bytes of UTF-8", MaxSessionBytes)
+
+// checkSession is ErrNoSession for no session, ErrBadSession for one
+// admission would refuse.
+func checkSession(session string) error {
+	switch {
+	case session == "":
+		return ErrNoSession
+	case len(session) > MaxSessionBytes || !utf8.ValidString(session):
+		return ErrBadSession
+	}
+	return nil
+}
+
 // GetSession returns the reference applier's state of a session of the
 // caller's tenant. A session is the tenant's: named by its callers, it is
 // shared by every agent that names it, and its state is what all their
@@ -168,8 +206,8 @@ func (d *Dispatcher) GetSession(ctx context.Context, id identity.Identity, sessi
 	if err := identity.CheckTenant(id); err != nil {
 		return nil, err
 	}
-	if session == "" {
-		return nil, ErrNoSession
+	if err := checkSession(session); err != nil {
+		return nil, err
 	}
 	s, err := d.applier.Get(ctx, id.Tenant, session)
 	if err != nil || id.SeesEveryAgent(d.cfg.AgentVisibility) {
@@ -222,6 +260,7 @@ func (d *Dispatcher) ApplyIntents(ctx context.Context, id identity.Identity, cal
 		return nil, fmt.Errorf("dispatch: apply intents of %s: %w", callID, err)
 	}
 	at := admittedOf(id.Tenant, call)
+	at.setsMode = setsModes(id)
 	if at.session == "" {
 		return nil, ErrNoSession
 	}
@@ -238,3 +277,67 @@ const applyWait = 2 * time.Second
 
 // ErrNotFinished: the call has no result yet.
 var ErrNotFinished = errors.New("dispatch: the call has not finished")
+
+// ErrUnknownMode: the mode asked for is not one the policy in force for
+// the caller's tenant declares (modes:).
+var ErrUnknownMode = errors.New("dispatch: the policy in force declares no such mode")
+
+// ErrNotAdmin: the caller lacks the admin scope an action needs.
+var ErrNotAdmin = errors.New("dispatch: this needs the admin scope")
+
+// SetSessionMode sets the mode of a session of the caller's tenant, as the
+// orchestrator does: a SET_MODE intent applied by the reference applier
+// (each request once), after which this replica's session view is read
+// again, so that its next call in the session is decided in the mode
+// (other replicas: when their watch delivers it). mode must be one the
+// policy in force declares (ErrUnknownMode); "" clears it. A mode narrows
+// what a session's calls may do, so setting it is the orchestrator's, not
+// the agent's: the caller needs the admin scope (ErrNotAdmin). Errors:
+// ErrNoSession for an empty session.
+func (d *Dispatcher) SetSessionMode(ctx context.Context, id identity.Identity, session, mode string) (*toolwirev1.Session, error) {
+	if err := identity.CheckTenant(id); err != nil {
+		return nil, err
+	}
+	if !setsModes(id) {
+		return nil, ErrNotAdmin
+	}
+	if err := checkSession(session); err != nil {
+		return nil, err
+	}
+	if p := d.policyFor(id.Tenant); mode != "" && !p.HasMode(mode) {
+		return nil, fmt.Errorf("%w: %q (declared: %s)", ErrUnknownMode, cutName(mode), strings.Join(p.Modes(), ", "))
+	}
+	payload, err := json.Marshal(map[string]string{"mode": mode})
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: set mode: %w", err)
+	}
+	return d.applySessionIntent(ctx, id.Tenant, session, &toolwirev1.Intent{Id: "mode", Type: intents.SetMode, PayloadJson: string(payload)})
+}
+
+// ClearSessionPins clears the spec versions a session of the caller's
+// tenant pins (Session.pinned_versions): tool's, or every tool's when tool
+// is "". The session's next call of a tool, with pinning in force, pins
+// the version current then. Clearing re-pins what a session runs, so it
+// is the orchestrator's, like SetSessionMode: the caller needs the admin
+// scope (ErrNotAdmin). This replica's session view is read again at once,
+// the others' when their watch delivers the change. Errors: ErrNoSession
+// for an empty session.
+func (d *Dispatcher) ClearSessionPins(ctx context.Context, id identity.Identity, session, tool string) (*toolwirev1.Session, error) {
+	if err := identity.CheckTenant(id); err != nil {
+		return nil, err
+	}
+	if !setsModes(id) {
+		return nil, ErrNotAdmin
+	}
+	if err := checkSession(session); err != nil {
+		return nil, err
+	}
+	s, err := d.applier.ClearPins(ctx, id.Tenant, session, tool)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: clear pins: %w", err)
+	}
+	if _, err := d.sessions.Refresh(ctx, id.Tenant, session); err != nil {
+		d.log.WarnContext(ctx, "re-reading the session after clearing its pins", "session", cutName(session), "err", err)
+	}
+	return s, nil
+}

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 
 	"google.golang.org/protobuf/proto"
 
@@ -34,19 +35,34 @@ func toolView(id identity.Identity, spec *toolwirev1.ToolSpec) *toolwirev1.ToolS
 // listable returns whether id may see a tool in ListTools, GetTool and
 // the unknown-tool hint as far as the policy goes: a tool that an
 // unconditional deny covers for the caller (policy.Policy.Hidden) is
-// hidden. Its calls are still decided, and denied, by the policy.
+// hidden. Its calls are still decided, and denied, by the policy. Without
+// a session, a caller is in the policy's sessions.default_mode, as its
+// calls are.
 func (d *Dispatcher) listable(id identity.Identity) func(name string) bool {
+	return d.listableIn(id, "")
+}
+
+// listableIn is listable for a caller whose session is in mode ("" =
+// none: the policy's sessions.default_mode, if any): the mode's layer
+// hides too. A mode the policy in force does not declare hides every
+// tool, as admission refuses every call in it (MODE_RESTRICTED).
+func (d *Dispatcher) listableIn(id identity.Identity, mode string) func(name string) bool {
 	p := d.policyFor(id.Tenant)
 	if p == nil {
 		return func(string) bool { return true }
 	}
-	caller := &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent, Scopes: id.Scopes}
+	mode = p.Sessions().ModeOf(mode)
+	if mode != "" && !p.HasMode(mode) {
+		return func(string) bool { return false }
+	}
+	caller := &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent, Scopes: id.Scopes, Mode: mode}
 	return func(name string) bool { return !p.Hidden(name, caller) }
 }
 
-// visibleEntries drops from ents the tools the policy hides from id.
-func (d *Dispatcher) visibleEntries(id identity.Identity, ents []*registry.Entry) []*registry.Entry {
-	ok := d.listable(id)
+// visibleEntries drops from ents the tools the policy hides from id in
+// mode ("" = none).
+func (d *Dispatcher) visibleEntries(id identity.Identity, mode string, ents []*registry.Entry) []*registry.Entry {
+	ok := d.listableIn(id, mode)
 	out := ents[:0]
 	for _, e := range ents {
 		if ok(e.Spec.Name) {
@@ -58,11 +74,40 @@ func (d *Dispatcher) visibleEntries(id identity.Identity, ents []*registry.Entry
 
 // VisibleTools returns the specs id may see, as ListTools shows them:
 // the registry's tools that match f and id's scopes, less those the
-// policy hides from id, executor configuration only for installation
-// admins.
+// policy hides from id (in the policy's sessions.default_mode, when it
+// has one: the mode of calls without a session), executor configuration
+// only for installation admins.
 func (d *Dispatcher) VisibleTools(id identity.Identity, f registry.Filter) []*toolwirev1.ToolSpec {
+	return d.visibleTools(id, f, "")
+}
+
+// VisibleToolsIn is VisibleTools for a caller in a session of its
+// tenant, as ListTools shows them with a session (and MCP tools/list
+// with one in its _meta): less the tools the session's mode forbids
+// outright (policy.Policy.Hidden with caller.mode; every tool, for a mode
+// the policy does not declare). A session without a mode is in the
+// policy's sessions.default_mode, as its calls are. An empty session is
+// VisibleTools (the default mode too). The
+// session's state is the session view's, as admission reads it; an ended
+// session lists as its mode does (its calls are refused
+// SESSION_INACTIVE). Errors: the session could not be read.
+func (d *Dispatcher) VisibleToolsIn(ctx context.Context, id identity.Identity, f registry.Filter, session string) ([]*toolwirev1.ToolSpec, error) {
+	if session == "" {
+		return d.VisibleTools(id, f), nil
+	}
+	if err := checkSession(session); err != nil {
+		return nil, err
+	}
+	st, err := d.sessions.State(ctx, id.Tenant, session)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: the list's session: %w", err)
+	}
+	return d.visibleTools(id, f, st.Mode), nil
+}
+
+func (d *Dispatcher) visibleTools(id identity.Identity, f registry.Filter, mode string) []*toolwirev1.ToolSpec {
 	f.Scopes = id.Scopes
-	ents := d.visibleEntries(id, d.reg.List(f))
+	ents := d.visibleEntries(id, mode, d.reg.List(f))
 	out := make([]*toolwirev1.ToolSpec, len(ents))
 	for i, e := range ents {
 		out[i] = toolView(id, e.Spec)

@@ -65,6 +65,8 @@ type watch struct {
 
 	events chan *toolwirev1.CallEvent // delivered by the consumer; nil = undecodable
 	sent   uint64                     // events taken from the channel
+	// budgetSent: a LATENCY_BUDGET_EXCEEDED event was sent (finish).
+	budgetSent bool
 }
 
 // Watch timing. A result reaches core subscribers before the stream stores
@@ -102,7 +104,7 @@ func (w *watch) run(ctx context.Context) error {
 	if err := flush(ctx, d.bus.NC); err != nil {
 		return err
 	}
-	resp, err := d.lookResult(ctx, w.resultSubject, w.tool)
+	resp, err := d.orArchived(ctx, w.resultSubject, w.tool)(d.lookResult(ctx, w.resultSubject, w.tool))
 	if err != nil {
 		return err
 	}
@@ -151,9 +153,9 @@ func (w *watch) follow(ctx context.Context, results <-chan *nats.Msg, known bool
 				continue
 			}
 			if ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED {
-				return w.send(ev)
+				return w.emit(ev)
 			}
-			if err := w.send(ev); err != nil {
+			if err := w.emit(ev); err != nil {
 				return err
 			}
 		case m := <-results:
@@ -264,10 +266,28 @@ func (w *watch) deleteConsumer(ctx context.Context, cons jetstream.Consumer) {
 	}
 }
 
-// finish sends the events already stored, then FINISHED.
+// emit sends ev, noting a LATENCY_BUDGET_EXCEEDED event.
+func (w *watch) emit(ev *toolwirev1.CallEvent) error {
+	if ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_LATENCY_BUDGET_EXCEEDED {
+		w.budgetSent = true
+	}
+	return w.send(ev)
+}
+
+// finish sends the events already stored, then FINISHED. A result over
+// its call's latency budget (its meta says so: withBudget, measured on
+// read) is preceded by a LATENCY_BUDGET_EXCEEDED event: the stored one,
+// or, when the admitting replica has not stored it yet (it does so
+// after the result is stored) or never will (it stopped), one made here
+// from the same record.
 func (w *watch) finish(ctx context.Context, resp *toolwirev1.ToolResponse) error {
 	if err := w.drainEvents(ctx); err != nil {
 		return err
+	}
+	if over := resp.GetMeta().GetLatencyBudgetExceeded(); over != nil && !w.budgetSent {
+		if err := w.emit(budgetEvent(w.callID, resp.GetTool(), over)); err != nil {
+			return err
+		}
 	}
 	return w.send(&toolwirev1.CallEvent{CallId: w.callID, Tool: resp.Tool, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_FINISHED,
 		Time: timestamppb.Now(), Attempt: resp.GetMeta().GetAttempt(), Worker: resp.GetMeta().GetWorker(), Response: resp})
@@ -295,7 +315,7 @@ func (w *watch) drainEvents(ctx context.Context) error {
 			if ev == nil {
 				continue
 			}
-			if err := w.send(ev); err != nil {
+			if err := w.emit(ev); err != nil {
 				return err
 			}
 		case <-idle.C:

@@ -48,7 +48,11 @@ type dispatcherProc struct {
 // serving on port (with extra flags), and waits until it is ready.
 func startDispatcherProc(t *testing.T, name, natsURL string, port int, extra ...string) *dispatcherProc {
 	t.Helper()
-	args := append([]string{"--nats-url", natsURL, "--http", fmt.Sprintf("127.0.0.1:%d", port), "--name", name, "--log-level", "warn"}, extra...)
+	// A loaded test machine slows every pool: the default 2s bound on queue
+	// wait would refuse calls these tests are not about (its own tests are
+	// in internal/dispatch, overload_test.go); a later flag in extra wins.
+	args := append([]string{"--nats-url", natsURL, "--http", fmt.Sprintf("127.0.0.1:%d", port), "--name", name, "--log-level", "warn",
+		"--max-queue-wait", "1m"}, extra...)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childArgs+"="+strings.Join(args, "\x1f"))
 	p := &dispatcherProc{cmd: cmd, out: &bytes.Buffer{}, done: make(chan struct{}), url: fmt.Sprintf("http://127.0.0.1:%d", port)}

@@ -12,12 +12,17 @@ import (
 
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatchd"
+	"github.com/toolwire/toolwire/internal/logtest"
 	"github.com/toolwire/toolwire/pkg/client"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // TestDefaultServesEveryType: `dispatcher` with no configuration serves a
-// working example of every executor type.
+// working example of every executor type, and warns of nothing but what
+// the host lacks (the sandbox's isolation gaps, which a host with cgroup
+// v2 and a newer kernel does not have). Before, every start logged the
+// embedded server's "Plaintext passwords detected, use nkeys or bcrypt"
+// (its in-process user had a random password).
 func TestDefaultServesEveryType(t *testing.T) {
 	index, err := filepath.Abs(filepath.Join("..", "..", dispatchd.EverythingIndex))
 	if err != nil {
@@ -34,9 +39,14 @@ func TestDefaultServesEveryType(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
+	var logs logtest.Buffer
+	// Made before the cleanup below is registered, so that it is removed
+	// after the dispatcher stopped (cleanups run last first); made in the
+	// goroutine, it raced the stop ("directory not empty").
+	dataDir := t.TempDir()
 	go func() {
-		done <- dispatchd.Run(ctx, dispatchd.RunConfig{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Tools: builtin.Tools(),
-			Ready: ready, Logger: slog.New(slog.DiscardHandler)})
+		done <- dispatchd.Run(ctx, dispatchd.RunConfig{DataDir: dataDir, HTTPAddr: "127.0.0.1:0", Tools: builtin.Tools(),
+			Ready: ready, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -44,10 +54,21 @@ func TestDefaultServesEveryType(t *testing.T) {
 			t.Error(err)
 		}
 	})
+	defer func() {
+		for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			// The reference server's one tool that requires tasks is
+			// disabled with a warning: issue 32's finding 3, open.
+			if line != "" && !strings.Contains(line, "isolation is weaker on this host") &&
+				!strings.Contains(line, "MCP tool requires task augmentation") {
+				t.Errorf("a default start warned: %s", line)
+			}
+		}
+	}()
 	var addr string
 	select {
 	case addr = <-ready:
 	case err := <-done:
+		done <- nil // for the cleanup, which waits for Run
 		t.Fatal(err)
 	}
 	c, err := client.New("http://" + addr)
@@ -98,5 +119,59 @@ func TestDefaultServesEveryType(t *testing.T) {
 	}
 	if mcpOK && types[toolwirev1.ExecutorType_EXECUTOR_TYPE_MCP] < 10 {
 		t.Errorf("the reference server's tools are not listed: %v", types)
+	}
+}
+
+// TestDefaultWorkersNarrowed: `dispatcher --workers native` (and every
+// other type) starts with the default configuration and serves that
+// type's tools, not the others' (before: "tool toolwire_catalog is a http
+// tool, but no http pool is served").
+func TestDefaultWorkersNarrowed(t *testing.T) {
+	for _, tt := range []struct{ workers, serves, notServes string }{
+		{"native", "echo", "sha256"},
+		{"sandbox", "sha256", "echo"},
+		{"http", "toolwire_catalog", "echo"},
+		{"native,sandbox", "sha256", "toolwire_catalog"},
+	} {
+		t.Run(tt.workers, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			ready := make(chan string, 1)
+			done := make(chan error, 1)
+			dataDir := t.TempDir()
+			go func() {
+				done <- dispatchd.Run(ctx, dispatchd.RunConfig{DataDir: dataDir, HTTPAddr: "127.0.0.1:0", Tools: builtin.Tools(),
+					Workers: tt.workers, Ready: ready, Logger: slog.New(slog.DiscardHandler)})
+			}()
+			t.Cleanup(func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Error(err)
+				}
+			})
+			var addr string
+			select {
+			case addr = <-ready:
+			case err := <-done:
+				done <- nil // for the cleanup, which waits for Run
+				t.Fatalf("--workers %s: %v", tt.workers, err)
+			}
+			c, err := client.New("http://" + addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cctx, ccancel := context.WithTimeout(ctx, 60*time.Second)
+			defer ccancel()
+			specs, err := c.ListTools(cctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names := map[string]bool{}
+			for _, s := range specs {
+				names[s.Name] = true
+			}
+			if !names[tt.serves] || names[tt.notServes] {
+				t.Errorf("--workers %s lists %v: want %s and not %s", tt.workers, names, tt.serves, tt.notServes)
+			}
+		})
 	}
 }

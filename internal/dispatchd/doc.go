@@ -13,8 +13,11 @@
 // loaded, NATS connected, streams present) and /metrics (Prometheus: the
 // dispatcher's, the in-process workers', the pools' lag and the DLQ
 // depth) on one listener (default 127.0.0.1:8080) speaking HTTP/1.1 and
-// unencrypted HTTP/2 (h2c), with a 10s ReadHeaderTimeout and no other
-// server timeout, so long waits and watches are not cut off. Every route's
+// unencrypted HTTP/2 (h2c), with a 10s ReadHeaderTimeout, a 2m
+// IdleTimeout for keep-alive connections (without it an idle connection
+// would be closed after the ReadHeaderTimeout, and clients under load
+// would open a connection per call) and no other server timeout, so long
+// waits and watches are not cut off. Every route's
 // body is bounded while read (api.LimitBody with the dispatcher's
 // MaxRequestBytes), not only the API's. With tracing on, a caller's
 // traceparent parents the admission span, and the call's trace context
@@ -57,7 +60,9 @@
 // Run starts in-process worker pools
 // (default every type with the embedded server, none with an external one)
 // from WorkerConfig (the worker's YAML; see internal/workerconfig) or,
-// without one, the default configuration (below). It stops in order: HTTP, the in-process workers
+// without one, the default configuration (below). It stops in order: HTTP (the
+// MCP endpoint hears the other replicas' notifications/cancelled until
+// the requests in flight have drained), the in-process workers
 // (in-flight calls finish within Grace, 25s), the dispatcher (waiting
 // callers released with dispatch.ErrStopped; they fetch their results
 // later by id; its goroutines waited for, at most Grace), the registry

@@ -18,6 +18,9 @@ func TestOverloadFlagsAreChecked(t *testing.T) {
 	}{
 		{[]string{"--pool-max-backlog", "sandbox"}, "want pool=N"},
 		{[]string{"--pool-max-backlog", "sandbox=0"}, "want pool=N"},
+		{[]string{"--pool-max-queue-wait", "sandbox=2"}, "want pool=DURATION"},
+		{[]string{"--pool-max-queue-wait", "sandbox=50ms"}, "at least 100ms"},
+		{[]string{"--pool-max-queue-wait", "=2m"}, "want pool=DURATION"},
 		{[]string{"--stream-max-bytes", "results=1GB"}, "KiB, MiB, GiB or TiB"},
 		{[]string{"--stream-max-bytes", "audit=1GiB"}, `no store "audit"`},
 		{[]string{"--approval-ttl", "soon"}, "invalid value"},

@@ -153,8 +153,16 @@ func defineFlags(fs *flag.FlagSet, rc *RunConfig, logLevel, sync *string) {
 		rc.Dispatcher.PoolMaxBacklog = m
 		return err
 	})
+	fs.DurationVar(&rc.Dispatcher.MaxQueueWait, "max-queue-wait", 2*time.Second, "longest expected queue wait a call without a schedule-to-start is admitted for, or 3 times its pool's typical call time when longer; a call its pool would start later is refused OVERLOADED with retry_after; negative = no bound")
+	fs.Func("pool-max-queue-wait", "per-pool bound on queue wait in place of --max-queue-wait and its scaling, e.g. sandbox=2m,mcp=500ms (at least 100ms; negative = no bound)", func(s string) error {
+		m, err := parsePoolQueueWait(s)
+		rc.Dispatcher.PoolMaxQueueWait = m
+		return err
+	})
 	fs.DurationVar(&rc.Dispatcher.LoadRefresh, "load-refresh", 500*time.Millisecond, "how often the pools' backlogs are read for admission")
 	fs.DurationVar(&rc.Bus.IdempotencyTTL, "idempotency-ttl", 0, "how long an idempotency key stays bound to its call (a repeat answers that call); 0 = the calls' retention (720h), and at most that; at least the duplicate window (10m)")
+	fs.StringVar(&rc.Archive, "archive", "", "archive store of the calls, results and events (docs/reliability.md, \"The record lasts\"): a URL such as s3://bucket?region=eu-west-1, gs://bucket or azblob://container that every replica shares, or a directory (one replica only); empty = no archive (streams keep 720h)")
+	fs.DurationVar(&rc.RetentionWindow, "retention-window", 0, "with --archive, how long the streams keep calls and results before only the archive holds them; 0 = 168h (7 days); at least 4h (4 × the archive's 1h segments)")
 	fs.Func("stream-max-bytes", "byte limits of the streams and buckets, e.g. results=8GiB,blobs=1GiB (stores: "+strings.Join(bus.StoreNames(), ", ")+"; -1 = unbounded)", rc.Bus.ParseMaxBytes)
 	fs.StringVar(&rc.PolicyFile, "policy", "", "policy document (YAML) applied at start as the installation's, in force for every tenant without its own; the dispatcher does not start when it does not parse or its tests fail")
 	fs.DurationVar(&rc.Dispatcher.InputTTL, "input-ttl", time.Hour, "how long after a tool asked its caller for input a call may answer it (docs/mcp.md, \"Tools that ask for input\")")
@@ -180,6 +188,23 @@ func parsePoolBacklog(s string) (map[string]int, error) {
 			return nil, fmt.Errorf("%q: want pool=N, N positive or -1", part)
 		}
 		m[strings.TrimSpace(pool)] = v
+	}
+	return m, nil
+}
+
+// parsePoolQueueWait reads "pool=DURATION,pool=DURATION".
+func parsePoolQueueWait(s string) (map[string]time.Duration, error) {
+	m := map[string]time.Duration{}
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		pool, v, ok := strings.Cut(part, "=")
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if pool = strings.TrimSpace(pool); !ok || pool == "" || err != nil || (d >= 0 && d < 100*time.Millisecond) {
+			return nil, fmt.Errorf("%q: want pool=DURATION, at least 100ms or negative (no bound)", part)
+		}
+		m[pool] = d
 	}
 	return m, nil
 }

@@ -7,6 +7,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/toolwire/toolwire/internal/testdeps"
+
 	"github.com/toolwire/toolwire/internal/dispatchd"
 	"github.com/toolwire/toolwire/internal/executors/sandbox"
 )
@@ -23,5 +25,5 @@ func TestMain(m *testing.M) {
 	if args, ok := os.LookupEnv(childArgs); ok {
 		os.Exit(dispatchd.Main(strings.Split(args, "\x1f"), os.Stderr, nil))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, testdeps.IgnoreNATS())
 }

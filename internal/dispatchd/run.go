@@ -13,6 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/archive"
+	"gocloud.dev/blob"
+
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
@@ -121,6 +124,21 @@ type RunConfig struct {
 	// APIKeysFile enables API-key authentication; empty = open access as
 	// identity.Default (log warns when the listener is not loopback).
 	APIKeysFile string
+	// Archive is the archive store (internal/archive): a directory, or a
+	// URL such as s3://bucket?region=..., gs://bucket or
+	// azblob://container; empty = no archive, and the streams keep their
+	// MaxAge (720h) as before.
+	Archive string
+	// RetentionWindow is how long the calls and results streams keep
+	// their messages when Archive is set (bus.Config.RetentionWindow:
+	// their MaxAge; the events stream keeps min(72h, window)); older ones
+	// are read from the archive. No other store's age changes (sessions,
+	// retries, dead letters, blobs keep 720h), and a live stream's longer
+	// MaxAge is lowered only by the archiver, once it has archived past
+	// the window. Default 168h (7 days); at least 4 × the archive segment
+	// (Dispatcher.ArchiveSegment, 1h: 4h), since the archive is normally
+	// about a segment behind; refused without Archive.
+	RetentionWindow time.Duration
 	// Bus is the JetStream layout (prefix, retention, ...).
 	Bus bus.Config
 	// Dispatcher settings (name, limits, waits, approvals).
@@ -172,6 +190,10 @@ func (rc RunConfig) WithDefaults() RunConfig {
 	}
 	rc.Grace = cmp.Or(rc.Grace, 25*time.Second)
 	rc.Logger = cmp.Or(rc.Logger, slog.Default())
+	if rc.Archive != "" {
+		rc.RetentionWindow = cmp.Or(rc.RetentionWindow, 7*24*time.Hour)
+		rc.Bus.RetentionWindow = rc.RetentionWindow
+	}
 	return rc
 }
 
@@ -187,6 +209,11 @@ func (rc RunConfig) Validate() error {
 		}
 	}
 	switch {
+	case rc.RetentionWindow != 0 && rc.Archive == "":
+		return errors.New("dispatchd: RetentionWindow (--retention-window) needs an archive (--archive): without one the streams would drop what no archive holds")
+	case rc.Archive != "" && rc.RetentionWindow < 4*cmp.Or(rc.Dispatcher.ArchiveSegment, time.Hour):
+		return fmt.Errorf("dispatchd: RetentionWindow (--retention-window) %s is below 4 × the archive segment (%s): the archive is normally about a segment behind, and a shorter window would hold the streams for good",
+			rc.RetentionWindow, cmp.Or(rc.Dispatcher.ArchiveSegment, time.Hour))
 	case rc.UIIndexCalls < 0:
 		return fmt.Errorf("dispatchd: UIIndexCalls (--ui-index-calls) %d is negative", rc.UIIndexCalls)
 	case rc.Concurrency < 0:
@@ -260,6 +287,7 @@ type process struct {
 	http      *httpService         // set by services
 	ui        *dashboard.Server    // nil with --no-ui
 	d         *dispatch.Dispatcher // set by services
+	archive   *blob.Bucket         // the archive store; nil without
 }
 
 // openProcess reads what a bad start should fail on before anything
@@ -297,6 +325,12 @@ func openProcess(ctx context.Context, rc *RunConfig) (_ *process, err error) {
 		return nil, err
 	}
 	rc.Dispatcher.WorkerKeys = trust
+	if rc.Archive != "" {
+		if rc.Dispatcher.Archive, err = archive.OpenBucket(ctx, rc.Archive); err != nil {
+			return nil, err
+		}
+		pr.archive = rc.Dispatcher.Archive
+	}
 	if pr.b, err = bus.Open(ctx, pr.nc, rc.Bus, bus.Options{Logger: pr.log, Signer: signer}); err != nil {
 		return nil, err
 	}
@@ -372,7 +406,7 @@ func (pr *process) services(ctx context.Context, rc RunConfig) (*startstop.Group
 	if pr.ui, err = newDashboard(ctx, rc, p); err != nil {
 		return nil, err
 	}
-	srv, err := newServer(rc, p, pr.ui)
+	srv, closeMCP, err := newServer(rc, p, pr.ui)
 	if err != nil {
 		return nil, err
 	}
@@ -380,6 +414,9 @@ func (pr *process) services(ctx context.Context, rc RunConfig) (*startstop.Group
 		add("dashboard", startstop.OwnBudget(pr.ui, rc.Grace))
 	}
 	pr.http = newHTTPService(srv, pr.ln)
+	// The other replicas' notifications/cancelled are heard until the
+	// requests in flight have drained, so that those can still be cancelled.
+	pr.http.afterShutdown = closeMCP
 	add("http server", pr.http) // last: nothing after it can fail a start
 	return startstop.NewGroup(ss...), nil
 }
@@ -453,6 +490,9 @@ func (pr *process) close() {
 		_ = pr.ln.Close()
 	}
 	pr.closeNATS()
+	if pr.archive != nil {
+		_ = pr.archive.Close()
+	}
 }
 
 // closeWorkersWait bounds stopping in-process workers that a failed start
@@ -483,6 +523,9 @@ type httpService struct {
 	failed   chan error
 	shutdown sync.Once
 	err      error // the shutdown's
+	// afterShutdown, when set, is called once the graceful Shutdown has
+	// returned (the requests in flight drained, or ctx ended).
+	afterShutdown func()
 	startstop.Funcs
 }
 
@@ -506,7 +549,12 @@ func newHTTPService(srv *http.Server, ln net.Listener) *httpService {
 // Stop shuts the server down gracefully (within ctx), then waits for
 // its Serve to return.
 func (h *httpService) Stop(ctx context.Context) error {
-	h.shutdown.Do(func() { h.err = h.srv.Shutdown(ctx) })
+	h.shutdown.Do(func() {
+		h.err = h.srv.Shutdown(ctx)
+		if h.afterShutdown != nil {
+			h.afterShutdown()
+		}
+	})
 	return errors.Join(h.err, h.Funcs.Stop(ctx))
 }
 
@@ -654,7 +702,7 @@ func newDashboard(ctx context.Context, rc RunConfig, p parts) (*dashboard.Server
 	}
 	q.SignWith(p.b.Signer)
 	ui, err := dashboard.New(dashboard.Config{Core: p.d, Approvals: p.d.Approvals(), Auth: p.auth, Registry: p.reg, Secret: secret,
-		Streams: dashboard.Streams{Calls: p.b.Calls, Results: p.b.Results, Registry: p.b.Registry, Subjects: p.b.Subjects, Audit: src, DLQ: q,
+		Streams: dashboard.Streams{Calls: p.b.Calls, Results: p.b.Results, Events: p.b.Events, Registry: p.b.Registry, Subjects: p.b.Subjects, Audit: src, DLQ: q,
 			Revocations: p.b.Revocations, Conn: p.b.NC},
 		IndexCalls: rc.UIIndexCalls, TraceURL: rc.UITraceURL, AgentVisibility: p.d.Config().AgentVisibility, Logger: p.log.With("component", "ui")})
 	if err != nil {

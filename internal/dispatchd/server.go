@@ -38,13 +38,19 @@ type parts struct {
 // the dashboard (/ui, unless turned off: ui nil),
 // /healthz, /readyz (registry loaded, NATS connected, streams present) and
 // /metrics, every route's body bounded while read, HTTP/1.1 and
-// unencrypted HTTP/2 on one listener, a 10s ReadHeaderTimeout and no other
-// timeout (long waits and watches are not cut off).
-func newServer(rc RunConfig, p parts, ui *dashboard.Server) (*http.Server, error) {
+// unencrypted HTTP/2 on one listener, a 10s ReadHeaderTimeout, a 2m
+// IdleTimeout and no other timeout (long waits and watches are not cut
+// off). Without its own IdleTimeout an idle keep-alive connection would
+// be closed after the ReadHeaderTimeout, 10s: under load clients then
+// open a connection per call again, and one that sends on a connection
+// the server is closing gets an error instead of its answer. closeMCP
+// stops the MCP endpoint's listening to the other replicas'
+// notifications/cancelled: called once the server's Shutdown has returned.
+func newServer(rc RunConfig, p parts, ui *dashboard.Server) (_ *http.Server, closeMCP func(), _ error) {
 	mux := http.NewServeMux()
 	svc, err := api.NewService(api.Config{Core: p.d, Approvals: p.d.Approvals(), Policies: p.d.PolicyOps(), Usage: p.d.LimitGate()})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	path, h := svc.Handler(p.auth)
 	if rc.TracerProvider != nil {
@@ -52,9 +58,9 @@ func newServer(rc RunConfig, p parts, ui *dashboard.Server) (*http.Server, error
 	}
 	mux.Handle(path, h)
 	mcp, err := mcpserver.New(p.d, p.auth, mcpserver.Config{AllowedOrigins: rc.MCPAllowedOrigins, TaskAfter: rc.MCPTaskAfter,
-		PublicURL: rc.MCPPublicURL, Tasks: p.b.Tasks, Logger: p.log.With("component", "mcp")})
+		PublicURL: rc.MCPPublicURL, Tasks: p.b.Tasks, Bus: p.b, Logger: p.log.With("component", "mcp")})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mcp.Handle(mux)
 	if ui != nil {
@@ -74,10 +80,11 @@ func newServer(rc RunConfig, p parts, ui *dashboard.Server) (*http.Server, error
 	}))
 	mux.Handle("/metrics", telemetry.MetricsHandler(p.metrics))
 	// Every route's body is bounded while read, not only the API's.
-	srv := &http.Server{Handler: api.LimitBody(mux, p.d.Config().MaxRequestBytes), ReadHeaderTimeout: 10 * time.Second, Protocols: new(http.Protocols)}
+	srv := &http.Server{Handler: api.LimitBody(mux, p.d.Config().MaxRequestBytes), ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout: 2 * time.Minute, Protocols: new(http.Protocols)}
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true)
-	return srv, nil
+	return srv, mcp.Close, nil
 }
 
 // authenticator returns the API key check of file, or open access as

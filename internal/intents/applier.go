@@ -127,6 +127,30 @@ type Response struct {
 	// NoSpec, when not empty, says why the tool's spec version is not
 	// known: every intent is refused with it.
 	NoSpec string
+	// SetsMode says the identity applying the intents holds the authority
+	// to set a session's mode (SetSessionMode's: the admin scope). Without
+	// it a SET_MODE intent is refused: a tool's result is a worker's
+	// word, and an agent applying it must not lift its own session's mode.
+	SetsMode bool
+}
+
+// modeRefusal is why a SET_MODE intent applied without the authority is
+// refused.
+const modeRefusal = "SET_MODE needs the authority to set a session's mode (the admin scope), which the identity applying it does not hold"
+
+// refuseModes adds a refusal for every SET_MODE intent of in not refused
+// already.
+func refuseModes(in []*toolwirev1.Intent, refused []Refusal) []Refusal {
+	done := make(map[int]bool, len(refused))
+	for _, r := range refused {
+		done[r.Index] = true
+	}
+	for i, it := range in {
+		if it.GetType() == SetMode && !done[i] {
+			refused = append(refused, Refusal{Index: i, Intent: it, Reason: modeRefusal})
+		}
+	}
+	return refused
 }
 
 // Outcome is what one Apply did.
@@ -165,22 +189,45 @@ func (a *Applier) Apply(ctx context.Context, tenant, session string, r Response)
 	} else {
 		_, refused = Screen(r.Spec, r.Intents)
 	}
+	if !r.SetsMode {
+		refused = refuseModes(r.Intents, refused)
+	}
+	var out Outcome
+	err := a.modify(ctx, tenant, session, func(s *toolwirev1.Session) (bool, error) {
+		out = Outcome{Session: s, Refused: refused}
+		if !a.update(s, r, &out) {
+			return false, nil
+		}
+		if n := stateBytes(s); n > MaxStateBytes {
+			return false, fmt.Errorf("%w: %d bytes of state values, at most %d", ErrSessionFull, n, MaxStateBytes)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	return out, nil
+}
+
+// modify loads a session, lets change change it, and writes it back by
+// compare-and-set on its revision, retried (change runs again on the
+// fresh state) while another writer wins the race, up to MaxAttempts
+// (ErrContention). change reports whether it changed s; an error of
+// change stops it, nothing written.
+func (a *Applier) modify(ctx context.Context, tenant, session string, change func(s *toolwirev1.Session) (bool, error)) error {
 	key := SessionKey(tenant, session)
 	for range a.cfg.MaxAttempts {
 		s, rev, err := a.load(ctx, tenant, session)
 		if err != nil {
-			return Outcome{}, err
+			return err
 		}
-		out := Outcome{Session: s, Refused: refused}
-		if !a.update(s, r, &out) {
-			return out, nil
-		}
-		if n := stateBytes(s); n > MaxStateBytes {
-			return Outcome{}, fmt.Errorf("%w: %d bytes of state values, at most %d", ErrSessionFull, n, MaxStateBytes)
+		changed, err := change(s)
+		if err != nil || !changed {
+			return err
 		}
 		b, err := proto.Marshal(s)
 		if err != nil {
-			return Outcome{}, fmt.Errorf("intents: encode session: %w", err)
+			return fmt.Errorf("intents: encode session: %w", err)
 		}
 		if rev == 0 {
 			_, err = a.kv.Create(ctx, key, b)
@@ -189,20 +236,20 @@ func (a *Applier) Apply(ctx context.Context, tenant, session string, r Response)
 		}
 		switch {
 		case err == nil:
-			return out, nil
+			return nil
 		case errors.Is(err, jetstream.ErrKeyExists) || bus.IsWrongLastSequence(err):
-			// Another applier won the race: reload and re-apply on its state.
+			// Another writer won the race: reload and change its state.
 			select {
 			case <-ctx.Done():
-				return Outcome{}, ctx.Err()
+				return ctx.Err()
 			default:
 			}
 			continue
 		default:
-			return Outcome{}, fmt.Errorf("intents: update session: %w", err)
+			return fmt.Errorf("intents: update session: %w", err)
 		}
 	}
-	return Outcome{}, ErrContention
+	return ErrContention
 }
 
 // update applies r's intents that out.Refused does not name to s, in
@@ -386,13 +433,17 @@ func apply(s *toolwirev1.Session, it *toolwirev1.Intent) {
 	}
 	switch it.GetType() {
 	case EndSession:
-		s.Ended, s.EndReason = true, str("reason")
+		if !s.Ended { // the first end stands: its reason is the session's
+			s.Ended, s.EndReason = true, str("reason")
+		}
 	case SuppressAudio:
 		s.SuppressAudio = flag("suppress")
 	case SuppressTranscript:
 		s.SuppressTranscript = flag("suppress")
 	case SetPendingMessage:
 		s.PendingMessage = str("message")
+	case SetMode:
+		s.Mode = str("mode")
 	case SetState:
 		k := str("key")
 		v := bytes.TrimSpace(p["value"])

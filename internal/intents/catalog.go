@@ -22,6 +22,7 @@ const (
 	EmitEvent          = tool.IntentEmitEvent
 	Notify             = tool.IntentNotify
 	InjectContext      = tool.IntentInjectContext
+	SetMode            = tool.IntentSetMode
 )
 
 // Builtin describes one built-in intent type.
@@ -52,6 +53,8 @@ var Catalog = []Builtin{
 		`{"type":"object","properties":{"message":{"type":"string","minLength":1,"maxLength":10000},"level":{"enum":["info","warning","error"]}},"required":["message"],"additionalProperties":false}`},
 	{InjectContext, "Add text to the model's context for the next turn.",
 		`{"type":"object","properties":{"text":{"type":"string","minLength":1,"maxLength":100000},"role":{"enum":["system","user"]}},"required":["text"],"additionalProperties":false}`},
+	{SetMode, "Set the session's mode (a name the policy's modes: declares; an empty mode clears it): the mode's policy layer applies to the session's later calls.",
+		`{"type":"object","properties":{"mode":{"type":"string","pattern":"^([A-Za-z][A-Za-z0-9_-]{0,63})?$"}},"required":["mode"],"additionalProperties":false}`},
 }
 
 // CustomRe is the rule for custom intent types: a lower-case namespace and

@@ -5,7 +5,7 @@
 //
 // Built-in types, each with a payload schema (Catalog): END_SESSION,
 // SUPPRESS_AUDIO, SUPPRESS_TRANSCRIPT, SET_PENDING_MESSAGE, SET_STATE,
-// EMIT_EVENT, NOTIFY, INJECT_CONTEXT. Custom types are namespaced in lower
+// EMIT_EVENT, NOTIFY, INJECT_CONTEXT, SET_MODE. Custom types are namespaced in lower
 // case (CustomRe: acme.reindex); their payload is any JSON object. A payload
 // is always a JSON object or absent (= {}), at most MaxPayloadBytes.
 //
@@ -75,10 +75,46 @@
 // (MaxAppliedBytes), the state by MaxStateBytes: a session stays one KV
 // value under the server's payload limit. SET_STATE with a null value
 // deletes the key;
-// END_SESSION marks the session ended; the suppress flags default to true;
+// END_SESSION marks the session ended (the first one stands: a later one
+// is logged but keeps the first reason); SET_MODE sets Session.mode, and
+// only when the one applying holds the authority to set modes
+// (Response.SetsMode: the admin scope; otherwise it is refused) (an
+// empty mode clears it; the payload's mode is a name, ^[A-Za-z][A-Za-z0-9_-]{0,63}$,
+// and whether the policy declares it is admission's to check: a session in
+// a mode the policy in force does not declare is refused MODE_RESTRICTED
+// by the dispatcher); the suppress flags default to true;
 // EMIT_EVENT, NOTIFY, INJECT_CONTEXT and custom intents change no field and
 // are recorded, like every applied intent, in the session's log (the most
 // recent ApplierConfig.MaxLog).
+//
+// # Listing
+//
+// List reads one page of a tenant's sessions: an ordered consumer on the
+// bucket's stream, filtered by the tenant's key prefix ("<tenant>.>",
+// SessionKey), from the page token's stream sequence on. The bucket keeps
+// one record per key, so the stream holds each session once, at its last
+// update: the order is that of the last update, oldest first (newest
+// first would need every key of the tenant before the first page). It
+// stops at the page (DefaultPageSize, at most MaxPageSize) or after
+// MaxScanned records, reading 256 at a time, so no listing holds a
+// tenant's every session; the next page token is the sequence after the
+// last record read. Filters (state, mode) are applied to the records
+// read, so a page may be short and still have a next one. A session
+// updated between pages moves to the end and shows again. Listed sessions
+// carry no log, state values or applied keys.
+// # Pinned versions
+//
+// A session's record also holds the spec versions the session pins, by
+// tool name (Session.pinned_versions: versions locked per session, which
+// the dispatcher writes at admission; internal/dispatch's doc.go says
+// when). They are not intents: no tool's result can set them. Pin writes
+// one by the same compare-and-set as Apply (modify: load, change, Update
+// at the read revision, retried on conflict up to
+// ApplierConfig.MaxAttempts), and only when the session pins nothing for
+// the tool yet: the first pin stands, and Pin returns the version in
+// force, so racing writers agree. A session pins at most MaxPins (256)
+// tools (ErrTooManyPins): some 25 KiB of the record. ClearPins removes
+// one tool's pin, or all. Both bump the revision and are not logged.
 //
 // Orchestrators that keep their own state use pkg/client's Applier
 // interface instead.

@@ -18,7 +18,8 @@
 //   - Spend, Usage, Refund: units per fixed window aligned on the Unix
 //     epoch (UTC). A spend that does not fit whole is refused and spends
 //     nothing; a refund gives units back to the window they were spent in.
-//   - Repeat: the loop guard's run of one fingerprint in a scope.
+//   - Repeat: the loop guard's run in a scope: the same fingerprint, or
+//     the same cycle of up to MaxPeriod fingerprints, again and again.
 //
 // Every key has a TTL (the emission horizon, the leases, the window, the
 // loop window) so the bucket holds only live counts; the bucket keeps one

@@ -103,6 +103,7 @@ var celObjects = map[string]map[string]celField{
 		"user":    {types.StringType, func(o any) any { return types.String(o.(*toolwirev1.Caller).GetUser()) }},
 		"run":     {types.StringType, func(o any) any { return types.String(o.(*toolwirev1.Caller).GetRun()) }},
 		"turn":    {types.StringType, func(o any) any { return types.String(o.(*toolwirev1.Caller).GetTurn()) }},
+		"mode":    {types.StringType, func(o any) any { return types.String(o.(*toolwirev1.Caller).GetMode()) }},
 		"scopes": {stringList, func(o any) any {
 			return types.NewStringList(types.DefaultTypeAdapter, o.(*toolwirev1.Caller).GetScopes())
 		}},
@@ -387,7 +388,7 @@ func (a *activation) maxSize() int {
 	}
 	n := len(a.argsIn.Canonical())
 	c := a.callerIn
-	for _, s := range [...]string{c.GetTenant(), c.GetAgent(), c.GetSession(), c.GetUser(), c.GetRun(), c.GetTurn()} {
+	for _, s := range [...]string{c.GetTenant(), c.GetAgent(), c.GetSession(), c.GetUser(), c.GetRun(), c.GetTurn(), c.GetMode()} {
 		n = max(n, len(s))
 	}
 	n = max(n, len(c.GetScopes()))

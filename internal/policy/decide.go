@@ -44,6 +44,9 @@ type Decision struct {
 	// default did: a layer's default applies when none of its rules
 	// matched.
 	Default Layer
+	// DefaultMode is the mode whose layer's default gave the outcome, when
+	// Default is LayerMode.
+	DefaultMode string
 	// RequiresApproval: the tool's spec requires approval, which asks
 	// whatever the rules say (deny still wins).
 	RequiresApproval bool
@@ -103,6 +106,21 @@ func (d *Decision) RuleID() string {
 	return ""
 }
 
+// ModeRestricted reports whether the session's mode is what denied the
+// call: the deciding deny rule is a mode layer's, or no rule decided and
+// the mode layer's default did (a tenant or agent deny, which wins first,
+// is not the mode's). It returns the mode and the rule id ("" for the
+// default).
+func (d *Decision) ModeRestricted() (mode, rule string, ok bool) {
+	if d.Outcome != Deny {
+		return "", "", false
+	}
+	if r := d.Rule(); r != nil {
+		return r.Agent, r.ID, r.Layer == LayerMode
+	}
+	return d.DefaultMode, "", d.Default == LayerMode
+}
+
 // Reason returns what a refused or asked caller may be told: the deciding
 // rule's reason (or, when it has none, its id), never a rule's text.
 func (d *Decision) Reason() string {
@@ -121,6 +139,8 @@ func (d *Decision) Reason() string {
 	switch eff := d.decided(); {
 	case eff == Ask && d.RequiresApproval:
 		return "the tool requires approval"
+	case eff == Deny && d.Default == LayerMode:
+		return fmt.Sprintf("not allowed in mode %s (its default is deny)", d.DefaultMode)
 	case eff == Deny && d.Default != 0:
 		return fmt.Sprintf("not allowed by the %s policy (its default is deny)", d.Default)
 	case eff == Ask && d.Default != 0:
@@ -164,7 +184,7 @@ func (p *Policy) Decide(in Input) Decision {
 	d.Version = p.version
 	name := in.Tool.GetName()
 	layers := p.layersFor(in.Caller)
-	var cands [2]*candidates
+	var cands [len(layers)]*candidates
 	e := evaluator{in: in}
 
 	for i, l := range layers {
@@ -182,7 +202,7 @@ func (p *Policy) Decide(in Input) Decision {
 	}
 
 	var outcome Effect
-	var byDefault [2]Effect
+	var byDefault [len(layers)]Effect
 	for i, l := range layers {
 		if l == nil {
 			continue
@@ -216,6 +236,9 @@ func (p *Policy) Decide(in Input) Decision {
 	for i, l := range layers {
 		if l != nil && byDefault[i] == outcome {
 			d.Default = l.kind
+			if l.kind == LayerMode {
+				d.DefaultMode = l.agent
+			}
 			break
 		}
 	}

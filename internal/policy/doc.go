@@ -33,6 +33,12 @@
 //	  support-bot:                # an agent identity: this layer applies to its calls
 //	    default: ask
 //	    rules: [...]
+//	modes:
+//	  voice:                      # a session mode: this layer applies to the calls of sessions in it
+//	    default: allow            # (caller.mode, set by the dispatcher from the session's state)
+//	    rules: [...]
+//	    sessions:                 # optional, in any layer (sessions.go)
+//	      pin_versions: true      # lock spec versions per session for these calls; any layer turns it on
 //	tests:                        # run before an apply is accepted (RunTests)
 //	  - name: etc is off limits   # optional
 //	    tool: fs_read             # required
@@ -65,12 +71,58 @@
 // has no effect on decisions, but a reordered file is another file).
 // Storing the source text keeps the comments for `show` and `diff`.
 //
+// A layer's sessions: section (sessions.go) says what the dispatcher does
+// with the sessions of the calls it applies to: pin_versions locks the
+// spec versions a session runs (PinsVersions: on when any applicable
+// layer turns it on; false is the default and turns nothing off).
+//
+// Besides its layers and tests, a document has sections of its own,
+// which only whoever applies it can change: limits (limits.go), loop_guard
+// (loopguard.go), hooks (hooks.go) and latency_budgets
+// (latencybudgets.go: soft budgets per tool glob, category and session
+// mode; LatencyBudgetFor gives the tightest that applies to a call, the
+// spec's own timeouts.latency_budget included; an entry naming a mode
+// applies only to the calls of sessions in that mode: the dispatcher
+// passes the call's caller.mode).
+//
+// # Session rules
+//
+// The document's sessions: section (sessions.go; Policy.Sessions,
+// SessionRules) says what a call's session must be, for the dispatcher to
+// enforce at admission (internal/dispatch, "Sessions"): a session is
+// named by its caller, not bound to its credentials, so without these an
+// agent could escape a restricted or ended session by naming none, or a
+// fresh one.
+//
+//	sessions:
+//	  required: true        # a call naming no session is refused PERMISSION_DENIED
+//	  opened_only: true     # a session nobody opened is refused SESSION_INACTIVE
+//	  default_mode: voice   # the mode of calls whose session has none, and of calls without one
+//
+// Every field is optional and off when left out; unknown fields are
+// refused like everywhere else; default_mode names a mode the document
+// declares under modes: (else the document is refused). An empty
+// section is no section (the same version). SessionRules.ModeOf gives the
+// mode a call is decided in: its session's, else default_mode. RunTests
+// decides a test whose caller names no mode in default_mode, as
+// admission would. Decide itself reads caller.mode only: the dispatcher
+// sets it. The section is the document's own, like loop_guard: a
+// tenant's document replaces the installation's whole, sessions included.
+//
 // # The decision
 //
 // Decide takes the tool's spec (name, version, category, annotations,
 // requires_approval), the parsed arguments, the caller, and the grants and
 // approval that may apply. The layers that apply to a call are the tenant
-// layer and the layer of the caller's agent (when the document has one).
+// layer, the layer of the caller's agent (when the document has one) and
+// the layer of the caller's mode (caller.mode, when the document declares
+// it under modes:; a mode name is ModeNameRE). A mode layer composes like
+// the others (deny wins, the most restrictive verdict wins), so a mode
+// narrows and never widens. Decision.ModeRestricted says whether the
+// outcome is the mode's — a mode rule's deny, or the mode's default deny,
+// with no tenant or agent deny first — which the dispatcher answers
+// MODE_RESTRICTED rather than PERMISSION_DENIED. Hidden hides, in a mode,
+// what that mode's layer denies outright. Grants never live in a mode.
 //
 //  1. Deny wins: a matching deny rule in any applicable layer denies.
 //     Nothing covers a deny: not a grant, not an approval.

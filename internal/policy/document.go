@@ -24,10 +24,15 @@ const MaxDocumentBytes = 1 << 20
 type document struct {
 	tenant docLayer
 	agents []docAgent // file order; names unique
+	modes  []docAgent // file order; names unique (name: the mode)
 	tests  []docTest
 	limits []docLimit // limits.go
 	loop   *docLoop   // loopguard.go; nil = the defaults
 	hooks  []docHook  // hooks.go
+
+	budgets []docLatencyBudget // latencybudgets.go
+
+	sessions *docSessions // sessions.go; nil = no section
 }
 
 type docAgent struct {
@@ -42,6 +47,9 @@ type docLayer struct {
 	def     Effect // 0: no default
 	defLine int
 	rules   []docRule
+	// sessions is the layer's sessions: section (sessions.go), not the
+	// document's (document.sessions).
+	sessions layerSessions
 }
 
 type docRule struct {
@@ -124,11 +132,15 @@ func decodeDocument(data []byte) (*document, problems) {
 	}
 	d.mapping(top, "", map[string]func(k, v *yaml.Node){
 		"tenant":     func(_, v *yaml.Node) { d.layer(v, &doc.tenant) },
-		"agents":     func(_, v *yaml.Node) { doc.agents = d.agents(v) },
+		"agents":     func(_, v *yaml.Node) { doc.agents = d.layers(v, "agents", "agent") },
+		"modes":      func(_, v *yaml.Node) { doc.modes = d.layers(v, "modes", "mode") },
 		"tests":      func(_, v *yaml.Node) { doc.tests = d.tests(v) },
 		"limits":     func(_, v *yaml.Node) { doc.limits = d.limits(v) },
 		"loop_guard": func(_, v *yaml.Node) { doc.loop = d.loopGuard(v) },
 		"hooks":      func(_, v *yaml.Node) { doc.hooks = d.hooks(v) },
+
+		"latency_budgets": func(_, v *yaml.Node) { doc.budgets = d.latencyBudgets(v) }, // latencybudgets.go
+		"sessions":        func(_, v *yaml.Node) { doc.sessions = d.sessions(v) },      // sessions.go
 	}, nil)
 	return doc, ps
 }
@@ -297,29 +309,35 @@ func (d decoder) layer(n *yaml.Node, l *docLayer) {
 				l.rules = append(l.rules, d.rule(e, fmt.Sprintf("%s.rules[%d]", l.field, i)))
 			})
 		},
+		"sessions": func(_, v *yaml.Node) { l.sessions = d.layerSessions(v, l.field+".sessions") }, // sessions.go
 	}, nil)
 }
 
-func (d decoder) agents(n *yaml.Node) []docAgent {
+// layers decodes the named layers of section ("agents" or "modes"), each
+// named by a what ("agent" or "mode").
+func (d decoder) layers(n *yaml.Node, section, what string) []docAgent {
 	var out []docAgent
-	if !d.usable(n, "agents") {
+	if !d.usable(n, section) {
 		return nil
 	}
 	if n.Kind != yaml.MappingNode {
-		d.ps.add(n.Line, "agents", "must be a mapping from agent names to layers, not %s", describe(n))
+		d.ps.add(n.Line, section, "must be a mapping from %s names to layers, not %s", what, describe(n))
 		return nil
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		name, ok := d.str(k, "agents")
+		name, ok := d.str(k, section)
 		if !ok {
 			continue
 		}
-		field := "agents." + name
+		field := section + "." + name
 		switch {
 		case name == "":
-			d.ps.add(k.Line, "agents", "an agent name must not be empty")
+			d.ps.add(k.Line, section, "an %s name must not be empty", what)
+			continue
+		case what == "mode" && !ModeNameRE.MatchString(name):
+			d.ps.add(k.Line, field, "%q is not a mode name (letters, digits and _ -, starting with a letter, at most 64)", name)
 			continue
 		case seen[name]:
 			d.ps.add(k.Line, field, "is given twice")
@@ -460,6 +478,7 @@ func (d decoder) caller(n *yaml.Node, field string) *toolwirev1.Caller {
 		"user":    s(&c.User, "user"),
 		"run":     s(&c.Run, "run"),
 		"turn":    s(&c.Turn, "turn"),
+		"mode":    s(&c.Mode, "mode"),
 		"scopes": func(_, v *yaml.Node) {
 			d.seq(v, field+".scopes", func(i int, e *yaml.Node) {
 				if sc, ok := d.str(e, fmt.Sprintf("%s.scopes[%d]", field, i)); ok {

@@ -52,6 +52,9 @@ const (
 	LayerTenant Layer = iota + 1
 	LayerAgent
 	LayerSession
+	// LayerMode is a mode's layer of the document (modes:), which applies
+	// to the calls of sessions in that mode. Grants never live in it.
+	LayerMode
 )
 
 // String returns "tenant", "agent" or "session" ("none" for the zero value).
@@ -63,6 +66,8 @@ func (l Layer) String() string {
 		return "agent"
 	case LayerSession:
 		return "session"
+	case LayerMode:
+		return "mode"
 	}
 	return "none"
 }
@@ -77,6 +82,8 @@ func ParseLayer(s string) (Layer, bool) {
 		return LayerAgent, true
 	case "session":
 		return LayerSession, true
+	case "mode":
+		return LayerMode, true
 	}
 	return 0, false
 }
@@ -101,7 +108,7 @@ func (e *Effect) UnmarshalText(b []byte) error {
 
 // MarshalText writes the layer's name.
 func (l Layer) MarshalText() ([]byte, error) {
-	if l < LayerTenant || l > LayerSession {
+	if l < LayerTenant || l > LayerMode {
 		return nil, fmt.Errorf("policy: no layer %d", l)
 	}
 	return []byte(l.String()), nil

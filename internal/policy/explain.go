@@ -56,6 +56,9 @@ func (p *Policy) Explain(in Input) Explanation {
 			if i == 1 && in.Caller.GetAgent() != "" {
 				x.Layers = append(x.Layers, fmt.Sprintf("agent %s: no layer", in.Caller.GetAgent()))
 			}
+			if i == 2 && in.Caller.GetMode() != "" {
+				x.Layers = append(x.Layers, fmt.Sprintf("mode %s: not declared", in.Caller.GetMode()))
+			}
 			continue
 		}
 		x.Layers = append(x.Layers, l.describe())
@@ -72,8 +75,11 @@ func (p *Policy) Explain(in Input) Explanation {
 
 func (l *layer) describe() string {
 	name := "tenant"
-	if l.kind == LayerAgent {
+	switch l.kind {
+	case LayerAgent:
 		name = "agent " + l.agent
+	case LayerMode:
+		name = "mode " + l.agent
 	}
 	if l.def == 0 {
 		return name + " (no default)"

@@ -27,11 +27,19 @@ type Policy struct {
 	tenant    *layer
 	agents    map[string]*layer
 	agentList []string // sorted
+	modes     map[string]*layer
+	modeList  []string // sorted
 	rules     []*RuleInfo
 	tests     []docTest
 	limits    []*Limit   // limits.go
 	loop      *LoopGuard // loopguard.go; nil = off
 	hooks     []*Hook    // hooks.go; in the order they run
+	// latencybudgets.go; in the document's order
+	budgets []*latencyBudget
+	// sessions.go; the zero value without the section
+	sessions SessionRules
+	// anyPins: some layer says sessions.pin_versions (sessions.go).
+	anyPins bool
 }
 
 // RuleInfo describes one rule of a policy. Explain and the audit name a
@@ -40,7 +48,7 @@ type Policy struct {
 // them to administrators only.
 type RuleInfo struct {
 	Layer  Layer  // LayerTenant or LayerAgent
-	Agent  string // for LayerAgent: the agent whose layer holds the rule
+	Agent  string // for LayerAgent: the agent whose layer holds the rule; for LayerMode: the mode
 	ID     string
 	Effect Effect
 	Reason string
@@ -54,8 +62,11 @@ type RuleInfo struct {
 // Name renders the rule for people: `tenant rule "no-etc"`, `agent
 // support-bot rule "ask-writes"`.
 func (r *RuleInfo) Name() string {
-	if r.Layer == LayerAgent {
+	switch r.Layer {
+	case LayerAgent:
 		return fmt.Sprintf("agent %s rule %q", r.Agent, r.ID)
+	case LayerMode:
+		return fmt.Sprintf("mode %s rule %q", r.Agent, r.ID)
 	}
 	return fmt.Sprintf("tenant rule %q", r.ID)
 }
@@ -111,6 +122,8 @@ type layer struct {
 	agent string
 	def   Effect // 0: none
 	rules []*rule
+	// pinVersions: the layer's sessions.pin_versions (sessions.go).
+	pinVersions bool
 
 	// cache maps a tool name to the rules whose tools globs match it; a
 	// copy-on-write map, so a lookup takes no lock and allocates nothing.
@@ -188,10 +201,35 @@ func lenOf(m *map[string]*candidates) int {
 	return len(*m)
 }
 
-// layersFor returns the layers that apply to caller: the tenant layer and
-// the caller's agent layer (nil when the document has none).
-func (p *Policy) layersFor(caller *toolwirev1.Caller) [2]*layer {
-	return [2]*layer{p.tenant, p.agents[caller.GetAgent()]}
+// layersFor returns the layers that apply to caller: the tenant layer,
+// the caller's agent layer and its session's mode layer (each nil when the
+// document has none).
+func (p *Policy) layersFor(caller *toolwirev1.Caller) [3]*layer {
+	var mode *layer
+	if m := caller.GetMode(); m != "" {
+		mode = p.modes[m]
+	}
+	return [3]*layer{p.tenant, p.agents[caller.GetAgent()], mode}
+}
+
+// ModeNameRE is what a mode's name may be.
+var ModeNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
+
+// Modes returns the modes the document declares (modes:), sorted.
+func (p *Policy) Modes() []string {
+	if p == nil {
+		return nil
+	}
+	return p.modeList
+}
+
+// HasMode reports whether the document declares mode.
+func (p *Policy) HasMode(mode string) bool {
+	if p == nil {
+		return false
+	}
+	_, ok := p.modes[mode]
+	return ok
 }
 
 // ruleIDRE is what a rule id may be: it is named in audit records and
@@ -219,7 +257,7 @@ func Parse(data []byte) (*Policy, error) {
 	}
 	// Compile even when decoding found problems, so that one refusal
 	// names them all.
-	p := &Policy{source: slices.Clone(data), agents: map[string]*layer{}}
+	p := &Policy{source: slices.Clone(data), agents: map[string]*layer{}, modes: map[string]*layer{}}
 	ids := map[string]int{} // id → line of its first use
 	p.tenant = compileLayer(&doc.tenant, LayerTenant, "", ids, &ps)
 	for _, a := range doc.agents {
@@ -227,9 +265,23 @@ func Parse(data []byte) (*Policy, error) {
 		p.agentList = append(p.agentList, a.name)
 	}
 	slices.Sort(p.agentList)
+	for _, m := range doc.modes {
+		p.modes[m.name] = compileLayer(&m.layer, LayerMode, m.name, ids, &ps)
+		p.modeList = append(p.modeList, m.name)
+	}
+	slices.Sort(p.modeList)
+	p.anyPins = p.tenant.pinVersions
+	for _, l := range p.agents {
+		p.anyPins = p.anyPins || l.pinVersions
+	}
+	for _, l := range p.modes {
+		p.anyPins = p.anyPins || l.pinVersions
+	}
 	p.limits = compileLimits(doc.limits, ids, &ps)
 	p.loop = compileLoopGuard(doc.loop, &ps)
 	p.hooks = compileHooks(doc.hooks, ids, &ps)
+	p.budgets = compileLatencyBudgets(doc.budgets, &ps)
+	p.sessions = compileSessions(doc.sessions, p.modes, &ps)
 	for _, t := range doc.tests {
 		if t.tool == "" {
 			ps.add(t.line, t.field+".tool", "must not be empty")
@@ -252,6 +304,11 @@ func Parse(data []byte) (*Policy, error) {
 			p.rules = append(p.rules, &r.info)
 		}
 	}
+	for _, name := range p.modeList {
+		for _, r := range p.modes[name].rules {
+			p.rules = append(p.rules, &r.info)
+		}
+	}
 	canon, err := canonicalDocument(doc)
 	if err != nil {
 		return nil, fmt.Errorf("policy: canonical form: %w", err)
@@ -262,7 +319,7 @@ func Parse(data []byte) (*Policy, error) {
 }
 
 func compileLayer(dl *docLayer, kind Layer, agent string, ids map[string]int, ps *problems) *layer {
-	l := &layer{kind: kind, agent: agent, def: dl.def}
+	l := &layer{kind: kind, agent: agent, def: dl.def, pinVersions: dl.sessions.pinVersions}
 	for i := range dl.rules {
 		if r := compileRule(&dl.rules[i], kind, agent, ids, ps); r != nil {
 			l.rules = append(l.rules, r)
@@ -377,8 +434,9 @@ func canonicalDocument(doc *document) ([]byte, error) {
 		Reason string         `json:"reason,omitempty"`
 	}
 	type cLayer struct {
-		Default string  `json:"default,omitempty"`
-		Rules   []cRule `json:"rules,omitempty"`
+		Default  string         `json:"default,omitempty"`
+		Rules    []cRule        `json:"rules,omitempty"`
+		Sessions map[string]any `json:"sessions,omitempty"` // sessions.go
 	}
 	type cCaller struct {
 		Tenant  string   `json:"tenant,omitempty"`
@@ -386,6 +444,7 @@ func canonicalDocument(doc *document) ([]byte, error) {
 		Session string   `json:"session,omitempty"`
 		User    string   `json:"user,omitempty"`
 		Run     string   `json:"run,omitempty"`
+		Mode    string   `json:"mode,omitempty"`
 		Turn    string   `json:"turn,omitempty"`
 		Scopes  []string `json:"scopes,omitempty"`
 	}
@@ -407,10 +466,15 @@ func canonicalDocument(doc *document) ([]byte, error) {
 	type cDoc struct {
 		Tenant *cLayer            `json:"tenant,omitempty"`
 		Agents map[string]*cLayer `json:"agents,omitempty"`
+		Modes  map[string]*cLayer `json:"modes,omitempty"`
 		Tests  []cTest            `json:"tests,omitempty"`
 		Limits []map[string]any   `json:"limits,omitempty"`
 		Loop   map[string]any     `json:"loop_guard,omitempty"`
 		Hooks  []map[string]any   `json:"hooks,omitempty"`
+		// latencybudgets.go
+		Budgets []map[string]any `json:"latency_budgets,omitempty"`
+		// sessions.go
+		Sessions map[string]any `json:"sessions,omitempty"`
 	}
 	layerOf := func(dl *docLayer) *cLayer {
 		cl := &cLayer{}
@@ -430,7 +494,8 @@ func canonicalDocument(doc *document) ([]byte, error) {
 			}
 			cl.Rules = append(cl.Rules, cr)
 		}
-		if cl.Default == "" && len(cl.Rules) == 0 {
+		cl.Sessions = dl.sessions.canonical()
+		if cl.Default == "" && len(cl.Rules) == 0 && cl.Sessions == nil {
 			return nil
 		}
 		return cl
@@ -440,6 +505,8 @@ func canonicalDocument(doc *document) ([]byte, error) {
 	cd.Limits = canonicalLimits(doc.limits)
 	cd.Loop = canonicalLoop(doc.loop)
 	cd.Hooks = canonicalHooks(doc.hooks)
+	cd.Budgets = canonicalLatencyBudgets(doc.budgets)
+	cd.Sessions = canonicalSessions(doc.sessions)
 	for _, a := range doc.agents {
 		if cd.Agents == nil {
 			cd.Agents = map[string]*cLayer{}
@@ -449,6 +516,16 @@ func canonicalDocument(doc *document) ([]byte, error) {
 			cl = &cLayer{}
 		}
 		cd.Agents[a.name] = cl
+	}
+	for _, m := range doc.modes {
+		if cd.Modes == nil {
+			cd.Modes = map[string]*cLayer{}
+		}
+		cl := layerOf(&m.layer)
+		if cl == nil {
+			cl = &cLayer{}
+		}
+		cd.Modes[m.name] = cl
 	}
 	for _, t := range doc.tests {
 		ct := cTest{Name: t.name, Tool: t.tool, Expect: t.expect.String(), RequiresApproval: t.requiresApproval}
@@ -462,7 +539,7 @@ func canonicalDocument(doc *document) ([]byte, error) {
 			}
 		}
 		if c := t.caller; c != nil {
-			cc := cCaller{Tenant: c.Tenant, Agent: c.Agent, Session: c.Session, User: c.User, Run: c.Run, Turn: c.Turn, Scopes: c.Scopes}
+			cc := cCaller{Tenant: c.Tenant, Agent: c.Agent, Session: c.Session, User: c.User, Run: c.Run, Mode: c.Mode, Turn: c.Turn, Scopes: c.Scopes}
 			if !reflect.ValueOf(cc).IsZero() {
 				ct.Caller = &cc
 			}
@@ -496,6 +573,9 @@ func celBytes(doc *document) int {
 	layers := []*docLayer{&doc.tenant}
 	for i := range doc.agents {
 		layers = append(layers, &doc.agents[i].layer)
+	}
+	for i := range doc.modes {
+		layers = append(layers, &doc.modes[i].layer)
 	}
 	for _, l := range layers {
 		for _, r := range l.rules {

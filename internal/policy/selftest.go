@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -71,7 +72,9 @@ type ToolLookup func(name string) *toolwirev1.ToolSpec
 // and knows the tool, else a bare spec with only the name (no
 // annotations: MCP's defaults, so destructive and open-world); the
 // test's own requires_approval and annotations override either. Tests
-// run with no grants and no approval, at a fixed time.
+// run with no grants and no approval, at a fixed time. A test whose
+// caller names no mode runs in the document's sessions.default_mode, if
+// any, as admission decides such a call.
 func (p *Policy) RunTests(lookup ToolLookup) error {
 	if p == nil || len(p.tests) == 0 {
 		return nil
@@ -80,6 +83,11 @@ func (p *Policy) RunTests(lookup ToolLookup) error {
 	for i := range p.tests {
 		t := &p.tests[i]
 		in := Input{Tool: t.spec(lookup), Caller: t.caller, Now: testTime}
+		if m := p.sessions.DefaultMode; m != "" && t.caller.GetMode() == "" {
+			// As admission decides it: in the default mode.
+			in.Caller = proto.CloneOf(cmp.Or(t.caller, &toolwirev1.Caller{}))
+			in.Caller.Mode = m
+		}
 		if t.args != nil {
 			args, err := ParseArgs(t.args)
 			if err != nil { // Parse checked them

@@ -38,6 +38,12 @@
 //   - Explain decides a call as admission would, without validating or
 //     running it, on behalf of the request's agent (default the caller's
 //     own, with its scopes), session, user and run in the caller's tenant,
+//     in the request's mode (caller.mode; one the policy declares, else
+//     ErrBadRequest; never read from the session; none given, the
+//     policy's sessions.default_mode, as admission decides), and says
+//     what the policy's session rules do to the call (Explanation.
+//     Sessions: a call naming no session under sessions.required is
+//     refused before the rules decide),
 //     with the policy in force or another version, and says why: the
 //     applicable layers, every rule naming the tool with its layer,
 //     effect, line, whether it matched and why (argument values against

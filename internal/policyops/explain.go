@@ -31,6 +31,10 @@ type ExplainRequest struct {
 	PolicyVersion string
 	// ApprovalID names an approval of the tenant the call presents.
 	ApprovalID string
+	// Mode decides as if the call's session were in this mode
+	// (caller.mode); "" = none. It is not read from Session: a session's
+	// mode changes, the question is the administrator's.
+	Mode string
 }
 
 // Explanation is a decision and why.
@@ -40,13 +44,21 @@ type Explanation struct {
 	// nothing (unknown, or not approved); "" when it binds, or none was
 	// named.
 	ApprovalError string
+	// Sessions is the policy's session rules and what they do to the
+	// call (policy.SessionRules.Explain); "" when it has none.
+	Sessions string
 }
 
 // Explain decides a call of the caller's tenant as admission would (after
 // the schema; the call is not validated or run) and says why: every rule
 // that names the tool, with its layer, whether it matched and why.
 // Errors: ErrNotAdmin, ErrBadRequest (no tool; arguments
-// policy.ParseArgs refuses, as "VALIDATION: arguments_json: ..."),
+// policy.ParseArgs refuses, as "VALIDATION: arguments_json: ..."; a Mode
+// the policy decided with does not declare, whose calls admission
+// refuses MODE_RESTRICTED whatever they are). Without a Mode the call is
+// decided in the policy's sessions.default_mode, as admission decides it,
+// and Sessions says what the policy's session rules do to it (a call
+// naming no session under sessions.required never reaches the rules),
 // registry.ErrNotFound, ErrUnavailable (the registry could not be read),
 // ErrStoredPolicy, and for a PolicyVersion policystore.ErrBadScope,
 // policystore.ErrUnknownVersion or a store failure.
@@ -72,20 +84,27 @@ func (o *Ops) Explain(ctx context.Context, id identity.Identity, r ExplainReques
 	if err != nil {
 		return nil, err
 	}
+	if r.Mode != "" && p != nil && !p.HasMode(r.Mode) {
+		return nil, ofKind(ErrBadRequest, fmt.Errorf("mode %q: the policy declares no such mode (admission refuses every call in it)", r.Mode))
+	}
 	in := policy.Input{Tool: ent.Spec, Args: args, Caller: explainedCaller(id, &r), Grants: o.cfg.Grants, Now: time.Now()}
+	rules := p.Sessions()
+	defaulted := in.Caller.Mode == "" && rules.DefaultMode != ""
+	in.Caller.Mode = rules.ModeOf(in.Caller.Mode) // as admission decides a call without a mode
 	var approvalErr string
 	if r.ApprovalID != "" {
 		if in.Approval, err = o.approval(ctx, id, r.ApprovalID); err != nil {
 			approvalErr = err.Error()
 		}
 	}
-	return &Explanation{Explanation: p.Explain(in), ApprovalError: approvalErr}, nil
+	return &Explanation{Explanation: p.Explain(in), ApprovalError: approvalErr,
+		Sessions: rules.Explain(in.Caller.Session, in.Caller.Mode, defaulted)}, nil
 }
 
 // explainedCaller is the caller Explain decides for.
 func explainedCaller(id identity.Identity, r *ExplainRequest) *toolwirev1.Caller {
 	c := &toolwirev1.Caller{Tenant: id.Tenant, Agent: cmp.Or(r.Agent, id.Agent), Session: r.Session, User: r.User,
-		Run: r.Run, Scopes: r.Scopes}
+		Run: r.Run, Scopes: r.Scopes, Mode: r.Mode}
 	if len(r.Scopes) == 0 && c.Agent == id.Agent {
 		c.Scopes = id.Scopes
 	}

@@ -194,3 +194,31 @@ func TestExplain(t *testing.T) {
 	_, err = s.ops.Explain(ctx, root, policyops.ExplainRequest{Tool: "echo", PolicyVersion: "sha256:" + strings.Repeat("0", 64)})
 	require.ErrorIs(t, err, policystore.ErrUnknownVersion)
 }
+
+// Explain decides as if the session were in the request's mode: the
+// mode's layer applies and is named; a mode the policy does not declare
+// is a bad request (admission would refuse every call in it).
+func TestExplainInMode(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	ctx := t.Context()
+	_, err := s.ops.Apply(ctx, root, policyops.ApplyRequest{Document: []byte(
+		"tenant: {default: allow}\nmodes:\n  voice:\n    rules:\n      - {id: voice-quiet, effect: deny, tools: [echo], reason: no echo on a call}\n")})
+	require.NoError(t, err)
+	x, err := s.ops.Explain(ctx, root, policyops.ExplainRequest{Tool: "echo", Mode: "voice"})
+	require.NoError(t, err)
+	require.Equal(t, policy.Deny, x.Decision.Outcome)
+	require.Equal(t, "voice-quiet", x.Decision.RuleID())
+	mode, rule, ok := x.Decision.ModeRestricted()
+	require.True(t, ok)
+	require.Equal(t, []string{"voice", "voice-quiet"}, []string{mode, rule})
+	require.Contains(t, x.Layers, "mode voice (no default)")
+
+	x, err = s.ops.Explain(ctx, root, policyops.ExplainRequest{Tool: "echo"})
+	require.NoError(t, err)
+	require.Equal(t, policy.Allow, x.Decision.Outcome, "without the mode")
+
+	_, err = s.ops.Explain(ctx, root, policyops.ExplainRequest{Tool: "echo", Mode: "shout"})
+	require.ErrorIs(t, err, policyops.ErrBadRequest)
+	require.ErrorContains(t, err, `mode "shout"`)
+}

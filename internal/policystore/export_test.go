@@ -71,3 +71,6 @@ func (w *endingWatcher) Updates() <-chan jetstream.KeyValueEntry {
 
 // SetParse replaces how h parses a document (before Start).
 func SetParse(h *Holder, parse func([]byte) (*policy.Policy, error)) { h.parse = parse }
+
+// LivePeers names the Holders h heard say they are alive.
+func LivePeers(h *Holder) []string { return h.livePeers() }

@@ -166,6 +166,12 @@ func TestWaitFleetReturnsWhenEveryReplicaEnforces(t *testing.T) {
 	})
 	require.NoError(t, stuck.Start(t.Context()))
 	t.Cleanup(func() { close(release); _ = stuck.Stop(context.Background()) })
+	// The asker knows the stuck replica is live (its presence arrived):
+	// on a loaded machine its first answer may come after FleetDiscovery,
+	// and a replica neither live nor answering is not counted (by design).
+	require.Eventually(t, func() bool {
+		return slices.Contains(policystore.LivePeers(holders[0]), stuck.Replica())
+	}, 30*time.Second, 10*time.Millisecond)
 	a, err := store.Apply(t.Context(), scope, []byte("# stuck here\ntenant:\n  default: deny\n"), policystore.ApplyOptions{AppliedBy: "test"})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)

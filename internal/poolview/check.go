@@ -197,24 +197,51 @@ func (l *Load) judgePool(p *poolLoad, admitted int64, s2s time.Duration) (te *to
 	if p.bound >= 0 && e.backlog >= p.bound {
 		after := minRetryAfter
 		if e.rate > 0 {
-			after = time.Duration(float64(e.backlog-p.bound+1) / e.rate * float64(time.Second))
+			after = e.stalled + time.Duration(float64(e.backlog-p.bound+1)/e.rate*float64(time.Second))
 		}
 		te := overloaded(fmt.Sprintf("pool %s has %d calls queued or running, at its bound of %d", p.name, e.backlog, p.bound), after)
 		te.Suggestion = "retry after retry_after; the pool needs more workers, or a larger bound (--pool-max-backlog)"
 		return te, telemetry.OverloadBacklog, e.readBacklog < p.bound && !e.draining
 	}
-	if s2s > 0 && e.rate > 0 {
-		// Refused past 90% of the schedule-to-start: the rest is headroom
-		// for the estimate's error, so that an accepted call starts in time.
-		limit := s2s * 9 / 10
+	if limit := l.waitLimit(p, s2s); limit > 0 && e.rate > 0 {
 		if wait := e.wait(e.pending); wait > limit {
-			te := overloaded(fmt.Sprintf("pool %s would start this call in about %s, after its schedule-to-start of %s (%d calls queued, finishing about %.0f a second)",
-				p.name, wait.Round(time.Millisecond), s2s, e.pending, e.rate), wait-limit)
+			what := fmt.Sprintf("after its schedule-to-start of %s", s2s)
+			if s2s <= 0 {
+				what = fmt.Sprintf("past the longest wait a call without a schedule-to-start is admitted for (%s)", limit.Round(time.Millisecond))
+			}
+			te := overloaded(fmt.Sprintf("pool %s would start this call in about %s, %s (%d calls queued, finishing about %.0f a second)",
+				p.name, wait.Round(time.Millisecond), what, e.pending, e.rate), wait-limit)
 			te.Suggestion = "retry after retry_after, or allow a longer schedule_to_start"
+			if s2s <= 0 {
+				te.Suggestion = "retry after retry_after, or give the call a schedule_to_start; the pool needs more workers, or a bound of its own (--pool-max-queue-wait)"
+			}
 			return te, telemetry.OverloadExpectedWait, e.wait(e.readPending) <= limit && !e.draining
 		}
 	}
 	return nil, "", false
+}
+
+// waitLimit is the longest expected wait pool p admits a call with
+// schedule-to-start s2s (0 = none) for; 0 = no bound. A call without one
+// is bounded by the pool's own bound (PoolMaxQueueWait), else by the
+// default: the larger of MaxQueueWait and QueueWaitRounds times the
+// pool's typical call time (none measured yet: MaxQueueWait), so that a
+// pool of slow tools queues a few rounds of its calls. A schedule-to-start
+// is a deadline the call expires at, so it keeps headroom for the
+// estimate's error: the limit is 90% of it, and at most s2s less one
+// refresh interval (the view may be that old when the pool slows), but
+// never below half of it.
+func (l *Load) waitLimit(p *poolLoad, s2s time.Duration) time.Duration {
+	if s2s > 0 {
+		return min(s2s*9/10, max(s2s-l.cfg.Refresh, s2s/2))
+	}
+	switch {
+	case p.waitBound != 0:
+		return max(p.waitBound, 0)
+	case l.cfg.MaxQueueWait < 0:
+		return 0
+	}
+	return max(l.cfg.MaxQueueWait, QueueWaitRounds*time.Duration(p.callTime.Load()))
 }
 
 // storeRefusal is the OVERLOADED answer to a call that would write a

@@ -44,13 +44,52 @@
 //     LoadConfig.PoolMaxBacklog (the dispatcher's Config.MaxBacklog and
 //     PoolMaxBacklog); retry_after is the time the pool needs to work off
 //     the excess at its drain rate (at least 1s, at most 1m).
-//   - the call has a schedule-to-start (Request.ScheduleToStart) and its
-//     pool would start it after 90% of it: the expected wait is the
-//     pool's queued calls (NumPending and what this replica admitted
-//     since) over its drain rate, and the last 10% is headroom for the
-//     estimate's error, so that an accepted call starts in time;
-//     retry_after is the excess. Without a drain rate measured yet (no
-//     call finished), this check does not refuse.
+//   - its pool would start it too late: the expected wait is the pool's
+//     queued calls (NumPending and what this replica admitted since) over
+//     its drain rate (below: conservative, it falls as fast as the pool
+//     slows). A call with a schedule-to-start (Request.ScheduleToStart) is
+//     refused when the wait is past 90% of it or past it less one
+//     refresh interval, whichever is shorter (but never below half of
+//     it): the rest is headroom for the estimate's error and for a view
+//     up to a refresh interval old, so that an accepted call starts in
+//     time. A call without one is refused when the wait is past its
+//     pool's bound on queue wait (below), so that overload is refused
+//     fast with no configuration: before, only the backlog bound refused
+//     such calls, at 10,000 calls, minutes of queue. retry_after is the
+//     excess. Without a drain rate measured yet (no call finished), this
+//     check does not refuse.
+//
+// A pool's bound on queue wait, for calls without a schedule-to-start,
+// is by default the larger of LoadConfig.MaxQueueWait (2s; the
+// dispatcher's Config.MaxQueueWait, --max-queue-wait; negative = no
+// bound) and QueueWaitRounds (3) times the pool's typical call time;
+// LoadConfig.PoolMaxQueueWait (the dispatcher's Config.PoolMaxQueueWait,
+// --pool-max-queue-wait sandbox=2m; negative = none) gives a pool a
+// bound of its own in its place, which does not scale. Why it scales: a
+// fixed 2s is the right default for a fast pool (8 slots running 20ms
+// calls work off 2s of queue, 800 calls, in 2s, and latency recovers
+// within about twice that once an overload ends), but a pool of slow
+// tools (LLM-backed tools, sandboxes: 8 slots running 30s calls drain
+// 0.27 calls a second) would refuse almost any call that queues at all
+// (one call queued is 3.75s of expected wait), while its callers expect
+// to wait about a call's time. Three rounds of its own calls is the
+// queue such a pool may hold: a caller waits at most about three times
+// what the call itself takes, and the queue left when an overload ends
+// is worked off in three call times. Any pool whose calls take under
+// 2s/3 (666ms) keeps 2s. The call time is measured, not declared: the
+// time a call spends in flight (taken by a worker, not yet acknowledged),
+// by Little's law — the pool consumer's NumAckPending integrated over
+// time over the calls finished, both decayed with a half-life of a
+// minute, so that it covers several calls of even a slow tool and
+// follows a tool that turns slower or faster within minutes. It holds
+// at any load, busy or not; idle time counts nothing; while the figure
+// rests on few calls it errs high by at most one call in flight over all
+// it measured. It changes only at a read that found calls finished: a
+// stall (workers that stopped answering) is not taken for slow calls,
+// so while nothing finishes the bound stands and the growing expected
+// wait refuses. Until a call finished it is unknown and the bound is
+// MaxQueueWait. Load.Pools reports both (PoolStatus.WaitBound,
+// PoolStatus.CallTime).
 //
 // The view is cached: admission never asks the server. One goroutine per
 // replica lists the calls stream's pool consumers every
@@ -77,15 +116,37 @@
 // most one every 20ms; callers waiting meanwhile share it), and is judged
 // on it. What other replicas admitted since the last read a replica
 // cannot see, so N replicas may overshoot a bound by what N-1 of them
-// admit in 500ms. A pool's drain rate is the calls it finished per second
-// (delivered, less the growth of ack-pending) over the last 2s: while the
-// pool has a backlog, its capacity. When the load jumps it lags by up to
-// 2s and refuses calls with a schedule-to-start a little early; when
-// nothing finished in the window (the workers are gone) it is the busiest
-// rate seen, halving every 10s, so the expected wait grows rather than
-// becoming unknown. A failed read keeps the last figures (logged once per
-// streak). A call whose subject no pool consumer filters is not checked
-// here.
+// admit in 500ms.
+//
+// A pool's drain rate is the calls it finished per second (delivered,
+// less the growth of ack-pending), measured at every read; while the pool
+// has a backlog, its capacity. It bounds the wait of the calls admission
+// accepts, so it errs low, never high:
+//
+//   - when calls finished in the last 500ms, it is the lower of that
+//     window's rate and the last 2s's: a pool that slows down is seen
+//     slower at the next read (before, the mean of 2s over-admitted
+//     calls that then expired while the pool finished a tenth of that);
+//     when the load jumps it lags by up to 2s, refusing calls a little
+//     early;
+//   - when none finished in the last 500ms but calls are in flight (slow
+//     calls, workers that stopped answering, a stream electing a leader),
+//     the pool is stalled: the rate is the one it drains at once it
+//     resumes (the busiest seen, decayed as below), and the expected wait
+//     is the time stalled so far — as long again is the guess for what
+//     is left — plus the queue at that rate, so it grows with every read
+//     and a pool that stays stuck is refused within its bound (unknown
+//     while the pool never finished a call). Before, the rate itself fell
+//     as the calls in flight over the time stalled, so a 5s leader
+//     election with 32 calls in flight read as 6 calls a second, and a
+//     queue of 450 that the pool works off in a second as 80s: calls
+//     were refused under a one-minute bound (TestClusterLeaderKills);
+//   - when none finished and none are in flight (idle, or the workers
+//     gone), it is the busiest rate seen, halving every 10s, so the
+//     expected wait grows rather than becoming unknown.
+//
+// A failed read keeps the last figures (logged once per streak). A call
+// whose subject no pool consumer filters is not checked here.
 //
 // An overload refusal is not recorded as a REJECTED event, unlike the
 // other refusals (the dispatcher's overload step decides that): under

@@ -37,7 +37,16 @@ const (
 	DefaultRefresh        = 500 * time.Millisecond
 	DefaultMaxBacklog     = 10000
 	DefaultStoreHighWater = 0.9
+	DefaultMaxQueueWait   = 2 * time.Second
 )
+
+// QueueWaitRounds is how many of its own calls' time a pool may queue
+// by default: the default bound on queue wait is the larger of
+// LoadConfig.MaxQueueWait and QueueWaitRounds times the pool's typical
+// call time, so a pool of slow tools (30s calls) queues three rounds of
+// its calls (90s) while a fast pool (20ms calls, up to 666ms) keeps
+// MaxQueueWait. See doc.go, "Overload".
+const QueueWaitRounds = 3
 
 // LoadConfig configures a Load.
 type LoadConfig struct {
@@ -55,6 +64,21 @@ type LoadConfig struct {
 	MaxBacklog int
 	// PoolMaxBacklog overrides MaxBacklog by pool name; -1 = no bound.
 	PoolMaxBacklog map[string]int
+	// MaxQueueWait bounds the expected wait of a call that has no
+	// schedule-to-start of its own, with the pool's own service time: a
+	// call its pool would start later than the larger of MaxQueueWait
+	// and QueueWaitRounds times the pool's typical call time is refused
+	// OVERLOADED, so that overload is refused fast with no configuration
+	// (without it, only MaxBacklog refused: 10,000 calls, minutes of
+	// queue) while a pool of slow tools still queues a few rounds of its
+	// calls. A call's own schedule-to-start replaces it, longer or
+	// shorter. Default 2s; negative = no bound (for the pools without
+	// one of their own in PoolMaxQueueWait).
+	MaxQueueWait time.Duration
+	// PoolMaxQueueWait is a pool's own bound on queue wait, by pool name:
+	// it replaces the default (MaxQueueWait, scaled with the pool's call
+	// time) and does not scale. At least 100ms; negative = no bound.
+	PoolMaxQueueWait map[string]time.Duration
 	// StoreHighWater is the share of a store's byte limit past which
 	// calls that would write it are refused, so that the calls already
 	// admitted still have room to finish. Default 0.9; above 0, at most 1.
@@ -69,6 +93,7 @@ func (c LoadConfig) WithDefaults() LoadConfig {
 	c.Refresh = cmp.Or(c.Refresh, DefaultRefresh)
 	c.MaxBacklog = cmp.Or(c.MaxBacklog, DefaultMaxBacklog)
 	c.StoreHighWater = cmp.Or(c.StoreHighWater, DefaultStoreHighWater)
+	c.MaxQueueWait = cmp.Or(c.MaxQueueWait, DefaultMaxQueueWait)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
@@ -80,6 +105,8 @@ func (c LoadConfig) Validate() error {
 		return errors.New("poolview: LoadConfig.Bus is required")
 	case c.Refresh < 10*time.Millisecond:
 		return fmt.Errorf("poolview: LoadConfig.Refresh %s is below 10ms", c.Refresh)
+	case c.MaxQueueWait > 0 && c.MaxQueueWait < 100*time.Millisecond:
+		return fmt.Errorf("poolview: LoadConfig.MaxQueueWait %s is below 100ms (negative = no bound)", c.MaxQueueWait)
 	case c.MaxBacklog == 0 || c.MaxBacklog < -1:
 		return fmt.Errorf("poolview: LoadConfig.MaxBacklog %d must be positive or -1", c.MaxBacklog)
 	case c.StoreHighWater <= 0 || c.StoreHighWater > 1:
@@ -90,7 +117,21 @@ func (c LoadConfig) Validate() error {
 			return fmt.Errorf("poolview: LoadConfig.PoolMaxBacklog[%s] %d must be positive or -1", pool, n)
 		}
 	}
+	for pool, d := range c.PoolMaxQueueWait {
+		if d >= 0 && d < 100*time.Millisecond {
+			return fmt.Errorf("poolview: LoadConfig.PoolMaxQueueWait[%s] %s is below 100ms (negative = no bound)", pool, d)
+		}
+	}
 	return nil
+}
+
+// queueWaitBound is pool's own bound on queue wait (PoolMaxQueueWait;
+// -1 = none), or 0: the default, scaled with its call time.
+func (c LoadConfig) queueWaitBound(pool string) time.Duration {
+	if d, ok := c.PoolMaxQueueWait[pool]; ok {
+		return max(d, -1)
+	}
+	return 0
 }
 
 // backlogBound is pool's backlog bound; -1 = none.

@@ -27,7 +27,7 @@ func (l *Load) readPools(ctx context.Context) error {
 		p := l.pools[ci.Name]
 		if p == nil {
 			name := strings.TrimPrefix(ci.Name, l.poolPrefix)
-			p = &poolLoad{name: name, consumer: ci.Name, bound: l.cfg.backlogBound(name)}
+			p = &poolLoad{name: name, consumer: ci.Name, bound: l.cfg.backlogBound(name), waitBound: l.cfg.queueWaitBound(name)}
 			l.pools[ci.Name] = p
 		}
 		l.filters[ci.Name] = bus.ConsumerFilters(ci.Config)

@@ -30,6 +30,11 @@ type PoolStatus struct {
 	// wait to start.
 	DrainRate    float64
 	ExpectedWait time.Duration
+	// WaitBound is the longest expected wait a call without a
+	// schedule-to-start is admitted for: the pool's own bound, or the
+	// default scaled with CallTime (doc.go, "Overload"); 0 = none.
+	// CallTime is the pool's typical call time, measured (0 = not yet).
+	WaitBound, CallTime time.Duration
 	// ReadAt is when the figures were read; zero = never.
 	ReadAt time.Time
 }
@@ -48,7 +53,7 @@ func (l *Load) Pools() []PoolStatus {
 		e := p.estimate(p.admitted.Load(), now, l.cfg.Refresh)
 		ps := PoolStatus{Pool: p.name, Consumer: p.consumer, Filters: slices.Clone(p.filters),
 			Queued: p.pending.Load(), InFlight: p.ackPending.Load(), Bound: p.bound,
-			DrainRate: e.rate, ExpectedWait: e.wait(e.pending)}
+			DrainRate: e.rate, ExpectedWait: e.wait(e.pending), WaitBound: l.waitLimit(p.poolLoad, 0), CallTime: time.Duration(p.callTime.Load())}
 		if at := p.readAt.Load(); at != 0 {
 			ps.ReadAt = time.Unix(0, at)
 		}

@@ -5,11 +5,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/toolwire/toolwire/internal/executors"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/signing"
 	"github.com/toolwire/toolwire/internal/worker"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -129,6 +131,12 @@ func (s *Stack) StartDispatcher(t testing.TB, cfg dispatch.Config) *dispatch.Dis
 	if cfg.WorkerKeys == nil {
 		cfg.WorkerKeys = s.trust
 	}
+	if cfg.MaxQueueWait == 0 {
+		// A loaded test machine slows every pool: the default 2s bound on
+		// queue wait would refuse calls the tests are not about. The tests
+		// of that bound set it (internal/dispatch, overload_test.go).
+		cfg.MaxQueueWait = time.Minute
+	}
 	d, err := dispatch.New(s.Env.Bus, s.Registry, cfg)
 	if err != nil {
 		t.Fatalf("dispatchtest: dispatcher: %v", err)
@@ -229,4 +237,40 @@ func (s *Stack) StartExecutorWorker(t testing.TB, typ toolwirev1.ExecutorType, e
 	})
 	startUntilCleanup(t, w, err)
 	return w
+}
+
+// EndSession applies END_SESSION (with reason) to a session of the
+// default tenant as an orchestrator does: with the reference applier over
+// the sessions bucket, through no dispatcher.
+func (s *Stack) EndSession(t testing.TB, session, reason string) {
+	t.Helper()
+	a := intents.NewApplier(s.Env.Bus.Sessions, intents.ApplierConfig{})
+	_, err := a.Apply(t.Context(), identity.Default.Tenant, session, intents.Response{CallID: "orchestrator-" + session,
+		Intents: []*toolwirev1.Intent{{Id: "end", Type: intents.EndSession, PayloadJson: `{"reason":` + strconv.Quote(reason) + `}`}},
+		Spec:    &toolwirev1.ToolSpec{Name: "orchestrator", Intents: []string{intents.EndSession}}})
+	if err != nil {
+		t.Fatalf("dispatchtest: end session %q: %v", session, err)
+	}
+}
+
+// ApplyPolicy applies doc as the installation's policy and waits until
+// the stack's dispatcher holds it.
+func (s *Stack) ApplyPolicy(t testing.TB, doc string) {
+	t.Helper()
+	a, err := policystore.NewStore(s.Env.Bus, nil).Apply(t.Context(), policystore.Installation, []byte(doc), policystore.ApplyOptions{})
+	if err != nil {
+		t.Fatalf("dispatchtest: apply policy: %v", err)
+	}
+	if err := s.Policies.Wait(t.Context(), policystore.Installation, a.Version.Version, a.Revision); err != nil {
+		t.Fatalf("dispatchtest: wait for policy %s: %v", a.Version.Version, err)
+	}
+}
+
+// SetMode sets the mode of a session of the default tenant through the
+// stack's dispatcher (SetSessionMode), so that its next call sees it.
+func (s *Stack) SetMode(t testing.TB, session, mode string) {
+	t.Helper()
+	if _, err := s.Dispatcher.SetSessionMode(t.Context(), identity.Default, session, mode); err != nil {
+		t.Fatalf("dispatchtest: set mode %q of session %q: %v", mode, session, err)
+	}
 }
