@@ -230,10 +230,41 @@ func (s *Server) refuseDecision(w http.ResponseWriter, r *http.Request, v *viewe
 		status = http.StatusForbidden
 	case errors.Is(err, approvalflow.ErrUnknownApproval):
 		status = http.StatusNotFound
-	case errors.Is(err, approvalflow.ErrApprovalDecided), errors.Is(err, approvalflow.ErrPolicyDenies):
+	case errors.Is(err, approvalflow.ErrApprovalDecided), errors.Is(err, approvalflow.ErrPolicyDenies), errors.Is(err, approvalflow.ErrSessionInactive):
 		status = http.StatusConflict
 	case errors.Is(err, approvalflow.ErrBadApproval):
 		status = http.StatusBadRequest
 	}
 	s.refuse(w, r, v, status, what+" failed: "+err.Error())
+}
+
+// parkedData is the page of a call parked for an approver: it has no
+// record in the calls stream until it is approved, so its page is its
+// approval's.
+type parkedData struct {
+	Approval approvalRow
+}
+
+// parkedPage shows call id's approval when it has one the viewer may see
+// (the approve scope, its own tenant, as the inbox that links here); false
+// when it has none, so that the caller answers 404 as for any unknown id.
+func (s *Server) parkedPage(w http.ResponseWriter, r *http.Request, v *viewer, id string) bool {
+	if !v.Approver || !callIDRe.MatchString(id) || s.cfg.Approvals == nil {
+		return false
+	}
+	a, err := s.cfg.Approvals.GetApproval(r.Context(), v.ID, id)
+	switch {
+	case errors.Is(err, approvalflow.ErrUnknownApproval):
+		return false
+	case err != nil:
+		// Not "no such call": the read failed (review: a NATS timeout
+		// answered 404).
+		s.render(w, r, http.StatusBadGateway, "error", v, "Unavailable", "approvals",
+			errorData{Status: http.StatusBadGateway, Message: "reading the call's approval failed: " + err.Error()})
+		return true
+	case !v.MaySee(a.GetCaller().GetTenant(), a.GetCaller().GetAgent()):
+		return false
+	}
+	s.render(w, r, http.StatusOK, "parked", v, "Call "+id, "approvals", parkedData{Approval: rowOfApproval(a)})
+	return true
 }

@@ -1,8 +1,11 @@
 package dashboard
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -19,7 +22,8 @@ import (
 )
 
 // outcomes are the outcomes the calls page filters by.
-var outcomes = []string{audit.OutcomePending, audit.OutcomeOK, audit.OutcomeError, audit.OutcomeCancelled, audit.OutcomeExpired, audit.OutcomeDeadLettered}
+var outcomes = []string{audit.OutcomePending, audit.OutcomeOK, audit.OutcomeError, audit.OutcomeCancelled, audit.OutcomeExpired,
+	audit.OutcomeDeadLettered, audit.OutcomeRejected}
 
 // holdLive counts a live stream against v's key; false when the key
 // holds maxLiveStreamsPerKey already.
@@ -50,6 +54,11 @@ const maxFilterBytes = 256
 // its own agent's calls (viewer.Agent) those only, whatever the URL says.
 func queryOf(r *http.Request, v *viewer) (callindex.Query, url.Values, error) {
 	in := r.URL.Query()
+	for _, k := range []string{"tenant", "tool", "agent", "session", "outcome", "error_type", "since", "until", "q", "before", "rbefore", "limit"} {
+		if len(strings.TrimSpace(in.Get(k))) > maxFilterBytes {
+			return callindex.Query{}, in, fmt.Errorf("%s: longer than %d bytes (searches and filters are at most %d bytes; shorten it)", k, maxFilterBytes, maxFilterBytes)
+		}
+	}
 	get := bounded(in.Get)
 	q := callindex.Query{Tenant: get("tenant"), Tool: get("tool"), Agent: get("agent"), Session: get("session"),
 		Outcome: get("outcome"), ErrorType: strings.TrimPrefix(strings.ToUpper(get("error_type")), "ERROR_TYPE_"), Text: get("q")}
@@ -121,7 +130,7 @@ type callsData struct {
 	Filters  url.Values
 	Query    callindex.Query
 	Calls    []callindex.Entry
-	Next     uint64
+	Next     callindex.Cursor
 	Matched  int
 	Error    string
 	Outcomes []string
@@ -134,12 +143,20 @@ type callsData struct {
 func (s *Server) callsPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 	start := time.Now()
 	q, filters, err := queryOf(r, v)
-	d := callsData{Filters: filters, Query: q, Outcomes: outcomes, Stats: s.index.Stats(), Live: q.Before == 0 && q.Text == ""}
+	c := callindex.Cursor{Calls: q.Before}
+	if b := r.URL.Query().Get("rbefore"); b != "" && err == nil {
+		if c.Refused, err = strconv.ParseUint(b, 10, 64); err != nil {
+			err = errors.New("rbefore: not a sequence")
+		}
+	}
+	d := callsData{Filters: filters, Query: q, Outcomes: outcomes, Stats: s.index.Stats(), Live: c.IsZero() && q.Text == ""}
 	status := http.StatusOK
 	if err != nil {
-		d.Error, status = err.Error(), http.StatusBadRequest
+		// No live stream under an error: it would fill the table with
+		// every new call, unfiltered, as if they matched.
+		d.Error, d.Live, status = err.Error(), false, http.StatusBadRequest
 	} else {
-		d.Calls, d.Next, d.Matched = s.index.Query(q)
+		d.Calls, d.Next, d.Matched = s.index.List(q, c)
 	}
 	d.Took = time.Since(start)
 	s.render(w, r, status, "calls", v, "Calls", "calls", d)
@@ -155,18 +172,20 @@ const liveKeepAlive = 15 * time.Second
 const maxLiveStreamsPerKey = 16
 
 // callsLive streams the calls the filters select as they are made and as
-// they finish (server-sent events, each a rendered table row), until the
-// client goes away, its session ends (expired, or its key no longer
-// accepted: checked at each keep-alive) or the dashboard stops. Each
-// stream holds one of the index's subscriptions, which are capped, and one
-// key holds at most maxLiveStreamsPerKey of them.
+// they finish (server-sent events), until the client goes away, its
+// session ends (expired, or its key no longer accepted: checked at each
+// keep-alive) or the dashboard stops. The calls page's stream is batched
+// (liveBatch): at most one "calls" event every liveFlushEvery, holding
+// the newest update of each call, at most the page's limit of them; one
+// call's page (?id=) gets a "call" event when that call changes. Each
+// stream holds one of the index's subscriptions, which are capped, and
+// one key holds at most maxLiveStreamsPerKey of them.
 func (s *Server) callsLive(w http.ResponseWriter, r *http.Request, v *viewer) {
 	q, _, err := queryOf(r, v)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	id := r.URL.Query().Get("id") // one call's page watches that call only
 	if !s.holdLive(v) {
 		http.Error(w, "too many live streams for this key", http.StatusTooManyRequests)
 		return
@@ -178,43 +197,170 @@ func (s *Server) callsLive(w http.ResponseWriter, r *http.Request, v *viewer) {
 		return
 	}
 	defer cancel()
-	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	_ = rc.Flush()
-	tick := time.NewTicker(s.keepAlive)
+	l := &liveStream{s: s, r: r, v: v, q: q, id: r.URL.Query().Get("id"), w: w, rc: http.NewResponseController(w)}
+	_ = l.rc.Flush()
+	l.run(ch)
+}
+
+// liveFlushEvery is how often the calls page's live stream sends what it
+// has collected: at most 1/liveFlushEvery events a second a tab,
+// whatever the call rate.
+const liveFlushEvery = 250 * time.Millisecond
+
+// liveStream is one live stream of callsLive.
+type liveStream struct {
+	s     *Server
+	r     *http.Request
+	v     *viewer
+	q     callindex.Query
+	id    string // one call's page: that call only, unbatched
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	batch liveBatch
+}
+
+// run sends the updates of ch until the stream ends.
+func (l *liveStream) run(ch <-chan callindex.Entry) {
+	limit := l.q.Limit
+	if limit <= 0 {
+		limit = callindex.DefaultQueryLimit
+	}
+	l.batch = newLiveBatch(min(limit, callindex.MaxQueryLimit))
+	tick := time.NewTicker(l.s.keepAlive)
 	defer tick.Stop()
+	flush := time.NewTicker(liveFlushEvery)
+	defer flush.Stop()
 	for {
 		select {
-		case <-r.Context().Done():
+		case <-l.r.Context().Done():
 			return
-		case <-s.done:
+		case <-l.s.done:
 			return
 		case <-tick.C:
-			if s.viewerOf(r) == nil {
+			if l.s.viewerOf(l.r) == nil {
 				return // the session expired, or its key was revoked
 			}
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+			if !l.send(": keep-alive\n\n") {
+				return
+			}
+		case <-flush.C:
+			if !l.flush() {
 				return
 			}
 		case e, ok := <-ch:
 			if !ok {
 				return
 			}
-			if (id != "" && e.ID != id) || (id == "" && !matches(q, e)) || !v.MaySee(e.Tenant, e.Agent) {
+			if (l.id != "" && e.ID != l.id) || (l.id == "" && !matches(l.q, e)) || !l.v.MaySee(e.Tenant, e.Agent) {
 				continue
 			}
-			row, err := s.renderPartial("calls", "row", e)
-			if err != nil {
-				s.log.Error("dashboard live row", "err", err)
-				return
+			if l.id == "" {
+				l.batch.add(e)
+				continue
 			}
-			if _, err := fmt.Fprintf(w, "event: call\ndata: %s\n\n", strings.ReplaceAll(row, "\n", "")); err != nil || rc.Flush() != nil {
+			row, err := l.s.renderPartial("calls", "row", e)
+			if err != nil || !l.send("event: call\ndata: "+sseData.Replace(row)+"\n\n") {
 				return
 			}
 		}
 	}
+}
+
+// sseData makes a rendered row one server-sent event data line: a line
+// ends at "\n" or "\r" there, and html/template escapes neither (a name
+// may hold a "\r"): "\n" is dropped, "\r" sent as its character
+// reference.
+var sseData = strings.NewReplacer("\r", "&#13;", "\n", "")
+
+// flush sends the batch collected since the last one, if any, as one
+// "calls" event (its rows oldest first, one a line); false when the
+// stream is to end.
+func (l *liveStream) flush() bool {
+	es := l.batch.take()
+	if len(es) == 0 {
+		return true
+	}
+	var b strings.Builder
+	b.WriteString("event: calls\n")
+	for _, e := range es {
+		row, err := l.s.renderPartial("calls", "row", e)
+		if err != nil {
+			l.s.log.Error("dashboard live row", "err", err)
+			return false
+		}
+		b.WriteString("data: ")
+		b.WriteString(sseData.Replace(row))
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+	return l.send(b.String())
+}
+
+// send writes and flushes s; false when the client is gone.
+func (l *liveStream) send(s string) bool {
+	_, err := io.WriteString(l.w, s)
+	return err == nil && l.rc.Flush() == nil
+}
+
+// liveBatch is what a live stream collects between two flushes: the
+// newest update of each call, at most max calls (those updated last; the
+// page keeps no more rows than that), in the order they were last
+// updated.
+type liveBatch struct {
+	max   int
+	seq   uint64
+	calls map[string]batched
+}
+
+type batched struct {
+	e   callindex.Entry
+	seq uint64 // when it was last updated, in the batch's order
+}
+
+func newLiveBatch(n int) liveBatch {
+	return liveBatch{max: n, calls: map[string]batched{}}
+}
+
+// add records an update; past 2*max calls the batch drops all but the
+// max updated last, so that it holds O(max) whatever the call rate.
+func (b *liveBatch) add(e callindex.Entry) {
+	b.seq++
+	b.calls[e.ID] = batched{e: e, seq: b.seq}
+	if len(b.calls) > 2*b.max {
+		b.trim()
+	}
+}
+
+// trim keeps the max calls updated last.
+func (b *liveBatch) trim() {
+	if len(b.calls) <= b.max {
+		return
+	}
+	seqs := make([]uint64, 0, len(b.calls))
+	for _, c := range b.calls {
+		seqs = append(seqs, c.seq)
+	}
+	slices.Sort(seqs)
+	cut := seqs[len(seqs)-b.max]
+	maps.DeleteFunc(b.calls, func(_ string, c batched) bool { return c.seq < cut })
+}
+
+// take returns the batch, oldest update first, and empties it.
+func (b *liveBatch) take() []callindex.Entry {
+	if len(b.calls) == 0 {
+		return nil
+	}
+	b.trim()
+	all := slices.SortedFunc(maps.Values(b.calls), func(x, y batched) int { return cmp.Compare(x.seq, y.seq) })
+	out := make([]callindex.Entry, len(all))
+	for i, c := range all {
+		out[i] = c.e
+	}
+	clear(b.calls)
+	return out
 }
 
 type callData struct {
@@ -227,10 +373,18 @@ type callData struct {
 	// TraceURL is the trace in the tracing UI (Config.TraceURL).
 	TraceURL string
 	DLQSeq   uint64
-	Running  bool
-	Done     string // what the last action did
-	Args     string
-	Struct   string
+	// Session is the call's session as the reference applier keeps it
+	// (nil: the call names none, or it could not be read); SessionHref
+	// its page.
+	Session     *toolwirev1.Session
+	SessionHref string
+	Running     bool
+	Done        string // what the last action did
+	Args        string
+	Struct      string
+	// CopyJSON and CopyCommand are the texts of the copy buttons
+	// (copyTexts).
+	CopyJSON, CopyCommand string
 }
 
 type intentView struct {
@@ -242,9 +396,16 @@ type intentView struct {
 func (s *Server) callPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 	id := r.PathValue("id")
 	e, ok := s.index.Get(id)
+	if !ok && s.parkedPage(w, r, v, id) {
+		return
+	}
 	if !ok || !v.MaySee(e.Tenant, e.Agent) {
 		s.render(w, r, http.StatusNotFound, "error", v, "Not found", "calls",
 			errorData{Status: http.StatusNotFound, Message: fmt.Sprintf("no call %q among the newest calls this dashboard indexes", id)})
+		return
+	}
+	if e.Refused() {
+		s.refusedPage(w, r, v, e)
 		return
 	}
 	rec, err := s.audit.One(r.Context(), e.Seq)
@@ -253,15 +414,25 @@ func (s *Server) callPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 		return
 	}
 	d := callData{Entry: e, Rec: rec, Running: rec.Result == nil, Done: doneMessage(r)}
+	if rec.Session != "" {
+		id := v.ID
+		id.Tenant = rec.Tenant
+		if sess, err := s.cfg.Core.GetSession(r.Context(), id, rec.Session); err == nil {
+			d.Session = sess
+		}
+		d.SessionHref = sessionHref(rec.Tenant, rec.Session, v)
+	}
 	if len(rec.Arguments) > 0 {
 		d.Args = prettyJSON(rec.Arguments)
 	}
+	d.CopyJSON, d.CopyCommand = copyTexts(rec)
 	for _, raw := range rec.Events {
 		ev := &toolwirev1.CallEvent{}
 		if protojson.Unmarshal(raw, ev) == nil {
 			d.Events = append(d.Events, ev)
 		}
 	}
+	sortEvents(d.Events)
 	if len(rec.Response) > 0 {
 		resp := &toolwirev1.ToolResponse{}
 		if protojson.Unmarshal(rec.Response, resp) == nil { // the redacted response, never the stored one
@@ -269,7 +440,7 @@ func (s *Server) callPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 			if resp.StructuredJson != "" {
 				d.Struct = prettyJSON([]byte(resp.StructuredJson))
 			}
-			d.Intents = s.intentsOf(r, v, rec, resp)
+			d.Intents = intentsOf(d.Session, rec, resp)
 		}
 	}
 	if tp := strings.Split(rec.Traceparent, "-"); len(tp) == 4 && traceIDRe.MatchString(tp[1]) {
@@ -282,24 +453,63 @@ func (s *Server) callPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 	s.render(w, r, http.StatusOK, "call", v, "Call "+id, "calls", d)
 }
 
+// sortEvents orders a call's events by the times they were recorded at
+// (stable: an event without a time keeps its place after the one before
+// it). Stream order is not the order events happened in: a dispatcher's
+// ACCEPTED is a core publish, stored after the call, and may land after a
+// fast worker's STARTED.
+func sortEvents(evs []*toolwirev1.CallEvent) {
+	type timed struct {
+		ev *toolwirev1.CallEvent
+		at time.Time
+	}
+	ts := make([]timed, len(evs))
+	var last time.Time
+	for i, ev := range evs {
+		if ev.GetTime() != nil {
+			last = ev.GetTime().AsTime()
+		}
+		ts[i] = timed{ev: ev, at: last}
+	}
+	slices.SortStableFunc(ts, func(a, b timed) int { return a.at.Compare(b.at) })
+	// ACCEPTED comes before every worker's event whatever the hosts'
+	// clocks say (it is the dispatcher's; STARTED, PROGRESS, RETRYING and
+	// FINISHED the workers'), and keeps its place among the dispatcher's
+	// own (a parked call: AWAITING_APPROVAL, APPROVED, then ACCEPTED).
+	acc := slices.IndexFunc(ts, func(x timed) bool { return x.ev.GetType() == toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED })
+	first := slices.IndexFunc(ts, func(x timed) bool { return workerEvent(x.ev.GetType()) })
+	if acc > 0 && first >= 0 && first < acc {
+		a := ts[acc]
+		copy(ts[first+1:acc+1], ts[first:acc])
+		ts[first] = a
+	}
+	for i := range ts {
+		evs[i] = ts[i].ev
+	}
+}
+
+// workerEvent reports whether events of type t are written by a worker.
+func workerEvent(t toolwirev1.CallEventType) bool {
+	switch t {
+	case toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED, toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS,
+		toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING, toolwirev1.CallEventType_CALL_EVENT_TYPE_FINISHED:
+		return true
+	}
+	return false
+}
+
 // intentsOf is the response's intents, each with whether the call's
-// session has applied it.
-func (s *Server) intentsOf(r *http.Request, v *viewer, rec *audit.Record, resp *toolwirev1.ToolResponse) []intentView {
+// session (sess; nil: none or unread) has applied it.
+func intentsOf(sess *toolwirev1.Session, rec *audit.Record, resp *toolwirev1.ToolResponse) []intentView {
 	if len(resp.Intents) == 0 {
 		return nil
 	}
 	applied := map[string]bool{}
-	if rec.Session != "" {
-		id := v.ID
-		id.Tenant = rec.Tenant
-		if sess, err := s.cfg.Core.GetSession(r.Context(), id, rec.Session); err == nil {
-			for _, a := range sess.Applied {
-				applied[a] = true
-			}
-			for _, a := range sess.Log {
-				applied[a.CallId+"/"+a.IntentId] = true
-			}
-		}
+	for _, a := range sess.GetApplied() {
+		applied[a] = true
+	}
+	for _, a := range sess.GetLog() {
+		applied[a.CallId+"/"+a.IntentId] = true
 	}
 	out := make([]intentView, 0, len(resp.Intents))
 	for _, in := range resp.Intents {

@@ -231,3 +231,23 @@ func TestCallPageLinksItsTrace(t *testing.T) {
 		require.ErrorContains(t, err, "not an http(s) URL with {trace_id}", bad)
 	}
 }
+
+// A name with a "\r" in it does not break the live stream's framing (a
+// line of a server-sent event ends at "\r" too).
+func TestLiveStreamKeepsCarriageReturnsInData(t *testing.T) {
+	u := startUI(t, testTools(nil), dispatch.Config{})
+	reader := u.signIn(t, readerKey)
+	res := openLive(t, reader, "")
+	defer res.Body.Close()
+	r := call(t, u, acmeBot, "ec\rho", `{"text":"x"}`) // refused: no such tool
+	lines := bufio.NewScanner(res.Body)
+	for lines.Scan() {
+		line := lines.Text()
+		require.NotContains(t, line, "\r", "a line of the stream")
+		if strings.HasPrefix(line, "data: ") && strings.Contains(line, r.CallId) {
+			require.Contains(t, line, "ec&#13;ho")
+			return
+		}
+	}
+	t.Fatalf("the stream ended without the call: %v", lines.Err())
+}

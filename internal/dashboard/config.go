@@ -67,6 +67,10 @@ type Streams struct {
 	// index follows both, and the pools page reads a worker's last
 	// result from Results.
 	Calls, Results jetstream.Stream
+	// Events is the EVENTS stream: the calls index keeps the calls
+	// admission refused (their REJECTED events), and a refused call's
+	// page reads its refusal from it. Nil = refused calls are not shown.
+	Events jetstream.Stream
 	// Registry is the registry bucket: a tool's published versions.
 	Registry jetstream.KeyValue
 	// Subjects are the installation's subjects.

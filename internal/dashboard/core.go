@@ -5,6 +5,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -14,8 +15,10 @@ import (
 // (*dispatch.Dispatcher): every action goes through it, with the user's
 // identity, so that the dashboard decides nothing the API would not.
 type Core interface {
-	// Calls: a session's state on a call's page; cancel.
+	// Calls: a session's state on a call's page; cancel. Sessions: the
+	// sessions page.
 	GetSession(ctx context.Context, id identity.Identity, session string) (*toolwirev1.Session, error)
+	ListSessions(ctx context.Context, id identity.Identity, q intents.ListQuery) (intents.ListPage, error)
 	Cancel(ctx context.Context, id identity.Identity, callID, reason string) (toolwirev1.CancelOutcome, error)
 
 	// Tools: what a key sees, and the approval of MCP tool definitions.
@@ -35,6 +38,7 @@ type Core interface {
 // (*approvalflow.Flow, the dispatcher's Approvals()).
 type Approvals interface {
 	ListApprovals(ctx context.Context, id identity.Identity, req *toolwirev1.ListApprovalsRequest) ([]*toolwirev1.Approval, bool, error)
+	GetApproval(ctx context.Context, id identity.Identity, approvalID string) (*toolwirev1.Approval, error)
 	Approve(ctx context.Context, id identity.Identity, req *toolwirev1.ApproveRequest) (*toolwirev1.Approval, *toolwirev1.Grant, error)
 	Deny(ctx context.Context, id identity.Identity, approvalID, reason string) (*toolwirev1.Approval, error)
 }

@@ -56,6 +56,14 @@ type letterFilter struct {
 // letterFilterOf reads a filter from get (the URL's query or a form); a
 // viewer who is not an admin sees their own tenant only.
 func letterFilterOf(get func(string) string, v *viewer, now time.Time) (letterFilter, error) {
+	for _, k := range []string{"tool", "tenant", "q", "since"} {
+		if len(strings.TrimSpace(get(k))) > maxFilterBytes {
+			// Refused, never cut: a cut search matches more letters,
+			// which a bulk retry would then select (review).
+			return letterFilter{Tool: get("tool"), Tenant: get("tenant"), Text: get("q"), Since: get("since")},
+				fmt.Errorf("%s: longer than %d bytes (searches and filters are at most %d bytes; shorten it)", k, maxFilterBytes, maxFilterBytes)
+		}
+	}
 	field := bounded(get)
 	f := letterFilter{Tool: field("tool"), Tenant: field("tenant"), Text: field("q"), Since: field("since")}
 	if t := v.Tenant(); t != "" {

@@ -17,10 +17,25 @@
 // # Stack
 //
 // Server-rendered html/template pages and one small script (static/app.js:
-// live rows over server-sent events, confirm steps), all embedded in the
+// live rows over server-sent events, live regions, pause/resume, confirm
+// steps), all embedded in the
 // binary: nothing to build, no Node.js to build or run. The pages carry a
 // strict Content-Security-Policy (no inline script or style, images from
 // the page or data: URIs only, no framing).
+//
+// Times are written in UTC as <time datetime> elements (the ts template
+// function); the script shows them in the browser's zone unless the
+// viewer chose UTC (the header's toggle, kept in localStorage), and
+// [data-tz] labels name the zone shown. The stylesheet follows the
+// system's colour scheme (prefers-color-scheme: dark). Every page starts
+// with a skip link to <main>; on every page the script reads keys
+// outside fields: / (the page's search), j and k (next, previous row with
+// a link of any table.grid), p (pause or resume live updates, on a page
+// that has them). A version's time inside a <select>'s option is plain
+// UTC text, named so (a <time> tag is dropped there). Every page, light
+// and dark, has no axe-core violation of impact serious or critical
+// (TestBrowserAccessibility): every form field is named, a <pre> that may
+// scroll takes focus (tabindex 0), and the colours meet WCAG AA contrast.
 //
 // # Sign-in, sessions and scopes
 //
@@ -120,6 +135,21 @@
 // the audited path `toolctl dlq retry` takes): re-running another failed
 // call is its agent's decision, since its tool may have had side effects.
 //
+// # Sessions
+//
+// The sessions page (sessions.go) lists a page of the viewer's tenant's
+// sessions (an installation viewer names a tenant) through the
+// dispatcher's ListSessions with the viewer's identity, so that the
+// dispatcher's rule applies: under VisibilityOwn a key without the admin
+// or approve scope is refused (403). A session's page (/ui/session?id=,
+// a query parameter, since a session id is any string) reads GetSession as
+// the viewer (its log cut to the calls the viewer may see) and the
+// session's newest calls from the calls index (refused ones among them),
+// filtered as the calls page is (tenant; the viewer's agent under
+// VisibilityOwn). A call's page shows
+// its session's state and mode and links to it. The per-session version
+// pins are to show on the session's page next to its mode.
+//
 // # The calls index
 //
 // The calls page reads a bounded in-memory index of the newest calls
@@ -131,16 +161,72 @@
 // sequence) and reads the rest from the streams (audit.Source.One: the
 // call, its events and its result), so a timeline is never cut to what
 // the index keeps; a call older than the index's window is not found
-// (toolctl audit reads any period).
+// (toolctl audit reads any period). Its copy buttons (copyTexts, written
+// by the script through navigator.clipboard) hold the call's request as
+// JSON and the toolctl call line that repeats it (--session, --user,
+// --run, then "--", the tool and its arguments; each word quoted for a
+// POSIX shell when it needs it, by shellQuote; no command when a word
+// holds a control or format character, which a terminal could act on
+// when pasted), both built from the audit record's redacted arguments:
+// what the page shows, never a secret's value, and no idempotency key.
+//
+// A call parked for an approver is in no stream the index reads until it
+// is approved: for a key with the approve scope its page (the inbox links
+// to it) is its approval, read with GetApproval as the viewer (its own
+// tenant): the state, tool, arguments as redacted for the approver, and a
+// link back to the approval; any other key gets the unknown id's 404. A
+// timeline is in the order its events were recorded at (their times;
+// stream order puts a dispatcher's ACCEPTED, an unacknowledged publish,
+// after a fast worker's STARTED). An SVG image result is shown as an
+// <img> of a data: URL (an image's SVG runs no script and loads nothing)
+// with its source as escaped text, never inline. A filter or search
+// longer than 256 bytes is refused (400, naming it), never cut.
+//
+// A tool's diff of two versions shows a changed description whole, as
+// text, old and new side by side; diffs and JSON wrap, never cut off.
 //
 // Search covers the call's redacted arguments and its result text, cut
 // to a bounded prefix per call; secret fields (the spec's secret marks)
 // are never indexed, and arguments of a spec version the registry no
 // longer has are not indexed at all (fail closed).
 //
+// # Refused calls
+//
+// A call admission refused is in no stream the pages read but the events
+// stream: the calls index keeps the newest of them (their REJECTED events,
+// Streams.Events; callindex's "Refused calls") and the calls page lists
+// them among the admitted calls (callindex.Index.List: newest first, a
+// cursor of two sequences, ?before= and ?rbefore=), with the outcome
+// "rejected", their error type and reason; the outcome filter selects
+// them. A refused call's page (refused.go) reads its REJECTED event by
+// the sequence the index keeps (and checks it is that call's) and shows
+// the caller, the tool, the policy decision (rule, version, reason) and
+// the refusal's error; never arguments (the event has none). The tenant
+// boundary is the calls': a refusal's tenant and agent are the caller's
+// the dispatcher recorded, and viewer.MaySee decides. An overload refusal
+// records nothing and is not shown.
+//
 // # Live updates
 //
 // The calls page and a running call's page listen on server-sent events
 // (/ui/calls/live): each is one subscription to the index, capped, and
-// ends when the client goes away or the dispatcher stops.
+// ends when the client goes away or the dispatcher stops. The calls page's
+// stream is batched (liveStream, liveBatch): the updates that match are
+// collected, the newest version of each call, at most the page's limit of
+// calls (older ones would leave the table anyway), and sent as one
+// "calls" event every liveFlushEvery (250 ms) at most, rendered then; the
+// page (static/app.js) applies what arrived once per animation frame and
+// keeps at most its limit of rows. A call's page gets a "call" event when
+// its call changes, and reloads.
+//
+// The approvals, dead-letter and pools pages have live regions: elements
+// with data-refresh inside one with data-refresh-every (seconds); the
+// script reads the page again at that interval (while it is shown) and
+// updates each region from its new version: children with data-key are
+// merged by key (data-refresh="keep": existing ones are left as they are,
+// so a half-filled approval form survives), other regions replaced whole;
+// a region holding the focus is left alone. Every live page has a pause
+// control (data-live-toggle): paused, the calls stream is closed and the
+// regions are not refreshed; resumed, the rows are read afresh and the
+// stream opened again.
 package dashboard

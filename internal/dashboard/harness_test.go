@@ -94,7 +94,7 @@ func streamsOf(t *testing.T, b *bus.Bus) Streams {
 	q, err := dlq.Open(t.Context(), b.NC, b.Config.Prefix)
 	require.NoError(t, err)
 	q.SignWith(b.Signer) // a retry's admission record is the dispatcher's
-	return Streams{Calls: b.Calls, Results: b.Results, Registry: b.Registry, Subjects: b.Subjects, Audit: src, DLQ: q,
+	return Streams{Calls: b.Calls, Results: b.Results, Events: b.Events, Registry: b.Registry, Subjects: b.Subjects, Audit: src, DLQ: q,
 		Revocations: b.Revocations, Conn: b.NC}
 }
 

@@ -138,6 +138,9 @@ func TestPagesRenderSignedInAndRedirectWithout(t *testing.T) {
 	_, body = reader.get(letter)
 	require.Contains(t, body, "[REDACTED]", "the secret argument is redacted")
 	require.Contains(t, body, "upstream down")
+	_, body = reader.get("/ui/tools/echo")
+	require.NotRegexp(t, `<option[^>]*>[^<]*<time`, body, "a <time> inside an <option> is dropped")
+	require.Regexp(t, `<option[^>]*>[^<]* · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC`, body, "a version's time, its zone named")
 	_, body = reader.get("/ui/approvals")
 	require.Contains(t, body, `data-testid="not-approver"`, "the dispatcher shows the inbox to approvers only")
 

@@ -172,9 +172,9 @@ func isError(outcome string) bool {
 }
 
 // count takes a live update in: a finished call counts for its pool and
-// its worker.
+// its worker; a refused one never reached a pool.
 func (p *poolHistory) count(e callindex.Entry) {
-	if e.Outcome == audit.OutcomePending {
+	if e.Outcome == audit.OutcomePending || e.Refused() {
 		return
 	}
 	pool := p.poolOf(e.Tenant, e.Tool)

