@@ -1,8 +1,6 @@
 package bus
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"regexp"
@@ -459,10 +457,11 @@ func (c Config) layoutStreams() []string {
 }
 
 // authorize sets the users of opts: an in-process-only internal user with
-// password internalPassword and every permission, and users for the
-// client listener (standard connections only).
-func authorize(opts *server.Options, users []User, internalPassword string) error {
-	opts.Users = []*server.User{{Username: internalUserName, Password: internalPassword,
+// public nkey internalNKey and every permission, and users for the client
+// listener (standard connections only).
+func authorize(opts *server.Options, users []User, internalNKey string) error {
+	opts.Users = nil
+	opts.Nkeys = []*server.NkeyUser{{Nkey: internalNKey,
 		AllowedConnectionTypes: map[string]struct{}{jwt.ConnectionTypeInProcess: {}}}}
 	standard := func() map[string]struct{} { return map[string]struct{}{jwt.ConnectionTypeStandard: {}} }
 	seen := map[string]bool{internalUserName: true}
@@ -504,15 +503,6 @@ func serverPermissions(p *Permissions) *server.Permissions {
 		return &server.SubjectPermission{Allow: slices.Clone(allow)}
 	}
 	return &server.Permissions{Publish: list(p.Publish), Subscribe: list(p.Subscribe)}
-}
-
-// randomSecret returns 32 random bytes, base64url-encoded.
-func randomSecret() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("bus: random secret: %w", err)
-	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
 // RetryOfHeader names, on a retry schedule a worker writes, the calls

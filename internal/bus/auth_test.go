@@ -117,6 +117,8 @@ func TestListenerRefusesClientsWithoutValidCredentials(t *testing.T) {
 	require.ErrorIs(t, err, nats.ErrAuthorization, "no credentials")
 	_, err = nats.Connect(e.url, nats.UserInfo("toolwire-in-process", "guess"), nats.MaxReconnects(0))
 	require.ErrorIs(t, err, nats.ErrAuthorization, "the in-process user over TCP")
+	_, err = nats.Connect(e.url, e.srv.InternalKeyOption(), nats.MaxReconnects(0))
+	require.ErrorIs(t, err, nats.ErrAuthorization, "the in-process user's own key over TCP")
 
 	// A seed of the right kind that the server does not know.
 	stranger, _, err := bus.EnsureCredentials(filepath.Join(t.TempDir(), "other"))

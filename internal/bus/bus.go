@@ -148,7 +148,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 			Description: "toolwire calls: the audit log of every admitted call",
 			Subjects:    []string{s.AllCalls(), s.AllShadow()},
 			Retention:   jetstream.LimitsPolicy,
-			MaxAge:      c.CallsMaxAge,
+			MaxAge:      c.CallsWindow(),
 			MaxBytes:    c.CallsMaxBytes,
 			Discard:     jetstream.DiscardNew,
 			Duplicates:  c.DuplicateWindow,
@@ -163,10 +163,10 @@ func (b *Bus) ensure(ctx context.Context) error {
 			Description: "toolwire results: one terminal response per call",
 			Subjects:    []string{s.AllResults()},
 			Retention:   jetstream.LimitsPolicy,
-			MaxAge:      c.ResultsMaxAge,
+			MaxAge:      c.ResultsWindow(),
 			MaxBytes:    c.ResultsMaxBytes,
 			Discard:     jetstream.DiscardOld,
-			Duplicates:  2 * time.Minute,
+			Duplicates:  min(2*time.Minute, c.ResultsWindow()), // a window may not exceed MaxAge (tests keep seconds)
 			Storage:     jetstream.FileStorage,
 			Replicas:    c.Replicas,
 			AllowDirect: true,
@@ -177,7 +177,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 			Description: "toolwire call events: lifecycle and progress",
 			Subjects:    []string{s.AllEvents()},
 			Retention:   jetstream.LimitsPolicy,
-			MaxAge:      c.EventsMaxAge,
+			MaxAge:      c.EventsWindow(),
 			MaxBytes:    c.EventsMaxBytes,
 			Discard:     jetstream.DiscardOld,
 			Storage:     jetstream.FileStorage,
@@ -369,6 +369,10 @@ func (b *Bus) stream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream
 		return st, missing(b.Config.storeFullHint(err))
 	}
 	live := b.liveStream(ctx, cfg.Name)
+	cfg = keepArchiveHold(cfg, live, time.Now())
+	if b.Config.archived(cfg.Name) {
+		cfg = keepLongerMaxAge(ctx, b.log, cfg, live)
+	}
 	st, err := b.JS.CreateOrUpdateStream(ctx, cfg)
 	if err != nil {
 		return nil, b.Config.storeFullHint(err)

@@ -87,6 +87,36 @@ type Config struct {
 	// RegistryHistory is how many versions of a key the registry keeps.
 	// Default 10.
 	RegistryHistory int
+	// RetentionWindow, set when an archive (internal/archive) keeps the
+	// record, is the live window of the archived streams: the MaxAge of
+	// the calls and results streams, and of the events stream when below
+	// EventsMaxAge; older messages are read from the archive. It changes
+	// no other store: sessions, retries, dead letters, blobs and approval
+	// records keep the ages that follow CallsMaxAge and ResultsMaxAge
+	// (720h by default), and only the idempotency keys follow it
+	// (IdempotencyTTL's default and bound are the calls' window). With it
+	// the layout never lowers a live archived stream's MaxAge at open:
+	// only the archiver does, once it has archived past the cut (see
+	// ArchiveHoldMetadata). 0 = no archive: the streams keep CallsMaxAge,
+	// ResultsMaxAge and EventsMaxAge.
+	RetentionWindow time.Duration
+}
+
+// CallsWindow is the calls stream's MaxAge: RetentionWindow with an
+// archive, CallsMaxAge without.
+func (c Config) CallsWindow() time.Duration { return cmp.Or(c.RetentionWindow, c.CallsMaxAge) }
+
+// ResultsWindow is the results stream's MaxAge: RetentionWindow with an
+// archive, ResultsMaxAge without.
+func (c Config) ResultsWindow() time.Duration { return cmp.Or(c.RetentionWindow, c.ResultsMaxAge) }
+
+// EventsWindow is the events stream's MaxAge: EventsMaxAge, or
+// RetentionWindow when that is shorter.
+func (c Config) EventsWindow() time.Duration {
+	if c.RetentionWindow > 0 {
+		return min(c.RetentionWindow, c.EventsMaxAge)
+	}
+	return c.EventsMaxAge
 }
 
 var prefixRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
@@ -103,7 +133,7 @@ func (c Config) WithDefaults() Config {
 	c.EventsMaxAge = cmp.Or(c.EventsMaxAge, 72*time.Hour)
 	c.DLQMaxAge = cmp.Or(c.DLQMaxAge, c.CallsMaxAge)
 	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, 10*time.Minute)
-	c.IdempotencyTTL = cmp.Or(c.IdempotencyTTL, c.CallsMaxAge)
+	c.IdempotencyTTL = cmp.Or(c.IdempotencyTTL, c.CallsWindow())
 	c.CancelTTL = cmp.Or(c.CancelTTL, 24*time.Hour)
 	c.RegistryHistory = cmp.Or(c.RegistryHistory, 10)
 	return c
@@ -123,12 +153,19 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("bus: %s %d must be positive or -1", l.name, *l.field))
 		}
 	}
-	if c.DuplicateWindow > c.CallsMaxAge {
-		errs = append(errs, fmt.Errorf("bus: DuplicateWindow %s exceeds CallsMaxAge %s", c.DuplicateWindow, c.CallsMaxAge))
+	if c.RetentionWindow < 0 {
+		errs = append(errs, fmt.Errorf("bus: RetentionWindow %s is negative", c.RetentionWindow))
 	}
-	if c.IdempotencyTTL < 0 || c.IdempotencyTTL > c.CallsMaxAge {
-		errs = append(errs, fmt.Errorf("bus: IdempotencyTTL %s must be positive and at most CallsMaxAge %s (a key outliving its call's record answers with a call that is gone)",
-			c.IdempotencyTTL, c.CallsMaxAge))
+	window := "CallsMaxAge"
+	if c.RetentionWindow > 0 {
+		window = "RetentionWindow"
+	}
+	if c.DuplicateWindow > c.CallsWindow() {
+		errs = append(errs, fmt.Errorf("bus: DuplicateWindow %s exceeds %s %s", c.DuplicateWindow, window, c.CallsWindow()))
+	}
+	if c.IdempotencyTTL < 0 || c.IdempotencyTTL > c.CallsWindow() {
+		errs = append(errs, fmt.Errorf("bus: IdempotencyTTL %s must be positive and at most %s %s (a key outliving its call's live record answers with a call that is gone)",
+			c.IdempotencyTTL, window, c.CallsWindow()))
 	}
 	if c.IdempotencyTTL > 0 && c.IdempotencyTTL < c.DuplicateWindow {
 		errs = append(errs, fmt.Errorf("bus: IdempotencyTTL %s is below DuplicateWindow %s: a key must outlive every publish of its call under its message id (a key that expires while its call may still be published or released lets a second call take it)",

@@ -273,6 +273,35 @@ func credsOption(path string) (nats.Option, error) {
 	return nats.UserInfo(user, password), nil
 }
 
+// Kinds of credentials file (CredentialsKind).
+const (
+	CredsJWT      = "jwt"      // a NATS credentials file: a user JWT and its seed
+	CredsNKey     = "nkey"     // an nkey user seed
+	CredsPassword = "password" // one "user:password" line
+)
+
+// CredentialsKind says what the credentials file at path holds, as Dial
+// reads it (CredsJWT, CredsNKey or CredsPassword), without returning any
+// of it.
+func CredentialsKind(path string) (string, error) {
+	b, err := readCredsFile(path)
+	if err != nil {
+		return "", fmt.Errorf("bus: credentials %s: %w", path, err)
+	}
+	defer wipe(b)
+	text := bytes.TrimSpace(b)
+	switch {
+	case bytes.Contains(text, []byte("-----BEGIN NATS USER JWT-----")):
+		return CredsJWT, nil
+	case bytes.HasPrefix(text, []byte("SU")) || bytes.Contains(text, []byte("-----BEGIN USER NKEY SEED-----")):
+		return CredsNKey, nil
+	}
+	if user, password, ok := strings.Cut(string(text), ":"); ok && user != "" && password != "" && !strings.ContainsAny(user+password, "\r\n") {
+		return CredsPassword, nil
+	}
+	return "", fmt.Errorf("bus: credentials %s: neither a NATS credentials file, an nkey seed nor one \"user:password\" line", path)
+}
+
 // LocalCredentials returns the credentials file of role that a dispatcher
 // with data directory dataDir made for its embedded server ("" = the
 // default, ./data), if every server of urls is on this machine (a

@@ -39,9 +39,9 @@
 // lists them) and, where it makes sense, an age limit:
 //
 //	store        max bytes  max age        when full
-//	calls        4 GiB      CallsMaxAge    refuses new calls (discard new): OVERLOADED
-//	results      2 GiB      ResultsMaxAge  drops its oldest results
-//	events       1 GiB      EventsMaxAge   drops its oldest events
+//	calls        4 GiB      CallsWindow    refuses new calls (discard new): OVERLOADED
+//	results      2 GiB      ResultsWindow  drops its oldest results
+//	events       1 GiB      EventsWindow   drops its oldest events
 //	dlq          128 MiB    DLQMaxAge      drops its oldest dead letters
 //	retries      128 MiB    CallsMaxAge    drops its oldest parked retries (their calls are lost)
 //	advisories   32 MiB     7 days         drops its oldest advisories (the reaper reads them at once)
@@ -70,6 +70,21 @@
 // and Open says what to change (IsStorageExhausted). -1 makes a store
 // unbounded, which brings that risk back.
 //
+// The calls, results and events streams keep CallsMaxAge, ResultsMaxAge
+// and EventsMaxAge — unless an archive keeps the record
+// (RetentionWindow, dispatchd --retention-window): then they keep the
+// window (CallsWindow, ResultsWindow, EventsWindow), and the archive what
+// is older. The window sets nothing else: sessions, retries, dead
+// letters, blobs (outputs over the inline limit, which the archive does
+// not copy: an archived result's blob reference lasts as long as the
+// blob store keeps it, ResultsMaxAge) and approval records keep the ages
+// of CallsMaxAge and ResultsMaxAge, 720h by default. Only the idempotency
+// keys follow the window (IdempotencyTTL's default and bound). With an
+// archive the byte limits of the discard-old results and events streams
+// must hold the window's messages: full, they drop their oldest ones
+// whether archived or not (internal/archive, "How JetStream drops only
+// what is archived").
+//
 // # Settings that differ from the live server
 //
 // The configuration wins. Open creates or updates every stream and
@@ -89,7 +104,16 @@
 // 2147483648"; a pool's filters, which only ever grow, are not counted).
 // To change a setting for good, change the configuration: the dispatcher's
 // --stream-max-bytes and the like. Workers bind (Options.Bind) and change
-// no store, so they log nothing for stores.
+// no store, so they log nothing for stores. Two exceptions, so that a
+// dispatcher's start never drops what no archive holds: a stream's
+// MaxAge that the archiver raised to keep messages it has not archived
+// yet, marked with ArchiveHoldMetadata (until when the hold stands), is
+// kept while the mark stands; and with an archive (RetentionWindow) an
+// archived stream's longer MaxAge is never lowered at open — turning the
+// archive on, or shortening the window, leaves the live history in
+// place, and the archiver lowers the MaxAge to the window once it has
+// archived every message older than that (internal/archive, "How
+// JetStream drops only what is archived").
 //
 // # The read-only view
 //
@@ -119,8 +143,9 @@
 //     dispatcher's retry horizon; Nats-Msg-Id is the call id
 //     (<call_id>-r<attempt> for a retry the mover puts back). Idempotency
 //     keys live in their own bucket for IdempotencyTTL, which follows the
-//     calls' retention: by default, and at most, CallsMaxAge (a key is
-//     useful only while its call's record exists); at least
+//     calls' retention: by default, and at most, CallsWindow (CallsMaxAge,
+//     or RetentionWindow with an archive: a key is useful only while its
+//     call's live record exists); at least
 //     DuplicateWindow (Validate refuses less), so that a key outlives
 //     every publish of its call. StoreFull tells a write refused for want
 //     of space: the store's own limit (10077, "maximum ..."), the
@@ -287,9 +312,11 @@
 // (EmbeddedConfig.ListenAddr) needs Users: StartEmbedded refuses a
 // listener without any, on loopback or not, so there is never an open
 // listener. In-process connections (Embedded.Connect) authenticate as an
-// internal user with every permission whose random password lives in
-// memory only and which the server accepts on in-process connections
-// only.
+// internal user with every permission whose nkey is made at start and
+// lives in memory only, and which the server accepts on in-process
+// connections only. An nkey, not a random password: the server warns of
+// any plaintext password on every start, and bcrypt would cost every
+// in-process connection a hash.
 //
 // Outside the dispatcher there are three kinds of role, each with the
 // NATS permissions RolePermissions derives from the installation's prefix

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 )
 
 // EmbeddedConfig configures the in-process NATS server.
@@ -76,14 +77,24 @@ type User struct {
 // Embedded is a running in-process NATS server with JetStream.
 type Embedded struct {
 	Server *server.Server
-	// internalUser and internalPassword authenticate in-process
-	// connections; the password is random, kept in memory only, and the
-	// user can connect in process only.
-	internalUser, internalPassword string
+	// internalKey authenticates in-process connections: an nkey made
+	// at start, kept in memory only, whose user can connect in process
+	// only. An nkey rather than a random password: the server warns of
+	// any plaintext password ("Plaintext passwords detected"), the first
+	// line a newcomer read on every start, and bcrypt would cost every
+	// in-process connection a hash.
+	internalKey nkeys.KeyPair
 }
 
-// internalUserName is the user of in-process connections.
+// internalUserName is the name no other user may take: it was the
+// in-process user's, now an nkey (Embedded.internalKey).
 const internalUserName = "toolwire-in-process"
+
+// internalPub is the public key of internalKey.
+func (e *Embedded) internalPub() string {
+	pub, _ := e.internalKey.PublicKey() // a key made by CreateUser has one
+	return pub
+}
 
 // StartEmbedded starts the server and waits until it accepts connections.
 // It returns an error, before starting anything, for a ListenAddr without
@@ -137,11 +148,15 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 			opts.HTTPPort = server.RANDOM_PORT
 		}
 	}
-	internalPassword, err := randomSecret()
+	internalKey, err := nkeys.CreateUser()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bus: in-process key: %w", err)
 	}
-	if err := authorize(opts, cfg.Users, internalPassword); err != nil {
+	internalPub, err := internalKey.PublicKey()
+	if err != nil {
+		return nil, fmt.Errorf("bus: in-process key: %w", err)
+	}
+	if err := authorize(opts, cfg.Users, internalPub); err != nil {
 		return nil, err
 	}
 	s, err := server.NewServer(opts)
@@ -160,7 +175,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		s.Shutdown()
 		return nil, errors.New("bus: embedded server not ready in time")
 	}
-	return &Embedded{Server: s, internalUser: internalUserName, internalPassword: internalPassword}, nil
+	return &Embedded{Server: s, internalKey: internalKey}, nil
 }
 
 // ClientURL is the loopback client URL, or "" without a listener.
@@ -194,7 +209,7 @@ func (e *Embedded) MonitorURL() string {
 // Connect opens an in-process client connection with every permission.
 func (e *Embedded) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
 	opts = append([]nats.Option{nats.InProcessServer(e.Server), nats.Name(name), nats.MaxReconnects(-1),
-		nats.UserInfo(e.internalUser, e.internalPassword)}, opts...)
+		nats.Nkey(e.internalPub(), e.internalKey.Sign)}, opts...)
 	nc, err := nats.Connect("", opts...)
 	if err != nil {
 		return nil, fmt.Errorf("bus: in-process connect: %w", err)

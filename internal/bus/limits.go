@@ -86,9 +86,9 @@ func (c *Config) byteLimits() []byteLimit {
 func (c Config) Stores() []Store {
 	kv, obj := func(b string) string { return "KV_" + b }, func(b string) string { return "OBJ_" + b }
 	return []Store{
-		{"calls", c.CallsStream(), c.CallsMaxBytes, c.CallsMaxAge, true, UsedByEveryCall},
-		{"results", c.ResultsStream(), c.ResultsMaxBytes, c.ResultsMaxAge, false, UsedByEveryCall},
-		{"events", c.EventsStream(), c.EventsMaxBytes, c.EventsMaxAge, false, UsedByEveryCall},
+		{"calls", c.CallsStream(), c.CallsMaxBytes, c.CallsWindow(), true, UsedByEveryCall},
+		{"results", c.ResultsStream(), c.ResultsMaxBytes, c.ResultsWindow(), false, UsedByEveryCall},
+		{"events", c.EventsStream(), c.EventsMaxBytes, c.EventsWindow(), false, UsedByEveryCall},
 		{"dlq", c.DLQStream(), c.DLQMaxBytes, c.DLQMaxAge, false, UsedByNoCall},
 		{"retries", c.RetriesStream(), c.RetriesMaxBytes, c.CallsMaxAge, false, UsedByEveryCall},
 		{"advisories", c.AdvisoriesStream(), c.AdvisoriesMaxBytes, advisoriesMaxAge, false, UsedByNoCall},

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Unsubscriber returns what ends an asynchronous core subscription: it
@@ -26,5 +27,17 @@ func Unsubscriber(sub *nats.Subscription) func() <-chan struct{} {
 			}
 		}
 		return done
+	}
+}
+
+// DrainWatch takes what a KV watch's updates channel holds once its
+// context ended, so that a delivery of nats.go blocked on the full
+// channel returns and its goroutine ends. It never blocks.
+func DrainWatch(w jetstream.KeyWatcher) {
+	for range len(w.Updates()) + 1 {
+		select {
+		case <-w.Updates():
+		default:
+		}
 	}
 }

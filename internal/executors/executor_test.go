@@ -6,12 +6,14 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/toolwire/toolwire/internal/testdeps"
+
 	"github.com/toolwire/toolwire/internal/executors"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
 // Every goroutine a test starts has ended when the tests have.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testdeps.IgnoreNATS()) }
 
 // An executor that holds nothing (not a Closer) is closed as a no-op.
 func TestCloseWithoutCloser(t *testing.T) {

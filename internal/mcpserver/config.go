@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolwire/toolwire/internal/bus"
 )
 
 // Defaults of Config.
@@ -48,6 +50,12 @@ type Config struct {
 	// Tasks is the tasks bucket (bus.Bus.Tasks) the endpoint keeps its
 	// tasks in; nil = the Tasks extension is not offered.
 	Tasks jetstream.KeyValue
+	// Bus is the installation's bus: the replicas pass each other the
+	// notifications/cancelled that name a request another replica serves
+	// (on <prefix>.mcp.cancelled; cancelled.go). Nil = a
+	// notifications/cancelled reaches only the requests of the replica it
+	// is sent to.
+	Bus *bus.Bus
 	// Extra is what an embedding program serves besides the fleet's
 	// tools; nil = nothing.
 	Extra *Extra

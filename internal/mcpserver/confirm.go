@@ -143,7 +143,7 @@ func (s *Server) declined(ctx context.Context, id identity.Identity, callID stri
 		if out == toolwirev1.CancelOutcome_CANCEL_OUTCOME_REQUESTED {
 			res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "not run: the user did not confirm the call"}},
 				Meta: mcp.Meta{MetaCallID: callID}}
-			return completeResult{res}, nil
+			return toolResult{CallToolResult: res, complete: true}, nil
 		}
 	}
 	// Approved by an approver meanwhile: it runs, or ran.

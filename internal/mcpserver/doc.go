@@ -25,7 +25,9 @@
 // scopes and the policy let it see, as ListTools), in name order, with the
 // names the registry has (so they never change when a pool or a server is
 // added), 100 per page (the cursor is the page's last name, opaque), and
-// cacheScope private. A tool's MCP form is registry.ExportOne's (title,
+// cacheScope private. Disabled tools are left out (an imported MCP tool
+// whose definition changed, or that requires task augmentation): every
+// call of one is refused. A tool's MCP form is registry.ExportOne's (title,
 // description from the summary, schemas, annotations, icons, _meta,
 // execution.taskSupport). tools.listChanged is declared: each replica's
 // registry watch (registry.Store.OnChange) makes its one long-lived SDK
@@ -38,18 +40,66 @@
 // approvals (the call waits for an approver, unless its caller's user
 // confirms it: "Confirming an ask"), limits and the loop guard apply
 // unchanged. The response maps one to one: content blocks
-// (internal/mcpcontent, the MCP executor's mapping), structuredContent,
+// (internal/mcpcontent, the MCP executor's mapping; an annotation's
+// priority of 0, which the SDK's types omit, is written back: toolResult),
+// structuredContent,
 // the tool's _meta, and a failure as isError with the error's text and,
 // in _meta "io.toolwire/error", its type, retryability, side effects,
-// suggestion and retry-after. "io.toolwire/call_id" names the call. An
+// suggestion and retry-after. "io.toolwire/call_id" names the call;
+// "io.toolwire/latency_budget_exceeded" (MetaLatencyBudget) says that it
+// took longer than its soft latency budget, as the API's meta does. A
+// request's _meta "io.toolwire/session" (MetaSession, a string) is the
+// call's toolwire session: a call in a session that END_SESSION ended is
+// refused SESSION_INACTIVE at admission (the fast path does not know the
+// key and leaves such a request to the SDK), and so are the session
+// rules of the tenant's policy (sessions:): under required a tools/call
+// without the key is refused PERMISSION_DENIED, under opened_only one
+// naming a session nobody opened SESSION_INACTIVE, both as isError
+// results. A tools/list whose _meta
+// names a session (the same key: an MCP session, where there is one, is a
+// transport's and may carry the calls of many toolwire sessions; the
+// stateless revision has none) lists that session's tools: those its mode
+// forbids outright are left out (dispatch's VisibleToolsIn; a session
+// without a mode, or a list naming none, as the policy's
+// sessions.default_mode); each page's request names it again. An
 // unknown tool is a JSON-RPC invalid-params error (the client's mistake,
 // not the tool's). When the client goes away (the request's context ends:
-// a closed stream, or notifications/cancelled; for revisions before
-// 2026-07-28, whose requests the SDK gives a context that never ends, the
-// HTTP request's end), the call is cancelled, and the cancel reaches the
-// worker; so is a call whose wait fails otherwise (nobody would take its
-// result). A call whose records are gone (UNKNOWN) ends the wait with an
-// error. A tool's _meta that is no object is dropped, and a tool cannot
+// a closed stream; for revisions before 2026-07-28, whose requests the SDK
+// gives a context that never ends, the HTTP request's end) or cancels the
+// request ("Cancelling"), the call is cancelled, and the cancel reaches
+// the worker; so is a call whose wait fails otherwise (nobody would take
+// its result). A call whose records are gone (UNKNOWN) ends the wait with
+// an error.
+//
+// With a progress token, the call's PROGRESS events are relayed as
+// notifications/progress (relayProgress, a Watch of the call) and every
+// one reaches the client before the result: the worker stores a call's
+// progress before it publishes its result (internal/worker), the Watch
+// sends every stored event before FINISHED, and the answer is written
+// once the relay has sent FINISHED (bounded by progressDrain).
+//
+// # Cancelling
+//
+// A notifications/cancelled sent as a POST of its own, on any revision
+// and to any replica, ends the tools/call it names as a closed stream
+// does (cancelled.go), with its reason (ClientCancelled). The endpoint is
+// stateless and no session scopes a request id: each replica keeps the
+// tools/call requests it serves (inflight: at most maxInflight, each
+// until it is answered) by caller — tenant and agent of the credential —
+// and request id; a notification of a request this replica does not
+// serve is passed to the others on Config.Bus (cancelSubject), each of
+// which looks it up in its own. Only the caller's requests are reached. A
+// replica serving two of the caller's requests under one id cancels
+// neither; a notification that arrives after its request ended, while
+// another client of the same credential has a request of that id in
+// flight, cancels that one; in open access every caller is the same
+// identity (documented in docs/mcp.md). Only dispatchers may publish on
+// cancelSubject, but an operator may make a push consumer on CALLS (a
+// scan slot) delivering what it stored there: a replica takes only
+// messages without a reply (a delivery carries a $JS.ACK reply; its
+// notices are published with none), as the other dispatcher services do,
+// and only notices signed by a dispatcher's key (signing.KindMCPCancel).
+// A reason is cut to maxReason bytes at a character's boundary. A tool's _meta that is no object is dropped, and a tool cannot
 // set toolwire's own keys in it.
 //
 // Where the issue was silent: an embedding program may add prompts,
@@ -58,7 +108,16 @@
 // tools; results of tools/call carry resultType "complete" for clients of
 // the stateless revision, as the SDK marks the results of tools it runs.
 // The Extra's prompts and resources are declared without listChanged: the
-// set is fixed, the same on every replica.
+// set is fixed, the same on every replica. Without an Extra no prompts
+// capability is declared, and prompts/list and prompts/get are method not
+// found (the SDK would answer them empty): what is declared is what is
+// served.
+//
+// A request of the stateless revision whose Mcp-Name header is missing or
+// does not name what its body does is answered HTTP 400 with -32020 on
+// every method: the SDK checks tools/call, resources/read and prompts/get,
+// and taskHeaders the tasks methods, which the SDK does not know (task
+// keeps a check of its own for what reaches it otherwise).
 //
 // # Fast path
 //

@@ -248,7 +248,7 @@ func writeRPC(w http.ResponseWriter, id json.RawMessage, res mcp.Result, err err
 		switch je.Code {
 		case jsonrpc.CodeMethodNotFound:
 			status = http.StatusNotFound
-		case jsonrpc.CodeInvalidParams, mcp.CodeMissingRequiredClientCapabilities, mcp.CodeUnsupportedProtocolVersion:
+		case jsonrpc.CodeInvalidParams, mcp.CodeMissingRequiredClientCapabilities, mcp.CodeUnsupportedProtocolVersion, mcp.CodeHeaderMismatch:
 			status = http.StatusBadRequest
 		}
 		out["error"] = je

@@ -55,6 +55,13 @@ type Server struct {
 	// tools caches each spec version's MCP form.
 	mu    sync.Mutex
 	tools map[string]json.RawMessage
+
+	// inflight is the tools/call requests served here, for
+	// notifications/cancelled (cancelled.go); stopCancels ends the
+	// listening to the other replicas' notices.
+	inflight    inflight
+	stopCancels func()
+	closeOnce   sync.Once
 }
 
 // New returns the MCP server of the dispatcher d, authenticating callers
@@ -104,11 +111,24 @@ func New(d Core, auth identity.Authenticator, cfg Config) (*Server, error) {
 		PropagateRequestCancellation: true,
 	})
 	s.h = s.checkOrigin(s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.scoped(w, r) && !s.fast(w, r) {
+		r, done := s.track(r)
+		defer done()
+		if !s.scoped(w, r) && !s.taskHeaders(w, r) && !s.fast(w, r) {
 			h.ServeHTTP(w, r)
 		}
 	})))
+	stop, err := s.listenCancels()
+	if err != nil {
+		return nil, err
+	}
+	s.stopCancels = stop
 	return s, nil
+}
+
+// Close stops listening for the other replicas' notifications/cancelled
+// (Config.Bus); requests already served go on. Close is idempotent.
+func (s *Server) Close() {
+	s.closeOnce.Do(s.stopCancels)
 }
 
 // Handler serves the endpoint (Path) and its protected resource metadata

@@ -182,7 +182,9 @@ func TestProgressAndCancelByDisconnect(t *testing.T) {
 		require.Error(t, <-errc)
 		select {
 		case cause := <-cancelled:
-			require.ErrorContains(t, cause, "the MCP client went away", v)
+			// The SDK closes the stream and sends notifications/cancelled:
+			// whichever reaches the endpoint first is the reason.
+			require.ErrorContains(t, cause, "the MCP client", v)
 		case <-time.After(30 * time.Second):
 			t.Fatalf("%s: the cancel did not reach the worker", v)
 		}
@@ -371,4 +373,135 @@ func TestPolicyThroughMCP(t *testing.T) {
 
 	_, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "no_such_tool"})
 	require.ErrorContains(t, err, `unknown tool "no_such_tool"`)
+}
+
+// A tools/call naming an ended toolwire session in its _meta is refused
+// SESSION_INACTIVE (an isError result); the same call in a live session,
+// or in none, runs.
+func TestEndedSessionThroughMCP(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	s.EndSession(t, "s-end", "the user left")
+	cs := connect(t, endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default}), "any", "")
+	callIn := func(session any) *mcp.CallToolResult {
+		p := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}
+		if session != nil {
+			p.Meta = mcp.Meta{mcpserver.MetaSession: session}
+		}
+		res, err := cs.CallTool(t.Context(), p)
+		require.NoError(t, err)
+		return res
+	}
+	res := callIn("s-end")
+	require.True(t, res.IsError)
+	require.Contains(t, res.Content[0].(*mcp.TextContent).Text, "the user left")
+	require.Equal(t, "ERROR_TYPE_SESSION_INACTIVE", res.Meta[mcpserver.MetaError].(map[string]any)["type"])
+	require.False(t, callIn("s-live").IsError)
+	require.False(t, callIn(nil).IsError)
+
+	_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"},
+		Meta: mcp.Meta{mcpserver.MetaSession: 42}})
+	require.ErrorContains(t, err, mcpserver.MetaSession+" must be a string")
+}
+
+// A call over its soft latency budget says so in its result's _meta, as
+// the API's answer does in its meta; a call within it does not.
+func TestLatencyBudgetThroughMCP(t *testing.T) {
+	t.Parallel()
+	nap := tool.Must(tool.New("nap", func(ctx context.Context, _ struct{}) (string, error) {
+		tm := time.NewTimer(100 * time.Millisecond)
+		defer tm.Stop()
+		select {
+		case <-tm.C:
+			return "awake", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}, tool.WithLatencyBudget(time.Millisecond)))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), nap)})
+	cs := connect(t, endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default}), "any", "")
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "nap", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "a budget never fails a call")
+	over, ok := res.Meta[mcpserver.MetaLatencyBudget].(map[string]any)
+	require.True(t, ok, "_meta: %v", res.Meta)
+	require.Equal(t, float64(1), over["budget_ms"])
+	require.GreaterOrEqual(t, over["elapsed_ms"], float64(100))
+	require.Equal(t, "spec", over["source"])
+
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+	require.NoError(t, err)
+	require.NotContains(t, res.Meta, mcpserver.MetaLatencyBudget)
+}
+
+// A tools/list naming a toolwire session in its _meta leaves out the
+// tools the session's mode forbids outright; the list of another session,
+// or of none, has them; a session that is not a string is invalid params.
+func TestModeHidesToolsThroughMCP(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	s.ApplyPolicy(t, "tenant:\n  default: allow\nmodes:\n  voice:\n    rules:\n      - {id: voice-no-sleep, effect: deny, tools: [sleep]}\n  text: {}\n")
+	s.SetMode(t, "s-voice", "voice")
+	s.SetMode(t, "s-text", "text")
+	cs := connect(t, endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default}), "any", "")
+	names := func(session any) []string {
+		var p *mcp.ListToolsParams
+		if session != nil {
+			p = &mcp.ListToolsParams{Meta: mcp.Meta{mcpserver.MetaSession: session}}
+		}
+		lt, err := cs.ListTools(t.Context(), p)
+		require.NoError(t, err)
+		var out []string
+		for _, tl := range lt.Tools {
+			out = append(out, tl.Name)
+		}
+		return out
+	}
+	require.NotContains(t, names("s-voice"), "sleep")
+	require.Contains(t, names("s-voice"), "echo")
+	require.Contains(t, names("s-text"), "sleep")
+	require.Contains(t, names(nil), "sleep")
+
+	_, err := cs.ListTools(t.Context(), &mcp.ListToolsParams{Meta: mcp.Meta{mcpserver.MetaSession: 42}})
+	require.ErrorContains(t, err, mcpserver.MetaSession+" must be a string")
+}
+
+// Under the tenant's sessions.required, a tools/call whose _meta names no
+// toolwire session is refused PERMISSION_DENIED (an isError result naming
+// the rule) with a real key; under default_mode its tools/list leaves out
+// what that mode hides; one naming a session runs; under opened_only, a
+// session nobody opened is refused SESSION_INACTIVE.
+func TestSessionRulesThroughMCP(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	s.ApplyPolicy(t, "tenant:\n  default: allow\nmodes:\n  voice:\n    rules:\n      - {id: voice-no-sleep, effect: deny, tools: [sleep]}\n"+
+		"sessions: {required: true, opened_only: true, default_mode: voice}\n")
+	s.SetMode(t, "s-open", "")
+	cs := connect(t, endpoint(t, s.Dispatcher, keyring(t, keyOf{key: "bot-key", tenant: identity.Default.Tenant, scopes: []string{"tools"}})), "bot-key", "")
+	callIn := func(session string) *mcp.CallToolResult {
+		p := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}
+		if session != "" {
+			p.Meta = mcp.Meta{mcpserver.MetaSession: session}
+		}
+		res, err := cs.CallTool(t.Context(), p)
+		require.NoError(t, err)
+		return res
+	}
+	res := callIn("")
+	require.True(t, res.IsError)
+	require.Equal(t, "ERROR_TYPE_PERMISSION_DENIED", res.Meta[mcpserver.MetaError].(map[string]any)["type"])
+	require.Contains(t, res.Content[0].(*mcp.TextContent).Text, "sessions.required")
+	res = callIn("s-made-up")
+	require.True(t, res.IsError)
+	require.Equal(t, "ERROR_TYPE_SESSION_INACTIVE", res.Meta[mcpserver.MetaError].(map[string]any)["type"])
+	require.False(t, callIn("s-open").IsError, "an opened session runs")
+
+	lt, err := cs.ListTools(t.Context(), nil)
+	require.NoError(t, err)
+	var listed []string
+	for _, tl := range lt.Tools {
+		listed = append(listed, tl.Name)
+	}
+	require.Contains(t, listed, "echo")
+	require.NotContains(t, listed, "sleep", "the default mode hides it")
 }

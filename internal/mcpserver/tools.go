@@ -18,7 +18,8 @@ import (
 )
 
 // receive answers tools/list and tools/call from the registry and the
-// dispatcher; every other method is the SDK's.
+// dispatcher, and refuses prompts/list and prompts/get (method not found)
+// unless an Extra declares prompts; every other method is the SDK's.
 func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
@@ -27,7 +28,7 @@ func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 			if err != nil {
 				return nil, err
 			}
-			return s.listTools(id, req.(*mcp.ListToolsRequest))
+			return s.listTools(ctx, id, req.(*mcp.ListToolsRequest))
 		case "tools/call":
 			id, err := s.caller(ctx, req)
 			if err != nil {
@@ -41,6 +42,13 @@ func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 					return nil, err
 				}
 				return s.readOutput(ctx, id, p.URI)
+			}
+		case "prompts/list", "prompts/get":
+			if s.cfg.Extra == nil {
+				// Served only when declared (an Extra's): the SDK would
+				// answer an empty list for a capability not declared.
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+					Message: method + ": this server declares no prompts capability"}
 			}
 		case "tasks/get", "tasks/update", "tasks/cancel":
 			id, err := s.caller(ctx, req)
@@ -64,15 +72,25 @@ func statelessClient(ss *mcp.ServerSession) bool {
 	return p == nil || p.ProtocolVersion >= "2026-07-28"
 }
 
-// completeResult is a tool result marked complete ("resultType":
-// "complete"), as the stateless revision wants every result of tools/call
-// marked. The SDK marks the results of the tools it runs itself, and
-// tools/call is answered here, not by the SDK.
-type completeResult struct{ *mcp.CallToolResult }
+// toolResult is a tool result as the endpoint writes it: the SDK's, with
+// what the SDK's types cannot say. Complete marks it complete
+// ("resultType": "complete"), as the stateless revision wants every result
+// of tools/call marked (the SDK marks the results of the tools it runs
+// itself, and tools/call is answered here, not by the SDK). Zero are the
+// content blocks whose annotations have a priority of 0, which the SDK's
+// Annotations omit (a float64 with omitempty): it is written back.
+type toolResult struct {
+	*mcp.CallToolResult
+	complete bool
+	zero     []int
+}
 
-func (r completeResult) MarshalJSON() ([]byte, error) {
+func (r toolResult) MarshalJSON() ([]byte, error) {
 	b, err := r.CallToolResult.MarshalJSON()
-	if err != nil || len(b) < 2 || b[0] != '{' {
+	if err == nil && len(r.zero) > 0 {
+		b, err = zeroPriorities(b, r.zero)
+	}
+	if err != nil || !r.complete || len(b) < 2 || b[0] != '{' {
 		return b, err
 	}
 	head := `{"resultType":"complete"`
@@ -80,6 +98,40 @@ func (r completeResult) MarshalJSON() ([]byte, error) {
 		head += ","
 	}
 	return append([]byte(head), b[1:]...), nil
+}
+
+// zeroPriorities sets "priority": 0 in the annotations of the content
+// blocks at indexes zero of the tool result encoded in b.
+func zeroPriorities(b []byte, zero []int) ([]byte, error) {
+	var res map[string]json.RawMessage
+	var content []map[string]json.RawMessage
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(res["content"], &content); err != nil {
+		return nil, err
+	}
+	for _, i := range zero {
+		if i < 0 || i >= len(content) {
+			continue
+		}
+		ann := map[string]json.RawMessage{}
+		if raw, ok := content[i]["annotations"]; ok {
+			if err := json.Unmarshal(raw, &ann); err != nil || ann == nil {
+				ann = map[string]json.RawMessage{}
+			}
+		}
+		ann["priority"] = json.RawMessage("0")
+		var err error
+		if content[i]["annotations"], err = json.Marshal(ann); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if res["content"], err = json.Marshal(content); err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
 }
 
 // caller is the authenticated caller of req: from the request context
@@ -102,15 +154,31 @@ func (s *Server) caller(ctx context.Context, req mcp.Request) (identity.Identity
 // order, as the registry names them. The cursor is the last name of the
 // page before (opaque to clients). The page is written from each tool's
 // cached MCP form (registry.ExportOne's JSON), which has fields the SDK's
-// Tool has not (execution.taskSupport).
-func (s *Server) listTools(id identity.Identity, req *mcp.ListToolsRequest) (mcp.Result, error) {
-	after := ""
-	if req.Params != nil && req.Params.Cursor != "" {
-		b, err := base64.RawURLEncoding.DecodeString(req.Params.Cursor)
-		if err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
+// Tool has not (execution.taskSupport). A request whose _meta names a
+// toolwire session (MetaSession) lists the tools of that session: those
+// its mode forbids outright are left out (dispatch's VisibleToolsIn).
+// Disabled tools are left out too (an MCP tool whose definition changed,
+// or that requires task augmentation toolwire cannot give it): every call
+// of one is refused, so a client is not offered it; the API and toolctl
+// still show them, with the reason.
+func (s *Server) listTools(ctx context.Context, id identity.Identity, req *mcp.ListToolsRequest) (mcp.Result, error) {
+	after, session := "", ""
+	if p := req.Params; p != nil {
+		if p.Cursor != "" {
+			b, err := base64.RawURLEncoding.DecodeString(p.Cursor)
+			if err != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
+			}
+			after = string(b)
 		}
-		after = string(b)
+		var err error
+		if session, err = sessionOf(p.Meta); err != nil {
+			return nil, err
+		}
+	}
+	specs, err := s.d.VisibleToolsIn(ctx, id, registry.Filter{}, session)
+	if err != nil {
+		return nil, err
 	}
 	// Private: the list is this caller's (scopes and policy).
 	page := toolPage{CacheScope: "private", Tools: []json.RawMessage{}}
@@ -118,8 +186,8 @@ func (s *Server) listTools(id identity.Identity, req *mcp.ListToolsRequest) (mcp
 		page.ResultType = "complete"
 	}
 	last := ""
-	for _, spec := range s.d.VisibleTools(id, registry.Filter{}) {
-		if spec.Name <= after {
+	for _, spec := range specs {
+		if spec.Name <= after || spec.Disabled {
 			continue
 		}
 		if len(page.Tools) == s.cfg.PageSize {
@@ -194,6 +262,11 @@ func (s *Server) callTool(ctx context.Context, id identity.Identity, req *mcp.Ca
 		defer context.AfterFunc(rc, cancel)()
 	}
 	cr := &toolwirev1.CallRequest{Tool: p.Name, ArgumentsJson: args}
+	session, err := sessionOf(p.Meta)
+	if err != nil {
+		return nil, err
+	}
+	cr.Session = session
 	stateless := statelessClient(req.Session)
 	if stateless {
 		if err := inputOf(p, cr); err != nil {
@@ -292,14 +365,15 @@ func (s *Server) asTask(ctx context.Context, id identity.Identity, cr *toolwirev
 }
 
 // mark marks a tool result complete for a client of the stateless
-// revision (completeResult).
-func mark(res *mcp.CallToolResult, err error, stateless bool) (mcp.Result, error) {
+// revision (toolResult).
+func mark(res toolResult, err error, stateless bool) (mcp.Result, error) {
 	switch {
 	case err != nil:
 		return nil, err
-	case stateless:
-		return completeResult{res}, nil
+	case !stateless && len(res.zero) == 0:
+		return res.CallToolResult, nil
 	}
+	res.complete = stateless
 	return res, nil
 }
 
@@ -333,10 +407,10 @@ func (s *Server) await(ctx context.Context, id identity.Identity, callID string)
 
 // refused answers a call admission refused: an unknown tool is the
 // client's protocol error, anything else the tool's isError result.
-func refused(resp *toolwirev1.ToolResponse) (*mcp.CallToolResult, error) {
+func refused(resp *toolwirev1.ToolResponse) (toolResult, error) {
 	e := resp.GetError()
 	if e.GetType() == toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND || isInputViolation(e) {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.GetMessage()}
+		return toolResult{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.GetMessage()}
 	}
 	return result(resp)
 }
@@ -362,11 +436,12 @@ func (s *Server) relayProgress(ctx context.Context, id identity.Identity, callID
 	}
 }
 
-// cancel cancels a call whose client went away.
+// cancel cancels a call whose client went away or cancelled it
+// (cancelReason).
 func (s *Server) cancel(ctx context.Context, id identity.Identity, callID string) {
 	cctx, done := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer done()
-	if _, err := s.d.Cancel(cctx, id, callID, "the MCP client went away"); err != nil {
+	if _, err := s.d.Cancel(cctx, id, callID, cancelReason(ctx)); err != nil {
 		s.log.Warn("cancelling the call of a client that went away failed", "call_id", callID, "err", err)
 	}
 }
@@ -385,11 +460,18 @@ func pause(ctx context.Context, d time.Duration) error {
 // result maps a toolwire response onto an MCP tool result, one to one:
 // content blocks (internal/mcpcontent's mapping), structured content, the
 // tool's `_meta`, and a failure as isError with the error's message as
-// text and its type, retryability and side effects in `_meta`.
-func result(resp *toolwirev1.ToolResponse) (*mcp.CallToolResult, error) {
+// text and its type, retryability and side effects in `_meta`. A block's
+// priority of 0 is kept (toolResult).
+func result(resp *toolwirev1.ToolResponse) (toolResult, error) {
 	content, err := mcpcontent.ToMCP(resp.GetContent())
 	if err != nil {
-		return nil, fmt.Errorf("toolwire: the result has no MCP form: %w", err)
+		return toolResult{}, fmt.Errorf("toolwire: the result has no MCP form: %w", err)
+	}
+	var zero []int
+	for i, c := range resp.GetContent() {
+		if a := c.GetAnnotations(); a != nil && a.Priority != nil && *a.Priority == 0 {
+			zero = append(zero, i)
+		}
 	}
 	res := &mcp.CallToolResult{Content: content, IsError: !resp.GetOk()}
 	if res.Content == nil {
@@ -411,8 +493,14 @@ func result(resp *toolwirev1.ToolResponse) (*mcp.CallToolResult, error) {
 			meta = mcp.Meta{}
 		}
 	}
-	delete(meta, MetaError) // toolwire's key: the tool's own never passes for it
+	delete(meta, MetaError) // toolwire's keys: the tool's own never pass for them
+	delete(meta, MetaLatencyBudget)
 	meta[MetaCallID] = resp.GetCallId()
+	if o := resp.GetMeta().GetLatencyBudgetExceeded(); o != nil {
+		meta[MetaLatencyBudget] = map[string]any{"budget_ms": o.GetBudget().AsDuration().Milliseconds(),
+			"elapsed_ms": o.GetElapsed().AsDuration().Milliseconds(), "source": o.GetSource(), "entry": o.GetEntry(),
+			"policy_version": o.GetPolicyVersion(), "mode": o.GetMode()}
+	}
 	if e := resp.GetError(); e != nil {
 		if len(res.Content) == 0 {
 			res.Content = []mcp.Content{&mcp.TextContent{Text: e.GetMessage()}}
@@ -428,7 +516,7 @@ func result(resp *toolwirev1.ToolResponse) (*mcp.CallToolResult, error) {
 		meta[MetaError] = te
 	}
 	res.Meta = meta
-	return res, nil
+	return toolResult{CallToolResult: res, zero: zero}, nil
 }
 
 // Keys of toolwire's `_meta` in tool results.
@@ -439,4 +527,27 @@ const (
 	// MetaError is a failed call's error: type, message, retryable,
 	// side_effects, suggestion, retry_after_ms.
 	MetaError = "io.toolwire/error"
+	// MetaLatencyBudget is set when the call took longer than its soft
+	// latency budget (docs/policy.md, "Latency budgets"; never a
+	// failure): budget_ms, elapsed_ms, source ("spec" or "policy"),
+	// entry, policy_version, mode.
+	MetaLatencyBudget = "io.toolwire/latency_budget_exceeded"
+	// MetaSession, in a request's _meta, is the toolwire session the
+	// request belongs to (a string): a tools/call's call carries it
+	// (CallRequest.session), so that the session's state (ended) applies.
+	MetaSession = "io.toolwire/session"
 )
+
+// sessionOf is the toolwire session a request's _meta names (MetaSession);
+// "" for none. A value other than a string is invalid params.
+func sessionOf(meta mcp.Meta) (string, error) {
+	v, ok := meta[MetaSession]
+	if !ok || v == nil {
+		return "", nil
+	}
+	session, ok := v.(string)
+	if !ok {
+		return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: MetaSession + " must be a string"}
+	}
+	return session, nil
+}

@@ -8,7 +8,8 @@
 // Key `<tool>` holds the current ToolSpec (binary protobuf) and key
 // `versions.<tool>.<version>` every version ever published, so a call can
 // pin an older version and a worker can tell a stale version from an
-// unknown one. Workers announce the specs they serve at start-up and the
+// unknown one. A version key deleted or purged is forgotten by every
+// Store (its watch), so a call pinning that version is NOT_FOUND. Workers announce the specs they serve at start-up and the
 // current key is written only when the version (or the disabled state)
 // changed, so restarts do not churn the bucket.
 // Keys `approvals.<tool>` hold approved MCP definition hashes and keys

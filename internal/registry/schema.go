@@ -83,6 +83,20 @@ func ValidateArgs(sch *jsonschema.Schema, args []byte) []*toolwirev1.FieldViolat
 	return validateDoc(sch, doc)
 }
 
+// ValidateOutput checks a tool's structured output (JSON) against its
+// output schema sch, as ValidateArgs checks arguments: nil or the
+// violations, sorted by field; a text that is not JSON is one violation
+// at the root.
+func ValidateOutput(sch *jsonschema.Schema, out []byte) []*toolwirev1.FieldViolation {
+	doc, err := jsonvalue.Parse(out)
+	if err != nil {
+		v := ParseViolation(err)
+		v.Message = strings.Replace(v.Message, "arguments are", "structured output is", 1)
+		return []*toolwirev1.FieldViolation{v}
+	}
+	return validateDoc(sch, doc)
+}
+
 // ParseViolation is the violation of arguments jsonvalue.Parse refused
 // with err: an object that repeats a key (at any level) is a violation at
 // the repeated member, naming the key; a text that is not JSON, and one

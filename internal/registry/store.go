@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
@@ -25,6 +26,10 @@ var ErrNotFound = errors.New("registry: not found")
 type Entry struct {
 	Spec  *toolwirev1.ToolSpec
 	Input *jsonschema.Schema
+	// Loop is what of a call's arguments the loop guard compares, read
+	// from Spec's input schema (policy.CompileLoopFields); nil compares
+	// every member.
+	Loop *policy.LoopFields
 	// Seen is when the Store took the entry in. A worker creates its pool
 	// consumer before it publishes a spec, so a consumer listing begun
 	// after Seen shows the pool of the spec (the dispatcher's consumer
@@ -149,6 +154,14 @@ func (s *Store) apply(e jetstream.KeyValueEntry) bool {
 		s.mu.Lock()
 		_, had := s.cur[key]
 		delete(s.cur, key)
+		if nv, ok := strings.CutPrefix(key, "versions."); ok {
+			// A version deleted or purged is gone: a call pinning it is
+			// answered NOT_FOUND, never the copy this replica read once.
+			// (Versions are hex hashes: the name is before the last dot.)
+			if i := strings.LastIndexByte(nv, '.'); i > 0 {
+				delete(s.vers, nv[:i]+"@"+nv[i+1:])
+			}
+		}
 		s.mu.Unlock()
 		return had
 	}
@@ -162,7 +175,7 @@ func (s *Store) apply(e jetstream.KeyValueEntry) bool {
 		s.log.Warn("registry: spec with a bad schema ignored", "key", key, "err", err)
 		return false
 	}
-	ent := &Entry{Spec: &spec, Input: sch, Seen: time.Now()}
+	ent := &Entry{Spec: &spec, Input: sch, Loop: policy.CompileLoopFields([]byte(spec.InputSchemaJson)), Seen: time.Now()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.vers[spec.Name+"@"+spec.Version] = ent
@@ -219,6 +232,8 @@ type Filter struct {
 	NameGlob string
 	// Executor; unspecified = all.
 	Executor toolwirev1.ExecutorType
+	// Category; unspecified = all.
+	Category toolwirev1.ToolCategory
 	// Scopes of the caller; a tool is listed when the caller holds all its
 	// scopes. "*" holds every scope.
 	Scopes []string
@@ -235,6 +250,9 @@ func (s *Store) List(f Filter) []*Entry {
 			}
 		}
 		if f.Executor != toolwirev1.ExecutorType_EXECUTOR_TYPE_UNSPECIFIED && e.Spec.Executor != f.Executor {
+			continue
+		}
+		if f.Category != toolwirev1.ToolCategory_TOOL_CATEGORY_UNSPECIFIED && e.Spec.Category != f.Category {
 			continue
 		}
 		if !HasScopes(f.Scopes, e.Spec.Scopes) {

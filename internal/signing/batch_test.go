@@ -162,6 +162,7 @@ func TestGroupSignedWhenAsLargeAsRecentOnes(t *testing.T) {
 	b := &k.batch
 	b.mu.Lock()
 	b.recent = [recentGroups]int{4, 2, 3}
+	b.next = 3 // not a probe
 	b.concurrent = time.Now()
 	b.last = time.Now().Add(time.Hour) // the next Gap ends in an hour
 	b.mu.Unlock()
@@ -190,4 +191,18 @@ func TestGroupSignedWhenAsLargeAsRecentOnes(t *testing.T) {
 	require.Contains(t, b.recent, 4)
 	require.False(t, b.busy)
 	require.Nil(t, b.open)
+}
+
+// Every recentGroups-th group is a probe, never signed early, so the size
+// at which groups are signed early can grow with what arrives within a
+// Gap; the others are signed as soon as they are as large as the recent
+// largest.
+func TestProbeGroupWaitsOutTheGap(t *testing.T) {
+	var b batcher
+	b.recent = [recentGroups]int{6, 5}
+	for next := range recentGroups {
+		b.next = next
+		require.Equal(t, next != 0, b.enough(6), "group %d of the ring", next)
+		require.False(t, b.enough(5))
+	}
 }

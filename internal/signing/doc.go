@@ -12,6 +12,9 @@
 // a message whose signature verifies and whose signer is a dispatcher's or
 // is enrolled for the pool that serves the tool the message names
 // (the registry's sources); internal/believed applies it to results.
+// Besides results and events, a worker signs its registry announcements
+// (KindAnnouncement) and a dispatcher its notices to the other MCP
+// replicas (KindMCPCancel), which only a dispatcher's key passes.
 //
 // # Enrolment
 //
@@ -35,7 +38,10 @@
 // (1 ms), so that a group gathers — but signs a group early once it is as
 // large as the largest of the last 16 groups (a caller with a few calls
 // in flight gets their results signed as soon as they are all there, not
-// a Gap later). A batch's signature covers its
+// a Gap later), except every 16th group, a probe that waits out the Gap
+// so that the size signed early can grow with the load (without it a
+// steady stream kept groups at whatever size they first had). A batch's
+// signature covers its
 // BatchStatement (the number of leaves and the root of a Merkle tree over
 // the statements' hashes), and each message carries its place and path
 // to the root in HeaderBatch: every message is still checked alone, by a
@@ -49,7 +55,7 @@
 //     more secret for every dispatcher to hold and a third party could not
 //     check it; a batch's signature is public-key evidence like a single
 //     one. What it costs: a statement signed while signers are concurrent
-//     waits up to Gap (1 ms) for its group, and its message carries up to
+//     waits up to Gap (2 ms) for its group, and its message carries up to
 //     8 hashes more (344 bytes at the largest batch, 256 statements). A
 //     key signing one statement at a time (no statement found another
 //     being signed in the last 100 ms) never waits; a goroutine that signs
@@ -58,7 +64,7 @@
 //     (internal/delayed).
 //   - What a batch shows: a message carries the hashes of the other
 //     statements signed with it (other calls', possibly other tenants'),
-//     so it links calls one key signed within the same millisecond, and a
+//     so it links calls one key signed within the same Gap, and a
 //     holder of it could confirm a guess of another statement (call id,
 //     attempt and payload bytes). Call ids carry 80 random bits, so the
 //     guess is not practical; the link is what a reader of the results

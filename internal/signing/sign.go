@@ -28,6 +28,10 @@ const (
 	// the call id is empty, the attempt 0), proving it holds the key it
 	// names.
 	KindAnnouncement = "announcement"
+	// KindMCPCancel signs a dispatcher's notice to the other MCP
+	// replicas of a client's notifications/cancelled (internal/mcpserver;
+	// no call: the call id is empty, the attempt 0).
+	KindMCPCancel = "mcp-cancel"
 )
 
 // Statement is what a signature covers: the kind of message, the call it

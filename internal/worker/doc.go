@@ -29,10 +29,24 @@
 // after registering for cancellation, so no cancel is missed) →
 // schedule-to-start and schedule-to-close deadlines (EXPIRED, never
 // executed late) → for a call that names an approval or a grant, the
-// policy in force now (The policy check) → attempts, each under its
+// policy in force now (The policy check) → attempts, the first one's
+// schedule-to-start checked again once its start is recorded (after the
+// STARTED claim of a tool that is not safe to rerun, which may be held
+// while the events stream does not answer: a call whose start is
+// recorded past its deadline is answered EXPIRED and never runs; its
+// result's started_at is that moment), each under its
 // start-to-close timeout, its tool heartbeat timeout and the call
 // deadline, with InProgress heartbeats
-// every AckWait/3 → redaction of the values of secret arguments (see
+// every AckWait/3 (a tool's progress, tool.Progress, is a PROGRESS event
+// published without waiting for each acknowledgement; once the attempt
+// returns, and the watchdog no longer counts it, the last one's is
+// awaited, at most bus.PublishAsyncTimeout, so that whoever finds the
+// result finds every progress event stored. The guarantee has limits: a
+// publish not acknowledged in that time — one the client re-sends during
+// an events stream leader election, say — may be stored after the result,
+// or never; an event published without JetStream, because too many
+// publishes were pending, is not awaited) →
+// redaction of the values of secret arguments (see
 // below) → the after-hooks the call names, run by a dispatcher (see
 // After-hooks) → the response, cut to the tool's output limits and the inline
 // limit with the whole output in the blob store (see Output) → the result
@@ -404,6 +418,23 @@
 // concurrently; a later call waits again, with its own context, for what
 // still runs.
 //
+// # Structured output
+//
+// A sandbox, HTTP or MCP tool's structured output is checked against the
+// tool's output_schema_json before it is answered (outputcheck.go): a
+// mismatch is answered PERMANENT with the violations (path and what the
+// schema wanted; at most five named in the message) and side effects
+// POSSIBLE, never retried — the tool ran and would print the same again;
+// a spec with output_schema_advisory passes it with a WARN log that names
+// only the paths (a schema's message may quote a value). A result without
+// structured output, and a native tool's (encoded from the Go type its
+// schema is derived from), are not checked. The check is of what the executor
+// returned, before after-hooks (a hook's replacement is not checked) and
+// after the executor removed what is not output (an HTTP body's
+// redactions, a sandbox tool's intents_field), so a schema should not
+// require those. The answer carries at most five violations, each cut to
+// 200 bytes; the paths are redacted like values.
+//
 // # Where the code is
 //
 // handle.go is the life of a delivered call, top to bottom: a delivery
@@ -419,7 +450,7 @@
 // server step fails), events.go (attempt events), claim.go (the STARTED
 // claim, and the attempts left unrun), cancel.go (tombstones, and the registrations of running
 // calls), watchdog.go, heartbeat.go, runners.go, truncate.go (Output),
-// redact.go, policycheck.go (The policy check), observe.go (metrics and spans), guard.go (pool consumers
+// redact.go, outputcheck.go (Structured output), policycheck.go (The policy check), observe.go (metrics and spans), guard.go (pool consumers
 // put back), decode.go (the checks;
 // the arguments' is registry.CheckArgs), and worker.go (start, fetch, stop).
 package worker

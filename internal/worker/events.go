@@ -161,6 +161,30 @@ func (w *Worker) publishEvent(call *toolwirev1.ToolCall, ev *toolwirev1.CallEven
 	}
 }
 
+// publishProgress publishes a PROGRESS event of call with a JetStream
+// publish whose acknowledgement it does not wait for: the reporter waits
+// for the last one before the result (reporter.settle), so that whoever
+// reads the result finds the progress stored. When the publish cannot be
+// started (too many pending), it is a core publish, and nil is returned.
+func (w *Worker) publishProgress(call *toolwirev1.ToolCall, ev *toolwirev1.CallEvent) jetstream.PubAckFuture {
+	w.redactEvent(call, ev)
+	ev.CallId, ev.Tool, ev.Attempt, ev.Worker = call.CallId, call.Tool, call.Attempt, w.cfg.Name
+	ev.Time = timestamppb.Now()
+	data, err := proto.Marshal(ev)
+	if err != nil {
+		return nil
+	}
+	msg := w.signedEvent(call, ev, data)
+	f, err := w.bus.JS.PublishMsgAsync(msg)
+	if err == nil {
+		return f
+	}
+	if err := w.bus.NC.PublishMsg(msg); err != nil {
+		w.log.Debug("publish event failed", "call_id", call.CallId, "err", err)
+	}
+	return nil
+}
+
 // signedEvent is the message of ev (data) of call, signed with the
 // worker's key (internal/signing).
 func (w *Worker) signedEvent(call *toolwirev1.ToolCall, ev *toolwirev1.CallEvent, data []byte) *nats.Msg {

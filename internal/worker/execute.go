@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolwire/toolwire/internal/delayed"
 	"github.com/toolwire/toolwire/internal/executors"
@@ -59,6 +62,11 @@ func (d *delivery) execute(callCtx context.Context, started *delayed.Record) (re
 		d.w.stats.abandonedRunning.Add(-1)
 		return nil, nil, true
 	}
+	// The progress the tool reported is stored before its result is
+	// published: a Watch that finds the result finds every PROGRESS too.
+	// Waited for once the tool has returned (reg.end), so that the wait
+	// does not count towards the watchdog's.
+	rep.settle()
 	if err == nil && res == nil {
 		res = &tool.Result{}
 	}
@@ -107,8 +115,16 @@ type reporter struct {
 	started *delayed.Record
 	timer   *time.Timer
 	every   time.Duration
+
+	mu sync.Mutex
+	// last is the acknowledgement of the newest PROGRESS event published
+	// by JetStream (nil: none; an event that fell back to a core publish
+	// leaves it as it was).
+	last jetstream.PubAckFuture
 }
 
+// Progress publishes a PROGRESS event without waiting for the events
+// stream to store it (publishProgress); settle waits for the last one.
 func (r *reporter) Progress(message string, percent float64) {
 	r.started.Flush() // STARTED precedes the first progress event
 	if r.timer != nil {
@@ -118,5 +134,31 @@ func (r *reporter) Progress(message string, percent float64) {
 	if percent >= 0 {
 		ev.Percent = &percent
 	}
-	r.w.publishEvent(r.call, ev)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// An event that fell back to a core publish has no acknowledgement:
+	// the earlier one's is still the one to wait for.
+	if f := r.w.publishProgress(r.call, ev); f != nil {
+		r.last = f
+	}
+}
+
+// settle waits until the events stream has taken the last PROGRESS event
+// published (and with it every earlier one: one connection's messages to
+// one stream are stored in order), at most bus.PublishAsyncTimeout (the
+// acknowledgement's own bound). Progress is best effort still: a refused
+// or unanswered publish is not retried, and the result is not held back
+// longer.
+func (r *reporter) settle() {
+	r.mu.Lock()
+	f := r.last
+	r.mu.Unlock()
+	if f == nil {
+		return
+	}
+	select {
+	case <-f.Ok():
+	case err := <-f.Err():
+		r.w.log.Debug("progress event not stored", "call_id", r.call.CallId, "err", err)
+	}
 }

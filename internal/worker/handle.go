@@ -338,14 +338,30 @@ func (d *delivery) gate() outcome {
 		d.w.stats.unknownOutcomes.Add(1)
 		return answer(d.errorResponse(unknownOutcomeError(d.prev)))
 	}
-	if dl := call.ScheduleToStartDeadline; dl != nil && now.After(dl.AsTime()) && d.prev == nil {
-		return answer(d.errorResponse(envelope.Expired(fmt.Sprintf("not started within its schedule-to-start deadline (%s late); never executed",
-			now.Sub(dl.AsTime()).Round(time.Millisecond)))))
+	if te := d.lateStart(now); te != nil {
+		return answer(d.errorResponse(te))
 	}
 	if dl := call.Deadline; dl != nil && now.After(dl.AsTime()) {
 		return d.expired()
 	}
 	return outcome{}
+}
+
+// lateStart is the EXPIRED error of a call whose schedule-to-start
+// deadline passed before now, when no attempt of it ran before (a
+// schedule-to-start bounds the wait for the first start only); nil
+// otherwise. gate asks it before the attempts, and attempt again once
+// the start is recorded (the STARTED claim of a tool that is not safe to
+// rerun may be held while the events stream does not answer, and a
+// loaded worker may take long between the two): no call whose start is
+// recorded past its deadline runs.
+func (d *delivery) lateStart(now time.Time) *toolwirev1.ToolError {
+	dl := d.call.ScheduleToStartDeadline
+	if dl == nil || d.prev != nil || d.ran || !now.After(dl.AsTime()) {
+		return nil
+	}
+	return envelope.Expired(fmt.Sprintf("not started within its schedule-to-start deadline (%s late); never executed",
+		now.Sub(dl.AsTime()).Round(time.Millisecond)))
 }
 
 // expired answers a call whose schedule-to-close deadline passed before
@@ -384,6 +400,14 @@ func (d *delivery) attempt() (outcome, *tool.Error) {
 	startedEv, err := d.startedEvent()
 	if err != nil {
 		return d.notRun(err), nil
+	}
+	// The start is recorded: its moment is the attempt's start, checked
+	// against the schedule-to-start deadline (lateStart).
+	d.started = time.Now()
+	d.finished = d.started
+	if te := d.lateStart(d.started); te != nil {
+		startedEv.Stop()
+		return answer(d.errorResponse(te)), nil
 	}
 	// Reached while its start was recorded (held while the events stream
 	// did not answer): it never starts.
@@ -457,6 +481,9 @@ func (d *delivery) succeeded(res *tool.Result) outcome {
 	}
 	if res.Input != nil {
 		return d.inputRequired(res)
+	}
+	if te := d.checkOutput(res); te != nil {
+		return answer(d.errorResponse(te))
 	}
 	return answer(d.okResponse(res))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +26,9 @@ import (
 //	        env: [HOME, LANG]
 //	        set_env: {LOG_LEVEL: warn}
 //	    - name: search
+//	      sessions: per_session
+//	      max_sessions: 64
+//	      session_idle: 10m
 //	      http:
 //	        url: https://search.internal/mcp
 //	        secret_headers: {Authorization: "env:SEARCH_TOKEN"}
@@ -39,7 +43,9 @@ type Config struct {
 	// (the others keep retrying in the background). Default: ConnectTimeout.
 	StartupWait Duration `json:"startup_wait,omitempty"`
 	// SessionWait is how long a call waits for a server that is
-	// (re)connecting before it fails TRANSIENT with no side effects.
+	// (re)connecting before it fails TRANSIENT with no side effects, and
+	// how long a call waits for room among a server's caller sessions
+	// (ServerConfig.MaxSessions) before it is refused OVERLOADED.
 	// Default 10s.
 	SessionWait Duration `json:"session_wait,omitempty"`
 	// MinBackoff and MaxBackoff bound the exponential, jittered delay
@@ -69,7 +75,52 @@ type ServerConfig struct {
 	// fails; otherwise the failure is logged and retried in the
 	// background. Default false.
 	Required bool `json:"required,omitempty"`
+	// Sessions says which calls share an upstream MCP session (see the
+	// package doc, Upstream sessions): "shared" (every call of every
+	// tenant on one session), "per_tenant" (one session per tenant) or
+	// "per_session" (one per caller session, tenant and session id; calls
+	// without a session share their tenant's). Default "per_tenant": a
+	// stateful server's state never crosses tenants, at the cost of one
+	// upstream connection (for stdio: one process) per active tenant.
+	Sessions SessionMode `json:"sessions,omitempty"`
+	// MaxSessions caps the upstream sessions (for stdio: processes) the
+	// server gets for callers when Sessions is not "shared", besides the
+	// one that discovers its tools; sessions still closing count. When it
+	// is reached, the least recently used idle session is closed for a
+	// new one (the caller's tenant's own first); when none is idle, the
+	// call waits up to Config.SessionWait for one and is then refused
+	// OVERLOADED (retryable, no side effects). Default 16 for HTTP
+	// servers, 4 for stdio servers; at most 1024. Ignored under "shared".
+	// The cap is per worker process.
+	MaxSessions int `json:"max_sessions,omitempty"`
+	// MaxSessionsPerTenant caps the sessions of one tenant under
+	// "per_session" (closing ones count), so one tenant cannot hold all
+	// MaxSessions. Default max(1, MaxSessions/4); at most MaxSessions.
+	// Ignored under the other modes (per_tenant gives a tenant one).
+	MaxSessionsPerTenant int `json:"max_sessions_per_tenant,omitempty"`
+	// SessionIdle closes a caller session that had no call for this long
+	// (its server-side state is lost with it). Default 5m. Ignored under
+	// "shared".
+	SessionIdle Duration `json:"session_idle,omitempty"`
 }
+
+// SessionMode says which calls share an upstream MCP session.
+type SessionMode string
+
+// The session modes of ServerConfig.Sessions.
+const (
+	// SessionsShared: one session for every call of every tenant (the
+	// behaviour before per-tenant sessions). Only for stateless servers.
+	SessionsShared SessionMode = "shared"
+	// SessionsPerTenant: one session per tenant (the default).
+	SessionsPerTenant SessionMode = "per_tenant"
+	// SessionsPerSession: one session per caller session (tenant and
+	// session id); a call without a session id uses its tenant's.
+	SessionsPerSession SessionMode = "per_session"
+)
+
+// maxMaxSessions bounds ServerConfig.MaxSessions.
+const maxMaxSessions = 1024
 
 // StdioConfig starts a server process. The process gets its own process
 // group, which is killed when the server is closed or restarted.
@@ -119,7 +170,24 @@ func (c Config) WithDefaults() Config {
 	c.MinBackoff = cmp.Or(c.MinBackoff, Duration(200*time.Millisecond))
 	c.MaxBackoff = cmp.Or(c.MaxBackoff, Duration(30*time.Second))
 	c.TerminateDuration = cmp.Or(c.TerminateDuration, Duration(time.Second))
+	c.Servers = slices.Clone(c.Servers)
+	for i := range c.Servers {
+		c.Servers[i] = c.Servers[i].WithDefaults()
+	}
 	return c
+}
+
+// WithDefaults returns a copy of s with zero session fields set to their
+// defaults.
+func (s ServerConfig) WithDefaults() ServerConfig {
+	s.Sessions = cmp.Or(s.Sessions, SessionsPerTenant)
+	if s.Stdio != nil {
+		s.MaxSessions = cmp.Or(s.MaxSessions, 4)
+	}
+	s.MaxSessions = cmp.Or(s.MaxSessions, 16)
+	s.MaxSessionsPerTenant = cmp.Or(s.MaxSessionsPerTenant, max(1, s.MaxSessions/4))
+	s.SessionIdle = cmp.Or(s.SessionIdle, Duration(5*time.Minute))
+	return s
 }
 
 // serverNameRe is the rule of server names: a subject token and a name
@@ -149,6 +217,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s.name: duplicate server %q", field, s.Name))
 		}
 		seen[s.Name] = true
+		errs = append(errs, s.validateSessions(field)...)
 		switch {
 		case (s.Stdio == nil) == (s.HTTP == nil):
 			errs = append(errs, fmt.Errorf("%s: set exactly one of stdio and http", field))
@@ -179,6 +248,26 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateSessions returns the problems of the session fields of s.
+func (s ServerConfig) validateSessions(field string) []error {
+	var errs []error
+	switch s.Sessions {
+	case "", SessionsShared, SessionsPerTenant, SessionsPerSession:
+	default:
+		errs = append(errs, fmt.Errorf("%s.sessions: %q is not one of shared, per_tenant, per_session", field, s.Sessions))
+	}
+	if s.MaxSessions < 0 || s.MaxSessions > maxMaxSessions {
+		errs = append(errs, fmt.Errorf("%s.max_sessions: must be between 0 (default) and %d", field, maxMaxSessions))
+	}
+	if s.MaxSessionsPerTenant < 0 || s.MaxSessionsPerTenant > maxMaxSessions || (s.MaxSessions > 0 && s.MaxSessionsPerTenant > s.MaxSessions) {
+		errs = append(errs, fmt.Errorf("%s.max_sessions_per_tenant: must be between 0 (default) and max_sessions", field))
+	}
+	if s.SessionIdle < 0 {
+		errs = append(errs, fmt.Errorf("%s.session_idle: must not be negative", field))
+	}
+	return errs
 }
 
 // secretRef is an "env:NAME" or "file:/path" reference (settings).

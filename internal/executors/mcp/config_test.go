@@ -30,6 +30,9 @@ servers:
       set_env: {LOG_LEVEL: warn}
       dir: /srv
   - name: search
+    sessions: per_session
+    max_sessions: 64
+    session_idle: 10m
     http:
       url: https://search.internal/mcp
       headers: {X-Team: agents}
@@ -47,6 +50,16 @@ terminate_duration: 250ms
 	require.Equal(t, mcp.Duration(250*time.Millisecond), d.TerminateDuration)
 	require.Equal(t, mcp.Duration(10*time.Second), d.SessionWait)
 	require.Equal(t, mcp.Duration(time.Second), mcp.Config{}.WithDefaults().TerminateDuration)
+	require.Equal(t, mcp.SessionsPerTenant, d.Servers[0].Sessions, "per tenant unless said otherwise")
+	require.Equal(t, 4, d.Servers[0].MaxSessions, "a stdio session is a process")
+	require.Equal(t, mcp.Duration(5*time.Minute), d.Servers[0].SessionIdle)
+	require.Equal(t, mcp.SessionsPerSession, d.Servers[1].Sessions)
+	require.Equal(t, 64, d.Servers[1].MaxSessions)
+	require.Equal(t, 16, d.Servers[1].MaxSessionsPerTenant, "a quarter of max_sessions")
+	require.Equal(t, 1, d.Servers[0].MaxSessionsPerTenant, "at least one")
+	require.Equal(t, mcp.Duration(10*time.Minute), d.Servers[1].SessionIdle)
+	require.Equal(t, 16, mcp.ServerConfig{HTTP: &mcp.HTTPConfig{}}.WithDefaults().MaxSessions)
+	require.Empty(t, cfg.Servers[0].Sessions, "WithDefaults leaves its receiver's servers alone")
 
 	out, err := yaml.Marshal(cfg)
 	require.NoError(t, err)
@@ -71,6 +84,10 @@ func TestConfigValidate(t *testing.T) {
 		{"bad secret", mcp.Config{Servers: []mcp.ServerConfig{{Name: "a", HTTP: &mcp.HTTPConfig{URL: "http://x", SecretHeaders: map[string]string{"A": "vault:x"}}}}}, "secret_headers[A]"},
 		{"relative file", mcp.Config{Servers: []mcp.ServerConfig{{Name: "a", HTTP: &mcp.HTTPConfig{URL: "http://x", SecretHeaders: map[string]string{"A": "file:x"}}}}}, "an absolute, clean path"},
 		{"negative", mcp.Config{SessionWait: -1}, "mcp.session_wait"},
+		{"sessions", mcp.Config{Servers: []mcp.ServerConfig{{Name: "a", HTTP: &mcp.HTTPConfig{URL: "http://x"}, Sessions: "per_user"}}}, "mcp.servers[0].sessions"},
+		{"max sessions", mcp.Config{Servers: []mcp.ServerConfig{{Name: "a", HTTP: &mcp.HTTPConfig{URL: "http://x"}, MaxSessions: 5000}}}, "mcp.servers[0].max_sessions"},
+		{"per tenant", mcp.Config{Servers: []mcp.ServerConfig{{Name: "a", HTTP: &mcp.HTTPConfig{URL: "http://x"}, MaxSessions: 4, MaxSessionsPerTenant: 5}}}, "mcp.servers[0].max_sessions_per_tenant"},
+		{"session idle", mcp.Config{Servers: []mcp.ServerConfig{{Name: "a", HTTP: &mcp.HTTPConfig{URL: "http://x"}, SessionIdle: -1}}}, "mcp.servers[0].session_idle"},
 		{"backoff", mcp.Config{MinBackoff: mcp.Duration(time.Minute), MaxBackoff: mcp.Duration(time.Second)}, "mcp.min_backoff"},
 	} {
 		require.ErrorContains(t, tt.cfg.Validate(), tt.want, tt.name)

@@ -117,8 +117,9 @@ const maxToolExtraBytes = 64 << 10
 
 // buildSpec returns the spec of tool t of server, named name, at
 // definition hash, with extra (what tools/list said that t lacks). It
-// keeps t's icons and `_meta` and the server's execution.taskSupport;
-// dropped names the fields left out for their size.
+// keeps t's icons and `_meta` and the server's execution.taskSupport (as
+// written in McpConfig.task_support, and as ToolSpec.task_support, which
+// the MCP endpoint advertises and honours); dropped names the fields left out for their size.
 func buildSpec(server, name string, t *sdk.Tool, hash string, extra listedTool) (spec *toolwirev1.ToolSpec, dropped []string, err error) {
 	in, err := schemaJSON(t.InputSchema)
 	if err != nil {
@@ -146,6 +147,7 @@ func buildSpec(server, name string, t *sdk.Tool, hash string, extra listedTool) 
 		Executor:    toolwirev1.ExecutorType_EXECUTOR_TYPE_MCP,
 		Config: &toolwirev1.ToolSpec_Mcp{Mcp: &toolwirev1.McpConfig{Server: server, Tool: t.Name, DefinitionHash: hash,
 			TaskSupport: extra.TaskSupport}},
+		TaskSupport:      taskSupportOf(extra.TaskSupport),
 		InputSchemaJson:  in,
 		OutputSchemaJson: out,
 		Provider:         server,
@@ -165,6 +167,20 @@ func buildSpec(server, name string, t *sdk.Tool, hash string, extra listedTool) 
 		return nil, nil, err
 	}
 	return spec, dropped, nil
+}
+
+// taskSupportOf is the ToolSpec.task_support of a tool whose server
+// lists it with execution.taskSupport ts: the same, so that toolwire's
+// MCP endpoint advertises what the server does. A tool listed without it
+// (or with a value MCP does not define) is "forbidden", MCP's default.
+func taskSupportOf(ts string) toolwirev1.TaskSupport {
+	switch ts {
+	case "optional":
+		return toolwirev1.TaskSupport_TASK_SUPPORT_OPTIONAL
+	case TaskRequired:
+		return toolwirev1.TaskSupport_TASK_SUPPORT_REQUIRED
+	}
+	return toolwirev1.TaskSupport_TASK_SUPPORT_FORBIDDEN
 }
 
 // TaskRequired is the execution.taskSupport value of a tool that can only

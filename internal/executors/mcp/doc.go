@@ -22,22 +22,21 @@
 //
 // # Servers and sessions
 //
-// Each configured server has exactly one MCP session at a time, shared by
-// every concurrent call: MCP multiplexes requests over a session by
-// JSON-RPC id, a stdio server is one process with one stdin, and a
-// streamable HTTP session already sends each request as its own POST. More
-// sessions would multiply server-side state (subscriptions, session
-// resources) without adding parallelism.
+// Each configured server has one discovery session: it imports the tools,
+// follows tools/list_changed and, when the server's ServerConfig.Sessions
+// is "shared", carries every call. MCP multiplexes requests over a
+// session by JSON-RPC id, so one session gives all the parallelism; what
+// it also shares is the server-side state of the session.
 //
-// A goroutine per server keeps the session up: connect (start the process
+// A goroutine per server keeps the discovery session up: connect (start the process
 // or dial), initialize, list the tools; then wait for the session to end
 // or for tools/list_changed. When the session ends — the process crashed
 // or was killed, the HTTP server went away — the process group is killed,
 // and the server is connected again after an exponential, jittered backoff
 // (Config.MinBackoff to MaxBackoff, reset after a session that lived
 // longer than MaxBackoff). Calls arriving meanwhile wait up to
-// Config.SessionWait for the next session and then fail TRANSIENT with no
-// side effects. A call the SDK refused to send because its session was
+// Config.SessionWait for the next session (under "shared") and then fail
+// TRANSIENT with no side effects. A call the SDK refused to send because its session was
 // already closing (mcp.ErrConnectionClosed: the request never left) is
 // sent again on the next session. A server that fails its first attempt
 // is logged and retried in the background; New fails only for servers
@@ -51,7 +50,7 @@
 // session closes the server's stdin, waits, sends SIGTERM, waits, sends
 // SIGKILL, and then the whole process group is killed (kill -pgid), so
 // grandchildren do not outlive their server. Close past its context kills
-// every group at once. The server's stderr is logged at Debug.
+// every group at once, caller sessions' included. The server's stderr is logged at Debug.
 //
 // Streamable HTTP servers get the configured headers on every request;
 // secret headers are resolved from "env:NAME" or "file:/path" at each
@@ -59,6 +58,90 @@
 //
 // The client advertises no capabilities (no roots, sampling or
 // elicitation): a worker has no user or model to ask.
+//
+// # Upstream sessions
+//
+// Many MCP servers keep state per MCP session: a browser page, a working
+// directory, a toggled option, a subscription, a login. One session for
+// every call would show each tenant the state another tenant left (and let
+// it change it). ServerConfig.Sessions says which calls share an upstream
+// session:
+//
+//   - "per_tenant" (the default): one session per tenant. No state
+//     crosses tenants; the calls of one tenant (its agents and sessions)
+//     share a session, as they share a trust domain.
+//   - "per_session": one session per caller session, keyed by tenant and
+//     session id (an id is never looked up across tenants); a call
+//     without a session id uses its tenant's session.
+//   - "shared": one session, the discovery session, for every call of
+//     every tenant (the behaviour before per-tenant sessions). Only for
+//     servers that keep no state per session.
+//
+// Tenant and session are the Caller fields the dispatcher set on the
+// ToolCall from the caller's credential and request, never anything of
+// the arguments.
+//
+// The default is per_tenant because it is the one safe for any stateful
+// server at a bounded cost: sharing leaks state across tenants, and
+// per_session costs a connection for every conversation. The cost is
+// real: every active tenant holds an upstream connection of its own, and
+// for a stdio server a session is a process of its own (started with the
+// same command, environment and process group handling as the discovery
+// process), next to the discovery session. Set "shared" for a stateless
+// server that is expensive to start.
+//
+// Caller sessions are opened at a caller's first call (within
+// Config.ConnectTimeout; a failure is TRANSIENT, retryable, no side
+// effects, with a generic message: the cause, which may name hosts,
+// paths or a URL, is logged at Warn, not returned to the agent) and
+// pooled per server. They only call tools: the tools, their definitions
+// and approvals are those of the discovery session. A caller session
+// lists the server's tools when it opens; a call is sent on it only when
+// the session lists the called tool with the definition hash the
+// discovery session imported (and that was approved). Otherwise the call
+// is refused TRANSIENT (retryable, no side effects), the session is
+// retired and the discovery session lists the tools again (a changed
+// definition then disables the tool as below). A caller session that
+// announces notifications/tools/list_changed is retired (no new calls;
+// closed when its calls ended), so its tools are checked again on a new
+// session.
+//
+// The pool holds at most ServerConfig.MaxSessions sessions (default 16
+// for HTTP servers and 4 for stdio servers, whose sessions are
+// processes; at most 1024), counting the sessions still closing (a stdio
+// process being stopped may take up to twice Config.TerminateDuration to
+// exit, an HTTP session its DELETE): the server never has more than
+// MaxSessions caller sessions, plus the discovery session, from one
+// worker. Under "per_session" one tenant holds at most
+// ServerConfig.MaxSessionsPerTenant of them (default max(1,
+// MaxSessions/4)), so a tenant with many conversations cannot take every
+// session or push the other tenants' out; its next conversation replaces
+// its own least recently used idle session. (Under "per_tenant" a
+// tenant has one session; MaxSessionsPerTenant is ignored.)
+//
+// A call whose key has no session, when there is no room, waits in
+// line, oldest first among the calls that can be served: when the pool
+// is full, the least recently used session without a call in flight is
+// closed for it (its own tenant's first; that caller's server-side state
+// is lost, as after an idle close) and the call gets the room once that
+// session has ended; when every session has a call in flight, it waits
+// for one to become idle. A session with calls in flight is never closed
+// for room: that would fail its calls midway. A call that got no room
+// within Config.SessionWait (default 10s) is refused OVERLOADED,
+// retryable after a second, with no side effects; its context ending
+// ends the wait too. A session with no call for ServerConfig.SessionIdle
+// (default 5m) is closed: an HTTP session is ended (DELETE), a stdio
+// process is stopped as on Close below. A session whose connection ends
+// (a killed process) leaves the pool; its caller's next call opens a new
+// one. Close closes every session and waits for them.
+//
+// MaxSessions, MaxSessionsPerTenant and SessionIdle do not apply under
+// "shared" (its one session is the discovery session). The pool, its
+// caps and its sessions belong to one worker process: every worker
+// replica serving the server holds its own, so the server sees up to the
+// replicas' number times MaxSessions caller sessions, and a tenant's
+// calls landing on two replicas use two sessions (with separate
+// server-side state).
 //
 // # Discovery and names
 //
@@ -74,13 +157,17 @@
 // as ToolAnnotations, the tool's icons (ToolSpec.icons) and `_meta`
 // (ToolSpec.meta_json; each left out, with a warning, past 64 KiB: a spec
 // is one registry value) and its execution.taskSupport as the server wrote
-// it (McpConfig.task_support).
+// it (McpConfig.task_support) and as ToolSpec.task_support ("forbidden"
+// when the server gives none, MCP's default), which toolwire's MCP
+// endpoint advertises and honours for the tool.
 //
 // A tool whose taskSupport is "required" can only be called with task
 // augmentation (SEP-1686), which toolwire does not use (the SDK has none):
 // it is imported disabled, its DisabledReason saying so, whatever its
 // approval; admission refuses its calls with NOT_FOUND and the reason, and
-// so does Execute. "optional" tools are served with plain calls.
+// so does Execute; the MCP endpoint does not list it. "optional" tools are
+// served with plain calls (a toolwire task on the MCP endpoint is
+// toolwire's, not the server's).
 //
 // # Fields the SDK's types drop
 //
@@ -116,7 +203,10 @@
 // no side effects, before anything reaches the server. The executor
 // watches the approval keys; once the approved hash equals the current
 // definition's, the enabled spec is published and calls are served again.
-// A server can therefore not swap a tool under the agents.
+// Caller sessions (see Upstream sessions) are held to the same
+// definitions: a call is sent on one only when it lists the called tool
+// with the imported definition's hash. A server can therefore not swap a
+// tool under the agents (but for the window below).
 //
 // A call carries the spec it was admitted with; if its definition hash is
 // not the server's current one (the server changed and the change was
@@ -152,6 +242,9 @@
 // in how they report bad arguments, so this is checked here), sends
 // tools/call with the exact argument bytes and a progress token, and maps
 // the result.
+//
+// The call goes to the upstream session of its caller (see Upstream
+// sessions).
 //
 // Progress: notifications/progress for the call's token become
 // tool.Progress(ctx, message, percent) on the call's context (percent =
@@ -221,6 +314,7 @@
 // such a TRANSIENT failure, and its server is restarted.
 //
 // Refusals before the server is reached (unknown tool, disabled tool,
-// stale definition, invalid arguments, server down) carry side effects
-// NONE.
+// stale definition, invalid arguments, server down, no caller session
+// free within Config.SessionWait, a caller session that cannot be opened
+// or lists another definition) carry side effects NONE.
 package mcp

@@ -1,10 +1,9 @@
 package mcp_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
-	"github.com/toolwire/toolwire/internal/testdeps"
-	"github.com/toolwire/toolwire/internal/testport"
 	"net"
 	"os"
 	"os/exec"
@@ -14,13 +13,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/testdeps"
+	"github.com/toolwire/toolwire/internal/testport"
+
 	"connectrpc.com/connect"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/executors/mcp"
+	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/mcpserver"
+	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -193,6 +203,7 @@ func runEverything(t *testing.T, sc mcp.ServerConfig) {
 		byTool[sp.GetMcp().GetTool()] = sp
 	}
 	require.NotEmpty(t, listed)
+	taskSupports := map[string]int{}
 	t.Logf("the reference server lists %d tools: %v", len(listed), listed)
 
 	for _, name := range listed {
@@ -205,6 +216,14 @@ func runEverything(t *testing.T, sc mcp.ServerConfig) {
 		} else {
 			require.False(t, sp.Disabled, name)
 		}
+		// The server's execution.taskSupport is kept, and is what the MCP
+		// form (toolwire's /mcp) advertises: absent is MCP's "forbidden".
+		upstream := cmp.Or(sp.GetMcp().GetTaskSupport(), "forbidden")
+		require.Equal(t, upstream, registry.TaskSupportName(sp.TaskSupport), name)
+		form, err := registry.ExportOne(toolwirev1.ToolFormat_TOOL_FORMAT_MCP, sp)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"taskSupport":"`+upstream+`"}`, executionOf(t, form), name)
+		taskSupports[upstream]++
 		s.WaitTool(t, sp.Name)
 		args, ok := everythingArgs[name]
 		if !ok {
@@ -226,6 +245,29 @@ func runEverything(t *testing.T, sc mcp.ServerConfig) {
 			require.NotEmpty(t, resp.Content, "%s answered content", name)
 		})
 	}
+
+	// The reference server's tools are forbidden tasks but one, which
+	// requires them (and is disabled: the SDK cannot call it so).
+	require.Equal(t, 1, taskSupports["required"], "%v", taskSupports)
+	require.Equal(t, len(listed)-1, taskSupports["forbidden"], "%v", taskSupports)
+	require.Equal(t, toolwirev1.TaskSupport_TASK_SUPPORT_FORBIDDEN, byTool["echo"].TaskSupport)
+
+	t.Run("through /mcp", func(t *testing.T) {
+		// toolwire's MCP endpoint advertises each tool's taskSupport as
+		// the reference server does, and leaves out the disabled one
+		// that requires tasks (every call of it would fail).
+		tools := listThroughMCP(t, s)
+		for _, name := range listed {
+			sp := byTool[name]
+			execution, ok := tools[sp.Name]
+			if _, unsupported := everythingUnsupported[name]; unsupported {
+				require.False(t, ok, "%s is not offered", sp.Name)
+				continue
+			}
+			require.True(t, ok, "%s is listed", sp.Name)
+			require.JSONEq(t, `{"taskSupport":"forbidden"}`, string(execution), sp.Name)
+		}
+	})
 
 	t.Run("tiny image byte for byte", func(t *testing.T) {
 		want, err := direct.CallTool(t.Context(), &sdk.CallToolParams{Name: "get-tiny-image", Arguments: map[string]any{}})
@@ -292,6 +334,65 @@ func runEverything(t *testing.T, sc mcp.ServerConfig) {
 		resp := call(t, s, byTool["echo"].Name, `{"message":"after cancel"}`)
 		require.True(t, resp.Ok, "%v", resp.Error)
 	})
+}
+
+// listThroughMCP lists the stack's tools on toolwire's MCP endpoint (a
+// 2026-07-28 client, one page), returning each tool's `execution`.
+func listThroughMCP(t *testing.T, s *dispatchtest.Stack) map[string]json.RawMessage {
+	t.Helper()
+	mux := http.NewServeMux()
+	ms, err := mcpserver.New(s.Dispatcher, identity.OpenAccess{Identity: identity.Default},
+		mcpserver.Config{Version: "test", Tasks: s.Dispatcher.Tasks(), PageSize: 1000})
+	require.NoError(t, err)
+	ms.Handle(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+mcpserver.Path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/list")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(out))
+	for line := range strings.SplitSeq(string(out), "\n") { // an event stream: its last data line
+		if data, ok := strings.CutPrefix(line, "data:"); ok {
+			out = []byte(strings.TrimSpace(data))
+		}
+	}
+	var msg struct {
+		Result struct {
+			Tools []struct {
+				Name      string          `json:"name"`
+				Execution json.RawMessage `json:"execution"`
+			} `json:"tools"`
+			NextCursor string `json:"nextCursor"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(out, &msg), string(out))
+	require.NotEmpty(t, msg.Result.Tools, string(out))
+	require.Empty(t, msg.Result.NextCursor, "one page")
+	tools := map[string]json.RawMessage{}
+	for _, tl := range msg.Result.Tools {
+		tools[tl.Name] = tl.Execution
+	}
+	return tools
+}
+
+// executionOf is the `execution` object of a tool's MCP form.
+func executionOf(t *testing.T, form []byte) string {
+	t.Helper()
+	var tool struct {
+		Execution json.RawMessage `json:"execution"`
+	}
+	require.NoError(t, json.Unmarshal(form, &tool))
+	return string(tool.Execution)
 }
 
 // watch streams the events of a call until until returns true for one,

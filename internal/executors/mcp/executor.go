@@ -77,6 +77,26 @@ type Executor struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
+	// lifeMu orders goTracked before Close: no goroutine is started once
+	// closed is set.
+	lifeMu sync.Mutex
+	closed bool
+}
+
+// goTracked runs f on a goroutine Close waits for, unless the executor is
+// closing; it reports whether f was started.
+func (e *Executor) goTracked(f func()) bool {
+	e.lifeMu.Lock()
+	defer e.lifeMu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		f()
+	}()
+	return true
 }
 
 // toolState is one imported tool as currently known. It is never mutated
@@ -161,6 +181,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Executor, error) {
 		e.servers = append(e.servers, s)
 		e.wg.Add(1)
 		go s.run(e.ctx)
+		if s.pool != nil {
+			e.goTracked(s.pool.reap)
+		}
 	}
 	timer := time.NewTimer(time.Duration(cfg.StartupWait))
 	defer timer.Stop()
@@ -240,8 +263,12 @@ func (e *Executor) notifyChanged() {
 // suggestion); a call whose spec pins another definition hash than the
 // server's current one (NOT_FOUND: that definition is gone, and the call
 // must not silently reach a different tool); arguments that do not match
-// the input schema (VALIDATION, with field violations); and a server that
-// stays disconnected for Config.SessionWait (TRANSIENT, retryable).
+// the input schema (VALIDATION, with field violations); a server that
+// stays disconnected for Config.SessionWait, or whose caller session
+// cannot be opened, or lists another definition of the tool (TRANSIENT,
+// retryable); and a server whose caller sessions gave no room within
+// Config.SessionWait (OVERLOADED, retryable). The call goes to its caller's upstream session (see
+// ServerConfig.Sessions).
 // Errors of the call itself are mapped as described at callError and
 // resultError.
 func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.Result, error) {
@@ -278,7 +305,31 @@ func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.R
 	pc := &pendingCall{ctx: ctx}
 	e.progress.Store(token, pc)
 	defer e.progress.Delete(token)
-	defer ts.server.forget(token)
+	params := &sdk.CallToolParams{Name: ts.tool.Name, Arguments: json.RawMessage(args)}
+	params.SetProgressToken(token)
+	var (
+		res *sdk.CallToolResult
+		err error
+	)
+	if ts.server.pool != nil {
+		res, err = e.callPooled(ctx, ts, req.Call, params)
+	} else {
+		res, err = e.callShared(ctx, ts, params)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var raw json.RawMessage
+	if r := pc.raw.Load(); r != nil {
+		raw = *r
+	}
+	return resultFromMCP(ts, res, raw)
+}
+
+// callShared sends the call on the server's one session (Sessions
+// "shared"), waiting up to Config.SessionWait for it.
+func (e *Executor) callShared(ctx context.Context, ts *toolState, params *sdk.CallToolParams) (*sdk.CallToolResult, error) {
+	defer ts.server.forget(params.GetProgressToken().(string))
 	var stale *sdk.ClientSession
 	for {
 		sess, err := ts.server.session(ctx, time.Duration(e.cfg.SessionWait), stale)
@@ -290,8 +341,6 @@ func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.R
 			te.Retryable = true
 			return nil, te
 		}
-		params := &sdk.CallToolParams{Name: ts.tool.Name, Arguments: json.RawMessage(args)}
-		params.SetProgressToken(token)
 		res, err := sess.CallTool(ctx, params)
 		if err != nil && ctx.Err() == nil && errors.Is(err, sdk.ErrConnectionClosed) {
 			// The session was closing (its server just died): the SDK
@@ -303,12 +352,62 @@ func (e *Executor) Execute(ctx context.Context, req *executors.Request) (*tool.R
 		if err != nil {
 			return nil, callError(ctx, ts, err)
 		}
-		var raw json.RawMessage
-		if r := pc.raw.Load(); r != nil {
-			raw = *r
-		}
-		return resultFromMCP(ts, res, raw)
+		return res, nil
 	}
+}
+
+// callPooled sends the call on the upstream session of its caller (its
+// tenant, or tenant and session), opening one when there is none.
+func (e *Executor) callPooled(ctx context.Context, ts *toolState, call *toolwirev1.ToolCall, params *sdk.CallToolParams) (*sdk.CallToolResult, error) {
+	pool := ts.server.pool
+	key := keyOf(ts.server.cfg.Sessions, call)
+	for range 3 {
+		cs, err := pool.acquire(ctx, key)
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("mcp: waiting for a session of server %s: %w", ts.server.cfg.Name, ctx.Err())
+		case errors.Is(err, errPoolFull):
+			te := refused(toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED,
+				"MCP server %s: no upstream session free within %s (max_sessions %d)", ts.server.cfg.Name,
+				time.Duration(e.cfg.SessionWait), ts.server.cfg.MaxSessions)
+			te.Retryable, te.RetryAfter = true, time.Second
+			return nil, te
+		case err != nil:
+			var te *tool.Error
+			if errors.As(err, &te) {
+				return nil, te
+			}
+			return nil, refused(toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT, "MCP server %s: %v", ts.server.cfg.Name, err)
+		}
+		if h := cs.hashes[ts.tool.Name]; h != ts.hash {
+			// The session lists another definition than the one imported
+			// and approved: never call it; discover the tools again.
+			ts.server.log.Warn("MCP caller session lists another definition of a tool; session closed, tools listed again",
+				"tool", ts.tool.Name, "tenant", cs.key.tenant, "hash", h, "imported", ts.hash)
+			pool.release(cs)
+			pool.retire(cs)
+			ts.server.relist()
+			te := refused(toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT, "MCP server %s: the definition of tool %s changed on the server", ts.server.cfg.Name, ts.tool.Name)
+			te.Retryable = true
+			return nil, te
+		}
+		res, err := cs.sess.CallTool(ctx, params)
+		cs.capture.forget(params.GetProgressToken().(string))
+		pool.release(cs)
+		if err != nil && ctx.Err() == nil && errors.Is(err, sdk.ErrConnectionClosed) {
+			// Never sent (see callShared): again, on a new session.
+			pool.discard(cs)
+			continue
+		}
+		if err != nil {
+			return nil, callError(ctx, ts, err)
+		}
+		return res, nil
+	}
+	te := refused(toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT, "MCP server %s: its sessions keep closing", ts.server.cfg.Name)
+	te.Retryable = true
+	return nil, te
 }
 
 // resultFromMCP maps a CallToolResult: content blocks one to one (zero
@@ -380,7 +479,12 @@ func (e *Executor) onProgress(_ context.Context, req *sdk.ProgressNotificationCl
 // for the goroutines, then returns ctx's error. Calls in flight fail
 // TRANSIENT. Close is idempotent.
 func (e *Executor) Close(ctx context.Context) error {
-	e.closeOnce.Do(e.cancel)
+	e.closeOnce.Do(func() {
+		e.lifeMu.Lock()
+		e.closed = true
+		e.lifeMu.Unlock()
+		e.cancel()
+	})
 	done := make(chan struct{})
 	go func() { e.wg.Wait(); close(done) }()
 	select {
@@ -390,6 +494,9 @@ func (e *Executor) Close(ctx context.Context) error {
 	}
 	for _, s := range e.servers {
 		s.killNow()
+		if s.pool != nil {
+			s.pool.killNow()
+		}
 	}
 	<-done
 	return fmt.Errorf("mcp: close: %w", ctx.Err())

@@ -57,6 +57,9 @@ func checkFields(t *testing.T, e *mcp.Executor) {
 	opt := byTool["task_optional"]
 	require.False(t, opt.Disabled)
 	require.Equal(t, "optional", opt.GetMcp().GetTaskSupport())
+	require.Equal(t, toolwirev1.TaskSupport_TASK_SUPPORT_OPTIONAL, opt.TaskSupport)
+	require.Equal(t, toolwirev1.TaskSupport_TASK_SUPPORT_REQUIRED, only.TaskSupport)
+	require.Equal(t, toolwirev1.TaskSupport_TASK_SUPPORT_FORBIDDEN, dec.TaskSupport, "none written: MCP's default")
 
 	res, err := execute(e, byTool["annotated"], `{}`)
 	require.NoError(t, err)
@@ -81,7 +84,8 @@ func checkFields(t *testing.T, e *mcp.Executor) {
 
 // Through a worker and the dispatcher: the response carries the result's
 // _meta and the priority 0; the registry holds the tool's icons and _meta
-// (shown in the MCP rendering of the tool list, without execution); the
+// (shown in the MCP rendering of the tool list, with the server's
+// execution); the
 // task-only tool is refused at admission with the reason.
 func TestFieldsReachTheCaller(t *testing.T) {
 	t.Parallel()
@@ -120,9 +124,9 @@ func TestFieldsReachTheCaller(t *testing.T) {
 	require.Len(t, rendered.Tools, 1)
 	require.Equal(t, fixtureIcons, rendered.Tools[0].Icons)
 	require.JSONEq(t, `{"acme/ui":{"widget":"table","rows":3}}`, string(rendered.Tools[0].Meta))
-	// The fleet's own task support (its MCP endpoint serves a long call
-	// of any tool as a task), not the backend server's.
-	require.JSONEq(t, `{"taskSupport":"optional"}`, string(rendered.Tools[0].Execution))
+	// The backend server's task support, as it wrote it: none is MCP's
+	// default, "forbidden" (the fleet's MCP endpoint advertises it).
+	require.JSONEq(t, `{"taskSupport":"forbidden"}`, string(rendered.Tools[0].Execution))
 }
 
 // requireResultMeta checks the annotated tool's result _meta, as JSON:

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/toolwire/toolwire/internal/testdeps"
 
 	"github.com/toolwire/toolwire/internal/executors/mcp"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -41,13 +44,14 @@ const (
 	envVariant = "TOOLWIRE_MCP_VARIANT"  // definition variant of the "versioned" tool
 	envChild   = "TOOLWIRE_MCP_GRANDKID" // path of sleep(1): also start it as a grandchild
 	envDecor   = "TOOLWIRE_MCP_DECORATE" // "1": add what the SDK cannot say (decorate)
+	envCounter = "TOOLWIRE_MCP_COUNTER"  // "1": add "bump", counting the process's calls
 )
 
 func TestMain(m *testing.M) {
 	if os.Getenv(envFixture) == "stdio" {
 		os.Exit(serveStdio())
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, testdeps.IgnoreNATS())
 }
 
 // serveStdio runs the fixture server on stdin/stdout until stdin closes.
@@ -72,6 +76,7 @@ func serveStdio() int {
 		running: os.Getenv(envRunning),
 		variant: os.Getenv(envVariant),
 		panics:  true,
+		counter: os.Getenv(envCounter) == "1",
 	})
 	var t sdk.Transport = &sdk.StdioTransport{}
 	if os.Getenv(envDecor) == "1" {
@@ -92,6 +97,9 @@ type fixtureOptions struct {
 	// panics registers the panic tool (only in a separate process: the
 	// SDK does not recover handler panics).
 	panics bool
+	// counter registers "bump", which answers the number of its calls in
+	// this process (for stdio: in this session).
+	counter bool
 }
 
 type textIn struct {
@@ -137,6 +145,13 @@ func text(s string) *sdk.CallToolResult {
 // fixture, plus "versioned" for the definition-change tests.
 func newFixtureServer(o fixtureOptions) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "toolwire-fixture", Version: "1"}, nil)
+	if o.counter {
+		var n atomic.Int64
+		sdk.AddTool(srv, &sdk.Tool{Name: "bump", Description: "Counts the calls of this process."},
+			func(context.Context, *sdk.CallToolRequest, empty) (*sdk.CallToolResult, any, error) {
+				return text(strconv.FormatInt(n.Add(1), 10)), nil, nil
+			})
+	}
 	sdk.AddTool(srv, &sdk.Tool{Name: "echo", Description: "Echoes text."},
 		func(_ context.Context, _ *sdk.CallToolRequest, in textIn) (*sdk.CallToolResult, any, error) {
 			return text(in.Text), nil, nil

@@ -74,7 +74,9 @@ func TestCrashedServerRestarts(t *testing.T) {
 	pidFile := filepath.Join(tempDir(t), "pid")
 	sleep, err := exec.LookPath("sleep")
 	require.NoError(t, err)
-	cfg := testConfig(stdioServer(t, "crashy", map[string]string{envPIDFile: pidFile, envChild: sleep}))
+	sc := stdioServer(t, "crashy", map[string]string{envPIDFile: pidFile, envChild: sleep})
+	sc.Sessions = mcp.SessionsShared // one process: the one in the pid file (see TestSessionsStdioProcesses)
+	cfg := testConfig(sc)
 	e, err := mcp.New(t.Context(), cfg, mcp.Options{Logger: testLogger(t)})
 	require.NoError(t, err)
 	closed := false

@@ -44,6 +44,10 @@ type server struct {
 	// when sess ends.
 	up, down chan struct{}
 	proc     *stdioProcess
+
+	// pool holds the sessions of calls when cfg.Sessions is not "shared";
+	// nil otherwise (calls use sess).
+	pool *sessionPool
 }
 
 func newServer(e *Executor, cfg ServerConfig) *server {
@@ -55,19 +59,30 @@ func newServer(e *Executor, cfg ServerConfig) *server {
 		first:       make(chan struct{}),
 		up:          make(chan struct{}),
 	}
+	if cfg.Sessions != SessionsShared {
+		s.pool = newSessionPool(s)
+	}
 	s.client = sdk.NewClient(&sdk.Implementation{Name: "toolwire", Version: "1"}, &sdk.ClientOptions{
 		// No roots, sampling or elicitation: a worker has no user or model
 		// to ask.
 		Capabilities: &sdk.ClientCapabilities{},
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
-			select {
-			case s.listChanged <- struct{}{}:
-			default:
+		ToolListChangedHandler: func(_ context.Context, req *sdk.ToolListChangedRequest) {
+			if s.pool != nil {
+				s.pool.toolsChanged(req.Session)
 			}
+			s.relist()
 		},
 		ProgressNotificationHandler: e.onProgress,
 	})
 	return s
+}
+
+// relist has the discovery session list the tools again.
+func (s *server) relist() {
+	select {
+	case s.listChanged <- struct{}{}:
+	default:
+	}
 }
 
 // run keeps the server connected until ctx ends.
@@ -156,14 +171,29 @@ func (s *server) serve(ctx context.Context, firstAttempt bool) (served bool, err
 func (s *server) connect(ctx context.Context) (*sdk.ClientSession, *stdioProcess, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(s.e.cfg.ConnectTimeout))
 	defer cancel()
-	var (
-		t    sdk.Transport
-		proc *stdioProcess
-	)
 	capture := newRawCapture(s.onToolsList, s.e.onCallResult)
 	s.mu.Lock()
 	s.capture = capture
 	s.mu.Unlock()
+	sess, proc, err := s.open(ctx, capture)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.discover(ctx, sess); err != nil {
+		_ = sess.Close()
+		proc.killGroup()
+		return nil, nil, err
+	}
+	return sess, proc, nil
+}
+
+// open starts or dials the server and initializes a session whose
+// messages capture sees. ctx bounds the attempt.
+func (s *server) open(ctx context.Context, capture *rawCapture) (*sdk.ClientSession, *stdioProcess, error) {
+	var (
+		t    sdk.Transport
+		proc *stdioProcess
+	)
 	if s.cfg.Stdio != nil {
 		var ct *sdk.CommandTransport
 		ct, proc = newStdioTransport(s.cfg, time.Duration(s.e.cfg.TerminateDuration), s.log)
@@ -182,11 +212,6 @@ func (s *server) connect(ctx context.Context) (*sdk.ClientSession, *stdioProcess
 			_ = proc.cmd.Wait()
 		}
 		return nil, nil, fmt.Errorf("connect: %w", err)
-	}
-	if err := s.discover(ctx, sess); err != nil {
-		_ = sess.Close()
-		proc.killGroup()
-		return nil, nil, err
 	}
 	return sess, proc, nil
 }

@@ -16,13 +16,15 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/toolwire/toolwire/internal/testdeps"
+
 	"github.com/toolwire/toolwire/internal/executors"
 	"github.com/toolwire/toolwire/internal/executors/native"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testdeps.IgnoreNATS()) }
 
 type echoIn struct {
 	Text string `json:"text"`
