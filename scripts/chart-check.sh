@@ -98,6 +98,12 @@ expect_fail "a misspelt Deployment field (kubeconform)" "additional properties '
 sed -E 's/lagThreshold: "([0-9]+)"/lagThreshold: \1/' "$out/full.yaml" >"$out/bad-crd.yaml"
 expect_fail "an unquoted ScaledObject trigger value (kubeconform, CRD schema)" "lagThreshold': got number, want string" \
 	kubeconform "$out/bad-crd.yaml"
+sed -E 's/^( +)for: 15m$/\1fro: 15m/' "$out/full.yaml" >"$out/bad-rule.yaml"
+expect_fail "a misspelt PrometheusRule rule field (kubeconform, CRD schema)" "additional properties 'fro' not allowed" \
+	kubeconform "$out/bad-rule.yaml"
+expect_fail "a store threshold above 100% (schema)" "storeUsedPercent" \
+	"$HELM" template t "$chart" --kube-version "$KUBE_VERSION" -f "$good" \
+	--set metrics.prometheusRule.enabled=true --set metrics.prometheusRule.storeUsedPercent=120
 rm -f "$out"/bad-*.yaml
 
 echo "--- helm-unittest"

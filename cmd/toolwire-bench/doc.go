@@ -6,5 +6,5 @@
 //	toolwire-bench -suite                          # the whole suite, a markdown report
 //	toolwire-bench -path nats -inflight 64 -n 20000  # one measurement, ending with a RESULT line
 //	toolwire-bench -attack                         # hostile requests: time to refusal and dispatcher memory
-//	toolwire-bench -overload                       # 10x a pool's capacity for 20s: accepted, refused, expired, recovery
+//	toolwire-bench -overload                       # 10x a pool's capacity for 60s: accepted, refused, expired, recovery
 package main

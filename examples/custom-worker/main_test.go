@@ -13,10 +13,12 @@ import (
 	"github.com/toolwire/toolwire/internal/faulttest"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"go.uber.org/goleak"
+
+	"github.com/toolwire/toolwire/internal/testdeps"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testdeps.IgnoreNATS()) }
 
 // The example is a real worker: built as its own binary, started as a
 // process against a JetStream server, it registers word_count, answers a

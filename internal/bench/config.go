@@ -63,6 +63,12 @@ type Config struct {
 	// Hook puts a policy with one native before-hook on every call in
 	// force (its cost is a second call through the fleet per call).
 	Hook bool
+	// Sessions makes every call name one of InFlight sessions, each
+	// opened in a mode, under a policy that pins spec versions per
+	// session and admits only opened sessions (sessionsPolicy): the
+	// session step, the mode's layer and the pins in force (the nats
+	// path).
+	Sessions bool
 	// Logger receives the components' logs. Default: warnings and errors
 	// to stderr.
 	Logger *slog.Logger
@@ -125,6 +131,9 @@ func (c Config) system() string {
 	}
 	if c.Hook {
 		return "toolwire-" + c.Path + "+hook"
+	}
+	if c.Sessions {
+		return "toolwire-" + c.Path + "+sessions"
 	}
 	return "toolwire-" + c.Path
 }

@@ -106,9 +106,12 @@
 // measured with a closed loop of 4 × Concurrency callers for Baseline
 // (5s); then open-loop load, every call on its own goroutine whatever the
 // answers: half the capacity for Baseline, Factor (10) times the capacity
-// for For (20s; docs/reliability.md reports 60s), half the capacity for
-// Recovery (15s). Every call carries ScheduleToStart (2s; negative =
-// none). For each phase it reports the calls sent, answered ok, refused
+// for For (60s), half the capacity for Recovery (15s). Every call carries
+// ScheduleToStart (2s; negative = none: the dispatcher's default bound on
+// queue wait, 2s, applies). The calls are made in process (Dispatcher.Call)
+// or, with Config.Path http (-path http), through a Connect client over
+// loopback HTTP to the API server as dispatchd serves it (-http http1 or
+// h2c), so that the time to a refusal is the client's. For each phase it reports the calls sent, answered ok, refused
 // OVERLOADED and EXPIRED (accepted, then not started within their
 // schedule-to-start, so never run), the latency of ok calls and their
 // queue wait (accepted → started, from the response), the time to a

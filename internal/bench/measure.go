@@ -67,6 +67,11 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 				return r, fmt.Errorf("bench: limits policy: %w", err)
 			}
 		}
+		if cfg.Sessions {
+			if o.policy, err = policy.Parse([]byte(sessionsPolicy)); err != nil {
+				return r, fmt.Errorf("bench: sessions policy: %w", err)
+			}
+		}
 		s, err := startStack(ctx, e, o)
 		if err != nil {
 			return r, err
@@ -81,6 +86,11 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 			call = s.callHTTP
 		case PathMCP:
 			call = s.callMCP
+		}
+		if cfg.Sessions {
+			if call, err = s.inSessions(ctx, cfg.InFlight); err != nil {
+				return r, err
+			}
 		}
 		if pool, err = s.bus.Calls.Consumer(ctx, s.bus.Config.PoolConsumer("native")); err != nil {
 			return r, err

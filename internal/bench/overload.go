@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -32,7 +33,7 @@ type OverloadConfig struct {
 	// Factor is the offered load during the overload, in multiples of the
 	// measured capacity. Default 10.
 	Factor float64
-	// For is how long the overload lasts. Default 20s.
+	// For is how long the overload lasts. Default 60s.
 	For time.Duration
 	// Recovery is how long the light load after it lasts. Default 15s.
 	Recovery time.Duration
@@ -53,7 +54,7 @@ func (c OverloadConfig) WithDefaults() OverloadConfig {
 	c.Service = cmp.Or(c.Service, 20*time.Millisecond)
 	c.Concurrency = cmp.Or(c.Concurrency, 8)
 	c.Factor = cmp.Or(c.Factor, 10)
-	c.For = cmp.Or(c.For, 20*time.Second)
+	c.For = cmp.Or(c.For, 60*time.Second)
 	c.Recovery = cmp.Or(c.Recovery, 15*time.Second)
 	c.Baseline = cmp.Or(c.Baseline, 5*time.Second)
 	if c.ScheduleToStart == 0 {
@@ -76,6 +77,10 @@ func (c OverloadConfig) Validate() error {
 	}
 	return c.Config.Validate()
 }
+
+// overloadConns is the idle HTTP/1.1 connections the overload client
+// keeps (-path http).
+const overloadConns = 4096
 
 // The phases of an overload measurement.
 const (
@@ -152,12 +157,17 @@ func MeasureOverload(ctx context.Context, oc OverloadConfig, progress io.Writer)
 		return r, err
 	}
 	r.Config = oc
+	// Over HTTP/1.1 the client keeps a connection alive for every call in
+	// flight, as a caller's keep-alive pool does, rather than dial one per
+	// call: thousands a second would exhaust the process's descriptors
+	// (client and server run in this process).
+	oc.InFlight = max(oc.InFlight, overloadConns)
 	e, err := startEnv(ctx, oc.Config)
 	if err != nil {
 		return r, err
 	}
 	defer func() { err = errors.Join(err, e.close()) }()
-	s, err := startStack(ctx, e, stackOptions{worker: oc.Concurrency, maxBacklog: oc.MaxBacklog})
+	s, err := startStack(ctx, e, stackOptions{worker: oc.Concurrency, maxBacklog: oc.MaxBacklog, http: oc.Path == PathHTTP})
 	if err != nil {
 		return r, err
 	}
@@ -309,7 +319,7 @@ func (m *overloadRun) one(ctx context.Context) {
 	// Long enough for the longest backlog an unbounded pool could build:
 	// (Factor-1)·For of work, drained at half the capacity while the
 	// recovery load goes on.
-	resp, err := m.s.d.Call(ctx, identity.Default, req, time.Duration(2*m.oc.Factor)*m.oc.For+callWait)
+	resp, err := m.call(ctx, req, time.Duration(2*m.oc.Factor)*m.oc.For+callWait)
 	rec.took = time.Since(rec.sent)
 	switch {
 	case err != nil:
@@ -335,6 +345,21 @@ func (m *overloadRun) one(ctx context.Context) {
 		m.records = append(m.records, rec)
 	}
 	m.mu.Unlock()
+}
+
+// call makes one call through the dispatcher's API (Config.Path http: a
+// Connect client over loopback HTTP, the server as dispatchd serves it)
+// or in process, waiting for its result for at most wait.
+func (m *overloadRun) call(ctx context.Context, req *toolwirev1.CallRequest, wait time.Duration) (*toolwirev1.CallResponse, error) {
+	if m.oc.Path != PathHTTP {
+		return m.s.d.Call(ctx, identity.Default, req, wait)
+	}
+	req.Wait = durationpb.New(wait)
+	resp, err := m.s.client.Call(ctx, connect.NewRequest(req))
+	if err != nil {
+		return nil, err
+	}
+	return resp.Msg, nil
 }
 
 // sample records the peaks of each phase every 100ms.
@@ -446,8 +471,12 @@ func WriteOverload(w io.Writer, r OverloadResult) {
 	case oc.MaxBacklog > 0:
 		bound = fmt.Sprint(oc.MaxBacklog)
 	}
-	fmt.Fprintf(w, "toolwire-bench -overload: %s, GOMAXPROCS=%d; pool of %d slots running a %s tool; %gx its capacity for %s; schedule-to-start %s; backlog bound %s\n\n",
-		runtime.Version(), runtime.GOMAXPROCS(0), oc.Concurrency, oc.Service, oc.Factor, oc.For, s2s, bound)
+	via := "in process"
+	if oc.Path == PathHTTP {
+		via = "over HTTP (" + oc.HTTP + ")"
+	}
+	fmt.Fprintf(w, "toolwire-bench -overload: %s, GOMAXPROCS=%d; pool of %d slots running a %s tool; %gx its capacity for %s; schedule-to-start %s; backlog bound %s; calls %s\n\n",
+		runtime.Version(), runtime.GOMAXPROCS(0), oc.Concurrency, oc.Service, oc.Factor, oc.For, s2s, bound, via)
 	fmt.Fprintf(w, "| phase | offered calls/s | sent | ok | refused | expired | other | ok latency p50 / p99 / max | queue wait p99 / max | refusal p50 / p99 | heap peak / live at end | goroutines peak | pool backlog peak |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for p := range phases {

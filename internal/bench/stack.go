@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -263,6 +264,28 @@ func (s *stack) callNATS(ctx context.Context) error {
 	return checkEcho(resp)
 }
 
+// inSessions opens n sessions in the voice mode (SetSessionMode) and
+// returns a call of echo on the nats path that names them in turn
+// (Config.Sessions).
+func (s *stack) inSessions(ctx context.Context, n int) (callFunc, error) {
+	names := make([]string, max(n, 1))
+	for i := range names {
+		names[i] = fmt.Sprintf("bench-s%03d", i)
+		if _, err := s.d.SetSessionMode(ctx, identity.Default, names[i], "voice"); err != nil {
+			return nil, fmt.Errorf("bench: open session: %w", err)
+		}
+	}
+	var next atomic.Uint64
+	return func(ctx context.Context) error {
+		session := names[next.Add(1)%uint64(len(names))]
+		resp, err := s.d.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: echoArgs, Session: session}, callWait)
+		if err != nil {
+			return err
+		}
+		return checkEcho(resp)
+	}, nil
+}
+
 // callHTTP makes one echo call through the Connect API.
 func (s *stack) callHTTP(ctx context.Context) error {
 	resp, err := s.client.Call(ctx, connect.NewRequest(&toolwirev1.CallRequest{
@@ -346,6 +369,23 @@ const hookPolicy = `tenant:
 loop_guard: {enabled: false}
 hooks:
   - {id: bench, phase: before, tool: bench_hook, tools: [echo]}
+`
+
+// sessionsPolicy is the policy of Config.Sessions: every call allowed in
+// the voice mode every session is in (a mode layer with a rule the call
+// passes), spec versions pinned per session, and only opened sessions
+// admitted.
+const sessionsPolicy = `tenant:
+  default: allow
+  sessions: {pin_versions: true}
+modes:
+  voice:
+    rules:
+      - {id: voice-no-sleep, effect: deny, tools: [sleep], reason: no pauses in a voice session}
+sessions:
+  opened_only: true
+  default_mode: voice
+loop_guard: {enabled: false}
 `
 
 // limitsPolicy is the policy of Config.Limits: every call allowed, one

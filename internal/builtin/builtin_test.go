@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/toolwire/toolwire/internal/testdeps"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/builtin"
@@ -15,7 +17,7 @@ import (
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testdeps.IgnoreNATS()) }
 
 // byName returns the built-in tool name.
 func byName(t *testing.T, name string) *tool.Tool {

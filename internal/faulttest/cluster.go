@@ -1,6 +1,7 @@
 package faulttest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -68,16 +69,47 @@ type Cluster struct {
 	// WorkerKeyFile is the signing key the cluster's ledgerworkers sign
 	// with (--signing-key); the dispatcher trusts it for every pool.
 	WorkerKeyFile string
+
+	// What a dispatcher restart (RestartDispatcher) starts again with:
+	// the layout, the dispatcher's configuration, its logger, its
+	// signing key (kept across restarts, as a replica keeps its key
+	// file) and the workers' keys it trusts.
+	busCfg  bus.Config
+	dispCfg dispatch.Config
+	log     *slog.Logger
+	signer  *signing.Key
+	trust   *signing.Trust
+	dispMu  sync.RWMutex // guards Dispatcher, Bus, Registry, Policies, Watchdog, NATSMonitor and nc while a restart swaps them
+	nc      *nats.Conn   // the dispatcher's connection
+}
+
+// ClusterOptions shape NewClusterWith's dispatcher.
+type ClusterOptions struct {
+	// Bus is the layout the dispatcher opens (zero: the defaults).
+	Bus bus.Config
+	// Dispatcher is the dispatcher's configuration; the harness sets
+	// Name ("faulttest" unless given), Logger, Policies, ConnHealth and
+	// WorkerKeys.
+	Dispatcher dispatch.Config
+	// Logger is the dispatcher's (nil: it logs nothing).
+	Logger *slog.Logger
 }
 
 // NewCluster starts a nats-server process and a dispatcher.
 func NewCluster(t testing.TB) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, bin: Binaries(t), storeDir: t.TempDir(), port: freePort(t), replicas: 1}
+	return NewClusterWith(t, ClusterOptions{})
+}
+
+// NewClusterWith is NewCluster with the layout and dispatcher
+// configuration of o.
+func NewClusterWith(t testing.TB, o ClusterOptions) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, bin: Binaries(t), storeDir: t.TempDir(), port: freePort(t), replicas: 1, dispCfg: o.Dispatcher}
 	c.Ledger = filepath.Join(t.TempDir(), "ledger.jsonl")
 	c.URL = fmt.Sprintf("nats://127.0.0.1:%d", c.port)
 	c.startNATS()
-	c.startDispatcher(bus.Config{}, quietLogger())
+	c.startDispatcher(o.Bus, cmp.Or(o.Logger, quietLogger()))
 	return c
 }
 
@@ -86,56 +118,94 @@ func NewCluster(t testing.TB) *Cluster {
 func (c *Cluster) startDispatcher(cfg bus.Config, log *slog.Logger) {
 	t := c.t
 	t.Helper()
-	c.NATSMonitor = bus.NewConnMonitor(log)
-	conn := bus.ConnConfig{URL: c.URL, Name: "faulttest-dispatcher", Monitor: c.NATSMonitor, Dialer: c.dialer}
+	c.busCfg, c.log = cfg, log
+	c.dispatcherKeys()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	monitor := bus.NewConnMonitor(log)
+	conn := bus.ConnConfig{URL: c.URL, Name: "faulttest-dispatcher", Monitor: monitor, Dialer: c.dialer}
 	nc, err := bus.Dial(conn)
 	if err != nil {
 		t.Fatalf("faulttest: dial: %v", err)
 	}
 	t.Cleanup(nc.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if c.Bus, err = bus.Open(ctx, nc, cfg, bus.Options{}); err != nil {
+	b, err := bus.Open(ctx, nc, cfg, bus.Options{Signer: c.signer})
+	if err != nil {
 		t.Fatalf("faulttest: open bus: %v", err)
 	}
-	if c.Watchdog, err = bus.NewWatchdog(nc, conn, bus.AdmissionWatchdog(c.Bus.Config.CallsStream())); err != nil {
+	watchdog, err := bus.NewWatchdog(nc, conn, bus.AdmissionWatchdog(b.Config.CallsStream()))
+	if err != nil {
 		t.Fatalf("faulttest: watchdog: %v", err)
 	}
-	if err := c.Watchdog.Start(ctx); err != nil {
+	if err := watchdog.Start(ctx); err != nil {
 		t.Fatalf("faulttest: watchdog: %v", err)
 	}
-	t.Cleanup(func() { _ = c.Watchdog.Stop(context.Background()) })
-	c.Registry = registry.NewStore(c.Bus.Registry, quietLogger())
-	if err := c.Registry.Start(ctx); err != nil {
+	t.Cleanup(func() { _ = watchdog.Stop(context.Background()) })
+	reg := registry.NewStore(b.Registry, quietLogger())
+	if err := reg.Start(ctx); err != nil {
 		t.Fatalf("faulttest: registry: %v", err)
 	}
-	t.Cleanup(func() { _ = c.Registry.Stop(context.Background()) })
-	c.Policies = policystore.NewHolder(c.Bus, quietLogger())
-	if err := c.Policies.Start(ctx); err != nil {
+	t.Cleanup(func() { _ = reg.Stop(context.Background()) })
+	policies := policystore.NewHolder(b, quietLogger())
+	if err := policies.Start(ctx); err != nil {
 		t.Fatalf("faulttest: policies: %v", err)
 	}
-	t.Cleanup(func() { _ = c.Policies.Stop(context.Background()) })
-	keys := t.TempDir()
-	c.WorkerKeyFile = filepath.Join(keys, signing.LocalWorkerKey)
-	if _, err := signing.KeyFile(c.WorkerKeyFile); err != nil {
-		t.Fatalf("faulttest: worker key: %v", err)
-	}
-	trust, err := signing.NewTrust(keys)
+	t.Cleanup(func() { _ = policies.Stop(context.Background()) })
+	// MaxQueueWait (unless the options set it): a leader's loss stalls
+	// the pool for seconds, and the default 2s bound on queue wait would
+	// refuse most calls made during a fault OVERLOADED, so that few would
+	// go through the failover these scenarios test. A stalled pool is
+	// still refused under a minute's bound when it drains slowly after
+	// the fault (judgeRefusals, cluster3_test.go, tells those refusals
+	// apart); overload admission has its own tests (internal/dispatch,
+	// overload_test.go).
+	dc := c.dispCfg
+	dc.MaxQueueWait = cmp.Or(dc.MaxQueueWait, time.Minute)
+	dc.Name, dc.Logger, dc.Policies, dc.ConnHealth, dc.WorkerKeys = cmp.Or(dc.Name, "faulttest"), log, policies, watchdog, c.trust
+	d, err := dispatch.New(b, reg, dc)
 	if err != nil {
-		t.Fatalf("faulttest: worker keys: %v", err)
-	}
-	if c.Dispatcher, err = dispatch.New(c.Bus, c.Registry, dispatch.Config{Name: "faulttest", Logger: log, Policies: c.Policies, ConnHealth: c.Watchdog,
-		WorkerKeys: trust}); err != nil {
 		t.Fatalf("faulttest: dispatcher: %v", err)
 	}
-	if err := c.Dispatcher.Start(ctx); err != nil {
+	if err := d.Start(ctx); err != nil {
 		t.Fatalf("faulttest: start dispatcher: %v", err)
 	}
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_ = c.Dispatcher.Stop(sctx)
+		_ = d.Stop(sctx)
 	})
+	c.dispMu.Lock()
+	defer c.dispMu.Unlock()
+	c.nc, c.NATSMonitor, c.Bus, c.Watchdog, c.Registry, c.Policies, c.Dispatcher = nc, monitor, b, watchdog, reg, policies, d
+}
+
+// dispatcherKeys makes, once, the dispatcher's signing key and the
+// workers' key (WorkerKeyFile) that it trusts.
+func (c *Cluster) dispatcherKeys() {
+	t := c.t
+	if c.trust != nil {
+		return
+	}
+	var err error
+	if c.signer, err = signing.NewKey(); err != nil {
+		t.Fatalf("faulttest: dispatcher key: %v", err)
+	}
+	keys := t.TempDir()
+	c.WorkerKeyFile = filepath.Join(keys, signing.LocalWorkerKey)
+	if _, err := signing.KeyFile(c.WorkerKeyFile); err != nil {
+		t.Fatalf("faulttest: worker key: %v", err)
+	}
+	if c.trust, err = signing.NewTrust(keys); err != nil {
+		t.Fatalf("faulttest: worker keys: %v", err)
+	}
+}
+
+// Current is the running dispatcher (RestartDispatcher replaces it; a
+// load that runs across restarts calls through it).
+func (c *Cluster) Current() *dispatch.Dispatcher {
+	c.dispMu.RLock()
+	defer c.dispMu.RUnlock()
+	return c.Dispatcher
 }
 
 func (c *Cluster) startNATS() {
@@ -231,7 +301,7 @@ func (c *Cluster) WaitTool(name string) {
 // Submit admits one call and returns its id, or "" when admission refused
 // it (then it was never accepted).
 func (c *Cluster) Submit(ctx context.Context, o *toolwirev1.CallRequest) (string, error) {
-	s, err := c.Dispatcher.Submit(ctx, identity.Default, o)
+	s, err := c.Current().Submit(ctx, identity.Default, o)
 	if err != nil {
 		return "", err
 	}
@@ -246,7 +316,7 @@ func (c *Cluster) Submit(ctx context.Context, o *toolwirev1.CallRequest) (string
 // and stored), "" when it was refused (a refusal is an answer too: the
 // caller knows the call will not run).
 func (c *Cluster) Call(ctx context.Context, o *toolwirev1.CallRequest, wait time.Duration) (string, error) {
-	r, err := c.Dispatcher.Call(ctx, identity.Default, o, wait)
+	r, err := c.Current().Call(ctx, identity.Default, o, wait)
 	if err != nil {
 		return "", err
 	}
@@ -258,7 +328,7 @@ func (c *Cluster) Call(ctx context.Context, o *toolwirev1.CallRequest, wait time
 
 // Result waits up to wait for a call's terminal response.
 func (c *Cluster) Result(ctx context.Context, callID string, wait time.Duration) (*toolwirev1.ToolResponse, error) {
-	r, err := c.Dispatcher.GetResult(ctx, identity.Default, callID, wait)
+	r, err := c.Current().GetResult(ctx, identity.Default, callID, wait)
 	if err != nil {
 		return nil, err
 	}

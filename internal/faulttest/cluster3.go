@@ -380,40 +380,54 @@ func (c *Cluster) WaitHealthyOrRestart(stuck, wait time.Duration) []string {
 		}
 	}
 	if len(restarted) > 0 {
-		c.nudgeStuckStreams(wait / 2)
+		c.nudgeStuckStreams(wait)
 	}
-	c.WaitHealthy(wait)
+	c.WaitHealthy(wait / 2)
 	return restarted
 }
 
 // stuckStream is the stream a node's /healthz names as not current.
 var stuckStream = regexp.MustCompile(`stream '\$G > ([A-Za-z0-9_-]+)' is not current`)
 
-// nudgeStuckStreams waits up to wait for the cluster to be healthy; when
-// it is not by then and a node's /healthz names a stream it cannot catch
-// up (the restarted node asking its leader for a snapshot that never
-// comes), that stream's leader is asked to step down, as an operator
-// would: a new leader sends the follower its snapshot.
+// nudgeStuckStreams waits up to wait for the cluster to be healthy;
+// while it is not, every nudgeEvery, a node whose /healthz names a stream
+// it cannot catch up (the restarted node asking its leader for a snapshot
+// that never comes) has that stream's leader asked to step down, as an
+// operator would: a new leader sends the follower its snapshot. Seen in
+// a loaded run: one step down was not always enough, nor one look.
 func (c *Cluster) nudgeStuckStreams(wait time.Duration) {
 	c.t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(wait)
+	next := time.Now().Add(nudgeEvery)
 	for c.healthy(ctx) != nil && time.Now().Before(deadline) {
+		if c.Bus != nil && time.Now().After(next) {
+			next = time.Now().Add(nudgeEvery)
+			c.nudgeOnce(ctx)
+		}
 		time.Sleep(100 * time.Millisecond) // polling with a deadline
 	}
-	if c.Bus == nil {
-		return
-	}
+}
+
+// nudgeEvery is how often nudgeStuckStreams asks again.
+const nudgeEvery = 20 * time.Second
+
+// nudgeOnce asks the leader of each stream a node cannot catch up to step
+// down, and logs why a node is unhealthy otherwise.
+func (c *Cluster) nudgeOnce(ctx context.Context) {
 	for _, n := range c.Nodes {
 		err := n.get(ctx, "/healthz", nil)
 		if err == nil {
 			continue
 		}
-		if m := stuckStream.FindStringSubmatch(err.Error()); m != nil {
-			c.t.Logf("faulttest: %s still cannot catch up stream %s (%v); asking its leader to step down", n.Name, m[1], err)
-			if err := c.StepDown(ctx, m[1]); err != nil {
-				c.t.Logf("faulttest: step down of %s: %v", m[1], err)
-			}
+		m := stuckStream.FindStringSubmatch(err.Error())
+		if m == nil {
+			c.t.Logf("faulttest: %s still unhealthy (%v)", n.Name, err)
+			continue
+		}
+		c.t.Logf("faulttest: %s still cannot catch up stream %s (%v); asking its leader to step down", n.Name, m[1], err)
+		if err := c.StepDown(ctx, m[1]); err != nil {
+			c.t.Logf("faulttest: step down of %s: %v", m[1], err)
 		}
 	}
 }

@@ -192,3 +192,11 @@ func appendCanonicalNumber(dst []byte, text string) []byte {
 	}
 	return dst
 }
+
+// AppendCanonical appends the canonical text of v, a value in the schema
+// form (Doc.Schema, or a part of it), to dst.
+func AppendCanonical(dst []byte, v any) []byte {
+	w := canonicalWriter{out: dst}
+	w.value(v)
+	return w.out
+}

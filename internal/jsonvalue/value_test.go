@@ -10,10 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/jsonvalue"
 	"go.uber.org/goleak"
+
+	"github.com/toolwire/toolwire/internal/testdeps"
 )
 
 // Every goroutine a test starts has ended when the tests have.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testdeps.IgnoreNATS()) }
 
 func parse(t *testing.T, s string) *jsonvalue.Doc {
 	t.Helper()

@@ -23,7 +23,8 @@
 // The SDK's Annotations cannot tell a priority of 0 from none: FromMCP
 // keeps a priority only when it is not 0, and ZeroPriorities restores the
 // zeros from the JSON the blocks were decoded from. ToMCP cannot write a
-// priority of 0 back (the SDK omits it).
+// priority of 0 back (the SDK omits it): internal/mcpserver writes it
+// back into the JSON of its tool results.
 //
 // # Icons and _meta
 //

@@ -10,9 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/startstop"
 	"go.uber.org/goleak"
+
+	"github.com/toolwire/toolwire/internal/testdeps"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testdeps.IgnoreNATS()) }
 
 // recorder notes the order services start and stop in.
 type recorder struct {

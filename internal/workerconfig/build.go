@@ -175,8 +175,18 @@ func NewWorker(ctx context.Context, b *bus.Bus, f *File, o Options) (_ *Worker, 
 	} else if len(o.Tools) > 0 {
 		log.Info("native tools not published: this worker serves no native pool", "tools", len(o.Tools))
 	}
+	var skipped []string
 	for _, s := range fileSpecs {
 		exec := execs[s.Executor]
+		if exec == nil && len(o.PoolTypes) > 0 && o.BestEffort {
+			// The built-in default configuration with its pools narrowed
+			// (the dispatcher's --workers): its other types' tools are
+			// another worker's, as the native tools are above. A tool of
+			// the operator's own file is never dropped: that is an error
+			// below, as it was.
+			skipped = append(skipped, s.Name)
+			continue
+		}
 		if exec == nil {
 			return nil, fmt.Errorf("workerconfig: tool %q is a %s tool, but no %s pool is served", s.Name, bus.TypeToken(s.Executor), bus.TypeToken(s.Executor))
 		}
@@ -190,6 +200,9 @@ func NewWorker(ctx context.Context, b *bus.Bus, f *File, o Options) (_ *Worker, 
 			}
 		}
 		specs = append(specs, s)
+	}
+	if len(skipped) > 0 {
+		log.Info("spec-file tools not published: this worker serves no pool of their type", "tools", skipped, "pools", o.PoolTypes)
 	}
 	var pools []worker.Pool
 	for _, t := range types {

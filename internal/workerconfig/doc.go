@@ -29,7 +29,14 @@
 //
 // Spec files and directories (*.yaml, *.yml, *.json; see internal/specfile)
 // are relative to the configuration file. A tool declared twice, or a tool
-// whose type no pool of this worker serves, is an error; executors that
+// whose type no pool of this worker serves, is an error — except in the
+// dispatcher's built-in default configuration (Options.BestEffort) with
+// its pools narrowed (--workers: Options.PoolTypes): then the other
+// types' tools are another worker's, left unpublished with an INFO log,
+// as the native tools are; an operator's own file stays an error (before,
+// `dispatcher --workers native` refused to start with the default
+// configuration: "tool toolwire_catalog is a http tool, but no http pool
+// is served"); executors that
 // can check more do (the HTTP executor its allowlists and SSRF guard
 // against the URL template). ${NAME} takes its value from Options.Vars,
 // then the file's vars (which win), and otherwise only from environment

@@ -239,7 +239,8 @@ a pool's entry of poolKeys, else workerKey, else key. Takes (dict "root" $
 
 {{/*
 toolwire.flagMap renders a map as the value of a flag that takes
-key=value pairs (--pool-max-backlog, --stream-max-bytes): sorted by key,
+key=value pairs (--pool-max-backlog, --pool-max-queue-wait,
+--stream-max-bytes): sorted by key,
 comma-separated; whole numbers are printed as integers (a YAML number
 reaches templates as a float, and 1000000 would print as 1e+06).
 */}}
