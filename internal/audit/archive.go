@@ -331,3 +331,41 @@ func (s *Source) verifyArchive(ctx context.Context, sum *Summary) error {
 	}
 	return nil
 }
+
+// eachArchived hands visit the archived messages of stream after
+// sequence covered up to to (as far as the archive holds them) and
+// within f's time range, until visit reports done or fails. It returns
+// the sequence read up to (covered when the archive holds nothing past
+// it), for the caller to mark covered when not done. Without an archive
+// it reads nothing.
+func (s *Source) eachArchived(ctx context.Context, stream string, covered, to uint64, f Filter,
+	visit func(*archive.Message) (bool, error)) (upto uint64, done bool, err error) {
+	a := s.arch
+	if a == nil || to <= covered {
+		return covered, false, nil
+	}
+	segs, err := a.r.Segments(ctx, stream)
+	if err != nil {
+		return covered, false, fmt.Errorf("audit: archive: %w", err)
+	}
+	if len(segs) == 0 {
+		return covered, false, nil
+	}
+	to = min(to, segs[len(segs)-1].ToSeq)
+	q := archive.Query{FromSeq: covered + 1, ToSeq: to, Since: f.Since}
+	if !f.Until.IsZero() {
+		q.Until = f.Until.Add(time.Nanosecond) // Until is inclusive here, exclusive there
+	}
+	var visitErr error
+	err = a.r.Each(ctx, stream, q, func(m *archive.Message) bool {
+		done, visitErr = visit(m)
+		return !done && visitErr == nil
+	})
+	switch {
+	case err != nil:
+		return covered, false, fmt.Errorf("audit: archive: %w", err)
+	case visitErr != nil || done:
+		return covered, done, visitErr
+	}
+	return max(covered, to), false, nil
+}

@@ -80,40 +80,22 @@ type refusalScan struct {
 // (as far as the archive holds them) and reports whether the run is done
 // (past Until). Without an archive it does nothing.
 func (rs *refusalScan) archived(ctx context.Context, to uint64) (bool, error) {
-	a := rs.s.arch
-	if a == nil || to <= rs.covered {
+	if rs.s.arch == nil || to <= rs.covered {
 		return false, nil
-	}
-	stream := rs.s.events.CachedInfo().Config.Name
-	segs, err := a.r.Segments(ctx, stream)
-	if err != nil {
-		return false, fmt.Errorf("audit: archive: %w", err)
-	}
-	if len(segs) == 0 {
-		return false, nil
-	}
-	to = min(to, segs[len(segs)-1].ToSeq)
-	q := archive.Query{FromSeq: rs.covered + 1, ToSeq: to, Since: rs.f.Since}
-	if !rs.f.Until.IsZero() {
-		q.Until = rs.f.Until.Add(time.Nanosecond) // Until is inclusive here, exclusive there
 	}
 	all := rs.s.subj.AllEvents()
-	var done bool
-	var visitErr error
-	err = a.r.Each(ctx, stream, q, func(m *archive.Message) bool {
-		if !bus.SubjectMatches(all, m.Subject) {
-			return true
-		}
-		done, visitErr = rs.visit(ctx, eventMsg{seq: m.Seq, stored: m.Time, h: m.Header, data: m.Data})
-		return !done && visitErr == nil
-	})
-	if err != nil {
-		return false, fmt.Errorf("audit: archive: %w", err)
+	covered, done, err := rs.s.eachArchived(ctx, rs.s.events.CachedInfo().Config.Name, rs.covered, to, rs.f,
+		func(m *archive.Message) (bool, error) {
+			if !bus.SubjectMatches(all, m.Subject) {
+				return false, nil
+			}
+			return rs.visit(ctx, eventMsg{seq: m.Seq, stored: m.Time, h: m.Header, data: m.Data})
+		})
+	if err != nil || done || covered == rs.covered {
+		return done, err
 	}
-	if visitErr != nil || done {
-		return done, visitErr
-	}
-	rs.covered = max(rs.covered, to)
+	to = covered
+	rs.covered = covered
 	// Every sequence up to to is read or passed over by the filter: the
 	// next one read should be to+1, or sequences are missing (the
 	// archive stops short of the stream's first). With Since and nothing

@@ -84,40 +84,18 @@ func (s *Source) scan(ctx context.Context, f Filter, o Options, sum *Summary, ne
 // far as the archive holds them) and reports whether the scan is done.
 // Without an archive it does nothing.
 func (sc *scanner) archived(ctx context.Context, to uint64) (bool, error) {
-	a := sc.s.arch
-	if a == nil || to <= sc.covered {
+	if sc.s.arch == nil {
 		return false, nil
 	}
-	stream := sc.s.calls.CachedInfo().Config.Name
-	segs, err := a.r.Segments(ctx, stream)
-	if err != nil {
-		return false, fmt.Errorf("audit: archive: %w", err)
-	}
-	if len(segs) == 0 {
-		return false, nil
-	}
-	to = min(to, segs[len(segs)-1].ToSeq)
-	q := archive.Query{FromSeq: sc.covered + 1, ToSeq: to, Since: sc.f.Since}
-	if !sc.f.Until.IsZero() {
-		q.Until = sc.f.Until.Add(time.Nanosecond) // Until is inclusive here, exclusive there
-	}
-	var done bool
-	var visitErr error
-	err = a.r.Each(ctx, stream, q, func(m *archive.Message) bool {
-		if !sc.selected(m.Subject) {
-			return true
-		}
-		done, visitErr = sc.visit(callMsg{subject: m.Subject, msgID: m.Header.Get(jetstream.MsgIDHeader), data: m.Data, seq: m.Seq, stored: m.Time})
-		return !done && visitErr == nil
-	})
-	if err != nil {
-		return false, fmt.Errorf("audit: archive: %w", err)
-	}
-	if visitErr != nil || done {
-		return done, visitErr
-	}
-	sc.covered = max(sc.covered, to)
-	return false, nil
+	covered, done, err := sc.s.eachArchived(ctx, sc.s.calls.CachedInfo().Config.Name, sc.covered, to, sc.f,
+		func(m *archive.Message) (bool, error) {
+			if !sc.selected(m.Subject) {
+				return false, nil
+			}
+			return sc.visit(callMsg{subject: m.Subject, msgID: m.Header.Get(jetstream.MsgIDHeader), data: m.Data, seq: m.Seq, stored: m.Time})
+		})
+	sc.covered = covered
+	return done, err
 }
 
 // selected reports whether a message on subject is one the scan reads.
