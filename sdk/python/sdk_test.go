@@ -1,0 +1,173 @@
+// Package python_test runs the Python client's tests (sdk/python/tests)
+// with the machine's python3 against a real stack: an embedded JetStream
+// server, a dispatcher with its Connect API on loopback behind API keys,
+// approval token keys and a policy (a deny rule, an ask rule, a rate
+// limit), and a worker serving the built-in tools and the tools below.
+// With CI=true a missing python3 is a failure, not a skip.
+package python_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/toolwire/toolwire/internal/approvals"
+	"github.com/toolwire/toolwire/internal/builtin"
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/testdeps"
+	"github.com/toolwire/toolwire/pkg/tool"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testdeps.IgnoreNATS()) }
+
+// policy is the installation policy of the stack: the Python tests'
+// scenarios each meet one of its rules.
+const policy = `
+tenant:
+  default: allow
+  rules:
+    - id: no-secrets
+      effect: deny
+      tools: [echo]
+      args: {text: "secret*"}
+      reason: secrets are never echoed
+    - id: deploys-ask
+      effect: ask
+      tools: [deploy]
+      reason: deploys need a human
+limits:
+  - id: ping-rate
+    key: agent
+    tools: [ping]
+    rate: {count: 1, per: 1h, burst: 1}
+    reason: one ping an hour
+`
+
+// Input and output of the test tools.
+type (
+	stepsIn struct {
+		Steps int `json:"steps" jsonschema:"progress events to report, 1 to 10"`
+	}
+	holdIn  struct{}
+	nameIn  struct {
+		Name string `json:"name" jsonschema:"what to deploy"`
+	}
+)
+
+// testTools are the tools the Python tests call besides the built-in ones:
+// steps reports progress, hold runs until it is cancelled (counting the
+// cancellations that reach it), deploy is what the ask rule covers and
+// ping what the rate limit covers.
+func testTools(cancelled *atomic.Int32) []*tool.Tool {
+	steps := tool.Must(tool.New("steps", func(ctx context.Context, in stepsIn) (string, error) {
+		n := min(max(in.Steps, 1), 10)
+		for i := 1; i <= n; i++ {
+			tool.Progress(ctx, fmt.Sprintf("step %d of %d", i, n), float64(100*i/n))
+		}
+		return fmt.Sprintf("did %d steps", n), nil
+	}, tool.WithSummary("Reports progress, then returns.")))
+	hold := tool.Must(tool.New("hold", func(ctx context.Context, _ holdIn) (string, error) {
+		tool.Progress(ctx, "holding", -1)
+		<-ctx.Done()
+		cancelled.Add(1)
+		return "", ctx.Err()
+	}, tool.WithSummary("Runs until cancelled.")))
+	deploy := tool.Must(tool.New("deploy", func(_ context.Context, in nameIn) (string, error) {
+		return "deployed " + in.Name, nil
+	}, tool.WithSummary("Deploys a service (asks for approval).")))
+	ping := tool.Must(tool.New("ping", func(context.Context, holdIn) (string, error) {
+		return "pong", nil
+	}, tool.WithSummary("Answers pong (rate limited).")))
+	return append(builtin.Tools(), steps, hold, deploy, ping)
+}
+
+// apiKeys writes an API key file for the agent (scopes confirm) and the
+// approver (scopes approve) and returns the authenticator and the keys.
+func apiKeys(t *testing.T) (identity.Authenticator, string, string) {
+	t.Helper()
+	agent, approver := randomKey(t), randomKey(t)
+	file := fmt.Sprintf("keys:\n  - {sha256: %s, tenant: pytest, agent: py-agent, scopes: [confirm]}\n"+
+		"  - {sha256: %s, tenant: pytest, agent: py-approver, scopes: [approve]}\n", sum(agent), sum(approver))
+	path := filepath.Join(t.TempDir(), "api-keys.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(file), 0o600))
+	keys, err := identity.LoadAPIKeys(path)
+	require.NoError(t, err)
+	return keys, agent, approver
+}
+
+func randomKey(t *testing.T) string {
+	b := make([]byte, 24)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	return "tw_" + hex.EncodeToString(b)
+}
+
+func sum(key string) string {
+	s := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(s[:])
+}
+
+func tokenKeys(t *testing.T) *approvals.Keys {
+	t.Helper()
+	k := make([]byte, 32)
+	_, err := rand.Read(k)
+	require.NoError(t, err)
+	keys, err := approvals.ParseKeys([]byte("k1:" + base64.StdEncoding.EncodeToString(k) + "\n"))
+	require.NoError(t, err)
+	return keys
+}
+
+// python3 returns the interpreter's path, or ends the test (a failure
+// under CI=true).
+func python3(t *testing.T) string {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		testdeps.Missing(t, "install Debian's python3", "python3 not found: %v", err)
+	}
+	return py
+}
+
+// TestPythonClient runs `python3 -m unittest` in sdk/python against a
+// real stack; the scenarios are the Python tests (tests/test_*.py). After
+// it, the cancellation the Python test asked for must have reached the
+// worker's tool.
+func TestPythonClient(t *testing.T) {
+	t.Parallel()
+	py := python3(t)
+	var cancelled atomic.Int32
+	auth, agent, approver := apiKeys(t)
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: testTools(&cancelled), Auth: auth,
+		Dispatcher: dispatch.Config{TokenKeys: tokenKeys(t)}})
+	s.ApplyPolicy(t, policy)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
+	cmd.Env = append(os.Environ(), "TOOLWIRE_URL="+s.URL, "TOOLWIRE_API_KEY="+agent,
+		"TOOLWIRE_APPROVER_KEY="+approver, "PYTHONDONTWRITEBYTECODE=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	t.Logf("python3 -m unittest:\n%s", out.String())
+	require.NoError(t, err, "the Python client's tests failed (output above)")
+	require.Contains(t, out.String(), "OK")
+	require.False(t, strings.Contains(out.String(), "skipped"), "no Python test may be skipped against a stack")
+	require.GreaterOrEqual(t, cancelled.Load(), int32(1), "the cancel the Python test sent never reached the hold tool")
+}
