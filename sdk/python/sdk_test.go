@@ -64,8 +64,8 @@ type (
 	stepsIn struct {
 		Steps int `json:"steps" jsonschema:"progress events to report, 1 to 10"`
 	}
-	holdIn  struct{}
-	nameIn  struct {
+	holdIn struct{}
+	nameIn struct {
 		Name string `json:"name" jsonschema:"what to deploy"`
 	}
 )
