@@ -169,5 +169,34 @@ func TestPythonClient(t *testing.T) {
 	require.NoError(t, err, "the Python client's tests failed (output above)")
 	require.Contains(t, out.String(), "OK")
 	require.False(t, strings.Contains(out.String(), "skipped"), "no Python test may be skipped against a stack")
+	require.False(t, strings.Contains(out.String(), "ResourceWarning"), "a Python test left a socket or file open")
 	require.GreaterOrEqual(t, cancelled.Load(), int32(1), "the cancel the Python test sent never reached the hold tool")
+}
+
+// TestPipInstall installs the package as a user would, `pip install
+// ./sdk/python`, with no package index (the in-tree build backend needs
+// nothing), into a temporary directory, and imports it from there.
+func TestPipInstall(t *testing.T) {
+	t.Parallel()
+	py := python3(t)
+	if out, err := exec.Command(py, "-m", "pip", "--version").CombinedOutput(); err != nil {
+		testdeps.Missing(t, "install pip for python3", "python3 -m pip: %v\n%s", err, out)
+	}
+	target := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	src, err := filepath.Abs(".")
+	require.NoError(t, err)
+	install := exec.CommandContext(ctx, py, "-m", "pip", "install", "--no-index", "--no-cache-dir",
+		"--disable-pip-version-check", "--target", target, src)
+	install.Env = append(os.Environ(), "PIP_NO_INPUT=1", "PYTHONDONTWRITEBYTECODE=1")
+	out, err := install.CombinedOutput()
+	require.NoError(t, err, "pip install ./sdk/python:\n%s", out)
+
+	check := exec.CommandContext(ctx, py, "-c", "import toolwire, sys; sys.stdout.write(toolwire.__file__ + ' ' + toolwire.__version__)")
+	check.Dir = target // not the source directory: the installed copy is imported
+	check.Env = append(os.Environ(), "PYTHONPATH="+target, "PYTHONDONTWRITEBYTECODE=1")
+	out, err = check.CombinedOutput()
+	require.NoError(t, err, "import the installed package:\n%s", out)
+	require.Equal(t, filepath.Join(target, "toolwire", "__init__.py")+" 0.1.0", string(out))
 }

@@ -1,0 +1,65 @@
+"""The README's examples, run against the real stack as written there: the
+first call, and the agent loop driven by a scripted model."""
+
+import contextlib
+import io
+import json
+import os
+import re
+import unittest
+
+from .stack import needs_stack, unique
+
+README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+
+
+def example(name: str) -> str:
+    """The python block after the README's `<!-- readme-test: name -->`."""
+    with open(README, encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r"<!-- readme-test: %s -->\s*```python\n(.*?)```" % re.escape(name), text, re.S)
+    if not m:
+        raise AssertionError(f"README.md has no example {name!r}")
+    return m.group(1)
+
+
+@needs_stack
+class ReadmeExamples(unittest.TestCase):
+    def test_first_call_in_five_lines(self):
+        code = example("first-call")
+        self.assertLessEqual(len(code.strip().splitlines()), 5)
+        out = io.StringIO()
+        ns: dict = {}
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, "README.md:first-call", "exec"), ns)
+        ns["tw"].close()
+        self.assertEqual(out.getvalue(), "hello\n")
+
+    def test_agent_loop(self):
+        ns: dict = {}
+        exec(compile(example("agent-loop"), "README.md:agent-loop", "exec"), ns)
+        calls = [("echo", '{"text": "hi there"}'), ("echo", '{"text": "secret"}'), ("deploy", '{"name": "web"}'),
+                 ("echo", '{"text": 1}')]
+        seen_tools = []
+
+        def model(messages, tools):
+            seen_tools.append({t["function"]["name"] for t in tools})
+            if len(messages) == 1:
+                return {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": f"c{i}", "type": "function", "function": {"name": n, "arguments": a}}
+                    for i, (n, a) in enumerate(calls)]}
+            answers = [m["content"] for m in messages if m["role"] == "tool"]
+            return {"role": "assistant", "content": json.dumps(answers)}
+
+        final = ns["run_agent"](model, [{"role": "user", "content": "go"}], unique("agent"))
+        answers = json.loads(final)
+        self.assertEqual(answers[0], "hi there")
+        self.assertIn("secrets are never echoed", answers[1])
+        self.assertIn("needs a human's approval", answers[2])
+        self.assertIn("VALIDATION", answers[3])
+        self.assertIn("echo", seen_tools[0])
+        ns["tw"].close()
+
+
+if __name__ == "__main__":
+    unittest.main()
