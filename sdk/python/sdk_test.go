@@ -171,6 +171,19 @@ func TestPythonClient(t *testing.T) {
 	require.False(t, strings.Contains(out.String(), "skipped"), "no Python test may be skipped against a stack")
 	require.False(t, strings.Contains(out.String(), "ResourceWarning"), "a Python test left a socket or file open")
 	require.GreaterOrEqual(t, cancelled.Load(), int32(1), "the cancel the Python test sent never reached the hold tool")
+
+	// The bench script, small, so that it keeps working (the figures of
+	// docs/sdk.md come from a longer run without the race detector).
+	args := []string{"bench.py", "--calls", "200", "--concurrency", "8"}
+	if v := os.Getenv("TOOLWIRE_PY_BENCH"); v != "" { // e.g. "--calls 5000 --concurrency 16"
+		args = append(args, strings.Fields(v)...)
+	}
+	bench := exec.CommandContext(ctx, py, args...)
+	bench.Env = cmd.Env
+	b, err := bench.CombinedOutput()
+	require.NoError(t, err, "bench.py:\n%s", b)
+	require.Equal(t, 2, strings.Count(string(b), "FIGURE python-"), "bench.py:\n%s", b)
+	t.Logf("%s", b)
 }
 
 // TestPipInstall installs the package as a user would, `pip install

@@ -1,5 +1,6 @@
-"""The README's examples, run against the real stack as written there: the
-first call, and the agent loop driven by a scripted model."""
+"""The examples of the README and of docs/sdk.md, run against the real stack
+as written there: the first call, the agent loop driven by a scripted
+model, and the curl call of docs/sdk.md (made with urllib)."""
 
 import contextlib
 import io
@@ -7,19 +8,22 @@ import json
 import os
 import re
 import unittest
+import urllib.request
 
-from .stack import needs_stack, unique
+from .stack import API_KEY, URL, needs_stack, unique
 
-README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+README = os.path.join(HERE, "README.md")
+SDK_DOC = os.path.join(HERE, "..", "..", "docs", "sdk.md")
 
 
-def example(name: str) -> str:
-    """The python block after the README's `<!-- readme-test: name -->`."""
-    with open(README, encoding="utf-8") as f:
+def example(name: str, path: str = README) -> str:
+    """The python block after the file's `<!-- readme-test: name -->`."""
+    with open(path, encoding="utf-8") as f:
         text = f.read()
     m = re.search(r"<!-- readme-test: %s -->\s*```python\n(.*?)```" % re.escape(name), text, re.S)
     if not m:
-        raise AssertionError(f"README.md has no example {name!r}")
+        raise AssertionError(f"{path} has no example {name!r}")
     return m.group(1)
 
 
@@ -34,6 +38,21 @@ class ReadmeExamples(unittest.TestCase):
             exec(compile(code, "README.md:first-call", "exec"), ns)
         ns["tw"].close()
         self.assertEqual(out.getvalue(), "hello\n")
+
+    def test_docs_sdk_shows_the_same_first_call(self):
+        self.assertEqual(example("first-call", SDK_DOC), example("first-call"))
+
+    def test_docs_sdk_curl_call(self):
+        with open(SDK_DOC, encoding="utf-8") as f:
+            text = f.read()
+        m = re.search(r"-d '([^']*)' \\\n\s*http://127.0.0.1:8080(/\S+)", text)
+        self.assertIsNotNone(m, "docs/sdk.md's curl example")
+        req = urllib.request.Request(URL + m.group(2), data=m.group(1).encode(), method="POST",
+                                     headers={"Content-Type": "application/json", "Authorization": "Bearer " + API_KEY})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            answer = json.loads(resp.read())
+        self.assertEqual(answer["state"], "CALL_STATE_DONE")
+        self.assertEqual(answer["response"]["content"][0]["text"]["text"], "hi")
 
     def test_agent_loop(self):
         ns: dict = {}
