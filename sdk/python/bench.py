@@ -3,7 +3,9 @@
 calls of the echo tool, --concurrency at a time, with the sync client
 (threads sharing one Client) and the asyncio client (one event loop), each
 after a warm-up. Prints one FIGURE line per client, with the latency
-percentiles of a call (submit, run on a worker, answer).
+percentiles of a call (submit, run on a worker, answer) and the client's
+own CPU time per call (this process's: the client's overhead, whatever
+the dispatcher's speed).
 
     python3 bench.py --url http://127.0.0.1:8080 [--api-key KEY] [--calls 2000] [--concurrency 16]
 """
@@ -20,11 +22,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from toolwire import AsyncClient, Client  # noqa: E402
 
 
-def figure(name, n, conc, took, lat):
+def figure(name, n, conc, took, cpu, lat):
     lat.sort()
     pct = lambda q: lat[min(int(q * len(lat)), len(lat) - 1)] * 1000  # noqa: E731
     print(f"FIGURE python-{name}: {n / took:.0f} calls/s, {n} calls at concurrency {conc} in {took:.2f}s; "
-          f"latency p50 {pct(0.5):.1f}ms p99 {pct(0.99):.1f}ms", flush=True)
+          f"latency p50 {pct(0.5):.1f}ms p99 {pct(0.99):.1f}ms; client CPU {cpu / n * 1e6:.0f}us a call", flush=True)
 
 
 def bench_sync(url, key, n, conc):
@@ -35,9 +37,9 @@ def bench_sync(url, key, n, conc):
             return time.perf_counter() - t0
         with ThreadPoolExecutor(conc) as pool:
             list(pool.map(one, range(conc * 4)))  # warm-up: connections, caches
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             lat = list(pool.map(one, range(n)))
-            figure("sync", n, conc, time.perf_counter() - t0, lat)
+            figure("sync", n, conc, time.perf_counter() - t0, time.process_time() - c0, lat)
 
 
 async def bench_async(url, key, n, conc):
@@ -50,9 +52,9 @@ async def bench_async(url, key, n, conc):
                 (await tw.call("echo", {"text": f"bench {i}"})).raise_for_error()
                 return time.perf_counter() - t0
         await asyncio.gather(*(one(i) for i in range(conc * 4)))
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         lat = list(await asyncio.gather(*(one(i) for i in range(n))))
-        figure("asyncio", n, conc, time.perf_counter() - t0, lat)
+        figure("asyncio", n, conc, time.perf_counter() - t0, time.process_time() - c0, lat)
 
 
 def main():

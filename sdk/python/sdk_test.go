@@ -14,10 +14,13 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,6 +34,7 @@ import (
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/testdeps"
+	"github.com/toolwire/toolwire/pkg/client"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
@@ -177,6 +181,7 @@ func TestPythonClient(t *testing.T) {
 	args := []string{"bench.py", "--calls", "200", "--concurrency", "8"}
 	if v := os.Getenv("TOOLWIRE_PY_BENCH"); v != "" { // e.g. "--calls 5000 --concurrency 16"
 		args = append(args, strings.Fields(v)...)
+		goBench(t, s.URL, agent, args[len(args)-4:])
 	}
 	bench := exec.CommandContext(ctx, py, args...)
 	bench.Env = cmd.Env
@@ -212,4 +217,54 @@ func TestPipInstall(t *testing.T) {
 	out, err = check.CombinedOutput()
 	require.NoError(t, err, "import the installed package:\n%s", out)
 	require.Equal(t, filepath.Join(target, "toolwire", "__init__.py")+" 0.1.0", string(out))
+}
+
+// goBench makes the bench's calls with the Go client (pkg/client, binary
+// protobuf and protobuf JSON) on the same stack, for the figure the
+// Python client's is compared with; args are "--calls N --concurrency C".
+func goBench(t *testing.T, url, key string, args []string) {
+	t.Helper()
+	n, err := strconv.Atoi(args[1])
+	require.NoError(t, err)
+	conc, err := strconv.Atoi(args[3])
+	require.NoError(t, err)
+	for _, json := range []bool{false, true} {
+		// As many idle connections as calls in flight (the default
+		// transport keeps 2 a host and would open and close the rest).
+		tr := &http.Transport{MaxIdleConnsPerHost: conc}
+		defer tr.CloseIdleConnections()
+		opts := []client.Option{client.WithAPIKey(key), client.WithHTTPClient(&http.Client{Transport: tr})}
+		if json {
+			opts = append(opts, client.WithJSON())
+		}
+		c, err := client.New(url, opts...)
+		require.NoError(t, err)
+		run := func(calls int) time.Duration {
+			var wg sync.WaitGroup
+			next := make(chan int)
+			start := time.Now()
+			for range conc {
+				wg.Go(func() {
+					for i := range next {
+						r, err := c.Call(t.Context(), "echo", map[string]string{"text": "bench " + strconv.Itoa(i)})
+						if err == nil {
+							err = r.Err()
+						}
+						if err != nil {
+							t.Error(err)
+						}
+					}
+				})
+			}
+			for i := range calls {
+				next <- i
+			}
+			close(next)
+			wg.Wait()
+			return time.Since(start)
+		}
+		run(conc * 4)
+		took := run(n)
+		t.Logf("FIGURE go-client (json %v): %.0f calls/s, %d calls at concurrency %d in %s", json, float64(n)/took.Seconds(), n, conc, took.Round(time.Millisecond))
+	}
 }
