@@ -8,6 +8,7 @@ package python_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -137,11 +138,12 @@ func tokenKeys(t *testing.T) *approvals.Keys {
 	return keys
 }
 
-// python3 returns the interpreter's path, or ends the test (a failure
-// under CI=true).
+// python3 returns the interpreter's path (TOOLWIRE_PYTHON, e.g. a
+// python3.9 to check the oldest version supported, or python3 from PATH),
+// or ends the test (a failure under CI=true).
 func python3(t *testing.T) string {
 	t.Helper()
-	py, err := exec.LookPath("python3")
+	py, err := exec.LookPath(cmp.Or(os.Getenv("TOOLWIRE_PYTHON"), "python3"))
 	if err != nil {
 		testdeps.Missing(t, "install Debian's python3", "python3 not found: %v", err)
 	}
