@@ -163,7 +163,7 @@ func TestPythonClient(t *testing.T) {
 		Dispatcher: dispatch.Config{TokenKeys: tokenKeys(t)}})
 	s.ApplyPolicy(t, policy)
 
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
 	cmd.Env = append(os.Environ(), "TOOLWIRE_URL="+s.URL, "TOOLWIRE_API_KEY="+agent,
@@ -179,7 +179,7 @@ func TestPythonClient(t *testing.T) {
 	require.GreaterOrEqual(t, cancelled.Load(), int32(1), "the cancel the Python test sent never reached the hold tool")
 
 	// The bench script, small, so that it keeps working (the figures of
-	// docs/sdk.md come from a longer run without the race detector).
+	// BENCHMARKS.md come from a longer run without the race detector).
 	args := []string{"bench.py", "--calls", "200", "--concurrency", "8"}
 	if v := os.Getenv("TOOLWIRE_PY_BENCH"); v != "" { // e.g. "--calls 5000 --concurrency 16"
 		args = append(args, strings.Fields(v)...)
