@@ -5,6 +5,7 @@ answer differently."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 from dataclasses import dataclass
@@ -31,11 +32,14 @@ _COMPRESSED = 0x01
 
 Args = Union[None, str, bytes, Mapping[str, Any], List[Any]]
 
-# Connect codes by HTTP status, for error bodies that are not Connect's.
-_HTTP_CODES = {400: "invalid_argument", 401: "unauthenticated", 403: "permission_denied", 404: "unimplemented",
-               408: "deadline_exceeded", 409: "aborted", 412: "failed_precondition", 413: "resource_exhausted",
-               415: "internal", 429: "unavailable", 431: "resource_exhausted", 502: "unavailable",
-               503: "unavailable", 504: "unavailable"}
+# Connect codes by HTTP status, for error bodies that are not Connect's:
+# Connect's own table (connect-go's httpToCode); any other status is unknown.
+_HTTP_CODES = {400: "internal", 401: "unauthenticated", 403: "permission_denied", 404: "unimplemented",
+               429: "unavailable", 502: "unavailable", 503: "unavailable", 504: "unavailable"}
+
+# What a malformed answer of a broken or hostile server can raise while it
+# is decoded; each is turned into a TransportError.
+_MALFORMED = (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError, OverflowError)
 
 
 @dataclass
@@ -49,6 +53,10 @@ class Unary:
     timeout: float
     op: str
     not_found: Optional[Callable[[TransportError], Exception]] = None
+    #: Safe to send twice: a read, or a call carrying an idempotency key.
+    #: Only such a request is sent again after it was written on a
+    #: connection that broke before the answer.
+    repeatable: bool = False
 
 
 def encode_args(args: Args) -> Optional[str]:
@@ -89,8 +97,7 @@ def call_body(tool: str, args: Args, opts: Dict[str, Any]) -> Dict[str, Any]:
 
 def call_op(tool: str, args: Args, wait: float, timeout: Optional[float], opts: Dict[str, Any]) -> Unary:
     body = call_body(tool, args, opts)
-    if timeout is not None:
-        wait = min(wait, max(timeout - min(max(timeout / 10, 0.1), 1.0), 0.001))
+    wait = fit_wait(wait, timeout)
     body["wait"] = duration_json(wait)
 
     def decode(m: Dict[str, Any]) -> Result:
@@ -99,7 +106,16 @@ def call_op(tool: str, args: Args, wait: float, timeout: Optional[float], opts: 
             r.session = Session.from_json(m["session"])
         r.apply_error = m.get("applyError", "")
         return r
-    return Unary("Call", body, decode, timeout if timeout is not None else wait + HEADROOM, "call " + tool)
+    return Unary("Call", body, decode, timeout if timeout is not None else wait + HEADROOM, "call " + tool,
+                 repeatable=bool(body.get("idempotencyKey")))
+
+
+def fit_wait(wait: float, timeout: Optional[float]) -> float:
+    """The wait the dispatcher is asked for, fitted inside the request's
+    timeout so that it answers (PENDING) before the client gives up."""
+    if timeout is None:
+        return wait
+    return min(wait, max(timeout - min(max(timeout / 10, 0.1), 1.0), 0.001))
 
 
 def terminal(m: Dict[str, Any]) -> Result:
@@ -127,7 +143,8 @@ def submit_op(tool: str, args: Args, timeout: float, opts: Dict[str, Any]) -> Un
         elif resp:
             sub.result = Result.from_json(call_id, resp)
         return sub
-    return Unary("Submit", call_body(tool, args, opts), decode, timeout, "submit " + tool)
+    body = call_body(tool, args, opts)
+    return Unary("Submit", body, decode, timeout, "submit " + tool, repeatable=bool(body.get("idempotencyKey")))
 
 
 def _unknown_call(call_id: str) -> Callable[[TransportError], Exception]:
@@ -139,9 +156,9 @@ def _unknown_call(call_id: str) -> Callable[[TransportError], Exception]:
 def get_result_op(call_id: str, wait: float, timeout: Optional[float]) -> Unary:
     body: Dict[str, Any] = {"callId": call_id}
     if wait > 0:
-        body["wait"] = duration_json(wait)
+        body["wait"] = duration_json(fit_wait(wait, timeout))
     return Unary("GetResult", body, terminal, timeout if timeout is not None else wait + HEADROOM,
-                 "get result " + call_id, _unknown_call(call_id))
+                 "get result " + call_id, _unknown_call(call_id), repeatable=True)
 
 
 def cancel_op(call_id: str, reason: str, timeout: float) -> Unary:
@@ -167,20 +184,20 @@ def list_tools_op(name_glob: str, session: str, fmt: str, timeout: float) -> Una
         body["session"] = session
     if fmt.lower() == "native":
         return Unary("ListTools", body, lambda m: [ToolSpec.from_json(t) for t in m.get("tools") or []],
-                     timeout, "list tools")
-    return Unary("ListTools", body, lambda m: json.loads(m.get("toolsJson") or "[]"), timeout, "export tools")
+                     timeout, "list tools", repeatable=True)
+    return Unary("ListTools", body, lambda m: json.loads(m.get("toolsJson") or "[]"), timeout, "export tools", repeatable=True)
 
 
 def get_tool_op(name: str, version: str, timeout: float) -> Unary:
     body = {"name": name}
     if version:
         body["version"] = version
-    return Unary("GetTool", body, lambda m: ToolSpec.from_json(m.get("tool") or {}), timeout, "get tool " + name)
+    return Unary("GetTool", body, lambda m: ToolSpec.from_json(m.get("tool") or {}), timeout, "get tool " + name, repeatable=True)
 
 
 def session_op(method: str, body: Dict[str, Any], timeout: float) -> Unary:
     return Unary(method, body, lambda m: Session.from_json(m.get("session") or {}), timeout,
-                 method + " " + body.get("session", ""))
+                 method + " " + body.get("session", ""), repeatable=method == "GetSession")
 
 
 def apply_intents_op(call_id: str, timeout: float) -> Unary:
@@ -202,12 +219,12 @@ def list_approvals_op(state: str, tool: str, session: str, limit: int, timeout: 
     if limit:
         body["limit"] = limit
     return Unary("ListApprovals", body, lambda m: [Approval.from_json(a) for a in m.get("approvals") or []],
-                 timeout, "list approvals")
+                 timeout, "list approvals", repeatable=True)
 
 
 def get_approval_op(approval_id: str, timeout: float) -> Unary:
     return Unary("GetApproval", {"id": approval_id}, lambda m: Approval.from_json(m.get("approval") or {}),
-                 timeout, "get approval " + approval_id)
+                 timeout, "get approval " + approval_id, repeatable=True)
 
 
 def approve_op(approval_id: str, scope: str, reason: str, args_pattern: Optional[Mapping[str, str]],
@@ -236,7 +253,7 @@ def deny_op(approval_id: str, reason: str, timeout: float) -> Unary:
 def list_grants_op(agent: str, session: str, timeout: float) -> Unary:
     body = {k: v for k, v in (("agent", agent), ("session", session)) if v}
     return Unary("ListGrants", body, lambda m: [Grant.from_json(g) for g in m.get("grants") or []],
-                 timeout, "list grants")
+                 timeout, "list grants", repeatable=True)
 
 
 def revoke_grant_op(grant_id: str, timeout: float) -> Unary:
@@ -249,13 +266,24 @@ def usage_op(agent: str, session: str, user: str, run: str, timeout: float) -> U
     def decode(m: Dict[str, Any]) -> Usage:
         return Usage(limits=[LimitUsage.from_json(u) for u in m.get("limits") or []],
                      policy_version=m.get("policyVersion", ""))
-    return Unary("GetUsage", body, decode, timeout, "usage")
+    return Unary("GetUsage", body, decode, timeout, "usage", repeatable=True)
 
 
 # --- the wire ---------------------------------------------------------------
 
+def check_api_key(api_key: Optional[str]) -> Optional[str]:
+    """The API key, refused (ValueError, the key not shown) when it has a
+    character a header value cannot carry: a control character such as the
+    newline of a key read from a file, a space, or a non-ASCII one."""
+    if api_key is not None and not (isinstance(api_key, str) and all("!" <= c <= "~" for c in api_key)):
+        raise ValueError("toolwire: api_key has a character an HTTP header cannot carry (control character, "
+                         "e.g. a trailing newline, space or non-ASCII); the key is not shown")
+    return api_key
+
+
 def headers(api_key: Optional[str], timeout: Optional[float], stream: bool) -> Dict[str, str]:
-    """Request headers of an RPC."""
+    """Request headers of an RPC; timeout (Connect-Timeout-Ms) is the
+    deadline of the whole RPC, so a watch never sends one."""
     h = {"Content-Type": "application/connect+json" if stream else "application/json",
          "Connect-Protocol-Version": "1", "User-Agent": USER_AGENT, "Accept-Encoding": "identity"}
     if api_key:
@@ -275,11 +303,14 @@ def decode_unary(u: Unary, status: int, ctype: str, body: bytes) -> Any:
         raise error_of(u.op, status, body, u.not_found)
     try:
         msg = json.loads(body or b"{}")
-    except ValueError as e:
-        raise TransportError(u.op, "internal", f"undecodable answer ({ctype}): {e}", status) from None
+    except _MALFORMED as e:
+        raise TransportError(u.op, "internal", f"undecodable answer ({ctype}): {type(e).__name__}", status) from None
     if not isinstance(msg, dict):
         raise TransportError(u.op, "internal", "the answer is not a JSON object", status)
-    return u.decode(msg)
+    try:
+        return u.decode(msg)
+    except _MALFORMED as e:
+        raise TransportError(u.op, "internal", f"malformed answer: {type(e).__name__}", status) from None
 
 
 def error_of(op: str, status: int, body: bytes, not_found: Optional[Callable[[TransportError], Exception]] = None
@@ -290,7 +321,9 @@ def error_of(op: str, status: int, body: bytes, not_found: Optional[Callable[[Tr
         e = json.loads(body or b"{}")
         if isinstance(e, dict) and e.get("code"):
             code, message, details = str(e["code"]), str(e.get("message", "")), e.get("details") or []
-    except ValueError:
+            if not isinstance(details, list):
+                details = []
+    except _MALFORMED:
         pass
     return error_from(op, code, message, status, details, not_found)
 
@@ -326,36 +359,51 @@ def stream_message(op: str, flags: int, payload: bytes, not_found: Optional[Call
     stream without an error; raises the end-of-stream error."""
     try:
         msg = json.loads(payload or b"{}")
-    except ValueError as e:
-        raise TransportError(op, "internal", f"undecodable stream message: {e}") from None
+    except _MALFORMED as e:
+        raise TransportError(op, "internal", f"undecodable stream message: {type(e).__name__}") from None
+    if not isinstance(msg, dict):
+        raise TransportError(op, "internal", "a stream message that is not a JSON object")
     if flags & _END_STREAM:
-        err = msg.get("error") if isinstance(msg, dict) else None
-        if err:
-            raise error_from(op, str(err.get("code", "unknown")), str(err.get("message", "")), 200,
-                             err.get("details") or [], not_found)
-        return None
-    ev = msg.get("event") if isinstance(msg, dict) else None
-    return CallEvent.from_json(ev) if ev else CallEvent(call_id="", type="UNSPECIFIED")
+        err = msg.get("error")
+        if not err:
+            return None
+        if not isinstance(err, dict):
+            raise TransportError(op, "internal", "malformed end of stream")
+        details = err.get("details") or []
+        raise error_from(op, str(err.get("code", "unknown")), str(err.get("message", "")), 200,
+                         details if isinstance(details, list) else [], not_found)
+    ev = msg.get("event")
+    if not ev:
+        return CallEvent(call_id="", type="UNSPECIFIED")
+    try:
+        return CallEvent.from_json(ev)
+    except _MALFORMED as e:
+        raise TransportError(op, "internal", f"malformed stream message: {type(e).__name__}") from None
 
 
 class Resume:
     """The state of a resumable watch: the keys of the events already
     yielded, so that a reconnected stream (which replays the call's events
-    from its admission) yields only new ones."""
+    from its admission) yields only new ones. A key is kept as its SHA-256
+    (32 bytes), so the state is bounded by cap whatever the events hold."""
 
     def __init__(self, after: Optional[List[CallEvent]] = None, cap: int = 100_000) -> None:
-        self.seen: Dict[str, None] = {}
+        self.seen: Dict[bytes, None] = {}
         self.cap = cap
         for e in after or []:
             self.mark(e)
 
     def fresh(self, ev: CallEvent) -> bool:
-        return ev.type != "UNSPECIFIED" and ev.key() not in self.seen
+        return ev.type != "UNSPECIFIED" and self._key(ev) not in self.seen
 
     def mark(self, ev: CallEvent) -> None:
         if len(self.seen) >= self.cap:
             self.seen.pop(next(iter(self.seen)))
-        self.seen[ev.key()] = None
+        self.seen[self._key(ev)] = None
+
+    @staticmethod
+    def _key(ev: CallEvent) -> bytes:
+        return hashlib.sha256(ev.key().encode("utf-8", "surrogatepass")).digest()
 
 
 def iter_frames(read_exactly: Callable[[int], bytes], op: str) -> Iterator[Tuple[int, bytes]]:

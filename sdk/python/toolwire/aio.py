@@ -9,14 +9,15 @@ import time
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Tuple
 
 from . import _protocol as p
-from .client import parse_base_url
+from .client import CONNECT_TIMEOUT, _MAYBE_RUN, dead, parse_base_url
 from .errors import TransportError, WatchEndedError
 from .types import (Approval, ApplyIntentsResult, ApproveResult, CallEvent, Grant, Result, Session,
                     Submission, ToolSpec, Usage)
 
 __all__ = ["AsyncClient"]
 
-_MAX_HEAD = 64 << 10  # response status line and headers
+_MAX_HEAD = 64 << 10  # response status line and headers, together (and a chunked body's trailers)
+_MAX_HEADERS = 100  # header lines of a response (http.client's bound), and trailer lines
 
 
 class _Conn:
@@ -36,6 +37,8 @@ class _Response:
         self.conn, self.status, self.headers = conn, status, headers
         self.chunked = "chunked" in headers.get("transfer-encoding", "").lower()
         cl = headers.get("content-length")
+        if cl is not None and not (cl.isascii() and cl.isdigit()):
+            raise ValueError("malformed Content-Length")
         self.left: Optional[int] = int(cl) if cl is not None and not self.chunked else None
         self.chunk_left = 0
         self.done = self.left == 0
@@ -50,10 +53,11 @@ class _Response:
                     size = (await self.conn.reader.readline()).split(b";")[0].strip()
                     if not size:
                         raise ConnectionError("truncated chunked body")
+                    if len(size) > 16 or size.strip(b"0123456789abcdefABCDEF"):
+                        raise ValueError("malformed chunk size")
                     self.chunk_left = int(size, 16)
                     if self.chunk_left == 0:
-                        while (await self.conn.reader.readline()) not in (b"\r\n", b"\n", b""):
-                            pass
+                        await read_head_lines(self.conn.reader)  # the trailers, bounded
                         self.done = True
                         break
                 take = min(self.chunk_left, n - len(out))
@@ -82,35 +86,98 @@ class _Response:
         return b
 
 
+async def read_head_lines(reader: asyncio.StreamReader) -> List[bytes]:
+    """Header (or trailer) lines up to the blank line: at most _MAX_HEADERS
+    lines of at most _MAX_HEAD bytes together, else ValueError."""
+    lines: List[bytes] = []
+    total = 0
+    while True:
+        line = await reader.readline()
+        if line in (b"\r\n", b"\n", b""):
+            return lines
+        total += len(line)
+        if len(lines) >= _MAX_HEADERS or total > _MAX_HEAD:
+            raise ValueError(f"answer head over {_MAX_HEADERS} lines or {_MAX_HEAD} bytes")
+        lines.append(line)
+
+
 class _AsyncPool:
+    """As client._Pool: at most max_conns open (a request waits for one to
+    be free, within its own timeout), max_idle idle, dead idle ones found
+    before reuse, everything given back after close() closed."""
+
     def __init__(self, scheme: str, host: str, port: int, ssl_context: Optional[ssl.SSLContext],
-                 max_idle: int = 64, idle_timeout: float = 60.0) -> None:
+                 max_idle: int = 64, max_conns: int = 100, idle_timeout: float = 60.0) -> None:
         self.host, self.port = host, port
         self.ssl: Any = (ssl_context or ssl.create_default_context()) if scheme == "https" else None
-        self.max_idle, self.idle_timeout = max_idle, idle_timeout
+        self.max_idle, self.max_conns, self.idle_timeout = max_idle, max_conns, idle_timeout
         self.idle: List[_Conn] = []
+        self.open = 0
+        self.closed = False
+        self.waiters: List["asyncio.Future[None]"] = []
 
-    async def get(self) -> Tuple[_Conn, bool]:
-        now = time.monotonic()
-        while self.idle:
-            c = self.idle.pop()
-            if now - c.since < self.idle_timeout and not c.reader.at_eof():
-                return c, True
-            c.close()
-        r, w = await asyncio.open_connection(self.host, self.port, ssl=self.ssl, limit=_MAX_HEAD)
+    async def get(self, fresh: bool, op: str) -> Tuple[_Conn, bool]:
+        while True:
+            if self.closed:
+                raise TransportError(op, "unavailable", "the client is closed")
+            while self.idle and not fresh:
+                c = self.idle.pop()
+                if time.monotonic() - c.since < self.idle_timeout and not c.reader.at_eof() and \
+                        not dead(c.writer.get_extra_info("socket")):
+                    return c, True
+                self._drop(c)
+            if fresh and self.idle and self.open >= self.max_conns:
+                self._drop(self.idle.pop(0))
+            if self.open < self.max_conns:
+                break
+            fut = asyncio.get_running_loop().create_future()
+            self.waiters.append(fut)
+            try:
+                await fut
+            finally:
+                if fut in self.waiters:
+                    self.waiters.remove(fut)
+        self.open += 1
+        try:
+            r, w = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port, ssl=self.ssl, limit=_MAX_HEAD), CONNECT_TIMEOUT)
+        except BaseException:
+            self.open -= 1
+            self._wake()
+            raise
         return _Conn(r, w), False
 
+    def _wake(self) -> None:
+        for fut in self.waiters:
+            if not fut.done():
+                fut.set_result(None)
+                return
+
+    def _drop(self, c: _Conn) -> None:
+        c.close()
+        self.open -= 1
+        self._wake()
+
     def put(self, c: _Conn) -> None:
-        if len(self.idle) < self.max_idle:
+        if not self.closed and len(self.idle) < self.max_idle:
             c.since = time.monotonic()
             self.idle.append(c)
+            self._wake()
         else:
-            c.close()
+            self._drop(c)
+
+    def discard(self, c: _Conn) -> None:
+        """Close a connection taken with get."""
+        self._drop(c)
 
     def close(self) -> None:
+        self.closed = True
         idle, self.idle = self.idle, []
         for c in idle:
-            c.close()
+            self._drop(c)
+        for fut in self.waiters:
+            if not fut.done():
+                fut.set_result(None)
 
 
 class AsyncClient:
@@ -119,15 +186,17 @@ class AsyncClient:
     close it (``await client.close()`` or ``async with``)."""
 
     def __init__(self, base_url: str, api_key: Optional[str] = None, *, timeout: float = 30.0,
-                 ssl_context: Optional[ssl.SSLContext] = None, max_idle: int = 64) -> None:
+                 ssl_context: Optional[ssl.SSLContext] = None, max_idle: int = 64, max_conns: int = 100) -> None:
         scheme, host, port, self._prefix = parse_base_url(base_url)
-        self._host_header = host if port in (80, 443) else f"{host}:{port}"
-        self._api_key = api_key
+        h = f"[{host}]" if ":" in host else host
+        self._host_header = h if port in (80, 443) else f"{h}:{port}"
+        self._api_key = p.check_api_key(api_key)
         self.timeout = timeout
-        self._pool = _AsyncPool(scheme, host, port, ssl_context, max_idle)
+        self._pool = _AsyncPool(scheme, host, port, ssl_context, max_idle, max_conns)
 
     async def close(self) -> None:
-        """Close the idle connections."""
+        """Close the idle connections; a connection in use is closed when
+        its request ends, and later requests fail."""
         self._pool.close()
 
     async def __aenter__(self) -> "AsyncClient":
@@ -144,10 +213,15 @@ class AsyncClient:
                  f"Content-Length: {len(body)}"] + [f"{k}: {v}" for k, v in hdrs.items()]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
-    async def _send(self, method: str, body: bytes, timeout: Optional[float], stream: bool, op: str) -> _Response:
-        data = self._request_bytes(method, body, timeout, stream)
-        for _ in range(2):
-            conn, reused = await self._pool.get()
+    async def _send(self, method: str, body: bytes, timeout: Optional[float], u: p.Unary) -> _Response:
+        """As Client._send: sent again on a new connection, after it broke
+        before the answer, only when u.repeatable; a Watch sends no Connect
+        deadline."""
+        stream = u.method == "Watch"
+        data = self._request_bytes(method, body, None if stream else timeout, stream)
+        fresh = False
+        while True:
+            conn, reused = await self._pool.get(fresh, u.op)
             try:
                 conn.writer.write(data)
                 await conn.writer.drain()
@@ -155,45 +229,54 @@ class AsyncClient:
                 if not status_line:
                     raise ConnectionResetError("connection closed before the answer")
                 parts = status_line.decode("latin-1").split(" ", 2)
-                status = int(parts[1])
+                if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+                    raise ValueError("malformed status line")
                 headers: Dict[str, str] = {}
-                while True:
-                    line = await conn.reader.readline()
-                    if line in (b"\r\n", b"\n", b""):
-                        break
+                for line in await read_head_lines(conn.reader):
                     k, _, v = line.decode("latin-1").partition(":")
                     headers[k.strip().lower()] = v.strip()
-                return _Response(conn, status, headers)
+                return _Response(conn, int(parts[1]), headers)
             except (ConnectionResetError, BrokenPipeError, asyncio.IncompleteReadError) as e:
-                conn.close()
-                if not reused:
-                    raise TransportError(op, "unavailable", str(e) or type(e).__name__) from None
+                self._pool.discard(conn)
+                if not (reused and u.repeatable):
+                    raise TransportError(u.op, "unavailable", (str(e) or type(e).__name__) + _MAYBE_RUN(u)) from None
+                fresh = True
             except (OSError, ValueError, IndexError, asyncio.LimitOverrunError) as e:
-                conn.close()
-                raise TransportError(op, "unavailable", str(e) or type(e).__name__) from None
+                self._pool.discard(conn)
+                raise TransportError(u.op, "unavailable", str(e) or type(e).__name__) from None
             except BaseException:
-                conn.close()
+                self._pool.discard(conn)
                 raise
-        raise TransportError(op, "unavailable", "connection closed")
 
     async def _unary_io(self, u: p.Unary) -> Any:
-        resp = await self._send(u.method, p.encode_json(u.body), u.timeout, False, u.op)
+        resp = await self._send(u.method, p.encode_json(u.body), u.timeout, u)
         try:
             body = await resp.read_all(p.MAX_MESSAGE_BYTES)
         except TransportError as e:
-            resp.conn.close()
+            self._pool.discard(resp.conn)
             raise TransportError(u.op, e.code, e.message) from None
-        except (OSError, ValueError, asyncio.IncompleteReadError) as e:
-            resp.conn.close()
+        except (OSError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as e:
+            self._pool.discard(resp.conn)
             raise TransportError(u.op, "unavailable", str(e) or type(e).__name__) from None
         except BaseException:
-            resp.conn.close()
+            self._pool.discard(resp.conn)
             raise
+        try:
+            out = p.decode_unary(u, resp.status, resp.headers.get("content-type", ""), body)
+        except TransportError:
+            self._pool.discard(resp.conn)  # an error status or a malformed answer: not reused
+            raise
+        except BaseException:
+            self._finish(resp)  # PendingError, UnknownCallError, ...: a well-formed answer
+            raise
+        self._finish(resp)
+        return out
+
+    def _finish(self, resp: _Response) -> None:
         if resp.keep_alive and resp.done:
             self._pool.put(resp.conn)
         else:
-            resp.conn.close()
-        return p.decode_unary(u, resp.status, resp.headers.get("content-type", ""), body)
+            self._pool.discard(resp.conn)
 
     async def _unary(self, u: p.Unary) -> Any:
         try:
@@ -229,8 +312,9 @@ class AsyncClient:
         failures = 0
         while True:
             cause: Optional[BaseException] = None
+            once = self._watch_once(call_id, idle_timeout)
             try:
-                async for ev in self._watch_once(call_id, idle_timeout):
+                async for ev in once:
                     if not state.fresh(ev):
                         continue
                     state.mark(ev)
@@ -242,6 +326,8 @@ class AsyncClient:
                 if e.code in ("unauthenticated", "permission_denied", "invalid_argument", "resource_exhausted"):
                     raise
                 cause = e
+            finally:
+                await once.aclose()  # so that aclose() of the watch closes the stream before it returns
             failures += 1
             if failures > resume:
                 raise WatchEndedError(call_id, cause)
@@ -250,7 +336,12 @@ class AsyncClient:
     async def _watch_once(self, call_id: str, idle_timeout: Optional[float]) -> AsyncIterator[CallEvent]:
         op = "watch " + call_id
         not_found = p._unknown_call(call_id)
-        resp = await self._send("Watch", p.frame({"callId": call_id}), idle_timeout, True, op)
+        u = p.Unary("Watch", {}, dict, 0.0, op, repeatable=True)
+        try:  # connect and the answer's head under the idle timeout too
+            resp = await asyncio.wait_for(self._send("Watch", p.frame({"callId": call_id}), idle_timeout, u),
+                                          idle_timeout)
+        except asyncio.TimeoutError:
+            raise TransportError(op, "deadline_exceeded", "no answer within the idle timeout") from None
         try:
             if resp.status != 200:
                 raise p.error_of(op, resp.status, await resp.read_all(p.MAX_MESSAGE_BYTES), not_found)
@@ -269,7 +360,7 @@ class AsyncClient:
                     return
                 yield ev
         finally:
-            resp.conn.close()
+            self._pool.discard(resp.conn)
 
     @staticmethod
     async def _read(resp: _Response, n: int, idle_timeout: Optional[float], op: str) -> bytes:
@@ -277,7 +368,7 @@ class AsyncClient:
             return await asyncio.wait_for(resp.read_exactly(n), idle_timeout)
         except asyncio.TimeoutError:
             raise TransportError(op, "deadline_exceeded", "no event within the idle timeout") from None
-        except (OSError, ValueError, asyncio.IncompleteReadError) as e:
+        except (OSError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as e:
             raise TransportError(op, "unavailable", str(e) or type(e).__name__) from None
 
     # --- tools, sessions, approvals, usage -----------------------------------

@@ -4,6 +4,7 @@ connections, safe to share between threads)."""
 from __future__ import annotations
 
 import http.client
+import select
 import socket
 import ssl
 import threading
@@ -18,10 +19,33 @@ from .types import (Approval, ApplyIntentsResult, ApproveResult, CallEvent, Gran
 
 __all__ = ["Client"]
 
-# Errors of a reused keep-alive connection the server closed while it sat
-# idle: the request never reached a handler, so it is sent once more on a
-# fresh connection.
+
+def _MAYBE_RUN(u: p.Unary) -> str:
+    if u.repeatable:
+        return ""
+    return " (the request may have been run; not sent again without an idempotency key)"
+
+# Errors of a connection that broke before the answer. The request may
+# have been read and run by then, so it is sent again (on a new connection)
+# only when it is repeatable (p.Unary.repeatable); an idle connection the
+# server closed is found before it is used (_Pool.get), not by this.
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, http.client.BadStatusLine)
+
+#: Bound on connecting (seconds) for a watch, whose requests have no timeout.
+CONNECT_TIMEOUT = 15.0
+
+
+def dead(sock: Optional[socket.socket]) -> bool:
+    """Whether an idle keep-alive connection is unusable: the server closed
+    it (EOF is readable) or sent something unasked. Checked before reuse,
+    so that no request is written on a connection known to be closed."""
+    if sock is None:
+        return True
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 def parse_base_url(base_url: str) -> Tuple[str, str, int, str]:
@@ -34,41 +58,79 @@ def parse_base_url(base_url: str) -> Tuple[str, str, int, str]:
 
 
 class _Pool:
-    """Idle keep-alive connections to one dispatcher; a connection idle for
-    longer than idle_timeout (below the dispatcher's 2m) is closed."""
+    """Keep-alive connections to one dispatcher: at most max_conns open
+    (a request waits, up to its timeout, for one to be free), at most
+    max_idle of them idle; a connection idle for longer than idle_timeout
+    (below the dispatcher's 2m) or found closed by the server is closed.
+    After close() every connection given back is closed."""
 
     def __init__(self, scheme: str, host: str, port: int, ssl_context: Optional[ssl.SSLContext],
-                 max_idle: int = 32, idle_timeout: float = 60.0) -> None:
+                 max_idle: int = 32, max_conns: int = 100, idle_timeout: float = 60.0) -> None:
         self.scheme, self.host, self.port, self.ssl_context = scheme, host, port, ssl_context
-        self.max_idle, self.idle_timeout = max_idle, idle_timeout
+        self.max_idle, self.max_conns, self.idle_timeout = max_idle, max_conns, idle_timeout
         self.idle: List[Tuple[http.client.HTTPConnection, float]] = []
-        self.lock = threading.Lock()
+        self.open = 0
+        self.closed = False
+        self.cond = threading.Condition()
 
-    def get(self, timeout: Optional[float]) -> Tuple[http.client.HTTPConnection, bool]:
-        now = time.monotonic()
-        with self.lock:
-            while self.idle:
-                conn, since = self.idle.pop()
-                if now - since < self.idle_timeout:
-                    conn.timeout = timeout
-                    if conn.sock is not None:
-                        conn.sock.settimeout(timeout)
-                    return conn, True
-                conn.close()
+    def get(self, timeout: Optional[float], fresh: bool, op: str) -> Tuple[http.client.HTTPConnection, bool]:
+        """A connection (reused unless fresh) and whether it was reused;
+        not yet connected when new."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        stale: List[http.client.HTTPConnection] = []
+        try:
+            with self.cond:
+                while True:
+                    if self.closed:
+                        raise TransportError(op, "unavailable", "the client is closed")
+                    while self.idle and not fresh:
+                        conn, since = self.idle.pop()
+                        if time.monotonic() - since < self.idle_timeout and not dead(conn.sock):
+                            return conn, True
+                        stale.append(conn)
+                        self.open -= 1
+                    if self.open < self.max_conns:
+                        self.open += 1
+                        break
+                    if fresh and self.idle:
+                        stale.append(self.idle.pop(0)[0])
+                        self.open -= 1
+                        continue
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        raise TransportError(op, "resource_exhausted",
+                                             f"all {self.max_conns} connections busy")
+                    self.cond.wait(left)
+        finally:
+            for c in stale:
+                c.close()
         if self.scheme == "https":
-            return http.client.HTTPSConnection(self.host, self.port, timeout=timeout, context=self.ssl_context), False
-        return http.client.HTTPConnection(self.host, self.port, timeout=timeout), False
+            return http.client.HTTPSConnection(self.host, self.port, context=self.ssl_context), False
+        return http.client.HTTPConnection(self.host, self.port), False
 
     def put(self, conn: http.client.HTTPConnection) -> None:
-        with self.lock:
-            if len(self.idle) < self.max_idle:
+        with self.cond:
+            if not self.closed and len(self.idle) < self.max_idle:
                 self.idle.append((conn, time.monotonic()))
+                self.cond.notify()
                 return
+            self.open -= 1
+            self.cond.notify()
         conn.close()
 
+    def discard(self, conn: http.client.HTTPConnection) -> None:
+        """Close a connection taken with get."""
+        conn.close()
+        with self.cond:
+            self.open -= 1
+            self.cond.notify()
+
     def close(self) -> None:
-        with self.lock:
+        with self.cond:
+            self.closed = True
             idle, self.idle = self.idle, []
+            self.open -= len(idle)
+            self.cond.notify_all()
         for conn, _ in idle:
             conn.close()
 
@@ -87,14 +149,15 @@ class Client:
     """
 
     def __init__(self, base_url: str, api_key: Optional[str] = None, *, timeout: float = 30.0,
-                 ssl_context: Optional[ssl.SSLContext] = None, max_idle: int = 32) -> None:
+                 ssl_context: Optional[ssl.SSLContext] = None, max_idle: int = 32, max_conns: int = 100) -> None:
         scheme, host, port, self._prefix = parse_base_url(base_url)
-        self._api_key = api_key
+        self._api_key = p.check_api_key(api_key)
         self.timeout = timeout
-        self._pool = _Pool(scheme, host, port, ssl_context, max_idle)
+        self._pool = _Pool(scheme, host, port, ssl_context, max_idle, max_conns)
 
     def close(self) -> None:
-        """Close the idle connections."""
+        """Close the idle connections; a connection in use is closed when
+        its request ends, and later requests fail."""
         self._pool.close()
 
     def __enter__(self) -> "Client":
@@ -105,50 +168,81 @@ class Client:
 
     # --- transport ----------------------------------------------------------
 
-    def _send(self, method: str, body: bytes, timeout: Optional[float], stream: bool, op: str
+    def _send(self, method: str, body: bytes, timeout: Optional[float], u: p.Unary,
               ) -> Tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
-        hdrs = p.headers(self._api_key, timeout, stream)
+        """Send an RPC and read its answer's head. timeout bounds each read
+        (None: no bound); a Watch (stream) gets no Connect deadline and a
+        bounded connect. A request broken before its answer is sent once
+        more, on a new connection, only when u.repeatable."""
+        stream = u.method == "Watch"
+        hdrs = p.headers(self._api_key, None if stream else timeout, stream)
         hdrs["Content-Length"] = str(len(body))
-        for _ in range(2):
-            conn, reused = self._pool.get(timeout)
+        fresh = False
+        while True:
+            conn, reused = self._pool.get(timeout, fresh, u.op)
             try:
+                if conn.sock is None:
+                    conn.timeout = CONNECT_TIMEOUT if stream and timeout is None else timeout
+                    conn.connect()
+                conn.sock.settimeout(timeout)
                 conn.request("POST", self._prefix + p.SERVICE + method, body=body, headers=hdrs)
                 return conn, conn.getresponse()
             except _STALE as e:
-                conn.close()
-                if not reused:
-                    raise TransportError(op, "unavailable", str(e) or type(e).__name__) from None
+                self._pool.discard(conn)
+                if not (reused and u.repeatable):
+                    raise TransportError(u.op, "unavailable", (str(e) or type(e).__name__) + _MAYBE_RUN(u)) from None
+                fresh = True
             except socket.timeout:
-                conn.close()
-                raise TransportError(op, "deadline_exceeded", "no answer in time") from None
+                self._pool.discard(conn)
+                raise TransportError(u.op, "deadline_exceeded", "no answer in time") from None
             except (OSError, http.client.HTTPException) as e:
-                conn.close()
-                raise TransportError(op, "unavailable", str(e) or type(e).__name__) from None
-        raise TransportError(op, "unavailable", "connection closed")  # not reached
+                self._pool.discard(conn)
+                raise TransportError(u.op, "unavailable", str(e) or type(e).__name__) from None
+            except BaseException:
+                self._pool.discard(conn)
+                raise
 
     def _unary(self, u: p.Unary) -> Any:
-        conn, resp = self._send(u.method, p.encode_json(u.body), u.timeout, False, u.op)
+        conn, resp = self._send(u.method, p.encode_json(u.body), u.timeout, u)
         try:
-            n = int(resp.getheader("Content-Length") or -1)
-            if n > p.MAX_MESSAGE_BYTES:
-                raise TransportError(u.op, "resource_exhausted", f"answer of {n} bytes over the limit")
-            body = resp.read(p.MAX_MESSAGE_BYTES + 1)
-            if len(body) > p.MAX_MESSAGE_BYTES:
-                raise TransportError(u.op, "resource_exhausted", "answer over the limit")
-        except socket.timeout:
-            conn.close()
-            raise TransportError(u.op, "deadline_exceeded", "no answer in time") from None
-        except (OSError, http.client.HTTPException) as e:
-            conn.close()
-            raise TransportError(u.op, "unavailable", str(e) or type(e).__name__) from None
-        except TransportError:
-            conn.close()
+            body = self._read_body(u, resp)
+        except BaseException:
+            self._pool.discard(conn)
             raise
-        if resp.will_close:
-            conn.close()
+        try:
+            out = p.decode_unary(u, resp.status, resp.getheader("Content-Type", ""), body)
+        except TransportError:
+            self._pool.discard(conn)  # an error status or a malformed answer: not reused
+            raise
+        except BaseException:
+            self._finish(conn, resp)  # PendingError, UnknownCallError, ...: a well-formed answer
+            raise
+        self._finish(conn, resp)
+        return out
+
+    @staticmethod
+    def _read_body(u: p.Unary, resp: http.client.HTTPResponse) -> bytes:
+        try:
+            cl = resp.getheader("Content-Length")
+            if cl is not None and not (cl.strip().isdigit() and cl.strip().isascii()):
+                raise TransportError(u.op, "unavailable", "malformed Content-Length")
+            if cl is not None and int(cl) > p.MAX_MESSAGE_BYTES:
+                raise TransportError(u.op, "resource_exhausted", f"answer of {int(cl)} bytes over the limit")
+            body = resp.read(p.MAX_MESSAGE_BYTES + 1)
+        except socket.timeout:
+            raise TransportError(u.op, "deadline_exceeded", "no answer in time") from None
+        except (OSError, http.client.HTTPException, ValueError) as e:
+            raise TransportError(u.op, "unavailable", str(e) or type(e).__name__) from None
+        if len(body) > p.MAX_MESSAGE_BYTES:
+            raise TransportError(u.op, "resource_exhausted", "answer over the limit")
+        return body
+
+    def _finish(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse) -> None:
+        """Give a connection whose answer was read whole back to the pool."""
+        if resp.will_close or not resp.isclosed():
+            self._pool.discard(conn)
         else:
             self._pool.put(conn)
-        return p.decode_unary(u, resp.status, resp.getheader("Content-Type", ""), body)
 
     # --- calls --------------------------------------------------------------
 
@@ -206,8 +300,9 @@ class Client:
         state = p.Resume(after)
         failures = 0
         while True:
+            once = self._watch_once(call_id, idle_timeout)
             try:
-                for ev in self._watch_once(call_id, idle_timeout):
+                for ev in once:
                     if not state.fresh(ev):
                         continue
                     state.mark(ev)
@@ -220,6 +315,8 @@ class Client:
                 if e.code in ("unauthenticated", "permission_denied", "invalid_argument", "resource_exhausted"):
                     raise
                 cause = e
+            finally:
+                once.close()  # the stream's connection is closed now, not when collected
             failures += 1
             if failures > resume:
                 raise WatchEndedError(call_id, cause)
@@ -228,25 +325,25 @@ class Client:
     def _watch_once(self, call_id: str, idle_timeout: Optional[float]) -> Iterator[CallEvent]:
         op = "watch " + call_id
         not_found = p._unknown_call(call_id)
-        conn, resp = self._send("Watch", p.frame({"callId": call_id}), idle_timeout, True, op)
+        u = p.Unary("Watch", {}, dict, 0.0, op, repeatable=True)
+        conn, resp = self._send("Watch", p.frame({"callId": call_id}), idle_timeout, u)
+        def read_exactly(n: int) -> bytes:
+            try:
+                return resp.read(n)
+            except socket.timeout:
+                raise TransportError(op, "deadline_exceeded", "no event within the idle timeout") from None
+            except (OSError, http.client.HTTPException, ValueError) as e:
+                raise TransportError(op, "unavailable", str(e) or type(e).__name__) from None
         try:
             if resp.status != 200:
-                raise p.error_of(op, resp.status, resp.read(p.MAX_MESSAGE_BYTES), lambda e: not_found(e))
-
-            def read_exactly(n: int) -> bytes:
-                try:
-                    return resp.read(n)
-                except socket.timeout:
-                    raise TransportError(op, "deadline_exceeded", "no event within the idle timeout") from None
-                except (OSError, http.client.HTTPException) as e:
-                    raise TransportError(op, "unavailable", str(e) or type(e).__name__) from None
+                raise p.error_of(op, resp.status, read_exactly(p.MAX_MESSAGE_BYTES), lambda e: not_found(e))
             for flags, payload in p.iter_frames(read_exactly, op):
                 ev = p.stream_message(op, flags, payload, lambda e: not_found(e))
                 if ev is None:
                     return
                 yield ev
         finally:
-            conn.close()
+            self._pool.discard(conn)
 
     # --- tools --------------------------------------------------------------
 

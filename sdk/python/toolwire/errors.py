@@ -91,6 +91,7 @@ class WatchEndedError(ToolwireError):
         super().__init__(f"toolwire: watch {call_id} ended before the call finished"
                          + (f": {cause}" if cause else ""))
         self.call_id = call_id
+        self.cause = cause  #: the failure of the last attempt, if any
 
 
 class FieldViolation:
