@@ -4,8 +4,11 @@
 package pythontool_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -53,7 +56,9 @@ func TestPythonToolServesTheFleet(t *testing.T) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = w.Stop(ctx)
+		if err := w.Stop(ctx); err != nil {
+			t.Errorf("stopping the worker: %v", err)
+		}
 	})
 	s.WaitTool(t, "mcp__pytools__word_stats")
 
@@ -76,11 +81,70 @@ func TestPythonToolServesTheFleet(t *testing.T) {
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, resp.Msg.Response.GetError().GetType())
 }
 
+// TestServerSurvivesBadInput feeds server.py requests a broken or hostile
+// client could send: each request is answered (an error where it is
+// malformed), a JSON-RPC response is not answered, initialize answers a
+// version the server speaks, progress is reported when asked, and the
+// server exits cleanly at the end of its input, never on a bad line.
+func TestServerSurvivesBadInput(t *testing.T) {
+	t.Parallel()
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"x"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"word_stats","arguments":{"text":"a","top":"x"},"_meta":"y"}}`,
+		`{"jsonrpc":"2.0","id":3,"result":{}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":"1999-01-01"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"word_stats","arguments":{"text":"a b a"},"_meta":{"progressToken":"p"}}}`,
+		`{"jsonrpc":"2.0","id":6,"method":7}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"word_stats","arguments":[1]}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}`,
+	}, "\n") + "\n"
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, interpreter(t), "server.py")
+	cmd.Stdin = strings.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "server.py ended on bad input: %s", stderr.String())
+
+	type msg struct {
+		ID     *int                `json:"id"`
+		Method string              `json:"method"`
+		Result json.RawMessage     `json:"result"`
+		Error  *struct{ Code int } `json:"error"`
+	}
+	byID := map[int]msg{}
+	progress := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m msg
+		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+		if m.Method == "notifications/progress" {
+			progress++
+			continue
+		}
+		require.NotNil(t, m.ID, line)
+		byID[*m.ID] = m
+	}
+	require.Len(t, byID, 7, "every request but the response (id 3) answered: %s", out)
+	for _, id := range []int{1, 6, 7} {
+		require.NotNil(t, byID[id].Error, "request %d answered with an error", id)
+	}
+	require.Contains(t, string(byID[2].Result), `"isError":true`)
+	require.Contains(t, string(byID[4].Result), `"protocolVersion":"2025-06-18"`)
+	require.Contains(t, string(byID[8].Result), `"protocolVersion":"2025-03-26"`)
+	require.Contains(t, string(byID[5].Result), `"words":3`)
+	require.Equal(t, 1, progress)
+}
+
 // interpreter is the real path of python3 (not a shim that needs PATH),
-// or the test ends (a failure under CI=true).
+// or of TOOLWIRE_PYTHON when set; or the test ends (a failure under CI=true).
 func interpreter(t *testing.T) string {
 	t.Helper()
-	py, err := exec.LookPath("python3")
+	name := "python3"
+	if v := os.Getenv("TOOLWIRE_PYTHON"); v != "" {
+		name = v
+	}
+	py, err := exec.LookPath(name)
 	if err != nil {
 		testdeps.Missing(t, "install Debian's python3", "python3 not found: %v", err)
 	}
