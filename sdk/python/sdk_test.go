@@ -14,6 +14,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -183,7 +184,7 @@ func TestPythonClient(t *testing.T) {
 	args := []string{"bench.py", "--calls", "200", "--concurrency", "8"}
 	if v := os.Getenv("TOOLWIRE_PY_BENCH"); v != "" { // e.g. "--calls 5000 --concurrency 16"
 		args = append(args, strings.Fields(v)...)
-		goBench(t, s.URL, agent, args[len(args)-4:])
+		goBench(t, s.URL, agent, strings.Fields(v))
 	}
 	bench := exec.CommandContext(ctx, py, args...)
 	bench.Env = cmd.Env
@@ -223,13 +224,17 @@ func TestPipInstall(t *testing.T) {
 
 // goBench makes the bench's calls with the Go client (pkg/client, binary
 // protobuf and protobuf JSON) on the same stack, for the figure the
-// Python client's is compared with; args are "--calls N --concurrency C".
+// Python client's is compared with; args are bench.py's flags
+// (--calls N, --concurrency C, in any order, "--calls=N" too).
 func goBench(t *testing.T, url, key string, args []string) {
 	t.Helper()
-	n, err := strconv.Atoi(args[1])
-	require.NoError(t, err)
-	conc, err := strconv.Atoi(args[3])
-	require.NoError(t, err)
+	fs := flag.NewFlagSet("bench.py", flag.ContinueOnError)
+	calls := fs.Int("calls", 200, "calls to make")
+	concurrency := fs.Int("concurrency", 8, "calls in flight")
+	require.NoError(t, fs.Parse(args), "TOOLWIRE_PY_BENCH")
+	n, conc := *calls, *concurrency
+	require.Positive(t, n)
+	require.Positive(t, conc)
 	for _, json := range []bool{false, true} {
 		// As many idle connections as calls in flight (the default
 		// transport keeps 2 a host and would open and close the rest).
