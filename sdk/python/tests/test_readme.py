@@ -45,10 +45,13 @@ class ReadmeExamples(unittest.TestCase):
     def test_docs_sdk_curl_call(self):
         with open(SDK_DOC, encoding="utf-8") as f:
             text = f.read()
-        m = re.search(r"-d '([^']*)' \\\n\s*http://127.0.0.1:8080(/\S+)", text)
+        m = re.search(r"\$ curl -s((?:\s*-H ('[^']*'|\"[^\"]*\") \\\n)+)\s*-d '([^']*)' \\\n\s*http://127.0.0.1:8080(/\S+)",
+                      text)
         self.assertIsNotNone(m, "docs/sdk.md's curl example")
-        req = urllib.request.Request(URL + m.group(2), data=m.group(1).encode(), method="POST",
-                                     headers={"Content-Type": "application/json", "Authorization": "Bearer " + API_KEY})
+        headers = dict(h[1:-1].replace("$TOOLWIRE_API_KEY", API_KEY).split(": ", 1)
+                       for h in re.findall(r"-H ('[^']*'|\"[^\"]*\")", m.group(1)))
+        self.assertEqual(headers["Authorization"], "Bearer " + API_KEY)  # as written, with the key filled in
+        req = urllib.request.Request(URL + m.group(4), data=m.group(3).encode(), method="POST", headers=headers)
         with urllib.request.urlopen(req, timeout=30) as resp:
             answer = json.loads(resp.read())
         self.assertEqual(answer["state"], "CALL_STATE_DONE")

@@ -163,6 +163,12 @@ class Bounds(Server):
         self.assertEqual(cm.exception.code, "resource_exhausted")
         self.assertEqual(len(s.conns), 1)
 
+    def test_bad_local_values_are_value_errors(self):
+        with self.assertRaises(ValueError):
+            toolwire.types.duration_json(float("inf"))
+        with self.assertRaises(ValueError):
+            p.encode_args(b"\xff{}")
+
     def test_resume_state_keeps_hashes(self):
         r = p.Resume()
         ev = toolwire.CallEvent(call_id="c", type="PROGRESS", message="x" * 100000,

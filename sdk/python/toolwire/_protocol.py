@@ -66,7 +66,10 @@ def encode_args(args: Args) -> Optional[str]:
     if args is None:
         return None
     if isinstance(args, bytes):
-        return args.decode("utf-8")
+        try:
+            return args.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError("toolwire: arguments given as bytes must be UTF-8 JSON text") from None
     if isinstance(args, str):
         return args
     return json.dumps(args, separators=(",", ":"), ensure_ascii=False)

@@ -134,6 +134,10 @@ class _AsyncPool:
             self.waiters.append(fut)
             try:
                 await fut
+            except BaseException:
+                if fut.done() and not fut.cancelled():
+                    self._wake()  # woken, then cancelled: pass the free connection on
+                raise
             finally:
                 if fut in self.waiters:
                     self.waiters.remove(fut)

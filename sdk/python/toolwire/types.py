@@ -43,6 +43,8 @@ def duration(v: Any) -> Optional[float]:
 
 def duration_json(seconds: float) -> str:
     """Float seconds as a protobuf JSON Duration."""
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):
+        raise ValueError("toolwire: a duration must be a finite number of seconds")
     return f"{max(seconds, 0.0):.9f}".rstrip("0").rstrip(".") + "s"
 
 
