@@ -207,11 +207,13 @@ class Client:
         try:
             body = self._read_body(u, resp)
         except BaseException:
+            resp.close()
             self._pool.discard(conn)
             raise
         try:
             out = p.decode_unary(u, resp.status, resp.getheader("Content-Type", ""), body)
         except TransportError:
+            resp.close()
             self._pool.discard(conn)  # an error status or a malformed answer: not reused
             raise
         except BaseException:
@@ -240,6 +242,7 @@ class Client:
     def _finish(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse) -> None:
         """Give a connection whose answer was read whole back to the pool."""
         if resp.will_close or not resp.isclosed():
+            resp.close()
             self._pool.discard(conn)
         else:
             self._pool.put(conn)
@@ -343,6 +346,7 @@ class Client:
                     return
                 yield ev
         finally:
+            resp.close()  # the response holds the socket too
             self._pool.discard(conn)
 
     # --- tools --------------------------------------------------------------
