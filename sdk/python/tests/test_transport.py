@@ -109,6 +109,18 @@ class Secrets(unittest.TestCase):
 
 
 class Bounds(Server):
+    def test_a_status_line_without_a_reason_is_read(self):
+        body = b'{"tools": []}'
+        answer = b"HTTP/1.1 200\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+        s = self.serve(lambda *a: answer)
+        with toolwire.Client(s.url, timeout=10) as tw:
+            self.assertEqual(tw.list_tools(), [])
+
+        async def main():
+            async with toolwire.AsyncClient(s.url, timeout=10) as tw:
+                self.assertEqual(await tw.list_tools(), [])
+        run(main())
+
     def test_aio_refuses_a_head_of_too_many_lines(self):
         many = b"".join(b"X-%d: a\r\n" % i for i in range(101))
         s = self.serve(lambda *a: http_answer(b"{}", extra=many))
@@ -151,7 +163,9 @@ class Bounds(Server):
 
     def test_open_connections_are_capped(self):
         s = self.serve(lambda conn_no, *a: STALL if conn_no == 0 else json_answer({"tools": []}))
-        with toolwire.Client(s.url, timeout=0.5, max_conns=1) as tw:
+        # The stalled request holds the only connection far longer than the
+        # second request's 0.2 s wait for one, however slow the machine.
+        with toolwire.Client(s.url, timeout=20, max_conns=1) as tw:
             stalled = threading.Thread(target=lambda: self.assertRaises(toolwire.TransportError, tw.list_tools))
             stalled.start()
             deadline = time.monotonic() + 20
@@ -159,6 +173,7 @@ class Bounds(Server):
                 time.sleep(0.01)
             with self.assertRaises(toolwire.TransportError) as cm:
                 tw.list_tools(timeout=0.2)
+            s.close_all()  # ends the stalled request (a fresh connection: not sent again)
             stalled.join()
         self.assertEqual(cm.exception.code, "resource_exhausted")
         self.assertEqual(len(s.conns), 1)

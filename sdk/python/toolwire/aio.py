@@ -232,7 +232,8 @@ class AsyncClient:
                 status_line = await conn.reader.readline()
                 if not status_line:
                     raise ConnectionResetError("connection closed before the answer")
-                parts = status_line.decode("latin-1").split(" ", 2)
+                # "HTTP/1.1 200" without a reason phrase is a valid status line.
+                parts = status_line.decode("latin-1").rstrip("\r\n").split(" ", 2)
                 if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
                     raise ValueError("malformed status line")
                 headers: Dict[str, str] = {}

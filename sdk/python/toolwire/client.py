@@ -42,6 +42,13 @@ def dead(sock: Optional[socket.socket]) -> bool:
     if sock is None:
         return True
     try:
+        if hasattr(select, "poll"):
+            # poll, not select: select refuses descriptors of 1024 and
+            # above, which a busy process has, and every connection would
+            # then look dead and never be reused.
+            p = select.poll()
+            p.register(sock, select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR)
+            return bool(p.poll(0))
         readable, _, _ = select.select([sock], [], [], 0)
     except (OSError, ValueError):
         return True
