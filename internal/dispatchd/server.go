@@ -58,7 +58,7 @@ func newServer(rc RunConfig, p parts, ui *dashboard.Server) (_ *http.Server, clo
 	}
 	mux.Handle(path, h)
 	mcp, err := mcpserver.New(p.d, p.auth, mcpserver.Config{AllowedOrigins: rc.MCPAllowedOrigins, TaskAfter: rc.MCPTaskAfter,
-		PublicURL: rc.MCPPublicURL, Tasks: p.b.Tasks, Bus: p.b, Logger: p.log.With("component", "mcp")})
+		PublicURL: rc.MCPPublicURL, Profiles: rc.MCPProfiles, Tasks: p.b.Tasks, Bus: p.b, Logger: p.log.With("component", "mcp")})
 	if err != nil {
 		return nil, nil, err
 	}

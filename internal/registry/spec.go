@@ -58,11 +58,18 @@ func Check(spec *toolwirev1.ToolSpec) error {
 			errs = append(errs, fmt.Errorf("output schema: %w", err))
 		}
 	}
+	if u := spec.GetUiTemplate(); u != "" && (len(u) > 2048 || !uiTemplateRe.MatchString(u)) {
+		errs = append(errs, fmt.Errorf("ui_template %q must be a ui:// URI of at most 2048 printable ASCII characters", u))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("registry: tool %q: %w", spec.GetName(), err)
 	}
 	return nil
 }
+
+// uiTemplateRe is what a spec's ui_template may be: a ui:// URI (the MCP
+// resource of the tool's widget), printable ASCII without spaces, bounded.
+var uiTemplateRe = regexp.MustCompile(`^ui://[!-~]+$`)
 
 // Stamp returns a copy of spec with its version set.
 func Stamp(spec *toolwirev1.ToolSpec) *toolwirev1.ToolSpec {
