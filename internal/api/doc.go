@@ -70,6 +70,15 @@
 // range or pattern invalid_argument and an output the blob store no
 // longer holds not_found.
 //
+// A Call or GetResult whose request has the Toolwire-Client-Profile
+// header (profiles.Header) gets its answer's response rendered with that
+// profile (profile.go; Config.Profiles; docs/mcp.md, "Client profiles"):
+// `_meta` filtered, fallbacks for the content the client cannot show. A
+// name that is no configured profile is invalid_argument, checked before
+// the call is submitted. Without the header the response is as the tool
+// gave it: the API's callers are programs, not a client's screen. Submit,
+// Watch and GetOutput are not rendered.
+//
 // # Tools
 //
 // ListTools shows only the tools whose scopes the caller holds all of

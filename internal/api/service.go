@@ -14,6 +14,7 @@ import (
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/intents"
+	"github.com/toolwire/toolwire/internal/profiles"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
@@ -29,6 +30,8 @@ type Service struct {
 	usage     Usage
 	// compressMin is Config.CompressMinBytes.
 	compressMin int
+	// profiles is Config.Profiles.
+	profiles *profiles.Set
 }
 
 var _ toolwirev1connect.DispatcherServiceHandler = (*Service)(nil)
@@ -40,7 +43,8 @@ func NewService(cfg Config) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Service{d: cfg.Core, approvals: cfg.Approvals, policies: cfg.Policies, usage: cfg.Usage, compressMin: cfg.CompressMinBytes}, nil
+	return &Service{d: cfg.Core, approvals: cfg.Approvals, policies: cfg.Policies, usage: cfg.Usage, compressMin: cfg.CompressMinBytes,
+		profiles: cfg.Profiles}, nil
 }
 
 // Handler returns the path and HTTP handler of the service with identity
@@ -95,9 +99,17 @@ func (s *Service) Call(ctx context.Context, req *connect.Request[toolwirev1.Call
 	if err != nil {
 		return nil, err
 	}
+	prof, err := s.profile(req.Header())
+	if err != nil {
+		return nil, err
+	}
 	resp, err := s.d.Call(ctx, id, req.Msg, req.Msg.Wait.AsDuration())
 	if err != nil {
 		return nil, toConnectErr(err)
+	}
+	if prof != nil {
+		resp = proto.CloneOf(resp)
+		resp.Response = prof.Response(resp.Response)
 	}
 	return connect.NewResponse(resp), nil
 }
@@ -128,12 +140,20 @@ func (s *Service) GetResult(ctx context.Context, req *connect.Request[toolwirev1
 	if err != nil {
 		return nil, err
 	}
+	prof, err := s.profile(req.Header())
+	if err != nil {
+		return nil, err
+	}
 	resp, err := s.d.GetResult(ctx, id, req.Msg.CallId, req.Msg.Wait.AsDuration())
 	if err != nil {
 		return nil, toConnectErr(err)
 	}
 	if resp.GetState() == toolwirev1.CallState_CALL_STATE_UNKNOWN {
 		return nil, unknownCall(req.Msg.CallId)
+	}
+	if prof != nil {
+		resp = proto.CloneOf(resp)
+		resp.Response = prof.Response(resp.Response)
 	}
 	return connect.NewResponse(resp), nil
 }

@@ -26,7 +26,7 @@ import (
 
 // ProfileHeader names the rendering profile of a request's answers, on
 // the MCP endpoint and on the Connect API alike.
-const ProfileHeader = "Toolwire-Client-Profile"
+const ProfileHeader = profiles.Header
 
 // metaClientInfo is the request _meta key of a stateless client's
 // clientInfo.

@@ -9,6 +9,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// Header names the profile of a request's answers, on the MCP endpoint
+// and the Connect API alike: a configured profile's name.
+const Header = "Toolwire-Client-Profile"
+
 // Names of the shipped profiles.
 const (
 	ChatGPT = "chatgpt"
