@@ -81,10 +81,14 @@
 //
 // # Client profiles
 //
-// tools/list, tools/call and the results tasks/get inlines are rendered
-// for the client that asks, at the edge (profile.go; internal/profiles):
-// the `_meta` keys its profile does not pass are left out (the tool's in
-// tools/list, the result's, each block's), the content it cannot show is
+// tools/list, tools/call and the results and input requests tasks/get
+// inlines are rendered for the client that asks, at the edge (profile.go;
+// internal/profiles): the `_meta` keys its profile does not pass are left
+// out (the tool's in tools/list, the result's, each block's, an input
+// request's params' and its sampling messages'; a tool whose `_meta` is
+// not an object is listed without it, logged once per version and
+// profile), the content it cannot show (toolwire's link to a cut result
+// too) is
 // replaced by its fallback, and the widget meta is generated from the
 // tool's spec (ui_template as openai/outputTemplate for ChatGPT). Tools
 // never see the client. Nothing of a client is kept between requests, so
@@ -95,7 +99,11 @@
 // wins); else — a client of an older revision, whose clientInfo only its
 // initialize request carries, to a replica that keeps nothing — the
 // default profile. Such a client is named with the header in its
-// configuration. Tool forms are cached per version and profile. The fast
+// configuration. What a client declares is bounded before it is matched:
+// its name cut (profiles.ClientName; a longer name matches no name rule),
+// at most profiles.MaxCapabilities capabilities and extensions (more: none
+// considered); the fast path decodes only the two keys it reads. Tool
+// forms are cached per version and profile. The fast
 // path matches the profile itself and leaves a request with the header to
 // the SDK.
 //

@@ -173,12 +173,13 @@ func plainMeta(meta map[string]json.RawMessage) (caps string, ok bool) {
 	return string(raw), true
 }
 
-// fastClient is the client a fast request's _meta declares (clientOf).
+// fastClient is the client a fast request's _meta declares (clientOf):
+// only its clientInfo and clientCapabilities are decoded.
 func fastClient(meta map[string]json.RawMessage) profiles.Client {
-	m := make(map[string]any, len(meta))
-	for k, raw := range meta {
+	m := make(map[string]any, 2)
+	for _, k := range []string{metaClientInfo, metaClientCapabilities} {
 		var v any
-		if json.Unmarshal(raw, &v) == nil {
+		if raw, ok := meta[k]; ok && json.Unmarshal(raw, &v) == nil {
 			m[k] = v
 		}
 	}
@@ -227,7 +228,7 @@ func (s *Server) fastCall(ctx context.Context, id identity.Identity, p *fastPara
 		return mark(res, err, true)
 	}
 	if resp.GetInputRequired() != nil {
-		return askInput(resp, true, caps)
+		return askInput(resp, true, caps, s.profileFrom(ctx))
 	}
 	res, err := result(resp, s.profileFrom(ctx))
 	return mark(res, err, true)

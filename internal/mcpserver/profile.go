@@ -78,19 +78,30 @@ func (s *Server) profileFrom(ctx context.Context) *profiles.Profile {
 
 // clientOf is the client a request's _meta declares (the stateless
 // revision's clientInfo and clientCapabilities); the zero Client when it
-// declares none.
+// declares none. Bounded before matching: the name is cut
+// (profiles.ClientName: a name longer than profiles.MaxClientName
+// matches no client_names rule), and a client declaring more than
+// profiles.MaxCapabilities capabilities or extensions is taken to
+// declare none.
 func clientOf(meta map[string]any) profiles.Client {
 	c := profiles.Client{Capabilities: map[string]bool{}}
 	if info, ok := meta[metaClientInfo].(map[string]any); ok {
-		c.Name, _ = info["name"].(string)
+		name, _ := info["name"].(string)
+		c.Name = profiles.ClientName(name)
 	}
 	caps, _ := meta[metaClientCapabilities].(map[string]any)
+	if len(caps) > profiles.MaxCapabilities {
+		return c
+	}
 	for k, v := range caps {
 		if k != "extensions" {
 			c.Capabilities[k] = v != nil
 			continue
 		}
 		ext, _ := v.(map[string]any)
+		if len(ext) > profiles.MaxCapabilities {
+			return profiles.Client{Name: c.Name, Capabilities: map[string]bool{}}
+		}
 		for name, e := range ext {
 			c.Capabilities["extensions/"+name] = e != nil
 		}
@@ -100,19 +111,21 @@ func clientOf(meta map[string]any) profiles.Client {
 
 // renderTool is a tool's MCP form t (registry.ExportOne's JSON) as p's
 // clients get it: its _meta filtered and the widget meta generated from
-// spec (profiles.Profile.ToolMeta). t itself when nothing changes.
-func renderTool(t json.RawMessage, spec *toolwirev1.ToolSpec, p *profiles.Profile) (json.RawMessage, error) {
+// spec (profiles.Profile.ToolMeta), values kept as raw JSON. t itself
+// when nothing changes. A _meta that is not a JSON object is left out
+// (dropped reports it): the tool is listed without it.
+func renderTool(t json.RawMessage, spec *toolwirev1.ToolSpec, p *profiles.Profile) (_ json.RawMessage, dropped bool, _ error) {
 	if spec.GetMetaJson() == "" && (spec.GetUiTemplate() == "" || p.Widgets == "") {
-		return t, nil
+		return t, false, nil
 	}
 	var tool map[string]json.RawMessage
 	if err := json.Unmarshal(t, &tool); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var meta map[string]any
+	var meta map[string]json.RawMessage
 	if raw, ok := tool["_meta"]; ok {
-		if err := json.Unmarshal(raw, &meta); err != nil {
-			return nil, err
+		if err := json.Unmarshal(raw, &meta); err != nil || meta == nil {
+			meta, dropped = nil, true
 		}
 	}
 	meta = p.ToolMeta(meta, spec)
@@ -120,9 +133,10 @@ func renderTool(t json.RawMessage, spec *toolwirev1.ToolSpec, p *profiles.Profil
 	if len(meta) > 0 {
 		raw, err := json.Marshal(meta)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		tool["_meta"] = raw
 	}
-	return json.Marshal(tool)
+	out, err := json.Marshal(tool)
+	return out, dropped, err
 }

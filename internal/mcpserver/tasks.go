@@ -290,11 +290,13 @@ func (s *Server) settled(ctx context.Context, t *taskJSON, rec *taskRecord, resp
 		t.Status = "cancelled"
 	case resp.GetInputRequired() != nil:
 		t.Status, t.InputRequests = "input_required", map[string]json.RawMessage{}
+		prof := s.profileFrom(ctx)
 		for k, r := range resp.GetInputRequired().GetRequests() {
 			if rec.Answers[k] != "" || rec.Submitting != nil {
 				continue
 			}
-			b, _ := json.Marshal(map[string]any{"method": r.GetMethod(), "params": json.RawMessage(r.GetParamsJson())})
+			// Rendered for the client, as tools/call's input requests are.
+			b, _ := json.Marshal(map[string]any{"method": r.GetMethod(), "params": json.RawMessage(prof.InputParams(r.GetParamsJson()))})
 			t.InputRequests[roundKey(rec.Round, k)] = b
 		}
 	case e.GetType() == toolwirev1.ErrorType_ERROR_TYPE_CANCELLED:

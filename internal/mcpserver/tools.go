@@ -235,8 +235,12 @@ func (s *Server) tool(spec *toolwirev1.ToolSpec, p *profiles.Profile) (json.RawM
 	if err != nil {
 		return nil, err
 	}
-	if t, err = renderTool(t, spec, p); err != nil {
+	t, dropped, err := renderTool(t, spec, p)
+	if err != nil {
 		return nil, err
+	}
+	if dropped { // logged once per version and profile: the form is cached
+		s.log.Warn("a tool's _meta is not a JSON object; listed without it", "tool", spec.Name, "version", spec.Version)
 	}
 	s.mu.Lock()
 	if len(s.tools) > 10000 { // bounded: versions come and go
@@ -326,7 +330,7 @@ func (s *Server) callTool(ctx context.Context, id identity.Identity, req *mcp.Ca
 		return nil, fmt.Errorf("toolwire: %w", err)
 	}
 	if resp.GetInputRequired() != nil {
-		return askInput(resp, stateless, cr.ClientCapabilitiesJson)
+		return askInput(resp, stateless, cr.ClientCapabilitiesJson, s.profileFrom(ctx))
 	}
 	res, err := result(resp, s.profileFrom(ctx))
 	return mark(res, err, stateless)
@@ -474,6 +478,7 @@ func pause(ctx context.Context, d time.Duration) error {
 // its type, retryability and side effects in `_meta`. A block's priority
 // of 0 is kept (toolResult).
 func result(resp *toolwirev1.ToolResponse, p *profiles.Profile) (toolResult, error) {
+	noContent := len(resp.GetContent()) == 0
 	resp = p.Response(resp)
 	content, err := mcpcontent.ToMCP(resp.GetContent())
 	if err != nil {
@@ -493,7 +498,7 @@ func result(resp *toolwirev1.ToolResponse, p *profiles.Profile) (toolResult, err
 		// Cut to the inline limits: the whole of it is a resource away.
 		// (Cut with the whole not stored — a full blob store — the
 		// result says truncated in its text, and no link is given.)
-		res.Content = append(res.Content, outputLink(resp))
+		res.Content = append(res.Content, linkFor(outputLink(resp), p))
 	}
 	if sj := resp.GetStructuredJson(); sj != "" {
 		res.StructuredContent = json.RawMessage(sj)
@@ -514,8 +519,10 @@ func result(resp *toolwirev1.ToolResponse, p *profiles.Profile) (toolResult, err
 			"policy_version": o.GetPolicyVersion(), "mode": o.GetMode()}
 	}
 	if e := resp.GetError(); e != nil {
-		if len(res.Content) == 0 {
-			res.Content = []mcp.Content{&mcp.TextContent{Text: e.GetMessage()}}
+		if noContent {
+			// The tool gave no content: the error's message is the text,
+			// before what the profile added (structured content as text).
+			res.Content = append([]mcp.Content{&mcp.TextContent{Text: e.GetMessage()}}, res.Content...)
 		}
 		te := map[string]any{"type": e.GetType().String(), "message": e.GetMessage(), "retryable": e.GetRetryable(),
 			"side_effects": e.GetPartialSideEffects().String()}
@@ -529,6 +536,16 @@ func result(resp *toolwirev1.ToolResponse, p *profiles.Profile) (toolResult, err
 	}
 	res.Meta = meta
 	return toolResult{CallToolResult: res, zero: zero}, nil
+}
+
+// linkFor is the link l as the clients of p get it: a text block when p
+// has the resource_link text fallback (profiles.LinkText).
+func linkFor(l *mcp.ResourceLink, p *profiles.Profile) mcp.Content {
+	if p == nil || p.Fallbacks.ResourceLink != "text" {
+		return l
+	}
+	return &mcp.TextContent{Text: profiles.LinkText(&toolwirev1.ResourceLink{Uri: l.URI, Name: l.Name, Title: l.Title,
+		Description: l.Description})}
 }
 
 // Keys of toolwire's `_meta` in tool results.

@@ -24,6 +24,10 @@ type Profile struct {
 	// (ui_template), in the client's keys: "openai" writes
 	// openai/outputTemplate (ChatGPT). Empty = none.
 	Widgets string `json:"widgets,omitempty"`
+
+	// names are Match.ClientNames prepared for matching (glob), set by
+	// the Set the profile is in.
+	names []string
 }
 
 // Match is a profile's rules on an MCP client's declared clientInfo and
@@ -71,11 +75,36 @@ type Fallbacks struct {
 
 // Client is what an MCP client declared of itself.
 type Client struct {
-	// Name is its clientInfo name.
+	// Name is its clientInfo name. A name longer than MaxClientName
+	// bytes matches no client_names rule (Set.Match): the faces cut it
+	// (ClientName) before it gets here.
 	Name string
 	// Capabilities are the capabilities it declared (top-level keys, and
-	// "extensions/<name>" for each extension).
+	// "extensions/<name>" for each extension); the faces consider at
+	// most MaxCapabilities of them (a client declaring more is taken to
+	// declare none).
 	Capabilities map[string]bool
+}
+
+// Bounds of what a client declares, as matched.
+const (
+	// MaxClientName is the longest clientInfo name matched, in bytes.
+	MaxClientName = 256
+	// MaxCapabilities is the most capability keys (top-level ones and
+	// extensions each) of a client considered.
+	MaxCapabilities = 64
+)
+
+// ClientName is a declared clientInfo name as matched: a name longer
+// than MaxClientName bytes is cut to MaxClientName+1 bytes, which
+// Set.Match treats as too long (it matches no client_names rule, only a
+// profile of capability rules or the default). The faces cut a name
+// with it before anything else reads it.
+func ClientName(name string) string {
+	if len(name) > MaxClientName {
+		return name[:MaxClientName+1]
+	}
+	return name
 }
 
 // nameRe is the rule of a profile's name.
@@ -87,20 +116,24 @@ const (
 	maxPattern = 256 // bytes of one pattern
 )
 
-// Validate reports the first invalid field of p, naming it.
+// Validate reports the first invalid field of p, naming it; the fields
+// are checked in a fixed order, so the same profile gets the same error.
 func (p *Profile) Validate() error {
 	if !nameRe.MatchString(p.Name) {
 		return fmt.Errorf("name %q must match %s", p.Name, nameRe)
 	}
-	lists := map[string][]string{"match.client_names": p.Match.ClientNames, "match.capabilities": p.Match.Capabilities,
-		"meta.allow": p.Meta.Allow, "meta.deny": p.Meta.Deny}
-	for field, list := range lists {
-		if len(list) > maxRules {
-			return fmt.Errorf("%s: %s has %d entries, more than %d", p.Name, field, len(list), maxRules)
+	lists := []struct {
+		field string
+		list  []string
+	}{{"match.client_names", p.Match.ClientNames}, {"match.capabilities", p.Match.Capabilities},
+		{"meta.allow", p.Meta.Allow}, {"meta.deny", p.Meta.Deny}}
+	for _, l := range lists {
+		if len(l.list) > maxRules {
+			return fmt.Errorf("%s: %s has %d entries, more than %d", p.Name, l.field, len(l.list), maxRules)
 		}
-		for _, pat := range list {
+		for _, pat := range l.list {
 			if pat == "" || len(pat) > maxPattern {
-				return fmt.Errorf("%s: %s: an entry is empty or longer than %d bytes", p.Name, field, maxPattern)
+				return fmt.Errorf("%s: %s: an entry is empty or longer than %d bytes", p.Name, l.field, maxPattern)
 			}
 		}
 	}
@@ -114,11 +147,11 @@ func (p *Profile) Validate() error {
 			return fmt.Errorf("%s: meta: %q: a pattern is a key, a namespace (\"ns/*\") or \"*\"", p.Name, pat)
 		}
 	}
-	fb := map[string]string{"image": p.Fallbacks.Image, "audio": p.Fallbacks.Audio, "resource_link": p.Fallbacks.ResourceLink,
-		"embedded_resource": p.Fallbacks.EmbeddedResource, "structured": p.Fallbacks.Structured}
-	for field, v := range fb {
-		if v != "" && v != "text" {
-			return fmt.Errorf("%s: fallbacks.%s %q: want \"\" or \"text\"", p.Name, field, v)
+	fb := [][2]string{{"image", p.Fallbacks.Image}, {"audio", p.Fallbacks.Audio}, {"resource_link", p.Fallbacks.ResourceLink},
+		{"embedded_resource", p.Fallbacks.EmbeddedResource}, {"structured", p.Fallbacks.Structured}}
+	for _, f := range fb {
+		if f[1] != "" && f[1] != "text" {
+			return fmt.Errorf("%s: fallbacks.%s %.40q: want \"\" or \"text\"", p.Name, f[0], f[1])
 		}
 	}
 	if p.Widgets != "" && p.Widgets != WidgetsOpenAI {
@@ -130,8 +163,18 @@ func (p *Profile) Validate() error {
 // WidgetsOpenAI is the widget meta of ChatGPT's Apps SDK.
 const WidgetsOpenAI = "openai"
 
-// matches reports whether c is a client of p (Match).
-func (p *Profile) matches(c Client) bool {
+// prepare makes p's names (glob of each client_names pattern).
+func (p *Profile) prepare() {
+	p.names = make([]string, len(p.Match.ClientNames))
+	for i, pat := range p.Match.ClientNames {
+		p.names[i] = glob(pat)
+	}
+}
+
+// matches reports whether c is a client of p (Match); name is c.Name as
+// matched (glob), "" with tooLong when c's name is longer than
+// MaxClientName.
+func (p *Profile) matches(c Client, name string, tooLong bool) bool {
 	m := p.Match
 	if len(m.ClientNames) == 0 && len(m.Capabilities) == 0 {
 		return false
@@ -144,9 +187,11 @@ func (p *Profile) matches(c Client) bool {
 	if len(m.ClientNames) == 0 {
 		return true
 	}
-	name := glob(c.Name)
-	for _, pat := range m.ClientNames {
-		if ok, _ := path.Match(glob(pat), name); ok {
+	if tooLong {
+		return false
+	}
+	for _, pat := range p.names {
+		if ok, _ := path.Match(pat, name); ok {
 			return true
 		}
 	}
@@ -160,15 +205,37 @@ func glob(s string) string {
 	return strings.ReplaceAll(strings.ToLower(s), "/", "\x00")
 }
 
-// Passes reports whether the `_meta` key passes to p's clients.
+// Passes reports whether the `_meta` key passes to p's clients. An
+// openai/* key (ChatGPT's) passes only to a profile that asks for them:
+// one with Widgets "openai", or whose Allow names "openai/*" or an
+// openai/ key (not "*"); its other rules then apply as to any key.
 func (p *Profile) Passes(key string) bool {
 	if strings.HasPrefix(key, "io.modelcontextprotocol/") || strings.HasPrefix(key, "io.toolwire/") {
 		return true
+	}
+	if strings.HasPrefix(key, openAINS) && !p.wantsOpenAI() {
+		return false
 	}
 	if anyMatch(p.Meta.Deny, key) {
 		return false
 	}
 	return len(p.Meta.Allow) == 0 || anyMatch(p.Meta.Allow, key)
+}
+
+// openAINS is the namespace of ChatGPT's `_meta` keys.
+const openAINS = "openai/"
+
+// wantsOpenAI reports whether p's clients get openai/* keys at all.
+func (p *Profile) wantsOpenAI() bool {
+	if p.Widgets == WidgetsOpenAI {
+		return true
+	}
+	for _, pat := range p.Meta.Allow {
+		if strings.HasPrefix(pat, openAINS) {
+			return true
+		}
+	}
+	return false
 }
 
 func anyMatch(pats []string, key string) bool {

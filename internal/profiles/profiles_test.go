@@ -1,6 +1,7 @@
 package profiles_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,10 +137,12 @@ func TestToolMetaWidgets(t *testing.T) {
 	t.Parallel()
 	s := profiles.Shipped()
 	spec := &toolwirev1.ToolSpec{UiTemplate: "ui://w/a.html"}
-	own := map[string]any{"openai/outputTemplate": "ui://tool/wrote.html", "k": 1}
+	own := map[string]json.RawMessage{"openai/outputTemplate": raw(`"ui://tool/wrote.html"`), "k": raw(`1`)}
 	gpt, _ := s.Named(profiles.ChatGPT)
-	require.Equal(t, map[string]any{"openai/outputTemplate": "ui://w/a.html", "k": 1}, gpt.ToolMeta(own, spec))
+	require.Equal(t, map[string]json.RawMessage{"openai/outputTemplate": raw(`"ui://w/a.html"`), "k": raw(`1`)}, gpt.ToolMeta(own, spec))
 	claude, _ := s.Named(profiles.Claude)
-	require.Equal(t, map[string]any{"k": 1}, claude.ToolMeta(own, spec))
-	require.Nil(t, claude.ToolMeta(map[string]any{"openai/x": 1}, spec))
+	require.Equal(t, map[string]json.RawMessage{"k": raw(`1`)}, claude.ToolMeta(own, spec))
+	require.Nil(t, claude.ToolMeta(map[string]json.RawMessage{"openai/x": raw(`1`)}, spec))
 }
+
+func raw(s string) json.RawMessage { return json.RawMessage(s) }

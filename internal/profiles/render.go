@@ -18,30 +18,38 @@ const (
 
 // ToolMeta returns a tool's `_meta` as p's clients get it in tools/list: a
 // copy of meta with only the keys that pass (Passes), and the widget meta
-// generated from spec when p asks for it (Widgets). Nil when nothing is
-// left. A nil p passes meta as it is.
-func (p *Profile) ToolMeta(meta map[string]any, spec *toolwirev1.ToolSpec) map[string]any {
+// generated from spec when p asks for it (Widgets) and its key passes.
+// openai/outputTemplate comes from the spec only: a key of that name the
+// tool wrote itself is dropped (registry.Check refuses it too). Values
+// are kept as the tool wrote them (raw JSON). Nil when nothing is left. A
+// nil p passes meta as it is.
+func (p *Profile) ToolMeta(meta map[string]json.RawMessage, spec *toolwirev1.ToolSpec) map[string]json.RawMessage {
 	if p == nil {
 		return meta
 	}
 	out := p.filter(meta)
-	if p.Widgets == WidgetsOpenAI && spec.GetUiTemplate() != "" {
-		if out == nil {
-			out = map[string]any{}
+	delete(out, MetaOpenAIOutputTemplate)
+	if p.Widgets == WidgetsOpenAI && spec.GetUiTemplate() != "" && p.Passes(MetaOpenAIOutputTemplate) {
+		if b, err := json.Marshal(spec.GetUiTemplate()); err == nil {
+			if out == nil {
+				out = map[string]json.RawMessage{}
+			}
+			out[MetaOpenAIOutputTemplate] = b
 		}
-		// Generated from the spec: a key the tool wrote itself is replaced.
-		out[MetaOpenAIOutputTemplate] = spec.GetUiTemplate()
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }
 
 // filter is a copy of meta with the keys that pass; nil when none does.
-func (p *Profile) filter(meta map[string]any) map[string]any {
-	var out map[string]any
+func (p *Profile) filter(meta map[string]json.RawMessage) map[string]json.RawMessage {
+	var out map[string]json.RawMessage
 	for k, v := range meta {
 		if p.Passes(k) {
 			if out == nil {
-				out = make(map[string]any, len(meta))
+				out = make(map[string]json.RawMessage, len(meta))
 			}
 			out[k] = v
 		}
@@ -50,15 +58,15 @@ func (p *Profile) filter(meta map[string]any) map[string]any {
 }
 
 // filterJSON is the `_meta` object in s (JSON text) with the keys that
-// pass; "" when none does. Text that is not an object is left as it is:
-// the faces drop it.
+// pass; "" when none does, and for text that is not a JSON object (no
+// `_meta` at all: nothing unfiltered reaches the client).
 func (p *Profile) filterJSON(s string) string {
 	if s == "" {
 		return s
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(s), &m); err != nil || m == nil {
-		return s
+		return ""
 	}
 	changed := false
 	for k := range m {
@@ -78,6 +86,80 @@ func (p *Profile) filterJSON(s string) string {
 		return ""
 	}
 	return string(b)
+}
+
+// InputParams returns the params (JSON text) of a tool's input request
+// (an elicitation, a sampling request, a roots listing) as p's clients
+// get it: its `_meta`, and in a sampling request each message's and
+// each of its content blocks' `_meta`, hold only the keys that pass
+// (a `_meta` that is not an object is dropped). Params that are not a
+// JSON object are returned as they are (the dispatcher checked them);
+// a nil p returns params as they are.
+func (p *Profile) InputParams(params string) string {
+	if p == nil || params == "" {
+		return params
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(params), &m); err != nil || m == nil {
+		return params
+	}
+	p.filterMetaOf(m)
+	if raw, ok := m["messages"]; ok {
+		var msgs []map[string]json.RawMessage
+		if json.Unmarshal(raw, &msgs) == nil {
+			for _, msg := range msgs {
+				p.filterMetaOf(msg)
+				p.filterContentMeta(msg)
+			}
+			if b, err := json.Marshal(msgs); err == nil {
+				m["messages"] = b
+			}
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return params
+	}
+	return string(b)
+}
+
+// filterMetaOf filters obj's "_meta" (filterJSON) in place.
+func (p *Profile) filterMetaOf(obj map[string]json.RawMessage) {
+	raw, ok := obj["_meta"]
+	if !ok {
+		return
+	}
+	if f := p.filterJSON(string(raw)); f != "" {
+		obj["_meta"] = json.RawMessage(f)
+	} else {
+		delete(obj, "_meta")
+	}
+}
+
+// filterContentMeta filters the `_meta` of msg's content: one block or
+// a list of them.
+func (p *Profile) filterContentMeta(msg map[string]json.RawMessage) {
+	raw, ok := msg["content"]
+	if !ok {
+		return
+	}
+	var one map[string]json.RawMessage
+	if json.Unmarshal(raw, &one) == nil && one != nil {
+		p.filterMetaOf(one)
+		if b, err := json.Marshal(one); err == nil {
+			msg["content"] = b
+		}
+		return
+	}
+	var list []map[string]json.RawMessage
+	if json.Unmarshal(raw, &list) == nil {
+		for _, c := range list {
+			p.filterMetaOf(c)
+		}
+		if b, err := json.Marshal(list); err == nil {
+			msg["content"] = b
+		}
+	}
 }
 
 // Response returns resp as p's clients get it: a copy whose `_meta` (the
@@ -125,7 +207,7 @@ func (p *Profile) fallback(c *toolwirev1.Content) *toolwirev1.Content {
 		if p.Fallbacks.ResourceLink != "text" {
 			return c
 		}
-		s = linkText(k.ResourceLink)
+		s = LinkText(k.ResourceLink)
 	case *toolwirev1.Content_Resource:
 		if p.Fallbacks.EmbeddedResource != "text" {
 			return c
@@ -142,8 +224,9 @@ func (p *Profile) fallback(c *toolwirev1.Content) *toolwirev1.Content {
 	return t
 }
 
-// linkText is a resource link as text: title (or name), URI, description.
-func linkText(l *toolwirev1.ResourceLink) string {
+// LinkText is a resource link as text (the resource_link fallback):
+// title (or name), URI, description.
+func LinkText(l *toolwirev1.ResourceLink) string {
 	s := l.GetTitle()
 	if s == "" {
 		s = l.GetName()

@@ -117,6 +117,7 @@ func build(f File) (*Set, error) {
 			return nil, fmt.Errorf("profiles: profiles[%d]: %q is named twice", i, p.Name)
 		}
 		seen[p.Name] = true
+		p.prepare()
 		s.list = append(s.list, &p)
 	}
 	for _, p := range shipped() {
@@ -124,6 +125,7 @@ func build(f File) (*Set, error) {
 			if err := p.Validate(); err != nil {
 				return nil, err
 			}
+			p.prepare()
 			s.list = append(s.list, &p)
 		}
 	}
@@ -152,10 +154,17 @@ func (s *Set) Named(name string) (*Profile, bool) {
 func (s *Set) Default() *Profile { return s.def }
 
 // Match is the profile of the client c: the first, in the set's order,
-// whose Match rules c meets; the default when none does.
+// whose Match rules c meets; the default when none does. A name longer
+// than MaxClientName matches no client_names rule. The name is prepared
+// (glob) once, not per profile.
 func (s *Set) Match(c Client) *Profile {
+	tooLong := len(c.Name) > MaxClientName
+	name := ""
+	if !tooLong {
+		name = glob(c.Name)
+	}
 	for _, p := range s.list {
-		if p.matches(c) {
+		if p.matches(c, name, tooLong) {
 			return p
 		}
 	}
@@ -186,5 +195,7 @@ func (s *Set) Select(name string) (*Profile, error) {
 	if len(name) > 32 { // no profile's name is longer: the header's value is not echoed whole
 		name = name[:32] + "..."
 	}
-	return nil, fmt.Errorf("%w %q (configured: %v)", ErrUnknown, name, s.Names())
+	// The configured names are not listed: they are the operator's, and
+	// the caller may be any tenant's.
+	return nil, fmt.Errorf("%w %q", ErrUnknown, name)
 }
