@@ -76,8 +76,11 @@
 // `_meta` filtered, fallbacks for the content the client cannot show. A
 // name that is no configured profile is invalid_argument, checked before
 // the call is submitted. Without the header the response is as the tool
-// gave it: the API's callers are programs, not a client's screen. Submit,
-// Watch and GetOutput are not rendered.
+// gave it: the API's callers are programs, not a client's screen. Submit
+// renders the response it answers with (a finished or refused call) too.
+// Watch, ListTools, GetTool and GetOutput do not render: a request of
+// theirs with the header is invalid_argument, rather than an answer the
+// caller would take as rendered when it is not.
 //
 // # Tools
 //

@@ -120,6 +120,10 @@ func (s *Service) Submit(ctx context.Context, req *connect.Request[toolwirev1.Su
 	if err != nil {
 		return nil, err
 	}
+	prof, err := s.profile(req.Header())
+	if err != nil {
+		return nil, err
+	}
 	sub, err := s.d.Submit(ctx, id, CallOf(req.Msg))
 	if err != nil {
 		return nil, toConnectErr(err)
@@ -131,6 +135,7 @@ func (s *Service) Submit(ctx context.Context, req *connect.Request[toolwirev1.Su
 	case sub.Rejected != nil || sub.Finished != nil:
 		out.State, out.Response = toolwirev1.CallState_CALL_STATE_DONE, cmp.Or(sub.Rejected, sub.Finished)
 	}
+	out.Response = prof.Response(out.Response) // a copy; nil prof: as it is
 	return connect.NewResponse(out), nil
 }
 
@@ -171,6 +176,9 @@ func (s *Service) Watch(ctx context.Context, req *connect.Request[toolwirev1.Wat
 	if err != nil {
 		return err
 	}
+	if err := noProfile(req.Header(), "Watch"); err != nil {
+		return err
+	}
 	err = s.d.Watch(ctx, id, req.Msg.CallId, func(ev *toolwirev1.CallEvent) error {
 		return stream.Send(&toolwirev1.WatchResponse{Event: ev})
 	})
@@ -205,6 +213,9 @@ func (s *Service) ListTools(ctx context.Context, req *connect.Request[toolwirev1
 	if err != nil {
 		return nil, err
 	}
+	if err := noProfile(req.Header(), "ListTools"); err != nil {
+		return nil, err
+	}
 	tools, err := s.d.VisibleToolsIn(ctx, id, registry.Filter{NameGlob: req.Msg.NameGlob, Executor: req.Msg.Executor, Category: req.Msg.Category}, req.Msg.Session)
 	if err != nil {
 		return nil, toConnectErr(err)
@@ -225,6 +236,9 @@ func (s *Service) ListTools(ctx context.Context, req *connect.Request[toolwirev1
 func (s *Service) GetTool(ctx context.Context, req *connect.Request[toolwirev1.GetToolRequest]) (*connect.Response[toolwirev1.GetToolResponse], error) {
 	id, err := identityOf(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := noProfile(req.Header(), "GetTool"); err != nil {
 		return nil, err
 	}
 	spec, err := s.d.VisibleTool(ctx, id, req.Msg.Name, req.Msg.Version)

@@ -116,6 +116,10 @@ func defineFlags(fs *flag.FlagSet, rc *RunConfig, logLevel, sync *string) {
 	})
 	fs.DurationVar(&rc.MCPTaskAfter, "mcp-task-after", time.Second, "how long a tools/call of an MCP client that declared the Tasks extension waits for the result before it is answered as a task (docs/mcp.md, \"Tasks\")")
 	fs.Func("mcp-profiles", "client profiles file (YAML): how answers are rendered for each kind of MCP client, tried before the shipped chatgpt, claude, vscode, cursor and plain (docs/mcp.md, \"Client profiles\"); empty = the shipped ones", func(v string) error {
+		if v == "" { // the shipped ones (nil), as without the flag
+			rc.MCPProfiles = nil
+			return nil
+		}
 		var err error
 		rc.MCPProfiles, err = profiles.Load(v)
 		return err
