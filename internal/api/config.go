@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+
+	"github.com/toolwire/toolwire/internal/profiles"
 )
 
 // DefaultCompressMinBytes is Config.CompressMinBytes when it is 0.
@@ -26,12 +28,19 @@ type Config struct {
 	// costs more than the bytes it saves on a typical tool response.
 	// 0 = DefaultCompressMinBytes (1 KiB); negative is refused.
 	CompressMinBytes int
+	// Profiles are the client profiles a Call's or GetResult's answer may
+	// be rendered with, named by the request's profiles.Header (profile.go);
+	// nil = the shipped ones (profiles.Shipped).
+	Profiles *profiles.Set
 }
 
 // WithDefaults returns a copy of c with every zero field that has a
 // default set to it.
 func (c Config) WithDefaults() Config {
 	c.CompressMinBytes = cmp.Or(c.CompressMinBytes, DefaultCompressMinBytes)
+	if c.Profiles == nil {
+		c.Profiles = profiles.Shipped()
+	}
 	return c
 }
 

@@ -70,6 +70,18 @@
 // range or pattern invalid_argument and an output the blob store no
 // longer holds not_found.
 //
+// A Call or GetResult whose request has the Toolwire-Client-Profile
+// header (profiles.Header) gets its answer's response rendered with that
+// profile (profile.go; Config.Profiles; docs/mcp.md, "Client profiles"):
+// `_meta` filtered, fallbacks for the content the client cannot show. A
+// name that is no configured profile is invalid_argument, checked before
+// the call is submitted. Without the header the response is as the tool
+// gave it: the API's callers are programs, not a client's screen. Submit
+// renders the response it answers with (a finished or refused call) too.
+// Watch, ListTools, GetTool and GetOutput do not render: a request of
+// theirs with the header is invalid_argument, rather than an answer the
+// caller would take as rendered when it is not.
+//
 // # Tools
 //
 // ListTools shows only the tools whose scopes the caller holds all of

@@ -16,6 +16,9 @@ func (s *Service) GetOutput(ctx context.Context, req *connect.Request[toolwirev1
 	if err != nil {
 		return nil, err
 	}
+	if err := noProfile(req.Header(), "GetOutput"); err != nil {
+		return nil, err
+	}
 	resp, err := s.d.GetOutput(ctx, id, req.Msg)
 	switch {
 	case errors.Is(err, dispatch.ErrBadOutputRead):

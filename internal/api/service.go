@@ -14,6 +14,7 @@ import (
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/intents"
+	"github.com/toolwire/toolwire/internal/profiles"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
@@ -29,6 +30,8 @@ type Service struct {
 	usage     Usage
 	// compressMin is Config.CompressMinBytes.
 	compressMin int
+	// profiles is Config.Profiles.
+	profiles *profiles.Set
 }
 
 var _ toolwirev1connect.DispatcherServiceHandler = (*Service)(nil)
@@ -40,7 +43,8 @@ func NewService(cfg Config) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Service{d: cfg.Core, approvals: cfg.Approvals, policies: cfg.Policies, usage: cfg.Usage, compressMin: cfg.CompressMinBytes}, nil
+	return &Service{d: cfg.Core, approvals: cfg.Approvals, policies: cfg.Policies, usage: cfg.Usage, compressMin: cfg.CompressMinBytes,
+		profiles: cfg.Profiles}, nil
 }
 
 // Handler returns the path and HTTP handler of the service with identity
@@ -95,9 +99,17 @@ func (s *Service) Call(ctx context.Context, req *connect.Request[toolwirev1.Call
 	if err != nil {
 		return nil, err
 	}
+	prof, err := s.profile(req.Header())
+	if err != nil {
+		return nil, err
+	}
 	resp, err := s.d.Call(ctx, id, req.Msg, req.Msg.Wait.AsDuration())
 	if err != nil {
 		return nil, toConnectErr(err)
+	}
+	if prof != nil {
+		resp = proto.CloneOf(resp)
+		resp.Response = prof.Response(resp.Response)
 	}
 	return connect.NewResponse(resp), nil
 }
@@ -105,6 +117,10 @@ func (s *Service) Call(ctx context.Context, req *connect.Request[toolwirev1.Call
 // Submit submits without waiting.
 func (s *Service) Submit(ctx context.Context, req *connect.Request[toolwirev1.SubmitRequest]) (*connect.Response[toolwirev1.SubmitResponse], error) {
 	id, err := identityOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prof, err := s.profile(req.Header())
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +135,7 @@ func (s *Service) Submit(ctx context.Context, req *connect.Request[toolwirev1.Su
 	case sub.Rejected != nil || sub.Finished != nil:
 		out.State, out.Response = toolwirev1.CallState_CALL_STATE_DONE, cmp.Or(sub.Rejected, sub.Finished)
 	}
+	out.Response = prof.Response(out.Response) // a copy; nil prof: as it is
 	return connect.NewResponse(out), nil
 }
 
@@ -128,12 +145,20 @@ func (s *Service) GetResult(ctx context.Context, req *connect.Request[toolwirev1
 	if err != nil {
 		return nil, err
 	}
+	prof, err := s.profile(req.Header())
+	if err != nil {
+		return nil, err
+	}
 	resp, err := s.d.GetResult(ctx, id, req.Msg.CallId, req.Msg.Wait.AsDuration())
 	if err != nil {
 		return nil, toConnectErr(err)
 	}
 	if resp.GetState() == toolwirev1.CallState_CALL_STATE_UNKNOWN {
 		return nil, unknownCall(req.Msg.CallId)
+	}
+	if prof != nil {
+		resp = proto.CloneOf(resp)
+		resp.Response = prof.Response(resp.Response)
 	}
 	return connect.NewResponse(resp), nil
 }
@@ -149,6 +174,9 @@ func unknownCall(callID string) error {
 func (s *Service) Watch(ctx context.Context, req *connect.Request[toolwirev1.WatchRequest], stream *connect.ServerStream[toolwirev1.WatchResponse]) error {
 	id, err := identityOf(ctx)
 	if err != nil {
+		return err
+	}
+	if err := noProfile(req.Header(), "Watch"); err != nil {
 		return err
 	}
 	err = s.d.Watch(ctx, id, req.Msg.CallId, func(ev *toolwirev1.CallEvent) error {
@@ -185,6 +213,9 @@ func (s *Service) ListTools(ctx context.Context, req *connect.Request[toolwirev1
 	if err != nil {
 		return nil, err
 	}
+	if err := noProfile(req.Header(), "ListTools"); err != nil {
+		return nil, err
+	}
 	tools, err := s.d.VisibleToolsIn(ctx, id, registry.Filter{NameGlob: req.Msg.NameGlob, Executor: req.Msg.Executor, Category: req.Msg.Category}, req.Msg.Session)
 	if err != nil {
 		return nil, toConnectErr(err)
@@ -205,6 +236,9 @@ func (s *Service) ListTools(ctx context.Context, req *connect.Request[toolwirev1
 func (s *Service) GetTool(ctx context.Context, req *connect.Request[toolwirev1.GetToolRequest]) (*connect.Response[toolwirev1.GetToolResponse], error) {
 	id, err := identityOf(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := noProfile(req.Header(), "GetTool"); err != nil {
 		return nil, err
 	}
 	spec, err := s.d.VisibleTool(ctx, id, req.Msg.Name, req.Msg.Version)

@@ -24,6 +24,8 @@ func TestOverloadFlagsAreChecked(t *testing.T) {
 		{[]string{"--stream-max-bytes", "results=1GB"}, "KiB, MiB, GiB or TiB"},
 		{[]string{"--stream-max-bytes", "audit=1GiB"}, `no store "audit"`},
 		{[]string{"--approval-ttl", "soon"}, "invalid value"},
+		{[]string{"--mcp-profiles", "/nonexistent/profiles.yaml"}, "no such file"},
+		{[]string{"--mcp-profiles", "../../docs/examples/policy-starter.yaml"}, "unknown field"},
 	} {
 		var stderr bytes.Buffer
 		require.Equal(t, 2, dispatchd.Main(tt.args, &stderr, nil), tt.args)

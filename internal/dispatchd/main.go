@@ -17,6 +17,7 @@ import (
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/cliflag"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/profiles"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
 
@@ -114,6 +115,15 @@ func defineFlags(fs *flag.FlagSet, rc *RunConfig, logLevel, sync *string) {
 		return rc.Dispatcher.AgentVisibility.Validate()
 	})
 	fs.DurationVar(&rc.MCPTaskAfter, "mcp-task-after", time.Second, "how long a tools/call of an MCP client that declared the Tasks extension waits for the result before it is answered as a task (docs/mcp.md, \"Tasks\")")
+	fs.Func("mcp-profiles", "client profiles file (YAML): how answers are rendered for each kind of MCP client, tried before the shipped chatgpt, claude, vscode, cursor and plain (docs/mcp.md, \"Client profiles\"); empty = the shipped ones", func(v string) error {
+		if v == "" { // the shipped ones (nil), as without the flag
+			rc.MCPProfiles = nil
+			return nil
+		}
+		var err error
+		rc.MCPProfiles, err = profiles.Load(v)
+		return err
+	})
 	fs.Func("mcp-public-url", "the MCP endpoint's origin as clients reach it (scheme://host[:port], e.g. behind a TLS proxy), named in its OAuth protected resource metadata; empty = as each request reached it", func(v string) error {
 		u, err := url.Parse(v)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") ||

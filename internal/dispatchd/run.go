@@ -29,6 +29,7 @@ import (
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dlq"
 	"github.com/toolwire/toolwire/internal/policystore"
+	"github.com/toolwire/toolwire/internal/profiles"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/startstop"
 	"github.com/toolwire/toolwire/internal/telemetry"
@@ -53,6 +54,10 @@ type RunConfig struct {
 	// the Tasks extension waits before it is answered as a task. 0 = the
 	// endpoint's default (1s); negative is refused.
 	MCPTaskAfter time.Duration
+	// MCPProfiles are the client profiles the MCP endpoint (and the
+	// Connect API, on request) renders answers with (internal/profiles;
+	// --mcp-profiles reads them from a file). Nil = the shipped ones.
+	MCPProfiles *profiles.Set
 	// MCPPublicURL is the MCP endpoint's origin as clients reach it.
 	// Empty = as each request reached it.
 	MCPPublicURL string

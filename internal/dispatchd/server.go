@@ -48,7 +48,8 @@ type parts struct {
 // notifications/cancelled: called once the server's Shutdown has returned.
 func newServer(rc RunConfig, p parts, ui *dashboard.Server) (_ *http.Server, closeMCP func(), _ error) {
 	mux := http.NewServeMux()
-	svc, err := api.NewService(api.Config{Core: p.d, Approvals: p.d.Approvals(), Policies: p.d.PolicyOps(), Usage: p.d.LimitGate()})
+	svc, err := api.NewService(api.Config{Core: p.d, Approvals: p.d.Approvals(), Policies: p.d.PolicyOps(), Usage: p.d.LimitGate(),
+		Profiles: rc.MCPProfiles})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -58,7 +59,7 @@ func newServer(rc RunConfig, p parts, ui *dashboard.Server) (_ *http.Server, clo
 	}
 	mux.Handle(path, h)
 	mcp, err := mcpserver.New(p.d, p.auth, mcpserver.Config{AllowedOrigins: rc.MCPAllowedOrigins, TaskAfter: rc.MCPTaskAfter,
-		PublicURL: rc.MCPPublicURL, Tasks: p.b.Tasks, Bus: p.b, Logger: p.log.With("component", "mcp")})
+		PublicURL: rc.MCPPublicURL, Profiles: rc.MCPProfiles, Tasks: p.b.Tasks, Bus: p.b, Logger: p.log.With("component", "mcp")})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/profiles"
 )
 
 // Defaults of Config.
@@ -59,6 +60,10 @@ type Config struct {
 	// Extra is what an embedding program serves besides the fleet's
 	// tools; nil = nothing.
 	Extra *Extra
+	// Profiles are the client profiles the endpoint renders tools/list and
+	// tools/call with (profile.go; docs/mcp.md, "Client profiles"); nil =
+	// the shipped ones (profiles.Shipped).
+	Profiles *profiles.Set
 	// Logger is the endpoint's and its SDK's. Nil = no logs.
 	Logger *slog.Logger
 }
@@ -72,6 +77,9 @@ func (c Config) WithDefaults() Config {
 	c.TaskAfter = cmp.Or(c.TaskAfter, DefaultTaskAfter)
 	c.TaskPollInterval = cmp.Or(c.TaskPollInterval, DefaultTaskPollInterval)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	if c.Profiles == nil {
+		c.Profiles = profiles.Shipped()
+	}
 	return c
 }
 

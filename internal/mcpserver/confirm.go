@@ -151,6 +151,6 @@ func (s *Server) declined(ctx context.Context, id identity.Identity, callID stri
 	if err != nil {
 		return nil, fmt.Errorf("toolwire: %w", err)
 	}
-	res, err := result(resp)
+	res, err := result(resp, s.profileFrom(ctx))
 	return mark(res, err, true)
 }

@@ -39,7 +39,8 @@
 // result, or dispatch.Call on the fast path): admission, policy,
 // approvals (the call waits for an approver, unless its caller's user
 // confirms it: "Confirming an ask"), limits and the loop guard apply
-// unchanged. The response maps one to one: content blocks
+// unchanged. The response maps one to one, as the client's profile
+// renders it ("Client profiles"): content blocks
 // (internal/mcpcontent, the MCP executor's mapping; an annotation's
 // priority of 0, which the SDK's types omit, is written back: toolResult),
 // structuredContent,
@@ -77,6 +78,34 @@
 // progress before it publishes its result (internal/worker), the Watch
 // sends every stored event before FINISHED, and the answer is written
 // once the relay has sent FINISHED (bounded by progressDrain).
+//
+// # Client profiles
+//
+// tools/list, tools/call and the results and input requests tasks/get
+// inlines are rendered for the client that asks, at the edge (profile.go;
+// internal/profiles): the `_meta` keys its profile does not pass are left
+// out (the tool's in tools/list, the result's, each block's, an input
+// request's params' and its sampling messages'; a tool whose `_meta` is
+// not an object is listed without it, logged once per version and
+// profile), the content it cannot show (toolwire's link to a cut result
+// too) is
+// replaced by its fallback, and the widget meta is generated from the
+// tool's spec (ui_template as openai/outputTemplate for ChatGPT). Tools
+// never see the client. Nothing of a client is kept between requests, so
+// it is identified on each: the ProfileHeader names a configured profile
+// (any other name is invalid params); else the clientInfo and
+// capabilities a client of the stateless revision puts in every request's
+// _meta are matched against the profiles (Config.Profiles, first match
+// wins); else — a client of an older revision, whose clientInfo only its
+// initialize request carries, to a replica that keeps nothing — the
+// default profile. Such a client is named with the header in its
+// configuration. What a client declares is bounded before it is matched:
+// its name cut (profiles.ClientName; a longer name matches no name rule),
+// at most profiles.MaxCapabilities capabilities and extensions (more: none
+// considered); the fast path decodes only the two keys it reads. Tool
+// forms are cached per version and profile. The fast
+// path matches the profile itself and leaves a request with the header to
+// the SDK.
 //
 // # Cancelling
 //

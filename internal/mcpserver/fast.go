@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/profiles"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -88,10 +89,11 @@ func (s *Server) fast(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	id, err := callerOf(r.Context())
-	if err != nil {
-		return false
+	if err != nil || h.Get(ProfileHeader) != "" {
+		return false // a profile named in the header is the SDK path's to check
 	}
-	res, err := s.fastCall(r.Context(), id, &p, caps)
+	ctx := context.WithValue(r.Context(), profileKey{}, s.cfg.Profiles.Match(fastClient(meta)))
+	res, err := s.fastCall(ctx, id, &p, caps)
 	writeRPC(w, msg["id"], res, err, s.impl())
 	return true
 }
@@ -171,6 +173,19 @@ func plainMeta(meta map[string]json.RawMessage) (caps string, ok bool) {
 	return string(raw), true
 }
 
+// fastClient is the client a fast request's _meta declares (clientOf):
+// only its clientInfo and clientCapabilities are decoded.
+func fastClient(meta map[string]json.RawMessage) profiles.Client {
+	m := make(map[string]any, 2)
+	for _, k := range []string{metaClientInfo, metaClientCapabilities} {
+		var v any
+		if raw, ok := meta[k]; ok && json.Unmarshal(raw, &v) == nil {
+			m[k] = v
+		}
+	}
+	return clientOf(m)
+}
+
 func isNonEmptyString(raw json.RawMessage) bool {
 	var s string
 	return json.Unmarshal(raw, &s) == nil && s != ""
@@ -209,13 +224,13 @@ func (s *Server) fastCall(ctx context.Context, id identity.Identity, p *fastPara
 		}
 	}
 	if resp.GetMeta().GetSource() == "dispatcher" && !resp.GetOk() {
-		res, err := refused(resp)
+		res, err := refused(resp, s.profileFrom(ctx))
 		return mark(res, err, true)
 	}
 	if resp.GetInputRequired() != nil {
-		return askInput(resp, true, caps)
+		return askInput(resp, true, caps, s.profileFrom(ctx))
 	}
-	res, err := result(resp)
+	res, err := result(resp, s.profileFrom(ctx))
 	return mark(res, err, true)
 }
 

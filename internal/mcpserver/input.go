@@ -10,6 +10,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/profiles"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -83,8 +84,9 @@ func isInputViolation(te *toolwirev1.ToolError) bool {
 }
 
 // askInput answers a response that asks for input: the input-required
-// result, or the error of a client that cannot answer it.
-func askInput(resp *toolwirev1.ToolResponse, stateless bool, capsJSON string) (mcp.Result, error) {
+// result, rendered for the client's profile p, or the error of a client
+// that cannot answer it.
+func askInput(resp *toolwirev1.ToolResponse, stateless bool, capsJSON string, p *profiles.Profile) (mcp.Result, error) {
 	in := resp.GetInputRequired()
 	if !stateless {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
@@ -104,15 +106,17 @@ func askInput(resp *toolwirev1.ToolResponse, stateless bool, capsJSON string) (m
 		return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Data: data,
 			Message: fmt.Sprintf("tool %q needs client capabilities the request did not declare", resp.GetTool())}
 	}
-	return newInputResult(resp)
+	return newInputResult(resp, p)
 }
 
 // newInputResult is the input-required result of tools/call for resp:
-// the tool's requests, our request state, and the call id in _meta.
-func newInputResult(resp *toolwirev1.ToolResponse) (mcp.Result, error) {
+// the tool's requests (their params' _meta as the profile p passes it:
+// profiles.Profile.InputParams), our request state, and the call id in
+// _meta.
+func newInputResult(resp *toolwirev1.ToolResponse, p *profiles.Profile) (mcp.Result, error) {
 	reqs := make(map[string]any, len(resp.GetInputRequired().GetRequests()))
 	for k, r := range resp.GetInputRequired().GetRequests() {
-		reqs[k] = map[string]any{"method": r.GetMethod(), "params": json.RawMessage(r.GetParamsJson())}
+		reqs[k] = map[string]any{"method": r.GetMethod(), "params": json.RawMessage(p.InputParams(r.GetParamsJson()))}
 	}
 	return newReply(map[string]any{
 		"resultType":    "input_required",

@@ -170,7 +170,7 @@ func (s *Server) createTask(ctx context.Context, id identity.Identity, cr *toolw
 	if _, err := s.cfg.Tasks.Create(ctx, taskKey(id.Tenant, callID), b); err != nil {
 		return nil, err
 	}
-	t := s.taskState(callID, &rec, g)
+	t := s.taskState(ctx, callID, &rec, g)
 	t.ResultType = "task"
 	return newReply(t)
 }
@@ -247,7 +247,7 @@ const isoMillis = "2006-01-02T15:04:05.000Z07:00"
 
 // taskState is the task taskID as its record and the state of the call
 // it is at (g) say.
-func (s *Server) taskState(taskID string, rec *taskRecord, g *toolwirev1.GetResultResponse) taskJSON {
+func (s *Server) taskState(ctx context.Context, taskID string, rec *taskRecord, g *toolwirev1.GetResultResponse) taskJSON {
 	created, updated := rec.Created, rec.Updated
 	t := taskJSON{TaskID: taskID, Status: "working", TTLMs: bus.TasksTTL.Milliseconds(),
 		PollIntervalMs: s.cfg.TaskPollInterval.Milliseconds()}
@@ -264,7 +264,7 @@ func (s *Server) taskState(taskID string, rec *taskRecord, g *toolwirev1.GetResu
 		if f := resp.GetMeta().GetFinishedAt(); f != nil && f.AsTime().After(updated) {
 			updated = f.AsTime()
 		}
-		s.settled(&t, rec, resp)
+		s.settled(ctx, &t, rec, resp)
 	}
 	if len(rec.Refusal) > 0 {
 		// The answers did not start a call: the task failed.
@@ -283,18 +283,20 @@ func (s *Server) taskState(taskID string, rec *taskRecord, g *toolwirev1.GetResu
 // settled fills in the task of a call that ended with resp: input
 // required (the requests not answered yet), cancelled, failed (toolwire's
 // own failure) or completed (the tool's result, an error too).
-func (s *Server) settled(t *taskJSON, rec *taskRecord, resp *toolwirev1.ToolResponse) {
+func (s *Server) settled(ctx context.Context, t *taskJSON, rec *taskRecord, resp *toolwirev1.ToolResponse) {
 	e := resp.GetError()
 	switch {
 	case rec.Cancelled:
 		t.Status = "cancelled"
 	case resp.GetInputRequired() != nil:
 		t.Status, t.InputRequests = "input_required", map[string]json.RawMessage{}
+		prof := s.profileFrom(ctx)
 		for k, r := range resp.GetInputRequired().GetRequests() {
 			if rec.Answers[k] != "" || rec.Submitting != nil {
 				continue
 			}
-			b, _ := json.Marshal(map[string]any{"method": r.GetMethod(), "params": json.RawMessage(r.GetParamsJson())})
+			// Rendered for the client, as tools/call's input requests are.
+			b, _ := json.Marshal(map[string]any{"method": r.GetMethod(), "params": json.RawMessage(prof.InputParams(r.GetParamsJson()))})
 			t.InputRequests[roundKey(rec.Round, k)] = b
 		}
 	case e.GetType() == toolwirev1.ErrorType_ERROR_TYPE_CANCELLED:
@@ -302,7 +304,7 @@ func (s *Server) settled(t *taskJSON, rec *taskRecord, resp *toolwirev1.ToolResp
 	case e.GetType() == toolwirev1.ErrorType_ERROR_TYPE_INTERNAL:
 		t.Status, t.Error = "failed", &taskError{Code: jsonrpc.CodeInternalError, Message: e.GetMessage()}
 	default:
-		res, err := result(resp)
+		res, err := result(resp, s.profileFrom(ctx))
 		if err == nil {
 			t.Result, err = json.Marshal(res)
 		}
@@ -370,7 +372,7 @@ func (s *Server) task(ctx context.Context, id identity.Identity, method string, 
 	if err != nil {
 		return nil, err
 	}
-	t := s.taskState(p.TaskID, rec, g)
+	t := s.taskState(ctx, p.TaskID, rec, g)
 	if live := t.Status == "working" || t.Status == "input_required"; live && time.Since(rec.Updated) > bus.TasksTTL/2 {
 		// A live task outlives its record's TTL only if it is written
 		// again (a call waiting long for an approver).

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/mcpcontent"
+	"github.com/toolwire/toolwire/internal/profiles"
 	"github.com/toolwire/toolwire/internal/registry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -23,16 +24,17 @@ import (
 func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
-		case "tools/list":
+		case "tools/list", "tools/call":
 			id, err := s.caller(ctx, req)
 			if err != nil {
 				return nil, err
 			}
-			return s.listTools(ctx, id, req.(*mcp.ListToolsRequest))
-		case "tools/call":
-			id, err := s.caller(ctx, req)
-			if err != nil {
+			// The client's rendering profile (profile.go), at the edge.
+			if ctx, err = s.withProfile(ctx, req); err != nil {
 				return nil, err
+			}
+			if method == "tools/list" {
+				return s.listTools(ctx, id, req.(*mcp.ListToolsRequest))
 			}
 			return s.callTool(ctx, id, req.(*mcp.CallToolRequest))
 		case "resources/read":
@@ -53,6 +55,9 @@ func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tasks/get", "tasks/update", "tasks/cancel":
 			id, err := s.caller(ctx, req)
 			if err != nil {
+				return nil, err
+			}
+			if ctx, err = s.withProfile(ctx, req); err != nil {
 				return nil, err
 			}
 			return s.task(ctx, id, method, req)
@@ -185,7 +190,7 @@ func (s *Server) listTools(ctx context.Context, id identity.Identity, req *mcp.L
 	if statelessClient(req.Session) {
 		page.ResultType = "complete"
 	}
-	last := ""
+	last, prof := "", s.profileFrom(ctx)
 	for _, spec := range specs {
 		if spec.Name <= after || spec.Disabled {
 			continue
@@ -194,7 +199,7 @@ func (s *Server) listTools(ctx context.Context, id identity.Identity, req *mcp.L
 			page.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(last))
 			break
 		}
-		t, err := s.tool(spec)
+		t, err := s.tool(spec, prof)
 		if err != nil {
 			s.log.Warn("a tool has no MCP form; left out of tools/list", "tool", spec.Name, "err", err)
 			continue
@@ -216,9 +221,10 @@ type toolPage struct {
 	TTLMs int `json:"ttlMs"`
 }
 
-// tool is spec's MCP form (registry.ExportOne's JSON, cached per version).
-func (s *Server) tool(spec *toolwirev1.ToolSpec) (json.RawMessage, error) {
-	key := spec.Name + "@" + spec.Version
+// tool is spec's MCP form (registry.ExportOne's JSON) as the clients of
+// the profile p get it (renderTool), cached per version and profile.
+func (s *Server) tool(spec *toolwirev1.ToolSpec, p *profiles.Profile) (json.RawMessage, error) {
+	key := spec.Name + "@" + spec.Version + "#" + p.Name
 	s.mu.Lock()
 	t, ok := s.tools[key]
 	s.mu.Unlock()
@@ -228,6 +234,13 @@ func (s *Server) tool(spec *toolwirev1.ToolSpec) (json.RawMessage, error) {
 	t, err := registry.ExportOne(toolwirev1.ToolFormat_TOOL_FORMAT_MCP, spec)
 	if err != nil {
 		return nil, err
+	}
+	t, dropped, err := renderTool(t, spec, p)
+	if err != nil {
+		return nil, err
+	}
+	if dropped { // logged once per version and profile: the form is cached
+		s.log.Warn("a tool's _meta is not a JSON object; listed without it", "tool", spec.Name, "version", spec.Version)
 	}
 	s.mu.Lock()
 	if len(s.tools) > 10000 { // bounded: versions come and go
@@ -287,7 +300,7 @@ func (s *Server) callTool(ctx context.Context, id identity.Identity, req *mcp.Ca
 		return nil, fmt.Errorf("toolwire: %w", err)
 	}
 	if sub.Rejected != nil {
-		res, err := refused(sub.Rejected)
+		res, err := refused(sub.Rejected, s.profileFrom(ctx))
 		return mark(res, err, stateless)
 	}
 	if sub.Awaiting != nil && stateless && !tasks {
@@ -317,9 +330,9 @@ func (s *Server) callTool(ctx context.Context, id identity.Identity, req *mcp.Ca
 		return nil, fmt.Errorf("toolwire: %w", err)
 	}
 	if resp.GetInputRequired() != nil {
-		return askInput(resp, stateless, cr.ClientCapabilitiesJson)
+		return askInput(resp, stateless, cr.ClientCapabilitiesJson, s.profileFrom(ctx))
 	}
-	res, err := result(resp)
+	res, err := result(resp, s.profileFrom(ctx))
 	return mark(res, err, stateless)
 }
 
@@ -407,12 +420,12 @@ func (s *Server) await(ctx context.Context, id identity.Identity, callID string)
 
 // refused answers a call admission refused: an unknown tool is the
 // client's protocol error, anything else the tool's isError result.
-func refused(resp *toolwirev1.ToolResponse) (toolResult, error) {
+func refused(resp *toolwirev1.ToolResponse, p *profiles.Profile) (toolResult, error) {
 	e := resp.GetError()
 	if e.GetType() == toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND || isInputViolation(e) {
 		return toolResult{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.GetMessage()}
 	}
-	return result(resp)
+	return result(resp, p)
 }
 
 // relayProgress sends the call's PROGRESS events to the client as
@@ -457,12 +470,16 @@ func pause(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// result maps a toolwire response onto an MCP tool result, one to one:
-// content blocks (internal/mcpcontent's mapping), structured content, the
-// tool's `_meta`, and a failure as isError with the error's message as
-// text and its type, retryability and side effects in `_meta`. A block's
-// priority of 0 is kept (toolResult).
-func result(resp *toolwirev1.ToolResponse) (toolResult, error) {
+// result maps a toolwire response, as the clients of the profile p get it
+// (profiles.Profile.Response: `_meta` filtered, fallbacks for the content
+// they cannot show), onto an MCP tool result, one to one: content blocks
+// (internal/mcpcontent's mapping), structured content, the tool's
+// `_meta`, and a failure as isError with the error's message as text and
+// its type, retryability and side effects in `_meta`. A block's priority
+// of 0 is kept (toolResult).
+func result(resp *toolwirev1.ToolResponse, p *profiles.Profile) (toolResult, error) {
+	noContent := len(resp.GetContent()) == 0
+	resp = p.Response(resp)
 	content, err := mcpcontent.ToMCP(resp.GetContent())
 	if err != nil {
 		return toolResult{}, fmt.Errorf("toolwire: the result has no MCP form: %w", err)
@@ -481,7 +498,7 @@ func result(resp *toolwirev1.ToolResponse) (toolResult, error) {
 		// Cut to the inline limits: the whole of it is a resource away.
 		// (Cut with the whole not stored — a full blob store — the
 		// result says truncated in its text, and no link is given.)
-		res.Content = append(res.Content, outputLink(resp))
+		res.Content = append(res.Content, linkFor(outputLink(resp), p))
 	}
 	if sj := resp.GetStructuredJson(); sj != "" {
 		res.StructuredContent = json.RawMessage(sj)
@@ -502,8 +519,10 @@ func result(resp *toolwirev1.ToolResponse) (toolResult, error) {
 			"policy_version": o.GetPolicyVersion(), "mode": o.GetMode()}
 	}
 	if e := resp.GetError(); e != nil {
-		if len(res.Content) == 0 {
-			res.Content = []mcp.Content{&mcp.TextContent{Text: e.GetMessage()}}
+		if noContent {
+			// The tool gave no content: the error's message is the text,
+			// before what the profile added (structured content as text).
+			res.Content = append([]mcp.Content{&mcp.TextContent{Text: e.GetMessage()}}, res.Content...)
 		}
 		te := map[string]any{"type": e.GetType().String(), "message": e.GetMessage(), "retryable": e.GetRetryable(),
 			"side_effects": e.GetPartialSideEffects().String()}
@@ -517,6 +536,16 @@ func result(resp *toolwirev1.ToolResponse) (toolResult, error) {
 	}
 	res.Meta = meta
 	return toolResult{CallToolResult: res, zero: zero}, nil
+}
+
+// linkFor is the link l as the clients of p get it: a text block when p
+// has the resource_link text fallback (profiles.LinkText).
+func linkFor(l *mcp.ResourceLink, p *profiles.Profile) mcp.Content {
+	if p == nil || p.Fallbacks.ResourceLink != "text" {
+		return l
+	}
+	return &mcp.TextContent{Text: profiles.LinkText(&toolwirev1.ResourceLink{Uri: l.URI, Name: l.Name, Title: l.Title,
+		Description: l.Description})}
 }
 
 // Keys of toolwire's `_meta` in tool results.

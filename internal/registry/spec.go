@@ -3,6 +3,7 @@ package registry
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -58,11 +59,41 @@ func Check(spec *toolwirev1.ToolSpec) error {
 			errs = append(errs, fmt.Errorf("output schema: %w", err))
 		}
 	}
+	if u := spec.GetUiTemplate(); u != "" && (len(u) > 2048 || !uiTemplateRe.MatchString(u)) {
+		errs = append(errs, fmt.Errorf("ui_template %.64q must be a ui:// URI of at most 2048 printable ASCII characters", u))
+	}
+	if metaWritesTemplate(spec.GetMetaJson()) {
+		// A client's keys are the profile's to write (internal/profiles):
+		// the widget template comes from ui_template, which is checked.
+		errs = append(errs, fmt.Errorf("meta_json: %q is generated from ui_template; a tool does not write it", metaOpenAIOutputTemplate))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("registry: tool %q: %w", spec.GetName(), err)
 	}
 	return nil
 }
+
+// metaOpenAIOutputTemplate is ChatGPT's key of a tool's widget template
+// (profiles.MetaOpenAIOutputTemplate).
+const metaOpenAIOutputTemplate = "openai/outputTemplate"
+
+// metaWritesTemplate reports whether a spec's meta_json (an object, when
+// valid) has the key metaOpenAIOutputTemplate.
+func metaWritesTemplate(metaJSON string) bool {
+	if metaJSON == "" {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(metaJSON), &m) != nil {
+		return false
+	}
+	_, ok := m[metaOpenAIOutputTemplate]
+	return ok
+}
+
+// uiTemplateRe is what a spec's ui_template may be: a ui:// URI (the MCP
+// resource of the tool's widget), printable ASCII without spaces, bounded.
+var uiTemplateRe = regexp.MustCompile(`^ui://[!-~]+$`)
 
 // Stamp returns a copy of spec with its version set.
 func Stamp(spec *toolwirev1.ToolSpec) *toolwirev1.ToolSpec {

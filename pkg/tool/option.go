@@ -152,3 +152,13 @@ func duration(d time.Duration) *durationpb.Duration {
 func WithTaskSupport(ts toolwirev1.TaskSupport) Option {
 	return func(s *toolwirev1.ToolSpec) { s.TaskSupport = ts }
 }
+
+// WithUITemplate names the tool's widget template, a ui:// resource a
+// client that renders widgets shows the tool's results in. The MCP
+// endpoint writes it in the client's own key for the clients whose
+// rendering profile asks for widget meta (openai/outputTemplate for
+// ChatGPT; docs/mcp.md, "Client profiles"): the tool never names a
+// client.
+func WithUITemplate(uri string) Option {
+	return func(s *toolwirev1.ToolSpec) { s.UiTemplate = uri }
+}

@@ -314,8 +314,15 @@ type ToolSpec struct {
 	// toolwire_output_schema_violations_total{action="passed"}. A result
 	// without structured output is not checked.
 	OutputSchemaAdvisory bool `protobuf:"varint,28,opt,name=output_schema_advisory,json=outputSchemaAdvisory,proto3" json:"output_schema_advisory,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// The URI of the tool's widget template (an MCP resource, `ui://...`)
+	// that a client rendering widgets shows its results in. The MCP
+	// endpoint writes it into the tool's `_meta` for the clients whose
+	// rendering profile asks for widget meta (docs/mcp.md, "Client
+	// profiles": `openai/outputTemplate` for ChatGPT); tool code never
+	// writes a client's keys. Empty = none.
+	UiTemplate    string `protobuf:"bytes,29,opt,name=ui_template,json=uiTemplate,proto3" json:"ui_template,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ToolSpec) Reset() {
@@ -557,6 +564,13 @@ func (x *ToolSpec) GetOutputSchemaAdvisory() bool {
 		return x.OutputSchemaAdvisory
 	}
 	return false
+}
+
+func (x *ToolSpec) GetUiTemplate() string {
+	if x != nil {
+		return x.UiTemplate
+	}
+	return ""
 }
 
 type isToolSpec_Config interface {
@@ -1417,7 +1431,7 @@ var File_toolwire_v1_spec_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"\n" +
-	"\x16toolwire/v1/spec.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\"\xff\b\n" +
+	"\x16toolwire/v1/spec.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\"\xa0\t\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
@@ -1447,7 +1461,9 @@ const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"\x05icons\x18\x19 \x03(\v2\x11.toolwire.v1.IconR\x05icons\x12\x1b\n" +
 	"\tmeta_json\x18\x1a \x01(\tR\bmetaJson\x12;\n" +
 	"\ftask_support\x18\x1b \x01(\x0e2\x18.toolwire.v1.TaskSupportR\vtaskSupport\x124\n" +
-	"\x16output_schema_advisory\x18\x1c \x01(\bR\x14outputSchemaAdvisoryB\b\n" +
+	"\x16output_schema_advisory\x18\x1c \x01(\bR\x14outputSchemaAdvisory\x12\x1f\n" +
+	"\vui_template\x18\x1d \x01(\tR\n" +
+	"uiTemplateB\b\n" +
 	"\x06config\"\xdf\x01\n" +
 	"\x0fToolAnnotations\x12 \n" +
 	"\tread_only\x18\x01 \x01(\bH\x00R\breadOnly\x88\x01\x01\x12%\n" +
