@@ -2,6 +2,8 @@ package dispatch_test
 
 import (
 	"context"
+	"os"
+	"regexp"
 	"testing"
 	"time"
 
@@ -141,4 +143,48 @@ func TestDelegationDepthAndFanOutAreBounded(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.Response.GetError().GetType())
+}
+
+// The example of docs/delegation.md is a policy that admits and refuses a
+// sub-agent's calls as the page says.
+func TestDocsDelegationExample(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("../../docs/delegation.md")
+	require.NoError(t, err)
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllSubmatch(src, -1)
+	require.Len(t, blocks, 1)
+	plain := func(name string) *tool.Tool {
+		return tool.Must(tool.New(name, func(context.Context, struct{}) (string, error) { return name + " done", nil }))
+	}
+	s := dispatchtest.Start(t, dispatchtest.Options{Concurrency: 8, Tools: []*tool.Tool{
+		holdTool("researcher"), holdTool("planner"), plain("search"), plain("send_email")}})
+	s.ApplyPolicy(t, string(blocks[0][1]))
+	ctx := t.Context()
+	call := func(tool, parent string) *toolwirev1.ToolResponse {
+		t.Helper()
+		r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: tool, ArgumentsJson: `{}`, ParentCallId: parent}, 20*time.Second)
+		require.NoError(t, err)
+		require.NotNil(t, r.Response, "%s answered", tool)
+		return r.Response
+	}
+	researcher := submitChild(t, s.Dispatcher, identity.Default, "researcher", "")
+	t.Cleanup(func() { _, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, researcher.CallID, "") })
+
+	require.True(t, call("search", researcher.CallID).GetOk(), "in the researcher's scope")
+	out := call("send_email", researcher.CallID)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, out.GetError().GetType())
+	require.Contains(t, out.GetError().GetMessage(), "outside the researcher scope")
+	require.True(t, call("send_email", "").GetOk(), "a call made on nobody's behalf")
+
+	// Three delegations deep (planner → planner → planner → send_email).
+	p1 := submitChild(t, s.Dispatcher, identity.Default, "planner", "")
+	t.Cleanup(func() { _, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, p1.CallID, "") })
+	p2 := submitChild(t, s.Dispatcher, identity.Default, "planner", p1.CallID)
+	require.Nil(t, p2.Rejected)
+	p3 := submitChild(t, s.Dispatcher, identity.Default, "planner", p2.CallID)
+	require.Nil(t, p3.Rejected)
+	require.True(t, call("send_email", p2.CallID).GetOk(), "depth 2 may send")
+	deep := call("send_email", p3.CallID)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, deep.GetError().GetType())
+	require.Contains(t, deep.GetError().GetMessage(), "three or more delegations deep")
 }
