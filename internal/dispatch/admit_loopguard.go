@@ -48,9 +48,12 @@ func (a *admission) loopGuard(ctx context.Context) *toolwirev1.ToolError {
 	if g == nil || !g.Guards(call.Tool) || isHookCall(ctx) {
 		return nil
 	}
-	scope := call.GetCaller().GetSession()
-	if g.Scope == "run" {
-		scope = call.GetCaller().GetRun()
+	scope, in := call.GetCaller().GetSession(), "session"
+	switch root := call.GetCaller().GetRootCallId(); {
+	case g.Scope == "run":
+		scope, in = call.GetCaller().GetRun(), "run"
+	case g.Scope == "chain" && root != "":
+		scope, in = "chain:"+root, "delegation chain" // the root's id: one count per chain
 	}
 	store := d.limitGate.Store()
 	if scope == "" || store == nil {
@@ -79,9 +82,9 @@ func (a *admission) loopGuard(ctx context.Context) *toolwirev1.ToolError {
 		return nil
 	}
 	n := run.Count
-	what := fmt.Sprintf("the same call of %q with the same arguments %d times in a row in this %s", call.Tool, n, g.Scope)
+	what := fmt.Sprintf("the same call of %q with the same arguments %d times in a row in this %s", call.Tool, n, in)
 	if run.Period > 1 {
-		what = fmt.Sprintf("the same cycle of %d calls, ending with %q, %d times in a row in this %s", run.Period, call.Tool, n, g.Scope)
+		what = fmt.Sprintf("the same cycle of %d calls, ending with %q, %d times in a row in this %s", run.Period, call.Tool, n, in)
 	}
 	guarded := func(outcome toolwirev1.PolicyOutcome) *toolwirev1.PolicyDecision {
 		out := &toolwirev1.PolicyDecision{Outcome: outcome, Version: p.Version(), RuleId: loopGuardID, Reason: "loop guard: " + what}

@@ -188,3 +188,32 @@ func TestDocsDelegationExample(t *testing.T) {
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, deep.GetError().GetType())
 	require.Contains(t, deep.GetError().GetMessage(), "three or more delegations deep")
 }
+
+// With scope chain, the loop guard counts a delegated call in its chain:
+// the same call repeated below one root is denied, below another root it
+// is counted anew.
+func TestLoopGuardCountsPerChain(t *testing.T) {
+	t.Parallel()
+	s := delegationStack(t, dispatch.Config{})
+	s.ApplyPolicy(t, "loop_guard:\n  warn: 0\n  ask: 0\n  deny: 2\n  scope: chain\n  exempt: [hold]\n")
+	ctx := t.Context()
+	echo := func(parent string) *toolwirev1.ToolResponse {
+		t.Helper()
+		r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"again"}`, ParentCallId: parent}, 20*time.Second)
+		require.NoError(t, err)
+		return r.Response
+	}
+	a := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
+	b := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
+	t.Cleanup(func() {
+		_, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, a.CallID, "")
+		_, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, b.CallID, "")
+	})
+	sub := submitChild(t, s.Dispatcher, identity.Default, "hold", a.CallID) // a sub-agent below a
+	require.Nil(t, sub.Rejected)
+	require.True(t, echo(a.CallID).GetOk())
+	denied := echo(sub.CallID) // the same chain, one level down
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, denied.GetError().GetType(), denied.GetError().GetMessage())
+	require.Contains(t, denied.GetError().GetMessage(), "delegation chain")
+	require.True(t, echo(b.CallID).GetOk(), "another chain counts anew")
+}
