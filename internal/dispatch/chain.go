@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/identity"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // The delegation records (docs/delegation.md; doc.go, "Delegation
@@ -24,6 +27,9 @@ const (
 	// maxCascade bounds the descendants one cancel reaches (beyond it the
 	// rest are logged as not cancelled).
 	maxCascade = 4096
+	// linkMarkerTTL is the life of the marker forgetLink leaves (the
+	// limits bucket's LimitMarkerTTL).
+	linkMarkerTTL = time.Minute
 )
 
 // link is a delegated call's place in its chain, as its record holds it.
@@ -73,11 +79,13 @@ func (d *Dispatcher) recordLink(ctx context.Context, tenant, child string, l lin
 
 // forgetLink removes what recordLink wrote, for a call that was refused
 // or answered as another (so that it does not count in its parent's
-// fan-out). Best effort: the keys expire anyway.
+// fan-out). Best effort: the keys expire anyway. The purge marker lives
+// linkMarkerTTL (the bucket has no MaxAge: a marker without a TTL would
+// stay for ever).
 func (d *Dispatcher) forgetLink(ctx context.Context, tenant, child string, l link) {
 	ctx = context.WithoutCancel(ctx)
 	for _, k := range []string{childKey(tenant, l.Parent, child), linkKey(tenant, child)} {
-		if err := d.bus.Limits.Purge(ctx, k); err != nil {
+		if err := d.bus.Limits.Purge(ctx, k, jetstream.PurgeTTL(linkMarkerTTL)); err != nil {
 			d.log.WarnContext(ctx, "delegation record not removed", "call_id", child, "err", err)
 		}
 	}
@@ -109,7 +117,13 @@ func (d *Dispatcher) children(ctx context.Context, tenant, parent string, limit 
 // the canceller of the parent, whichever agent made it. A child admitted
 // while this runs wrote its key before it checked its parent's tombstone
 // (admit_delegation.go), and this lists the keys after writing it: the
-// child is either refused or listed.
+// child is either refused or listed. A listed child that no dispatcher
+// has published yet (it is still in admission: hooks, policy, an
+// approval, the limits) is unknown to cancelCall; its key proves a
+// dispatcher admits it, so it gets its tombstone all the same
+// (tombstoneAdmitting), which its worker reads before it starts, and its
+// admission looks at its parent's tombstone again right before it
+// publishes (publishStep).
 func (d *Dispatcher) cancelDescendants(ctx context.Context, id identity.Identity, callID, reason string) {
 	queue, seen := []string{callID}, 0
 	for len(queue) > 0 && seen < maxCascade {
@@ -129,7 +143,11 @@ func (d *Dispatcher) cancelDescendants(ctx context.Context, id identity.Identity
 			if reason != "" {
 				why += ": " + reason
 			}
-			if _, err := d.cancelCall(ctx, id, k, why); err != nil {
+			out, err := d.cancelCall(ctx, id, k, why)
+			if err == nil && out == toolwirev1.CancelOutcome_CANCEL_OUTCOME_UNKNOWN_CALL {
+				err = d.tombstoneAdmitting(ctx, id, k, why)
+			}
+			if err != nil {
 				d.log.WarnContext(ctx, "delegated call not cancelled", "call_id", k, "parent", parent, "err", err)
 			}
 			queue = append(queue, k)
@@ -138,4 +156,31 @@ func (d *Dispatcher) cancelDescendants(ctx context.Context, id identity.Identity
 	if len(queue) > 0 {
 		d.log.WarnContext(ctx, "cancel reached its bound of delegated calls", "call_id", callID, "bound", maxCascade)
 	}
+}
+
+// tombstoneAdmitting writes the tombstone of a delegated call a cascade
+// listed but cancelCall did not know: one still in admission. An
+// existing tombstone is left as it is.
+func (d *Dispatcher) tombstoneAdmitting(ctx context.Context, id identity.Identity, callID, reason string) error {
+	val, _ := json.Marshal(bus.Tombstone{By: id.Agent, Reason: reason})
+	_, err := d.bus.Cancels.Create(ctx, bus.CancelKey(id.Tenant, callID), val, jetstream.KeyTTL(d.bus.Config.CancelTTL))
+	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("dispatch: write tombstone: %w", err)
+	}
+	return nil
+}
+
+// parentCancelled tells whether the parent of a delegated call being
+// admitted has its tombstone: the look admission takes right before it
+// publishes the call (a cancel of the parent may have come while the
+// call was in admission).
+func (d *Dispatcher) parentCancelled(ctx context.Context, tenant, parent string) (bool, error) {
+	_, err := d.bus.Cancels.Get(ctx, bus.CancelKey(tenant, parent))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return false, nil
+	}
+	return false, fmt.Errorf("dispatch: read parent's tombstone: %w", err)
 }

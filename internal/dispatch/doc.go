@@ -461,7 +461,8 @@
 //     more; a child counts from its admission (or parking) until its
 //     link expires, whether it has finished or not, and a refused child,
 //     or a repeat answered as an earlier call, does not count
-//     (admission.forgetChain). The count is read after the child's own
+//     (admission.forgetChain, a purge whose marker lives a minute: the
+//     bucket has no MaxAge). The count is read after the child's own
 //     key is written, so two children racing for the last place may
 //     both be refused, never both admitted.
 //   - Records (chain.go): the limits bucket, which every replica shares
@@ -493,7 +494,13 @@
 //     descendants stop on whichever replica admitted them. No child
 //     escapes a cancel that races its admission: the child writes its
 //     key before it reads its parent's tombstone, the cancel writes the
-//     tombstone before it lists the keys. The cascade runs within the
+//     tombstone before it lists the keys. A listed child may still be in
+//     admission, long after its delegation step (hooks, policy, an
+//     approval, a limits wait), unknown to cancelCall: the cascade writes
+//     the tombstone of every listed child all the same (its key proves a
+//     dispatcher admits it; tombstoneAdmitting), and the publish step
+//     reads the parent's tombstone again right before it publishes a
+//     delegated call (refused CANCELLED then). The cascade runs within the
 //     Cancel request; a Cancel that fails part-way is made again by
 //     cancelling the parent again (a second Cancel walks the tree
 //     again).

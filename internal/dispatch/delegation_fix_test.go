@@ -1,0 +1,100 @@
+package dispatch_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/pkg/hook"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// A child that passed the delegation step and is still in admission (a
+// before-hook holds it) when its parent is cancelled ends CANCELLED: it
+// is listed by the cascade but not yet published.
+func TestAChildInAdmissionIsCancelledWithItsParent(t *testing.T) {
+	t.Parallel()
+	entered, release := make(chan struct{}, 4), make(chan struct{})
+	gate := tool.Must(tool.New("gate", func(ctx context.Context, _ hook.BeforeRequest) (hook.BeforeAnswer, error) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return hook.BeforeAnswer{Action: "continue"}, nil
+	}))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{holdTool("hold"), holdTool("child"), gate}, Concurrency: 8})
+	s.ApplyPolicy(t, "tenant: {default: allow}\nhooks:\n  - {id: g, phase: before, tool: gate, tools: [child], timeout: 1m}\n")
+	ctx := t.Context()
+	root := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
+	require.Nil(t, root.Rejected)
+	type res struct {
+		s   *dispatch.Submitted
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		r, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "child", ArgumentsJson: `{}`, ParentCallId: root.CallID})
+		done <- res{r, err}
+	}()
+	<-entered // the child passed the delegation step
+	out, err := s.Dispatcher.Cancel(ctx, identity.Default, root.CallID, "stop")
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CancelOutcome_CANCEL_OUTCOME_REQUESTED, out)
+	close(release)
+	r := <-done
+	require.NoError(t, r.err)
+	waitResult(t, s, root.CallID)
+	if r.s.Rejected != nil {
+		require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, r.s.Rejected.GetError().GetType(), "%v", r.s.Rejected.GetError())
+		return
+	}
+	t.Cleanup(func() { _, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, r.s.CallID, "") })
+	resp := waitResult(t, s, r.s.CallID) // a hold call ends only when cancelled
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, resp.GetError().GetType(), "%v", resp.GetError())
+}
+
+// A child the cascade lists while no dispatcher has published it yet
+// gets its tombstone: the cascade's cancel of an unknown child is not
+// "nothing to do".
+func TestTheCascadeTombstonesAListedChildItDoesNotKnow(t *testing.T) {
+	t.Parallel()
+	s := delegationStack(t, dispatch.Config{})
+	ctx := t.Context()
+	root := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
+	require.Nil(t, root.Rejected)
+	child := "01JAAAAAAAAAAAAAAAAAAAAAAA" // a child in admission: its key, no call yet
+	require.NoError(t, dispatch.RecordLinkForTest(ctx, s.Dispatcher, identity.Default.Tenant, child, root.CallID))
+	_, err := s.Dispatcher.Cancel(ctx, identity.Default, root.CallID, "stop")
+	require.NoError(t, err)
+	_, err = s.Env.Bus.Cancels.Get(ctx, bus.CancelKey(identity.Default.Tenant, child))
+	require.NoError(t, err, "no tombstone for the listed child")
+}
+
+// A refused child's link is forgotten with purge markers that carry a
+// TTL: the limits bucket has no MaxAge, and a marker without one would
+// stay for ever.
+func TestForgottenLinksLeaveMarkersThatExpire(t *testing.T) {
+	t.Parallel()
+	s := delegationStack(t, dispatch.Config{MaxDelegationFanOut: 1})
+	ctx := t.Context()
+	root := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
+	t.Cleanup(func() { _, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, root.CallID, "") })
+	require.Nil(t, submitChild(t, s.Dispatcher, identity.Default, "hold", root.CallID).Rejected)
+	refused := submitChild(t, s.Dispatcher, identity.Default, "hold", root.CallID)
+	require.NotNil(t, refused.Rejected)
+	st, err := s.Env.Bus.JS.Stream(ctx, "KV_"+s.Env.Bus.Config.LimitsBucket())
+	require.NoError(t, err)
+	for _, k := range []string{".dlg.default." + refused.CallID, ".dlgk.default." + root.CallID + "." + refused.CallID} {
+		m, err := st.GetLastMsgForSubject(ctx, "$KV."+s.Env.Bus.Config.LimitsBucket()+k)
+		require.NoError(t, err)
+		require.Equal(t, "PURGE", m.Header.Get("KV-Operation"), k)
+		require.NotEmpty(t, m.Header.Get("Nats-TTL"), "marker of %s has no TTL", k)
+	}
+}
