@@ -24,7 +24,9 @@ import (
 // "delegation.max_depth" and "delegation.max_fan_out"). The call's link is
 // written before the parent's state is read: a cancel of the parent
 // writes its tombstone before it lists the children, so a child is either
-// refused here or cancelled there. The call then carries its chain in
+// refused here or cancelled there. A repeat of an idempotency key that is
+// bound is answered as the original call instead of refused for its
+// parent's state or fan-out (repeatOr). The call then carries its chain in
 // its Caller, where the policy reads it.
 func (a *admission) delegationStep(ctx context.Context) verdict {
 	parent := a.req.GetParentCallId()
@@ -51,20 +53,38 @@ func (a *admission) delegationStep(ctx context.Context) verdict {
 	}
 	tool, te := a.parentState(ctx, parent)
 	if te != nil {
-		return a.refused(te, nil)
+		return a.repeatOr(ctx, te, nil)
 	}
 	kids, err := d.children(ctx, tenant, parent, d.cfg.MaxDelegationFanOut)
 	if err != nil {
 		return a.refused(a.chainFailed(ctx, err), nil)
 	}
 	if len(kids) > d.cfg.MaxDelegationFanOut {
-		return a.refused(envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
+		return a.repeatOr(ctx, envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
 			fmt.Sprintf("parent call %s has reached its bound of %d delegated calls", parent, d.cfg.MaxDelegationFanOut)),
 			delegationDecision("delegation.max_fan_out"))
 	}
 	c := a.call.Caller
 	c.ParentCallId, c.RootCallId, c.Depth, c.ParentTool = l.Parent, l.Root, l.Depth, tool
 	return next
+}
+
+// repeatOr refuses the call with te and pd, unless it repeats an
+// idempotency key that is bound: then it is answered as the idempotency
+// step answers a bound key (the original call, or CONFLICT naming it),
+// since the parent's state or fan-out has changed since the original
+// call (it finished, was cancelled, has its children), not the call.
+// The repeat's own link is forgotten either way.
+func (a *admission) repeatOr(ctx context.Context, te *toolwirev1.ToolError, pd *toolwirev1.PolicyDecision) verdict {
+	if a.req.IdempotencyKey == "" {
+		return a.refused(te, pd)
+	}
+	s, err := a.d.boundKey(ctx, a.id, a.call)
+	if err != nil || s == nil {
+		return a.refused(te, pd) // an unbound key (or an unreadable one): the refusal stands
+	}
+	a.forgetChain(ctx)
+	return a.answered(s, nil, nil)
 }
 
 // reachParent refuses a parent that is not a call id the caller may see:

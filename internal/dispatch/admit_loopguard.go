@@ -16,6 +16,11 @@ import (
 // limits store's key.
 const loopGuardID = "loop-guard"
 
+// loopGuardChainID is the loop guard's key space for delegation chains
+// (scope chain): apart from the sessions', so that no session shares a
+// chain's count.
+const loopGuardChainID = "loop-guard.chain"
+
 // loopGuardStep is the loop-guard step of admission (DESIGN §6: after the
 // policy and approval, before the limits), for a call the policy allowed:
 // it counts the call's run — the same tool and canonical arguments in a
@@ -48,12 +53,14 @@ func (a *admission) loopGuard(ctx context.Context) *toolwirev1.ToolError {
 	if g == nil || !g.Guards(call.Tool) || isHookCall(ctx) {
 		return nil
 	}
-	scope, in := call.GetCaller().GetSession(), "session"
+	scope, in, space := call.GetCaller().GetSession(), "session", loopGuardID
 	switch root := call.GetCaller().GetRootCallId(); {
 	case g.Scope == "run":
 		scope, in = call.GetCaller().GetRun(), "run"
 	case g.Scope == "chain" && root != "":
-		scope, in = "chain:"+root, "delegation chain" // the root's id: one count per chain
+		// The root's id: one count per chain, in a key space of its own
+		// (a session may be named anything, its root's id too).
+		scope, in, space = root, "delegation chain", loopGuardChainID
 	}
 	store := d.limitGate.Store()
 	if scope == "" || store == nil {
@@ -75,7 +82,7 @@ func (a *admission) loopGuard(ctx context.Context) *toolwirev1.ToolError {
 		sum := sha256.Sum256([]byte(fp + "\x00" + r))
 		fp = hex.EncodeToString(sum[:])
 	}
-	run, err := store.Repeat(ctx, limits.Key{Tenant: call.GetCaller().GetTenant(), Limit: loopGuardID, Value: scope}, fp, g.Window,
+	run, err := store.Repeat(ctx, limits.Key{Tenant: call.GetCaller().GetTenant(), Limit: space, Value: scope}, fp, g.Window,
 		call.AcceptedAt.AsTime())
 	if err != nil {
 		d.log.WarnContext(ctx, "the loop guard could not count a call; it runs unguarded", "call_id", call.CallId, "err", err)

@@ -3,6 +3,7 @@ package dispatch_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -97,4 +98,69 @@ func TestForgottenLinksLeaveMarkersThatExpire(t *testing.T) {
 		require.Equal(t, "PURGE", m.Header.Get("KV-Operation"), k)
 		require.NotEmpty(t, m.Header.Get("Nats-TTL"), "marker of %s has no TTL", k)
 	}
+}
+// An idempotent repeat of a delegated call is answered as the original
+// call, also when the parent is at its fan-out bound (the original is
+// its one child).
+func TestAnIdempotentRepeatAtTheFanOutBoundIsTheOriginal(t *testing.T) {
+	t.Parallel()
+	s := delegationStack(t, dispatch.Config{MaxDelegationFanOut: 1})
+	ctx := t.Context()
+	root := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
+	t.Cleanup(func() { _, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, root.CallID, "") })
+	req := &toolwirev1.CallRequest{Tool: "hold", ArgumentsJson: `{}`, ParentCallId: root.CallID, IdempotencyKey: "k1"}
+	first, err := s.Dispatcher.Submit(ctx, identity.Default, req)
+	require.NoError(t, err)
+	require.Nil(t, first.Rejected)
+	again, err := s.Dispatcher.Submit(ctx, identity.Default, req)
+	require.NoError(t, err)
+	require.Nil(t, again.Rejected, "repeat refused: %v", again.Rejected.GetError())
+	require.True(t, again.Duplicate)
+	require.Equal(t, first.CallID, again.CallID)
+	other := submitChild(t, s.Dispatcher, identity.Default, "hold", root.CallID) // the bound still holds
+	require.NotNil(t, other.Rejected)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, other.Rejected.GetError().GetType())
+}
+
+// An idempotent repeat after the parent was cancelled (and finished) is
+// answered as the original call; a new key is refused.
+func TestAnIdempotentRepeatAfterTheParentEndedIsTheOriginal(t *testing.T) {
+	t.Parallel()
+	s := delegationStack(t, dispatch.Config{})
+	ctx := t.Context()
+	root := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
+	req := &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`, ParentCallId: root.CallID, IdempotencyKey: "k2"}
+	first, err := s.Dispatcher.Submit(ctx, identity.Default, req)
+	require.NoError(t, err)
+	require.Nil(t, first.Rejected)
+	_, err = s.Dispatcher.Cancel(ctx, identity.Default, root.CallID, "")
+	require.NoError(t, err)
+	waitResult(t, s, root.CallID)
+	again, err := s.Dispatcher.Submit(ctx, identity.Default, req)
+	require.NoError(t, err)
+	require.Nil(t, again.Rejected, "repeat refused: %v", again.Rejected.GetError())
+	require.Equal(t, first.CallID, again.CallID)
+	req.IdempotencyKey = "k3"
+	fresh, err := s.Dispatcher.Submit(ctx, identity.Default, req)
+	require.NoError(t, err)
+	require.NotNil(t, fresh.Rejected, "a new call on behalf of a finished parent")
+}
+
+// A session named as a chain's loop-guard scope does not share the
+// chain's count.
+func TestLoopGuardChainScopeIsNotASession(t *testing.T) {
+	t.Parallel()
+	s := delegationStack(t, dispatch.Config{})
+	s.ApplyPolicy(t, "loop_guard:\n  warn: 0\n  ask: 0\n  deny: 2\n  scope: chain\n  exempt: [hold]\n")
+	ctx := t.Context()
+	a := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
+	t.Cleanup(func() { _, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, a.CallID, "") })
+	r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"again"}`,
+		Session: "chain:" + a.CallID}, 20*time.Second)
+	require.NoError(t, err)
+	require.True(t, r.Response.GetOk())
+	r, err = s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"again"}`,
+		ParentCallId: a.CallID}, 20*time.Second)
+	require.NoError(t, err)
+	require.True(t, r.Response.GetOk(), "the chain's first echo: %v", r.Response.GetError())
 }
