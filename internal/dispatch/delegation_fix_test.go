@@ -99,6 +99,7 @@ func TestForgottenLinksLeaveMarkersThatExpire(t *testing.T) {
 		require.NotEmpty(t, m.Header.Get("Nats-TTL"), "marker of %s has no TTL", k)
 	}
 }
+
 // An idempotent repeat of a delegated call is answered as the original
 // call, also when the parent is at its fan-out bound (the original is
 // its one child).
