@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/poolview"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -63,6 +64,15 @@ func (a *admission) delegationStep(ctx context.Context) verdict {
 		return a.repeatOr(ctx, envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
 			fmt.Sprintf("parent call %s has reached its bound of %d delegated calls", parent, d.cfg.MaxDelegationFanOut)),
 			delegationDecision("delegation.max_fan_out"))
+	}
+	all, err := d.descendants(ctx, tenant, l.Root, d.cfg.MaxDelegationDescendants)
+	if err != nil {
+		return a.refused(a.chainFailed(ctx, err), nil)
+	}
+	if len(all) > d.cfg.MaxDelegationDescendants {
+		return a.repeatOr(ctx, envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
+			fmt.Sprintf("the delegation chain of call %s has reached its bound of %d calls", l.Root, d.cfg.MaxDelegationDescendants)),
+			delegationDecision("delegation.max_descendants"))
 	}
 	c := a.call.Caller
 	c.ParentCallId, c.RootCallId, c.Depth, c.ParentTool = l.Parent, l.Root, l.Depth, tool
@@ -135,10 +145,20 @@ func (a *admission) parentState(ctx context.Context, parent string) (string, *to
 
 // chainFailed is the refusal of a call whose chain could not be read or
 // written (INTERNAL; the cause is logged, not told).
+// A limits bucket too full to take the chain's keys is OVERLOADED with
+// retry_after, as any full store (poolview.FullRefusal).
 func (a *admission) chainFailed(ctx context.Context, err error) *toolwirev1.ToolError {
+	if bus.StoreFull(err) {
+		a.d.log.WarnContext(ctx, "delegation chain not written: the limits store is full", "call_id", a.callID, "err", err)
+		return poolview.FullRefusal(limitsStore)
+	}
 	a.d.log.WarnContext(ctx, "delegation chain not checked", "call_id", a.callID, "err", err)
 	return envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, "the delegation chain could not be checked; try again")
 }
+
+// limitsStore is the limits bucket's name among the stores
+// (bus.Config.Stores).
+const limitsStore = "limits"
 
 func unknownParent(parent string) *toolwirev1.ToolError {
 	te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, "parent call "+parent+" not found")

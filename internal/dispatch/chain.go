@@ -45,6 +45,12 @@ func childKey(tenant, parent, child string) string {
 	return "dlgk." + tenant + "." + parent + "." + child
 }
 
+// descendantKey is child's key under its chain's root, which the
+// descendants bound counts.
+func descendantKey(tenant, root, child string) string {
+	return "dlgr." + tenant + "." + root + "." + child
+}
+
 // linkOf returns the link of call callID of tenant: its record's, or, for
 // a call without one, the link of a call at the top of its chain (depth
 // 0, its own root).
@@ -74,6 +80,9 @@ func (d *Dispatcher) recordLink(ctx context.Context, tenant, child string, l lin
 	if _, err := d.bus.Limits.Create(ctx, childKey(tenant, l.Parent, child), nil, ttl); err != nil {
 		return fmt.Errorf("dispatch: write delegation child: %w", err)
 	}
+	if _, err := d.bus.Limits.Create(ctx, descendantKey(tenant, l.Root, child), nil, ttl); err != nil {
+		return fmt.Errorf("dispatch: write delegation descendant: %w", err)
+	}
 	return nil
 }
 
@@ -84,7 +93,7 @@ func (d *Dispatcher) recordLink(ctx context.Context, tenant, child string, l lin
 // stay for ever).
 func (d *Dispatcher) forgetLink(ctx context.Context, tenant, child string, l link) {
 	ctx = context.WithoutCancel(ctx)
-	for _, k := range []string{childKey(tenant, l.Parent, child), linkKey(tenant, child)} {
+	for _, k := range []string{childKey(tenant, l.Parent, child), descendantKey(tenant, l.Root, child), linkKey(tenant, child)} {
 		if err := d.bus.Limits.Purge(ctx, k, jetstream.PurgeTTL(linkMarkerTTL)); err != nil {
 			d.log.WarnContext(ctx, "delegation record not removed", "call_id", child, "err", err)
 		}
@@ -94,17 +103,29 @@ func (d *Dispatcher) forgetLink(ctx context.Context, tenant, child string, l lin
 // children returns the ids of the calls made on behalf of parent (at most
 // limit+1 of them: enough to tell a fan-out past limit).
 func (d *Dispatcher) children(ctx context.Context, tenant, parent string, limit int) ([]string, error) {
+	return d.callsUnder(ctx, childKey(tenant, parent, ""), limit)
+}
+
+// descendants returns the ids of the calls of root's chain (at most
+// limit+1 of them).
+func (d *Dispatcher) descendants(ctx context.Context, tenant, root string, limit int) ([]string, error) {
+	return d.callsUnder(ctx, descendantKey(tenant, root, ""), limit)
+}
+
+// callsUnder returns the call ids of the keys under prefix (which ends
+// with a dot), at most limit+1 of them.
+func (d *Dispatcher) callsUnder(ctx context.Context, prefix string, limit int) ([]string, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	kl, err := d.bus.Limits.ListKeysFiltered(ctx, childKey(tenant, parent, "*"))
+	kl, err := d.bus.Limits.ListKeysFiltered(ctx, prefix+"*")
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: list delegated calls: %w", err)
 	}
-	prefix := len(childKey(tenant, parent, ""))
+	n := len(prefix)
 	var out []string
 	for k := range kl.Keys() { // drained to its end: its goroutine sends unguarded
-		if len(out) <= limit && len(k) > prefix {
-			out = append(out, k[prefix:])
+		if len(out) <= limit && len(k) > n {
+			out = append(out, k[n:])
 		}
 	}
 	return out, nil

@@ -130,6 +130,11 @@ type Config struct {
 	// call (its children admitted or parked; refused ones do not count).
 	// Default 256.
 	MaxDelegationFanOut int
+	// MaxDelegationDescendants bounds the calls of one delegation chain
+	// (the calls made on behalf of its root, and theirs; refused ones do
+	// not count), so that one Cancel of a root always reaches them all.
+	// Default 1024, at most 4096 (the cascade's bound).
+	MaxDelegationDescendants int
 	// MaxWaiting bounds callers waiting in Call on this replica; past it
 	// Call answers OVERLOADED. Default 100000.
 	MaxWaiting int
@@ -238,6 +243,7 @@ func (c Config) WithDefaults() Config {
 	c.MaxWaiting = cmp.Or(c.MaxWaiting, 100000)
 	c.MaxDelegationDepth = cmp.Or(c.MaxDelegationDepth, 8)
 	c.MaxDelegationFanOut = cmp.Or(c.MaxDelegationFanOut, 256)
+	c.MaxDelegationDescendants = cmp.Or(c.MaxDelegationDescendants, 1024)
 	c.MaxRequestBytes = cmp.Or(c.MaxRequestBytes, c.MaxArgsBytes+64<<10)
 	c.MaxRequestDepth = cmp.Or(c.MaxRequestDepth, 2*c.MaxArgsDepth)
 	c.WatchGrace = cmp.Or(c.WatchGrace, 5*time.Second)
@@ -314,6 +320,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("dispatch: MaxDelegationDepth %d must be between 1 and %d", c.MaxDelegationDepth, maxDelegationDepth)
 	case c.MaxDelegationFanOut < 1 || c.MaxDelegationFanOut > maxDelegationFanOut:
 		return fmt.Errorf("dispatch: MaxDelegationFanOut %d must be between 1 and %d", c.MaxDelegationFanOut, maxDelegationFanOut)
+	case c.MaxDelegationDescendants < 1 || c.MaxDelegationDescendants > maxCascade:
+		return fmt.Errorf("dispatch: MaxDelegationDescendants %d must be between 1 and %d", c.MaxDelegationDescendants, maxCascade)
 	}
 	for pool, n := range c.PoolMaxBacklog {
 		if n == 0 || n < -1 {

@@ -165,3 +165,52 @@ func TestLoopGuardChainScopeIsNotASession(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, r.Response.GetOk(), "the chain's first echo: %v", r.Response.GetError())
 }
+
+// A delegation chain holds at most Config.MaxDelegationDescendants calls
+// below its root, however they are spread over its parents, so that one
+// Cancel of the root reaches them all; a refused call does not count.
+func TestADelegationChainIsBoundedBelowItsRoot(t *testing.T) {
+	t.Parallel()
+	s := delegationStack(t, dispatch.Config{MaxDelegationDescendants: 3})
+	root := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
+	t.Cleanup(func() { _, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, root.CallID, "") })
+	a := submitChild(t, s.Dispatcher, identity.Default, "hold", root.CallID)
+	require.Nil(t, a.Rejected)
+	b := submitChild(t, s.Dispatcher, identity.Default, "hold", a.CallID)
+	require.Nil(t, b.Rejected)
+	c := submitChild(t, s.Dispatcher, identity.Default, "hold", root.CallID)
+	require.Nil(t, c.Rejected)
+	for _, parent := range []string{root.CallID, a.CallID, b.CallID, c.CallID} {
+		r := submitChild(t, s.Dispatcher, identity.Default, "hold", parent)
+		require.NotNil(t, r.Rejected, "a fourth call in the chain, under %s", parent)
+		require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.Rejected.GetError().GetType())
+		require.Contains(t, r.Rejected.GetError().GetMessage(), "delegation chain of call "+root.CallID)
+	}
+	other := submitChild(t, s.Dispatcher, identity.Default, "hold", "") // another chain has its own bound
+	t.Cleanup(func() { _, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, other.CallID, "") })
+	require.Nil(t, submitChild(t, s.Dispatcher, identity.Default, "hold", other.CallID).Rejected)
+}
+
+// A limits bucket too full for a delegated call's keys refuses the call
+// OVERLOADED with a retry_after, never INTERNAL.
+func TestAFullLimitsStoreRefusesADelegatedCallOverloaded(t *testing.T) {
+	t.Parallel()
+	noop := tool.Must(tool.New("noop", func(context.Context, struct{}) (string, error) { return "", nil }))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{holdTool("hold"), noop}, Concurrency: 16,
+		Dispatcher: dispatch.Config{MaxDelegationFanOut: 4096, MaxDelegationDescendants: 4096}, Bus: bus.Config{LimitsMaxBytes: 128 << 10}})
+	ctx := t.Context()
+	root := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
+	t.Cleanup(func() { _, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, root.CallID, "") })
+	var refused *toolwirev1.ToolError
+	for range 4000 {
+		r, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "noop", ArgumentsJson: `{}`, ParentCallId: root.CallID})
+		require.NoError(t, err)
+		if r.Rejected != nil {
+			refused = r.Rejected.GetError()
+			break
+		}
+	}
+	require.NotNil(t, refused, "the limits store never filled")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, refused.GetType(), "%v", refused)
+	require.Positive(t, refused.GetRetryAfter().AsDuration())
+}

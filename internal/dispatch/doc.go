@@ -452,14 +452,23 @@
 //     parent with a cancel tombstone is CANCELLED. A chain that cannot be
 //     read or written is INTERNAL (logged, not told). Every refusal is
 //     recorded REJECTED like the others; the bounds' refusals carry a
-//     deny decision with rule "delegation.max_depth" or
-//     "delegation.max_fan_out".
+//     deny decision with rule "delegation.max_depth",
+//     "delegation.max_fan_out" or "delegation.max_descendants". A limits
+//     bucket too full for the chain's keys is OVERLOADED with
+//     retry_after (poolview.FullRefusal), never INTERNAL. A repeat of a
+//     bound idempotency key is answered as the original call instead of
+//     refused for its parent's state or a bound (repeatOr): the parent
+//     changed since, not the call.
 //   - Depth: a call's depth is its parent's plus one (a call without a
 //     parent is 0); a parent already Config.MaxDelegationDepth (8, at
 //     most 64) below its root takes no child. Fan-out: a parent with
 //     Config.MaxDelegationFanOut (256, at most 4096) children takes no
 //     more; a child counts from its admission (or parking) until its
-//     link expires, whether it has finished or not, and a refused child,
+//     link expires, whether it has finished or not. Size: a chain holds
+//     at most Config.MaxDelegationDescendants (1024, at most 4096, the
+//     cascade's bound) calls below its root (dlgr.<tenant>.<root>.<call>
+//     keys, counted as the fan-out is), so one Cancel of the root
+//     reaches them all. A refused child,
 //     or a repeat answered as an earlier call, does not count
 //     (admission.forgetChain, a purge whose marker lives a minute: the
 //     bucket has no MaxAge). The count is read after the child's own
@@ -468,13 +477,16 @@
 //   - Records (chain.go): the limits bucket, which every replica shares
 //     and whose keys carry their own TTL, holds the call's link
 //     (dlg.<tenant>.<call>: parent, root, depth) and a key per child
-//     under its parent (dlgk.<tenant>.<parent>.<child>), both living
+//     under its parent (dlgk.<tenant>.<parent>.<child>) and under its
+//     root (dlgr.<tenant>.<root>.<child>), all living
 //     bus.Config.CancelTTL (24h, as a tombstone): a call delegated more
 //     than that long ago is no longer reached by its parent's cancel. Not
 //     a bucket of its own: that would be a new store in the layout's
 //     reservation (bus.Config.Stores), the chart and the NATS
-//     permissions, for two small keys per delegated call; only calls
-//     that name a parent write them.
+//     permissions, for three small keys per delegated call; only calls
+//     that name a parent write them. The cost: they share the bucket
+//     with every tenant's limit counts, and no bound per tenant caps
+//     them yet (docs/operating.md, Sizing).
 //   - The chain travels in the call (Caller.parent_call_id,
 //     root_call_id, depth, parent_tool), set by the dispatcher after the
 //     check, never taken from the request otherwise, so the worker, the
@@ -482,13 +494,14 @@
 //     parent's tool —, caller.parent_call_id, caller.root_call_id,
 //     caller.depth) all read the same chain. A sub-agent's scope is a
 //     policy rule on caller.parent (docs/delegation.md): no second
-//     mechanism.
+//     mechanism; it binds cooperating callers only (parent_call_id is
+//     the request's), a sub-agent to be confined gets its own agent key.
 //   - Cancel cascade: Cancel of a call that is not unknown (cancelled
 //     now, already requested or already finished) then cancels its
 //     descendants (cancelDescendants): breadth first, every child listed
 //     under each parent whatever its own state (a finished child's
-//     children may still run), at most 4096 calls per Cancel (the rest
-//     logged), each cancelled as Cancel would (tombstone, event, a parked
+//     children may still run), at most 4096 calls per Cancel (more
+//     than a chain holds: MaxDelegationDescendants), each cancelled as Cancel would (tombstone, event, a parked
 //     one denied) by the parent's canceller, whichever agent made it.
 //     The tombstones are what every worker of every pool watches, so the
 //     descendants stop on whichever replica admitted them. No child
@@ -501,9 +514,9 @@
 //     dispatcher admits it; tombstoneAdmitting), and the publish step
 //     reads the parent's tombstone again right before it publishes a
 //     delegated call (refused CANCELLED then). The cascade runs within the
-//     Cancel request; a Cancel that fails part-way is made again by
-//     cancelling the parent again (a second Cancel walks the tree
-//     again).
+//     Cancel request; a Cancel that fails part-way (a store error) is
+//     made again by cancelling the parent again (a second Cancel walks
+//     the tree again).
 //
 // # Cancel and Watch
 //

@@ -235,7 +235,11 @@
 //	        parent_call_id, root_call_id (strings, "" without a parent)
 //	        and depth (int, 0 without a parent). A sub-agent's scope is a
 //	        deny rule on caller.parent: the chain needs no mechanism of
-//	        its own in the policy.
+//	        its own in the policy. It binds cooperating callers only:
+//	        parent_call_id comes from the request, and a caller that
+//	        leaves it out is judged as its agent's own call; a sub-agent
+//	        to be confined whatever it sends gets a key of its own agent
+//	        (a rule on caller.agent).
 //	tool    name, version, category ("retrieval", "action", "utility" or
 //	        ""), executor ("native", "mcp", "sandbox", "http"), provider,
 //	        scopes, and annotations: read_only, destructive, idempotent,
