@@ -306,11 +306,12 @@ type CallRequest struct {
 	// and its later calls of that tool run that version. The policy can
 	// turn it on for a tenant, agent or mode (sessions: {pin_versions:
 	// true}); either turns it on.
-	PinSessionVersions bool `protobuf:"varint,19,opt,name=pin_session_versions,json=pinSessionVersions,proto3" json:"pin_session_versions,omitempty"` // The call on whose behalf this one is made (docs/delegation.md): an
+	PinSessionVersions bool `protobuf:"varint,19,opt,name=pin_session_versions,json=pinSessionVersions,proto3" json:"pin_session_versions,omitempty"`
+	// The call on whose behalf this one is made (docs/delegation.md): an
 	// agent service that runs a sub-agent for a call names that call here.
 	// It must be a call of the caller's tenant that has not finished; the
 	// dispatcher records the chain in Caller (parent_call_id, root_call_id,
-	// depth, parent_tool), bounds its depth and fan-out, and cancelling
+	// depth, parent_tool), bounds its depth, fan-out and size, and cancelling
 	// the parent cancels this call. Empty = none.
 	ParentCallId  string `protobuf:"bytes,20,opt,name=parent_call_id,json=parentCallId,proto3" json:"parent_call_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
