@@ -42,6 +42,8 @@ type admission struct {
 	parsed *policy.Args
 	round  *toolwirev1.InputRound // input: the round a call answering a tool's request continues
 	call   *toolwirev1.ToolCall   // call: the call as it will be published
+	chain  *link                  // delegation: the call's link in its chain (nil = no parent)
+	linked string                 // delegation: the call id the link was recorded under (the minted one)
 
 	pd      *toolwirev1.PolicyDecision // the decision to record (policy, a hook, the loop guard, limits)
 	ask     *asked                     // policy or loop guard: park for an approver, or redeem a token
@@ -97,6 +99,7 @@ var admissionSteps = [...]admissionStep{
 	{"arguments", (*admission).arguments},         // admit_arguments.go
 	{"input", (*admission).continues},             // admit_input.go
 	{"call", (*admission).buildCall},              // admit_call.go
+	{"delegation", (*admission).delegationStep},   // admit_delegation.go
 	{"after-hooks", (*admission).afterHookStep},   // admit_afterhooks.go
 	{"before-hooks", (*admission).beforeHookStep}, // admit_beforehooks.go
 	{"policy", (*admission).policyStep},           // admit_policy.go
@@ -133,7 +136,11 @@ func (a *admission) settle(ctx context.Context, v verdict) (*Submitted, *waiter,
 	case park:
 		return a.parkCall(ctx)
 	case redeem:
+		a.forgetChain(ctx) // runs as the parked call, which has its own link
 		return a.redeem(ctx)
+	}
+	if a.result != nil && a.result.Duplicate {
+		a.forgetChain(ctx) // answered as another call
 	}
 	return a.result, a.w, a.err
 }
@@ -164,6 +171,7 @@ func (a *admission) refuseCall(ctx context.Context) *Submitted {
 	if a.claimed {
 		d.releaseKey(a.id, a.req, a.keyRev)
 	}
+	a.forgetChain(ctx) // a refused child is no child
 	if a.overloaded != "" {
 		d.metrics.Overloaded(a.overloaded, a.target)
 	}
@@ -202,4 +210,13 @@ func (a *admission) policyArgs() (*policy.Args, error) {
 	}
 	a.parsed = args
 	return args, nil
+}
+
+// forgetChain removes the call's delegation link, if the delegation step
+// recorded one, so that it does not count in its parent's fan-out.
+func (a *admission) forgetChain(ctx context.Context) {
+	if a.chain != nil && a.linked != "" {
+		a.d.forgetLink(ctx, a.id.Tenant, a.linked, *a.chain)
+		a.linked = ""
+	}
 }

@@ -16,6 +16,11 @@ import (
 // limits store's key.
 const loopGuardID = "loop-guard"
 
+// loopGuardChainID is the loop guard's key space for delegation chains
+// (scope chain): apart from the sessions', so that no session shares a
+// chain's count.
+const loopGuardChainID = "loop-guard.chain"
+
 // loopGuardStep is the loop-guard step of admission (DESIGN §6: after the
 // policy and approval, before the limits), for a call the policy allowed:
 // it counts the call's run — the same tool and canonical arguments in a
@@ -48,9 +53,14 @@ func (a *admission) loopGuard(ctx context.Context) *toolwirev1.ToolError {
 	if g == nil || !g.Guards(call.Tool) || isHookCall(ctx) {
 		return nil
 	}
-	scope := call.GetCaller().GetSession()
-	if g.Scope == "run" {
-		scope = call.GetCaller().GetRun()
+	scope, in, space := call.GetCaller().GetSession(), "session", loopGuardID
+	switch root := call.GetCaller().GetRootCallId(); {
+	case g.Scope == "run":
+		scope, in = call.GetCaller().GetRun(), "run"
+	case g.Scope == "chain" && root != "":
+		// The root's id: one count per chain, in a key space of its own
+		// (a session may be named anything, its root's id too).
+		scope, in, space = root, "delegation chain", loopGuardChainID
 	}
 	store := d.limitGate.Store()
 	if scope == "" || store == nil {
@@ -72,16 +82,16 @@ func (a *admission) loopGuard(ctx context.Context) *toolwirev1.ToolError {
 		sum := sha256.Sum256([]byte(fp + "\x00" + r))
 		fp = hex.EncodeToString(sum[:])
 	}
-	run, err := store.Repeat(ctx, limits.Key{Tenant: call.GetCaller().GetTenant(), Limit: loopGuardID, Value: scope}, fp, g.Window,
+	run, err := store.Repeat(ctx, limits.Key{Tenant: call.GetCaller().GetTenant(), Limit: space, Value: scope}, fp, g.Window,
 		call.AcceptedAt.AsTime())
 	if err != nil {
 		d.log.WarnContext(ctx, "the loop guard could not count a call; it runs unguarded", "call_id", call.CallId, "err", err)
 		return nil
 	}
 	n := run.Count
-	what := fmt.Sprintf("the same call of %q with the same arguments %d times in a row in this %s", call.Tool, n, g.Scope)
+	what := fmt.Sprintf("the same call of %q with the same arguments %d times in a row in this %s", call.Tool, n, in)
 	if run.Period > 1 {
-		what = fmt.Sprintf("the same cycle of %d calls, ending with %q, %d times in a row in this %s", run.Period, call.Tool, n, g.Scope)
+		what = fmt.Sprintf("the same cycle of %d calls, ending with %q, %d times in a row in this %s", run.Period, call.Tool, n, in)
 	}
 	guarded := func(outcome toolwirev1.PolicyOutcome) *toolwirev1.PolicyDecision {
 		out := &toolwirev1.PolicyDecision{Outcome: outcome, Version: p.Version(), RuleId: loopGuardID, Reason: "loop guard: " + what}

@@ -15,14 +15,22 @@ import (
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/poolview"
 	"github.com/toolwire/toolwire/internal/telemetry"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // publishStep publishes the admitted call (publish), holding its
 // concurrency slots before the publish: a fast call's result can reach
 // this replica's results consumer (which releases the slots) before the
 // publish returns. A call the stream does not take gets back what it took.
+// A delegated call whose parent was cancelled while it was in admission
+// is refused CANCELLED here (cancelDescendants tombstones it too).
 func (a *admission) publishStep(ctx context.Context) verdict {
 	d := a.d
+	if te := a.parentGone(ctx); te != nil {
+		d.latency.forget(a.callID) // never queued: nothing to measure
+		d.limitGate.GiveBack(context.WithoutCancel(ctx), a.ticket)
+		return a.refused(te, nil)
+	}
 	d.limitGate.Hold(a.ticket)
 	d.tools.putCall(toolKey(a.id.Tenant, a.callID), a.call) // whose results its GetResult, Watch and Cancel believe (callTool), and its budget
 	if d.cfg.AgentVisibility == identity.VisibilityOwn {
@@ -240,3 +248,19 @@ type failed struct{ err chan error }
 func (f failed) Ok() <-chan *jetstream.PubAck { return nil }
 func (f failed) Err() <-chan error            { return f.err }
 func (f failed) Msg() *nats.Msg               { return nil }
+
+// parentGone is the refusal of a delegated call whose parent has been
+// cancelled since the delegation step looked (nil for another call).
+func (a *admission) parentGone(ctx context.Context) *toolwirev1.ToolError {
+	if a.chain == nil {
+		return nil
+	}
+	gone, err := a.d.parentCancelled(ctx, a.id.Tenant, a.chain.Parent)
+	switch {
+	case err != nil:
+		return a.chainFailed(ctx, err)
+	case gone:
+		return envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, "parent call "+a.chain.Parent+" was cancelled")
+	}
+	return nil
+}

@@ -20,6 +20,8 @@ import (
 // cancelling agent) and it is answered CANCELLED.
 // Cancelling twice, after completion or an unknown id changes nothing; a
 // call the caller may not see (Config.AgentVisibility) is an unknown id.
+// A call that is not unknown has its delegated calls cancelled too, and
+// theirs (cancelDescendants), also when it has finished itself.
 func (d *Dispatcher) Cancel(ctx context.Context, id identity.Identity, callID, reason string) (toolwirev1.CancelOutcome, error) {
 	if err := identity.CheckTenant(id); err != nil {
 		return 0, err
@@ -33,6 +35,17 @@ func (d *Dispatcher) Cancel(ctx context.Context, id identity.Identity, callID, r
 	case !ok:
 		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_UNKNOWN_CALL, nil
 	}
+	out, err := d.cancelCall(ctx, id, callID, reason)
+	if err == nil && out != toolwirev1.CancelOutcome_CANCEL_OUTCOME_UNKNOWN_CALL {
+		d.cancelDescendants(ctx, id, callID, reason)
+	}
+	return out, err
+}
+
+// cancelCall cancels call callID of id's tenant, which id may reach (or
+// which is a descendant of one it cancelled): Cancel's work after the
+// visibility check.
+func (d *Dispatcher) cancelCall(ctx context.Context, id identity.Identity, callID, reason string) (toolwirev1.CancelOutcome, error) {
 	tool, err := d.callTool(ctx, id.Tenant, callID)
 	if err != nil {
 		return 0, err

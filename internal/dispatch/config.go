@@ -122,6 +122,19 @@ type Config struct {
 	// republisher goes on, unconfirmed.go). Default 15s: an election
 	// after a leader's crash takes 4 to 9 s, and more under load.
 	PublishHorizon time.Duration
+	// MaxDelegationDepth bounds a delegation chain (CallRequest.
+	// parent_call_id, docs/delegation.md): a call whose parent is already
+	// this many calls below its root is refused. Default 8.
+	MaxDelegationDepth int
+	// MaxDelegationFanOut bounds the calls made on behalf of one parent
+	// call (its children admitted or parked; refused ones do not count).
+	// Default 256.
+	MaxDelegationFanOut int
+	// MaxDelegationDescendants bounds the calls of one delegation chain
+	// (the calls made on behalf of its root, and theirs; refused ones do
+	// not count), so that one Cancel of a root always reaches them all.
+	// Default 1024, at most 4096 (the cascade's bound).
+	MaxDelegationDescendants int
 	// MaxWaiting bounds callers waiting in Call on this replica; past it
 	// Call answers OVERLOADED. Default 100000.
 	MaxWaiting int
@@ -228,6 +241,9 @@ func (c Config) WithDefaults() Config {
 	c.MaxWait = cmp.Or(c.MaxWait, 15*time.Minute)
 	c.InputTTL = cmp.Or(c.InputTTL, time.Hour)
 	c.MaxWaiting = cmp.Or(c.MaxWaiting, 100000)
+	c.MaxDelegationDepth = cmp.Or(c.MaxDelegationDepth, 8)
+	c.MaxDelegationFanOut = cmp.Or(c.MaxDelegationFanOut, 256)
+	c.MaxDelegationDescendants = cmp.Or(c.MaxDelegationDescendants, 1024)
 	c.MaxRequestBytes = cmp.Or(c.MaxRequestBytes, c.MaxArgsBytes+64<<10)
 	c.MaxRequestDepth = cmp.Or(c.MaxRequestDepth, 2*c.MaxArgsDepth)
 	c.WatchGrace = cmp.Or(c.WatchGrace, 5*time.Second)
@@ -300,6 +316,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("dispatch: ApprovalRetention %s must not be negative", c.ApprovalRetention)
 	case c.ApprovalSweep < 10*time.Millisecond:
 		return fmt.Errorf("dispatch: ApprovalSweep %s is below 10ms", c.ApprovalSweep)
+	case c.MaxDelegationDepth < 1 || c.MaxDelegationDepth > maxDelegationDepth:
+		return fmt.Errorf("dispatch: MaxDelegationDepth %d must be between 1 and %d", c.MaxDelegationDepth, maxDelegationDepth)
+	case c.MaxDelegationFanOut < 1 || c.MaxDelegationFanOut > maxDelegationFanOut:
+		return fmt.Errorf("dispatch: MaxDelegationFanOut %d must be between 1 and %d", c.MaxDelegationFanOut, maxDelegationFanOut)
+	case c.MaxDelegationDescendants < 1 || c.MaxDelegationDescendants > maxCascade:
+		return fmt.Errorf("dispatch: MaxDelegationDescendants %d must be between 1 and %d", c.MaxDelegationDescendants, maxCascade)
 	}
 	for pool, n := range c.PoolMaxBacklog {
 		if n == 0 || n < -1 {

@@ -100,33 +100,36 @@
 //  7. call (admit_call.go): the ToolCall as it will be published; it pins
 //     the spec version and carries as deadlines the tighter of the tool's
 //     and the request's schedule-to-start and schedule-to-close timeouts.
-//  8. after-hooks (admit_afterhooks.go): the after-hooks the policy in
+//  8. delegation (admit_delegation.go): a call that names the call on
+//     whose behalf it is made (parent_call_id) is checked against its
+//     parent and carries its chain (see "Delegation chains").
+//  9. after-hooks (admit_afterhooks.go): the after-hooks the policy in
 //     force binds to the tool are named in the call (see "Hooks").
-//  9. before-hooks (admit_beforehooks.go): the before-hooks run; one may
+//  10. before-hooks (admit_beforehooks.go): the before-hooks run; one may
 //     refuse the call, ask, or rewrite its arguments (see "Hooks").
-//  10. policy (admit_policy.go): the policy in force decides (see
+//  11. policy (admit_policy.go): the policy in force decides (see
 //     "Policy"); a deny answers PERMISSION_DENIED; an ask (a rule,
 //     requires_approval, a default, or a before-hook's) that no grant and
 //     no valid approval token covers is left for the approval step.
-//  11. loop guard (admit_loopguard.go): see "Loop guard".
-//  12. waiter (admit_waiter.go): a caller waiting in Call gets its place
+//  12. loop guard (admit_loopguard.go): see "Loop guard".
+//  13. waiter (admit_waiter.go): a caller waiting in Call gets its place
 //     among the replica's waiters before anything is published (a fast
 //     call's result may arrive before the publish returns). A replica
 //     with Config.MaxWaiting (100,000) callers already waiting answers a
 //     new Call OVERLOADED (retryable, retry_after 1s) without publishing
 //     it; the refusal is recorded as a REJECTED event like every other,
 //     so any replica answers the call id with it.
-//  13. idempotency (admit_idempotency.go): see "Idempotency keys".
-//  14. approval (admit_approval.go): an asked call is parked, a call an
+//  14. idempotency (admit_idempotency.go): see "Idempotency keys".
+//  15. approval (admit_approval.go): an asked call is parked, a call an
 //     approval token covers redeems the parked one (see "Approvals").
-//  15. overload (admit_overload.go): see "Overload".
-//  16. limits (admit_limits.go): see "Limits and budgets"; last that can
+//  16. overload (admit_overload.go): see "Overload".
+//  17. limits (admit_limits.go): see "Limits and budgets"; last that can
 //     refuse before the publish, so that a call refused by any other step
 //     spends nothing.
-//  17. latency (admit_latency.go): the call's soft latency budget is
+//  18. latency (admit_latency.go): the call's soft latency budget is
 //     resolved and the call watched; it never refuses (see "Latency
 //     budgets").
-//  18. publish (admit_publish.go): see "Publishing".
+//  19. publish (admit_publish.go): see "Publishing".
 //
 // The arguments are the request's arguments_json byte for byte when given,
 // else its arguments object encoded as JSON, else {}; a request that sets
@@ -430,6 +433,90 @@
 // resumes from the stream sequence it reached. A push ordered consumer
 // (nats.go's legacy JetStream API) cost no less than the pull one and was
 // not kept.
+//
+// # Delegation chains
+//
+// A call may name the call on whose behalf it is made
+// (CallRequest.parent_call_id): an agent service running a sub-agent for
+// a call names that call in the sub-agent's calls (docs/delegation.md).
+// Where issue 31 left it open:
+//
+//   - The parent is checked like any id the caller names (delegation
+//     step, admit_delegation.go): a ULID of a call of the caller's tenant
+//     that the caller may see (Config.AgentVisibility: under
+//     VisibilityOwn the sub-agent's service uses a key of the same agent,
+//     or one with the admin scope), else NOT_FOUND "parent call X not
+//     found", the same words for another tenant's call as for a made-up
+//     id. It must be on its way: a finished parent (a result, or a
+//     rejection) and a parent parked for an approver are CONFLICT, a
+//     parent with a cancel tombstone is CANCELLED. A chain that cannot be
+//     read or written is INTERNAL (logged, not told). Every refusal is
+//     recorded REJECTED like the others; the bounds' refusals carry a
+//     deny decision with rule "delegation.max_depth",
+//     "delegation.max_fan_out" or "delegation.max_descendants". A limits
+//     bucket too full for the chain's keys is OVERLOADED with
+//     retry_after (poolview.FullRefusal), never INTERNAL. A repeat of a
+//     bound idempotency key is answered as the original call instead of
+//     refused for its parent's state or a bound (repeatOr): the parent
+//     changed since, not the call.
+//   - Depth: a call's depth is its parent's plus one (a call without a
+//     parent is 0); a parent already Config.MaxDelegationDepth (8, at
+//     most 64) below its root takes no child. Fan-out: a parent with
+//     Config.MaxDelegationFanOut (256, at most 4096) children takes no
+//     more; a child counts from its admission (or parking) until its
+//     link expires, whether it has finished or not. Size: a chain holds
+//     at most Config.MaxDelegationDescendants (1024, at most 4096, the
+//     cascade's bound) calls below its root (dlgr.<tenant>.<root>.<call>
+//     keys, counted as the fan-out is), so one Cancel of the root
+//     reaches them all. A refused child,
+//     or a repeat answered as an earlier call, does not count
+//     (admission.forgetChain, a purge whose marker lives a minute: the
+//     bucket has no MaxAge). The count is read after the child's own
+//     key is written, so two children racing for the last place may
+//     both be refused, never both admitted.
+//   - Records (chain.go): the limits bucket, which every replica shares
+//     and whose keys carry their own TTL, holds the call's link
+//     (dlg.<tenant>.<call>: parent, root, depth) and a key per child
+//     under its parent (dlgk.<tenant>.<parent>.<child>) and under its
+//     root (dlgr.<tenant>.<root>.<child>), all living
+//     bus.Config.CancelTTL (24h, as a tombstone): a call delegated more
+//     than that long ago is no longer reached by its parent's cancel. Not
+//     a bucket of its own: that would be a new store in the layout's
+//     reservation (bus.Config.Stores), the chart and the NATS
+//     permissions, for three small keys per delegated call; only calls
+//     that name a parent write them. The cost: they share the bucket
+//     with every tenant's limit counts, and no bound per tenant caps
+//     them yet (docs/operating.md, Sizing).
+//   - The chain travels in the call (Caller.parent_call_id,
+//     root_call_id, depth, parent_tool), set by the dispatcher after the
+//     check, never taken from the request otherwise, so the worker, the
+//     ACCEPTED record, the audit and the policy (caller.parent — the
+//     parent's tool —, caller.parent_call_id, caller.root_call_id,
+//     caller.depth) all read the same chain. A sub-agent's scope is a
+//     policy rule on caller.parent (docs/delegation.md): no second
+//     mechanism; it binds cooperating callers only (parent_call_id is
+//     the request's), a sub-agent to be confined gets its own agent key.
+//   - Cancel cascade: Cancel of a call that is not unknown (cancelled
+//     now, already requested or already finished) then cancels its
+//     descendants (cancelDescendants): breadth first, every child listed
+//     under each parent whatever its own state (a finished child's
+//     children may still run), at most 4096 calls per Cancel (more
+//     than a chain holds: MaxDelegationDescendants), each cancelled as Cancel would (tombstone, event, a parked
+//     one denied) by the parent's canceller, whichever agent made it.
+//     The tombstones are what every worker of every pool watches, so the
+//     descendants stop on whichever replica admitted them. No child
+//     escapes a cancel that races its admission: the child writes its
+//     key before it reads its parent's tombstone, the cancel writes the
+//     tombstone before it lists the keys. A listed child may still be in
+//     admission, long after its delegation step (hooks, policy, an
+//     approval, a limits wait), unknown to cancelCall: the cascade writes
+//     the tombstone of every listed child all the same (its key proves a
+//     dispatcher admits it; tombstoneAdmitting), and the publish step
+//     reads the parent's tombstone again right before it publishes a
+//     delegated call (refused CANCELLED then). The cascade runs within the
+//     Cancel request; a Cancel that fails part-way (a store error) is
+//     made again by cancelling the parent again (a second Cancel walks
+//     the tree again).
 //
 // # Cancel and Watch
 //

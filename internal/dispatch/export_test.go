@@ -91,3 +91,9 @@ func ReleaseKey(d *Dispatcher, id identity.Identity, o *toolwirev1.CallRequest, 
 func KeyName(d *Dispatcher, id identity.Identity, k string) string {
 	return idemKey(id, d.cfg.AgentVisibility, k)
 }
+
+// RecordLinkForTest writes child's delegation records under parent, as
+// the delegation step of a child still in admission has.
+func RecordLinkForTest(ctx context.Context, d *Dispatcher, tenant, child, parent string) error {
+	return d.recordLink(ctx, tenant, child, link{Parent: parent, Root: parent, Depth: 1})
+}

@@ -157,6 +157,9 @@ func defineFlags(fs *flag.FlagSet, rc *RunConfig, logLevel, sync *string) {
 	fs.DurationVar(&rc.Dispatcher.WatchGrace, "watch-grace", 5*time.Second, "how long Watch waits for the first record of a call that has none yet before answering not_found")
 	fs.IntVar(&rc.Dispatcher.MaxWatchesPerCaller, "max-watches-per-caller", 100, "concurrent Watches per caller (tenant and agent) on this replica; -1 = no cap")
 	fs.IntVar(&rc.Dispatcher.MaxWaitingPerCaller, "max-waiting-per-caller", 10000, "callers per caller identity waiting in Call or GetResult on this replica; -1 = no cap")
+	fs.IntVar(&rc.Dispatcher.MaxDelegationDepth, "max-delegation-depth", 8, "most calls above a delegated call in its chain (parent_call_id); deeper is refused PERMISSION_DENIED (at most 64)")
+	fs.IntVar(&rc.Dispatcher.MaxDelegationFanOut, "max-delegation-fan-out", 256, "most calls made on behalf of one parent call; more are refused PERMISSION_DENIED (at most 4096)")
+	fs.IntVar(&rc.Dispatcher.MaxDelegationDescendants, "max-delegation-descendants", 1024, "most calls in one delegation chain (below its root call); more are refused PERMISSION_DENIED (at most 4096)")
 	fs.IntVar(&rc.Dispatcher.MaxBacklog, "max-backlog", 10000, "calls queued or running per pool past which new calls are refused OVERLOADED; -1 = no bound")
 	fs.Func("pool-max-backlog", "per-pool --max-backlog, e.g. sandbox=200,mcp=5000 (-1 = no bound)", func(s string) error {
 		m, err := parsePoolBacklog(s)

@@ -104,6 +104,12 @@ var celObjects = map[string]map[string]celField{
 		"run":     {types.StringType, func(o any) any { return types.String(o.(*toolwirev1.Caller).GetRun()) }},
 		"turn":    {types.StringType, func(o any) any { return types.String(o.(*toolwirev1.Caller).GetTurn()) }},
 		"mode":    {types.StringType, func(o any) any { return types.String(o.(*toolwirev1.Caller).GetMode()) }},
+		// The delegation chain (docs/delegation.md): the parent call's
+		// tool, its id, the chain's first call and the depth (0 = none).
+		"parent":         {types.StringType, func(o any) any { return types.String(o.(*toolwirev1.Caller).GetParentTool()) }},
+		"parent_call_id": {types.StringType, func(o any) any { return types.String(o.(*toolwirev1.Caller).GetParentCallId()) }},
+		"root_call_id":   {types.StringType, func(o any) any { return types.String(o.(*toolwirev1.Caller).GetRootCallId()) }},
+		"depth":          {types.IntType, func(o any) any { return types.Int(o.(*toolwirev1.Caller).GetDepth()) }},
 		"scopes": {stringList, func(o any) any {
 			return types.NewStringList(types.DefaultTypeAdapter, o.(*toolwirev1.Caller).GetScopes())
 		}},
@@ -388,7 +394,8 @@ func (a *activation) maxSize() int {
 	}
 	n := len(a.argsIn.Canonical())
 	c := a.callerIn
-	for _, s := range [...]string{c.GetTenant(), c.GetAgent(), c.GetSession(), c.GetUser(), c.GetRun(), c.GetTurn(), c.GetMode()} {
+	for _, s := range [...]string{c.GetTenant(), c.GetAgent(), c.GetSession(), c.GetUser(), c.GetRun(), c.GetTurn(), c.GetMode(),
+		c.GetParentTool(), c.GetParentCallId(), c.GetRootCallId()} {
 		n = max(n, len(s))
 	}
 	n = max(n, len(c.GetScopes()))

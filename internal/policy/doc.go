@@ -43,7 +43,7 @@
 //	  - name: etc is off limits   # optional
 //	    tool: fs_read             # required
 //	    args: {path: /etc/passwd} # optional, default {}
-//	    caller: {tenant: acme, agent: support-bot, session: s1}   # optional; also user, run, turn, scopes
+//	    caller: {tenant: acme, agent: support-bot, session: s1}   # optional; also user, run, turn, scopes, mode, parent, parent_call_id, root_call_id, depth
 //	    annotations: {read_only: true}                            # optional overrides of the tool's spec
 //	    requires_approval: false                                  # optional override
 //	    expect: deny              # required: allow | ask | deny
@@ -229,7 +229,17 @@
 //
 //	args    map(string, dyn): the call's arguments (ParseArgs: whole numbers
 //	        are int, others double; ints and doubles compare with each other)
-//	caller  tenant, agent, session, user, run, turn (strings), scopes (list)
+//	caller  tenant, agent, session, user, run, turn, mode (strings), scopes
+//	        (list), and the delegation chain the dispatcher checked
+//	        (docs/delegation.md): parent (the parent call's tool),
+//	        parent_call_id, root_call_id (strings, "" without a parent)
+//	        and depth (int, 0 without a parent). A sub-agent's scope is a
+//	        deny rule on caller.parent: the chain needs no mechanism of
+//	        its own in the policy. It binds cooperating callers only:
+//	        parent_call_id comes from the request, and a caller that
+//	        leaves it out is judged as its agent's own call; a sub-agent
+//	        to be confined whatever it sends gets a key of its own agent
+//	        (a rule on caller.agent).
 //	tool    name, version, category ("retrieval", "action", "utility" or
 //	        ""), executor ("native", "mcp", "sandbox", "http"), provider,
 //	        scopes, and annotations: read_only, destructive, idempotent,

@@ -479,6 +479,19 @@ func (d decoder) caller(n *yaml.Node, field string) *toolwirev1.Caller {
 		"run":     s(&c.Run, "run"),
 		"turn":    s(&c.Turn, "turn"),
 		"mode":    s(&c.Mode, "mode"),
+		// The delegation chain a test's call carries (caller.parent,
+		// caller.parent_call_id, caller.root_call_id, caller.depth).
+		"parent":         s(&c.ParentTool, "parent"),
+		"parent_call_id": s(&c.ParentCallId, "parent_call_id"),
+		"root_call_id":   s(&c.RootCallId, "root_call_id"),
+		"depth": func(_, v *yaml.Node) {
+			n, err := strconv.ParseInt(v.Value, 10, 32)
+			if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" || err != nil || n < 0 {
+				d.ps.add(v.Line, field+".depth", "must be a whole number of 0 or more, not %s", describe(v))
+				return
+			}
+			c.Depth = int32(n)
+		},
 		"scopes": func(_, v *yaml.Node) {
 			d.seq(v, field+".scopes", func(i int, e *yaml.Node) {
 				if sc, ok := d.str(e, fmt.Sprintf("%s.scopes[%d]", field, i)); ok {

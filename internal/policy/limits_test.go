@@ -131,7 +131,7 @@ func TestLoopGuardParse(t *testing.T) {
 	for doc, want := range map[string]string{
 		"loop_guard:\n  warn: 5\n  ask: 5\n":    "line 3: loop_guard.ask: 5 must be above warn (5)",
 		"loop_guard:\n  deny: 2\n":              "loop_guard.deny: 2 must be above ask (5)",
-		"loop_guard:\n  scope: turn\n":          "line 2: loop_guard.scope: must be session or run",
+		"loop_guard:\n  scope: turn\n":          "line 2: loop_guard.scope: must be session, run or chain",
 		"loop_guard:\n  exempt: [\"[\"]\n":      "line 2: loop_guard.exempt[0]",
 		"loop_guard:\n  warn: -1\n":             "line 2: loop_guard.warn: must be from 0",
 		"agents:\n  bot:\n    loop_guard: {}\n": "line 3: agents.bot.loop_guard: unknown field",

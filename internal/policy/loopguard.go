@@ -45,7 +45,9 @@ type LoopGuard struct {
 	// Warn, Ask and Deny are the counts at which a run of the same call is
 	// warned about, asked about and denied; 0 = that step is off.
 	Warn, Ask, Deny int
-	// Scope is "session" or "run": what a run is counted in.
+	// Scope is "session", "run" or "chain": what a run is counted in.
+	// "chain" counts a delegated call in its delegation chain (its root
+	// call: docs/delegation.md) and any other call in its session.
 	Scope  string
 	exempt []*glob
 }
@@ -136,8 +138,8 @@ func (d decoder) loopGuard(n *yaml.Node) *docLoop {
 		"scope": func(_, v *yaml.Node) {
 			g.scopeLine = v.Line
 			if s, ok := d.str(v, f+".scope"); ok {
-				if s != "session" && s != "run" {
-					d.ps.add(v.Line, f+".scope", "must be session or run, not %q", s)
+				if s != "session" && s != "run" && s != "chain" {
+					d.ps.add(v.Line, f+".scope", "must be session, run or chain, not %q", s)
 				}
 				g.scope = s
 			}

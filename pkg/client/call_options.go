@@ -51,6 +51,16 @@ func WithSpecVersion(version string) CallOption {
 	return func(s *callSettings) { s.opts.SpecVersion = version }
 }
 
+// WithParentCall names the call on whose behalf this one is made: an
+// agent service that runs a sub-agent for a call passes that call's id to
+// the sub-agent's calls. The parent must be a running call of the
+// caller's tenant; the chain's depth and fan-out are bounded, the policy
+// sees it (caller.parent, caller.depth), and cancelling the parent
+// cancels this call (docs/delegation.md).
+func WithParentCall(callID string) CallOption {
+	return func(s *callSettings) { s.opts.ParentCallId = callID }
+}
+
 // WithPinSessionVersions locks the session's spec versions (needs
 // WithSession): the session's first call of a tool pins the version it
 // runs, and its later calls of that tool run that version, until the

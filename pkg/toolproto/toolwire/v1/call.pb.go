@@ -38,7 +38,19 @@ type Caller struct {
 	// The session's mode (SET_MODE) when the dispatcher admitted the call,
 	// set by the dispatcher from the session's state, never by the caller;
 	// empty = none. The policy reads it as caller.mode.
-	Mode          string `protobuf:"bytes,8,opt,name=mode,proto3" json:"mode,omitempty"`
+	Mode string `protobuf:"bytes,8,opt,name=mode,proto3" json:"mode,omitempty"`
+	// The delegation chain (docs/delegation.md), set by the dispatcher from
+	// the request's parent_call_id after checking it, never taken from the
+	// caller otherwise. parent_call_id is the call on whose behalf this one
+	// is made; root_call_id the first call of the chain (the parent's root,
+	// or the parent itself); depth the number of calls above this one (0 =
+	// no parent); parent_tool the parent call's tool. The policy reads them
+	// as caller.parent_call_id, caller.root_call_id, caller.depth and
+	// caller.parent.
+	ParentCallId  string `protobuf:"bytes,9,opt,name=parent_call_id,json=parentCallId,proto3" json:"parent_call_id,omitempty"`
+	RootCallId    string `protobuf:"bytes,10,opt,name=root_call_id,json=rootCallId,proto3" json:"root_call_id,omitempty"`
+	Depth         int32  `protobuf:"varint,11,opt,name=depth,proto3" json:"depth,omitempty"`
+	ParentTool    string `protobuf:"bytes,12,opt,name=parent_tool,json=parentTool,proto3" json:"parent_tool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -125,6 +137,34 @@ func (x *Caller) GetTurn() string {
 func (x *Caller) GetMode() string {
 	if x != nil {
 		return x.Mode
+	}
+	return ""
+}
+
+func (x *Caller) GetParentCallId() string {
+	if x != nil {
+		return x.ParentCallId
+	}
+	return ""
+}
+
+func (x *Caller) GetRootCallId() string {
+	if x != nil {
+		return x.RootCallId
+	}
+	return ""
+}
+
+func (x *Caller) GetDepth() int32 {
+	if x != nil {
+		return x.Depth
+	}
+	return 0
+}
+
+func (x *Caller) GetParentTool() string {
+	if x != nil {
+		return x.ParentTool
 	}
 	return ""
 }
@@ -636,7 +676,7 @@ var File_toolwire_v1_call_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_call_proto_rawDesc = "" +
 	"\n" +
-	"\x16toolwire/v1/call.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16toolwire/v1/spec.proto\"\xb6\x01\n" +
+	"\x16toolwire/v1/call.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16toolwire/v1/spec.proto\"\xb5\x02\n" +
 	"\x06Caller\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x18\n" +
@@ -645,7 +685,14 @@ const file_toolwire_v1_call_proto_rawDesc = "" +
 	"\x03run\x18\x05 \x01(\tR\x03run\x12\x16\n" +
 	"\x06scopes\x18\x06 \x03(\tR\x06scopes\x12\x12\n" +
 	"\x04turn\x18\a \x01(\tR\x04turn\x12\x12\n" +
-	"\x04mode\x18\b \x01(\tR\x04mode\"\xd2\b\n" +
+	"\x04mode\x18\b \x01(\tR\x04mode\x12$\n" +
+	"\x0eparent_call_id\x18\t \x01(\tR\fparentCallId\x12 \n" +
+	"\froot_call_id\x18\n" +
+	" \x01(\tR\n" +
+	"rootCallId\x12\x14\n" +
+	"\x05depth\x18\v \x01(\x05R\x05depth\x12\x1f\n" +
+	"\vparent_tool\x18\f \x01(\tR\n" +
+	"parentTool\"\xd2\b\n" +
 	"\bToolCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12!\n" +

@@ -307,8 +307,15 @@ type CallRequest struct {
 	// turn it on for a tenant, agent or mode (sessions: {pin_versions:
 	// true}); either turns it on.
 	PinSessionVersions bool `protobuf:"varint,19,opt,name=pin_session_versions,json=pinSessionVersions,proto3" json:"pin_session_versions,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The call on whose behalf this one is made (docs/delegation.md): an
+	// agent service that runs a sub-agent for a call names that call here.
+	// It must be a call of the caller's tenant that has not finished; the
+	// dispatcher records the chain in Caller (parent_call_id, root_call_id,
+	// depth, parent_tool), bounds its depth, fan-out and size, and cancelling
+	// the parent cancels this call. Empty = none.
+	ParentCallId  string `protobuf:"bytes,20,opt,name=parent_call_id,json=parentCallId,proto3" json:"parent_call_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallRequest) Reset() {
@@ -474,6 +481,13 @@ func (x *CallRequest) GetPinSessionVersions() bool {
 	return false
 }
 
+func (x *CallRequest) GetParentCallId() string {
+	if x != nil {
+		return x.ParentCallId
+	}
+	return ""
+}
+
 type CallResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	CallId   string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
@@ -596,8 +610,10 @@ type SubmitRequest struct {
 	InputResponsesJson     map[string]string `protobuf:"bytes,17,rep,name=input_responses_json,json=inputResponsesJson,proto3" json:"input_responses_json,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	ClientCapabilitiesJson string            `protobuf:"bytes,18,opt,name=client_capabilities_json,json=clientCapabilitiesJson,proto3" json:"client_capabilities_json,omitempty"`
 	PinSessionVersions     bool              `protobuf:"varint,19,opt,name=pin_session_versions,json=pinSessionVersions,proto3" json:"pin_session_versions,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// As CallRequest's: the call on whose behalf this one is made.
+	ParentCallId  string `protobuf:"bytes,20,opt,name=parent_call_id,json=parentCallId,proto3" json:"parent_call_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubmitRequest) Reset() {
@@ -740,6 +756,13 @@ func (x *SubmitRequest) GetPinSessionVersions() bool {
 		return x.PinSessionVersions
 	}
 	return false
+}
+
+func (x *SubmitRequest) GetParentCallId() string {
+	if x != nil {
+		return x.ParentCallId
+	}
+	return ""
 }
 
 type SubmitResponse struct {
@@ -4340,7 +4363,7 @@ var File_toolwire_v1_dispatcher_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\n" +
-	"\x1ctoolwire/v1/dispatcher.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17toolwire/v1/event.proto\x1a\x18toolwire/v1/policy.proto\x1a\x1atoolwire/v1/response.proto\x1a\x16toolwire/v1/spec.proto\"\x89\a\n" +
+	"\x1ctoolwire/v1/dispatcher.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17toolwire/v1/event.proto\x1a\x18toolwire/v1/policy.proto\x1a\x1atoolwire/v1/response.proto\x1a\x16toolwire/v1/spec.proto\"\xaf\a\n" +
 	"\vCallRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
@@ -4361,7 +4384,8 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\tcontinues\x18\x10 \x01(\tR\tcontinues\x12b\n" +
 	"\x14input_responses_json\x18\x11 \x03(\v20.toolwire.v1.CallRequest.InputResponsesJsonEntryR\x12inputResponsesJson\x128\n" +
 	"\x18client_capabilities_json\x18\x12 \x01(\tR\x16clientCapabilitiesJson\x120\n" +
-	"\x14pin_session_versions\x18\x13 \x01(\bR\x12pinSessionVersions\x1aE\n" +
+	"\x14pin_session_versions\x18\x13 \x01(\bR\x12pinSessionVersions\x12$\n" +
+	"\x0eparent_call_id\x18\x14 \x01(\tR\fparentCallId\x1aE\n" +
 	"\x17InputResponsesJsonEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc4\x02\n" +
@@ -4373,7 +4397,7 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\vapply_error\x18\x05 \x01(\tR\n" +
 	"applyError\x12 \n" +
 	"\vunconfirmed\x18\x06 \x01(\bR\vunconfirmed\x12C\n" +
-	"\x0frefused_intents\x18\a \x03(\v2\x1a.toolwire.v1.AppliedIntentR\x0erefusedIntents\"\x9f\x06\n" +
+	"\x0frefused_intents\x18\a \x03(\v2\x1a.toolwire.v1.AppliedIntentR\x0erefusedIntents\"\xc5\x06\n" +
 	"\rSubmitRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
@@ -4391,7 +4415,8 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\tcontinues\x18\x10 \x01(\tR\tcontinues\x12d\n" +
 	"\x14input_responses_json\x18\x11 \x03(\v22.toolwire.v1.SubmitRequest.InputResponsesJsonEntryR\x12inputResponsesJson\x128\n" +
 	"\x18client_capabilities_json\x18\x12 \x01(\tR\x16clientCapabilitiesJson\x120\n" +
-	"\x14pin_session_versions\x18\x13 \x01(\bR\x12pinSessionVersions\x1aE\n" +
+	"\x14pin_session_versions\x18\x13 \x01(\bR\x12pinSessionVersions\x12$\n" +
+	"\x0eparent_call_id\x18\x14 \x01(\tR\fparentCallId\x1aE\n" +
 	"\x17InputResponsesJsonEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\r\x10\x0eJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"\xce\x01\n" +

@@ -1,0 +1,172 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/envelope"
+	"github.com/toolwire/toolwire/internal/poolview"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// delegationStep is the delegation step of admission (doc.go, "Delegation
+// chains"), for a call that names the call on whose behalf it is made
+// (CallRequest.parent_call_id). The parent must be a call of the caller's
+// tenant that the caller may see (else NOT_FOUND, as a made-up id), still
+// on its way (not finished: CONFLICT; not cancelled: CANCELLED; not
+// parked for an approver: CONFLICT), with fewer than
+// Config.MaxDelegationDepth calls above it and fewer than
+// Config.MaxDelegationFanOut children (PERMISSION_DENIED, rules
+// "delegation.max_depth" and "delegation.max_fan_out"). The call's link is
+// written before the parent's state is read: a cancel of the parent
+// writes its tombstone before it lists the children, so a child is either
+// refused here or cancelled there. A repeat of an idempotency key that is
+// bound is answered as the original call instead of refused for its
+// parent's state or fan-out (repeatOr). The call then carries its chain in
+// its Caller, where the policy reads it.
+func (a *admission) delegationStep(ctx context.Context) verdict {
+	parent := a.req.GetParentCallId()
+	if parent == "" {
+		return next
+	}
+	d, tenant := a.d, a.id.Tenant
+	if te := a.reachParent(ctx, parent); te != nil {
+		return a.refused(te, nil)
+	}
+	pl, err := d.linkOf(ctx, tenant, parent)
+	if err != nil {
+		return a.refused(a.chainFailed(ctx, err), nil)
+	}
+	if int(pl.Depth) >= d.cfg.MaxDelegationDepth {
+		return a.refused(envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
+			fmt.Sprintf("delegation too deep: parent call %s is already %d calls below its root (at most %d)", parent, pl.Depth, d.cfg.MaxDelegationDepth)),
+			delegationDecision("delegation.max_depth"))
+	}
+	l := link{Parent: parent, Root: pl.Root, Depth: pl.Depth + 1}
+	a.chain, a.linked = &l, a.callID
+	if err := d.recordLink(ctx, tenant, a.callID, l); err != nil {
+		return a.refused(a.chainFailed(ctx, err), nil)
+	}
+	tool, te := a.parentState(ctx, parent)
+	if te != nil {
+		return a.repeatOr(ctx, te, nil)
+	}
+	kids, err := d.children(ctx, tenant, parent, d.cfg.MaxDelegationFanOut)
+	if err != nil {
+		return a.refused(a.chainFailed(ctx, err), nil)
+	}
+	if len(kids) > d.cfg.MaxDelegationFanOut {
+		return a.repeatOr(ctx, envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
+			fmt.Sprintf("parent call %s has reached its bound of %d delegated calls", parent, d.cfg.MaxDelegationFanOut)),
+			delegationDecision("delegation.max_fan_out"))
+	}
+	all, err := d.descendants(ctx, tenant, l.Root, d.cfg.MaxDelegationDescendants)
+	if err != nil {
+		return a.refused(a.chainFailed(ctx, err), nil)
+	}
+	if len(all) > d.cfg.MaxDelegationDescendants {
+		return a.repeatOr(ctx, envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
+			fmt.Sprintf("the delegation chain of call %s has reached its bound of %d calls", l.Root, d.cfg.MaxDelegationDescendants)),
+			delegationDecision("delegation.max_descendants"))
+	}
+	c := a.call.Caller
+	c.ParentCallId, c.RootCallId, c.Depth, c.ParentTool = l.Parent, l.Root, l.Depth, tool
+	return next
+}
+
+// repeatOr refuses the call with te and pd, unless it repeats an
+// idempotency key that is bound: then it is answered as the idempotency
+// step answers a bound key (the original call, or CONFLICT naming it),
+// since the parent's state or fan-out has changed since the original
+// call (it finished, was cancelled, has its children), not the call.
+// The repeat's own link is forgotten either way.
+func (a *admission) repeatOr(ctx context.Context, te *toolwirev1.ToolError, pd *toolwirev1.PolicyDecision) verdict {
+	if a.req.IdempotencyKey == "" {
+		return a.refused(te, pd)
+	}
+	s, err := a.d.boundKey(ctx, a.id, a.call)
+	if err != nil || s == nil {
+		return a.refused(te, pd) // an unbound key (or an unreadable one): the refusal stands
+	}
+	a.forgetChain(ctx)
+	return a.answered(s, nil, nil)
+}
+
+// reachParent refuses a parent that is not a call id the caller may see:
+// the same answer for another tenant's or agent's call as for a made-up id.
+func (a *admission) reachParent(ctx context.Context, parent string) *toolwirev1.ToolError {
+	if _, err := ulid.ParseStrict(parent); err != nil {
+		return unknownParent(cutName(parent))
+	}
+	ok, err := a.d.reaches(ctx, a.id, parent)
+	if err != nil {
+		return a.chainFailed(ctx, err)
+	}
+	if !ok {
+		return unknownParent(parent)
+	}
+	return nil
+}
+
+// parentState returns the parent's tool when it is on its way, else the
+// refusal: unknown, finished, parked or cancelled.
+func (a *admission) parentState(ctx context.Context, parent string) (string, *toolwirev1.ToolError) {
+	d := a.d
+	r, err := d.getResult(ctx, resultQuery{id: a.id, callID: parent})
+	if err != nil {
+		return "", a.chainFailed(ctx, err)
+	}
+	switch r.State {
+	case toolwirev1.CallState_CALL_STATE_UNKNOWN:
+		return "", unknownParent(parent)
+	case toolwirev1.CallState_CALL_STATE_DONE:
+		return "", envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CONFLICT, "parent call "+parent+" has finished: no call can be made on its behalf")
+	case toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL:
+		return "", envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CONFLICT, "parent call "+parent+" waits for an approval: it is not running")
+	}
+	_, err = d.bus.Cancels.Get(ctx, bus.CancelKey(a.id.Tenant, parent))
+	switch {
+	case err == nil:
+		return "", envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, "parent call "+parent+" was cancelled")
+	case !errors.Is(err, jetstream.ErrKeyNotFound):
+		return "", a.chainFailed(ctx, err)
+	}
+	tool, err := d.callTool(ctx, a.id.Tenant, parent)
+	if err != nil {
+		return "", a.chainFailed(ctx, err)
+	}
+	return tool, nil
+}
+
+// chainFailed is the refusal of a call whose chain could not be read or
+// written (INTERNAL; the cause is logged, not told).
+// A limits bucket too full to take the chain's keys is OVERLOADED with
+// retry_after, as any full store (poolview.FullRefusal).
+func (a *admission) chainFailed(ctx context.Context, err error) *toolwirev1.ToolError {
+	if bus.StoreFull(err) {
+		a.d.log.WarnContext(ctx, "delegation chain not written: the limits store is full", "call_id", a.callID, "err", err)
+		return poolview.FullRefusal(limitsStore)
+	}
+	a.d.log.WarnContext(ctx, "delegation chain not checked", "call_id", a.callID, "err", err)
+	return envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, "the delegation chain could not be checked; try again")
+}
+
+// limitsStore is the limits bucket's name among the stores
+// (bus.Config.Stores).
+const limitsStore = "limits"
+
+func unknownParent(parent string) *toolwirev1.ToolError {
+	te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, "parent call "+parent+" not found")
+	te.Suggestion = "parent_call_id names a call of your tenant that is still running"
+	return te
+}
+
+// delegationDecision records which bound refused a delegated call.
+func delegationDecision(rule string) *toolwirev1.PolicyDecision {
+	return &toolwirev1.PolicyDecision{Outcome: toolwirev1.PolicyOutcome_POLICY_OUTCOME_DENY, RuleId: rule, Reason: rule}
+}

@@ -1,0 +1,207 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/identity"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// The delegation records (docs/delegation.md; doc.go, "Delegation
+// chains") live in the limits bucket, which every replica shares and
+// whose keys carry their own TTL: a call's link (dlg.<tenant>.<call>:
+// its parent, root and depth) and one key per child under its parent
+// (dlgk.<tenant>.<parent>.<child>), which the fan-out counts and a
+// cancel walks.
+const (
+	maxDelegationDepth  = 64   // the most Config.MaxDelegationDepth may be
+	maxDelegationFanOut = 4096 // the most Config.MaxDelegationFanOut may be
+	// maxCascade bounds the descendants one cancel reaches (beyond it the
+	// rest are logged as not cancelled).
+	maxCascade = 4096
+	// linkMarkerTTL is the life of the marker forgetLink leaves (the
+	// limits bucket's LimitMarkerTTL).
+	linkMarkerTTL = time.Minute
+)
+
+// link is a delegated call's place in its chain, as its record holds it.
+type link struct {
+	Parent string `json:"p"`
+	Root   string `json:"r"`
+	Depth  int32  `json:"d"`
+}
+
+func linkKey(tenant, callID string) string { return "dlg." + tenant + "." + callID }
+
+func childKey(tenant, parent, child string) string {
+	return "dlgk." + tenant + "." + parent + "." + child
+}
+
+// descendantKey is child's key under its chain's root, which the
+// descendants bound counts.
+func descendantKey(tenant, root, child string) string {
+	return "dlgr." + tenant + "." + root + "." + child
+}
+
+// linkOf returns the link of call callID of tenant: its record's, or, for
+// a call without one, the link of a call at the top of its chain (depth
+// 0, its own root).
+func (d *Dispatcher) linkOf(ctx context.Context, tenant, callID string) (link, error) {
+	e, err := d.bus.Limits.Get(ctx, linkKey(tenant, callID))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return link{Root: callID}, nil
+	case err != nil:
+		return link{}, fmt.Errorf("dispatch: read delegation link: %w", err)
+	}
+	var l link
+	if err := json.Unmarshal(e.Value(), &l); err != nil || len(e.Value()) > 256 {
+		return link{}, fmt.Errorf("dispatch: delegation link of %s is malformed", callID)
+	}
+	return l, nil
+}
+
+// recordLink writes child's link and its key under its parent, living
+// the cancels' TTL (a tombstone lives no longer).
+func (d *Dispatcher) recordLink(ctx context.Context, tenant, child string, l link) error {
+	ttl := jetstream.KeyTTL(d.bus.Config.CancelTTL)
+	v, _ := json.Marshal(l)
+	if _, err := d.bus.Limits.Create(ctx, linkKey(tenant, child), v, ttl); err != nil {
+		return fmt.Errorf("dispatch: write delegation link: %w", err)
+	}
+	if _, err := d.bus.Limits.Create(ctx, childKey(tenant, l.Parent, child), nil, ttl); err != nil {
+		return fmt.Errorf("dispatch: write delegation child: %w", err)
+	}
+	if _, err := d.bus.Limits.Create(ctx, descendantKey(tenant, l.Root, child), nil, ttl); err != nil {
+		return fmt.Errorf("dispatch: write delegation descendant: %w", err)
+	}
+	return nil
+}
+
+// forgetLink removes what recordLink wrote, for a call that was refused
+// or answered as another (so that it does not count in its parent's
+// fan-out). Best effort: the keys expire anyway. The purge marker lives
+// linkMarkerTTL (the bucket has no MaxAge: a marker without a TTL would
+// stay for ever).
+func (d *Dispatcher) forgetLink(ctx context.Context, tenant, child string, l link) {
+	ctx = context.WithoutCancel(ctx)
+	for _, k := range []string{childKey(tenant, l.Parent, child), descendantKey(tenant, l.Root, child), linkKey(tenant, child)} {
+		if err := d.bus.Limits.Purge(ctx, k, jetstream.PurgeTTL(linkMarkerTTL)); err != nil {
+			d.log.WarnContext(ctx, "delegation record not removed", "call_id", child, "err", err)
+		}
+	}
+}
+
+// children returns the ids of the calls made on behalf of parent (at most
+// limit+1 of them: enough to tell a fan-out past limit).
+func (d *Dispatcher) children(ctx context.Context, tenant, parent string, limit int) ([]string, error) {
+	return d.callsUnder(ctx, childKey(tenant, parent, ""), limit)
+}
+
+// descendants returns the ids of the calls of root's chain (at most
+// limit+1 of them).
+func (d *Dispatcher) descendants(ctx context.Context, tenant, root string, limit int) ([]string, error) {
+	return d.callsUnder(ctx, descendantKey(tenant, root, ""), limit)
+}
+
+// callsUnder returns the call ids of the keys under prefix (which ends
+// with a dot), at most limit+1 of them.
+func (d *Dispatcher) callsUnder(ctx context.Context, prefix string, limit int) ([]string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	kl, err := d.bus.Limits.ListKeysFiltered(ctx, prefix+"*")
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: list delegated calls: %w", err)
+	}
+	n := len(prefix)
+	var out []string
+	for k := range kl.Keys() { // drained to its end: its goroutine sends unguarded
+		if len(out) <= limit && len(k) > n {
+			out = append(out, k[n:])
+		}
+	}
+	return out, nil
+}
+
+// cancelDescendants cancels the calls made on behalf of callID, and
+// theirs, breadth first, at most maxCascade of them, whatever each one's
+// state (a finished child's own children may still run). Each is
+// cancelled as Cancel would (tombstone, event, a parked one denied), by
+// the canceller of the parent, whichever agent made it. A child admitted
+// while this runs wrote its key before it checked its parent's tombstone
+// (admit_delegation.go), and this lists the keys after writing it: the
+// child is either refused or listed. A listed child that no dispatcher
+// has published yet (it is still in admission: hooks, policy, an
+// approval, the limits) is unknown to cancelCall; its key proves a
+// dispatcher admits it, so it gets its tombstone all the same
+// (tombstoneAdmitting), which its worker reads before it starts, and its
+// admission looks at its parent's tombstone again right before it
+// publishes (publishStep).
+func (d *Dispatcher) cancelDescendants(ctx context.Context, id identity.Identity, callID, reason string) {
+	queue, seen := []string{callID}, 0
+	for len(queue) > 0 && seen < maxCascade {
+		parent := queue[0]
+		queue = queue[1:]
+		kids, err := d.children(ctx, id.Tenant, parent, maxDelegationFanOut)
+		if err != nil {
+			d.log.WarnContext(ctx, "delegated calls not cancelled", "call_id", parent, "err", err)
+			continue
+		}
+		for _, k := range kids {
+			if _, err := ulid.ParseStrict(k); err != nil || seen >= maxCascade {
+				continue
+			}
+			seen++
+			why := "parent call " + parent + " cancelled"
+			if reason != "" {
+				why += ": " + reason
+			}
+			out, err := d.cancelCall(ctx, id, k, why)
+			if err == nil && out == toolwirev1.CancelOutcome_CANCEL_OUTCOME_UNKNOWN_CALL {
+				err = d.tombstoneAdmitting(ctx, id, k, why)
+			}
+			if err != nil {
+				d.log.WarnContext(ctx, "delegated call not cancelled", "call_id", k, "parent", parent, "err", err)
+			}
+			queue = append(queue, k)
+		}
+	}
+	if len(queue) > 0 {
+		d.log.WarnContext(ctx, "cancel reached its bound of delegated calls", "call_id", callID, "bound", maxCascade)
+	}
+}
+
+// tombstoneAdmitting writes the tombstone of a delegated call a cascade
+// listed but cancelCall did not know: one still in admission. An
+// existing tombstone is left as it is.
+func (d *Dispatcher) tombstoneAdmitting(ctx context.Context, id identity.Identity, callID, reason string) error {
+	val, _ := json.Marshal(bus.Tombstone{By: id.Agent, Reason: reason})
+	_, err := d.bus.Cancels.Create(ctx, bus.CancelKey(id.Tenant, callID), val, jetstream.KeyTTL(d.bus.Config.CancelTTL))
+	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("dispatch: write tombstone: %w", err)
+	}
+	return nil
+}
+
+// parentCancelled tells whether the parent of a delegated call being
+// admitted has its tombstone: the look admission takes right before it
+// publishes the call (a cancel of the parent may have come while the
+// call was in admission).
+func (d *Dispatcher) parentCancelled(ctx context.Context, tenant, parent string) (bool, error) {
+	_, err := d.bus.Cancels.Get(ctx, bus.CancelKey(tenant, parent))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return false, nil
+	}
+	return false, fmt.Errorf("dispatch: read parent's tombstone: %w", err)
+}
