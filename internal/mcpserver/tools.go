@@ -416,8 +416,8 @@ func refused(resp *toolwirev1.ToolResponse) (toolResult, error) {
 }
 
 // relayProgress sends the call's PROGRESS events to the client as
-// progress notifications for token, until ctx ends: percent as progress
-// of 100 when the tool gave one, otherwise a count.
+// progress notifications for token, in order, until ctx ends
+// (progressParams: partial output in _meta, MetaPartial).
 func (s *Server) relayProgress(ctx context.Context, id identity.Identity, callID string, token any, ss *mcp.ServerSession) {
 	n := 0.0
 	err := s.d.Watch(ctx, id, callID, func(ev *toolwirev1.CallEvent) error {
@@ -425,11 +425,7 @@ func (s *Server) relayProgress(ctx context.Context, id identity.Identity, callID
 			return nil
 		}
 		n++
-		pp := &mcp.ProgressNotificationParams{ProgressToken: token, Message: ev.Message, Progress: n}
-		if ev.Percent != nil {
-			pp.Progress, pp.Total = *ev.Percent, 100
-		}
-		return ss.NotifyProgress(ctx, pp)
+		return ss.NotifyProgress(ctx, progressParams(token, n, ev))
 	})
 	if err != nil && ctx.Err() == nil {
 		s.log.Debug("progress relay ended", "call_id", callID, "err", err)

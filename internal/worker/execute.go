@@ -108,7 +108,10 @@ func ctxErr(ctx context.Context, err error) error {
 
 var errHeartbeatTimeout = errors.New("heartbeat timeout")
 
-// reporter turns tool progress into PROGRESS events and heartbeats.
+var _ tool.PartialReporter = (*reporter)(nil)
+
+// reporter turns tool progress and partial output into PROGRESS events
+// and heartbeats (a tool.PartialReporter).
 type reporter struct {
 	w       *Worker
 	call    *toolwirev1.ToolCall
@@ -126,13 +129,26 @@ type reporter struct {
 // Progress publishes a PROGRESS event without waiting for the events
 // stream to store it (publishProgress); settle waits for the last one.
 func (r *reporter) Progress(message string, percent float64) {
-	r.started.Flush() // STARTED precedes the first progress event
-	if r.timer != nil {
-		r.timer.Reset(r.every)
-	}
 	ev := &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS, Message: message}
 	if percent >= 0 {
 		ev.Percent = &percent
+	}
+	r.publish(ev)
+}
+
+// Partial publishes a chunk of the tool's partial output (tool.Partial,
+// which bounds and numbers the chunks) as a PROGRESS event with
+// CallEvent.partial, the same way as Progress: signed, redacted, and
+// stored before the result (settle).
+func (r *reporter) Partial(seq uint32, content []*toolwirev1.Content) {
+	r.publish(&toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS, Partial: content, PartialSeq: seq})
+}
+
+// publish publishes a PROGRESS event ev: after STARTED, as a heartbeat.
+func (r *reporter) publish(ev *toolwirev1.CallEvent) {
+	r.started.Flush() // STARTED precedes the first progress event
+	if r.timer != nil {
+		r.timer.Reset(r.every)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
