@@ -31,13 +31,4 @@
 // IconsFromMCP and IconsToMCP map icons in order (a resource link's, and a
 // tool's). MetaJSON encodes an MCP `_meta` as toolwire keeps it (empty for
 // none).
-//
-// # Partial output
-//
-// MetaPartial is the `_meta` key under which a notifications/progress
-// carries a chunk of a call's partial output: the MCP face writes it, the
-// MCP executor reads it back with PartialFromMeta (its JSON bounded before
-// it is decoded, the blocks decoded by the SDK's tool-result decoder and
-// mapped by FromMCP), so that one toolwire fleet can import another's
-// tools with their partial output.
 package mcpcontent

@@ -14,9 +14,7 @@ import (
 // chunk's number in its attempt, from 1), "attempt" and "content" (the
 // chunk's content blocks, as in a tool result). The notification's
 // message is the text of the chunk's text blocks.
-// The MCP executor reads it from an upstream toolwire fleet
-// (mcpcontent.PartialFromMeta).
-const MetaPartial = mcpcontent.MetaPartial
+const MetaPartial = "io.toolwire/partial"
 
 // PartialMeta is the value of MetaPartial.
 type PartialMeta struct {

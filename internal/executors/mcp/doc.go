@@ -249,13 +249,7 @@
 // Progress: notifications/progress for the call's token become
 // tool.Progress(ctx, message, percent) on the call's context (percent =
 // progress/total*100 when the server gives a total, else unknown); the
-// worker turns them into PROGRESS events and heartbeats. A notification
-// carrying partial output in _meta "io.toolwire/partial" (an upstream
-// toolwire fleet's MCP face: mcpcontent.PartialFromMeta, its JSON bounded
-// before it is decoded) becomes tool.Partial instead, which numbers the
-// chunks here and bounds them; one that cannot be read is progress. The
-// SDK hands a session's notifications to the handler one at a time, in
-// order, so the chunks keep theirs. The SDK handles
+// worker turns them into PROGRESS events and heartbeats. The SDK handles
 // notifications on another goroutine than responses, so a notification
 // the server sends just before its result may be handled after Execute
 // returned; it is then dropped.

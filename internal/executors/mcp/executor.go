@@ -451,10 +451,6 @@ func resultFromMCP(ts *toolState, res *sdk.CallToolResult, raw json.RawMessage) 
 // onProgress forwards a progress notification to the call that sent its
 // token, as tool.Progress on the call's context. Percent is
 // progress/total*100 when the server gives a total, else unknown (-1).
-// A notification carrying partial output (mcpcontent.MetaPartial: the
-// server is a toolwire fleet's MCP face) is the call's partial output
-// instead, tool.Partial, which numbers and bounds it; one whose partial
-// output cannot be read is forwarded as progress.
 func (e *Executor) onProgress(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
 	if req.Params == nil {
 		return
@@ -464,14 +460,6 @@ func (e *Executor) onProgress(_ context.Context, req *sdk.ProgressNotificationCl
 		return // the call has returned
 	}
 	ctx := v.(*pendingCall).ctx
-	if blocks, err := mcpcontent.PartialFromMeta(req.Params.Meta); err != nil {
-		e.log.Debug("partial output of an upstream server not read; forwarded as progress", "err", err)
-	} else if blocks != nil {
-		if err := tool.Partial(ctx, blocks...); err != nil {
-			e.log.Debug("partial output of an upstream server not forwarded", "err", err)
-		}
-		return
-	}
 	pct := -1.0
 	if t := req.Params.Total; t > 0 {
 		pct = min(max(req.Params.Progress/t*100, 0), 100)
