@@ -63,6 +63,11 @@
 //     reporter gets bounded, numbered chunks, one at a time, in order. A
 //     chunk over MaxPartialChunkBytes is refused alone (the tool can split
 //     it); past the total bounds nothing more is sent for the attempt.
+//     A refused chunk still counts as a heartbeat (PartialReporter's
+//     Heartbeat): a tool past the bound is alive, and must not die of a
+//     heartbeat timeout for calling Partial.
+//   - The reporter refuses chunks once the attempt has ended
+//     (ErrPartialClosed), so no chunk is stored after the result.
 //   - Outside a call Partial does nothing and returns nil, as Progress
 //     does: a tool's unit test needs no reporter.
 //

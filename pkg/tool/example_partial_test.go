@@ -17,8 +17,10 @@ import (
 type printer struct{}
 
 func (printer) Progress(string, float64) {}
-func (printer) Partial(seq uint32, content []*toolwirev1.Content) {
+func (printer) Heartbeat()               {}
+func (printer) Partial(seq uint32, content []*toolwirev1.Content) error {
 	fmt.Printf("chunk %d: %q\n", seq, content[0].GetText().GetText())
+	return nil
 }
 
 // docs:partial-example
@@ -30,13 +32,15 @@ type SummariseIn struct {
 // the whole summary: the result is what it returns, whatever it streamed.
 func summarise(ctx context.Context, in SummariseIn) (string, error) {
 	var out strings.Builder
+	streaming := true
 	for _, line := range in.Lines {
 		s := strings.ToUpper(line) + "\n"
 		out.WriteString(s)
-		// Partial output is best effort: past its bound (tool.ErrPartialLimit)
-		// the tool goes on, and the result still has everything.
-		if err := tool.PartialText(ctx, s); err != nil && ctx.Err() == nil {
-			tool.Progress(ctx, "partial output stopped: "+err.Error(), -1)
+		// Partial output is best effort: once it is refused (past its bound,
+		// tool.ErrPartialLimit) the tool stops sending it and goes on, and
+		// the result still has everything.
+		if streaming && tool.PartialText(ctx, s) != nil {
+			streaming = false
 		}
 	}
 	return out.String(), nil
@@ -60,6 +64,17 @@ func ExamplePartialText() {
 	// chunk 1: "FIRST\n"
 	// chunk 2: "SECOND\n"
 	// result: "FIRST\nSECOND\n"
+}
+
+// The example stops sending once its partial output is refused.
+func TestPartialExampleStopsWhenRefused(t *testing.T) {
+	t.Parallel()
+	rep := &closed{}
+	out, err := summarise(tool.WithReporter(t.Context(), rep), SummariseIn{Lines: []string{"a", "b", "c"}})
+	require.NoError(t, err)
+	require.Equal(t, "A\nB\nC\n", out)
+	require.Equal(t, 1, rep.partials, "nothing sent after the refusal")
+	require.Zero(t, rep.progress)
 }
 
 // docs/tools.md shows the example above verbatim.

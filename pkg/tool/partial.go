@@ -26,21 +26,31 @@ const (
 // attempt's partial output over MaxPartialChunks or MaxPartialBytes, and
 // by every later Partial of the attempt: the chunk is not sent, and
 // nothing more is. The call goes on; its result is what it returns.
-var ErrPartialLimit = errors.New("tool: partial output over its bound for the call")
+var ErrPartialLimit = errors.New("tool: partial output over its bound for the attempt")
 
 // ErrPartialTooLarge is returned (wrapped) by Partial for a chunk over
 // MaxPartialChunkBytes: that chunk is not sent; later, smaller ones are.
 var ErrPartialTooLarge = errors.New("tool: partial output chunk too large")
 
+// ErrPartialClosed is returned (wrapped or not) by Partial once the
+// attempt has ended: settled (its result is being published) or abandoned
+// by the worker. The chunk is not sent, nor is any later one: no partial
+// output is stored after the result.
+var ErrPartialClosed = errors.New("tool: partial output closed: the attempt has ended")
+
 // PartialReporter is a Reporter that takes partial output. Workers
-// install one; the MCP executor forwards an upstream server's partial
-// output to it.
+// install one.
 type PartialReporter interface {
 	Reporter
 	// Partial takes one chunk of the attempt's partial output. seq numbers
 	// the chunks from 1; Partial is called once per chunk, one call at a
-	// time, in seq order. content is the reporter's to keep.
-	Partial(seq uint32, content []*toolwirev1.Content)
+	// time, in seq order. content is the reporter's to keep. It returns
+	// ErrPartialClosed once the attempt has ended; the chunk is not sent.
+	Partial(seq uint32, content []*toolwirev1.Content) error
+	// Heartbeat notes that the tool is alive without sending anything:
+	// Partial calls it for a chunk it refuses (a bound, a nil block), which
+	// counts as a heartbeat all the same.
+	Heartbeat()
 }
 
 // Partial sends partial output of the running call: content blocks that
@@ -48,7 +58,10 @@ type PartialReporter interface {
 // CallEvent.partial_seq, from 1 in each attempt), which Watch streams and
 // the MCP face sends to a client that gave a progress token, all before
 // the call's result. The result is what the tool returns: partial output
-// is not part of it. Partial counts as a heartbeat, as Progress does.
+// is not part of it. Partial counts as a heartbeat, as Progress does, even
+// when it refuses the chunk. Once the attempt has ended (the tool has
+// returned, or the worker abandoned it) Partial returns ErrPartialClosed
+// and sends nothing.
 //
 // An attempt's partial output is bounded: a chunk over
 // MaxPartialChunkBytes is refused with ErrPartialTooLarge; the chunk that
@@ -72,23 +85,28 @@ func Partial(ctx context.Context, content ...*toolwirev1.Content) error {
 	size := 0
 	for i, c := range content {
 		if c == nil {
+			pr.Heartbeat()
 			return errors.New("tool: Partial: nil content block")
 		}
 		blocks[i] = proto.CloneOf(c)
 		size += proto.Size(c)
 	}
 	if size > MaxPartialChunkBytes {
+		pr.Heartbeat()
 		return fmt.Errorf("%w: %d bytes, at most %d", ErrPartialTooLarge, size, MaxPartialChunkBytes)
 	}
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	if rp.closed || rp.chunks+1 > MaxPartialChunks || rp.bytes+size > MaxPartialBytes {
 		rp.closed = true
+		pr.Heartbeat()
 		return ErrPartialLimit
+	}
+	if err := pr.Partial(uint32(rp.chunks+1), blocks); err != nil {
+		return err
 	}
 	rp.chunks++
 	rp.bytes += size
-	pr.Partial(uint32(rp.chunks), blocks)
 	return nil
 }
 

@@ -17,11 +17,19 @@ type chunks struct {
 	mu   sync.Mutex
 	seqs []uint32
 	text []string
+	// beats counts the heartbeats of refused chunks.
+	beats int
 }
 
 func (c *chunks) Progress(string, float64) {}
 
-func (c *chunks) Partial(seq uint32, content []*toolwirev1.Content) {
+func (c *chunks) Heartbeat() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.beats++
+}
+
+func (c *chunks) Partial(seq uint32, content []*toolwirev1.Content) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seqs = append(c.seqs, seq)
@@ -30,6 +38,7 @@ func (c *chunks) Partial(seq uint32, content []*toolwirev1.Content) {
 		b.WriteString(x.GetText().GetText())
 	}
 	c.text = append(c.text, b.String())
+	return nil
 }
 
 // progressOnly takes progress and no partial output.
@@ -66,8 +75,48 @@ func TestPartialCopiesTheBlocks(t *testing.T) {
 type keep struct{ got *[]*toolwirev1.Content }
 
 func (keep) Progress(string, float64) {}
-func (k keep) Partial(_ uint32, content []*toolwirev1.Content) {
+func (keep) Heartbeat()               {}
+func (k keep) Partial(_ uint32, content []*toolwirev1.Content) error {
 	*k.got = append(*k.got, content...)
+	return nil
+}
+
+// A refused chunk counts as a heartbeat: a tool past its bound, still
+// calling Partial, is alive.
+func TestRefusedPartialIsAHeartbeat(t *testing.T) {
+	t.Parallel()
+	rep := &chunks{}
+	ctx := tool.WithReporter(t.Context(), rep)
+	require.ErrorIs(t, tool.PartialText(ctx, strings.Repeat("x", tool.MaxPartialChunkBytes)), tool.ErrPartialTooLarge)
+	require.Equal(t, 1, rep.beats)
+	for range tool.MaxPartialChunks {
+		require.NoError(t, tool.PartialText(ctx, "x"))
+	}
+	require.ErrorIs(t, tool.PartialText(ctx, "x"), tool.ErrPartialLimit)
+	require.ErrorIs(t, tool.PartialText(ctx, "x"), tool.ErrPartialLimit)
+	require.Equal(t, 3, rep.beats)
+	require.Error(t, tool.Partial(ctx, nil))
+	require.Equal(t, 4, rep.beats)
+}
+
+// closed is a reporter whose attempt has ended.
+type closed struct{ partials, progress int }
+
+func (c *closed) Progress(string, float64) { c.progress++ }
+func (*closed) Heartbeat()                 {}
+func (c *closed) Partial(uint32, []*toolwirev1.Content) error {
+	c.partials++
+	return tool.ErrPartialClosed
+}
+
+// The reporter's refusal reaches the tool; the refused chunk is not
+// counted against the bound.
+func TestPartialAfterTheAttemptEndedIsRefused(t *testing.T) {
+	t.Parallel()
+	rep := &closed{}
+	ctx := tool.WithReporter(t.Context(), rep)
+	require.ErrorIs(t, tool.PartialText(ctx, "late"), tool.ErrPartialClosed)
+	require.Equal(t, 1, rep.partials)
 }
 
 func TestPartialWithoutAReporterSendsNothing(t *testing.T) {
