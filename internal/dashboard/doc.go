@@ -179,7 +179,7 @@
 // stream order puts a dispatcher's ACCEPTED, an unacknowledged publish,
 // after a fast worker's STARTED). A PROGRESS event with partial output
 // (tool.Partial) shows its number and the text of its text blocks,
-// escaped; the page shows what was stored when it was loaded, and reloads
+// escaped, once (dispatch.PartialSeen drops a chunk stored again); the page shows what was stored when it was loaded, and reloads
 // when the call ends (not chunk by chunk). An SVG image result is shown as an
 // <img> of a data: URL (an image's SVG runs no script and loads nothing)
 // with its source as escaped text, never inline. A filter or search

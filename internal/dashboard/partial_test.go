@@ -7,11 +7,16 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // A call's page shows its partial output in the timeline, chunk by chunk
@@ -46,4 +51,39 @@ func TestCallPageShowsPartialOutput(t *testing.T) {
 	}
 	require.Equal(t, "first chunk for annsecond chunkchecked [REDACTED]", text.String())
 	require.NotContains(t, body, "hunter22")
+}
+
+// A chunk of partial output stored twice (a signed message replayed into
+// the events stream) is shown once.
+func TestCallPageShowsAReplayedChunkOnce(t *testing.T) {
+	once := tool.Must(tool.New("once", func(ctx context.Context, _ struct{}) (string, error) {
+		if err := tool.PartialText(ctx, "only chunk"); err != nil {
+			return "", err
+		}
+		return "streamed", nil
+	}))
+	u := startUI(t, []*tool.Tool{once}, dispatch.Config{})
+	r := call(t, u, acmeBot, "once", `{}`)
+	require.True(t, r.Response.Ok, "%v", r.Response.GetError())
+
+	ctx := t.Context()
+	cons, err := u.Env.Bus.Events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{u.Env.Bus.Subjects.EventsAnyDispatcher(acmeBot.Tenant, r.CallId)}})
+	require.NoError(t, err)
+	var chunk jetstream.Msg
+	for chunk == nil {
+		m, err := cons.Next(jetstream.FetchMaxWait(30 * time.Second))
+		require.NoError(t, err, "the chunk is stored")
+		ev := &toolwirev1.CallEvent{}
+		if proto.Unmarshal(m.Data(), ev) == nil && ev.GetPartialSeq() == 1 {
+			chunk = m
+		}
+	}
+	_, err = u.Env.Bus.JS.PublishMsg(ctx, &nats.Msg{Subject: chunk.Subject(), Header: chunk.Headers(), Data: chunk.Data()})
+	require.NoError(t, err)
+
+	waitFor(t, "the index has the call", func() bool { _, ok := u.UI.index.Get(r.CallId); return ok })
+	res, body := u.signIn(t, readerKey).get("/ui/calls/" + r.CallId)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, 1, strings.Count(body, `data-testid="partial">only chunk</span>`), "shown once")
 }

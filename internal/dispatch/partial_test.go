@@ -89,3 +89,68 @@ func TestForgedPartialOutputIsNeverStreamed(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"real 1", "real 2"}, partial)
 }
+
+// A chunk of partial output is streamed once: the worker credential
+// storing a signed chunk again (a replay: its bytes and signature as the
+// worker published them) does not make Watch stream it twice, nor does a
+// chunk of an earlier attempt, or an earlier number, come after.
+func TestReplayedPartialOutputIsStreamedOnce(t *testing.T) {
+	t.Parallel()
+	sentFirst, replayed := make(chan string, 1), make(chan struct{})
+	stream := tool.Must(tool.New("stream", func(ctx context.Context, _ struct{}) (string, error) {
+		if err := tool.PartialText(ctx, "real 1"); err != nil {
+			return "", err
+		}
+		ci, _ := tool.CallInfoFrom(ctx)
+		sentFirst <- ci.CallID
+		select {
+		case <-replayed:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		if err := tool.PartialText(ctx, "real 2"); err != nil {
+			return "", err
+		}
+		return "done", nil
+	}, tool.ReadOnly()))
+	s := startSigned(t, stream)
+	ctx, id := t.Context(), identity.Default
+	_, err := s.d.Submit(ctx, id, &toolwirev1.CallRequest{Tool: "stream"})
+	require.NoError(t, err)
+	var callID string
+	select {
+	case callID = <-sentFirst:
+	case <-time.After(time.Minute):
+		t.Fatal("the tool never ran")
+	}
+	subject := s.env.Bus.Subjects.Event(id.Tenant, s.d.Config().Name, callID)
+	var first *jetstream.RawStreamMsg
+	require.Eventually(t, func() bool {
+		m, err := s.env.Bus.Events.GetLastMsgForSubject(ctx, subject)
+		if err != nil {
+			return false
+		}
+		ev := &toolwirev1.CallEvent{}
+		if proto.Unmarshal(m.Data, ev) != nil || ev.GetPartialSeq() != 1 {
+			return false
+		}
+		first = m
+		return true
+	}, time.Minute, 10*time.Millisecond, "the first chunk is stored")
+
+	fjs, err := jetstream.New(s.conn(t, bus.RoleWorker))
+	require.NoError(t, err)
+	_, err = fjs.PublishMsg(ctx, &nats.Msg{Subject: first.Subject, Header: first.Header, Data: first.Data})
+	require.NoError(t, err)
+	close(replayed)
+
+	var partial []string
+	err = s.d.Watch(ctx, id, callID, func(ev *toolwirev1.CallEvent) error {
+		for _, c := range ev.GetPartial() {
+			partial = append(partial, c.GetText().GetText())
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"real 1", "real 2"}, partial, "the replayed chunk is not streamed again")
+}
