@@ -80,7 +80,11 @@
 // event with partial output (tool.Partial) is a notification like any
 // other, in the same order: the text of its text blocks as the message,
 // and in _meta MetaPartial its number, attempt and blocks (partial.go;
-// docs/mcp.md, "Partial output", shows one, checked by a test).
+// docs/mcp.md, "Partial output", shows one, checked by a test). A
+// request's progress only increases (MCP requires it): each is
+// max(previous+1, the tool's percentage), so percentages and chunks mixed
+// never send it back. The relay reads through Watch, which drops a chunk
+// already sent (dispatch.PartialSeen).
 //
 // # Cancelling
 //

@@ -24,13 +24,18 @@ type PartialMeta struct {
 }
 
 // progressParams is the progress notification of a PROGRESS event ev for
-// token, the n-th of the call: percent as progress of 100 when the tool
-// gave one, otherwise the count n; a chunk of partial output in its
-// _meta (MetaPartial) and its text as the message.
-func progressParams(token any, n float64, ev *toolwirev1.CallEvent) *mcp.ProgressNotificationParams {
-	pp := &mcp.ProgressNotificationParams{ProgressToken: token, Message: ev.Message, Progress: n}
+// token, after one with progress prev (0 before the first): progress only
+// increases, as MCP requires, so it is max(prev+1, the percentage) when
+// the tool gave one (of a total of 100 while it is at most 100), else
+// prev+1 — a count. A chunk of partial output goes in its _meta
+// (MetaPartial), its text as the message.
+func progressParams(token any, prev float64, ev *toolwirev1.CallEvent) *mcp.ProgressNotificationParams {
+	pp := &mcp.ProgressNotificationParams{ProgressToken: token, Message: ev.Message, Progress: prev + 1}
 	if ev.Percent != nil {
-		pp.Progress, pp.Total = *ev.Percent, 100
+		pp.Progress = max(prev+1, *ev.Percent)
+		if pp.Progress <= 100 {
+			pp.Total = 100
+		}
 	}
 	if len(ev.Partial) == 0 {
 		return pp

@@ -27,7 +27,7 @@ func TestDocsShowThePartialNotification(t *testing.T) {
 	}
 	ev := &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS, Attempt: 1, PartialSeq: 3,
 		Partial: []*toolwirev1.Content{text("rows 200-299 "), text("done\n")}}
-	got, err := json.Marshal(progressParams("p1", 3, ev))
+	got, err := json.Marshal(progressParams("p1", 2, ev))
 	require.NoError(t, err)
 	require.JSONEq(t, example, string(got))
 }
@@ -36,7 +36,7 @@ func TestDocsShowThePartialNotification(t *testing.T) {
 func TestProgressWithoutPartialHasNoMeta(t *testing.T) {
 	t.Parallel()
 	pct := 40.0
-	pp := progressParams("p", 2, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS, Message: "m", Percent: &pct})
+	pp := progressParams("p", 1, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS, Message: "m", Percent: &pct})
 	require.Nil(t, pp.Meta)
 	require.Equal(t, "m", pp.Message)
 	require.Equal(t, 40.0, pp.Progress)

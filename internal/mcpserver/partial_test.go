@@ -116,3 +116,55 @@ func readPartial(t *testing.T, p *mcp.ProgressNotificationParams) partialNote {
 	}
 	return partialNote{message: p.Message, seq: m.Seq, text: m.Content[0].Text}
 }
+
+// The progress of a request's notifications only increases, whatever the
+// mix of percentages and chunks of partial output (MCP requires it).
+func TestProgressNeverGoesDown(t *testing.T) {
+	t.Parallel()
+	const n = 5
+	seen := make(chan struct{})
+	mixed := tool.Must(tool.New("mixed", func(ctx context.Context, _ struct{}) (string, error) {
+		tool.Progress(ctx, "most", 80)
+		if err := tool.PartialText(ctx, "a"); err != nil {
+			return "", err
+		}
+		tool.Progress(ctx, "less", 50)
+		if err := tool.PartialText(ctx, "b"); err != nil {
+			return "", err
+		}
+		tool.Progress(ctx, "all", 100)
+		select {
+		case <-seen:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		return "done", nil
+	}, tool.ReadOnly()))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{mixed}})
+	url := endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default})
+	var mu sync.Mutex
+	var progress []float64
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			progress = append(progress, r.Params.Progress)
+			if len(progress) == n {
+				close(seen)
+			}
+		}})
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	require.NoError(t, err)
+	defer func() { _ = cs.Close() }()
+	params := &mcp.CallToolParams{Name: "mixed", Arguments: map[string]any{}}
+	params.SetProgressToken("tok")
+	res, err := cs.CallTool(t.Context(), params)
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, progress, n)
+	for i := 1; i < n; i++ {
+		require.Greater(t, progress[i], progress[i-1], "progress %v", progress)
+	}
+}

@@ -419,13 +419,14 @@ func refused(resp *toolwirev1.ToolResponse) (toolResult, error) {
 // progress notifications for token, in order, until ctx ends
 // (progressParams: partial output in _meta, MetaPartial).
 func (s *Server) relayProgress(ctx context.Context, id identity.Identity, callID string, token any, ss *mcp.ServerSession) {
-	n := 0.0
+	prev := 0.0 // the progress of the last notification: it only increases
 	err := s.d.Watch(ctx, id, callID, func(ev *toolwirev1.CallEvent) error {
 		if ev.Type != toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS {
 			return nil
 		}
-		n++
-		return ss.NotifyProgress(ctx, progressParams(token, n, ev))
+		pp := progressParams(token, prev, ev)
+		prev = pp.Progress
+		return ss.NotifyProgress(ctx, pp)
 	})
 	if err != nil && ctx.Err() == nil {
 		s.log.Debug("progress relay ended", "call_id", callID, "err", err)
