@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/audit"
 	"github.com/toolwire/toolwire/internal/callindex"
+	"github.com/toolwire/toolwire/internal/dispatch"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -433,6 +434,7 @@ func (s *Server) callPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 		}
 	}
 	sortEvents(d.Events)
+	d.Events = dropSeenPartial(d.Events)
 	if len(rec.Response) > 0 {
 		resp := &toolwirev1.ToolResponse{}
 		if protojson.Unmarshal(rec.Response, resp) == nil { // the redacted response, never the stored one
@@ -451,6 +453,13 @@ func (s *Server) callPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 		d.DLQSeq = s.letterOf(r, e)
 	}
 	s.render(w, r, http.StatusOK, "call", v, "Call "+id, "calls", d)
+}
+
+// dropSeenPartial drops the chunks of partial output already shown
+// (dispatch.PartialSeen): a signed chunk stored again is shown once.
+func dropSeenPartial(events []*toolwirev1.CallEvent) []*toolwirev1.CallEvent {
+	var seen dispatch.PartialSeen
+	return slices.DeleteFunc(events, seen.Seen)
 }
 
 // sortEvents orders a call's events by the times they were recorded at

@@ -177,7 +177,10 @@
 // link back to the approval; any other key gets the unknown id's 404. A
 // timeline is in the order its events were recorded at (their times;
 // stream order puts a dispatcher's ACCEPTED, an unacknowledged publish,
-// after a fast worker's STARTED). An SVG image result is shown as an
+// after a fast worker's STARTED). A PROGRESS event with partial output
+// (tool.Partial) shows its number and the text of its text blocks,
+// escaped, once (dispatch.PartialSeen drops a chunk stored again); the page shows what was stored when it was loaded, and reloads
+// when the call ends (not chunk by chunk). An SVG image result is shown as an
 // <img> of a data: URL (an image's SVG runs no script and loads nothing)
 // with its source as escaped text, never inline. A filter or search
 // longer than 256 bytes is refused (400, naming it), never cut.

@@ -38,7 +38,7 @@ type signedStack struct {
 	conn func(t *testing.T, role string) *nats.Conn
 }
 
-func startSigned(t *testing.T) *signedStack {
+func startSigned(t *testing.T, extra ...*tool.Tool) *signedStack {
 	t.Helper()
 	ctx := t.Context()
 	log := slog.New(slog.DiscardHandler)
@@ -73,7 +73,7 @@ func startSigned(t *testing.T) *signedStack {
 
 	wb, err := bus.Open(ctx, s.conn(t, bus.RoleWorker), env.Bus.Config, bus.Options{Bind: true, Signer: s.key, Logger: log})
 	require.NoError(t, err)
-	w, err := workerconfig.NewWorker(ctx, wb, nil, workerconfig.Options{Tools: builtin.Tools(), Logger: log, Name: "real-worker"})
+	w, err := workerconfig.NewWorker(ctx, wb, nil, workerconfig.Options{Tools: append(builtin.Tools(), extra...), Logger: log, Name: "real-worker"})
 	require.NoError(t, err)
 	require.NoError(t, w.Start(ctx))
 	t.Cleanup(func() {
@@ -81,10 +81,16 @@ func startSigned(t *testing.T) *signedStack {
 		defer cancel()
 		_ = w.Stop(ctx)
 	})
+	names := []string{"sleep"}
+	for _, tl := range extra {
+		names = append(names, tl.Spec().GetName())
+	}
 	deadline := time.Now().Add(30 * time.Second)
-	for _, err := reg.Get("sleep"); err != nil; _, err = reg.Get("sleep") {
-		require.True(t, time.Now().Before(deadline), "sleep never registered")
-		time.Sleep(5 * time.Millisecond) // polling with a deadline
+	for _, name := range names {
+		for _, err := reg.Get(name); err != nil; _, err = reg.Get(name) {
+			require.True(t, time.Now().Before(deadline), "%s never registered", name)
+			time.Sleep(5 * time.Millisecond) // polling with a deadline
+		}
 	}
 	return s
 }

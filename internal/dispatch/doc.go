@@ -538,7 +538,11 @@
 // ends it too. An id that is not a ULID, or has no record and was not
 // minted in the last 10s, is ErrUnknownCall at once (no consumer is
 // made); a recent id without any record gets Config.WatchGrace (5s) to
-// show one, then is ErrUnknownCall.
+// show one, then is ErrUnknownCall. A chunk of partial output
+// (tool.Partial) whose (attempt, partial_seq) was already sent, or is
+// older, is dropped (PartialSeen, also used by the dashboard; the MCP
+// relay reads through Watch): a signed chunk the worker credential stores
+// again is streamed once.
 // A result reaches core subscribers before the stream stores it, so a
 // result published just before the Watch subscribed can be in neither
 // place at the first look (a fast call waited on in Call has no other

@@ -67,6 +67,8 @@ type watch struct {
 	sent   uint64                     // events taken from the channel
 	// budgetSent: a LATENCY_BUDGET_EXCEEDED event was sent (finish).
 	budgetSent bool
+	// partial drops a chunk of partial output already sent (a replay).
+	partial PartialSeen
 }
 
 // Watch timing. A result reaches core subscribers before the stream stores
@@ -266,8 +268,12 @@ func (w *watch) deleteConsumer(ctx context.Context, cons jetstream.Consumer) {
 	}
 }
 
-// emit sends ev, noting a LATENCY_BUDGET_EXCEEDED event.
+// emit sends ev, noting a LATENCY_BUDGET_EXCEEDED event; a chunk of
+// partial output already sent (PartialSeen) is dropped.
 func (w *watch) emit(ev *toolwirev1.CallEvent) error {
+	if w.partial.Seen(ev) {
+		return nil
+	}
 	if ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_LATENCY_BUDGET_EXCEEDED {
 		w.budgetSent = true
 	}

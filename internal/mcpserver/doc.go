@@ -77,7 +77,15 @@
 // one reaches the client before the result: the worker stores a call's
 // progress before it publishes its result (internal/worker), the Watch
 // sends every stored event before FINISHED, and the answer is written
-// once the relay has sent FINISHED (bounded by progressDrain).
+// once the relay has sent FINISHED (bounded by progressDrain). A PROGRESS
+// event with partial output (tool.Partial) is a notification like any
+// other, in the same order: the text of its text blocks as the message,
+// and in _meta MetaPartial its number, attempt and blocks (partial.go;
+// docs/mcp.md, "Partial output", shows one, checked by a test). A
+// request's progress only increases (MCP requires it): each is
+// max(previous+1, the tool's percentage), so percentages and chunks mixed
+// never send it back. The relay reads through Watch, which drops a chunk
+// already sent (dispatch.PartialSeen).
 //
 // # Client profiles
 //

@@ -429,19 +429,16 @@ func refused(resp *toolwirev1.ToolResponse, p *profiles.Profile) (toolResult, er
 }
 
 // relayProgress sends the call's PROGRESS events to the client as
-// progress notifications for token, until ctx ends: percent as progress
-// of 100 when the tool gave one, otherwise a count.
+// progress notifications for token, in order, until ctx ends
+// (progressParams: partial output in _meta, MetaPartial).
 func (s *Server) relayProgress(ctx context.Context, id identity.Identity, callID string, token any, ss *mcp.ServerSession) {
-	n := 0.0
+	prev := 0.0 // the progress of the last notification: it only increases
 	err := s.d.Watch(ctx, id, callID, func(ev *toolwirev1.CallEvent) error {
 		if ev.Type != toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS {
 			return nil
 		}
-		n++
-		pp := &mcp.ProgressNotificationParams{ProgressToken: token, Message: ev.Message, Progress: n}
-		if ev.Percent != nil {
-			pp.Progress, pp.Total = *ev.Percent, 100
-		}
+		pp := progressParams(token, prev, ev)
+		prev = pp.Progress
 		return ss.NotifyProgress(ctx, pp)
 	})
 	if err != nil && ctx.Err() == nil {

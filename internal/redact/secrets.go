@@ -141,6 +141,16 @@ func PercentEncode(s string) string {
 	return b.String()
 }
 
+// Longest returns the length in bytes of the longest text a secret is
+// replaced in (a form, quoted when short), 0 for nil: a text cut anywhere
+// holds at most Longest()-1 bytes of an unfinished one at its end.
+func (s *Secrets) Longest() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.pairs[0]) // longest first
+}
+
 // contains reports whether x holds any secret form.
 func (s *Secrets) contains(x string) bool {
 	if s == nil || x == "" {

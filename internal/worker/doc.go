@@ -37,8 +37,16 @@
 // result's started_at is that moment), each under its
 // start-to-close timeout, its tool heartbeat timeout and the call
 // deadline, with InProgress heartbeats
-// every AckWait/3 (a tool's progress, tool.Progress, is a PROGRESS event
-// published without waiting for each acknowledgement; once the attempt
+// every AckWait/3 (a tool's progress, tool.Progress, and its partial
+// output, tool.Partial — bounded there — are PROGRESS events,
+// signed like every event, published without waiting for each
+// acknowledgement; the attempt's reporter is closed when the attempt
+// returns or is abandoned, and publishes nothing after (Partial returns
+// tool.ErrPartialClosed); for a call with secret arguments it holds back
+// the last (longest secret form − 1) bytes of partial text until the next
+// chunk or the close and redacts over the join, numbering the chunks it
+// publishes, so that no secret split across chunks is stored in pieces;
+// once the attempt
 // returns, and the watchdog no longer counts it, the last one's is
 // awaited, at most bus.PublishAsyncTimeout, so that whoever finds the
 // result finds every progress event stored. The guarantee has limits: a

@@ -36,6 +36,9 @@ type execution struct {
 	// d is the delivery the attempt is of: abandoning stops its heartbeats
 	// and frees its slot.
 	d *delivery
+	// rep is the attempt's reporter: abandoning closes it, so that the
+	// execution running on publishes nothing more.
+	rep *reporter
 }
 
 // slot is a call's place in its pool: released once, by the handler when
@@ -102,6 +105,9 @@ func (c *cancels) overdue(now time.Time, watchdog time.Duration, out []*executio
 func (w *Worker) abandon(ex *execution) {
 	d := ex.d
 	d.pool.hb.remove(d.msg)
+	if ex.rep != nil {
+		ex.rep.close()
+	}
 	w.stats.abandoned.Add(1)
 	w.stats.abandonedRunning.Add(1)
 	d.log().Error("execution ignored its context past the watchdog; abandoned for redelivery", "watchdog", w.cfg.Watchdog)

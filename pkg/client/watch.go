@@ -29,7 +29,9 @@ var ErrWatchEnded = errors.New("toolwire: watch ended before the call finished")
 // dispatcher replica streams any call of the caller's tenant, whichever
 // replica admitted it. Events arrive in the order the fabric stored them:
 // ACCEPTED (stored once the call is queued, so a fast worker's STARTED may
-// precede it), per attempt STARTED, PROGRESS and RETRYING, and
+// precede it), per attempt STARTED, PROGRESS (a tool's partial output is a
+// PROGRESS event with Partial and PartialSeq, the chunk's number in its
+// attempt: docs/tools.md) and RETRYING, and
 // CANCEL_REQUESTED when the call is cancelled. Events other than the
 // terminal one are best effort and may be missing after a fault; the
 // terminal event always comes, and always last.

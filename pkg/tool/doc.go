@@ -43,6 +43,34 @@
 // reports CANCELLED or TIMEOUT with the cause. A panic is recovered by the
 // executor and reported as INTERNAL.
 //
+// # Progress and partial output
+//
+// Progress reports how far a call is; Partial and PartialText send
+// output before the result (docs/tools.md, "Partial output"). Both
+// become PROGRESS events that Watch streams and the MCP face relays to
+// clients that gave a progress token, and both count as heartbeats.
+// Decisions:
+//
+//   - A chunk of partial output is content blocks, the same type as a
+//     result's, so that every face can show it as it shows results.
+//   - Partial output is a preview: the result is what the function
+//     returns, never assembled from chunks, so a caller that only waits
+//     for the result loses nothing, and a chunk lost in a fault loses no
+//     output.
+//   - The bounds (MaxPartialChunks, MaxPartialBytes, MaxPartialChunkBytes)
+//     and the numbering (CallEvent.partial_seq, from 1) are kept here, per
+//     WithReporter — a worker installs one reporter per attempt — so every
+//     reporter gets bounded, numbered chunks, one at a time, in order. A
+//     chunk over MaxPartialChunkBytes is refused alone (the tool can split
+//     it); past the total bounds nothing more is sent for the attempt.
+//     A refused chunk still counts as a heartbeat (PartialReporter's
+//     Heartbeat): a tool past the bound is alive, and must not die of a
+//     heartbeat timeout for calling Partial.
+//   - The reporter refuses chunks once the attempt has ended
+//     (ErrPartialClosed), so no chunk is stored after the result.
+//   - Outside a call Partial does nothing and returns nil, as Progress
+//     does: a tool's unit test needs no reporter.
+//
 // # Intents
 //
 // Tools do not change session state themselves; they ask the orchestrator

@@ -129,7 +129,9 @@ type CallEvent struct {
 	Message string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
 	// Progress in [0, 100], when known.
 	Percent *float64 `protobuf:"fixed64,7,opt,name=percent,proto3,oneof" json:"percent,omitempty"`
-	// Partial output of a PROGRESS event.
+	// Partial output of a PROGRESS event (tool.Partial): content blocks the
+	// tool sent during its attempt, before its result, which they do not
+	// change.
 	Partial []*Content `protobuf:"bytes,8,rep,name=partial,proto3" json:"partial,omitempty"`
 	// Error of the failed attempt (RETRYING) or of the rejection (REJECTED).
 	Error      *ToolError           `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
@@ -157,8 +159,12 @@ type CallEvent struct {
 	SpecVersion string `protobuf:"bytes,18,opt,name=spec_version,json=specVersion,proto3" json:"spec_version,omitempty"`
 	// LATENCY_BUDGET_EXCEEDED: the budget, and how long the call took.
 	LatencyBudgetExceeded *LatencyBudgetExceeded `protobuf:"bytes,19,opt,name=latency_budget_exceeded,json=latencyBudgetExceeded,proto3" json:"latency_budget_exceeded,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// PROGRESS with partial output: the chunk's number in its attempt, from
+	// 1 (each attempt starts again at 1). Readers order and deduplicate the
+	// partial output of an attempt by it; 0 on every other event.
+	PartialSeq    uint32 `protobuf:"varint,20,opt,name=partial_seq,json=partialSeq,proto3" json:"partial_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallEvent) Reset() {
@@ -324,6 +330,13 @@ func (x *CallEvent) GetLatencyBudgetExceeded() *LatencyBudgetExceeded {
 	return nil
 }
 
+func (x *CallEvent) GetPartialSeq() uint32 {
+	if x != nil {
+		return x.PartialSeq
+	}
+	return 0
+}
+
 // DeadLetter is the record written to `<prefix>.dlq.<type>.<tenant>.<provider>.<tool>`
 // when a call is exhausted or terminated.
 type DeadLetter struct {
@@ -433,7 +446,7 @@ var File_toolwire_v1_event_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_event_proto_rawDesc = "" +
 	"\n" +
-	"\x17toolwire/v1/event.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16toolwire/v1/call.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\x1a\x18toolwire/v1/policy.proto\x1a\x1atoolwire/v1/response.proto\"\xcb\x06\n" +
+	"\x17toolwire/v1/event.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16toolwire/v1/call.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\x1a\x18toolwire/v1/policy.proto\x1a\x1atoolwire/v1/response.proto\"\xec\x06\n" +
 	"\tCallEvent\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12.\n" +
 	"\x04type\x18\x02 \x01(\x0e2\x1a.toolwire.v1.CallEventTypeR\x04type\x12.\n" +
@@ -456,7 +469,9 @@ const file_toolwire_v1_event_proto_rawDesc = "" +
 	"loop_count\x18\x10 \x01(\x05R\tloopCount\x126\n" +
 	"\bdeadline\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12!\n" +
 	"\fspec_version\x18\x12 \x01(\tR\vspecVersion\x12Z\n" +
-	"\x17latency_budget_exceeded\x18\x13 \x01(\v2\".toolwire.v1.LatencyBudgetExceededR\x15latencyBudgetExceededB\n" +
+	"\x17latency_budget_exceeded\x18\x13 \x01(\v2\".toolwire.v1.LatencyBudgetExceededR\x15latencyBudgetExceeded\x12\x1f\n" +
+	"\vpartial_seq\x18\x14 \x01(\rR\n" +
+	"partialSeqB\n" +
 	"\n" +
 	"\b_percent\"\x96\x02\n" +
 	"\n" +
