@@ -62,7 +62,7 @@ func startSigned(t *testing.T, extra ...*tool.Tool) *signedStack {
 	reg := registry.NewStore(env.Bus.Registry, log)
 	require.NoError(t, reg.Start(ctx))
 	t.Cleanup(func() { _ = reg.Stop(context.Background()) })
-	s.d, err = dispatch.New(env.Bus, reg, dispatch.Config{Logger: log, WorkerKeys: trust})
+	s.d, err = dispatch.New(env.Bus, reg, dispatch.Config{Logger: log, WorkerKeys: trust, MaxQueueWait: time.Minute})
 	require.NoError(t, err)
 	require.NoError(t, s.d.Start(ctx))
 	t.Cleanup(func() {

@@ -27,7 +27,7 @@ func TestStopWaitsForWhatItStarted(t *testing.T) {
 	}
 	// A first dispatcher on the connection makes what the connection
 	// keeps for good (its request and publish-reply subscriptions).
-	warm, err := dispatch.New(b, s.Registry, dispatch.Config{Name: "warm"})
+	warm, err := dispatch.New(b, s.Registry, dispatch.Config{Name: "warm", MaxQueueWait: time.Minute})
 	require.NoError(t, err)
 	require.NoError(t, warm.Start(ctx))
 	r, err := call(warm)
@@ -36,7 +36,7 @@ func TestStopWaitsForWhatItStarted(t *testing.T) {
 	require.NoError(t, warm.Stop(ctx))
 	before := goleak.IgnoreCurrent()
 
-	d, err := dispatch.New(b, s.Registry, dispatch.Config{Name: "stopped", OrphanSweep: time.Second, PoolCheck: time.Second})
+	d, err := dispatch.New(b, s.Registry, dispatch.Config{Name: "stopped", OrphanSweep: time.Second, PoolCheck: time.Second, MaxQueueWait: time.Minute})
 	require.NoError(t, err)
 	require.NoError(t, d.Start(ctx))
 	r, err = call(d)

@@ -158,7 +158,7 @@ func TestCallFindsResultStoredWhileReconnecting(t *testing.T) {
 	t.Cleanup(nc.Close)
 	b, err := bus.Open(t.Context(), nc, s.Env.Bus.Config, bus.Options{})
 	require.NoError(t, err)
-	d, err := dispatch.New(b, s.Registry, dispatch.Config{Name: "proxied"})
+	d, err := dispatch.New(b, s.Registry, dispatch.Config{Name: "proxied", MaxQueueWait: time.Minute})
 	require.NoError(t, err)
 	require.NoError(t, d.Start(t.Context()))
 	t.Cleanup(func() {

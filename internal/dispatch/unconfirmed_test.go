@@ -32,7 +32,7 @@ func proxiedDispatcher(t *testing.T, s *dispatchtest.Stack, name string, horizon
 	t.Cleanup(nc.Close)
 	b, err := bus.Open(t.Context(), nc, s.Env.Bus.Config, bus.Options{})
 	require.NoError(t, err)
-	d, err := dispatch.New(b, s.Registry, dispatch.Config{Name: name, PublishHorizon: horizon})
+	d, err := dispatch.New(b, s.Registry, dispatch.Config{Name: name, PublishHorizon: horizon, MaxQueueWait: time.Minute})
 	require.NoError(t, err)
 	require.NoError(t, d.Start(t.Context()))
 	t.Cleanup(func() {

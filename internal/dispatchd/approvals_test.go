@@ -136,7 +136,7 @@ func TestParkedCallSurvivesDispatcherKill(t *testing.T) {
 	reg := registry.NewStore(env.Bus.Registry, slog.New(slog.DiscardHandler))
 	require.NoError(t, reg.Start(ctx))
 	t.Cleanup(func() { _ = reg.Stop(context.Background()) })
-	b, err := dispatch.New(env.Bus, reg, dispatch.Config{Name: "replica-b", Logger: slog.New(slog.DiscardHandler)})
+	b, err := dispatch.New(env.Bus, reg, dispatch.Config{Name: "replica-b", Logger: slog.New(slog.DiscardHandler), MaxQueueWait: time.Minute})
 	require.NoError(t, err)
 	require.NoError(t, b.Start(ctx))
 	t.Cleanup(func() {

@@ -36,7 +36,7 @@ func TestThreeReplicasSeePolicyChange(t *testing.T) {
 	for i := range 3 {
 		b := s.Env.Open(t, fmt.Sprintf("replica-%d", i))
 		h := s.StartPolicies(t, b)
-		d, err := dispatch.New(b, s.Registry, dispatch.Config{Name: fmt.Sprintf("replica-%d", i), Policies: h})
+		d, err := dispatch.New(b, s.Registry, dispatch.Config{Name: fmt.Sprintf("replica-%d", i), Policies: h, MaxQueueWait: time.Minute})
 		require.NoError(t, err)
 		require.NoError(t, d.Start(t.Context()))
 		t.Cleanup(func() {

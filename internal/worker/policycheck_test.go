@@ -92,7 +92,7 @@ func startPolicyStack(t *testing.T) *policyStack {
 	require.NoError(t, holder.Start(ctx))
 	t.Cleanup(func() { _ = holder.Stop(context.Background()) })
 	s.store = policystore.NewStore(s.env.Bus, log)
-	s.d, err = dispatch.New(s.env.Bus, reg, dispatch.Config{Logger: log, WorkerKeys: trust, Policies: holder})
+	s.d, err = dispatch.New(s.env.Bus, reg, dispatch.Config{Logger: log, WorkerKeys: trust, Policies: holder, MaxQueueWait: time.Minute})
 	require.NoError(t, err)
 	require.NoError(t, s.d.Start(ctx))
 	t.Cleanup(func() {
