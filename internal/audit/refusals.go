@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -110,77 +109,20 @@ func (rs *refusalScan) archived(ctx context.Context, to uint64) (bool, error) {
 	return false, nil
 }
 
-// live reads the events stream after what the archive gave, up to last.
+// live reads the events stream after what the archive gave, to its end
+// (or the first event past Until: visit).
 func (rs *refusalScan) live(ctx context.Context, o Options) error {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{rs.s.subj.AllEvents()}}
-	switch {
-	case !rs.f.Since.IsZero():
-		t := rs.f.Since
-		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
-	case rs.covered > 0:
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, rs.covered+1
-	}
-	cons, err := bus.NewScan(ctx, rs.s.events, cfg)
-	if err != nil {
-		return fmt.Errorf("audit: read events: %w", err)
-	}
-	defer func() { _ = cons.Close() }()
-	empties := 0
-	for {
-		batch, err := cons.Fetch(256, jetstream.FetchMaxWait(500*time.Millisecond))
-		if err != nil {
-			return fmt.Errorf("audit: read events: %w", err)
-		}
-		n, done, err := rs.batch(ctx, batch)
-		if err != nil || done {
-			return err
-		}
-		if o.Progress != nil {
-			o.Progress(rs.sum.Scanned)
-		}
-		if n > 0 {
-			empties = 0
-			continue
-		}
-		ci, err := cons.Info(ctx)
-		if err != nil {
-			return fmt.Errorf("audit: read events: %w", err)
-		}
-		if ci.NumPending == 0 {
-			return nil
-		}
-		if empties++; empties > 60 {
-			return fmt.Errorf("audit: read events: no progress for 30s with %d messages pending", ci.NumPending)
-		}
-	}
-}
-
-// batch handles one fetch of live events; it always drains the batch.
-// With an archive, the events the stream dropped after covered (aged out
-// since the run began) are read from the archive first.
-func (rs *refusalScan) batch(ctx context.Context, batch jetstream.MessageBatch) (n int, done bool, err error) {
+	l := &liveRead{stream: rs.s.events, what: "events", filters: []string{rs.s.subj.AllEvents()}, since: rs.f.Since, covered: &rs.covered,
+		visit: func(ctx context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata) (bool, error) {
+			return rs.visit(ctx, eventMsg{seq: md.Sequence.Stream, stored: md.Timestamp, h: msg.Headers(), data: msg.Data()})
+		}}
 	if rs.s.arch != nil {
-		var first uint64
-		if first, err = liveFirst(ctx, rs.s.events); err == nil && first > 1 {
-			done, err = rs.archived(ctx, first-1)
-		}
+		l.archived = rs.archived
 	}
-	for msg := range batch.Messages() {
-		n++
-		if done || err != nil {
-			continue
-		}
-		md, merr := msg.Metadata()
-		if merr != nil {
-			err = fmt.Errorf("audit: read events: %w", merr)
-			continue
-		}
-		done, err = rs.visit(ctx, eventMsg{seq: md.Sequence.Stream, stored: md.Timestamp, h: msg.Headers(), data: msg.Data()})
+	if o.Progress != nil {
+		l.progress = func() { o.Progress(rs.sum.Scanned) }
 	}
-	if berr := batch.Error(); berr != nil && !errors.Is(berr, nats.ErrTimeout) && err == nil {
-		err = fmt.Errorf("audit: read events: %w", berr)
-	}
-	return n, done, err
+	return l.run(ctx)
 }
 
 // refusalCheck bounds the enrolment lookup of one rejection's check.

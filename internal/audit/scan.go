@@ -2,11 +2,9 @@ package audit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolwire/toolwire/internal/archive"
@@ -110,84 +108,15 @@ func (sc *scanner) selected(subject string) bool {
 
 // live reads the live stream after what the archive gave, up to last.
 func (sc *scanner) live(ctx context.Context) error {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: sc.filters}
-	switch {
-	case !sc.f.Since.IsZero():
-		t := sc.f.Since
-		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
-	case sc.covered > 0:
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, sc.covered+1
-	}
-	// A Scan: no consumer of the audit's is left on CALLS when it ends.
-	cons, err := bus.NewScan(ctx, sc.s.calls, cfg)
-	if err != nil {
-		return fmt.Errorf("audit: read calls: %w", err)
-	}
-	defer func() { _ = cons.Close() }()
-	empties := 0
-	for sc.covered < sc.last {
-		// Never ask for more than the stream holds up to the snapshot, so
-		// that the last fetch ends at once instead of waiting.
-		want := 256
-		if sc.covered > 0 && sc.last-sc.covered < uint64(want) {
-			want = int(sc.last - sc.covered)
-		}
-		batch, err := cons.Fetch(want, jetstream.FetchMaxWait(500*time.Millisecond))
-		if err != nil {
-			return fmt.Errorf("audit: read calls: %w", err)
-		}
-		n, done, err := sc.batch(ctx, batch)
-		if err != nil || done {
-			return err // at the snapshot's end or past Until
-		}
-		if n > 0 {
-			empties = 0
-			continue
-		}
-		// An empty fetch is the end only when the consumer has nothing
-		// pending; a stalled server (a leader election) is waited for.
-		ci, err := cons.Info(ctx)
-		if err != nil {
-			return fmt.Errorf("audit: read calls: %w", err)
-		}
-		if ci.NumPending == 0 {
-			return nil
-		}
-		if empties++; empties > 60 {
-			return fmt.Errorf("audit: read calls: no progress for 30s with %d messages pending", ci.NumPending)
-		}
-	}
-	return nil
-}
-
-// batch handles the messages of one fetch; it always drains the batch
-// (so the fetch's goroutine ends) and reports whether the scan is done.
-// With an archive, the messages the live stream dropped after covered
-// (aged out since the scan began) are read from the archive first.
-func (sc *scanner) batch(ctx context.Context, batch jetstream.MessageBatch) (n int, done bool, err error) {
+	l := &liveRead{stream: sc.s.calls, what: "calls", filters: sc.filters, since: sc.f.Since, covered: &sc.covered, until: sc.last,
+		visit: func(_ context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata) (bool, error) {
+			return sc.visit(callMsg{subject: msg.Subject(), msgID: msg.Headers().Get(jetstream.MsgIDHeader), data: msg.Data(),
+				seq: md.Sequence.Stream, stored: md.Timestamp})
+		}}
 	if sc.s.arch != nil {
-		var first uint64
-		if first, err = liveFirst(ctx, sc.s.calls); err == nil && first > 1 {
-			done, err = sc.archived(ctx, first-1)
-		}
+		l.archived = sc.archived
 	}
-	for msg := range batch.Messages() {
-		n++
-		if done || err != nil {
-			continue
-		}
-		md, merr := msg.Metadata()
-		if merr != nil {
-			err = fmt.Errorf("audit: read calls: %w", merr)
-			continue
-		}
-		done, err = sc.visit(callMsg{subject: msg.Subject(), msgID: msg.Headers().Get(jetstream.MsgIDHeader), data: msg.Data(),
-			seq: md.Sequence.Stream, stored: md.Timestamp})
-	}
-	if berr := batch.Error(); berr != nil && !errors.Is(berr, nats.ErrTimeout) && err == nil {
-		err = fmt.Errorf("audit: read calls: %w", berr)
-	}
-	return n, done, err
+	return l.run(ctx)
 }
 
 // visit handles one message, archived or live, and reports whether the

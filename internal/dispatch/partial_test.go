@@ -23,35 +23,9 @@ import (
 // Watch; the real worker's chunks are, in order, before the result.
 func TestForgedPartialOutputIsNeverStreamed(t *testing.T) {
 	t.Parallel()
-	sentFirst, forgedIn := make(chan string, 1), make(chan struct{})
-	stream := tool.Must(tool.New("stream", func(ctx context.Context, _ struct{}) (string, error) {
-		if err := tool.PartialText(ctx, "real 1"); err != nil {
-			return "", err
-		}
-		ci, _ := tool.CallInfoFrom(ctx)
-		sentFirst <- ci.CallID
-		select {
-		case <-forgedIn:
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-		if err := tool.PartialText(ctx, "real 2"); err != nil {
-			return "", err
-		}
-		return "done", nil
-	}, tool.ReadOnly()))
-	s := startSigned(t, stream)
+	forgedIn := make(chan struct{})
+	s, callID := startPausedStream(t, forgedIn)
 	ctx, id := t.Context(), identity.Default
-
-	sub, err := s.d.Submit(ctx, id, &toolwirev1.CallRequest{Tool: "stream"})
-	require.NoError(t, err)
-	var callID string
-	select {
-	case callID = <-sentFirst:
-	case <-time.After(time.Minute):
-		t.Fatal("the tool never ran")
-	}
-	require.Equal(t, sub.CallID, callID)
 
 	forger := s.conn(t, bus.RoleWorker)
 	fjs, err := jetstream.New(forger)
@@ -96,33 +70,9 @@ func TestForgedPartialOutputIsNeverStreamed(t *testing.T) {
 // chunk of an earlier attempt, or an earlier number, come after.
 func TestReplayedPartialOutputIsStreamedOnce(t *testing.T) {
 	t.Parallel()
-	sentFirst, replayed := make(chan string, 1), make(chan struct{})
-	stream := tool.Must(tool.New("stream", func(ctx context.Context, _ struct{}) (string, error) {
-		if err := tool.PartialText(ctx, "real 1"); err != nil {
-			return "", err
-		}
-		ci, _ := tool.CallInfoFrom(ctx)
-		sentFirst <- ci.CallID
-		select {
-		case <-replayed:
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-		if err := tool.PartialText(ctx, "real 2"); err != nil {
-			return "", err
-		}
-		return "done", nil
-	}, tool.ReadOnly()))
-	s := startSigned(t, stream)
+	replayed := make(chan struct{})
+	s, callID := startPausedStream(t, replayed)
 	ctx, id := t.Context(), identity.Default
-	_, err := s.d.Submit(ctx, id, &toolwirev1.CallRequest{Tool: "stream"})
-	require.NoError(t, err)
-	var callID string
-	select {
-	case callID = <-sentFirst:
-	case <-time.After(time.Minute):
-		t.Fatal("the tool never ran")
-	}
 	subject := s.env.Bus.Subjects.Event(id.Tenant, s.d.Config().Name, callID)
 	var first *jetstream.RawStreamMsg
 	require.Eventually(t, func() bool {
@@ -153,4 +103,40 @@ func TestReplayedPartialOutputIsStreamedOnce(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, []string{"real 1", "real 2"}, partial, "the replayed chunk is not streamed again")
+}
+
+// startPausedStream starts a signed stack with a tool "stream" and
+// submits a call of it: the tool sends the partial chunk "real 1", then
+// waits for resume to close before it sends "real 2" and returns "done".
+// It returns once the first chunk is sent, with the call's id.
+func startPausedStream(t *testing.T, resume <-chan struct{}) (*signedStack, string) {
+	t.Helper()
+	sentFirst := make(chan string, 1)
+	stream := tool.Must(tool.New("stream", func(ctx context.Context, _ struct{}) (string, error) {
+		if err := tool.PartialText(ctx, "real 1"); err != nil {
+			return "", err
+		}
+		ci, _ := tool.CallInfoFrom(ctx)
+		sentFirst <- ci.CallID
+		select {
+		case <-resume:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		if err := tool.PartialText(ctx, "real 2"); err != nil {
+			return "", err
+		}
+		return "done", nil
+	}, tool.ReadOnly()))
+	s := startSigned(t, stream)
+	sub, err := s.d.Submit(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: "stream"})
+	require.NoError(t, err)
+	select {
+	case callID := <-sentFirst:
+		require.Equal(t, sub.CallID, callID)
+		return s, callID
+	case <-time.After(time.Minute):
+		t.Fatal("the tool never ran")
+		return nil, ""
+	}
 }
