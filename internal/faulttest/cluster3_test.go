@@ -560,6 +560,7 @@ func checkLedger(t *testing.T, c *faulttest.Cluster, ops []*op) ledgerReport {
 
 	// Every call's stored result: GetResult, waiting for those still
 	// running.
+	began := time.Now()
 	stored := make([]*toolwirev1.GetResultResponse, len(ops))
 	errs := make([]error, len(ops))
 	var wg sync.WaitGroup
@@ -588,9 +589,13 @@ func checkLedger(t *testing.T, c *faulttest.Cluster, ops []*op) ledgerReport {
 		}()
 	}
 	wg.Wait()
+	lookedUp := time.Now()
 	counts, err := c.ResultCounts(ctx)
 	require.NoError(t, err)
+	counted := time.Now()
 	entries := faulttest.ReadLedger(t, c.Ledger)
+	t.Logf("ledger: %d results looked up in %s, results counted in %s, ledger read in %s",
+		len(ops), lookedUp.Sub(began).Round(time.Millisecond), counted.Sub(lookedUp).Round(time.Millisecond), time.Since(counted).Round(time.Millisecond))
 	execs := faulttest.Executions(entries)
 	doneBy := map[string]faulttest.Entry{} // call id → its tool's completion
 	for _, e := range entries {
