@@ -197,7 +197,7 @@ func TestAFullLimitsStoreRefusesADelegatedCallOverloaded(t *testing.T) {
 	t.Parallel()
 	noop := tool.Must(tool.New("noop", func(context.Context, struct{}) (string, error) { return "", nil }))
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{holdTool("hold"), noop}, Concurrency: 16,
-		Dispatcher: dispatch.Config{MaxDelegationFanOut: 4096, MaxDelegationDescendants: 4096}, Bus: bus.Config{LimitsMaxBytes: 128 << 10}})
+		Dispatcher: dispatch.Config{MaxDelegationFanOut: 4096, MaxDelegationDescendants: 4096}, Bus: bus.Config{LimitsMaxBytes: 16 << 10}}) // fills after a few hundred calls
 	ctx := t.Context()
 	root := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
 	t.Cleanup(func() { _, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, root.CallID, "") })

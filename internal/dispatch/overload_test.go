@@ -423,7 +423,7 @@ func TestFastPoolIsNotTakenForAFullOne(t *testing.T) {
 	refused := make(chan string, 1)
 	for range 4 {
 		wg.Go(func() {
-			for range 500 { // 2000 calls, ten times the bound
+			for range 300 { // 1200 calls, six times the bound
 				r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}, 20*time.Second)
 				if err == nil && !r.Response.GetOk() {
 					select {

@@ -67,14 +67,14 @@ func watchAll(ctx context.Context, c toolwirev1connect.DispatcherServiceClient, 
 	return events, stream.Err()
 }
 
-// 500 Watches on ids minted just now that nobody admitted end with
+// 250 Watches on ids minted just now that nobody admitted end with
 // not_found after the grace, and leave no consumer behind.
 func TestWatchOnUnknownRecentIDsEnds(t *testing.T) {
 	t.Parallel()
 	s := dispatchtest.Start(t, dispatchtest.Options{Dispatcher: dispatch.Config{WatchGrace: 300 * time.Millisecond, MaxWatchesPerCaller: 500}})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	const n = 500
+	const n = 250
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
 	for range n {
