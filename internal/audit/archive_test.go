@@ -36,17 +36,19 @@ func startArchived(t *testing.T) *archived {
 	t.Helper()
 	// The archiver holds a stream's messages HoldAhead past their age
 	// while they are unarchived: a process stall longer than that drops
-	// them unarchived, by design. 3 s of hold (4 s of window before) rides
-	// out the stalls of a loaded 2-core machine (found in a CI run beside
-	// other builds: messages dropped before they were archived).
-	const window = 8 * time.Second
+	// them unarchived, by design. 6 s of hold in a 16 s window (the hold
+	// starts 3 s before the window) rides out the stalls of a loaded 2-core
+	// machine (found in runs beside other builds: 3 s of hold in 8 s of
+	// window, and 1 s in 4 s before it, dropped messages before they were
+	// archived at load averages of 12 to 25).
+	const window = 16 * time.Second
 	s := dispatchtest.Start(t, dispatchtest.Options{Bus: bus.Config{CallsMaxAge: window, ResultsMaxAge: 3 * time.Minute, EventsMaxAge: window,
 		DuplicateWindow: time.Second, IdempotencyTTL: time.Second}, Dispatcher: dispatch.Config{PublishHorizon: 500 * time.Millisecond}})
 	store, err := archive.OpenBucket(t.Context(), t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	a := archive.New(archive.Config{Bus: s.Env.Bus, Store: store, Name: "d1", Segment: time.Second, Settle: 100 * time.Millisecond,
-		Every: 100 * time.Millisecond, HoldAhead: 3 * time.Second})
+		Every: 100 * time.Millisecond, HoldAhead: 6 * time.Second})
 	require.NoError(t, a.Start(context.Background()))
 	t.Cleanup(func() { require.NoError(t, a.Stop(context.Background())) })
 	return &archived{stack: s, store: store}
