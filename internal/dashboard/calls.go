@@ -54,7 +54,12 @@ const maxFilterBytes = 256
 // the installation scope sees their own tenant only, and one limited to
 // its own agent's calls (viewer.Agent) those only, whatever the URL says.
 func queryOf(r *http.Request, v *viewer) (callindex.Query, url.Values, error) {
-	in := r.URL.Query()
+	return queryFrom(r.URL.Query(), v)
+}
+
+// queryFrom is queryOf reading the filters from in (a URL's query, or a
+// bulk cancel's form).
+func queryFrom(in url.Values, v *viewer) (callindex.Query, url.Values, error) {
 	for _, k := range []string{"tenant", "tool", "agent", "session", "outcome", "error_type", "since", "until", "q", "before", "rbefore", "limit"} {
 		if len(strings.TrimSpace(in.Get(k))) > maxFilterBytes {
 			return callindex.Query{}, in, fmt.Errorf("%s: longer than %d bytes (searches and filters are at most %d bytes; shorten it)", k, maxFilterBytes, maxFilterBytes)
@@ -138,6 +143,7 @@ type callsData struct {
 	Stats    callindex.Stats
 	Live     bool
 	Took     time.Duration
+	MaxBulk  int // the most calls a bulk cancel takes
 }
 
 // callsPage lists calls, newest first, with the filters of the URL.
@@ -150,7 +156,7 @@ func (s *Server) callsPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 			err = errors.New("rbefore: not a sequence")
 		}
 	}
-	d := callsData{Filters: filters, Query: q, Outcomes: outcomes, Stats: s.index.Stats(), Live: c.IsZero() && q.Text == ""}
+	d := callsData{Filters: filters, Query: q, Outcomes: outcomes, Stats: s.index.Stats(), Live: c.IsZero() && q.Text == "", MaxBulk: maxBulk}
 	status := http.StatusOK
 	if err != nil {
 		// No live stream under an error: it would fill the table with

@@ -103,8 +103,9 @@
 //     page's agent filter is forced to it; a letter's agent is the one
 //     the calls index has for its call, never the letter's own word),
 //     unless it holds the admin or approve scope;
-//   - the admin scope sees its own tenant, and may cancel calls, retry
-//     dead letters (one or in bulk) of it and approve tool definitions;
+//   - the admin scope sees its own tenant, and may cancel calls (one or
+//     in bulk), retry dead letters (one or in bulk) of it and approve
+//     tool definitions;
 //   - the installation scope (identity.InstallationScope) sees every
 //     tenant;
 //   - the approve scope sees the approval inbox (as ListApprovals: the
@@ -130,6 +131,34 @@
 // letter's retry has "asked by … (dashboard)" in the new call's ACCEPTED
 // event; approvals record their approver; a tool definition's approval
 // is recorded in the registry with who approved it (registry.ApprovedBy).
+//
+// # Bulk actions: a dry run, then an exact confirmation
+//
+// Bulk cancel (bulkcancel.go) and dead-letter purge take two steps
+// (bulk.go). The dry run selects with the page's filter, within what the
+// viewer may see (the tenant and agent forced as on the pages), at most
+// maxBulk items, the newest, and names them and their count (and how
+// many more match). Its confirmation form carries the items, the count
+// and a token: an HMAC, under the CSRF key, of the session's CSRF token,
+// the action, the count and the items in order. The confirmation acts
+// only when the count posted is the number of items posted and the token
+// is the dry run's for exactly them (a count changed, an item taken out,
+// added or repeated, another session's or another action's token: 400,
+// nothing done); it never selects by the filter again, and checks each
+// item again as the viewer (one the viewer may not see answers as an
+// unknown id). Each item goes through the path a single action takes,
+// recorded where the change is with who asked; the whole is logged with
+// who, how many and the filter, and runs to its end when the browser
+// goes away (bounded by bulkTimeout).
+//
+// Bulk cancel selects pending calls from the calls index with the calls
+// page's filters (an outcome other than pending is refused) and a pool
+// (the pool the dispatcher routes the call's tool to for its tenant,
+// Core.PoolOf; the index does not know pools, so the dry run looks at
+// the newest maxCancelScan pending calls the other filters select). Each
+// is cancelled by Core.Cancel as the call's tenant, with the reason
+// "cancelled from the dashboard by tenant/agent (bulk)" in its
+// CANCEL_REQUESTED event; the page lists each outcome.
 //
 // Retry is offered for dead-lettered calls only (from their dead letter,
 // the audited path `toolctl dlq retry` takes): re-running another failed

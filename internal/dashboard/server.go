@@ -152,6 +152,7 @@ func (s *Server) routes() {
 	m.Handle("GET "+Prefix+"/calls", s.page(s.callsPage))
 	m.Handle("GET "+Prefix+"/calls/live", s.page(s.callsLive))
 	m.Handle("GET "+Prefix+"/calls/{id}", s.page(s.callPage))
+	m.Handle("POST "+Prefix+"/calls/cancel", s.action(admins, s.cancelCalls))
 	m.Handle("POST "+Prefix+"/calls/{id}/cancel", s.action(admins, s.cancelCall))
 	m.Handle("POST "+Prefix+"/calls/{id}/retry", s.action(admins, s.retryCall))
 
