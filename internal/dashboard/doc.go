@@ -104,8 +104,8 @@
 //     the calls index has for its call, never the letter's own word),
 //     unless it holds the admin or approve scope;
 //   - the admin scope sees its own tenant, and may cancel calls (one or
-//     in bulk), retry dead letters (one or in bulk) of it and approve
-//     tool definitions;
+//     in bulk), retry dead letters (one or in bulk) and purge them, of
+//     it, and approve tool definitions;
 //   - the installation scope (identity.InstallationScope) sees every
 //     tenant;
 //   - the approve scope sees the approval inbox (as ListApprovals: the
@@ -134,7 +134,7 @@
 //
 // # Bulk actions: a dry run, then an exact confirmation
 //
-// Bulk cancel (bulkcancel.go) and dead-letter purge take two steps
+// Bulk cancel (bulkcancel.go) and dead-letter purge (purge.go) take two steps
 // (bulk.go). The dry run selects with the page's filter, within what the
 // viewer may see (the tenant and agent forced as on the pages), at most
 // maxBulk items, the newest, and names them and their count (and how
@@ -159,6 +159,17 @@
 // is cancelled by Core.Cancel as the call's tenant, with the reason
 // "cancelled from the dashboard by tenant/agent (bulk)" in its
 // CANCEL_REQUESTED event; the page lists each outcome.
+//
+// A dead-letter purge selects letters with the dead-letter list's filter
+// and purges each through dlq.Queue.Purge, which removes the letter from
+// the DLQ only (dlq's "Purge": the call's record in the calls, events and
+// results streams stays for the audit and replay) and records a
+// DEAD_LETTER_PURGED event on the call naming "tenant/agent (dashboard)".
+// The dashboard hands Purge the calls-stream sequence of the letter's
+// call from the calls index (the call of the letter's tenant); a letter
+// whose call the index does not hold, or that holds no decodable call,
+// is kept (the dry run lists it apart, saying why): its record cannot be
+// confirmed, and the letter may be the last one.
 //
 // Retry is offered for dead-lettered calls only (from their dead letter,
 // the audited path `toolctl dlq retry` takes): re-running another failed

@@ -194,6 +194,8 @@ func (f *actionsFixture) actions() []action {
 		{"retry letter", "/ui/dlq/" + seq + "/retry", nil},
 		{"bulk retry dry run", "/ui/dlq/retry", url.Values{"tool": {"flaky"}}},
 		{"bulk retry confirmed", "/ui/dlq/retry", url.Values{"tool": {"flaky"}, "confirm": {"1"}, "seq": {seq}}},
+		{"purge dry run", "/ui/dlq/purge", url.Values{"tool": {"flaky"}}},
+		{"purge confirmed", "/ui/dlq/purge", url.Values{"tool": {"flaky"}, "confirm": {"1"}, "item": {seq}, "count": {"1"}, "token": {"00"}}},
 		{"approve tool", "/ui/tools/" + f.mcpTool + "/approve", url.Values{"hash": {"newhash"}}},
 		{"approve call", "/ui/approvals/" + f.approval + "/approve", url.Values{"mode": {"once"}}},
 		{"deny call", "/ui/approvals/" + f.approval + "/deny", url.Values{"reason": {"no"}}},
@@ -239,7 +241,7 @@ func TestReadOnlyKeyIsRefusedEveryAction(t *testing.T) {
 	require.False(t, before.toolOK)
 
 	adminOnly := map[string]bool{"cancel call": true, "bulk cancel dry run": true, "bulk cancel confirmed": true, "retry call": true, "retry letter": true, "bulk retry dry run": true,
-		"bulk retry confirmed": true, "approve tool": true}
+		"bulk retry confirmed": true, "purge dry run": true, "purge confirmed": true, "approve tool": true}
 	for _, who := range []struct {
 		name, key string
 		refused   func(action) bool

@@ -165,6 +165,7 @@ func (s *Server) routes() {
 	m.Handle("GET "+Prefix+"/dlq/{seq}", s.page(s.letterPage))
 	m.Handle("POST "+Prefix+"/dlq/{seq}/retry", s.action(admins, s.retryLetter))
 	m.Handle("POST "+Prefix+"/dlq/retry", s.action(admins, s.retryLetters))
+	m.Handle("POST "+Prefix+"/dlq/purge", s.action(admins, s.purgeLetters))
 
 	m.Handle("GET "+Prefix+"/tools", s.page(s.toolsPage))
 	m.Handle("GET "+Prefix+"/tools/{name}", s.page(s.toolPage))

@@ -38,6 +38,31 @@
 // A record whose call could not be decoded (raw bytes only) cannot be
 // retried: Retry returns ErrNotRetryable.
 //
+// # Purge
+//
+// Purge removes one dead letter from the DLQ: the letter only. What
+// purge may safely mean follows from where a call is kept: the DLQ
+// stream (limits retention, deletes allowed) holds a copy of the call as
+// it ran, made for retries; the call's own record is its message in the
+// calls stream (which denies deletes and purges: the audit log), its
+// events and its result (whose meta says it was dead-lettered), which
+// audit, replay and the dashboard read. So Purge
+//
+//   - purges a letter only once the caller has named where its call's
+//     record is in the calls stream and that message is that call
+//     (ErrNotPurgeable otherwise: a letter whose call is not confirmed
+//     there, or that holds no decodable call, may be the last record of
+//     what it held, and is kept until the DLQ's own age limit);
+//   - records a DEAD_LETTER_PURGED event of the call first, signed as the
+//     dispatcher's, naming who asked and the letter's sequence (no letter
+//     is removed without it; a failed removal leaves the letter with the
+//     event written);
+//   - then deletes the letter's message with the server's secure delete
+//     (its bytes overwritten: a letter holds secret arguments in clear).
+//
+// A purged letter can no longer be retried from the DLQ; the call can
+// still be replayed from its record (internal/replay).
+//
 // # Showing a letter
 //
 // A dead letter stores its call as it ran, secret arguments in clear (a

@@ -50,4 +50,8 @@ await run('bulk', async ({ page, baseURL, newPage }) => {
   await signIn(reader, baseURL, env('READER_KEY'));
   await reader.goto(`${baseURL}/ui/calls?tool=hold`);
   check(await reader.locator('[data-testid=bulk-cancel]').count() === 0, 'no bulk cancel for a read-only key');
+  await reader.goto(`${baseURL}/ui/dlq`);
+  if (await reader.locator('[data-testid=bulk-purge]').count() > 0) {
+    check(await reader.locator('[data-testid=bulk-purge]').isDisabled(), 'purge is disabled for a read-only key');
+  }
 }, { allowPageErrors: false });
