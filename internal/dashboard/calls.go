@@ -389,9 +389,9 @@ type callData struct {
 	Done        string // what the last action did
 	Args        string
 	Struct      string
-	// CopyJSON and CopyCommand are the texts of the copy buttons
-	// (copyTexts).
-	CopyJSON, CopyCommand string
+	// CopyJSON, CopyCommand and CopyCurl are the texts of the copy
+	// buttons (copyTexts, curlText).
+	CopyJSON, CopyCommand, CopyCurl string
 }
 
 type intentView struct {
@@ -433,6 +433,7 @@ func (s *Server) callPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 		d.Args = prettyJSON(rec.Arguments)
 	}
 	d.CopyJSON, d.CopyCommand = copyTexts(rec)
+	d.CopyCurl = curlText(rec)
 	for _, raw := range rec.Events {
 		ev := &toolwirev1.CallEvent{}
 		if protojson.Unmarshal(raw, ev) == nil {

@@ -201,9 +201,13 @@
 // sequence) and reads the rest from the streams (audit.Source.One: the
 // call, its events and its result), so a timeline is never cut to what
 // the index keeps; a call older than the index's window is not found
-// (toolctl audit reads any period). Its copy buttons (copyTexts, written
-// by the script through navigator.clipboard) hold the call's request as
-// JSON and the toolctl call line that repeats it (--session, --user,
+// (toolctl audit reads any period). Its copy buttons (copyTexts and
+// curlText, written by the script through navigator.clipboard) hold the
+// call's request as JSON, a curl command that repeats it through the
+// API's Call (Connect JSON; the body a CallRequest with the recorded
+// argument bytes as arguments_json; the key the placeholder
+// $TOOLWIRE_API_KEY and the server $TOOLWIRE_SERVER, toolctl's, never a
+// key in the text), and the toolctl call line that repeats it (--session, --user,
 // --run, then "--", the tool and its arguments; each word quoted for a
 // POSIX shell when it needs it, by shellQuote; no command when a word
 // holds a control or format character, which a terminal could act on
