@@ -12,8 +12,9 @@ import (
 // an admin bulk-cancels the held calls of the tenant after the dry run
 // names exactly them (not another tenant's), and each cancel is
 // requested; then purges the tenant's dead letters after the dry run
-// names exactly them; a read-only key is offered no bulk cancel, and its
-// purge button is disabled.
+// names exactly them; each dry run and result page has no serious or
+// critical axe-core violation; a read-only key is offered no bulk
+// cancel.
 func TestBrowserBulkActions(t *testing.T) {
 	t.Parallel()
 	u := startUI(t, pageTools(), dispatch.Config{})

@@ -7,14 +7,18 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolwire/toolwire/internal/audit"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/callindex"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -206,4 +210,26 @@ func TestBulkCancelIsBoundedAndFiltersByPool(t *testing.T) {
 	res, body = admin.act("/ui/calls/cancel", url.Values{"confirm": {"1"}, "item": many, "count": {fmt.Sprint(len(many))}, "token": {"00"}})
 	require.Equal(t, http.StatusBadRequest, res.StatusCode)
 	require.Contains(t, body, fmt.Sprintf("takes at most %d", maxBulk))
+}
+
+// A bulk cancel's dry run names at most maxBulk calls, the newest, and
+// says how many match in all.
+func TestBulkCancelDryRunIsCapped(t *testing.T) {
+	t.Parallel()
+	u := startUI(t, testTools(nil), dispatch.Config{})
+	now := time.Now().UTC()
+	var newest string
+	for i := range maxBulk + 2 {
+		id := ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String()
+		require.True(t, u.UI.index.Add(callindex.Entry{ID: id, Seq: uint64(1_000_000 + i), Time: now, Tenant: "acme", Agent: "bot", Tool: "ghost",
+			Outcome: audit.OutcomePending}, []byte(`{}`), nil))
+		newest = id
+	}
+	_, body := u.signIn(t, adminKey).act("/ui/calls/cancel", url.Values{"tool": {"ghost"}})
+	require.Contains(t, body, fmt.Sprintf(`data-testid="count">%d<`, maxBulk))
+	require.Contains(t, body, fmt.Sprintf("%d match: a bulk cancel acts on at most %d", maxBulk+2, maxBulk))
+	dry := confirmOf(t, body)
+	require.Len(t, dry.items, maxBulk)
+	require.Equal(t, newest, dry.items[0], "the newest first")
+	require.Equal(t, strconv.Itoa(maxBulk), dry.count)
 }
