@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/audit"
 	"github.com/toolwire/toolwire/internal/dlq"
 )
 
@@ -24,14 +25,16 @@ var bulkPurgeKind = bulkKind{action: "purge", max: maxBulk, valid: func(s string
 
 type purgeData struct {
 	Filter letterFilter
-	// The dry run: the letters the confirmation will purge (Rows), those
-	// that match but are kept (Kept, with why), how many match in all.
-	Rows    []letterRow
-	Kept    []purgeKept
-	Total   int
-	Capped  bool
-	MaxBulk int
-	Confirm bulkConfirmation
+	// The dry run: the letters the confirmation will purge (Rows, the
+	// newest maxBulk of Total that may be), those that match but are kept
+	// (Kept, at most maxBulk of KeptTotal, with why).
+	Rows      []letterRow
+	Kept      []purgeKept
+	Total     int
+	KeptTotal int
+	Capped    bool
+	MaxBulk   int
+	Confirm   bulkConfirmation
 	// The outcome.
 	Purged   []letterRow
 	Failures []bulkFailure
@@ -44,16 +47,33 @@ type purgeKept struct {
 
 // callSeqOf is the calls-stream sequence of the record of the call of the
 // letter row (0: the calls index does not hold that call of the letter's
-// tenant, so the record cannot be confirmed and the letter is kept).
-func (s *Server) callSeqOf(row letterRow) uint64 {
+// tenant and tool, so the record cannot be confirmed and the letter is
+// kept), and why a letter whose record it finds is still kept ("": it
+// may be purged; dlq.Purge checks both again from the streams).
+func (s *Server) callSeqOf(row letterRow) (uint64, string) {
 	if row.CallID == "" {
-		return 0
+		return 0, ""
 	}
 	e, ok := s.index.Get(row.CallID)
-	if !ok || e.Refused() || e.Tenant != row.Tenant {
-		return 0
+	if !ok || e.Refused() || e.Tenant != row.Tenant || e.Tool != row.Tool {
+		return 0, ""
 	}
-	return e.Seq
+	if e.Outcome == audit.OutcomePending {
+		return e.Seq, "its call's result is not stored yet: the letter may be the only record of why it died"
+	}
+	return e.Seq, ""
+}
+
+// keptWhy is why the dry run keeps the letter row ("": it may be purged).
+func (s *Server) keptWhy(row letterRow) string {
+	if !row.Retryable {
+		return "it holds no decodable call: it is the only record of what it held"
+	}
+	seq, why := s.callSeqOf(row)
+	if seq == 0 {
+		return "its call is not among the calls this dashboard indexes, so its record in the calls stream cannot be confirmed"
+	}
+	return why
 }
 
 // purgeLetters is the dead-letter purge. Without confirm=1 it is the dry
@@ -93,26 +113,31 @@ func (s *Server) purgeLetters(w http.ResponseWriter, r *http.Request, v *viewer)
 	s.render(w, r, http.StatusOK, "dlq_purge_result", v, "Dead letters purged", "dlq", d)
 }
 
-// purgeDryRun shows what a purge of d.Filter would purge.
+// purgeDryRun shows what a purge of d.Filter would purge: the newest
+// maxBulk letters that may be purged (those kept do not take their
+// places), and at most maxBulk of those kept, with why.
 func (s *Server) purgeDryRun(w http.ResponseWriter, r *http.Request, v *viewer, d *purgeData) {
-	rows, total, err := s.selectLetters(r.Context(), v, d.Filter, maxBulk)
+	rows, _, err := s.selectLetters(r.Context(), v, d.Filter, maxListedLetters)
 	if err != nil {
 		s.refuse(w, r, v, http.StatusBadGateway, err.Error())
 		return
 	}
-	d.Total, d.Capped = total, total > maxBulk
 	items := []string{}
 	for _, row := range rows {
-		switch {
-		case !row.Retryable:
-			d.Kept = append(d.Kept, purgeKept{row, "it holds no decodable call: it is the only record of what it held"})
-		case s.callSeqOf(row) == 0:
-			d.Kept = append(d.Kept, purgeKept{row, "its call is not among the calls this dashboard indexes, so its record in the calls stream cannot be confirmed"})
-		default:
+		if why := s.keptWhy(row); why != "" {
+			d.KeptTotal++
+			if len(d.Kept) < maxBulk {
+				d.Kept = append(d.Kept, purgeKept{row, why})
+			}
+			continue
+		}
+		d.Total++
+		if len(d.Rows) < maxBulk {
 			d.Rows = append(d.Rows, row)
 			items = append(items, strconv.FormatUint(row.Seq, 10))
 		}
 	}
+	d.Capped = d.Total > maxBulk
 	d.Confirm = s.confirmationOf(v, bulkPurgeKind.action, items)
 	s.render(w, r, http.StatusOK, "dlq_purge", v, "Confirm purge", "dlq", *d)
 }
@@ -128,11 +153,12 @@ func (s *Server) purgeOne(ctx context.Context, v *viewer, seq uint64) (letterRow
 	}
 	shown, _ := s.dlq.Shown(ctx, l)
 	row := rowOf(l, shown)
-	callSeq := s.callSeqOf(row)
+	callSeq, _ := s.callSeqOf(row) // dlq.Purge checks the result itself
 	if callSeq == 0 && row.Retryable {
 		return row, errors.New("its call is not among the calls this dashboard indexes: the letter is kept")
 	}
-	if _, err := s.dlq.Purge(ctx, dlq.PurgeRequest{Seq: seq, CallSeq: callSeq, By: v.who() + " (dashboard)"}); err != nil {
+	req := dlq.PurgeRequest{Seq: seq, CallSeq: callSeq, By: v.who() + " (dashboard)", Keys: s.signers}
+	if _, err := s.dlq.Purge(ctx, req); err != nil {
 		return row, err
 	}
 	return row, nil
