@@ -166,10 +166,16 @@
 // results streams stays for the audit and replay) and records a
 // DEAD_LETTER_PURGED event on the call naming "tenant/agent (dashboard)".
 // The dashboard hands Purge the calls-stream sequence of the letter's
-// call from the calls index (the call of the letter's tenant); a letter
-// whose call the index does not hold, or that holds no decodable call,
-// is kept (the dry run lists it apart, saying why): its record cannot be
-// confirmed, and the letter may be the last one.
+// call from the calls index (the call of the letter's tenant and tool)
+// and the keyring results are believed with; a letter whose call the
+// index does not hold, whose call is still pending (no result: the
+// letter may be the only record of why it died), or that holds no
+// decodable call, is kept (the dry run lists it apart, saying why, and
+// Purge checks the calls and results streams again). The dry run lists
+// the newest maxBulk letters that may be purged: kept letters do not
+// take their places (at most maxBulk of them are listed apart). Only the
+// letter's copy of the call's arguments is overwritten; the calls stream
+// keeps the call's.
 //
 // Retry is offered for dead-lettered calls only (from their dead letter,
 // the audited path `toolctl dlq retry` takes): re-running another failed

@@ -49,16 +49,29 @@
 // audit, replay and the dashboard read. So Purge
 //
 //   - purges a letter only once the caller has named where its call's
-//     record is in the calls stream and that message is that call
-//     (ErrNotPurgeable otherwise: a letter whose call is not confirmed
-//     there, or that holds no decodable call, may be the last record of
-//     what it held, and is kept until the DLQ's own age limit);
-//   - records a DEAD_LETTER_PURGED event of the call first, signed as the
-//     dispatcher's, naming who asked and the letter's sequence (no letter
-//     is removed without it; a failed removal leaves the letter with the
-//     event written);
-//   - then deletes the letter's message with the server's secure delete
-//     (its bytes overwritten: a letter holds secret arguments in clear).
+//     record is in the calls stream, that message is that call of the
+//     letter's tenant and tool, and the results stream holds a believed
+//     result of it (ErrNotPurgeable otherwise: a letter whose call is not
+//     confirmed there, whose call has no result yet, or that holds no
+//     decodable call, may be the last record of what it held or of why
+//     its call died, and is kept until the DLQ's own age limit);
+//   - records a DEAD_LETTER_PURGED event of the call first, built from
+//     the calls stream's record (its caller, spec version and dispatcher:
+//     a letter is written by a worker, and is not believed), signed as
+//     the dispatcher's, naming who asked and the letter's sequence, with
+//     the message id purge-<seq>: a repeated or concurrent purge of the
+//     letter is recorded once (within the events stream's duplicate
+//     window). No letter is removed without it; a failed removal leaves
+//     the letter with the event written;
+//   - then deletes the letter's message with the server's secure delete:
+//     the letter's copy is overwritten. A removal that finds the letter
+//     gone counts as done (another purge removed it).
+//
+// A purge does not erase the call's secret arguments: the call's message
+// in the calls stream still holds them in clear (it denies deletes; the
+// audit redacts them on read), and on a replicated stream the raft log
+// keeps the letter's original append until it is compacted. Only the
+// dead letter's copy is overwritten.
 //
 // A purged letter can no longer be retried from the DLQ; the call can
 // still be replayed from its record (internal/replay).
