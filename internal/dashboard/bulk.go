@@ -14,9 +14,52 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 )
+
+// bulkRuns are the sessions (by their CSRF token) running a bulk action:
+// a session runs one at a time (each runs on after its request, up to
+// bulkTimeout and maxBulk items), so the number running is bounded by
+// the sessions signed in, one each.
+type bulkRuns struct {
+	mu      sync.Mutex
+	running map[string]bool
+}
+
+// start takes session's slot; false when its previous bulk action is
+// still running.
+func (b *bulkRuns) start(session string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.running[session] {
+		return false
+	}
+	if b.running == nil {
+		b.running = map[string]bool{}
+	}
+	b.running[session] = true
+	return true
+}
+
+// end frees session's slot.
+func (b *bulkRuns) end(session string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.running, session)
+}
+
+// startBulk takes v's session's bulk slot, or answers 429 and returns
+// false; the caller defers s.bulk.end(v.CSRF) when it returns true.
+func (s *Server) startBulk(w http.ResponseWriter, r *http.Request, v *viewer) bool {
+	if s.bulk.start(v.CSRF) {
+		return true
+	}
+	s.refuse(w, r, v, http.StatusTooManyRequests, "a bulk action of yours is still running: wait for its result before starting another")
+	return false
+}
 
 // confirmToken is the token a dry run of action over items (in the order
 // listed) gives its confirmation: an HMAC, under the CSRF key, of the

@@ -233,3 +233,40 @@ func TestBulkCancelDryRunIsCapped(t *testing.T) {
 	require.Equal(t, newest, dry.items[0], "the newest first")
 	require.Equal(t, strconv.Itoa(maxBulk), dry.count)
 }
+
+// A session runs one bulk action at a time: while one of its bulk
+// actions runs, its next confirmation (cancel, purge or retry) is
+// answered 429 and acts on nothing; another session's is not held up,
+// and once the first ends the session may start the next.
+func TestBulkActionsRunOneAtATimePerSession(t *testing.T) {
+	t.Parallel()
+	u := startUI(t, testTools(nil), dispatch.Config{})
+	id := hold(t, u, acmeBot)
+	admin := u.signIn(t, adminKey)
+	_, body := admin.act("/ui/calls/cancel", url.Values{"tool": {"hold"}})
+	dry := confirmOf(t, body)
+	require.Equal(t, []string{id}, dry.items)
+
+	require.True(t, u.UI.bulk.start(admin.csrf()), "a bulk action of this session is running")
+	for path, f := range map[string]url.Values{
+		"/ui/calls/cancel": dry.form(url.Values{"tool": {"hold"}}),
+		"/ui/dlq/purge":    {"confirm": {"1"}, "item": {"1"}, "count": {"1"}, "token": {u.UI.keys.confirmToken(&viewer{CSRF: admin.csrf()}, bulkPurgeKind.action, []string{"1"})}},
+		"/ui/dlq/retry":    {"confirm": {"1"}, "seq": {"1"}},
+	} {
+		res, body := admin.act(path, f)
+		require.Equal(t, http.StatusTooManyRequests, res.StatusCode, "%s: %s", path, body)
+		require.Contains(t, body, "a bulk action of yours is still running")
+	}
+	require.False(t, cancelled(t, u, "acme", id), "a refused confirmation cancels nothing")
+
+	other := u.signIn(t, adminKey)
+	res, _ := other.act("/ui/calls/cancel", url.Values{"tool": {"hold"}})
+	require.Equal(t, http.StatusOK, res.StatusCode, "another session's dry run")
+
+	u.UI.bulk.end(admin.csrf())
+	res, body = admin.act("/ui/calls/cancel", dry.form(url.Values{"tool": {"hold"}}))
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	require.True(t, cancelled(t, u, "acme", id))
+	require.True(t, u.UI.bulk.start(admin.csrf()), "the slot is free once the action ends")
+	u.UI.bulk.end(admin.csrf())
+}

@@ -149,7 +149,11 @@
 // unknown id). Each item goes through the path a single action takes,
 // recorded where the change is with who asked; the whole is logged with
 // who, how many and the filter, and runs to its end when the browser
-// goes away (bounded by bulkTimeout).
+// goes away (bounded by bulkTimeout). A session runs one bulk action
+// (cancel, purge or retry) at a time: the next confirmation while one
+// runs is answered 429 and does nothing (bulkRuns, keyed by the
+// session's CSRF token), so the actions running are bounded by the
+// sessions signed in.
 //
 // Bulk cancel selects pending calls from the calls index with the calls
 // page's filters (an outcome other than pending is refused) and a pool

@@ -53,6 +53,8 @@ type Server struct {
 	csrfOK  *http.CrossOriginProtection
 	// signedOut are the sign-outs every replica honours (revocations.go).
 	signedOut *revocations
+	// bulk are the sessions running a bulk action (one each: bulk.go).
+	bulk bulkRuns
 
 	// keepAlive is how often live streams send a keep-alive and check
 	// their session (liveKeepAlive; tests shorten it).
