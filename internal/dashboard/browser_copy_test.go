@@ -9,11 +9,12 @@ import (
 	"github.com/toolwire/toolwire/internal/identity"
 )
 
-// A call page's "Copy as JSON" and "Copy as command" put the call's
-// request on the clipboard in a real Chromium
+// A call page's "Copy as JSON", "Copy as command" and "Copy as curl" put
+// the call's request on the clipboard in a real Chromium
 // (testdata/dashboard-e2e/copy.mjs): the arguments as the page shows them
-// (the secret one redacted), and a toolctl call command line whose
-// argument with a single quote is quoted for the shell.
+// (the secret one redacted), a toolctl call command line and a curl
+// command (the key as $TOOLWIRE_API_KEY) whose argument with a single
+// quote is quoted for the shell.
 func TestBrowserCopyCall(t *testing.T) {
 	t.Parallel()
 	u := startUI(t, pageTools(), dispatch.Config{})
@@ -29,5 +30,8 @@ func TestBrowserCopyCall(t *testing.T) {
   },
   "session": "s-acme"
 }`,
-		"WANT_COMMAND": `toolctl call --session s-acme -- login '{"password":"[REDACTED]","user":"o'\''brien"}'`})
+		"WANT_COMMAND": `toolctl call --session s-acme -- login '{"password":"[REDACTED]","user":"o'\''brien"}'`,
+		"WANT_CURL": `curl -sS -H 'Content-Type: application/json' -H "Authorization: Bearer $TOOLWIRE_API_KEY" --data-binary ` +
+			`'{"tool":"login","arguments_json":"{\"password\":\"[REDACTED]\",\"user\":\"o'\''brien\"}","session":"s-acme"}' ` +
+			`"${TOOLWIRE_SERVER:-http://127.0.0.1:8080}/toolwire.v1.DispatcherService/Call"`})
 }

@@ -54,7 +54,12 @@ const maxFilterBytes = 256
 // the installation scope sees their own tenant only, and one limited to
 // its own agent's calls (viewer.Agent) those only, whatever the URL says.
 func queryOf(r *http.Request, v *viewer) (callindex.Query, url.Values, error) {
-	in := r.URL.Query()
+	return queryFrom(r.URL.Query(), v)
+}
+
+// queryFrom is queryOf reading the filters from in (a URL's query, or a
+// bulk cancel's form).
+func queryFrom(in url.Values, v *viewer) (callindex.Query, url.Values, error) {
 	for _, k := range []string{"tenant", "tool", "agent", "session", "outcome", "error_type", "since", "until", "q", "before", "rbefore", "limit"} {
 		if len(strings.TrimSpace(in.Get(k))) > maxFilterBytes {
 			return callindex.Query{}, in, fmt.Errorf("%s: longer than %d bytes (searches and filters are at most %d bytes; shorten it)", k, maxFilterBytes, maxFilterBytes)
@@ -138,6 +143,7 @@ type callsData struct {
 	Stats    callindex.Stats
 	Live     bool
 	Took     time.Duration
+	MaxBulk  int // the most calls a bulk cancel takes
 }
 
 // callsPage lists calls, newest first, with the filters of the URL.
@@ -150,7 +156,7 @@ func (s *Server) callsPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 			err = errors.New("rbefore: not a sequence")
 		}
 	}
-	d := callsData{Filters: filters, Query: q, Outcomes: outcomes, Stats: s.index.Stats(), Live: c.IsZero() && q.Text == ""}
+	d := callsData{Filters: filters, Query: q, Outcomes: outcomes, Stats: s.index.Stats(), Live: c.IsZero() && q.Text == "", MaxBulk: maxBulk}
 	status := http.StatusOK
 	if err != nil {
 		// No live stream under an error: it would fill the table with
@@ -383,9 +389,9 @@ type callData struct {
 	Done        string // what the last action did
 	Args        string
 	Struct      string
-	// CopyJSON and CopyCommand are the texts of the copy buttons
-	// (copyTexts).
-	CopyJSON, CopyCommand string
+	// CopyJSON, CopyCommand and CopyCurl are the texts of the copy
+	// buttons (copyTexts, curlText).
+	CopyJSON, CopyCommand, CopyCurl string
 }
 
 type intentView struct {
@@ -427,6 +433,7 @@ func (s *Server) callPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 		d.Args = prettyJSON(rec.Arguments)
 	}
 	d.CopyJSON, d.CopyCommand = copyTexts(rec)
+	d.CopyCurl = curlText(rec)
 	for _, raw := range rec.Events {
 		ev := &toolwirev1.CallEvent{}
 		if protojson.Unmarshal(raw, ev) == nil {

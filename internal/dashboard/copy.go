@@ -77,3 +77,51 @@ func shellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// curlRequest is the body of "Copy as curl": the call's CallRequest as
+// Connect's JSON protocol takes it (protobuf JSON field names), its
+// arguments as arguments_json, the audit record's bytes compacted, so
+// that they reach the tool as recorded (the arguments field would pass
+// numbers through float64).
+type curlRequest struct {
+	Tool          string `json:"tool"`
+	ArgumentsJSON string `json:"arguments_json"`
+	Session       string `json:"session,omitempty"`
+	User          string `json:"user,omitempty"`
+	Run           string `json:"run,omitempty"`
+}
+
+// curlServer is the API's address in the copied curl command: toolctl's
+// variable and default (toolctl.DefaultServer).
+const curlServer = `"${TOOLWIRE_SERVER:-http://127.0.0.1:8080}/toolwire.v1.DispatcherService/Call"`
+
+// curlText returns the text of a call page's "Copy as curl": a curl
+// command that repeats the call through the Connect API's Call
+// (POST /toolwire.v1.DispatcherService/Call, JSON), with the API key as
+// the placeholder $TOOLWIRE_API_KEY (the shell puts the user's own in;
+// never a key in the text) and the server as $TOOLWIRE_SERVER, toolctl's
+// variable, defaulting to toolctl's default. The body is curlRequest,
+// from the audit record's redacted arguments (a secret is the page's
+// placeholder, never its value), quoted as one shell word (shellQuote).
+// Like the toolctl command it is "" when a word holds a control or format
+// character, and it carries no idempotency key.
+func curlText(rec *audit.Record) string {
+	var args bytes.Buffer
+	if len(rec.Arguments) == 0 || json.Compact(&args, rec.Arguments) != nil {
+		args.Reset()
+		args.WriteString("{}")
+	}
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(curlRequest{Tool: rec.Tool, ArgumentsJSON: args.String(), Session: rec.Session, User: rec.User, Run: rec.Run}) != nil {
+		return "" // cannot happen: strings only
+	}
+	for _, w := range []string{rec.Tool, args.String(), rec.Session, rec.User, rec.Run} {
+		if strings.IndexFunc(w, pasteUnsafe) >= 0 {
+			return ""
+		}
+	}
+	return strings.Join([]string{"curl", "-sS", "-H", shellQuote("Content-Type: application/json"),
+		"-H", `"Authorization: Bearer $TOOLWIRE_API_KEY"`, "--data-binary", shellQuote(strings.TrimSuffix(body.String(), "\n")), curlServer}, " ")
+}

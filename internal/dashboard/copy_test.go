@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"os"
 	"os/exec"
 	"testing"
 
@@ -38,4 +39,20 @@ func TestCopyTexts(t *testing.T) {
 	}
 	_, cmd = copyTexts(&audit.Record{Tool: "echo", Arguments: []byte("{\"t\":\"\u202e\"}")})
 	require.Empty(t, cmd, "a bidi override in the arguments")
+	require.Empty(t, curlText(&audit.Record{Tool: "echo", Arguments: []byte("{\"t\":\"\u202e\"}")}), "no curl command either")
+	require.Empty(t, curlText(&audit.Record{Tool: "echo", Arguments: []byte(`{}`), Run: "x\x1b[201~"}))
+	require.Equal(t, `curl -sS -H 'Content-Type: application/json' -H "Authorization: Bearer $TOOLWIRE_API_KEY" --data-binary `+
+		`'{"tool":"--help","arguments_json":"{\"q\":\"<a&b>\"}","session":"s 1"}' "${TOOLWIRE_SERVER:-http://127.0.0.1:8080}/toolwire.v1.DispatcherService/Call"`,
+		curlText(rec), "not HTML-escaped; a tool named like a flag is inside the body")
+}
+
+// The curl example of docs/dashboard.md is what the page copies for its
+// call.
+func TestCurlExampleOfTheDocs(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../../docs/dashboard.md")
+	require.NoError(t, err)
+	want := curlText(&audit.Record{Tool: "login", Arguments: []byte(`{"password":"[REDACTED]","user":"o'brien"}`), Session: "s-acme"})
+	require.NotEmpty(t, want)
+	require.Contains(t, string(doc), "\n  "+want+"\n", "docs/dashboard.md shows the command the page copies")
 }

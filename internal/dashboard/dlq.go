@@ -345,6 +345,10 @@ func (s *Server) retryLetters(w http.ResponseWriter, r *http.Request, v *viewer)
 		s.refuse(w, r, v, http.StatusBadRequest, err.Error())
 		return
 	}
+	if !s.startBulk(w, r, v) {
+		return
+	}
+	defer s.bulk.end(v.CSRF)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), bulkTimeout)
 	defer cancel()
 	d := bulkData{Filter: f, MaxBulk: maxBulk}

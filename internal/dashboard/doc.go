@@ -103,8 +103,9 @@
 //     page's agent filter is forced to it; a letter's agent is the one
 //     the calls index has for its call, never the letter's own word),
 //     unless it holds the admin or approve scope;
-//   - the admin scope sees its own tenant, and may cancel calls, retry
-//     dead letters (one or in bulk) of it and approve tool definitions;
+//   - the admin scope sees its own tenant, and may cancel calls (one or
+//     in bulk), retry dead letters (one or in bulk) and purge them, of
+//     it, and approve tool definitions;
 //   - the installation scope (identity.InstallationScope) sees every
 //     tenant;
 //   - the approve scope sees the approval inbox (as ListApprovals: the
@@ -130,6 +131,55 @@
 // letter's retry has "asked by … (dashboard)" in the new call's ACCEPTED
 // event; approvals record their approver; a tool definition's approval
 // is recorded in the registry with who approved it (registry.ApprovedBy).
+//
+// # Bulk actions: a dry run, then an exact confirmation
+//
+// Bulk cancel (bulkcancel.go) and dead-letter purge (purge.go) take two steps
+// (bulk.go). The dry run selects with the page's filter, within what the
+// viewer may see (the tenant and agent forced as on the pages), at most
+// maxBulk items, the newest, and names them and their count (and how
+// many more match). Its confirmation form carries the items, the count
+// and a token: an HMAC, under the CSRF key, of the session's CSRF token,
+// the action, the count and the items in order. The confirmation acts
+// only when the count posted is the number of items posted and the token
+// is the dry run's for exactly them (a count changed, an item taken out,
+// added or repeated, another session's or another action's token: 400,
+// nothing done); it never selects by the filter again, and checks each
+// item again as the viewer (one the viewer may not see answers as an
+// unknown id). Each item goes through the path a single action takes,
+// recorded where the change is with who asked; the whole is logged with
+// who, how many and the filter, and runs to its end when the browser
+// goes away (bounded by bulkTimeout). A session runs one bulk action
+// (cancel, purge or retry) at a time: the next confirmation while one
+// runs is answered 429 and does nothing (bulkRuns, keyed by the
+// session's CSRF token), so the actions running are bounded by the
+// sessions signed in.
+//
+// Bulk cancel selects pending calls from the calls index with the calls
+// page's filters (an outcome other than pending is refused) and a pool
+// (the pool the dispatcher routes the call's tool to for its tenant,
+// Core.PoolOf; the index does not know pools, so the dry run looks at
+// the newest maxCancelScan pending calls the other filters select). Each
+// is cancelled by Core.Cancel as the call's tenant, with the reason
+// "cancelled from the dashboard by tenant/agent (bulk)" in its
+// CANCEL_REQUESTED event; the page lists each outcome.
+//
+// A dead-letter purge selects letters with the dead-letter list's filter
+// and purges each through dlq.Queue.Purge, which removes the letter from
+// the DLQ only (dlq's "Purge": the call's record in the calls, events and
+// results streams stays for the audit and replay) and records a
+// DEAD_LETTER_PURGED event on the call naming "tenant/agent (dashboard)".
+// The dashboard hands Purge the calls-stream sequence of the letter's
+// call from the calls index (the call of the letter's tenant and tool)
+// and the keyring results are believed with; a letter whose call the
+// index does not hold, whose call is still pending (no result: the
+// letter may be the only record of why it died), or that holds no
+// decodable call, is kept (the dry run lists it apart, saying why, and
+// Purge checks the calls and results streams again). The dry run lists
+// the newest maxBulk letters that may be purged: kept letters do not
+// take their places (at most maxBulk of them are listed apart). Only the
+// letter's copy of the call's arguments is overwritten; the calls stream
+// keeps the call's.
 //
 // Retry is offered for dead-lettered calls only (from their dead letter,
 // the audited path `toolctl dlq retry` takes): re-running another failed
@@ -161,9 +211,13 @@
 // sequence) and reads the rest from the streams (audit.Source.One: the
 // call, its events and its result), so a timeline is never cut to what
 // the index keeps; a call older than the index's window is not found
-// (toolctl audit reads any period). Its copy buttons (copyTexts, written
-// by the script through navigator.clipboard) hold the call's request as
-// JSON and the toolctl call line that repeats it (--session, --user,
+// (toolctl audit reads any period). Its copy buttons (copyTexts and
+// curlText, written by the script through navigator.clipboard) hold the
+// call's request as JSON, a curl command that repeats it through the
+// API's Call (Connect JSON; the body a CallRequest with the recorded
+// argument bytes as arguments_json; the key the placeholder
+// $TOOLWIRE_API_KEY and the server $TOOLWIRE_SERVER, toolctl's, never a
+// key in the text), and the toolctl call line that repeats it (--session, --user,
 // --run, then "--", the tool and its arguments; each word quoted for a
 // POSIX shell when it needs it, by shellQuote; no command when a word
 // holds a control or format character, which a terminal could act on

@@ -188,10 +188,14 @@ func (f *actionsFixture) actions() []action {
 	seq := strconv.FormatUint(f.seq, 10)
 	return []action{
 		{"cancel call", "/ui/calls/" + f.running + "/cancel", url.Values{"reason": {"stuck"}}},
+		{"bulk cancel dry run", "/ui/calls/cancel", url.Values{"tool": {"hold"}}},
+		{"bulk cancel confirmed", "/ui/calls/cancel", url.Values{"confirm": {"1"}, "item": {f.running}, "count": {"1"}, "token": {"00"}}},
 		{"retry call", "/ui/calls/" + f.deadCall + "/retry", nil},
 		{"retry letter", "/ui/dlq/" + seq + "/retry", nil},
 		{"bulk retry dry run", "/ui/dlq/retry", url.Values{"tool": {"flaky"}}},
 		{"bulk retry confirmed", "/ui/dlq/retry", url.Values{"tool": {"flaky"}, "confirm": {"1"}, "seq": {seq}}},
+		{"purge dry run", "/ui/dlq/purge", url.Values{"tool": {"flaky"}}},
+		{"purge confirmed", "/ui/dlq/purge", url.Values{"tool": {"flaky"}, "confirm": {"1"}, "item": {seq}, "count": {"1"}, "token": {"00"}}},
 		{"approve tool", "/ui/tools/" + f.mcpTool + "/approve", url.Values{"hash": {"newhash"}}},
 		{"approve call", "/ui/approvals/" + f.approval + "/approve", url.Values{"mode": {"once"}}},
 		{"deny call", "/ui/approvals/" + f.approval + "/deny", url.Values{"reason": {"no"}}},
@@ -236,8 +240,8 @@ func TestReadOnlyKeyIsRefusedEveryAction(t *testing.T) {
 	require.False(t, before.cancelled)
 	require.False(t, before.toolOK)
 
-	adminOnly := map[string]bool{"cancel call": true, "retry call": true, "retry letter": true, "bulk retry dry run": true,
-		"bulk retry confirmed": true, "approve tool": true}
+	adminOnly := map[string]bool{"cancel call": true, "bulk cancel dry run": true, "bulk cancel confirmed": true, "retry call": true, "retry letter": true, "bulk retry dry run": true,
+		"bulk retry confirmed": true, "purge dry run": true, "purge confirmed": true, "approve tool": true}
 	for _, who := range []struct {
 		name, key string
 		refused   func(action) bool

@@ -53,6 +53,8 @@ type Server struct {
 	csrfOK  *http.CrossOriginProtection
 	// signedOut are the sign-outs every replica honours (revocations.go).
 	signedOut *revocations
+	// bulk are the sessions running a bulk action (one each: bulk.go).
+	bulk bulkRuns
 
 	// keepAlive is how often live streams send a keep-alive and check
 	// their session (liveKeepAlive; tests shorten it).
@@ -152,6 +154,7 @@ func (s *Server) routes() {
 	m.Handle("GET "+Prefix+"/calls", s.page(s.callsPage))
 	m.Handle("GET "+Prefix+"/calls/live", s.page(s.callsLive))
 	m.Handle("GET "+Prefix+"/calls/{id}", s.page(s.callPage))
+	m.Handle("POST "+Prefix+"/calls/cancel", s.action(admins, s.cancelCalls))
 	m.Handle("POST "+Prefix+"/calls/{id}/cancel", s.action(admins, s.cancelCall))
 	m.Handle("POST "+Prefix+"/calls/{id}/retry", s.action(admins, s.retryCall))
 
@@ -164,6 +167,7 @@ func (s *Server) routes() {
 	m.Handle("GET "+Prefix+"/dlq/{seq}", s.page(s.letterPage))
 	m.Handle("POST "+Prefix+"/dlq/{seq}/retry", s.action(admins, s.retryLetter))
 	m.Handle("POST "+Prefix+"/dlq/retry", s.action(admins, s.retryLetters))
+	m.Handle("POST "+Prefix+"/dlq/purge", s.action(admins, s.purgeLetters))
 
 	m.Handle("GET "+Prefix+"/tools", s.page(s.toolsPage))
 	m.Handle("GET "+Prefix+"/tools/{name}", s.page(s.toolPage))

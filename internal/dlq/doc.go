@@ -38,6 +38,44 @@
 // A record whose call could not be decoded (raw bytes only) cannot be
 // retried: Retry returns ErrNotRetryable.
 //
+// # Purge
+//
+// Purge removes one dead letter from the DLQ: the letter only. What
+// purge may safely mean follows from where a call is kept: the DLQ
+// stream (limits retention, deletes allowed) holds a copy of the call as
+// it ran, made for retries; the call's own record is its message in the
+// calls stream (which denies deletes and purges: the audit log), its
+// events and its result (whose meta says it was dead-lettered), which
+// audit, replay and the dashboard read. So Purge
+//
+//   - purges a letter only once the caller has named where its call's
+//     record is in the calls stream, that message is that call of the
+//     letter's tenant and tool, and the results stream holds a believed
+//     result of it (ErrNotPurgeable otherwise: a letter whose call is not
+//     confirmed there, whose call has no result yet, or that holds no
+//     decodable call, may be the last record of what it held or of why
+//     its call died, and is kept until the DLQ's own age limit);
+//   - records a DEAD_LETTER_PURGED event of the call first, built from
+//     the calls stream's record (its caller, spec version and dispatcher:
+//     a letter is written by a worker, and is not believed), signed as
+//     the dispatcher's, naming who asked and the letter's sequence, with
+//     the message id purge-<seq>: a repeated or concurrent purge of the
+//     letter is recorded once (within the events stream's duplicate
+//     window). No letter is removed without it; a failed removal leaves
+//     the letter with the event written;
+//   - then deletes the letter's message with the server's secure delete:
+//     the letter's copy is overwritten. A removal that finds the letter
+//     gone counts as done (another purge removed it).
+//
+// A purge does not erase the call's secret arguments: the call's message
+// in the calls stream still holds them in clear (it denies deletes; the
+// audit redacts them on read), and on a replicated stream the raft log
+// keeps the letter's original append until it is compacted. Only the
+// dead letter's copy is overwritten.
+//
+// A purged letter can no longer be retried from the DLQ; the call can
+// still be replayed from its record (internal/replay).
+//
 // # Showing a letter
 //
 // A dead letter stores its call as it ran, secret arguments in clear (a

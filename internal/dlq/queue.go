@@ -24,6 +24,8 @@ type Queue struct {
 	subj  bus.Subjects
 	dlq   jetstream.Stream
 	calls jetstream.Stream
+	// results holds the calls' results (Purge reads a call's).
+	results jetstream.Stream
 	// registry holds the spec versions whose schemas say which arguments
 	// Shown redacts; nil when it cannot be read.
 	registry jetstream.KeyValue
@@ -50,7 +52,7 @@ func Open(ctx context.Context, nc *nats.Conn, prefix string) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Queue{js: v.JS, cfg: v.Config, subj: v.Subjects, dlq: v.DLQ, calls: v.Calls, registry: v.Registry}, nil
+	return &Queue{js: v.JS, cfg: v.Config, subj: v.Subjects, dlq: v.DLQ, calls: v.Calls, results: v.Results, registry: v.Registry}, nil
 }
 
 // State is the DLQ stream's extent: its first and last sequences and how

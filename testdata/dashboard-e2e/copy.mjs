@@ -1,11 +1,11 @@
-// A call page's copy buttons (TestBrowserCopyCall): "Copy as JSON" and
-// "Copy as command" put the call's request on the clipboard, read back
-// here (the context is granted clipboard permissions), and neither holds
+// A call page's copy buttons (TestBrowserCopyCall): "Copy as JSON",
+// "Copy as command" and "Copy as curl" put the call's request on the clipboard, read back
+// here (the context is granted clipboard permissions), and none holds
 // a secret argument's value.
 //
 // Environment: READER_KEY (a key of tenant acme), CALL_ID (the call),
-// WANT_JSON and WANT_COMMAND (the texts expected), SECRET (a value that
-// must appear in neither).
+// WANT_JSON, WANT_COMMAND and WANT_CURL (the texts expected), SECRET (a
+// value that must appear in none).
 import { run, signIn, check, step } from './lib.mjs';
 
 await run('copy', async ({ baseURL, env, newPage }) => {
@@ -13,7 +13,8 @@ await run('copy', async ({ baseURL, env, newPage }) => {
   await signIn(page, baseURL, env('READER_KEY'));
   await page.goto(`${baseURL}/ui/calls/${encodeURIComponent(env('CALL_ID'))}`);
   const secret = env('SECRET');
-  for (const [testid, want, what] of [['copy-json', 'WANT_JSON', 'the request as JSON'], ['copy-command', 'WANT_COMMAND', 'the toolctl command']]) {
+  for (const [testid, want, what] of [['copy-json', 'WANT_JSON', 'the request as JSON'], ['copy-command', 'WANT_COMMAND', 'the toolctl command'],
+    ['copy-curl', 'WANT_CURL', 'the curl command']]) {
     step(`click ${testid}`);
     await page.getByTestId(testid).click();
     await page.getByTestId('copy-status').filter({ hasText: `Copied ${what}.` }).waitFor();

@@ -53,6 +53,12 @@ const (
 	// (latency_budget_exceeded says by how much); recorded by the
 	// dispatcher that admitted it, after the result. Never a failure.
 	CallEventType_CALL_EVENT_TYPE_LATENCY_BUDGET_EXCEEDED CallEventType = 12
+	// The call's dead letter was purged from the DLQ (the message names
+	// who purged it and the letter's sequence); recorded by the dispatcher
+	// that purged it, after the result. The call's own record (its call,
+	// events and result) is kept: only the dead letter is gone, so it can
+	// no longer be retried from the DLQ (replay reads the call).
+	CallEventType_CALL_EVENT_TYPE_DEAD_LETTER_PURGED CallEventType = 13
 )
 
 // Enum value maps for CallEventType.
@@ -71,6 +77,7 @@ var (
 		10: "CALL_EVENT_TYPE_APPROVAL_DENIED",
 		11: "CALL_EVENT_TYPE_APPROVAL_EXPIRED",
 		12: "CALL_EVENT_TYPE_LATENCY_BUDGET_EXCEEDED",
+		13: "CALL_EVENT_TYPE_DEAD_LETTER_PURGED",
 	}
 	CallEventType_value = map[string]int32{
 		"CALL_EVENT_TYPE_UNSPECIFIED":             0,
@@ -86,6 +93,7 @@ var (
 		"CALL_EVENT_TYPE_APPROVAL_DENIED":         10,
 		"CALL_EVENT_TYPE_APPROVAL_EXPIRED":        11,
 		"CALL_EVENT_TYPE_LATENCY_BUDGET_EXCEEDED": 12,
+		"CALL_EVENT_TYPE_DEAD_LETTER_PURGED":      13,
 	}
 )
 
@@ -484,7 +492,7 @@ const file_toolwire_v1_event_proto_rawDesc = "" +
 	"last_error\x18\x05 \x01(\v2\x16.toolwire.v1.ToolErrorR\tlastError\x12\x1a\n" +
 	"\battempts\x18\x06 \x01(\x05R\battempts\x12.\n" +
 	"\x04time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x16\n" +
-	"\x06worker\x18\b \x01(\tR\x06worker*\xc6\x03\n" +
+	"\x06worker\x18\b \x01(\tR\x06worker*\xee\x03\n" +
 	"\rCallEventType\x12\x1f\n" +
 	"\x1bCALL_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CALL_EVENT_TYPE_ACCEPTED\x10\x01\x12\x1b\n" +
@@ -499,7 +507,8 @@ const file_toolwire_v1_event_proto_rawDesc = "" +
 	"\x1fCALL_EVENT_TYPE_APPROVAL_DENIED\x10\n" +
 	"\x12$\n" +
 	" CALL_EVENT_TYPE_APPROVAL_EXPIRED\x10\v\x12+\n" +
-	"'CALL_EVENT_TYPE_LATENCY_BUDGET_EXCEEDED\x10\fBCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
+	"'CALL_EVENT_TYPE_LATENCY_BUDGET_EXCEEDED\x10\f\x12&\n" +
+	"\"CALL_EVENT_TYPE_DEAD_LETTER_PURGED\x10\rBCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
 
 var (
 	file_toolwire_v1_event_proto_rawDescOnce sync.Once
