@@ -26,6 +26,11 @@ mkdir "$copy"
 ) | tar -xf - -C "$copy"
 
 cd "$copy"
+# The TypeScript SDK's dependencies (gitignored; make generate runs its
+# protoc-gen-es and tsc) are linked from the tree, not installed again.
+if [[ -d $root/sdk/typescript/node_modules ]]; then
+	ln -s "$root/sdk/typescript/node_modules" sdk/typescript/node_modules
+fi
 git init -q -b main
 git add -A
 commit() { git -c user.name=verify-selftest -c user.email=selftest@invalid commit -qm "$1"; }
