@@ -230,6 +230,7 @@ export class Client {
       useBinaryFormat: !options.json,
       interceptors: [headers],
       readMaxBytes: MAX_MESSAGE_BYTES,
+      acceptCompression: [],
       writeMaxBytes: MAX_MESSAGE_BYTES,
       nodeOptions: { agent: this.agent },
     });
