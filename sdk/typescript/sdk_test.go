@@ -14,11 +14,13 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,4 +89,19 @@ func TestTypeScriptClient(t *testing.T) {
 	require.Zero(t, n["cancelled"], "cancelled tests")
 	require.GreaterOrEqual(t, n["pass"], 25)
 	require.GreaterOrEqual(t, s.Cancelled.Load(), int32(2), "the Cancel and the abort the TypeScript tests sent did not both reach the hold tool")
+
+	// The bench script, small, so that it keeps working (the figures of
+	// BENCHMARKS.md come from a longer run without the race detector).
+	calls, conc := 200, 8
+	if v := os.Getenv("TOOLWIRE_TS_BENCH"); v != "" { // calls and concurrency, e.g. "5000 64"
+		_, err := fmt.Sscan(v, &calls, &conc)
+		require.NoError(t, err, "TOOLWIRE_TS_BENCH: want calls and concurrency, e.g. \"5000 64\"")
+		sdkstack.GoBench(t, s.URL, s.AgentKey, calls, conc)
+	}
+	bench := exec.CommandContext(ctx, bin, "bench.mjs", "--calls", strconv.Itoa(calls), "--concurrency", strconv.Itoa(conc))
+	bench.Env = cmd.Env
+	b, err := bench.CombinedOutput()
+	require.NoError(t, err, "bench.mjs:\n%s", b)
+	require.Equal(t, 2, strings.Count(string(b), "FIGURE typescript-"), "bench.mjs:\n%s", b)
+	t.Logf("%s", b)
 }
