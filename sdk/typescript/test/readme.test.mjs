@@ -4,25 +4,16 @@
 // import of "@toolwire/client" resolves to this package) and imported.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 
+import { example, SDK_DOC } from "./examples.mjs";
 import { needsStack, unique } from "./stack.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const README = join(here, "..", "README.md");
-const SDK_DOC = join(here, "..", "..", "..", "docs", "sdk.md");
-
-/** The js block after the file's `<!-- readme-test: name -->`. */
-async function example(name, path = README) {
-  const text = await readFile(path, "utf8");
-  const m = text.match(new RegExp(`<!-- readme-test: ${name} -->\\s*\`\`\`js\\n([\\s\\S]*?)\`\`\``));
-  assert.ok(m, `${path} has no example ${name}`);
-  return m[1];
-}
 
 describe("README examples", { skip: needsStack }, () => {
   let dir;
