@@ -161,8 +161,8 @@ testdata/mcp-clients/node_modules/.package-lock.json: testdata/mcp-clients/packa
 # The TypeScript SDK's npm dependencies (its runtime: @bufbuild/protobuf,
 # @connectrpc/connect, @connectrpc/connect-node; and protoc-gen-es and
 # tsc for make generate), installed from its committed lockfile (only when
-# missing or stale), with `ai` (the AI SDK adapter's tests): 22 packages,
-# about 87 MB, 10 s (2026-11-29). Its
+# missing or stale), with `ai` and `@openai/agents` (the adapters' tests):
+# 40 packages, about 160 MB, 25 s (2026-11-29). Its
 # tests (go test ./sdk/typescript/) import the checked-in dist/.
 ts-sdk: sdk/typescript/node_modules/.package-lock.json ## install the TypeScript SDK's dependencies for its tests and make generate (npm ci)
 

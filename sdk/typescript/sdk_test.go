@@ -77,7 +77,7 @@ func TestTypeScriptClient(t *testing.T) {
 	require.NotEmpty(t, files)
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--test", "--test-reporter=tap"}, files...)...)
 	cmd.Env = append(os.Environ(), "TOOLWIRE_URL="+s.URL, "TOOLWIRE_API_KEY="+s.AgentKey,
-		"TOOLWIRE_APPROVER_KEY="+s.ApproverKey, "NODE_OPTIONS=")
+		"TOOLWIRE_APPROVER_KEY="+s.ApproverKey, "NODE_OPTIONS=", "OPENAI_AGENTS_DISABLE_TRACING=1")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
@@ -87,7 +87,7 @@ func TestTypeScriptClient(t *testing.T) {
 	require.Zero(t, n["fail"], "failed tests")
 	require.Zero(t, n["skipped"], "no TypeScript test may be skipped against a stack")
 	require.Zero(t, n["cancelled"], "cancelled tests")
-	require.GreaterOrEqual(t, n["pass"], 30)
+	require.GreaterOrEqual(t, n["pass"], 35)
 	require.GreaterOrEqual(t, s.Cancelled.Load(), int32(2), "the Cancel and the abort the TypeScript tests sent did not both reach the hold tool")
 
 	// The bench script, small, so that it keeps working (the figures of

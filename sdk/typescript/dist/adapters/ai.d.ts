@@ -1,5 +1,7 @@
 import { type ToolSet } from "ai";
 import type { Client } from "../client.js";
+import { type CallsOptions } from "./calls.js";
+export type { CallsOptions as AiToolsOptions } from "./calls.js";
 /** The AI SDK's approval answers (ToolApprovalStatus). */
 export type ApprovalStatus = {
     type: "not-applicable";
@@ -10,16 +12,6 @@ export type ApprovalStatus = {
     type: "denied";
     reason?: string;
 };
-export interface AiToolsOptions {
-    /** The session every call belongs to (and whose mode filters the tools). */
-    session?: string;
-    /** Only the tools whose names match this glob. */
-    nameGlob?: string;
-    /** Seconds execute waits for a call's result (60). */
-    wait?: number;
-    /** Told each toolwire call's id as soon as it is known, with the SDK's tool call id. */
-    onCall?: (toolCallId: string, callId: string) => void;
-}
 export interface AiTools {
     tools: ToolSet;
     /** generateText's / streamText's / ToolLoopAgent's toolApproval. */
@@ -37,4 +29,4 @@ export interface AiTools {
  * SDK gives the model a tool-error with its message); a result is its
  * structured content when it has one, its text otherwise.
  */
-export declare function aiTools(client: Client, options?: AiToolsOptions): Promise<AiTools>;
+export declare function aiTools(client: Client, options?: CallsOptions): Promise<AiTools>;

@@ -2,25 +2,14 @@
 // may use (its scopes, the policy, the session's mode: ListTools) as tool()
 // definitions whose execute runs the call through toolwire, and a
 // toolApproval function that surfaces toolwire's approvals as the SDK's
-// approval flow.
-//
-// How an ask rule meets the SDK's flow: toolApproval submits the call to
-// toolwire (it is the policy, not the tool list, that decides whether a
-// call asks). A call the policy parks answers "user-approval" (with the
-// rule's reason); the SDK stops and returns a tool-approval-request. When
-// the application's user approves (a tool-approval-response in the next
-// generateText's messages), execute redeems the approval token the parked
-// call came with, so the parked call runs, once: that is what the token is
-// for (an orchestrator whose own user confirmed; the API key needs the
-// "confirm" scope). A call the policy denies answers "denied" with the
-// rule's reason; any other call is already queued and execute awaits its
-// result. Without toolApproval, execute simply calls, and a parked call
-// is reported to the model as waiting for an approver.
+// approval flow (calls.ts says how): a policy deny is the SDK's denial, an
+// ask rule its approval request, and an approved ask runs the parked call.
 
 import { jsonSchema, tool, type ToolSet } from "ai";
-import type { Client } from "../client.js";
-import { ApprovalRequiredError, PermissionDeniedError } from "../errors.js";
-import type { Result } from "../types.js";
+import type { Args, Client } from "../client.js";
+import { Calls, type CallsOptions } from "./calls.js";
+
+export type { CallsOptions as AiToolsOptions } from "./calls.js";
 
 /** The AI SDK's approval answers (ToolApprovalStatus). */
 export type ApprovalStatus =
@@ -28,25 +17,11 @@ export type ApprovalStatus =
   | { type: "user-approval"; reason?: string }
   | { type: "denied"; reason?: string };
 
-export interface AiToolsOptions {
-  /** The session every call belongs to (and whose mode filters the tools). */
-  session?: string;
-  /** Only the tools whose names match this glob. */
-  nameGlob?: string;
-  /** Seconds execute waits for a call's result (60). */
-  wait?: number;
-  /** Told each toolwire call's id as soon as it is known, with the SDK's tool call id. */
-  onCall?: (toolCallId: string, callId: string) => void;
-}
-
 export interface AiTools {
   tools: ToolSet;
   /** generateText's / streamText's / ToolLoopAgent's toolApproval. */
   toolApproval: (options: { toolCall: { toolCallId: string; toolName: string; input: unknown } }) => Promise<ApprovalStatus | undefined>;
 }
-
-/** What toolApproval learnt of a tool call: the parked call's approval, or the submitted call's id or result. */
-type Pending = { approval: ApprovalRequiredError } | { callId: string; result?: Result };
 
 /**
  * The caller's tools as AI SDK tools, with the toolApproval function that
@@ -54,73 +29,24 @@ type Pending = { approval: ApprovalRequiredError } | { callId: string; result?: 
  * SDK gives the model a tool-error with its message); a result is its
  * structured content when it has one, its text otherwise.
  */
-export async function aiTools(client: Client, options: AiToolsOptions = {}): Promise<AiTools> {
-  const { session, wait = 60, onCall } = options;
-  const specs = await client.listTools(options.nameGlob ?? "", { session });
-  // Bounded by the tool calls of the steps in flight: an entry is taken by
-  // execute; the oldest go beyond 1,000 (a denied call is never executed).
-  const pending = new Map<string, Pending>();
-  const remember = (id: string, p: Pending) => {
-    if (pending.size >= 1000) pending.delete(pending.keys().next().value as string);
-    pending.set(id, p);
-  };
-  const output = (r: Result) => {
-    r.throwIfError();
-    return r.structured ?? r.text;
-  };
+export async function aiTools(client: Client, options: CallsOptions = {}): Promise<AiTools> {
+  const specs = await client.listTools(options.nameGlob ?? "", { session: options.session });
+  const calls = new Calls(client, options);
   const tools: ToolSet = {};
   for (const spec of specs) {
     tools[spec.name] = tool({
       description: spec.description || spec.summary || spec.title,
       inputSchema: jsonSchema((spec.inputSchema ?? { type: "object" }) as Parameters<typeof jsonSchema>[0]),
-      execute: async (input: unknown, { toolCallId, abortSignal }: { toolCallId: string; abortSignal?: AbortSignal }) => {
-        const p = pending.get(toolCallId);
-        pending.delete(toolCallId);
-        if (p && "approval" in p) {
-          // The SDK's user approved: redeem the parked call's token.
-          return output(await client.call(spec.name, input as Record<string, unknown>, {
-            session, approvalToken: p.approval.token, wait, signal: abortSignal, onSubmitted: (id) => onCall?.(toolCallId, id),
-          }));
-        }
-        if (p) {
-          if (p.result) return output(p.result);
-          return output(await awaitResult(client, p.callId, wait, abortSignal));
-        }
-        try {
-          return output(await client.call(spec.name, input as Record<string, unknown>, {
-            session, wait, signal: abortSignal, onSubmitted: (id) => onCall?.(toolCallId, id),
-          }));
-        } catch (e) {
-          if (e instanceof ApprovalRequiredError) return `this call waits for an approver (${e.reason}); approval id ${e.approvalId}`;
-          throw e;
-        }
-      },
+      execute: (input: unknown, { toolCallId, abortSignal }: { toolCallId: string; abortSignal?: AbortSignal }) =>
+        calls.run(spec.name, input as Args, toolCallId, abortSignal),
     });
   }
   const toolApproval: AiTools["toolApproval"] = async ({ toolCall }) => {
     if (!Object.hasOwn(tools, toolCall.toolName)) return undefined;
-    const sub = await client.submit(toolCall.toolName, toolCall.input as Record<string, unknown>, { session });
-    if (sub.approval) {
-      if (!sub.approval.token) throw new Error(`toolwire: ${toolCall.toolName} asks for approval, but no token came with it (the API key needs the "confirm" scope, and the dispatchers token keys)`);
-      remember(toolCall.toolCallId, { approval: sub.approval });
-      return { type: "user-approval", reason: sub.approval.reason };
-    }
-    if (sub.result?.error instanceof PermissionDeniedError) {
-      return { type: "denied", reason: sub.result.error.rawMessage };
-    }
-    onCall?.(toolCall.toolCallId, sub.callId);
-    remember(toolCall.toolCallId, { callId: sub.callId, result: sub.result });
+    const d = await calls.decide(toolCall.toolName, toolCall.input as Args, toolCall.toolCallId);
+    if (d.kind === "ask") return { type: "user-approval", reason: d.reason };
+    if (d.kind === "deny") return { type: "denied", reason: d.reason };
     return { type: "not-applicable" };
   };
   return { tools, toolApproval };
-}
-
-/** A submitted call's result, waited for up to `wait` seconds; an abort cancels the call. */
-async function awaitResult(client: Client, callId: string, wait: number, signal?: AbortSignal): Promise<Result> {
-  try {
-    return await client.getResult(callId, { wait, signal });
-  } catch (e) {
-    if (signal?.aborted) await client.cancel(callId, "aborted by the caller").catch(() => undefined);
-    throw e;
-  }
 }
