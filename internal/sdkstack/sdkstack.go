@@ -51,13 +51,36 @@ limits:
 `
 
 // Stack is a running stack: its API's URL, the agent's key (scope
-// confirm), the approver's key (scope approve), and the count of
-// cancellations that reached the hold tool.
+// confirm), the approver's key (scope approve), the count of
+// cancellations that reached the hold tool, and the deploys run.
 type Stack struct {
 	URL         string
 	AgentKey    string
 	ApproverKey string
 	Cancelled   *atomic.Int32
+	Deploys     *Counts
+}
+
+// Counts counts runs by name (the deploy tool's, by the name deployed).
+type Counts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *Counts) add(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[name]++
+}
+
+// Of is how many times name ran.
+func (c *Counts) Of(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[name]
 }
 
 // Start starts a stack for the test; tenant names the tenant of both
@@ -65,11 +88,12 @@ type Stack struct {
 func Start(t *testing.T, tenant, prefix string) *Stack {
 	t.Helper()
 	var cancelled atomic.Int32
+	deploys := &Counts{}
 	auth, agent, approver := apiKeys(t, tenant, prefix)
-	s := dispatchtest.Start(t, dispatchtest.Options{Tools: Tools(&cancelled), Auth: auth,
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: Tools(&cancelled, deploys), Auth: auth,
 		Dispatcher: dispatch.Config{TokenKeys: tokenKeys(t)}})
 	s.ApplyPolicy(t, Policy)
-	return &Stack{URL: s.URL, AgentKey: agent, ApproverKey: approver, Cancelled: &cancelled}
+	return &Stack{URL: s.URL, AgentKey: agent, ApproverKey: approver, Cancelled: &cancelled, Deploys: deploys}
 }
 
 // Input and output of the test tools.
@@ -85,9 +109,9 @@ type (
 
 // Tools are the built-in tools and the test tools: steps reports
 // progress, hold runs until it is cancelled (counting the cancellations
-// that reach it), deploy is what the ask rule covers and ping what the
-// rate limit covers.
-func Tools(cancelled *atomic.Int32) []*tool.Tool {
+// that reach it), deploy is what the ask rule covers (counting its runs
+// in deploys) and ping what the rate limit covers.
+func Tools(cancelled *atomic.Int32, deploys *Counts) []*tool.Tool {
 	steps := tool.Must(tool.New("steps", func(ctx context.Context, in stepsIn) (string, error) {
 		n := min(max(in.Steps, 1), 10)
 		for i := 1; i <= n; i++ {
@@ -102,6 +126,7 @@ func Tools(cancelled *atomic.Int32) []*tool.Tool {
 		return "", ctx.Err()
 	}, tool.WithSummary("Runs until cancelled.")))
 	deploy := tool.Must(tool.New("deploy", func(_ context.Context, in nameIn) (string, error) {
+		deploys.add(in.Name)
 		return "deployed " + in.Name, nil
 	}, tool.WithSummary("Deploys a service (asks for approval).")))
 	ping := tool.Must(tool.New("ping", func(context.Context, holdIn) (string, error) {

@@ -21,6 +21,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,7 +76,7 @@ func TestTypeScriptClient(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("test", "*.test.mjs"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	cmd := exec.CommandContext(ctx, bin, append([]string{"--test", "--test-reporter=tap"}, files...)...)
+	cmd := command(ctx, bin, append([]string{"--test", "--test-reporter=tap", "--test-timeout=120000"}, files...)...)
 	cmd.Env = append(os.Environ(), "TOOLWIRE_URL="+s.URL, "TOOLWIRE_API_KEY="+s.AgentKey,
 		"TOOLWIRE_APPROVER_KEY="+s.ApproverKey, "NODE_OPTIONS=", "OPENAI_AGENTS_DISABLE_TRACING=1")
 	var out bytes.Buffer
@@ -89,6 +90,10 @@ func TestTypeScriptClient(t *testing.T) {
 	require.Zero(t, n["cancelled"], "cancelled tests")
 	require.GreaterOrEqual(t, n["pass"], 35)
 	require.GreaterOrEqual(t, s.Cancelled.Load(), int32(2), "the Cancel and the abort the TypeScript tests sent did not both reach the hold tool")
+	// The adapters' approved deploys ran once each; the rejected ones never.
+	for name, want := range map[string]int{"ai-once": 1, "agents-once": 1, "agents-resumed": 1, "ai-rejected": 0, "agents-rejected": 0} {
+		require.Equal(t, want, s.Deploys.Of(name), "runs of deploy %q", name)
+	}
 
 	// The bench script, small, so that it keeps working (the figures of
 	// BENCHMARKS.md come from a longer run without the race detector).
@@ -98,10 +103,22 @@ func TestTypeScriptClient(t *testing.T) {
 		require.NoError(t, err, "TOOLWIRE_TS_BENCH: want calls and concurrency, e.g. \"5000 64\"")
 		sdkstack.GoBench(t, s.URL, s.AgentKey, calls, conc)
 	}
-	bench := exec.CommandContext(ctx, bin, "bench.mjs", "--calls", strconv.Itoa(calls), "--concurrency", strconv.Itoa(conc))
+	bench := command(ctx, bin, "bench.mjs", "--calls", strconv.Itoa(calls), "--concurrency", strconv.Itoa(conc))
 	bench.Env = cmd.Env
 	b, err := bench.CombinedOutput()
 	require.NoError(t, err, "bench.mjs:\n%s", b)
 	require.Equal(t, 2, strings.Count(string(b), "FIGURE typescript-"), "bench.mjs:\n%s", b)
 	t.Logf("%s", b)
+}
+
+// command is node with args in its own process group, killed as a group
+// when ctx ends (node --test runs each file in a child process, which
+// would otherwise outlive the parent and hold its output open), and never
+// waited for more than 5s after that.
+func command(ctx context.Context, bin string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
 }

@@ -6,6 +6,8 @@ export declare const MAX_MESSAGE_BYTES: number;
 /** Seconds a request is given beyond the wait the dispatcher is asked for, so that it answers PENDING first. */
 export declare const HEADROOM = 10;
 /** A call's arguments: an object (encoded with JSON.stringify) or JSON text (sent byte for byte: big integers survive). */
+/** Seconds the Cancel sent after an abort may take: short, so that the abort is prompt (5, or the client's timeout when shorter). */
+export declare function abortCancelTimeout(timeout: number): number;
 export type Args = string | Uint8Array | Record<string, unknown> | unknown[] | undefined;
 export interface ClientOptions {
     /** Authenticates every request as a bearer key; the dispatcher derives tenant, agent and scopes from it. */
@@ -71,7 +73,7 @@ export declare function encodeArgs(args: Args): string | undefined;
  * A client of a toolwire dispatcher's API. `baseUrl` is the dispatcher's
  * address, e.g. "http://127.0.0.1:8080" (a path prefix is kept, for a
  * dispatcher behind a reverse proxy). Safe for concurrent use: create one
- * per dispatcher and share it; close() closes its idle connections.
+ * per dispatcher and share it; close() closes every connection it holds.
  */
 export declare class Client {
     /** The generated Connect client, for an RPC this layer does not cover. */
@@ -79,7 +81,10 @@ export declare class Client {
     readonly timeout: number;
     private readonly agent;
     constructor(baseUrl: string, options?: ClientOptions);
-    /** Close the idle connections; later requests open new ones. */
+    /**
+     * Close every connection, idle or in use: requests and watches in flight
+     * fail (with TransportError). Later requests open new connections.
+     */
     close(): void;
     /** An RPC, its failures as TransportError (or what notFound makes of a not_found), an abort as the signal's reason. */
     private unary;

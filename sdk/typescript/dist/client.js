@@ -15,6 +15,11 @@ export const MAX_MESSAGE_BYTES = 64 << 20;
 /** Seconds a request is given beyond the wait the dispatcher is asked for, so that it answers PENDING first. */
 export const HEADROOM = 10;
 const USER_AGENT = "toolwire-typescript/0.1";
+/** A call's arguments: an object (encoded with JSON.stringify) or JSON text (sent byte for byte: big integers survive). */
+/** Seconds the Cancel sent after an abort may take: short, so that the abort is prompt (5, or the client's timeout when shorter). */
+export function abortCancelTimeout(timeout) {
+    return Math.min(5, timeout);
+}
 const codeNames = {
     [Code.Canceled]: "canceled", [Code.Unknown]: "unknown", [Code.InvalidArgument]: "invalid_argument",
     [Code.DeadlineExceeded]: "deadline_exceeded", [Code.NotFound]: "not_found", [Code.AlreadyExists]: "already_exists",
@@ -92,7 +97,7 @@ function sleep(ms, signal) {
  * A client of a toolwire dispatcher's API. `baseUrl` is the dispatcher's
  * address, e.g. "http://127.0.0.1:8080" (a path prefix is kept, for a
  * dispatcher behind a reverse proxy). Safe for concurrent use: create one
- * per dispatcher and share it; close() closes its idle connections.
+ * per dispatcher and share it; close() closes every connection it holds.
  */
 export class Client {
     /** The generated Connect client, for an RPC this layer does not cover. */
@@ -132,7 +137,10 @@ export class Client {
         });
         this.rpc = createClient(DispatcherService, transport);
     }
-    /** Close the idle connections; later requests open new ones. */
+    /**
+     * Close every connection, idle or in use: requests and watches in flight
+     * fail (with TransportError). Later requests open new connections.
+     */
     close() {
         this.agent.destroy();
     }
@@ -228,7 +236,7 @@ export class Client {
             }
             catch (e) {
                 if (signal.aborted) {
-                    await this.cancel(sub.callId, "aborted by the caller").catch(() => undefined);
+                    await this.cancel(sub.callId, "aborted by the caller", { timeout: abortCancelTimeout(this.timeout) }).catch(() => undefined);
                 }
                 throw e;
             }

@@ -54,6 +54,11 @@ export const HEADROOM = 10;
 const USER_AGENT = "toolwire-typescript/0.1";
 
 /** A call's arguments: an object (encoded with JSON.stringify) or JSON text (sent byte for byte: big integers survive). */
+/** Seconds the Cancel sent after an abort may take: short, so that the abort is prompt (5, or the client's timeout when shorter). */
+export function abortCancelTimeout(timeout: number): number {
+  return Math.min(5, timeout);
+}
+
 export type Args = string | Uint8Array | Record<string, unknown> | unknown[] | undefined;
 
 export interface ClientOptions {
@@ -197,7 +202,7 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  * A client of a toolwire dispatcher's API. `baseUrl` is the dispatcher's
  * address, e.g. "http://127.0.0.1:8080" (a path prefix is kept, for a
  * dispatcher behind a reverse proxy). Safe for concurrent use: create one
- * per dispatcher and share it; close() closes its idle connections.
+ * per dispatcher and share it; close() closes every connection it holds.
  */
 export class Client {
   /** The generated Connect client, for an RPC this layer does not cover. */
@@ -237,7 +242,10 @@ export class Client {
     this.rpc = createClient(DispatcherService, transport);
   }
 
-  /** Close the idle connections; later requests open new ones. */
+  /**
+   * Close every connection, idle or in use: requests and watches in flight
+   * fail (with TransportError). Later requests open new connections.
+   */
   close(): void {
     this.agent.destroy();
   }
@@ -325,7 +333,7 @@ export class Client {
         }
       } catch (e) {
         if (signal.aborted) {
-          await this.cancel(sub.callId, "aborted by the caller").catch(() => undefined);
+          await this.cancel(sub.callId, "aborted by the caller", { timeout: abortCancelTimeout(this.timeout) }).catch(() => undefined);
         }
         throw e;
       }

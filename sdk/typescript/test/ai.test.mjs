@@ -14,7 +14,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 import { example } from "./examples.mjs";
-import { API_KEY, URL, needsStack, unique } from "./stack.mjs";
+import { API_KEY, APPROVER_KEY, URL, needsStack, unique } from "./stack.mjs";
 
 const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
 
@@ -45,7 +45,7 @@ describe("AI SDK adapter", { skip: needsStack }, () => {
     const session = unique("ai");
     const { tools, toolApproval } = await aiTools(client, { session });
     assert.ok(tools.echo && tools.deploy && tools.steps);
-    const model = scriptedModel([["echo", '{"text":"hi there"}'], ["echo", '{"text":"secret"}'], ["deploy", '{"name":"web"}'], ["echo", '{"text":7}']]);
+    const model = scriptedModel([["echo", '{"text":"hi there"}'], ["echo", '{"text":"secret"}'], ["deploy", '{"name":"ai-once"}'], ["echo", '{"text":7}']]);
     const messages = [{ role: "user", content: "go" }];
     const first = await generateText({ model, tools, toolApproval, messages });
 
@@ -72,10 +72,54 @@ describe("AI SDK adapter", { skip: needsStack }, () => {
     // The model reads every tool call's answer, the approved deploy's among them.
     const read = JSON.parse(second.text).flatMap((m) => m.content);
     const answer = (id) => read.find((c) => c.toolCallId === id)?.output;
-    assert.deepEqual(answer("call-2"), { type: "text", value: "deployed web" });
+    assert.deepEqual(answer("call-2"), { type: "text", value: "deployed ai-once" });
     assert.deepEqual(answer("call-0"), { type: "json", value: { text: "hi there" } });
     assert.equal(answer("call-1").type, "execution-denied");
     assert.match(answer("call-3").value, /VALIDATION/);
+  });
+
+  test("a rejection cancels the parked call; the same tool call decided again by new tools parks no second call", async () => {
+    const session = unique("ai-reject");
+    const ids = [];
+    const onCall = (toolCallId, id) => ids.push([toolCallId, id]);
+    const first = await aiTools(client, { session, nameGlob: "deploy", onCall });
+    const model = scriptedModel([["deploy", '{"name":"ai-rejected"}']]);
+    const messages = [{ role: "user", content: "go" }];
+    const asked = await generateText({ model, tools: first.tools, toolApproval: first.toolApproval, messages });
+    const [ask] = asked.content.filter((c) => c.type === "tool-approval-request");
+    assert.equal(ids.length, 1, "onCall is told the parked call's id");
+    const [[toolCallId, parked]] = ids;
+    assert.equal(toolCallId, ask.toolCall.toolCallId);
+    // New tools (a new request of the application) decide the same tool call again: the same parked call.
+    const again = await aiTools(client, { session, nameGlob: "deploy", onCall });
+    const d = await again.toolApproval({ toolCall: ask.toolCall });
+    assert.equal(d.type, "user-approval");
+    assert.deepEqual(ids.map(([, id]) => id), [parked, parked], "no second parked call");
+    // The user rejects: the parked call is cancelled, so no toolwire approver can run it.
+    messages.push(...asked.response.messages, {
+      role: "tool", content: [{ type: "tool-approval-response", approvalId: ask.approvalId, approved: false }],
+    });
+    await first.reject(messages);
+    const approver = new Client(URL, { apiKey: APPROVER_KEY });
+    try {
+      const a = await approver.getApproval(parked);
+      assert.notEqual(a.state, "PENDING");
+      assert.ok(!(await approver.listApprovals("pending")).some((p) => p.id === parked));
+    } finally {
+      approver.close();
+    }
+    const res = await client.getResult(parked, { wait: 30 });
+    assert.ok(!res.ok, "the rejected call did not run");
+  });
+
+  test("approvals: false submits nothing before execute", async () => {
+    const ids = [];
+    const { tools, toolApproval } = await aiTools(client, { session: unique("ai-noapprovals"), nameGlob: "echo", approvals: false, onCall: (_t, id) => ids.push(id) });
+    assert.equal(await toolApproval({ toolCall: { toolCallId: "x", toolName: "echo", input: { text: "hi" } } }), undefined);
+    assert.deepEqual(ids, []);
+    const out = await tools.echo.execute({ text: "hi" }, { toolCallId: "x", messages: [] });
+    assert.deepEqual(out, { text: "hi" });
+    assert.equal(ids.length, 1);
   });
 
   test("an abort of generateText cancels the tool call on the worker", async () => {

@@ -21,7 +21,15 @@ export interface AiTools {
             toolName: string;
             input: unknown;
         };
+        messages?: unknown[];
     }) => Promise<ApprovalStatus | undefined>;
+    /**
+     * Cancel the parked calls whose approval the user rejected in the last
+     * message of `messages` (its tool-approval-responses with approved: false),
+     * so that no toolwire approver can run them. Call it with the messages
+     * that carry the user's answers, before generateText / streamText.
+     */
+    reject: (messages: unknown[]) => Promise<void>;
 }
 /**
  * The caller's tools as AI SDK tools, with the toolApproval function that

@@ -4,6 +4,11 @@
 // toolApproval function that surfaces toolwire's approvals as the SDK's
 // approval flow (calls.ts says how): a policy deny is the SDK's denial, an
 // ask rule its approval request, and an approved ask runs the parked call.
+// A call the policy allows starts when toolApproval submits it, before the
+// SDK's finish-reason check (calls.ts; `approvals: false` turns that off).
+// A user's rejection (a tool-approval-response with approved: false)
+// cancels the parked call: toolApproval looks for them in the messages it
+// is given, and reject(messages) does so before the SDK is called again.
 import { jsonSchema, tool } from "ai";
 import { Calls } from "./calls.js";
 /**
@@ -23,8 +28,16 @@ export async function aiTools(client, options = {}) {
             execute: (input, { toolCallId, abortSignal }) => calls.run(spec.name, input, toolCallId, abortSignal),
         });
     }
-    const toolApproval = async ({ toolCall }) => {
-        if (!Object.hasOwn(tools, toolCall.toolName))
+    const reject = async (messages) => {
+        for (const c of rejected(messages)) {
+            if (Object.hasOwn(tools, c.toolName))
+                await calls.reject(c.toolName, c.input, c.toolCallId);
+        }
+    };
+    const toolApproval = async ({ toolCall, messages }) => {
+        if (messages)
+            await reject(messages);
+        if (!calls.approvals || !Object.hasOwn(tools, toolCall.toolName))
             return undefined;
         const d = await calls.decide(toolCall.toolName, toolCall.input, toolCall.toolCallId);
         if (d.kind === "ask")
@@ -33,5 +46,37 @@ export async function aiTools(client, options = {}) {
             return { type: "denied", reason: d.reason };
         return { type: "not-applicable" };
     };
-    return { tools, toolApproval };
+    return { tools, toolApproval, reject };
+}
+/** The tool calls whose approval the last message of messages rejects (the SDK's ModelMessage shapes). */
+function rejected(messages) {
+    const parts = (m) => {
+        const c = m?.content;
+        return Array.isArray(c) ? c : [];
+    };
+    const last = messages.at(-1);
+    if (last?.role !== "tool")
+        return [];
+    const denied = new Set(parts(last).filter((p) => p.type === "tool-approval-response" && p.approved === false).map((p) => p.approvalId));
+    if (denied.size === 0)
+        return [];
+    const calls = new Map();
+    const requests = [];
+    for (const m of messages) {
+        if (m?.role !== "assistant")
+            continue;
+        for (const p of parts(m)) {
+            if (p.type === "tool-call" && p.toolCallId)
+                calls.set(p.toolCallId, p);
+            if (p.type === "tool-approval-request" && denied.has(p.approvalId))
+                requests.push(p);
+        }
+    }
+    const out = [];
+    for (const r of requests) {
+        const c = r.toolCallId ? calls.get(r.toolCallId) : undefined;
+        if (c?.toolCallId && c.toolName)
+            out.push({ toolCallId: c.toolCallId, toolName: c.toolName, input: c.input });
+    }
+    return out;
 }

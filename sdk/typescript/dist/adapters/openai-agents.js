@@ -8,6 +8,11 @@
 // needsApproval: a call the policy denies runs to its refusal, which the
 // model reads as the tool's error. A toolwire error is given to the model
 // as its message (the SDK's default hides it behind "An error occurred").
+// A call the policy allows starts when needsApproval submits it, before
+// the tool's input guardrails (calls.ts; `approvals: false` turns that
+// off). The SDK calls no hook of the tool on a rejection: after
+// result.state.reject(item), tools.reject(item) cancels the parked call,
+// so that no toolwire approver can run it.
 import { tool } from "@openai/agents";
 import { ToolwireError } from "../errors.js";
 import { Calls } from "./calls.js";
@@ -15,14 +20,14 @@ import { Calls } from "./calls.js";
 export async function agentsTools(client, options = {}) {
     const specs = await client.listTools(options.nameGlob ?? "", { session: options.session });
     const calls = new Calls(client, options);
-    return specs.map((spec) => {
+    const tools = specs.map((spec) => {
         const schema = (spec.inputSchema ?? { type: "object", properties: {} });
         return tool({
             name: spec.name,
             description: spec.description || spec.summary || spec.title,
             parameters: { type: "object", properties: {}, required: [], additionalProperties: true, ...schema },
             strict: false,
-            needsApproval: async (_ctx, input, callId) => callId !== undefined && (await calls.decide(spec.name, input, callId)).kind === "ask",
+            needsApproval: async (_ctx, input, callId) => calls.approvals && callId !== undefined && (await calls.decide(spec.name, input, callId)).kind === "ask",
             errorFunction: (_ctx, e) => e instanceof ToolwireError ? e.message : "An error occurred while running the tool. Please try again.",
             execute: async (input, _ctx, details) => {
                 const out = await calls.run(spec.name, input, details?.toolCall?.callId ?? "", details?.signal);
@@ -30,4 +35,18 @@ export async function agentsTools(client, options = {}) {
             },
         });
     });
+    const reject = async (item, reason) => {
+        const raw = (item?.rawItem ?? {});
+        if (typeof raw.callId !== "string" || typeof raw.name !== "string")
+            return;
+        let input;
+        try {
+            input = typeof raw.arguments === "string" ? JSON.parse(raw.arguments) : raw.arguments;
+        }
+        catch {
+            return; // not arguments decide() was given
+        }
+        await calls.reject(raw.name, input, raw.callId, reason);
+    };
+    return Object.assign(tools, { reject });
 }

@@ -8,6 +8,11 @@
 // needsApproval: a call the policy denies runs to its refusal, which the
 // model reads as the tool's error. A toolwire error is given to the model
 // as its message (the SDK's default hides it behind "An error occurred").
+// A call the policy allows starts when needsApproval submits it, before
+// the tool's input guardrails (calls.ts; `approvals: false` turns that
+// off). The SDK calls no hook of the tool on a rejection: after
+// result.state.reject(item), tools.reject(item) cancels the parked call,
+// so that no toolwire approver can run it.
 
 import { tool, type FunctionTool } from "@openai/agents";
 import type { Args, Client } from "../client.js";
@@ -16,11 +21,19 @@ import { Calls, type CallsOptions } from "./calls.js";
 
 export type { CallsOptions as AgentsToolsOptions } from "./calls.js";
 
+/** A tool approval item's raw tool call (RunToolApprovalItem.rawItem of a function call). */
+export interface ApprovalItem {
+  rawItem: unknown;
+}
+
+/** The tools, and reject: cancel the parked call of a tool approval item the user rejected (state.reject). */
+export type AgentsTools = FunctionTool[] & { reject: (item: ApprovalItem, reason?: string) => Promise<void> };
+
 /** The caller's tools as Agents SDK function tools. */
-export async function agentsTools(client: Client, options: CallsOptions = {}): Promise<FunctionTool[]> {
+export async function agentsTools(client: Client, options: CallsOptions = {}): Promise<AgentsTools> {
   const specs = await client.listTools(options.nameGlob ?? "", { session: options.session });
   const calls = new Calls(client, options);
-  return specs.map((spec) => {
+  const tools = specs.map((spec) => {
     const schema = (spec.inputSchema ?? { type: "object", properties: {} }) as Record<string, unknown>;
     return tool({
       name: spec.name,
@@ -28,7 +41,7 @@ export async function agentsTools(client: Client, options: CallsOptions = {}): P
       parameters: { type: "object", properties: {}, required: [], additionalProperties: true, ...schema } as never,
       strict: false,
       needsApproval: async (_ctx: unknown, input: unknown, callId?: string) =>
-        callId !== undefined && (await calls.decide(spec.name, input as Args, callId)).kind === "ask",
+        calls.approvals && callId !== undefined && (await calls.decide(spec.name, input as Args, callId)).kind === "ask",
       errorFunction: (_ctx: unknown, e: unknown) =>
         e instanceof ToolwireError ? e.message : "An error occurred while running the tool. Please try again.",
       execute: async (input: unknown, _ctx: unknown, details?: { toolCall?: { callId: string }; signal?: AbortSignal }) => {
@@ -37,4 +50,16 @@ export async function agentsTools(client: Client, options: CallsOptions = {}): P
       },
     }) as FunctionTool;
   });
+  const reject = async (item: ApprovalItem, reason?: string): Promise<void> => {
+    const raw = (item?.rawItem ?? {}) as { callId?: unknown; name?: unknown; arguments?: unknown };
+    if (typeof raw.callId !== "string" || typeof raw.name !== "string") return;
+    let input: unknown;
+    try {
+      input = typeof raw.arguments === "string" ? JSON.parse(raw.arguments) : raw.arguments;
+    } catch {
+      return; // not arguments decide() was given
+    }
+    await calls.reject(raw.name, input as Args, raw.callId, reason);
+  };
+  return Object.assign(tools, { reject });
 }
