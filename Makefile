@@ -45,7 +45,7 @@ NATS_SERVER   := $(CHART_BIN)/nats-server
 BREAKING_AGAINST ?=
 
 .PHONY: help run build generate verify lint test soak bench bench-archive clean \
-	verify-proto-format verify-proto-lint verify-generated verify-mod verify-breaking verify-selftest mcp-everything mcp-clients azurite \
+	verify-proto-format verify-proto-lint verify-generated verify-mod verify-breaking verify-selftest mcp-everything mcp-clients azurite ts-sdk \
 	dashboard-e2e chromium iproute2 dashboard-screenshots chart-check chart-tools
 
 help: ## list the targets
@@ -71,10 +71,23 @@ build: ## build every command (dispatcher, worker, toolctl, toolwire-bench) into
 	  { if (tty && n) print ""; print; fflush() } \
 	  END { if (tty && n) print ""; print n ? "  " n " packages compiled" : "  up to date" }' tty=$$([ -t 1 ] && echo 1 || echo 0)
 
-generate: ## regenerate pkg/toolproto from proto/ (and format the .proto files)
+# The TypeScript SDK's code is generated too (sdk/typescript/src/gen, by
+# the protoc-gen-es its lockfile pins) and compiled with its pinned tsc
+# into the checked-in sdk/typescript/dist: a proto change that breaks the
+# SDK's hand-written layer fails here, in tsc. GENERATE_TS=0 leaves the
+# TypeScript SDK out (no npm, no tsc: about a minute less under load):
+# for scripts/verify-selftest.sh's checks of the Go side, never for a
+# change that is to be committed.
+GENERATE_TS ?= 1
+generate: $(if $(filter 1,$(GENERATE_TS)),ts-sdk) ## regenerate pkg/toolproto and the TypeScript SDK (src/gen, dist) from proto/ (and format the .proto files)
 	$(BUF) format -w
 	rm -rf pkg/toolproto/toolwire
 	$(BUF) generate
+ifeq ($(GENERATE_TS),1)
+	rm -rf sdk/typescript/src/gen sdk/typescript/dist
+	$(BUF) generate --template sdk/typescript/buf.gen.yaml
+	npm run --prefix sdk/typescript --silent build
+endif
 
 verify: verify-proto-format verify-proto-lint verify-breaking verify-generated verify-mod ## check the contract: buf format, lint and breaking; generated code current; go.mod tidy
 
@@ -84,19 +97,22 @@ verify-proto-format: ## buf format: .proto files are formatted
 verify-proto-lint: ## buf lint (STANDARD)
 	$(BUF) lint
 
-# Regenerates into the tree, then fails if proto/ or pkg/toolproto/ differ
+# Regenerates into the tree, then fails if proto/, pkg/toolproto/ or the
+# TypeScript SDK's generated code and dist/ differ
 # from the index: commit (or stage) proto changes together with their
 # generated code. Staged changes count as done so that a change can be
 # checked before it is committed; on a fresh clone index = HEAD.
 verify-generated: generate ## generated code matches proto/ (regenerates, then compares with git)
-	@stale=$$(git status --porcelain --untracked-files=all -- proto pkg/toolproto | grep -v '^. ' || true); \
+	@stale=$$(git status --porcelain --untracked-files=all -- $(GENERATED) | grep -v '^. ' || true); \
 	if [ -n "$$stale" ]; then \
-		echo 'verify: generated code is stale: `make generate` changed proto/ or pkg/toolproto/:'; \
+		echo 'verify: generated code is stale: `make generate` changed proto/, pkg/toolproto/ or sdk/typescript/ (src/gen, dist):'; \
 		echo "$$stale"; \
-		git --no-pager diff --stat -- proto pkg/toolproto; \
+		git --no-pager diff --stat -- $(GENERATED); \
 		echo 'verify: run `make generate` and commit the result with the .proto change'; \
 		exit 1; \
 	fi
+
+GENERATED := proto pkg/toolproto sdk/typescript/src/gen sdk/typescript/dist
 
 # tools/go.mod is not checked: tidying it needs test-only dependencies of
 # buf that the module proxy here refuses, so it is kept minimal by hand.
@@ -106,7 +122,7 @@ verify-mod: ## go.mod and go.sum are tidy (go mod tidy -diff)
 verify-breaking: ## buf breaking (FILE) against the contract this change started from
 	BUF='$(BUF)' BREAKING_AGAINST='$(BREAKING_AGAINST)' scripts/proto-breaking.sh
 
-verify-selftest: ## prove `make verify` catches a stale regeneration and a breaking change (in a temporary copy)
+verify-selftest: ts-sdk ## prove `make verify` catches a stale regeneration, a breaking change and a change breaking the TypeScript SDK (in a temporary copy)
 	scripts/verify-selftest.sh
 
 lint: ## gofmt, go vet and the pinned staticcheck
@@ -129,7 +145,7 @@ lint: ## gofmt, go vet and the pinned staticcheck
 TEST_FIRST ?= ./internal/faulttest ./internal/dispatch ./internal/audit ./internal/dashboard \
 	./internal/policystore ./internal/mcpserver ./internal/dispatchd ./internal/api ./internal/worker \
 	./internal/quickstart ./internal/executors/sandbox
-test: mcp-everything mcp-clients azurite dashboard-e2e chromium iproute2 ## run every test with the race detector
+test: mcp-everything mcp-clients azurite dashboard-e2e ts-sdk chromium iproute2 ## run every test with the race detector
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(TEST_FIRST) ./...
 
 # The compressed-time soak of retention with an archive (issue 29;
@@ -158,6 +174,18 @@ mcp-clients: testdata/mcp-clients/node_modules/.package-lock.json ## install the
 
 testdata/mcp-clients/node_modules/.package-lock.json: testdata/mcp-clients/package-lock.json
 	npm ci --prefix testdata/mcp-clients --no-audit --no-fund
+	touch $@
+
+# The TypeScript SDK's npm dependencies (its runtime: @bufbuild/protobuf,
+# @connectrpc/connect, @connectrpc/connect-node; and protoc-gen-es and
+# tsc for make generate), installed from its committed lockfile (only when
+# missing or stale), with `ai` and `@openai/agents` (the adapters' tests):
+# 40 packages, about 160 MB, 25 s (2026-11-29). Its
+# tests (go test ./sdk/typescript/) import the checked-in dist/.
+ts-sdk: sdk/typescript/node_modules/.package-lock.json ## install the TypeScript SDK's dependencies for its tests and make generate (npm ci)
+
+sdk/typescript/node_modules/.package-lock.json: sdk/typescript/package-lock.json
+	npm ci --prefix sdk/typescript --no-audit --no-fund
 	touch $@
 
 # Azurite, the Azure Storage emulator the archive's Azure Blob store test

@@ -7,7 +7,13 @@
 #   2. the same change regenerated and committed → the generated-code and
 #      breaking checks pass (an added field is compatible);
 #   3. that field renamed, regenerated and committed → verify fails in
-#      buf breaking.
+#      buf breaking;
+#   4. a field the TypeScript SDK's hand-written layer uses renamed
+#      (CallRequest.arguments_json) → verify fails in tsc.
+#
+# Checks 1-3 are about the Go side and the contract: they run with
+# GENERATE_TS=0 (the Makefile's generate leaves the TypeScript SDK out), so
+# only check 4 runs protoc-gen-es and tsc (about a minute under load).
 #
 # The copy takes tracked and untracked files (respecting .gitignore), so it
 # tests the Makefile as it is now, not as last committed.
@@ -26,6 +32,13 @@ mkdir "$copy"
 ) | tar -xf - -C "$copy"
 
 cd "$copy"
+# The TypeScript SDK's dependencies (gitignored; make generate runs its
+# protoc-gen-es and tsc; make verify-selftest installs them first) are
+# linked from the tree, not installed again.
+if [[ -d $root/sdk/typescript/node_modules ]]; then
+	ln -s "$root/sdk/typescript/node_modules" sdk/typescript/node_modules
+fi
+export GENERATE_TS=0
 git init -q -b main
 git add -A
 commit() { git -c user.name=verify-selftest -c user.email=selftest@invalid commit -qm "$1"; }
@@ -74,3 +87,9 @@ git add -A
 commit "rename SelftestProbe.note"
 expect_fail verify 'changed name from "note" to "remark"'
 echo "verify-selftest: ok: a breaking change fails make verify"
+
+git reset -q --hard HEAD~1 # back to the compatible SelftestProbe
+sed -i 's/string arguments_json = 3;/string arguments_text = 3;/' proto/toolwire/v1/dispatcher.proto
+grep -q 'string arguments_text = 3;' proto/toolwire/v1/dispatcher.proto
+GENERATE_TS=1 expect_fail verify-generated "error TS.*argumentsJson"
+echo "verify-selftest: ok: a proto change that breaks the TypeScript SDK fails make verify (in tsc)"
