@@ -270,7 +270,17 @@ export declare enum CallEventType {
      *
      * @generated from enum value: CALL_EVENT_TYPE_LATENCY_BUDGET_EXCEEDED = 12;
      */
-    LATENCY_BUDGET_EXCEEDED = 12
+    LATENCY_BUDGET_EXCEEDED = 12,
+    /**
+     * The call's dead letter was purged from the DLQ (the message names
+     * who purged it and the letter's sequence); recorded by the dispatcher
+     * that purged it, after the result. The call's own record (its call,
+     * events and result) is kept: only the dead letter is gone, so it can
+     * no longer be retried from the DLQ (replay reads the call).
+     *
+     * @generated from enum value: CALL_EVENT_TYPE_DEAD_LETTER_PURGED = 13;
+     */
+    DEAD_LETTER_PURGED = 13
 }
 /**
  * Describes the enum toolwire.v1.CallEventType.
