@@ -96,7 +96,7 @@ func (d *Dispatcher) cancelCall(ctx context.Context, id identity.Identity, callI
 			return toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, nil
 		}
 	}
-	recorded := d.eventOn(ctx, d.cancelSubject(id.Tenant, callID, at), callID, &toolwirev1.CallEvent{CallId: callID,
+	recorded := d.eventOn(ctx, d.cancelSubject(ctx, eventQuery{tenant: id.Tenant, callID: callID, tool: tool}, at), callID, &toolwirev1.CallEvent{CallId: callID,
 		Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED, Message: reason, Caller: &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent}})
 	switch {
 	case parked:

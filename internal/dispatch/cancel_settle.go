@@ -28,6 +28,11 @@ type callHistory struct {
 	// ACCEPTED record the call has ("" = none): the call's events and
 	// result subjects name it, and its workers read the former.
 	admitter string
+	// parker is the subject token of the dispatcher whose believed
+	// AWAITING_APPROVAL record the call has ("" = none): an approved
+	// call's workers store their events on it (its ACCEPTED record is
+	// the approving replica's).
+	parker string
 	// accepted, spec and session are the ACCEPTED record's.
 	accepted *timestamppb.Timestamp
 	spec     string
@@ -45,8 +50,13 @@ type callHistory struct {
 var errLongHistory = errors.New("dispatch: more events than a cancel reads")
 
 // readHistory reads the believed events of call callID of tenant (of
-// tool), from the events stream's leader, oldest first; at most
-// believed.MaxScan of them (more is errLongHistory).
+// tool), from the events stream's leader, subject by subject in the
+// order of their names and each subject's oldest first (not in stream
+// order: bus.EachMsgFromLeader); at most believed.MaxScan of them (more
+// is errLongHistory). So admitter and parker are those of the first
+// such record by subject name, not the oldest: harmless, as only an
+// approved call can have records of either kind on two subjects, and
+// cancelSubject takes its parker and settleCancelled leaves it alone.
 func (d *Dispatcher) readHistory(ctx context.Context, tenant, callID, tool string) (callHistory, error) {
 	var h callHistory
 	var checkErr error
@@ -75,7 +85,12 @@ func (d *Dispatcher) readHistory(ctx context.Context, tenant, callID, tool strin
 			case t == toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED, t == toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS,
 				t == toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING, t == toolwirev1.CallEventType_CALL_EVENT_TYPE_FINISHED:
 				h.attempted = true
-			case t == toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL, t == toolwirev1.CallEventType_CALL_EVENT_TYPE_APPROVED,
+			case t == toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL:
+				h.approval = true
+				if h.parker == "" {
+					h.parker = tokenOf(m.Subject)
+				}
+			case t == toolwirev1.CallEventType_CALL_EVENT_TYPE_APPROVED,
 				t == toolwirev1.CallEventType_CALL_EVENT_TYPE_APPROVAL_DENIED, t == toolwirev1.CallEventType_CALL_EVENT_TYPE_APPROVAL_EXPIRED:
 				h.approval = true
 			}
@@ -89,15 +104,30 @@ func (d *Dispatcher) readHistory(ctx context.Context, tenant, callID, tool strin
 }
 
 // cancelSubject is the events subject a cancel request of the call is
-// recorded on: that of its newest event (stored on subject at; "" = none),
-// which is the subject of the replica that admitted it — its workers'
-// events and its ACCEPTED record are stored there, and so are cancel
-// requests — unless another replica recorded an approval or a latency
-// budget's overrun; this replica's when the call has no event. Its
-// workers read that subject back after storing a STARTED (a cancel stored
-// before it wins: internal/worker, claim.go); settleCancelled answers a
-// call only when its cancel request is on its admission record's subject.
-func (d *Dispatcher) cancelSubject(tenant, callID, at string) string {
+// recorded on: the one its workers store their STARTED on and read back
+// before a tool that is not safe to rerun runs (a cancel stored before
+// it wins: internal/worker, claim.go). That is the subject of its
+// AWAITING_APPROVAL record if it was parked (an approved call's workers
+// use the parking replica's), else of its ACCEPTED record: the admitting
+// replica's, read from the leader — not that of the call's newest event,
+// which another replica may have written (a latency budget's overrun).
+// Without either record (unreadable events, none stored yet) it is that
+// of the call's newest event, stored on subject at, or this replica's
+// (at "": the call has no event).
+// settleCancelled answers a call only when its cancel request is on its
+// admission record's subject.
+func (d *Dispatcher) cancelSubject(ctx context.Context, q eventQuery, at string) string {
+	tenant, callID := q.tenant, q.callID
+	if at != "" {
+		if h, err := d.readHistory(ctx, tenant, callID, q.tool); err == nil {
+			switch {
+			case h.parker != "":
+				return d.subj.Event(tenant, h.parker, callID)
+			case h.admitter != "":
+				return d.subj.Event(tenant, h.admitter, callID)
+			}
+		}
+	}
 	rest, ok := strings.CutPrefix(at, d.subj.Prefix+".event."+bus.Token(tenant)+".")
 	if tok, _, found := strings.Cut(rest, "."); ok && found && tok != "" {
 		return d.subj.Event(tenant, tok, callID)

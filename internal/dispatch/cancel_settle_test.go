@@ -2,6 +2,7 @@ package dispatch_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,6 +100,7 @@ func TestCancelOfAQueuedCallIsAnsweredAtOnce(t *testing.T) {
 		}
 		waited <- g.Response
 	}()
+	q.WaitAccepted(t, sub.CallID) // Submit sends it without waiting for the stream to store it
 
 	out, err := other.Cancel(ctx, identity.Default, sub.CallID, "changed my mind")
 	require.NoError(t, err)
@@ -152,6 +154,7 @@ func TestCancelOfAQueuedSafeCallIsAnsweredAtOnce(t *testing.T) {
 	} {
 		sub, err := q.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: name})
 		require.NoError(t, err)
+		q.WaitAccepted(t, sub.CallID)
 		out, err := q.Dispatcher.Cancel(ctx, identity.Default, sub.CallID, "")
 		require.NoError(t, err)
 		require.Equal(t, toolwirev1.CancelOutcome_CANCEL_OUTCOME_REQUESTED, out)
@@ -160,6 +163,80 @@ func TestCancelOfAQueuedSafeCallIsAnsweredAtOnce(t *testing.T) {
 	close(q.release)
 	waitQueueDrained(t, q.Stack)
 	require.Zero(t, q.runs.Load())
+}
+
+// A queued call whose newest event another replica wrote (a latency
+// budget's overrun, recorded on that replica's subject) is answered at
+// cancel time all the same: the cancel request goes on the subject of
+// its ACCEPTED record, where its workers read it back, not on that of its
+// newest event.
+func TestCancelOfAQueuedCallWithAnotherReplicasEventIsAnsweredAtOnce(t *testing.T) {
+	t.Parallel()
+	q := startQueueStack(t)
+	ctx := t.Context()
+	other := q.StartDispatcher(t, dispatch.Config{Name: "other"})
+	q.busy(t)
+	sub, err := q.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "count"})
+	require.NoError(t, err)
+	q.WaitAccepted(t, sub.CallID)
+	require.True(t, dispatch.RecordLatencyOverrun(ctx, other, identity.Default, sub.CallID))
+
+	out, err := other.Cancel(ctx, identity.Default, sub.CallID, "")
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CancelOutcome_CANCEL_OUTCOME_REQUESTED, out)
+	settledWith(t, q.Dispatcher, sub.CallID, toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE)
+	close(q.release)
+	waitQueueDrained(t, q.Stack)
+	require.Zero(t, q.runs.Load())
+}
+
+// A running call of a tool that is not safe to rerun — its STARTED is
+// stored before the tool runs — is not answered by the dispatcher that
+// cancels it (its effects may have begun): its worker answers when the
+// tool returns, and that answer is the only result stored. The tool
+// here finishes what it does whatever the cancel (it ignores its
+// context), so nothing is answered until it is released.
+func TestCancelOfARunningCallIsAnsweredByItsWorker(t *testing.T) {
+	t.Parallel()
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	var runs atomic.Int32
+	grip := tool.Must(tool.New("grip", func(context.Context, noInput) (string, error) {
+		runs.Add(1)
+		started <- struct{}{}
+		<-release
+		return "done", nil
+	}))
+	s := dispatchtest.Start(t, dispatchtest.Options{Concurrency: 1, Tools: []*tool.Tool{grip}})
+	releaseNow := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseNow) // before the stack stops, also on failure
+	ctx := t.Context()
+	other := s.StartDispatcher(t, dispatch.Config{Name: "other"})
+	sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "grip"})
+	require.NoError(t, err)
+	select {
+	case <-started: // its STARTED is stored: the worker stores it before the tool runs
+	case <-time.After(time.Minute):
+		t.Fatal("grip never started")
+	}
+
+	out, err := other.Cancel(ctx, identity.Default, sub.CallID, "stop it")
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CancelOutcome_CANCEL_OUTCOME_REQUESTED, out)
+	g, err := other.GetResult(ctx, identity.Default, sub.CallID, 0)
+	require.NoError(t, err)
+	require.Nil(t, g.Response, "a running call was answered at cancel time: %v", g.Response.GetError())
+
+	releaseNow()
+	g, err = s.Dispatcher.GetResult(ctx, identity.Default, sub.CallID, time.Minute)
+	require.NoError(t, err)
+	require.NotNil(t, g.Response, "no answer (state %v)", g.State)
+	require.NotEqual(t, "dispatcher", g.Response.Meta.Source, "answered by a dispatcher: %v", g.Response.GetError())
+	require.Equal(t, int32(1), runs.Load())
+	waitQueueDrained(t, s)
+	b := s.Env.Bus
+	msgs, err := bus.AllMsgsFromLeader(ctx, b.JS, b.Results, b.Subjects.ResultAnyDispatcher(identity.Default.Tenant, sub.CallID))
+	require.NoError(t, err)
+	require.Len(t, msgs, 1, "one terminal record")
 }
 
 // A worker that takes a call whose cancel request was stored before its

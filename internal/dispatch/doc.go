@@ -539,9 +539,11 @@
 //     finds it (its watch, or a look-up) and does not run it;
 //   - then the CANCEL_REQUESTED, acknowledged, on the events subject of
 //     the replica that admitted the call (cancelSubject: the subject of
-//     the call's newest event), which is the one its workers store their
-//     STARTED on and read back before a tool that is not safe to rerun
-//     runs: a STARTED stored after the request loses to it and that
+//     its ACCEPTED record, read from the leader, or of its
+//     AWAITING_APPROVAL record if it was parked; not of its newest
+//     event, which another replica may have written), which is the one
+//     its workers store their STARTED on and read back before a tool
+//     that is not safe to rerun runs: a STARTED stored after the request loses to it and that
 //     attempt never runs (internal/worker, claim.go);
 //   - then the call's events, read from the leader: only a call with its
 //     ACCEPTED record, the request on that record's subject, no attempt
@@ -562,8 +564,9 @@
 // (a waited-for call's record is sent after 50ms), events that cannot be
 // read, an answer not stored — is left to the worker, as before: it
 // answers when it takes the call, or when the running attempt ends. A
-// cancel that records its request reads the call's events once more than
-// it did (the newest event it read already names the subject).
+// cancel of a call with events reads them twice more than it did: once
+// for the admission record's subject (before the request), once to
+// decide (after it); both off the calls' hot path.
 //
 // Watch subscribes to the call's result, looks for the stored result and
 // any event of the call, then replays the call's stored events from

@@ -218,6 +218,7 @@ func TestCancelQueued(t *testing.T) {
 	waitStarted(t, b.client, busy.CallID)
 	queued, err := b.client.Submit(t.Context(), "sleep", map[string]string{"duration": "30s"})
 	require.NoError(t, err)
+	b.stack.WaitAccepted(t, queued.CallID) // Submit sends it without waiting for the stream to store it
 
 	out, err := b.client.Cancel(t.Context(), queued.CallID, "changed my mind")
 	require.NoError(t, err)
