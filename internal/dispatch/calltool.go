@@ -160,29 +160,36 @@ type eventQuery struct {
 
 // newestEvent is lastEvent of the events q keeps.
 func (d *Dispatcher) newestEvent(ctx context.Context, q eventQuery) (*toolwirev1.CallEvent, error) {
+	ev, _, err := d.newestEventAt(ctx, q)
+	return ev, err
+}
+
+// newestEventAt is newestEvent, and the subject the event is stored on.
+func (d *Dispatcher) newestEventAt(ctx context.Context, q eventQuery) (*toolwirev1.CallEvent, string, error) {
 	kept := func(ev *toolwirev1.CallEvent) bool { return ev != nil && (q.keep == nil || q.keep(ev.GetType())) }
 	subject := d.subj.EventsAnyDispatcher(q.tenant, q.callID)
 	m, err := bus.LastMsgFromLeader(ctx, d.bus.JS, d.bus.Events, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
+		return nil, "", nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if ev, err := d.checkEvent(ctx, q.callID, q.tool, m); kept(ev) || err != nil {
-		return ev, err
+		return ev, m.Subject, err
 	}
 	var last *toolwirev1.CallEvent
+	var at string
 	var lookupErr error
 	_, err = bus.EachMsgFromLeader(ctx, d.bus.JS, d.bus.Events, subject, believed.MaxScan, func(m *jetstream.RawStreamMsg) bool {
 		ev, err := d.checkEvent(ctx, q.callID, q.tool, m)
 		if kept(ev) {
-			last = ev
+			last, at = ev, m.Subject
 		}
 		lookupErr = err
 		return err == nil
 	})
-	return last, errors.Join(err, lookupErr)
+	return last, at, errors.Join(err, lookupErr)
 }
 
 // checkEvent is believed.CheckEvent of a stored event: nil when it is not

@@ -17,7 +17,9 @@ import (
 // Cancel asks for a call to stop: it writes the call's tombstone (with a
 // TTL) that workers check before starting and watch while running. A call
 // parked for approval is ended at once: its approval is denied (by the
-// cancelling agent) and it is answered CANCELLED.
+// cancelling agent) and it is answered CANCELLED. So is a call no attempt
+// of which started (queued behind busy workers, say): settleCancelled
+// answers it before Cancel returns.
 // Cancelling twice, after completion or an unknown id changes nothing; a
 // call the caller may not see (Config.AgentVisibility) is an unknown id.
 // A call that is not unknown has its delegated calls cancelled too, and
@@ -57,7 +59,7 @@ func (d *Dispatcher) cancelCall(ctx context.Context, id identity.Identity, callI
 	if resp != nil {
 		return toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, nil
 	}
-	ev, err := d.lastEvent(ctx, id.Tenant, callID, tool)
+	ev, at, err := d.newestEventAt(ctx, eventQuery{tenant: id.Tenant, callID: callID, tool: tool})
 	unrecorded := err == nil && ev == nil
 	parked := false
 	switch {
@@ -94,11 +96,15 @@ func (d *Dispatcher) cancelCall(ctx context.Context, id identity.Identity, callI
 			return toolwirev1.CancelOutcome_CANCEL_OUTCOME_ALREADY_FINISHED, nil
 		}
 	}
-	d.event(ctx, id.Tenant, callID, &toolwirev1.CallEvent{CallId: callID, Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED,
-		Message: reason, Caller: &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent}})
-	if parked {
+	recorded := d.eventOn(ctx, d.cancelSubject(ctx, eventQuery{tenant: id.Tenant, callID: callID, tool: tool}, at), callID, &toolwirev1.CallEvent{CallId: callID,
+		Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED, Message: reason, Caller: &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent}})
+	switch {
+	case parked:
 		// Waiting for an approver: nothing runs, so it ends here.
 		d.approvals.CancelParked(ctx, id, callID, reason)
+	case recorded && !unrecorded:
+		// Queued, not started: answered now, not when a worker takes it.
+		d.settleCancelled(ctx, id, cancelled{callID, tool, reason})
 	}
 	return toolwirev1.CancelOutcome_CANCEL_OUTCOME_REQUESTED, nil
 }

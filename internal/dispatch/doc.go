@@ -529,6 +529,45 @@
 // recording a CANCEL_REQUESTED event; a second cancel finds the tombstone,
 // answers REQUESTED and records nothing.
 //
+// A queued call — one no attempt of which started, behind busy workers or
+// in a pool with none — is answered before Cancel returns, by the
+// cancelling replica (settleCancelled, cancel_settle.go): not when a
+// worker frees up and takes it (finding 6 of issue 32: 4.6–8 s). The
+// order makes it safe:
+//
+//   - the tombstone first: a worker that registers the call after it
+//     finds it (its watch, or a look-up) and does not run it;
+//   - then the CANCEL_REQUESTED, acknowledged, on the events subject of
+//     the replica that admitted the call (cancelSubject: the subject of
+//     its ACCEPTED record, read from the leader, or of its
+//     AWAITING_APPROVAL record if it was parked; not of its newest
+//     event, which another replica may have written), which is the one
+//     its workers store their STARTED on and read back before a tool
+//     that is not safe to rerun runs: a STARTED stored after the request loses to it and that
+//     attempt never runs (internal/worker, claim.go);
+//   - then the call's events, read from the leader: only a call with its
+//     ACCEPTED record, the request on that record's subject, no attempt
+//     event (STARTED, PROGRESS, RETRYING, FINISHED) and no approval
+//     record (an approved call's result subject is the parking
+//     replica's) is answered. CANCELLED, meta.source "dispatcher", who
+//     cancelled and why, side effects NONE — UNKNOWN for an idempotent
+//     tool that is not read-only, whose short attempts record no STARTED
+//     (one may have begun in the instant before its worker saw the
+//     tombstone; calling it again is safe).
+//
+// The answer is published as a worker's is (signed, first believed wins:
+// believed.Reader.Publish), on the admitting replica's results subject, so
+// its waiting caller, Watch and GetResult on every replica see it; the
+// worker that takes the call later finds the tombstone, or the request,
+// and its own answer meets this stored one and keeps it (one terminal
+// record). Anything else — an attempt recorded, no admission record yet
+// (a waited-for call's record is sent after 50ms), events that cannot be
+// read, an answer not stored — is left to the worker, as before: it
+// answers when it takes the call, or when the running attempt ends. A
+// cancel of a call with events reads them twice more than it did: once
+// for the admission record's subject (before the request), once to
+// decide (after it); both off the calls' hot path.
+//
 // Watch subscribes to the call's result, looks for the stored result and
 // any event of the call, then replays the call's stored events from
 // admission on through an ordered consumer, whichever replica admitted it,

@@ -57,17 +57,24 @@ func acceptedEvent(call *toolwirev1.ToolCall, at *timestamppb.Timestamp) *toolwi
 // cancel request is answered only once every replica can read it back.
 // These are not on the path of an admitted call.
 func (d *Dispatcher) event(ctx context.Context, tenant, callID string, ev *toolwirev1.CallEvent) {
+	d.eventOn(ctx, d.subj.Event(tenant, d.cfg.Name, callID), callID, ev)
+}
+
+// eventOn is event on subject, one of the call's events subjects; it
+// reports whether the event was stored.
+func (d *Dispatcher) eventOn(ctx context.Context, subject, callID string, ev *toolwirev1.CallEvent) bool {
 	ev.Time = timestamppb.Now()
 	ev.CallId = callID
 	data, err := proto.Marshal(ev)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
-		_, err = d.bus.JS.PublishMsg(ctx, d.signedEvent(d.subj.Event(tenant, d.cfg.Name, callID), ev, data))
+		_, err = d.bus.JS.PublishMsg(ctx, d.signedEvent(subject, ev, data))
 		cancel()
 	}
 	if err != nil {
 		d.log.WarnContext(ctx, "event not recorded", "call_id", callID, "type", ev.Type, "err", err)
 	}
+	return err == nil
 }
 
 // eventTimeout bounds how long recording a dispatcher's event may take.

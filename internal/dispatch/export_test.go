@@ -97,3 +97,26 @@ func KeyName(d *Dispatcher, id identity.Identity, k string) string {
 func RecordLinkForTest(ctx context.Context, d *Dispatcher, tenant, child, parent string) error {
 	return d.recordLink(ctx, tenant, child, link{Parent: parent, Root: parent, Depth: 1})
 }
+
+// RecordCancelRequest stores a CANCEL_REQUESTED of call callID of id's
+// tenant (of tool) on its admitting replica's events subject, as Cancel
+// does, without its tombstone and without answering it: what a worker
+// that missed the tombstone finds when it reads back its STARTED.
+func RecordCancelRequest(ctx context.Context, d *Dispatcher, id identity.Identity, callID, tool, reason string) bool {
+	q := eventQuery{tenant: id.Tenant, callID: callID, tool: tool}
+	_, at, err := d.newestEventAt(ctx, q)
+	if err != nil {
+		return false
+	}
+	return d.eventOn(ctx, d.cancelSubject(ctx, q, at), callID, &toolwirev1.CallEvent{CallId: callID,
+		Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED, Message: reason, Caller: &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent}})
+}
+
+// RecordLatencyOverrun stores a LATENCY_BUDGET_EXCEEDED of call callID of
+// id's tenant on d's own events subject, as a replica other than the
+// admitting one does when the call overruns its latency budget there: the
+// call's newest event is then on d's subject, not its admitter's.
+func RecordLatencyOverrun(ctx context.Context, d *Dispatcher, id identity.Identity, callID string) bool {
+	return d.eventOn(ctx, d.subj.Event(id.Tenant, d.cfg.Name, callID), callID, &toolwirev1.CallEvent{CallId: callID,
+		Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_LATENCY_BUDGET_EXCEEDED, Caller: &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent}})
+}

@@ -110,19 +110,26 @@ func (f *inflight) add(key string, cancel context.CancelCauseFunc) (remove func(
 }
 
 // cancel ends the one request kept under key with cause; it reports how
-// many are kept there (none is cancelled unless exactly one is).
+// many are kept there (none is cancelled unless exactly one is). A
+// request it cancels is forgotten at once, not when its handler returns
+// (which first cancels its call): the client may reuse the id for its
+// next request meanwhile, and a notification naming that one must not
+// find two.
 func (f *inflight) cancel(key string, cause error) int {
 	f.mu.Lock()
 	list := f.reqs[key]
+	n := len(list)
 	var fn context.CancelCauseFunc
-	if len(list) == 1 {
+	if n == 1 {
 		fn = list[0].cancel
+		delete(f.reqs, key)
+		f.n--
 	}
 	f.mu.Unlock()
 	if fn != nil {
 		fn(cause)
 	}
-	return len(list)
+	return n
 }
 
 // rpcHead is what the endpoint reads of a POST's body to keep or cancel a

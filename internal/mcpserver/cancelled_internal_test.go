@@ -116,3 +116,27 @@ func TestLongReasonIsCutAtACharacter(t *testing.T) {
 	require.Equal(t, strings.Repeat("a", 511), cc.Reason)
 	require.True(t, utf8.ValidString(cutReason("ok\xff")))
 }
+
+// A request a notification cancelled is forgotten at once: the client's
+// next request under the same id, sent while the first one's handler is
+// still cancelling its call, is the only one a notification then names.
+func TestCancelledRequestIsForgottenAtOnce(t *testing.T) {
+	t.Parallel()
+	var f inflight
+	key := inflightKey(identity.Default, json.RawMessage(`2`))
+	first, cancelFirst := context.WithCancelCause(t.Context())
+	removeFirst, ok := f.add(key, cancelFirst)
+	require.True(t, ok)
+	require.Equal(t, 1, f.cancel(key, errors.New("first")))
+	require.EqualError(t, context.Cause(first), "first")
+
+	second, cancelSecond := context.WithCancelCause(t.Context())
+	removeSecond, ok := f.add(key, cancelSecond)
+	require.True(t, ok)
+	require.Equal(t, 1, f.cancel(key, errors.New("second")))
+	require.EqualError(t, context.Cause(second), "second")
+	removeFirst() // the first handler returns only now
+	removeSecond()
+	require.Zero(t, f.n)
+	require.Empty(t, f.reqs)
+}

@@ -26,6 +26,15 @@ var errClaimLost = errors.New("worker: another delivery of the call started it f
 // this one went stale).
 var errStartUnconfirmed = errors.New("worker: STARTED stored but not read back")
 
+// errCancelledFirst says a cancel request of the call (a believed
+// CANCEL_REQUESTED, which only a dispatcher writes) was stored on the
+// call's events subject before this delivery's STARTED: the attempt must
+// not run. The dispatcher that stored it may already have answered the
+// call CANCELLED (internal/dispatch: a call cancelled before any attempt
+// started is answered at cancel time); the error wraps the
+// *CancelledError naming who cancelled and why.
+var errCancelledFirst = errors.New("worker: the call was cancelled before its start was recorded")
+
 // readBackTry bounds one read of a call's events after its STARTED was
 // stored: the leader that stored it may be gone the moment after, and the
 // others do not answer until one of them leads.
@@ -89,6 +98,7 @@ func (d *delivery) claimStart() error {
 	after := d.startedSeq
 	d.startedSeq = seq
 	var lost string
+	var cancelled *CancelledError
 	err = d.persist("reading back the events before STARTED", func() error {
 		ctx, cancel := context.WithTimeout(d.ctx, readBackTry)
 		defer cancel()
@@ -96,36 +106,46 @@ func (d *delivery) claimStart() error {
 		if err != nil {
 			return err
 		}
-		lost, err = w.competingStart(ctx, call, id, earlier)
+		lost, cancelled, err = w.competingStart(ctx, call, id, earlier)
 		return err // a check that could not be made is tried again, as a read is
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return fmt.Errorf("%w: %w", errStartUnconfirmed, err)
-	}
-	if lost != "" {
+	case lost != "":
 		return fmt.Errorf("%w (%s)", errClaimLost, lost)
+	case cancelled != nil:
+		return fmt.Errorf("%w: %w", errCancelledFirst, cancelled)
 	}
 	return nil
 }
 
 // competingStart describes the believed attempt event of this attempt
 // or a later one among earlier, the events stored before this delivery's
-// STARTED (message id own); "" when there is none. An error says an
-// event could not be checked.
-func (w *Worker) competingStart(ctx context.Context, call *toolwirev1.ToolCall, own string, earlier []*jetstream.RawStreamMsg) (string, error) {
+// STARTED (message id own); "" when there is none. It also returns the
+// cancel request stored among them, if any (a CANCEL_REQUESTED is
+// believed only from a dispatcher): a cancel stored before the STARTED
+// wins over it (errCancelledFirst). An error says an event could not be
+// checked.
+func (w *Worker) competingStart(ctx context.Context, call *toolwirev1.ToolCall, own string, earlier []*jetstream.RawStreamMsg) (string, *CancelledError, error) {
+	var cancelled *CancelledError
 	for _, m := range earlier {
 		if m.Header.Get(jetstream.MsgIDHeader) == own {
 			continue // this delivery's own, stored before its acknowledgement was lost
 		}
 		ev, ok, err := w.checkEvent(ctx, call, m)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
-		if ok && attemptEventType(ev.Type) && ev.Attempt >= call.Attempt {
-			return fmt.Sprintf("%s of attempt %d by %q at %d", ev.Type, ev.Attempt, ev.Worker, m.Sequence), nil
+		switch {
+		case !ok:
+		case attemptEventType(ev.Type) && ev.Attempt >= call.Attempt:
+			return fmt.Sprintf("%s of attempt %d by %q at %d", ev.Type, ev.Attempt, ev.Worker, m.Sequence), nil, nil
+		case ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED && cancelled == nil:
+			cancelled = &CancelledError{bus.Tombstone{By: ev.GetCaller().GetAgent(), Reason: ev.GetMessage()}}
 		}
 	}
-	return "", nil
+	return "", cancelled, nil
 }
 
 // notRun decides a call whose attempt may not start: its STARTED event

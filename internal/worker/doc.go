@@ -237,7 +237,16 @@
 // one, would hand the call to a third worker meanwhile): its next
 // delivery, after AckWait, answers UNKNOWN_OUTCOME. When the call's
 // deadline passes first it is answered TIMEOUT, side effects UNKNOWN:
-// this delivery did not run it, another may have.
+// this delivery did not run it, another may have. A cancel request (a
+// CANCEL_REQUESTED, believed only from a dispatcher) read back among
+// those events wins over the STARTED too (errCancelledFirst): the attempt
+// does not run and the call is answered CANCELLED, side effects NONE. A
+// dispatcher records a cancel request on the call's events subject (the
+// admitting replica's, which the worker reads back) before it answers a
+// call no attempt of which started (internal/dispatch: settleCancelled),
+// so a worker that missed the tombstone never runs a call its caller was
+// told is CANCELLED with effects NONE; the worker's own answer then meets
+// the dispatcher's stored one and keeps it (keepStored).
 //
 // UNKNOWN_OUTCOME says what is known: the attempt, when it started (or
 // last reported progress, or was interrupted) and on which worker, that
@@ -326,6 +335,10 @@
 // deadline or a missed tool heartbeat. The answer is CANCELLED with
 // partial_side_effects from the tool, NONE for read-only tools or before
 // start, UNKNOWN otherwise; the response records who cancelled and why.
+// A call cancelled while queued is usually answered by the dispatcher at
+// cancel time already; the worker that takes it later finds the
+// tombstone (or the cancel request, when it reads back its STARTED),
+// does not run it, and keeps that stored answer.
 //
 // # Watchdog
 //

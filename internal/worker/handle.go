@@ -398,6 +398,9 @@ func (d *delivery) attempt() (outcome, *tool.Error) {
 		return d.interrupted(cause), nil
 	}
 	startedEv, err := d.startedEvent()
+	if errors.Is(err, errCancelledFirst) {
+		return d.claimedNotRun(err), nil // a cancel was stored before its start
+	}
 	if err != nil {
 		return d.notRun(err), nil
 	}

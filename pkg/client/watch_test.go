@@ -207,3 +207,29 @@ func waitStarted(t *testing.T, c *client.Client, callID string) {
 	})
 	require.ErrorIs(t, err, started)
 }
+
+// A call queued behind the pool's one busy slot is answered CANCELLED by
+// the time Cancel returns: GetResult without a wait has its answer.
+func TestCancelQueued(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatchtest.Options{Concurrency: 1})
+	busy, err := b.client.Submit(t.Context(), "sleep", map[string]string{"duration": "30s"})
+	require.NoError(t, err)
+	waitStarted(t, b.client, busy.CallID)
+	queued, err := b.client.Submit(t.Context(), "sleep", map[string]string{"duration": "30s"})
+	require.NoError(t, err)
+	b.stack.WaitAccepted(t, queued.CallID) // Submit sends it without waiting for the stream to store it
+
+	out, err := b.client.Cancel(t.Context(), queued.CallID, "changed my mind")
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CancelOutcome_CANCEL_OUTCOME_REQUESTED, out)
+	res, err := b.client.GetResult(t.Context(), queued.CallID, 0)
+	require.NoError(t, err, "answered by the time Cancel returned")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, client.ErrorTypeOf(res.Err()))
+	require.Contains(t, res.Err().Error(), "changed my mind")
+
+	_, err = b.client.Cancel(t.Context(), busy.CallID, "test over")
+	require.NoError(t, err)
+	_, err = b.client.GetResult(t.Context(), busy.CallID, 30*time.Second)
+	require.NoError(t, err)
+}

@@ -221,6 +221,26 @@ func (s *Stack) WaitTool(t testing.TB, name string) {
 	}
 }
 
+// WaitAccepted polls until call callID of the default tenant has an event
+// readable from the events stream's leader — for a submitted call no
+// worker took yet, its ACCEPTED record, which Submit sends without
+// waiting for the stream to store it — failing after a minute.
+func (s *Stack) WaitAccepted(t testing.TB, callID string) {
+	t.Helper()
+	b := s.Env.Bus
+	deadline := time.Now().Add(time.Minute)
+	for {
+		m, err := bus.LastMsgFromLeader(t.Context(), b.JS, b.Events, b.Subjects.EventsAnyDispatcher(identity.Default.Tenant, callID))
+		if err == nil && m != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dispatchtest: call %s has no stored event (err %v)", callID, err)
+		}
+		time.Sleep(5 * time.Millisecond) // polling with a deadline, not synchronisation by sleep
+	}
+}
+
 // StartExecutorWorker starts an in-process worker with one pool of type
 // typ served by exec, publishing specs; it is stopped (grace 5s) at the
 // end of the test. Use it with Options.NoWorker for executors other than
