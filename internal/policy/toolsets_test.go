@@ -1,0 +1,117 @@
+package policy_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolwire/toolwire/internal/policy"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+const toolsetsDoc = `
+tenant:
+  default: allow
+  rules:
+    - id: gpt-no-shell
+      effect: deny
+      tools: [shell]
+      when: caller.model_family == "gpt"
+      reason: not for gpt
+model_families:
+  - {family: gpt, models: ["gpt-*", "o[0-9]*"]}
+toolsets:
+  gpt:
+    hide: [grep_*]
+    substitute: {edit: apply_patch}
+    variants:
+      apply_patch:
+        input_schema: {type: object, required: [patch], properties: {patch: {type: string, maxLength: 100}}, additionalProperties: false}
+  claude:
+    hide: [apply_patch]
+tests:
+  - {tool: shell, caller: {model: o3-mini}, expect: deny}
+  - {tool: shell, caller: {model: claude-sonnet-4-5}, expect: allow}
+`
+
+// A model's family comes from model_families (first match), else the
+// default; a family's toolset hides, substitutes and offers variants;
+// CEL sees caller.model_family; the document's tests derive the family.
+func TestToolsets(t *testing.T) {
+	t.Parallel()
+	p, err := policy.Parse([]byte(toolsetsDoc))
+	require.NoError(t, err)
+	require.NoError(t, p.RunTests(nil))
+	require.Equal(t, []string{"claude", "gpt"}, p.Toolsets())
+
+	require.Equal(t, "gpt", p.ModelFamily("o3-mini"))
+	require.Equal(t, "gpt", p.ModelFamily("gpt-5.1"))
+	require.Equal(t, "claude", p.ModelFamily("claude-sonnet-4-5"))
+	require.Equal(t, "gemini", p.ModelFamily("models/gemini-2.5-pro"))
+	require.Equal(t, "", p.ModelFamily(""))
+	require.Equal(t, "o", policy.DefaultModelFamily("o3"), "without a mapping, o3's family is its leading letters")
+
+	gpt, claude := p.Toolset("gpt"), p.Toolset("claude")
+	require.Nil(t, p.Toolset("gemini"))
+	ok, why := gpt.Offered("edit")
+	require.False(t, ok)
+	require.Contains(t, why, "toolset gpt offers apply_patch instead")
+	ok, why = gpt.Offered("grep_files")
+	require.False(t, ok)
+	require.Contains(t, why, "hidden by toolset gpt")
+	ok, _ = gpt.Offered("apply_patch")
+	require.True(t, ok)
+	require.Equal(t, "edit", gpt.Replaces("apply_patch"))
+	ok, _ = claude.Offered("edit")
+	require.True(t, ok)
+	ok, _ = claude.Offered("apply_patch")
+	require.False(t, ok)
+
+	spec := &toolwirev1.ToolSpec{Name: "apply_patch", InputSchemaJson: `{"type":"object"}`}
+	v := gpt.View(spec)
+	require.NotSame(t, spec, v)
+	require.Contains(t, v.InputSchemaJson, `"maxLength":100`)
+	require.Equal(t, `{"type":"object"}`, spec.InputSchemaJson, "the registry's spec is not changed")
+	require.Same(t, spec, claude.View(spec))
+	require.NotNil(t, gpt.Variant("apply_patch").InputSchema())
+
+	d := p.Decide(policy.Input{Tool: &toolwirev1.ToolSpec{Name: "shell"}, Caller: &toolwirev1.Caller{Model: "gpt-5.1", ModelFamily: "gpt"}})
+	require.Equal(t, policy.Deny, d.Outcome, "CEL reads caller.model_family")
+	d = p.Decide(policy.Input{Tool: &toolwirev1.ToolSpec{Name: "shell"}, Caller: &toolwirev1.Caller{Model: "claude-opus-4", ModelFamily: "claude"}})
+	require.Equal(t, policy.Allow, d.Outcome)
+}
+
+// A toolset that cannot be applied is refused with the field named.
+func TestToolsetsRefused(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ doc, want string }{
+		{"toolsets:\n  gpt: {substitute: {edit: edit}}\n", "must map a tool to another tool"},
+		{"toolsets:\n  gpt: {hide: [apply_patch], substitute: {edit: apply_patch}}\n", "apply_patch is hidden by the toolset"},
+		{"toolsets:\n  gpt: {substitute: {edit: apply_patch}, variants: {edit: {input_schema: {type: object}}}}\n", "a variant of it is never offered"},
+		{"toolsets:\n  gpt: {variants: {x: {input_schema: {type: 3}}}}\n", "toolsets.gpt.variants.x.input_schema"},
+		{"toolsets:\n  gpt: {hide: [x], colour: red}\n", "toolsets.gpt.colour"},
+		{"toolsets:\n  \"no spaces\": {}\n", "is not a family name"},
+		{"model_families:\n  - {family: gpt}\n", "model_families[0].models"},
+		{"toolsets:\n  gpt: {substitute: {a: b, b: c}}\n", "either substituted or offered instead"},
+	} {
+		_, err := policy.Parse([]byte(c.doc))
+		require.ErrorContains(t, err, c.want, c.doc)
+	}
+}
+
+// The sections are part of the version: a changed toolset is another
+// document; one without them keeps its version.
+func TestToolsetsInVersion(t *testing.T) {
+	t.Parallel()
+	a, err := policy.Parse([]byte(toolsetsDoc))
+	require.NoError(t, err)
+	b, err := policy.Parse([]byte(strings.Replace(toolsetsDoc, "maxLength: 100", "maxLength: 101", 1)))
+	require.NoError(t, err)
+	require.NotEqual(t, a.Version(), b.Version())
+	require.Contains(t, string(a.Canonical()), `"toolsets":`)
+	require.Contains(t, string(a.Canonical()), `"model_families":`)
+	plain, err := policy.Parse([]byte("tenant: {default: allow}\n"))
+	require.NoError(t, err)
+	require.NotContains(t, string(plain.Canonical()), "toolsets")
+}
