@@ -141,4 +141,3 @@ func keys(m map[string]string) []string {
 	}
 	return out
 }
-
