@@ -4071,7 +4071,10 @@ type ExplainRequest struct {
 	// Decide with this policy version instead of the one in force.
 	PolicyVersion string `protobuf:"bytes,10,opt,name=policy_version,json=policyVersion,proto3" json:"policy_version,omitempty"`
 	// Decide as if the session were in this mode (caller.mode).
-	Mode          string `protobuf:"bytes,11,opt,name=mode,proto3" json:"mode,omitempty"`
+	Mode string `protobuf:"bytes,11,opt,name=mode,proto3" json:"mode,omitempty"`
+	// Decide as if the call were made for this model (caller.model; its
+	// family derived as admission derives it: docs/toolsets.md).
+	Model         string `protobuf:"bytes,12,opt,name=model,proto3" json:"model,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4179,6 +4182,13 @@ func (x *ExplainRequest) GetPolicyVersion() string {
 func (x *ExplainRequest) GetMode() string {
 	if x != nil {
 		return x.Mode
+	}
+	return ""
+}
+
+func (x *ExplainRequest) GetModel() string {
+	if x != nil {
+		return x.Model
 	}
 	return ""
 }
@@ -4686,7 +4696,7 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x19ListPolicyVersionsRequest\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\x05R\x05limit\"T\n" +
 	"\x1aListPolicyVersionsResponse\x126\n" +
-	"\bversions\x18\x01 \x03(\v2\x1a.toolwire.v1.PolicyVersionR\bversions\"\xb8\x02\n" +
+	"\bversions\x18\x01 \x03(\v2\x1a.toolwire.v1.PolicyVersionR\bversions\"\xce\x02\n" +
 	"\x0eExplainRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12%\n" +
 	"\x0earguments_json\x18\x02 \x01(\tR\rargumentsJson\x12!\n" +
@@ -4700,7 +4710,8 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"approvalId\x12%\n" +
 	"\x0epolicy_version\x18\n" +
 	" \x01(\tR\rpolicyVersion\x12\x12\n" +
-	"\x04mode\x18\v \x01(\tR\x04mode\"\xa7\x01\n" +
+	"\x04mode\x18\v \x01(\tR\x04mode\x12\x14\n" +
+	"\x05model\x18\f \x01(\tR\x05model\"\xa7\x01\n" +
 	"\rExplainedRule\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05layer\x18\x02 \x01(\tR\x05layer\x12\x16\n" +
