@@ -268,9 +268,15 @@ func (d decoder) substitutes(n *yaml.Node, field string) []docSubst {
 		return nil
 	}
 	var out []docSubst
+	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		from, ok1 := d.str(k, field)
+		if ok1 && seen[from] {
+			d.ps.add(k.Line, field+"."+from, "is given twice")
+			continue
+		}
+		seen[from] = true
 		to, ok2 := d.str(v, field+"."+from)
 		if ok1 && ok2 {
 			out = append(out, docSubst{from: from, to: to, line: k.Line})
@@ -285,12 +291,18 @@ func (d decoder) variants(n *yaml.Node, field string) []docVariant {
 		return nil
 	}
 	var out []docVariant
+	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		tool, ok := d.str(k, field)
 		if !ok {
 			continue
 		}
+		if seen[tool] {
+			d.ps.add(k.Line, field+"."+tool, "is given twice")
+			continue
+		}
+		seen[tool] = true
 		dv := docVariant{tool: tool, line: k.Line}
 		sub := field + "." + tool
 		d.mapping(v, sub, map[string]func(k, v *yaml.Node){
@@ -314,7 +326,7 @@ func (d decoder) variants(n *yaml.Node, field string) []docVariant {
 func compileModelFamilies(dfs []docFamily, ps *problems) []modelFamily {
 	var out []modelFamily
 	for _, df := range dfs {
-		if df.family != "" && !ModeNameRE.MatchString(df.family) {
+		if !hasField(ps, df.field+".family") && !ModeNameRE.MatchString(df.family) {
 			ps.add(df.line, df.field+".family", "%q is not a family name (letters, digits and _ -, starting with a letter, at most 64)", df.family)
 		}
 		f := modelFamily{family: df.family}

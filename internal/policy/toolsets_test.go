@@ -93,7 +93,11 @@ func TestToolsetsRefused(t *testing.T) {
 		{"toolsets:\n  gpt: {hide: [x], colour: red}\n", "toolsets.gpt.colour"},
 		{"toolsets:\n  \"no spaces\": {}\n", "is not a family name"},
 		{"model_families:\n  - {family: gpt}\n", "model_families[0].models"},
+		{"model_families:\n  - {family: \"\", models: [\"gpt-*\"]}\n", "model_families[0].family: \"\" is not a family name"},
+		{"model_families:\n  - {models: [\"gpt-*\"]}\n", "model_families[0].family"},
 		{"toolsets:\n  gpt: {substitute: {a: b, b: c}}\n", "either substituted or offered instead"},
+		{"toolsets:\n  gpt: {substitute: {edit: a, edit: b}}\n", "toolsets.gpt.substitute.edit: is given twice"},
+		{"toolsets:\n  gpt: {variants: {x: {input_schema: {type: object}}, x: {input_schema: {type: object}}}}\n", "toolsets.gpt.variants.x: is given twice"},
 	} {
 		_, err := policy.Parse([]byte(c.doc))
 		require.ErrorContains(t, err, c.want, c.doc)
