@@ -141,3 +141,44 @@ func keys(m map[string]string) []string {
 	}
 	return out
 }
+
+// A toolset never grants: with default deny and a rule allowing only
+// edit, a GPT-family caller whose toolset substitutes apply_patch for edit
+// is offered neither tool, and a call of apply_patch is refused by the
+// policy (the substitution does not make the substitute callable), while
+// a caller without a model keeps edit alone.
+func TestToolsetNeverGrants(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{
+		familyTool[editIn]("edit"), familyTool[patchIn]("apply_patch"),
+	}})
+	s.ApplyPolicy(t, `tenant:
+  default: deny
+  rules:
+    - {id: only-edit, effect: allow, tools: [edit]}
+toolsets:
+  gpt:
+    substitute: {edit: apply_patch}
+`)
+	names := func(model string) []string {
+		r, err := s.Client.ListTools(t.Context(), connect.NewRequest(&toolwirev1.ListToolsRequest{Model: model}))
+		require.NoError(t, err)
+		out := []string{}
+		for _, sp := range r.Msg.Tools {
+			out = append(out, sp.Name)
+		}
+		return out
+	}
+	require.Empty(t, names("gpt-5.1"), "edit is substituted, apply_patch is not allowed")
+	require.Equal(t, []string{"edit"}, names(""))
+
+	run := func(model, name, argsJSON string) *toolwirev1.ToolResponse {
+		return call(t, s.Client, &toolwirev1.CallRequest{Tool: name, ArgumentsJson: argsJSON, Model: model}).Response
+	}
+	r := run("gpt-5.1", "apply_patch", `{"patch":"x"}`)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.GetError().GetType(), "the substitute is not granted")
+	require.NotContains(t, r.GetError().GetMessage(), "toolset")
+	r = run("gpt-5.1", "edit", `{"path":"a","old":"x","new":"y"}`)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.GetError().GetType())
+	require.True(t, run("", "edit", `{"path":"a","old":"x","new":"y"}`).Ok, "without a model the rule allows edit")
+}
