@@ -35,6 +35,33 @@ import (
 // (a call must satisfy the variant and the tool's own schema); it grants
 // nothing, and the rules still decide every call it lets through.
 
+// The bounds of the sections, checked at parse time: every call that
+// names a model scans the model_families globs and every tool list
+// matches each tool against its toolset's hide globs, so their number is
+// capped (docs/toolsets.md, "Bounds").
+const (
+	// MaxModelFamilies bounds the model_families entries and, apart, the
+	// toolsets of a document.
+	MaxModelFamilies = 64
+	// MaxToolsetEntries bounds the model globs of one model_families
+	// entry and the hide globs, substitutes and variants of one toolset.
+	MaxToolsetEntries = 256
+)
+
+// tooMany reports (once, for field) a list or mapping n with more than
+// max entries; the caller then skips it.
+func (d decoder) tooMany(n *yaml.Node, field string, max int) bool {
+	count := len(n.Content)
+	if n.Kind == yaml.MappingNode {
+		count /= 2
+	}
+	if (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) && count > max {
+		d.ps.add(n.Line, field, "has %d entries, more than %d", count, max)
+		return true
+	}
+	return false
+}
+
 // MaxModelBytes bounds a model name; ModelNameRE is what one may be.
 const MaxModelBytes = 128
 
@@ -207,6 +234,9 @@ type docVariant struct {
 }
 
 func (d decoder) modelFamilies(n *yaml.Node) []docFamily {
+	if d.tooMany(n, "model_families", MaxModelFamilies) {
+		return nil
+	}
 	var out []docFamily
 	d.seq(n, "model_families", func(i int, e *yaml.Node) {
 		f := docFamily{field: fmt.Sprintf("model_families[%d]", i), line: e.Line}
@@ -221,6 +251,9 @@ func (d decoder) modelFamilies(n *yaml.Node) []docFamily {
 
 // strings reads a list of strings, each with its line.
 func (d decoder) strings(n *yaml.Node, field string) []docString {
+	if d.tooMany(n, field, MaxToolsetEntries) {
+		return nil
+	}
 	var out []docString
 	d.seq(n, field, func(i int, e *yaml.Node) {
 		if s, ok := d.str(e, fmt.Sprintf("%s[%d]", field, i)); ok {
@@ -233,6 +266,9 @@ func (d decoder) strings(n *yaml.Node, field string) []docString {
 func (d decoder) toolsets(n *yaml.Node) []docToolset {
 	if n.Kind != yaml.MappingNode {
 		d.ps.add(n.Line, "toolsets", "must be a mapping from model families to toolsets, not %s", describe(n))
+		return nil
+	}
+	if d.tooMany(n, "toolsets", MaxModelFamilies) {
 		return nil
 	}
 	var out []docToolset
@@ -267,6 +303,9 @@ func (d decoder) substitutes(n *yaml.Node, field string) []docSubst {
 		d.ps.add(n.Line, field, "must be a mapping from a tool to the tool offered instead, not %s", describe(n))
 		return nil
 	}
+	if d.tooMany(n, field, MaxToolsetEntries) {
+		return nil
+	}
 	var out []docSubst
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -288,6 +327,9 @@ func (d decoder) substitutes(n *yaml.Node, field string) []docSubst {
 func (d decoder) variants(n *yaml.Node, field string) []docVariant {
 	if n.Kind != yaml.MappingNode {
 		d.ps.add(n.Line, field, "must be a mapping from tools to variants, not %s", describe(n))
+		return nil
+	}
+	if d.tooMany(n, field, MaxToolsetEntries) {
 		return nil
 	}
 	var out []docVariant

@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -118,4 +119,61 @@ func TestToolsetsInVersion(t *testing.T) {
 	plain, err := policy.Parse([]byte("tenant: {default: allow}\n"))
 	require.NoError(t, err)
 	require.NotContains(t, string(plain.Canonical()), "toolsets")
+}
+
+// The sections' entry counts are capped at parse time; at the caps a
+// document parses.
+func TestToolsetsBounded(t *testing.T) {
+	t.Parallel()
+	families := func(n, globs int) string {
+		var b strings.Builder
+		b.WriteString("model_families:\n")
+		for i := range n {
+			fmt.Fprintf(&b, "  - {family: f%d, models: [", i)
+			for j := range globs {
+				if j > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "m%d-%d", i, j)
+			}
+			b.WriteString("]}\n")
+		}
+		return b.String()
+	}
+	toolsets := func(n int) string {
+		var b strings.Builder
+		b.WriteString("toolsets:\n")
+		for i := range n {
+			fmt.Fprintf(&b, "  f%d: {hide: [x]}\n", i)
+		}
+		return b.String()
+	}
+	entries := func(section string, n int) string {
+		var b strings.Builder
+		b.WriteString("toolsets:\n  gpt:\n    " + section + ":")
+		for i := range n {
+			switch section {
+			case "hide":
+				fmt.Fprintf(&b, "\n      - h%d", i)
+			case "substitute":
+				fmt.Fprintf(&b, "\n      s%d: t%d", i, i)
+			case "variants":
+				fmt.Fprintf(&b, "\n      v%d: {input_schema: {type: object}}", i)
+			}
+		}
+		return b.String() + "\n"
+	}
+	for _, c := range []struct{ ok, over, want string }{
+		{families(policy.MaxModelFamilies, 1), families(policy.MaxModelFamilies+1, 1), "model_families: has 65 entries, more than 64"},
+		{families(1, policy.MaxToolsetEntries), families(1, policy.MaxToolsetEntries+1), "model_families[0].models: has 257 entries, more than 256"},
+		{toolsets(policy.MaxModelFamilies), toolsets(policy.MaxModelFamilies + 1), "toolsets: has 65 entries, more than 64"},
+		{entries("hide", policy.MaxToolsetEntries), entries("hide", policy.MaxToolsetEntries+1), "toolsets.gpt.hide: has 257 entries"},
+		{entries("substitute", policy.MaxToolsetEntries), entries("substitute", policy.MaxToolsetEntries+1), "toolsets.gpt.substitute: has 257 entries"},
+		{entries("variants", policy.MaxToolsetEntries), entries("variants", policy.MaxToolsetEntries+1), "toolsets.gpt.variants: has 257 entries"},
+	} {
+		_, err := policy.Parse([]byte(c.ok))
+		require.NoError(t, err, c.want)
+		_, err = policy.Parse([]byte(c.over))
+		require.ErrorContains(t, err, c.want)
+	}
 }
