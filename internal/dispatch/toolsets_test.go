@@ -10,6 +10,9 @@ import (
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -181,4 +184,31 @@ toolsets:
 	r = run("gpt-5.1", "edit", `{"path":"a","old":"x","new":"y"}`)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.GetError().GetType())
 	require.True(t, run("", "edit", `{"path":"a","old":"x","new":"y"}`).Ok, "without a model the rule allows edit")
+}
+
+// A refusal's REJECTED event carries the model and its family when the
+// model is a model name: a toolset's refusal, a variant's and a rule's on
+// caller.model_family; a model that is not a name is not recorded.
+func TestToolsetRefusalRecordsModel(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{
+		familyTool[editIn]("edit"), familyTool[patchIn]("apply_patch"), familyTool[shellIn]("shell"),
+	}})
+	s.ApplyPolicy(t, docsToolsetsPolicy(t))
+	for _, c := range []struct{ model, tool, args, wantModel, wantFamily string }{
+		{"gpt-5.1", "edit", `{"path":"a","old":"x","new":"y"}`, "gpt-5.1", "gpt"},     // substituted
+		{"gpt-5.1", "apply_patch", `{"patch":"x","strip":1}`, "gpt-5.1", "gpt"},       // the variant
+		{"claude-sonnet-4-5", "shell", `{"cmd":"ls"}`, "claude-sonnet-4-5", "claude"}, // the rule
+		{"not a model!", "shell", `{"cmd":"ls"}`, "", ""},
+	} {
+		r := call(t, s.Client, &toolwirev1.CallRequest{Tool: c.tool, ArgumentsJson: c.args, Model: c.model})
+		require.False(t, r.Response.Ok, c.model+" "+c.tool)
+		m, err := bus.LastMsg(t.Context(), s.Env.Bus.Events, s.Env.Bus.Subjects.EventsAnyDispatcher("default", r.CallId))
+		require.NoError(t, err)
+		var ev toolwirev1.CallEvent
+		require.NoError(t, proto.Unmarshal(m.Data, &ev))
+		require.Equal(t, toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED, ev.Type)
+		require.Equal(t, c.wantModel, ev.GetCaller().GetModel(), c.model+" "+c.tool)
+		require.Equal(t, c.wantFamily, ev.GetCaller().GetModelFamily(), c.model+" "+c.tool)
+	}
 }
