@@ -18,7 +18,7 @@ import (
 // in force, and carried in the call's Caller (caller.model_family). A
 // toolset only takes away: the rules still decide every call it lets
 // through.
-func (a *admission) toolsetStep(_ context.Context) verdict {
+func (a *admission) toolsetStep(ctx context.Context) verdict {
 	model := a.req.GetModel()
 	if model == "" {
 		return next
@@ -30,6 +30,10 @@ func (a *admission) toolsetStep(_ context.Context) verdict {
 	a.family = p.ModelFamily(model)
 	a.toolset = p.Toolset(a.family)
 	if ok, why := a.toolset.Offered(a.spec.Name); !ok {
+		if alt := a.toolset.Substitute(a.spec.Name); alt != "" && !a.mayList(ctx, alt) {
+			// The substitute is named only to a caller who may list it.
+			why = fmt.Sprintf("tool %s is not offered to model family %s (substituted by toolset %s)", a.spec.Name, a.family, a.family)
+		}
 		rule := "toolsets." + a.family
 		return a.refused(envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, why),
 			&toolwirev1.PolicyDecision{Outcome: toolwirev1.PolicyOutcome_POLICY_OUTCOME_DENY, RuleId: rule, Reason: why, Version: p.Version()})
@@ -52,4 +56,12 @@ func (a *admission) variantStep(_ context.Context) verdict {
 		return a.refused(te, nil)
 	}
 	return next
+}
+
+// mayList reports whether the caller may list tool: it is registered,
+// the caller has its scopes and the policy in force does not forbid it
+// (VisibleTool).
+func (a *admission) mayList(ctx context.Context, tool string) bool {
+	_, err := a.d.VisibleTool(ctx, a.id, tool, "")
+	return err == nil
 }

@@ -183,6 +183,8 @@ toolsets:
 	require.NotContains(t, r.GetError().GetMessage(), "toolset")
 	r = run("gpt-5.1", "edit", `{"path":"a","old":"x","new":"y"}`)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.GetError().GetType())
+	require.Contains(t, r.GetError().GetMessage(), "substituted by toolset gpt")
+	require.NotContains(t, r.GetError().GetMessage(), "apply_patch", "the substitute is not named to a caller who may not list it")
 	require.True(t, run("", "edit", `{"path":"a","old":"x","new":"y"}`).Ok, "without a model the rule allows edit")
 }
 

@@ -167,6 +167,15 @@ func (t *Toolset) Variant(tool string) *Variant {
 	return t.variants[tool]
 }
 
+// Substitute returns the tool the family is offered instead of tool (""
+// = none).
+func (t *Toolset) Substitute(tool string) string {
+	if t == nil {
+		return ""
+	}
+	return t.subst[tool]
+}
+
 // Replaces returns the tool the family is offered tool in place of ("" =
 // none): the tool that substitute maps to tool.
 func (t *Toolset) Replaces(tool string) string {
