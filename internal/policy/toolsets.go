@@ -190,11 +190,13 @@ func (t *Toolset) Replaces(tool string) string {
 // that is not a narrowing of the tool's schema offers arguments the tool
 // refuses (VALIDATION), never arguments the tool would not accept.
 type Variant struct {
-	inputJSON string // canonical JSON
+	inputJSON string // the document's schema as JSON, keys in file order (as in the canonical form)
 	input     *jsonschema.Schema
 }
 
-// InputSchemaJSON is the variant's input schema as canonical JSON text.
+// InputSchemaJSON is the variant's input schema as JSON text: the
+// document's schema with its keys in file order, as the canonical form
+// renders it (not re-sorted).
 func (v *Variant) InputSchemaJSON() string { return v.inputJSON }
 
 // InputSchema is the compiled variant schema (draft 2020-12, no remote
