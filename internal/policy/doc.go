@@ -131,7 +131,14 @@
 // a toolset that cannot be applied: a substitution of a tool by itself,
 // by a tool the toolset hides, or chained (a tool both substituted and
 // offered instead); a variant of a tool not offered; a schema that does
-// not compile. Both sections are in the canonical form.
+// not compile; a substitute or variant given twice; an empty family. The
+// entry counts are capped at parse time (MaxModelFamilies model_families
+// entries and toolsets, MaxToolsetEntries model globs per entry and hide
+// globs, substitutes and variants per toolset): a model's family is found
+// by scanning the globs and a list matches each tool against the hide
+// globs, with no cache, so the bound is the count (decided after review;
+// a per-name cache was the alternative). Both sections are in the
+// canonical form.
 //
 // # The decision
 //
