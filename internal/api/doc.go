@@ -99,7 +99,13 @@
 // tools of that session: those its mode forbids outright are left out
 // (the core's VisibleToolsIn); another session, or none, sees them —
 // but for the policy's sessions.default_mode, the mode of a session
-// without one and of a list naming none.
+// without one and of a list naming none. A ListTools naming a model
+// lists (and exports) what the toolset of its family offers (the
+// core's VisibleToolsFor; docs/toolsets.md): hidden and substituted
+// tools left out, schema variants in place of the tools' schemas; a
+// model that is not a model name is invalid_argument. Call and Submit
+// carry the request's model to admission, which applies the same
+// toolset.
 //
 // # Approval RPCs
 //

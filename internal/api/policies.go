@@ -135,7 +135,7 @@ func (s *Service) Explain(ctx context.Context, req *connect.Request[toolwirev1.E
 	m := req.Msg
 	x, err := s.policies.Explain(ctx, id, policyops.ExplainRequest{Tool: m.Tool, SpecVersion: m.SpecVersion,
 		Arguments: []byte(m.ArgumentsJson), Agent: m.Agent, Session: m.Session, User: m.User, Run: m.Run, Scopes: m.Scopes,
-		PolicyVersion: m.PolicyVersion, ApprovalID: m.ApprovalId, Mode: m.Mode})
+		PolicyVersion: m.PolicyVersion, ApprovalID: m.ApprovalId, Mode: m.Mode, Model: m.Model})
 	if err != nil {
 		return nil, policyError(err)
 	}

@@ -79,7 +79,7 @@ func toConnectErr(err error) error {
 		return connect.NewError(connect.CodePermissionDenied, err)
 	case errors.Is(err, dispatch.ErrUnknownMode):
 		return connect.NewError(connect.CodeFailedPrecondition, err)
-	case errors.Is(err, dispatch.ErrNoSession), errors.Is(err, dispatch.ErrBadSession), errors.Is(err, dispatch.ErrBadEndReason), errors.Is(err, intents.ErrBadPageToken):
+	case errors.Is(err, dispatch.ErrNoSession), errors.Is(err, dispatch.ErrBadSession), errors.Is(err, dispatch.ErrBadModel), errors.Is(err, dispatch.ErrBadEndReason), errors.Is(err, intents.ErrBadPageToken):
 		return connect.NewError(connect.CodeInvalidArgument, err)
 	case errors.Is(err, dispatch.ErrNotFinished):
 		return connect.NewError(connect.CodeFailedPrecondition, err)
@@ -216,7 +216,8 @@ func (s *Service) ListTools(ctx context.Context, req *connect.Request[toolwirev1
 	if err := noProfile(req.Header(), "ListTools"); err != nil {
 		return nil, err
 	}
-	tools, err := s.d.VisibleToolsIn(ctx, id, registry.Filter{NameGlob: req.Msg.NameGlob, Executor: req.Msg.Executor, Category: req.Msg.Category}, req.Msg.Session)
+	tools, err := s.d.VisibleToolsFor(ctx, id, registry.Filter{NameGlob: req.Msg.NameGlob, Executor: req.Msg.Executor, Category: req.Msg.Category},
+		dispatch.ListFor{Session: req.Msg.Session, Model: req.Msg.Model})
 	if err != nil {
 		return nil, toConnectErr(err)
 	}

@@ -39,11 +39,13 @@ type admission struct {
 	doc     *jsonvalue.Doc       // arguments: args parsed (once), until a before-hook rewrites them
 	// parsed is the arguments in the policy's reading, parsed once by the
 	// first step that needs them (policyArgs); a rewrite drops it.
-	parsed *policy.Args
-	round  *toolwirev1.InputRound // input: the round a call answering a tool's request continues
-	call   *toolwirev1.ToolCall   // call: the call as it will be published
-	chain  *link                  // delegation: the call's link in its chain (nil = no parent)
-	linked string                 // delegation: the call id the link was recorded under (the minted one)
+	parsed  *policy.Args
+	round   *toolwirev1.InputRound // input: the round a call answering a tool's request continues
+	call    *toolwirev1.ToolCall   // call: the call as it will be published
+	chain   *link                  // delegation: the call's link in its chain (nil = no parent)
+	family  string                 // toolset: the family of the request's model ("" = none)
+	toolset *policy.Toolset        // toolset: the family's toolset in the policy in force (nil = none)
+	linked  string                 // delegation: the call id the link was recorded under (the minted one)
 
 	pd      *toolwirev1.PolicyDecision // the decision to record (policy, a hook, the loop guard, limits)
 	ask     *asked                     // policy or loop guard: park for an approver, or redeem a token
@@ -94,9 +96,11 @@ var admissionSteps = [...]admissionStep{
 	{"session", (*admission).sessionStep},         // admit_session.go
 	{"lookup", (*admission).lookup},               // admit_lookup.go
 	{"scopes", (*admission).scopes},               // admit_scopes.go
+	{"toolset", (*admission).toolsetStep},         // admit_toolset.go
 	{"pool", (*admission).poolStep},               // admit_pool.go
 	{"pin", (*admission).pinStep},                 // admit_pin.go
 	{"arguments", (*admission).arguments},         // admit_arguments.go
+	{"variant", (*admission).variantStep},         // admit_toolset.go
 	{"input", (*admission).continues},             // admit_input.go
 	{"call", (*admission).buildCall},              // admit_call.go
 	{"delegation", (*admission).delegationStep},   // admit_delegation.go

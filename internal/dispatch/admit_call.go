@@ -29,6 +29,9 @@ func (a *admission) buildCall(_ context.Context) verdict {
 		call.Deadline = timestamppb.New(now.Add(s2c))
 	}
 	call.Caller.Mode = a.session.Mode // the session step's: never the caller's to say
+	// The model is the request's claim; its family the toolset step's,
+	// derived with the policy in force (admit_toolset.go).
+	call.Caller.Model, call.Caller.ModelFamily = o.Model, a.family
 	a.call = call
 	return next
 }

@@ -78,7 +78,13 @@
 //     tools the caller may have meant; a failed registry read answers
 //     INTERNAL).
 //  3. scopes (admit_scopes.go): the caller holds all of the tool's scopes
-//     (PERMISSION_DENIED).
+//     (PERMISSION_DENIED); then toolset (admit_toolset.go): a request
+//     that names a model (CallRequest.model; at most 128 bytes of
+//     policy.ModelNameRE, else VALIDATION) gets its family from the
+//     policy in force (policy.Policy.ModelFamily), carried in the call's
+//     Caller as model and model_family, and a tool the family's toolset
+//     hides or substitutes is refused PERMISSION_DENIED naming the
+//     toolset (recorded with rule "toolsets.<family>"; docs/toolsets.md).
 //  4. pool (admit_pool.go): a worker pool consumes its calls (see "Pool
 //     check"); then pin (admit_pin.go): with pinning in force and no pin
 //     yet for the tool, the version resolved is pinned into the
@@ -90,7 +96,11 @@
 //     nothing, and are valid against the tool's input JSON Schema (a
 //     schema refusal lists at most 20 violations; its message ends "and N
 //     more" when there were others, so a rejection, answered and stored as
-//     an event, does not grow with the arguments).
+//     an event, does not grow with the arguments). Then variant
+//     (admit_toolset.go): arguments of a tool the model's family is
+//     offered a schema variant of must satisfy the variant too
+//     (VALIDATION naming the toolset); a before-hook's rewrite is held to
+//     the tool's schema only.
 //  6. input (admit_input.go): a call that answers a tool's request for
 //     input (CallRequest.continues) continues a stored input-required
 //     response of the caller's tenant, the same tool at the same spec
@@ -832,7 +842,10 @@
 // admission would refuse), the session's state read from the session
 // view as admission reads it; a session without a mode, or no session,
 // lists as the policy's sessions.default_mode (VisibleTools and
-// VisibleTool too);
+// VisibleTool too); ListTools with a model shows VisibleToolsFor: less
+// the tools the toolset of the model's family hides or substitutes, a
+// tool with a variant listed with the variant's input schema (a copy of
+// the spec; docs/toolsets.md) — the exports are made from that list;
 // the dashboard's views of pools and tools are uiview.go's.
 //
 // # Policy

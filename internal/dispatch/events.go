@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -89,6 +90,12 @@ func (a *admission) recordRejection(ctx context.Context) {
 	// that no refusal stores, nor has indexed, more than a bounded name.
 	c := callerOf(a.id, a.req)
 	c.Agent, c.Session, c.User, c.Run, c.Turn = cutName(c.Agent), cutName(c.Session), cutName(c.User), cutName(c.Run), cutName(c.Turn)
+	// The model, when it is a model name (the refusal may come before the
+	// toolset step checks it), and the family that step derived ("" when
+	// it did not run): the audit shows which model was refused.
+	if m := a.req.GetModel(); len(m) <= policy.MaxModelBytes && policy.ModelNameRE.MatchString(m) {
+		c.Model, c.ModelFamily = m, a.family
+	}
 	te := a.refusal
 	if len(te.GetMessage()) > maxRejectedMessage { // it may quote them
 		te = proto.CloneOf(te)

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -78,7 +79,7 @@ func (d *Dispatcher) visibleEntries(id identity.Identity, mode string, ents []*r
 // has one: the mode of calls without a session), executor configuration
 // only for installation admins.
 func (d *Dispatcher) VisibleTools(id identity.Identity, f registry.Filter) []*toolwirev1.ToolSpec {
-	return d.visibleTools(id, f, "")
+	return d.visibleTools(id, f, "", "")
 }
 
 // VisibleToolsIn is VisibleTools for a caller in a session of its
@@ -92,25 +93,59 @@ func (d *Dispatcher) VisibleTools(id identity.Identity, f registry.Filter) []*to
 // session lists as its mode does (its calls are refused
 // SESSION_INACTIVE). Errors: the session could not be read.
 func (d *Dispatcher) VisibleToolsIn(ctx context.Context, id identity.Identity, f registry.Filter, session string) ([]*toolwirev1.ToolSpec, error) {
-	if session == "" {
-		return d.VisibleTools(id, f), nil
+	return d.VisibleToolsFor(ctx, id, f, ListFor{Session: session})
+}
+
+// ListFor says whom a tool list is for, besides the caller's identity.
+type ListFor struct {
+	// Session is the list's session ("" = none): the tools its mode
+	// forbids outright are left out (VisibleToolsIn).
+	Session string
+	// Model is the model the list is for ("" = none): its family's
+	// toolset in the policy in force applies (docs/toolsets.md).
+	Model string
+}
+
+// ErrBadModel refuses a list or a call for a model that is not a model
+// name (policy.ModelNameRE, at most policy.MaxModelBytes).
+var ErrBadModel = errors.New("dispatch: model is not a model name (letters, digits and . _ : / @ + -, at most 128 bytes)")
+
+// VisibleToolsFor is VisibleToolsIn for a session and a model: the
+// tools the toolset of the model's family hides or substitutes are left
+// out, and a tool it offers a schema variant of is listed with the
+// variant's input schema (a copy; the registry's spec is not changed).
+// Errors: those of VisibleToolsIn, and ErrBadModel.
+func (d *Dispatcher) VisibleToolsFor(ctx context.Context, id identity.Identity, f registry.Filter, lf ListFor) ([]*toolwirev1.ToolSpec, error) {
+	if m := lf.Model; m != "" && (len(m) > policy.MaxModelBytes || !policy.ModelNameRE.MatchString(m)) {
+		return nil, ErrBadModel
 	}
-	if err := checkSession(session); err != nil {
+	if lf.Session == "" {
+		return d.visibleTools(id, f, "", lf.Model), nil
+	}
+	if err := checkSession(lf.Session); err != nil {
 		return nil, err
 	}
-	st, err := d.sessions.State(ctx, id.Tenant, session)
+	st, err := d.sessions.State(ctx, id.Tenant, lf.Session)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: the list's session: %w", err)
 	}
-	return d.visibleTools(id, f, st.Mode), nil
+	return d.visibleTools(id, f, st.Mode, lf.Model), nil
 }
 
-func (d *Dispatcher) visibleTools(id identity.Identity, f registry.Filter, mode string) []*toolwirev1.ToolSpec {
+func (d *Dispatcher) visibleTools(id identity.Identity, f registry.Filter, mode, model string) []*toolwirev1.ToolSpec {
 	f.Scopes = id.Scopes
 	ents := d.visibleEntries(id, mode, d.reg.List(f))
-	out := make([]*toolwirev1.ToolSpec, len(ents))
-	for i, e := range ents {
-		out[i] = toolView(id, e.Spec)
+	var ts *policy.Toolset
+	if model != "" {
+		p := d.policyFor(id.Tenant)
+		ts = p.Toolset(p.ModelFamily(model))
+	}
+	out := make([]*toolwirev1.ToolSpec, 0, len(ents))
+	for _, e := range ents {
+		if ok, _ := ts.Offered(e.Spec.Name); !ok {
+			continue
+		}
+		out = append(out, ts.View(toolView(id, e.Spec)))
 	}
 	return out
 }

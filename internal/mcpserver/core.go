@@ -21,7 +21,7 @@ type Core interface {
 	Config() dispatch.Config
 
 	// Tools: what a caller sees and may call.
-	VisibleToolsIn(ctx context.Context, id identity.Identity, f registry.Filter, session string) ([]*toolwirev1.ToolSpec, error)
+	VisibleToolsFor(ctx context.Context, id identity.Identity, f registry.Filter, lf dispatch.ListFor) ([]*toolwirev1.ToolSpec, error)
 	MissingScopes(id identity.Identity, name string) []string
 	TaskSupport(name string) toolwirev1.TaskSupport
 	ShownArguments(name string, args []byte) string

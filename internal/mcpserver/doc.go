@@ -62,8 +62,15 @@
 // stateless revision has none) lists that session's tools: those its mode
 // forbids outright are left out (dispatch's VisibleToolsIn; a session
 // without a mode, or a list naming none, as the policy's
-// sessions.default_mode); each page's request names it again. An
-// unknown tool is a JSON-RPC invalid-params error (the client's mistake,
+// sessions.default_mode); each page's request names it again. A
+// tools/list or tools/call may name the model it is for (model.go): the
+// Toolwire-Model header (ModelHeader) or io.toolwire/model in its _meta
+// (MetaModel), both only when they agree (invalid params otherwise);
+// the policy's toolset for the model's family then decides what is
+// listed and called (docs/toolsets.md). A request with the header takes
+// the SDK's path, not the fast path; the cached MCP form of a tool is
+// keyed by its input schema too, so a variant never reaches another
+// model. An unknown tool is a JSON-RPC invalid-params error (the client's mistake,
 // not the tool's). When the client goes away (the request's context ends:
 // a closed stream; for revisions before 2026-07-28, whose requests the SDK
 // gives a context that never ends, the HTTP request's end) or cancels the

@@ -89,8 +89,8 @@ func (s *Server) fast(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	id, err := callerOf(r.Context())
-	if err != nil || h.Get(ProfileHeader) != "" {
-		return false // a profile named in the header is the SDK path's to check
+	if err != nil || h.Get(ProfileHeader) != "" || h.Get(ModelHeader) != "" {
+		return false // a profile or a model named in a header is the SDK path's to check
 	}
 	ctx := context.WithValue(r.Context(), profileKey{}, s.cfg.Profiles.Match(fastClient(meta)))
 	res, err := s.fastCall(ctx, id, &p, caps)

@@ -54,7 +54,7 @@ type Server struct {
 
 	// tools caches each spec version's MCP form.
 	mu    sync.Mutex
-	tools map[string]json.RawMessage
+	tools map[string]cachedTool // tools.go (tool)
 
 	// inflight is the tools/call requests served here, for
 	// notifications/cancelled (cancelled.go); stopCancels ends the
@@ -78,7 +78,7 @@ func New(d Core, auth identity.Authenticator, cfg Config) (*Server, error) {
 	if cfg.MaxRequestBytes == 0 {
 		cfg.MaxRequestBytes = d.Config().MaxRequestBytes
 	}
-	s := &Server{d: d, auth: auth, cfg: cfg, log: cfg.Logger, tools: map[string]json.RawMessage{}}
+	s := &Server{d: d, auth: auth, cfg: cfg, log: cfg.Logger, tools: map[string]cachedTool{}}
 	// Resources: the whole outputs of cut results (output.go), read with
 	// resources/read; none is listed.
 	opts := &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},

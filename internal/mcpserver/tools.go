@@ -2,7 +2,9 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/mcpcontent"
 	"github.com/toolwire/toolwire/internal/profiles"
@@ -161,7 +164,9 @@ func (s *Server) caller(ctx context.Context, req mcp.Request) (identity.Identity
 // cached MCP form (registry.ExportOne's JSON), which has fields the SDK's
 // Tool has not (execution.taskSupport). A request whose _meta names a
 // toolwire session (MetaSession) lists the tools of that session: those
-// its mode forbids outright are left out (dispatch's VisibleToolsIn).
+// its mode forbids outright are left out (dispatch's VisibleToolsFor);
+// one that names a model (model.go) lists what its family's toolset
+// offers.
 // Disabled tools are left out too (an MCP tool whose definition changed,
 // or that requires task augmentation toolwire cannot give it): every call
 // of one is refused, so a client is not offered it; the API and toolctl
@@ -181,7 +186,11 @@ func (s *Server) listTools(ctx context.Context, id identity.Identity, req *mcp.L
 			return nil, err
 		}
 	}
-	specs, err := s.d.VisibleToolsIn(ctx, id, registry.Filter{}, session)
+	model, err := modelOf(req)
+	if err != nil {
+		return nil, err
+	}
+	specs, err := s.d.VisibleToolsFor(ctx, id, registry.Filter{}, dispatch.ListFor{Session: session, Model: model})
 	if err != nil {
 		return nil, err
 	}
@@ -226,10 +235,23 @@ type toolPage struct {
 func (s *Server) tool(spec *toolwirev1.ToolSpec, p *profiles.Profile) (json.RawMessage, error) {
 	key := spec.Name + "@" + spec.Version + "#" + p.Name
 	s.mu.Lock()
-	t, ok := s.tools[key]
+	c, ok := s.tools[key]
 	s.mu.Unlock()
+	if ok && c.schema == spec.InputSchemaJson {
+		return c.t, nil
+	}
 	if ok {
-		return t, nil
+		// Another input schema for the same version: a toolset's variant
+		// (docs/toolsets.md), or the registered one after a variant was
+		// cached first. Cached under the schema's hash too.
+		sum := sha256.Sum256([]byte(spec.InputSchemaJson))
+		key += "#" + hex.EncodeToString(sum[:8])
+		s.mu.Lock()
+		c, ok = s.tools[key]
+		s.mu.Unlock()
+		if ok {
+			return c.t, nil
+		}
 	}
 	t, err := registry.ExportOne(toolwirev1.ToolFormat_TOOL_FORMAT_MCP, spec)
 	if err != nil {
@@ -246,9 +268,16 @@ func (s *Server) tool(spec *toolwirev1.ToolSpec, p *profiles.Profile) (json.RawM
 	if len(s.tools) > 10000 { // bounded: versions come and go
 		clear(s.tools)
 	}
-	s.tools[key] = t
+	s.tools[key] = cachedTool{schema: spec.InputSchemaJson, t: t}
 	s.mu.Unlock()
 	return t, nil
+}
+
+// cachedTool is a tool's MCP form for one profile, with the input schema
+// it was made from.
+type cachedTool struct {
+	schema string
+	t      json.RawMessage
 }
 
 // callTool runs a tools/call as a toolwire call: admission, policy,
@@ -280,6 +309,9 @@ func (s *Server) callTool(ctx context.Context, id identity.Identity, req *mcp.Ca
 		return nil, err
 	}
 	cr.Session = session
+	if cr.Model, err = modelOf(req); err != nil {
+		return nil, err
+	}
 	stateless := statelessClient(req.Session)
 	if stateless {
 		if err := inputOf(p, cr); err != nil {

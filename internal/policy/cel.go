@@ -104,6 +104,10 @@ var celObjects = map[string]map[string]celField{
 		"run":     {types.StringType, func(o any) any { return types.String(o.(*toolwirev1.Caller).GetRun()) }},
 		"turn":    {types.StringType, func(o any) any { return types.String(o.(*toolwirev1.Caller).GetTurn()) }},
 		"mode":    {types.StringType, func(o any) any { return types.String(o.(*toolwirev1.Caller).GetMode()) }},
+		// The model the call is made for and its family (toolsets.go): a
+		// claim of the agent service, "" when not given.
+		"model":        {types.StringType, func(o any) any { return types.String(o.(*toolwirev1.Caller).GetModel()) }},
+		"model_family": {types.StringType, func(o any) any { return types.String(o.(*toolwirev1.Caller).GetModelFamily()) }},
 		// The delegation chain (docs/delegation.md): the parent call's
 		// tool, its id, the chain's first call and the depth (0 = none).
 		"parent":         {types.StringType, func(o any) any { return types.String(o.(*toolwirev1.Caller).GetParentTool()) }},
@@ -395,7 +399,7 @@ func (a *activation) maxSize() int {
 	n := len(a.argsIn.Canonical())
 	c := a.callerIn
 	for _, s := range [...]string{c.GetTenant(), c.GetAgent(), c.GetSession(), c.GetUser(), c.GetRun(), c.GetTurn(), c.GetMode(),
-		c.GetParentTool(), c.GetParentCallId(), c.GetRootCallId()} {
+		c.GetParentTool(), c.GetParentCallId(), c.GetRootCallId(), c.GetModel(), c.GetModelFamily()} {
 		n = max(n, len(s))
 	}
 	n = max(n, len(c.GetScopes()))

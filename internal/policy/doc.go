@@ -43,7 +43,7 @@
 //	  - name: etc is off limits   # optional
 //	    tool: fs_read             # required
 //	    args: {path: /etc/passwd} # optional, default {}
-//	    caller: {tenant: acme, agent: support-bot, session: s1}   # optional; also user, run, turn, scopes, mode, parent, parent_call_id, root_call_id, depth
+//	    caller: {tenant: acme, agent: support-bot, session: s1}   # optional; also user, run, turn, scopes, mode, parent, parent_call_id, root_call_id, depth, model, model_family
 //	    annotations: {read_only: true}                            # optional overrides of the tool's spec
 //	    requires_approval: false                                  # optional override
 //	    expect: deny              # required: allow | ask | deny
@@ -77,7 +77,8 @@
 // layer turns it on; false is the default and turns nothing off).
 //
 // Besides its layers and tests, a document has sections of its own,
-// which only whoever applies it can change: limits (limits.go), loop_guard
+// which only whoever applies it can change: model_families and toolsets
+// (toolsets.go; "Toolsets" below), limits (limits.go), loop_guard
 // (loopguard.go), hooks (hooks.go) and latency_budgets
 // (latencybudgets.go: soft budgets per tool glob, category and session
 // mode; LatencyBudgetFor gives the tightest that applies to a call, the
@@ -108,6 +109,36 @@
 // admission would. Decide itself reads caller.mode only: the dispatcher
 // sets it. The section is the document's own, like loop_guard: a
 // tenant's document replaces the installation's whole, sessions included.
+//
+// # Toolsets
+//
+// toolsets.go; docs/toolsets.md. A request may name the model it is for;
+// ModelFamily gives its family: the first model_families entry (a list:
+// family and model name globs) matching the whole name, else
+// DefaultModelFamily (the leading letters of the name after its last
+// '/', lowercased: gpt-5.1 is gpt, claude-sonnet-4-5 claude). A
+// family's Toolset hides tools (name globs), substitutes one tool for
+// another (substitute: {edit: apply_patch}: the family is offered
+// apply_patch, never edit) and offers schema variants (variants: {tool:
+// {input_schema: ...}}, compiled here: draft 2020-12, no remote
+// references). The dispatcher lists what Offered allows, with View's
+// schema, and refuses a call of a tool not offered (the reason names the
+// toolset) or whose arguments fail the variant, after they passed the
+// tool's own schema: a call satisfies both, so a variant that is not a
+// narrowing offers what the tool refuses and never widens the tool. A
+// toolset only takes away; Decide does not read toolsets (the rules see
+// caller.model_family), and neither do a document's tests. Parse refuses
+// a toolset that cannot be applied: a substitution of a tool by itself,
+// by a tool the toolset hides, or chained (a tool both substituted and
+// offered instead); a variant of a tool not offered; a schema that does
+// not compile; a substitute or variant given twice; an empty family. The
+// entry counts are capped at parse time (MaxModelFamilies model_families
+// entries and toolsets, MaxToolsetEntries model globs per entry and hide
+// globs, substitutes and variants per toolset): a model's family is found
+// by scanning the globs and a list matches each tool against the hide
+// globs, with no cache, so the bound is the count (decided after review;
+// a per-name cache was the alternative). Both sections are in the
+// canonical form.
 //
 // # The decision
 //
@@ -239,7 +270,11 @@
 //	        parent_call_id comes from the request, and a caller that
 //	        leaves it out is judged as its agent's own call; a sub-agent
 //	        to be confined whatever it sends gets a key of its own agent
-//	        (a rule on caller.agent).
+//	        (a rule on caller.agent). model and model_family (strings, ""
+//	        when not given): the model the request says it is for and
+//	        the family the dispatcher derived (ModelFamily) — a claim of
+//	        the agent service, so a rule on them narrows for cooperating
+//	        callers and never stands in for an identity.
 //	tool    name, version, category ("retrieval", "action", "utility" or
 //	        ""), executor ("native", "mcp", "sandbox", "http"), provider,
 //	        scopes, and annotations: read_only, destructive, idempotent,

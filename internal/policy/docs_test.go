@@ -23,3 +23,20 @@ func TestDocsPolicyExamplesParse(t *testing.T) {
 		require.NoError(t, p.RunTests(nil), "%s", b[1])
 	}
 }
+
+// The example of docs/toolsets.md parses, its tests pass, and its
+// toolsets are those the page describes (the dispatcher's
+// TestToolsetsPerModel runs it whole).
+func TestDocsToolsetsExample(t *testing.T) {
+	src, err := os.ReadFile("../../docs/toolsets.md")
+	require.NoError(t, err)
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllSubmatch(src, -1)
+	require.Len(t, blocks, 1)
+	p, err := policy.Parse(blocks[0][1])
+	require.NoError(t, err)
+	require.NoError(t, p.RunTests(nil))
+	require.Equal(t, []string{"claude", "gpt"}, p.Toolsets())
+	require.Equal(t, "gpt", p.ModelFamily("o3"))
+	ok, _ := p.Toolset("gpt").Offered("edit")
+	require.False(t, ok)
+}

@@ -33,6 +33,9 @@ type document struct {
 	budgets []docLatencyBudget // latencybudgets.go
 
 	sessions *docSessions // sessions.go; nil = no section
+
+	families []docFamily  // toolsets.go; file order
+	toolsets []docToolset // toolsets.go; file order
 }
 
 type docAgent struct {
@@ -141,6 +144,8 @@ func decodeDocument(data []byte) (*document, problems) {
 
 		"latency_budgets": func(_, v *yaml.Node) { doc.budgets = d.latencyBudgets(v) }, // latencybudgets.go
 		"sessions":        func(_, v *yaml.Node) { doc.sessions = d.sessions(v) },      // sessions.go
+		"model_families":  func(_, v *yaml.Node) { doc.families = d.modelFamilies(v) }, // toolsets.go
+		"toolsets":        func(_, v *yaml.Node) { doc.toolsets = d.toolsets(v) },      // toolsets.go
 	}, nil)
 	return doc, ps
 }
@@ -479,6 +484,10 @@ func (d decoder) caller(n *yaml.Node, field string) *toolwirev1.Caller {
 		"run":     s(&c.Run, "run"),
 		"turn":    s(&c.Turn, "turn"),
 		"mode":    s(&c.Mode, "mode"),
+		// The model the test's call is made for (toolsets.go); its
+		// family, when not given, is the document's ModelFamily of it.
+		"model":        s(&c.Model, "model"),
+		"model_family": s(&c.ModelFamily, "model_family"),
 		// The delegation chain a test's call carries (caller.parent,
 		// caller.parent_call_id, caller.root_call_id, caller.depth).
 		"parent":         s(&c.ParentTool, "parent"),

@@ -48,7 +48,7 @@ func TestParseRefusesBadDocuments(t *testing.T) {
 		line  int
 		parts []string
 	}{
-		{"unknown top field", "tenant: {}\nhook: {}\n", 2, []string{"hook", "unknown field", "known: agents, hooks, latency_budgets, limits, loop_guard, modes, sessions, tenant, tests"}},
+		{"unknown top field", "tenant: {}\nhook: {}\n", 2, []string{"hook", "unknown field", "known: agents, hooks, latency_budgets, limits, loop_guard, model_families, modes, sessions, tenant, tests, toolsets"}},
 		{"unknown rule field", "tenant:\n  rules:\n    - id: a\n      effect: deny\n      tools: [x]\n      tool: y\n", 6, []string{"tenant.rules[0].tool", "unknown field"}},
 		{"duplicate id in one layer", "tenant:\n  rules:\n    - {id: a, effect: deny, tools: [x]}\n    - {id: a, effect: allow, tools: [y]}\n", 4, []string{"tenant.rules[1].id", `"a" is already used at line 3`}},
 		{"duplicate id across layers", "tenant:\n  rules:\n    - {id: a, effect: deny, tools: [x]}\nagents:\n  bot:\n    rules:\n      - {id: a, effect: allow, tools: [y]}\n", 7, []string{"agents.bot.rules[0].id", "already used"}},

@@ -40,6 +40,9 @@ type Policy struct {
 	sessions SessionRules
 	// anyPins: some layer says sessions.pin_versions (sessions.go).
 	anyPins bool
+	// toolsets.go: model_families in the document's order, toolsets by family
+	families []modelFamily
+	toolsets map[string]*Toolset
 }
 
 // RuleInfo describes one rule of a policy. Explain and the audit name a
@@ -282,6 +285,8 @@ func Parse(data []byte) (*Policy, error) {
 	p.hooks = compileHooks(doc.hooks, ids, &ps)
 	p.budgets = compileLatencyBudgets(doc.budgets, &ps)
 	p.sessions = compileSessions(doc.sessions, p.modes, &ps)
+	p.families = compileModelFamilies(doc.families, &ps)
+	p.toolsets = compileToolsets(doc.toolsets, &ps)
 	for _, t := range doc.tests {
 		if t.tool == "" {
 			ps.add(t.line, t.field+".tool", "must not be empty")
@@ -447,6 +452,9 @@ func canonicalDocument(doc *document) ([]byte, error) {
 		Mode    string   `json:"mode,omitempty"`
 		Turn    string   `json:"turn,omitempty"`
 		Scopes  []string `json:"scopes,omitempty"`
+		// toolsets.go
+		Model       string `json:"model,omitempty"`
+		ModelFamily string `json:"model_family,omitempty"`
 	}
 	type cAnnotations struct {
 		ReadOnly    *bool `json:"read_only,omitempty"`
@@ -475,6 +483,9 @@ func canonicalDocument(doc *document) ([]byte, error) {
 		Budgets []map[string]any `json:"latency_budgets,omitempty"`
 		// sessions.go
 		Sessions map[string]any `json:"sessions,omitempty"`
+		// toolsets.go
+		Families []map[string]any `json:"model_families,omitempty"`
+		Toolsets map[string]any   `json:"toolsets,omitempty"`
 	}
 	layerOf := func(dl *docLayer) *cLayer {
 		cl := &cLayer{}
@@ -507,6 +518,8 @@ func canonicalDocument(doc *document) ([]byte, error) {
 	cd.Hooks = canonicalHooks(doc.hooks)
 	cd.Budgets = canonicalLatencyBudgets(doc.budgets)
 	cd.Sessions = canonicalSessions(doc.sessions)
+	cd.Families = canonicalModelFamilies(doc.families)
+	cd.Toolsets = canonicalToolsets(doc.toolsets)
 	for _, a := range doc.agents {
 		if cd.Agents == nil {
 			cd.Agents = map[string]*cLayer{}
@@ -539,7 +552,8 @@ func canonicalDocument(doc *document) ([]byte, error) {
 			}
 		}
 		if c := t.caller; c != nil {
-			cc := cCaller{Tenant: c.Tenant, Agent: c.Agent, Session: c.Session, User: c.User, Run: c.Run, Mode: c.Mode, Turn: c.Turn, Scopes: c.Scopes}
+			cc := cCaller{Tenant: c.Tenant, Agent: c.Agent, Session: c.Session, User: c.User, Run: c.Run, Mode: c.Mode, Turn: c.Turn, Scopes: c.Scopes,
+				Model: c.Model, ModelFamily: c.ModelFamily}
 			if !reflect.ValueOf(cc).IsZero() {
 				ct.Caller = &cc
 			}

@@ -88,6 +88,11 @@ func (p *Policy) RunTests(lookup ToolLookup) error {
 			in.Caller = proto.CloneOf(cmp.Or(t.caller, &toolwirev1.Caller{}))
 			in.Caller.Mode = m
 		}
+		if mo := in.Caller.GetModel(); mo != "" && in.Caller.GetModelFamily() == "" {
+			// As admission derives it (toolsets.go).
+			in.Caller = proto.CloneOf(in.Caller)
+			in.Caller.ModelFamily = p.ModelFamily(mo)
+		}
 		if t.args != nil {
 			args, err := ParseArgs(t.args)
 			if err != nil { // Parse checked them

@@ -35,6 +35,10 @@ type ExplainRequest struct {
 	// (caller.mode); "" = none. It is not read from Session: a session's
 	// mode changes, the question is the administrator's.
 	Mode string
+	// Model decides as if the call were made for this model (caller.model,
+	// and caller.model_family derived with the policy decided with);
+	// "" = none.
+	Model string
 }
 
 // Explanation is a decision and why.
@@ -84,10 +88,14 @@ func (o *Ops) Explain(ctx context.Context, id identity.Identity, r ExplainReques
 	if err != nil {
 		return nil, err
 	}
+	if m := r.Model; m != "" && (len(m) > policy.MaxModelBytes || !policy.ModelNameRE.MatchString(m)) {
+		return nil, ofKind(ErrBadRequest, fmt.Errorf("model %q is not a model name (letters, digits and . _ : / @ + -, at most %d bytes)", m, policy.MaxModelBytes))
+	}
 	if r.Mode != "" && p != nil && !p.HasMode(r.Mode) {
 		return nil, ofKind(ErrBadRequest, fmt.Errorf("mode %q: the policy declares no such mode (admission refuses every call in it)", r.Mode))
 	}
 	in := policy.Input{Tool: ent.Spec, Args: args, Caller: explainedCaller(id, &r), Grants: o.cfg.Grants, Now: time.Now()}
+	in.Caller.Model, in.Caller.ModelFamily = r.Model, p.ModelFamily(r.Model) // as admission derives it
 	rules := p.Sessions()
 	defaulted := in.Caller.Mode == "" && rules.DefaultMode != ""
 	in.Caller.Mode = rules.ModeOf(in.Caller.Mode) // as admission decides a call without a mode

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/jsonvalue"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -138,4 +139,12 @@ func FieldName(ptr string) string {
 		return "(root)"
 	}
 	return strings.TrimPrefix(ptr, "/")
+}
+
+// CheckParsedAgainst checks arguments parsed already (doc) against
+// another schema than the tool's: a schema variant a model family was
+// offered (policy toolsets). nil, or the VALIDATION refusal naming the
+// fields as CheckArgs does.
+func CheckParsedAgainst(sch *jsonschema.Schema, doc *jsonvalue.Doc) *toolwirev1.ToolError {
+	return invalidArgs(validateDoc(sch, doc))
 }

@@ -18,7 +18,7 @@ import (
 // callFlags are the per-call options of call and submit.
 type callFlags struct {
 	idempotencyKey, session, user, run, turn, specVersion, approvalToken string
-	parent                                                               string
+	parent, model                                                        string
 	scheduleToStart, scheduleToClose                                     time.Duration
 	pinVersions                                                          bool
 }
@@ -31,6 +31,7 @@ func (f *callFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.run, "run", "", "agent run the call belongs to")
 	fs.StringVar(&f.turn, "turn", "", "conversation turn the call belongs to")
 	fs.StringVar(&f.parent, "parent", "", "the call on whose behalf this one is made (a running call of your tenant; cancelling it cancels this one)")
+	fs.StringVar(&f.model, "model", "", "the model the call is made for (its family's toolset applies: docs/toolsets.md)")
 	fs.StringVar(&f.specVersion, "spec-version", "", "pin the tool's spec version (default: current)")
 	fs.BoolVar(&f.pinVersions, "pin-versions", false, "lock the session's spec versions: its first call of a tool pins the version later calls run (needs --session)")
 	fs.StringVar(&f.approvalToken, "approval-token", "", "approval token for tools that require approval")
@@ -44,7 +45,7 @@ func (f *callFlags) options() []client.CallOption {
 		client.WithRun(f.run), client.WithTurn(f.turn), client.WithSpecVersion(f.specVersion),
 		client.WithApprovalToken(f.approvalToken), client.WithPinSessionVersions(f.pinVersions),
 		client.WithScheduleToStart(f.scheduleToStart), client.WithScheduleToClose(f.scheduleToClose),
-		client.WithParentCall(f.parent),
+		client.WithParentCall(f.parent), client.WithModel(f.model),
 	}
 }
 

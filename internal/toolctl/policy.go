@@ -333,6 +333,7 @@ and argument values: it is for administrators.`,
 	f.StringVar(&req.SpecVersion, "spec-version", "", "the tool's spec version (default: current)")
 	f.StringVar(&req.PolicyVersion, "policy-version", "", "decide with this policy version instead of the one in force")
 	f.StringVar(&req.Mode, "mode", "", "decide as if the session were in this mode (one the policy declares)")
+	f.StringVar(&req.Model, "model", "", "decide as if the call were made for this model (caller.model and caller.model_family)")
 	return cmd
 }
 

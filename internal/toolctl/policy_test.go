@@ -303,3 +303,25 @@ func TestSessionRulesThroughToolctl(t *testing.T) {
 	require.Contains(t, o.stdout, "mode voice (no default)")
 	require.Contains(t, o.stdout, "sessions: required, opened_only, default_mode voice; this call names no session")
 }
+
+// policy explain --model decides as if the call were made for that
+// model: a rule on caller.model_family (derived from model_families)
+// decides; a model that is not one is refused.
+func TestPolicyExplainForModel(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatchtest.Options{Auth: policyAcmeKeys})
+	doc := writePolicy(t, "tenant:\n  default: allow\n  rules:\n    - {id: no-gpt-echo, effect: deny, tools: [echo], when: 'caller.model_family == \"gpt\"', reason: not for gpt}\nmodel_families:\n  - {family: gpt, models: [\"o[0-9]*\"]}\n")
+	o := b.policyAs(t, "admin", "policy", "apply", doc)
+	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
+
+	o = b.policyAs(t, "admin", "policy", "explain", "echo", `{"text":"hi"}`, "--model", "o3")
+	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
+	require.Contains(t, o.stdout, "outcome:  deny\n")
+	require.Contains(t, o.stdout, "decided:  rule no-gpt-echo: not for gpt\n")
+	o = b.policyAs(t, "admin", "policy", "explain", "echo", `{"text":"hi"}`, "--model", "claude-sonnet-4-5")
+	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
+	require.Contains(t, o.stdout, "outcome:  allow\n")
+	o = b.policyAs(t, "admin", "policy", "explain", "echo", "--model", "not a model")
+	require.Equal(t, toolctl.ExitToolError, o.code)
+	require.Contains(t, o.stderr, "not a model name")
+}

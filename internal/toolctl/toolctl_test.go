@@ -404,3 +404,20 @@ func TestToolsListInSession(t *testing.T) {
 		require.Contains(t, out.stdout, "sleep", args)
 	}
 }
+
+// tools list --model and call --model apply the toolset of the model's
+// family (docs/toolsets.md).
+func TestToolsPerModelFlags(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatchtest.Options{})
+	b.stack.ApplyPolicy(t, "tenant: {default: allow}\ntoolsets:\n  gpt: {hide: [sleep]}\n")
+	out := b.run(t, "tools", "list", "--model", "gpt-5.1")
+	require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+	require.NotContains(t, out.stdout, "sleep")
+	require.Contains(t, out.stdout, "echo")
+	out = b.run(t, "tools", "list", "--model", "claude-sonnet-4-5")
+	require.Contains(t, out.stdout, "sleep")
+	out = b.run(t, "call", "sleep", `{"duration":"1ms"}`, "--model", "gpt-5.1")
+	require.NotEqual(t, toolctl.ExitOK, out.code)
+	require.Contains(t, out.stdout+out.stderr, "hidden by toolset gpt")
+}

@@ -54,14 +54,15 @@ func (a *app) toolsCommand() *cobra.Command {
 const formatHelp = "native, or a provider's format: openai, anthropic, gemini, mcp (printed as that provider's JSON)"
 
 func (a *app) toolsListCommand() *cobra.Command {
-	var format, glob, executor, session, category string
+	var format, glob, executor, session, category, model string
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the tools your credentials may use",
 		Long: `List the tools your credentials may use: a table with -o text, the specs
 as JSON with -o json, or with --format a provider's tool definitions (JSON,
 whatever -o says), ready to paste into that provider's API. With --session,
-the tools of that session: those its mode forbids outright are left out.`,
+the tools of that session: those its mode forbids outright are left out.
+With --model, what that model is offered (its family's toolset).`,
 		Example: `  toolctl tools list
   toolctl tools list --format openai --name 'mcp__github__*'
   toolctl tools list --category retrieval
@@ -78,6 +79,9 @@ the tools of that session: those its mode forbids outright are left out.`,
 			}
 			if session != "" {
 				opts = append(opts, client.InSession(session))
+			}
+			if model != "" {
+				opts = append(opts, client.ForModel(model))
 			}
 			if executor != "" {
 				t, ok := toolwirev1.ExecutorType_value["EXECUTOR_TYPE_"+strings.ToUpper(executor)]
@@ -115,6 +119,7 @@ the tools of that session: those its mode forbids outright are left out.`,
 	cmd.Flags().StringVar(&executor, "executor", "", "only tools of this executor type: native, mcp, sandbox or http")
 	cmd.Flags().StringVar(&category, "category", "", "only tools of this category: retrieval, action or utility")
 	cmd.Flags().StringVar(&session, "session", "", "the tools of this session (less those its mode forbids)")
+	cmd.Flags().StringVar(&model, "model", "", "the tools this model is offered (its family's toolset: docs/toolsets.md)")
 	return cmd
 }
 

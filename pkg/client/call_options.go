@@ -61,6 +61,15 @@ func WithParentCall(callID string) CallOption {
 	return func(s *callSettings) { s.opts.ParentCallId = callID }
 }
 
+// WithModel names the model the call is made for: the policy's toolset
+// for its family refuses a tool it does not offer that family
+// (PERMISSION_DENIED naming the toolset) and holds the arguments to the
+// schema variant it offers, and the policy's rules see caller.model and
+// caller.model_family. A claim, never a grant (docs/toolsets.md).
+func WithModel(model string) CallOption {
+	return func(s *callSettings) { s.opts.Model = model }
+}
+
 // WithPinSessionVersions locks the session's spec versions (needs
 // WithSession): the session's first call of a tool pins the version it
 // runs, and its later calls of that tool run that version, until the

@@ -37,6 +37,14 @@ func InSession(session string) ListOption {
 	return func(r *toolwirev1.ListToolsRequest) { r.Session = session }
 }
 
+// ForModel lists the tools a model is offered: the policy's toolset for
+// the model's family leaves out the tools it hides or substitutes and
+// lists the schema variants it offers (docs/toolsets.md). Pass the same
+// model to the calls (WithModel).
+func ForModel(model string) ListOption {
+	return func(r *toolwirev1.ListToolsRequest) { r.Model = model }
+}
+
 // ListTools returns the specs of the tools the caller's scopes allow, at
 // their current versions. Errors are transport errors wrapping the
 // *connect.Error.

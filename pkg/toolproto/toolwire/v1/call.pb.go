@@ -47,10 +47,19 @@ type Caller struct {
 	// no parent); parent_tool the parent call's tool. The policy reads them
 	// as caller.parent_call_id, caller.root_call_id, caller.depth and
 	// caller.parent.
-	ParentCallId  string `protobuf:"bytes,9,opt,name=parent_call_id,json=parentCallId,proto3" json:"parent_call_id,omitempty"`
-	RootCallId    string `protobuf:"bytes,10,opt,name=root_call_id,json=rootCallId,proto3" json:"root_call_id,omitempty"`
-	Depth         int32  `protobuf:"varint,11,opt,name=depth,proto3" json:"depth,omitempty"`
-	ParentTool    string `protobuf:"bytes,12,opt,name=parent_tool,json=parentTool,proto3" json:"parent_tool,omitempty"`
+	ParentCallId string `protobuf:"bytes,9,opt,name=parent_call_id,json=parentCallId,proto3" json:"parent_call_id,omitempty"`
+	RootCallId   string `protobuf:"bytes,10,opt,name=root_call_id,json=rootCallId,proto3" json:"root_call_id,omitempty"`
+	Depth        int32  `protobuf:"varint,11,opt,name=depth,proto3" json:"depth,omitempty"`
+	ParentTool   string `protobuf:"bytes,12,opt,name=parent_tool,json=parentTool,proto3" json:"parent_tool,omitempty"`
+	// The model the agent service says chooses this call's tools
+	// (docs/toolsets.md), from the request's model; and its family, derived
+	// by the dispatcher from the model with the policy's model_families (or
+	// the default: the model's leading letters, lowercased). A claim of the
+	// agent service, not an identity: it selects which tools and schemas are
+	// offered and never grants anything. The policy reads them as
+	// caller.model and caller.model_family. Empty = not given.
+	Model         string `protobuf:"bytes,13,opt,name=model,proto3" json:"model,omitempty"`
+	ModelFamily   string `protobuf:"bytes,14,opt,name=model_family,json=modelFamily,proto3" json:"model_family,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -165,6 +174,20 @@ func (x *Caller) GetDepth() int32 {
 func (x *Caller) GetParentTool() string {
 	if x != nil {
 		return x.ParentTool
+	}
+	return ""
+}
+
+func (x *Caller) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *Caller) GetModelFamily() string {
+	if x != nil {
+		return x.ModelFamily
 	}
 	return ""
 }
@@ -676,7 +699,7 @@ var File_toolwire_v1_call_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_call_proto_rawDesc = "" +
 	"\n" +
-	"\x16toolwire/v1/call.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16toolwire/v1/spec.proto\"\xb5\x02\n" +
+	"\x16toolwire/v1/call.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16toolwire/v1/spec.proto\"\xee\x02\n" +
 	"\x06Caller\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x18\n" +
@@ -692,7 +715,9 @@ const file_toolwire_v1_call_proto_rawDesc = "" +
 	"rootCallId\x12\x14\n" +
 	"\x05depth\x18\v \x01(\x05R\x05depth\x12\x1f\n" +
 	"\vparent_tool\x18\f \x01(\tR\n" +
-	"parentTool\"\xd2\b\n" +
+	"parentTool\x12\x14\n" +
+	"\x05model\x18\r \x01(\tR\x05model\x12!\n" +
+	"\fmodel_family\x18\x0e \x01(\tR\vmodelFamily\"\xd2\b\n" +
 	"\bToolCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12!\n" +

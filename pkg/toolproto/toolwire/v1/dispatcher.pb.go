@@ -313,7 +313,12 @@ type CallRequest struct {
 	// dispatcher records the chain in Caller (parent_call_id, root_call_id,
 	// depth, parent_tool), bounds its depth, fan-out and size, and cancelling
 	// the parent cancels this call. Empty = none.
-	ParentCallId  string `protobuf:"bytes,20,opt,name=parent_call_id,json=parentCallId,proto3" json:"parent_call_id,omitempty"`
+	ParentCallId string `protobuf:"bytes,20,opt,name=parent_call_id,json=parentCallId,proto3" json:"parent_call_id,omitempty"`
+	// The model the call is made for (docs/toolsets.md): the policy's
+	// toolset for its family decides which tools it may call and which
+	// schema variant its arguments must also satisfy. A claim, never a
+	// grant. Empty = none. At most 128 bytes.
+	Model         string `protobuf:"bytes,21,opt,name=model,proto3" json:"model,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -488,6 +493,13 @@ func (x *CallRequest) GetParentCallId() string {
 	return ""
 }
 
+func (x *CallRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
 type CallResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	CallId   string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
@@ -611,7 +623,9 @@ type SubmitRequest struct {
 	ClientCapabilitiesJson string            `protobuf:"bytes,18,opt,name=client_capabilities_json,json=clientCapabilitiesJson,proto3" json:"client_capabilities_json,omitempty"`
 	PinSessionVersions     bool              `protobuf:"varint,19,opt,name=pin_session_versions,json=pinSessionVersions,proto3" json:"pin_session_versions,omitempty"`
 	// As CallRequest's: the call on whose behalf this one is made.
-	ParentCallId  string `protobuf:"bytes,20,opt,name=parent_call_id,json=parentCallId,proto3" json:"parent_call_id,omitempty"`
+	ParentCallId string `protobuf:"bytes,20,opt,name=parent_call_id,json=parentCallId,proto3" json:"parent_call_id,omitempty"`
+	// As CallRequest's: the model the call is made for.
+	Model         string `protobuf:"bytes,21,opt,name=model,proto3" json:"model,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -761,6 +775,13 @@ func (x *SubmitRequest) GetPinSessionVersions() bool {
 func (x *SubmitRequest) GetParentCallId() string {
 	if x != nil {
 		return x.ParentCallId
+	}
+	return ""
+}
+
+func (x *SubmitRequest) GetModel() string {
+	if x != nil {
+		return x.Model
 	}
 	return ""
 }
@@ -1161,7 +1182,10 @@ type ListToolsRequest struct {
 	// left out. Empty = no session.
 	Session string `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
 	// Only the tools of this category; unspecified = all.
-	Category      ToolCategory `protobuf:"varint,5,opt,name=category,proto3,enum=toolwire.v1.ToolCategory" json:"category,omitempty"`
+	Category ToolCategory `protobuf:"varint,5,opt,name=category,proto3,enum=toolwire.v1.ToolCategory" json:"category,omitempty"`
+	// The model the list is for (docs/toolsets.md): the policy's toolset
+	// for its family hides, substitutes and narrows tools. Empty = none.
+	Model         string `protobuf:"bytes,6,opt,name=model,proto3" json:"model,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1229,6 +1253,13 @@ func (x *ListToolsRequest) GetCategory() ToolCategory {
 		return x.Category
 	}
 	return ToolCategory_TOOL_CATEGORY_UNSPECIFIED
+}
+
+func (x *ListToolsRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
 }
 
 type ListToolsResponse struct {
@@ -4040,7 +4071,10 @@ type ExplainRequest struct {
 	// Decide with this policy version instead of the one in force.
 	PolicyVersion string `protobuf:"bytes,10,opt,name=policy_version,json=policyVersion,proto3" json:"policy_version,omitempty"`
 	// Decide as if the session were in this mode (caller.mode).
-	Mode          string `protobuf:"bytes,11,opt,name=mode,proto3" json:"mode,omitempty"`
+	Mode string `protobuf:"bytes,11,opt,name=mode,proto3" json:"mode,omitempty"`
+	// Decide as if the call were made for this model (caller.model; its
+	// family derived as admission derives it: docs/toolsets.md).
+	Model         string `protobuf:"bytes,12,opt,name=model,proto3" json:"model,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4148,6 +4182,13 @@ func (x *ExplainRequest) GetPolicyVersion() string {
 func (x *ExplainRequest) GetMode() string {
 	if x != nil {
 		return x.Mode
+	}
+	return ""
+}
+
+func (x *ExplainRequest) GetModel() string {
+	if x != nil {
+		return x.Model
 	}
 	return ""
 }
@@ -4363,7 +4404,7 @@ var File_toolwire_v1_dispatcher_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\n" +
-	"\x1ctoolwire/v1/dispatcher.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17toolwire/v1/event.proto\x1a\x18toolwire/v1/policy.proto\x1a\x1atoolwire/v1/response.proto\x1a\x16toolwire/v1/spec.proto\"\xaf\a\n" +
+	"\x1ctoolwire/v1/dispatcher.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17toolwire/v1/event.proto\x1a\x18toolwire/v1/policy.proto\x1a\x1atoolwire/v1/response.proto\x1a\x16toolwire/v1/spec.proto\"\xc5\a\n" +
 	"\vCallRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
@@ -4385,7 +4426,8 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x14input_responses_json\x18\x11 \x03(\v20.toolwire.v1.CallRequest.InputResponsesJsonEntryR\x12inputResponsesJson\x128\n" +
 	"\x18client_capabilities_json\x18\x12 \x01(\tR\x16clientCapabilitiesJson\x120\n" +
 	"\x14pin_session_versions\x18\x13 \x01(\bR\x12pinSessionVersions\x12$\n" +
-	"\x0eparent_call_id\x18\x14 \x01(\tR\fparentCallId\x1aE\n" +
+	"\x0eparent_call_id\x18\x14 \x01(\tR\fparentCallId\x12\x14\n" +
+	"\x05model\x18\x15 \x01(\tR\x05model\x1aE\n" +
 	"\x17InputResponsesJsonEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc4\x02\n" +
@@ -4397,7 +4439,7 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\vapply_error\x18\x05 \x01(\tR\n" +
 	"applyError\x12 \n" +
 	"\vunconfirmed\x18\x06 \x01(\bR\vunconfirmed\x12C\n" +
-	"\x0frefused_intents\x18\a \x03(\v2\x1a.toolwire.v1.AppliedIntentR\x0erefusedIntents\"\xc5\x06\n" +
+	"\x0frefused_intents\x18\a \x03(\v2\x1a.toolwire.v1.AppliedIntentR\x0erefusedIntents\"\xdb\x06\n" +
 	"\rSubmitRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
@@ -4416,7 +4458,8 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x14input_responses_json\x18\x11 \x03(\v22.toolwire.v1.SubmitRequest.InputResponsesJsonEntryR\x12inputResponsesJson\x128\n" +
 	"\x18client_capabilities_json\x18\x12 \x01(\tR\x16clientCapabilitiesJson\x120\n" +
 	"\x14pin_session_versions\x18\x13 \x01(\bR\x12pinSessionVersions\x12$\n" +
-	"\x0eparent_call_id\x18\x14 \x01(\tR\fparentCallId\x1aE\n" +
+	"\x0eparent_call_id\x18\x14 \x01(\tR\fparentCallId\x12\x14\n" +
+	"\x05model\x18\x15 \x01(\tR\x05model\x1aE\n" +
 	"\x17InputResponsesJsonEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\r\x10\x0eJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"\xce\x01\n" +
@@ -4441,13 +4484,14 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"F\n" +
 	"\x0eCancelResponse\x124\n" +
-	"\aoutcome\x18\x01 \x01(\x0e2\x1a.toolwire.v1.CancelOutcomeR\aoutcome\"\xe8\x01\n" +
+	"\aoutcome\x18\x01 \x01(\x0e2\x1a.toolwire.v1.CancelOutcomeR\aoutcome\"\xfe\x01\n" +
 	"\x10ListToolsRequest\x12/\n" +
 	"\x06format\x18\x01 \x01(\x0e2\x17.toolwire.v1.ToolFormatR\x06format\x12\x1b\n" +
 	"\tname_glob\x18\x02 \x01(\tR\bnameGlob\x125\n" +
 	"\bexecutor\x18\x03 \x01(\x0e2\x19.toolwire.v1.ExecutorTypeR\bexecutor\x12\x18\n" +
 	"\asession\x18\x04 \x01(\tR\asession\x125\n" +
-	"\bcategory\x18\x05 \x01(\x0e2\x19.toolwire.v1.ToolCategoryR\bcategory\"_\n" +
+	"\bcategory\x18\x05 \x01(\x0e2\x19.toolwire.v1.ToolCategoryR\bcategory\x12\x14\n" +
+	"\x05model\x18\x06 \x01(\tR\x05model\"_\n" +
 	"\x11ListToolsResponse\x12+\n" +
 	"\x05tools\x18\x01 \x03(\v2\x15.toolwire.v1.ToolSpecR\x05tools\x12\x1d\n" +
 	"\n" +
@@ -4652,7 +4696,7 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x19ListPolicyVersionsRequest\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\x05R\x05limit\"T\n" +
 	"\x1aListPolicyVersionsResponse\x126\n" +
-	"\bversions\x18\x01 \x03(\v2\x1a.toolwire.v1.PolicyVersionR\bversions\"\xb8\x02\n" +
+	"\bversions\x18\x01 \x03(\v2\x1a.toolwire.v1.PolicyVersionR\bversions\"\xce\x02\n" +
 	"\x0eExplainRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12%\n" +
 	"\x0earguments_json\x18\x02 \x01(\tR\rargumentsJson\x12!\n" +
@@ -4666,7 +4710,8 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"approvalId\x12%\n" +
 	"\x0epolicy_version\x18\n" +
 	" \x01(\tR\rpolicyVersion\x12\x12\n" +
-	"\x04mode\x18\v \x01(\tR\x04mode\"\xa7\x01\n" +
+	"\x04mode\x18\v \x01(\tR\x04mode\x12\x14\n" +
+	"\x05model\x18\f \x01(\tR\x05model\"\xa7\x01\n" +
 	"\rExplainedRule\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05layer\x18\x02 \x01(\tR\x05layer\x12\x16\n" +

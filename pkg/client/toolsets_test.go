@@ -1,0 +1,54 @@
+package client_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/pkg/client"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+type patchArgs struct {
+	Patch string `json:"patch"`
+}
+
+// ForModel lists, and WithModel calls and submits, as the model's
+// family's toolset says (docs/toolsets.md).
+func TestToolsPerModel(t *testing.T) {
+	t.Parallel()
+	named := func(name string) *tool.Tool {
+		return tool.Must(tool.New(name, func(ctx context.Context, _ patchArgs) (string, error) {
+			info, _ := tool.CallInfoFrom(ctx)
+			return info.Caller.GetModelFamily(), nil
+		}))
+	}
+	b := setup(t, dispatchtest.Options{Tools: []*tool.Tool{named("edit"), named("apply_patch")}})
+	b.stack.ApplyPolicy(t, "tenant: {default: allow}\ntoolsets:\n  gpt: {substitute: {edit: apply_patch}}\n")
+	ctx := t.Context()
+
+	specs, err := b.client.ListTools(ctx, client.ForModel("gpt-5.1"))
+	require.NoError(t, err)
+	require.Len(t, specs, 1)
+	require.Equal(t, "apply_patch", specs[0].GetName())
+	out, err := b.client.ExportTools(ctx, toolwirev1.ToolFormat_TOOL_FORMAT_OPENAI, client.ForModel("gpt-5.1"))
+	require.NoError(t, err)
+	require.NotContains(t, string(out), `"edit"`)
+
+	r, err := b.client.Call(ctx, "apply_patch", patchArgs{Patch: "x"}, client.WithModel("gpt-5.1"))
+	require.NoError(t, err)
+	require.Equal(t, "gpt", r.Response.GetContent()[0].GetText().GetText())
+	r, err = b.client.Call(ctx, "edit", patchArgs{Patch: "x"}, client.WithModel("gpt-5.1"))
+	require.NoError(t, err)
+	require.ErrorContains(t, r.Err(), "toolset gpt offers apply_patch instead")
+	sub, err := b.client.Submit(ctx, "edit", patchArgs{Patch: "x"}, client.WithModel("gpt-5.1"))
+	require.NoError(t, err)
+	require.NotNil(t, sub.Result, "refused at admission")
+	require.ErrorContains(t, sub.Result.Err(), "toolset gpt offers apply_patch instead", "Submit carries the model too")
+	r, err = b.client.Call(ctx, "edit", patchArgs{Patch: "x"}, client.WithModel("claude-sonnet-4-5"))
+	require.NoError(t, err)
+	require.Equal(t, "claude", r.Response.GetContent()[0].GetText().GetText())
+}
