@@ -76,6 +76,22 @@ export type Caller = Message<"toolwire.v1.Caller"> & {
      * @generated from field: string parent_tool = 12;
      */
     parentTool: string;
+    /**
+     * The model the agent service says chooses this call's tools
+     * (docs/toolsets.md), from the request's model; and its family, derived
+     * by the dispatcher from the model with the policy's model_families (or
+     * the default: the model's leading letters, lowercased). A claim of the
+     * agent service, not an identity: it selects which tools and schemas are
+     * offered and never grants anything. The policy reads them as
+     * caller.model and caller.model_family. Empty = not given.
+     *
+     * @generated from field: string model = 13;
+     */
+    model: string;
+    /**
+     * @generated from field: string model_family = 14;
+     */
+    modelFamily: string;
 };
 /**
  * Describes the message toolwire.v1.Caller.

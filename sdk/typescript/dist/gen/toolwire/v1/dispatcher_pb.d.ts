@@ -146,6 +146,15 @@ export type CallRequest = Message<"toolwire.v1.CallRequest"> & {
      * @generated from field: string parent_call_id = 20;
      */
     parentCallId: string;
+    /**
+     * The model the call is made for (docs/toolsets.md): the policy's
+     * toolset for its family decides which tools it may call and which
+     * schema variant its arguments must also satisfy. A claim, never a
+     * grant. Empty = none. At most 128 bytes.
+     *
+     * @generated from field: string model = 21;
+     */
+    model: string;
 };
 /**
  * Describes the message toolwire.v1.CallRequest.
@@ -284,6 +293,12 @@ export type SubmitRequest = Message<"toolwire.v1.SubmitRequest"> & {
      * @generated from field: string parent_call_id = 20;
      */
     parentCallId: string;
+    /**
+     * As CallRequest's: the model the call is made for.
+     *
+     * @generated from field: string model = 21;
+     */
+    model: string;
 };
 /**
  * Describes the message toolwire.v1.SubmitRequest.
@@ -471,6 +486,13 @@ export type ListToolsRequest = Message<"toolwire.v1.ListToolsRequest"> & {
      * @generated from field: toolwire.v1.ToolCategory category = 5;
      */
     category: ToolCategory;
+    /**
+     * The model the list is for (docs/toolsets.md): the policy's toolset
+     * for its family hides, substitutes and narrows tools. Empty = none.
+     *
+     * @generated from field: string model = 6;
+     */
+    model: string;
 };
 /**
  * Describes the message toolwire.v1.ListToolsRequest.
@@ -1715,6 +1737,13 @@ export type ExplainRequest = Message<"toolwire.v1.ExplainRequest"> & {
      * @generated from field: string mode = 11;
      */
     mode: string;
+    /**
+     * Decide as if the call were made for this model (caller.model; its
+     * family derived as admission derives it: docs/toolsets.md).
+     *
+     * @generated from field: string model = 12;
+     */
+    model: string;
 };
 /**
  * Describes the message toolwire.v1.ExplainRequest.
