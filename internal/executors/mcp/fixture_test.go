@@ -365,20 +365,38 @@ func specsByTool(e *mcp.Executor) map[string]*toolwirev1.ToolSpec {
 }
 
 // testLogger logs to the test's log, at Debug when -v.
+// testLogger logs into the test's output with -v; without it, a failed
+// test's output gets the first warnings and errors the executor logged
+// (the cause of a TRANSIENT answer is only in the log: a CI failure of
+// TestSessionsWaitForRoom could not be diagnosed without it).
 func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(&testWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	w := &testWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if t.Failed() && len(w.warned) > 0 {
+			t.Logf("the executor's warnings and errors:\n%s", strings.Join(w.warned, "\n"))
+		}
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 type testWriter struct {
-	mu sync.Mutex
-	t  testing.TB
+	mu     sync.Mutex
+	t      testing.TB
+	warned []string // the first maxWarned WARN and ERROR lines, without -v
 }
+
+const maxWarned = 20
 
 func (w *testWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	line := strings.TrimRight(string(p), "\n")
 	if testing.Verbose() {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
+		w.t.Log(line)
+	} else if len(w.warned) < maxWarned && (strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR")) {
+		w.warned = append(w.warned, line)
 	}
 	return len(p), nil
 }
