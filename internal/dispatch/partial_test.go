@@ -74,18 +74,24 @@ func TestReplayedPartialOutputIsStreamedOnce(t *testing.T) {
 	s, callID := startPausedStream(t, replayed)
 	ctx, id := t.Context(), identity.Default
 	subject := s.env.Bus.Subjects.Event(id.Tenant, s.d.Config().Name, callID)
+	// The chunk is looked for among all the call's events, not as the
+	// last one: the dispatcher's ACCEPTED record is a core publish to
+	// another stream than the call's, and on a loaded host it can be
+	// stored after the worker's first events.
 	var first *jetstream.RawStreamMsg
 	require.Eventually(t, func() bool {
-		m, err := s.env.Bus.Events.GetLastMsgForSubject(ctx, subject)
+		msgs, err := bus.MsgsBetweenFromLeader(ctx, s.env.Bus.JS, s.env.Bus.Events, subject, 1, 0)
 		if err != nil {
 			return false
 		}
-		ev := &toolwirev1.CallEvent{}
-		if proto.Unmarshal(m.Data, ev) != nil || ev.GetPartialSeq() != 1 {
-			return false
+		for _, m := range msgs {
+			ev := &toolwirev1.CallEvent{}
+			if proto.Unmarshal(m.Data, ev) == nil && ev.GetPartialSeq() == 1 {
+				first = m
+				return true
+			}
 		}
-		first = m
-		return true
+		return false
 	}, time.Minute, 10*time.Millisecond, "the first chunk is stored")
 
 	fjs, err := jetstream.New(s.conn(t, bus.RoleWorker))
