@@ -133,7 +133,14 @@ func TestSoakRetentionWithArchive(t *testing.T) {
 	obs := observer(t, c.URL)
 	smp := startSampler(t, obs, c.Bus.Config)
 	load := &soakLoad{c: c, s: s, accepted: map[string]string{}, errored: map[string]string{}, tools: map[string]string{},
-		refused: map[string]int{}, errs: map[string]int{}}
+		refused: map[string]int{}, errs: map[string]int{}, unconfirmed: map[string]bool{}}
+	t.Cleanup(func() {
+		if t.Failed() { // what the dispatchers logged and the callers got, for the failure's cause
+			load.mu.Lock()
+			defer load.mu.Unlock()
+			t.Logf("soak failed: dispatcher_logs=%v errors=%v refused=%v", logs.summary(), load.errs, load.refused)
+		}
+	})
 
 	start := time.Now()
 	stop := make(chan struct{})
@@ -206,6 +213,10 @@ type soakLoad struct {
 	// refused counts refusals by error type and cause; errs errors by
 	// class.
 	refused, errs map[string]int
+	// unconfirmed holds the ids of calls answered accepted and
+	// unconfirmed (a failure names them: such a call's record depends on
+	// the dispatcher that admitted it living until it is stored).
+	unconfirmed map[string]bool
 	// storedAfterError counts audited calls whose caller got an error.
 	storedAfterError int
 	shed, repeats    int
@@ -282,6 +293,7 @@ func (l *soakLoad) call(ctx context.Context, n int) {
 		l.accepted[text] = sub.CallID
 		if sub.Unconfirmed {
 			l.errs["accepted unconfirmed (not an error)"]++
+			l.unconfirmed[sub.CallID] = true
 		}
 		if req.IdempotencyKey != "" {
 			l.keyed = append(l.keyed, keyedCall{req: req, id: sub.CallID, at: time.Now()})
@@ -510,7 +522,7 @@ func checkSoakLedger(t *testing.T, c *faulttest.Cluster, load *soakLoad, recs ma
 	execs := faulttest.Executions(faulttest.ReadLedger(t, c.Ledger))
 	for text, id := range load.accepted {
 		rs := recs[text]
-		require.Len(t, rs, 1, "accepted call %s (%s) audited %d times", id, text, len(rs))
+		require.Len(t, rs, 1, "accepted call %s (%s, unconfirmed %v) audited %d times", id, text, load.unconfirmed[id], len(rs))
 		require.Equal(t, id, rs[0].CallID, text)
 		require.NotContains(t, []string{audit.OutcomePending, audit.OutcomeMissing}, rs[0].Outcome, "%s: %s", id, rs[0].Outcome)
 		if load.tools[text] == "ledger" {
