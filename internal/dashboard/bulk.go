@@ -137,6 +137,16 @@ func (s *Server) checkConfirmation(v *viewer, k bulkKind, form map[string][]stri
 	return items, nil
 }
 
+// itemsLogged are the log attributes naming the items a confirmed bulk
+// action acted on: their count, the first and last, and the SHA-256 of
+// the list (one item a line), which the dry run's list reproduces. Not
+// the filter posted with the confirmation: the token binds the items,
+// not the filter, so a re-posted filter need not be what chose them.
+func itemsLogged(items []string) []any {
+	sum := sha256.Sum256([]byte(strings.Join(items, "\n")))
+	return []any{"items", len(items), "first_item", items[0], "last_item", items[len(items)-1], "items_sha256", hex.EncodeToString(sum[:])}
+}
+
 // first is vs's first value ("" for none).
 func first(vs []string) string {
 	if len(vs) == 0 {

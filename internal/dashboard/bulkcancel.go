@@ -153,7 +153,7 @@ func (s *Server) cancelCalls(w http.ResponseWriter, r *http.Request, v *viewer) 
 		done.Outcome = strings.ToLower(strings.TrimPrefix(out.String(), "CANCEL_OUTCOME_"))
 		d.Done = append(d.Done, done)
 	}
-	s.log.Info("dashboard bulk cancel", "who", v.who(), "asked", len(ids), "answered", len(d.Done), "failed", len(d.Failures),
-		"filter", filters.Encode())
+	s.log.Info("dashboard bulk cancel", append([]any{"who", v.who(), "answered", len(d.Done), "failed", len(d.Failures)},
+		itemsLogged(ids)...)...)
 	s.render(w, r, http.StatusOK, "calls_cancel_result", v, "Bulk cancel", "calls", d)
 }

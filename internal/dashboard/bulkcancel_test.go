@@ -1,6 +1,8 @@
 package dashboard
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,6 +23,7 @@ import (
 	"github.com/toolwire/toolwire/internal/callindex"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/logtest"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -88,7 +91,8 @@ func cancelled(t *testing.T, u *uiStack, tenant, id string) bool {
 // the dispatcher's cancel, whose record names who asked.
 func TestBulkCancelConfirmsExactlyTheListedCalls(t *testing.T) {
 	t.Parallel()
-	u := startUI(t, testTools(nil), dispatch.Config{})
+	logs := &logtest.Buffer{}
+	u := startUIWith(t, testTools(nil), dispatch.Config{}, func(c *Config) { c.Logger = logs.JSONLogger() }, nil)
 	var mine []string
 	for range 3 {
 		mine = append(mine, hold(t, u, acmeBot))
@@ -143,6 +147,11 @@ func TestBulkCancelConfirmsExactlyTheListedCalls(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, r.Response.GetError().GetType())
 	}
+	// The log line names the items the confirmation bound (their list's
+	// SHA-256), not the filter posted with it ("tool": "hold" above).
+	sum := sha256.Sum256([]byte(strings.Join(dry.items, "\n"))) // in the order posted
+	require.Contains(t, logs.String(), `"items_sha256":"`+hex.EncodeToString(sum[:])+`"`, logs.String())
+	require.NotContains(t, logs.String(), `"filter"`)
 	require.False(t, cancelled(t, u, "acme", late), "a call not listed is never cancelled")
 	require.False(t, cancelled(t, u, "globex", theirs), "another tenant's call is never cancelled")
 	waitFor(t, "the call's record names who cancelled it", func() bool {

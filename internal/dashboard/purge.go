@@ -112,8 +112,8 @@ func (s *Server) purgeLetters(w http.ResponseWriter, r *http.Request, v *viewer)
 		}
 		d.Purged = append(d.Purged, row)
 	}
-	s.log.Info("dashboard dead-letter purge", "who", v.who(), "asked", len(items), "purged", len(d.Purged), "failed", len(d.Failures),
-		"filter", f.Values().Encode())
+	s.log.Info("dashboard dead-letter purge", append([]any{"who", v.who(), "purged", len(d.Purged), "failed", len(d.Failures)},
+		itemsLogged(items)...)...)
 	s.render(w, r, http.StatusOK, "dlq_purge_result", v, "Dead letters purged", "dlq", d)
 }
 
