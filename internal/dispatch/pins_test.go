@@ -206,3 +206,62 @@ func TestVanishedPinIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, v2, s.admitted("s-gone", true))
 }
+
+// A pinned version that is disabled, or whose tool no pool serves any
+// more, is refused NOT_FOUND naming the tool, the pinned version, the
+// session and how to re-pin: never run as another version, never queued.
+func TestUnservedPinIsRefused(t *testing.T) {
+	t.Parallel()
+	s := startPinStack(t)
+	ctx := t.Context()
+
+	// Disabled: the version stays in the registry, marked disabled.
+	r := s.call("s-off", true, "")
+	require.True(t, r.GetOk(), "%v", r.GetError())
+	v1 := r.GetMeta().GetSpecVersion()
+	e, err := s.Registry.Get("greet")
+	require.NoError(t, err)
+	off := proto.CloneOf(e.Spec)
+	off.Disabled, off.DisabledReason = true, "its definition changed upstream"
+	out, err := registry.Publish(ctx, s.Env.Bus.Registry, []*toolwirev1.ToolSpec{off})
+	require.NoError(t, err)
+	require.Equal(t, v1, out[0].Version, "disabling keeps the version")
+	require.Eventually(t, func() bool {
+		r = s.call("s-off", true, "")
+		return !r.GetOk()
+	}, 20*time.Second, 10*time.Millisecond, "the dispatcher's registry sees the version disabled")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, r.GetError().GetType(), "%v", r.GetError())
+	require.Contains(t, r.GetError().GetMessage(), `spec version "`+v1+`" of tool "greet", which session "s-off" pins, is disabled: its definition changed upstream`)
+	require.Contains(t, r.GetError().GetMessage(), "never swapped for another")
+	require.Contains(t, r.GetError().GetSuggestion(), "toolctl session repin s-off greet")
+
+	// No pool: the tool's only pool is gone (its worker stopped, its
+	// consumer deleted). A replica that lists the pools every 50ms refuses
+	// the pinned call once it sees that.
+	late := tool.Must(tool.New("late", func(context.Context, struct{}) (string, error) { return "late", nil }))
+	stopPool := startPool(t, s.Stack, "late-pool", late)
+	s.WaitTool(t, "late")
+	lateIn := func(d *dispatch.Dispatcher) *toolwirev1.CallResponse {
+		r, err := d.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "late", ArgumentsJson: `{}`, Session: "s-pool", PinSessionVersions: true}, 30*time.Second)
+		require.NoError(t, err)
+		return r
+	}
+	first := lateIn(s.Dispatcher)
+	require.True(t, first.Response.GetOk(), "%v", first.Response.GetError())
+	pinned := first.Response.GetMeta().GetSpecVersion()
+	d2 := s.StartDispatcher(t, dispatch.Config{Name: "d2", PoolCheck: 50 * time.Millisecond})
+	stopPool() // a running worker puts its deleted consumer back
+	require.NoError(t, s.Env.Bus.Calls.DeleteConsumer(ctx, s.Env.Bus.Config.PoolConsumer("late-pool")))
+	var refused *toolwirev1.ToolResponse
+	require.Eventually(t, func() bool {
+		sub, err := d2.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "late", ArgumentsJson: `{}`, Session: "s-pool", PinSessionVersions: true})
+		if err != nil {
+			return false
+		}
+		refused = sub.Rejected
+		return refused != nil
+	}, 20*time.Second, 20*time.Millisecond, "the replica sees the pool gone")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, refused.GetError().GetType(), "%v", refused.GetError())
+	require.Contains(t, refused.GetError().GetMessage(), `spec version "`+pinned+`" of tool "late", which session "s-pool" pins, has no worker pool`)
+	require.Contains(t, refused.GetError().GetSuggestion(), "toolctl session repin s-pool late")
+}
