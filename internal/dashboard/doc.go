@@ -196,9 +196,10 @@
 // the viewer (its log cut to the calls the viewer may see) and the
 // session's newest calls from the calls index (refused ones among them),
 // filtered as the calls page is (tenant; the viewer's agent under
-// VisibilityOwn). A call's page shows
-// its session's state and mode and links to it. The per-session version
-// pins are to show on the session's page next to its mode.
+// VisibilityOwn), and its pinned spec versions next to its mode. A
+// call's page (a refused call's too: callSession) shows its session's
+// state and mode, and the version the session pins for the call's tool,
+// and links to it.
 //
 // # The calls index
 //
