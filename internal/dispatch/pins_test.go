@@ -265,3 +265,23 @@ func TestUnservedPinIsRefused(t *testing.T) {
 	require.Contains(t, refused.GetError().GetMessage(), `spec version "`+pinned+`" of tool "late", which session "s-pool" pins, has no worker pool`)
 	require.Contains(t, refused.GetError().GetSuggestion(), "toolctl session repin s-pool late")
 }
+
+// A session that pins a version its pool's workers do not run (here the
+// current version, which no worker serves; after a rolling upgrade, the
+// old one) has its call refused, never run as another version: the
+// workers hand it back until its last delivery, and that answer names
+// the version, the one the workers serve, and how to clear the session's
+// pin. (Admission's pool check is per tool, not per version.)
+func TestPinOfAVersionNoWorkerRunsIsNeverSwapped(t *testing.T) {
+	t.Parallel()
+	s := startPinStack(t)
+	served, current := s.upgrade()
+	r := s.call("s-ahead", true, "")
+	require.False(t, r.GetOk(), "the session's version ran as another")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, r.GetError().GetType(), "%v", r.GetError())
+	require.Contains(t, r.GetError().GetMessage(), `unknown spec version "`+current+`" of tool "greet" (this worker serves "`+served+`")`)
+	require.Contains(t, r.GetError().GetSuggestion(), "toolctl session repin s-ahead greet")
+	sess, err := s.Dispatcher.GetSession(t.Context(), identity.Default, "s-ahead")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"greet": current}, sess.GetPinnedVersions(), "the pin stands until the orchestrator clears it")
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/approvals"
@@ -165,8 +166,10 @@ func (d *delivery) precheck() outcome {
 			fmt.Sprintf("no worker of pool %s serves tool %q", d.pool.Name, call.Tool)))
 	}
 	if call.SpecVersion != "" && call.SpecVersion != ent.Spec.Version {
-		return d.notServed(envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION,
-			fmt.Sprintf("unknown spec version %q of tool %q (this worker serves %q)", call.SpecVersion, call.Tool, ent.Spec.Version)))
+		te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION,
+			fmt.Sprintf("unknown spec version %q of tool %q (this worker serves %q)", call.SpecVersion, call.Tool, ent.Spec.Version))
+		te.Suggestion = unservedVersionHint(call)
+		return d.notServed(te)
 	}
 	if te := registry.CheckArgs(ent, call.Arguments, registry.ArgLimits{MaxBytes: d.w.cfg.MaxArgsBytes, MaxDepth: d.w.cfg.MaxArgsDepth}); te != nil {
 		return refusal(te)
@@ -223,6 +226,25 @@ func (d *delivery) notServed(te *toolwirev1.ToolError) outcome {
 	}
 	return refusal(te)
 }
+
+// unservedVersionHint is the suggestion of a call refused for a spec
+// version no replica of its pool served by its last delivery: the
+// version the call named, or the one its session pins (admission runs a
+// pinned version, never another: docs/policy.md, "Versions locked per
+// session"), so the way out may be the session's pin. A session name
+// longer than admission admits is not repeated.
+func unservedVersionHint(call *toolwirev1.ToolCall) string {
+	hint := "no worker of the pool runs this version now: leave spec_version empty to run the current one"
+	if s := call.GetCaller().GetSession(); s != "" && len(s) <= maxHintSession && utf8.ValidString(s) {
+		hint += fmt.Sprintf("; when session %q pins this version, clear the pin (`toolctl session repin %s %s`, the ClearSessionPins RPC), so that its next call pins the current one",
+			s, s, call.Tool)
+	}
+	return hint
+}
+
+// maxHintSession is the longest session name unservedVersionHint repeats:
+// admission's bound (dispatch.MaxSessionBytes).
+const maxHintSession = 256
 
 // register makes the call cancellable, and notes a tombstone the cancel
 // watcher has seen for it. It registers first and looks for a tombstone
