@@ -602,7 +602,7 @@ func (s *Server) retryCall(w http.ResponseWriter, r *http.Request, v *viewer) {
 	}
 	call, err := s.dlq.RetryBy(r.Context(), seq, v.who()+" (dashboard)")
 	if call == nil {
-		s.refuse(w, r, v, http.StatusBadGateway, "retry failed: "+err.Error())
+		s.refuseRetry(w, r, v, err)
 		return
 	}
 	s.log.Info("dashboard retry", "who", v.who(), "call", id, "dead_letter", seq, "new_call", call.CallId)
