@@ -96,7 +96,7 @@ func (s pinStack) upgrade() (string, string) {
 	out, err := registry.Publish(s.t.Context(), s.Env.Bus.Registry, []*toolwirev1.ToolSpec{spec})
 	require.NoError(s.t, err)
 	v2 := out[0].Version
-	require.Eventually(s.t, func() bool { return s.admitted("", false) == v2 }, 30*time.Second, 10*time.Millisecond)
+	pollSubmit(s.t, func() bool { return s.admitted("", false) == v2 }, "the dispatcher admits the current version")
 	return e.Spec.Version, v2
 }
 
@@ -194,10 +194,10 @@ func TestVanishedPinIsRefused(t *testing.T) {
 	require.Equal(t, v1, r.GetMeta().GetSpecVersion())
 	require.NoError(t, s.Env.Bus.Registry.Purge(t.Context(), registry.VersionKey("greet", v1)))
 
-	require.Eventually(t, func() bool {
+	pollSubmit(t, func() bool {
 		r = s.call("s-gone", true, "")
 		return !r.GetOk()
-	}, 20*time.Second, 10*time.Millisecond, "the dispatcher's registry forgets the version")
+	}, "the dispatcher's registry forgets the version")
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, r.GetError().GetType(), "%v", r.GetError())
 	require.Contains(t, r.GetError().GetMessage(), `spec version "`+v1+`" of tool "greet", which session "s-gone" pins, is no longer in the registry`)
 	require.Contains(t, r.GetError().GetSuggestion(), "toolctl session repin s-gone greet")
@@ -226,10 +226,10 @@ func TestUnservedPinIsRefused(t *testing.T) {
 	out, err := registry.Publish(ctx, s.Env.Bus.Registry, []*toolwirev1.ToolSpec{off})
 	require.NoError(t, err)
 	require.Equal(t, v1, out[0].Version, "disabling keeps the version")
-	require.Eventually(t, func() bool {
+	pollSubmit(t, func() bool {
 		r = s.call("s-off", true, "")
 		return !r.GetOk()
-	}, 20*time.Second, 10*time.Millisecond, "the dispatcher's registry sees the version disabled")
+	}, "the dispatcher's registry sees the version disabled")
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, r.GetError().GetType(), "%v", r.GetError())
 	require.Contains(t, r.GetError().GetMessage(), `spec version "`+v1+`" of tool "greet", which session "s-off" pins, is disabled: its definition changed upstream`)
 	require.Contains(t, r.GetError().GetMessage(), "never swapped for another")
@@ -253,14 +253,14 @@ func TestUnservedPinIsRefused(t *testing.T) {
 	stopPool() // a running worker puts its deleted consumer back
 	require.NoError(t, s.Env.Bus.Calls.DeleteConsumer(ctx, s.Env.Bus.Config.PoolConsumer("late-pool")))
 	var refused *toolwirev1.ToolResponse
-	require.Eventually(t, func() bool {
+	pollSubmit(t, func() bool {
 		sub, err := d2.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "late", ArgumentsJson: `{}`, Session: "s-pool", PinSessionVersions: true})
 		if err != nil {
 			return false
 		}
 		refused = sub.Rejected
 		return refused != nil
-	}, 20*time.Second, 20*time.Millisecond, "the replica sees the pool gone")
+	}, "the replica sees the pool gone")
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, refused.GetError().GetType(), "%v", refused.GetError())
 	require.Contains(t, refused.GetError().GetMessage(), `spec version "`+pinned+`" of tool "late", which session "s-pool" pins, has no worker pool`)
 	require.Contains(t, refused.GetError().GetSuggestion(), "toolctl session repin s-pool late")
