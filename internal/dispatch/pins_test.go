@@ -267,11 +267,12 @@ func TestUnservedPinIsRefused(t *testing.T) {
 }
 
 // A session that pins a version its pool's workers do not run (here the
-// current version, which no worker serves; after a rolling upgrade, the
-// old one) has its call refused, never run as another version: the
-// workers hand it back until its last delivery, and that answer names
-// the version, the one the workers serve, and how to clear the session's
-// pin. (Admission's pool check is per tool, not per version.)
+// current version, which no worker serves) has its call refused, never
+// run as another version: the workers hand it back until its last
+// delivery, and that answer names the version and the one the workers
+// serve, and says plainly that no worker runs it: clearing the pin would
+// pin the same version again, so it is not suggested. (Admission's pool
+// check is per tool, not per version.)
 func TestPinOfAVersionNoWorkerRunsIsNeverSwapped(t *testing.T) {
 	t.Parallel()
 	s := startPinStack(t)
@@ -280,8 +281,48 @@ func TestPinOfAVersionNoWorkerRunsIsNeverSwapped(t *testing.T) {
 	require.False(t, r.GetOk(), "the session's version ran as another")
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, r.GetError().GetType(), "%v", r.GetError())
 	require.Contains(t, r.GetError().GetMessage(), `unknown spec version "`+current+`" of tool "greet" (this worker serves "`+served+`")`)
-	require.Contains(t, r.GetError().GetSuggestion(), "toolctl session repin s-ahead greet")
+	require.Contains(t, r.GetError().GetSuggestion(), `no worker of pool native runs version "`+current+`" of tool "greet" now, the registry's current version`)
+	require.Contains(t, r.GetError().GetSuggestion(), "start a worker that serves it")
+	require.NotContains(t, r.GetError().GetSuggestion(), "repin", "the next call would pin the same version")
 	sess, err := s.Dispatcher.GetSession(t.Context(), identity.Default, "s-ahead")
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"greet": current}, sess.GetPinnedVersions(), "the pin stands until the orchestrator clears it")
+}
+
+// After a rolling upgrade (the pool's workers now run the current
+// version, and none the old one), a session that pinned the old version
+// has its call refused on the last delivery, and the answer suggests
+// clearing the session's pin, since its next call would pin the current
+// version, which is served.
+func TestPinOfAnOldVersionSuggestsTheRepin(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: builtin.Tools()})
+	stopOld := startPool(t, s, "greet-pool", greet())
+	s.WaitTool(t, "greet")
+	ctx := t.Context()
+	first, err := s.Dispatcher.Call(ctx, identity.Default, request("s-behind", true, ""), 60*time.Second)
+	require.NoError(t, err)
+	require.True(t, first.Response.GetOk(), "%v", first.Response.GetError())
+	old := first.Response.GetMeta().GetSpecVersion()
+
+	stopOld()
+	startPool(t, s, "greet-pool", tool.Must(tool.New("greet", func(_ context.Context, _ struct{}) (map[string]any, error) {
+		return map[string]any{"said": "hello again"}, nil
+	}, tool.WithDescription("Greets, version two."), tool.ReadOnly())))
+	var current string
+	pollSubmit(t, func() bool {
+		e, err := s.Registry.Get("greet")
+		require.NoError(t, err)
+		current = e.Spec.Version
+		return current != old
+	}, "the new worker makes its version current")
+
+	r, err := s.Dispatcher.Call(ctx, identity.Default, request("s-behind", true, ""), 60*time.Second)
+	require.NoError(t, err)
+	require.False(t, r.Response.GetOk(), "the session's version ran as another")
+	te := r.Response.GetError()
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, te.GetType(), "%v", te)
+	require.Contains(t, te.GetMessage(), `unknown spec version "`+old+`" of tool "greet" (this worker serves "`+current+`")`)
+	require.Contains(t, te.GetSuggestion(), `leave spec_version empty to run the current one ("`+current+`")`)
+	require.Contains(t, te.GetSuggestion(), "toolctl session repin s-behind greet")
 }

@@ -8,8 +8,11 @@
 // subject agrees with the payload) → the tool and its pinned spec version
 // are served here (if not, the call is handed back for another replica,
 // and refused only on its last delivery: VALIDATION for a version no
-// replica ran, suggesting to clear the pin of the call's session, since a
-// session's pinned version is never swapped for another) → what
+// replica ran; a session's pinned version is never swapped for another,
+// so the answer suggests clearing the session's pin only when the
+// registry's current version, which its next call would pin, is the one
+// this worker runs (read from the registry then), and otherwise says
+// plainly that no worker runs the version) → what
 // admission checked, again,
 // since a call can arrive by a raw NATS publish: size and depth limits,
 // the arguments against the input schema of the version served (compiled
