@@ -220,7 +220,7 @@
 // $TOOLWIRE_API_KEY and the server $TOOLWIRE_SERVER, toolctl's, never a
 // key in the text), and the toolctl call line that repeats it (--session, --user,
 // --run, then "--", the tool and its arguments; each word quoted for a
-// POSIX shell when it needs it, by shellQuote; no command when a word
+// POSIX shell when it needs it, by shellquote.Quote; no command when a word
 // holds a control or format character, which a terminal could act on
 // when pasted), both built from the audit record's redacted arguments:
 // what the page shows, never a secret's value, and no idempotency key.

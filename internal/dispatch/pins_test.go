@@ -300,7 +300,7 @@ func TestPinOfAnOldVersionSuggestsTheRepin(t *testing.T) {
 	stopOld := startPool(t, s, "greet-pool", greet())
 	s.WaitTool(t, "greet")
 	ctx := t.Context()
-	first, err := s.Dispatcher.Call(ctx, identity.Default, request("s-behind", true, ""), 60*time.Second)
+	first, err := s.Dispatcher.Call(ctx, identity.Default, request(hostileSession, true, ""), 60*time.Second)
 	require.NoError(t, err)
 	require.True(t, first.Response.GetOk(), "%v", first.Response.GetError())
 	old := first.Response.GetMeta().GetSpecVersion()
@@ -317,12 +317,31 @@ func TestPinOfAnOldVersionSuggestsTheRepin(t *testing.T) {
 		return current != old
 	}, "the new worker makes its version current")
 
-	r, err := s.Dispatcher.Call(ctx, identity.Default, request("s-behind", true, ""), 60*time.Second)
+	r, err := s.Dispatcher.Call(ctx, identity.Default, request(hostileSession, true, ""), 60*time.Second)
 	require.NoError(t, err)
 	require.False(t, r.Response.GetOk(), "the session's version ran as another")
 	te := r.Response.GetError()
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, te.GetType(), "%v", te)
 	require.Contains(t, te.GetMessage(), `unknown spec version "`+old+`" of tool "greet" (this worker serves "`+current+`")`)
 	require.Contains(t, te.GetSuggestion(), `leave spec_version empty to run the current one ("`+current+`")`)
-	require.Contains(t, te.GetSuggestion(), "toolctl session repin s-behind greet")
+	require.Contains(t, te.GetSuggestion(), "`toolctl session repin "+quotedHostile+" greet`", "the session is one shell word")
+}
+
+// hostileSession is a session name a caller may choose that a shell would
+// split and run: a repin command naming it quotes it (quotedHostile).
+const (
+	hostileSession = "s 1; $(touch /tmp/pwned)"
+	quotedHostile  = "'s 1; $(touch /tmp/pwned)'"
+)
+
+// The repin suggestion of a call whose spec_version conflicts with its
+// session's pin names the session as one shell word, whatever it holds.
+func TestRepinHintQuotesTheSession(t *testing.T) {
+	t.Parallel()
+	s := startPinStack(t)
+	r := s.call(hostileSession, true, "")
+	require.True(t, r.GetOk(), "%v", r.GetError())
+	r = s.call(hostileSession, true, "not-the-pin")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CONFLICT, r.GetError().GetType(), "%v", r.GetError())
+	require.Contains(t, r.GetError().GetSuggestion(), "`toolctl session repin "+quotedHostile+" greet`")
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/shellquote"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -255,7 +256,7 @@ func (d *delivery) unservedVersionHint(served string) string {
 	hint := fmt.Sprintf("no worker of the pool runs this version now: leave spec_version empty to run the current one (%q)", current)
 	if s := call.GetCaller().GetSession(); s != "" && len(s) <= maxHintSession && utf8.ValidString(s) {
 		hint += fmt.Sprintf("; when session %q pins this version, clear the pin (`toolctl session repin %s %s`, the ClearSessionPins RPC), so that its next call pins the current one",
-			s, s, call.Tool)
+			s, shellquote.Quote(s), shellquote.Quote(call.Tool))
 	}
 	return hint
 }
