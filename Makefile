@@ -181,7 +181,8 @@ testdata/mcp-clients/node_modules/.package-lock.json: testdata/mcp-clients/packa
 # tsc for make generate), installed from its committed lockfile (only when
 # missing or stale), with `ai` and `@openai/agents` (the adapters' tests):
 # 40 packages, about 160 MB, 25 s (2026-11-29). Its
-# tests (go test ./sdk/typescript/) import the checked-in dist/.
+# tests (go test ./sdk/typescript/) import the checked-in dist/, and run on
+# the machine's node and on the Node 22 of make mcp-clients.
 ts-sdk: sdk/typescript/node_modules/.package-lock.json ## install the TypeScript SDK's dependencies for its tests and make generate (npm ci)
 
 sdk/typescript/node_modules/.package-lock.json: sdk/typescript/package-lock.json
