@@ -175,7 +175,7 @@ func bench(t *testing.T, bin, url string, env []string) {
 	cmd.Env = env
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "bench.mjs:\n%s", b)
-	require.Equal(t, 2, strings.Count(string(b), "FIGURE typescript-"), "bench.mjs:\n%s", b)
+	require.Equal(t, 4, strings.Count(string(b), "FIGURE typescript-"), "bench.mjs:\n%s", b)
 	t.Logf("%s", b)
 }
 

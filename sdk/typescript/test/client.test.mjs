@@ -50,6 +50,41 @@ describe("client scenarios", { skip: needsStack }, () => {
     }
   });
 
+  test("over HTTP/2, calls, watches and an abort share one connection; after close a new one opens", async () => {
+    for (const json of [false, true]) {
+      const h2 = new tw.Client(URL, { apiKey: API_KEY, httpVersion: "2", json });
+      try {
+        const texts = Array.from({ length: 16 }, (_, i) => `h2 ${json} ${i}`);
+        const many = await Promise.all(texts.map((text) => h2.call("echo", { text })));
+        assert.deepEqual(many.map((r) => r.text), texts);
+        const bad = await h2.call("echo", { text: 7 });
+        assert.ok(bad.error instanceof tw.ValidationError);
+        const sub = await h2.submit("steps", { steps: 2 });
+        const events = [];
+        for await (const ev of h2.watch(sub.callId)) events.push(ev);
+        assert.equal(events.at(-1).result.text, "did 2 steps");
+        if (!json) {
+          const ac = new AbortController();
+          let callId = "";
+          const done = h2.call("hold", {}, {
+            signal: ac.signal,
+            onSubmitted: (id) => {
+              callId = id;
+              runningOnWorker(h2, id).then(() => ac.abort(), (e) => ac.abort(e));
+            },
+          });
+          await assert.rejects(done, (e) => e.name === "AbortError");
+          const res = await h2.getResult(callId, { wait: 30 });
+          assert.ok(res.error instanceof tw.CallCancelledError, String(res.error));
+        }
+        h2.close();
+        assert.equal((await h2.call("echo", { text: "again" })).text, "again");
+      } finally {
+        h2.close();
+      }
+    }
+  });
+
   test("validation error", async () => {
     const res = await client.call("echo", { text: 7 });
     assert.equal(res.ok, false);
@@ -316,6 +351,11 @@ describe("without a stack", () => {
       assert.doesNotMatch(e.message, /tw_secret/);
       return true;
     });
+  });
+
+  test("an HTTP version other than 1.1 or 2 is refused", () => {
+    assert.throws(() => new tw.Client("http://127.0.0.1:8080", { httpVersion: "3" }), TypeError);
+    assert.throws(() => new tw.Client("http://127.0.0.1:8080", { httpVersion: "__proto__" }), TypeError);
   });
 
   test("a base URL that is not http(s) is refused", () => {
