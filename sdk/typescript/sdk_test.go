@@ -154,7 +154,8 @@ func suite(t *testing.T, bin string) (string, []string) {
 // bench runs the bench script small against the stack at url, so that it
 // keeps working (the figures of BENCHMARKS.md come from a longer run
 // without the race detector); with TOOLWIRE_TS_BENCH ("calls concurrency",
-// e.g. "5000 64") it runs that many, after the Go client's bench.
+// e.g. "5000 64") it runs that many, between two runs of the Go client's
+// bench (so that a change of the shared machine's load shows).
 func bench(t *testing.T, bin, url string, env []string) {
 	t.Helper()
 	calls, conc := 200, 8
@@ -168,6 +169,7 @@ func bench(t *testing.T, bin, url string, env []string) {
 			}
 		}
 		sdkstack.GoBench(t, url, key, calls, conc)
+		defer sdkstack.GoBench(t, url, key, calls, conc)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
