@@ -158,7 +158,7 @@ func suite(t *testing.T, bin string) (string, []string) {
 // bench (so that a change of the shared machine's load shows).
 func bench(t *testing.T, bin, url string, env []string) {
 	t.Helper()
-	calls, conc := 200, 8
+	calls, conc := 48, 8 // four runs (two HTTP versions, two formats), each after 32 warm-up calls
 	if v := os.Getenv("TOOLWIRE_TS_BENCH"); v != "" {
 		_, err := fmt.Sscan(v, &calls, &conc)
 		require.NoError(t, err, "TOOLWIRE_TS_BENCH: want calls and concurrency, e.g. \"5000 64\"")
