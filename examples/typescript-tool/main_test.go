@@ -124,6 +124,7 @@ func TestServerRefusesBadRequests(t *testing.T) {
 		{"max_depth 0", request{"POST", "/toc", bearer, "application/json", strings.NewReader(`{"markdown":"","max_depth":0}`)}, 400},
 		{"max_depth 2.5", request{"POST", "/toc", bearer, "application/json", strings.NewReader(`{"markdown":"","max_depth":2.5}`)}, 400},
 		{"markdown too long", request{"POST", "/toc", bearer, "application/json", strings.NewReader(`{"markdown":"` + strings.Repeat("a", 100_001) + `"}`)}, 400},
+		{"too many characters outside the BMP", request{"POST", "/toc", bearer, "application/json", strings.NewReader(`{"markdown":"` + strings.Repeat("😀", 100_001) + `"}`)}, 400},
 		{"declared body too large", request{"POST", "/toc", bearer, "application/json", strings.NewReader(huge)}, 413},
 		{"chunked body too large", request{"POST", "/toc", bearer, "application/json", io.MultiReader(strings.NewReader(huge))}, 413},
 	} {
@@ -139,6 +140,11 @@ func TestServerRefusesBadRequests(t *testing.T) {
 	status, body := srv.do(t, request{"POST", "/toc", bearer, "application/json", strings.NewReader(bait)})
 	require.Equal(t, 200, status, body)
 	require.JSONEq(t, `{"headings":[{"level":1,"text":"x","anchor":"x"}],"count":1}`, body)
+
+	// The schema's maxLength counts characters: 60,000 characters outside
+	// the BMP (120,000 UTF-16 units) are within it.
+	status, body = srv.do(t, request{"POST", "/toc", bearer, "application/json", strings.NewReader(`{"markdown":"# ` + strings.Repeat("😀", 60_000) + `"}`)})
+	require.Equal(t, 200, status, body)
 
 	status, body = srv.do(t, request{"POST", "/toc", bearer, "application/json", strings.NewReader(
 		`{"markdown":"~~~\n# no\n~~~\n  ## Ünïcode & Co. ##\n#\n####### seven"}`)})

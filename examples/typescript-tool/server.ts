@@ -101,7 +101,10 @@ function parseArgs(body: string): { markdown: string; maxDepth: number } {
   const { markdown, max_depth: maxDepth = 3, ...rest } = args as Record<string, unknown>;
   const unknown = Object.keys(rest);
   if (unknown.length > 0) throw new Refusal(400, `unknown argument ${JSON.stringify(unknown[0].slice(0, 64))}`);
-  if (typeof markdown !== "string" || markdown.length > MAX_MARKDOWN) {
+  // The schema's maxLength counts characters (code points); a string's
+  // length counts UTF-16 units, at most two a character: the cheap bound
+  // first, then the count.
+  if (typeof markdown !== "string" || markdown.length > 2 * MAX_MARKDOWN || [...markdown].length > MAX_MARKDOWN) {
     throw new Refusal(400, `markdown must be a string of at most ${MAX_MARKDOWN} characters`);
   }
   if (typeof maxDepth !== "number" || !Number.isInteger(maxDepth) || maxDepth < 1 || maxDepth > 6) {
@@ -166,14 +169,19 @@ function reply(req: IncomingMessage, res: ServerResponse, status: number, body: 
 
 function serve(token: string) {
   const server = createServer((req, res) => {
-    handle(req, token).then(
-      (out) => reply(req, res, 200, out),
-      (err: unknown) => {
-        if (err instanceof Refusal) return reply(req, res, err.status, { error: err.message });
-        console.error("markdown_toc:", err); // a bug of the tool: the caller sees a 500, not the details
-        reply(req, res, 500, { error: "internal error" });
-      },
-    );
+    // .catch after .then: an error replying 200 is answered too, and
+    // nothing is left as an unhandled rejection (which ends the process).
+    handle(req, token)
+      .then((out) => reply(req, res, 200, out))
+      .catch((err: unknown) => {
+        try {
+          if (err instanceof Refusal) return reply(req, res, err.status, { error: err.message });
+          console.error("markdown_toc:", err); // a bug of the tool: the caller sees a 500, not the details
+          reply(req, res, 500, { error: "internal error" });
+        } catch {
+          res.destroy(); // the reply itself failed (headers already sent): end the connection
+        }
+      });
   });
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000; // a slow body is cut off, not waited for
