@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/approvals"
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -99,11 +100,50 @@ type callScan struct {
 
 // scanCalls reads the calls stream for q's call (storedCall): the call,
 // or nil when the scan passed its window (or the stream's end) without
-// it. Its ordered consumer is deleted when it returns, and removed by the
-// server after callScanInactive if that fails.
+// it. A scan the cluster cannot serve now (bus.Unavailable: no
+// responders, a stream or cluster without a leader, a request left
+// unanswered, a connection reconnecting) is made again from the start,
+// callScanRetryFirst apart and doubling to callScanRetryMax, until ctx
+// ends: a stream electing a leader is answered after the election, not
+// failed (the error is then the last scan's).
 func (d *Dispatcher) scanCalls(ctx context.Context, q callScan) (*toolwirev1.ToolCall, error) {
+	wait := callScanRetryFirst
+	for {
+		call, err := d.scanCallsOnce(ctx, q)
+		if err == nil || !bus.Unavailable(err) || ctx.Err() != nil {
+			return call, err
+		}
+		d.log.DebugContext(ctx, "the calls stream cannot be read now; reading again", "call_id", q.callID, "retry_in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		wait = min(2*wait, callScanRetryMax)
+	}
+}
+
+// callScanRetryFirst and callScanRetryMax space scanCalls' retries.
+const (
+	callScanRetryFirst = 100 * time.Millisecond
+	callScanRetryMax   = 2 * time.Second
+)
+
+// callScanCreate bounds the request that makes a scan's consumer: one
+// sent while the stream has no leader (or to a server that just died) may
+// never be answered, and waited for the caller's whole context.
+const callScanCreate = 5 * time.Second
+
+// scanCallsOnce is one scan of scanCalls. Its ordered consumer is deleted
+// when it returns, and removed by the server after callScanInactive if
+// that fails (or if its making went unanswered).
+func (d *Dispatcher) scanCallsOnce(ctx context.Context, q callScan) (*toolwirev1.ToolCall, error) {
 	from, until := q.at.Add(-callArgsSlack), q.at.Add(callArgsSlack+d.bus.Config.DuplicateWindow/2)
-	cons, err := d.bus.Calls.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+	cctx, cancel := context.WithTimeout(ctx, callScanCreate)
+	defer cancel()
+	cons, err := d.bus.Calls.OrderedConsumer(cctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{d.subj.CallsOf(q.tenant, q.tool)},
 		DeliverPolicy:  jetstream.DeliverByStartTimePolicy, OptStartTime: &from,
 		InactiveThreshold: callScanInactive, MaxResetAttempts: 3,

@@ -807,7 +807,13 @@
 // are past that time plus a minute and half the duplicate window (how long
 // an unconfirmed call is published again). The scan checks ctx between
 // fetches; its ordered consumer is deleted when it ends (the server drops
-// it after 30s of inactivity if that fails). Another tenant's call, a call
+// it after 30s of inactivity if that fails). A scan the cluster cannot
+// serve now (bus.Unavailable: no responders, a stream without a leader,
+// a request unanswered) is made again, 100ms apart doubling to 2s, until
+// the caller's context ends, and the request making its consumer is
+// bounded to 5s (one sent during an election may never be answered):
+// GetResult of a call another replica admitted rides out the calls
+// stream's election as the leader reads (bus.LeaderRetry) do. Another tenant's call, a call
 // of another tool, or one past the stream's retention is
 // ErrCallNotStored.
 //
