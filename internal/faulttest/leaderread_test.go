@@ -3,6 +3,7 @@ package faulttest_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -201,10 +202,16 @@ func TestClusterGetResultRidesOutAnElection(t *testing.T) {
 	c.WaitTool("ledger")
 	id, err := c.Call(ctx, ledgerCall("ledger", 0, "stored"), 30*time.Second)
 	require.NoError(t, err)
+	require.NotEmpty(t, id, "the call was refused")
+	// The call finished before the fault: a slow call on a loaded machine
+	// is not a GetResult failure.
+	_, err = c.Result(ctx, id, 30*time.Second)
+	require.NoError(t, err)
 	c.RestartDispatcher() // knows nothing of the call
 	stream := c.Bus.Config.CallsStream()
 	victim, err := c.StreamLeader(ctx, stream, 30*time.Second)
 	require.NoError(t, err)
+	retries := strings.Count(c.DispatcherLog.String(), scanRetry)
 	at := time.Now()
 	c.KillNode(victim)
 	// A context far longer than an election.
@@ -216,5 +223,10 @@ func TestClusterGetResultRidesOutAnElection(t *testing.T) {
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.GetState())
 	require.True(t, r.GetResponse().GetOk(), "%v", r.GetResponse().GetError())
 	elected := c.Elections(ctx, []string{stream}, at)[stream]
-	figure(t, "elected_after=%s answered_after=%s", elected.Round(time.Millisecond), answered.Round(time.Millisecond))
+	retries = strings.Count(c.DispatcherLog.String(), scanRetry) - retries
+	figure(t, "elected_after=%s answered_after=%s scans_made_again=%d", elected.Round(time.Millisecond), answered.Round(time.Millisecond), retries)
 }
+
+// scanRetry is what the dispatcher logs (at debug) when it makes a scan
+// of the calls stream again (dispatch: scanCalls).
+const scanRetry = "the calls stream cannot be read now; reading again"

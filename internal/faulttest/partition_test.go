@@ -172,9 +172,11 @@ func onlyFaults(t *testing.T, faults []*netFault) []*netFault {
 		return faults
 	}
 	keep := strings.Split(names, ",")
-	faults = slices.DeleteFunc(faults, func(f *netFault) bool { return !slices.Contains(keep, f.name) })
-	require.NotEmpty(t, faults, "no fault of the test is named in PARTITION_FAULTS=%s", names)
-	return faults
+	for _, name := range keep {
+		require.True(t, slices.ContainsFunc(faults, func(f *netFault) bool { return f.name == name }),
+			"PARTITION_FAULTS=%s: no fault of the test is named %q", names, name)
+	}
+	return slices.DeleteFunc(faults, func(f *netFault) bool { return !slices.Contains(keep, f.name) })
 }
 
 // startOpenLoad is clusterLoad with callers that arrive every period
