@@ -317,7 +317,13 @@
 // Config.KillWait) until all are gone and returns an error wrapping
 // ctx.Err(), which tool.AsError maps to TIMEOUT or CANCELLED. The helper
 // also carries a parent-death signal, so a crashed worker leaves nothing
-// running. Without a pid namespace (the weaker path) the process group is
+// running. Linux sends that signal when the thread that forked the helper
+// ends, not the process (go.dev/issue/27505), and the Go runtime ends a
+// thread whenever a goroutine ends while locked to it (a Go tool of the
+// same worker may): so each helper is forked on a thread locked to the
+// goroutine that waits for it, until the helper is gone. That is one
+// parked OS thread per running sandbox, bounded by the pool's
+// concurrency (TestThreadExitsDoNotKillSandboxes). Without a pid namespace (the weaker path) the process group is
 // killed instead, which a tool that starts a new session escapes.
 //
 // The environment of the target is built, never inherited: the spec's

@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -222,6 +223,7 @@ func (e *Executor) probe(noUserNS bool) error {
 func (e *Executor) runProbe(hc *helperConfig) (probeReport, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	defer lockForChild()()
 	p, err := e.start(hc, nil) // with the egress guard's supervisor, which the probe's round trip needs
 	if err != nil {
 		return nil, err
@@ -255,6 +257,19 @@ type proc struct {
 	done           chan struct{}
 	state          *os.ProcessState
 	guard          *egressSupervisor // a network tool's, nil without the egress guard
+}
+
+// lockForChild locks the calling goroutine to its thread and returns the
+// unlock. The helper's parent-death signal (SIGKILL, so a sandbox dies
+// with its worker) is sent when the *thread* that forked it ends, not the
+// process (go.dev/issue/27505), and the Go runtime ends a thread whenever
+// a goroutine ends while locked to it: a Go tool of the same worker that
+// does so would kill the sandboxes forked from that thread mid-call. So a
+// helper is forked on a thread locked to the goroutine that waits for it,
+// until it is gone: one parked thread per running sandbox.
+func lockForChild() func() {
+	runtime.LockOSThread()
+	return runtime.UnlockOSThread
 }
 
 // start spawns the helper of a call and, for a network tool with the
@@ -624,6 +639,7 @@ func (e *Executor) run(ctx context.Context, sc *toolwirev1.SandboxConfig, hc *he
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sandbox: not started: %w", err)
 	}
+	defer lockForChild()()
 	p, err := e.start(hc, stdin)
 	if err != nil {
 		return nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, Message: err.Error(), Cause: err,

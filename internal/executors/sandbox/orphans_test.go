@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -123,4 +124,49 @@ func TestClose(t *testing.T) {
 	require.Empty(t, processesMatching("/usr/bin/sleep\x00"+marker+"\x00"))
 	te := failure(t, e, spec([]string{"/bin/true"}), `{}`)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_TRANSIENT, te.Type)
+}
+
+// TestThreadExitsDoNotKillSandboxes runs sandboxes while other goroutines
+// lock their threads and end, which makes the Go runtime end those
+// threads. The helper's parent-death signal is sent when the thread that
+// forked it ends (go.dev/issue/27505), not the worker process, so a
+// sandbox forked from a thread that a tool's goroutine later ends this way
+// was killed mid-call ("process crashed: killed by SIGKILL", seen in CI).
+func TestThreadExitsDoNotKillSandboxes(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	need(t, e, sandbox.MechUserNS)
+
+	stop := make(chan struct{})
+	var killers sync.WaitGroup
+	killers.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ended := make(chan struct{})
+			go func() {
+				defer close(ended)
+				runtime.LockOSThread() // never unlocked: the runtime ends the thread
+			}()
+			<-ended
+		}
+	})
+	const calls = 40
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for i := range calls {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if _, err := call(t.Context(), e, spec([]string{"/usr/bin/sleep", "0.2"}), `{}`); err != nil {
+				t.Errorf("call %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	killers.Wait()
 }
