@@ -27,6 +27,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/dispatchd"
+	"github.com/toolwire/toolwire/internal/dispatchd/dispatchdtest"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/toolctl"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -77,22 +78,8 @@ func startFaces(t *testing.T, configure func(*dispatchd.RunConfig)) *faces {
 	if configure != nil {
 		configure(&rc)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan string, 1), make(chan error, 1)
-	rc.Ready = ready
-	go func() { done <- dispatchd.Run(ctx, rc) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	select {
-	case addr := <-ready:
-		base := "http://" + addr
-		return &faces{t: t, base: base, api: toolwirev1connect.NewDispatcherServiceClient(http.DefaultClient, base)}
-	case err := <-done:
-		t.Fatalf("Run refused to start: %v", err)
-	}
-	return nil
+	base := "http://" + dispatchdtest.Start(t, rc).Addr
+	return &faces{t: t, base: base, api: toolwirev1connect.NewDispatcherServiceClient(http.DefaultClient, base)}
 }
 
 // as is req with key as its bearer key.

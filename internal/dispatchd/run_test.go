@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/dispatchd"
+	"github.com/toolwire/toolwire/internal/dispatchd/dispatchdtest"
 	"github.com/toolwire/toolwire/internal/logtest"
 	"github.com/toolwire/toolwire/pkg/tool"
 )
@@ -36,28 +37,8 @@ func TestDataDirIsLocked(t *testing.T) {
 // runIdle runs a dispatcher without workers on data until stop is called.
 func runIdle(t *testing.T, data string) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan string, 1), make(chan error, 1)
-	go func() {
-		done <- dispatchd.Run(ctx, dispatchd.RunConfig{DataDir: data, HTTPAddr: "127.0.0.1:0", Workers: "none",
-			Ready: ready, Logger: slog.New(slog.DiscardHandler)})
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("dispatcher stopped: %v", err)
-	}
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			require.NoError(t, <-done)
-		}
-	}
-	t.Cleanup(stop)
-	return stop
+	r := dispatchdtest.Start(t, dispatchd.RunConfig{DataDir: data, Workers: "none", Logger: slog.New(slog.DiscardHandler)})
+	return func() { require.NoError(t, r.Stop()) }
 }
 
 // The first stop signal waits for calls in flight (the grace period); a

@@ -19,6 +19,7 @@ import (
 	"github.com/toolwire/toolwire/internal/bus/bustest"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatchd"
+	"github.com/toolwire/toolwire/internal/dispatchd/dispatchdtest"
 	"github.com/toolwire/toolwire/internal/mcpserver"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -65,21 +66,7 @@ func productionServer(t *testing.T) string {
 		}), largeOutputTool()),
 		MCPTaskAfter: taskAfter, Dispatcher: dispatch.Config{MaxQueueWait: time.Minute},
 		Logger: slog.New(slog.DiscardHandler)}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan string, 1), make(chan error, 1)
-	rc.Ready = ready
-	go func() { done <- dispatchd.Run(ctx, rc) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	var url string
-	select {
-	case addr := <-ready:
-		url = "http://" + addr + mcpserver.Path
-	case err := <-done:
-		t.Fatalf("Run refused to start: %v", err)
-	}
+	url := "http://" + dispatchdtest.Start(t, rc).Addr + mcpserver.Path
 	cs := connect(t, url, "any", "2025-11-25")
 	require.Eventually(t, func() bool { // the pool's tools reach the registry
 		lt, err := cs.ListTools(t.Context(), nil)
