@@ -123,12 +123,7 @@ const MaxScan = 256
 // result. The publishers (Publish) store a result only while none is
 // believed, so it is the call's answer for every reader.
 func (r Reader) Read(ctx context.Context, filter, tool string) (*Stored, error) {
-	var found *Stored
-	var lookupErr error
-	_, err := bus.EachMsgFromLeader(ctx, r.JS, r.Stream, filter, MaxScan, func(m *jetstream.RawStreamMsg) bool {
-		found, lookupErr = r.check(ctx, m, tool)
-		return found == nil && signing.AsError(lookupErr) != nil // on: refused; off: found, or nothing decided
-	})
+	_, found, lookupErr, err := r.scan(ctx, filter, tool, false)
 	if err != nil {
 		return nil, err
 	}
@@ -170,14 +165,7 @@ func (r Reader) Publish(ctx context.Context, msg *nats.Msg, tool string) (*jetst
 		if err == nil || !bus.IsWrongLastSequence(err) {
 			return ack, err
 		}
-		var last uint64
-		var found *Stored
-		var lookupErr error
-		_, rerr := bus.EachMsgFromLeader(ctx, r.JS, r.Stream, msg.Subject, MaxScan, func(m *jetstream.RawStreamMsg) bool {
-			last = m.Sequence
-			found, lookupErr = r.check(ctx, m, tool)
-			return found == nil && signing.AsError(lookupErr) != nil
-		})
+		last, found, lookupErr, rerr := r.scan(ctx, msg.Subject, tool, true)
 		switch {
 		case found != nil:
 			return nil, answered{err}
@@ -188,11 +176,41 @@ func (r Reader) Publish(ctx context.Context, msg *nats.Msg, tool string) (*jetst
 		case try >= publishTries:
 			return nil, fmt.Errorf("believed: publish %s: results not believed keep arriving (%d tries)", msg.Subject, try)
 		}
-		if m, err := bus.LastMsgFromLeader(ctx, r.JS, r.Stream, msg.Subject); err == nil {
-			last = max(last, m.Sequence) // past MaxScan forgeries too
-		}
 		expect = last
 	}
+}
+
+// scan reads the stored results on subject (a filter): the first
+// believed one (found), else the sequence of the last one checked and
+// refused (last), after which Publish may store. The newest message is
+// checked too when the scan did not reach it — one past MaxScan
+// forgeries, or one stored since the scan began — if the scan saw any
+// message, or always when empty is set (Publish). A publish the server
+// is still replicating is not readable yet, yet it fails a publish
+// expecting the subject empty: a worker's own first publish, left
+// unacknowledged and sent again on reconnect, was found that way after a
+// scan that saw nothing, and a second answer was stored after it
+// unchecked (a partition fault test).
+func (r Reader) scan(ctx context.Context, subject, tool string, empty bool) (last uint64, found *Stored, lookupErr, err error) {
+	_, err = bus.EachMsgFromLeader(ctx, r.JS, r.Stream, subject, MaxScan, func(m *jetstream.RawStreamMsg) bool {
+		last = m.Sequence
+		found, lookupErr = r.check(ctx, m, tool)
+		return found == nil && signing.AsError(lookupErr) != nil
+	})
+	if err != nil || found != nil || (lookupErr != nil && signing.AsError(lookupErr) == nil) || (last == 0 && !empty) {
+		return last, found, lookupErr, err
+	}
+	m, err := bus.LastMsgFromLeader(ctx, r.JS, r.Stream, subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return last, nil, lookupErr, nil
+	case err != nil:
+		return last, nil, lookupErr, err
+	case m.Sequence <= last:
+		return last, nil, lookupErr, nil
+	}
+	found, lookupErr = r.check(ctx, m, tool)
+	return m.Sequence, found, lookupErr, nil
 }
 
 // answered is ErrAnswered with the server's wrong-last-sequence error.

@@ -29,9 +29,18 @@
 //     forgery stored after it is not believed, so readers skip it.
 //     Readers read a subject oldest first and stop at the first believed
 //     result: one read for a call's one result. They read at most
-//     MaxScan messages: more forgeries than that before the answer hide
-//     it from them (each one is reported), though not from the caller
-//     waiting in Call, which the results consumer answers.
+//     MaxScan messages and then the newest one: more forgeries than that
+//     before the answer hide it from them (each one is reported) unless
+//     it is the newest, though not from the caller waiting in Call,
+//     which the results consumer answers.
+//   - A publisher never stores after a message it has not checked. Its
+//     publish refused because the subject is not empty, it reads the
+//     subject as a reader does and then checks the newest message too,
+//     even when the read saw none: a publish still being replicated
+//     refuses the next one before it can be read. A worker's first
+//     publish whose acknowledgement was lost (nats.go sends it again on
+//     reconnect) was found that way, and a second answer stored after
+//     it unchecked (a partition fault test, 2026-11-30).
 //   - A result older than the results stream reaches is read from the
 //     archive (ReadArchived, with an archive store): the archived
 //     messages of the call's subject, kept with their headers and bytes

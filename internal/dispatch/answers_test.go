@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/audit"
+	"github.com/toolwire/toolwire/internal/believed"
 	"github.com/toolwire/toolwire/internal/builtin"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/bus/bustest"
@@ -258,4 +259,46 @@ func TestForgedResultsAreNeverTheAnswer(t *testing.T) {
 	other2 := *rec.Signature
 	other2.Attempt = 2
 	require.Error(t, other2.Check())
+}
+
+// A publisher of a call's result stores it only while no believed result
+// is stored, however far down the subject that one is: past MaxScan
+// forgeries, a believed result is the newest message, and Publish reads
+// it before storing after it. The same path stored a second answer in a
+// partition fault test: a worker's own first publish, sent again by
+// nats.go on reconnect, was being replicated when the worker's retry
+// scanned the subject, found nothing, then read the newest message and
+// stored its retry after it unchecked.
+func TestPublishStoresNoSecondAnswerPastTheScan(t *testing.T) {
+	t.Parallel()
+	s := startSigned(t)
+	ctx, tenant := t.Context(), identity.Default.Tenant
+	callID := "01M8NGTEST0000000000000001"
+	subject := s.env.Bus.Subjects.Result(tenant, s.d.Config().Name, callID)
+	answer := func(text string) []byte {
+		b, err := proto.Marshal(envelope.OK(callID, "echo", &tool.Result{Content: []*toolwirev1.Content{tool.Text(text)}},
+			&toolwirev1.ResponseMeta{Worker: "real-worker", Attempt: 1}))
+		require.NoError(t, err)
+		return b
+	}
+	fjs, err := jetstream.New(s.conn(t, bus.RoleWorker))
+	require.NoError(t, err)
+	for range believed.MaxScan {
+		_, err := fjs.Publish(ctx, subject, answer("forged")) // unsigned: never believed
+		require.NoError(t, err)
+	}
+	first := s.key.SignedMsg(subject, signing.KindResult, callID, 1, answer("first"), nil)
+	_, err = fjs.PublishMsg(ctx, first)
+	require.NoError(t, err)
+
+	answers := believed.Reader{JS: s.env.Bus.JS, Stream: s.env.Bus.Results, Keys: s.env.Bus.Keys}
+	_, err = answers.Publish(ctx, s.key.SignedMsg(subject, signing.KindResult, callID, 1, answer("second"), nil), "echo")
+	require.ErrorIs(t, err, believed.ErrAnswered)
+	info, err := s.env.Bus.Results.Info(ctx, jetstream.WithSubjectFilter(subject))
+	require.NoError(t, err)
+	require.EqualValues(t, believed.MaxScan+1, info.State.Subjects[subject], "messages on the call's subject")
+	got, err := answers.Read(ctx, subject, "echo")
+	require.NoError(t, err)
+	require.NotNil(t, got, "the first answer is believed past the forgeries")
+	require.Contains(t, got.Resp.String(), "first")
 }
