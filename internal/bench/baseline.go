@@ -88,7 +88,7 @@ func startBaseline(ctx context.Context, e *env, p payloads) (*baseline, error) {
 		jetstream.WithPublishAsyncTimeout(10*time.Second)); err != nil {
 		return nil, err
 	}
-	if b.cons, err = baseLayout(ctx, b.callerJS); err != nil {
+	if b.cons, err = baseLayout(ctx, b.workerJS); err != nil { // the worker side consumes on its own connection
 		return nil, err
 	}
 	if b.sub, err = callerNC.Subscribe(baseResultPrefix+"*", b.onResult); err != nil {
