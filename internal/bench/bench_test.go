@@ -29,7 +29,7 @@ func testConfig(t testing.TB) Config {
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 }
 
-var resultLine = regexp.MustCompile(`^RESULT system=(toolwire-nats|toolwire-nats\+sessions|toolwire-http|toolwire-mcp|jetstream-baseline) inflight=8 calls=200 ` +
+var resultLine = regexp.MustCompile(`^RESULT system=(toolwire-nats|toolwire-nats\+sessions|toolwire-http|toolwire-mcp|jetstream-raw|jetstream-fetch) inflight=8 calls=200 ` +
 	`calls_per_s=[0-9.]+ p50_ms=[0-9.]+ p99_ms=[0-9.]+ p999_ms=[0-9.]+$`)
 
 func TestEveryPathAnswersEveryCall(t *testing.T) {
@@ -43,8 +43,9 @@ func TestEveryPathAnswersEveryCall(t *testing.T) {
 		{"http h2c", PathHTTP, "", "h2c", "toolwire-http", false},
 		{"http http1", PathHTTP, "", "http1", "toolwire-http", false},
 		{"mcp", PathMCP, "", "", "toolwire-mcp", false},
-		{"baseline", PathBaseline, "", "", "jetstream-baseline", false},
-		{"baseline over tcp", PathBaseline, "tcp", "", "jetstream-baseline", false},
+		{"baseline", PathBaseline, "", "", "jetstream-raw", false},
+		{"baseline over tcp", PathBaseline, "tcp", "", "jetstream-raw", false},
+		{"baseline-fetch", PathBaselineFetch, "", "", "jetstream-fetch", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -92,7 +93,7 @@ func TestSuitePrintsTheTable(t *testing.T) {
 	err := RunSuite(ctx, SuiteConfig{Config: testConfig(t), Levels: []Level{{InFlight: 4, Calls: 50, Warmup: -1}},
 		Rounds: 1, MemoryCalls: 200}, &out, &progress)
 	require.NoError(t, err)
-	for _, system := range []string{"jetstream-baseline", "toolwire-nats", "toolwire-nats+policy", "toolwire-nats+limits", "toolwire-nats+hook",
+	for _, system := range []string{"jetstream-raw", "jetstream-fetch", "toolwire-nats", "toolwire-nats+policy", "toolwire-nats+limits", "toolwire-nats+hook",
 		"toolwire-nats+sessions", "toolwire-http", "toolwire-mcp"} {
 		require.Contains(t, out.String(), "| "+system+" | 4 | 50 |")
 		require.Contains(t, progress.String(), "RESULT system="+system+" inflight=4 calls=50 ")
@@ -103,6 +104,7 @@ func TestSuitePrintsTheTable(t *testing.T) {
 	require.Contains(t, out.String(), "With one native before-hook on every call at 4 in flight:")
 	require.Contains(t, out.String(), "With sessions, a mode and pins in force at 4 in flight:")
 	require.Contains(t, out.String(), "MCP tools/call at 4 in flight:")
+	require.Contains(t, out.String(), "| in flight | jetstream-raw | jetstream-fetch | toolwire-nats | toolwire-nats+policy |")
 	require.Contains(t, out.String(), "Memory (median of 1): dispatcher heap per 10k calls in flight")
 }
 
@@ -111,6 +113,9 @@ func TestConfigValidate(t *testing.T) {
 	ok := Config{Path: PathNATS}.WithDefaults()
 	require.NoError(t, ok.Validate())
 	require.Equal(t, 2000, ok.Warmup, "warm-up defaults to a tenth of the calls")
+	require.NoError(t, Config{Path: PathBaseline}.WithDefaults().Validate())
+	require.NoError(t, Config{Path: PathBaselineFetch}.WithDefaults().Validate())
+	require.ErrorContains(t, Config{Path: "jetstream-raw"}.WithDefaults().Validate(), "Path", "a system's name is not a path")
 	for field, c := range map[string]Config{
 		"Path":     {Path: "grpc"},
 		"InFlight": {Path: PathNATS, InFlight: -1},
@@ -154,17 +159,41 @@ func TestWriteTableRelatesToBaseline(t *testing.T) {
 	var b strings.Builder
 	writeTable(&b, []row{
 		median([]Result{
-			{System: "jetstream-baseline", InFlight: 64, Calls: 1000, Elapsed: time.Second},
-			{System: "jetstream-baseline", InFlight: 64, Calls: 1000, Elapsed: 2 * time.Second},
-			{System: "jetstream-baseline", InFlight: 64, Calls: 1000, Elapsed: time.Second / 2},
+			{System: "jetstream-raw", InFlight: 64, Calls: 1000, Elapsed: time.Second},
+			{System: "jetstream-raw", InFlight: 64, Calls: 1000, Elapsed: 2 * time.Second},
+			{System: "jetstream-raw", InFlight: 64, Calls: 1000, Elapsed: time.Second / 2},
 		}),
+		median([]Result{{System: "jetstream-fetch", InFlight: 64, Calls: 900, Elapsed: time.Second}}),
 		median([]Result{{System: "toolwire-nats", InFlight: 64, Calls: 800, Elapsed: time.Second}}),
 		{Result: Result{System: "toolwire-http", InFlight: 64}, failed: 3},
 	})
-	require.Contains(t, b.String(), "| jetstream-baseline | 64 | 1000 | 1000 | 500–2000 |", "the median run, and the range of all")
-	require.Contains(t, b.String(), "| toolwire-nats | 64 | 800 | 800 | 800–800 |")
-	require.Contains(t, b.String(), "| 80% |")
+	require.Contains(t, b.String(), "| vs jetstream-raw |")
+	require.Contains(t, b.String(), "| jetstream-raw | 64 | 1000 | 1000 | 500–2000 |", "the median run, and the range of all")
+	require.Contains(t, b.String(), "| jetstream-fetch | 64 | 900 | 900 | 900–900 | 0.00 | 0.00 | 0.00 | 90% |", "the old baseline against the new")
+	require.Contains(t, b.String(), "| toolwire-nats | 64 | 800 | 800 | 800–800 | 0.00 | 0.00 | 0.00 | 80% |")
 	require.Contains(t, b.String(), "| toolwire-http | 64 | every run failed |")
+}
+
+// Issue 33's layout: each system's calls/s against jetstream-raw's at the
+// same number in flight, and the p50 against its at 1 in flight.
+func TestWriteAgainstRawStatesEveryRatio(t *testing.T) {
+	t.Parallel()
+	res := func(system string, inflight, calls int, p50 time.Duration) row {
+		return median([]Result{{System: system, InFlight: inflight, Calls: calls, Elapsed: time.Second, P50: p50}})
+	}
+	var b strings.Builder
+	writeAgainstRaw(&b, []row{
+		res("jetstream-raw", 1, 20000, 40*time.Microsecond),
+		res("toolwire-nats", 1, 10000, 100*time.Microsecond),
+		res("toolwire-http", 1, 5000, 200*time.Microsecond),
+		res("jetstream-raw", 64, 40000, time.Millisecond),
+		res("toolwire-nats", 64, 30000, 2*time.Millisecond),
+		{Result: Result{System: "toolwire-http", InFlight: 64}, failed: 1},
+	})
+	require.Contains(t, b.String(), "| in flight | jetstream-raw | toolwire-nats | toolwire-http |\n|---|---|---|---|\n")
+	require.Contains(t, b.String(),
+		"| 1 | 20000/s, p50 0.040 ms | 10000/s (0.50×), p50 0.100 ms (2.50×) | 5000/s (0.25×), p50 0.200 ms (5.00×) |\n")
+	require.Contains(t, b.String(), "| 64 | 40000/s | 30000/s (0.75×) | — |\n", "no p50 beyond 1 in flight; a failed system has no figure")
 }
 
 // BenchmarkEchoNATS measures echo calls through the dispatcher core, 64 in

@@ -11,9 +11,17 @@ import (
 
 // The measurable paths.
 const (
-	PathNATS     = "nats"
-	PathHTTP     = "http"
+	PathNATS = "nats"
+	PathHTTP = "http"
+	// PathBaseline is jetstream-raw, the baseline every toolwire path is
+	// reported against: the round trip on nats.go's jetstream package
+	// alone, its worker one Consume callback.
 	PathBaseline = "baseline"
+	// PathBaselineFetch is jetstream-fetch, the first baseline (until
+	// 2026-11-30 named jetstream-baseline): the same round trip with the
+	// toolwire worker's Fetch loop, a goroutine per call and a
+	// synchronous result publish.
+	PathBaselineFetch = "baseline-fetch"
 	// PathMCP is tools/call through the dispatcher's MCP endpoint (/mcp),
 	// by the official Go SDK's client at the 2026-07-28 revision, over
 	// the same HTTP as PathHTTP.
@@ -22,7 +30,8 @@ const (
 
 // Config configures one measurement.
 type Config struct {
-	// Path measured: PathNATS, PathHTTP, PathMCP or PathBaseline. Required.
+	// Path measured: PathNATS, PathHTTP, PathMCP, PathBaseline or
+	// PathBaselineFetch. Required.
 	Path string
 	// InFlight is how many calls are outstanding at once. Default 64.
 	InFlight int
@@ -100,8 +109,8 @@ func (c Config) WithDefaults() Config {
 // Validate names the first invalid field.
 func (c Config) Validate() error {
 	switch {
-	case c.Path != PathNATS && c.Path != PathHTTP && c.Path != PathMCP && c.Path != PathBaseline:
-		return fmt.Errorf("bench: Path %q must be nats, http, mcp or baseline", c.Path)
+	case c.Path != PathNATS && c.Path != PathHTTP && c.Path != PathMCP && !c.baseline():
+		return fmt.Errorf("bench: Path %q must be nats, http, mcp, baseline or baseline-fetch", c.Path)
 	case c.InFlight < 1:
 		return fmt.Errorf("bench: InFlight %d must be positive", c.InFlight)
 	case c.Calls < 1:
@@ -124,10 +133,22 @@ func (c Config) Validate() error {
 // never the limit.
 func (c Config) workerConcurrency() int { return max(64, c.InFlight) }
 
+// The baselines' system names.
+const (
+	systemRaw   = "jetstream-raw"
+	systemFetch = "jetstream-fetch"
+)
+
+// baseline reports whether c measures a baseline, not toolwire.
+func (c Config) baseline() bool { return c.Path == PathBaseline || c.Path == PathBaselineFetch }
+
 // system is the name a measurement reports.
 func (c Config) system() string {
-	if c.Path == PathBaseline {
-		return "jetstream-baseline"
+	switch c.Path {
+	case PathBaseline:
+		return systemRaw
+	case PathBaselineFetch:
+		return systemFetch
 	}
 	if c.Policy {
 		return "toolwire-" + c.Path + "+policy"

@@ -1,8 +1,9 @@
 // Package bench measures toolwire end to end against a raw JetStream
 // baseline doing the same round trip, as DESIGN.md §11 asks: calls per
 // second and latency percentiles of the no-op echo tool at several numbers
-// of calls in flight, the ratio of each toolwire path to the baseline, and
-// the dispatcher's memory per 10,000 calls in flight.
+// of calls in flight, the ratio of each toolwire path to the baseline
+// (jetstream-raw, issue 33's), and the dispatcher's memory per 10,000
+// calls in flight.
 //
 // # Systems
 //
@@ -46,14 +47,83 @@
 //     (sessionsPolicy; the loop guard off); reported as a share of
 //     toolwire-nats' calls/s (issue 30's goal: at least 0.9× at 64 in
 //     flight; BENCHMARKS.md has the runs measured with -sessions).
-//   - jetstream-baseline: the same round trip written directly against
-//     nats.go's jetstream package with nothing of toolwire in it: an async
-//     publish with a message id to a limits stream, a durable pull consumer
-//     fetching at most its free slots, a result published with
-//     ExpectLastSequencePerSubject(0) to a results stream, an ack, and the
-//     caller's receipt on a core subscription. Its payloads are the bytes
-//     of a real echo ToolCall and ToolResponse, captured from a toolwire
-//     round trip, with the call id substituted.
+//   - jetstream-raw (-path baseline): the baseline every other system is
+//     reported against (issue 33): the same round trip written directly
+//     against nats.go's jetstream package with nothing of toolwire in it,
+//     its worker one Consume callback, its caller one core wildcard
+//     subscription for every result. Described under "The baseline".
+//   - jetstream-fetch (-path baseline-fetch): the first baseline, named
+//     jetstream-baseline in BENCHMARKS.md's runs up to 2026-11-30: the
+//     same caller, streams and consumer, but the toolwire worker's loop
+//     on the worker side: Fetch at most the free slots (max(64, in
+//     flight)), a goroutine per call, the result published synchronously
+//     (PubAck awaited), then the ack. It is slower than jetstream-raw (a
+//     pull request per batch, a goroutine and a server round trip per
+//     call before the next result can go out of that goroutine), so
+//     ratios against it read higher. The suite runs it beside
+//     jetstream-raw so the figures measured against it can be related to
+//     the new ones.
+//
+// Both baselines' payloads are the bytes of a real echo ToolCall and
+// ToolResponse, captured from a toolwire round trip, with the call id
+// substituted, and they store them like toolwire does: the call with a
+// message id on a limits stream configured like CALLS (file storage, a
+// 10-minute duplicate window, discard-new), the result with
+// ExpectLastSequencePerSubject(0) (write-once) on one configured like
+// RESULTS, through a durable pull consumer configured like a pool's
+// (explicit ack, MaxAckPending 1024). They use their own names
+// (BENCHBASE_*) and decode nothing: the worker reads the call id at its
+// fixed offset in the call's bytes, the caller the id a result carries at
+// its offset in the result's bytes.
+//
+// # The baseline
+//
+// Issue 33 defines the physical limit of a toolwire round trip as a raw
+// JetStream round trip doing the same two stored messages, in process:
+// the caller publishes to a stream, one Consume callback publishes the
+// result to a second stream and acks, the caller receives results on one
+// core wildcard subscription. jetstream-raw is that, with each step's
+// wait decided as follows.
+//
+//   - The caller registers a waiter, publishes the call asynchronously
+//     with its message id and awaits the call's PubAck, then awaits its
+//     result. A call counts as done only once its call message is stored
+//     (the PubAck) and its own result has arrived: that is what
+//     Dispatcher.Call promises (it returns after the call's
+//     acknowledgement; "two stored messages" means both stored, not
+//     merely sent). Awaiting the PubAck first costs the round trip
+//     nothing it could avoid: the consumer delivers only stored messages
+//     and the server sends the PubAck as it stores one, so the PubAck is
+//     on its way before the call can reach the worker. A synchronous
+//     publish (js.Publish) would wait for the same PubAck; the async one
+//     with the future awaited is what toolwire's dispatcher does.
+//   - The worker is one Consume callback (nats.go's default pull
+//     settings: 500 messages buffered, a new pull at half). For each
+//     call it publishes the result asynchronously with
+//     ExpectLastSequencePerSubject(0) and queues the call's ack behind
+//     the result's PubAck: one acker goroutine awaits each result's
+//     future in publish order (one connection's PubAcks of one stream come
+//     back in that order) and then acks the call, or naks it if the
+//     publish failed. A call is never acked before its result is stored —
+//     the at-least-once rule toolwire's worker keeps (acking on the
+//     publish alone would lose the result of a call whose server stopped
+//     between the two, and would make the baseline faster by dropping a
+//     promise toolwire keeps) — and the callback never waits for the
+//     server: awaiting the PubAck inside it would put a server round
+//     trip per call on the consumer's one goroutine, which is not the
+//     physical limit of two stored messages but a limit of that loop.
+//   - The caller hears of each result from one core subscription on
+//     benchbase.result.default.bench.* (its pending limits off), and
+//     wakes the waiter the subject names with the id the payload
+//     carries; the caller checks the two agree. A core subscriber can see
+//     a result before the stream has stored it; the worker's ack, not
+//     the caller, waits for that store.
+//
+// The caller side is shared with jetstream-fetch, so the two differ only
+// in the worker. Every system is reported against jetstream-raw measured
+// in the same suite, at the same number in flight: its calls/s ratio at
+// each level, and at 1 in flight also its p50's ratio (the report's
+// "Against jetstream-raw" table, issue 33's layout).
 //
 // # Decisions
 //
@@ -65,11 +135,12 @@
 //     and the worker side always have a connection each, in toolwire and in
 //     the baseline alike.
 //   - The worker pool runs max(64, in flight) calls at once, so it is never
-//     the limit.
+//     the limit (toolwire's and jetstream-fetch's; jetstream-raw's one
+//     callback is bounded only by the consumer's MaxAckPending, 1024).
 //   - The suite runs each level's measurements in interleaved rounds
-//     (baseline, nats, nats+policy, http, baseline, ...) and reports the
-//     median run, so
-//     a burst of other load on the machine hits every system alike.
+//     (jetstream-raw, jetstream-fetch, nats, nats+policy, ..., http, mcp,
+//     jetstream-raw, ...) and reports the median run, so a burst of other
+//     load on the machine hits every system alike.
 //   - Besides wall-clock throughput every run reports the process's CPU
 //     time per call (server, dispatcher, worker and callers all run in
 //     this process), which other load on the machine disturbs far less.

@@ -45,7 +45,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&auditCalls, "audit", 0, "measure the audit (records/s, peak memory) over this many calls instead")
 	fs.StringVar(&auditClient, "audit-client", "", "internal: run the audit side of -audit against this NATS URL")
 	fs.IntVar(&rounds, "rounds", DefaultRounds, "with -suite: rounds of every measurement (the table shows the median)")
-	fs.StringVar(&cfg.Path, "path", PathNATS, "path measured: nats, http, mcp or baseline")
+	fs.StringVar(&cfg.Path, "path", PathNATS, "path measured: nats, http, mcp, baseline (jetstream-raw, the suite's baseline) or baseline-fetch (jetstream-fetch, the first baseline)")
 	fs.BoolVar(&cfg.Policy, "policy", false, "put a 50-rule policy (globs and CEL) in force on the dispatcher")
 	fs.BoolVar(&cfg.Hook, "hook", false, "put a policy with one native before-hook on every call in force on the dispatcher")
 	fs.BoolVar(&cfg.Limits, "limits", false, "put a policy with one rate limit and one budget on every call in force on the dispatcher")

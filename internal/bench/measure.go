@@ -22,7 +22,7 @@ func Measure(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	var p payloads
-	if cfg.Path == PathBaseline {
+	if cfg.baseline() {
 		var err error
 		if p, err = capturePayloads(ctx, cfg); err != nil {
 			return Result{}, err
@@ -43,8 +43,8 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 	var pool jetstream.Consumer
 	// Every system warms up for at least minWarmup (see below).
 	warmUntil := time.Now().Add(minWarmup)
-	if cfg.Path == PathBaseline {
-		b, err := startBaseline(ctx, e, p, cfg.workerConcurrency())
+	if cfg.baseline() {
+		b, err := startBaseline(ctx, e, p)
 		if err != nil {
 			return r, err
 		}

@@ -3,12 +3,15 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 )
 
 // Result is one measurement.
 type Result struct {
-	// System measured: toolwire-nats, toolwire-http or jetstream-baseline.
+	// System measured: jetstream-raw, jetstream-fetch, toolwire-nats,
+	// toolwire-http, toolwire-mcp or a variant of toolwire-nats.
 	System   string
 	InFlight int
 	// Calls measured (warm-up excluded), all successful.
@@ -73,16 +76,11 @@ func (r Result) Line() string {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// writeTable prints rows as a markdown table with each toolwire path's
-// throughput relative to the baseline at the same number in flight.
+// writeTable prints rows as a markdown table with every other system's
+// throughput relative to jetstream-raw's at the same number in flight.
 func writeTable(w io.Writer, rows []row) {
-	base := map[int]float64{}
-	for _, r := range rows {
-		if r.System == "jetstream-baseline" {
-			base[r.InFlight] = r.CallsPerSec()
-		}
-	}
-	fmt.Fprintln(w, "| system | in flight | calls/run | calls/s | calls/s range | p50 ms | p99 ms | p99.9 ms | vs baseline | CPU µs/call | other load (cores) |")
+	base := rawRows(rows)
+	fmt.Fprintln(w, "| system | in flight | calls/run | calls/s | calls/s range | p50 ms | p99 ms | p99.9 ms | vs jetstream-raw | CPU µs/call | other load (cores) |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
 		if r.Calls == 0 {
@@ -94,13 +92,77 @@ func writeTable(w io.Writer, rows []row) {
 			system += fmt.Sprintf(" (%d run(s) failed)", r.failed)
 		}
 		ratio := "—"
-		if b := base[r.InFlight]; b > 0 && r.System != "jetstream-baseline" {
-			ratio = fmt.Sprintf("%.0f%%", 100*r.CallsPerSec()/b)
+		if b := base[r.InFlight]; b.Calls > 0 && r.System != systemRaw {
+			ratio = fmt.Sprintf("%.0f%%", 100*r.CallsPerSec()/b.CallsPerSec())
 		}
 		fmt.Fprintf(w, "| %s | %d | %d | %.0f | %.0f–%.0f | %.2f | %.2f | %.2f | %s | %.0f | %.2f |\n",
 			system, r.InFlight, r.Calls, r.CallsPerSec(), r.minCPS, r.maxCPS, ms(r.P50), ms(r.P99), ms(r.P999), ratio,
 			float64(r.CPUPerCall())/float64(time.Microsecond), r.OtherCores())
 	}
+}
+
+// rawRows are the jetstream-raw rows by number in flight.
+func rawRows(rows []row) map[int]row {
+	base := map[int]row{}
+	for _, r := range rows {
+		if r.System == systemRaw {
+			base[r.InFlight] = r
+		}
+	}
+	return base
+}
+
+// writeAgainstRaw prints issue 33's table: a line per number in flight,
+// jetstream-raw's calls/s and then every other system's with its ratio
+// to jetstream-raw's; at 1 in flight the p50 too, with its ratio.
+func writeAgainstRaw(w io.Writer, rows []row) {
+	base := rawRows(rows)
+	var systems []string
+	var levels []int
+	cells := map[string]map[int]row{}
+	for _, r := range rows {
+		if cells[r.System] == nil {
+			cells[r.System] = map[int]row{}
+			if r.System != systemRaw {
+				systems = append(systems, r.System)
+			}
+		}
+		if !slices.Contains(levels, r.InFlight) {
+			levels = append(levels, r.InFlight)
+		}
+		cells[r.System][r.InFlight] = r
+	}
+	fmt.Fprintf(w, "\nAgainst %s (calls/s and its ratio at each number in flight; at 1 in flight the p50 and its ratio):\n\n", systemRaw)
+	cols := append([]string{"in flight", systemRaw}, systems...)
+	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
+	for _, l := range levels {
+		b := base[l]
+		fmt.Fprintf(w, "| %d | %s |", l, rawCell(b, row{}))
+		for _, s := range systems {
+			fmt.Fprintf(w, " %s |", rawCell(cells[s][l], b))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// rawCell is r's cell of writeAgainstRaw's table, its ratios to base's
+// (none where base has no calls).
+func rawCell(r, base row) string {
+	if r.Calls == 0 {
+		return "—"
+	}
+	cell := fmt.Sprintf("%.0f/s", r.CallsPerSec())
+	if base.Calls > 0 {
+		cell += fmt.Sprintf(" (%.2f×)", r.CallsPerSec()/base.CallsPerSec())
+	}
+	if r.InFlight != 1 {
+		return cell
+	}
+	cell += fmt.Sprintf(", p50 %.3f ms", ms(r.P50))
+	if base.Calls > 0 && base.P50 > 0 {
+		cell += fmt.Sprintf(" (%.2f×)", float64(r.P50)/float64(base.P50))
+	}
+	return cell
 }
 
 // writePolicyCost states, per level, the calls/s of the nats path with the

@@ -42,8 +42,8 @@ type SuiteConfig struct {
 	// Levels measured. Default DefaultLevels.
 	Levels []Level
 	// Rounds of every measurement; each level's rounds run interleaved
-	// (baseline, nats, http, baseline, ...) and the table reports the
-	// median run. Default DefaultRounds.
+	// (jetstream-raw, jetstream-fetch, nats, ..., jetstream-raw, ...) and
+	// the table reports the median run. Default DefaultRounds.
 	Rounds int
 	// MemoryCalls held in flight for the memory measurement. Default
 	// MemoryCalls.
@@ -58,7 +58,7 @@ type row struct {
 	failed int
 }
 
-// RunSuite measures the baseline and both toolwire paths at every level,
+// RunSuite measures both baselines and every toolwire path at every level,
 // then the dispatcher's memory, and writes a markdown report to out.
 // Progress and each run's RESULT line go to progress. A failed run (a
 // call that did not answer) is reported in the table and returned as an
@@ -85,7 +85,10 @@ func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) erro
 	// every call (Config.Limits), with one native before-hook
 	// (Config.Hook) and with sessions, a mode and pins in force
 	// (Config.Sessions), interleaved like the rest.
-	systems := []Config{{Path: PathBaseline}, {Path: PathNATS}, {Path: PathNATS, Policy: true}, {Path: PathNATS, Limits: true},
+	// Every system is reported against jetstream-raw (PathBaseline);
+	// jetstream-fetch, the first baseline, runs too, so that the figures
+	// measured against it before (BENCHMARKS.md) can be related to these.
+	systems := []Config{{Path: PathBaseline}, {Path: PathBaselineFetch}, {Path: PathNATS}, {Path: PathNATS, Policy: true}, {Path: PathNATS, Limits: true},
 		{Path: PathNATS, Hook: true}, {Path: PathNATS, Sessions: true}, {Path: PathHTTP}, {Path: PathMCP}}
 	var rows []row
 	var failures []error
@@ -139,6 +142,7 @@ func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) erro
 	fmt.Fprintf(out, "toolwire-bench -suite: %s, GOMAXPROCS=%d, NATS connections %s, HTTP %s, median of %d rounds, took %s\n\n",
 		runtime.Version(), runtime.GOMAXPROCS(0), cfg.Conn, cfg.HTTP, rounds, time.Since(start).Round(time.Second))
 	writeTable(out, rows)
+	writeAgainstRaw(out, rows)
 	writePolicyCost(out, rows)
 	fmt.Fprintf(out, "\nMemory (median of %d): %s\n", rounds, mems[len(mems)/2])
 	for _, err := range failures {
