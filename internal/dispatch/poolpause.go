@@ -1,0 +1,61 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/identity"
+)
+
+// Pausing a pool (doc.go, "Paused pools"): one piece of logic for the
+// dashboard's Pause and Resume buttons (and any face that adds them).
+
+// ErrPauseScope: pausing or resuming a pool needs the "admin" and
+// "installation" scopes (identity.Identity.AdministersInstallation): a
+// pool serves every tenant, so a tenant's admin may not.
+var ErrPauseScope = errors.New(`dispatch: pausing or resuming a pool needs the "admin" and "installation" scopes: a pool serves every tenant`)
+
+// ErrNoPool is returned for a pool that has no consumer.
+var ErrNoPool = bus.ErrNoPool
+
+// PausePool pauses pool for every replica and worker (bus.PausePool:
+// its consumer delivers nothing until ResumePool), recording id's
+// tenant/agent, the time and reason with it, and logs it at info. Calls
+// already queued stay queued; new calls to the pool are refused
+// OVERLOADED (internal/poolview, "Paused pools"). It returns
+// ErrPauseScope, ErrNoPool, or an error for a reason over
+// bus.MaxPauseReasonBytes or not UTF-8.
+func (d *Dispatcher) PausePool(ctx context.Context, id identity.Identity, pool, reason string) (*bus.PoolPause, error) {
+	if !id.AdministersInstallation() {
+		return nil, ErrPauseScope
+	}
+	if len(reason) > bus.MaxPauseReasonBytes || !utf8.ValidString(reason) {
+		return nil, fmt.Errorf("dispatch: a pause reason is UTF-8 text of at most %d bytes", bus.MaxPauseReasonBytes)
+	}
+	rec := bus.PoolPause{By: id.Tenant + "/" + id.Agent, At: time.Now().UTC(), Reason: reason}
+	if _, err := d.bus.PausePool(ctx, pool, rec); err != nil {
+		return nil, err
+	}
+	d.log.InfoContext(ctx, "pool paused", "pool", pool, "by", rec.By, "reason", reason)
+	d.load.Reread(ctx)
+	return &rec, nil
+}
+
+// ResumePool ends pool's pause (bus.ResumePool): its queued calls are
+// delivered again, and new calls admitted. It logs who resumed it at
+// info. It returns ErrPauseScope or ErrNoPool.
+func (d *Dispatcher) ResumePool(ctx context.Context, id identity.Identity, pool string) error {
+	if !id.AdministersInstallation() {
+		return ErrPauseScope
+	}
+	if _, err := d.bus.ResumePool(ctx, pool); err != nil {
+		return err
+	}
+	d.log.InfoContext(ctx, "pool resumed", "pool", pool, "by", id.Tenant+"/"+id.Agent)
+	d.load.Reread(ctx)
+	return nil
+}
