@@ -19,6 +19,10 @@ import (
 // pool serves every tenant, so a tenant's admin may not.
 var ErrPauseScope = errors.New(`dispatch: pausing or resuming a pool needs the "admin" and "installation" scopes: a pool serves every tenant`)
 
+// ErrPauseReason is returned for a pause reason over
+// bus.MaxPauseReasonBytes or not UTF-8.
+var ErrPauseReason = fmt.Errorf("dispatch: a pause reason is UTF-8 text of at most %d bytes", bus.MaxPauseReasonBytes)
+
 // ErrNoPool is returned for a pool that has no consumer.
 var ErrNoPool = bus.ErrNoPool
 
@@ -27,14 +31,13 @@ var ErrNoPool = bus.ErrNoPool
 // tenant/agent, the time and reason with it, and logs it at info. Calls
 // already queued stay queued; new calls to the pool are refused
 // OVERLOADED (internal/poolview, "Paused pools"). It returns
-// ErrPauseScope, ErrNoPool, or an error for a reason over
-// bus.MaxPauseReasonBytes or not UTF-8.
+// ErrPauseScope, ErrNoPool or ErrPauseReason.
 func (d *Dispatcher) PausePool(ctx context.Context, id identity.Identity, pool, reason string) (*bus.PoolPause, error) {
 	if !id.AdministersInstallation() {
 		return nil, ErrPauseScope
 	}
 	if len(reason) > bus.MaxPauseReasonBytes || !utf8.ValidString(reason) {
-		return nil, fmt.Errorf("dispatch: a pause reason is UTF-8 text of at most %d bytes", bus.MaxPauseReasonBytes)
+		return nil, ErrPauseReason
 	}
 	rec := bus.PoolPause{By: id.Tenant + "/" + id.Agent, At: time.Now().UTC(), Reason: reason}
 	if _, err := d.bus.PausePool(ctx, pool, rec); err != nil {
