@@ -45,7 +45,7 @@ NATS_SERVER   := $(CHART_BIN)/nats-server
 BREAKING_AGAINST ?=
 
 .PHONY: help run build generate verify lint test soak bench bench-archive clean \
-	verify-proto-format verify-proto-lint verify-generated verify-mod verify-breaking verify-selftest mcp-everything mcp-clients azurite ts-sdk \
+	verify-proto-format verify-proto-lint verify-generated verify-mod verify-breaking verify-selftest mcp-everything mcp-clients azurite ts-sdk ts-tool \
 	dashboard-e2e chromium iproute2 dashboard-screenshots chart-check chart-tools
 
 help: ## list the targets
@@ -149,7 +149,7 @@ lint: ## gofmt, go vet and the pinned staticcheck
 TEST_FIRST ?= ./internal/faulttest ./internal/dispatch ./internal/audit ./internal/dashboard \
 	./internal/policystore ./internal/mcpserver ./internal/dispatchd ./internal/api ./internal/worker \
 	./internal/quickstart ./internal/executors/sandbox
-test: mcp-everything mcp-clients azurite dashboard-e2e ts-sdk chromium iproute2 ## run every test with the race detector
+test: mcp-everything mcp-clients azurite dashboard-e2e ts-sdk ts-tool chromium iproute2 ## run every test with the race detector
 	$(GO) test -race -vet=off -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(TEST_FIRST) ./...
 
 # The compressed-time soak of retention with an archive (issue 29;
@@ -185,11 +185,22 @@ testdata/mcp-clients/node_modules/.package-lock.json: testdata/mcp-clients/packa
 # tsc for make generate), installed from its committed lockfile (only when
 # missing or stale), with `ai` and `@openai/agents` (the adapters' tests):
 # 40 packages, about 160 MB, 25 s (2026-11-29). Its
-# tests (go test ./sdk/typescript/) import the checked-in dist/.
+# tests (go test ./sdk/typescript/) import the checked-in dist/, and run on
+# the machine's node and on the Node 22 of make mcp-clients.
 ts-sdk: sdk/typescript/node_modules/.package-lock.json ## install the TypeScript SDK's dependencies for its tests and make generate (npm ci)
 
 sdk/typescript/node_modules/.package-lock.json: sdk/typescript/package-lock.json
 	npm ci --prefix sdk/typescript --no-audit --no-fund
+	touch $@
+
+# The TypeScript tool example's type checker (examples/typescript-tool:
+# typescript and @types/node at the SDK's versions, 3 packages, 25 MB,
+# a few seconds), installed from its committed lockfile (only when missing
+# or stale); its test runs server.ts on the Node 22 of make mcp-clients.
+ts-tool: examples/typescript-tool/node_modules/.package-lock.json ## install the TypeScript tool example's tsc for its test (npm ci)
+
+examples/typescript-tool/node_modules/.package-lock.json: examples/typescript-tool/package-lock.json
+	npm ci --prefix examples/typescript-tool --no-audit --no-fund
 	touch $@
 
 # Azurite, the Azure Storage emulator the archive's Azure Blob store test

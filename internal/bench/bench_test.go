@@ -25,27 +25,31 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 func testConfig(t testing.TB) Config {
-	return Config{TempDir: t.TempDir(),
+	return Config{TempDir: t.TempDir(), MaxQueueWait: time.Minute,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 }
 
-var resultLine = regexp.MustCompile(`^RESULT system=(toolwire-nats|toolwire-http|toolwire-mcp|jetstream-baseline) inflight=8 calls=200 ` +
+var resultLine = regexp.MustCompile(`^RESULT system=(toolwire-nats|toolwire-nats\+sessions|toolwire-http|toolwire-mcp|jetstream-baseline) inflight=8 calls=200 ` +
 	`calls_per_s=[0-9.]+ p50_ms=[0-9.]+ p99_ms=[0-9.]+ p999_ms=[0-9.]+$`)
 
 func TestEveryPathAnswersEveryCall(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ name, path, conn, http, system string }{
-		{"nats", PathNATS, "", "", "toolwire-nats"},
-		{"http h2c", PathHTTP, "", "h2c", "toolwire-http"},
-		{"http http1", PathHTTP, "", "http1", "toolwire-http"},
-		{"mcp", PathMCP, "", "", "toolwire-mcp"},
-		{"baseline", PathBaseline, "", "", "jetstream-baseline"},
-		{"baseline over tcp", PathBaseline, "tcp", "", "jetstream-baseline"},
+	for _, tc := range []struct {
+		name, path, conn, http, system string
+		sessions                       bool
+	}{
+		{"nats", PathNATS, "", "", "toolwire-nats", false},
+		{"nats in sessions", PathNATS, "", "", "toolwire-nats+sessions", true},
+		{"http h2c", PathHTTP, "", "h2c", "toolwire-http", false},
+		{"http http1", PathHTTP, "", "http1", "toolwire-http", false},
+		{"mcp", PathMCP, "", "", "toolwire-mcp", false},
+		{"baseline", PathBaseline, "", "", "jetstream-baseline", false},
+		{"baseline over tcp", PathBaseline, "tcp", "", "jetstream-baseline", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := testConfig(t)
-			cfg.Path, cfg.Conn, cfg.HTTP = tc.path, tc.conn, tc.http
+			cfg.Path, cfg.Conn, cfg.HTTP, cfg.Sessions = tc.path, tc.conn, tc.http, tc.sessions
 			cfg.InFlight, cfg.Calls, cfg.Warmup = 8, 200, 16
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
@@ -81,14 +85,15 @@ func TestMeasureMemoryCountsWaitingCallers(t *testing.T) {
 func TestSuitePrintsTheTable(t *testing.T) {
 	t.Parallel()
 	// A bound on a hang, not a speed goal: seven systems on a loaded
-	// 2-core machine took over 30 s.
+	// 2-core machine took over 30 s (eight now).
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	var out, progress strings.Builder
 	err := RunSuite(ctx, SuiteConfig{Config: testConfig(t), Levels: []Level{{InFlight: 4, Calls: 50, Warmup: -1}},
 		Rounds: 1, MemoryCalls: 200}, &out, &progress)
 	require.NoError(t, err)
-	for _, system := range []string{"jetstream-baseline", "toolwire-nats", "toolwire-nats+policy", "toolwire-nats+limits", "toolwire-nats+hook", "toolwire-http", "toolwire-mcp"} {
+	for _, system := range []string{"jetstream-baseline", "toolwire-nats", "toolwire-nats+policy", "toolwire-nats+limits", "toolwire-nats+hook",
+		"toolwire-nats+sessions", "toolwire-http", "toolwire-mcp"} {
 		require.Contains(t, out.String(), "| "+system+" | 4 | 50 |")
 		require.Contains(t, progress.String(), "RESULT system="+system+" inflight=4 calls=50 ")
 	}
@@ -96,6 +101,7 @@ func TestSuitePrintsTheTable(t *testing.T) {
 	require.Contains(t, out.String(), "With the 50-rule policy at 4 in flight:")
 	require.Contains(t, out.String(), "With a rate limit and a budget on every call at 4 in flight:")
 	require.Contains(t, out.String(), "With one native before-hook on every call at 4 in flight:")
+	require.Contains(t, out.String(), "With sessions, a mode and pins in force at 4 in flight:")
 	require.Contains(t, out.String(), "MCP tools/call at 4 in flight:")
 	require.Contains(t, out.String(), "Memory (median of 1): dispatcher heap per 10k calls in flight")
 }

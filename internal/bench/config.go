@@ -69,6 +69,12 @@ type Config struct {
 	// session step, the mode's layer and the pins in force (the nats
 	// path).
 	Sessions bool
+	// MaxQueueWait is the dispatcher's bound on a call's expected queue
+	// wait (dispatch.Config.MaxQueueWait). Default 0: the dispatcher's own
+	// default (2s), as a production dispatcher has; the package's tests
+	// set a minute, so that a pool slowed by a loaded test host is not
+	// answered OVERLOADED (a refused call fails the run).
+	MaxQueueWait time.Duration
 	// Logger receives the components' logs. Default: warnings and errors
 	// to stderr.
 	Logger *slog.Logger

@@ -39,6 +39,13 @@
 //     tool that is neither read-only nor idempotent needs a durable
 //     STARTED before each run: 7,199 calls/s, p50 7.7 ms, 233 µs (the
 //     profile that found it).
+//   - toolwire-nats+sessions: toolwire-nats with every call naming one of
+//     InFlight sessions, each opened in the voice mode beforehand, under a
+//     policy that pins spec versions per session, checks every call
+//     against the voice layer's rule and admits only opened sessions
+//     (sessionsPolicy; the loop guard off); reported as a share of
+//     toolwire-nats' calls/s (issue 30's goal: at least 0.9× at 64 in
+//     flight; BENCHMARKS.md has the runs measured with -sessions).
 //   - jetstream-baseline: the same round trip written directly against
 //     nats.go's jetstream package with nothing of toolwire in it: an async
 //     publish with a message id to a limits stream, a durable pull consumer

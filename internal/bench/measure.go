@@ -51,7 +51,8 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 		defer func() { err = errors.Join(err, b.stop()) }()
 		call, pool = b.call, b.cons
 	} else {
-		o := stackOptions{worker: cfg.workerConcurrency(), http: cfg.Path == PathHTTP || cfg.Path == PathMCP, mcp: cfg.Path == PathMCP}
+		o := stackOptions{worker: cfg.workerConcurrency(), http: cfg.Path == PathHTTP || cfg.Path == PathMCP, mcp: cfg.Path == PathMCP,
+			maxQueueWait: cfg.MaxQueueWait}
 		if cfg.Policy {
 			if o.policy, err = benchPolicy(); err != nil {
 				return r, err

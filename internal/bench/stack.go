@@ -53,6 +53,9 @@ type stackOptions struct {
 	mcp bool
 	// maxBacklog is the dispatcher's pool backlog bound (0 = its default).
 	maxBacklog int
+	// maxQueueWait is the dispatcher's bound on a call's expected queue
+	// wait (Config.MaxQueueWait; 0 = its default).
+	maxQueueWait time.Duration
 	// policy is the policy in force on the dispatcher; nil = none.
 	policy *policy.Policy
 }
@@ -138,7 +141,7 @@ func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err erro
 		return nil, err
 	}
 	d, err := dispatch.New(s.bus, reg, dispatch.Config{Name: "bench", Logger: log, MaxWaitingPerCaller: -1, MaxBacklog: o.maxBacklog,
-		Policies: onePolicy{o.policy}})
+		MaxQueueWait: o.maxQueueWait, Policies: onePolicy{o.policy}})
 	if err != nil {
 		return nil, err
 	}

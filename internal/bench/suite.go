@@ -80,12 +80,13 @@ func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) erro
 	if err != nil {
 		return err
 	}
-	// The nats path runs four times: without a policy, with the 50-rule
+	// The nats path runs five times: without a policy, with the 50-rule
 	// policy in force (Config.Policy), with a rate limit and a budget on
-	// every call (Config.Limits) and with one native before-hook
-	// (Config.Hook), interleaved like the rest.
+	// every call (Config.Limits), with one native before-hook
+	// (Config.Hook) and with sessions, a mode and pins in force
+	// (Config.Sessions), interleaved like the rest.
 	systems := []Config{{Path: PathBaseline}, {Path: PathNATS}, {Path: PathNATS, Policy: true}, {Path: PathNATS, Limits: true},
-		{Path: PathNATS, Hook: true}, {Path: PathHTTP}, {Path: PathMCP}}
+		{Path: PathNATS, Hook: true}, {Path: PathNATS, Sessions: true}, {Path: PathHTTP}, {Path: PathMCP}}
 	var rows []row
 	var failures []error
 	for _, l := range levels {
@@ -93,7 +94,7 @@ func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) erro
 		for range rounds {
 			for i, sys := range systems {
 				c := cfg
-				c.Path, c.Policy, c.Limits, c.Hook = sys.Path, sys.Policy, sys.Limits, sys.Hook
+				c.Path, c.Policy, c.Limits, c.Hook, c.Sessions = sys.Path, sys.Policy, sys.Limits, sys.Hook, sys.Sessions
 				c.InFlight, c.Calls, c.Warmup = l.InFlight, l.Calls, l.Warmup
 				// Every run starts from a collected heap, so none pays for
 				// the garbage of the run before it.

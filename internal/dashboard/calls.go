@@ -399,6 +399,22 @@ type intentView struct {
 	Applied bool
 }
 
+// callSession is the session a call names (of tenant) as the reference
+// applier keeps it, read as the viewer (nil: the call names none, or it
+// could not be read), and the link to its page ("" for none).
+func (s *Server) callSession(r *http.Request, v *viewer, tenant, session string) (*toolwirev1.Session, string) {
+	if session == "" {
+		return nil, ""
+	}
+	id := v.ID
+	id.Tenant = tenant
+	sess, err := s.cfg.Core.GetSession(r.Context(), id, session)
+	if err != nil {
+		sess = nil
+	}
+	return sess, sessionHref(tenant, session, v)
+}
+
 // callPage shows one call's timeline.
 func (s *Server) callPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 	id := r.PathValue("id")
@@ -421,14 +437,7 @@ func (s *Server) callPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 		return
 	}
 	d := callData{Entry: e, Rec: rec, Running: rec.Result == nil, Done: doneMessage(r)}
-	if rec.Session != "" {
-		id := v.ID
-		id.Tenant = rec.Tenant
-		if sess, err := s.cfg.Core.GetSession(r.Context(), id, rec.Session); err == nil {
-			d.Session = sess
-		}
-		d.SessionHref = sessionHref(rec.Tenant, rec.Session, v)
-	}
+	d.Session, d.SessionHref = s.callSession(r, v, rec.Tenant, rec.Session)
 	if len(rec.Arguments) > 0 {
 		d.Args = prettyJSON(rec.Arguments)
 	}
@@ -593,7 +602,7 @@ func (s *Server) retryCall(w http.ResponseWriter, r *http.Request, v *viewer) {
 	}
 	call, err := s.dlq.RetryBy(r.Context(), seq, v.who()+" (dashboard)")
 	if call == nil {
-		s.refuse(w, r, v, http.StatusBadGateway, "retry failed: "+err.Error())
+		s.refuseRetry(w, r, v, err)
 		return
 	}
 	s.log.Info("dashboard retry", "who", v.who(), "call", id, "dead_letter", seq, "new_call", call.CallId)

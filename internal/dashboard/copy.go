@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"github.com/toolwire/toolwire/internal/audit"
+	"github.com/toolwire/toolwire/internal/shellquote"
 )
 
 // copyRequest is what a call page's "Copy as JSON" copies: the call's
@@ -26,7 +27,7 @@ type copyRequest struct {
 // toolctl call command line that repeats it (flags --session, --user,
 // --run first, then "--" and the tool and its arguments, so that a tool
 // named like a flag stays the tool; each word quoted for a POSIX shell
-// when it needs it, by shellQuote). A word holding a control or format
+// when it needs it, by shellquote.Quote). A word holding a control or format
 // character (an escape sequence, a carriage return, a bidi override: a
 // caller chooses its session, user and run) gets no command at all ("",
 // the page shows no button): pasted into a terminal it could end a
@@ -48,10 +49,10 @@ func copyTexts(rec *audit.Record) (asJSON, asCommand string) {
 	words := []string{"toolctl", "call"}
 	for _, f := range []struct{ flag, v string }{{"--session", rec.Session}, {"--user", rec.User}, {"--run", rec.Run}} {
 		if f.v != "" {
-			words = append(words, f.flag, shellQuote(f.v))
+			words = append(words, f.flag, shellquote.Quote(f.v))
 		}
 	}
-	words = append(words, "--", shellQuote(rec.Tool), shellQuote(args.String()))
+	words = append(words, "--", shellquote.Quote(rec.Tool), shellquote.Quote(args.String()))
 	for _, w := range []string{rec.Tool, args.String(), rec.Session, rec.User, rec.Run} {
 		if strings.IndexFunc(w, pasteUnsafe) >= 0 {
 			return strings.TrimSuffix(b.String(), "\n"), ""
@@ -65,17 +66,6 @@ func copyTexts(rec *audit.Record) (asJSON, asCommand string) {
 // format characters: bidi overrides, zero-width ones).
 func pasteUnsafe(r rune) bool {
 	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == unicode.ReplacementChar
-}
-
-// shellQuote is s as one word of a POSIX shell: left bare when it holds
-// only characters no shell treats specially, else in single quotes, each
-// single quote in it closing the quotes, then escaped with a backslash,
-// then reopening them.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@,+=") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // curlRequest is the body of "Copy as curl": the call's CallRequest as
@@ -102,7 +92,7 @@ const curlServer = `"${TOOLWIRE_SERVER:-http://127.0.0.1:8080}/toolwire.v1.Dispa
 // never a key in the text) and the server as $TOOLWIRE_SERVER, toolctl's
 // variable, defaulting to toolctl's default. The body is curlRequest,
 // from the audit record's redacted arguments (a secret is the page's
-// placeholder, never its value), quoted as one shell word (shellQuote).
+// placeholder, never its value), quoted as one shell word (shellquote.Quote).
 // Like the toolctl command it is "" when a word holds a control or format
 // character, and it carries no idempotency key.
 func curlText(rec *audit.Record) string {
@@ -122,6 +112,6 @@ func curlText(rec *audit.Record) string {
 			return ""
 		}
 	}
-	return strings.Join([]string{"curl", "-sS", "-H", shellQuote("Content-Type: application/json"),
-		"-H", `"Authorization: Bearer $TOOLWIRE_API_KEY"`, "--data-binary", shellQuote(strings.TrimSuffix(body.String(), "\n")), curlServer}, " ")
+	return strings.Join([]string{"curl", "-sS", "-H", shellquote.Quote("Content-Type: application/json"),
+		"-H", `"Authorization: Bearer $TOOLWIRE_API_KEY"`, "--data-binary", shellquote.Quote(strings.TrimSuffix(body.String(), "\n")), curlServer}, " ")
 }

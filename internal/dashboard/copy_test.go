@@ -2,26 +2,11 @@ package dashboard
 
 import (
 	"os"
-	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/audit"
 )
-
-// shellQuote's word is read back by a real POSIX shell as the string
-// itself, whatever it holds (quotes, $, backslashes, newlines, spaces).
-func TestShellQuoteRoundTripsThroughSh(t *testing.T) {
-	t.Parallel()
-	sh, err := exec.LookPath("sh")
-	require.NoError(t, err)
-	for _, s := range []string{"", "echo", "o'brien", "''", `{"a":"it's $HOME \"x\" \\ ` + "`id`" + `"}`, "two\nlines", "a b\tc", "--flag", "*", "~", "#x"} {
-		out, err := exec.Command(sh, "-c", "printf '%s' "+shellQuote(s)).Output()
-		require.NoError(t, err, "%q", s)
-		require.Equal(t, s, string(out), "quoted as %s", shellQuote(s))
-	}
-	require.Equal(t, "echo", shellQuote("echo"), "a plain word stays bare")
-}
 
 // The command puts its flags before "--", so a tool named like a flag
 // stays the tool; a word with a control or format character gets no

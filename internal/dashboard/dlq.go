@@ -279,6 +279,21 @@ func (s *Server) letterPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 	s.render(w, r, http.StatusOK, "letter", v, fmt.Sprintf("Dead letter %d", seq), "dlq", d)
 }
 
+// refuseRetry answers a retry that queued nothing: a letter without a
+// call, or a call the dispatcher's check refuses now (its session ended,
+// its mode or the policy forbids it), is a conflict the operator is told
+// of as an approval's refusal is; anything else a failure upstream.
+func (s *Server) refuseRetry(w http.ResponseWriter, r *http.Request, v *viewer, err error) {
+	switch {
+	case errors.Is(err, dlq.ErrSessionInactive), errors.Is(err, dlq.ErrModeRestricted), errors.Is(err, dlq.ErrPolicyDenies):
+		s.refuse(w, r, v, http.StatusConflict, "retry refused, nothing was queued: "+err.Error())
+	case errors.Is(err, dlq.ErrNotRetryable):
+		s.refuse(w, r, v, http.StatusConflict, "retry failed: "+err.Error())
+	default:
+		s.refuse(w, r, v, http.StatusBadGateway, "retry failed: "+err.Error())
+	}
+}
+
 // retryLetter retries one dead letter as a new call, naming who asked in
 // its admission record.
 func (s *Server) retryLetter(w http.ResponseWriter, r *http.Request, v *viewer) {
@@ -288,11 +303,7 @@ func (s *Server) retryLetter(w http.ResponseWriter, r *http.Request, v *viewer) 
 	}
 	call, err := s.dlq.RetryBy(r.Context(), seq, v.who()+" (dashboard)")
 	if call == nil {
-		status := http.StatusBadGateway
-		if errors.Is(err, dlq.ErrNotRetryable) {
-			status = http.StatusConflict
-		}
-		s.refuse(w, r, v, status, "retry failed: "+err.Error())
+		s.refuseRetry(w, r, v, err)
 		return
 	}
 	if err != nil {

@@ -196,9 +196,10 @@
 // the viewer (its log cut to the calls the viewer may see) and the
 // session's newest calls from the calls index (refused ones among them),
 // filtered as the calls page is (tenant; the viewer's agent under
-// VisibilityOwn). A call's page shows
-// its session's state and mode and links to it. The per-session version
-// pins are to show on the session's page next to its mode.
+// VisibilityOwn), and its pinned spec versions next to its mode. A
+// call's page (a refused call's too: callSession) shows its session's
+// state and mode, and the version the session pins for the call's tool,
+// and links to it.
 //
 // # The calls index
 //
@@ -219,7 +220,7 @@
 // $TOOLWIRE_API_KEY and the server $TOOLWIRE_SERVER, toolctl's, never a
 // key in the text), and the toolctl call line that repeats it (--session, --user,
 // --run, then "--", the tool and its arguments; each word quoted for a
-// POSIX shell when it needs it, by shellQuote; no command when a word
+// POSIX shell when it needs it, by shellquote.Quote; no command when a word
 // holds a control or format character, which a terminal could act on
 // when pasted), both built from the audit record's redacted arguments:
 // what the page shows, never a secret's value, and no idempotency key.

@@ -61,6 +61,7 @@ func startUIWith(t *testing.T, tools []*tool.Tool, cfg dispatch.Config, changeCo
 	st := dispatchtest.Start(t, dispatchtest.Options{Tools: tools, Auth: auth, Dispatcher: cfg})
 	ctx := context.Background()
 	c := Config{Core: st.Dispatcher, Approvals: st.Dispatcher.Approvals(), Auth: auth, Registry: st.Registry, Streams: streamsOf(t, st.Env.Bus)}
+	c.Streams.DLQ.CheckWith(st.Dispatcher.CheckRetry) // as dispatchd does
 	if changeConfig != nil {
 		changeConfig(&c)
 	}

@@ -666,3 +666,46 @@ func TestPagesLimitsShowUsageMeters(t *testing.T) {
 	require.Contains(t, body, "Agent viewer")
 	require.Contains(t, body, "0 of 10 units used")
 }
+
+// A Retry (of a call, of a letter, in bulk) is decided as an approval of
+// a parked call is: a call the session's mode now forbids is refused
+// MODE_RESTRICTED, a call whose session has ended SESSION_INACTIVE, the
+// operator is told why, and nothing is queued (the calls stream's last
+// sequence is unchanged).
+func TestRetryIsRefusedWhenTheSessionForbidsIt(t *testing.T) {
+	t.Parallel()
+	u := startUI(t, pageTools(), dispatch.Config{})
+	u.ApplyPolicy(t, "tenant:\n  default: allow\nmodes:\n  voice:\n    rules:\n"+
+		"      - {id: voice-no-flaky, effect: deny, tools: [flaky], reason: not during a call}\n")
+	id0, seq0 := deadLetter(t, u, acmeBot, 0) // session s-acme
+	_, seq1 := deadLetter(t, u, acmeBot, 1)
+	_, err := u.Dispatcher.SetSessionMode(t.Context(), acmeBot, "s-acme", "voice")
+	require.NoError(t, err)
+	before, err := u.Env.Bus.Calls.Info(t.Context())
+	require.NoError(t, err)
+	admin := u.signIn(t, adminKey)
+
+	res, body := admin.act(fmt.Sprintf("/ui/dlq/%d/retry", seq0), nil)
+	require.Equal(t, http.StatusConflict, res.StatusCode, body)
+	require.Contains(t, body, "retry refused, nothing was queued")
+	require.Contains(t, body, "MODE_RESTRICTED")
+	require.Contains(t, body, "voice-no-flaky")
+
+	_, err = u.Dispatcher.EndSession(t.Context(), acmeBot, "s-acme", "the caller hung up")
+	require.NoError(t, err)
+	for _, path := range []string{"/ui/calls/" + id0 + "/retry", fmt.Sprintf("/ui/dlq/%d/retry", seq1)} {
+		res, body = admin.act(path, nil)
+		require.Equal(t, http.StatusConflict, res.StatusCode, path+": "+body)
+		require.Contains(t, body, "retry refused, nothing was queued", path)
+		require.Contains(t, body, "SESSION_INACTIVE", path)
+		require.Contains(t, body, "the caller hung up", path)
+	}
+	res, body = admin.act("/ui/dlq/retry", url.Values{"confirm": {"1"}, "seq": {strconv.FormatUint(seq0, 10), strconv.FormatUint(seq1, 10)}})
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	require.Contains(t, body, `data-testid="failed-count">2<`, body)
+	require.Contains(t, body, "SESSION_INACTIVE")
+
+	after, err := u.Env.Bus.Calls.Info(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, before.State.LastSeq, after.State.LastSeq, "nothing was queued")
+}

@@ -19,11 +19,18 @@ type refusedData struct {
 	Event *toolwirev1.CallEvent
 	// Unread says why Event is nil.
 	Unread string
+	// Session is the call's session as the reference applier keeps it
+	// (nil: the call names none, or it could not be read); SessionHref
+	// its page.
+	Session     *toolwirev1.Session
+	SessionHref string
 }
 
 // refusedPage shows a call admission refused: who asked for which tool,
 // when, and why it was refused (the policy rule and its reason, or the
-// admission step's error), read from its REJECTED event.
+// admission step's error), read from its REJECTED event; and its
+// session's state and mode, with a link to the session's page (a call
+// refused SESSION_INACTIVE or MODE_RESTRICTED shows why there).
 func (s *Server) refusedPage(w http.ResponseWriter, r *http.Request, v *viewer, e callindex.Entry) {
 	d := refusedData{Entry: e}
 	ev, err := s.rejection(r.Context(), e)
@@ -31,6 +38,7 @@ func (s *Server) refusedPage(w http.ResponseWriter, r *http.Request, v *viewer, 
 		d.Unread = err.Error()
 	}
 	d.Event = ev
+	d.Session, d.SessionHref = s.callSession(r, v, e.Tenant, e.Session)
 	s.render(w, r, http.StatusOK, "refused", v, "Call "+e.ID, "calls", d)
 }
 

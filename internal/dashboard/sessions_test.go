@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,8 +15,10 @@ import (
 
 // The sessions page lists the key's own tenant's sessions with their
 // state, mode and end reason (escaped), filtered by state; a session's
-// page shows its state, log and calls; a call's page names its session's
-// state and links to it. Another tenant's key sees none of it.
+// page shows its state, mode, pins, log and calls; a call's page names
+// its session's state, mode and the version it pins for the call's tool,
+// and links to it; a call refused SESSION_INACTIVE is shown refused,
+// with its session ended. Another tenant's key sees none of it.
 func TestPagesSessions(t *testing.T) {
 	t.Parallel()
 	u := startUI(t, nil, dispatch.Config{})
@@ -59,13 +62,44 @@ func TestPagesSessions(t *testing.T) {
 	require.Contains(t, body, `data-testid="mode">voice<`)
 	require.Contains(t, body, `data-testid="state">active<`)
 	require.Contains(t, body, `data-testid="pins"><span class="muted">none<`)
-	_, err = u.Dispatcher.Call(t.Context(), acmeBot, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"pinned"}`,
+	pinned, err := u.Dispatcher.Call(t.Context(), acmeBot, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"pinned"}`,
 		Session: "s-pin", PinSessionVersions: true}, time.Minute)
 	require.NoError(t, err)
+	version := pinned.Response.GetMeta().GetSpecVersion()
+	require.NotEmpty(t, version)
 	_, body = reader.get("/ui/session?id=s-pin")
-	require.Contains(t, body, `data-testid="pins"><code>echo</code> @ <code>`, "the session's pinned versions")
+	require.Contains(t, body, `data-testid="pins"><code>echo</code> @ <code>`+version+`<`, "the session's pinned versions")
 
 	_, body = reader.get("/ui/calls/" + echo.CallId)
+	require.Contains(t, body, `href="/ui/session?id=s-acme" data-testid="session-link"`)
+	require.Contains(t, body, `data-testid="session-state">ended<`)
+	require.NotContains(t, body, `data-testid="session-pin"`, "s-acme pins nothing")
+
+	// A call's page names its session's mode and the version the session
+	// pins for the call's tool.
+	voiced, err := u.Dispatcher.Call(t.Context(), acmeBot, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"spoken"}`,
+		Session: "s-voice"}, time.Minute)
+	require.NoError(t, err)
+	for _, id := range []string{pinned.CallId, voiced.CallId} {
+		waitFor(t, "the index has "+id, func() bool { _, ok := u.UI.index.Get(id); return ok })
+	}
+	_, body = reader.get("/ui/calls/" + voiced.CallId)
+	require.Contains(t, body, `data-testid="session-state">active<`)
+	require.Contains(t, body, `data-testid="session-mode">voice<`)
+	_, body = reader.get("/ui/calls/" + pinned.CallId)
+	require.Contains(t, body, `pins echo @ <code data-testid="session-pin">`+version+`<`)
+
+	// A call in the ended session is refused SESSION_INACTIVE; its page
+	// says so, shows the session ended and links to it.
+	late, err := u.Dispatcher.Call(t.Context(), acmeBot, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"too late"}`,
+		Session: "s-acme"}, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_SESSION_INACTIVE, late.Response.GetError().GetType())
+	waitFor(t, "the index has "+late.CallId, func() bool { _, ok := u.UI.index.Get(late.CallId); return ok })
+	_, body = reader.get("/ui/calls/" + late.CallId)
+	require.Contains(t, body, `data-testid="refused"`)
+	require.Contains(t, body, "ERROR_TYPE_SESSION_INACTIVE")
+	require.Contains(t, body, `session &#34;s-acme&#34; has ended: &lt;b&gt;bye&lt;/b&gt;`)
 	require.Contains(t, body, `href="/ui/session?id=s-acme" data-testid="session-link"`)
 	require.Contains(t, body, `data-testid="session-state">ended<`)
 
@@ -99,4 +133,28 @@ func TestPagesSessionsVisibilityOwn(t *testing.T) {
 	res, body = u.signIn(t, adminKey).get("/ui/sessions")
 	require.Equal(t, http.StatusOK, res.StatusCode, body)
 	require.Contains(t, body, `data-session="s-acme"`)
+}
+
+// A call over its soft latency budget has the LATENCY_BUDGET_EXCEEDED
+// event on its page's timeline, naming the budget and where it came from;
+// the call itself succeeded.
+func TestCallPageShowsTheLatencyBudgetOverrun(t *testing.T) {
+	t.Parallel()
+	u := startUI(t, nil, dispatch.Config{})
+	u.ApplyPolicy(t, "tenant:\n  default: allow\nlatency_budgets:\n  - {id: quick-sleep, tools: [sleep], soft: 1ms}\n")
+	slow := call(t, u, acmeBot, "sleep", `{"duration":"50ms"}`)
+	require.True(t, slow.Response.GetOk(), "%v", slow.Response.GetError())
+	require.NotNil(t, slow.Response.GetMeta().GetLatencyBudgetExceeded())
+	reader := u.signIn(t, readerKey)
+	var body string
+	waitFor(t, "the timeline shows the overrun", func() bool {
+		if _, ok := u.UI.index.Get(slow.CallId); !ok {
+			return false
+		}
+		_, body = reader.get("/ui/calls/" + slow.CallId)
+		return strings.Contains(body, "latency budget exceeded")
+	})
+	require.Contains(t, body, `class="ev CALL_EVENT_TYPE_LATENCY_BUDGET_EXCEEDED"`)
+	require.Contains(t, body, "over its soft latency budget of 1ms (policy")
+	require.Contains(t, body, `data-testid="outcome">ok<`)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/shellquote"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -115,9 +116,15 @@ func (a *admission) pinGone(msg string) *toolwirev1.ToolError {
 	return te
 }
 
-// repinHint says how to clear a session's pin of tool.
+// repinHint says how to clear a session's pin of tool: a command to
+// copy, each name one shell word (shellquote: a session name may hold
+// spaces, `;` or `$()`). A session name longer than cutName keeps is
+// named cut, and no command is given (it would name another session).
 func repinHint(session, tool string) string {
-	return fmt.Sprintf("clear the pin (`toolctl session repin %s %s`, the ClearSessionPins RPC, admin scope)", cutName(session), tool)
+	if cut := cutName(session); cut != session {
+		return fmt.Sprintf("clear the session's pin of %q (the ClearSessionPins RPC, admin scope; `toolctl session repin SESSION TOOL`)", tool)
+	}
+	return fmt.Sprintf("clear the pin (`toolctl session repin %s %s`, the ClearSessionPins RPC, admin scope)", shellquote.Quote(session), shellquote.Quote(tool))
 }
 
 // unknownToolHint suggests the tools the caller may have meant (among

@@ -136,7 +136,9 @@ func goneLeader(ctx context.Context, t *testing.T, s *dispatchtest.Stack) jetstr
 }
 
 // pollSubmit calls try every 100ms until it reports true, failing after
-// 60s (a loaded machine).
+// 60s (a loaded machine). It runs try on the test's goroutine (unlike
+// require.Eventually's condition), so try may set the test's variables
+// and call require.
 func pollSubmit(t *testing.T, try func() bool, what string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)

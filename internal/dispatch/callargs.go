@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/approvals"
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -99,19 +101,76 @@ type callScan struct {
 
 // scanCalls reads the calls stream for q's call (storedCall): the call,
 // or nil when the scan passed its window (or the stream's end) without
-// it. Its ordered consumer is deleted when it returns, and removed by the
-// server after callScanInactive if that fails.
+// it. A scan the cluster cannot serve now (bus.Unavailable: no
+// responders, a stream or cluster without a leader, a request left
+// unanswered, a connection reconnecting) is made again from the start,
+// callScanRetryFirst apart and doubling to callScanRetryMax, until ctx
+// ends or callScanRetryFor has passed: a stream electing a leader is
+// answered after the election, not failed, and an error that never
+// clears (a credential refused the consumer's create, which nats.go
+// reports as a timeout) is returned to a caller with no deadline too.
+// The error is then the last scan's.
 func (d *Dispatcher) scanCalls(ctx context.Context, q callScan) (*toolwirev1.ToolCall, error) {
+	wait, start := callScanRetryFirst, time.Now()
+	for {
+		call, err := d.scanCallsOnce(ctx, q)
+		if err == nil || !bus.Unavailable(err) || ctx.Err() != nil {
+			return call, err
+		}
+		if time.Since(start) >= callScanRetryFor {
+			d.log.WarnContext(ctx, "the calls stream could not be read; giving up", "call_id", q.callID, "for", callScanRetryFor, "err", err)
+			return nil, fmt.Errorf("dispatch: the calls stream could not be read for %s: %w", callScanRetryFor, err)
+		}
+		d.log.DebugContext(ctx, "the calls stream cannot be read now; reading again", "call_id", q.callID, "retry_in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		wait = min(2*wait, callScanRetryMax)
+	}
+}
+
+// callScanRetryFirst and callScanRetryMax space scanCalls' retries;
+// callScanRetryFor is how long it retries at most.
+const (
+	callScanRetryFirst = 100 * time.Millisecond
+	callScanRetryMax   = 2 * time.Second
+	callScanRetryFor   = 2 * time.Minute
+)
+
+// callScanRequest bounds each request of a scan (making its consumer,
+// reading its info): one sent while the stream has no leader (or to a
+// server that just died) may never be answered, and waited for the
+// caller's whole context. A fetch needs no bound of its own: nats.go
+// ends a FetchNoWait left unanswered after 1s.
+const callScanRequest = 5 * time.Second
+
+// scanCallsOnce is one scan of scanCalls, through one plain pull consumer
+// (no acks, one replica, in memory) made under ctx and read with
+// FetchNoWait until the call or the end of its window. Not an ordered
+// consumer: nats.go's deletes and makes its server consumer again on
+// every fetch, with a context of its own (up to 33s of retries that ctx
+// does not end). The consumer is deleted when the scan returns, and
+// removed by the server after callScanInactive if that fails (or if its
+// making went unanswered).
+func (d *Dispatcher) scanCallsOnce(ctx context.Context, q callScan) (*toolwirev1.ToolCall, error) {
 	from, until := q.at.Add(-callArgsSlack), q.at.Add(callArgsSlack+d.bus.Config.DuplicateWindow/2)
-	cons, err := d.bus.Calls.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+	cctx, cancel := context.WithTimeout(ctx, callScanRequest)
+	defer cancel()
+	cons, err := d.bus.Calls.CreateConsumer(cctx, jetstream.ConsumerConfig{
 		FilterSubjects: []string{d.subj.CallsOf(q.tenant, q.tool)},
 		DeliverPolicy:  jetstream.DeliverByStartTimePolicy, OptStartTime: &from,
-		InactiveThreshold: callScanInactive, MaxResetAttempts: 3,
+		AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: callScanInactive,
+		Replicas: 1, MemoryStorage: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: read calls: %w", err)
 	}
 	defer d.deleteCallScan(cons)
+	emptyBefore := false
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("dispatch: read calls: %w", err)
@@ -133,10 +192,38 @@ func (d *Dispatcher) scanCalls(ctx context.Context, q callScan) (*toolwirev1.Too
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 			return nil, fmt.Errorf("dispatch: read calls: %w", err)
 		}
-		if n == 0 {
-			return nil, nil
+		if n > 0 {
+			emptyBefore = false
+			continue
 		}
+		if ended, err := scanEnded(ctx, cons, emptyBefore); ended || err != nil {
+			return nil, err
+		}
+		emptyBefore = true
 	}
+}
+
+// scanEnded tells whether a scan whose fetch returned nothing is at its
+// end: its consumer has no message left to deliver. A fetch nobody
+// answered (the consumer's server died, or is slow) also returns
+// nothing, with no error; so the end is confirmed with the consumer's
+// info, and an info that fails is the scan's error (bus.Unavailable
+// retries it). Messages left is a call stored since the fetch (read them:
+// false, nil), or, after a second empty fetch in a row (emptyBefore), a
+// consumer that does not deliver: an error bus.Unavailable retries.
+func scanEnded(ctx context.Context, cons jetstream.Consumer, emptyBefore bool) (bool, error) {
+	ictx, cancel := context.WithTimeout(ctx, callScanRequest)
+	defer cancel()
+	info, err := cons.Info(ictx)
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("dispatch: read calls: confirm the end: %w", err)
+	case info.NumPending == 0:
+		return true, nil
+	case emptyBefore:
+		return false, fmt.Errorf("dispatch: read calls: two fetches returned nothing with %d calls left: %w", info.NumPending, nats.ErrTimeout)
+	}
+	return false, nil
 }
 
 // match is the call a stored message with message id msgID and payload
@@ -154,8 +241,8 @@ func (q callScan) match(msgID string, data []byte) *toolwirev1.ToolCall {
 	return nil
 }
 
-// deleteCallScan deletes a call scan's current server consumer (an
-// ordered consumer leaves it there until inactive).
+// deleteCallScan deletes a call scan's server consumer (which the server
+// would keep until inactive).
 func (d *Dispatcher) deleteCallScan(cons jetstream.Consumer) {
 	info := cons.CachedInfo()
 	if info == nil {

@@ -834,11 +834,26 @@
 // of the caller's tenant (and the call's tool, when given) from the time
 // in the call's id less a minute (clock skew) until the stream's messages
 // are past that time plus a minute and half the duplicate window (how long
-// an unconfirmed call is published again). The scan checks ctx between
-// fetches; its ordered consumer is deleted when it ends (the server drops
-// it after 30s of inactivity if that fails). Another tenant's call, a call
-// of another tool, or one past the stream's retention is
-// ErrCallNotStored.
+// an unconfirmed call is published again). The scan reads through one
+// plain pull consumer (no acks, one replica, in memory) with FetchNoWait
+// and checks ctx between fetches; the consumer is deleted when it ends
+// (the server drops it after 30s of inactivity if that fails). Not an
+// ordered consumer: nats.go v1.55's deletes and makes its server consumer
+// again on every fetch, with a context of its own (up to 33s of retries
+// the caller's context does not end; a reviewer measured a GetResult
+// answered 28s after the election). A fetch that returns nothing ends
+// the scan only once the consumer's info says nothing is left (a fetch
+// nobody answered also returns nothing, with no error). A scan the
+// cluster cannot serve now (bus.Unavailable: no responders, a stream
+// without a leader, a request unanswered) is made again, 100ms apart
+// doubling to 2s, until the caller's context ends or for 2 minutes at
+// most (then its last error: a refused create reads as a timeout, and
+// would be retried forever for a caller with no deadline); each request
+// of a scan is bounded to 5s (one sent during an election may never be
+// answered). So GetResult of a call another replica admitted rides out
+// the calls stream's election as the leader reads (bus.LeaderRetry) do.
+// Another tenant's call, a call of another tool, or one past the
+// stream's retention is ErrCallNotStored.
 //
 // # Output
 //

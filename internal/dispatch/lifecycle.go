@@ -63,7 +63,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 // services lists what Start starts, in order; Stop stops them in reverse
 // (startstop.Group). One line per service.
 func (d *Dispatcher) services() []startstop.Named {
-	m := maintenance.Config{Bus: d.bus, Name: d.cfg.Name, Logger: d.log}
+	m := maintenance.Config{Bus: d.bus, Name: d.cfg.Name, Logger: d.log, RetryCheck: d.CheckRetry}
 	recheck := d.recheck
 	return []startstop.Named{
 		{Name: "signing key", Service: started(d.enrolKey)},

@@ -91,9 +91,9 @@ type lookupInput struct {
 	Reason string `json:"reason,omitempty" toolwire:"noise"`
 }
 
-// The loop guard sees cycles of up to three calls (A, B, A, B, …) and
-// ignores what the tool declares as noise: a reason that changes with
-// every call does not reset the count, a page does.
+// The loop guard sees cycles of up to three calls (A, B, A, B, …; A, B, C,
+// A, B, C, …) and ignores what the tool declares as noise: a reason that
+// changes with every call does not reset the count, a page does.
 func TestLoopGuardSeesCyclesAndNoise(t *testing.T) {
 	t.Parallel()
 	lookup := tool.Must(tool.New("lookup", func(_ context.Context, in lookupInput) (map[string]any, error) {
@@ -128,6 +128,24 @@ loop_guard:
 		default:
 			require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.GetError().GetType(), "denied at %d", i)
 			require.Contains(t, r.GetError().GetMessage(), "cycle of 2 calls")
+		}
+	}
+	// A, B, C, A, B, C, A, B, C: the (A, B, C) cycle warned at its 2nd
+	// round, denied at its 3rd.
+	for i, c := range []struct{ tl, args string }{{"echo", `{"text":"a"}`}, {"lookup", `{"q":"a"}`}, {"echo", `{"text":"c"}`},
+		{"echo", `{"text":"a"}`}, {"lookup", `{"q":"a"}`}, {"echo", `{"text":"c"}`},
+		{"echo", `{"text":"a"}`}, {"lookup", `{"q":"a"}`}, {"echo", `{"text":"c"}`}} {
+		r := call("s-cycle3", c.tl, c.args)
+		switch {
+		case i < 5:
+			require.True(t, r.Ok, "%d: %v", i, r.GetError())
+			require.Zero(t, r.GetMeta().GetLoopCount(), i)
+		case i < 8:
+			require.True(t, r.Ok, "%d: %v", i, r.GetError())
+			require.EqualValues(t, 2, r.GetMeta().GetLoopCount(), "warned at %d", i)
+		default:
+			require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.GetError().GetType(), "denied at %d", i)
+			require.Contains(t, r.GetError().GetMessage(), "cycle of 3 calls")
 		}
 	}
 	// Noise does not make another call; a page does.

@@ -96,7 +96,7 @@ func (s pinStack) upgrade() (string, string) {
 	out, err := registry.Publish(s.t.Context(), s.Env.Bus.Registry, []*toolwirev1.ToolSpec{spec})
 	require.NoError(s.t, err)
 	v2 := out[0].Version
-	require.Eventually(s.t, func() bool { return s.admitted("", false) == v2 }, 30*time.Second, 10*time.Millisecond)
+	pollSubmit(s.t, func() bool { return s.admitted("", false) == v2 }, "the dispatcher admits the current version")
 	return e.Spec.Version, v2
 }
 
@@ -194,10 +194,10 @@ func TestVanishedPinIsRefused(t *testing.T) {
 	require.Equal(t, v1, r.GetMeta().GetSpecVersion())
 	require.NoError(t, s.Env.Bus.Registry.Purge(t.Context(), registry.VersionKey("greet", v1)))
 
-	require.Eventually(t, func() bool {
+	pollSubmit(t, func() bool {
 		r = s.call("s-gone", true, "")
 		return !r.GetOk()
-	}, 20*time.Second, 10*time.Millisecond, "the dispatcher's registry forgets the version")
+	}, "the dispatcher's registry forgets the version")
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, r.GetError().GetType(), "%v", r.GetError())
 	require.Contains(t, r.GetError().GetMessage(), `spec version "`+v1+`" of tool "greet", which session "s-gone" pins, is no longer in the registry`)
 	require.Contains(t, r.GetError().GetSuggestion(), "toolctl session repin s-gone greet")
@@ -205,4 +205,143 @@ func TestVanishedPinIsRefused(t *testing.T) {
 	_, err := s.Dispatcher.ClearSessionPins(t.Context(), identity.Default, "s-gone", "")
 	require.NoError(t, err)
 	require.Equal(t, v2, s.admitted("s-gone", true))
+}
+
+// A pinned version that is disabled, or whose tool no pool serves any
+// more, is refused NOT_FOUND naming the tool, the pinned version, the
+// session and how to re-pin: never run as another version, never queued.
+func TestUnservedPinIsRefused(t *testing.T) {
+	t.Parallel()
+	s := startPinStack(t)
+	ctx := t.Context()
+
+	// Disabled: the version stays in the registry, marked disabled.
+	r := s.call("s-off", true, "")
+	require.True(t, r.GetOk(), "%v", r.GetError())
+	v1 := r.GetMeta().GetSpecVersion()
+	e, err := s.Registry.Get("greet")
+	require.NoError(t, err)
+	off := proto.CloneOf(e.Spec)
+	off.Disabled, off.DisabledReason = true, "its definition changed upstream"
+	out, err := registry.Publish(ctx, s.Env.Bus.Registry, []*toolwirev1.ToolSpec{off})
+	require.NoError(t, err)
+	require.Equal(t, v1, out[0].Version, "disabling keeps the version")
+	pollSubmit(t, func() bool {
+		r = s.call("s-off", true, "")
+		return !r.GetOk()
+	}, "the dispatcher's registry sees the version disabled")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, r.GetError().GetType(), "%v", r.GetError())
+	require.Contains(t, r.GetError().GetMessage(), `spec version "`+v1+`" of tool "greet", which session "s-off" pins, is disabled: its definition changed upstream`)
+	require.Contains(t, r.GetError().GetMessage(), "never swapped for another")
+	require.Contains(t, r.GetError().GetSuggestion(), "toolctl session repin s-off greet")
+
+	// No pool: the tool's only pool is gone (its worker stopped, its
+	// consumer deleted). A replica that lists the pools every 50ms refuses
+	// the pinned call once it sees that.
+	late := tool.Must(tool.New("late", func(context.Context, struct{}) (string, error) { return "late", nil }))
+	stopPool := startPool(t, s.Stack, "late-pool", late)
+	s.WaitTool(t, "late")
+	lateIn := func(d *dispatch.Dispatcher) *toolwirev1.CallResponse {
+		r, err := d.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "late", ArgumentsJson: `{}`, Session: "s-pool", PinSessionVersions: true}, 30*time.Second)
+		require.NoError(t, err)
+		return r
+	}
+	first := lateIn(s.Dispatcher)
+	require.True(t, first.Response.GetOk(), "%v", first.Response.GetError())
+	pinned := first.Response.GetMeta().GetSpecVersion()
+	d2 := s.StartDispatcher(t, dispatch.Config{Name: "d2", PoolCheck: 50 * time.Millisecond})
+	stopPool() // a running worker puts its deleted consumer back
+	require.NoError(t, s.Env.Bus.Calls.DeleteConsumer(ctx, s.Env.Bus.Config.PoolConsumer("late-pool")))
+	var refused *toolwirev1.ToolResponse
+	pollSubmit(t, func() bool {
+		sub, err := d2.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "late", ArgumentsJson: `{}`, Session: "s-pool", PinSessionVersions: true})
+		if err != nil {
+			return false
+		}
+		refused = sub.Rejected
+		return refused != nil
+	}, "the replica sees the pool gone")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, refused.GetError().GetType(), "%v", refused.GetError())
+	require.Contains(t, refused.GetError().GetMessage(), `spec version "`+pinned+`" of tool "late", which session "s-pool" pins, has no worker pool`)
+	require.Contains(t, refused.GetError().GetSuggestion(), "toolctl session repin s-pool late")
+}
+
+// A session that pins a version its pool's workers do not run (here the
+// current version, which no worker serves) has its call refused, never
+// run as another version: the workers hand it back until its last
+// delivery, and that answer names the version and the one the workers
+// serve, and says plainly that no worker runs it: clearing the pin would
+// pin the same version again, so it is not suggested. (Admission's pool
+// check is per tool, not per version.)
+func TestPinOfAVersionNoWorkerRunsIsNeverSwapped(t *testing.T) {
+	t.Parallel()
+	s := startPinStack(t)
+	served, current := s.upgrade()
+	r := s.call("s-ahead", true, "")
+	require.False(t, r.GetOk(), "the session's version ran as another")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, r.GetError().GetType(), "%v", r.GetError())
+	require.Contains(t, r.GetError().GetMessage(), `unknown spec version "`+current+`" of tool "greet" (this worker serves "`+served+`")`)
+	require.Contains(t, r.GetError().GetSuggestion(), `no worker of pool native runs version "`+current+`" of tool "greet" now, the registry's current version`)
+	require.Contains(t, r.GetError().GetSuggestion(), "start a worker that serves it")
+	require.NotContains(t, r.GetError().GetSuggestion(), "repin", "the next call would pin the same version")
+	sess, err := s.Dispatcher.GetSession(t.Context(), identity.Default, "s-ahead")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"greet": current}, sess.GetPinnedVersions(), "the pin stands until the orchestrator clears it")
+}
+
+// After a rolling upgrade (the pool's workers now run the current
+// version, and none the old one), a session that pinned the old version
+// has its call refused on the last delivery, and the answer suggests
+// clearing the session's pin, since its next call would pin the current
+// version, which is served.
+func TestPinOfAnOldVersionSuggestsTheRepin(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: builtin.Tools()})
+	stopOld := startPool(t, s, "greet-pool", greet())
+	s.WaitTool(t, "greet")
+	ctx := t.Context()
+	first, err := s.Dispatcher.Call(ctx, identity.Default, request(hostileSession, true, ""), 60*time.Second)
+	require.NoError(t, err)
+	require.True(t, first.Response.GetOk(), "%v", first.Response.GetError())
+	old := first.Response.GetMeta().GetSpecVersion()
+
+	stopOld()
+	startPool(t, s, "greet-pool", tool.Must(tool.New("greet", func(_ context.Context, _ struct{}) (map[string]any, error) {
+		return map[string]any{"said": "hello again"}, nil
+	}, tool.WithDescription("Greets, version two."), tool.ReadOnly())))
+	var current string
+	pollSubmit(t, func() bool {
+		e, err := s.Registry.Get("greet")
+		require.NoError(t, err)
+		current = e.Spec.Version
+		return current != old
+	}, "the new worker makes its version current")
+
+	r, err := s.Dispatcher.Call(ctx, identity.Default, request(hostileSession, true, ""), 60*time.Second)
+	require.NoError(t, err)
+	require.False(t, r.Response.GetOk(), "the session's version ran as another")
+	te := r.Response.GetError()
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, te.GetType(), "%v", te)
+	require.Contains(t, te.GetMessage(), `unknown spec version "`+old+`" of tool "greet" (this worker serves "`+current+`")`)
+	require.Contains(t, te.GetSuggestion(), `leave spec_version empty to run the current one ("`+current+`")`)
+	require.Contains(t, te.GetSuggestion(), "`toolctl session repin "+quotedHostile+" greet`", "the session is one shell word")
+}
+
+// hostileSession is a session name a caller may choose that a shell would
+// split and run: a repin command naming it quotes it (quotedHostile).
+const (
+	hostileSession = "s 1; $(touch /tmp/pwned)"
+	quotedHostile  = "'s 1; $(touch /tmp/pwned)'"
+)
+
+// The repin suggestion of a call whose spec_version conflicts with its
+// session's pin names the session as one shell word, whatever it holds.
+func TestRepinHintQuotesTheSession(t *testing.T) {
+	t.Parallel()
+	s := startPinStack(t)
+	r := s.call(hostileSession, true, "")
+	require.True(t, r.GetOk(), "%v", r.GetError())
+	r = s.call(hostileSession, true, "not-the-pin")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CONFLICT, r.GetError().GetType(), "%v", r.GetError())
+	require.Contains(t, r.GetError().GetSuggestion(), "`toolctl session repin "+quotedHostile+" greet`")
 }

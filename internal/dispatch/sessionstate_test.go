@@ -28,7 +28,7 @@ func echoIn(ctx context.Context, t *testing.T, s *dispatchtest.Stack, session st
 }
 
 // A call in a session that END_SESSION ended is refused SESSION_INACTIVE
-// before anything runs, recorded like any refusal; a session the
+// before anything runs or is queued, recorded like any refusal; a session the
 // dispatcher had seen active learns of its end from its watch; another
 // session is not touched.
 func TestEndedSessionIsRefused(t *testing.T) {
@@ -38,10 +38,15 @@ func TestEndedSessionIsRefused(t *testing.T) {
 
 	// Never seen by the dispatcher: read from the bucket.
 	s.EndSession(t, "s-cold", "caller hung up")
+	before, err := s.Env.Bus.Calls.Info(ctx)
+	require.NoError(t, err)
 	r := echoIn(ctx, t, s, "s-cold")
 	require.False(t, r.GetOk())
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_SESSION_INACTIVE, r.GetError().GetType())
 	require.Contains(t, r.GetError().GetMessage(), "caller hung up")
+	after, err := s.Env.Bus.Calls.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, before.State.LastSeq, after.State.LastSeq, "nothing was queued")
 	stored, err := s.Dispatcher.GetResult(ctx, identity.Default, r.GetCallId(), 0)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_SESSION_INACTIVE, stored.GetResponse().GetError().GetType(), "the refusal is recorded")

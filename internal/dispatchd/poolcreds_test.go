@@ -3,6 +3,7 @@ package dispatchd_test
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/toolwire/toolwire/internal/logtest"
 	"github.com/toolwire/toolwire/pkg/client"
 	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"github.com/toolwire/toolwire/pkg/toolworker"
 )
 
@@ -77,6 +79,13 @@ func TestPoolCredentialRunsItsPoolsCalls(t *testing.T) {
 
 	c, err := client.New("http://" + api)
 	require.NoError(t, err)
+	// The worker is ready once it serves; the dispatcher knows the tool
+	// once its registry watch brings the announcement (a CI run called
+	// before that and got NOT_FOUND).
+	require.Eventually(t, func() bool {
+		specs, err := c.ListTools(t.Context())
+		return err == nil && slices.ContainsFunc(specs, func(s *toolwirev1.ToolSpec) bool { return s.GetName() == "pool_echo" })
+	}, time.Minute, 20*time.Millisecond, "the dispatcher lists pool_echo")
 	res, err := c.Call(t.Context(), "pool_echo", []byte(`{"text":"through the pool's own credential"}`))
 	require.NoError(t, err)
 	require.True(t, res.OK(), "%v", res.Err())

@@ -705,7 +705,7 @@ func newDashboard(ctx context.Context, rc RunConfig, p parts) (*dashboard.Server
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	q.SignWith(p.b.Signer)
+	q.SignWith(p.b.Signer).CheckWith(p.d.CheckRetry) // a retry is decided as an approval is
 	ui, err := dashboard.New(dashboard.Config{Core: p.d, Approvals: p.d.Approvals(), Auth: p.auth, Registry: p.reg, Secret: secret,
 		Streams: dashboard.Streams{Calls: p.b.Calls, Results: p.b.Results, Events: p.b.Events, Registry: p.b.Registry, Subjects: p.b.Subjects, Audit: src, DLQ: q,
 			Revocations: p.b.Revocations, Conn: p.b.NC},

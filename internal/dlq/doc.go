@@ -38,6 +38,19 @@
 // A record whose call could not be decoded (raw bytes only) cannot be
 // retried: Retry returns ErrNotRetryable.
 //
+// A retry runs a call again without admission, so a Queue the dispatcher
+// retries with asks it first (CheckWith; the check is the dispatcher's
+// CheckRetry, the one an approval of a parked call makes, not a copy
+// here): a call whose session has ended is refused with ErrSessionInactive
+// (SESSION_INACTIVE), one its session's mode now forbids with
+// ErrModeRestricted (MODE_RESTRICTED), one the policy in force now denies
+// with ErrPolicyDenies; nothing is published, and RequestRetry maps the
+// served refusal back onto the same errors. A check that cannot decide
+// (the sessions bucket or the registry does not answer) refuses too. A
+// Queue without a check (an operator tool's, which only reads and sends
+// RequestRetry) retries every decodable call: the dispatcher's retry
+// service and its dashboard set one.
+//
 // # Purge
 //
 // Purge removes one dead letter from the DLQ: the letter only. What

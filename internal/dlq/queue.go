@@ -32,6 +32,8 @@ type Queue struct {
 	schemas  schemas
 	// signer signs the admission record of a retry (SignWith).
 	signer *signing.Key
+	// check decides whether a retry may run now (CheckWith); nil: none.
+	check Check
 }
 
 // SignWith makes q sign what it writes into the record (a retry's

@@ -33,7 +33,9 @@ var ErrNoAdmissionRecord = errors.New("dlq: the retried call was queued, but its
 // CallId is the new call's id. The dead letter stays in the DLQ.
 //
 // Retry returns an error matching ErrNotFound for no such letter,
-// ErrNotRetryable for a letter without a decodable call, or the server's
+// ErrNotRetryable for a letter without a decodable call, ErrSessionInactive,
+// ErrModeRestricted or ErrPolicyDenies for a call q's Check refuses now
+// (CheckWith; nothing is queued), or the server's
 // refusal (for instance a full calls stream). When the call was queued but
 // its admission record was not, it returns the call and an error matching
 // ErrNoAdmissionRecord.
@@ -59,6 +61,9 @@ func (q *Queue) RetryBy(ctx context.Context, seq uint64, by string) (*toolwirev1
 		return nil, fmt.Errorf("%w at sequence %d: tenant %q does not match %s", ErrNotRetryable, seq, t, bus.TenantPattern)
 	}
 	call := retryOf(dead, time.Now())
+	if err := q.checkRetry(ctx, call, dead.CallId, seq); err != nil {
+		return nil, err
+	}
 	data, err := proto.Marshal(call)
 	if err != nil {
 		return nil, fmt.Errorf("dlq: encode call: %w", err)

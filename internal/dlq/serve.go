@@ -33,6 +33,9 @@ const (
 	codeNotRetryable      = "not_retryable"
 	codeNoAdmissionRecord = "no_admission_record"
 	codeBadRequest        = "bad_request"
+	codeSessionInactive   = "session_inactive"
+	codeModeRestricted    = "mode_restricted"
+	codePolicyDenies      = "policy_denies"
 	codeFailed            = "failed"
 )
 
@@ -100,6 +103,12 @@ func (q *Queue) serveRetry(data []byte) retryReply {
 			reply.Code = codeNotRetryable
 		case errors.Is(err, ErrNoAdmissionRecord):
 			reply.Code = codeNoAdmissionRecord
+		case errors.Is(err, ErrSessionInactive):
+			reply.Code = codeSessionInactive
+		case errors.Is(err, ErrModeRestricted):
+			reply.Code = codeModeRestricted
+		case errors.Is(err, ErrPolicyDenies):
+			reply.Code = codePolicyDenies
 		default:
 			reply.Code = codeFailed
 		}
@@ -113,8 +122,9 @@ var ErrNoDispatcher = errors.New("dlq: no dispatcher answered the retry request 
 
 // RequestRetry asks a dispatcher of the installation to retry the dead
 // letter at seq (Retry, run by the dispatcher) and returns the new call's
-// id. Errors match what Retry returns (ErrNotFound, ErrNotRetryable; with
-// an id, ErrNoAdmissionRecord), ErrNoDispatcher, or the transport's.
+// id. Errors match what Retry returns (ErrNotFound, ErrNotRetryable,
+// ErrSessionInactive, ErrModeRestricted, ErrPolicyDenies; with an id,
+// ErrNoAdmissionRecord), ErrNoDispatcher, or the transport's.
 func (q *Queue) RequestRetry(ctx context.Context, seq uint64) (string, error) {
 	data, err := json.Marshal(retryRequest{Seq: seq})
 	if err != nil {
@@ -145,6 +155,12 @@ func (q *Queue) RequestRetry(ctx context.Context, seq uint64) (string, error) {
 		return "", &remoteError{reply.Error, ErrNotRetryable}
 	case codeNoAdmissionRecord:
 		return reply.CallID, &remoteError{reply.Error, ErrNoAdmissionRecord}
+	case codeSessionInactive:
+		return "", &remoteError{reply.Error, ErrSessionInactive}
+	case codeModeRestricted:
+		return "", &remoteError{reply.Error, ErrModeRestricted}
+	case codePolicyDenies:
+		return "", &remoteError{reply.Error, ErrPolicyDenies}
 	}
 	return "", fmt.Errorf("dlq: the dispatcher could not retry: %s", reply.Error)
 }

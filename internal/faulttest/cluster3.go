@@ -23,6 +23,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/logtest"
+	"github.com/toolwire/toolwire/internal/signing"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // Node is one nats-server process of a cluster made by NewCluster3.
@@ -478,8 +481,10 @@ func (c *Cluster) healthy(ctx context.Context) error {
 }
 
 // ResultCounts scans the results stream once and returns how many results
-// it stores for each call id. A scan that fails (a cluster just healed may
-// answer a request with no responders) is made again, for up to a minute.
+// it stores for each call id: distinct stream sequences, so a message the
+// scan's consumer hands over twice is not a second result. A scan that
+// fails (a cluster just healed may answer a request with no responders)
+// is made again, for up to a minute.
 func (c *Cluster) ResultCounts(ctx context.Context) (map[string]int, error) {
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -500,7 +505,7 @@ func (c *Cluster) resultCounts(ctx context.Context) (map[string]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("faulttest: results info: %w", err)
 	}
-	out := map[string]int{}
+	seqs := map[string]map[uint64]bool{}
 	var seen uint64
 	for seen < info.State.LastSeq {
 		batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
@@ -516,7 +521,11 @@ func (c *Cluster) resultCounts(ctx context.Context) (map[string]int, error) {
 			}
 			seen = md.Sequence.Stream
 			s := m.Subject()
-			out[s[strings.LastIndexByte(s, '.')+1:]]++
+			id := s[strings.LastIndexByte(s, '.')+1:]
+			if seqs[id] == nil {
+				seqs[id] = map[uint64]bool{}
+			}
+			seqs[id][seen] = true
 		}
 		if err := batch.Error(); err != nil {
 			return nil, fmt.Errorf("faulttest: results scan: %w", err)
@@ -525,7 +534,32 @@ func (c *Cluster) resultCounts(ctx context.Context) (map[string]int, error) {
 			break
 		}
 	}
+	out := make(map[string]int, len(seqs))
+	for id, s := range seqs {
+		out[id] = len(s)
+	}
 	return out, nil
+}
+
+// DescribeResults describes each result the results stream stores for
+// call callID (of the default tenant), read from the stream's leader, for
+// the output of a test that found more than one: its sequence, subject,
+// time, the expected last subject sequence it was published with, its
+// signer, and the worker and attempt it names.
+func (c *Cluster) DescribeResults(ctx context.Context, callID string) string {
+	msgs, err := bus.AllMsgsFromLeader(ctx, c.Bus.JS, c.Bus.Results, c.Bus.Subjects.ResultAnyDispatcher("default", callID))
+	if err != nil {
+		return fmt.Sprintf("results of %s not read: %v", callID, err)
+	}
+	var out []string
+	for _, m := range msgs {
+		var resp toolwirev1.ToolResponse
+		perr := proto.Unmarshal(m.Data, &resp)
+		out = append(out, fmt.Sprintf("seq=%d subject=%s at=%s expected_last_subject_seq=%q signer=%q worker=%q attempt=%d ok=%v decode_err=%v",
+			m.Sequence, m.Subject, m.Time.UTC().Format(time.StampMilli), m.Header.Get(jetstream.ExpectedLastSubjSeqHeader),
+			m.Header.Get(signing.HeaderSigner), resp.GetMeta().GetWorker(), resp.GetMeta().GetAttempt(), resp.GetOk(), perr))
+	}
+	return strings.Join(out, "; ")
 }
 
 // Elections returns, for each of leads (what Leads returned for a node:

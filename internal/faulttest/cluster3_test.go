@@ -651,7 +651,7 @@ func checkLedger(t *testing.T, c *faulttest.Cluster, ops []*op) ledgerReport {
 		}
 		if counts[o.id] > 1 {
 			rep.duplicates++
-			problem("call %s (%s) has %d results", o.id, o.tool, counts[o.id])
+			problem("call %s (%s) has %d results: %s", o.id, o.tool, counts[o.id], c.DescribeResults(ctx, o.id))
 		}
 		if o.done != nil && !proto.Equal(o.done, s.Response) {
 			rep.mismatched++

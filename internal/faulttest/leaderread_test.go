@@ -3,6 +3,7 @@ package faulttest_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/faulttest"
+	"github.com/toolwire/toolwire/internal/identity"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // A read only the stream's leader answers (bus.LastMsgFromLeader: how a
@@ -183,3 +186,47 @@ func TestClusterLeaderReadNeverAnswersFromALaggingReplica(t *testing.T) {
 	}
 	figure(t, "found_after=%s (since the lagging member came back)", time.Since(at).Round(time.Millisecond))
 }
+
+// GetResult of a call the dispatcher has not seen (a restarted replica:
+// it reads the stored call to learn whose it is) asked while the calls
+// stream has no leader (its leader killed, no other elected yet) is
+// answered within the caller's context, after the election: the read of
+// the calls stream used to fail at once with "no responders" (the
+// checker of TestClusterLeaderKills and TestClusterPartitions saw it
+// after faults).
+func TestClusterGetResultRidesOutAnElection(t *testing.T) {
+	c := faulttest.NewCluster3(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	c.StartWorker(faulttest.WorkerOptions{Name: "w"})
+	c.WaitTool("ledger")
+	id, err := c.Call(ctx, ledgerCall("ledger", 0, "stored"), 30*time.Second)
+	require.NoError(t, err)
+	require.NotEmpty(t, id, "the call was refused")
+	// The call finished before the fault: a slow call on a loaded machine
+	// is not a GetResult failure.
+	_, err = c.Result(ctx, id, 30*time.Second)
+	require.NoError(t, err)
+	c.RestartDispatcher() // knows nothing of the call
+	stream := c.Bus.Config.CallsStream()
+	victim, err := c.StreamLeader(ctx, stream, 30*time.Second)
+	require.NoError(t, err)
+	retries := strings.Count(c.DispatcherLog.String(), scanRetry)
+	at := time.Now()
+	c.KillNode(victim)
+	// A context far longer than an election.
+	rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+	r, err := c.Current().GetResult(rctx, identity.Default, id, 0)
+	rcancel()
+	answered := time.Since(at)
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.GetState())
+	require.True(t, r.GetResponse().GetOk(), "%v", r.GetResponse().GetError())
+	elected := c.Elections(ctx, []string{stream}, at)[stream]
+	retries = strings.Count(c.DispatcherLog.String(), scanRetry) - retries
+	figure(t, "elected_after=%s answered_after=%s scans_made_again=%d", elected.Round(time.Millisecond), answered.Round(time.Millisecond), retries)
+}
+
+// scanRetry is what the dispatcher logs (at debug) when it makes a scan
+// of the calls stream again (dispatch: scanCalls).
+const scanRetry = "the calls stream cannot be read now; reading again"

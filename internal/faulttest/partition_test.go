@@ -120,7 +120,7 @@ func TestClusterPartitions(t *testing.T) {
 		}
 	}()
 	calls := c.Bus.Config.CallsStream()
-	faults := partitionFaults(calls)
+	faults := onlyFaults(t, partitionFaults(calls))
 	for i, f := range faults {
 		f.from = time.Now()
 		if i == 0 {
@@ -161,6 +161,22 @@ func TestClusterPartitions(t *testing.T) {
 	figure(t, "calls=%d in %s (%.0f/s) with %d faults", len(ops), time.Since(began).Round(time.Second),
 		float64(len(ops))/time.Since(began).Seconds(), len(faults))
 	reportPartitions(t, c, faults, ops)
+}
+
+// onlyFaults is faults, or those named in PARTITION_FAULTS (names
+// separated by commas) when it is set: one fault run alone, to reproduce
+// what a whole run found in it, takes a minute or two instead of seven.
+func onlyFaults(t *testing.T, faults []*netFault) []*netFault {
+	names := os.Getenv("PARTITION_FAULTS")
+	if names == "" {
+		return faults
+	}
+	keep := strings.Split(names, ",")
+	for _, name := range keep {
+		require.True(t, slices.ContainsFunc(faults, func(f *netFault) bool { return f.name == name }),
+			"PARTITION_FAULTS=%s: no fault of the test is named %q", names, name)
+	}
+	return slices.DeleteFunc(faults, func(f *netFault) bool { return !slices.Contains(keep, f.name) })
 }
 
 // startOpenLoad is clusterLoad with callers that arrive every period

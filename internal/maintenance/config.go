@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/dlq"
 )
 
 // Config is what every maintenance service runs with.
@@ -29,6 +30,10 @@ type Config struct {
 	RetryDelay time.Duration
 	// MaxRetryDelay bounds RetryDelay's growth. Default 30s.
 	MaxRetryDelay time.Duration
+	// RetryCheck decides whether a dead letter's call may be retried now
+	// (DLQRetries: dlq.Queue.CheckWith); the dispatcher's CheckRetry.
+	// Nil: every retry is queued.
+	RetryCheck dlq.Check
 }
 
 // WithDefaults returns a copy of c with its defaults filled in.

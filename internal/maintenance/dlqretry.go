@@ -12,7 +12,8 @@ import (
 // DLQRetries answers `toolctl dlq retry` (dlq.RequestRetry): the
 // dispatcher republishes the dead call, since an operator's NATS
 // credentials may not publish calls (bus.RoleOperator). Every replica
-// serves it in one queue group (dlq.ServeRetries).
+// serves it in one queue group (dlq.ServeRetries), and asks
+// Config.RetryCheck before it queues a retry.
 type DLQRetries struct {
 	cfg Config
 	svc startstop.Funcs
@@ -46,7 +47,7 @@ func (r *DLQRetries) start(ctx context.Context) error {
 	nc := r.cfg.Bus.NC
 	q, err := dlq.Open(ctx, nc, r.cfg.Bus.Config.Prefix)
 	if err == nil {
-		q.SignWith(r.cfg.Bus.Signer)
+		q.SignWith(r.cfg.Bus.Signer).CheckWith(r.cfg.RetryCheck)
 	}
 	if err != nil {
 		return fmt.Errorf("maintenance: dead-letter retries: %w", err)

@@ -91,9 +91,30 @@ func conformanceServer(t *testing.T) string {
 func TestConformance(t *testing.T) {
 	node, modules := mcpClients(t)
 	url := conformanceServer(t)
+	dir := conformanceRun{node: node, modules: modules, url: url, expectedFailures: "testdata/conformance-expected-failures.yaml"}.run(t)
+	requireTasksChecksPass(t, dir)
+}
+
+// conformanceCheck is one check of a scenario's checks.json.
+type conformanceCheck struct {
+	ID, Status, ErrorMessage string
+}
+
+// conformanceRun is a run of the suite's server scenarios of the
+// 2026-07-28 requirements: with the node and modules of mcpClients,
+// against the endpoint url, with the expected failures of the file
+// expectedFailures (relative to the package).
+type conformanceRun struct{ node, modules, url, expectedFailures string }
+
+// run runs the suite, fails the test when the suite fails, and returns
+// the directory of the run's results (one directory per scenario, each
+// with its checks.json).
+func (r conformanceRun) run(t *testing.T) string {
+	t.Helper()
+	node, modules, url := r.node, r.modules, r.url
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	expected, err := filepath.Abs("testdata/conformance-expected-failures.yaml")
+	expected, err := filepath.Abs(r.expectedFailures)
 	require.NoError(t, err)
 	dir := t.TempDir()
 	if base := os.Getenv("TOOLWIRE_CONFORMANCE_OUT"); base != "" {
@@ -109,22 +130,38 @@ func TestConformance(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	t.Logf("conformance suite:\n%s", out)
 	require.NoError(t, err, "the conformance suite failed (its output is above)")
+	return dir
+}
 
-	// The Tasks extension's scenarios are run and reported, not scored
-	// (an extension): every check of theirs must pass too.
-	runs, err := filepath.Glob(filepath.Join(dir, "server-tasks-*", "checks.json"))
+// scenarioChecks reads the checks of each scenario of a run's results
+// whose directory name matches pattern (a filepath.Glob pattern), by the
+// directory's name.
+func scenarioChecks(t *testing.T, dir, pattern string) map[string][]conformanceCheck {
+	t.Helper()
+	runs, err := filepath.Glob(filepath.Join(dir, pattern, "checks.json"))
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(runs), 10, "the tasks scenarios ran")
-	passed := 0
+	out := map[string][]conformanceCheck{}
 	for _, f := range runs {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
-		var checks []struct {
-			ID, Status, ErrorMessage string
-		}
+		var checks []conformanceCheck
 		require.NoError(t, json.Unmarshal(b, &checks), f)
+		out[filepath.Base(filepath.Dir(f))] = checks
+	}
+	return out
+}
+
+// requireTasksChecksPass checks the Tasks extension's scenarios of a run:
+// they are run and reported, not scored (an extension), and every check
+// of theirs must pass too.
+func requireTasksChecksPass(t *testing.T, dir string) {
+	t.Helper()
+	runs := scenarioChecks(t, dir, "server-tasks-*")
+	require.GreaterOrEqual(t, len(runs), 10, "the tasks scenarios ran")
+	passed := 0
+	for scenario, checks := range runs {
 		for _, c := range checks {
-			require.Contains(t, []string{"SUCCESS", "INFO", "SKIPPED"}, c.Status, "%s: %s: %s", filepath.Base(filepath.Dir(f)), c.ID, c.ErrorMessage)
+			require.Contains(t, []string{"SUCCESS", "INFO", "SKIPPED"}, c.Status, "%s: %s: %s", scenario, c.ID, c.ErrorMessage)
 			if c.Status == "SUCCESS" {
 				passed++
 			}

@@ -155,7 +155,14 @@
 // set is fixed, the same on every replica. Without an Extra no prompts
 // capability is declared, and prompts/list and prompts/get are method not
 // found (the SDK would answer them empty): what is declared is what is
-// served.
+// served. The conformance suite runs against both: with the fixtures as
+// an Extra (TestConformance, no expected failure) and as the dispatcher
+// binary builds the endpoint (TestConformanceProductionConfig, through
+// dispatchd.Run), whose expected failures may name only scenarios of
+// features not declared, plus the reads of the suite's fixture resources
+// (resources are declared for cut outputs, which no fixture URI names);
+// the test checks every failed check of them against the capabilities
+// declared.
 //
 // A request of the stateless revision whose Mcp-Name header is missing or
 // does not name what its body does is answered HTTP 400 with -32020 on

@@ -466,6 +466,36 @@ func TestModeHidesToolsThroughMCP(t *testing.T) {
 	require.ErrorContains(t, err, mcpserver.MetaSession+" must be a string")
 }
 
+// A tools/call naming a toolwire session whose mode forbids the tool is
+// refused MODE_RESTRICTED (an isError result naming the mode and the
+// rule), and the tool never runs; the same call in a session of another
+// mode, or in none, runs; what the mode allows runs in the session.
+func TestModeRestrictsCallsThroughMCP(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	s.ApplyPolicy(t, "tenant:\n  default: allow\nmodes:\n  voice:\n    rules:\n      - {id: voice-no-sleep, effect: deny, tools: [sleep], reason: no pauses on a call}\n  text: {}\n")
+	s.SetMode(t, "s-voice", "voice")
+	s.SetMode(t, "s-text", "text")
+	cs := connect(t, endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default}), "any", "")
+	callIn := func(name string, args map[string]any, session string) *mcp.CallToolResult {
+		p := &mcp.CallToolParams{Name: name, Arguments: args}
+		if session != "" {
+			p.Meta = mcp.Meta{mcpserver.MetaSession: session}
+		}
+		res, err := cs.CallTool(t.Context(), p)
+		require.NoError(t, err)
+		return res
+	}
+	nap := map[string]any{"duration": "1ms"}
+	res := callIn("sleep", nap, "s-voice")
+	require.True(t, res.IsError)
+	require.Equal(t, "ERROR_TYPE_MODE_RESTRICTED", res.Meta[mcpserver.MetaError].(map[string]any)["type"])
+	require.Contains(t, res.Content[0].(*mcp.TextContent).Text, `mode "voice" forbids this call of "sleep" (rule "voice-no-sleep"): no pauses on a call`)
+	require.False(t, callIn("echo", map[string]any{"text": "hi"}, "s-voice").IsError, "what the mode allows runs")
+	require.False(t, callIn("sleep", nap, "s-text").IsError, "another mode does not forbid it")
+	require.False(t, callIn("sleep", nap, "").IsError, "no session, no mode")
+}
+
 // Under the tenant's sessions.required, a tools/call whose _meta names no
 // toolwire session is refused PERMISSION_DENIED (an isError result naming
 // the rule) with a real key; under default_mode its tools/list leaves out

@@ -212,6 +212,10 @@ func (a *app) letterError(err error) error {
 		fmt.Fprintf(a.io.Stderr, "error: %v\n", err)
 		return exitCode(ExitToolError)
 	}
+	if errors.Is(err, dlq.ErrSessionInactive) || errors.Is(err, dlq.ErrModeRestricted) || errors.Is(err, dlq.ErrPolicyDenies) {
+		fmt.Fprintf(a.io.Stderr, "error: nothing was queued: %v\n", err)
+		return exitCode(ExitToolError)
+	}
 	return &requestError{err}
 }
 
@@ -268,6 +272,11 @@ now. Its schedule-to-start and schedule-to-close deadlines are dropped
 (they date from the original acceptance), and so is its idempotency key
 (it names the original call). The dead letter stays. A dead letter whose
 call could not be decoded cannot be retried (exit 1).
+
+The dispatcher decides the retry as it decides the approval of a parked
+call: a call whose session has ended is refused SESSION_INACTIVE, one the
+session's mode now forbids MODE_RESTRICTED, one the policy in force now
+denies PERMISSION_DENIED; nothing is queued (exit 1).
 
 A dispatcher of the installation queues the call: toolctl sends it the
 request over NATS (operator credentials may not publish calls), so one

@@ -265,3 +265,62 @@ func TestDLQRedactsSecrets(t *testing.T) {
 		require.NotContains(t, s, base64.StdEncoding.EncodeToString([]byte(args)), "nor base64-encoded")
 	}
 }
+
+// deadLetterIn calls flaky in session and returns the sequence of its
+// dead letter.
+func (b *bundle) deadLetterIn(t *testing.T, session, n string) string {
+	t.Helper()
+	out := b.run(t, "call", "flaky", `{"n":`+n+`}`, "--session", session)
+	require.Equal(t, toolctl.ExitToolError, out.code, out.stderr)
+	re := regexp.MustCompile(`(?m)^(\d+)\s+\S+\s+flaky\s+[0-9A-Z]{26}\s`)
+	var seq string
+	deadline := time.Now().Add(30 * time.Second)
+	for seq == "" {
+		out = b.dlq(t, "list", "--limit", "1")
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		if m := re.FindStringSubmatch(out.stdout); m != nil && strings.Contains(b.dlq(t, "show", m[1]).stderr, n) {
+			seq = m[1]
+		}
+		require.False(t, seq == "" && time.Now().After(deadline), "no dead letter of n=%s listed:\n%s", n, out.stdout)
+	}
+	return seq
+}
+
+// `toolctl dlq retry` of a call whose session has ended is refused
+// SESSION_INACTIVE, and of a call the session's mode now forbids
+// MODE_RESTRICTED, by the dispatcher that serves the retry: exit 1, and
+// nothing is queued (the calls stream's last sequence is unchanged).
+func TestDLQRetryIsDecidedAsAnApproval(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatchtest.Options{Tools: []*tool.Tool{flakyTool}})
+	b.stack.ApplyPolicy(t, "tenant:\n  default: allow\nmodes:\n  voice:\n    rules:\n"+
+		"      - {id: voice-no-flaky, effect: deny, tools: [flaky], reason: not during a call}\n")
+	ended := b.deadLetterIn(t, "s-ended", "111")
+	moded := b.deadLetterIn(t, "s-voice", "222")
+	b.stack.EndSession(t, "s-ended", "the caller hung up")
+	b.stack.SetMode(t, "s-voice", "voice")
+	before, err := b.stack.Env.Bus.Calls.Info(t.Context())
+	require.NoError(t, err)
+
+	out := b.dlq(t, "retry", ended)
+	require.Equal(t, toolctl.ExitToolError, out.code, out.stderr)
+	require.Empty(t, out.stdout)
+	require.Contains(t, out.stderr, "nothing was queued")
+	require.Contains(t, out.stderr, "SESSION_INACTIVE")
+	require.Contains(t, out.stderr, "the caller hung up")
+
+	out = b.dlq(t, "retry", moded)
+	require.Equal(t, toolctl.ExitToolError, out.code, out.stderr)
+	require.Empty(t, out.stdout)
+	require.Contains(t, out.stderr, "MODE_RESTRICTED")
+	require.Contains(t, out.stderr, "voice-no-flaky")
+
+	after, err := b.stack.Env.Bus.Calls.Info(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, before.State.LastSeq, after.State.LastSeq, "nothing was queued")
+
+	b.stack.SetMode(t, "s-voice", "") // the mode no longer forbids it: the retry runs
+	out = b.dlq(t, "retry", moded)
+	require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+	require.Len(t, strings.TrimSpace(out.stdout), 26, "a new call id")
+}

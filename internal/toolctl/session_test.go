@@ -64,3 +64,48 @@ func TestSessionListAndEnd(t *testing.T) {
 		t.Fatalf("end without the admin scope: %+v", o)
 	}
 }
+
+// TestSessionModeShowAndFilter: toolctl session mode puts a session in a
+// mode the policy declares (and refuses one it does not), a call the mode
+// forbids is refused MODE_RESTRICTED while the same call in another
+// session runs, session show names the mode and, once the session is
+// ended, its end, and session list --mode lists the sessions in that mode
+// only.
+func TestSessionModeShowAndFilter(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatchtest.Options{})
+	b.stack.ApplyPolicy(t, "tenant:\n  default: allow\nmodes:\n  voice:\n    rules:\n      - {id: voice-no-sleep, effect: deny, tools: [sleep], reason: no pauses on a call}\n  text: {}\n")
+	if o := b.run(t, "session", "mode", "s-voice", "voice"); o.code != 0 || !strings.Contains(o.stdout, "session s-voice: mode voice") {
+		t.Fatalf("mode voice: %+v", o)
+	}
+	if o := b.run(t, "session", "mode", "s-text", "text"); o.code != 0 {
+		t.Fatalf("mode text: %+v", o)
+	}
+	if o := b.run(t, "session", "mode", "s-voice", "shout"); o.code == 0 || !strings.Contains(o.stderr, `"shout"`) {
+		t.Fatalf("an undeclared mode: %+v", o)
+	}
+	o := b.run(t, "call", "sleep", `{"duration":"1ms"}`, "--session", "s-voice")
+	if o.code == 0 || !strings.Contains(o.stderr, `error: MODE_RESTRICTED: mode "voice" forbids this call of "sleep" (rule "voice-no-sleep")`) {
+		t.Fatalf("a call the mode forbids: %+v", o)
+	}
+	if o := b.run(t, "call", "sleep", `{"duration":"1ms"}`, "--session", "s-text"); o.code != 0 {
+		t.Fatalf("the same call in another mode: %+v", o)
+	}
+
+	if o := b.run(t, "session", "end", "s-voice", "--reason", "hung up"); o.code != 0 {
+		t.Fatalf("end: %+v", o)
+	}
+	o = b.run(t, "session", "show", "s-voice")
+	if o.code != 0 || !strings.Contains(o.stdout, "mode:         voice\n") || !strings.Contains(o.stdout, "ended:        hung up\n") ||
+		!strings.Contains(o.stdout, "SET_MODE") || !strings.Contains(o.stdout, "END_SESSION") {
+		t.Fatalf("show: %+v", o)
+	}
+	o = b.run(t, "session", "list", "--mode", "voice")
+	if o.code != 0 || !strings.Contains(o.stdout, "s-voice") || strings.Contains(o.stdout, "s-text") {
+		t.Fatalf("list --mode voice: %+v", o)
+	}
+	lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], "ended") || !strings.Contains(lines[1], "voice") {
+		t.Fatalf("list --mode voice: %q", lines)
+	}
+}

@@ -7,7 +7,13 @@
 // bus.ValidTenant, and the subject's tenant token is exactly it; the
 // subject agrees with the payload) → the tool and its pinned spec version
 // are served here (if not, the call is handed back for another replica,
-// and refused only on its last delivery) → what admission checked, again,
+// and refused only on its last delivery: VALIDATION for a version no
+// replica ran; a session's pinned version is never swapped for another,
+// so the answer suggests clearing the session's pin only when the
+// registry's current version, which its next call would pin, is the one
+// this worker runs (read from the registry then), and otherwise says
+// plainly that no worker runs the version) → what
+// admission checked, again,
 // since a call can arrive by a raw NATS publish: size and depth limits,
 // the arguments against the input schema of the version served (compiled
 // once per version, when the worker starts serving it; repeated keys

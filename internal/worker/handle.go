@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/toolwire/toolwire/internal/approvals"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/envelope"
@@ -14,6 +17,7 @@ import (
 	"github.com/toolwire/toolwire/internal/intents"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/shellquote"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -162,11 +166,12 @@ func (d *delivery) precheck() outcome {
 	ent, ok := (*d.w.specs.Load())[call.Tool]
 	if !ok {
 		return d.notServed(envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND,
-			fmt.Sprintf("no worker of pool %s serves tool %q", d.pool.Name, call.Tool)))
+			fmt.Sprintf("no worker of pool %s serves tool %q", d.pool.Name, call.Tool)), nil)
 	}
 	if call.SpecVersion != "" && call.SpecVersion != ent.Spec.Version {
-		return d.notServed(envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION,
-			fmt.Sprintf("unknown spec version %q of tool %q (this worker serves %q)", call.SpecVersion, call.Tool, ent.Spec.Version)))
+		te := envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_VALIDATION,
+			fmt.Sprintf("unknown spec version %q of tool %q (this worker serves %q)", call.SpecVersion, call.Tool, ent.Spec.Version))
+		return d.notServed(te, func() { te.Suggestion = d.unservedVersionHint(ent.Spec.Version) })
 	}
 	if te := registry.CheckArgs(ent, call.Arguments, registry.ArgLimits{MaxBytes: d.w.cfg.MaxArgsBytes, MaxDepth: d.w.cfg.MaxArgsDepth}); te != nil {
 		return refusal(te)
@@ -214,15 +219,67 @@ func (d *delivery) checkApproval(spec *toolwirev1.ToolSpec) outcome {
 }
 
 // notServed hands a call this replica cannot run back to the pool, and
-// refuses it (answer, dead letter, term) on the last delivery.
-func (d *delivery) notServed(te *toolwirev1.ToolError) outcome {
+// refuses it (answer, dead letter, term) on the last delivery, after
+// last (if any) has completed te.
+func (d *delivery) notServed(te *toolwirev1.ToolError, last func()) outcome {
 	md, err := d.msg.Metadata()
 	if err == nil && (d.pool.MaxDeliver < 0 || md.NumDelivered < uint64(d.pool.MaxDeliver)) {
 		d.log().Info("handing back a call this replica does not serve", "reason", te.Message)
 		return retryLater(d.w.cfg.NotServedDelay)
 	}
+	if last != nil {
+		last()
+	}
 	return refusal(te)
 }
+
+// unservedVersionHint is the suggestion of a call refused on its last
+// delivery for a spec version no replica of its pool ran (this one runs
+// served): the version the call named, or the one its session pins
+// (admission runs a pinned version, never another: docs/policy.md,
+// "Versions locked per session"). Clearing the pin helps only when the
+// registry's current version, which the session's next call would pin,
+// is another one and is served: so the hint says so only when the
+// current version is served, here. When the call's version is the
+// current one (or the current one cannot be read, or is another this
+// worker does not run), it says plainly that no worker runs the version.
+func (d *delivery) unservedVersionHint(served string) string {
+	call := d.call
+	current := d.currentVersion()
+	if current == "" || current != served {
+		what := fmt.Sprintf("no worker of pool %s runs version %q of tool %q now", d.pool.Name, call.SpecVersion, call.Tool)
+		if current == call.SpecVersion {
+			what += ", the registry's current version (clearing a session's pin would pin it again)"
+		}
+		return what + ": start a worker that serves it; a pinned version is never swapped for another"
+	}
+	hint := fmt.Sprintf("no worker of the pool runs this version now: leave spec_version empty to run the current one (%q)", current)
+	if s := call.GetCaller().GetSession(); s != "" && len(s) <= maxHintSession && utf8.ValidString(s) {
+		hint += fmt.Sprintf("; when session %q pins this version, clear the pin (`toolctl session repin %s %s`, the ClearSessionPins RPC), so that its next call pins the current one",
+			s, shellquote.Quote(s), shellquote.Quote(call.Tool))
+	}
+	return hint
+}
+
+// currentVersion is the registry's current version of the call's tool,
+// "" when it cannot be read (a hint is not worth waiting for).
+func (d *delivery) currentVersion() string {
+	ctx, cancel := context.WithTimeout(d.ctx, 2*time.Second)
+	defer cancel()
+	e, err := d.w.bus.Registry.Get(ctx, d.call.Tool)
+	if err != nil {
+		return ""
+	}
+	var spec toolwirev1.ToolSpec
+	if proto.Unmarshal(e.Value(), &spec) != nil {
+		return ""
+	}
+	return spec.GetVersion()
+}
+
+// maxHintSession is the longest session name unservedVersionHint repeats:
+// admission's bound (dispatch.MaxSessionBytes).
+const maxHintSession = 256
 
 // register makes the call cancellable, and notes a tombstone the cancel
 // watcher has seen for it. It registers first and looks for a tombstone

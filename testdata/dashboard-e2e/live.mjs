@@ -9,7 +9,8 @@
 // answered last, changes no row.
 //
 // Environment: BASE_URL, READER_KEY, LOAD_MS (default 10000), BOUND_MS
-// (default 250), PAUSE_MS (default 2000).
+// (default 250; 0 = the stall is measured and logged, not checked),
+// PAUSE_MS (default 2000).
 import { run, signIn, check, step, env } from './lib.mjs';
 
 await run('live', async ({ page, baseURL }) => {
@@ -70,7 +71,9 @@ await run('live', async ({ page, baseURL }) => {
   check(m.sse.events > 0 && m.changes > 0, 'the rows updated live under load');
   check(m.sse.events / m.secs <= 5, 'at most 4 live events a second (one every 250 ms)');
   check(m.rows <= 50, 'at most the page limit of rows is kept');
-  check(worst < boundMs, `no main-thread stall of ${boundMs} ms or more (longest ${worst.toFixed(0)} ms)`);
+  if (boundMs > 0) { // 0: measured only (a stall is the host's as much as the page's)
+    check(worst < boundMs, `no main-thread stall of ${boundMs} ms or more (longest ${worst.toFixed(0)} ms)`);
+  }
 
   step('pause');
   await page.getByTestId('live-toggle').click();

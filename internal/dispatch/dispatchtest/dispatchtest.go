@@ -106,7 +106,13 @@ func Start(t testing.TB, opts Options) *Stack {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(svc.Handler(auth))
-	srv := httptest.NewServer(mux)
+	// HTTP/1.1 and unencrypted HTTP/2 (h2c) on one listener, as the
+	// dispatcher serves its API (internal/dispatchd).
+	srv := httptest.NewUnstartedServer(mux)
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetHTTP1(true)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
 	s.Client = toolwirev1connect.NewDispatcherServiceClient(srv.Client(), srv.URL)

@@ -16,8 +16,17 @@ export interface ClientOptions {
     timeout?: number;
     /** Connect's JSON instead of binary protobuf on the wire. */
     json?: boolean;
-    /** At most this many connections to the dispatcher (100); a request beyond waits for one. */
+    /** At most this many connections to the dispatcher (100); a request beyond waits for one. HTTP/1.1 only. */
     maxConns?: number;
+    /**
+     * The HTTP version: "1.1" (the default: keep-alive connections, up to
+     * maxConns) or "2" (one connection multiplexing every request and watch:
+     * with prior knowledge on http://, negotiated by TLS on https://). HTTP/2
+     * costs the client less CPU a call, so more calls a second when the
+     * client's CPU is what limits it (BENCHMARKS.md); the dispatcher serves
+     * both on one port, but a proxy in between must speak HTTP/2 to it.
+     */
+    httpVersion?: "1.1" | "2";
 }
 /** Options of every request. */
 export interface RequestOptions {
@@ -79,7 +88,9 @@ export declare class Client {
     /** The generated Connect client, for an RPC this layer does not cover. */
     readonly rpc: RpcClient<typeof DispatcherService>;
     readonly timeout: number;
-    private readonly agent;
+    /** The HTTP/1.1 connections, or the HTTP/2 connection (httpVersion "2"). */
+    private readonly agent?;
+    private readonly session?;
     constructor(baseUrl: string, options?: ClientOptions);
     /**
      * Close every connection, idle or in use: requests and watches in flight

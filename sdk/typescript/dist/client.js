@@ -1,10 +1,10 @@
-// The client: a Connect transport (connect-node, HTTP/1.1 keep-alive,
-// binary protobuf by default) and an idiomatic layer over the generated
-// DispatcherService client.
+// The client: a Connect transport (connect-node, HTTP/1.1 keep-alive or
+// one multiplexed HTTP/2 connection, binary protobuf by default) and an
+// idiomatic layer over the generated DispatcherService client.
 import * as http from "node:http";
 import * as https from "node:https";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { createConnectTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { ApprovalRequiredError, PendingError, ToolwireError, TransportError, UnknownCallError, WatchEndedError, } from "./errors.js";
 import { CallState, CancelOutcome, DispatcherService, ToolFormat, } from "./gen/toolwire/v1/dispatcher_pb.js";
@@ -103,7 +103,9 @@ export class Client {
     /** The generated Connect client, for an RPC this layer does not cover. */
     rpc;
     timeout;
+    /** The HTTP/1.1 connections, or the HTTP/2 connection (httpVersion "2"). */
     agent;
+    session;
     constructor(baseUrl, options = {}) {
         let url;
         try {
@@ -117,24 +119,36 @@ export class Client {
         }
         const apiKey = checkApiKey(options.apiKey);
         this.timeout = options.timeout ?? 30;
-        const agentOpts = { keepAlive: true, maxSockets: options.maxConns ?? 100, maxFreeSockets: 32, timeout: 60_000 };
-        this.agent = url.protocol === "https:" ? new https.Agent(agentOpts) : new http.Agent(agentOpts);
+        const version = options.httpVersion ?? "1.1";
+        if (version !== "1.1" && version !== "2") {
+            throw new TypeError(`toolwire: httpVersion ${JSON.stringify(version)}: want "1.1" or "2"`);
+        }
         const headers = (next) => async (req) => {
             req.header.set("User-Agent", USER_AGENT);
             if (apiKey)
                 req.header.set("Authorization", "Bearer " + apiKey);
             return next(req);
         };
-        const transport = createConnectTransport({
+        const common = {
             baseUrl: url.href.replace(/\/+$/, ""),
-            httpVersion: "1.1",
             useBinaryFormat: !options.json,
             interceptors: [headers],
             readMaxBytes: MAX_MESSAGE_BYTES,
             acceptCompression: [],
             writeMaxBytes: MAX_MESSAGE_BYTES,
-            nodeOptions: { agent: this.agent },
-        });
+        };
+        let transport;
+        if (version === "2") {
+            // Idle, the connection neither keeps the process alive nor lives on
+            // past 15 minutes (the session manager's defaults).
+            this.session = new Http2SessionManager(url.origin);
+            transport = createConnectTransport({ ...common, httpVersion: "2", sessionManager: this.session });
+        }
+        else {
+            const agentOpts = { keepAlive: true, maxSockets: options.maxConns ?? 100, maxFreeSockets: 32, timeout: 60_000 };
+            this.agent = url.protocol === "https:" ? new https.Agent(agentOpts) : new http.Agent(agentOpts);
+            transport = createConnectTransport({ ...common, httpVersion: "1.1", nodeOptions: { agent: this.agent } });
+        }
         this.rpc = createClient(DispatcherService, transport);
     }
     /**
@@ -142,7 +156,8 @@ export class Client {
      * fail (with TransportError). Later requests open new connections.
      */
     close() {
-        this.agent.destroy();
+        this.agent?.destroy();
+        this.session?.abort();
     }
     /** An RPC, its failures as TransportError (or what notFound makes of a not_found), an abort as the signal's reason. */
     async unary(op, signal, f, notFound) {

@@ -1,11 +1,11 @@
-// The client: a Connect transport (connect-node, HTTP/1.1 keep-alive,
-// binary protobuf by default) and an idiomatic layer over the generated
-// DispatcherService client.
+// The client: a Connect transport (connect-node, HTTP/1.1 keep-alive or
+// one multiplexed HTTP/2 connection, binary protobuf by default) and an
+// idiomatic layer over the generated DispatcherService client.
 
 import * as http from "node:http";
 import * as https from "node:https";
 import { Code, ConnectError, createClient, type Client as RpcClient, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { createConnectTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { durationFromMs, type Duration } from "@bufbuild/protobuf/wkt";
 import {
   ApprovalRequiredError,
@@ -68,8 +68,17 @@ export interface ClientOptions {
   timeout?: number;
   /** Connect's JSON instead of binary protobuf on the wire. */
   json?: boolean;
-  /** At most this many connections to the dispatcher (100); a request beyond waits for one. */
+  /** At most this many connections to the dispatcher (100); a request beyond waits for one. HTTP/1.1 only. */
   maxConns?: number;
+  /**
+   * The HTTP version: "1.1" (the default: keep-alive connections, up to
+   * maxConns) or "2" (one connection multiplexing every request and watch:
+   * with prior knowledge on http://, negotiated by TLS on https://). HTTP/2
+   * costs the client less CPU a call, so more calls a second when the
+   * client's CPU is what limits it (BENCHMARKS.md); the dispatcher serves
+   * both on one port, but a proxy in between must speak HTTP/2 to it.
+   */
+  httpVersion?: "1.1" | "2";
 }
 
 /** Options of every request. */
@@ -208,7 +217,9 @@ export class Client {
   /** The generated Connect client, for an RPC this layer does not cover. */
   readonly rpc: RpcClient<typeof DispatcherService>;
   readonly timeout: number;
-  private readonly agent: http.Agent;
+  /** The HTTP/1.1 connections, or the HTTP/2 connection (httpVersion "2"). */
+  private readonly agent?: http.Agent;
+  private readonly session?: Http2SessionManager;
 
   constructor(baseUrl: string, options: ClientOptions = {}) {
     let url: URL;
@@ -222,23 +233,34 @@ export class Client {
     }
     const apiKey = checkApiKey(options.apiKey);
     this.timeout = options.timeout ?? 30;
-    const agentOpts = { keepAlive: true, maxSockets: options.maxConns ?? 100, maxFreeSockets: 32, timeout: 60_000 };
-    this.agent = url.protocol === "https:" ? new https.Agent(agentOpts) : new http.Agent(agentOpts);
+    const version = options.httpVersion ?? "1.1";
+    if (version !== "1.1" && version !== "2") {
+      throw new TypeError(`toolwire: httpVersion ${JSON.stringify(version)}: want "1.1" or "2"`);
+    }
     const headers: Interceptor = (next) => async (req) => {
       req.header.set("User-Agent", USER_AGENT);
       if (apiKey) req.header.set("Authorization", "Bearer " + apiKey);
       return next(req);
     };
-    const transport = createConnectTransport({
+    const common = {
       baseUrl: url.href.replace(/\/+$/, ""),
-      httpVersion: "1.1",
       useBinaryFormat: !options.json,
       interceptors: [headers],
       readMaxBytes: MAX_MESSAGE_BYTES,
       acceptCompression: [],
       writeMaxBytes: MAX_MESSAGE_BYTES,
-      nodeOptions: { agent: this.agent },
-    });
+    };
+    let transport;
+    if (version === "2") {
+      // Idle, the connection neither keeps the process alive nor lives on
+      // past 15 minutes (the session manager's defaults).
+      this.session = new Http2SessionManager(url.origin);
+      transport = createConnectTransport({ ...common, httpVersion: "2", sessionManager: this.session });
+    } else {
+      const agentOpts = { keepAlive: true, maxSockets: options.maxConns ?? 100, maxFreeSockets: 32, timeout: 60_000 };
+      this.agent = url.protocol === "https:" ? new https.Agent(agentOpts) : new http.Agent(agentOpts);
+      transport = createConnectTransport({ ...common, httpVersion: "1.1", nodeOptions: { agent: this.agent } });
+    }
     this.rpc = createClient(DispatcherService, transport);
   }
 
@@ -247,7 +269,8 @@ export class Client {
    * fail (with TransportError). Later requests open new connections.
    */
   close(): void {
-    this.agent.destroy();
+    this.agent?.destroy();
+    this.session?.abort();
   }
 
   /** An RPC, its failures as TransportError (or what notFound makes of a not_found), an abort as the signal's reason. */

@@ -3,6 +3,7 @@
 // redeem, watch with progress, cancel reaching the worker, intents applied
 // to a session, a rate limit's retryAfter), as the Python client's tests.
 import assert from "node:assert/strict";
+import diagnosticsChannel from "node:diagnostics_channel";
 import { after, before, describe, test } from "node:test";
 
 import * as tw from "../dist/index.js";
@@ -49,6 +50,57 @@ describe("client scenarios", { skip: needsStack }, () => {
       json.close();
     }
   });
+
+  test("over HTTP/2, calls, watches and an abort share one connection; after close a new one opens", async () => {
+    // node:http reports every HTTP/1.1 request it starts: none may be the
+    // HTTP/2 client's (the default client's call shows the count works).
+    let http1 = 0;
+    const counted = () => http1++;
+    diagnosticsChannel.subscribe("http.client.request.start", counted);
+    try {
+      await client.call("echo", { text: "over HTTP/1.1" });
+      assert.equal(http1, 1);
+      await overHTTP2();
+    } finally {
+      diagnosticsChannel.unsubscribe("http.client.request.start", counted);
+    }
+    assert.equal(http1, 1, "the HTTP/2 client made HTTP/1.1 requests");
+  });
+
+  async function overHTTP2() {
+    for (const json of [false, true]) {
+      const h2 = new tw.Client(URL, { apiKey: API_KEY, httpVersion: "2", json });
+      try {
+        const texts = Array.from({ length: 16 }, (_, i) => `h2 ${json} ${i}`);
+        const many = await Promise.all(texts.map((text) => h2.call("echo", { text })));
+        assert.deepEqual(many.map((r) => r.text), texts);
+        const bad = await h2.call("echo", { text: 7 });
+        assert.ok(bad.error instanceof tw.ValidationError);
+        const sub = await h2.submit("steps", { steps: 2 });
+        const events = [];
+        for await (const ev of h2.watch(sub.callId)) events.push(ev);
+        assert.equal(events.at(-1).result.text, "did 2 steps");
+        if (!json) {
+          const ac = new AbortController();
+          let callId = "";
+          const done = h2.call("hold", {}, {
+            signal: ac.signal,
+            onSubmitted: (id) => {
+              callId = id;
+              runningOnWorker(h2, id).then(() => ac.abort(), (e) => ac.abort(e));
+            },
+          });
+          await assert.rejects(done, (e) => e.name === "AbortError");
+          const res = await h2.getResult(callId, { wait: 30 });
+          assert.ok(res.error instanceof tw.CallCancelledError, String(res.error));
+        }
+        h2.close();
+        assert.equal((await h2.call("echo", { text: "again" })).text, "again");
+      } finally {
+        h2.close();
+      }
+    }
+  }
 
   test("validation error", async () => {
     const res = await client.call("echo", { text: 7 });
@@ -316,6 +368,11 @@ describe("without a stack", () => {
       assert.doesNotMatch(e.message, /tw_secret/);
       return true;
     });
+  });
+
+  test("an HTTP version other than 1.1 or 2 is refused", () => {
+    assert.throws(() => new tw.Client("http://127.0.0.1:8080", { httpVersion: "3" }), TypeError);
+    assert.throws(() => new tw.Client("http://127.0.0.1:8080", { httpVersion: "__proto__" }), TypeError);
   });
 
   test("a base URL that is not http(s) is refused", () => {
