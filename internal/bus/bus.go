@@ -68,6 +68,9 @@ type Bus struct {
 
 	bind bool // Options.Bind
 	log  *slog.Logger
+	// pauseHook, set by tests only (export_test.go), runs after each step
+	// of a pause or resume (poolpause.go, pauseStep).
+	pauseHook func(ctx context.Context, step string)
 }
 
 // Options tune the JetStream context of a Bus.
@@ -614,7 +617,7 @@ func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer,
 	} else {
 		cfg.FilterSubjects = filters
 	}
-	keepPause(&cfg, live) // a recorded pause outlives a declaration (poolpause.go)
+	keepPause(&cfg, b.liveConfig(ctx, name, live)) // a recorded pause outlives a declaration (poolpause.go)
 	stampPool(&cfg)
 	cons, err := b.Calls.CreateOrUpdateConsumer(ctx, cfg)
 	if err == nil {

@@ -30,11 +30,25 @@ import (
 // back, makes the effect match the record (an unrecorded pause is
 // removed, a recorded one applied again). EnsurePool keeps the record: a
 // worker that starts, or a replica that declares the consumer again,
-// never resumes a paused pool. One race is left: EnsurePool reads the
-// consumer, then updates it whole, so a pause or resume that lands in the
-// milliseconds between may see its record undone (the pools page and
-// toolctl pool list show the consumer as it is). PoolStamp leaves the
-// pause out, so a pause is no change of the declared settings.
+// never resumes a paused pool.
+//
+// The server has no compare-and-set on a consumer's update, and
+// EnsurePool reads the consumer (liveConfig, just before its write), then
+// writes it whole: a pause or resume whose record lands between the two
+// would have its record undone, and the next check would put back the
+// stale record (resume the pause, or pause the pool again). So a pause or
+// resume reads the consumer back after it (a fresh read, never the
+// answer to its own write) and does it again when the record or the
+// pause is not what it meant, up to pauseTries times, then fails with
+// ErrPauseOverlapped: no face reports a pause or resume that is not in
+// force. matchPause decides on a fresh read too, so that an EnsurePool
+// never resumes or pauses on its own stale write. What is left: an
+// EnsurePool whose read comes before a pause's first write and whose
+// write comes after the pause's read back (its one round trip spanning
+// the pause's four) undoes the record of a pause already reported done;
+// the pools page and toolctl pool list then show the pool as it is.
+// PoolStamp leaves the pause out, so a pause is no change of the
+// declared settings.
 
 // Metadata keys of a pool consumer's pause record.
 const (
@@ -110,15 +124,37 @@ func keepPause(cfg *jetstream.ConsumerConfig, live *jetstream.ConsumerConfig) {
 	}
 }
 
+// liveConfig reads consumer name's configuration again just before
+// EnsurePool writes it whole, so that the pause record it keeps is as
+// recent as can be (a pause or resume since the listing is kept, not
+// undone); listed, what the listing had, is the answer when the read
+// fails or the consumer is not there yet.
+func (b *Bus) liveConfig(ctx context.Context, name string, listed *jetstream.ConsumerConfig) *jetstream.ConsumerConfig {
+	if listed == nil {
+		return nil
+	}
+	cons, err := b.Calls.Consumer(ctx, name)
+	if err != nil {
+		return listed
+	}
+	return &cons.CachedInfo().Config
+}
+
 // matchPause pauses or resumes cons so that its pause matches its record
-// (a hand's pause or resume put back), and returns it as it then is.
+// (a hand's pause or resume put back), and returns it as it then is. It
+// decides on what the server holds now (a fresh read), not on what the
+// caller wrote: another replica's write may have landed since (a pause
+// whose record it wrote, or removed), and a decision on the caller's own
+// write would undo it.
 func (b *Bus) matchPause(ctx context.Context, cons jetstream.Consumer) (jetstream.Consumer, error) {
-	info := cons.CachedInfo()
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the pause: %w", err)
+	}
 	want := RecordedPause(info.Config) != nil
 	if want == PausedNow(info.Config) {
 		return cons, nil
 	}
-	var err error
 	if want {
 		_, err = b.Calls.PauseConsumer(ctx, info.Name, time.Now().Add(pauseHorizon))
 	} else {
@@ -155,35 +191,107 @@ func (b *Bus) ResumePool(ctx context.Context, pool string) (*jetstream.ConsumerI
 	})
 }
 
+// pauseTries bounds how many times updatePause writes a pause or resume
+// again when another change of the consumer overlapped it.
+const pauseTries = 3
+
+// ErrPauseOverlapped is returned by PausePool and ResumePool when other
+// changes of the pool's consumer (workers starting, replicas declaring
+// it: EnsurePool) undid the pause or resume pauseTries times in a row:
+// it is not in force, and may be asked again.
+var ErrPauseOverlapped = errors.New("bus: other changes of the pool's consumer (workers starting, replicas declaring it) kept undoing the pause or resume: it is not in force; try again")
+
+// errPoolName is the answer to a name that cannot be a pool's
+// (ValidPoolName), which is not echoed: it may be long.
+var errPoolName = fmt.Errorf("%w: a pool's name is 1 to 64 letters, digits, '_' or '-'", ErrNoPool)
+
 // updatePause updates pool's consumer's record with change, then its
-// pause to match (matchPause). The record goes first: a check between
-// the two steps sees a record without its pause, or a pause without its
-// record, and puts back what the record says, which is where this is
-// going. The stamp is left alone (PoolStamp leaves the pause out).
+// pause to match (matchPause), then reads the consumer again: when the
+// record or the pause is not what change meant (another replica's
+// EnsurePool, which read the consumer before this write, wrote it whole
+// after, dropping or bringing back the record), it does it all again, up
+// to pauseTries times, then returns ErrPauseOverlapped; no face reports a
+// pause or resume that is not in force. The record goes first: a check
+// between the two steps sees a record without its pause, or a pause
+// without its record, and puts back what the record says, which is where
+// this is going. The stamp is left alone (PoolStamp leaves the pause
+// out). The name is checked before it goes into a subject: a long one
+// would pass the server's control line limit, and the server would close
+// the connection.
 func (b *Bus) updatePause(ctx context.Context, pool string, change func(*jetstream.ConsumerConfig)) (*jetstream.ConsumerInfo, error) {
-	name := b.Config.PoolConsumer(pool)
-	if Token(pool) != pool {
-		return nil, fmt.Errorf("%w: %q", ErrNoPool, pool)
+	if ValidPoolName(pool) != nil {
+		return nil, errPoolName
 	}
+	name := b.Config.PoolConsumer(pool)
+	for try := 1; ; try++ {
+		info, held, err := b.pauseOnce(ctx, pool, change)
+		switch {
+		case err != nil:
+			return nil, err
+		case held:
+			return info, nil
+		case try == pauseTries:
+			return nil, fmt.Errorf("bus: consumer %s: %w", name, ErrPauseOverlapped)
+		}
+		b.log.Warn("a pause or resume was undone by another change of the pool's consumer: doing it again", "consumer", name, "try", try)
+	}
+}
+
+// pauseOnce is one try of updatePause: it reports the consumer as read
+// after it, and whether the record and the pause are what change meant.
+func (b *Bus) pauseOnce(ctx context.Context, pool string, change func(*jetstream.ConsumerConfig)) (*jetstream.ConsumerInfo, bool, error) {
+	name := b.Config.PoolConsumer(pool)
 	cons, err := b.Calls.Consumer(ctx, name)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil, fmt.Errorf("%w: %s", ErrNoPool, pool)
+		return nil, false, fmt.Errorf("%w: %s", ErrNoPool, pool)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("bus: consumer %s: %w", name, err)
+		return nil, false, fmt.Errorf("bus: consumer %s: %w", name, err)
 	}
 	cfg := cons.CachedInfo().Config
 	if cfg.Metadata[PoolStampKey] == "" {
-		return nil, fmt.Errorf("%w: %s (consumer %s is not a pool's)", ErrNoPool, pool, name)
+		return nil, false, fmt.Errorf("%w: %s (consumer %s is not a pool's)", ErrNoPool, pool, name)
 	}
 	cfg.Metadata = ownMetadata(cfg.Metadata)
 	change(&cfg)
 	cons, err = b.Calls.UpdateConsumer(ctx, cfg)
 	if err == nil {
+		b.pauseStep(ctx, pauseStepRecorded)
 		cons, err = b.matchPause(ctx, cons)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("bus: consumer %s: %w", name, err)
+	var info *jetstream.ConsumerInfo
+	if err == nil {
+		b.pauseStep(ctx, pauseStepMatched)
+		info, err = cons.Info(ctx)
 	}
-	return cons.CachedInfo(), nil
+	if err != nil {
+		return nil, false, fmt.Errorf("bus: consumer %s: %w", name, err)
+	}
+	held := sameRecord(info.Config, cfg) && PausedNow(info.Config) == (RecordedPause(cfg) != nil)
+	return info, held, nil
+}
+
+// sameRecord reports whether a and b hold the same pause record.
+func sameRecord(a, b jetstream.ConsumerConfig) bool {
+	for _, k := range []string{PoolPausedByKey, PoolPausedAtKey, PoolPausedReasonKey} {
+		if a.Metadata[k] != b.Metadata[k] { // a key missing is one empty
+			return false
+		}
+	}
+	return true
+}
+
+// The steps of a pause or resume after which a test may change the
+// consumer (Bus.pauseHook, export_test.go), as another replica's
+// EnsurePool would.
+const (
+	pauseStepRecorded = "recorded" // the record is written, the pause not yet matched
+	pauseStepMatched  = "matched"  // the pause is matched, not read back yet
+)
+
+// pauseStep runs the test hook, if any, after step of a pause or resume.
+func (b *Bus) pauseStep(ctx context.Context, step string) {
+	if b.pauseHook != nil {
+		b.pauseHook(ctx, step)
+	}
 }

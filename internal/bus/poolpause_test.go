@@ -1,10 +1,17 @@
 package bus_test
 
 import (
+	"context"
+	"maps"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+
 	"github.com/toolwire/toolwire/internal/bus"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -71,4 +78,107 @@ func TestPoolPauseIsKeptAndAHandPauseIsPutBack(t *testing.T) {
 
 	_, err = e.bus.PausePool(ctx, "nosuch", bus.PoolPause{By: "acme/ops", At: at})
 	require.ErrorIs(t, err, bus.ErrNoPool)
+}
+
+// A name that cannot be a pool's is refused before it goes into a
+// subject: one past the server's control line limit (about 4 KB) would
+// make the server close the connection, and every part of the replica
+// would fail with it. The refusal does not echo the name.
+func TestPauseRefusesALongPoolName(t *testing.T) {
+	t.Parallel()
+	e := startAuth(t, bus.Config{})
+	ctx := t.Context()
+	_, err := e.bus.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE})
+	require.NoError(t, err)
+	long := strings.Repeat("a", 5000)
+
+	_, err = e.bus.PausePool(ctx, long, bus.PoolPause{By: "acme/ops", At: time.Now()})
+	require.ErrorIs(t, err, bus.ErrNoPool)
+	require.Less(t, len(err.Error()), 200, "the name is not echoed")
+	_, err = e.bus.ResumePool(ctx, long)
+	require.ErrorIs(t, err, bus.ErrNoPool)
+	require.Equal(t, nats.CONNECTED, e.bus.NC.Status())
+
+	info, err := e.bus.PausePool(ctx, "native", bus.PoolPause{By: "acme/ops", At: time.Now()})
+	require.NoError(t, err)
+	require.True(t, info.Paused)
+	require.Equal(t, nats.CONNECTED, e.bus.NC.Status())
+}
+
+// staleWrite returns a hook that writes cfg over the pool's consumer,
+// whole, after step (every time when always, else once), as another
+// replica's EnsurePool that read the consumer before a pause or resume
+// and writes it after.
+func staleWrite(t *testing.T, b *bus.Bus, step string, always bool, cfg jetstream.ConsumerConfig) func(context.Context, string) {
+	cfg.Metadata = maps.Clone(cfg.Metadata)
+	maps.DeleteFunc(cfg.Metadata, func(k, _ string) bool { return strings.HasPrefix(k, "_nats.") })
+	var done atomic.Bool
+	return func(ctx context.Context, at string) {
+		if at != step || (!always && !done.CompareAndSwap(false, true)) {
+			return
+		}
+		_, err := b.Calls.CreateOrUpdateConsumer(ctx, cfg)
+		require.NoError(t, err)
+	}
+}
+
+// A replica's declaration of a pool's consumer (EnsurePool: read, then
+// written whole) that straddles a pause drops the pause's record, and one
+// that straddles a resume brings the record back: the pause or resume
+// reads the consumer back and does it again, so that it ends in force,
+// record and pause, and the next declaration keeps it.
+func TestPauseAndResumeHoldThroughAStaleDeclaration(t *testing.T) {
+	t.Parallel()
+	for _, step := range []string{bus.PauseStepRecorded, bus.PauseStepMatched} {
+		t.Run(step, func(t *testing.T) {
+			t.Parallel()
+			e := startAuth(t, bus.Config{})
+			ctx := t.Context()
+			pool := bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE}
+			cons, err := e.bus.EnsurePool(ctx, pool)
+			require.NoError(t, err)
+			fresh := func() *jetstream.ConsumerInfo {
+				t.Helper()
+				info, err := cons.Info(ctx)
+				require.NoError(t, err)
+				return info
+			}
+
+			rec := bus.PoolPause{By: "acme/ops", At: time.Now().UTC().Truncate(time.Second), Reason: "incident"}
+			bus.SetPauseHook(e.bus, staleWrite(t, e.bus, step, false, fresh().Config))
+			_, err = e.bus.PausePool(ctx, "native", rec)
+			require.NoError(t, err)
+			for _, why := range []string{"after the pause", "after the next declaration"} {
+				info := fresh()
+				require.True(t, info.Paused, why)
+				require.Equal(t, &rec, bus.RecordedPause(info.Config), why)
+				_, err = e.bus.EnsurePool(ctx, pool)
+				require.NoError(t, err)
+			}
+
+			bus.SetPauseHook(e.bus, staleWrite(t, e.bus, step, false, fresh().Config))
+			_, err = e.bus.ResumePool(ctx, "native")
+			require.NoError(t, err)
+			for _, why := range []string{"after the resume", "after the next declaration"} {
+				info := fresh()
+				require.False(t, info.Paused, why)
+				require.Nil(t, bus.RecordedPause(info.Config), why)
+				_, err = e.bus.EnsurePool(ctx, pool)
+				require.NoError(t, err)
+			}
+		})
+	}
+}
+
+// A pause that other declarations undo every time is refused, after a
+// bounded number of tries, rather than reported done.
+func TestPauseUndoneEveryTimeIsRefused(t *testing.T) {
+	t.Parallel()
+	e := startAuth(t, bus.Config{})
+	ctx := t.Context()
+	cons, err := e.bus.EnsurePool(ctx, bus.PoolConfig{Type: toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE})
+	require.NoError(t, err)
+	bus.SetPauseHook(e.bus, staleWrite(t, e.bus, bus.PauseStepMatched, true, cons.CachedInfo().Config))
+	_, err = e.bus.PausePool(ctx, "native", bus.PoolPause{By: "acme/ops", At: time.Now()})
+	require.ErrorIs(t, err, bus.ErrPauseOverlapped)
 }

@@ -240,7 +240,14 @@
 // ("paused outside toolwire"), and is shown as a hand edit (poolview
 // Pause.Drift); the pool's workers put it back (resume it: no one
 // recorded it), as they put back any other hand edit of a pool consumer
-// (internal/worker, "Pool consumers put back").
+// (internal/worker, "Pool consumers put back"). A pause or resume is
+// answered done only once the consumer, read back, holds both its record
+// and its pause as asked (bus.PausePool: an EnsurePool at the same moment
+// can undo it; it is done again, up to three times, then refused with
+// bus.ErrPauseOverlapped). The pool's name is checked (bus.ValidPoolName)
+// right after the scope, before it reaches a NATS subject, and a name
+// that fails is ErrNoPool, not echoed: a name past the server's control
+// line limit would make the server close the dispatcher's connection.
 //
 // # Idempotency keys
 //

@@ -2,9 +2,11 @@ package dispatch_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/builtin"
@@ -49,6 +51,15 @@ func TestPausedPoolTakesNoCallsOnAnyReplica(t *testing.T) {
 	}
 	_, err := s.Dispatcher.PausePool(ctx, admin, "nosuch", "")
 	require.ErrorIs(t, err, dispatch.ErrNoPool)
+	// A name that cannot be a pool's is refused before it reaches a
+	// subject (one past the server's control line limit would close the
+	// replica's connection), and is not echoed.
+	long := strings.Repeat("a", 5000)
+	_, err = s.Dispatcher.PausePool(ctx, admin, long, "")
+	require.ErrorIs(t, err, dispatch.ErrNoPool)
+	require.NotContains(t, err.Error(), long[:65])
+	require.ErrorIs(t, s.Dispatcher.ResumePool(ctx, admin, long), dispatch.ErrNoPool)
+	require.Equal(t, nats.CONNECTED, s.Env.Bus.NC.Status())
 
 	// One call runs (the pool's only slot), one waits in the queue.
 	running, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "hold"})
