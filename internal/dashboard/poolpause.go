@@ -11,7 +11,9 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
@@ -21,8 +23,8 @@ import (
 func (s *Server) pausePool(w http.ResponseWriter, r *http.Request, v *viewer) {
 	pool := r.PathValue("pool")
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
-	if len(reason) > bus.MaxPauseReasonBytes {
-		s.refuse(w, r, v, http.StatusBadRequest, "the reason is too long")
+	if len(reason) > bus.MaxPauseReasonBytes || !utf8.ValidString(reason) {
+		s.refuse(w, r, v, http.StatusBadRequest, "the reason is not UTF-8 text of at most "+strconv.Itoa(bus.MaxPauseReasonBytes)+" bytes")
 		return
 	}
 	_, err := s.cfg.Core.PausePool(r.Context(), v.ID, pool, reason)
@@ -53,6 +55,10 @@ func (s *Server) pauseDone(w http.ResponseWriter, r *http.Request, v *viewer, er
 		s.refuse(w, r, v, http.StatusForbidden, err.Error())
 	case errors.Is(err, dispatch.ErrNoPool):
 		s.refuse(w, r, v, http.StatusNotFound, "no such pool")
+	case errors.Is(err, dispatch.ErrPauseReason):
+		s.refuse(w, r, v, http.StatusBadRequest, err.Error())
+	case errors.Is(err, bus.ErrPauseOverlapped):
+		s.refuse(w, r, v, http.StatusBadGateway, err.Error())
 	default:
 		s.refuse(w, r, v, http.StatusBadGateway, "the pool's consumer was not changed: "+err.Error())
 	}

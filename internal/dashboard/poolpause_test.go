@@ -33,6 +33,18 @@ func TestPoolPausedAndResumedFromItsCard(t *testing.T) {
 	res, body := tenantAdmin.act("/ui/pools/native/pause", url.Values{"reason": {"mine"}})
 	require.Equal(t, http.StatusForbidden, res.StatusCode, body)
 
+	// A reason that is not UTF-8 is the client's error, and a name that
+	// cannot be a pool's (one past the NATS server's control line limit
+	// would close the dispatcher's connection) is no pool, not echoed.
+	res, body = root.act("/ui/pools/native/pause", url.Values{"reason": {"bad \xff"}})
+	require.Equal(t, http.StatusBadRequest, res.StatusCode, body)
+	long := strings.Repeat("a", 5000)
+	for _, action := range []string{"pause", "resume"} {
+		res, body = root.act("/ui/pools/"+long+"/"+action, nil)
+		require.Equal(t, http.StatusNotFound, res.StatusCode, action)
+		require.NotContains(t, body, long[:65], action)
+	}
+
 	res, body = root.act("/ui/pools/native/pause", url.Values{"reason": {"upstream <b>incident</b>"}})
 	require.Equal(t, http.StatusSeeOther, res.StatusCode, body)
 	require.True(t, strings.HasPrefix(res.Header.Get("Location"), "/ui/pools?done="))
