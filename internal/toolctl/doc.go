@@ -181,8 +181,12 @@
 // paused pool's workers take no calls on any replica, new calls are
 // refused OVERLOADED, queued calls wait for the resume. list prints who
 // paused a pool, since when, why, and a pause changed outside toolwire
-// (CHANGED). A refusal (no such pool, a key without the "admin" and
-// "installation" scopes, a reason over 512 bytes) exits 1.
+// (CHANGED). Who, why and CHANGED are an admin's text or a hand edit's
+// (the operator credential writes the consumer's metadata too), so list
+// prints their control and format characters (ESC, bidi overrides) as Go
+// escapes (printable), never raw to the terminal. A refusal (no such
+// pool, a key without the "admin" and "installation" scopes, a reason
+// over 512 bytes) exits 1.
 //
 // # The nats CLI
 //

@@ -2,7 +2,10 @@ package toolctl
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
@@ -48,8 +51,11 @@ under CHANGED. Needs credentials with the "installation" scope.`,
 				if p.GetPausedAt() != nil {
 					since = stamp(p.GetPausedAt().AsTime())
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", p.GetName(), p.GetQueued(), p.GetInFlight(), paused,
-					p.GetPausedBy(), since, firstLine(p.GetPauseReason()), p.GetPauseDrift())
+				// By, reason and drift are an admin's text, or a hand edit's
+				// (the operator credential writes the metadata too): no
+				// terminal escapes reach the terminal.
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", printable(p.GetName()), p.GetQueued(), p.GetInFlight(), paused,
+					printable(p.GetPausedBy()), since, printable(firstLine(p.GetPauseReason())), printable(p.GetPauseDrift()))
 			}
 			return tw.Flush()
 		},
@@ -115,4 +121,28 @@ func (a *app) poolErr(err error) error {
 		return exitCode(ExitToolError)
 	}
 	return &requestError{err}
+}
+
+// printable is s with its control and format characters (ESC, tab, CR,
+// bidi overrides: unicode Cc and Cf) written as Go escapes (\x1b,
+// \u202e), for a terminal.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, unprintable) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unprintable(r) {
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// unprintable reports whether r moves or changes a terminal's output.
+func unprintable(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
 }

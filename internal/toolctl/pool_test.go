@@ -1,6 +1,7 @@
 package toolctl_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,13 +17,18 @@ func TestPoolPauseListResume(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dispatchtest.Options{})
 
-	out := b.run(t, "pool", "pause", "native", "--reason", "upstream incident")
+	// The reason is an admin's text: its terminal escapes are printed
+	// as escapes, never sent to the terminal.
+	out := b.run(t, "pool", "pause", "native", "--reason", "upstream \x1b[31mincident\u202e")
 	require.Equal(t, 0, out.code, out.stderr)
 	require.Contains(t, out.stdout, "paused pool native (by default/local at ")
 
 	out = b.run(t, "pool", "list")
 	require.Equal(t, 0, out.code, out.stderr)
-	require.Regexp(t, `native\s+\d+\s+\d+\s+yes\s+default/local\s+\S+.*upstream incident`, out.stdout)
+	require.Regexp(t, `native\s+\d+\s+\d+\s+yes\s+default/local\s+\S+.*upstream incident`, strings.ReplaceAll(out.stdout, `\x1b[31m`, ""))
+	require.Contains(t, out.stdout, `upstream \x1b[31mincident\u202e`)
+	require.NotContains(t, out.stdout, "\x1b")
+	require.NotContains(t, out.stdout, "\u202e")
 
 	out = b.run(t, "call", "echo", `{"text":"x"}`)
 	require.Equal(t, toolctl.ExitToolError, out.code, out.stdout+out.stderr)
@@ -39,6 +45,12 @@ func TestPoolPauseListResume(t *testing.T) {
 	out = b.run(t, "pool", "pause", "nosuch")
 	require.Equal(t, toolctl.ExitToolError, out.code)
 	require.Contains(t, out.stderr, "no such pool")
+	long := strings.Repeat("a", 5000)
+	out = b.run(t, "pool", "pause", long)
+	require.Equal(t, toolctl.ExitToolError, out.code)
+	require.Contains(t, out.stderr, "no such pool")
+	require.Equal(t, 1, strings.Count(out.stderr, long), "named once, by the client (what was asked), not echoed by the server")
+	require.Equal(t, 0, b.run(t, "pool", "pause", "native").code, "the dispatcher's connection is still up")
 }
 
 // A key without the "installation" scope can neither pause nor list the
