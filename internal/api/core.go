@@ -2,9 +2,9 @@ package api
 
 import (
 	"context"
-	"github.com/toolwire/toolwire/internal/bus"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/intents"
