@@ -45,8 +45,10 @@ import (
 // never resumes or pauses on its own stale write. What is left: an
 // EnsurePool whose read comes before a pause's first write and whose
 // write comes after the pause's read back (its one round trip spanning
-// the pause's four) undoes the record of a pause already reported done;
-// the pools page and toolctl pool list then show the pool as it is.
+// the pause's five) drops the record of a pause already reported done,
+// or brings back that of a resume; the pools page and toolctl pool list
+// then show the pool as it is, and the next check puts it back to the
+// record.
 // PoolStamp leaves the pause out, so a pause is no change of the
 // declared settings.
 
