@@ -115,8 +115,10 @@
 // dashboard's pools page). PausePool and ResumePool need the "admin" and
 // "installation" scopes together (dispatch.ErrPauseScope:
 // permission_denied); an unknown pool is not_found, a reason over 512
-// bytes or not UTF-8 invalid_argument (internal/dispatch doc.go, "Paused
-// pools").
+// bytes or not UTF-8 invalid_argument, and a pause or resume that other
+// changes of the consumer kept undoing (bus.ErrPauseOverlapped) aborted:
+// it may not be in force; list the pools and ask again (internal/dispatch
+// doc.go, "Paused pools").
 //
 // # Approval RPCs
 //

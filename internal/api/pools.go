@@ -7,6 +7,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -73,6 +74,10 @@ func poolError(err error) error {
 		return connect.NewError(connect.CodeNotFound, err)
 	case errors.Is(err, dispatch.ErrPauseReason):
 		return connect.NewError(connect.CodeInvalidArgument, err)
+	case errors.Is(err, bus.ErrPauseOverlapped):
+		// An answer, not an outage: the replica acted and other changes
+		// undid it; aborted is "try again at a higher level".
+		return connect.NewError(connect.CodeAborted, err)
 	}
 	return connect.NewError(connect.CodeUnavailable, err)
 }

@@ -48,7 +48,12 @@ import (
 // the pause's five) drops the record of a pause already reported done,
 // or brings back that of a resume; the pools page and toolctl pool list
 // then show the pool as it is, and the next check puts it back to the
-// record.
+// record. The same lack of compare-and-set the other way: a pause writes
+// back the whole configuration it read, so a filter another replica added
+// in between (a new tool's subject) is dropped until the next guard check
+// declares it again, as between two replicas' declarations. A recorded
+// pause whose end someone set sooner by hand is paused to pauseHorizon
+// again by the next EnsurePool (pausedForGood).
 // PoolStamp leaves the pause out, so a pause is no change of the
 // declared settings.
 
@@ -93,6 +98,14 @@ func RecordedPause(cfg jetstream.ConsumerConfig) *PoolPause {
 // has not ended.
 func PausedNow(cfg jetstream.ConsumerConfig) bool {
 	return cfg.PauseUntil != nil && time.Now().Before(*cfg.PauseUntil)
+}
+
+// pausedForGood reports whether cfg's pause lasts as toolwire's do (to
+// pauseHorizon): a recorded pause whose end was set sooner by hand is
+// paused again to the horizon, so that it does not lapse and let calls
+// through until a guard notices.
+func pausedForGood(cfg jetstream.ConsumerConfig) bool {
+	return cfg.PauseUntil != nil && time.Until(*cfg.PauseUntil) > pauseHorizon/2
 }
 
 // pauseDrift describes how a consumer's pause and its record disagree
@@ -154,7 +167,7 @@ func (b *Bus) matchPause(ctx context.Context, cons jetstream.Consumer) (jetstrea
 		return nil, fmt.Errorf("read the pause: %w", err)
 	}
 	want := RecordedPause(info.Config) != nil
-	if want == PausedNow(info.Config) {
+	if paused := PausedNow(info.Config); want == paused && (!want || pausedForGood(info.Config)) {
 		return cons, nil
 	}
 	if want {
@@ -200,8 +213,9 @@ const pauseTries = 3
 // ErrPauseOverlapped is returned by PausePool and ResumePool when other
 // changes of the pool's consumer (workers starting, replicas declaring
 // it: EnsurePool) undid the pause or resume pauseTries times in a row:
-// it is not in force, and may be asked again.
-var ErrPauseOverlapped = errors.New("bus: other changes of the pool's consumer (workers starting, replicas declaring it) kept undoing the pause or resume: it is not in force; try again")
+// it may not be in force (another admin's change may have won, or a
+// worker may put a recorded pause back): list the pools and ask again.
+var ErrPauseOverlapped = errors.New("bus: other changes of the pool's consumer (workers starting, replicas declaring it) kept undoing the pause or resume: it may not be in force; check the pools (toolctl pool list) and try again")
 
 // errPoolName is the answer to a name that cannot be a pool's
 // (ValidPoolName), which is not echoed: it may be long.

@@ -44,6 +44,17 @@ func TestPoolPauseIsKeptAndAHandPauseIsPutBack(t *testing.T) {
 	require.True(t, info.Paused, "EnsurePool must keep a recorded pause")
 	require.Equal(t, "acme/ops", bus.RecordedPause(info.Config).By)
 
+	// Its end set sooner by hand: paused to toolwire's horizon again, so it
+	// does not lapse and let calls through until a guard notices.
+	_, err = e.bus.JS.PauseConsumer(ctx, e.bus.Config.CallsStream(), e.bus.Config.PoolConsumer("native"), time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	cons, err = e.bus.EnsurePool(ctx, pool)
+	require.NoError(t, err)
+	info, err = cons.Info(ctx)
+	require.NoError(t, err)
+	require.True(t, info.Paused)
+	require.Greater(t, time.Until(*info.Config.PauseUntil), 24*time.Hour, "the hand-set end replaced")
+
 	// Resumed by hand (nats consumer resume): an edit; put back = paused again.
 	_, err = e.bus.JS.ResumeConsumer(ctx, e.bus.Config.CallsStream(), e.bus.Config.PoolConsumer("native"))
 	require.NoError(t, err)

@@ -112,11 +112,12 @@ admitted. Needs credentials with the "admin" and "installation" scopes.`,
 	}
 }
 
-// poolErr reports a refusal (no such pool, missing scope, bad reason)
-// with exit 1; other errors got no answer.
+// poolErr reports a refusal (no such pool, missing scope, bad reason, a
+// pause other changes kept undoing) with exit 1; other errors got no
+// answer.
 func (a *app) poolErr(err error) error {
 	switch connect.CodeOf(err) {
-	case connect.CodeNotFound, connect.CodePermissionDenied, connect.CodeInvalidArgument:
+	case connect.CodeNotFound, connect.CodePermissionDenied, connect.CodeInvalidArgument, connect.CodeAborted:
 		fmt.Fprintf(a.io.Stderr, "error: %v\n", err)
 		return exitCode(ExitToolError)
 	}
