@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/intents"
@@ -37,6 +38,11 @@ type Core interface {
 	VisibleToolsFor(ctx context.Context, id identity.Identity, f registry.Filter, lf dispatch.ListFor) ([]*toolwirev1.ToolSpec, error)
 	VisibleTool(ctx context.Context, id identity.Identity, name, version string) (*toolwirev1.ToolSpec, error)
 	ApproveTool(ctx context.Context, id identity.Identity, name, hash string) (*toolwirev1.ToolSpec, error)
+
+	// Pools: the pools as this replica last read them; pause and resume.
+	Pools() []dispatch.PoolStatus
+	PausePool(ctx context.Context, id identity.Identity, pool, reason string) (*bus.PoolPause, error)
+	ResumePool(ctx context.Context, id identity.Identity, pool string) error
 
 	// Sessions: the reference applier's state and its intents.
 	GetSession(ctx context.Context, id identity.Identity, session string) (*toolwirev1.Session, error)

@@ -107,6 +107,19 @@
 // carry the request's model to admission, which applies the same
 // toolset.
 //
+// # Pools
+//
+// ListPools (pools.go) lists the pools as this replica's load view last
+// read them, with their pauses, to keys with the "installation" scope
+// (pools serve every tenant; permission_denied otherwise, as the
+// dashboard's pools page). PausePool and ResumePool need the "admin" and
+// "installation" scopes together (dispatch.ErrPauseScope:
+// permission_denied); an unknown pool is not_found, a reason over 512
+// bytes or not UTF-8 invalid_argument, and a pause or resume that other
+// changes of the consumer kept undoing (bus.ErrPauseOverlapped) aborted:
+// it may not be in force; list the pools and ask again (internal/dispatch
+// doc.go, "Paused pools").
+//
 // # Approval RPCs
 //
 // ListApprovals, GetApproval, Approve, Deny, ListGrants and RevokeGrant

@@ -68,6 +68,9 @@ type Bus struct {
 
 	bind bool // Options.Bind
 	log  *slog.Logger
+	// pauseHook, set by tests only (export_test.go), runs after each step
+	// of a pause or resume (poolpause.go, pauseStep).
+	pauseHook func(ctx context.Context, step string)
 }
 
 // Options tune the JetStream context of a Bus.
@@ -530,7 +533,9 @@ func (b *Bus) hasLiveFilter(c jetstream.ConsumerConfig) bool {
 // at WARN: a live pool never runs replays. The consumer's metadata
 // carries the stamp of the settings it declares (PoolStampKey, PoolByKey:
 // poolstamp.go), by which CheckPool tells another replica's declaration
-// from a hand edit.
+// from a hand edit. A pause recorded with the consumer (PausePool) is
+// kept, and applied again when a hand resumed it; a pause without a
+// record is removed (poolpause.go).
 func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer, error) {
 	p = p.WithDefaults()
 	if err := p.Validate(); err != nil {
@@ -612,10 +617,14 @@ func (b *Bus) EnsurePool(ctx context.Context, p PoolConfig) (jetstream.Consumer,
 	} else {
 		cfg.FilterSubjects = filters
 	}
+	keepPause(&cfg, b.liveConfig(ctx, name, live)) // a recorded pause outlives a declaration (poolpause.go)
 	stampPool(&cfg)
 	cons, err := b.Calls.CreateOrUpdateConsumer(ctx, cfg)
 	if err == nil {
 		cons, err = b.restampPool(ctx, cons)
+	}
+	if err == nil {
+		cons, err = b.matchPause(ctx, cons)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bus: consumer %s: %w", name, err)

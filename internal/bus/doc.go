@@ -93,8 +93,16 @@
 // a dispatcher; a pool consumer is put back by its running workers within
 // seconds (internal/worker, "Pool consumers put back"; CheckPool is their
 // comparison). A pool consumer carries the stamp of what it declares
-// (PoolStampKey: PoolStamp, a hash of every setting but its name, filters
-// and metadata; PoolByKey: the declaring build). Settings that hash to
+// (PoolStampKey: PoolStamp, a hash of every setting but its name, filters,
+// metadata and pause; PoolByKey: the declaring build). A pool paused by an
+// administrator (PausePool, ResumePool: poolpause.go) is paused on its
+// consumer (PauseUntil: it delivers nothing to any worker), with the
+// record of who paused it, when and why in the consumer's metadata
+// (written first, then the pause; read back, and done again when another
+// replica's write undid it, up to three times, else ErrPauseOverlapped);
+// EnsurePool keeps a recorded pause, and a pause without a record (nats
+// consumer pause with the operator credential) or a record without its
+// pause is a hand edit (CheckPool), put back to the record. Settings that hash to
 // their own stamp are some replica's whole declaration, which another
 // replica with other settings (a rolling upgrade) leaves in place;
 // settings that do not, or no stamp, are a hand edit, put back. It is

@@ -92,6 +92,15 @@ func sameSetting(x, y any) bool {
 	return reflect.DeepEqual(x, y)
 }
 
+// withoutPause is m without a pause record's keys.
+func withoutPause(m map[string]string) map[string]string {
+	out := maps.Clone(m)
+	delete(out, PoolPausedByKey)
+	delete(out, PoolPausedAtKey)
+	delete(out, PoolPausedReasonKey)
+	return out
+}
+
 // ownMetadata is m without the server's own keys.
 func ownMetadata(m map[string]string) map[string]string {
 	own := maps.Clone(m)
@@ -100,6 +109,9 @@ func ownMetadata(m map[string]string) map[string]string {
 }
 
 func render(v any) string {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return "none" // a nil *time.Time is a Stringer that panics
+	}
 	switch x := v.(type) {
 	case time.Duration:
 		return x.String()
@@ -136,6 +148,10 @@ func PoolDrift(live, declared jetstream.ConsumerConfig) []string {
 		}
 	}
 	live.FilterSubject, live.FilterSubjects, declared.FilterSubject, declared.FilterSubjects = "", nil, "", nil
+	// A pause is checked against its record (pauseDrift), not against a
+	// declaration.
+	live.PauseUntil, declared.PauseUntil = nil, nil
+	live.Metadata, declared.Metadata = withoutPause(live.Metadata), withoutPause(declared.Metadata)
 	out := drift(&live, &declared)
 	if len(missing) > 0 {
 		out = append(out, "filter_subjects: missing "+strings.Join(missing, ", "))

@@ -33,10 +33,12 @@ const PoolStampKey = "toolwire_pool_settings"
 const PoolByKey = "toolwire_pool_by"
 
 // PoolStamp is the stamp of a pool consumer's settings: a hash of every
-// setting but its name, filters and metadata (filters only grow, as each
-// replica's tools add theirs, so they are no part of a declaration).
+// setting but its name, filters, metadata and pause (filters only grow, as
+// each replica's tools add theirs, so they are no part of a declaration;
+// a pause is an administrator's, checked against its record: poolpause.go).
 func PoolStamp(cfg jetstream.ConsumerConfig) string {
 	cfg.Name, cfg.Durable, cfg.FilterSubject, cfg.FilterSubjects, cfg.Metadata = "", "", "", nil, nil
+	cfg.PauseUntil = nil
 	data, err := json.Marshal(cfg)
 	if err != nil { // a ConsumerConfig always encodes
 		return ""
@@ -103,11 +105,15 @@ func CheckPool(live, declared jetstream.ConsumerConfig) PoolCheck {
 		}
 	}
 	stamp := live.Metadata[PoolStampKey]
+	pause := pauseDrift(live)
 	switch {
 	case stamp == "" || stamp != PoolStamp(live):
 		out.Edited = PoolDrift(live, declared)
 		if len(out.Edited) == 0 { // the same settings, stamp removed
 			out.Edited = []string{PoolStampKey + ": " + render(stamp) + " → " + render(declared.Metadata[PoolStampKey])}
+		}
+		if pause != "" {
+			out.Edited = append(out.Edited, pause)
 		}
 		return out
 	case stamp != declared.Metadata[PoolStampKey]:
@@ -117,6 +123,9 @@ func CheckPool(live, declared jetstream.ConsumerConfig) PoolCheck {
 	}
 	if len(missing) > 0 {
 		out.Edited = []string{"filter_subjects: missing " + strings.Join(missing, ", ")}
+	}
+	if pause != "" {
+		out.Edited = append(out.Edited, pause)
 	}
 	return out
 }

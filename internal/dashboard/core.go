@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/intents"
@@ -29,6 +30,8 @@ type Core interface {
 
 	// Pools and limits.
 	Pools() []dispatch.PoolStatus
+	PausePool(ctx context.Context, id identity.Identity, pool, reason string) (*bus.PoolPause, error)
+	ResumePool(ctx context.Context, id identity.Identity, pool string) error
 	PoolOf(tenant string, spec *toolwirev1.ToolSpec) string
 	Stores() []telemetry.StoreLoad
 	Usage(ctx context.Context, id identity.Identity, f dispatch.UsageFilter) ([]dispatch.Usage, error)

@@ -277,6 +277,14 @@
 // keeps at most its limit of rows. A call's page gets a "call" event when
 // its call changes, and reloads.
 //
+// A pool is paused and resumed from its card (poolpause.go: POST
+// /ui/pools/{pool}/pause with an optional reason, /resume), an
+// installation admin's action (a pool serves every tenant), through
+// Core.PausePool and Core.ResumePool (internal/dispatch doc.go, "Paused
+// pools"). The card shows the pause as every replica reads it from the
+// pool's consumer: paused, the record (who, when, why), and a pause or
+// resume made outside toolwire as such (poolview.Pause.Drift).
+//
 // The approvals, dead-letter and pools pages have live regions: elements
 // with data-refresh inside one with data-refresh-every (seconds); the
 // script reads the page again at that interval (while it is shown) and

@@ -199,6 +199,8 @@ func (f *actionsFixture) actions() []action {
 		{"approve tool", "/ui/tools/" + f.mcpTool + "/approve", url.Values{"hash": {"newhash"}}},
 		{"approve call", "/ui/approvals/" + f.approval + "/approve", url.Values{"mode": {"once"}}},
 		{"deny call", "/ui/approvals/" + f.approval + "/deny", url.Values{"reason": {"no"}}},
+		{"pause pool", "/ui/pools/native/pause", url.Values{"reason": {"incident"}}},
+		{"resume pool", "/ui/pools/native/resume", nil},
 	}
 }
 
@@ -209,6 +211,7 @@ type state struct {
 	approval   toolwirev1.ApprovalState
 	toolOK     bool // the MCP definition approved
 	dlqLetters int
+	paused     bool // the native pool's consumer
 }
 
 func (f *actionsFixture) state(t *testing.T) state {
@@ -226,7 +229,10 @@ func (f *actionsFixture) state(t *testing.T) state {
 	require.NoError(t, err)
 	ls, err := u.UI.dlq.List(ctx, dlq.ListOptions{})
 	require.NoError(t, err)
-	return state{calls: info.State.Msgs, cancelled: cancelled, approval: a.GetState(), toolOK: toolOK, dlqLetters: len(ls)}
+	cons, err := u.Env.Bus.Calls.Consumer(ctx, u.Env.Bus.Config.PoolConsumer("native"))
+	require.NoError(t, err)
+	return state{calls: info.State.Msgs, cancelled: cancelled, approval: a.GetState(), toolOK: toolOK, dlqLetters: len(ls),
+		paused: cons.CachedInfo().Paused}
 }
 
 // A key without the scope an action needs is refused, 403, on every
@@ -241,7 +247,8 @@ func TestReadOnlyKeyIsRefusedEveryAction(t *testing.T) {
 	require.False(t, before.toolOK)
 
 	adminOnly := map[string]bool{"cancel call": true, "bulk cancel dry run": true, "bulk cancel confirmed": true, "retry call": true, "retry letter": true, "bulk retry dry run": true,
-		"bulk retry confirmed": true, "purge dry run": true, "purge confirmed": true, "approve tool": true}
+		"bulk retry confirmed": true, "purge dry run": true, "purge confirmed": true, "approve tool": true,
+		"pause pool": true, "resume pool": true}
 	for _, who := range []struct {
 		name, key string
 		refused   func(action) bool

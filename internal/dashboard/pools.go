@@ -383,6 +383,7 @@ type storeRow struct {
 }
 
 type poolsData struct {
+	Done    string // the outcome of a pause or resume just made
 	Since   time.Time
 	Every   time.Duration
 	Pools   []poolCard
@@ -399,7 +400,7 @@ func (s *Server) poolsPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 		return
 	}
 	hist := s.pools.view()
-	d := poolsData{Since: hist.since, Every: s.pools.every}
+	d := poolsData{Done: doneMessage(r), Since: hist.since, Every: s.pools.every}
 	known := map[string]bool{}
 	for _, ps := range s.cfg.Core.Pools() {
 		known[ps.Pool] = true

@@ -172,6 +172,8 @@ func (s *Server) routes() {
 	m.Handle("GET "+Prefix+"/tools", s.page(s.toolsPage))
 	m.Handle("GET "+Prefix+"/tools/{name}", s.page(s.toolPage))
 	m.Handle("POST "+Prefix+"/tools/{name}/approve", s.action(installationAdmins, s.approveTool))
+	m.Handle("POST "+Prefix+"/pools/{pool}/pause", s.action(installationAdmins, s.pausePool))
+	m.Handle("POST "+Prefix+"/pools/{pool}/resume", s.action(installationAdmins, s.resumePool))
 
 	m.Handle("GET "+Prefix+"/approvals", s.page(s.approvalsPage))
 	m.Handle("POST "+Prefix+"/approvals/{id}/approve", s.action(approvers, s.approveCall))

@@ -213,6 +213,42 @@
 // (fail-open; a stale value would refuse every call on a passing read
 // error) until it is read again.
 //
+// # Paused pools
+//
+// An installation admin (the "admin" and "installation" scopes: a pool
+// serves every tenant) pauses a pool with PausePool and resumes it with
+// ResumePool (poolpause.go; the dashboard's pools page). The pause is
+// the server's, on the pool's consumer (bus.PausePool: it delivers
+// nothing to any worker of any replica until resumed, and outlives every
+// process), recorded with it — who (tenant/agent of the key), when, why —
+// in the consumer's metadata, and logged at info ("pool paused", "pool
+// resumed"). Every replica reads it with the pools' load (poolview, every
+// LoadConfig.Refresh); the replica that paused reads again at once.
+//
+// Decision: a call to a paused pool is refused at admission, OVERLOADED,
+// retryable, retry_after 30s, message "pool P is paused by an
+// administrator: it takes no new calls until it is resumed", cause
+// "paused" in toolwire_dispatcher_overload_refusals_total. Callers are
+// agents waiting on answers and every pool bounds the wait in its queue:
+// a call queued behind a pause of unknown length would only expire, so it
+// is refused promptly, with an answer a caller already knows how to
+// retry. (No new error type: OVERLOADED means "not now, nothing ran,
+// retry later".) Calls queued before the pause stay queued: they run
+// after the resume, or expire on their own deadlines and are answered as
+// usual. Calls already running finish. A pause made outside toolwire (the
+// NATS API with the operator credential) refuses the same way, named so
+// ("paused outside toolwire"), and is shown as a hand edit (poolview
+// Pause.Drift); the pool's workers put it back (resume it: no one
+// recorded it), as they put back any other hand edit of a pool consumer
+// (internal/worker, "Pool consumers put back"). A pause or resume is
+// answered done only once the consumer, read back, holds both its record
+// and its pause as asked (bus.PausePool: an EnsurePool at the same moment
+// can undo it; it is done again, up to three times, then refused with
+// bus.ErrPauseOverlapped). The pool's name is checked (bus.ValidPoolName)
+// right after the scope, before it reaches a NATS subject, and a name
+// that fails is ErrNoPool, not echoed: a name past the server's control
+// line limit would make the server close the dispatcher's connection.
+//
 // # Idempotency keys
 //
 // The idempotency step (admit_idempotency.go) claims a call's key (the

@@ -193,6 +193,9 @@ func (l *Load) checkPool(p *poolLoad, s2s time.Duration) (te *toolwirev1.ToolErr
 // interval's worth of calls queued then, so its drain rate may be below
 // what it finishes now. It counts nothing.
 func (l *Load) judgePool(p *poolLoad, admitted int64, s2s time.Duration) (te *toolwirev1.ToolError, cause string, local bool) {
+	if pause := p.pause.Load(); pause != nil && pause.Paused {
+		return pausedRefusal(p.name, pause), telemetry.OverloadPaused, false
+	}
 	e := p.estimate(admitted, time.Now(), l.cfg.Refresh)
 	if p.bound >= 0 && e.backlog >= p.bound {
 		after := minRetryAfter

@@ -163,6 +163,17 @@
 // page (Load.Pools, Load.Stores, Load.PoolOf: the last read, no read of
 // their own) and in docs/reliability.md ("Overload").
 //
+// # Paused pools
+//
+// A pool paused by an administrator (bus.PausePool) is paused on its
+// consumer, with the record of who paused it. Each read takes both
+// (PoolStatus.Pause: Paused, Record, and Drift when they disagree — a
+// pause made or undone through the NATS API behind toolwire's back), and
+// Check and Peek refuse every call to a paused pool before any other
+// pool check: OVERLOADED, retry_after 30s, cause telemetry.OverloadPaused
+// (internal/dispatch doc.go, "Paused pools", for why). Reread asks for a
+// read at once (the replica that paused or resumed).
+//
 // # Pool check
 //
 // No call is admitted unless a pool consumer filters its subject: a tool

@@ -38,6 +38,9 @@ type poolLoad struct {
 	rate                atomic.Uint64 // float64 bits: calls/s it drains at (see measure); 0 = unknown
 	callTime            atomic.Int64  // a call's typical time in flight, ns (see measure); 0 = unknown
 	stalledAt           atomic.Int64  // stalled (see measure) since, Unix ns; 0 = not stalled
+	// pause is the pool's pause as the last read found it (nil: never
+	// read); a paused pool refuses every call (judgePool).
+	pause atomic.Pointer[Pause]
 	// waitBound is the pool's own bound on queue wait (LoadConfig.
 	// PoolMaxQueueWait; -1 = none); 0 = the default, which scales with
 	// callTime (Load.waitLimit).

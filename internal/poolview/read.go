@@ -36,6 +36,7 @@ func (l *Load) readPools(ctx context.Context) error {
 		p.admittedAtRead.Store(bases[ci.Name])
 		p.readAt.Store(sent.UnixNano())
 		p.measure(ci.Delivered.Consumer, int64(ci.NumAckPending), sent)
+		p.pause.Store(pauseOf(ci))
 	}
 	if err := lister.Err(); err != nil {
 		return fmt.Errorf("list pool consumers: %w", err)

@@ -37,6 +37,8 @@ type PoolStatus struct {
 	WaitBound, CallTime time.Duration
 	// ReadAt is when the figures were read; zero = never.
 	ReadAt time.Time
+	// Pause is the pool's pause at the last read; nil before a read.
+	Pause *Pause
 }
 
 // Pools returns the worker pools (the pool consumers of the calls
@@ -57,6 +59,7 @@ func (l *Load) Pools() []PoolStatus {
 		if at := p.readAt.Load(); at != 0 {
 			ps.ReadAt = time.Unix(0, at)
 		}
+		ps.Pause = p.pause.Load()
 		out = append(out, ps)
 	}
 	return out

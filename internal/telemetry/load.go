@@ -90,6 +90,7 @@ const (
 	OverloadBacklog      = "backlog"       // the pool's backlog is at its bound
 	OverloadExpectedWait = "expected_wait" // the pool would start the call after its schedule-to-start
 	OverloadStore        = "store"         // a store the call writes is nearly full
+	OverloadPaused       = "paused"        // the pool is paused by an administrator
 )
 
 // Overloaded counts an OVERLOADED refusal at admission by its cause and

@@ -25,6 +25,9 @@
 //	toolctl session show s-42
 //	toolctl session end s-42 --reason "the caller hung up"
 //	toolctl session mode s-42 voice
+//	toolctl pool pause mcp --reason "upstream incident"
+//	toolctl pool list
+//	toolctl pool resume mcp
 //
 // # Sessions
 //
@@ -170,6 +173,20 @@
 // lines as NUMBER:TEXT. With -o json it prints each GetOutputResponse on
 // a line. It exits as get does (3 for a running call, 1 for an unknown
 // one or a bad pattern).
+//
+// # Pools
+//
+// pool list, pause and resume (pool.go) go through the API (ListPools,
+// PausePool, ResumePool; internal/dispatch doc.go, "Paused pools"): a
+// paused pool's workers take no calls on any replica, new calls are
+// refused OVERLOADED, queued calls wait for the resume. list prints who
+// paused a pool, since when, why, and a pause changed outside toolwire
+// (CHANGED). Who, why and CHANGED are an admin's text or a hand edit's
+// (the operator credential writes the consumer's metadata too), so list
+// prints their control and format characters (ESC, bidi overrides) as Go
+// escapes (printable), never raw to the terminal. A refusal (no such
+// pool, a key without the "admin" and "installation" scopes, a reason
+// over 512 bytes) exits 1.
 //
 // # The nats CLI
 //

@@ -187,7 +187,8 @@ with 'toolctl get'), also when it waits for an approver ('toolctl approvals').`,
 	f.DurationVar(&a.timeout, "timeout", 0, "give up after this long (0 = no limit; a call's wait ends shortly before it)")
 	root.AddCommand(a.callCommand(), a.submitCommand(), a.getCommand(), a.watchCommand(), a.cancelCommand(),
 		a.toolsCommand(), a.dlqCommand(), a.sessionCommand(), a.auditCommand(), a.replayCommand(), a.outputCommand(),
-		a.policyCommand(), a.approvalsCommand(), a.grantsCommand(), a.usageCommand(), a.mcpCommand(), a.storeCommand(), a.natsContextCommand())
+		a.policyCommand(), a.approvalsCommand(), a.grantsCommand(), a.usageCommand(), a.mcpCommand(), a.storeCommand(), a.natsContextCommand(),
+		a.poolCommand())
 	return root
 }
 

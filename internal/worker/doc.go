@@ -402,7 +402,12 @@
 //     or a declared filter missing (never one more: another replica's
 //     tools add filters): put back with EnsurePool, logged at warn with
 //     what differed. Ready — the worker's /readyz — fails meanwhile,
-//     naming the difference.
+//     naming the difference. A pool's pause is checked against its
+//     record instead (bus.PausePool: the pause an administrator made
+//     through toolwire, with who and why): a pause without a record, or a
+//     record without its pause (nats consumer pause or resume with the
+//     operator credential), is such a change, and putting it back makes
+//     the pause match the record; a recorded pause is no change.
 //   - another replica's whole declaration (settings that hash to their
 //     stamp, not this worker's: a rolling upgrade that changes AckWait or
 //     MaxDeliver): left as it is, logged at warn once per declaration

@@ -4400,6 +4400,387 @@ func (x *ExplainResponse) GetSessions() string {
 	return ""
 }
 
+type ListPoolsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPoolsRequest) Reset() {
+	*x = ListPoolsRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPoolsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPoolsRequest) ProtoMessage() {}
+
+func (x *ListPoolsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPoolsRequest.ProtoReflect.Descriptor instead.
+func (*ListPoolsRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{59}
+}
+
+// Pool is one worker pool as a dispatcher last read it.
+type Pool struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The pool's durable consumer of the calls stream.
+	Consumer string `protobuf:"bytes,2,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	// Calls queued (no worker took them yet) and in flight.
+	Queued   int64 `protobuf:"varint,3,opt,name=queued,proto3" json:"queued,omitempty"`
+	InFlight int64 `protobuf:"varint,4,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	// The consumer delivers nothing.
+	Paused bool `protobuf:"varint,5,opt,name=paused,proto3" json:"paused,omitempty"`
+	// Who paused it through toolwire (tenant/agent), when and why; empty
+	// when no one did.
+	PausedBy    string                 `protobuf:"bytes,6,opt,name=paused_by,json=pausedBy,proto3" json:"paused_by,omitempty"`
+	PausedAt    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=paused_at,json=pausedAt,proto3" json:"paused_at,omitempty"`
+	PauseReason string                 `protobuf:"bytes,8,opt,name=pause_reason,json=pauseReason,proto3" json:"pause_reason,omitempty"`
+	// How the pause and its record disagree (a pause or resume made outside
+	// toolwire); empty when they agree.
+	PauseDrift    string `protobuf:"bytes,9,opt,name=pause_drift,json=pauseDrift,proto3" json:"pause_drift,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Pool) Reset() {
+	*x = Pool{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Pool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Pool) ProtoMessage() {}
+
+func (x *Pool) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Pool.ProtoReflect.Descriptor instead.
+func (*Pool) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *Pool) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Pool) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *Pool) GetQueued() int64 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *Pool) GetInFlight() int64 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
+func (x *Pool) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *Pool) GetPausedBy() string {
+	if x != nil {
+		return x.PausedBy
+	}
+	return ""
+}
+
+func (x *Pool) GetPausedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PausedAt
+	}
+	return nil
+}
+
+func (x *Pool) GetPauseReason() string {
+	if x != nil {
+		return x.PauseReason
+	}
+	return ""
+}
+
+func (x *Pool) GetPauseDrift() string {
+	if x != nil {
+		return x.PauseDrift
+	}
+	return ""
+}
+
+type ListPoolsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pools         []*Pool                `protobuf:"bytes,1,rep,name=pools,proto3" json:"pools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPoolsResponse) Reset() {
+	*x = ListPoolsResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPoolsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPoolsResponse) ProtoMessage() {}
+
+func (x *ListPoolsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPoolsResponse.ProtoReflect.Descriptor instead.
+func (*ListPoolsResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *ListPoolsResponse) GetPools() []*Pool {
+	if x != nil {
+		return x.Pools
+	}
+	return nil
+}
+
+type PausePoolRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Pool  string                 `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	// Why; at most 512 bytes.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PausePoolRequest) Reset() {
+	*x = PausePoolRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PausePoolRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PausePoolRequest) ProtoMessage() {}
+
+func (x *PausePoolRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PausePoolRequest.ProtoReflect.Descriptor instead.
+func (*PausePoolRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *PausePoolRequest) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *PausePoolRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type PausePoolResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PausedBy      string                 `protobuf:"bytes,1,opt,name=paused_by,json=pausedBy,proto3" json:"paused_by,omitempty"`
+	PausedAt      *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=paused_at,json=pausedAt,proto3" json:"paused_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PausePoolResponse) Reset() {
+	*x = PausePoolResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PausePoolResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PausePoolResponse) ProtoMessage() {}
+
+func (x *PausePoolResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PausePoolResponse.ProtoReflect.Descriptor instead.
+func (*PausePoolResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *PausePoolResponse) GetPausedBy() string {
+	if x != nil {
+		return x.PausedBy
+	}
+	return ""
+}
+
+func (x *PausePoolResponse) GetPausedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PausedAt
+	}
+	return nil
+}
+
+type ResumePoolRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pool          string                 `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumePoolRequest) Reset() {
+	*x = ResumePoolRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumePoolRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumePoolRequest) ProtoMessage() {}
+
+func (x *ResumePoolRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumePoolRequest.ProtoReflect.Descriptor instead.
+func (*ResumePoolRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *ResumePoolRequest) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+type ResumePoolResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumePoolResponse) Reset() {
+	*x = ResumePoolResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumePoolResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumePoolResponse) ProtoMessage() {}
+
+func (x *ResumePoolResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumePoolResponse.ProtoReflect.Descriptor instead.
+func (*ResumePoolResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{65}
+}
+
 var File_toolwire_v1_dispatcher_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
@@ -4728,7 +5109,30 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x05grant\x18\x05 \x01(\v2\x12.toolwire.v1.GrantR\x05grant\x12%\n" +
 	"\x0eapproval_error\x18\x06 \x01(\tR\rapprovalError\x12\x16\n" +
 	"\x06errors\x18\a \x03(\tR\x06errors\x12\x1a\n" +
-	"\bsessions\x18\b \x01(\tR\bsessions*\x8e\x01\n" +
+	"\bsessions\x18\b \x01(\tR\bsessions\"\x12\n" +
+	"\x10ListPoolsRequest\"\x9d\x02\n" +
+	"\x04Pool\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\bconsumer\x18\x02 \x01(\tR\bconsumer\x12\x16\n" +
+	"\x06queued\x18\x03 \x01(\x03R\x06queued\x12\x1b\n" +
+	"\tin_flight\x18\x04 \x01(\x03R\binFlight\x12\x16\n" +
+	"\x06paused\x18\x05 \x01(\bR\x06paused\x12\x1b\n" +
+	"\tpaused_by\x18\x06 \x01(\tR\bpausedBy\x127\n" +
+	"\tpaused_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\bpausedAt\x12!\n" +
+	"\fpause_reason\x18\b \x01(\tR\vpauseReason\x12\x1f\n" +
+	"\vpause_drift\x18\t \x01(\tR\n" +
+	"pauseDrift\"<\n" +
+	"\x11ListPoolsResponse\x12'\n" +
+	"\x05pools\x18\x01 \x03(\v2\x11.toolwire.v1.PoolR\x05pools\">\n" +
+	"\x10PausePoolRequest\x12\x12\n" +
+	"\x04pool\x18\x01 \x01(\tR\x04pool\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"i\n" +
+	"\x11PausePoolResponse\x12\x1b\n" +
+	"\tpaused_by\x18\x01 \x01(\tR\bpausedBy\x127\n" +
+	"\tpaused_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bpausedAt\"'\n" +
+	"\x11ResumePoolRequest\x12\x12\n" +
+	"\x04pool\x18\x01 \x01(\tR\x04pool\"\x14\n" +
+	"\x12ResumePoolResponse*\x8e\x01\n" +
 	"\tCallState\x12\x1a\n" +
 	"\x16CALL_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12CALL_STATE_PENDING\x10\x01\x12\x13\n" +
@@ -4751,7 +5155,7 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x12SessionStateFilter\x12$\n" +
 	" SESSION_STATE_FILTER_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bSESSION_STATE_FILTER_ACTIVE\x10\x01\x12\x1e\n" +
-	"\x1aSESSION_STATE_FILTER_ENDED\x10\x022\x90\x11\n" +
+	"\x1aSESSION_STATE_FILTER_ENDED\x10\x022\xfc\x12\n" +
 	"\x11DispatcherService\x12;\n" +
 	"\x04Call\x12\x18.toolwire.v1.CallRequest\x1a\x19.toolwire.v1.CallResponse\x12A\n" +
 	"\x06Submit\x12\x1a.toolwire.v1.SubmitRequest\x1a\x1b.toolwire.v1.SubmitResponse\x12O\n" +
@@ -4782,7 +5186,11 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\tGetPolicy\x12\x1d.toolwire.v1.GetPolicyRequest\x1a\x1e.toolwire.v1.GetPolicyResponse\"\x03\x90\x02\x01\x12j\n" +
 	"\x12ListPolicyVersions\x12&.toolwire.v1.ListPolicyVersionsRequest\x1a'.toolwire.v1.ListPolicyVersionsResponse\"\x03\x90\x02\x01\x12L\n" +
 	"\bGetUsage\x12\x1c.toolwire.v1.GetUsageRequest\x1a\x1d.toolwire.v1.GetUsageResponse\"\x03\x90\x02\x01\x12I\n" +
-	"\aExplain\x12\x1b.toolwire.v1.ExplainRequest\x1a\x1c.toolwire.v1.ExplainResponse\"\x03\x90\x02\x01BCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
+	"\aExplain\x12\x1b.toolwire.v1.ExplainRequest\x1a\x1c.toolwire.v1.ExplainResponse\"\x03\x90\x02\x01\x12O\n" +
+	"\tListPools\x12\x1d.toolwire.v1.ListPoolsRequest\x1a\x1e.toolwire.v1.ListPoolsResponse\"\x03\x90\x02\x01\x12J\n" +
+	"\tPausePool\x12\x1d.toolwire.v1.PausePoolRequest\x1a\x1e.toolwire.v1.PausePoolResponse\x12M\n" +
+	"\n" +
+	"ResumePool\x12\x1e.toolwire.v1.ResumePoolRequest\x1a\x1f.toolwire.v1.ResumePoolResponseBCZAgithub.com/toolwire/toolwire/pkg/toolproto/toolwire/v1;toolwirev1b\x06proto3"
 
 var (
 	file_toolwire_v1_dispatcher_proto_rawDescOnce sync.Once
@@ -4797,7 +5205,7 @@ func file_toolwire_v1_dispatcher_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
+var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
 var file_toolwire_v1_dispatcher_proto_goTypes = []any{
 	(CallState)(0),                     // 0: toolwire.v1.CallState
 	(ToolFormat)(0),                    // 1: toolwire.v1.ToolFormat
@@ -4862,61 +5270,68 @@ var file_toolwire_v1_dispatcher_proto_goTypes = []any{
 	(*ExplainRequest)(nil),             // 60: toolwire.v1.ExplainRequest
 	(*ExplainedRule)(nil),              // 61: toolwire.v1.ExplainedRule
 	(*ExplainResponse)(nil),            // 62: toolwire.v1.ExplainResponse
-	nil,                                // 63: toolwire.v1.CallRequest.InputResponsesJsonEntry
-	nil,                                // 64: toolwire.v1.SubmitRequest.InputResponsesJsonEntry
-	nil,                                // 65: toolwire.v1.Session.StateJsonEntry
-	nil,                                // 66: toolwire.v1.Session.PinnedVersionsEntry
-	nil,                                // 67: toolwire.v1.ApproveRequest.ArgsPatternEntry
-	nil,                                // 68: toolwire.v1.ApplyPolicyResponse.ReplicasNotInForceEntry
-	nil,                                // 69: toolwire.v1.RemovePolicyResponse.ReplicasNotInForceEntry
-	(*structpb.Struct)(nil),            // 70: google.protobuf.Struct
-	(*durationpb.Duration)(nil),        // 71: google.protobuf.Duration
-	(*ToolResponse)(nil),               // 72: toolwire.v1.ToolResponse
-	(*CallEvent)(nil),                  // 73: toolwire.v1.CallEvent
-	(ExecutorType)(0),                  // 74: toolwire.v1.ExecutorType
-	(ToolCategory)(0),                  // 75: toolwire.v1.ToolCategory
-	(*ToolSpec)(nil),                   // 76: toolwire.v1.ToolSpec
-	(*timestamppb.Timestamp)(nil),      // 77: google.protobuf.Timestamp
-	(ApprovalState)(0),                 // 78: toolwire.v1.ApprovalState
-	(*Approval)(nil),                   // 79: toolwire.v1.Approval
-	(ApprovalScope)(0),                 // 80: toolwire.v1.ApprovalScope
-	(*Grant)(nil),                      // 81: toolwire.v1.Grant
-	(*PolicyVersion)(nil),              // 82: toolwire.v1.PolicyVersion
-	(*PolicyDecision)(nil),             // 83: toolwire.v1.PolicyDecision
+	(*ListPoolsRequest)(nil),           // 63: toolwire.v1.ListPoolsRequest
+	(*Pool)(nil),                       // 64: toolwire.v1.Pool
+	(*ListPoolsResponse)(nil),          // 65: toolwire.v1.ListPoolsResponse
+	(*PausePoolRequest)(nil),           // 66: toolwire.v1.PausePoolRequest
+	(*PausePoolResponse)(nil),          // 67: toolwire.v1.PausePoolResponse
+	(*ResumePoolRequest)(nil),          // 68: toolwire.v1.ResumePoolRequest
+	(*ResumePoolResponse)(nil),         // 69: toolwire.v1.ResumePoolResponse
+	nil,                                // 70: toolwire.v1.CallRequest.InputResponsesJsonEntry
+	nil,                                // 71: toolwire.v1.SubmitRequest.InputResponsesJsonEntry
+	nil,                                // 72: toolwire.v1.Session.StateJsonEntry
+	nil,                                // 73: toolwire.v1.Session.PinnedVersionsEntry
+	nil,                                // 74: toolwire.v1.ApproveRequest.ArgsPatternEntry
+	nil,                                // 75: toolwire.v1.ApplyPolicyResponse.ReplicasNotInForceEntry
+	nil,                                // 76: toolwire.v1.RemovePolicyResponse.ReplicasNotInForceEntry
+	(*structpb.Struct)(nil),            // 77: google.protobuf.Struct
+	(*durationpb.Duration)(nil),        // 78: google.protobuf.Duration
+	(*ToolResponse)(nil),               // 79: toolwire.v1.ToolResponse
+	(*CallEvent)(nil),                  // 80: toolwire.v1.CallEvent
+	(ExecutorType)(0),                  // 81: toolwire.v1.ExecutorType
+	(ToolCategory)(0),                  // 82: toolwire.v1.ToolCategory
+	(*ToolSpec)(nil),                   // 83: toolwire.v1.ToolSpec
+	(*timestamppb.Timestamp)(nil),      // 84: google.protobuf.Timestamp
+	(ApprovalState)(0),                 // 85: toolwire.v1.ApprovalState
+	(*Approval)(nil),                   // 86: toolwire.v1.Approval
+	(ApprovalScope)(0),                 // 87: toolwire.v1.ApprovalScope
+	(*Grant)(nil),                      // 88: toolwire.v1.Grant
+	(*PolicyVersion)(nil),              // 89: toolwire.v1.PolicyVersion
+	(*PolicyDecision)(nil),             // 90: toolwire.v1.PolicyDecision
 }
 var file_toolwire_v1_dispatcher_proto_depIdxs = []int32{
-	70, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
-	71, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	71, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	71, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
-	63, // 4: toolwire.v1.CallRequest.input_responses_json:type_name -> toolwire.v1.CallRequest.InputResponsesJsonEntry
+	77, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
+	78, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	78, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	78, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
+	70, // 4: toolwire.v1.CallRequest.input_responses_json:type_name -> toolwire.v1.CallRequest.InputResponsesJsonEntry
 	0,  // 5: toolwire.v1.CallResponse.state:type_name -> toolwire.v1.CallState
-	72, // 6: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
+	79, // 6: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
 	20, // 7: toolwire.v1.CallResponse.session:type_name -> toolwire.v1.Session
 	21, // 8: toolwire.v1.CallResponse.refused_intents:type_name -> toolwire.v1.AppliedIntent
-	70, // 9: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
-	71, // 10: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	71, // 11: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	64, // 12: toolwire.v1.SubmitRequest.input_responses_json:type_name -> toolwire.v1.SubmitRequest.InputResponsesJsonEntry
-	72, // 13: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
+	77, // 9: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
+	78, // 10: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	78, // 11: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	71, // 12: toolwire.v1.SubmitRequest.input_responses_json:type_name -> toolwire.v1.SubmitRequest.InputResponsesJsonEntry
+	79, // 13: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
 	0,  // 14: toolwire.v1.SubmitResponse.state:type_name -> toolwire.v1.CallState
-	71, // 15: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
+	78, // 15: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
 	0,  // 16: toolwire.v1.GetResultResponse.state:type_name -> toolwire.v1.CallState
-	72, // 17: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
-	73, // 18: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
+	79, // 17: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
+	80, // 18: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
 	2,  // 19: toolwire.v1.CancelResponse.outcome:type_name -> toolwire.v1.CancelOutcome
 	1,  // 20: toolwire.v1.ListToolsRequest.format:type_name -> toolwire.v1.ToolFormat
-	74, // 21: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
-	75, // 22: toolwire.v1.ListToolsRequest.category:type_name -> toolwire.v1.ToolCategory
-	76, // 23: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
+	81, // 21: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
+	82, // 22: toolwire.v1.ListToolsRequest.category:type_name -> toolwire.v1.ToolCategory
+	83, // 23: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
 	1,  // 24: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
-	76, // 25: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	76, // 26: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	65, // 27: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
+	83, // 25: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	83, // 26: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	72, // 27: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
 	21, // 28: toolwire.v1.Session.log:type_name -> toolwire.v1.AppliedIntent
-	77, // 29: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	66, // 30: toolwire.v1.Session.pinned_versions:type_name -> toolwire.v1.Session.PinnedVersionsEntry
-	77, // 31: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
+	84, // 29: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	73, // 30: toolwire.v1.Session.pinned_versions:type_name -> toolwire.v1.Session.PinnedVersionsEntry
+	84, // 31: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
 	20, // 32: toolwire.v1.GetSessionResponse.session:type_name -> toolwire.v1.Session
 	20, // 33: toolwire.v1.SetSessionModeResponse.session:type_name -> toolwire.v1.Session
 	3,  // 34: toolwire.v1.ListSessionsRequest.state:type_name -> toolwire.v1.SessionStateFilter
@@ -4927,88 +5342,97 @@ var file_toolwire_v1_dispatcher_proto_depIdxs = []int32{
 	21, // 39: toolwire.v1.ApplyIntentsResponse.refused:type_name -> toolwire.v1.AppliedIntent
 	0,  // 40: toolwire.v1.GetOutputResponse.state:type_name -> toolwire.v1.CallState
 	36, // 41: toolwire.v1.GetOutputResponse.lines:type_name -> toolwire.v1.OutputLine
-	78, // 42: toolwire.v1.ListApprovalsRequest.state:type_name -> toolwire.v1.ApprovalState
-	79, // 43: toolwire.v1.ListApprovalsResponse.approvals:type_name -> toolwire.v1.Approval
-	79, // 44: toolwire.v1.GetApprovalResponse.approval:type_name -> toolwire.v1.Approval
-	80, // 45: toolwire.v1.ApproveRequest.scope:type_name -> toolwire.v1.ApprovalScope
-	67, // 46: toolwire.v1.ApproveRequest.args_pattern:type_name -> toolwire.v1.ApproveRequest.ArgsPatternEntry
-	71, // 47: toolwire.v1.ApproveRequest.ttl:type_name -> google.protobuf.Duration
-	79, // 48: toolwire.v1.ApproveResponse.approval:type_name -> toolwire.v1.Approval
-	81, // 49: toolwire.v1.ApproveResponse.grant:type_name -> toolwire.v1.Grant
-	79, // 50: toolwire.v1.DenyResponse.approval:type_name -> toolwire.v1.Approval
-	81, // 51: toolwire.v1.ListGrantsResponse.grants:type_name -> toolwire.v1.Grant
-	82, // 52: toolwire.v1.ApplyPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
-	68, // 53: toolwire.v1.ApplyPolicyResponse.replicas_not_in_force:type_name -> toolwire.v1.ApplyPolicyResponse.ReplicasNotInForceEntry
-	71, // 54: toolwire.v1.LimitUsage.rate_per:type_name -> google.protobuf.Duration
-	71, // 55: toolwire.v1.LimitUsage.budget_window:type_name -> google.protobuf.Duration
-	77, // 56: toolwire.v1.LimitUsage.reset_at:type_name -> google.protobuf.Timestamp
+	85, // 42: toolwire.v1.ListApprovalsRequest.state:type_name -> toolwire.v1.ApprovalState
+	86, // 43: toolwire.v1.ListApprovalsResponse.approvals:type_name -> toolwire.v1.Approval
+	86, // 44: toolwire.v1.GetApprovalResponse.approval:type_name -> toolwire.v1.Approval
+	87, // 45: toolwire.v1.ApproveRequest.scope:type_name -> toolwire.v1.ApprovalScope
+	74, // 46: toolwire.v1.ApproveRequest.args_pattern:type_name -> toolwire.v1.ApproveRequest.ArgsPatternEntry
+	78, // 47: toolwire.v1.ApproveRequest.ttl:type_name -> google.protobuf.Duration
+	86, // 48: toolwire.v1.ApproveResponse.approval:type_name -> toolwire.v1.Approval
+	88, // 49: toolwire.v1.ApproveResponse.grant:type_name -> toolwire.v1.Grant
+	86, // 50: toolwire.v1.DenyResponse.approval:type_name -> toolwire.v1.Approval
+	88, // 51: toolwire.v1.ListGrantsResponse.grants:type_name -> toolwire.v1.Grant
+	89, // 52: toolwire.v1.ApplyPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
+	75, // 53: toolwire.v1.ApplyPolicyResponse.replicas_not_in_force:type_name -> toolwire.v1.ApplyPolicyResponse.ReplicasNotInForceEntry
+	78, // 54: toolwire.v1.LimitUsage.rate_per:type_name -> google.protobuf.Duration
+	78, // 55: toolwire.v1.LimitUsage.budget_window:type_name -> google.protobuf.Duration
+	84, // 56: toolwire.v1.LimitUsage.reset_at:type_name -> google.protobuf.Timestamp
 	52, // 57: toolwire.v1.GetUsageResponse.limits:type_name -> toolwire.v1.LimitUsage
-	82, // 58: toolwire.v1.RemovePolicyResponse.in_force:type_name -> toolwire.v1.PolicyVersion
-	69, // 59: toolwire.v1.RemovePolicyResponse.replicas_not_in_force:type_name -> toolwire.v1.RemovePolicyResponse.ReplicasNotInForceEntry
-	82, // 60: toolwire.v1.GetPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
-	82, // 61: toolwire.v1.ListPolicyVersionsResponse.versions:type_name -> toolwire.v1.PolicyVersion
-	83, // 62: toolwire.v1.ExplainResponse.decision:type_name -> toolwire.v1.PolicyDecision
+	89, // 58: toolwire.v1.RemovePolicyResponse.in_force:type_name -> toolwire.v1.PolicyVersion
+	76, // 59: toolwire.v1.RemovePolicyResponse.replicas_not_in_force:type_name -> toolwire.v1.RemovePolicyResponse.ReplicasNotInForceEntry
+	89, // 60: toolwire.v1.GetPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
+	89, // 61: toolwire.v1.ListPolicyVersionsResponse.versions:type_name -> toolwire.v1.PolicyVersion
+	90, // 62: toolwire.v1.ExplainResponse.decision:type_name -> toolwire.v1.PolicyDecision
 	61, // 63: toolwire.v1.ExplainResponse.rules:type_name -> toolwire.v1.ExplainedRule
-	81, // 64: toolwire.v1.ExplainResponse.grant:type_name -> toolwire.v1.Grant
-	4,  // 65: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
-	6,  // 66: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
-	8,  // 67: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
-	10, // 68: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
-	12, // 69: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
-	14, // 70: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
-	16, // 71: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
-	18, // 72: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
-	22, // 73: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
-	32, // 74: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
-	24, // 75: toolwire.v1.DispatcherService.SetSessionMode:input_type -> toolwire.v1.SetSessionModeRequest
-	26, // 76: toolwire.v1.DispatcherService.ListSessions:input_type -> toolwire.v1.ListSessionsRequest
-	28, // 77: toolwire.v1.DispatcherService.EndSession:input_type -> toolwire.v1.EndSessionRequest
-	30, // 78: toolwire.v1.DispatcherService.ClearSessionPins:input_type -> toolwire.v1.ClearSessionPinsRequest
-	34, // 79: toolwire.v1.DispatcherService.GetOutput:input_type -> toolwire.v1.GetOutputRequest
-	37, // 80: toolwire.v1.DispatcherService.ListApprovals:input_type -> toolwire.v1.ListApprovalsRequest
-	39, // 81: toolwire.v1.DispatcherService.GetApproval:input_type -> toolwire.v1.GetApprovalRequest
-	41, // 82: toolwire.v1.DispatcherService.Approve:input_type -> toolwire.v1.ApproveRequest
-	43, // 83: toolwire.v1.DispatcherService.Deny:input_type -> toolwire.v1.DenyRequest
-	45, // 84: toolwire.v1.DispatcherService.ListGrants:input_type -> toolwire.v1.ListGrantsRequest
-	47, // 85: toolwire.v1.DispatcherService.RevokeGrant:input_type -> toolwire.v1.RevokeGrantRequest
-	49, // 86: toolwire.v1.DispatcherService.ApplyPolicy:input_type -> toolwire.v1.ApplyPolicyRequest
-	54, // 87: toolwire.v1.DispatcherService.RemovePolicy:input_type -> toolwire.v1.RemovePolicyRequest
-	56, // 88: toolwire.v1.DispatcherService.GetPolicy:input_type -> toolwire.v1.GetPolicyRequest
-	58, // 89: toolwire.v1.DispatcherService.ListPolicyVersions:input_type -> toolwire.v1.ListPolicyVersionsRequest
-	51, // 90: toolwire.v1.DispatcherService.GetUsage:input_type -> toolwire.v1.GetUsageRequest
-	60, // 91: toolwire.v1.DispatcherService.Explain:input_type -> toolwire.v1.ExplainRequest
-	5,  // 92: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
-	7,  // 93: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
-	9,  // 94: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
-	11, // 95: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
-	13, // 96: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
-	15, // 97: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
-	17, // 98: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
-	19, // 99: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
-	23, // 100: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
-	33, // 101: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
-	25, // 102: toolwire.v1.DispatcherService.SetSessionMode:output_type -> toolwire.v1.SetSessionModeResponse
-	27, // 103: toolwire.v1.DispatcherService.ListSessions:output_type -> toolwire.v1.ListSessionsResponse
-	29, // 104: toolwire.v1.DispatcherService.EndSession:output_type -> toolwire.v1.EndSessionResponse
-	31, // 105: toolwire.v1.DispatcherService.ClearSessionPins:output_type -> toolwire.v1.ClearSessionPinsResponse
-	35, // 106: toolwire.v1.DispatcherService.GetOutput:output_type -> toolwire.v1.GetOutputResponse
-	38, // 107: toolwire.v1.DispatcherService.ListApprovals:output_type -> toolwire.v1.ListApprovalsResponse
-	40, // 108: toolwire.v1.DispatcherService.GetApproval:output_type -> toolwire.v1.GetApprovalResponse
-	42, // 109: toolwire.v1.DispatcherService.Approve:output_type -> toolwire.v1.ApproveResponse
-	44, // 110: toolwire.v1.DispatcherService.Deny:output_type -> toolwire.v1.DenyResponse
-	46, // 111: toolwire.v1.DispatcherService.ListGrants:output_type -> toolwire.v1.ListGrantsResponse
-	48, // 112: toolwire.v1.DispatcherService.RevokeGrant:output_type -> toolwire.v1.RevokeGrantResponse
-	50, // 113: toolwire.v1.DispatcherService.ApplyPolicy:output_type -> toolwire.v1.ApplyPolicyResponse
-	55, // 114: toolwire.v1.DispatcherService.RemovePolicy:output_type -> toolwire.v1.RemovePolicyResponse
-	57, // 115: toolwire.v1.DispatcherService.GetPolicy:output_type -> toolwire.v1.GetPolicyResponse
-	59, // 116: toolwire.v1.DispatcherService.ListPolicyVersions:output_type -> toolwire.v1.ListPolicyVersionsResponse
-	53, // 117: toolwire.v1.DispatcherService.GetUsage:output_type -> toolwire.v1.GetUsageResponse
-	62, // 118: toolwire.v1.DispatcherService.Explain:output_type -> toolwire.v1.ExplainResponse
-	92, // [92:119] is the sub-list for method output_type
-	65, // [65:92] is the sub-list for method input_type
-	65, // [65:65] is the sub-list for extension type_name
-	65, // [65:65] is the sub-list for extension extendee
-	0,  // [0:65] is the sub-list for field type_name
+	88, // 64: toolwire.v1.ExplainResponse.grant:type_name -> toolwire.v1.Grant
+	84, // 65: toolwire.v1.Pool.paused_at:type_name -> google.protobuf.Timestamp
+	64, // 66: toolwire.v1.ListPoolsResponse.pools:type_name -> toolwire.v1.Pool
+	84, // 67: toolwire.v1.PausePoolResponse.paused_at:type_name -> google.protobuf.Timestamp
+	4,  // 68: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
+	6,  // 69: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
+	8,  // 70: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
+	10, // 71: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
+	12, // 72: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
+	14, // 73: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
+	16, // 74: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
+	18, // 75: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
+	22, // 76: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
+	32, // 77: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
+	24, // 78: toolwire.v1.DispatcherService.SetSessionMode:input_type -> toolwire.v1.SetSessionModeRequest
+	26, // 79: toolwire.v1.DispatcherService.ListSessions:input_type -> toolwire.v1.ListSessionsRequest
+	28, // 80: toolwire.v1.DispatcherService.EndSession:input_type -> toolwire.v1.EndSessionRequest
+	30, // 81: toolwire.v1.DispatcherService.ClearSessionPins:input_type -> toolwire.v1.ClearSessionPinsRequest
+	34, // 82: toolwire.v1.DispatcherService.GetOutput:input_type -> toolwire.v1.GetOutputRequest
+	37, // 83: toolwire.v1.DispatcherService.ListApprovals:input_type -> toolwire.v1.ListApprovalsRequest
+	39, // 84: toolwire.v1.DispatcherService.GetApproval:input_type -> toolwire.v1.GetApprovalRequest
+	41, // 85: toolwire.v1.DispatcherService.Approve:input_type -> toolwire.v1.ApproveRequest
+	43, // 86: toolwire.v1.DispatcherService.Deny:input_type -> toolwire.v1.DenyRequest
+	45, // 87: toolwire.v1.DispatcherService.ListGrants:input_type -> toolwire.v1.ListGrantsRequest
+	47, // 88: toolwire.v1.DispatcherService.RevokeGrant:input_type -> toolwire.v1.RevokeGrantRequest
+	49, // 89: toolwire.v1.DispatcherService.ApplyPolicy:input_type -> toolwire.v1.ApplyPolicyRequest
+	54, // 90: toolwire.v1.DispatcherService.RemovePolicy:input_type -> toolwire.v1.RemovePolicyRequest
+	56, // 91: toolwire.v1.DispatcherService.GetPolicy:input_type -> toolwire.v1.GetPolicyRequest
+	58, // 92: toolwire.v1.DispatcherService.ListPolicyVersions:input_type -> toolwire.v1.ListPolicyVersionsRequest
+	51, // 93: toolwire.v1.DispatcherService.GetUsage:input_type -> toolwire.v1.GetUsageRequest
+	60, // 94: toolwire.v1.DispatcherService.Explain:input_type -> toolwire.v1.ExplainRequest
+	63, // 95: toolwire.v1.DispatcherService.ListPools:input_type -> toolwire.v1.ListPoolsRequest
+	66, // 96: toolwire.v1.DispatcherService.PausePool:input_type -> toolwire.v1.PausePoolRequest
+	68, // 97: toolwire.v1.DispatcherService.ResumePool:input_type -> toolwire.v1.ResumePoolRequest
+	5,  // 98: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
+	7,  // 99: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
+	9,  // 100: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
+	11, // 101: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
+	13, // 102: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
+	15, // 103: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
+	17, // 104: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
+	19, // 105: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
+	23, // 106: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
+	33, // 107: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
+	25, // 108: toolwire.v1.DispatcherService.SetSessionMode:output_type -> toolwire.v1.SetSessionModeResponse
+	27, // 109: toolwire.v1.DispatcherService.ListSessions:output_type -> toolwire.v1.ListSessionsResponse
+	29, // 110: toolwire.v1.DispatcherService.EndSession:output_type -> toolwire.v1.EndSessionResponse
+	31, // 111: toolwire.v1.DispatcherService.ClearSessionPins:output_type -> toolwire.v1.ClearSessionPinsResponse
+	35, // 112: toolwire.v1.DispatcherService.GetOutput:output_type -> toolwire.v1.GetOutputResponse
+	38, // 113: toolwire.v1.DispatcherService.ListApprovals:output_type -> toolwire.v1.ListApprovalsResponse
+	40, // 114: toolwire.v1.DispatcherService.GetApproval:output_type -> toolwire.v1.GetApprovalResponse
+	42, // 115: toolwire.v1.DispatcherService.Approve:output_type -> toolwire.v1.ApproveResponse
+	44, // 116: toolwire.v1.DispatcherService.Deny:output_type -> toolwire.v1.DenyResponse
+	46, // 117: toolwire.v1.DispatcherService.ListGrants:output_type -> toolwire.v1.ListGrantsResponse
+	48, // 118: toolwire.v1.DispatcherService.RevokeGrant:output_type -> toolwire.v1.RevokeGrantResponse
+	50, // 119: toolwire.v1.DispatcherService.ApplyPolicy:output_type -> toolwire.v1.ApplyPolicyResponse
+	55, // 120: toolwire.v1.DispatcherService.RemovePolicy:output_type -> toolwire.v1.RemovePolicyResponse
+	57, // 121: toolwire.v1.DispatcherService.GetPolicy:output_type -> toolwire.v1.GetPolicyResponse
+	59, // 122: toolwire.v1.DispatcherService.ListPolicyVersions:output_type -> toolwire.v1.ListPolicyVersionsResponse
+	53, // 123: toolwire.v1.DispatcherService.GetUsage:output_type -> toolwire.v1.GetUsageResponse
+	62, // 124: toolwire.v1.DispatcherService.Explain:output_type -> toolwire.v1.ExplainResponse
+	65, // 125: toolwire.v1.DispatcherService.ListPools:output_type -> toolwire.v1.ListPoolsResponse
+	67, // 126: toolwire.v1.DispatcherService.PausePool:output_type -> toolwire.v1.PausePoolResponse
+	69, // 127: toolwire.v1.DispatcherService.ResumePool:output_type -> toolwire.v1.ResumePoolResponse
+	98, // [98:128] is the sub-list for method output_type
+	68, // [68:98] is the sub-list for method input_type
+	68, // [68:68] is the sub-list for extension type_name
+	68, // [68:68] is the sub-list for extension extendee
+	0,  // [0:68] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_dispatcher_proto_init() }
@@ -5026,7 +5450,7 @@ func file_toolwire_v1_dispatcher_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_dispatcher_proto_rawDesc), len(file_toolwire_v1_dispatcher_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   66,
+			NumMessages:   73,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

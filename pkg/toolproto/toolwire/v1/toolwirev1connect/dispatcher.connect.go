@@ -111,6 +111,15 @@ const (
 	// DispatcherServiceExplainProcedure is the fully-qualified name of the DispatcherService's Explain
 	// RPC.
 	DispatcherServiceExplainProcedure = "/toolwire.v1.DispatcherService/Explain"
+	// DispatcherServiceListPoolsProcedure is the fully-qualified name of the DispatcherService's
+	// ListPools RPC.
+	DispatcherServiceListPoolsProcedure = "/toolwire.v1.DispatcherService/ListPools"
+	// DispatcherServicePausePoolProcedure is the fully-qualified name of the DispatcherService's
+	// PausePool RPC.
+	DispatcherServicePausePoolProcedure = "/toolwire.v1.DispatcherService/PausePool"
+	// DispatcherServiceResumePoolProcedure is the fully-qualified name of the DispatcherService's
+	// ResumePool RPC.
+	DispatcherServiceResumePoolProcedure = "/toolwire.v1.DispatcherService/ResumePool"
 )
 
 // DispatcherServiceClient is a client for the toolwire.v1.DispatcherService service.
@@ -202,6 +211,18 @@ type DispatcherServiceClient interface {
 	// Explain decides a call as admission would, without running it, and
 	// says why. Needs the "admin" scope.
 	Explain(context.Context, *connect.Request[v1.ExplainRequest]) (*connect.Response[v1.ExplainResponse], error)
+	// ListPools lists the worker pools as the answering dispatcher last
+	// read them, with their pauses. Needs the "installation" scope: pools
+	// serve every tenant.
+	ListPools(context.Context, *connect.Request[v1.ListPoolsRequest]) (*connect.Response[v1.ListPoolsResponse], error)
+	// PausePool pauses a pool for every replica and worker until
+	// ResumePool: its workers are delivered no call, its queued calls wait,
+	// new calls to it are refused OVERLOADED. Recorded with the caller and
+	// the reason. Needs the "admin" and "installation" scopes.
+	PausePool(context.Context, *connect.Request[v1.PausePoolRequest]) (*connect.Response[v1.PausePoolResponse], error)
+	// ResumePool ends a pool's pause. Needs the "admin" and "installation"
+	// scopes.
+	ResumePool(context.Context, *connect.Request[v1.ResumePoolRequest]) (*connect.Response[v1.ResumePoolResponse], error)
 }
 
 // NewDispatcherServiceClient constructs a client for the toolwire.v1.DispatcherService service. By
@@ -390,6 +411,25 @@ func NewDispatcherServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		listPools: connect.NewClient[v1.ListPoolsRequest, v1.ListPoolsResponse](
+			httpClient,
+			baseURL+DispatcherServiceListPoolsProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("ListPools")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		pausePool: connect.NewClient[v1.PausePoolRequest, v1.PausePoolResponse](
+			httpClient,
+			baseURL+DispatcherServicePausePoolProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("PausePool")),
+			connect.WithClientOptions(opts...),
+		),
+		resumePool: connect.NewClient[v1.ResumePoolRequest, v1.ResumePoolResponse](
+			httpClient,
+			baseURL+DispatcherServiceResumePoolProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("ResumePool")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -422,6 +462,9 @@ type dispatcherServiceClient struct {
 	listPolicyVersions *connect.Client[v1.ListPolicyVersionsRequest, v1.ListPolicyVersionsResponse]
 	getUsage           *connect.Client[v1.GetUsageRequest, v1.GetUsageResponse]
 	explain            *connect.Client[v1.ExplainRequest, v1.ExplainResponse]
+	listPools          *connect.Client[v1.ListPoolsRequest, v1.ListPoolsResponse]
+	pausePool          *connect.Client[v1.PausePoolRequest, v1.PausePoolResponse]
+	resumePool         *connect.Client[v1.ResumePoolRequest, v1.ResumePoolResponse]
 }
 
 // Call calls toolwire.v1.DispatcherService.Call.
@@ -559,6 +602,21 @@ func (c *dispatcherServiceClient) Explain(ctx context.Context, req *connect.Requ
 	return c.explain.CallUnary(ctx, req)
 }
 
+// ListPools calls toolwire.v1.DispatcherService.ListPools.
+func (c *dispatcherServiceClient) ListPools(ctx context.Context, req *connect.Request[v1.ListPoolsRequest]) (*connect.Response[v1.ListPoolsResponse], error) {
+	return c.listPools.CallUnary(ctx, req)
+}
+
+// PausePool calls toolwire.v1.DispatcherService.PausePool.
+func (c *dispatcherServiceClient) PausePool(ctx context.Context, req *connect.Request[v1.PausePoolRequest]) (*connect.Response[v1.PausePoolResponse], error) {
+	return c.pausePool.CallUnary(ctx, req)
+}
+
+// ResumePool calls toolwire.v1.DispatcherService.ResumePool.
+func (c *dispatcherServiceClient) ResumePool(ctx context.Context, req *connect.Request[v1.ResumePoolRequest]) (*connect.Response[v1.ResumePoolResponse], error) {
+	return c.resumePool.CallUnary(ctx, req)
+}
+
 // DispatcherServiceHandler is an implementation of the toolwire.v1.DispatcherService service.
 type DispatcherServiceHandler interface {
 	// Call admits a call and waits for its terminal response (or the wait).
@@ -648,6 +706,18 @@ type DispatcherServiceHandler interface {
 	// Explain decides a call as admission would, without running it, and
 	// says why. Needs the "admin" scope.
 	Explain(context.Context, *connect.Request[v1.ExplainRequest]) (*connect.Response[v1.ExplainResponse], error)
+	// ListPools lists the worker pools as the answering dispatcher last
+	// read them, with their pauses. Needs the "installation" scope: pools
+	// serve every tenant.
+	ListPools(context.Context, *connect.Request[v1.ListPoolsRequest]) (*connect.Response[v1.ListPoolsResponse], error)
+	// PausePool pauses a pool for every replica and worker until
+	// ResumePool: its workers are delivered no call, its queued calls wait,
+	// new calls to it are refused OVERLOADED. Recorded with the caller and
+	// the reason. Needs the "admin" and "installation" scopes.
+	PausePool(context.Context, *connect.Request[v1.PausePoolRequest]) (*connect.Response[v1.PausePoolResponse], error)
+	// ResumePool ends a pool's pause. Needs the "admin" and "installation"
+	// scopes.
+	ResumePool(context.Context, *connect.Request[v1.ResumePoolRequest]) (*connect.Response[v1.ResumePoolResponse], error)
 }
 
 // NewDispatcherServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -832,6 +902,25 @@ func NewDispatcherServiceHandler(svc DispatcherServiceHandler, opts ...connect.H
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	dispatcherServiceListPoolsHandler := connect.NewUnaryHandler(
+		DispatcherServiceListPoolsProcedure,
+		svc.ListPools,
+		connect.WithSchema(dispatcherServiceMethods.ByName("ListPools")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	dispatcherServicePausePoolHandler := connect.NewUnaryHandler(
+		DispatcherServicePausePoolProcedure,
+		svc.PausePool,
+		connect.WithSchema(dispatcherServiceMethods.ByName("PausePool")),
+		connect.WithHandlerOptions(opts...),
+	)
+	dispatcherServiceResumePoolHandler := connect.NewUnaryHandler(
+		DispatcherServiceResumePoolProcedure,
+		svc.ResumePool,
+		connect.WithSchema(dispatcherServiceMethods.ByName("ResumePool")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/toolwire.v1.DispatcherService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case DispatcherServiceCallProcedure:
@@ -888,6 +977,12 @@ func NewDispatcherServiceHandler(svc DispatcherServiceHandler, opts ...connect.H
 			dispatcherServiceGetUsageHandler.ServeHTTP(w, r)
 		case DispatcherServiceExplainProcedure:
 			dispatcherServiceExplainHandler.ServeHTTP(w, r)
+		case DispatcherServiceListPoolsProcedure:
+			dispatcherServiceListPoolsHandler.ServeHTTP(w, r)
+		case DispatcherServicePausePoolProcedure:
+			dispatcherServicePausePoolHandler.ServeHTTP(w, r)
+		case DispatcherServiceResumePoolProcedure:
+			dispatcherServiceResumePoolHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1003,4 +1098,16 @@ func (UnimplementedDispatcherServiceHandler) GetUsage(context.Context, *connect.
 
 func (UnimplementedDispatcherServiceHandler) Explain(context.Context, *connect.Request[v1.ExplainRequest]) (*connect.Response[v1.ExplainResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.Explain is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) ListPools(context.Context, *connect.Request[v1.ListPoolsRequest]) (*connect.Response[v1.ListPoolsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.ListPools is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) PausePool(context.Context, *connect.Request[v1.PausePoolRequest]) (*connect.Response[v1.PausePoolResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.PausePool is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) ResumePool(context.Context, *connect.Request[v1.ResumePoolRequest]) (*connect.Response[v1.ResumePoolResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.ResumePool is not implemented"))
 }

@@ -1858,6 +1858,150 @@ export type ExplainResponse = Message<"toolwire.v1.ExplainResponse"> & {
  */
 export declare const ExplainResponseSchema: GenMessage<ExplainResponse>;
 /**
+ * @generated from message toolwire.v1.ListPoolsRequest
+ */
+export type ListPoolsRequest = Message<"toolwire.v1.ListPoolsRequest"> & {};
+/**
+ * Describes the message toolwire.v1.ListPoolsRequest.
+ * Use `create(ListPoolsRequestSchema)` to create a new message.
+ */
+export declare const ListPoolsRequestSchema: GenMessage<ListPoolsRequest>;
+/**
+ * Pool is one worker pool as a dispatcher last read it.
+ *
+ * @generated from message toolwire.v1.Pool
+ */
+export type Pool = Message<"toolwire.v1.Pool"> & {
+    /**
+     * @generated from field: string name = 1;
+     */
+    name: string;
+    /**
+     * The pool's durable consumer of the calls stream.
+     *
+     * @generated from field: string consumer = 2;
+     */
+    consumer: string;
+    /**
+     * Calls queued (no worker took them yet) and in flight.
+     *
+     * @generated from field: int64 queued = 3;
+     */
+    queued: bigint;
+    /**
+     * @generated from field: int64 in_flight = 4;
+     */
+    inFlight: bigint;
+    /**
+     * The consumer delivers nothing.
+     *
+     * @generated from field: bool paused = 5;
+     */
+    paused: boolean;
+    /**
+     * Who paused it through toolwire (tenant/agent), when and why; empty
+     * when no one did.
+     *
+     * @generated from field: string paused_by = 6;
+     */
+    pausedBy: string;
+    /**
+     * @generated from field: google.protobuf.Timestamp paused_at = 7;
+     */
+    pausedAt?: Timestamp | undefined;
+    /**
+     * @generated from field: string pause_reason = 8;
+     */
+    pauseReason: string;
+    /**
+     * How the pause and its record disagree (a pause or resume made outside
+     * toolwire); empty when they agree.
+     *
+     * @generated from field: string pause_drift = 9;
+     */
+    pauseDrift: string;
+};
+/**
+ * Describes the message toolwire.v1.Pool.
+ * Use `create(PoolSchema)` to create a new message.
+ */
+export declare const PoolSchema: GenMessage<Pool>;
+/**
+ * @generated from message toolwire.v1.ListPoolsResponse
+ */
+export type ListPoolsResponse = Message<"toolwire.v1.ListPoolsResponse"> & {
+    /**
+     * @generated from field: repeated toolwire.v1.Pool pools = 1;
+     */
+    pools: Pool[];
+};
+/**
+ * Describes the message toolwire.v1.ListPoolsResponse.
+ * Use `create(ListPoolsResponseSchema)` to create a new message.
+ */
+export declare const ListPoolsResponseSchema: GenMessage<ListPoolsResponse>;
+/**
+ * @generated from message toolwire.v1.PausePoolRequest
+ */
+export type PausePoolRequest = Message<"toolwire.v1.PausePoolRequest"> & {
+    /**
+     * @generated from field: string pool = 1;
+     */
+    pool: string;
+    /**
+     * Why; at most 512 bytes.
+     *
+     * @generated from field: string reason = 2;
+     */
+    reason: string;
+};
+/**
+ * Describes the message toolwire.v1.PausePoolRequest.
+ * Use `create(PausePoolRequestSchema)` to create a new message.
+ */
+export declare const PausePoolRequestSchema: GenMessage<PausePoolRequest>;
+/**
+ * @generated from message toolwire.v1.PausePoolResponse
+ */
+export type PausePoolResponse = Message<"toolwire.v1.PausePoolResponse"> & {
+    /**
+     * @generated from field: string paused_by = 1;
+     */
+    pausedBy: string;
+    /**
+     * @generated from field: google.protobuf.Timestamp paused_at = 2;
+     */
+    pausedAt?: Timestamp | undefined;
+};
+/**
+ * Describes the message toolwire.v1.PausePoolResponse.
+ * Use `create(PausePoolResponseSchema)` to create a new message.
+ */
+export declare const PausePoolResponseSchema: GenMessage<PausePoolResponse>;
+/**
+ * @generated from message toolwire.v1.ResumePoolRequest
+ */
+export type ResumePoolRequest = Message<"toolwire.v1.ResumePoolRequest"> & {
+    /**
+     * @generated from field: string pool = 1;
+     */
+    pool: string;
+};
+/**
+ * Describes the message toolwire.v1.ResumePoolRequest.
+ * Use `create(ResumePoolRequestSchema)` to create a new message.
+ */
+export declare const ResumePoolRequestSchema: GenMessage<ResumePoolRequest>;
+/**
+ * @generated from message toolwire.v1.ResumePoolResponse
+ */
+export type ResumePoolResponse = Message<"toolwire.v1.ResumePoolResponse"> & {};
+/**
+ * Describes the message toolwire.v1.ResumePoolResponse.
+ * Use `create(ResumePoolResponseSchema)` to create a new message.
+ */
+export declare const ResumePoolResponseSchema: GenMessage<ResumePoolResponse>;
+/**
  * CallState is where a call is.
  *
  * @generated from enum toolwire.v1.CallState
@@ -2307,5 +2451,41 @@ export declare const DispatcherService: GenService<{
         methodKind: "unary";
         input: typeof ExplainRequestSchema;
         output: typeof ExplainResponseSchema;
+    };
+    /**
+     * ListPools lists the worker pools as the answering dispatcher last
+     * read them, with their pauses. Needs the "installation" scope: pools
+     * serve every tenant.
+     *
+     * @generated from rpc toolwire.v1.DispatcherService.ListPools
+     */
+    listPools: {
+        methodKind: "unary";
+        input: typeof ListPoolsRequestSchema;
+        output: typeof ListPoolsResponseSchema;
+    };
+    /**
+     * PausePool pauses a pool for every replica and worker until
+     * ResumePool: its workers are delivered no call, its queued calls wait,
+     * new calls to it are refused OVERLOADED. Recorded with the caller and
+     * the reason. Needs the "admin" and "installation" scopes.
+     *
+     * @generated from rpc toolwire.v1.DispatcherService.PausePool
+     */
+    pausePool: {
+        methodKind: "unary";
+        input: typeof PausePoolRequestSchema;
+        output: typeof PausePoolResponseSchema;
+    };
+    /**
+     * ResumePool ends a pool's pause. Needs the "admin" and "installation"
+     * scopes.
+     *
+     * @generated from rpc toolwire.v1.DispatcherService.ResumePool
+     */
+    resumePool: {
+        methodKind: "unary";
+        input: typeof ResumePoolRequestSchema;
+        output: typeof ResumePoolResponseSchema;
     };
 }>;
