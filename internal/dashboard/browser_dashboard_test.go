@@ -54,7 +54,7 @@ func TestBrowserDashboard(t *testing.T) {
 		shots = t.TempDir()
 	}
 	runBrowser(t, "dashboard.mjs", map[string]string{"BASE_URL": u.Srv.URL, "API_URL": u.URL, "SHOT_DIR": shots,
-		"ADMIN_KEY": adminKey, "APPROVER_KEY": approverKey, "READER_KEY": readerKey})
+		"ADMIN_KEY": adminKey, "APPROVER_KEY": approverKey, "READER_KEY": readerKey, "INSTALL_KEY": installKey})
 	for _, name := range dashboardShots {
 		_, err := os.Stat(filepath.Join(shots, name+".png"))
 		require.NoError(t, err, "screenshot %s", name)

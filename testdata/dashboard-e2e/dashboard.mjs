@@ -137,8 +137,14 @@ await run('dashboard', async ({ page, baseURL, env, newPage }) => {
   await shot(page, 'tool-diff');
 
   step('pools and limits');
-  await page.goto(`${baseURL}/ui/pools`);
-  await shot(page, 'pools');
+  // The pools serve every tenant: an installation key's page, not acme/ops's (a 403).
+  const operator = await newPage();
+  await signIn(operator, baseURL, env('INSTALL_KEY'));
+  await operator.goto(`${baseURL}/ui/pools`);
+  await operator.locator('[data-testid=pool][data-pool=native]').waitFor();
+  check(await operator.locator('[data-testid=pause-pool]').count() > 0, 'the pool card offers Pause to an installation admin');
+  await shot(operator, 'pools');
+  await operator.close();
   await page.goto(`${baseURL}/ui/limits`);
   await shot(page, 'limits');
 
