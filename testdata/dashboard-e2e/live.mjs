@@ -43,6 +43,8 @@ await run('live', async ({ page, baseURL }) => {
   await signIn(page, baseURL, env('READER_KEY'));
   await page.goto(`${baseURL}/ui/calls`);
   const first = () => page.locator('tbody#rows tr').first().getAttribute('data-call-id');
+  const matched = () => page.getByTestId('matched').getAttribute('data-matched').then(Number);
+  const matchedBefore = await matched();
   const was = await first();
   step('wait for live rows');
   await page.waitForFunction((id) => {
@@ -71,6 +73,8 @@ await run('live', async ({ page, baseURL }) => {
   check(m.sse.events > 0 && m.changes > 0, 'the rows updated live under load');
   check(m.sse.events / m.secs <= 5, 'at most 4 live events a second (one every 250 ms)');
   check(m.rows <= 50, 'at most the page limit of rows is kept');
+  const matchedAfter = await matched();
+  check(matchedAfter > matchedBefore, `the matching count grew with the live rows (${matchedBefore} → ${matchedAfter})`);
   if (boundMs > 0) { // 0: measured only (a stall is the host's as much as the page's)
     check(worst < boundMs, `no main-thread stall of ${boundMs} ms or more (longest ${worst.toFixed(0)} ms)`);
   }

@@ -51,6 +51,11 @@
     var limit = parseInt(tbody.getAttribute("data-limit"), 10) || 50;
     var pending = new Map(); // call id -> row, in order of arrival
     var scheduled = false, src = null, holding = false, resumes = 0;
+    // Calls counted into "N matching" since the page was read: ids are
+    // ULIDs, ordered by admission, so a call newer than the newest row
+    // read is new (an update of an older call is not); each counted once.
+    var newestRead = tbody.rows[0] ? tbody.rows[0].getAttribute("data-call-id") || "" : "";
+    var counted = new Set();
 
     function queue(html) {
       var tmp = document.createElement("tbody");
@@ -64,6 +69,26 @@
       }
       while (pending.size > limit) pending.delete(pending.keys().next().value);
       if (!scheduled && !holding) { scheduled = true; window.requestAnimationFrame(apply); }
+    }
+
+    // The "N matching" count grows with the calls that arrived live (the
+    // stream carries only calls the page's filter matches).
+    function countNew(rows) {
+      var m = document.querySelector("[data-matched]"), added = 0;
+      for (var i = 0; m && i < rows.length; i++) {
+        var id = rows[i].getAttribute("data-call-id") || "";
+        if (id <= newestRead || counted.has(id)) continue;
+        counted.add(id);
+        added++;
+      }
+      if (counted.size > 20000) { // bounded: the newest counted becomes the mark
+        newestRead = Array.from(counted).reduce(function (a, b) { return a > b ? a : b; }, newestRead);
+        counted.clear();
+      }
+      if (!m || added === 0) return;
+      var n = parseInt(m.getAttribute("data-matched"), 10) + added;
+      m.setAttribute("data-matched", String(n));
+      m.textContent = n >= 10000 ? "10,000+" : String(n);
     }
 
     function apply() {
@@ -88,6 +113,7 @@
         old.replaceWith(row);
         if (focused) { row.classList.add("kbd"); row.querySelector("a[href]").focus(); } // the keyboard's place is kept
       }
+      countNew(top.childNodes);
       tbody.insertBefore(top, tbody.firstChild);
       while (tbody.rows.length > limit) tbody.deleteRow(tbody.rows.length - 1);
     }
