@@ -29,7 +29,11 @@ func TestTaskRoundsKeepTheModel(t *testing.T) {
 			c := info.Caller
 			return &tool.Result{Content: []*toolwirev1.Content{tool.Text(c.GetModel() + "|" + c.GetModelFamily() + "|" + c.GetSession())}}, nil
 		}
-		<-release // a task before it asks
+		select { // a task before it asks
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 		return tool.NeedInput(map[string]tool.InputRequest{"ok": tool.Elicit("Go on?", map[string]any{"type": "object"})}, nil), nil
 	}))
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{asks}, Auth: twoTenantKeys(t)})

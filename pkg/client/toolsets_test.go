@@ -62,8 +62,13 @@ func TestGetToolPerModel(t *testing.T) {
 	named := func(name string) *tool.Tool {
 		return tool.Must(tool.New(name, func(context.Context, patchArgs) (string, error) { return "", nil }))
 	}
-	b := setup(t, dispatchtest.Options{Tools: []*tool.Tool{named("edit"), named("apply_patch"), named("shell")}})
-	b.stack.ApplyPolicy(t, `tenant: {default: allow}
+	b := setup(t, dispatchtest.Options{Tools: []*tool.Tool{named("edit"), named("apply_patch"), named("shell"), named("fmt")}})
+	b.stack.ApplyPolicy(t, `tenant:
+  default: allow
+  rules:
+    - id: no-fmt
+      effect: deny
+      tools: [fmt]
 toolsets:
   gpt:
     hide: [shell]
@@ -71,6 +76,8 @@ toolsets:
     variants:
       apply_patch:
         input_schema: {type: object, required: [patch], properties: {patch: {type: string, maxLength: 64}}}
+      fmt:
+        input_schema: {type: object, properties: {patch: {type: string}}}
 `)
 	ctx := t.Context()
 	gpt := client.GetForModel("gpt-5.1")
@@ -89,6 +96,9 @@ toolsets:
 	require.NoError(t, err)
 	require.Contains(t, string(doc), `"maxLength":64`)
 
+	// A deny still wins: a variant offered to the model grants nothing.
+	_, err = b.client.GetTool(ctx, "fmt", gpt)
+	require.Equal(t, connect.CodeNotFound, connect.CodeOf(err), "fmt is denied, whatever the model is offered")
 	for _, name := range []string{"edit", "shell"} {
 		_, err = b.client.GetTool(ctx, name, gpt)
 		require.Equal(t, connect.CodeNotFound, connect.CodeOf(err), "%s is not offered to gpt", name)
