@@ -36,7 +36,7 @@ type Core interface {
 	// Tools: what a caller sees, and the approval of MCP tool definitions.
 	VisibleTools(id identity.Identity, f registry.Filter) []*toolwirev1.ToolSpec
 	VisibleToolsFor(ctx context.Context, id identity.Identity, f registry.Filter, lf dispatch.ListFor) ([]*toolwirev1.ToolSpec, error)
-	VisibleTool(ctx context.Context, id identity.Identity, name, version string) (*toolwirev1.ToolSpec, error)
+	VisibleToolFor(ctx context.Context, id identity.Identity, name string, gf dispatch.GetFor) (*toolwirev1.ToolSpec, error)
 	ApproveTool(ctx context.Context, id identity.Identity, name, hash string) (*toolwirev1.ToolSpec, error)
 
 	// Pools: the pools as this replica last read them; pause and resume.

@@ -233,7 +233,10 @@ func (s *Service) ListTools(ctx context.Context, req *connect.Request[toolwirev1
 }
 
 // GetTool returns one tool's spec; executor configuration only to the
-// admin scope (dispatch's VisibleTool).
+// admin scope. With a model, the tool as ListTools shows it to that
+// model: not found when its family's toolset hides or substitutes it,
+// with the variant's input schema when it offers one (dispatch's
+// VisibleToolFor).
 func (s *Service) GetTool(ctx context.Context, req *connect.Request[toolwirev1.GetToolRequest]) (*connect.Response[toolwirev1.GetToolResponse], error) {
 	id, err := identityOf(ctx)
 	if err != nil {
@@ -242,7 +245,10 @@ func (s *Service) GetTool(ctx context.Context, req *connect.Request[toolwirev1.G
 	if err := noProfile(req.Header(), "GetTool"); err != nil {
 		return nil, err
 	}
-	spec, err := s.d.VisibleTool(ctx, id, req.Msg.Name, req.Msg.Version)
+	spec, err := s.d.VisibleToolFor(ctx, id, req.Msg.Name, dispatch.GetFor{Version: req.Msg.Version, Model: req.Msg.Model})
+	if errors.Is(err, dispatch.ErrBadModel) {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
 	if err != nil {
 		return nil, connect.NewError(connect.CodeNotFound, registry.ErrNotFound)
 	}

@@ -897,6 +897,8 @@
 // the tools the toolset of the model's family hides or substitutes, a
 // tool with a variant listed with the variant's input schema (a copy of
 // the spec; docs/toolsets.md) — the exports are made from that list;
+// GetTool with a model shows VisibleToolFor, the tool as that list has
+// it (registry.ErrNotFound for one the toolset hides or substitutes);
 // the dashboard's views of pools and tools are uiview.go's.
 //
 // # Policy

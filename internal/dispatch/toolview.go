@@ -165,6 +165,37 @@ func (d *Dispatcher) VisibleTool(ctx context.Context, id identity.Identity, name
 	return toolView(id, ent.Spec), nil
 }
 
+// GetFor says which version of a tool GetTool shows, and to which model.
+type GetFor struct {
+	// Version is the version shown ("" = the current one).
+	Version string
+	// Model is the model the tool is shown to ("" = none): its family's
+	// toolset in the policy in force applies, as in VisibleToolsFor.
+	Model string
+}
+
+// VisibleToolFor is VisibleTool for a model, as ListTools shows the tool
+// to the same caller and model (VisibleToolsFor): a tool the toolset of
+// the model's family hides or substitutes is registry.ErrNotFound, and
+// one it offers a schema variant of is shown with the variant's input
+// schema (a copy; the registry's spec is not changed). Errors: those of
+// VisibleTool, and ErrBadModel.
+func (d *Dispatcher) VisibleToolFor(ctx context.Context, id identity.Identity, name string, gf GetFor) (*toolwirev1.ToolSpec, error) {
+	if m := gf.Model; m != "" && (len(m) > policy.MaxModelBytes || !policy.ModelNameRE.MatchString(m)) {
+		return nil, ErrBadModel
+	}
+	spec, err := d.VisibleTool(ctx, id, name, gf.Version)
+	if err != nil || gf.Model == "" {
+		return spec, err
+	}
+	p := d.policyFor(id.Tenant)
+	ts := p.Toolset(p.ModelFamily(gf.Model))
+	if ok, _ := ts.Offered(spec.Name); !ok {
+		return nil, registry.ErrNotFound
+	}
+	return ts.View(spec), nil
+}
+
 // TaskSupport is the current spec's task support of tool name (MCP's
 // execution.taskSupport); unspecified for a tool the registry does not
 // hold.

@@ -224,7 +224,11 @@
 // call's state on any replica; tasks/update adds answers, and once every
 // request of the call it is at has one, the answering call is submitted
 // with the asking call's id as its idempotency key, so that replicas
-// racing on it submit one. A task without a record (expired, or another
+// racing on it submit one. The answering call is made for the session
+// and the model of the tools/call that created the task (kept in the
+// record: taskRecord.Session, Model), never for what a tasks/update
+// names, so every round is admitted under the same session mode and
+// toolset. A task without a record (expired, or another
 // tenant's: the tenant is in the key) is unknown (-32602), and so is a
 // task whose call the caller may not see (another agent's, under the
 // dispatcher's AgentVisibility own: its GetResult answers UNKNOWN),

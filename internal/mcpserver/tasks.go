@@ -51,11 +51,19 @@ type taskRecord struct {
 	// admitted are then read back from the call the task is at
 	// (Core.CallArguments) to submit the call that continues it. The
 	// record holds no secret argument (doc.go, "Tasks").
-	Args     string    `json:"args"`
-	Redacted bool      `json:"redacted,omitempty"`
-	Caps     string    `json:"caps,omitempty"`
-	Created  time.Time `json:"created"`
-	Updated  time.Time `json:"updated"`
+	Args     string `json:"args"`
+	Redacted bool   `json:"redacted,omitempty"`
+	Caps     string `json:"caps,omitempty"`
+	// Session and Model are the session and the model the task's first
+	// call was made for (its tools/call's _meta and Toolwire-Model
+	// header): every call that continues the task is made for them too,
+	// so a later round is admitted under the same session mode and
+	// toolset. A tasks/update does not name them: what it carries is
+	// never read for them.
+	Session string    `json:"session,omitempty"`
+	Model   string    `json:"model,omitempty"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
 	// Call is the call the task is at, Round its number (1 for the call
 	// that created the task): the keys of its requests for input are
 	// shown as "<round>.<key>", unique over the task's life.
@@ -155,7 +163,7 @@ func (s *Server) createTask(ctx context.Context, id identity.Identity, cr *toolw
 	now := time.Now().UTC()
 	args, redacted := s.storedArgs(cr.Tool, cr.ArgumentsJson)
 	rec := taskRecord{Tool: cr.Tool, Args: args, Redacted: redacted, Caps: cr.ClientCapabilitiesJson,
-		Created: now, Updated: now, Call: callID, Round: 1}
+		Session: cr.Session, Model: cr.Model, Created: now, Updated: now, Call: callID, Round: 1}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return nil, err
@@ -515,7 +523,8 @@ func (s *Server) advance(ctx context.Context, id identity.Identity, taskID strin
 				return nil, 0, nil, err
 			}
 			sub, err := s.d.Submit(ctx, id, &toolwirev1.CallRequest{Tool: rec.Tool, ArgumentsJson: args, Continues: rec.Call,
-				InputResponsesJson: rec.Submitting, ClientCapabilitiesJson: rec.Caps, IdempotencyKey: "mcp-task." + rec.Call})
+				InputResponsesJson: rec.Submitting, ClientCapabilitiesJson: rec.Caps, IdempotencyKey: "mcp-task." + rec.Call,
+				Session: rec.Session, Model: rec.Model})
 			if err != nil {
 				return nil, 0, nil, fmt.Errorf("toolwire: %w", err)
 			}

@@ -420,4 +420,11 @@ func TestToolsPerModelFlags(t *testing.T) {
 	out = b.run(t, "call", "sleep", `{"duration":"1ms"}`, "--model", "gpt-5.1")
 	require.NotEqual(t, toolctl.ExitOK, out.code)
 	require.Contains(t, out.stdout+out.stderr, "hidden by toolset gpt")
+	// tools show --model shows the tool as tools list --model lists it.
+	out = b.run(t, "tools", "show", "sleep", "--model", "gpt-5.1")
+	require.Equal(t, toolctl.ExitToolError, out.code, out.stdout)
+	require.Contains(t, out.stderr, "NOT_FOUND")
+	out = b.run(t, "tools", "show", "sleep", "--model", "claude-sonnet-4-5", "--format", "mcp")
+	require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+	require.Contains(t, out.stdout, `"sleep"`)
 }

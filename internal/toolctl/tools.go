@@ -135,26 +135,34 @@ func (a *app) printToolTable(specs []*toolwirev1.ToolSpec) error {
 }
 
 func (a *app) toolsShowCommand() *cobra.Command {
-	var format string
+	var format, model string
 	cmd := &cobra.Command{
 		Use:   "show NAME",
 		Short: "Show one tool's spec",
 		Long: `Show the current spec of one tool: readable with -o text, as JSON with
--o json, or with --format as a provider's tool definition (JSON).`,
+-o json, or with --format as a provider's tool definition (JSON). With
+--model, the tool as that model is offered it (its family's toolset: the
+variant's schema; not found when the toolset hides or substitutes it).`,
+		Example: `  toolctl tools show edit
+  toolctl tools show apply_patch --model gpt-5.1 --format openai`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := parseFormat(format)
 			if err != nil {
 				return err
 			}
+			var opts []client.GetOption
+			if model != "" {
+				opts = append(opts, client.GetForModel(model))
+			}
 			if !isNative(f) {
-				doc, err := a.client.ExportTool(cmd.Context(), args[0], f)
+				doc, err := a.client.ExportTool(cmd.Context(), args[0], f, opts...)
 				if err != nil {
 					return a.toolErr(args[0], err)
 				}
 				return a.printJSON(doc)
 			}
-			spec, err := a.client.GetTool(cmd.Context(), args[0])
+			spec, err := a.client.GetTool(cmd.Context(), args[0], opts...)
 			if err != nil {
 				return a.toolErr(args[0], err)
 			}
@@ -165,6 +173,7 @@ func (a *app) toolsShowCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "native", formatHelp)
+	cmd.Flags().StringVar(&model, "model", "", "the tool as this model is offered it (its family's toolset: docs/toolsets.md)")
 	return cmd
 }
 

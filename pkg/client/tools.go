@@ -71,12 +71,23 @@ func (c *Client) ExportTools(ctx context.Context, format toolwirev1.ToolFormat, 
 	return json.RawMessage(resp.Msg.GetToolsJson()), nil
 }
 
+// GetOption says how GetTool and ExportTool show a tool.
+type GetOption func(*toolwirev1.GetToolRequest)
+
+// GetForModel shows a tool as ListTools with ForModel(model) lists it:
+// with the schema variant the toolset of the model's family offers, and
+// not found when that toolset hides or substitutes it
+// (docs/toolsets.md).
+func GetForModel(model string) GetOption {
+	return func(r *toolwirev1.GetToolRequest) { r.Model = model }
+}
+
 // GetTool returns the current spec of the tool name. A tool that does not
 // exist, or that the caller's scopes do not allow, is an error whose
 // connect.CodeOf is connect.CodeNotFound; other errors are transport
 // errors wrapping the *connect.Error.
-func (c *Client) GetTool(ctx context.Context, name string) (*toolwirev1.ToolSpec, error) {
-	resp, err := c.rpc.GetTool(ctx, connect.NewRequest(&toolwirev1.GetToolRequest{Name: name}))
+func (c *Client) GetTool(ctx context.Context, name string, opts ...GetOption) (*toolwirev1.ToolSpec, error) {
+	resp, err := c.rpc.GetTool(ctx, connect.NewRequest(getRequest(name, toolwirev1.ToolFormat_TOOL_FORMAT_UNSPECIFIED, opts)))
 	if err != nil {
 		return nil, transportError(fmt.Sprintf("get tool %q", name), err)
 	}
@@ -86,11 +97,11 @@ func (c *Client) GetTool(ctx context.Context, name string) (*toolwirev1.ToolSpec
 // ExportTool returns the current definition of the tool name in a
 // provider's format (OPENAI, ANTHROPIC, GEMINI or MCP). Errors are as for
 // GetTool, plus an error for the native format.
-func (c *Client) ExportTool(ctx context.Context, name string, format toolwirev1.ToolFormat) (json.RawMessage, error) {
+func (c *Client) ExportTool(ctx context.Context, name string, format toolwirev1.ToolFormat, opts ...GetOption) (json.RawMessage, error) {
 	if err := providerFormat(format); err != nil {
 		return nil, err
 	}
-	resp, err := c.rpc.GetTool(ctx, connect.NewRequest(&toolwirev1.GetToolRequest{Name: name, Format: format}))
+	resp, err := c.rpc.GetTool(ctx, connect.NewRequest(getRequest(name, format, opts)))
 	if err != nil {
 		return nil, transportError(fmt.Sprintf("export tool %q", name), err)
 	}
@@ -99,6 +110,14 @@ func (c *Client) ExportTool(ctx context.Context, name string, format toolwirev1.
 
 func listRequest(format toolwirev1.ToolFormat, opts []ListOption) *toolwirev1.ListToolsRequest {
 	r := &toolwirev1.ListToolsRequest{Format: format}
+	for _, opt := range opts {
+		opt(r)
+	}
+	return r
+}
+
+func getRequest(name string, format toolwirev1.ToolFormat, opts []GetOption) *toolwirev1.GetToolRequest {
+	r := &toolwirev1.GetToolRequest{Name: name, Format: format}
 	for _, opt := range opts {
 		opt(r)
 	}

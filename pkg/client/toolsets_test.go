@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
@@ -51,4 +52,61 @@ func TestToolsPerModel(t *testing.T) {
 	r, err = b.client.Call(ctx, "edit", patchArgs{Patch: "x"}, client.WithModel("claude-sonnet-4-5"))
 	require.NoError(t, err)
 	require.Equal(t, "claude", r.Response.GetContent()[0].GetText().GetText())
+}
+
+// GetForModel shows a tool as ForModel lists it: a substituted or hidden
+// tool is not found, a variant comes with its schema, and without a model
+// the registered spec (docs/toolsets.md).
+func TestGetToolPerModel(t *testing.T) {
+	t.Parallel()
+	named := func(name string) *tool.Tool {
+		return tool.Must(tool.New(name, func(context.Context, patchArgs) (string, error) { return "", nil }))
+	}
+	b := setup(t, dispatchtest.Options{Tools: []*tool.Tool{named("edit"), named("apply_patch"), named("shell"), named("fmt")}})
+	b.stack.ApplyPolicy(t, `tenant:
+  default: allow
+  rules:
+    - id: no-fmt
+      effect: deny
+      tools: [fmt]
+toolsets:
+  gpt:
+    hide: [shell]
+    substitute: {edit: apply_patch}
+    variants:
+      apply_patch:
+        input_schema: {type: object, required: [patch], properties: {patch: {type: string, maxLength: 64}}}
+      fmt:
+        input_schema: {type: object, properties: {patch: {type: string}}}
+`)
+	ctx := t.Context()
+	gpt := client.GetForModel("gpt-5.1")
+
+	listed, err := b.client.ListTools(ctx, client.ForModel("gpt-5.1"), client.WithNameGlob("apply_patch"))
+	require.NoError(t, err)
+	require.Len(t, listed, 1)
+	got, err := b.client.GetTool(ctx, "apply_patch", gpt)
+	require.NoError(t, err)
+	require.Equal(t, listed[0].GetInputSchemaJson(), got.GetInputSchemaJson(), "GetTool shows what ListTools lists")
+	require.Contains(t, got.GetInputSchemaJson(), `"maxLength":64`)
+	plain, err := b.client.GetTool(ctx, "apply_patch")
+	require.NoError(t, err)
+	require.NotContains(t, plain.GetInputSchemaJson(), "maxLength", "without a model: the registered spec")
+	doc, err := b.client.ExportTool(ctx, "apply_patch", toolwirev1.ToolFormat_TOOL_FORMAT_OPENAI, gpt)
+	require.NoError(t, err)
+	require.Contains(t, string(doc), `"maxLength":64`)
+
+	// A deny still wins: a variant offered to the model grants nothing.
+	_, err = b.client.GetTool(ctx, "fmt", gpt)
+	require.Equal(t, connect.CodeNotFound, connect.CodeOf(err), "fmt is denied, whatever the model is offered")
+	for _, name := range []string{"edit", "shell"} {
+		_, err = b.client.GetTool(ctx, name, gpt)
+		require.Equal(t, connect.CodeNotFound, connect.CodeOf(err), "%s is not offered to gpt", name)
+		_, err = b.client.ExportTool(ctx, name, toolwirev1.ToolFormat_TOOL_FORMAT_MCP, gpt)
+		require.Equal(t, connect.CodeNotFound, connect.CodeOf(err), "%s is not offered to gpt", name)
+		_, err = b.client.GetTool(ctx, name, client.GetForModel("claude-sonnet-4-5"))
+		require.NoError(t, err, "another family is offered %s", name)
+	}
+	_, err = b.client.GetTool(ctx, "edit", client.GetForModel("not a model"))
+	require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(err))
 }

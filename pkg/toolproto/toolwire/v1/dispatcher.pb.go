@@ -1319,8 +1319,13 @@ type GetToolRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Empty = the current version.
-	Version       string     `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
-	Format        ToolFormat `protobuf:"varint,3,opt,name=format,proto3,enum=toolwire.v1.ToolFormat" json:"format,omitempty"`
+	Version string     `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Format  ToolFormat `protobuf:"varint,3,opt,name=format,proto3,enum=toolwire.v1.ToolFormat" json:"format,omitempty"`
+	// The model the tool is shown to (docs/toolsets.md), as ListTools's
+	// model: a tool the toolset of its family hides or substitutes is not
+	// found, and one it offers a variant of is shown with the variant's
+	// input schema. Empty = none.
+	Model         string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1374,6 +1379,13 @@ func (x *GetToolRequest) GetFormat() ToolFormat {
 		return x.Format
 	}
 	return ToolFormat_TOOL_FORMAT_UNSPECIFIED
+}
+
+func (x *GetToolRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
 }
 
 type GetToolResponse struct {
@@ -4876,11 +4888,12 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x11ListToolsResponse\x12+\n" +
 	"\x05tools\x18\x01 \x03(\v2\x15.toolwire.v1.ToolSpecR\x05tools\x12\x1d\n" +
 	"\n" +
-	"tools_json\x18\x02 \x01(\tR\ttoolsJson\"o\n" +
+	"tools_json\x18\x02 \x01(\tR\ttoolsJson\"\x85\x01\n" +
 	"\x0eGetToolRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12/\n" +
-	"\x06format\x18\x03 \x01(\x0e2\x17.toolwire.v1.ToolFormatR\x06format\"Y\n" +
+	"\x06format\x18\x03 \x01(\x0e2\x17.toolwire.v1.ToolFormatR\x06format\x12\x14\n" +
+	"\x05model\x18\x04 \x01(\tR\x05model\"Y\n" +
 	"\x0fGetToolResponse\x12)\n" +
 	"\x04tool\x18\x01 \x01(\v2\x15.toolwire.v1.ToolSpecR\x04tool\x12\x1b\n" +
 	"\ttool_json\x18\x02 \x01(\tR\btoolJson\"Q\n" +

@@ -537,6 +537,15 @@ export type GetToolRequest = Message<"toolwire.v1.GetToolRequest"> & {
      * @generated from field: toolwire.v1.ToolFormat format = 3;
      */
     format: ToolFormat;
+    /**
+     * The model the tool is shown to (docs/toolsets.md), as ListTools's
+     * model: a tool the toolset of its family hides or substitutes is not
+     * found, and one it offers a variant of is shown with the variant's
+     * input schema. Empty = none.
+     *
+     * @generated from field: string model = 4;
+     */
+    model: string;
 };
 /**
  * Describes the message toolwire.v1.GetToolRequest.
