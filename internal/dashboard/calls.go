@@ -385,6 +385,9 @@ type callData struct {
 	// its page.
 	Session     *toolwirev1.Session
 	SessionHref string
+	// Delegation is the call's place in its delegation chain (nil: none,
+	// or it could not be read).
+	Delegation *delegationView
 	Running     bool
 	Done        string // what the last action did
 	Args        string
@@ -438,6 +441,7 @@ func (s *Server) callPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 	}
 	d := callData{Entry: e, Rec: rec, Running: rec.Result == nil, Done: doneMessage(r)}
 	d.Session, d.SessionHref = s.callSession(r, v, rec.Tenant, rec.Session)
+	d.Delegation = s.callDelegation(r, v, rec.Tenant, id)
 	if len(rec.Arguments) > 0 {
 		d.Args = prettyJSON(rec.Arguments)
 	}
