@@ -388,10 +388,10 @@ type callData struct {
 	// Delegation is the call's place in its delegation chain (nil: none,
 	// or it could not be read).
 	Delegation *delegationView
-	Running     bool
-	Done        string // what the last action did
-	Args        string
-	Struct      string
+	Running    bool
+	Done       string // what the last action did
+	Args       string
+	Struct     string
 	// CopyJSON, CopyCommand and CopyCurl are the texts of the copy
 	// buttons (copyTexts, curlText).
 	CopyJSON, CopyCommand, CopyCurl string
