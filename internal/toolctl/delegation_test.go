@@ -2,6 +2,9 @@ package toolctl_test
 
 import (
 	"encoding/json"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,6 +37,9 @@ func TestGetShowsDelegationChain(t *testing.T) {
 	require.Equal(t, "deep\n", o.stdout, "the result alone on stdout")
 	require.Contains(t, o.stderr, "delegation:\n  root     "+parent+" sleep running\n  parent   "+child+" sleep running\n")
 	require.Contains(t, o.stderr, "  this     "+grandchild+"\n")
+	for _, l := range strings.Split(strings.TrimSuffix(o.stderr, "\n"), "\n") {
+		require.Regexp(t, chainLine, l, "the shape docs/delegation.md shows")
+	}
 
 	o = b.policyAs(t, "acme-bot", "get", parent, "--tree")
 	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
@@ -63,4 +69,23 @@ func TestGetShowsDelegationChain(t *testing.T) {
 	require.Equal(t, madeUp, tree(parent), "another tenant's chain is a made-up id")
 	o = b.policyAs(t, "beta-admin", "get", parent)
 	require.NotContains(t, o.stdout+o.stderr, "delegation", "no chain for another tenant's call")
+}
+
+// chainLine is the shape of each line get prints about a chain.
+var chainLine = regexp.MustCompile(`^(delegation:|  (root|ancestor|parent|child) +\S+ \S+ \S+|  this +\S+|  and \d+ more children)$`)
+
+// The chain docs/delegation.md shows ("Seeing a chain") is in the shape
+// get prints: every line of its example is one get prints.
+func TestDocsDelegationChainExample(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("../../docs/delegation.md")
+	require.NoError(t, err)
+	m := regexp.MustCompile("(?s)```\n\\$ toolctl get \\S+\n(.*?)```").FindSubmatch(src)
+	require.NotNil(t, m, "the example of toolctl get")
+	lines := strings.Split(strings.TrimSuffix(string(m[1]), "\n"), "\n")
+	i := slices.Index(lines, "delegation:")
+	require.Positive(t, i, "the result, then the chain")
+	for _, l := range lines[i:] {
+		require.Regexp(t, chainLine, l)
+	}
 }
