@@ -2,6 +2,7 @@ package toolctl
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -179,12 +180,18 @@ answer).`,
 				return fmt.Errorf("--wait %s: must not be negative", wait)
 			}
 			if tree {
+				if wait > 0 {
+					return errors.New("--tree answers at once: it does not take --wait")
+				}
 				return a.treeOutcome(cmd.Context(), args[0])
 			}
 			res, err := a.client.GetResult(cmd.Context(), args[0], wait)
 			out := a.printOutcome(res, err)
 			if !a.json() && knownCall(err) {
-				_ = a.printDelegation(cmd.Context(), a.io.Stderr, args[0]) // best effort: get answers without it
+				// Best effort, and bounded: get has answered without it.
+				ctx, cancel := context.WithTimeout(cmd.Context(), delegationWait)
+				_ = a.printDelegation(ctx, a.io.Stderr, args[0])
+				cancel()
 			}
 			return out
 		},

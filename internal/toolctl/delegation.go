@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/toolwire/toolwire/pkg/client"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -77,6 +78,9 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// delegationWait bounds the chain plain get prints after the result.
+const delegationWait = 5 * time.Second
 
 // treeOutcome is get --tree: the chain on stdout; an unknown call exits
 // as get's does.
