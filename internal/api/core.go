@@ -31,6 +31,7 @@ type Core interface {
 	GetResult(ctx context.Context, id identity.Identity, callID string, wait time.Duration) (*toolwirev1.GetResultResponse, error)
 	Watch(ctx context.Context, id identity.Identity, callID string, send func(*toolwirev1.CallEvent) error) error
 	GetOutput(ctx context.Context, id identity.Identity, req *toolwirev1.GetOutputRequest) (*toolwirev1.GetOutputResponse, error)
+	GetDelegation(ctx context.Context, id identity.Identity, callID string) (*toolwirev1.GetDelegationResponse, error)
 	Cancel(ctx context.Context, id identity.Identity, callID, reason string) (toolwirev1.CancelOutcome, error)
 
 	// Tools: what a caller sees, and the approval of MCP tool definitions.

@@ -54,8 +54,8 @@
 //
 // # Calls
 //
-// Call, Submit, GetResult, Watch, GetOutput and Cancel are the core's
-// methods of the same names; Submit's request converts to a CallRequest
+// Call, Submit, GetResult, Watch, GetOutput, GetDelegation and Cancel are
+// the core's methods of the same names; Submit's request converts to a CallRequest
 // on the wire (CallOf: the two messages share their field numbers). The
 // core's errors map to codes in one place (toConnectErr): a stopped
 // dispatcher is unavailable, a cancelled or expired context canceled or
@@ -78,7 +78,7 @@
 // the call is submitted. Without the header the response is as the tool
 // gave it: the API's callers are programs, not a client's screen. Submit
 // renders the response it answers with (a finished or refused call) too.
-// Watch, ListTools, GetTool and GetOutput do not render: a request of
+// Watch, ListTools, GetTool, GetOutput and GetDelegation do not render: a request of
 // theirs with the header is invalid_argument, rather than an answer the
 // caller would take as rendered when it is not.
 //

@@ -16,8 +16,8 @@ import (
 )
 
 // Another tenant's call id answers exactly as an id nobody minted does —
-// NOT_FOUND from GetResult (with and without a wait), GetOutput and
-// Watch, UNKNOWN_CALL from Cancel — and neither answers "pending", so a
+// NOT_FOUND from GetResult (with and without a wait), GetOutput,
+// GetDelegation and Watch, UNKNOWN_CALL from Cancel — and neither answers "pending", so a
 // client never polls without end (issue 28, finding 5). The owner still
 // sees its calls.
 func TestAnotherTenantsCallAnswersAsAMadeUpID(t *testing.T) {
@@ -38,6 +38,8 @@ func TestAnotherTenantsCallAnswersAsAMadeUpID(t *testing.T) {
 		}
 		_, err := s.Client.GetOutput(ctx, as(key, &toolwirev1.GetOutputRequest{CallId: callID}))
 		out = append(out, connect.CodeOf(err).String()+" "+redactID(err, callID))
+		_, err = s.Client.GetDelegation(ctx, as(key, &toolwirev1.GetDelegationRequest{CallId: callID}))
+		out = append(out, connect.CodeOf(err).String()+" "+redactID(err, callID))
 		stream, err := s.Client.Watch(ctx, as(key, &toolwirev1.WatchRequest{CallId: callID}))
 		require.NoError(t, err)
 		for stream.Receive() {
@@ -49,13 +51,16 @@ func TestAnotherTenantsCallAnswersAsAMadeUpID(t *testing.T) {
 	}
 	madeUp := answers("beta-bot", ulid.Make().String())
 	require.Equal(t, []string{"not_found unknown call ID", "not_found unknown call ID", "not_found unknown call ID",
-		"not_found unknown call ID", "CANCEL_OUTCOME_UNKNOWN_CALL"}, madeUp)
+		"not_found unknown call ID", "not_found unknown call ID", "CANCEL_OUTCOME_UNKNOWN_CALL"}, madeUp)
 	require.Equal(t, madeUp, answers("beta-bot", done.Msg.CallId), "a finished call of another tenant")
 	require.Equal(t, madeUp, answers("beta-admin", running.Msg.CallId), "a running call of another tenant, asked by its admin")
 
 	g, err := s.Client.GetResult(ctx, as("acme-bot", &toolwirev1.GetResultRequest{CallId: done.Msg.CallId}))
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, g.Msg.State, "the owner sees its call")
+	dg, err := s.Client.GetDelegation(ctx, as("acme-bot", &toolwirev1.GetDelegationRequest{CallId: done.Msg.CallId}))
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, dg.Msg.State, "and its (empty) chain")
 	c, err := s.Client.Cancel(ctx, as("acme-bot", &toolwirev1.CancelRequest{CallId: running.Msg.CallId}))
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CancelOutcome_CANCEL_OUTCOME_REQUESTED, c.Msg.Outcome, "its own running call is cancelled, and only by it")

@@ -385,10 +385,13 @@ type callData struct {
 	// its page.
 	Session     *toolwirev1.Session
 	SessionHref string
-	Running     bool
-	Done        string // what the last action did
-	Args        string
-	Struct      string
+	// Delegation is the call's place in its delegation chain (nil: none,
+	// or it could not be read).
+	Delegation *delegationView
+	Running    bool
+	Done       string // what the last action did
+	Args       string
+	Struct     string
 	// CopyJSON, CopyCommand and CopyCurl are the texts of the copy
 	// buttons (copyTexts, curlText).
 	CopyJSON, CopyCommand, CopyCurl string
@@ -438,6 +441,7 @@ func (s *Server) callPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 	}
 	d := callData{Entry: e, Rec: rec, Running: rec.Result == nil, Done: doneMessage(r)}
 	d.Session, d.SessionHref = s.callSession(r, v, rec.Tenant, rec.Session)
+	d.Delegation = s.callDelegation(r, v, rec.Tenant, id)
 	if len(rec.Arguments) > 0 {
 		d.Args = prettyJSON(rec.Arguments)
 	}

@@ -21,6 +21,8 @@ type Core interface {
 	GetSession(ctx context.Context, id identity.Identity, session string) (*toolwirev1.Session, error)
 	ListSessions(ctx context.Context, id identity.Identity, q intents.ListQuery) (intents.ListPage, error)
 	Cancel(ctx context.Context, id identity.Identity, callID, reason string) (toolwirev1.CancelOutcome, error)
+	// A call's page: its place in its delegation chain.
+	GetDelegation(ctx context.Context, id identity.Identity, callID string) (*toolwirev1.GetDelegationResponse, error)
 
 	// Tools: what a key sees, and the approval of MCP tool definitions.
 	VisibleTools(id identity.Identity, f registry.Filter) []*toolwirev1.ToolSpec

@@ -199,7 +199,10 @@
 // VisibilityOwn), and its pinned spec versions next to its mode. A
 // call's page (a refused call's too: callSession) shows its session's
 // state and mode, and the version the session pins for the call's tool,
-// and links to it.
+// and links to it. It shows the call's delegation chain too
+// (delegation.go): read through Core.GetDelegation as the viewer, so the
+// calls listed are the ones the viewer's key may see, as the API answers
+// them; a read that fails leaves the section out rather than the page.
 //
 // # The calls index
 //

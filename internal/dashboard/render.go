@@ -83,6 +83,10 @@ func (s *Server) renderPartial(page, name string, data any) (string, error) {
 }
 
 var funcs = template.FuncMap{
+	// delegated is a delegation chain call's state in words.
+	"delegated": delegatedState,
+	// delegatedClass is that state as one class token.
+	"delegatedClass": func(c *toolwirev1.DelegatedCall) string { return strings.ReplaceAll(delegatedState(c), " ", "-") },
 	// ts is a time as a <time> element: its text UTC, its datetime
 	// attribute what static/app.js shows in the browser's zone.
 	"ts": func(t time.Time) template.HTML {

@@ -563,6 +563,19 @@
 //     Cancel request; a Cancel that fails part-way (a store error) is
 //     made again by cancelling the parent again (a second Cancel walks
 //     the tree again).
+//   - Seeing a chain (GetDelegation, delegationview.go): the same
+//     records answer it, read under the caller's tenant (another
+//     tenant's call is never reached, and the call itself answers
+//     UNKNOWN as in GetResult). Ancestors follow the links up, at most
+//     MaxDelegationDepth; children are the keys under the call, sorted
+//     (ULIDs: oldest first), at most MaxDelegationChildrenShown
+//     described, the rest counted. Each described call is read as
+//     GetResult reads it (its tool and state), and a call the caller may
+//     not see (reaches) is left out — a child skipped and not counted, an
+//     ancestor ending the list — so the answer never tells what
+//     per-agent visibility hides. No index of its own: the limits bucket
+//     lists a parent's children by key prefix, which the fan-out check
+//     already does at admission.
 //
 // # Cancel and Watch
 //

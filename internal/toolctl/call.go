@@ -2,6 +2,7 @@ package toolctl
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -161,21 +162,42 @@ call (exit 1).
 
 func (a *app) getCommand() *cobra.Command {
 	var wait time.Duration
+	var tree bool
 	cmd := &cobra.Command{
 		Use:   "get CALL_ID",
 		Short: "Print the result of a call",
 		Long: `Print the result of a call by id, from any dispatcher replica, like 'call'
-prints it. Without --wait a call that is still running exits 3 at once.`,
+prints it. Without --wait a call that is still running exits 3 at once.
+
+A call in a delegation chain (docs/delegation.md) also gets its place in
+the chain on stderr: its ancestors from the root down, then its direct
+children (at most 20, "and N more" past them), each with its id, tool and
+state. --tree prints only that, on stdout (-o json: the GetDelegation
+answer).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if wait < 0 {
 				return fmt.Errorf("--wait %s: must not be negative", wait)
 			}
+			if tree {
+				if wait > 0 {
+					return errors.New("--tree answers at once: it does not take --wait")
+				}
+				return a.treeOutcome(cmd.Context(), args[0])
+			}
 			res, err := a.client.GetResult(cmd.Context(), args[0], wait)
-			return a.printOutcome(res, err)
+			out := a.printOutcome(res, err)
+			if !a.json() && knownCall(err) {
+				// Best effort, and bounded: get has answered without it.
+				ctx, cancel := context.WithTimeout(cmd.Context(), delegationWait)
+				_ = a.printDelegation(ctx, a.io.Stderr, args[0])
+				cancel()
+			}
+			return out
 		},
 	}
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait this long for a call that is still running (0 = answer at once)")
+	cmd.Flags().BoolVar(&tree, "tree", false, "print only the call's place in its delegation chain: ancestors and children")
 	return cmd
 }
 

@@ -174,6 +174,14 @@
 // a line. It exits as get does (3 for a running call, 1 for an unknown
 // one or a bad pattern).
 //
+// get of a call in a delegation chain (text output) then prints its place
+// in the chain on stderr (delegation.go; GetDelegation): its ancestors
+// from the root down, the call, its direct children (at most 20, "and N
+// more"), each as id, tool and state; a dispatcher that cannot answer
+// GetDelegation leaves get as it was. get --tree prints only the chain,
+// on stdout (-o json: the GetDelegationResponse), and exits 1 for an
+// unknown call.
+//
 // # Pools
 //
 // pool list, pause and resume (pool.go) go through the API (ListPools,

@@ -988,6 +988,212 @@ func (x *GetResultResponse) GetResponse() *ToolResponse {
 	return nil
 }
 
+type GetDelegationRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CallId        string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetDelegationRequest) Reset() {
+	*x = GetDelegationRequest{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetDelegationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetDelegationRequest) ProtoMessage() {}
+
+func (x *GetDelegationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetDelegationRequest.ProtoReflect.Descriptor instead.
+func (*GetDelegationRequest) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *GetDelegationRequest) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+// DelegatedCall is one call of a delegation chain as GetDelegation shows
+// it.
+type DelegatedCall struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	CallId string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Tool   string                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	State  CallState              `protobuf:"varint,3,opt,name=state,proto3,enum=toolwire.v1.CallState" json:"state,omitempty"`
+	// With DONE: whether the call succeeded, and its error's type when not.
+	Ok            bool      `protobuf:"varint,4,opt,name=ok,proto3" json:"ok,omitempty"`
+	ErrorType     ErrorType `protobuf:"varint,5,opt,name=error_type,json=errorType,proto3,enum=toolwire.v1.ErrorType" json:"error_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DelegatedCall) Reset() {
+	*x = DelegatedCall{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DelegatedCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DelegatedCall) ProtoMessage() {}
+
+func (x *DelegatedCall) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DelegatedCall.ProtoReflect.Descriptor instead.
+func (*DelegatedCall) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *DelegatedCall) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *DelegatedCall) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *DelegatedCall) GetState() CallState {
+	if x != nil {
+		return x.State
+	}
+	return CallState_CALL_STATE_UNSPECIFIED
+}
+
+func (x *DelegatedCall) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *DelegatedCall) GetErrorType() ErrorType {
+	if x != nil {
+		return x.ErrorType
+	}
+	return ErrorType_ERROR_TYPE_UNSPECIFIED
+}
+
+type GetDelegationResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	CallId string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// UNKNOWN for a call the caller's tenant does not hold (as GetResult).
+	State CallState `protobuf:"varint,2,opt,name=state,proto3,enum=toolwire.v1.CallState" json:"state,omitempty"`
+	// The call's parent first, then its parent's, up to the chain's root;
+	// at most the chain's maximum depth. A call above one the caller may
+	// not see (another agent's under per-agent visibility) ends the list.
+	Ancestors []*DelegatedCall `protobuf:"bytes,3,rep,name=ancestors,proto3" json:"ancestors,omitempty"`
+	// The call's direct children the caller may see, oldest first, at most
+	// 20 (more_children counts the rest the dispatcher listed, up to the
+	// fan-out bound).
+	Children      []*DelegatedCall `protobuf:"bytes,4,rep,name=children,proto3" json:"children,omitempty"`
+	MoreChildren  int32            `protobuf:"varint,5,opt,name=more_children,json=moreChildren,proto3" json:"more_children,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetDelegationResponse) Reset() {
+	*x = GetDelegationResponse{}
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetDelegationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetDelegationResponse) ProtoMessage() {}
+
+func (x *GetDelegationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetDelegationResponse.ProtoReflect.Descriptor instead.
+func (*GetDelegationResponse) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *GetDelegationResponse) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *GetDelegationResponse) GetState() CallState {
+	if x != nil {
+		return x.State
+	}
+	return CallState_CALL_STATE_UNSPECIFIED
+}
+
+func (x *GetDelegationResponse) GetAncestors() []*DelegatedCall {
+	if x != nil {
+		return x.Ancestors
+	}
+	return nil
+}
+
+func (x *GetDelegationResponse) GetChildren() []*DelegatedCall {
+	if x != nil {
+		return x.Children
+	}
+	return nil
+}
+
+func (x *GetDelegationResponse) GetMoreChildren() int32 {
+	if x != nil {
+		return x.MoreChildren
+	}
+	return 0
+}
+
 type WatchRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	CallId        string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
@@ -997,7 +1203,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[6]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1009,7 +1215,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[6]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1022,7 +1228,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{6}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *WatchRequest) GetCallId() string {
@@ -1041,7 +1247,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[7]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1053,7 +1259,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[7]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1066,7 +1272,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{7}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *WatchResponse) GetEvent() *CallEvent {
@@ -1086,7 +1292,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[8]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1098,7 +1304,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[8]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1111,7 +1317,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{8}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CancelRequest) GetCallId() string {
@@ -1137,7 +1343,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[9]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1149,7 +1355,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[9]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1162,7 +1368,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{9}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CancelResponse) GetOutcome() CancelOutcome {
@@ -1192,7 +1398,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[10]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1204,7 +1410,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[10]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1217,7 +1423,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{10}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListToolsRequest) GetFormat() ToolFormat {
@@ -1273,7 +1479,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[11]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1285,7 +1491,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[11]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1298,7 +1504,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{11}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolSpec {
@@ -1332,7 +1538,7 @@ type GetToolRequest struct {
 
 func (x *GetToolRequest) Reset() {
 	*x = GetToolRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[12]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1344,7 +1550,7 @@ func (x *GetToolRequest) String() string {
 func (*GetToolRequest) ProtoMessage() {}
 
 func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[12]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1357,7 +1563,7 @@ func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolRequest.ProtoReflect.Descriptor instead.
 func (*GetToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{12}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetToolRequest) GetName() string {
@@ -1399,7 +1605,7 @@ type GetToolResponse struct {
 
 func (x *GetToolResponse) Reset() {
 	*x = GetToolResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[13]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1411,7 +1617,7 @@ func (x *GetToolResponse) String() string {
 func (*GetToolResponse) ProtoMessage() {}
 
 func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[13]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1424,7 +1630,7 @@ func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolResponse.ProtoReflect.Descriptor instead.
 func (*GetToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{13}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetToolResponse) GetTool() *ToolSpec {
@@ -1453,7 +1659,7 @@ type ApproveToolRequest struct {
 
 func (x *ApproveToolRequest) Reset() {
 	*x = ApproveToolRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[14]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +1671,7 @@ func (x *ApproveToolRequest) String() string {
 func (*ApproveToolRequest) ProtoMessage() {}
 
 func (x *ApproveToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[14]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +1684,7 @@ func (x *ApproveToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveToolRequest.ProtoReflect.Descriptor instead.
 func (*ApproveToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{14}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ApproveToolRequest) GetName() string {
@@ -1504,7 +1710,7 @@ type ApproveToolResponse struct {
 
 func (x *ApproveToolResponse) Reset() {
 	*x = ApproveToolResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[15]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1516,7 +1722,7 @@ func (x *ApproveToolResponse) String() string {
 func (*ApproveToolResponse) ProtoMessage() {}
 
 func (x *ApproveToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[15]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1529,7 +1735,7 @@ func (x *ApproveToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveToolResponse.ProtoReflect.Descriptor instead.
 func (*ApproveToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{15}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ApproveToolResponse) GetTool() *ToolSpec {
@@ -1575,7 +1781,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[16]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +1793,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[16]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +1806,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{16}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Session) GetTenant() string {
@@ -1720,7 +1926,7 @@ type AppliedIntent struct {
 
 func (x *AppliedIntent) Reset() {
 	*x = AppliedIntent{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[17]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1732,7 +1938,7 @@ func (x *AppliedIntent) String() string {
 func (*AppliedIntent) ProtoMessage() {}
 
 func (x *AppliedIntent) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[17]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1745,7 +1951,7 @@ func (x *AppliedIntent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppliedIntent.ProtoReflect.Descriptor instead.
 func (*AppliedIntent) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{17}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *AppliedIntent) GetCallId() string {
@@ -1799,7 +2005,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[18]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +2017,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[18]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +2030,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{18}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetSessionRequest) GetSession() string {
@@ -1843,7 +2049,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[19]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1855,7 +2061,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[19]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1868,7 +2074,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{19}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -1889,7 +2095,7 @@ type SetSessionModeRequest struct {
 
 func (x *SetSessionModeRequest) Reset() {
 	*x = SetSessionModeRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[20]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1901,7 +2107,7 @@ func (x *SetSessionModeRequest) String() string {
 func (*SetSessionModeRequest) ProtoMessage() {}
 
 func (x *SetSessionModeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[20]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1914,7 +2120,7 @@ func (x *SetSessionModeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSessionModeRequest.ProtoReflect.Descriptor instead.
 func (*SetSessionModeRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{20}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SetSessionModeRequest) GetSession() string {
@@ -1940,7 +2146,7 @@ type SetSessionModeResponse struct {
 
 func (x *SetSessionModeResponse) Reset() {
 	*x = SetSessionModeResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[21]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1952,7 +2158,7 @@ func (x *SetSessionModeResponse) String() string {
 func (*SetSessionModeResponse) ProtoMessage() {}
 
 func (x *SetSessionModeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[21]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1965,7 +2171,7 @@ func (x *SetSessionModeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSessionModeResponse.ProtoReflect.Descriptor instead.
 func (*SetSessionModeResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{21}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SetSessionModeResponse) GetSession() *Session {
@@ -1993,7 +2199,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[22]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2005,7 +2211,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[22]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2018,7 +2224,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{22}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListSessionsRequest) GetState() SessionStateFilter {
@@ -2065,7 +2271,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[23]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2077,7 +2283,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[23]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2090,7 +2296,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{23}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -2119,7 +2325,7 @@ type EndSessionRequest struct {
 
 func (x *EndSessionRequest) Reset() {
 	*x = EndSessionRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[24]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2131,7 +2337,7 @@ func (x *EndSessionRequest) String() string {
 func (*EndSessionRequest) ProtoMessage() {}
 
 func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[24]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2144,7 +2350,7 @@ func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionRequest.ProtoReflect.Descriptor instead.
 func (*EndSessionRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{24}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *EndSessionRequest) GetSession() string {
@@ -2170,7 +2376,7 @@ type EndSessionResponse struct {
 
 func (x *EndSessionResponse) Reset() {
 	*x = EndSessionResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[25]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2182,7 +2388,7 @@ func (x *EndSessionResponse) String() string {
 func (*EndSessionResponse) ProtoMessage() {}
 
 func (x *EndSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[25]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2195,7 +2401,7 @@ func (x *EndSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionResponse.ProtoReflect.Descriptor instead.
 func (*EndSessionResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{25}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *EndSessionResponse) GetSession() *Session {
@@ -2216,7 +2422,7 @@ type ClearSessionPinsRequest struct {
 
 func (x *ClearSessionPinsRequest) Reset() {
 	*x = ClearSessionPinsRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[26]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2228,7 +2434,7 @@ func (x *ClearSessionPinsRequest) String() string {
 func (*ClearSessionPinsRequest) ProtoMessage() {}
 
 func (x *ClearSessionPinsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[26]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2241,7 +2447,7 @@ func (x *ClearSessionPinsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClearSessionPinsRequest.ProtoReflect.Descriptor instead.
 func (*ClearSessionPinsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{26}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ClearSessionPinsRequest) GetSession() string {
@@ -2267,7 +2473,7 @@ type ClearSessionPinsResponse struct {
 
 func (x *ClearSessionPinsResponse) Reset() {
 	*x = ClearSessionPinsResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[27]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2279,7 +2485,7 @@ func (x *ClearSessionPinsResponse) String() string {
 func (*ClearSessionPinsResponse) ProtoMessage() {}
 
 func (x *ClearSessionPinsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[27]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2292,7 +2498,7 @@ func (x *ClearSessionPinsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClearSessionPinsResponse.ProtoReflect.Descriptor instead.
 func (*ClearSessionPinsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{27}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ClearSessionPinsResponse) GetSession() *Session {
@@ -2311,7 +2517,7 @@ type ApplyIntentsRequest struct {
 
 func (x *ApplyIntentsRequest) Reset() {
 	*x = ApplyIntentsRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[28]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2323,7 +2529,7 @@ func (x *ApplyIntentsRequest) String() string {
 func (*ApplyIntentsRequest) ProtoMessage() {}
 
 func (x *ApplyIntentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[28]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2336,7 +2542,7 @@ func (x *ApplyIntentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyIntentsRequest.ProtoReflect.Descriptor instead.
 func (*ApplyIntentsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{28}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ApplyIntentsRequest) GetCallId() string {
@@ -2361,7 +2567,7 @@ type ApplyIntentsResponse struct {
 
 func (x *ApplyIntentsResponse) Reset() {
 	*x = ApplyIntentsResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[29]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2373,7 +2579,7 @@ func (x *ApplyIntentsResponse) String() string {
 func (*ApplyIntentsResponse) ProtoMessage() {}
 
 func (x *ApplyIntentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[29]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2386,7 +2592,7 @@ func (x *ApplyIntentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyIntentsResponse.ProtoReflect.Descriptor instead.
 func (*ApplyIntentsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{29}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ApplyIntentsResponse) GetSession() *Session {
@@ -2439,7 +2645,7 @@ type GetOutputRequest struct {
 
 func (x *GetOutputRequest) Reset() {
 	*x = GetOutputRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[30]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +2657,7 @@ func (x *GetOutputRequest) String() string {
 func (*GetOutputRequest) ProtoMessage() {}
 
 func (x *GetOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[30]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2464,7 +2670,7 @@ func (x *GetOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOutputRequest.ProtoReflect.Descriptor instead.
 func (*GetOutputRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{30}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetOutputRequest) GetCallId() string {
@@ -2522,7 +2728,7 @@ type GetOutputResponse struct {
 
 func (x *GetOutputResponse) Reset() {
 	*x = GetOutputResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[31]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2534,7 +2740,7 @@ func (x *GetOutputResponse) String() string {
 func (*GetOutputResponse) ProtoMessage() {}
 
 func (x *GetOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[31]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2547,7 +2753,7 @@ func (x *GetOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOutputResponse.ProtoReflect.Descriptor instead.
 func (*GetOutputResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{31}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GetOutputResponse) GetCallId() string {
@@ -2630,7 +2836,7 @@ type OutputLine struct {
 
 func (x *OutputLine) Reset() {
 	*x = OutputLine{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[32]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2642,7 +2848,7 @@ func (x *OutputLine) String() string {
 func (*OutputLine) ProtoMessage() {}
 
 func (x *OutputLine) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[32]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2655,7 +2861,7 @@ func (x *OutputLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputLine.ProtoReflect.Descriptor instead.
 func (*OutputLine) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{32}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *OutputLine) GetNumber() int64 {
@@ -2702,7 +2908,7 @@ type ListApprovalsRequest struct {
 
 func (x *ListApprovalsRequest) Reset() {
 	*x = ListApprovalsRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[33]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2714,7 +2920,7 @@ func (x *ListApprovalsRequest) String() string {
 func (*ListApprovalsRequest) ProtoMessage() {}
 
 func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[33]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2727,7 +2933,7 @@ func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
 func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{33}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListApprovalsRequest) GetState() ApprovalState {
@@ -2776,7 +2982,7 @@ type ListApprovalsResponse struct {
 
 func (x *ListApprovalsResponse) Reset() {
 	*x = ListApprovalsResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[34]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2788,7 +2994,7 @@ func (x *ListApprovalsResponse) String() string {
 func (*ListApprovalsResponse) ProtoMessage() {}
 
 func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[34]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2801,7 +3007,7 @@ func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
 func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{34}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListApprovalsResponse) GetApprovals() []*Approval {
@@ -2827,7 +3033,7 @@ type GetApprovalRequest struct {
 
 func (x *GetApprovalRequest) Reset() {
 	*x = GetApprovalRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[35]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2839,7 +3045,7 @@ func (x *GetApprovalRequest) String() string {
 func (*GetApprovalRequest) ProtoMessage() {}
 
 func (x *GetApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[35]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2852,7 +3058,7 @@ func (x *GetApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetApprovalRequest.ProtoReflect.Descriptor instead.
 func (*GetApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{35}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetApprovalRequest) GetId() string {
@@ -2871,7 +3077,7 @@ type GetApprovalResponse struct {
 
 func (x *GetApprovalResponse) Reset() {
 	*x = GetApprovalResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[36]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2883,7 +3089,7 @@ func (x *GetApprovalResponse) String() string {
 func (*GetApprovalResponse) ProtoMessage() {}
 
 func (x *GetApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[36]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2896,7 +3102,7 @@ func (x *GetApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetApprovalResponse.ProtoReflect.Descriptor instead.
 func (*GetApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{36}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetApprovalResponse) GetApproval() *Approval {
@@ -2925,7 +3131,7 @@ type ApproveRequest struct {
 
 func (x *ApproveRequest) Reset() {
 	*x = ApproveRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[37]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2937,7 +3143,7 @@ func (x *ApproveRequest) String() string {
 func (*ApproveRequest) ProtoMessage() {}
 
 func (x *ApproveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[37]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2950,7 +3156,7 @@ func (x *ApproveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveRequest.ProtoReflect.Descriptor instead.
 func (*ApproveRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{37}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ApproveRequest) GetId() string {
@@ -3006,7 +3212,7 @@ type ApproveResponse struct {
 
 func (x *ApproveResponse) Reset() {
 	*x = ApproveResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[38]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3018,7 +3224,7 @@ func (x *ApproveResponse) String() string {
 func (*ApproveResponse) ProtoMessage() {}
 
 func (x *ApproveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[38]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3031,7 +3237,7 @@ func (x *ApproveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveResponse.ProtoReflect.Descriptor instead.
 func (*ApproveResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{38}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ApproveResponse) GetApproval() *Approval {
@@ -3059,7 +3265,7 @@ type DenyRequest struct {
 
 func (x *DenyRequest) Reset() {
 	*x = DenyRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[39]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3071,7 +3277,7 @@ func (x *DenyRequest) String() string {
 func (*DenyRequest) ProtoMessage() {}
 
 func (x *DenyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[39]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3084,7 +3290,7 @@ func (x *DenyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DenyRequest.ProtoReflect.Descriptor instead.
 func (*DenyRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{39}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DenyRequest) GetId() string {
@@ -3110,7 +3316,7 @@ type DenyResponse struct {
 
 func (x *DenyResponse) Reset() {
 	*x = DenyResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[40]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3122,7 +3328,7 @@ func (x *DenyResponse) String() string {
 func (*DenyResponse) ProtoMessage() {}
 
 func (x *DenyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[40]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3135,7 +3341,7 @@ func (x *DenyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DenyResponse.ProtoReflect.Descriptor instead.
 func (*DenyResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{40}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *DenyResponse) GetApproval() *Approval {
@@ -3155,7 +3361,7 @@ type ListGrantsRequest struct {
 
 func (x *ListGrantsRequest) Reset() {
 	*x = ListGrantsRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[41]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3167,7 +3373,7 @@ func (x *ListGrantsRequest) String() string {
 func (*ListGrantsRequest) ProtoMessage() {}
 
 func (x *ListGrantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[41]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3180,7 +3386,7 @@ func (x *ListGrantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGrantsRequest.ProtoReflect.Descriptor instead.
 func (*ListGrantsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{41}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListGrantsRequest) GetAgent() string {
@@ -3206,7 +3412,7 @@ type ListGrantsResponse struct {
 
 func (x *ListGrantsResponse) Reset() {
 	*x = ListGrantsResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[42]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3218,7 +3424,7 @@ func (x *ListGrantsResponse) String() string {
 func (*ListGrantsResponse) ProtoMessage() {}
 
 func (x *ListGrantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[42]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3231,7 +3437,7 @@ func (x *ListGrantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGrantsResponse.ProtoReflect.Descriptor instead.
 func (*ListGrantsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{42}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListGrantsResponse) GetGrants() []*Grant {
@@ -3250,7 +3456,7 @@ type RevokeGrantRequest struct {
 
 func (x *RevokeGrantRequest) Reset() {
 	*x = RevokeGrantRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[43]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3262,7 +3468,7 @@ func (x *RevokeGrantRequest) String() string {
 func (*RevokeGrantRequest) ProtoMessage() {}
 
 func (x *RevokeGrantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[43]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3275,7 +3481,7 @@ func (x *RevokeGrantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeGrantRequest.ProtoReflect.Descriptor instead.
 func (*RevokeGrantRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{43}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RevokeGrantRequest) GetId() string {
@@ -3295,7 +3501,7 @@ type RevokeGrantResponse struct {
 
 func (x *RevokeGrantResponse) Reset() {
 	*x = RevokeGrantResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[44]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3307,7 +3513,7 @@ func (x *RevokeGrantResponse) String() string {
 func (*RevokeGrantResponse) ProtoMessage() {}
 
 func (x *RevokeGrantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[44]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3320,7 +3526,7 @@ func (x *RevokeGrantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeGrantResponse.ProtoReflect.Descriptor instead.
 func (*RevokeGrantResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{44}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RevokeGrantResponse) GetRevoked() bool {
@@ -3343,7 +3549,7 @@ type ApplyPolicyRequest struct {
 
 func (x *ApplyPolicyRequest) Reset() {
 	*x = ApplyPolicyRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[45]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3355,7 +3561,7 @@ func (x *ApplyPolicyRequest) String() string {
 func (*ApplyPolicyRequest) ProtoMessage() {}
 
 func (x *ApplyPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[45]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3368,7 +3574,7 @@ func (x *ApplyPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyPolicyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{45}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ApplyPolicyRequest) GetDocument() string {
@@ -3417,7 +3623,7 @@ type ApplyPolicyResponse struct {
 
 func (x *ApplyPolicyResponse) Reset() {
 	*x = ApplyPolicyResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[46]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3429,7 +3635,7 @@ func (x *ApplyPolicyResponse) String() string {
 func (*ApplyPolicyResponse) ProtoMessage() {}
 
 func (x *ApplyPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[46]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3442,7 +3648,7 @@ func (x *ApplyPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyPolicyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{46}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ApplyPolicyResponse) GetVersion() *PolicyVersion {
@@ -3500,7 +3706,7 @@ type GetUsageRequest struct {
 
 func (x *GetUsageRequest) Reset() {
 	*x = GetUsageRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[47]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3512,7 +3718,7 @@ func (x *GetUsageRequest) String() string {
 func (*GetUsageRequest) ProtoMessage() {}
 
 func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[47]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3525,7 +3731,7 @@ func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetUsageRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{47}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetUsageRequest) GetAgent() string {
@@ -3588,7 +3794,7 @@ type LimitUsage struct {
 
 func (x *LimitUsage) Reset() {
 	*x = LimitUsage{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[48]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3600,7 +3806,7 @@ func (x *LimitUsage) String() string {
 func (*LimitUsage) ProtoMessage() {}
 
 func (x *LimitUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[48]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3613,7 +3819,7 @@ func (x *LimitUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitUsage.ProtoReflect.Descriptor instead.
 func (*LimitUsage) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{48}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *LimitUsage) GetLimit() string {
@@ -3725,7 +3931,7 @@ type GetUsageResponse struct {
 
 func (x *GetUsageResponse) Reset() {
 	*x = GetUsageResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[49]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3737,7 +3943,7 @@ func (x *GetUsageResponse) String() string {
 func (*GetUsageResponse) ProtoMessage() {}
 
 func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[49]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3750,7 +3956,7 @@ func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetUsageResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{49}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetUsageResponse) GetLimits() []*LimitUsage {
@@ -3775,7 +3981,7 @@ type RemovePolicyRequest struct {
 
 func (x *RemovePolicyRequest) Reset() {
 	*x = RemovePolicyRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[50]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3787,7 +3993,7 @@ func (x *RemovePolicyRequest) String() string {
 func (*RemovePolicyRequest) ProtoMessage() {}
 
 func (x *RemovePolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[50]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3800,7 +4006,7 @@ func (x *RemovePolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePolicyRequest.ProtoReflect.Descriptor instead.
 func (*RemovePolicyRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{50}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{53}
 }
 
 type RemovePolicyResponse struct {
@@ -3820,7 +4026,7 @@ type RemovePolicyResponse struct {
 
 func (x *RemovePolicyResponse) Reset() {
 	*x = RemovePolicyResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[51]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3832,7 +4038,7 @@ func (x *RemovePolicyResponse) String() string {
 func (*RemovePolicyResponse) ProtoMessage() {}
 
 func (x *RemovePolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[51]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3845,7 +4051,7 @@ func (x *RemovePolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePolicyResponse.ProtoReflect.Descriptor instead.
 func (*RemovePolicyResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{51}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RemovePolicyResponse) GetRemoved() bool {
@@ -3886,7 +4092,7 @@ type GetPolicyRequest struct {
 
 func (x *GetPolicyRequest) Reset() {
 	*x = GetPolicyRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[52]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3898,7 +4104,7 @@ func (x *GetPolicyRequest) String() string {
 func (*GetPolicyRequest) ProtoMessage() {}
 
 func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[52]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3911,7 +4117,7 @@ func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{52}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *GetPolicyRequest) GetVersion() string {
@@ -3933,7 +4139,7 @@ type GetPolicyResponse struct {
 
 func (x *GetPolicyResponse) Reset() {
 	*x = GetPolicyResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[53]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3945,7 +4151,7 @@ func (x *GetPolicyResponse) String() string {
 func (*GetPolicyResponse) ProtoMessage() {}
 
 func (x *GetPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[53]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3958,7 +4164,7 @@ func (x *GetPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{53}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *GetPolicyResponse) GetVersion() *PolicyVersion {
@@ -3985,7 +4191,7 @@ type ListPolicyVersionsRequest struct {
 
 func (x *ListPolicyVersionsRequest) Reset() {
 	*x = ListPolicyVersionsRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[54]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3997,7 +4203,7 @@ func (x *ListPolicyVersionsRequest) String() string {
 func (*ListPolicyVersionsRequest) ProtoMessage() {}
 
 func (x *ListPolicyVersionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[54]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4010,7 +4216,7 @@ func (x *ListPolicyVersionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPolicyVersionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPolicyVersionsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{54}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListPolicyVersionsRequest) GetLimit() int32 {
@@ -4030,7 +4236,7 @@ type ListPolicyVersionsResponse struct {
 
 func (x *ListPolicyVersionsResponse) Reset() {
 	*x = ListPolicyVersionsResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[55]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4042,7 +4248,7 @@ func (x *ListPolicyVersionsResponse) String() string {
 func (*ListPolicyVersionsResponse) ProtoMessage() {}
 
 func (x *ListPolicyVersionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[55]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4055,7 +4261,7 @@ func (x *ListPolicyVersionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPolicyVersionsResponse.ProtoReflect.Descriptor instead.
 func (*ListPolicyVersionsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{55}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListPolicyVersionsResponse) GetVersions() []*PolicyVersion {
@@ -4093,7 +4299,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[56]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4105,7 +4311,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[56]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4118,7 +4324,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{56}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ExplainRequest) GetTool() string {
@@ -4226,7 +4432,7 @@ type ExplainedRule struct {
 
 func (x *ExplainedRule) Reset() {
 	*x = ExplainedRule{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[57]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4238,7 +4444,7 @@ func (x *ExplainedRule) String() string {
 func (*ExplainedRule) ProtoMessage() {}
 
 func (x *ExplainedRule) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[57]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4251,7 +4457,7 @@ func (x *ExplainedRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainedRule.ProtoReflect.Descriptor instead.
 func (*ExplainedRule) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{57}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ExplainedRule) GetId() string {
@@ -4328,7 +4534,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[58]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4340,7 +4546,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[58]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4353,7 +4559,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{58}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ExplainResponse) GetDecision() *PolicyDecision {
@@ -4420,7 +4626,7 @@ type ListPoolsRequest struct {
 
 func (x *ListPoolsRequest) Reset() {
 	*x = ListPoolsRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[59]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4432,7 +4638,7 @@ func (x *ListPoolsRequest) String() string {
 func (*ListPoolsRequest) ProtoMessage() {}
 
 func (x *ListPoolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[59]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4445,7 +4651,7 @@ func (x *ListPoolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoolsRequest.ProtoReflect.Descriptor instead.
 func (*ListPoolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{59}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{62}
 }
 
 // Pool is one worker pool as a dispatcher last read it.
@@ -4473,7 +4679,7 @@ type Pool struct {
 
 func (x *Pool) Reset() {
 	*x = Pool{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[60]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4485,7 +4691,7 @@ func (x *Pool) String() string {
 func (*Pool) ProtoMessage() {}
 
 func (x *Pool) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[60]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4498,7 +4704,7 @@ func (x *Pool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pool.ProtoReflect.Descriptor instead.
 func (*Pool) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{60}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *Pool) GetName() string {
@@ -4573,7 +4779,7 @@ type ListPoolsResponse struct {
 
 func (x *ListPoolsResponse) Reset() {
 	*x = ListPoolsResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[61]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4585,7 +4791,7 @@ func (x *ListPoolsResponse) String() string {
 func (*ListPoolsResponse) ProtoMessage() {}
 
 func (x *ListPoolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[61]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4598,7 +4804,7 @@ func (x *ListPoolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoolsResponse.ProtoReflect.Descriptor instead.
 func (*ListPoolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{61}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ListPoolsResponse) GetPools() []*Pool {
@@ -4619,7 +4825,7 @@ type PausePoolRequest struct {
 
 func (x *PausePoolRequest) Reset() {
 	*x = PausePoolRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[62]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4631,7 +4837,7 @@ func (x *PausePoolRequest) String() string {
 func (*PausePoolRequest) ProtoMessage() {}
 
 func (x *PausePoolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[62]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4644,7 +4850,7 @@ func (x *PausePoolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PausePoolRequest.ProtoReflect.Descriptor instead.
 func (*PausePoolRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{62}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *PausePoolRequest) GetPool() string {
@@ -4671,7 +4877,7 @@ type PausePoolResponse struct {
 
 func (x *PausePoolResponse) Reset() {
 	*x = PausePoolResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[63]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4683,7 +4889,7 @@ func (x *PausePoolResponse) String() string {
 func (*PausePoolResponse) ProtoMessage() {}
 
 func (x *PausePoolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[63]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4696,7 +4902,7 @@ func (x *PausePoolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PausePoolResponse.ProtoReflect.Descriptor instead.
 func (*PausePoolResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{63}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PausePoolResponse) GetPausedBy() string {
@@ -4722,7 +4928,7 @@ type ResumePoolRequest struct {
 
 func (x *ResumePoolRequest) Reset() {
 	*x = ResumePoolRequest{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[64]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4734,7 +4940,7 @@ func (x *ResumePoolRequest) String() string {
 func (*ResumePoolRequest) ProtoMessage() {}
 
 func (x *ResumePoolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[64]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4747,7 +4953,7 @@ func (x *ResumePoolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumePoolRequest.ProtoReflect.Descriptor instead.
 func (*ResumePoolRequest) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{64}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ResumePoolRequest) GetPool() string {
@@ -4765,7 +4971,7 @@ type ResumePoolResponse struct {
 
 func (x *ResumePoolResponse) Reset() {
 	*x = ResumePoolResponse{}
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[65]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4777,7 +4983,7 @@ func (x *ResumePoolResponse) String() string {
 func (*ResumePoolResponse) ProtoMessage() {}
 
 func (x *ResumePoolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[65]
+	mi := &file_toolwire_v1_dispatcher_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4790,14 +4996,14 @@ func (x *ResumePoolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumePoolResponse.ProtoReflect.Descriptor instead.
 func (*ResumePoolResponse) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{65}
+	return file_toolwire_v1_dispatcher_proto_rawDescGZIP(), []int{68}
 }
 
 var File_toolwire_v1_dispatcher_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\n" +
-	"\x1ctoolwire/v1/dispatcher.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17toolwire/v1/event.proto\x1a\x18toolwire/v1/policy.proto\x1a\x1atoolwire/v1/response.proto\x1a\x16toolwire/v1/spec.proto\"\xc5\a\n" +
+	"\x1ctoolwire/v1/dispatcher.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17toolwire/v1/error.proto\x1a\x17toolwire/v1/event.proto\x1a\x18toolwire/v1/policy.proto\x1a\x1atoolwire/v1/response.proto\x1a\x16toolwire/v1/spec.proto\"\xc5\a\n" +
 	"\vCallRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
@@ -4868,7 +5074,22 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x11GetResultResponse\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12,\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x16.toolwire.v1.CallStateR\x05state\x125\n" +
-	"\bresponse\x18\x03 \x01(\v2\x19.toolwire.v1.ToolResponseR\bresponse\"'\n" +
+	"\bresponse\x18\x03 \x01(\v2\x19.toolwire.v1.ToolResponseR\bresponse\"/\n" +
+	"\x14GetDelegationRequest\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\"\xb1\x01\n" +
+	"\rDelegatedCall\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12,\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x16.toolwire.v1.CallStateR\x05state\x12\x0e\n" +
+	"\x02ok\x18\x04 \x01(\bR\x02ok\x125\n" +
+	"\n" +
+	"error_type\x18\x05 \x01(\x0e2\x16.toolwire.v1.ErrorTypeR\terrorType\"\xf5\x01\n" +
+	"\x15GetDelegationResponse\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12,\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x16.toolwire.v1.CallStateR\x05state\x128\n" +
+	"\tancestors\x18\x03 \x03(\v2\x1a.toolwire.v1.DelegatedCallR\tancestors\x126\n" +
+	"\bchildren\x18\x04 \x03(\v2\x1a.toolwire.v1.DelegatedCallR\bchildren\x12#\n" +
+	"\rmore_children\x18\x05 \x01(\x05R\fmoreChildren\"'\n" +
 	"\fWatchRequest\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\"=\n" +
 	"\rWatchResponse\x12,\n" +
@@ -5168,12 +5389,13 @@ const file_toolwire_v1_dispatcher_proto_rawDesc = "" +
 	"\x12SessionStateFilter\x12$\n" +
 	" SESSION_STATE_FILTER_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bSESSION_STATE_FILTER_ACTIVE\x10\x01\x12\x1e\n" +
-	"\x1aSESSION_STATE_FILTER_ENDED\x10\x022\xfc\x12\n" +
+	"\x1aSESSION_STATE_FILTER_ENDED\x10\x022\xd9\x13\n" +
 	"\x11DispatcherService\x12;\n" +
 	"\x04Call\x12\x18.toolwire.v1.CallRequest\x1a\x19.toolwire.v1.CallResponse\x12A\n" +
 	"\x06Submit\x12\x1a.toolwire.v1.SubmitRequest\x1a\x1b.toolwire.v1.SubmitResponse\x12O\n" +
 	"\tGetResult\x12\x1d.toolwire.v1.GetResultRequest\x1a\x1e.toolwire.v1.GetResultResponse\"\x03\x90\x02\x01\x12@\n" +
-	"\x05Watch\x12\x19.toolwire.v1.WatchRequest\x1a\x1a.toolwire.v1.WatchResponse0\x01\x12A\n" +
+	"\x05Watch\x12\x19.toolwire.v1.WatchRequest\x1a\x1a.toolwire.v1.WatchResponse0\x01\x12[\n" +
+	"\rGetDelegation\x12!.toolwire.v1.GetDelegationRequest\x1a\".toolwire.v1.GetDelegationResponse\"\x03\x90\x02\x01\x12A\n" +
 	"\x06Cancel\x12\x1a.toolwire.v1.CancelRequest\x1a\x1b.toolwire.v1.CancelResponse\x12O\n" +
 	"\tListTools\x12\x1d.toolwire.v1.ListToolsRequest\x1a\x1e.toolwire.v1.ListToolsResponse\"\x03\x90\x02\x01\x12I\n" +
 	"\aGetTool\x12\x1b.toolwire.v1.GetToolRequest\x1a\x1c.toolwire.v1.GetToolResponse\"\x03\x90\x02\x01\x12P\n" +
@@ -5218,7 +5440,7 @@ func file_toolwire_v1_dispatcher_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_v1_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
+var file_toolwire_v1_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
 var file_toolwire_v1_dispatcher_proto_goTypes = []any{
 	(CallState)(0),                     // 0: toolwire.v1.CallState
 	(ToolFormat)(0),                    // 1: toolwire.v1.ToolFormat
@@ -5230,222 +5452,233 @@ var file_toolwire_v1_dispatcher_proto_goTypes = []any{
 	(*SubmitResponse)(nil),             // 7: toolwire.v1.SubmitResponse
 	(*GetResultRequest)(nil),           // 8: toolwire.v1.GetResultRequest
 	(*GetResultResponse)(nil),          // 9: toolwire.v1.GetResultResponse
-	(*WatchRequest)(nil),               // 10: toolwire.v1.WatchRequest
-	(*WatchResponse)(nil),              // 11: toolwire.v1.WatchResponse
-	(*CancelRequest)(nil),              // 12: toolwire.v1.CancelRequest
-	(*CancelResponse)(nil),             // 13: toolwire.v1.CancelResponse
-	(*ListToolsRequest)(nil),           // 14: toolwire.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),          // 15: toolwire.v1.ListToolsResponse
-	(*GetToolRequest)(nil),             // 16: toolwire.v1.GetToolRequest
-	(*GetToolResponse)(nil),            // 17: toolwire.v1.GetToolResponse
-	(*ApproveToolRequest)(nil),         // 18: toolwire.v1.ApproveToolRequest
-	(*ApproveToolResponse)(nil),        // 19: toolwire.v1.ApproveToolResponse
-	(*Session)(nil),                    // 20: toolwire.v1.Session
-	(*AppliedIntent)(nil),              // 21: toolwire.v1.AppliedIntent
-	(*GetSessionRequest)(nil),          // 22: toolwire.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),         // 23: toolwire.v1.GetSessionResponse
-	(*SetSessionModeRequest)(nil),      // 24: toolwire.v1.SetSessionModeRequest
-	(*SetSessionModeResponse)(nil),     // 25: toolwire.v1.SetSessionModeResponse
-	(*ListSessionsRequest)(nil),        // 26: toolwire.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),       // 27: toolwire.v1.ListSessionsResponse
-	(*EndSessionRequest)(nil),          // 28: toolwire.v1.EndSessionRequest
-	(*EndSessionResponse)(nil),         // 29: toolwire.v1.EndSessionResponse
-	(*ClearSessionPinsRequest)(nil),    // 30: toolwire.v1.ClearSessionPinsRequest
-	(*ClearSessionPinsResponse)(nil),   // 31: toolwire.v1.ClearSessionPinsResponse
-	(*ApplyIntentsRequest)(nil),        // 32: toolwire.v1.ApplyIntentsRequest
-	(*ApplyIntentsResponse)(nil),       // 33: toolwire.v1.ApplyIntentsResponse
-	(*GetOutputRequest)(nil),           // 34: toolwire.v1.GetOutputRequest
-	(*GetOutputResponse)(nil),          // 35: toolwire.v1.GetOutputResponse
-	(*OutputLine)(nil),                 // 36: toolwire.v1.OutputLine
-	(*ListApprovalsRequest)(nil),       // 37: toolwire.v1.ListApprovalsRequest
-	(*ListApprovalsResponse)(nil),      // 38: toolwire.v1.ListApprovalsResponse
-	(*GetApprovalRequest)(nil),         // 39: toolwire.v1.GetApprovalRequest
-	(*GetApprovalResponse)(nil),        // 40: toolwire.v1.GetApprovalResponse
-	(*ApproveRequest)(nil),             // 41: toolwire.v1.ApproveRequest
-	(*ApproveResponse)(nil),            // 42: toolwire.v1.ApproveResponse
-	(*DenyRequest)(nil),                // 43: toolwire.v1.DenyRequest
-	(*DenyResponse)(nil),               // 44: toolwire.v1.DenyResponse
-	(*ListGrantsRequest)(nil),          // 45: toolwire.v1.ListGrantsRequest
-	(*ListGrantsResponse)(nil),         // 46: toolwire.v1.ListGrantsResponse
-	(*RevokeGrantRequest)(nil),         // 47: toolwire.v1.RevokeGrantRequest
-	(*RevokeGrantResponse)(nil),        // 48: toolwire.v1.RevokeGrantResponse
-	(*ApplyPolicyRequest)(nil),         // 49: toolwire.v1.ApplyPolicyRequest
-	(*ApplyPolicyResponse)(nil),        // 50: toolwire.v1.ApplyPolicyResponse
-	(*GetUsageRequest)(nil),            // 51: toolwire.v1.GetUsageRequest
-	(*LimitUsage)(nil),                 // 52: toolwire.v1.LimitUsage
-	(*GetUsageResponse)(nil),           // 53: toolwire.v1.GetUsageResponse
-	(*RemovePolicyRequest)(nil),        // 54: toolwire.v1.RemovePolicyRequest
-	(*RemovePolicyResponse)(nil),       // 55: toolwire.v1.RemovePolicyResponse
-	(*GetPolicyRequest)(nil),           // 56: toolwire.v1.GetPolicyRequest
-	(*GetPolicyResponse)(nil),          // 57: toolwire.v1.GetPolicyResponse
-	(*ListPolicyVersionsRequest)(nil),  // 58: toolwire.v1.ListPolicyVersionsRequest
-	(*ListPolicyVersionsResponse)(nil), // 59: toolwire.v1.ListPolicyVersionsResponse
-	(*ExplainRequest)(nil),             // 60: toolwire.v1.ExplainRequest
-	(*ExplainedRule)(nil),              // 61: toolwire.v1.ExplainedRule
-	(*ExplainResponse)(nil),            // 62: toolwire.v1.ExplainResponse
-	(*ListPoolsRequest)(nil),           // 63: toolwire.v1.ListPoolsRequest
-	(*Pool)(nil),                       // 64: toolwire.v1.Pool
-	(*ListPoolsResponse)(nil),          // 65: toolwire.v1.ListPoolsResponse
-	(*PausePoolRequest)(nil),           // 66: toolwire.v1.PausePoolRequest
-	(*PausePoolResponse)(nil),          // 67: toolwire.v1.PausePoolResponse
-	(*ResumePoolRequest)(nil),          // 68: toolwire.v1.ResumePoolRequest
-	(*ResumePoolResponse)(nil),         // 69: toolwire.v1.ResumePoolResponse
-	nil,                                // 70: toolwire.v1.CallRequest.InputResponsesJsonEntry
-	nil,                                // 71: toolwire.v1.SubmitRequest.InputResponsesJsonEntry
-	nil,                                // 72: toolwire.v1.Session.StateJsonEntry
-	nil,                                // 73: toolwire.v1.Session.PinnedVersionsEntry
-	nil,                                // 74: toolwire.v1.ApproveRequest.ArgsPatternEntry
-	nil,                                // 75: toolwire.v1.ApplyPolicyResponse.ReplicasNotInForceEntry
-	nil,                                // 76: toolwire.v1.RemovePolicyResponse.ReplicasNotInForceEntry
-	(*structpb.Struct)(nil),            // 77: google.protobuf.Struct
-	(*durationpb.Duration)(nil),        // 78: google.protobuf.Duration
-	(*ToolResponse)(nil),               // 79: toolwire.v1.ToolResponse
-	(*CallEvent)(nil),                  // 80: toolwire.v1.CallEvent
-	(ExecutorType)(0),                  // 81: toolwire.v1.ExecutorType
-	(ToolCategory)(0),                  // 82: toolwire.v1.ToolCategory
-	(*ToolSpec)(nil),                   // 83: toolwire.v1.ToolSpec
-	(*timestamppb.Timestamp)(nil),      // 84: google.protobuf.Timestamp
-	(ApprovalState)(0),                 // 85: toolwire.v1.ApprovalState
-	(*Approval)(nil),                   // 86: toolwire.v1.Approval
-	(ApprovalScope)(0),                 // 87: toolwire.v1.ApprovalScope
-	(*Grant)(nil),                      // 88: toolwire.v1.Grant
-	(*PolicyVersion)(nil),              // 89: toolwire.v1.PolicyVersion
-	(*PolicyDecision)(nil),             // 90: toolwire.v1.PolicyDecision
+	(*GetDelegationRequest)(nil),       // 10: toolwire.v1.GetDelegationRequest
+	(*DelegatedCall)(nil),              // 11: toolwire.v1.DelegatedCall
+	(*GetDelegationResponse)(nil),      // 12: toolwire.v1.GetDelegationResponse
+	(*WatchRequest)(nil),               // 13: toolwire.v1.WatchRequest
+	(*WatchResponse)(nil),              // 14: toolwire.v1.WatchResponse
+	(*CancelRequest)(nil),              // 15: toolwire.v1.CancelRequest
+	(*CancelResponse)(nil),             // 16: toolwire.v1.CancelResponse
+	(*ListToolsRequest)(nil),           // 17: toolwire.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),          // 18: toolwire.v1.ListToolsResponse
+	(*GetToolRequest)(nil),             // 19: toolwire.v1.GetToolRequest
+	(*GetToolResponse)(nil),            // 20: toolwire.v1.GetToolResponse
+	(*ApproveToolRequest)(nil),         // 21: toolwire.v1.ApproveToolRequest
+	(*ApproveToolResponse)(nil),        // 22: toolwire.v1.ApproveToolResponse
+	(*Session)(nil),                    // 23: toolwire.v1.Session
+	(*AppliedIntent)(nil),              // 24: toolwire.v1.AppliedIntent
+	(*GetSessionRequest)(nil),          // 25: toolwire.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),         // 26: toolwire.v1.GetSessionResponse
+	(*SetSessionModeRequest)(nil),      // 27: toolwire.v1.SetSessionModeRequest
+	(*SetSessionModeResponse)(nil),     // 28: toolwire.v1.SetSessionModeResponse
+	(*ListSessionsRequest)(nil),        // 29: toolwire.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),       // 30: toolwire.v1.ListSessionsResponse
+	(*EndSessionRequest)(nil),          // 31: toolwire.v1.EndSessionRequest
+	(*EndSessionResponse)(nil),         // 32: toolwire.v1.EndSessionResponse
+	(*ClearSessionPinsRequest)(nil),    // 33: toolwire.v1.ClearSessionPinsRequest
+	(*ClearSessionPinsResponse)(nil),   // 34: toolwire.v1.ClearSessionPinsResponse
+	(*ApplyIntentsRequest)(nil),        // 35: toolwire.v1.ApplyIntentsRequest
+	(*ApplyIntentsResponse)(nil),       // 36: toolwire.v1.ApplyIntentsResponse
+	(*GetOutputRequest)(nil),           // 37: toolwire.v1.GetOutputRequest
+	(*GetOutputResponse)(nil),          // 38: toolwire.v1.GetOutputResponse
+	(*OutputLine)(nil),                 // 39: toolwire.v1.OutputLine
+	(*ListApprovalsRequest)(nil),       // 40: toolwire.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),      // 41: toolwire.v1.ListApprovalsResponse
+	(*GetApprovalRequest)(nil),         // 42: toolwire.v1.GetApprovalRequest
+	(*GetApprovalResponse)(nil),        // 43: toolwire.v1.GetApprovalResponse
+	(*ApproveRequest)(nil),             // 44: toolwire.v1.ApproveRequest
+	(*ApproveResponse)(nil),            // 45: toolwire.v1.ApproveResponse
+	(*DenyRequest)(nil),                // 46: toolwire.v1.DenyRequest
+	(*DenyResponse)(nil),               // 47: toolwire.v1.DenyResponse
+	(*ListGrantsRequest)(nil),          // 48: toolwire.v1.ListGrantsRequest
+	(*ListGrantsResponse)(nil),         // 49: toolwire.v1.ListGrantsResponse
+	(*RevokeGrantRequest)(nil),         // 50: toolwire.v1.RevokeGrantRequest
+	(*RevokeGrantResponse)(nil),        // 51: toolwire.v1.RevokeGrantResponse
+	(*ApplyPolicyRequest)(nil),         // 52: toolwire.v1.ApplyPolicyRequest
+	(*ApplyPolicyResponse)(nil),        // 53: toolwire.v1.ApplyPolicyResponse
+	(*GetUsageRequest)(nil),            // 54: toolwire.v1.GetUsageRequest
+	(*LimitUsage)(nil),                 // 55: toolwire.v1.LimitUsage
+	(*GetUsageResponse)(nil),           // 56: toolwire.v1.GetUsageResponse
+	(*RemovePolicyRequest)(nil),        // 57: toolwire.v1.RemovePolicyRequest
+	(*RemovePolicyResponse)(nil),       // 58: toolwire.v1.RemovePolicyResponse
+	(*GetPolicyRequest)(nil),           // 59: toolwire.v1.GetPolicyRequest
+	(*GetPolicyResponse)(nil),          // 60: toolwire.v1.GetPolicyResponse
+	(*ListPolicyVersionsRequest)(nil),  // 61: toolwire.v1.ListPolicyVersionsRequest
+	(*ListPolicyVersionsResponse)(nil), // 62: toolwire.v1.ListPolicyVersionsResponse
+	(*ExplainRequest)(nil),             // 63: toolwire.v1.ExplainRequest
+	(*ExplainedRule)(nil),              // 64: toolwire.v1.ExplainedRule
+	(*ExplainResponse)(nil),            // 65: toolwire.v1.ExplainResponse
+	(*ListPoolsRequest)(nil),           // 66: toolwire.v1.ListPoolsRequest
+	(*Pool)(nil),                       // 67: toolwire.v1.Pool
+	(*ListPoolsResponse)(nil),          // 68: toolwire.v1.ListPoolsResponse
+	(*PausePoolRequest)(nil),           // 69: toolwire.v1.PausePoolRequest
+	(*PausePoolResponse)(nil),          // 70: toolwire.v1.PausePoolResponse
+	(*ResumePoolRequest)(nil),          // 71: toolwire.v1.ResumePoolRequest
+	(*ResumePoolResponse)(nil),         // 72: toolwire.v1.ResumePoolResponse
+	nil,                                // 73: toolwire.v1.CallRequest.InputResponsesJsonEntry
+	nil,                                // 74: toolwire.v1.SubmitRequest.InputResponsesJsonEntry
+	nil,                                // 75: toolwire.v1.Session.StateJsonEntry
+	nil,                                // 76: toolwire.v1.Session.PinnedVersionsEntry
+	nil,                                // 77: toolwire.v1.ApproveRequest.ArgsPatternEntry
+	nil,                                // 78: toolwire.v1.ApplyPolicyResponse.ReplicasNotInForceEntry
+	nil,                                // 79: toolwire.v1.RemovePolicyResponse.ReplicasNotInForceEntry
+	(*structpb.Struct)(nil),            // 80: google.protobuf.Struct
+	(*durationpb.Duration)(nil),        // 81: google.protobuf.Duration
+	(*ToolResponse)(nil),               // 82: toolwire.v1.ToolResponse
+	(ErrorType)(0),                     // 83: toolwire.v1.ErrorType
+	(*CallEvent)(nil),                  // 84: toolwire.v1.CallEvent
+	(ExecutorType)(0),                  // 85: toolwire.v1.ExecutorType
+	(ToolCategory)(0),                  // 86: toolwire.v1.ToolCategory
+	(*ToolSpec)(nil),                   // 87: toolwire.v1.ToolSpec
+	(*timestamppb.Timestamp)(nil),      // 88: google.protobuf.Timestamp
+	(ApprovalState)(0),                 // 89: toolwire.v1.ApprovalState
+	(*Approval)(nil),                   // 90: toolwire.v1.Approval
+	(ApprovalScope)(0),                 // 91: toolwire.v1.ApprovalScope
+	(*Grant)(nil),                      // 92: toolwire.v1.Grant
+	(*PolicyVersion)(nil),              // 93: toolwire.v1.PolicyVersion
+	(*PolicyDecision)(nil),             // 94: toolwire.v1.PolicyDecision
 }
 var file_toolwire_v1_dispatcher_proto_depIdxs = []int32{
-	77, // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
-	78, // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	78, // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	78, // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
-	70, // 4: toolwire.v1.CallRequest.input_responses_json:type_name -> toolwire.v1.CallRequest.InputResponsesJsonEntry
-	0,  // 5: toolwire.v1.CallResponse.state:type_name -> toolwire.v1.CallState
-	79, // 6: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
-	20, // 7: toolwire.v1.CallResponse.session:type_name -> toolwire.v1.Session
-	21, // 8: toolwire.v1.CallResponse.refused_intents:type_name -> toolwire.v1.AppliedIntent
-	77, // 9: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
-	78, // 10: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
-	78, // 11: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
-	71, // 12: toolwire.v1.SubmitRequest.input_responses_json:type_name -> toolwire.v1.SubmitRequest.InputResponsesJsonEntry
-	79, // 13: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
-	0,  // 14: toolwire.v1.SubmitResponse.state:type_name -> toolwire.v1.CallState
-	78, // 15: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
-	0,  // 16: toolwire.v1.GetResultResponse.state:type_name -> toolwire.v1.CallState
-	79, // 17: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
-	80, // 18: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
-	2,  // 19: toolwire.v1.CancelResponse.outcome:type_name -> toolwire.v1.CancelOutcome
-	1,  // 20: toolwire.v1.ListToolsRequest.format:type_name -> toolwire.v1.ToolFormat
-	81, // 21: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
-	82, // 22: toolwire.v1.ListToolsRequest.category:type_name -> toolwire.v1.ToolCategory
-	83, // 23: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
-	1,  // 24: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
-	83, // 25: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	83, // 26: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
-	72, // 27: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
-	21, // 28: toolwire.v1.Session.log:type_name -> toolwire.v1.AppliedIntent
-	84, // 29: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	73, // 30: toolwire.v1.Session.pinned_versions:type_name -> toolwire.v1.Session.PinnedVersionsEntry
-	84, // 31: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
-	20, // 32: toolwire.v1.GetSessionResponse.session:type_name -> toolwire.v1.Session
-	20, // 33: toolwire.v1.SetSessionModeResponse.session:type_name -> toolwire.v1.Session
-	3,  // 34: toolwire.v1.ListSessionsRequest.state:type_name -> toolwire.v1.SessionStateFilter
-	20, // 35: toolwire.v1.ListSessionsResponse.sessions:type_name -> toolwire.v1.Session
-	20, // 36: toolwire.v1.EndSessionResponse.session:type_name -> toolwire.v1.Session
-	20, // 37: toolwire.v1.ClearSessionPinsResponse.session:type_name -> toolwire.v1.Session
-	20, // 38: toolwire.v1.ApplyIntentsResponse.session:type_name -> toolwire.v1.Session
-	21, // 39: toolwire.v1.ApplyIntentsResponse.refused:type_name -> toolwire.v1.AppliedIntent
-	0,  // 40: toolwire.v1.GetOutputResponse.state:type_name -> toolwire.v1.CallState
-	36, // 41: toolwire.v1.GetOutputResponse.lines:type_name -> toolwire.v1.OutputLine
-	85, // 42: toolwire.v1.ListApprovalsRequest.state:type_name -> toolwire.v1.ApprovalState
-	86, // 43: toolwire.v1.ListApprovalsResponse.approvals:type_name -> toolwire.v1.Approval
-	86, // 44: toolwire.v1.GetApprovalResponse.approval:type_name -> toolwire.v1.Approval
-	87, // 45: toolwire.v1.ApproveRequest.scope:type_name -> toolwire.v1.ApprovalScope
-	74, // 46: toolwire.v1.ApproveRequest.args_pattern:type_name -> toolwire.v1.ApproveRequest.ArgsPatternEntry
-	78, // 47: toolwire.v1.ApproveRequest.ttl:type_name -> google.protobuf.Duration
-	86, // 48: toolwire.v1.ApproveResponse.approval:type_name -> toolwire.v1.Approval
-	88, // 49: toolwire.v1.ApproveResponse.grant:type_name -> toolwire.v1.Grant
-	86, // 50: toolwire.v1.DenyResponse.approval:type_name -> toolwire.v1.Approval
-	88, // 51: toolwire.v1.ListGrantsResponse.grants:type_name -> toolwire.v1.Grant
-	89, // 52: toolwire.v1.ApplyPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
-	75, // 53: toolwire.v1.ApplyPolicyResponse.replicas_not_in_force:type_name -> toolwire.v1.ApplyPolicyResponse.ReplicasNotInForceEntry
-	78, // 54: toolwire.v1.LimitUsage.rate_per:type_name -> google.protobuf.Duration
-	78, // 55: toolwire.v1.LimitUsage.budget_window:type_name -> google.protobuf.Duration
-	84, // 56: toolwire.v1.LimitUsage.reset_at:type_name -> google.protobuf.Timestamp
-	52, // 57: toolwire.v1.GetUsageResponse.limits:type_name -> toolwire.v1.LimitUsage
-	89, // 58: toolwire.v1.RemovePolicyResponse.in_force:type_name -> toolwire.v1.PolicyVersion
-	76, // 59: toolwire.v1.RemovePolicyResponse.replicas_not_in_force:type_name -> toolwire.v1.RemovePolicyResponse.ReplicasNotInForceEntry
-	89, // 60: toolwire.v1.GetPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
-	89, // 61: toolwire.v1.ListPolicyVersionsResponse.versions:type_name -> toolwire.v1.PolicyVersion
-	90, // 62: toolwire.v1.ExplainResponse.decision:type_name -> toolwire.v1.PolicyDecision
-	61, // 63: toolwire.v1.ExplainResponse.rules:type_name -> toolwire.v1.ExplainedRule
-	88, // 64: toolwire.v1.ExplainResponse.grant:type_name -> toolwire.v1.Grant
-	84, // 65: toolwire.v1.Pool.paused_at:type_name -> google.protobuf.Timestamp
-	64, // 66: toolwire.v1.ListPoolsResponse.pools:type_name -> toolwire.v1.Pool
-	84, // 67: toolwire.v1.PausePoolResponse.paused_at:type_name -> google.protobuf.Timestamp
-	4,  // 68: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
-	6,  // 69: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
-	8,  // 70: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
-	10, // 71: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
-	12, // 72: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
-	14, // 73: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
-	16, // 74: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
-	18, // 75: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
-	22, // 76: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
-	32, // 77: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
-	24, // 78: toolwire.v1.DispatcherService.SetSessionMode:input_type -> toolwire.v1.SetSessionModeRequest
-	26, // 79: toolwire.v1.DispatcherService.ListSessions:input_type -> toolwire.v1.ListSessionsRequest
-	28, // 80: toolwire.v1.DispatcherService.EndSession:input_type -> toolwire.v1.EndSessionRequest
-	30, // 81: toolwire.v1.DispatcherService.ClearSessionPins:input_type -> toolwire.v1.ClearSessionPinsRequest
-	34, // 82: toolwire.v1.DispatcherService.GetOutput:input_type -> toolwire.v1.GetOutputRequest
-	37, // 83: toolwire.v1.DispatcherService.ListApprovals:input_type -> toolwire.v1.ListApprovalsRequest
-	39, // 84: toolwire.v1.DispatcherService.GetApproval:input_type -> toolwire.v1.GetApprovalRequest
-	41, // 85: toolwire.v1.DispatcherService.Approve:input_type -> toolwire.v1.ApproveRequest
-	43, // 86: toolwire.v1.DispatcherService.Deny:input_type -> toolwire.v1.DenyRequest
-	45, // 87: toolwire.v1.DispatcherService.ListGrants:input_type -> toolwire.v1.ListGrantsRequest
-	47, // 88: toolwire.v1.DispatcherService.RevokeGrant:input_type -> toolwire.v1.RevokeGrantRequest
-	49, // 89: toolwire.v1.DispatcherService.ApplyPolicy:input_type -> toolwire.v1.ApplyPolicyRequest
-	54, // 90: toolwire.v1.DispatcherService.RemovePolicy:input_type -> toolwire.v1.RemovePolicyRequest
-	56, // 91: toolwire.v1.DispatcherService.GetPolicy:input_type -> toolwire.v1.GetPolicyRequest
-	58, // 92: toolwire.v1.DispatcherService.ListPolicyVersions:input_type -> toolwire.v1.ListPolicyVersionsRequest
-	51, // 93: toolwire.v1.DispatcherService.GetUsage:input_type -> toolwire.v1.GetUsageRequest
-	60, // 94: toolwire.v1.DispatcherService.Explain:input_type -> toolwire.v1.ExplainRequest
-	63, // 95: toolwire.v1.DispatcherService.ListPools:input_type -> toolwire.v1.ListPoolsRequest
-	66, // 96: toolwire.v1.DispatcherService.PausePool:input_type -> toolwire.v1.PausePoolRequest
-	68, // 97: toolwire.v1.DispatcherService.ResumePool:input_type -> toolwire.v1.ResumePoolRequest
-	5,  // 98: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
-	7,  // 99: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
-	9,  // 100: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
-	11, // 101: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
-	13, // 102: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
-	15, // 103: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
-	17, // 104: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
-	19, // 105: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
-	23, // 106: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
-	33, // 107: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
-	25, // 108: toolwire.v1.DispatcherService.SetSessionMode:output_type -> toolwire.v1.SetSessionModeResponse
-	27, // 109: toolwire.v1.DispatcherService.ListSessions:output_type -> toolwire.v1.ListSessionsResponse
-	29, // 110: toolwire.v1.DispatcherService.EndSession:output_type -> toolwire.v1.EndSessionResponse
-	31, // 111: toolwire.v1.DispatcherService.ClearSessionPins:output_type -> toolwire.v1.ClearSessionPinsResponse
-	35, // 112: toolwire.v1.DispatcherService.GetOutput:output_type -> toolwire.v1.GetOutputResponse
-	38, // 113: toolwire.v1.DispatcherService.ListApprovals:output_type -> toolwire.v1.ListApprovalsResponse
-	40, // 114: toolwire.v1.DispatcherService.GetApproval:output_type -> toolwire.v1.GetApprovalResponse
-	42, // 115: toolwire.v1.DispatcherService.Approve:output_type -> toolwire.v1.ApproveResponse
-	44, // 116: toolwire.v1.DispatcherService.Deny:output_type -> toolwire.v1.DenyResponse
-	46, // 117: toolwire.v1.DispatcherService.ListGrants:output_type -> toolwire.v1.ListGrantsResponse
-	48, // 118: toolwire.v1.DispatcherService.RevokeGrant:output_type -> toolwire.v1.RevokeGrantResponse
-	50, // 119: toolwire.v1.DispatcherService.ApplyPolicy:output_type -> toolwire.v1.ApplyPolicyResponse
-	55, // 120: toolwire.v1.DispatcherService.RemovePolicy:output_type -> toolwire.v1.RemovePolicyResponse
-	57, // 121: toolwire.v1.DispatcherService.GetPolicy:output_type -> toolwire.v1.GetPolicyResponse
-	59, // 122: toolwire.v1.DispatcherService.ListPolicyVersions:output_type -> toolwire.v1.ListPolicyVersionsResponse
-	53, // 123: toolwire.v1.DispatcherService.GetUsage:output_type -> toolwire.v1.GetUsageResponse
-	62, // 124: toolwire.v1.DispatcherService.Explain:output_type -> toolwire.v1.ExplainResponse
-	65, // 125: toolwire.v1.DispatcherService.ListPools:output_type -> toolwire.v1.ListPoolsResponse
-	67, // 126: toolwire.v1.DispatcherService.PausePool:output_type -> toolwire.v1.PausePoolResponse
-	69, // 127: toolwire.v1.DispatcherService.ResumePool:output_type -> toolwire.v1.ResumePoolResponse
-	98, // [98:128] is the sub-list for method output_type
-	68, // [68:98] is the sub-list for method input_type
-	68, // [68:68] is the sub-list for extension type_name
-	68, // [68:68] is the sub-list for extension extendee
-	0,  // [0:68] is the sub-list for field type_name
+	80,  // 0: toolwire.v1.CallRequest.arguments:type_name -> google.protobuf.Struct
+	81,  // 1: toolwire.v1.CallRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	81,  // 2: toolwire.v1.CallRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	81,  // 3: toolwire.v1.CallRequest.wait:type_name -> google.protobuf.Duration
+	73,  // 4: toolwire.v1.CallRequest.input_responses_json:type_name -> toolwire.v1.CallRequest.InputResponsesJsonEntry
+	0,   // 5: toolwire.v1.CallResponse.state:type_name -> toolwire.v1.CallState
+	82,  // 6: toolwire.v1.CallResponse.response:type_name -> toolwire.v1.ToolResponse
+	23,  // 7: toolwire.v1.CallResponse.session:type_name -> toolwire.v1.Session
+	24,  // 8: toolwire.v1.CallResponse.refused_intents:type_name -> toolwire.v1.AppliedIntent
+	80,  // 9: toolwire.v1.SubmitRequest.arguments:type_name -> google.protobuf.Struct
+	81,  // 10: toolwire.v1.SubmitRequest.schedule_to_start:type_name -> google.protobuf.Duration
+	81,  // 11: toolwire.v1.SubmitRequest.schedule_to_close:type_name -> google.protobuf.Duration
+	74,  // 12: toolwire.v1.SubmitRequest.input_responses_json:type_name -> toolwire.v1.SubmitRequest.InputResponsesJsonEntry
+	82,  // 13: toolwire.v1.SubmitResponse.response:type_name -> toolwire.v1.ToolResponse
+	0,   // 14: toolwire.v1.SubmitResponse.state:type_name -> toolwire.v1.CallState
+	81,  // 15: toolwire.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
+	0,   // 16: toolwire.v1.GetResultResponse.state:type_name -> toolwire.v1.CallState
+	82,  // 17: toolwire.v1.GetResultResponse.response:type_name -> toolwire.v1.ToolResponse
+	0,   // 18: toolwire.v1.DelegatedCall.state:type_name -> toolwire.v1.CallState
+	83,  // 19: toolwire.v1.DelegatedCall.error_type:type_name -> toolwire.v1.ErrorType
+	0,   // 20: toolwire.v1.GetDelegationResponse.state:type_name -> toolwire.v1.CallState
+	11,  // 21: toolwire.v1.GetDelegationResponse.ancestors:type_name -> toolwire.v1.DelegatedCall
+	11,  // 22: toolwire.v1.GetDelegationResponse.children:type_name -> toolwire.v1.DelegatedCall
+	84,  // 23: toolwire.v1.WatchResponse.event:type_name -> toolwire.v1.CallEvent
+	2,   // 24: toolwire.v1.CancelResponse.outcome:type_name -> toolwire.v1.CancelOutcome
+	1,   // 25: toolwire.v1.ListToolsRequest.format:type_name -> toolwire.v1.ToolFormat
+	85,  // 26: toolwire.v1.ListToolsRequest.executor:type_name -> toolwire.v1.ExecutorType
+	86,  // 27: toolwire.v1.ListToolsRequest.category:type_name -> toolwire.v1.ToolCategory
+	87,  // 28: toolwire.v1.ListToolsResponse.tools:type_name -> toolwire.v1.ToolSpec
+	1,   // 29: toolwire.v1.GetToolRequest.format:type_name -> toolwire.v1.ToolFormat
+	87,  // 30: toolwire.v1.GetToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	87,  // 31: toolwire.v1.ApproveToolResponse.tool:type_name -> toolwire.v1.ToolSpec
+	75,  // 32: toolwire.v1.Session.state_json:type_name -> toolwire.v1.Session.StateJsonEntry
+	24,  // 33: toolwire.v1.Session.log:type_name -> toolwire.v1.AppliedIntent
+	88,  // 34: toolwire.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	76,  // 35: toolwire.v1.Session.pinned_versions:type_name -> toolwire.v1.Session.PinnedVersionsEntry
+	88,  // 36: toolwire.v1.AppliedIntent.applied_at:type_name -> google.protobuf.Timestamp
+	23,  // 37: toolwire.v1.GetSessionResponse.session:type_name -> toolwire.v1.Session
+	23,  // 38: toolwire.v1.SetSessionModeResponse.session:type_name -> toolwire.v1.Session
+	3,   // 39: toolwire.v1.ListSessionsRequest.state:type_name -> toolwire.v1.SessionStateFilter
+	23,  // 40: toolwire.v1.ListSessionsResponse.sessions:type_name -> toolwire.v1.Session
+	23,  // 41: toolwire.v1.EndSessionResponse.session:type_name -> toolwire.v1.Session
+	23,  // 42: toolwire.v1.ClearSessionPinsResponse.session:type_name -> toolwire.v1.Session
+	23,  // 43: toolwire.v1.ApplyIntentsResponse.session:type_name -> toolwire.v1.Session
+	24,  // 44: toolwire.v1.ApplyIntentsResponse.refused:type_name -> toolwire.v1.AppliedIntent
+	0,   // 45: toolwire.v1.GetOutputResponse.state:type_name -> toolwire.v1.CallState
+	39,  // 46: toolwire.v1.GetOutputResponse.lines:type_name -> toolwire.v1.OutputLine
+	89,  // 47: toolwire.v1.ListApprovalsRequest.state:type_name -> toolwire.v1.ApprovalState
+	90,  // 48: toolwire.v1.ListApprovalsResponse.approvals:type_name -> toolwire.v1.Approval
+	90,  // 49: toolwire.v1.GetApprovalResponse.approval:type_name -> toolwire.v1.Approval
+	91,  // 50: toolwire.v1.ApproveRequest.scope:type_name -> toolwire.v1.ApprovalScope
+	77,  // 51: toolwire.v1.ApproveRequest.args_pattern:type_name -> toolwire.v1.ApproveRequest.ArgsPatternEntry
+	81,  // 52: toolwire.v1.ApproveRequest.ttl:type_name -> google.protobuf.Duration
+	90,  // 53: toolwire.v1.ApproveResponse.approval:type_name -> toolwire.v1.Approval
+	92,  // 54: toolwire.v1.ApproveResponse.grant:type_name -> toolwire.v1.Grant
+	90,  // 55: toolwire.v1.DenyResponse.approval:type_name -> toolwire.v1.Approval
+	92,  // 56: toolwire.v1.ListGrantsResponse.grants:type_name -> toolwire.v1.Grant
+	93,  // 57: toolwire.v1.ApplyPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
+	78,  // 58: toolwire.v1.ApplyPolicyResponse.replicas_not_in_force:type_name -> toolwire.v1.ApplyPolicyResponse.ReplicasNotInForceEntry
+	81,  // 59: toolwire.v1.LimitUsage.rate_per:type_name -> google.protobuf.Duration
+	81,  // 60: toolwire.v1.LimitUsage.budget_window:type_name -> google.protobuf.Duration
+	88,  // 61: toolwire.v1.LimitUsage.reset_at:type_name -> google.protobuf.Timestamp
+	55,  // 62: toolwire.v1.GetUsageResponse.limits:type_name -> toolwire.v1.LimitUsage
+	93,  // 63: toolwire.v1.RemovePolicyResponse.in_force:type_name -> toolwire.v1.PolicyVersion
+	79,  // 64: toolwire.v1.RemovePolicyResponse.replicas_not_in_force:type_name -> toolwire.v1.RemovePolicyResponse.ReplicasNotInForceEntry
+	93,  // 65: toolwire.v1.GetPolicyResponse.version:type_name -> toolwire.v1.PolicyVersion
+	93,  // 66: toolwire.v1.ListPolicyVersionsResponse.versions:type_name -> toolwire.v1.PolicyVersion
+	94,  // 67: toolwire.v1.ExplainResponse.decision:type_name -> toolwire.v1.PolicyDecision
+	64,  // 68: toolwire.v1.ExplainResponse.rules:type_name -> toolwire.v1.ExplainedRule
+	92,  // 69: toolwire.v1.ExplainResponse.grant:type_name -> toolwire.v1.Grant
+	88,  // 70: toolwire.v1.Pool.paused_at:type_name -> google.protobuf.Timestamp
+	67,  // 71: toolwire.v1.ListPoolsResponse.pools:type_name -> toolwire.v1.Pool
+	88,  // 72: toolwire.v1.PausePoolResponse.paused_at:type_name -> google.protobuf.Timestamp
+	4,   // 73: toolwire.v1.DispatcherService.Call:input_type -> toolwire.v1.CallRequest
+	6,   // 74: toolwire.v1.DispatcherService.Submit:input_type -> toolwire.v1.SubmitRequest
+	8,   // 75: toolwire.v1.DispatcherService.GetResult:input_type -> toolwire.v1.GetResultRequest
+	13,  // 76: toolwire.v1.DispatcherService.Watch:input_type -> toolwire.v1.WatchRequest
+	10,  // 77: toolwire.v1.DispatcherService.GetDelegation:input_type -> toolwire.v1.GetDelegationRequest
+	15,  // 78: toolwire.v1.DispatcherService.Cancel:input_type -> toolwire.v1.CancelRequest
+	17,  // 79: toolwire.v1.DispatcherService.ListTools:input_type -> toolwire.v1.ListToolsRequest
+	19,  // 80: toolwire.v1.DispatcherService.GetTool:input_type -> toolwire.v1.GetToolRequest
+	21,  // 81: toolwire.v1.DispatcherService.ApproveTool:input_type -> toolwire.v1.ApproveToolRequest
+	25,  // 82: toolwire.v1.DispatcherService.GetSession:input_type -> toolwire.v1.GetSessionRequest
+	35,  // 83: toolwire.v1.DispatcherService.ApplyIntents:input_type -> toolwire.v1.ApplyIntentsRequest
+	27,  // 84: toolwire.v1.DispatcherService.SetSessionMode:input_type -> toolwire.v1.SetSessionModeRequest
+	29,  // 85: toolwire.v1.DispatcherService.ListSessions:input_type -> toolwire.v1.ListSessionsRequest
+	31,  // 86: toolwire.v1.DispatcherService.EndSession:input_type -> toolwire.v1.EndSessionRequest
+	33,  // 87: toolwire.v1.DispatcherService.ClearSessionPins:input_type -> toolwire.v1.ClearSessionPinsRequest
+	37,  // 88: toolwire.v1.DispatcherService.GetOutput:input_type -> toolwire.v1.GetOutputRequest
+	40,  // 89: toolwire.v1.DispatcherService.ListApprovals:input_type -> toolwire.v1.ListApprovalsRequest
+	42,  // 90: toolwire.v1.DispatcherService.GetApproval:input_type -> toolwire.v1.GetApprovalRequest
+	44,  // 91: toolwire.v1.DispatcherService.Approve:input_type -> toolwire.v1.ApproveRequest
+	46,  // 92: toolwire.v1.DispatcherService.Deny:input_type -> toolwire.v1.DenyRequest
+	48,  // 93: toolwire.v1.DispatcherService.ListGrants:input_type -> toolwire.v1.ListGrantsRequest
+	50,  // 94: toolwire.v1.DispatcherService.RevokeGrant:input_type -> toolwire.v1.RevokeGrantRequest
+	52,  // 95: toolwire.v1.DispatcherService.ApplyPolicy:input_type -> toolwire.v1.ApplyPolicyRequest
+	57,  // 96: toolwire.v1.DispatcherService.RemovePolicy:input_type -> toolwire.v1.RemovePolicyRequest
+	59,  // 97: toolwire.v1.DispatcherService.GetPolicy:input_type -> toolwire.v1.GetPolicyRequest
+	61,  // 98: toolwire.v1.DispatcherService.ListPolicyVersions:input_type -> toolwire.v1.ListPolicyVersionsRequest
+	54,  // 99: toolwire.v1.DispatcherService.GetUsage:input_type -> toolwire.v1.GetUsageRequest
+	63,  // 100: toolwire.v1.DispatcherService.Explain:input_type -> toolwire.v1.ExplainRequest
+	66,  // 101: toolwire.v1.DispatcherService.ListPools:input_type -> toolwire.v1.ListPoolsRequest
+	69,  // 102: toolwire.v1.DispatcherService.PausePool:input_type -> toolwire.v1.PausePoolRequest
+	71,  // 103: toolwire.v1.DispatcherService.ResumePool:input_type -> toolwire.v1.ResumePoolRequest
+	5,   // 104: toolwire.v1.DispatcherService.Call:output_type -> toolwire.v1.CallResponse
+	7,   // 105: toolwire.v1.DispatcherService.Submit:output_type -> toolwire.v1.SubmitResponse
+	9,   // 106: toolwire.v1.DispatcherService.GetResult:output_type -> toolwire.v1.GetResultResponse
+	14,  // 107: toolwire.v1.DispatcherService.Watch:output_type -> toolwire.v1.WatchResponse
+	12,  // 108: toolwire.v1.DispatcherService.GetDelegation:output_type -> toolwire.v1.GetDelegationResponse
+	16,  // 109: toolwire.v1.DispatcherService.Cancel:output_type -> toolwire.v1.CancelResponse
+	18,  // 110: toolwire.v1.DispatcherService.ListTools:output_type -> toolwire.v1.ListToolsResponse
+	20,  // 111: toolwire.v1.DispatcherService.GetTool:output_type -> toolwire.v1.GetToolResponse
+	22,  // 112: toolwire.v1.DispatcherService.ApproveTool:output_type -> toolwire.v1.ApproveToolResponse
+	26,  // 113: toolwire.v1.DispatcherService.GetSession:output_type -> toolwire.v1.GetSessionResponse
+	36,  // 114: toolwire.v1.DispatcherService.ApplyIntents:output_type -> toolwire.v1.ApplyIntentsResponse
+	28,  // 115: toolwire.v1.DispatcherService.SetSessionMode:output_type -> toolwire.v1.SetSessionModeResponse
+	30,  // 116: toolwire.v1.DispatcherService.ListSessions:output_type -> toolwire.v1.ListSessionsResponse
+	32,  // 117: toolwire.v1.DispatcherService.EndSession:output_type -> toolwire.v1.EndSessionResponse
+	34,  // 118: toolwire.v1.DispatcherService.ClearSessionPins:output_type -> toolwire.v1.ClearSessionPinsResponse
+	38,  // 119: toolwire.v1.DispatcherService.GetOutput:output_type -> toolwire.v1.GetOutputResponse
+	41,  // 120: toolwire.v1.DispatcherService.ListApprovals:output_type -> toolwire.v1.ListApprovalsResponse
+	43,  // 121: toolwire.v1.DispatcherService.GetApproval:output_type -> toolwire.v1.GetApprovalResponse
+	45,  // 122: toolwire.v1.DispatcherService.Approve:output_type -> toolwire.v1.ApproveResponse
+	47,  // 123: toolwire.v1.DispatcherService.Deny:output_type -> toolwire.v1.DenyResponse
+	49,  // 124: toolwire.v1.DispatcherService.ListGrants:output_type -> toolwire.v1.ListGrantsResponse
+	51,  // 125: toolwire.v1.DispatcherService.RevokeGrant:output_type -> toolwire.v1.RevokeGrantResponse
+	53,  // 126: toolwire.v1.DispatcherService.ApplyPolicy:output_type -> toolwire.v1.ApplyPolicyResponse
+	58,  // 127: toolwire.v1.DispatcherService.RemovePolicy:output_type -> toolwire.v1.RemovePolicyResponse
+	60,  // 128: toolwire.v1.DispatcherService.GetPolicy:output_type -> toolwire.v1.GetPolicyResponse
+	62,  // 129: toolwire.v1.DispatcherService.ListPolicyVersions:output_type -> toolwire.v1.ListPolicyVersionsResponse
+	56,  // 130: toolwire.v1.DispatcherService.GetUsage:output_type -> toolwire.v1.GetUsageResponse
+	65,  // 131: toolwire.v1.DispatcherService.Explain:output_type -> toolwire.v1.ExplainResponse
+	68,  // 132: toolwire.v1.DispatcherService.ListPools:output_type -> toolwire.v1.ListPoolsResponse
+	70,  // 133: toolwire.v1.DispatcherService.PausePool:output_type -> toolwire.v1.PausePoolResponse
+	72,  // 134: toolwire.v1.DispatcherService.ResumePool:output_type -> toolwire.v1.ResumePoolResponse
+	104, // [104:135] is the sub-list for method output_type
+	73,  // [73:104] is the sub-list for method input_type
+	73,  // [73:73] is the sub-list for extension type_name
+	73,  // [73:73] is the sub-list for extension extendee
+	0,   // [0:73] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_dispatcher_proto_init() }
@@ -5453,6 +5686,7 @@ func file_toolwire_v1_dispatcher_proto_init() {
 	if File_toolwire_v1_dispatcher_proto != nil {
 		return
 	}
+	file_toolwire_v1_error_proto_init()
 	file_toolwire_v1_event_proto_init()
 	file_toolwire_v1_policy_proto_init()
 	file_toolwire_v1_response_proto_init()
@@ -5463,7 +5697,7 @@ func file_toolwire_v1_dispatcher_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_dispatcher_proto_rawDesc), len(file_toolwire_v1_dispatcher_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   73,
+			NumMessages:   76,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

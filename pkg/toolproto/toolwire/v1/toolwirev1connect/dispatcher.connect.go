@@ -43,6 +43,9 @@ const (
 	DispatcherServiceGetResultProcedure = "/toolwire.v1.DispatcherService/GetResult"
 	// DispatcherServiceWatchProcedure is the fully-qualified name of the DispatcherService's Watch RPC.
 	DispatcherServiceWatchProcedure = "/toolwire.v1.DispatcherService/Watch"
+	// DispatcherServiceGetDelegationProcedure is the fully-qualified name of the DispatcherService's
+	// GetDelegation RPC.
+	DispatcherServiceGetDelegationProcedure = "/toolwire.v1.DispatcherService/GetDelegation"
 	// DispatcherServiceCancelProcedure is the fully-qualified name of the DispatcherService's Cancel
 	// RPC.
 	DispatcherServiceCancelProcedure = "/toolwire.v1.DispatcherService/Cancel"
@@ -134,6 +137,10 @@ type DispatcherServiceClient interface {
 	GetResult(context.Context, *connect.Request[v1.GetResultRequest]) (*connect.Response[v1.GetResultResponse], error)
 	// Watch streams the lifecycle and progress events of a call.
 	Watch(context.Context, *connect.Request[v1.WatchRequest]) (*connect.ServerStreamForClient[v1.WatchResponse], error)
+	// GetDelegation returns a call's place in its delegation chain
+	// (docs/delegation.md): its ancestors up to the root and its direct
+	// children, only calls of the caller's tenant that the caller may see.
+	GetDelegation(context.Context, *connect.Request[v1.GetDelegationRequest]) (*connect.Response[v1.GetDelegationResponse], error)
 	// Cancel asks for a call to stop. Twice, late or unknown is harmless.
 	Cancel(context.Context, *connect.Request[v1.CancelRequest]) (*connect.Response[v1.CancelResponse], error)
 	// ListTools lists the tools the caller may use, in a provider's format.
@@ -259,6 +266,13 @@ func NewDispatcherServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			httpClient,
 			baseURL+DispatcherServiceWatchProcedure,
 			connect.WithSchema(dispatcherServiceMethods.ByName("Watch")),
+			connect.WithClientOptions(opts...),
+		),
+		getDelegation: connect.NewClient[v1.GetDelegationRequest, v1.GetDelegationResponse](
+			httpClient,
+			baseURL+DispatcherServiceGetDelegationProcedure,
+			connect.WithSchema(dispatcherServiceMethods.ByName("GetDelegation")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		cancel: connect.NewClient[v1.CancelRequest, v1.CancelResponse](
@@ -439,6 +453,7 @@ type dispatcherServiceClient struct {
 	submit             *connect.Client[v1.SubmitRequest, v1.SubmitResponse]
 	getResult          *connect.Client[v1.GetResultRequest, v1.GetResultResponse]
 	watch              *connect.Client[v1.WatchRequest, v1.WatchResponse]
+	getDelegation      *connect.Client[v1.GetDelegationRequest, v1.GetDelegationResponse]
 	cancel             *connect.Client[v1.CancelRequest, v1.CancelResponse]
 	listTools          *connect.Client[v1.ListToolsRequest, v1.ListToolsResponse]
 	getTool            *connect.Client[v1.GetToolRequest, v1.GetToolResponse]
@@ -485,6 +500,11 @@ func (c *dispatcherServiceClient) GetResult(ctx context.Context, req *connect.Re
 // Watch calls toolwire.v1.DispatcherService.Watch.
 func (c *dispatcherServiceClient) Watch(ctx context.Context, req *connect.Request[v1.WatchRequest]) (*connect.ServerStreamForClient[v1.WatchResponse], error) {
 	return c.watch.CallServerStream(ctx, req)
+}
+
+// GetDelegation calls toolwire.v1.DispatcherService.GetDelegation.
+func (c *dispatcherServiceClient) GetDelegation(ctx context.Context, req *connect.Request[v1.GetDelegationRequest]) (*connect.Response[v1.GetDelegationResponse], error) {
+	return c.getDelegation.CallUnary(ctx, req)
 }
 
 // Cancel calls toolwire.v1.DispatcherService.Cancel.
@@ -629,6 +649,10 @@ type DispatcherServiceHandler interface {
 	GetResult(context.Context, *connect.Request[v1.GetResultRequest]) (*connect.Response[v1.GetResultResponse], error)
 	// Watch streams the lifecycle and progress events of a call.
 	Watch(context.Context, *connect.Request[v1.WatchRequest], *connect.ServerStream[v1.WatchResponse]) error
+	// GetDelegation returns a call's place in its delegation chain
+	// (docs/delegation.md): its ancestors up to the root and its direct
+	// children, only calls of the caller's tenant that the caller may see.
+	GetDelegation(context.Context, *connect.Request[v1.GetDelegationRequest]) (*connect.Response[v1.GetDelegationResponse], error)
 	// Cancel asks for a call to stop. Twice, late or unknown is harmless.
 	Cancel(context.Context, *connect.Request[v1.CancelRequest]) (*connect.Response[v1.CancelResponse], error)
 	// ListTools lists the tools the caller may use, in a provider's format.
@@ -750,6 +774,13 @@ func NewDispatcherServiceHandler(svc DispatcherServiceHandler, opts ...connect.H
 		DispatcherServiceWatchProcedure,
 		svc.Watch,
 		connect.WithSchema(dispatcherServiceMethods.ByName("Watch")),
+		connect.WithHandlerOptions(opts...),
+	)
+	dispatcherServiceGetDelegationHandler := connect.NewUnaryHandler(
+		DispatcherServiceGetDelegationProcedure,
+		svc.GetDelegation,
+		connect.WithSchema(dispatcherServiceMethods.ByName("GetDelegation")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
 	dispatcherServiceCancelHandler := connect.NewUnaryHandler(
@@ -931,6 +962,8 @@ func NewDispatcherServiceHandler(svc DispatcherServiceHandler, opts ...connect.H
 			dispatcherServiceGetResultHandler.ServeHTTP(w, r)
 		case DispatcherServiceWatchProcedure:
 			dispatcherServiceWatchHandler.ServeHTTP(w, r)
+		case DispatcherServiceGetDelegationProcedure:
+			dispatcherServiceGetDelegationHandler.ServeHTTP(w, r)
 		case DispatcherServiceCancelProcedure:
 			dispatcherServiceCancelHandler.ServeHTTP(w, r)
 		case DispatcherServiceListToolsProcedure:
@@ -1006,6 +1039,10 @@ func (UnimplementedDispatcherServiceHandler) GetResult(context.Context, *connect
 
 func (UnimplementedDispatcherServiceHandler) Watch(context.Context, *connect.Request[v1.WatchRequest], *connect.ServerStream[v1.WatchResponse]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.Watch is not implemented"))
+}
+
+func (UnimplementedDispatcherServiceHandler) GetDelegation(context.Context, *connect.Request[v1.GetDelegationRequest]) (*connect.Response[v1.GetDelegationResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("toolwire.v1.DispatcherService.GetDelegation is not implemented"))
 }
 
 func (UnimplementedDispatcherServiceHandler) Cancel(context.Context, *connect.Request[v1.CancelRequest]) (*connect.Response[v1.CancelResponse], error) {

@@ -1,5 +1,6 @@
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
+import type { ErrorType } from "./error_pb.js";
 import type { CallEvent } from "./event_pb.js";
 import type { Approval, ApprovalScope, ApprovalState, Grant, PolicyDecision, PolicyVersion } from "./policy_pb.js";
 import type { ToolResponse } from "./response_pb.js";
@@ -395,6 +396,95 @@ export type GetResultResponse = Message<"toolwire.v1.GetResultResponse"> & {
  * Use `create(GetResultResponseSchema)` to create a new message.
  */
 export declare const GetResultResponseSchema: GenMessage<GetResultResponse>;
+/**
+ * @generated from message toolwire.v1.GetDelegationRequest
+ */
+export type GetDelegationRequest = Message<"toolwire.v1.GetDelegationRequest"> & {
+    /**
+     * @generated from field: string call_id = 1;
+     */
+    callId: string;
+};
+/**
+ * Describes the message toolwire.v1.GetDelegationRequest.
+ * Use `create(GetDelegationRequestSchema)` to create a new message.
+ */
+export declare const GetDelegationRequestSchema: GenMessage<GetDelegationRequest>;
+/**
+ * DelegatedCall is one call of a delegation chain as GetDelegation shows
+ * it.
+ *
+ * @generated from message toolwire.v1.DelegatedCall
+ */
+export type DelegatedCall = Message<"toolwire.v1.DelegatedCall"> & {
+    /**
+     * @generated from field: string call_id = 1;
+     */
+    callId: string;
+    /**
+     * @generated from field: string tool = 2;
+     */
+    tool: string;
+    /**
+     * @generated from field: toolwire.v1.CallState state = 3;
+     */
+    state: CallState;
+    /**
+     * With DONE: whether the call succeeded, and its error's type when not.
+     *
+     * @generated from field: bool ok = 4;
+     */
+    ok: boolean;
+    /**
+     * @generated from field: toolwire.v1.ErrorType error_type = 5;
+     */
+    errorType: ErrorType;
+};
+/**
+ * Describes the message toolwire.v1.DelegatedCall.
+ * Use `create(DelegatedCallSchema)` to create a new message.
+ */
+export declare const DelegatedCallSchema: GenMessage<DelegatedCall>;
+/**
+ * @generated from message toolwire.v1.GetDelegationResponse
+ */
+export type GetDelegationResponse = Message<"toolwire.v1.GetDelegationResponse"> & {
+    /**
+     * @generated from field: string call_id = 1;
+     */
+    callId: string;
+    /**
+     * UNKNOWN for a call the caller's tenant does not hold (as GetResult).
+     *
+     * @generated from field: toolwire.v1.CallState state = 2;
+     */
+    state: CallState;
+    /**
+     * The call's parent first, then its parent's, up to the chain's root;
+     * at most the chain's maximum depth. A call above one the caller may
+     * not see (another agent's under per-agent visibility) ends the list.
+     *
+     * @generated from field: repeated toolwire.v1.DelegatedCall ancestors = 3;
+     */
+    ancestors: DelegatedCall[];
+    /**
+     * The call's direct children the caller may see, oldest first, at most
+     * 20 (more_children counts the rest the dispatcher listed, up to the
+     * fan-out bound).
+     *
+     * @generated from field: repeated toolwire.v1.DelegatedCall children = 4;
+     */
+    children: DelegatedCall[];
+    /**
+     * @generated from field: int32 more_children = 5;
+     */
+    moreChildren: number;
+};
+/**
+ * Describes the message toolwire.v1.GetDelegationResponse.
+ * Use `create(GetDelegationResponseSchema)` to create a new message.
+ */
+export declare const GetDelegationResponseSchema: GenMessage<GetDelegationResponse>;
 /**
  * @generated from message toolwire.v1.WatchRequest
  */
@@ -2199,6 +2289,18 @@ export declare const DispatcherService: GenService<{
         methodKind: "server_streaming";
         input: typeof WatchRequestSchema;
         output: typeof WatchResponseSchema;
+    };
+    /**
+     * GetDelegation returns a call's place in its delegation chain
+     * (docs/delegation.md): its ancestors up to the root and its direct
+     * children, only calls of the caller's tenant that the caller may see.
+     *
+     * @generated from rpc toolwire.v1.DispatcherService.GetDelegation
+     */
+    getDelegation: {
+        methodKind: "unary";
+        input: typeof GetDelegationRequestSchema;
+        output: typeof GetDelegationResponseSchema;
     };
     /**
      * Cancel asks for a call to stop. Twice, late or unknown is harmless.

@@ -1,0 +1,91 @@
+package toolctl_test
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/toolctl"
+)
+
+// get shows a call's place in its delegation chain: the child its parent
+// (on stderr, after the result), the parent its children (--tree, and
+// -o json); another tenant's call stays a made-up id (issue 31).
+func TestGetShowsDelegationChain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatchtest.Options{Auth: tenantKeys})
+	as := func(key string, args ...string) string {
+		t.Helper()
+		o := b.policyAs(t, key, args...)
+		require.Equal(t, toolctl.ExitOK, o.code, "%v: %s", args, o.stderr)
+		return strings.TrimSpace(o.stdout)
+	}
+	parent := as("acme-bot", "submit", "sleep", `{"duration":"30s"}`)
+	t.Cleanup(func() { b.policyAs(t, "acme-bot", "cancel", parent) })
+	child := as("acme-bot", "submit", "sleep", `{"duration":"30s"}`, "--parent", parent)
+	grandchild := as("acme-bot", "submit", "echo", `{"text":"deep"}`, "--parent", child)
+
+	o := b.policyAs(t, "acme-bot", "get", grandchild, "--wait", "30s")
+	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
+	require.Equal(t, "deep\n", o.stdout, "the result alone on stdout")
+	require.Contains(t, o.stderr, "delegation:\n  root     "+parent+" sleep running\n  parent   "+child+" sleep running\n")
+	require.Contains(t, o.stderr, "  this     "+grandchild+"\n")
+	for _, l := range strings.Split(strings.TrimSuffix(o.stderr, "\n"), "\n") {
+		require.Regexp(t, chainLine, l, "the shape docs/delegation.md shows")
+	}
+
+	o = b.policyAs(t, "acme-bot", "get", parent, "--tree")
+	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
+	require.Equal(t, "delegation:\n  this     "+parent+"\n  child    "+child+" sleep running\n", o.stdout)
+
+	o = b.policyAs(t, "acme-bot", "get", child, "--tree")
+	require.Equal(t, "delegation:\n  parent   "+parent+" sleep running\n  this     "+child+"\n  child    "+grandchild+" echo ok\n", o.stdout)
+
+	js := as("acme-bot", "-o", "json", "get", child, "--tree")
+	var dg struct {
+		Ancestors []struct{ CallID, Tool, State string } `json:"ancestors"`
+		Children  []struct{ CallID, Tool string }        `json:"children"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(js), &dg), js)
+	require.Len(t, dg.Ancestors, 1, js)
+	require.Equal(t, parent, dg.Ancestors[0].CallID)
+	require.Equal(t, "CALL_STATE_PENDING", dg.Ancestors[0].State)
+	require.Len(t, dg.Children, 1, js)
+	require.Equal(t, grandchild, dg.Children[0].CallID)
+
+	tree := func(id string) string {
+		o := b.policyAs(t, "beta-admin", "get", id, "--tree")
+		return string(rune('0'+o.code)) + " " + strings.ReplaceAll(o.stdout+o.stderr, id, "ID")
+	}
+	madeUp := tree(ulid.Make().String())
+	require.NotEqual(t, "0 ", madeUp[:2], madeUp)
+	require.Equal(t, madeUp, tree(parent), "another tenant's chain is a made-up id")
+	o = b.policyAs(t, "beta-admin", "get", parent)
+	require.NotContains(t, o.stdout+o.stderr, "delegation", "no chain for another tenant's call")
+}
+
+// chainLine is the shape of each line get prints about a chain.
+var chainLine = regexp.MustCompile(`^(delegation:|  (root|ancestor|parent|child) +\S+ \S+ \S+|  this +\S+|  and \d+ more children)$`)
+
+// The chain docs/delegation.md shows ("Seeing a chain") is in the shape
+// get prints: every line of its example is one get prints.
+func TestDocsDelegationChainExample(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("../../docs/delegation.md")
+	require.NoError(t, err)
+	m := regexp.MustCompile("(?s)```\n\\$ toolctl get \\S+\n(.*?)```").FindSubmatch(src)
+	require.NotNil(t, m, "the example of toolctl get")
+	lines := strings.Split(strings.TrimSuffix(string(m[1]), "\n"), "\n")
+	i := slices.Index(lines, "delegation:")
+	require.Positive(t, i, "the result, then the chain")
+	for _, l := range lines[i:] {
+		require.Regexp(t, chainLine, l)
+	}
+}
