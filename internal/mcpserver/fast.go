@@ -231,8 +231,11 @@ func isNonEmptyString(raw json.RawMessage) bool {
 // the client's user may confirm it: askToConfirm); a client that goes
 // away cancels the call.
 func (s *Server) fastCall(ctx context.Context, id identity.Identity, p *fastParams, caps string) (mcp.Result, error) {
-	if s.d.TaskSupport(p.Name) == toolwirev1.TaskSupport_TASK_SUPPORT_REQUIRED {
-		return nil, needsTasks(fmt.Sprintf("tool %q", p.Name)) // a client without the extension (plainMeta)
+	if s.cfg.Tasks != nil && s.d.TaskSupport(p.Name) == toolwirev1.TaskSupport_TASK_SUPPORT_REQUIRED {
+		// A client without the extension (plainMeta), as taskMode answers
+		// it; without Tasks the call is admitted (and a toolset's refusal
+		// answered) as on the SDK path.
+		return nil, needsTasks(fmt.Sprintf("tool %q", p.Name))
 	}
 	args := string(p.Arguments)
 	if args == "" || args == "null" {

@@ -186,6 +186,9 @@ func TestFastPathAnswersAsTheSDKForAModel(t *testing.T) {
 			require.Equal(t, sdkStatus, fastStatus)
 			require.Equal(t, sdk, fast)
 			require.Contains(t, fmt.Sprint(fast), c.want)
+			if v := c.h.Get(mcpserver.ProfileHeader); v != "" && v != "chatgpt" {
+				require.NotContains(t, fmt.Sprint(fast), "openai/", "openai/* keys reach only ChatGPT's profile")
+			}
 		})
 	}
 }
