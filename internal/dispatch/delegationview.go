@@ -14,23 +14,11 @@ import (
 // (the rest it counts in more_children).
 const MaxDelegationChildrenShown = 20
 
-// MaxDelegationHiddenChildren bounds the lookups GetDelegation makes for
-// children its caller may not see. Under per-agent visibility each child
-// is looked up (its record read for its agent) before it is shown or
-// counted; once this many children have turned out to be hidden (another
-// agent's, or a shown one's records gone), the children after them
-// (oldest first) are neither looked up, shown nor counted. A caller who sees few of many children thus costs at most
-// this many wasted lookups a request, besides one per child it sees
-// (itself bounded by Config.MaxDelegationFanOut); a caller who sees every
-// agent's calls needs no lookup.
-const MaxDelegationHiddenChildren = 64
-
 // GetDelegation returns call callID's place in its delegation chain
 // (docs/delegation.md, "Seeing a chain"): its ancestors, parent first, up
 // to the root (at most Config.MaxDelegationDepth of them), and its direct
 // children, oldest first (at most MaxDelegationChildrenShown, the rest
-// counted; none after the MaxDelegationHiddenChildren-th child the caller
-// may not see), each with its tool and state as GetResult answers it. It reads
+// counted), each with its tool and state as GetResult answers it. It reads
 // the chain's records in the limits bucket, whose keys carry the caller's
 // tenant, so another tenant's call is never reached; a call the caller
 // may not see (Config.AgentVisibility) is left out: an ancestor ends the
@@ -84,8 +72,7 @@ func (d *Dispatcher) ancestors(ctx context.Context, id identity.Identity, callID
 }
 
 // childCalls returns the children of callID that id may see, oldest
-// first, at most MaxDelegationChildrenShown, and how many more there are;
-// it stops at the MaxDelegationHiddenChildren-th child id may not see.
+// first, at most MaxDelegationChildrenShown, and how many more there are.
 func (d *Dispatcher) childCalls(ctx context.Context, id identity.Identity, callID string) ([]*toolwirev1.DelegatedCall, int32, error) {
 	kids, err := d.children(ctx, id.Tenant, callID, d.cfg.MaxDelegationFanOut)
 	if err != nil {
@@ -95,16 +82,10 @@ func (d *Dispatcher) childCalls(ctx context.Context, id identity.Identity, callI
 	slices.Sort(kids) // ULIDs: oldest first
 	var out []*toolwirev1.DelegatedCall
 	var more int32
-	hidden := 0
 	for _, k := range kids {
-		if hidden >= MaxDelegationHiddenChildren {
-			break
-		}
 		if len(out) >= MaxDelegationChildrenShown {
 			if ok, err := d.reaches(ctx, id, k); err == nil && ok {
 				more++
-			} else {
-				hidden++
 			}
 			continue
 		}
@@ -112,11 +93,9 @@ func (d *Dispatcher) childCalls(ctx context.Context, id identity.Identity, callI
 		if err != nil {
 			return nil, 0, err
 		}
-		if dc.GetState() == toolwirev1.CallState_CALL_STATE_UNKNOWN {
-			hidden++
-			continue
+		if dc.GetState() != toolwirev1.CallState_CALL_STATE_UNKNOWN {
+			out = append(out, dc)
 		}
-		out = append(out, dc)
 	}
 	return out, more, nil
 }

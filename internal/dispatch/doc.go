@@ -573,11 +573,7 @@
 //     GetResult reads it (its tool and state), and a call the caller may
 //     not see (reaches) is left out — a child skipped and not counted, an
 //     ancestor ending the list — so the answer never tells what
-//     per-agent visibility hides. Those lookups are bounded: after
-//     MaxDelegationHiddenChildren children the caller may not see, the
-//     rest are not looked at (a caller who sees few of many children
-//     cannot make the dispatcher read every child's record per request);
-//     nothing in the answer says so, as that would tell of the hidden. No index of its own: the limits bucket
+//     per-agent visibility hides. No index of its own: the limits bucket
 //     lists a parent's children by key prefix, which the fan-out check
 //     already does at admission.
 //

@@ -1125,9 +1125,7 @@ type GetDelegationResponse struct {
 	Children []*DelegatedCall `protobuf:"bytes,4,rep,name=children,proto3" json:"children,omitempty"`
 	// Counts up to the rest of the children the caller may see: a child
 	// whose admission is still under way, or was refused, may be counted;
-	// a child the caller may not see is not. Under per-agent visibility the
-	// children after the 64th the caller may not see (oldest first) are not
-	// looked at: neither shown nor counted.
+	// a child the caller may not see is not.
 	MoreChildren  int32 `protobuf:"varint,5,opt,name=more_children,json=moreChildren,proto3" json:"more_children,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

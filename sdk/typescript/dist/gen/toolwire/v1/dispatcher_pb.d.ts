@@ -477,9 +477,7 @@ export type GetDelegationResponse = Message<"toolwire.v1.GetDelegationResponse">
     /**
      * Counts up to the rest of the children the caller may see: a child
      * whose admission is still under way, or was refused, may be counted;
-     * a child the caller may not see is not. Under per-agent visibility the
-     * children after the 64th the caller may not see (oldest first) are not
-     * looked at: neither shown nor counted.
+     * a child the caller may not see is not.
      *
      * @generated from field: int32 more_children = 5;
      */
