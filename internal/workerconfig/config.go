@@ -37,6 +37,11 @@ type File struct {
 	HTTP httpexec.Config `json:"http,omitempty"`
 	// MCP lists the MCP servers whose tools this worker serves.
 	MCP mcp.Config `json:"mcp,omitempty"`
+	// Skills are directories of skills (each a directory with a SKILL.md
+	// and its resources; internal/skills), served by one native tool,
+	// `skill`, which needs a native pool. Relative paths are relative to
+	// the configuration file. Default none: no `skill` tool.
+	Skills []string `json:"skills,omitempty"`
 
 	// dir is the directory relative tool paths resolve against.
 	dir string
@@ -112,6 +117,11 @@ func (f *File) Validate() error {
 	for i, t := range f.Tools {
 		if strings.TrimSpace(t) == "" {
 			errs = append(errs, fmt.Errorf("tools[%d] is empty", i))
+		}
+	}
+	for i, d := range f.Skills {
+		if strings.TrimSpace(d) == "" {
+			errs = append(errs, fmt.Errorf("skills[%d] is empty", i))
 		}
 	}
 	if err := f.Sandbox.WithDefaults().Validate(); err != nil {
