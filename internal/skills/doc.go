@@ -47,7 +47,10 @@
 // own version (Version: the digest of its files' paths and digests) says
 // which skill changed. The registry checks the manifests a worker
 // announces (Check, from registry.Check): a worker is not trusted to
-// keep the bounds. Every replica of the pool serving `skill` must load
+// keep the bounds. The manifests together are at most MaxManifestBytes
+// encoded (Load checks it too, so a worker never starts with skills the
+// registry would refuse): the registry bucket keeps every version of a
+// spec, and this bounds what one version of `skill` adds to it. Every replica of the pool serving `skill` must load
 // the same skills, as for any spec: a replica holding another version
 // refuses calls pinned to the version it does not serve.
 //
