@@ -203,6 +203,20 @@ func TestCheckRefusesForgedManifests(t *testing.T) {
 		spec.Skills = append(spec.Skills, spec.Skills[0])
 	}
 	require.ErrorContains(t, registry.Check(spec), "more than 64")
+
+	// Within every other bound, the manifests' encoded size is bounded.
+	big := make([]*toolwirev1.Skill, 0, skills.MaxSkills)
+	for i := range skills.MaxSkills {
+		files := []*toolwirev1.SkillFile{{Path: skills.InstructionsFile, Sha256: strings.Repeat("0", 64)}}
+		for j := range skills.MaxTotalFiles/skills.MaxSkills - 1 {
+			files = append(files, &toolwirev1.SkillFile{Path: strings.Repeat("p", 250) + string(rune('a'+j)), Sha256: strings.Repeat("0", 64)})
+		}
+		name := "s" + strings.Repeat("x", i)
+		big = append(big, &toolwirev1.Skill{Name: name, Description: strings.Repeat("d", skills.MaxDescription), Files: files, Version: skills.Version(files)})
+	}
+	err = skills.Check(big)
+	require.ErrorContains(t, err, "the manifests are")
+	require.NotContains(t, err.Error(), "skills[", "every skill is within its own bounds")
 }
 
 // A changed file is a new version of its skill and of the `skill`
