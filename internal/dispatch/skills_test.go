@@ -68,7 +68,9 @@ func TestSkillsAsTools(t *testing.T) {
 	}
 	require.NotNil(t, spec, "the skill tool is listed")
 	require.Contains(t, spec.Description, "- release-notes: Writes the release notes of a toolwire release")
-	require.Contains(t, spec.Summary, "release-notes")
+	openai, err := s.Client.ListTools(ctx, connect.NewRequest(&toolwirev1.ListToolsRequest{Format: toolwirev1.ToolFormat_TOOL_FORMAT_OPENAI}))
+	require.NoError(t, err)
+	require.Contains(t, openai.Msg.ToolsJson, "- release-notes: Writes the release notes", "the exports list the skills")
 	require.Len(t, spec.Skills, 1)
 	var paths []string
 	for _, fl := range spec.Skills[0].Files {

@@ -56,9 +56,10 @@
 //
 // # Listed and loaded
 //
-// The tool's description lists every skill as `- name: description`
-// (its summary the names), which is how a model learns of them from
-// ListTools, the exports and MCP tools/list. A call {"name": "pdf"}
+// The tool's description lists every skill as `- name: description`,
+// which is how a model learns of them from ListTools, the exports and
+// MCP tools/list. The tool has no summary: those show a tool's summary
+// instead of its description when it has one. A call {"name": "pdf"}
 // returns the instructions (the Markdown after the front matter) and a
 // second text block listing the skill's files; {"name": "pdf",
 // "resource": "forms/fill.py"} returns that file as an embedded resource

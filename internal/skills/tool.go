@@ -16,10 +16,6 @@ const ToolName = "skill"
 // skill://<name>/<path>, the form of MCP's Skills extension.
 const URIScheme = "skill://"
 
-// maxSummaryNames bounds the names the summary lists (the description
-// lists every skill).
-const maxSummaryNames = 512
-
 // Args are the `skill` tool's arguments. A policy rule names a skill by
 // them: `tools: [skill], args: {name: pdf}` (docs/skills.md).
 type Args struct {
@@ -33,33 +29,21 @@ type Args struct {
 // and a call returns a skill's instructions, or one of its files.
 func Tool(set *Set) (*tool.Tool, error) {
 	ms := set.Manifests()
-	summary, description := Describe(ms)
 	return tool.New(ToolName, set.load,
 		tool.WithTitle("Skills"),
-		tool.WithSummary(summary),
-		tool.WithDescription(description),
+		tool.WithDescription(Describe(ms)),
 		tool.WithCategory(toolwirev1.ToolCategory_TOOL_CATEGORY_RETRIEVAL),
 		tool.ReadOnly(), tool.Idempotent(), tool.OpenWorld(false),
 		tool.Option(func(s *toolwirev1.ToolSpec) { s.Skills = ms }),
 	)
 }
 
-// Describe returns the `skill` tool's summary and description for the
-// skills ms (in their order): what the tool does, then each skill as
-// `- name: description`. The summary names the skills, as many as fit in
-// maxSummaryNames bytes.
-func Describe(ms []*toolwirev1.Skill) (summary, description string) {
-	var names strings.Builder
-	for i, m := range ms {
-		if names.Len()+len(m.GetName()) > maxSummaryNames {
-			names.WriteString(", …")
-			break
-		}
-		if i > 0 {
-			names.WriteString(", ")
-		}
-		names.WriteString(m.GetName())
-	}
+// Describe returns the `skill` tool's description for the skills ms (in
+// their order): what the tool does, then each skill as `- name:
+// description`. The tool has no summary: the exports and MCP show a
+// tool's summary in place of its description when it has one, and the
+// list of skills is what a model must always see.
+func Describe(ms []*toolwirev1.Skill) string {
 	var b strings.Builder
 	b.WriteString("Loads a skill: instructions for a kind of task, with files (scripts, references, templates) " +
 		"they may name. When a task matches a skill's description, load the skill with its name before you " +
@@ -67,7 +51,7 @@ func Describe(ms []*toolwirev1.Skill) (summary, description string) {
 	for _, m := range ms {
 		fmt.Fprintf(&b, "- %s: %s\n", m.GetName(), strings.Join(strings.Fields(m.GetDescription()), " "))
 	}
-	return fmt.Sprintf("Loads a skill's instructions (or one of its files) by name.\nSkills: %s.", names.String()), b.String()
+	return b.String()
 }
 
 // load is the tool's function.
