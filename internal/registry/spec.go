@@ -32,8 +32,8 @@ func Version(spec *toolwirev1.ToolSpec) string {
 }
 
 // Check validates spec: its name, that its executor config matches its
-// executor type, that its schemas compile, and its skills' manifests
-// (skills.Check). It returns every problem.
+// executor type, that its schemas compile, and what it says of skills
+// (skills.CheckSpec). It returns every problem.
 func Check(spec *toolwirev1.ToolSpec) error {
 	var errs []error
 	if !NameRe.MatchString(spec.GetName()) {
@@ -64,8 +64,9 @@ func Check(spec *toolwirev1.ToolSpec) error {
 	if u := spec.GetUiTemplate(); u != "" && (len(u) > 2048 || !uiTemplateRe.MatchString(u)) {
 		errs = append(errs, fmt.Errorf("ui_template %.64q must be a ui:// URI of at most 2048 printable ASCII characters", u))
 	}
-	if err := skills.Check(spec.GetSkills()); err != nil {
-		// A worker's manifests are checked, never believed (internal/skills).
+	if err := skills.CheckSpec(spec); err != nil {
+		// A worker's manifests are checked, never believed, and only the
+		// native `skill` tool carries them (internal/skills).
 		errs = append(errs, err)
 	}
 	if metaWritesTemplate(spec.GetMetaJson()) {

@@ -23,7 +23,26 @@ var (
 	// leading dot (hidden files are not loaded; `.` and `..` never are).
 	segmentRe = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
 	hexRe     = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	// mimeRe is a media type without parameters: type/subtype, each a
+	// restricted name of RFC 6838 (a letter or digit, then letters,
+	// digits and !#$&-^_.+).
+	mimeRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$`)
 )
+
+// CheckSpec checks what a spec says of skills, as the registry receives
+// it from a worker, which it does not trust (registry.Check calls it for
+// every spec): only the native tool ToolName carries skills, and its
+// manifests pass Check. A spec without skills passes.
+func CheckSpec(spec *toolwirev1.ToolSpec) error {
+	ms := spec.GetSkills()
+	if len(ms) == 0 {
+		return nil
+	}
+	if spec.GetName() != ToolName || spec.GetExecutor() != toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE {
+		return fmt.Errorf("skills: only the native tool %q carries skills, not %s tool %.80q", ToolName, spec.GetExecutor(), spec.GetName())
+	}
+	return Check(ms)
+}
 
 // CheckName reports whether name is a skill's name: at most MaxNameLen
 // characters of the common format's rule.
@@ -133,8 +152,9 @@ func checkSkill(s *toolwirev1.Skill) error {
 			return fmt.Errorf("skill %s: file %s listed twice", s.GetName(), f.GetPath())
 		}
 		seen[f.GetPath()] = true
-		if f.GetSize() < 0 || f.GetSize() > MaxFileBytes || !hexRe.MatchString(f.GetSha256()) || len(f.GetMimeType()) > 128 {
-			return fmt.Errorf("skill %s: file %s: want a size of 0 to %d bytes, a hex SHA-256 and a media type of at most 128 bytes", s.GetName(), f.GetPath(), MaxFileBytes)
+		if f.GetSize() < 0 || f.GetSize() > MaxFileBytes || !hexRe.MatchString(f.GetSha256()) ||
+			len(f.GetMimeType()) > 128 || !mimeRe.MatchString(f.GetMimeType()) {
+			return fmt.Errorf("skill %s: file %s: want a size of 0 to %d bytes, a hex SHA-256 and a media type/subtype of at most 128 bytes (RFC 6838 names, no parameters)", s.GetName(), f.GetPath(), MaxFileBytes)
 		}
 		total += f.GetSize()
 	}

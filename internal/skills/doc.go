@@ -45,9 +45,12 @@
 // type). The spec's version is the content hash of the whole spec, so a
 // changed file of any skill is a new version of the tool; each skill's
 // own version (Version: the digest of its files' paths and digests) says
-// which skill changed. The registry checks the manifests a worker
-// announces (Check, from registry.Check): a worker is not trusted to
-// keep the bounds. The manifests together are at most MaxManifestBytes
+// which skill changed. The registry checks what a worker announces of
+// skills (CheckSpec, from registry.Check): a worker is not trusted to
+// keep the bounds. Only the native tool `skill` carries skills (so no
+// other tool, pool or spec file can put a listing of skills before
+// callers under its name), and every file's media type is a plain
+// type/subtype. The manifests together are at most MaxManifestBytes
 // encoded (Load checks it too, so a worker never starts with skills the
 // registry would refuse): the registry bucket keeps every version of a
 // spec, and this bounds what one version of `skill` adds to it. Every replica of the pool serving `skill` must load
