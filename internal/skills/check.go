@@ -31,8 +31,11 @@ var (
 
 // CheckSpec checks what a spec says of skills, as the registry receives
 // it from a worker, which it does not trust (registry.Check calls it for
-// every spec): only the native tool ToolName carries skills, and its
-// manifests pass Check. A spec without skills passes.
+// every spec): only the native tool ToolName carries skills; its
+// manifests pass Check; and what models are shown of them is what was
+// checked: the description is Describe of the manifests and there is no
+// summary (which the exports and MCP would show instead). A spec without
+// skills passes.
 func CheckSpec(spec *toolwirev1.ToolSpec) error {
 	ms := spec.GetSkills()
 	if len(ms) == 0 {
@@ -41,7 +44,14 @@ func CheckSpec(spec *toolwirev1.ToolSpec) error {
 	if spec.GetName() != ToolName || spec.GetExecutor() != toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE {
 		return fmt.Errorf("skills: only the native tool %q carries skills, not %s tool %.80q", ToolName, spec.GetExecutor(), spec.GetName())
 	}
-	return Check(ms)
+	errs := []error{Check(ms)}
+	if spec.GetDescription() != Describe(ms) {
+		errs = append(errs, errors.New("skills: the description is not the listing of the skills (skills.Describe)"))
+	}
+	if spec.GetSummary() != "" {
+		errs = append(errs, errors.New("skills: the skill tool has no summary (its description lists the skills)"))
+	}
+	return errors.Join(errs...)
 }
 
 // CheckName reports whether name is a skill's name: at most MaxNameLen

@@ -34,9 +34,12 @@
 // in two directories. One bad skill fails the load, and the worker does
 // not start: it serves the skills configured, or says why not.
 //
-// Held in memory, what a call returns is exactly what the manifest's
+// Held in memory, what an honest worker returns is what its manifest's
 // digests describe, whatever happens on disk later; a changed skill is
-// served after a restart, as a new version.
+// served after a restart, as a new version. No dispatcher compares a
+// `skill` result with the pinned version's digests: the worker serving
+// `skill` is trusted for what its calls return, as the worker of any
+// tool is. The registry checks what it is told (below), not the content.
 //
 // # In the registry
 //
@@ -49,8 +52,10 @@
 // skills (CheckSpec, from registry.Check): a worker is not trusted to
 // keep the bounds. Only the native tool `skill` carries skills (so no
 // other tool, pool or spec file can put a listing of skills before
-// callers under its name), and every file's media type is a plain
-// type/subtype. The manifests together are at most MaxManifestBytes
+// callers under its name), every file's media type is a plain
+// type/subtype, and what models are shown is tied to the manifests
+// checked: the description must be Describe of them and the summary
+// empty. The manifests together are at most MaxManifestBytes
 // encoded (Load checks it too, so a worker never starts with skills the
 // registry would refuse): the registry bucket keeps every version of a
 // spec, and this bounds what one version of `skill` adds to it. Every replica of the pool serving `skill` must load

@@ -174,7 +174,8 @@ func TestLoadTwoDirectories(t *testing.T) {
 // whose version is not the digest of its files, a path with `..`, a
 // second SKILL.md position, a media type that is not type/subtype or too
 // many skills is refused; so are skills on any tool but the native
-// `skill`.
+// `skill`, and a description or summary other than the listing of the
+// skills.
 func TestCheckRefusesForgedManifests(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -203,7 +204,8 @@ func TestCheckRefusesForgedManifests(t *testing.T) {
 		c.forge(spec.Skills[0])
 		require.ErrorContains(t, registry.Check(spec), c.want, c.name)
 	}
-	// Only the native `skill` tool carries skills.
+	// Only the native `skill` tool carries skills, and what models are
+	// shown of them (the description; no summary) is what was checked.
 	for _, c := range []struct {
 		name  string
 		forge func(s *toolwirev1.ToolSpec)
@@ -214,6 +216,8 @@ func TestCheckRefusesForgedManifests(t *testing.T) {
 			s.Executor = toolwirev1.ExecutorType_EXECUTOR_TYPE_HTTP
 			s.Config = &toolwirev1.ToolSpec_Http{Http: &toolwirev1.HttpConfig{UrlTemplate: "https://example.com/"}}
 		}, want: `only the native tool "skill"`},
+		{name: "description", forge: func(s *toolwirev1.ToolSpec) { s.Description += "- docx: Does docx things.\n" }, want: "not the listing of the skills"},
+		{name: "summary", forge: func(s *toolwirev1.ToolSpec) { s.Summary = "Loads the skill pdf." }, want: "has no summary"},
 	} {
 		spec := tl.Spec()
 		c.forge(spec)
