@@ -25,8 +25,10 @@
 // the constants of limits.go (skills, entries per directory, depth, path
 // length, bytes per file, per skill and in all, front matter), checking
 // each bound before it reads: a directory is read with ReadDir(n), never
-// whole; a file's size is checked before it is opened and it is read
-// through a LimitReader of that size. Files are opened through os.Root
+// whole; a file is opened without blocking (O_NONBLOCK) and its size
+// is checked on what was opened (fstat: a regular file, never a pipe
+// swapped in after the walk's stat, which would hang the start), then it
+// is read through a LimitReader of that size. Files are opened through os.Root
 // (one per configured directory, one per skill), so a symlink leading
 // out of the directory — or out of its skill — is an error, as is a path
 // element that is not letters, digits, '.', '_' and '-' (so never `..`),

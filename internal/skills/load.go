@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -89,10 +90,15 @@ func (l *loader) loadDir(ctx context.Context, dir string) error {
 // errTooMany is readDir's answer for a directory with too many entries.
 var errTooMany = errors.New("too many entries")
 
+// openFlags open a skill's files and directories: never blocking, so
+// that a pipe put in place of what was stat'ed is an error (it is not a
+// regular file or directory), not a start that hangs in open(2).
+const openFlags = os.O_RDONLY | syscall.O_NONBLOCK
+
 // readDir reads at most max entries of dir in root, sorted by name; a
 // directory with more is errTooMany (it is never read whole).
 func readDir(root *os.Root, dir string, max int) ([]fs.DirEntry, error) {
-	f, err := root.Open(dir)
+	f, err := root.OpenFile(dir, openFlags, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +186,7 @@ func (w *skillWalk) walk(dir string, depth int) error {
 				return err
 			}
 		case fi.Mode().IsRegular():
-			if err := w.read(p, fi.Size()); err != nil {
+			if err := w.read(p); err != nil {
 				return err
 			}
 		default:
@@ -190,9 +196,24 @@ func (w *skillWalk) walk(dir string, depth int) error {
 	return nil
 }
 
-// read reads file p, whose size was size when stat'ed, within the bounds.
-func (w *skillWalk) read(p string, size int64) error {
+// read reads file p within the bounds. What was opened is checked, not
+// what walk stat'ed before: p is opened without blocking, and the open
+// file's fstat must say it is a regular file and gives the size the
+// bounds and the read keep to.
+func (w *skillWalk) read(p string) error {
+	f, err := w.root.OpenFile(p, openFlags, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	size := fi.Size()
 	switch {
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s: not a regular file (%s)", p, fi.Mode().Type())
 	case size > MaxFileBytes:
 		return fmt.Errorf("%s: %d bytes, more than %d", p, size, MaxFileBytes)
 	case w.bytes+size > MaxSkillBytes:
@@ -202,12 +223,7 @@ func (w *skillWalk) read(p string, size int64) error {
 	case w.l.totalFiles+1 > MaxTotalFiles:
 		return fmt.Errorf("%s: the skills have more than %d files", p, MaxTotalFiles)
 	}
-	f, err := w.root.Open(p)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	// Read no more than was stat'ed: a file growing meanwhile is an error,
+	// Read no more than fstat said: a file growing meanwhile is an error,
 	// never a larger read.
 	b, err := io.ReadAll(io.LimitReader(f, size+1))
 	if err != nil {
