@@ -132,7 +132,7 @@ func NewWorker(ctx context.Context, b *bus.Bus, f *File, o Options) (_ *Worker, 
 		}
 	}()
 
-	if o.Tools, err = f.withSkills(ctx, o.Tools); err != nil {
+	if o.Tools, err = f.withSkills(ctx, o); err != nil {
 		return nil, err
 	}
 	nat, err := native.NewWithConfig(native.Config{Logger: log}, o.Tools...)
@@ -221,11 +221,18 @@ func NewWorker(ctx context.Context, b *bus.Bus, f *File, o Options) (_ *Worker, 
 	return w, nil
 }
 
-// withSkills returns the native tools with the `skill` tool of the
-// File's skill directories added (tools itself when there are none).
-func (f *File) withSkills(ctx context.Context, tools []*tool.Tool) ([]*tool.Tool, error) {
+// withSkills returns the native tools o.Tools with the `skill` tool of
+// the File's skill directories added (o.Tools itself when there are
+// none). Skills without a native pool are an error, BestEffort or not:
+// `skill` is a native tool, published only with a native pool, so they
+// would be loaded and silently not served.
+func (f *File) withSkills(ctx context.Context, o Options) ([]*tool.Tool, error) {
+	tools := o.Tools
 	if len(f.Skills) == 0 {
 		return tools, nil
+	}
+	if !slices.Contains(f.poolTypes(o, true, nil), toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE) {
+		return nil, errors.New("workerconfig: skills are served by the native tool skill, but this worker serves no native pool")
 	}
 	dirs := make([]string, 0, len(f.Skills))
 	for _, d := range f.Skills {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/toolwire/toolwire/internal/executors/httpexec"
 	"github.com/toolwire/toolwire/internal/executors/mcp"
 	"github.com/toolwire/toolwire/internal/executors/sandbox"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -123,6 +125,13 @@ func (f *File) Validate() error {
 		if strings.TrimSpace(d) == "" {
 			errs = append(errs, fmt.Errorf("skills[%d] is empty", i))
 		}
+	}
+	if len(f.Skills) > 0 && len(f.Pools) > 0 && !slices.ContainsFunc(f.Pools, func(p PoolFile) bool {
+		t, _ := bus.ParseType(p.Type)
+		return t == toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
+	}) {
+		// `skill` is a native tool, published only with a native pool.
+		errs = append(errs, errors.New("skills: served by the native tool skill, but pools has no native pool"))
 	}
 	if err := f.Sandbox.WithDefaults().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("sandbox: %w", err))

@@ -19,7 +19,8 @@ import (
 // A worker configuration's skills directories (relative to the file)
 // become one native tool, `skill`, with the skills' manifests; a skill
 // that breaks a rule stops the worker from being built, naming it; an
-// empty entry is refused by the file's validation.
+// empty entry is refused by the file's validation, as are skills without
+// a native pool (by NewWorker too).
 func TestSkillsConfig(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -53,4 +54,18 @@ func TestSkillsConfig(t *testing.T) {
 
 	_, err = workerconfig.Parse([]byte("skills: ['']\n"))
 	require.ErrorContains(t, err, "skills[0] is empty")
+
+	// `skill` is a native tool: skills without a native pool would be
+	// loaded and silently not served, so they are refused, by the file's
+	// validation and by NewWorker (pools narrowed by flags, best effort
+	// or not).
+	_, err = workerconfig.Parse([]byte("pools: [{type: http}]\nskills: [skills]\n"))
+	require.ErrorContains(t, err, "skills: served by the native tool skill, but pools has no native pool")
+	_, err = workerconfig.Parse([]byte("pools: [{type: http}, {type: native}]\nskills: [skills]\n"))
+	require.NoError(t, err)
+	for _, best := range []bool{false, true} {
+		_, err = workerconfig.NewWorker(t.Context(), env.Bus, f, workerconfig.Options{Logger: slog.New(slog.DiscardHandler),
+			Registry: registry.NewRegistrar(env.Bus, nil, nil, ""), PoolTypes: []string{"http"}, BestEffort: best})
+		require.ErrorContains(t, err, "this worker serves no native pool")
+	}
 }
