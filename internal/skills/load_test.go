@@ -119,7 +119,7 @@ func TestLoadRefuses(t *testing.T) {
 			want: "secret.txt"},
 		{name: "symlink into another skill", files: map[string]string{"pdf/SKILL.md": skillMD("pdf", "x"), "docx/SKILL.md": skillMD("docx", "x")},
 			setup: func(t *testing.T, dir string) {
-				require.NoError(t, os.Symlink(filepath.Join(dir, "docx", "SKILL.md"), filepath.Join(dir, "pdf", "other.md")))
+				require.NoError(t, os.Symlink("../docx/SKILL.md", filepath.Join(dir, "pdf", "other.md")))
 			},
 			want: "other.md"},
 		{name: "skill directory linked from outside", setup: func(t *testing.T, dir string) {
