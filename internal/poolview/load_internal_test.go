@@ -306,7 +306,7 @@ func TestIdlePoolDrainsABurstAtItsRate(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	p.measure(0, 64, t0)
 	at := feed(p, t0, 64, 2500, 2500, 2500, 2500, 2500) // 5,000 calls a second
-	at = feed(p, at, 0, make([]uint64, 120)...)          // a minute with nothing to do
+	at = feed(p, at, 0, make([]uint64, 120)...)         // a minute with nothing to do
 	if r := rateOf(p); r < 4900 {
 		t.Fatalf("after a minute idle the rate is %.0f, want the pool's 5000", r)
 	}
