@@ -49,7 +49,8 @@ type Config struct {
 	// pkg/client uses for gRPC).
 	HTTP string
 	// CPUProfile, if set, is a file that receives a CPU profile of the
-	// measured calls (not of set-up or warm-up).
+	// measured calls (not of set-up or warm-up; with -overload, of the
+	// overload phase).
 	CPUProfile string
 	// MemProfile, if set, is a file that receives an allocation profile
 	// (pprof "allocs", every allocation sampled) of the measured calls.

@@ -203,8 +203,15 @@ func MeasureOverload(ctx context.Context, oc OverloadConfig, progress io.Writer)
 	m.wg.Wait() // the baseline measures an unloaded pool
 	m.setPhase(phaseOverload)
 	fmt.Fprintf(progress, "# overload: %.0f calls/s for %s\n", oc.Factor*r.Capacity, oc.For)
+	stopProfile, err := startProfile(oc.CPUProfile, oc.MemProfile) // the overload phase's
+	if err != nil {
+		return r, err
+	}
 	m.offer(ctx, oc.Factor*r.Capacity, oc.For)
 	end := time.Now()
+	if err := stopProfile(); err != nil {
+		return r, err
+	}
 	m.setPhase(phaseRecovery)
 	m.offer(ctx, r.Capacity/2, oc.Recovery)
 	m.wg.Wait()
