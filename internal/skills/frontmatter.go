@@ -2,6 +2,7 @@ package skills
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -9,13 +10,16 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// frontMatter is what toolwire reads of SKILL.md's front matter. The
-// common format has more optional fields (license, compatibility,
-// metadata, allowed-tools, …); they are kept in the file, which the
-// model reads whole, and not interpreted: a skill does not grant itself
-// tools, the policy does.
+// frontMatter is what toolwire reads of SKILL.md's front matter: name
+// and description, and the whole mapping as JSON, which MCP's Skills
+// extension lists (Skill.frontmatter). The common format has more
+// optional fields (license, compatibility, metadata, allowed-tools, …);
+// they are listed and kept in the file, which the model reads whole,
+// and not interpreted: a skill does not grant itself tools, the policy
+// does.
 type frontMatter struct {
 	name, description string
+	json              string
 }
 
 // parseSkillFile splits SKILL.md into its front matter (between a first
@@ -94,5 +98,49 @@ func readFrontMatter(y []byte) (frontMatter, error) {
 	if fm.name == "" || fm.description == "" {
 		return frontMatter{}, errors.New("name and description are required")
 	}
+	var err error
+	if fm.json, err = frontMatterJSON(doc.Content[0]); err != nil {
+		return frontMatter{}, err
+	}
 	return fm, nil
+}
+
+// frontMatterJSON is the mapping m as a JSON object, at most
+// MaxFrontMatterBytes. Aliases are expanded by the YAML decoder, which
+// refuses a document that expands far past its size; the bound on the
+// result holds what is left.
+func frontMatterJSON(m *yaml.Node) (string, error) {
+	var v map[string]any
+	if err := m.Decode(&v); err != nil {
+		return "", fmt.Errorf("not a mapping of string keys: %w", err)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("not representable as JSON: %w", err)
+	}
+	if len(b) > MaxFrontMatterBytes {
+		return "", fmt.Errorf("%d bytes as JSON, more than %d", len(b), MaxFrontMatterBytes)
+	}
+	return string(b), nil
+}
+
+// CheckFrontMatter checks a manifest's front matter fm (Skill.frontmatter)
+// against its name and description: empty (a worker older than the
+// field), or a JSON object of at most MaxFrontMatterBytes whose name and
+// description are the manifest's.
+func CheckFrontMatter(fm, name, description string) error {
+	if fm == "" {
+		return nil
+	}
+	if len(fm) > MaxFrontMatterBytes {
+		return fmt.Errorf("front matter of %d bytes, more than %d", len(fm), MaxFrontMatterBytes)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(fm), &v); err != nil || v == nil {
+		return errors.New("front matter is not a JSON object")
+	}
+	if v["name"] != name || v["description"] != description {
+		return errors.New("front matter's name and description are not the manifest's")
+	}
+	return nil
 }
