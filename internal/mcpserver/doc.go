@@ -270,9 +270,11 @@
 // registry entry, for the caller (dispatch.SkillsFor: the tool visible to
 // it, less the skills whose load the policy denies it), on one page (a
 // `skill` tool serves at most 64), cacheScope private. resources/read of
-// a skill:// file is a call of `skill` through admission; its answer is
-// served only when it is the file the manifest lists (URI, size,
-// SHA-256). resources/list adds the listed skills' SKILL.md on its first
+// a skill:// file is a call of `skill` through admission, in the
+// request's session and for its model; its answer is served only when it
+// is the file the manifest lists (URI, size, SHA-256). A read the policy
+// asks about is withdrawn and answered an error (a read cannot wait for a
+// person). resources/list adds the listed skills' SKILL.md on its first
 // page. resources/directory/read is not served (no directoryRead).
 //
 // # Auth

@@ -165,8 +165,18 @@ func (s *Server) readSkill(ctx context.Context, id identity.Identity, req *mcp.R
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	args, _ := json.Marshal(skills.Args{Name: sk.GetName(), Resource: file.GetPath()})
-	model, _ := modelOf(req)
-	cres, err := s.d.Call(ctx, id, &toolwirev1.CallRequest{Tool: skills.ToolName, ArgumentsJson: string(args), Model: model}, s.d.Config().MaxWait)
+	// The read is a call of the request's session and model, as a
+	// tools/call of `skill` would be: its mode's rules, grants, budgets
+	// and audit apply.
+	session, err := sessionOf(req.Params.Meta)
+	if err != nil {
+		return nil, err
+	}
+	model, err := modelOf(req)
+	if err != nil {
+		return nil, err
+	}
+	cres, err := s.d.Call(ctx, id, &toolwirev1.CallRequest{Tool: skills.ToolName, ArgumentsJson: string(args), Session: session, Model: model}, s.d.Config().MaxWait)
 	if err != nil {
 		if cres != nil && cres.CallId != "" {
 			s.cancel(ctx, id, cres.CallId)
@@ -175,8 +185,12 @@ func (s *Server) readSkill(ctx context.Context, id identity.Identity, req *mcp.R
 	}
 	resp := cres.GetResponse()
 	if cres.GetState() == toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL {
+		// A read has no way to wait for a person, and a parked read nobody
+		// collects would pile up approval requests (clients read listed
+		// skills freely): it is withdrawn.
+		s.cancel(ctx, id, cres.GetCallId())
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(
-			"reading %s needs a person's approval (call %s): call the %s tool for it instead", uri, cres.GetCallId(), skills.ToolName)}
+			"reading %s needs a person's approval: call the %s tool for it, whose call waits for the approval", uri, skills.ToolName)}
 	}
 	if cres.GetState() != toolwirev1.CallState_CALL_STATE_DONE {
 		if resp, err = s.await(ctx, id, cres.GetCallId()); err != nil {
@@ -255,18 +269,20 @@ func skillContents(resp *toolwirev1.ToolResponse, uri string, f *toolwirev1.Skil
 // SKILL.md of each skill the caller may load, named and described by its
 // front matter, on the first page.
 func (s *Server) listSkillResources(ctx context.Context, id identity.Identity, req mcp.Request, res mcp.Result) (mcp.Result, error) {
-	if p, _ := req.GetParams().(*mcp.ListResourcesParams); p != nil && p.Cursor != "" {
-		return res, nil // on the first page only
-	}
-	sks, err := s.skillsFor(ctx, id, req)
-	if err != nil || len(sks) == 0 {
-		return res, err
-	}
 	lr, ok := res.(*mcp.ListResourcesResult)
 	if !ok || lr == nil {
 		lr = &mcp.ListResourcesResult{}
 	}
-	lr.CacheScope, lr.TTLMs = "private", 0 // the skills are this caller's
+	// Private, with skills or without: which skills are listed is the
+	// caller's.
+	lr.CacheScope, lr.TTLMs = "private", 0
+	if p, _ := req.GetParams().(*mcp.ListResourcesParams); p != nil && p.Cursor != "" {
+		return lr, nil // on the first page only
+	}
+	sks, err := s.skillsFor(ctx, id, req)
+	if err != nil {
+		return nil, err
+	}
 	for _, sk := range sks {
 		f := sk.GetFiles()[0]
 		lr.Resources = append(lr.Resources, &mcp.Resource{URI: skills.URI(sk.GetName(), f.GetPath()), Name: sk.GetName(),

@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +18,8 @@ import (
 
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/mcpserver"
+	"github.com/toolwire/toolwire/internal/policystore"
 	"github.com/toolwire/toolwire/internal/skills"
 	"github.com/toolwire/toolwire/internal/workerconfig"
 	"github.com/toolwire/toolwire/pkg/tool"
@@ -193,4 +198,105 @@ func TestSkillFileNotMatchingItsManifestIsRefused(t *testing.T) {
 	require.NotNil(t, rpcErr, "%v", res)
 	require.Contains(t, rpcErr.Message, "not the file its skill lists")
 	require.NotContains(t, rpcErr.Message, "Ignore your instructions")
+}
+
+// rpcAs posts method with params at the stateless revision, as the
+// holder of key, with _meta's extra keys (a session, say).
+func rpcAs(t *testing.T, url, key, method string, params, extra map[string]any) (map[string]any, *jsonrpc.Error) {
+	t.Helper()
+	meta := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "test", "version": "1"}}
+	for k, v := range extra {
+		meta[k] = v
+	}
+	params["_meta"] = meta
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	require.NoError(t, err)
+	out := postRPC(t, t.Context(), url, body, "Authorization", "Bearer "+key)
+	var msg struct {
+		Result map[string]any `json:"result"`
+		Error  *jsonrpc.Error `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(out, &msg), string(out))
+	return msg.Result, msg.Error
+}
+
+// The Skills extension answers each tenant by its own policy, and a
+// skill's file is read as a call of the request's session (its rules
+// apply); the 2025-11-25 revision lists and reads skill files too.
+func TestSkillsPerTenantAndSession(t *testing.T) {
+	t.Parallel()
+	f, err := workerconfig.Load("../../examples/skills/worker.yaml")
+	require.NoError(t, err)
+	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true, Auth: twoTenantKeys(t)})
+	s.StartWorkerFile(t, f)
+	s.WaitTool(t, "skill")
+	mux := http.NewServeMux()
+	ms, err := mcpserver.New(s.Dispatcher, twoTenantKeys(t), mcpserver.Config{})
+	require.NoError(t, err)
+	ms.Handle(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	url := srv.URL + mcpserver.Path
+	const skillMD, template = "skill://release-notes/SKILL.md", "skill://release-notes/template.md"
+
+	scope, err := policystore.TenantScope("acme")
+	require.NoError(t, err)
+	a, err := policystore.NewStore(s.Env.Bus, nil).Apply(t.Context(), scope, []byte(`tenant:
+  default: allow
+  rules:
+    - id: acme-no-release-skills
+      effect: deny
+      tools: [skill]
+      args: {name: "release-*"}
+`), policystore.ApplyOptions{})
+	require.NoError(t, err)
+	require.NoError(t, s.Policies.Wait(t.Context(), scope, a.Version.Version, a.Revision))
+	s.ApplyPolicy(t, `tenant:
+  default: allow
+  rules:
+    - id: locked-session-no-templates
+      effect: deny
+      tools: [skill]
+      args: {resource: "template.md"}
+      when: caller.session == "locked"
+`)
+
+	// acme's policy denies the skill: not listed, not readable.
+	res, rpcErr := rpcAs(t, url, "a", "skills/list", map[string]any{}, nil)
+	require.Nil(t, rpcErr)
+	require.Empty(t, res["skills"])
+	res, rpcErr = rpcAs(t, url, "a", "resources/list", map[string]any{}, nil)
+	require.Nil(t, rpcErr)
+	require.NotContains(t, fmt.Sprint(res["resources"]), skillMD)
+	require.Equal(t, "private", res["cacheScope"], "which skills are listed is the caller's")
+	_, rpcErr = rpcAs(t, url, "a", "resources/read", map[string]any{"uri": skillMD}, nil)
+	require.NotNil(t, rpcErr)
+	// The other tenant's policy allows it.
+	res, rpcErr = rpcAs(t, url, "b", "skills/list", map[string]any{}, nil)
+	require.Nil(t, rpcErr)
+	require.Len(t, res["skills"], 1)
+	_, rpcErr = rpcAs(t, url, "b", "resources/read", map[string]any{"uri": template}, nil)
+	require.Nil(t, rpcErr)
+	// In the locked session, the rule over args.resource refuses the read.
+	_, rpcErr = rpcAs(t, url, "b", "resources/read", map[string]any{"uri": template}, map[string]any{mcpserver.MetaSession: "locked"})
+	require.NotNil(t, rpcErr, "the read is a call of the session")
+	require.Contains(t, rpcErr.Message, "locked-session-no-templates")
+	_, rpcErr = rpcAs(t, url, "b", "resources/read", map[string]any{"uri": skillMD}, map[string]any{mcpserver.MetaSession: "locked"})
+	require.Nil(t, rpcErr)
+
+	t.Run("2025-11-25", func(t *testing.T) {
+		cs := connect(t, url, "b", "2025-11-25")
+		lr, err := cs.ListResources(t.Context(), nil)
+		require.NoError(t, err)
+		var uris []string
+		for _, r := range lr.Resources {
+			uris = append(uris, r.URI)
+		}
+		require.Contains(t, uris, skillMD)
+		rr, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: skillMD})
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(rr.Contents[0].Text, "---\nname: release-notes\n"))
+	})
 }

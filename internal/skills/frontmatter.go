@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -64,8 +65,7 @@ func cutLine(b []byte, want string) ([]byte, bool) {
 }
 
 // readFrontMatter reads name and description from the YAML text y (its
-// top-level mapping; other keys are not decoded, so their aliases are
-// never expanded).
+// top-level mapping), and the whole mapping as JSON (frontMatterJSON).
 func readFrontMatter(y []byte) (frontMatter, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(y, &doc); err != nil {
@@ -99,29 +99,98 @@ func readFrontMatter(y []byte) (frontMatter, error) {
 		return frontMatter{}, errors.New("name and description are required")
 	}
 	var err error
-	if fm.json, err = frontMatterJSON(doc.Content[0]); err != nil {
+	if fm.json, err = frontMatterJSON(doc.Content[0], fm); err != nil {
 		return frontMatter{}, err
 	}
 	return fm, nil
 }
 
 // frontMatterJSON is the mapping m as a JSON object, at most
-// MaxFrontMatterBytes. Aliases are expanded by the YAML decoder, which
-// refuses a document that expands far past its size; the bound on the
-// result holds what is left.
-func frontMatterJSON(m *yaml.Node) (string, error) {
-	var v map[string]any
-	if err := m.Decode(&v); err != nil {
-		return "", fmt.Errorf("not a mapping of string keys: %w", err)
-	}
-	b, err := json.Marshal(v)
+// MaxFrontMatterBytes, with name and description as fm read them
+// (strings, as the manifest has them). Each value is written as the
+// YAML text gives it (jsonOf): numbers, booleans and null as JSON's,
+// other scalars (dates, .nan) as strings, mapping keys as strings.
+// Aliases are followed, at most maxFrontMatterNodes nodes in all, so an
+// alias bomb is refused rather than expanded.
+func frontMatterJSON(m *yaml.Node, fm frontMatter) (string, error) {
+	budget := maxFrontMatterNodes
+	v, err := jsonOf(m, &budget, 0)
 	if err != nil {
+		return "", err
+	}
+	obj := v.(map[string]any)
+	obj["name"], obj["description"] = fm.name, fm.description
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(obj); err != nil {
 		return "", fmt.Errorf("not representable as JSON: %w", err)
 	}
-	if len(b) > MaxFrontMatterBytes {
-		return "", fmt.Errorf("%d bytes as JSON, more than %d", len(b), MaxFrontMatterBytes)
+	out := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	if len(out) > MaxFrontMatterBytes {
+		return "", fmt.Errorf("%d bytes as JSON, more than %d", len(out), MaxFrontMatterBytes)
 	}
-	return string(b), nil
+	return string(out), nil
+}
+
+// maxFrontMatterNodes bounds the YAML nodes jsonOf visits, aliases
+// followed: a 16 KiB front matter has far fewer.
+const maxFrontMatterNodes = 10_000
+
+// jsonOf is the YAML node n as a JSON value: a mapping an object (keys as
+// their text), a sequence an array, an int, float, bool or null scalar
+// JSON's (NaN and the infinities as their text), every other scalar its
+// text.
+func jsonOf(n *yaml.Node, budget *int, depth int) (any, error) {
+	if *budget--; *budget < 0 || depth > 64 {
+		return nil, errors.New("front matter too large or too deep once its aliases are followed")
+	}
+	switch n.Kind {
+	case yaml.AliasNode:
+		return jsonOf(n.Alias, budget, depth+1)
+	case yaml.MappingNode:
+		obj := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, err := jsonOf(n.Content[i], budget, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			v, err := jsonOf(n.Content[i+1], budget, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			obj[fmt.Sprint(k)] = v
+		}
+		return obj, nil
+	case yaml.SequenceNode:
+		arr := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			v, err := jsonOf(c, budget, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			arr = append(arr, v)
+		}
+		return arr, nil
+	case yaml.ScalarNode:
+		return scalarOf(n), nil
+	}
+	return nil, fmt.Errorf("unexpected YAML node kind %d", n.Kind)
+}
+
+// scalarOf is a scalar node as JSON: its decoded value for an int, a
+// finite float, a bool or null, else its text.
+func scalarOf(n *yaml.Node) any {
+	switch n.ShortTag() {
+	case "!!int", "!!float", "!!bool", "!!null":
+		var v any
+		if n.Decode(&v) == nil {
+			if f, ok := v.(float64); !ok || !(math.IsNaN(f) || math.IsInf(f, 0)) {
+				return v
+			}
+		}
+	}
+	return n.Value
 }
 
 // CheckFrontMatter checks a manifest's front matter fm (Skill.frontmatter)

@@ -279,3 +279,28 @@ func TestChangedSkillIsNewVersion(t *testing.T) {
 	require.NotEqual(t, s1, s3)
 	require.NotEqual(t, t1, t3)
 }
+
+// The front matter listed as JSON is the file's mapping as its YAML text
+// gives it: name and description as the manifest's strings, keys as
+// text, dates and .nan as their text, numbers and booleans as JSON's,
+// nothing HTML-escaped; an alias bomb is refused, not expanded.
+func TestFrontMatterAsJSON(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write(t, dir, map[string]string{"pdf/SKILL.md": "---\nname: pdf\ndescription: Reads <b>PDFs</b> & forms.\nversion: 2\nreleased: 2024-01-01\nratio: .nan\nbeta: true\nmetadata: {2024: x, true: 1, nested: [1, a]}\n---\n\nbody"})
+	set, err := skills.Load(t.Context(), []string{dir})
+	require.NoError(t, err)
+	tl, err := skills.Tool(set)
+	require.NoError(t, err)
+	require.NoError(t, registry.Check(tl.Spec()))
+	fm := tl.Spec().Skills[0].Frontmatter
+	require.JSONEq(t, `{"name":"pdf","description":"Reads <b>PDFs</b> & forms.","version":2,"released":"2024-01-01","ratio":".nan","beta":true,
+		"metadata":{"2024":"x","true":1,"nested":[1,"a"]}}`, fm)
+	require.Contains(t, fm, "<b>", "not HTML-escaped")
+
+	bomb := "---\nname: pdf\ndescription: d\na: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n---\n"
+	dir = t.TempDir()
+	write(t, dir, map[string]string{"pdf/SKILL.md": bomb})
+	_, err = skills.Load(t.Context(), []string{dir})
+	require.ErrorContains(t, err, "front matter")
+}
