@@ -116,20 +116,30 @@ var ErrBadModel = errors.New("dispatch: model is not a model name (letters, digi
 // variant's input schema (a copy; the registry's spec is not changed).
 // Errors: those of VisibleToolsIn, and ErrBadModel.
 func (d *Dispatcher) VisibleToolsFor(ctx context.Context, id identity.Identity, f registry.Filter, lf ListFor) ([]*toolwirev1.ToolSpec, error) {
+	mode, err := d.listMode(ctx, id, lf)
+	if err != nil {
+		return nil, err
+	}
+	return d.visibleTools(id, f, mode, lf.Model), nil
+}
+
+// listMode checks lf and returns the mode of its session ("" without
+// one).
+func (d *Dispatcher) listMode(ctx context.Context, id identity.Identity, lf ListFor) (string, error) {
 	if m := lf.Model; m != "" && (len(m) > policy.MaxModelBytes || !policy.ModelNameRE.MatchString(m)) {
-		return nil, ErrBadModel
+		return "", ErrBadModel
 	}
 	if lf.Session == "" {
-		return d.visibleTools(id, f, "", lf.Model), nil
+		return "", nil
 	}
 	if err := checkSession(lf.Session); err != nil {
-		return nil, err
+		return "", err
 	}
 	st, err := d.sessions.State(ctx, id.Tenant, lf.Session)
 	if err != nil {
-		return nil, fmt.Errorf("dispatch: the list's session: %w", err)
+		return "", fmt.Errorf("dispatch: the list's session: %w", err)
 	}
-	return d.visibleTools(id, f, st.Mode, lf.Model), nil
+	return st.Mode, nil
 }
 
 func (d *Dispatcher) visibleTools(id identity.Identity, f registry.Filter, mode, model string) []*toolwirev1.ToolSpec {

@@ -2,8 +2,10 @@ package mcpserver_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -57,7 +59,9 @@ func productionServer(t *testing.T) string {
 	env := bustest.Start(t, bus.Config{})
 	dir := t.TempDir()
 	workerConfig := filepath.Join(dir, "worker.yaml")
-	require.NoError(t, os.WriteFile(workerConfig, []byte("pools: [{type: native}]\n"), 0o600))
+	skillsDir, err := filepath.Abs("../../examples/skills/skills")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(workerConfig, []byte(fmt.Sprintf("pools: [{type: native}]\nskills: [%q]\n", skillsDir)), 0o600))
 	rc := dispatchd.RunConfig{DataDir: filepath.Join(dir, "data"), HTTPAddr: "127.0.0.1:0", NATSURL: env.URL,
 		Workers: "native", WorkerConfig: workerConfig, Grace: 10 * time.Second,
 		Tools: append(conformanceTools(func(ctx context.Context, spec *toolwirev1.ToolSpec) error {
@@ -240,4 +244,38 @@ func TestConformanceProductionConfig(t *testing.T) {
 	requireOnlyUndeclaredFailures(t, dir, expected, declared)
 	requireTasksChecksPass(t, dir)
 	readsOwnResource(t, url)
+	requireSkillsChecksPass(t, node, modules, url)
+}
+
+// requireSkillsChecksPass runs the suite's scenarios of MCP's Skills
+// extension (SEP-2640), which --requirements does not run (an
+// extension), against the endpoint serving examples/skills: every check
+// passes, is informational, or is skipped — the directory scenario's
+// are, since the endpoint does not declare directoryRead.
+func requireSkillsChecksPass(t *testing.T, node, modules, url string) {
+	t.Helper()
+	for _, scenario := range []string{"sep-2640-skills-enumeration", "sep-2640-skills-manifest", "sep-2640-skills-directory"} {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+		dir := t.TempDir()
+		cmd := exec.CommandContext(ctx, node, filepath.Join(modules, "@modelcontextprotocol", "conformance", "dist", "index.js"),
+			"server", "--url", url, "--scenario", scenario, "-o", dir)
+		cmd.Env = append(os.Environ(), "NO_COLOR=1")
+		out, err := cmd.CombinedOutput()
+		cancel()
+		t.Logf("conformance suite, %s:\n%s", scenario, out)
+		runs := scenarioChecks(t, dir, "server-"+scenario+"*")
+		require.Len(t, runs, 1, "%s ran once (exit: %v)", scenario, err)
+		passed := 0
+		for _, checks := range runs {
+			for _, c := range checks {
+				require.Contains(t, []string{"SUCCESS", "INFO", "SKIPPED"}, c.Status, "%s: %s: %s", scenario, c.ID, c.ErrorMessage)
+				if c.Status == "SUCCESS" {
+					passed++
+				}
+			}
+		}
+		if scenario != "sep-2640-skills-directory" {
+			require.Positive(t, passed, "%s: no check passed", scenario)
+		}
+	}
 }

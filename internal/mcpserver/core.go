@@ -22,6 +22,9 @@ type Core interface {
 
 	// Tools: what a caller sees and may call.
 	VisibleToolsFor(ctx context.Context, id identity.Identity, f registry.Filter, lf dispatch.ListFor) ([]*toolwirev1.ToolSpec, error)
+	// SkillsFor is the `skill` tool as id sees it and the skills it may
+	// load (MCP's Skills extension, skills.go).
+	SkillsFor(ctx context.Context, id identity.Identity, lf dispatch.ListFor) (*toolwirev1.ToolSpec, []*toolwirev1.Skill, error)
 	MissingScopes(id identity.Identity, name string) []string
 	TaskSupport(name string) toolwirev1.TaskSupport
 	ShownArguments(name string, args []byte) string

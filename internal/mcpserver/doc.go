@@ -262,6 +262,21 @@
 // statusMessage, toolwire's own failures (INTERNAL) are "failed", a
 // tool's are "completed" with isError; no notifications/tasks are sent.
 //
+// # Skills
+//
+// MCP's Skills extension (SEP-2640, skills.go) is declared always, with
+// the resources capability it needs: a worker may announce skills at any
+// time. skills/list and skills/get answer from the `skill` tool's
+// registry entry, for the caller (dispatch.SkillsFor: the tool visible to
+// it, less the skills whose load the policy denies it), on one page (a
+// `skill` tool serves at most 64), cacheScope private. resources/read of
+// a skill:// file is a call of `skill` through admission, in the
+// request's session and for its model; its answer is served only when it
+// is the file the manifest lists (URI, size, SHA-256). A read the policy
+// asks about is withdrawn and answered an error (a read cannot wait for a
+// person). resources/list adds the listed skills' SKILL.md on its first
+// page. resources/directory/read is not served (no directoryRead).
+//
 // # Auth
 //
 // Callers present the dispatcher's API keys as bearer tokens; a missing or

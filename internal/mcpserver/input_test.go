@@ -205,10 +205,14 @@ func postRPC(t *testing.T, ctx context.Context, url string, body []byte, header 
 		Params struct {
 			Name   string `json:"name"`
 			TaskID string `json:"taskId"`
+			URI    string `json:"uri"`
 		} `json:"params"`
 	}
 	require.NoError(t, json.Unmarshal(body, &m))
 	m.Params.Name = cmp.Or(m.Params.Name, m.Params.TaskID)
+	if m.Method == "resources/read" {
+		m.Params.Name = m.Params.URI
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")

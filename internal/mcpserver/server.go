@@ -97,8 +97,13 @@ func New(d Core, auth identity.Authenticator, cfg Config) (*Server, error) {
 	if cfg.Tasks != nil {
 		opts.Capabilities.AddExtension(tasksExtension, map[string]any{})
 	}
+	// Skills (skills.go): declared always, since a worker may announce
+	// skills at any time; with none, skills/list is empty. It needs the
+	// resources capability, declared above.
+	opts.Capabilities.AddExtension(skillsExtension, map[string]any{})
 	s.sdk = mcp.NewServer(&mcp.Implementation{Name: "toolwire", Title: "toolwire", Version: cfg.Version}, opts)
 	addTaskMethods(s.sdk)
+	addSkillMethods(s.sdk)
 	if cfg.Extra != nil && cfg.Extra.Setup != nil {
 		cfg.Extra.Setup(s.sdk)
 	}

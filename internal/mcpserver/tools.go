@@ -41,13 +41,29 @@ func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			return s.callTool(ctx, id, req.(*mcp.CallToolRequest))
 		case "resources/read":
-			if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok && p != nil && isOutputURI(p.URI) {
+			if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok && p != nil && (isOutputURI(p.URI) || isSkillURI(p.URI)) {
 				id, err := s.caller(ctx, req)
 				if err != nil {
 					return nil, err
 				}
+				if isSkillURI(p.URI) {
+					return s.readSkill(ctx, id, req.(*mcp.ReadResourceRequest))
+				}
 				return s.readOutput(ctx, id, p.URI)
 			}
+		case "resources/list", "skills/list", "skills/get":
+			id, err := s.caller(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			if method != "resources/list" {
+				return s.skillsMethod(ctx, id, method, req)
+			}
+			res, err := next(ctx, method, req)
+			if err != nil {
+				return nil, err
+			}
+			return s.listSkillResources(ctx, id, req, res)
 		case "prompts/list", "prompts/get":
 			if s.cfg.Extra == nil {
 				// Served only when declared (an Extra's): the SDK would
@@ -98,14 +114,23 @@ func (r toolResult) MarshalJSON() ([]byte, error) {
 	if err == nil && len(r.zero) > 0 {
 		b, err = zeroPriorities(b, r.zero)
 	}
-	if err != nil || !r.complete || len(b) < 2 || b[0] != '{' {
+	if err != nil || !r.complete {
 		return b, err
+	}
+	return markComplete(b), nil
+}
+
+// markComplete returns the JSON object b with "resultType": "complete"
+// first (b itself when it is not an object).
+func markComplete(b []byte) []byte {
+	if len(b) < 2 || b[0] != '{' {
+		return b
 	}
 	head := `{"resultType":"complete"`
 	if len(b) > 2 {
 		head += ","
 	}
-	return append([]byte(head), b[1:]...), nil
+	return append([]byte(head), b[1:]...)
 }
 
 // zeroPriorities sets "priority": 0 in the annotations of the content

@@ -148,6 +148,9 @@ func checkSkill(s *toolwirev1.Skill) error {
 	if err := CheckDescription(s.GetDescription()); err != nil {
 		return fmt.Errorf("skill %s: %w", s.GetName(), err)
 	}
+	if err := CheckFrontMatter(s.GetFrontmatter(), s.GetName(), s.GetDescription()); err != nil {
+		return fmt.Errorf("skill %s: %w", s.GetName(), err)
+	}
 	fs := s.GetFiles()
 	if len(fs) == 0 || len(fs) > MaxEntries || fs[0].GetPath() != InstructionsFile {
 		return fmt.Errorf("skill %s: want %s first and at most %d files", s.GetName(), InstructionsFile, MaxEntries)

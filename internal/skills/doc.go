@@ -87,11 +87,14 @@
 // explanation, approvals, grants, the loop guard and budgets apply
 // unchanged, and calls of other tools take no new step.
 //
-// # Later: MCP's Skills extension
+// # MCP's Skills extension
 //
-// SEP-2640 (skills/list, skills/get, skill:// resources with digest and
-// size) is not served yet. Its answers come from the same registry
-// entry: skills/list from ToolSpec.skills, each file a skill:// resource
-// (URI) with the manifest's sha256 and size, and reading one a call of
-// `skill` with that resource, so the policy decides it as here.
+// On /mcp (internal/mcpserver/skills.go) the same skills are served
+// through SEP-2640 from the same registry entry: skills/list and
+// skills/get from ToolSpec.skills (each file a skill:// resource with the
+// manifest's sha256 and size, and the front matter the worker read as
+// JSON, Skill.frontmatter, which Check holds to the manifest's name and
+// description), and reading a file a call of `skill` with that resource,
+// so the policy decides it as here; the answer is checked against the
+// manifest before it is served.
 package skills

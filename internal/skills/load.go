@@ -263,6 +263,6 @@ func (w *skillWalk) skill(name string) (*Skill, error) {
 	for _, p := range rest {
 		files = append(files, fileEntry(p, w.files[p]))
 	}
-	m := &toolwirev1.Skill{Name: name, Description: fm.description, Files: files, Version: Version(files)}
+	m := &toolwirev1.Skill{Name: name, Description: fm.description, Files: files, Version: Version(files), Frontmatter: fm.json}
 	return &Skill{manifest: m, instructions: body, files: w.files}, nil
 }

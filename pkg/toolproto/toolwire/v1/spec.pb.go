@@ -629,7 +629,13 @@ type Skill struct {
 	// is a new version.
 	Version string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
 	// Its files, SKILL.md first, then the resources by path.
-	Files         []*SkillFile `protobuf:"bytes,4,rep,name=files,proto3" json:"files,omitempty"`
+	Files []*SkillFile `protobuf:"bytes,4,rep,name=files,proto3" json:"files,omitempty"`
+	// SKILL.md's whole front matter as a JSON object (its YAML mapping,
+	// every key, at most 16 KiB), which MCP's Skills extension lists as the
+	// skill's `frontmatter`; name and description equal the fields above.
+	// Empty from a worker older than the field: then only name and
+	// description are listed.
+	Frontmatter   string `protobuf:"bytes,5,opt,name=frontmatter,proto3" json:"frontmatter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -690,6 +696,13 @@ func (x *Skill) GetFiles() []*SkillFile {
 		return x.Files
 	}
 	return nil
+}
+
+func (x *Skill) GetFrontmatter() string {
+	if x != nil {
+		return x.Frontmatter
+	}
+	return ""
 }
 
 // SkillFile is one file of a skill.
@@ -1629,12 +1642,13 @@ const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"\vui_template\x18\x1d \x01(\tR\n" +
 	"uiTemplate\x12*\n" +
 	"\x06skills\x18\x1e \x03(\v2\x12.toolwire.v1.SkillR\x06skillsB\b\n" +
-	"\x06config\"\x85\x01\n" +
+	"\x06config\"\xa7\x01\n" +
 	"\x05Skill\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\tR\aversion\x12,\n" +
-	"\x05files\x18\x04 \x03(\v2\x16.toolwire.v1.SkillFileR\x05files\"h\n" +
+	"\x05files\x18\x04 \x03(\v2\x16.toolwire.v1.SkillFileR\x05files\x12 \n" +
+	"\vfrontmatter\x18\x05 \x01(\tR\vfrontmatter\"h\n" +
 	"\tSkillFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x16\n" +

@@ -253,6 +253,16 @@ export type Skill = Message<"toolwire.v1.Skill"> & {
      * @generated from field: repeated toolwire.v1.SkillFile files = 4;
      */
     files: SkillFile[];
+    /**
+     * SKILL.md's whole front matter as a JSON object (its YAML mapping,
+     * every key, at most 16 KiB), which MCP's Skills extension lists as the
+     * skill's `frontmatter`; name and description equal the fields above.
+     * Empty from a worker older than the field: then only name and
+     * description are listed.
+     *
+     * @generated from field: string frontmatter = 5;
+     */
+    frontmatter: string;
 };
 /**
  * Describes the message toolwire.v1.Skill.
