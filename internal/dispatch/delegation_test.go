@@ -145,14 +145,22 @@ func TestDelegationDepthAndFanOutAreBounded(t *testing.T) {
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.Response.GetError().GetType())
 }
 
+// docsDelegationYAML returns the YAML examples of docs/delegation.md: the
+// scoped policy, then the budget per chain.
+func docsDelegationYAML(t *testing.T) [][][]byte {
+	t.Helper()
+	src, err := os.ReadFile("../../docs/delegation.md")
+	require.NoError(t, err)
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllSubmatch(src, -1)
+	require.Len(t, blocks, 2)
+	return blocks
+}
+
 // The example of docs/delegation.md is a policy that admits and refuses a
 // sub-agent's calls as the page says.
 func TestDocsDelegationExample(t *testing.T) {
 	t.Parallel()
-	src, err := os.ReadFile("../../docs/delegation.md")
-	require.NoError(t, err)
-	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllSubmatch(src, -1)
-	require.Len(t, blocks, 1)
+	blocks := docsDelegationYAML(t)
 	plain := func(name string) *tool.Tool {
 		return tool.Must(tool.New(name, func(context.Context, struct{}) (string, error) { return name + " done", nil }))
 	}

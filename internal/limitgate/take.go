@@ -190,7 +190,7 @@ func (g *Gate) acquireSlot(ctx context.Context, store *limits.Store, pl plan, c 
 // cost that cannot be evaluated refuses the call (fail closed).
 func planLimits(ls []*policy.Limit, spec *toolwirev1.ToolSpec, c Call) ([]plan, *toolwirev1.ToolError) {
 	call := c.Call
-	in := policy.Input{Tool: spec, Caller: call.Caller, Args: c.Args}
+	in := policy.Input{Tool: spec, Caller: call.Caller, Args: c.Args, CallID: call.CallId}
 	plans := make([]plan, 0, len(ls))
 	for _, l := range ls {
 		if in.Args == nil && l.NeedsArgs() {

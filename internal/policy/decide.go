@@ -27,6 +27,10 @@ type Input struct {
 	Approval *Approval
 	// Now is the time grants and approvals are checked at; zero = now.
 	Now time.Time
+	// CallID is the call's id ("" when there is none, as in the
+	// policy's own tests): a limit keyed by chain counts a call at the
+	// top of its delegation chain under it (Limit.KeyOf).
+	CallID string
 }
 
 // Decision is the answer to one call, with what it rests on.

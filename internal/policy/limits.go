@@ -19,7 +19,7 @@ import (
 //
 //	limits:
 //	  - id: session-rate
-//	    key: session            # tenant | agent | session | user | run | tool, or a CEL string
+//	    key: session            # tenant | agent | session | user | run | tool | chain, or a CEL string
 //	    tools: ["*"]            # default: every tool
 //	    rate: {count: 10, per: 1s, burst: 20}
 //	    concurrency: 4
@@ -45,7 +45,7 @@ const (
 )
 
 // The keys a limit may count per without CEL.
-var limitKeys = []string{"tenant", "agent", "session", "user", "run", "tool"}
+var limitKeys = []string{"tenant", "agent", "session", "user", "run", "tool", "chain"}
 
 type docLimit struct {
 	field, id, key, reason, cost string
@@ -112,7 +112,8 @@ func (l *Limit) Covers(tool string) bool {
 }
 
 // KeyOf returns the value the call is counted under (the tenant is always
-// part of the count's key too). A call without the field (no session, say)
+// part of the count's key too); for the key chain, the call's delegation
+// chain (its root call's id). A call without the field (no session, say)
 // is counted under "" with every other such call of the tenant: leaving a
 // field out never escapes a limit. A CEL key that cannot be evaluated, or
 // is not a string, is an error: the caller refuses the call.
@@ -131,6 +132,14 @@ func (l *Limit) KeyOf(in *Input) (string, error) {
 		return c.GetRun(), nil
 	case "tool":
 		return in.Tool.GetName(), nil
+	case "chain":
+		// A delegated call counts under its chain's root; the root, a
+		// call made on behalf of no other, under its own id: the chain's
+		// calls share one count (docs/delegation.md).
+		if root := c.GetRootCallId(); root != "" {
+			return root, nil
+		}
+		return in.CallID, nil
 	}
 	out, _, err := l.keyExpr.Eval(newActivation(in))
 	if err != nil {
@@ -379,7 +388,7 @@ func compileLimit(dl *docLimit, ids map[string]int, ps *problems) *Limit {
 	if !slices.Contains(limitKeys, dl.key) && dl.key != "" {
 		prg, err := compileExpr(dl.key, types.StringType)
 		if err != nil {
-			ps.add(dl.keyLine, dl.field+".key", "is not one of tenant, agent, session, user, run, tool, nor a CEL string: %v", err)
+			ps.add(dl.keyLine, dl.field+".key", "is not one of tenant, agent, session, user, run, tool, chain, nor a CEL string: %v", err)
 			ok = false
 		}
 		l.keyExpr = prg

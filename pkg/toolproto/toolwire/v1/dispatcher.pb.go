@@ -3769,10 +3769,10 @@ type LimitUsage struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Limit  string                 `protobuf:"bytes,1,opt,name=limit,proto3" json:"limit,omitempty"`
 	Reason string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
-	// How the limit counts: tenant, agent, session, user, run, tool or a CEL
+	// How the limit counts: tenant, agent, session, user, run, tool, chain or a CEL
 	// expression.
 	Key string `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
-	// The key read; empty for tool and CEL keys, which depend on each call
+	// The key read; empty for tool, chain and CEL keys, which depend on each call
 	// (nothing is read for them).
 	Value string `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
 	// The rate, when the limit has one: rate_count per rate_per, rate_burst

@@ -1869,7 +1869,7 @@ export type LimitUsage = Message<"toolwire.v1.LimitUsage"> & {
   reason: string;
 
   /**
-   * How the limit counts: tenant, agent, session, user, run, tool or a CEL
+   * How the limit counts: tenant, agent, session, user, run, tool, chain or a CEL
    * expression.
    *
    * @generated from field: string key = 3;
@@ -1877,7 +1877,7 @@ export type LimitUsage = Message<"toolwire.v1.LimitUsage"> & {
   key: string;
 
   /**
-   * The key read; empty for tool and CEL keys, which depend on each call
+   * The key read; empty for tool, chain and CEL keys, which depend on each call
    * (nothing is read for them).
    *
    * @generated from field: string value = 4;
