@@ -56,6 +56,13 @@ const (
 	GapEgressGuard = "egress-guard"
 )
 
+// DefaultHelperPool and MaxHelperPool are Config.HelperPool's default and
+// cap.
+const (
+	DefaultHelperPool = 4
+	MaxHelperPool     = 64
+)
+
 // helperEnv is the environment variable (=1) that, with argv[0]
 // "toolwire-sandbox-helper", marks a helper process; no tool may set it.
 const helperEnv = "TOOLWIRE_SANDBOX_HELPER"
@@ -154,6 +161,14 @@ type Config struct {
 	// and 169.254.169.254 included, and every response says
 	// "egress-guard". Default false: such a worker refuses network tools.
 	UnguardedEgress bool `json:"unguarded_egress,omitempty"`
+	// HelperPool is how many helpers are kept started ahead, parked in
+	// their namespaces until a call of a tool without network access
+	// takes one; each runs exactly one call (see the package
+	// documentation, "The helper pool"). The pool fills from the first
+	// such call, refills in the background, and is stopped by Close.
+	// Default 4, at most 64; -1 turns the pool off (every call starts its
+	// helper).
+	HelperPool int `json:"helper_pool,omitempty"`
 	// Logger receives start-up and kill diagnostics. Default slog.Default().
 	Logger *slog.Logger `json:"-"`
 }
@@ -181,6 +196,7 @@ func (c Config) WithDefaults() Config {
 	if c.EgressPorts == nil {
 		c.EgressPorts = []uint16{443, 80}
 	}
+	c.HelperPool = cmp.Or(c.HelperPool, DefaultHelperPool)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
@@ -233,6 +249,9 @@ func (c Config) Validate() error {
 	}
 	if slices.Contains(c.EgressPorts, 0) {
 		errs = append(errs, errors.New("sandbox config: egress_ports: 0 is not a port"))
+	}
+	if c.HelperPool < -1 || c.HelperPool == 0 || c.HelperPool > MaxHelperPool {
+		errs = append(errs, fmt.Errorf("sandbox config: helper_pool must be -1 (off) or 1 to %d, got %d", MaxHelperPool, c.HelperPool))
 	}
 	for _, r := range c.Require {
 		if r != "all" && !slices.Contains(Mechanisms, r) {

@@ -70,6 +70,9 @@ type helperConfig struct {
 	EgressGuard bool `json:"egress_guard,omitempty"`
 	// Rlimits are set last, just before exec.
 	Rlimits []rlimit `json:"rlimits,omitempty"`
+	// NullStdin replaces fd 0 with /dev/null: a pooled helper always has
+	// a stdin pipe, which the worker closes for a call without input.
+	NullStdin bool `json:"null_stdin,omitempty"`
 }
 
 type rlimit struct {
@@ -109,13 +112,7 @@ func RunHelper() {
 	runtime.LockOSThread()
 	status := os.NewFile(statusFD, "status")
 	syscall.CloseOnExec(statusFD)
-	var hc helperConfig
-	in := os.NewFile(configFD, "config")
-	err := json.NewDecoder(in).Decode(&hc)
-	_ = in.Close()
-	if err != nil {
-		helperFail(status, fmt.Errorf("read config: %w", err))
-	}
+	hc := readConfig(status)
 	report := probeReport{}
 	step := func(mech string, fn func() error) {
 		err := fn()
@@ -148,11 +145,11 @@ func RunHelper() {
 		}
 		if hc.Tmpfs {
 			step(MechTmpfs, func() error {
-				if err := mountTmp(&hc); err != nil {
+				if err := mountTmp(hc); err != nil {
 					return err
 				}
 				dir = "/tmp"
-				return hideRun(&hc)
+				return hideRun(hc)
 			})
 		}
 	}
@@ -165,7 +162,7 @@ func RunHelper() {
 		helperFail(status, fmt.Errorf("drop capabilities: %w", err))
 	}
 	if hc.Landlock {
-		step(MechLandlock, func() error { return restrictLandlock(&hc, dir) })
+		step(MechLandlock, func() error { return restrictLandlock(hc, dir) })
 	}
 	if hc.LandlockScope {
 		step(MechLandlockScope, func() error {
@@ -184,12 +181,47 @@ func RunHelper() {
 			return nil
 		})
 	}
-	filterSteps(&hc, step)
+	filterSteps(hc, step)
 	if hc.Probe {
 		_ = json.NewEncoder(status).Encode(report)
 		os.Exit(0)
 	}
-	execTarget(status, &hc)
+	execTarget(status, hc)
+}
+
+// readConfig reads the helperConfig from fd 3. A pooled helper (argv[1]
+// parkedArg) first reports that it is ready, then waits there for its
+// call, and reports that it took it.
+func readConfig(status *os.File) *helperConfig {
+	parked := len(os.Args) > 1 && os.Args[1] == parkedArg
+	if parked {
+		if _, err := status.Write([]byte{readyByte}); err != nil {
+			os.Exit(126)
+		}
+	}
+	var hc helperConfig
+	in := os.NewFile(configFD, "config")
+	err := json.NewDecoder(in).Decode(&hc)
+	_ = in.Close()
+	if err != nil {
+		helperFail(status, fmt.Errorf("read config: %w", err))
+	}
+	if parked {
+		if _, err := status.Write([]byte{takenByte}); err != nil {
+			os.Exit(126)
+		}
+	}
+	if hc.NullStdin {
+		fd, err := unix.Open("/dev/null", unix.O_RDONLY, 0)
+		if err == nil {
+			err = unix.Dup3(fd, 0, 0)
+			_ = unix.Close(fd)
+		}
+		if err != nil {
+			helperFail(status, fmt.Errorf("stdin: %w", err))
+		}
+	}
+	return &hc
 }
 
 // filterSteps loads the seccomp filters, the egress guard's last. The

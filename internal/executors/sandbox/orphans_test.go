@@ -23,7 +23,11 @@ import (
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
-// childrenOf lists the pids whose parent is pid.
+// parkedHelperCmdline is a pooled helper's command line until it execs.
+const parkedHelperCmdline = "toolwire-sandbox-helper\x00parked\x00"
+
+// childrenOf lists the pids whose parent is pid, but for helpers parked in
+// a pool (the shared executors keep some until TestMain closes them).
 func childrenOf(pid int) []int {
 	var kids []int
 	entries, _ := os.ReadDir("/proc")
@@ -38,6 +42,9 @@ func childrenOf(pid int) []int {
 		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
 		s := string(b)
 		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if cl, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline")); string(cl) == parkedHelperCmdline {
+			continue
+		}
 		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
 			k, _ := strconv.Atoi(d.Name())
 			kids = append(kids, k)
