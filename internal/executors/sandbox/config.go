@@ -12,28 +12,29 @@ import (
 
 	"github.com/toolwire/toolwire/internal/configvalue"
 	"github.com/toolwire/toolwire/internal/egress"
+	"github.com/toolwire/toolwire/internal/executors/sandbox/helper"
 )
 
 // Mechanism names, as used in Config.Require and IsolationGaps.
 const (
 	// MechUserNS is the user namespace and with it the pid, net, mount, ipc
 	// and uts namespaces (all or none).
-	MechUserNS = "userns"
+	MechUserNS = helper.MechUserNS
 	// MechProc is a fresh /proc showing only the sandbox's processes.
-	MechProc = "proc"
+	MechProc = helper.MechProc
 	// MechTmpfs is the size-limited tmpfs working directory.
-	MechTmpfs = "tmpfs"
+	MechTmpfs = helper.MechTmpfs
 	// MechLandlock is the Landlock filesystem ruleset.
-	MechLandlock = "landlock"
+	MechLandlock = helper.MechLandlock
 	// MechLandlockScope is Landlock's IPC scoping (abstract UNIX sockets
 	// and signals to processes outside the sandbox; ABI 6).
-	MechLandlockScope = "landlock-scope"
+	MechLandlockScope = helper.MechLandlockScope
 	// MechLandlockUnix is Landlock's control of connections to pathname
 	// UNIX sockets (ABI 9); without it the sandbox hides /run and /tmp,
 	// but a socket elsewhere stays reachable if its permissions allow.
-	MechLandlockUnix = "landlock-unix"
+	MechLandlockUnix = helper.MechLandlockUnix
 	// MechSeccomp is the seccomp system call filter.
-	MechSeccomp = "seccomp"
+	MechSeccomp = helper.MechSeccomp
 	// MechSetuid is running as a uid other than the worker's own.
 	MechSetuid = "setuid"
 	// MechCgroup is whole-tree memory and process accounting in a cgroup.
@@ -53,7 +54,7 @@ const (
 	// which Yama's ptrace_scope 3 forbids): nothing then stops the tool
 	// from reaching loopback, private or metadata addresses on the egress
 	// ports. Such tools are refused unless Config.UnguardedEgress.
-	GapEgressGuard = "egress-guard"
+	GapEgressGuard = helper.GapEgressGuard
 )
 
 // DefaultHelperPool and MaxHelperPool are Config.HelperPool's default and
@@ -65,7 +66,7 @@ const (
 
 // helperEnv is the environment variable (=1) that, with argv[0]
 // "toolwire-sandbox-helper", marks a helper process; no tool may set it.
-const helperEnv = "TOOLWIRE_SANDBOX_HELPER"
+const helperEnv = helper.Env
 
 // Mechanisms lists every mechanism name, for Config.Require.
 var Mechanisms = []string{MechUserNS, MechProc, MechTmpfs, MechLandlock, MechLandlockScope, MechLandlockUnix, MechSeccomp, MechSetuid, MechCgroup}

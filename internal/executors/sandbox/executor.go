@@ -522,14 +522,14 @@ func (e *Executor) limits(l *toolwirev1.SandboxLimits) limits {
 
 func (l limits) rlimits() []rlimit {
 	r := []rlimit{
-		{unix.RLIMIT_CPU, uint64(l.cpu)},
-		{unix.RLIMIT_NPROC, uint64(l.processes)},
-		{unix.RLIMIT_NOFILE, uint64(l.openFiles)},
-		{unix.RLIMIT_FSIZE, uint64(l.fileSize)},
-		{unix.RLIMIT_CORE, 0},
+		{Resource: unix.RLIMIT_CPU, Value: uint64(l.cpu)},
+		{Resource: unix.RLIMIT_NPROC, Value: uint64(l.processes)},
+		{Resource: unix.RLIMIT_NOFILE, Value: uint64(l.openFiles)},
+		{Resource: unix.RLIMIT_FSIZE, Value: uint64(l.fileSize)},
+		{Resource: unix.RLIMIT_CORE, Value: 0},
 	}
 	if l.memory > 0 {
-		r = append(r, rlimit{unix.RLIMIT_DATA, uint64(l.memory)})
+		r = append(r, rlimit{Resource: unix.RLIMIT_DATA, Value: uint64(l.memory)})
 	}
 	return r
 }

@@ -16,12 +16,6 @@ import (
 // The helper pool (doc.go, "The helper pool"): helpers started ahead for
 // calls of tools without network access, parked on their config pipe.
 const (
-	// parkedArg is argv[1] of a pooled helper: it reports readyByte on
-	// its status pipe before reading its config, and takenByte after.
-	parkedArg = "parked"
-	readyByte = 'R'
-	takenByte = 'G'
-
 	// readyWait bounds a pooled helper's start; a failed start is retried
 	// after retryWait, doubled after each further failure up to
 	// maxRetryWait.
