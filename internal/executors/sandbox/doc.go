@@ -168,10 +168,10 @@
 // parent-death signal holds: besides the running sandboxes, the pool
 // holds at most HelperPool processes, locked OS threads and owner
 // goroutines, and five pipes each. A parked helper of the worker binary
-// measured (toolwire-bench, 2026-11-30) 58–70 MiB resident, nearly all of
+// measured (toolwire-bench, 2026-11-30) 40–49 MiB resident, nearly all of
 // it the binary's pages, which the worker and every helper share: its
-// proportional share was 11–16 MiB and its private memory (what the
-// package initialisation allocated) 3–7 MiB.
+// proportional share was 10–13 MiB and its private memory 2.4–2.7 MiB
+// (58–70, 11–16 and 3–7 MiB before the helper had a package of its own).
 //
 // # Tools with network access
 //
