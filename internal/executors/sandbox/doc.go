@@ -158,9 +158,16 @@
 // The pool is filled by one goroutine of the executor, started by the
 // first call that can use it (an executor that never runs such a tool
 // parks nothing) and woken by every take and discard: it starts the
-// missing helpers concurrently, so that parked and starting helpers
-// together never exceed HelperPool. A failed start keeps its place for
-// a back-off (a second, doubling up to a minute while starts fail).
+// missing helpers one at a time, the next once the previous has parked
+// or its start has failed and backed off, so that parked and starting
+// helpers together never exceed HelperPool and a refill never has more
+// than one fork (a full fork of the worker binary: the new user
+// namespace rules out vfork) and Go runtime start in flight. A burst of
+// them at once held both Ps of a 2-core machine long enough to starve
+// the worker's own goroutines (an egress supervisor missed 20 signals
+// in a row under test); a start is about 10 ms, so the pool still fills
+// in well under a second. A failed start keeps its place for a
+// back-off (a second, doubling up to a minute while starts fail).
 // Close stops it and kills the parked helpers with the running ones,
 // waiting until all are reaped (TestHelperPoolCloseLeavesNoProcess).
 // Like a helper started for a call, a pooled one is forked on a thread

@@ -136,8 +136,11 @@ func (pl *pool) reserve() bool {
 	return true
 }
 
-// refill starts an owner for every missing helper (they start
-// concurrently, at most size at a time) whenever kicked, until close.
+// refill starts an owner for every missing helper whenever kicked,
+// until close, one start at a time: the next start begins once the
+// previous helper has parked or its start has failed (and backed off),
+// so a refill never has more than one fork and Go runtime start in
+// flight beside the worker's own goroutines.
 func (pl *pool) refill() {
 	for {
 		select {
@@ -146,18 +149,27 @@ func (pl *pool) refill() {
 		case <-pl.kick:
 		}
 		for pl.reserve() {
-			pl.e.waiters.Go(pl.own)
+			settled := make(chan struct{})
+			pl.e.waiters.Go(func() { pl.own(settled) })
+			select {
+			case <-pl.stop:
+				return
+			case <-settled:
+			}
 		}
 	}
 }
 
 // own starts one helper and owns it until it is reaped; a failed start
-// keeps its place for a back-off before the pool tries again.
-func (pl *pool) own() {
-	err := pl.keep()
+// keeps its place for a back-off before the pool tries again. It closes
+// settled once the helper has parked, or once a failed start has
+// backed off.
+func (pl *pool) own(settled chan<- struct{}) {
+	err := pl.keep(settled)
 	if err == nil {
 		return
 	}
+	defer close(settled)
 	pl.mu.Lock()
 	pl.fails++
 	wait := min(retryWait<<min(pl.fails-1, 6), maxRetryWait)
@@ -179,8 +191,10 @@ func (pl *pool) own() {
 // keep starts a helper from a thread locked until the helper is reaped,
 // parks it once it reports ready, and when it is gone discards it
 // unless a call took it (that call then closes its pipes). It returns
-// the error of a start that failed, nil once the helper is gone.
-func (pl *pool) keep() error {
+// the error of a start that failed, nil once the helper is gone. It
+// closes settled once the helper has parked (or, the pool being closed,
+// been killed instead), never on an error.
+func (pl *pool) keep(settled chan<- struct{}) error {
 	defer lockForChild()()
 	p, err := pl.e.launch(launchOpts{stdin: true, parked: true})
 	if err != nil {
@@ -200,6 +214,7 @@ func (pl *pool) keep() error {
 		pl.parked = append(pl.parked, p)
 	}
 	pl.mu.Unlock()
+	close(settled)
 	if closed {
 		pl.e.kill(p.cmd.Process)
 	}
