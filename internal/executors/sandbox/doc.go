@@ -179,6 +179,14 @@
 // it the binary's pages, which the worker and every helper share: its
 // proportional share was 10–13 MiB and its private memory 2.4–2.7 MiB
 // (58–70, 11–16 and 3–7 MiB before the helper had a package of its own).
+// A parked helper also wakes once a second for as long as it is parked:
+// nats-server's server/pse, initialised before package helper (see
+// Cost), reads /proc/<pid>/stat in its init and re-arms a one-second
+// time.AfterFunc, so each parked helper keeps a Go timer (and during
+// set-up a second thread) alive — up to 64 wake-ups a second at the
+// largest pool. It has no isolation impact: the helper's set-up runs on
+// its locked thread, and execve ends every other thread before the tool
+// runs.
 //
 // # Tools with network access
 //
@@ -414,13 +422,20 @@
 //
 // The helper's code is in package helper, which imports only the
 // standard library, x/sys, Landlock and go-seccomp-bpf, and whose init
-// runs the helper: Go initialises a package as soon as its imports are,
-// so in the worker binary the helper starts after 198 package
-// initialisers (0.8 MB allocated) instead of 314 (4.4 MB), before a JSON
-// Schema library compiles its metaschemas (half of the old start-up) and
-// before the generated protobuf registries (toolwire-bench, measured with
-// GODEBUG=inittrace=1). A helper start of that binary, to its first
-// line, went from about 34 to 10 ms of CPU on the loaded machine. An
-// import added to package helper moves its init later again: keep it
+// runs the helper. Go (1.21 on) initialises, again and again, the first
+// package in import-path order whose imports are all initialised, so
+// the helper's init does not run as soon as its imports are: in the
+// worker, dispatcher and toolwire-bench binaries some 196–198 package
+// initialisers still precede it (0.8 MB allocated, against 314 and
+// 4.4 MB when the helper was in package sandbox), among them about 100
+// small generated protobuf descriptor inits (descriptorpb, protodesc,
+// the well-known types, genproto's googleapis, the OTLP and S2A protos,
+// Prometheus' client_model), nats-server's pse and nats-io/nuid. What
+// it now runs before is the JSON Schema library, which compiles its
+// metaschemas (half of the old start-up), and envoy's go-control-plane
+// (xDS) protobuf registries (measured with GODEBUG=inittrace=1, each
+// binary started as a helper). A helper start of toolwire-bench, to its
+// first line, went from about 34 to 10 ms of CPU on the loaded machine.
+// An import added to package helper moves its init later again: keep it
 // small.
 package sandbox
