@@ -63,7 +63,7 @@ func Open(ctx context.Context, nc *nats.Conn, prefix string) (*Source, error) {
 	if v.Registry == nil {
 		return nil, fmt.Errorf("audit: registry: %w", v.RegistryErr)
 	}
-	s := &Source{js: v.JS, keys: signing.NewKeyring(v.Registry), calls: v.Calls, results: v.Results, events: v.Events, registry: v.Registry, subj: v.Subjects, specs: map[string]string{}}
+	s := &Source{js: v.JS, keys: bus.NewKeyring(v.Registry, v.NC, v.Config.RegistryBucket()), calls: v.Calls, results: v.Results, events: v.Events, registry: v.Registry, subj: v.Subjects, specs: map[string]string{}}
 	s.shadowPrefix = strings.TrimSuffix(s.subj.AllShadow(), ">")
 	return s, nil
 }

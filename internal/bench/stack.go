@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -247,15 +248,32 @@ func (s *stack) callMCP(ctx context.Context) error {
 		return err
 	}
 	if res.IsError {
-		return fmt.Errorf("bench: MCP call failed: %v", res.Content)
+		return fmt.Errorf("bench: MCP call failed: %s", mcpText(res.Content))
 	}
 	if len(res.Content) != 1 {
 		return fmt.Errorf("bench: MCP call answered %d blocks, want the text ping", len(res.Content))
 	}
 	if t, ok := res.Content[0].(*mcp.TextContent); !ok || t.Text != "ping" {
-		return fmt.Errorf("bench: MCP call answered %v, want the text ping", res.Content[0])
+		return fmt.Errorf("bench: MCP call answered %s, want the text ping", mcpText(res.Content))
 	}
 	return nil
+}
+
+// mcpText is the text of an MCP result's blocks, for an error message
+// (a block's %v is a pointer); at most 500 bytes.
+func mcpText(content []mcp.Content) string {
+	var b strings.Builder
+	for _, c := range content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(t.Text)
+		} else {
+			fmt.Fprintf(&b, "[%T]", c)
+		}
+		if b.Len() > 500 {
+			return b.String()[:500] + "…"
+		}
+	}
+	return b.String()
 }
 
 // callNATS makes one echo call through the dispatcher core.

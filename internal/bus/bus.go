@@ -129,15 +129,29 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config, opts Options) (*Bus, e
 	if err := b.ensure(ctx); err != nil {
 		return nil, err
 	}
-	b.Keys = signing.NewKeyring(b.Registry)
-	b.Keys.ConfirmWith(func(ctx context.Context, key string) ([]byte, error) {
-		e, err := KVGetFromLeader(ctx, nc, cfg.RegistryBucket(), key)
-		if err != nil {
-			return nil, err
-		}
-		return e.Value, nil
-	})
+	b.Keys = NewKeyring(b.Registry, nc, cfg.RegistryBucket())
 	return b, nil
+}
+
+// NewKeyring is a signing.Keyring over the registry bucket kv whose
+// direct gets ride out an election (LeaderRetry: no replica answering
+// now is not a failed check) and, with nc, confirm a key found missing
+// with the bucket stream's leader (KVGetFromLeader; bucket is kv's name).
+func NewKeyring(kv jetstream.KeyValue, nc *nats.Conn, bucket string) *signing.Keyring {
+	k := signing.NewKeyring(kv)
+	k.RetryWith(func(ctx context.Context, read func(context.Context) error) error {
+		return LeaderRetry(ctx, leaderAttempt, read)
+	})
+	if nc != nil {
+		k.ConfirmWith(func(ctx context.Context, key string) ([]byte, error) {
+			e, err := KVGetFromLeader(ctx, nc, bucket, key)
+			if err != nil {
+				return nil, err
+			}
+			return e.Value, nil
+		})
+	}
+	return k
 }
 
 func (b *Bus) ensure(ctx context.Context) error {

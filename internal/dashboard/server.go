@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolwire/toolwire/internal/audit"
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/callindex"
 	"github.com/toolwire/toolwire/internal/dlq"
 	"github.com/toolwire/toolwire/internal/signing"
@@ -84,7 +85,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	st := cfg.Streams
-	signers := signing.NewKeyring(st.Registry)
+	signers := bus.NewKeyring(st.Registry, nil, "")
 	index, err := callindex.New(callindex.Config{Streams: callindex.Streams{Calls: st.Calls, Results: st.Results, Subjects: st.Subjects, Keys: signers, Events: st.Events},
 		Specs: cfg.Registry, Max: cfg.IndexCalls, Logger: cfg.Logger.With("component", "ui-index")})
 	if err != nil {

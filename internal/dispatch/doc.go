@@ -575,7 +575,13 @@
 //     ancestor ending the list — so the answer never tells what
 //     per-agent visibility hides. No index of its own: the limits bucket
 //     lists a parent's children by key prefix, which the fan-out check
-//     already does at admission.
+//     already does at admission. Its work is bounded by the fan-out: at
+//     most MaxDelegationFanOut children (256 by default, 4,096 at most)
+//     are listed, and under per-agent visibility each is looked up once
+//     (the owners cache answers repeats). A cap on the lookups of hidden
+//     children was tried and dropped: a caller knows its own children,
+//     so one left out past the cap told it how many it may not see came
+//     first.
 //
 // # Cancel and Watch
 //

@@ -102,16 +102,7 @@ func TestTooManyWaitersAnswersOverloaded(t *testing.T) {
 // Admission resumes once the backlog has drained.
 func TestPoolPastItsBoundIsRefusedAtAdmission(t *testing.T) {
 	t.Parallel()
-	started := make(chan struct{}, 8)
-	release := make(chan struct{})
-	hold := tool.Must(tool.New("hold", func(ctx context.Context, _ struct{}) (string, error) {
-		started <- struct{}{}
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return "held", nil
-	}))
+	hold, started, release := releasedHold(8)
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{hold, builtin.Tools()[0]}, Concurrency: 2,
 		Dispatcher: dispatch.Config{PoolMaxBacklog: map[string]int{"native": 3}, LoadRefresh: 20 * time.Millisecond}})
 	ctx := t.Context()

@@ -1,7 +1,6 @@
 package dispatch_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -25,16 +24,7 @@ import (
 // Only an installation admin may pause or resume.
 func TestPausedPoolTakesNoCallsOnAnyReplica(t *testing.T) {
 	t.Parallel()
-	started := make(chan struct{}, 4)
-	release := make(chan struct{})
-	hold := tool.Must(tool.New("hold", func(ctx context.Context, _ struct{}) (string, error) {
-		started <- struct{}{}
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return "held", nil
-	}))
+	hold, started, release := releasedHold(4)
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{hold, builtin.Tools()[0]}, Concurrency: 1})
 	second := s.StartDispatcher(t, dispatch.Config{})
 	ctx := t.Context()

@@ -18,7 +18,6 @@ import (
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/maintenance"
-	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1/toolwirev1connect"
 )
@@ -182,13 +181,7 @@ func TestWaitingPerCallerIsCapped(t *testing.T) {
 	t.Parallel()
 	alice := identity.Identity{Tenant: "acme", Agent: "alice", Scopes: []string{"*"}}
 	bob := identity.Identity{Tenant: "acme", Agent: "bob", Scopes: []string{"*"}}
-	running := make(chan struct{}, 1)
-	release := make(chan struct{})
-	hold := tool.Must(tool.New("hold", func(context.Context, struct{}) (string, error) {
-		running <- struct{}{}
-		<-release
-		return "held", nil
-	}))
+	hold, running, release := releasedHold(1)
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: append(builtin.Tools(), hold),
 		Auth: agentAuth{"alice": alice, "bob": bob}, Dispatcher: dispatch.Config{MaxWaitingPerCaller: 1}})
 	ctx := t.Context()

@@ -67,10 +67,14 @@
 // Toolwire-Model header (ModelHeader) or io.toolwire/model in its _meta
 // (MetaModel), both only when they agree (invalid params otherwise);
 // the policy's toolset for the model's family then decides what is
-// listed and called (docs/toolsets.md). A request with the header takes
-// the SDK's path, not the fast path; the cached MCP form of a tool is
-// keyed by its input schema too, so a variant never reaches another
-// model. An unknown tool is a JSON-RPC invalid-params error (the client's mistake,
+// listed and called (docs/toolsets.md). A tools/call naming a model may
+// take the fast path: the model goes into its CallRequest as on the SDK
+// path, and admission applies the toolset (a tool it hides or
+// substitutes refused, a variant's schema checked) in dispatch.Call as
+// in dispatch.Submit; a model the SDK path would refuse (not a string,
+// not a model name, header and _meta disagreeing) is left to it. The
+// cached MCP form of a tool is keyed by its input schema too, so a
+// variant never reaches another model. An unknown tool is a JSON-RPC invalid-params error (the client's mistake,
 // not the tool's). When the client goes away (the request's context ends:
 // a closed stream; for revisions before 2026-07-28, whose requests the SDK
 // gives a context that never ends, the HTTP request's end) or cancels the
@@ -119,8 +123,8 @@
 // at most profiles.MaxCapabilities capabilities and extensions (more: none
 // considered); the fast path decodes only the two keys it reads. Tool
 // forms are cached per version and profile. The fast
-// path matches the profile itself and leaves a request with the header to
-// the SDK.
+// path matches the profile itself, takes a header naming a configured
+// profile, and leaves one naming none to the SDK, which refuses it.
 //
 // # Cancelling
 //
@@ -175,10 +179,13 @@
 // A plain tools/call of the stateless revision (one request per POST, no
 // progress token, no answers to a request for input, no Tasks extension,
 // headers that match the body, each JSON object's keys exactly ones it
-// knows, client capabilities and info the SDK would take) is answered by
-// fast.go without the SDK: parsed once, waited for in dispatch.Call,
-// written as one JSON response, with the result, error and status the SDK
-// path gives it (TestFastPathAnswersAsTheSDK), at less than half its CPU.
+// knows, client capabilities and info the SDK would take; the profile its
+// ProfileHeader names and the model its ModelHeader or _meta names, as
+// the SDK path takes them) is answered by fast.go without the SDK: parsed
+// once, waited for in dispatch.Call, written as one JSON response, with
+// the result, error and status the SDK path gives it
+// (TestFastPathAnswersAsTheSDK, TestFastPathAnswersAsTheSDKForAModel), at
+// less than half its CPU.
 // Anything else is the SDK's, which answers it, errors included.
 //
 // # Confirming an ask

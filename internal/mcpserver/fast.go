@@ -33,10 +33,12 @@ import (
 // which answers it, errors included. The tests run the conformance suite
 // and the other MCP tests through both paths.
 
-// fastParams are the params the fast path takes.
+// fastParams are the params the fast path takes, and the model the
+// request names (fastModel).
 type fastParams struct {
 	Name      string
 	Arguments json.RawMessage
+	Model     string
 }
 
 // fast serves r on the fast path when it can (true); otherwise it leaves
@@ -80,7 +82,7 @@ func (s *Server) fast(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	p.Arguments = params["arguments"]
-	meta, ok := fields(params["_meta"], "io.modelcontextprotocol/protocolVersion", metaClientCapabilities, "io.modelcontextprotocol/clientInfo")
+	meta, ok := fields(params["_meta"], "io.modelcontextprotocol/protocolVersion", metaClientCapabilities, "io.modelcontextprotocol/clientInfo", MetaModel)
 	if !ok {
 		return false
 	}
@@ -89,10 +91,17 @@ func (s *Server) fast(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	id, err := callerOf(r.Context())
-	if err != nil || h.Get(ProfileHeader) != "" || h.Get(ModelHeader) != "" {
-		return false // a profile or a model named in a header is the SDK path's to check
+	if err != nil {
+		return false
 	}
-	ctx := context.WithValue(r.Context(), profileKey{}, s.cfg.Profiles.Match(fastClient(meta)))
+	prof, ok := s.fastProfile(h, meta)
+	if !ok {
+		return false
+	}
+	if p.Model, ok = fastModel(h, meta); !ok {
+		return false
+	}
+	ctx := context.WithValue(r.Context(), profileKey{}, prof)
 	res, err := s.fastCall(ctx, id, &p, caps)
 	writeRPC(w, msg["id"], res, err, s.impl())
 	return true
@@ -173,6 +182,32 @@ func plainMeta(meta map[string]json.RawMessage) (caps string, ok bool) {
 	return string(raw), true
 }
 
+// fastProfile is the profile of a fast request, as withProfile finds it:
+// the one its ProfileHeader names, else the one its _meta declares
+// (fastClient). A header naming no configured profile is false: the SDK
+// path answers the error.
+func (s *Server) fastProfile(h http.Header, meta map[string]json.RawMessage) (*profiles.Profile, bool) {
+	named := h.Get(ProfileHeader)
+	if named == "" {
+		return s.cfg.Profiles.Match(fastClient(meta)), true
+	}
+	p, err := s.profileOf(named, nil)
+	return p, err == nil
+}
+
+// fastModel is the model a fast request names, as modelOf finds it: its
+// ModelHeader, its _meta MetaModel (null as none), both only when they
+// agree (pickModel). A value that is no string, not a model name, or one
+// that disagrees is false: the SDK path answers the error.
+func fastModel(h http.Header, meta map[string]json.RawMessage) (string, bool) {
+	var named string
+	if raw, ok := meta[MetaModel]; ok && json.Unmarshal(raw, &named) != nil {
+		return "", false
+	}
+	model, err := pickModel(h.Get(ModelHeader), named)
+	return model, err == nil
+}
+
 // fastClient is the client a fast request's _meta declares (clientOf):
 // only its clientInfo and clientCapabilities are decoded.
 func fastClient(meta map[string]json.RawMessage) profiles.Client {
@@ -196,14 +231,17 @@ func isNonEmptyString(raw json.RawMessage) bool {
 // the client's user may confirm it: askToConfirm); a client that goes
 // away cancels the call.
 func (s *Server) fastCall(ctx context.Context, id identity.Identity, p *fastParams, caps string) (mcp.Result, error) {
-	if s.d.TaskSupport(p.Name) == toolwirev1.TaskSupport_TASK_SUPPORT_REQUIRED {
-		return nil, needsTasks(fmt.Sprintf("tool %q", p.Name)) // a client without the extension (plainMeta)
+	if s.cfg.Tasks != nil && s.d.TaskSupport(p.Name) == toolwirev1.TaskSupport_TASK_SUPPORT_REQUIRED {
+		// A client without the extension (plainMeta), as taskMode answers
+		// it; without Tasks the call is admitted (and a toolset's refusal
+		// answered) as on the SDK path.
+		return nil, needsTasks(fmt.Sprintf("tool %q", p.Name))
 	}
 	args := string(p.Arguments)
 	if args == "" || args == "null" {
 		args = "{}"
 	}
-	cr := &toolwirev1.CallRequest{Tool: p.Name, ArgumentsJson: args, ClientCapabilitiesJson: caps}
+	cr := &toolwirev1.CallRequest{Tool: p.Name, ArgumentsJson: args, ClientCapabilitiesJson: caps, Model: p.Model}
 	cres, err := s.d.Call(ctx, id, cr, s.d.Config().MaxWait)
 	if err != nil {
 		if cres != nil && cres.CallId != "" {

@@ -33,35 +33,7 @@ func TestFastPathAnswersAsTheSDK(t *testing.T) {
 	url := endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default})
 	post := func(params map[string]any) (status int, contentType string, msg map[string]any) {
 		t.Helper()
-		params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-			"io.modelcontextprotocol/clientCapabilities": map[string]any{}}
-		body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params})
-		require.NoError(t, err)
-		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		require.NoError(t, err)
-		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-			"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": params["name"].(string)} {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		out, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-			for line := range strings.SplitSeq(string(out), "\n") {
-				if data, ok := strings.CutPrefix(line, "data:"); ok && strings.TrimSpace(data) != "" {
-					out = []byte(data)
-				}
-			}
-		}
-		require.NoError(t, json.Unmarshal(out, &msg), string(out))
-		if r, ok := msg["result"].(map[string]any); ok {
-			delete(r["_meta"].(map[string]any), "io.toolwire/call_id")
-		}
-		return resp.StatusCode, resp.Header.Get("Content-Type"), msg
+		return postCall(t, url, params, nil)
 	}
 	for name, params := range map[string]func() map[string]any{
 		"result": func() map[string]any {
@@ -94,6 +66,129 @@ func TestFastPathAnswersAsTheSDK(t *testing.T) {
 			require.Equal(t, sdkStatus, fastStatus)
 			require.Equal(t, sdk, fast)
 			require.NotContains(t, fmt.Sprint(fast), "EVIL")
+		})
+	}
+}
+
+// postCall posts a tools/call of the stateless revision with params (its
+// _meta's keys added to the revision's), sending h too, and returns the
+// HTTP status, the content type and the JSON-RPC message (the event
+// stream's last one), less the call's id.
+func postCall(t *testing.T, url string, params map[string]any, h http.Header) (status int, contentType string, msg map[string]any) {
+	t.Helper()
+	meta := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{}}
+	if m, ok := params["_meta"].(map[string]any); ok {
+		for k, v := range m {
+			meta[k] = v
+		}
+	}
+	params["_meta"] = meta
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": params["name"].(string)} {
+		req.Header.Set(k, v)
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		for line := range strings.SplitSeq(string(out), "\n") {
+			if data, ok := strings.CutPrefix(line, "data:"); ok && strings.TrimSpace(data) != "" {
+				out = []byte(data)
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal(out, &msg), string(out))
+	if r, ok := msg["result"].(map[string]any); ok {
+		delete(r["_meta"].(map[string]any), "io.toolwire/call_id")
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type"), msg
+}
+
+// A tools/call naming a model (the Toolwire-Model header, or
+// io.toolwire/model in its _meta) or a profile (its header) is answered on
+// the fast path, with what the SDK path answers: a tool the model's
+// toolset substitutes or hides is refused, a call is held to the
+// variant's schema the model was offered, and the profile named renders
+// the result. A model or profile the SDK path refuses is left to it.
+func TestFastPathAnswersAsTheSDKForAModel(t *testing.T) {
+	t.Parallel()
+	edit := tool.Must(tool.New("edit", func(context.Context, mcpEditIn) (string, error) { return "edited", nil }))
+	patch := tool.Must(tool.New("apply_patch", func(context.Context, mcpPatchIn) (string, error) { return "patched", nil }))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{edit, patch, pizzaTool()}})
+	s.ApplyPolicy(t, toolsetsPolicy)
+	url := endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default})
+	gpt := http.Header{mcpserver.ModelHeader: {"gpt-5.1"}}
+	claudeMeta := map[string]any{mcpserver.MetaModel: "claude-sonnet-4-5"}
+	profile := func(name string) http.Header { return http.Header{mcpserver.ProfileHeader: {name}} }
+	for name, c := range map[string]struct {
+		h      http.Header
+		params func() map[string]any
+		fast   bool   // answered on the fast path (a result, not an event stream)
+		want   string // in the answer
+	}{
+		"variant offered": {gpt, func() map[string]any {
+			return map[string]any{"name": "apply_patch", "arguments": map[string]any{"patch": "x"}}
+		}, true, "patched"},
+		"outside the variant": {gpt, func() map[string]any {
+			return map[string]any{"name": "apply_patch", "arguments": map[string]any{"patch": "x", "strip": 1}}
+		}, false, "toolset gpt"},
+		"substituted": {gpt, func() map[string]any {
+			return map[string]any{"name": "edit", "arguments": map[string]any{"path": "a"}}
+		}, true, "toolset gpt offers apply_patch instead"},
+		"hidden, model in _meta": {nil, func() map[string]any {
+			return map[string]any{"name": "apply_patch", "arguments": map[string]any{"patch": "x"}, "_meta": claudeMeta}
+		}, true, "hidden by toolset claude"},
+		"header and _meta agree": {http.Header{mcpserver.ModelHeader: {"claude-sonnet-4-5"}}, func() map[string]any {
+			return map[string]any{"name": "edit", "arguments": map[string]any{"path": "a"}, "_meta": claudeMeta}
+		}, true, "edited"},
+		"header and _meta disagree": {gpt, func() map[string]any {
+			return map[string]any{"name": "edit", "arguments": map[string]any{"path": "a"}, "_meta": claudeMeta}
+		}, false, "name different models"},
+		"not a model name": {http.Header{mcpserver.ModelHeader: {"gpt 5"}}, func() map[string]any {
+			return map[string]any{"name": "edit", "arguments": map[string]any{"path": "a"}}
+		}, false, "not a model name"},
+		"model not a string": {nil, func() map[string]any {
+			return map[string]any{"name": "edit", "arguments": map[string]any{"path": "a"}, "_meta": map[string]any{mcpserver.MetaModel: 5}}
+		}, false, "must be a string"},
+		"profile chatgpt": {profile("chatgpt"), func() map[string]any {
+			return map[string]any{"name": "pizza_map", "arguments": map[string]any{}}
+		}, true, "openai/widgetState"},
+		"profile claude, and a model": {http.Header{mcpserver.ProfileHeader: {"claude"}, mcpserver.ModelHeader: {"claude-sonnet-4-5"}}, func() map[string]any {
+			return map[string]any{"name": "pizza_map", "arguments": map[string]any{}}
+		}, true, "acme.example/trace"},
+		"unknown profile": {profile("nope"), func() map[string]any {
+			return map[string]any{"name": "pizza_map", "arguments": map[string]any{}}
+		}, false, "nope"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fastStatus, fastType, fast := postCall(t, url, c.params(), c.h)
+			if c.fast {
+				require.Equal(t, "application/json", fastType, "the fast path answers")
+			}
+			p := c.params()
+			p["x-unknown"] = true // sends the call to the SDK
+			sdkStatus, sdkType, sdk := postCall(t, url, p, c.h)
+			if sdk["error"] == nil {
+				require.NotEqual(t, "application/json", sdkType, "the SDK answers")
+			}
+			require.Equal(t, sdkStatus, fastStatus)
+			require.Equal(t, sdk, fast)
+			require.Contains(t, fmt.Sprint(fast), c.want)
+			if v := c.h.Get(mcpserver.ProfileHeader); v != "" && v != "chatgpt" {
+				require.NotContains(t, fmt.Sprint(fast), "openai/", "openai/* keys reach only ChatGPT's profile")
+			}
 		})
 	}
 }

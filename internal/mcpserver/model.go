@@ -44,6 +44,14 @@ func modelOf(req mcp.Request) (string, error) {
 			meta = s
 		}
 	}
+	return pickModel(header, meta)
+}
+
+// pickModel is the model of a request whose ModelHeader is header and
+// whose _meta MetaModel is meta ("" = not given): both only when they
+// agree, and a model name (invalid params otherwise). The fast path
+// (fast.go) takes the same.
+func pickModel(header, meta string) (string, error) {
 	model := header
 	switch {
 	case header == "":

@@ -141,9 +141,21 @@
 //     election with 32 calls in flight read as 6 calls a second, and a
 //     queue of 450 that the pool works off in a second as 80s: calls
 //     were refused under a one-minute bound (TestClusterLeaderKills);
-//   - when none finished and none are in flight (idle, or the workers
-//     gone), it is the busiest rate seen, halving every 10s, so the
-//     expected wait grows rather than becoming unknown.
+//   - when none finished and none are in flight but calls are queued
+//     (the workers gone), it is the busiest rate seen, halving every
+//     10s, so the expected wait grows rather than becoming unknown;
+//   - when the pool has nothing to do (none delivered, in flight or
+//     queued at a read and the one before), the rate stands: an idle
+//     pool is not a slower one. Before, it halved every 10s while idle
+//     too, so a burst after a minute's rest was judged at 1/64 of the
+//     pool's rate and refused ("would start this call in about 20s" for
+//     a queue the pool drained in a fifth of a second). A read whose
+//     interval began or ended with nothing in flight or queued counted
+//     how much work came, not how fast the pool drains: it may raise the
+//     rate, never lower it. A pool that was never busy has no rate yet,
+//     and its first interval of work is judged as measured (partly idle,
+//     so low): a burst into a pool fresh from start-up may be refused
+//     for one read.
 //
 // A failed read keeps the last figures (logged once per streak). A call
 // whose subject no pool consumer filters is not checked here.

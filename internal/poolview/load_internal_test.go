@@ -291,3 +291,44 @@ func TestPoolQueueWaitBound(t *testing.T) {
 		t.Fatalf("a pool with no bound refused: %s", te.Message)
 	}
 }
+
+// An idle pool is not a slower one: a pool that ran 5,000 calls a second,
+// then had nothing to do for a minute, then gets a burst of calls queued
+// behind its slots drains them at about its rate, not at the rate
+// forgotten over the idle minute (5,000 / 2^6, 78 a second, which refused
+// a burst of 1,482 queued calls as "about 19s" of wait: make bench's
+// sessions run at 1,024 in flight, whose warm-up followed a minute of
+// opening sessions). Nor does the read that ends the first interval of the
+// burst, which was idle until the burst came, show it slower: that read
+// saw a part of an interval of work.
+func TestIdlePoolDrainsABurstAtItsRate(t *testing.T) {
+	p := &poolLoad{name: "native", bound: -1}
+	t0 := time.Unix(1000, 0)
+	p.measure(0, 64, t0)
+	at := feed(p, t0, 64, 2500, 2500, 2500, 2500, 2500) // 5,000 calls a second
+	at = feed(p, at, 0, make([]uint64, 120)...)         // a minute with nothing to do
+	if r := rateOf(p); r < 4900 {
+		t.Fatalf("after a minute idle the rate is %.0f, want the pool's 5000", r)
+	}
+	// The burst: 1,482 calls queued behind 64 in flight, and 50 more
+	// finished in the moment between the burst and the read (114
+	// delivered).
+	p.pending.Store(1482)
+	at = feed(p, at, 64, 114)
+	p.readAt.Store(at.UnixNano())
+	e := p.estimate(0, at, 500*time.Millisecond)
+	if w := e.wait(e.pending); w > time.Second {
+		t.Fatalf("a burst of 1482 calls on a 5000-a-second pool waits %s (rate %.0f): want well under a second", w, e.rate)
+	}
+	v := &Load{cfg: LoadConfig{Refresh: time.Hour}.WithDefaults()}
+	p.readAt.Store(time.Now().UnixNano()) // admission judges it as read just now
+	if te, _, _ := v.checkPool(p, 0); te != nil {
+		t.Fatalf("a burst on an idle pool refused: %s", te.GetMessage())
+	}
+	// From the next read on the rate is measured again: a pool that
+	// drains the burst at a tenth of its old rate is seen so.
+	feed(p, at, 64, 250)
+	if r := rateOf(p); r > 510 {
+		t.Fatalf("a pool draining 500 calls a second is still seen at %.0f", r)
+	}
+}

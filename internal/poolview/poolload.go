@@ -51,6 +51,7 @@ type poolLoad struct {
 	peak           float64
 	lastDelivered  uint64
 	lastAckPending int64
+	lastPending    int64
 	lastAt         time.Time
 	// inFlightSum and doneSum are the pool's calls in flight integrated
 	// over time (call-seconds) and its finished calls, both decayed with
@@ -112,11 +113,24 @@ func (p *poolLoad) settle() {
 //     calls in flight over the time stalled: 32 calls in flight stalled
 //     for 5s by a leader election read as 6 calls a second, and a queue
 //     of 450 that a 600-a-second pool works off in a second as 80s.)
-//   - None finished, none in flight (idle, or the workers gone): the
-//     busiest rate seen, forgotten with rateHalfLife, so that a pool that
-//     stopped draining looks slower and slower rather than unknown.
+//   - None finished, none in flight, calls queued (the workers gone):
+//     the busiest rate seen, forgotten with rateHalfLife, so that a pool
+//     that stopped draining looks slower and slower rather than unknown.
+//   - Nothing to do (none delivered, none in flight and none queued at
+//     this read and the one before): no sample, and the rate stands. An
+//     idle pool is not a slower one: forgetting its rate while idle
+//     judged a burst after a minute's rest at 1/64 of the pool's rate
+//     and refused it (TestIdlePoolDrainsABurstAtItsRate). A read whose
+//     interval began or ended so, with nothing in flight or queued,
+//     measures how much work came rather than the rate: it may raise the
+//     rate, never lower it; the next read of a busy pool measures it
+//     again. A pool whose workers became slower while it was idle is so
+//     seen one read (500ms) after the work came.
 func (p *poolLoad) measure(delivered uint64, ackPending int64, now time.Time) {
-	defer func() { p.lastDelivered, p.lastAckPending, p.lastAt = delivered, ackPending, now }()
+	pending := p.pending.Load()
+	defer func() {
+		p.lastDelivered, p.lastAckPending, p.lastPending, p.lastAt = delivered, ackPending, pending, now
+	}()
 	if p.lastAt.IsZero() || delivered < p.lastDelivered {
 		p.samples = p.samples[:0] // first read, or the consumer was made again
 		p.progressAt = now
@@ -130,6 +144,11 @@ func (p *poolLoad) measure(delivered uint64, ackPending int64, now time.Time) {
 	done := max(float64(delivered-p.lastDelivered)-float64(ackPending-p.lastAckPending), 0)
 	if done > 0 || ackPending == 0 {
 		p.progressAt = now
+	}
+	beganIdle, endedIdle := p.lastAckPending == 0 && p.lastPending == 0, ackPending == 0 && pending == 0
+	if beganIdle && endedIdle && delivered == p.lastDelivered {
+		p.stalledAt.Store(0)
+		return // nothing to do all along: not a slower pool
 	}
 	p.samples = append(p.samples, rateSample{done, dt})
 	p.measureCallTime(done, ackPending, dt)
@@ -152,6 +171,11 @@ func (p *poolLoad) measure(delivered uint64, ackPending int64, now time.Time) {
 		}
 	default:
 		rate = p.peak
+	}
+	if beganIdle || endedIdle {
+		// Idle until the work came or once it was done: the calls it
+		// finished show how much work came, not how fast the pool drains.
+		rate = max(rate, last)
 	}
 	p.rate.Store(math.Float64bits(rate))
 	p.stalledAt.Store(stalledAt)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/toolwire/toolwire/internal/skills"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -31,7 +32,8 @@ func Version(spec *toolwirev1.ToolSpec) string {
 }
 
 // Check validates spec: its name, that its executor config matches its
-// executor type, and that its schemas compile. It returns every problem.
+// executor type, that its schemas compile, and what it says of skills
+// (skills.CheckSpec). It returns every problem.
 func Check(spec *toolwirev1.ToolSpec) error {
 	var errs []error
 	if !NameRe.MatchString(spec.GetName()) {
@@ -61,6 +63,11 @@ func Check(spec *toolwirev1.ToolSpec) error {
 	}
 	if u := spec.GetUiTemplate(); u != "" && (len(u) > 2048 || !uiTemplateRe.MatchString(u)) {
 		errs = append(errs, fmt.Errorf("ui_template %.64q must be a ui:// URI of at most 2048 printable ASCII characters", u))
+	}
+	if err := skills.CheckSpec(spec); err != nil {
+		// A worker's manifests are checked, never believed, and only the
+		// native `skill` tool carries them (internal/skills).
+		errs = append(errs, err)
 	}
 	if metaWritesTemplate(spec.GetMetaJson()) {
 		// A client's keys are the profile's to write (internal/profiles):

@@ -1,7 +1,8 @@
 // Package sdkstack starts the stack the SDKs' tests run against
 // (sdk/python, sdk/typescript): an embedded JetStream server, a dispatcher
 // with its Connect API on loopback behind API keys, approval token keys and
-// a policy (a deny rule, an ask rule, a rate limit), and a worker serving
+// a policy (a deny rule, an ask rule, a rate limit, a toolset for the gpt
+// model family), and a worker serving
 // the built-in tools and the test tools (steps reports progress, hold runs
 // until cancelled and counts the cancellations that reach it, deploy is
 // what the ask rule covers and ping what the rate limit covers).

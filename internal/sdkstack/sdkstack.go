@@ -28,7 +28,9 @@ import (
 )
 
 // Policy is the installation policy of the stack: the SDK tests'
-// scenarios each meet one of its rules.
+// scenarios each meet one of its rules, and its toolset (docs/toolsets.md)
+// is what a GPT-family model (gpt-5.1) is offered: steps hidden, echo's
+// text at most 16 characters.
 const Policy = `
 tenant:
   default: allow
@@ -48,6 +50,12 @@ limits:
     tools: [ping]
     rate: {count: 1, per: 1h, burst: 1}
     reason: one ping an hour
+toolsets:
+  gpt:
+    hide: [steps]
+    variants:
+      echo:
+        input_schema: {type: object, required: [text], properties: {text: {type: string, maxLength: 16}}, additionalProperties: false}
 `
 
 // Stack is a running stack: its API's URL, the agent's key (scope

@@ -93,6 +93,11 @@
 //     does) before it is believed missing: a replica that lags the leader
 //     must not make a genuine result look forged to a writer, which would
 //     then store a second answer after it.
+//   - A direct get that no replica answers (an election under way, the
+//     process's server just lost) is made again within the caller's
+//     context (Keyring.RetryWith; bus.NewKeyring does): a lookup that
+//     could not be made decides nothing, and failing it at once failed
+//     a GetResult asked during an election.
 //   - What permissions cannot express (a worker credential may publish on
 //     every result and event subject, per call id) the signatures decide:
 //     what a worker credential publishes without an enrolled key is

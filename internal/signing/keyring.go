@@ -112,6 +112,7 @@ type Verdict struct {
 type Keyring struct {
 	kv     jetstream.KeyValue
 	leader LeaderGet
+	retry  Retry
 
 	mu      sync.Mutex
 	known   map[string]time.Time // enrolment key → enrolled (zero) or not until
@@ -160,10 +161,30 @@ type LeaderGet func(ctx context.Context, key string) ([]byte, error)
 // it believes it missing (see Keyring). Call it before k is used.
 func (k *Keyring) ConfirmWith(get LeaderGet) { k.leader = get }
 
+// Retry runs read until it succeeds, fails for a reason other than the
+// bucket's replicas being unable to answer now, or ctx ends
+// (bus.LeaderRetry), and returns the last attempt's error.
+type Retry func(ctx context.Context, read func(context.Context) error) error
+
+// RetryWith makes k make a direct get that found no replica to answer
+// (an election under way, the process's server just lost) again through
+// retry, within the caller's context, instead of failing the check at
+// once. Call it before k is used.
+func (k *Keyring) RetryWith(retry Retry) { k.retry = retry }
+
 // get reads key by a direct get and, when that finds it missing and k
 // confirms, from the leader; found is false for a key that is missing.
 func (k *Keyring) get(ctx context.Context, key string) (value []byte, found bool, err error) {
-	e, err := k.kv.Get(ctx, key)
+	var e jetstream.KeyValueEntry
+	if k.retry == nil {
+		e, err = k.kv.Get(ctx, key)
+	} else {
+		err = k.retry(ctx, func(ctx context.Context) error {
+			var err error
+			e, err = k.kv.Get(ctx, key)
+			return err
+		})
+	}
 	if err == nil {
 		return e.Value(), true, nil
 	}

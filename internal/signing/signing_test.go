@@ -244,3 +244,57 @@ func TestKeyringConfirmsAMissingEnrolmentWithTheLeader(t *testing.T) {
 	})
 	require.Equal(t, signing.WrongPool, signing.AsError(check(gone)).Problem, "missing on the leader too: not believed")
 }
+
+// A direct get that finds no replica to answer (the registry stream's
+// leader killed and no other elected yet, or the process's server just
+// lost) is made again within the caller's context by a bus Keyring: a
+// dispatcher's GetResult during an election failed at once with "no
+// responders" (faulttest's TestClusterGetResultRidesOutAnElection). The
+// bucket here has no responder because its stream stops serving direct
+// gets, then serves them again.
+func TestKeyringRidesOutABucketWithoutResponders(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	ctx, b := t.Context(), env.Bus
+	k, err := signing.NewKey()
+	require.NoError(t, err)
+	kv, err := b.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "electing"})
+	require.NoError(t, err)
+	direct := func(on bool) {
+		s, err := b.JS.Stream(ctx, "KV_electing")
+		require.NoError(t, err)
+		cfg := s.CachedInfo().Config
+		cfg.AllowDirect = on
+		_, err = b.JS.UpdateStream(ctx, cfg)
+		require.NoError(t, err)
+	}
+	direct(false)
+	_, err = kv.Put(ctx, signing.DispatcherKey(k.Public()), []byte(`{}`))
+	require.NoError(t, err)
+	data := []byte("result")
+	h := k.Sign(nil, signing.KindResult, "c1", 1, data)
+	check := func(ctx context.Context, kr *signing.Keyring) error {
+		_, err := kr.Check(ctx, h, signing.KindResult, "c1", 1, data, "")
+		return err
+	}
+
+	require.ErrorIs(t, check(ctx, signing.NewKeyring(kv)), nats.ErrNoResponders, "the lookup without a retry fails at once")
+
+	kr := bus.NewKeyring(kv, b.NC, "electing")
+	short, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	err = check(short, kr)
+	cancel()
+	require.Error(t, err)
+	require.Nil(t, signing.AsError(err), "an unanswered lookup is not a verdict")
+	require.Error(t, short.Err(), "the lookup is made again until the caller's context ends: %v", err)
+
+	done := make(chan error, 1)
+	go func() { done <- check(ctx, kr) }()
+	direct(true)
+	select {
+	case err := <-done:
+		require.NoError(t, err, "the bucket answers again: the key is enrolled")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the check never ended")
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/toolctl"
 )
@@ -69,6 +70,56 @@ func TestGetShowsDelegationChain(t *testing.T) {
 	require.Equal(t, madeUp, tree(parent), "another tenant's chain is a made-up id")
 	o = b.policyAs(t, "beta-admin", "get", parent)
 	require.NotContains(t, o.stdout+o.stderr, "delegation", "no chain for another tenant's call")
+}
+
+// A call with more children than GetDelegation describes prints the
+// oldest 20, one line each, then how many more there are (get --tree,
+// and plain get after the result); -o json has them as more_children.
+func TestGetTreeCountsTheChildrenNotShown(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatchtest.Options{Auth: tenantKeys})
+	as := func(args ...string) string {
+		t.Helper()
+		o := b.policyAs(t, "acme-bot", args...)
+		require.Equal(t, toolctl.ExitOK, o.code, "%v: %s", args, o.stderr)
+		return strings.TrimSpace(o.stdout)
+	}
+	parent := as("submit", "sleep", `{"duration":"30s"}`)
+	t.Cleanup(func() { b.policyAs(t, "acme-bot", "cancel", parent) })
+	const shown, more = dispatch.MaxDelegationChildrenShown, 2
+	var kids []string
+	for range shown + more {
+		kids = append(kids, as("submit", "echo", `{"text":"hi"}`, "--parent", parent))
+	}
+	slices.Sort(kids) // oldest first, as ULIDs sort
+
+	o := b.policyAs(t, "acme-bot", "get", parent, "--tree")
+	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
+	lines := strings.Split(strings.TrimSuffix(o.stdout, "\n"), "\n")
+	require.Len(t, lines, 2+shown+1, o.stdout)
+	require.Equal(t, []string{"delegation:", "  this     " + parent}, lines[:2])
+	for i, l := range lines[2 : 2+shown] {
+		require.Regexp(t, `^  child    `+kids[i]+` echo (ok|running)$`, l)
+	}
+	require.Equal(t, "  and 2 more children", lines[len(lines)-1])
+	for _, l := range lines {
+		require.Regexp(t, chainLine, l, "the shape docs/delegation.md shows")
+	}
+
+	var dg struct {
+		Children     []struct{ CallID string } `json:"children"`
+		MoreChildren int                       `json:"moreChildren"`
+	}
+	js := as("-o", "json", "get", parent, "--tree")
+	require.NoError(t, json.Unmarshal([]byte(js), &dg), js)
+	require.Len(t, dg.Children, shown, js)
+	require.Equal(t, more, dg.MoreChildren, js)
+
+	child := kids[0]
+	o = b.policyAs(t, "acme-bot", "get", child, "--wait", "30s")
+	require.Equal(t, toolctl.ExitOK, o.code, o.stderr)
+	require.Contains(t, o.stderr, "  parent   "+parent+" sleep running\n  this     "+child+"\n")
+	require.NotContains(t, o.stderr, "more children", "a child has none")
 }
 
 // chainLine is the shape of each line get prints about a chain.

@@ -21,6 +21,7 @@ import (
 	"github.com/toolwire/toolwire/internal/executors/native"
 	"github.com/toolwire/toolwire/internal/executors/sandbox"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/skills"
 	"github.com/toolwire/toolwire/internal/specfile"
 	"github.com/toolwire/toolwire/internal/telemetry"
 	"github.com/toolwire/toolwire/internal/worker"
@@ -131,6 +132,9 @@ func NewWorker(ctx context.Context, b *bus.Bus, f *File, o Options) (_ *Worker, 
 		}
 	}()
 
+	if o.Tools, err = f.withSkills(ctx, o); err != nil {
+		return nil, err
+	}
 	nat, err := native.NewWithConfig(native.Config{Logger: log}, o.Tools...)
 	if err != nil {
 		return nil, err
@@ -215,6 +219,37 @@ func NewWorker(ctx context.Context, b *bus.Bus, f *File, o Options) (_ *Worker, 
 	}
 	w.Worker = ww
 	return w, nil
+}
+
+// withSkills returns the native tools o.Tools with the `skill` tool of
+// the File's skill directories added (o.Tools itself when there are
+// none). Skills without a native pool are an error, BestEffort or not:
+// `skill` is a native tool, published only with a native pool, so they
+// would be loaded and silently not served.
+func (f *File) withSkills(ctx context.Context, o Options) ([]*tool.Tool, error) {
+	tools := o.Tools
+	if len(f.Skills) == 0 {
+		return tools, nil
+	}
+	if !slices.Contains(f.poolTypes(o, true, nil), toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE) {
+		return nil, errors.New("workerconfig: skills are served by the native tool skill, but this worker serves no native pool")
+	}
+	dirs := make([]string, 0, len(f.Skills))
+	for _, d := range f.Skills {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(f.dir, d)
+		}
+		dirs = append(dirs, d)
+	}
+	set, err := skills.Load(ctx, dirs)
+	if err != nil {
+		return nil, fmt.Errorf("workerconfig: %w", err)
+	}
+	t, err := skills.Tool(set)
+	if err != nil {
+		return nil, fmt.Errorf("workerconfig: skills: %w", err)
+	}
+	return append(slices.Clip(tools), t), nil
 }
 
 // poolTypes are the types served: the flags', the File's, or every type

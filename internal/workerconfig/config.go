@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/toolwire/toolwire/internal/executors/httpexec"
 	"github.com/toolwire/toolwire/internal/executors/mcp"
 	"github.com/toolwire/toolwire/internal/executors/sandbox"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -37,6 +39,11 @@ type File struct {
 	HTTP httpexec.Config `json:"http,omitempty"`
 	// MCP lists the MCP servers whose tools this worker serves.
 	MCP mcp.Config `json:"mcp,omitempty"`
+	// Skills are directories of skills (each a directory with a SKILL.md
+	// and its resources; internal/skills), served by one native tool,
+	// `skill`, which needs a native pool. Relative paths are relative to
+	// the configuration file. Default none: no `skill` tool.
+	Skills []string `json:"skills,omitempty"`
 
 	// dir is the directory relative tool paths resolve against.
 	dir string
@@ -113,6 +120,18 @@ func (f *File) Validate() error {
 		if strings.TrimSpace(t) == "" {
 			errs = append(errs, fmt.Errorf("tools[%d] is empty", i))
 		}
+	}
+	for i, d := range f.Skills {
+		if strings.TrimSpace(d) == "" {
+			errs = append(errs, fmt.Errorf("skills[%d] is empty", i))
+		}
+	}
+	if len(f.Skills) > 0 && len(f.Pools) > 0 && !slices.ContainsFunc(f.Pools, func(p PoolFile) bool {
+		t, _ := bus.ParseType(p.Type)
+		return t == toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE
+	}) {
+		// `skill` is a native tool, published only with a native pool.
+		errs = append(errs, errors.New("skills: served by the native tool skill, but pools has no native pool"))
 	}
 	if err := f.Sandbox.WithDefaults().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("sandbox: %w", err))

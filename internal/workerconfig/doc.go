@@ -27,6 +27,17 @@
 // and a name another pool defines is refused at start-up naming both
 // (registry.Claim).
 //
+// Skills (`skills:`, directories of skill directories in the SKILL.md
+// format, relative to the configuration file) are loaded by
+// internal/skills at build time, bounded and confined to their
+// directories, and served by one native tool, `skill`, added to the
+// binary's native tools: it is published only with a native pool, as
+// they are, so `skills:` without a native pool is an error (Validate when
+// the file's pools have none; NewWorker when the pools served, narrowed
+// by flags or not, have none, BestEffort or not: configured skills are
+// never silently left unserved), and a skill that breaks a rule stops the
+// worker from being built, naming the file (docs/skills.md).
+//
 // Spec files and directories (*.yaml, *.yml, *.json; see internal/specfile)
 // are relative to the configuration file. A tool declared twice, or a tool
 // whose type no pool of this worker serves, is an error — except in the

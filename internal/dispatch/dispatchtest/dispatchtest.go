@@ -188,6 +188,19 @@ func (s *Stack) StartWorker(t testing.TB, tools ...*tool.Tool) *workerconfig.Wor
 	return w
 }
 
+// StartWorkerFile starts an in-process worker built from the worker
+// configuration f (a File loaded with workerconfig.Load: its pools, spec
+// files, skills) on its own connection, as StartWorker does; it is
+// stopped (grace 5s) at the end of the test.
+func (s *Stack) StartWorkerFile(t testing.TB, f *workerconfig.File) *workerconfig.Worker {
+	t.Helper()
+	b := s.Env.Open(t, "dispatchtest-worker-file")
+	w, err := workerconfig.NewWorker(t.Context(), b, f, workerconfig.Options{Concurrency: s.opts.Concurrency, Logger: testLogger(t),
+		Registry: registry.NewRegistrar(b, testLogger(t), nil, "")})
+	startUntilCleanup(t, w, err)
+	return w
+}
+
 // startable is a worker: *worker.Worker, or one built from a
 // configuration (*workerconfig.Worker), which also closes its executors.
 type startable interface {

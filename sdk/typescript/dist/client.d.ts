@@ -49,6 +49,15 @@ export interface SubmitOptions extends RequestOptions {
     scheduleToClose?: number;
     pinSessionVersions?: boolean;
     parentCallId?: string;
+    /** The model the call is made for (docs/toolsets.md): held to what listTools offers that model. */
+    model?: string;
+}
+/** Options of listTools and exportTools. */
+export interface ListOptions extends RequestOptions {
+    /** The session whose mode decides what is listed. */
+    session?: string;
+    /** The model the list is for: its family's toolset applies (docs/toolsets.md). */
+    model?: string;
 }
 export interface CallOptions extends SubmitOptions {
     /** Seconds to wait for the terminal response (60); the call keeps running after. */
@@ -148,16 +157,21 @@ export declare class Client {
      * signal, closes the stream.
      */
     watch(callId: string, o?: WatchOptions): AsyncGenerator<CallEvent, void, undefined>;
-    /** The tools the caller may use (its scopes, the policy, the session's mode), optionally those matching a name glob. */
-    listTools(nameGlob?: string, o?: RequestOptions & {
-        session?: string;
-    }): Promise<ToolSpec[]>;
-    /** The caller's tools as a provider's tool list, decoded from JSON. */
-    exportTools(format: "openai" | "anthropic" | "gemini" | "mcp", nameGlob?: string, o?: RequestOptions & {
-        session?: string;
-    }): Promise<unknown[]>;
-    /** One tool's spec (its current version, or `version`). */
-    getTool(name: string, version?: string, o?: RequestOptions): Promise<ToolSpec>;
+    /**
+     * The tools the caller may use (its scopes, the policy, the session's mode), optionally those matching a name glob.
+     * With `model`, the tools that model is offered (docs/toolsets.md): its family's toolset hides, substitutes and
+     * narrows (a variant's input schema); pass the same model to `call`.
+     */
+    listTools(nameGlob?: string, o?: ListOptions): Promise<ToolSpec[]>;
+    /** The caller's tools as a provider's tool list, decoded from JSON (with `model`, as listTools lists them). */
+    exportTools(format: "openai" | "anthropic" | "gemini" | "mcp", nameGlob?: string, o?: ListOptions): Promise<unknown[]>;
+    /**
+     * One tool's spec (its current version, or `version`). With `model`, as listTools with that model lists it: a tool
+     * the model's toolset hides or substitutes rejects with TransportError "not_found", a variant has its input schema.
+     */
+    getTool(name: string, version?: string, o?: RequestOptions & {
+        model?: string;
+    }): Promise<ToolSpec>;
     /** The state the reference applier keeps for a session. */
     getSession(name: string, o?: RequestOptions): Promise<Session>;
     /** Apply the intents of a finished call to its session, each exactly once (repeating applies nothing new). */

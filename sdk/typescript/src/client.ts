@@ -103,6 +103,16 @@ export interface SubmitOptions extends RequestOptions {
   scheduleToClose?: number;
   pinSessionVersions?: boolean;
   parentCallId?: string;
+  /** The model the call is made for (docs/toolsets.md): held to what listTools offers that model. */
+  model?: string;
+}
+
+/** Options of listTools and exportTools. */
+export interface ListOptions extends RequestOptions {
+  /** The session whose mode decides what is listed. */
+  session?: string;
+  /** The model the list is for: its family's toolset applies (docs/toolsets.md). */
+  model?: string;
 }
 
 export interface CallOptions extends SubmitOptions {
@@ -302,7 +312,7 @@ export class Client {
     const req: CallInit = { tool };
     const a = encodeArgs(args);
     if (a !== undefined) req.argumentsJson = a;
-    for (const k of ["session", "user", "run", "turn", "idempotencyKey", "specVersion", "approvalToken", "parentCallId"] as const) {
+    for (const k of ["session", "user", "run", "turn", "idempotencyKey", "specVersion", "approvalToken", "parentCallId", "model"] as const) {
       if (o[k]) req[k] = o[k];
     }
     if (o.pinSessionVersions) req.pinSessionVersions = true;
@@ -456,29 +466,37 @@ export class Client {
 
   // --- tools ---------------------------------------------------------------
 
-  /** The tools the caller may use (its scopes, the policy, the session's mode), optionally those matching a name glob. */
-  async listTools(nameGlob = "", o: RequestOptions & { session?: string } = {}): Promise<ToolSpec[]> {
+  /**
+   * The tools the caller may use (its scopes, the policy, the session's mode), optionally those matching a name glob.
+   * With `model`, the tools that model is offered (docs/toolsets.md): its family's toolset hides, substitutes and
+   * narrows (a variant's input schema); pass the same model to `call`.
+   */
+  async listTools(nameGlob = "", o: ListOptions = {}): Promise<ToolSpec[]> {
     const resp = await this.unary("list tools", o.signal, () =>
-      this.rpc.listTools({ format: ToolFormat.NATIVE, nameGlob, session: o.session ?? "" }, this.opts(o)));
+      this.rpc.listTools({ format: ToolFormat.NATIVE, nameGlob, session: o.session ?? "", model: o.model ?? "" }, this.opts(o)));
     return resp.tools.map(toolSpec);
   }
 
-  /** The caller's tools as a provider's tool list, decoded from JSON. */
+  /** The caller's tools as a provider's tool list, decoded from JSON (with `model`, as listTools lists them). */
   async exportTools(format: "openai" | "anthropic" | "gemini" | "mcp", nameGlob = "",
-    o: RequestOptions & { session?: string } = {}): Promise<unknown[]> {
+    o: ListOptions = {}): Promise<unknown[]> {
     const f = ToolFormat[format.toUpperCase() as keyof typeof ToolFormat];
     if (f === undefined || f === ToolFormat.UNSPECIFIED || f === ToolFormat.NATIVE) {
       throw new TypeError(`toolwire: unknown tool format ${JSON.stringify(format)} (openai, anthropic, gemini, mcp)`);
     }
     const resp = await this.unary("export tools", o.signal, () =>
-      this.rpc.listTools({ format: f, nameGlob, session: o.session ?? "" }, this.opts(o)));
+      this.rpc.listTools({ format: f, nameGlob, session: o.session ?? "", model: o.model ?? "" }, this.opts(o)));
     const v = JSON.parse(resp.toolsJson || "[]");
     return Array.isArray(v) ? v : [];
   }
 
-  /** One tool's spec (its current version, or `version`). */
-  async getTool(name: string, version = "", o: RequestOptions = {}): Promise<ToolSpec> {
-    const resp = await this.unary("get tool " + name, o.signal, () => this.rpc.getTool({ name, version }, this.opts(o)));
+  /**
+   * One tool's spec (its current version, or `version`). With `model`, as listTools with that model lists it: a tool
+   * the model's toolset hides or substitutes rejects with TransportError "not_found", a variant has its input schema.
+   */
+  async getTool(name: string, version = "", o: RequestOptions & { model?: string } = {}): Promise<ToolSpec> {
+    const resp = await this.unary("get tool " + name, o.signal, () =>
+      this.rpc.getTool({ name, version, model: o.model ?? "" }, this.opts(o)));
     if (!resp.tool) throw new TransportError("get tool " + name, "internal", "the answer has no tool");
     return toolSpec(resp.tool);
   }

@@ -9,6 +9,7 @@ export {
   type ApproveOptions,
   type CallOptions,
   type ClientOptions,
+  type ListOptions,
   type RequestOptions,
   type SubmitOptions,
   type WatchOptions,

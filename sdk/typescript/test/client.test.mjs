@@ -314,6 +314,32 @@ describe("client scenarios", { skip: needsStack }, () => {
     assert.ok("input_schema" in anthropic[0]);
   });
 
+  test("tools per model", async () => {
+    // The stack's policy offers the gpt family echo with text at most 16
+    // characters, and not steps (internal/sdkstack).
+    const model = "gpt-5.1";
+    const names = (await client.listTools("", { model })).map((t) => t.name);
+    assert.ok(names.includes("echo"), names.join());
+    assert.ok(!names.includes("steps"), "the gpt toolset hides steps");
+    assert.ok((await client.listTools()).some((t) => t.name === "steps"), "without a model: every tool");
+    assert.equal((await client.getTool("echo", "", { model })).inputSchema.properties.text.maxLength, 16, "the variant");
+    assert.equal((await client.getTool("echo")).inputSchema.properties.text.maxLength, undefined, "the registered schema");
+    const hidden = await client.getTool("steps", "", { model }).catch((e) => e);
+    assert.ok(hidden instanceof tw.TransportError, String(hidden));
+    assert.equal(hidden.code, "not_found");
+    const openai = await client.exportTools("openai", "echo", { model });
+    assert.equal(openai[0].function.parameters.properties.text.maxLength, 16);
+
+    const long = "x".repeat(17);
+    const res = await client.call("echo", { text: long }, { model });
+    assert.ok(res.error instanceof tw.ValidationError, String(res.error));
+    assert.match(res.error.rawMessage, /toolset gpt/);
+    assert.equal((await client.call("echo", { text: long })).text, long, "without a model: the tool's own schema");
+    assert.equal((await client.call("echo", { text: "short" }, { model })).text, "short");
+    const steps = await client.call("steps", { steps: 1 }, { model });
+    assert.ok(steps.error instanceof tw.PermissionDeniedError, String(steps.error));
+  });
+
   test("an unknown call", async () => {
     await assert.rejects(client.getResult(UNKNOWN), tw.UnknownCallError);
     await assert.rejects((async () => {

@@ -37,6 +37,13 @@ describe("README examples", { skip: needsStack }, () => {
     assert.equal(await example("first-call", SDK_DOC), await example("first-call"));
   });
 
+  test("docs/sdk.md: tools per model", async () => {
+    const file = join(dir, "tools-per-model.mjs");
+    await writeFile(file, await example("tools-per-model", SDK_DOC));
+    const { stdout } = await promisify(execFile)(process.execPath, [file], { timeout: 60_000 });
+    assert.equal(stdout, "true 16\nhello\n");
+  });
+
   test("an agent loop", async () => {
     const file = join(dir, "agent-loop.mjs");
     await writeFile(file, await example("agent-loop"));

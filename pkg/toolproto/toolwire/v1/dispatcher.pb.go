@@ -1121,10 +1121,12 @@ type GetDelegationResponse struct {
 	// not see (another agent's under per-agent visibility) ends the list.
 	Ancestors []*DelegatedCall `protobuf:"bytes,3,rep,name=ancestors,proto3" json:"ancestors,omitempty"`
 	// The call's direct children the caller may see, oldest first, at most
-	// 20 (more_children counts the rest the dispatcher listed, up to the
-	// fan-out bound).
-	Children      []*DelegatedCall `protobuf:"bytes,4,rep,name=children,proto3" json:"children,omitempty"`
-	MoreChildren  int32            `protobuf:"varint,5,opt,name=more_children,json=moreChildren,proto3" json:"more_children,omitempty"`
+	// 20.
+	Children []*DelegatedCall `protobuf:"bytes,4,rep,name=children,proto3" json:"children,omitempty"`
+	// Counts up to the rest of the children the caller may see: a child
+	// whose admission is still under way, or was refused, may be counted;
+	// a child the caller may not see is not.
+	MoreChildren  int32 `protobuf:"varint,5,opt,name=more_children,json=moreChildren,proto3" json:"more_children,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }

@@ -320,7 +320,13 @@ type ToolSpec struct {
 	// rendering profile asks for widget meta (docs/mcp.md, "Client
 	// profiles": `openai/outputTemplate` for ChatGPT); tool code never
 	// writes a client's keys. Empty = none.
-	UiTemplate    string `protobuf:"bytes,29,opt,name=ui_template,json=uiTemplate,proto3" json:"ui_template,omitempty"`
+	UiTemplate string `protobuf:"bytes,29,opt,name=ui_template,json=uiTemplate,proto3" json:"ui_template,omitempty"`
+	// The skills a `skill` tool serves (docs/skills.md): what a worker
+	// loaded from its skill directories, each with the digest and size of
+	// every file. Listed to models by name and description; loaded through
+	// the tool, one call per skill or resource. Empty for every other tool.
+	// Part of the content hash: a changed skill is a new version.
+	Skills        []*Skill `protobuf:"bytes,30,rep,name=skills,proto3" json:"skills,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -573,6 +579,13 @@ func (x *ToolSpec) GetUiTemplate() string {
 	return ""
 }
 
+func (x *ToolSpec) GetSkills() []*Skill {
+	if x != nil {
+		return x.Skills
+	}
+	return nil
+}
+
 type isToolSpec_Config interface {
 	isToolSpec_Config()
 }
@@ -601,6 +614,157 @@ func (*ToolSpec_Sandbox) isToolSpec_Config() {}
 
 func (*ToolSpec_Http) isToolSpec_Config() {}
 
+// Skill is one skill: a directory in the common SKILL.md format (YAML
+// front matter with name and description, then the instructions in
+// Markdown; the directory's other files are its resources).
+type Skill struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The skill's name, `^[a-z0-9]+(-[a-z0-9]+)*$`, at most 64 characters;
+	// the name of its directory.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// What the skill is for and when to use it, from the front matter; at
+	// most 1024 characters.
+	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// Hex SHA-256 over the paths and digests of its files: a changed file
+	// is a new version.
+	Version string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	// Its files, SKILL.md first, then the resources by path.
+	Files         []*SkillFile `protobuf:"bytes,4,rep,name=files,proto3" json:"files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Skill) Reset() {
+	*x = Skill{}
+	mi := &file_toolwire_v1_spec_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Skill) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Skill) ProtoMessage() {}
+
+func (x *Skill) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_spec_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Skill.ProtoReflect.Descriptor instead.
+func (*Skill) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Skill) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Skill) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Skill) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *Skill) GetFiles() []*SkillFile {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+// SkillFile is one file of a skill.
+type SkillFile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Path in the skill's directory, `/`-separated, never `.` or `..`.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// Size in bytes.
+	Size int64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	// Hex SHA-256 of the content.
+	Sha256 string `protobuf:"bytes,3,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// Media type (from the file name's extension; text/markdown for .md).
+	MimeType      string `protobuf:"bytes,4,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SkillFile) Reset() {
+	*x = SkillFile{}
+	mi := &file_toolwire_v1_spec_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkillFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkillFile) ProtoMessage() {}
+
+func (x *SkillFile) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_spec_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkillFile.ProtoReflect.Descriptor instead.
+func (*SkillFile) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SkillFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SkillFile) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *SkillFile) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *SkillFile) GetMimeType() string {
+	if x != nil {
+		return x.MimeType
+	}
+	return ""
+}
+
 // ToolAnnotations are MCP's behaviour hints. Unset means the MCP default:
 // read_only=false, destructive=true, idempotent=false, open_world=true.
 type ToolAnnotations struct {
@@ -615,7 +779,7 @@ type ToolAnnotations struct {
 
 func (x *ToolAnnotations) Reset() {
 	*x = ToolAnnotations{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[1]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -627,7 +791,7 @@ func (x *ToolAnnotations) String() string {
 func (*ToolAnnotations) ProtoMessage() {}
 
 func (x *ToolAnnotations) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[1]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -640,7 +804,7 @@ func (x *ToolAnnotations) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolAnnotations.ProtoReflect.Descriptor instead.
 func (*ToolAnnotations) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{1}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ToolAnnotations) GetReadOnly() bool {
@@ -698,7 +862,7 @@ type Timeouts struct {
 
 func (x *Timeouts) Reset() {
 	*x = Timeouts{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[2]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -710,7 +874,7 @@ func (x *Timeouts) String() string {
 func (*Timeouts) ProtoMessage() {}
 
 func (x *Timeouts) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[2]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -723,7 +887,7 @@ func (x *Timeouts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timeouts.ProtoReflect.Descriptor instead.
 func (*Timeouts) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{2}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Timeouts) GetScheduleToStart() *durationpb.Duration {
@@ -780,7 +944,7 @@ type RetryPolicy struct {
 
 func (x *RetryPolicy) Reset() {
 	*x = RetryPolicy{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[3]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -792,7 +956,7 @@ func (x *RetryPolicy) String() string {
 func (*RetryPolicy) ProtoMessage() {}
 
 func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[3]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -805,7 +969,7 @@ func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryPolicy.ProtoReflect.Descriptor instead.
 func (*RetryPolicy) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{3}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RetryPolicy) GetMaxAttempts() int32 {
@@ -871,7 +1035,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[4]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -883,7 +1047,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[4]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -896,7 +1060,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{4}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Limits) GetMaxArgsBytes() int64 {
@@ -945,7 +1109,7 @@ type NativeConfig struct {
 
 func (x *NativeConfig) Reset() {
 	*x = NativeConfig{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[5]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -957,7 +1121,7 @@ func (x *NativeConfig) String() string {
 func (*NativeConfig) ProtoMessage() {}
 
 func (x *NativeConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[5]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -970,7 +1134,7 @@ func (x *NativeConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NativeConfig.ProtoReflect.Descriptor instead.
 func (*NativeConfig) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{5}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *NativeConfig) GetFunction() string {
@@ -1000,7 +1164,7 @@ type McpConfig struct {
 
 func (x *McpConfig) Reset() {
 	*x = McpConfig{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[6]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1012,7 +1176,7 @@ func (x *McpConfig) String() string {
 func (*McpConfig) ProtoMessage() {}
 
 func (x *McpConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[6]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1025,7 +1189,7 @@ func (x *McpConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpConfig.ProtoReflect.Descriptor instead.
 func (*McpConfig) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{6}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *McpConfig) GetServer() string {
@@ -1087,7 +1251,7 @@ type SandboxConfig struct {
 
 func (x *SandboxConfig) Reset() {
 	*x = SandboxConfig{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[7]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1099,7 +1263,7 @@ func (x *SandboxConfig) String() string {
 func (*SandboxConfig) ProtoMessage() {}
 
 func (x *SandboxConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[7]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1112,7 +1276,7 @@ func (x *SandboxConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxConfig.ProtoReflect.Descriptor instead.
 func (*SandboxConfig) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{7}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SandboxConfig) GetArgv() []string {
@@ -1214,7 +1378,7 @@ type SandboxLimits struct {
 
 func (x *SandboxLimits) Reset() {
 	*x = SandboxLimits{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[8]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1226,7 +1390,7 @@ func (x *SandboxLimits) String() string {
 func (*SandboxLimits) ProtoMessage() {}
 
 func (x *SandboxLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[8]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1239,7 +1403,7 @@ func (x *SandboxLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxLimits.ProtoReflect.Descriptor instead.
 func (*SandboxLimits) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{8}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SandboxLimits) GetWallTime() *durationpb.Duration {
@@ -1315,7 +1479,7 @@ type HttpConfig struct {
 
 func (x *HttpConfig) Reset() {
 	*x = HttpConfig{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[9]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1491,7 @@ func (x *HttpConfig) String() string {
 func (*HttpConfig) ProtoMessage() {}
 
 func (x *HttpConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[9]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1504,7 @@ func (x *HttpConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HttpConfig.ProtoReflect.Descriptor instead.
 func (*HttpConfig) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{9}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *HttpConfig) GetMethod() string {
@@ -1431,7 +1595,7 @@ var File_toolwire_v1_spec_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"\n" +
-	"\x16toolwire/v1/spec.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\"\xa0\t\n" +
+	"\x16toolwire/v1/spec.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\"\xcc\t\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
@@ -1463,8 +1627,19 @@ const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"\ftask_support\x18\x1b \x01(\x0e2\x18.toolwire.v1.TaskSupportR\vtaskSupport\x124\n" +
 	"\x16output_schema_advisory\x18\x1c \x01(\bR\x14outputSchemaAdvisory\x12\x1f\n" +
 	"\vui_template\x18\x1d \x01(\tR\n" +
-	"uiTemplateB\b\n" +
-	"\x06config\"\xdf\x01\n" +
+	"uiTemplate\x12*\n" +
+	"\x06skills\x18\x1e \x03(\v2\x12.toolwire.v1.SkillR\x06skillsB\b\n" +
+	"\x06config\"\x85\x01\n" +
+	"\x05Skill\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\x12,\n" +
+	"\x05files\x18\x04 \x03(\v2\x16.toolwire.v1.SkillFileR\x05files\"h\n" +
+	"\tSkillFile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x16\n" +
+	"\x06sha256\x18\x03 \x01(\tR\x06sha256\x12\x1b\n" +
+	"\tmime_type\x18\x04 \x01(\tR\bmimeType\"\xdf\x01\n" +
 	"\x0fToolAnnotations\x12 \n" +
 	"\tread_only\x18\x01 \x01(\bH\x00R\breadOnly\x88\x01\x01\x12%\n" +
 	"\vdestructive\x18\x02 \x01(\bH\x01R\vdestructive\x88\x01\x01\x12#\n" +
@@ -1596,64 +1771,68 @@ func file_toolwire_v1_spec_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_v1_spec_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_toolwire_v1_spec_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_toolwire_v1_spec_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_toolwire_v1_spec_proto_goTypes = []any{
 	(ExecutorType)(0),           // 0: toolwire.v1.ExecutorType
 	(ToolCategory)(0),           // 1: toolwire.v1.ToolCategory
 	(TruncateDirection)(0),      // 2: toolwire.v1.TruncateDirection
 	(TaskSupport)(0),            // 3: toolwire.v1.TaskSupport
 	(*ToolSpec)(nil),            // 4: toolwire.v1.ToolSpec
-	(*ToolAnnotations)(nil),     // 5: toolwire.v1.ToolAnnotations
-	(*Timeouts)(nil),            // 6: toolwire.v1.Timeouts
-	(*RetryPolicy)(nil),         // 7: toolwire.v1.RetryPolicy
-	(*Limits)(nil),              // 8: toolwire.v1.Limits
-	(*NativeConfig)(nil),        // 9: toolwire.v1.NativeConfig
-	(*McpConfig)(nil),           // 10: toolwire.v1.McpConfig
-	(*SandboxConfig)(nil),       // 11: toolwire.v1.SandboxConfig
-	(*SandboxLimits)(nil),       // 12: toolwire.v1.SandboxLimits
-	(*HttpConfig)(nil),          // 13: toolwire.v1.HttpConfig
-	nil,                         // 14: toolwire.v1.SandboxConfig.ExitCodesEntry
-	nil,                         // 15: toolwire.v1.SandboxConfig.EnvEntry
-	nil,                         // 16: toolwire.v1.HttpConfig.HeadersEntry
-	nil,                         // 17: toolwire.v1.HttpConfig.SecretHeadersEntry
-	(*Icon)(nil),                // 18: toolwire.v1.Icon
-	(*durationpb.Duration)(nil), // 19: google.protobuf.Duration
-	(ErrorType)(0),              // 20: toolwire.v1.ErrorType
+	(*Skill)(nil),               // 5: toolwire.v1.Skill
+	(*SkillFile)(nil),           // 6: toolwire.v1.SkillFile
+	(*ToolAnnotations)(nil),     // 7: toolwire.v1.ToolAnnotations
+	(*Timeouts)(nil),            // 8: toolwire.v1.Timeouts
+	(*RetryPolicy)(nil),         // 9: toolwire.v1.RetryPolicy
+	(*Limits)(nil),              // 10: toolwire.v1.Limits
+	(*NativeConfig)(nil),        // 11: toolwire.v1.NativeConfig
+	(*McpConfig)(nil),           // 12: toolwire.v1.McpConfig
+	(*SandboxConfig)(nil),       // 13: toolwire.v1.SandboxConfig
+	(*SandboxLimits)(nil),       // 14: toolwire.v1.SandboxLimits
+	(*HttpConfig)(nil),          // 15: toolwire.v1.HttpConfig
+	nil,                         // 16: toolwire.v1.SandboxConfig.ExitCodesEntry
+	nil,                         // 17: toolwire.v1.SandboxConfig.EnvEntry
+	nil,                         // 18: toolwire.v1.HttpConfig.HeadersEntry
+	nil,                         // 19: toolwire.v1.HttpConfig.SecretHeadersEntry
+	(*Icon)(nil),                // 20: toolwire.v1.Icon
+	(*durationpb.Duration)(nil), // 21: google.protobuf.Duration
+	(ErrorType)(0),              // 22: toolwire.v1.ErrorType
 }
 var file_toolwire_v1_spec_proto_depIdxs = []int32{
 	0,  // 0: toolwire.v1.ToolSpec.executor:type_name -> toolwire.v1.ExecutorType
-	9,  // 1: toolwire.v1.ToolSpec.native:type_name -> toolwire.v1.NativeConfig
-	10, // 2: toolwire.v1.ToolSpec.mcp:type_name -> toolwire.v1.McpConfig
-	11, // 3: toolwire.v1.ToolSpec.sandbox:type_name -> toolwire.v1.SandboxConfig
-	13, // 4: toolwire.v1.ToolSpec.http:type_name -> toolwire.v1.HttpConfig
-	5,  // 5: toolwire.v1.ToolSpec.annotations:type_name -> toolwire.v1.ToolAnnotations
+	11, // 1: toolwire.v1.ToolSpec.native:type_name -> toolwire.v1.NativeConfig
+	12, // 2: toolwire.v1.ToolSpec.mcp:type_name -> toolwire.v1.McpConfig
+	13, // 3: toolwire.v1.ToolSpec.sandbox:type_name -> toolwire.v1.SandboxConfig
+	15, // 4: toolwire.v1.ToolSpec.http:type_name -> toolwire.v1.HttpConfig
+	7,  // 5: toolwire.v1.ToolSpec.annotations:type_name -> toolwire.v1.ToolAnnotations
 	1,  // 6: toolwire.v1.ToolSpec.category:type_name -> toolwire.v1.ToolCategory
-	6,  // 7: toolwire.v1.ToolSpec.timeouts:type_name -> toolwire.v1.Timeouts
-	7,  // 8: toolwire.v1.ToolSpec.retry:type_name -> toolwire.v1.RetryPolicy
-	8,  // 9: toolwire.v1.ToolSpec.limits:type_name -> toolwire.v1.Limits
-	18, // 10: toolwire.v1.ToolSpec.icons:type_name -> toolwire.v1.Icon
+	8,  // 7: toolwire.v1.ToolSpec.timeouts:type_name -> toolwire.v1.Timeouts
+	9,  // 8: toolwire.v1.ToolSpec.retry:type_name -> toolwire.v1.RetryPolicy
+	10, // 9: toolwire.v1.ToolSpec.limits:type_name -> toolwire.v1.Limits
+	20, // 10: toolwire.v1.ToolSpec.icons:type_name -> toolwire.v1.Icon
 	3,  // 11: toolwire.v1.ToolSpec.task_support:type_name -> toolwire.v1.TaskSupport
-	19, // 12: toolwire.v1.Timeouts.schedule_to_start:type_name -> google.protobuf.Duration
-	19, // 13: toolwire.v1.Timeouts.start_to_close:type_name -> google.protobuf.Duration
-	19, // 14: toolwire.v1.Timeouts.schedule_to_close:type_name -> google.protobuf.Duration
-	19, // 15: toolwire.v1.Timeouts.heartbeat:type_name -> google.protobuf.Duration
-	19, // 16: toolwire.v1.Timeouts.latency_budget:type_name -> google.protobuf.Duration
-	19, // 17: toolwire.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
-	19, // 18: toolwire.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
-	20, // 19: toolwire.v1.RetryPolicy.non_retryable:type_name -> toolwire.v1.ErrorType
-	2,  // 20: toolwire.v1.Limits.truncate:type_name -> toolwire.v1.TruncateDirection
-	12, // 21: toolwire.v1.SandboxConfig.limits:type_name -> toolwire.v1.SandboxLimits
-	14, // 22: toolwire.v1.SandboxConfig.exit_codes:type_name -> toolwire.v1.SandboxConfig.ExitCodesEntry
-	15, // 23: toolwire.v1.SandboxConfig.env:type_name -> toolwire.v1.SandboxConfig.EnvEntry
-	19, // 24: toolwire.v1.SandboxLimits.wall_time:type_name -> google.protobuf.Duration
-	16, // 25: toolwire.v1.HttpConfig.headers:type_name -> toolwire.v1.HttpConfig.HeadersEntry
-	17, // 26: toolwire.v1.HttpConfig.secret_headers:type_name -> toolwire.v1.HttpConfig.SecretHeadersEntry
-	20, // 27: toolwire.v1.SandboxConfig.ExitCodesEntry.value:type_name -> toolwire.v1.ErrorType
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	5,  // 12: toolwire.v1.ToolSpec.skills:type_name -> toolwire.v1.Skill
+	6,  // 13: toolwire.v1.Skill.files:type_name -> toolwire.v1.SkillFile
+	21, // 14: toolwire.v1.Timeouts.schedule_to_start:type_name -> google.protobuf.Duration
+	21, // 15: toolwire.v1.Timeouts.start_to_close:type_name -> google.protobuf.Duration
+	21, // 16: toolwire.v1.Timeouts.schedule_to_close:type_name -> google.protobuf.Duration
+	21, // 17: toolwire.v1.Timeouts.heartbeat:type_name -> google.protobuf.Duration
+	21, // 18: toolwire.v1.Timeouts.latency_budget:type_name -> google.protobuf.Duration
+	21, // 19: toolwire.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
+	21, // 20: toolwire.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
+	22, // 21: toolwire.v1.RetryPolicy.non_retryable:type_name -> toolwire.v1.ErrorType
+	2,  // 22: toolwire.v1.Limits.truncate:type_name -> toolwire.v1.TruncateDirection
+	14, // 23: toolwire.v1.SandboxConfig.limits:type_name -> toolwire.v1.SandboxLimits
+	16, // 24: toolwire.v1.SandboxConfig.exit_codes:type_name -> toolwire.v1.SandboxConfig.ExitCodesEntry
+	17, // 25: toolwire.v1.SandboxConfig.env:type_name -> toolwire.v1.SandboxConfig.EnvEntry
+	21, // 26: toolwire.v1.SandboxLimits.wall_time:type_name -> google.protobuf.Duration
+	18, // 27: toolwire.v1.HttpConfig.headers:type_name -> toolwire.v1.HttpConfig.HeadersEntry
+	19, // 28: toolwire.v1.HttpConfig.secret_headers:type_name -> toolwire.v1.HttpConfig.SecretHeadersEntry
+	22, // 29: toolwire.v1.SandboxConfig.ExitCodesEntry.value:type_name -> toolwire.v1.ErrorType
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_spec_proto_init() }
@@ -1669,14 +1848,14 @@ func file_toolwire_v1_spec_proto_init() {
 		(*ToolSpec_Sandbox)(nil),
 		(*ToolSpec_Http)(nil),
 	}
-	file_toolwire_v1_spec_proto_msgTypes[1].OneofWrappers = []any{}
+	file_toolwire_v1_spec_proto_msgTypes[3].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_spec_proto_rawDesc), len(file_toolwire_v1_spec_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

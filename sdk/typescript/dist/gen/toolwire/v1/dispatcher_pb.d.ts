@@ -469,13 +469,16 @@ export type GetDelegationResponse = Message<"toolwire.v1.GetDelegationResponse">
     ancestors: DelegatedCall[];
     /**
      * The call's direct children the caller may see, oldest first, at most
-     * 20 (more_children counts the rest the dispatcher listed, up to the
-     * fan-out bound).
+     * 20.
      *
      * @generated from field: repeated toolwire.v1.DelegatedCall children = 4;
      */
     children: DelegatedCall[];
     /**
+     * Counts up to the rest of the children the caller may see: a child
+     * whose admission is still under way, or was refused, may be counted;
+     * a child the caller may not see is not.
+     *
      * @generated from field: int32 more_children = 5;
      */
     moreChildren: number;

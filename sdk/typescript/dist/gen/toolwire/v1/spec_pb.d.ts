@@ -202,12 +202,99 @@ export type ToolSpec = Message<"toolwire.v1.ToolSpec"> & {
      * @generated from field: string ui_template = 29;
      */
     uiTemplate: string;
+    /**
+     * The skills a `skill` tool serves (docs/skills.md): what a worker
+     * loaded from its skill directories, each with the digest and size of
+     * every file. Listed to models by name and description; loaded through
+     * the tool, one call per skill or resource. Empty for every other tool.
+     * Part of the content hash: a changed skill is a new version.
+     *
+     * @generated from field: repeated toolwire.v1.Skill skills = 30;
+     */
+    skills: Skill[];
 };
 /**
  * Describes the message toolwire.v1.ToolSpec.
  * Use `create(ToolSpecSchema)` to create a new message.
  */
 export declare const ToolSpecSchema: GenMessage<ToolSpec>;
+/**
+ * Skill is one skill: a directory in the common SKILL.md format (YAML
+ * front matter with name and description, then the instructions in
+ * Markdown; the directory's other files are its resources).
+ *
+ * @generated from message toolwire.v1.Skill
+ */
+export type Skill = Message<"toolwire.v1.Skill"> & {
+    /**
+     * The skill's name, `^[a-z0-9]+(-[a-z0-9]+)*$`, at most 64 characters;
+     * the name of its directory.
+     *
+     * @generated from field: string name = 1;
+     */
+    name: string;
+    /**
+     * What the skill is for and when to use it, from the front matter; at
+     * most 1024 characters.
+     *
+     * @generated from field: string description = 2;
+     */
+    description: string;
+    /**
+     * Hex SHA-256 over the paths and digests of its files: a changed file
+     * is a new version.
+     *
+     * @generated from field: string version = 3;
+     */
+    version: string;
+    /**
+     * Its files, SKILL.md first, then the resources by path.
+     *
+     * @generated from field: repeated toolwire.v1.SkillFile files = 4;
+     */
+    files: SkillFile[];
+};
+/**
+ * Describes the message toolwire.v1.Skill.
+ * Use `create(SkillSchema)` to create a new message.
+ */
+export declare const SkillSchema: GenMessage<Skill>;
+/**
+ * SkillFile is one file of a skill.
+ *
+ * @generated from message toolwire.v1.SkillFile
+ */
+export type SkillFile = Message<"toolwire.v1.SkillFile"> & {
+    /**
+     * Path in the skill's directory, `/`-separated, never `.` or `..`.
+     *
+     * @generated from field: string path = 1;
+     */
+    path: string;
+    /**
+     * Size in bytes.
+     *
+     * @generated from field: int64 size = 2;
+     */
+    size: bigint;
+    /**
+     * Hex SHA-256 of the content.
+     *
+     * @generated from field: string sha256 = 3;
+     */
+    sha256: string;
+    /**
+     * Media type (from the file name's extension; text/markdown for .md).
+     *
+     * @generated from field: string mime_type = 4;
+     */
+    mimeType: string;
+};
+/**
+ * Describes the message toolwire.v1.SkillFile.
+ * Use `create(SkillFileSchema)` to create a new message.
+ */
+export declare const SkillFileSchema: GenMessage<SkillFile>;
 /**
  * ToolAnnotations are MCP's behaviour hints. Unset means the MCP default:
  * read_only=false, destructive=true, idempotent=false, open_world=true.

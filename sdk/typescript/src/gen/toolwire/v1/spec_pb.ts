@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file toolwire/v1/spec.proto.
  */
 export const file_toolwire_v1_spec: GenFile = /*@__PURE__*/
-  fileDesc("ChZ0b29sd2lyZS92MS9zcGVjLnByb3RvEgt0b29sd2lyZS52MSLvBgoIVG9vbFNwZWMSDAoEbmFtZRgBIAEoCRINCgV0aXRsZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIPCgdzdW1tYXJ5GAQgASgJEgsKA2RvYxgFIAEoCRIrCghleGVjdXRvchgGIAEoDjIZLnRvb2x3aXJlLnYxLkV4ZWN1dG9yVHlwZRIrCgZuYXRpdmUYByABKAsyGS50b29sd2lyZS52MS5OYXRpdmVDb25maWdIABIlCgNtY3AYCCABKAsyFi50b29sd2lyZS52MS5NY3BDb25maWdIABItCgdzYW5kYm94GAkgASgLMhoudG9vbHdpcmUudjEuU2FuZGJveENvbmZpZ0gAEicKBGh0dHAYCiABKAsyFy50b29sd2lyZS52MS5IdHRwQ29uZmlnSAASGQoRaW5wdXRfc2NoZW1hX2pzb24YCyABKAkSGgoSb3V0cHV0X3NjaGVtYV9qc29uGAwgASgJEjEKC2Fubm90YXRpb25zGA0gASgLMhwudG9vbHdpcmUudjEuVG9vbEFubm90YXRpb25zEisKCGNhdGVnb3J5GA4gASgOMhkudG9vbHdpcmUudjEuVG9vbENhdGVnb3J5Eg4KBnNjb3BlcxgPIAMoCRIPCgdpbnRlbnRzGBAgAygJEicKCHRpbWVvdXRzGBEgASgLMhUudG9vbHdpcmUudjEuVGltZW91dHMSJwoFcmV0cnkYEiABKAsyGC50b29sd2lyZS52MS5SZXRyeVBvbGljeRIZChFyZXF1aXJlc19hcHByb3ZhbBgTIAEoCBIjCgZsaW1pdHMYFCABKAsyEy50b29sd2lyZS52MS5MaW1pdHMSDwoHdmVyc2lvbhgVIAEoCRIQCghwcm92aWRlchgWIAEoCRIQCghkaXNhYmxlZBgXIAEoCBIXCg9kaXNhYmxlZF9yZWFzb24YGCABKAkSIAoFaWNvbnMYGSADKAsyES50b29sd2lyZS52MS5JY29uEhEKCW1ldGFfanNvbhgaIAEoCRIuCgx0YXNrX3N1cHBvcnQYGyABKA4yGC50b29sd2lyZS52MS5UYXNrU3VwcG9ydBIeChZvdXRwdXRfc2NoZW1hX2Fkdmlzb3J5GBwgASgIEhMKC3VpX3RlbXBsYXRlGB0gASgJQggKBmNvbmZpZyKxAQoPVG9vbEFubm90YXRpb25zEhYKCXJlYWRfb25seRgBIAEoCEgAiAEBEhgKC2Rlc3RydWN0aXZlGAIgASgISAGIAQESFwoKaWRlbXBvdGVudBgDIAEoCEgCiAEBEhcKCm9wZW5fd29ybGQYBCABKAhIA4gBAUIMCgpfcmVhZF9vbmx5Qg4KDF9kZXN0cnVjdGl2ZUINCgtfaWRlbXBvdGVudEINCgtfb3Blbl93b3JsZCKKAgoIVGltZW91dHMSNAoRc2NoZWR1bGVfdG9fc3RhcnQYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMQoOc3RhcnRfdG9fY2xvc2UYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNAoRc2NoZWR1bGVfdG9fY2xvc2UYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLAoJaGVhcnRiZWF0GAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjEKDmxhdGVuY3lfYnVkZ2V0GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uItwBCgtSZXRyeVBvbGljeRIUCgxtYXhfYXR0ZW1wdHMYASABKAUSMwoQaW5pdGlhbF9pbnRlcnZhbBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxtYXhfaW50ZXJ2YWwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKbXVsdGlwbGllchgEIAEoARIOCgZqaXR0ZXIYBSABKAESLQoNbm9uX3JldHJ5YWJsZRgGIAMoDjIWLnRvb2x3aXJlLnYxLkVycm9yVHlwZSKeAQoGTGltaXRzEhYKDm1heF9hcmdzX2J5dGVzGAEgASgDEhYKDm1heF9hcmdzX2RlcHRoGAIgASgFEhgKEG1heF9vdXRwdXRfYnl0ZXMYAyABKAMSGAoQbWF4X291dHB1dF9saW5lcxgEIAEoBRIwCgh0cnVuY2F0ZRgFIAEoDjIeLnRvb2x3aXJlLnYxLlRydW5jYXRlRGlyZWN0aW9uIiAKDE5hdGl2ZUNvbmZpZxIQCghmdW5jdGlvbhgBIAEoCSJYCglNY3BDb25maWcSDgoGc2VydmVyGAEgASgJEgwKBHRvb2wYAiABKAkSFwoPZGVmaW5pdGlvbl9oYXNoGAMgASgJEhQKDHRhc2tfc3VwcG9ydBgEIAEoCSLZAwoNU2FuZGJveENvbmZpZxIMCgRhcmd2GAEgAygJEhEKCXN0ZGluX2FyZxgCIAEoCRIRCgllbnZfYWxsb3cYAyADKAkSKgoGbGltaXRzGAQgASgLMhoudG9vbHdpcmUudjEuU2FuZGJveExpbWl0cxIPCgduZXR3b3JrGAUgASgIEhcKD3JlYWRfb25seV9wYXRocxgGIAMoCRIWCg53cml0YWJsZV9wYXRocxgHIAMoCRI9CgpleGl0X2NvZGVzGAggAygLMikudG9vbHdpcmUudjEuU2FuZGJveENvbmZpZy5FeGl0Q29kZXNFbnRyeRITCgtvcHRpb25fYXJncxgJIAMoCRITCgtqc29uX291dHB1dBgKIAEoCBIVCg1pbnRlbnRzX2ZpZWxkGAsgASgJEjAKA2VudhgMIAMoCzIjLnRvb2x3aXJlLnYxLlNhbmRib3hDb25maWcuRW52RW50cnkaSAoORXhpdENvZGVzRW50cnkSCwoDa2V5GAEgASgFEiUKBXZhbHVlGAIgASgOMhYudG9vbHdpcmUudjEuRXJyb3JUeXBlOgI4ARoqCghFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIqUBCg1TYW5kYm94TGltaXRzEiwKCXdhbGxfdGltZRgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhITCgtjcHVfc2Vjb25kcxgCIAEoAxIUCgxtZW1vcnlfYnl0ZXMYAyABKAMSEQoJcHJvY2Vzc2VzGAQgASgDEhIKCm9wZW5fZmlsZXMYBSABKAMSFAoMb3V0cHV0X2J5dGVzGAYgASgDIssDCgpIdHRwQ29uZmlnEg4KBm1ldGhvZBgBIAEoCRIUCgx1cmxfdGVtcGxhdGUYAiABKAkSFQoNYm9keV90ZW1wbGF0ZRgDIAEoCRI1CgdoZWFkZXJzGAQgAygLMiQudG9vbHdpcmUudjEuSHR0cENvbmZpZy5IZWFkZXJzRW50cnkSQgoOc2VjcmV0X2hlYWRlcnMYBSADKAsyKi50b29sd2lyZS52MS5IdHRwQ29uZmlnLlNlY3JldEhlYWRlcnNFbnRyeRIaChJtYXhfcmVzcG9uc2VfYnl0ZXMYBiABKAMSEwoLYWxsb3dfaG9zdHMYByADKAkSFQoNaW50ZW50c19maWVsZBgIIAEoCRISCgpxdWVyeV9hcmdzGAkgAygJEhMKC2FsbG93X3BvcnRzGAogAygFEhYKDmFsbG93X25ldHdvcmtzGAsgAygJEhYKDmludGVudHNfaGVhZGVyGAwgASgJGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGjQKElNlY3JldEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBKpEBCgxFeGVjdXRvclR5cGUSHQoZRVhFQ1VUT1JfVFlQRV9VTlNQRUNJRklFRBAAEhgKFEVYRUNVVE9SX1RZUEVfTkFUSVZFEAESFQoRRVhFQ1VUT1JfVFlQRV9NQ1AQAhIZChVFWEVDVVRPUl9UWVBFX1NBTkRCT1gQAxIWChJFWEVDVVRPUl9UWVBFX0hUVFAQBCp/CgxUb29sQ2F0ZWdvcnkSHQoZVE9PTF9DQVRFR09SWV9VTlNQRUNJRklFRBAAEhsKF1RPT0xfQ0FURUdPUllfUkVUUklFVkFMEAESGAoUVE9PTF9DQVRFR09SWV9BQ1RJT04QAhIZChVUT09MX0NBVEVHT1JZX1VUSUxJVFkQAypxChFUcnVuY2F0ZURpcmVjdGlvbhIiCh5UUlVOQ0FURV9ESVJFQ1RJT05fVU5TUEVDSUZJRUQQABIbChdUUlVOQ0FURV9ESVJFQ1RJT05fSEVBRBABEhsKF1RSVU5DQVRFX0RJUkVDVElPTl9UQUlMEAIqfQoLVGFza1N1cHBvcnQSHAoYVEFTS19TVVBQT1JUX1VOU1BFQ0lGSUVEEAASGgoWVEFTS19TVVBQT1JUX0ZPUkJJRERFThABEhkKFVRBU0tfU1VQUE9SVF9PUFRJT05BTBACEhkKFVRBU0tfU1VQUE9SVF9SRVFVSVJFRBADQkNaQWdpdGh1Yi5jb20vdG9vbHdpcmUvdG9vbHdpcmUvcGtnL3Rvb2xwcm90by90b29sd2lyZS92MTt0b29sd2lyZXYxYgZwcm90bzM", [file_google_protobuf_duration, file_toolwire_v1_content, file_toolwire_v1_error]);
+  fileDesc("ChZ0b29sd2lyZS92MS9zcGVjLnByb3RvEgt0b29sd2lyZS52MSKTBwoIVG9vbFNwZWMSDAoEbmFtZRgBIAEoCRINCgV0aXRsZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIPCgdzdW1tYXJ5GAQgASgJEgsKA2RvYxgFIAEoCRIrCghleGVjdXRvchgGIAEoDjIZLnRvb2x3aXJlLnYxLkV4ZWN1dG9yVHlwZRIrCgZuYXRpdmUYByABKAsyGS50b29sd2lyZS52MS5OYXRpdmVDb25maWdIABIlCgNtY3AYCCABKAsyFi50b29sd2lyZS52MS5NY3BDb25maWdIABItCgdzYW5kYm94GAkgASgLMhoudG9vbHdpcmUudjEuU2FuZGJveENvbmZpZ0gAEicKBGh0dHAYCiABKAsyFy50b29sd2lyZS52MS5IdHRwQ29uZmlnSAASGQoRaW5wdXRfc2NoZW1hX2pzb24YCyABKAkSGgoSb3V0cHV0X3NjaGVtYV9qc29uGAwgASgJEjEKC2Fubm90YXRpb25zGA0gASgLMhwudG9vbHdpcmUudjEuVG9vbEFubm90YXRpb25zEisKCGNhdGVnb3J5GA4gASgOMhkudG9vbHdpcmUudjEuVG9vbENhdGVnb3J5Eg4KBnNjb3BlcxgPIAMoCRIPCgdpbnRlbnRzGBAgAygJEicKCHRpbWVvdXRzGBEgASgLMhUudG9vbHdpcmUudjEuVGltZW91dHMSJwoFcmV0cnkYEiABKAsyGC50b29sd2lyZS52MS5SZXRyeVBvbGljeRIZChFyZXF1aXJlc19hcHByb3ZhbBgTIAEoCBIjCgZsaW1pdHMYFCABKAsyEy50b29sd2lyZS52MS5MaW1pdHMSDwoHdmVyc2lvbhgVIAEoCRIQCghwcm92aWRlchgWIAEoCRIQCghkaXNhYmxlZBgXIAEoCBIXCg9kaXNhYmxlZF9yZWFzb24YGCABKAkSIAoFaWNvbnMYGSADKAsyES50b29sd2lyZS52MS5JY29uEhEKCW1ldGFfanNvbhgaIAEoCRIuCgx0YXNrX3N1cHBvcnQYGyABKA4yGC50b29sd2lyZS52MS5UYXNrU3VwcG9ydBIeChZvdXRwdXRfc2NoZW1hX2Fkdmlzb3J5GBwgASgIEhMKC3VpX3RlbXBsYXRlGB0gASgJEiIKBnNraWxscxgeIAMoCzISLnRvb2x3aXJlLnYxLlNraWxsQggKBmNvbmZpZyJiCgVTa2lsbBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg8KB3ZlcnNpb24YAyABKAkSJQoFZmlsZXMYBCADKAsyFi50b29sd2lyZS52MS5Ta2lsbEZpbGUiSgoJU2tpbGxGaWxlEgwKBHBhdGgYASABKAkSDAoEc2l6ZRgCIAEoAxIOCgZzaGEyNTYYAyABKAkSEQoJbWltZV90eXBlGAQgASgJIrEBCg9Ub29sQW5ub3RhdGlvbnMSFgoJcmVhZF9vbmx5GAEgASgISACIAQESGAoLZGVzdHJ1Y3RpdmUYAiABKAhIAYgBARIXCgppZGVtcG90ZW50GAMgASgISAKIAQESFwoKb3Blbl93b3JsZBgEIAEoCEgDiAEBQgwKCl9yZWFkX29ubHlCDgoMX2Rlc3RydWN0aXZlQg0KC19pZGVtcG90ZW50Qg0KC19vcGVuX3dvcmxkIooCCghUaW1lb3V0cxI0ChFzY2hlZHVsZV90b19zdGFydBgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIxCg5zdGFydF90b19jbG9zZRgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI0ChFzY2hlZHVsZV90b19jbG9zZRgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIsCgloZWFydGJlYXQYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMQoObGF0ZW5jeV9idWRnZXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24i3AEKC1JldHJ5UG9saWN5EhQKDG1heF9hdHRlbXB0cxgBIAEoBRIzChBpbml0aWFsX2ludGVydmFsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDG1heF9pbnRlcnZhbBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhISCgptdWx0aXBsaWVyGAQgASgBEg4KBmppdHRlchgFIAEoARItCg1ub25fcmV0cnlhYmxlGAYgAygOMhYudG9vbHdpcmUudjEuRXJyb3JUeXBlIp4BCgZMaW1pdHMSFgoObWF4X2FyZ3NfYnl0ZXMYASABKAMSFgoObWF4X2FyZ3NfZGVwdGgYAiABKAUSGAoQbWF4X291dHB1dF9ieXRlcxgDIAEoAxIYChBtYXhfb3V0cHV0X2xpbmVzGAQgASgFEjAKCHRydW5jYXRlGAUgASgOMh4udG9vbHdpcmUudjEuVHJ1bmNhdGVEaXJlY3Rpb24iIAoMTmF0aXZlQ29uZmlnEhAKCGZ1bmN0aW9uGAEgASgJIlgKCU1jcENvbmZpZxIOCgZzZXJ2ZXIYASABKAkSDAoEdG9vbBgCIAEoCRIXCg9kZWZpbml0aW9uX2hhc2gYAyABKAkSFAoMdGFza19zdXBwb3J0GAQgASgJItkDCg1TYW5kYm94Q29uZmlnEgwKBGFyZ3YYASADKAkSEQoJc3RkaW5fYXJnGAIgASgJEhEKCWVudl9hbGxvdxgDIAMoCRIqCgZsaW1pdHMYBCABKAsyGi50b29sd2lyZS52MS5TYW5kYm94TGltaXRzEg8KB25ldHdvcmsYBSABKAgSFwoPcmVhZF9vbmx5X3BhdGhzGAYgAygJEhYKDndyaXRhYmxlX3BhdGhzGAcgAygJEj0KCmV4aXRfY29kZXMYCCADKAsyKS50b29sd2lyZS52MS5TYW5kYm94Q29uZmlnLkV4aXRDb2Rlc0VudHJ5EhMKC29wdGlvbl9hcmdzGAkgAygJEhMKC2pzb25fb3V0cHV0GAogASgIEhUKDWludGVudHNfZmllbGQYCyABKAkSMAoDZW52GAwgAygLMiMudG9vbHdpcmUudjEuU2FuZGJveENvbmZpZy5FbnZFbnRyeRpICg5FeGl0Q29kZXNFbnRyeRILCgNrZXkYASABKAUSJQoFdmFsdWUYAiABKA4yFi50b29sd2lyZS52MS5FcnJvclR5cGU6AjgBGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEipQEKDVNhbmRib3hMaW1pdHMSLAoJd2FsbF90aW1lGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhMKC2NwdV9zZWNvbmRzGAIgASgDEhQKDG1lbW9yeV9ieXRlcxgDIAEoAxIRCglwcm9jZXNzZXMYBCABKAMSEgoKb3Blbl9maWxlcxgFIAEoAxIUCgxvdXRwdXRfYnl0ZXMYBiABKAMiywMKCkh0dHBDb25maWcSDgoGbWV0aG9kGAEgASgJEhQKDHVybF90ZW1wbGF0ZRgCIAEoCRIVCg1ib2R5X3RlbXBsYXRlGAMgASgJEjUKB2hlYWRlcnMYBCADKAsyJC50b29sd2lyZS52MS5IdHRwQ29uZmlnLkhlYWRlcnNFbnRyeRJCCg5zZWNyZXRfaGVhZGVycxgFIAMoCzIqLnRvb2x3aXJlLnYxLkh0dHBDb25maWcuU2VjcmV0SGVhZGVyc0VudHJ5EhoKEm1heF9yZXNwb25zZV9ieXRlcxgGIAEoAxITCgthbGxvd19ob3N0cxgHIAMoCRIVCg1pbnRlbnRzX2ZpZWxkGAggASgJEhIKCnF1ZXJ5X2FyZ3MYCSADKAkSEwoLYWxsb3dfcG9ydHMYCiADKAUSFgoOYWxsb3dfbmV0d29ya3MYCyADKAkSFgoOaW50ZW50c19oZWFkZXIYDCABKAkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaNAoSU2VjcmV0SGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEqkQEKDEV4ZWN1dG9yVHlwZRIdChlFWEVDVVRPUl9UWVBFX1VOU1BFQ0lGSUVEEAASGAoURVhFQ1VUT1JfVFlQRV9OQVRJVkUQARIVChFFWEVDVVRPUl9UWVBFX01DUBACEhkKFUVYRUNVVE9SX1RZUEVfU0FOREJPWBADEhYKEkVYRUNVVE9SX1RZUEVfSFRUUBAEKn8KDFRvb2xDYXRlZ29yeRIdChlUT09MX0NBVEVHT1JZX1VOU1BFQ0lGSUVEEAASGwoXVE9PTF9DQVRFR09SWV9SRVRSSUVWQUwQARIYChRUT09MX0NBVEVHT1JZX0FDVElPThACEhkKFVRPT0xfQ0FURUdPUllfVVRJTElUWRADKnEKEVRydW5jYXRlRGlyZWN0aW9uEiIKHlRSVU5DQVRFX0RJUkVDVElPTl9VTlNQRUNJRklFRBAAEhsKF1RSVU5DQVRFX0RJUkVDVElPTl9IRUFEEAESGwoXVFJVTkNBVEVfRElSRUNUSU9OX1RBSUwQAip9CgtUYXNrU3VwcG9ydBIcChhUQVNLX1NVUFBPUlRfVU5TUEVDSUZJRUQQABIaChZUQVNLX1NVUFBPUlRfRk9SQklEREVOEAESGQoVVEFTS19TVVBQT1JUX09QVElPTkFMEAISGQoVVEFTS19TVVBQT1JUX1JFUVVJUkVEEANCQ1pBZ2l0aHViLmNvbS90b29sd2lyZS90b29sd2lyZS9wa2cvdG9vbHByb3RvL3Rvb2x3aXJlL3YxO3Rvb2x3aXJldjFiBnByb3RvMw", [file_google_protobuf_duration, file_toolwire_v1_content, file_toolwire_v1_error]);
 
 /**
  * ToolSpec describes one version of one tool. Its version is the content
@@ -235,6 +235,17 @@ export type ToolSpec = Message<"toolwire.v1.ToolSpec"> & {
    * @generated from field: string ui_template = 29;
    */
   uiTemplate: string;
+
+  /**
+   * The skills a `skill` tool serves (docs/skills.md): what a worker
+   * loaded from its skill directories, each with the digest and size of
+   * every file. Listed to models by name and description; loaded through
+   * the tool, one call per skill or resource. Empty for every other tool.
+   * Part of the content hash: a changed skill is a new version.
+   *
+   * @generated from field: repeated toolwire.v1.Skill skills = 30;
+   */
+  skills: Skill[];
 };
 
 /**
@@ -243,6 +254,95 @@ export type ToolSpec = Message<"toolwire.v1.ToolSpec"> & {
  */
 export const ToolSpecSchema: GenMessage<ToolSpec> = /*@__PURE__*/
   messageDesc(file_toolwire_v1_spec, 0);
+
+/**
+ * Skill is one skill: a directory in the common SKILL.md format (YAML
+ * front matter with name and description, then the instructions in
+ * Markdown; the directory's other files are its resources).
+ *
+ * @generated from message toolwire.v1.Skill
+ */
+export type Skill = Message<"toolwire.v1.Skill"> & {
+  /**
+   * The skill's name, `^[a-z0-9]+(-[a-z0-9]+)*$`, at most 64 characters;
+   * the name of its directory.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * What the skill is for and when to use it, from the front matter; at
+   * most 1024 characters.
+   *
+   * @generated from field: string description = 2;
+   */
+  description: string;
+
+  /**
+   * Hex SHA-256 over the paths and digests of its files: a changed file
+   * is a new version.
+   *
+   * @generated from field: string version = 3;
+   */
+  version: string;
+
+  /**
+   * Its files, SKILL.md first, then the resources by path.
+   *
+   * @generated from field: repeated toolwire.v1.SkillFile files = 4;
+   */
+  files: SkillFile[];
+};
+
+/**
+ * Describes the message toolwire.v1.Skill.
+ * Use `create(SkillSchema)` to create a new message.
+ */
+export const SkillSchema: GenMessage<Skill> = /*@__PURE__*/
+  messageDesc(file_toolwire_v1_spec, 1);
+
+/**
+ * SkillFile is one file of a skill.
+ *
+ * @generated from message toolwire.v1.SkillFile
+ */
+export type SkillFile = Message<"toolwire.v1.SkillFile"> & {
+  /**
+   * Path in the skill's directory, `/`-separated, never `.` or `..`.
+   *
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * Size in bytes.
+   *
+   * @generated from field: int64 size = 2;
+   */
+  size: bigint;
+
+  /**
+   * Hex SHA-256 of the content.
+   *
+   * @generated from field: string sha256 = 3;
+   */
+  sha256: string;
+
+  /**
+   * Media type (from the file name's extension; text/markdown for .md).
+   *
+   * @generated from field: string mime_type = 4;
+   */
+  mimeType: string;
+};
+
+/**
+ * Describes the message toolwire.v1.SkillFile.
+ * Use `create(SkillFileSchema)` to create a new message.
+ */
+export const SkillFileSchema: GenMessage<SkillFile> = /*@__PURE__*/
+  messageDesc(file_toolwire_v1_spec, 2);
 
 /**
  * ToolAnnotations are MCP's behaviour hints. Unset means the MCP default:
@@ -277,7 +377,7 @@ export type ToolAnnotations = Message<"toolwire.v1.ToolAnnotations"> & {
  * Use `create(ToolAnnotationsSchema)` to create a new message.
  */
 export const ToolAnnotationsSchema: GenMessage<ToolAnnotations> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 1);
+  messageDesc(file_toolwire_v1_spec, 3);
 
 /**
  * Timeouts are Temporal's four. Zero inherits the worker default.
@@ -334,7 +434,7 @@ export type Timeouts = Message<"toolwire.v1.Timeouts"> & {
  * Use `create(TimeoutsSchema)` to create a new message.
  */
 export const TimeoutsSchema: GenMessage<Timeouts> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 2);
+  messageDesc(file_toolwire_v1_spec, 4);
 
 /**
  * RetryPolicy bounds in-process retries of retryable errors. Zero values
@@ -385,7 +485,7 @@ export type RetryPolicy = Message<"toolwire.v1.RetryPolicy"> & {
  * Use `create(RetryPolicySchema)` to create a new message.
  */
 export const RetryPolicySchema: GenMessage<RetryPolicy> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 3);
+  messageDesc(file_toolwire_v1_spec, 5);
 
 /**
  * Limits bound the size of arguments and outputs. Zero inherits the defaults.
@@ -432,7 +532,7 @@ export type Limits = Message<"toolwire.v1.Limits"> & {
  * Use `create(LimitsSchema)` to create a new message.
  */
 export const LimitsSchema: GenMessage<Limits> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 4);
+  messageDesc(file_toolwire_v1_spec, 6);
 
 /**
  * NativeConfig configures a native Go tool.
@@ -453,7 +553,7 @@ export type NativeConfig = Message<"toolwire.v1.NativeConfig"> & {
  * Use `create(NativeConfigSchema)` to create a new message.
  */
 export const NativeConfigSchema: GenMessage<NativeConfig> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 5);
+  messageDesc(file_toolwire_v1_spec, 7);
 
 /**
  * McpConfig configures a tool imported from an MCP server.
@@ -498,7 +598,7 @@ export type McpConfig = Message<"toolwire.v1.McpConfig"> & {
  * Use `create(McpConfigSchema)` to create a new message.
  */
 export const McpConfigSchema: GenMessage<McpConfig> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 6);
+  messageDesc(file_toolwire_v1_spec, 8);
 
 /**
  * SandboxConfig configures a process run inside a sandbox.
@@ -591,7 +691,7 @@ export type SandboxConfig = Message<"toolwire.v1.SandboxConfig"> & {
  * Use `create(SandboxConfigSchema)` to create a new message.
  */
 export const SandboxConfigSchema: GenMessage<SandboxConfig> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 7);
+  messageDesc(file_toolwire_v1_spec, 9);
 
 /**
  * SandboxLimits bound a sandboxed process. Zero inherits the defaults.
@@ -635,7 +735,7 @@ export type SandboxLimits = Message<"toolwire.v1.SandboxLimits"> & {
  * Use `create(SandboxLimitsSchema)` to create a new message.
  */
 export const SandboxLimitsSchema: GenMessage<SandboxLimits> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 8);
+  messageDesc(file_toolwire_v1_spec, 10);
 
 /**
  * HttpConfig configures a call to an HTTP endpoint.
@@ -727,7 +827,7 @@ export type HttpConfig = Message<"toolwire.v1.HttpConfig"> & {
  * Use `create(HttpConfigSchema)` to create a new message.
  */
 export const HttpConfigSchema: GenMessage<HttpConfig> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 9);
+  messageDesc(file_toolwire_v1_spec, 11);
 
 /**
  * ExecutorType names the kind of worker pool that runs a tool. It is the
