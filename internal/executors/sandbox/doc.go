@@ -151,8 +151,10 @@
 // only while it has not exited (its waiter has not reaped it, and
 // waitid(2) with WNOWAIT sees no zombie); one that dies parked is dropped
 // and replaced. A helper killed while being handed a call ends without
-// the second byte: the call then starts a fresh helper, as without a pool
-// (TestHelperPoolDiscardsDeadHelpers). When the pool is empty a call
+// the second byte: the call then starts a fresh helper, as without a pool,
+// and logs a warning (TestHelperPoolReplacesAHelperLostInHandOver kills
+// the helper a call has taken before the call is sent to it;
+// TestHelperPoolDiscardsDeadHelpers). When the pool is empty a call
 // starts its own helper at once; it never waits for the pool.
 //
 // The pool is filled by one goroutine of the executor, started by the

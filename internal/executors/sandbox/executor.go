@@ -48,6 +48,11 @@ type Executor struct {
 	closed  bool
 	running map[*os.Process]struct{}
 	waiters sync.WaitGroup // process waits that outlived a bounded kill
+
+	// tookHelper, when set (by a test, before any call), runs after a
+	// call has taken a parked helper and before it sends the helper its
+	// call (export_test.go).
+	tookHelper func(p *proc)
 }
 
 var (
@@ -661,6 +666,9 @@ func (e *Executor) run(ctx context.Context, sc *toolwirev1.SandboxConfig, hc *he
 		return nil, fmt.Errorf("sandbox: not started: %w", err)
 	}
 	if p := e.pool.take(hc); p != nil {
+		if e.tookHelper != nil {
+			e.tookHelper(p)
+		}
 		// Its owner's thread, locked until it is reaped, forked it.
 		phc := *hc
 		phc.NullStdin = stdin == nil

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/executors/sandbox"
+	"github.com/toolwire/toolwire/internal/logtest"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -23,7 +25,13 @@ import (
 // closed when the test ends.
 func poolExecutor(t *testing.T, n int) *sandbox.Executor {
 	t.Helper()
-	e, err := sandbox.New(sandbox.Config{HelperPool: n})
+	return poolExecutorWith(t, sandbox.Config{HelperPool: n})
+}
+
+// poolExecutorWith is poolExecutor with a config of the test's.
+func poolExecutorWith(t *testing.T, cfg sandbox.Config) *sandbox.Executor {
+	t.Helper()
+	e, err := sandbox.New(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -146,6 +154,54 @@ func TestHelperPoolDiscardsDeadHelpers(t *testing.T) {
 			require.True(t, gone(pid), "killed helper %d was not reaped", pid)
 		}
 	}
+}
+
+// TestHelperPoolReplacesAHelperLostInHandOver kills the parked helper a
+// call has taken, after the take and before the call is sent to it: the
+// helper ends without reading the call, and the call runs in a helper
+// started for it (pid 1 of a fresh pid namespace, a fresh /tmp), with the
+// loss logged. Without the retry the call would fail.
+func TestHelperPoolReplacesAHelperLostInHandOver(t *testing.T) {
+	t.Parallel()
+	logs := &logtest.Buffer{}
+	e := poolExecutorWith(t, sandbox.Config{HelperPool: 2, Logger: logs.JSONLogger()})
+	killed := make(chan int, 1)
+	e.KillNextTakenHelper(killed)
+	fresh(t, e, freshSpec(0, 0, false), map[string]string{"mark": "first"}) // starts the pool; nothing parked to take
+	require.Empty(t, killed, "the first call took a parked helper")
+	parked := waitParked(t, e, 2)
+
+	r := fresh(t, e, freshSpec(0, 0, false), map[string]string{"mark": "after the loss"})
+	require.Equal(t, 1, r.Pid, "not the init of a fresh pid namespace")
+	require.NotContains(t, r.Tmp, "mark", "/tmp is not fresh")
+	require.Equal(t, "/tmp", r.Cwd)
+	var lost int
+	select {
+	case lost = <-killed:
+	default:
+		require.FailNow(t, "the call took no parked helper")
+	}
+	require.Equal(t, parked[0], lost, "the call did not take the oldest parked helper")
+	require.NotContains(t, e.ParkedHelpers(), lost)
+	require.True(t, lostLogged(t, logs.String(), lost), "no warning of the lost helper %d in the log:\n%s", lost, logs.String())
+}
+
+// lostLogged reports whether logs (JSON lines) hold the executor's
+// warning that the parked helper pid ended before its call.
+func lostLogged(t *testing.T, logs string, pid int) bool {
+	t.Helper()
+	for line := range strings.Lines(logs) {
+		var rec struct {
+			Level string `json:"level"`
+			Msg   string `json:"msg"`
+			Pid   int    `json:"pid"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), "log line %q", line)
+		if rec.Level == "WARN" && strings.Contains(rec.Msg, "parked helper ended before its call") && rec.Pid == pid {
+			return true
+		}
+	}
+	return false
 }
 
 // TestHelperPoolCloseLeavesNoProcess: Close kills and reaps every parked
