@@ -171,7 +171,9 @@
 // in well under a second. A failed start keeps its place for a
 // back-off (a second, doubling up to a minute while starts fail).
 // Close stops it and kills the parked helpers with the running ones,
-// waiting until all are reaped (TestHelperPoolCloseLeavesNoProcess).
+// waiting until all are reaped (TestHelperPoolCloseLeavesNoProcess;
+// TestNoOrphans closes its executor with the pool full after 1,000 calls
+// and then finds no child process of its own at all).
 // Like a helper started for a call, a pooled one is forked on a thread
 // locked until it is reaped (its owner goroutine's), so the
 // parent-death signal holds: besides the running sandboxes, the pool
