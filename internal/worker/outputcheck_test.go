@@ -34,6 +34,11 @@ func TestStructuredOutputIsCheckedAgainstTheOutputSchema(t *testing.T) {
 	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
 	sb, err := sandbox.New(sandbox.Config{})
 	require.NoError(t, err)
+	t.Cleanup(func() { // after the worker's Stop: it kills and reaps the helpers its pool parked
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, sb.Close(ctx))
+	})
 	const schema = `{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}`
 	specs := []*toolwirev1.ToolSpec{
 		printsJSON("out_bad", `{{"x":"not-an-integer"}}`, schema, false),

@@ -12,28 +12,29 @@ import (
 
 	"github.com/toolwire/toolwire/internal/configvalue"
 	"github.com/toolwire/toolwire/internal/egress"
+	"github.com/toolwire/toolwire/internal/executors/sandbox/helper"
 )
 
 // Mechanism names, as used in Config.Require and IsolationGaps.
 const (
 	// MechUserNS is the user namespace and with it the pid, net, mount, ipc
 	// and uts namespaces (all or none).
-	MechUserNS = "userns"
+	MechUserNS = helper.MechUserNS
 	// MechProc is a fresh /proc showing only the sandbox's processes.
-	MechProc = "proc"
+	MechProc = helper.MechProc
 	// MechTmpfs is the size-limited tmpfs working directory.
-	MechTmpfs = "tmpfs"
+	MechTmpfs = helper.MechTmpfs
 	// MechLandlock is the Landlock filesystem ruleset.
-	MechLandlock = "landlock"
+	MechLandlock = helper.MechLandlock
 	// MechLandlockScope is Landlock's IPC scoping (abstract UNIX sockets
 	// and signals to processes outside the sandbox; ABI 6).
-	MechLandlockScope = "landlock-scope"
+	MechLandlockScope = helper.MechLandlockScope
 	// MechLandlockUnix is Landlock's control of connections to pathname
 	// UNIX sockets (ABI 9); without it the sandbox hides /run and /tmp,
 	// but a socket elsewhere stays reachable if its permissions allow.
-	MechLandlockUnix = "landlock-unix"
+	MechLandlockUnix = helper.MechLandlockUnix
 	// MechSeccomp is the seccomp system call filter.
-	MechSeccomp = "seccomp"
+	MechSeccomp = helper.MechSeccomp
 	// MechSetuid is running as a uid other than the worker's own.
 	MechSetuid = "setuid"
 	// MechCgroup is whole-tree memory and process accounting in a cgroup.
@@ -53,12 +54,19 @@ const (
 	// which Yama's ptrace_scope 3 forbids): nothing then stops the tool
 	// from reaching loopback, private or metadata addresses on the egress
 	// ports. Such tools are refused unless Config.UnguardedEgress.
-	GapEgressGuard = "egress-guard"
+	GapEgressGuard = helper.GapEgressGuard
+)
+
+// DefaultHelperPool and MaxHelperPool are Config.HelperPool's default and
+// cap.
+const (
+	DefaultHelperPool = 4
+	MaxHelperPool     = 64
 )
 
 // helperEnv is the environment variable (=1) that, with argv[0]
 // "toolwire-sandbox-helper", marks a helper process; no tool may set it.
-const helperEnv = "TOOLWIRE_SANDBOX_HELPER"
+const helperEnv = helper.Env
 
 // Mechanisms lists every mechanism name, for Config.Require.
 var Mechanisms = []string{MechUserNS, MechProc, MechTmpfs, MechLandlock, MechLandlockScope, MechLandlockUnix, MechSeccomp, MechSetuid, MechCgroup}
@@ -154,6 +162,14 @@ type Config struct {
 	// and 169.254.169.254 included, and every response says
 	// "egress-guard". Default false: such a worker refuses network tools.
 	UnguardedEgress bool `json:"unguarded_egress,omitempty"`
+	// HelperPool is how many helpers are kept started ahead, parked in
+	// their namespaces until a call of a tool without network access
+	// takes one; each runs exactly one call (see the package
+	// documentation, "The helper pool"). The pool fills from the first
+	// such call, refills in the background, and is stopped by Close.
+	// Default 4, at most 64; -1 turns the pool off (every call starts its
+	// helper).
+	HelperPool int `json:"helper_pool,omitempty"`
 	// Logger receives start-up and kill diagnostics. Default slog.Default().
 	Logger *slog.Logger `json:"-"`
 }
@@ -181,6 +197,7 @@ func (c Config) WithDefaults() Config {
 	if c.EgressPorts == nil {
 		c.EgressPorts = []uint16{443, 80}
 	}
+	c.HelperPool = cmp.Or(c.HelperPool, DefaultHelperPool)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
@@ -233,6 +250,9 @@ func (c Config) Validate() error {
 	}
 	if slices.Contains(c.EgressPorts, 0) {
 		errs = append(errs, errors.New("sandbox config: egress_ports: 0 is not a port"))
+	}
+	if c.HelperPool < -1 || c.HelperPool == 0 || c.HelperPool > MaxHelperPool {
+		errs = append(errs, fmt.Errorf("sandbox config: helper_pool must be -1 (off) or 1 to %d, got %d", MaxHelperPool, c.HelperPool))
 	}
 	for _, r := range c.Require {
 		if r != "all" && !slices.Contains(Mechanisms, r) {

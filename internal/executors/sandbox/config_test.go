@@ -52,6 +52,8 @@ func TestConfig(t *testing.T) {
 		{sandbox.Config{ReadOnlyPaths: []string{"rel"}}, "read_only_paths"},
 		{sandbox.Config{Require: []string{"magic"}}, `unknown mechanism "magic"`},
 		{sandbox.Config{CPUSeconds: -1}, "cpu_seconds"},
+		{sandbox.Config{HelperPool: sandbox.MaxHelperPool + 1}, "helper_pool"},
+		{sandbox.Config{HelperPool: -2}, "helper_pool"},
 	} {
 		require.ErrorContains(t, tt.cfg.WithDefaults().Validate(), tt.want)
 		_, err := sandbox.New(tt.cfg)

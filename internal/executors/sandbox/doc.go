@@ -112,6 +112,86 @@
 //     nothing allocated between the rlimits and the exec. The target is
 //     pid 1 of its namespace.
 //
+// # The helper pool
+//
+// Starting a helper is most of a sandboxed call's cost (see Cost below),
+// and none of it depends on the call until the helper reads its
+// document. So the executor keeps up to Config.HelperPool helpers
+// (default 4, at most 64; -1 turns the pool off) started ahead: each
+// is started as above, with argv[1] "parked", cloned into its user,
+// pid, mount, ipc, uts and network namespaces with the uid and gid maps,
+// through the Go runtime's start and the package initialisation that
+// precedes the helper's (see Cost); it then writes a ready byte on fd 4 and blocks reading
+// fd 3. Everything that depends on the call — the mounts (the private
+// root, the host name, /proc, the tmpfs with the spec's paths bound back,
+// /run), dropping capabilities, Landlock, seccomp, the rlimits, stdin —
+// happens after it has read the call's document, in the same order and
+// by the same code as in a helper started for the call. Isolation is
+// therefore unchanged: a call's namespaces have never held another call,
+// and its mounts, rules, filters and limits are its own
+// (TestHelperPoolRunsEachHelperOnce: each call is pid 1 of its pid
+// namespace, has a fresh /tmp for working directory, the rlimits of its
+// own spec and its own stdin). A parked helper has no capability outside
+// its namespaces and runs no code of a tool. Its mount namespace is a
+// copy of the worker's taken when it started, which follows the host's
+// later mounts where those are shared (systemd's default) until the
+// helper makes its mounts private, after it took its call.
+//
+// Only tools without network access use the pool: a network tool's
+// helper is cloned without a network namespace and gets the egress
+// guard's socket per call, so it is started for its call as before, as
+// is every helper without user namespaces (the weaker path below).
+//
+// Each helper runs one call at most. A call takes the oldest parked
+// helper out of the pool under a lock; the helper reports a second byte
+// on fd 4 once it has read the document, then execs the target (which
+// becomes pid 1 of its pid namespace, and the namespace ends with it) or
+// fails and exits. It is never parked again. A helper parks only after
+// its ready byte (within 30 s, else it is killed); it is handed a call
+// only while it has not exited (its waiter has not reaped it, and
+// waitid(2) with WNOWAIT sees no zombie); one that dies parked is dropped
+// and replaced. A helper killed while being handed a call ends without
+// the second byte: the call then starts a fresh helper, as without a pool,
+// and logs a warning (TestHelperPoolReplacesAHelperLostInHandOver kills
+// the helper a call has taken before the call is sent to it;
+// TestHelperPoolDiscardsDeadHelpers). When the pool is empty a call
+// starts its own helper at once; it never waits for the pool.
+//
+// The pool is filled by one goroutine of the executor, started by the
+// first call that can use it (an executor that never runs such a tool
+// parks nothing) and woken by every take and discard: it starts the
+// missing helpers one at a time, the next once the previous has parked
+// or its start has failed and backed off, so that parked and starting
+// helpers together never exceed HelperPool and a refill never has more
+// than one fork (a full fork of the worker binary: the new user
+// namespace rules out vfork) and Go runtime start in flight. A burst of
+// them at once held both Ps of a 2-core machine long enough to starve
+// the worker's own goroutines (an egress supervisor missed 20 signals
+// in a row under test); a start is about 10 ms, so the pool still fills
+// in well under a second. A failed start keeps its place for a
+// back-off (a second, doubling up to a minute while starts fail).
+// Close stops it and kills the parked helpers with the running ones,
+// waiting until all are reaped (TestHelperPoolCloseLeavesNoProcess;
+// TestNoOrphans closes its executor with the pool full after 1,000 calls
+// and then finds no child process of its own at all).
+// Like a helper started for a call, a pooled one is forked on a thread
+// locked until it is reaped (its owner goroutine's), so the
+// parent-death signal holds: besides the running sandboxes, the pool
+// holds at most HelperPool processes, locked OS threads and owner
+// goroutines, and five pipes each. A parked helper of the worker binary
+// measured (toolwire-bench, 2026-11-30) 40–49 MiB resident, nearly all of
+// it the binary's pages, which the worker and every helper share: its
+// proportional share was 10–13 MiB and its private memory 2.4–2.7 MiB
+// (58–70, 11–16 and 3–7 MiB before the helper had a package of its own).
+// A parked helper also wakes once a second for as long as it is parked:
+// nats-server's server/pse, initialised before package helper (see
+// Cost), reads /proc/<pid>/stat in its init and re-arms a one-second
+// time.AfterFunc, so each parked helper keeps a Go timer (and during
+// set-up a second thread) alive — up to 64 wake-ups a second at the
+// largest pool. It has no isolation impact: the helper's set-up runs on
+// its locked thread, and execve ends every other thread before the tool
+// runs.
+//
 // # Tools with network access
 //
 // A spec with network: true gets no network namespace: the sandbox has no
@@ -321,9 +401,10 @@
 // ends, not the process (go.dev/issue/27505), and the Go runtime ends a
 // thread whenever a goroutine ends while locked to it (a Go tool of the
 // same worker may): so each helper is forked on a thread locked to the
-// goroutine that waits for it, until the helper is gone. That is one
-// parked OS thread per running sandbox, bounded by the pool's
-// concurrency (TestThreadExitsDoNotKillSandboxes). Without a pid namespace (the weaker path) the process group is
+// goroutine that waits for it (the call's, or for a pooled helper its
+// owner's), until the helper is gone. That is one parked OS thread per
+// running sandbox, bounded by the worker pool's concurrency, plus one per
+// pooled helper (TestThreadExitsDoNotKillSandboxes). Without a pid namespace (the weaker path) the process group is
 // killed instead, which a tool that starts a new session escapes.
 //
 // The environment of the target is built, never inherited: the spec's
@@ -333,7 +414,32 @@
 // # Cost
 //
 // A sandboxed /bin/true costs about 8 ms on the development VM against
-// 0.7 ms for a bare os/exec (BenchmarkSpawnTrue, BenchmarkBareExecTrue):
-// namespace creation and teardown, the helper's Go start-up and package
-// initialisation, Landlock and seccomp.
+// 0.7 ms for a bare os/exec (BenchmarkSpawnTrue, BenchmarkBareExecTrue).
+// Measured phase by phase (the package's test binary, one call at a
+// time, p50 of 100 on a loaded 2-core machine, 2026-11-30): 3.7 ms from
+// fork to exec of the helper (cloning the namespaces), 7.2 ms from there
+// to the helper's first line (the Go runtime and every package's
+// initialisation), 0.2 ms to read the document, 0.2 ms of mounts, 1.5 ms
+// of Landlock, 0.4 ms of seccomp, and 2.6 ms from the target's exec to
+// its reaping (namespace teardown included): 17 ms in all, of which the
+// helper pool takes the first 11 ms off the call's path.
+//
+// The helper's code is in package helper, which imports only the
+// standard library, x/sys, Landlock and go-seccomp-bpf, and whose init
+// runs the helper. Go (1.21 on) initialises, again and again, the first
+// package in import-path order whose imports are all initialised, so
+// the helper's init does not run as soon as its imports are: in the
+// worker, dispatcher and toolwire-bench binaries some 196–198 package
+// initialisers still precede it (0.8 MB allocated, against 314 and
+// 4.4 MB when the helper was in package sandbox), among them about 100
+// small generated protobuf descriptor inits (descriptorpb, protodesc,
+// the well-known types, genproto's googleapis, the OTLP and S2A protos,
+// Prometheus' client_model), nats-server's pse and nats-io/nuid. What
+// it now runs before is the JSON Schema library, which compiles its
+// metaschemas (half of the old start-up), and envoy's go-control-plane
+// (xDS) protobuf registries (measured with GODEBUG=inittrace=1, each
+// binary started as a helper). A helper start of toolwire-bench, to its
+// first line, went from about 34 to 10 ms of CPU on the loaded machine.
+// An import added to package helper moves its init later again: keep it
+// small.
 package sandbox

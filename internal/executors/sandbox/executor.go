@@ -42,11 +42,17 @@ type Executor struct {
 	works            probeReport // mechanism -> "" or why not
 	gaps             []string
 	guard            *egress.Guard // the egress guard's rule for network tools
+	pool             *pool         // parked helpers; nil when off or without namespaces
 
 	mu      sync.Mutex
 	closed  bool
 	running map[*os.Process]struct{}
 	waiters sync.WaitGroup // process waits that outlived a bounded kill
+
+	// tookHelper, when set (by a test, before any call), runs after a
+	// call has taken a parked helper and before it sends the helper its
+	// call (export_test.go).
+	tookHelper func(p *proc)
 }
 
 var (
@@ -87,6 +93,9 @@ func newExecutor(cfg Config, noUserNS bool) (*Executor, error) {
 	e.guard = egress.New(cfg.EgressPorts, nets)
 	if err := e.probe(noUserNS); err != nil {
 		return nil, err
+	}
+	if e.userns && cfg.HelperPool > 0 {
+		e.pool = newPool(e, cfg.HelperPool)
 	}
 	var missing []string
 	for _, r := range cfg.Require {
@@ -251,12 +260,15 @@ func (e *Executor) runProbe(hc *helperConfig) (probeReport, error) {
 // proc is one started helper.
 type proc struct {
 	cmd            *exec.Cmd
+	config         *os.File // write end: the helperConfig
 	status         *os.File // read end: set-up errors
 	stdout, stderr *os.File // read ends
 	stdin          *os.File // write end, nil without input
 	done           chan struct{}
 	state          *os.ProcessState
 	guard          *egressSupervisor // a network tool's, nil without the egress guard
+	parked         bool              // started by the pool (parkedArg)
+	handed         bool              // taken from the pool by a call (pool.mu)
 }
 
 // lockForChild locks the calling goroutine to its thread and returns the
@@ -296,77 +308,70 @@ func (e *Executor) start(hc *helperConfig, stdin []byte) (*proc, error) {
 // spawn starts a helper with hc on its config pipe and stdin (nil = no
 // input), and guard (the helper's end of the egress guard's socket pair)
 // as fd 5 unless nil. The caller reads the pipes and calls wait.
-func (e *Executor) spawn(hc *helperConfig, stdin []byte, guard *os.File) (p *proc, err error) {
-	var closers []*os.File
+func (e *Executor) spawn(hc *helperConfig, stdin []byte, guard *os.File) (*proc, error) {
+	p, err := e.launch(launchOpts{network: hc.Network, stdin: stdin != nil, guard: guard})
+	if err != nil {
+		return nil, err
+	}
+	e.send(p, hc, stdin)
+	return p, nil
+}
+
+// launchOpts say how to start a helper.
+type launchOpts struct {
+	network bool     // no network namespace
+	stdin   bool     // a pipe on fd 0 (else /dev/null)
+	guard   *os.File // fd 5 unless nil
+	parked  bool     // a pooled helper: reports ready, then waits for its call
+}
+
+// launch starts a helper that waits for its config on p.config. The
+// caller must be on a thread locked until the helper is reaped.
+func (e *Executor) launch(o launchOpts) (*proc, error) {
+	var closers []*os.File // the child's ends, and ours on failure
 	defer func() {
 		for _, f := range closers {
 			_ = f.Close()
 		}
 	}()
-	pipe := func() (r, w *os.File, err error) {
-		r, w, err = os.Pipe()
+	pipes := make([][2]*os.File, 0, 5) // config, status, stdout, stderr, stdin
+	for range 4 + btoi(o.stdin) {
+		r, w, err := os.Pipe()
 		if err != nil {
-			return nil, nil, fmt.Errorf("sandbox: pipe: %w", err)
+			for _, pp := range pipes {
+				closers = append(closers, pp[0], pp[1])
+			}
+			return nil, fmt.Errorf("sandbox: pipe: %w", err)
 		}
-		return r, w, nil
+		pipes = append(pipes, [2]*os.File{r, w})
 	}
-	cfgR, cfgW, err := pipe()
-	if err != nil {
-		return nil, err
-	}
-	closers = append(closers, cfgR, cfgW)
-	statR, statW, err := pipe()
-	if err != nil {
-		return nil, err
-	}
-	closers = append(closers, statW)
-	outR, outW, err := pipe()
-	if err != nil {
-		_ = statR.Close()
-		return nil, err
-	}
-	closers = append(closers, outW)
-	errR, errW, err := pipe()
-	if err != nil {
-		_ = statR.Close()
-		_ = outR.Close()
-		return nil, err
-	}
-	closers = append(closers, errW)
+	p := &proc{config: pipes[0][1], status: pipes[1][0], stdout: pipes[2][0], stderr: pipes[3][0], done: make(chan struct{}), parked: o.parked}
+	closers = append(closers, pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1])
 	cmd := &exec.Cmd{
 		Path:        "/proc/self/exe",
 		Args:        []string{helperArg0},
 		Env:         []string{helperEnv + "=1"},
 		Dir:         "/",
-		Stdout:      outW,
-		Stderr:      errW,
-		ExtraFiles:  []*os.File{cfgR, statW},
-		SysProcAttr: e.sysProcAttr(hc.Network),
+		Stdout:      pipes[2][1],
+		Stderr:      pipes[3][1],
+		ExtraFiles:  []*os.File{pipes[0][0], pipes[1][1]},
+		SysProcAttr: e.sysProcAttr(o.network),
 	}
-	if guard != nil {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, guard)
+	if o.parked {
+		cmd.Args = append(cmd.Args, parkedArg)
 	}
-	var inW *os.File
-	if stdin != nil {
-		var inR *os.File
-		if inR, inW, err = pipe(); err != nil {
-			_ = statR.Close()
-			_ = outR.Close()
-			_ = errR.Close()
-			return nil, err
-		}
-		closers = append(closers, inR)
-		cmd.Stdin = inR
+	if o.guard != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, o.guard)
+	}
+	if o.stdin {
+		cmd.Stdin, p.stdin = pipes[4][0], pipes[4][1]
+		closers = append(closers, pipes[4][0])
 	}
 	if err := cmd.Start(); err != nil {
-		for _, f := range []*os.File{statR, outR, errR, inW} {
-			if f != nil {
-				_ = f.Close()
-			}
-		}
+		p.closeAll()
 		return nil, fmt.Errorf("sandbox: start helper: %w", err)
 	}
-	p = &proc{cmd: cmd, status: statR, stdout: outR, stderr: errR, stdin: inW, done: make(chan struct{})}
+	p.cmd = cmd
 	e.mu.Lock()
 	e.running[cmd.Process] = struct{}{}
 	closed := e.closed
@@ -382,22 +387,42 @@ func (e *Executor) spawn(hc *helperConfig, stdin []byte, guard *os.File) (p *pro
 	if closed {
 		e.kill(cmd.Process)
 	}
+	return p, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// send writes hc to the helper's config pipe, then stdin (nil = none: a
+// pooled helper's pipe is closed, and hc must say NullStdin).
+func (e *Executor) send(p *proc, hc *helperConfig, stdin []byte) {
 	// Config, then stdin; the helper reads its config before anything
 	// else, and a pipe holds 64 KiB, so a goroutine writes larger stdin.
 	b, _ := json.Marshal(hc)
-	if _, err := cfgW.Write(b); err != nil {
+	if _, err := p.config.Write(b); err != nil {
 		e.log.Debug("sandbox: write helper config", "err", err)
 	}
-	if inW != nil {
-		e.waiters.Go(func() {
-			// EPIPE when the target does not read it all; ErrClosed when
-			// drain closed it because the target is gone (a daemon of a
-			// sandbox without a pid namespace may hold the read end).
-			_, _ = inW.Write(stdin)
-			_ = inW.Close()
-		})
+	_ = p.config.Close()
+	if p.stdin == nil {
+		return
 	}
-	return p, nil
+	if stdin == nil {
+		_ = p.stdin.Close()
+		p.stdin = nil
+		return
+	}
+	inW := p.stdin
+	e.waiters.Go(func() {
+		// EPIPE when the target does not read it all; ErrClosed when
+		// drain closed it because the target is gone (a daemon of a
+		// sandbox without a pid namespace may hold the read end).
+		_, _ = inW.Write(stdin)
+		_ = inW.Close()
+	})
 }
 
 func (e *Executor) sysProcAttr(network bool) *syscall.SysProcAttr {
@@ -458,6 +483,7 @@ func (e *Executor) Close(ctx context.Context) error {
 		e.kill(p)
 	}
 	e.mu.Unlock()
+	e.pool.close()
 	done := make(chan struct{})
 	go func() {
 		e.waiters.Wait()
@@ -501,14 +527,14 @@ func (e *Executor) limits(l *toolwirev1.SandboxLimits) limits {
 
 func (l limits) rlimits() []rlimit {
 	r := []rlimit{
-		{unix.RLIMIT_CPU, uint64(l.cpu)},
-		{unix.RLIMIT_NPROC, uint64(l.processes)},
-		{unix.RLIMIT_NOFILE, uint64(l.openFiles)},
-		{unix.RLIMIT_FSIZE, uint64(l.fileSize)},
-		{unix.RLIMIT_CORE, 0},
+		{Resource: unix.RLIMIT_CPU, Value: uint64(l.cpu)},
+		{Resource: unix.RLIMIT_NPROC, Value: uint64(l.processes)},
+		{Resource: unix.RLIMIT_NOFILE, Value: uint64(l.openFiles)},
+		{Resource: unix.RLIMIT_FSIZE, Value: uint64(l.fileSize)},
+		{Resource: unix.RLIMIT_CORE, Value: 0},
 	}
 	if l.memory > 0 {
-		r = append(r, rlimit{unix.RLIMIT_DATA, uint64(l.memory)})
+		r = append(r, rlimit{Resource: unix.RLIMIT_DATA, Value: uint64(l.memory)})
 	}
 	return r
 }
@@ -639,12 +665,33 @@ func (e *Executor) run(ctx context.Context, sc *toolwirev1.SandboxConfig, hc *he
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sandbox: not started: %w", err)
 	}
+	if p := e.pool.take(hc); p != nil {
+		if e.tookHelper != nil {
+			e.tookHelper(p)
+		}
+		// Its owner's thread, locked until it is reaped, forked it.
+		phc := *hc
+		phc.NullStdin = stdin == nil
+		e.send(p, &phc, stdin)
+		res, err := e.supervise(ctx, sc, lim, p)
+		if !errors.Is(err, errHelperLost) {
+			return res, err
+		}
+		e.log.Warn("sandbox: a parked helper ended before its call; starting a fresh one", "pid", p.cmd.Process.Pid)
+	}
 	defer lockForChild()()
 	p, err := e.start(hc, stdin)
 	if err != nil {
 		return nil, &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, Message: err.Error(), Cause: err,
 			SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
 	}
+	return e.supervise(ctx, sc, lim, p)
+}
+
+// supervise waits for a started helper and its target, enforcing the
+// wall time, output cap and ctx, and maps the outcome. A pooled helper
+// that ended before it took its call is errHelperLost.
+func (e *Executor) supervise(ctx context.Context, sc *toolwirev1.SandboxConfig, lim limits, p *proc) (*tool.Result, error) {
 	if p.guard != nil {
 		// Stopped once the process is gone (or killed), on every return.
 		defer p.guard.stop()
@@ -677,6 +724,13 @@ func (e *Executor) run(ctx context.Context, sc *toolwirev1.SandboxConfig, hc *he
 	// EOF; without a pid namespace a daemon may still hold them: close
 	// them after a short grace.
 	e.drain(p, out, statusDone)
+	if p.parked {
+		if bytes.HasPrefix(setup.Bytes(), []byte{takenByte}) {
+			setup.Next(1)
+		} else if reason == notStopped && werr == nil {
+			return nil, errHelperLost
+		}
+	}
 	if werr != nil {
 		if reason == stoppedCtx {
 			return nil, fmt.Errorf("sandbox: %w (and %w)", ctx.Err(), werr)

@@ -21,6 +21,10 @@ import (
 // the sandbox user may traverse.
 var fixtureBin string
 
+// fixtureEnv names a fixture built beforehand, used instead of building
+// one.
+const fixtureEnv = "SANDBOX_TEST_FIXTURE"
+
 func TestMain(m *testing.M) {
 	if sandbox.IsHelper() {
 		sandbox.RunHelper()
@@ -37,17 +41,18 @@ func TestMain(m *testing.M) {
 			return 2
 		}
 		fixtureBin = filepath.Join(dir, "fixture")
-		if prebuilt := os.Getenv("SANDBOX_TEST_FIXTURE"); prebuilt != "" {
+		if prebuilt := os.Getenv(fixtureEnv); prebuilt != "" {
 			// A fixture built beforehand, for runs as a user that cannot
-			// build (to test an unprivileged worker).
+			// build (to test an unprivileged worker), and for the test
+			// binary TestNoOrphans runs again.
 			fixtureBin = prebuilt
-			return m.Run()
-		}
-		build := exec.Command("go", "build", "-o", fixtureBin, "./testdata/fixture")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build fixture: %v\n%s", err, out)
-			return 2
+		} else {
+			build := exec.Command("go", "build", "-o", fixtureBin, "./testdata/fixture")
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := build.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "build fixture: %v\n%s", err, out)
+				return 2
+			}
 		}
 		code := m.Run()
 		for _, e := range []*sandbox.Executor{shared, sharedNet} {

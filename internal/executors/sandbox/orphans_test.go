@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -46,13 +47,66 @@ func childrenOf(pid int) []int {
 	return kids
 }
 
+// aloneEnv marks the test binary that TestNoOrphans runs again for
+// itself alone.
+const aloneEnv = "SANDBOX_TEST_ALONE"
+
 // TestNoOrphans makes 1,000 calls whose tools each leave a detached
 // process behind (a new session, so no process group kill would reach
-// it), some of them cancelled or timed out while running; afterwards no
-// process of any of them is left.
+// it), some of them cancelled or timed out while running, through an
+// executor with a helper pool; afterwards no process of any of them is
+// left, and once the executor is closed the process that made the calls
+// has no child at all: Close killed and reaped the parked helpers too.
+//
+// The calls run in the test binary started again for this test alone,
+// with a copy of the fixture of its own: in this process the shared
+// executors' parked helpers and the sandboxes of tests running in
+// parallel are children too, and run the same fixture.
 func TestNoOrphans(t *testing.T) {
+	if os.Getenv(aloneEnv) != "" {
+		noOrphans(t)
+		return
+	}
 	t.Parallel()
-	e := setup(t)
+	need(t, setup(t), sandbox.MechUserNS)
+	runAlone(t, "TestNoOrphans")
+}
+
+// runAlone runs the test binary again for the test name alone, with a
+// copy of the fixture, and requires that the test passed there.
+func runAlone(t *testing.T, name string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sandbox-alone-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755)) // the sandbox user traverses it
+	fix := filepath.Join(dir, "fixture")
+	b, err := os.ReadFile(fixtureBin)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(fix, b, 0o755))
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	args := []string{"-test.run=^" + name + "$", "-test.count=1", "-test.v"}
+	if d, ok := t.Deadline(); ok {
+		args = append(args, "-test.timeout="+time.Until(d).String())
+	}
+	cmd := exec.CommandContext(t.Context(), exe, args...)
+	cmd.Env = append(os.Environ(), aloneEnv+"=1", fixtureEnv+"="+fix)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "--- PASS: "+name+" ", "%s", out)
+}
+
+// noOrphans is TestNoOrphans in the process that runs it alone.
+func noOrphans(t *testing.T) {
+	e, err := sandbox.New(sandbox.Config{HelperPool: 4})
+	require.NoError(t, err)
+	closeExecutor := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return e.Close(ctx)
+	}
+	t.Cleanup(func() { _ = closeExecutor() }) // when the test fails before its Close
 	need(t, e, sandbox.MechUserNS)
 
 	marker := fmt.Sprintf("%d.25", 800000+rand.IntN(99999))
@@ -97,7 +151,13 @@ func TestNoOrphans(t *testing.T) {
 	// The sandbox is gone when Execute returns: no polling needed.
 	require.Empty(t, processesMatching(fixtureBin+"\x00"), "fixture processes left behind")
 	require.Empty(t, processesMatching("/usr/bin/sleep\x00"+marker+"\x00"), "blocked processes left behind")
-	require.Empty(t, childrenOf(os.Getpid()), "child processes of the test left behind")
+
+	// Close with the pool full: the parked helpers are children of this
+	// process until Close has killed and reaped them.
+	parked := waitParked(t, e, 4)
+	require.Subset(t, childrenOf(os.Getpid()), parked)
+	require.NoError(t, closeExecutor())
+	require.Empty(t, childrenOf(os.Getpid()), "child processes left behind after Close")
 }
 
 // TestClose kills running sandboxes and refuses new calls.

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package helper
 
 import (
 	"encoding/json"
@@ -21,22 +21,30 @@ import (
 )
 
 // The helper is the worker binary itself, started through /proc/self/exe
-// with argv[0] helperArg0 and the single environment variable helperEnv=1
-// (both must hold). It reads one helperConfig as JSON from fd 3, sets up
+// with argv[0] Arg0 and the single environment variable Env=1
+// (both must hold). It reads one Config as JSON from fd 3, sets up
 // the sandbox and execs the target; anything it writes to fd 4 (close on
 // exec) is a set-up failure, or the probe report in probe mode.
 const (
-	helperArg0 = "toolwire-sandbox-helper"
-	configFD   = 3
-	statusFD   = 4
+	Arg0     = "toolwire-sandbox-helper"
+	configFD = 3
+	statusFD = 4
 )
 
-// inside is the uid and gid of the target inside its user namespace.
-const inside = 65534
+// ParkedArg is argv[1] of a pooled helper: it writes ReadyByte on its
+// status pipe before it reads its config, and TakenByte after.
+const (
+	ParkedArg = "parked"
+	ReadyByte = 'R'
+	TakenByte = 'G'
+)
 
-// helperConfig is the whole helper protocol.
-type helperConfig struct {
-	// Probe: try every mechanism, write a probeReport, exit 0.
+// Inside is the uid and gid of the target inside its user namespace.
+const Inside = 65534
+
+// Config is the whole helper protocol.
+type Config struct {
+	// Probe: try every mechanism, write a ProbeReport, exit 0.
 	Probe bool `json:"probe,omitempty"`
 	// Argv and Env of the target; Argv[0] is an absolute path.
 	Argv []string `json:"argv,omitempty"`
@@ -69,16 +77,19 @@ type helperConfig struct {
 	// In probe mode the filter is tried instead.
 	EgressGuard bool `json:"egress_guard,omitempty"`
 	// Rlimits are set last, just before exec.
-	Rlimits []rlimit `json:"rlimits,omitempty"`
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	// NullStdin replaces fd 0 with /dev/null: a pooled helper always has
+	// a stdin pipe, which the worker closes for a call without input.
+	NullStdin bool `json:"null_stdin,omitempty"`
 }
 
-type rlimit struct {
+type Rlimit struct {
 	Resource int    `json:"r"`
 	Value    uint64 `json:"v"`
 }
 
-// probeReport maps each mechanism tried to "" (works) or its error.
-type probeReport map[string]string
+// ProbeReport maps each mechanism tried to "" (works) or its error.
+type ProbeReport map[string]string
 
 // IsHelper reports whether this process is a sandbox helper started by
 // the sandbox executor. Binaries that may run sandboxed tools call
@@ -87,36 +98,30 @@ type probeReport map[string]string
 //		sandbox.RunHelper()
 //	}
 //
-// first thing in main (and TestMain). The package's init does the same,
+// first thing in main (and TestMain). This package's init does the same,
 // so that every binary importing the sandbox — a test binary too — acts as
 // a helper when started as one, and never runs its own main (a test binary
 // re-executed as a helper would otherwise run its tests again, recursively).
 func IsHelper() bool {
-	return len(os.Args) > 0 && os.Args[0] == helperArg0 && os.Getenv(helperEnv) == "1"
+	return len(os.Args) > 0 && os.Args[0] == Arg0 && os.Getenv(Env) == "1"
 }
 
 func init() {
 	if IsHelper() {
-		RunHelper()
+		Run()
 	}
 }
 
-// RunHelper sets up the sandbox described on fd 3 and execs the target.
+// Run sets up the sandbox described on fd 3 and execs the target.
 // It never returns: on any failure it reports on fd 4 and exits 126.
-func RunHelper() {
+func Run() {
 	// Capabilities, no_new_privs and the seccomp filter are per thread:
 	// everything below runs on, and execs from, this one thread.
 	runtime.LockOSThread()
 	status := os.NewFile(statusFD, "status")
 	syscall.CloseOnExec(statusFD)
-	var hc helperConfig
-	in := os.NewFile(configFD, "config")
-	err := json.NewDecoder(in).Decode(&hc)
-	_ = in.Close()
-	if err != nil {
-		helperFail(status, fmt.Errorf("read config: %w", err))
-	}
-	report := probeReport{}
+	hc := readConfig(status)
+	report := ProbeReport{}
 	step := func(mech string, fn func() error) {
 		err := fn()
 		if hc.Probe {
@@ -148,11 +153,11 @@ func RunHelper() {
 		}
 		if hc.Tmpfs {
 			step(MechTmpfs, func() error {
-				if err := mountTmp(&hc); err != nil {
+				if err := mountTmp(hc); err != nil {
 					return err
 				}
 				dir = "/tmp"
-				return hideRun(&hc)
+				return hideRun(hc)
 			})
 		}
 	}
@@ -165,7 +170,7 @@ func RunHelper() {
 		helperFail(status, fmt.Errorf("drop capabilities: %w", err))
 	}
 	if hc.Landlock {
-		step(MechLandlock, func() error { return restrictLandlock(&hc, dir) })
+		step(MechLandlock, func() error { return restrictLandlock(hc, dir) })
 	}
 	if hc.LandlockScope {
 		step(MechLandlockScope, func() error {
@@ -184,18 +189,53 @@ func RunHelper() {
 			return nil
 		})
 	}
-	filterSteps(&hc, step)
+	filterSteps(hc, step)
 	if hc.Probe {
 		_ = json.NewEncoder(status).Encode(report)
 		os.Exit(0)
 	}
-	execTarget(status, &hc)
+	execTarget(status, hc)
+}
+
+// readConfig reads the Config from fd 3. A pooled helper (argv[1]
+// ParkedArg) first reports that it is ready, then waits there for its
+// call, and reports that it took it.
+func readConfig(status *os.File) *Config {
+	parked := len(os.Args) > 1 && os.Args[1] == ParkedArg
+	if parked {
+		if _, err := status.Write([]byte{ReadyByte}); err != nil {
+			os.Exit(126)
+		}
+	}
+	var hc Config
+	in := os.NewFile(configFD, "config")
+	err := json.NewDecoder(in).Decode(&hc)
+	_ = in.Close()
+	if err != nil {
+		helperFail(status, fmt.Errorf("read config: %w", err))
+	}
+	if parked {
+		if _, err := status.Write([]byte{TakenByte}); err != nil {
+			os.Exit(126)
+		}
+	}
+	if hc.NullStdin {
+		fd, err := unix.Open("/dev/null", unix.O_RDONLY, 0)
+		if err == nil {
+			err = unix.Dup3(fd, 0, 0)
+			_ = unix.Close(fd)
+		}
+		if err != nil {
+			helperFail(status, fmt.Errorf("stdin: %w", err))
+		}
+	}
+	return &hc
 }
 
 // filterSteps loads the seccomp filters, the egress guard's last. The
 // egress probe's socket is made first, since the filters refuse it when
 // the probe has no network.
-func filterSteps(hc *helperConfig, step func(string, func() error)) {
+func filterSteps(hc *Config, step func(string, func() error)) {
 	probeSock := -1
 	if hc.Probe && hc.EgressGuard {
 		probeSock = probeSocket()
@@ -216,7 +256,7 @@ func filterSteps(hc *helperConfig, step func(string, func() error)) {
 // mountTmp mounts the size-limited tmpfs on /tmp. Paths the spec lists
 // under /tmp would be hidden by it: each is opened first and bound back
 // at the same path inside the new tmpfs (read-only ones read-only).
-func mountTmp(hc *helperConfig) error {
+func mountTmp(hc *Config) error {
 	type keep struct {
 		path     string
 		fd       int
@@ -242,7 +282,7 @@ func mountTmp(hc *helperConfig) error {
 		}
 		keeps = append(keeps, keep{path: p, fd: fd, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR, readOnly: i < len(hc.ReadOnly)})
 	}
-	opts := fmt.Sprintf("size=%d,nr_inodes=16384,mode=0700,uid=%d,gid=%d", hc.TmpBytes, inside, inside)
+	opts := fmt.Sprintf("size=%d,nr_inodes=16384,mode=0700,uid=%d,gid=%d", hc.TmpBytes, Inside, Inside)
 	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return err
 	}
@@ -277,7 +317,7 @@ func mountTmp(hc *helperConfig) error {
 // their UNIX sockets (Landlock before ABI 9 does not stop connecting to
 // them), unless the tool has network access (resolv.conf often links
 // into /run) or a listed path is under /run.
-func hideRun(hc *helperConfig) error {
+func hideRun(hc *Config) error {
 	if hc.Network {
 		return nil
 	}
@@ -342,7 +382,7 @@ var networkReadOnly = []string{
 // systemWritable are the devices every target may write.
 var systemWritable = []string{"/dev/null", "/dev/zero", "/dev/full"}
 
-func restrictLandlock(hc *helperConfig, dir string) error {
+func restrictLandlock(hc *Config, dir string) error {
 	var rules []landlock.Rule
 	add := func(paths []string, write, optional bool) error {
 		for _, p := range paths {
@@ -411,15 +451,15 @@ func restrictLandlock(hc *helperConfig, dir string) error {
 	return landlock.V4.BestEffort().RestrictNet(netRules...)
 }
 
-// landlockNet reports whether the kernel's Landlock restricts TCP ports.
-func landlockNet() bool {
+// LandlockNet reports whether the kernel's Landlock restricts TCP ports.
+func LandlockNet() bool {
 	v, err := llsys.LandlockGetABIVersion()
 	return err == nil && v >= 4
 }
 
 // execTarget sets the rlimits and execs the target without allocating in
 // between (a lowered RLIMIT_DATA must not starve this runtime).
-func execTarget(status *os.File, hc *helperConfig) {
+func execTarget(status *os.File, hc *Config) {
 	if len(hc.Argv) == 0 {
 		helperFail(status, errors.New("no argv"))
 	}
@@ -444,7 +484,7 @@ func execTarget(status *os.File, hc *helperConfig) {
 	}
 	for i, l := range hc.Rlimits {
 		if _, _, errno := syscall.RawSyscall6(unix.SYS_PRLIMIT64, 0, uintptr(l.Resource), uintptr(unsafe.Pointer(&lims[i])), 0, 0, 0); errno != 0 {
-			helperFail(status, fmt.Errorf("rlimit %d: %w", l.Resource, errno))
+			helperFail(status, fmt.Errorf("Rlimit %d: %w", l.Resource, errno))
 		}
 	}
 	_, _, errno := syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(argv0)),
