@@ -179,10 +179,11 @@ export class Unary {
     headers["content-length"] = String(body.byteLength);
     const req = h1.request({ agent: h1.agent, hostname: h1.hostname, port: h1.port, path, method: "POST", headers });
     x.onFail = () => req.destroy();
-    req.on("error", (e) => x.fail(nodeError(e)));
+    req.on("error", (e) => x.settled || x.fail(nodeError(e)));
     req.on("response", (res) => {
-      res.on("error", (e) => x.fail(nodeError(e)));
-      res.on("close", () => x.fail(new ConnectError("the answer ended before it was complete", Code.Internal)));
+      res.on("error", (e) => x.settled || x.fail(nodeError(e)));
+      // (Errors are made only when needed: "close" comes after every answer's "end".)
+      res.on("close", () => x.settled || x.fail(new ConnectError("the answer ended before it was complete", Code.Internal)));
       const h = res.headers;
       if (!x.head({ status: res.statusCode ?? 0, contentType: h["content-type"], encoding: h["content-encoding"], length: h["content-length"] })) return;
       res.on("data", (chunk: Buffer) => x.data(chunk));
@@ -202,8 +203,8 @@ export class Unary {
       x.onFail = () => {
         if (!stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
       };
-      stream.on("error", (e) => x.fail(nodeError(e)));
-      stream.on("close", () => x.fail(resetError(stream.rstCode)));
+      stream.on("error", (e) => x.settled || x.fail(nodeError(e)));
+      stream.on("close", () => x.settled || x.fail(resetError(stream.rstCode)));
       stream.on("response", (h) => {
         const status = Number(h[":status"] ?? 0);
         const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
