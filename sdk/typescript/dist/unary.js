@@ -30,6 +30,12 @@
 // - The answer is bounded before it is read whole: a Content-Length over
 //   the limit is refused at once, a body growing past it while read too
 //   (resource_exhausted; the client's maxMessageBytes, 64 MiB by default).
+// - An answer cut off is refused, never decoded (a binary message cut at a
+//   field's boundary decodes as a shorter one): a body not as long as its
+//   Content-Length is invalid_argument "protocol error: promised N bytes,
+//   received M", as connect-es says it; an HTTP/2 stream reset or session
+//   dropped mid-answer is the reset's error even when Node ends the
+//   stream's reading for it.
 // - Node's errors map as connect-node maps them (ECONNREFUSED and the like
 //   unavailable, ECONNRESET aborted, others internal), an HTTP/2 stream
 //   reset by its RST code, the deadline to deadline_exceeded "the operation
@@ -135,7 +141,9 @@ export class Unary {
         headers["content-length"] = String(body.byteLength);
         const req = h1.request({ agent: h1.agent, hostname: h1.hostname, port: h1.port, path, method: "POST", headers });
         x.onFail = () => req.destroy();
-        req.on("error", (e) => x.settled || x.fail(nodeError(e)));
+        // Node reports a write after the request's end once the answer has come
+        // (the server answered before reading it all): connect-node ignores it.
+        req.on("error", (e) => x.settled || (req.writableEnded && writeAfterEnd(e)) || x.fail(nodeError(e)));
         req.on("response", (res) => {
             res.on("error", (e) => x.settled || x.fail(nodeError(e)));
             // (Errors are made only when needed: "close" comes after every answer's "end".)
@@ -160,7 +168,7 @@ export class Unary {
                 if (!stream.closed)
                     stream.close(http2.constants.NGHTTP2_CANCEL);
             };
-            stream.on("error", (e) => x.settled || x.fail(nodeError(e)));
+            stream.on("error", (e) => x.settled || (stream.writableEnded && writeAfterEnd(e)) || x.fail(nodeError(e)));
             stream.on("close", () => x.settled || x.fail(resetError(stream.rstCode)));
             stream.on("response", (h) => {
                 const status = Number(h[":status"] ?? 0);
@@ -171,10 +179,16 @@ export class Unary {
                     sm.notifyResponseByteRead(stream);
                     x.data(chunk);
                 });
-                stream.on("end", () => x.end());
+                // Node ends a stream's reading also when the stream is reset or its
+                // session dropped mid-answer: such an end is the reset's error, not
+                // the answer's end (a NO_ERROR reset leaves it to the Content-Length).
+                stream.on("end", () => (stream.closed && stream.rstCode !== http2.constants.NGHTTP2_NO_ERROR
+                    ? x.fail(resetError(stream.rstCode)) : x.end()));
             });
             stream.end(body);
-        }, (e) => x.fail(nodeError(e)));
+        }, (e) => x.fail(nodeError(e)))
+            // Whatever throws above fails the call, not the process (an unhandled rejection).
+            .catch((e) => x.fail(nodeError(e)));
     }
 }
 /**
@@ -195,6 +209,8 @@ class Exchange {
     onAbort;
     chunks = [];
     size = 0;
+    /** The answer's Content-Length, when it gives one. */
+    length;
     /** The answer is Connect's error JSON; this error if it is not. */
     errorFallback;
     constructor(maxBytes, json, signal, timeoutMs) {
@@ -232,9 +248,14 @@ class Exchange {
             this.fail(new ConnectError(`unsupported content type ${h.contentType}`, type ? Code.Internal : Code.Unknown));
             return false;
         }
-        if (h.length !== undefined && /^\d+$/.test(h.length) && Number(h.length) > this.maxBytes) {
-            this.fail(new ConnectError(`message size ${h.length} is larger than configured readMaxBytes ${this.maxBytes}`, Code.ResourceExhausted));
-            return false;
+        // Content-Length read as connect-es reads it (parseInt: a safe integer, not negative).
+        const n = h.length === undefined ? Number.NaN : parseInt(h.length, 10);
+        if (Number.isSafeInteger(n) && n >= 0) {
+            if (n > this.maxBytes) {
+                this.fail(new ConnectError(`message size ${n} is larger than configured readMaxBytes ${this.maxBytes}`, Code.ResourceExhausted));
+                return false;
+            }
+            this.length = n;
         }
         return true;
     }
@@ -242,6 +263,10 @@ class Exchange {
         if (this.settled)
             return;
         this.size += chunk.byteLength;
+        if (this.length !== undefined && this.size > this.length) {
+            this.fail(promisedError(this.length, this.size));
+            return;
+        }
         if (this.size > this.maxBytes) {
             this.fail(new ConnectError(`message size is larger than configured readMaxBytes ${this.maxBytes}`, Code.ResourceExhausted));
             return;
@@ -251,6 +276,13 @@ class Exchange {
     end() {
         if (this.settled)
             return;
+        // An answer cut off (a stream reset with NO_ERROR, a connection closed)
+        // is refused, not decoded: a binary message cut at a field's boundary
+        // would decode as a shorter one.
+        if (this.length !== undefined && this.size !== this.length) {
+            this.fail(promisedError(this.length, this.size));
+            return;
+        }
         const body = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, this.size);
         this.finish();
         if (this.errorFallback)
@@ -321,10 +353,12 @@ export function codeFromHttpStatus(status) {
         default: return Code.Unknown;
     }
 }
-/** A Node.js error as connect-node makes it a ConnectError. */
-function nodeError(e) {
-    if (e instanceof ConnectError)
-        return e;
+/** An answer whose body is not as long as its Content-Length, as connect-es says it. */
+function promisedError(length, size) {
+    return new ConnectError(`protocol error: promised ${length} bytes, received ${size}`, Code.InvalidArgument);
+}
+/** The codes of a Node.js error and of its causes. */
+function errorCodes(e) {
     const codes = [];
     const seen = new Set();
     for (let c = e; c instanceof Error && !seen.has(c); c = c.cause) {
@@ -333,6 +367,17 @@ function nodeError(e) {
         if (typeof code === "string")
             codes.push(code);
     }
+    return codes;
+}
+/** A write after a request's end, which connect-node ignores once the request's writing has ended. */
+function writeAfterEnd(e) {
+    return errorCodes(e).includes("ERR_STREAM_WRITE_AFTER_END");
+}
+/** A Node.js error as connect-node makes it a ConnectError. */
+function nodeError(e) {
+    if (e instanceof ConnectError)
+        return e;
+    const codes = errorCodes(e);
     let code = Code.Internal;
     if (codes.includes("ERR_STREAM_WRITE_AFTER_END"))
         code = Code.Aborted;

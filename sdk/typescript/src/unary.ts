@@ -30,6 +30,12 @@
 // - The answer is bounded before it is read whole: a Content-Length over
 //   the limit is refused at once, a body growing past it while read too
 //   (resource_exhausted; the client's maxMessageBytes, 64 MiB by default).
+// - An answer cut off is refused, never decoded (a binary message cut at a
+//   field's boundary decodes as a shorter one): a body not as long as its
+//   Content-Length is invalid_argument "protocol error: promised N bytes,
+//   received M", as connect-es says it; an HTTP/2 stream reset or session
+//   dropped mid-answer is the reset's error even when Node ends the
+//   stream's reading for it.
 // - Node's errors map as connect-node maps them (ECONNREFUSED and the like
 //   unavailable, ECONNRESET aborted, others internal), an HTTP/2 stream
 //   reset by its RST code, the deadline to deadline_exceeded "the operation
@@ -179,7 +185,9 @@ export class Unary {
     headers["content-length"] = String(body.byteLength);
     const req = h1.request({ agent: h1.agent, hostname: h1.hostname, port: h1.port, path, method: "POST", headers });
     x.onFail = () => req.destroy();
-    req.on("error", (e) => x.settled || x.fail(nodeError(e)));
+    // Node reports a write after the request's end once the answer has come
+    // (the server answered before reading it all): connect-node ignores it.
+    req.on("error", (e) => x.settled || (req.writableEnded && writeAfterEnd(e)) || x.fail(nodeError(e)));
     req.on("response", (res) => {
       res.on("error", (e) => x.settled || x.fail(nodeError(e)));
       // (Errors are made only when needed: "close" comes after every answer's "end".)
@@ -203,7 +211,7 @@ export class Unary {
       x.onFail = () => {
         if (!stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
       };
-      stream.on("error", (e) => x.settled || x.fail(nodeError(e)));
+      stream.on("error", (e) => x.settled || (stream.writableEnded && writeAfterEnd(e)) || x.fail(nodeError(e)));
       stream.on("close", () => x.settled || x.fail(resetError(stream.rstCode)));
       stream.on("response", (h) => {
         const status = Number(h[":status"] ?? 0);
@@ -213,10 +221,16 @@ export class Unary {
           sm.notifyResponseByteRead(stream);
           x.data(chunk);
         });
-        stream.on("end", () => x.end());
+        // Node ends a stream's reading also when the stream is reset or its
+        // session dropped mid-answer: such an end is the reset's error, not
+        // the answer's end (a NO_ERROR reset leaves it to the Content-Length).
+        stream.on("end", () => (stream.closed && stream.rstCode !== http2.constants.NGHTTP2_NO_ERROR
+          ? x.fail(resetError(stream.rstCode)) : x.end()));
       });
       stream.end(body);
-    }, (e: unknown) => x.fail(nodeError(e)));
+    }, (e: unknown) => x.fail(nodeError(e)))
+      // Whatever throws above fails the call, not the process (an unhandled rejection).
+      .catch((e: unknown) => x.fail(nodeError(e)));
   }
 }
 
@@ -235,6 +249,8 @@ class Exchange {
   private readonly onAbort?: () => void;
   private chunks: Buffer[] = [];
   private size = 0;
+  /** The answer's Content-Length, when it gives one. */
+  private length?: number;
   /** The answer is Connect's error JSON; this error if it is not. */
   private errorFallback?: ConnectError;
 
@@ -270,9 +286,14 @@ class Exchange {
       this.fail(new ConnectError(`unsupported content type ${h.contentType}`, type ? Code.Internal : Code.Unknown));
       return false;
     }
-    if (h.length !== undefined && /^\d+$/.test(h.length) && Number(h.length) > this.maxBytes) {
-      this.fail(new ConnectError(`message size ${h.length} is larger than configured readMaxBytes ${this.maxBytes}`, Code.ResourceExhausted));
-      return false;
+    // Content-Length read as connect-es reads it (parseInt: a safe integer, not negative).
+    const n = h.length === undefined ? Number.NaN : parseInt(h.length, 10);
+    if (Number.isSafeInteger(n) && n >= 0) {
+      if (n > this.maxBytes) {
+        this.fail(new ConnectError(`message size ${n} is larger than configured readMaxBytes ${this.maxBytes}`, Code.ResourceExhausted));
+        return false;
+      }
+      this.length = n;
     }
     return true;
   }
@@ -280,6 +301,10 @@ class Exchange {
   data(chunk: Buffer): void {
     if (this.settled) return;
     this.size += chunk.byteLength;
+    if (this.length !== undefined && this.size > this.length) {
+      this.fail(promisedError(this.length, this.size));
+      return;
+    }
     if (this.size > this.maxBytes) {
       this.fail(new ConnectError(`message size is larger than configured readMaxBytes ${this.maxBytes}`, Code.ResourceExhausted));
       return;
@@ -289,6 +314,13 @@ class Exchange {
 
   end(): void {
     if (this.settled) return;
+    // An answer cut off (a stream reset with NO_ERROR, a connection closed)
+    // is refused, not decoded: a binary message cut at a field's boundary
+    // would decode as a shorter one.
+    if (this.length !== undefined && this.size !== this.length) {
+      this.fail(promisedError(this.length, this.size));
+      return;
+    }
     const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.size);
     this.finish();
     if (this.errorFallback) this.reject(errorFromJson(body, this.errorFallback));
@@ -351,9 +383,13 @@ export function codeFromHttpStatus(status: number): Code {
   }
 }
 
-/** A Node.js error as connect-node makes it a ConnectError. */
-function nodeError(e: unknown): ConnectError {
-  if (e instanceof ConnectError) return e;
+/** An answer whose body is not as long as its Content-Length, as connect-es says it. */
+function promisedError(length: number, size: number): ConnectError {
+  return new ConnectError(`protocol error: promised ${length} bytes, received ${size}`, Code.InvalidArgument);
+}
+
+/** The codes of a Node.js error and of its causes. */
+function errorCodes(e: unknown): string[] {
   const codes: string[] = [];
   const seen = new Set<unknown>();
   for (let c = e; c instanceof Error && !seen.has(c); c = c.cause) {
@@ -361,6 +397,18 @@ function nodeError(e: unknown): ConnectError {
     const code = (c as { code?: unknown }).code;
     if (typeof code === "string") codes.push(code);
   }
+  return codes;
+}
+
+/** A write after a request's end, which connect-node ignores once the request's writing has ended. */
+function writeAfterEnd(e: unknown): boolean {
+  return errorCodes(e).includes("ERR_STREAM_WRITE_AFTER_END");
+}
+
+/** A Node.js error as connect-node makes it a ConnectError. */
+function nodeError(e: unknown): ConnectError {
+  if (e instanceof ConnectError) return e;
+  const codes = errorCodes(e);
   let code = Code.Internal;
   if (codes.includes("ERR_STREAM_WRITE_AFTER_END")) code = Code.Aborted;
   else if (codes.some((c) => c === "ERR_STREAM_DESTROYED" || c === "ERR_HTTP2_INVALID_STREAM" || c === "ECONNRESET")) code = Code.Aborted;

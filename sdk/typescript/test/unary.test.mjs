@@ -133,6 +133,13 @@ const ANSWERS = {
     for (let i = 0; i < 3; i++) res.write(" ".repeat(600));
     res.end();
   },
+  // Answers cut off after a part of their body (HTTP/2: the stream reset
+  // with CANCEL or NO_ERROR, the session dropped; HTTP/1.1: the socket
+  // closed), each cut at a field's boundary: a binary message would decode.
+  "sc-cut-cancel": (res, json) => cutOff(res, json, (r) => r.stream.close(http2.constants.NGHTTP2_CANCEL)),
+  "sc-cut-no-error": (res, json) => cutOff(res, json, (r) => r.stream.close(http2.constants.NGHTTP2_NO_ERROR)),
+  "sc-cut-session": (res, json) => cutOff(res, json, (r) => r.stream.session.destroy()),
+  "sc-cut-socket": (res, json) => cutOff(res, json, (r) => r.socket.destroy()),
   "sc-ok": (res, json) => {
     const msg = create(GetResultResponseSchema, { callId: "sc-ok", state: CallState.DONE, response: { tool: "echo" } });
     if (json) {
@@ -143,6 +150,23 @@ const ANSWERS = {
     }
   },
 };
+
+/** The HTTP version a cut-off answer is for (the others answer it as any unknown scenario). */
+const CUT_OFF = { "sc-cut-cancel": "2", "sc-cut-no-error": "2", "sc-cut-session": "2", "sc-cut-socket": "1.1" };
+
+/**
+ * A GetResult answer whose head promises its whole body and whose first
+ * field (the call id) alone is sent before `cut` ends it; then the rest
+ * would follow.
+ */
+function cutOff(res, json, cut) {
+  const msg = create(GetResultResponseSchema, { callId: "sc-cut", state: CallState.DONE, response: { tool: "echo" } });
+  const whole = json ? Buffer.from(JSON.stringify({ callId: "sc-cut", state: "CALL_STATE_DONE", response: { tool: "echo" } }))
+    : Buffer.from(toBinary(GetResultResponseSchema, msg));
+  const part = json ? whole.subarray(0, 10) : whole.subarray(0, 2 + "sc-cut".length);
+  res.writeHead(200, { "content-type": json ? "application/json" : "application/proto", "content-length": String(whole.byteLength) });
+  res.write(part, () => cut(res));
+}
 
 function send(res, status, headers, body) {
   const b = Buffer.from(body, typeof body === "string" ? "latin1" : undefined);
@@ -213,7 +237,8 @@ describe("the unary path against servers of the test's own", () => {
       });
 
       test("each answer fails as it does through connect-es", async () => {
-        for (const id of Object.keys(ANSWERS).filter((k) => k !== "sc-ok")) {
+        const ids = Object.keys(ANSWERS).filter((k) => k !== "sc-ok" && (CUT_OFF[k] ?? config.httpVersion) === config.httpVersion);
+        for (const id of ids) {
           const mine = await client.getResult(id).then(() => assert.fail(`${id}: answered`), (e) => e);
           const theirs = await client.rpc.getResult({ callId: id }, { timeoutMs: 30_000 }).then(() => assert.fail(`${id}: answered`), (e) => e);
           assert.ok(mine instanceof tw.TransportError, `${id}: ${mine}`);
@@ -246,6 +271,21 @@ describe("the unary path against servers of the test's own", () => {
           assert.ok(err instanceof tw.TransportError, `${id}: ${err}`);
           assert.deepEqual([err.code, err.rawMessage], want, id);
         }
+      });
+
+      test("an answer cut off mid-body is refused", async () => {
+        const want = config.httpVersion === "2"
+          ? { "sc-cut-cancel": ["canceled", /^http\/2 stream closed with error code CANCEL \(0x8\)$/],
+            "sc-cut-no-error": ["invalid_argument", /^protocol error: promised \d+ bytes, received \d+$/],
+            "sc-cut-session": ["canceled", /^http\/2 stream closed with error code CANCEL \(0x8\)$/] }
+          : { "sc-cut-socket": ["aborted", /^aborted$/] };
+        for (const [id, [code, message]] of Object.entries(want)) {
+          const err = await client.getResult(id).then((r) => assert.fail(`${id}: answered ${JSON.stringify(r)}`), (e) => e);
+          assert.ok(err instanceof tw.TransportError, `${id}: ${err}`);
+          assert.equal(err.code, code, id);
+          assert.match(err.rawMessage, message, id);
+        }
+        assert.equal((await client.getResult("sc-ok")).callId, "sc-ok", "the client goes on");
       });
 
       test("an answer with a field this version does not know", async () => {
