@@ -27,6 +27,12 @@ export interface ClientOptions {
      * both on one port, but a proxy in between must speak HTTP/2 to it.
      */
     httpVersion?: "1.1" | "2";
+    /**
+     * The largest answer (or stream message) read, and request sent, in
+     * bytes: a longer answer is refused (TransportError "resource_exhausted")
+     * before it is read whole. At most, and by default, MAX_MESSAGE_BYTES.
+     */
+    maxMessageBytes?: number;
 }
 /** Options of every request. */
 export interface RequestOptions {
@@ -97,6 +103,8 @@ export declare class Client {
     /** The generated Connect client, for an RPC this layer does not cover. */
     readonly rpc: RpcClient<typeof DispatcherService>;
     readonly timeout: number;
+    /** The client's own path for the unary RPCs (Connect's unary protocol without connect-es's per-call machinery). */
+    private readonly wire;
     /** The HTTP/1.1 connections, or the HTTP/2 connection (httpVersion "2"). */
     private readonly agent?;
     private readonly session?;

@@ -46,6 +46,7 @@ import {
   type ToolSpec,
   type Usage,
 } from "./types.js";
+import { codeNames, Unary } from "./unary.js";
 
 /** Largest answer (or stream message) the client reads; a longer one is refused before it is read whole. */
 export const MAX_MESSAGE_BYTES = 64 << 20;
@@ -79,6 +80,12 @@ export interface ClientOptions {
    * both on one port, but a proxy in between must speak HTTP/2 to it.
    */
   httpVersion?: "1.1" | "2";
+  /**
+   * The largest answer (or stream message) read, and request sent, in
+   * bytes: a longer answer is refused (TransportError "resource_exhausted")
+   * before it is read whole. At most, and by default, MAX_MESSAGE_BYTES.
+   */
+  maxMessageBytes?: number;
 }
 
 /** Options of every request. */
@@ -143,15 +150,6 @@ export interface ApproveOptions extends RequestOptions {
   ttl?: number;
   tool?: string;
 }
-
-const codeNames: Record<number, string> = {
-  [Code.Canceled]: "canceled", [Code.Unknown]: "unknown", [Code.InvalidArgument]: "invalid_argument",
-  [Code.DeadlineExceeded]: "deadline_exceeded", [Code.NotFound]: "not_found", [Code.AlreadyExists]: "already_exists",
-  [Code.PermissionDenied]: "permission_denied", [Code.ResourceExhausted]: "resource_exhausted",
-  [Code.FailedPrecondition]: "failed_precondition", [Code.Aborted]: "aborted", [Code.OutOfRange]: "out_of_range",
-  [Code.Unimplemented]: "unimplemented", [Code.Internal]: "internal", [Code.Unavailable]: "unavailable",
-  [Code.DataLoss]: "data_loss", [Code.Unauthenticated]: "unauthenticated",
-};
 
 /** Watch failures that another try would meet again. */
 const watchFatal = new Set(["unauthenticated", "permission_denied", "invalid_argument", "resource_exhausted"]);
@@ -227,6 +225,8 @@ export class Client {
   /** The generated Connect client, for an RPC this layer does not cover. */
   readonly rpc: RpcClient<typeof DispatcherService>;
   readonly timeout: number;
+  /** The client's own path for the unary RPCs (Connect's unary protocol without connect-es's per-call machinery). */
+  private readonly wire: Unary;
   /** The HTTP/1.1 connections, or the HTTP/2 connection (httpVersion "2"). */
   private readonly agent?: http.Agent;
   private readonly session?: Http2SessionManager;
@@ -247,6 +247,10 @@ export class Client {
     if (version !== "1.1" && version !== "2") {
       throw new TypeError(`toolwire: httpVersion ${JSON.stringify(version)}: want "1.1" or "2"`);
     }
+    const maxBytes = options.maxMessageBytes ?? MAX_MESSAGE_BYTES;
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < 1 || maxBytes > MAX_MESSAGE_BYTES) {
+      throw new RangeError(`toolwire: maxMessageBytes ${maxBytes}: want a whole number of bytes from 1 to ${MAX_MESSAGE_BYTES}`);
+    }
     const headers: Interceptor = (next) => async (req) => {
       req.header.set("User-Agent", USER_AGENT);
       if (apiKey) req.header.set("Authorization", "Bearer " + apiKey);
@@ -256,9 +260,9 @@ export class Client {
       baseUrl: url.href.replace(/\/+$/, ""),
       useBinaryFormat: !options.json,
       interceptors: [headers],
-      readMaxBytes: MAX_MESSAGE_BYTES,
+      readMaxBytes: maxBytes,
       acceptCompression: [],
-      writeMaxBytes: MAX_MESSAGE_BYTES,
+      writeMaxBytes: maxBytes,
     };
     let transport;
     if (version === "2") {
@@ -272,6 +276,10 @@ export class Client {
       transport = createConnectTransport({ ...common, httpVersion: "1.1", nodeOptions: { agent: this.agent } });
     }
     this.rpc = createClient(DispatcherService, transport);
+    this.wire = new Unary({
+      base: new URL(common.baseUrl), json: !!options.json, maxBytes, userAgent: USER_AGENT, apiKey,
+      agent: this.agent, session: this.session,
+    });
   }
 
   /**
@@ -338,7 +346,7 @@ export class Client {
     const req: CallInit = { ...this.request(tool, args, o), wait: seconds2duration(wait) };
     if (o.applyIntents) req.applyIntents = true;
     if (o.waitForApproval) req.waitForApproval = true;
-    const resp = await this.unary("call " + tool, undefined, () => this.rpc.call(req, this.opts(o, wait + HEADROOM)));
+    const resp = await this.unary("call " + tool, undefined, () => this.wire.call(DispatcherService.method.call, req, this.opts(o, wait + HEADROOM)));
     o.onSubmitted?.(resp.callId);
     const r = terminal(resp.callId, resp.state, resp.response, resp.unconfirmed);
     r.session = resp.session ? session(resp.session) : undefined;
@@ -387,7 +395,7 @@ export class Client {
    * error: Submission.result says why; a parked call has Submission.approval.
    */
   async submit(tool: string, args?: Args, o: SubmitOptions = {}): Promise<Submission> {
-    const resp = await this.unary("submit " + tool, o.signal, () => this.rpc.submit(this.request(tool, args, o), this.opts(o)));
+    const resp = await this.unary("submit " + tool, o.signal, () => this.wire.call(DispatcherService.method.submit, this.request(tool, args, o), this.opts(o)));
     const sub: Submission = {
       callId: resp.callId, duplicate: resp.duplicate, unconfirmed: resp.unconfirmed, result: undefined,
       approval: undefined, state: stateName(resp.state), raw: resp,
@@ -409,7 +417,7 @@ export class Client {
   async getResult(callId: string, o: RequestOptions & { wait?: number } = {}): Promise<Result> {
     const wait = fitWait(o.wait ?? 0, o.timeout);
     const req = wait > 0 ? { callId, wait: seconds2duration(wait) } : { callId };
-    const resp = await this.unary("get result " + callId, o.signal, () => this.rpc.getResult(req, this.opts(o, wait + HEADROOM)), unknownCall(callId));
+    const resp = await this.unary("get result " + callId, o.signal, () => this.wire.call(DispatcherService.method.getResult, req, this.opts(o, wait + HEADROOM)), unknownCall(callId));
     return terminal(resp.callId || callId, resp.state, resp.response);
   }
 
@@ -419,7 +427,7 @@ export class Client {
    * "ALREADY_FINISHED" or "UNKNOWN_CALL"; twice, late or unknown is harmless.
    */
   async cancel(callId: string, reason = "", o: RequestOptions = {}): Promise<string> {
-    const resp = await this.unary("cancel " + callId, o.signal, () => this.rpc.cancel({ callId, reason }, this.opts(o)));
+    const resp = await this.unary("cancel " + callId, o.signal, () => this.wire.call(DispatcherService.method.cancel, { callId, reason }, this.opts(o)));
     return CancelOutcome[resp.outcome] ?? "UNSPECIFIED";
   }
 
@@ -473,7 +481,7 @@ export class Client {
    */
   async listTools(nameGlob = "", o: ListOptions = {}): Promise<ToolSpec[]> {
     const resp = await this.unary("list tools", o.signal, () =>
-      this.rpc.listTools({ format: ToolFormat.NATIVE, nameGlob, session: o.session ?? "", model: o.model ?? "" }, this.opts(o)));
+      this.wire.call(DispatcherService.method.listTools, { format: ToolFormat.NATIVE, nameGlob, session: o.session ?? "", model: o.model ?? "" }, this.opts(o)));
     return resp.tools.map(toolSpec);
   }
 
@@ -485,7 +493,7 @@ export class Client {
       throw new TypeError(`toolwire: unknown tool format ${JSON.stringify(format)} (openai, anthropic, gemini, mcp)`);
     }
     const resp = await this.unary("export tools", o.signal, () =>
-      this.rpc.listTools({ format: f, nameGlob, session: o.session ?? "", model: o.model ?? "" }, this.opts(o)));
+      this.wire.call(DispatcherService.method.listTools, { format: f, nameGlob, session: o.session ?? "", model: o.model ?? "" }, this.opts(o)));
     const v = JSON.parse(resp.toolsJson || "[]");
     return Array.isArray(v) ? v : [];
   }
@@ -496,7 +504,7 @@ export class Client {
    */
   async getTool(name: string, version = "", o: RequestOptions & { model?: string } = {}): Promise<ToolSpec> {
     const resp = await this.unary("get tool " + name, o.signal, () =>
-      this.rpc.getTool({ name, version, model: o.model ?? "" }, this.opts(o)));
+      this.wire.call(DispatcherService.method.getTool, { name, version, model: o.model ?? "" }, this.opts(o)));
     if (!resp.tool) throw new TransportError("get tool " + name, "internal", "the answer has no tool");
     return toolSpec(resp.tool);
   }
@@ -505,28 +513,28 @@ export class Client {
 
   /** The state the reference applier keeps for a session. */
   async getSession(name: string, o: RequestOptions = {}): Promise<Session> {
-    const resp = await this.unary("get session " + name, o.signal, () => this.rpc.getSession({ session: name }, this.opts(o)));
+    const resp = await this.unary("get session " + name, o.signal, () => this.wire.call(DispatcherService.method.getSession, { session: name }, this.opts(o)));
     return sessionOf("get session " + name, resp.session);
   }
 
   /** Apply the intents of a finished call to its session, each exactly once (repeating applies nothing new). */
   async applyIntents(callId: string, o: RequestOptions = {}): Promise<ApplyIntentsResult> {
     const op = "apply intents of " + callId;
-    const resp = await this.unary(op, o.signal, () => this.rpc.applyIntents({ callId }, this.opts(o)));
+    const resp = await this.unary(op, o.signal, () => this.wire.call(DispatcherService.method.applyIntents, { callId }, this.opts(o)));
     return { session: sessionOf(op, resp.session), applied: resp.applied, skipped: resp.skipped, refused: resp.refused.map(appliedIntent) };
   }
 
   /** Set a session's mode (admin scope). */
   async setSessionMode(name: string, mode: string, o: RequestOptions = {}): Promise<Session> {
     const op = "set session mode " + name;
-    const resp = await this.unary(op, o.signal, () => this.rpc.setSessionMode({ session: name, mode }, this.opts(o)));
+    const resp = await this.unary(op, o.signal, () => this.wire.call(DispatcherService.method.setSessionMode, { session: name, mode }, this.opts(o)));
     return sessionOf(op, resp.session);
   }
 
   /** End a session: its later calls are refused SESSION_INACTIVE (admin scope). */
   async endSession(name: string, reason = "", o: RequestOptions = {}): Promise<Session> {
     const op = "end session " + name;
-    const resp = await this.unary(op, o.signal, () => this.rpc.endSession({ session: name, reason }, this.opts(o)));
+    const resp = await this.unary(op, o.signal, () => this.wire.call(DispatcherService.method.endSession, { session: name, reason }, this.opts(o)));
     return sessionOf(op, resp.session);
   }
 
@@ -537,7 +545,7 @@ export class Client {
     o: RequestOptions & { tool?: string; session?: string; agent?: string; limit?: number } = {}): Promise<Approval[]> {
     const s = state ? ApprovalState[state.toUpperCase() as keyof typeof ApprovalState] : ApprovalState.UNSPECIFIED;
     if (s === undefined) throw new TypeError(`toolwire: unknown approval state ${JSON.stringify(state)}`);
-    const resp = await this.unary("list approvals", o.signal, () => this.rpc.listApprovals(
+    const resp = await this.unary("list approvals", o.signal, () => this.wire.call(DispatcherService.method.listApprovals,
       { state: s, tool: o.tool ?? "", session: o.session ?? "", agent: o.agent ?? "", limit: o.limit ?? 0 }, this.opts(o)));
     return resp.approvals.map(approval);
   }
@@ -545,7 +553,7 @@ export class Client {
   /** One approval (approve scope). */
   async getApproval(id: string, o: RequestOptions = {}): Promise<Approval> {
     const op = "get approval " + id;
-    const resp = await this.unary(op, o.signal, () => this.rpc.getApproval({ id }, this.opts(o)));
+    const resp = await this.unary(op, o.signal, () => this.wire.call(DispatcherService.method.getApproval, { id }, this.opts(o)));
     if (!resp.approval) throw new TransportError(op, "internal", "the answer has no approval");
     return approval(resp.approval);
   }
@@ -555,7 +563,7 @@ export class Client {
     const op = "approve " + id;
     const scope = ApprovalScope[(o.scope ?? "once").toUpperCase() as keyof typeof ApprovalScope];
     if (scope === undefined) throw new TypeError(`toolwire: unknown approval scope ${JSON.stringify(o.scope)}`);
-    const resp = await this.unary(op, o.signal, () => this.rpc.approve({
+    const resp = await this.unary(op, o.signal, () => this.wire.call(DispatcherService.method.approve, {
       id, scope, reason: o.reason ?? "", argsPattern: o.argsPattern ?? {}, tool: o.tool ?? "",
       ttl: o.ttl !== undefined ? seconds2duration(o.ttl) : undefined,
     }, this.opts(o)));
@@ -566,20 +574,20 @@ export class Client {
   /** Deny a parked call; its caller gets PERMISSION_DENIED with the reason. */
   async deny(id: string, reason: string, o: RequestOptions = {}): Promise<Approval> {
     const op = "deny " + id;
-    const resp = await this.unary(op, o.signal, () => this.rpc.deny({ id, reason }, this.opts(o)));
+    const resp = await this.unary(op, o.signal, () => this.wire.call(DispatcherService.method.deny, { id, reason }, this.opts(o)));
     if (!resp.approval) throw new TransportError(op, "internal", "the answer has no approval");
     return approval(resp.approval);
   }
 
   /** The standing grants of the caller's tenant (approve scope). */
   async listGrants(o: RequestOptions & { agent?: string; session?: string } = {}): Promise<Grant[]> {
-    const resp = await this.unary("list grants", o.signal, () => this.rpc.listGrants({ agent: o.agent ?? "", session: o.session ?? "" }, this.opts(o)));
+    const resp = await this.unary("list grants", o.signal, () => this.wire.call(DispatcherService.method.listGrants, { agent: o.agent ?? "", session: o.session ?? "" }, this.opts(o)));
     return resp.grants.map(grant);
   }
 
   /** Remove a grant; true when it existed. */
   async revokeGrant(id: string, o: RequestOptions = {}): Promise<boolean> {
-    const resp = await this.unary("revoke grant " + id, o.signal, () => this.rpc.revokeGrant({ id }, this.opts(o)));
+    const resp = await this.unary("revoke grant " + id, o.signal, () => this.wire.call(DispatcherService.method.revokeGrant, { id }, this.opts(o)));
     return resp.revoked;
   }
 
@@ -587,7 +595,7 @@ export class Client {
 
   /** Each limit of the policy in force as it stands for the caller's agent (or, with the admin scope, another agent, session, user or run). */
   async usage(o: RequestOptions & { agent?: string; session?: string; user?: string; run?: string } = {}): Promise<Usage> {
-    const resp = await this.unary("usage", o.signal, () => this.rpc.getUsage(
+    const resp = await this.unary("usage", o.signal, () => this.wire.call(DispatcherService.method.getUsage,
       { agent: o.agent ?? "", session: o.session ?? "", user: o.user ?? "", run: o.run ?? "" }, this.opts(o)));
     return { limits: resp.limits.map(limitUsage), policyVersion: resp.policyVersion };
   }
