@@ -47,6 +47,11 @@
 //     (sessionsPolicy; the loop guard off); reported as a share of
 //     toolwire-nats' calls/s (issue 30's goal: at least 0.9× at 64 in
 //     flight; BENCHMARKS.md has the runs measured with -sessions).
+//   - toolwire-http+shaped and toolwire-http+plain (-shaped; the suite
+//     runs it after the memory measurement): issue 31's cost, calls with
+//     a client profile, a model's toolset and a delegation chain in force
+//     against calls without them on the same stack. Described under
+//     "Shaped calls".
 //   - jetstream-raw (-path baseline): the baseline every other system is
 //     reported against (issue 33): the same round trip written directly
 //     against nats.go's jetstream package with nothing of toolwire in it,
@@ -155,6 +160,66 @@
 //     memory, and a larger live heap makes every GC cycle dearer). Latencies are exact: every call's duration is kept and
 //     sorted (nearest-rank percentiles).
 //   - Memory per 10,000 calls in flight: see MeasureMemory.
+//
+// # Shaped calls
+//
+// MeasureShaped (toolwire-bench -shaped) measures what issue 31's shaping
+// costs a call: "with a profile, a toolset and a chain in force, calls/s
+// at least 0.9× without at 64 in flight". A shaped call is the plain
+// http path's echo call through the Connect client with three things
+// more: the Toolwire-Client-Profile header naming the shipped claude
+// profile (the API renders the answer with it: `_meta` filtered,
+// fallbacks), the model claude-sonnet-4-5 in the request (the policy's
+// model_families glob puts it in the claude family, whose toolset is in
+// force: sleep, fail and the bench's own tools hidden, echo offered with
+// a schema variant each call is checked against too), and a
+// parent_call_id naming a call that runs for the whole measurement (the
+// delegation step: the parent reached, its state read, the link written,
+// its children and its chain counted).
+//
+// Decisions:
+//
+//   - The http path, the Connect API: it is the one face where all three
+//     apply together. The nats path (Dispatcher.Call in process) renders
+//     no profile (the faces do); MCP's tools/call takes a profile
+//     (clientInfo or the header) and a model (the Toolwire-Model header)
+//     but no parent (docs/delegation.md, "What is not there yet").
+//   - One stack for both kinds, and interleaved runs: plain and shaped
+//     calls are measured on the same server, dispatcher, worker and HTTP
+//     client, in Pairs pairs (default 3), plain first in the first pair
+//     (its warm-up also waits out the worker's start-up window) and the
+//     order alternating after that (P S, S P, P S), each run after its
+//     own warm-up; the ratio stated is the median of the pairs' ratios, so
+//     a burst of other load or the stream's growth weighs on both kinds
+//     alike. The plain calls therefore run under the same policy document
+//     (default allow, the model families and toolsets, the loop guard on;
+//     a call without a model meets no toolset, and the guard counts per
+//     session, which neither kind names) and beside the same held
+//     parents: the difference between the kinds is what a call names,
+//     nothing else. What a policy document costs by itself is
+//     toolwire-nats+policy's measurement.
+//   - The parents: calls of bench_parent, a native tool of the bench's
+//     worker that holds its slot until the measurement releases it
+//     (start-to-close an hour), submitted through the dispatcher core
+//     before the first run, while the pool is idle (so the queue-wait
+//     bound admits them), and awaited until all run. The worker gets a
+//     slot for each on top of its usual max(64, in flight), so the echo
+//     calls have the slots they have in every other system. A parent
+//     counts every child admitted against the dispatcher's bound on its
+//     children (256), finished or not, so the shaped calls are spread over
+//     enough parents for every shaped run's warm-up and measured calls,
+//     256 to a parent in order (the suite's 3 pairs of 20,000 calls and
+//     2,000 warm-up: 258 parents). The limits bucket, where the chain's
+//     records live for 24h (about half a KiB a call), is 1 GiB on this
+//     stack, so a long measurement is not refused for a full store.
+//   - Checked, not assumed: after the runs the first and the last parent
+//     used must have as many children (the API's GetDelegation) as shaped
+//     calls named them; a failed call stops the run with its error's text.
+//     At the end the parents are released and their results awaited (at
+//     most 30 s), then the stack stops; stop releases them too, so no
+//     error path leaves a parent holding the worker.
+//   - No CPU or allocation profile (-cpuprofile, -memprofile): the runs
+//     are several, of two kinds.
 //
 // # Hostile requests
 //

@@ -59,6 +59,10 @@ type stackOptions struct {
 	maxQueueWait time.Duration
 	// policy is the policy in force on the dispatcher; nil = none.
 	policy *policy.Policy
+	// busConfig is the stores' configuration of every bus.Open of the
+	// stack (the dispatcher's and the worker's, which would otherwise set
+	// a bucket back to its default size); zero = the defaults.
+	busConfig bus.Config
 }
 
 // stack is a running toolwire: dispatcher, registry watcher, an optional
@@ -79,12 +83,16 @@ type stack struct {
 	// warmUntil is when the worker's start-up costs are over: calls
 	// admitted earlier also look their cancel key up (worker.ClockSkew).
 	warmUntil time.Time
+
+	// gate holds bench_parent's calls until stop (or MeasureShaped's
+	// drain) opens it.
+	gate *parentGate
 }
 
 // startStack starts a stack on e. On error everything started is stopped.
 func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err error) {
 	log := e.cfg.Logger
-	started := &stack{} // s is nil on every error return: stop what started
+	started := &stack{gate: newParentGate()} // s is nil on every error return: stop what started
 	s = started
 	defer func() {
 		if err != nil {
@@ -96,7 +104,7 @@ func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err erro
 	if err != nil {
 		return nil, err
 	}
-	if s.bus, err = bus.Open(ctx, nc, bus.Config{}, bus.Options{}); err != nil {
+	if s.bus, err = bus.Open(ctx, nc, o.busConfig, bus.Options{}); err != nil {
 		return nil, err
 	}
 	if o.worker > 0 {
@@ -104,13 +112,13 @@ func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err erro
 		if err != nil {
 			return nil, err
 		}
-		wb, err := bus.Open(ctx, wnc, bus.Config{}, bus.Options{})
+		wb, err := bus.Open(ctx, wnc, o.busConfig, bus.Options{})
 		if err != nil {
 			return nil, err
 		}
 		// In-process, as a dispatcher's own workers: announcements go to
 		// the registrar directly (no dispatcher serves them yet).
-		w, err := workerconfig.NewWorker(ctx, wb, nil, workerconfig.Options{Name: "bench-worker", Tools: benchTools(), Concurrency: o.worker,
+		w, err := workerconfig.NewWorker(ctx, wb, nil, workerconfig.Options{Name: "bench-worker", Tools: benchTools(s.gate), Concurrency: o.worker,
 			Logger: log, Registry: registry.NewRegistrar(s.bus, log, nil, "")})
 		if err != nil {
 			return nil, err
@@ -121,7 +129,7 @@ func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err erro
 		s.worker = w
 		s.warmUntil = time.Now().Add(workerpkg.ClockSkew)
 	} else {
-		nat, err := native.NewWithConfig(native.Config{Logger: log}, benchTools()...)
+		nat, err := native.NewWithConfig(native.Config{Logger: log}, benchTools(s.gate)...)
 		if err != nil {
 			return nil, err
 		}
@@ -338,6 +346,7 @@ func checkEcho(r *toolwirev1.CallResponse) error {
 // registry watcher. The env closes the connections afterwards.
 func (s *stack) stop() error {
 	var errs []error
+	s.gate.open() // bench_parent's calls end: the worker stops without waiting for them
 	if s.mcp != nil {
 		errs = append(errs, s.mcp.Close())
 	}
@@ -373,14 +382,15 @@ type onePolicy struct{ p *policy.Policy }
 
 func (o onePolicy) For(string) *policy.Policy { return o.p }
 
-// benchTools are the built-in tools and bench_hook, a native before-hook
-// that lets every call go on (Config.Hook). Like any hook that only looks,
-// it is read-only and idempotent: its calls need no durable STARTED
-// before they run.
-func benchTools() []*tool.Tool {
+// benchTools are the built-in tools, bench_hook, a native before-hook
+// that lets every call go on (Config.Hook), and bench_parent, the parent
+// of MeasureShaped's delegated calls, held until g opens. Like any hook
+// that only looks, bench_hook is read-only and idempotent: its calls need
+// no durable STARTED before they run.
+func benchTools(g *parentGate) []*tool.Tool {
 	return append(builtin.Tools(), tool.Must(tool.New("bench_hook", func(context.Context, hook.BeforeRequest) (hook.BeforeAnswer, error) {
 		return hook.BeforeAnswer{Action: "continue"}, nil
-	}, tool.ReadOnly(), tool.Idempotent())))
+	}, tool.ReadOnly(), tool.Idempotent())), benchParent(g))
 }
 
 // hookPolicy is the policy of Config.Hook: every call allowed, one native
