@@ -198,20 +198,34 @@
 //     parents: the difference between the kinds is what a call names,
 //     nothing else. What a policy document costs by itself is
 //     toolwire-nats+policy's measurement.
-//   - The parents: calls of bench_parent, a native tool of the bench's
-//     worker that holds its slot until the measurement releases it
-//     (start-to-close an hour), submitted through the dispatcher core
-//     before the first run, while the pool is idle (so the queue-wait
-//     bound admits them), and awaited until all run. The worker gets a
-//     slot for each on top of its usual max(64, in flight), so the echo
-//     calls have the slots they have in every other system. A parent
-//     counts every child admitted against the dispatcher's bound on its
-//     children (256), finished or not, so the shaped calls are spread over
-//     enough parents for every shaped run's warm-up and measured calls,
-//     256 to a parent in order (the suite's 3 pairs of 20,000 calls and
-//     2,000 warm-up: 258 parents). The limits bucket, where the chain's
-//     records live for 24h (about half a KiB a call), is 1 GiB on this
-//     stack, so a long measurement is not refused for a full store.
+//   - The parents: calls of bench_parent, a native tool that holds its
+//     slot until the measurement releases it (start-to-close an hour),
+//     served by a second in-process worker in a pool of its own
+//     (bench-parents, a slot for each parent), submitted through the
+//     dispatcher core before the first run, while that pool is idle (so
+//     the queue-wait bound admits them), and awaited until all run. Not
+//     in echo's pool: a running call counts in its pool's backlog (the
+//     consumer's calls awaiting ack), by which admission judges a call's
+//     queue wait, so parents held there made echo calls be refused
+//     OVERLOADED; apart, echo's pool, its slots (max(64, in flight)) and
+//     its backlog are those of every other system. A parent counts every
+//     child admitted against the dispatcher's bound on its children
+//     (256), finished or not, so the shaped calls are spread over enough
+//     parents for every shaped run's warm-up and measured calls,
+//     ChildrenPerParent to a parent in order (default 256, the fewest
+//     parents: the suite's 3 pairs of 20,000 calls and 2,000 warm-up take
+//     258; -children takes fewer a parent, as the package's test does to
+//     keep the delegation step's listing of a parent's children short).
+//     The limits bucket, where the chain's records live for 24h (about
+//     half a KiB a call), is 1 GiB on this stack, so a long measurement is
+//     not refused for a full store.
+//   - The dispatcher's bound on queue wait is its default (2s), as for
+//     every system; -max-queue-wait changes it. On a loaded machine the
+//     shaped calls were refused OVERLOADED by it at 64 in flight ("12
+//     calls queued, finishing about 5 a second", with nothing pending or
+//     awaiting ack on the consumer): the pool's rate is measured from the
+//     calls it finishes, and slow admissions feed it few. A refused call
+//     fails the run, as everywhere in the bench.
 //   - Checked, not assumed: after the runs the first and the last parent
 //     used must have as many children (the API's GetDelegation) as shaped
 //     calls named them; a failed call stops the run with its error's text.

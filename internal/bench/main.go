@@ -22,12 +22,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("toolwire-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg Config
-	var suite, memory, execs, attack, overload, shaped bool
+	var suite, memory, execs, attack, overload bool
+	var sc ShapedConfig
 	var oc OverloadConfig
-	var attackServer, attackMatch string
-	var rounds, auditCalls, pairs, children int
-	var auditClient string
-	var logLevel string
+	var attackServer, attackMatch, auditClient, logLevel string
+	var rounds, auditCalls int
 	fs.BoolVar(&suite, "suite", false, "run the whole suite and print a markdown report")
 	fs.BoolVar(&execs, "executors", false, "measure each executor type through toolwire against the same work done directly")
 	fs.BoolVar(&memory, "memory", false, "measure only the dispatcher's memory per 10k calls in flight")
@@ -44,9 +43,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.Hook, "hook", false, "put a policy with one native before-hook on every call in force on the dispatcher")
 	fs.BoolVar(&cfg.Limits, "limits", false, "put a policy with one rate limit and one budget on every call in force on the dispatcher")
 	fs.BoolVar(&cfg.Sessions, "sessions", false, "name a session in every call (one per caller in flight, each opened in a mode) under a policy that pins versions per session (nats path)")
-	fs.BoolVar(&shaped, "shaped", false, "measure calls with a client profile, a model's toolset and a parent call in force against plain calls on the same stack (the http path), in alternating pairs")
-	fs.IntVar(&pairs, "pairs", DefaultPairs, "with -shaped: pairs of runs (one plain, one shaped each)")
-	fs.IntVar(&children, "children", MaxChildrenPerParent, "with -shaped: shaped calls on behalf of one parent (1 to 256)")
+	shaped := shapedFlags(fs, &sc)
+	fs.DurationVar(&cfg.MaxQueueWait, "max-queue-wait", 0, "the dispatcher's bound on a call's expected queue wait (0 = its default, 2s, as in production; a refused call fails the run)")
 	fs.IntVar(&cfg.InFlight, "inflight", 64, "calls in flight")
 	fs.IntVar(&cfg.Calls, "n", 20000, "calls measured")
 	fs.IntVar(&cfg.Warmup, "warmup", 0, "warm-up calls, not measured (0 = n/10, -1 = none)")
@@ -62,7 +60,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	cfg.Logger = log
-	if err := shapedPath(fs, &cfg, shaped); err != nil {
+	if err := shapedPath(fs, &cfg, *shaped); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
@@ -99,9 +97,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		if r, err = MeasureAudit(ctx, cfg, auditCalls); err == nil {
 			fmt.Fprintln(stdout, "AUDIT", r)
 		}
-	case shaped:
+	case *shaped:
+		sc.Config = cfg
 		var r ShapedResult
-		if r, err = MeasureShaped(ctx, ShapedConfig{Config: cfg, Pairs: pairs, ChildrenPerParent: children}, stderr); err == nil {
+		if r, err = MeasureShaped(ctx, sc, stderr); err == nil {
 			WriteShaped(stdout, r)
 		}
 	case suite:
@@ -119,6 +118,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// shapedFlags defines -shaped and its settings on fs.
+func shapedFlags(fs *flag.FlagSet, sc *ShapedConfig) (shaped *bool) {
+	shaped = fs.Bool("shaped", false, "measure calls with a client profile, a model's toolset and a parent call in force against plain calls on the same stack (the http path), in alternating pairs")
+	fs.IntVar(&sc.Pairs, "pairs", DefaultPairs, "with -shaped: pairs of runs (one plain, one shaped each)")
+	fs.IntVar(&sc.ChildrenPerParent, "children", MaxChildrenPerParent, "with -shaped: shaped calls on behalf of one parent (1 to 256)")
+	return shaped
 }
 
 // shapedPath sets the http path for -shaped (when shaped), the only one

@@ -39,8 +39,11 @@ const (
 	// (dispatch.Config.MaxDelegationFanOut), which counts every child
 	// admitted, finished or not.
 	MaxChildrenPerParent = 256
-	// parentTool is the tool of the parents (benchParent).
+	// parentTool is the tool of the parents (benchParent), served in
+	// parentPool.
 	parentTool = "bench_parent"
+	// parentPool is the parents' pool: not the echo calls' (native).
+	parentPool = "bench-parents"
 )
 
 // System names of the two kinds of run of MeasureShaped.
@@ -232,12 +235,12 @@ func MeasureShaped(ctx context.Context, sc ShapedConfig, progress io.Writer) (r 
 	return r, sh.checkChildren(ctx, r.Delegated)
 }
 
-// startShaped starts MeasureShaped's stack on e (sc's parents' slots
-// added to the worker's) and holds its parents; on error everything it
-// started is stopped.
+// startShaped starts MeasureShaped's stack on e (with a worker of its
+// own for the parents, a slot each) and holds its parents; on error
+// everything it started is stopped.
 func startShaped(ctx context.Context, e *env, sc ShapedConfig) (*shapedCalls, error) {
 	parents := sc.parentsFor()
-	o := stackOptions{worker: sc.workerConcurrency() + parents, http: true, maxQueueWait: sc.MaxQueueWait,
+	o := stackOptions{worker: sc.workerConcurrency(), parents: parents, http: true, maxQueueWait: sc.MaxQueueWait,
 		busConfig: bus.Config{LimitsMaxBytes: shapedLimitsBytes}}
 	var err error
 	if o.policy, err = policy.Parse([]byte(shapedPolicy)); err != nil {
@@ -297,8 +300,8 @@ func shapedRequest(parent, args string) *toolwirev1.CallRequest {
 const parentStart = 30 * time.Second
 
 // holdParents submits n calls of bench_parent through the dispatcher
-// core and waits until all of them run: each holds a worker slot until
-// the stack's gate opens. On error the parents submitted so far are in
+// core and waits until all of them run: each holds a slot of the
+// parents' worker until the stack's gate opens. On error the parents submitted so far are in
 // the answer, for releaseParents.
 func (s *stack) holdParents(ctx context.Context, n int) (*shapedCalls, error) {
 	sh := &shapedCalls{s: s}
