@@ -206,9 +206,10 @@
 //     the queue-wait bound admits them), and awaited until all run. Not
 //     in echo's pool: a running call counts in its pool's backlog (the
 //     consumer's calls awaiting ack), by which admission judges a call's
-//     queue wait, so parents held there made echo calls be refused
-//     OVERLOADED; apart, echo's pool, its slots (max(64, in flight)) and
-//     its backlog are those of every other system. A parent counts every
+//     queue wait (9 of the "10 calls queued" when an echo call was
+//     refused OVERLOADED, on a loaded machine, were held parents); apart,
+//     echo's pool, its slots (max(64, in flight)) and its backlog are
+//     those of every other system. A parent counts every
 //     child admitted against the dispatcher's bound on its children
 //     (256), finished or not, so the shaped calls are spread over enough
 //     parents for every shaped run's warm-up and measured calls,
