@@ -20,7 +20,7 @@ TEST_TIMEOUT ?= 40m
 TEST_FLAGS   ?=
 # Arguments for the dispatcher in `make run`, e.g. ARGS='--http 127.0.0.1:9080'.
 ARGS         ?=
-# Arguments for `make bench`.
+# Arguments for `make bench` and `make bench-shaped`.
 BENCH_FLAGS  ?=
 # Chart checks (make chart-check): pinned tools built from the module
 # proxy into ./bin/chart (once per version), and the Kubernetes version
@@ -44,7 +44,7 @@ NATS_SERVER   := $(CHART_BIN)/nats-server
 # `none`. Empty = chosen by scripts/proto-breaking.sh (see there).
 BREAKING_AGAINST ?=
 
-.PHONY: help run build generate verify lint test soak bench bench-archive clean \
+.PHONY: help run build generate verify lint test soak bench bench-shaped bench-archive clean \
 	verify-proto-format verify-proto-lint verify-generated verify-mod verify-breaking verify-selftest mcp-everything mcp-clients azurite ts-sdk ts-tool \
 	dashboard-e2e chromium iproute2 dashboard-screenshots chart-check chart-tools
 
@@ -271,8 +271,15 @@ dashboard-screenshots: dashboard-e2e chromium ## run the dashboard's browser tes
 	mkdir -p docs/images
 	DASHBOARD_SHOTS=$(CURDIR)/docs/images $(GO) test -count=1 -run 'TestBrowser' $(TEST_FLAGS) ./internal/dashboard/
 
+# The suite ends with the shaped calls' cost (issue 31: a client profile,
+# a toolset and a delegation chain in force against plain calls, 3
+# alternating pairs at 64 in flight on one stack); bench-shaped runs that
+# part alone.
 bench: ## run the benchmark suite (results for BENCHMARKS.md)
 	$(GO) run ./cmd/toolwire-bench -suite $(BENCH_FLAGS)
+
+bench-shaped: ## profile, toolset and chain in force against plain calls, 3 alternating pairs at 64 in flight (issue 31)
+	$(GO) run ./cmd/toolwire-bench -shaped $(BENCH_FLAGS)
 
 bench-archive: ## archive throughput: messages archived a second and a CPU-second (issue 29)
 	$(GO) test -run XXX -bench BenchmarkArchiverThroughput -benchtime 3x ./internal/archive/

@@ -8,4 +8,5 @@
 //	toolwire-bench -path nats -inflight 64 -n 20000  # one measurement, ending with a RESULT line
 //	toolwire-bench -attack                         # hostile requests: time to refusal and dispatcher memory
 //	toolwire-bench -overload                       # 10x a pool's capacity for 60s: accepted, refused, expired, recovery
+//	toolwire-bench -shaped                         # profile, toolset and chain in force against plain calls (http path, 3 pairs)
 package main

@@ -91,7 +91,7 @@ func TestSuitePrintsTheTable(t *testing.T) {
 	defer cancel()
 	var out, progress strings.Builder
 	err := RunSuite(ctx, SuiteConfig{Config: testConfig(t), Levels: []Level{{InFlight: 4, Calls: 50, Warmup: -1}},
-		Rounds: 1, MemoryCalls: 200}, &out, &progress)
+		Rounds: 1, MemoryCalls: 200, Shaped: Level{InFlight: 4, Calls: 50, Warmup: -1}, ShapedPairs: 1}, &out, &progress)
 	require.NoError(t, err)
 	for _, system := range []string{"jetstream-raw", "jetstream-fetch", "toolwire-nats", "toolwire-nats+policy", "toolwire-nats+limits", "toolwire-nats+hook",
 		"toolwire-nats+sessions", "toolwire-http", "toolwire-mcp"} {
@@ -104,6 +104,7 @@ func TestSuitePrintsTheTable(t *testing.T) {
 	require.Contains(t, out.String(), "With one native before-hook on every call at 4 in flight:")
 	require.Contains(t, out.String(), "With sessions, a mode and pins in force at 4 in flight:")
 	require.Contains(t, out.String(), "MCP tools/call at 4 in flight:")
+	require.Contains(t, out.String(), "With a profile, a toolset and a chain in force at 4 in flight:")
 	require.Contains(t, out.String(), "| in flight | jetstream-raw | jetstream-fetch | toolwire-nats | toolwire-nats+policy |")
 	require.Contains(t, out.String(), "Memory (median of 1): dispatcher heap per 10k calls in flight")
 }

@@ -47,6 +47,11 @@
 //     (sessionsPolicy; the loop guard off); reported as a share of
 //     toolwire-nats' calls/s (issue 30's goal: at least 0.9× at 64 in
 //     flight; BENCHMARKS.md has the runs measured with -sessions).
+//   - toolwire-http+shaped and toolwire-http+plain (-shaped; the suite
+//     runs it after the memory measurement): issue 31's cost, calls with
+//     a client profile, a model's toolset and a delegation chain in force
+//     against calls without them on the same stack. Described under
+//     "Shaped calls".
 //   - jetstream-raw (-path baseline): the baseline every other system is
 //     reported against (issue 33): the same round trip written directly
 //     against nats.go's jetstream package with nothing of toolwire in it,
@@ -155,6 +160,81 @@
 //     memory, and a larger live heap makes every GC cycle dearer). Latencies are exact: every call's duration is kept and
 //     sorted (nearest-rank percentiles).
 //   - Memory per 10,000 calls in flight: see MeasureMemory.
+//
+// # Shaped calls
+//
+// MeasureShaped (toolwire-bench -shaped) measures what issue 31's shaping
+// costs a call: "with a profile, a toolset and a chain in force, calls/s
+// at least 0.9× without at 64 in flight". A shaped call is the plain
+// http path's echo call through the Connect client with three things
+// more: the Toolwire-Client-Profile header naming the shipped claude
+// profile (the API renders the answer with it: `_meta` filtered,
+// fallbacks), the model claude-sonnet-4-5 in the request (the policy's
+// model_families glob puts it in the claude family, whose toolset is in
+// force: sleep, fail and the bench's own tools hidden, echo offered with
+// a schema variant each call is checked against too), and a
+// parent_call_id naming a call that runs for the whole measurement (the
+// delegation step: the parent reached, its state read, the link written,
+// its children and its chain counted).
+//
+// Decisions:
+//
+//   - The http path, the Connect API: it is the one face where all three
+//     apply together. The nats path (Dispatcher.Call in process) renders
+//     no profile (the faces do); MCP's tools/call takes a profile
+//     (clientInfo or the header) and a model (the Toolwire-Model header)
+//     but no parent (docs/delegation.md, "What is not there yet").
+//   - One stack for both kinds, and interleaved runs: plain and shaped
+//     calls are measured on the same server, dispatcher, worker and HTTP
+//     client, in Pairs pairs (default 3), plain first in the first pair
+//     (its warm-up also waits out the worker's start-up window) and the
+//     order alternating after that (P S, S P, P S), each run after its
+//     own warm-up; the ratio stated is the median of the pairs' ratios, so
+//     a burst of other load or the stream's growth weighs on both kinds
+//     alike. The plain calls therefore run under the same policy document
+//     (default allow, the model families and toolsets, the loop guard on;
+//     a call without a model meets no toolset, and the guard counts per
+//     session, which neither kind names) and beside the same held
+//     parents: the difference between the kinds is what a call names,
+//     nothing else. What a policy document costs by itself is
+//     toolwire-nats+policy's measurement.
+//   - The parents: calls of bench_parent, a native tool that holds its
+//     slot until the measurement releases it (start-to-close an hour),
+//     served by a second in-process worker in a pool of its own
+//     (bench-parents, a slot for each parent), submitted through the
+//     dispatcher core before the first run, while that pool is idle (so
+//     the queue-wait bound admits them), and awaited until all run. Not
+//     in echo's pool: a running call counts in its pool's backlog (the
+//     consumer's calls awaiting ack), by which admission judges a call's
+//     queue wait (9 of the "10 calls queued" when an echo call was
+//     refused OVERLOADED, on a loaded machine, were held parents); apart,
+//     echo's pool, its slots (max(64, in flight)) and its backlog are
+//     those of every other system. A parent counts every
+//     child admitted against the dispatcher's bound on its children
+//     (256), finished or not, so the shaped calls are spread over enough
+//     parents for every shaped run's warm-up and measured calls,
+//     ChildrenPerParent to a parent in order (default 256, the fewest
+//     parents: the suite's 3 pairs of 20,000 calls and 2,000 warm-up take
+//     258; -children takes fewer a parent, as the package's test does to
+//     keep the delegation step's listing of a parent's children short).
+//     The limits bucket, where the chain's records live for 24h (about
+//     half a KiB a call), is 1 GiB on this stack, so a long measurement is
+//     not refused for a full store.
+//   - The dispatcher's bound on queue wait is its default (2s), as for
+//     every system; -max-queue-wait changes it. On a loaded machine the
+//     shaped calls were refused OVERLOADED by it at 64 in flight ("12
+//     calls queued, finishing about 5 a second", with nothing pending or
+//     awaiting ack on the consumer): the pool's rate is measured from the
+//     calls it finishes, and slow admissions feed it few. A refused call
+//     fails the run, as everywhere in the bench.
+//   - Checked, not assumed: after the runs the first and the last parent
+//     used must have as many children (the API's GetDelegation) as shaped
+//     calls named them; a failed call stops the run with its error's text.
+//     At the end the parents are released and their results awaited (at
+//     most 30 s), then the stack stops; stop releases them too, so no
+//     error path leaves a parent holding the worker.
+//   - No CPU or allocation profile (-cpuprofile, -memprofile): the runs
+//     are several, of two kinds.
 //
 // # Hostile requests
 //

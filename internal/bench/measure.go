@@ -98,6 +98,23 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 		}
 	}
 
+	return measured{cfg: cfg, system: cfg.system(), call: call, pool: pool, warmUntil: warmUntil}.run(ctx)
+}
+
+// measured is one measured run on a system already started.
+type measured struct {
+	cfg    Config // InFlight, Calls, Warmup and the profiles' files
+	system string
+	call   callFunc
+	// pool is the pool consumer whose state explains a failed run.
+	pool jetstream.Consumer
+	// warmUntil is the earliest end of the warm-up.
+	warmUntil time.Time
+}
+
+// run warms up, then measures m.cfg.Calls calls of m.call.
+func (m measured) run(ctx context.Context) (r Result, err error) {
+	cfg := m.cfg
 	// Warm-up: cfg.Warmup calls, and on for at least minWarmup and until the
 	// worker's start-up window has passed (the steady state is measured,
 	// not a worker's first second). Every system warms up for the same
@@ -105,10 +122,10 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 	// worth of calls stored, whose index the server keeps in memory (a
 	// larger live heap makes every GC cycle dearer).
 	for n := cfg.Warmup; n > 0; n = cfg.InFlight * 16 {
-		if _, _, err := drive(ctx, cfg.InFlight, n, call); err != nil {
-			return r, fmt.Errorf("bench: %s warm-up: %w%s", cfg.system(), err, redeliveries(ctx, pool))
+		if _, _, err := drive(ctx, cfg.InFlight, n, m.call); err != nil {
+			return r, fmt.Errorf("bench: %s warm-up: %w%s", m.system, err, redeliveries(ctx, m.pool))
 		}
-		if !time.Now().Before(warmUntil) {
+		if !time.Now().Before(m.warmUntil) {
 			break
 		}
 	}
@@ -117,16 +134,16 @@ func measure(ctx context.Context, cfg Config, p payloads) (r Result, err error) 
 		return r, err
 	}
 	meter := startCPU()
-	lat, wall, err := drive(ctx, cfg.InFlight, cfg.Calls, call)
+	lat, wall, err := drive(ctx, cfg.InFlight, cfg.Calls, m.call)
 	cpu := meter.since()
 	if perr := stopProfile(); err == nil {
 		err = perr
 	}
 	if err != nil {
-		return r, fmt.Errorf("bench: %s: %w%s", cfg.system(), err, redeliveries(ctx, pool))
+		return r, fmt.Errorf("bench: %s: %w%s", m.system, err, redeliveries(ctx, m.pool))
 	}
-	r = summarise(cfg.system(), cfg.InFlight, lat, wall, cpu)
-	if info, err := pool.Info(ctx); err == nil {
+	r = summarise(m.system, cfg.InFlight, lat, wall, cpu)
+	if info, err := m.pool.Info(ctx); err == nil {
 		r.Redelivered = info.NumRedelivered
 	}
 	return r, nil

@@ -59,6 +59,14 @@ type stackOptions struct {
 	maxQueueWait time.Duration
 	// policy is the policy in force on the dispatcher; nil = none.
 	policy *policy.Policy
+	// busConfig is the stores' configuration of every bus.Open of the
+	// stack (the dispatcher's and the workers', which would otherwise set
+	// a bucket back to its default size); zero = the defaults.
+	busConfig bus.Config
+	// parents starts a second in-process worker with this many slots,
+	// serving only bench_parent in a pool of its own (parentPool); 0 =
+	// none, and no bench_parent.
+	parents int
 }
 
 // stack is a running toolwire: dispatcher, registry watcher, an optional
@@ -79,12 +87,17 @@ type stack struct {
 	// warmUntil is when the worker's start-up costs are over: calls
 	// admitted earlier also look their cancel key up (worker.ClockSkew).
 	warmUntil time.Time
+
+	// gate holds bench_parent's calls until stop (or MeasureShaped's
+	// drain) opens it; parentWorker serves them (stackOptions.parents).
+	gate         *parentGate
+	parentWorker *workerconfig.Worker
 }
 
 // startStack starts a stack on e. On error everything started is stopped.
 func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err error) {
 	log := e.cfg.Logger
-	started := &stack{} // s is nil on every error return: stop what started
+	started := &stack{gate: newParentGate()} // s is nil on every error return: stop what started
 	s = started
 	defer func() {
 		if err != nil {
@@ -96,29 +109,20 @@ func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err erro
 	if err != nil {
 		return nil, err
 	}
-	if s.bus, err = bus.Open(ctx, nc, bus.Config{}, bus.Options{}); err != nil {
+	if s.bus, err = bus.Open(ctx, nc, o.busConfig, bus.Options{}); err != nil {
 		return nil, err
 	}
+	if o.parents > 0 {
+		if s.parentWorker, err = s.startWorker(ctx, e, workerOptions{name: "bench-parents", pool: parentPool,
+			tools: []*tool.Tool{benchParent(s.gate)}, concurrency: o.parents, busConfig: o.busConfig}); err != nil {
+			return nil, err
+		}
+	}
 	if o.worker > 0 {
-		wnc, err := e.connect("bench-worker")
-		if err != nil {
+		if s.worker, err = s.startWorker(ctx, e, workerOptions{name: "bench-worker", tools: benchTools(), concurrency: o.worker,
+			busConfig: o.busConfig}); err != nil {
 			return nil, err
 		}
-		wb, err := bus.Open(ctx, wnc, bus.Config{}, bus.Options{})
-		if err != nil {
-			return nil, err
-		}
-		// In-process, as a dispatcher's own workers: announcements go to
-		// the registrar directly (no dispatcher serves them yet).
-		w, err := workerconfig.NewWorker(ctx, wb, nil, workerconfig.Options{Name: "bench-worker", Tools: benchTools(), Concurrency: o.worker,
-			Logger: log, Registry: registry.NewRegistrar(s.bus, log, nil, "")})
-		if err != nil {
-			return nil, err
-		}
-		if err := w.Start(ctx); err != nil {
-			return nil, err
-		}
-		s.worker = w
 		s.warmUntil = time.Now().Add(workerpkg.ClockSkew)
 	} else {
 		nat, err := native.NewWithConfig(native.Config{Logger: log}, benchTools()...)
@@ -161,6 +165,38 @@ func startStack(ctx context.Context, e *env, o stackOptions) (s *stack, err erro
 		}
 	}
 	return s, nil
+}
+
+// workerOptions are one in-process worker's.
+type workerOptions struct {
+	name, pool  string // pool "" = the type's pool (native)
+	tools       []*tool.Tool
+	concurrency int
+	busConfig   bus.Config
+}
+
+// startWorker starts an in-process worker on a connection of its own.
+func (s *stack) startWorker(ctx context.Context, e *env, o workerOptions) (*workerconfig.Worker, error) {
+	log := e.cfg.Logger
+	nc, err := e.connect(o.name)
+	if err != nil {
+		return nil, err
+	}
+	b, err := bus.Open(ctx, nc, o.busConfig, bus.Options{})
+	if err != nil {
+		return nil, err
+	}
+	// In-process, as a dispatcher's own workers: announcements go to
+	// the registrar directly (no dispatcher serves them yet).
+	w, err := workerconfig.NewWorker(ctx, b, nil, workerconfig.Options{Name: o.name, Pool: o.pool, Tools: o.tools, Concurrency: o.concurrency,
+		Logger: log, Registry: registry.NewRegistrar(s.bus, log, nil, "")})
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Start(ctx); err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 // waitTool polls the registry until it lists name; the watcher fills it
@@ -338,6 +374,7 @@ func checkEcho(r *toolwirev1.CallResponse) error {
 // registry watcher. The env closes the connections afterwards.
 func (s *stack) stop() error {
 	var errs []error
+	s.gate.open() // bench_parent's calls end: their worker stops without waiting for them
 	if s.mcp != nil {
 		errs = append(errs, s.mcp.Close())
 	}
@@ -352,10 +389,12 @@ func (s *stack) stop() error {
 			errs = append(errs, err)
 		}
 	}
-	if s.worker != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		errs = append(errs, s.worker.Stop(ctx))
-		cancel()
+	for _, w := range []*workerconfig.Worker{s.worker, s.parentWorker} {
+		if w != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			errs = append(errs, w.Stop(ctx))
+			cancel()
+		}
 	}
 	if s.d != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

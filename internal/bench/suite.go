@@ -48,6 +48,12 @@ type SuiteConfig struct {
 	// MemoryCalls held in flight for the memory measurement. Default
 	// MemoryCalls.
 	MemoryCalls int
+	// Shaped is the level of the shaped measurement (MeasureShaped).
+	// Default DefaultShapedLevel.
+	Shaped Level
+	// ShapedPairs of runs of the shaped measurement. Default
+	// DefaultPairs.
+	ShapedPairs int
 }
 
 // row is the median run of one system at one level, and the spread.
@@ -59,7 +65,8 @@ type row struct {
 }
 
 // RunSuite measures both baselines and every toolwire path at every level,
-// then the dispatcher's memory, and writes a markdown report to out.
+// then the dispatcher's memory and the shaped calls' cost (MeasureShaped),
+// and writes a markdown report to out.
 // Progress and each run's RESULT line go to progress. A failed run (a
 // call that did not answer) is reported in the table and returned as an
 // error after the report; the other runs go on.
@@ -138,6 +145,14 @@ func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) erro
 		mems = append(mems, m)
 	}
 	slices.SortFunc(mems, func(a, b Memory) int { return cmp.Compare(a.DispatcherHeap(), b.DispatcherHeap()) })
+	shaped, err := suiteShaped(ctx, sc, cfg, progress)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		fmt.Fprintln(progress, "FAILED", err)
+		failures = append(failures, err)
+	}
 
 	fmt.Fprintf(out, "toolwire-bench -suite: %s, GOMAXPROCS=%d, NATS connections %s, HTTP %s, median of %d rounds, took %s\n\n",
 		runtime.Version(), runtime.GOMAXPROCS(0), cfg.Conn, cfg.HTTP, rounds, time.Since(start).Round(time.Second))
@@ -145,10 +160,31 @@ func RunSuite(ctx context.Context, sc SuiteConfig, out, progress io.Writer) erro
 	writeAgainstRaw(out, rows)
 	writePolicyCost(out, rows)
 	fmt.Fprintf(out, "\nMemory (median of %d): %s\n", rounds, mems[len(mems)/2])
+	if len(shaped.Plain) > 0 {
+		fmt.Fprintln(out)
+		WriteShaped(out, shaped)
+	}
 	for _, err := range failures {
 		fmt.Fprintf(out, "\nFAILED RUN: %v\n", err)
 	}
 	return errors.Join(failures...)
+}
+
+// suiteShaped runs the suite's shaped measurement (sc.Shaped, or
+// DefaultShapedLevel) with cfg's settings; nothing measured on error.
+func suiteShaped(ctx context.Context, sc SuiteConfig, cfg Config, progress io.Writer) (ShapedResult, error) {
+	l := sc.Shaped
+	if l == (Level{}) {
+		l = DefaultShapedLevel
+	}
+	cfg.InFlight, cfg.Calls, cfg.Warmup = l.InFlight, l.Calls, l.Warmup
+	cfg.CPUProfile, cfg.MemProfile = "", "" // the suite's profiles are the other runs'
+	runtime.GC()
+	r, err := MeasureShaped(ctx, ShapedConfig{Config: cfg, Pairs: cmp.Or(sc.ShapedPairs, DefaultPairs)}, progress)
+	if err != nil {
+		return ShapedResult{}, err
+	}
+	return r, nil
 }
 
 // median returns the run with the median throughput and the range of all.
