@@ -46,6 +46,7 @@ type admission struct {
 	family  string                 // toolset: the family of the request's model ("" = none)
 	toolset *policy.Toolset        // toolset: the family's toolset in the policy in force (nil = none)
 	linked  string                 // delegation: the call id the link was recorded under (the minted one)
+	counted chainCount             // delegation: the counts the call was added to (its parent's children, its root's chain)
 
 	pd      *toolwirev1.PolicyDecision // the decision to record (policy, a hook, the loop guard, limits)
 	ask     *asked                     // policy or loop guard: park for an approver, or redeem a token
@@ -217,10 +218,12 @@ func (a *admission) policyArgs() (*policy.Args, error) {
 }
 
 // forgetChain removes the call's delegation link, if the delegation step
-// recorded one, so that it does not count in its parent's fan-out.
+// recorded one, and takes it out of the counts it was added to, so that
+// it takes no place among its parent's children nor in its chain.
 func (a *admission) forgetChain(ctx context.Context) {
 	if a.chain != nil && a.linked != "" {
 		a.d.forgetLink(ctx, a.id.Tenant, a.linked, *a.chain)
+		a.uncount(ctx)
 		a.linked = ""
 	}
 }
