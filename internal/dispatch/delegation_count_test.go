@@ -118,11 +118,11 @@ func TestDelegatedAdmissionCreatesNoConsumer(t *testing.T) {
 		require.True(t, r.Response.GetOk(), "%v", r.Response.GetError())
 	}
 	require.NoError(t, probe.Flush()) // every request the server routed before now has reached the probe
-	require.Empty(t, creates, "consumers created on the limits bucket while admitting delegated calls")
+	require.Zero(t, len(creates), "consumers created on the limits bucket while admitting delegated calls")
 
 	dg, err := s.Dispatcher.GetDelegation(ctx, identity.Default, root.CallID)
 	require.NoError(t, err)
 	require.Len(t, dg.Children, dispatch.MaxDelegationChildrenShown)
 	require.NoError(t, probe.Flush())
-	require.NotEmpty(t, creates, "the probe sees the consumer GetDelegation lists the children with")
+	require.NotZero(t, len(creates), "the probe sees the consumer GetDelegation lists the children with")
 }
