@@ -265,17 +265,22 @@
 //     be turned on for an existing stream: hence a stream of its own,
 //     with MaxAge CancelTTL (a counter left alone that long expires
 //     whole, as the keys it counts do), MaxMsgsPerSubject 1 and
-//     discard-old. Full, it drops the counter changed longest ago, whose
-//     bound then restarts from 0 (fails open for that parent or chain).
-//     Sized so that this comes after the limits bucket, which refuses a
-//     delegated call whose keys it cannot take, is full: a counter is
-//     about 140 bytes (measured, tenant "default"), so the 32 MiB hold
-//     about 240,000 counters, 120,000 delegated calls a day at two
-//     counters each (every child of a different root, the worst case; a
-//     parent's children share one), near what the limits bucket holds of
-//     their keys (about 430 bytes each in 64 MiB, besides every other
-//     count). The 32 MiB came from the blobs store (280 → 248 MiB), whose
-//     outputs are copies a worker may go without.
+//     discard-old. Full, it drops the counter changed longest ago —
+//     whichever tenant's — whose bound then restarts from 0 (fails open
+//     for that parent or chain). A counter is about 140 bytes (measured,
+//     tenant "default"), so the 32 MiB hold about 240,000 counters:
+//     120,000 delegated calls a day at two counters each (every child of
+//     a different root, the worst case; a parent's children share one),
+//     a little less than the limits bucket holds of their keys (about 430
+//     bytes each in 64 MiB, about 156,000, besides every other count). In
+//     that worst case the counters fill first; size the delegation store
+//     with the limits bucket (--stream-max-bytes delegation=SIZE). The
+//     32 MiB came from the blobs store (280 → 248 MiB), whose outputs are
+//     copies a worker may go without. Every attempt to delegate touches
+//     its counters (a refused one adds and takes back), so a parent or
+//     chain still asked for children keeps its counter alive past
+//     CancelTTL; a place never taken back (a dispatcher that died between
+//     the two) stays taken as long.
 //
 // # The connection
 //

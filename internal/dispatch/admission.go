@@ -65,6 +65,7 @@ type admission struct {
 	overloaded string // overload: the cause (the call is not recorded unless keyed)
 	target     string // overload: the pool or store that refused it
 	sent       bool   // publish: its admission record may be out; an overload refusal is recorded after it
+	published  bool   // publish: the call was sent to the calls stream (it may be stored, confirmed or not)
 	result     *Submitted
 	err        error
 }
@@ -144,8 +145,10 @@ func (a *admission) settle(ctx context.Context, v verdict) (*Submitted, *waiter,
 		a.forgetChain(ctx) // runs as the parked call, which has its own link
 		return a.redeem(ctx)
 	}
-	if a.result != nil && a.result.Duplicate {
-		a.forgetChain(ctx) // answered as another call
+	if !a.published {
+		// Answered without a publish of its own (as another call, a key
+		// conflict, a busy key, an error): not a child.
+		a.forgetChain(ctx)
 	}
 	return a.result, a.w, a.err
 }

@@ -116,7 +116,10 @@ func (d *Dispatcher) countSubject(tenant string, l link, c chainCount) string {
 // (bus.AddToCounter). Two children racing for a parent's last place get
 // two different counts: one is admitted, the other refused.
 func (d *Dispatcher) countChild(ctx context.Context, tenant string, l link, c chainCount) (int64, error) {
-	n, err := bus.AddToCounter(ctx, d.bus.NC, d.countSubject(tenant, l, c), 1)
+	// Not the caller's context: a caller that leaves after the server
+	// added the call would leave an error here and a place never taken
+	// back (AddToCounter bounds the wait).
+	n, err := bus.AddToCounter(context.WithoutCancel(ctx), d.bus.NC, d.countSubject(tenant, l, c), 1)
 	if err != nil {
 		return 0, fmt.Errorf("dispatch: count delegated call: %w", err)
 	}

@@ -87,6 +87,31 @@ func TestARefusedChildFreesItsPlace(t *testing.T) {
 	require.Contains(t, third.Rejected.GetError().GetMessage(), "bound of 2 delegated calls")
 }
 
+// A child answered without being published — a repeat of its
+// idempotency key with other arguments (CONFLICT) — is taken out of the
+// counts too: repeats never use up a parent's places (review of
+// h49-fanout, finding 1; the keys leaked the same way before counters).
+func TestAChildAnsweredWithoutAPublishFreesItsPlace(t *testing.T) {
+	t.Parallel()
+	s := delegationStack(t, dispatch.Config{MaxDelegationFanOut: 2, MaxDelegationDescendants: 2})
+	root := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
+	require.Nil(t, root.Rejected)
+	t.Cleanup(func() { _, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, root.CallID, "") })
+	keyed := func(text string) (*dispatch.Submitted, error) {
+		return s.Dispatcher.Submit(t.Context(), identity.Default,
+			&toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"` + text + `"}`, ParentCallId: root.CallID, IdempotencyKey: "k1"})
+	}
+	first, err := keyed("a")
+	require.NoError(t, err)
+	require.Nil(t, first.Rejected, "%v", first.Rejected.GetError())
+	for _, text := range []string{"b", "c", "d"} {
+		repeat, err := keyed(text) // answered CONFLICT: the key is bound to other arguments
+		require.True(t, err != nil || repeat.Rejected != nil || repeat.CallID != first.CallID, "a key reused with other arguments is not admitted anew")
+	}
+	second := submitChild(t, s.Dispatcher, identity.Default, "hold", root.CallID)
+	require.Nil(t, second.Rejected, "the repeats took the places: %v", second.Rejected.GetError())
+}
+
 // Admitting a delegated call lists no keys: no consumer is created on the
 // limits bucket however many children a parent has (listing the children
 // made an ordered consumer per admission, twice). GetDelegation still
