@@ -259,9 +259,10 @@ func workerCommon(c Config) []string {
 	pub := []string{}
 	// Attaching to the layout (Open with Bind): stream info of every
 	// stream and bucket, nothing created or changed; not the dashboard's
-	// sign-outs, which Open with Bind leaves alone.
+	// sign-outs nor the delegation counters, which Open with Bind leaves
+	// alone.
 	for _, st := range c.layoutStreams() {
-		if st != kvStream(c.RevocationsBucket()) {
+		if st != kvStream(c.RevocationsBucket()) && st != c.DelegationStream() {
 			pub = append(pub, jsAPI+"STREAM.INFO."+st)
 		}
 	}
@@ -447,13 +448,13 @@ func PolicyReplicasSubject(c Config) string {
 
 // layoutStreams names every stream of the layout, buckets included (their
 // streams), in Open's order, except that Open creates the revocations
-// bucket last (after blobs: see ensure).
+// bucket and the delegation stream last (after blobs: see ensure).
 func (c Config) layoutStreams() []string {
 	return []string{c.CallsStream(), c.ResultsStream(), c.EventsStream(), c.DLQStream(), c.RetriesStream(),
 		c.AdvisoriesStream(), kvStream(c.CancelBucket()), kvStream(c.IdempotencyBucket()),
 		kvStream(c.RegistryBucket()), kvStream(c.SessionsBucket()), kvStream(c.PoliciesBucket()),
 		kvStream(c.ApprovalsBucket()), kvStream(c.LimitsBucket()), kvStream(c.TasksBucket()),
-		kvStream(c.RevocationsBucket()), objStream(c.BlobBucket())}
+		kvStream(c.RevocationsBucket()), c.DelegationStream(), objStream(c.BlobBucket())}
 }
 
 // authorize sets the users of opts: an in-process-only internal user with

@@ -64,7 +64,12 @@ type Bus struct {
 	// and RevocationsMaxAge as a backstop. Only dispatchers open it: nil
 	// with Options.Bind (workers never use it).
 	Revocations jetstream.KeyValue
-	Blobs       jetstream.ObjectStore
+	// Delegation holds the counters of the delegation chains (a parent's
+	// children, a root's descendants: Config.DelegationStream), a counter
+	// stream that admission adds to (AddToCounter). Only dispatchers open
+	// it: nil with Options.Bind.
+	Delegation jetstream.Stream
+	Blobs      jetstream.ObjectStore
 
 	bind bool // Options.Bind
 	log  *slog.Logger
@@ -340,10 +345,11 @@ func (b *Bus) ensure(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("bus: kv %s: %w", c.TasksBucket(), err)
 	}
-	// Blobs before revocations: a store added in a release comes after
-	// the limits of the stores that were there before are applied, so that
-	// what an existing store gives up (blobs 288 → 280 MiB) is free for it
-	// on a server whose max_file_store is exactly the reservation.
+	// Blobs before revocations and delegation: a store added in a
+	// release comes after the limits of the stores that were there before
+	// are applied, so that what an existing store gives up (blobs 288 →
+	// 280 MiB for revocations, 280 → 248 MiB for delegation) is free for
+	// it on a server whose max_file_store is exactly the reservation.
 	b.Blobs, err = b.objectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      c.BlobBucket(),
 		Description: "toolwire outputs over the inline limit",
@@ -356,7 +362,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 		return fmt.Errorf("bus: object store %s: %w", c.BlobBucket(), err)
 	}
 	if b.bind {
-		return nil // workers never read the sign-outs (RoleWorker has no grant on them)
+		return nil // workers never read the sign-outs nor the delegation counters (RoleWorker has no grant on them)
 	}
 	b.Revocations, err = b.keyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:         c.RevocationsBucket(),
@@ -371,7 +377,33 @@ func (b *Bus) ensure(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("bus: kv %s: %w", c.RevocationsBucket(), err)
 	}
+	b.Delegation, err = b.stream(ctx, delegationStream(c, s))
+	if err != nil {
+		return fmt.Errorf("bus: stream %s: %w", c.DelegationStream(), err)
+	}
 	return nil
+}
+
+// delegationStream is the counter stream of the delegation chains
+// (Config.DelegationStream). A counter stream takes neither per-message
+// TTLs nor discard-new, and the setting cannot be turned on for an
+// existing stream: hence a stream of its own, whose counters expire
+// whole, CancelTTL after their last change (the lifetime of the keys they
+// count), and which, full, drops the counter changed longest ago.
+func delegationStream(c Config, s Subjects) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              c.DelegationStream(),
+		Description:       "toolwire delegation chains: per parent call its children, per root call its chain's calls (counters)",
+		Subjects:          []string{s.AllDelegation()},
+		Retention:         jetstream.LimitsPolicy,
+		MaxAge:            c.CancelTTL,
+		MaxBytes:          c.DelegationMaxBytes,
+		MaxMsgsPerSubject: 1,
+		Discard:           jetstream.DiscardOld,
+		Storage:           jetstream.FileStorage,
+		Replicas:          c.Replicas,
+		AllowMsgCounter:   true,
+	}
 }
 
 // stream creates or updates the stream of cfg, or with bind looks it up

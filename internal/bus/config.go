@@ -62,7 +62,10 @@ type Config struct {
 	// RevocationsMaxBytes bounds the dashboard's sign-out records
 	// (internal/dashboard). Default 8 MiB.
 	RevocationsMaxBytes int64
-	// BlobsMaxBytes bounds the blob object store. Default 280 MiB.
+	// DelegationMaxBytes bounds the delegation counters (a parent call's
+	// children, a chain's calls; internal/dispatch). Default 32 MiB.
+	DelegationMaxBytes int64
+	// BlobsMaxBytes bounds the blob object store. Default 248 MiB.
 	BlobsMaxBytes int64
 	// ResultsMaxAge is the audit horizon of results. Default CallsMaxAge.
 	ResultsMaxAge time.Duration
@@ -238,6 +241,14 @@ func (c Config) RevocationsBucket() string { return c.Prefix + "_revocations" }
 // clock-skew margin, which must not exceed it): no record outlives it,
 // whatever wrote it.
 const RevocationsMaxAge = 25 * time.Hour
+
+// DelegationStream is the name of the counter stream (AllowMsgCounter)
+// of the delegation chains: per parent call, the count of the calls made
+// on its behalf (DelegationChildren), and per root call, the count of its
+// chain's calls (DelegationDescendants), which the dispatchers' admission
+// adds to and reads in one request (AddToCounter; internal/dispatch,
+// "Delegation chains"). Dispatchers only.
+func (c Config) DelegationStream() string { return c.upper() + "_DELEGATION" }
 
 // RegistryBucket is the name of the registry KV bucket.
 func (c Config) RegistryBucket() string { return c.Prefix + "_registry" }

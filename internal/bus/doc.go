@@ -28,6 +28,8 @@
 //	                            sources.<tool>, approvals.<tool>                the pool defining each tool, MCP approvals
 //	KV     toolwire_sessions    <tenant>.<session>                              session states of the reference intent applier
 //	KV     toolwire_revocations k.<keyed hash of an API key>                    dashboard sign-outs: sessions of the key issued before are ended
+//	stream TOOLWIRE_DELEGATION toolwire.delegation.children.<tenant>.<call>     counters (AllowMsgCounter): a parent's children,
+//	                           toolwire.delegation.descendants.<tenant>.<call>  a root's chain (internal/dispatch)
 //	Object toolwire_blobs                                                       outputs over the inline limit
 //
 // Subject tokens from user input pass through Token, so `.`, `*`, `>` and
@@ -54,7 +56,8 @@
 //	limits       64 MiB     per key        refuses new counts: a call a limit covers is refused (fails closed)
 //	tasks        32 MiB     24h            refuses new MCP tasks: a task-supporting call waits for its result instead
 //	revocations  8 MiB      per key, 25h   refuses new sign-outs: the dashboard says the sign-out did not take everywhere
-//	blobs        280 MiB    ResultsMaxAge  refuses new outputs over the inline limit
+//	delegation   32 MiB     CancelTTL      drops the counter changed longest ago (its parent's or chain's bound restarts from 0)
+//	blobs        248 MiB    ResultsMaxAge  refuses new outputs over the inline limit
 //
 // No store may fill on the path of an admitted call: a dispatcher refuses
 // new calls with OVERLOADED once a discard-new store they may write
@@ -238,12 +241,46 @@
 //     it looks it up and creates only what is missing (workers: their
 //     credentials may not manage streams, and a worker's defaults must not
 //     rewrite the limits a dispatcher set), except the revocations bucket,
-//     which only the dispatchers' dashboard uses: Bind leaves it alone
-//     (Bus.Revocations is nil) and RoleWorker has no grant on it. Open
-//     creates it last, after the blobs store, so that an upgrade that
-//     moves bytes from an existing store to a new one fits a server whose
-//     max_file_store is exactly the reservation (every limit that goes
-//     down is applied before a new store takes its share).
+//     which only the dispatchers' dashboard uses, and the delegation
+//     stream, which only the dispatchers' admission uses: Bind leaves them
+//     alone (Bus.Revocations and Bus.Delegation are nil) and RoleWorker
+//     has no grant on them. Open creates them last, after the blobs
+//     store, so that an upgrade that moves bytes from an existing store to
+//     a new one fits a server whose max_file_store is exactly the
+//     reservation (every limit that goes down is applied before a new
+//     store takes its share): blobs gave 8 MiB to revocations and 32 MiB
+//     to delegation.
+//   - The delegation stream is a counter stream (nats-server 2.12+,
+//     AllowMsgCounter): a publish with the Nats-Incr header adds to its
+//     subject's counter and the PubAck carries the new value, so that a
+//     dispatcher adds a delegated call to its parent's and its chain's
+//     counts and reads them in one request each (AddToCounter; nats.go
+//     v1.55 has no client API for it). The stream's leader applies the
+//     increments of a subject in order: two replicas racing for a
+//     parent's last place get two different counts. It replaced listing
+//     the limits bucket's keys under the parent and the root at every
+//     delegated admission (an ordered consumer each time, O(children)
+//     keys: quadratic for a parent with many children). A counter stream
+//     takes no per-message TTL and no discard-new, and the setting cannot
+//     be turned on for an existing stream: hence a stream of its own,
+//     with MaxAge CancelTTL (a counter left alone that long expires
+//     whole, as the keys it counts do), MaxMsgsPerSubject 1 and
+//     discard-old. Full, it drops the counter changed longest ago —
+//     whichever tenant's — whose bound then restarts from 0 (fails open
+//     for that parent or chain). A counter is about 140 bytes (measured,
+//     tenant "default"), so the 32 MiB hold about 240,000 counters:
+//     120,000 delegated calls a day at two counters each (every child of
+//     a different root, the worst case; a parent's children share one),
+//     a little less than the limits bucket holds of their keys (about 430
+//     bytes each in 64 MiB, about 156,000, besides every other count). In
+//     that worst case the counters fill first; size the delegation store
+//     with the limits bucket (--stream-max-bytes delegation=SIZE). The
+//     32 MiB came from the blobs store (280 → 248 MiB), whose outputs are
+//     copies a worker may go without. Every attempt to delegate touches
+//     its counters (a refused one adds and takes back), so a parent or
+//     chain still asked for children keeps its counter alive past
+//     CancelTTL; a place never taken back (a dispatcher that died between
+//     the two) stays taken as long.
 //
 // # The connection
 //

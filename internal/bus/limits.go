@@ -16,7 +16,7 @@ type Store struct {
 	// Name is the store's short name, as --stream-max-bytes takes it:
 	// calls, results, events, dlq, retries, advisories, cancels,
 	// idempotency, registry, sessions, policies, approvals, limits, tasks,
-	// revocations, blobs.
+	// revocations, delegation, blobs.
 	Name string
 	// Stream is the JetStream stream that holds it (KV_<bucket> and
 	// OBJ_<bucket> for buckets).
@@ -77,7 +77,8 @@ func (c *Config) byteLimits() []byteLimit {
 		{&c.LimitsMaxBytes, "LimitsMaxBytes", "limits", 64 << 20},
 		{&c.TasksMaxBytes, "TasksMaxBytes", "tasks", 32 << 20},
 		{&c.RevocationsMaxBytes, "RevocationsMaxBytes", "revocations", 8 << 20},
-		{&c.BlobsMaxBytes, "BlobsMaxBytes", "blobs", 280 << 20},
+		{&c.DelegationMaxBytes, "DelegationMaxBytes", "delegation", 32 << 20},
+		{&c.BlobsMaxBytes, "BlobsMaxBytes", "blobs", 248 << 20},
 	}
 }
 
@@ -101,6 +102,10 @@ func (c Config) Stores() []Store {
 		{"limits", kv(c.LimitsBucket()), c.LimitsMaxBytes, 0, true, UsedByNoCall},
 		{"tasks", kv(c.TasksBucket()), c.TasksMaxBytes, TasksTTL, true, UsedByNoCall},
 		{"revocations", kv(c.RevocationsBucket()), c.RevocationsMaxBytes, RevocationsMaxAge, true, UsedByNoCall},
+		// Counters (a counter stream cannot be discard-new): full, it
+		// drops the counter updated longest ago. Delegated calls write it,
+		// but it never refuses one.
+		{"delegation", c.DelegationStream(), c.DelegationMaxBytes, c.CancelTTL, false, UsedByNoCall},
 		// Blobs are copies: a worker that cannot store one keeps the cut
 		// response inline, so a full blob store never refuses admission.
 		{"blobs", obj(c.BlobBucket()), c.BlobsMaxBytes, c.ResultsMaxAge, true, UsedByNoCall},

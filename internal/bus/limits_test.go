@@ -139,10 +139,10 @@ func TestLiveSettingsThatDifferAreLogged(t *testing.T) {
 	require.Empty(t, logs.String())
 }
 
-// An installation from before the revocations bucket (blobs 288 MiB, no
-// bucket) upgrades on a server whose max_file_store is exactly the 8 GiB
-// the layout reserves: the blobs store shrinks before the new bucket
-// takes its share.
+// An installation from before the revocations bucket and the delegation
+// stream (blobs 288 + 32 MiB, neither store) upgrades on a server whose
+// max_file_store is exactly the 8 GiB the layout reserves: the blobs
+// store shrinks before the new stores take their shares.
 func TestUpgradeFitsAServerWithExactlyTheReservation(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -155,12 +155,14 @@ func TestUpgradeFitsAServerWithExactlyTheReservation(t *testing.T) {
 	b, err := bus.Open(ctx, nc, bus.Config{}, bus.Options{})
 	require.NoError(t, err)
 
-	// The old layout: no revocations bucket, its 8 MiB in blobs.
+	// The old layout: no revocations bucket nor delegation stream, their
+	// bytes in blobs.
 	require.NoError(t, b.JS.DeleteKeyValue(ctx, b.Config.RevocationsBucket()))
+	require.NoError(t, b.JS.DeleteStream(ctx, b.Config.DelegationStream()))
 	blobs, err := b.JS.Stream(ctx, "OBJ_"+b.Config.BlobBucket())
 	require.NoError(t, err)
 	old := blobs.CachedInfo().Config
-	old.MaxBytes += b.Config.RevocationsMaxBytes
+	old.MaxBytes += b.Config.RevocationsMaxBytes + b.Config.DelegationMaxBytes
 	_, err = b.JS.UpdateStream(ctx, old)
 	require.NoError(t, err)
 
@@ -170,6 +172,10 @@ func TestUpgradeFitsAServerWithExactlyTheReservation(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, b.Config.BlobsMaxBytes, info.CachedInfo().Config.MaxBytes)
 	require.NotNil(t, up.Revocations)
+	require.NotNil(t, up.Delegation, "an upgraded layout gets the delegation stream")
+	dinfo, err := up.Delegation.Info(ctx)
+	require.NoError(t, err)
+	require.True(t, dinfo.Config.AllowMsgCounter)
 }
 
 // An idempotency key lives as long as its call's record by default, and

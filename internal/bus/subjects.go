@@ -258,5 +258,21 @@ func (s Subjects) DLQ(t toolwirev1.ExecutorType, tenant, provider, tool string) 
 // AllDLQ filters every dead letter.
 func (s Subjects) AllDLQ() string { return s.join("dlq", ">") }
 
+// DelegationChildren is the counter of the calls made on behalf of call
+// parent of tenant: <prefix>.delegation.children.<tenant>.<parent>.
+func (s Subjects) DelegationChildren(tenant, parent string) string {
+	return s.join("delegation", "children", Token(tenant), Token(parent))
+}
+
+// DelegationDescendants is the counter of the calls of the delegation
+// chain below call root of tenant:
+// <prefix>.delegation.descendants.<tenant>.<root>.
+func (s Subjects) DelegationDescendants(tenant, root string) string {
+	return s.join("delegation", "descendants", Token(tenant), Token(root))
+}
+
+// AllDelegation filters every delegation counter.
+func (s Subjects) AllDelegation() string { return s.join("delegation", ">") }
+
 // CancelKey is the cancel bucket key of a call.
 func CancelKey(tenant, callID string) string { return Token(tenant) + "." + Token(callID) }

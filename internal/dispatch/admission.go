@@ -46,6 +46,7 @@ type admission struct {
 	family  string                 // toolset: the family of the request's model ("" = none)
 	toolset *policy.Toolset        // toolset: the family's toolset in the policy in force (nil = none)
 	linked  string                 // delegation: the call id the link was recorded under (the minted one)
+	counted chainCount             // delegation: the counts the call was added to (its parent's children, its root's chain)
 
 	pd      *toolwirev1.PolicyDecision // the decision to record (policy, a hook, the loop guard, limits)
 	ask     *asked                     // policy or loop guard: park for an approver, or redeem a token
@@ -64,6 +65,7 @@ type admission struct {
 	overloaded string // overload: the cause (the call is not recorded unless keyed)
 	target     string // overload: the pool or store that refused it
 	sent       bool   // publish: its admission record may be out; an overload refusal is recorded after it
+	published  bool   // publish: the call was sent to the calls stream (it may be stored, confirmed or not)
 	result     *Submitted
 	err        error
 }
@@ -143,8 +145,10 @@ func (a *admission) settle(ctx context.Context, v verdict) (*Submitted, *waiter,
 		a.forgetChain(ctx) // runs as the parked call, which has its own link
 		return a.redeem(ctx)
 	}
-	if a.result != nil && a.result.Duplicate {
-		a.forgetChain(ctx) // answered as another call
+	if !a.published {
+		// Answered without a publish of its own (as another call, a key
+		// conflict, a busy key, an error): not a child.
+		a.forgetChain(ctx)
 	}
 	return a.result, a.w, a.err
 }
@@ -217,10 +221,12 @@ func (a *admission) policyArgs() (*policy.Args, error) {
 }
 
 // forgetChain removes the call's delegation link, if the delegation step
-// recorded one, so that it does not count in its parent's fan-out.
+// recorded one, and takes it out of the counts it was added to, so that
+// it takes no place among its parent's children nor in its chain.
 func (a *admission) forgetChain(ctx context.Context) {
 	if a.chain != nil && a.linked != "" {
 		a.d.forgetLink(ctx, a.id.Tenant, a.linked, *a.chain)
+		a.uncount(ctx)
 		a.linked = ""
 	}
 }

@@ -20,15 +20,18 @@ import (
 // tenant that the caller may see (else NOT_FOUND, as a made-up id), still
 // on its way (not finished: CONFLICT; not cancelled: CANCELLED; not
 // parked for an approver: CONFLICT), with fewer than
-// Config.MaxDelegationDepth calls above it and fewer than
-// Config.MaxDelegationFanOut children (PERMISSION_DENIED, rules
-// "delegation.max_depth" and "delegation.max_fan_out"). The call's link is
-// written before the parent's state is read: a cancel of the parent
-// writes its tombstone before it lists the children, so a child is either
-// refused here or cancelled there. A repeat of an idempotency key that is
-// bound is answered as the original call instead of refused for its
-// parent's state or fan-out (repeatOr). The call then carries its chain in
-// its Caller, where the policy reads it.
+// Config.MaxDelegationDepth calls above it, fewer than
+// Config.MaxDelegationFanOut children and fewer than
+// Config.MaxDelegationDescendants calls in its chain (PERMISSION_DENIED,
+// rules "delegation.max_depth", "delegation.max_fan_out" and
+// "delegation.max_descendants"). The call's link is written before the
+// parent's state is read: a cancel of the parent writes its tombstone
+// before it lists the children, so a child is either refused here or
+// cancelled there. The bounds are counters, which the call adds itself to
+// and reads in one request each (countChildStep). A repeat of an
+// idempotency key that is bound is answered as the original call instead
+// of refused for its parent's state or a bound (repeatOr). The call then
+// carries its chain in its Caller, where the policy reads it.
 func (a *admission) delegationStep(ctx context.Context) verdict {
 	parent := a.req.GetParentCallId()
 	if parent == "" {
@@ -56,27 +59,59 @@ func (a *admission) delegationStep(ctx context.Context) verdict {
 	if te != nil {
 		return a.repeatOr(ctx, te, nil)
 	}
-	kids, err := d.children(ctx, tenant, parent, d.cfg.MaxDelegationFanOut)
-	if err != nil {
-		return a.refused(a.chainFailed(ctx, err), nil)
+	if v := a.countChildStep(ctx, countChildren); v != next {
+		return v
 	}
-	if len(kids) > d.cfg.MaxDelegationFanOut {
-		return a.repeatOr(ctx, envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
-			fmt.Sprintf("parent call %s has reached its bound of %d delegated calls", parent, d.cfg.MaxDelegationFanOut)),
-			delegationDecision("delegation.max_fan_out"))
-	}
-	all, err := d.descendants(ctx, tenant, l.Root, d.cfg.MaxDelegationDescendants)
-	if err != nil {
-		return a.refused(a.chainFailed(ctx, err), nil)
-	}
-	if len(all) > d.cfg.MaxDelegationDescendants {
-		return a.repeatOr(ctx, envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
-			fmt.Sprintf("the delegation chain of call %s has reached its bound of %d calls", l.Root, d.cfg.MaxDelegationDescendants)),
-			delegationDecision("delegation.max_descendants"))
+	if v := a.countChildStep(ctx, countDescendants); v != next {
+		return v
 	}
 	c := a.call.Caller
 	c.ParentCallId, c.RootCallId, c.Depth, c.ParentTool = l.Parent, l.Root, l.Depth, tool
 	return next
+}
+
+// countChildStep adds the call to count c (its parent's children, or its
+// root's chain) and refuses it when the count with it is past the bound.
+// A call added is taken out again when it is refused or answered as
+// another (forgetChain); a request that failed may have added it or not,
+// and is not taken back: the place it may hold is freed when the counter
+// expires (fails closed).
+func (a *admission) countChildStep(ctx context.Context, c chainCount) verdict {
+	d, l := a.d, a.chain
+	n, err := d.countChild(ctx, a.id.Tenant, *l, c)
+	if err != nil {
+		return a.refused(a.chainFailed(ctx, err), nil)
+	}
+	a.counted |= c
+	switch {
+	case c == countChildren && n > int64(d.cfg.MaxDelegationFanOut):
+		return a.repeatOr(ctx, envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
+			fmt.Sprintf("parent call %s has reached its bound of %d delegated calls", l.Parent, d.cfg.MaxDelegationFanOut)),
+			delegationDecision("delegation.max_fan_out"))
+	case c == countDescendants && n > int64(d.cfg.MaxDelegationDescendants):
+		return a.repeatOr(ctx, envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
+			fmt.Sprintf("the delegation chain of call %s has reached its bound of %d calls", l.Root, d.cfg.MaxDelegationDescendants)),
+			delegationDecision("delegation.max_descendants"))
+	}
+	return next
+}
+
+// uncount takes a call that was refused or answered as another out of
+// the counts it was added to (a.counted), as forgetChain forgets its
+// keys. Best effort: a count not taken back (a dispatcher that died in
+// between, a failed request) holds a place until its counter expires,
+// CancelTTL after its last change; a child counts that long anyway.
+func (a *admission) uncount(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx)
+	for _, c := range []chainCount{countChildren, countDescendants} {
+		if a.counted&c == 0 {
+			continue
+		}
+		if _, err := bus.AddToCounter(ctx, a.d.bus.NC, a.d.countSubject(a.id.Tenant, *a.chain, c), -1); err != nil {
+			a.d.log.WarnContext(ctx, "delegated call not uncounted", "call_id", a.linked, "err", err)
+		}
+	}
+	a.counted = 0
 }
 
 // repeatOr refuses the call with te and pd, unless it repeats an
@@ -84,7 +119,8 @@ func (a *admission) delegationStep(ctx context.Context) verdict {
 // step answers a bound key (the original call, or CONFLICT naming it),
 // since the parent's state or fan-out has changed since the original
 // call (it finished, was cancelled, has its children), not the call.
-// The repeat's own link is forgotten either way.
+// The repeat's own link is forgotten, and it is taken out of the counts,
+// either way.
 func (a *admission) repeatOr(ctx context.Context, te *toolwirev1.ToolError, pd *toolwirev1.PolicyDecision) verdict {
 	if a.req.IdempotencyKey == "" {
 		return a.refused(te, pd)

@@ -87,6 +87,7 @@ func (a *admission) publish(ctx context.Context) verdict {
 		pub.fail(err)
 		return a.notQueued(ctx, err)
 	}
+	a.published = true
 	if w != nil {
 		w.accepted = d.delayedRecords.Add(func() { d.publishAccepted(a.id.Tenant, call) })
 	} else {

@@ -16,11 +16,13 @@ import (
 )
 
 // The delegation records (docs/delegation.md; doc.go, "Delegation
-// chains") live in the limits bucket, which every replica shares and
-// whose keys carry their own TTL: a call's link (dlg.<tenant>.<call>:
-// its parent, root and depth) and one key per child under its parent
-// (dlgk.<tenant>.<parent>.<child>), which the fan-out counts and a
-// cancel walks.
+// chains"): in the limits bucket, which every replica shares and whose
+// keys carry their own TTL, a call's link (dlg.<tenant>.<call>: its
+// parent, root and depth) and one key per child under its parent
+// (dlgk.<tenant>.<parent>.<child>), which a cancel and GetDelegation
+// walk; in the delegation stream (bus.Config.DelegationStream), a
+// counter per parent of its children and per root of its chain's calls,
+// which admission adds to and reads in one request each (countChild).
 const (
 	maxDelegationDepth  = 64   // the most Config.MaxDelegationDepth may be
 	maxDelegationFanOut = 4096 // the most Config.MaxDelegationFanOut may be
@@ -43,12 +45,6 @@ func linkKey(tenant, callID string) string { return "dlg." + tenant + "." + call
 
 func childKey(tenant, parent, child string) string {
 	return "dlgk." + tenant + "." + parent + "." + child
-}
-
-// descendantKey is child's key under its chain's root, which the
-// descendants bound counts.
-func descendantKey(tenant, root, child string) string {
-	return "dlgr." + tenant + "." + root + "." + child
 }
 
 // linkOf returns the link of call callID of tenant: its record's, or, for
@@ -80,43 +76,63 @@ func (d *Dispatcher) recordLink(ctx context.Context, tenant, child string, l lin
 	if _, err := d.bus.Limits.Create(ctx, childKey(tenant, l.Parent, child), nil, ttl); err != nil {
 		return fmt.Errorf("dispatch: write delegation child: %w", err)
 	}
-	if _, err := d.bus.Limits.Create(ctx, descendantKey(tenant, l.Root, child), nil, ttl); err != nil {
-		return fmt.Errorf("dispatch: write delegation descendant: %w", err)
-	}
 	return nil
 }
 
 // forgetLink removes what recordLink wrote, for a call that was refused
-// or answered as another (so that it does not count in its parent's
-// fan-out). Best effort: the keys expire anyway. The purge marker lives
+// or answered as another (so that a cancel of its parent does not walk
+// it). Best effort: the keys expire anyway. The purge marker lives
 // linkMarkerTTL (the bucket has no MaxAge: a marker without a TTL would
 // stay for ever).
 func (d *Dispatcher) forgetLink(ctx context.Context, tenant, child string, l link) {
 	ctx = context.WithoutCancel(ctx)
-	for _, k := range []string{childKey(tenant, l.Parent, child), descendantKey(tenant, l.Root, child), linkKey(tenant, child)} {
+	for _, k := range []string{childKey(tenant, l.Parent, child), linkKey(tenant, child)} {
 		if err := d.bus.Limits.Purge(ctx, k, jetstream.PurgeTTL(linkMarkerTTL)); err != nil {
 			d.log.WarnContext(ctx, "delegation record not removed", "call_id", child, "err", err)
 		}
 	}
 }
 
+// chainCount is one of the two counts a delegated call takes a place in:
+// its parent's children, or its root's chain.
+type chainCount uint8
+
+const (
+	countChildren    chainCount = 1 << iota // the parent's children (delegation.max_fan_out)
+	countDescendants                        // the root's chain (delegation.max_descendants)
+)
+
+// countSubject is the counter of count c for a call of tenant with link l.
+func (d *Dispatcher) countSubject(tenant string, l link, c chainCount) string {
+	if c == countChildren {
+		return d.bus.Subjects.DelegationChildren(tenant, l.Parent)
+	}
+	return d.bus.Subjects.DelegationDescendants(tenant, l.Root)
+}
+
+// countChild adds a call with link l to count c and returns the count
+// with it: one request, which the stream's leader answers after every
+// earlier increment of the counter, whichever replica sent it
+// (bus.AddToCounter). Two children racing for a parent's last place get
+// two different counts: one is admitted, the other refused.
+func (d *Dispatcher) countChild(ctx context.Context, tenant string, l link, c chainCount) (int64, error) {
+	// Not the caller's context: a caller that leaves after the server
+	// added the call would leave an error here and a place never taken
+	// back (AddToCounter bounds the wait).
+	n, err := bus.AddToCounter(context.WithoutCancel(ctx), d.bus.NC, d.countSubject(tenant, l, c), 1)
+	if err != nil {
+		return 0, fmt.Errorf("dispatch: count delegated call: %w", err)
+	}
+	return n, nil
+}
+
 // children returns the ids of the calls made on behalf of parent (at most
-// limit+1 of them: enough to tell a fan-out past limit).
+// limit+1 of them), listing their keys: a cancel's cascade and
+// GetDelegation walk them (not admission, which counts: countChild).
 func (d *Dispatcher) children(ctx context.Context, tenant, parent string, limit int) ([]string, error) {
-	return d.callsUnder(ctx, childKey(tenant, parent, ""), limit)
-}
-
-// descendants returns the ids of the calls of root's chain (at most
-// limit+1 of them).
-func (d *Dispatcher) descendants(ctx context.Context, tenant, root string, limit int) ([]string, error) {
-	return d.callsUnder(ctx, descendantKey(tenant, root, ""), limit)
-}
-
-// callsUnder returns the call ids of the keys under prefix (which ends
-// with a dot), at most limit+1 of them.
-func (d *Dispatcher) callsUnder(ctx context.Context, prefix string, limit int) ([]string, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	prefix := childKey(tenant, parent, "")
 	kl, err := d.bus.Limits.ListKeysFiltered(ctx, prefix+"*")
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: list delegated calls: %w", err)

@@ -24,7 +24,9 @@ const MaxDelegationChildrenShown = 20
 // may not see (Config.AgentVisibility) is left out: an ancestor ends the
 // list there, a child is skipped. The call itself the caller may not see
 // is UNKNOWN, as in GetResult. The records live the cancels' TTL: past it
-// a call shows no chain.
+// a call shows no chain. It lists the children's keys (an ordered
+// consumer on the limits bucket per request): once per request, where
+// admission counts without listing (countChild).
 func (d *Dispatcher) GetDelegation(ctx context.Context, id identity.Identity, callID string) (*toolwirev1.GetDelegationResponse, error) {
 	if err := identity.CheckTenant(id); err != nil {
 		return nil, err

@@ -509,27 +509,55 @@
 //     parent is 0); a parent already Config.MaxDelegationDepth (8, at
 //     most 64) below its root takes no child. Fan-out: a parent with
 //     Config.MaxDelegationFanOut (256, at most 4096) children takes no
-//     more; a child counts from its admission (or parking) until its
-//     link expires, whether it has finished or not. Size: a chain holds
-//     at most Config.MaxDelegationDescendants (1024, at most 4096, the
-//     cascade's bound) calls below its root (dlgr.<tenant>.<root>.<call>
-//     keys, counted as the fan-out is), so one Cancel of the root
-//     reaches them all. A refused child,
-//     or a repeat answered as an earlier call, does not count
-//     (admission.forgetChain, a purge whose marker lives a minute: the
-//     bucket has no MaxAge). The count is read after the child's own
-//     key is written, so two children racing for the last place may
-//     both be refused, never both admitted.
+//     more. Size: a chain holds at most Config.MaxDelegationDescendants
+//     (1024, at most 4096, the cascade's bound) calls below its root, so
+//     one Cancel of the root reaches them all.
+//   - The bounds are counters (countChildStep, chain.go countChild): per
+//     parent the count of its children, per root the count of its
+//     chain's calls, in the delegation stream (bus.Config.
+//     DelegationStream, a counter stream). After its link is written and
+//     its parent's state read, a call adds itself to its parent's count,
+//     then to its root's, each in one request whose answer is the count
+//     with the call in it (bus.AddToCounter), and is refused past the
+//     bound. The stream's leader applies the increments of a counter in
+//     order, whichever replica sent them: two children racing for a
+//     parent's last place get two different counts, and exactly one is
+//     admitted. A refused child, or a repeat answered as an earlier
+//     call, is taken out of the counts it was added to (forgetChain,
+//     with its keys); a request that failed may have counted it or not
+//     and is not taken back (fails closed: the place is held until the
+//     counter expires). A child counts from its admission (or parking)
+//     until its counter expires, whether it has finished or not: a
+//     counter expires whole bus.Config.CancelTTL after its last change,
+//     so a parent that takes a child at least once a day keeps counting
+//     children older than the day (their keys expired, stricter than the
+//     keys were). Before (issue 31), admission listed the keys under the
+//     parent and under the root (dlgr.<tenant>.<root>.<call>, no longer
+//     written) after writing its own: an ordered consumer on the limits
+//     bucket per listing, two per delegated admission, each reading
+//     every key under the prefix — quadratic in a parent's children —
+//     and two children racing for the last place could both be refused.
+//     Not a compare-and-set counter key in the limits bucket: two
+//     replicas racing would retry each other's revisions, where the
+//     counter stream takes both increments in one round trip each; and
+//     a counter stream cannot be discard-new nor carry per-message TTLs
+//     (a stream of its own). Left open: during a rolling upgrade from a
+//     release that listed keys, the children admitted by older replicas
+//     are not in the counts (a parent with children from before the
+//     upgrade may take up to the bound again), and a full delegation
+//     stream drops the counter changed longest ago (internal/bus,
+//     "Limits"), whose bound restarts from 0.
 //   - Records (chain.go): the limits bucket, which every replica shares
 //     and whose keys carry their own TTL, holds the call's link
 //     (dlg.<tenant>.<call>: parent, root, depth) and a key per child
-//     under its parent (dlgk.<tenant>.<parent>.<child>) and under its
-//     root (dlgr.<tenant>.<root>.<child>), all living
-//     bus.Config.CancelTTL (24h, as a tombstone): a call delegated more
-//     than that long ago is no longer reached by its parent's cancel. Not
-//     a bucket of its own: that would be a new store in the layout's
+//     under its parent (dlgk.<tenant>.<parent>.<child>), which a cancel
+//     and GetDelegation walk, both living bus.Config.CancelTTL (24h, as a
+//     tombstone): a call delegated more than that long ago is no longer
+//     reached by its parent's cancel. A refused child's keys are purged
+//     (a marker that lives a minute: the bucket has no MaxAge). Not a
+//     bucket of its own: that would be a new store in the layout's
 //     reservation (bus.Config.Stores), the chart and the NATS
-//     permissions, for three small keys per delegated call; only calls
+//     permissions, for two small keys per delegated call; only calls
 //     that name a parent write them. The cost: they share the bucket
 //     with every tenant's limit counts, and no bound per tenant caps
 //     them yet (docs/operating.md, Sizing).
@@ -563,6 +591,10 @@
 //     Cancel request; a Cancel that fails part-way (a store error) is
 //     made again by cancelling the parent again (a second Cancel walks
 //     the tree again).
+//     It still lists each parent's keys (an ordered consumer on the
+//     limits bucket per parent walked): once per Cancel and parent, not
+//     per admission, bounded by the 4096 calls it reaches; the counters
+//     hold no ids to walk.
 //   - Seeing a chain (GetDelegation, delegationview.go): the same
 //     records answer it, read under the caller's tenant (another
 //     tenant's call is never reached, and the call itself answers
@@ -574,8 +606,10 @@
 //     not see (reaches) is left out — a child skipped and not counted, an
 //     ancestor ending the list — so the answer never tells what
 //     per-agent visibility hides. No index of its own: the limits bucket
-//     lists a parent's children by key prefix, which the fan-out check
-//     already does at admission. Its work is bounded by the fan-out: at
+//     lists a parent's children by key prefix (an ordered consumer per
+//     request: GetDelegation and a cancel's cascade list, once per
+//     request and parent, where admission no longer does; the counters
+//     hold counts, not ids). Its work is bounded by the fan-out: at
 //     most MaxDelegationFanOut children (256 by default, 4,096 at most)
 //     are listed, and under per-agent visibility each is looked up once
 //     (the owners cache answers repeats). A cap on the lookups of hidden

@@ -1,0 +1,153 @@
+package dispatch_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/identity"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// Children racing for a parent's places through two dispatcher replicas
+// at once: exactly the bound is admitted, every other child is refused
+// with the fan-out rule. (Listing the keys after writing its own, two
+// children racing for the last place could both be refused.)
+func TestChildrenRacingAcrossReplicasFillTheFanOutExactly(t *testing.T) {
+	t.Parallel()
+	const bound, racers = 4, 16
+	cfg := dispatch.Config{MaxDelegationFanOut: bound}
+	s := delegationStack(t, cfg)
+	replicas := []*dispatch.Dispatcher{s.Dispatcher, s.StartDispatcher(t, cfg)}
+	root := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
+	require.Nil(t, root.Rejected)
+	t.Cleanup(func() { _, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, root.CallID, "") })
+
+	start := make(chan struct{})
+	answers := make(chan *dispatch.Submitted, racers)
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Go(func() {
+			<-start
+			r, err := replicas[i%2].Submit(t.Context(), identity.Default,
+				&toolwirev1.CallRequest{Tool: "hold", ArgumentsJson: `{}`, ParentCallId: root.CallID})
+			if err != nil {
+				t.Errorf("submit: %v", err)
+				return
+			}
+			answers <- r
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(answers)
+	admitted := 0
+	for r := range answers {
+		if r.Rejected == nil {
+			admitted++
+			continue
+		}
+		te := r.Rejected.GetError()
+		require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, te.GetType(), te.GetMessage())
+		require.Contains(t, te.GetMessage(), "bound of 4 delegated calls")
+	}
+	require.Equal(t, bound, admitted)
+}
+
+// A child refused after the delegation step (here by the policy) is taken
+// out of its parent's and its chain's counts: the next child takes its
+// place, and the bound still holds after it.
+func TestARefusedChildFreesItsPlace(t *testing.T) {
+	t.Parallel()
+	s := delegationStack(t, dispatch.Config{MaxDelegationFanOut: 2, MaxDelegationDescendants: 2})
+	s.ApplyPolicy(t, "tenant:\n  default: allow\n  rules:\n    - {id: no-echo, effect: deny, tools: [echo], reason: no echo}\n")
+	root := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
+	require.Nil(t, root.Rejected)
+	t.Cleanup(func() { _, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, root.CallID, "") })
+
+	first := submitChild(t, s.Dispatcher, identity.Default, "hold", root.CallID)
+	require.Nil(t, first.Rejected, "%v", first.Rejected.GetError())
+	for range 3 { // each refused child is counted, then taken out again
+		denied, err := s.Dispatcher.Submit(t.Context(), identity.Default,
+			&toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`, ParentCallId: root.CallID})
+		require.NoError(t, err)
+		require.NotNil(t, denied.Rejected)
+		require.Contains(t, denied.Rejected.GetError().GetMessage(), "no echo")
+	}
+	second := submitChild(t, s.Dispatcher, identity.Default, "hold", root.CallID)
+	require.Nil(t, second.Rejected, "the refused children took the places: %v", second.Rejected.GetError())
+	third := submitChild(t, s.Dispatcher, identity.Default, "hold", root.CallID)
+	require.NotNil(t, third.Rejected)
+	require.Contains(t, third.Rejected.GetError().GetMessage(), "bound of 2 delegated calls")
+}
+
+// A child answered without being published — a repeat of its
+// idempotency key with other arguments (CONFLICT) — is taken out of the
+// counts too: repeats never use up a parent's places (review of
+// h49-fanout, finding 1; the keys leaked the same way before counters).
+func TestAChildAnsweredWithoutAPublishFreesItsPlace(t *testing.T) {
+	t.Parallel()
+	s := delegationStack(t, dispatch.Config{MaxDelegationFanOut: 2, MaxDelegationDescendants: 2})
+	root := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
+	require.Nil(t, root.Rejected)
+	t.Cleanup(func() { _, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, root.CallID, "") })
+	keyed := func(text string) (*dispatch.Submitted, error) {
+		return s.Dispatcher.Submit(t.Context(), identity.Default,
+			&toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"` + text + `"}`, ParentCallId: root.CallID, IdempotencyKey: "k1"})
+	}
+	first, err := keyed("a")
+	require.NoError(t, err)
+	require.Nil(t, first.Rejected, "%v", first.Rejected.GetError())
+	for _, text := range []string{"b", "c", "d"} {
+		repeat, err := keyed(text) // answered CONFLICT: the key is bound to other arguments
+		require.True(t, err != nil || repeat.Rejected != nil || repeat.CallID != first.CallID, "a key reused with other arguments is not admitted anew")
+	}
+	second := submitChild(t, s.Dispatcher, identity.Default, "hold", root.CallID)
+	require.Nil(t, second.Rejected, "the repeats took the places: %v", second.Rejected.GetError())
+}
+
+// Admitting a delegated call lists no keys: no consumer is created on the
+// limits bucket however many children a parent has (listing the children
+// made an ordered consumer per admission, twice). GetDelegation still
+// lists them, which shows that the probe sees such a consumer.
+func TestDelegatedAdmissionCreatesNoConsumer(t *testing.T) {
+	t.Parallel()
+	s := delegationStack(t, dispatch.Config{})
+	ctx := t.Context()
+	probe, err := bus.Dial(bus.ConnConfig{URL: s.Env.URL, Name: "probe"})
+	require.NoError(t, err)
+	t.Cleanup(probe.Close)
+	limits := "KV_" + s.Env.Bus.Config.LimitsBucket()
+	creates := make(chan *nats.Msg, 1024)
+	for _, subj := range []string{"$JS.API.CONSUMER.CREATE." + limits, "$JS.API.CONSUMER.CREATE." + limits + ".>",
+		"$JS.API.CONSUMER.DURABLE.CREATE." + limits + ".>"} {
+		sub, err := probe.ChanSubscribe(subj, creates)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = sub.Unsubscribe() })
+	}
+	require.NoError(t, probe.Flush())
+
+	root := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
+	require.Nil(t, root.Rejected)
+	t.Cleanup(func() { _, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, root.CallID, "") })
+	for range 20 {
+		r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`,
+			ParentCallId: root.CallID}, 20*time.Second)
+		require.NoError(t, err)
+		require.True(t, r.Response.GetOk(), "%v", r.Response.GetError())
+	}
+	require.NoError(t, probe.Flush()) // every request the server routed before now has reached the probe
+	require.Zero(t, len(creates), "consumers created on the limits bucket while admitting delegated calls")
+
+	dg, err := s.Dispatcher.GetDelegation(ctx, identity.Default, root.CallID)
+	require.NoError(t, err)
+	require.Len(t, dg.Children, dispatch.MaxDelegationChildrenShown)
+	require.NoError(t, probe.Flush())
+	require.NotZero(t, len(creates), "the probe sees the consumer GetDelegation lists the children with")
+}
