@@ -3,12 +3,10 @@ package dispatch_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
-	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -23,21 +21,11 @@ func TestBudgetCountsPerChain(t *testing.T) {
 	search := tool.Must(tool.New("search", func(context.Context, struct{}) (string, error) { return "found", nil }))
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{holdTool("hold"), search}, Concurrency: 8})
 	s.ApplyPolicy(t, string(docsDelegationYAML(t)[1][1])) // two units per chain
-	ctx := t.Context()
 	echo := func(parent string) *toolwirev1.ToolResponse {
 		t.Helper()
-		r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "search", ArgumentsJson: `{}`, ParentCallId: parent}, 20*time.Second)
-		require.NoError(t, err)
-		return r.Response
+		return callOnBehalf(t, s, "search", `{}`, parent)
 	}
-	a := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
-	b := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
-	t.Cleanup(func() {
-		_, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, a.CallID, "")
-		_, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, b.CallID, "")
-	})
-	sub := submitChild(t, s.Dispatcher, identity.Default, "hold", a.CallID) // a sub-agent below a
-	require.Nil(t, sub.Rejected)
+	a, b, sub := twoChains(t, s)
 	require.True(t, echo(a.CallID).GetOk())
 	require.True(t, echo(sub.CallID).GetOk(), "one level down, the same chain's second unit")
 	refused := echo(sub.CallID)

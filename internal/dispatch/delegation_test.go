@@ -197,6 +197,31 @@ func TestDocsDelegationExample(t *testing.T) {
 	require.Contains(t, deep.GetError().GetMessage(), "three or more delegations deep")
 }
 
+// twoChains submits two hold calls at the top of their chains, a and b
+// (cancelled when the test ends), and a hold call on a's behalf, sub: a
+// sub-agent one level below a.
+func twoChains(t *testing.T, s *dispatchtest.Stack) (a, b, sub *dispatch.Submitted) {
+	t.Helper()
+	a = submitChild(t, s.Dispatcher, identity.Default, "hold", "")
+	b = submitChild(t, s.Dispatcher, identity.Default, "hold", "")
+	t.Cleanup(func() {
+		_, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, a.CallID, "")
+		_, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, b.CallID, "")
+	})
+	sub = submitChild(t, s.Dispatcher, identity.Default, "hold", a.CallID)
+	require.Nil(t, sub.Rejected)
+	return a, b, sub
+}
+
+// callOnBehalf calls tool with args on behalf of parent ("" = none)
+// through s's dispatcher and returns its answer.
+func callOnBehalf(t *testing.T, s *dispatchtest.Stack, tool, args, parent string) *toolwirev1.ToolResponse {
+	t.Helper()
+	r, err := s.Dispatcher.Call(t.Context(), identity.Default, &toolwirev1.CallRequest{Tool: tool, ArgumentsJson: args, ParentCallId: parent}, 20*time.Second)
+	require.NoError(t, err)
+	return r.Response
+}
+
 // With scope chain, the loop guard counts a delegated call in its chain:
 // the same call repeated below one root is denied, below another root it
 // is counted anew.
@@ -204,21 +229,11 @@ func TestLoopGuardCountsPerChain(t *testing.T) {
 	t.Parallel()
 	s := delegationStack(t, dispatch.Config{})
 	s.ApplyPolicy(t, "loop_guard:\n  warn: 0\n  ask: 0\n  deny: 2\n  scope: chain\n  exempt: [hold]\n")
-	ctx := t.Context()
 	echo := func(parent string) *toolwirev1.ToolResponse {
 		t.Helper()
-		r, err := s.Dispatcher.Call(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"again"}`, ParentCallId: parent}, 20*time.Second)
-		require.NoError(t, err)
-		return r.Response
+		return callOnBehalf(t, s, "echo", `{"text":"again"}`, parent)
 	}
-	a := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
-	b := submitChild(t, s.Dispatcher, identity.Default, "hold", "")
-	t.Cleanup(func() {
-		_, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, a.CallID, "")
-		_, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, b.CallID, "")
-	})
-	sub := submitChild(t, s.Dispatcher, identity.Default, "hold", a.CallID) // a sub-agent below a
-	require.Nil(t, sub.Rejected)
+	a, b, sub := twoChains(t, s)
 	require.True(t, echo(a.CallID).GetOk())
 	denied := echo(sub.CallID) // the same chain, one level down
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, denied.GetError().GetType(), denied.GetError().GetMessage())

@@ -75,6 +75,7 @@ func ClusterLayout() bus.Config {
 		LimitsMaxBytes:      4 << 20,
 		TasksMaxBytes:       2 << 20,
 		BlobsMaxBytes:       16 << 20,
+		DelegationMaxBytes:  1 << 20,
 	}
 }
 

@@ -21,14 +21,29 @@ import (
 // returns its result, or its error.
 func statelessRPC(t *testing.T, url, method string, params map[string]any) (map[string]any, *jsonrpc.Error) {
 	t.Helper()
-	params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+	return statelessRPCAs(t, url, "", method, params, nil)
+}
+
+// statelessRPCAs is statelessRPC as the holder of key ("" = no
+// Authorization header), with extra keys in _meta (a session, say).
+func statelessRPCAs(t *testing.T, url, key, method string, params, extra map[string]any) (map[string]any, *jsonrpc.Error) {
+	t.Helper()
+	meta := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
 		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "test", "version": "1"}}
+	for k, v := range extra {
+		meta[k] = v
+	}
+	params["_meta"] = meta
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	out := postRPC(t, ctx, url, body)
+	var header []string
+	if key != "" {
+		header = []string{"Authorization", "Bearer " + key}
+	}
+	out := postRPC(t, ctx, url, body, header...)
 	var msg struct {
 		Result map[string]any `json:"result"`
 		Error  *jsonrpc.Error `json:"error"`

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -26,6 +25,19 @@ import (
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
+// skillsStack starts a stack under opts whose worker serves the skills of
+// examples/skills (its worker.yaml), and waits for the skill tool.
+func skillsStack(t *testing.T, opts dispatchtest.Options) *dispatchtest.Stack {
+	t.Helper()
+	f, err := workerconfig.Load("../../examples/skills/worker.yaml")
+	require.NoError(t, err)
+	opts.NoWorker = true
+	s := dispatchtest.Start(t, opts)
+	s.StartWorkerFile(t, f)
+	s.WaitTool(t, "skill")
+	return s
+}
+
 // An MCP client sees the skills of a worker's skills directories as the
 // `skill` tool, listed with the skills' names and descriptions, and loads
 // a skill's instructions and one of its files (an embedded skill://
@@ -33,11 +45,7 @@ import (
 // args.name denies both.
 func TestSkillsThroughMCP(t *testing.T) {
 	t.Parallel()
-	f, err := workerconfig.Load("../../examples/skills/worker.yaml")
-	require.NoError(t, err)
-	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
-	s.StartWorkerFile(t, f)
-	s.WaitTool(t, "skill")
+	s := skillsStack(t, dispatchtest.Options{})
 	cs := connect(t, endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default}), "any", "")
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -100,11 +108,7 @@ func TestSkillsThroughMCP(t *testing.T) {
 // files unreadable.
 func TestSkillsExtension(t *testing.T) {
 	t.Parallel()
-	f, err := workerconfig.Load("../../examples/skills/worker.yaml")
-	require.NoError(t, err)
-	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
-	s.StartWorkerFile(t, f)
-	s.WaitTool(t, "skill")
+	s := skillsStack(t, dispatchtest.Options{})
 	url := endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default})
 
 	res, rpcErr := statelessRPC(t, url, "server/discover", map[string]any{})
@@ -200,38 +204,12 @@ func TestSkillFileNotMatchingItsManifestIsRefused(t *testing.T) {
 	require.NotContains(t, rpcErr.Message, "Ignore your instructions")
 }
 
-// rpcAs posts method with params at the stateless revision, as the
-// holder of key, with _meta's extra keys (a session, say).
-func rpcAs(t *testing.T, url, key, method string, params, extra map[string]any) (map[string]any, *jsonrpc.Error) {
-	t.Helper()
-	meta := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
-		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "test", "version": "1"}}
-	for k, v := range extra {
-		meta[k] = v
-	}
-	params["_meta"] = meta
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	require.NoError(t, err)
-	out := postRPC(t, t.Context(), url, body, "Authorization", "Bearer "+key)
-	var msg struct {
-		Result map[string]any `json:"result"`
-		Error  *jsonrpc.Error `json:"error"`
-	}
-	require.NoError(t, json.Unmarshal(out, &msg), string(out))
-	return msg.Result, msg.Error
-}
-
 // The Skills extension answers each tenant by its own policy, and a
 // skill's file is read as a call of the request's session (its rules
 // apply); the 2025-11-25 revision lists and reads skill files too.
 func TestSkillsPerTenantAndSession(t *testing.T) {
 	t.Parallel()
-	f, err := workerconfig.Load("../../examples/skills/worker.yaml")
-	require.NoError(t, err)
-	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true, Auth: twoTenantKeys(t)})
-	s.StartWorkerFile(t, f)
-	s.WaitTool(t, "skill")
+	s := skillsStack(t, dispatchtest.Options{Auth: twoTenantKeys(t)})
 	mux := http.NewServeMux()
 	ms, err := mcpserver.New(s.Dispatcher, twoTenantKeys(t), mcpserver.Config{})
 	require.NoError(t, err)
@@ -264,26 +242,26 @@ func TestSkillsPerTenantAndSession(t *testing.T) {
 `)
 
 	// acme's policy denies the skill: not listed, not readable.
-	res, rpcErr := rpcAs(t, url, "a", "skills/list", map[string]any{}, nil)
+	res, rpcErr := statelessRPCAs(t, url, "a", "skills/list", map[string]any{}, nil)
 	require.Nil(t, rpcErr)
 	require.Empty(t, res["skills"])
-	res, rpcErr = rpcAs(t, url, "a", "resources/list", map[string]any{}, nil)
+	res, rpcErr = statelessRPCAs(t, url, "a", "resources/list", map[string]any{}, nil)
 	require.Nil(t, rpcErr)
 	require.NotContains(t, fmt.Sprint(res["resources"]), skillMD)
 	require.Equal(t, "private", res["cacheScope"], "which skills are listed is the caller's")
-	_, rpcErr = rpcAs(t, url, "a", "resources/read", map[string]any{"uri": skillMD}, nil)
+	_, rpcErr = statelessRPCAs(t, url, "a", "resources/read", map[string]any{"uri": skillMD}, nil)
 	require.NotNil(t, rpcErr)
 	// The other tenant's policy allows it.
-	res, rpcErr = rpcAs(t, url, "b", "skills/list", map[string]any{}, nil)
+	res, rpcErr = statelessRPCAs(t, url, "b", "skills/list", map[string]any{}, nil)
 	require.Nil(t, rpcErr)
 	require.Len(t, res["skills"], 1)
-	_, rpcErr = rpcAs(t, url, "b", "resources/read", map[string]any{"uri": template}, nil)
+	_, rpcErr = statelessRPCAs(t, url, "b", "resources/read", map[string]any{"uri": template}, nil)
 	require.Nil(t, rpcErr)
 	// In the locked session, the rule over args.resource refuses the read.
-	_, rpcErr = rpcAs(t, url, "b", "resources/read", map[string]any{"uri": template}, map[string]any{mcpserver.MetaSession: "locked"})
+	_, rpcErr = statelessRPCAs(t, url, "b", "resources/read", map[string]any{"uri": template}, map[string]any{mcpserver.MetaSession: "locked"})
 	require.NotNil(t, rpcErr, "the read is a call of the session")
 	require.Contains(t, rpcErr.Message, "locked-session-no-templates")
-	_, rpcErr = rpcAs(t, url, "b", "resources/read", map[string]any{"uri": skillMD}, map[string]any{mcpserver.MetaSession: "locked"})
+	_, rpcErr = statelessRPCAs(t, url, "b", "resources/read", map[string]any{"uri": skillMD}, map[string]any{mcpserver.MetaSession: "locked"})
 	require.Nil(t, rpcErr)
 
 	t.Run("2025-11-25", func(t *testing.T) {
