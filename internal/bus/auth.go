@@ -355,6 +355,10 @@ func operatorPermissions(c Config) Permissions {
 		DLQRetrySubject(c),
 		// The registry, read (audit's schemas, replay's versions).
 		jsAPI+"DIRECT.GET."+registry+".>",
+		// ... and a signer's enrolment a direct get found missing, again
+		// from the leader (audit --verify: signing.Keyring confirms, as a
+		// worker's does).
+		jsAPI+"STREAM.MSG.GET."+registry,
 		// replay: calls on shadow subjects, which only shadow pools consume.
 		s.AllShadow(),
 	)

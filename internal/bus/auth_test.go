@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/bus"
+	"github.com/toolwire/toolwire/internal/signing"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -708,4 +709,48 @@ func TestWorkerDoesNotAttachToTheSignOutBucket(t *testing.T) {
 	for _, p := range append(perms.Publish, perms.Subscribe...) {
 		require.NotContains(t, p, e.bus.Config.RevocationsBucket())
 	}
+}
+
+// TestKeyringConfirmsForEveryReader: every role that checks signatures
+// with a confirming keyring (the dispatcher's bus, a worker's, the
+// operator's audit) may read the registry from its leader. The operator
+// could not: its audit's confirmation of a key found missing was refused
+// by permissions, which a request only sees as no answer, and was made
+// again until its context ended (with `toolctl audit --verify` and no
+// deadline, for ever; CI hung 40 minutes on it).
+func TestKeyringConfirmsForEveryReader(t *testing.T) {
+	t.Parallel()
+	e := startAuth(t, bus.Config{})
+	stranger, err := signing.NewKey()
+	require.NoError(t, err)
+	statement := []byte("a result")
+	for _, role := range []string{bus.RoleWorker, bus.RoleOperator} {
+		nc, _ := e.dialRole(t, role)
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		kv, err := jetstream.New(nc)
+		require.NoError(t, err)
+		registry, err := kv.KeyValue(ctx, e.bus.Config.RegistryBucket())
+		require.NoError(t, err, role)
+		keys := bus.NewKeyring(registry, nc, e.bus.Config.RegistryBucket())
+		h := stranger.Sign(nil, signing.KindResult, "call-1", 1, statement)
+		_, err = keys.Check(ctx, h, signing.KindResult, "call-1", 1, statement, "")
+		cancel()
+		verdict := signing.AsError(err)
+		require.NotNil(t, verdict, "%s: a verdict, not a failed lookup: %v", role, err)
+		require.Equal(t, signing.WrongPool, verdict.Problem, role)
+	}
+}
+
+// TestALeaderReadRefusedByPermissionsFailsAtOnce: a read from a stream's
+// leader that the connection may not make is an error naming the
+// permissions, not a missing leader asked again until the context ends.
+func TestALeaderReadRefusedByPermissionsFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	e := startAuth(t, bus.Config{})
+	nc, _ := e.dialRole(t, bus.RoleOperator) // no leader reads of the approvals bucket
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, err := bus.KVGetFromLeader(ctx, nc, e.bus.Config.ApprovalsBucket(), "k")
+	require.ErrorIs(t, err, nats.ErrPermissionViolation)
+	require.NoError(t, ctx.Err(), "failed before its context ended")
 }

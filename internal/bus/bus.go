@@ -145,7 +145,12 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config, opts Options) (*Bus, e
 func NewKeyring(kv jetstream.KeyValue, nc *nats.Conn, bucket string) *signing.Keyring {
 	k := signing.NewKeyring(kv)
 	k.RetryWith(func(ctx context.Context, read func(context.Context) error) error {
-		return LeaderRetry(ctx, leaderAttempt, read)
+		if nc == nil {
+			return LeaderRetry(ctx, leaderAttempt, read)
+		}
+		return LeaderRetry(ctx, leaderAttempt, func(ctx context.Context) error {
+			return deniedOr(nc, jsAPI+"DIRECT.GET."+kvStream(bucket), read(ctx))
+		})
 	})
 	if nc != nil {
 		k.ConfirmWith(func(ctx context.Context, key string) ([]byte, error) {

@@ -131,9 +131,10 @@ func leaderGet(ctx context.Context, nc *nats.Conn, stream, subject string, get g
 		} `json:"message"`
 	}
 	err = leaderRetry(ctx, func(ctx context.Context) error {
-		r, err := nc.RequestWithContext(ctx, jsAPI+"STREAM.MSG.GET."+stream, req)
+		api := jsAPI + "STREAM.MSG.GET." + stream
+		r, err := nc.RequestWithContext(ctx, api, req)
 		if err != nil {
-			return err
+			return deniedOr(nc, api, err)
 		}
 		resp.Error, resp.Message = nil, nil
 		if err := json.Unmarshal(r.Data, &resp); err != nil {
@@ -267,6 +268,26 @@ func LeaderRetry(ctx context.Context, attempt time.Duration, request func(contex
 			}
 		}
 	}
+}
+
+// deniedOr is err, or, when the server refused nc publishing to subject
+// (or to a subject under it), the permissions violation: the server
+// reports it to the connection, and a request sees only no answer, which
+// LeaderRetry would take for a missing leader and ask again until its
+// context ends.
+func deniedOr(nc *nats.Conn, subject string, err error) error {
+	if !noLeader(err) {
+		return err
+	}
+	last := nc.LastError()
+	if !errors.Is(last, nats.ErrPermissionViolation) {
+		return err
+	}
+	msg, at := strings.ToLower(last.Error()), strings.ToLower(`publish to "`+subject)
+	if strings.Contains(msg, at+`"`) || strings.Contains(msg, at+".") {
+		return fmt.Errorf("%w (the request: %v)", last, err)
+	}
+	return err
 }
 
 // errNoLeader: an answer from a member of a stream that has no leader

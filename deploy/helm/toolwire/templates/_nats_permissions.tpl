@@ -273,6 +273,7 @@ its pool's consumers and announcement subjects only.
     "$JS.API.DIRECT.GET.{{ $u }}_DLQ"
     "{{ $p }}.admin.dlq.retry"
     "$JS.API.DIRECT.GET.KV_{{ $p }}_registry.>"
+    "$JS.API.STREAM.MSG.GET.KV_{{ $p }}_registry"
     "{{ $p }}.shadow.>"
   ]}
   subscribe: {allow: [
