@@ -5,11 +5,14 @@
 package typescripttool_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -154,6 +157,46 @@ func TestServerRefusesBadRequests(t *testing.T) {
 
 // TestServerNeedsAToken: without TOC_TOKEN (or with a short one) server.ts
 // does not serve: an HTTP tool reachable without one would answer anyone.
+// TestATooLargeBodyIsAnsweredWhileItIsStillBeingSent: the server refuses
+// a body over its bound (413) and closes the connection after, but only
+// once the rest of the body is read and discarded: a connection closed
+// with bytes of it unread is reset, and a client still writing them lost
+// the answer (a broken pipe in CI). Sent by hand: every byte of a 32 MiB
+// body is written, and the 413 is read after.
+func TestATooLargeBodyIsAnsweredWhileItIsStillBeingSent(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, node22(t), "TOC_TOKEN="+token)
+	for _, chunked := range []bool{false, true} {
+		conn, err := net.Dial("tcp", "127.0.0.1:"+srv.port)
+		require.NoError(t, err)
+		require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
+		body := []byte(`{"markdown":"` + strings.Repeat("a", 32<<20) + `"}`)
+		head := "POST /toc HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token + "\r\nContent-Type: application/json\r\n"
+		var req bytes.Buffer
+		if chunked {
+			req.WriteString(head + "Transfer-Encoding: chunked\r\n\r\n")
+			for b := body; len(b) > 0; {
+				n := min(len(b), 64<<10)
+				fmt.Fprintf(&req, "%x\r\n%s\r\n", n, b[:n])
+				b = b[n:]
+			}
+			req.WriteString("0\r\n\r\n")
+		} else {
+			req.WriteString(head + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n")
+			req.Write(body)
+		}
+		_, err = conn.Write(req.Bytes())
+		require.NoError(t, err, "chunked %v: the whole body is taken", chunked)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err, "chunked %v", chunked)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "chunked %v: %s", chunked, b)
+		require.True(t, resp.Close, "the connection is closed after")
+		require.NoError(t, conn.Close())
+	}
+}
+
 func TestServerNeedsAToken(t *testing.T) {
 	t.Parallel()
 	node := node22(t)

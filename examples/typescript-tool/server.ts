@@ -19,6 +19,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { createHash, timingSafeEqual } from "node:crypto";
 
 const MAX_BODY = 512 * 1024; // bytes of a request body; more is refused (413), never buffered
+const DRAIN_MAX = 64 * 1024 * 1024; // bytes of a refused body read and discarded before the 413; more resets the connection
 const MAX_MARKDOWN = 100_000; // characters of markdown, as the spec's input schema says
 const MAX_HEADINGS = 1000; // headings listed at most; the rest are counted
 
@@ -158,13 +159,24 @@ async function handle(req: IncomingMessage, token: string): Promise<Toc> {
 function reply(req: IncomingMessage, res: ServerResponse, status: number, body: unknown): void {
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (status === 405) headers.allow = "POST";
-  if (status === 413) {
-    // The rest of the body is discarded unread (a reset would lose this
-    // answer), within requestTimeout, and the connection closed after.
+  const send = () => res.writeHead(status, headers).end(JSON.stringify(body));
+  if (status === 413 && !req.complete) {
+    // Answered once the rest of the body is read and discarded, and the
+    // connection closed after: closed with bytes of the body unread, the
+    // connection is reset, and a client still writing them loses this
+    // answer. Bounded by requestTimeout and DRAIN_MAX: past it, reset.
     headers.connection = "close";
+    let drained = 0;
+    req.on("data", (chunk: Buffer) => {
+      drained += chunk.length;
+      if (drained > DRAIN_MAX) req.socket.destroy();
+    });
+    req.once("end", send);
     req.resume();
+    return;
   }
-  res.writeHead(status, headers).end(JSON.stringify(body));
+  if (status === 413) headers.connection = "close";
+  send();
 }
 
 function serve(token: string) {
