@@ -347,7 +347,8 @@ func operatorPermissions(c Config) Permissions {
 		jsAPI+"DIRECT.GET."+results+".>",
 		jsAPI+"DIRECT.GET."+events,
 		jsAPI+"DIRECT.GET."+events+".>",
-		// replay: its shadow results, confirmed by the leader.
+		// audit and replay: stored results (audit's signatures, replay's
+		// shadow results) read from the leader.
 		jsAPI+"STREAM.MSG.GET."+results,
 		// dlq show: gets by sequence.
 		jsAPI+"DIRECT.GET."+dlq,
@@ -356,8 +357,8 @@ func operatorPermissions(c Config) Permissions {
 		// The registry, read (audit's schemas, replay's versions).
 		jsAPI+"DIRECT.GET."+registry+".>",
 		// ... and a signer's enrolment a direct get found missing, again
-		// from the leader (audit --verify: signing.Keyring confirms, as a
-		// worker's does).
+		// from the leader (every audit checks result signatures: its
+		// signing.Keyring confirms, as a worker's does).
 		jsAPI+"STREAM.MSG.GET."+registry,
 		// replay: calls on shadow subjects, which only shadow pools consume.
 		s.AllShadow(),

@@ -149,7 +149,8 @@ func NewKeyring(kv jetstream.KeyValue, nc *nats.Conn, bucket string) *signing.Ke
 			return LeaderRetry(ctx, leaderAttempt, read)
 		}
 		return LeaderRetry(ctx, leaderAttempt, func(ctx context.Context) error {
-			return deniedOr(nc, jsAPI+"DIRECT.GET."+kvStream(bucket), read(ctx))
+			before := lastError(nc)
+			return deniedOr(nc, before, jsAPI+"DIRECT.GET."+kvStream(bucket), read(ctx))
 		})
 	})
 	if nc != nil {

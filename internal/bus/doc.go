@@ -401,8 +401,9 @@
 // run EnsurePool.
 //   - RoleOperator: see the layout's metadata (stream and consumer info,
 //     the account's stream names: the nats CLI's stream and consumer
-//     listings), read CALLS, RESULTS, EVENTS, DLQ and the registry (Scans
-//     and direct gets), request a dead-letter retry from a dispatcher
+//     listings), read CALLS, RESULTS, EVENTS, DLQ and the registry (Scans,
+//     direct gets, and gets from the leader of RESULTS and the registry),
+//     request a dead-letter retry from a dispatcher
 //     (DLQRetrySubject), publish replays on shadow subjects and hear
 //     their results. It reads, retries and approves, and changes nothing
 //     else: its only consumers are the Scan slots of CALLS and DLQ

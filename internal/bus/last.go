@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -26,7 +27,7 @@ func LastMsg(ctx context.Context, stream jetstream.Stream, filter string) (*jets
 	if !strings.ContainsAny(filter, "*>") {
 		return stream.GetLastMsgForSubject(ctx, filter)
 	}
-	return lastOf(ctx, stream, filter, false, func(subject string) (*jetstream.RawStreamMsg, error) {
+	return lastOf(ctx, nil, stream, filter, false, func(subject string) (*jetstream.RawStreamMsg, error) {
 		return stream.GetLastMsgForSubject(ctx, subject)
 	})
 }
@@ -39,17 +40,19 @@ func LastMsg(ctx context.Context, stream jetstream.Stream, filter string) (*jets
 // for a message the leader stored (a redelivery took that for "no
 // STARTED" and ran a tool that is not safe to rerun a second time); such
 // an answer names no leader and is asked again.
-func literalSubjects(ctx context.Context, stream jetstream.Stream, filter string, fromLeader bool) ([]string, error) {
+func literalSubjects(ctx context.Context, nc *nats.Conn, stream jetstream.Stream, filter string, fromLeader bool) ([]string, error) {
 	if !strings.ContainsAny(filter, "*>") {
 		return []string{filter}, nil
 	}
 	var info *jetstream.StreamInfo
+	api := jsAPI + "STREAM.INFO." + stream.CachedInfo().Config.Name
 	err := leaderRetry(ctx, func(ctx context.Context) (err error) {
+		before := lastError(nc)
 		info, err = stream.Info(ctx, jetstream.WithSubjectFilter(filter))
 		if err == nil && fromLeader && info.Cluster != nil && info.Cluster.Leader == "" {
 			return errNoLeader
 		}
-		return err
+		return deniedOr(nc, before, api, err)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bus: subjects of %s: %w", filter, err)
@@ -63,8 +66,8 @@ func literalSubjects(ctx context.Context, stream jetstream.Stream, filter string
 
 // lastOf returns the newest of the last messages get reads on each
 // literal subject of filter, or jetstream.ErrMsgNotFound.
-func lastOf(ctx context.Context, stream jetstream.Stream, filter string, fromLeader bool, get func(subject string) (*jetstream.RawStreamMsg, error)) (*jetstream.RawStreamMsg, error) {
-	subjects, err := literalSubjects(ctx, stream, filter, fromLeader)
+func lastOf(ctx context.Context, nc *nats.Conn, stream jetstream.Stream, filter string, fromLeader bool, get func(subject string) (*jetstream.RawStreamMsg, error)) (*jetstream.RawStreamMsg, error) {
+	subjects, err := literalSubjects(ctx, nc, stream, filter, fromLeader)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +98,7 @@ func lastOf(ctx context.Context, stream jetstream.Stream, filter string, fromLea
 // or for the STARTED event of an earlier attempt — reads the leader.
 func LastMsgFromLeader(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, filter string) (*jetstream.RawStreamMsg, error) {
 	name := stream.CachedInfo().Config.Name
-	return lastOf(ctx, stream, filter, true, func(subject string) (*jetstream.RawStreamMsg, error) {
+	return lastOf(ctx, js.Conn(), stream, filter, true, func(subject string) (*jetstream.RawStreamMsg, error) {
 		return leaderLastMsg(ctx, js.Conn(), name, subject)
 	})
 }
@@ -132,9 +135,10 @@ func leaderGet(ctx context.Context, nc *nats.Conn, stream, subject string, get g
 	}
 	err = leaderRetry(ctx, func(ctx context.Context) error {
 		api := jsAPI + "STREAM.MSG.GET." + stream
+		before := lastError(nc)
 		r, err := nc.RequestWithContext(ctx, api, req)
 		if err != nil {
-			return deniedOr(nc, api, err)
+			return deniedOr(nc, before, api, err)
 		}
 		resp.Error, resp.Message = nil, nil
 		if err := json.Unmarshal(r.Data, &resp); err != nil {
@@ -174,7 +178,7 @@ func leaderGet(ctx context.Context, nc *nats.Conn, stream, subject string, get g
 // handful of messages of one call (its events); a role that reads this
 // way needs no consumer on the stream (see RoleWorker).
 func AllMsgsFromLeader(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, filter string) ([]*jetstream.RawStreamMsg, error) {
-	subjects, err := literalSubjects(ctx, stream, filter, true)
+	subjects, err := literalSubjects(ctx, js.Conn(), stream, filter, true)
 	if err != nil {
 		return nil, err
 	}
@@ -270,24 +274,42 @@ func LeaderRetry(ctx context.Context, attempt time.Duration, request func(contex
 	}
 }
 
-// deniedOr is err, or, when the server refused nc publishing to subject
-// (or to a subject under it), the permissions violation: the server
+// deniedOr is err, or, when nc's server refused it publishing to
+// subject (or to a subject under it) since before (lastError, taken
+// before the request was sent), the permissions violation: the server
 // reports it to the connection, and a request sees only no answer, which
 // LeaderRetry would take for a missing leader and ask again until its
-// context ends.
-func deniedOr(nc *nats.Conn, subject string, err error) error {
-	if !noLeader(err) {
+// context ends. Only a refusal newer than before counts: a connection's
+// last error stays until the next, and a refusal of an older
+// configuration says nothing of the server's current permissions.
+func deniedOr(nc *nats.Conn, before error, subject string, err error) error {
+	if nc == nil || !noLeader(err) {
 		return err
 	}
 	last := nc.LastError()
-	if !errors.Is(last, nats.ErrPermissionViolation) {
+	if last == nil || same(last, before) || !errors.Is(last, nats.ErrPermissionViolation) {
 		return err
 	}
-	msg, at := strings.ToLower(last.Error()), strings.ToLower(`publish to "`+subject)
-	if strings.Contains(msg, at+`"`) || strings.Contains(msg, at+".") {
+	at := `Publish to "` + subject
+	if msg := last.Error(); strings.Contains(msg, at+`"`) || strings.Contains(msg, at+".") {
 		return fmt.Errorf("%w (the request: %v)", last, err)
 	}
 	return err
+}
+
+// same reports whether a and b are one error value (an error type that
+// is not comparable is never the same: == would panic).
+func same(a, b error) bool {
+	t := reflect.TypeOf(a)
+	return t == reflect.TypeOf(b) && t != nil && t.Comparable() && a == b
+}
+
+// lastError is nc's last error (nil for no connection), for deniedOr.
+func lastError(nc *nats.Conn) error {
+	if nc == nil {
+		return nil
+	}
+	return nc.LastError()
 }
 
 // errNoLeader: an answer from a member of a stream that has no leader
@@ -313,7 +335,7 @@ func noLeader(err error) bool {
 // returns false, max messages were read, or there are no more. It
 // returns how many it read.
 func EachMsgFromLeader(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, filter string, limit int, fn func(*jetstream.RawStreamMsg) bool) (int, error) {
-	subjects, err := literalSubjects(ctx, stream, filter, true)
+	subjects, err := literalSubjects(ctx, js.Conn(), stream, filter, true)
 	if err != nil {
 		return 0, err
 	}
