@@ -155,8 +155,6 @@ func TestServerRefusesBadRequests(t *testing.T) {
 	require.JSONEq(t, `{"headings":[{"level":2,"text":"Ünïcode & Co.","anchor":"ünïcode--co"},{"level":1,"text":"","anchor":""}],"count":2}`, body)
 }
 
-// TestServerNeedsAToken: without TOC_TOKEN (or with a short one) server.ts
-// does not serve: an HTTP tool reachable without one would answer anyone.
 // TestATooLargeBodyIsAnsweredWhileItIsStillBeingSent: the server refuses
 // a body over its bound (413) and closes the connection after, but only
 // once the rest of the body is read and discarded: a connection closed
@@ -169,6 +167,7 @@ func TestATooLargeBodyIsAnsweredWhileItIsStillBeingSent(t *testing.T) {
 	for _, chunked := range []bool{false, true} {
 		conn, err := net.Dial("tcp", "127.0.0.1:"+srv.port)
 		require.NoError(t, err)
+		t.Cleanup(func() { _ = conn.Close() })
 		require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
 		body := []byte(`{"markdown":"` + strings.Repeat("a", 32<<20) + `"}`)
 		head := "POST /toc HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token + "\r\nContent-Type: application/json\r\n"
@@ -193,10 +192,24 @@ func TestATooLargeBodyIsAnsweredWhileItIsStillBeingSent(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "chunked %v: %s", chunked, b)
 		require.True(t, resp.Close, "the connection is closed after")
-		require.NoError(t, conn.Close())
 	}
+
+	// A client that waits for "100 Continue" is refused without it.
+	conn, err := net.Dial("tcp", "127.0.0.1:"+srv.port)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
+	_, err = io.WriteString(conn, "POST /toc HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+token+
+		"\r\nContent-Type: application/json\r\nContent-Length: 8388608\r\nExpect: 100-continue\r\n\r\n")
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "the final answer, no 100 Continue first")
+	require.NoError(t, resp.Body.Close())
 }
 
+// TestServerNeedsAToken: without TOC_TOKEN (or with a short one) server.ts
+// does not serve: an HTTP tool reachable without one would answer anyone.
 func TestServerNeedsAToken(t *testing.T) {
 	t.Parallel()
 	node := node22(t)

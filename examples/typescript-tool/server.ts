@@ -156,26 +156,37 @@ async function handle(req: IncomingMessage, token: string): Promise<Toc> {
   return toc(markdown, maxDepth);
 }
 
-function reply(req: IncomingMessage, res: ServerResponse, status: number, body: unknown): void {
+/** Sends the answer; a refused body's connection is closed after it (the rest is not a next request). */
+function answer(res: ServerResponse, status: number, body: unknown): void {
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (status === 405) headers.allow = "POST";
-  const send = () => res.writeHead(status, headers).end(JSON.stringify(body));
-  if (status === 413 && !req.complete) {
+  if (status === 413) headers.connection = "close";
+  try {
+    res.writeHead(status, headers).end(JSON.stringify(body));
+  } catch {
+    res.destroy(); // the reply itself failed (headers already sent): end the connection
+  }
+}
+
+function reply(req: IncomingMessage, res: ServerResponse, status: number, body: unknown): void {
+  const send = () => answer(res, status, body);
+  if (status === 413 && !req.complete && !(Number(req.headers["content-length"] ?? 0) > DRAIN_MAX)) {
     // Answered once the rest of the body is read and discarded, and the
     // connection closed after: closed with bytes of the body unread, the
     // connection is reset, and a client still writing them loses this
-    // answer. Bounded by requestTimeout and DRAIN_MAX: past it, reset.
-    headers.connection = "close";
+    // answer. Bounded by DRAIN_MAX bytes and by requestTimeout (which
+    // Node checks every connectionsCheckingInterval: within a minute, a
+    // 408); past either, the connection is reset. A body declared longer
+    // than DRAIN_MAX is answered at once.
     let drained = 0;
     req.on("data", (chunk: Buffer) => {
       drained += chunk.length;
-      if (drained > DRAIN_MAX) req.socket.destroy();
+      if (drained > DRAIN_MAX) req.destroy();
     });
     req.once("end", send);
     req.resume();
     return;
   }
-  if (status === 413) headers.connection = "close";
   send();
 }
 
@@ -194,6 +205,16 @@ function serve(token: string) {
           res.destroy(); // the reply itself failed (headers already sent): end the connection
         }
       });
+  });
+  // A client that waits for "100 Continue" before it sends a body the
+  // server would refuse for its length is answered 413 without it.
+  server.on("checkContinue", (req, res) => {
+    if (authorized(req, token) && Number(req.headers["content-length"] ?? 0) > MAX_BODY) {
+      answer(res, 413, { error: `the body is over ${MAX_BODY} bytes` });
+      return;
+    }
+    res.writeContinue();
+    server.emit("request", req, res);
   });
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000; // a slow body is cut off, not waited for
