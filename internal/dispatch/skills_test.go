@@ -76,7 +76,7 @@ func TestSkillsAsTools(t *testing.T) {
 	for _, fl := range spec.Skills[0].Files {
 		paths = append(paths, fl.Path)
 	}
-	require.Equal(t, []string{"SKILL.md", "template.md"}, paths)
+	require.Equal(t, []string{"SKILL.md", "examples/v1.2.0.md", "template.md"}, paths)
 
 	skillMD := ex["examples/skills/skills/release-notes/SKILL.md"]
 	_, instructions, ok := strings.Cut(strings.TrimPrefix(skillMD, "---\n"), "\n---\n")

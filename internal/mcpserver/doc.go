@@ -275,7 +275,10 @@
 // is the file the manifest lists (URI, size, SHA-256). A read the policy
 // asks about is withdrawn and answered an error (a read cannot wait for a
 // person). resources/list adds the listed skills' SKILL.md on its first
-// page. resources/directory/read is not served (no directoryRead).
+// page. resources/directory/read (declared: directoryRead) lists a
+// listed skill's directory from its manifest: files with their media type
+// and size, subdirectories as inode/directory, on one page; a URI that is
+// not such a directory is -32602.
 //
 // # Auth
 //

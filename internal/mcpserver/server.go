@@ -99,8 +99,9 @@ func New(d Core, auth identity.Authenticator, cfg Config) (*Server, error) {
 	}
 	// Skills (skills.go): declared always, since a worker may announce
 	// skills at any time; with none, skills/list is empty. It needs the
-	// resources capability, declared above.
-	opts.Capabilities.AddExtension(skillsExtension, map[string]any{})
+	// resources capability, declared above. Skill directories are read
+	// from the manifests (resources/directory/read).
+	opts.Capabilities.AddExtension(skillsExtension, map[string]any{"directoryRead": true})
 	s.sdk = mcp.NewServer(&mcp.Implementation{Name: "toolwire", Title: "toolwire", Version: cfg.Version}, opts)
 	addTaskMethods(s.sdk)
 	addSkillMethods(s.sdk)

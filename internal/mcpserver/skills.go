@@ -55,7 +55,7 @@ func addSkillMethods(srv *mcp.Server) {
 	unused := func(context.Context, *mcp.ServerSession, *skillsParams) (*reply, error) {
 		return nil, errors.New("mcpserver: skills methods are answered by the receiving middleware")
 	}
-	for _, m := range []string{"skills/list", "skills/get"} {
+	for _, m := range []string{"skills/list", "skills/get", directoryRead} {
 		if err := mcp.AddReceivingCustomMethod(srv, m, unused); err != nil {
 			panic(err) // only a name the SDK has as a standard method
 		}
@@ -90,6 +90,81 @@ func (s *Server) skillsFor(ctx context.Context, id identity.Identity, req mcp.Re
 	}
 	_, sks, err := s.d.SkillsFor(ctx, id, dispatch.ListFor{Session: session, Model: model})
 	return sks, err
+}
+
+// directoryRead is the extension's optional method (declared with
+// directoryRead: true): the direct children of a skill's directory.
+const directoryRead = "resources/directory/read"
+
+// directoryMIMEType is the media type of a child that is a directory.
+const directoryMIMEType = "inode/directory"
+
+// readSkillDirectory answers resources/directory/read of a directory of
+// a skill the caller may load (skill://<name>, or a directory under it),
+// from the skill's manifest in the registry, as skills/list answers: the
+// directory's files (name, media type, size) and its subdirectories
+// (inode/directory), on one page. A URI that is not such a directory (a
+// file, a skill the caller may not load, another scheme) is -32602.
+func (s *Server) readSkillDirectory(ctx context.Context, id identity.Identity, req mcp.Request) (mcp.Result, error) {
+	p, _ := req.GetParams().(*skillsParams)
+	if p == nil {
+		p = &skillsParams{}
+	}
+	if p.Cursor != "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor: " + directoryRead + " answers on one page"}
+	}
+	sks, err := s.skillsFor(ctx, id, req)
+	if err != nil {
+		return nil, err
+	}
+	children := skillDirectory(sks, p.URI)
+	if children == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("not a directory of a skill served: %.200q", p.URI)}
+	}
+	// Private, as the listing it comes from.
+	base := map[string]any{"resources": children, "ttlMs": 0, "cacheScope": "private"}
+	if ss, _ := req.GetSession().(*mcp.ServerSession); statelessClient(ss) {
+		base["resultType"] = "complete"
+	}
+	return newReply(base)
+}
+
+// skillDirectory returns the direct children of the directory uri names
+// in one of sks, subdirectories (named by their first file's path) in
+// the order of their first file; nil when uri is not a directory of one.
+func skillDirectory(sks []*toolwirev1.Skill, uri string) []*mcp.Resource {
+	rest, ok := strings.CutPrefix(uri, skills.URIScheme)
+	if !ok {
+		return nil
+	}
+	name, dir, _ := strings.Cut(strings.TrimSuffix(rest, "/"), "/")
+	for _, sk := range sks {
+		if sk.GetName() != name {
+			continue
+		}
+		prefix := ""
+		if dir != "" {
+			prefix = dir + "/"
+		}
+		var out []*mcp.Resource
+		seen := map[string]bool{}
+		for _, f := range sk.GetFiles() {
+			below, ok := strings.CutPrefix(f.GetPath(), prefix)
+			if !ok {
+				continue
+			}
+			if sub, _, nested := strings.Cut(below, "/"); nested {
+				if !seen[sub] {
+					seen[sub] = true
+					out = append(out, &mcp.Resource{URI: skills.URI(name, prefix+sub), Name: sub, MIMEType: directoryMIMEType})
+				}
+				continue
+			}
+			out = append(out, &mcp.Resource{URI: skills.URI(name, f.GetPath()), Name: below, MIMEType: f.GetMimeType(), Size: f.GetSize()})
+		}
+		return out // nil when no file is below: not a directory
+	}
+	return nil
 }
 
 // skillsMethod answers skills/list (every skill on one page: a `skill`

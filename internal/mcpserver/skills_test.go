@@ -156,6 +156,39 @@ func TestSkillsExtension(t *testing.T) {
 	require.Nil(t, rpcErr)
 	require.Contains(t, fmt.Sprint(res["resources"]), skillMD)
 
+	// The skill's directories, from its manifest: files with their size,
+	// subdirectories as inode/directory; a file or an unknown skill is
+	// not a directory (-32602).
+	require.Equal(t, map[string]any{"directoryRead": true}, caps["extensions"].(map[string]any)["io.modelcontextprotocol/skills"])
+	children := func(uri string) map[string]map[string]any {
+		t.Helper()
+		res, rpcErr := statelessRPC(t, url, "resources/directory/read", map[string]any{"uri": uri})
+		require.Nil(t, rpcErr, uri)
+		require.Equal(t, "private", res["cacheScope"])
+		require.NotContains(t, res, "nextCursor")
+		out := map[string]map[string]any{}
+		for _, r := range res["resources"].([]any) {
+			out[r.(map[string]any)["uri"].(string)] = r.(map[string]any)
+		}
+		return out
+	}
+	root := children("skill://release-notes")
+	require.Len(t, root, 3, "%v", root)
+	require.Equal(t, "inode/directory", root["skill://release-notes/examples"]["mimeType"])
+	require.Equal(t, files[skillMD]["size"], root[skillMD]["size"])
+	require.Equal(t, "text/markdown", root["skill://release-notes/template.md"]["mimeType"])
+	require.Equal(t, root, children("skill://release-notes/"), "with a trailing slash")
+	sub := children("skill://release-notes/examples")
+	require.Len(t, sub, 1)
+	require.Equal(t, files["skill://release-notes/examples/v1.2.0.md"]["size"], sub["skill://release-notes/examples/v1.2.0.md"]["size"])
+	for _, uri := range []string{skillMD, "skill://release-notes/examples/v1.2.0.md", "skill://nothing", "skill://release-notes/no", "file:///etc"} {
+		_, rpcErr = statelessRPC(t, url, "resources/directory/read", map[string]any{"uri": uri})
+		require.NotNil(t, rpcErr, uri)
+		require.EqualValues(t, jsonrpc.CodeInvalidParams, rpcErr.Code, uri)
+	}
+	_, rpcErr = statelessRPC(t, url, "resources/directory/read", map[string]any{"uri": "skill://release-notes", "cursor": "x"})
+	require.NotNil(t, rpcErr, "one page: no cursor")
+
 	s.ApplyPolicy(t, `tenant:
   default: allow
   rules:
@@ -171,6 +204,8 @@ func TestSkillsExtension(t *testing.T) {
 	require.NotNil(t, rpcErr)
 	_, rpcErr = statelessRPC(t, url, "resources/read", map[string]any{"uri": skillMD})
 	require.NotNil(t, rpcErr, "nor read")
+	_, rpcErr = statelessRPC(t, url, "resources/directory/read", map[string]any{"uri": "skill://release-notes"})
+	require.NotNil(t, rpcErr, "nor its directory")
 	res, rpcErr = statelessRPC(t, url, "resources/list", map[string]any{})
 	require.Nil(t, rpcErr)
 	require.NotContains(t, fmt.Sprint(res["resources"]), skillMD)

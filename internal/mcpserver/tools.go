@@ -51,12 +51,15 @@ func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 				}
 				return s.readOutput(ctx, id, p.URI)
 			}
-		case "resources/list", "skills/list", "skills/get":
+		case "resources/list", "skills/list", "skills/get", directoryRead:
 			id, err := s.caller(ctx, req)
 			if err != nil {
 				return nil, err
 			}
-			if method != "resources/list" {
+			switch method {
+			case directoryRead:
+				return s.readSkillDirectory(ctx, id, req)
+			case "skills/list", "skills/get":
 				return s.skillsMethod(ctx, id, method, req)
 			}
 			res, err := next(ctx, method, req)
