@@ -24,10 +24,13 @@ import (
 // file; each file is a skill:// resource, read with resources/read as a
 // call of the `skill` tool, so admission (scopes, toolsets, the policy,
 // approvals, limits, the audit) decides every read as it decides a
-// tools/call of it. resources/list adds each listed skill's SKILL.md.
+// tools/call of it. resources/list adds each listed skill's SKILL.md;
+// resources/directory/read lists a listed skill's directories from its
+// manifest.
 const skillsExtension = "io.modelcontextprotocol/skills"
 
-// skillsParams are the params of skills/list and skills/get.
+// skillsParams are the params of skills/list, skills/get and
+// resources/directory/read.
 type skillsParams struct {
 	mcp.ParamsBase
 	Cursor string `json:"cursor,omitempty"`
@@ -50,7 +53,7 @@ type skillResource struct {
 
 // addSkillMethods registers the extension's methods with the SDK, which
 // refuses a method it does not know; the receiving middleware answers
-// them (skillsMethod).
+// them (skillsMethod, readSkillDirectory).
 func addSkillMethods(srv *mcp.Server) {
 	unused := func(context.Context, *mcp.ServerSession, *skillsParams) (*reply, error) {
 		return nil, errors.New("mcpserver: skills methods are answered by the receiving middleware")
@@ -137,7 +140,10 @@ func skillDirectory(sks []*toolwirev1.Skill, uri string) []*mcp.Resource {
 	if !ok {
 		return nil
 	}
-	name, dir, _ := strings.Cut(strings.TrimSuffix(rest, "/"), "/")
+	name, dir, below := strings.Cut(strings.TrimSuffix(rest, "/"), "/") // one trailing slash is the directory
+	if below && skills.CheckPath(dir) != nil {
+		return nil // written as no manifest path is (an empty element, "..", %-escapes)
+	}
 	for _, sk := range sks {
 		if sk.GetName() != name {
 			continue

@@ -188,6 +188,16 @@ func TestSkillsExtension(t *testing.T) {
 	}
 	_, rpcErr = statelessRPC(t, url, "resources/directory/read", map[string]any{"uri": "skill://release-notes", "cursor": "x"})
 	require.NotNil(t, rpcErr, "one page: no cursor")
+	require.EqualValues(t, jsonrpc.CodeInvalidParams, rpcErr.Code)
+	for _, uri := range []string{"skill://release-notes/examples/", "skill://release-notes//", "skill://release-notes/examples//", "skill://release-notes/../release-notes", "skill://release-notes/%65xamples"} {
+		_, rpcErr = statelessRPC(t, url, "resources/directory/read", map[string]any{"uri": uri})
+		if uri == "skill://release-notes/examples/" {
+			require.Nil(t, rpcErr, "one trailing slash")
+			continue
+		}
+		require.NotNil(t, rpcErr, uri)
+		require.EqualValues(t, jsonrpc.CodeInvalidParams, rpcErr.Code, uri)
+	}
 
 	s.ApplyPolicy(t, `tenant:
   default: allow
@@ -206,6 +216,9 @@ func TestSkillsExtension(t *testing.T) {
 	require.NotNil(t, rpcErr, "nor read")
 	_, rpcErr = statelessRPC(t, url, "resources/directory/read", map[string]any{"uri": "skill://release-notes"})
 	require.NotNil(t, rpcErr, "nor its directory")
+	_, unknown := statelessRPC(t, url, "resources/directory/read", map[string]any{"uri": "skill://release-notez"})
+	require.EqualValues(t, jsonrpc.CodeInvalidParams, rpcErr.Code)
+	require.Equal(t, strings.ReplaceAll(unknown.Message, "notez", "notes"), rpcErr.Message, "a denied skill answers as an unknown one")
 	res, rpcErr = statelessRPC(t, url, "resources/list", map[string]any{})
 	require.Nil(t, rpcErr)
 	require.NotContains(t, fmt.Sprint(res["resources"]), skillMD)

@@ -22,8 +22,11 @@ import (
 )
 
 // receive answers tools/list and tools/call from the registry and the
-// dispatcher, and refuses prompts/list and prompts/get (method not found)
-// unless an Extra declares prompts; every other method is the SDK's.
+// dispatcher; resources/read of a call's output or a skill's file; the
+// Skills extension's methods (skills.go) and its resources/list entries;
+// the Tasks extension's methods; and refuses prompts/list and prompts/get
+// (method not found) unless an Extra declares prompts. Every other method
+// is the SDK's.
 func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {

@@ -3,6 +3,7 @@ package skills
 import (
 	"errors"
 	"fmt"
+	"path"
 	"regexp"
 	"strings"
 	"unicode"
@@ -170,6 +171,15 @@ func checkSkill(s *toolwirev1.Skill) error {
 			return fmt.Errorf("skill %s: file %s: want a size of 0 to %d bytes, a hex SHA-256 and a media type/subtype of at most 128 bytes (RFC 6838 names, no parameters)", s.GetName(), f.GetPath(), MaxFileBytes)
 		}
 		total += f.GetSize()
+	}
+	// A path is a file or a directory, never both (a file "a" and a file
+	// "a/b"): a listing of the skill's directories could not say which.
+	for _, f := range fs {
+		for dir := path.Dir(f.GetPath()); dir != "."; dir = path.Dir(dir) {
+			if seen[dir] {
+				return fmt.Errorf("skill %s: %s is a file and the directory of %s", s.GetName(), dir, f.GetPath())
+			}
+		}
 	}
 	if total > MaxSkillBytes {
 		return fmt.Errorf("skill %s: %d bytes, more than %d", s.GetName(), total, MaxSkillBytes)

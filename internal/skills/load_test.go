@@ -202,6 +202,10 @@ func TestCheckRefusesForgedManifests(t *testing.T) {
 		{name: "front matter's name", forge: func(m *toolwirev1.Skill) {
 			m.Frontmatter = `{"name":"docx","description":"Does pdf things. Use it for pdf."}`
 		}, want: "not the manifest's"},
+		{name: "a file and a directory", forge: func(m *toolwirev1.Skill) {
+			m.Files = append(m.Files, &toolwirev1.SkillFile{Path: "a.md/b.md", Size: 1, Sha256: m.Files[1].Sha256, MimeType: "text/markdown"})
+			m.Version = skills.Version(m.Files)
+		}, want: "is a file and the directory of"},
 		{name: "front matter not an object", forge: func(m *toolwirev1.Skill) { m.Frontmatter = `["pdf"]` }, want: "not a JSON object"},
 		{name: "front matter too large", forge: func(m *toolwirev1.Skill) {
 			m.Frontmatter = `{"name":"pdf","description":"Does pdf things. Use it for pdf.","x":"` + strings.Repeat("x", skills.MaxFrontMatterBytes) + `"}`
