@@ -145,10 +145,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config, opts Options) (*Bus, e
 func NewKeyring(kv jetstream.KeyValue, nc *nats.Conn, bucket string) *signing.Keyring {
 	k := signing.NewKeyring(kv)
 	k.RetryWith(func(ctx context.Context, read func(context.Context) error) error {
-		if nc == nil {
-			return LeaderRetry(ctx, leaderAttempt, read)
-		}
-		return LeaderRetry(ctx, leaderAttempt, func(ctx context.Context) error {
+		return LeaderRetry(ctx, leaderAttempt, func(ctx context.Context) error { // deniedOr and lastError take a nil nc
 			before := lastError(nc)
 			return deniedOr(nc, before, jsAPI+"DIRECT.GET."+kvStream(bucket), read(ctx))
 		})
