@@ -2,10 +2,8 @@ package dispatch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/toolwire/toolwire/internal/bus"
@@ -41,9 +39,13 @@ func (a *admission) delegationStep(ctx context.Context) verdict {
 	if te := a.reachParent(ctx, parent); te != nil {
 		return a.refused(te, nil)
 	}
-	pl, err := d.linkOf(ctx, tenant, parent)
-	if err != nil {
-		return a.refused(a.chainFailed(ctx, err), nil)
+	seen, known := d.parents.get(tenant, parent)
+	pl := seen.link
+	if !known {
+		var err error
+		if pl, err = d.linkOf(ctx, tenant, parent); err != nil {
+			return a.refused(a.chainFailed(ctx, err), nil)
+		}
 	}
 	if int(pl.Depth) >= d.cfg.MaxDelegationDepth {
 		return a.refused(envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
@@ -55,7 +57,13 @@ func (a *admission) delegationStep(ctx context.Context) verdict {
 	if err := d.recordLink(ctx, tenant, a.callID, l); err != nil {
 		return a.refused(a.chainFailed(ctx, err), nil)
 	}
-	tool, te := a.parentState(ctx, parent)
+	var tool string
+	var te *toolwirev1.ToolError
+	if known {
+		tool, te = a.seenParentState(ctx, parent, seen)
+	} else {
+		tool, te = a.parentState(ctx, parent, pl)
+	}
 	if te != nil {
 		return a.repeatOr(ctx, te, nil)
 	}
@@ -150,33 +158,65 @@ func (a *admission) reachParent(ctx context.Context, parent string) *toolwirev1.
 }
 
 // parentState returns the parent's tool when it is on its way, else the
-// refusal: unknown, finished, parked or cancelled.
-func (a *admission) parentState(ctx context.Context, parent string) (string, *toolwirev1.ToolError) {
-	d := a.d
-	r, err := d.getResult(ctx, resultQuery{id: a.id, callID: parent})
+// refusal: unknown, finished, parked or cancelled. Its records are read
+// once for the children being admitted at the same time (lookParent);
+// its tombstone by each, after its own link was written.
+func (a *admission) parentState(ctx context.Context, parent string, pl link) (string, *toolwirev1.ToolError) {
+	p, err := a.d.lookParent(ctx, a.id, parent, pl)
 	if err != nil {
 		return "", a.chainFailed(ctx, err)
 	}
-	switch r.State {
+	switch p.state {
 	case toolwirev1.CallState_CALL_STATE_UNKNOWN:
 		return "", unknownParent(parent)
 	case toolwirev1.CallState_CALL_STATE_DONE:
-		return "", envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CONFLICT, "parent call "+parent+" has finished: no call can be made on its behalf")
+		return "", parentFinished(parent)
 	case toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL:
 		return "", envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CONFLICT, "parent call "+parent+" waits for an approval: it is not running")
 	}
-	_, err = d.bus.Cancels.Get(ctx, bus.CancelKey(a.id.Tenant, parent))
+	if te := a.parentTombstone(ctx, parent); te != nil {
+		return "", te
+	}
+	return p.tool, nil
+}
+
+// seenParentState is parentState for a parent remembered (parentsSeen):
+// published, so neither unknown nor parked; finished when its result is
+// stored, on the one subject its admitter's name makes.
+func (a *admission) seenParentState(ctx context.Context, parent string, seen seenParent) (string, *toolwirev1.ToolError) {
+	resp, err := a.d.loadResult(ctx, seen.result, seen.tool)
 	switch {
-	case err == nil:
-		return "", envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, "parent call "+parent+" was cancelled")
-	case !errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
 		return "", a.chainFailed(ctx, err)
+	case resp != nil:
+		a.d.parents.forget(parent)
+		return "", parentFinished(parent)
 	}
-	tool, err := d.callTool(ctx, a.id.Tenant, parent)
-	if err != nil {
-		return "", a.chainFailed(ctx, err)
+	if te := a.parentTombstone(ctx, parent); te != nil {
+		return "", te
 	}
-	return tool, nil
+	return seen.tool, nil
+}
+
+// parentTombstone refuses the call when its parent has a cancel
+// tombstone (read after the call's link was written: delegationStep).
+func (a *admission) parentTombstone(ctx context.Context, parent string) *toolwirev1.ToolError {
+	gone, err := a.d.parentCancelled(ctx, a.id.Tenant, parent)
+	switch {
+	case err != nil:
+		return a.chainFailed(ctx, err)
+	case gone:
+		return parentCancelled(parent)
+	}
+	return nil
+}
+
+func parentFinished(parent string) *toolwirev1.ToolError {
+	return envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CONFLICT, "parent call "+parent+" has finished: no call can be made on its behalf")
+}
+
+func parentCancelled(parent string) *toolwirev1.ToolError {
+	return envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, "parent call "+parent+" was cancelled")
 }
 
 // chainFailed is the refusal of a call whose chain could not be read or

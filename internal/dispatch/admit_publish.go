@@ -256,12 +256,5 @@ func (a *admission) parentGone(ctx context.Context) *toolwirev1.ToolError {
 	if a.chain == nil {
 		return nil
 	}
-	gone, err := a.d.parentCancelled(ctx, a.id.Tenant, a.chain.Parent)
-	switch {
-	case err != nil:
-		return a.chainFailed(ctx, err)
-	case gone:
-		return envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, "parent call "+a.chain.Parent+" was cancelled")
-	}
-	return nil
+	return a.parentTombstone(ctx, a.chain.Parent)
 }

@@ -23,6 +23,10 @@ type callTools struct {
 	tools  map[string]string
 	ends   map[string]time.Time // by call id: the call's deadline, when it has one
 	misses map[string]time.Time // calls not found, until when that is believed
+	// routes are the dispatchers the calls were admitted by
+	// (ToolCall.dispatcher: the token of their result subjects), by
+	// toolKey. Cleared with tools.
+	routes map[string]string
 	// budgets are the latency budgets the calls were admitted with
 	// (ToolCall.latency_budget), by call id: what a read of a result is
 	// measured against (withBudget). Cleared with tools.
@@ -63,7 +67,7 @@ func (c *callTools) put(key, value string) {
 	defer c.mu.Unlock()
 	if c.tools == nil || len(c.tools) >= maxCallTools {
 		c.tools, c.ends = map[string]string{}, map[string]time.Time{}
-		c.budgets = nil
+		c.budgets, c.routes = nil, nil
 	}
 	c.tools[key] = value
 }
@@ -75,6 +79,12 @@ func (c *callTools) putCall(key string, call *toolwirev1.ToolCall) {
 	c.put(key, call.GetTool())
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if r := call.GetDispatcher(); r != "" {
+		if c.routes == nil {
+			c.routes = map[string]string{}
+		}
+		c.routes[key] = r
+	}
 	if d := call.GetDeadline(); d != nil {
 		c.ends[call.GetCallId()] = d.AsTime()
 	}
@@ -93,6 +103,15 @@ func (c *callTools) budget(callID string) (watchedCall, bool) {
 	defer c.mu.Unlock()
 	b, ok := c.budgets[callID]
 	return b, ok
+}
+
+// route is the dispatcher remembered for the call under key (toolKey):
+// the one that admitted it, whose name its result's subject carries; ""
+// when none is.
+func (c *callTools) route(key string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.routes[key]
 }
 
 // end is the deadline remembered for callID; zero when none is.

@@ -11,7 +11,9 @@ import (
 
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
+	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -150,4 +152,52 @@ func TestDelegatedAdmissionCreatesNoConsumer(t *testing.T) {
 	require.Len(t, dg.Children, dispatch.MaxDelegationChildrenShown)
 	require.NoError(t, probe.Flush())
 	require.NotZero(t, len(creates), "the probe sees the consumer GetDelegation lists the children with")
+}
+
+// A replica that remembers a parent it found running (its next children
+// read only the subject of its result) still refuses a child once the
+// parent has finished, though the parent's result was routed to another
+// replica and never passed this one: whether a parent has finished is
+// read for every child.
+func TestARememberedParentThatFinishedTakesNoChild(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	gate := tool.Must(tool.New("gate", func(ctx context.Context, _ struct{}) (string, error) {
+		select {
+		case <-release:
+			return "released", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{gate, holdTool("hold")}, Concurrency: 16})
+	other := s.StartDispatcher(t, dispatch.Config{})
+	parent := submitChild(t, other, identity.Default, "gate", "")
+	require.Nil(t, parent.Rejected)
+	var children []string
+	t.Cleanup(func() {
+		for _, c := range children {
+			_, _ = s.Dispatcher.Cancel(context.Background(), identity.Default, c, "")
+		}
+	})
+	// Children through the first replica until it remembers the parent
+	// (its admission record or its start must be stored first).
+	require.Eventually(t, func() bool {
+		c := submitChild(t, s.Dispatcher, identity.Default, "hold", parent.CallID)
+		require.Nil(t, c.Rejected, "%v", c.Rejected.GetError())
+		children = append(children, c.CallID)
+		return dispatch.RemembersParent(s.Dispatcher, identity.Default.Tenant, parent.CallID)
+	}, 20*time.Second, 10*time.Millisecond)
+
+	close(release)
+	r, err := other.GetResult(t.Context(), identity.Default, parent.CallID, 30*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
+	require.True(t, r.Response.GetOk())
+	late := submitChild(t, s.Dispatcher, identity.Default, "hold", parent.CallID)
+	require.NotNil(t, late.Rejected, "a child of a finished parent")
+	te := late.Rejected.GetError()
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CONFLICT, te.GetType(), te.GetMessage())
+	require.Contains(t, te.GetMessage(), "has finished")
+	require.False(t, dispatch.RemembersParent(s.Dispatcher, identity.Default.Tenant, parent.CallID), "a finished parent is forgotten")
 }

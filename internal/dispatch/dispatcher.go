@@ -28,6 +28,7 @@ import (
 	"github.com/toolwire/toolwire/internal/telemetry"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/singleflight"
 )
 
 // ErrStopped is returned by calls made after Stop.
@@ -46,6 +47,12 @@ type Dispatcher struct {
 	tools callTools
 	// owners remembers the agent that made calls looked up (callAgent).
 	owners callTools
+	// parents remembers the parents of delegated calls found published
+	// (parents.go).
+	parents parentsSeen
+	// parentLooks is the reads of parents' records under way
+	// (lookParent), by toolKey.
+	parentLooks singleflight.Group
 	// latency watches the soft latency budgets of calls admitted here
 	// (latencybudget.go).
 	latency latencyWatch

@@ -547,6 +547,26 @@
 //     upgrade may take up to the bound again), and a full delegation
 //     stream drops the counter changed longest ago (internal/bus,
 //     "Limits"), whose bound restarts from 0.
+//   - Reading the parent (parents.go): its state is read for every
+//     child, so a child of a parent that has finished is refused
+//     however recently it finished and whichever replica routed its
+//     result. The first child a replica admits for a parent reads its
+//     records as GetResult does (its result and its events on every
+//     dispatcher's subjects: two stream-info requests to resolve the
+//     wildcards, an event's signature) and its link; children admitted
+//     meanwhile share that read (lookParent, a singleflight per parent,
+//     bounded by parentLookTimeout). A parent found published (its
+//     newest event is its acceptance or a worker's, never an admission
+//     or approval event: a parent still in admission could yet be
+//     parked) is remembered (parentsSeen, a minute, at most 16,384,
+//     dropped when this replica stores its result or a child finds it):
+//     its tool, its link and the dispatcher its result is routed to,
+//     none of which changes once it is published. Its next children
+//     read the one literal subject of its result and its tombstone.
+//     Not a cache of "running" for a while: a child admitted for a
+//     parent that finished on another replica's watch would be a child
+//     nobody waits for. Measured (toolwire-bench -shaped, BENCHMARKS.md):
+//     the shaped calls went from 0.37x to 0.57x the plain calls' rate.
 //   - Records (chain.go): the limits bucket, which every replica shares
 //     and whose keys carry their own TTL, holds the call's link
 //     (dlg.<tenant>.<call>: parent, root, depth) and a key per child

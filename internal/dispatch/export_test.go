@@ -120,3 +120,11 @@ func RecordLatencyOverrun(ctx context.Context, d *Dispatcher, id identity.Identi
 	return d.eventOn(ctx, d.subj.Event(id.Tenant, d.cfg.Name, callID), callID, &toolwirev1.CallEvent{CallId: callID,
 		Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_LATENCY_BUDGET_EXCEEDED, Caller: &toolwirev1.Caller{Tenant: id.Tenant, Agent: id.Agent}})
 }
+
+// RemembersParent tells whether d remembers call callID of tenant as a
+// parent found published (parentsSeen): its next child reads only its
+// result's subject.
+func RemembersParent(d *Dispatcher, tenant, callID string) bool {
+	_, ok := d.parents.get(tenant, callID)
+	return ok
+}

@@ -86,6 +86,7 @@ func (d *Dispatcher) followResults(ctx context.Context, failed chan<- struct{}) 
 func (d *Dispatcher) onStored(m jetstream.Msg) {
 	subject := m.Subject()
 	callID := subject[strings.LastIndexByte(subject, '.')+1:]
+	d.parents.forget(callID) // checked or not: its next child reads it
 	d.mu.Lock()
 	w := d.waiters[callID]
 	d.mu.Unlock()

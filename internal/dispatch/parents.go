@@ -1,0 +1,140 @@
+package dispatch
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/toolwire/toolwire/internal/identity"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+// seenParent is what a delegated call's admission keeps of a parent it
+// found on its way after it was published (parentsSeen): what never
+// changes about a call once it is published.
+type seenParent struct {
+	tenant string
+	tool   string // the parent's tool (callTool)
+	result string // the subject its result is stored on (its admitter's)
+	link   link   // its own place in its chain (linkOf)
+	until  time.Time
+}
+
+// parentsSeen remembers, by call id, the parents this replica's
+// admissions found published and without a result (doc.go, "Delegation
+// chains"): the next child of the same parent reads the one literal
+// subject its result is stored on, where the first read the parent's
+// result and events on every dispatcher's subjects (two stream-info
+// requests to resolve them, a signature to check) and its link. Whether
+// the parent has finished, and its tombstone, are read for every child:
+// nothing remembered here changes with the parent's state. Bounded:
+// cleared when full; an entry lives parentSeenFor (the results stream's
+// retention could otherwise drop a finished parent's result before its
+// next child reads it), and is dropped when this replica stores the
+// parent's result or a child finds it.
+type parentsSeen struct {
+	mu sync.Mutex
+	m  map[string]seenParent
+}
+
+const (
+	maxParentsSeen = 1 << 14
+	// parentSeenFor is how long a parent is remembered: far below any
+	// results stream's retention.
+	parentSeenFor = time.Minute
+)
+
+// get returns the parent callID of tenant as remembered.
+func (p *parentsSeen) get(tenant, callID string) (seenParent, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, ok := p.m[callID]
+	if !ok || s.tenant != tenant || time.Now().After(s.until) {
+		return seenParent{}, false
+	}
+	return s, true
+}
+
+// put remembers parent callID for parentSeenFor.
+func (p *parentsSeen) put(callID string, s seenParent) {
+	s.until = time.Now().Add(parentSeenFor)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil || len(p.m) >= maxParentsSeen {
+		p.m = map[string]seenParent{}
+	}
+	p.m[callID] = s
+}
+
+// forget drops callID, a call that has (or may have) its result.
+func (p *parentsSeen) forget(callID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.m, callID)
+}
+
+// published tells whether an event of type t is one a call has only
+// once it is published: its acceptance and its workers' events. A call
+// whose newest event is another (none, a refusal, an approval's) may
+// still be in admission, or parked, and is not remembered.
+func published(t toolwirev1.CallEventType) bool {
+	switch t {
+	case toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED,
+		toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED,
+		toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS,
+		toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING,
+		toolwirev1.CallEventType_CALL_EVENT_TYPE_LATENCY_BUDGET_EXCEEDED:
+		return true
+	}
+	return false
+}
+
+// parentLookTimeout bounds one read of a parent's records (lookParent),
+// which the children that wait for it share.
+const parentLookTimeout = 10 * time.Second
+
+// parentLook is what one read of a parent's records found: its state
+// and, when it is on its way, its tool.
+type parentLook struct {
+	state toolwirev1.CallState
+	tool  string
+}
+
+// lookParent reads the records of parent, a call of id's tenant that id
+// may see (reachParent), with pl its link: its state, as GetResult
+// tells it, and its tool. The children of one parent admitted at the
+// same time share one read (a fan-out's first children would each read
+// them otherwise, before the first could remember it); it runs on the
+// first one's goroutine, not bound to that caller's leaving but to
+// parentLookTimeout, which bounds every sharer's wait. A parent found
+// published is remembered (parentsSeen).
+func (d *Dispatcher) lookParent(ctx context.Context, id identity.Identity, parent string, pl link) (parentLook, error) {
+	v, err, _ := d.parentLooks.Do(toolKey(id.Tenant, parent), func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parentLookTimeout)
+		defer cancel()
+		return d.readParent(ctx, id, parent, pl)
+	})
+	p, _ := v.(parentLook)
+	return p, err
+}
+
+// readParent is lookParent's read.
+func (d *Dispatcher) readParent(ctx context.Context, id identity.Identity, parent string, pl link) (parentLook, error) {
+	var last toolwirev1.CallEventType
+	r, err := d.getResult(ctx, resultQuery{id: id, callID: parent, last: &last})
+	if err != nil {
+		return parentLook{}, err
+	}
+	p := parentLook{state: r.State}
+	if p.state != toolwirev1.CallState_CALL_STATE_PENDING {
+		return p, nil
+	}
+	if p.tool, err = d.callTool(ctx, id.Tenant, parent); err != nil {
+		return parentLook{}, err
+	}
+	key := toolKey(id.Tenant, parent)
+	if route := d.tools.route(key); published(last) && p.tool != "" && route != "" {
+		d.parents.put(parent, seenParent{tenant: id.Tenant, tool: p.tool, result: d.subj.Result(id.Tenant, route, parent), link: pl})
+	}
+	return p, nil
+}
