@@ -62,7 +62,7 @@ func (a *admission) delegationStep(ctx context.Context) verdict {
 	if known {
 		tool, te = a.seenParentState(ctx, parent, seen)
 	} else {
-		tool, te = a.parentState(ctx, parent, pl)
+		tool, te = a.parentState(ctx, parent)
 	}
 	if te != nil {
 		return a.repeatOr(ctx, te, nil)
@@ -161,8 +161,8 @@ func (a *admission) reachParent(ctx context.Context, parent string) *toolwirev1.
 // refusal: unknown, finished, parked or cancelled. Its records are read
 // once for the children being admitted at the same time (lookParent);
 // its tombstone by each, after its own link was written.
-func (a *admission) parentState(ctx context.Context, parent string, pl link) (string, *toolwirev1.ToolError) {
-	p, err := a.d.lookParent(ctx, a.id, parent, pl)
+func (a *admission) parentState(ctx context.Context, parent string) (string, *toolwirev1.ToolError) {
+	p, err := a.d.lookParent(ctx, a.id, parent)
 	if err != nil {
 		return "", a.chainFailed(ctx, err)
 	}
@@ -182,9 +182,10 @@ func (a *admission) parentState(ctx context.Context, parent string, pl link) (st
 
 // seenParentState is parentState for a parent remembered (parentsSeen):
 // published, so neither unknown nor parked; finished when its result is
-// stored, on the one subject its admitter's name makes.
+// stored, on the one subject its admitter's name makes (in the results
+// stream, or in the archive as GetResult reads it).
 func (a *admission) seenParentState(ctx context.Context, parent string, seen seenParent) (string, *toolwirev1.ToolError) {
-	resp, err := a.d.loadResult(ctx, seen.result, seen.tool)
+	resp, err := a.d.findResult(ctx, seen.result, seen.tool)
 	switch {
 	case err != nil:
 		return "", a.chainFailed(ctx, err)

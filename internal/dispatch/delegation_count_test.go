@@ -181,19 +181,22 @@ func TestARememberedParentThatFinishedTakesNoChild(t *testing.T) {
 		}
 	})
 	// Children through the first replica until it remembers the parent
-	// (its admission record or its start must be stored first).
-	require.Eventually(t, func() bool {
+	// (once the parent's start is stored).
+	deadline := time.Now().Add(20 * time.Second)
+	for !dispatch.RemembersParent(s.Dispatcher, identity.Default.Tenant, parent.CallID) {
+		require.True(t, time.Now().Before(deadline), "the parent is not remembered after %d children", len(children))
 		c := submitChild(t, s.Dispatcher, identity.Default, "hold", parent.CallID)
 		require.Nil(t, c.Rejected, "%v", c.Rejected.GetError())
 		children = append(children, c.CallID)
-		return dispatch.RemembersParent(s.Dispatcher, identity.Default.Tenant, parent.CallID)
-	}, 20*time.Second, 10*time.Millisecond)
+	}
 
 	close(release)
 	r, err := other.GetResult(t.Context(), identity.Default, parent.CallID, 30*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, r.State)
 	require.True(t, r.Response.GetOk())
+	require.True(t, dispatch.RemembersParent(s.Dispatcher, identity.Default.Tenant, parent.CallID),
+		"still remembered: its result was routed to the other replica")
 	late := submitChild(t, s.Dispatcher, identity.Default, "hold", parent.CallID)
 	require.NotNil(t, late.Rejected, "a child of a finished parent")
 	te := late.Rejected.GetError()

@@ -548,25 +548,31 @@
 //     stream drops the counter changed longest ago (internal/bus,
 //     "Limits"), whose bound restarts from 0.
 //   - Reading the parent (parents.go): its state is read for every
-//     child, so a child of a parent that has finished is refused
-//     however recently it finished and whichever replica routed its
-//     result. The first child a replica admits for a parent reads its
-//     records as GetResult does (its result and its events on every
-//     dispatcher's subjects: two stream-info requests to resolve the
-//     wildcards, an event's signature) and its link; children admitted
-//     meanwhile share that read (lookParent, a singleflight per parent,
-//     bounded by parentLookTimeout). A parent found published (its
-//     newest event is its acceptance or a worker's, never an admission
-//     or approval event: a parent still in admission could yet be
-//     parked) is remembered (parentsSeen, a minute, at most 16,384,
-//     dropped when this replica stores its result or a child finds it):
-//     its tool, its link and the dispatcher its result is routed to,
-//     none of which changes once it is published. Its next children
-//     read the one literal subject of its result and its tombstone.
-//     Not a cache of "running" for a while: a child admitted for a
-//     parent that finished on another replica's watch would be a child
-//     nobody waits for. Measured (toolwire-bench -shaped, BENCHMARKS.md):
-//     the shaped calls went from 0.37x to 0.57x the plain calls' rate.
+//     child, so a child of a parent whose result is stored is refused,
+//     whichever replica the result was routed to. The first child a
+//     replica admits for a parent reads its records as GetResult does
+//     (its result and its events on every dispatcher's subjects: two
+//     stream-info requests to resolve the wildcards, an event's
+//     signature); children admitted meanwhile share that read
+//     (lookParent, a singleflight per parent on a goroutine of its own,
+//     bounded by parentLookTimeout; each child waits as long as its own
+//     context lasts), so a child that joins a read under way gets a
+//     state at most that read's time older than its admission. A parent
+//     found stored in the calls stream (its newest event is a worker's:
+//     STARTED, PROGRESS or RETRYING — not its ACCEPTED record, which is
+//     sent before the stream acknowledges the call, nor an admission or
+//     approval record) is remembered (parentsSeen, a minute, at most
+//     16,384, dropped when this replica stores its result or a child
+//     finds it): its tool, its link (read again then: the child's own
+//     read of it may predate the parent's admission) and the subject of
+//     its result, that of ToolCall.dispatcher, where every writer of a
+//     call's result puts it (workers, approvals, cancels, the reaper,
+//     the overdue sweeper). Its next children read that one subject (and
+//     the archive, as GetResult does) and its tombstone. Not a cache of
+//     "running" for a while: a child admitted for a parent that finished
+//     on another replica's watch would be a child nobody waits for.
+//     Measured (toolwire-bench -shaped, BENCHMARKS.md): the shaped calls
+//     went from 0.37x to 0.57x the plain calls' rate.
 //   - Records (chain.go): the limits bucket, which every replica shares
 //     and whose keys carry their own TTL, holds the call's link
 //     (dlg.<tenant>.<call>: parent, root, depth) and a key per child

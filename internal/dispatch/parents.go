@@ -16,7 +16,7 @@ type seenParent struct {
 	tenant string
 	tool   string // the parent's tool (callTool)
 	result string // the subject its result is stored on (its admitter's)
-	link   link   // its own place in its chain (linkOf)
+	link   link   // its own place in its chain (linkOf), read once it was published
 	until  time.Time
 }
 
@@ -28,10 +28,8 @@ type seenParent struct {
 // requests to resolve them, a signature to check) and its link. Whether
 // the parent has finished, and its tombstone, are read for every child:
 // nothing remembered here changes with the parent's state. Bounded:
-// cleared when full; an entry lives parentSeenFor (the results stream's
-// retention could otherwise drop a finished parent's result before its
-// next child reads it), and is dropped when this replica stores the
-// parent's result or a child finds it.
+// cleared when full; an entry lives parentSeenFor, and is dropped when
+// this replica stores the parent's result or a child finds it.
 type parentsSeen struct {
 	mu sync.Mutex
 	m  map[string]seenParent
@@ -39,8 +37,7 @@ type parentsSeen struct {
 
 const (
 	maxParentsSeen = 1 << 14
-	// parentSeenFor is how long a parent is remembered: far below any
-	// results stream's retention.
+	// parentSeenFor is how long a parent is remembered.
 	parentSeenFor = time.Minute
 )
 
@@ -74,16 +71,16 @@ func (p *parentsSeen) forget(callID string) {
 }
 
 // published tells whether an event of type t is one a call has only
-// once it is published: its acceptance and its workers' events. A call
-// whose newest event is another (none, a refusal, an approval's) may
-// still be in admission, or parked, and is not remembered.
+// once it is stored in the calls stream: a worker's, which got the call
+// from there. Not its ACCEPTED record, which its dispatcher sends before
+// the stream has acknowledged the call (a call the stream refuses gets
+// a REJECTED record after it); not an admission or approval record, of
+// a call that may still be in admission, or parked.
 func published(t toolwirev1.CallEventType) bool {
 	switch t {
-	case toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED,
-		toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED,
+	case toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED,
 		toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS,
-		toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING,
-		toolwirev1.CallEventType_CALL_EVENT_TYPE_LATENCY_BUDGET_EXCEEDED:
+		toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING:
 		return true
 	}
 	return false
@@ -101,25 +98,33 @@ type parentLook struct {
 }
 
 // lookParent reads the records of parent, a call of id's tenant that id
-// may see (reachParent), with pl its link: its state, as GetResult
-// tells it, and its tool. The children of one parent admitted at the
-// same time share one read (a fan-out's first children would each read
-// them otherwise, before the first could remember it); it runs on the
-// first one's goroutine, not bound to that caller's leaving but to
-// parentLookTimeout, which bounds every sharer's wait. A parent found
-// published is remembered (parentsSeen).
-func (d *Dispatcher) lookParent(ctx context.Context, id identity.Identity, parent string, pl link) (parentLook, error) {
-	v, err, _ := d.parentLooks.Do(toolKey(id.Tenant, parent), func() (any, error) {
+// may see (reachParent): its state, as GetResult tells it, and its tool.
+// The children of one parent admitted at the same time share one read
+// (a fan-out's first children would each read them otherwise, before
+// the first could remember it): a child that joins a read under way gets
+// a state read at most that read's time before its own admission. The
+// read runs on a goroutine of its own, bounded by parentLookTimeout
+// whoever waits for it; each child waits for it only as long as its own
+// context lasts. A parent found published is remembered (parentsSeen).
+func (d *Dispatcher) lookParent(ctx context.Context, id identity.Identity, parent string) (parentLook, error) {
+	ch := d.parentLooks.DoChan(toolKey(id.Tenant, parent), func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parentLookTimeout)
 		defer cancel()
-		return d.readParent(ctx, id, parent, pl)
+		return d.readParent(ctx, id, parent)
 	})
-	p, _ := v.(parentLook)
-	return p, err
+	select {
+	case r := <-ch:
+		p, _ := r.Val.(parentLook)
+		return p, r.Err
+	case <-ctx.Done():
+		return parentLook{}, ctx.Err()
+	}
 }
 
-// readParent is lookParent's read.
-func (d *Dispatcher) readParent(ctx context.Context, id identity.Identity, parent string, pl link) (parentLook, error) {
+// readParent is lookParent's read. A parent remembered has its link read
+// after it was found published: a link read earlier (the child's own,
+// before the parent's state) may predate the parent's admission.
+func (d *Dispatcher) readParent(ctx context.Context, id identity.Identity, parent string) (parentLook, error) {
 	var last toolwirev1.CallEventType
 	r, err := d.getResult(ctx, resultQuery{id: id, callID: parent, last: &last})
 	if err != nil {
@@ -132,8 +137,11 @@ func (d *Dispatcher) readParent(ctx context.Context, id identity.Identity, paren
 	if p.tool, err = d.callTool(ctx, id.Tenant, parent); err != nil {
 		return parentLook{}, err
 	}
-	key := toolKey(id.Tenant, parent)
-	if route := d.tools.route(key); published(last) && p.tool != "" && route != "" {
+	route := d.tools.route(toolKey(id.Tenant, parent))
+	if !published(last) || p.tool == "" || route == "" {
+		return p, nil
+	}
+	if pl, err := d.linkOf(ctx, id.Tenant, parent); err == nil {
 		d.parents.put(parent, seenParent{tenant: id.Tenant, tool: p.tool, result: d.subj.Result(id.Tenant, route, parent), link: pl})
 	}
 	return p, nil
