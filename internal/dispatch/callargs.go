@@ -67,29 +67,38 @@ func (d *Dispatcher) CallArguments(ctx context.Context, id identity.Identity, to
 // tool, spec version, caller and session. Errors: ErrCallNotStored, ctx's,
 // and the stream's.
 func (d *Dispatcher) storedCall(ctx context.Context, tenant, tool, callID string) (*toolwirev1.ToolCall, error) {
+	call, _, err := d.storedCallFrom(ctx, tenant, tool, callID)
+	return call, err
+}
+
+// storedCallFrom is storedCall, and whether the call was read from the
+// calls stream (or its archive): stored there, so published. A call
+// read from its approval record may be parked still, or refused at its
+// publish after its approval.
+func (d *Dispatcher) storedCallFrom(ctx context.Context, tenant, tool, callID string) (call *toolwirev1.ToolCall, fromStream bool, err error) {
 	u, err := ulid.ParseStrict(callID)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q is not a call id", ErrCallNotStored, callID)
+		return nil, false, fmt.Errorf("%w: %q is not a call id", ErrCallNotStored, callID)
 	}
 	rec, err := d.approvals.Record(ctx, tenant, callID)
 	switch {
 	case err == nil && rec.Call != nil && (tool == "" || rec.Call.GetTool() == tool):
-		return rec.Call, nil
+		return rec.Call, false, nil
 	case err != nil && !errors.Is(err, approvals.ErrNotFound):
-		return nil, fmt.Errorf("dispatch: read approval %s: %w", callID, err)
+		return nil, false, fmt.Errorf("dispatch: read approval %s: %w", callID, err)
 	}
 	q := callScan{tenant: tenant, tool: tool, callID: callID, at: ulid.Time(u.Time())}
-	call, err := d.scanCalls(ctx, q)
+	call, err = d.scanCalls(ctx, q)
 	if err == nil && call == nil {
 		call, err = d.archivedCall(ctx, q)
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if call == nil {
-		return nil, fmt.Errorf("%w: %s of tool %q", ErrCallNotStored, callID, tool)
+		return nil, false, fmt.Errorf("%w: %s of tool %q", ErrCallNotStored, callID, tool)
 	}
-	return call, nil
+	return call, true, nil
 }
 
 // callScan is what scanCalls looks for: call callID of tenant and tool

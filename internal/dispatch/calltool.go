@@ -23,9 +23,9 @@ type callTools struct {
 	tools  map[string]string
 	ends   map[string]time.Time // by call id: the call's deadline, when it has one
 	misses map[string]time.Time // calls not found, until when that is believed
-	// routes are the dispatchers the calls were admitted by
-	// (ToolCall.dispatcher: the token of their result subjects), by
-	// toolKey. Cleared with tools.
+	// routes are the dispatchers that admitted the calls known stored in
+	// the calls stream (ToolCall.dispatcher: the token of their result
+	// subjects), by toolKey. Cleared with tools.
 	routes map[string]string
 	// budgets are the latency budgets the calls were admitted with
 	// (ToolCall.latency_budget), by call id: what a read of a result is
@@ -79,12 +79,6 @@ func (c *callTools) putCall(key string, call *toolwirev1.ToolCall) {
 	c.put(key, call.GetTool())
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r := call.GetDispatcher(); r != "" {
-		if c.routes == nil {
-			c.routes = map[string]string{}
-		}
-		c.routes[key] = r
-	}
 	if d := call.GetDeadline(); d != nil {
 		c.ends[call.GetCallId()] = d.AsTime()
 	}
@@ -105,9 +99,27 @@ func (c *callTools) budget(callID string) (watchedCall, bool) {
 	return b, ok
 }
 
-// route is the dispatcher remembered for the call under key (toolKey):
-// the one that admitted it, whose name its result's subject carries; ""
-// when none is.
+// stored remembers that the call under key (toolKey), remembered with
+// putCall, is stored in the calls stream, admitted by dispatcher (the
+// name its result's subject carries).
+func (c *callTools) stored(key, dispatcher string) {
+	if dispatcher == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.tools[key]; !ok {
+		return // cleared since putCall: remembered with it or not at all
+	}
+	if c.routes == nil {
+		c.routes = map[string]string{}
+	}
+	c.routes[key] = dispatcher
+}
+
+// route is the dispatcher that admitted the call under key (toolKey),
+// remembered once the call was known stored in the calls stream (stored);
+// "" when it is not.
 func (c *callTools) route(key string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -141,7 +153,7 @@ func (d *Dispatcher) callTool(ctx context.Context, tenant, callID string) (strin
 	if t, ok := d.tools.get(key); ok {
 		return t, nil
 	}
-	call, err := d.storedCall(ctx, tenant, "", callID)
+	call, fromStream, err := d.storedCallFrom(ctx, tenant, "", callID)
 	if errors.Is(err, ErrCallNotStored) {
 		d.tools.miss(key)
 		return "", nil
@@ -152,6 +164,9 @@ func (d *Dispatcher) callTool(ctx context.Context, tenant, callID string) (strin
 		return "", fmt.Errorf("dispatch: look up call %s: %w", callID, err)
 	}
 	d.tools.putCall(key, call)
+	if fromStream {
+		d.tools.stored(key, call.GetDispatcher())
+	}
 	return call.GetTool(), nil
 }
 

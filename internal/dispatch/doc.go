@@ -557,11 +557,12 @@
 //     (lookParent, a singleflight per parent on a goroutine of its own,
 //     bounded by parentLookTimeout; each child waits as long as its own
 //     context lasts), so a child that joins a read under way gets a
-//     state at most that read's time older than its admission. A parent
-//     found stored in the calls stream (its newest event is a worker's:
-//     STARTED, PROGRESS or RETRYING — not its ACCEPTED record, which is
-//     sent before the stream acknowledges the call, nor an admission or
-//     approval record) is remembered (parentsSeen, a minute, at most
+//     state at most that read's time older than its admission. A
+//     pending parent known stored in the calls stream (this replica's
+//     publish of it was acknowledged, or its call was read from the
+//     stream: not from its approval record, nor from its ACCEPTED
+//     record, which is sent before the stream acknowledges the call and
+//     may be followed by a REJECTED one) is remembered (parentsSeen, a minute, at most
 //     16,384, dropped when this replica stores its result or a child
 //     finds it): its tool, its link (read again then: the child's own
 //     read of it may predate the parent's admission) and the subject of

@@ -45,9 +45,6 @@ type resultQuery struct {
 	wait   time.Duration
 	known  bool
 	tool   string // the call's (callTool), set by getResult
-	// last, when set, is given the type of the newest believed event
-	// byLastEvent read (left as it is when it read none).
-	last *toolwirev1.CallEventType
 }
 
 // getResult answers q: the stored result (findResult: the archive's
@@ -144,9 +141,6 @@ func (d *Dispatcher) waitResult(ctx context.Context, q resultQuery, subject stri
 func (d *Dispatcher) byLastEvent(ctx context.Context, q resultQuery, known bool) (*toolwirev1.GetResultResponse, error) {
 	id, callID := q.id, q.callID
 	ev, err := d.lastEvent(ctx, id.Tenant, callID, q.tool)
-	if ev != nil && q.last != nil {
-		*q.last = ev.GetType()
-	}
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("dispatch: look up call: %w", err)

@@ -70,22 +70,6 @@ func (p *parentsSeen) forget(callID string) {
 	delete(p.m, callID)
 }
 
-// published tells whether an event of type t is one a call has only
-// once it is stored in the calls stream: a worker's, which got the call
-// from there. Not its ACCEPTED record, which its dispatcher sends before
-// the stream has acknowledged the call (a call the stream refuses gets
-// a REJECTED record after it); not an admission or approval record, of
-// a call that may still be in admission, or parked.
-func published(t toolwirev1.CallEventType) bool {
-	switch t {
-	case toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED,
-		toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS,
-		toolwirev1.CallEventType_CALL_EVENT_TYPE_RETRYING:
-		return true
-	}
-	return false
-}
-
 // parentLookTimeout bounds one read of a parent's records (lookParent),
 // which the children that wait for it share.
 const parentLookTimeout = 10 * time.Second
@@ -121,12 +105,15 @@ func (d *Dispatcher) lookParent(ctx context.Context, id identity.Identity, paren
 	}
 }
 
-// readParent is lookParent's read. A parent remembered has its link read
-// after it was found published: a link read earlier (the child's own,
+// readParent is lookParent's read. A parent is remembered when it is
+// pending and known stored in the calls stream (callTools.route: this
+// replica's publish of it was acknowledged, or it was read from the
+// stream): published, so neither in admission nor parked, and never
+// refused at its publish (a REJECTED record, never a result, would end
+// it). Its link is read then: a link read earlier (the child's own,
 // before the parent's state) may predate the parent's admission.
 func (d *Dispatcher) readParent(ctx context.Context, id identity.Identity, parent string) (parentLook, error) {
-	var last toolwirev1.CallEventType
-	r, err := d.getResult(ctx, resultQuery{id: id, callID: parent, last: &last})
+	r, err := d.getResult(ctx, resultQuery{id: id, callID: parent})
 	if err != nil {
 		return parentLook{}, err
 	}
@@ -138,8 +125,8 @@ func (d *Dispatcher) readParent(ctx context.Context, id identity.Identity, paren
 		return parentLook{}, err
 	}
 	route := d.tools.route(toolKey(id.Tenant, parent))
-	if !published(last) || p.tool == "" || route == "" {
-		return p, nil
+	if p.tool == "" || route == "" {
+		return p, nil // not known stored in the calls stream: perhaps still in admission, or refused at its publish
 	}
 	if pl, err := d.linkOf(ctx, id.Tenant, parent); err == nil {
 		d.parents.put(parent, seenParent{tenant: id.Tenant, tool: p.tool, result: d.subj.Result(id.Tenant, route, parent), link: pl})
