@@ -99,7 +99,7 @@ func (a *admission) publish(ctx context.Context) verdict {
 		if late { // an earlier publish went unanswered: its record may be lost too
 			d.unconfirmed.record(unconfirmed{msg: msg, tenant: a.id.Tenant, call: call})
 		}
-		d.tools.stored(toolKey(a.id.Tenant, callID), d.cfg.Name) // a parent of calls to come (parentsSeen)
+		d.tools.stored(toolKey(a.id.Tenant, callID), call.GetDispatcher()) // a parent of calls to come (parentsSeen)
 		return a.answered(&Submitted{CallID: callID}, w, nil)
 	case errors.Is(err, errUnconfirmed):
 		// The call may be stored and run: it is accepted, never refused.

@@ -10,6 +10,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/toolwire/toolwire/internal/approvalflow"
@@ -416,6 +417,53 @@ func TestRacingApprovalsRunOnce(t *testing.T) {
 		require.Equal(t, 1, s.l.count(id), id)
 	}
 	require.Equal(t, calls, s.l.total())
+}
+
+// A call approved on another replica than the one that parked it has
+// its ACCEPTED record on the events subject of its own dispatcher (the
+// parking one's, ToolCall.dispatcher), where its AWAITING_APPROVAL
+// record and its workers' events are and whose name its result's
+// subject carries: the overdue sweeper answers a call on the result
+// subject of the replica its ACCEPTED record names (before, the record
+// named the approver, and an overdue approved call's answer went where
+// no reader of the call looked).
+func TestAnApprovedCallsAdmissionRecordIsItsDispatchers(t *testing.T) {
+	t.Parallel()
+	s := startApprovals(t, dispatch.Config{})
+	other := s.StartDispatcher(t, dispatch.Config{})
+	id := s.submit(t, &toolwirev1.SubmitRequest{Tool: "wipe", ArgumentsJson: `{"path":"/x"}`}).CallId
+	_, _, err := other.Approvals().Approve(t.Context(), identity.Identity{Tenant: "default", Agent: "boss",
+		Scopes: []string{approvalflow.ApproveScope}}, &toolwirev1.ApproveRequest{Id: id})
+	require.NoError(t, err)
+	require.True(t, waitResult(t, s.Stack, id).Ok)
+
+	b := s.Env.Bus
+	token := func(subject string) string { return strings.Split(subject, ".")[3] } // <prefix>.event.<tenant>.<dispatcher>.<id>
+	var parked, accepted, started []string
+	require.Eventually(t, func() bool {
+		msgs, err := bus.AllMsgsFromLeader(t.Context(), b.JS, b.Events, b.Subjects.EventsAnyDispatcher("default", id))
+		if err != nil {
+			return false
+		}
+		parked, accepted, started = nil, nil, nil
+		for _, m := range msgs {
+			ev := &toolwirev1.CallEvent{}
+			if proto.Unmarshal(m.Data, ev) != nil {
+				continue
+			}
+			switch ev.Type {
+			case toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL:
+				parked = append(parked, token(m.Subject))
+			case toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED:
+				accepted = append(accepted, token(m.Subject))
+			case toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED:
+				started = append(started, token(m.Subject))
+			}
+		}
+		return len(parked) == 1 && len(accepted) == 1 && len(started) == 1
+	}, 20*time.Second, 10*time.Millisecond, "one record of each kind")
+	require.Equal(t, parked[0], accepted[0], "the ACCEPTED record is on the parking replica's subject")
+	require.Equal(t, started[0], accepted[0], "where the workers' events are")
 }
 
 // A replica that stops right after its decision (the compare-and-set),

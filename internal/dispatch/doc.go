@@ -563,8 +563,8 @@
 //     stream: not from its approval record, nor from its ACCEPTED
 //     record, which is sent before the stream acknowledges the call and
 //     may be followed by a REJECTED one) is remembered (parentsSeen, a minute, at most
-//     16,384, dropped when this replica stores its result or a child
-//     finds it): its tool, its link (read again then: the child's own
+//     16,384, dropped when this replica's results consumer sees its
+//     result or a child finds it): its tool, its link (read again then: the child's own
 //     read of it may predate the parent's admission) and the subject of
 //     its result, that of ToolCall.dispatcher, where every writer of a
 //     call's result puts it (workers, approvals, cancels, the reaper,

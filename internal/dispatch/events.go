@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"time"
@@ -28,14 +29,21 @@ func (d *Dispatcher) publishAccepted(tenant string, call *toolwirev1.ToolCall) b
 }
 
 // publishAcceptedAt is publishAccepted with the event's time: an approved
-// call is queued when it is approved, not when it was admitted.
+// call is queued when it is approved, not when it was admitted. The
+// record is stored on the events subject of the call's own dispatcher
+// (ToolCall.dispatcher: this replica's for a call it admitted, the
+// parking replica's for a call another replica approved), where its
+// workers' events are and whose name its result's subject carries: the
+// overdue sweeper answers a call on the result subject of the replica
+// its ACCEPTED record names.
 func (d *Dispatcher) publishAcceptedAt(tenant string, call *toolwirev1.ToolCall, at *timestamppb.Timestamp) bool {
 	ev := acceptedEvent(call, at)
 	data, err := proto.Marshal(ev)
 	if err != nil {
 		return false
 	}
-	if err := d.bus.NC.PublishMsg(d.signedEvent(d.subj.Event(tenant, d.cfg.Name, call.CallId), ev, data)); err != nil {
+	name := cmp.Or(call.GetDispatcher(), d.cfg.Name)
+	if err := d.bus.NC.PublishMsg(d.signedEvent(d.subj.Event(tenant, name, call.CallId), ev, data)); err != nil {
 		d.log.Warn("admission record not sent", "call_id", call.CallId, "err", err)
 		return false
 	}

@@ -29,7 +29,8 @@ type seenParent struct {
 // the parent has finished, and its tombstone, are read for every child:
 // nothing remembered here changes with the parent's state. Bounded:
 // cleared when full; an entry lives parentSeenFor, and is dropped when
-// this replica stores the parent's result or a child finds it.
+// this replica's results consumer sees the parent's result or a child
+// finds it.
 type parentsSeen struct {
 	mu sync.Mutex
 	m  map[string]seenParent

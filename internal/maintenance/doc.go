@@ -127,15 +127,12 @@
 // A record is followed only when its subject
 // <prefix>.event.<tenant>.<dispatcher>.<call_id> names exactly its tenant
 // (a valid name) and call id: an answer lands in that tenant's results,
-// never on a stranger's word. The answer lands on the result subject of
-// the dispatcher the record's subject names, except for an approved
-// call: its ACCEPTED record is its approver's, and its answer goes to
-// the replica that parked it (the subject of its AWAITING_APPROVAL
-// record, signed by a dispatcher: ToolCall.dispatcher), where its
-// workers, its approval and its waiting caller put and look for its
-// result (before, an overdue approved call was answered on its
-// approver's subject, where its caller's replica never saw it, and a
-// result already on its own subject was not found). A call is due at its schedule-to-close
+// never on a stranger's word. A call with a believed result on any
+// dispatcher's subject is answered already; one without is answered on
+// the result subject of the dispatcher its record's subject names: the
+// call's own (ToolCall.dispatcher), where its workers, its approval and
+// its waiting caller put and look for its result — an approved call's
+// record too, which its approver stores on that subject. A call is due at its schedule-to-close
 // deadline (the record carries the call's deadline and spec version) plus
 // OverdueSettings.Grace (1m: clock skew, a worker's lookups between its
 // deadline check and the attempt's start, and the worker's own TIMEOUT or

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,23 +25,21 @@ import (
 // not tell or not answer now.
 func (s *OverdueSweeper) look(ctx context.Context, c *tracked) error {
 	b := s.cfg.Bus
+	// A result on any dispatcher's subject counts: it is the call's
+	// whoever routed it. (Before the approving replica stored an approved
+	// call's ACCEPTED record on the call's own dispatcher's subject, it
+	// named the approver, where the call's result never was.)
+	result := b.Subjects.Result(c.tenant, c.dispatcher, c.callID)
+	if ok, err := answered(ctx, b, b.Subjects.ResultAnyDispatcher(c.tenant, c.callID), c.tool); err != nil {
+		return fmt.Errorf("look up the result: %w", err)
+	} else if ok {
+		return nil
+	}
 	msgs, err := bus.AllMsgsFromLeader(ctx, b.JS, b.Events, b.Subjects.EventsAnyDispatcher(c.tenant, c.callID))
 	if err != nil {
 		return fmt.Errorf("read the call's events: %w", err)
 	}
 	h := s.historyOf(ctx, c, msgs)
-	if h.parker != "" {
-		// An approved call: its ACCEPTED record is its approver's, its
-		// result is routed to the replica that parked it (ToolCall.
-		// dispatcher), as its workers' and approval's answers are.
-		c.dispatcher = h.parker
-	}
-	result := b.Subjects.Result(c.tenant, c.dispatcher, c.callID)
-	if ok, err := answered(ctx, b, result, c.tool); err != nil {
-		return fmt.Errorf("look up the result: %w", err)
-	} else if ok {
-		return nil
-	}
 	if h.rejected {
 		return nil
 	}
@@ -68,10 +65,6 @@ func (s *OverdueSweeper) look(ctx context.Context, c *tracked) error {
 type history struct {
 	last     *toolwirev1.CallEvent // the newest attempt event; nil = none
 	rejected bool                  // refused at admission
-	// parker is the dispatcher whose subject holds the call's
-	// AWAITING_APPROVAL record, for a call that was parked: the call's
-	// own dispatcher (ToolCall.dispatcher). "" for any other call.
-	parker string
 }
 
 // historyOf reads the events of c, oldest first. Only believed events
@@ -95,25 +88,9 @@ func (s *OverdueSweeper) historyOf(ctx context.Context, c *tracked, msgs []*jets
 			h.last = ev
 		case toolwirev1.CallEventType_CALL_EVENT_TYPE_REJECTED:
 			h.rejected = true
-		case toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL:
-			if tok := s.dispatcherOf(m.Subject, c); h.parker == "" && tok != "" {
-				h.parker = tok
-			}
 		}
 	}
 	return h
-}
-
-// dispatcherOf is the dispatcher token of subject, an event subject of
-// call c (<prefix>.event.<tenant>.<dispatcher>.<call_id>); "" when it is
-// not one.
-func (s *OverdueSweeper) dispatcherOf(subject string, c *tracked) string {
-	rest, ok := strings.CutPrefix(subject, s.cfg.Bus.Subjects.Prefix+".event."+bus.Token(c.tenant)+".")
-	tok, id, found := strings.Cut(rest, ".")
-	if !ok || !found || id != bus.Token(c.callID) {
-		return ""
-	}
-	return tok
 }
 
 // mayHaveRun reports whether an attempt event says an attempt may have

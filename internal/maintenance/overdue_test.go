@@ -168,34 +168,6 @@ func TestOverdueSweeperFindsCallsAcceptedBeforeItStartedAndRetries(t *testing.T)
 	require.Len(t, s.deadLetters(t), 1)
 }
 
-// An approved call that is overdue is answered on its own dispatcher's
-// result subject (the replica that parked it, whose waiter and readers
-// look there), not on its approver's, whose subject holds its ACCEPTED
-// record.
-func TestOverdueSweeperAnswersAnApprovedCallWhereItsResultIsRouted(t *testing.T) {
-	t.Parallel()
-	s := setup(t)
-	s.registered(t, &toolwirev1.ToolAnnotations{Idempotent: proto.Bool(false)})
-	run(t, maintenance.NewOverdueSweeper(maintenance.OverdueConfig{Config: fastRetries(s.cfg), OverdueSettings: overdueSettings}))
-
-	approved := func(id string) (parked, approver *toolwirev1.ToolCall) {
-		t.Helper()
-		parked = due(id, 200*time.Millisecond)
-		parked.Dispatcher = "parker"
-		s.event(t, parked, &toolwirev1.CallEvent{Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL, Caller: parked.Caller,
-			Time: parked.AcceptedAt})
-		approver = proto.CloneOf(parked)
-		approver.Dispatcher = "approver"
-		s.accepted(t, approver)
-		return parked, approver
-	}
-	lost, lostOn := approved("01J0000000000000000000OV22")
-
-	resp := s.answered(t, lost)
-	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_EXPIRED, resp.GetError().GetType())
-	require.Nil(t, s.result(t, lostOn), "answered on the approver's subject")
-}
-
 // The sweeper follows at most MaxTracked calls; what it drops is counted.
 func TestOverdueSweeperBoundsWhatItTracks(t *testing.T) {
 	t.Parallel()
