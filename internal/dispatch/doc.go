@@ -573,7 +573,7 @@
 //     "running" for a while: a child admitted for a parent that finished
 //     on another replica's watch would be a child nobody waits for.
 //     Measured (toolwire-bench -shaped, BENCHMARKS.md): the shaped calls
-//     went from 0.37x to 0.57x the plain calls' rate.
+//     went from 0.37x to 0.50x the plain calls' rate.
 //   - Records (chain.go): the limits bucket, which every replica shares
 //     and whose keys carry their own TTL, holds the call's link
 //     (dlg.<tenant>.<call>: parent, root, depth) and a key per child
