@@ -4,14 +4,17 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/approvals"
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policy"
@@ -171,4 +174,46 @@ func TestRacingTokensRunOnce(t *testing.T) {
 	require.Equal(t, 7, refused)
 	require.Equal(t, 1, s.l.count(asked.CallId))
 	require.Equal(t, 1, s.l.total())
+}
+
+// A call whose approval token was redeemed on another replica than the
+// one that parked it is the redeeming replica's: its ACCEPTED record,
+// its workers' events and a cancel request all land on that replica's
+// events subject, where its workers read a cancel back before a tool
+// that is not safe to rerun starts (before, the cancel request went to
+// the parking replica's subject, where no worker of the call looked).
+func TestARedeemedCallsRecordsAreTheRedeemingReplicas(t *testing.T) {
+	t.Parallel()
+	keys := testKeys(t, "k1", "k0")
+	s := startApprovals(t, dispatch.Config{TokenKeys: keys})
+	other := s.StartDispatcher(t, dispatch.Config{TokenKeys: keys})
+	const args = `{"path":"/redeemed"}`
+	asked := callAs(t, s.Dispatcher, identity.Default, args, "")
+	token := requireParked(t, asked.Response, asked.CallId).GetToken()
+	ran := callAs(t, other, identity.Default, args, token)
+	require.True(t, ran.Response.GetOk(), "%v", ran.Response.GetError())
+	require.True(t, dispatch.RecordCancelRequest(t.Context(), s.Dispatcher, identity.Default, asked.CallId, "wipe", "late"))
+
+	b := s.Env.Bus
+	token0 := func(subject string) string { return strings.Split(subject, ".")[3] } // <prefix>.event.<tenant>.<dispatcher>.<id>
+	on := map[toolwirev1.CallEventType][]string{}
+	require.Eventually(t, func() bool {
+		msgs, err := bus.AllMsgsFromLeader(t.Context(), b.JS, b.Events, b.Subjects.EventsAnyDispatcher("default", asked.CallId))
+		if err != nil {
+			return false
+		}
+		clear(on)
+		for _, m := range msgs {
+			ev := &toolwirev1.CallEvent{}
+			if proto.Unmarshal(m.Data, ev) == nil {
+				on[ev.Type] = append(on[ev.Type], token0(m.Subject))
+			}
+		}
+		return len(on[toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED]) == 1 && len(on[toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED]) == 1 &&
+			len(on[toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED]) == 1 && len(on[toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL]) == 1
+	}, 20*time.Second, 10*time.Millisecond, "one record of each kind")
+	started := on[toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED][0]
+	require.NotEqual(t, on[toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL][0], started, "parked and run on different replicas")
+	require.Equal(t, started, on[toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED][0])
+	require.Equal(t, started, on[toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED][0], "the cancel request is where the workers read it back")
 }

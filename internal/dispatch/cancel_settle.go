@@ -29,9 +29,7 @@ type callHistory struct {
 	// result subjects name it, and its workers read the former.
 	admitter string
 	// parker is the subject token of the dispatcher whose believed
-	// AWAITING_APPROVAL record the call has ("" = none): an approved
-	// call's workers store their events on it (its ACCEPTED record is
-	// the approving replica's).
+	// AWAITING_APPROVAL record the call has ("" = none).
 	parker string
 	// accepted, spec and session are the ACCEPTED record's.
 	accepted *timestamppb.Timestamp
@@ -41,8 +39,8 @@ type callHistory struct {
 	// FINISHED) is stored; cancelRequested: a CANCEL_REQUESTED is, on
 	// the admitter's subject (where the call's workers read it back);
 	// approval: an approval was asked for it (an approved call's ACCEPTED
-	// record is the approving replica's, and its result subject names
-	// the replica that parked it).
+	// record was its approver's in records stored before approvers
+	// stored it on the call's own dispatcher's subject).
 	attempted, cancelRequested, approval bool
 }
 
@@ -56,7 +54,8 @@ var errLongHistory = errors.New("dispatch: more events than a cancel reads")
 // is errLongHistory). So admitter and parker are those of the first
 // such record by subject name, not the oldest: harmless, as only an
 // approved call can have records of either kind on two subjects, and
-// cancelSubject takes its parker and settleCancelled leaves it alone.
+// cancelSubject reads its approval record and settleCancelled leaves it
+// alone.
 func (d *Dispatcher) readHistory(ctx context.Context, tenant, callID, tool string) (callHistory, error) {
 	var h callHistory
 	var checkErr error
@@ -106,9 +105,11 @@ func (d *Dispatcher) readHistory(ctx context.Context, tenant, callID, tool strin
 // cancelSubject is the events subject a cancel request of the call is
 // recorded on: the one its workers store their STARTED on and read back
 // before a tool that is not safe to rerun runs (a cancel stored before
-// it wins: internal/worker, claim.go). That is the subject of its
-// AWAITING_APPROVAL record if it was parked (an approved call's workers
-// use the parking replica's), else of its ACCEPTED record: the admitting
+// it wins: internal/worker, claim.go). For a call that was parked, that
+// of the dispatcher its approval record's call names (ToolCall.
+// dispatcher: the parking replica's, or the redeeming one's for a
+// redeemed approval token), or of its AWAITING_APPROVAL record when the
+// record cannot be read; else of its ACCEPTED record: the admitting
 // replica's, read from the leader — not that of the call's newest event,
 // which another replica may have written (a latency budget's overrun).
 // Without either record (unreadable events, none stored yet) it is that
@@ -122,6 +123,12 @@ func (d *Dispatcher) cancelSubject(ctx context.Context, q eventQuery, at string)
 		if h, err := d.readHistory(ctx, tenant, callID, q.tool); err == nil {
 			switch {
 			case h.parker != "":
+				// The call its approval published names its dispatcher:
+				// the parking replica's, or, for a redeemed token, the
+				// redeeming replica's.
+				if rec, err := d.approvals.Record(ctx, tenant, callID); err == nil && rec.Call.GetDispatcher() != "" {
+					return d.subj.Event(tenant, rec.Call.GetDispatcher(), callID)
+				}
 				return d.subj.Event(tenant, h.parker, callID)
 			case h.admitter != "":
 				return d.subj.Event(tenant, h.admitter, callID)

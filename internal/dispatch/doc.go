@@ -665,17 +665,18 @@
 //     finds it (its watch, or a look-up) and does not run it;
 //   - then the CANCEL_REQUESTED, acknowledged, on the events subject of
 //     the replica that admitted the call (cancelSubject: the subject of
-//     its ACCEPTED record, read from the leader, or of its
-//     AWAITING_APPROVAL record if it was parked; not of its newest
-//     event, which another replica may have written), which is the one
+//     its ACCEPTED record, read from the leader, or, if it was parked,
+//     of the dispatcher its approval record's call names — the parking
+//     replica, or the redeeming one for a redeemed approval token; not
+//     of its newest event, which another replica may have written), which is the one
 //     its workers store their STARTED on and read back before a tool
 //     that is not safe to rerun runs: a STARTED stored after the request loses to it and that
 //     attempt never runs (internal/worker, claim.go);
 //   - then the call's events, read from the leader: only a call with its
 //     ACCEPTED record, the request on that record's subject, no attempt
 //     event (STARTED, PROGRESS, RETRYING, FINISHED) and no approval
-//     record (an approved call's result subject is the parking
-//     replica's) is answered. CANCELLED, meta.source "dispatcher", who
+//     record (an approved call's ACCEPTED record was its approver's in
+//     records stored by earlier releases) is answered. CANCELLED, meta.source "dispatcher", who
 //     cancelled and why, side effects NONE — UNKNOWN for an idempotent
 //     tool that is not read-only, whose short attempts record no STARTED
 //     (one may have begun in the instant before its worker saw the
