@@ -2,8 +2,10 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/toolwire/toolwire/internal/bus"
@@ -200,14 +202,16 @@ func (a *admission) seenParentState(ctx context.Context, parent string, seen see
 }
 
 // parentTombstone refuses the call when its parent has a cancel
-// tombstone (read after the call's link was written: delegationStep).
+// tombstone: read after the call's link was written (delegationStep),
+// and again right before the call is published (parentGone: a cancel of
+// the parent may have come while the call was in admission).
 func (a *admission) parentTombstone(ctx context.Context, parent string) *toolwirev1.ToolError {
-	gone, err := a.d.parentCancelled(ctx, a.id.Tenant, parent)
+	_, err := a.d.bus.Cancels.Get(ctx, bus.CancelKey(a.id.Tenant, parent))
 	switch {
-	case err != nil:
-		return a.chainFailed(ctx, err)
-	case gone:
+	case err == nil:
 		return parentCancelled(parent)
+	case !errors.Is(err, jetstream.ErrKeyNotFound):
+		return a.chainFailed(ctx, fmt.Errorf("dispatch: read parent's tombstone: %w", err))
 	}
 	return nil
 }

@@ -4,17 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/approvals"
-	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policy"
@@ -194,24 +191,9 @@ func TestARedeemedCallsRecordsAreTheRedeemingReplicas(t *testing.T) {
 	require.True(t, ran.Response.GetOk(), "%v", ran.Response.GetError())
 	require.True(t, dispatch.RecordCancelRequest(t.Context(), s.Dispatcher, identity.Default, asked.CallId, "wipe", "late"))
 
-	b := s.Env.Bus
-	token0 := func(subject string) string { return strings.Split(subject, ".")[3] } // <prefix>.event.<tenant>.<dispatcher>.<id>
-	on := map[toolwirev1.CallEventType][]string{}
-	require.Eventually(t, func() bool {
-		msgs, err := bus.AllMsgsFromLeader(t.Context(), b.JS, b.Events, b.Subjects.EventsAnyDispatcher("default", asked.CallId))
-		if err != nil {
-			return false
-		}
-		clear(on)
-		for _, m := range msgs {
-			ev := &toolwirev1.CallEvent{}
-			if proto.Unmarshal(m.Data, ev) == nil {
-				on[ev.Type] = append(on[ev.Type], token0(m.Subject))
-			}
-		}
-		return len(on[toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED]) == 1 && len(on[toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED]) == 1 &&
-			len(on[toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED]) == 1 && len(on[toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL]) == 1
-	}, 20*time.Second, 10*time.Millisecond, "one record of each kind")
+	on := eventDispatchers(t, s.Stack, asked.CallId, toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED,
+		toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED, toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED,
+		toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL)
 	started := on[toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED][0]
 	require.NotEqual(t, on[toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL][0], started, "parked and run on different replicas")
 	require.Equal(t, started, on[toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED][0])

@@ -437,33 +437,42 @@ func TestAnApprovedCallsAdmissionRecordIsItsDispatchers(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, waitResult(t, s.Stack, id).Ok)
 
+	on := eventDispatchers(t, s.Stack, id, toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL,
+		toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED, toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED)
+	parked, accepted, started := on[toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL],
+		on[toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED], on[toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED]
+	require.Equal(t, parked[0], accepted[0], "the ACCEPTED record is on the parking replica's subject")
+	require.Equal(t, started[0], accepted[0], "where the workers' events are")
+}
+
+// eventDispatchers waits (at most 20 s) until callID has exactly one
+// stored event of each of the types given and returns, by type, the
+// dispatcher token of the events subject each of its events is stored on
+// (<prefix>.event.<tenant>.<dispatcher>.<call_id>).
+func eventDispatchers(t *testing.T, s *dispatchtest.Stack, callID string, types ...toolwirev1.CallEventType) map[toolwirev1.CallEventType][]string {
+	t.Helper()
 	b := s.Env.Bus
-	token := func(subject string) string { return strings.Split(subject, ".")[3] } // <prefix>.event.<tenant>.<dispatcher>.<id>
-	var parked, accepted, started []string
+	var on map[toolwirev1.CallEventType][]string
 	require.Eventually(t, func() bool {
-		msgs, err := bus.AllMsgsFromLeader(t.Context(), b.JS, b.Events, b.Subjects.EventsAnyDispatcher("default", id))
+		msgs, err := bus.AllMsgsFromLeader(t.Context(), b.JS, b.Events, b.Subjects.EventsAnyDispatcher(identity.Default.Tenant, callID))
 		if err != nil {
 			return false
 		}
-		parked, accepted, started = nil, nil, nil
+		on = map[toolwirev1.CallEventType][]string{}
 		for _, m := range msgs {
 			ev := &toolwirev1.CallEvent{}
-			if proto.Unmarshal(m.Data, ev) != nil {
-				continue
-			}
-			switch ev.Type {
-			case toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL:
-				parked = append(parked, token(m.Subject))
-			case toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED:
-				accepted = append(accepted, token(m.Subject))
-			case toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED:
-				started = append(started, token(m.Subject))
+			if proto.Unmarshal(m.Data, ev) == nil {
+				on[ev.Type] = append(on[ev.Type], strings.Split(m.Subject, ".")[3])
 			}
 		}
-		return len(parked) == 1 && len(accepted) == 1 && len(started) == 1
-	}, 20*time.Second, 10*time.Millisecond, "one record of each kind")
-	require.Equal(t, parked[0], accepted[0], "the ACCEPTED record is on the parking replica's subject")
-	require.Equal(t, started[0], accepted[0], "where the workers' events are")
+		for _, typ := range types {
+			if len(on[typ]) != 1 {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second, 10*time.Millisecond, "one event of each of %v", types)
+	return on
 }
 
 // A replica that stops right after its decision (the compare-and-set),

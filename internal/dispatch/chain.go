@@ -206,18 +206,3 @@ func (d *Dispatcher) tombstoneAdmitting(ctx context.Context, id identity.Identit
 	}
 	return nil
 }
-
-// parentCancelled tells whether the parent of a delegated call being
-// admitted has its tombstone: the look admission takes right before it
-// publishes the call (a cancel of the parent may have come while the
-// call was in admission).
-func (d *Dispatcher) parentCancelled(ctx context.Context, tenant, parent string) (bool, error) {
-	_, err := d.bus.Cancels.Get(ctx, bus.CancelKey(tenant, parent))
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return false, nil
-	}
-	return false, fmt.Errorf("dispatch: read parent's tombstone: %w", err)
-}
