@@ -439,6 +439,12 @@ func (s *Server) callPage(w http.ResponseWriter, r *http.Request, v *viewer) {
 		s.render(w, r, http.StatusBadGateway, "error", v, "Unavailable", "calls", errorData{Status: http.StatusBadGateway, Message: "reading the call failed: " + err.Error()})
 		return
 	}
+	if rec.Result != nil && e.Outcome == audit.OutcomePending {
+		// The index learns of a result from its own consumer and may lag
+		// the record just read: the page shows the outcome of the result
+		// it shows.
+		e.Outcome, e.ErrorType = rec.Outcome, rec.ErrorType
+	}
 	d := callData{Entry: e, Rec: rec, Running: rec.Result == nil, Done: doneMessage(r)}
 	d.Session, d.SessionHref = s.callSession(r, v, rec.Tenant, rec.Session)
 	d.Delegation = s.callDelegation(r, v, rec.Tenant, id)

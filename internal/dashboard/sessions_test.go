@@ -2,12 +2,15 @@ package dashboard
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolwire/toolwire/internal/audit"
+	"github.com/toolwire/toolwire/internal/callindex"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
@@ -156,5 +159,33 @@ func TestCallPageShowsTheLatencyBudgetOverrun(t *testing.T) {
 	})
 	require.Contains(t, body, `class="ev CALL_EVENT_TYPE_LATENCY_BUDGET_EXCEEDED"`)
 	require.Contains(t, body, "over its soft latency budget of 1ms (policy")
+	require.Contains(t, body, `data-testid="outcome">ok<`)
+}
+
+// A call's page shows the outcome of the result it shows: a dashboard
+// whose calls index has not yet read the call's result (its feed lags the
+// stores) says "ok" beside the result, not "pending".
+func TestCallPageOutcomeIsItsResultsWhileTheIndexLags(t *testing.T) {
+	t.Parallel()
+	u := startUI(t, nil, dispatch.Config{})
+	done := call(t, u, acmeBot, "echo", `{"text":"hello"}`)
+	require.True(t, done.Response.GetOk(), "%v", done.Response.GetError())
+	var e callindex.Entry
+	waitFor(t, "the index has the call's outcome", func() bool {
+		var ok bool
+		e, ok = u.UI.index.Get(done.CallId)
+		return ok && e.Outcome == audit.OutcomeOK
+	})
+	lagging, err := New(u.UI.cfg) // never started: its index is fed by hand
+	require.NoError(t, err)
+	e.Outcome = audit.OutcomePending
+	require.True(t, lagging.index.Add(e, nil, nil))
+	mux := http.NewServeMux()
+	lagging.Handle(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	res, body := (&uiStack{Stack: u.Stack, UI: lagging, Srv: srv}).signIn(t, readerKey).get("/ui/calls/" + done.CallId)
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	require.Contains(t, body, `data-testid="result"`)
 	require.Contains(t, body, `data-testid="outcome">ok<`)
 }
