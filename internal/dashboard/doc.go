@@ -214,7 +214,8 @@
 // replica keeps its own; the streams are the truth. One call's page finds the call in the index (its CALLS
 // sequence) and reads the rest from the streams (audit.Source.One: the
 // call, its events and its result), so a timeline is never cut to what
-// the index keeps; a call older than the index's window is not found
+// the index keeps, and its outcome is the result's it shows even when the
+// index has not read that result yet; a call older than the index's window is not found
 // (toolctl audit reads any period). Its copy buttons (copyTexts and
 // curlText, written by the script through navigator.clipboard) hold the
 // call's request as JSON, a curl command that repeats it through the
