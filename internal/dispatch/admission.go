@@ -40,13 +40,14 @@ type admission struct {
 	// parsed is the arguments in the policy's reading, parsed once by the
 	// first step that needs them (policyArgs); a rewrite drops it.
 	parsed  *policy.Args
-	round   *toolwirev1.InputRound // input: the round a call answering a tool's request continues
-	call    *toolwirev1.ToolCall   // call: the call as it will be published
-	chain   *link                  // delegation: the call's link in its chain (nil = no parent)
-	family  string                 // toolset: the family of the request's model ("" = none)
-	toolset *policy.Toolset        // toolset: the family's toolset in the policy in force (nil = none)
-	linked  string                 // delegation: the call id the link was recorded under (the minted one)
-	counted chainCount             // delegation: the counts the call was added to (its parent's children, its root's chain)
+	round   *toolwirev1.InputRound     // input: the round a call answering a tool's request continues
+	call    *toolwirev1.ToolCall       // call: the call as it will be published
+	chain   *link                      // delegation: the call's link in its chain (nil = no parent)
+	family  string                     // toolset: the family of the request's model ("" = none)
+	toolset *policy.Toolset            // toolset: the family's toolset in the policy in force (nil = none)
+	def     *toolwirev1.ToolDefinition // definition: the spec's definition the family and mode are offered (nil = none)
+	linked  string                     // delegation: the call id the link was recorded under (the minted one)
+	counted chainCount                 // delegation: the counts the call was added to (its parent's children, its root's chain)
 
 	pd      *toolwirev1.PolicyDecision // the decision to record (policy, a hook, the loop guard, limits)
 	ask     *asked                     // policy or loop guard: park for an approver, or redeem a token
@@ -101,6 +102,7 @@ var admissionSteps = [...]admissionStep{
 	{"toolset", (*admission).toolsetStep},         // admit_toolset.go
 	{"pool", (*admission).poolStep},               // admit_pool.go
 	{"pin", (*admission).pinStep},                 // admit_pin.go
+	{"definition", (*admission).definitionStep},   // admit_toolset.go
 	{"arguments", (*admission).arguments},         // admit_arguments.go
 	{"variant", (*admission).variantStep},         // admit_toolset.go
 	{"input", (*admission).continues},             // admit_input.go

@@ -41,12 +41,43 @@ func (a *admission) toolsetStep(ctx context.Context) verdict {
 	return next
 }
 
+// definitionStep finds the definition of the spec the call runs (the one
+// the session pins, so after the pin step) that the request's model
+// family and the session's mode are offered (registry.Definition;
+// docs/toolsets.md, "Definitions in the spec"): a tool it hides is
+// refused PERMISSION_DENIED naming the definition, as a tool the policy's
+// toolset hides is; a definition with an input schema is checked by
+// variantStep. Like a toolset, a definition only takes away: the rules
+// still decide every call it lets through.
+func (a *admission) definitionStep(_ context.Context) verdict {
+	mode := a.session.Mode
+	def, i := registry.Definition(a.spec, a.family, mode)
+	if def.GetHidden() {
+		why := registry.DefinitionRefusal(a.spec.Name, a.family, mode, i)
+		return a.refused(envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, why), nil)
+	}
+	a.def = def
+	return next
+}
+
 // variantStep checks the arguments, which passed the tool's own schema
-// (the arguments step), against the schema variant the family was
-// offered, if any: a call must satisfy both (VALIDATION naming the
-// toolset otherwise). A before-hook's rewrite is held to the tool's
-// schema only: the variant binds what the model sends.
+// (the arguments step), against the input schema of the spec's definition
+// the call is offered (definitionStep) and the schema variant the
+// family's toolset offers, if any: a call must satisfy each (VALIDATION
+// naming the definition or the toolset otherwise). A before-hook's
+// rewrite is held to the tool's schema only: these bind what the model
+// sends.
 func (a *admission) variantStep(_ context.Context) verdict {
+	if s := a.def.GetInputSchemaJson(); s != "" {
+		sch, err := registry.DefaultSchemas.Compile(s)
+		if err != nil { // registry.Check compiled it; a spec stored around the check is refused
+			return a.refused(envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_INTERNAL, "the tool's definition for this model and mode has a schema that does not compile"), nil)
+		}
+		if te := registry.CheckParsedAgainst(sch, a.doc); te != nil {
+			te.Message = fmt.Sprintf("%s (the input schema of the definition %s offered)", te.Message, a.definedFor())
+			return a.refused(te, nil)
+		}
+	}
 	v := a.toolset.Variant(a.spec.Name)
 	if v == nil {
 		return next
@@ -56,6 +87,19 @@ func (a *admission) variantStep(_ context.Context) verdict {
 		return a.refused(te, nil)
 	}
 	return next
+}
+
+// definedFor names whom the call's definition is for, for a refusal.
+func (a *admission) definedFor() string {
+	switch f, m := a.family, a.session.Mode; {
+	case f != "" && m != "":
+		return fmt.Sprintf("model family %s in mode %q is", f, m)
+	case f != "":
+		return "model family " + f + " is"
+	case m != "":
+		return fmt.Sprintf("mode %q is", m)
+	}
+	return "every caller is"
 }
 
 // mayList reports whether the caller may list tool: it is registered,

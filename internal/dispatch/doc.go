@@ -88,7 +88,12 @@
 //  4. pool (admit_pool.go): a worker pool consumes its calls (see "Pool
 //     check"); then pin (admit_pin.go): with pinning in force and no pin
 //     yet for the tool, the version resolved is pinned into the
-//     session's record.
+//     session's record; then definition (admit_toolset.go): the spec's
+//     definition for the request's model family and the session's mode
+//     (registry.Definition, the first that matches; docs/toolsets.md,
+//     "Definitions in the spec") is found, and a tool it hides is refused
+//     PERMISSION_DENIED naming it. It runs after pin because the pinned
+//     version's definitions are the call's.
 //  5. arguments (admit_arguments.go): the arguments are within the size
 //     and nesting limits (the tool spec's, else Config.MaxArgsBytes, 256
 //     KiB, and MaxArgsDepth, 32), have at most Config.MaxArgsValues (2048)
@@ -97,10 +102,11 @@
 //     schema refusal lists at most 20 violations; its message ends "and N
 //     more" when there were others, so a rejection, answered and stored as
 //     an event, does not grow with the arguments). Then variant
-//     (admit_toolset.go): arguments of a tool the model's family is
-//     offered a schema variant of must satisfy the variant too
-//     (VALIDATION naming the toolset); a before-hook's rewrite is held to
-//     the tool's schema only.
+//     (admit_toolset.go): arguments must satisfy the input schema of the
+//     spec's definition the call is offered, and the schema variant the
+//     model's family's toolset offers, too (VALIDATION naming the
+//     definition or the toolset); a before-hook's rewrite is held to the
+//     tool's schema only.
 //  6. input (admit_input.go): a call that answers a tool's request for
 //     input (CallRequest.continues) continues a stored input-required
 //     response of the caller's tenant, the same tool at the same spec
@@ -978,8 +984,12 @@
 // the tools the toolset of the model's family hides or substitutes, a
 // tool with a variant listed with the variant's input schema (a copy of
 // the spec; docs/toolsets.md) — the exports are made from that list;
-// GetTool with a model shows VisibleToolFor, the tool as that list has
-// it (registry.ErrNotFound for one the toolset hides or substitutes);
+// every list also shows each tool as the spec's definition for the
+// model's family and the session's mode has it, before the toolset
+// (offeredAs: hidden, or its description and schema; chosen at each list,
+// never stored per session); GetTool shows VisibleToolFor, the tool as
+// that list has it for the model and the default mode
+// (registry.ErrNotFound for one the toolset or a definition hides);
 // the dashboard's views of pools and tools are uiview.go's.
 //
 // # Policy

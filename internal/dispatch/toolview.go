@@ -110,10 +110,12 @@ type ListFor struct {
 // name (policy.ModelNameRE, at most policy.MaxModelBytes).
 var ErrBadModel = errors.New("dispatch: model is not a model name (letters, digits and . _ : / @ + -, at most 128 bytes)")
 
-// VisibleToolsFor is VisibleToolsIn for a session and a model: the
-// tools the toolset of the model's family hides or substitutes are left
-// out, and a tool it offers a schema variant of is listed with the
-// variant's input schema (a copy; the registry's spec is not changed).
+// VisibleToolsFor is VisibleToolsIn for a session and a model: each tool
+// as the spec's definition for the model's family and the session's mode
+// has it (hidden, or its description and input schema), then the tools
+// the toolset of the model's family hides or substitutes are left out,
+// and a tool it offers a schema variant of is listed with the variant's
+// input schema (copies; the registry's spec is not changed).
 // Errors: those of VisibleToolsIn, and ErrBadModel.
 func (d *Dispatcher) VisibleToolsFor(ctx context.Context, id identity.Identity, f registry.Filter, lf ListFor) ([]*toolwirev1.ToolSpec, error) {
 	mode, err := d.listMode(ctx, id, lf)
@@ -145,19 +147,34 @@ func (d *Dispatcher) listMode(ctx context.Context, id identity.Identity, lf List
 func (d *Dispatcher) visibleTools(id identity.Identity, f registry.Filter, mode, model string) []*toolwirev1.ToolSpec {
 	f.Scopes = id.Scopes
 	ents := d.visibleEntries(id, mode, d.reg.List(f))
-	var ts *policy.Toolset
-	if model != "" {
-		p := d.policyFor(id.Tenant)
-		ts = p.Toolset(p.ModelFamily(model))
-	}
+	p := d.policyFor(id.Tenant)
+	family := p.ModelFamily(model)
+	ts := p.Toolset(family)
+	mode = p.Sessions().ModeOf(mode) // as admission decides a call in it
 	out := make([]*toolwirev1.ToolSpec, 0, len(ents))
 	for _, e := range ents {
-		if ok, _ := ts.Offered(e.Spec.Name); !ok {
-			continue
+		if spec, ok := offeredAs(ts, e.Spec, family, mode); ok {
+			out = append(out, toolView(id, spec))
 		}
-		out = append(out, ts.View(toolView(id, e.Spec)))
 	}
 	return out
+}
+
+// offeredAs is spec as a request of model family (its toolset ts) in a
+// session of mode is offered it, as admission decides its calls: the
+// spec's definition for the family and mode (registry.Definition) first,
+// then the toolset's schema variant on top; false when the toolset or the
+// definition hides the tool. The view is a copy where it differs; the
+// registry's spec is not changed.
+func offeredAs(ts *policy.Toolset, spec *toolwirev1.ToolSpec, family, mode string) (*toolwirev1.ToolSpec, bool) {
+	if ok, _ := ts.Offered(spec.Name); !ok {
+		return nil, false
+	}
+	def, _ := registry.Definition(spec, family, mode)
+	if def.GetHidden() {
+		return nil, false
+	}
+	return ts.View(registry.DefinedView(spec, def)), true
 }
 
 // VisibleTool returns version of tool name (the current one when version
@@ -185,25 +202,27 @@ type GetFor struct {
 }
 
 // VisibleToolFor is VisibleTool for a model, as ListTools shows the tool
-// to the same caller and model (VisibleToolsFor): a tool the toolset of
-// the model's family hides or substitutes is registry.ErrNotFound, and
-// one it offers a schema variant of is shown with the variant's input
-// schema (a copy; the registry's spec is not changed). Errors: those of
-// VisibleTool, and ErrBadModel.
+// to the same caller and model (VisibleToolsFor) in the policy's
+// sessions.default_mode (GetTool names no session): a tool the toolset of
+// the model's family or the spec's definition hides is
+// registry.ErrNotFound, and one shown with the definition's description
+// and schema, and the toolset's schema variant (copies; the registry's
+// spec is not changed). Errors: those of VisibleTool, and ErrBadModel.
 func (d *Dispatcher) VisibleToolFor(ctx context.Context, id identity.Identity, name string, gf GetFor) (*toolwirev1.ToolSpec, error) {
 	if m := gf.Model; m != "" && (len(m) > policy.MaxModelBytes || !policy.ModelNameRE.MatchString(m)) {
 		return nil, ErrBadModel
 	}
 	spec, err := d.VisibleTool(ctx, id, name, gf.Version)
-	if err != nil || gf.Model == "" {
-		return spec, err
+	if err != nil {
+		return nil, err
 	}
 	p := d.policyFor(id.Tenant)
-	ts := p.Toolset(p.ModelFamily(gf.Model))
-	if ok, _ := ts.Offered(spec.Name); !ok {
+	family := p.ModelFamily(gf.Model)
+	spec, ok := offeredAs(p.Toolset(family), spec, family, p.Sessions().ModeOf(""))
+	if !ok {
 		return nil, registry.ErrNotFound
 	}
-	return ts.View(spec), nil
+	return spec, nil
 }
 
 // TaskSupport is the current spec's task support of tool name (MCP's

@@ -268,14 +268,15 @@ func (s *Server) tool(spec *toolwirev1.ToolSpec, p *profiles.Profile) (json.RawM
 	s.mu.Lock()
 	c, ok := s.tools[key]
 	s.mu.Unlock()
-	if ok && c.schema == spec.InputSchemaJson {
+	if ok && c.of(spec) {
 		return c.t, nil
 	}
 	if ok {
-		// Another input schema for the same version: a toolset's variant
-		// (docs/toolsets.md), or the registered one after a variant was
-		// cached first. Cached under the schema's hash too.
-		sum := sha256.Sum256([]byte(spec.InputSchemaJson))
+		// Another view of the same version: a toolset's variant or a
+		// spec's definition (docs/toolsets.md), or the registered spec
+		// after one of those was cached first. Cached under the view's
+		// hash too.
+		sum := sha256.Sum256([]byte(spec.Summary + "\x00" + spec.Description + "\x00" + spec.InputSchemaJson))
 		key += "#" + hex.EncodeToString(sum[:8])
 		s.mu.Lock()
 		c, ok = s.tools[key]
@@ -299,16 +300,22 @@ func (s *Server) tool(spec *toolwirev1.ToolSpec, p *profiles.Profile) (json.RawM
 	if len(s.tools) > 10000 { // bounded: versions come and go
 		clear(s.tools)
 	}
-	s.tools[key] = cachedTool{schema: spec.InputSchemaJson, t: t}
+	s.tools[key] = cachedTool{summary: spec.Summary, description: spec.Description, schema: spec.InputSchemaJson, t: t}
 	s.mu.Unlock()
 	return t, nil
 }
 
-// cachedTool is a tool's MCP form for one profile, with the input schema
-// it was made from.
+// cachedTool is a tool's MCP form for one profile, with what a view of
+// its version may change (a toolset's variant, a spec's definition): the
+// summary, description and input schema it was made from.
 type cachedTool struct {
-	schema string
-	t      json.RawMessage
+	summary, description, schema string
+	t                            json.RawMessage
+}
+
+// of reports whether c was made from spec's view.
+func (c cachedTool) of(spec *toolwirev1.ToolSpec) bool {
+	return c.summary == spec.Summary && c.description == spec.Description && c.schema == spec.InputSchemaJson
 }
 
 // callTool runs a tools/call as a toolwire call: admission, policy,

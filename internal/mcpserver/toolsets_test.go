@@ -107,3 +107,34 @@ func TestToolsetsOverMCP(t *testing.T) {
 	_, err = plain.ListTools(ctx, &mcp.ListToolsParams{Meta: mcp.Meta{mcpserver.MetaModel: 5}})
 	require.ErrorContains(t, err, "must be a string")
 }
+
+// A spec's definition that changes only the description (docs/toolsets.md,
+// "Definitions in the spec") is what MCP tools/list shows to its family,
+// and never what another family is listed from the cached form of the
+// same version, nor the other way round.
+func TestSpecDefinitionsOverMCP(t *testing.T) {
+	t.Parallel()
+	edit := tool.Must(tool.New("edit", func(context.Context, mcpEditIn) (string, error) { return "edited", nil },
+		tool.WithSummary("Edits a file."),
+		tool.WithDefinition(tool.Definition{ModelFamilies: []string{"gemini"}, Description: "Edits one file of the workspace."})))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{edit}})
+	url := endpoint(t, s.Dispatcher, identity.OpenAccess{Identity: identity.Default})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cs := connectAs(t, url, "agent", nil)
+	described := func(model string) string {
+		var meta mcp.Meta
+		if model != "" {
+			meta = mcp.Meta{mcpserver.MetaModel: model}
+		}
+		lt, err := cs.ListTools(ctx, &mcp.ListToolsParams{Meta: meta})
+		require.NoError(t, err)
+		require.Len(t, lt.Tools, 1)
+		return lt.Tools[0].Description
+	}
+	for range 2 { // the second round is served from the cache
+		require.Equal(t, "Edits a file.", described(""))
+		require.Equal(t, "Edits one file of the workspace.", described("gemini-2.5-pro"))
+		require.Equal(t, "Edits a file.", described("gpt-5.1"))
+	}
+}

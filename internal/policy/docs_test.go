@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"bytes"
 	"os"
 	"regexp"
 	"testing"
@@ -31,7 +32,8 @@ func TestDocsToolsetsExample(t *testing.T) {
 	src, err := os.ReadFile("../../docs/toolsets.md")
 	require.NoError(t, err)
 	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllSubmatch(src, -1)
-	require.Len(t, blocks, 1)
+	require.Len(t, blocks, 2, "the policy, then a spec file (the dispatcher's TestSpecDefinitionsPerModelAndMode loads it)")
+	require.True(t, bytes.HasPrefix(blocks[1][1], []byte("name: grep_lines\n")))
 	p, err := policy.Parse(blocks[0][1])
 	require.NoError(t, err)
 	require.NoError(t, p.RunTests(nil))

@@ -32,8 +32,9 @@ func Version(spec *toolwirev1.ToolSpec) string {
 }
 
 // Check validates spec: its name, that its executor config matches its
-// executor type, that its schemas compile, and what it says of skills
-// (skills.CheckSpec). It returns every problem.
+// executor type, that its schemas compile, what it says of skills
+// (skills.CheckSpec), and its definitions (checkDefinitions). It returns
+// every problem.
 func Check(spec *toolwirev1.ToolSpec) error {
 	var errs []error
 	if !NameRe.MatchString(spec.GetName()) {
@@ -67,6 +68,9 @@ func Check(spec *toolwirev1.ToolSpec) error {
 	if err := skills.CheckSpec(spec); err != nil {
 		// A worker's manifests are checked, never believed, and only the
 		// native `skill` tool carries them (internal/skills).
+		errs = append(errs, err)
+	}
+	if err := checkDefinitions(spec); err != nil {
 		errs = append(errs, err)
 	}
 	if metaWritesTemplate(spec.GetMetaJson()) {

@@ -15,8 +15,9 @@
 // fields are the ToolSpec's (proto field names, snake_case), with three
 // conveniences:
 //
-//   - input_schema and output_schema are written as YAML objects, not as
-//     JSON strings (input_schema_json / output_schema_json also work);
+//   - input_schema and output_schema (and a definition's input_schema)
+//     are written as YAML objects, not as JSON strings
+//     (input_schema_json / output_schema_json also work);
 //   - executor, category and limits.truncate take short names: executor:
 //     sandbox, category: retrieval, truncate: tail;
 //   - durations are strings such as "10s" or "1m30s".

@@ -121,6 +121,25 @@ func Parse(b []byte, o Options) (*toolwirev1.ToolSpec, error) {
 		delete(doc, f)
 		doc[f+"_json"] = string(s)
 	}
+	if defs, ok := doc["definitions"].([]any); ok {
+		for i, d := range defs {
+			m, ok := d.(map[string]any)
+			if !ok {
+				continue // protojson names it
+			}
+			if v, ok := m["input_schema"]; ok {
+				if _, isObj := v.(map[string]any); !isObj {
+					return nil, fmt.Errorf("definitions[%d].input_schema: want a mapping (a JSON Schema object)", i)
+				}
+				s, err := json.Marshal(v)
+				if err != nil {
+					return nil, fmt.Errorf("definitions[%d].input_schema: %w", i, err)
+				}
+				delete(m, "input_schema")
+				m["input_schema_json"] = string(s)
+			}
+		}
+	}
 	if err := shortEnum(doc, "executor", "EXECUTOR_TYPE_", toolwirev1.ExecutorType_value); err != nil {
 		return nil, err
 	}

@@ -162,3 +162,29 @@ func WithTaskSupport(ts toolwirev1.TaskSupport) Option {
 func WithUITemplate(uri string) Option {
 	return func(s *toolwirev1.ToolSpec) { s.UiTemplate = uri }
 }
+
+// Definition is one way the tool is offered: to the requests of some model
+// families in sessions of some modes (ToolSpec.definitions;
+// docs/toolsets.md, "Definitions in the spec"). The first definition whose
+// families and modes both match a request applies to its lists, exports
+// and calls; an empty list matches any request.
+type Definition struct {
+	ModelFamilies []string // the policy's model families (gpt, claude, …); empty = any
+	Modes         []string // session modes; empty = any, and none
+	Hidden        bool     // not offered at all
+	Description   string   // what the model reads instead of the summary; "" = the tool's own
+	// InputSchema is a JSON Schema offered instead of the tool's own and
+	// checked as well as it: a narrowing ("" = the tool's own).
+	InputSchema string
+}
+
+// WithDefinition adds d after the definitions added before it: the first
+// that matches a request applies. The registry checks them (at most 16,
+// family and mode names, a schema that compiles).
+func WithDefinition(d Definition) Option {
+	return func(s *toolwirev1.ToolSpec) {
+		s.Definitions = append(s.Definitions, &toolwirev1.ToolDefinition{
+			ModelFamilies: append([]string(nil), d.ModelFamilies...), Modes: append([]string(nil), d.Modes...),
+			Hidden: d.Hidden, Description: d.Description, InputSchemaJson: d.InputSchema})
+	}
+}

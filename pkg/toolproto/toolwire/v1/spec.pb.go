@@ -326,7 +326,17 @@ type ToolSpec struct {
 	// every file. Listed to models by name and description; loaded through
 	// the tool, one call per skill or resource. Empty for every other tool.
 	// Part of the content hash: a changed skill is a new version.
-	Skills        []*Skill `protobuf:"bytes,30,rep,name=skills,proto3" json:"skills,omitempty"`
+	Skills []*Skill `protobuf:"bytes,30,rep,name=skills,proto3" json:"skills,omitempty"`
+	// How the tool is defined for a session, by the model family of the
+	// request and the session's mode (docs/toolsets.md, "Definitions in the
+	// spec"): the first definition whose model_families and modes both
+	// match applies, in every list, export and call of that family and
+	// mode; none matching, the tool as above. Chosen when a list or a call
+	// needs it, never stored per session. A definition only takes away and
+	// narrows (hidden; an input schema a call must satisfy as well as
+	// input_schema_json): it grants nothing. At most 16. Part of the
+	// content hash.
+	Definitions   []*ToolDefinition `protobuf:"bytes,31,rep,name=definitions,proto3" json:"definitions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -586,6 +596,13 @@ func (x *ToolSpec) GetSkills() []*Skill {
 	return nil
 }
 
+func (x *ToolSpec) GetDefinitions() []*ToolDefinition {
+	if x != nil {
+		return x.Definitions
+	}
+	return nil
+}
+
 type isToolSpec_Config interface {
 	isToolSpec_Config()
 }
@@ -613,6 +630,97 @@ func (*ToolSpec_Mcp) isToolSpec_Config() {}
 func (*ToolSpec_Sandbox) isToolSpec_Config() {}
 
 func (*ToolSpec_Http) isToolSpec_Config() {}
+
+// ToolDefinition is one way a tool is offered: to the sessions of some
+// model families in some modes.
+type ToolDefinition struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The model families it is for (the policy's families: `gpt`,
+	// `claude`, …); empty = any request, one naming no model too. A listed
+	// family matches only a request naming a model of that family.
+	ModelFamilies []string `protobuf:"bytes,1,rep,name=model_families,json=modelFamilies,proto3" json:"model_families,omitempty"`
+	// The session modes it is for; empty = any mode and none. A listed mode
+	// matches only a session in that mode (after the policy's
+	// sessions.default_mode).
+	Modes []string `protobuf:"bytes,2,rep,name=modes,proto3" json:"modes,omitempty"`
+	// Not offered at all: left out of lists, a call refused
+	// PERMISSION_DENIED naming the definition.
+	Hidden bool `protobuf:"varint,3,opt,name=hidden,proto3" json:"hidden,omitempty"`
+	// What the model reads to choose the tool (replaces summary and
+	// description in lists and exports); "" = the tool's own. At most 4096
+	// bytes.
+	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// An input schema (JSON Schema 2020-12) offered instead of the tool's
+	// own and checked as well as it: a narrowing. "" = the tool's own.
+	InputSchemaJson string `protobuf:"bytes,5,opt,name=input_schema_json,json=inputSchemaJson,proto3" json:"input_schema_json,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ToolDefinition) Reset() {
+	*x = ToolDefinition{}
+	mi := &file_toolwire_v1_spec_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolDefinition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolDefinition) ProtoMessage() {}
+
+func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
+	mi := &file_toolwire_v1_spec_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
+func (*ToolDefinition) Descriptor() ([]byte, []int) {
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ToolDefinition) GetModelFamilies() []string {
+	if x != nil {
+		return x.ModelFamilies
+	}
+	return nil
+}
+
+func (x *ToolDefinition) GetModes() []string {
+	if x != nil {
+		return x.Modes
+	}
+	return nil
+}
+
+func (x *ToolDefinition) GetHidden() bool {
+	if x != nil {
+		return x.Hidden
+	}
+	return false
+}
+
+func (x *ToolDefinition) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ToolDefinition) GetInputSchemaJson() string {
+	if x != nil {
+		return x.InputSchemaJson
+	}
+	return ""
+}
 
 // Skill is one skill: a directory in the common SKILL.md format (YAML
 // front matter with name and description, then the instructions in
@@ -642,7 +750,7 @@ type Skill struct {
 
 func (x *Skill) Reset() {
 	*x = Skill{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[1]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -654,7 +762,7 @@ func (x *Skill) String() string {
 func (*Skill) ProtoMessage() {}
 
 func (x *Skill) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[1]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -667,7 +775,7 @@ func (x *Skill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Skill.ProtoReflect.Descriptor instead.
 func (*Skill) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{1}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Skill) GetName() string {
@@ -722,7 +830,7 @@ type SkillFile struct {
 
 func (x *SkillFile) Reset() {
 	*x = SkillFile{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[2]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -734,7 +842,7 @@ func (x *SkillFile) String() string {
 func (*SkillFile) ProtoMessage() {}
 
 func (x *SkillFile) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[2]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -747,7 +855,7 @@ func (x *SkillFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkillFile.ProtoReflect.Descriptor instead.
 func (*SkillFile) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{2}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SkillFile) GetPath() string {
@@ -792,7 +900,7 @@ type ToolAnnotations struct {
 
 func (x *ToolAnnotations) Reset() {
 	*x = ToolAnnotations{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[3]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -804,7 +912,7 @@ func (x *ToolAnnotations) String() string {
 func (*ToolAnnotations) ProtoMessage() {}
 
 func (x *ToolAnnotations) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[3]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -817,7 +925,7 @@ func (x *ToolAnnotations) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolAnnotations.ProtoReflect.Descriptor instead.
 func (*ToolAnnotations) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{3}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ToolAnnotations) GetReadOnly() bool {
@@ -875,7 +983,7 @@ type Timeouts struct {
 
 func (x *Timeouts) Reset() {
 	*x = Timeouts{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[4]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -887,7 +995,7 @@ func (x *Timeouts) String() string {
 func (*Timeouts) ProtoMessage() {}
 
 func (x *Timeouts) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[4]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -900,7 +1008,7 @@ func (x *Timeouts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timeouts.ProtoReflect.Descriptor instead.
 func (*Timeouts) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{4}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Timeouts) GetScheduleToStart() *durationpb.Duration {
@@ -957,7 +1065,7 @@ type RetryPolicy struct {
 
 func (x *RetryPolicy) Reset() {
 	*x = RetryPolicy{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[5]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1077,7 @@ func (x *RetryPolicy) String() string {
 func (*RetryPolicy) ProtoMessage() {}
 
 func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[5]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1090,7 @@ func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryPolicy.ProtoReflect.Descriptor instead.
 func (*RetryPolicy) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{5}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RetryPolicy) GetMaxAttempts() int32 {
@@ -1048,7 +1156,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[6]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1060,7 +1168,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[6]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1073,7 +1181,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{6}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Limits) GetMaxArgsBytes() int64 {
@@ -1122,7 +1230,7 @@ type NativeConfig struct {
 
 func (x *NativeConfig) Reset() {
 	*x = NativeConfig{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[7]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1134,7 +1242,7 @@ func (x *NativeConfig) String() string {
 func (*NativeConfig) ProtoMessage() {}
 
 func (x *NativeConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[7]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1147,7 +1255,7 @@ func (x *NativeConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NativeConfig.ProtoReflect.Descriptor instead.
 func (*NativeConfig) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{7}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *NativeConfig) GetFunction() string {
@@ -1177,7 +1285,7 @@ type McpConfig struct {
 
 func (x *McpConfig) Reset() {
 	*x = McpConfig{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[8]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1189,7 +1297,7 @@ func (x *McpConfig) String() string {
 func (*McpConfig) ProtoMessage() {}
 
 func (x *McpConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[8]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1202,7 +1310,7 @@ func (x *McpConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpConfig.ProtoReflect.Descriptor instead.
 func (*McpConfig) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{8}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *McpConfig) GetServer() string {
@@ -1264,7 +1372,7 @@ type SandboxConfig struct {
 
 func (x *SandboxConfig) Reset() {
 	*x = SandboxConfig{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[9]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1276,7 +1384,7 @@ func (x *SandboxConfig) String() string {
 func (*SandboxConfig) ProtoMessage() {}
 
 func (x *SandboxConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[9]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1289,7 +1397,7 @@ func (x *SandboxConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxConfig.ProtoReflect.Descriptor instead.
 func (*SandboxConfig) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{9}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SandboxConfig) GetArgv() []string {
@@ -1391,7 +1499,7 @@ type SandboxLimits struct {
 
 func (x *SandboxLimits) Reset() {
 	*x = SandboxLimits{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[10]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1403,7 +1511,7 @@ func (x *SandboxLimits) String() string {
 func (*SandboxLimits) ProtoMessage() {}
 
 func (x *SandboxLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[10]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1416,7 +1524,7 @@ func (x *SandboxLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxLimits.ProtoReflect.Descriptor instead.
 func (*SandboxLimits) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{10}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SandboxLimits) GetWallTime() *durationpb.Duration {
@@ -1492,7 +1600,7 @@ type HttpConfig struct {
 
 func (x *HttpConfig) Reset() {
 	*x = HttpConfig{}
-	mi := &file_toolwire_v1_spec_proto_msgTypes[11]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +1612,7 @@ func (x *HttpConfig) String() string {
 func (*HttpConfig) ProtoMessage() {}
 
 func (x *HttpConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_toolwire_v1_spec_proto_msgTypes[11]
+	mi := &file_toolwire_v1_spec_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +1625,7 @@ func (x *HttpConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HttpConfig.ProtoReflect.Descriptor instead.
 func (*HttpConfig) Descriptor() ([]byte, []int) {
-	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{11}
+	return file_toolwire_v1_spec_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *HttpConfig) GetMethod() string {
@@ -1608,7 +1716,8 @@ var File_toolwire_v1_spec_proto protoreflect.FileDescriptor
 
 const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"\n" +
-	"\x16toolwire/v1/spec.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\"\xcc\t\n" +
+	"\x16toolwire/v1/spec.proto\x12\vtoolwire.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x19toolwire/v1/content.proto\x1a\x17toolwire/v1/error.proto\"\x8b\n" +
+	"\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
@@ -1641,8 +1750,15 @@ const file_toolwire_v1_spec_proto_rawDesc = "" +
 	"\x16output_schema_advisory\x18\x1c \x01(\bR\x14outputSchemaAdvisory\x12\x1f\n" +
 	"\vui_template\x18\x1d \x01(\tR\n" +
 	"uiTemplate\x12*\n" +
-	"\x06skills\x18\x1e \x03(\v2\x12.toolwire.v1.SkillR\x06skillsB\b\n" +
-	"\x06config\"\xa7\x01\n" +
+	"\x06skills\x18\x1e \x03(\v2\x12.toolwire.v1.SkillR\x06skills\x12=\n" +
+	"\vdefinitions\x18\x1f \x03(\v2\x1b.toolwire.v1.ToolDefinitionR\vdefinitionsB\b\n" +
+	"\x06config\"\xb3\x01\n" +
+	"\x0eToolDefinition\x12%\n" +
+	"\x0emodel_families\x18\x01 \x03(\tR\rmodelFamilies\x12\x14\n" +
+	"\x05modes\x18\x02 \x03(\tR\x05modes\x12\x16\n" +
+	"\x06hidden\x18\x03 \x01(\bR\x06hidden\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12*\n" +
+	"\x11input_schema_json\x18\x05 \x01(\tR\x0finputSchemaJson\"\xa7\x01\n" +
 	"\x05Skill\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x18\n" +
@@ -1785,68 +1901,70 @@ func file_toolwire_v1_spec_proto_rawDescGZIP() []byte {
 }
 
 var file_toolwire_v1_spec_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_toolwire_v1_spec_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_toolwire_v1_spec_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_toolwire_v1_spec_proto_goTypes = []any{
 	(ExecutorType)(0),           // 0: toolwire.v1.ExecutorType
 	(ToolCategory)(0),           // 1: toolwire.v1.ToolCategory
 	(TruncateDirection)(0),      // 2: toolwire.v1.TruncateDirection
 	(TaskSupport)(0),            // 3: toolwire.v1.TaskSupport
 	(*ToolSpec)(nil),            // 4: toolwire.v1.ToolSpec
-	(*Skill)(nil),               // 5: toolwire.v1.Skill
-	(*SkillFile)(nil),           // 6: toolwire.v1.SkillFile
-	(*ToolAnnotations)(nil),     // 7: toolwire.v1.ToolAnnotations
-	(*Timeouts)(nil),            // 8: toolwire.v1.Timeouts
-	(*RetryPolicy)(nil),         // 9: toolwire.v1.RetryPolicy
-	(*Limits)(nil),              // 10: toolwire.v1.Limits
-	(*NativeConfig)(nil),        // 11: toolwire.v1.NativeConfig
-	(*McpConfig)(nil),           // 12: toolwire.v1.McpConfig
-	(*SandboxConfig)(nil),       // 13: toolwire.v1.SandboxConfig
-	(*SandboxLimits)(nil),       // 14: toolwire.v1.SandboxLimits
-	(*HttpConfig)(nil),          // 15: toolwire.v1.HttpConfig
-	nil,                         // 16: toolwire.v1.SandboxConfig.ExitCodesEntry
-	nil,                         // 17: toolwire.v1.SandboxConfig.EnvEntry
-	nil,                         // 18: toolwire.v1.HttpConfig.HeadersEntry
-	nil,                         // 19: toolwire.v1.HttpConfig.SecretHeadersEntry
-	(*Icon)(nil),                // 20: toolwire.v1.Icon
-	(*durationpb.Duration)(nil), // 21: google.protobuf.Duration
-	(ErrorType)(0),              // 22: toolwire.v1.ErrorType
+	(*ToolDefinition)(nil),      // 5: toolwire.v1.ToolDefinition
+	(*Skill)(nil),               // 6: toolwire.v1.Skill
+	(*SkillFile)(nil),           // 7: toolwire.v1.SkillFile
+	(*ToolAnnotations)(nil),     // 8: toolwire.v1.ToolAnnotations
+	(*Timeouts)(nil),            // 9: toolwire.v1.Timeouts
+	(*RetryPolicy)(nil),         // 10: toolwire.v1.RetryPolicy
+	(*Limits)(nil),              // 11: toolwire.v1.Limits
+	(*NativeConfig)(nil),        // 12: toolwire.v1.NativeConfig
+	(*McpConfig)(nil),           // 13: toolwire.v1.McpConfig
+	(*SandboxConfig)(nil),       // 14: toolwire.v1.SandboxConfig
+	(*SandboxLimits)(nil),       // 15: toolwire.v1.SandboxLimits
+	(*HttpConfig)(nil),          // 16: toolwire.v1.HttpConfig
+	nil,                         // 17: toolwire.v1.SandboxConfig.ExitCodesEntry
+	nil,                         // 18: toolwire.v1.SandboxConfig.EnvEntry
+	nil,                         // 19: toolwire.v1.HttpConfig.HeadersEntry
+	nil,                         // 20: toolwire.v1.HttpConfig.SecretHeadersEntry
+	(*Icon)(nil),                // 21: toolwire.v1.Icon
+	(*durationpb.Duration)(nil), // 22: google.protobuf.Duration
+	(ErrorType)(0),              // 23: toolwire.v1.ErrorType
 }
 var file_toolwire_v1_spec_proto_depIdxs = []int32{
 	0,  // 0: toolwire.v1.ToolSpec.executor:type_name -> toolwire.v1.ExecutorType
-	11, // 1: toolwire.v1.ToolSpec.native:type_name -> toolwire.v1.NativeConfig
-	12, // 2: toolwire.v1.ToolSpec.mcp:type_name -> toolwire.v1.McpConfig
-	13, // 3: toolwire.v1.ToolSpec.sandbox:type_name -> toolwire.v1.SandboxConfig
-	15, // 4: toolwire.v1.ToolSpec.http:type_name -> toolwire.v1.HttpConfig
-	7,  // 5: toolwire.v1.ToolSpec.annotations:type_name -> toolwire.v1.ToolAnnotations
+	12, // 1: toolwire.v1.ToolSpec.native:type_name -> toolwire.v1.NativeConfig
+	13, // 2: toolwire.v1.ToolSpec.mcp:type_name -> toolwire.v1.McpConfig
+	14, // 3: toolwire.v1.ToolSpec.sandbox:type_name -> toolwire.v1.SandboxConfig
+	16, // 4: toolwire.v1.ToolSpec.http:type_name -> toolwire.v1.HttpConfig
+	8,  // 5: toolwire.v1.ToolSpec.annotations:type_name -> toolwire.v1.ToolAnnotations
 	1,  // 6: toolwire.v1.ToolSpec.category:type_name -> toolwire.v1.ToolCategory
-	8,  // 7: toolwire.v1.ToolSpec.timeouts:type_name -> toolwire.v1.Timeouts
-	9,  // 8: toolwire.v1.ToolSpec.retry:type_name -> toolwire.v1.RetryPolicy
-	10, // 9: toolwire.v1.ToolSpec.limits:type_name -> toolwire.v1.Limits
-	20, // 10: toolwire.v1.ToolSpec.icons:type_name -> toolwire.v1.Icon
+	9,  // 7: toolwire.v1.ToolSpec.timeouts:type_name -> toolwire.v1.Timeouts
+	10, // 8: toolwire.v1.ToolSpec.retry:type_name -> toolwire.v1.RetryPolicy
+	11, // 9: toolwire.v1.ToolSpec.limits:type_name -> toolwire.v1.Limits
+	21, // 10: toolwire.v1.ToolSpec.icons:type_name -> toolwire.v1.Icon
 	3,  // 11: toolwire.v1.ToolSpec.task_support:type_name -> toolwire.v1.TaskSupport
-	5,  // 12: toolwire.v1.ToolSpec.skills:type_name -> toolwire.v1.Skill
-	6,  // 13: toolwire.v1.Skill.files:type_name -> toolwire.v1.SkillFile
-	21, // 14: toolwire.v1.Timeouts.schedule_to_start:type_name -> google.protobuf.Duration
-	21, // 15: toolwire.v1.Timeouts.start_to_close:type_name -> google.protobuf.Duration
-	21, // 16: toolwire.v1.Timeouts.schedule_to_close:type_name -> google.protobuf.Duration
-	21, // 17: toolwire.v1.Timeouts.heartbeat:type_name -> google.protobuf.Duration
-	21, // 18: toolwire.v1.Timeouts.latency_budget:type_name -> google.protobuf.Duration
-	21, // 19: toolwire.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
-	21, // 20: toolwire.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
-	22, // 21: toolwire.v1.RetryPolicy.non_retryable:type_name -> toolwire.v1.ErrorType
-	2,  // 22: toolwire.v1.Limits.truncate:type_name -> toolwire.v1.TruncateDirection
-	14, // 23: toolwire.v1.SandboxConfig.limits:type_name -> toolwire.v1.SandboxLimits
-	16, // 24: toolwire.v1.SandboxConfig.exit_codes:type_name -> toolwire.v1.SandboxConfig.ExitCodesEntry
-	17, // 25: toolwire.v1.SandboxConfig.env:type_name -> toolwire.v1.SandboxConfig.EnvEntry
-	21, // 26: toolwire.v1.SandboxLimits.wall_time:type_name -> google.protobuf.Duration
-	18, // 27: toolwire.v1.HttpConfig.headers:type_name -> toolwire.v1.HttpConfig.HeadersEntry
-	19, // 28: toolwire.v1.HttpConfig.secret_headers:type_name -> toolwire.v1.HttpConfig.SecretHeadersEntry
-	22, // 29: toolwire.v1.SandboxConfig.ExitCodesEntry.value:type_name -> toolwire.v1.ErrorType
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	6,  // 12: toolwire.v1.ToolSpec.skills:type_name -> toolwire.v1.Skill
+	5,  // 13: toolwire.v1.ToolSpec.definitions:type_name -> toolwire.v1.ToolDefinition
+	7,  // 14: toolwire.v1.Skill.files:type_name -> toolwire.v1.SkillFile
+	22, // 15: toolwire.v1.Timeouts.schedule_to_start:type_name -> google.protobuf.Duration
+	22, // 16: toolwire.v1.Timeouts.start_to_close:type_name -> google.protobuf.Duration
+	22, // 17: toolwire.v1.Timeouts.schedule_to_close:type_name -> google.protobuf.Duration
+	22, // 18: toolwire.v1.Timeouts.heartbeat:type_name -> google.protobuf.Duration
+	22, // 19: toolwire.v1.Timeouts.latency_budget:type_name -> google.protobuf.Duration
+	22, // 20: toolwire.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
+	22, // 21: toolwire.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
+	23, // 22: toolwire.v1.RetryPolicy.non_retryable:type_name -> toolwire.v1.ErrorType
+	2,  // 23: toolwire.v1.Limits.truncate:type_name -> toolwire.v1.TruncateDirection
+	15, // 24: toolwire.v1.SandboxConfig.limits:type_name -> toolwire.v1.SandboxLimits
+	17, // 25: toolwire.v1.SandboxConfig.exit_codes:type_name -> toolwire.v1.SandboxConfig.ExitCodesEntry
+	18, // 26: toolwire.v1.SandboxConfig.env:type_name -> toolwire.v1.SandboxConfig.EnvEntry
+	22, // 27: toolwire.v1.SandboxLimits.wall_time:type_name -> google.protobuf.Duration
+	19, // 28: toolwire.v1.HttpConfig.headers:type_name -> toolwire.v1.HttpConfig.HeadersEntry
+	20, // 29: toolwire.v1.HttpConfig.secret_headers:type_name -> toolwire.v1.HttpConfig.SecretHeadersEntry
+	23, // 30: toolwire.v1.SandboxConfig.ExitCodesEntry.value:type_name -> toolwire.v1.ErrorType
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_toolwire_v1_spec_proto_init() }
@@ -1862,14 +1980,14 @@ func file_toolwire_v1_spec_proto_init() {
 		(*ToolSpec_Sandbox)(nil),
 		(*ToolSpec_Http)(nil),
 	}
-	file_toolwire_v1_spec_proto_msgTypes[3].OneofWrappers = []any{}
+	file_toolwire_v1_spec_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolwire_v1_spec_proto_rawDesc), len(file_toolwire_v1_spec_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -212,12 +212,77 @@ export type ToolSpec = Message<"toolwire.v1.ToolSpec"> & {
      * @generated from field: repeated toolwire.v1.Skill skills = 30;
      */
     skills: Skill[];
+    /**
+     * How the tool is defined for a session, by the model family of the
+     * request and the session's mode (docs/toolsets.md, "Definitions in the
+     * spec"): the first definition whose model_families and modes both
+     * match applies, in every list, export and call of that family and
+     * mode; none matching, the tool as above. Chosen when a list or a call
+     * needs it, never stored per session. A definition only takes away and
+     * narrows (hidden; an input schema a call must satisfy as well as
+     * input_schema_json): it grants nothing. At most 16. Part of the
+     * content hash.
+     *
+     * @generated from field: repeated toolwire.v1.ToolDefinition definitions = 31;
+     */
+    definitions: ToolDefinition[];
 };
 /**
  * Describes the message toolwire.v1.ToolSpec.
  * Use `create(ToolSpecSchema)` to create a new message.
  */
 export declare const ToolSpecSchema: GenMessage<ToolSpec>;
+/**
+ * ToolDefinition is one way a tool is offered: to the sessions of some
+ * model families in some modes.
+ *
+ * @generated from message toolwire.v1.ToolDefinition
+ */
+export type ToolDefinition = Message<"toolwire.v1.ToolDefinition"> & {
+    /**
+     * The model families it is for (the policy's families: `gpt`,
+     * `claude`, …); empty = any request, one naming no model too. A listed
+     * family matches only a request naming a model of that family.
+     *
+     * @generated from field: repeated string model_families = 1;
+     */
+    modelFamilies: string[];
+    /**
+     * The session modes it is for; empty = any mode and none. A listed mode
+     * matches only a session in that mode (after the policy's
+     * sessions.default_mode).
+     *
+     * @generated from field: repeated string modes = 2;
+     */
+    modes: string[];
+    /**
+     * Not offered at all: left out of lists, a call refused
+     * PERMISSION_DENIED naming the definition.
+     *
+     * @generated from field: bool hidden = 3;
+     */
+    hidden: boolean;
+    /**
+     * What the model reads to choose the tool (replaces summary and
+     * description in lists and exports); "" = the tool's own. At most 4096
+     * bytes.
+     *
+     * @generated from field: string description = 4;
+     */
+    description: string;
+    /**
+     * An input schema (JSON Schema 2020-12) offered instead of the tool's
+     * own and checked as well as it: a narrowing. "" = the tool's own.
+     *
+     * @generated from field: string input_schema_json = 5;
+     */
+    inputSchemaJson: string;
+};
+/**
+ * Describes the message toolwire.v1.ToolDefinition.
+ * Use `create(ToolDefinitionSchema)` to create a new message.
+ */
+export declare const ToolDefinitionSchema: GenMessage<ToolDefinition>;
 /**
  * Skill is one skill: a directory in the common SKILL.md format (YAML
  * front matter with name and description, then the instructions in

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file toolwire/v1/spec.proto.
  */
 export const file_toolwire_v1_spec: GenFile = /*@__PURE__*/
-  fileDesc("ChZ0b29sd2lyZS92MS9zcGVjLnByb3RvEgt0b29sd2lyZS52MSKTBwoIVG9vbFNwZWMSDAoEbmFtZRgBIAEoCRINCgV0aXRsZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIPCgdzdW1tYXJ5GAQgASgJEgsKA2RvYxgFIAEoCRIrCghleGVjdXRvchgGIAEoDjIZLnRvb2x3aXJlLnYxLkV4ZWN1dG9yVHlwZRIrCgZuYXRpdmUYByABKAsyGS50b29sd2lyZS52MS5OYXRpdmVDb25maWdIABIlCgNtY3AYCCABKAsyFi50b29sd2lyZS52MS5NY3BDb25maWdIABItCgdzYW5kYm94GAkgASgLMhoudG9vbHdpcmUudjEuU2FuZGJveENvbmZpZ0gAEicKBGh0dHAYCiABKAsyFy50b29sd2lyZS52MS5IdHRwQ29uZmlnSAASGQoRaW5wdXRfc2NoZW1hX2pzb24YCyABKAkSGgoSb3V0cHV0X3NjaGVtYV9qc29uGAwgASgJEjEKC2Fubm90YXRpb25zGA0gASgLMhwudG9vbHdpcmUudjEuVG9vbEFubm90YXRpb25zEisKCGNhdGVnb3J5GA4gASgOMhkudG9vbHdpcmUudjEuVG9vbENhdGVnb3J5Eg4KBnNjb3BlcxgPIAMoCRIPCgdpbnRlbnRzGBAgAygJEicKCHRpbWVvdXRzGBEgASgLMhUudG9vbHdpcmUudjEuVGltZW91dHMSJwoFcmV0cnkYEiABKAsyGC50b29sd2lyZS52MS5SZXRyeVBvbGljeRIZChFyZXF1aXJlc19hcHByb3ZhbBgTIAEoCBIjCgZsaW1pdHMYFCABKAsyEy50b29sd2lyZS52MS5MaW1pdHMSDwoHdmVyc2lvbhgVIAEoCRIQCghwcm92aWRlchgWIAEoCRIQCghkaXNhYmxlZBgXIAEoCBIXCg9kaXNhYmxlZF9yZWFzb24YGCABKAkSIAoFaWNvbnMYGSADKAsyES50b29sd2lyZS52MS5JY29uEhEKCW1ldGFfanNvbhgaIAEoCRIuCgx0YXNrX3N1cHBvcnQYGyABKA4yGC50b29sd2lyZS52MS5UYXNrU3VwcG9ydBIeChZvdXRwdXRfc2NoZW1hX2Fkdmlzb3J5GBwgASgIEhMKC3VpX3RlbXBsYXRlGB0gASgJEiIKBnNraWxscxgeIAMoCzISLnRvb2x3aXJlLnYxLlNraWxsQggKBmNvbmZpZyJ3CgVTa2lsbBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg8KB3ZlcnNpb24YAyABKAkSJQoFZmlsZXMYBCADKAsyFi50b29sd2lyZS52MS5Ta2lsbEZpbGUSEwoLZnJvbnRtYXR0ZXIYBSABKAkiSgoJU2tpbGxGaWxlEgwKBHBhdGgYASABKAkSDAoEc2l6ZRgCIAEoAxIOCgZzaGEyNTYYAyABKAkSEQoJbWltZV90eXBlGAQgASgJIrEBCg9Ub29sQW5ub3RhdGlvbnMSFgoJcmVhZF9vbmx5GAEgASgISACIAQESGAoLZGVzdHJ1Y3RpdmUYAiABKAhIAYgBARIXCgppZGVtcG90ZW50GAMgASgISAKIAQESFwoKb3Blbl93b3JsZBgEIAEoCEgDiAEBQgwKCl9yZWFkX29ubHlCDgoMX2Rlc3RydWN0aXZlQg0KC19pZGVtcG90ZW50Qg0KC19vcGVuX3dvcmxkIooCCghUaW1lb3V0cxI0ChFzY2hlZHVsZV90b19zdGFydBgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIxCg5zdGFydF90b19jbG9zZRgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI0ChFzY2hlZHVsZV90b19jbG9zZRgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIsCgloZWFydGJlYXQYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMQoObGF0ZW5jeV9idWRnZXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24i3AEKC1JldHJ5UG9saWN5EhQKDG1heF9hdHRlbXB0cxgBIAEoBRIzChBpbml0aWFsX2ludGVydmFsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDG1heF9pbnRlcnZhbBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhISCgptdWx0aXBsaWVyGAQgASgBEg4KBmppdHRlchgFIAEoARItCg1ub25fcmV0cnlhYmxlGAYgAygOMhYudG9vbHdpcmUudjEuRXJyb3JUeXBlIp4BCgZMaW1pdHMSFgoObWF4X2FyZ3NfYnl0ZXMYASABKAMSFgoObWF4X2FyZ3NfZGVwdGgYAiABKAUSGAoQbWF4X291dHB1dF9ieXRlcxgDIAEoAxIYChBtYXhfb3V0cHV0X2xpbmVzGAQgASgFEjAKCHRydW5jYXRlGAUgASgOMh4udG9vbHdpcmUudjEuVHJ1bmNhdGVEaXJlY3Rpb24iIAoMTmF0aXZlQ29uZmlnEhAKCGZ1bmN0aW9uGAEgASgJIlgKCU1jcENvbmZpZxIOCgZzZXJ2ZXIYASABKAkSDAoEdG9vbBgCIAEoCRIXCg9kZWZpbml0aW9uX2hhc2gYAyABKAkSFAoMdGFza19zdXBwb3J0GAQgASgJItkDCg1TYW5kYm94Q29uZmlnEgwKBGFyZ3YYASADKAkSEQoJc3RkaW5fYXJnGAIgASgJEhEKCWVudl9hbGxvdxgDIAMoCRIqCgZsaW1pdHMYBCABKAsyGi50b29sd2lyZS52MS5TYW5kYm94TGltaXRzEg8KB25ldHdvcmsYBSABKAgSFwoPcmVhZF9vbmx5X3BhdGhzGAYgAygJEhYKDndyaXRhYmxlX3BhdGhzGAcgAygJEj0KCmV4aXRfY29kZXMYCCADKAsyKS50b29sd2lyZS52MS5TYW5kYm94Q29uZmlnLkV4aXRDb2Rlc0VudHJ5EhMKC29wdGlvbl9hcmdzGAkgAygJEhMKC2pzb25fb3V0cHV0GAogASgIEhUKDWludGVudHNfZmllbGQYCyABKAkSMAoDZW52GAwgAygLMiMudG9vbHdpcmUudjEuU2FuZGJveENvbmZpZy5FbnZFbnRyeRpICg5FeGl0Q29kZXNFbnRyeRILCgNrZXkYASABKAUSJQoFdmFsdWUYAiABKA4yFi50b29sd2lyZS52MS5FcnJvclR5cGU6AjgBGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEipQEKDVNhbmRib3hMaW1pdHMSLAoJd2FsbF90aW1lGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhMKC2NwdV9zZWNvbmRzGAIgASgDEhQKDG1lbW9yeV9ieXRlcxgDIAEoAxIRCglwcm9jZXNzZXMYBCABKAMSEgoKb3Blbl9maWxlcxgFIAEoAxIUCgxvdXRwdXRfYnl0ZXMYBiABKAMiywMKCkh0dHBDb25maWcSDgoGbWV0aG9kGAEgASgJEhQKDHVybF90ZW1wbGF0ZRgCIAEoCRIVCg1ib2R5X3RlbXBsYXRlGAMgASgJEjUKB2hlYWRlcnMYBCADKAsyJC50b29sd2lyZS52MS5IdHRwQ29uZmlnLkhlYWRlcnNFbnRyeRJCCg5zZWNyZXRfaGVhZGVycxgFIAMoCzIqLnRvb2x3aXJlLnYxLkh0dHBDb25maWcuU2VjcmV0SGVhZGVyc0VudHJ5EhoKEm1heF9yZXNwb25zZV9ieXRlcxgGIAEoAxITCgthbGxvd19ob3N0cxgHIAMoCRIVCg1pbnRlbnRzX2ZpZWxkGAggASgJEhIKCnF1ZXJ5X2FyZ3MYCSADKAkSEwoLYWxsb3dfcG9ydHMYCiADKAUSFgoOYWxsb3dfbmV0d29ya3MYCyADKAkSFgoOaW50ZW50c19oZWFkZXIYDCABKAkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaNAoSU2VjcmV0SGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEqkQEKDEV4ZWN1dG9yVHlwZRIdChlFWEVDVVRPUl9UWVBFX1VOU1BFQ0lGSUVEEAASGAoURVhFQ1VUT1JfVFlQRV9OQVRJVkUQARIVChFFWEVDVVRPUl9UWVBFX01DUBACEhkKFUVYRUNVVE9SX1RZUEVfU0FOREJPWBADEhYKEkVYRUNVVE9SX1RZUEVfSFRUUBAEKn8KDFRvb2xDYXRlZ29yeRIdChlUT09MX0NBVEVHT1JZX1VOU1BFQ0lGSUVEEAASGwoXVE9PTF9DQVRFR09SWV9SRVRSSUVWQUwQARIYChRUT09MX0NBVEVHT1JZX0FDVElPThACEhkKFVRPT0xfQ0FURUdPUllfVVRJTElUWRADKnEKEVRydW5jYXRlRGlyZWN0aW9uEiIKHlRSVU5DQVRFX0RJUkVDVElPTl9VTlNQRUNJRklFRBAAEhsKF1RSVU5DQVRFX0RJUkVDVElPTl9IRUFEEAESGwoXVFJVTkNBVEVfRElSRUNUSU9OX1RBSUwQAip9CgtUYXNrU3VwcG9ydBIcChhUQVNLX1NVUFBPUlRfVU5TUEVDSUZJRUQQABIaChZUQVNLX1NVUFBPUlRfRk9SQklEREVOEAESGQoVVEFTS19TVVBQT1JUX09QVElPTkFMEAISGQoVVEFTS19TVVBQT1JUX1JFUVVJUkVEEANCQ1pBZ2l0aHViLmNvbS90b29sd2lyZS90b29sd2lyZS9wa2cvdG9vbHByb3RvL3Rvb2x3aXJlL3YxO3Rvb2x3aXJldjFiBnByb3RvMw", [file_google_protobuf_duration, file_toolwire_v1_content, file_toolwire_v1_error]);
+  fileDesc("ChZ0b29sd2lyZS92MS9zcGVjLnByb3RvEgt0b29sd2lyZS52MSLFBwoIVG9vbFNwZWMSDAoEbmFtZRgBIAEoCRINCgV0aXRsZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIPCgdzdW1tYXJ5GAQgASgJEgsKA2RvYxgFIAEoCRIrCghleGVjdXRvchgGIAEoDjIZLnRvb2x3aXJlLnYxLkV4ZWN1dG9yVHlwZRIrCgZuYXRpdmUYByABKAsyGS50b29sd2lyZS52MS5OYXRpdmVDb25maWdIABIlCgNtY3AYCCABKAsyFi50b29sd2lyZS52MS5NY3BDb25maWdIABItCgdzYW5kYm94GAkgASgLMhoudG9vbHdpcmUudjEuU2FuZGJveENvbmZpZ0gAEicKBGh0dHAYCiABKAsyFy50b29sd2lyZS52MS5IdHRwQ29uZmlnSAASGQoRaW5wdXRfc2NoZW1hX2pzb24YCyABKAkSGgoSb3V0cHV0X3NjaGVtYV9qc29uGAwgASgJEjEKC2Fubm90YXRpb25zGA0gASgLMhwudG9vbHdpcmUudjEuVG9vbEFubm90YXRpb25zEisKCGNhdGVnb3J5GA4gASgOMhkudG9vbHdpcmUudjEuVG9vbENhdGVnb3J5Eg4KBnNjb3BlcxgPIAMoCRIPCgdpbnRlbnRzGBAgAygJEicKCHRpbWVvdXRzGBEgASgLMhUudG9vbHdpcmUudjEuVGltZW91dHMSJwoFcmV0cnkYEiABKAsyGC50b29sd2lyZS52MS5SZXRyeVBvbGljeRIZChFyZXF1aXJlc19hcHByb3ZhbBgTIAEoCBIjCgZsaW1pdHMYFCABKAsyEy50b29sd2lyZS52MS5MaW1pdHMSDwoHdmVyc2lvbhgVIAEoCRIQCghwcm92aWRlchgWIAEoCRIQCghkaXNhYmxlZBgXIAEoCBIXCg9kaXNhYmxlZF9yZWFzb24YGCABKAkSIAoFaWNvbnMYGSADKAsyES50b29sd2lyZS52MS5JY29uEhEKCW1ldGFfanNvbhgaIAEoCRIuCgx0YXNrX3N1cHBvcnQYGyABKA4yGC50b29sd2lyZS52MS5UYXNrU3VwcG9ydBIeChZvdXRwdXRfc2NoZW1hX2Fkdmlzb3J5GBwgASgIEhMKC3VpX3RlbXBsYXRlGB0gASgJEiIKBnNraWxscxgeIAMoCzISLnRvb2x3aXJlLnYxLlNraWxsEjAKC2RlZmluaXRpb25zGB8gAygLMhsudG9vbHdpcmUudjEuVG9vbERlZmluaXRpb25CCAoGY29uZmlnIncKDlRvb2xEZWZpbml0aW9uEhYKDm1vZGVsX2ZhbWlsaWVzGAEgAygJEg0KBW1vZGVzGAIgAygJEg4KBmhpZGRlbhgDIAEoCBITCgtkZXNjcmlwdGlvbhgEIAEoCRIZChFpbnB1dF9zY2hlbWFfanNvbhgFIAEoCSJ3CgVTa2lsbBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg8KB3ZlcnNpb24YAyABKAkSJQoFZmlsZXMYBCADKAsyFi50b29sd2lyZS52MS5Ta2lsbEZpbGUSEwoLZnJvbnRtYXR0ZXIYBSABKAkiSgoJU2tpbGxGaWxlEgwKBHBhdGgYASABKAkSDAoEc2l6ZRgCIAEoAxIOCgZzaGEyNTYYAyABKAkSEQoJbWltZV90eXBlGAQgASgJIrEBCg9Ub29sQW5ub3RhdGlvbnMSFgoJcmVhZF9vbmx5GAEgASgISACIAQESGAoLZGVzdHJ1Y3RpdmUYAiABKAhIAYgBARIXCgppZGVtcG90ZW50GAMgASgISAKIAQESFwoKb3Blbl93b3JsZBgEIAEoCEgDiAEBQgwKCl9yZWFkX29ubHlCDgoMX2Rlc3RydWN0aXZlQg0KC19pZGVtcG90ZW50Qg0KC19vcGVuX3dvcmxkIooCCghUaW1lb3V0cxI0ChFzY2hlZHVsZV90b19zdGFydBgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIxCg5zdGFydF90b19jbG9zZRgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI0ChFzY2hlZHVsZV90b19jbG9zZRgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIsCgloZWFydGJlYXQYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMQoObGF0ZW5jeV9idWRnZXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24i3AEKC1JldHJ5UG9saWN5EhQKDG1heF9hdHRlbXB0cxgBIAEoBRIzChBpbml0aWFsX2ludGVydmFsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDG1heF9pbnRlcnZhbBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhISCgptdWx0aXBsaWVyGAQgASgBEg4KBmppdHRlchgFIAEoARItCg1ub25fcmV0cnlhYmxlGAYgAygOMhYudG9vbHdpcmUudjEuRXJyb3JUeXBlIp4BCgZMaW1pdHMSFgoObWF4X2FyZ3NfYnl0ZXMYASABKAMSFgoObWF4X2FyZ3NfZGVwdGgYAiABKAUSGAoQbWF4X291dHB1dF9ieXRlcxgDIAEoAxIYChBtYXhfb3V0cHV0X2xpbmVzGAQgASgFEjAKCHRydW5jYXRlGAUgASgOMh4udG9vbHdpcmUudjEuVHJ1bmNhdGVEaXJlY3Rpb24iIAoMTmF0aXZlQ29uZmlnEhAKCGZ1bmN0aW9uGAEgASgJIlgKCU1jcENvbmZpZxIOCgZzZXJ2ZXIYASABKAkSDAoEdG9vbBgCIAEoCRIXCg9kZWZpbml0aW9uX2hhc2gYAyABKAkSFAoMdGFza19zdXBwb3J0GAQgASgJItkDCg1TYW5kYm94Q29uZmlnEgwKBGFyZ3YYASADKAkSEQoJc3RkaW5fYXJnGAIgASgJEhEKCWVudl9hbGxvdxgDIAMoCRIqCgZsaW1pdHMYBCABKAsyGi50b29sd2lyZS52MS5TYW5kYm94TGltaXRzEg8KB25ldHdvcmsYBSABKAgSFwoPcmVhZF9vbmx5X3BhdGhzGAYgAygJEhYKDndyaXRhYmxlX3BhdGhzGAcgAygJEj0KCmV4aXRfY29kZXMYCCADKAsyKS50b29sd2lyZS52MS5TYW5kYm94Q29uZmlnLkV4aXRDb2Rlc0VudHJ5EhMKC29wdGlvbl9hcmdzGAkgAygJEhMKC2pzb25fb3V0cHV0GAogASgIEhUKDWludGVudHNfZmllbGQYCyABKAkSMAoDZW52GAwgAygLMiMudG9vbHdpcmUudjEuU2FuZGJveENvbmZpZy5FbnZFbnRyeRpICg5FeGl0Q29kZXNFbnRyeRILCgNrZXkYASABKAUSJQoFdmFsdWUYAiABKA4yFi50b29sd2lyZS52MS5FcnJvclR5cGU6AjgBGioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEipQEKDVNhbmRib3hMaW1pdHMSLAoJd2FsbF90aW1lGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhMKC2NwdV9zZWNvbmRzGAIgASgDEhQKDG1lbW9yeV9ieXRlcxgDIAEoAxIRCglwcm9jZXNzZXMYBCABKAMSEgoKb3Blbl9maWxlcxgFIAEoAxIUCgxvdXRwdXRfYnl0ZXMYBiABKAMiywMKCkh0dHBDb25maWcSDgoGbWV0aG9kGAEgASgJEhQKDHVybF90ZW1wbGF0ZRgCIAEoCRIVCg1ib2R5X3RlbXBsYXRlGAMgASgJEjUKB2hlYWRlcnMYBCADKAsyJC50b29sd2lyZS52MS5IdHRwQ29uZmlnLkhlYWRlcnNFbnRyeRJCCg5zZWNyZXRfaGVhZGVycxgFIAMoCzIqLnRvb2x3aXJlLnYxLkh0dHBDb25maWcuU2VjcmV0SGVhZGVyc0VudHJ5EhoKEm1heF9yZXNwb25zZV9ieXRlcxgGIAEoAxITCgthbGxvd19ob3N0cxgHIAMoCRIVCg1pbnRlbnRzX2ZpZWxkGAggASgJEhIKCnF1ZXJ5X2FyZ3MYCSADKAkSEwoLYWxsb3dfcG9ydHMYCiADKAUSFgoOYWxsb3dfbmV0d29ya3MYCyADKAkSFgoOaW50ZW50c19oZWFkZXIYDCABKAkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaNAoSU2VjcmV0SGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEqkQEKDEV4ZWN1dG9yVHlwZRIdChlFWEVDVVRPUl9UWVBFX1VOU1BFQ0lGSUVEEAASGAoURVhFQ1VUT1JfVFlQRV9OQVRJVkUQARIVChFFWEVDVVRPUl9UWVBFX01DUBACEhkKFUVYRUNVVE9SX1RZUEVfU0FOREJPWBADEhYKEkVYRUNVVE9SX1RZUEVfSFRUUBAEKn8KDFRvb2xDYXRlZ29yeRIdChlUT09MX0NBVEVHT1JZX1VOU1BFQ0lGSUVEEAASGwoXVE9PTF9DQVRFR09SWV9SRVRSSUVWQUwQARIYChRUT09MX0NBVEVHT1JZX0FDVElPThACEhkKFVRPT0xfQ0FURUdPUllfVVRJTElUWRADKnEKEVRydW5jYXRlRGlyZWN0aW9uEiIKHlRSVU5DQVRFX0RJUkVDVElPTl9VTlNQRUNJRklFRBAAEhsKF1RSVU5DQVRFX0RJUkVDVElPTl9IRUFEEAESGwoXVFJVTkNBVEVfRElSRUNUSU9OX1RBSUwQAip9CgtUYXNrU3VwcG9ydBIcChhUQVNLX1NVUFBPUlRfVU5TUEVDSUZJRUQQABIaChZUQVNLX1NVUFBPUlRfRk9SQklEREVOEAESGQoVVEFTS19TVVBQT1JUX09QVElPTkFMEAISGQoVVEFTS19TVVBQT1JUX1JFUVVJUkVEEANCQ1pBZ2l0aHViLmNvbS90b29sd2lyZS90b29sd2lyZS9wa2cvdG9vbHByb3RvL3Rvb2x3aXJlL3YxO3Rvb2x3aXJldjFiBnByb3RvMw", [file_google_protobuf_duration, file_toolwire_v1_content, file_toolwire_v1_error]);
 
 /**
  * ToolSpec describes one version of one tool. Its version is the content
@@ -246,6 +246,21 @@ export type ToolSpec = Message<"toolwire.v1.ToolSpec"> & {
    * @generated from field: repeated toolwire.v1.Skill skills = 30;
    */
   skills: Skill[];
+
+  /**
+   * How the tool is defined for a session, by the model family of the
+   * request and the session's mode (docs/toolsets.md, "Definitions in the
+   * spec"): the first definition whose model_families and modes both
+   * match applies, in every list, export and call of that family and
+   * mode; none matching, the tool as above. Chosen when a list or a call
+   * needs it, never stored per session. A definition only takes away and
+   * narrows (hidden; an input schema a call must satisfy as well as
+   * input_schema_json): it grants nothing. At most 16. Part of the
+   * content hash.
+   *
+   * @generated from field: repeated toolwire.v1.ToolDefinition definitions = 31;
+   */
+  definitions: ToolDefinition[];
 };
 
 /**
@@ -254,6 +269,64 @@ export type ToolSpec = Message<"toolwire.v1.ToolSpec"> & {
  */
 export const ToolSpecSchema: GenMessage<ToolSpec> = /*@__PURE__*/
   messageDesc(file_toolwire_v1_spec, 0);
+
+/**
+ * ToolDefinition is one way a tool is offered: to the sessions of some
+ * model families in some modes.
+ *
+ * @generated from message toolwire.v1.ToolDefinition
+ */
+export type ToolDefinition = Message<"toolwire.v1.ToolDefinition"> & {
+  /**
+   * The model families it is for (the policy's families: `gpt`,
+   * `claude`, …); empty = any request, one naming no model too. A listed
+   * family matches only a request naming a model of that family.
+   *
+   * @generated from field: repeated string model_families = 1;
+   */
+  modelFamilies: string[];
+
+  /**
+   * The session modes it is for; empty = any mode and none. A listed mode
+   * matches only a session in that mode (after the policy's
+   * sessions.default_mode).
+   *
+   * @generated from field: repeated string modes = 2;
+   */
+  modes: string[];
+
+  /**
+   * Not offered at all: left out of lists, a call refused
+   * PERMISSION_DENIED naming the definition.
+   *
+   * @generated from field: bool hidden = 3;
+   */
+  hidden: boolean;
+
+  /**
+   * What the model reads to choose the tool (replaces summary and
+   * description in lists and exports); "" = the tool's own. At most 4096
+   * bytes.
+   *
+   * @generated from field: string description = 4;
+   */
+  description: string;
+
+  /**
+   * An input schema (JSON Schema 2020-12) offered instead of the tool's
+   * own and checked as well as it: a narrowing. "" = the tool's own.
+   *
+   * @generated from field: string input_schema_json = 5;
+   */
+  inputSchemaJson: string;
+};
+
+/**
+ * Describes the message toolwire.v1.ToolDefinition.
+ * Use `create(ToolDefinitionSchema)` to create a new message.
+ */
+export const ToolDefinitionSchema: GenMessage<ToolDefinition> = /*@__PURE__*/
+  messageDesc(file_toolwire_v1_spec, 1);
 
 /**
  * Skill is one skill: a directory in the common SKILL.md format (YAML
@@ -311,7 +384,7 @@ export type Skill = Message<"toolwire.v1.Skill"> & {
  * Use `create(SkillSchema)` to create a new message.
  */
 export const SkillSchema: GenMessage<Skill> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 1);
+  messageDesc(file_toolwire_v1_spec, 2);
 
 /**
  * SkillFile is one file of a skill.
@@ -353,7 +426,7 @@ export type SkillFile = Message<"toolwire.v1.SkillFile"> & {
  * Use `create(SkillFileSchema)` to create a new message.
  */
 export const SkillFileSchema: GenMessage<SkillFile> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 2);
+  messageDesc(file_toolwire_v1_spec, 3);
 
 /**
  * ToolAnnotations are MCP's behaviour hints. Unset means the MCP default:
@@ -388,7 +461,7 @@ export type ToolAnnotations = Message<"toolwire.v1.ToolAnnotations"> & {
  * Use `create(ToolAnnotationsSchema)` to create a new message.
  */
 export const ToolAnnotationsSchema: GenMessage<ToolAnnotations> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 3);
+  messageDesc(file_toolwire_v1_spec, 4);
 
 /**
  * Timeouts are Temporal's four. Zero inherits the worker default.
@@ -445,7 +518,7 @@ export type Timeouts = Message<"toolwire.v1.Timeouts"> & {
  * Use `create(TimeoutsSchema)` to create a new message.
  */
 export const TimeoutsSchema: GenMessage<Timeouts> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 4);
+  messageDesc(file_toolwire_v1_spec, 5);
 
 /**
  * RetryPolicy bounds in-process retries of retryable errors. Zero values
@@ -496,7 +569,7 @@ export type RetryPolicy = Message<"toolwire.v1.RetryPolicy"> & {
  * Use `create(RetryPolicySchema)` to create a new message.
  */
 export const RetryPolicySchema: GenMessage<RetryPolicy> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 5);
+  messageDesc(file_toolwire_v1_spec, 6);
 
 /**
  * Limits bound the size of arguments and outputs. Zero inherits the defaults.
@@ -543,7 +616,7 @@ export type Limits = Message<"toolwire.v1.Limits"> & {
  * Use `create(LimitsSchema)` to create a new message.
  */
 export const LimitsSchema: GenMessage<Limits> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 6);
+  messageDesc(file_toolwire_v1_spec, 7);
 
 /**
  * NativeConfig configures a native Go tool.
@@ -564,7 +637,7 @@ export type NativeConfig = Message<"toolwire.v1.NativeConfig"> & {
  * Use `create(NativeConfigSchema)` to create a new message.
  */
 export const NativeConfigSchema: GenMessage<NativeConfig> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 7);
+  messageDesc(file_toolwire_v1_spec, 8);
 
 /**
  * McpConfig configures a tool imported from an MCP server.
@@ -609,7 +682,7 @@ export type McpConfig = Message<"toolwire.v1.McpConfig"> & {
  * Use `create(McpConfigSchema)` to create a new message.
  */
 export const McpConfigSchema: GenMessage<McpConfig> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 8);
+  messageDesc(file_toolwire_v1_spec, 9);
 
 /**
  * SandboxConfig configures a process run inside a sandbox.
@@ -702,7 +775,7 @@ export type SandboxConfig = Message<"toolwire.v1.SandboxConfig"> & {
  * Use `create(SandboxConfigSchema)` to create a new message.
  */
 export const SandboxConfigSchema: GenMessage<SandboxConfig> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 9);
+  messageDesc(file_toolwire_v1_spec, 10);
 
 /**
  * SandboxLimits bound a sandboxed process. Zero inherits the defaults.
@@ -746,7 +819,7 @@ export type SandboxLimits = Message<"toolwire.v1.SandboxLimits"> & {
  * Use `create(SandboxLimitsSchema)` to create a new message.
  */
 export const SandboxLimitsSchema: GenMessage<SandboxLimits> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 10);
+  messageDesc(file_toolwire_v1_spec, 11);
 
 /**
  * HttpConfig configures a call to an HTTP endpoint.
@@ -838,7 +911,7 @@ export type HttpConfig = Message<"toolwire.v1.HttpConfig"> & {
  * Use `create(HttpConfigSchema)` to create a new message.
  */
 export const HttpConfigSchema: GenMessage<HttpConfig> = /*@__PURE__*/
-  messageDesc(file_toolwire_v1_spec, 11);
+  messageDesc(file_toolwire_v1_spec, 12);
 
 /**
  * ExecutorType names the kind of worker pool that runs a tool. It is the

@@ -1,0 +1,111 @@
+package dispatch_test
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"testing"
+
+	"connectrpc.com/connect"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
+	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/specfile"
+	"github.com/toolwire/toolwire/pkg/tool"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
+)
+
+type grepIn struct {
+	Pattern string `json:"pattern"`
+	Text    string `json:"text"`
+}
+
+// docsDefinitionsSpec is the spec file of docs/toolsets.md's "Definitions
+// in the spec", parsed as a worker loads it.
+func docsDefinitionsSpec(t *testing.T) *toolwirev1.ToolSpec {
+	t.Helper()
+	src, err := os.ReadFile("../../docs/toolsets.md")
+	require.NoError(t, err)
+	m := regexp.MustCompile("(?s)```yaml\n(name: grep_lines\n.*?)```").FindSubmatch(src)
+	require.NotNil(t, m, "docs/toolsets.md has the spec file")
+	spec, err := specfile.Parse(m[1], specfile.Options{})
+	require.NoError(t, err)
+	require.Len(t, spec.Definitions, 2)
+	return spec
+}
+
+// A spec's definitions (docs/toolsets.md, "Definitions in the spec"): the
+// example's grep_lines is hidden from a session in voice mode, listed and
+// exported to a Gemini-family model with its definition's description and
+// schema, each call checked against the definition it was offered as well
+// as the tool's schema; a request of another family, or of none, is
+// offered the tool as registered. A mode set on the session changes what
+// its next list and call see.
+func TestSpecDefinitionsPerModelAndMode(t *testing.T) {
+	t.Parallel()
+	spec := docsDefinitionsSpec(t)
+	opts := []tool.Option{tool.WithSummary(spec.Summary)}
+	for _, d := range spec.Definitions {
+		opts = append(opts, tool.WithDefinition(tool.Definition{ModelFamilies: d.ModelFamilies, Modes: d.Modes,
+			Hidden: d.Hidden, Description: d.Description, InputSchema: d.InputSchemaJson}))
+	}
+	grep := tool.Must(tool.New("grep_lines", func(_ context.Context, in grepIn) (string, error) { return "found " + in.Pattern, nil }, opts...))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{grep}})
+	s.ApplyPolicy(t, "tenant:\n  default: allow\nmodes:\n  voice: {}\n  plan: {}\n")
+
+	list := func(model, session string, f toolwirev1.ToolFormat) *toolwirev1.ListToolsResponse {
+		r, err := s.Client.ListTools(t.Context(), connect.NewRequest(&toolwirev1.ListToolsRequest{Model: model, Session: session, Format: f}))
+		require.NoError(t, err)
+		return r.Msg
+	}
+	find := func(l *toolwirev1.ListToolsResponse) *toolwirev1.ToolSpec {
+		for _, sp := range l.Tools {
+			if sp.Name == "grep_lines" {
+				return sp
+			}
+		}
+		return nil
+	}
+	own := find(list("", "", 0))
+	require.NotNil(t, own)
+	require.Equal(t, spec.Summary, own.Summary)
+	require.NotContains(t, own.InputSchemaJson, "A-Za-z0-9")
+	gemini := find(list("gemini-2.5-pro", "", 0))
+	require.NotNil(t, gemini)
+	require.Equal(t, spec.Definitions[1].Description, gemini.Summary)
+	require.Contains(t, gemini.InputSchemaJson, "A-Za-z0-9")
+	require.Equal(t, own.Version, gemini.Version, "a definition is applied on top of the registered spec")
+	require.Equal(t, own.InputSchemaJson, find(list("gpt-5.1", "", 0)).InputSchemaJson, "another family: the tool as registered")
+	require.Contains(t, list("gemini-2.5-pro", "", toolwirev1.ToolFormat_TOOL_FORMAT_OPENAI).ToolsJson, "letters and digits only")
+	got, err := s.Client.GetTool(t.Context(), connect.NewRequest(&toolwirev1.GetToolRequest{Name: "grep_lines", Model: "gemini-2.5-pro"}))
+	require.NoError(t, err)
+	require.Contains(t, got.Msg.GetTool().GetInputSchemaJson(), "A-Za-z0-9")
+
+	run := func(model, session, pattern string) *toolwirev1.ToolResponse {
+		return call(t, s.Client, &toolwirev1.CallRequest{Tool: "grep_lines", Model: model, Session: session,
+			ArgumentsJson: `{"pattern":"` + pattern + `","text":"a\nb"}`}).Response
+	}
+	require.True(t, run("gemini-2.5-pro", "", "word").Ok)
+	r := run("gemini-2.5-pro", "", "a.*b")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, r.GetError().GetType(), "the gemini definition takes words only")
+	require.Contains(t, r.GetError().GetMessage(), "definition model family gemini")
+	require.True(t, run("gpt-5.1", "", "a.*b").Ok, "another family: the tool's schema alone")
+	require.True(t, run("", "", "a.*b").Ok)
+
+	ctx := t.Context()
+	_, err = s.Dispatcher.SetSessionMode(ctx, identity.Default, "s-talk", "plan")
+	require.NoError(t, err)
+	require.NotNil(t, find(list("", "s-talk", 0)), "plan: listed")
+	require.True(t, run("", "s-talk", "a.*b").Ok)
+	_, err = s.Dispatcher.SetSessionMode(ctx, identity.Default, "s-talk", "voice")
+	require.NoError(t, err)
+	require.Nil(t, find(list("", "s-talk", 0)), "voice: hidden")
+	require.Nil(t, find(list("gemini-2.5-pro", "s-talk", 0)), "the first definition that matches applies")
+	require.NotNil(t, find(list("", "", 0)), "another session, or none, is unchanged")
+	for _, model := range []string{"", "gemini-2.5-pro"} {
+		r = run(model, "s-talk", "word")
+		require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.GetError().GetType(), model)
+		require.Contains(t, r.GetError().GetMessage(), `in mode "voice" (its spec's definitions[0] hides it)`)
+	}
+}
