@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -176,6 +177,9 @@ func (c approvalCore) Denies(ctx context.Context, call *toolwirev1.ToolCall) (*a
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: look up tool %q: %w", call.GetTool(), err)
 	}
+	if ref := definitionRefusal(ent.Spec, caller, call.GetArguments()); ref != nil {
+		return ref, nil
+	}
 	args, err := policy.ParseArgs(call.GetArguments())
 	if err != nil {
 		return nil, nil
@@ -194,6 +198,42 @@ func (c approvalCore) Denies(ctx context.Context, call *toolwirev1.ToolCall) (*a
 	}
 	return &approvalflow.Refusal{Type: toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED,
 		Why: fmt.Sprintf("%s (policy version %s, rule %s)", dec.Reason(), dec.Version, rule)}, nil
+}
+
+// definitionRefusal is the refusal of a parked or dead-lettered call by
+// the spec's definition for its model family and the session's mode now
+// (caller.mode; docs/toolsets.md, "Definitions in the spec"), as the
+// definition and variant steps decide at admission: a definition that
+// hides the tool, or whose input schema the arguments do not satisfy. The
+// spec version and the family do not change while a call waits, so only a
+// mode that changed can refuse here: MODE_RESTRICTED, or PERMISSION_DENIED
+// for a call in no mode. Nil when the call may run as far as the
+// definitions go.
+func definitionRefusal(spec *toolwirev1.ToolSpec, caller *toolwirev1.Caller, args []byte) *approvalflow.Refusal {
+	family, mode := caller.GetModelFamily(), caller.GetMode()
+	def, i := registry.Definition(spec, family, mode)
+	why := ""
+	switch {
+	case def.GetHidden():
+		why = registry.DefinitionRefusal(spec.GetName(), family, mode, i)
+	case def.GetInputSchemaJson() != "":
+		sch, err := registry.DefaultSchemas.Compile(def.GetInputSchemaJson())
+		if err != nil {
+			why = fmt.Sprintf("tool %s's definitions[%d] has a schema that does not compile", spec.GetName(), i)
+		} else if vs := registry.ValidateArgs(sch, args); len(vs) > 0 {
+			// The field only: a violation's message may quote a value.
+			why = fmt.Sprintf("the arguments do not satisfy the input schema of tool %s's definitions[%d] (at %q)",
+				spec.GetName(), i, cmp.Or(vs[0].GetField(), "/"))
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	t := toolwirev1.ErrorType_ERROR_TYPE_MODE_RESTRICTED
+	if mode == "" {
+		t = toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED
+	}
+	return &approvalflow.Refusal{Type: t, Why: why}
 }
 
 // PolicyVersion is the version of the policy in force for tenant, "" for

@@ -2,6 +2,7 @@ package dispatch_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"regexp"
 	"testing"
@@ -9,6 +10,8 @@ import (
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolwire/toolwire/internal/approvalflow"
+	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/specfile"
@@ -107,5 +110,32 @@ func TestSpecDefinitionsPerModelAndMode(t *testing.T) {
 		r = run(model, "s-talk", "word")
 		require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.GetError().GetType(), model)
 		require.Contains(t, r.GetError().GetMessage(), `in mode "voice" (its spec's definitions[0] hides it)`)
+	}
+}
+
+// A call parked for approval, approved after its session's mode changed to
+// one whose definition hides the tool, or whose definition's schema its
+// arguments do not satisfy, is refused MODE_RESTRICTED as admission
+// would refuse it in that mode now: it never runs.
+func TestApprovingACallTheModesDefinitionRefusesDoesNotRunIt(t *testing.T) {
+	t.Parallel()
+	l := &ledger{runs: map[string]int{}}
+	fsWrite := l.tool("fs_write",
+		tool.WithDefinition(tool.Definition{Modes: []string{"quiet"}, Hidden: true}),
+		tool.WithDefinition(tool.Definition{Modes: []string{"narrow"}, InputSchema: `{"type":"object","properties":{"path":{"type":"string","maxLength":4}}}`}))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{fsWrite},
+		Dispatcher: dispatch.Config{Policies: mustPolicy(t, askWrites+"modes:\n  quiet: {}\n  narrow: {}\n")}})
+	ctx := t.Context()
+	for session, mode := range map[string]string{"s-quiet": "quiet", "s-narrow": "narrow"} {
+		parked := write(t, s.Dispatcher, session, "/tmp/long-path")
+		require.Equal(t, toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL, parked.State)
+		s.SetMode(t, session, mode)
+		_, _, err := s.Dispatcher.Approvals().Approve(ctx, approver, &toolwirev1.ApproveRequest{Id: parked.CallId, Reason: "fine"})
+		require.True(t, errors.Is(err, approvalflow.ErrPolicyDenies), "%s: %v", mode, err)
+		r := waitResult(t, s, parked.CallId)
+		require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_MODE_RESTRICTED, r.GetError().GetType(), "%s: %v", mode, r.GetError())
+		require.Contains(t, r.GetError().GetMessage(), "definitions[")
+		require.NotContains(t, r.GetError().GetMessage(), "long-path", "no argument value in the refusal")
+		require.Zero(t, l.count(parked.CallId), "%s: the call never ran", mode)
 	}
 }

@@ -11,7 +11,8 @@ import (
 // (its retry service and the dashboard's Retry): a retry runs a call
 // again without admission, so it is decided as an approval of a parked
 // call is (approvalCore.Denies): a call whose session ended is refused
-// SESSION_INACTIVE, one the session's mode now forbids MODE_RESTRICTED,
+// SESSION_INACTIVE, one the session's mode now forbids (its policy layer,
+// or the spec's definition for the mode: definitionRefusal) MODE_RESTRICTED,
 // one the policy in force now denies PERMISSION_DENIED; an error when the
 // session or the registry does not answer.
 func (d *Dispatcher) CheckRetry(ctx context.Context, call *toolwirev1.ToolCall) (*dlq.Refusal, error) {
