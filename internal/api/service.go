@@ -234,9 +234,11 @@ func (s *Service) ListTools(ctx context.Context, req *connect.Request[toolwirev1
 
 // GetTool returns one tool's spec; executor configuration only to the
 // admin scope. With a model, the tool as ListTools shows it to that
-// model: not found when its family's toolset hides or substitutes it,
-// with the variant's input schema when it offers one (dispatch's
-// VisibleToolFor).
+// model (in the policy's default mode): not found when its family's
+// toolset or the spec's definition hides or substitutes it, with the
+// definition's description and schema and the toolset's variant schema
+// when they offer one (dispatch's VisibleToolFor); without a model, the
+// registered spec.
 func (s *Service) GetTool(ctx context.Context, req *connect.Request[toolwirev1.GetToolRequest]) (*connect.Response[toolwirev1.GetToolResponse], error) {
 	id, err := identityOf(ctx)
 	if err != nil {

@@ -100,9 +100,9 @@ var admissionSteps = [...]admissionStep{
 	{"lookup", (*admission).lookup},               // admit_lookup.go
 	{"scopes", (*admission).scopes},               // admit_scopes.go
 	{"toolset", (*admission).toolsetStep},         // admit_toolset.go
+	{"definition", (*admission).definitionStep},   // admit_toolset.go
 	{"pool", (*admission).poolStep},               // admit_pool.go
 	{"pin", (*admission).pinStep},                 // admit_pin.go
-	{"definition", (*admission).definitionStep},   // admit_toolset.go
 	{"arguments", (*admission).arguments},         // admit_arguments.go
 	{"variant", (*admission).variantStep},         // admit_toolset.go
 	{"input", (*admission).continues},             // admit_input.go

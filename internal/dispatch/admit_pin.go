@@ -48,11 +48,12 @@ func (a *admission) pinStep(ctx context.Context) verdict {
 	// runs that one, looked up and checked as if the session had held the
 	// pin when the call came (a differing spec_version is refused) — its
 	// scopes too, which are the version's own (review: a caller without
-	// the scope a pinned older version needs ran it).
+	// the scope a pinned older version needs ran it), and its
+	// definitions.
 	st := a.session
 	st.Pins = map[string]string{o.Tool: pinned}
 	a.session, a.pin = st, false
-	for _, step := range []func(*admission, context.Context) verdict{(*admission).lookup, (*admission).scopes} {
+	for _, step := range []func(*admission, context.Context) verdict{(*admission).lookup, (*admission).scopes, (*admission).definitionStep} {
 		if v := step(a, ctx); v != next {
 			return v
 		}

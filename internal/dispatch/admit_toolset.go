@@ -41,15 +41,21 @@ func (a *admission) toolsetStep(ctx context.Context) verdict {
 	return next
 }
 
-// definitionStep finds the definition of the spec the call runs (the one
-// the session pins, so after the pin step) that the request's model
-// family and the session's mode are offered (registry.Definition;
+// definitionStep finds the definition of the spec the call runs (lookup
+// resolved the version the session pins; the pin step runs it again for
+// a version another call pinned first) that the request's model family
+// and the session's mode are offered (registry.Definition;
 // docs/toolsets.md, "Definitions in the spec"): a tool it hides is
 // refused PERMISSION_DENIED naming the definition, as a tool the policy's
-// toolset hides is; a definition with an input schema is checked by
-// variantStep. Like a toolset, a definition only takes away: the rules
-// still decide every call it lets through.
-func (a *admission) definitionStep(_ context.Context) verdict {
+// toolset hides is, before the pin step writes anything; a definition
+// with an input schema is checked by variantStep. Like a toolset, a
+// definition only takes away: the rules still decide every call it lets
+// through. A hook's own call (the dispatcher's) is exempt, as it is from
+// the session step: the operator bound it.
+func (a *admission) definitionStep(ctx context.Context) verdict {
+	if isHookCall(ctx) {
+		return next
+	}
 	mode := a.session.Mode
 	def, i := registry.Definition(a.spec, a.family, mode)
 	if def.GetHidden() {
@@ -103,9 +109,14 @@ func (a *admission) definedFor() string {
 }
 
 // mayList reports whether the caller may list tool: it is registered,
-// the caller has its scopes and the policy in force does not forbid it
-// (VisibleTool).
+// the caller has its scopes, the policy in force does not forbid it
+// (VisibleTool), and neither the family's toolset nor the tool's
+// definition for the family and mode hides it (offeredAs).
 func (a *admission) mayList(ctx context.Context, tool string) bool {
-	_, err := a.d.VisibleTool(ctx, a.id, tool, "")
-	return err == nil
+	spec, err := a.d.VisibleTool(ctx, a.id, tool, "")
+	if err != nil {
+		return false
+	}
+	_, ok := offeredAs(a.toolset, spec, a.family, a.session.Mode)
+	return ok
 }

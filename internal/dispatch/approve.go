@@ -138,7 +138,9 @@ func (c approvalCore) Answer(ctx context.Context, call *toolwirev1.ToolCall, res
 // while it waited; a session without a mode, or a call without a session,
 // is in the policy's sessions.default_mode): a deny of the mode is MODE_RESTRICTED, another deny
 // PERMISSION_DENIED, and a mode the policy no longer declares
-// MODE_RESTRICTED (fail closed), all without an approval: none turns a
+// MODE_RESTRICTED (fail closed); the spec's definition for the call's
+// model family and the mode now refuses it too (definitionRefusal), all
+// without an approval: none turns a
 // deny into an allow. The stand-in policy a replica holds while it cannot
 // load the tenant's document (rule policy-unavailable) is no deny: a read
 // that failed must not end parked calls. A tool gone from the registry,
@@ -164,10 +166,7 @@ func (c approvalCore) Denies(ctx context.Context, call *toolwirev1.ToolCall) (*a
 		caller = proto.CloneOf(caller)
 		caller.Mode = mode
 	}
-	if p == nil {
-		return nil, nil
-	}
-	if mode := caller.GetMode(); mode != "" && !p.HasMode(mode) {
+	if mode := caller.GetMode(); p != nil && mode != "" && !p.HasMode(mode) {
 		return &approvalflow.Refusal{Type: toolwirev1.ErrorType_ERROR_TYPE_MODE_RESTRICTED, Why: undeclaredMode(mode).GetMessage()}, nil
 	}
 	ent, err := d.reg.GetVersion(ctx, call.GetTool(), call.GetSpecVersion())
@@ -178,7 +177,10 @@ func (c approvalCore) Denies(ctx context.Context, call *toolwirev1.ToolCall) (*a
 		return nil, fmt.Errorf("dispatch: look up tool %q: %w", call.GetTool(), err)
 	}
 	if ref := definitionRefusal(ent.Spec, caller, call.GetArguments()); ref != nil {
-		return ref, nil
+		return ref, nil // definitions need no policy
+	}
+	if p == nil {
+		return nil, nil
 	}
 	args, err := policy.ParseArgs(call.GetArguments())
 	if err != nil {

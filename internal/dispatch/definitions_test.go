@@ -139,3 +139,50 @@ func TestApprovingACallTheModesDefinitionRefusesDoesNotRunIt(t *testing.T) {
 		require.Zero(t, l.count(parked.CallId), "%s: the call never ran", mode)
 	}
 }
+
+// A request without a session is in the policy's sessions.default_mode
+// for a spec's definitions, as it is for the policy: a tool hidden in
+// that mode is not listed, not got for a model, and its calls are
+// refused; GetTool without a model shows the registered spec, its
+// definitions with it. A call a definition refuses pins nothing in a
+// session that pins versions: the definition step comes before the pin.
+func TestSpecDefinitionsInTheDefaultModeAndPins(t *testing.T) {
+	t.Parallel()
+	grep := tool.Must(tool.New("grep_lines", func(_ context.Context, in grepIn) (string, error) { return "found " + in.Pattern, nil },
+		tool.WithDefinition(tool.Definition{Modes: []string{"voice"}, Hidden: true})))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{grep}})
+	s.ApplyPolicy(t, "tenant:\n  default: allow\n  sessions: {pin_versions: true}\nmodes:\n  voice: {}\n  text: {}\nsessions:\n  default_mode: voice\n")
+	ctx := t.Context()
+	names := func(session string) []string {
+		r, err := s.Client.ListTools(ctx, connect.NewRequest(&toolwirev1.ListToolsRequest{Session: session}))
+		require.NoError(t, err)
+		var out []string
+		for _, sp := range r.Msg.Tools {
+			out = append(out, sp.Name)
+		}
+		return out
+	}
+	require.NotContains(t, names(""), "grep_lines", "no session: the default mode, voice")
+	_, err := s.Client.GetTool(ctx, connect.NewRequest(&toolwirev1.GetToolRequest{Name: "grep_lines", Model: "gemini-2.5-pro"}))
+	require.Equal(t, connect.CodeNotFound, connect.CodeOf(err), "%v", err)
+	got, err := s.Client.GetTool(ctx, connect.NewRequest(&toolwirev1.GetToolRequest{Name: "grep_lines"}))
+	require.NoError(t, err)
+	require.Len(t, got.Msg.GetTool().GetDefinitions(), 1, "without a model, the registered spec")
+
+	run := func(session string) *toolwirev1.ToolResponse {
+		return call(t, s.Client, &toolwirev1.CallRequest{Tool: "grep_lines", Session: session, ArgumentsJson: `{"pattern":"a","text":"a"}`}).Response
+	}
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, run("").GetError().GetType())
+	r := run("s-quiet") // a session without a mode: the default mode
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_PERMISSION_DENIED, r.GetError().GetType(), "%v", r.GetError())
+	sess, err := s.Dispatcher.GetSession(ctx, identity.Default, "s-quiet")
+	require.NoError(t, err)
+	require.Empty(t, sess.GetPinnedVersions(), "a refused call pins nothing")
+
+	s.SetMode(t, "s-quiet", "text")
+	require.Contains(t, names("s-quiet"), "grep_lines")
+	require.True(t, run("s-quiet").GetOk())
+	sess, err = s.Dispatcher.GetSession(ctx, identity.Default, "s-quiet")
+	require.NoError(t, err)
+	require.Contains(t, sess.GetPinnedVersions(), "grep_lines", "a call that runs pins its version")
+}

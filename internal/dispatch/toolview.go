@@ -73,13 +73,20 @@ func (d *Dispatcher) visibleEntries(id identity.Identity, mode string, ents []*r
 	return out
 }
 
-// VisibleTools returns the specs id may see, as ListTools shows them:
-// the registry's tools that match f and id's scopes, less those the
-// policy hides from id (in the policy's sessions.default_mode, when it
-// has one: the mode of calls without a session), executor configuration
-// only for installation admins.
+// VisibleTools returns the specs id may see as registered (the
+// dashboard's tools page): the registry's tools that match f and id's
+// scopes, less those the policy hides from id (in the policy's
+// sessions.default_mode, when it has one: the mode of calls without a
+// session), executor configuration only for installation admins. The
+// specs' definitions are not applied: they are shown with the spec.
 func (d *Dispatcher) VisibleTools(id identity.Identity, f registry.Filter) []*toolwirev1.ToolSpec {
-	return d.visibleTools(id, f, "", "")
+	f.Scopes = id.Scopes
+	ents := d.visibleEntries(id, "", d.reg.List(f))
+	out := make([]*toolwirev1.ToolSpec, 0, len(ents))
+	for _, e := range ents {
+		out = append(out, toolView(id, e.Spec))
+	}
+	return out
 }
 
 // VisibleToolsIn is VisibleTools for a caller in a session of its
@@ -207,14 +214,16 @@ type GetFor struct {
 // the model's family or the spec's definition hides is
 // registry.ErrNotFound, and one shown with the definition's description
 // and schema, and the toolset's schema variant (copies; the registry's
-// spec is not changed). Errors: those of VisibleTool, and ErrBadModel.
+// spec is not changed). Without a model it is VisibleTool: the registered
+// spec, with its definitions. Errors: those of VisibleTool, and
+// ErrBadModel.
 func (d *Dispatcher) VisibleToolFor(ctx context.Context, id identity.Identity, name string, gf GetFor) (*toolwirev1.ToolSpec, error) {
 	if m := gf.Model; m != "" && (len(m) > policy.MaxModelBytes || !policy.ModelNameRE.MatchString(m)) {
 		return nil, ErrBadModel
 	}
 	spec, err := d.VisibleTool(ctx, id, name, gf.Version)
-	if err != nil {
-		return nil, err
+	if err != nil || gf.Model == "" {
+		return spec, err // without a model, the registered spec, its definitions with it
 	}
 	p := d.policyFor(id.Tenant)
 	family := p.ModelFamily(gf.Model)

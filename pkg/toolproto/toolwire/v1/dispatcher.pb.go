@@ -1530,9 +1530,11 @@ type GetToolRequest struct {
 	Version string     `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
 	Format  ToolFormat `protobuf:"varint,3,opt,name=format,proto3,enum=toolwire.v1.ToolFormat" json:"format,omitempty"`
 	// The model the tool is shown to (docs/toolsets.md), as ListTools's
-	// model: a tool the toolset of its family hides or substitutes is not
-	// found, and one it offers a variant of is shown with the variant's
-	// input schema. Empty = none.
+	// model: a tool the toolset of its family, or the spec's definition for
+	// the family (in the policy's default mode), hides or substitutes is
+	// not found, and one they offer a variant of is shown with the
+	// definition's description and schema, and the variant's input schema.
+	// Empty = none: the registered spec.
 	Model         string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

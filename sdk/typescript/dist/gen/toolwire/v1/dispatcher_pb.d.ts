@@ -632,9 +632,11 @@ export type GetToolRequest = Message<"toolwire.v1.GetToolRequest"> & {
     format: ToolFormat;
     /**
      * The model the tool is shown to (docs/toolsets.md), as ListTools's
-     * model: a tool the toolset of its family hides or substitutes is not
-     * found, and one it offers a variant of is shown with the variant's
-     * input schema. Empty = none.
+     * model: a tool the toolset of its family, or the spec's definition for
+     * the family (in the policy's default mode), hides or substitutes is
+     * not found, and one they offer a variant of is shown with the
+     * definition's description and schema, and the variant's input schema.
+     * Empty = none: the registered spec.
      *
      * @generated from field: string model = 4;
      */
