@@ -84,16 +84,17 @@
 //     policy in force (policy.Policy.ModelFamily), carried in the call's
 //     Caller as model and model_family, and a tool the family's toolset
 //     hides or substitutes is refused PERMISSION_DENIED naming the
-//     toolset (recorded with rule "toolsets.<family>"; docs/toolsets.md).
+//     toolset (recorded with rule "toolsets.<family>"; docs/toolsets.md);
+//     then definition (admit_toolset.go): the definition of the version
+//     lookup resolved for the request's model family and the session's
+//     mode (registry.Definition, the first that matches; docs/toolsets.md,
+//     "Definitions in the spec") is found, and a tool it hides is refused
+//     PERMISSION_DENIED naming it — before the pin step writes anything.
 //  4. pool (admit_pool.go): a worker pool consumes its calls (see "Pool
 //     check"); then pin (admit_pin.go): with pinning in force and no pin
 //     yet for the tool, the version resolved is pinned into the
-//     session's record; then definition (admit_toolset.go): the spec's
-//     definition for the request's model family and the session's mode
-//     (registry.Definition, the first that matches; docs/toolsets.md,
-//     "Definitions in the spec") is found, and a tool it hides is refused
-//     PERMISSION_DENIED naming it. It runs after pin because the pinned
-//     version's definitions are the call's.
+//     session's record (a version another call pinned first is looked
+//     up, and its scopes and definition checked, again).
 //  5. arguments (admit_arguments.go): the arguments are within the size
 //     and nesting limits (the tool spec's, else Config.MaxArgsBytes, 256
 //     KiB, and MaxArgsDepth, 32), have at most Config.MaxArgsValues (2048)
