@@ -495,12 +495,18 @@ func (s *Source) schemaOf(ctx context.Context, name, version string) (string, bo
 
 // rawEvents reads a call's events: those the archive holds and the
 // events stream no longer does (with an archive), then the stream's by
-// direct gets (next message of the call's subject after the last one
-// read): no consumer is created.
+// direct gets (next message of the call's subjects after the last one
+// read): no consumer is created. A call's events are on its dispatcher's
+// subject (ToolCall.dispatcher), read by its literal subject; those of a
+// call that waited for an approval (ToolCall.approval_id) are read on
+// every dispatcher's subject of the call: its APPROVED event is its
+// approver's, and a redeemed approval token's AWAITING_APPROVAL the
+// parking replica's. Which events are believed does not rest on the
+// subject (believedEvents checks each one's signature).
 func (s *Source) rawEvents(ctx context.Context, j *job) ([]*jetstream.RawStreamMsg, error) {
 	call := j.call
 	subject := s.subj.EventsAnyDispatcher(call.GetCaller().GetTenant(), call.CallId)
-	if call.Dispatcher != "" {
+	if call.Dispatcher != "" && call.ApprovalId == "" {
 		subject = s.subj.Event(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
 	}
 	var out []*jetstream.RawStreamMsg

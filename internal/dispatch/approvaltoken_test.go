@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/approvals"
+	"github.com/toolwire/toolwire/internal/audit"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policy"
@@ -198,4 +199,14 @@ func TestARedeemedCallsRecordsAreTheRedeemingReplicas(t *testing.T) {
 	require.NotEqual(t, on[toolwirev1.CallEventType_CALL_EVENT_TYPE_AWAITING_APPROVAL][0], started, "parked and run on different replicas")
 	require.Equal(t, started, on[toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED][0])
 	require.Equal(t, started, on[toolwirev1.CallEventType_CALL_EVENT_TYPE_CANCEL_REQUESTED][0], "the cancel request is where the workers read it back")
+
+	// The audit shows the parking replica's AWAITING_APPROVAL too.
+	src, err := audit.Open(t.Context(), s.Env.Bus.NC, s.Env.Bus.Config.Prefix)
+	require.NoError(t, err)
+	var rec *audit.Record
+	_, err = src.Run(t.Context(), audit.Filter{CallID: asked.CallId}, audit.Options{Events: true}, func(x *audit.Record) error { rec = x; return nil })
+	require.NoError(t, err)
+	require.NotNil(t, rec)
+	require.Contains(t, auditedEvents(t, rec), "CALL_EVENT_TYPE_AWAITING_APPROVAL")
+	require.Contains(t, auditedEvents(t, rec), "CALL_EVENT_TYPE_STARTED")
 }

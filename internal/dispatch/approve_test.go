@@ -10,10 +10,12 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/toolwire/toolwire/internal/approvalflow"
+	"github.com/toolwire/toolwire/internal/audit"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
@@ -443,6 +445,29 @@ func TestAnApprovedCallsAdmissionRecordIsItsDispatchers(t *testing.T) {
 		on[toolwirev1.CallEventType_CALL_EVENT_TYPE_ACCEPTED], on[toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED]
 	require.Equal(t, parked[0], accepted[0], "the ACCEPTED record is on the parking replica's subject")
 	require.Equal(t, started[0], accepted[0], "where the workers' events are")
+
+	// The audit shows the call's whole record, the approver's APPROVED
+	// event (on the approving replica's subject) too.
+	src, err := audit.Open(t.Context(), s.Env.Bus.NC, s.Env.Bus.Config.Prefix)
+	require.NoError(t, err)
+	var rec *audit.Record
+	_, err = src.Run(t.Context(), audit.Filter{CallID: id}, audit.Options{Events: true}, func(x *audit.Record) error { rec = x; return nil })
+	require.NoError(t, err)
+	require.NotNil(t, rec)
+	require.Contains(t, auditedEvents(t, rec), "CALL_EVENT_TYPE_APPROVED")
+	require.Contains(t, auditedEvents(t, rec), "CALL_EVENT_TYPE_AWAITING_APPROVAL")
+}
+
+// auditedEvents are the types of the events an audit record shows.
+func auditedEvents(t *testing.T, rec *audit.Record) []string {
+	t.Helper()
+	var out []string
+	for _, raw := range rec.Events {
+		ev := &toolwirev1.CallEvent{}
+		require.NoError(t, protojson.Unmarshal(raw, ev))
+		out = append(out, ev.Type.String())
+	}
+	return out
 }
 
 // eventDispatchers waits (at most 20 s) until callID has exactly one
