@@ -142,8 +142,9 @@ func (c approvalCore) Answer(ctx context.Context, call *toolwirev1.ToolCall, res
 // model family and the mode now refuses it too (definitionRefusal), all
 // without an approval: none turns a
 // deny into an allow. The stand-in policy a replica holds while it cannot
-// load the tenant's document (rule policy-unavailable) is no deny: a read
-// that failed must not end parked calls. A tool gone from the registry,
+// load the tenant's document (policystore.IsStandIn, rule
+// policy-unavailable) is no deny, nor are its modes (it declares none): a
+// read that failed must not end parked calls. A tool gone from the registry,
 // or arguments that no longer parse, are no deny either: the worker
 // refuses such a call. A registry or a session that does not answer is an
 // error: nothing is approved until it is decided.
@@ -161,6 +162,12 @@ func (c approvalCore) Denies(ctx context.Context, call *toolwirev1.ToolCall) (*a
 			return &approvalflow.Refusal{Type: toolwirev1.ErrorType_ERROR_TYPE_SESSION_INACTIVE, Why: sessionEnded(session, st.EndReason)}, nil
 		}
 		mode = p.Sessions().ModeOf(st.Mode)
+	}
+	if policystore.IsStandIn(p) {
+		// The tenant's document could not be loaded: its modes and
+		// default mode are unknown, and a read that failed must not end
+		// parked calls (the stand-in's own deny is none either, below).
+		return nil, nil
 	}
 	if mode != caller.GetMode() {
 		caller = proto.CloneOf(caller)

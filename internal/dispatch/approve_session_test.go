@@ -2,6 +2,7 @@ package dispatch_test
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	"github.com/toolwire/toolwire/internal/approvalflow"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/policy"
+	"github.com/toolwire/toolwire/internal/policystore"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -81,4 +84,32 @@ func TestRedeemingATokenInAnEndedSessionIsRefused(t *testing.T) {
 	r := callAs(t, s.Dispatcher, confirmer, args, token)
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_SESSION_INACTIVE, r.Response.GetError().GetType(), "%v", r)
 	require.Zero(t, s.l.count(asked.CallId), "the parked call never ran")
+}
+
+// swapPolicy is a policy source whose policy a test replaces.
+type swapPolicy struct{ p atomic.Pointer[policy.Policy] }
+
+func (s *swapPolicy) For(string) *policy.Policy { return s.p.Load() }
+
+// While a tenant's document cannot be loaded (the stand-in policy,
+// which declares no mode), a parked or dead-lettered call in a session
+// with a mode is not ended as MODE_RESTRICTED by the check that approvals,
+// the approval sweep and retries run: a read that failed ends nothing.
+func TestTheStandInPolicyEndsNoParkedCall(t *testing.T) {
+	t.Parallel()
+	inForce, err := policy.Parse([]byte(askWritesVoiceQuiet))
+	require.NoError(t, err)
+	src := &swapPolicy{}
+	src.p.Store(inForce)
+	s := startApprovals(t, dispatch.Config{Policies: src})
+	s.SetMode(t, "s-voice", "voice")
+	call := &toolwirev1.ToolCall{Tool: "wipe", Arguments: []byte(`{"path":"/x"}`),
+		Caller: &toolwirev1.Caller{Tenant: identity.Default.Tenant, Agent: identity.Default.Agent, Session: "s-voice", Mode: "voice"}}
+	ref, err := s.Dispatcher.CheckRetry(t.Context(), call)
+	require.NoError(t, err)
+	require.Nil(t, ref, "allowed in voice by the policy in force")
+	src.p.Store(policystore.StandIn())
+	ref, err = s.Dispatcher.CheckRetry(t.Context(), call)
+	require.NoError(t, err)
+	require.Nil(t, ref, "the stand-in ends nothing: %+v", ref)
 }

@@ -668,6 +668,16 @@ const denyAllSource = `tenant:
 
 var denyAll = mustParse(denyAllSource)
 
+// IsStandIn reports whether p is the stand-in policy For returns for a
+// scope whose document could not be loaded and that had no earlier one
+// (every call denied by UnavailableRule): a reader that must not act on a
+// failed load (the approval sweep ending parked calls) tells it apart.
+func IsStandIn(p *policy.Policy) bool { return p != nil && p == denyAll }
+
+// StandIn is the stand-in policy (IsStandIn): what For returns for a
+// scope whose document could not be loaded and that had no earlier one.
+func StandIn() *policy.Policy { return denyAll }
+
 // mustParse parses a constant document of this package (a test parses
 // it too).
 func mustParse(src string) *policy.Policy {
