@@ -85,7 +85,8 @@
 // # Tools
 //
 // ListTools shows only the tools whose scopes the caller holds all of
-// (the core's VisibleTools); GetTool answers not_found for the others and
+// (the core's VisibleToolsFor, which applies the session's mode, the
+// model's toolset and the specs' definitions: docs/toolsets.md); GetTool answers not_found for the others and
 // for those the policy hides (VisibleTool); ApproveTool needs the "admin"
 // and "installation" scopes together (a definition serves every tenant:
 // a tenant's admin may not approve it). Both show a tool's executor

@@ -206,8 +206,10 @@ func (s *Service) Cancel(ctx context.Context, req *connect.Request[toolwirev1.Ca
 
 // ListTools lists the tools the caller's scopes allow; executor
 // configuration only to the admin scope. With a session, the tools its
-// mode forbids outright are left out, in the native list and the export
-// alike (dispatch's VisibleToolsIn).
+// mode forbids outright are left out; with a model, its family's toolset
+// applies; each tool is shown as its spec's definition for the family and
+// the mode has it; in the native list and the export alike (dispatch's
+// VisibleToolsFor).
 func (s *Service) ListTools(ctx context.Context, req *connect.Request[toolwirev1.ListToolsRequest]) (*connect.Response[toolwirev1.ListToolsResponse], error) {
 	id, err := identityOf(ctx)
 	if err != nil {

@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
 	"gocloud.dev/blob"
 
 	"github.com/toolwire/toolwire/internal/archive"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/signing"
+	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // UseArchive makes the Source read the archive store (internal/archive)
@@ -285,7 +287,7 @@ func (o *oldest) before(ctx context.Context, stream jetstream.Stream, t time.Tim
 // resultSlack after that. Nothing without an archive, or for a call
 // admitted after the live stream's first message.
 func (s *Source) archivedOfCall(ctx context.Context, j *job, stream jetstream.Stream, filter string, fn func(*jetstream.RawStreamMsg) bool) error {
-	since := j.rec.Time.Add(-time.Minute)
+	since := searchFrom(j.call, j.rec.Time)
 	if s.arch == nil || !s.arch.oldest(stream).before(ctx, stream, since) {
 		return nil
 	}
@@ -299,6 +301,27 @@ func (s *Source) archivedOfCall(ctx context.Context, j *job, stream jetstream.St
 		q.until = d.AsTime().Add(resultSlack)
 	}
 	return s.arch.each(ctx, q, func(m *archive.Message) bool { return fn(rawOf(m)) })
+}
+
+// searchFrom is when the archive search for the messages of call, stored
+// in the calls stream at stored, starts: a minute before it, or, for a
+// call that waited for an approval (approval_id), a minute before its id
+// was minted when that is earlier — the call is stored when it was
+// approved, and its AWAITING_APPROVAL when it was parked — but never more
+// than resultHorizon before it (an id's time is the minter's clock).
+func searchFrom(call *toolwirev1.ToolCall, stored time.Time) time.Time {
+	from := stored
+	if call.GetApprovalId() != "" {
+		if id, err := ulid.ParseStrict(call.GetCallId()); err == nil {
+			if minted := ulid.Time(id.Time()).UTC(); minted.Before(from) {
+				from = minted
+			}
+			if floor := stored.Add(-resultHorizon); from.Before(floor) {
+				from = floor
+			}
+		}
+	}
+	return from.Add(-time.Minute)
 }
 
 // verifyArchive verifies the archive's chains of the calls, results and

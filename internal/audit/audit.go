@@ -496,19 +496,17 @@ func (s *Source) schemaOf(ctx context.Context, name, version string) (string, bo
 // rawEvents reads a call's events: those the archive holds and the
 // events stream no longer does (with an archive), then the stream's by
 // direct gets (next message of the call's subjects after the last one
-// read): no consumer is created. A call's events are on its dispatcher's
-// subject (ToolCall.dispatcher), read by its literal subject; those of a
-// call that waited for an approval (ToolCall.approval_id) are read on
-// every dispatcher's subject of the call: its APPROVED event is its
-// approver's, and a redeemed approval token's AWAITING_APPROVAL the
-// parking replica's. Which events are believed does not rest on the
-// subject (believedEvents checks each one's signature).
+// read): no consumer is created. Every dispatcher's subject of the call
+// is read, not only its own dispatcher's (ToolCall.dispatcher): a parked
+// call's APPROVED event is its approver's, a redeemed approval token's
+// AWAITING_APPROVAL the parking replica's, and a cancel another replica
+// recorded before the call had an event of its own is on that replica's
+// subject; the workers read cancels on every dispatcher's subject too.
+// Which events are believed does not rest on the subject (believedEvents
+// and claimProblems check each one's signature).
 func (s *Source) rawEvents(ctx context.Context, j *job) ([]*jetstream.RawStreamMsg, error) {
 	call := j.call
 	subject := s.subj.EventsAnyDispatcher(call.GetCaller().GetTenant(), call.CallId)
-	if call.Dispatcher != "" && call.ApprovalId == "" {
-		subject = s.subj.Event(call.GetCaller().GetTenant(), call.Dispatcher, call.CallId)
-	}
 	var out []*jetstream.RawStreamMsg
 	err := s.archivedOfCall(ctx, j, s.events, subject, func(m *jetstream.RawStreamMsg) bool {
 		out = append(out, m)

@@ -22,10 +22,10 @@
 // filter), session, agent, call id, and outcome or error type name (such
 // as "TIMEOUT"). Options.Events adds each call's events, read by direct
 // gets (at most 1000 a call; slower, and events live only as long as the
-// events stream keeps them): on its dispatcher's subject, and for a call
-// that waited for an approval on every dispatcher's (its approver's
-// APPROVED, a redeemed token's AWAITING_APPROVAL on the parking
-// replica's). A server that stalls is waited for up to 30s.
+// events stream keeps them), on every dispatcher's subject of the call
+// (an approver's APPROVED, a redeemed token's AWAITING_APPROVAL on the
+// parking replica's, a cancel another replica recorded). A server that
+// stalls is waited for up to 30s.
 //
 // # The archive
 //

@@ -108,15 +108,16 @@ func (a *admission) definedFor() string {
 	return "every caller is"
 }
 
-// mayList reports whether the caller may list tool: it is registered,
-// the caller has its scopes, the policy in force does not forbid it
-// (VisibleTool), and neither the family's toolset nor the tool's
+// mayList reports whether the caller may list tool in its session's
+// mode, as VisibleToolsFor would list it: it is registered, the caller
+// has its scopes, the policy in force does not forbid it in the mode
+// (listableIn), and neither the family's toolset nor the tool's
 // definition for the family and mode hides it (offeredAs).
-func (a *admission) mayList(ctx context.Context, tool string) bool {
-	spec, err := a.d.VisibleTool(ctx, a.id, tool, "")
-	if err != nil {
+func (a *admission) mayList(_ context.Context, tool string) bool {
+	ent, err := a.d.reg.Get(tool)
+	if err != nil || !registry.HasScopes(a.id.Scopes, ent.Spec.Scopes) || !a.d.listableIn(a.id, a.session.Mode)(tool) {
 		return false
 	}
-	_, ok := offeredAs(a.toolset, spec, a.family, a.session.Mode)
+	_, ok := offeredAs(a.toolset, ent.Spec, a.family, a.session.Mode)
 	return ok
 }

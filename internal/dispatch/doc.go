@@ -89,7 +89,8 @@
 //     lookup resolved for the request's model family and the session's
 //     mode (registry.Definition, the first that matches; docs/toolsets.md,
 //     "Definitions in the spec") is found, and a tool it hides is refused
-//     PERMISSION_DENIED naming it — before the pin step writes anything.
+//     PERMISSION_DENIED naming it — before the pin step writes anything
+//     (a hook's own call is exempt, as from the session step).
 //  4. pool (admit_pool.go): a worker pool consumes its calls (see "Pool
 //     check"); then pin (admit_pin.go): with pinning in force and no pin
 //     yet for the tool, the version resolved is pinned into the
@@ -973,24 +974,25 @@
 //
 // The Connect API (DispatcherService) is internal/api, a face over this
 // core: its doc.go says how requests are authenticated, bounded and
-// answered. ListTools and GetTool show what VisibleTools and VisibleTool
-// return (toolview.go: executor configuration to the admin scope only);
-// ListTools with a session shows VisibleToolsIn: less the tools the
+// answered. ListTools shows what VisibleToolsFor returns, GetTool what
+// VisibleToolFor returns (toolview.go: executor configuration to the
+// admin scope only); ListTools with a session shows VisibleToolsIn: less the tools the
 // session's mode forbids outright (policy.Policy.Hidden with caller.mode;
 // every tool for a mode the policy in force does not declare, which
 // admission would refuse), the session's state read from the session
 // view as admission reads it; a session without a mode, or no session,
-// lists as the policy's sessions.default_mode (VisibleTools and
-// VisibleTool too); ListTools with a model shows VisibleToolsFor: less
+// lists as the policy's sessions.default_mode (VisibleTools, the
+// dashboard's, and VisibleTool too); ListTools with a model: less
 // the tools the toolset of the model's family hides or substitutes, a
 // tool with a variant listed with the variant's input schema (a copy of
 // the spec; docs/toolsets.md) — the exports are made from that list;
-// every list also shows each tool as the spec's definition for the
+// every ListTools also shows each tool as the spec's definition for the
 // model's family and the session's mode has it, before the toolset
 // (offeredAs: hidden, or its description and schema; chosen at each list,
-// never stored per session); GetTool shows VisibleToolFor, the tool as
-// that list has it for the model and the default mode
-// (registry.ErrNotFound for one the toolset or a definition hides);
+// never stored per session); GetTool with a model shows the tool as that
+// list has it for the model and the default mode (registry.ErrNotFound
+// for one the toolset or a definition hides), without one the registered
+// spec; VisibleTools, the dashboard's tools page, applies no definition;
 // the dashboard's views of pools and tools are uiview.go's.
 //
 // # Policy

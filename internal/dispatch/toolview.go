@@ -89,13 +89,14 @@ func (d *Dispatcher) VisibleTools(id identity.Identity, f registry.Filter) []*to
 	return out
 }
 
-// VisibleToolsIn is VisibleTools for a caller in a session of its
+// VisibleToolsIn is VisibleToolsFor without a model: for a caller in a session of its
 // tenant, as ListTools shows them with a session (and MCP tools/list
 // with one in its _meta): less the tools the session's mode forbids
 // outright (policy.Policy.Hidden with caller.mode; every tool, for a mode
 // the policy does not declare). A session without a mode is in the
-// policy's sessions.default_mode, as its calls are. An empty session is
-// VisibleTools (the default mode too). The
+// policy's sessions.default_mode, as its calls are, and so is an empty
+// session; each tool is shown as its spec's definition for the mode has
+// it (offeredAs). The
 // session's state is the session view's, as admission reads it; an ended
 // session lists as its mode does (its calls are refused
 // SESSION_INACTIVE). Errors: the session could not be read.

@@ -1387,12 +1387,15 @@ type ListToolsRequest struct {
 	NameGlob string       `protobuf:"bytes,2,opt,name=name_glob,json=nameGlob,proto3" json:"name_glob,omitempty"`
 	Executor ExecutorType `protobuf:"varint,3,opt,name=executor,proto3,enum=toolwire.v1.ExecutorType" json:"executor,omitempty"`
 	// The session the list is for: the tools its mode forbids outright are
-	// left out. Empty = no session.
+	// left out, and each tool is shown as its spec's definition for the
+	// session's mode has it (docs/toolsets.md). Empty = no session (the
+	// policy's default mode).
 	Session string `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
 	// Only the tools of this category; unspecified = all.
 	Category ToolCategory `protobuf:"varint,5,opt,name=category,proto3,enum=toolwire.v1.ToolCategory" json:"category,omitempty"`
 	// The model the list is for (docs/toolsets.md): the policy's toolset
-	// for its family hides, substitutes and narrows tools. Empty = none.
+	// for its family hides, substitutes and narrows tools, and each spec's
+	// definition for the family applies. Empty = none.
 	Model         string `protobuf:"bytes,6,opt,name=model,proto3" json:"model,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1530,10 +1533,10 @@ type GetToolRequest struct {
 	Version string     `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
 	Format  ToolFormat `protobuf:"varint,3,opt,name=format,proto3,enum=toolwire.v1.ToolFormat" json:"format,omitempty"`
 	// The model the tool is shown to (docs/toolsets.md), as ListTools's
-	// model: a tool the toolset of its family, or the spec's definition for
-	// the family (in the policy's default mode), hides or substitutes is
-	// not found, and one they offer a variant of is shown with the
-	// definition's description and schema, and the variant's input schema.
+	// model: a tool the toolset of its family hides or substitutes, or the
+	// spec's definition for the family (in the policy's default mode)
+	// hides, is not found; one is shown with the definition's description
+	// and schema, and the toolset's variant schema, when they offer them.
 	// Empty = none: the registered spec.
 	Model         string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
 	unknownFields protoimpl.UnknownFields

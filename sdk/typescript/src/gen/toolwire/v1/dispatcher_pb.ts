@@ -679,7 +679,9 @@ export type ListToolsRequest = Message<"toolwire.v1.ListToolsRequest"> & {
 
   /**
    * The session the list is for: the tools its mode forbids outright are
-   * left out. Empty = no session.
+   * left out, and each tool is shown as its spec's definition for the
+   * session's mode has it (docs/toolsets.md). Empty = no session (the
+   * policy's default mode).
    *
    * @generated from field: string session = 4;
    */
@@ -694,7 +696,8 @@ export type ListToolsRequest = Message<"toolwire.v1.ListToolsRequest"> & {
 
   /**
    * The model the list is for (docs/toolsets.md): the policy's toolset
-   * for its family hides, substitutes and narrows tools. Empty = none.
+   * for its family hides, substitutes and narrows tools, and each spec's
+   * definition for the family applies. Empty = none.
    *
    * @generated from field: string model = 6;
    */
@@ -755,10 +758,10 @@ export type GetToolRequest = Message<"toolwire.v1.GetToolRequest"> & {
 
   /**
    * The model the tool is shown to (docs/toolsets.md), as ListTools's
-   * model: a tool the toolset of its family, or the spec's definition for
-   * the family (in the policy's default mode), hides or substitutes is
-   * not found, and one they offer a variant of is shown with the
-   * definition's description and schema, and the variant's input schema.
+   * model: a tool the toolset of its family hides or substitutes, or the
+   * spec's definition for the family (in the policy's default mode)
+   * hides, is not found; one is shown with the definition's description
+   * and schema, and the toolset's variant schema, when they offer them.
    * Empty = none: the registered spec.
    *
    * @generated from field: string model = 4;
