@@ -2,6 +2,7 @@ package policystore
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -74,3 +75,10 @@ func SetParse(h *Holder, parse func([]byte) (*policy.Policy, error)) { h.parse =
 
 // LivePeers names the Holders h heard say they are alive.
 func LivePeers(h *Holder) []string { return h.livePeers() }
+
+// FleetAsk is the body of an ask of the fleet (WaitFleet's) for scope's
+// change of revision, the asker waiting waitMS for a final answer.
+func FleetAsk(scope Scope, version string, revision uint64, waitMS int64) []byte {
+	b, _ := json.Marshal(fleetAsk{Scope: scope.token(), Version: version, Revision: revision, WaitMS: waitMS})
+	return b
+}

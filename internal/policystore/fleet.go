@@ -157,7 +157,15 @@ func (h *Holder) answerAsk(m *nats.Msg) {
 		defer func() { <-h.fleetSlots }()
 		ctx, cancel := context.WithTimeout(h.fleetCtx, wait)
 		defer cancel()
-		h.reply(m, h.Wait(ctx, scope, a.Version, a.Revision), true)
+		err := h.Wait(ctx, scope, a.Version, a.Revision)
+		if err != nil && ctx.Err() != nil {
+			// The asker's wait (or this Holder) ended first: that is no
+			// final problem of the change, and said as one it would end
+			// an asker's WaitFleet as settled when its own deadline and
+			// this answer are ready together. The asker names it.
+			return
+		}
+		h.reply(m, err, true)
 	})
 }
 

@@ -2,6 +2,7 @@ package policystore_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/dispatch"
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
@@ -180,4 +183,64 @@ func TestWaitFleetReturnsWhenEveryReplicaEnforces(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, "not in force yet", st.NotInForce[stuck.Replica()])
 	require.Contains(t, st.InForce, holders[1].Replica())
+}
+
+// A replica whose wait for a change ends before the change is in force
+// there (the asker's wait passed) sends no final answer: its own
+// deadline is no problem of the change, and as a final answer it ended
+// an asker's WaitFleet as settled, with no error, when its deadline and
+// that answer were ready together (CI: TestWaitFleetReturnsWhenEveryReplicaEnforces).
+func TestAnExpiredFleetWaitIsNoFinalAnswer(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
+	stuck := policystore.NewHolder(s.Env.Open(t, "stuck"), nil)
+	release := make(chan struct{})
+	policystore.SetParse(stuck, func(b []byte) (*policy.Policy, error) {
+		if strings.Contains(string(b), "stuck here") {
+			<-release
+		}
+		return policy.Parse(b)
+	})
+	require.NoError(t, stuck.Start(t.Context()))
+	t.Cleanup(func() { close(release); _ = stuck.Stop(context.Background()) })
+	scope := tenant(t, "acme")
+	a, err := policystore.NewStore(s.Env.Bus, nil).Apply(t.Context(), scope, []byte("# stuck here\ntenant:\n  default: deny\n"), policystore.ApplyOptions{AppliedBy: "test"})
+	require.NoError(t, err)
+
+	nc := s.Env.Bus.NC
+	inbox := nc.NewRespInbox()
+	answers := make(chan *nats.Msg, 16)
+	sub, err := nc.ChanSubscribe(inbox, answers)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	require.NoError(t, nc.PublishRequest(bus.PolicyInForceSubject(s.Env.Bus.Config), inbox, policystore.FleetAsk(scope, a.Version.Version, a.Revision, 50)))
+	// The stack's own replica answers too (in force or not): only the
+	// stuck replica's answers are looked at.
+	var stuckSaid []policystore.FleetAnswer
+	wait := time.After(30 * time.Second)
+	for len(stuckSaid) == 0 {
+		select {
+		case m := <-answers:
+			var ans policystore.FleetAnswer
+			require.NoError(t, json.Unmarshal(m.Data, &ans))
+			if ans.Replica == stuck.Replica() {
+				stuckSaid = append(stuckSaid, ans)
+			}
+		case <-wait:
+			t.Fatal("the stuck replica never answered")
+		}
+	}
+	require.False(t, stuckSaid[0].InForce)
+	require.Empty(t, stuckSaid[0].Problem, "not in force yet: no problem")
+	absence := time.After(2 * time.Second) // a bound on an absence: 40 times the asker's wait
+	for {
+		select {
+		case m := <-answers: // before the fix: "context deadline exceeded", final, ~50 ms later
+			var ans policystore.FleetAnswer
+			require.NoError(t, json.Unmarshal(m.Data, &ans))
+			require.NotEqual(t, stuck.Replica(), ans.Replica, "a second answer after the asker's wait: %s", m.Data)
+		case <-absence:
+			return
+		}
+	}
 }
