@@ -302,3 +302,87 @@ func TestPublishStoresNoSecondAnswerPastTheScan(t *testing.T) {
 	require.NotNil(t, got, "the first answer is believed past the forgeries")
 	require.Contains(t, got.Resp.String(), "first")
 }
+
+// With a key per worker, two keys are enrolled for one pool. A result one
+// signs for an attempt whose STARTED claim the other stored is the
+// pool's to the dispatchers (either key may answer any call of the pool:
+// the pool is the unit of trust, docs/reliability.md), but audit --verify
+// names it: a "wrong attempt" anomaly naming its signer and the claim's.
+func TestAuditNamesAResultOfAnAttemptAnotherKeyClaimed(t *testing.T) {
+	t.Parallel()
+	s := startSigned(t)
+	ctx, id := t.Context(), identity.Default
+	second, err := signing.NewKey()
+	require.NoError(t, err)
+	_, err = s.env.Bus.Registry.Create(ctx, signing.PoolKey(second.Public(), "native"), []byte(`{}`))
+	require.NoError(t, err)
+
+	calls := make(chan *nats.Msg, 4)
+	sub, err := s.env.Bus.NC.ChanSubscribe(s.env.Bus.Subjects.CallsOf(id.Tenant, "sleep"), calls)
+	require.NoError(t, err)
+	defer func() { _ = sub.Unsubscribe() }()
+	answered := make(chan error, 1)
+	go func() {
+		_, err := s.d.Call(ctx, id, &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"3s"}`}, time.Minute)
+		answered <- err
+	}()
+	var victim toolwirev1.ToolCall
+	select {
+	case m := <-calls:
+		require.NoError(t, proto.Unmarshal(m.Data, &victim))
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call was never published")
+	}
+
+	// The worker's claim: its STARTED, signed with its key.
+	events := s.env.Bus.Subjects.Event(id.Tenant, victim.Dispatcher, victim.CallId)
+	deadline := time.Now().Add(30 * time.Second)
+	var attempt int32 // the delivery's: the stored call says none
+	for {
+		m, err := s.env.Bus.Events.GetLastMsgForSubject(ctx, events)
+		if err == nil {
+			var ev toolwirev1.CallEvent
+			require.NoError(t, proto.Unmarshal(m.Data, &ev))
+			if ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED {
+				require.Equal(t, s.key.Public(), m.Header.Get(signing.HeaderSigner))
+				attempt = ev.Attempt
+				break
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "the worker never claimed the attempt: %v", err)
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+
+	resp := envelope.OK(victim.CallId, "sleep", &tool.Result{Content: []*toolwirev1.Content{tool.Text("other key")}},
+		&toolwirev1.ResponseMeta{Worker: "other-worker", Attempt: attempt})
+	data, err := proto.Marshal(resp)
+	require.NoError(t, err)
+	fjs, err := jetstream.New(s.conn(t, bus.RoleWorker))
+	require.NoError(t, err)
+	subject := s.env.Bus.Subjects.Result(id.Tenant, victim.Dispatcher, victim.CallId)
+	_, err = fjs.PublishMsg(ctx, second.SignedMsg(subject, signing.KindResult, victim.CallId, attempt, data, nil))
+	require.NoError(t, err)
+	select {
+	case err := <-answered:
+		require.NoError(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("the caller was never answered")
+	}
+
+	src, err := audit.Open(ctx, s.conn(t, bus.RoleOperator), "")
+	require.NoError(t, err)
+	var rec *audit.Record
+	sum, err := src.Run(ctx, audit.Filter{CallID: victim.CallId}, audit.Options{Verify: true}, func(x *audit.Record) error { rec = x; return nil })
+	require.NoError(t, err)
+	require.NotNil(t, rec)
+	var named []audit.RefusedResult
+	for _, x := range rec.Refused {
+		if x.Problem == string(signing.WrongAttempt) {
+			named = append(named, x)
+		}
+	}
+	require.Len(t, named, 1, "%+v", rec.Refused)
+	require.Equal(t, second.Public(), named[0].Signer)
+	require.Contains(t, named[0].Detail, s.key.Public(), "the anomaly names the key that claimed the attempt")
+	require.False(t, sum.OK(), "audit --verify reports the anomaly")
+}
