@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +49,44 @@ func KVGetFromLeader(ctx context.Context, nc *nats.Conn, bucket, key string) (*K
 		return e, fmt.Errorf("bus: %s: %w", key, jetstream.ErrKeyNotFound)
 	}
 	return e, nil
+}
+
+// KVKeysFromLeader returns the keys of bucket that match filter (a key
+// with wildcards, as kv.ListKeysFiltered takes) and hold a value (not a delete, a purge or a TTL's end marker), at most
+// limit of them, as the leader of the bucket's stream stores them. A
+// key lister (kv.ListKeys) reads through an ordered consumer, which the
+// server may place on any replica, also one that has not yet stored what
+// the leader acknowledged: a decision that must see every key written
+// before it (a cancel's cascade listing the children of a call) reads
+// the leader. The subjects are resolved as LastMsgFromLeader resolves a
+// filter, then each key's newest entry is read from the leader.
+func KVKeysFromLeader(ctx context.Context, js jetstream.JetStream, bucket, filter string, limit int) ([]string, error) {
+	stream, err := js.Stream(ctx, kvStream(bucket))
+	if err != nil {
+		return nil, fmt.Errorf("bus: keys of %s: %w", bucket, err)
+	}
+	base := "$KV." + bucket + "."
+	subjects, err := literalSubjects(ctx, js.Conn(), stream, base+filter, true)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(subjects)
+	var keys []string
+	for _, subject := range subjects {
+		if len(keys) >= limit {
+			break
+		}
+		key := strings.TrimPrefix(subject, base)
+		_, err := KVGetFromLeader(ctx, js.Conn(), bucket, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			continue // deleted, purged or expired since
+		case err != nil:
+			return nil, err
+		}
+		keys = append(keys, key)
+	}
+	return keys, nil
 }
 
 // KVPutRollup stores value under key of bucket and removes every earlier

@@ -80,3 +80,30 @@ func TestMsgsBetweenFromLeader(t *testing.T) {
 	require.Empty(t, read(seqs[1], seqs[1]), "an empty range")
 	require.Equal(t, seqs[3:], read(seqs[3], 0), "to the end")
 }
+
+// KVKeysFromLeader lists the keys a filter matches that hold a value, as
+// the bucket's leader stores them: a deleted or purged key is left out,
+// a key past the filter's one token too, and at most limit are returned.
+func TestKVKeysFromLeader(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	ctx := t.Context()
+	b := env.Bus
+	for _, k := range []string{"dlg.acme.p.c1", "dlg.acme.p.c2", "dlg.acme.p.c3", "dlg.acme.p.c4", "dlg.acme.p.c1.deeper", "dlg.acme.q.c1"} {
+		_, err := b.Limits.Put(ctx, k, []byte("x"))
+		require.NoError(t, err)
+	}
+	require.NoError(t, b.Limits.Delete(ctx, "dlg.acme.p.c2"))
+	require.NoError(t, b.Limits.Purge(ctx, "dlg.acme.p.c3"))
+	bucket := b.Config.LimitsBucket()
+
+	keys, err := bus.KVKeysFromLeader(ctx, b.JS, bucket, "dlg.acme.p.*", 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"dlg.acme.p.c1", "dlg.acme.p.c4"}, keys)
+	keys, err = bus.KVKeysFromLeader(ctx, b.JS, bucket, "dlg.acme.p.*", 1)
+	require.NoError(t, err)
+	require.Len(t, keys, 1)
+	keys, err = bus.KVKeysFromLeader(ctx, b.JS, bucket, "dlg.acme.none.*", 10)
+	require.NoError(t, err)
+	require.Empty(t, keys)
+}

@@ -204,9 +204,14 @@ func (a *admission) seenParentState(ctx context.Context, parent string, seen see
 // parentTombstone refuses the call when its parent has a cancel
 // tombstone: read after the call's link was written (delegationStep),
 // and again right before the call is published (parentGone: a cancel of
-// the parent may have come while the call was in admission).
+// the parent may have come while the call was in admission). It is read
+// from the cancels bucket's leader (bus.KVGetFromLeader): a direct get
+// may be answered by a replica that has not yet stored a tombstone the
+// leader acknowledged, and the cascade's ordering (the link written
+// before this read, the tombstone before the children are listed) holds
+// only if both sides see what the other wrote first.
 func (a *admission) parentTombstone(ctx context.Context, parent string) *toolwirev1.ToolError {
-	_, err := a.d.bus.Cancels.Get(ctx, bus.CancelKey(a.id.Tenant, parent))
+	_, err := bus.KVGetFromLeader(ctx, a.d.bus.NC, a.d.bus.Config.CancelBucket(), bus.CancelKey(a.id.Tenant, parent))
 	switch {
 	case err == nil:
 		return parentCancelled(parent)

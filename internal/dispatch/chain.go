@@ -127,21 +127,21 @@ func (d *Dispatcher) countChild(ctx context.Context, tenant string, l link, c ch
 }
 
 // children returns the ids of the calls made on behalf of parent (at most
-// limit+1 of them), listing their keys: a cancel's cascade and
-// GetDelegation walk them (not admission, which counts: countChild).
+// limit+1 of them), listing their keys from the limits bucket's leader
+// (bus.KVKeysFromLeader: a lister on a replica that lags would miss a
+// child that wrote its key a moment ago, which the cascade's ordering
+// with admission rests on): a cancel's cascade and GetDelegation walk
+// them (not admission, which counts: countChild).
 func (d *Dispatcher) children(ctx context.Context, tenant, parent string, limit int) ([]string, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	prefix := childKey(tenant, parent, "")
-	kl, err := d.bus.Limits.ListKeysFiltered(ctx, prefix+"*")
+	keys, err := bus.KVKeysFromLeader(ctx, d.bus.JS, d.bus.Config.LimitsBucket(), prefix+"*", limit+1)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: list delegated calls: %w", err)
 	}
-	n := len(prefix)
-	var out []string
-	for k := range kl.Keys() { // drained to its end: its goroutine sends unguarded
-		if len(out) <= limit && len(k) > n {
-			out = append(out, k[n:])
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if len(k) > len(prefix) {
+			out = append(out, k[len(prefix):])
 		}
 	}
 	return out, nil

@@ -616,7 +616,11 @@
 //     descendants stop on whichever replica admitted them. No child
 //     escapes a cancel that races its admission: the child writes its
 //     key before it reads its parent's tombstone, the cancel writes the
-//     tombstone before it lists the keys. A listed child may still be in
+//     tombstone before it lists the keys, and both reads are answered by
+//     the stream's leader (bus.KVGetFromLeader, bus.KVKeysFromLeader): a
+//     direct get or a key lister may be served by a replica that has not
+//     yet stored what the leader acknowledged, and the two writes would
+//     then pass each other unseen. A listed child may still be in
 //     admission, long after its delegation step (hooks, policy, an
 //     approval, a limits wait), unknown to cancelCall: the cascade writes
 //     the tombstone of every listed child all the same (its key proves a
@@ -626,10 +630,10 @@
 //     Cancel request; a Cancel that fails part-way (a store error) is
 //     made again by cancelling the parent again (a second Cancel walks
 //     the tree again).
-//     It still lists each parent's keys (an ordered consumer on the
-//     limits bucket per parent walked): once per Cancel and parent, not
-//     per admission, bounded by the 4096 calls it reaches; the counters
-//     hold no ids to walk.
+//     It still lists each parent's keys (the subjects from the limits
+//     stream's leader, then a leader get per key): once per Cancel and
+//     parent, not per admission, bounded by the 4096 calls it reaches;
+//     the counters hold no ids to walk.
 //   - Seeing a chain (GetDelegation, delegationview.go): the same
 //     records answer it, read under the caller's tenant (another
 //     tenant's call is never reached, and the call itself answers
