@@ -38,7 +38,7 @@ func (a *admission) lookup(ctx context.Context) verdict {
 		if o.SpecVersion != "" {
 			te.Message = fmt.Sprintf("unknown tool %q or version %q", o.Tool, o.SpecVersion)
 		}
-		te.Suggestion = d.unknownToolHint(a.id, o.Tool)
+		te.Suggestion = d.unknownToolHint(a.id, o.Tool, a.session.Mode, o.Model)
 		return a.refused(te, nil)
 	case err != nil:
 		d.log.Error("registry lookup failed", "tool", o.Tool, "err", err)
@@ -127,14 +127,16 @@ func repinHint(session, tool string) string {
 	return fmt.Sprintf("clear the pin (`toolctl session repin %s %s`, the ClearSessionPins RPC, admin scope)", shellquote.Quote(session), shellquote.Quote(tool))
 }
 
-// unknownToolHint suggests the tools the caller may have meant (among
-// those it can see), and how to list them all.
-func (d *Dispatcher) unknownToolHint(id identity.Identity, name string) string {
+// unknownToolHint suggests the tools the caller may have meant, among
+// those ListTools shows it for the call's session mode and model (so
+// never one the model's toolset or the spec's definition hides, nor one
+// the mode forbids), and how to list them all.
+func (d *Dispatcher) unknownToolHint(id identity.Identity, name, mode, model string) string {
 	const list = "list the tools you can call with `toolctl tools list` (the ListTools RPC)"
-	visible := d.visibleEntries(id, "", d.reg.List(registry.Filter{Scopes: id.Scopes}))
+	visible := d.visibleTools(id, registry.Filter{}, mode, model)
 	names := make([]string, 0, len(visible))
-	for _, e := range visible {
-		names = append(names, e.Spec.Name)
+	for _, spec := range visible {
+		names = append(names, spec.Name)
 	}
 	if similar := registry.Similar(name, names); len(similar) > 0 {
 		return "did you mean " + strings.Join(similar, " or ") + "? " + list

@@ -214,3 +214,23 @@ func TestToolsetRefusalRecordsModel(t *testing.T) {
 		require.Equal(t, c.wantFamily, ev.GetCaller().GetModelFamily(), c.model+" "+c.tool)
 	}
 }
+
+// An unknown tool's hint suggests only tools the caller's model is
+// offered: a name close to one its toolset hides is not suggested to that
+// model (it would be refused, and the list does not show it), while a
+// model that is offered the tool gets it.
+func TestUnknownToolHintFollowsTheToolset(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{
+		familyTool[editIn]("edit"), familyTool[patchIn]("apply_patch"), familyTool[shellIn]("shell"),
+	}})
+	s.ApplyPolicy(t, docsToolsetsPolicy(t))
+	hint := func(model string) string {
+		r := call(t, s.Client, &toolwirev1.CallRequest{Tool: "shel", ArgumentsJson: `{"cmd":"ls"}`, Model: model}).Response
+		require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_NOT_FOUND, r.GetError().GetType())
+		return r.GetError().GetSuggestion()
+	}
+	require.Contains(t, hint("claude-sonnet-4-5"), "did you mean shell?")
+	require.NotContains(t, hint("gpt-5.1"), "shell", "the gpt toolset hides shell")
+	require.Contains(t, hint(""), "did you mean shell?")
+}
