@@ -98,7 +98,9 @@
 // native renders the same specs as an LLM provider's tool list
 // (registry.Export). A ListTools naming a session lists (and exports) the
 // tools of that session: those its mode forbids outright are left out
-// (the core's VisibleToolsIn); another session, or none, sees them —
+// (the core's VisibleToolsIn), and a tool the session pins a version of
+// is listed at that version, as its calls run it (a pinned version gone
+// or disabled is left out); another session, or none, sees them —
 // but for the policy's sessions.default_mode, the mode of a session
 // without one and of a list naming none. A ListTools naming a model
 // lists (and exports) what the toolset of its family offers (the

@@ -9,6 +9,7 @@ import (
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/sessionview"
 	"github.com/toolwire/toolwire/internal/shellquote"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -38,7 +39,7 @@ func (a *admission) lookup(ctx context.Context) verdict {
 		if o.SpecVersion != "" {
 			te.Message = fmt.Sprintf("unknown tool %q or version %q", o.Tool, o.SpecVersion)
 		}
-		te.Suggestion = d.unknownToolHint(a.id, o.Tool, a.session.Mode, o.Model)
+		te.Suggestion = d.unknownToolHint(ctx, a.id, o.Tool, a.session, o.Model)
 		return a.refused(te, nil)
 	case err != nil:
 		d.log.Error("registry lookup failed", "tool", o.Tool, "err", err)
@@ -131,9 +132,9 @@ func repinHint(session, tool string) string {
 // those ListTools shows it for the call's session mode and model (so
 // never one the model's toolset or the spec's definition hides, nor one
 // the mode forbids), and how to list them all.
-func (d *Dispatcher) unknownToolHint(id identity.Identity, name, mode, model string) string {
+func (d *Dispatcher) unknownToolHint(ctx context.Context, id identity.Identity, name string, session sessionview.State, model string) string {
 	const list = "list the tools you can call with `toolctl tools list` (the ListTools RPC)"
-	visible := d.visibleTools(id, registry.Filter{}, mode, model)
+	visible := d.visibleTools(ctx, id, registry.Filter{}, session.Mode, model, session.Pins)
 	names := make([]string, 0, len(visible))
 	for _, spec := range visible {
 		names = append(names, spec.Name)

@@ -345,3 +345,28 @@ func TestRepinHintQuotesTheSession(t *testing.T) {
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CONFLICT, r.GetError().GetType(), "%v", r.GetError())
 	require.Contains(t, r.GetError().GetSuggestion(), "`toolctl session repin "+quotedHostile+" greet`")
 }
+
+// A session that pins a version is listed that version (its description,
+// schemas and definitions), as its calls run it; another session and a
+// list without one see the current version.
+func TestAPinnedSessionIsListedItsPinnedVersions(t *testing.T) {
+	t.Parallel()
+	s := startPinStack(t)
+	ctx := t.Context()
+	r := s.call("s-pinned", true, "")
+	require.True(t, r.GetOk(), "%v", r.GetError())
+	v1 := r.GetMeta().GetSpecVersion()
+	_, v2 := s.upgrade()
+
+	greetIn := func(session string) *toolwirev1.ToolSpec {
+		tools, err := s.Dispatcher.VisibleToolsFor(ctx, identity.Default, registry.Filter{NameGlob: "greet"}, dispatch.ListFor{Session: session})
+		require.NoError(t, err)
+		require.Len(t, tools, 1)
+		return tools[0]
+	}
+	pinned := greetIn("s-pinned")
+	require.Equal(t, v1, pinned.GetVersion())
+	require.Equal(t, "Greets, version one.", pinned.GetDescription())
+	require.Equal(t, v2, greetIn("s-other").GetVersion())
+	require.Equal(t, v2, greetIn("").GetVersion())
+}

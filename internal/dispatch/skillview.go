@@ -21,12 +21,13 @@ import (
 // extension serves (skills/list, skills/get); reading a skill's file is
 // a call of the tool, decided in full by admission.
 func (d *Dispatcher) SkillsFor(ctx context.Context, id identity.Identity, lf ListFor) (*toolwirev1.ToolSpec, []*toolwirev1.Skill, error) {
-	mode, err := d.listMode(ctx, id, lf)
+	st, err := d.listSession(ctx, id, lf)
 	if err != nil {
 		return nil, nil, err
 	}
+	mode := st.Mode
 	var spec *toolwirev1.ToolSpec
-	for _, s := range d.visibleTools(id, registry.Filter{NameGlob: skills.ToolName}, mode, lf.Model) {
+	for _, s := range d.visibleTools(ctx, id, registry.Filter{NameGlob: skills.ToolName}, mode, lf.Model, st.Pins) {
 		if s.GetName() == skills.ToolName {
 			spec = s
 		}

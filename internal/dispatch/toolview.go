@@ -11,6 +11,7 @@ import (
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/redact"
 	"github.com/toolwire/toolwire/internal/registry"
+	"github.com/toolwire/toolwire/internal/sessionview"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
@@ -126,35 +127,39 @@ var ErrBadModel = errors.New("dispatch: model is not a model name (letters, digi
 // input schema (copies; the registry's spec is not changed).
 // Errors: those of VisibleToolsIn, and ErrBadModel.
 func (d *Dispatcher) VisibleToolsFor(ctx context.Context, id identity.Identity, f registry.Filter, lf ListFor) ([]*toolwirev1.ToolSpec, error) {
-	mode, err := d.listMode(ctx, id, lf)
+	st, err := d.listSession(ctx, id, lf)
 	if err != nil {
 		return nil, err
 	}
-	return d.visibleTools(id, f, mode, lf.Model), nil
+	return d.visibleTools(ctx, id, f, st.Mode, lf.Model, st.Pins), nil
 }
 
-// listMode checks lf and returns the mode of its session ("" without
-// one).
-func (d *Dispatcher) listMode(ctx context.Context, id identity.Identity, lf ListFor) (string, error) {
+// listSession checks lf and returns the state of its session (the zero
+// state without one).
+func (d *Dispatcher) listSession(ctx context.Context, id identity.Identity, lf ListFor) (sessionview.State, error) {
 	if m := lf.Model; m != "" && (len(m) > policy.MaxModelBytes || !policy.ModelNameRE.MatchString(m)) {
-		return "", ErrBadModel
+		return sessionview.State{}, ErrBadModel
 	}
 	if lf.Session == "" {
-		return "", nil
+		return sessionview.State{}, nil
 	}
 	if err := checkSession(lf.Session); err != nil {
-		return "", err
+		return sessionview.State{}, err
 	}
 	st, err := d.sessions.State(ctx, id.Tenant, lf.Session)
 	if err != nil {
-		return "", fmt.Errorf("dispatch: the list's session: %w", err)
+		return sessionview.State{}, fmt.Errorf("dispatch: the list's session: %w", err)
 	}
-	return st.Mode, nil
+	return st, nil
 }
 
-func (d *Dispatcher) visibleTools(id identity.Identity, f registry.Filter, mode, model string) []*toolwirev1.ToolSpec {
+// visibleTools is what a list shows id for a session in mode with pins
+// and for model: the registry's tools that match f, each at the version
+// the session pins for it (pinnedEntries), less those the policy hides
+// in mode, each as the model is offered it (offeredAs).
+func (d *Dispatcher) visibleTools(ctx context.Context, id identity.Identity, f registry.Filter, mode, model string, pins map[string]string) []*toolwirev1.ToolSpec {
 	f.Scopes = id.Scopes
-	ents := d.visibleEntries(id, mode, d.reg.List(f))
+	ents := d.visibleEntries(id, mode, d.pinnedEntries(ctx, d.reg.List(f), f, pins))
 	p := d.policyFor(id.Tenant)
 	family := p.ModelFamily(model)
 	ts := p.Toolset(family)
@@ -164,6 +169,38 @@ func (d *Dispatcher) visibleTools(id identity.Identity, f registry.Filter, mode,
 		if spec, ok := offeredAs(ts, e.Spec, family, mode); ok {
 			out = append(out, toolView(id, spec))
 		}
+	}
+	return out
+}
+
+// pinnedEntries is ents with each tool a session pins (pins, by name) at
+// its pinned version, as the session's calls run it (lookup): its
+// description, schemas and definitions are the pinned version's. A
+// pinned version the registry no longer holds (or cannot be read now),
+// is disabled, or does not match f is left out: the session's calls of
+// it are refused until it is re-pinned, and the refusal says how.
+func (d *Dispatcher) pinnedEntries(ctx context.Context, ents []*registry.Entry, f registry.Filter, pins map[string]string) []*registry.Entry {
+	if len(pins) == 0 {
+		return ents
+	}
+	out := ents[:0]
+	for _, e := range ents {
+		v, ok := pins[e.Spec.Name]
+		if !ok || v == e.Spec.Version {
+			out = append(out, e)
+			continue
+		}
+		pe, err := d.reg.GetVersion(ctx, e.Spec.Name, v)
+		if err != nil {
+			if !errors.Is(err, registry.ErrNotFound) {
+				d.log.DebugContext(ctx, "list: a pinned version could not be read; the tool is left out", "tool", e.Spec.Name, "version", v, "err", err)
+			}
+			continue
+		}
+		if pe.Spec.Disabled || !f.Matches(pe.Spec) {
+			continue
+		}
+		out = append(out, pe)
 	}
 	return out
 }

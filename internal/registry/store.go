@@ -239,26 +239,30 @@ type Filter struct {
 	Scopes []string
 }
 
+// Matches reports whether spec passes f.
+func (f Filter) Matches(spec *toolwirev1.ToolSpec) bool {
+	if f.NameGlob != "" {
+		if ok, _ := path.Match(f.NameGlob, spec.GetName()); !ok {
+			return false
+		}
+	}
+	if f.Executor != toolwirev1.ExecutorType_EXECUTOR_TYPE_UNSPECIFIED && spec.GetExecutor() != f.Executor {
+		return false
+	}
+	if f.Category != toolwirev1.ToolCategory_TOOL_CATEGORY_UNSPECIFIED && spec.GetCategory() != f.Category {
+		return false
+	}
+	return HasScopes(f.Scopes, spec.GetScopes())
+}
+
 // List returns the current tools that pass f, sorted by name.
 func (s *Store) List(f Filter) []*Entry {
 	s.mu.RLock()
 	out := make([]*Entry, 0, len(s.cur))
-	for name, e := range s.cur {
-		if f.NameGlob != "" {
-			if ok, _ := path.Match(f.NameGlob, name); !ok {
-				continue
-			}
+	for _, e := range s.cur {
+		if f.Matches(e.Spec) {
+			out = append(out, e)
 		}
-		if f.Executor != toolwirev1.ExecutorType_EXECUTOR_TYPE_UNSPECIFIED && e.Spec.Executor != f.Executor {
-			continue
-		}
-		if f.Category != toolwirev1.ToolCategory_TOOL_CATEGORY_UNSPECIFIED && e.Spec.Category != f.Category {
-			continue
-		}
-		if !HasScopes(f.Scopes, e.Spec.Scopes) {
-			continue
-		}
-		out = append(out, e)
 	}
 	s.mu.RUnlock()
 	slices.SortFunc(out, func(a, b *Entry) int { return strings.Compare(a.Spec.Name, b.Spec.Name) })
