@@ -287,8 +287,12 @@ func workerCommon(c Config) []string {
 		s.AllEvents(),
 		s.AllDLQ(),
 		s.join("retry", "sched", ">"),
-		// Cancel tombstones: looked up by key (watched by subscription).
+		// Cancel tombstones: looked up by key from the bucket's leader
+		// (a replica that lags would miss a tombstone the leader
+		// acknowledged: a call its caller was told is cancelled would
+		// run), watched by subscription.
 		jsAPI+"DIRECT.GET."+cancels+".>",
+		jsAPI+"STREAM.MSG.GET."+cancels,
 		// The registry: specs and MCP definition approvals read, never
 		// written (no put, delete, rollup or purge): a worker announces
 		// its tools and first-use approvals to the dispatchers, which

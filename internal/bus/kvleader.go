@@ -51,19 +51,22 @@ func KVGetFromLeader(ctx context.Context, nc *nats.Conn, bucket, key string) (*K
 	return e, nil
 }
 
-// KVKeysFromLeader returns the keys of bucket that match filter (a key
-// with wildcards, as kv.ListKeysFiltered takes) and hold a value (not a delete, a purge or a TTL's end marker), at most
-// limit of them, as the leader of the bucket's stream stores them. A
-// key lister (kv.ListKeys) reads through an ordered consumer, which the
-// server may place on any replica, also one that has not yet stored what
-// the leader acknowledged: a decision that must see every key written
-// before it (a cancel's cascade listing the children of a call) reads
-// the leader. The subjects are resolved as LastMsgFromLeader resolves a
-// filter, then each key's newest entry is read from the leader.
-func KVKeysFromLeader(ctx context.Context, js jetstream.JetStream, bucket, filter string, limit int) ([]string, error) {
-	stream, err := js.Stream(ctx, kvStream(bucket))
-	if err != nil {
-		return nil, fmt.Errorf("bus: keys of %s: %w", bucket, err)
+// KVKeysFromLeader returns the keys of a bucket that match filter (a key
+// with wildcards, as kv.ListKeysFiltered takes) and hold a value (not a
+// delete, a purge or a TTL's end marker), at most limit of them (none
+// when limit is not positive), sorted, as the leader of the bucket's
+// stream (stream, "KV_<bucket>") stores them. A key lister
+// (kv.ListKeys) reads through an ordered consumer, which the server may
+// place on any replica, also one that has not yet stored what the leader
+// acknowledged: a decision that must see every key written before it (a
+// cancel's cascade listing the children of a call) reads the leader. The
+// subjects are resolved as LastMsgFromLeader resolves a filter, then
+// each key's newest entry is read from the leader, one after another.
+func KVKeysFromLeader(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, filter string, limit int) ([]string, error) {
+	name := stream.CachedInfo().Config.Name
+	bucket, ok := strings.CutPrefix(name, "KV_")
+	if !ok {
+		return nil, fmt.Errorf("bus: keys of %s: not a KV bucket's stream", name)
 	}
 	base := "$KV." + bucket + "."
 	subjects, err := literalSubjects(ctx, js.Conn(), stream, base+filter, true)

@@ -95,15 +95,16 @@ func TestKVKeysFromLeader(t *testing.T) {
 	}
 	require.NoError(t, b.Limits.Delete(ctx, "dlg.acme.p.c2"))
 	require.NoError(t, b.Limits.Purge(ctx, "dlg.acme.p.c3"))
-	bucket := b.Config.LimitsBucket()
+	stream, err := b.JS.Stream(ctx, "KV_"+b.Config.LimitsBucket())
+	require.NoError(t, err)
 
-	keys, err := bus.KVKeysFromLeader(ctx, b.JS, bucket, "dlg.acme.p.*", 10)
+	keys, err := bus.KVKeysFromLeader(ctx, b.JS, stream, "dlg.acme.p.*", 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"dlg.acme.p.c1", "dlg.acme.p.c4"}, keys)
-	keys, err = bus.KVKeysFromLeader(ctx, b.JS, bucket, "dlg.acme.p.*", 1)
+	keys, err = bus.KVKeysFromLeader(ctx, b.JS, stream, "dlg.acme.p.*", 1)
 	require.NoError(t, err)
-	require.Len(t, keys, 1)
-	keys, err = bus.KVKeysFromLeader(ctx, b.JS, bucket, "dlg.acme.none.*", 10)
+	require.Equal(t, []string{"dlg.acme.p.c1"}, keys)
+	keys, err = bus.KVKeysFromLeader(ctx, b.JS, stream, "dlg.acme.none.*", 10)
 	require.NoError(t, err)
 	require.Empty(t, keys)
 }

@@ -310,7 +310,16 @@ func TestPublishStoresNoSecondAnswerPastTheScan(t *testing.T) {
 // names it: a "wrong attempt" anomaly naming its signer and the claim's.
 func TestAuditNamesAResultOfAnAttemptAnotherKeyClaimed(t *testing.T) {
 	t.Parallel()
-	s := startSigned(t)
+	release := make(chan struct{})
+	gate := tool.Must(tool.New("gate", func(ctx context.Context, _ struct{}) (string, error) {
+		select {
+		case <-release:
+			return "released", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}))
+	s := startSigned(t, gate)
 	ctx, id := t.Context(), identity.Default
 	second, err := signing.NewKey()
 	require.NoError(t, err)
@@ -318,12 +327,12 @@ func TestAuditNamesAResultOfAnAttemptAnotherKeyClaimed(t *testing.T) {
 	require.NoError(t, err)
 
 	calls := make(chan *nats.Msg, 4)
-	sub, err := s.env.Bus.NC.ChanSubscribe(s.env.Bus.Subjects.CallsOf(id.Tenant, "sleep"), calls)
+	sub, err := s.env.Bus.NC.ChanSubscribe(s.env.Bus.Subjects.CallsOf(id.Tenant, "gate"), calls)
 	require.NoError(t, err)
 	defer func() { _ = sub.Unsubscribe() }()
 	answered := make(chan error, 1)
 	go func() {
-		_, err := s.d.Call(ctx, id, &toolwirev1.CallRequest{Tool: "sleep", ArgumentsJson: `{"duration":"3s"}`}, time.Minute)
+		_, err := s.d.Call(ctx, id, &toolwirev1.CallRequest{Tool: "gate", ArgumentsJson: `{}`}, time.Minute)
 		answered <- err
 	}()
 	var victim toolwirev1.ToolCall
@@ -338,22 +347,24 @@ func TestAuditNamesAResultOfAnAttemptAnotherKeyClaimed(t *testing.T) {
 	events := s.env.Bus.Subjects.Event(id.Tenant, victim.Dispatcher, victim.CallId)
 	deadline := time.Now().Add(30 * time.Second)
 	var attempt int32 // the delivery's: the stored call says none
-	for {
-		m, err := s.env.Bus.Events.GetLastMsgForSubject(ctx, events)
-		if err == nil {
+	for attempt == 0 {
+		msgs, err := bus.AllMsgsFromLeader(ctx, s.env.Bus.JS, s.env.Bus.Events, events)
+		require.NoError(t, err)
+		for _, m := range msgs {
 			var ev toolwirev1.CallEvent
 			require.NoError(t, proto.Unmarshal(m.Data, &ev))
 			if ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED {
 				require.Equal(t, s.key.Public(), m.Header.Get(signing.HeaderSigner))
 				attempt = ev.Attempt
-				break
 			}
 		}
-		require.True(t, time.Now().Before(deadline), "the worker never claimed the attempt: %v", err)
-		time.Sleep(10 * time.Millisecond) // polling with a deadline
+		if attempt == 0 {
+			require.True(t, time.Now().Before(deadline), "the worker never claimed the attempt")
+			time.Sleep(10 * time.Millisecond) // polling with a deadline
+		}
 	}
 
-	resp := envelope.OK(victim.CallId, "sleep", &tool.Result{Content: []*toolwirev1.Content{tool.Text("other key")}},
+	resp := envelope.OK(victim.CallId, "gate", &tool.Result{Content: []*toolwirev1.Content{tool.Text("other key")}},
 		&toolwirev1.ResponseMeta{Worker: "other-worker", Attempt: attempt})
 	data, err := proto.Marshal(resp)
 	require.NoError(t, err)
@@ -362,6 +373,7 @@ func TestAuditNamesAResultOfAnAttemptAnotherKeyClaimed(t *testing.T) {
 	subject := s.env.Bus.Subjects.Result(id.Tenant, victim.Dispatcher, victim.CallId)
 	_, err = fjs.PublishMsg(ctx, second.SignedMsg(subject, signing.KindResult, victim.CallId, attempt, data, nil))
 	require.NoError(t, err)
+	close(release) // the worker's own result is stored after the other key's
 	select {
 	case err := <-answered:
 		require.NoError(t, err)

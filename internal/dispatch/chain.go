@@ -134,7 +134,11 @@ func (d *Dispatcher) countChild(ctx context.Context, tenant string, l link, c ch
 // them (not admission, which counts: countChild).
 func (d *Dispatcher) children(ctx context.Context, tenant, parent string, limit int) ([]string, error) {
 	prefix := childKey(tenant, parent, "")
-	keys, err := bus.KVKeysFromLeader(ctx, d.bus.JS, d.bus.Config.LimitsBucket(), prefix+"*", limit+1)
+	stream, err := d.limitsStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := bus.KVKeysFromLeader(ctx, d.bus.JS, stream, prefix+"*", limit+1)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: list delegated calls: %w", err)
 	}
@@ -145,6 +149,22 @@ func (d *Dispatcher) children(ctx context.Context, tenant, parent string, limit 
 		}
 	}
 	return out, nil
+}
+
+// limitsStream is the limits bucket's stream, looked up once (a failed
+// look-up is tried again by the next caller).
+func (d *Dispatcher) limitsStream(ctx context.Context) (jetstream.Stream, error) {
+	d.limitsMu.Lock()
+	defer d.limitsMu.Unlock()
+	if d.limits != nil {
+		return d.limits, nil
+	}
+	stream, err := d.bus.JS.Stream(ctx, "KV_"+d.bus.Config.LimitsBucket())
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: the limits bucket's stream: %w", err)
+	}
+	d.limits = stream
+	return stream, nil
 }
 
 // cancelDescendants cancels the calls made on behalf of callID, and

@@ -53,6 +53,10 @@ type Dispatcher struct {
 	// parentLooks is the reads of parents' records under way
 	// (lookParent), by toolKey.
 	parentLooks singleflight.Group
+	// limits is the limits bucket's stream, looked up once for the
+	// listing of delegated calls (limitsStream).
+	limitsMu sync.Mutex
+	limits   jetstream.Stream
 	// latency watches the soft latency budgets of calls admitted here
 	// (latencybudget.go).
 	latency latencyWatch

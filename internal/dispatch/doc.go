@@ -645,10 +645,11 @@
 //     not see (reaches) is left out — a child skipped and not counted, an
 //     ancestor ending the list — so the answer never tells what
 //     per-agent visibility hides. No index of its own: the limits bucket
-//     lists a parent's children by key prefix (an ordered consumer per
-//     request: GetDelegation and a cancel's cascade list, once per
-//     request and parent, where admission no longer does; the counters
-//     hold counts, not ids). Its work is bounded by the fan-out: at
+//     lists a parent's children by key prefix (the subjects from the
+//     limits stream's leader, then a leader get per key, no consumer:
+//     GetDelegation and a cancel's cascade list, once per request and
+//     parent, where admission does not; the counters hold counts, not
+//     ids). Its work is bounded by the fan-out: at
 //     most MaxDelegationFanOut children (256 by default, 4,096 at most)
 //     are listed, and under per-agent visibility each is looked up once
 //     (the owners cache answers repeats). A cap on the lookups of hidden

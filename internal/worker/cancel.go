@@ -251,9 +251,13 @@ func (w *Worker) watchCancels() (*nats.Subscription, error) {
 	return sub, nil
 }
 
-// tombstone returns the cancel record of a call, or nil.
+// tombstone returns the cancel record of a call, or nil. It is read from
+// the cancels bucket's leader (bus.KVGetFromLeader): a direct get may be
+// answered by a replica that has not yet stored a tombstone the leader
+// acknowledged, and the caller of a call cancelled while it was queued
+// has been answered CANCELLED already.
 func (w *Worker) tombstone(ctx context.Context, tenant, callID string) (*bus.Tombstone, error) {
-	e, err := w.bus.Cancels.Get(ctx, bus.CancelKey(tenant, callID))
+	e, err := bus.KVGetFromLeader(ctx, w.bus.NC, w.bus.Config.CancelBucket(), bus.CancelKey(tenant, callID))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
 	}
@@ -261,7 +265,7 @@ func (w *Worker) tombstone(ctx context.Context, tenant, callID string) (*bus.Tom
 		return nil, err
 	}
 	var ts bus.Tombstone
-	if json.Unmarshal(e.Value(), &ts) != nil {
+	if json.Unmarshal(e.Value, &ts) != nil {
 		ts = bus.Tombstone{By: "unknown"}
 	}
 	return &ts, nil
