@@ -118,8 +118,9 @@
 // acks, one replica, made again by the client from the next sequence
 // after a failure), the events stream, keeping the ACCEPTED records (the
 // admission record every queued call gets: dispatch publishAccepted, also
-// for an approved call and a dead-letter retry), and the results stream,
-// headers only. Both start OverdueSettings.Lookback (1h) before the
+// for an approved call and a dead-letter retry), and the results stream
+// (whole messages: a result's signature covers its payload, so a
+// result's headers alone cannot show it is believed). Both start OverdueSettings.Lookback (1h) before the
 // sweeper started, so a restart (of every replica) loses nothing admitted
 // within it; while the streams cannot be read, following is tried again.
 // The consumers are named <prefix>_overdue_<random>_<n>
@@ -143,9 +144,16 @@
 // The calls are kept in a min-heap by due time, at most
 // OverdueSettings.MaxTracked (100,000, about 300 bytes each); records
 // beyond it are dropped, counted (OverdueStats.Dropped) and logged at 1,
-// 10, 100, … drops. A stored result drops its call; a result seen before
-// the call's record is remembered (the last 4096). Results are only an
-// economy: the look at due time decides.
+// 10, 100, … drops. A believed result of a followed call drops it (the
+// signature is checked against the tool's pool); a result read before
+// the call's record (the two consumers need not keep step) is
+// remembered, unchecked, the last 4096 of them, and a record that comes
+// while its result is remembered is looked at at once: dropped if the
+// result is believed, else followed until it falls due. Results are only
+// an economy: the look decides. Without them every call would be
+// followed until it falls due, an hour for a call without a deadline:
+// past about 28 calls a second MaxTracked would fill, and records be
+// dropped.
 //
 // The look. When a call is due, the sweeper reads from the streams'
 // leaders (bus.LastMsgFromLeader, bus.AllMsgsFromLeader, as a worker

@@ -219,9 +219,7 @@ func (s *OverdueSweeper) follow(ctx context.Context, f *follow, from time.Time) 
 		}
 		return c
 	}
-	rcfg := cfg(b.Subjects.AllResults())
-	rcfg.HeadersOnly = true
-	results, err := s.consume(ctx, b.Results, rcfg, s.onResult)
+	results, err := s.consume(ctx, b.Results, cfg(b.Subjects.AllResults()), s.onResult)
 	if err != nil {
 		return fmt.Errorf("maintenance: follow results: %w", err)
 	}
@@ -252,23 +250,28 @@ func (s *OverdueSweeper) consume(ctx context.Context, stream jetstream.Stream, c
 	return &following{stream: stream, cons: cons, cc: cc}, nil
 }
 
-// onResult drops the call whose result m is.
+// onResult drops the call whose result m is, when it is believed.
 func (s *OverdueSweeper) onResult(m jetstream.Msg) {
 	subject := m.Subject()
 	callID := subject[strings.LastIndexByte(subject, '.')+1:]
-	if tool, ok := s.track.toolOf(callID); ok {
-		// A followed call is answered only by a believed result of its
-		// tool; one that is not, or that could not be checked, leaves it
-		// followed (its look reads the results again).
-		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
-		defer cancel()
-		if _, _, err := believed.Check(ctx, s.cfg.Bus.Keys, subject, m.Headers(), m.Data(), tool); err != nil {
-			return
-		}
+	tool, ok := s.track.toolOf(callID)
+	if !ok {
+		// Not followed (yet: the two consumers need not keep step, and
+		// its record may come later): remembered unchecked, so that its
+		// record, if it comes, is looked at at once, where the look
+		// checks the result.
+		s.track.resultBefore(callID)
+		return
 	}
-	// A result of a call not followed (yet: its admission record may come
-	// later) is remembered unchecked: checking every result would cost a
-	// signature check per call, and only followed calls need one.
+	// A followed call is answered only by a believed result of its tool
+	// (the whole message: its signature covers the payload); one that is
+	// not, or that could not be checked, leaves it followed (its look
+	// reads the results again).
+	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+	defer cancel()
+	if _, _, err := believed.Check(ctx, s.cfg.Bus.Keys, subject, m.Headers(), m.Data(), tool); err != nil {
+		return
+	}
 	s.track.answer(callID)
 }
 

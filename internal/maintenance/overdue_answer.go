@@ -35,6 +35,13 @@ func (s *OverdueSweeper) look(ctx context.Context, c *tracked) error {
 	} else if ok {
 		return nil
 	}
+	if !c.resultFirst.IsZero() {
+		// Looked at early, for the result read before the record: it is
+		// not believed, so the call is followed until it falls due.
+		c.due, c.resultFirst = c.resultFirst, time.Time{}
+		s.track.again(c)
+		return nil
+	}
 	msgs, err := bus.AllMsgsFromLeader(ctx, b.JS, b.Events, b.Subjects.EventsAnyDispatcher(c.tenant, c.callID))
 	if err != nil {
 		return fmt.Errorf("read the call's events: %w", err)

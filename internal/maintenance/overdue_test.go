@@ -211,3 +211,50 @@ func (c *counter) Handle(_ context.Context, r slog.Record) error {
 
 func (c *counter) WithAttrs([]slog.Attr) slog.Handler { return c }
 func (c *counter) WithGroup(string) slog.Handler      { return c }
+
+// A followed call is dropped once its believed result is stored, whether
+// the result is read after its admission record or before it (the two
+// streams are read by two consumers, which need not keep step): the
+// sweeper does not keep answered calls until they fall due (an hour for
+// a call without a deadline), which filled MaxTracked within the hour at
+// 28 calls a second and then dropped the admission records of calls it
+// should follow. A result that is not believed drops nothing.
+func TestOverdueSweeperDropsAnsweredCalls(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	sweeper := maintenance.NewOverdueSweeper(maintenance.OverdueConfig{Config: s.cfg, OverdueSettings: overdueSettings})
+	run(t, sweeper)
+	tracked := func(n int) {
+		t.Helper()
+		require.Eventually(t, func() bool { return sweeper.Stats().Tracked == n }, 20*time.Second, 10*time.Millisecond,
+			"tracked %d, want %d", sweeper.Stats().Tracked, n)
+	}
+
+	first := due("01J0000000000000000000OV31", time.Hour)
+	s.accepted(t, first)
+	tracked(1)
+	s.answer(t, first, &toolwirev1.ToolResponse{CallId: first.CallId, Ok: true})
+	tracked(0)
+
+	// A result before its call's record: the call is looked at at once,
+	// not when it falls due.
+	early := due("01J0000000000000000000OV32", time.Hour)
+	s.answer(t, early, &toolwirev1.ToolResponse{CallId: early.CallId, Ok: true})
+	s.accepted(t, early)
+	tracked(0)
+
+	// A forged result drops nothing.
+	forged := due("01J0000000000000000000OV33", time.Hour)
+	s.accepted(t, forged)
+	tracked(1)
+	data, err := proto.Marshal(&toolwirev1.ToolResponse{CallId: forged.CallId, Tool: forged.Tool, Ok: true})
+	require.NoError(t, err)
+	_, err = s.b.JS.Publish(t.Context(), s.b.Subjects.Result(forged.Caller.Tenant, forged.Dispatcher, forged.CallId), data)
+	require.NoError(t, err)
+	marker := due("01J0000000000000000000OV34", time.Hour)
+	s.accepted(t, marker)
+	tracked(2)
+	s.answer(t, marker, &toolwirev1.ToolResponse{CallId: marker.CallId, Ok: true})
+	tracked(1) // the marker's result, stored after the forgery, is read: the forged call stays
+	require.Zero(t, sweeper.Stats().Answered)
+}

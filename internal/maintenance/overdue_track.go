@@ -20,6 +20,11 @@ type tracked struct {
 	deadline   time.Time // its schedule-to-close deadline; zero = none
 	failures   uint64    // looks at it that failed so far
 	index      int       // in the heap
+	// resultFirst is when it falls due (zero = looked at when due): a
+	// result was read before its record, so its first look, at once,
+	// only sees whether that result is believed, and tracks it until
+	// resultFirst if not.
+	resultFirst time.Time
 }
 
 // tracker is the overdue sweeper's bounded set of calls, ordered by due
@@ -33,10 +38,19 @@ type tracker struct {
 	max     int
 	dropped uint64
 	wake    chan struct{} // signalled when the earliest due time moves up
+	// early are the calls whose result was read before their record, the
+	// last earlyResults of them (a ring, and its index by call id).
+	early    [earlyResults]string
+	earlyAt  int
+	earlySet map[string]struct{}
 }
 
+// earlyResults is how many results of calls not followed (yet) the
+// tracker remembers: the two consumers' lag behind each other, in calls.
+const earlyResults = 4096
+
 func newTracker(max int) *tracker {
-	return &tracker{byID: map[string]*tracked{}, max: max, wake: make(chan struct{}, 1)}
+	return &tracker{byID: map[string]*tracked{}, max: max, wake: make(chan struct{}, 1), earlySet: map[string]struct{}{}}
 }
 
 // add tracks c unless it is tracked already or the tracker is full: then it is dropped and counted, and add returns the
@@ -53,6 +67,10 @@ func (t *tracker) add(c *tracked) uint64 {
 	if len(t.h) >= t.max {
 		t.dropped++
 		return t.dropped
+	}
+	if _, ok := t.earlySet[c.callID]; ok {
+		delete(t.earlySet, c.callID)
+		c.resultFirst, c.due = c.due, time.Now()
 	}
 	t.push(c)
 	return 0
@@ -90,9 +108,7 @@ func (t *tracker) toolOf(callID string) (string, bool) {
 	return c.tool, true
 }
 
-// answer drops the call callID, which has a result. A result of a call
-// not followed (yet) is not remembered: if its admission record comes
-// after it, the call is followed and its look finds the result.
+// answer drops the call callID, which has a believed result.
 func (t *tracker) answer(callID string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -100,6 +116,27 @@ func (t *tracker) answer(callID string) {
 		heap.Remove(&t.h, c.index)
 		delete(t.byID, callID)
 	}
+}
+
+// resultBefore remembers that a result of callID, which is not followed,
+// was read (unchecked: its tool, which says whose key may sign it, is in
+// the record not read yet): if its record comes while it is remembered,
+// the call is looked at at once (add), not when it falls due.
+func (t *tracker) resultBefore(callID string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.byID[callID]; ok {
+		return
+	}
+	if _, ok := t.earlySet[callID]; ok {
+		return
+	}
+	if old := t.early[t.earlyAt]; old != "" {
+		delete(t.earlySet, old)
+	}
+	t.early[t.earlyAt] = callID
+	t.earlyAt = (t.earlyAt + 1) % earlyResults
+	t.earlySet[callID] = struct{}{}
 }
 
 // due removes and returns up to n calls due at now, earliest first, and
