@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -188,6 +191,78 @@ func checkSoakStorage(t *testing.T, s soakSettings, smp *sampler, cfg bus.Config
 }
 
 func mib(n uint64) float64 { return float64(n) / (1 << 20) }
+
+// heapWatch takes the test process's Go heap in use, after a collection,
+// at a third of the load and at its end: RSS counts memory the runtime
+// has freed but not yet returned, and the load's own ledger (every
+// accepted call's text and id) grows with the calls by design. With
+// SOAK_PROFILE_DIR set it also writes a heap profile at each look
+// (heap-third.pb.gz, heap-end.pb.gz), so that growth between them can be
+// put to its package: go tool pprof -base heap-third.pb.gz heap-end.pb.gz.
+type heapWatch struct {
+	t           *testing.T
+	quit, done  chan struct{}
+	third, last uint64
+}
+
+func watchHeap(t *testing.T, third time.Duration) *heapWatch {
+	h := &heapWatch{t: t, quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		timer := time.NewTimer(third)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+			h.third = h.look("heap-third")
+		case <-h.quit:
+		}
+	}()
+	t.Cleanup(h.stopThird)
+	return h
+}
+
+func (h *heapWatch) stopThird() {
+	select {
+	case <-h.quit:
+	default:
+		close(h.quit)
+	}
+	<-h.done
+}
+
+// end takes the last look (the load has stopped).
+func (h *heapWatch) end() {
+	h.stopThird()
+	h.last = h.look("heap-end")
+}
+
+func (h *heapWatch) look(name string) uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	if dir := os.Getenv("SOAK_PROFILE_DIR"); dir != "" {
+		if err := writeHeapProfile(filepath.Join(dir, name+".pb.gz")); err != nil {
+			h.t.Errorf("heap profile: %v", err)
+		}
+	}
+	return m.HeapInuse
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (h *heapWatch) String() string {
+	return fmt.Sprintf("heap_inuse_first_third=%.0fMiB heap_inuse_end=%.0fMiB", mib(h.third), mib(h.last))
+}
 
 // refusalsBy sums toolwire_dispatcher_overload_refusals_total of cause.
 func refusalsBy(t *testing.T, reg *prometheus.Registry, cause string) float64 {

@@ -143,6 +143,7 @@ func TestSoakRetentionWithArchive(t *testing.T) {
 	})
 
 	start := time.Now()
+	heap := watchHeap(t, s.load/3)
 	stop := make(chan struct{})
 	loadDone := make(chan struct{})
 	go func() { defer close(loadDone); load.run(ctx, stop) }()
@@ -150,6 +151,7 @@ func TestSoakRetentionWithArchive(t *testing.T) {
 	close(stop)
 	<-loadDone
 	smp.stop()
+	heap.end()
 	loadTime := time.Since(start)
 
 	phase := func(what string) { t.Logf("soak: %s at %s", what, time.Since(start).Round(100*time.Millisecond)) }
@@ -189,10 +191,10 @@ func TestSoakRetentionWithArchive(t *testing.T) {
 	require.Zero(t, dupes, "accepted calls with more than one result message over archive and live")
 	figure(t, "load=%s rate=%d/s window=%s segment=%s submitted=%d accepted=%d audited=%d outcomes=%v stored_after_error=%d "+
 		"refused=%v errors=%v shed=%d repeats=%d worker_kills=%d dispatcher_kills=%d dispatcher_gap_max=%s "+
-		"archive_segments=%v archived_reads=%d %s dispatcher_logs=%v total=%s",
+		"archive_segments=%v archived_reads=%d %s %s dispatcher_logs=%v total=%s",
 		loadTime.Round(time.Second), s.rate, s.window, s.segment, load.submitted, len(load.accepted), sum.Records, sum.Outcomes,
 		load.storedAfterError, load.refused, load.errs, load.shed, load.repeats, faults.workerKills, faults.dispatcherKills,
-		faults.dispatcherGapMax.Round(time.Millisecond), segments, archivedReads, storage, logs.summary(), time.Since(start).Round(time.Second))
+		faults.dispatcherGapMax.Round(time.Millisecond), segments, archivedReads, storage, heap, logs.summary(), time.Since(start).Round(time.Second))
 }
 
 // soakLoad makes the soak's calls: an open load of rate calls a second
