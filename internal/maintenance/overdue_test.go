@@ -226,8 +226,7 @@ func TestOverdueSweeperDropsAnsweredCalls(t *testing.T) {
 	run(t, sweeper)
 	tracked := func(n int) {
 		t.Helper()
-		require.Eventually(t, func() bool { return sweeper.Stats().Tracked == n }, 20*time.Second, 10*time.Millisecond,
-			"tracked %d, want %d", sweeper.Stats().Tracked, n)
+		require.Eventually(t, func() bool { return sweeper.Stats().Tracked == n }, 20*time.Second, 10*time.Millisecond, "want %d calls followed", n)
 	}
 
 	first := due("01J0000000000000000000OV31", time.Hour)
@@ -237,21 +236,26 @@ func TestOverdueSweeperDropsAnsweredCalls(t *testing.T) {
 	tracked(0)
 
 	// A result before its call's record: the call is looked at at once,
-	// not when it falls due.
+	// not when it falls due. The marker's record, stored after the early
+	// call's, is followed once that one was read.
 	early := due("01J0000000000000000000OV32", time.Hour)
 	s.answer(t, early, &toolwirev1.ToolResponse{CallId: early.CallId, Ok: true})
 	s.accepted(t, early)
+	marker := due("01J0000000000000000000OV33", time.Hour)
+	s.accepted(t, marker)
+	tracked(1) // the marker alone: the early call was read and dropped
+	s.answer(t, marker, &toolwirev1.ToolResponse{CallId: marker.CallId, Ok: true})
 	tracked(0)
 
 	// A forged result drops nothing.
-	forged := due("01J0000000000000000000OV33", time.Hour)
+	forged := due("01J0000000000000000000OV34", time.Hour)
 	s.accepted(t, forged)
 	tracked(1)
 	data, err := proto.Marshal(&toolwirev1.ToolResponse{CallId: forged.CallId, Tool: forged.Tool, Ok: true})
 	require.NoError(t, err)
 	_, err = s.b.JS.Publish(t.Context(), s.b.Subjects.Result(forged.Caller.Tenant, forged.Dispatcher, forged.CallId), data)
 	require.NoError(t, err)
-	marker := due("01J0000000000000000000OV34", time.Hour)
+	marker = due("01J0000000000000000000OV35", time.Hour)
 	s.accepted(t, marker)
 	tracked(2)
 	s.answer(t, marker, &toolwirev1.ToolResponse{CallId: marker.CallId, Ok: true})

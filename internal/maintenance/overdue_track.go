@@ -42,7 +42,7 @@ type tracker struct {
 	// last earlyResults of them (a ring, and its index by call id).
 	early    [earlyResults]string
 	earlyAt  int
-	earlySet map[string]struct{}
+	earlySet map[string]int // call id → its slot in early
 }
 
 // earlyResults is how many results of calls not followed (yet) the
@@ -50,7 +50,7 @@ type tracker struct {
 const earlyResults = 4096
 
 func newTracker(max int) *tracker {
-	return &tracker{byID: map[string]*tracked{}, max: max, wake: make(chan struct{}, 1), earlySet: map[string]struct{}{}}
+	return &tracker{byID: map[string]*tracked{}, max: max, wake: make(chan struct{}, 1), earlySet: map[string]int{}}
 }
 
 // add tracks c unless it is tracked already or the tracker is full: then it is dropped and counted, and add returns the
@@ -69,7 +69,7 @@ func (t *tracker) add(c *tracked) uint64 {
 		return t.dropped
 	}
 	if _, ok := t.earlySet[c.callID]; ok {
-		delete(t.earlySet, c.callID)
+		delete(t.earlySet, c.callID) // its slot is overwritten in turn
 		c.resultFirst, c.due = c.due, time.Now()
 	}
 	t.push(c)
@@ -97,17 +97,6 @@ func (t *tracker) push(c *tracked) {
 	}
 }
 
-// toolOf returns the tool of callID when it is followed.
-func (t *tracker) toolOf(callID string) (string, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c, ok := t.byID[callID]
-	if !ok {
-		return "", false
-	}
-	return c.tool, true
-}
-
 // answer drops the call callID, which has a believed result.
 func (t *tracker) answer(callID string) {
 	t.mu.Lock()
@@ -118,25 +107,28 @@ func (t *tracker) answer(callID string) {
 	}
 }
 
-// resultBefore remembers that a result of callID, which is not followed,
-// was read (unchecked: its tool, which says whose key may sign it, is in
-// the record not read yet): if its record comes while it is remembered,
-// the call is looked at at once (add), not when it falls due.
-func (t *tracker) resultBefore(callID string) {
+// toolOrRemember returns the tool of callID when it is followed; else it
+// remembers that a result of it was read (unchecked: its tool, which says
+// whose key may sign it, is in the record not read yet), so that its
+// record, if it comes while remembered, is looked at at once (add), not
+// when it falls due. One lock: a record added between the two would
+// otherwise leave the result neither checked nor remembered.
+func (t *tracker) toolOrRemember(callID string) (string, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.byID[callID]; ok {
-		return
+	if c, ok := t.byID[callID]; ok {
+		return c.tool, true
 	}
 	if _, ok := t.earlySet[callID]; ok {
-		return
+		return "", false
 	}
-	if old := t.early[t.earlyAt]; old != "" {
+	if old := t.early[t.earlyAt]; old != "" && t.earlySet[old] == t.earlyAt {
 		delete(t.earlySet, old)
 	}
 	t.early[t.earlyAt] = callID
+	t.earlySet[callID] = t.earlyAt
 	t.earlyAt = (t.earlyAt + 1) % earlyResults
-	t.earlySet[callID] = struct{}{}
+	return "", false
 }
 
 // due removes and returns up to n calls due at now, earliest first, and
