@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolwire/toolwire/internal/envelope"
 	"github.com/toolwire/toolwire/internal/identity"
+	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/registry"
 	"github.com/toolwire/toolwire/internal/sessionview"
 	"github.com/toolwire/toolwire/internal/shellquote"
@@ -134,6 +135,9 @@ func repinHint(session, tool string) string {
 // the mode forbids), and how to list them all.
 func (d *Dispatcher) unknownToolHint(ctx context.Context, id identity.Identity, name string, session sessionview.State, model string) string {
 	const list = "list the tools you can call with `toolctl tools list` (the ListTools RPC)"
+	if len(model) > policy.MaxModelBytes || !policy.ModelNameRE.MatchString(model) {
+		model = "" // not a model name: refused VALIDATION once the tool is known
+	}
 	visible := d.visibleTools(ctx, id, registry.Filter{}, session.Mode, model, session.Pins)
 	names := make([]string, 0, len(visible))
 	for _, spec := range visible {

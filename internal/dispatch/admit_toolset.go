@@ -109,12 +109,18 @@ func (a *admission) definedFor() string {
 }
 
 // mayList reports whether the caller may list tool in its session's
-// mode, as VisibleToolsFor would list it: it is registered, the caller
-// has its scopes, the policy in force does not forbid it in the mode
+// mode, as VisibleToolsFor would list it: it is registered (at the
+// version its session pins, if any: listEntries), the caller has its
+// scopes, the policy in force does not forbid it in the mode
 // (listableIn), and neither the family's toolset nor the tool's
 // definition for the family and mode hides it (offeredAs).
-func (a *admission) mayList(_ context.Context, tool string) bool {
+func (a *admission) mayList(ctx context.Context, tool string) bool {
 	ent, err := a.d.reg.Get(tool)
+	if v, pinned := a.session.Pinned(tool); pinned && (err != nil || v != ent.Spec.Version) {
+		if ent, err = a.d.pinnedEntry(ctx, tool, v), nil; ent == nil {
+			return false
+		}
+	}
 	if err != nil || !registry.HasScopes(a.id.Scopes, ent.Spec.Scopes) || !a.d.listableIn(a.id, a.session.Mode)(tool) {
 		return false
 	}

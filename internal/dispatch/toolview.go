@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -159,7 +161,7 @@ func (d *Dispatcher) listSession(ctx context.Context, id identity.Identity, lf L
 // in mode, each as the model is offered it (offeredAs).
 func (d *Dispatcher) visibleTools(ctx context.Context, id identity.Identity, f registry.Filter, mode, model string, pins map[string]string) []*toolwirev1.ToolSpec {
 	f.Scopes = id.Scopes
-	ents := d.visibleEntries(id, mode, d.pinnedEntries(ctx, d.reg.List(f), f, pins))
+	ents := d.visibleEntries(id, mode, d.listEntries(ctx, f, pins))
 	p := d.policyFor(id.Tenant)
 	family := p.ModelFamily(model)
 	ts := p.Toolset(family)
@@ -173,36 +175,64 @@ func (d *Dispatcher) visibleTools(ctx context.Context, id identity.Identity, f r
 	return out
 }
 
-// pinnedEntries is ents with each tool a session pins (pins, by name) at
-// its pinned version, as the session's calls run it (lookup): its
-// description, schemas and definitions are the pinned version's. A
-// pinned version the registry no longer holds (or cannot be read now),
-// is disabled, or does not match f is left out: the session's calls of
-// it are refused until it is re-pinned, and the refusal says how.
-func (d *Dispatcher) pinnedEntries(ctx context.Context, ents []*registry.Entry, f registry.Filter, pins map[string]string) []*registry.Entry {
+// listEntries is the registry's tools that match f, each tool a session
+// pins (pins, by name) at its pinned version, as the session's calls run
+// it (lookup, then the scopes step on the pinned spec): the filter is
+// applied to the version listed, and a pinned version is listed even
+// when the tool has no current version. A pinned version the registry no
+// longer holds (or cannot be read now), or disabled, is left out: the
+// session's calls of it are refused until it is re-pinned, and the
+// refusal says how.
+func (d *Dispatcher) listEntries(ctx context.Context, f registry.Filter, pins map[string]string) []*registry.Entry {
 	if len(pins) == 0 {
-		return ents
+		return d.reg.List(f)
 	}
-	out := ents[:0]
-	for _, e := range ents {
-		v, ok := pins[e.Spec.Name]
-		if !ok || v == e.Spec.Version {
-			out = append(out, e)
-			continue
-		}
-		pe, err := d.reg.GetVersion(ctx, e.Spec.Name, v)
-		if err != nil {
-			if !errors.Is(err, registry.ErrNotFound) {
-				d.log.DebugContext(ctx, "list: a pinned version could not be read; the tool is left out", "tool", e.Spec.Name, "version", v, "err", err)
+	cur := d.reg.List(registry.Filter{NameGlob: f.NameGlob})
+	out := make([]*registry.Entry, 0, len(cur))
+	listed := make(map[string]bool, len(cur))
+	for _, e := range cur {
+		listed[e.Spec.Name] = true
+		if v, ok := pins[e.Spec.Name]; ok && v != e.Spec.Version {
+			if e = d.pinnedEntry(ctx, e.Spec.Name, v); e == nil {
+				continue
 			}
+		}
+		if f.Matches(e.Spec) {
+			out = append(out, e)
+		}
+	}
+	added := false
+	for name, v := range pins {
+		if listed[name] {
 			continue
 		}
-		if pe.Spec.Disabled || !f.Matches(pe.Spec) {
-			continue
+		if _, err := d.reg.Get(name); err == nil {
+			continue // current, and outside f's name pattern
 		}
-		out = append(out, pe)
+		if e := d.pinnedEntry(ctx, name, v); e != nil && f.Matches(e.Spec) {
+			out, added = append(out, e), true
+		}
+	}
+	if added {
+		slices.SortFunc(out, func(a, b *registry.Entry) int { return strings.Compare(a.Spec.Name, b.Spec.Name) })
 	}
 	return out
+}
+
+// pinnedEntry is version v of tool name, nil when the registry does not
+// hold it (or it cannot be read now) or it is disabled.
+func (d *Dispatcher) pinnedEntry(ctx context.Context, name, v string) *registry.Entry {
+	e, err := d.reg.GetVersion(ctx, name, v)
+	if err != nil {
+		if !errors.Is(err, registry.ErrNotFound) {
+			d.log.DebugContext(ctx, "list: a pinned version could not be read; the tool is left out", "tool", name, "version", v, "err", err)
+		}
+		return nil
+	}
+	if e.Spec.Disabled {
+		return nil
+	}
+	return e
 }
 
 // offeredAs is spec as a request of model family (its toolset ts) in a
