@@ -170,14 +170,7 @@ func TestDelegatedAdmissionCreatesNoConsumer(t *testing.T) {
 func TestARememberedParentThatFinishedTakesNoChild(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
-	gate := tool.Must(tool.New("gate", func(ctx context.Context, _ struct{}) (string, error) {
-		select {
-		case <-release:
-			return "released", nil
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-	}))
+	gate := releasedTool("gate", release)
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{gate, holdTool("hold")}, Concurrency: 16})
 	other := s.StartDispatcher(t, dispatch.Config{})
 	parent := submitChild(t, other, identity.Default, "gate", "")

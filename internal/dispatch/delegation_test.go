@@ -25,6 +25,19 @@ func holdTool(name string) *tool.Tool {
 	}))
 }
 
+// releasedTool is a tool name that runs until release is closed
+// (answering "released") or its call is cancelled.
+func releasedTool(name string, release <-chan struct{}) *tool.Tool {
+	return tool.Must(tool.New(name, func(ctx context.Context, _ struct{}) (string, error) {
+		select {
+		case <-release:
+			return "released", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}))
+}
+
 // delegationStack runs hold (runs until cancelled) and echo on a pool of
 // 16 slots, under cfg.
 func delegationStack(t *testing.T, cfg dispatch.Config) *dispatchtest.Stack {
