@@ -7,10 +7,8 @@ import (
 	"strings"
 
 	"github.com/toolwire/toolwire/internal/envelope"
-	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/policy"
 	"github.com/toolwire/toolwire/internal/registry"
-	"github.com/toolwire/toolwire/internal/sessionview"
 	"github.com/toolwire/toolwire/internal/shellquote"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -40,7 +38,7 @@ func (a *admission) lookup(ctx context.Context) verdict {
 		if o.SpecVersion != "" {
 			te.Message = fmt.Sprintf("unknown tool %q or version %q", o.Tool, o.SpecVersion)
 		}
-		te.Suggestion = d.unknownToolHint(ctx, a.id, o.Tool, a.session, o.Model)
+		te.Suggestion = a.unknownToolHint(ctx)
 		return a.refused(te, nil)
 	case err != nil:
 		d.log.Error("registry lookup failed", "tool", o.Tool, "err", err)
@@ -133,12 +131,13 @@ func repinHint(session, tool string) string {
 // those ListTools shows it for the call's session mode and model (so
 // never one the model's toolset or the spec's definition hides, nor one
 // the mode forbids), and how to list them all.
-func (d *Dispatcher) unknownToolHint(ctx context.Context, id identity.Identity, name string, session sessionview.State, model string) string {
+func (a *admission) unknownToolHint(ctx context.Context) string {
 	const list = "list the tools you can call with `toolctl tools list` (the ListTools RPC)"
+	name, model := a.req.Tool, a.req.Model
 	if len(model) > policy.MaxModelBytes || !policy.ModelNameRE.MatchString(model) {
 		model = "" // not a model name: refused VALIDATION once the tool is known
 	}
-	visible := d.visibleTools(ctx, id, registry.Filter{}, session.Mode, model, session.Pins)
+	visible := a.d.visibleTools(ctx, a.id, registry.Filter{}, listedFor{mode: a.session.Mode, model: model, pins: a.session.Pins})
 	names := make([]string, 0, len(visible))
 	for _, spec := range visible {
 		names = append(names, spec.Name)

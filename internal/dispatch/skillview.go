@@ -27,7 +27,7 @@ func (d *Dispatcher) SkillsFor(ctx context.Context, id identity.Identity, lf Lis
 	}
 	mode := st.Mode
 	var spec *toolwirev1.ToolSpec
-	for _, s := range d.visibleTools(ctx, id, registry.Filter{NameGlob: skills.ToolName}, mode, lf.Model, st.Pins) {
+	for _, s := range d.visibleTools(ctx, id, registry.Filter{NameGlob: skills.ToolName}, listedFor{mode: mode, model: lf.Model, pins: st.Pins}) {
 		if s.GetName() == skills.ToolName {
 			spec = s
 		}

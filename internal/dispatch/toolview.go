@@ -133,7 +133,7 @@ func (d *Dispatcher) VisibleToolsFor(ctx context.Context, id identity.Identity, 
 	if err != nil {
 		return nil, err
 	}
-	return d.visibleTools(ctx, id, f, st.Mode, lf.Model, st.Pins), nil
+	return d.visibleTools(ctx, id, f, listedFor{mode: st.Mode, model: lf.Model, pins: st.Pins}), nil
 }
 
 // listSession checks lf and returns the state of its session (the zero
@@ -155,13 +155,21 @@ func (d *Dispatcher) listSession(ctx context.Context, id identity.Identity, lf L
 	return st, nil
 }
 
-// visibleTools is what a list shows id for a session in mode with pins
-// and for model: the registry's tools that match f, each at the version
-// the session pins for it (pinnedEntries), less those the policy hides
-// in mode, each as the model is offered it (offeredAs).
-func (d *Dispatcher) visibleTools(ctx context.Context, id identity.Identity, f registry.Filter, mode, model string, pins map[string]string) []*toolwirev1.ToolSpec {
+// listedFor is whom a list is for besides the caller: its session's mode
+// and pins (none without a session) and its model.
+type listedFor struct {
+	mode, model string
+	pins        map[string]string
+}
+
+// visibleTools is what a list shows id for lf: the registry's tools that
+// match f, each at the version the session pins for it (listEntries),
+// less those the policy hides in the mode, each as the model is offered
+// it (offeredAs).
+func (d *Dispatcher) visibleTools(ctx context.Context, id identity.Identity, f registry.Filter, lf listedFor) []*toolwirev1.ToolSpec {
+	mode, model := lf.mode, lf.model
 	f.Scopes = id.Scopes
-	ents := d.visibleEntries(id, mode, d.listEntries(ctx, f, pins))
+	ents := d.visibleEntries(id, mode, d.listEntries(ctx, f, lf.pins))
 	p := d.policyFor(id.Tenant)
 	family := p.ModelFamily(model)
 	ts := p.Toolset(family)

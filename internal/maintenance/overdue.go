@@ -205,8 +205,8 @@ func OverdueConsumerPrefix(prefix string) string { return bus.Token(prefix) + "_
 
 // follow starts the ordered consumers of the admission records (every
 // event: the ACCEPTED ones are kept) and of the stored results (whole
-// messages, at most resultsPullBytes buffered: a result's signature
-// covers its payload), both from from (or from now with no
+// messages: a result's signature covers its payload), each buffering at
+// most pullBytes, both from from (or from now with no
 // lookback), named OverdueConsumerPrefix and a random part. An ordered
 // consumer that fails later is made again by the client from its next
 // sequence.
@@ -220,7 +220,7 @@ func (s *OverdueSweeper) follow(ctx context.Context, f *follow, from time.Time) 
 		}
 		return c
 	}
-	results, err := s.consume(ctx, b.Results, cfg(b.Subjects.AllResults()), s.onResult, jetstream.PullMaxBytes(resultsPullBytes))
+	results, err := s.consume(ctx, b.Results, cfg(b.Subjects.AllResults()), s.onResult)
 	if err != nil {
 		return fmt.Errorf("maintenance: follow results: %w", err)
 	}
@@ -237,25 +237,24 @@ func (s *OverdueSweeper) follow(ctx context.Context, f *follow, from time.Time) 
 // the consumer reports (missed heartbeats, a reset) is logged at Debug:
 // the client makes it again by itself.
 func (s *OverdueSweeper) consume(ctx context.Context, stream jetstream.Stream, cfg jetstream.OrderedConsumerConfig,
-	h jetstream.MessageHandler, opts ...jetstream.PullConsumeOpt) (*following, error) {
+	h jetstream.MessageHandler) (*following, error) {
 	cons, err := stream.OrderedConsumer(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	opts = append(opts, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	cc, err := cons.Consume(h, jetstream.PullMaxBytes(pullBytes), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		s.cfg.Logger.Debug("overdue sweeper consumer", "err", err)
 	}))
-	cc, err := cons.Consume(h, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &following{stream: stream, cons: cons, cc: cc}, nil
 }
 
-// resultsPullBytes bounds the result messages a sweeper's consumer
-// buffers (a result is up to the worker's inline limit, 768 KiB; the
-// client's default is 500 messages, whatever their size).
-const resultsPullBytes = 16 << 20
+// pullBytes bounds the messages each of a sweeper's consumers buffers (a
+// result is up to the worker's inline limit, 768 KiB; the client's
+// default is 500 messages, whatever their size).
+const pullBytes = 16 << 20
 
 // onResult drops the call whose result m is, when it is believed.
 func (s *OverdueSweeper) onResult(m jetstream.Msg) {
