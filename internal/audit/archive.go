@@ -359,8 +359,11 @@ func (s *Source) verifyArchive(ctx context.Context, sum *Summary) error {
 // sequence covered up to to (as far as the archive holds them) and
 // within f's time range, until visit reports done or fails. It returns
 // the sequence read up to (covered when the archive holds nothing past
-// it), for the caller to mark covered when not done. Without an archive
-// it reads nothing.
+// it), for the caller to mark covered when not done: the end of the last
+// segment that begins by to, so that sequences missing from the archive
+// at the end of the range (a lost segment, with later ones archived)
+// are not counted as read and the next read finds them missing. Without
+// an archive it reads nothing.
 func (s *Source) eachArchived(ctx context.Context, stream string, covered, to uint64, f Filter,
 	visit func(*archive.Message) (bool, error)) (upto uint64, done bool, err error) {
 	a := s.arch
@@ -374,7 +377,16 @@ func (s *Source) eachArchived(ctx context.Context, stream string, covered, to ui
 	if len(segs) == 0 {
 		return covered, false, nil
 	}
-	to = min(to, segs[len(segs)-1].ToSeq)
+	reach := covered
+	for _, sg := range segs {
+		if sg.FromSeq <= to {
+			reach = max(reach, min(sg.ToSeq, to))
+		}
+	}
+	if reach == covered {
+		return covered, false, nil
+	}
+	to = reach
 	q := archive.Query{FromSeq: covered + 1, ToSeq: to, Since: f.Since}
 	if !f.Until.IsZero() {
 		q.Until = f.Until.Add(time.Nanosecond) // Until is inclusive here, exclusive there

@@ -352,6 +352,11 @@ func TestRefusalsArchiveGap(t *testing.T) {
 	require.NoError(t, a.store.Delete(t.Context(), last.Records))
 	require.NoError(t, a.store.Delete(t.Context(), fmt.Sprintf("%s/%016d.manifest.json", a.stack.Env.Bus.Config.EventsStream(), last.Index)))
 	recent := a.refuse(t, 2)
+	// The archive goes on past the removed segment (the recent events
+	// are archived while the stream still holds them): the hole is
+	// between the archive's part and the stream's, and the archive's
+	// later segments do not cover it (found in CI: no gap reported).
+	a.eventsArchived(t)
 	got, sum := a.refusalsOf(t, audit.Filter{})
 	// The refusals of the removed segment are missing, the others not.
 	require.Greater(t, len(got), len(recent))
