@@ -187,11 +187,14 @@ func (a *admission) parentState(ctx context.Context, parent string) (string, *to
 // stored, on the one subject its admitter's name makes (in the results
 // stream, or in the archive as GetResult reads it).
 func (a *admission) seenParentState(ctx context.Context, parent string, seen seenParent) (string, *toolwirev1.ToolError) {
-	resp, err := a.d.findResult(ctx, seen.result, seen.tool)
+	finished, _, err := a.d.resultReads.do(ctx, seen.result, func(ctx context.Context, _ int) (bool, error) {
+		resp, err := a.d.findResult(ctx, seen.result, seen.tool)
+		return resp != nil, err
+	})
 	switch {
 	case err != nil:
 		return "", a.chainFailed(ctx, err)
-	case resp != nil:
+	case finished:
 		a.d.parents.forget(parent)
 		return "", parentFinished(parent)
 	}
@@ -210,13 +213,27 @@ func (a *admission) seenParentState(ctx context.Context, parent string, seen see
 // leader acknowledged, and the cascade's ordering (the link written
 // before this read, the tombstone before the children are listed) holds
 // only if both sides see what the other wrote first.
+//
+// The children of one parent admitted at the same time share the reads
+// (groupCommit): a read starts after every child it answers joined it,
+// so after each one's link was written.
 func (a *admission) parentTombstone(ctx context.Context, parent string) *toolwirev1.ToolError {
-	_, err := bus.KVGetFromLeader(ctx, a.d.bus.NC, a.d.bus.Config.CancelBucket(), bus.CancelKey(a.id.Tenant, parent))
+	d, tenant := a.d, a.id.Tenant
+	cancelled, _, err := d.tombstoneReads.do(ctx, toolKey(tenant, parent), func(ctx context.Context, _ int) (bool, error) {
+		_, err := bus.KVGetFromLeader(ctx, d.bus.NC, d.bus.Config.CancelBucket(), bus.CancelKey(tenant, parent))
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			return false, nil
+		}
+		return false, err
+	})
 	switch {
-	case err == nil:
-		return parentCancelled(parent)
-	case !errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
 		return a.chainFailed(ctx, fmt.Errorf("dispatch: read parent's tombstone: %w", err))
+	case cancelled:
+		return parentCancelled(parent)
 	}
 	return nil
 }

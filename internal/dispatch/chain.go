@@ -115,15 +115,30 @@ func (d *Dispatcher) countSubject(tenant string, l link, c chainCount) string {
 // earlier increment of the counter, whichever replica sent it
 // (bus.AddToCounter). Two children racing for a parent's last place get
 // two different counts: one is admitted, the other refused.
+//
+// The children of one parent admitted at the same time are added with
+// one request (groupCommit): the counter grows by their number, and each
+// takes one of the counts up to the sum it returns, so that no two get
+// the same. The request does not run on the caller's context: a caller
+// that leaves after the server added the call would leave an error there
+// and a place never taken back (AddToCounter bounds the wait).
 func (d *Dispatcher) countChild(ctx context.Context, tenant string, l link, c chainCount) (int64, error) {
-	// Not the caller's context: a caller that leaves after the server
-	// added the call would leave an error here and a place never taken
-	// back (AddToCounter bounds the wait).
-	n, err := bus.AddToCounter(context.WithoutCancel(ctx), d.bus.NC, d.countSubject(tenant, l, c), 1)
+	subject := d.countSubject(tenant, l, c)
+	add, place, err := d.chainCounts.do(ctx, subject, func(ctx context.Context, n int) (chainAdd, error) {
+		total, err := bus.AddToCounter(ctx, d.bus.NC, subject, int64(n))
+		return chainAdd{total: total, n: n}, err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("dispatch: count delegated call: %w", err)
 	}
-	return n, nil
+	return add.total - int64(add.n) + int64(place) + 1, nil
+}
+
+// chainAdd is one shared add to a chain's counter: the sum it returned,
+// and how many calls it added.
+type chainAdd struct {
+	total int64
+	n     int
 }
 
 // children returns the ids of the calls made on behalf of parent (at most

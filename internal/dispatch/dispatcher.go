@@ -53,6 +53,14 @@ type Dispatcher struct {
 	// parentLooks is the reads of parents' records under way
 	// (lookParent), by toolKey.
 	parentLooks singleflight.Group
+	// tombstoneReads, resultReads and chainCounts are the requests the
+	// children of one parent admitted at the same time share
+	// (groupcommit.go): the reads of its tombstone (by toolKey) and its
+	// result (by subject), and the adds to a chain's counters (by
+	// subject).
+	tombstoneReads groupCommit[bool]
+	resultReads    groupCommit[bool]
+	chainCounts    groupCommit[chainAdd]
 	// limits is the limits bucket's stream, looked up once for the
 	// listing of delegated calls (limitsStream).
 	limitsMu sync.Mutex

@@ -1,0 +1,105 @@
+package dispatch
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// groupCommit runs one request for the callers of one key that arrive
+// while an earlier request for that key is in flight, as a database
+// commits a group of transactions with one log write: a caller with none
+// in flight runs its own request at once; callers that come while it
+// runs gather, and the first of them runs one request for all when it
+// ends. Each caller's request therefore starts after the caller joined,
+// as its own would have (what a read returns is no older than the
+// caller's arrival: a delegated call's tombstone read must start after
+// its link was written), and n callers of one key cost about one request
+// per round trip instead of n (doc.go, "Delegation chains": the children
+// of one parent admitted at the same time).
+//
+// The request runs on the context of the caller that runs it, without
+// its cancellation (the others wait for it), bounded by groupCommitWait.
+// A caller that leaves (its context ends) before its group's request
+// ends gets its context's error; the request is made for it all the
+// same (a counter add it was part of holds its place until the counter
+// expires, as a failed one's does).
+type groupCommit[R any] struct {
+	mu     sync.Mutex
+	flying map[string]*commitGroup[R] // by key, while a request for it is in flight
+}
+
+// commitGroup is the callers of one key gathering behind the request in
+// flight (next), and whether one is in flight.
+type commitGroup[R any] struct {
+	key  string
+	next *commit[R]
+}
+
+// commit is one request and the callers it is made for.
+type commit[R any] struct {
+	n     int           // the callers it is made for; fixed once it starts
+	start chan struct{} // closed when it is its turn (its first caller runs it)
+	done  chan struct{} // closed when res and err are set
+	res   R
+	err   error
+}
+
+// groupCommitWait bounds one request of a group commit.
+const groupCommitWait = 10 * time.Second
+
+// do runs run(ctx, n) once for the n callers of key that share it and
+// returns its result and this caller's place among them (0 to n-1).
+func (g *groupCommit[R]) do(ctx context.Context, key string, run func(ctx context.Context, n int) (R, error)) (R, int, error) {
+	g.mu.Lock()
+	if g.flying == nil {
+		g.flying = map[string]*commitGroup[R]{}
+	}
+	grp, inFlight := g.flying[key]
+	if !inFlight {
+		grp = &commitGroup[R]{key: key}
+		g.flying[key] = grp
+	}
+	c := grp.next
+	if c == nil {
+		c = &commit[R]{start: make(chan struct{}), done: make(chan struct{})}
+		grp.next = c
+	}
+	place := c.n
+	c.n++
+	if !inFlight {
+		grp.next = nil // this one starts now: later callers gather behind it
+		close(c.start)
+	}
+	g.mu.Unlock()
+	if place == 0 {
+		// This caller runs the request (now, or when the one in flight
+		// ends): the others wait for it whatever its own context does.
+		<-c.start
+		g.run(ctx, grp, c, run)
+	}
+	select {
+	case <-c.done:
+		return c.res, place, c.err
+	case <-ctx.Done():
+		var zero R
+		return zero, place, ctx.Err()
+	}
+}
+
+// run makes commit c's request, then starts the commit gathered behind it
+// (its first caller runs it), or ends the key's group when none did.
+func (g *groupCommit[R]) run(ctx context.Context, grp *commitGroup[R], c *commit[R], run func(ctx context.Context, n int) (R, error)) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupCommitWait)
+	c.res, c.err = run(rctx, c.n)
+	cancel()
+	g.mu.Lock()
+	if nxt := grp.next; nxt != nil {
+		grp.next = nil
+		close(nxt.start)
+	} else {
+		delete(g.flying, grp.key)
+	}
+	g.mu.Unlock()
+	close(c.done)
+}
