@@ -186,3 +186,53 @@ func TestSpecDefinitionsInTheDefaultModeAndPins(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, sess.GetPinnedVersions(), "grep_lines", "a call that runs pins its version")
 }
+
+// A tool offered with both a spec's definition and a toolset's schema
+// variant is listed, exported and shown with both schemas (allOf), since
+// its calls must satisfy both: a call that one of them refuses is refused,
+// one both take runs.
+func TestADefinitionAndAVariantAreListedTogether(t *testing.T) {
+	t.Parallel()
+	spec := docsDefinitionsSpec(t)
+	opts := []tool.Option{tool.WithSummary(spec.Summary)}
+	for _, d := range spec.Definitions {
+		opts = append(opts, tool.WithDefinition(tool.Definition{ModelFamilies: d.ModelFamilies, Modes: d.Modes,
+			Hidden: d.Hidden, Description: d.Description, InputSchema: d.InputSchemaJson}))
+	}
+	grep := tool.Must(tool.New("grep_lines", func(_ context.Context, in grepIn) (string, error) { return "found " + in.Pattern, nil }, opts...))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{grep}})
+	s.ApplyPolicy(t, `tenant:
+  default: allow
+model_families:
+  - {family: gemini, models: ["gemini-*"]}
+toolsets:
+  gemini:
+    variants:
+      grep_lines:
+        input_schema: {type: object, required: [pattern, text], properties: {pattern: {type: string, maxLength: 8}, text: {type: string}}}
+`)
+	const model = "gemini-2.5-pro"
+	r, err := s.Client.ListTools(t.Context(), connect.NewRequest(&toolwirev1.ListToolsRequest{Model: model}))
+	require.NoError(t, err)
+	var listed *toolwirev1.ToolSpec
+	for _, sp := range r.Msg.Tools {
+		if sp.Name == "grep_lines" {
+			listed = sp
+		}
+	}
+	require.NotNil(t, listed)
+	for _, want := range []string{"allOf", "A-Za-z0-9", `"maxLength":8`} {
+		require.Contains(t, listed.InputSchemaJson, want, "the definition's schema and the variant's")
+	}
+	got, err := s.Client.GetTool(t.Context(), connect.NewRequest(&toolwirev1.GetToolRequest{Name: "grep_lines", Model: model}))
+	require.NoError(t, err)
+	require.Equal(t, listed.InputSchemaJson, got.Msg.GetTool().GetInputSchemaJson())
+
+	run := func(pattern string) *toolwirev1.ToolResponse {
+		return call(t, s.Client, &toolwirev1.CallRequest{Tool: "grep_lines", Model: model,
+			ArgumentsJson: `{"pattern":"` + pattern + `","text":"a\nb"}`}).Response
+	}
+	require.True(t, run("word").Ok, "both schemas take it")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, run("a.*b").GetError().GetType(), "the definition refuses it")
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_VALIDATION, run("wordwordword").GetError().GetType(), "the variant refuses it")
+}

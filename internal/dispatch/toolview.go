@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -247,8 +248,11 @@ func (d *Dispatcher) pinnedEntry(ctx context.Context, name, v string) *registry.
 // session of mode is offered it, as admission decides its calls: the
 // spec's definition for the family and mode (registry.Definition) first,
 // then the toolset's schema variant on top; false when the toolset or the
-// definition hides the tool. The view is a copy where it differs; the
-// registry's spec is not changed.
+// definition hides the tool. When both give an input schema, the view's
+// is both ({"type":"object","allOf":[definition's, variant's]}): a call
+// must satisfy both (variantStep), and a model is shown what it is held
+// to. The view is a copy where it differs; the registry's spec is not
+// changed.
 func offeredAs(ts *policy.Toolset, spec *toolwirev1.ToolSpec, family, mode string) (*toolwirev1.ToolSpec, bool) {
 	if ok, _ := ts.Offered(spec.Name); !ok {
 		return nil, false
@@ -257,7 +261,18 @@ func offeredAs(ts *policy.Toolset, spec *toolwirev1.ToolSpec, family, mode strin
 	if def.GetHidden() {
 		return nil, false
 	}
-	return ts.View(registry.DefinedView(spec, def)), true
+	defined := registry.DefinedView(spec, def)
+	view := ts.View(defined)
+	if d := def.GetInputSchemaJson(); d != "" && view != defined {
+		both, err := json.Marshal(struct {
+			Type  string            `json:"type"`
+			AllOf []json.RawMessage `json:"allOf"`
+		}{"object", []json.RawMessage{json.RawMessage(d), json.RawMessage(view.InputSchemaJson)}})
+		if err == nil { // both compiled when they were loaded: valid JSON
+			view.InputSchemaJson = string(both)
+		}
+	}
+	return view, true
 }
 
 // VisibleTool returns version of tool name (the current one when version
