@@ -51,6 +51,29 @@ func KVGetFromLeader(ctx context.Context, nc *nats.Conn, bucket, key string) (*K
 	return e, nil
 }
 
+// KVMatchFromLeader reads the one key of a bucket that matches filter (a
+// key with wildcards) from the leader of the bucket's stream (stream,
+// "KV_<bucket>"), as KVGetFromLeader reads a literal key: the subjects
+// are resolved as LastMsgFromLeader resolves a filter, and the newest
+// entry among them is taken. For a key known only by some of its tokens
+// (a delegated call's key under a parent it names: internal/dispatch);
+// what is not found is jetstream.ErrKeyNotFound, as a delete, a purge or
+// a TTL's end marker is.
+func KVMatchFromLeader(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, filter string) (*KVEntry, error) {
+	bucket := strings.TrimPrefix(stream.CachedInfo().Config.Name, "KV_")
+	m, err := LastMsgFromLeader(ctx, js, stream, "$KV."+bucket+"."+filter)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, fmt.Errorf("bus: %s: %w", filter, jetstream.ErrKeyNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if m.Header.Get(kvOperationHeader) != "" || m.Header.Get(jetstream.MarkerReasonHeader) != "" {
+		return nil, fmt.Errorf("bus: %s: %w", filter, jetstream.ErrKeyNotFound)
+	}
+	return &KVEntry{Value: m.Data, Revision: m.Sequence, Created: m.Time}, nil
+}
+
 // KVKeysFromLeader returns the keys of a bucket that match filter (a key
 // with wildcards, as kv.ListKeysFiltered takes) and hold a value (not a
 // delete, a purge or a TTL's end marker), at most limit of them (none

@@ -28,7 +28,8 @@ import (
 // parent's state is read: a cancel of the parent writes its tombstone
 // before it lists the children, so a child is either refused here or
 // cancelled there. The bounds are counters, which the call adds itself to
-// and reads in one request each (countChildStep). A repeat of an
+// and reads in one request each, shared with the children of the same
+// parent admitted at the same time (countChildStep). A repeat of an
 // idempotency key that is bound is answered as the original call instead
 // of refused for its parent's state or a bound (repeatOr). The call then
 // carries its chain in its Caller, where the policy reads it.
@@ -42,10 +43,18 @@ func (a *admission) delegationStep(ctx context.Context) verdict {
 		return a.refused(te, nil)
 	}
 	seen, known := d.parents.get(tenant, parent)
-	pl := seen.link
+	pl, tool := seen.link, seen.tool
 	if !known {
+		// Not remembered: the parent's records are read first, its state
+		// and, once it is known stored, its link (readParent remembers
+		// both); only its tombstone must be read after the call's link
+		// is written.
+		var te *toolwirev1.ToolError
+		if tool, te = a.parentState(ctx, parent); te != nil {
+			return a.repeatOr(ctx, te, nil)
+		}
 		var err error
-		if pl, err = d.linkOf(ctx, tenant, parent); err != nil {
+		if pl, err = a.linkOfParent(ctx, parent); err != nil {
 			return a.refused(a.chainFailed(ctx, err), nil)
 		}
 	}
@@ -59,12 +68,11 @@ func (a *admission) delegationStep(ctx context.Context) verdict {
 	if err := d.recordLink(ctx, tenant, a.callID, l); err != nil {
 		return a.refused(a.chainFailed(ctx, err), nil)
 	}
-	var tool string
 	var te *toolwirev1.ToolError
 	if known {
-		tool, te = a.seenParentState(ctx, parent, seen)
+		te = a.seenParentState(ctx, parent, seen)
 	} else {
-		tool, te = a.parentState(ctx, parent)
+		te = a.parentTombstone(ctx, parent)
 	}
 	if te != nil {
 		return a.repeatOr(ctx, te, nil)
@@ -160,9 +168,11 @@ func (a *admission) reachParent(ctx context.Context, parent string) *toolwirev1.
 }
 
 // parentState returns the parent's tool when it is on its way, else the
-// refusal: unknown, finished, parked or cancelled. Its records are read
-// once for the children being admitted at the same time (lookParent);
-// its tombstone by each, after its own link was written.
+// refusal: unknown, finished or parked. Its records are read once for the
+// children being admitted at the same time (lookParent); its tombstone
+// is read after each one's own link was written (delegationStep: a read
+// shared only by children that wrote theirs before it started,
+// groupCommit).
 func (a *admission) parentState(ctx context.Context, parent string) (string, *toolwirev1.ToolError) {
 	p, err := a.d.lookParent(ctx, a.id, parent)
 	if err != nil {
@@ -176,32 +186,36 @@ func (a *admission) parentState(ctx context.Context, parent string) (string, *to
 	case toolwirev1.CallState_CALL_STATE_AWAITING_APPROVAL:
 		return "", envelope.PreExec(toolwirev1.ErrorType_ERROR_TYPE_CONFLICT, "parent call "+parent+" waits for an approval: it is not running")
 	}
-	if te := a.parentTombstone(ctx, parent); te != nil {
-		return "", te
-	}
 	return p.tool, nil
 }
 
-// seenParentState is parentState for a parent remembered (parentsSeen):
-// published, so neither unknown nor parked; finished when its result is
-// stored, on the one subject its admitter's name makes (in the results
-// stream, or in the archive as GetResult reads it).
-func (a *admission) seenParentState(ctx context.Context, parent string, seen seenParent) (string, *toolwirev1.ToolError) {
+// linkOfParent is the link of parent, read by parentState: remembered with
+// it when it was found stored (readParent), else read from its key.
+func (a *admission) linkOfParent(ctx context.Context, parent string) (link, error) {
+	if seen, ok := a.d.parents.get(a.id.Tenant, parent); ok {
+		return seen.link, nil
+	}
+	return a.d.linkOf(ctx, a.id.Tenant, parent)
+}
+
+// seenParentState is parentState and the tombstone's read for a parent
+// remembered (parentsSeen): published, so neither unknown nor parked;
+// finished when its result is stored, on the one subject its admitter's
+// name makes (in the results stream, or in the archive as GetResult
+// reads it).
+func (a *admission) seenParentState(ctx context.Context, parent string, seen seenParent) *toolwirev1.ToolError {
 	finished, _, err := a.d.resultReads.do(ctx, seen.result, func(ctx context.Context, _ int) (bool, error) {
 		resp, err := a.d.findResult(ctx, seen.result, seen.tool)
 		return resp != nil, err
 	})
 	switch {
 	case err != nil:
-		return "", a.chainFailed(ctx, err)
+		return a.chainFailed(ctx, err)
 	case finished:
 		a.d.parents.forget(parent)
-		return "", parentFinished(parent)
+		return parentFinished(parent)
 	}
-	if te := a.parentTombstone(ctx, parent); te != nil {
-		return "", te
-	}
-	return seen.tool, nil
+	return a.parentTombstone(ctx, parent)
 }
 
 // parentTombstone refuses the call when its parent has a cancel

@@ -17,12 +17,13 @@ import (
 
 // The delegation records (docs/delegation.md; doc.go, "Delegation
 // chains"): in the limits bucket, which every replica shares and whose
-// keys carry their own TTL, a call's link (dlg.<tenant>.<call>: its
-// parent, root and depth) and one key per child under its parent
-// (dlgk.<tenant>.<parent>.<child>), which a cancel and GetDelegation
-// walk; in the delegation stream (bus.Config.DelegationStream), a
+// keys carry their own TTL, one key per child under its parent
+// (dlgk.<tenant>.<parent>.<child>) holding the child's link (its parent,
+// root and depth), which a cancel and GetDelegation walk and a child's
+// own children read; in the delegation stream (bus.Config.DelegationStream), a
 // counter per parent of its children and per root of its chain's calls,
-// which admission adds to and reads in one request each (countChild).
+// which admission adds to and reads in one request each, shared by the
+// children admitted together (countChild).
 const (
 	maxDelegationDepth  = 64   // the most Config.MaxDelegationDepth may be
 	maxDelegationFanOut = 4096 // the most Config.MaxDelegationFanOut may be
@@ -41,55 +42,68 @@ type link struct {
 	Depth  int32  `json:"d"`
 }
 
+// linkKey is where releases before the link went into the child's key
+// (issue 31) wrote a call's link: read when the child's key holds none.
 func linkKey(tenant, callID string) string { return "dlg." + tenant + "." + callID }
 
 func childKey(tenant, parent, child string) string {
 	return "dlgk." + tenant + "." + parent + "." + child
 }
 
-// linkOf returns the link of call callID of tenant: its record's, or, for
-// a call without one, the link of a call at the top of its chain (depth
-// 0, its own root).
+// linkOf returns the link of call callID of tenant: its key's under its
+// parent (found by the call's id alone: the one key dlgk.<tenant>.*.<call>,
+// read from the bucket's leader), or, for a call without one, the link of
+// a call at the top of its chain (depth 0, its own root). A key an older
+// release wrote holds no link: its link is read from where that release
+// wrote it (linkKey).
 func (d *Dispatcher) linkOf(ctx context.Context, tenant, callID string) (link, error) {
-	e, err := d.bus.Limits.Get(ctx, linkKey(tenant, callID))
+	stream, err := d.limitsStream(ctx)
+	if err != nil {
+		return link{}, err
+	}
+	var v []byte
+	e, err := bus.KVMatchFromLeader(ctx, d.bus.JS, stream, childKey(tenant, "*", callID))
 	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return link{Root: callID}, nil
-	case err != nil:
+	case err == nil && len(e.Value) > 0:
+		v = e.Value
+	case err == nil || errors.Is(err, jetstream.ErrKeyNotFound):
+		old, err := d.bus.Limits.Get(ctx, linkKey(tenant, callID))
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return link{Root: callID}, nil
+		}
+		if err != nil {
+			return link{}, fmt.Errorf("dispatch: read delegation link: %w", err)
+		}
+		v = old.Value()
+	default:
 		return link{}, fmt.Errorf("dispatch: read delegation link: %w", err)
 	}
 	var l link
-	if err := json.Unmarshal(e.Value(), &l); err != nil || len(e.Value()) > 256 {
+	if err := json.Unmarshal(v, &l); err != nil || len(v) > 256 || l.Parent == "" || l.Root == "" {
 		return link{}, fmt.Errorf("dispatch: delegation link of %s is malformed", callID)
 	}
 	return l, nil
 }
 
-// recordLink writes child's link and its key under its parent, living
-// the cancels' TTL (a tombstone lives no longer).
+// recordLink writes child's key under its parent, holding its link,
+// living the cancels' TTL (a tombstone lives no longer): one write.
 func (d *Dispatcher) recordLink(ctx context.Context, tenant, child string, l link) error {
-	ttl := jetstream.KeyTTL(d.bus.Config.CancelTTL)
 	v, _ := json.Marshal(l)
-	if _, err := d.bus.Limits.Create(ctx, linkKey(tenant, child), v, ttl); err != nil {
+	if _, err := d.bus.Limits.Create(ctx, childKey(tenant, l.Parent, child), v, jetstream.KeyTTL(d.bus.Config.CancelTTL)); err != nil {
 		return fmt.Errorf("dispatch: write delegation link: %w", err)
-	}
-	if _, err := d.bus.Limits.Create(ctx, childKey(tenant, l.Parent, child), nil, ttl); err != nil {
-		return fmt.Errorf("dispatch: write delegation child: %w", err)
 	}
 	return nil
 }
 
 // forgetLink removes what recordLink wrote, for a call that was refused
 // or answered as another (so that a cancel of its parent does not walk
-// it). Best effort: the keys expire anyway. The purge marker lives
+// it). Best effort: the key expires anyway. The purge marker lives
 // linkMarkerTTL (the bucket has no MaxAge: a marker without a TTL would
 // stay for ever).
 func (d *Dispatcher) forgetLink(ctx context.Context, tenant, child string, l link) {
 	ctx = context.WithoutCancel(ctx)
-	for _, k := range []string{childKey(tenant, l.Parent, child), linkKey(tenant, child)} {
-		if err := d.bus.Limits.Purge(ctx, k, jetstream.PurgeTTL(linkMarkerTTL)); err != nil {
-			d.log.WarnContext(ctx, "delegation record not removed", "call_id", child, "err", err)
-		}
+	if err := d.bus.Limits.Purge(ctx, childKey(tenant, l.Parent, child), jetstream.PurgeTTL(linkMarkerTTL)); err != nil {
+		d.log.WarnContext(ctx, "delegation record not removed", "call_id", child, "err", err)
 	}
 }
 
@@ -119,9 +133,10 @@ func (d *Dispatcher) countSubject(tenant string, l link, c chainCount) string {
 // The children of one parent admitted at the same time are added with
 // one request (groupCommit): the counter grows by their number, and each
 // takes one of the counts up to the sum it returns, so that no two get
-// the same. The request does not run on the caller's context: a caller
-// that leaves after the server added the call would leave an error there
-// and a place never taken back (AddToCounter bounds the wait).
+// the same. The request does not run on the caller's context, and every
+// caller waits for its answer whatever its context does (chainCounts
+// waits for all, at most groupCommitWait): a caller that left after the
+// server added it would hold a place never taken back.
 func (d *Dispatcher) countChild(ctx context.Context, tenant string, l link, c chainCount) (int64, error) {
 	subject := d.countSubject(tenant, l, c)
 	add, place, err := d.chainCounts.do(ctx, subject, func(ctx context.Context, n int) (chainAdd, error) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/bus"
@@ -213,4 +214,45 @@ func TestAFullLimitsStoreRefusesADelegatedCallOverloaded(t *testing.T) {
 	require.NotNil(t, refused, "the limits store never filled")
 	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_OVERLOADED, refused.GetType(), "%v", refused)
 	require.Positive(t, refused.GetRetryAfter().AsDuration())
+}
+
+// A call's link is read from its one key under its parent, found by the
+// call's id alone; a key an older release wrote (no value, the link
+// under dlg.<tenant>.<call>) is read where that release put it; a call
+// with neither, or whose key was removed, is at the top of its chain.
+func TestLinkReadFromTheChildsKeyAndFromOlderReleases(t *testing.T) {
+	t.Parallel()
+	s := dispatchtest.Start(t, dispatchtest.Options{})
+	ctx, kv := t.Context(), s.Env.Bus.Limits
+	ids := make([]string, 5)
+	for i := range ids {
+		ids[i] = ulid.Make().String()
+	}
+	root, parent, child, old, gone := ids[0], ids[1], ids[2], ids[3], ids[4]
+	_, err := kv.Create(ctx, "dlgk.acme."+parent+"."+child, []byte(`{"p":"`+parent+`","r":"`+root+`","d":2}`))
+	require.NoError(t, err)
+	_, err = kv.Create(ctx, "dlgk.acme."+parent+"."+old, nil) // as a release before issue 31's one key wrote it
+	require.NoError(t, err)
+	_, err = kv.Create(ctx, "dlg.acme."+old, []byte(`{"p":"`+parent+`","r":"`+root+`","d":3}`))
+	require.NoError(t, err)
+	_, err = kv.Create(ctx, "dlgk.acme."+parent+"."+gone, []byte(`{"p":"`+parent+`","r":"`+root+`","d":2}`))
+	require.NoError(t, err)
+	require.NoError(t, kv.Purge(ctx, "dlgk.acme."+parent+"."+gone))
+
+	for _, c := range []struct {
+		call, parent, root string
+		depth              int32
+	}{
+		{child, parent, root, 2},
+		{old, parent, root, 3},
+		{gone, "", gone, 0},
+		{root, "", root, 0},
+	} {
+		p, r, d, err := dispatch.LinkOf(ctx, s.Dispatcher, "acme", c.call)
+		require.NoError(t, err)
+		require.Equal(t, []any{c.parent, c.root, c.depth}, []any{p, r, d}, c.call)
+	}
+	p, r, _, err := dispatch.LinkOf(ctx, s.Dispatcher, "other", child)
+	require.NoError(t, err)
+	require.Equal(t, []string{"", child}, []string{p, r}, "another tenant's key is not read")
 }

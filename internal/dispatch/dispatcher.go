@@ -57,7 +57,7 @@ type Dispatcher struct {
 	// children of one parent admitted at the same time share
 	// (groupcommit.go): the reads of its tombstone (by toolKey) and its
 	// result (by subject), and the adds to a chain's counters (by
-	// subject).
+	// subject; waitAll).
 	tombstoneReads groupCommit[bool]
 	resultReads    groupCommit[bool]
 	chainCounts    groupCommit[chainAdd]
@@ -172,6 +172,7 @@ func New(b *bus.Bus, reg *registry.Store, cfg Config) (*Dispatcher, error) {
 		delayedRecords: delayed.NewQueue(cfg.AcceptedRecordDelay), applier: intents.NewApplier(b.Sessions, intents.ApplierConfig{}),
 		log:     telemetry.WithTraceIDs(cfg.Logger).With("component", "dispatcher", "dispatcher", cfg.Name),
 		waiters: map[string]*waiter{}, tracer: telemetry.Tracer(cfg.TracerProvider), metrics: metrics}
+	d.chainCounts.waitAll = true // a caller's add must be known to be taken back (countChild)
 	d.lookResult = d.loadResult
 	d.archive = newArchiveReader(cfg)
 	if cfg.Archive != nil {

@@ -525,7 +525,8 @@
 //     chain's calls, in the delegation stream (bus.Config.
 //     DelegationStream, a counter stream). After its link is written and
 //     its parent's state read, a call adds itself to its parent's count,
-//     then to its root's, each in one request whose answer is the count
+//     then to its root's, each in one request (shared by the children
+//     admitted together: "Shared requests") whose answer is the count
 //     with the call in it (bus.AddToCounter), and is refused past the
 //     bound. The stream's leader applies the increments of a counter in
 //     order, whichever replica sent them: two children racing for a
@@ -595,22 +596,37 @@
 //     counts up to the sum returned (no two the same). Not a
 //     singleflight that joins a read already under way: that read may
 //     have started before the child's link was written. A child that
-//     leaves while its group's request is in flight gets its context's
-//     error, and the request is made all the same (its count is held
-//     until the counter expires, as a failed request's is). Measured
-//     (toolwire-bench -shaped, BENCHMARKS.md): from 0.40x to 0.59x.
+//     leaves while its group's read is in flight gets its context's
+//     error (the read is made for the others); a counter add is waited
+//     for whatever the child's context does, so that a child counted
+//     knows it and is taken back when refused. The child that makes a
+//     group's request waits for the one in flight and then for its own
+//     whatever its context does; each is bounded by groupCommitWait
+//     (10 s). One failed request fails every child it was made for.
+//     Measured (toolwire-bench -shaped, BENCHMARKS.md): from 0.40x to
+//     0.59x, and with the one key below (Records) 0.67x.
 //   - Records (chain.go): the limits bucket, which every replica shares
-//     and whose keys carry their own TTL, holds the call's link
-//     (dlg.<tenant>.<call>: parent, root, depth) and a key per child
-//     under its parent (dlgk.<tenant>.<parent>.<child>), which a cancel
-//     and GetDelegation walk, both living bus.Config.CancelTTL (24h, as a
-//     tombstone): a call delegated more than that long ago is no longer
-//     reached by its parent's cancel. A refused child's keys are purged
-//     (a marker that lives a minute: the bucket has no MaxAge). Not a
-//     bucket of its own: that would be a new store in the layout's
-//     reservation (bus.Config.Stores), the chart and the NATS
-//     permissions, for two small keys per delegated call; only calls
-//     that name a parent write them. The cost: they share the bucket
+//     and whose keys carry their own TTL, holds one key per child under
+//     its parent (dlgk.<tenant>.<parent>.<child>) whose value is the
+//     child's link (parent, root, depth): a cancel and GetDelegation
+//     list a parent's keys, and a call's own link is read by its id alone
+//     (linkOf: the one key dlgk.<tenant>.*.<call>, resolved and read from
+//     the bucket's leader, two requests) when a child of it is admitted
+//     on a replica that does not remember it, and by GetDelegation. The
+//     key lives bus.Config.CancelTTL (24h, as a tombstone): a call
+//     delegated more than that long ago is no longer reached by its
+//     parent's cancel. A refused child's key is purged (a marker that
+//     lives a minute: the bucket has no MaxAge). Before (issue 31) a
+//     call's link was a key of its own (dlg.<tenant>.<call>) and the key
+//     under the parent held nothing: two writes a delegated call, where
+//     one is now. Upgrading: a key without a value (an older release's)
+//     has its link read from dlg.<tenant>.<call>; an older release
+//     reads no link for a call this one admitted, and takes it for the
+//     top of its chain (depth 0), so during a rolling upgrade the depth
+//     bound counts from there. Not a bucket of its own: that would be a
+//     new store in the layout's reservation (bus.Config.Stores), the
+//     chart and the NATS permissions, for one small key per delegated
+//     call; only calls that name a parent write it. The cost: they share the bucket
 //     with every tenant's limit counts, and no bound per tenant caps
 //     them yet (docs/operating.md, Sizing).
 //   - The chain travels in the call (Caller.parent_call_id,

@@ -128,3 +128,10 @@ func RemembersParent(d *Dispatcher, tenant, callID string) bool {
 	_, ok := d.parents.get(tenant, callID)
 	return ok
 }
+
+// LinkOf is d's read of call callID's delegation link (chain.go linkOf):
+// its parent, root and depth.
+func LinkOf(ctx context.Context, d *Dispatcher, tenant, callID string) (parent, root string, depth int32, err error) {
+	l, err := d.linkOf(ctx, tenant, callID)
+	return l.Parent, l.Root, l.Depth, err
+}

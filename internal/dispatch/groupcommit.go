@@ -20,13 +20,19 @@ import (
 //
 // The request runs on the context of the caller that runs it, without
 // its cancellation (the others wait for it), bounded by groupCommitWait.
-// A caller that leaves (its context ends) before its group's request
-// ends gets its context's error; the request is made for it all the
-// same (a counter add it was part of holds its place until the counter
-// expires, as a failed one's does).
+// That caller waits for the request in flight and then for its own
+// whatever its context does (at most groupCommitWait each): the others'
+// answers depend on it. Another caller whose context ends first leaves
+// with its context's error, unless the group commit waits for all
+// (waitAll: what it does for a caller cannot be undone without its
+// answer, as a counter add, which the caller takes back when it is
+// refused).
 type groupCommit[R any] struct {
-	mu     sync.Mutex
-	flying map[string]*commitGroup[R] // by key, while a request for it is in flight
+	// waitAll makes every caller wait for its request's answer whatever
+	// its context does (bounded by groupCommitWait).
+	waitAll bool
+	mu      sync.Mutex
+	flying  map[string]*commitGroup[R] // by key, while a request for it is in flight
 }
 
 // commitGroup is the callers of one key gathering behind the request in
@@ -78,10 +84,19 @@ func (g *groupCommit[R]) do(ctx context.Context, key string, run func(ctx contex
 		<-c.start
 		g.run(ctx, grp, c, run)
 	}
+	if g.waitAll {
+		<-c.done
+		return c.res, place, c.err
+	}
 	select {
 	case <-c.done:
 		return c.res, place, c.err
 	case <-ctx.Done():
+		select {
+		case <-c.done: // answered as well: the answer, not the context's end
+			return c.res, place, c.err
+		default:
+		}
 		var zero R
 		return zero, place, ctx.Err()
 	}
@@ -89,17 +104,21 @@ func (g *groupCommit[R]) do(ctx context.Context, key string, run func(ctx contex
 
 // run makes commit c's request, then starts the commit gathered behind it
 // (its first caller runs it), or ends the key's group when none did.
+// The hand-off is deferred: a request that panics still ends its group's
+// turn (the panic goes on).
 func (g *groupCommit[R]) run(ctx context.Context, grp *commitGroup[R], c *commit[R], run func(ctx context.Context, n int) (R, error)) {
+	defer func() {
+		g.mu.Lock()
+		if nxt := grp.next; nxt != nil {
+			grp.next = nil
+			close(nxt.start)
+		} else {
+			delete(g.flying, grp.key)
+		}
+		g.mu.Unlock()
+		close(c.done)
+	}()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupCommitWait)
+	defer cancel()
 	c.res, c.err = run(rctx, c.n)
-	cancel()
-	g.mu.Lock()
-	if nxt := grp.next; nxt != nil {
-		grp.next = nil
-		close(nxt.start)
-	} else {
-		delete(g.flying, grp.key)
-	}
-	g.mu.Unlock()
-	close(c.done)
 }
