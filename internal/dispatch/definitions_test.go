@@ -38,6 +38,19 @@ func docsDefinitionsSpec(t *testing.T) *toolwirev1.ToolSpec {
 	return spec
 }
 
+// docsDefinitionsTool is docsDefinitionsSpec and a Go tool declaring the
+// same definitions.
+func docsDefinitionsTool(t *testing.T) (*toolwirev1.ToolSpec, *tool.Tool) {
+	t.Helper()
+	spec := docsDefinitionsSpec(t)
+	opts := []tool.Option{tool.WithSummary(spec.Summary)}
+	for _, d := range spec.Definitions {
+		opts = append(opts, tool.WithDefinition(tool.Definition{ModelFamilies: d.ModelFamilies, Modes: d.Modes,
+			Hidden: d.Hidden, Description: d.Description, InputSchema: d.InputSchemaJson}))
+	}
+	return spec, tool.Must(tool.New("grep_lines", func(_ context.Context, in grepIn) (string, error) { return "found " + in.Pattern, nil }, opts...))
+}
+
 // A spec's definitions (docs/toolsets.md, "Definitions in the spec"): the
 // example's grep_lines is hidden from a session in voice mode, listed and
 // exported to a Gemini-family model with its definition's description and
@@ -47,13 +60,7 @@ func docsDefinitionsSpec(t *testing.T) *toolwirev1.ToolSpec {
 // its next list and call see.
 func TestSpecDefinitionsPerModelAndMode(t *testing.T) {
 	t.Parallel()
-	spec := docsDefinitionsSpec(t)
-	opts := []tool.Option{tool.WithSummary(spec.Summary)}
-	for _, d := range spec.Definitions {
-		opts = append(opts, tool.WithDefinition(tool.Definition{ModelFamilies: d.ModelFamilies, Modes: d.Modes,
-			Hidden: d.Hidden, Description: d.Description, InputSchema: d.InputSchemaJson}))
-	}
-	grep := tool.Must(tool.New("grep_lines", func(_ context.Context, in grepIn) (string, error) { return "found " + in.Pattern, nil }, opts...))
+	spec, grep := docsDefinitionsTool(t)
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{grep}})
 	s.ApplyPolicy(t, "tenant:\n  default: allow\nmodes:\n  voice: {}\n  plan: {}\n")
 
@@ -193,13 +200,7 @@ func TestSpecDefinitionsInTheDefaultModeAndPins(t *testing.T) {
 // one both take runs.
 func TestADefinitionAndAVariantAreListedTogether(t *testing.T) {
 	t.Parallel()
-	spec := docsDefinitionsSpec(t)
-	opts := []tool.Option{tool.WithSummary(spec.Summary)}
-	for _, d := range spec.Definitions {
-		opts = append(opts, tool.WithDefinition(tool.Definition{ModelFamilies: d.ModelFamilies, Modes: d.Modes,
-			Hidden: d.Hidden, Description: d.Description, InputSchema: d.InputSchemaJson}))
-	}
-	grep := tool.Must(tool.New("grep_lines", func(_ context.Context, in grepIn) (string, error) { return "found " + in.Pattern, nil }, opts...))
+	_, grep := docsDefinitionsTool(t)
 	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{grep}})
 	s.ApplyPolicy(t, `tenant:
   default: allow
