@@ -60,7 +60,10 @@ func KVGetFromLeader(ctx context.Context, nc *nats.Conn, bucket, key string) (*K
 // what is not found is jetstream.ErrKeyNotFound, as a delete, a purge or
 // a TTL's end marker is.
 func KVMatchFromLeader(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, filter string) (*KVEntry, error) {
-	bucket := strings.TrimPrefix(stream.CachedInfo().Config.Name, "KV_")
+	bucket, ok := strings.CutPrefix(stream.CachedInfo().Config.Name, "KV_")
+	if !ok {
+		return nil, fmt.Errorf("bus: %s is not a KV bucket's stream", stream.CachedInfo().Config.Name)
+	}
 	m, err := LastMsgFromLeader(ctx, js, stream, "$KV."+bucket+"."+filter)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, fmt.Errorf("bus: %s: %w", filter, jetstream.ErrKeyNotFound)

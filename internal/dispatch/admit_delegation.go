@@ -25,9 +25,13 @@ import (
 // Config.MaxDelegationDescendants calls in its chain (PERMISSION_DENIED,
 // rules "delegation.max_depth", "delegation.max_fan_out" and
 // "delegation.max_descendants"). The call's link is written before the
-// parent's state is read: a cancel of the parent writes its tombstone
+// parent's tombstone is read: a cancel of the parent writes its tombstone
 // before it lists the children, so a child is either refused here or
-// cancelled there. The bounds are counters, which the call adds itself to
+// cancelled there. (A parent this replica does not remember has its
+// state read first, and its link then, which readParent remembers; a
+// remembered one's result is read after the link is written, with the
+// tombstone. Which is refused first, a parent too deep or one that has
+// finished, depends on that: both are refused.) The bounds are counters, which the call adds itself to
 // and reads in one request each, shared with the children of the same
 // parent admitted at the same time (countChildStep). A repeat of an
 // idempotency key that is bound is answered as the original call instead

@@ -55,18 +55,26 @@ func childKey(tenant, parent, child string) string {
 // read from the bucket's leader), or, for a call without one, the link of
 // a call at the top of its chain (depth 0, its own root). A key an older
 // release wrote holds no link: its link is read from where that release
-// wrote it (linkKey).
+// wrote it (linkKey, written before that key, with the same TTL, and
+// purged with it). callID must be a call id (a ULID: no wildcard gets
+// into the filter); tenant is a checked tenant.
 func (d *Dispatcher) linkOf(ctx context.Context, tenant, callID string) (link, error) {
+	if _, err := ulid.ParseStrict(callID); err != nil {
+		return link{}, fmt.Errorf("dispatch: delegation link of %q: not a call id", cutName(callID))
+	}
 	stream, err := d.limitsStream(ctx)
 	if err != nil {
 		return link{}, err
 	}
-	var v []byte
 	e, err := bus.KVMatchFromLeader(ctx, d.bus.JS, stream, childKey(tenant, "*", callID))
 	switch {
-	case err == nil && len(e.Value) > 0:
-		v = e.Value
-	case err == nil || errors.Is(err, jetstream.ErrKeyNotFound):
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return link{Root: callID}, nil
+	case err != nil:
+		return link{}, fmt.Errorf("dispatch: read delegation link: %w", err)
+	}
+	v := e.Value
+	if len(v) == 0 { // an older release's key
 		old, err := d.bus.Limits.Get(ctx, linkKey(tenant, callID))
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return link{Root: callID}, nil
@@ -75,11 +83,9 @@ func (d *Dispatcher) linkOf(ctx context.Context, tenant, callID string) (link, e
 			return link{}, fmt.Errorf("dispatch: read delegation link: %w", err)
 		}
 		v = old.Value()
-	default:
-		return link{}, fmt.Errorf("dispatch: read delegation link: %w", err)
 	}
 	var l link
-	if err := json.Unmarshal(v, &l); err != nil || len(v) > 256 || l.Parent == "" || l.Root == "" {
+	if err := json.Unmarshal(v, &l); err != nil || len(v) > 256 || l.Parent == "" || l.Root == "" || l.Depth < 1 {
 		return link{}, fmt.Errorf("dispatch: delegation link of %s is malformed", callID)
 	}
 	return l, nil

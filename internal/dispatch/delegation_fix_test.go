@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/require"
 
@@ -93,12 +94,14 @@ func TestForgottenLinksLeaveMarkersThatExpire(t *testing.T) {
 	require.NotNil(t, refused.Rejected)
 	st, err := s.Env.Bus.JS.Stream(ctx, "KV_"+s.Env.Bus.Config.LimitsBucket())
 	require.NoError(t, err)
-	for _, k := range []string{".dlg.default." + refused.CallID, ".dlgk.default." + root.CallID + "." + refused.CallID} {
+	for _, k := range []string{".dlgk.default." + root.CallID + "." + refused.CallID} {
 		m, err := st.GetLastMsgForSubject(ctx, "$KV."+s.Env.Bus.Config.LimitsBucket()+k)
 		require.NoError(t, err)
 		require.Equal(t, "PURGE", m.Header.Get("KV-Operation"), k)
 		require.NotEmpty(t, m.Header.Get("Nats-TTL"), "marker of %s has no TTL", k)
 	}
+	_, err = st.GetLastMsgForSubject(ctx, "$KV."+s.Env.Bus.Config.LimitsBucket()+".dlg.default."+refused.CallID)
+	require.ErrorIs(t, err, jetstream.ErrMsgNotFound, "one key a delegated call (its link is the key's value), and no marker of another")
 }
 
 // An idempotent repeat of a delegated call is answered as the original

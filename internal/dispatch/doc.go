@@ -573,8 +573,10 @@
 //     record, which is sent before the stream acknowledges the call and
 //     may be followed by a REJECTED one) is remembered (parentsSeen, a minute, at most
 //     16,384, dropped when this replica's results consumer sees its
-//     result or a child finds it): its tool, its link (read again then: the child's own
-//     read of it may predate the parent's admission) and the subject of
+//     result or a child finds it): its tool, its link (read then, once
+//     it is known published: its key was written in its own admission;
+//     a child of a parent not remembered reads the parent's state before
+//     its own link is written, and only its tombstone after) and the subject of
 //     its result, that of ToolCall.dispatcher, where every writer of a
 //     call's result puts it (workers, approvals, cancels, the reaper,
 //     the overdue sweeper). Its next children read that one subject (and
@@ -622,8 +624,11 @@
 //     one is now. Upgrading: a key without a value (an older release's)
 //     has its link read from dlg.<tenant>.<call>; an older release
 //     reads no link for a call this one admitted, and takes it for the
-//     top of its chain (depth 0), so during a rolling upgrade the depth
-//     bound counts from there. Not a bucket of its own: that would be a
+//     top of its chain (depth 0, its own root), so during a rolling
+//     upgrade the children that older replicas admit below such a call
+//     count their depth, their root's chain (max_descendants and a
+//     `key: chain` limit) and their root_call_id from there, and its
+//     GetDelegation shows no ancestors above it. Not a bucket of its own: that would be a
 //     new store in the layout's reservation (bus.Config.Stores), the
 //     chart and the NATS permissions, for one small key per delegated
 //     call; only calls that name a parent write it. The cost: they share the bucket

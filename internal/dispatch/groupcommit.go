@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -54,6 +55,9 @@ type commit[R any] struct {
 // groupCommitWait bounds one request of a group commit.
 const groupCommitWait = 10 * time.Second
 
+// errRequestPanicked answers the callers of a request that panicked.
+var errRequestPanicked = errors.New("dispatch: a shared request panicked")
+
 // do runs run(ctx, n) once for the n callers of key that share it and
 // returns its result and this caller's place among them (0 to n-1).
 func (g *groupCommit[R]) do(ctx context.Context, key string, run func(ctx context.Context, n int) (R, error)) (R, int, error) {
@@ -105,8 +109,10 @@ func (g *groupCommit[R]) do(ctx context.Context, key string, run func(ctx contex
 // run makes commit c's request, then starts the commit gathered behind it
 // (its first caller runs it), or ends the key's group when none did.
 // The hand-off is deferred: a request that panics still ends its group's
-// turn (the panic goes on).
+// turn, and answers its callers errRequestPanicked, never a zero value
+// taken for an answer (the panic goes on).
 func (g *groupCommit[R]) run(ctx context.Context, grp *commitGroup[R], c *commit[R], run func(ctx context.Context, n int) (R, error)) {
+	c.err = errRequestPanicked // until run returns
 	defer func() {
 		g.mu.Lock()
 		if nxt := grp.next; nxt != nil {

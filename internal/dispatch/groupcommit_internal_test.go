@@ -119,3 +119,40 @@ func TestGroupCommitCallerLeaves(t *testing.T) {
 	require.Equal(t, int64(2), b.requests.Load())
 	require.Equal(t, int64(3), b.counter.Load(), "the request is made for the caller that left too")
 }
+
+// A request that panics answers the callers it was made for with an
+// error, never with a zero value taken for an answer, and ends its
+// key's turn: the next caller's request is made.
+func TestGroupCommitPanicIsNoAnswer(t *testing.T) {
+	t.Parallel()
+	var g groupCommit[chainAdd]
+	b := newBlockedFirst()
+	panicked := make(chan any, 1)
+	go func() {
+		defer func() { panicked <- recover() }()
+		_, _, _ = g.do(t.Context(), "k", func(ctx context.Context, n int) (chainAdd, error) {
+			_, _ = b.run(ctx, n) // the first request: in flight until release
+			panic("boom")
+		})
+	}()
+	<-b.first
+	again := make(chan any, 1)
+	go func() { // runs the next request, which panics too
+		defer func() { again <- recover() }()
+		_, _, _ = g.do(t.Context(), "k", func(context.Context, int) (chainAdd, error) { panic("boom again") })
+	}()
+	gathered(t, &g, "k", 1)
+	waiting := make(chan error, 1)
+	go func() {
+		// Gathered behind the same panicking request as the one above.
+		_, _, err := g.do(t.Context(), "k", b.run)
+		waiting <- err
+	}()
+	gathered(t, &g, "k", 2)
+	close(b.release)
+	require.Equal(t, "boom", <-panicked)
+	require.ErrorIs(t, <-waiting, errRequestPanicked, "gathered behind a request that panicked")
+	require.Equal(t, "boom again", <-again)
+	_, _, err := g.do(t.Context(), "k", b.run)
+	require.NoError(t, err, "the key's turn ended: a new request is made")
+}

@@ -111,8 +111,8 @@ func (d *Dispatcher) lookParent(ctx context.Context, id identity.Identity, paren
 // replica's publish of it was acknowledged, or it was read from the
 // stream): published, so neither in admission nor parked, and never
 // refused at its publish (a REJECTED record, never a result, would end
-// it). Its link is read then: a link read earlier (the child's own,
-// before the parent's state) may predate the parent's admission.
+// it). Its link is read then, once the parent is known published: its
+// key was written in its own admission, before its publish.
 func (d *Dispatcher) readParent(ctx context.Context, id identity.Identity, parent string) (parentLook, error) {
 	r, err := d.getResult(ctx, resultQuery{id: id, callID: parent})
 	if err != nil {

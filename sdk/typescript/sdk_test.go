@@ -155,10 +155,18 @@ func suite(t *testing.T, bin string) (string, []string) {
 // keeps working (the figures of BENCHMARKS.md come from a longer run
 // without the race detector); with TOOLWIRE_TS_BENCH ("calls concurrency",
 // e.g. "5000 64") it runs that many, between two runs of the Go client's
-// bench (so that a change of the shared machine's load shows).
+// bench (so that a change of the shared machine's load shows). With
+// TOOLWIRE_TS_BENCH_CLIENT_CPU (a CPU list, as taskset takes it) both
+// clients run as processes of their own on those CPUs (taskset), the Go
+// client's bench too (TestGoBenchProcess): with the test itself started
+// under taskset on the other CPUs, the stack and the client under test
+// do not share cores (BENCHMARKS.md, "The TypeScript client").
 func bench(t *testing.T, bin, url string, env []string) {
 	t.Helper()
 	calls, conc := 48, 8 // four runs (two HTTP versions, two formats), each after 32 warm-up calls
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	pinned := os.Getenv("TOOLWIRE_TS_BENCH_CLIENT_CPU")
 	if v := os.Getenv("TOOLWIRE_TS_BENCH"); v != "" {
 		_, err := fmt.Sscan(v, &calls, &conc)
 		require.NoError(t, err, "TOOLWIRE_TS_BENCH: want calls and concurrency, e.g. \"5000 64\"")
@@ -168,17 +176,72 @@ func bench(t *testing.T, bin, url string, env []string) {
 				key = v
 			}
 		}
-		sdkstack.GoBench(t, url, key, calls, conc)
-		defer sdkstack.GoBench(t, url, key, calls, conc)
+		a := goBenchArgs{url: url, key: key, calls: calls, conc: conc}
+		goBench := func() { sdkstack.GoBench(t, url, key, calls, conc) }
+		if pinned != "" {
+			goBench = func() { goBenchProcess(ctx, t, pinned, a) }
+		}
+		goBench()
+		defer goBench()
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	cmd := command(ctx, bin, "bench.mjs", "--calls", strconv.Itoa(calls), "--concurrency", strconv.Itoa(conc))
+	args := []string{"bench.mjs", "--calls", strconv.Itoa(calls), "--concurrency", strconv.Itoa(conc)}
+	if pinned != "" {
+		args = append([]string{"-c", pinned, bin}, args...)
+		bin = tasksetPath(t)
+	}
+	cmd := command(ctx, bin, args...)
 	cmd.Env = env
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "bench.mjs:\n%s", b)
 	require.Equal(t, 4, strings.Count(string(b), "FIGURE typescript-"), "bench.mjs:\n%s", b)
 	t.Logf("%s", b)
+}
+
+// goBenchArgs is what the Go client's bench is run with.
+type goBenchArgs struct {
+	url, key    string
+	calls, conc int
+}
+
+// goBenchProcess runs the Go client's bench (sdkstack.GoBench, with a) as a
+// process of its own on the CPUs cpus (this test binary again, running
+// TestGoBenchProcess), and logs its FIGURE lines and the CPU it used a call
+// (warm-ups included).
+func goBenchProcess(ctx context.Context, t *testing.T, cpus string, a goBenchArgs) {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.CommandContext(ctx, tasksetPath(t), "-c", cpus, self, "-test.run=^TestGoBenchProcess$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("TOOLWIRE_GO_BENCH_PROCESS=%s %s %d %d", a.url, a.key, a.calls, a.conc))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "the Go client's bench:\n%s", out)
+	require.Equal(t, 2, strings.Count(string(out), "FIGURE go-client"), "the Go client's bench:\n%s", out)
+	used := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	t.Logf("%s\nthe Go client's process: %s of CPU, %.0f µs a call (both formats, warm-ups included)", out, used,
+		float64(used.Microseconds())/float64(2*(a.calls+4*a.conc)))
+}
+
+// TestGoBenchProcess is the Go client's bench in a process of its own
+// (goBenchProcess): it runs only when TOOLWIRE_GO_BENCH_PROCESS gives its
+// arguments ("url key calls concurrency"), and passes at once otherwise.
+func TestGoBenchProcess(t *testing.T) {
+	v := os.Getenv("TOOLWIRE_GO_BENCH_PROCESS")
+	if v == "" {
+		return
+	}
+	var a goBenchArgs
+	_, err := fmt.Sscan(v, &a.url, &a.key, &a.calls, &a.conc)
+	require.NoError(t, err)
+	sdkstack.GoBench(t, a.url, a.key, a.calls, a.conc)
+}
+
+// tasksetPath is the taskset binary (util-linux), which a pinned bench
+// needs.
+func tasksetPath(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("taskset")
+	require.NoError(t, err, "TOOLWIRE_TS_BENCH_CLIENT_CPU needs taskset (util-linux)")
+	return p
 }
 
 // command is node with args in its own process group, killed as a group
