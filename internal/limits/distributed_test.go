@@ -210,7 +210,7 @@ func TestDistributedBudgetExactlyN(t *testing.T) {
 }
 
 // A replica holding both slots of a cap dies (its store and connection
-// close, nothing released): the slots come back when the lease ends — not
+// close, nothing released): a slot comes back when its lease ends — not
 // before — and within a poll of it.
 func TestDistributedDeadHolderSlotsComeBack(t *testing.T) {
 	t.Parallel()
@@ -220,10 +220,16 @@ func TestDistributedDeadHolderSlotsComeBack(t *testing.T) {
 	ctx := t.Context()
 
 	dying := e.store(t, limits.Config{})
-	var last time.Time
+	// The survivor needs one slot: the first comes back when the first
+	// lease ends (a CI run measured from the second acquire saw it back
+	// 1.5 ms "early": the first acquire's lease ended first).
+	var first time.Time
 	for _, id := range []string{"a", "b"} {
-		last = time.Now()
-		ok, err := dying.Acquire(ctx, k, 2, id, lease, last)
+		now := time.Now()
+		if first.IsZero() {
+			first = now
+		}
+		ok, err := dying.Acquire(ctx, k, 2, id, lease, now)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -238,7 +244,7 @@ func TestDistributedDeadHolderSlotsComeBack(t *testing.T) {
 		ok, err := other.Acquire(ctx, k, 2, "survivor", lease, now)
 		require.NoError(t, err)
 		if ok {
-			took = now.Sub(last)
+			took = now.Sub(first)
 			break
 		}
 		require.True(t, now.Before(deadline), "the slots never came back")
@@ -249,7 +255,7 @@ func TestDistributedDeadHolderSlotsComeBack(t *testing.T) {
 		case <-tick.C:
 		}
 	}
-	t.Logf("slots back %s after the dead replica's last acquire (lease %s)", took.Round(time.Millisecond), lease)
+	t.Logf("a slot back %s after the dead replica's first acquire (lease %s)", took.Round(time.Millisecond), lease)
 	require.GreaterOrEqual(t, took, lease)
 }
 
