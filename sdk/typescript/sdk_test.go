@@ -164,8 +164,6 @@ func suite(t *testing.T, bin string) (string, []string) {
 func bench(t *testing.T, bin, url string, env []string) {
 	t.Helper()
 	calls, conc := 48, 8 // four runs (two HTTP versions, two formats), each after 32 warm-up calls
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
 	pinned := os.Getenv("TOOLWIRE_TS_BENCH_CLIENT_CPU")
 	if v := os.Getenv("TOOLWIRE_TS_BENCH"); v != "" {
 		_, err := fmt.Sscan(v, &calls, &conc)
@@ -179,11 +177,13 @@ func bench(t *testing.T, bin, url string, env []string) {
 		a := goBenchArgs{url: url, key: key, calls: calls, conc: conc}
 		goBench := func() { sdkstack.GoBench(t, url, key, calls, conc) }
 		if pinned != "" {
-			goBench = func() { goBenchProcess(ctx, t, pinned, a) }
+			goBench = func() { goBenchProcess(t.Context(), t, pinned, a) }
 		}
 		goBench()
 		defer goBench()
 	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute) // bench.mjs's own runs only
+	defer cancel()
 	args := []string{"bench.mjs", "--calls", strconv.Itoa(calls), "--concurrency", strconv.Itoa(conc)}
 	if pinned != "" {
 		args = append([]string{"-c", pinned, bin}, args...)
@@ -211,6 +211,8 @@ func goBenchProcess(ctx context.Context, t *testing.T, cpus string, a goBenchArg
 	t.Helper()
 	self, err := os.Executable()
 	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, tasksetPath(t), "-c", cpus, self, "-test.run=^TestGoBenchProcess$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("TOOLWIRE_GO_BENCH_PROCESS=%s %s %d %d", a.url, a.key, a.calls, a.conc))
 	out, err := cmd.CombinedOutput()
