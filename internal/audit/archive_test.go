@@ -369,3 +369,58 @@ func TestRefusalsArchiveGap(t *testing.T) {
 	}
 	require.True(t, kinds["gap"], "%+v", sum.Anomalies)
 }
+
+// TestALostLastSegmentIsAGapWhenTheStreamIsEmpty: the last archived
+// segment of calls and of events lost while the live streams hold
+// nothing (every message aged out) is a "gap" in Run and in Refusals: no
+// later message is read to find the sequences missing before it, so the
+// runs compare what they read with the stream's last sequence.
+func TestALostLastSegmentIsAGapWhenTheStreamIsEmpty(t *testing.T) {
+	t.Parallel()
+	a := startArchived(t)
+	a.call(t, 2)
+	a.refuse(t, 2)
+	period := time.Now().Truncate(time.Second)
+	for time.Now().Truncate(time.Second).Equal(period) {
+		time.Sleep(20 * time.Millisecond) // waiting for the clock's next second: the next segment's period
+	}
+	a.call(t, 2)
+	a.refuse(t, 2)
+	a.agedOut(t)
+	a.eventsAgedOut(t, 1)
+	b, ctx := a.stack.Env.Bus, t.Context()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ci, err := b.Calls.Info(ctx)
+		require.NoError(t, err)
+		segs, err := archive.NewReader(a.store).Segments(ctx, b.Config.CallsStream())
+		require.NoError(t, err)
+		if ci.State.Msgs == 0 && len(segs) > 0 && segs[len(segs)-1].ToSeq >= ci.State.LastSeq {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the calls were not archived")
+		time.Sleep(100 * time.Millisecond) // polling with a deadline, not synchronisation
+	}
+	for _, stream := range []string{b.Config.CallsStream(), b.Config.EventsStream()} {
+		segs, err := archive.NewReader(a.store).Segments(ctx, stream)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, len(segs), 2, "%s: two periods, two segments", stream)
+		last := segs[len(segs)-1]
+		require.Positive(t, last.Messages)
+		require.NoError(t, a.store.Delete(ctx, last.Records))
+		require.NoError(t, a.store.Delete(ctx, fmt.Sprintf("%s/%016d.manifest.json", stream, last.Index)))
+	}
+	gaps := func(sum *audit.Summary, stream string) int {
+		n := 0
+		for _, an := range sum.Anomalies {
+			if an.Kind == "gap" && strings.HasPrefix(an.Detail, stream+" sequences") {
+				n++
+			}
+		}
+		return n
+	}
+	sum := a.audit(t, audit.Options{}, func(*audit.Record) error { return nil })
+	require.Equal(t, 1, gaps(sum, "CALLS"), "%+v", sum.Anomalies)
+	_, rsum := a.refusalsOf(t, audit.Filter{})
+	require.Equal(t, 1, gaps(rsum, "EVENTS"), "%+v", rsum.Anomalies)
+}

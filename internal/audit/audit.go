@@ -436,15 +436,15 @@ func (s *Source) complete(ctx context.Context, j *job, o Options) error {
 	if !o.Events && !o.Verify {
 		return nil
 	}
-	evs, err := s.rawEvents(ctx, j)
+	evs, err := s.readEvents(ctx, j, st)
 	if err != nil {
 		return err
 	}
 	if o.Verify {
-		rec.Refused = append(rec.Refused, s.claimProblems(ctx, call, st, evs)...)
+		rec.Refused = append(rec.Refused, evs.refused...)
 	}
 	if o.Events {
-		rec.Events = redactEvents(sec, s.believedEvents(ctx, call, evs))
+		rec.Events = redactEvents(sec, evs.believed)
 	}
 	return nil
 }
@@ -493,29 +493,32 @@ func (s *Source) schemaOf(ctx context.Context, name, version string) (string, bo
 	return spec.InputSchemaJson, true
 }
 
-// rawEvents reads a call's events: those the archive holds and the
-// events stream no longer does (with an archive), then the stream's by
-// direct gets (next message of the call's subjects after the last one
-// read): no consumer is created. Every dispatcher's subject of the call
-// is read, not only its own dispatcher's (ToolCall.dispatcher): a parked
-// call's APPROVED event is its approver's, a redeemed approval token's
-// AWAITING_APPROVAL the parking replica's, and a cancel another replica
-// recorded before the call had an event of its own is on that replica's
-// subject; the workers read cancels on every dispatcher's subject too.
-// Which events are believed does not rest on the subject (believedEvents
-// and claimProblems check each one's signature).
-func (s *Source) rawEvents(ctx context.Context, j *job) ([]*jetstream.RawStreamMsg, error) {
+// readEvents reads a call's events, oldest first: those the archive
+// holds and the events stream no longer does (with an archive), then the
+// stream's by direct gets (next message of the call's subjects after the
+// last one read): no consumer is created. Every dispatcher's subject of
+// the call is read, not only its own dispatcher's (ToolCall.dispatcher):
+// a parked call's APPROVED event is its approver's, a redeemed approval
+// token's AWAITING_APPROVAL the parking replica's, and a cancel another
+// replica recorded before the call had an event of its own is on that
+// replica's subject; the workers read cancels on every dispatcher's
+// subject too. Which events are believed does not rest on the subject:
+// each one's signature is checked once, as it is read (callEvents.add).
+//
+// Events that are not believed count against the read's bound
+// (maxEventsRead), never against the record's (maxEvents): a worker
+// credential that stores a flood of forged events on a call's subject
+// cannot push the call's own events out of its record, only past
+// maxEventsRead messages, and then the record names the messages it did
+// not read.
+func (s *Source) readEvents(ctx context.Context, j *job, st *believed.Stored) (*callEvents, error) {
 	call := j.call
 	subject := s.subj.EventsAnyDispatcher(call.GetCaller().GetTenant(), call.CallId)
-	var out []*jetstream.RawStreamMsg
-	err := s.archivedOfCall(ctx, j, s.events, subject, func(m *jetstream.RawStreamMsg) bool {
-		out = append(out, m)
-		return len(out) < maxEvents
-	})
-	if err != nil {
+	evs := &callEvents{s: s, call: call, st: st}
+	if err := s.archivedOfCall(ctx, j, s.events, subject, evs.visitor(ctx)); err != nil {
 		return nil, fmt.Errorf("audit: events of %s: %w", call.CallId, err)
 	}
-	for seq := uint64(1); len(out) < maxEvents; {
+	for seq := uint64(1); !evs.cut; {
 		m, err := s.events.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
@@ -523,10 +526,87 @@ func (s *Source) rawEvents(ctx context.Context, j *job) ([]*jetstream.RawStreamM
 		if err != nil {
 			return nil, fmt.Errorf("audit: events of %s: %w", call.CallId, err)
 		}
-		out = append(out, m)
+		evs.visit(ctx, m)
 		seq = m.Sequence + 1
 	}
-	return out, nil
+	evs.finish()
+	return evs, nil
+}
+
+// The bounds of a record's events: it shows at most maxEvents believed
+// events, reads at most maxEventsRead of the call's stored events
+// (believed or not: a call's own are at most a few per attempt, its
+// partial output's chunks at most tool.MaxPartialChunks an attempt, and
+// progress), and names at most maxRefusedEvents that are not believed
+// one by one (the rest in one line).
+const (
+	maxEvents        = 1000
+	maxEventsRead    = 10000
+	maxRefusedEvents = 100
+)
+
+// callEvents is what a record makes of a call's stored events.
+type callEvents struct {
+	s    *Source
+	call *toolwirev1.ToolCall
+	st   *believed.Stored // the call's believed result, nil for none
+	// believed are the events a record shows, at most maxEvents.
+	believed []*jetstream.RawStreamMsg
+	// refused are the problems audit --verify names: events not believed,
+	// a claim of the result's attempt by another signer, events not read.
+	refused []RefusedResult
+	// read counts the events read; unbelieved those not believed.
+	read, unbelieved int
+	// cut is set once an event past maxEventsRead was found (and named).
+	cut bool
+}
+
+// visit checks m, the next of the call's events, and keeps what the
+// record shows and names of it; past maxEventsRead it names m as the
+// first event not read and sets cut.
+func (e *callEvents) visit(ctx context.Context, m *jetstream.RawStreamMsg) {
+	if e.read == maxEventsRead {
+		e.refused = append(e.refused, RefusedResult{Seq: m.Sequence, Problem: "events not read",
+			Detail: fmt.Sprintf("the call has more than %d stored events (%d not believed); those from this sequence on were not read", maxEventsRead, e.unbelieved)})
+		e.cut = true
+		return
+	}
+	e.read++
+	ev, v, err := believed.CheckEvent(ctx, e.s.keys, e.call.CallId, e.call.Tool, m.Header, m.Data)
+	if se := signing.AsError(err); se != nil {
+		if e.unbelieved++; e.unbelieved <= maxRefusedEvents {
+			e.refused = append(e.refused, RefusedResult{Seq: m.Sequence, Problem: "event " + string(se.Problem), Signer: se.Signer, Detail: se.Detail})
+		}
+		return
+	}
+	if err != nil {
+		return // its signer's enrolment could not be looked up: not shown
+	}
+	if len(e.believed) < maxEvents {
+		e.believed = append(e.believed, m)
+	}
+	if st := e.st; st != nil && !st.Verdict.Dispatcher && ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED &&
+		ev.Attempt == st.Resp.GetMeta().GetAttempt() && v.Signer != st.Verdict.Signer {
+		// A worker's believed result whose attempt another signer claimed.
+		e.refused = append(e.refused, RefusedResult{Seq: st.Msg.Sequence, Problem: string(signing.WrongAttempt), Signer: st.Verdict.Signer,
+			Detail: fmt.Sprintf("attempt %d was claimed (STARTED, events seq %d) by %s", ev.Attempt, m.Sequence, v.Signer)})
+	}
+}
+
+// visitor is visit for archivedOfCall: it reads on until cut.
+func (e *callEvents) visitor(ctx context.Context) func(*jetstream.RawStreamMsg) bool {
+	return func(m *jetstream.RawStreamMsg) bool {
+		e.visit(ctx, m)
+		return !e.cut
+	}
+}
+
+// finish names the events not believed past those named one by one.
+func (e *callEvents) finish() {
+	if n := e.unbelieved - maxRefusedEvents; n > 0 {
+		e.refused = append(e.refused, RefusedResult{Problem: "events not believed",
+			Detail: fmt.Sprintf("%d more events not believed (the first %d are named)", n, maxRefusedEvents)})
+	}
 }
 
 // redactEvents is evs as protobuf JSON, redacted.
@@ -539,9 +619,6 @@ func redactEvents(sec *redact.Secrets, evs []*jetstream.RawStreamMsg) []json.Raw
 	}
 	return out
 }
-
-// maxEvents bounds the events of one record.
-const maxEvents = 1000
 
 // defaultSettle is Options.Settle's default.
 const defaultSettle = 10 * time.Minute
@@ -569,16 +646,4 @@ func (s *Source) One(ctx context.Context, seq uint64) (*Record, error) {
 		return nil, err
 	}
 	return j.rec, nil
-}
-
-// believedEvents is evs without the events that are not believed
-// (internal/believed): what a record shows as the call's events.
-func (s *Source) believedEvents(ctx context.Context, call *toolwirev1.ToolCall, evs []*jetstream.RawStreamMsg) []*jetstream.RawStreamMsg {
-	out := evs[:0:0]
-	for _, m := range evs {
-		if _, _, err := believed.CheckEvent(ctx, s.keys, call.CallId, call.Tool, m.Header, m.Data); err == nil {
-			out = append(out, m)
-		}
-	}
-	return out
 }

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/toolwire/toolwire/internal/testdeps"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/stretchr/testify/require"
@@ -311,4 +312,106 @@ func TestAuditLeavesNoConsumer(t *testing.T) {
 	_, err = src.Run(ctx, audit.Filter{}, audit.Options{}, func(*audit.Record) error { return stop })
 	require.ErrorIs(t, err, stop)
 	require.Zero(t, consumers(), "an audit stopped early leaves no consumer")
+}
+
+// A worker credential that stores a flood of forged events on a call's
+// subject pushes none of the call's own events out of its record: events
+// not believed count against the read's bound (10,000), never against
+// the record's 1,000; the first 100 are named one by one and the rest in
+// one line. Past the read's bound the record names the first event it did
+// not read, so a flood never hides events silently.
+func TestForgedEventsPushNoEventOutOfTheRecord(t *testing.T) {
+	t.Parallel()
+	started := make(chan string, 2)
+	release := map[string]chan struct{}{}
+	var mu sync.Mutex
+	gate := tool.Must(tool.New("gate", func(ctx context.Context, in struct {
+		Name string `json:"name"`
+	}) (string, error) {
+		mu.Lock()
+		ch := release[in.Name]
+		mu.Unlock()
+		started <- in.Name
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		if err := tool.PartialText(ctx, "after the flood of "+in.Name); err != nil {
+			return "", err
+		}
+		return "done", nil
+	}, tool.ReadOnly()))
+	s := dispatchtest.Start(t, dispatchtest.Options{Tools: []*tool.Tool{gate}})
+	ctx := t.Context()
+	src, err := audit.Open(ctx, s.Env.Bus.NC, "toolwire")
+	require.NoError(t, err)
+	run := func(name string, forged int) (*audit.Record, *audit.Summary) {
+		mu.Lock()
+		release[name] = make(chan struct{})
+		mu.Unlock()
+		sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "gate", ArgumentsJson: `{"name":"` + name + `"}`})
+		require.NoError(t, err)
+		require.Nil(t, sub.Rejected)
+		require.Equal(t, name, <-started)
+		// The flood, stored while the call runs: after its STARTED claim,
+		// before its partial output.
+		subject := s.Env.Bus.Subjects.Event(identity.Default.Tenant, "forger", sub.CallID)
+		data, err := proto.Marshal(&toolwirev1.CallEvent{CallId: sub.CallID, Tool: "gate", Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS})
+		require.NoError(t, err)
+		for range forged {
+			_, err := s.Env.Bus.JS.PublishAsync(subject, data)
+			require.NoError(t, err)
+		}
+		select {
+		case <-s.Env.Bus.JS.PublishAsyncComplete():
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+		mu.Lock()
+		close(release[name])
+		mu.Unlock()
+		g, err := s.Dispatcher.GetResult(ctx, identity.Default, sub.CallID, 30*time.Second)
+		require.NoError(t, err)
+		require.True(t, g.GetResponse().GetOk(), "%v", g)
+		var rec *audit.Record
+		sum, err := src.Run(ctx, audit.Filter{CallID: sub.CallID}, audit.Options{Events: true, Verify: true}, func(r *audit.Record) error {
+			rec = r
+			return nil
+		})
+		require.NoError(t, err)
+		require.NotNil(t, rec)
+		return rec, sum
+	}
+	shows := func(rec *audit.Record, text string) bool {
+		for _, e := range rec.Events {
+			if strings.Contains(string(e), text) {
+				return true
+			}
+		}
+		return false
+	}
+	problems := func(rec *audit.Record) map[string]int {
+		out := map[string]int{}
+		for _, r := range rec.Refused {
+			out[r.Problem]++
+		}
+		return out
+	}
+
+	rec, sum := run("a", 1100)
+	require.True(t, shows(rec, "after the flood of a"), "the call's partial output after 1,100 forged events: %d events shown", len(rec.Events))
+	require.Equal(t, map[string]int{"event unsigned": 100, "events not believed": 1}, problems(rec))
+	require.Contains(t, rec.Refused[100].Detail, "1000 more events not believed")
+	require.Len(t, sum.Anomalies, 101)
+	require.False(t, sum.OK())
+
+	rec, sum = run("b", 10000)
+	require.False(t, shows(rec, "after the flood of b"), "an event past the read's bound was read")
+	require.NotEmpty(t, rec.Events, "the call's events before the flood")
+	p := problems(rec)
+	require.Equal(t, 1, p["events not read"], "%v", p)
+	require.Equal(t, 1, p["events not believed"], "%v", p)
+	require.Equal(t, 100, p["event unsigned"], "%v", p)
+	require.False(t, sum.OK())
 }

@@ -21,11 +21,17 @@
 // (Since, Until), tenant and tool (both narrow the consumer's subject
 // filter), session, agent, call id, and outcome or error type name (such
 // as "TIMEOUT"). Options.Events adds each call's events, read by direct
-// gets (at most 1000 a call; slower, and events live only as long as the
-// events stream keeps them), on every dispatcher's subject of the call
-// (an approver's APPROVED, a redeemed token's AWAITING_APPROVAL on the
-// parking replica's, a cancel another replica recorded). A server that
-// stalls is waited for up to 30s.
+// gets (slower, and events live only as long as the events stream keeps
+// them), on every dispatcher's subject of the call (an approver's
+// APPROVED, a redeemed token's AWAITING_APPROVAL on the parking
+// replica's, a cancel another replica recorded). A record shows at most
+// 1,000 believed events; it reads at most 10,000 of the call's stored
+// events, believed or not, so that a flood of forged events (a worker
+// credential can store any number on a call's subject) pushes none of
+// the call's own out of its record; with Verify it names the first 100
+// not believed, the rest in one line, and the first event past the
+// 10,000 ("events not read"), never hiding events silently. A server
+// that stalls is waited for up to 30s.
 //
 // # The archive
 //
@@ -36,7 +42,10 @@
 // overlapping the range, streamed a record at a time) and then the
 // stream from the next sequence (from Since, when given), as one
 // sequence: no call twice, and a sequence missing at the boundary is a
-// "gap" as anywhere else. Before each fetch it asks the stream for its
+// "gap" as anywhere else — also when the stream holds nothing: the
+// sequences after the archive's last up to the stream's last (a lost last
+// segment, every message since aged out) are a gap, whatever Until, for
+// their times are unknown. Before each fetch it asks the stream for its
 // first sequence: what the stream dropped meanwhile (its window ages
 // calls out while a long audit reads) is read from the archive before the
 // fetched calls, so nothing is lost between the two. A call's results
@@ -83,7 +92,8 @@
 // as one sequence exactly as Run reads calls, each rejection checked as a
 // dispatcher's whether archived or live — Until ends the run at the
 // first event past it, wherever it is read, and a sequence missing
-// between the archive's part and the stream's is a "gap" as in Run;
+// between the archive's part and the stream's (or its last sequence,
+// when it holds nothing) is a "gap" as in Run;
 // without one, for as long as the
 // events stream keeps them), as records with outcome "rejected", the error
 // answered and, when the policy refused, its version, rule and the reason

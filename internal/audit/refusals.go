@@ -55,6 +55,7 @@ func (s *Source) Refusals(ctx context.Context, f Filter, o Options, emit func(*R
 		}
 	}
 	if info.State.Msgs == 0 || rs.covered >= rs.last {
+		endGap(sum, "EVENTS", rs.prev, rs.last)
 		return sum, nil
 	}
 	return sum, rs.live(ctx, o)

@@ -73,9 +73,29 @@ func (s *Source) scan(ctx context.Context, f Filter, o Options, sum *Summary, ne
 		}
 	}
 	if sc.last == 0 || info.State.Msgs == 0 || sc.covered >= sc.last {
+		if !sc.narrowed && sc.prev != 0 {
+			// Archived calls past Until are not visited: covered is how
+			// far the archive's part reaches.
+			endGap(sum, "CALLS", max(sc.prev, sc.covered), sc.last)
+		}
 		return nil
 	}
 	return sc.live(ctx)
+}
+
+// endGap reports the sequences after read up to last (a stream's last
+// when the run started) as a gap, when the run read up to read (from the
+// archive) and nothing after it is left to read (the live stream is
+// empty): a lost last segment, with the stream dropped past it, has no
+// later message to be found missing before. The lost messages' times are
+// unknown, so it is reported whatever the run's Until. Zero read means
+// the run knows of no sequence read (nothing archived, or nothing since
+// Since): nothing is reported.
+func endGap(sum *Summary, stream string, read, last uint64) {
+	if read != 0 && read < last {
+		sum.addAnomaly(Anomaly{Kind: "gap", Seq: read + 1,
+			Detail: fmt.Sprintf("%s sequences %d-%d are missing (deleted messages, or dropped unarchived)", stream, read+1, last)})
+	}
 }
 
 // archived reads the archived calls after covered up to sequence to (as

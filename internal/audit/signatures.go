@@ -12,7 +12,6 @@ import (
 	"github.com/toolwire/toolwire/internal/believed"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/signing"
-	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
 
 // Signature is a record's proof of who wrote its result: the parts of
@@ -109,27 +108,4 @@ func signatureOf(st *believed.Stored) *Signature {
 	return &Signature{Signer: st.Verdict.Signer, Signature: st.Msg.Header.Get(signing.HeaderSignature), Batch: st.Msg.Header.Get(signing.HeaderBatch), Kind: signing.KindResult,
 		CallID: st.Resp.GetCallId(), Attempt: st.Resp.GetMeta().GetAttempt(), SHA256: hex.EncodeToString(sum[:]),
 		Dispatcher: st.Verdict.Dispatcher, Pool: st.Verdict.Pool}
-}
-
-// claimProblems checks a worker's believed result against the call's
-// events (evs, oldest first): every event must be believed, and a STARTED
-// claim of the result's attempt must be the result's signer's.
-func (s *Source) claimProblems(ctx context.Context, call *toolwirev1.ToolCall, st *believed.Stored, evs []*jetstream.RawStreamMsg) []RefusedResult {
-	callID, tool := call.CallId, call.Tool
-	var out []RefusedResult
-	for _, m := range evs {
-		ev, v, err := believed.CheckEvent(ctx, s.keys, callID, tool, m.Header, m.Data)
-		if se := signing.AsError(err); se != nil {
-			out = append(out, RefusedResult{Seq: m.Sequence, Problem: "event " + string(se.Problem), Signer: se.Signer, Detail: se.Detail})
-			continue
-		}
-		if err != nil || st == nil || st.Verdict.Dispatcher || ev.Type != toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED {
-			continue
-		}
-		if ev.Attempt == st.Resp.GetMeta().GetAttempt() && v.Signer != st.Verdict.Signer {
-			out = append(out, RefusedResult{Seq: st.Msg.Sequence, Problem: string(signing.WrongAttempt), Signer: st.Verdict.Signer,
-				Detail: fmt.Sprintf("attempt %d was claimed (STARTED, events seq %d) by %s", ev.Attempt, m.Sequence, v.Signer)})
-		}
-	}
-	return out
 }
