@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/startstop"
 )
 
@@ -88,7 +89,7 @@ func New(cfg Config) *Archiver {
 
 // Bucket is the name of the KV bucket of an installation's archivers: the
 // lease and each stream's Progress.
-func Bucket(prefix string) string { return prefix + "_archive" }
+func Bucket(prefix string) string { return bus.Config{Prefix: prefix}.ArchiveBucket() }
 
 // Start makes the archive bucket when missing and starts the loop.
 func (a *Archiver) Start(ctx context.Context) error {
@@ -400,4 +401,25 @@ func ReadProgress(ctx context.Context, kv jetstream.KeyValue, streams ...string)
 		out[s] = p
 	}
 	return out, nil
+}
+
+// OldestUnarchived is when stream stored its first message after
+// sequence archived (a Progress's ToSeq), read from the stream itself, so
+// that an archiver that stopped recording its progress shows a lag that
+// grows; zero when the stream holds nothing past archived. state is the
+// stream's, read just before. Every reader of the lag (a dispatcher's
+// toolwire_archive_lag_seconds and admission, toolctl store status) reads
+// it so.
+func OldestUnarchived(ctx context.Context, stream jetstream.Stream, state jetstream.StreamState, archived uint64) (time.Time, error) {
+	if state.Msgs == 0 || state.LastSeq <= archived {
+		return time.Time{}, nil
+	}
+	m, err := stream.GetMsg(ctx, max(archived+1, state.FirstSeq), jetstream.WithGetMsgSubject(">"))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return time.Time{}, nil // dropped meanwhile
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("archive: oldest unarchived message of %s: %w", stream.CachedInfo().Config.Name, err)
+	}
+	return m.Time, nil
 }

@@ -366,6 +366,14 @@ func operatorPermissions(c Config) Permissions {
 		jsAPI+"STREAM.MSG.GET."+registry,
 		// replay: calls on shadow subjects, which only shadow pools consume.
 		s.AllShadow(),
+		// store status: the archive's lag, read as the dispatchers read it
+		// (archive.OldestUnarchived): the archive bucket's progress keys,
+		// and the first unarchived message of the calls and results
+		// streams, by sequence (the events stream's is above).
+		jsAPI+"STREAM.INFO."+kvStream(c.ArchiveBucket()),
+		jsAPI+"DIRECT.GET."+kvStream(c.ArchiveBucket())+".$KV."+c.ArchiveBucket()+".progress.>",
+		jsAPI+"DIRECT.GET."+calls,
+		jsAPI+"DIRECT.GET."+results,
 	)
 	sub := []string{
 		InboxPrefix(c, RoleOperator) + ".>",

@@ -236,6 +236,11 @@ func (c Config) LimitsBucket() string { return c.Prefix + "_limits" }
 // every such session has expired (internal/dashboard). Dispatchers only.
 func (c Config) RevocationsBucket() string { return c.Prefix + "_revocations" }
 
+// ArchiveBucket is the KV bucket of the installation's archivers (the
+// lease and each stream's progress; internal/archive), which an archiver
+// makes when it first starts.
+func (c Config) ArchiveBucket() string { return c.Prefix + "_archive" }
+
 // RevocationsMaxAge is the revocations bucket's age limit, a backstop
 // behind each record's own TTL (the dashboard's session lifetime plus a
 // clock-skew margin, which must not exceed it): no record outlives it,

@@ -213,17 +213,9 @@ func (l *archiveLag) readStream(ctx context.Context, s lagStream, archived uint6
 	}
 	_, marked := info.Config.Metadata[bus.ArchiveHoldMetadata]
 	st := lagState{maxAge: info.Config.MaxAge, measured: marked || (info.Config.MaxAge != 0 && info.Config.MaxAge <= s.window)}
-	if info.State.Msgs == 0 || info.State.LastSeq <= archived {
-		return st, nil
+	if st.oldest, err = archive.OldestUnarchived(ctx, s.stream, info.State, archived); err != nil {
+		return lagState{}, fmt.Errorf("dispatch: %w", err)
 	}
-	m, err := s.stream.GetMsg(ctx, max(archived+1, info.State.FirstSeq), jetstream.WithGetMsgSubject(">"))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return st, nil // dropped meanwhile
-	}
-	if err != nil {
-		return lagState{}, fmt.Errorf("dispatch: stream %s: %w", s.name, err)
-	}
-	st.oldest = m.Time
 	return st, nil
 }
 

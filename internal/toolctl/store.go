@@ -3,7 +3,9 @@ package toolctl
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/toolwire/toolwire/internal/archive"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/capacity"
 )
@@ -41,8 +44,12 @@ limits, the use of the nearer limit, and — from two readings --sample apart
 (default 5s) — the net growth per second, the bytes the store took per
 call written to the calls stream, and the time until it is full at that
 rate. "-" is unknown or unbounded: no rate measured, no call in the
-sample, the account's messages (not counted). ARCHIVE LAG is "-" until an
-archive reports one. --sample 0 reads once and measures no rate.
+sample, the account's messages (not counted). ARCHIVE LAG is, for the
+calls, results and events streams once an archiver has run (the archive
+bucket exists), the age of the stream's oldest message not yet archived
+(0 when caught up), read as the dispatchers read it for
+toolwire_archive_lag_seconds; "-" for the other stores and without an
+archive. --sample 0 reads once and measures no rate.
 
 FULL IN is "full" when the store takes no more: JetStream stops a store
 just under its limit, so a full store reads a little under 100%. The calls
@@ -93,8 +100,12 @@ func (a *app) readCapacity(ctx context.Context, sample time.Duration) ([]capacit
 	}
 	c := bus.Config{Prefix: a.nats.prefix}
 	first, err := capacity.Read(ctx, js, c)
-	if err != nil || sample == 0 {
-		return capacity.Compute(capacity.Sample{}, first, capacity.DefaultHighWater), err
+	if err != nil {
+		return nil, err
+	}
+	if sample == 0 {
+		status := capacity.Compute(capacity.Sample{}, first, capacity.DefaultHighWater)
+		return status, archiveLags(ctx, js, c, status)
 	}
 	t := time.NewTimer(sample)
 	defer t.Stop()
@@ -107,7 +118,46 @@ func (a *app) readCapacity(ctx context.Context, sample time.Duration) ([]capacit
 	if err != nil {
 		return nil, err
 	}
-	return capacity.Compute(first, last, capacity.DefaultHighWater), nil
+	status := capacity.Compute(first, last, capacity.DefaultHighWater)
+	return status, archiveLags(ctx, js, c, status)
+}
+
+// archiveLags fills the ArchiveLag of the archived streams' status (calls,
+// results, events) when an archiver has made the archive bucket: the age
+// of each stream's oldest message after the sequence the archive's
+// progress records (archive.OldestUnarchived), 0 when caught up.
+func archiveLags(ctx context.Context, js jetstream.JetStream, c bus.Config, status []capacity.Status) error {
+	kv, err := js.KeyValue(ctx, archive.Bucket(c.Prefix))
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("the archive bucket: %w", err)
+	}
+	names := []string{c.CallsStream(), c.ResultsStream(), c.EventsStream()}
+	progress, err := archive.ReadProgress(ctx, kv, names...)
+	if err != nil {
+		return err
+	}
+	for i := range status {
+		s := &status[i]
+		if !slices.Contains(names, s.Stream) {
+			continue
+		}
+		stream, err := js.Stream(ctx, s.Stream)
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", s.Stream, err)
+		}
+		oldest, err := archive.OldestUnarchived(ctx, stream, stream.CachedInfo().State, progress[s.Stream].ToSeq)
+		if err != nil {
+			return err
+		}
+		s.ArchiveLag = 0
+		if !oldest.IsZero() {
+			s.ArchiveLag = max(time.Since(oldest), 0)
+		}
+	}
+	return nil
 }
 
 func (a *app) printStoreTable(status []capacity.Status, sample time.Duration) error {

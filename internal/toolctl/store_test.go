@@ -2,13 +2,16 @@ package toolctl_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolwire/toolwire/internal/archive"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/bus/bustest"
 	"github.com/toolwire/toolwire/internal/toolctl"
@@ -141,4 +144,81 @@ func TestStoreStatusWrongPrefix(t *testing.T) {
 	require.Contains(t, out.stderr, "no toolwire installation")
 	require.Contains(t, out.stderr, "OTHER_CALLS")
 	require.Contains(t, out.stderr, "--prefix")
+}
+
+// With an archive, `store status` shows each archived stream's lag with
+// the operator's credentials, as the dispatchers read it: the age of the
+// stream's oldest message not yet archived (0 when caught up); the other
+// stores show none (issue 29's "archive lag" column was always "-").
+func TestStoreStatusShowsTheArchiveLag(t *testing.T) {
+	t.Parallel()
+	env := bustest.StartWithRoles(t)
+	ctx := t.Context()
+	opEnv := map[string]string{"TOOLWIRE_NATS_URL": env.Server.ClientURL(),
+		"TOOLWIRE_NATS_CREDS": bus.CredentialsFile(env.Creds.Dir, bus.RoleOperator)}
+	status := func() map[string]storeStatus {
+		t.Helper()
+		out := run(t, opEnv, "", "store", "status", "--sample", "0", "-o", "json")
+		require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+		got := map[string]storeStatus{}
+		for _, l := range strings.Split(strings.TrimSpace(out.stdout), "\n") {
+			var s storeStatus
+			require.NoError(t, json.Unmarshal([]byte(l), &s), l)
+			got[s.Store] = s
+		}
+		return got
+	}
+	subject := env.Bus.Subjects.Call(toolwirev1.ExecutorType_EXECUTOR_TYPE_NATIVE, "default", "builtin", "echo")
+	publish := func() {
+		t.Helper()
+		_, err := env.Bus.JS.Publish(ctx, subject, []byte("a call"))
+		require.NoError(t, err)
+	}
+	publish()
+	require.Nil(t, status()["calls"].ArchiveLagSeconds, "no archive yet")
+
+	store, err := archive.OpenBucket(ctx, t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	a := archive.New(archive.Config{Bus: env.Bus, Store: store, Name: "d1", Segment: time.Second, Settle: 100 * time.Millisecond,
+		Every: 100 * time.Millisecond, HoldAhead: time.Hour})
+	require.NoError(t, a.Start(context.Background()))
+	kv, err := env.Bus.JS.KeyValue(ctx, archive.Bucket(env.Bus.Config.Prefix))
+	require.NoError(t, err)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		p, err := archive.ReadProgress(ctx, kv, env.Bus.Config.CallsStream())
+		require.NoError(t, err)
+		if p[env.Bus.Config.CallsStream()].ToSeq >= 1 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the call was not archived")
+		time.Sleep(50 * time.Millisecond) // polling with a deadline, not synchronisation
+	}
+	require.NoError(t, a.Stop(context.Background()))
+	got := status()
+	for _, name := range []string{"calls", "results", "events"} {
+		require.NotNil(t, got[name].ArchiveLagSeconds, "%s: archived", name)
+		require.Zero(t, *got[name].ArchiveLagSeconds, "%s: caught up", name)
+	}
+	require.Nil(t, got["registry"].ArchiveLagSeconds, "not archived")
+
+	// A call the stopped archiver never archives: its age is the lag.
+	before := time.Now()
+	publish()
+	got = status()
+	require.NotNil(t, got["calls"].ArchiveLagSeconds)
+	require.Positive(t, *got["calls"].ArchiveLagSeconds)
+	require.LessOrEqual(t, *got["calls"].ArchiveLagSeconds, time.Since(before).Seconds())
+	out := run(t, opEnv, "", "store", "status", "--sample", "0")
+	require.Equal(t, toolctl.ExitOK, out.code, out.stderr)
+	for _, l := range strings.Split(strings.TrimSpace(out.stdout), "\n")[1:] {
+		f := strings.Fields(l)
+		switch f[0] {
+		case "calls", "results", "events":
+			require.NotEqual(t, "-", f[len(f)-1], l)
+		default:
+			require.Equal(t, "-", f[len(f)-1], l)
+		}
+	}
 }

@@ -277,6 +277,10 @@ its pool's consumers and announcement subjects only.
     "$JS.API.DIRECT.GET.KV_{{ $p }}_registry.>"
     "$JS.API.STREAM.MSG.GET.KV_{{ $p }}_registry"
     "{{ $p }}.shadow.>"
+    "$JS.API.STREAM.INFO.KV_{{ $p }}_archive"
+    "$JS.API.DIRECT.GET.KV_{{ $p }}_archive.$KV.{{ $p }}_archive.progress.>"
+    "$JS.API.DIRECT.GET.{{ $u }}_CALLS"
+    "$JS.API.DIRECT.GET.{{ $u }}_RESULTS"
   ]}
   subscribe: {allow: [
     "_INBOX_{{ $p }}_operator.>"
