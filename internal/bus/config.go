@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"time"
@@ -103,6 +104,11 @@ type Config struct {
 	// ArchiveHoldMetadata). 0 = no archive: the streams keep CallsMaxAge,
 	// ResultsMaxAge and EventsMaxAge.
 	RetentionWindow time.Duration
+	// DesignRate, when positive, is the calls a second the installation
+	// is sized for: each store that every call writes — calls, results,
+	// events — and the idempotency bucket, whose byte limit is not given,
+	// holds its window at that rate (SizedFor). 0 = the fixed defaults.
+	DesignRate float64
 }
 
 // CallsWindow is the calls stream's MaxAge: RetentionWindow with an
@@ -129,14 +135,17 @@ func (c Config) WithDefaults() Config {
 	c.Prefix = cmp.Or(c.Prefix, "toolwire")
 	c.Replicas = cmp.Or(c.Replicas, 1)
 	c.CallsMaxAge = cmp.Or(c.CallsMaxAge, 720*time.Hour)
-	for _, l := range c.byteLimits() {
-		*l.field = cmp.Or(*l.field, l.def)
-	}
 	c.ResultsMaxAge = cmp.Or(c.ResultsMaxAge, c.CallsMaxAge)
 	c.EventsMaxAge = cmp.Or(c.EventsMaxAge, 72*time.Hour)
 	c.DLQMaxAge = cmp.Or(c.DLQMaxAge, c.CallsMaxAge)
 	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, 10*time.Minute)
 	c.IdempotencyTTL = cmp.Or(c.IdempotencyTTL, c.CallsWindow())
+	if c.DesignRate > 0 {
+		c.sizeForRate()
+	}
+	for _, l := range c.byteLimits() {
+		*l.field = cmp.Or(*l.field, l.def)
+	}
 	c.CancelTTL = cmp.Or(c.CancelTTL, 24*time.Hour)
 	c.RegistryHistory = cmp.Or(c.RegistryHistory, 10)
 	return c
@@ -155,6 +164,9 @@ func (c Config) Validate() error {
 		if *l.field == 0 || *l.field < -1 {
 			errs = append(errs, fmt.Errorf("bus: %s %d must be positive or -1", l.name, *l.field))
 		}
+	}
+	if c.DesignRate < 0 || math.IsNaN(c.DesignRate) || math.IsInf(c.DesignRate, 0) {
+		errs = append(errs, fmt.Errorf("bus: DesignRate %v must be a number of calls a second, 0 or more", c.DesignRate))
 	}
 	if c.RetentionWindow < 0 {
 		errs = append(errs, fmt.Errorf("bus: RetentionWindow %s is negative", c.RetentionWindow))

@@ -73,6 +73,21 @@
 // and Open says what to change (IsStorageExhausted). -1 makes a store
 // unbounded, which brings that risk back.
 //
+// Sized by the window: with Config.DesignRate (dispatchd --design-rate,
+// calls a second) the stores every call writes — calls, results, events
+// — and the idempotency bucket, each whose limit is not given, hold
+// their window at that rate (SizedFor): 512, 512, 384 and 400 bytes a
+// call (the soak's small calls with room to spare), over the window (an
+// archived stream's plus the archiver's 6 h hold; the keys' TTL), with a
+// quarter of headroom, never below the fixed default. By the same
+// figures the fixed defaults hold a 168 h window at about 11 calls a
+// second (calls) and 0.4 keyed calls a second (idempotency); a store too small for
+// the window refuses keyed calls (idempotency) or all calls (calls)
+// OVERLOADED before it fills, never INTERNAL, and toolctl store status
+// and the store alerts show it coming. The reservation grows with the
+// sizes (60 calls a second over 168 h reserve about 70 GiB), so the
+// server's max_file_store must hold it: Open says so when it does not.
+//
 // The calls, results and events streams keep CallsMaxAge, ResultsMaxAge
 // and EventsMaxAge — unless an archive keeps the record
 // (RetentionWindow, dispatchd --retention-window): then they keep the

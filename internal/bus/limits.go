@@ -52,6 +52,75 @@ const (
 // reads them at once, so this only matters while no dispatcher runs.
 const advisoriesMaxAge = 7 * 24 * time.Hour
 
+// The bytes a call takes in each store that scales with calls, as
+// Config.DesignRate sizes them: what the soak measured for a small call
+// (CALLS 377, RESULTS 374, EVENTS 156 × 1.5, an idempotency key 313;
+// docs/reliability.md) with room for arguments and inline outputs of a
+// hundred bytes or so more. Larger calls need --stream-max-bytes
+// (toolctl store status gives each store's bytes per call).
+const (
+	designCallBytes   = 512
+	designResultBytes = 512
+	designEventBytes  = 384 // the events of one call
+	designKeyBytes    = 400
+)
+
+// designHold is what an archived stream may keep past its window while
+// the archive is behind: the archiver's largest hold (archive.Config's
+// HoldAhead, 6h by default).
+const designHold = 6 * time.Hour
+
+// designHeadroom is the share above the sized bytes: the calls stream and
+// the idempotency bucket refuse calls at 90% of their limit.
+const designHeadroom = 1.25
+
+// SizedFor is the byte limit that holds window of a store taking
+// perCall bytes a call at rate calls a second, with designHeadroom,
+// rounded up to a MiB; never below def (the fixed default).
+func SizedFor(rate float64, perCall int64, window time.Duration, def int64) int64 {
+	b := rate * float64(perCall) * window.Seconds() * designHeadroom
+	if b >= float64(1<<62) {
+		return 1 << 62
+	}
+	n := (int64(b) + 1<<20 - 1) &^ (1<<20 - 1)
+	return max(n, def)
+}
+
+// sizeForRate sizes the stores that scale with calls, whose byte limit is
+// not given, for DesignRate over their windows (an archived stream's
+// window plus designHold); the idempotency bucket as if every call had a
+// key.
+func (c *Config) sizeForRate() {
+	hold := time.Duration(0)
+	if c.RetentionWindow > 0 {
+		hold = designHold
+	}
+	for _, s := range []struct {
+		field   *int64
+		perCall int64
+		window  time.Duration
+	}{
+		{&c.CallsMaxBytes, designCallBytes, c.CallsWindow() + hold},
+		{&c.ResultsMaxBytes, designResultBytes, c.ResultsWindow() + hold},
+		{&c.EventsMaxBytes, designEventBytes, c.EventsWindow() + hold},
+		{&c.IdempotencyMaxBytes, designKeyBytes, c.IdempotencyTTL},
+	} {
+		if *s.field == 0 {
+			*s.field = SizedFor(c.DesignRate, s.perCall, s.window, c.defaultOf(s.field))
+		}
+	}
+}
+
+// defaultOf is the fixed default of the byte limit field.
+func (c *Config) defaultOf(field *int64) int64 {
+	for _, l := range c.byteLimits() {
+		if l.field == field {
+			return l.def
+		}
+	}
+	return 0
+}
+
 // byteLimit is one MaxBytes field of Config with its store and default.
 type byteLimit struct {
 	field *int64

@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"log/slog"
+	"math"
 	"testing"
 	"time"
 
@@ -200,4 +201,44 @@ func TestIdempotencyKeysFollowTheCallsRetention(t *testing.T) {
 			require.Equal(t, 6*time.Hour, s.MaxAge)
 		}
 	}
+}
+
+// DesignRate sizes the stores every call writes, and the idempotency
+// bucket, by their windows at that rate (an archived stream's window plus
+// the archiver's 6 h hold, a quarter of headroom); a limit given stays,
+// a rate too small for the default keeps it, and a store that does not
+// scale with calls is not touched (issue 29: "stores are sized by the
+// window").
+func TestDesignRateSizesTheStoresByTheirWindows(t *testing.T) {
+	t.Parallel()
+	sized := func(rate, perCall float64, window time.Duration) int64 {
+		b := int64(rate * perCall * window.Seconds() * 1.25)
+		return (b + 1<<20 - 1) &^ (1<<20 - 1)
+	}
+	c := bus.Config{DesignRate: 60, RetentionWindow: 168 * time.Hour}.WithDefaults()
+	require.NoError(t, c.Validate())
+	require.Equal(t, sized(60, 512, 174*time.Hour), c.CallsMaxBytes)
+	require.Equal(t, sized(60, 512, 174*time.Hour), c.ResultsMaxBytes)
+	require.Equal(t, sized(60, 384, 78*time.Hour), c.EventsMaxBytes, "events keep at most 72h")
+	require.Equal(t, sized(60, 400, 168*time.Hour), c.IdempotencyMaxBytes, "keys live as long as the window")
+	require.Equal(t, int64(128<<20), c.DLQMaxBytes, "not a store every call writes")
+	require.Equal(t, int64(5<<30), bus.Config{DesignRate: 60, CallsMaxBytes: 5 << 30}.WithDefaults().CallsMaxBytes, "a limit given")
+	require.Equal(t, int64(4<<30), bus.Config{DesignRate: 0.001}.WithDefaults().CallsMaxBytes, "never below the default")
+	require.Equal(t, int64(4<<30), bus.Config{}.WithDefaults().CallsMaxBytes)
+	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
+		require.ErrorContains(t, bus.Config{DesignRate: bad}.WithDefaults().Validate(), "DesignRate")
+	}
+
+	// On a server: the events stream as sized, the limits given as given.
+	var cfg bus.Config
+	require.NoError(t, cfg.ParseMaxBytes("calls=64MiB,results=64MiB,idempotency=64MiB"))
+	cfg.DesignRate = 10
+	env := bustest.Start(t, cfg)
+	info, err := env.Bus.Events.Info(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, sized(10, 384, 72*time.Hour), info.Config.MaxBytes)
+	require.Greater(t, info.Config.MaxBytes, int64(1<<30), "above the fixed default")
+	info, err = env.Bus.Calls.Info(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, int64(64<<20), info.Config.MaxBytes)
 }
