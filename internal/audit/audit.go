@@ -127,9 +127,13 @@ type Record struct {
 	// in force (or another admission step refused the call).
 	Policy *Policy `json:"policy,omitempty"`
 	// Events are the call's lifecycle events (Options.Events), as
-	// protobuf JSON.
-	Events   []json.RawMessage `json:"events,omitempty"`
-	Response json.RawMessage   `json:"response,omitempty"`
+	// protobuf JSON: the first 1,000 believed.
+	Events []json.RawMessage `json:"events,omitempty"`
+	// EventsNotShown counts the believed events past the 1,000 Events
+	// shows (Options.Events): a call with that many (a long partial
+	// output, many attempts) is told, never cut silently.
+	EventsNotShown int             `json:"events_not_shown,omitempty"`
+	Response       json.RawMessage `json:"response,omitempty"`
 	// Signature proves who wrote the response (internal/signing).
 	Signature *Signature `json:"signature,omitempty"`
 	// Refused lists results (and, with Options.Verify, events) stored for
@@ -445,6 +449,7 @@ func (s *Source) complete(ctx context.Context, j *job, o Options) error {
 	}
 	if o.Events {
 		rec.Events = redactEvents(sec, evs.believed)
+		rec.EventsNotShown = evs.notShown
 	}
 	return nil
 }
@@ -503,7 +508,7 @@ func (s *Source) schemaOf(ctx context.Context, name, version string) (string, bo
 // replica recorded before the call had an event of its own is on that
 // replica's subject; the workers read cancels on every dispatcher's
 // subject too. Which events are believed does not rest on the subject:
-// each one's signature is checked once, as it is read (callEvents.add).
+// each one's signature is checked once, as it is read (callEvents.visit).
 //
 // Events that are not believed count against the read's bound
 // (maxEventsRead), never against the record's (maxEvents): a worker
@@ -528,6 +533,9 @@ func (s *Source) readEvents(ctx context.Context, j *job, st *believed.Stored) (*
 		}
 		evs.visit(ctx, m)
 		seq = m.Sequence + 1
+	}
+	if evs.err != nil {
+		return nil, fmt.Errorf("audit: events of %s: %w", call.CallId, evs.err)
 	}
 	evs.finish()
 	return evs, nil
@@ -555,10 +563,15 @@ type callEvents struct {
 	// refused are the problems audit --verify names: events not believed,
 	// a claim of the result's attempt by another signer, events not read.
 	refused []RefusedResult
-	// read counts the events read; unbelieved those not believed.
-	read, unbelieved int
-	// cut is set once an event past maxEventsRead was found (and named).
+	// read counts the events read; unbelieved those not believed;
+	// notShown those believed past maxEvents.
+	read, unbelieved, notShown int
+	// cut is set once an event past maxEventsRead was found (and named),
+	// or an event could not be checked (err).
 	cut bool
+	// err says an event's signer could not be looked up: the record is
+	// not made (an event neither shown nor named would hide it).
+	err error
 }
 
 // visit checks m, the next of the call's events, and keeps what the
@@ -580,10 +593,14 @@ func (e *callEvents) visit(ctx context.Context, m *jetstream.RawStreamMsg) {
 		return
 	}
 	if err != nil {
-		return // its signer's enrolment could not be looked up: not shown
+		e.err = fmt.Errorf("event at %d: %w", m.Sequence, err)
+		e.cut = true
+		return
 	}
 	if len(e.believed) < maxEvents {
 		e.believed = append(e.believed, m)
+	} else {
+		e.notShown++
 	}
 	if st := e.st; st != nil && !st.Verdict.Dispatcher && ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED &&
 		ev.Attempt == st.Resp.GetMeta().GetAttempt() && v.Signer != st.Verdict.Signer {

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/audit"
@@ -26,6 +27,7 @@ import (
 	"github.com/toolwire/toolwire/internal/dispatch/dispatchtest"
 	"github.com/toolwire/toolwire/internal/identity"
 	"github.com/toolwire/toolwire/internal/maintenance"
+	"github.com/toolwire/toolwire/internal/signing"
 	"github.com/toolwire/toolwire/pkg/tool"
 	toolwirev1 "github.com/toolwire/toolwire/pkg/toolproto/toolwire/v1"
 )
@@ -319,7 +321,8 @@ func TestAuditLeavesNoConsumer(t *testing.T) {
 // not believed count against the read's bound (10,000), never against
 // the record's 1,000; the first 100 are named one by one and the rest in
 // one line. Past the read's bound the record names the first event it did
-// not read, so a flood never hides events silently.
+// not read, and believed events past the 1,000 shown are counted, so no
+// event is hidden silently.
 func TestForgedEventsPushNoEventOutOfTheRecord(t *testing.T) {
 	t.Parallel()
 	started := make(chan string, 2)
@@ -346,7 +349,12 @@ func TestForgedEventsPushNoEventOutOfTheRecord(t *testing.T) {
 	ctx := t.Context()
 	src, err := audit.Open(ctx, s.Env.Bus.NC, "toolwire")
 	require.NoError(t, err)
-	run := func(name string, forged int) (*audit.Record, *audit.Summary) {
+	// A key of the gate tool's pool: what it signs is believed.
+	poolKey, err := signing.NewKey()
+	require.NoError(t, err)
+	_, err = s.Env.Bus.Registry.Create(ctx, signing.PoolKey(poolKey.Public(), "native"), []byte(`{}`))
+	require.NoError(t, err)
+	run := func(name string, forged int, signed bool) (*audit.Record, *audit.Summary) {
 		mu.Lock()
 		release[name] = make(chan struct{})
 		mu.Unlock()
@@ -360,7 +368,11 @@ func TestForgedEventsPushNoEventOutOfTheRecord(t *testing.T) {
 		data, err := proto.Marshal(&toolwirev1.CallEvent{CallId: sub.CallID, Tool: "gate", Type: toolwirev1.CallEventType_CALL_EVENT_TYPE_PROGRESS})
 		require.NoError(t, err)
 		for range forged {
-			_, err := s.Env.Bus.JS.PublishAsync(subject, data)
+			msg := &nats.Msg{Subject: subject, Data: data}
+			if signed {
+				msg = poolKey.SignedMsg(subject, signing.KindEvent, sub.CallID, 0, data, nil)
+			}
+			_, err := s.Env.Bus.JS.PublishMsgAsync(msg)
 			require.NoError(t, err)
 		}
 		select {
@@ -399,14 +411,14 @@ func TestForgedEventsPushNoEventOutOfTheRecord(t *testing.T) {
 		return out
 	}
 
-	rec, sum := run("a", 1100)
+	rec, sum := run("a", 1100, false)
 	require.True(t, shows(rec, "after the flood of a"), "the call's partial output after 1,100 forged events: %d events shown", len(rec.Events))
 	require.Equal(t, map[string]int{"event unsigned": 100, "events not believed": 1}, problems(rec))
 	require.Contains(t, rec.Refused[100].Detail, "1000 more events not believed")
 	require.Len(t, sum.Anomalies, 101)
 	require.False(t, sum.OK())
 
-	rec, sum = run("b", 10000)
+	rec, sum = run("b", 10000, false)
 	require.False(t, shows(rec, "after the flood of b"), "an event past the read's bound was read")
 	require.NotEmpty(t, rec.Events, "the call's events before the flood")
 	p := problems(rec)
@@ -414,4 +426,12 @@ func TestForgedEventsPushNoEventOutOfTheRecord(t *testing.T) {
 	require.Equal(t, 1, p["events not believed"], "%v", p)
 	require.Equal(t, 100, p["event unsigned"], "%v", p)
 	require.False(t, sum.OK())
+
+	// Believed events past the 1,000 a record shows are counted, never
+	// cut silently (and are no anomaly).
+	rec, sum = run("c", 1005, true)
+	require.Len(t, rec.Events, 1000)
+	require.GreaterOrEqual(t, rec.EventsNotShown, 6, "the pool's 1,005 events and the call's own after them")
+	require.False(t, shows(rec, "after the flood of c"))
+	require.True(t, sum.OK(), "%v", sum.Anomalies)
 }

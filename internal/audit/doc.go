@@ -25,13 +25,15 @@
 // them), on every dispatcher's subject of the call (an approver's
 // APPROVED, a redeemed token's AWAITING_APPROVAL on the parking
 // replica's, a cancel another replica recorded). A record shows at most
-// 1,000 believed events; it reads at most 10,000 of the call's stored
-// events, believed or not, so that a flood of forged events (a worker
-// credential can store any number on a call's subject) pushes none of
-// the call's own out of its record; with Verify it names the first 100
-// not believed, the rest in one line, and the first event past the
-// 10,000 ("events not read"), never hiding events silently. A server
-// that stalls is waited for up to 30s.
+// 1,000 believed events and counts the rest (EventsNotShown); it reads
+// at most 10,000 of the call's stored events, believed or not, so that a
+// flood of forged events (a worker credential can store any number on a
+// call's subject) pushes none of the call's own out of its record; with
+// Verify it names the first 100 not believed, the rest in one line, and
+// the first event past the 10,000 ("events not read"), never hiding
+// events silently. An event whose signer's enrolment cannot be looked up
+// fails the read (an error, not a record without it). A server that
+// stalls is waited for up to 30s.
 //
 // # The archive
 //
