@@ -80,7 +80,15 @@ type lagState struct {
 	// until the archiver holds or lowers it, and admission does not
 	// measure against it.
 	measured bool
+	// full: a stream that drops its oldest messages at its byte limit
+	// (results, events) holds StoreHighWater of it or more and its
+	// oldest message is not archived, so its next writes would drop what
+	// no archive holds, however young (measured streams only, as above).
+	full *storeFill
 }
+
+// storeFill is a full stream's bytes and byte limit.
+type storeFill struct{ bytes, maxBytes uint64 }
 
 // bound is the lag past which st would soon drop an unarchived message:
 // its live MaxAge less margin; 0 when nothing is measured.
@@ -216,6 +224,10 @@ func (l *archiveLag) readStream(ctx context.Context, s lagStream, archived uint6
 	if st.oldest, err = archive.OldestUnarchived(ctx, s.stream, info.State, archived); err != nil {
 		return lagState{}, fmt.Errorf("dispatch: %w", err)
 	}
+	if c, n := info.Config, info.State; st.measured && c.Discard == jetstream.DiscardOld && c.MaxBytes > 0 && n.Msgs > 0 &&
+		archived < n.FirstSeq && float64(n.Bytes) >= l.d.cfg.StoreHighWater*float64(c.MaxBytes) {
+		st.full = &storeFill{bytes: n.Bytes, maxBytes: uint64(c.MaxBytes)}
+	}
 	return st, nil
 }
 
@@ -242,7 +254,9 @@ func lagAt(oldest, now time.Time) time.Duration {
 // refusal is the OVERLOADED answer to a new call while a stream's lag is
 // past its bound (lagState.bound: its oldest unarchived message is
 // within the margin of the stream's live MaxAge, so that JetStream would
-// soon drop it), its cause and target (the stream); nil when none is,
+// soon drop it) or the stream is full with its oldest message unarchived
+// (lagState.full: its byte limit would drop it), its cause and target
+// (the stream); nil when none is,
 // before the first read and while a stream's lag is unknown. Refusals are logged at
 // WARN once per archiveBehindWarnEvery, with their count.
 func (l *archiveLag) refusal(ctx context.Context) (te *toolwirev1.ToolError, cause, target string) {
@@ -253,9 +267,10 @@ func (l *archiveLag) refusal(ctx context.Context) (te *toolwirev1.ToolError, cau
 	l.mu.Lock()
 	var behind *lagStream
 	var lag, bound time.Duration
+	var full *storeFill
 	for i, s := range l.streams {
 		st := l.state[s.name]
-		if lag, bound = lagAt(st.oldest, now), st.bound(l.margin); bound > 0 && lag > bound {
+		if lag, bound, full = lagAt(st.oldest, now), st.bound(l.margin), st.full; full != nil || (bound > 0 && lag > bound) {
 			behind = &l.streams[i]
 			break
 		}
@@ -264,8 +279,12 @@ func (l *archiveLag) refusal(ctx context.Context) (te *toolwirev1.ToolError, cau
 	if behind == nil {
 		return nil, "", ""
 	}
-	te = envelope.Overloaded(fmt.Sprintf("the archive is behind: stream %s's oldest unarchived message is %s old, within %s of the stream's MaxAge, and the stream would drop what no archive holds: new calls are refused until it is archived or held",
-		behind.name, lag.Round(time.Second), l.margin), archiveBehindRetryAfter)
+	why := fmt.Sprintf("stream %s's oldest unarchived message is %s old, within %s of the stream's MaxAge", behind.name, lag.Round(time.Second), l.margin)
+	if full != nil {
+		why = fmt.Sprintf("stream %s holds %d of its %d bytes and its oldest message is not archived", behind.name, full.bytes, full.maxBytes)
+	}
+	te = envelope.Overloaded("the archive is behind: "+why+", and the stream would drop what no archive holds: new calls are refused until it is archived or held",
+		archiveBehindRetryAfter)
 	te.Suggestion = "retry after retry_after; the archive store or the archiver needs attention (toolwire_archive_lag_seconds, docs/reliability.md)"
 	l.warn(ctx, behind, lag, bound)
 	return te, telemetry.OverloadArchiveBehind, behind.name

@@ -147,3 +147,59 @@ func pollSubmit(t *testing.T, try func() bool, what string) {
 		time.Sleep(100 * time.Millisecond) // polling with a deadline, not synchronisation
 	}
 }
+
+// A stream that drops its oldest messages at its byte limit (results,
+// events) drops what no archive holds once it is full and its oldest
+// message is not archived, however young that message is: a dispatcher
+// with an archive store refuses new calls OVERLOADED then too, and takes
+// them again once the archive holds the stream's oldest message. Here
+// the window is an hour (the age bound is far off) and the results
+// stream is filled past the high-water mark while no archiver runs.
+func TestArchiveBehindAFullStreamRefusesNewCalls(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := dispatchtest.Start(t, dispatchtest.Options{Bus: bus.Config{RetentionWindow: time.Hour, ResultsMaxBytes: 1 << 20,
+		DuplicateWindow: time.Second, IdempotencyTTL: time.Second}, Dispatcher: dispatch.Config{PublishHorizon: 400 * time.Millisecond}})
+	store, err := archive.OpenBucket(ctx, t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	kv := goneLeader(ctx, t, s)
+
+	cfg, reg := withMetrics(t, dispatch.Config{Archive: store, ArchiveSegment: time.Second, ArchiveSettle: 100 * time.Millisecond,
+		ArchiveEvery: 100 * time.Millisecond, PublishHorizon: 400 * time.Millisecond})
+	d := s.StartDispatcher(t, cfg)
+	echo := &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}
+	first, err := d.Submit(ctx, identity.Default, echo)
+	require.NoError(t, err)
+	require.Nil(t, first.Rejected, "not full: taken")
+
+	// 950 KiB on one call's result subject: stored, never believed.
+	subject := s.Env.Bus.Subjects.Result(identity.Default.Tenant, "filler", "filler-call")
+	for range 950 {
+		_, err := s.Env.Bus.JS.PublishAsync(subject, make([]byte, 1<<10))
+		require.NoError(t, err)
+	}
+	select {
+	case <-s.Env.Bus.JS.PublishAsyncComplete():
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+
+	var refused *toolwirev1.ToolResponse
+	pollSubmit(t, func() bool {
+		sub, err := d.Submit(ctx, identity.Default, echo)
+		require.NoError(t, err)
+		refused = sub.Rejected
+		return refused != nil
+	}, "a full results stream whose oldest message is unarchived to refuse")
+	requireOverloaded(t, refused, "the archive is behind")
+	require.Contains(t, refused.Error.Message, "is not archived")
+	require.Positive(t, metricSum(t, reg, "toolwire_dispatcher_overload_refusals_total", map[string]string{"cause": "archive_behind"}))
+
+	require.NoError(t, kv.Delete(ctx, "leader")) // the dispatcher's archiver leads and archives the stream's oldest
+	pollSubmit(t, func() bool {
+		sub, err := d.Submit(ctx, identity.Default, echo)
+		require.NoError(t, err)
+		return sub.Rejected == nil
+	}, "the archive to hold the oldest message and calls to be taken again")
+}

@@ -211,7 +211,11 @@
 // the one it had before the archive was turned on or the window
 // shortened — is not measured: it drops what it dropped before, until
 // the archiver holds or lowers it (its first pass, when the oldest
-// message is past the window). OVERLOADED, retry_after 30s, cause
+// message is past the window). The same refusal stands while a measured
+// stream that drops its oldest messages at its byte limit (results,
+// events) holds StoreHighWater of the limit or more with its oldest
+// message not archived: its next writes would drop what no archive
+// holds, however young. OVERLOADED, retry_after 30s, cause
 // "archive_behind" and the stream as target; a keyed call is refused
 // before its key is claimed (writing nothing); logged at WARN once a
 // minute with the count refused. The lag is exported as
