@@ -165,8 +165,8 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("bus: %s %d must be positive or -1", l.name, *l.field))
 		}
 	}
-	if c.DesignRate < 0 || math.IsNaN(c.DesignRate) || math.IsInf(c.DesignRate, 0) {
-		errs = append(errs, fmt.Errorf("bus: DesignRate %v must be a number of calls a second, 0 or more", c.DesignRate))
+	if c.DesignRate < 0 || c.DesignRate > MaxDesignRate || math.IsNaN(c.DesignRate) {
+		errs = append(errs, fmt.Errorf("bus: DesignRate %v must be a number of calls a second from 0 to %d", c.DesignRate, MaxDesignRate))
 	}
 	if c.RetentionWindow < 0 {
 		errs = append(errs, fmt.Errorf("bus: RetentionWindow %s is negative", c.RetentionWindow))

@@ -80,11 +80,15 @@
 // call (the soak's small calls with room to spare), over the window (an
 // archived stream's plus the archiver's 6 h hold; the keys' TTL), with a
 // quarter of headroom, never below the fixed default. By the same
-// figures the fixed defaults hold a 168 h window at about 11 calls a
-// second (calls) and 0.4 keyed calls a second (idempotency); a store too small for
-// the window refuses keyed calls (idempotency) or all calls (calls)
-// OVERLOADED before it fills, never INTERNAL, and toolctl store status
-// and the store alerts show it coming. The reservation grows with the
+// figures the fixed defaults hold a 168 h window with an archive at
+// about 3.6 calls a second (events bind first; results 5.4, calls 11)
+// and 0.4 keyed calls a second, without one (720 h; events 72 h) about
+// 1.3 (results; calls 2.6) and 0.1 keyed. A calls stream or idempotency
+// bucket too small for its window refuses all calls or keyed calls
+// OVERLOADED before it fills, never INTERNAL; results and events drop
+// their oldest (with an archive, archived first: internal/dispatch
+// refuses calls while they are not); toolctl store status and the store
+// alerts show it coming. The reservation grows with the
 // sizes (60 calls a second over 168 h reserve about 70 GiB), so the
 // server's max_file_store must hold it: Open says so when it does not.
 //

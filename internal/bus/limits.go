@@ -70,6 +70,11 @@ const (
 // HoldAhead, 6h by default).
 const designHold = 6 * time.Hour
 
+// MaxDesignRate bounds DesignRate: a million calls a second over a week
+// is about 400 TiB a store, far past any one server, and the sum of the
+// stores stays within an int64.
+const MaxDesignRate = 1_000_000
+
 // designHeadroom is the share above the sized bytes: the calls stream and
 // the idempotency bucket refuse calls at 90% of their limit.
 const designHeadroom = 1.25
@@ -261,8 +266,12 @@ func (c Config) storeFullHint(err error) error {
 	if !IsStorageExhausted(err) {
 		return err
 	}
-	return fmt.Errorf("%w (the layout reserves %s on each server, the sum of its stores' byte limits: raise the server's max_file_store or lower the limits with --stream-max-bytes)",
-		err, FormatBytes(c.ReservedBytes()))
+	lower := "lower the limits with --stream-max-bytes"
+	if c.DesignRate > 0 {
+		lower = fmt.Sprintf("lower --design-rate (%g calls a second) or give the limits with --stream-max-bytes", c.DesignRate)
+	}
+	return fmt.Errorf("%w (the layout reserves %s on each server, the sum of its stores' byte limits: raise the server's max_file_store or %s)",
+		err, FormatBytes(c.ReservedBytes()), lower)
 }
 
 // FormatBytes renders n in the largest binary unit that divides it, as

@@ -225,7 +225,7 @@ func TestDesignRateSizesTheStoresByTheirWindows(t *testing.T) {
 	require.Equal(t, int64(5<<30), bus.Config{DesignRate: 60, CallsMaxBytes: 5 << 30}.WithDefaults().CallsMaxBytes, "a limit given")
 	require.Equal(t, int64(4<<30), bus.Config{DesignRate: 0.001}.WithDefaults().CallsMaxBytes, "never below the default")
 	require.Equal(t, int64(4<<30), bus.Config{}.WithDefaults().CallsMaxBytes)
-	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
+	for _, bad := range []float64{-1, math.NaN(), math.Inf(1), math.Inf(-1), bus.MaxDesignRate + 1} {
 		require.ErrorContains(t, bus.Config{DesignRate: bad}.WithDefaults().Validate(), "DesignRate")
 	}
 

@@ -49,7 +49,8 @@ calls, results and events streams once an archiver has run (the archive
 bucket exists), the age of the stream's oldest message not yet archived
 (0 when caught up), read as the dispatchers read it for
 toolwire_archive_lag_seconds; "-" for the other stores and without an
-archive. --sample 0 reads once and measures no rate.
+archive, and for all of them, with a warning on stderr, when it could not
+be read. --sample 0 reads once and measures no rate.
 
 FULL IN is "full" when the store takes no more: JetStream stops a store
 just under its limit, so a full store reads a little under 100%. The calls
@@ -105,7 +106,8 @@ func (a *app) readCapacity(ctx context.Context, sample time.Duration) ([]capacit
 	}
 	if sample == 0 {
 		status := capacity.Compute(capacity.Sample{}, first, capacity.DefaultHighWater)
-		return status, archiveLags(ctx, js, c, status)
+		a.archiveLags(ctx, js, c, status)
+		return status, nil
 	}
 	t := time.NewTimer(sample)
 	defer t.Stop()
@@ -119,14 +121,27 @@ func (a *app) readCapacity(ctx context.Context, sample time.Duration) ([]capacit
 		return nil, err
 	}
 	status := capacity.Compute(first, last, capacity.DefaultHighWater)
-	return status, archiveLags(ctx, js, c, status)
+	a.archiveLags(ctx, js, c, status)
+	return status, nil
 }
 
-// archiveLags fills the ArchiveLag of the archived streams' status (calls,
+// archiveLags is readArchiveLags, whose error is a warning on stderr: the
+// stores' status is shown without the lag ("-"), as it was before the
+// operator could read it (an older chart's credential).
+func (a *app) archiveLags(ctx context.Context, js jetstream.JetStream, c bus.Config, status []capacity.Status) {
+	if err := readArchiveLags(ctx, js, c, status); err != nil {
+		for i := range status {
+			status[i].ArchiveLag = -1
+		}
+		fmt.Fprintf(a.io.Stderr, "toolctl: the archive's lag was not read: %v\n", err)
+	}
+}
+
+// readArchiveLags fills the ArchiveLag of the archived streams' status (calls,
 // results, events) when an archiver has made the archive bucket: the age
 // of each stream's oldest message after the sequence the archive's
 // progress records (archive.OldestUnarchived), 0 when caught up.
-func archiveLags(ctx context.Context, js jetstream.JetStream, c bus.Config, status []capacity.Status) error {
+func readArchiveLags(ctx context.Context, js jetstream.JetStream, c bus.Config, status []capacity.Status) error {
 	kv, err := js.KeyValue(ctx, archive.Bucket(c.Prefix))
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil

@@ -221,4 +221,14 @@ func TestStoreStatusShowsTheArchiveLag(t *testing.T) {
 			require.Equal(t, "-", f[len(f)-1], l)
 		}
 	}
+
+	// A lag that cannot be read (here a progress record that does not
+	// decode) is "-" with a warning: the stores' status is still shown.
+	_, err = kv.Put(ctx, archive.ProgressKey(env.Bus.Config.ResultsStream()), []byte("not json"))
+	require.NoError(t, err)
+	got = status()
+	for _, name := range []string{"calls", "results", "events"} {
+		require.Nil(t, got[name].ArchiveLagSeconds, "%s: not read", name)
+	}
+	require.Contains(t, run(t, opEnv, "", "store", "status", "--sample", "0").stderr, "the archive's lag was not read")
 }
