@@ -25,7 +25,7 @@
 // them), on every dispatcher's subject of the call (an approver's
 // APPROVED, a redeemed token's AWAITING_APPROVAL on the parking
 // replica's, a cancel another replica recorded). A record shows at most
-// 1,000 believed events and counts the rest (EventsNotShown); it reads
+// 1,000 believed events and counts the rest it read (EventsNotShown); it reads
 // at most 10,000 of the call's stored events, believed or not, so that a
 // flood of forged events (a worker credential can store any number on a
 // call's subject) pushes none of the call's own out of its record; with

@@ -81,8 +81,8 @@
 // archived stream's plus the archiver's 6 h hold; the keys' TTL), with a
 // quarter of headroom, never below the fixed default. By the same
 // figures the fixed defaults hold a 168 h window with an archive at
-// about 3.6 calls a second (events bind first; results 5.4, calls 11)
-// and 0.4 keyed calls a second, without one (720 h; events 72 h) about
+// about 5.4 calls a second (results bind first; events 8 over their
+// 72 h, calls 11) and 0.4 keyed calls a second, without one (720 h; events 72 h) about
 // 1.3 (results; calls 2.6) and 0.1 keyed. A calls stream or idempotency
 // bucket too small for its window refuses all calls or keyed calls
 // OVERLOADED before it fills, never INTERNAL; results and events drop

@@ -281,17 +281,19 @@ func (l *archiveLag) refusal(ctx context.Context) (te *toolwirev1.ToolError, cau
 	}
 	why := fmt.Sprintf("stream %s's oldest unarchived message is %s old, within %s of the stream's MaxAge", behind.name, lag.Round(time.Second), l.margin)
 	if full != nil {
-		why = fmt.Sprintf("stream %s holds %d of its %d bytes and its oldest message is not archived", behind.name, full.bytes, full.maxBytes)
+		why = fmt.Sprintf("stream %s holds %.0f%% of its %s byte limit and its oldest message is not archived", behind.name,
+			100*float64(full.bytes)/float64(full.maxBytes), bus.FormatBytes(int64(full.maxBytes)))
 	}
 	te = envelope.Overloaded("the archive is behind: "+why+", and the stream would drop what no archive holds: new calls are refused until it is archived or held",
 		archiveBehindRetryAfter)
 	te.Suggestion = "retry after retry_after; the archive store or the archiver needs attention (toolwire_archive_lag_seconds, docs/reliability.md)"
-	l.warn(ctx, behind, lag, bound)
+	l.warn(ctx, behind, why, lag)
 	return te, telemetry.OverloadArchiveBehind, behind.name
 }
 
-// warn logs the refusals at WARN at most once per archiveBehindWarnEvery.
-func (l *archiveLag) warn(ctx context.Context, s *lagStream, lag, bound time.Duration) {
+// warn logs the refusals at WARN at most once per archiveBehindWarnEvery,
+// with why the stream is behind.
+func (l *archiveLag) warn(ctx context.Context, s *lagStream, why string, lag time.Duration) {
 	now := time.Now()
 	n := l.refused.Add(1)
 	last := l.lastWarn.Load()
@@ -299,6 +301,6 @@ func (l *archiveLag) warn(ctx context.Context, s *lagStream, lag, bound time.Dur
 		return
 	}
 	l.refused.Add(-n)
-	l.d.log.LogAttrs(ctx, slog.LevelWarn, "new calls are refused: the archive is behind and the window would drop unarchived messages",
-		slog.String("stream", s.name), slog.Duration("lag", lag.Round(time.Second)), slog.Duration("bound", bound), slog.Duration("window", s.window), slog.Int64("refused", n))
+	l.d.log.LogAttrs(ctx, slog.LevelWarn, "new calls are refused: the archive is behind and the stream would drop unarchived messages",
+		slog.String("stream", s.name), slog.String("why", why), slog.Duration("lag", lag.Round(time.Second)), slog.Duration("window", s.window), slog.Int64("refused", n))
 }
