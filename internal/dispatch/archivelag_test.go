@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolwire/toolwire/internal/archive"
@@ -31,16 +32,7 @@ func TestArchiveBehindRefusesNewCalls(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	const window = 2 * time.Second
-	s := dispatchtest.Start(t, dispatchtest.Options{Bus: bus.Config{RetentionWindow: window,
-		DuplicateWindow: time.Second, IdempotencyTTL: time.Second}, Dispatcher: dispatch.Config{PublishHorizon: 400 * time.Millisecond}})
-	store, err := archive.OpenBucket(ctx, t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	kv := goneLeader(ctx, t, s)
-
-	cfg, reg := withMetrics(t, dispatch.Config{Archive: store, ArchiveSegment: time.Second, ArchiveSettle: 100 * time.Millisecond,
-		ArchiveEvery: 100 * time.Millisecond, PublishHorizon: 400 * time.Millisecond})
-	d := s.StartDispatcher(t, cfg)
+	s, d, kv, reg := archiveBehindStack(t, bus.Config{RetentionWindow: window})
 	echo := func(key string) *toolwirev1.CallRequest {
 		return &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`, IdempotencyKey: key}
 	}
@@ -135,6 +127,25 @@ func goneLeader(ctx context.Context, t *testing.T, s *dispatchtest.Stack) jetstr
 	return kv
 }
 
+// archiveBehindStack starts a stack on c (with short duplicate and key
+// windows) whose archiver's leader is gone without giving up its lease
+// (kv: the archive bucket; delete "leader" to let the dispatcher's own
+// lead), and a dispatcher archiving into a directory store, with its
+// metrics.
+func archiveBehindStack(t *testing.T, c bus.Config) (*dispatchtest.Stack, *dispatch.Dispatcher, jetstream.KeyValue, *prometheus.Registry) {
+	t.Helper()
+	ctx := t.Context()
+	c.DuplicateWindow, c.IdempotencyTTL = time.Second, time.Second
+	s := dispatchtest.Start(t, dispatchtest.Options{Bus: c, Dispatcher: dispatch.Config{PublishHorizon: 400 * time.Millisecond}})
+	store, err := archive.OpenBucket(ctx, t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	kv := goneLeader(ctx, t, s)
+	cfg, reg := withMetrics(t, dispatch.Config{Archive: store, ArchiveSegment: time.Second, ArchiveSettle: 100 * time.Millisecond,
+		ArchiveEvery: 100 * time.Millisecond, PublishHorizon: 400 * time.Millisecond})
+	return s, s.StartDispatcher(t, cfg), kv, reg
+}
+
 // pollSubmit calls try every 100ms until it reports true, failing after
 // 60s (a loaded machine). It runs try on the test's goroutine (unlike
 // require.Eventually's condition), so try may set the test's variables
@@ -158,16 +169,7 @@ func pollSubmit(t *testing.T, try func() bool, what string) {
 func TestArchiveBehindAFullStreamRefusesNewCalls(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s := dispatchtest.Start(t, dispatchtest.Options{Bus: bus.Config{RetentionWindow: time.Hour, ResultsMaxBytes: 1 << 20,
-		DuplicateWindow: time.Second, IdempotencyTTL: time.Second}, Dispatcher: dispatch.Config{PublishHorizon: 400 * time.Millisecond}})
-	store, err := archive.OpenBucket(ctx, t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	kv := goneLeader(ctx, t, s)
-
-	cfg, reg := withMetrics(t, dispatch.Config{Archive: store, ArchiveSegment: time.Second, ArchiveSettle: 100 * time.Millisecond,
-		ArchiveEvery: 100 * time.Millisecond, PublishHorizon: 400 * time.Millisecond})
-	d := s.StartDispatcher(t, cfg)
+	s, d, kv, reg := archiveBehindStack(t, bus.Config{RetentionWindow: time.Hour, ResultsMaxBytes: 1 << 20})
 	echo := &toolwirev1.CallRequest{Tool: "echo", ArgumentsJson: `{"text":"x"}`}
 	first, err := d.Submit(ctx, identity.Default, echo)
 	require.NoError(t, err)
