@@ -63,7 +63,9 @@ func Open(ctx context.Context, nc *nats.Conn, prefix string) (*Source, error) {
 	if v.Registry == nil {
 		return nil, fmt.Errorf("audit: registry: %w", v.RegistryErr)
 	}
-	s := &Source{js: v.JS, keys: bus.NewKeyring(v.Registry, v.NC, v.Config.RegistryBucket()), calls: v.Calls, results: v.Results, events: v.Events, registry: v.Registry, subj: v.Subjects, specs: map[string]string{}}
+	keys := bus.NewKeyring(v.Registry, v.NC, v.Config.RegistryBucket())
+	keys.EventsWith(bus.EventsReader(v.NC, v.Events, v.Subjects))
+	s := &Source{js: v.JS, keys: keys, calls: v.Calls, results: v.Results, events: v.Events, registry: v.Registry, subj: v.Subjects, specs: map[string]string{}}
 	s.shadowPrefix = strings.TrimSuffix(s.subj.AllShadow(), ">")
 	return s, nil
 }
@@ -566,6 +568,9 @@ type callEvents struct {
 	// read counts the events read; unbelieved those not believed;
 	// notShown those believed past maxEvents.
 	read, unbelieved, notShown int
+	// claimed is set once the claim of the result's attempt was read:
+	// its first believed STARTED stored before the result.
+	claimed bool
 	// cut is set once an event past maxEventsRead was found (and named),
 	// or an event could not be checked (err).
 	cut bool
@@ -602,8 +607,17 @@ func (e *callEvents) visit(ctx context.Context, m *jetstream.RawStreamMsg) {
 	} else {
 		e.notShown++
 	}
-	if st := e.st; st != nil && !st.Verdict.Dispatcher && ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED &&
-		ev.Attempt == st.Resp.GetMeta().GetAttempt() && v.Signer != st.Verdict.Signer {
+	// The claim of the result's attempt, as the workers' claim race and a
+	// reader's check (internal/believed) decide it: the first believed
+	// STARTED stored before the result. A STARTED that lost the race, or
+	// came after the result, claims nothing.
+	st := e.st
+	if st == nil || st.Verdict.Dispatcher || e.claimed || ev.Type != toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED ||
+		ev.Attempt != st.Resp.GetMeta().GetAttempt() || (!st.Msg.Time.IsZero() && !m.Time.Before(st.Msg.Time)) {
+		return
+	}
+	e.claimed = true
+	if v.Signer != st.Verdict.Signer {
 		// A worker's believed result whose attempt another signer claimed.
 		e.refused = append(e.refused, RefusedResult{Seq: st.Msg.Sequence, Problem: string(signing.WrongAttempt), Signer: st.Verdict.Signer,
 			Detail: fmt.Sprintf("attempt %d was claimed (STARTED, events seq %d) by %s", ev.Attempt, m.Sequence, v.Signer)})

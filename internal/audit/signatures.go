@@ -75,7 +75,7 @@ func (s *Source) storedResults(ctx context.Context, j *job, subject string, all 
 	var refused []RefusedResult
 	var lookupErr error
 	visit := func(m *jetstream.RawStreamMsg) bool {
-		resp, v, err := believed.Check(ctx, s.keys, m.Subject, m.Header, m.Data, tool)
+		resp, v, err := believed.Check(ctx, s.keys, believed.MsgOf(m), tool)
 		se := signing.AsError(err)
 		switch {
 		case se != nil:

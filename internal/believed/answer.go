@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -14,30 +15,130 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Check decides whether data, stored on the result subject subject with
-// headers h, is believed as the answer of its call. tool is the call's
-// tool as the reader knows it from what only dispatchers write (the
-// call it admitted, the stored call, a tracked admission record): the
-// pool whose key may sign is that tool's, never the tool the result
-// names. With tool "" only a dispatcher's signature is believed. It
-// returns the decoded result and the signer's verdict, a *signing.Error
-// for a result that is not believed, or another error when a lookup
-// failed (nothing is decided).
-func Check(ctx context.Context, keys *signing.Keyring, subject string, h nats.Header, data []byte, tool string) (*toolwirev1.ToolResponse, signing.Verdict, error) {
-	callID := subject[strings.LastIndexByte(subject, '.')+1:]
+// Msg is a stored result as Check reads it: its subject, headers,
+// payload and the time its stream stored it (zero when unknown: then
+// every claim of its attempt counts, whenever it was stored).
+type Msg struct {
+	Subject string
+	Header  nats.Header
+	Data    []byte
+	Stored  time.Time
+}
+
+// MsgOf is m as Check reads it.
+func MsgOf(m *jetstream.RawStreamMsg) Msg {
+	return Msg{Subject: m.Subject, Header: m.Header, Data: m.Data, Stored: m.Time}
+}
+
+// ConsumedMsg is m, a result a consumer delivered, as Check reads it.
+func ConsumedMsg(m jetstream.Msg) Msg {
+	var stored time.Time
+	if md, err := m.Metadata(); err == nil {
+		stored = md.Timestamp
+	}
+	return Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Stored: stored}
+}
+
+// Check decides whether m, a result stored on a call's result subject, is
+// believed as the answer of its call. tool is the call's tool as the
+// reader knows it from what only dispatchers write (the call it
+// admitted, the stored call, a tracked admission record): the pool whose
+// key may sign is that tool's, never the tool the result names. With
+// tool "" only a dispatcher's signature is believed. It returns the
+// decoded result and the signer's verdict, a *signing.Error for a result
+// that is not believed, or another error when a lookup failed (nothing
+// is decided).
+func Check(ctx context.Context, keys *signing.Keyring, m Msg, tool string) (*toolwirev1.ToolResponse, signing.Verdict, error) {
+	callID := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
 	resp := &toolwirev1.ToolResponse{}
-	if err := proto.Unmarshal(data, resp); err != nil {
-		return nil, signing.Verdict{}, &signing.Error{Problem: signing.WrongCall, Signer: h.Get(signing.HeaderSigner), Detail: "the result does not decode"}
+	if err := proto.Unmarshal(m.Data, resp); err != nil {
+		return nil, signing.Verdict{}, &signing.Error{Problem: signing.WrongCall, Signer: m.Header.Get(signing.HeaderSigner), Detail: "the result does not decode"}
 	}
 	if resp.CallId != callID || (tool != "" && resp.Tool != tool) {
-		return nil, signing.Verdict{}, &signing.Error{Problem: signing.WrongCall, Signer: h.Get(signing.HeaderSigner),
+		return nil, signing.Verdict{}, &signing.Error{Problem: signing.WrongCall, Signer: m.Header.Get(signing.HeaderSigner),
 			Detail: fmt.Sprintf("stored for call %s of tool %q, names call %q tool %q", limit(callID), limit(tool), limit(resp.CallId), limit(resp.Tool))}
 	}
-	v, err := keys.Check(ctx, h, signing.KindResult, callID, resp.GetMeta().GetAttempt(), data, tool)
+	attempt := resp.GetMeta().GetAttempt()
+	v, err := keys.Check(ctx, m.Header, signing.KindResult, callID, attempt, m.Data, tool)
+	if err == nil && v.Pool != "" {
+		err = checkClaim(ctx, keys, claim{result: m, callID: callID, tool: tool, attempt: attempt, verdict: v})
+	}
 	if err != nil {
 		return nil, v, err
 	}
 	return resp, v, nil
+}
+
+// claim is a pool key's result whose attempt's claim is checked.
+type claim struct {
+	result       Msg
+	callID, tool string
+	attempt      int32
+	verdict      signing.Verdict
+}
+
+// MaxClaimScan bounds how many of a call's events a claim check reads
+// (the audit's bound on a record's events): a call whose claim lies past
+// it is not decided (an error that is not a *signing.Error), never taken
+// as unclaimed, since events anyone with a worker credential can store
+// would otherwise push the claim out of reach.
+const MaxClaimScan = 10_000
+
+// checkClaim refuses (signing.WrongAttempt) a result a pool's key signed
+// for an attempt whose claim another key holds (a key of the pool's or a
+// dispatcher's): the claim is the first believed STARTED of that attempt
+// (the lowest stream sequence) among the call's events on every
+// dispatcher's subject stored before the result (by the servers' clocks),
+// as the workers' claim race decides it. A STARTED stored after the
+// result does not count, so what a reader decides of a stored result
+// does not change when a later event comes. A pool with one enrolled key
+// (signing.Keyring.SoleKey) and a keyring without an events reader skip
+// the read; an attempt nobody claimed passes (a call of a tool safe to
+// rerun stores no STARTED unless it runs long). An error that is not a
+// *signing.Error says the events could not be read or checked.
+func checkClaim(ctx context.Context, keys *signing.Keyring, c claim) error {
+	read := keys.Events()
+	if read == nil || keys.SoleKey(ctx, c.verdict.Pool, c.verdict.Signer) {
+		return nil
+	}
+	var (
+		claimer string
+		at      uint64
+		lookup  error
+	)
+	complete, err := read(ctx, c.result.Subject, MaxClaimScan, func(m *jetstream.RawStreamMsg) bool {
+		if !c.result.Stored.IsZero() && !m.Time.Before(c.result.Stored) {
+			return false // stored after the result, as all after it on this subject
+		}
+		ev, v, err := CheckEvent(ctx, keys, c.callID, c.tool, m.Header, m.Data)
+		switch {
+		case signing.AsError(err) != nil:
+			return true // not believed: no claim
+		case err != nil:
+			lookup = err
+			return false
+		case ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED && ev.Attempt == c.attempt:
+			if claimer == "" || m.Sequence < at {
+				claimer, at = v.Signer, m.Sequence
+			}
+			return false // the first on this subject; another dispatcher's may be earlier
+		}
+		return true
+	})
+	if err == nil {
+		err = lookup
+	}
+	if err == nil && !complete {
+		err = fmt.Errorf("more than %d events stored before it", MaxClaimScan)
+	}
+	if err != nil {
+		return fmt.Errorf("believed: the claim of attempt %d of call %s: %w", c.attempt, limit(c.callID), err)
+	}
+	if claimer != "" && claimer != c.verdict.Signer {
+		return &signing.Error{Problem: signing.WrongAttempt, Signer: c.verdict.Signer,
+			Detail: fmt.Sprintf("attempt %d was claimed (STARTED, events seq %d) by %s", c.attempt, at, claimer)}
+	}
+	return nil
 }
 
 // WorkerEvent reports whether a worker writes events of type t (an
@@ -135,7 +236,7 @@ func (r Reader) Read(ctx context.Context, filter, tool string) (*Stored, error) 
 
 // check is Check of a stored message, telling OnRefused of a refusal.
 func (r Reader) check(ctx context.Context, m *jetstream.RawStreamMsg, tool string) (*Stored, error) {
-	resp, v, err := Check(ctx, r.Keys, m.Subject, m.Header, m.Data, tool)
+	resp, v, err := Check(ctx, r.Keys, MsgOf(m), tool)
 	if err == nil {
 		return &Stored{Msg: m, Resp: resp, Verdict: v}, nil
 	}

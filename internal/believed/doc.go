@@ -49,6 +49,28 @@
 //     the segments of the call's life: from its time to its deadline and
 //     an hour (720h without one), so a made-up id, or one dated before
 //     the archive, reads no segment.
+//   - A result a pool's key signed is refused (signing.WrongAttempt)
+//     when another key holds its attempt's claim: the first believed
+//     STARTED of that attempt (lowest stream sequence) among the call's
+//     events on every dispatcher's subject (a result stored under another
+//     dispatcher's token is the same call's) stored before the result by
+//     the servers' clocks (checkClaim; the events read from the stream's
+//     leader through the keyring's signing.EventsReader). A STARTED
+//     stored after the result does not count: the decision on a stored
+//     result does not change when later events come. Past MaxClaimScan
+//     events the check fails (nothing decided), never passes: a worker
+//     credential may store events on any call's subject. A dispatcher
+//     without in-process workers lists each pool's enrolled keys
+//     (signing.Keyring.ListPoolKeys, every 10 s; its dashboard too) and
+//     skips the read for a pool with one key — the hot path's, one read
+//     fewer a call; in-process workers sign with the dispatcher's key, a
+//     second key the listing would not show. Other readers (workers,
+//     whose credential may not list the registry, audit) read the events
+//     of each such result. An attempt nobody claimed passes: a tool safe
+//     to rerun stores no STARTED for a fast call, and a pool's key could
+//     claim it first anyway (docs/reliability.md, "What it does not
+//     cover"); a worker's answer given without running names the attempt
+//     it would have run (internal/worker), which nobody claimed.
 //   - A refused result is never an answer; the reader that found it tells
 //     its OnRefused (the dispatcher counts and logs it at WARN; audit
 //     --verify lists it).

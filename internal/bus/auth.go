@@ -352,8 +352,11 @@ func operatorPermissions(c Config) Permissions {
 		jsAPI+"DIRECT.GET."+events,
 		jsAPI+"DIRECT.GET."+events+".>",
 		// audit and replay: stored results (audit's signatures, replay's
-		// shadow results) read from the leader.
+		// shadow results) read from the leader; and the events of a
+		// call whose result a pool's key signed, from the leader too
+		// (the claim of the result's attempt, internal/believed).
 		jsAPI+"STREAM.MSG.GET."+results,
+		jsAPI+"STREAM.MSG.GET."+events,
 		// dlq show: gets by sequence.
 		jsAPI+"DIRECT.GET."+dlq,
 		// dlq retry: a request a dispatcher serves (DLQRetrySubject).

@@ -135,7 +135,53 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config, opts Options) (*Bus, e
 		return nil, err
 	}
 	b.Keys = NewKeyring(b.Registry, nc, cfg.RegistryBucket())
+	b.Keys.EventsWith(EventsReader(nc, b.Events, b.Subjects))
 	return b, nil
+}
+
+// EventsReader reads a call's events from the leader of events (the
+// EVENTS stream) for a keyring's claim check (signing.EventsReader): a
+// replica that lags would not show a claim the leader acknowledged. It
+// reads the events on every dispatcher's subject of the call (a result
+// stored under another dispatcher's token is the same call's), each
+// subject oldest first. A subject that is not a result's is an error.
+// Nil (no claim check) without a connection or a stream.
+func EventsReader(nc *nats.Conn, events jetstream.Stream, s Subjects) signing.EventsReader {
+	if nc == nil || events == nil {
+		return nil
+	}
+	return func(ctx context.Context, result string, limit int, each func(*jetstream.RawStreamMsg) bool) (bool, error) {
+		filter, ok := s.EventsOfResult(result)
+		if !ok {
+			return false, fmt.Errorf("bus: %q is not a result subject", result)
+		}
+		subjects, err := literalSubjects(ctx, nc, events, filter, true)
+		if err != nil {
+			return false, err
+		}
+		slices.Sort(subjects)
+		name, n := events.CachedInfo().Config.Name, 0
+		for _, subject := range subjects {
+			for seq := uint64(1); ; n++ {
+				if n == limit {
+					return false, nil
+				}
+				m, err := leaderGet(ctx, nc, name, subject, getRequest{Seq: seq, NextFor: subject})
+				if errors.Is(err, jetstream.ErrMsgNotFound) {
+					break
+				}
+				if err != nil {
+					return false, err
+				}
+				if !each(m) {
+					n++
+					break
+				}
+				seq = m.Sequence + 1
+			}
+		}
+		return true, nil
+	}
 }
 
 // NewKeyring is a signing.Keyring over the registry bucket kv whose

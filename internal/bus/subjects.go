@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -239,6 +240,19 @@ func (s Subjects) AllResults() string { return s.join("result", ">") }
 // Event is the subject of a call's lifecycle events.
 func (s Subjects) Event(tenant, dispatcher, callID string) string {
 	return s.join("event", Token(tenant), Token(dispatcher), Token(callID))
+}
+
+// EventsOfResult matches the events, on every dispatcher's subject, of
+// the call whose result subject is result (Result's, whatever dispatcher
+// token it names: a result stored under another token is still that
+// call's); false when result is not one.
+func (s Subjects) EventsOfResult(result string) (string, bool) {
+	rest, ok := strings.CutPrefix(result, s.Prefix+".result.")
+	parts := strings.Split(rest, ".")
+	if !ok || len(parts) != 3 || slices.Contains(parts, "") || strings.ContainsAny(rest, "*>") {
+		return "", false
+	}
+	return s.join("event", parts[0], "*", parts[2]), true
 }
 
 // EventsAnyDispatcher matches the events of a call whatever dispatcher

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
@@ -21,9 +20,7 @@ import (
 // orphan is a result stored before its call was read: kept as stored,
 // and checked (internal/believed) once the call says whose tool it is.
 type orphan struct {
-	subject string
-	header  nats.Header
-	data    []byte
+	result believed.Msg
 }
 
 type specInfo struct {
@@ -65,7 +62,7 @@ func (f *feeder) onCall(ctx context.Context, m jetstream.Msg, md *jetstream.MsgM
 	o, orphaned := f.orphans.take(key)
 	f.x.orphans.Store(int64(len(f.orphans.m)))
 	if orphaned {
-		u, text, cut, ok := f.outcomeOf(o.subject, o.header, o.data, call.Tool)
+		u, text, cut, ok := f.outcomeOf(o.result, call.Tool)
 		if orphaned = ok; ok {
 			e.Outcome, e.ErrorType, e.Worker, e.Duration = u.outcome, u.errType, u.worker, u.dur
 			result = redactResult(sec, text, cut)
@@ -87,12 +84,12 @@ const checkTimeout = 5 * time.Second
 // outcomeOf checks a stored result of a call of tool (internal/believed)
 // and returns what the index keeps of it; false when it is not the
 // call's answer (logged) or could not be checked.
-func (f *feeder) outcomeOf(subject string, h nats.Header, data []byte, tool string) (outcomeUpdate, []byte, bool, bool) {
+func (f *feeder) outcomeOf(m believed.Msg, tool string) (outcomeUpdate, []byte, bool, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 	defer cancel()
-	resp, _, err := believed.Check(ctx, f.streams.Keys, subject, h, data, tool)
+	resp, _, err := believed.Check(ctx, f.streams.Keys, m, tool)
 	if err != nil {
-		f.log.Warn("calls index: a result that is not believed (or could not be checked) is not a call's outcome", "subject", subject, "err", err)
+		f.log.Warn("calls index: a result that is not believed (or could not be checked) is not a call's outcome", "subject", m.Subject, "err", err)
 		return outcomeUpdate{}, nil, false, false
 	}
 	outcome, errType := audit.Classify(resp)
@@ -115,11 +112,11 @@ func (f *feeder) onResult(_ context.Context, m jetstream.Msg, md *jetstream.MsgM
 	key := [16]byte(id)
 	found, secret, tool := f.x.callOf(&key)
 	if !found {
-		f.orphans.put(key, orphan{subject: subject, header: m.Headers(), data: m.Data()}, len(m.Data())+64)
+		f.orphans.put(key, orphan{result: believed.ConsumedMsg(m)}, len(m.Data())+64)
 		f.x.orphans.Store(int64(len(f.orphans.m)))
 		return
 	}
-	u, text, cut, ok := f.outcomeOf(subject, m.Headers(), m.Data(), tool)
+	u, text, cut, ok := f.outcomeOf(believed.ConsumedMsg(m), tool)
 	if !ok {
 		return
 	}

@@ -87,6 +87,13 @@ type Streams struct {
 	// sign-outs written over): while it is down, a session not already
 	// known as signed out is refused (its state is unknown).
 	Conn *nats.Conn
+	// ListPoolKeys lets the pages skip a result's claim check for a pool
+	// with one enrolled key, as the dispatcher does where it lists them
+	// (signing.Keyring.ListPoolKeys; the credential must list the
+	// registry bucket's keys): else every result signed by a pool's key
+	// costs a read of its call's events, when the calls index is built
+	// too.
+	ListPoolKeys bool
 }
 
 // WithDefaults returns a copy of c with every zero field that has a

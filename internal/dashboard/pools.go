@@ -298,7 +298,7 @@ func (p *poolHistory) gapsOf(ctx context.Context, tenant, callID, tool string) (
 	if err != nil {
 		return nil, fmt.Errorf("result of %s: %w", callID, err)
 	}
-	resp, _, err := believed.Check(ctx, p.s.signers, m.Subject, m.Header, m.Data, tool)
+	resp, _, err := believed.Check(ctx, p.s.signers, believed.MsgOf(m), tool)
 	if err != nil {
 		return nil, fmt.Errorf("result of %s: %w", callID, err)
 	}

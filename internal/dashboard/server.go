@@ -86,6 +86,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	st := cfg.Streams
 	signers := bus.NewKeyring(st.Registry, nil, "")
+	signers.EventsWith(bus.EventsReader(st.Conn, st.Events, st.Subjects))
+	if st.ListPoolKeys {
+		signers.ListPoolKeys()
+	}
 	index, err := callindex.New(callindex.Config{Streams: callindex.Streams{Calls: st.Calls, Results: st.Results, Subjects: st.Subjects, Keys: signers, Events: st.Events},
 		Specs: cfg.Registry, Max: cfg.IndexCalls, Logger: cfg.Logger.With("component", "ui-index")})
 	if err != nil {

@@ -313,12 +313,26 @@ func TestPublishStoresNoSecondAnswerPastTheScan(t *testing.T) {
 }
 
 // With a key per worker, two keys are enrolled for one pool. A result one
-// signs for an attempt whose STARTED claim the other stored is the
-// pool's to the dispatchers (either key may answer any call of the pool:
-// the pool is the unit of trust, docs/reliability.md), but audit --verify
-// names it: a "wrong attempt" anomaly naming its signer and the claim's.
-func TestAuditNamesAResultOfAnAttemptAnotherKeyClaimed(t *testing.T) {
+// signs for an attempt whose STARTED claim the other stored is not the
+// call's answer (it was, to the dispatchers, until 2026-12-02; only audit
+// --verify named it): the caller, GetResult and the audit get the
+// claimant's result, stored after it, and audit --verify names the
+// other: a "wrong attempt" anomaly naming its signer and the claim's.
+// The same when the result is stored under another dispatcher's token
+// (one that sorts first, which every reader of any dispatcher's result
+// subject looks at first): the claim is read on every dispatcher's
+// events subject of the call, not only on the one the result names.
+func TestAResultOfAnAttemptAnotherKeyClaimedIsRefused(t *testing.T) {
 	t.Parallel()
+	for _, name := range []string{"the call's dispatcher", "another dispatcher"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			resultOfAnAttemptAnotherKeyClaimed(t, name == "another dispatcher")
+		})
+	}
+}
+
+func resultOfAnAttemptAnotherKeyClaimed(t *testing.T, otherToken bool) {
 	release := make(chan struct{})
 	gate := releasedTool("gate", release)
 	s := startSigned(t, gate)
@@ -357,16 +371,24 @@ func TestAuditNamesAResultOfAnAttemptAnotherKeyClaimed(t *testing.T) {
 	require.NoError(t, err)
 	fjs, err := jetstream.New(s.conn(t, bus.RoleWorker))
 	require.NoError(t, err)
-	subject := s.env.Bus.Subjects.Result(id.Tenant, victim.Dispatcher, victim.CallId)
+	token := victim.Dispatcher
+	if otherToken {
+		token = "0" // sorts before any dispatcher's name
+	}
+	subject := s.env.Bus.Subjects.Result(id.Tenant, token, victim.CallId)
 	_, err = fjs.PublishMsg(ctx, second.SignedMsg(subject, signing.KindResult, victim.CallId, attempt, data, nil))
 	require.NoError(t, err)
 	close(release) // the worker's own result is stored after the other key's
 	select {
 	case r := <-answered:
-		require.NotNil(t, r.GetResponse(), "%v", r)
+		require.Contains(t, r.GetResponse().String(), "released", "the claimant's result answers the caller: %v", r)
 	case <-time.After(time.Minute):
 		t.Fatal("the caller was never answered")
 	}
+	got, err := s.d.GetResult(ctx, id, victim.CallId, 0)
+	require.NoError(t, err)
+	require.Contains(t, got.String(), "released")
+	require.NotContains(t, got.String(), "other key")
 
 	src, err := audit.Open(ctx, s.conn(t, bus.RoleOperator), "")
 	require.NoError(t, err)
@@ -374,6 +396,14 @@ func TestAuditNamesAResultOfAnAttemptAnotherKeyClaimed(t *testing.T) {
 	sum, err := src.Run(ctx, audit.Filter{CallID: victim.CallId}, audit.Options{Verify: true}, func(x *audit.Record) error { rec = x; return nil })
 	require.NoError(t, err)
 	require.NotNil(t, rec)
+	require.NotNil(t, rec.Signature)
+	require.Equal(t, s.key.Public(), rec.Signature.Signer, "the audit's answer is the claimant's")
+	if otherToken {
+		// The audit reads the results on the call's own dispatcher's
+		// subject (the stored call names it): one stored elsewhere is no
+		// part of its record.
+		return
+	}
 	var named []audit.RefusedResult
 	for _, x := range rec.Refused {
 		if x.Problem == string(signing.WrongAttempt) {

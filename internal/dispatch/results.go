@@ -104,7 +104,7 @@ func (d *Dispatcher) onStored(m jetstream.Msg) {
 	case !held:
 		tool = lw.tool
 	}
-	resp, err := d.checkStored(subject, m.Headers(), m.Data(), tool)
+	resp, err := d.checkStored(believed.ConsumedMsg(m), tool)
 	if signing.AsError(err) != nil {
 		return // not the call's answer: it neither reaches a caller nor frees a slot
 	}
@@ -124,16 +124,16 @@ func (d *Dispatcher) onStored(m jetstream.Msg) {
 // the answer of a call of tool (internal/believed): an error says it is
 // not (a *signing.Error, counted and logged: refusedResult) or that a
 // lookup failed (logged; a recheck of the waiters is asked for).
-func (d *Dispatcher) checkStored(subject string, h nats.Header, data []byte, tool string) (*toolwirev1.ToolResponse, error) {
+func (d *Dispatcher) checkStored(m believed.Msg, tool string) (*toolwirev1.ToolResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), recheckTimeout)
 	defer cancel()
-	resp, _, err := believed.Check(ctx, d.bus.Keys, subject, h, data, tool)
+	resp, _, err := believed.Check(ctx, d.bus.Keys, m, tool)
 	if se := signing.AsError(err); se != nil {
-		d.refusedResult(believed.Refused{Subject: subject, Err: se})
+		d.refusedResult(believed.Refused{Subject: m.Subject, Err: se})
 		return nil, err
 	}
 	if err != nil {
-		d.log.Warn("result not checked; looking it up again", "subject", subject, "err", err)
+		d.log.Warn("result not checked; looking it up again", "subject", m.Subject, "err", err)
 		d.signalRecheck()
 	}
 	return resp, err

@@ -342,6 +342,13 @@ func openProcess(ctx context.Context, rc *RunConfig) (_ *process, err error) {
 	if pr.pools, err = parseWorkers(rc.Workers, rc.NATSURL == ""); err != nil {
 		return nil, err
 	}
+	if len(pr.pools) == 0 {
+		// A pool with one enrolled key skips the claim check (internal/
+		// believed). Not beside in-process workers: they sign with the
+		// dispatcher's key, a second key of their pools the listing does
+		// not show.
+		pr.b.Keys.ListPoolKeys()
+	}
 	// Listen before the workers are built: the default configuration's
 	// HTTP example tool calls this address.
 	if pr.ln, err = net.Listen("tcp", rc.HTTPAddr); err != nil {
@@ -708,7 +715,7 @@ func newDashboard(ctx context.Context, rc RunConfig, p parts) (*dashboard.Server
 	q.SignWith(p.b.Signer).CheckWith(p.d.CheckRetry) // a retry is decided as an approval is
 	ui, err := dashboard.New(dashboard.Config{Core: p.d, Approvals: p.d.Approvals(), Auth: p.auth, Registry: p.reg, Secret: secret,
 		Streams: dashboard.Streams{Calls: p.b.Calls, Results: p.b.Results, Events: p.b.Events, Registry: p.b.Registry, Subjects: p.b.Subjects, Audit: src, DLQ: q,
-			Revocations: p.b.Revocations, Conn: p.b.NC},
+			Revocations: p.b.Revocations, Conn: p.b.NC, ListPoolKeys: p.b.Keys.ListsPoolKeys()},
 		IndexCalls: rc.UIIndexCalls, TraceURL: rc.UITraceURL, AgentVisibility: p.d.Config().AgentVisibility, Logger: p.log.With("component", "ui")})
 	if err != nil {
 		return nil, err

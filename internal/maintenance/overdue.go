@@ -273,7 +273,7 @@ func (s *OverdueSweeper) onResult(m jetstream.Msg) {
 	// reads the results again).
 	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 	defer cancel()
-	if _, _, err := believed.Check(ctx, s.cfg.Bus.Keys, subject, m.Headers(), m.Data(), tool); err != nil {
+	if _, _, err := believed.Check(ctx, s.cfg.Bus.Keys, believed.ConsumedMsg(m), tool); err != nil {
 		return
 	}
 	s.track.answer(callID)

@@ -79,7 +79,11 @@
 //     cannot answer the http pool's calls or any other pool's, and a worker
 //     credential alone (shared by every pool) answers none. Splitting a
 //     pool's replicas into keys of their own is possible (one file per key
-//     and pool) but buys nothing: replicas of a pool run the same code.
+//     and pool): a key then cannot answer an attempt another key claimed
+//     (internal/believed refuses it as WrongAttempt), and the record says
+//     which replica claimed and answered what; it cannot stop a replica
+//     taken over from claiming calls of its pool first, which its pool
+//     credential lets it pull anyway.
 //   - Keys are not revoked while a process runs: an enrolment, once seen,
 //     is cached for good (a lookup per key, not per message). To revoke a
 //     key, delete its enrolment keys from the registry bucket (a

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/singleflight"
 )
 
 // Problem is why a message is not believed.
@@ -29,8 +31,8 @@ const (
 	// WrongCall: the payload names another call or tool than the one it
 	// was stored for.
 	WrongCall Problem = "wrong call"
-	// WrongAttempt: another key holds the stored claim (STARTED) of the
-	// attempt (audit --verify checks it).
+	// WrongAttempt: another key holds the stored claim (the first
+	// believed STARTED) of the result's attempt (internal/believed).
 	WrongAttempt Problem = "wrong attempt"
 )
 
@@ -110,13 +112,17 @@ type Verdict struct {
 // ConfirmWith, a key or source found missing is read again from the
 // bucket's leader before it is believed missing.
 type Keyring struct {
-	kv     jetstream.KeyValue
-	leader LeaderGet
-	retry  Retry
+	kv        jetstream.KeyValue
+	leader    LeaderGet
+	retry     Retry
+	events    EventsReader
+	listPools atomic.Bool
 
 	mu      sync.Mutex
 	known   map[string]time.Time // enrolment key → enrolled (zero) or not until
 	sources map[string]source
+	pools   map[string]poolKeys // with listPools
+	listing singleflight.Group  // pools being listed
 	// verified remembers signatures that verified, with their signer and
 	// the SHA-256 of the bytes each covers: one process checks a result
 	// more than once (a dispatcher routes it to its caller and its overdue
@@ -149,7 +155,7 @@ const (
 
 // NewKeyring reads enrolments from kv (the registry bucket).
 func NewKeyring(kv jetstream.KeyValue) *Keyring {
-	return &Keyring{kv: kv, known: map[string]time.Time{}, sources: map[string]source{}, verified: map[string]verifiedSig{}}
+	return &Keyring{kv: kv, known: map[string]time.Time{}, sources: map[string]source{}, pools: map[string]poolKeys{}, verified: map[string]verifiedSig{}}
 }
 
 // LeaderGet reads key of the registry bucket from its stream's leader

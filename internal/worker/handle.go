@@ -48,8 +48,9 @@ type delivery struct {
 	slot  slot
 
 	// call is the decoded call, nil when it is not to be answered; its
-	// Attempt is the attempt under way (the delivery count until the
-	// attempts begin).
+	// Attempt is the attempt under way: the delivery count until the
+	// earlier attempts are known (recheck), then the attempt this
+	// delivery would run (nextAttempt), then each it runs.
 	call *toolwirev1.ToolCall
 	spec *toolwirev1.ToolSpec // the version served for it (precheck)
 	// carried is the attempt a call put back after a scheduled retry
@@ -107,6 +108,7 @@ func (d *delivery) handle() {
 	defer d.unregister()
 	o = d.recheck()
 	if !o.decided() {
+		d.call.Attempt = d.nextAttempt()
 		o = d.gate()
 	}
 	if !o.decided() {
@@ -361,6 +363,18 @@ func (d *delivery) recheck() outcome {
 // the overdue sweeper's earliest answer (a deadline plus its grace, or an
 // hour for a call without a deadline), far above a queue's usual wait.
 const lateFirstDelivery = time.Minute
+
+// nextAttempt is the attempt this delivery runs first, once the earlier
+// ones are known (recheck): the one after the last an earlier delivery
+// recorded or a scheduled retry carried. An answer given without running
+// (gate, checkPolicy: cancelled, expired, UNKNOWN_OUTCOME, denied) names
+// it, not the delivery count: that attempt number may be one another
+// delivery claimed (its STARTED; a call put back after a scheduled retry
+// is delivered from 1 again), and a result of a pool key for an attempt
+// another key claimed is not believed (internal/believed).
+func (d *delivery) nextAttempt() int32 {
+	return max(d.prev.GetAttempt(), d.carried) + 1
+}
 
 // again says whether the call was delivered before or put back after a
 // scheduled retry: an earlier attempt may have run.

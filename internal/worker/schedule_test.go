@@ -54,3 +54,39 @@ func TestLongRetryDelayHoldsNoSlot(t *testing.T) {
 	require.Equal(t, int32(2), runs.Load())
 	require.Equal(t, int32(2), g.Response.Meta.Attempt)
 }
+
+// A call cancelled while its retry is parked is answered by the delivery
+// the schedule makes, which runs nothing: its answer names the attempt it
+// would have run (2), not its delivery count (1 again, the call being
+// put back as a new message), which is the attempt the first delivery
+// claimed with its STARTED. A result of a pool's key for an attempt
+// another key claimed is not believed (internal/believed): with a key
+// per worker, such an answer would be refused and the caller left to the
+// overdue sweeper.
+func TestAnAnswerWithoutARunNamesTheAttemptItWouldRun(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int32
+	limited := tool.Must(tool.New("limited_then_cancelled", func(context.Context, empty) (string, error) {
+		runs.Add(1)
+		return "", &tool.Error{Type: toolwirev1.ErrorType_ERROR_TYPE_RATE_LIMIT, Retryable: true, Message: "come back later",
+			RetryAfter: 2 * time.Second, SideEffects: toolwirev1.PartialSideEffects_PARTIAL_SIDE_EFFECTS_NONE}
+	}))
+	s := dispatchtest.Start(t, dispatchtest.Options{NoWorker: true})
+	startCustomWorker(t, s, worker.Config{MaxInProcessDelay: 100 * time.Millisecond}, bus.PoolConfig{}, limited)
+	ctx := t.Context()
+	sub, err := s.Dispatcher.Submit(ctx, identity.Default, &toolwirev1.CallRequest{Tool: "limited_then_cancelled"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		info, err := s.Env.Bus.Retries.Info(ctx)
+		return err == nil && info.State.Msgs >= 1
+	}, 10*time.Second, 10*time.Millisecond, "the retry is parked")
+	_, err = s.Dispatcher.Cancel(ctx, identity.Default, sub.CallID, "stop waiting")
+	require.NoError(t, err)
+
+	g, err := s.Dispatcher.GetResult(ctx, identity.Default, sub.CallID, 30*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, toolwirev1.CallState_CALL_STATE_DONE, g.State)
+	require.Equal(t, toolwirev1.ErrorType_ERROR_TYPE_CANCELLED, g.Response.GetError().GetType(), "%v", g.Response)
+	require.Equal(t, int32(1), runs.Load())
+	require.Equal(t, int32(2), g.Response.Meta.Attempt, "the attempt the delivery would have run")
+}

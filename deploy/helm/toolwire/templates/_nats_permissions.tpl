@@ -272,6 +272,7 @@ its pool's consumers and announcement subjects only.
     "$JS.API.DIRECT.GET.{{ $u }}_EVENTS"
     "$JS.API.DIRECT.GET.{{ $u }}_EVENTS.>"
     "$JS.API.STREAM.MSG.GET.{{ $u }}_RESULTS"
+    "$JS.API.STREAM.MSG.GET.{{ $u }}_EVENTS"
     "$JS.API.DIRECT.GET.{{ $u }}_DLQ"
     "{{ $p }}.admin.dlq.retry"
     "$JS.API.DIRECT.GET.KV_{{ $p }}_registry.>"
