@@ -335,12 +335,7 @@ func noLeader(err error) bool {
 // returns false, max messages were read, or there are no more. It
 // returns how many it read.
 func EachMsgFromLeader(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, filter string, limit int, fn func(*jetstream.RawStreamMsg) bool) (int, error) {
-	return eachMsgFromLeader(ctx, js.Conn(), stream, filter, limit, fn)
-}
-
-// eachMsgFromLeader is EachMsgFromLeader over nc.
-func eachMsgFromLeader(ctx context.Context, nc *nats.Conn, stream jetstream.Stream, filter string, limit int, fn func(*jetstream.RawStreamMsg) bool) (int, error) {
-	subjects, err := literalSubjects(ctx, nc, stream, filter, true)
+	subjects, err := literalSubjects(ctx, js.Conn(), stream, filter, true)
 	if err != nil {
 		return 0, err
 	}
@@ -348,7 +343,7 @@ func eachMsgFromLeader(ctx context.Context, nc *nats.Conn, stream jetstream.Stre
 	name, n := stream.CachedInfo().Config.Name, 0
 	for _, subject := range subjects {
 		for seq := uint64(1); n < limit; n++ {
-			m, err := leaderGet(ctx, nc, name, subject, getRequest{Seq: seq, NextFor: subject})
+			m, err := leaderGet(ctx, js.Conn(), name, subject, getRequest{Seq: seq, NextFor: subject})
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				break
 			}
