@@ -101,14 +101,49 @@ func checkClaim(ctx context.Context, keys *signing.Keyring, c claim) error {
 	if read == nil || keys.SoleKey(ctx, c.verdict.Pool, c.verdict.Signer) {
 		return nil
 	}
+	found, ok := keys.Claimed(callKey(c.result.Subject), c.attempt)
+	if !ok || !storedBefore(found.Time, c.result.Stored) {
+		var err error
+		if found, err = readClaim(ctx, keys, read, c); err != nil {
+			return fmt.Errorf("believed: the claim of attempt %d of call %s: %w", c.attempt, limit(c.callID), err)
+		}
+	}
+	if found.Signer != "" && found.Signer != c.verdict.Signer {
+		return &signing.Error{Problem: signing.WrongAttempt, Signer: c.verdict.Signer,
+			Detail: fmt.Sprintf("attempt %d was claimed (STARTED, events seq %d) by %s", c.attempt, found.Seq, found.Signer)}
+	}
+	return nil
+}
+
+// callKey names the call of the result subject subject for the claims a
+// keyring remembers: its tenant and call id tokens, not its dispatcher's
+// (every dispatcher's events of the call are read).
+func callKey(subject string) string {
+	parts := strings.Split(subject, ".")
+	if len(parts) < 3 {
+		return subject
+	}
+	return parts[len(parts)-3] + "." + parts[len(parts)-1]
+}
+
+// storedBefore reports whether a message stored at t was stored before
+// the result stored at result (every message is, when result is
+// unknown).
+func storedBefore(t, result time.Time) bool {
+	return result.IsZero() || t.Before(result)
+}
+
+// readClaim reads the claim of c's attempt from the call's events with
+// read (checkClaim), and remembers one it found; a zero Claim when none
+// was stored before c's result.
+func readClaim(ctx context.Context, keys *signing.Keyring, read signing.EventsReader, c claim) (signing.Claim, error) {
 	var (
-		claimer string
-		at      uint64
-		lookup  error
+		found  signing.Claim
+		lookup error
 	)
 	complete, err := read(ctx, c.result.Subject, MaxClaimScan, func(m *jetstream.RawStreamMsg) bool {
-		if !c.result.Stored.IsZero() && !m.Time.Before(c.result.Stored) {
-			return false // stored after the result, as all after it on this subject
+		if !storedBefore(m.Time, c.result.Stored) {
+			return false // stored after the result, as all after it
 		}
 		ev, v, err := CheckEvent(ctx, keys, c.callID, c.tool, m.Header, m.Data)
 		switch {
@@ -118,27 +153,23 @@ func checkClaim(ctx context.Context, keys *signing.Keyring, c claim) error {
 			lookup = err
 			return false
 		case ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED && ev.Attempt == c.attempt:
-			if claimer == "" || m.Sequence < at {
-				claimer, at = v.Signer, m.Sequence
-			}
-			return false // the first on this subject; another dispatcher's may be earlier
+			found = signing.Claim{Signer: v.Signer, Seq: m.Sequence, Time: m.Time}
+			return false
 		}
 		return true
 	})
-	if err == nil {
-		err = lookup
+	switch {
+	case err != nil:
+		return signing.Claim{}, err
+	case lookup != nil:
+		return signing.Claim{}, lookup
+	case !complete:
+		return signing.Claim{}, fmt.Errorf("more than %d events stored before its claim", MaxClaimScan)
 	}
-	if err == nil && !complete {
-		err = fmt.Errorf("more than %d events stored before it", MaxClaimScan)
+	if found.Signer != "" {
+		keys.RememberClaim(callKey(c.result.Subject), c.attempt, found)
 	}
-	if err != nil {
-		return fmt.Errorf("believed: the claim of attempt %d of call %s: %w", c.attempt, limit(c.callID), err)
-	}
-	if claimer != "" && claimer != c.verdict.Signer {
-		return &signing.Error{Problem: signing.WrongAttempt, Signer: c.verdict.Signer,
-			Detail: fmt.Sprintf("attempt %d was claimed (STARTED, events seq %d) by %s", c.attempt, at, claimer)}
-	}
-	return nil
+	return found, nil
 }
 
 // WorkerEvent reports whether a worker writes events of type t (an

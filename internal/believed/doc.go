@@ -51,14 +51,17 @@
 //     the archive, reads no segment.
 //   - A result a pool's key signed is refused (signing.WrongAttempt)
 //     when another key holds its attempt's claim: the first believed
-//     STARTED of that attempt (lowest stream sequence) among the call's
-//     events on every dispatcher's subject (a result stored under another
-//     dispatcher's token is the same call's) stored before the result by
-//     the servers' clocks (checkClaim; the events read from the stream's
-//     leader through the keyring's signing.EventsReader). A STARTED
-//     stored after the result does not count: the decision on a stored
-//     result does not change when later events come. Past MaxClaimScan
-//     events the check fails (nothing decided), never passes: a worker
+//     STARTED of that attempt among the call's events on every
+//     dispatcher's subject (a result stored under another dispatcher's
+//     token is the same call's), in the stream's order, stored before the
+//     result by the servers' clocks (checkClaim; one pass of leader gets
+//     on the call's wildcard subject through the keyring's
+//     signing.EventsReader, the order the workers' claim race decides
+//     by). A STARTED stored after the result does not count: the decision
+//     on a stored result does not change when later events come. A claim
+//     found is remembered (signing.Keyring.Claimed): it never changes, so
+//     a result stored after it needs no read. Past MaxClaimScan events
+//     the check fails (nothing decided), never passes: a worker
 //     credential may store events on any call's subject. A dispatcher
 //     without in-process workers lists each pool's enrolled keys
 //     (signing.Keyring.ListPoolKeys, every 10 s; its dashboard too) and
@@ -69,8 +72,8 @@
 //     of each such result. An attempt nobody claimed passes: a tool safe
 //     to rerun stores no STARTED for a fast call, and a pool's key could
 //     claim it first anyway (docs/reliability.md, "What it does not
-//     cover"); a worker's answer given without running names the attempt
-//     it would have run (internal/worker), which nobody claimed.
+//     cover"); a worker's answer given before it took an attempt names
+//     attempt 0 (internal/worker), which nobody claims.
 //   - A refused result is never an answer; the reader that found it tells
 //     its OnRefused (the dispatcher counts and logs it at WARN; audit
 //     --verify lists it).

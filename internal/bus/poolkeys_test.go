@@ -3,6 +3,7 @@ package bus_test
 import (
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/toolwire/toolwire/internal/bus"
 	"github.com/toolwire/toolwire/internal/bus/bustest"
@@ -54,4 +55,53 @@ func TestEventsOfResult(t *testing.T) {
 		_, ok := s.EventsOfResult(bad)
 		require.False(t, ok, bad)
 	}
+}
+
+// A claim check reads a call's events on every dispatcher's subject in
+// the stream's order, not the events of other calls or tenants, stops
+// where its callback says, and says when it stopped at its limit.
+func TestEventsReaderReadsEveryDispatchersEventsInOrder(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.Config{})
+	ctx, s := t.Context(), env.Bus.Subjects
+	var want []uint64
+	for i, subject := range []string{s.Event("acme", "d2", "01CALL"), s.Event("acme", "d1", "01CALL"), s.Event("acme", "d1", "01OTHER"),
+		s.Event("other", "d1", "01CALL"), s.Event("acme", "d2", "01CALL")} {
+		ack, err := env.Bus.JS.Publish(ctx, subject, []byte{byte(i)})
+		require.NoError(t, err)
+		if i < 2 || i == 4 {
+			want = append(want, ack.Sequence)
+		}
+	}
+	read := bus.EventsReader(env.Bus.NC, env.Bus.Events, s)
+	result := s.Result("acme", "0", "01CALL") // a result under any dispatcher's token
+	var got []uint64
+	complete, err := read(ctx, result, 10, func(m *jetstream.RawStreamMsg) bool {
+		got = append(got, m.Sequence)
+		return true
+	})
+	require.NoError(t, err)
+	require.True(t, complete)
+	require.Equal(t, want, got)
+
+	got = nil
+	complete, err = read(ctx, result, 2, func(m *jetstream.RawStreamMsg) bool {
+		got = append(got, m.Sequence)
+		return true
+	})
+	require.NoError(t, err)
+	require.False(t, complete, "more were left past the limit")
+	require.Equal(t, want[:2], got)
+
+	got = nil
+	complete, err = read(ctx, result, 2, func(m *jetstream.RawStreamMsg) bool {
+		got = append(got, m.Sequence)
+		return false
+	})
+	require.NoError(t, err)
+	require.True(t, complete, "stopped by its callback, not its limit")
+	require.Equal(t, want[:1], got)
+
+	_, err = read(ctx, s.Event("acme", "d1", "01CALL"), 10, func(*jetstream.RawStreamMsg) bool { return true })
+	require.Error(t, err, "not a result subject")
 }

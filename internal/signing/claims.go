@@ -12,12 +12,12 @@ import (
 )
 
 // EventsReader hands each the events stored for the call whose result
-// subject is resultSubject, on each of the call's events subjects (one
-// per dispatcher that wrote some) oldest first, until each returns false
-// (the reader goes on with the next subject) or limit were read
-// (bus.EventsReader). It reports whether it read them all: false when it
-// stopped at limit. A keyring with one makes a result's claim check
-// (internal/believed): whose STARTED holds the result's attempt.
+// subject is resultSubject, on all of the call's events subjects (one
+// per dispatcher that wrote some), in the stream's order, until each
+// returns false or limit were read (bus.EventsReader). It reports
+// whether it stopped before limit: false when more were left. A keyring
+// with one makes a result's claim check (internal/believed): whose
+// STARTED holds the result's attempt.
 type EventsReader func(ctx context.Context, resultSubject string, limit int, each func(*jetstream.RawStreamMsg) bool) (complete bool, err error)
 
 // EventsWith gives k the events of calls, for the claim check. Call it
@@ -88,6 +88,42 @@ func (k *Keyring) SoleKey(ctx context.Context, pool, signer string) bool {
 		}
 	}
 	return len(p.keys) == 1 && p.keys[0] == signer
+}
+
+// Claim is an attempt's claim as a claim check found it: the signer of
+// the first believed STARTED of the attempt, and where and when it was
+// stored.
+type Claim struct {
+	Signer string
+	Seq    uint64
+	Time   time.Time
+}
+
+type claimKey struct {
+	call    string
+	attempt int32
+}
+
+// Claimed is the claim of attempt of call that a check found
+// (RememberClaim; call names the call within its tenant). A claim once stored never changes (a STARTED stored
+// later comes after it), so a result stored after it needs no read; one
+// stored before it, or an attempt with no claim found, does.
+func (k *Keyring) Claimed(call string, attempt int32) (Claim, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	c, ok := k.claims[claimKey{call, attempt}]
+	return c, ok
+}
+
+// RememberClaim keeps c, the claim of attempt of call a check found, for
+// Claimed (at most maxEntries, then forgotten all at once).
+func (k *Keyring) RememberClaim(call string, attempt int32, c Claim) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.claims) >= maxEntries {
+		clear(k.claims)
+	}
+	k.claims[claimKey{call, attempt}] = c
 }
 
 // listTimeout bounds one listing of a pool's keys.

@@ -122,6 +122,7 @@ type Keyring struct {
 	known   map[string]time.Time // enrolment key → enrolled (zero) or not until
 	sources map[string]source
 	pools   map[string]poolKeys // with listPools
+	claims  map[claimKey]Claim  // found by claim checks
 	listing singleflight.Group  // pools being listed
 	// verified remembers signatures that verified, with their signer and
 	// the SHA-256 of the bytes each covers: one process checks a result
@@ -155,7 +156,7 @@ const (
 
 // NewKeyring reads enrolments from kv (the registry bucket).
 func NewKeyring(kv jetstream.KeyValue) *Keyring {
-	return &Keyring{kv: kv, known: map[string]time.Time{}, sources: map[string]source{}, pools: map[string]poolKeys{}, verified: map[string]verifiedSig{}}
+	return &Keyring{kv: kv, known: map[string]time.Time{}, sources: map[string]source{}, pools: map[string]poolKeys{}, claims: map[claimKey]Claim{}, verified: map[string]verifiedSig{}}
 }
 
 // LeaderGet reads key of the registry bucket from its stream's leader

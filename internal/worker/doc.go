@@ -142,13 +142,14 @@
 // and the worker that takes it treats it like a redelivery (the call
 // carries the attempt it reached). Exhausted attempts answer MAX_ATTEMPTS with a dead letter.
 // Attempts are numbered on from the last one an earlier delivery recorded
-// or a parked call carried, not by JetStream's delivery count (a parked
-// call is delivered from 1 again; a delivery handed back ran nothing): an
-// answer given without running (cancelled, expired, UNKNOWN_OUTCOME, a
-// policy denial) names the attempt the delivery would have run, never
-// one whose STARTED another delivery stored, since a result of a pool's
-// key for an attempt another key claimed is not believed
-// (internal/believed).
+// or a parked call carried. An answer names the attempt that produced it,
+// one this delivery took (its STARTED claimed it, or it ran); an answer
+// given before (refused, cancelled or expired before it started,
+// UNKNOWN_OUTCOME, a policy denial) names attempt 0: JetStream's delivery
+// count, or the attempt after the last one read, may be an attempt
+// another delivery claimed (a parked call is delivered from 1 again; an
+// earlier worker may still be running), and a result of a pool's key for
+// an attempt another key claimed is not believed (internal/believed).
 // Crashes are retried by redelivery up to the pool's MaxDeliver; a call
 // whose every delivery crashed is ended by the dispatchers' reaper from the
 // server's MaxDeliver advisory. Attempts of tools that are not safe to rerun

@@ -48,9 +48,8 @@ type delivery struct {
 	slot  slot
 
 	// call is the decoded call, nil when it is not to be answered; its
-	// Attempt is the attempt under way: the delivery count until the
-	// earlier attempts are known (recheck), then the attempt this
-	// delivery would run (nextAttempt), then each it runs.
+	// Attempt is the attempt under way (the delivery count until the
+	// attempts begin).
 	call *toolwirev1.ToolCall
 	spec *toolwirev1.ToolSpec // the version served for it (precheck)
 	// carried is the attempt a call put back after a scheduled retry
@@ -72,6 +71,10 @@ type delivery struct {
 	// startedSeq is the stream sequence of the last STARTED this
 	// delivery stored (claimStart), 0 before the first.
 	startedSeq uint64
+	// took is set once this delivery took an attempt number as its own:
+	// its STARTED stored as the attempt's claim, or scheduled (a tool safe
+	// to rerun). An answer given before names attempt 0 (answerMeta).
+	took bool
 	// ran is set once an attempt of this delivery has run: its response
 	// is the after-hooks' to look at (afterhooks.go).
 	ran bool
@@ -108,7 +111,6 @@ func (d *delivery) handle() {
 	defer d.unregister()
 	o = d.recheck()
 	if !o.decided() {
-		d.call.Attempt = d.nextAttempt()
 		o = d.gate()
 	}
 	if !o.decided() {
@@ -364,18 +366,6 @@ func (d *delivery) recheck() outcome {
 // hour for a call without a deadline), far above a queue's usual wait.
 const lateFirstDelivery = time.Minute
 
-// nextAttempt is the attempt this delivery runs first, once the earlier
-// ones are known (recheck): the one after the last an earlier delivery
-// recorded or a scheduled retry carried. An answer given without running
-// (gate, checkPolicy: cancelled, expired, UNKNOWN_OUTCOME, denied) names
-// it, not the delivery count: that attempt number may be one another
-// delivery claimed (its STARTED; a call put back after a scheduled retry
-// is delivered from 1 again), and a result of a pool key for an attempt
-// another key claimed is not believed (internal/believed).
-func (d *delivery) nextAttempt() int32 {
-	return max(d.prev.GetAttempt(), d.carried) + 1
-}
-
 // again says whether the call was delivered before or put back after a
 // scheduled retry: an earlier attempt may have run.
 func (d *delivery) again() bool { return d.count > 1 || d.carried > 0 }
@@ -470,11 +460,13 @@ func (d *delivery) attempt() (outcome, *tool.Error) {
 	}
 	startedEv, err := d.startedEvent()
 	if errors.Is(err, errCancelledFirst) {
+		d.took = true
 		return d.claimedNotRun(err), nil // a cancel was stored before its start
 	}
 	if err != nil {
 		return d.notRun(err), nil
 	}
+	d.took = true
 	// The start is recorded: its moment is the attempt's start, checked
 	// against the schedule-to-start deadline (lateStart).
 	d.started = time.Now()

@@ -37,7 +37,24 @@ func (d *delivery) cancelled(ce *CancelledError, suffix string, fx toolwirev1.Pa
 // meta is the meta of the call's answer, timed by d.started and
 // d.finished.
 func (d *delivery) meta() *toolwirev1.ResponseMeta {
-	return d.w.meta(d.call, d.spec, d.started, d.finished)
+	return d.answerMeta(d.spec, d.started, d.finished)
+}
+
+// answerMeta is Worker.meta for this delivery's answer. The attempt it
+// names is one this delivery took (d.took: its STARTED is the attempt's
+// claim, or it ran it); an answer given before it took one (refused,
+// cancelled, expired, UNKNOWN_OUTCOME, denied by the policy) names
+// attempt 0, none: the delivery count, or the attempt after the last
+// one recorded, may be an attempt another delivery claimed (a call put
+// back after a scheduled retry is delivered from 1 again; an earlier
+// worker may still be running), and a result of a pool's key for an
+// attempt another key claimed is not believed (internal/believed).
+func (d *delivery) answerMeta(spec *toolwirev1.ToolSpec, started, finished time.Time) *toolwirev1.ResponseMeta {
+	m := d.w.meta(d.call, spec, started, finished)
+	if !d.took {
+		m.Attempt = 0
+	}
+	return m
 }
 
 // meta records how the worker answered call: spec is the version it

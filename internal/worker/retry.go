@@ -26,7 +26,7 @@ import (
 func (d *delivery) attempts() outcome {
 	rp := policyOf(d.spec)
 	var bo interface{ NextBackOff() time.Duration } // built on the first retry
-	base := d.nextAttempt() - 1
+	base := max(d.prev.GetAttempt(), d.carried)
 	spent := int(base)
 	for try := int32(1); ; try++ {
 		d.call.Attempt = base + try

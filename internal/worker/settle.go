@@ -229,7 +229,7 @@ func (d *delivery) refuse(te *toolwirev1.ToolError) {
 	d.w.secretsOf(d.call).ToolError(te) // before the log line and the term reason
 	d.log().Warn("refusing call", "reason", te.Message)
 	now := time.Now()
-	resp := envelope.Error(d.call.CallId, d.call.Tool, te, d.w.meta(d.call, nil, now, now))
+	resp := envelope.Error(d.call.CallId, d.call.Tool, te, d.answerMeta(nil, now, now))
 	if err := d.publishHeld(resp); err != nil && !bus.IsWrongLastSequence(err) {
 		d.log().Error("publish refusal failed; redelivering", "err", err)
 		d.settled("nak", d.msg.NakWithDelay(time.Second))
