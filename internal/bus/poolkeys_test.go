@@ -75,33 +75,25 @@ func TestEventsReaderReadsEveryDispatchersEventsInOrder(t *testing.T) {
 	}
 	read := bus.EventsReader(env.Bus.NC, env.Bus.Events, s)
 	result := s.Result("acme", "0", "01CALL") // a result under any dispatcher's token
-	var got []uint64
-	complete, err := read(ctx, result, 10, func(m *jetstream.RawStreamMsg) bool {
-		got = append(got, m.Sequence)
-		return true
-	})
-	require.NoError(t, err)
+	readAll := func(limit int, goOn bool) ([]uint64, bool) {
+		var got []uint64
+		complete, err := read(ctx, result, limit, func(m *jetstream.RawStreamMsg) bool {
+			got = append(got, m.Sequence)
+			return goOn
+		})
+		require.NoError(t, err)
+		return got, complete
+	}
+	got, complete := readAll(10, true)
 	require.True(t, complete)
 	require.Equal(t, want, got)
-
-	got = nil
-	complete, err = read(ctx, result, 2, func(m *jetstream.RawStreamMsg) bool {
-		got = append(got, m.Sequence)
-		return true
-	})
-	require.NoError(t, err)
+	got, complete = readAll(2, true)
 	require.False(t, complete, "more were left past the limit")
 	require.Equal(t, want[:2], got)
-
-	got = nil
-	complete, err = read(ctx, result, 2, func(m *jetstream.RawStreamMsg) bool {
-		got = append(got, m.Sequence)
-		return false
-	})
-	require.NoError(t, err)
+	got, complete = readAll(2, false)
 	require.True(t, complete, "stopped by its callback, not its limit")
 	require.Equal(t, want[:1], got)
 
-	_, err = read(ctx, s.Event("acme", "d1", "01CALL"), 10, func(*jetstream.RawStreamMsg) bool { return true })
+	_, err := read(ctx, s.Event("acme", "d1", "01CALL"), 10, func(*jetstream.RawStreamMsg) bool { return true })
 	require.Error(t, err, "not a result subject")
 }
