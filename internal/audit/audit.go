@@ -612,7 +612,7 @@ func (e *callEvents) visit(ctx context.Context, m *jetstream.RawStreamMsg) {
 	// STARTED stored before the result. A STARTED that lost the race, or
 	// came after the result, claims nothing.
 	st := e.st
-	if st == nil || st.Verdict.Dispatcher || e.claimed || ev.Type != toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED ||
+	if st == nil || st.Verdict.Dispatcher || e.claimed || st.Resp.GetMeta().GetAttempt() < 1 || ev.Type != toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED ||
 		ev.Attempt != st.Resp.GetMeta().GetAttempt() || (!st.Msg.Time.IsZero() && !m.Time.Before(st.Msg.Time)) {
 		return
 	}

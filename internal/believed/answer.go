@@ -98,8 +98,8 @@ const MaxClaimScan = 10_000
 // *signing.Error says the events could not be read or checked.
 func checkClaim(ctx context.Context, keys *signing.Keyring, c claim) error {
 	read := keys.Events()
-	if read == nil || keys.SoleKey(ctx, c.verdict.Pool, c.verdict.Signer) {
-		return nil
+	if read == nil || c.attempt < 1 || keys.SoleKey(ctx, c.verdict.Pool, c.verdict.Signer) {
+		return nil // attempts are numbered from 1: 0 names none, and nothing claims it
 	}
 	found, ok := keys.Claimed(callKey(c.result.Subject), c.attempt)
 	if !ok || !storedBefore(found.Time, c.result.Stored) {
@@ -143,7 +143,7 @@ func readClaim(ctx context.Context, keys *signing.Keyring, read signing.EventsRe
 	)
 	complete, err := read(ctx, c.result.Subject, MaxClaimScan, func(m *jetstream.RawStreamMsg) bool {
 		if !storedBefore(m.Time, c.result.Stored) {
-			return false // stored after the result, as all after it
+			return false // stored after the result, as all after it on this subject
 		}
 		ev, v, err := CheckEvent(ctx, keys, c.callID, c.tool, m.Header, m.Data)
 		switch {
@@ -153,8 +153,10 @@ func readClaim(ctx context.Context, keys *signing.Keyring, read signing.EventsRe
 			lookup = err
 			return false
 		case ev.Type == toolwirev1.CallEventType_CALL_EVENT_TYPE_STARTED && ev.Attempt == c.attempt:
-			found = signing.Claim{Signer: v.Signer, Seq: m.Sequence, Time: m.Time}
-			return false
+			if found.Signer == "" || m.Sequence < found.Seq {
+				found = signing.Claim{Signer: v.Signer, Seq: m.Sequence, Time: m.Time}
+			}
+			return false // the first on this subject; another dispatcher's may be earlier
 		}
 		return true
 	})

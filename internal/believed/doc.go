@@ -51,13 +51,14 @@
 //     the archive, reads no segment.
 //   - A result a pool's key signed is refused (signing.WrongAttempt)
 //     when another key holds its attempt's claim: the first believed
-//     STARTED of that attempt among the call's events on every
+//     STARTED of that attempt (lowest stream sequence, the order the
+//     workers' claim race decides by) among the call's events on every
 //     dispatcher's subject (a result stored under another dispatcher's
-//     token is the same call's), in the stream's order, stored before the
-//     result by the servers' clocks (checkClaim; one pass of leader gets
-//     on the call's wildcard subject through the keyring's
-//     signing.EventsReader, the order the workers' claim race decides
-//     by). A STARTED stored after the result does not count: the decision
+//     token is the same call's) stored before the result by the servers'
+//     clocks (checkClaim; leader gets on each literal subject through the
+//     keyring's signing.EventsReader: a get on the wildcard would have the
+//     server walk the stream's blocks). Attempt 0 names none: nothing
+//     claims it. A STARTED stored after the result does not count: the decision
 //     on a stored result does not change when later events come. A claim
 //     found is remembered (signing.Keyring.Claimed): it never changes, so
 //     a result stored after it needs no read. Past MaxClaimScan events

@@ -143,12 +143,12 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config, opts Options) (*Bus, e
 // EVENTS stream) for a keyring's claim check (signing.EventsReader): a
 // replica that lags would not show a claim the leader acknowledged. It
 // reads the events on every dispatcher's subject of the call (a result
-// stored under another dispatcher's token is the same call's) in one
-// pass, in the stream's order: each get asks for the next message on
-// the call's subjects (a wildcard the leader resolves), the way the
-// workers' claim read-back orders them. A subject that is not a
-// result's is an error. Nil (no claim check) without a connection or a
-// stream.
+// stored under another dispatcher's token is the same call's), each
+// subject oldest first, one leader get per event on the literal subject:
+// a get on the wildcard would have the server walk the stream's blocks
+// between the call's events, and to its end, once the stream holds more
+// than 64K subjects. A subject that is not a result's is an error. Nil
+// (no claim check) without a connection or a stream.
 func EventsReader(nc *nats.Conn, events jetstream.Stream, s Subjects) signing.EventsReader {
 	if nc == nil || events == nil {
 		return nil
@@ -158,23 +158,32 @@ func EventsReader(nc *nats.Conn, events jetstream.Stream, s Subjects) signing.Ev
 		if !ok {
 			return false, fmt.Errorf("bus: %q is not a result subject", result)
 		}
-		name := events.CachedInfo().Config.Name
-		for seq, n := uint64(1), 0; ; n++ {
-			m, err := leaderGet(ctx, nc, name, filter, getRequest{Seq: seq, NextFor: filter})
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				return true, nil
-			}
-			if err != nil {
-				return false, err
-			}
-			if n == limit {
-				return false, nil
-			}
-			if !each(m) {
-				return true, nil
-			}
-			seq = m.Sequence + 1
+		subjects, err := literalSubjects(ctx, nc, events, filter, true)
+		if err != nil {
+			return false, err
 		}
+		slices.Sort(subjects)
+		name, n := events.CachedInfo().Config.Name, 0
+		for _, subject := range subjects {
+			for seq := uint64(1); ; n++ {
+				if n == limit {
+					return false, nil
+				}
+				m, err := leaderGet(ctx, nc, name, subject, getRequest{Seq: seq, NextFor: subject})
+				if errors.Is(err, jetstream.ErrMsgNotFound) {
+					break
+				}
+				if err != nil {
+					return false, err
+				}
+				if !each(m) {
+					n++
+					break
+				}
+				seq = m.Sequence + 1
+			}
+		}
+		return true, nil
 	}
 }
 

@@ -12,12 +12,12 @@ import (
 )
 
 // EventsReader hands each the events stored for the call whose result
-// subject is resultSubject, on all of the call's events subjects (one
-// per dispatcher that wrote some), in the stream's order, until each
-// returns false or limit were read (bus.EventsReader). It reports
-// whether it stopped before limit: false when more were left. A keyring
-// with one makes a result's claim check (internal/believed): whose
-// STARTED holds the result's attempt.
+// subject is resultSubject, on each of the call's events subjects (one
+// per dispatcher that wrote some) oldest first, until each returns false
+// (the reader goes on with the next subject) or limit were read
+// (bus.EventsReader). It reports whether it read them all: false when it
+// stopped at limit. A keyring with one makes a result's claim check
+// (internal/believed): whose STARTED holds the result's attempt.
 type EventsReader func(ctx context.Context, resultSubject string, limit int, each func(*jetstream.RawStreamMsg) bool) (complete bool, err error)
 
 // EventsWith gives k the events of calls, for the claim check. Call it

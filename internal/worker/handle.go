@@ -71,10 +71,11 @@ type delivery struct {
 	// startedSeq is the stream sequence of the last STARTED this
 	// delivery stored (claimStart), 0 before the first.
 	startedSeq uint64
-	// took is set once this delivery took an attempt number as its own:
-	// its STARTED stored as the attempt's claim, or scheduled (a tool safe
-	// to rerun). An answer given before names attempt 0 (answerMeta).
-	took bool
+	// took is the last attempt this delivery took as its own: its
+	// STARTED stored as the attempt's claim, or scheduled (a tool safe to
+	// rerun); 0 before the first. An answer names it (answerMeta), never
+	// an attempt number the delivery has not taken yet.
+	took int32
 	// ran is set once an attempt of this delivery has run: its response
 	// is the after-hooks' to look at (afterhooks.go).
 	ran bool
@@ -460,13 +461,13 @@ func (d *delivery) attempt() (outcome, *tool.Error) {
 	}
 	startedEv, err := d.startedEvent()
 	if errors.Is(err, errCancelledFirst) {
-		d.took = true
+		d.took = d.call.Attempt
 		return d.claimedNotRun(err), nil // a cancel was stored before its start
 	}
 	if err != nil {
 		return d.notRun(err), nil
 	}
-	d.took = true
+	d.took = d.call.Attempt
 	// The start is recorded: its moment is the attempt's start, checked
 	// against the schedule-to-start deadline (lateStart).
 	d.started = time.Now()

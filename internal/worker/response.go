@@ -41,19 +41,20 @@ func (d *delivery) meta() *toolwirev1.ResponseMeta {
 }
 
 // answerMeta is Worker.meta for this delivery's answer. The attempt it
-// names is one this delivery took (d.took: its STARTED is the attempt's
-// claim, or it ran it); an answer given before it took one (refused,
-// cancelled, expired, UNKNOWN_OUTCOME, denied by the policy) names
-// attempt 0, none: the delivery count, or the attempt after the last
-// one recorded, may be an attempt another delivery claimed (a call put
-// back after a scheduled retry is delivered from 1 again; an earlier
-// worker may still be running), and a result of a pool's key for an
-// attempt another key claimed is not believed (internal/believed).
+// names is the last one this delivery took (d.took: its STARTED is the
+// attempt's claim, or it ran it); an answer given before it took one
+// (refused, cancelled, expired, UNKNOWN_OUTCOME, denied by the policy)
+// names attempt 0, none, and one given between an in-process retry's
+// backoff and its claim names the attempt before. The attempt under way
+// (the delivery count, or the one after the last recorded) may be one
+// another delivery claimed (a call put back after a scheduled retry is
+// delivered from 1 again; an earlier worker may still be running, or a
+// stale delivery's redelivery claim the next try first), and a result of
+// a pool's key for an attempt another key claimed is not believed
+// (internal/believed).
 func (d *delivery) answerMeta(spec *toolwirev1.ToolSpec, started, finished time.Time) *toolwirev1.ResponseMeta {
 	m := d.w.meta(d.call, spec, started, finished)
-	if !d.took {
-		m.Attempt = 0
-	}
+	m.Attempt = d.took
 	return m
 }
 

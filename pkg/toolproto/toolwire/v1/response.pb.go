@@ -352,7 +352,11 @@ func (x *Intent) GetPayloadJson() string {
 type ResponseMeta struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Worker instance that produced the response; empty for the dispatcher.
-	Worker     string                 `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
+	Worker string `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
+	// The attempt that produced the response, from 1; 0 when the worker
+	// answered before it took one (refused, cancelled or expired before it
+	// started, unknown outcome, denied by the policy). A dead letter's
+	// answer (source "dlq") gives the deliveries made, 0 when unknown.
 	Attempt    int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	StartedAt  *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
 	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`

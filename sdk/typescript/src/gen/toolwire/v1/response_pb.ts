@@ -220,6 +220,11 @@ export type ResponseMeta = Message<"toolwire.v1.ResponseMeta"> & {
   worker: string;
 
   /**
+   * The attempt that produced the response, from 1; 0 when the worker
+   * answered before it took one (refused, cancelled or expired before it
+   * started, unknown outcome, denied by the policy). A dead letter's
+   * answer (source "dlq") gives the deliveries made, 0 when unknown.
+   *
    * @generated from field: int32 attempt = 2;
    */
   attempt: number;
