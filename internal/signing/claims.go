@@ -105,9 +105,10 @@ type claimKey struct {
 }
 
 // Claimed is the claim of attempt of call that a check found
-// (RememberClaim; call names the call within its tenant). A claim once stored never changes (a STARTED stored
-// later comes after it), so a result stored after it needs no read; one
-// stored before it, or an attempt with no claim found, does.
+// (RememberClaim; call names the call within its tenant). A claim once
+// stored never changes (a STARTED stored later comes after it), so a
+// result stored after it needs no read; one stored before it, or an
+// attempt with no claim found, does.
 func (k *Keyring) Claimed(call string, attempt int32) (Claim, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -142,10 +142,11 @@
 // and the worker that takes it treats it like a redelivery (the call
 // carries the attempt it reached). Exhausted attempts answer MAX_ATTEMPTS with a dead letter.
 // Attempts are numbered on from the last one an earlier delivery recorded
-// or a parked call carried. An answer names the attempt that produced it,
-// one this delivery took (its STARTED claimed it, or it ran); an answer
-// given before (refused, cancelled or expired before it started,
-// UNKNOWN_OUTCOME, a policy denial) names attempt 0: JetStream's delivery
+// or a parked call carried. An answer names the last attempt this
+// delivery took (its STARTED claimed it, or it ran), never the try under
+// way before its claim; an answer given before the first (refused,
+// cancelled or expired before it started, UNKNOWN_OUTCOME, a policy
+// denial) names attempt 0, which nothing claims: JetStream's delivery
 // count, or the attempt after the last one read, may be an attempt
 // another delivery claimed (a parked call is delivered from 1 again; an
 // earlier worker may still be running), and a result of a pool's key for
