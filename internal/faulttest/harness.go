@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -81,13 +82,53 @@ func StartEnv(t testing.TB, name string, env []string, bin string, args ...strin
 		t.Fatalf("faulttest: start %s: %v", name, err)
 	}
 	go func() { p.err = p.Cmd.Wait(); close(p.done) }()
+	nameFailure(t)
 	t.Cleanup(func() {
 		p.Kill()
 		if t.Failed() {
-			t.Logf("output of %s:\n%s", name, p.out.String())
+			t.Logf("output of %s%s", name, failedOutput(t, name, p.out.String()))
 		}
 	})
 	return p
+}
+
+// failedTail is how many of a process's last lines a failed test logs;
+// the whole output goes to a file. A CI log keeps only its tail, and the
+// whole output of three nats-servers buried the test's name and its error.
+const failedTail = 25
+
+// failedOutput writes out to a file named after the test and the process
+// and returns its last lines, saying where the rest is.
+func failedOutput(t testing.TB, name, out string) string {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) <= failedTail {
+		return ":\n" + strings.Join(lines, "\n")
+	}
+	where := "not kept"
+	dir := filepath.Join(os.TempDir(), "toolwire-faulttest-output", strings.ReplaceAll(t.Name(), "/", "_"))
+	file := filepath.Join(dir, name+".log")
+	if err := os.MkdirAll(dir, 0o755); err == nil && os.WriteFile(file, []byte(out), 0o644) == nil {
+		where = file
+	}
+	return fmt.Sprintf(" (last %d of %d lines; all in %s):\n%s", failedTail, len(lines), where,
+		strings.Join(lines[len(lines)-failedTail:], "\n"))
+}
+
+var named sync.Map // testing.TB → struct{}: nameFailure registered
+
+// nameFailure makes a failed test name itself after the output of its
+// processes (cleanups run last-registered first, so this one, registered
+// before the first process's, runs after all of them).
+func nameFailure(t testing.TB) {
+	if _, done := named.LoadOrStore(t, struct{}{}); done {
+		return
+	}
+	t.Cleanup(func() {
+		named.Delete(t)
+		if t.Failed() {
+			t.Logf("faulttest: %s FAILED; its errors are above its processes' output", t.Name())
+		}
+	})
 }
 
 // Kill sends SIGKILL to the process group and waits for the exit.
