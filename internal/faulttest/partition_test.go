@@ -146,7 +146,7 @@ func TestClusterPartitions(t *testing.T) {
 		f.healed = time.Now()
 		healWatch := c.WatchLeader(calls, -1, f.healed)
 		t.Cleanup(func() { healWatch.Stop() }) // a test failing meanwhile
-		if restarted := c.WaitHealthyOrRestart(30*time.Second, 2*time.Minute); len(restarted) > 0 {
+		if restarted := c.WaitHealthyOrRestart(45*time.Second, 2*time.Minute); len(restarted) > 0 {
 			figure(t, "fault=%d %s: nats nodes stuck after the heal, restarted: %v", i+1, f.name, restarted)
 		}
 		load.waitProgress(t, f.at, 50, 5, "after "+f.name)
